@@ -1,0 +1,108 @@
+# moescope - see README.md.  `make deps run` on a fresh Debian machine, `make check` for tests.
+#
+#   make            ./moescope (release build, objects under build/rel)
+#   make check      AddressSanitizer + UBSan build under build/asan, then every test
+#   make bench      benchmarks, side by side with numpy/scipy, as ratios
+#   make run        the TUI on the bundled sample checkpoints
+#   make samples    regenerate sample-checkpoints/ (byte-identical for the same seeds)
+#   make fuzz       libFuzzer harnesses for a bounded time (clang)
+#   make install    PREFIX=/usr/local DESTDIR=
+
+.DEFAULT_GOAL := all
+CC      ?= cc
+PYTHON  ?= /usr/bin/python3
+PREFIX  ?= /usr/local
+DESTDIR ?=
+
+PKGS        := openblas libcjson libpng
+PKG_CFLAGS  := $(shell pkg-config --cflags $(PKGS) ncursesw 2>/dev/null)
+PKG_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CURSES_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null)
+
+WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter
+CSTD     := -std=gnu11
+OPT      ?= -O2 -march=x86-64-v2
+CPPFLAGS += -Iinclude -Iui
+LDLIBS   := $(PKG_LIBS) $(CURSES_LIBS) -lpthread -lm
+
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
+# The library: everything in src/ except main.c. The UI: everything in ui/.
+LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c))
+UI_SRC   := $(wildcard ui/*.c)
+TEST_SRC := $(wildcard tests/test_*.c)
+
+# $(1) = build dir, $(2) = extra CFLAGS
+define BUILD_RULES
+$(1)/libmoescope.a: $(patsubst %.c,$(1)/%.o,$(LIB_SRC))
+	@rm -f $$@
+	ar rcs $$@ $$^
+$(1)/libmoescope_ui.a: $(patsubst %.c,$(1)/%.o,$(UI_SRC))
+	@rm -f $$@
+	ar rcs $$@ $$^
+$(1)/moescope: $(1)/src/main.o $(1)/libmoescope_ui.a $(1)/libmoescope.a
+	$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)
+$(1)/tests/%: $(1)/tests/%.o $(1)/libmoescope_ui.a $(1)/libmoescope.a
+	$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)
+$(1)/%.o: %.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CSTD) $(2) $$(WARN) $$(CPPFLAGS) $$(PKG_CFLAGS) -MMD -MP -c -o $$@ $$<
+endef
+
+REL  := build/rel
+ASAN := build/asan
+$(eval $(call BUILD_RULES,$(REL),$(OPT) -g))
+$(eval $(call BUILD_RULES,$(ASAN),$(SAN_FLAGS)))
+
+.PHONY: all deps run check test bench samples fuzz install clean
+.SECONDARY:
+
+all: moescope
+
+moescope: $(REL)/moescope
+	cp $< $@
+
+REL_TESTS  := $(patsubst tests/%.c,$(REL)/tests/%,$(TEST_SRC))
+ASAN_TESTS := $(patsubst tests/%.c,$(ASAN)/tests/%,$(TEST_SRC))
+
+# Debian packages for build, tests and benchmarks. Root runs apt-get directly.
+DEB_PACKAGES := build-essential pkg-config libopenblas-dev libcjson-dev libpng-dev \
+    libncurses-dev python3 python3-numpy python3-scipy python3-sklearn tmux clang \
+    libclang-rt-dev
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+deps:
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(DEB_PACKAGES)
+
+SAMPLE_A := sample-checkpoints/dense4/seed1.safetensors
+SAMPLE_B := sample-checkpoints/dense4/seed2.safetensors
+SAMPLE_E := sample-checkpoints/dense4/eval.safetensors
+run: moescope
+	@if [ -f $(SAMPLE_A) ]; then ./moescope $(SAMPLE_A) $(SAMPLE_B) --eval $(SAMPLE_E); \
+	else echo "no sample checkpoints yet"; fi
+
+# Every test, under AddressSanitizer + UBSan. The last line is "N passed, N failed".
+check: $(ASAN)/moescope $(ASAN_TESTS)
+	@MOESCOPE=$(ASAN)/moescope TESTBIN=$(ASAN)/tests PYTHON=$(PYTHON) bash tests/run.sh
+
+# The same tests against the release build (faster, no sanitizers).
+test: $(REL)/moescope $(REL_TESTS)
+	@MOESCOPE=$(REL)/moescope TESTBIN=$(REL)/tests PYTHON=$(PYTHON) bash tests/run.sh
+
+bench: $(REL)/moescope
+	@MOESCOPE=$(REL)/moescope PYTHON=$(PYTHON) bash tests/bench/run.sh
+
+samples: $(REL)/moescope
+	@MOESCOPE=$(REL)/moescope PYTHON=$(PYTHON) bash sample-checkpoints/make_samples.sh
+
+fuzz:
+	@bash tests/fuzz/run.sh
+
+install: moescope
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/moescope
+	install -m 755 moescope $(DESTDIR)$(PREFIX)/bin/moescope
+	cp -r assets/. $(DESTDIR)$(PREFIX)/share/moescope/
+
+clean:
+	rm -rf build moescope
+
+-include $(shell find build -name '*.d' 2>/dev/null)

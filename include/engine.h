@@ -1,0 +1,62 @@
+/* engine.h - the background worker the TUI watches.
+ *
+ * One worker thread owns the computation. engine_submit replaces the current
+ * request (the running one is cancelled within milliseconds); the TUI polls
+ * engine_snapshot, which copies the latest (possibly partial) results under a
+ * mutex and never blocks on the computation. */
+#ifndef MS_ENGINE_H
+#define MS_ENGINE_H
+
+#include "align.h"
+#include "landscape.h"
+#include "model.h"
+
+typedef struct {
+    int order_stage;        /* expert-order stage on/off */
+    int wm_stage;           /* weight-matching stage on/off */
+    int center;             /* gate centring on/off */
+    cost_method method;     /* cost for the order stage */
+    int has_selected;       /* plot this order too */
+    int selected[LS_MAX_N];
+    int T;                  /* interpolation points */
+} engine_request;
+
+typedef struct {
+    unsigned long generation; /* changes whenever anything below changes */
+    int busy;                 /* the worker is computing */
+    double progress;          /* 0..1 of the current request */
+    char status[256];         /* "computing landscape 120/40320", errors */
+    int n, T;
+    ls_kind kind;
+    double *t;                /* (T) */
+    /* the request these results belong to */
+    engine_request req;
+    /* cost matrix of req.method/req.center and its assignment */
+    double *cost;             /* (n,n), NULL until ready */
+    int cost_order[LS_MAX_N];
+    double cost_total;
+    /* curves: valid when have_* is set */
+    int have_naive, have_skip, have_current, have_selected;
+    ls_curve naive, skip_order, current, selected;
+    /* the order the toggles give (identity when the order stage is off) */
+    int current_order[LS_MAX_N];
+    /* landscape rows, in the order they finished (sort for display) */
+    long norders, ndone;
+    ls_row *rows;             /* (ndone) */
+    int have_landscape;       /* all rows done: ranks below are valid */
+    int rank[2];
+    double l_hat[2];
+    double loss_a, loss_b, acc_a, acc_b;
+} engine_view;
+
+typedef struct engine engine;
+
+/* Starts the worker. A, B, E are borrowed and must outlive the engine. */
+engine *engine_start(const moe_model *A, const moe_model *B, const evalset *E, ms_err *err);
+void engine_submit(engine *g, const engine_request *r);
+/* Copy the latest results into v if v->generation differs (returns 1), else 0. */
+int engine_snapshot(engine *g, engine_view *v);
+void engine_view_free(engine_view *v);
+void engine_stop(engine *g); /* cancels, joins, frees */
+
+#endif

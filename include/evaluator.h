@@ -1,0 +1,35 @@
+/* evaluator.h - the MoE forward pass and the loss over an evaluation set.
+ *
+ * Batched over samples with OpenBLAS sgemm, float32 compute, double
+ * accumulation of losses. moe_forward_ref is the plain loop version kept beside
+ * it as the reference in tests. */
+#ifndef MS_EVALUATOR_H
+#define MS_EVALUATOR_H
+
+#include "model.h"
+
+/* Gate weights for a batch: scores (B,n) -> g (B,n) by the model's router
+ * (dense softmax, or softmax over the top-k with ties to the smaller index). */
+void moe_route(const moe_config *c, const float *scores, int B, float *g);
+
+/* Block output z = [x +] D(x) for X (B,d) into Z (B,d); if G is not NULL the
+ * gate weights (B,n) are stored there too. Uses an internal workspace. */
+void moe_forward(const moe_model *m, const float *X, int B, float *Z, float *G);
+/* The same computed one sample at a time with plain loops (reference). */
+void moe_forward_ref(const moe_model *m, const float *X, int B, float *Z, float *G);
+
+/* Head: logits (B,C) = H LayerNorm(z) + c (LayerNorm only if present). */
+void moe_head(const moe_model *m, const float *Z, int B, float *logits);
+
+typedef struct {
+    double loss;       /* cross-entropy (classification) or MSE (regression) */
+    double accuracy;   /* in [0,1]; -1 when not classification */
+    double *load_mean; /* (n) mean gate weight of each expert */
+    double *load_frac; /* (n) fraction of samples that route to it (g > 0 / in top-k) */
+} moe_eval_result;
+
+/* Loss, accuracy and routing load of m on e (m must have a head). */
+int moe_eval(const moe_model *m, const evalset *e, moe_eval_result *r, ms_err *err);
+void moe_eval_result_free(moe_eval_result *r);
+
+#endif

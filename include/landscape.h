@@ -1,0 +1,88 @@
+/* landscape.h - loss curves, barriers and the landscape of all expert orders
+ * (SPEC §5).
+ *
+ * Legend: T interpolation points, t_m = m/(T-1). Curves go from A (t=0) to the
+ * aligned B' (t=1). With a head the loss is cross-entropy (classification) or
+ * MSE (regression); without one it is the layer-output loss (mean squared
+ * distance from the chord of the two layers' outputs). */
+#ifndef MS_LANDSCAPE_H
+#define MS_LANDSCAPE_H
+
+#include <stdint.h>
+
+#include "align.h"
+#include "model.h"
+
+#define LS_MAX_N 16        /* experts the landscape and the TUI handle */
+#define LS_EXHAUSTIVE_MAX 9 /* n <= 9: every order; above: sampled */
+
+typedef enum { LS_CLASSIFY = 0, LS_REGRESS = 1, LS_LAYER = 2 } ls_kind;
+
+typedef struct {
+    int n, T;
+    int order[LS_MAX_N];
+    double *loss;  // (T)
+    double *acc;   // (T), NULL unless classification
+    double barrier, acc_barrier, auc; /* acc_barrier NaN unless classification */
+} ls_curve;
+
+void ls_curve_free(ls_curve *c);
+void ls_curve_copy(ls_curve *dst, const ls_curve *src);
+/* Fill barrier, acc_barrier and auc from loss/acc (SPEC §5 formulas). */
+void ls_curve_stats(ls_curve *c);
+double ls_t(int m, int T); /* m/(T-1) */
+
+/* The curve from A to Bp, where Bp is B already aligned (any order/WM). */
+int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int T,
+                  ls_curve *out, ms_err *err);
+
+typedef struct {
+    int order[LS_MAX_N];
+    double barrier, acc_barrier, auc;
+} ls_row;
+
+typedef struct {
+    int T;               /* points, default 25 */
+    int wm;              /* weight matching inside each order (default 1) */
+    int center;          /* gate centring for the gate method (default 1) */
+    long nsample;        /* n >= 10: orders to sample (default 20000) */
+    uint64_t seed;       /* for sampling */
+    volatile int *cancel;/* polled often; when it becomes non-zero, stop and return -1 */
+    /* called from the computing thread as rows finish; may be NULL */
+    void (*progress)(void *ctx, long done, long total);
+    void *ctx;
+} ls_opts;
+
+void ls_opts_default(ls_opts *o);
+
+typedef struct {
+    int n, T;
+    ls_kind kind;
+    double *t;                  // (T)
+    double loss_a, loss_b, acc_a, acc_b;
+    ls_curve naive, skip_order;
+    ls_curve methods[2];        /* [COST_GATE], [COST_EXPERT] */
+    double *cost[2];            /* (n,n) each */
+    double cost_total[2];
+    int rank[2];                /* 1 + #{pi : B(pi) < B(chosen)} */
+    double l_hat[2];            /* NaN when the denominator is <= 0 */
+    long norders;               /* n! or the number sampled */
+    long ndone;                 /* rows filled so far */
+    ls_row *rows;               /* (norders), sorted by barrier once complete */
+    int exhaustive;             /* 0: sampled estimate */
+    double pct_lo[2], pct_hi[2];/* sampled: 95% CI of each method's rank percentile */
+    int best, worst;            /* row indices (in the sorted rows) */
+} landscape;
+
+/* Everything of SPEC §5 for the pair (A, B). Partial progress goes through
+ * o->progress; a cancel returns -1 with "cancelled" in err. */
+int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
+                      const ls_opts *o, landscape *L, ms_err *err);
+void landscape_free(landscape *L);
+
+/* JSON (SPEC §6 keys exactly) and CSV reports, written atomically. */
+int landscape_write_json(const landscape *L, const char *a_path, const char *b_path,
+                         const char *e_path, const char *layer, const char *path, ms_err *err);
+int landscape_write_csv(const landscape *L, const char *path, ms_err *err);
+
+#endif

@@ -1,0 +1,29 @@
+/* lap.h - the linear assignment solver (Jonker-Volgenant style shortest
+ * augmenting path with column reduction, reduction transfer and augmenting
+ * row reduction), exact, for dense row-major cost matrices.
+ *
+ * cost is (nr, nc). Every row is assigned when nr <= nc; every column when
+ * nr > nc (the other rows get -1). Ties are broken deterministically.
+ * NaN, -inf (and +inf) costs are rejected with an error. */
+#ifndef MS_LAP_H
+#define MS_LAP_H
+
+#include "ms_error.h"
+
+/* row_to_col (nr): column of each row, or -1. total: sum of chosen costs.
+ * maximize != 0 maximises instead of minimising. */
+int lap_solve(const double *cost, int nr, int nc, int maximize, int *row_to_col,
+              double *total, ms_err *err);
+
+/* Reference: exhaustive search over all assignments, nr, nc <= 9. Same
+ * conventions and tie-breaking-independent total. Used by tests. */
+int lap_solve_brute(const double *cost, int nr, int nc, int maximize, int *row_to_col,
+                    double *total, ms_err *err);
+
+/* Best assignment that differs from `given` in at least one row (square only,
+ * n <= 9: exhaustive; larger: by forbidding each assigned cell in turn).
+ * Its total goes to *second; returns -1 when n < 2. */
+int lap_second_best(const double *cost, int n, int maximize, const int *given,
+                    int *row_to_col, double *second, ms_err *err);
+
+#endif

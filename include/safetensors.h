@@ -1,0 +1,84 @@
+/* safetensors.h - read (mmap, validated) and write (F32, atomic) safetensors files.
+ *
+ * Format: 8-byte little-endian header length, a JSON header
+ * {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...,
+ *  "__metadata__": {"key": "value"}}, then the raw little-endian data.
+ * st_open validates the whole header (offsets inside the data, no overlap,
+ * byte counts matching shapes, known dtypes, bounded sizes) before anything
+ * is read; every message names the file and, where it applies, the tensor. */
+#ifndef MS_SAFETENSORS_H
+#define MS_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ms_error.h"
+
+#define ST_MAX_DIMS 8
+#define ST_MAX_HEADER (100u << 20)  /* 100 MiB of JSON header is already absurd */
+#define ST_MAX_TENSORS 100000
+
+typedef enum { ST_F32, ST_F16, ST_BF16, ST_F64, ST_I64, ST_I32, ST_OTHER } st_dtype;
+
+typedef struct {
+    char *name;
+    st_dtype dtype;
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+    int64_t numel;
+    size_t begin, end; /* byte offsets into the data section */
+} st_tensor;
+
+typedef struct {
+    char *path;
+    const uint8_t *map;   /* whole file, mmap'd read-only */
+    size_t size;
+    const uint8_t *data;  /* start of the data section */
+    size_t data_size;
+    st_tensor *tensors;
+    int ntensors;
+    char **meta_keys, **meta_vals; /* __metadata__, in file order */
+    int nmeta;
+} st_file;
+
+/* Open and validate. On failure f is left closed (nothing to free). */
+int st_open(st_file *f, const char *path, ms_err *err);
+void st_close(st_file *f);
+
+const st_tensor *st_find(const st_file *f, const char *name);
+const char *st_meta(const st_file *f, const char *key); /* NULL if absent */
+const char *st_dtype_name(st_dtype d);
+
+/* Read any float dtype as float32 into out (t->numel floats). Fails, naming
+ * the file, tensor and element index, if a value is NaN or infinite. */
+int st_read_f32(const st_file *f, const st_tensor *t, float *out, ms_err *err);
+/* Same, but read as float64 (for cost matrices). */
+int st_read_f64(const st_file *f, const st_tensor *t, double *out, ms_err *err);
+/* Read an I32 or I64 tensor into int64 (labels). */
+int st_read_i64(const st_file *f, const st_tensor *t, int64_t *out, ms_err *err);
+
+/* Look up name, check its shape equals want[0..ndim), read it as float32.
+ * Missing tensor or other shape: an error naming both. */
+int st_read_f32_shape(const st_file *f, const char *name, int ndim, const int64_t *want,
+                      float *out, ms_err *err);
+
+/* ---- writer ---- */
+typedef struct st_writer st_writer;
+
+st_writer *st_writer_new(void);
+void st_writer_free(st_writer *w);
+/* The data pointers are borrowed: they must stay valid until st_writer_write. */
+void st_writer_add_f32(st_writer *w, const char *name, int ndim, const int64_t *shape,
+                       const float *data);
+void st_writer_add_f64(st_writer *w, const char *name, int ndim, const int64_t *shape,
+                       const double *data);
+void st_writer_add_i64(st_writer *w, const char *name, int ndim, const int64_t *shape,
+                       const int64_t *data);
+void st_writer_add_i32(st_writer *w, const char *name, int ndim, const int64_t *shape,
+                       const int32_t *data);
+void st_writer_meta(st_writer *w, const char *key, const char *value); /* copies; last wins */
+/* Tensors are written in the order added; the header is deterministic so the
+ * same content gives byte-identical files. Atomic (see atomic_file.h). */
+int st_writer_write(st_writer *w, const char *path, ms_err *err);
+
+#endif
