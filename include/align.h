@@ -27,6 +27,11 @@ void wm_similarity(const moe_expert *a, const moe_expert *b, const moe_config *c
 int wm_match(const moe_expert *a, const moe_expert *b, const moe_config *c, int *P,
              double *score, ms_err *err);
 
+/* wm_match with a caller-provided workspace S of h*h doubles (align_models
+ * reuses one for every slot instead of allocating per pair). */
+int wm_match_into(const moe_expert *a, const moe_expert *b, const moe_config *c, int *P,
+                  double *score, double *S, ms_err *err);
+
 typedef struct {
     int order_stage;    /* 1: expert order by assignment; 0: identity */
     int wm_stage;       /* 1: weight matching; 0: none */

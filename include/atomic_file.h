@@ -14,6 +14,7 @@ typedef struct {
     FILE *fp;
     char *path;     /* destination */
     char *tmppath;  /* temporary file beside it */
+    void *priv;     /* the stream's state (fd, first write error), owned by atomic_file.c */
 } atomic_file;
 
 int af_open(atomic_file *af, const char *path, ms_err *err);

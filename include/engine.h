@@ -35,6 +35,9 @@ typedef struct {
     double *cost;             /* (n,n), NULL until ready */
     int cost_order[LS_MAX_N];
     double cost_total;
+    /* the orders both methods choose (gate with req.center), for the marks */
+    int have_methods;
+    int method_order[2][LS_MAX_N];
     /* curves: valid when have_* is set */
     int have_naive, have_skip, have_current, have_selected;
     ls_curve naive, skip_order, current, selected;
@@ -43,9 +46,13 @@ typedef struct {
     /* landscape rows, in the order they finished (sort for display) */
     long norders, ndone;
     ls_row *rows;             /* (ndone) */
+    long rows_cap;            /* allocated rows (snapshot copies) */
+    unsigned long rows_epoch; /* changes when rows are reset or reordered */
     int have_landscape;       /* all rows done: ranks below are valid */
-    int rank[2];
-    double l_hat[2];
+    int exhaustive;           /* 0: the rows are a sample of the orders */
+    int failed;               /* the last request ended in an error (status says) */
+    int rank[2];              /* [COST_GATE], [COST_EXPERT], from the complete rows */
+    double l_hat[2];          /* NaN when undefined */
     double loss_a, loss_b, acc_a, acc_b;
 } engine_view;
 

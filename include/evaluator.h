@@ -32,4 +32,9 @@ typedef struct {
 int moe_eval(const moe_model *m, const evalset *e, moe_eval_result *r, ms_err *err);
 void moe_eval_result_free(moe_eval_result *r);
 
+/* Layer-only statistics (any model, head or not): r->loss is the mean over
+ * N*d of D(x)^2 (the squared layer output, without the residual), accuracy is
+ * -1, and the routing load as in moe_eval. Used by `eval` on headless layers. */
+int moe_eval_layer(const moe_model *m, const evalset *e, moe_eval_result *r, ms_err *err);
+
 #endif

@@ -32,6 +32,16 @@ void ls_curve_copy(ls_curve *dst, const ls_curve *src);
 void ls_curve_stats(ls_curve *c);
 double ls_t(int m, int T); /* m/(T-1) */
 
+/* What the loss means for this model and evaluation set. */
+ls_kind ls_kind_of(const moe_model *m, const evalset *E);
+/* Sum of per-sample losses of logits (N,C) against samples [r0, r0+N) of E
+ * (cross-entropy; squared error summed over C for regression) into *loss_sum,
+ * and the number of correct argmaxes (ties to the smaller index) into
+ * *correct for classification. The mean loss is loss_sum/N (classification)
+ * or loss_sum/(N*C) (regression), as in moe_eval. */
+void ls_loss_logits(const evalset *E, int r0, const float *logits, int N, int C,
+                    double *loss_sum, long *correct);
+
 /* The curve from A to Bp, where Bp is B already aligned (any order/WM). */
 int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int T,
                   ls_curve *out, ms_err *err);
@@ -40,6 +50,8 @@ typedef struct {
     int order[LS_MAX_N];
     double barrier, acc_barrier, auc;
 } ls_row;
+
+struct landscape;
 
 typedef struct {
     int T;               /* points, default 25 */
@@ -51,11 +63,16 @@ typedef struct {
     /* called from the computing thread as rows finish; may be NULL */
     void (*progress)(void *ctx, long done, long total);
     void *ctx;
+    /* Added: called once from the computing thread as soon as the curves
+     * (naive, skip_order, methods), endpoints, rank, l_hat and best_barrier
+     * of L are final, usually long before every row is done. May be NULL. */
+    void (*on_ranks)(void *ctx, const struct landscape *L);
+    int nthreads;        /* worker threads; 0 = the online CPUs (at most 8) */
 } ls_opts;
 
 void ls_opts_default(ls_opts *o);
 
-typedef struct {
+typedef struct landscape {
     int n, T;
     ls_kind kind;
     double *t;                  // (T)
@@ -72,6 +89,13 @@ typedef struct {
     int exhaustive;             /* 0: sampled estimate */
     double pct_lo[2], pct_hi[2];/* sampled: 95% CI of each method's rank percentile */
     int best, worst;            /* row indices (in the sorted rows) */
+    /* Added fields. In progress callbacks rows[0..done) are final (in the
+     * order they finished); the rows are sorted only when all are done. */
+    int ranks_ready;            /* rank, l_hat, best_barrier valid */
+    double best_barrier;        /* B(best) (exhaustive: exact; sampled: over the sample) */
+    double rank_est[2];         /* sampled: estimated rank among all n! orders */
+    double n_fact;              /* n! as a double */
+    double secs_ranks, secs_total; /* wall time to the ranks and to the end */
 } landscape;
 
 /* Everything of SPEC §5 for the pair (A, B). Partial progress goes through
@@ -84,5 +108,9 @@ void landscape_free(landscape *L);
 int landscape_write_json(const landscape *L, const char *a_path, const char *b_path,
                          const char *e_path, const char *layer, const char *path, ms_err *err);
 int landscape_write_csv(const landscape *L, const char *path, ms_err *err);
+/* Curves side by side: columns t, then <name>_loss (and <name>_acc when the
+ * curve has accuracy) for each of the nc curves; written atomically. */
+int curves_write_csv(const ls_curve *curves, const char *const *names, int nc, const char *path,
+                     ms_err *err);
 
 #endif

@@ -89,6 +89,10 @@ const char *moe_act_name(moe_act a);
 const char *moe_meta_get(const moe_model *m, const char *key); /* NULL if absent */
 void moe_meta_set(moe_model *m, const char *key, const char *value);
 
+/* Every layer prefix L in the file (a tensor "L.gate.weight" exists), in file
+ * order; the caller frees each string and the array. */
+int moe_list_layers(const char *path, char ***layers, int *nlayers, ms_err *err);
+
 /* ---- evaluation set ---- */
 typedef struct {
     char *path;

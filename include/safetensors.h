@@ -27,6 +27,7 @@ typedef struct {
     int64_t shape[ST_MAX_DIMS];
     int64_t numel;
     size_t begin, end; /* byte offsets into the data section */
+    char dtype_name[16]; /* the dtype string as in the file ("U8" for ST_OTHER) */
 } st_tensor;
 
 typedef struct {
@@ -61,6 +62,10 @@ int st_read_i64(const st_file *f, const st_tensor *t, int64_t *out, ms_err *err)
  * Missing tensor or other shape: an error naming both. */
 int st_read_f32_shape(const st_file *f, const char *name, int ndim, const int64_t *want,
                       float *out, ms_err *err);
+
+/* Exact conversions used by the readers (exposed for tests): IEEE half, bfloat16. */
+float st_half_to_float(uint16_t h);
+float st_bf16_to_float(uint16_t h);
 
 /* ---- writer ---- */
 typedef struct st_writer st_writer;

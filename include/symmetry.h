@@ -19,7 +19,24 @@ void moe_expert_permute_hidden(moe_expert *e, const moe_config *c, const int *P)
 /* A random element of G(n) plus random hidden permutations, from seed.
  * Records what it did in the metadata (moescope.scramble.*): the expert order,
  * and for testing the inverse can be recovered from it. If order_out is not
- * NULL it receives the expert order (n). */
+ * NULL it receives the expert order (n).
+ *
+ * Precisely, from rng_seed(seed), in this order:
+ *   1. pi = rng_permutation(n); moe_permute_experts(m, pi): slot i of the
+ *      result holds the ORIGINAL expert pi[i] (the order as APPLIED, the same
+ *      convention as moe_permute_experts and SPEC §3);
+ *   2. for each slot i = 0..n-1 a hidden permutation rng_permutation(h);
+ *   3. if s > 0: shared order sp = rng_permutation(s) applied the same way,
+ *      then a hidden permutation per shared slot;
+ *   4. if translate: cW[j] = N(0,1)*scale (j = 0..d-1), cb = N(0,1)*scale,
+ *      scale = RMS of the gate weights (after step 1), added to every row.
+ * Metadata written: moescope.scramble.seed = the seed (decimal),
+ *   moescope.scramble.order = pi as "2 0 3 1" (slot i holds original pi[i]),
+ *   moescope.scramble.shared_order = sp (only when s > 0),
+ *   moescope.scramble.translate = "1" | "0".
+ * Recovery: aligning the scrambled model S to the original O (B = S, A = O)
+ * must find the expert order sigma = pi^{-1}, i.e. sigma[pi[i]] = i: slot j
+ * of the aligned S holds S's expert sigma[j], which is O's expert j. */
 void moe_scramble(moe_model *m, uint64_t seed, int translate, int *order_out);
 
 #endif

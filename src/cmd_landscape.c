@@ -1,8 +1,292 @@
-/* cmd_landscape.c - placeholder until the command lands. */
+/* cmd_landscape.c - `moescope landscape A B --eval E`: every expert order with
+ * Step 2 applied, its barrier, the ranks of the two methods' orders and L-hat
+ * (SPEC §5), as a summary table, JSON, CSV and a PNG plot. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic_file.h"
 #include "cli.h"
+#include "landscape.h"
+#include "plot_png.h"
+
+static const char *USAGE =
+    "moescope landscape A.safetensors B.safetensors --eval E [--points 25] [--json F] [--csv F] "
+    "[--png F] [--curves-png F] [--layer L] [--no-wm] [--no-center] [--samples N] [--seed S] "
+    "[--threads K]";
+
+static void help(void) {
+    printf("usage: %s\n\n"
+           "Evaluate every expert order pi of B (with weight matching inside each matched\n"
+           "pair) on the straight line from A to the reordered B: the loss barrier, the\n"
+           "accuracy barrier and the loss AUC of each, sorted; the rank of the order the gate\n"
+           "and expert costs choose (1 = lowest barrier) and L-hat = 100 (B(chosen) - B(best))\n"
+           "/ (B(naive) - B(best)). Exhaustive for n <= %d experts; above that an estimate from\n"
+           "sampled orders with a 95%% confidence interval on the rank percentile.\n\n"
+           "options:\n"
+           "  -e, --eval E       evaluation set (required)\n"
+           "  -T, --points T     interpolation points (default 25)\n"
+           "  -j, --json F       the full report as JSON (format moescope.landscape/1)\n"
+           "  -c, --csv F        every order: rank, order, barrier, acc_barrier, loss_auc\n"
+           "  -p, --png F        plot of every order's barrier, sorted, chosen orders marked\n"
+           "      --curves-png F the loss curves of naive, skip-order and both methods\n"
+           "  -l, --layer L      layer prefix (default moe)\n"
+           "      --no-wm        no weight matching inside the orders (Step 1 only)\n"
+           "      --no-center    no gate centring for the gate cost\n"
+           "      --samples N    orders sampled when n > %d (default 20000)\n"
+           "      --seed S       seed for the sampling (default 1)\n"
+           "      --threads K    worker threads (default: all CPUs)\n"
+           "  -q, --quiet        no progress bar\n"
+           "  -h, --help         this help\n",
+           USAGE, LS_EXHAUSTIVE_MAX, LS_EXHAUSTIVE_MAX);
+}
+
+static void on_progress(void *ctx, long done, long total) {
+    if (*(int *)ctx) cli_progress("landscape", done, total);
+}
+
+static void print_order(const int *p, int n) {
+    char buf[LS_MAX_N * 4 + 1];
+    size_t len = 0;
+    for (int i = 0; i < n; i++) len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%d", i ? " " : "", p[i]);
+    printf("%-*s", n * 3 > 12 ? n * 3 : 12, buf);
+}
+
+static void print_num(double v, const char *fmt) {
+    if (isnan(v)) printf("%12s", "-");
+    else printf(fmt, v);
+}
+
+static void print_row(const char *name, const int *order, int n, double bar, double accb, double auc,
+                      const char *rank, double lhat) {
+    printf("%-11s ", name);
+    print_order(order, n);
+    print_num(bar, " %11.6f");
+    print_num(accb, " %11.4f");
+    print_num(auc, " %11.6f");
+    printf(" %14s", rank ? rank : "");
+    if (rank) print_num(lhat, " %8.2f");
+    printf("\n");
+}
+
+/* sorted-row index of an order, -1 if absent */
+static long find_row(const landscape *L, const int *p) {
+    for (long k = 0; k < L->ndone; k++)
+        if (!memcmp(L->rows[k].order, p, (size_t)L->n * sizeof(int))) return k;
+    return -1;
+}
+
+static int write_landscape_png(const landscape *L, const char *path, ms_err *err) {
+    double *bars = ms_malloc((size_t)L->norders * sizeof(double));
+    for (long k = 0; k < L->norders; k++) bars[k] = L->rows[k].barrier;
+    long idx[4];
+    const char *labels[4];
+    uint32_t rgb[4];
+    char lbuf[4][96];
+    int nm = 0;
+    idx[nm] = L->best;
+    snprintf(lbuf[nm], sizeof lbuf[nm], "best (barrier %.4g)", L->rows[L->best].barrier);
+    rgb[nm++] = PLOT_RGB_BEST;
+    for (int m = 0; m < 2; m++) {
+        long k = find_row(L, L->methods[m].order);
+        if (k < 0) continue;
+        idx[nm] = k;
+        snprintf(lbuf[nm], sizeof lbuf[nm], "%s cost (rank %d)", m == 0 ? "gate" : "expert",
+                 L->rank[m]);
+        rgb[nm++] = m == 0 ? PLOT_RGB_GATE : PLOT_RGB_EXPERT;
+    }
+    long k = find_row(L, L->skip_order.order);
+    if (k >= 0) {
+        idx[nm] = k;
+        snprintf(lbuf[nm], sizeof lbuf[nm], "identity order (rank %ld)", k + 1);
+        rgb[nm++] = PLOT_RGB_SKIP;
+    }
+    for (int i = 0; i < nm; i++) labels[i] = lbuf[i];
+    char title[160];
+    snprintf(title, sizeof title, "loss barrier of %s %ld expert orders (n = %d), sorted",
+             L->exhaustive ? "all" : "sampled", L->norders, L->n);
+    int rc = plot_png_landscape(bars, L->norders, idx, labels, rgb, nm, title, path, err);
+    free(bars);
+    return rc;
+}
+
+/* loss curves of naive, skip-order and both methods, with the chord */
+static int write_curves_png(const landscape *L, const char *path, ms_err *err) {
+    const ls_curve *cv[4] = {&L->naive, &L->skip_order, &L->methods[0], &L->methods[1]};
+    const char *names[4] = {"naive", "skip-order", "gate cost", "expert cost"};
+    uint32_t cols[4] = {PLOT_RGB_NAIVE, PLOT_RGB_SKIP, PLOT_RGB_GATE, PLOT_RGB_EXPERT};
+    plot_series s[5];
+    memset(s, 0, sizeof s);
+    double chord[2] = {L->loss_a, L->loss_b}, tx[2] = {0.0, 1.0};
+    for (int i = 0; i < 4; i++) {
+        s[i].label = names[i];
+        s[i].x = L->t;
+        s[i].y = cv[i]->loss;
+        s[i].n = L->T;
+        s[i].rgb = cols[i];
+        s[i].markers = 1;
+    }
+    s[4].label = "chord";
+    s[4].x = tx;
+    s[4].y = chord;
+    s[4].n = 2;
+    s[4].rgb = PLOT_RGB_CHORD;
+    s[4].dashed = 1;
+    plot_spec p;
+    plot_spec_init(&p);
+    p.title = "loss from A (t = 0) to the aligned B (t = 1)";
+    p.xlabel = "t";
+    p.ylabel = L->kind == LS_LAYER ? "layer-output loss" : "loss";
+    p.series = s;
+    p.nseries = 5;
+    return plot_png_write(&p, path, err);
+}
 
 int cmd_landscape(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_error("'landscape' is not built yet");
+    static const struct option opts[] = {
+        {"eval", required_argument, 0, 'e'},  {"points", required_argument, 0, 'T'},
+        {"json", required_argument, 0, 'j'},  {"csv", required_argument, 0, 'c'},
+        {"png", required_argument, 0, 'p'},   {"curves-png", required_argument, 0, 'P'},
+        {"layer", required_argument, 0, 'l'}, {"no-wm", no_argument, 0, 'W'},
+        {"no-center", no_argument, 0, 'C'},   {"samples", required_argument, 0, 'S'},
+        {"seed", required_argument, 0, 's'},  {"threads", required_argument, 0, 't'},
+        {"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    ls_opts lo;
+    ls_opts_default(&lo);
+    const char *e_path = NULL, *json = NULL, *csv = NULL, *png = NULL, *cpng = NULL, *layer = NULL;
+    int show = 1;
+    optind = 1;
+    opterr = 0;
+    int ch;
+    char *end;
+    while ((ch = getopt_long(argc, argv, "e:T:j:c:p:l:qh", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'e': e_path = optarg; break;
+        case 'T':
+            lo.T = (int)strtol(optarg, &end, 10);
+            if (*end || lo.T < 3 || lo.T > 100000)
+                return cli_usage_error(USAGE, "landscape: --points must be an integer >= 3, not '%s'", optarg);
+            break;
+        case 'j': json = optarg; break;
+        case 'c': csv = optarg; break;
+        case 'p': png = optarg; break;
+        case 'P': cpng = optarg; break;
+        case 'l': layer = optarg; break;
+        case 'W': lo.wm = 0; break;
+        case 'C': lo.center = 0; break;
+        case 'S':
+            lo.nsample = strtol(optarg, &end, 10);
+            if (*end || lo.nsample < 1)
+                return cli_usage_error(USAGE, "landscape: --samples must be a positive integer, not '%s'", optarg);
+            break;
+        case 's':
+            lo.seed = strtoull(optarg, &end, 10);
+            if (*end) return cli_usage_error(USAGE, "landscape: --seed must be an integer, not '%s'", optarg);
+            break;
+        case 't':
+            lo.nthreads = (int)strtol(optarg, &end, 10);
+            if (*end || lo.nthreads < 1 || lo.nthreads > 8)
+                return cli_usage_error(USAGE, "landscape: --threads must be 1..8, not '%s'", optarg);
+            break;
+        case 'q': show = 0; break;
+        case 'h': help(); return 0;
+        default:
+            return cli_usage_error(USAGE, "landscape: unknown option or missing argument '%s'",
+                                   argv[optind - 1]);
+        }
+    }
+    if (argc - optind != 2)
+        return cli_usage_error(USAGE, "landscape: expected two checkpoints, got %d", argc - optind);
+    if (!e_path) return cli_usage_error(USAGE, "landscape: --eval E is required");
+    const char *pa = argv[optind], *pb = argv[optind + 1];
+    const char *inputs[3] = {pa, pb, e_path};
+    const char *outs[4] = {json, csv, png, cpng};
+    ms_err err;
+    for (int i = 0; i < 4; i++)
+        if (outs[i] && af_check_not_input(outs[i], inputs, 3, &err)) return cli_error("%s", err.msg);
+
+    moe_model A, B;
+    evalset E;
+    if (moe_load(&A, pa, layer, &err)) return cli_error("%s", err.msg);
+    if (moe_load(&B, pb, layer, &err)) {
+        moe_free(&A);
+        return cli_error("%s", err.msg);
+    }
+    if (evalset_load(&E, e_path, &err)) {
+        moe_free(&A);
+        moe_free(&B);
+        return cli_error("%s", err.msg);
+    }
+    int rc = 0;
+    if (A.cfg.has_head && B.cfg.has_head && !moe_heads_equal(&A, &B))
+        fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them too\n",
+                pa, pb);
+    if (A.cfg.router == ROUTER_TOPK && A.cfg.k == 1)
+        fprintf(stderr, "moescope: warning: top-1 routing is outside the theory (positive scaling "
+                        "of the scores is an extra symmetry)\n");
+    lo.progress = on_progress;
+    lo.ctx = &show;
+    landscape L;
+    if (landscape_compute(&A, &B, &E, &lo, &L, &err)) {
+        cli_progress_end();
+        rc = cli_error("%s", err.msg);
+        goto out;
+    }
+    cli_progress_end();
+
+    int n = L.n;
+    const char *kind = L.kind == LS_CLASSIFY ? "classification" : L.kind == LS_REGRESS ? "regression"
+                                                                                       : "layer-output";
+    if (L.exhaustive)
+        printf("landscape: all %ld expert orders (n = %d), %d points, %s loss%s\n", L.norders, n,
+               L.T, kind, lo.wm ? ", weight matching in every order" : ", no weight matching");
+    else
+        printf("landscape: %ld sampled expert orders of %.0f (n = %d, seed %llu), %d points, %s loss\n",
+               L.norders, L.n_fact, n, (unsigned long long)lo.seed, L.T, kind);
+    if (L.kind == LS_CLASSIFY)
+        printf("end points: loss A %.6f (accuracy %.2f%%), loss B %.6f (accuracy %.2f%%)\n",
+               L.loss_a, 100 * L.acc_a, L.loss_b, 100 * L.acc_b);
+    else
+        printf("end points: loss A %.6g, loss B %.6g\n", L.loss_a, L.loss_b);
+    printf("\n%-11s %-*s %11s %11s %11s %14s %8s\n", "alignment", n * 3 > 12 ? n * 3 : 12, "order",
+           "barrier", "acc barrier", "loss AUC", "rank", "L-hat");
+    print_row("naive", L.naive.order, n, L.naive.barrier, L.naive.acc_barrier, L.naive.auc, NULL, 0);
+    print_row("skip-order", L.skip_order.order, n, L.skip_order.barrier, L.skip_order.acc_barrier,
+              L.skip_order.auc, NULL, 0);
+    for (int m = 0; m < 2; m++) {
+        char rank[48];
+        if (L.exhaustive) snprintf(rank, sizeof rank, "%d/%ld", L.rank[m], L.norders);
+        else snprintf(rank, sizeof rank, "~%.3g%%", 100.0 * (L.rank_est[m] - 1) / L.n_fact);
+        const ls_curve *c = &L.methods[m];
+        print_row(m == 0 ? "gate" : "expert", c->order, n, c->barrier, c->acc_barrier, c->auc, rank,
+                  L.l_hat[m]);
+    }
+    const ls_row *b = &L.rows[L.best], *w = &L.rows[L.worst];
+    print_row("best", b->order, n, b->barrier, b->acc_barrier, b->auc, "1", NAN);
+    char wr[32];
+    snprintf(wr, sizeof wr, "%d", L.worst + 1);
+    print_row("worst", w->order, n, w->barrier, w->acc_barrier, w->auc, wr, NAN);
+    if (!L.exhaustive)
+        for (int m = 0; m < 2; m++)
+            printf("%s: %ld of %ld sampled orders are better; rank percentile %.2f%% (95%% CI "
+                   "%.2f%%..%.2f%%), estimated rank %.0f of %.0f\n",
+                   m == 0 ? "gate" : "expert", (long)L.rank[m] - 1, L.norders,
+                   100.0 * (L.rank[m] - 1) / L.norders, L.pct_lo[m], L.pct_hi[m], L.rank_est[m],
+                   L.n_fact);
+    printf("\nranks known after %.3f s, all orders after %.3f s\n", L.secs_ranks, L.secs_total);
+
+    if (json && landscape_write_json(&L, pa, pb, e_path, layer ? layer : "moe", json, &err))
+        rc = cli_error("%s", err.msg);
+    if (!rc && csv && landscape_write_csv(&L, csv, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && png && write_landscape_png(&L, png, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && cpng && write_curves_png(&L, cpng, &err)) rc = cli_error("%s", err.msg);
+    landscape_free(&L);
+out:
+    moe_free(&A);
+    moe_free(&B);
+    evalset_free(&E);
+    return rc;
 }

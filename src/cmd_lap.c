@@ -1,8 +1,141 @@
-/* cmd_lap.c - placeholder until the command lands. */
+/* cmd_lap.c - `moescope lap COST.safetensors [--maximize] [--json F]`: solve the
+ * linear assignment stored as the 2-D tensor 'cost' (any float dtype).
+ *
+ * Undocumented, for tests/bench/bench_lap.py: `--time` skips the row listing
+ * and prints the time of lap_solve alone (no file I/O, no printing), and
+ * `--repeat R` solves R times and reports the best and the mean. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "atomic_file.h"
 #include "cli.h"
+#include "lap.h"
+#include "safetensors.h"
+
+static const char *USAGE = "moescope lap COST.safetensors [--maximize] [--json F]";
+
+static void lap_help(void) {
+    printf("usage: %s\n\n"
+           "Solve one linear assignment: the tensor 'cost' (2-D, any float dtype) of\n"
+           "COST.safetensors, rows to columns, minimising the total (or maximising\n"
+           "with --maximize). Rectangular matrices assign every row when there are\n"
+           "fewer rows than columns, else every column (other rows print '-').\n\n"
+           "  --maximize   maximise the total instead of minimising it\n"
+           "  --json F     also write {\"assignment\": [col of each row, -1 if none],\n"
+           "               \"total\": ...} to F (atomically)\n",
+           USAGE);
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int write_json(const char *path, const int *row_to_col, int nr, double total,
+                      ms_err *err) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *arr = cJSON_AddArrayToObject(root, "assignment");
+    for (int i = 0; i < nr; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(row_to_col[i]));
+    cJSON_AddNumberToObject(root, "total", total); /* cJSON prints 17 digits when needed */
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) return ms_fail(err, "%s: cannot format JSON", path);
+    size_t len = strlen(text);
+    text[len] = '\n'; /* replace the terminator: the file ends with a newline */
+    int rc = af_write_all(path, text, len + 1, err);
+    free(text);
+    return rc;
+}
 
 int cmd_lap(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_error("'lap' is not built yet");
+    const char *in = NULL, *json = NULL;
+    int maximize = 0, timing = 0;
+    long repeat = 1;
+    for (int a = 1; a < argc; a++) {
+        const char *s = argv[a];
+        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+            lap_help();
+            return 0;
+        } else if (!strcmp(s, "--maximize") || !strcmp(s, "--maximise")) {
+            maximize = 1;
+        } else if (!strcmp(s, "--json")) {
+            if (++a >= argc) return cli_usage_error(USAGE, "lap: --json needs a file name");
+            json = argv[a];
+        } else if (!strcmp(s, "--time")) {
+            timing = 1;
+        } else if (!strcmp(s, "--repeat")) {
+            char *end;
+            if (++a >= argc) return cli_usage_error(USAGE, "lap: --repeat needs a count");
+            repeat = strtol(argv[a], &end, 10);
+            if (*end || end == argv[a] || repeat < 1 || repeat > 1000000)
+                return cli_usage_error(USAGE, "lap: --repeat '%s' is not a count 1..1000000",
+                                       argv[a]);
+        } else if (s[0] == '-' && s[1]) {
+            return cli_usage_error(USAGE, "lap: unknown option '%s'", s);
+        } else if (!in) {
+            in = s;
+        } else {
+            return cli_usage_error(USAGE, "lap: one cost file only ('%s' is extra)", s);
+        }
+    }
+    if (!in) return cli_usage_error(USAGE, "lap: missing COST.safetensors");
+
+    ms_err err;
+    if (json && af_check_not_input(json, &in, 1, &err)) return cli_error("%s", err.msg);
+    st_file f;
+    if (st_open(&f, in, &err)) return cli_error("%s", err.msg);
+    const st_tensor *t = st_find(&f, "cost");
+    if (!t) {
+        st_close(&f);
+        return cli_error("%s: no tensor 'cost' (lap reads the 2-D tensor named 'cost')", in);
+    }
+    if (t->ndim != 2 || t->shape[0] > 1000000 || t->shape[1] > 1000000) {
+        int nd = t->ndim;
+        st_close(&f);
+        return cli_error("%s: tensor 'cost' must be 2-D with at most 1e6 rows and columns "
+                         "(it has %d dimensions)",
+                         in, nd);
+    }
+    int nr = (int)t->shape[0], nc = (int)t->shape[1];
+    // cost is (nr, nc); the reader refuses NaN/inf naming the file and the cell
+    double *cost = ms_malloc((size_t)(t->numel ? t->numel : 1) * sizeof(double));
+    int *row_to_col = ms_malloc((size_t)(nr ? nr : 1) * sizeof(int));
+    int rc = 1;
+    double total = 0, best = 1e300, sum = 0;
+    if (st_read_f64(&f, t, cost, &err)) {
+        cli_error("%s", err.msg);
+        goto done;
+    }
+    for (long r = 0; r < repeat; r++) {
+        double t0 = now_seconds();
+        if (lap_solve(cost, nr, nc, maximize, row_to_col, &total, &err)) {
+            cli_error("%s: tensor 'cost': %s", in, err.msg);
+            goto done;
+        }
+        double dt = now_seconds() - t0;
+        best = dt < best ? dt : best;
+        sum += dt;
+    }
+    if (!timing)
+        for (int i = 0; i < nr; i++) {
+            if (row_to_col[i] >= 0) printf("%d -> %d\n", i, row_to_col[i]);
+            else printf("%d -> -\n", i);
+        }
+    printf("total: %.17g\n", total);
+    if (timing)
+        printf("solve_seconds: best %.6f mean %.6f over %ld runs (%d x %d, %s, lap_solve only)\n",
+               best, sum / (double)repeat, repeat, nr, nc, maximize ? "maximise" : "minimise");
+    if (json && write_json(json, row_to_col, nr, total, &err)) {
+        cli_error("%s", err.msg);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(cost);
+    free(row_to_col);
+    st_close(&f);
+    return rc;
 }

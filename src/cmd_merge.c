@@ -1,8 +1,140 @@
-/* cmd_merge.c - placeholder until the command lands. */
+/* cmd_merge.c - `moescope merge A B --alpha a -o OUT`: align B to A (SPEC §4),
+ * then interpolate every parameter, (1-a) A + a B' (a model soup; a is the
+ * weight of B). */
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "align.h"
+#include "atomic_file.h"
 #include "cli.h"
 
+static const char *USAGE =
+    "moescope merge A.safetensors B.safetensors -o OUT [--alpha 0.5] [--method gate|expert] "
+    "[--no-center] [--no-order] [--no-wm] [--order 2,0,3,1] [--layer L]";
+
+static void help(void) {
+    printf("usage: %s\n\n"
+           "Align B to A (as `moescope align`), then write (1-alpha) A + alpha B' for every\n"
+           "parameter: gate, experts, shared experts (and the head when A's and B's differ,\n"
+           "with a warning).\n\n"
+           "options:\n"
+           "  -o, --output OUT  the merged checkpoint (must not be A or B)\n"
+           "  -a, --alpha A     weight of B (default 0.5; 0 gives A, 1 gives aligned B)\n"
+           "  -m, --method M    gate | expert: the cost for the expert order (default expert)\n"
+           "      --no-center   do not centre the gate rows (gate method)\n"
+           "      --no-order    skip the expert-order step (identity order)\n"
+           "      --no-wm       skip weight matching\n"
+           "      --order LIST  use this expert order (e.g. 2,0,3,1) instead of solving\n"
+           "  -l, --layer L     layer prefix (default moe)\n"
+           "  -h, --help        this help\n",
+           USAGE);
+}
+
 int cmd_merge(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return cli_error("'merge' is not built yet");
+    static const struct option opts[] = {
+        {"output", required_argument, 0, 'o'}, {"alpha", required_argument, 0, 'a'},
+        {"method", required_argument, 0, 'm'}, {"no-center", no_argument, 0, 'C'},
+        {"no-order", no_argument, 0, 'O'},     {"no-wm", no_argument, 0, 'W'},
+        {"order", required_argument, 0, 'r'},  {"layer", required_argument, 0, 'l'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    align_opts ao;
+    align_opts_default(&ao);
+    const char *out_path = NULL, *layer = NULL, *order_str = NULL, *alpha_str = "0.5";
+    double alpha = 0.5;
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "o:a:m:l:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'o': out_path = optarg; break;
+        case 'a': {
+            char *end;
+            alpha = strtod(optarg, &end);
+            if (end == optarg || *end || !isfinite(alpha))
+                return cli_usage_error(USAGE, "merge: --alpha needs a number, not '%s'", optarg);
+            alpha_str = optarg;
+            break;
+        }
+        case 'm':
+            if (cost_method_parse(optarg, &ao.method))
+                return cli_usage_error(USAGE, "merge: --method must be gate or expert, not '%s'",
+                                       optarg);
+            break;
+        case 'C': ao.center = 0; break;
+        case 'O': ao.order_stage = 0; break;
+        case 'W': ao.wm_stage = 0; break;
+        case 'r': order_str = optarg; break;
+        case 'l': layer = optarg; break;
+        case 'h': help(); return 0;
+        default:
+            return cli_usage_error(USAGE, "merge: unknown option or missing argument '%s'",
+                                   argv[optind - 1]);
+        }
+    }
+    if (argc - optind != 2)
+        return cli_usage_error(USAGE, "merge: expected two checkpoints, got %d", argc - optind);
+    if (!out_path) return cli_usage_error(USAGE, "merge: -o OUT is required");
+    const char *pa = argv[optind], *pb = argv[optind + 1];
+
+    ms_err err;
+    const char *inputs[2] = {pa, pb};
+    if (af_check_not_input(out_path, inputs, 2, &err)) return cli_error("%s", err.msg);
+    moe_model A, B, Bp, M;
+    if (moe_load(&A, pa, layer, &err)) return cli_error("%s", err.msg);
+    if (moe_load(&B, pb, layer, &err)) {
+        moe_free(&A);
+        return cli_error("%s", err.msg);
+    }
+    int rc = 0;
+    int *order = NULL;
+    if (order_str) {
+        order = ms_malloc((size_t)A.cfg.n * sizeof(int));
+        if (cli_parse_order(order_str, order, A.cfg.n)) {
+            rc = cli_usage_error(USAGE, "merge: --order '%s' is not a permutation of 0..%d",
+                                 order_str, A.cfg.n - 1);
+            goto done;
+        }
+        ao.order = order;
+    }
+    align_result res;
+    if (align_models(&A, &B, &ao, &Bp, &res, &err)) {
+        rc = cli_error("%s", err.msg);
+        goto done;
+    }
+    if (!moe_heads_equal(&A, &B))
+        fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them "
+                        "too (SPEC expects a frozen, shared head)\n", pa, pb);
+    // M starts as A (architecture, A's metadata), then takes the interpolation
+    moe_clone(&M, &A);
+    moe_interpolate(&M, &A, &Bp, alpha);
+    moe_meta_set(&M, "moescope.merge.a", pa);
+    moe_meta_set(&M, "moescope.merge.b", pb);
+    moe_meta_set(&M, "moescope.merge.alpha", alpha_str);
+    for (int i = 0; i < Bp.nmeta; i++) // how B was aligned
+        if (!strncmp(Bp.meta[i].key, "moescope.align.", 15))
+            moe_meta_set(&M, Bp.meta[i].key, Bp.meta[i].value);
+    if (moe_save(&M, out_path, &err)) {
+        rc = cli_error("%s", err.msg);
+    } else {
+        printf("order");
+        for (int i = 0; i < A.cfg.n; i++) printf(" %d", res.order[i]);
+        if (order_str)
+            printf("   (given)\n");
+        else if (!ao.order_stage)
+            printf("   (identity: expert-order step off)\n");
+        else
+            printf("   cost total %.6g (%s)\n", res.cost_total, cost_method_name(ao.method));
+        printf("weight matching %s\nwrote %s = (1 - %g) A + %g B'\n", ao.wm_stage ? "on" : "off",
+               out_path, alpha, alpha);
+    }
+    moe_free(&M);
+    moe_free(&Bp);
+    align_result_free(&res);
+done:
+    free(order);
+    moe_free(&A);
+    moe_free(&B);
+    return rc;
 }

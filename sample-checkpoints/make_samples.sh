@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# make_samples.sh - regenerate sample-checkpoints/ (run by `make samples`).
+#
+# Same binary, same seeds -> byte-identical files (training is single-threaded).
+# Env: MOESCOPE (the binary, default ./moescope), PYTHON (Debian python3 with
+# numpy, only to rebuild digits.safetensors from digits.csv.gz).
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+MOESCOPE=${MOESCOPE:-$HERE/../moescope}
+MOESCOPE=$(cd "$(dirname "$MOESCOPE")" && pwd)/$(basename "$MOESCOPE")
+PYTHON=${PYTHON:-/usr/bin/python3}
+cd "$HERE"
+
+# 1. the data: the UCI digits as shipped by Debian's python3-sklearn
+if "$PYTHON" -c 'import numpy' 2>/dev/null; then
+    "$PYTHON" convert_digits.py digits.csv.gz digits.safetensors
+fi
+
+# 2. the pretrained dense model: embedding (d = 32, seed 0) -> FFN block (h = 32)
+#    -> LayerNorm -> head, all trained; its LayerNorm + head are then frozen
+"$MOESCOPE" train --data digits.safetensors --pretrain --h 32 --epochs 60 --lr 0.003 \
+    --batch 32 --embed-dim 32 --embed-seed 0 --embed-scale 1 --seed 0 \
+    -o pretrained.safetensors --quiet
+
+# 3. the MoE variants: a fresh MoE layer per seed, only the MoE trained
+variant() { # name, then the options of the variant
+    local name=$1; shift
+    mkdir -p "$name"
+    for seed in 1 2 3 4; do
+        local extra=()
+        [ "$seed" = 1 ] && extra=(--eval-out "$name/eval.safetensors")
+        "$MOESCOPE" train --data digits.safetensors --head pretrained.safetensors \
+            --variant "$name" --seed "$seed" "$@" "${extra[@]}" \
+            -o "$name/seed$seed.safetensors" --quiet
+    done
+    echo "make_samples: $name done"
+}
+variant dense4  --n 4 --router dense --h 32 --act relu --epochs 60 --lr 0.003 --batch 32
+variant topk4   --n 4 --router topk --k 2 --h 32 --act relu --epochs 60 --lr 0.003 --batch 32
+variant shared4 --n 4 --router topk --k 2 --shared 1 --h 32 --act relu --epochs 60 --lr 0.003 --batch 32
+variant dense8  --n 8 --router dense --h 32 --act relu --epochs 60 --lr 0.003 --batch 32

@@ -1,0 +1,197 @@
+/* atomic_file.c - temporary file beside the destination, fsync, rename.
+ *
+ * rename(2) within one directory is atomic, so a reader sees either the old
+ * file or the complete new one. The temporary lives in the destination's
+ * directory (same filesystem) as ".<base>.tmpXXXXXX". */
+#define _GNU_SOURCE // fopencookie
+#include "atomic_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The stream is a fopencookie over the temporary's fd so that the errno of the
+ * first failed write(2) is kept (a plain FILE only keeps a sticky error flag,
+ * and "write failed: No space left on device" is what the user needs to see). */
+typedef struct {
+    int fd;
+    int err; // errno of the first failed write, 0 if none
+} af_stream;
+
+static ssize_t stream_write(void *cookie, const char *buf, size_t len) {
+    af_stream *s = cookie;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t k = write(s->fd, buf + done, len - done);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            if (!s->err) s->err = k < 0 ? errno : EIO;
+            return 0; // fopencookie: 0 means error
+        }
+        done += (size_t)k;
+    }
+    return (ssize_t)len;
+}
+
+static int stream_close(void *cookie) {
+    af_stream *s = cookie;
+    if (close(s->fd) != 0 && !s->err) s->err = errno;
+    s->fd = -1;
+    return s->err ? -1 : 0;
+}
+
+/* The process umask without changing it (umask(2) is a read-modify-write that
+ * would race with other threads creating files): Linux shows it in /proc. */
+static mode_t current_umask(void) {
+    FILE *fp = fopen("/proc/self/status", "r");
+    if (fp) {
+        char line[256];
+        unsigned int m;
+        while (fgets(line, sizeof line, fp))
+            if (sscanf(line, "Umask: %o", &m) == 1) {
+                fclose(fp);
+                return (mode_t)m;
+            }
+        fclose(fp);
+    }
+    mode_t m = umask(022);
+    umask(m);
+    return m;
+}
+
+int af_open(atomic_file *af, const char *path, ms_err *err) {
+    memset(af, 0, sizeof *af);
+    if (!path || !*path) return ms_fail(err, "empty output file name");
+    size_t n = strlen(path);
+    if (path[n - 1] == '/') return ms_fail(err, "%s: is a directory, not a file name", path);
+
+    struct stat st;
+    int exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) return ms_fail(err, "%s: is a directory", path);
+
+    // split into directory and base name
+    const char *slash = strrchr(path, '/');
+    size_t dirlen = slash ? (size_t)(slash - path) : 0;
+    const char *base = slash ? slash + 1 : path;
+    char *dir = ms_malloc(dirlen + 2);
+    if (!slash) strcpy(dir, ".");
+    else if (dirlen == 0) strcpy(dir, "/");
+    else {
+        memcpy(dir, path, dirlen);
+        dir[dirlen] = 0;
+    }
+
+    size_t cap = dirlen + strlen(base) + 32;
+    char *tmp = ms_malloc(cap);
+    if (slash) snprintf(tmp, cap, "%.*s/.%s.tmpXXXXXX", (int)dirlen, path, base);
+    else snprintf(tmp, cap, ".%s.tmpXXXXXX", base);
+
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        struct stat ds;
+        if (e == ENOENT || (e == ENOTDIR) || stat(dir, &ds) != 0)
+            ms_fail(err, "%s: directory '%s' does not exist", path, dir);
+        else
+            ms_fail(err, "%s: cannot create a temporary file in '%s': %s", path, dir, strerror(e));
+        free(dir);
+        free(tmp);
+        return -1;
+    }
+    free(dir);
+    // mkstemp creates 0600: keep an existing file's permissions, else 0644 minus the umask
+    mode_t mode = exists && S_ISREG(st.st_mode) ? (st.st_mode & 07777) : (0644 & ~current_umask());
+    (void)fchmod(fd, mode); // not fatal: the file is still written
+    af_stream *s = ms_calloc(1, sizeof *s);
+    s->fd = fd;
+    cookie_io_functions_t io = {.read = NULL, .write = stream_write, .seek = NULL,
+                                .close = stream_close};
+    af->fp = fopencookie(s, "wb", io);
+    if (!af->fp) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        free(tmp);
+        free(s);
+        return ms_fail(err, "%s: %s", path, strerror(e));
+    }
+    af->path = ms_strdup(path);
+    af->tmppath = tmp;
+    af->priv = s;
+    return 0;
+}
+
+static void af_release(atomic_file *af) {
+    free(af->priv);
+    af->priv = NULL;
+    free(af->path);
+    free(af->tmppath);
+    af->path = af->tmppath = NULL;
+    af->fp = NULL;
+}
+
+void af_abort(atomic_file *af) {
+    if (!af) return;
+    if (af->fp) fclose(af->fp);
+    if (af->tmppath) unlink(af->tmppath);
+    af_release(af);
+}
+
+int af_commit(atomic_file *af, ms_err *err) {
+    if (!af->fp) return ms_fail(err, "%s: file was not opened", af->path ? af->path : "?");
+    af_stream *s = af->priv;
+    int bad = fflush(af->fp) != 0 || ferror(af->fp) || s->err;
+    if (!bad && fsync(s->fd) != 0 && !s->err) s->err = errno, bad = 1;
+    if (fclose(af->fp) != 0) bad = 1; // closes the fd, may record an error
+    af->fp = NULL;
+    if (bad) {
+        ms_fail(err, "%s: write failed: %s", af->path, s->err ? strerror(s->err) : "I/O error");
+        unlink(af->tmppath);
+        af_release(af);
+        return -1;
+    }
+    int e;
+    if (rename(af->tmppath, af->path) != 0) {
+        e = errno;
+        ms_fail(err, "%s: cannot rename the temporary file into place: %s", af->path,
+                strerror(e));
+        unlink(af->tmppath);
+        af_release(af);
+        return -1;
+    }
+    // make the rename itself durable (best effort)
+    const char *slash = strrchr(af->path, '/');
+    char *dir = slash ? ms_strdup(af->path) : ms_strdup(".");
+    if (slash) dir[slash == af->path ? 1 : slash - af->path] = 0;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    free(dir);
+    af_release(af);
+    return 0;
+}
+
+int af_check_not_input(const char *out, const char *const *inputs, int ninputs, ms_err *err) {
+    struct stat so;
+    if (stat(out, &so) != 0) return 0; // does not exist yet: cannot be an input
+    for (int i = 0; i < ninputs; i++) {
+        struct stat si;
+        if (!inputs[i] || stat(inputs[i], &si) != 0) continue;
+        if (si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+            return ms_fail(err, "%s: refusing to overwrite the input file %s", out, inputs[i]);
+    }
+    return 0;
+}
+
+int af_write_all(const char *path, const void *buf, size_t len, ms_err *err) {
+    atomic_file af;
+    if (af_open(&af, path, err)) return -1;
+    // a short fwrite sets the stream's error flag, which af_commit reports
+    if (len) (void)fwrite(buf, 1, len, af.fp);
+    return af_commit(&af, err);
+}

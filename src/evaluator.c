@@ -1,0 +1,393 @@
+/* evaluator.c - the MoE forward pass (SPEC §2) and the loss over an
+ * evaluation set.
+ *
+ * Batched: samples go through in chunks of MOE_CHUNK rows so the workspace
+ * stays bounded; every product is an OpenBLAS sgemm in float32. For top-k
+ * routing each expert only sees the rows routed to it: those rows are gathered
+ * into a contiguous batch, pushed through the expert, and scattered back
+ * weighted by their gate, which is where top-k saves work. Losses are
+ * accumulated in double. GELU is the exact erf form 0.5 x (1 + erf(x/sqrt 2)). */
+#include "evaluator.h"
+
+#include <cblas.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MOE_CHUNK 256
+
+static inline float act_scalar(moe_act a, float x) {
+    switch (a) {
+    case ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    default: return x / (1.0f + expf(-x)); // silu (the GLU gate)
+    }
+}
+
+void moe_route(const moe_config *c, const float *scores, int B, float *g) {
+    int n = c->n;
+    for (int b = 0; b < B; b++) {
+        const float *s = scores + (size_t)b * n; // (n)
+        float *gb = g + (size_t)b * n;           // (n)
+        if (c->router == ROUTER_TOPK && c->k < n) {
+            // pick the k largest; strict '>' so ties go to the smaller index
+            for (int i = 0; i < n; i++) gb[i] = 0.0f;
+            int sel[64], *selp = c->k <= 64 ? sel : ms_malloc((size_t)c->k * sizeof(int));
+            float mx = 0.0f;
+            for (int j = 0; j < c->k; j++) {
+                int best = -1;
+                for (int i = 0; i < n; i++) {
+                    if (gb[i] != 0.0f) continue; // already chosen (marked below)
+                    if (best < 0 || s[i] > s[best]) best = i;
+                }
+                selp[j] = best;
+                gb[best] = 1.0f; // mark
+                if (j == 0) mx = s[best];
+            }
+            double sum = 0.0;
+            for (int j = 0; j < c->k; j++) sum += exp((double)(s[selp[j]] - mx));
+            for (int i = 0; i < n; i++) gb[i] = 0.0f;
+            for (int j = 0; j < c->k; j++)
+                gb[selp[j]] = (float)(exp((double)(s[selp[j]] - mx)) / sum);
+            if (selp != sel) free(selp);
+        } else {
+            // dense softmax, stable: subtract the max
+            float mx = s[0];
+            for (int i = 1; i < n; i++) mx = s[i] > mx ? s[i] : mx;
+            double sum = 0.0;
+            for (int i = 0; i < n; i++) sum += exp((double)(s[i] - mx));
+            for (int i = 0; i < n; i++) gb[i] = (float)(exp((double)(s[i] - mx)) / sum);
+        }
+    }
+}
+
+typedef struct {
+    float *S;  // (B, n) gate scores
+    float *G;  // (B, n) gate weights
+    float *H;  // (B, h) hidden
+    float *H3; // (B, h) GLU linear branch
+    float *Y;  // (B, d) one expert's output
+    float *Xg; // (B, d) gathered rows
+    float *D;  // (B, d) layer output D(x)
+    int *rows; // (B) indices of the gathered rows
+} workspace;
+
+static void ws_alloc(workspace *w, const moe_config *c, int B) {
+    size_t b = (size_t)B, n = (size_t)c->n, d = (size_t)c->d, h = (size_t)c->h;
+    w->S = ms_malloc(b * n * sizeof(float));
+    w->G = ms_malloc(b * n * sizeof(float));
+    w->H = ms_malloc(b * h * sizeof(float));
+    w->H3 = c->act == ACT_SILU_GLU ? ms_malloc(b * h * sizeof(float)) : NULL;
+    w->Y = ms_malloc(b * d * sizeof(float));
+    w->Xg = ms_malloc(b * d * sizeof(float));
+    w->D = ms_malloc(b * d * sizeof(float));
+    w->rows = ms_malloc(b * sizeof(int));
+}
+
+static void ws_free(workspace *w) {
+    free(w->S);
+    free(w->G);
+    free(w->H);
+    free(w->H3);
+    free(w->Y);
+    free(w->Xg);
+    free(w->D);
+    free(w->rows);
+}
+
+/* Y (m, d) = E(X) for X (m, d): W2 act(W1 x + b1) + b2, or the GLU form. */
+static void expert_apply(const moe_expert *e, const moe_config *c, const float *X, int m,
+                         workspace *w) {
+    int d = c->d, h = c->h;
+    // H (m, h) = X (m, d) W1^T, W1 is (h, d)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, h, d, 1.0f, X, d, e->fc1_w, d, 0.0f,
+                w->H, h);
+    if (c->act == ACT_SILU_GLU) {
+        // H3 (m, h) = X W3^T; H = silu(H + b1) * (H3 + b3)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, h, d, 1.0f, X, d, e->fc3_w, d,
+                    0.0f, w->H3, h);
+        for (int r = 0; r < m; r++) {
+            float *hr = w->H + (size_t)r * h, *h3 = w->H3 + (size_t)r * h;
+            for (int u = 0; u < h; u++)
+                hr[u] = act_scalar(ACT_SILU_GLU, hr[u] + e->fc1_b[u]) * (h3[u] + e->fc3_b[u]);
+        }
+    } else {
+        for (int r = 0; r < m; r++) {
+            float *hr = w->H + (size_t)r * h;
+            for (int u = 0; u < h; u++) hr[u] = act_scalar(c->act, hr[u] + e->fc1_b[u]);
+        }
+    }
+    // Y (m, d) = H (m, h) W2^T, W2 is (d, h)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, d, h, 1.0f, w->H, h, e->fc2_w, h, 0.0f,
+                w->Y, d);
+    for (int r = 0; r < m; r++) {
+        float *yr = w->Y + (size_t)r * d;
+        for (int j = 0; j < d; j++) yr[j] += e->fc2_b[j];
+    }
+}
+
+/* D (B, d) = sum_j E^sh_j(x) + sum_i g_i(x) E_i(x) for X (B, d); G (B, n) in w->G. */
+static void layer_chunk(const moe_model *m, const float *X, int B, workspace *w) {
+    const moe_config *c = &m->cfg;
+    int n = c->n, d = c->d;
+    // scores S (B, n) = X (B, d) W^T + b, W is (n, d)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, n, d, 1.0f, X, d, m->gate_w, d, 0.0f,
+                w->S, n);
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < n; i++) w->S[(size_t)b * n + i] += m->gate_b[i];
+    moe_route(c, w->S, B, w->G);
+    memset(w->D, 0, (size_t)B * d * sizeof(float));
+    for (int j = 0; j < c->s; j++) {
+        expert_apply(&m->shared[j], c, X, B, w);
+        for (size_t q = 0; q < (size_t)B * d; q++) w->D[q] += w->Y[q];
+    }
+    for (int i = 0; i < n; i++) {
+        // rows with g_i > 0; under dense routing that is (nearly) every row
+        int cnt = 0;
+        for (int b = 0; b < B; b++)
+            if (w->G[(size_t)b * n + i] > 0.0f) w->rows[cnt++] = b;
+        if (cnt == 0) continue;
+        const float *Xi = X;
+        if (cnt < B) {
+            for (int r = 0; r < cnt; r++)
+                memcpy(w->Xg + (size_t)r * d, X + (size_t)w->rows[r] * d, (size_t)d * sizeof(float));
+            Xi = w->Xg;
+        }
+        expert_apply(&m->experts[i], c, Xi, cnt, w);
+        for (int r = 0; r < cnt; r++) {
+            int b = cnt < B ? w->rows[r] : r;
+            float gi = w->G[(size_t)b * n + i];
+            const float *yr = w->Y + (size_t)r * d;
+            float *dr = w->D + (size_t)b * d;
+            for (int q = 0; q < d; q++) dr[q] += gi * yr[q];
+        }
+    }
+}
+
+/* Z (B, d) and optionally G (B, n) for B <= MOE_CHUNK rows, with workspace w. */
+static void forward_chunk(const moe_model *m, const float *X, int B, float *Z, float *G,
+                          workspace *w) {
+    const moe_config *c = &m->cfg;
+    int n = c->n, d = c->d;
+    layer_chunk(m, X, B, w);
+    for (size_t q = 0; q < (size_t)B * d; q++) Z[q] = c->residual ? X[q] + w->D[q] : w->D[q];
+    if (G) memcpy(G, w->G, (size_t)B * n * sizeof(float));
+}
+
+void moe_forward(const moe_model *m, const float *X, int B, float *Z, float *G) {
+    const moe_config *c = &m->cfg;
+    int n = c->n, d = c->d;
+    workspace w;
+    ws_alloc(&w, c, B < MOE_CHUNK ? (B > 0 ? B : 1) : MOE_CHUNK);
+    for (int b0 = 0; b0 < B; b0 += MOE_CHUNK) {
+        int bs = B - b0 < MOE_CHUNK ? B - b0 : MOE_CHUNK;
+        forward_chunk(m, X + (size_t)b0 * d, bs, Z + (size_t)b0 * d, G ? G + (size_t)b0 * n : NULL,
+                      &w);
+    }
+    ws_free(&w);
+}
+
+/* e(x) for one sample with plain loops, accumulating dot products in double. */
+static void expert_ref(const moe_expert *e, const moe_config *c, const float *x, float *hbuf,
+                       float *y) {
+    int d = c->d, h = c->h;
+    for (int u = 0; u < h; u++) {
+        double a = e->fc1_b[u];
+        for (int j = 0; j < d; j++) a += (double)e->fc1_w[(size_t)u * d + j] * x[j];
+        if (c->act == ACT_SILU_GLU) {
+            double l = e->fc3_b[u];
+            for (int j = 0; j < d; j++) l += (double)e->fc3_w[(size_t)u * d + j] * x[j];
+            hbuf[u] = (float)(a / (1.0 + exp(-a)) * l);
+        } else if (c->act == ACT_GELU) {
+            hbuf[u] = (float)(0.5 * a * (1.0 + erf(a / sqrt(2.0))));
+        } else {
+            hbuf[u] = (float)(a > 0 ? a : 0);
+        }
+    }
+    for (int j = 0; j < d; j++) {
+        double a = e->fc2_b[j];
+        for (int u = 0; u < h; u++) a += (double)e->fc2_w[(size_t)j * h + u] * hbuf[u];
+        y[j] = (float)a;
+    }
+}
+
+void moe_forward_ref(const moe_model *m, const float *X, int B, float *Z, float *G) {
+    const moe_config *c = &m->cfg;
+    int n = c->n, d = c->d;
+    float *s = ms_malloc((size_t)n * sizeof(float));
+    float *g = ms_malloc((size_t)n * sizeof(float));
+    float *hbuf = ms_malloc((size_t)c->h * sizeof(float));
+    float *y = ms_malloc((size_t)d * sizeof(float));
+    double *acc = ms_malloc((size_t)d * sizeof(double));
+    for (int b = 0; b < B; b++) {
+        const float *x = X + (size_t)b * d;
+        for (int i = 0; i < n; i++) {
+            double a = m->gate_b[i];
+            for (int j = 0; j < d; j++) a += (double)m->gate_w[(size_t)i * d + j] * x[j];
+            s[i] = (float)a;
+        }
+        moe_route(c, s, 1, g);
+        for (int j = 0; j < d; j++) acc[j] = 0.0;
+        for (int q = 0; q < c->s; q++) {
+            expert_ref(&m->shared[q], c, x, hbuf, y);
+            for (int j = 0; j < d; j++) acc[j] += y[j];
+        }
+        for (int i = 0; i < n; i++) {
+            if (g[i] == 0.0f) continue;
+            expert_ref(&m->experts[i], c, x, hbuf, y);
+            for (int j = 0; j < d; j++) acc[j] += (double)g[i] * y[j];
+        }
+        for (int j = 0; j < d; j++)
+            Z[(size_t)b * d + j] = (float)(c->residual ? x[j] + acc[j] : acc[j]);
+        if (G) memcpy(G + (size_t)b * n, g, (size_t)n * sizeof(float));
+    }
+    free(s);
+    free(g);
+    free(hbuf);
+    free(y);
+    free(acc);
+}
+
+void moe_head(const moe_model *m, const float *Z, int B, float *logits) {
+    const moe_config *c = &m->cfg;
+    int d = c->d, C = c->C;
+    const float *in = Z;
+    float *Y = NULL;
+    if (c->has_norm) {
+        // LayerNorm over d, biased variance, eps 1e-5; statistics in double
+        Y = ms_malloc((size_t)B * d * sizeof(float)); // (B, d)
+        for (int b = 0; b < B; b++) {
+            const float *z = Z + (size_t)b * d;
+            double mu = 0.0, var = 0.0;
+            for (int j = 0; j < d; j++) mu += z[j];
+            mu /= d;
+            for (int j = 0; j < d; j++) var += (z[j] - mu) * (z[j] - mu);
+            var /= d;
+            double inv = 1.0 / sqrt(var + 1e-5);
+            float *yr = Y + (size_t)b * d;
+            for (int j = 0; j < d; j++)
+                yr[j] = (float)((z[j] - mu) * inv) * m->norm_w[j] + m->norm_b[j];
+        }
+        in = Y;
+    }
+    // logits (B, C) = Y (B, d) H^T + c, H is (C, d)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, C, d, 1.0f, in, d, m->head_w, d, 0.0f,
+                logits, C);
+    for (int b = 0; b < B; b++)
+        for (int q = 0; q < C; q++) logits[(size_t)b * C + q] += m->head_b[q];
+    free(Y);
+}
+
+static void result_init(moe_eval_result *r, int n) {
+    r->loss = 0.0;
+    r->accuracy = -1.0;
+    r->load_mean = ms_calloc((size_t)n, sizeof(double));
+    r->load_frac = ms_calloc((size_t)n, sizeof(double));
+}
+
+static void load_accumulate(moe_eval_result *r, const float *G, int B, int n) {
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < n; i++) {
+            float g = G[(size_t)b * n + i];
+            r->load_mean[i] += g;
+            r->load_frac[i] += g > 0.0f ? 1.0 : 0.0;
+        }
+}
+
+int moe_eval(const moe_model *m, const evalset *e, moe_eval_result *r, ms_err *err) {
+    memset(r, 0, sizeof *r);
+    const moe_config *c = &m->cfg;
+    if (!c->has_head)
+        return ms_fail(err, "%s: the layer has no head (no 'head.out.weight'), so there is no "
+                            "loss to evaluate; only layer-only statistics are available",
+                       m->path ? m->path : "model");
+    if (evalset_check(e, m, err)) return -1;
+    int n = c->n, d = c->d, C = c->C, N = e->N;
+    result_init(r, n);
+    int cap = N < MOE_CHUNK ? N : MOE_CHUNK;
+    workspace w; // one workspace for the whole set: no allocation per chunk
+    ws_alloc(&w, c, cap);
+    float *Z = ms_malloc((size_t)cap * d * sizeof(float));      // (B, d)
+    float *G = ms_malloc((size_t)cap * n * sizeof(float));      // (B, n)
+    float *L = ms_malloc((size_t)cap * C * sizeof(float));      // (B, C)
+    double loss = 0.0;
+    long correct = 0;
+    for (int b0 = 0; b0 < N; b0 += MOE_CHUNK) {
+        int bs = N - b0 < MOE_CHUNK ? N - b0 : MOE_CHUNK;
+        forward_chunk(m, e->inputs + (size_t)b0 * d, bs, Z, G, &w);
+        moe_head(m, Z, bs, L);
+        load_accumulate(r, G, bs, n);
+        for (int b = 0; b < bs; b++) {
+            const float *lr = L + (size_t)b * C;
+            if (e->labels) {
+                // cross-entropy by log-sum-exp in double; argmax ties to the smaller index
+                int y = e->labels[b0 + b], am = 0;
+                double mx = lr[0];
+                for (int q = 1; q < C; q++)
+                    if (lr[q] > lr[am]) am = q;
+                mx = lr[am];
+                double se = 0.0;
+                for (int q = 0; q < C; q++) se += exp((double)lr[q] - mx);
+                loss += mx + log(se) - (double)lr[y];
+                correct += am == y;
+            } else {
+                const float *t = e->targets + (size_t)(b0 + b) * C;
+                for (int q = 0; q < C; q++) {
+                    double df = (double)lr[q] - t[q];
+                    loss += df * df;
+                }
+            }
+        }
+    }
+    if (e->labels) {
+        r->loss = loss / N;
+        r->accuracy = (double)correct / N;
+    } else {
+        r->loss = loss / ((double)N * C);
+        r->accuracy = -1.0;
+    }
+    for (int i = 0; i < n; i++) {
+        r->load_mean[i] /= N;
+        r->load_frac[i] /= N;
+    }
+    ws_free(&w);
+    free(Z);
+    free(G);
+    free(L);
+    return 0;
+}
+
+int moe_eval_layer(const moe_model *m, const evalset *e, moe_eval_result *r, ms_err *err) {
+    memset(r, 0, sizeof *r);
+    const moe_config *c = &m->cfg;
+    if (e->d != c->d)
+        return ms_fail(err, "%s: inputs have width %d but the layer has d = %d",
+                       e->path ? e->path : "evaluation set", e->d, c->d);
+    int n = c->n, d = c->d, N = e->N;
+    result_init(r, n);
+    workspace w;
+    ws_alloc(&w, c, N < MOE_CHUNK ? N : MOE_CHUNK);
+    double ss = 0.0;
+    for (int b0 = 0; b0 < N; b0 += MOE_CHUNK) {
+        int bs = N - b0 < MOE_CHUNK ? N - b0 : MOE_CHUNK;
+        layer_chunk(m, e->inputs + (size_t)b0 * d, bs, &w);
+        load_accumulate(r, w.G, bs, n);
+        for (size_t q = 0; q < (size_t)bs * d; q++) ss += (double)w.D[q] * w.D[q];
+    }
+    ws_free(&w);
+    r->loss = ss / ((double)N * d);
+    r->accuracy = -1.0;
+    for (int i = 0; i < n; i++) {
+        r->load_mean[i] /= N;
+        r->load_frac[i] /= N;
+    }
+    return 0;
+}
+
+void moe_eval_result_free(moe_eval_result *r) {
+    if (!r) return;
+    free(r->load_mean);
+    free(r->load_frac);
+    r->load_mean = r->load_frac = NULL;
+}

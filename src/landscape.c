@@ -1,0 +1,1037 @@
+/* landscape.c - the fast, exact landscape of every expert order (SPEC §5).
+ *
+ * Work that does not depend on the whole order is done once:
+ *   - a pair (slot i, B's expert j) has one weight matching and, for each
+ *     interior t, one output of the interpolated expert Y_ij^t (N,d): n^2
+ *     pairs, not n!*n experts;
+ *   - the gate score of slot i holding B's gate row j at t, S_ij^t (N), for
+ *     all n^2 (i,j) in one GEMM per t;
+ *   - the shared experts' sum (aligned once, common to all orders), the
+ *     residual, the chord (layer-only mode) and the interpolated head per t.
+ * An order pi at t then costs only routing, the mix sum_i g_i Y_{i,pi(i)}^t,
+ * LayerNorm and the head GEMM.
+ *
+ * Ranks early: every order is first evaluated at the middle t (usually where
+ * the barrier is), which bounds its barrier from below. The chosen orders'
+ * curves are finished next, then only the orders whose bound lies below a
+ * chosen barrier, and the ranks, L-hat and best barrier are final (on_ranks);
+ * the remaining orders are finished afterwards for the full table.
+ *
+ * Threads: the calling thread coordinates (progress, cancel) while nthreads
+ * workers split the items; OpenBLAS runs single-threaded inside them. Y is
+ * held for all interior t at once when it fits the memory budget
+ * (MOESCOPE_LS_MEM_MB, default 1024); otherwise the t range is processed in
+ * chunks (the ranks then come at the end). Results do not depend on the
+ * chunking or the thread count: every (order, t) value is computed by the
+ * same calls on the same data. */
+#include <cblas.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "evaluator.h"
+#include "landscape.h"
+#include "lap.h"
+#include "rng.h"
+#include "symmetry.h"
+
+void openblas_set_num_threads(int num_threads);
+
+enum { SH_MAIN = 0, SH_NAIVE = 1, SH_SKIP = 2, SH_COUNT = 3 };
+enum { NM_NAIVE = 0, NM_SKIP = 1, NM_GATE = 2, NM_EXPERT = 3, NM_COUNT = 4 };
+
+/* per-thread workspace */
+typedef struct {
+    float *E;      // (esize) one interpolated expert
+    float *H;      // (N, h) hidden
+    float *H3;     // (N, h) GLU linear branch
+    float *Ye;     // (N, d) one expert's output
+    float *Wt;     // (n*n, d) interpolated gate rows for all (i,j)
+    float *bt;     // (n*n)
+    float *sc;     // (N, n) scores of one order
+    float *G;      // (N, n) gate weights of one order
+    float *Zb;     // (N, d) block output (LayerNorm applied) of one order
+    float *logits; // (N, C)
+} ls_ws;
+
+typedef struct {
+    const moe_model *A, *B;
+    const evalset *E;
+    const moe_config *cfg;
+    int n, d, h, N, C, T, nn; /* nn = n*n */
+    ls_kind kind;
+    size_t esize;
+    const ls_opts *o;
+    /* shared experts of B per variant (aligned as each named alignment does) */
+    const moe_expert *shB[SH_COUNT];
+    /* pairs: p < nn is (i = p/n, j = p%n) with the landscape's WM setting;
+     * p = nn + i is (i, i) with the other setting (for naive / skip_order) */
+    int npairs;
+    float *pmem;     // (npairs, esize)
+    moe_expert *pb;  // (npairs) B's expert j hidden-permuted for slot i
+    /* chord pieces, layer mode: D_A, D_B (N, d) */
+    float *DA, *DB;
+    /* the current chunk of interior t indices (1..T-2) */
+    int *tidx, ntc, cap_t;
+    float *S;        // (cap_t, N, nn)
+    float *Y;        // (cap_t, npairs, N, d)
+    float *base;     // (cap_t, SH_COUNT, N, d)
+    float *head;     // (cap_t, norm 2d + C*d + C) interpolated head per t
+    double loss_a, loss_b, acc_a, acc_b;
+    /* orders */
+    long norders;
+    int exhaustive;
+    unsigned char *sampled; // (norders, n) sampled orders
+    /* per-order state over the t done so far */
+    double *bar, *accb, *auc;
+    unsigned char *done;
+    /* threads */
+    int nthreads;
+    ls_ws *ws;
+    volatile int stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    landscape *L;
+    long filled;    /* rows written (under mu) */
+} lsx;
+
+static int ls_cancelled(lsx *x) {
+    if (__atomic_load_n(&x->stop, __ATOMIC_RELAXED)) return 1;
+    if (x->o->cancel && __atomic_load_n(x->o->cancel, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&x->stop, 1, __ATOMIC_RELAXED);
+        return 1;
+    }
+    return 0;
+}
+
+static double ls_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---------------- orders ---------------- */
+
+static double factorial(int n) {
+    double f = 1.0;
+    for (int i = 2; i <= n; i++) f *= i;
+    return f;
+}
+
+/* k-th permutation of 0..n-1 in lexicographic order. */
+static void perm_unrank(long k, int n, int *p) {
+    int avail[LS_MAX_N];
+    for (int i = 0; i < n; i++) avail[i] = i;
+    long f = (long)factorial(n - 1);
+    for (int i = 0; i < n; i++) {
+        long q = f ? k / f : 0;
+        if (f) k %= f;
+        p[i] = avail[q];
+        for (int j = (int)q; j < n - 1 - i; j++) avail[j] = avail[j + 1];
+        if (n - 1 - i > 0) f /= n - 1 - i;
+    }
+}
+
+static long perm_rank(const int *p, int n) {
+    long k = 0;
+    for (int i = 0; i < n; i++) {
+        int smaller = 0;
+        for (int j = i + 1; j < n; j++) smaller += p[j] < p[i];
+        k = k * (n - i) + smaller;
+    }
+    return k;
+}
+
+static void order_of(const lsx *x, long k, int *p) {
+    if (x->exhaustive) {
+        perm_unrank(k, x->n, p);
+    } else {
+        for (int i = 0; i < x->n; i++) p[i] = x->sampled[(size_t)k * x->n + i];
+    }
+}
+
+/* index of order p among the rows' orders, -1 if not there */
+static long order_index(const lsx *x, const int *p) {
+    if (x->exhaustive) return perm_rank(p, x->n);
+    for (long k = 0; k < x->norders; k++) {
+        int i = 0;
+        while (i < x->n && x->sampled[(size_t)k * x->n + i] == p[i]) i++;
+        if (i == x->n) return k;
+    }
+    return -1;
+}
+
+static uint64_t perm_key(const int *p, int n) {
+    uint64_t k = 0;
+    for (int i = 0; i < n; i++) k = (k << 4) | (uint64_t)p[i];
+    return k;
+}
+
+/* nsample distinct uniformly random orders (n >= 10, so n! >> nsample). */
+static void sample_orders(lsx *x, long nsample, uint64_t seed) {
+    int n = x->n;
+    x->sampled = ms_malloc((size_t)nsample * n);
+    size_t cap = 1;
+    while (cap < (size_t)nsample * 2) cap <<= 1;
+    uint64_t *set = ms_calloc(cap, sizeof(uint64_t)); // keys + 1 (0 = empty)
+    rng_t r;
+    rng_seed(&r, seed);
+    int p[LS_MAX_N];
+    long got = 0;
+    while (got < nsample) {
+        rng_permutation(&r, p, n);
+        uint64_t key = perm_key(p, n) + 1, hsh = key * 0x9E3779B97F4A7C15ull;
+        size_t at = (size_t)(hsh >> 20) & (cap - 1);
+        int dup = 0;
+        while (set[at]) {
+            if (set[at] == key) {
+                dup = 1;
+                break;
+            }
+            at = (at + 1) & (cap - 1);
+        }
+        if (dup) continue;
+        set[at] = key;
+        for (int i = 0; i < n; i++) x->sampled[(size_t)got * n + i] = (unsigned char)p[i];
+        got++;
+    }
+    free(set);
+}
+
+/* ---------------- experts ---------------- */
+
+static void expert_carve(moe_expert *e, const moe_config *c, float *p) {
+    size_t h = (size_t)c->h, d = (size_t)c->d;
+    e->fc1_w = p; p += h * d;
+    e->fc1_b = p; p += h;
+    e->fc2_w = p; p += d * h;
+    e->fc2_b = p; p += d;
+    if (c->act == ACT_SILU_GLU) {
+        e->fc3_w = p; p += h * d;
+        e->fc3_b = p;
+    } else {
+        e->fc3_w = e->fc3_b = NULL;
+    }
+}
+
+static void vcopy(float *dst, const float *src, size_t cnt) { memcpy(dst, src, cnt * sizeof(float)); }
+
+static void expert_copy(moe_expert *dst, const moe_expert *src, const moe_config *c) {
+    size_t h = (size_t)c->h, d = (size_t)c->d;
+    vcopy(dst->fc1_w, src->fc1_w, h * d);
+    vcopy(dst->fc1_b, src->fc1_b, h);
+    vcopy(dst->fc2_w, src->fc2_w, d * h);
+    vcopy(dst->fc2_b, src->fc2_b, d);
+    if (c->act == ACT_SILU_GLU) {
+        vcopy(dst->fc3_w, src->fc3_w, h * d);
+        vcopy(dst->fc3_b, src->fc3_b, h);
+    }
+}
+
+/* out = (1-t) a + t b, rounded as moe_interpolate does */
+static void vlerp(float *out, const float *a, const float *b, size_t cnt, double t) {
+    float ta = (float)(1.0 - t), tb = (float)t;
+    for (size_t q = 0; q < cnt; q++) out[q] = ta * a[q] + tb * b[q];
+}
+
+static void expert_lerp(moe_expert *out, const moe_expert *a, const moe_expert *b,
+                        const moe_config *c, double t) {
+    size_t h = (size_t)c->h, d = (size_t)c->d;
+    vlerp(out->fc1_w, a->fc1_w, b->fc1_w, h * d, t);
+    vlerp(out->fc1_b, a->fc1_b, b->fc1_b, h, t);
+    vlerp(out->fc2_w, a->fc2_w, b->fc2_w, d * h, t);
+    vlerp(out->fc2_b, a->fc2_b, b->fc2_b, d, t);
+    if (c->act == ACT_SILU_GLU) {
+        vlerp(out->fc3_w, a->fc3_w, b->fc3_w, h * d, t);
+        vlerp(out->fc3_b, a->fc3_b, b->fc3_b, h, t);
+    }
+}
+
+static inline float act_scalar(moe_act a, float v) {
+    switch (a) {
+    case ACT_RELU: return v > 0.0f ? v : 0.0f;
+    case ACT_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    default: return v / (1.0f + expf(-v)); // silu (the GLU gate)
+    }
+}
+
+/* Y (N, d) = E(X) for X (N, d), as the evaluator computes it. */
+static void expert_apply(const moe_expert *e, const moe_config *c, const float *X, int N,
+                         ls_ws *w, float *Y) {
+    int d = c->d, h = c->h;
+    // H (N, h) = X (N, d) W1^T, W1 is (h, d)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, h, d, 1.0f, X, d, e->fc1_w, d, 0.0f,
+                w->H, h);
+    if (c->act == ACT_SILU_GLU) {
+        // H3 (N, h) = X W3^T; H = silu(H + b1) * (H3 + b3)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, h, d, 1.0f, X, d, e->fc3_w, d,
+                    0.0f, w->H3, h);
+        for (int r = 0; r < N; r++) {
+            float *hr = w->H + (size_t)r * h, *h3 = w->H3 + (size_t)r * h;
+            for (int u = 0; u < h; u++)
+                hr[u] = act_scalar(ACT_SILU_GLU, hr[u] + e->fc1_b[u]) * (h3[u] + e->fc3_b[u]);
+        }
+    } else {
+        for (int r = 0; r < N; r++) {
+            float *hr = w->H + (size_t)r * h;
+            for (int u = 0; u < h; u++) hr[u] = act_scalar(c->act, hr[u] + e->fc1_b[u]);
+        }
+    }
+    // Y (N, d) = H (N, h) W2^T, W2 is (d, h)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, d, h, 1.0f, w->H, h, e->fc2_w, h, 0.0f,
+                Y, d);
+    for (int r = 0; r < N; r++) {
+        float *yr = Y + (size_t)r * d;
+        for (int j = 0; j < d; j++) yr[j] += e->fc2_b[j];
+    }
+}
+
+/* ---------------- chunk precompute ---------------- */
+
+static size_t head_floats(const lsx *x) {
+    return (size_t)(x->cfg->has_norm ? 2 * x->d : 0) + (size_t)x->C * x->d + (size_t)x->C;
+}
+
+static float *Y_at(const lsx *x, int tc, int p) {
+    return x->Y + ((size_t)tc * x->npairs + p) * x->N * x->d;
+}
+static float *base_at(const lsx *x, int tc, int v) {
+    return x->base + ((size_t)tc * SH_COUNT + v) * x->N * x->d;
+}
+
+/* item < ntc*npairs: one pair output; the rest: per-t common parts */
+static void pre_item(lsx *x, int tid, long item) {
+    ls_ws *w = &x->ws[tid];
+    const moe_config *c = x->cfg;
+    int N = x->N, d = x->d, n = x->n;
+    long npi = (long)x->ntc * x->npairs;
+    if (item < npi) {
+        int tc = (int)(item / x->npairs), p = (int)(item % x->npairs);
+        double t = ls_t(x->tidx[tc], x->T);
+        int i = p < x->nn ? p / n : p - x->nn;
+        moe_expert e;
+        expert_carve(&e, c, w->E);
+        expert_lerp(&e, &x->A->experts[i], &x->pb[p], c, t);
+        expert_apply(&e, c, x->E->inputs, N, w, Y_at(x, tc, p));
+        return;
+    }
+    int tc = (int)(item - npi);
+    double t = ls_t(x->tidx[tc], x->T);
+    float ta = (float)(1.0 - t), tb = (float)t;
+    // gate scores of every (slot i, B row j): S (N, nn) = X (N, d) Wt^T + bt, Wt is (nn, d)
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            vlerp(w->Wt + (size_t)(i * n + j) * d, x->A->gate_w + (size_t)i * d,
+                  x->B->gate_w + (size_t)j * d, (size_t)d, t);
+            w->bt[i * n + j] = ta * x->A->gate_b[i] + tb * x->B->gate_b[j];
+        }
+    float *S = x->S + (size_t)tc * N * x->nn;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, x->nn, d, 1.0f, x->E->inputs, d, w->Wt,
+                d, 0.0f, S, x->nn);
+    for (int r = 0; r < N; r++)
+        for (int q = 0; q < x->nn; q++) S[(size_t)r * x->nn + q] += w->bt[q];
+    // shared experts' sum per variant, plus the residual (head) or minus the chord (layer)
+    for (int v = 0; v < SH_COUNT; v++) {
+        float *bs = base_at(x, tc, v); // (N, d)
+        memset(bs, 0, (size_t)N * d * sizeof(float));
+        for (int j = 0; j < c->s; j++) {
+            moe_expert e;
+            expert_carve(&e, c, w->E);
+            expert_lerp(&e, &x->A->shared[j], &x->shB[v][j], c, t);
+            expert_apply(&e, c, x->E->inputs, N, w, w->Ye);
+            for (size_t q = 0; q < (size_t)N * d; q++) bs[q] += w->Ye[q];
+        }
+        if (x->kind == LS_LAYER) {
+            for (size_t q = 0; q < (size_t)N * d; q++)
+                bs[q] -= (float)((1.0 - t) * x->DA[q] + t * x->DB[q]);
+        } else if (c->residual) {
+            for (size_t q = 0; q < (size_t)N * d; q++) bs[q] += x->E->inputs[q];
+        }
+    }
+    if (x->kind != LS_LAYER) {
+        float *hd = x->head + (size_t)tc * head_floats(x);
+        if (c->has_norm) {
+            vlerp(hd, x->A->norm_w, x->B->norm_w, (size_t)d, t);
+            vlerp(hd + d, x->A->norm_b, x->B->norm_b, (size_t)d, t);
+            hd += 2 * d;
+        }
+        vlerp(hd, x->A->head_w, x->B->head_w, (size_t)x->C * d, t);
+        vlerp(hd + (size_t)x->C * d, x->A->head_b, x->B->head_b, (size_t)x->C, t);
+    }
+}
+
+/* ---------------- one order on the chunk ---------------- */
+
+/* z (d) += g * y (d): the hot loop */
+__attribute__((target_clones("avx2", "default"))) static void axpy_f(float *restrict z,
+                                                                     const float *restrict y,
+                                                                     float g, int d) {
+    for (int q = 0; q < d; q++) z[q] += g * y[q];
+}
+
+/* Loss and accuracy of one order at the chunk's t. pair[i]: pair index of
+ * slot i; col[i]: B's gate row in slot i; v: shared variant. */
+static int eval_order(lsx *x, ls_ws *w, const int *pair, const int *col, int v, double *loss,
+                      double *acc) {
+    const moe_config *c = x->cfg;
+    int N = x->N, d = x->d, n = x->n, C = x->C, nn = x->nn;
+    for (int tc = 0; tc < x->ntc; tc++) {
+        if (ls_cancelled(x)) return -1;
+        const float *S = x->S + (size_t)tc * N * nn; // (N, nn)
+        for (int r = 0; r < N; r++)
+            for (int i = 0; i < n; i++) w->sc[(size_t)r * n + i] = S[(size_t)r * nn + i * n + col[i]];
+        moe_route(c, w->sc, N, w->G);
+        const float *bs = base_at(x, tc, v);
+        const float *Yp[LS_MAX_N];
+        for (int i = 0; i < n; i++) Yp[i] = Y_at(x, tc, pair[i]);
+        double ss = 0.0;
+        const float *hd = x->head + (size_t)tc * head_floats(x);
+        for (int r = 0; r < N; r++) {
+            float *z = w->Zb + (size_t)r * d; // (d)
+            memcpy(z, bs + (size_t)r * d, (size_t)d * sizeof(float));
+            const float *g = w->G + (size_t)r * n;
+            for (int i = 0; i < n; i++)
+                if (g[i] != 0.0f) axpy_f(z, Yp[i] + (size_t)r * d, g[i], d);
+            if (x->kind == LS_LAYER) {
+                for (int q = 0; q < d; q++) ss += (double)z[q] * z[q];
+            } else if (c->has_norm) {
+                // LayerNorm over d, biased variance, eps 1e-5, statistics in double
+                double mu = 0.0, var = 0.0;
+                for (int q = 0; q < d; q++) mu += z[q];
+                mu /= d;
+                for (int q = 0; q < d; q++) var += (z[q] - mu) * (z[q] - mu);
+                var /= d;
+                double inv = 1.0 / sqrt(var + 1e-5);
+                for (int q = 0; q < d; q++) z[q] = (float)((z[q] - mu) * inv) * hd[q] + hd[d + q];
+            }
+        }
+        if (x->kind == LS_LAYER) {
+            loss[tc] = ss / ((double)N * d);
+            if (acc) acc[tc] = NAN;
+            continue;
+        }
+        const float *Hw = hd + (c->has_norm ? 2 * d : 0); // (C, d)
+        const float *Hb = Hw + (size_t)C * d;              // (C)
+        // logits (N, C) = Zb (N, d) H^T + c
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, d, 1.0f, w->Zb, d, Hw, d, 0.0f,
+                    w->logits, C);
+        for (int r = 0; r < N; r++)
+            for (int q = 0; q < C; q++) w->logits[(size_t)r * C + q] += Hb[q];
+        double ls = 0.0;
+        long ok = 0;
+        ls_loss_logits(x->E, 0, w->logits, N, C, &ls, &ok);
+        if (x->kind == LS_CLASSIFY) {
+            loss[tc] = ls / N;
+            if (acc) acc[tc] = (double)ok / N;
+        } else {
+            loss[tc] = ls / ((double)N * C);
+            if (acc) acc[tc] = NAN;
+        }
+    }
+    return 0;
+}
+
+/* fold the chunk's values of an order into its running statistics; the
+ * expressions are those of ls_curve_stats */
+static void fold_state(lsx *x, long k, const double *loss, const double *acc) {
+    int T = x->T;
+    for (int tc = 0; tc < x->ntc; tc++) {
+        double t = ls_t(x->tidx[tc], T);
+        double e = loss[tc] - ((1.0 - t) * x->loss_a + t * x->loss_b);
+        if (isnan(e) || isnan(x->bar[k])) x->bar[k] = NAN;
+        else if (e > x->bar[k]) x->bar[k] = e;
+        x->auc[k] += e / (double)(T - 1);
+        if (x->kind == LS_CLASSIFY) {
+            double ea = (1.0 - t) * x->acc_a + t * x->acc_b - acc[tc];
+            if (isnan(ea) || isnan(x->accb[k])) x->accb[k] = NAN;
+            else if (ea > x->accb[k]) x->accb[k] = ea;
+        }
+    }
+}
+
+static void emit_row(lsx *x, long k, const int *p) {
+    ls_row row;
+    memset(&row, 0, sizeof row);
+    for (int i = 0; i < x->n; i++) row.order[i] = p[i];
+    row.barrier = x->bar[k];
+    row.acc_barrier = x->kind == LS_CLASSIFY ? x->accb[k] : NAN;
+    row.auc = x->auc[k];
+    pthread_mutex_lock(&x->mu);
+    x->L->rows[x->filled++] = row;
+    pthread_cond_signal(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+}
+
+/* ---------------- the parallel loop ---------------- */
+
+typedef struct {
+    lsx *x;
+    long nitems, next, grain;
+    int kind;            /* 0 precompute, 1 orders */
+    const long *list;    /* kind 1: order indices (NULL: all), */
+    int finish;          /* kind 1: emit rows (the last chunk) */
+    int running;
+    int tid;
+} ls_job;
+
+typedef struct {
+    ls_job *job;
+    int tid;
+} ls_arg;
+
+static void run_order(lsx *x, ls_ws *w, long k, int finish) {
+    int p[LS_MAX_N], pair[LS_MAX_N];
+    order_of(x, k, p);
+    for (int i = 0; i < x->n; i++) pair[i] = i * x->n + p[i];
+    double loss[64], acc[64], *lb = loss, *ab = acc;
+    if (x->ntc > 64) {
+        lb = ms_malloc((size_t)x->ntc * sizeof(double));
+        ab = ms_malloc((size_t)x->ntc * sizeof(double));
+    }
+    if (!eval_order(x, w, pair, p, SH_MAIN, lb, ab)) {
+        fold_state(x, k, lb, ab);
+        if (finish) {
+            x->done[k] = 1;
+            emit_row(x, k, p);
+        }
+    }
+    if (lb != loss) {
+        free(lb);
+        free(ab);
+    }
+}
+
+static void *ls_worker(void *arg) {
+    ls_arg *a = arg;
+    ls_job *job = a->job;
+    lsx *x = job->x;
+    openblas_set_num_threads(1);
+    for (;;) {
+        long s = __atomic_fetch_add(&job->next, job->grain, __ATOMIC_RELAXED);
+        if (s >= job->nitems) break;
+        long e = s + job->grain < job->nitems ? s + job->grain : job->nitems;
+        for (long it = s; it < e; it++) {
+            if (ls_cancelled(x)) goto out;
+            if (job->kind == 0) {
+                pre_item(x, a->tid, it);
+            } else {
+                long k = job->list ? job->list[it] : it;
+                if (x->done[k]) continue;
+                run_order(x, &x->ws[a->tid], k, job->finish);
+            }
+        }
+    }
+out:
+    pthread_mutex_lock(&x->mu);
+    job->running--;
+    pthread_cond_signal(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+    return NULL;
+}
+
+static void report_progress(lsx *x) {
+    pthread_mutex_lock(&x->mu);
+    long f = x->filled;
+    pthread_mutex_unlock(&x->mu);
+    if (f != x->L->ndone || f == 0) {
+        x->L->ndone = f;
+        if (x->o->progress) x->o->progress(x->o->ctx, f, x->norders);
+    }
+}
+
+/* Run the job on nthreads workers; the caller reports progress and watches
+ * for a cancel. Returns -1 when cancelled. */
+static int run_job(lsx *x, ls_job *job) {
+    pthread_t th[16];
+    ls_arg args[16];
+    int created[16] = {0};
+    job->running = x->nthreads;
+    job->next = 0;
+    int started = 0;
+    for (int i = 0; i < x->nthreads; i++) {
+        args[i].job = job;
+        args[i].tid = i;
+        if (pthread_create(&th[i], NULL, ls_worker, &args[i])) {
+            pthread_mutex_lock(&x->mu);
+            job->running--;
+            pthread_mutex_unlock(&x->mu);
+            continue;
+        }
+        created[i] = 1;
+        started++;
+    }
+    if (!started) { // fall back to this thread
+        job->running = 1;
+        args[0].job = job;
+        args[0].tid = 0;
+        ls_worker(&args[0]);
+    }
+    pthread_mutex_lock(&x->mu);
+    while (job->running > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+        pthread_mutex_unlock(&x->mu);
+        ls_cancelled(x);
+        if (job->kind == 1 && job->finish) report_progress(x);
+        pthread_mutex_lock(&x->mu);
+    }
+    pthread_mutex_unlock(&x->mu);
+    for (int i = 0; i < x->nthreads; i++)
+        if (created[i]) pthread_join(th[i], NULL);
+    return ls_cancelled(x) ? -1 : 0;
+}
+
+/* ---------------- setup and teardown ---------------- */
+
+void ls_opts_default(ls_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->T = 25;
+    o->wm = 1;
+    o->center = 1;
+    o->nsample = 20000;
+    o->seed = 1;
+}
+
+void landscape_free(landscape *L) {
+    if (!L) return;
+    free(L->t);
+    ls_curve_free(&L->naive);
+    ls_curve_free(&L->skip_order);
+    ls_curve_free(&L->methods[0]);
+    ls_curve_free(&L->methods[1]);
+    free(L->cost[0]);
+    free(L->cost[1]);
+    free(L->rows);
+    memset(L, 0, sizeof *L);
+}
+
+static void ws_alloc(lsx *x, ls_ws *w) {
+    size_t N = (size_t)x->N, d = (size_t)x->d, h = (size_t)x->h, n = (size_t)x->n;
+    w->E = ms_malloc(x->esize * sizeof(float));
+    w->H = ms_malloc(N * h * sizeof(float));
+    w->H3 = x->cfg->act == ACT_SILU_GLU ? ms_malloc(N * h * sizeof(float)) : NULL;
+    w->Ye = ms_malloc(N * d * sizeof(float));
+    w->Wt = ms_malloc(n * n * d * sizeof(float));
+    w->bt = ms_malloc(n * n * sizeof(float));
+    w->sc = ms_malloc(N * n * sizeof(float));
+    w->G = ms_malloc(N * n * sizeof(float));
+    w->Zb = ms_malloc(N * d * sizeof(float));
+    w->logits = ms_malloc(N * (size_t)(x->C > 0 ? x->C : 1) * sizeof(float));
+}
+
+static void ws_free(ls_ws *w) {
+    free(w->E);
+    free(w->H);
+    free(w->H3);
+    free(w->Ye);
+    free(w->Wt);
+    free(w->bt);
+    free(w->sc);
+    free(w->G);
+    free(w->Zb);
+    free(w->logits);
+}
+
+static int row_cmp(const void *pa, const void *pb) {
+    const ls_row *a = pa, *b = pb;
+    int na = isnan(a->barrier), nb = isnan(b->barrier);
+    if (na != nb) return na - nb; // NaN last
+    if (!na && a->barrier != b->barrier) return a->barrier < b->barrier ? -1 : 1;
+    for (int i = 0; i < LS_MAX_N; i++)
+        if (a->order[i] != b->order[i]) return a->order[i] < b->order[i] ? -1 : 1;
+    return 0;
+}
+
+/* loss and accuracy of model m on E (layer mode: 0) */
+static void endpoint(const lsx *x, const moe_model *m, double *loss, double *acc) {
+    *loss = 0.0;
+    *acc = NAN;
+    if (x->kind == LS_LAYER) return;
+    int N = x->N, d = x->d, C = x->C;
+    float *Z = ms_malloc((size_t)N * d * sizeof(float));      // (N, d)
+    float *lg = ms_malloc((size_t)N * C * sizeof(float));     // (N, C)
+    moe_forward(m, x->E->inputs, N, Z, NULL);
+    moe_head(m, Z, N, lg);
+    double ls = 0.0;
+    long ok = 0;
+    ls_loss_logits(x->E, 0, lg, N, C, &ls, &ok);
+    *loss = x->kind == LS_CLASSIFY ? ls / N : ls / ((double)N * C);
+    if (x->kind == LS_CLASSIFY) *acc = (double)ok / N;
+    free(Z);
+    free(lg);
+}
+
+static void wilson(double phat, double nobs, double *lo, double *hi) {
+    const double z = 1.959963984540054;
+    double den = 1.0 + z * z / nobs;
+    double ctr = (phat + z * z / (2.0 * nobs)) / den;
+    double half = z * sqrt(phat * (1.0 - phat) / nobs + z * z / (4.0 * nobs * nobs)) / den;
+    *lo = ctr - half < 0 ? 0 : ctr - half;
+    *hi = ctr + half > 1 ? 1 : ctr + half;
+}
+
+/* ranks, L-hat and the best barrier from the rows done so far; valid when
+ * every order not done has a lower bound >= both chosen barriers */
+static void compute_ranks(lsx *x) {
+    landscape *L = x->L;
+    double best = INFINITY;
+    long less[2] = {0, 0};
+    for (long k = 0; k < x->norders; k++) {
+        if (!x->done[k]) continue;
+        double b = x->bar[k];
+        if (isnan(b)) continue;
+        if (b < best) best = b;
+        for (int m = 0; m < 2; m++)
+            if (b < L->methods[m].barrier) less[m]++;
+    }
+    if (!x->exhaustive)
+        for (int m = 0; m < 2; m++)
+            if (L->methods[m].barrier < best) best = L->methods[m].barrier;
+    L->best_barrier = best;
+    for (int m = 0; m < 2; m++) {
+        L->rank[m] = (int)(1 + less[m]);
+        double den = L->naive.barrier - best;
+        L->l_hat[m] = den > 0 ? 100.0 * (L->methods[m].barrier - best) / den : NAN;
+        if (!x->exhaustive) {
+            double ph = (double)less[m] / (double)x->norders;
+            L->rank_est[m] = 1.0 + ph * L->n_fact;
+            wilson(ph, (double)x->norders, &L->pct_lo[m], &L->pct_hi[m]);
+            L->pct_lo[m] *= 100.0;
+            L->pct_hi[m] *= 100.0;
+        } else {
+            L->rank_est[m] = L->rank[m];
+            L->pct_lo[m] = L->pct_hi[m] = 100.0 * (double)less[m] / (double)x->norders;
+        }
+    }
+    L->ranks_ready = 1;
+}
+
+static size_t budget_bytes(void) {
+    const char *s = getenv("MOESCOPE_LS_MEM_MB");
+    double mb = s ? atof(s) : 1024.0;
+    if (!(mb > 0)) mb = 1024.0;
+    return (size_t)(mb * 1024.0 * 1024.0);
+}
+
+int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
+                      const ls_opts *o, landscape *L, ms_err *err) {
+    double t0 = ls_now();
+    memset(L, 0, sizeof *L);
+    ls_opts od;
+    if (!o) {
+        ls_opts_default(&od);
+        o = &od;
+    }
+    if (moe_check_compatible(A, B, err)) return -1;
+    const moe_config *c = &A->cfg;
+    if (c->n > LS_MAX_N)
+        return ms_fail(err, "%s: %d experts; the landscape handles at most %d",
+                       A->path ? A->path : "A", c->n, LS_MAX_N);
+    if (o->T < 3) return ms_fail(err, "landscape: need at least 3 interpolation points, got %d", o->T);
+    if (c->has_head) {
+        if (evalset_check(E, A, err)) return -1;
+    } else if (E->d != c->d) {
+        return ms_fail(err, "%s: inputs have width %d but the layer has d = %d",
+                       E->path ? E->path : "evaluation set", E->d, c->d);
+    }
+
+    lsx X;
+    memset(&X, 0, sizeof X);
+    lsx *x = &X;
+    int rc = -1, nal = 0;
+    int *rest = NULL;
+    long *cand = NULL;
+    moe_model Bal[NM_COUNT];
+    align_result Ral[NM_COUNT];
+    memset(Bal, 0, sizeof Bal);
+    memset(Ral, 0, sizeof Ral);
+    ls_curve *named[NM_COUNT] = {&L->naive, &L->skip_order, &L->methods[0], &L->methods[1]};
+    int npair[NM_COUNT][LS_MAX_N], ncol[NM_COUNT][LS_MAX_N], nsh[NM_COUNT];
+    x->A = A;
+    x->B = B;
+    x->E = E;
+    x->cfg = c;
+    x->o = o;
+    x->L = L;
+    x->n = c->n;
+    x->d = c->d;
+    x->h = c->h;
+    x->N = E->N;
+    x->C = c->has_head ? c->C : 0;
+    x->T = o->T;
+    x->nn = c->n * c->n;
+    x->kind = ls_kind_of(A, E);
+    x->esize = moe_expert_size(c);
+    int n = x->n, T = x->T, N = x->N, d = x->d;
+    pthread_mutex_init(&x->mu, NULL);
+    pthread_cond_init(&x->cv, NULL);
+
+    L->n = n;
+    L->T = T;
+    L->kind = x->kind;
+    L->t = ms_malloc((size_t)T * sizeof(double));
+    for (int m = 0; m < T; m++) L->t[m] = ls_t(m, T);
+    L->n_fact = factorial(n);
+    L->best = L->worst = -1;
+
+    // named alignments through align_models (the same code path as `align` and `curve`)
+    for (int a = 0; a < NM_COUNT; a++) {
+        align_opts ao;
+        align_opts_default(&ao);
+        ao.center = o->center;
+        if (a == NM_NAIVE) ao.order_stage = 0, ao.wm_stage = 0;
+        if (a == NM_SKIP) ao.order_stage = 0, ao.wm_stage = 1;
+        if (a == NM_GATE) ao.method = COST_GATE, ao.wm_stage = o->wm;
+        if (a == NM_EXPERT) ao.method = COST_EXPERT, ao.wm_stage = o->wm;
+        if (align_models(A, B, &ao, &Bal[a], &Ral[a], err)) goto fail;
+        nal++;
+    }
+    for (int m = 0; m < 2; m++) {
+        L->cost[m] = ms_malloc((size_t)n * n * sizeof(double));
+        if (cost_matrix(A, B, m == 0 ? COST_GATE : COST_EXPERT, o->center, L->cost[m], err))
+            goto fail;
+        L->cost_total[m] = Ral[NM_GATE + m].cost_total;
+    }
+    x->shB[SH_MAIN] = Bal[NM_EXPERT].shared;
+    x->shB[SH_NAIVE] = Bal[NM_NAIVE].shared;
+    x->shB[SH_SKIP] = Bal[NM_SKIP].shared;
+
+    // orders
+    x->exhaustive = n <= LS_EXHAUSTIVE_MAX;
+    if (x->exhaustive) {
+        x->norders = (long)L->n_fact;
+    } else {
+        x->norders = o->nsample > 0 ? o->nsample : 20000;
+        sample_orders(x, x->norders, o->seed);
+    }
+    L->exhaustive = x->exhaustive;
+    L->norders = x->norders;
+    L->rows = ms_calloc((size_t)x->norders, sizeof(ls_row));
+    x->bar = ms_malloc((size_t)x->norders * sizeof(double));
+    x->accb = ms_malloc((size_t)x->norders * sizeof(double));
+    x->auc = ms_calloc((size_t)x->norders, sizeof(double));
+    x->done = ms_calloc((size_t)x->norders, 1);
+    for (long k = 0; k < x->norders; k++) x->bar[k] = x->accb[k] = 0.0; // the end points
+
+    // threads
+    x->nthreads = o->nthreads > 0 ? o->nthreads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (x->nthreads < 1) x->nthreads = 1;
+    if (x->nthreads > 8) x->nthreads = 8;
+
+    // pairs: weight matching once per (slot i, B's expert j)
+    x->npairs = x->nn + n;
+    x->pmem = ms_malloc((size_t)x->npairs * x->esize * sizeof(float));
+    x->pb = ms_malloc((size_t)x->npairs * sizeof(moe_expert));
+    {
+        int *P = ms_malloc((size_t)x->h * sizeof(int));
+        for (int p = 0; p < x->npairs; p++) {
+            int i = p < x->nn ? p / n : p - x->nn, j = p < x->nn ? p % n : i;
+            int wm = p < x->nn ? o->wm : !o->wm;
+            expert_carve(&x->pb[p], c, x->pmem + (size_t)p * x->esize);
+            expert_copy(&x->pb[p], &B->experts[j], c);
+            if (wm) {
+                if (wm_match(&A->experts[i], &B->experts[j], c, P, NULL, err)) {
+                    free(P);
+                    ms_prefix(err, "weight matching slot %d with B's expert %d", i, j);
+                    goto fail;
+                }
+                moe_expert_permute_hidden(&x->pb[p], c, P);
+            }
+            if (ls_cancelled(x)) {
+                free(P);
+                goto cancelled;
+            }
+        }
+        free(P);
+    }
+
+    // end points: L(0) is A's loss, L(1) B's (every aligned B' computes B's function)
+    if (x->kind == LS_LAYER) {
+        x->DA = ms_malloc((size_t)N * d * sizeof(float)); // (N, d)
+        x->DB = ms_malloc((size_t)N * d * sizeof(float)); // (N, d)
+        moe_forward(A, E->inputs, N, x->DA, NULL);
+        moe_forward(B, E->inputs, N, x->DB, NULL);
+        if (c->residual)
+            for (size_t q = 0; q < (size_t)N * d; q++) {
+                x->DA[q] -= E->inputs[q];
+                x->DB[q] -= E->inputs[q];
+            }
+    }
+    endpoint(x, A, &x->loss_a, &x->acc_a);
+    endpoint(x, B, &x->loss_b, &x->acc_b);
+    L->loss_a = x->loss_a;
+    L->loss_b = x->loss_b;
+    L->acc_a = x->acc_a;
+    L->acc_b = x->acc_b;
+
+    // named curves
+    for (int a = 0; a < NM_COUNT; a++) {
+        ls_curve *cv = named[a];
+        cv->n = n;
+        cv->T = T;
+        cv->loss = ms_malloc((size_t)T * sizeof(double));
+        cv->acc = x->kind == LS_CLASSIFY ? ms_malloc((size_t)T * sizeof(double)) : NULL;
+        cv->loss[0] = x->loss_a;
+        cv->loss[T - 1] = x->loss_b;
+        if (cv->acc) {
+            cv->acc[0] = x->acc_a;
+            cv->acc[T - 1] = x->acc_b;
+        }
+        for (int i = 0; i < n; i++) {
+            int pi = Ral[a].order[i];
+            cv->order[i] = pi;
+            ncol[a][i] = pi;
+            // the landscape's pairs have WM = o->wm; the extra diagonal the other
+            int wm = a == NM_NAIVE ? 0 : a == NM_SKIP ? 1 : o->wm;
+            npair[a][i] = wm == o->wm ? i * n + pi : x->nn + i;
+        }
+        nsh[a] = a == NM_NAIVE ? SH_NAIVE : a == NM_SKIP ? SH_SKIP : SH_MAIN;
+    }
+
+    // chunks over the interior t: the middle first (lower bounds), then the rest
+    size_t per_t = (size_t)N * ((size_t)x->npairs * d + x->nn + SH_COUNT * d) * sizeof(float) +
+                   head_floats(x) * sizeof(float);
+    int nint = T - 2;
+    x->cap_t = (int)(budget_bytes() / per_t);
+    if (x->cap_t < 1) x->cap_t = 1;
+    if (x->cap_t > nint - 1) x->cap_t = nint - 1 > 0 ? nint - 1 : 1;
+    x->tidx = ms_malloc((size_t)nint * sizeof(int));
+    x->S = ms_malloc((size_t)x->cap_t * N * x->nn * sizeof(float));
+    x->Y = ms_malloc((size_t)x->cap_t * x->npairs * N * d * sizeof(float));
+    x->base = ms_malloc((size_t)x->cap_t * SH_COUNT * N * d * sizeof(float));
+    x->head = ms_malloc((size_t)x->cap_t * (head_floats(x) ? head_floats(x) : 1) * sizeof(float));
+    x->ws = ms_calloc((size_t)x->nthreads, sizeof(ls_ws));
+    for (int i = 0; i < x->nthreads; i++) ws_alloc(x, &x->ws[i]);
+
+    int mid = (T - 1) / 2 > 0 ? (T - 1) / 2 : 1; // t = 0.5 for odd T
+    rest = ms_malloc((size_t)nint * sizeof(int));
+    int nrest = 0;
+    for (int m = 1; m <= T - 2; m++)
+        if (m != mid) rest[nrest++] = m;
+    int nchunks = 1 + (nrest + x->cap_t - 1) / x->cap_t;
+    for (int ch = 0; ch < nchunks; ch++) {
+        int last = ch == nchunks - 1;
+        if (ch == 0) {
+            x->tidx[0] = mid;
+            x->ntc = 1;
+        } else {
+            int s = (ch - 1) * x->cap_t;
+            x->ntc = nrest - s < x->cap_t ? nrest - s : x->cap_t;
+            memcpy(x->tidx, rest + s, (size_t)x->ntc * sizeof(int));
+        }
+        ls_job job = {.x = x, .nitems = (long)x->ntc * (x->npairs + 1), .grain = 1, .kind = 0};
+        if (run_job(x, &job)) goto cancelled_rest;
+        // named curves on this chunk (one per worker item would be overkill: 4 orders)
+        for (int a = 0; a < NM_COUNT; a++) {
+            double lb[64], ab[64];
+            double *lp = x->ntc > 64 ? ms_malloc((size_t)x->ntc * sizeof(double)) : lb;
+            double *ap = x->ntc > 64 ? ms_malloc((size_t)x->ntc * sizeof(double)) : ab;
+            int bad = eval_order(x, &x->ws[0], npair[a], ncol[a], nsh[a], lp, ap);
+            for (int tc = 0; tc < x->ntc && !bad; tc++) {
+                named[a]->loss[x->tidx[tc]] = lp[tc];
+                if (named[a]->acc) named[a]->acc[x->tidx[tc]] = ap[tc];
+            }
+            if (lp != lb) {
+                free(lp);
+                free(ap);
+            }
+            if (bad) goto cancelled_rest;
+        }
+        if (!last) {
+            ls_job oj = {.x = x, .nitems = x->norders, .grain = 16, .kind = 1};
+            if (run_job(x, &oj)) goto cancelled_rest;
+            continue;
+        }
+        // the last chunk: named curves are complete
+        for (int a = 0; a < NM_COUNT; a++) ls_curve_stats(named[a]);
+        // the chosen orders' rows are their curves (same arithmetic, bit for bit)
+        for (int a = NM_SKIP; a < NM_COUNT; a++) {
+            if (a == NM_SKIP && !o->wm) continue;
+            long k = order_index(x, named[a]->order);
+            if (k < 0 || x->done[k]) continue;
+            x->bar[k] = named[a]->barrier;
+            x->accb[k] = x->kind == LS_CLASSIFY ? named[a]->acc_barrier : 0.0;
+            x->auc[k] = named[a]->auc;
+            x->done[k] = 1;
+            emit_row(x, k, named[a]->order);
+        }
+        report_progress(x);
+        // branch and bound: only orders whose lower bound is below a chosen barrier matter
+        double bmax = fmax(L->methods[0].barrier, L->methods[1].barrier);
+        int allnan = isnan(L->methods[0].barrier) || isnan(L->methods[1].barrier);
+        long ncand = 0;
+        cand = ms_malloc((size_t)x->norders * sizeof(long));
+        for (long k = 0; k < x->norders; k++)
+            if (!x->done[k] && (allnan || isnan(x->bar[k]) || x->bar[k] < bmax)) cand[ncand++] = k;
+        ls_job cj = {.x = x, .nitems = ncand, .grain = 4, .kind = 1, .list = cand, .finish = 1};
+        if (run_job(x, &cj)) goto cancelled_rest;
+        compute_ranks(x);
+        L->secs_ranks = ls_now() - t0;
+        report_progress(x);
+        if (o->on_ranks) o->on_ranks(o->ctx, L);
+        ls_job rj = {.x = x, .nitems = x->norders, .grain = 16, .kind = 1, .finish = 1};
+        if (run_job(x, &rj)) goto cancelled_rest;
+    }
+    report_progress(x);
+    if (x->filled != x->norders) {
+        ms_fail(err, "landscape: internal error, %ld of %ld orders done", x->filled, x->norders);
+        goto fail_rest;
+    }
+    // final: sort, ranks from the complete table (equal to the early ones)
+    compute_ranks(x);
+    qsort(L->rows, (size_t)x->norders, sizeof(ls_row), row_cmp);
+    L->best = 0;
+    L->worst = 0;
+    for (long k = 0; k < x->norders; k++)
+        if (!isnan(L->rows[k].barrier)) L->worst = (int)k;
+    L->ndone = x->norders;
+    L->secs_total = ls_now() - t0;
+    rc = 0;
+    goto done;
+
+cancelled_rest:
+cancelled:
+    ms_fail(err, "cancelled");
+fail_rest:
+fail:
+    rc = -1;
+done:
+    free(cand);
+    if (x->ws)
+        for (int i = 0; i < x->nthreads; i++) ws_free(&x->ws[i]);
+    free(x->ws);
+    free(x->tidx);
+    free(x->S);
+    free(x->Y);
+    free(x->base);
+    free(x->head);
+    free(x->pmem);
+    free(x->pb);
+    free(x->DA);
+    free(x->DB);
+    free(x->sampled);
+    free(x->bar);
+    free(x->accb);
+    free(x->auc);
+    free(x->done);
+    for (int a = 0; a < nal; a++) {
+        moe_free(&Bal[a]);
+        align_result_free(&Ral[a]);
+    }
+    if (nal < NM_COUNT) align_result_free(&Ral[nal]);
+    pthread_mutex_destroy(&x->mu);
+    pthread_cond_destroy(&x->cv);
+    free(rest);
+    if (rc) landscape_free(L);
+    return rc;
+}

@@ -1,0 +1,515 @@
+/* model.c - one MoE layer: allocation (one block, pointers carved, llm.c
+ * style), loading and saving as safetensors (SPEC §6), compatibility checks,
+ * interpolation and metadata. */
+#include "model.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "safetensors.h"
+
+const char *moe_router_name(moe_router r) { return r == ROUTER_TOPK ? "topk" : "dense"; }
+
+const char *moe_act_name(moe_act a) {
+    switch (a) {
+    case ACT_GELU: return "gelu";
+    case ACT_SILU_GLU: return "silu_glu";
+    default: return "relu";
+    }
+}
+
+size_t moe_expert_size(const moe_config *c) {
+    size_t h = (size_t)c->h, d = (size_t)c->d;
+    size_t sz = h * d + h + d * h + d; // fc1 (h,d)+(h), fc2 (d,h)+(d)
+    if (c->act == ACT_SILU_GLU) sz += h * d + h; // fc3 (h,d)+(h)
+    return sz;
+}
+
+/* Carve one expert out of p; returns the pointer past it. */
+static float *expert_carve(moe_expert *e, const moe_config *c, float *p) {
+    size_t h = (size_t)c->h, d = (size_t)c->d;
+    e->fc1_w = p; p += h * d;
+    e->fc1_b = p; p += h;
+    e->fc2_w = p; p += d * h;
+    e->fc2_b = p; p += d;
+    if (c->act == ACT_SILU_GLU) {
+        e->fc3_w = p; p += h * d;
+        e->fc3_b = p; p += h;
+    } else {
+        e->fc3_w = NULL;
+        e->fc3_b = NULL;
+    }
+    return p;
+}
+
+void moe_alloc(moe_model *m, const moe_config *cfg) {
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    const moe_config *c = &m->cfg;
+    size_t n = (size_t)c->n, d = (size_t)c->d, C = (size_t)c->C;
+    size_t es = moe_expert_size(c);
+    // layout: gate (n,d)+(n) | n experts | s shared | norm (d)+(d) | head (C,d)+(C)
+    size_t total = n * d + n + (n + (size_t)c->s) * es;
+    if (c->has_norm) total += 2 * d;
+    if (c->has_head) total += C * d + C;
+    m->nparams = total;
+    m->mem = ms_calloc(total ? total : 1, sizeof(float));
+    float *p = m->mem;
+    m->gate_w = p; p += n * d;
+    m->gate_b = p; p += n;
+    m->experts = ms_calloc(n ? n : 1, sizeof(moe_expert));
+    for (size_t i = 0; i < n; i++) p = expert_carve(&m->experts[i], c, p);
+    m->shared = ms_calloc(c->s ? (size_t)c->s : 1, sizeof(moe_expert));
+    for (int j = 0; j < c->s; j++) p = expert_carve(&m->shared[j], c, p);
+    if (c->has_norm) {
+        m->norm_w = p; p += d;
+        m->norm_b = p; p += d;
+    }
+    if (c->has_head) {
+        m->head_w = p; p += C * d;
+        m->head_b = p; p += C;
+    }
+}
+
+void moe_free(moe_model *m) {
+    if (!m) return;
+    free(m->mem);
+    free(m->experts);
+    free(m->shared);
+    free(m->path);
+    free(m->layer);
+    for (int i = 0; i < m->nmeta; i++) {
+        free(m->meta[i].key);
+        free(m->meta[i].value);
+    }
+    free(m->meta);
+    memset(m, 0, sizeof *m);
+}
+
+void moe_clone(moe_model *dst, const moe_model *src) {
+    moe_alloc(dst, &src->cfg);
+    memcpy(dst->mem, src->mem, src->nparams * sizeof(float));
+    dst->path = src->path ? ms_strdup(src->path) : NULL;
+    dst->layer = src->layer ? ms_strdup(src->layer) : NULL;
+    for (int i = 0; i < src->nmeta; i++) moe_meta_set(dst, src->meta[i].key, src->meta[i].value);
+}
+
+const char *moe_meta_get(const moe_model *m, const char *key) {
+    for (int i = 0; i < m->nmeta; i++)
+        if (!strcmp(m->meta[i].key, key)) return m->meta[i].value;
+    return NULL;
+}
+
+void moe_meta_set(moe_model *m, const char *key, const char *value) {
+    for (int i = 0; i < m->nmeta; i++)
+        if (!strcmp(m->meta[i].key, key)) {
+            free(m->meta[i].value);
+            m->meta[i].value = ms_strdup(value);
+            return;
+        }
+    m->meta = ms_realloc(m->meta, (size_t)(m->nmeta + 1) * sizeof(moe_meta));
+    m->meta[m->nmeta].key = ms_strdup(key);
+    m->meta[m->nmeta].value = ms_strdup(value);
+    m->nmeta++;
+}
+
+/* ---- loading ---- */
+
+/* Every prefix P in f with a tensor "P.gate.weight", as one ", "-separated
+ * string (caller frees), or NULL when there is none. */
+static char *layers_joined(const st_file *f) {
+    const char *suffix = ".gate.weight";
+    size_t sl = strlen(suffix), cap = 1, len = 0;
+    char *out = NULL;
+    for (int i = 0; i < f->ntensors; i++) {
+        const char *name = f->tensors[i].name;
+        size_t nl = strlen(name);
+        if (nl <= sl || strcmp(name + nl - sl, suffix)) continue;
+        size_t pl = nl - sl;
+        cap = len + pl + 3;
+        out = ms_realloc(out, cap);
+        if (len) {
+            memcpy(out + len, ", ", 2);
+            len += 2;
+        }
+        memcpy(out + len, name, pl);
+        len += pl;
+        out[len] = '\0';
+    }
+    return out;
+}
+
+int moe_list_layers(const char *path, char ***layers, int *nlayers, ms_err *err) {
+    st_file f;
+    if (st_open(&f, path, err)) return -1;
+    const char *suffix = ".gate.weight";
+    size_t sl = strlen(suffix);
+    *layers = NULL;
+    *nlayers = 0;
+    for (int i = 0; i < f.ntensors; i++) {
+        const char *name = f.tensors[i].name;
+        size_t nl = strlen(name);
+        if (nl <= sl || strcmp(name + nl - sl, suffix)) continue;
+        *layers = ms_realloc(*layers, (size_t)(*nlayers + 1) * sizeof(char *));
+        char *p = ms_malloc(nl - sl + 1);
+        memcpy(p, name, nl - sl);
+        p[nl - sl] = '\0';
+        (*layers)[(*nlayers)++] = p;
+    }
+    st_close(&f);
+    return 0;
+}
+
+/* A 2-D tensor's shape, or an error naming it. */
+static int shape2(const st_file *f, const char *name, int64_t *r, int64_t *c, ms_err *err) {
+    const st_tensor *t = st_find(f, name);
+    if (!t) return ms_fail(err, "%s: missing required tensor '%s'", f->path, name);
+    if (t->ndim != 2)
+        return ms_fail(err, "%s: tensor '%s' should be 2-D, has %d dimensions", f->path, name,
+                       t->ndim);
+    *r = t->shape[0];
+    *c = t->shape[1];
+    return 0;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out) {
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Read one optional tensor of shape want into out (left as zeros if absent).
+ * Returns 1 if present, 0 if absent, -1 on error. */
+static int read_opt(const st_file *f, const char *name, int ndim, const int64_t *want,
+                    float *out, ms_err *err) {
+    if (!st_find(f, name)) return 0;
+    return st_read_f32_shape(f, name, ndim, want, out, err) ? -1 : 1;
+}
+
+/* Read expert tensors "<base>.fc1.weight" etc. into e. */
+static int read_expert(const st_file *f, const char *base, moe_expert *e, const moe_config *c,
+                       int *any_bias, ms_err *err) {
+    char name[512];
+    int64_t hd[2] = {c->h, c->d}, dh[2] = {c->d, c->h}, hh[1] = {c->h}, dd[1] = {c->d};
+    int r;
+    snprintf(name, sizeof name, "%s.fc1.weight", base);
+    if (st_read_f32_shape(f, name, 2, hd, e->fc1_w, err)) return -1;
+    snprintf(name, sizeof name, "%s.fc2.weight", base);
+    if (st_read_f32_shape(f, name, 2, dh, e->fc2_w, err)) return -1;
+    snprintf(name, sizeof name, "%s.fc1.bias", base);
+    if ((r = read_opt(f, name, 1, hh, e->fc1_b, err)) < 0) return -1;
+    *any_bias |= r;
+    snprintf(name, sizeof name, "%s.fc2.bias", base);
+    if ((r = read_opt(f, name, 1, dd, e->fc2_b, err)) < 0) return -1;
+    *any_bias |= r;
+    if (c->act == ACT_SILU_GLU) {
+        snprintf(name, sizeof name, "%s.fc3.weight", base);
+        if (!st_find(f, name))
+            return ms_fail(err, "%s: missing required tensor '%s' (activation silu_glu needs fc3)",
+                           f->path, name);
+        if (st_read_f32_shape(f, name, 2, hd, e->fc3_w, err)) return -1;
+        snprintf(name, sizeof name, "%s.fc3.bias", base);
+        if ((r = read_opt(f, name, 1, hh, e->fc3_b, err)) < 0) return -1;
+        *any_bias |= r;
+    }
+    return 0;
+}
+
+/* Count "<L>.<kind>.<i>.fc1.weight" for i = 0, 1, ... until one is missing. */
+static int count_experts(const st_file *f, const char *layer, const char *kind) {
+    char name[512];
+    int i = 0;
+    for (;; i++) {
+        snprintf(name, sizeof name, "%s.%s.%d.fc1.weight", layer, kind, i);
+        if (!st_find(f, name)) break;
+    }
+    return i;
+}
+
+static int load_from(moe_model *m, const st_file *f, const char *layer, ms_err *err) {
+    const char *path = f->path;
+    char name[512];
+    moe_config c;
+    memset(&c, 0, sizeof c);
+
+    // the gate fixes n and d
+    snprintf(name, sizeof name, "%s.gate.weight", layer);
+    if (!st_find(f, name)) {
+        char *have = layers_joined(f);
+        int rc = have ? ms_fail(err, "%s: no MoE layer '%s' (no tensor '%s'); layers in the file: %s",
+                                path, layer, name, have)
+                      : ms_fail(err, "%s: no MoE layer '%s' (no tensor '%s'), and no tensor "
+                                     "named '*.gate.weight' at all",
+                                path, layer, name);
+        free(have);
+        return rc;
+    }
+    int64_t n64, d64, h64, d2;
+    if (shape2(f, name, &n64, &d64, err)) return -1;
+    if (n64 < 1 || d64 < 1 || n64 > 4096 || d64 > (1 << 20))
+        return ms_fail(err, "%s: tensor '%s' has an unusable shape [%lld, %lld]", path, name,
+                       (long long)n64, (long long)d64);
+    snprintf(name, sizeof name, "%s.experts.0.fc1.weight", layer);
+    if (shape2(f, name, &h64, &d2, err)) return -1;
+    if (h64 < 1 || h64 > (1 << 20))
+        return ms_fail(err, "%s: tensor '%s' has an unusable shape [%lld, %lld]", path, name,
+                       (long long)h64, (long long)d2);
+    if (d2 != d64)
+        return ms_fail(err, "%s: tensor '%s' has shape [%lld, %lld] but the gate has d = %lld "
+                            "(expected [%lld, %lld])",
+                       path, name, (long long)h64, (long long)d2, (long long)d64, (long long)h64,
+                       (long long)d64);
+    c.n = (int)n64;
+    c.d = (int)d64;
+    c.h = (int)h64;
+    int found = count_experts(f, layer, "experts");
+    if (found > c.n)
+        return ms_fail(err, "%s: '%s.gate.weight' has %d rows (experts) but the file holds %d "
+                            "experts ('%s.experts.%d.fc1.weight' exists)",
+                       path, layer, c.n, found, layer, c.n);
+    if (found != c.n)
+        return ms_fail(err, "%s: '%s.gate.weight' has %d rows (experts) but the file holds %d "
+                            "expert(s) '%s.experts.0..%d' (the next, '%s.experts.%d.fc1.weight', "
+                            "is missing)",
+                       path, layer, c.n, found, layer, found - 1, layer, found);
+    c.s = count_experts(f, layer, "shared");
+
+    // metadata
+    c.router = ROUTER_DENSE;
+    c.k = 2;
+    c.act = ACT_RELU;
+    c.residual = 1;
+    const char *v;
+    if ((v = st_meta(f, "moescope.router"))) {
+        if (!strcmp(v, "dense")) c.router = ROUTER_DENSE;
+        else if (!strcmp(v, "topk")) c.router = ROUTER_TOPK;
+        else
+            return ms_fail(err, "%s: unknown router '%s' in metadata moescope.router (expected "
+                                "dense or topk)",
+                           path, v);
+    }
+    if ((v = st_meta(f, "moescope.top_k"))) {
+        long k;
+        if (parse_int(v, 1, 1 << 20, &k))
+            return ms_fail(err, "%s: metadata moescope.top_k = '%s' is not a positive integer",
+                           path, v);
+        c.k = (int)k;
+    }
+    if (c.router == ROUTER_TOPK && (c.k < 1 || c.k > c.n))
+        return ms_fail(err, "%s: metadata moescope.top_k = %d must be in 1..n = %d", path, c.k,
+                       c.n);
+    if (c.router == ROUTER_DENSE && c.k > c.n) c.k = c.n; /* meaningless for dense; keep it sane */
+    if ((v = st_meta(f, "moescope.activation"))) {
+        if (!strcmp(v, "relu")) c.act = ACT_RELU;
+        else if (!strcmp(v, "gelu")) c.act = ACT_GELU;
+        else if (!strcmp(v, "silu_glu")) c.act = ACT_SILU_GLU;
+        else
+            return ms_fail(err, "%s: unknown activation '%s' in metadata moescope.activation "
+                                "(expected relu, gelu or silu_glu)",
+                           path, v);
+    }
+    if ((v = st_meta(f, "moescope.residual"))) {
+        if (!strcmp(v, "1")) c.residual = 1;
+        else if (!strcmp(v, "0")) c.residual = 0;
+        else
+            return ms_fail(err, "%s: metadata moescope.residual = '%s' must be 1 or 0", path, v);
+    }
+
+    // the optional head
+    const st_tensor *ho = st_find(f, "head.out.weight");
+    if (ho) {
+        int64_t C, dh;
+        if (shape2(f, "head.out.weight", &C, &dh, err)) return -1;
+        if (dh != c.d)
+            return ms_fail(err, "%s: tensor 'head.out.weight' has shape [%lld, %lld] but the layer "
+                                "has d = %d",
+                           path, (long long)C, (long long)dh, c.d);
+        if (C < 1 || C > (1 << 20))
+            return ms_fail(err, "%s: tensor 'head.out.weight' has an unusable shape [%lld, %lld]",
+                           path, (long long)C, (long long)dh);
+        c.C = (int)C;
+        c.has_head = 1;
+        c.has_norm = st_find(f, "head.norm.weight") != NULL;
+    } else if (st_find(f, "head.norm.weight") || st_find(f, "head.out.bias")) {
+        return ms_fail(err, "%s: the file has head tensors but no 'head.out.weight'", path);
+    }
+
+    moe_alloc(m, &c);
+    m->path = ms_strdup(path);
+    m->layer = ms_strdup(layer);
+    int64_t nd[2] = {c.n, c.d}, nn[1] = {c.n};
+    snprintf(name, sizeof name, "%s.gate.weight", layer);
+    if (st_read_f32_shape(f, name, 2, nd, m->gate_w, err)) goto fail;
+    snprintf(name, sizeof name, "%s.gate.bias", layer);
+    int r = read_opt(f, name, 1, nn, m->gate_b, err);
+    if (r < 0) goto fail;
+    m->cfg.has_gate_bias = r;
+    int any_bias = 0;
+    for (int i = 0; i < c.n; i++) {
+        snprintf(name, sizeof name, "%s.experts.%d", layer, i);
+        if (read_expert(f, name, &m->experts[i], &m->cfg, &any_bias, err)) goto fail;
+    }
+    for (int j = 0; j < c.s; j++) {
+        snprintf(name, sizeof name, "%s.shared.%d", layer, j);
+        if (read_expert(f, name, &m->shared[j], &m->cfg, &any_bias, err)) goto fail;
+    }
+    m->cfg.has_expert_bias = any_bias;
+    if (c.has_head) {
+        int64_t Cd[2] = {c.C, c.d}, CC[1] = {c.C}, dd[1] = {c.d};
+        if (st_read_f32_shape(f, "head.out.weight", 2, Cd, m->head_w, err)) goto fail;
+        if (read_opt(f, "head.out.bias", 1, CC, m->head_b, err) < 0) goto fail;
+        if (c.has_norm) {
+            if (st_read_f32_shape(f, "head.norm.weight", 1, dd, m->norm_w, err)) goto fail;
+            if (!st_find(f, "head.norm.bias")) {
+                // a LayerNorm without its bias: beta = 0
+            } else if (st_read_f32_shape(f, "head.norm.bias", 1, dd, m->norm_b, err)) {
+                goto fail;
+            }
+        }
+    }
+
+    // keep every other metadata entry (seed, data set, ...)
+    for (int i = 0; i < f->nmeta; i++) {
+        const char *k = f->meta_keys[i];
+        if (!strcmp(k, "moescope.router") || !strcmp(k, "moescope.top_k") ||
+            !strcmp(k, "moescope.activation") || !strcmp(k, "moescope.residual"))
+            continue;
+        moe_meta_set(m, k, f->meta_vals[i]);
+    }
+    return 0;
+fail:
+    moe_free(m);
+    return -1;
+}
+
+int moe_load(moe_model *m, const char *path, const char *layer, ms_err *err) {
+    memset(m, 0, sizeof *m);
+    if (!layer) layer = "moe";
+    st_file f;
+    if (st_open(&f, path, err)) return -1;
+    int rc = load_from(m, &f, layer, err);
+    st_close(&f);
+    return rc;
+}
+
+/* ---- saving ---- */
+
+typedef struct {
+    char **names;
+    int count;
+} name_pool;
+
+static const char *pool_name(name_pool *p, const char *fmt, const char *a, int i,
+                             const char *b) {
+    char buf[512];
+    if (i >= 0) snprintf(buf, sizeof buf, fmt, a, i, b);
+    else snprintf(buf, sizeof buf, fmt, a, b);
+    p->names = ms_realloc(p->names, (size_t)(p->count + 1) * sizeof(char *));
+    p->names[p->count] = ms_strdup(buf);
+    return p->names[p->count++];
+}
+
+static void add_expert(st_writer *w, name_pool *p, const char *layer, const char *kind, int i,
+                       const moe_expert *e, const moe_config *c) {
+    int64_t hd[2] = {c->h, c->d}, dh[2] = {c->d, c->h}, hh[1] = {c->h}, dd[1] = {c->d};
+    char base[400];
+    snprintf(base, sizeof base, "%s.%s", layer, kind);
+    st_writer_add_f32(w, pool_name(p, "%s.%d.%s", base, i, "fc1.weight"), 2, hd, e->fc1_w);
+    st_writer_add_f32(w, pool_name(p, "%s.%d.%s", base, i, "fc1.bias"), 1, hh, e->fc1_b);
+    st_writer_add_f32(w, pool_name(p, "%s.%d.%s", base, i, "fc2.weight"), 2, dh, e->fc2_w);
+    st_writer_add_f32(w, pool_name(p, "%s.%d.%s", base, i, "fc2.bias"), 1, dd, e->fc2_b);
+    if (c->act == ACT_SILU_GLU) {
+        st_writer_add_f32(w, pool_name(p, "%s.%d.%s", base, i, "fc3.weight"), 2, hd, e->fc3_w);
+        st_writer_add_f32(w, pool_name(p, "%s.%d.%s", base, i, "fc3.bias"), 1, hh, e->fc3_b);
+    }
+}
+
+int moe_save(const moe_model *m, const char *path, ms_err *err) {
+    const moe_config *c = &m->cfg;
+    const char *layer = m->layer ? m->layer : "moe";
+    st_writer *w = st_writer_new();
+    name_pool p = {NULL, 0};
+    int64_t nd[2] = {c->n, c->d}, nn[1] = {c->n};
+    st_writer_add_f32(w, pool_name(&p, "%s.%s", layer, -1, "gate.weight"), 2, nd, m->gate_w);
+    st_writer_add_f32(w, pool_name(&p, "%s.%s", layer, -1, "gate.bias"), 1, nn, m->gate_b);
+    for (int i = 0; i < c->n; i++) add_expert(w, &p, layer, "experts", i, &m->experts[i], c);
+    for (int j = 0; j < c->s; j++) add_expert(w, &p, layer, "shared", j, &m->shared[j], c);
+    if (c->has_head) {
+        int64_t Cd[2] = {c->C, c->d}, CC[1] = {c->C}, dd[1] = {c->d};
+        if (c->has_norm) {
+            st_writer_add_f32(w, "head.norm.weight", 1, dd, m->norm_w);
+            st_writer_add_f32(w, "head.norm.bias", 1, dd, m->norm_b);
+        }
+        st_writer_add_f32(w, "head.out.weight", 2, Cd, m->head_w);
+        st_writer_add_f32(w, "head.out.bias", 1, CC, m->head_b);
+    }
+    char kbuf[32];
+    st_writer_meta(w, "moescope.router", moe_router_name(c->router));
+    snprintf(kbuf, sizeof kbuf, "%d", c->k);
+    st_writer_meta(w, "moescope.top_k", kbuf);
+    st_writer_meta(w, "moescope.activation", moe_act_name(c->act));
+    st_writer_meta(w, "moescope.residual", c->residual ? "1" : "0");
+    for (int i = 0; i < m->nmeta; i++) st_writer_meta(w, m->meta[i].key, m->meta[i].value);
+    int rc = st_writer_write(w, path, err);
+    st_writer_free(w);
+    for (int i = 0; i < p.count; i++) free(p.names[i]);
+    free(p.names);
+    return rc;
+}
+
+/* ---- comparing and interpolating ---- */
+
+int moe_check_compatible(const moe_model *a, const moe_model *b, ms_err *err) {
+    const moe_config *x = &a->cfg, *y = &b->cfg;
+    const char *pa = a->path ? a->path : "(A)", *pb = b->path ? b->path : "(B)";
+#define CMP_INT(field, label)                                                              \
+    if (x->field != y->field)                                                              \
+        return ms_fail(err, "%s and %s differ: %s = %d vs %d", pa, pb, label, x->field, y->field);
+    CMP_INT(n, "n");
+    CMP_INT(d, "d");
+    CMP_INT(h, "h");
+    CMP_INT(s, "s (shared experts)");
+    if (x->router != y->router)
+        return ms_fail(err, "%s and %s differ: router = %s vs %s", pa, pb,
+                       moe_router_name(x->router), moe_router_name(y->router));
+    if (x->router == ROUTER_TOPK) CMP_INT(k, "top_k");
+    if (x->act != y->act)
+        return ms_fail(err, "%s and %s differ: activation = %s vs %s", pa, pb, moe_act_name(x->act),
+                       moe_act_name(y->act));
+    CMP_INT(residual, "residual");
+    CMP_INT(has_head, "head present");
+    if (x->has_head) {
+        CMP_INT(C, "C (head outputs)");
+        CMP_INT(has_norm, "head LayerNorm present");
+    }
+#undef CMP_INT
+    return 0;
+}
+
+int moe_heads_equal(const moe_model *a, const moe_model *b) {
+    const moe_config *x = &a->cfg, *y = &b->cfg;
+    if (x->has_head != y->has_head || x->has_norm != y->has_norm) return 0;
+    if (!x->has_head) return 1;
+    if (x->C != y->C || x->d != y->d) return 0;
+    size_t Cd = (size_t)x->C * (size_t)x->d;
+    if (memcmp(a->head_w, b->head_w, Cd * sizeof(float)) ||
+        memcmp(a->head_b, b->head_b, (size_t)x->C * sizeof(float)))
+        return 0;
+    if (x->has_norm && (memcmp(a->norm_w, b->norm_w, (size_t)x->d * sizeof(float)) ||
+                        memcmp(a->norm_b, b->norm_b, (size_t)x->d * sizeof(float))))
+        return 0;
+    return 1;
+}
+
+void moe_interpolate(moe_model *out, const moe_model *a, const moe_model *b, double t) {
+    // the three share one layout, so interpolation is one pass over mem
+    float ta = (float)(1.0 - t), tb = (float)t;
+    size_t np = a->nparams;
+    for (size_t i = 0; i < np; i++) out->mem[i] = ta * a->mem[i] + tb * b->mem[i];
+}

@@ -1,0 +1,190 @@
+/* report.c - the landscape as JSON (SPEC §6 keys, cJSON) and CSV, and curves
+ * as CSV. Every file is written atomically (atomic_file.h); non-finite
+ * numbers become JSON null (CSV: "nan"). */
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic_file.h"
+#include "landscape.h"
+
+static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
+
+static cJSON *jorder(const int *p, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(p[i]));
+    return a;
+}
+
+static cJSON *jarr(const double *v, int cnt) {
+    if (!v) return cJSON_CreateNull();
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < cnt; i++) cJSON_AddItemToArray(a, jnum(v[i]));
+    return a;
+}
+
+/* {"order", "barrier", "acc_barrier", "loss_auc", "loss", "acc"} */
+static cJSON *jcurve(const ls_curve *c, int n) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "order", jorder(c->order, n));
+    cJSON_AddItemToObject(o, "barrier", jnum(c->barrier));
+    cJSON_AddItemToObject(o, "acc_barrier", jnum(c->acc_barrier));
+    cJSON_AddItemToObject(o, "loss_auc", jnum(c->auc));
+    cJSON_AddItemToObject(o, "loss", jarr(c->loss, c->T));
+    cJSON_AddItemToObject(o, "acc", jarr(c->acc, c->T));
+    return o;
+}
+
+static const char *kind_name(ls_kind k) {
+    return k == LS_CLASSIFY ? "classification" : k == LS_REGRESS ? "regression" : "layer";
+}
+
+static int write_text(const char *path, const char *text, size_t len, const char *what, ms_err *err) {
+    if (af_write_all(path, text, len, err)) return ms_prefix(err, "writing the %s", what);
+    return 0;
+}
+
+int landscape_write_json(const landscape *L, const char *a_path, const char *b_path,
+                         const char *e_path, const char *layer, const char *path, ms_err *err) {
+    int n = L->n;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "moescope.landscape/1");
+    cJSON_AddStringToObject(root, "a", a_path ? a_path : "");
+    cJSON_AddStringToObject(root, "b", b_path ? b_path : "");
+    cJSON_AddStringToObject(root, "eval", e_path ? e_path : "");
+    cJSON_AddStringToObject(root, "layer", layer ? layer : "moe");
+    cJSON_AddNumberToObject(root, "n", n);
+    cJSON_AddNumberToObject(root, "points", L->T);
+    cJSON_AddItemToObject(root, "t", jarr(L->t, L->T));
+    cJSON_AddStringToObject(root, "kind", kind_name(L->kind));
+    cJSON_AddBoolToObject(root, "exhaustive", L->exhaustive);
+    cJSON_AddNumberToObject(root, "norders", (double)L->norders);
+    if (!L->exhaustive) cJSON_AddNumberToObject(root, "nsampled", (double)L->norders);
+    cJSON *ep = cJSON_CreateObject();
+    cJSON_AddItemToObject(ep, "loss_a", jnum(L->loss_a));
+    cJSON_AddItemToObject(ep, "loss_b", jnum(L->loss_b));
+    cJSON_AddItemToObject(ep, "acc_a", jnum(L->acc_a));
+    cJSON_AddItemToObject(ep, "acc_b", jnum(L->acc_b));
+    cJSON_AddItemToObject(root, "endpoints", ep);
+    cJSON_AddItemToObject(root, "naive", jcurve(&L->naive, n));
+    cJSON_AddItemToObject(root, "skip_order", jcurve(&L->skip_order, n));
+    cJSON *methods = cJSON_CreateObject();
+    for (int m = 0; m < 2; m++) {
+        cJSON *o = jcurve(&L->methods[m], n);
+        cJSON_AddItemToObject(o, "cost", jnum(L->cost_total[m]));
+        cJSON_AddNumberToObject(o, "rank", L->rank[m]);
+        cJSON_AddItemToObject(o, "l_hat", jnum(L->l_hat[m]));
+        if (L->cost[m]) {
+            cJSON *cm = cJSON_CreateArray();
+            for (int i = 0; i < n; i++) cJSON_AddItemToArray(cm, jarr(L->cost[m] + (size_t)i * n, n));
+            cJSON_AddItemToObject(o, "cost_matrix", cm);
+        }
+        if (!L->exhaustive) {
+            cJSON_AddItemToObject(o, "rank_estimate", jnum(L->rank_est[m]));
+            cJSON *ci = cJSON_CreateArray();
+            cJSON_AddItemToArray(ci, jnum(L->pct_lo[m]));
+            cJSON_AddItemToArray(ci, jnum(L->pct_hi[m]));
+            cJSON_AddItemToObject(o, "rank_percentile_ci95", ci);
+        }
+        cJSON_AddItemToObject(methods, m == 0 ? "gate" : "expert", o);
+    }
+    cJSON_AddItemToObject(root, "methods", methods);
+    cJSON *best = cJSON_CreateObject(), *worst = cJSON_CreateObject();
+    if (L->best >= 0 && L->norders > 0) {
+        cJSON_AddItemToObject(best, "order", jorder(L->rows[L->best].order, n));
+        cJSON_AddItemToObject(best, "barrier", jnum(L->rows[L->best].barrier));
+        cJSON_AddItemToObject(worst, "order", jorder(L->rows[L->worst].order, n));
+        cJSON_AddItemToObject(worst, "barrier", jnum(L->rows[L->worst].barrier));
+    }
+    cJSON_AddItemToObject(root, "best", best);
+    cJSON_AddItemToObject(root, "worst", worst);
+    cJSON *orders = cJSON_CreateArray();
+    for (long k = 0; k < L->ndone; k++) {
+        const ls_row *r = &L->rows[k];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToObject(o, "order", jorder(r->order, n));
+        cJSON_AddItemToObject(o, "barrier", jnum(r->barrier));
+        cJSON_AddItemToObject(o, "acc_barrier", jnum(r->acc_barrier));
+        cJSON_AddItemToObject(o, "loss_auc", jnum(r->auc));
+        cJSON_AddItemToArray(orders, o);
+    }
+    cJSON_AddItemToObject(root, "orders", orders);
+    char *text = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!text) return ms_fail(err, "%s: could not format the JSON report", path);
+    size_t len = strlen(text);
+    text[len] = '\0';
+    // end with a newline, as text files do
+    char *buf = ms_malloc(len + 2);
+    memcpy(buf, text, len);
+    buf[len] = '\n';
+    cJSON_free(text);
+    int rc = write_text(path, buf, len + 1, "JSON report", err);
+    free(buf);
+    return rc;
+}
+
+static void csv_num(FILE *f, double v) {
+    if (isnan(v)) fputs("nan", f);
+    else fprintf(f, "%.9g", v);
+}
+
+int landscape_write_csv(const landscape *L, const char *path, ms_err *err) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return ms_fail(err, "%s: out of memory formatting the CSV", path);
+    fputs("rank,order,barrier,acc_barrier,loss_auc\n", f);
+    long rank = 1;
+    for (long k = 0; k < L->ndone; k++) {
+        const ls_row *r = &L->rows[k];
+        if (k > 0 && !(r->barrier == L->rows[k - 1].barrier)) rank = k + 1; // ties share a rank
+        fprintf(f, "%ld,", rank);
+        for (int i = 0; i < L->n; i++) fprintf(f, "%s%d", i ? " " : "", r->order[i]);
+        fputc(',', f);
+        csv_num(f, r->barrier);
+        fputc(',', f);
+        csv_num(f, r->acc_barrier);
+        fputc(',', f);
+        csv_num(f, r->auc);
+        fputc('\n', f);
+    }
+    fclose(f);
+    int rc = write_text(path, buf, len, "CSV report", err);
+    free(buf);
+    return rc;
+}
+
+int curves_write_csv(const ls_curve *curves, const char *const *names, int nc, const char *path,
+                     ms_err *err) {
+    if (nc <= 0) return ms_fail(err, "%s: no curves to write", path);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return ms_fail(err, "%s: out of memory formatting the CSV", path);
+    fputs("t", f);
+    for (int c = 0; c < nc; c++) {
+        fprintf(f, ",%s_loss", names[c]);
+        if (curves[c].acc) fprintf(f, ",%s_acc", names[c]);
+    }
+    fputc('\n', f);
+    int T = curves[0].T;
+    for (int m = 0; m < T; m++) {
+        fprintf(f, "%.9g", ls_t(m, T));
+        for (int c = 0; c < nc; c++) {
+            fputc(',', f);
+            csv_num(f, curves[c].loss[m]);
+            if (curves[c].acc) {
+                fputc(',', f);
+                csv_num(f, curves[c].acc[m]);
+            }
+        }
+        fputc('\n', f);
+    }
+    fclose(f);
+    int rc = write_text(path, buf, len, "CSV", err);
+    free(buf);
+    return rc;
+}

@@ -1,0 +1,188 @@
+/* symmetry.c - the actions of SPEC §3. Each one changes the parameters and
+ * leaves the function D(x) unchanged (up to float rounding). */
+#include "symmetry.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng.h"
+
+/* Copy expert src into dst (both carved for the same config). */
+static void expert_copy(moe_expert *dst, const moe_expert *src, const moe_config *c) {
+    size_t h = (size_t)c->h, d = (size_t)c->d;
+    memcpy(dst->fc1_w, src->fc1_w, h * d * sizeof(float));
+    memcpy(dst->fc1_b, src->fc1_b, h * sizeof(float));
+    memcpy(dst->fc2_w, src->fc2_w, d * h * sizeof(float));
+    memcpy(dst->fc2_b, src->fc2_b, d * sizeof(float));
+    if (c->act == ACT_SILU_GLU) {
+        memcpy(dst->fc3_w, src->fc3_w, h * d * sizeof(float));
+        memcpy(dst->fc3_b, src->fc3_b, h * sizeof(float));
+    }
+}
+
+/* A scratch model-free copy of `count` experts: one buffer, carved. */
+typedef struct {
+    float *mem;
+    moe_expert *e;
+} expert_stash;
+
+static void stash_make(expert_stash *st, const moe_expert *src, int count, const moe_config *c) {
+    size_t h = (size_t)c->h, d = (size_t)c->d, es = moe_expert_size(c);
+    st->mem = ms_malloc((count ? (size_t)count : 1) * es * sizeof(float));
+    st->e = ms_malloc((count ? (size_t)count : 1) * sizeof(moe_expert));
+    float *p = st->mem;
+    for (int i = 0; i < count; i++) {
+        moe_expert *e = &st->e[i];
+        e->fc1_w = p; p += h * d;
+        e->fc1_b = p; p += h;
+        e->fc2_w = p; p += d * h;
+        e->fc2_b = p; p += d;
+        if (c->act == ACT_SILU_GLU) {
+            e->fc3_w = p; p += h * d;
+            e->fc3_b = p; p += h;
+        } else {
+            e->fc3_w = e->fc3_b = NULL;
+        }
+        expert_copy(e, &src[i], c);
+    }
+}
+
+static void stash_free(expert_stash *st) {
+    free(st->mem);
+    free(st->e);
+}
+
+void moe_permute_experts(moe_model *m, const int *pi) {
+    const moe_config *c = &m->cfg;
+    int n = c->n, d = c->d;
+    expert_stash st;
+    stash_make(&st, m->experts, n, c);
+    float *gw = ms_malloc((size_t)n * d * sizeof(float)); // (n, d)
+    float *gb = ms_malloc((size_t)n * sizeof(float));     // (n)
+    memcpy(gw, m->gate_w, (size_t)n * d * sizeof(float));
+    memcpy(gb, m->gate_b, (size_t)n * sizeof(float));
+    for (int i = 0; i < n; i++) {
+        // slot i <- expert pi[i] together with its gate row
+        expert_copy(&m->experts[i], &st.e[pi[i]], c);
+        memcpy(m->gate_w + (size_t)i * d, gw + (size_t)pi[i] * d, (size_t)d * sizeof(float));
+        m->gate_b[i] = gb[pi[i]];
+    }
+    free(gw);
+    free(gb);
+    stash_free(&st);
+}
+
+void moe_permute_shared(moe_model *m, const int *pi) {
+    const moe_config *c = &m->cfg;
+    if (c->s == 0) return;
+    expert_stash st;
+    stash_make(&st, m->shared, c->s, c);
+    for (int j = 0; j < c->s; j++) expert_copy(&m->shared[j], &st.e[pi[j]], c);
+    stash_free(&st);
+}
+
+void moe_translate_gate(moe_model *m, const float *cW, float cb) {
+    int n = m->cfg.n, d = m->cfg.d;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < d; j++) m->gate_w[(size_t)i * d + j] += cW[j];
+        m->gate_b[i] += cb;
+    }
+}
+
+void moe_expert_permute_hidden(moe_expert *e, const moe_config *c, const int *P) {
+    int h = c->h, d = c->d;
+    size_t big = (size_t)h * d;
+    float *tmp = ms_malloc(big * sizeof(float));
+    float *tb = ms_malloc((size_t)h * sizeof(float));
+    // W1 (h, d): row u <- row P[u]; b1 likewise
+    memcpy(tmp, e->fc1_w, big * sizeof(float));
+    memcpy(tb, e->fc1_b, (size_t)h * sizeof(float));
+    for (int u = 0; u < h; u++) {
+        memcpy(e->fc1_w + (size_t)u * d, tmp + (size_t)P[u] * d, (size_t)d * sizeof(float));
+        e->fc1_b[u] = tb[P[u]];
+    }
+    if (c->act == ACT_SILU_GLU) {
+        memcpy(tmp, e->fc3_w, big * sizeof(float));
+        memcpy(tb, e->fc3_b, (size_t)h * sizeof(float));
+        for (int u = 0; u < h; u++) {
+            memcpy(e->fc3_w + (size_t)u * d, tmp + (size_t)P[u] * d, (size_t)d * sizeof(float));
+            e->fc3_b[u] = tb[P[u]];
+        }
+    }
+    // W2 (d, h): column u <- column P[u]
+    memcpy(tmp, e->fc2_w, big * sizeof(float));
+    for (int j = 0; j < d; j++)
+        for (int u = 0; u < h; u++)
+            e->fc2_w[(size_t)j * h + u] = tmp[(size_t)j * h + P[u]];
+    free(tmp);
+    free(tb);
+}
+
+/* "2 0 3 1" (caller frees) */
+static char *order_string(const int *p, int n) {
+    size_t cap = (size_t)n * 12 + 1;
+    char *s = ms_malloc(cap);
+    size_t len = 0;
+    s[0] = '\0';
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(s + len, cap - len, i ? " %d" : "%d", p[i]);
+    return s;
+}
+
+void moe_scramble(moe_model *m, uint64_t seed, int translate, int *order_out) {
+    const moe_config *c = &m->cfg;
+    int n = c->n, d = c->d, h = c->h, s = c->s;
+    rng_t r;
+    rng_seed(&r, seed);
+    int *pi = ms_malloc((size_t)n * sizeof(int));
+    int *P = ms_malloc((size_t)h * sizeof(int));
+    // 1. expert order (applied: slot i <- expert pi[i])
+    rng_permutation(&r, pi, n);
+    moe_permute_experts(m, pi);
+    // 2. a hidden permutation inside every expert
+    for (int i = 0; i < n; i++) {
+        rng_permutation(&r, P, h);
+        moe_expert_permute_hidden(&m->experts[i], c, P);
+    }
+    // 3. shared experts: their order, then hidden permutations
+    char *shared_str = NULL;
+    if (s > 0) {
+        int *sp = ms_malloc((size_t)s * sizeof(int));
+        rng_permutation(&r, sp, s);
+        moe_permute_shared(m, sp);
+        for (int j = 0; j < s; j++) {
+            rng_permutation(&r, P, h);
+            moe_expert_permute_hidden(&m->shared[j], c, P);
+        }
+        shared_str = order_string(sp, s);
+        free(sp);
+    }
+    // 4. gate translation with the scale of the gate rows (RMS of the entries)
+    if (translate) {
+        double ss = 0.0;
+        for (size_t q = 0; q < (size_t)n * d; q++) ss += (double)m->gate_w[q] * m->gate_w[q];
+        double scale = sqrt(ss / ((double)n * d));
+        if (!(scale > 0)) scale = 1.0;
+        float *cW = ms_malloc((size_t)d * sizeof(float));
+        for (int j = 0; j < d; j++) cW[j] = (float)(rng_normal(&r) * scale);
+        float cb = (float)(rng_normal(&r) * scale);
+        moe_translate_gate(m, cW, cb);
+        free(cW);
+    }
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)seed);
+    moe_meta_set(m, "moescope.scramble.seed", buf);
+    char *os = order_string(pi, n);
+    moe_meta_set(m, "moescope.scramble.order", os);
+    free(os);
+    if (shared_str) {
+        moe_meta_set(m, "moescope.scramble.shared_order", shared_str);
+        free(shared_str);
+    }
+    moe_meta_set(m, "moescope.scramble.translate", translate ? "1" : "0");
+    if (order_out) memcpy(order_out, pi, (size_t)n * sizeof(int));
+    free(pi);
+    free(P);
+}

@@ -1,0 +1,11 @@
+/* fuzz_model.c - libFuzzer harness: moe_load (src/model.c) of layer "moe" on arbitrary bytes. */
+#include "fuzz_common.h"
+
+#include "model.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    moe_model m;
+    ms_err err;
+    if (moe_load(&m, fuzz_file(data, size), NULL, &err) == 0) moe_free(&m);
+    return 0;
+}

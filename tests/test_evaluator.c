@@ -1,0 +1,370 @@
+/* test_evaluator.c - the batched forward pass against the plain-loop reference
+ * on random models of every variant, routing rules, the symmetry actions
+ * (same function, moved parameters), save/load round trips and the model
+ * helpers (clone, interpolate, compatibility, heads). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "evaluator.h"
+#include "model.h"
+#include "rng.h"
+#include "symmetry.h"
+#include "testlib.h"
+
+static void fill_random(moe_model *m, uint64_t seed) {
+    rng_t r;
+    rng_seed(&r, seed);
+    for (size_t i = 0; i < m->nparams; i++) m->mem[i] = (float)(0.4 * rng_normal(&r));
+    if (m->norm_w)
+        for (int j = 0; j < m->cfg.d; j++) m->norm_w[j] = 1.0f + 0.1f * (float)rng_normal(&r);
+}
+
+static void make_model(moe_model *m, int n, int d, int h, moe_router router, int k, moe_act act,
+                       int s, int C, int norm, int residual, uint64_t seed) {
+    moe_config c;
+    memset(&c, 0, sizeof c);
+    c.n = n; c.d = d; c.h = h; c.k = k; c.s = s; c.C = C;
+    c.router = router; c.act = act; c.residual = residual;
+    c.has_gate_bias = c.has_expert_bias = 1;
+    c.has_head = C > 0;
+    c.has_norm = C > 0 && norm;
+    moe_alloc(m, &c);
+    fill_random(m, seed);
+    m->layer = ms_strdup("moe");
+}
+
+static float *random_inputs(int B, int d, uint64_t seed) {
+    rng_t r;
+    rng_seed(&r, seed);
+    float *X = ms_malloc((size_t)B * d * sizeof(float));
+    for (size_t i = 0; i < (size_t)B * d; i++) X[i] = (float)rng_normal(&r);
+    return X;
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t len) {
+    double mx = 0;
+    for (size_t i = 0; i < len; i++) {
+        double df = fabs((double)a[i] - b[i]);
+        if (df > mx) mx = df;
+    }
+    return mx;
+}
+
+static double param_diff(const moe_model *a, const moe_model *b) {
+    return max_abs_diff(a->mem, b->mem, a->nparams);
+}
+
+typedef struct {
+    const char *name;
+    int n, d, h;
+    moe_router router;
+    int k;
+    moe_act act;
+    int s, C, norm, residual;
+} variant;
+
+static const variant VARIANTS[] = {
+    {"dense relu", 4, 8, 16, ROUTER_DENSE, 2, ACT_RELU, 0, 3, 1, 1},
+    {"dense gelu", 5, 12, 10, ROUTER_DENSE, 2, ACT_GELU, 0, 4, 0, 1},
+    {"dense silu_glu shared", 4, 8, 16, ROUTER_DENSE, 2, ACT_SILU_GLU, 2, 3, 1, 0},
+    {"top-1 relu", 4, 8, 16, ROUTER_TOPK, 1, ACT_RELU, 0, 3, 1, 1},
+    {"top-2 gelu", 8, 16, 24, ROUTER_TOPK, 2, ACT_GELU, 1, 0, 0, 1},
+    {"top-3 silu_glu", 6, 8, 8, ROUTER_TOPK, 3, ACT_SILU_GLU, 0, 5, 1, 1},
+    {"top-n relu headless", 3, 7, 9, ROUTER_TOPK, 3, ACT_RELU, 0, 0, 0, 0},
+};
+#define NVARIANTS ((int)(sizeof VARIANTS / sizeof VARIANTS[0]))
+
+static void test_forward_vs_ref(void) {
+    for (int v = 0; v < NVARIANTS; v++) {
+        const variant *V = &VARIANTS[v];
+        moe_model m;
+        make_model(&m, V->n, V->d, V->h, V->router, V->k, V->act, V->s, V->C, V->norm,
+                   V->residual, 100 + v);
+        int Bs[3] = {1, 37, 600}; // 600 crosses the 256-row chunks
+        for (int bi = 0; bi < 3; bi++) {
+            int B = Bs[bi];
+            float *X = random_inputs(B, V->d, 7 + bi);
+            float *Z1 = ms_malloc((size_t)B * V->d * sizeof(float));
+            float *Z2 = ms_malloc((size_t)B * V->d * sizeof(float));
+            float *G1 = ms_malloc((size_t)B * V->n * sizeof(float));
+            float *G2 = ms_malloc((size_t)B * V->n * sizeof(float));
+            moe_forward(&m, X, B, Z1, G1);
+            moe_forward_ref(&m, X, B, Z2, G2);
+            double dz = max_abs_diff(Z1, Z2, (size_t)B * V->d);
+            double dg = max_abs_diff(G1, G2, (size_t)B * V->n);
+            CHECK(dz < 1e-4, "%s B=%d: forward vs ref max |dZ| = %g", V->name, B, dz);
+            CHECK(dg < 1e-5, "%s B=%d: forward vs ref max |dG| = %g", V->name, B, dg);
+            // gate rows sum to 1, and top-k has exactly k non-zeros
+            int bad = 0;
+            for (int b = 0; b < B; b++) {
+                double sum = 0;
+                int nz = 0;
+                for (int i = 0; i < V->n; i++) {
+                    sum += G1[(size_t)b * V->n + i];
+                    nz += G1[(size_t)b * V->n + i] > 0;
+                }
+                if (fabs(sum - 1) > 1e-5) bad++;
+                if (V->router == ROUTER_TOPK && nz != V->k) bad++;
+            }
+            CHECK(bad == 0, "%s B=%d: %d rows with a bad gate", V->name, B, bad);
+            // the forward pass must not depend on how the batch is cut
+            if (B == 600) {
+                float *Z3 = ms_malloc((size_t)B * V->d * sizeof(float));
+                moe_forward(&m, X, 100, Z3, NULL);
+                moe_forward(&m, X + 100 * V->d, B - 100, Z3 + 100 * V->d, NULL);
+                CHECK(max_abs_diff(Z1, Z3, (size_t)B * V->d) < 1e-5, "%s: batch split changes Z",
+                      V->name);
+                free(Z3);
+            }
+            free(X); free(Z1); free(Z2); free(G1); free(G2);
+        }
+        moe_free(&m);
+    }
+}
+
+static void test_route(void) {
+    moe_config c;
+    memset(&c, 0, sizeof c);
+    c.n = 4;
+    c.router = ROUTER_TOPK;
+    c.k = 2;
+    float s[4] = {1.0f, 3.0f, 1.0f, 1.0f}, g[4];
+    moe_route(&c, s, 1, g);
+    // top-2: expert 1 and, of the three tied at 1.0, the smallest index 0
+    CHECK(g[1] > 0 && g[0] > 0 && g[2] == 0 && g[3] == 0, "ties to the smaller index: %g %g %g %g",
+          g[0], g[1], g[2], g[3]);
+    CHECK_CLOSE(g[1], exp(3.0) / (exp(3.0) + exp(1.0)), 1e-6, "top-2 softmax");
+    float s2[4] = {2.0f, 2.0f, 2.0f, 2.0f};
+    moe_route(&c, s2, 1, g);
+    CHECK(g[0] == 0.5f && g[1] == 0.5f && g[2] == 0 && g[3] == 0, "all tied: first two");
+    c.k = 1;
+    moe_route(&c, s2, 1, g);
+    CHECK(g[0] == 1.0f && g[1] == 0, "top-1 all tied: expert 0");
+    // dense: stable for huge scores
+    c.router = ROUTER_DENSE;
+    float s3[4] = {1000.0f, 999.0f, -1000.0f, 0.0f};
+    moe_route(&c, s3, 1, g);
+    CHECK(isfinite(g[0]) && fabs(g[0] + g[1] + g[2] + g[3] - 1) < 1e-6, "dense softmax stable");
+    CHECK_CLOSE(g[0], 1.0 / (1.0 + exp(-1.0)), 1e-6, "dense softmax value");
+    // top-k with k = n equals dense
+    float g2[4];
+    c.router = ROUTER_TOPK;
+    c.k = 4;
+    float s4[4] = {0.3f, -1.0f, 2.0f, 0.5f};
+    moe_route(&c, s4, 1, g);
+    c.router = ROUTER_DENSE;
+    moe_route(&c, s4, 1, g2);
+    CHECK(max_abs_diff(g, g2, 4) < 1e-7, "top-n == dense");
+}
+
+static void test_symmetries(void) {
+    for (int v = 0; v < NVARIANTS; v++) {
+        const variant *V = &VARIANTS[v];
+        moe_model m, p;
+        make_model(&m, V->n, V->d, V->h, V->router, V->k, V->act, V->s, V->C, V->norm,
+                   V->residual, 300 + v);
+        int B = 300;
+        float *X = random_inputs(B, V->d, 11);
+        float *Z0 = ms_malloc((size_t)B * V->d * sizeof(float));
+        float *Z1 = ms_malloc((size_t)B * V->d * sizeof(float));
+        float *G0 = ms_malloc((size_t)B * V->n * sizeof(float));
+        float *G1 = ms_malloc((size_t)B * V->n * sizeof(float));
+        moe_forward(&m, X, B, Z0, G0);
+        for (int translate = 0; translate <= 1; translate++) {
+            moe_clone(&p, &m);
+            int *pi = ms_malloc((size_t)V->n * sizeof(int));
+            moe_scramble(&p, 42 + translate, translate, pi);
+            moe_forward(&p, X, B, Z1, G1);
+            double dz = max_abs_diff(Z0, Z1, (size_t)B * V->d);
+            CHECK(dz < 1e-4, "%s scramble(translate=%d): same function, max |dZ| = %g", V->name,
+                  translate, dz);
+            CHECK(param_diff(&m, &p) > 1e-3, "%s scramble: parameters moved", V->name);
+            // gate column i of the scrambled model is the original's column pi[i]
+            double dg = 0;
+            for (int b = 0; b < B; b++)
+                for (int i = 0; i < V->n; i++) {
+                    double df = fabs(G1[(size_t)b * V->n + i] - G0[(size_t)b * V->n + pi[i]]);
+                    if (df > dg) dg = df;
+                }
+            CHECK(dg < 1e-5, "%s scramble: G columns follow pi (max diff %g)", V->name, dg);
+            // the metadata order string is pi
+            char want[256] = "";
+            size_t len = 0;
+            for (int i = 0; i < V->n; i++)
+                len += (size_t)snprintf(want + len, sizeof want - len, i ? " %d" : "%d", pi[i]);
+            const char *got = moe_meta_get(&p, "moescope.scramble.order");
+            CHECK(got && !strcmp(got, want), "%s: scramble.order '%s' vs '%s'", V->name,
+                  got ? got : "(none)", want);
+            const char *tr = moe_meta_get(&p, "moescope.scramble.translate");
+            CHECK(tr && tr[0] == (translate ? '1' : '0'), "%s: scramble.translate", V->name);
+            // undo the expert order with the inverse: gate rows match up to a translation
+            int *inv = ms_malloc((size_t)V->n * sizeof(int));
+            for (int i = 0; i < V->n; i++) inv[pi[i]] = i;
+            moe_permute_experts(&p, inv);
+            double dt = 0;
+            for (int i = 1; i < V->n; i++)
+                for (int j = 0; j < V->d; j++) {
+                    double a = p.gate_w[i * V->d + j] - m.gate_w[i * V->d + j];
+                    double b0 = p.gate_w[j] - m.gate_w[j];
+                    if (fabs(a - b0) > dt) dt = fabs(a - b0);
+                }
+            CHECK(dt < 1e-5, "%s: inverse order gives back the gate up to a common shift (%g)",
+                  V->name, dt);
+            free(inv);
+            free(pi);
+            moe_free(&p);
+        }
+        // each action alone
+        moe_clone(&p, &m);
+        int P[64];
+        for (int u = 0; u < V->h; u++) P[u] = (u * 5 + 3) % V->h;
+        int ok = 1;
+        for (int u = 0; u < V->h && ok; u++)
+            for (int w = u + 1; w < V->h; w++)
+                if (P[u] == P[w]) ok = 0;
+        if (!ok)
+            for (int u = 0; u < V->h; u++) P[u] = V->h - 1 - u;
+        moe_expert_permute_hidden(&p.experts[0], &p.cfg, P);
+        CHECK(p.experts[0].fc1_w[0] == m.experts[0].fc1_w[(size_t)P[0] * V->d], "%s: fc1 row 0 <- row P[0]",
+              V->name);
+        CHECK(p.experts[0].fc2_w[1] == m.experts[0].fc2_w[P[1]], "%s: fc2 column 1 <- column P[1]",
+              V->name);
+        float *cW = ms_malloc((size_t)V->d * sizeof(float));
+        for (int j = 0; j < V->d; j++) cW[j] = 0.5f * (float)(j % 3) - 0.25f;
+        moe_translate_gate(&p, cW, 0.75f);
+        if (V->s >= 2) {
+            int sp[2] = {1, 0};
+            moe_permute_shared(&p, sp);
+            CHECK(p.shared[0].fc1_b[0] == m.shared[1].fc1_b[0], "%s: shared order", V->name);
+        }
+        moe_forward(&p, X, B, Z1, NULL);
+        double dz = max_abs_diff(Z0, Z1, (size_t)B * V->d);
+        CHECK(dz < 1e-4, "%s: hidden perm + translate + shared perm keep Z (%g)", V->name, dz);
+        free(cW);
+        moe_free(&p);
+        free(X); free(Z0); free(Z1); free(G0); free(G1);
+        moe_free(&m);
+    }
+}
+
+static void test_save_load(void) {
+    char dir[] = "/tmp/test_evaluator_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char path[256], path2[256];
+    snprintf(path, sizeof path, "%s/a.safetensors", dir);
+    snprintf(path2, sizeof path2, "%s/b.safetensors", dir);
+    for (int v = 0; v < NVARIANTS; v++) {
+        const variant *V = &VARIANTS[v];
+        moe_model m, r;
+        make_model(&m, V->n, V->d, V->h, V->router, V->k, V->act, V->s, V->C, V->norm,
+                   V->residual, 500 + v);
+        moe_meta_set(&m, "seed", "17");
+        moe_meta_set(&m, "dataset", "toy");
+        moe_meta_set(&m, "seed", "18"); // replaces
+        ms_err err;
+        int rc = moe_save(&m, path, &err);
+        CHECK(rc == 0, "%s: save: %s", V->name, rc ? err.msg : "");
+        if (rc) { moe_free(&m); continue; }
+        rc = moe_load(&r, path, NULL, &err);
+        CHECK(rc == 0, "%s: load: %s", V->name, rc ? err.msg : "");
+        if (rc) { moe_free(&m); continue; }
+        CHECK(r.cfg.n == m.cfg.n && r.cfg.d == m.cfg.d && r.cfg.h == m.cfg.h && r.cfg.C == m.cfg.C,
+              "%s: shape round trip", V->name);
+        CHECK(r.cfg.router == m.cfg.router && r.cfg.act == m.cfg.act && r.cfg.s == m.cfg.s &&
+                  r.cfg.residual == m.cfg.residual && r.cfg.has_norm == m.cfg.has_norm &&
+                  r.cfg.has_head == m.cfg.has_head && (m.cfg.router == ROUTER_DENSE || r.cfg.k == m.cfg.k),
+              "%s: config fields round trip", V->name);
+        CHECK(r.nparams == m.nparams && memcmp(r.mem, m.mem, m.nparams * sizeof(float)) == 0,
+              "%s: parameters round trip bit-exactly", V->name);
+        const char *sd = moe_meta_get(&r, "seed");
+        CHECK(sd && !strcmp(sd, "18"), "%s: metadata kept", V->name);
+        CHECK(moe_meta_get(&r, "moescope.router") == NULL, "%s: moescope.* keys parsed, not kept",
+              V->name);
+        CHECK(moe_check_compatible(&m, &r, &err) == 0, "%s: compatible with itself", V->name);
+        CHECK(moe_heads_equal(&m, &r) == 1, "%s: heads equal", V->name);
+        // clone and interpolate
+        moe_model c, o;
+        moe_clone(&c, &r);
+        CHECK(param_diff(&c, &r) == 0 && c.nmeta == r.nmeta && !strcmp(c.path, r.path),
+              "%s: clone", V->name);
+        fill_random(&c, 900 + v);
+        moe_clone(&o, &r);
+        moe_interpolate(&o, &r, &c, 0.0);
+        CHECK(param_diff(&o, &r) == 0, "%s: interpolate t=0", V->name);
+        moe_interpolate(&o, &r, &c, 1.0);
+        CHECK(param_diff(&o, &c) == 0, "%s: interpolate t=1", V->name);
+        moe_interpolate(&o, &r, &c, 0.25);
+        CHECK(fabs(o.gate_w[1] - (0.75 * r.gate_w[1] + 0.25 * c.gate_w[1])) < 1e-6,
+              "%s: interpolate t=0.25", V->name);
+        if (V->C) CHECK(moe_heads_equal(&r, &c) == 0, "%s: heads differ after refill", V->name);
+        moe_free(&c);
+        moe_free(&o);
+        moe_free(&r);
+        moe_free(&m);
+    }
+    // incompatible models: the message names both files and the field
+    moe_model a, b;
+    make_model(&a, 4, 8, 16, ROUTER_DENSE, 2, ACT_RELU, 0, 3, 1, 1, 1);
+    make_model(&b, 8, 8, 16, ROUTER_DENSE, 2, ACT_RELU, 0, 3, 1, 1, 2);
+    a.path = ms_strdup("a.safetensors");
+    b.path = ms_strdup("b.safetensors");
+    ms_err err;
+    CHECK(moe_check_compatible(&a, &b, &err) == -1 &&
+              strstr(err.msg, "a.safetensors and b.safetensors differ: n = 4 vs 8"),
+          "incompatible n: %s", err.msg);
+    moe_free(&b);
+    make_model(&b, 4, 8, 16, ROUTER_TOPK, 2, ACT_RELU, 0, 3, 1, 1, 2);
+    b.path = ms_strdup("b.safetensors");
+    CHECK(moe_check_compatible(&a, &b, &err) == -1 && strstr(err.msg, "router"),
+          "incompatible router: %s", err.msg);
+    moe_free(&b);
+    moe_free(&a);
+    // headless: moe_eval refuses, moe_eval_layer works
+    make_model(&a, 3, 4, 5, ROUTER_DENSE, 2, ACT_RELU, 0, 0, 0, 1, 3);
+    evalset e;
+    memset(&e, 0, sizeof e);
+    e.N = 10;
+    e.d = 4;
+    e.C = 2;
+    e.inputs = random_inputs(10, 4, 5);
+    e.labels = ms_calloc(10, sizeof(int32_t));
+    moe_eval_result r;
+    CHECK(moe_eval(&a, &e, &r, &err) == -1 && strstr(err.msg, "no head"), "headless eval: %s",
+          err.msg);
+    moe_eval_result_free(&r);
+    CHECK(moe_eval_layer(&a, &e, &r, &err) == 0 && r.loss > 0 && r.accuracy == -1,
+          "layer-only eval");
+    double sum = 0;
+    for (int i = 0; i < 3; i++) sum += r.load_mean[i];
+    CHECK_CLOSE(sum, 1.0, 1e-6, "load_mean sums to 1");
+    moe_eval_result_free(&r);
+    moe_free(&a);
+    // evalset_check: width and label range
+    make_model(&a, 3, 4, 5, ROUTER_DENSE, 2, ACT_RELU, 0, 2, 0, 1, 3);
+    e.path = ms_strdup("eval.safetensors");
+    CHECK(evalset_check(&e, &a, &err) == 0, "labels 0 fit C = 2");
+    e.labels[3] = 2;
+    CHECK(evalset_check(&e, &a, &err) == -1 && strstr(err.msg, "out of range"), "label 2 >= C: %s",
+          err.msg);
+    e.labels[3] = 1;
+    e.d = 5;
+    CHECK(evalset_check(&e, &a, &err) == -1 &&
+              strstr(err.msg, "eval.safetensors: inputs have width 5 but the layer has d = 4"),
+          "width: %s", err.msg);
+    moe_free(&a);
+    evalset_free(&e);
+    unlink(path);
+    unlink(path2);
+    rmdir(dir);
+}
+
+int main(void) {
+    test_route();
+    test_forward_vs_ref();
+    test_symmetries();
+    test_save_load();
+    return test_summary("test_evaluator");
+}

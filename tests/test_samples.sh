@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# test_samples.sh - the committed sample checkpoints are reproducible: retraining
+# the pretrained model and the smallest variant's seed 1 (with make_samples.sh's
+# exact options) gives the committed files byte for byte. Also checks the
+# command's errors and that every committed sample loads with its metadata.
+source "$(dirname "$0")/lib.sh"
+S=$ROOT/sample-checkpoints
+
+if [ ! -f "$S/dense4/seed1.safetensors" ]; then
+    echo "no sample checkpoints committed yet"; fail "sample-checkpoints/dense4/seed1.safetensors missing"
+    summary; exit
+fi
+
+# the options come from make_samples.sh itself, so the test cannot drift from it
+pre_opts=$(grep -A2 -- '--pretrain' "$S/make_samples.sh" | tr -d '\\\n' | sed -E 's/.*--pretrain(.*)-o pretrained.*/\1/')
+dense_opts=$(grep '^variant dense4 ' "$S/make_samples.sh" | sed -E 's/^variant dense4 +//')
+check "options found in make_samples.sh" test -n "$pre_opts" -a -n "$dense_opts"
+
+mkdir -p "$WORK/s"
+cp "$S/digits.safetensors" "$WORK/s/"
+cd "$WORK/s"
+# shellcheck disable=SC2086
+check "pretrain runs" "$MOESCOPE" train --data digits.safetensors --pretrain $pre_opts \
+    -o pretrained.safetensors --quiet
+check "pretrained.safetensors byte-identical" cmp pretrained.safetensors "$S/pretrained.safetensors"
+# shellcheck disable=SC2086
+check "dense4 seed 1 runs" "$MOESCOPE" train --data digits.safetensors \
+    --head "$S/pretrained.safetensors" --variant dense4 --seed 1 $dense_opts \
+    --eval-out eval.safetensors -o seed1.safetensors --quiet
+check "dense4/seed1.safetensors byte-identical" cmp seed1.safetensors "$S/dense4/seed1.safetensors"
+check "dense4/eval.safetensors byte-identical" cmp eval.safetensors "$S/dense4/eval.safetensors"
+
+# a different seed gives a different file
+# shellcheck disable=SC2086
+"$MOESCOPE" train --data digits.safetensors --head "$S/pretrained.safetensors" --variant dense4 \
+    --seed 2 $dense_opts -o seed2.safetensors --quiet
+check "seed 2 differs from seed 1" bash -c '! cmp -s seed1.safetensors seed2.safetensors'
+check "seed 2 byte-identical to the committed one" cmp seed2.safetensors "$S/dense4/seed2.safetensors"
+
+# the metadata records how the file was made
+check "metadata: seed, variant, head" bash -c "grep -a -q '\"train.seed\":\"1\"' seed1.safetensors && grep -a -q '\"train.variant\":\"dense4\"' seed1.safetensors && grep -a -q '\"train.head\":\"pretrained.safetensors\"' seed1.safetensors"
+
+# every committed sample is 4 seeds + an evaluation set; the whole directory < 10 MB
+for v in dense4 topk4 shared4 dense8; do
+    check "$v has 4 seeds and eval" test -f "$S/$v/seed1.safetensors" -a -f "$S/$v/seed2.safetensors" \
+        -a -f "$S/$v/seed3.safetensors" -a -f "$S/$v/seed4.safetensors" -a -f "$S/$v/eval.safetensors"
+done
+check "sample-checkpoints under 10 MB" test "$(du -sk "$S" | cut -f1)" -lt 10240
+
+# errors
+expect_fail "no --data" "data is required" "$MOESCOPE" train -o x.safetensors --pretrain
+expect_fail "both modes" "exactly one of" "$MOESCOPE" train --data digits.safetensors --pretrain \
+    --head "$S/pretrained.safetensors" -o x.safetensors
+expect_fail "bad router" "bad value" "$MOESCOPE" train --data digits.safetensors --pretrain \
+    --router sparse -o x.safetensors
+expect_fail "k > n" "larger than" "$MOESCOPE" train --data digits.safetensors \
+    --head "$S/pretrained.safetensors" --router topk --n 2 --k 3 -o x.safetensors
+expect_fail "missing data file" "nosuch" "$MOESCOPE" train --data nosuch.safetensors --pretrain \
+    -o x.safetensors
+# the pretrained file with its train.embed_* metadata removed
+"$PYTHON" - "$S/pretrained.safetensors" noembed.safetensors <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+h["__metadata__"] = {k: v for k, v in h["__metadata__"].items() if not k.startswith("train.embed")}
+hb = json.dumps(h).encode()
+hb += b" " * (-len(hb) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(hb)) + hb + raw[8 + n:])
+PY
+expect_fail "head without embedding metadata" "train.embed" "$MOESCOPE" train \
+    --data digits.safetensors --head noembed.safetensors -o x.safetensors
+expect_fail "head that is not a checkpoint" "moe.gate.weight" "$MOESCOPE" train \
+    --data digits.safetensors --head "$S/dense4/eval.safetensors" -o x.safetensors
+expect_fail "embedding that disagrees with the head" "embedding" "$MOESCOPE" train \
+    --data digits.safetensors --head "$S/pretrained.safetensors" --embed-dim 16 -o x.safetensors
+check "no output left behind by failures" test ! -e x.safetensors
+summary

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# test_tui.sh - the real TUI driven in tmux: send keys, poll capture-pane for
+# the expected text (never fixed sleeps; a capped number of polls so a missing
+# screen fails instead of hanging).
+source "$(dirname "$0")/lib.sh"
+
+if ! command -v tmux >/dev/null; then
+    echo "test_tui: tmux is missing (make deps installs it)"
+    fail "tmux not installed"
+    summary; exit
+fi
+S=$ROOT/sample-checkpoints/dense4
+if [ ! -f "$S/seed1.safetensors" ]; then
+    # synthetic pair when the samples are not there
+    S=$WORK/ckpt; mkdir -p "$S"
+    "$PYTHON" "$TESTS_DIR/gen_ckpt.py" --help >/dev/null 2>&1 || { fail "no sample checkpoints and no generator"; summary; exit; }
+fi
+A=$S/seed1.safetensors; B=$S/seed2.safetensors; E=$S/eval.safetensors
+SOCK=moescope-test-$$
+tm() { tmux -L "$SOCK" "$@"; }
+trap 'tmux -L "$SOCK" kill-server 2>/dev/null; rm -rf "$WORK"' EXIT
+POLLS=${TUI_POLLS:-1200}   # x 0.05 s between polls
+
+screen() { tm capture-pane -p -t t 2>/dev/null; }
+# wait_for TEXT: poll the screen until it contains TEXT (fixed string)
+wait_for() {
+    local i
+    for ((i = 0; i < POLLS; i++)); do
+        screen | grep -qF -- "$1" && return 0
+        sleep 0.05
+    done
+    echo "    screen never showed '$1'; last screen:"; screen | sed 's/^/    | /'
+    return 1
+}
+wait_gone() {
+    local i
+    for ((i = 0; i < POLLS; i++)); do
+        screen | grep -qF -- "$1" || return 0
+        sleep 0.05
+    done
+    return 1
+}
+# start the TUI in a fresh tmux session; the shell records the exit code
+start() {
+    tm kill-server 2>/dev/null
+    rm -f "$WORK/exit"
+    tm new-session -d -s t -x 100 -y 30 -c "$WORK" \
+        "cd '$WORK' && env $* '$MOESCOPE' '$A' '$B' --eval '$E' $TUI_ARGS; echo EXIT=\$? > '$WORK/exit'; echo EXIT_SHOWN; sleep 600"
+}
+legend_value() { # legend_value NAME: the number after "NAME " or "NAME barrier=" on the screen
+    screen | grep -oE "$1( barrier=| )[0-9.-]+" | head -1 | grep -oE '[0-9.-]+$'
+}
+
+# --- bad input is reported before the screen opens, like the command line ---
+expect_fail "missing file" "moescope: .*nope.safetensors" "$MOESCOPE" "$WORK/nope.safetensors" "$B" --eval "$E"
+"$MOESCOPE" "$WORK/nope.safetensors" "$B" --eval "$E" 2>"$WORK/tui.err" </dev/null
+"$MOESCOPE" cost "$WORK/nope.safetensors" "$B" 2>"$WORK/cli.err" </dev/null
+check "same message as the CLI (unreadable file)" diff <(head -1 "$WORK/tui.err") <(head -1 "$WORK/cli.err")
+if [ -f "$ROOT/sample-checkpoints/dense8/seed1.safetensors" ]; then
+    expect_fail "mismatched layers" "moescope: " "$MOESCOPE" "$A" "$ROOT/sample-checkpoints/dense8/seed1.safetensors" --eval "$E"
+    "$MOESCOPE" "$A" "$ROOT/sample-checkpoints/dense8/seed1.safetensors" --eval "$E" 2>"$WORK/tui.err" </dev/null
+    "$MOESCOPE" cost "$A" "$ROOT/sample-checkpoints/dense8/seed1.safetensors" 2>"$WORK/cli.err" </dev/null
+    check "same message as the CLI (mismatch)" diff <(head -1 "$WORK/tui.err") <(head -1 "$WORK/cli.err")
+fi
+
+# --- the screen ---
+TUI_ARGS=""
+start LANG=C.UTF-8 LC_ALL=C.UTF-8
+check "cost matrix pane" wait_for "cost: expert  gate centring on"
+check "matrix labels" bash -c "$(declare -f screen tm); SOCK=$SOCK; screen | grep -q 'A3 ' && screen | grep -q 'B3'"
+check "24 orders" wait_for "expert orders 24/24"
+check "landscape done" wait_for "done:"
+check "curves legend" wait_for "current barrier="
+check "braille plot" bash -c "$(declare -f screen tm); SOCK=$SOCK; screen | LC_ALL=C.UTF-8 grep -qP '[\\x{2801}-\\x{28FE}]'"
+check "footer" wait_for "order:ON w wm:ON c centre:ON m cost:expert"
+tm send-keys -t t G
+check "G shows the last row (rank 24)" wait_for "  24 "
+tm send-keys -t t g
+
+# expert-order stage off: current = skip-order
+tm send-keys -t t o
+check "o: footer order:OFF" wait_for "order:OFF"
+check "o: recomputed" wait_for "done:"
+cur=$(legend_value current); skip=$(legend_value skip-order)
+check "order stage off: current barrier ($cur) = skip-order ($skip)" test -n "$cur" -a "$cur" = "$skip"
+# and weight matching off too: current = naive
+tm send-keys -t t w
+check "w: footer wm:OFF" wait_for "wm:OFF"
+wait_for "done:" >/dev/null
+for i in $(seq 200); do cur=$(legend_value current); naive=$(legend_value naive); [ -n "$cur" ] && [ "$cur" = "$naive" ] && break; sleep 0.05; done
+check "both stages off: current barrier ($cur) = naive ($naive)" test -n "$cur" -a "$cur" = "$naive"
+tm send-keys -t t w o
+check "stages back on" wait_for "order:ON w wm:ON"
+tm send-keys -t t c
+check "c: footer centre:OFF" wait_for "centre:OFF"
+tm send-keys -t t m
+check "m: footer cost:gate" wait_for "cost:gate"
+check "m: matrix title names the method and centring" wait_for "cost: gate  gate centring off"
+tm send-keys -t t m c
+check "back to expert, centred" wait_for "cost: expert  gate centring on"
+
+# selecting a row plots its curve
+tm send-keys -t t j j Enter
+check "Enter: plotting message" wait_for "plotting order"
+sel=$(screen | grep -oE "plotting order [0-9 ]+" | head -1 | sed 's/plotting order //; s/ *$//')
+check "selected order in the legend ($sel)" wait_for "order $sel "
+
+# filter
+tm send-keys -t t / 2 Space 0 Enter
+check "filter shown" wait_for "filter /2 0  (2 rows)"
+check "filtered rows" bash -c "$(declare -f screen tm); SOCK=$SOCK; screen | grep -cE '[0-9]+ 2 0 [0-9] [0-9]  ' | grep -qx 2"
+tm send-keys -t t Escape
+check "Esc clears the filter" wait_gone "filter /2 0"
+
+# help lists the keys
+tm send-keys -t t '?'
+check "help" wait_for "expert-order stage on/off"
+tm send-keys -t t x
+check "help closes" wait_gone "any key closes"
+
+# resize
+tm resize-window -t t -x 60 -y 20
+check "too small message" wait_for "terminal too small: 60x20, need at least 80x24"
+tm resize-window -t t -x 100 -y 30
+check "redraw after resize" wait_for "expert orders 24/24"
+
+# PNG
+tm send-keys -t t p
+check "p: saved message" wait_for "saved curves.png"
+check "curves.png decodes" "$PYTHON" - "$WORK/curves.png" <<'PY'
+import struct, sys, zlib
+b = open(sys.argv[1], 'rb').read()
+assert b[:8] == b'\x89PNG\r\n\x1a\n'
+pos, idat, w = 8, b'', 0
+while pos < len(b):
+    n, = struct.unpack('>I', b[pos:pos + 4]); typ = b[pos + 4:pos + 8]; data = b[pos + 8:pos + 8 + n]
+    if typ == b'IHDR': w, h, depth, ctype = struct.unpack('>IIBB', data[:10])
+    if typ == b'IDAT': idat += data
+    pos += 12 + n
+raw = zlib.decompress(idat)
+ch = {2: 3, 6: 4, 0: 1}[ctype]
+assert len(raw) == h * (1 + w * ch * depth // 8), (len(raw), w, h)
+PY
+
+# export never overwrites an input
+tm send-keys -t t e
+check "e: aligned checkpoint saved" wait_for "saved seed2.aligned.safetensors"
+check "aligned checkpoint loads" "$MOESCOPE" info "$WORK/seed2.aligned.safetensors"
+
+# quit restores the terminal
+tm send-keys -t t q
+check "q shows the shell again" wait_for "EXIT_SHOWN"
+check "q exits 0" grep -qx "EXIT=0" "$WORK/exit"
+check "screen restored (alternate screen left)" wait_gone "expert orders"
+
+# Ctrl-C restores the terminal too
+start LANG=C.UTF-8 LC_ALL=C.UTF-8
+wait_for "expert orders" >/dev/null
+tm send-keys -t t C-c
+check "Ctrl-C: shell again" wait_for "EXIT_SHOWN"
+check "Ctrl-C: exit status 130" grep -qx "EXIT=130" "$WORK/exit"
+
+# --ascii: no braille; NO_COLOR: no colour escapes
+TUI_ARGS="--ascii"
+start LANG=C.UTF-8 LC_ALL=C.UTF-8 NO_COLOR=1
+check "ascii screen" wait_for "current barrier="
+check "ascii: no braille" bash -c "$(declare -f screen tm); SOCK=$SOCK; ! screen | LC_ALL=C.UTF-8 grep -qP '[\\x{2801}-\\x{28FE}]'"
+check "NO_COLOR: no colours" bash -c "! tmux -L $SOCK capture-pane -p -e -t t | grep -qE $'\e\\\\[([0-9;]*;)?(3[0-7]|4[0-7]|38;5|48;5)[;m]'"
+tm send-keys -t t q
+check "ascii: q exits" wait_for "EXIT_SHOWN"
+start LANG=C.UTF-8 LC_ALL=C.UTF-8
+wait_for "current barrier=" >/dev/null
+check "colour by default" bash -c "tmux -L $SOCK capture-pane -p -e -t t | grep -qE $'\e\\\\[([0-9;]*;)?(3[0-7]|4[0-7]|38;5|48;5)[;m]'"
+tm send-keys -t t q
+wait_for "EXIT_SHOWN" >/dev/null
+summary

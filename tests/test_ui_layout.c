@@ -1,0 +1,475 @@
+/* test_ui_layout.c - the TUI's drawing and key handling without a terminal:
+ * a hand-filled engine_view rendered into cell grids at several sizes, in
+ * UTF-8 and ASCII. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "curves_view.h"
+#include "heatmap_view.h"
+#include "keys.h"
+#include "layout.h"
+#include "orders_view.h"
+#include "testlib.h"
+#include "theme.h"
+
+static void fake_curve(ls_curve *c, int n, int T, const int *order, double bump) {
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    c->T = T;
+    memcpy(c->order, order, sizeof(int) * (size_t)n);
+    c->loss = calloc((size_t)T, sizeof(double));
+    c->acc = calloc((size_t)T, sizeof(double));
+    for (int m = 0; m < T; m++) {
+        double t = (double)m / (T - 1);
+        c->loss[m] = 0.3 + 0.02 * t + bump * 4 * t * (1 - t);
+        c->acc[m] = 0.9 - bump * t * (1 - t);
+    }
+    c->barrier = bump;
+    c->acc_barrier = bump / 4;
+    c->auc = bump * 2 / 3;
+}
+
+/* every permutation of 0..n-1 in lexicographic order */
+static long all_orders(int n, int (*out)[LS_MAX_N]) {
+    int p[LS_MAX_N];
+    for (int i = 0; i < n; i++) p[i] = i;
+    long k = 0;
+    for (;;) {
+        memcpy(out[k++], p, sizeof p);
+        int i = n - 2;
+        while (i >= 0 && p[i] > p[i + 1]) i--;
+        if (i < 0) break;
+        int j = n - 1;
+        while (p[j] < p[i]) j--;
+        int t = p[i]; p[i] = p[j]; p[j] = t;
+        for (int a = i + 1, b = n - 1; a < b; a++, b--) { t = p[a]; p[a] = p[b]; p[b] = t; }
+    }
+    return k;
+}
+
+static void fake_view(engine_view *v, int n) {
+    memset(v, 0, sizeof *v);
+    int T = 25;
+    v->generation = 7;
+    v->n = n;
+    v->T = T;
+    v->kind = LS_CLASSIFY;
+    v->t = calloc((size_t)T, sizeof(double));
+    for (int m = 0; m < T; m++) v->t[m] = (double)m / (T - 1);
+    v->req.order_stage = v->req.wm_stage = v->req.center = 1;
+    v->req.method = COST_EXPERT;
+    v->req.T = T;
+    v->cost = calloc((size_t)(n * n), sizeof(double));
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) v->cost[i * n + j] = 1.0 + ((i * 7 + j * 3) % n) * 0.5;
+    for (int i = 0; i < n; i++) v->cost_order[i] = (i + 1) % n;
+    v->cost_total = 4.5;
+    v->have_methods = 1;
+    for (int i = 0; i < n; i++) {
+        v->method_order[COST_GATE][i] = (i + 1) % n;
+        v->method_order[COST_EXPERT][i] = n - 1 - i;
+    }
+    int id[LS_MAX_N];
+    for (int i = 0; i < n; i++) id[i] = i;
+    fake_curve(&v->naive, n, T, id, 0.5);
+    fake_curve(&v->skip_order, n, T, id, 0.3);
+    fake_curve(&v->current, n, T, v->cost_order, 0.05);
+    int sel[LS_MAX_N];
+    for (int i = 0; i < n; i++) sel[i] = n - 1 - i;
+    fake_curve(&v->selected, n, T, sel, 0.2);
+    v->have_naive = v->have_skip = v->have_current = v->have_selected = 1;
+    long total = 1;
+    for (int i = 2; i <= n; i++) total *= i;
+    int (*ords)[LS_MAX_N] = calloc((size_t)total, sizeof *ords);
+    all_orders(n, ords);
+    v->rows = calloc((size_t)total, sizeof(ls_row));
+    for (long r = 0; r < total; r++) {
+        memcpy(v->rows[r].order, ords[r], sizeof ords[r]);
+        v->rows[r].barrier = 0.01 + (double)((r * 7919) % total) / total; /* distinct */
+        v->rows[r].acc_barrier = 0.001 * (double)(r % 13);
+        v->rows[r].auc = 0.5 * v->rows[r].barrier;
+    }
+    free(ords);
+    v->norders = v->ndone = total;
+    v->have_landscape = 1;
+    v->exhaustive = 1;
+    v->loss_a = 0.3;
+    v->loss_b = 0.32;
+    v->acc_a = 0.9;
+    v->acc_b = 0.89;
+}
+
+static void free_view(engine_view *v) {
+    ls_curve *c[4] = {&v->naive, &v->skip_order, &v->current, &v->selected};
+    for (int i = 0; i < 4; i++) {
+        free(c[i]->loss);
+        free(c[i]->acc);
+    }
+    free(v->t);
+    free(v->cost);
+    free(v->rows);
+}
+
+static ui_info fake_info(int n) {
+    ui_info in;
+    memset(&in, 0, sizeof in);
+    strcpy(in.a_name, "seed1.safetensors");
+    strcpy(in.b_name, "seed2.safetensors");
+    strcpy(in.e_name, "eval.safetensors");
+    strcpy(in.layer, "moe");
+    in.cfg = (moe_config){.n = n, .d = 16, .h = 32, .k = 2, .s = 1, .C = 4, .router = ROUTER_TOPK};
+    in.N = 512;
+    return in;
+}
+
+/* UI_DUMP=1 prints the screens (for eyeballing) */
+static void dump(const grid *g) {
+    if (!getenv("UI_DUMP")) return;
+    char buf[8192];
+    printf("---- %dx%d %s\n", g->w, g->h, g->utf8 ? "utf8" : "ascii");
+    for (int y = 0; y < g->h; y++) printf("%s|\n", grid_row_utf8(g, y, buf, sizeof buf));
+}
+
+static int count_rows_with(const grid *g, const ui_rect *r, const char *s) {
+    char buf[8192];
+    int k = 0;
+    for (int y = r->y; y < r->y + r->h; y++) {
+        grid_row_utf8(g, y, buf, sizeof buf);
+        if (strstr(buf, s)) k++;
+    }
+    return k;
+}
+
+/* count cells of a rectangle holding a codepoint in [lo, hi] */
+static int count_cp(const grid *g, const ui_rect *r, uint32_t lo, uint32_t hi) {
+    int k = 0;
+    for (int y = r->y; y < r->y + r->h; y++)
+        for (int x = r->x; x < r->x + r->w; x++) {
+            uint32_t cp = g->cells[y * g->w + x].cp;
+            k += cp >= lo && cp <= hi;
+        }
+    return k;
+}
+
+static int count_role(const grid *g, const ui_rect *r, int role) {
+    int k = 0;
+    for (int y = r->y; y < r->y + r->h; y++)
+        for (int x = r->x; x < r->x + r->w; x++) k += g->cells[y * g->w + x].role == role;
+    return k;
+}
+
+static void test_sizes(void) {
+    static const int sizes[][2] = {{80, 24}, {100, 30}, {132, 43}, {200, 60}};
+    for (int utf8 = 0; utf8 <= 1; utf8++)
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            int w = sizes[s][0], h = sizes[s][1];
+            engine_view v;
+            fake_view(&v, 4);
+            ui_info in = fake_info(4);
+            app_state a;
+            app_init(&a, &in, 25);
+            grid g;
+            grid_init(&g, w, h, utf8);
+            app_render(&a, &v, &g);
+            dump(&g);
+            const ui_layout *L = &a.layout;
+            CHECK(!L->too_small, "%dx%d too small", w, h);
+            /* panes inside the screen and not overlapping */
+            const ui_rect *rs[] = {&L->title, &L->heat, &L->curves, &L->orders, &L->footer, &L->message};
+            for (int i = 0; i < 6; i++) {
+                CHECK(rs[i]->x >= 0 && rs[i]->y >= 0 && rs[i]->x + rs[i]->w <= w && rs[i]->y + rs[i]->h <= h,
+                      "%dx%d pane %d outside", w, h, i);
+                for (int j = 0; j < i; j++) {
+                    int ox = rs[i]->x < rs[j]->x + rs[j]->w && rs[j]->x < rs[i]->x + rs[i]->w;
+                    int oy = rs[i]->y < rs[j]->y + rs[j]->h && rs[j]->y < rs[i]->y + rs[i]->h;
+                    CHECK(!(ox && oy), "%dx%d panes %d and %d overlap", w, h, i, j);
+                }
+            }
+            CHECK(grid_find(&g, "seed1.safetensors", NULL) == 0, "%dx%d title", w, h);
+            CHECK(grid_find(&g, "n=4 d=16 h=32 router topk k=2 shared 1", NULL) == 1, "%dx%d arch", w, h);
+            CHECK(grid_find(&g, "loss A 0.3000 B 0.3200", NULL) == 1 || w < 100, "%dx%d endpoints", w, h);
+            CHECK(grid_find(&g, "cost: expert", NULL) >= 2, "%dx%d heat title", w, h);
+            CHECK(grid_find(&g, "gate centring on", NULL) >= 2, "%dx%d centring in heat title", w, h);
+            for (int i = 0; i < 4; i++) {
+                char lab[16];
+                snprintf(lab, sizeof lab, "A%d", i);
+                CHECK(count_rows_with(&g, &L->heat, lab) == 1, "%dx%d row label %s", w, h, lab);
+                snprintf(lab, sizeof lab, "B%d", i);
+                CHECK(count_rows_with(&g, &L->heat, lab) >= 1, "%dx%d column label %s", w, h, lab);
+            }
+            /* the 4 assigned cells */
+            CHECK(count_role(&g, &L->heat, ROLE_ASSIGNED) >= 4, "%dx%d assigned cells", w, h);
+            CHECK(count_rows_with(&g, &L->heat, "*") >= 4, "%dx%d assigned marks", w, h);
+            /* numbers fit at n = 4 */
+            CHECK(count_rows_with(&g, &L->heat, "1.5") >= 1, "%dx%d numbers shown", w, h);
+            CHECK(grid_find(&g, "expert orders 24/24", NULL) == 2, "%dx%d orders title", w, h);
+            int page = L->orders.h - 3;
+            int want = page < 24 ? page : 24;
+            int rows = 0;
+            char buf[8192];
+            for (int y = L->orders.y + 3; y < L->orders.y + L->orders.h; y++) {
+                grid_row_utf8(&g, y, buf, sizeof buf);
+                rows += strstr(buf + L->sep_x + (utf8 ? 3 : 1), "0.") != NULL; /* the separator is 3 bytes in UTF-8 */
+            }
+            CHECK(rows == want, "%dx%d order rows %d want %d", w, h, rows, want);
+            /* rank 1 row is first and marked best */
+            CHECK(count_rows_with(&g, &L->orders, "*") >= 1, "%dx%d best mark", w, h);
+            CHECK(grid_find(&g, "order:ON", NULL) >= h - 3, "%dx%d footer order", w, h);
+            CHECK(grid_find(&g, "wm:ON", NULL) >= h - 3, "%dx%d footer wm", w, h);
+            CHECK(grid_find(&g, "centre:ON", NULL) >= h - 3, "%dx%d footer centre", w, h);
+            CHECK(grid_find(&g, "cost:expert", NULL) >= h - 3, "%dx%d footer method", w, h);
+            CHECK(grid_find(&g, "quit", NULL) >= h - 3, "%dx%d footer quit", w, h);
+            CHECK(grid_find(&g, "current barrier=0.0500", NULL) >= 0, "%dx%d current barrier", w, h);
+            CHECK(grid_find(&g, "skip-order", NULL) >= 0 && grid_find(&g, "naive", NULL) >= 0 &&
+                      grid_find(&g, "chord", NULL) >= 0 && grid_find(&g, "3 2 1 0", NULL) >= 0,
+                  "%dx%d legend", w, h);
+            ui_rect plot = L->curves;
+            int braille = count_cp(&g, &plot, 0x2801, 0x28FF);
+            if (utf8) {
+                CHECK(braille > 20, "%dx%d braille dots %d", w, h, braille);
+            } else {
+                CHECK(braille == 0, "%dx%d no braille in ASCII", w, h);
+                CHECK(count_cp(&g, &(ui_rect){0, 0, w, h}, 127, 0x10FFFF) == 0, "%dx%d ASCII only", w, h);
+                CHECK(count_role(&g, &plot, ROLE_CURVE_CURRENT) > 5, "%dx%d ASCII current curve", w, h);
+            }
+            CHECK(count_role(&g, &plot, ROLE_CURVE_NAIVE) > 5, "%dx%d naive plotted", w, h);
+            CHECK(count_role(&g, &plot, ROLE_CHORD) > 3, "%dx%d chord plotted", w, h);
+            CHECK(grid_find(&g, "loss", NULL) >= 0, "%dx%d y label", w, h);
+            grid_free(&g);
+            app_free(&a);
+            free_view(&v);
+        }
+}
+
+static void test_too_small(void) {
+    engine_view v;
+    fake_view(&v, 4);
+    ui_info in = fake_info(4);
+    app_state a;
+    app_init(&a, &in, 25);
+    grid g;
+    grid_init(&g, 60, 20, 1);
+    app_render(&a, &v, &g);
+    CHECK(grid_find(&g, "terminal too small: 60x20, need at least 80x24", NULL) >= 0, "too-small message");
+    CHECK(grid_find(&g, "expert orders", NULL) < 0, "no panes when too small");
+    grid_free(&g);
+    grid_init(&g, 100, 30, 1);
+    app_render(&a, &v, &g);
+    CHECK(grid_find(&g, "expert orders", NULL) >= 0, "panes back after resize");
+    grid_free(&g);
+    app_free(&a);
+    free_view(&v);
+}
+
+static void test_keys(void) {
+    engine_view v;
+    fake_view(&v, 4);
+    ui_info in = fake_info(4);
+    app_state a;
+    app_init(&a, &in, 25);
+    grid g;
+    grid_init(&g, 100, 30, 1);
+    app_render(&a, &v, &g);
+    /* toggles change the request and the footer */
+    CHECK(app_key(&a, 'o', &v) & FX_SUBMIT, "o submits");
+    CHECK(a.req.order_stage == 0, "o toggles the order stage");
+    app_render(&a, &v, &g);
+    CHECK(grid_find(&g, "order:OFF", NULL) == 28, "footer shows order:OFF");
+    CHECK(app_key(&a, 'w', &v) & FX_SUBMIT, "w submits");
+    CHECK(a.req.wm_stage == 0, "w toggles");
+    CHECK(app_key(&a, 'c', &v) & FX_SUBMIT, "c submits");
+    CHECK(a.req.center == 0, "c toggles");
+    CHECK(app_key(&a, 'm', &v) & FX_SUBMIT, "m submits");
+    CHECK(a.req.method == COST_GATE, "m switches to gate");
+    app_render(&a, &v, &g);
+    CHECK(grid_find(&g, "wm:OFF", NULL) == 28 && grid_find(&g, "centre:OFF", NULL) == 28 &&
+              grid_find(&g, "cost:gate", NULL) == 28,
+          "footer states");
+    CHECK(app_key(&a, 'a', &v) == FX_REDRAW && a.metric_acc == 1, "a switches to accuracy");
+    app_render(&a, &v, &g);
+    CHECK(grid_find(&g, "curves: accuracy", NULL) >= 0, "accuracy plot title");
+    CHECK(grid_find(&g, "acc.barrier=", NULL) >= 0, "accuracy barrier in legend");
+    CHECK(app_key(&a, 'p', &v) == FX_PNG, "p asks for a PNG");
+    CHECK(app_key(&a, 'e', &v) == FX_EXPORT, "e asks for an export");
+    CHECK(app_key(&a, 'q', &v) == FX_QUIT, "q quits");
+    /* help lists every key of the table */
+    app_key(&a, '?', &v);
+    app_render(&a, &v, &g);
+    for (int i = 0; i < key_table_len; i++)
+        if (key_table[i].help) CHECK(grid_find(&g, key_table[i].help, NULL) >= 0, "help lists %s", key_table[i].name);
+    app_key(&a, 'x', &v);
+    CHECK(!a.show_help, "any key closes help");
+    app_key(&a, 'd', &v);
+    app_render(&a, &v, &g);
+    CHECK(grid_find(&g, "diagnostics not available yet", NULL) >= 0, "diagnostics placeholder");
+    app_key(&a, 'd', &v);
+    /* movement */
+    app_render(&a, &v, &g);
+    CHECK(a.orders.cursor == 0, "cursor starts at the top");
+    app_key(&a, 'j', &v);
+    app_key(&a, K_DOWN, &v);
+    CHECK(a.orders.cursor == 2, "j and Down move down");
+    app_key(&a, 'k', &v);
+    CHECK(a.orders.cursor == 1, "k moves up");
+    app_key(&a, 'G', &v);
+    CHECK(a.orders.cursor == 23, "G goes to the last row");
+    app_render(&a, &v, &g);
+    CHECK(a.orders.top + a.orders.page > 23, "last row visible");
+    app_key(&a, 'g', &v);
+    CHECK(a.orders.cursor == 0 && a.orders.top == 0, "g goes to the top");
+    app_key(&a, K_PGDN, &v);
+    CHECK(a.orders.cursor == a.orders.page - 1, "PgDn moves a page");
+    app_key(&a, K_PGUP, &v);
+    CHECK(a.orders.cursor == 0, "PgUp moves back");
+    /* Enter selects the row under the cursor */
+    app_key(&a, 'j', &v);
+    const ls_row *row = orders_selected(&a.orders, &v);
+    CHECK(row != NULL, "a row is selected");
+    CHECK(app_key(&a, K_ENTER, &v) & FX_SUBMIT, "Enter submits");
+    CHECK(a.req.has_selected && row && !memcmp(a.req.selected, row->order, sizeof(int) * 4), "selected order requested");
+    /* rank order: barriers ascending */
+    app_render(&a, &v, &g);
+    double prev = -1;
+    int sorted = 1;
+    for (long i = 0; i < a.orders.nidx; i++) {
+        double b = v.rows[a.orders.idx[i]].barrier;
+        sorted &= b >= prev;
+        prev = b;
+    }
+    CHECK(sorted && a.orders.nidx == 24, "sorted by barrier");
+    CHECK(a.orders.rank[a.orders.idx[0]] == 1 && a.orders.rank[a.orders.idx[23]] == 24, "ranks 1..24");
+    /* sort by order */
+    app_key(&a, 's', &v);
+    app_render(&a, &v, &g);
+    CHECK(a.orders.sort == SORT_ORDER, "s cycles the sort column");
+    CHECK(grid_find(&g, "0 1 2 3", NULL) == a.layout.orders.y + 3 || a.orders.top > 0, "identity first by order");
+    /* filter "2 0" */
+    app_key(&a, '/', &v);
+    app_key(&a, '2', &v);
+    app_key(&a, ' ', &v);
+    app_key(&a, '0', &v);
+    app_key(&a, K_ENTER, &v);
+    app_render(&a, &v, &g);
+    CHECK(a.orders.nidx == 2, "filter 2 0 leaves 2 rows (%ld)", a.orders.nidx);
+    CHECK(count_rows_with(&g, &a.layout.orders, "2 0 1 3") == 1 && count_rows_with(&g, &a.layout.orders, "2 0 3 1") == 1,
+          "filtered rows drawn");
+    CHECK(count_rows_with(&g, &a.layout.orders, "1 0 2 3") == 0, "others hidden");
+    CHECK(grid_find(&g, "filter /2 0", NULL) >= 0, "filter shown");
+    app_key(&a, K_ESC, &v);
+    app_render(&a, &v, &g);
+    CHECK(a.orders.nidx == 24, "Esc clears the filter");
+    /* mouse: click a row selects and plots it; click the footer toggles */
+    int y = a.layout.orders.y + 3 + 2;
+    int fx = app_mouse(&a, a.layout.orders.x + 5, y, 1, &v);
+    row = orders_selected(&a.orders, &v);
+    CHECK((fx & FX_SUBMIT) && row && a.orders.cursor == 2 && !memcmp(a.req.selected, row->order, sizeof(int) * 4),
+          "click selects a row");
+    int ox = -1, oy = grid_find(&g, "o order:", &ox);
+    int before = a.req.order_stage;
+    CHECK(oy >= 0 && (app_mouse(&a, ox, oy, 1, &v) & FX_SUBMIT) && a.req.order_stage != before, "click toggles the order stage");
+    app_mouse(&a, 0, 0, 3, &v);
+    CHECK(a.orders.cursor == 5, "wheel scrolls");
+    grid_free(&g);
+    app_free(&a);
+    free_view(&v);
+}
+
+static void test_big(void) {
+    /* 8 experts: 40320 rows, only the visible ones drawn; heat map shaded */
+    engine_view v;
+    fake_view(&v, 8);
+    ui_info in = fake_info(8);
+    app_state a;
+    app_init(&a, &in, 25);
+    for (int utf8 = 0; utf8 <= 1; utf8++) {
+        grid g;
+        grid_init(&g, 80, 24, utf8);
+        app_render(&a, &v, &g);
+        CHECK(grid_find(&g, "expert orders 40320/40320", NULL) == 2, "40320 rows");
+        CHECK(count_rows_with(&g, &a.layout.heat, "A7") == 1, "8x8 heat map fits at 80x24");
+        app_key(&a, 'G', &v);
+        app_render(&a, &v, &g);
+        CHECK(grid_find(&g, "40320 ", NULL) >= 0, "last rank drawn");
+        app_key(&a, 'g', &v);
+        grid_free(&g);
+    }
+    /* the filter narrows 40320 to 720 */
+    app_key(&a, '/', &v);
+    app_key(&a, '7', &v);
+    app_key(&a, K_ENTER, &v);
+    grid g;
+    grid_init(&g, 100, 30, 1);
+    app_render(&a, &v, &g);
+    CHECK(a.orders.nidx == 5040, "filter 7 leaves 7! rows (%ld)", a.orders.nidx);
+    grid_free(&g);
+    app_free(&a);
+    free_view(&v);
+
+    /* 12 experts in the heat map: it scrolls */
+    fake_view(&v, 4); /* rows unused */
+    free(v.cost);
+    v.n = 12;
+    v.cost = calloc(144, sizeof(double));
+    for (int i = 0; i < 144; i++) v.cost[i] = i % 13;
+    for (int i = 0; i < 12; i++) v.cost_order[i] = i;
+    v.ndone = v.norders = 0;
+    grid_init(&g, 80, 24, 1);
+    int off = 0;
+    ui_rect r = {0, 2, 40, 8};
+    heatmap_render(&g, &r, &v, &off);
+    CHECK(grid_find(&g, "0-4/12", NULL) >= 0, "heat map says which rows are shown");
+    off = 100;
+    grid_clear(&g);
+    heatmap_render(&g, &r, &v, &off);
+    CHECK(off == 7 && grid_find(&g, "A11", NULL) >= 0, "heat map scrolls to the end (off %d)", off);
+    grid_free(&g);
+    free_view(&v);
+}
+
+static void test_units(void) {
+    CHECK(heat_level(0, 0, 1) == 0 && heat_level(1, 0, 1) == HEAT_LEVELS - 1 && heat_level(0.5, 0, 1) == HEAT_LEVELS / 2,
+          "heat levels");
+    CHECK(heat_level(3, 3, 3) == 0, "flat matrix");
+    int o[4] = {2, 0, 3, 1};
+    CHECK(order_matches(o, 4, "2 0") && order_matches(o, 4, "2,0,3") && order_matches(o, 4, "") &&
+              !order_matches(o, 4, "2 1") && !order_matches(o, 4, "2 0 3 1 0"),
+          "order prefix filter");
+    char buf[64];
+    order_format(o, 4, buf, sizeof buf);
+    CHECK(!strcmp(buf, "2 0 3 1"), "order format '%s'", buf);
+    setenv("NO_COLOR", "1", 1);
+    CHECK(theme_env_color(1) == 0, "NO_COLOR turns colour off");
+    unsetenv("NO_COLOR");
+    CHECK(theme_env_color(1) == 1 && theme_env_color(0) == 0, "colour when the terminal has it");
+    theme t;
+    theme_init(&t, 0);
+    int coloured = 0;
+    for (int r = 0; r < ROLE_COUNT; r++) coloured += t.style[r].fg >= 0 || t.style[r].bg >= 0;
+    CHECK(coloured == 0, "monochrome theme has no colours");
+    theme_init(&t, 1);
+    CHECK(t.style[ROLE_HEAT_0].bg != t.style[ROLE_HEAT_7].bg, "colour heat scale");
+    CHECK(keys_lookup('o') == ACT_TOGGLE_ORDER && keys_lookup(K_PGDN) == ACT_PGDN && keys_lookup('?') == ACT_HELP,
+          "key table");
+    /* UTF-8 round trip through the grid */
+    grid g;
+    grid_init(&g, 10, 1, 1);
+    grid_text(&g, 0, 0, 10, ROLE_NORMAL, "a\u2800\u00e9b");
+    CHECK(!strcmp(grid_row_utf8(&g, 0, buf, sizeof buf), "a\u2800\u00e9b      "), "utf8 row '%s'", buf);
+    grid_free(&g);
+    grid_init(&g, 4, 1, 0);
+    grid_text(&g, 0, 0, 10, ROLE_NORMAL, "\u00e9xyz");
+    CHECK(!strcmp(grid_row_utf8(&g, 0, buf, sizeof buf), "?xyz"), "ascii grid replaces non-ASCII '%s'", buf);
+    grid_free(&g);
+}
+
+int main(void) {
+    test_units();
+    test_sizes();
+    test_too_small();
+    test_keys();
+    test_big();
+    return test_summary("test_ui_layout");
+}

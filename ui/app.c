@@ -1,0 +1,232 @@
+/* app.c - see app.h. */
+#include "app.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "curves_view.h"
+#include "heatmap_view.h"
+#include "help_view.h"
+#include "keys.h"
+
+void app_init(app_state *a, const ui_info *info, int T) {
+    memset(a, 0, sizeof *a);
+    a->info = *info;
+    a->req.order_stage = 1;
+    a->req.wm_stage = 1;
+    a->req.center = 1;
+    a->req.method = COST_EXPERT;
+    a->req.T = T;
+    orders_init(&a->orders);
+}
+
+void app_set_diag(app_state *a, char **lines, int n) {
+    for (int i = 0; i < a->ndiag; i++) free(a->diag_lines[i]);
+    free(a->diag_lines);
+    a->diag_lines = lines;
+    a->ndiag = n;
+    a->diag_scroll = 0;
+}
+
+void app_free(app_state *a) {
+    orders_free(&a->orders);
+    app_set_diag(a, NULL, 0);
+}
+
+void app_message(app_state *a, int is_error, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->msg, sizeof a->msg, fmt, ap);
+    va_end(ap);
+    a->msg_error = is_error;
+}
+
+static void select_row(app_state *a, const engine_view *v) {
+    const ls_row *row = orders_selected(&a->orders, v);
+    if (!row) {
+        app_message(a, 1, "no order selected yet");
+        return;
+    }
+    a->req.has_selected = 1;
+    memcpy(a->req.selected, row->order, sizeof a->req.selected);
+    char o[64];
+    order_format(row->order, v->n, o, sizeof o);
+    app_message(a, 0, "plotting order %s", o);
+}
+
+static int filter_key(app_state *a, int key) {
+    orders_state *s = &a->orders;
+    size_t len = strlen(s->filter);
+    if (key == K_ESC) {
+        s->filter[0] = 0;
+        s->editing = 0;
+    } else if (key == K_ENTER || key == '\n' || key == '\r') {
+        s->editing = 0;
+    } else if (key == K_BACKSPACE || key == 127 || key == 8) {
+        if (len) s->filter[len - 1] = 0;
+    } else if (((key >= '0' && key <= '9') || key == ' ' || key == ',') && len + 1 < sizeof s->filter) {
+        s->filter[len] = (char)key;
+        s->filter[len + 1] = 0;
+    }
+    s->cursor = s->top = 0;
+    s->have_cursor_order = 0;
+    return FX_REDRAW;
+}
+
+static void move(app_state *a, const engine_view *v, long delta) {
+    orders_move(&a->orders, delta);
+    orders_set_cursor(&a->orders, v, a->orders.cursor);
+}
+
+int app_key(app_state *a, int key, const engine_view *v) {
+    orders_update(&a->orders, v); /* the index must describe v */
+    if (a->show_help) {
+        a->show_help = 0;
+        return key == 'q' ? FX_REDRAW : FX_REDRAW;
+    }
+    ui_action act = keys_lookup(key);
+    if (a->show_diag) {
+        if (act == ACT_DOWN) a->diag_scroll += a->diag_scroll + 1 < a->ndiag;
+        else if (act == ACT_UP) a->diag_scroll -= a->diag_scroll > 0;
+        else a->show_diag = 0;
+        return FX_REDRAW;
+    }
+    if (a->orders.editing) return filter_key(a, key);
+    if (key == K_ESC && a->orders.filter[0]) {
+        a->orders.filter[0] = 0;
+        return FX_REDRAW;
+    }
+    long page = a->orders.page > 1 ? a->orders.page - 1 : 1;
+    switch (act) {
+    case ACT_TOGGLE_ORDER:
+        a->req.order_stage ^= 1;
+        app_message(a, 0, "expert-order stage %s", a->req.order_stage ? "on" : "off");
+        return FX_SUBMIT;
+    case ACT_TOGGLE_WM:
+        a->req.wm_stage ^= 1;
+        app_message(a, 0, "weight-matching stage %s", a->req.wm_stage ? "on" : "off");
+        return FX_SUBMIT;
+    case ACT_TOGGLE_CENTER:
+        a->req.center ^= 1;
+        app_message(a, 0, "gate centring %s", a->req.center ? "on" : "off");
+        return FX_SUBMIT;
+    case ACT_TOGGLE_METHOD:
+        a->req.method = a->req.method == COST_GATE ? COST_EXPERT : COST_GATE;
+        app_message(a, 0, "cost method %s", cost_method_name(a->req.method));
+        return FX_SUBMIT;
+    case ACT_TOGGLE_METRIC:
+        a->metric_acc ^= 1;
+        return FX_REDRAW;
+    case ACT_PLOT_SELECTED:
+        select_row(a, v);
+        return a->req.has_selected ? FX_SUBMIT : FX_REDRAW;
+    case ACT_FILTER:
+        a->orders.editing = 1;
+        return FX_REDRAW;
+    case ACT_SORT:
+        a->orders.sort = (a->orders.sort + 1) % SORT_COUNT;
+        app_message(a, 0, "sorted by %s", orders_sort_name(a->orders.sort));
+        return FX_REDRAW;
+    case ACT_PNG: return FX_PNG;
+    case ACT_EXPORT: return FX_EXPORT;
+    case ACT_DIAG:
+        a->show_diag = 1;
+        return FX_DIAG | FX_REDRAW;
+    case ACT_HELP:
+        a->show_help = 1;
+        return FX_REDRAW;
+    case ACT_QUIT: return FX_QUIT;
+    case ACT_UP: move(a, v, -1); return FX_REDRAW;
+    case ACT_DOWN: move(a, v, 1); return FX_REDRAW;
+    case ACT_PGUP: move(a, v, -page); return FX_REDRAW;
+    case ACT_PGDN: move(a, v, page); return FX_REDRAW;
+    case ACT_TOP: move(a, v, LONG_MIN); return FX_REDRAW;
+    case ACT_BOTTOM: move(a, v, LONG_MAX); return FX_REDRAW;
+    case ACT_HEAT_PREV: a->heat_off -= a->heat_off > 0; return FX_REDRAW;
+    case ACT_HEAT_NEXT: a->heat_off++; return FX_REDRAW;
+    case ACT_REDRAW: return FX_REDRAW;
+    default: return 0;
+    }
+}
+
+int app_mouse(app_state *a, int x, int y, int kind, const engine_view *v) {
+    orders_update(&a->orders, v);
+    if (a->show_help || a->show_diag) {
+        a->show_help = a->show_diag = 0;
+        return FX_REDRAW;
+    }
+    if (kind == 2 || kind == 3) {
+        move(a, v, kind == 2 ? -3 : 3);
+        return FX_REDRAW;
+    }
+    int key = footer_key_at(&a->hits, x, y);
+    if (key) return app_key(a, key, v);
+    if (rect_contains(&a->layout.orders, x, y)) {
+        long pos = orders_pos_at(&a->orders, &a->layout.orders, y);
+        if (pos >= 0) {
+            orders_set_cursor(&a->orders, v, pos);
+            select_row(a, v);
+            return a->req.has_selected ? FX_SUBMIT : FX_REDRAW;
+        }
+        if (y == a->layout.orders.y + 2) { /* header: next sort column */
+            return app_key(a, 's', v);
+        }
+    }
+    return 0;
+}
+
+static void render_title(grid *g, const ui_rect *r, const ui_info *in, const engine_view *v) {
+    grid_fill(g, r->x, r->y, r->w, r->h, ' ', ROLE_TITLE);
+    grid_printf(g, r->x, r->y, r->w, ROLE_TITLE, " moescope  A %s  B %s  layer %s  eval %s (N=%d)", in->a_name,
+                in->b_name, in->layer, in->e_name, in->N);
+    const moe_config *c = &in->cfg;
+    char router[32];
+    if (c->router == ROUTER_TOPK) snprintf(router, sizeof router, "topk k=%d", c->k);
+    else snprintf(router, sizeof router, "dense");
+    int x = r->x + grid_printf(g, r->x, r->y + 1, r->w, ROLE_TITLE, " n=%d d=%d h=%d router %s shared %d %s", c->n,
+                               c->d, c->h, router, c->s, moe_act_name(c->act));
+    if (v && v->have_naive) {
+        if (v->kind == LS_CLASSIFY)
+            grid_printf(g, x, r->y + 1, r->x + r->w - x, ROLE_TITLE, " | loss A %.4f B %.4f | acc A %.3f B %.3f",
+                        v->loss_a, v->loss_b, v->acc_a, v->acc_b);
+        else
+            grid_printf(g, x, r->y + 1, r->x + r->w - x, ROLE_TITLE, " | %s loss A %.4g B %.4g",
+                        v->kind == LS_LAYER ? "layer-output" : "mse", v->loss_a, v->loss_b);
+    }
+}
+
+void app_render(app_state *a, const engine_view *v, grid *g) {
+    int n = v && v->n ? v->n : a->info.cfg.n;
+    ui_layout *L = &a->layout;
+    layout_compute(L, g->w, g->h, n);
+    grid_clear(g);
+    if (L->too_small) {
+        char buf[128];
+        snprintf(buf, sizeof buf, "terminal too small: %dx%d, need at least %dx%d", g->w, g->h, UI_MIN_W, UI_MIN_H);
+        int len = (int)strlen(buf);
+        int x = (g->w - len) / 2;
+        if (x < 0) x = 0;
+        grid_text(g, x, g->h / 2, g->w, ROLE_ERROR, buf);
+        if (g->h / 2 + 1 < g->h) grid_text(g, x, g->h / 2 + 1, g->w, ROLE_DIM, "(resize, or q to quit)");
+        a->hits.nhit = 0;
+        return;
+    }
+    render_title(g, &L->title, &a->info, v);
+    for (int y = L->orders.y; y < L->orders.y + L->orders.h; y++)
+        grid_put(g, L->sep_x, y, g->utf8 ? 0x2502 : '|', ROLE_BORDER);
+    heatmap_render(g, &L->heat, v, &a->heat_off);
+    curves_render(g, &L->curves, v, a->metric_acc);
+    orders_update(&a->orders, v);
+    orders_render(g, &L->orders, &a->orders, v);
+    footer_render(g, &L->footer, &a->req, a->metric_acc, &a->hits);
+    message_render(g, &L->message, a->msg, a->msg_error, v);
+    if (a->show_help) help_render(g, &L->overlay);
+    else if (a->show_diag) {
+        static char *none[] = {"diagnostics not available yet"};
+        if (a->ndiag) text_box_render(g, &L->overlay, "diagnostics (any key closes, j/k scroll)", a->diag_lines, a->ndiag, a->diag_scroll);
+        else text_box_render(g, &L->overlay, "diagnostics (any key closes)", none, 1, 0);
+    }
+}

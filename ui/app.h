@@ -1,0 +1,48 @@
+/* app.h - the TUI's state and behaviour without curses: keys and clicks change
+ * the state (and say what the caller must do: submit a request, write a PNG,
+ * quit...), app_render draws everything into a grid. ui/tui.c only does the
+ * terminal I/O around it. */
+#ifndef MS_UI_APP_H
+#define MS_UI_APP_H
+
+#include "engine.h"
+#include "footer_view.h"
+#include "grid.h"
+#include "layout.h"
+#include "orders_view.h"
+
+typedef struct {
+    char a_name[256], b_name[256], e_name[256], layer[64];
+    moe_config cfg;
+    int N; /* evaluation samples */
+} ui_info;
+
+typedef struct {
+    ui_info info;
+    engine_request req;          /* the toggles as the user set them */
+    int metric_acc;              /* plot accuracy instead of loss */
+    int show_help, show_diag, diag_scroll;
+    char **diag_lines;           /* owned; set by the caller on FX_DIAG */
+    int ndiag;
+    char msg[256];
+    int msg_error;
+    orders_state orders;
+    int heat_off;
+    footer_hits hits;
+    ui_layout layout;
+} app_state;
+
+enum { FX_SUBMIT = 1, FX_QUIT = 2, FX_PNG = 4, FX_EXPORT = 8, FX_DIAG = 16, FX_REDRAW = 32 };
+
+void app_init(app_state *a, const ui_info *info, int T);
+void app_free(app_state *a);
+/* A key (character or K_*); returns FX_* flags. */
+int app_key(app_state *a, int key, const engine_view *v);
+/* Mouse: kind 1 = click, 2 = wheel up, 3 = wheel down, at cell (x, y). */
+int app_mouse(app_state *a, int x, int y, int kind, const engine_view *v);
+/* Draw the whole screen into g (g->w x g->h). */
+void app_render(app_state *a, const engine_view *v, grid *g);
+void app_message(app_state *a, int is_error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void app_set_diag(app_state *a, char **lines, int n); /* takes ownership */
+
+#endif

@@ -1,0 +1,213 @@
+/* curves_view.c - see curves_view.h. */
+#include "curves_view.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orders_view.h"
+
+typedef struct {
+    int pw, ph;          /* plot size in cells */
+    int utf8;
+    uint8_t *bits;       // (ph, pw) braille dots, or the ASCII glyph
+    uint8_t *role;       // (ph, pw)
+} canvas;
+
+/* braille dot bit for (dx 0..1, dy 0..3) inside a cell */
+static const uint8_t braille_bit[4][2] = {{0x01, 0x08}, {0x02, 0x10}, {0x04, 0x20}, {0x40, 0x80}};
+
+static void canvas_dot(canvas *c, int X, int Y, int role, char glyph) {
+    int cx, cy;
+    if (c->utf8) {
+        cx = X / 2;
+        cy = Y / 4;
+    } else {
+        cx = X;
+        cy = Y;
+    }
+    if (X < 0 || Y < 0 || cx >= c->pw || cy >= c->ph) return;
+    int k = cy * c->pw + cx;
+    if (c->utf8) c->bits[k] |= braille_bit[Y % 4][X % 2];
+    else c->bits[k] = (uint8_t)glyph;
+    c->role[k] = (uint8_t)role;
+}
+
+/* A series of T values over t in [0,1], as connected segments. dash: draw
+ * every other stretch (the chord). */
+static void canvas_series(canvas *c, const double *y, int T, double lo, double hi, int role, char glyph, int dash) {
+    int W = c->utf8 ? 2 * c->pw : c->pw, H = c->utf8 ? 4 * c->ph : c->ph;
+    if (T < 2 || W < 2 || H < 2) return;
+    double span = hi - lo > 0 ? hi - lo : 1;
+    int step = 0;
+    for (int m = 0; m + 1 < T; m++) {
+        if (!isfinite(y[m]) || !isfinite(y[m + 1])) continue;
+        double x0 = (double)m / (T - 1) * (W - 1), x1 = (double)(m + 1) / (T - 1) * (W - 1);
+        double y0 = (hi - y[m]) / span * (H - 1), y1 = (hi - y[m + 1]) / span * (H - 1);
+        /* sample the segment densely enough to connect the dots */
+        int steps = (int)ceil(fmax(fabs(x1 - x0), fabs(y1 - y0))) + 1;
+        for (int s = 0; s <= steps; s++, step++) {
+            double f = (double)s / steps;
+            if (dash && (step / (c->utf8 ? 3 : 1)) % 2) continue;
+            canvas_dot(c, (int)lround(x0 + f * (x1 - x0)), (int)lround(y0 + f * (y1 - y0)), role, glyph);
+        }
+    }
+}
+
+typedef struct {
+    const ls_curve *c;
+    int role;
+    char glyph;
+    const char *name;
+} series;
+
+void curves_render(grid *g, const ui_rect *r, const engine_view *v, int metric_acc) {
+    if (r->w < 20 || r->h < 6) return;
+    grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_PANE_TITLE);
+    const char *metric = metric_acc ? "accuracy" : "loss";
+    int T = v ? v->T : 0;
+    grid_printf(g, r->x + 1, r->y, r->w - 1, ROLE_PANE_TITLE, "curves: %s against t (a: %s)", metric,
+                metric_acc ? "loss" : "accuracy");
+    if (!v || T < 2 || !(v->have_naive || v->have_skip || v->have_current || v->have_selected)) {
+        grid_text(g, r->x + 1, r->y + 2, r->w - 1, ROLE_DIM, v && v->failed ? v->status : "computing curves...");
+        return;
+    }
+    if (metric_acc && v->kind != LS_CLASSIFY) {
+        grid_text(g, r->x + 1, r->y + 2, r->w - 1, ROLE_DIM, "no accuracy: the evaluation set has no labels");
+        return;
+    }
+    char sel_name[80];
+    if (v->have_selected) {
+        char o[64];
+        order_format(v->selected.order, v->n, o, sizeof o);
+        snprintf(sel_name, sizeof sel_name, "order %s", o);
+    }
+    series S[4];
+    int ns = 0;
+    if (v->have_naive) S[ns++] = (series){&v->naive, ROLE_CURVE_NAIVE, 'x', "naive"};
+    if (v->have_skip) S[ns++] = (series){&v->skip_order, ROLE_CURVE_SKIP, '+', "skip-order"};
+    if (v->have_selected) S[ns++] = (series){&v->selected, ROLE_CURVE_SELECTED, 'o', sel_name};
+    if (v->have_current) S[ns++] = (series){&v->current, ROLE_CURVE_CURRENT, '*', "current"};
+    /* the chord between the endpoints (all alignments share them) */
+    const ls_curve *any = S[0].c;
+    const double *ys0 = metric_acc ? any->acc : any->loss;
+    double e0 = ys0 ? ys0[0] : NAN, e1 = ys0 ? ys0[T - 1] : NAN;
+    double *chord = ms_malloc(sizeof(double) * (size_t)T); // (T)
+    for (int m = 0; m < T; m++) {
+        double t = v->t ? v->t[m] : (double)m / (T - 1);
+        chord[m] = (1 - t) * e0 + t * e1;
+    }
+    double lo = INFINITY, hi = -INFINITY;
+    for (int s = 0; s < ns; s++) {
+        const double *y = metric_acc ? S[s].c->acc : S[s].c->loss;
+        for (int m = 0; y && m < T; m++)
+            if (isfinite(y[m])) {
+                lo = fmin(lo, y[m]);
+                hi = fmax(hi, y[m]);
+            }
+    }
+    if (!isfinite(lo)) lo = hi = 0;
+    double pad = (hi - lo) * 0.05;
+    if (pad <= 0) pad = fabs(hi) * 0.05 + 1e-6;
+    lo -= pad;
+    hi += pad;
+
+    /* geometry: y labels | axis | plot; below: axis, x labels, legend (2 rows) */
+    int lw = 8;
+    canvas c = {.pw = r->w - lw - 2, .ph = r->h - 1 - 4, .utf8 = g->utf8};
+    if (c.pw < 4 || c.ph < 2) {
+        free(chord);
+        return;
+    }
+    int px = r->x + lw + 1, py = r->y + 1;
+    c.bits = ms_calloc((size_t)(c.pw * c.ph), 1);
+    c.role = ms_calloc((size_t)(c.pw * c.ph), 1);
+    canvas_series(&c, chord, T, lo, hi, ROLE_CHORD, '.', 1);
+    for (int s = 0; s < ns; s++) {
+        const double *y = metric_acc ? S[s].c->acc : S[s].c->loss;
+        if (y) canvas_series(&c, y, T, lo, hi, S[s].role, S[s].glyph, 0);
+    }
+    for (int j = 0; j < c.ph; j++)
+        for (int i = 0; i < c.pw; i++) {
+            int k = j * c.pw + i;
+            if (!c.bits[k]) continue;
+            grid_put(g, px + i, py + j, c.utf8 ? 0x2800u + c.bits[k] : c.bits[k], c.role[k]);
+        }
+    free(c.bits);
+    free(c.role);
+    free(chord);
+
+    /* y axis with labels at the top, middle and bottom */
+    uint32_t vbar = g->utf8 ? 0x2502 : '|', hbar = g->utf8 ? 0x2500 : '-', corner = g->utf8 ? 0x2514 : '+';
+    for (int j = 0; j < c.ph; j++) grid_put(g, px - 1, py + j, vbar, ROLE_BORDER);
+    int ticks[3] = {0, (c.ph - 1) / 2, c.ph - 1};
+    for (int k = 0; k < 3; k++) {
+        double val = hi - (hi - lo) * (ticks[k] + 0.5) / c.ph;
+        grid_printf(g, r->x, py + ticks[k], lw, ROLE_DIM, "%*.*g", lw - 1, 4, val);
+        grid_put(g, px - 1, py + ticks[k], g->utf8 ? 0x2524 : '+', ROLE_BORDER);
+    }
+    grid_printf(g, r->x, py + c.ph / 4 < py + ticks[1] ? py + c.ph / 4 : py + 1, lw, ROLE_DIM, "%*s", lw - 1,
+                metric);
+    /* x axis, ticks at 0, 0.5, 1 */
+    int ay = py + c.ph;
+    grid_put(g, px - 1, ay, corner, ROLE_BORDER);
+    for (int i = 0; i < c.pw; i++) grid_put(g, px + i, ay, hbar, ROLE_BORDER);
+    grid_text(g, px, ay + 1, 1, ROLE_DIM, "0");
+    grid_text(g, px + (c.pw - 3) / 2, ay + 1, 3, ROLE_DIM, "0.5");
+    grid_text(g, px + c.pw - 1, ay + 1, 1, ROLE_DIM, "1");
+    grid_text(g, px + c.pw / 4, ay + 1, 3, ROLE_DIM, "t");
+
+    /* legend, flowing over two rows; the current barrier printed beside it.
+       When the full legend does not fit, names only (current keeps its barrier). */
+    typedef struct {
+        uint32_t glyph;
+        int role, text_role;
+        char full[96], brief[96];
+    } entry;
+    entry E[5];
+    int ne = 0;
+    for (int s = ns - 1; s >= 0; s--) {
+        entry *e = &E[ne++];
+        e->glyph = g->utf8 ? 0x28FF : (uint32_t)S[s].glyph;
+        e->role = S[s].role;
+        e->text_role = ROLE_NORMAL;
+        double b = metric_acc ? S[s].c->acc_barrier : S[s].c->barrier;
+        if (S[s].c == &v->current) {
+            snprintf(e->full, sizeof e->full, "%s %s=%.4f", S[s].name, metric_acc ? "acc.barrier" : "barrier", b);
+            memcpy(e->brief, e->full, sizeof e->brief);
+            e->text_role = ROLE_CURVE_CURRENT;
+        } else {
+            snprintf(e->full, sizeof e->full, "%s %.4f", S[s].name, b);
+            snprintf(e->brief, sizeof e->brief, "%s", S[s].c == &v->selected ? S[s].name + 6 : S[s].name);
+        }
+    }
+    E[ne] = (entry){g->utf8 ? 0x2504 : '.', ROLE_CHORD, ROLE_NORMAL, "chord", "chord"};
+    ne++;
+    int rows_avail = r->y + r->h - (ay + 2);
+    for (int brief = 0; brief <= 1; brief++) {
+        /* measure, then draw if it fits (or as well as possible when brief) */
+        for (int pass = 0; pass < 2; pass++) {
+            int lx = r->x + 1, ly = 0, fits = 1;
+            for (int i = 0; i < ne; i++) {
+                const char *txt = brief ? E[i].brief : E[i].full;
+                int need = 2 + (int)strlen(txt);
+                if (lx + need > r->x + r->w && lx > r->x + 1) {
+                    lx = r->x + 1;
+                    ly++;
+                }
+                if (ly >= rows_avail) {
+                    fits = 0;
+                    break;
+                }
+                if (pass == 1) {
+                    grid_put(g, lx, ay + 2 + ly, E[i].glyph, E[i].role);
+                    grid_text(g, lx + 2, ay + 2 + ly, r->x + r->w - lx - 2, E[i].text_role, txt);
+                }
+                lx += need + 2;
+            }
+            if (pass == 0 && !fits && !brief) break; /* try the brief legend */
+            if (pass == 1) return;
+        }
+    }
+}

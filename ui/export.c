@@ -1,0 +1,133 @@
+/* export.c - see export.h. */
+#include "export.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic_file.h"
+#include "orders_view.h"
+#include "plot_png.h"
+
+int export_curves_png(const engine_view *v, int metric_acc, const char *path, ms_err *err) {
+    int T = v->T;
+    if (T < 2 || !v->have_naive) return ms_fail(err, "%s: no curves yet", path);
+    if (metric_acc && v->kind != LS_CLASSIFY) return ms_fail(err, "%s: no accuracy without labels", path);
+    plot_series s[5];
+    memset(s, 0, sizeof s);
+    char names[4][96];
+    int ns = 0;
+    const struct {
+        int have;
+        const ls_curve *c;
+        const char *name;
+        uint32_t rgb;
+    } in[4] = {
+        {v->have_naive, &v->naive, "naive", PLOT_RGB_NAIVE},
+        {v->have_skip, &v->skip_order, "skip-order", PLOT_RGB_SKIP},
+        {v->have_selected, &v->selected, "order", PLOT_RGB_SELECTED},
+        {v->have_current, &v->current, "current", PLOT_RGB_ALIGNED},
+    };
+    for (int i = 0; i < 4; i++) {
+        if (!in[i].have) continue;
+        char o[64];
+        order_format(in[i].c->order, v->n, o, sizeof o);
+        double b = metric_acc ? in[i].c->acc_barrier : in[i].c->barrier;
+        snprintf(names[ns], sizeof names[ns], "%s %s (barrier %.4g)", in[i].name, o, b);
+        s[ns].label = names[ns];
+        s[ns].x = v->t;
+        s[ns].y = metric_acc ? in[i].c->acc : in[i].c->loss;
+        s[ns].n = T;
+        s[ns].rgb = in[i].rgb;
+        s[ns].markers = 1;
+        ns++;
+    }
+    const double *y0 = metric_acc ? v->naive.acc : v->naive.loss;
+    double chord[2] = {y0[0], y0[T - 1]}, tx[2] = {0.0, 1.0};
+    s[ns].label = "chord";
+    s[ns].x = tx;
+    s[ns].y = chord;
+    s[ns].n = 2;
+    s[ns].rgb = PLOT_RGB_CHORD;
+    /* solid: plot_png's dash walk can loop forever when fmod rounds up to the
+       period (src/plot_png.c stroke_series; reported) */
+    s[ns].dashed = 0;
+    ns++;
+    plot_spec p;
+    plot_spec_init(&p);
+    char title[200];
+    snprintf(title, sizeof title, "%s from A (t = 0) to the aligned B (t = 1): order %s, weight matching %s",
+             metric_acc ? "accuracy" : "loss", v->req.order_stage ? cost_method_name(v->req.method) : "identity",
+             v->req.wm_stage ? "on" : "off");
+    p.title = title;
+    p.xlabel = "t";
+    p.ylabel = metric_acc ? "accuracy" : v->kind == LS_LAYER ? "layer-output loss" : "loss";
+    p.series = s;
+    p.nseries = ns;
+    return plot_png_write(&p, path, err);
+}
+
+static long find_row(const engine_view *v, const int *order) {
+    for (long k = 0; k < v->ndone; k++)
+        if (!memcmp(v->rows[k].order, order, sizeof(int) * (size_t)v->n)) return k;
+    return -1;
+}
+
+int export_landscape_png(const engine_view *v, const char *path, ms_err *err) {
+    if (!v->have_landscape || v->ndone < 1) return ms_fail(err, "%s: the landscape is not complete yet", path);
+    /* the engine publishes the final rows sorted by barrier */
+    double *bars = ms_malloc((size_t)v->ndone * sizeof(double)); // (ndone)
+    for (long k = 0; k < v->ndone; k++) bars[k] = v->rows[k].barrier;
+    long idx[3];
+    const char *labels[3];
+    uint32_t rgb[3];
+    char lbuf[3][96];
+    int nm = 0;
+    idx[nm] = 0;
+    snprintf(lbuf[nm], sizeof lbuf[nm], "best (barrier %.4g)", bars[0]);
+    rgb[nm++] = PLOT_RGB_BEST;
+    for (int m = 0; m < 2 && v->have_methods; m++) {
+        long k = find_row(v, v->method_order[m]);
+        if (k < 0) continue;
+        idx[nm] = k;
+        snprintf(lbuf[nm], sizeof lbuf[nm], "%s cost (rank %d)", m == 0 ? "gate" : "expert", v->rank[m]);
+        rgb[nm++] = m == 0 ? PLOT_RGB_GATE : PLOT_RGB_EXPERT;
+    }
+    for (int i = 0; i < nm; i++) labels[i] = lbuf[i];
+    char title[160];
+    snprintf(title, sizeof title, "loss barrier of %s %ld expert orders (n = %d), sorted",
+             v->exhaustive ? "all" : "sampled", v->ndone, v->n);
+    int rc = plot_png_landscape(bars, v->ndone, idx, labels, rgb, nm, title, path, err);
+    free(bars);
+    return rc;
+}
+
+void export_aligned_name(const char *b_path, char *out, int cap) {
+    const char *base = strrchr(b_path, '/');
+    base = base ? base + 1 : b_path;
+    int len = (int)strlen(base);
+    const char *ext = ".safetensors";
+    int el = (int)strlen(ext);
+    if (len > el && !strcmp(base + len - el, ext)) len -= el;
+    snprintf(out, (size_t)cap, "%.*s.aligned.safetensors", len, base);
+}
+
+int export_aligned(const moe_model *A, const moe_model *B, const char *const *inputs, int ninputs,
+                   const engine_request *q, const char *path, ms_err *err) {
+    if (af_check_not_input(path, inputs, ninputs, err)) return -1;
+    align_opts o;
+    align_opts_default(&o);
+    o.order_stage = q->order_stage;
+    o.wm_stage = q->wm_stage;
+    o.method = q->method;
+    o.center = q->center;
+    moe_model out;
+    align_result res;
+    memset(&res, 0, sizeof res);
+    if (align_models(A, B, &o, &out, &res, err)) return -1;
+    int rc = moe_save(&out, path, err);
+    moe_free(&out);
+    align_result_free(&res);
+    return rc;
+}

@@ -1,0 +1,69 @@
+/* footer_view.c - see footer_view.h. */
+#include "footer_view.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    int key;
+    const char *label; /* "order:" */
+    const char *value; /* "ON", NULL for plain actions */
+    int on;
+} item;
+
+void footer_render(grid *g, const ui_rect *r, const engine_request *q, int metric_acc, footer_hits *hits) {
+    item it[] = {
+        {'o', "order:", q->order_stage ? "ON" : "OFF", q->order_stage},
+        {'w', "wm:", q->wm_stage ? "ON" : "OFF", q->wm_stage},
+        {'c', "centre:", q->center ? "ON" : "OFF", q->center},
+        {'m', "cost:", cost_method_name(q->method), 1},
+        {'a', "", metric_acc ? "accuracy" : "loss", 1},
+        {'p', "png", NULL, 0},
+        {'e', "export", NULL, 0},
+        {'d', "diag", NULL, 0},
+        {'?', "help", NULL, 0},
+        {'q', "quit", NULL, 0},
+    };
+    int nit = (int)(sizeof it / sizeof it[0]);
+    hits->nhit = 0;
+    grid_fill(g, r->x, r->y, r->w, r->h, ' ', ROLE_NORMAL);
+    int x = r->x, y = r->y;
+    for (int i = 0; i < nit; i++) {
+        char key[2] = {(char)it[i].key, 0};
+        int len = 2 + (int)strlen(it[i].label) + (it[i].value ? (int)strlen(it[i].value) : 0);
+        if (x + len > r->x + r->w && x > r->x) {
+            if (y + 1 >= r->y + r->h) break;
+            y++;
+            x = r->x;
+        }
+        int x0 = x;
+        x += grid_text(g, x, y, 1, ROLE_KEY, key);
+        x += grid_text(g, x, y, 1, ROLE_NORMAL, " ");
+        x += grid_text(g, x, y, r->x + r->w - x, ROLE_NORMAL, it[i].label);
+        if (it[i].value) x += grid_text(g, x, y, r->x + r->w - x, it[i].on ? ROLE_ON : ROLE_OFF, it[i].value);
+        if (hits->nhit < (int)(sizeof hits->hit / sizeof hits->hit[0]))
+            hits->hit[hits->nhit++] = (footer_hit){x0, x, y, it[i].key};
+        x += i == 4 ? 3 : 1;
+        if (i == 4 && x - 2 < r->x + r->w) grid_put(g, x - 2, y, g->utf8 ? 0x2502 : '|', ROLE_BORDER);
+    }
+}
+
+int footer_key_at(const footer_hits *hits, int x, int y) {
+    for (int i = 0; i < hits->nhit; i++)
+        if (hits->hit[i].y == y && x >= hits->hit[i].x0 && x < hits->hit[i].x1) return hits->hit[i].key;
+    return 0;
+}
+
+void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, const engine_view *v) {
+    grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_NORMAL);
+    int used = 0;
+    char status[300] = "";
+    if (v && v->status[0]) snprintf(status, sizeof status, "%s%s", v->busy ? "busy: " : "", v->status);
+    int sl = (int)strlen(status);
+    int ml = msg ? (int)strlen(msg) : 0;
+    int room = r->w - (ml < r->w / 2 ? ml : r->w / 2) - 2;
+    if (sl > room) sl = room > 0 ? room : 0;
+    if (msg && msg[0]) used = grid_text(g, r->x, r->y, r->w - sl - 1, is_error ? ROLE_ERROR : ROLE_MESSAGE, msg);
+    (void)used;
+    if (sl) grid_text(g, r->x + r->w - sl, r->y, sl, v->failed && !v->busy ? ROLE_ERROR : ROLE_DIM, status);
+}

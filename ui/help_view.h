@@ -1,0 +1,13 @@
+/* help_view.h - overlays: the key help (printed from the key table) and the
+ * diagnostics pane. */
+#ifndef MS_UI_HELP_VIEW_H
+#define MS_UI_HELP_VIEW_H
+
+#include "grid.h"
+#include "layout.h"
+
+void help_render(grid *g, const ui_rect *r);
+/* A boxed list of text lines with a title; scroll: first line shown. */
+void text_box_render(grid *g, const ui_rect *r, const char *title, char *const *lines, int nlines, int scroll);
+
+#endif

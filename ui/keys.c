@@ -1,0 +1,48 @@
+/* keys.c - the key-binding table (SPEC §8 keys; these stay). */
+#include "keys.h"
+
+#include <stddef.h>
+
+const key_binding key_table[] = {
+    {'o', ACT_TOGGLE_ORDER, "o", "expert-order stage on/off"},
+    {'w', ACT_TOGGLE_WM, "w", "weight-matching stage on/off"},
+    {'c', ACT_TOGGLE_CENTER, "c", "gate centring on/off (gate cost)"},
+    {'m', ACT_TOGGLE_METHOD, "m", "cost method: gate / expert"},
+    {'a', ACT_TOGGLE_METRIC, "a", "plot loss / accuracy"},
+    {K_ENTER, ACT_PLOT_SELECTED, "Enter", "plot the selected order"},
+    {'/', ACT_FILTER, "/", "filter orders by prefix (e.g. 2 0), Esc clears"},
+    {'s', ACT_SORT, "s", "sort column: rank, order, acc.barrier, AUC"},
+    {'p', ACT_PNG, "p", "write PNG of the curves (curves.png, landscape.png)"},
+    {'e', ACT_EXPORT, "e", "export the aligned B as a checkpoint"},
+    {'d', ACT_DIAG, "d", "diagnostics"},
+    {'?', ACT_HELP, "?", "this help"},
+    {'q', ACT_QUIT, "q", "quit"},
+    {K_UP, ACT_UP, "Up/k", "move up"},
+    {'k', ACT_UP, "k", NULL},
+    {K_DOWN, ACT_DOWN, "Down/j", "move down"},
+    {'j', ACT_DOWN, "j", NULL},
+    {K_PGUP, ACT_PGUP, "PgUp", "page up"},
+    {K_PGDN, ACT_PGDN, "PgDn", "page down"},
+    {'g', ACT_TOP, "g/Home", "first row"},
+    {K_HOME, ACT_TOP, "Home", NULL},
+    {'G', ACT_BOTTOM, "G/End", "last row"},
+    {K_END, ACT_BOTTOM, "End", NULL},
+    {'[', ACT_HEAT_PREV, "[ ]", "scroll the cost matrix (large n)"},
+    {']', ACT_HEAT_NEXT, "]", NULL},
+    {12, ACT_REDRAW, "Ctrl-L", "redraw"},
+    {'\n', ACT_PLOT_SELECTED, "Enter", NULL},
+    {'\r', ACT_PLOT_SELECTED, "Enter", NULL},
+};
+const int key_table_len = (int)(sizeof key_table / sizeof key_table[0]);
+
+ui_action keys_lookup(int key) {
+    for (int i = 0; i < key_table_len; i++)
+        if (key_table[i].key == key) return key_table[i].act;
+    return ACT_NONE;
+}
+
+const key_binding *keys_for_action(ui_action a) {
+    for (int i = 0; i < key_table_len; i++)
+        if (key_table[i].act == a) return &key_table[i];
+    return NULL;
+}

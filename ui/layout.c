@@ -1,0 +1,51 @@
+/* layout.c - see layout.h. */
+#include "layout.h"
+
+#include <string.h>
+
+int layout_orders_width(int n) {
+    int ow = 2 * n - 1;
+    if (ow < 5) ow = 5;
+    /* marks(4) rank(5) order barrier(8) acc.bar(8) auc(8), single spaces */
+    return 4 + 1 + 5 + 1 + ow + 1 + 8 + 1 + 8 + 1 + 8;
+}
+
+int rect_contains(const ui_rect *r, int x, int y) {
+    return x >= r->x && x < r->x + r->w && y >= r->y && y < r->y + r->h;
+}
+
+void layout_compute(ui_layout *L, int w, int h, int n) {
+    memset(L, 0, sizeof *L);
+    L->w = w;
+    L->h = h;
+    if (w < UI_MIN_W || h < UI_MIN_H) {
+        L->too_small = 1;
+        return;
+    }
+    L->title = (ui_rect){0, 0, w, 2};
+    /* the footer wraps onto a second row on narrow screens */
+    int fh = w >= 100 ? 1 : 2;
+    L->footer = (ui_rect){0, h - 1 - fh, w, fh};
+    L->message = (ui_rect){0, h - 1, w, 1};
+    int body_y = 2, body_h = h - 3 - fh;
+
+    /* right column: the orders, as wide as a row, at most half the screen;
+       larger screens give the extra width to the plot */
+    int ow = layout_orders_width(n);
+    int cap = w / 2 > w - 46 ? w / 2 : w - 46; /* the left column keeps 45 columns */
+    if (ow > cap) ow = cap;
+    int left_w = w - ow - 1;
+    L->sep_x = left_w;
+    L->orders = (ui_rect){left_w + 1, body_y, ow, body_h};
+
+    /* left column: heat map (title, header, n rows, legend) then curves */
+    int heat_h = n + 3;
+    int min_curves = 8; /* n = 8 still fits at 80x24 */
+    if (heat_h > body_h - min_curves) heat_h = body_h - min_curves;
+    if (heat_h < 4) heat_h = 4;
+    L->heat = (ui_rect){0, body_y, left_w, heat_h};
+    L->curves = (ui_rect){0, body_y + heat_h, left_w, body_h - heat_h};
+
+    int ovw = w - 8 < 90 ? w - 8 : 90, ovh = h - 4;
+    L->overlay = (ui_rect){(w - ovw) / 2, 2, ovw, ovh};
+}

@@ -1,0 +1,240 @@
+/* orders_view.c - see orders_view.h. */
+#include "orders_view.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void orders_init(orders_state *s) {
+    memset(s, 0, sizeof *s);
+    s->best_row = -1;
+    s->page = 10;
+}
+
+void orders_free(orders_state *s) {
+    free(s->idx);
+    free(s->rank);
+    s->idx = s->rank = NULL;
+    s->cap = 0;
+}
+
+const char *orders_sort_name(int sort) {
+    static const char *names[SORT_COUNT] = {"rank", "order", "acc.barrier", "AUC"};
+    return sort >= 0 && sort < SORT_COUNT ? names[sort] : "?";
+}
+
+void order_format(const int *order, int n, char *buf, int cap) {
+    int k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && k < cap - 4; i++) k += snprintf(buf + k, (size_t)(cap - k), i ? " %d" : "%d", order[i]);
+}
+
+int order_matches(const int *order, int n, const char *filter) {
+    const char *p = filter;
+    for (int i = 0;; i++) {
+        while (*p == ' ' || *p == ',') p++;
+        if (!*p) return 1;
+        if (*p < '0' || *p > '9' || i >= n) return 0;
+        char *end;
+        long x = strtol(p, &end, 10);
+        if (x != order[i]) return 0;
+        p = end;
+    }
+}
+
+/* qsort has no context pointer: the rows being sorted (UI thread only) */
+static const ls_row *cmp_rows;
+static int cmp_n;
+static int cmp_order(const ls_row *a, const ls_row *b) {
+    for (int i = 0; i < cmp_n; i++)
+        if (a->order[i] != b->order[i]) return a->order[i] < b->order[i] ? -1 : 1;
+    return 0;
+}
+static int cmp_double(double a, double b) {
+    /* NaN sorts last */
+    if (isnan(a) || isnan(b)) return isnan(a) - isnan(b);
+    return a < b ? -1 : a > b ? 1 : 0;
+}
+static int cmp_by_barrier(const void *x, const void *y) {
+    const ls_row *a = &cmp_rows[*(const long *)x], *b = &cmp_rows[*(const long *)y];
+    int c = cmp_double(a->barrier, b->barrier);
+    return c ? c : cmp_order(a, b);
+}
+static int cmp_by_order(const void *x, const void *y) {
+    return cmp_order(&cmp_rows[*(const long *)x], &cmp_rows[*(const long *)y]);
+}
+static int cmp_by_acc(const void *x, const void *y) {
+    const ls_row *a = &cmp_rows[*(const long *)x], *b = &cmp_rows[*(const long *)y];
+    int c = cmp_double(a->acc_barrier, b->acc_barrier);
+    return c ? c : cmp_by_barrier(x, y);
+}
+static int cmp_by_auc(const void *x, const void *y) {
+    const ls_row *a = &cmp_rows[*(const long *)x], *b = &cmp_rows[*(const long *)y];
+    int c = cmp_double(a->auc, b->auc);
+    return c ? c : cmp_by_barrier(x, y);
+}
+
+void orders_update(orders_state *s, const engine_view *v) {
+    long nrows = v ? v->ndone : 0;
+    /* only when the rows changed: progress updates alone do not sort again */
+    if (s->built && s->built_epoch == (v ? v->rows_epoch : 0) && s->built_ndone == nrows &&
+        s->built_rows == (v ? v->rows : NULL) && s->built_sort == s->sort && !strcmp(s->built_filter, s->filter))
+        return;
+    int n = v ? v->n : 0;
+    if (nrows > s->cap) {
+        s->cap = nrows;
+        s->idx = ms_realloc(s->idx, (size_t)s->cap * sizeof(long));
+        s->rank = ms_realloc(s->rank, (size_t)s->cap * sizeof(long));
+    }
+    s->nrows = nrows;
+    cmp_rows = v ? v->rows : NULL;
+    cmp_n = n;
+    /* ranks: 1 + #{rows with a smaller barrier}, from one sort by barrier */
+    for (long i = 0; i < nrows; i++) s->idx[i] = i;
+    if (nrows > 1) qsort(s->idx, (size_t)nrows, sizeof(long), cmp_by_barrier);
+    for (long i = 0; i < nrows; i++) {
+        long r = s->idx[i];
+        if (i > 0 && v->rows[s->idx[i - 1]].barrier == v->rows[r].barrier)
+            s->rank[r] = s->rank[s->idx[i - 1]];
+        else
+            s->rank[r] = i + 1;
+    }
+    s->best_row = nrows > 0 ? s->idx[0] : -1;
+    /* the filtered list in the wanted order */
+    if (s->sort != SORT_RANK && nrows > 1)
+        qsort(s->idx, (size_t)nrows, sizeof(long),
+              s->sort == SORT_ORDER ? cmp_by_order : s->sort == SORT_ACC ? cmp_by_acc : cmp_by_auc);
+    long k = 0;
+    for (long i = 0; i < nrows; i++)
+        if (!s->filter[0] || order_matches(v->rows[s->idx[i]].order, n, s->filter)) s->idx[k++] = s->idx[i];
+    s->nidx = k;
+    /* keep the cursor on the same order */
+    if (s->have_cursor_order) {
+        for (long i = 0; i < s->nidx; i++)
+            if (!memcmp(v->rows[s->idx[i]].order, s->cursor_order, sizeof(int) * (size_t)n)) {
+                long d = i - s->cursor;
+                s->cursor = i;
+                s->top += d;
+                break;
+            }
+    }
+    if (s->cursor >= s->nidx) s->cursor = s->nidx - 1;
+    if (s->cursor < 0) s->cursor = 0;
+    s->built = 1;
+    s->built_epoch = v ? v->rows_epoch : 0;
+    s->built_ndone = nrows;
+    s->built_rows = v ? v->rows : NULL;
+    s->built_sort = s->sort;
+    memcpy(s->built_filter, s->filter, sizeof s->filter);
+}
+
+static void clamp_top(orders_state *s) {
+    int page = s->page > 0 ? s->page : 1;
+    if (s->cursor < s->top) s->top = s->cursor;
+    if (s->cursor >= s->top + page) s->top = s->cursor - page + 1;
+    if (s->top > s->nidx - page) s->top = s->nidx - page;
+    if (s->top < 0) s->top = 0;
+}
+
+void orders_set_cursor(orders_state *s, const engine_view *v, long pos) {
+    if (pos >= s->nidx) pos = s->nidx - 1;
+    if (pos < 0) pos = 0;
+    s->cursor = pos;
+    if (v && s->nidx > 0) {
+        memcpy(s->cursor_order, v->rows[s->idx[pos]].order, sizeof s->cursor_order);
+        s->have_cursor_order = 1;
+    }
+    clamp_top(s);
+}
+
+void orders_move(orders_state *s, long delta) {
+    long c = s->cursor;
+    if (delta == LONG_MAX) c = s->nidx - 1;
+    else if (delta == LONG_MIN) c = 0;
+    else c += delta;
+    if (c >= s->nidx) c = s->nidx - 1;
+    if (c < 0) c = 0;
+    s->cursor = c;
+    s->have_cursor_order = 0; /* set by orders_set_cursor when a view is at hand */
+    clamp_top(s);
+}
+
+const ls_row *orders_selected(const orders_state *s, const engine_view *v) {
+    if (!v || s->cursor < 0 || s->cursor >= s->nidx || s->nidx > v->ndone) return NULL;
+    return &v->rows[s->idx[s->cursor]];
+}
+
+long orders_pos_at(const orders_state *s, const ui_rect *r, int y) {
+    long pos = s->top + (y - (r->y + 3));
+    if (y < r->y + 3 || pos >= s->nidx) return -1;
+    return pos;
+}
+
+static void put_value(grid *g, int x, int y, int role, double val) {
+    if (isnan(val)) grid_printf(g, x, y, 8, role, "%8s", "-");
+    else grid_printf(g, x, y, 8, role, "%8.4f", val);
+}
+
+void orders_render(grid *g, const ui_rect *r, orders_state *s, const engine_view *v) {
+    if (r->w <= 0 || r->h < 4) return;
+    int n = v ? v->n : 0;
+    long total = v ? v->norders : 0, done = v ? v->ndone : 0;
+    grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_PANE_TITLE);
+    grid_printf(g, r->x + 1, r->y, r->w - 1, ROLE_PANE_TITLE, "expert orders %ld/%ld%s  *best G gate E expert I id",
+                done, total, v && !v->exhaustive && v->have_landscape ? " sampled" : "");
+    /* gauge while the landscape fills in, else sort and filter */
+    int y = r->y + 1;
+    if (s->editing || s->filter[0]) {
+        grid_printf(g, r->x, y, r->w, s->editing ? ROLE_MESSAGE : ROLE_DIM, "filter /%s%s  (%ld rows)", s->filter,
+                    s->editing ? "_" : "", s->nidx);
+    } else if (total > 0 && done < total) {
+        int gw = r->w - 16;
+        if (gw < 4) gw = 4;
+        int fill = (int)((double)done / (double)total * gw);
+        grid_put(g, r->x, y, '[', ROLE_DIM);
+        for (int i = 0; i < gw; i++)
+            grid_put(g, r->x + 1 + i, y, i < fill ? (g->utf8 ? 0x2588 : '#') : (g->utf8 ? 0x00B7 : '.'),
+                     i < fill ? ROLE_GAUGE : ROLE_DIM);
+        grid_printf(g, r->x + 1 + gw, y, r->w - 1 - gw, ROLE_DIM, "] %3.0f%%", 100.0 * done / total);
+    } else {
+        grid_printf(g, r->x, y, r->w, ROLE_DIM, "sorted by %s (s)  filter: /", orders_sort_name(s->sort));
+    }
+    /* header, the sorted column marked */
+    y = r->y + 2;
+    int ow = 2 * n - 1 < 5 ? 5 : 2 * n - 1;
+    int col_x[SORT_COUNT] = {5, 11, 11 + ow + 1 + 9, 11 + ow + 1 + 18};
+    grid_printf(g, r->x, y, r->w, ROLE_DIM, "      rank %-*s  barrier  acc.bar      AUC", ow, "order");
+    grid_put(g, r->x + col_x[s->sort] - 1, y, g->utf8 ? 0x25BE : 'v', ROLE_MARK);
+    s->page = r->h - 3;
+    clamp_top(s);
+    for (int i = 0; i < s->page; i++) {
+        long pos = s->top + i;
+        y = r->y + 3 + i;
+        if (pos >= s->nidx) {
+            if (pos == 0 && done == 0) grid_text(g, r->x + 1, y, r->w - 1, ROLE_DIM, "waiting for the evaluator...");
+            break;
+        }
+        long ri = s->idx[pos];
+        const ls_row *row = &v->rows[ri];
+        int cur = pos == s->cursor;
+        int role = cur ? ROLE_CURSOR : ROLE_NORMAL;
+        if (cur) grid_fill(g, r->x, y, r->w, 1, ' ', ROLE_CURSOR);
+        int is_id = 1;
+        for (int k = 0; k < n; k++) is_id &= row->order[k] == k;
+        char marks[5] = "    ";
+        if (ri == s->best_row) marks[0] = '*';
+        if (v->have_methods && !memcmp(row->order, v->method_order[COST_GATE], sizeof(int) * (size_t)n)) marks[1] = 'G';
+        if (v->have_methods && !memcmp(row->order, v->method_order[COST_EXPERT], sizeof(int) * (size_t)n)) marks[2] = 'E';
+        if (is_id) marks[3] = 'I';
+        grid_text(g, r->x, y, 4, cur ? ROLE_CURSOR : ROLE_MARK, marks);
+        char ord[64];
+        order_format(row->order, n, ord, sizeof ord);
+        grid_printf(g, r->x + 5, y, r->w - 5, role, "%5ld %-*s", s->rank[ri], ow, ord);
+        int x = r->x + 12 + ow;
+        put_value(g, x, y, role, row->barrier);
+        put_value(g, x + 9, y, role, row->acc_barrier);
+        put_value(g, x + 18, y, role, row->auc);
+    }
+}

@@ -1,0 +1,35 @@
+/* theme.h - colours looked up by meaning (ui_role), curses-free.
+ *
+ * Colours use the 8 basic terminal colours (curses numbering: 0 black, 1 red,
+ * 2 green, 3 yellow, 4 blue, 5 magenta, 6 cyan, 7 white; -1 the default), with
+ * an optional 256-colour refinement. The monochrome theme (NO_COLOR, or a
+ * terminal without colours) uses attributes only; views then draw the heat
+ * scale with shade glyphs. */
+#ifndef MS_UI_THEME_H
+#define MS_UI_THEME_H
+
+#include "grid.h"
+#include "ms_error.h"
+
+enum { TA_BOLD = 1, TA_REVERSE = 2, TA_UNDERLINE = 4, TA_DIM = 8 };
+
+typedef struct {
+    int fg, bg;         /* 0..7 or -1 */
+    int fg256, bg256;   /* 0..255 or -1: used when the terminal has 256 colours */
+    int attr;           /* TA_* */
+} theme_style;
+
+typedef struct {
+    int color;          /* 0: monochrome */
+    theme_style style[ROLE_COUNT];
+} theme;
+
+/* Colour unless NO_COLOR is set (to anything) or has_colors is 0. */
+int theme_env_color(int has_colors);
+void theme_init(theme *t, int color);
+/* Optional overrides from a file of lines "role fg bg [bold|reverse|underline|dim]...",
+ * e.g. "curve_naive 1 -1 bold". Unknown roles are an error naming the line. */
+int theme_load(theme *t, const char *path, ms_err *err);
+const char *theme_role_name(int role);
+
+#endif
