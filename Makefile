@@ -41,7 +41,7 @@ $(1)/libmoescope_ui.a: $(patsubst %.c,$(1)/%.o,$(UI_SRC))
 	@rm -f $$@
 	ar rcs $$@ $$^
 $(1)/moescope: $(1)/src/main.o $(1)/libmoescope_ui.a $(1)/libmoescope.a
-	$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)
+	$$(CC) $(2) -o $$@.tmp $$^ $$(LDLIBS) && mv -f $$@.tmp $$@
 $(1)/tests/%: $(1)/tests/%.o $(1)/libmoescope_ui.a $(1)/libmoescope.a
 	$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)
 $(1)/%.o: %.c
@@ -60,7 +60,7 @@ $(eval $(call BUILD_RULES,$(ASAN),$(SAN_FLAGS)))
 all: moescope
 
 moescope: $(REL)/moescope
-	cp $< $@
+	cp $< $@.tmp && mv -f $@.tmp $@
 
 REL_TESTS  := $(patsubst tests/%.c,$(REL)/tests/%,$(TEST_SRC))
 ASAN_TESTS := $(patsubst tests/%.c,$(ASAN)/tests/%,$(TEST_SRC))

@@ -118,6 +118,12 @@ check "help" wait_for "expert-order stage on/off"
 tm send-keys -t t x
 check "help closes" wait_gone "any key closes"
 
+# diagnostics pane
+tm send-keys -t t d
+check "d: diagnostics findings" wait_for "[ok] A: "
+tm send-keys -t t x
+check "diagnostics close" wait_gone "[ok] A: "
+
 # resize
 tm resize-window -t t -x 60 -y 20
 check "too small message" wait_for "terminal too small: 60x20, need at least 80x24"
