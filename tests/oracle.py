@@ -463,3 +463,115 @@ def diag_slot_residuals(A, B, order):
         res.append(r)
         rel.append(r / sc)
     return np.array(res), np.array(rel)
+
+
+# ---------------------------------------------------------------- curves and landscapes (SPEC §5)
+# Added by the landscape helper: interpolate, curve, curve_stats, landscape.
+# Plain float64 numpy written from the SPEC: every order is aligned with
+# align(order=pi) and evaluated point by point, with no sharing of work.
+
+def _lerp_tree(a, b, t):
+    if isinstance(a, dict):
+        return {k: _lerp_tree(a[k], b[k], t) if k in b else a[k] for k in a}
+    if isinstance(a, list):
+        return [_lerp_tree(x, y, t) for x, y in zip(a, b)]
+    if isinstance(a, np.ndarray):
+        return (1.0 - t) * a + t * np.asarray(b)
+    return a
+
+
+def interpolate(A, B, t):
+    """theta(t) = (1-t) theta_A + t theta_B on every parameter (gate, experts, shared, head)."""
+    out = dict(A)
+    for key in ("gate_w", "gate_b", "head_w", "head_b", "norm_w", "norm_b"):
+        if key in A:
+            out[key] = (1.0 - t) * np.asarray(A[key]) + t * np.asarray(B[key])
+    out["experts"] = _lerp_tree(A["experts"], B["experts"], t)
+    out["shared"] = _lerp_tree(A["shared"], B["shared"], t)
+    return out
+
+
+def _loss_acc(L, ev, Z):
+    logits = head(L, Z)
+    N = Z.shape[0]
+    if "labels" in ev:
+        y = ev["labels"]
+        mx = logits.max(axis=1, keepdims=True)
+        lse = mx[:, 0] + np.log(np.exp(logits - mx).sum(axis=1))
+        return float((lse - logits[np.arange(N), y]).mean()), \
+            float((np.argmax(logits, axis=1) == y).mean())
+    return float(((logits - ev["targets"]) ** 2).mean()), None
+
+
+def curve_stats(loss, acc=None):
+    """(barrier, acc_barrier, auc) of SPEC §5 for a curve over t_m = m/(T-1)."""
+    loss = np.asarray(loss, dtype=np.float64)
+    T = len(loss)
+    t = np.arange(T) / (T - 1)
+    ex = loss - ((1 - t) * loss[0] + t * loss[-1])
+    barrier = float(ex.max())
+    auc = float(np.trapz(ex, t)) if hasattr(np, "trapz") else float(np.trapezoid(ex, t))
+    accb = None
+    if acc is not None:
+        acc = np.asarray(acc, dtype=np.float64)
+        accb = float((((1 - t) * acc[0] + t * acc[-1]) - acc).max())
+    return barrier, accb, auc
+
+
+def curve(A, Bp, ev, T=25):
+    """Loss (and accuracy) at t_m from A to the aligned Bp: dict loss, acc, barrier,
+    acc_barrier, auc. Without a head: mean((D_t - ((1-t) D_A + t D_B))^2) over N*d."""
+    X = np.asarray(ev["inputs"], dtype=np.float64)
+    ts = np.arange(T) / (T - 1)
+    loss, acc = [], []
+    if A["C"] == 0:
+        DA, _ = layer_output(A, X)
+        DB, _ = layer_output(Bp, X)
+    for t in ts:
+        M = interpolate(A, Bp, t)
+        if A["C"] == 0:
+            D, _ = layer_output(M, X)
+            loss.append(float(((D - ((1 - t) * DA + t * DB)) ** 2).mean()))
+            acc.append(None)
+        else:
+            Z, _ = forward(M, X)
+            lo, ac = _loss_acc(M, ev, Z)
+            loss.append(lo)
+            acc.append(ac)
+    acc = None if acc[0] is None else acc
+    b, ab, auc = curve_stats(loss, acc)
+    return {"t": ts, "loss": np.array(loss), "acc": None if acc is None else np.array(acc),
+            "barrier": b, "acc_barrier": ab, "auc": auc}
+
+
+def landscape(A, B, ev, T=25, orders=None, wm=True, center=True):
+    """The landscape of SPEC §5. orders: list of orders to evaluate (default: all n!).
+    Returns dict rows [(order tuple, barrier, acc_barrier, auc)] sorted by
+    (barrier, order), named curves naive/skip_order/gate/expert, and for the two
+    methods rank and l_hat computed over the evaluated orders."""
+    import itertools
+    n = A["n"]
+    if orders is None:
+        orders = list(itertools.permutations(range(n)))
+    rows = []
+    for p in orders:
+        c = curve(A, align(A, B, order=list(p), wm_stage=wm)["layer"], ev, T)
+        rows.append((tuple(int(v) for v in p), c["barrier"], c["acc_barrier"], c["auc"]))
+    rows.sort(key=lambda r: (r[1], r[0]))
+    named = {
+        "naive": curve(A, align(A, B, order_stage=False, wm_stage=False)["layer"], ev, T),
+        "skip_order": curve(A, align(A, B, order_stage=False, wm_stage=True)["layer"], ev, T),
+    }
+    named["naive"]["order"] = tuple(range(n))
+    named["skip_order"]["order"] = tuple(range(n))
+    best = rows[0][1]
+    for m in ("gate", "expert"):
+        al = align(A, B, method=m, center=center, wm_stage=wm)
+        c = curve(A, al["layer"], ev, T)
+        c["order"] = tuple(int(v) for v in al["order"])
+        c["cost"] = al["total"]
+        c["rank"] = 1 + sum(1 for r in rows if r[1] < c["barrier"])
+        den = named["naive"]["barrier"] - best
+        c["l_hat"] = 100.0 * (c["barrier"] - best) / den if den > 0 else None
+        named[m] = c
+    return {"rows": rows, "best": best, **named}
