@@ -57,6 +57,14 @@ static const char *base_name(const char *p) {
     return s ? s + 1 : p;
 }
 
+/* The shortest %g form that reads back as the same double. */
+static void fmt_double(char *buf, size_t size, double v) {
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, size, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
 static int write_evalset(const train_set *te, const char *path, const char *variant,
                          ms_err *err) {
     int64_t *lab = ms_malloc((size_t)te->N * sizeof(int64_t));
@@ -229,11 +237,11 @@ int cmd_train(int argc, char **argv) {
     moe_meta_set(&m, "train.embed_dim", buf);
     snprintf(buf, sizeof buf, "%ld", embed_seed);
     moe_meta_set(&m, "train.embed_seed", buf);
-    snprintf(buf, sizeof buf, "%.17g", embed_scale);
+    fmt_double(buf, sizeof buf, embed_scale);
     moe_meta_set(&m, "train.embed_scale", buf);
     snprintf(buf, sizeof buf, "%ld", epochs);
     moe_meta_set(&m, "train.epochs", buf);
-    snprintf(buf, sizeof buf, "%.17g", lr);
+    fmt_double(buf, sizeof buf, lr);
     moe_meta_set(&m, "train.lr", buf);
     snprintf(buf, sizeof buf, "%ld", batch);
     moe_meta_set(&m, "train.batch", buf);

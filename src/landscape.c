@@ -676,8 +676,8 @@ static void wilson(double phat, double nobs, double *lo, double *hi) {
     double den = 1.0 + z * z / nobs;
     double ctr = (phat + z * z / (2.0 * nobs)) / den;
     double half = z * sqrt(phat * (1.0 - phat) / nobs + z * z / (4.0 * nobs * nobs)) / den;
-    *lo = ctr - half < 0 ? 0 : ctr - half;
-    *hi = ctr + half > 1 ? 1 : ctr + half;
+    *lo = phat <= 0 || ctr - half < 0 ? 0 : ctr - half;
+    *hi = phat >= 1 || ctr + half > 1 ? 1 : ctr + half;
 }
 
 /* ranks, L-hat and the best barrier from the rows done so far; valid when

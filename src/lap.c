@@ -11,12 +11,26 @@
  *                is dual feasible for "every row, at most one per column";
  *                augmenting row reduction and augmentation only ever lower v
  *                of assigned columns, so unassigned columns keep v = 0 and the
- *                result is optimal. nr > nc is solved on the transpose.
+ *                result is optimal. nr > nc is solved on a transposed copy.
+ *   maximise:    the kernels read sg * c with sg = -1 (exact; no copy).
  *
  * Invariant kept by every phase: each assigned row i sits on a column that
  * minimises its reduced cost c_ij - v_j. The shortest path phase needs only
  * that, so any phase may stop early (we cap augmenting row reduction for
- * floating point safety) without costing exactness. */
+ * floating point safety) without costing exactness.
+ *
+ * Where the time goes (n in the thousands, uniform or weight-matching costs):
+ * tens of thousands of full row scans, in augmenting row reduction (two
+ * smallest reduced costs) and in the shortest path phase (one relaxation per
+ * scanned row). Both are contiguous, branch-free vector passes (lap_two_min,
+ * lap_relax); the textbook's todo-column list (an index gather per element
+ * and a separate minimum scan) is replaced by a full masked pass that relaxes
+ * and finds the minimum at once, and predecessors are recovered after the
+ * search instead of being stored in the hot loop. What is left is bound by
+ * memory bandwidth: each scan streams one row of the cost matrix.
+ *
+ * Ties: lowest index wins everywhere (column minima, two smallest, Dijkstra
+ * minimum), so the result is deterministic. */
 #include "lap.h"
 
 #include <math.h>
@@ -277,6 +291,8 @@ static void lapjv_arr(lapjv *s) {
  * alternating path. */
 static void lapjv_augment(lapjv *s, int freerow) {
     const int m = s->m;
+    // row i is c + i * m: one multiply per scan of m elements, so no table of
+    // row pointers is needed
     const double *c = s->c, sg = s->sg;
     double *dd = s->dd, *vv = s->vv, *v = s->v;
     for (int j = 0; j < m; j++) {
