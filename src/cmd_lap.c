@@ -93,12 +93,17 @@ int cmd_lap(int argc, char **argv) {
         st_close(&f);
         return cli_error("%s: no tensor 'cost' (lap reads the 2-D tensor named 'cost')", in);
     }
-    if (t->ndim != 2 || t->shape[0] > 1000000 || t->shape[1] > 1000000) {
+    if (t->ndim != 2) {
         int nd = t->ndim;
         st_close(&f);
-        return cli_error("%s: tensor 'cost' must be 2-D with at most 1e6 rows and columns "
-                         "(it has %d dimensions)",
+        return cli_error("%s: tensor 'cost' must be 2-D (rows, columns); it has %d dimensions",
                          in, nd);
+    }
+    if (t->shape[0] > 1000000 || t->shape[1] > 1000000) {
+        long long r = (long long)t->shape[0], k = (long long)t->shape[1];
+        st_close(&f);
+        return cli_error("%s: tensor 'cost' is %lld x %lld; at most 1000000 rows and columns",
+                         in, r, k);
     }
     int nr = (int)t->shape[0], nc = (int)t->shape[1];
     // cost is (nr, nc); the reader refuses NaN/inf naming the file and the cell

@@ -89,6 +89,7 @@ typedef struct {
     /* per-order state over the t done so far */
     double *bar, *accb, *auc;
     unsigned char *done;
+    int *prog;       /* t of the current chunk done, in chunk order */
     /* threads */
     int nthreads;
     ls_ws *ws;
@@ -373,83 +374,145 @@ __attribute__((target_clones("avx2", "default"))) static void axpy_f(float *rest
     for (int q = 0; q < d; q++) z[q] += g * y[q];
 }
 
-/* Loss and accuracy of one order at the chunk's t. pair[i]: pair index of
- * slot i; col[i]: B's gate row in slot i; v: shared variant. */
-static int eval_order(lsx *x, ls_ws *w, const int *pair, const int *col, int v, double *loss,
-                      double *acc) {
-    const moe_config *c = x->cfg;
-    int N = x->N, d = x->d, n = x->n, C = x->C, nn = x->nn;
-    for (int tc = 0; tc < x->ntc; tc++) {
-        if (ls_cancelled(x)) return -1;
-        const float *S = x->S + (size_t)tc * N * nn; // (N, nn)
-        for (int r = 0; r < N; r++)
-            for (int i = 0; i < n; i++) w->sc[(size_t)r * n + i] = S[(size_t)r * nn + i * n + col[i]];
-        moe_route(c, w->sc, N, w->G);
-        const float *bs = base_at(x, tc, v);
-        const float *Yp[LS_MAX_N];
-        for (int i = 0; i < n; i++) Yp[i] = Y_at(x, tc, pair[i]);
-        double ss = 0.0;
-        const float *hd = x->head + (size_t)tc * head_floats(x);
-        for (int r = 0; r < N; r++) {
-            float *z = w->Zb + (size_t)r * d; // (d)
-            memcpy(z, bs + (size_t)r * d, (size_t)d * sizeof(float));
-            const float *g = w->G + (size_t)r * n;
-            for (int i = 0; i < n; i++)
-                if (g[i] != 0.0f) axpy_f(z, Yp[i] + (size_t)r * d, g[i], d);
-            if (x->kind == LS_LAYER) {
-                for (int q = 0; q < d; q++) ss += (double)z[q] * z[q];
-            } else if (c->has_norm) {
-                // LayerNorm over d, biased variance, eps 1e-5, statistics in double
-                double mu = 0.0, var = 0.0;
-                for (int q = 0; q < d; q++) mu += z[q];
-                mu /= d;
-                for (int q = 0; q < d; q++) var += (z[q] - mu) * (z[q] - mu);
-                var /= d;
-                double inv = 1.0 / sqrt(var + 1e-5);
-                for (int q = 0; q < d; q++) z[q] = (float)((z[q] - mu) * inv) * hd[q] + hd[d + q];
-            }
-        }
-        if (x->kind == LS_LAYER) {
-            loss[tc] = ss / ((double)N * d);
-            if (acc) acc[tc] = NAN;
-            continue;
-        }
-        const float *Hw = hd + (c->has_norm ? 2 * d : 0); // (C, d)
-        const float *Hb = Hw + (size_t)C * d;              // (C)
-        // logits (N, C) = Zb (N, d) H^T + c
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, d, 1.0f, w->Zb, d, Hw, d, 0.0f,
-                    w->logits, C);
-        for (int r = 0; r < N; r++)
-            for (int q = 0; q < C; q++) w->logits[(size_t)r * C + q] += Hb[q];
-        double ls = 0.0;
-        long ok = 0;
-        ls_loss_logits(x->E, 0, w->logits, N, C, &ls, &ok);
-        if (x->kind == LS_CLASSIFY) {
-            loss[tc] = ls / N;
-            if (acc) acc[tc] = (double)ok / N;
-        } else {
-            loss[tc] = ls / ((double)N * C);
-            if (acc) acc[tc] = NAN;
-        }
-    }
-    return 0;
+/* e^x in float (Cephes' polynomial, ~1 ulp), branch-free so loops vectorise;
+ * exp(double) per element was most of the time of an order. */
+static inline float fast_expf(float x) {
+    x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+    float k = nearbyintf(x * 1.44269504088896341f);
+    float r = x - k * 0.693359375f + k * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    union {
+        float f;
+        int32_t i;
+    } u = {.i = ((int32_t)k + 127) << 23};
+    return p * u.f;
 }
 
-/* fold the chunk's values of an order into its running statistics; the
- * expressions are those of ls_curve_stats */
-static void fold_state(lsx *x, long k, const double *loss, const double *acc) {
-    int T = x->T;
-    for (int tc = 0; tc < x->ntc; tc++) {
-        double t = ls_t(x->tidx[tc], T);
-        double e = loss[tc] - ((1.0 - t) * x->loss_a + t * x->loss_b);
-        if (isnan(e) || isnan(x->bar[k])) x->bar[k] = NAN;
-        else if (e > x->bar[k]) x->bar[k] = e;
-        x->auc[k] += e / (double)(T - 1);
-        if (x->kind == LS_CLASSIFY) {
-            double ea = (1.0 - t) * x->acc_a + t * x->acc_b - acc[tc];
-            if (isnan(ea) || isnan(x->accb[k])) x->accb[k] = NAN;
-            else if (ea > x->accb[k]) x->accb[k] = ea;
+/* moe_route's rules (dense softmax; top-k with ties to the smaller index) on
+ * one sample's scores s (n) -> g (n), with fast_expf */
+static inline void route_one(const moe_config *c, const float *s, float *g) {
+    int n = c->n;
+    if (c->router == ROUTER_TOPK && c->k < n) {
+        unsigned sel = 0;
+        float mx = 0.0f, sum = 0.0f;
+        int idx[LS_MAX_N];
+        for (int j = 0; j < c->k; j++) {
+            int best = -1;
+            for (int i = 0; i < n; i++) {
+                if (sel >> i & 1u) continue;
+                if (best < 0 || s[i] > s[best]) best = i;
+            }
+            sel |= 1u << best;
+            idx[j] = best;
+            if (j == 0) mx = s[best];
         }
+        for (int i = 0; i < n; i++) g[i] = 0.0f;
+        for (int j = 0; j < c->k; j++) sum += (g[idx[j]] = fast_expf(s[idx[j]] - mx));
+        float inv = 1.0f / sum;
+        for (int j = 0; j < c->k; j++) g[idx[j]] *= inv;
+    } else {
+        float mx = s[0], sum = 0.0f;
+        for (int i = 1; i < n; i++) mx = s[i] > mx ? s[i] : mx;
+        for (int i = 0; i < n; i++) sum += (g[i] = fast_expf(s[i] - mx));
+        float inv = 1.0f / sum;
+        for (int i = 0; i < n; i++) g[i] *= inv;
+    }
+}
+
+/* Loss and accuracy of one order at the chunk's t index tc. pair[i]: pair
+ * index of slot i; col[i]: B's gate row in slot i; v: shared variant. */
+static void eval_order_t(lsx *x, ls_ws *w, const int *pair, const int *col, int v, int tc,
+                         double *loss, double *acc) {
+    const moe_config *c = x->cfg;
+    int N = x->N, d = x->d, n = x->n, C = x->C, nn = x->nn;
+    const float *S = x->S + (size_t)tc * N * nn; // (N, nn)
+    const float *bs = base_at(x, tc, v);         // (N, d)
+    const float *Yp[LS_MAX_N];
+    for (int i = 0; i < n; i++) Yp[i] = Y_at(x, tc, pair[i]);
+    const float *hd = x->head + (size_t)tc * head_floats(x);
+    double ss = 0.0;
+    float sc[LS_MAX_N], g[LS_MAX_N];
+    for (int r = 0; r < N; r++) {
+        const float *Sr = S + (size_t)r * nn;
+        for (int i = 0; i < n; i++) sc[i] = Sr[i * n + col[i]];
+        route_one(c, sc, g);
+        float *z = w->Zb + (size_t)r * d; // (d)
+        memcpy(z, bs + (size_t)r * d, (size_t)d * sizeof(float));
+        for (int i = 0; i < n; i++)
+            if (g[i] != 0.0f) axpy_f(z, Yp[i] + (size_t)r * d, g[i], d);
+        if (x->kind == LS_LAYER) {
+            float s2 = 0.0f;
+            for (int q = 0; q < d; q++) s2 += z[q] * z[q];
+            ss += s2;
+        } else if (c->has_norm) {
+            // LayerNorm over d, biased variance, eps 1e-5
+            float mu = 0.0f, var = 0.0f;
+            for (int q = 0; q < d; q++) mu += z[q];
+            mu /= (float)d;
+            for (int q = 0; q < d; q++) var += (z[q] - mu) * (z[q] - mu);
+            var /= (float)d;
+            float inv = 1.0f / sqrtf(var + 1e-5f);
+            for (int q = 0; q < d; q++) z[q] = (z[q] - mu) * inv * hd[q] + hd[d + q];
+        }
+    }
+    if (x->kind == LS_LAYER) {
+        *loss = ss / ((double)N * d);
+        *acc = NAN;
+        return;
+    }
+    const float *Hw = hd + (c->has_norm ? 2 * d : 0); // (C, d)
+    const float *Hb = Hw + (size_t)C * d;              // (C)
+    // logits (N, C) = Zb (N, d) H^T
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, d, 1.0f, w->Zb, d, Hw, d, 0.0f,
+                w->logits, C);
+    double ls = 0.0;
+    long ok = 0;
+    for (int r = 0; r < N; r++) {
+        float *lr = w->logits + (size_t)r * C; // (C)
+        for (int q = 0; q < C; q++) lr[q] += Hb[q];
+        if (x->kind == LS_CLASSIFY) {
+            int y = x->E->labels[r], am = 0;
+            for (int q = 1; q < C; q++)
+                if (lr[q] > lr[am]) am = q;
+            float mx = lr[am], se = 0.0f;
+            for (int q = 0; q < C; q++) se += fast_expf(lr[q] - mx);
+            ls += (double)(mx - lr[y]) + log((double)se);
+            ok += am == y;
+        } else {
+            const float *tg = x->E->targets + (size_t)r * C; // (C)
+            float s2 = 0.0f;
+            for (int q = 0; q < C; q++) s2 += (lr[q] - tg[q]) * (lr[q] - tg[q]);
+            ls += s2;
+        }
+    }
+    if (x->kind == LS_CLASSIFY) {
+        *loss = ls / N;
+        *acc = (double)ok / N;
+    } else {
+        *loss = ls / ((double)N * C);
+        *acc = NAN;
+    }
+}
+
+/* fold one value of an order into its running statistics; the expressions
+ * are those of ls_curve_stats */
+static void fold_one(lsx *x, long k, int tc, double loss, double acc) {
+    int T = x->T;
+    double t = ls_t(x->tidx[tc], T);
+    double e = loss - ((1.0 - t) * x->loss_a + t * x->loss_b);
+    if (isnan(e) || isnan(x->bar[k])) x->bar[k] = NAN;
+    else if (e > x->bar[k]) x->bar[k] = e;
+    x->auc[k] += e / (double)(T - 1);
+    if (x->kind == LS_CLASSIFY) {
+        double ea = (1.0 - t) * x->acc_a + t * x->acc_b - acc;
+        if (isnan(ea) || isnan(x->accb[k])) x->accb[k] = NAN;
+        else if (ea > x->accb[k]) x->accb[k] = ea;
     }
 }
 
@@ -473,6 +536,8 @@ typedef struct {
     long nitems, next, grain;
     int kind;            /* 0 precompute, 1 orders */
     const long *list;    /* kind 1: order indices (NULL: all), */
+    long nlist;
+    double bmax;         /* kind 1: stop an order once its barrier reaches this */
     int finish;          /* kind 1: emit rows (the last chunk) */
     int running;
     int tid;
@@ -483,25 +548,43 @@ typedef struct {
     int tid;
 } ls_arg;
 
-static void run_order(lsx *x, ls_ws *w, long k, int finish) {
-    int p[LS_MAX_N], pair[LS_MAX_N];
-    order_of(x, k, p);
-    for (int i = 0; i < x->n; i++) pair[i] = i * x->n + p[i];
-    double loss[64], acc[64], *lb = loss, *ab = acc;
-    if (x->ntc > 64) {
-        lb = ms_malloc((size_t)x->ntc * sizeof(double));
-        ab = ms_malloc((size_t)x->ntc * sizeof(double));
+#define LS_BLOCK 32
+
+/* A block of orders, t-major so each Y^t slice is reused from cache by every
+ * order of the block. Orders continue from where they stopped (x->prog); with
+ * a finite bmax (the ranks phase) an order stops as soon as its barrier
+ * reaches bmax, since it can no longer rank above a chosen order. */
+static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, double bmax) {
+    int n = x->n;
+    int ord[LS_BLOCK][LS_MAX_N], pair[LS_BLOCK][LS_MAX_N];
+    char active[LS_BLOCK];
+    int t0 = x->ntc;
+    for (int j = 0; j < cnt; j++) {
+        long k = ks[j];
+        active[j] = !x->done[k] && x->prog[k] < x->ntc && !(x->bar[k] >= bmax);
+        if (!active[j]) continue;
+        order_of(x, k, ord[j]);
+        for (int i = 0; i < n; i++) pair[j][i] = i * n + ord[j][i];
+        if (x->prog[k] < t0) t0 = x->prog[k];
     }
-    if (!eval_order(x, w, pair, p, SH_MAIN, lb, ab)) {
-        fold_state(x, k, lb, ab);
-        if (finish) {
-            x->done[k] = 1;
-            emit_row(x, k, p);
+    for (int tc = t0; tc < x->ntc; tc++) {
+        if (ls_cancelled(x)) return;
+        for (int j = 0; j < cnt; j++) {
+            long k = ks[j];
+            if (!active[j] || x->prog[k] != tc) continue;
+            double loss, acc;
+            eval_order_t(x, w, pair[j], ord[j], SH_MAIN, tc, &loss, &acc);
+            fold_one(x, k, tc, loss, acc);
+            x->prog[k] = tc + 1;
+            if (!(x->bar[k] < bmax)) active[j] = 0;
         }
     }
-    if (lb != loss) {
-        free(lb);
-        free(ab);
+    if (!finish) return;
+    for (int j = 0; j < cnt; j++) {
+        long k = ks[j];
+        if (x->done[k] || x->prog[k] != x->ntc) continue;
+        x->done[k] = 1;
+        emit_row(x, k, ord[j]);
     }
 }
 
@@ -519,9 +602,12 @@ static void *ls_worker(void *arg) {
             if (job->kind == 0) {
                 pre_item(x, a->tid, it);
             } else {
-                long k = job->list ? job->list[it] : it;
-                if (x->done[k]) continue;
-                run_order(x, &x->ws[a->tid], k, job->finish);
+                // item = a block of orders
+                long ks[LS_BLOCK], k0 = it * LS_BLOCK, cnt = 0;
+                long total = job->list ? job->nlist : x->norders;
+                for (long k = k0; k < k0 + LS_BLOCK && k < total; k++)
+                    ks[cnt++] = job->list ? job->list[k] : k;
+                run_block(x, &x->ws[a->tid], ks, (int)cnt, job->finish, job->bmax);
             }
         }
     }
