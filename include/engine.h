@@ -54,6 +54,14 @@ typedef struct {
     int rank[2];              /* [COST_GATE], [COST_EXPERT], from the complete rows */
     double l_hat[2];          /* NaN when undefined */
     double loss_a, loss_b, acc_a, acc_b;
+    /* what the landscape is doing while no row is out yet (it reports rows
+     * only in its last phase): "" when idle; phase_since is the monotonic
+     * clock (engine_clock) when it began, for an elapsed time */
+    char phase[96];
+    double phase_since;
+    /* the ranks came early (landscape on_ranks): rank/l_hat above are final
+     * although the table is still filling in */
+    int ranks_early;
 } engine_view;
 
 typedef struct engine engine;
@@ -65,5 +73,7 @@ void engine_submit(engine *g, const engine_request *r);
 int engine_snapshot(engine *g, engine_view *v);
 void engine_view_free(engine_view *v);
 void engine_stop(engine *g); /* cancels, joins, frees */
+/* Seconds on the monotonic clock the engine stamps phase_since with. */
+double engine_clock(void);
 
 #endif

@@ -10,6 +10,12 @@ MOESCOPE=${MOESCOPE:-$HERE/../moescope}
 MOESCOPE=$(cd "$(dirname "$MOESCOPE")" && pwd)/$(basename "$MOESCOPE")
 PYTHON=${PYTHON:-/usr/bin/python3}
 cd "$HERE"
+# OpenBLAS picks its sgemm kernels by CPU; different kernels round differently.
+# Pin the Haswell (AVX2) kernels, which the committed files were made with, on
+# every CPU that has AVX2 (tests/test_samples.sh does the same).
+if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
+    export OPENBLAS_CORETYPE=Haswell
+fi
 
 # 1. the data: the UCI digits as shipped by Debian's python3-sklearn
 if "$PYTHON" -c 'import numpy' 2>/dev/null; then

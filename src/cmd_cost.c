@@ -172,6 +172,8 @@ int cmd_cost(int argc, char **argv) {
     const char *pa = argv[optind], *pb = argv[optind + 1];
 
     ms_err err;
+    const char *inputs[2] = {pa, pb};
+    if (json && af_check_not_input(json, inputs, 2, &err)) return cli_error("%s", err.msg);
     moe_model A, B;
     memset(&A, 0, sizeof A);
     memset(&B, 0, sizeof B);

@@ -137,6 +137,12 @@ int cmd_eval(int argc, char **argv) {
     const char *ckpt = argv[optind];
 
     ms_err err;
+    // refuse before any work: an output must never replace an input
+    const char *inputs[2] = {ckpt, eval_path};
+    if (json && af_check_not_input(json, inputs, 2, &err)) return cli_error("%s", err.msg);
+    if (dump && af_check_not_input(dump, inputs, 2, &err)) return cli_error("%s", err.msg);
+    if (json && dump && !strcmp(json, dump))
+        return cli_usage_error(USAGE, "eval: --json and --dump-outputs name the same file '%s'", json);
     moe_model m;
     evalset e;
     if (moe_load(&m, ckpt, layer, &err)) return cli_error("%s", err.msg);

@@ -47,6 +47,8 @@ int cmd_info(int argc, char **argv) {
     const char *ckpt = argv[optind];
 
     ms_err err;
+    const char *inputs[1] = {ckpt};
+    if (json && af_check_not_input(json, inputs, 1, &err)) return cli_error("%s", err.msg);
     moe_model m;
     if (moe_load(&m, ckpt, layer, &err)) return cli_error("%s", err.msg);
     char **layers = NULL;

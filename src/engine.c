@@ -59,13 +59,21 @@ struct engine {
     landscape *cur_L;         /* the landscape being computed (for the callbacks) */
     double last_pub;
     double *cost[2];          /* (n, n) each */
+    /* ranks from the landscape's on_ranks, before every row is done */
+    int have_early;
+    int early_wm, early_T;
+    int early_order[2][LS_MAX_N];
+    int early_rank[2];
+    double early_lhat[2];
 };
 
-static double now_s(void) {
+double engine_clock(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+
+static double now_s(void) { return engine_clock(); }
 
 /* ---- publishing (call with mu held) ---- */
 
@@ -98,6 +106,19 @@ static void pub_ranks(engine *g) {
     engine_view *p = &g->pub;
     p->rank[0] = p->rank[1] = 0;
     p->l_hat[0] = p->l_hat[1] = NAN;
+    p->ranks_early = 0;
+    if (!p->have_landscape && g->have_early && p->have_methods && g->early_wm == p->req.wm_stage &&
+        g->early_T == p->req.T) {
+        /* final ranks before the table is: valid for the orders they were
+           computed for (gate centring may have changed since) */
+        for (int m = 0; m < 2; m++)
+            if (!memcmp(g->early_order[m], p->method_order[m], sizeof(int) * (size_t)g->n)) {
+                p->rank[m] = g->early_rank[m];
+                p->l_hat[m] = g->early_lhat[m];
+                p->ranks_early = 1;
+            }
+        return;
+    }
     if (!p->have_landscape || !p->have_methods || !p->have_naive || p->ndone < 1) return;
     double best = INFINITY;
     for (long k = 0; k < p->ndone; k++)
@@ -242,7 +263,12 @@ static void publish_rows(engine *g, const landscape *L, long done, long total) {
     p->ndone = done;
     p->norders = total;
     p->progress = total > 0 ? (double)done / total : 0;
-    snprintf(p->status, sizeof p->status, "computing landscape %ld/%ld", done, total);
+    if (done > 0) p->phase[0] = 0;
+    if (p->ranks_early && p->rank[p->req.method] > 0)
+        snprintf(p->status, sizeof p->status, "%s order rank %d of %ld; table %ld/%ld", cost_method_name(p->req.method),
+                 p->rank[p->req.method], total, done, total);
+    else
+        snprintf(p->status, sizeof p->status, "computing landscape %ld/%ld", done, total);
     pub_bump(g);
     pthread_mutex_unlock(&g->mu);
     g->last_pub = now_s();
@@ -275,12 +301,47 @@ static void on_progress(void *ctx, long done, long total) {
     serve_pending(g);
 }
 
+/* The ranks are final long before the table (landscape.h on_ranks). */
+static void on_ranks(void *ctx, const landscape *L) {
+    engine *g = ctx;
+    pthread_mutex_lock(&g->mu);
+    g->have_early = 1;
+    g->early_wm = g->ls_wm;
+    g->early_T = g->ls_T;
+    for (int m = 0; m < 2; m++) {
+        memcpy(g->early_order[m], L->methods[m].order, sizeof g->early_order[m]);
+        /* sampled landscapes (n > 9): ranks among the sample only; leave them
+           to the complete rows */
+        g->early_rank[m] = g->n <= LS_EXHAUSTIVE_MAX ? L->rank[m] : 0;
+        g->early_lhat[m] = L->l_hat[m];
+    }
+    if (g->n > LS_EXHAUSTIVE_MAX) g->have_early = 0;
+    pub_ranks(g);
+    pub_bump(g);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static long orders_expected(int n, long nsample) {
+    if (n > LS_EXHAUSTIVE_MAX) return nsample;
+    long f = 1;
+    for (int i = 2; i <= n; i++) f *= i;
+    return f;
+}
+
 static int run_landscape(engine *g, const engine_request *q, ms_err *err) {
     if (g->have_ls && g->done_wm == q->wm_stage && g->done_T == q->T) return 0;
     g->have_ls = 0;
+    ls_opts o;
+    ls_opts_default(&o);
     pthread_mutex_lock(&g->mu);
+    g->have_early = 0;
     g->pub.ndone = 0;
-    g->pub.norders = 0;
+    g->pub.norders = orders_expected(g->n, o.nsample); /* known before the first row */
+    /* landscape_compute says nothing until rows finish (its last phase): the
+       pane shows this phase with a spinner meanwhile */
+    snprintf(g->pub.phase, sizeof g->pub.phase, "preparing: weight matching of the %d pairs, interpolated experts",
+             g->n * g->n);
+    g->pub.phase_since = now_s();
     g->pub.have_landscape = 0;
     g->pub.rows_epoch++;
     g->in_landscape = 1;
@@ -291,13 +352,12 @@ static int run_landscape(engine *g, const engine_request *q, ms_err *err) {
     pub_bump(g);
     pthread_mutex_unlock(&g->mu);
 
-    ls_opts o;
-    ls_opts_default(&o);
     o.T = q->T;
     o.wm = q->wm_stage;
     o.center = q->center;
     o.cancel = &g->cancel;
     o.progress = on_progress;
+    o.on_ranks = on_ranks;
     o.ctx = g;
     landscape L;
     memset(&L, 0, sizeof L);
@@ -307,6 +367,7 @@ static int run_landscape(engine *g, const engine_request *q, ms_err *err) {
     g->cur_L = NULL;
     pthread_mutex_lock(&g->mu);
     g->in_landscape = 0;
+    g->pub.phase[0] = 0;
     if (rc == 0) {
         /* the final rows are sorted by barrier: publish them all anew */
         engine_view *p = &g->pub;

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,6 +80,7 @@ typedef struct {
     int *tidx, ntc, cap_t;
     float *S;        // (cap_t, N, nn)
     float *Y;        // (cap_t, npairs, N, d)
+    size_t Ybytes;
     float *base;     // (cap_t, SH_COUNT, N, d)
     float *head;     // (cap_t, norm 2d + C*d + C) interpolated head per t
     double loss_a, loss_b, acc_a, acc_b;
@@ -113,6 +115,29 @@ static double ls_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The pair outputs Y are tens of MB written once: with 4 KiB pages the page
+ * faults cost more than the GEMMs that fill them (notably in VMs), so they
+ * live in an anonymous mapping with transparent huge pages requested. */
+static void *big_alloc(size_t bytes) {
+    size_t len = (bytes + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "moescope: out of memory mapping %zu bytes at %s:%d\n", bytes, __FILE__,
+                __LINE__);
+        exit(3);
+    }
+#ifdef MADV_HUGEPAGE
+    madvise(p, len, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+static void big_free(void *p, size_t bytes) {
+    if (!p) return;
+    size_t len = (bytes + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+    munmap(p, len);
 }
 
 /* ---------------- orders ---------------- */
@@ -802,6 +827,13 @@ static void compute_ranks(lsx *x) {
     L->ranks_ready = 1;
 }
 
+/* MOESCOPE_LS_DEBUG=1: phase times on stderr (for the benchmarks) */
+static void ls_debug(double t0, const char *what, long count) {
+    static int on = -1;
+    if (on < 0) on = getenv("MOESCOPE_LS_DEBUG") != NULL;
+    if (on) fprintf(stderr, "landscape: %8.4f s  %s (%ld)\n", ls_now() - t0, what, count);
+}
+
 static size_t budget_bytes(void) {
     const char *s = getenv("MOESCOPE_LS_MEM_MB");
     double mb = s ? atof(s) : 1024.0;
@@ -892,6 +924,7 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
     x->shB[SH_NAIVE] = Bal[NM_NAIVE].shared;
     x->shB[SH_SKIP] = Bal[NM_SKIP].shared;
 
+    ls_debug(t0, "named alignments", NM_COUNT);
     // orders
     x->exhaustive = n <= LS_EXHAUSTIVE_MAX;
     if (x->exhaustive) {
@@ -907,6 +940,7 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
     x->accb = ms_malloc((size_t)x->norders * sizeof(double));
     x->auc = ms_calloc((size_t)x->norders, sizeof(double));
     x->done = ms_calloc((size_t)x->norders, 1);
+    x->prog = ms_calloc((size_t)x->norders, sizeof(int));
     for (long k = 0; k < x->norders; k++) x->bar[k] = x->accb[k] = 0.0; // the end points
 
     // threads
@@ -941,6 +975,7 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
         free(P);
     }
 
+    ls_debug(t0, "pairs weight-matched", x->npairs);
     // end points: L(0) is A's loss, L(1) B's (every aligned B' computes B's function)
     if (x->kind == LS_LAYER) {
         x->DA = ms_malloc((size_t)N * d * sizeof(float)); // (N, d)
@@ -993,18 +1028,25 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
     if (x->cap_t > nint - 1) x->cap_t = nint - 1 > 0 ? nint - 1 : 1;
     x->tidx = ms_malloc((size_t)nint * sizeof(int));
     x->S = ms_malloc((size_t)x->cap_t * N * x->nn * sizeof(float));
-    x->Y = ms_malloc((size_t)x->cap_t * x->npairs * N * d * sizeof(float));
+    x->Ybytes = (size_t)x->cap_t * x->npairs * N * d * sizeof(float);
+    x->Y = big_alloc(x->Ybytes);
     x->base = ms_malloc((size_t)x->cap_t * SH_COUNT * N * d * sizeof(float));
     x->head = ms_malloc((size_t)x->cap_t * (head_floats(x) ? head_floats(x) : 1) * sizeof(float));
     x->ws = ms_calloc((size_t)x->nthreads, sizeof(ls_ws));
     for (int i = 0; i < x->nthreads; i++) ws_alloc(x, &x->ws[i]);
 
     int mid = (T - 1) / 2 > 0 ? (T - 1) / 2 : 1; // t = 0.5 for odd T
+    // the other t nearest the middle first: they are the likeliest maxima,
+    // so the ranks phase can stop most orders after a few points
     rest = ms_malloc((size_t)nint * sizeof(int));
     int nrest = 0;
-    for (int m = 1; m <= T - 2; m++)
-        if (m != mid) rest[nrest++] = m;
+    for (int dist = 1; dist < T; dist++)
+        for (int sg = -1; sg <= 1; sg += 2) {
+            int m = mid + sg * dist;
+            if (m >= 1 && m <= T - 2) rest[nrest++] = m;
+        }
     int nchunks = 1 + (nrest + x->cap_t - 1) / x->cap_t;
+    long nblocks = (x->norders + LS_BLOCK - 1) / LS_BLOCK;
     for (int ch = 0; ch < nchunks; ch++) {
         int last = ch == nchunks - 1;
         if (ch == 0) {
@@ -1015,27 +1057,24 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
             x->ntc = nrest - s < x->cap_t ? nrest - s : x->cap_t;
             memcpy(x->tidx, rest + s, (size_t)x->ntc * sizeof(int));
         }
+        memset(x->prog, 0, (size_t)x->norders * sizeof(int));
         ls_job job = {.x = x, .nitems = (long)x->ntc * (x->npairs + 1), .grain = 1, .kind = 0};
         if (run_job(x, &job)) goto cancelled_rest;
-        // named curves on this chunk (one per worker item would be overkill: 4 orders)
-        for (int a = 0; a < NM_COUNT; a++) {
-            double lb[64], ab[64];
-            double *lp = x->ntc > 64 ? ms_malloc((size_t)x->ntc * sizeof(double)) : lb;
-            double *ap = x->ntc > 64 ? ms_malloc((size_t)x->ntc * sizeof(double)) : ab;
-            int bad = eval_order(x, &x->ws[0], npair[a], ncol[a], nsh[a], lp, ap);
-            for (int tc = 0; tc < x->ntc && !bad; tc++) {
-                named[a]->loss[x->tidx[tc]] = lp[tc];
-                if (named[a]->acc) named[a]->acc[x->tidx[tc]] = ap[tc];
+        ls_debug(t0, "chunk precomputed (points)", x->ntc);
+        // named curves on this chunk (4 orders: the calling thread does them)
+        for (int a = 0; a < NM_COUNT; a++)
+            for (int tc = 0; tc < x->ntc; tc++) {
+                if (ls_cancelled(x)) goto cancelled_rest;
+                double lv, av;
+                eval_order_t(x, &x->ws[0], npair[a], ncol[a], nsh[a], tc, &lv, &av);
+                named[a]->loss[x->tidx[tc]] = lv;
+                if (named[a]->acc) named[a]->acc[x->tidx[tc]] = av;
             }
-            if (lp != lb) {
-                free(lp);
-                free(ap);
-            }
-            if (bad) goto cancelled_rest;
-        }
+        ls_debug(t0, "named curves on the chunk", NM_COUNT);
         if (!last) {
-            ls_job oj = {.x = x, .nitems = x->norders, .grain = 16, .kind = 1};
+            ls_job oj = {.x = x, .nitems = nblocks, .grain = 1, .kind = 1, .bmax = INFINITY};
             if (run_job(x, &oj)) goto cancelled_rest;
+            ls_debug(t0, "every order on the chunk", x->norders);
             continue;
         }
         // the last chunk: named curves are complete
@@ -1048,26 +1087,33 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
             x->bar[k] = named[a]->barrier;
             x->accb[k] = x->kind == LS_CLASSIFY ? named[a]->acc_barrier : 0.0;
             x->auc[k] = named[a]->auc;
+            x->prog[k] = x->ntc;
             x->done[k] = 1;
             emit_row(x, k, named[a]->order);
         }
         report_progress(x);
-        // branch and bound: only orders whose lower bound is below a chosen barrier matter
+        // branch and bound: only orders whose lower bound is below a chosen
+        // barrier can change a rank or the best barrier; each stops as soon
+        // as its bound reaches the larger chosen barrier
         double bmax = fmax(L->methods[0].barrier, L->methods[1].barrier);
-        int allnan = isnan(L->methods[0].barrier) || isnan(L->methods[1].barrier);
+        if (isnan(L->methods[0].barrier) || isnan(L->methods[1].barrier)) bmax = INFINITY;
         long ncand = 0;
         cand = ms_malloc((size_t)x->norders * sizeof(long));
         for (long k = 0; k < x->norders; k++)
-            if (!x->done[k] && (allnan || isnan(x->bar[k]) || x->bar[k] < bmax)) cand[ncand++] = k;
-        ls_job cj = {.x = x, .nitems = ncand, .grain = 4, .kind = 1, .list = cand, .finish = 1};
+            if (!x->done[k] && x->bar[k] < bmax) cand[ncand++] = k;
+        ls_job cj = {.x = x, .nitems = (ncand + LS_BLOCK - 1) / LS_BLOCK, .grain = 1, .kind = 1,
+                     .list = cand, .nlist = ncand, .finish = 1, .bmax = bmax};
         if (run_job(x, &cj)) goto cancelled_rest;
         compute_ranks(x);
         L->secs_ranks = ls_now() - t0;
+        ls_debug(t0, "ranks (candidate orders)", ncand);
         report_progress(x);
         if (o->on_ranks) o->on_ranks(o->ctx, L);
-        ls_job rj = {.x = x, .nitems = x->norders, .grain = 16, .kind = 1, .finish = 1};
+        ls_job rj = {.x = x, .nitems = nblocks, .grain = 1, .kind = 1, .finish = 1,
+                     .bmax = INFINITY};
         if (run_job(x, &rj)) goto cancelled_rest;
     }
+    ls_debug(t0, "all orders", x->norders);
     report_progress(x);
     if (x->filled != x->norders) {
         ms_fail(err, "landscape: internal error, %ld of %ld orders done", x->filled, x->norders);
@@ -1098,7 +1144,7 @@ done:
     free(x->ws);
     free(x->tidx);
     free(x->S);
-    free(x->Y);
+    big_free(x->Y, x->Ybytes);
     free(x->base);
     free(x->head);
     free(x->pmem);
@@ -1110,6 +1156,7 @@ done:
     free(x->accb);
     free(x->auc);
     free(x->done);
+    free(x->prog);
     for (int a = 0; a < nal; a++) {
         moe_free(&Bal[a]);
         align_result_free(&Ral[a]);

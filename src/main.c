@@ -1,4 +1,5 @@
 /* main.c - the moescope binary: dispatch to a subcommand, or open the TUI. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,6 +38,7 @@ static void usage(FILE *fp) {
 }
 
 int main(int argc, char **argv) {
+    signal(SIGXFSZ, SIG_IGN); // past a file-size limit, write(2) fails with EFBIG and we report it
     if (argc < 2) {
         usage(stderr);
         return 2;

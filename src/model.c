@@ -221,6 +221,53 @@ static int read_expert(const st_file *f, const char *base, moe_expert *e, const 
     return 0;
 }
 
+/* Check (without reading) that tensor `name`, if present, has shape want;
+ * a missing one is an error only when required. */
+static int check_shape(const st_file *f, const char *name, int ndim, const int64_t *want,
+                       int required, ms_err *err) {
+    const st_tensor *t = st_find(f, name);
+    if (!t) return required ? ms_fail(err, "%s: missing required tensor '%s'", f->path, name) : 0;
+    int same = t->ndim == ndim;
+    for (int i = 0; same && i < ndim; i++) same = t->shape[i] == want[i];
+    if (same) return 0;
+    char hb[160], wb[160];
+    int k = 0;
+    hb[0] = wb[0] = 0;
+    for (int i = 0; i < t->ndim && k < (int)sizeof hb; i++)
+        k += snprintf(hb + k, sizeof hb - (size_t)k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    k = 0;
+    for (int i = 0; i < ndim && k < (int)sizeof wb; i++)
+        k += snprintf(wb + k, sizeof wb - (size_t)k, "%s%lld", i ? ", " : "", (long long)want[i]);
+    return ms_fail(err, "%s: tensor '%s' has shape [%s], expected [%s]", f->path, name, hb, wb);
+}
+
+/* Every expert's (and shared expert's) tensor shapes, before anything is
+ * allocated: the allocation is then bounded by what the file really holds
+ * (each weight has its own, non-overlapping bytes, checked by st_open), so a
+ * small hostile file cannot declare n = 4096 experts of which only the first
+ * exists and make moe_alloc reserve gigabytes. */
+static int check_expert_shapes(const st_file *f, const char *base, const moe_config *c,
+                               ms_err *err) {
+    char name[512];
+    int64_t hd[2] = {c->h, c->d}, dh[2] = {c->d, c->h}, hh[1] = {c->h}, dd[1] = {c->d};
+    const struct {
+        const char *suffix;
+        int ndim;
+        const int64_t *want;
+        int required;
+    } t[6] = {{"fc1.weight", 2, hd, 1}, {"fc2.weight", 2, dh, 1}, {"fc1.bias", 1, hh, 0},
+              {"fc2.bias", 1, dd, 0},   {"fc3.weight", 2, hd, 1}, {"fc3.bias", 1, hh, 0}};
+    int nt = c->act == ACT_SILU_GLU ? 6 : 4;
+    for (int i = 0; i < nt; i++) {
+        snprintf(name, sizeof name, "%s.%s", base, t[i].suffix);
+        if (i == 4 && !st_find(f, name))
+            return ms_fail(err, "%s: missing required tensor '%s' (activation silu_glu needs fc3)",
+                           f->path, name);
+        if (check_shape(f, name, t[i].ndim, t[i].want, t[i].required, err)) return -1;
+    }
+    return 0;
+}
+
 /* Count "<L>.<kind>.<i>.fc1.weight" for i = 0, 1, ... until one is missing. */
 static int count_experts(const st_file *f, const char *layer, const char *kind) {
     char name[512];
@@ -340,6 +387,12 @@ static int load_from(moe_model *m, const st_file *f, const char *layer, ms_err *
         return ms_fail(err, "%s: the file has head tensors but no 'head.out.weight'", path);
     }
 
+    // all shapes first, so the allocation below is no larger than the file's data
+    for (int i = 0; i < c.n + c.s; i++) {
+        if (i < c.n) snprintf(name, sizeof name, "%s.experts.%d", layer, i);
+        else snprintf(name, sizeof name, "%s.shared.%d", layer, i - c.n);
+        if (check_expert_shapes(f, name, &c, err)) return -1;
+    }
     moe_alloc(m, &c);
     m->path = ms_strdup(path);
     m->layer = ms_strdup(layer);

@@ -25,7 +25,7 @@ expect_fail() {
     if [ $rc -eq 0 ]; then fail "$name: exit 0, expected failure"
     elif [ $rc -ge 128 ]; then fail "$name: crashed (exit $rc)"; sed 's/^/    /' "$WORK/err" | tail -20
     elif grep -q "Sanitizer\|runtime error" "$WORK/err"; then fail "$name: sanitizer report"; sed 's/^/    /' "$WORK/err" | tail -20
-    elif ! grep -Eq "$pat" "$WORK/err"; then fail "$name: message does not match /$pat/:"; sed 's/^/    /' "$WORK/err" | tail -5
+    elif ! grep -Eq -- "$pat" "$WORK/err"; then fail "$name: message does not match /$pat/:"; sed 's/^/    /' "$WORK/err" | tail -5
     else pass; fi
 }
 summary() {

@@ -5,6 +5,10 @@
 # command's errors and that every committed sample loads with its metadata.
 source "$(dirname "$0")/lib.sh"
 S=$ROOT/sample-checkpoints
+# the same OpenBLAS kernels as make_samples.sh (see there)
+if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
+    export OPENBLAS_CORETYPE=Haswell
+fi
 
 if [ ! -f "$S/dense4/seed1.safetensors" ]; then
     echo "no sample checkpoints committed yet"; fail "sample-checkpoints/dense4/seed1.safetensors missing"

@@ -214,12 +214,20 @@ void app_render(app_state *a, const engine_view *v, grid *g) {
         a->hits.nhit = 0;
         return;
     }
+    /* the half-block map needs half the rows: the curves get the rest */
+    int hh = heatmap_height(n, L->heat.w, L->heat.h, g->utf8, g->color);
+    if (hh < L->heat.h) {
+        L->curves.y -= L->heat.h - hh;
+        L->curves.h += L->heat.h - hh;
+        L->heat.h = hh;
+    }
     render_title(g, &L->title, &a->info, v);
     for (int y = L->orders.y; y < L->orders.y + L->orders.h; y++)
         grid_put(g, L->sep_x, y, g->utf8 ? 0x2502 : '|', ROLE_BORDER);
     heatmap_render(g, &L->heat, v, &a->heat_off);
     curves_render(g, &L->curves, v, a->metric_acc);
     orders_update(&a->orders, v);
+    a->orders.now = a->now;
     orders_render(g, &L->orders, &a->orders, v);
     footer_render(g, &L->footer, &a->req, a->metric_acc, &a->hits);
     message_render(g, &L->message, a->msg, a->msg_error, v);

@@ -30,6 +30,7 @@ typedef struct {
     int heat_off;
     footer_hits hits;
     ui_layout layout;
+    double now;                  /* engine_clock() of this frame (spinners), 0 in tests */
 } app_state;
 
 enum { FX_SUBMIT = 1, FX_QUIT = 2, FX_PNG = 4, FX_EXPORT = 8, FX_DIAG = 16, FX_REDRAW = 32 };

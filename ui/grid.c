@@ -14,6 +14,7 @@ void grid_init(grid *g, int w, int h, int utf8) {
     g->w = w;
     g->h = h;
     g->utf8 = utf8;
+    g->color = 0;
     g->cells = ms_malloc((size_t)(w > 0 ? w : 1) * (size_t)(h > 0 ? h : 1) * sizeof(grid_cell));
     grid_clear(g);
 }
@@ -28,6 +29,7 @@ void grid_clear(grid *g) {
     for (int i = 0; i < g->w * g->h; i++) {
         g->cells[i].cp = ' ';
         g->cells[i].role = ROLE_NORMAL;
+        g->cells[i].fg_heat = g->cells[i].bg_heat = 0;
     }
 }
 
@@ -43,6 +45,16 @@ void grid_put(grid *g, int x, int y, uint32_t cp, int role) {
     if (cp < 32) cp = ' ';
     c->cp = cp;
     c->role = (uint8_t)role;
+    c->fg_heat = c->bg_heat = 0;
+}
+
+void grid_heat(grid *g, int x, int y, int fg_step, int bg_step) {
+    grid_cell *c = grid_at(g, x, y);
+    if (!c) return;
+    if (fg_step >= HEAT_STEPS) fg_step = HEAT_STEPS - 1;
+    if (bg_step >= HEAT_STEPS) bg_step = HEAT_STEPS - 1;
+    c->fg_heat = (uint8_t)(fg_step < 0 ? 0 : fg_step + 1);
+    c->bg_heat = (uint8_t)(bg_step < 0 ? 0 : bg_step + 1);
 }
 
 void grid_fill(grid *g, int x, int y, int w, int h, uint32_t cp, int role) {

@@ -40,24 +40,34 @@ typedef enum {
     ROLE_COUNT
 } ui_role;
 
-#define HEAT_LEVELS 8
+#define HEAT_LEVELS 8   /* glyph ramp of the monochrome / ASCII heat map */
+#define HEAT_STEPS 16   /* colour heat scale: steps a cell can name (theme maps them) */
 
+/* A cell's colours come from its role, except where a heat step is set:
+ * bg_heat paints the background with that step of the theme's colour scale
+ * (text on it then takes the scale's contrasting colour; the role still gives
+ * bold/underline...), fg_heat paints the glyph (half blocks: fg = upper row). */
 typedef struct {
-    uint32_t cp;   /* unicode codepoint (ASCII when the grid is ASCII) */
+    uint32_t cp;     /* unicode codepoint (ASCII when the grid is ASCII) */
     uint8_t role;
+    uint8_t fg_heat; /* 0: none; 1 + step (step 0..HEAT_STEPS-1) */
+    uint8_t bg_heat; /* 0: none; 1 + step */
 } grid_cell;
 
 typedef struct {
     int w, h;
     int utf8;        /* 0: only ASCII is drawn (others become '?') */
+    int color;       /* 0: monochrome (views carry meaning in glyphs); set after grid_init */
     grid_cell *cells; // (h, w)
 } grid;
 
 void grid_init(grid *g, int w, int h, int utf8);
 void grid_free(grid *g);
 void grid_clear(grid *g);
-/* Put one codepoint; outside the grid is ignored. */
+/* Put one codepoint (clears the cell's heat colours); outside the grid is ignored. */
 void grid_put(grid *g, int x, int y, uint32_t cp, int role);
+/* Heat colours of a cell: steps 0..HEAT_STEPS-1, or -1 for none. */
+void grid_heat(grid *g, int x, int y, int fg_step, int bg_step);
 grid_cell *grid_at(grid *g, int x, int y); /* NULL outside */
 /* Fill a rectangle with cp/role. */
 void grid_fill(grid *g, int x, int y, int w, int h, uint32_t cp, int role);

@@ -189,6 +189,16 @@ void orders_render(grid *g, const ui_rect *r, orders_state *s, const engine_view
     if (s->editing || s->filter[0]) {
         grid_printf(g, r->x, y, r->w, s->editing ? ROLE_MESSAGE : ROLE_DIM, "filter /%s%s  (%ld rows)", s->filter,
                     s->editing ? "_" : "", s->nidx);
+    } else if (v && v->phase[0] && done == 0) {
+        /* the landscape reports no rows in its first phases: a spinner, what
+           it is doing and for how long, instead of a gauge stuck at 0 */
+        static const uint32_t spin_u[10] = {0x280B, 0x2819, 0x2839, 0x2838, 0x283C, 0x2834, 0x2826, 0x2827, 0x2807, 0x280F};
+        static const char spin_a[4] = {'|', '/', '-', '\\'};
+        long frame = s->now > 0 ? (long)(s->now * 10) : 0;
+        grid_put(g, r->x, y, g->utf8 ? spin_u[frame % 10] : (uint32_t)spin_a[frame % 4], ROLE_GAUGE);
+        double el = s->now > 0 && v->phase_since > 0 ? s->now - v->phase_since : 0;
+        if (el < 0) el = 0;
+        grid_printf(g, r->x + 2, y, r->w - 2, ROLE_DIM, "%s (%.0f s)", v->phase, el);
     } else if (total > 0 && done < total) {
         int gw = r->w - 16;
         if (gw < 4) gw = 4;
@@ -213,7 +223,9 @@ void orders_render(grid *g, const ui_rect *r, orders_state *s, const engine_view
         long pos = s->top + i;
         y = r->y + 3 + i;
         if (pos >= s->nidx) {
-            if (pos == 0 && done == 0) grid_text(g, r->x + 1, y, r->w - 1, ROLE_DIM, "waiting for the evaluator...");
+            if (pos == 0 && done == 0)
+                grid_text(g, r->x + 1, y, r->w - 1, ROLE_DIM,
+                          total > 0 ? "rows appear here as the evaluator finishes them" : "waiting for the evaluator...");
             break;
         }
         long ri = s->idx[pos];

@@ -30,6 +30,7 @@ typedef struct {
     int built_sort, built;
     char built_filter[64];
     long best_row;              /* row with the smallest barrier, -1 none */
+    double now;                 /* engine_clock() at render: spinner frame, elapsed time */
 } orders_state;
 
 void orders_init(orders_state *s);
