@@ -17,6 +17,8 @@
  *   expert distance  d(e, f) = min over hidden permutations P of |theta_e - P theta_f|
  *                    (theta = fc1 w/b, fc2 w/b [, fc3 w/b]); weight matching finds
  *                    the minimising P exactly. Relative: over the RMS of |theta|.
+ *                    For h > DG_WM_MAX_H the expert (Gram) cost of m against
+ *                    itself instead, relative to its mean off-diagonal entry.
  *   output distance  RMS over (N', d) of E_i(X) - E_j(X), N' = min(N, 2048) first
  *                    samples. Relative: over the RMS of the expert outputs.
  *   gate rows        r_i = [W_i | b_i] (d+1); min |r_i - r_j|.
@@ -68,10 +70,14 @@ const dg_finding *dg_find(const dg_list *l, const char *code, const char *who);
 #define DG_REL_TINY 1e-3     /* relative distance below which two things are "the same" */
 #define DG_MARGIN_TINY 0.01  /* relative assignment margin below which it is ambiguous */
 #define DG_OUTPUT_SAMPLES 2048
+#define DG_WM_MAX_H 512      /* larger experts: Gram distances instead of n^2/2 assignments */
 
 /* Per-checkpoint numbers. Arrays are malloc'd; free with diag_ckpt_free. */
 typedef struct {
     int n, d, h, k, topk;
+    int expert_gram;            /* h > DG_WM_MAX_H: expert_dist holds Gram distances
+                                 * (the expert cost of m against itself), min_rel is
+                                 * relative to their mean off-diagonal value */
     double *expert_dist;        // (n, n) WM-aligned parameter distances, 0 on the diagonal
     double expert_rms;          /* RMS of |theta_i| */
     double expert_min, expert_min_rel;

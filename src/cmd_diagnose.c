@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_file.h"
 #include "cli.h"
 #include "diagnose.h"
 
@@ -91,6 +92,8 @@ int cmd_diagnose(int argc, char **argv) {
     const char *pa = argv[optind], *pb = argv[optind + 1];
 
     ms_err err;
+    const char *inputs[3] = {pa, pb, eval};
+    if (json && af_check_not_input(json, inputs, 3, &err)) return cli_error("%s", err.msg);
     moe_model A, B;
     evalset E;
     int have_e = 0, rc = 0;

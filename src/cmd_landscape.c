@@ -100,7 +100,9 @@ static int write_landscape_png(const landscape *L, const char *path, ms_err *err
     long k = find_row(L, L->skip_order.order);
     if (k >= 0) {
         idx[nm] = k;
-        snprintf(lbuf[nm], sizeof lbuf[nm], "identity order (rank %ld)", k + 1);
+        long rank = 1;
+        for (long q = 0; q < L->norders; q++) rank += L->rows[q].barrier < L->rows[k].barrier;
+        snprintf(lbuf[nm], sizeof lbuf[nm], "identity order (rank %ld)", rank);
         rgb[nm++] = PLOT_RGB_SKIP;
     }
     for (int i = 0; i < nm; i++) labels[i] = lbuf[i];

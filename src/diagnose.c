@@ -299,6 +299,27 @@ static int ckpt_expert_distances(const moe_model *m, diag_ckpt *s, ms_err *err) 
     s->expert_rms = sqrt(sq / n);
     s->expert_min = INFINITY;
     s->expert_pair[0] = s->expert_pair[1] = -1;
+    if (h > DG_WM_MAX_H) {
+        // n(n-1)/2 assignments of size h would be slow: use the hidden-permutation
+        // invariant Gram distance of the expert cost instead, relative to its mean
+        // off-diagonal value
+        s->expert_gram = 1;
+        if (cost_matrix(m, m, COST_EXPERT, 1, s->expert_dist, err))
+            return ms_prefix(err, "expert distances");
+        double mean = 0;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                if (i == j) continue;
+                mean += s->expert_dist[i * n + j] / ((double)n * (n - 1));
+                if (j > i && s->expert_dist[i * n + j] < s->expert_min) {
+                    s->expert_min = s->expert_dist[i * n + j];
+                    s->expert_pair[0] = i, s->expert_pair[1] = j;
+                }
+            }
+        for (int i = 0; i < n; i++) s->expert_dist[i * n + i] = 0;
+        s->expert_min_rel = mean > 0 ? s->expert_min / mean : 0;
+        return 0;
+    }
     int *P = ms_malloc((size_t)h * sizeof(int));
     double *S = ms_malloc((size_t)h * h * sizeof(double)); // (h,h)
     int rc = 0;
@@ -467,9 +488,17 @@ int diag_checkpoint(const moe_model *m, const evalset *E, const char *who, diag_
         int i = s->expert_pair[0], j = s->expert_pair[1];
         if (s->expert_min_rel < DG_REL_TINY)
             dg_add(out, DG_WARN, "experts_distinct", W, s->expert_min,
-                   "experts %d and %d%s are nearly identical (distance %.3g, %.3g of the expert "
-                   "norm, even after matching hidden units): their order cannot be identified",
-                   i, j, of, s->expert_min, s->expert_min_rel);
+                   "experts %d and %d%s are nearly identical (distance %.3g, %.3g %s): their "
+                   "order cannot be identified",
+                   i, j, of, s->expert_min, s->expert_min_rel,
+                   s->expert_gram ? "of the mean Gram distance"
+                                  : "of the expert norm, even after matching hidden units");
+        else if (s->expert_gram)
+            dg_add(out, DG_OK, "experts_distinct", W, s->expert_min,
+                   "experts%s are pairwise distinct: the closest pair, %d and %d, has Gram "
+                   "distance %.3g (%.3g of the mean; h = %d > %d, so Gram matrices instead of "
+                   "weight matching)",
+                   of, i, j, s->expert_min, s->expert_min_rel, c->h, DG_WM_MAX_H);
         else
             dg_add(out, DG_OK, "experts_distinct", W, s->expert_min,
                    "experts%s are pairwise distinct: the closest pair, %d and %d, is %.3g apart "
@@ -909,6 +938,7 @@ static cJSON *json_ckpt(const diag_ckpt *s) {
     cJSON_AddItemToObject(e, "min_rel", json_num(s->expert_min_rel));
     cJSON_AddItemToObject(e, "pair", json_iarr(s->expert_pair, 2));
     cJSON_AddItemToObject(e, "rms", json_num(s->expert_rms));
+    cJSON_AddStringToObject(e, "metric", s->expert_gram ? "gram" : "weight-matched");
     cJSON_AddItemToObject(e, "dist", json_darr(s->expert_dist, s->expert_dist ? n * n : 0));
     if (s->has_outputs) {
         cJSON *q = cJSON_AddObjectToObject(o, "outputs");

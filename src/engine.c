@@ -1,18 +1,22 @@
-/* engine.c - the background worker the TUI watches (see engine.h).
+/* engine.c - the background workers the TUI watches (see engine.h).
  *
- * One worker thread takes the newest request and computes, publishing each
- * piece under the mutex as soon as it is ready:
- *   1. both cost matrices and their assignments (cheap),
- *   2. the curves naive, skip-order, current and selected (align_models +
- *      curve_compute), cached by (order, weight matching) so toggles that
- *      lead to a curve seen before cost nothing,
- *   3. the landscape (landscape_compute), whose rows are published as they
- *      finish. It depends only on (wm_stage, T): a request that keeps those
- *      does not cancel it; its cheap parts are served from the landscape's
- *      progress callback while the landscape goes on. A request that changes
- *      them raises the cancel flag, which landscape_compute polls.
- * Ranks and L-hat of both methods are computed here from the complete rows,
- * so toggling gate centring does not recompute the landscape either. */
+ * Two threads, so that a toggle is answered while the landscape computes:
+ *   front      takes the newest request and computes its cheap parts,
+ *              publishing each under the mutex as soon as it is ready:
+ *              1. both cost matrices and their assignments,
+ *              2. the curves naive, skip-order, current and selected
+ *                 (align_models + curve_compute), cached by (order, weight
+ *                 matching) so toggles that lead to a curve seen before cost
+ *                 nothing.
+ *              A newer request cancels the running one (polled between steps).
+ *   landscape  computes the landscape (landscape_compute) for the key
+ *              (wm_stage, T) of the last request the front finished, and
+ *              publishes its rows as they finish. Requests that keep the key
+ *              leave it running; one that changes it cancels it (the cancel
+ *              flag landscape_compute polls).
+ * Ranks and L-hat of both methods are computed here from the complete rows
+ * (or taken from the landscape's on_ranks, which come long before the last
+ * row), so toggling gate centring does not recompute the landscape either. */
 #include "engine.h"
 
 #include <math.h>
@@ -40,26 +44,40 @@ struct engine {
     const evalset *E;
     int n;
     ls_kind kind;
-    pthread_t th;
+    pthread_t th_front, th_ls;
+    int started_front, started_ls;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv_front, cv_ls;
     /* under mu */
-    engine_request pending;
-    int has_pending, stop;
-    volatile int cancel;
-    int in_landscape;         /* the worker is inside landscape_compute */
-    int ls_wm, ls_T;          /* ... for this key */
+    int stop;
     engine_view pub;          /* what snapshots copy */
-    /* worker only */
+    /* front: the newest request */
+    engine_request pending;
+    int has_pending, front_busy, front_failed;
+    volatile int cancel_front;
+    char front_status[256];
+    /* landscape: the key wanted, the key running, the key done */
+    int ls_want, want_wm, want_T, want_center;
+    int ls_running, run_wm, run_T;
+    volatile int cancel_ls;
+    int have_ls, done_wm, done_T;
+    int ls_failed;
+    char ls_status[256];
+    int rows_wm;              /* the weight-matching stage pub.rows belong to */
+    /* complete tables kept per weight-matching stage, so toggling w back
+       costs nothing (40320 rows are 3.5 MB) */
+    ls_row *saved_rows[2];
+    long saved_n[2];
+    int saved_T[2], saved_exh[2];
+    /* front thread only */
     cached_curve cache[CURVE_CACHE];
     int cache_T;
     unsigned long stamp;
-    int have_ls;              /* the complete landscape below is valid */
-    int done_wm, done_T;
+    double *cost[2];          /* (n, n) each */
+    /* landscape thread only */
     landscape *cur_L;         /* the landscape being computed (for the callbacks) */
     double last_pub;
-    double *cost[2];          /* (n, n) each */
-    /* ranks from the landscape's on_ranks, before every row is done */
+    /* ranks from the landscape's on_ranks, before every row is done (mu) */
     int have_early;
     int early_wm, early_T;
     int early_order[2][LS_MAX_N];
@@ -90,12 +108,36 @@ static void curve_assign(ls_curve *dst, const ls_curve *src) {
     if (src->acc) memcpy(dst->acc, src->acc, (size_t)T * sizeof(double));
 }
 
-static void status(engine *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void status(engine *g, const char *fmt, ...) {
+/* busy, failed and status from both threads' states. mu held. */
+static void pub_status(engine *g) {
+    engine_view *p = &g->pub;
+    p->busy = g->front_busy || g->has_pending || g->ls_running || g->ls_want;
+    p->failed = 0;
+    if (g->front_failed) {
+        p->failed = 1;
+        snprintf(p->status, sizeof p->status, "%s", g->front_status);
+    } else if (g->front_busy || g->has_pending) {
+        snprintf(p->status, sizeof p->status, "%s", g->front_status);
+    } else if (g->ls_failed) {
+        p->failed = 1;
+        snprintf(p->status, sizeof p->status, "%s", g->ls_status);
+    } else if (g->ls_running || g->ls_want) {
+        snprintf(p->status, sizeof p->status, "%s", g->ls_status);
+    } else if (p->have_landscape && p->rank[p->req.method] > 0) {
+        snprintf(p->status, sizeof p->status, "done: %s order rank %d of %ld", cost_method_name(p->req.method),
+                 p->rank[p->req.method], p->norders);
+    } else {
+        snprintf(p->status, sizeof p->status, "done");
+    }
+}
+
+static void front_status(engine *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void front_status(engine *g, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     pthread_mutex_lock(&g->mu);
-    vsnprintf(g->pub.status, sizeof g->pub.status, fmt, ap);
+    vsnprintf(g->front_status, sizeof g->front_status, fmt, ap);
+    pub_status(g);
     pub_bump(g);
     pthread_mutex_unlock(&g->mu);
     va_end(ap);
@@ -108,6 +150,7 @@ static void pub_ranks(engine *g) {
     p->l_hat[0] = p->l_hat[1] = NAN;
     p->ranks_early = 0;
     if (!p->have_landscape && g->have_early && p->have_methods && g->early_wm == p->req.wm_stage &&
+        g->rows_wm == p->req.wm_stage &&
         g->early_T == p->req.T) {
         /* final ranks before the table is: valid for the orders they were
            computed for (gate centring may have changed since) */
@@ -119,7 +162,7 @@ static void pub_ranks(engine *g) {
             }
         return;
     }
-    if (!p->have_landscape || !p->have_methods || !p->have_naive || p->ndone < 1) return;
+    if (!p->have_landscape || !p->have_methods || !p->have_naive || p->ndone < 1 || g->rows_wm != p->req.wm_stage) return;
     double best = INFINITY;
     for (long k = 0; k < p->ndone; k++)
         if (p->rows[k].barrier < best) best = p->rows[k].barrier;
@@ -186,11 +229,11 @@ static int run_cheap(engine *g, const engine_request *q, ms_err *err) {
     int n = g->n, T = q->T;
     pthread_mutex_lock(&g->mu);
     g->pub.req = *q;
-    g->pub.busy = 1;
-    g->pub.failed = 0;
     g->pub.have_current = 0;
     g->pub.have_selected = 0;
-    snprintf(g->pub.status, sizeof g->pub.status, "cost matrices");
+    snprintf(g->front_status, sizeof g->front_status, "cost matrices");
+    pub_ranks(g);
+    pub_status(g);
     pub_bump(g);
     pthread_mutex_unlock(&g->mu);
 
@@ -198,6 +241,7 @@ static int run_cheap(engine *g, const engine_request *q, ms_err *err) {
     int order[2][LS_MAX_N];
     double total[2];
     for (int m = 0; m < 2; m++) {
+        if (g->cancel_front) return ms_fail(err, "cancelled");
         if (cost_matrix(g->A, g->B, (cost_method)m, q->center, g->cost[m], err)) return -1;
         if (lap_solve(g->cost[m], n, n, 0, order[m], &total[m], err)) return ms_prefix(err, "%s cost", cost_method_name((cost_method)m));
     }
@@ -230,8 +274,8 @@ static int run_cheap(engine *g, const engine_request *q, ms_err *err) {
     };
     for (int k = 0; k < 4; k++) {
         if (k == 3 && !q->has_selected) break;
-        if (g->cancel) return ms_fail(err, "cancelled");
-        status(g, "curve %s", want[k].name);
+        if (g->cancel_front) return ms_fail(err, "cancelled");
+        front_status(g, "curve %s", want[k].name);
         cached_curve *c = curve_get(g, want[k].order, want[k].wm, T, err);
         if (!c) return ms_prefix(err, "%s curve", want[k].name);
         pthread_mutex_lock(&g->mu);
@@ -265,58 +309,37 @@ static void publish_rows(engine *g, const landscape *L, long done, long total) {
     p->progress = total > 0 ? (double)done / total : 0;
     if (done > 0) p->phase[0] = 0;
     if (p->ranks_early && p->rank[p->req.method] > 0)
-        snprintf(p->status, sizeof p->status, "%s order rank %d of %ld; table %ld/%ld", cost_method_name(p->req.method),
-                 p->rank[p->req.method], total, done, total);
+        snprintf(g->ls_status, sizeof g->ls_status, "%s order rank %d of %ld; table %ld/%ld",
+                 cost_method_name(p->req.method), p->rank[p->req.method], total, done, total);
     else
-        snprintf(p->status, sizeof p->status, "computing landscape %ld/%ld", done, total);
+        snprintf(g->ls_status, sizeof g->ls_status, "computing landscape %ld/%ld", done, total);
+    pub_status(g);
     pub_bump(g);
     pthread_mutex_unlock(&g->mu);
     g->last_pub = now_s();
-}
-
-/* A newer request that keeps the landscape is served here, between rows. */
-static void serve_pending(engine *g) {
-    pthread_mutex_lock(&g->mu);
-    if (!g->has_pending || g->stop || g->cancel) {
-        pthread_mutex_unlock(&g->mu);
-        return;
-    }
-    engine_request q = g->pending;
-    g->has_pending = 0;
-    pthread_mutex_unlock(&g->mu);
-    ms_err err;
-    if (run_cheap(g, &q, &err) && !g->cancel) {
-        pthread_mutex_lock(&g->mu);
-        g->pub.failed = 1;
-        snprintf(g->pub.status, sizeof g->pub.status, "%.255s", err.msg);
-        pub_bump(g);
-        pthread_mutex_unlock(&g->mu);
-    }
 }
 
 static void on_progress(void *ctx, long done, long total) {
     engine *g = ctx;
     /* rows arrive every ~20 ms; publishing 10 times a second is plenty */
     if (done >= total || now_s() - g->last_pub > 0.1) publish_rows(g, g->cur_L, done, total);
-    serve_pending(g);
 }
 
 /* The ranks are final long before the table (landscape.h on_ranks). */
 static void on_ranks(void *ctx, const landscape *L) {
     engine *g = ctx;
+    if (g->n > LS_EXHAUSTIVE_MAX) return; /* sampled: ranks among the sample only */
     pthread_mutex_lock(&g->mu);
     g->have_early = 1;
-    g->early_wm = g->ls_wm;
-    g->early_T = g->ls_T;
+    g->early_wm = g->run_wm;
+    g->early_T = g->run_T;
     for (int m = 0; m < 2; m++) {
         memcpy(g->early_order[m], L->methods[m].order, sizeof g->early_order[m]);
-        /* sampled landscapes (n > 9): ranks among the sample only; leave them
-           to the complete rows */
-        g->early_rank[m] = g->n <= LS_EXHAUSTIVE_MAX ? L->rank[m] : 0;
+        g->early_rank[m] = L->rank[m];
         g->early_lhat[m] = L->l_hat[m];
     }
-    if (g->n > LS_EXHAUSTIVE_MAX) g->have_early = 0;
     pub_ranks(g);
+    pub_status(g);
     pub_bump(g);
     pthread_mutex_unlock(&g->mu);
 }
@@ -328,101 +351,165 @@ static long orders_expected(int n, long nsample) {
     return f;
 }
 
-static int run_landscape(engine *g, const engine_request *q, ms_err *err) {
-    if (g->have_ls && g->done_wm == q->wm_stage && g->done_T == q->T) return 0;
-    g->have_ls = 0;
-    ls_opts o;
-    ls_opts_default(&o);
-    pthread_mutex_lock(&g->mu);
-    g->have_early = 0;
+/* Empty the published table (a new landscape, or a cancelled one). mu held. */
+static void rows_reset(engine *g, long norders) {
     g->pub.ndone = 0;
-    g->pub.norders = orders_expected(g->n, o.nsample); /* known before the first row */
-    /* landscape_compute says nothing until rows finish (its last phase): the
-       pane shows this phase with a spinner meanwhile */
-    snprintf(g->pub.phase, sizeof g->pub.phase, "preparing: weight matching of the %d pairs, interpolated experts",
-             g->n * g->n);
-    g->pub.phase_since = now_s();
+    g->pub.norders = norders;
     g->pub.have_landscape = 0;
+    g->pub.progress = 0;
     g->pub.rows_epoch++;
-    g->in_landscape = 1;
-    g->ls_wm = q->wm_stage;
-    g->ls_T = q->T;
-    snprintf(g->pub.status, sizeof g->pub.status, "computing landscape");
+    g->have_early = 0;
     pub_ranks(g);
-    pub_bump(g);
-    pthread_mutex_unlock(&g->mu);
-
-    o.T = q->T;
-    o.wm = q->wm_stage;
-    o.center = q->center;
-    o.cancel = &g->cancel;
-    o.progress = on_progress;
-    o.on_ranks = on_ranks;
-    o.ctx = g;
-    landscape L;
-    memset(&L, 0, sizeof L);
-    g->cur_L = &L;
-    g->last_pub = 0;
-    int rc = landscape_compute(g->A, g->B, g->E, &o, &L, err);
-    g->cur_L = NULL;
-    pthread_mutex_lock(&g->mu);
-    g->in_landscape = 0;
-    g->pub.phase[0] = 0;
-    if (rc == 0) {
-        /* the final rows are sorted by barrier: publish them all anew */
-        engine_view *p = &g->pub;
-        if (L.norders > p->rows_cap) {
-            p->rows = ms_realloc(p->rows, (size_t)L.norders * sizeof(ls_row));
-            p->rows_cap = L.norders;
-        }
-        memcpy(p->rows, L.rows, (size_t)L.norders * sizeof(ls_row));
-        p->ndone = p->norders = L.norders;
-        p->rows_epoch++;
-        p->have_landscape = 1;
-        p->exhaustive = L.exhaustive;
-        p->progress = 1;
-        pub_ranks(g);
-        pub_bump(g);
-        g->have_ls = 1;
-        g->done_wm = q->wm_stage;
-        g->done_T = q->T;
-    }
-    pthread_mutex_unlock(&g->mu);
-    landscape_free(&L);
-    return rc;
 }
 
-static void *worker(void *arg) {
+static void *ls_worker(void *arg) {
     engine *g = arg;
     pthread_mutex_lock(&g->mu);
     for (;;) {
-        while (!g->has_pending && !g->stop) pthread_cond_wait(&g->cv, &g->mu);
+        while (!g->ls_want && !g->stop) pthread_cond_wait(&g->cv_ls, &g->mu);
+        if (g->stop) break;
+        int wm = g->want_wm ? 1 : 0, T = g->want_T, center = g->want_center;
+        g->ls_want = 0;
+        if (g->have_ls && g->done_wm == wm && g->done_T == T) {
+            pub_status(g);
+            pub_bump(g);
+            continue;
+        }
+        if (g->saved_rows[wm] && g->saved_T[wm] == T) {
+            /* computed before: publish the kept table */
+            engine_view *p = &g->pub;
+            long cnt = g->saved_n[wm];
+            if (cnt > p->rows_cap) {
+                p->rows = ms_realloc(p->rows, (size_t)cnt * sizeof(ls_row));
+                p->rows_cap = cnt;
+            }
+            memcpy(p->rows, g->saved_rows[wm], (size_t)cnt * sizeof(ls_row));
+            p->ndone = p->norders = cnt;
+            p->rows_epoch++;
+            p->have_landscape = 1;
+            p->exhaustive = g->saved_exh[wm];
+            p->progress = 1;
+            p->phase[0] = 0;
+            g->rows_wm = wm;
+            g->have_early = 0;
+            g->have_ls = 1;
+            g->done_wm = wm;
+            g->done_T = T;
+            g->ls_failed = 0;
+            pub_ranks(g);
+            pub_status(g);
+            pub_bump(g);
+            continue;
+        }
+        g->cancel_ls = 0;
+        g->ls_running = 1;
+        g->ls_failed = 0;
+        g->run_wm = wm;
+        g->run_T = T;
+        g->have_ls = 0;
+        ls_opts o;
+        ls_opts_default(&o);
+        g->rows_wm = wm;
+        rows_reset(g, orders_expected(g->n, o.nsample)); /* the count is known before the first row */
+        /* landscape_compute says nothing until rows finish (its last phase):
+           the pane shows this phase with a spinner meanwhile */
+        snprintf(g->pub.phase, sizeof g->pub.phase, "preparing the %d expert pairs", g->n * g->n);
+        g->pub.phase_since = now_s();
+        snprintf(g->ls_status, sizeof g->ls_status, "computing landscape");
+        pub_status(g);
+        pub_bump(g);
+        pthread_mutex_unlock(&g->mu);
+
+        o.T = T;
+        o.wm = wm;
+        o.center = center;
+        o.cancel = &g->cancel_ls;
+        o.progress = on_progress;
+        o.on_ranks = on_ranks;
+        o.ctx = g;
+        landscape L;
+        memset(&L, 0, sizeof L);
+        ms_err err;
+        err.msg[0] = 0;
+        g->cur_L = &L;
+        g->last_pub = 0;
+        int rc = landscape_compute(g->A, g->B, g->E, &o, &L, &err);
+        g->cur_L = NULL;
+
+        pthread_mutex_lock(&g->mu);
+        g->ls_running = 0;
+        g->pub.phase[0] = 0;
+        engine_view *p = &g->pub;
+        if (rc == 0) {
+            /* the final rows are sorted by barrier: publish them all anew */
+            if (L.norders > p->rows_cap) {
+                p->rows = ms_realloc(p->rows, (size_t)L.norders * sizeof(ls_row));
+                p->rows_cap = L.norders;
+            }
+            memcpy(p->rows, L.rows, (size_t)L.norders * sizeof(ls_row));
+            p->ndone = p->norders = L.norders;
+            p->rows_epoch++;
+            p->have_landscape = 1;
+            p->exhaustive = L.exhaustive;
+            p->progress = 1;
+            g->have_ls = 1;
+            g->done_wm = wm;
+            g->done_T = T;
+            g->saved_rows[wm] = ms_realloc(g->saved_rows[wm], (size_t)L.norders * sizeof(ls_row));
+            memcpy(g->saved_rows[wm], L.rows, (size_t)L.norders * sizeof(ls_row));
+            g->saved_n[wm] = L.norders;
+            g->saved_T[wm] = T;
+            g->saved_exh[wm] = L.exhaustive;
+            pub_ranks(g);
+        } else if (g->cancel_ls || g->ls_want || g->stop) {
+            /* superseded: the rows belonged to the old key */
+            rows_reset(g, 0);
+        } else {
+            g->ls_failed = 1;
+            snprintf(g->ls_status, sizeof g->ls_status, "%.255s", err.msg);
+        }
+        pub_status(g);
+        pub_bump(g);
+        landscape_free(&L);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+static void *front_worker(void *arg) {
+    engine *g = arg;
+    pthread_mutex_lock(&g->mu);
+    for (;;) {
+        while (!g->has_pending && !g->stop) pthread_cond_wait(&g->cv_front, &g->mu);
         if (g->stop) break;
         engine_request q = g->pending;
         g->has_pending = 0;
-        g->cancel = 0;
+        g->cancel_front = 0;
+        g->front_busy = 1;
+        g->front_failed = 0;
         pthread_mutex_unlock(&g->mu);
         ms_err err;
         err.msg[0] = 0;
         int rc = run_cheap(g, &q, &err);
-        if (rc == 0) rc = run_landscape(g, &q, &err);
         pthread_mutex_lock(&g->mu);
+        g->front_busy = 0;
         if (rc == 0) {
-            g->pub.busy = g->has_pending;
-            if (!g->pub.failed) {
-                if (g->pub.have_landscape && g->pub.rank[q.method] > 0)
-                    snprintf(g->pub.status, sizeof g->pub.status, "done: %s order rank %d of %ld", cost_method_name(q.method),
-                             g->pub.rank[q.method], g->pub.norders);
-                else
-                    snprintf(g->pub.status, sizeof g->pub.status, "done");
+            /* the landscape for this request's key, unless it is there or coming */
+            int done = g->have_ls && g->done_wm == q.wm_stage && g->done_T == q.T;
+            int running = g->ls_running && !g->cancel_ls && g->run_wm == q.wm_stage && g->run_T == q.T;
+            if (!done && !running) {
+                if (g->ls_running) g->cancel_ls = 1;
+                g->ls_want = 1;
+                g->want_wm = q.wm_stage;
+                g->want_T = q.T;
+                g->want_center = q.center;
+                pthread_cond_signal(&g->cv_ls);
             }
-        } else if (g->cancel || g->has_pending) {
-            /* superseded: the newer request takes over */
-        } else {
-            g->pub.busy = 0;
-            g->pub.failed = 1;
-            snprintf(g->pub.status, sizeof g->pub.status, "%.255s", err.msg);
+        } else if (!g->cancel_front && !g->has_pending && !g->stop) {
+            g->front_failed = 1;
+            snprintf(g->front_status, sizeof g->front_status, "%.255s", err.msg);
         }
+        pub_status(g);
         pub_bump(g);
     }
     pthread_mutex_unlock(&g->mu);
@@ -450,15 +537,13 @@ engine *engine_start(const moe_model *A, const moe_model *B, const evalset *E, m
     g->pub.cost = ms_calloc((size_t)(n * n), sizeof(double));
     g->pub.l_hat[0] = g->pub.l_hat[1] = NAN;
     pthread_mutex_init(&g->mu, NULL);
-    pthread_cond_init(&g->cv, NULL);
-    if (pthread_create(&g->th, NULL, worker, g)) {
-        ms_fail(err, "cannot start the worker thread");
-        pthread_mutex_destroy(&g->mu);
-        pthread_cond_destroy(&g->cv);
-        engine_view_free(&g->pub);
-        free(g->cost[0]);
-        free(g->cost[1]);
-        free(g);
+    pthread_cond_init(&g->cv_front, NULL);
+    pthread_cond_init(&g->cv_ls, NULL);
+    g->started_front = pthread_create(&g->th_front, NULL, front_worker, g) == 0;
+    g->started_ls = g->started_front && pthread_create(&g->th_ls, NULL, ls_worker, g) == 0;
+    if (!g->started_ls) {
+        ms_fail(err, "cannot start the worker threads");
+        engine_stop(g);
         return NULL;
     }
     return g;
@@ -469,11 +554,13 @@ void engine_submit(engine *g, const engine_request *r) {
     g->pending = *r;
     if (g->pending.T < 2) g->pending.T = 25;
     g->has_pending = 1;
-    /* a request that keeps the running landscape does not cancel it */
-    if (!(g->in_landscape && g->ls_wm == r->wm_stage && g->ls_T == g->pending.T)) g->cancel = 1;
-    g->pub.busy = 1;
+    g->cancel_front = 1; /* a newer request cancels the older one */
+    /* a running landscape for another key is of no use any more */
+    if (g->ls_running && (g->run_wm != g->pending.wm_stage || g->run_T != g->pending.T)) g->cancel_ls = 1;
+    if (g->ls_want && (g->want_wm != g->pending.wm_stage || g->want_T != g->pending.T)) g->ls_want = 0;
+    pub_status(g);
     pub_bump(g);
-    pthread_cond_signal(&g->cv);
+    pthread_cond_signal(&g->cv_front);
     pthread_mutex_unlock(&g->mu);
 }
 
@@ -542,16 +629,22 @@ void engine_stop(engine *g) {
     if (!g) return;
     pthread_mutex_lock(&g->mu);
     g->stop = 1;
-    g->cancel = 1;
-    pthread_cond_signal(&g->cv);
+    g->cancel_front = 1;
+    g->cancel_ls = 1;
+    pthread_cond_signal(&g->cv_front);
+    pthread_cond_signal(&g->cv_ls);
     pthread_mutex_unlock(&g->mu);
-    pthread_join(g->th, NULL);
+    if (g->started_front) pthread_join(g->th_front, NULL);
+    if (g->started_ls) pthread_join(g->th_ls, NULL);
     for (int i = 0; i < CURVE_CACHE; i++)
         if (g->cache[i].used) ls_curve_free(&g->cache[i].c);
     engine_view_free(&g->pub);
     free(g->cost[0]);
     free(g->cost[1]);
+    free(g->saved_rows[0]);
+    free(g->saved_rows[1]);
     pthread_mutex_destroy(&g->mu);
-    pthread_cond_destroy(&g->cv);
+    pthread_cond_destroy(&g->cv_front);
+    pthread_cond_destroy(&g->cv_ls);
     free(g);
 }

@@ -392,16 +392,16 @@ static void pre_item(lsx *x, int tid, long item) {
 
 /* ---------------- one order on the chunk ---------------- */
 
-/* z (d) += g * y (d): the hot loop */
-__attribute__((target_clones("avx2", "default"))) static void axpy_f(float *restrict z,
-                                                                     const float *restrict y,
-                                                                     float g, int d) {
-    for (int q = 0; q < d; q++) z[q] += g * y[q];
-}
+/* The per-order kernel is the hot loop of the whole tool: built for AVX2+FMA
+ * with a plain fallback (picked at load time), at O3 with reassociation so
+ * the reductions over d and C vectorise. */
+#define LS_HOT                                                                           \
+    __attribute__((target_clones("arch=x86-64-v3", "default"),                           \
+                   optimize("O3", "associative-math", "no-signed-zeros", "no-trapping-math")))
 
 /* e^x in float (Cephes' polynomial, ~1 ulp), branch-free so loops vectorise;
  * exp(double) per element was most of the time of an order. */
-static inline float fast_expf(float x) {
+__attribute__((always_inline)) static inline float fast_expf(float x) {
     x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
     float k = nearbyintf(x * 1.44269504088896341f);
     float r = x - k * 0.693359375f + k * 2.12194440e-4f;
@@ -421,7 +421,7 @@ static inline float fast_expf(float x) {
 
 /* moe_route's rules (dense softmax; top-k with ties to the smaller index) on
  * one sample's scores s (n) -> g (n), with fast_expf */
-static inline void route_one(const moe_config *c, const float *s, float *g) {
+__attribute__((always_inline)) static inline void route_one(const moe_config *c, const float *s, float *g) {
     int n = c->n;
     if (c->router == ROUTER_TOPK && c->k < n) {
         unsigned sel = 0;
@@ -452,7 +452,7 @@ static inline void route_one(const moe_config *c, const float *s, float *g) {
 
 /* Loss and accuracy of one order at the chunk's t index tc. pair[i]: pair
  * index of slot i; col[i]: B's gate row in slot i; v: shared variant. */
-static void eval_order_t(lsx *x, ls_ws *w, const int *pair, const int *col, int v, int tc,
+LS_HOT static void eval_order_t(lsx *x, ls_ws *w, const int *pair, const int *col, int v, int tc,
                          double *loss, double *acc) {
     const moe_config *c = x->cfg;
     int N = x->N, d = x->d, n = x->n, C = x->C, nn = x->nn;
@@ -467,10 +467,15 @@ static void eval_order_t(lsx *x, ls_ws *w, const int *pair, const int *col, int 
         const float *Sr = S + (size_t)r * nn;
         for (int i = 0; i < n; i++) sc[i] = Sr[i * n + col[i]];
         route_one(c, sc, g);
-        float *z = w->Zb + (size_t)r * d; // (d)
-        memcpy(z, bs + (size_t)r * d, (size_t)d * sizeof(float));
-        for (int i = 0; i < n; i++)
-            if (g[i] != 0.0f) axpy_f(z, Yp[i] + (size_t)r * d, g[i], d);
+        float *restrict z = w->Zb + (size_t)r * d; // (d)
+        const float *restrict b0 = bs + (size_t)r * d;
+        for (int q = 0; q < d; q++) z[q] = b0[q];
+        for (int i = 0; i < n; i++) {
+            float gi = g[i];
+            if (gi == 0.0f) continue;
+            const float *restrict y = Yp[i] + (size_t)r * d;
+            for (int q = 0; q < d; q++) z[q] += gi * y[q];
+        }
         if (x->kind == LS_LAYER) {
             float s2 = 0.0f;
             for (int q = 0; q < d; q++) s2 += z[q] * z[q];

@@ -6,6 +6,7 @@
  * once, so joints do not darken and any width is smooth. */
 #include "plot_png.h"
 
+#include <errno.h>
 #include <math.h>
 #include <png.h>
 #include <setjmp.h>
@@ -225,12 +226,37 @@ static void widen_degenerate(double *lo, double *hi) {
     }
 }
 
+/* Clip the segment to the clip box grown by m (Liang-Barsky); 0 when nothing is left. */
+static int clip_segment(const canvas *c, double m, double *x0, double *y0, double *x1,
+                        double *y1) {
+    double lo = 0, hi = 1, dx = *x1 - *x0, dy = *y1 - *y0;
+    double p[4] = {-dx, dx, -dy, dy};
+    double q[4] = {*x0 - (c->cx0 - m), (c->cx1 + 1 + m) - *x0, *y0 - (c->cy0 - m),
+                   (c->cy1 + 1 + m) - *y0};
+    for (int k = 0; k < 4; k++) {
+        if (p[k] == 0) {
+            if (q[k] < 0) return 0;
+            continue;
+        }
+        double t = q[k] / p[k];
+        if (p[k] < 0) {
+            if (t > lo) lo = t;
+        } else if (t < hi) {
+            hi = t;
+        }
+        if (lo > hi) return 0;
+    }
+    double ax = *x0 + lo * dx, ay = *y0 + lo * dy, bx = *x0 + hi * dx, by = *y0 + hi * dy;
+    *x0 = ax, *y0 = ay, *x1 = bx, *y1 = by;
+    return 1;
+}
+
 /* Stroke a polyline (NaN = gap) into the mask; dash > 0 gives dashes of that
  * length with gaps of 0.7 * dash. Points closer than 0.6 px to the previous kept
  * one are skipped (so 40320 points cost what ~1000 do). */
 static void stroke_series(canvas *c, const frame *f, const plot_series *se, double r,
                           double dash) {
-    double px = 0, py = 0, along = 0;
+    double px = 0, py = 0, ph = 0;
     int have = 0;
     double gap = dash * 0.7, period = dash + gap;
     for (int i = 0; i < se->n; i++) {
@@ -247,22 +273,37 @@ static void stroke_series(canvas *c, const frame *f, const plot_series *se, doub
         }
         double dx = qx - px, dy = qy - py, len = sqrt(dx * dx + dy * dy);
         if (len < 0.6 && i + 1 < se->n) continue;
+        double sx0 = px, sy0 = py, sx1 = qx, sy1 = qy;
+        if (!clip_segment(c, r + 2, &sx0, &sy0, &sx1, &sy1)) {
+            // entirely outside: keep the dash phase moving
+            if (dash > 0) ph = fmod(ph + fmin(len, 1e9), period);
+            px = qx, py = qy;
+            continue;
+        }
+        if (dash > 0 && (sx0 != px || sy0 != py || sx1 != qx || sy1 != qy)) {
+            // only the visible part is walked (a point far outside the range
+            // would otherwise cost len / period iterations)
+            dx = sx1 - sx0, dy = sy1 - sy0, len = sqrt(dx * dx + dy * dy);
+        }
         if (dash <= 0) {
-            mask_capsule(c, px, py, qx, qy, r);
+            mask_capsule(c, sx0, sy0, sx1, sy1, r);
         } else {
-            // walk the segment through the dash pattern
+            // walk the segment through the dash pattern; ph is the phase in
+            // [0, period), carried from segment to segment, snapped at the
+            // pattern's edges so rounding can never stall the walk
             double s0 = 0;
             while (s0 < len) {
-                double ph = fmod(along + s0, period);
-                double run = ph < dash ? dash - ph : period - ph;
-                double s1 = fmin(len, s0 + run);
+                double edge = ph < dash ? dash : period;
+                double s1 = fmin(len, s0 + (edge - ph));
                 if (ph < dash) {
                     double a = s0 / len, b = s1 / len;
-                    mask_capsule(c, px + a * dx, py + a * dy, px + b * dx, py + b * dy, r);
+                    mask_capsule(c, sx0 + a * dx, sy0 + a * dy, sx0 + b * dx, sy0 + b * dy, r);
                 }
+                ph += s1 - s0;
+                if (ph >= edge - 1e-9) ph = edge >= period ? 0 : dash;
+                if (s1 <= s0) break; /* cannot happen; belt and braces */
                 s0 = s1;
             }
-            along += len;
         }
         px = qx, py = qy;
     }
@@ -280,6 +321,149 @@ static int load_fonts(bm_font **body, bm_font **title, ms_err *err) {
     return 0;
 }
 
+/* Tick values lo <= k*step <= hi by integer index (no v += step drift or stall),
+ * at most max of them. */
+static int tick_values(double lo, double hi, double step, double *out, int max) {
+    if (!(step > 0) || !isfinite(lo) || !isfinite(hi)) return 0;
+    double k0 = ceil(lo / step - 1e-9), k1 = floor(hi / step + 1e-9);
+    int n = 0;
+    for (double k = k0; k <= k1 && n < max; k++) out[n++] = k * step;
+    return n;
+}
+
+#define MAX_TICKS 64
+
+typedef struct {
+    frame f;
+    int s, lh, lht, ticklen, pad;
+    double ystep, xstep, ymaxabs, xmaxabs;
+    double yt[MAX_TICKS], xt[MAX_TICKS];
+    int nyt, nxt;
+} layout;
+
+/* Ranges, ticks and margins; headroom is the fraction of the plot height kept
+ * free above the data (room for the legend). */
+static void layout_compute(const plot_spec *p, const plot_extra *ex, int W, int H, int s,
+                           const bm_font *fb, const bm_font *ft, double headroom, layout *L) {
+    frame *f = &L->f;
+    L->s = s;
+    L->lh = bm_line_height(fb, s);
+    L->lht = bm_line_height(ft, s);
+    double dlo, dhi;
+    data_range(p, 0, &dlo, &dhi);
+    if (auto_range(p->xmin, p->xmax)) {
+        f->xlo = dlo, f->xhi = dhi;
+        widen_degenerate(&f->xlo, &f->xhi);
+    } else {
+        f->xlo = p->xmin, f->xhi = p->xmax;
+    }
+    data_range(p, 1, &dlo, &dhi);
+    if (auto_range(p->ymin, p->ymax)) {
+        widen_degenerate(&dlo, &dhi);
+        double m = 0.06 * (dhi - dlo);
+        f->ylo = dlo - m, f->yhi = dhi + m;
+        if (headroom > 0 && headroom < 0.8) f->yhi = f->ylo + (f->yhi - f->ylo) / (1 - headroom);
+    } else {
+        f->ylo = p->ymin, f->yhi = p->ymax;
+    }
+
+    // y ticks first: their labels decide the left margin
+    int ytarget = (H / s) / 70;
+    if (ytarget < 3) ytarget = 3;
+    L->ystep = plot_nice_step(f->ylo, f->yhi, ytarget);
+    L->ymaxabs = fmax(fabs(f->ylo), fabs(f->yhi));
+    L->nyt = tick_values(f->ylo, f->yhi, L->ystep, L->yt, MAX_TICKS);
+    int ylabw = 0;
+    char buf[64];
+    for (int i = 0; i < L->nyt; i++) {
+        tick_label(buf, sizeof buf, L->yt[i], L->ystep, L->ymaxabs);
+        int w = bm_text_width(fb, buf, s);
+        if (w > ylabw) ylabw = w;
+    }
+    L->ticklen = 5 * s, L->pad = 8 * s;
+    int pad = L->pad, lh = L->lh;
+    int left = pad + (p->ylabel && p->ylabel[0] ? lh + pad : 0) + ylabw + L->ticklen + 4 * s;
+    int top = (p->title && p->title[0]) ? pad + L->lht + pad + 2 * s : pad * 2;
+    int bottom = L->ticklen + 4 * s + lh + (p->xlabel && p->xlabel[0] ? pad / 2 + lh : 0) + pad;
+    int right = 24 * s;
+    f->x0 = left;
+    f->y0 = top;
+    f->x1 = W - right - 1;
+    f->y1 = H - bottom - 1;
+    if (f->x1 - f->x0 < 20) f->x1 = f->x0 + 20;
+    if (f->y1 - f->y0 < 20) f->y1 = f->y0 + 20;
+
+    int xtarget = (W / s) / 110;
+    if (xtarget < 3) xtarget = 3;
+    L->xstep = plot_nice_step(f->xlo, f->xhi, xtarget);
+    if (ex && ex->min_xstep > 0 && L->xstep < ex->min_xstep) L->xstep = ex->min_xstep;
+    L->xmaxabs = fmax(fabs(f->xlo), fabs(f->xhi));
+    L->nxt = tick_values(f->xlo, f->xhi, L->xstep, L->xt, MAX_TICKS);
+}
+
+/* Data points (and samples along segments) of all series inside the box. */
+static long box_hits(const plot_spec *p, const frame *f, int bx, int by, int bw, int bh) {
+    long hits = 0;
+    for (int si = 0; si < p->nseries; si++) {
+        const plot_series *se = &p->series[si];
+        double prevx = NAN, prevy = NAN;
+        for (int i = 0; i < se->n; i++) {
+            if (!isfinite(se->x[i]) || !isfinite(se->y[i])) {
+                prevx = NAN;
+                continue;
+            }
+            double qx = map_x(f, se->x[i]), qy = map_y(f, se->y[i]);
+            // sample each segment so long segments crossing the box count too
+            int steps = isnan(prevx) ? 1 : 8;
+            for (int j = 1; j <= steps; j++) {
+                double tt = (double)j / steps;
+                double sx = isnan(prevx) ? qx : prevx + tt * (qx - prevx);
+                double sy = isnan(prevx) ? qy : prevy + tt * (qy - prevy);
+                if (sx >= bx - 4 && sx <= bx + bw + 4 && sy >= by - 4 && sy <= by + bh + 4) hits++;
+            }
+            prevx = qx, prevy = qy;
+        }
+    }
+    return hits;
+}
+
+typedef struct {
+    int n, w, h, rowh, sample, lpad, margin;
+} legend_dims;
+
+static void legend_measure(const plot_spec *p, const bm_font *fb, int s, legend_dims *d) {
+    memset(d, 0, sizeof *d);
+    int legw = 0;
+    for (int si = 0; si < p->nseries; si++) {
+        const char *l = p->series[si].label;
+        if (!l || !l[0]) continue;
+        d->n++;
+        int w = bm_text_width(fb, l, s);
+        if (w > legw) legw = w;
+    }
+    int lh = bm_line_height(fb, s);
+    d->sample = 30 * s, d->rowh = lh + 4 * s, d->lpad = 8 * s, d->margin = 10 * s;
+    d->w = d->lpad + d->sample + 8 * s + legw + d->lpad;
+    d->h = d->lpad + d->n * d->rowh - 4 * s + d->lpad;
+}
+
+/* The legend's corner: the one covering the fewest data points (ties: top right
+ * first). Returns the hits there. */
+static long legend_place(const plot_spec *p, const frame *f, const legend_dims *d, int *bx,
+                         int *by) {
+    int m = d->margin;
+    int cand[4][2] = {{f->x1 - m - d->w, f->y0 + m},
+                      {f->x0 + m, f->y0 + m},
+                      {f->x1 - m - d->w, f->y1 - m - d->h},
+                      {f->x0 + m, f->y1 - m - d->h}};
+    long best = -1;
+    for (int k = 0; k < 4; k++) {
+        long hits = box_hits(p, f, cand[k][0], cand[k][1], d->w, d->h);
+        if (best < 0 || hits < best) best = hits, *bx = cand[k][0], *by = cand[k][1];
+    }
+    return best;
+}
+
 static void render(const plot_spec *p, const plot_extra *ex, canvas *c, const bm_font *fb,
                    const bm_font *ft) {
     int W = c->w, H = c->h;
@@ -287,76 +471,44 @@ static void render(const plot_spec *p, const plot_extra *ex, canvas *c, const bm
     if (s > 4) s = 4;
     double lw = (p->line_width > 0 ? p->line_width : 2.25) * s;
     double mr = (ex && ex->marker_r > 0 ? ex->marker_r : 3.5) * s;
-    int lh = bm_line_height(fb, s), lht = bm_line_height(ft, s);
 
-    // ranges
-    frame f;
-    double dlo, dhi;
-    data_range(p, 0, &dlo, &dhi);
-    if (auto_range(p->xmin, p->xmax)) {
-        f.xlo = dlo, f.xhi = dhi;
-        widen_degenerate(&f.xlo, &f.xhi);
-    } else {
-        f.xlo = p->xmin, f.xhi = p->xmax;
+    // layout; when the legend would cover data in every corner, make room above
+    // the data (auto y range only) and lay out again
+    layout Ly;
+    layout_compute(p, ex, W, H, s, fb, ft, 0, &Ly);
+    legend_dims ld;
+    legend_measure(p, fb, s, &ld);
+    int bx = 0, by = 0;
+    if (ld.n > 0 && legend_place(p, &Ly.f, &ld, &bx, &by) > 0 && auto_range(p->ymin, p->ymax)) {
+        double room = (double)(ld.h + 2 * ld.margin) / (Ly.f.y1 + 1 - Ly.f.y0);
+        if (room < 0.6) {
+            layout_compute(p, ex, W, H, s, fb, ft, room, &Ly);
+            legend_place(p, &Ly.f, &ld, &bx, &by);
+        }
     }
-    data_range(p, 1, &dlo, &dhi);
-    if (auto_range(p->ymin, p->ymax)) {
-        widen_degenerate(&dlo, &dhi);
-        double m = 0.06 * (dhi - dlo);
-        f.ylo = dlo - m, f.yhi = dhi + m;
-    } else {
-        f.ylo = p->ymin, f.yhi = p->ymax;
-    }
-
-    // ticks (the y labels decide the left margin)
-    int ytarget = (H / s) / 70;
-    if (ytarget < 3) ytarget = 3;
-    double ystep = plot_nice_step(f.ylo, f.yhi, ytarget);
-    double ymaxabs = fmax(fabs(f.ylo), fabs(f.yhi));
-    int ylabw = 0;
+    const frame *f = &Ly.f;
+    int lh = Ly.lh, ticklen = Ly.ticklen, pad = Ly.pad;
     char buf[64];
-    for (double v = ceil(f.ylo / ystep - 1e-9) * ystep; v <= f.yhi + ystep * 1e-9; v += ystep) {
-        tick_label(buf, sizeof buf, v, ystep, ymaxabs);
-        int w = bm_text_width(fb, buf, s);
-        if (w > ylabw) ylabw = w;
-    }
-    int ticklen = 5 * s, pad = 8 * s;
-    int left = pad + (p->ylabel && p->ylabel[0] ? lh + pad : 0) + ylabw + ticklen + 4 * s;
-    int top = (p->title && p->title[0]) ? pad + lht + pad + 2 * s : pad * 2;
-    int bottom = ticklen + 4 * s + lh + (p->xlabel && p->xlabel[0] ? pad / 2 + lh : 0) + pad;
-    int right = 24 * s;
-    f.x0 = left;
-    f.y0 = top;
-    f.x1 = W - right - 1;
-    f.y1 = H - bottom - 1;
-    if (f.x1 - f.x0 < 20) f.x1 = f.x0 + 20;
-    if (f.y1 - f.y0 < 20) f.y1 = f.y0 + 20;
-
-    int xtarget = (W / s) / 110;
-    if (xtarget < 3) xtarget = 3;
-    double xstep = plot_nice_step(f.xlo, f.xhi, xtarget);
-    if (ex && ex->min_xstep > 0 && xstep < ex->min_xstep) xstep = ex->min_xstep;
-    double xmaxabs = fmax(fabs(f.xlo), fabs(f.xhi));
 
     // grid
-    for (double v = ceil(f.ylo / ystep - 1e-9) * ystep; v <= f.yhi + ystep * 1e-9; v += ystep) {
-        int y = (int)floor(map_y(&f, v));
-        if (y < f.y0 || y > f.y1) continue;
-        uint32_t col = fabs(v) < ystep * 1e-6 ? RGB_ZERO : RGB_GRID;
-        cv_fill_rect(c, f.x0, y, f.x1, y + (s > 1 ? 1 : 0), col, 1);
+    for (int i = 0; i < Ly.nyt; i++) {
+        int y = (int)floor(map_y(f, Ly.yt[i]));
+        if (y < f->y0 || y > f->y1) continue;
+        uint32_t col = fabs(Ly.yt[i]) < Ly.ystep * 1e-6 ? RGB_ZERO : RGB_GRID;
+        cv_fill_rect(c, f->x0, y, f->x1, y + (s > 1 ? 1 : 0), col, 1);
     }
-    for (double v = ceil(f.xlo / xstep - 1e-9) * xstep; v <= f.xhi + xstep * 1e-9; v += xstep) {
-        int x = (int)floor(map_x(&f, v));
-        if (x < f.x0 || x > f.x1) continue;
-        cv_fill_rect(c, x, f.y0, x + (s > 1 ? 1 : 0), f.y1, RGB_GRID, 1);
+    for (int i = 0; i < Ly.nxt; i++) {
+        int x = (int)floor(map_x(f, Ly.xt[i]));
+        if (x < f->x0 || x > f->x1) continue;
+        cv_fill_rect(c, x, f->y0, x + (s > 1 ? 1 : 0), f->y1, RGB_GRID, 1);
     }
 
     // guide lines (landscape marks), dashed, under the data
-    c->cx0 = f.x0, c->cy0 = f.y0, c->cx1 = f.x1, c->cy1 = f.y1;
+    c->cx0 = f->x0, c->cy0 = f->y0, c->cx1 = f->x1, c->cy1 = f->y1;
     for (int i = 0; ex && i < ex->nvlines; i++) {
-        double x = ex->vlines[i].x, xs[2] = {x, x}, ys[2] = {f.ylo, f.yhi};
+        double x = ex->vlines[i].x, xs[2] = {x, x}, ys[2] = {f->ylo, f->yhi};
         plot_series g = {.x = xs, .y = ys, .n = 2};
-        stroke_series(c, &f, &g, 0.6 * s, 5.0 * s);
+        stroke_series(c, f, &g, 0.6 * s, 5.0 * s);
         mask_flush(c, ex->vlines[i].rgb, 0.8f);
     }
 
@@ -364,7 +516,7 @@ static void render(const plot_spec *p, const plot_extra *ex, canvas *c, const bm
     for (int si = 0; si < p->nseries; si++) {
         const plot_series *se = &p->series[si];
         if (!se->no_line) {
-            stroke_series(c, &f, se, lw / 2, se->dashed ? 7.0 * s : 0);
+            stroke_series(c, f, se, lw / 2, se->dashed ? 7.0 * s : 0);
             mask_flush(c, se->rgb, 1);
         }
         if (se->markers) {
@@ -373,7 +525,7 @@ static void render(const plot_spec *p, const plot_extra *ex, canvas *c, const bm
             for (int pass = outline ? 0 : 1; pass < 2; pass++) {
                 for (int i = 0; i < se->n; i++) {
                     if (!isfinite(se->x[i]) || !isfinite(se->y[i])) continue;
-                    mask_disc(c, map_x(&f, se->x[i]), map_y(&f, se->y[i]),
+                    mask_disc(c, map_x(f, se->x[i]), map_y(f, se->y[i]),
                               pass == 0 ? r + 1.5 * s : r);
                 }
                 mask_flush(c, pass == 0 ? RGB_BG : se->rgb, 1);
@@ -383,96 +535,53 @@ static void render(const plot_spec *p, const plot_extra *ex, canvas *c, const bm
     c->cx0 = 0, c->cy0 = 0, c->cx1 = W - 1, c->cy1 = H - 1;
 
     // frame, ticks and tick labels
-    cv_rect_outline(c, f.x0 - 1, f.y0 - 1, f.x1 + 1, f.y1 + 1, RGB_FRAME, 1);
-    for (double v = ceil(f.ylo / ystep - 1e-9) * ystep; v <= f.yhi + ystep * 1e-9; v += ystep) {
-        int y = (int)floor(map_y(&f, v));
-        if (y < f.y0 - 1 || y > f.y1 + 1) continue;
-        cv_fill_rect(c, f.x0 - 1 - ticklen, y, f.x0 - 2, y + (s > 1 ? 1 : 0), RGB_FRAME, 1);
-        tick_label(buf, sizeof buf, v, ystep, ymaxabs);
+    cv_rect_outline(c, f->x0 - 1, f->y0 - 1, f->x1 + 1, f->y1 + 1, RGB_FRAME, 1);
+    for (int i = 0; i < Ly.nyt; i++) {
+        int y = (int)floor(map_y(f, Ly.yt[i]));
+        if (y < f->y0 - 1 || y > f->y1 + 1) continue;
+        cv_fill_rect(c, f->x0 - 1 - ticklen, y, f->x0 - 2, y + (s > 1 ? 1 : 0), RGB_FRAME, 1);
+        tick_label(buf, sizeof buf, Ly.yt[i], Ly.ystep, Ly.ymaxabs);
         int w = bm_text_width(fb, buf, s);
-        cv_text(c, fb, buf, f.x0 - 1 - ticklen - 4 * s - w, y - lh / 2, s, RGB_TEXT);
+        cv_text(c, fb, buf, f->x0 - 1 - ticklen - 4 * s - w, y - lh / 2, s, RGB_TEXT);
     }
-    for (double v = ceil(f.xlo / xstep - 1e-9) * xstep; v <= f.xhi + xstep * 1e-9; v += xstep) {
-        int x = (int)floor(map_x(&f, v));
-        if (x < f.x0 - 1 || x > f.x1 + 1) continue;
-        cv_fill_rect(c, x, f.y1 + 2, x + (s > 1 ? 1 : 0), f.y1 + 1 + ticklen, RGB_FRAME, 1);
-        tick_label(buf, sizeof buf, v, xstep, xmaxabs);
+    for (int i = 0; i < Ly.nxt; i++) {
+        int x = (int)floor(map_x(f, Ly.xt[i]));
+        if (x < f->x0 - 1 || x > f->x1 + 1) continue;
+        cv_fill_rect(c, x, f->y1 + 2, x + (s > 1 ? 1 : 0), f->y1 + 1 + ticklen, RGB_FRAME, 1);
+        tick_label(buf, sizeof buf, Ly.xt[i], Ly.xstep, Ly.xmaxabs);
         int w = bm_text_width(fb, buf, s);
         int tx = x - w / 2;
         if (tx + w > W - 2) tx = W - 2 - w;
-        cv_text(c, fb, buf, tx, f.y1 + 2 + ticklen + 3 * s, s, RGB_TEXT);
+        cv_text(c, fb, buf, tx, f->y1 + 2 + ticklen + 3 * s, s, RGB_TEXT);
     }
 
     // title and axis labels
     if (p->title && p->title[0]) {
         int w = bm_text_width(ft, p->title, s);
-        int tx = (f.x0 + f.x1) / 2 - w / 2;
+        int tx = (f->x0 + f->x1) / 2 - w / 2;
         if (tx + w > W - pad) tx = W - pad - w;
         if (tx < pad) tx = pad;
         cv_text(c, ft, p->title, tx, pad + s, s, RGB_TEXT);
     }
     if (p->xlabel && p->xlabel[0]) {
         int w = bm_text_width(fb, p->xlabel, s);
-        cv_text(c, fb, p->xlabel, (f.x0 + f.x1) / 2 - w / 2, H - pad - lh, s, RGB_TEXT);
+        cv_text(c, fb, p->xlabel, (f->x0 + f->x1) / 2 - w / 2, H - pad - lh, s, RGB_TEXT);
     }
     if (p->ylabel && p->ylabel[0]) {
         int w = bm_text_width(fb, p->ylabel, s);
-        cv_text_up(c, fb, p->ylabel, pad, (f.y0 + f.y1) / 2 + w / 2, s, RGB_TEXT);
+        cv_text_up(c, fb, p->ylabel, pad, (f->y0 + f->y1) / 2 + w / 2, s, RGB_TEXT);
     }
 
-    // legend: in the corner of the plot area that covers the fewest data points
-    int nleg = 0, legw = 0;
-    for (int si = 0; si < p->nseries; si++) {
-        const char *l = p->series[si].label;
-        if (!l || !l[0]) continue;
-        nleg++;
-        int w = bm_text_width(fb, l, s);
-        if (w > legw) legw = w;
-    }
-    if (nleg > 0) {
-        int sample = 30 * s, rowh = lh + 4 * s, lpad = 8 * s;
-        int bw = lpad + sample + 8 * s + legw + lpad, bh = lpad + nleg * rowh - 4 * s + lpad;
-        int m = 10 * s;
-        int cand[4][2] = {{f.x1 - m - bw, f.y0 + m},
-                          {f.x0 + m, f.y0 + m},
-                          {f.x1 - m - bw, f.y1 - m - bh},
-                          {f.x0 + m, f.y1 - m - bh}};
-        long best = -1;
-        int bx = cand[0][0], by = cand[0][1];
-        for (int k = 0; k < 4; k++) {
-            long hits = 0;
-            for (int si = 0; si < p->nseries; si++) {
-                const plot_series *se = &p->series[si];
-                double prevx = NAN, prevy = NAN;
-                for (int i = 0; i < se->n; i++) {
-                    if (!isfinite(se->x[i]) || !isfinite(se->y[i])) {
-                        prevx = NAN;
-                        continue;
-                    }
-                    double qx = map_x(&f, se->x[i]), qy = map_y(&f, se->y[i]);
-                    // sample each segment so long segments crossing the box count too
-                    int steps = isnan(prevx) ? 1 : 8;
-                    for (int j = 1; j <= steps; j++) {
-                        double tt = (double)j / steps;
-                        double sx = isnan(prevx) ? qx : prevx + tt * (qx - prevx);
-                        double sy = isnan(prevx) ? qy : prevy + tt * (qy - prevy);
-                        if (sx >= cand[k][0] - 4 && sx <= cand[k][0] + bw + 4 &&
-                            sy >= cand[k][1] - 4 && sy <= cand[k][1] + bh + 4)
-                            hits++;
-                    }
-                    prevx = qx, prevy = qy;
-                }
-            }
-            if (best < 0 || hits < best) best = hits, bx = cand[k][0], by = cand[k][1];
-        }
-        cv_fill_rect(c, bx, by, bx + bw - 1, by + bh - 1, RGB_BG, 0.92f);
-        cv_rect_outline(c, bx, by, bx + bw - 1, by + bh - 1, 0xBBBBBBu, 1);
+    // legend
+    if (ld.n > 0) {
+        cv_fill_rect(c, bx, by, bx + ld.w - 1, by + ld.h - 1, RGB_BG, 0.92f);
+        cv_rect_outline(c, bx, by, bx + ld.w - 1, by + ld.h - 1, 0xBBBBBBu, 1);
         int row = 0;
         for (int si = 0; si < p->nseries; si++) {
             const plot_series *se = &p->series[si];
             if (!se->label || !se->label[0]) continue;
-            int ty = by + lpad + row * rowh;
-            double cy = ty + lh / 2.0, sx0 = bx + lpad, sx1 = bx + lpad + sample;
+            int ty = by + ld.lpad + row * ld.rowh;
+            double cy = ty + lh / 2.0, sx0 = bx + ld.lpad, sx1 = bx + ld.lpad + ld.sample;
             if (!se->no_line) {
                 if (se->dashed) { /* a sample of the dash pattern */
                     double d = 7.0 * s, x = sx0;
@@ -549,6 +658,28 @@ static void png_err_fn(png_structp png, png_const_charp msg) {
     longjmp(e->jb, 1);
 }
 
+/* Our own write/flush so a failure reports errno ("File too large", "No space
+ * left on device") instead of libpng's bare "Write Error". */
+static void png_write_fn(png_structp png, png_bytep data, png_size_t len) {
+    FILE *fp = png_get_io_ptr(png);
+    errno = 0;
+    if (fwrite(data, 1, len, fp) != len) {
+        png_errctx *e = png_get_error_ptr(png);
+        snprintf(e->msg, sizeof e->msg, "%s", errno ? strerror(errno) : "short write");
+        longjmp(e->jb, 1);
+    }
+}
+
+static void png_flush_fn(png_structp png) {
+    FILE *fp = png_get_io_ptr(png);
+    errno = 0;
+    if (fflush(fp) != 0) {
+        png_errctx *e = png_get_error_ptr(png);
+        snprintf(e->msg, sizeof e->msg, "%s", errno ? strerror(errno) : "flush failed");
+        longjmp(e->jb, 1);
+    }
+}
+
 static void png_warn_fn(png_structp png, png_const_charp msg) {
     (void)png;
     (void)msg;
@@ -575,7 +706,7 @@ int plot_write_png_rgb(const uint8_t *rgb, int w, int h, const char *path, ms_er
         af_abort(&af);
         return ms_fail(err, "%s: writing PNG failed: %s", path, ectx.msg);
     }
-    png_init_io(png, af.fp);
+    png_set_write_fn(png, af.fp, png_write_fn, png_flush_fn);
     png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_set_compression_level(png, 6);
@@ -630,6 +761,11 @@ int plot_landscape_render_rgb(const double *barriers_sorted, long n, const long 
                                    .x = &mx[k], .y = &my[k], .n = 1,
                                    .rgb = marked_rgb ? marked_rgb[k] : PLOT_RGB_ALIGNED,
                                    .markers = 1, .no_line = 1, .marker_size = 6};
+        // marks on the same order (or a few pixels apart): the earlier ones (drawn
+        // below) get bigger, so each shows as a ring around the next
+        long near = n / 200;
+        for (int j = k + 1; j < nmarked; j++)
+            if (labs(marked_idx[j] - marked_idx[k]) <= near) ser[1 + k].marker_size += 3;
         vl[k] = (vline){mx[k], ser[1 + k].rgb};
     }
     plot_spec p;

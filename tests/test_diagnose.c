@@ -153,6 +153,18 @@ static void test_identical_experts(void) {
     dg_list_free(&l);
     evalset_free(&E);
     moe_free(&m);
+
+    // wide experts (h > DG_WM_MAX_H) use Gram distances; the copy is still found
+    make_model(&m, 3, 4, DG_WM_MAX_H + 8, ROUTER_DENSE, 2, ACT_RELU, 12);
+    copy_expert(&m, 2, 0);
+    nf = diag_one(&m, NULL, &l, &s);
+    CHECK(s.expert_gram && flagged(&l, "experts_distinct") && s.expert_pair[0] == 0 &&
+              s.expert_pair[1] == 2,
+          "wide experts: gram %d pair %d %d", s.expert_gram, s.expert_pair[0], s.expert_pair[1]);
+    CHECK(nf == 1, "wide experts: %d flags", nf);
+    diag_ckpt_free(&s);
+    dg_list_free(&l);
+    moe_free(&m);
 }
 
 static void test_equal_gate_rows(void) {

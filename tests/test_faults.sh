@@ -23,6 +23,7 @@ sha() { sha256sum "$1" | cut -d' ' -f1; }
 temps() { find "$1" -maxdepth 1 -name '.*.tmp*' | wc -l; }
 has_cmd() { "$MOESCOPE" "$1" --help >/dev/null 2>&1; }
 skip() { echo "test_faults: skipped: $*"; }
+mark() { echo "test_faults: ${SECONDS}s"; }
 IS_ASAN=0
 grep -qa __asan_init "$MOESCOPE" && IS_ASAN=1
 
@@ -34,6 +35,10 @@ $GEN ckpt "$D/MA.safetensors" --seed 3 --n 4 --d 32 --h 64
 $GEN ckpt "$D/MB.safetensors" --seed 4 --n 4 --d 32 --h 64
 cp "$ROOT/tests/corpus/seed_cost.safetensors" "$D/C.safetensors"
 A=$D/A.safetensors B=$D/B.safetensors E=$D/E.safetensors C=$D/C.safetensors
+mkdir -p "$WORK/pristine"
+cp "$A" "$B" "$E" "$C" "$WORK/pristine/"
+# put the fixtures back (in place: the links stay valid) after a command damaged one
+restore() { local f; for f in A B E C; do cat "$WORK/pristine/$f.safetensors" >"$D/$f.safetensors"; done; }
 ln -s A.safetensors "$D/symA.safetensors"
 ln "$A" "$D/hardA.safetensors"
 ln -s "$E" "$D/symE.safetensors"
@@ -80,6 +85,9 @@ if has_cmd diagnose; then
     refuse "diagnose --json A" "$A" "$MOESCOPE" diagnose "$A" "$B" --eval "$E" --json "$A"
 else skip "diagnose (not built)"; fi
 
+restore
+
+mark
 # ---------------------------------------------------------------- (b) full disk
 # fsz NAME BLOCKS DEST CMD...: with `ulimit -f BLOCKS` (KiB), CMD writing over the
 # existing DEST fails with "File too large"; DEST unchanged; no temporary left.
@@ -156,6 +164,7 @@ else
     skip "ENOSPC (no mount namespace: not root and no user namespaces)"
 fi
 
+mark
 # ---------------------------------------------------------------- (c) missing directory
 expect_fail "scramble into a missing directory" "nodir.*does not exist" \
     "$MOESCOPE" scramble "$A" -o "$D/nodir/out.safetensors"
@@ -166,6 +175,7 @@ expect_fail "cost --json into a missing directory" "nodir.*does not exist" \
 expect_fail "output path is a directory" "is a directory" "$MOESCOPE" align "$A" "$B" -o "$D"
 check "nothing created for the missing directory" test ! -e "$D/nodir"
 
+mark
 # ---------------------------------------------------------------- (d) read-only
 cp "$A" "$D/ro.safetensors"
 chmod 444 "$D/ro.safetensors"
@@ -194,6 +204,7 @@ else
     skip "read-only directory (running as root without a mount namespace: permission bits do not apply)"
 fi
 
+mark
 # ---------------------------------------------------------------- (e) SIGKILL mid-write
 # a ~67 MB checkpoint: its write takes long enough to be caught with the temporary open
 BIG=$WORK/big
@@ -230,6 +241,7 @@ else
 fi
 rm -rf "$BIG"
 
+mark
 # ---------------------------------------------------------------- limits
 # hostile checkpoints that declare more than they hold (tests/corpus/models.tsv):
 # refused with the expected message; under ASan, no single allocation over 4 MiB
@@ -262,6 +274,7 @@ assert len(j['orders']) == 200, len(j['orders'])
 "
 else skip "landscape sampling (not built)"; fi
 
+mark
 # ---------------------------------------------------------------- (f) the TUI
 if command -v tmux >/dev/null && [ -f "$ROOT/sample-checkpoints/dense4/seed1.safetensors" ]; then
     T=$WORK/tui
@@ -282,6 +295,14 @@ if command -v tmux >/dev/null && [ -f "$ROOT/sample-checkpoints/dense4/seed1.saf
             sleep 0.05
         done
         echo "    screen never showed '$1'; last screen:"; screen | sed 's/^/    | /'
+        return 1
+    }
+    wait_any() { # wait_any TEXT1 TEXT2: poll until either shows
+        local i
+        for ((i = 0; i < 1200; i++)); do
+            screen | grep -qF -e "$1" -e "$2" && return 0
+            sleep 0.05
+        done
         return 1
     }
     tstart() { # tstart ARGS...: the TUI on a.safetensors b.safetensors in tmux
@@ -312,7 +333,8 @@ if command -v tmux >/dev/null && [ -f "$ROOT/sample-checkpoints/dense4/seed1.saf
     cp "$S/seed1.safetensors" "$T/a.safetensors"
     before=$(sha "$T/a.safetensors")
     tstart --png-live a.safetensors
-    if wait_for "EXIT_SHOWN" >/dev/null; then
+    wait_any "EXIT_SHOWN" "order:ON"
+    if screen | grep -qF EXIT_SHOWN; then
         if grep -q "refusing to overwrite" "$T/stderr"; then pass; else fail "TUI --png-live = input: $(cat "$T/stderr")"; fi
     else
         fail "TUI --png-live = input: the screen opened instead of refusing"
@@ -325,4 +347,5 @@ else
     skip "TUI (no tmux or no sample checkpoints)"
 fi
 
+mark
 summary

@@ -334,6 +334,12 @@ def test_cli(tmp):
         check(lines[0] == "rank,order,barrier,acc_barrier,loss_auc" and len(lines) == 7, "landscape CSV: header + 6 orders")
         for name in ("naive", "skip-order", "gate", "expert", "best", "worst"):
             check(any(l.startswith(name) for l in r.stdout.splitlines()), "summary table has %s" % name)
+    png, cpng, cv = (os.path.join(tmp, f) for f in ("l.png", "lc.png", "c.png"))
+    r = run("landscape", a, b, "--eval", e, "-q", "--points", 5, "--png", png, "--curves-png", cpng)
+    r2 = run("curve", a, b, "--eval", e, "--points", 5, "--order", "2,0,1", "--png", cv)
+    for f, rr in ((png, r), (cpng, r), (cv, r2)):
+        ok = rr.returncode == 0 and os.path.exists(f) and open(f, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+        check(ok, "%s is a PNG" % os.path.basename(f))
     r = run("landscape", "--help")
     check(r.returncode == 0 and "usage" in r.stdout, "landscape --help")
     r = run("curve", "--help")

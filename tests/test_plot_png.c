@@ -186,6 +186,59 @@ static void test_curves(void) {
     CHECK(rc == -1 && strstr(err.msg, "size"), "tiny size accepted: %s", err.msg);
 }
 
+/* Dashed lines of every length and angle, and points far outside a fixed range
+ * (a dash walk that stalls on rounding or walks 1e12 pixels would hang here). */
+static void test_dashes(void) {
+    rng_t r;
+    rng_seed(&r, 11);
+    enum { NS = 12, NP = 7 };
+    double xs[NS][NP], ys[NS][NP];
+    plot_series s[NS + 1];
+    memset(s, 0, sizeof s);
+    for (int k = 0; k < NS; k++) {
+        for (int i = 0; i < NP; i++) {
+            xs[k][i] = rng_uniform(&r);
+            ys[k][i] = (k % 3 == 0 ? 1e12 : 1.0) * (rng_uniform(&r) - 0.5);
+        }
+        s[k] = (plot_series){.x = xs[k], .y = ys[k], .n = NP, .rgb = PLOT_RGB_CHORD, .dashed = 1};
+    }
+    // the chord of `moescope curve`: two points, a long dashed segment
+    double cx[2] = {0.0, 1.0}, cy[2] = {0.6931471805599453, 0.7083421290881273};
+    s[NS] = (plot_series){.label = "chord", .x = cx, .y = cy, .n = 2, .rgb = PLOT_RGB_CHORD,
+                          .dashed = 1};
+    plot_spec p;
+    plot_spec_init(&p);
+    p.series = s;
+    p.nseries = NS + 1;
+    p.ymin = -1;
+    p.ymax = 1;
+    ms_err err = {{0}};
+    uint8_t *rgb = NULL;
+    int w, h;
+    int rc = plot_render_rgb(&p, &rgb, &w, &h, &err);
+    CHECK(rc == 0, "dashes: %s", err.msg);
+    if (!rc) {
+        CHECK(count_near(rgb, w, 0, h, PLOT_RGB_CHORD, 24) > 500, "dashed lines missing");
+        free(rgb);
+    }
+    // the chord alone over its own (auto) range, at both scales
+    for (int big = 0; big < 2; big++) {
+        plot_spec q;
+        plot_spec_init(&q);
+        q.series = &s[NS];
+        q.nseries = 1;
+        q.width = big ? 1920 : 960;
+        q.height = big ? 1200 : 600;
+        rc = plot_render_rgb(&q, &rgb, &w, &h, &err);
+        CHECK(rc == 0, "chord: %s", err.msg);
+        if (!rc) {
+            // dashed: along the chord's row band, colour and background alternate
+            CHECK(count_near(rgb, w, 0, h, PLOT_RGB_CHORD, 24) > 200, "chord missing");
+            free(rgb);
+        }
+    }
+}
+
 static void test_atomic(void) {
     double x[2] = {0, 1}, y[2] = {0, 1};
     plot_series s = {.label = "line", .x = x, .y = y, .n = 2, .rgb = PLOT_RGB_ALIGNED};
@@ -355,6 +408,7 @@ int main(void) {
     test_ticks();
     test_font();
     test_curves();
+    test_dashes();
     test_atomic();
     test_landscape();
     // clean up

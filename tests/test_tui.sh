@@ -99,7 +99,8 @@ check "m: matrix title names the method and centring" wait_for "cost: gate  gate
 tm send-keys -t t m c
 check "back to expert, centred" wait_for "cost: expert  gate centring on"
 
-# selecting a row plots its curve
+# selecting a row plots its curve (once the table is back: w rebuilt it)
+wait_for "expert orders 24/24" >/dev/null
 tm send-keys -t t j j Enter
 check "Enter: plotting message" wait_for "plotting order"
 sel=$(screen | grep -oE "plotting order [0-9 ]+" | head -1 | sed 's/plotting order //; s/ *$//')
@@ -120,9 +121,11 @@ check "help closes" wait_gone "any key closes"
 
 # diagnostics pane
 tm send-keys -t t d
-check "d: diagnostics findings" wait_for "[ok] A: "
+check "d: diagnostics findings, flags first" wait_for "(warn or bad) first"
+check "d: findings listed" bash -c "$(declare -f screen tm); SOCK=$SOCK; screen | grep -qE '\[(ok|info|warn|bad)\] (A|B|A,B): '"
+check "d: the explorer's rank, not a CLI flag" wait_gone "pass --landscape"
 tm send-keys -t t x
-check "diagnostics close" wait_gone "[ok] A: "
+check "diagnostics close" wait_gone "(warn or bad) first"
 
 # resize
 tm resize-window -t t -x 60 -y 20
@@ -179,4 +182,52 @@ wait_for "current barrier=" >/dev/null
 check "colour by default" bash -c "tmux -L $SOCK capture-pane -p -e -t t | grep -qE $'\e\\\\[([0-9;]*;)?(3[0-7]|4[0-7]|38;5|48;5)[;m]'"
 tm send-keys -t t q
 wait_for "EXIT_SHOWN" >/dev/null
+
+# colour heat map: at 256 colours every matrix cell is a block of a heat-scale
+# background (48;5;N) with the number on it; at 8 colours the basic backgrounds
+row_esc() { # row_esc LABEL: the screen row starting with LABEL, with its colour escapes
+    local E=$'\e' line plain
+    tm capture-pane -p -e -t t | while IFS= read -r line; do
+        plain=$(printf '%s' "$line" | sed "s/$E\[[0-9;]*m//g")
+        case "$plain" in "$1 "*) printf '%s\n' "$line"; break ;; esac
+    done
+}
+count_esc() { grep -oE "$1" | sort -u | wc -l; } # distinct escapes matching $1
+start LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=xterm-256color
+wait_for "current barrier=" >/dev/null
+n256=$(row_esc A0 | count_esc $'\e\\[48;5;[0-9]+m')
+check "256 colours: heat backgrounds on row A0 ($n256)" test "$n256" -ge 2
+check "256 colours: numbers on the blocks" bash -c "$(declare -f screen tm); SOCK=$SOCK; screen | grep -qE '^A0 +[0-9.]+'"
+tm send-keys -t t q
+wait_for "EXIT_SHOWN" >/dev/null
+start LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=xterm
+wait_for "current barrier=" >/dev/null
+n8=$(row_esc A0 | count_esc $'\e\\[4[0-7]m')
+check "8 colours: basic heat backgrounds on row A0 ($n8)" test "$n8" -ge 2
+tm send-keys -t t q
+wait_for "EXIT_SHOWN" >/dev/null
+
+# 8 experts at 80x24: the numbers do not fit, half blocks (two matrix rows a
+# line) with the assignment beside them; before the landscape's first rows a
+# spinner names the phase, and keys are answered meanwhile
+D8=$ROOT/sample-checkpoints/dense8
+if [ -f "$D8/seed1.safetensors" ]; then
+    tm kill-server 2>/dev/null
+    rm -f "$WORK/exit"
+    tm new-session -d -s t -x 80 -y 24 -c "$WORK" \
+        "cd '$WORK' && env LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=xterm-256color '$MOESCOPE' '$D8/seed1.safetensors' '$D8/seed2.safetensors' --eval '$D8/eval.safetensors'; echo EXIT=\$? > '$WORK/exit'; echo EXIT_SHOWN; sleep 600"
+    check "n=8: the number of orders is known at once" wait_for "/40320"
+    check "n=8 at 80x24: half-block heat map" wait_for "A0 ▀▀▀▀▀▀▀▀"
+    check "n=8: assignment listed beside the map" wait_for "A0→B"
+    fg8=$(row_esc A0 | count_esc $'\e\\[38;5;[0-9]+m'); bg8=$(row_esc A0 | count_esc $'\e\\[48;5;[0-9]+m')
+    check "n=8: half blocks in several fg ($fg8) and bg ($bg8) colours" test "$fg8" -ge 2 -a "$bg8" -ge 2
+    if screen | grep -qF "preparing the 64 expert pairs"; then pass; else
+        # the phase may already be over on a fast machine: then the gauge
+        screen | grep -qE "expert orders [1-9][0-9]*/40320" && pass || fail "n=8: spinner or gauge"; fi
+    tm send-keys -t t m
+    check "n=8: m answered while the landscape computes" wait_for "cost: gate"
+    tm send-keys -t t q
+    check "n=8: q exits while the landscape computes" wait_for "EXIT_SHOWN"
+    check "n=8: exit 0" grep -qx "EXIT=0" "$WORK/exit"
+fi
 summary

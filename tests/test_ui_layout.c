@@ -3,6 +3,8 @@
  * UTF-8 and ASCII. */
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,8 +191,12 @@ static void test_sizes(void) {
                 }
             }
             CHECK(grid_find(&g, "seed1.safetensors", NULL) == 0, "%dx%d title", w, h);
-            CHECK(grid_find(&g, "n=4 d=16 h=32 router topk k=2 shared 1", NULL) == 1, "%dx%d arch", w, h);
-            CHECK(grid_find(&g, "loss A 0.3000 B 0.3200", NULL) == 1 || w < 100, "%dx%d endpoints", w, h);
+            /* full wording from 100 columns, compact below */
+            CHECK(grid_find(&g, w >= 100 ? "n=4 d=16 h=32 router topk k=2 shared 1" : "n=4 d=16 h=32 topk k=2 s=1", NULL) == 1,
+                  "%dx%d arch", w, h);
+            CHECK(grid_find(&g, "layer moe", NULL) == 0 && grid_find(&g, "N=512", NULL) == 0, "%dx%d layer, N", w, h);
+            CHECK(grid_find(&g, "acc A 0.900 B 0.890", NULL) == 1, "%dx%d endpoint accuracies", w, h);
+            CHECK(grid_find(&g, "loss A 0.3000 B 0.3200", NULL) == 1, "%dx%d endpoints", w, h);
             CHECK(grid_find(&g, "cost: expert", NULL) >= 2, "%dx%d heat title", w, h);
             CHECK(grid_find(&g, "gate centring on", NULL) >= 2, "%dx%d centring in heat title", w, h);
             for (int i = 0; i < 4; i++) {
@@ -292,6 +298,18 @@ static void test_keys(void) {
     app_render(&a, &v, &g);
     CHECK(grid_find(&g, "curves: accuracy", NULL) >= 0, "accuracy plot title");
     CHECK(grid_find(&g, "acc.barrier=", NULL) >= 0, "accuracy barrier in legend");
+    {
+        /* the y axis label follows the metric */
+        const ui_rect *cr = &a.layout.curves;
+        ui_rect labels = {cr->x, cr->y + 1, 8, cr->h - 1};
+        CHECK(count_rows_with(&g, &labels, "accuracy") == 1 && count_rows_with(&g, &labels, "loss") == 0,
+              "y label says accuracy");
+        app_key(&a, 'a', &v);
+        app_render(&a, &v, &g);
+        CHECK(count_rows_with(&g, &labels, "loss") == 1 && count_rows_with(&g, &labels, "accuracy") == 0, "y label back to loss");
+        CHECK(grid_find(&g, "current barrier=0.0500", NULL) >= 0, "loss barrier back in the legend");
+        app_key(&a, 'a', &v);
+    }
     CHECK(app_key(&a, 'p', &v) == FX_PNG, "p asks for a PNG");
     CHECK(app_key(&a, 'e', &v) == FX_EXPORT, "e asks for an export");
     CHECK(app_key(&a, 'q', &v) == FX_QUIT, "q quits");
@@ -346,6 +364,22 @@ static void test_keys(void) {
     app_render(&a, &v, &g);
     CHECK(a.orders.sort == SORT_ORDER, "s cycles the sort column");
     CHECK(grid_find(&g, "0 1 2 3", NULL) == a.layout.orders.y + 3 || a.orders.top > 0, "identity first by order");
+    /* then by accuracy barrier, by AUC (ascending), back to rank, to order */
+    for (int k = 0; k < 4; k++) {
+        app_key(&a, 's', &v);
+        app_render(&a, &v, &g);
+        int srt = a.orders.sort, ok = a.orders.nidx == 24;
+        for (long i = 1; i < a.orders.nidx; i++) {
+            const ls_row *p0 = &v.rows[a.orders.idx[i - 1]], *p1 = &v.rows[a.orders.idx[i]];
+            double x0 = srt == SORT_ACC ? p0->acc_barrier : srt == SORT_AUC ? p0->auc : p0->barrier;
+            double x1 = srt == SORT_ACC ? p1->acc_barrier : srt == SORT_AUC ? p1->auc : p1->barrier;
+            if (srt != SORT_ORDER) ok &= x0 <= x1;
+            else ok &= memcmp(p0->order, p1->order, sizeof(int) * 4) < 0;
+        }
+        static const int want_sort[4] = {SORT_ACC, SORT_AUC, SORT_RANK, SORT_ORDER};
+        CHECK(srt == want_sort[k] && ok, "s: sorted by %s", orders_sort_name(want_sort[k]));
+        CHECK(grid_find(&g, orders_sort_name(srt), NULL) >= 0, "sort column named (%s)", orders_sort_name(srt));
+    }
     /* filter "2 0" */
     app_key(&a, '/', &v);
     app_key(&a, '2', &v);
@@ -429,6 +463,316 @@ static void test_big(void) {
     free_view(&v);
 }
 
+
+/* cells of r whose background / foreground is a heat step */
+static int count_heat(const grid *g, const ui_rect *r, int fg, int bg) {
+    int k = 0;
+    for (int y = r->y; y < r->y + r->h; y++)
+        for (int x = r->x; x < r->x + r->w; x++) {
+            const grid_cell *c = &g->cells[y * g->w + x];
+            k += (!fg || c->fg_heat) && (!bg || c->bg_heat) && (fg || bg);
+        }
+    return k;
+}
+
+static void test_color_heatmap(void) {
+    /* colour + UTF-8, numbers fit (n = 4 at 100x30): every matrix cell a block
+       of heat background with the number on it */
+    engine_view v;
+    fake_view(&v, 4);
+    ui_info in = fake_info(4);
+    app_state a;
+    app_init(&a, &in, 25);
+    grid g;
+    grid_init(&g, 100, 30, 1);
+    g.color = 1;
+    app_render(&a, &v, &g);
+    dump(&g);
+    const ui_layout *L = &a.layout;
+    CHECK(heatmap_mode(4, L->heat.w, L->heat.h, 1, 1) == HEAT_NUMBERS, "n=4 colour: numbers mode");
+    CHECK(count_rows_with(&g, &L->heat, "1.5") >= 1 && count_rows_with(&g, &L->heat, "*") >= 4, "numbers and marks on colour");
+    /* the 16 cells, each a block of the cell width, plus the legend's scale */
+    int cells = 0, steps_lo = HEAT_STEPS, steps_hi = -1;
+    for (int i = 0; i < 4; i++) {
+        int y = L->heat.y + 2 + i;
+        for (int x = L->heat.x; x < L->heat.x + L->heat.w; x++) {
+            const grid_cell *c = &g.cells[y * g.w + x];
+            if (!c->bg_heat) continue;
+            cells++;
+            if (c->bg_heat - 1 < steps_lo) steps_lo = c->bg_heat - 1;
+            if (c->bg_heat - 1 > steps_hi) steps_hi = c->bg_heat - 1;
+        }
+    }
+    CHECK(cells >= 16 * 7, "heat background under every matrix cell (%d cells)", cells);
+    CHECK(steps_lo == 0 && steps_hi == HEAT_STEPS - 1, "the scale spans cheap to dear (%d..%d)", steps_lo, steps_hi);
+    /* the cheapest value (1) sits on step 0, the dearest (2.5) on the top step */
+    int x0 = -1, y0 = grid_find(&g, "2.5*", &x0);
+    CHECK(y0 >= 0 && g.cells[y0 * g.w + x0].bg_heat == HEAT_STEPS && g.cells[y0 * g.w + x0].role == ROLE_ASSIGNED,
+          "assigned dearest cell: top step, bold/underlined role");
+    int ly = L->heat.y + L->heat.h - 1;
+    CHECK(count_heat(&g, &(ui_rect){0, ly, L->heat.w, 1}, 0, 1) >= HEAT_STEPS / 2, "legend shows the colour scale");
+    CHECK(count_heat(&g, &L->curves, 0, 1) == 0 && count_heat(&g, &L->orders, 0, 1) == 0, "heat colours only in the map");
+    grid_free(&g);
+    app_free(&a);
+    free_view(&v);
+
+    /* colour + UTF-8, numbers do not fit (n = 8 at 80x24 and 100x30): half blocks */
+    fake_view(&v, 8);
+    in = fake_info(8);
+    static const int sizes[][2] = {{80, 24}, {100, 30}};
+    for (int s = 0; s < 2; s++) {
+        app_init(&a, &in, 25);
+        grid_init(&g, sizes[s][0], sizes[s][1], 1);
+        g.color = 1;
+        app_render(&a, &v, &g);
+        dump(&g);
+        L = &a.layout;
+        CHECK(heatmap_mode(8, L->heat.w, L->heat.h, 1, 1) == HEAT_HALF, "%dx%d n=8: half-block mode", g.w, g.h);
+        CHECK(L->heat.h == 4 + 3, "%dx%d half blocks: 4 rows for 8 (pane %d)", g.w, g.h, L->heat.h);
+        CHECK(L->curves.y == L->heat.y + L->heat.h && L->curves.y + L->curves.h == L->footer.y,
+              "%dx%d the curves take the rows saved", g.w, g.h);
+        ui_rect map = {L->heat.x, L->heat.y + 2, L->heat.w, 4};
+        int halves = count_cp(&g, &map, 0x2580, 0x2580);
+        int both = count_heat(&g, &map, 1, 1);
+        CHECK(halves >= 64 && halves % 32 == 0 && both == halves, "%dx%d '\u2580' cells with fg and bg steps (%d, %d)",
+              g.w, g.h, halves, both);
+        /* fg is row 2k, bg row 2k+1 of the same column */
+        int xm = -1, ym = grid_find(&g, "\u2580", &xm);
+        if (ym >= 0) {
+            const grid_cell *c = &g.cells[ym * g.w + xm];
+            double lo = 1.0, hi = 1.0 + 3.5; /* fake costs: 1 + ((7i + 3j) % 8) / 2 */
+            CHECK(c->fg_heat - 1 == heat_step(v.cost[0], lo, hi) && c->bg_heat - 1 == heat_step(v.cost[8], lo, hi),
+                  "%dx%d upper half row A0, lower half row A1", g.w, g.h);
+        }
+        /* the assignment beside the map; every row label pair */
+        char want[32];
+        snprintf(want, sizeof want, "A0\u2192B%d A1\u2192B%d", v.cost_order[0], v.cost_order[1]);
+        CHECK(count_rows_with(&g, &L->heat, want) == 1, "%dx%d assignment listed (%s)", g.w, g.h, want);
+        snprintf(want, sizeof want, "A6\u2192B%d A7\u2192B%d", v.cost_order[6], v.cost_order[7]);
+        CHECK(count_rows_with(&g, &L->heat, want) == 1, "%dx%d last pair listed", g.w, g.h);
+        CHECK(count_rows_with(&g, &L->heat, "2 rows/line") == 1, "%dx%d legend explains the half blocks", g.w, g.h);
+        grid_free(&g);
+        app_free(&a);
+    }
+    /* a small pane: half blocks scroll like the numbers did */
+    {
+        grid_init(&g, 40, 8, 1);
+        g.color = 1;
+        int off = 0;
+        engine_view w;
+        fake_view(&w, 4);
+        free(w.cost);
+        w.n = 16;
+        w.cost = calloc(256, sizeof(double));
+        for (int i = 0; i < 256; i++) w.cost[i] = i % 17;
+        for (int i = 0; i < 16; i++) w.cost_order[i] = 15 - i;
+        w.ndone = w.norders = 0;
+        ui_rect r = {0, 0, 40, 8};
+        heatmap_render(&g, &r, &w, &off);
+        dump(&g);
+        CHECK(heatmap_mode(16, 40, 8, 1, 1) == HEAT_HALF, "n=16 in 40x8: half blocks");
+        CHECK(grid_find(&g, "0-9/16", NULL) >= 0, "half-block map scrolls (10 of 16 rows in 5 lines)");
+        CHECK(grid_find(&g, "A0\u2192B15", NULL) >= 0, "n=16 assignment listed");
+        off = 100;
+        grid_clear(&g);
+        heatmap_render(&g, &r, &w, &off);
+        CHECK(off == 6 && grid_find(&g, "A14\u2192B1 A15\u2192B0", NULL) >= 0, "half-block map scrolls to the end");
+        grid_free(&g);
+        free_view(&w);
+    }
+    /* monochrome keeps the shade glyphs and sets no colour; colour + ASCII
+       draws the ASCII ramp on heat backgrounds */
+    for (int color = 0; color <= 1; color++)
+        for (int utf8 = 0; utf8 <= 1; utf8++) {
+            if (color && utf8) continue;
+            app_init(&a, &in, 25);
+            grid_init(&g, 80, 24, utf8);
+            g.color = color;
+            app_render(&a, &v, &g);
+            L = &a.layout;
+            ui_rect all = {0, 0, g.w, g.h};
+            CHECK(count_cp(&g, &all, 0x2580, 0x2580) == 0, "no half blocks (color %d utf8 %d)", color, utf8);
+            CHECK(L->heat.h == 8 + 3, "one row a matrix row (color %d utf8 %d)", color, utf8);
+            if (color)
+                CHECK(count_heat(&g, &L->heat, 0, 1) >= 64 && count_cp(&g, &all, 127, 0x10FFFF) == 0,
+                      "colour ASCII: heat backgrounds, ASCII glyphs");
+            else
+                CHECK(count_heat(&g, &all, 1, 0) + count_heat(&g, &all, 0, 1) == 0 &&
+                          (utf8 ? count_cp(&g, &L->heat, 0x2591, 0x2593) > 10 : count_rows_with(&g, &L->heat, "%") >= 1),
+                      "monochrome: no heat colours, shade glyphs (utf8 %d)", utf8);
+            grid_free(&g);
+            app_free(&a);
+        }
+    free_view(&v);
+}
+
+static void test_theme_heat(void) {
+    theme t;
+    theme_init(&t, 0);
+    int bg, fg;
+    theme_heat(&t, 3, 256, &bg, &fg);
+    CHECK(bg == -1 && fg == -1, "monochrome: no heat colour");
+    theme_init(&t, 1);
+    /* 256 colours: the scale's lightness rises from cheap to dear (viridis-like),
+       text contrasts (white on the dark end, black on the light end) */
+    int first, last, fg0, fg1;
+    theme_heat(&t, 0, 256, &first, &fg0);
+    theme_heat(&t, HEAT_STEPS - 1, 256, &last, &fg1);
+    CHECK(first >= 16 && last >= 16 && first != last, "256-colour scale uses the cube (%d..%d)", first, last);
+    CHECK(fg0 == 231 && fg1 == 16, "contrasting text: white on dark, black on light (%d, %d)", fg0, fg1);
+    int distinct = 0, prev = -2;
+    for (int s = 0; s < HEAT_STEPS; s++) {
+        theme_heat(&t, s, 256, &bg, &fg);
+        distinct += bg != prev;
+        prev = bg;
+    }
+    CHECK(distinct >= 10, "256-colour scale has %d distinct steps", distinct);
+    int ok8 = 1, ok16 = 1;
+    for (int s = 0; s < HEAT_STEPS; s++) {
+        theme_heat(&t, s, 8, &bg, &fg);
+        ok8 &= bg >= 0 && bg < 8 && fg >= 0 && fg < 8 && bg != fg;
+        theme_heat(&t, s, 16, &bg, &fg);
+        ok16 &= bg >= 0 && bg < 16 && fg >= 0 && fg < 16 && bg != fg;
+    }
+    CHECK(ok8 && ok16, "8- and 16-colour ramps stay within the palette");
+    theme_heat(&t, 0, 8, &first, &fg);
+    theme_heat(&t, HEAT_STEPS - 1, 8, &last, &fg);
+    CHECK(first != last, "8-colour ramp spans colours");
+    CHECK(heat_step(1, 1, 2) == 0 && heat_step(2, 1, 2) == HEAT_STEPS - 1 && heat_step(1.5, 1, 2) == HEAT_STEPS / 2 &&
+              heat_step(5, 5, 5) == 0 && heat_step(NAN, 0, 1) == 0,
+          "heat steps");
+    /* theme files: heat256 lines set the scale; malformed ones are errors */
+    char path[] = "/tmp/ms_theme_XXXXXX";
+    int fd = mkstemp(path);
+    FILE *fp = fdopen(fd, "w");
+    fprintf(fp, "# test\nheat256 17 18 19 226\ncurve_naive 9 -1 bold\n");
+    fclose(fp);
+    ms_err err;
+    CHECK(theme_load(&t, path, &err) == 0, "theme file loads");
+    theme_heat(&t, 0, 256, &bg, &fg);
+    theme_heat(&t, HEAT_STEPS - 1, 256, &last, &fg1);
+    CHECK(bg == 17 && fg == 231 && last == 226 && fg1 == 16, "heat256 line sets the scale (%d %d %d %d)", bg, fg, last, fg1);
+    fp = fopen(path, "w");
+    fprintf(fp, "heat256 17 x\n");
+    fclose(fp);
+    CHECK(theme_load(&t, path, &err) == -1 && strstr(err.msg, ":1:"), "bad heat line names the line");
+    remove(path);
+}
+
+static void test_help_small(void) {
+    /* at the minimum size the help still lists every key of the table */
+    engine_view v;
+    fake_view(&v, 4);
+    ui_info in = fake_info(4);
+    app_state a;
+    app_init(&a, &in, 25);
+    grid g;
+    grid_init(&g, 80, 24, 1);
+    app_key(&a, '?', &v);
+    app_render(&a, &v, &g);
+    dump(&g);
+    for (int i = 0; i < key_table_len; i++)
+        if (key_table[i].help) {
+            char want[128];
+            snprintf(want, sizeof want, "%-9s %s", key_table[i].name, key_table[i].help);
+            CHECK(grid_find(&g, want, NULL) >= 0, "80x24 help lists %s", key_table[i].name);
+        }
+    CHECK(grid_find(&g, "mouse: click a row", NULL) >= 0, "80x24 help mentions the mouse");
+    grid_free(&g);
+    app_free(&a);
+    free_view(&v);
+}
+
+static void test_diag_scroll(void) {
+    engine_view v;
+    fake_view(&v, 4);
+    ui_info in = fake_info(4);
+    app_state a;
+    app_init(&a, &in, 25);
+    grid g;
+    grid_init(&g, 80, 24, 1);
+    CHECK(app_key(&a, 'd', &v) & FX_DIAG, "d asks for diagnostics");
+    int n = 60;
+    char **lines = malloc(sizeof(char *) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "[ok] finding number %d", i);
+        lines[i] = strdup(buf);
+    }
+    app_set_diag(&a, lines, n);
+    app_render(&a, &v, &g);
+    CHECK(grid_find(&g, "finding number 0", NULL) >= 0 && grid_find(&g, "finding number 59", NULL) < 0, "diag first page");
+    app_key(&a, 'G', &v);
+    app_render(&a, &v, &g);
+    CHECK(grid_find(&g, "finding number 59", NULL) >= 0 && a.diag_scroll == n - (a.layout.overlay.h - 2),
+          "G: last finding, scroll clamped (%d)", a.diag_scroll);
+    int at_end = a.diag_scroll;
+    app_key(&a, 'j', &v);
+    app_render(&a, &v, &g);
+    CHECK(a.diag_scroll == at_end, "j at the end stays");
+    app_key(&a, 'k', &v);
+    app_render(&a, &v, &g);
+    CHECK(a.diag_scroll == at_end - 1, "k scrolls back one");
+    app_key(&a, K_PGUP, &v);
+    app_key(&a, 'g', &v);
+    app_render(&a, &v, &g);
+    CHECK(a.diag_scroll == 0 && a.show_diag, "g: top, still open");
+    app_key(&a, 'x', &v);
+    CHECK(!a.show_diag, "other keys close the diagnostics");
+    grid_free(&g);
+    app_free(&a);
+    free_view(&v);
+}
+
+static void test_spinner(void) {
+    /* n = 8 before the landscape reports rows: a spinner with the phase, the
+       number of orders known, not 0/0 */
+    engine_view v;
+    fake_view(&v, 8);
+    v.ndone = 0;
+    v.have_landscape = 0;
+    v.busy = 1;
+    snprintf(v.phase, sizeof v.phase, "preparing the 64 expert pairs");
+    v.phase_since = 100.0;
+    snprintf(v.status, sizeof v.status, "computing landscape");
+    ui_info in = fake_info(8);
+    app_state a;
+    app_init(&a, &in, 25);
+    grid g;
+    grid_init(&g, 120, 36, 1);
+    a.now = 103.2;
+    app_render(&a, &v, &g);
+    dump(&g);
+    CHECK(grid_find(&g, "expert orders 0/40320", NULL) == 2, "orders pane: 0/40320, not 0/0");
+    int x = -1, y = grid_find(&g, "preparing the 64 expert pairs (3 s)", &x);
+    CHECK(y == 3, "phase and elapsed time shown");
+    uint32_t f1 = y >= 0 ? g.cells[y * g.w + x - 2].cp : 0;
+    CHECK(f1 >= 0x2801 && f1 <= 0x28FF, "braille spinner (U+%04X)", f1);
+    a.now = 103.35;
+    app_render(&a, &v, &g);
+    uint32_t f2 = y >= 0 ? g.cells[y * g.w + x - 2].cp : 0;
+    CHECK(f2 != f1 && f2 >= 0x2801 && f2 <= 0x28FF, "the spinner turns");
+    CHECK(grid_find(&g, "rows appear here", NULL) >= 0, "rows placeholder");
+    /* the status on the message line ends before the last column */
+    char buf[8192];
+    grid_row_utf8(&g, g.h - 1, buf, sizeof buf);
+    CHECK(strstr(buf, "busy: computing landscape ") && buf[strlen(buf) - 1] == ' ', "status clear of the last cell");
+    /* ASCII spinner */
+    grid_free(&g);
+    grid_init(&g, 120, 36, 0);
+    app_render(&a, &v, &g);
+    y = grid_find(&g, "preparing the 64", &x);
+    CHECK(y == 3 && strchr("|/-\\", (int)g.cells[y * g.w + x - 2].cp), "ASCII spinner");
+    /* once rows arrive, the gauge */
+    v.ndone = 4000;
+    v.phase[0] = 0;
+    app_render(&a, &v, &g);
+    CHECK(grid_find(&g, "expert orders 4000/40320", NULL) == 2 && grid_find(&g, "  10%", NULL) == 3, "gauge after the first rows");
+    grid_free(&g);
+    app_free(&a);
+    free_view(&v);
+}
+
 static void test_units(void) {
     CHECK(heat_level(0, 0, 1) == 0 && heat_level(1, 0, 1) == HEAT_LEVELS - 1 && heat_level(0.5, 0, 1) == HEAT_LEVELS / 2,
           "heat levels");
@@ -471,5 +815,10 @@ int main(void) {
     test_too_small();
     test_keys();
     test_big();
+    test_color_heatmap();
+    test_theme_heat();
+    test_spinner();
+    test_help_small();
+    test_diag_scroll();
     return test_summary("test_ui_layout");
 }

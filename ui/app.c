@@ -89,9 +89,16 @@ int app_key(app_state *a, int key, const engine_view *v) {
     }
     ui_action act = keys_lookup(key);
     if (a->show_diag) {
-        if (act == ACT_DOWN) a->diag_scroll += a->diag_scroll + 1 < a->ndiag;
-        else if (act == ACT_UP) a->diag_scroll -= a->diag_scroll > 0;
+        /* scroll counts wrapped rows; text_box_render stops at the end */
+        int pg = a->layout.overlay.h > 4 ? a->layout.overlay.h - 3 : 1;
+        if (act == ACT_DOWN) a->diag_scroll++;
+        else if (act == ACT_UP) a->diag_scroll--;
+        else if (act == ACT_PGDN) a->diag_scroll += pg;
+        else if (act == ACT_PGUP) a->diag_scroll -= pg;
+        else if (act == ACT_TOP) a->diag_scroll = 0;
+        else if (act == ACT_BOTTOM) a->diag_scroll = INT_MAX / 2;
         else a->show_diag = 0;
+        if (a->diag_scroll < 0) a->diag_scroll = 0;
         return FX_REDRAW;
     }
     if (a->orders.editing) return filter_key(a, key);
@@ -180,22 +187,37 @@ int app_mouse(app_state *a, int x, int y, int kind, const engine_view *v) {
 
 static void render_title(grid *g, const ui_rect *r, const ui_info *in, const engine_view *v) {
     grid_fill(g, r->x, r->y, r->w, r->h, ' ', ROLE_TITLE);
-    grid_printf(g, r->x, r->y, r->w, ROLE_TITLE, " moescope  A %s  B %s  layer %s  eval %s (N=%d)", in->a_name,
-                in->b_name, in->layer, in->e_name, in->N);
+    /* the full wording when it fits, a compact one on narrow screens */
+    char l1[1024], l2[512], ends[160] = "";
     const moe_config *c = &in->cfg;
     char router[32];
     if (c->router == ROUTER_TOPK) snprintf(router, sizeof router, "topk k=%d", c->k);
     else snprintf(router, sizeof router, "dense");
-    int x = r->x + grid_printf(g, r->x, r->y + 1, r->w, ROLE_TITLE, " n=%d d=%d h=%d router %s shared %d %s", c->n,
-                               c->d, c->h, router, c->s, moe_act_name(c->act));
     if (v && v->have_naive) {
         if (v->kind == LS_CLASSIFY)
-            grid_printf(g, x, r->y + 1, r->x + r->w - x, ROLE_TITLE, " | loss A %.4f B %.4f | acc A %.3f B %.3f",
-                        v->loss_a, v->loss_b, v->acc_a, v->acc_b);
+            snprintf(ends, sizeof ends, " | loss A %.4f B %.4f | acc A %.3f B %.3f", v->loss_a, v->loss_b, v->acc_a,
+                     v->acc_b);
         else
-            grid_printf(g, x, r->y + 1, r->x + r->w - x, ROLE_TITLE, " | %s loss A %.4g B %.4g",
-                        v->kind == LS_LAYER ? "layer-output" : "mse", v->loss_a, v->loss_b);
+            snprintf(ends, sizeof ends, " | %s loss A %.4g B %.4g", v->kind == LS_LAYER ? "layer-output" : "mse",
+                     v->loss_a, v->loss_b);
     }
+    for (int compact = 0; compact <= 1; compact++) {
+        if (!compact)
+            snprintf(l1, sizeof l1, " moescope  A %s  B %s  layer %s  eval %s (N=%d)", in->a_name, in->b_name, in->layer,
+                     in->e_name, in->N);
+        else
+            snprintf(l1, sizeof l1, " A %s B %s layer %s eval %s N=%d", in->a_name, in->b_name, in->layer,
+                     in->e_name, in->N);
+        if (!compact)
+            snprintf(l2, sizeof l2, " n=%d d=%d h=%d router %s shared %d %s%s", c->n, c->d, c->h, router, c->s,
+                     moe_act_name(c->act), ends);
+        else
+            snprintf(l2, sizeof l2, " n=%d d=%d h=%d %s s=%d %s%s", c->n, c->d, c->h, router, c->s,
+                     moe_act_name(c->act), ends);
+        if ((int)strlen(l1) <= r->w && (int)strlen(l2) <= r->w) break;
+    }
+    grid_text(g, r->x, r->y, r->w, ROLE_TITLE, l1);
+    grid_text(g, r->x, r->y + 1, r->w, ROLE_TITLE, l2);
 }
 
 void app_render(app_state *a, const engine_view *v, grid *g) {
@@ -234,7 +256,8 @@ void app_render(app_state *a, const engine_view *v, grid *g) {
     if (a->show_help) help_render(g, &L->overlay);
     else if (a->show_diag) {
         static char *none[] = {"diagnostics not available yet"};
-        if (a->ndiag) text_box_render(g, &L->overlay, "diagnostics (any key closes, j/k scroll)", a->diag_lines, a->ndiag, a->diag_scroll);
+        if (a->ndiag) a->diag_scroll = text_box_render(g, &L->overlay, "diagnostics (j/k PgUp/PgDn scroll, other keys close)",
+                                             a->diag_lines, a->ndiag, a->diag_scroll);
         else text_box_render(g, &L->overlay, "diagnostics (any key closes)", none, 1, 0);
     }
 }

@@ -185,26 +185,27 @@ void curves_render(grid *g, const ui_rect *r, const engine_view *v, int metric_a
     E[ne] = (entry){g->utf8 ? 0x2504 : '.', ROLE_CHORD, ROLE_NORMAL, "chord", "chord"};
     ne++;
     int rows_avail = r->y + r->h - (ay + 2);
+    if (rows_avail > 4) rows_avail = 4;
+    if (rows_avail < 1) return;
     for (int brief = 0; brief <= 1; brief++) {
-        /* measure, then draw if it fits (or as well as possible when brief) */
+        /* first fit: each entry on the first legend row with room for it;
+           measure, then draw if all fit (or as many as fit when brief) */
         for (int pass = 0; pass < 2; pass++) {
-            int lx = r->x + 1, ly = 0, fits = 1;
+            int lx[4], fits = 1;
+            for (int k = 0; k < 4; k++) lx[k] = r->x + 1;
             for (int i = 0; i < ne; i++) {
                 const char *txt = brief ? E[i].brief : E[i].full;
-                int need = 2 + (int)strlen(txt);
-                if (lx + need > r->x + r->w && lx > r->x + 1) {
-                    lx = r->x + 1;
-                    ly++;
-                }
+                int need = 2 + (int)strlen(txt), ly = 0;
+                while (ly < rows_avail && lx[ly] > r->x + 1 && lx[ly] + need > r->x + r->w) ly++;
                 if (ly >= rows_avail) {
                     fits = 0;
-                    break;
+                    continue;
                 }
                 if (pass == 1) {
-                    grid_put(g, lx, ay + 2 + ly, E[i].glyph, E[i].role);
-                    grid_text(g, lx + 2, ay + 2 + ly, r->x + r->w - lx - 2, E[i].text_role, txt);
+                    grid_put(g, lx[ly], ay + 2 + ly, E[i].glyph, E[i].role);
+                    grid_text(g, lx[ly] + 2, ay + 2 + ly, r->x + r->w - lx[ly] - 2, E[i].text_role, txt);
                 }
-                lx += need + 2;
+                lx[ly] += need + 2;
             }
             if (pass == 0 && !fits && !brief) break; /* try the brief legend */
             if (pass == 1) return;

@@ -34,7 +34,7 @@ int export_curves_png(const engine_view *v, int metric_acc, const char *path, ms
         char o[64];
         order_format(in[i].c->order, v->n, o, sizeof o);
         double b = metric_acc ? in[i].c->acc_barrier : in[i].c->barrier;
-        snprintf(names[ns], sizeof names[ns], "%s %s (barrier %.4g)", in[i].name, o, b);
+        snprintf(names[ns], sizeof names[ns], "%s %s (%s %.4g)", in[i].name, o, metric_acc ? "acc. barrier" : "barrier", b);
         s[ns].label = names[ns];
         s[ns].x = v->t;
         s[ns].y = metric_acc ? in[i].c->acc : in[i].c->loss;
@@ -50,9 +50,7 @@ int export_curves_png(const engine_view *v, int metric_acc, const char *path, ms
     s[ns].y = chord;
     s[ns].n = 2;
     s[ns].rgb = PLOT_RGB_CHORD;
-    /* solid: plot_png's dash walk can loop forever when fmod rounds up to the
-       period (src/plot_png.c stroke_series; reported) */
-    s[ns].dashed = 0;
+    s[ns].dashed = 1; /* the chord is a reference, not a path: dashed as in the terminal */
     ns++;
     plot_spec p;
     plot_spec_init(&p);

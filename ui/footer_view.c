@@ -61,9 +61,10 @@ void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, co
     if (v && v->status[0]) snprintf(status, sizeof status, "%s%s", v->busy ? "busy: " : "", v->status);
     int sl = (int)strlen(status);
     int ml = msg ? (int)strlen(msg) : 0;
-    int room = r->w - (ml < r->w / 2 ? ml : r->w / 2) - 2;
+    /* the last column stays empty: the screen's bottom-right cell is not drawn */
+    int room = r->w - 1 - (ml < r->w / 2 ? ml : r->w / 2) - 2;
     if (sl > room) sl = room > 0 ? room : 0;
-    if (msg && msg[0]) used = grid_text(g, r->x, r->y, r->w - sl - 1, is_error ? ROLE_ERROR : ROLE_MESSAGE, msg);
+    if (msg && msg[0]) used = grid_text(g, r->x, r->y, r->w - 1 - sl - 1, is_error ? ROLE_ERROR : ROLE_MESSAGE, msg);
     (void)used;
-    if (sl) grid_text(g, r->x + r->w - sl, r->y, sl, v->failed && !v->busy ? ROLE_ERROR : ROLE_DIM, status);
+    if (sl) grid_text(g, r->x + r->w - 1 - sl, r->y, sl, v->failed && !v->busy ? ROLE_ERROR : ROLE_DIM, status);
 }

@@ -29,25 +29,53 @@ static void box(grid *g, const ui_rect *r, const char *title) {
 void help_render(grid *g, const ui_rect *r) {
     if (r->w < 20 || r->h < 5) return;
     box(g, r, "keys (any key closes)");
-    int y = r->y + 1, x = r->x + 2;
-    for (int i = 0; i < key_table_len && y < r->y + r->h - 2; i++) {
+    int x = r->x + 2, inner = r->h - 2, half = (r->w - 4) / 2;
+    /* one key a row when they all fit; else the keys with short help share
+       rows two by two, so every key of the table is listed */
+    int nkeys = 0, nshort = 0;
+    for (int i = 0; i < key_table_len; i++) {
         if (!key_table[i].help) continue;
-        grid_printf(g, x, y, 10, ROLE_KEY, "%-9s", key_table[i].name);
-        grid_text(g, x + 10, y, r->w - 13, ROLE_NORMAL, key_table[i].help);
+        nkeys++;
+        nshort += (int)strlen(key_table[i].help) <= half - 11;
+    }
+    int pair = nkeys + 2 > inner;
+    int y = r->y + 1, col = 0;
+    for (int i = 0; i < key_table_len; i++) {
+        const key_binding *k = &key_table[i];
+        if (!k->help) continue;
+        int is_short = (int)strlen(k->help) <= half - 11;
+        if (pair && is_short) continue; /* after the long ones */
+        if (y >= r->y + r->h - 1) break;
+        grid_printf(g, x, y, 10, ROLE_KEY, "%-9s", k->name);
+        grid_text(g, x + 10, y, r->w - 13, ROLE_NORMAL, k->help);
         y++;
     }
+    for (int i = 0; pair && i < key_table_len; i++) {
+        const key_binding *k = &key_table[i];
+        if (!k->help || (int)strlen(k->help) > half - 11) continue;
+        if (y >= r->y + r->h - 1) break;
+        int cx = x + col * half;
+        grid_printf(g, cx, y, 10, ROLE_KEY, "%-9s", k->name);
+        grid_text(g, cx + 10, y, half - 11, ROLE_NORMAL, k->help);
+        if (++col == 2) {
+            col = 0;
+            y++;
+        }
+    }
+    if (col) y++;
+    (void)nshort;
     if (y < r->y + r->h - 1) grid_text(g, x, y++, r->w - 4, ROLE_NORMAL, "mouse: click a row to plot it, click a footer item, wheel scrolls");
     if (y < r->y + r->h - 1) grid_text(g, x, y, r->w - 4, ROLE_DIM, "marks: * best  G gate-chosen  E expert-chosen  I identity");
 }
 
-void text_box_render(grid *g, const ui_rect *r, const char *title, char *const *lines, int nlines, int scroll) {
-    if (r->w < 20 || r->h < 4) return;
-    box(g, r, title);
-    /* word-wrapped to the box; scroll counts wrapped rows */
-    int width = r->w - 4, row = 0;
+/* Word-wrap lines to width; draw the rows [scroll, scroll + rows) at (x, y0)
+ * when draw. Returns the number of wrapped rows. */
+static int wrap_lines(grid *g, int x, int y0, int width0, int rows, char *const *lines, int nlines, int scroll,
+                      int draw) {
+    int row = 0;
     for (int i = 0; i < nlines; i++) {
         const char *p = lines[i];
-        int first = 1;
+        int first = 1, width = width0;
         while (*p || first) {
             int len = (int)strlen(p), take = len;
             if (take > width) {
@@ -56,16 +84,31 @@ void text_box_render(grid *g, const ui_rect *r, const char *title, char *const *
                 if (take == 0) take = width;
             }
             int y = row - scroll;
-            if (y >= 0 && y < r->h - 2) {
+            if (draw && y >= 0 && y < rows) {
                 char buf[1024];
                 snprintf(buf, sizeof buf, "%s%.*s", first ? "" : "  ", take, p);
-                grid_text(g, r->x + 2, r->y + 1 + y, width, ROLE_NORMAL, buf);
+                grid_text(g, x, y0 + y, width0, ROLE_NORMAL, buf);
             }
             row++;
             p += take;
             while (*p == ' ') p++;
             first = 0;
-            if (!first && width > 2) width = r->w - 6;
+            if (width0 > 2) width = width0 - 2; /* continuation rows are indented */
         }
     }
+    return row;
+}
+
+int text_box_render(grid *g, const ui_rect *r, const char *title, char *const *lines, int nlines, int scroll) {
+    if (r->w < 20 || r->h < 4) return scroll;
+    box(g, r, title);
+    int width = r->w - 4, rows = r->h - 2;
+    int total = wrap_lines(g, r->x + 2, r->y + 1, width, rows, lines, nlines, 0, 0);
+    if (scroll > total - rows) scroll = total - rows;
+    if (scroll < 0) scroll = 0;
+    wrap_lines(g, r->x + 2, r->y + 1, width, rows, lines, nlines, scroll, 1);
+    if (total > rows) /* where we are */
+        grid_printf(g, r->x + r->w - 14, r->y + r->h - 1, 12, ROLE_DIM, " %d-%d/%d ", scroll + 1,
+                    scroll + rows < total ? scroll + rows : total, total);
+    return scroll;
 }

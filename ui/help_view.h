@@ -8,6 +8,8 @@
 
 void help_render(grid *g, const ui_rect *r);
 /* A boxed list of text lines with a title; scroll: first line shown. */
-void text_box_render(grid *g, const ui_rect *r, const char *title, char *const *lines, int nlines, int scroll);
+/* A box of word-wrapped lines from wrapped row `scroll` on; returns the scroll
+ * clamped to the text (so the caller's scroll never runs past the end). */
+int text_box_render(grid *g, const ui_rect *r, const char *title, char *const *lines, int nlines, int scroll);
 
 #endif

@@ -32,7 +32,9 @@ void layout_compute(ui_layout *L, int w, int h, int n) {
     /* right column: the orders, as wide as a row, at most half the screen;
        larger screens give the extra width to the plot */
     int ow = layout_orders_width(n);
-    int cap = w / 2 > w - 46 ? w / 2 : w - 46; /* the left column keeps 45 columns */
+    /* the left column keeps 34 columns: a 4x4 matrix with numbers and a
+       readable plot; so at 80 columns every column of a 4-expert row shows */
+    int cap = w / 2 > w - 35 ? w / 2 : w - 35;
     if (ow > cap) ow = cap;
     int left_w = w - ow - 1;
     L->sep_x = left_w;

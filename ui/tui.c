@@ -48,13 +48,20 @@ static const char *base_name(const char *p) {
 
 /* ---- curses output ---- */
 
+/* Colours by meaning: a role's colours come from the theme; heat cells name a
+ * step of the theme's heat scale. Each (fg, bg) combination gets a colour pair
+ * the first time it is drawn (half blocks need a pair per pair of steps). */
 typedef struct {
     theme th;
-    int pair[ROLE_COUNT];
+    int color, ncolors;
+    int fg[ROLE_COUNT], bg[ROLE_COUNT];
     attr_t attr[ROLE_COUNT];
+    short *pairs;       // (257 * 257): pair of (fg + 1, bg + 1); 0 unset, -1 none left
+    int next_pair, max_pair;
 } screen_style;
 
 static void style_init(screen_style *s, int color) {
+    memset(s, 0, sizeof *s);
     theme_init(&s->th, color);
     const char *tf = getenv("MOESCOPE_THEME");
     if (tf && tf[0]) {
@@ -65,6 +72,11 @@ static void style_init(screen_style *s, int color) {
         start_color();
         use_default_colors();
     }
+    s->color = color;
+    s->ncolors = color ? COLORS : 0;
+    s->pairs = ms_calloc(257 * 257, sizeof(short));
+    s->next_pair = 1;
+    s->max_pair = COLOR_PAIRS - 1 < 32767 ? COLOR_PAIRS - 1 : 32767;
     for (int r = 0; r < ROLE_COUNT; r++) {
         const theme_style *t = &s->th.style[r];
         attr_t a = A_NORMAL;
@@ -73,35 +85,54 @@ static void style_init(screen_style *s, int color) {
         if (t->attr & TA_UNDERLINE) a |= A_UNDERLINE;
         if (t->attr & TA_DIM) a |= A_DIM;
         s->attr[r] = a;
-        s->pair[r] = 0;
-        if (color && r + 1 < COLOR_PAIRS) {
-            int fg = t->fg, bg = t->bg;
-            if (COLORS >= 256) {
-                if (t->fg256 >= 0) fg = t->fg256;
-                if (t->bg256 >= 0) bg = t->bg256;
-            }
-            if (fg >= 0 || bg >= 0) {
-                init_pair((short)(r + 1), (short)fg, (short)bg);
-                s->pair[r] = r + 1;
-            }
+        int fg = t->fg, bg = t->bg;
+        if (s->ncolors >= 256) {
+            if (t->fg256 >= 0) fg = t->fg256;
+            if (t->bg256 >= 0) bg = t->bg256;
         }
+        s->fg[r] = color ? fg : -1;
+        s->bg[r] = color ? bg : -1;
     }
 }
 
-static void blit(const grid *g, const screen_style *st) {
+static void style_free(screen_style *s) {
+    free(s->pairs);
+    s->pairs = NULL;
+}
+
+static short pair_for(screen_style *s, int fg, int bg) {
+    if (!s->color || (fg < 0 && bg < 0) || fg >= s->ncolors || bg >= s->ncolors) return 0;
+    short *p = &s->pairs[(fg + 1) * 257 + (bg + 1)];
+    if (*p) return *p > 0 ? *p : 0;
+    if (s->next_pair > s->max_pair || init_pair((short)s->next_pair, (short)fg, (short)bg) == ERR) {
+        *p = -1; /* out of pairs: default colours (the glyphs still carry it) */
+        return 0;
+    }
+    *p = (short)s->next_pair++;
+    return *p;
+}
+
+static void blit(const grid *g, screen_style *st) {
     for (int y = 0; y < g->h; y++) {
         for (int x = 0; x < g->w; x++) {
             const grid_cell *c = &g->cells[y * g->w + x];
             /* the bottom-right cell scrolls some terminals: leave it */
             if (y == g->h - 1 && x == g->w - 1) break;
-            if (g->utf8) {
-                wchar_t wc[2] = {(wchar_t)c->cp, 0};
-                cchar_t cc;
-                setcchar(&cc, wc, st->attr[c->role], (short)st->pair[c->role], NULL);
-                mvadd_wch(y, x, &cc);
-            } else {
-                mvaddch(y, x, (chtype)(c->cp < 128 ? c->cp : '?') | st->attr[c->role] | COLOR_PAIR(st->pair[c->role]));
+            int fg = st->fg[c->role], bg = st->bg[c->role], hf, hb;
+            if (c->bg_heat) {
+                /* on a heat colour the text takes the scale's contrasting colour */
+                theme_heat(&st->th, c->bg_heat - 1, st->ncolors, &hb, &hf);
+                bg = hb;
+                fg = hf;
             }
+            if (c->fg_heat) {
+                theme_heat(&st->th, c->fg_heat - 1, st->ncolors, &hb, &hf);
+                fg = hb;
+            }
+            wchar_t wc[2] = {(wchar_t)(g->utf8 || c->cp < 128 ? c->cp : '?'), 0};
+            cchar_t cc;
+            setcchar(&cc, wc, st->attr[c->role], pair_for(st, fg, bg), NULL);
+            mvadd_wch(y, x, &cc);
         }
     }
 }
@@ -155,12 +186,13 @@ static void do_export(app_state *a, const tui_ctx *c) {
                      a->req.order_stage ? cost_method_name(a->req.method) : "identity", a->req.wm_stage ? "on" : "off");
 }
 
-static void do_diag(app_state *a, const tui_ctx *c) {
+static void do_diag(app_state *a, const tui_ctx *c, const engine_view *v) {
     diag_opts o;
     diag_opts_default(&o);
     o.method = a->req.method;
     o.center = a->req.center;
-    o.landscape = 0; /* the engine computes the landscape; keep this quick */
+    /* the engine computes the landscape; here only when it is instant */
+    o.landscape = c->A->cfg.n <= 5 ? 1 : 0;
     dg_list l;
     memset(&l, 0, sizeof l);
     ms_err err;
@@ -170,15 +202,35 @@ static void do_diag(app_state *a, const tui_ctx *c) {
         app_set_diag(a, lines, 1);
         return;
     }
-    char **lines = ms_malloc(sizeof(char *) * (size_t)(l.n + 1));
-    int k = 0;
+    /* without its own landscape, diagnose points at a CLI flag: in the
+       explorer the orders pane has the ranks */
     for (int i = 0; i < l.n; i++) {
-        char buf[512];
-        snprintf(buf, sizeof buf, "[%s] %s%s%s", dg_severity_name(l.items[i].severity), l.items[i].who,
-                 l.items[i].who[0] ? ": " : "", l.items[i].text);
-        lines[k++] = ms_strdup(buf);
+        dg_finding *f = &l.items[i];
+        if (strcmp(f->code, "best_order") || !strstr(f->text, "--landscape")) continue;
+        cost_method m = a->req.method;
+        if (v && v->rank[m] > 0)
+            snprintf(f->text, sizeof f->text, "the %s order ranks %d of %ld by loss barrier (orders pane%s)",
+                     cost_method_name(m), v->rank[m], v->norders, v->have_landscape ? "" : ", table still filling in");
+        else
+            snprintf(f->text, sizeof f->text, "the rank of the %s order appears in the orders pane and the status "
+                     "line when the landscape has it", cost_method_name(m));
     }
-    if (!k) lines[k++] = ms_strdup("no findings");
+    char **lines = ms_malloc(sizeof(char *) * (size_t)(l.n + 2));
+    int k = 0;
+    char head[160];
+    int flags = dg_count(&l, DG_WARN);
+    snprintf(head, sizeof head, "%d finding%s, %d flag%s (warn or bad) first%s", l.n, l.n == 1 ? "" : "s", flags,
+             flags == 1 ? "" : "s", flags ? "" : ": the conditions of the theory hold");
+    lines[k++] = ms_strdup(head);
+    /* the flags first (bad, warn), then info and ok, each in the report's order */
+    for (int sev = DG_BAD; sev >= DG_OK; sev--)
+        for (int i = 0; i < l.n; i++) {
+            if ((int)l.items[i].severity != sev) continue;
+            char buf[512];
+            snprintf(buf, sizeof buf, "[%s] %s%s%s", dg_severity_name(l.items[i].severity), l.items[i].who,
+                     l.items[i].who[0] ? ": " : "", l.items[i].text);
+            lines[k++] = ms_strdup(buf);
+        }
     app_set_diag(a, lines, k);
     dg_list_free(&l);
 }
@@ -333,7 +385,9 @@ int tui_main(int argc, char **argv) {
     int W, H;
     getmaxyx(stdscr, H, W);
     grid_init(&gr, W, H, utf8);
+    gr.color = st.color;
     int dirty = 1, quit = 0;
+    double spin_t = 0;
     double live_sig = -1;
     const char *bench = getenv("MOESCOPE_TUI_BENCH"); /* key-to-redraw latency log */
     FILE *bench_fp = bench && bench[0] ? fopen(bench, "a") : NULL;
@@ -354,8 +408,10 @@ int tui_main(int argc, char **argv) {
             if (W != gr.w || H != gr.h) {
                 grid_free(&gr);
                 grid_init(&gr, W, H, utf8);
+                gr.color = st.color;
                 clear();
             }
+            app.now = engine_clock();
             app_render(&app, &v, &gr);
             blit(&gr, &st);
             refresh();
@@ -367,7 +423,14 @@ int tui_main(int argc, char **argv) {
             }
         }
         int c = getch();
-        if (c == ERR) continue;
+        if (c == ERR) {
+            /* the spinner of a landscape that has no rows yet turns */
+            if (v.busy && v.phase[0] && v.ndone == 0 && engine_clock() - spin_t > 0.1) {
+                spin_t = engine_clock();
+                dirty = 1;
+            }
+            continue;
+        }
         if (bench_fp) key_t = now_ms();
         dirty = 1;
         if (c == KEY_RESIZE) continue;
@@ -389,7 +452,7 @@ int tui_main(int argc, char **argv) {
         if (fx & FX_EXPORT) do_export(&app, &ctx);
         if (fx & FX_DIAG) {
             app_message(&app, 0, "diagnostics...");
-            do_diag(&app, &ctx);
+            do_diag(&app, &ctx, &v);
             app_message(&app, 0, " ");
         }
         if (fx & FX_QUIT) quit = 1;
@@ -399,6 +462,7 @@ int tui_main(int argc, char **argv) {
         }
     }
     restore_terminal();
+    style_free(&st);
     if (bench_fp) fclose(bench_fp);
     engine_stop(g);
     engine_view_free(&v);

@@ -1,0 +1,209 @@
+/* test_landscape_engine.c - the landscape engine through its C API: agreement with the
+ * plain curve path (curve_compute on align_models(order = pi)), ranks from the
+ * early path equal the final ones, thread-count independence, and a request
+ * cancelled mid-landscape stops early and frees everything (LeakSanitizer). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "landscape.h"
+#include "rng.h"
+#include "testlib.h"
+
+static void fill(float *p, size_t cnt, rng_t *r, double scale) {
+    for (size_t i = 0; i < cnt; i++) p[i] = (float)(scale * rng_normal(r));
+}
+
+/* a random layer; B is a noisy, expert-shuffled copy of A so barriers vary */
+static void make_models(moe_model *A, moe_model *B, int n, int d, int h, int C, uint64_t seed) {
+    moe_config c;
+    memset(&c, 0, sizeof c);
+    c.n = n, c.d = d, c.h = h, c.k = 2, c.s = 0, c.C = C;
+    c.router = ROUTER_DENSE, c.act = ACT_RELU, c.residual = 1;
+    c.has_gate_bias = c.has_expert_bias = c.has_norm = c.has_head = 1;
+    moe_alloc(A, &c);
+    moe_alloc(B, &c);
+    rng_t r;
+    rng_seed(&r, seed);
+    fill(A->mem, A->nparams, &r, 0.5);
+    for (int j = 0; j < d; j++) A->norm_w[j] = 1.0f + 0.1f * (float)rng_normal(&r);
+    for (size_t i = 0; i < A->nparams; i++) B->mem[i] = A->mem[i] + (float)(0.4 * rng_normal(&r));
+    // the head is shared (frozen backbone)
+    memcpy(B->norm_w, A->norm_w, (size_t)(2 * d + C * d + C) * sizeof(float));
+}
+
+static void make_evalset(evalset *e, int N, int d, int C, uint64_t seed) {
+    memset(e, 0, sizeof *e);
+    rng_t r;
+    rng_seed(&r, seed);
+    e->N = N, e->d = d, e->C = C;
+    e->inputs = ms_malloc((size_t)N * d * sizeof(float));
+    e->labels = ms_malloc((size_t)N * sizeof(int32_t));
+    fill(e->inputs, (size_t)N * d, &r, 1.0);
+    for (int i = 0; i < N; i++) e->labels[i] = (int32_t)rng_below(&r, (uint64_t)C);
+}
+
+static void free_evalset(evalset *e) {
+    free(e->inputs);
+    free(e->labels);
+}
+
+typedef struct {
+    volatile int cancel;
+    long at_cancel;
+    int calls, ranks_calls;
+    long ranks_done;
+    int rank[2];
+    long cancel_after; /* cancel at the first progress with done >= this (0: never) */
+} watch;
+
+static void on_progress(void *ctx, long done, long total) {
+    watch *w = ctx;
+    w->calls++;
+    if (w->cancel_after > 0 && done >= w->cancel_after && !w->cancel) {
+        w->at_cancel = done;
+        __atomic_store_n(&w->cancel, 1, __ATOMIC_RELAXED);
+    }
+    (void)total;
+}
+
+static void on_ranks(void *ctx, const landscape *L) {
+    watch *w = ctx;
+    w->ranks_calls++;
+    w->ranks_done = L->ndone;
+    w->rank[0] = L->rank[0];
+    w->rank[1] = L->rank[1];
+}
+
+static long find_row(const landscape *L, const int *p) {
+    for (long k = 0; k < L->ndone; k++)
+        if (!memcmp(L->rows[k].order, p, (size_t)L->n * sizeof(int))) return k;
+    return -1;
+}
+
+int main(void) {
+    moe_model A, B;
+    evalset E;
+    int n = 5, d = 8, h = 8, C = 3, N = 48, T = 7;
+    make_models(&A, &B, n, d, h, C, 42);
+    make_evalset(&E, N, d, C, 7);
+    ms_err err;
+
+    // full landscape, two threads, with the early-ranks callback
+    ls_opts o;
+    ls_opts_default(&o);
+    o.T = T;
+    o.nthreads = 2;
+    watch w;
+    memset(&w, 0, sizeof w);
+    o.progress = on_progress;
+    o.on_ranks = on_ranks;
+    o.ctx = &w;
+    o.cancel = &w.cancel;
+    landscape L;
+    int rc = landscape_compute(&A, &B, &E, &o, &L, &err);
+    CHECK(rc == 0, "landscape_compute: %s", rc ? err.msg : "");
+    if (rc == 0) {
+        CHECK(L.norders == 120 && L.ndone == 120 && L.exhaustive, "120 orders done");
+        CHECK(w.ranks_calls == 1, "on_ranks called once (%d)", w.ranks_calls);
+        CHECK(w.rank[0] == L.rank[0] && w.rank[1] == L.rank[1], "early ranks %d %d equal final %d %d",
+              w.rank[0], w.rank[1], L.rank[0], L.rank[1]);
+        CHECK(w.calls > 0, "progress reported");
+        for (long k = 1; k < L.norders; k++)
+            CHECK(L.rows[k - 1].barrier <= L.rows[k].barrier, "rows sorted at %ld", k);
+        CHECK(L.best == 0 && L.rows[0].barrier == L.best_barrier, "best is row 0");
+        // ranks by definition
+        for (int m = 0; m < 2; m++) {
+            long less = 0;
+            for (long k = 0; k < L.norders; k++) less += L.rows[k].barrier < L.methods[m].barrier;
+            CHECK(L.rank[m] == 1 + less, "rank[%d] = %d, by count %ld", m, L.rank[m], 1 + less);
+            long k = find_row(&L, L.methods[m].order);
+            CHECK(k >= 0 && L.rows[k].barrier == L.methods[m].barrier,
+                  "method %d row equals its curve", m);
+        }
+        // every order's row equals the plain curve path, and L(1) is B's loss
+        int picks[3][5] = {{0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}, {2, 0, 4, 1, 3}};
+        for (int q = 0; q < 3; q++) {
+            align_opts ao;
+            align_opts_default(&ao);
+            ao.order = picks[q];
+            moe_model Bp;
+            align_result res;
+            CHECK(align_models(&A, &B, &ao, &Bp, &res, &err) == 0, "align: %s", err.msg);
+            ls_curve cv;
+            CHECK(curve_compute(&A, &Bp, &E, T, &cv, &err) == 0, "curve: %s", err.msg);
+            long k = find_row(&L, picks[q]);
+            CHECK(k >= 0, "order present");
+            if (k >= 0) {
+                CHECK_CLOSE(L.rows[k].barrier, cv.barrier, 1e-5, "row barrier vs curve_compute");
+                CHECK_CLOSE(L.rows[k].auc, cv.auc, 1e-5, "row AUC vs curve_compute");
+                CHECK(fabs(L.rows[k].acc_barrier - cv.acc_barrier) <= 1.0 / N + 1e-9, "acc barrier");
+            }
+            CHECK_CLOSE(cv.loss[T - 1], L.loss_b, 1e-5, "L(1) is B's loss for every order");
+            CHECK_CLOSE(cv.loss[0], L.loss_a, 1e-6, "L(0) is A's loss");
+            ls_curve cp;
+            ls_curve_copy(&cp, &cv);
+            CHECK(cp.loss != cv.loss && cp.loss[3] == cv.loss[3] && cp.barrier == cv.barrier, "copy");
+            ls_curve_free(&cp);
+            ls_curve_free(&cv);
+            moe_free(&Bp);
+            align_result_free(&res);
+        }
+        // one thread, chunked t: identical numbers
+        ls_opts o1 = o;
+        o1.nthreads = 1;
+        o1.progress = NULL;
+        o1.on_ranks = NULL;
+        o1.cancel = NULL;
+        setenv("MOESCOPE_LS_MEM_MB", "0.0001", 1);
+        landscape L1;
+        rc = landscape_compute(&A, &B, &E, &o1, &L1, &err);
+        unsetenv("MOESCOPE_LS_MEM_MB");
+        CHECK(rc == 0, "single-thread chunked run: %s", rc ? err.msg : "");
+        if (rc == 0) {
+            int same = 1;
+            for (long k = 0; k < L.norders; k++)
+                same &= L1.rows[k].barrier == L.rows[k].barrier &&
+                        !memcmp(L1.rows[k].order, L.rows[k].order, sizeof L.rows[k].order);
+            CHECK(same, "thread count and chunking change nothing");
+            CHECK(L1.rank[0] == L.rank[0] && L1.rank[1] == L.rank[1], "same ranks");
+            landscape_free(&L1);
+        }
+        landscape_free(&L);
+    }
+
+    // cancellation: a larger landscape (n = 7, 5040 orders), cancelled at the first rows
+    moe_model A7, B7;
+    evalset E7;
+    make_models(&A7, &B7, 7, 8, 8, 3, 9);
+    make_evalset(&E7, 40, 8, 3, 10);
+    ls_opts_default(&o);
+    o.T = 9;
+    memset(&w, 0, sizeof w);
+    w.cancel_after = 1;
+    o.progress = on_progress;
+    o.ctx = &w;
+    o.cancel = &w.cancel;
+    rc = landscape_compute(&A7, &B7, &E7, &o, &L, &err);
+    CHECK(rc == -1 && strstr(err.msg, "cancelled"), "cancelled mid-landscape returns -1 (%d: %s)", rc,
+          rc ? err.msg : "");
+    CHECK(w.cancel && w.at_cancel > 0 && w.at_cancel < 5040, "cancel came mid-way (%ld)", w.at_cancel);
+    CHECK(L.rows == NULL && L.t == NULL, "a cancelled landscape holds nothing");
+    // cancelled before it starts
+    w.cancel = 1;
+    rc = landscape_compute(&A7, &B7, &E7, &o, &L, &err);
+    CHECK(rc == -1 && strstr(err.msg, "cancelled"), "cancelled up front returns -1");
+    // bad T
+    ls_opts_default(&o);
+    o.T = 2;
+    CHECK(landscape_compute(&A7, &B7, &E7, &o, &L, &err) == -1 && strstr(err.msg, "points"),
+          "T = 2 refused");
+
+    moe_free(&A7);
+    moe_free(&B7);
+    free_evalset(&E7);
+    moe_free(&A);
+    moe_free(&B);
+    free_evalset(&E);
+    return test_summary("test_landscape_engine");
+}
