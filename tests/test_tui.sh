@@ -169,6 +169,26 @@ tm send-keys -t t C-c
 check "Ctrl-C: shell again" wait_for "EXIT_SHOWN"
 check "Ctrl-C: exit status 130" grep -qx "EXIT=130" "$WORK/exit"
 
+# SIGTERM (sent to this test's own moescope, by pid) restores the terminal too;
+# --png-live rewrites its PNG when the curves change
+TUI_ARGS="--png-live live.png"
+start LANG=C.UTF-8 LC_ALL=C.UTF-8
+wait_for "done:" >/dev/null
+check "--png-live writes the PNG" test -s "$WORK/live.png"
+sum1=$(cksum <"$WORK/live.png")
+tm send-keys -t t o
+wait_for "order:OFF" >/dev/null
+for i in $(seq 400); do [ "$(cksum <"$WORK/live.png")" != "$sum1" ] && break; sleep 0.05; done
+check "--png-live rewrites it after a toggle" test "$(cksum <"$WORK/live.png")" != "$sum1"
+TUI_ARGS=""
+pane_pid=$(tm display-message -p -t t '#{pane_pid}')
+tui_pid=$(pgrep -P "$pane_pid" -f moescope | head -1)
+check "found the TUI's pid" test -n "$tui_pid"
+[ -n "$tui_pid" ] && kill -TERM "$tui_pid"
+check "SIGTERM: shell again" wait_for "EXIT_SHOWN"
+check "SIGTERM: exit status 143" grep -qx "EXIT=143" "$WORK/exit"
+check "SIGTERM: screen restored" wait_gone "expert orders"
+
 # --ascii: no braille; NO_COLOR: no colour escapes
 TUI_ARGS="--ascii"
 start LANG=C.UTF-8 LC_ALL=C.UTF-8 NO_COLOR=1

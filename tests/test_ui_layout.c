@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "app.h"
 #include "curves_view.h"
@@ -14,6 +15,8 @@
 #include "keys.h"
 #include "layout.h"
 #include "orders_view.h"
+#include "rng.h"
+#include "symmetry.h"
 #include "testlib.h"
 #include "theme.h"
 
@@ -773,6 +776,136 @@ static void test_spinner(void) {
     free_view(&v);
 }
 
+
+/* ---- the engine on a small random pair (real computation, n = 4) ---- */
+
+static void eng_fill(float *p, size_t cnt, rng_t *r, double scale) {
+    for (size_t i = 0; i < cnt; i++) p[i] = (float)(scale * rng_normal(r));
+}
+
+static void eng_models(moe_model *A, moe_model *B, evalset *E, int n, int d, int h, int C) {
+    moe_config c;
+    memset(&c, 0, sizeof c);
+    c.n = n, c.d = d, c.h = h, c.k = 2, c.C = C;
+    c.router = ROUTER_DENSE, c.act = ACT_RELU, c.residual = 1;
+    c.has_gate_bias = c.has_expert_bias = c.has_norm = c.has_head = 1;
+    moe_alloc(A, &c);
+    moe_alloc(B, &c);
+    rng_t r;
+    rng_seed(&r, 42);
+    eng_fill(A->mem, A->nparams, &r, 0.5);
+    for (int j = 0; j < d; j++) A->norm_w[j] = 1.0f + 0.1f * (float)rng_normal(&r);
+    for (size_t i = 0; i < A->nparams; i++) B->mem[i] = A->mem[i] + (float)(0.4 * rng_normal(&r));
+    memcpy(B->norm_w, A->norm_w, (size_t)(2 * d + C * d + C) * sizeof(float)); /* shared head */
+    int pi[8] = {2, 0, 3, 1};
+    moe_permute_experts(B, pi);
+    memset(E, 0, sizeof *E);
+    E->N = 96, E->d = d, E->C = C;
+    E->inputs = ms_malloc((size_t)E->N * d * sizeof(float));
+    E->labels = ms_malloc((size_t)E->N * sizeof(int32_t));
+    eng_fill(E->inputs, (size_t)E->N * d, &r, 1.0);
+    for (int i = 0; i < E->N; i++) E->labels[i] = (int32_t)rng_below(&r, (uint64_t)C);
+}
+
+/* Poll until cond holds for the snapshot (a hang guard, not a timing test). */
+#define ENG_WAIT(g, v, cond)                                                                   \
+    do {                                                                                       \
+        for (int it_ = 0; it_ < 60000; it_++) {                                                \
+            engine_snapshot((g), (v));                                                         \
+            if (cond) break;                                                                   \
+            struct timespec ts_ = {0, 1000000};                                                \
+            nanosleep(&ts_, NULL);                                                             \
+        }                                                                                      \
+    } while (0)
+
+static void test_engine(void) {
+    moe_model A, B;
+    evalset E;
+    eng_models(&A, &B, &E, 4, 8, 8, 3);
+    ms_err err;
+    engine *g = engine_start(&A, &B, &E, &err);
+    CHECK(g != NULL, "engine starts");
+    if (!g) return;
+    engine_view v;
+    memset(&v, 0, sizeof v);
+    engine_request q;
+    memset(&q, 0, sizeof q);
+    q.order_stage = q.wm_stage = q.center = 1;
+    q.method = COST_EXPERT;
+    q.T = 9;
+    engine_submit(g, &q);
+    ENG_WAIT(g, &v, !v.busy && v.have_landscape && v.have_current);
+    CHECK(!v.busy && v.have_landscape && v.ndone == 24 && v.norders == 24, "landscape of 24 orders (%ld)", v.ndone);
+    CHECK(v.have_naive && v.have_skip && v.have_current && v.have_methods && !v.failed, "curves and costs");
+    CHECK(!memcmp(v.current_order, v.method_order[COST_EXPERT], sizeof(int) * 4), "current = expert order");
+    /* ranks from the rows (SPEC §5) */
+    double bsel = NAN;
+    for (long k = 0; k < v.ndone; k++)
+        if (!memcmp(v.rows[k].order, v.method_order[COST_EXPERT], sizeof(int) * 4)) bsel = v.rows[k].barrier;
+    long r = 1;
+    for (long k = 0; k < v.ndone; k++) r += v.rows[k].barrier < bsel;
+    CHECK(!isnan(bsel) && v.rank[COST_EXPERT] == r, "expert rank %d = 1 + #{smaller barriers} %ld", v.rank[COST_EXPERT], r);
+    CHECK(strstr(v.status, "done") != NULL && v.phase[0] == 0, "status done, no phase (%s)", v.status);
+    /* the current curve's barrier is the landscape row of its order */
+    int found = 0;
+    for (long k = 0; k < v.ndone; k++)
+        if (!memcmp(v.rows[k].order, v.current_order, sizeof(int) * 4))
+            found = fabs(v.rows[k].barrier - v.current.barrier) <= 1e-6 * (1 + fabs(v.current.barrier));
+    CHECK(found, "current barrier = its landscape row");
+    double b_wm = v.current.barrier;
+    unsigned long epoch_wm = v.rows_epoch;
+    ls_row first = v.rows[0];
+
+    /* weight matching off: a new table; then on again: the kept one */
+    q.wm_stage = 0;
+    engine_submit(g, &q);
+    ENG_WAIT(g, &v, !v.busy && v.have_landscape && v.req.wm_stage == 0 && v.have_current);
+    CHECK(v.req.wm_stage == 0 && v.have_landscape && v.rows_epoch != epoch_wm, "wm off: its own table");
+    q.wm_stage = 1;
+    engine_submit(g, &q);
+    ENG_WAIT(g, &v, !v.busy && v.have_landscape && v.req.wm_stage == 1 && v.have_current);
+    CHECK(v.have_landscape && v.ndone == 24 && !memcmp(&v.rows[0], &first, sizeof first) &&
+              v.current.barrier == b_wm,
+          "wm on again: the same table and curve");
+
+    /* gate method, centring off: the landscape stays, ranks follow */
+    q.method = COST_GATE;
+    q.center = 0;
+    engine_submit(g, &q);
+    ENG_WAIT(g, &v, !v.busy && v.req.method == COST_GATE && v.have_current);
+    CHECK(v.have_landscape && !memcmp(v.current_order, v.method_order[COST_GATE], sizeof(int) * 4) &&
+              v.rank[COST_GATE] >= 1 && v.rank[COST_GATE] <= 24,
+          "gate method: rank %d", v.rank[COST_GATE]);
+    /* a selected order is plotted */
+    q.has_selected = 1;
+    int sel[4] = {3, 2, 1, 0};
+    memcpy(q.selected, sel, sizeof sel);
+    engine_submit(g, &q);
+    ENG_WAIT(g, &v, !v.busy && v.have_selected && v.req.has_selected);
+    CHECK(v.have_selected && !memcmp(v.selected.order, sel, sizeof sel), "selected order curve");
+    /* a burst of requests: the last one wins */
+    for (int k = 0; k < 6; k++) {
+        q.wm_stage = k & 1;
+        q.order_stage = (k >> 1) & 1;
+        engine_submit(g, &q);
+    }
+    ENG_WAIT(g, &v, !v.busy && v.have_current && v.have_landscape);
+    CHECK(v.req.wm_stage == 1 && v.req.order_stage == 0 && !v.busy, "the newest request is the one shown");
+    int id[4] = {0, 1, 2, 3};
+    CHECK(!memcmp(v.current_order, id, sizeof id) && fabs(v.current.barrier - v.skip_order.barrier) < 1e-12,
+          "order stage off: current = skip-order");
+    /* stop while computing (cancel, join, free: LeakSanitizer checks) */
+    q.wm_stage = 0;
+    q.T = 11;
+    engine_submit(g, &q);
+    engine_stop(g);
+    engine_view_free(&v);
+    moe_free(&A);
+    moe_free(&B);
+    free(E.inputs);
+    free(E.labels);
+}
+
 static void test_units(void) {
     CHECK(heat_level(0, 0, 1) == 0 && heat_level(1, 0, 1) == HEAT_LEVELS - 1 && heat_level(0.5, 0, 1) == HEAT_LEVELS / 2,
           "heat levels");
@@ -820,5 +953,6 @@ int main(void) {
     test_spinner();
     test_help_small();
     test_diag_scroll();
+    test_engine();
     return test_summary("test_ui_layout");
 }

@@ -189,7 +189,14 @@ void heatmap_render(grid *g, const ui_rect *r, const engine_view *v, int *off) {
     if (y < r->y + r->h) {
         int x = r->x + 1;
         x += grid_printf(g, x, y, r->x + r->w - x, ROLE_DIM, "%.3g ", lo);
-        if (g->color) {
+        if (G.mode == HEAT_GLYPHS) {
+            /* the glyph ramp (on its colours when there are colours) */
+            for (int l = 0; l < HEAT_LEVELS && x < r->x + r->w; l++) {
+                grid_put(g, x, y, shade(g, l), g->color ? ROLE_NORMAL : ROLE_HEAT_0 + l);
+                if (g->color) grid_heat(g, x, y, -1, (2 * l + 1) * HEAT_STEPS / (2 * HEAT_LEVELS));
+                x++;
+            }
+        } else if (g->color) {
             /* the colour scale itself, one cell a step (every other step when narrow) */
             int stride = r->x + r->w - x > HEAT_STEPS + 24 ? 1 : 2;
             for (int s = 0; s < HEAT_STEPS && x < r->x + r->w; s += stride) {

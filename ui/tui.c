@@ -18,6 +18,7 @@
 #include <wchar.h>
 
 #include "app.h"
+#include "atomic_file.h"
 #include "cli.h"
 #include "diagnose.h"
 #include "engine.h"
@@ -163,8 +164,13 @@ typedef struct {
     const char *png_live;
 } tui_ctx;
 
-static void do_png(app_state *a, const engine_view *v) {
+static void do_png(app_state *a, const engine_view *v, const tui_ctx *c) {
     ms_err err;
+    if (af_check_not_input("curves.png", c->paths, c->E ? 3 : 2, &err) ||
+        (v->have_landscape && af_check_not_input("landscape.png", c->paths, c->E ? 3 : 2, &err))) {
+        app_message(a, 1, "%s", err.msg);
+        return;
+    }
     if (export_curves_png(v, a->metric_acc, "curves.png", &err)) {
         app_message(a, 1, "%s", err.msg);
         return;
@@ -317,6 +323,11 @@ int tui_main(int argc, char **argv) {
         rc = cli_error("%s: inputs have width %d but the layer has d = %d", e_path, E.d, A.cfg.d);
     else if (A.cfg.n > LS_MAX_N)
         rc = cli_error("%s: %d experts; the explorer handles at most %d (use 'moescope landscape')", pa, A.cfg.n, LS_MAX_N);
+    if (!rc && png_live) {
+        /* --png-live is rewritten again and again: never over an input */
+        const char *ins[3] = {pa, pb, e_path};
+        if (af_check_not_input(png_live, ins, 3, &err)) rc = cli_error("--png-live %s", err.msg);
+    }
     if (!rc && theme_path) {
         /* checked here so a bad theme is reported before the screen opens */
         theme tmp;
@@ -448,7 +459,7 @@ int tui_main(int argc, char **argv) {
             fx = app_key(&app, translate_key(c), &v);
         }
         if (fx & FX_SUBMIT) engine_submit(g, &app.req);
-        if (fx & FX_PNG) do_png(&app, &v);
+        if (fx & FX_PNG) do_png(&app, &v, &ctx);
         if (fx & FX_EXPORT) do_export(&app, &ctx);
         if (fx & FX_DIAG) {
             app_message(&app, 0, "diagnostics...");

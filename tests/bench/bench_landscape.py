@@ -14,6 +14,11 @@ import sys
 import tempfile
 import time
 
+# the numpy peer runs single-threaded (a fair, steady baseline on a shared
+# machine); moescope gets the environment as it was
+MOESCOPE_ENV = dict(os.environ)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -41,7 +46,7 @@ def run_moescope(files, reps=1):
     for _ in range(reps):
         t = time.perf_counter()
         r = subprocess.run([MOESCOPE, "landscape", files[0], files[1], "--eval", files[2], "-q"],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, env=MOESCOPE_ENV)
         dt = time.perf_counter() - t
         if r.returncode:
             print("moescope failed:", r.stderr.strip())
