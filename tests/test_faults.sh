@@ -84,6 +84,22 @@ else skip "landscape (not built)"; fi
 if has_cmd diagnose; then
     refuse "diagnose --json A" "$A" "$MOESCOPE" diagnose "$A" "$B" --eval "$E" --json "$A"
 else skip "diagnose (not built)"; fi
+TD=$ROOT/sample-checkpoints/digits.safetensors TP=$ROOT/sample-checkpoints/pretrained.safetensors
+HAVE_TRAIN=0
+if has_cmd train && [ -f "$TD" ] && [ -f "$TP" ]; then
+    HAVE_TRAIN=1
+    cp "$TD" "$D/digits.safetensors"
+    cp "$TP" "$D/pre.safetensors"
+    TD=$D/digits.safetensors TP=$D/pre.safetensors
+    # (the copies are put back after each, so one failure does not cascade)
+    trestore() { cp "$ROOT/sample-checkpoints/digits.safetensors" "$TD"; cp "$ROOT/sample-checkpoints/pretrained.safetensors" "$TP"; }
+    refuse "train -o the data" "$TD" "$MOESCOPE" train --data "$TD" --head "$TP" -o "$TD" --epochs 1 --quiet
+    trestore
+    refuse "train -o the pretrained head" "$TP" "$MOESCOPE" train --data "$TD" --head "$TP" -o "$TP" --epochs 1 --quiet
+    trestore
+    refuse "train --eval-out the data" "$TD" "$MOESCOPE" train --data "$TD" --head "$TP" -o "$D/t.safetensors" --eval-out "$TD" --epochs 1 --quiet
+    trestore
+else skip "train (not built or no sample-checkpoints/digits.safetensors)"; fi
 
 restore
 
@@ -131,6 +147,7 @@ if has_cmd landscape; then
     fsz "landscape --png" 0 "$OP" "$MOESCOPE" landscape "$A" "$B" --eval "$E" --points 5 --png "$OP"
 fi
 has_cmd diagnose && fsz "diagnose --json" 0 "$OJ" "$MOESCOPE" diagnose "$A" "$B" --eval "$E" --json "$OJ"
+[ $HAVE_TRAIN = 1 ] && fsz "train -o" 16 "$OS" "$MOESCOPE" train --data "$TD" --head "$TP" -o "$OS" --epochs 1 --quiet
 # the same commands succeed without the limit (the failures above were the limit's)
 check "scramble without the limit" "$MOESCOPE" scramble "$D/MA.safetensors" -o "$OS"
 check "its output loads" "$MOESCOPE" info "$OS"

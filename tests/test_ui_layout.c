@@ -660,6 +660,12 @@ static void test_theme_heat(void) {
     fclose(fp);
     CHECK(theme_load(&t, path, &err) == -1 && strstr(err.msg, ":1:"), "bad heat line names the line");
     remove(path);
+    /* the shipped theme loads (tests run from the repository root) */
+    theme_init(&t, 1);
+    CHECK(theme_load(&t, "assets/themes/magma.theme", &err) == 0, "assets/themes/magma.theme loads");
+    theme_heat(&t, 0, 256, &bg, &fg);
+    theme_heat(&t, HEAT_STEPS - 1, 256, &last, &fg1);
+    CHECK(bg == 16 && last == 229 && fg == 231 && fg1 == 16, "magma: black to pale yellow");
 }
 
 static void test_help_small(void) {

@@ -2,9 +2,12 @@
  *
  * Colours use the 8 basic terminal colours (curses numbering: 0 black, 1 red,
  * 2 green, 3 yellow, 4 blue, 5 magenta, 6 cyan, 7 white; -1 the default), with
- * an optional 256-colour refinement. The monochrome theme (NO_COLOR, or a
- * terminal without colours) uses attributes only; views then draw the heat
- * scale with shade glyphs. */
+ * an optional 256-colour refinement. Heat maps name a step of the theme's heat
+ * scale (grid_heat); theme_heat maps it to a colour of the terminal's depth
+ * (a viridis-like ramp of 13 colours at 256, 8 at 16, 5 at 8) and a text
+ * colour that contrasts with it. The monochrome theme (NO_COLOR, or a terminal
+ * without colours) uses attributes only; views then draw the heat scale with
+ * shade glyphs. */
 #ifndef MS_UI_THEME_H
 #define MS_UI_THEME_H
 
