@@ -55,7 +55,7 @@ ENTRIES = [
     ("model_declared_experts.safetensors", "ok", "", "info",
      "tensor 'moe.experts.1.fc1.weight' has shape [1, 1], expected [4096, 1]",
      "gate [256, 1] and expert 0 of h = 4096, experts 1..255 are 1x1 stubs: "
-     "256 full experts would be 12 MiB from a 70 KiB file"),
+     "256 full experts would be 12 MiB from a 79 KiB file"),
     ("model_declared_shared.safetensors", "ok", "", "info",
      "tensor 'moe.shared.0.fc1.weight' has shape [1, 1], expected [4096, 1]",
      "one expert of h = 4096 and 256 shared experts that are 1x1 stubs"),
