@@ -181,8 +181,9 @@ int cmd_landscape(int argc, char **argv) {
         case 'C': lo.center = 0; break;
         case 'S':
             lo.nsample = strtol(optarg, &end, 10);
-            if (*end || lo.nsample < 1)
-                return cli_usage_error(USAGE, "landscape: --samples must be a positive integer, not '%s'", optarg);
+            // sampling draws distinct orders: far below n! (>= 3628800 for n >= 10)
+            if (*end || lo.nsample < 1 || lo.nsample > 1000000)
+                return cli_usage_error(USAGE, "landscape: --samples must be an integer in 1..1000000, not '%s'", optarg);
             break;
         case 's':
             lo.seed = strtoull(optarg, &end, 10);

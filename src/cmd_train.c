@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_file.h"
 #include "cli.h"
 #include "safetensors.h"
 #include "train.h"
@@ -136,6 +137,13 @@ int cmd_train(int argc, char **argv) {
         return cli_usage_error(USAGE, "train: give exactly one of --pretrain and --head");
     if (router == ROUTER_TOPK && k > n)
         return cli_usage_error(USAGE, "train: --k %ld is larger than --n %ld", k, n);
+
+    // never write over an input (or one output over the other)
+    ms_err ierr;
+    const char *inputs[3] = {data, head ? head : data, out};
+    if (af_check_not_input(out, inputs, 2, &ierr) ||
+        (eval_out && af_check_not_input(eval_out, inputs, 3, &ierr)))
+        return cli_error("%s", ierr.msg);
 
     // one BLAS thread: a fixed order of the reductions, hence reproducible bytes
     openblas_set_num_threads(1);

@@ -231,10 +231,33 @@ def main():
                 "| file | stage | what is wrong |\n|---|---|---|\n")
         for name, stage, _, what in ENTRIES:
             f.write(f"| `{name}` | {stage} | {what} |\n")
+        f.write(HOSTILE_README)
     print(f"gen_corpus: wrote {len(ENTRIES)} files to {OUT}", file=sys.stderr)
 
 
 FUZZ_FOUND = []
 
+# the section for the files of corpus/gen_hostile.py (run at the end of main)
+HOSTILE_README = """
+## Hostile models and limits (`gen_hostile.py`)
+
+Written by `tests/corpus/gen_hostile.py` (run it after `tests/gen_corpus.py`, which
+rewrites `expected.tsv`; it appends its rows when missing). `models.tsv` holds, for each,
+the `moescope` command that must refuse it and a substring of the message;
+`tests/test_faults.sh` runs them (under ASan also with every allocation capped at 4 MiB).
+
+| file | stage | what is wrong |
+|---|---|---|
+| `model_declared_experts.safetensors` | ok (model: refused) | gate [256, 1] and one real expert of h = 4096; experts 1..255 are 1x1 stubs (256 full experts would be 12 MiB from a 79 KiB file) |
+| `model_declared_shared.safetensors` | ok (model: refused) | one expert of h = 4096 and 256 shared experts that are 1x1 stubs |
+| `gate_2_40.safetensors` | open | gate shape [1, 2^40] F32 in a 112-byte file |
+| `eval_2_40.safetensors` | open | evaluation set with inputs [2^40, 1] in a tiny file |
+"""
+
+
 if __name__ == "__main__":
     main()
+    # expected.tsv was just rewritten: add back the rows of the hostile-model corpus
+    import runpy
+    runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "gen_hostile.py"),
+                   run_name="__main__")
