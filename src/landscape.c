@@ -318,42 +318,15 @@ static void expert_apply(const moe_expert *e, const moe_config *c, const float *
 
 /* ---------------- chunk precompute ---------------- */
 
-/* Everything the per-order kernel reads is stored "lane-major": samples in
- * blocks of LS_L, and within a block a value for every sample side by side,
- * e.g. Y of one pair at one t is (nb, d, LS_L). The kernel then computes
- * LS_L samples at once with plain vector arithmetic (one sample per lane) and
- * never reduces across a vector. The last block is padded with zeros and its
- * padding lanes are left out of every sum. */
-#define LS_L 8
-
-/* per t: the head pre-broadcast, H8 (C, d, LS_L) with H8[c][q][:] =
- * W[c][q] * gamma[q] (LayerNorm's scale folded in), then c' (C) = b +
- * W beta (its shift folded in); without a norm, W and b as they are. */
 static size_t head_floats(const lsx *x) {
-    if (x->kind == LS_LAYER) return 0;
-    return (size_t)x->C * x->d * LS_L + (size_t)x->C;
+    return (size_t)(x->cfg->has_norm ? 2 * x->d : 0) + (size_t)x->C * x->d + (size_t)x->C;
 }
 
-static size_t lane_floats(const lsx *x, int width) { return (size_t)x->nb * width * LS_L; }
-
-static float *Y_at(const lsx *x, int tc, int p) { // (nb, d, LS_L)
-    return x->Y + ((size_t)tc * x->npairs + p) * lane_floats(x, x->d);
+static float *Y_at(const lsx *x, int tc, int p) {
+    return x->Y + ((size_t)tc * x->npairs + p) * x->N * x->d;
 }
-static float *base_at(const lsx *x, int tc, int v) { // (nb, d, LS_L)
-    return x->base + ((size_t)tc * SH_COUNT + v) * lane_floats(x, x->d);
-}
-static float *S_at(const lsx *x, int tc) { // (nb, nn, LS_L)
-    return x->S + (size_t)tc * lane_floats(x, x->nn);
-}
-
-/* dst (nb, width, LS_L) from src (N, width), zero padding */
-static void to_lanes(float *dst, const float *src, int N, int width, int nb) {
-    for (int b = 0; b < nb; b++)
-        for (int q = 0; q < width; q++)
-            for (int l = 0; l < LS_L; l++) {
-                int r = b * LS_L + l;
-                dst[((size_t)b * width + q) * LS_L + l] = r < N ? src[(size_t)r * width + q] : 0.0f;
-            }
+static float *base_at(const lsx *x, int tc, int v) {
+    return x->base + ((size_t)tc * SH_COUNT + v) * x->N * x->d;
 }
 
 /* item < ntc*npairs: one pair output; the rest: per-t common parts */
@@ -369,8 +342,7 @@ static void pre_item(lsx *x, int tid, long item) {
         moe_expert e;
         expert_carve(&e, c, w->E);
         expert_lerp(&e, &x->A->experts[i], &x->pb[p], c, t);
-        expert_apply(&e, c, x->E->inputs, N, w, w->Ye);
-        to_lanes(Y_at(x, tc, p), w->Ye, N, d, x->nb);
+        expert_apply(&e, c, x->E->inputs, N, w, Y_at(x, tc, p));
         return;
     }
     int tc = (int)(item - npi);
@@ -383,15 +355,14 @@ static void pre_item(lsx *x, int tid, long item) {
                   x->B->gate_w + (size_t)j * d, (size_t)d, t);
             w->bt[i * n + j] = ta * x->A->gate_b[i] + tb * x->B->gate_b[j];
         }
-    float *S = w->Sx; // (N, nn)
+    float *S = x->S + (size_t)tc * N * x->nn;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, x->nn, d, 1.0f, x->E->inputs, d, w->Wt,
                 d, 0.0f, S, x->nn);
     for (int r = 0; r < N; r++)
         for (int q = 0; q < x->nn; q++) S[(size_t)r * x->nn + q] += w->bt[q];
-    to_lanes(S_at(x, tc), S, N, x->nn, x->nb);
     // shared experts' sum per variant, plus the residual (head) or minus the chord (layer)
     for (int v = 0; v < SH_COUNT; v++) {
-        float *bs = w->Zb; // (N, d)
+        float *bs = base_at(x, tc, v); // (N, d)
         memset(bs, 0, (size_t)N * d * sizeof(float));
         for (int j = 0; j < c->s; j++) {
             moe_expert e;
@@ -406,31 +377,16 @@ static void pre_item(lsx *x, int tid, long item) {
         } else if (c->residual) {
             for (size_t q = 0; q < (size_t)N * d; q++) bs[q] += x->E->inputs[q];
         }
-        to_lanes(base_at(x, tc, v), bs, N, d, x->nb);
     }
     if (x->kind != LS_LAYER) {
-        int C = x->C;
-        float *hr = w->hraw; // gamma (d), beta (d), W (C, d), b (C) at t
-        float *gm = hr, *bt = hr + d, *Hw = hr + 2 * d, *Hb = Hw + (size_t)C * d;
+        float *hd = x->head + (size_t)tc * head_floats(x);
         if (c->has_norm) {
-            vlerp(gm, x->A->norm_w, x->B->norm_w, (size_t)d, t);
-            vlerp(bt, x->A->norm_b, x->B->norm_b, (size_t)d, t);
-        } else {
-            for (int q = 0; q < d; q++) gm[q] = 1.0f, bt[q] = 0.0f;
+            vlerp(hd, x->A->norm_w, x->B->norm_w, (size_t)d, t);
+            vlerp(hd + d, x->A->norm_b, x->B->norm_b, (size_t)d, t);
+            hd += 2 * d;
         }
-        vlerp(Hw, x->A->head_w, x->B->head_w, (size_t)C * d, t);
-        vlerp(Hb, x->A->head_b, x->B->head_b, (size_t)C, t);
-        float *H8 = x->head + (size_t)tc * head_floats(x); // (C, d, LS_L)
-        float *cp = H8 + (size_t)C * d * LS_L;              // (C)
-        for (int k = 0; k < C; k++) {
-            double acc = Hb[k];
-            for (int q = 0; q < d; q++) {
-                float hq = Hw[(size_t)k * d + q] * gm[q];
-                for (int l = 0; l < LS_L; l++) H8[((size_t)k * d + q) * LS_L + l] = hq;
-                acc += (double)Hw[(size_t)k * d + q] * bt[q];
-            }
-            cp[k] = (float)acc;
-        }
+        vlerp(hd, x->A->head_w, x->B->head_w, (size_t)x->C * d, t);
+        vlerp(hd + (size_t)x->C * d, x->A->head_b, x->B->head_b, (size_t)x->C, t);
     }
 }
 
