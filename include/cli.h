@@ -8,6 +8,9 @@
 
 #include <stdio.h>
 
+#include "align.h"
+#include "model.h"
+
 int cmd_info(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_cost(int argc, char **argv);
@@ -31,5 +34,36 @@ int cli_parse_order(const char *s, int *order, int n);
 /* Progress bar on stderr, only when stderr is a terminal. */
 void cli_progress(const char *what, long done, long total);
 void cli_progress_end(void);
+
+/* Load checkpoints A (pa) and B (pb), layer `layer` (NULL means "moe"), then,
+ * when e_path is not NULL, the evaluation set E. 0 on success; on failure the
+ * message is printed (cli_error), whatever was loaded is freed and the exit
+ * code 1 returned. */
+int cli_load_models(const char *pa, const char *pb, const char *layer, const char *e_path,
+                    moe_model *A, moe_model *B, evalset *E);
+
+/* ---- align and merge: the options and inputs they share ---- */
+typedef struct {
+    const char *out_path, *layer, *order_str; /* -o, --layer, --order; NULL if absent */
+    align_opts ao;      /* --method, --no-center, --no-order, --no-wm */
+    const char *pa, *pb; /* the two checkpoints */
+    moe_model A, B;
+    int *order;         /* --order parsed (n), NULL without it; ao.order points here */
+} cli_align_args;
+
+/* Nothing given: align_opts_default, no paths. */
+void cli_align_args_init(cli_align_args *a);
+/* One getopt result: 'o' output, 'm' method, 'C' no-center, 'O' no-order,
+ * 'W' no-wm, 'r' order, 'l' layer (cmd names the command in messages).
+ * 0 if handled, 2 after a usage error, -1 if ch is none of these. */
+int cli_align_option(cli_align_args *a, int ch, const char *arg, const char *cmd,
+                     const char *usage);
+/* After the options: exactly two checkpoints argv[optind..] and -o OUT, OUT
+ * naming neither, A and B loaded, --order checked against A's n. 0 on
+ * success (free with cli_align_args_free); otherwise the exit code (1 or 2)
+ * after the message, with nothing left to free. */
+int cli_align_inputs(cli_align_args *a, int argc, char **argv, const char *cmd,
+                     const char *usage);
+void cli_align_args_free(cli_align_args *a);
 
 #endif

@@ -61,6 +61,9 @@ typedef struct {
 
 /* floats one expert takes: fc1 (h,d)+(h), fc2 (d,h)+(d), [fc3 (h,d)+(h)] */
 size_t moe_expert_size(const moe_config *c);
+/* Point e's tensors into p (moe_expert_size(c) floats, in the order above);
+ * fc3_* are NULL unless silu_glu. Returns the pointer just past the expert. */
+float *moe_expert_carve(moe_expert *e, const moe_config *c, float *p);
 
 /* Allocate a zeroed model for cfg (pointers carved, meta empty). */
 void moe_alloc(moe_model *m, const moe_config *cfg);

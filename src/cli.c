@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
+
 int cli_usage_error(const char *usage, const char *fmt, ...) {
     va_list ap;
     fprintf(stderr, "moescope: ");
@@ -59,4 +61,77 @@ void cli_progress(const char *what, long done, long total) {
 void cli_progress_end(void) {
     if (progress_shown) fputc('\n', stderr);
     progress_shown = 0;
+}
+
+int cli_load_models(const char *pa, const char *pb, const char *layer, const char *e_path,
+                    moe_model *A, moe_model *B, evalset *E) {
+    ms_err err;
+    if (moe_load(A, pa, layer, &err)) return cli_error("%s", err.msg);
+    if (moe_load(B, pb, layer, &err)) {
+        moe_free(A);
+        return cli_error("%s", err.msg);
+    }
+    if (e_path && evalset_load(E, e_path, &err)) {
+        moe_free(A);
+        moe_free(B);
+        return cli_error("%s", err.msg);
+    }
+    return 0;
+}
+
+void cli_align_args_init(cli_align_args *a) {
+    memset(a, 0, sizeof *a);
+    align_opts_default(&a->ao);
+}
+
+int cli_align_option(cli_align_args *a, int ch, const char *arg, const char *cmd,
+                     const char *usage) {
+    switch (ch) {
+    case 'o': a->out_path = arg; return 0;
+    case 'm':
+        if (cost_method_parse(arg, &a->ao.method))
+            return cli_usage_error(usage, "%s: --method must be gate or expert, not '%s'", cmd, arg);
+        return 0;
+    case 'C': a->ao.center = 0; return 0;
+    case 'O': a->ao.order_stage = 0; return 0;
+    case 'W': a->ao.wm_stage = 0; return 0;
+    case 'r': a->order_str = arg; return 0;
+    case 'l': a->layer = arg; return 0;
+    default: return -1;
+    }
+}
+
+int cli_align_inputs(cli_align_args *a, int argc, char **argv, const char *cmd,
+                     const char *usage) {
+    if (argc - optind != 2)
+        return cli_usage_error(usage, "%s: expected two checkpoints, got %d", cmd, argc - optind);
+    if (!a->out_path) return cli_usage_error(usage, "%s: -o OUT is required", cmd);
+    a->pa = argv[optind];
+    a->pb = argv[optind + 1];
+    ms_err err;
+    const char *inputs[2] = {a->pa, a->pb};
+    if (af_check_not_input(a->out_path, inputs, 2, &err)) return cli_error("%s", err.msg);
+    int rc = cli_load_models(a->pa, a->pb, a->layer, NULL, &a->A, &a->B, NULL);
+    if (rc) return rc;
+    if (a->order_str) {
+        // checked against A's n, so only after loading
+        int n = a->A.cfg.n;
+        a->order = ms_malloc((size_t)n * sizeof(int));
+        if (cli_parse_order(a->order_str, a->order, n)) {
+            rc = cli_usage_error(usage, "%s: --order '%s' is not a permutation of 0..%d", cmd,
+                                 a->order_str, n - 1);
+            cli_align_args_free(a);
+            return rc;
+        }
+        a->ao.order = a->order;
+    }
+    return 0;
+}
+
+void cli_align_args_free(cli_align_args *a) {
+    free(a->order);
+    a->order = NULL;
+    a->ao.order = NULL;
+    moe_free(&a->A);
+    moe_free(&a->B);
 }

@@ -9,6 +9,7 @@
 #include "align.h"
 #include "atomic_file.h"
 #include "cli.h"
+#include "json_file.h"
 #include "lap.h"
 
 static const char *USAGE =
@@ -127,17 +128,7 @@ static int write_json(const char *path, const moe_model *A, const moe_model *B,
     cJSON_AddItemToObject(methods, "expert", method_json(&res[COST_EXPERT], n));
     cJSON_AddItemToObject(root, "methods", methods);
     cJSON_AddBoolToObject(root, "agree", agree);
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!text) return ms_fail(err, "%s: cannot format the JSON", path);
-    size_t len = strlen(text);
-    char *buf = ms_malloc(len + 2);
-    memcpy(buf, text, len);
-    buf[len] = '\n';
-    cJSON_free(text);
-    int rc = af_write_all(path, buf, len + 1, err);
-    free(buf);
-    return rc;
+    return json_file_write(root, path, err);
 }
 
 int cmd_cost(int argc, char **argv) {
@@ -175,13 +166,7 @@ int cmd_cost(int argc, char **argv) {
     const char *inputs[2] = {pa, pb};
     if (json && af_check_not_input(json, inputs, 2, &err)) return cli_error("%s", err.msg);
     moe_model A, B;
-    memset(&A, 0, sizeof A);
-    memset(&B, 0, sizeof B);
-    if (moe_load(&A, pa, layer, &err)) return cli_error("%s", err.msg);
-    if (moe_load(&B, pb, layer, &err)) {
-        moe_free(&A);
-        return cli_error("%s", err.msg);
-    }
+    if (cli_load_models(pa, pb, layer, NULL, &A, &B, NULL)) return 1;
     int rc = 0;
     method_result res[2];
     memset(res, 0, sizeof res);

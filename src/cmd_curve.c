@@ -107,16 +107,7 @@ int cmd_curve(int argc, char **argv) {
 
     moe_model A, B;
     evalset E;
-    if (moe_load(&A, pa, layer, &err)) return cli_error("%s", err.msg);
-    if (moe_load(&B, pb, layer, &err)) {
-        moe_free(&A);
-        return cli_error("%s", err.msg);
-    }
-    if (evalset_load(&E, e_path, &err)) {
-        moe_free(&A);
-        moe_free(&B);
-        return cli_error("%s", err.msg);
-    }
+    if (cli_load_models(pa, pb, layer, e_path, &A, &B, &E)) return 1;
     int rc = 0, n = A.cfg.n, ncurves = 0;
     int orders[MAX_ORDERS][LS_MAX_N];
     ls_curve curves[3 + MAX_ORDERS];

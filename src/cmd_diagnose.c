@@ -96,18 +96,9 @@ int cmd_diagnose(int argc, char **argv) {
     if (json && af_check_not_input(json, inputs, 3, &err)) return cli_error("%s", err.msg);
     moe_model A, B;
     evalset E;
-    int have_e = 0, rc = 0;
-    if (moe_load(&A, pa, layer, &err)) return cli_error("%s", err.msg);
-    if (moe_load(&B, pb, layer, &err)) {
-        moe_free(&A);
-        return cli_error("%s", err.msg);
-    }
-    if (eval) {
-        if (evalset_load(&E, eval, &err)) {
-            rc = cli_error("%s", err.msg);
-            goto done;
-        }
-        have_e = 1;
+    int have_e = eval != NULL, rc = 0;
+    if (cli_load_models(pa, pb, layer, eval, &A, &B, &E)) return 1;
+    if (have_e) {
         // the head is optional for the diagnostics, but labels must fit it when present
         if (A.cfg.has_head && evalset_check(&E, &A, &err)) {
             rc = cli_error("%s", err.msg);

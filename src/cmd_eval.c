@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "atomic_file.h"
+#include "json_file.h"
 #include "cli.h"
 #include "evaluator.h"
 #include "model.h"
@@ -68,16 +69,7 @@ static int write_json(const char *path, const moe_model *m, const evalset *e,
     cJSON_AddStringToObject(root, "layer", m->layer);
     cJSON_AddStringToObject(root, "eval", e->path);
     cJSON_AddNumberToObject(root, "samples", e->N);
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    size_t len = strlen(text);
-    char *buf = ms_malloc(len + 2);
-    memcpy(buf, text, len);
-    buf[len] = '\n';
-    free(text);
-    int rc = af_write_all(path, buf, len + 1, err);
-    free(buf);
-    return rc;
+    return json_file_write(root, path, err);
 }
 
 static int dump_outputs(const char *path, const moe_model *m, const evalset *e, ms_err *err) {

@@ -10,6 +10,7 @@
 #include "atomic_file.h"
 #include "cli.h"
 #include "diagnose.h"
+#include "json_file.h"
 #include "model.h"
 
 static const char *USAGE = "moescope info CKPT [--layer L] [--json F]";
@@ -140,15 +141,7 @@ int cmd_info(int argc, char **argv) {
         for (int i = 0; i < nlayers; i++) cJSON_AddItemToArray(ls, cJSON_CreateString(layers[i]));
         cJSON *warn = cJSON_AddArrayToObject(root, "warnings");
         if (warning) cJSON_AddItemToArray(warn, cJSON_CreateString(warning));
-        char *text = cJSON_Print(root);
-        cJSON_Delete(root);
-        size_t len = strlen(text);
-        char *buf = ms_malloc(len + 2);
-        memcpy(buf, text, len);
-        buf[len] = '\n';
-        free(text);
-        if (af_write_all(json, buf, len + 1, &err)) rc = cli_error("%s", err.msg);
-        free(buf);
+        if (json_file_write(root, json, &err)) rc = cli_error("%s", err.msg);
     }
     for (int i = 0; i < nlayers; i++) free(layers[i]);
     free(layers);

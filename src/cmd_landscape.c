@@ -213,16 +213,7 @@ int cmd_landscape(int argc, char **argv) {
 
     moe_model A, B;
     evalset E;
-    if (moe_load(&A, pa, layer, &err)) return cli_error("%s", err.msg);
-    if (moe_load(&B, pb, layer, &err)) {
-        moe_free(&A);
-        return cli_error("%s", err.msg);
-    }
-    if (evalset_load(&E, e_path, &err)) {
-        moe_free(&A);
-        moe_free(&B);
-        return cli_error("%s", err.msg);
-    }
+    if (cli_load_models(pa, pb, layer, e_path, &A, &B, &E)) return 1;
     int rc = 0;
     if (A.cfg.has_head && B.cfg.has_head && !moe_heads_equal(&A, &B))
         fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them too\n",

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "align.h"
-#include "atomic_file.h"
 #include "cli.h"
 
 static const char *USAGE =
@@ -39,102 +38,74 @@ int cmd_merge(int argc, char **argv) {
         {"no-order", no_argument, 0, 'O'},     {"no-wm", no_argument, 0, 'W'},
         {"order", required_argument, 0, 'r'},  {"layer", required_argument, 0, 'l'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
-    align_opts ao;
-    align_opts_default(&ao);
-    const char *out_path = NULL, *layer = NULL, *order_str = NULL, *alpha_str = "0.5";
+    cli_align_args a;
+    cli_align_args_init(&a);
+    const char *alpha_str = "0.5";
     double alpha = 0.5;
     optind = 1;
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "o:a:m:l:h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'o': out_path = optarg; break;
-        case 'a': {
+        if (ch == 'h') {
+            help();
+            return 0;
+        }
+        if (ch == 'a') {
             char *end;
             alpha = strtod(optarg, &end);
             if (end == optarg || *end || !isfinite(alpha))
                 return cli_usage_error(USAGE, "merge: --alpha needs a number, not '%s'", optarg);
             alpha_str = optarg;
-            break;
+            continue;
         }
-        case 'm':
-            if (cost_method_parse(optarg, &ao.method))
-                return cli_usage_error(USAGE, "merge: --method must be gate or expert, not '%s'",
-                                       optarg);
-            break;
-        case 'C': ao.center = 0; break;
-        case 'O': ao.order_stage = 0; break;
-        case 'W': ao.wm_stage = 0; break;
-        case 'r': order_str = optarg; break;
-        case 'l': layer = optarg; break;
-        case 'h': help(); return 0;
-        default:
+        int r = cli_align_option(&a, ch, optarg, "merge", USAGE);
+        if (r > 0) return r;
+        if (r < 0)
             return cli_usage_error(USAGE, "merge: unknown option or missing argument '%s'",
                                    argv[optind - 1]);
-        }
     }
-    if (argc - optind != 2)
-        return cli_usage_error(USAGE, "merge: expected two checkpoints, got %d", argc - optind);
-    if (!out_path) return cli_usage_error(USAGE, "merge: -o OUT is required");
-    const char *pa = argv[optind], *pb = argv[optind + 1];
-
+    int rc = cli_align_inputs(&a, argc, argv, "merge", USAGE);
+    if (rc) return rc;
+    const char *pa = a.pa, *pb = a.pb;
+    const align_opts *ao = &a.ao;
+    const moe_model *A = &a.A;
+    moe_model Bp, M;
     ms_err err;
-    const char *inputs[2] = {pa, pb};
-    if (af_check_not_input(out_path, inputs, 2, &err)) return cli_error("%s", err.msg);
-    moe_model A, B, Bp, M;
-    if (moe_load(&A, pa, layer, &err)) return cli_error("%s", err.msg);
-    if (moe_load(&B, pb, layer, &err)) {
-        moe_free(&A);
-        return cli_error("%s", err.msg);
-    }
-    int rc = 0;
-    int *order = NULL;
-    if (order_str) {
-        order = ms_malloc((size_t)A.cfg.n * sizeof(int));
-        if (cli_parse_order(order_str, order, A.cfg.n)) {
-            rc = cli_usage_error(USAGE, "merge: --order '%s' is not a permutation of 0..%d",
-                                 order_str, A.cfg.n - 1);
-            goto done;
-        }
-        ao.order = order;
-    }
     align_result res;
-    if (align_models(&A, &B, &ao, &Bp, &res, &err)) {
+    if (align_models(A, &a.B, ao, &Bp, &res, &err)) {
         rc = cli_error("%s", err.msg);
         goto done;
     }
-    if (!moe_heads_equal(&A, &B))
+    if (!moe_heads_equal(A, &a.B))
         fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them "
                         "too (SPEC expects a frozen, shared head)\n", pa, pb);
     // M starts as A (architecture, A's metadata), then takes the interpolation
-    moe_clone(&M, &A);
-    moe_interpolate(&M, &A, &Bp, alpha);
+    moe_clone(&M, A);
+    moe_interpolate(&M, A, &Bp, alpha);
     moe_meta_set(&M, "moescope.merge.a", pa);
     moe_meta_set(&M, "moescope.merge.b", pb);
     moe_meta_set(&M, "moescope.merge.alpha", alpha_str);
     for (int i = 0; i < Bp.nmeta; i++) // how B was aligned
         if (!strncmp(Bp.meta[i].key, "moescope.align.", 15))
             moe_meta_set(&M, Bp.meta[i].key, Bp.meta[i].value);
-    if (moe_save(&M, out_path, &err)) {
+    if (moe_save(&M, a.out_path, &err)) {
         rc = cli_error("%s", err.msg);
     } else {
         printf("order");
-        for (int i = 0; i < A.cfg.n; i++) printf(" %d", res.order[i]);
-        if (order_str)
+        for (int i = 0; i < A->cfg.n; i++) printf(" %d", res.order[i]);
+        if (a.order_str)
             printf("   (given)\n");
-        else if (!ao.order_stage)
+        else if (!ao->order_stage)
             printf("   (identity: expert-order step off)\n");
         else
-            printf("   cost total %.6g (%s)\n", res.cost_total, cost_method_name(ao.method));
-        printf("weight matching %s\nwrote %s = (1 - %g) A + %g B'\n", ao.wm_stage ? "on" : "off",
-               out_path, alpha, alpha);
+            printf("   cost total %.6g (%s)\n", res.cost_total, cost_method_name(ao->method));
+        printf("weight matching %s\nwrote %s = (1 - %g) A + %g B'\n", ao->wm_stage ? "on" : "off",
+               a.out_path, alpha, alpha);
     }
     moe_free(&M);
     moe_free(&Bp);
     align_result_free(&res);
 done:
-    free(order);
-    moe_free(&A);
-    moe_free(&B);
+    cli_align_args_free(&a);
     return rc;
 }

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atomic_file.h"
 #include "evaluator.h"
+#include "json_file.h"
 #include "lap.h"
 
 /* ---- findings ---- */
@@ -1036,14 +1036,5 @@ int diag_write_json(const diag_report *r, const char *a_path, const char *b_path
     } else {
         cJSON_AddNullToObject(p, "landscape");
     }
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    size_t len = strlen(text);
-    char *buf = ms_malloc(len + 2);
-    memcpy(buf, text, len);
-    buf[len] = '\n';
-    free(text);
-    int rc = af_write_all(path, buf, len + 1, err);
-    free(buf);
-    return rc;
+    return json_file_write(root, path, err);
 }

@@ -27,8 +27,7 @@ size_t moe_expert_size(const moe_config *c) {
     return sz;
 }
 
-/* Carve one expert out of p; returns the pointer past it. */
-static float *expert_carve(moe_expert *e, const moe_config *c, float *p) {
+float *moe_expert_carve(moe_expert *e, const moe_config *c, float *p) {
     size_t h = (size_t)c->h, d = (size_t)c->d;
     e->fc1_w = p; p += h * d;
     e->fc1_b = p; p += h;
@@ -60,9 +59,9 @@ void moe_alloc(moe_model *m, const moe_config *cfg) {
     m->gate_w = p; p += n * d;
     m->gate_b = p; p += n;
     m->experts = ms_calloc(n ? n : 1, sizeof(moe_expert));
-    for (size_t i = 0; i < n; i++) p = expert_carve(&m->experts[i], c, p);
+    for (size_t i = 0; i < n; i++) p = moe_expert_carve(&m->experts[i], c, p);
     m->shared = ms_calloc(c->s ? (size_t)c->s : 1, sizeof(moe_expert));
-    for (int j = 0; j < c->s; j++) p = expert_carve(&m->shared[j], c, p);
+    for (int j = 0; j < c->s; j++) p = moe_expert_carve(&m->shared[j], c, p);
     if (c->has_norm) {
         m->norm_w = p; p += d;
         m->norm_b = p; p += d;

@@ -453,6 +453,13 @@ static int bad_value(const st_file *f, const st_tensor *t, int64_t i, double v, 
                    why, v, (long long)i, index_str(ib, sizeof ib, t, i));
 }
 
+/* Element i of an F16 or BF16 tensor's data src (exact in float). */
+static float half_at(const st_tensor *t, const uint8_t *src, int64_t i) {
+    uint16_t h;
+    memcpy(&h, src + 2 * i, 2);
+    return t->dtype == ST_F16 ? st_half_to_float(h) : st_bf16_to_float(h);
+}
+
 int st_read_f32(const st_file *f, const st_tensor *t, float *out, ms_err *err) {
     if (!t) return ms_fail(err, "%s: missing tensor", f->path);
     const uint8_t *src = f->data + t->begin;
@@ -463,11 +470,7 @@ int st_read_f32(const st_file *f, const st_tensor *t, float *out, ms_err *err) {
         break;
     case ST_F16:
     case ST_BF16:
-        for (int64_t i = 0; i < n; i++) {
-            uint16_t h;
-            memcpy(&h, src + 2 * i, 2);
-            out[i] = t->dtype == ST_F16 ? st_half_to_float(h) : st_bf16_to_float(h);
-        }
+        for (int64_t i = 0; i < n; i++) out[i] = half_at(t, src, i);
         break;
     case ST_F64:
         for (int64_t i = 0; i < n; i++) {
@@ -503,11 +506,7 @@ int st_read_f64(const st_file *f, const st_tensor *t, double *out, ms_err *err) 
         break;
     case ST_F16:
     case ST_BF16:
-        for (int64_t i = 0; i < n; i++) {
-            uint16_t h;
-            memcpy(&h, src + 2 * i, 2);
-            out[i] = t->dtype == ST_F16 ? st_half_to_float(h) : st_bf16_to_float(h);
-        }
+        for (int64_t i = 0; i < n; i++) out[i] = half_at(t, src, i);
         break;
     default:
         return not_float(f, t, "F32, F16, BF16 or F64", err);

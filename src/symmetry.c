@@ -29,23 +29,13 @@ typedef struct {
 } expert_stash;
 
 static void stash_make(expert_stash *st, const moe_expert *src, int count, const moe_config *c) {
-    size_t h = (size_t)c->h, d = (size_t)c->d, es = moe_expert_size(c);
+    size_t es = moe_expert_size(c);
     st->mem = ms_malloc((count ? (size_t)count : 1) * es * sizeof(float));
     st->e = ms_malloc((count ? (size_t)count : 1) * sizeof(moe_expert));
     float *p = st->mem;
     for (int i = 0; i < count; i++) {
-        moe_expert *e = &st->e[i];
-        e->fc1_w = p; p += h * d;
-        e->fc1_b = p; p += h;
-        e->fc2_w = p; p += d * h;
-        e->fc2_b = p; p += d;
-        if (c->act == ACT_SILU_GLU) {
-            e->fc3_w = p; p += h * d;
-            e->fc3_b = p; p += h;
-        } else {
-            e->fc3_w = e->fc3_b = NULL;
-        }
-        expert_copy(e, &src[i], c);
+        p = moe_expert_carve(&st->e[i], c, p);
+        expert_copy(&st->e[i], &src[i], c);
     }
 }
 

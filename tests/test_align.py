@@ -15,7 +15,6 @@ without biases.
 import itertools
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -25,22 +24,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gen_ckpt  # noqa: E402
 import oracle  # noqa: E402
-
-MOESCOPE = os.path.abspath(os.environ.get("MOESCOPE", os.path.join(HERE, "..", "moescope")))
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
+import testutil  # noqa: E402
+from testutil import check  # noqa: E402
 
 
 def run(*args):
-    p = subprocess.run([MOESCOPE] + [str(a) for a in args], capture_output=True, text=True)
+    p = testutil.run(*args)
     if p.returncode != 0:
         print("command failed (%d): %s\n%s" % (p.returncode, " ".join(map(str, args)), p.stderr))
     return p
@@ -244,8 +233,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for ci, cfg in enumerate(CONFIGS):
             test_config(tmp, ci, cfg)
-    print("test_align_py: %d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return testutil.summary("test_align_py")
 
 
 if __name__ == "__main__":

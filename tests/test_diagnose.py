@@ -4,7 +4,6 @@ relative, on top-k, dense, GELU and SiLU-GLU layers; plus the flags of a broken
 checkpoint in `info` and in the CLI's exit codes."""
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -13,18 +12,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_ckpt  # noqa: E402
 import oracle  # noqa: E402
-
-MOESCOPE = os.environ["MOESCOPE"]
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
+import testutil  # noqa: E402
+from testutil import check, run  # noqa: E402
 
 
 def close(a, b, what, rtol=1e-4, atol=1e-6):
@@ -32,10 +21,6 @@ def close(a, b, what, rtol=1e-4, atol=1e-6):
     b = np.asarray(b, dtype=np.float64)
     ok = a.shape == b.shape and np.all(np.abs(a - b) <= rtol * np.maximum(np.abs(b), 1.0) + atol)
     check(ok, "%s: %s vs oracle %s" % (what, a, b))
-
-
-def run(*args):
-    return subprocess.run([MOESCOPE] + list(args), capture_output=True, text=True)
 
 
 def make_pair(work, name, seed, **kw):
@@ -163,8 +148,7 @@ def main():
         # no evaluation set: still a report, the landscape line says why it is missing
         r = run("diagnose", pa, pb)
         check(r.returncode == 0 and "needs an evaluation set" in r.stdout, "diagnose without --eval")
-    print("test_diagnose_py: %d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return testutil.summary("test_diagnose_py")
 
 
 if __name__ == "__main__":

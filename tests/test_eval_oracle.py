@@ -8,7 +8,6 @@ outputs, gates and logits (--dump-outputs) must match elementwise.
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -17,18 +16,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_ckpt  # noqa: E402
 import oracle  # noqa: E402
-
-MOESCOPE = os.path.abspath(os.environ.get("MOESCOPE", "./moescope"))
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
+import testutil  # noqa: E402
+from testutil import check  # noqa: E402
 
 
 def rel_close(a, b, tol=1e-4):
@@ -61,7 +50,7 @@ VARIANTS = [
 
 
 def run(args):
-    return subprocess.run([MOESCOPE] + args, capture_output=True, text=True)
+    return testutil.run(*args)
 
 
 def one(tmp, idx, name, lk, ek):
@@ -149,9 +138,8 @@ def main():
         for idx, (name, lk, ek) in enumerate(VARIANTS):
             one(tmp, idx, name, lk, ek)
         test_help_and_usage(tmp)
-    print("test_eval_oracle: %d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    return testutil.summary("test_eval_oracle")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

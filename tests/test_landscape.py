@@ -15,7 +15,6 @@ Run with Debian's python3 (numpy, scipy); $MOESCOPE is the binary."""
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -25,26 +24,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gen_ckpt  # noqa: E402
 import oracle  # noqa: E402
+import testutil  # noqa: E402
+from testutil import check  # noqa: E402
 
-MOESCOPE = os.environ.get("MOESCOPE", os.path.join(HERE, "..", "moescope"))
 ROOT = os.path.join(HERE, "..")
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
 
 
 def run(*args, env=None, expect=0):
-    e = dict(os.environ)
-    if env:
-        e.update(env)
-    r = subprocess.run([MOESCOPE] + [str(a) for a in args], capture_output=True, text=True, env=e)
+    r = testutil.run(*args, env=env)
     if expect is not None and r.returncode != expect:
         print("command:", " ".join(str(a) for a in args))
         print(r.stdout[-2000:], r.stderr[-2000:])
@@ -352,9 +339,8 @@ def main():
         test_against_oracle(tmp)
         test_sampled(tmp)
         test_samples(tmp)
-    print("test_landscape: %d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    return testutil.summary("test_landscape")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -12,7 +12,6 @@ wrong rank, usage errors (exit 2), --help, refusing to write over the input.
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
@@ -22,22 +21,8 @@ from scipy.optimize import linear_sum_assignment
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import oracle  # noqa: E402
-
-MOESCOPE = os.path.abspath(os.environ.get("MOESCOPE", os.path.join(HERE, "..", "moescope")))
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {what}")
-
-
-def run(*args):
-    return subprocess.run([MOESCOPE, *args], capture_output=True, text=True)
+import testutil  # noqa: E402
+from testutil import check, run  # noqa: E402
 
 
 def solve_case(tmp, name, c, maximize, dtype=np.float64):
@@ -145,8 +130,7 @@ def main():
         ok = p.returncode == 0 and json.load(open(jp)) == {"assignment": [], "total": 0}
         check(ok, f"0x4 cost: exit {p.returncode} {p.stderr.strip()!r}")
 
-    print(f"test_lap_scipy: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return testutil.summary("test_lap_scipy")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ OUT == A is refused.
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -22,22 +21,12 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_ckpt  # noqa: E402
 import oracle  # noqa: E402
-
-MOESCOPE = os.path.abspath(os.environ.get("MOESCOPE", "./moescope"))
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what)
+import testutil  # noqa: E402
+from testutil import check  # noqa: E402
 
 
 def run(args):
-    return subprocess.run([MOESCOPE] + args, capture_output=True, text=True)
+    return testutil.run(*args)
 
 
 VARIANTS = [
@@ -174,9 +163,8 @@ def main():
         for idx, (name, lk) in enumerate(VARIANTS):
             one(tmp, idx, name, lk)
         test_cli(tmp)
-    print("test_symmetry: %d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    return testutil.summary("test_symmetry")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
