@@ -258,7 +258,7 @@ static int check_expert_shapes(const st_file *f, const char *base, const moe_con
               {"fc2.bias", 1, dd, 0},   {"fc3.weight", 2, hd, 1}, {"fc3.bias", 1, hh, 0}};
     int nt = c->act == ACT_SILU_GLU ? 6 : 4;
     for (int i = 0; i < nt; i++) {
-        snprintf(name, sizeof name, "%s.%s", base, t[i].suffix);
+        snprintf(name, sizeof name, "%.400s.%s", base, t[i].suffix);
         if (i == 4 && !st_find(f, name))
             return ms_fail(err, "%s: missing required tensor '%s' (activation silu_glu needs fc3)",
                            f->path, name);
