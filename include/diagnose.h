@@ -154,8 +154,12 @@ int diag_findings(const moe_model *A, const moe_model *B, const evalset *E, cons
 /* Print findings as text ("  [warn] ..."), one per line; title may be NULL. */
 void dg_print(FILE *fp, const dg_list *l, const char *title);
 
-/* `moescope info`: the genericity section for one checkpoint, printed to fp. */
-void diag_info_print(FILE *fp, const moe_model *m);
+struct cJSON;
+/* `moescope info`: the genericity section for one checkpoint, printed to fp;
+ * with json not NULL also added to it as "genericity": {findings, flags, numbers}. */
+void diag_info_print(FILE *fp, const moe_model *m, struct cJSON *json);
+/* Findings as a JSON array of {severity, code, who, text, number}. */
+struct cJSON *dg_list_json(const dg_list *l);
 
 /* The report as JSON (format "moescope.diagnose/1"), written atomically. */
 int diag_write_json(const diag_report *r, const char *a_path, const char *b_path,

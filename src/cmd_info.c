@@ -95,15 +95,13 @@ int cmd_info(int argc, char **argv) {
     for (int i = 0; i < nlayers; i++)
         printf("%s%s%s", i ? ", " : "", layers[i], !strcmp(layers[i], m.layer) ? " (this one)" : "");
     printf("\n");
-    /* Genericity diagnostics (SPEC §9: distinct experts, distinct gate
-     * differences, rank of W_{i-1} - W_i for top-k) are added here by the
-     * diagnostics work, both to this text and to the JSON below. */
-    diag_info_print(stdout, &m);
+    // genericity diagnostics (SPEC §9), printed and, with --json, kept for the JSON
+    cJSON *root = json ? cJSON_CreateObject() : NULL;
+    diag_info_print(stdout, &m, root);
     if (warning) fprintf(stderr, "moescope: warning: %s\n", warning);
 
     int rc = 0;
     if (json) {
-        cJSON *root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "file", ckpt);
         cJSON_AddNumberToObject(root, "file_bytes", (double)fsize);
         cJSON_AddStringToObject(root, "layer", m.layer);

@@ -15,6 +15,8 @@
 #include "json_file.h"
 #include "lap.h"
 
+static cJSON *json_ckpt(const diag_ckpt *s); /* below, with the JSON report */
+
 /* ---- findings ---- */
 
 void dg_list_free(dg_list *l) {
@@ -633,7 +635,7 @@ int diag_checkpoint(const moe_model *m, const evalset *E, const char *who, diag_
     return 0;
 }
 
-void diag_info_print(FILE *fp, const moe_model *m) {
+void diag_info_print(FILE *fp, const moe_model *m, cJSON *json) {
     dg_list l = {0};
     diag_ckpt s;
     ms_err err;
@@ -645,6 +647,12 @@ void diag_info_print(FILE *fp, const moe_model *m) {
         int nw = dg_count(&l, DG_WARN);
         if (nw) fprintf(fp, "  %d condition%s flagged\n", nw, nw == 1 ? "" : "s");
         else fprintf(fp, "  every condition holds\n");
+        if (json) {
+            cJSON *g = cJSON_AddObjectToObject(json, "genericity");
+            cJSON_AddItemToObject(g, "findings", dg_list_json(&l));
+            cJSON_AddNumberToObject(g, "flags", nw);
+            cJSON_AddItemToObject(g, "numbers", json_ckpt(&s));
+        }
     }
     diag_ckpt_free(&s);
     dg_list_free(&l);
@@ -981,6 +989,22 @@ static cJSON *json_ckpt(const diag_ckpt *s) {
     return o;
 }
 
+cJSON *dg_list_json(const dg_list *l) {
+    cJSON *fs = cJSON_CreateArray();
+    for (int i = 0; i < l->n; i++) {
+        const dg_finding *f = &l->items[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "severity", dg_severity_name(f->severity));
+        cJSON_AddStringToObject(o, "code", f->code);
+        cJSON_AddStringToObject(o, "who", f->who);
+        cJSON_AddStringToObject(o, "text", f->text);
+        cJSON_AddItemToObject(o, "number", json_num(f->number));
+        cJSON_AddItemToArray(fs, o);
+    }
+    return fs;
+}
+
+
 int diag_write_json(const diag_report *r, const char *a_path, const char *b_path,
                     const char *e_path, const char *path, ms_err *err) {
     int n = r->n;
@@ -991,17 +1015,7 @@ int diag_write_json(const diag_report *r, const char *a_path, const char *b_path
     if (e_path) cJSON_AddStringToObject(root, "eval", e_path);
     else cJSON_AddNullToObject(root, "eval");
     cJSON_AddNumberToObject(root, "n", n);
-    cJSON *fs = cJSON_AddArrayToObject(root, "findings");
-    for (int i = 0; i < r->findings.n; i++) {
-        const dg_finding *f = &r->findings.items[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "severity", dg_severity_name(f->severity));
-        cJSON_AddStringToObject(o, "code", f->code);
-        cJSON_AddStringToObject(o, "who", f->who);
-        cJSON_AddStringToObject(o, "text", f->text);
-        cJSON_AddItemToObject(o, "number", json_num(f->number));
-        cJSON_AddItemToArray(fs, o);
-    }
+    cJSON_AddItemToObject(root, "findings", dg_list_json(&r->findings));
     cJSON_AddNumberToObject(root, "flags", dg_count(&r->findings, DG_WARN));
     cJSON *ck = cJSON_AddObjectToObject(root, "checkpoints");
     cJSON_AddItemToObject(ck, "A", json_ckpt(&r->a));

@@ -131,6 +131,16 @@ def main():
         check("[warn] consecutive gate differences" in out and "rank 3 < n - 1 = 4" in out,
               "info: rank deficiency flagged")
         check("conditions flagged" in out, "info: summary line")
+        # info --json carries the same findings
+        ij = os.path.join(work, "info.json")
+        r = run("info", bad, "--json", ij)
+        check(r.returncode == 0, "info --json: exit %d %s" % (r.returncode, r.stderr))
+        if r.returncode == 0:
+            g = json.load(open(ij))["genericity"]
+            warned = {f["code"] for f in g["findings"] if f["severity"] in ("warn", "bad")}
+            check(g["flags"] == len([f for f in g["findings"] if f["severity"] in ("warn", "bad")])
+                  and g["flags"] >= 3, "info --json: flags %r" % g["flags"])
+            check("experts_distinct" in warned, "info --json: identical experts flagged: %r" % warned)
 
         # usage errors
         r = run("diagnose", pa)
