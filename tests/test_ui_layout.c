@@ -509,7 +509,7 @@ static void test_color_heatmap(void) {
     CHECK(cells >= 16 * 7, "heat background under every matrix cell (%d cells)", cells);
     CHECK(steps_lo == 0 && steps_hi == HEAT_STEPS - 1, "the scale spans cheap to dear (%d..%d)", steps_lo, steps_hi);
     /* the cheapest value (1) sits on step 0, the dearest (2.5) on the top step */
-    int x0 = -1, y0 = grid_find(&g, "2.5*", &x0);
+    int x0 = -1, y0 = grid_find(&g, "2.500*", &x0);
     CHECK(y0 >= 0 && g.cells[y0 * g.w + x0].bg_heat == HEAT_STEPS && g.cells[y0 * g.w + x0].role == ROLE_ASSIGNED,
           "assigned dearest cell: top step, bold/underlined role");
     int ly = L->heat.y + L->heat.h - 1;

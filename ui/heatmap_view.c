@@ -155,6 +155,13 @@ void heatmap_render(grid *g, const ui_rect *r, const engine_view *v, int *off) {
         }
         y = r->y + 2 + screen_rows;
     } else {
+        /* one number of decimals for the whole matrix (from its largest entry),
+           so the columns line up and 12.30 does not print as 12.3 */
+        int sig = cw - 3 > 4 ? 4 : cw - 3, dec = 0;
+        double amax = fabs(lo) > fabs(hi) ? fabs(lo) : fabs(hi);
+        if (amax > 0 && isfinite(amax)) dec = sig - 1 - (int)floor(log10(amax));
+        if (dec < 0) dec = 0;
+        if (dec > sig) dec = sig;
         for (int i = 0; i < shown; i++) {
             int ai = o + i;
             y = r->y + 2 + i;
@@ -168,7 +175,7 @@ void heatmap_render(grid *g, const ui_rect *r, const engine_view *v, int *off) {
                 int x = r->x + label_w + j * cw;
                 if (G.mode == HEAT_NUMBERS) {
                     char buf[32];
-                    snprintf(buf, sizeof buf, "%*.*g%c", cw - 1, cw - 3 > 4 ? 4 : cw - 3, c, assigned ? '*' : ' ');
+                    snprintf(buf, sizeof buf, "%*.*f%c", cw - 1, dec, c, assigned ? '*' : ' ');
                     /* colour: the number on its heat colour (the role keeps
                        bold/underline for the assigned cell) */
                     if (g->color && !assigned) role = ROLE_NORMAL;
