@@ -59,6 +59,9 @@ typedef struct {
      * clock (engine_clock) when it began, for an elapsed time */
     char phase[96];
     double phase_since;
+    /* Added: the landscape's current step within that phase with its count
+     * (ls_opts.phase), e.g. "precomputing pairs 40/73"; "" when none */
+    char phase_detail[96];
     /* the ranks came early (landscape on_ranks): rank/l_hat above are final
      * although the table is still filling in */
     int ranks_early;

@@ -68,6 +68,15 @@ typedef struct {
      * of L are final, usually long before every row is done. May be NULL. */
     void (*on_ranks)(void *ctx, const struct landscape *L);
     int nthreads;        /* worker threads; 0 = the online CPUs (at most 8) */
+    /* Added: what the landscape is doing before rows come out, for a gauge:
+     * called from the calling thread during the pairs' weight matching
+     * ("weight-matching pairs", done/total pairs), each chunk's per-t
+     * precompute ("precomputing pairs", done/total pair outputs) and the
+     * middle-point pass ("middle point", done/total orders; when the t
+     * range is chunked, "orders on a chunk of points" for the others), at
+     * most about every 20 ms. what is a static string. May be NULL; uses
+     * ctx. */
+    void (*phase)(void *ctx, const char *what, long done, long total);
 } ls_opts;
 
 void ls_opts_default(ls_opts *o);

@@ -325,6 +325,21 @@ static void on_progress(void *ctx, long done, long total) {
     if (done >= total || now_s() - g->last_pub > 0.1) publish_rows(g, g->cur_L, done, total);
 }
 
+/* The landscape's steps before its rows (ls_opts.phase, <= every 20 ms):
+ * "precomputing pairs 40/73" under the spinner of the orders pane
+ * (pub.phase_detail; pub.phase keeps naming the whole preparation and its
+ * elapsed time) and in the status line. */
+static void on_phase(void *ctx, const char *what, long done, long total) {
+    engine *g = ctx;
+    pthread_mutex_lock(&g->mu);
+    engine_view *p = &g->pub;
+    snprintf(p->phase_detail, sizeof p->phase_detail, "%s %ld/%ld", what, done, total);
+    snprintf(g->ls_status, sizeof g->ls_status, "computing landscape: %s %ld/%ld", what, done, total);
+    pub_status(g);
+    pub_bump(g);
+    pthread_mutex_unlock(&g->mu);
+}
+
 /* The ranks are final long before the table (landscape.h on_ranks). */
 static void on_ranks(void *ctx, const landscape *L) {
     engine *g = ctx;
@@ -414,6 +429,7 @@ static void *ls_worker(void *arg) {
         /* landscape_compute says nothing until rows finish (its last phase):
            the pane shows this phase with a spinner meanwhile */
         snprintf(g->pub.phase, sizeof g->pub.phase, "preparing the %d expert pairs", g->n * g->n);
+        g->pub.phase_detail[0] = 0;
         g->pub.phase_since = now_s();
         snprintf(g->ls_status, sizeof g->ls_status, "computing landscape");
         pub_status(g);
@@ -426,6 +442,7 @@ static void *ls_worker(void *arg) {
         o.cancel = &g->cancel_ls;
         o.progress = on_progress;
         o.on_ranks = on_ranks;
+        o.phase = on_phase;
         o.ctx = g;
         landscape L;
         memset(&L, 0, sizeof L);
@@ -439,6 +456,7 @@ static void *ls_worker(void *arg) {
         pthread_mutex_lock(&g->mu);
         g->ls_running = 0;
         g->pub.phase[0] = 0;
+        g->pub.phase_detail[0] = 0;
         engine_view *p = &g->pub;
         if (rc == 0) {
             /* the final rows are sorted by barrier: publish them all anew */

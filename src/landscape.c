@@ -9,7 +9,9 @@
  *   - the shared experts' sum (aligned once, common to all orders), the
  *     residual, the chord (layer-only mode) and the interpolated head per t.
  * An order pi at t then costs only routing, the mix sum_i g_i Y_{i,pi(i)}^t,
- * LayerNorm and the head GEMM.
+ * LayerNorm, the head and the loss: one fused, lane-parallel pass over the
+ * samples (eval_orders_t), run for a block of orders at a time so the pair
+ * outputs it reads stay in cache.
  *
  * Ranks early: every order is first evaluated at the middle t (usually where
  * the barrier is), which bounds its barrier from below. The chosen orders'
@@ -55,8 +57,11 @@ typedef struct {
     float *bt;     // (n*n)
     float *sc;     // (N, n) scores of one order
     float *G;      // (N, n) gate weights of one order
-    float *Zb;     // (N, d) block output (LayerNorm applied) of one order
-    float *logits; // (N, C)
+    float *Zb;     // (N, d) the shared experts' sum (precompute)
+    float *Sx;     // (N, nn) gate scores (precompute)
+    float *hraw;   // (2d + C*d + C) the head at one t (precompute)
+    float *z;      // (d, LS_L) kernel: block output
+    float *lg;     // (C, LS_L) kernel: logits
 } ls_ws;
 
 typedef struct {
@@ -64,6 +69,9 @@ typedef struct {
     const evalset *E;
     const moe_config *cfg;
     int n, d, h, N, C, T, nn; /* nn = n*n */
+    int nb;          /* sample blocks of LS_L (the kernel's lanes) */
+    int32_t *lab8;   // (nb*LS_L) labels, -1 in the padding
+    float *tg8;      // (nb, C, LS_L) regression targets
     ls_kind kind;
     size_t esize;
     const ls_opts *o;
@@ -78,11 +86,11 @@ typedef struct {
     float *DA, *DB;
     /* the current chunk of interior t indices (1..T-2) */
     int *tidx, ntc, cap_t;
-    float *S;        // (cap_t, N, nn)
-    float *Y;        // (cap_t, npairs, N, d)
+    float *S;        // (cap_t, nb, nn, LS_L)
+    float *Y;        // (cap_t, npairs, nb, d, LS_L)
     size_t Ybytes;
-    float *base;     // (cap_t, SH_COUNT, N, d)
-    float *head;     // (cap_t, norm 2d + C*d + C) interpolated head per t
+    float *base;     // (cap_t, SH_COUNT, nb, d, LS_L)
+    float *head;     // (cap_t, head_floats) interpolated head per t, broadcast
     double loss_a, loss_b, acc_a, acc_b;
     /* orders */
     long norders;
@@ -100,6 +108,7 @@ typedef struct {
     pthread_cond_t cv;
     landscape *L;
     long filled;    /* rows written (under mu) */
+    double last_phase; /* when o->phase was last called (0: never) */
 } lsx;
 
 static int ls_cancelled(lsx *x) {
@@ -115,6 +124,16 @@ static double ls_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* o->phase, at most every 20 ms (force: also report the end of a phase
+ * if anything of it was reported) */
+static void ls_phase(lsx *x, const char *what, long done, long total) {
+    if (!x->o->phase) return;
+    double now = ls_now();
+    if (x->last_phase > 0 && now - x->last_phase < 0.02) return;
+    x->last_phase = now;
+    x->o->phase(x->o->ctx, what, done, total);
 }
 
 /* The pair outputs Y are tens of MB written once: with 4 KiB pages the page
@@ -318,15 +337,51 @@ static void expert_apply(const moe_expert *e, const moe_config *c, const float *
 
 /* ---------------- chunk precompute ---------------- */
 
+/* Everything the per-order kernel reads is stored "lane-major": samples in
+ * blocks of LS_L, and within a block a value for every sample side by side,
+ * e.g. Y of one pair at one t is (nb, d, LS_L). The kernel then computes
+ * LS_L samples at once with plain vector arithmetic (one sample per lane) and
+ * never reduces across a vector. The last block is padded with zeros and its
+ * padding lanes are left out of every sum. */
+#define LS_L 8
+
+/* per t: the head pre-broadcast, H8 (Cp, d, LS_L) with H8[c][q][:] =
+ * W[c][q] * gamma[q] (LayerNorm's scale folded in), then c' (Cp) = b +
+ * W beta (its shift folded in); without a norm, W and b as they are. The
+ * classes are padded with zero rows to Cp, a multiple of 4 (the kernel's
+ * four-class passes). */
+static int ls_cpad(const lsx *x) { return (x->C + 3) / 4 * 4; }
 static size_t head_floats(const lsx *x) {
-    return (size_t)(x->cfg->has_norm ? 2 * x->d : 0) + (size_t)x->C * x->d + (size_t)x->C;
+    if (x->kind == LS_LAYER) return 0;
+    return (size_t)ls_cpad(x) * x->d * LS_L + (size_t)ls_cpad(x);
 }
 
-static float *Y_at(const lsx *x, int tc, int p) {
-    return x->Y + ((size_t)tc * x->npairs + p) * x->N * x->d;
+static size_t lane_floats(const lsx *x, int width) { return (size_t)x->nb * width * LS_L; }
+
+static float *Y_at(const lsx *x, int tc, int p) { // (nb, d, LS_L)
+    return x->Y + ((size_t)tc * x->npairs + p) * lane_floats(x, x->d);
 }
-static float *base_at(const lsx *x, int tc, int v) {
-    return x->base + ((size_t)tc * SH_COUNT + v) * x->N * x->d;
+static float *base_at(const lsx *x, int tc, int v) { // (nb, d, LS_L)
+    return x->base + ((size_t)tc * SH_COUNT + v) * lane_floats(x, x->d);
+}
+static float *S_at(const lsx *x, int tc) { // (nb, nn, LS_L)
+    return x->S + (size_t)tc * lane_floats(x, x->nn);
+}
+
+/* dst (nb, width, LS_L) from src (N, width), zero padding; read in order */
+static void to_lanes(float *dst, const float *src, int N, int width, int nb) {
+    for (int b = 0; b < nb; b++) {
+        float *db = dst + (size_t)b * width * LS_L; // (width, LS_L)
+        for (int l = 0; l < LS_L; l++) {
+            int r = b * LS_L + l;
+            if (r < N) {
+                const float *sr = src + (size_t)r * width;
+                for (int q = 0; q < width; q++) db[(size_t)q * LS_L + l] = sr[q];
+            } else {
+                for (int q = 0; q < width; q++) db[(size_t)q * LS_L + l] = 0.0f;
+            }
+        }
+    }
 }
 
 /* item < ntc*npairs: one pair output; the rest: per-t common parts */
@@ -342,7 +397,8 @@ static void pre_item(lsx *x, int tid, long item) {
         moe_expert e;
         expert_carve(&e, c, w->E);
         expert_lerp(&e, &x->A->experts[i], &x->pb[p], c, t);
-        expert_apply(&e, c, x->E->inputs, N, w, Y_at(x, tc, p));
+        expert_apply(&e, c, x->E->inputs, N, w, w->Ye);
+        to_lanes(Y_at(x, tc, p), w->Ye, N, d, x->nb);
         return;
     }
     int tc = (int)(item - npi);
@@ -355,14 +411,15 @@ static void pre_item(lsx *x, int tid, long item) {
                   x->B->gate_w + (size_t)j * d, (size_t)d, t);
             w->bt[i * n + j] = ta * x->A->gate_b[i] + tb * x->B->gate_b[j];
         }
-    float *S = x->S + (size_t)tc * N * x->nn;
+    float *S = w->Sx; // (N, nn)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, x->nn, d, 1.0f, x->E->inputs, d, w->Wt,
                 d, 0.0f, S, x->nn);
     for (int r = 0; r < N; r++)
         for (int q = 0; q < x->nn; q++) S[(size_t)r * x->nn + q] += w->bt[q];
+    to_lanes(S_at(x, tc), S, N, x->nn, x->nb);
     // shared experts' sum per variant, plus the residual (head) or minus the chord (layer)
     for (int v = 0; v < SH_COUNT; v++) {
-        float *bs = base_at(x, tc, v); // (N, d)
+        float *bs = w->Zb; // (N, d)
         memset(bs, 0, (size_t)N * d * sizeof(float));
         for (int j = 0; j < c->s; j++) {
             moe_expert e;
@@ -377,157 +434,300 @@ static void pre_item(lsx *x, int tid, long item) {
         } else if (c->residual) {
             for (size_t q = 0; q < (size_t)N * d; q++) bs[q] += x->E->inputs[q];
         }
+        to_lanes(base_at(x, tc, v), bs, N, d, x->nb);
     }
     if (x->kind != LS_LAYER) {
-        float *hd = x->head + (size_t)tc * head_floats(x);
+        int C = x->C;
+        float *hr = w->hraw; // gamma (d), beta (d), W (C, d), b (C) at t
+        float *gm = hr, *bt = hr + d, *Hw = hr + 2 * d, *Hb = Hw + (size_t)C * d;
         if (c->has_norm) {
-            vlerp(hd, x->A->norm_w, x->B->norm_w, (size_t)d, t);
-            vlerp(hd + d, x->A->norm_b, x->B->norm_b, (size_t)d, t);
-            hd += 2 * d;
+            vlerp(gm, x->A->norm_w, x->B->norm_w, (size_t)d, t);
+            vlerp(bt, x->A->norm_b, x->B->norm_b, (size_t)d, t);
+        } else {
+            for (int q = 0; q < d; q++) gm[q] = 1.0f, bt[q] = 0.0f;
         }
-        vlerp(hd, x->A->head_w, x->B->head_w, (size_t)x->C * d, t);
-        vlerp(hd + (size_t)x->C * d, x->A->head_b, x->B->head_b, (size_t)x->C, t);
+        vlerp(Hw, x->A->head_w, x->B->head_w, (size_t)C * d, t);
+        vlerp(Hb, x->A->head_b, x->B->head_b, (size_t)C, t);
+        int Cp = ls_cpad(x);
+        float *H8 = x->head + (size_t)tc * head_floats(x); // (Cp, d, LS_L)
+        float *cp = H8 + (size_t)Cp * d * LS_L;             // (Cp)
+        memset(H8, 0, head_floats(x) * sizeof(float));
+        for (int k = 0; k < C; k++) {
+            double acc = Hb[k];
+            for (int q = 0; q < d; q++) {
+                float hq = Hw[(size_t)k * d + q] * gm[q];
+                for (int l = 0; l < LS_L; l++) H8[((size_t)k * d + q) * LS_L + l] = hq;
+                acc += (double)Hw[(size_t)k * d + q] * bt[q];
+            }
+            cp[k] = (float)acc;
+        }
     }
 }
 
 /* ---------------- one order on the chunk ---------------- */
 
-/* The per-order kernel is the hot loop of the whole tool: built for AVX2+FMA
- * with a plain fallback (picked at load time), at O3 with reassociation so
- * the reductions over d and C vectorise. */
+/* The per-order kernel is the hot loop of the whole tool (every order at
+ * every t). Its shape, and why:
+ *   - one sample per vector lane (LS_L = 8 samples side by side, the
+ *     lane-major layout of the precompute): routing, the mix, LayerNorm, the
+ *     head and log-sum-exp are all lane-parallel arithmetic, with no
+ *     horizontal reduction and no gather;
+ *   - fused: per block of 8 samples, z (d, 8) and the logits (C, 8) live in
+ *     L1 and the loss is folded in at once; no (N, d) round trip through
+ *     memory and no sgemm call (OpenBLAS's per-call overhead is larger than
+ *     a 360x10x32 product);
+ *   - the head's LayerNorm scale and shift are folded into the broadcast
+ *     head (H8, c'), so LayerNorm is only centring and one 1/sigma per lane;
+ *   - several orders per sample block (the caller's order block, usually
+ *     neighbours in lexicographic order sharing most slots): a block's Y
+ *     slices (pairs x 1 KiB) stay in L1/L2 while every order of the block
+ *     uses them, instead of streaming 46 KiB per pair per order from L3;
+ *   - the loss sum per order runs over the sample blocks in a fixed order,
+ *     so an order's value does not depend on which orders share its call
+ *     (threads, chunking and the named curves give identical numbers).
+ * Built for AVX2+FMA with a plain fallback (picked at load time). No
+ * associative-math: nothing here needs it, and exp's rounding trick must
+ * not be reassociated. */
 #define LS_HOT                                                                           \
     __attribute__((target_clones("arch=x86-64-v3", "default"),                           \
-                   optimize("O3", "associative-math", "no-signed-zeros", "no-trapping-math")))
+                   optimize("O3", "no-math-errno", "no-trapping-math")))
 
-/* e^x in float (Cephes' polynomial, ~1 ulp), branch-free so loops vectorise;
- * exp(double) per element was most of the time of an order. */
-__attribute__((always_inline)) static inline float fast_expf(float x) {
-    x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
-    float k = nearbyintf(x * 1.44269504088896341f);
-    float r = x - k * 0.693359375f + k * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    union {
-        float f;
-        int32_t i;
-    } u = {.i = ((int32_t)k + 127) << 23};
-    return p * u.f;
-}
+typedef float v8f __attribute__((vector_size(LS_L * 4), aligned(4), may_alias));
+typedef int32_t v8i __attribute__((vector_size(LS_L * 4), aligned(4), may_alias));
 
-/* moe_route's rules (dense softmax; top-k with ties to the smaller index) on
- * one sample's scores s (n) -> g (n), with fast_expf */
-__attribute__((always_inline)) static inline void route_one(const moe_config *c, const float *s, float *g) {
-    int n = c->n;
-    if (c->router == ROUTER_TOPK && c->k < n) {
-        unsigned sel = 0;
-        float mx = 0.0f, sum = 0.0f;
-        int idx[LS_MAX_N];
-        for (int j = 0; j < c->k; j++) {
-            int best = -1;
-            for (int i = 0; i < n; i++) {
-                if (sel >> i & 1u) continue;
-                if (best < 0 || s[i] > s[best]) best = i;
-            }
-            sel |= 1u << best;
-            idx[j] = best;
-            if (j == 0) mx = s[best];
-        }
-        for (int i = 0; i < n; i++) g[i] = 0.0f;
-        for (int j = 0; j < c->k; j++) sum += (g[idx[j]] = fast_expf(s[idx[j]] - mx));
-        float inv = 1.0f / sum;
-        for (int j = 0; j < c->k; j++) g[idx[j]] *= inv;
-    } else {
-        float mx = s[0], sum = 0.0f;
-        for (int i = 1; i < n; i++) mx = s[i] > mx ? s[i] : mx;
-        for (int i = 0; i < n; i++) sum += (g[i] = fast_expf(s[i] - mx));
-        float inv = 1.0f / sum;
-        for (int i = 0; i < n; i++) g[i] *= inv;
-    }
-}
+#define V8_SEL(m, a, b) ((v8f)(((m) & (v8i)(a)) | (~(m) & (v8i)(b))))
 
-/* Loss and accuracy of one order at the chunk's t index tc. pair[i]: pair
- * index of slot i; col[i]: B's gate row in slot i; v: shared variant. */
-LS_HOT static void eval_order_t(lsx *x, ls_ws *w, const int *pair, const int *col, int v, int tc,
-                         double *loss, double *acc) {
+/* e^x per lane (Cephes' expf polynomial, ~1 ulp), branch-free */
+#define V8_EXP(out, xin)                                                                 \
+    do {                                                                                 \
+        v8f x_ = (xin);                                                                  \
+        const v8f lo_ = (v8f){0} - 87.0f, hi_ = (v8f){0} + 88.0f;                        \
+        x_ = V8_SEL(x_ < lo_, lo_, x_);                                                  \
+        x_ = V8_SEL(x_ > hi_, hi_, x_);                                                  \
+        v8f k_ = x_ * 1.44269504088896341f;                                              \
+        k_ = (k_ + 12582912.0f) - 12582912.0f; /* round to nearest */                    \
+        v8f r_ = x_ - k_ * 0.693359375f + k_ * 2.12194440e-4f;                           \
+        v8f p_ = (v8f){0} + 1.9875691500e-4f;                                            \
+        p_ = p_ * r_ + 1.3981999507e-3f;                                                 \
+        p_ = p_ * r_ + 8.3334519073e-3f;                                                 \
+        p_ = p_ * r_ + 4.1665795894e-2f;                                                 \
+        p_ = p_ * r_ + 1.6666665459e-1f;                                                 \
+        p_ = p_ * r_ + 5.0000001201e-1f;                                                 \
+        p_ = p_ * r_ * r_ + r_ + 1.0f;                                                   \
+        v8i e_ = (__builtin_convertvector(k_, v8i) + 127) << 23;                         \
+        (out) = p_ * (v8f)e_;                                                            \
+    } while (0)
+
+/* Loss sums of m orders at the chunk's t index tc, over all samples.
+ * pair[j][i]: pair index of order j's slot i; col[j][i]: B's gate row in it;
+ * v: shared variant. lsum[j]: summed per-sample loss (classification: CE;
+ * regression: squared error over C; layer: squared norm over d); ok[j]:
+ * correct argmaxes (ties to the smaller index, as moe_eval). */
+LS_HOT static void eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX_N],
+                                 const int (*col)[LS_MAX_N], int v, int tc, double *lsum,
+                                 long *ok) {
     const moe_config *c = x->cfg;
-    int N = x->N, d = x->d, n = x->n, C = x->C, nn = x->nn;
-    const float *S = x->S + (size_t)tc * N * nn; // (N, nn)
-    const float *bs = base_at(x, tc, v);         // (N, d)
-    const float *Yp[LS_MAX_N];
-    for (int i = 0; i < n; i++) Yp[i] = Y_at(x, tc, pair[i]);
-    const float *hd = x->head + (size_t)tc * head_floats(x);
-    double ss = 0.0;
-    float sc[LS_MAX_N], g[LS_MAX_N];
-    for (int r = 0; r < N; r++) {
-        const float *Sr = S + (size_t)r * nn;
-        for (int i = 0; i < n; i++) sc[i] = Sr[i * n + col[i]];
-        route_one(c, sc, g);
-        float *restrict z = w->Zb + (size_t)r * d; // (d)
-        const float *restrict b0 = bs + (size_t)r * d;
-        for (int q = 0; q < d; q++) z[q] = b0[q];
-        for (int i = 0; i < n; i++) {
-            float gi = g[i];
-            if (gi == 0.0f) continue;
-            const float *restrict y = Yp[i] + (size_t)r * d;
-            for (int q = 0; q < d; q++) z[q] += gi * y[q];
-        }
-        if (x->kind == LS_LAYER) {
-            float s2 = 0.0f;
-            for (int q = 0; q < d; q++) s2 += z[q] * z[q];
-            ss += s2;
-        } else if (c->has_norm) {
-            // LayerNorm over d, biased variance, eps 1e-5
-            float mu = 0.0f, var = 0.0f;
-            for (int q = 0; q < d; q++) mu += z[q];
-            mu /= (float)d;
-            for (int q = 0; q < d; q++) var += (z[q] - mu) * (z[q] - mu);
-            var /= (float)d;
-            float inv = 1.0f / sqrtf(var + 1e-5f);
-            for (int q = 0; q < d; q++) z[q] = (z[q] - mu) * inv * hd[q] + hd[d + q];
+    const int N = x->N, d = x->d, n = x->n, C = x->C, nn = x->nn, nb = x->nb;
+    const int topk = c->router == ROUTER_TOPK && c->k < n, kk = c->k;
+    const int layer = x->kind == LS_LAYER, classify = x->kind == LS_CLASSIFY;
+    const float *S = S_at(x, tc);          // (nb, nn, L)
+    const float *bs = base_at(x, tc, v);   // (nb, d, L)
+    const float *H8 = layer ? NULL : x->head + (size_t)tc * head_floats(x); // (C, d, L)
+    const int Cp = ls_cpad(x);
+    const float *cp = layer ? NULL : H8 + (size_t)Cp * d * LS_L;           // (Cp)
+    v8f *z = (v8f *)w->z;   // (d) lanes: the block output, then centred
+    v8f *lg = (v8f *)w->lg; // (C) lanes: logits
+    const size_t ystride = lane_floats(x, d);
+    const float *Y0 = Y_at(x, tc, 0);
+    for (int j = 0; j < m; j++) lsum[j] = 0.0, ok[j] = 0;
+    for (int b = 0; b < nb; b++) {
+        const int nv = N - b * LS_L < LS_L ? N - b * LS_L : LS_L; // valid lanes
+        const float *Sb = S + (size_t)b * nn * LS_L;
+        const v8f *bb = (const v8f *)(bs + (size_t)b * d * LS_L);
+        for (int j = 0; j < m; j++) {
+            // routing (moe_route's rules) per lane
+            v8f s[LS_MAX_N], g[LS_MAX_N];
+            s[0] = *(const v8f *)(Sb + (size_t)col[j][0] * LS_L); // n >= 1
+            for (int i = 1; i < n; i++) s[i] = *(const v8f *)(Sb + (size_t)(i * n + col[j][i]) * LS_L);
+            v8f mx = s[0], sum = (v8f){0};
+            if (topk) {
+                v8i sel[LS_MAX_N];
+                for (int i = 0; i < n; i++) sel[i] = (v8i){0};
+                for (int r = 0; r < kk; r++) {
+                    v8f bv = s[0];
+                    v8i bi = (v8i){0} - 1;
+                    for (int i = 0; i < n; i++) {
+                        v8i cand = ~sel[i] & ((s[i] > bv) | (bi < 0));
+                        bv = V8_SEL(cand, s[i], bv);
+                        bi = (cand & ((v8i){0} + i)) | (~cand & bi);
+                    }
+                    for (int i = 0; i < n; i++) sel[i] |= bi == i;
+                    if (r == 0) mx = bv;
+                }
+                for (int i = 0; i < n; i++) {
+                    v8f e;
+                    V8_EXP(e, s[i] - mx);
+                    g[i] = (v8f)(sel[i] & (v8i)e);
+                    sum += g[i];
+                }
+            } else {
+                for (int i = 1; i < n; i++) mx = V8_SEL(s[i] > mx, s[i], mx);
+                for (int i = 0; i < n; i++) {
+                    V8_EXP(g[i], s[i] - mx);
+                    sum += g[i];
+                }
+            }
+            v8f inv = 1.0f / sum;
+            for (int i = 0; i < n; i++) g[i] *= inv;
+            // the mix: z = base + sum_i g_i Y_i, and its lane sums
+            const v8f *yb[LS_MAX_N];
+            for (int i = 0; i < n; i++)
+                yb[i] = (const v8f *)(Y0 + (size_t)pair[j][i] * ystride + (size_t)b * d * LS_L);
+            // eight q at a time: eight independent FMA chains (one per q),
+            // each summing base + g_0 Y_0 + g_1 Y_1 + ... in slot order
+            v8f zs = (v8f){0}, z2 = (v8f){0};
+            int q = 0;
+            for (; q + 8 <= d; q += 8) {
+                v8f a0 = bb[q], a1 = bb[q + 1], a2 = bb[q + 2], a3 = bb[q + 3];
+                v8f a4 = bb[q + 4], a5 = bb[q + 5], a6 = bb[q + 6], a7 = bb[q + 7];
+                for (int i = 0; i < n; i++) {
+                    const v8f gi = g[i], *y = yb[i] + q;
+                    a0 += gi * y[0], a1 += gi * y[1], a2 += gi * y[2], a3 += gi * y[3];
+                    a4 += gi * y[4], a5 += gi * y[5], a6 += gi * y[6], a7 += gi * y[7];
+                }
+                z[q] = a0, z[q + 1] = a1, z[q + 2] = a2, z[q + 3] = a3;
+                z[q + 4] = a4, z[q + 5] = a5, z[q + 6] = a6, z[q + 7] = a7;
+                zs += ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
+                if (layer)
+                    z2 += ((a0 * a0 + a1 * a1) + (a2 * a2 + a3 * a3)) +
+                          ((a4 * a4 + a5 * a5) + (a6 * a6 + a7 * a7));
+            }
+            for (; q < d; q++) {
+                v8f a = bb[q];
+                for (int i = 0; i < n; i++) a += g[i] * yb[i][q];
+                z[q] = a;
+                zs += a;
+                z2 += a * a;
+            }
+            double ls = 0.0;
+            if (layer) {
+                for (int l = 0; l < nv; l++) ls += z2[l];
+                lsum[j] += ls;
+                continue;
+            }
+            v8f sc = (v8f){0} + 1.0f;
+            if (c->has_norm) {
+                // LayerNorm over d (biased variance, eps 1e-5), two passes as
+                // moe_forward; four chains for the variance
+                v8f mu = zs / (float)d, v0 = (v8f){0}, v1 = v0, v2 = v0, v3 = v0;
+                for (q = 0; q + 4 <= d; q += 4) {
+                    v8f c0 = z[q] - mu, c1 = z[q + 1] - mu, c2 = z[q + 2] - mu, c3 = z[q + 3] - mu;
+                    z[q] = c0, z[q + 1] = c1, z[q + 2] = c2, z[q + 3] = c3;
+                    v0 += c0 * c0, v1 += c1 * c1, v2 += c2 * c2, v3 += c3 * c3;
+                }
+                for (; q < d; q++) {
+                    v8f c0 = z[q] - mu;
+                    z[q] = c0;
+                    v0 += c0 * c0;
+                }
+                v8f var = ((v0 + v1) + (v2 + v3)) / (float)d + 1e-5f;
+                // 1/sqrt(var) per lane: GCC leaves 1.0f/sqrtf on lanes scalar
+                // (8 sqrt + 8 div, ~8% of the kernel), so the bit-trick first
+                // guess (3.4e-3) and three Newton steps (-> ~1e-7, float's own
+                // rounding), all lane-parallel
+                v8f hv = 0.5f * var;
+                sc = (v8f)(0x5f375a86 - ((v8i)var >> 1));
+                sc = sc * (1.5f - hv * sc * sc);
+                sc = sc * (1.5f - hv * sc * sc);
+                sc = sc * (1.5f - hv * sc * sc);
+            }
+            // logits (Cp, L) = sc * (H8 z) + c': four classes (C is padded
+            // to Cp, a multiple of 4) times two q parities = eight chains
+            for (int k = 0; k < Cp; k += 4) {
+                const v8f *h0 = (const v8f *)(H8 + (size_t)k * d * LS_L);
+                const v8f *h1 = h0 + d, *h2 = h1 + d, *h3 = h2 + d;
+                v8f a0 = (v8f){0}, a1 = a0, a2 = a0, a3 = a0, e0 = a0, e1 = a0, e2 = a0, e3 = a0;
+                for (q = 0; q + 2 <= d; q += 2) {
+                    v8f zq = z[q], zr = z[q + 1];
+                    a0 += h0[q] * zq, a1 += h1[q] * zq, a2 += h2[q] * zq, a3 += h3[q] * zq;
+                    e0 += h0[q + 1] * zr, e1 += h1[q + 1] * zr, e2 += h2[q + 1] * zr,
+                        e3 += h3[q + 1] * zr;
+                }
+                if (q < d) {
+                    v8f zq = z[q];
+                    a0 += h0[q] * zq, a1 += h1[q] * zq, a2 += h2[q] * zq, a3 += h3[q] * zq;
+                }
+                lg[k] = (a0 + e0) * sc + cp[k];
+                lg[k + 1] = (a1 + e1) * sc + cp[k + 1];
+                lg[k + 2] = (a2 + e2) * sc + cp[k + 2];
+                lg[k + 3] = (a3 + e3) * sc + cp[k + 3];
+            }
+            if (classify) {
+                v8i y = *(const v8i *)(x->lab8 + (size_t)b * LS_L);
+                v8f best = lg[0], ly = (v8f){0};
+                v8i am = (v8i){0};
+                for (int u = 0; u < C; u++) {
+                    v8i gt = lg[u] > best;
+                    best = V8_SEL(gt, lg[u], best);
+                    am = (gt & ((v8i){0} + u)) | (~gt & am);
+                    ly = V8_SEL(y == u, lg[u], ly);
+                }
+                v8f se = (v8f){0};
+                for (int u = 0; u < C; u++) {
+                    v8f e;
+                    V8_EXP(e, lg[u] - best);
+                    se += e;
+                }
+                // sum of (max - logit_y) + log(se) per sample: one log per
+                // block (se is in [1, C], so the product cannot overflow)
+                v8f dl = best - ly;
+                double prod = 1.0;
+                long good = 0;
+                for (int l = 0; l < nv; l++) {
+                    ls += dl[l];
+                    prod *= se[l];
+                    good += am[l] == y[l];
+                }
+                lsum[j] += ls + log(prod);
+                ok[j] += good;
+            } else {
+                const v8f *tg = (const v8f *)(x->tg8 + (size_t)b * C * LS_L);
+                v8f s2 = (v8f){0};
+                for (int u = 0; u < C; u++) {
+                    v8f e = lg[u] - tg[u];
+                    s2 += e * e;
+                }
+                for (int l = 0; l < nv; l++) ls += s2[l];
+                lsum[j] += ls;
+            }
         }
     }
+}
+
+/* loss and accuracy of an order from its sums */
+static void order_value(const lsx *x, double lsum, long ok, double *loss, double *acc) {
     if (x->kind == LS_LAYER) {
-        *loss = ss / ((double)N * d);
+        *loss = lsum / ((double)x->N * x->d);
         *acc = NAN;
-        return;
-    }
-    const float *Hw = hd + (c->has_norm ? 2 * d : 0); // (C, d)
-    const float *Hb = Hw + (size_t)C * d;              // (C)
-    // logits (N, C) = Zb (N, d) H^T
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, C, d, 1.0f, w->Zb, d, Hw, d, 0.0f,
-                w->logits, C);
-    double ls = 0.0;
-    long ok = 0;
-    for (int r = 0; r < N; r++) {
-        float *lr = w->logits + (size_t)r * C; // (C)
-        for (int q = 0; q < C; q++) lr[q] += Hb[q];
-        if (x->kind == LS_CLASSIFY) {
-            int y = x->E->labels[r], am = 0;
-            for (int q = 1; q < C; q++)
-                if (lr[q] > lr[am]) am = q;
-            float mx = lr[am], se = 0.0f;
-            for (int q = 0; q < C; q++) se += fast_expf(lr[q] - mx);
-            ls += (double)(mx - lr[y]) + log((double)se);
-            ok += am == y;
-        } else {
-            const float *tg = x->E->targets + (size_t)r * C; // (C)
-            float s2 = 0.0f;
-            for (int q = 0; q < C; q++) s2 += (lr[q] - tg[q]) * (lr[q] - tg[q]);
-            ls += s2;
-        }
-    }
-    if (x->kind == LS_CLASSIFY) {
-        *loss = ls / N;
-        *acc = (double)ok / N;
+    } else if (x->kind == LS_CLASSIFY) {
+        *loss = lsum / x->N;
+        *acc = (double)ok / x->N;
     } else {
-        *loss = ls / ((double)N * C);
+        *loss = lsum / ((double)x->N * x->C);
         *acc = NAN;
     }
+}
+
+/* one order (the named curves): the same kernel with m = 1 */
+static void eval_order_t(lsx *x, ls_ws *w, const int *pair, const int *col, int v, int tc,
+                         double *loss, double *acc) {
+    int p1[1][LS_MAX_N], c1[1][LS_MAX_N];
+    memcpy(p1[0], pair, sizeof p1[0]);
+    memcpy(c1[0], col, sizeof c1[0]);
+    double ls;
+    long ok;
+    eval_orders_t(x, w, 1, (const int(*)[LS_MAX_N])p1, (const int(*)[LS_MAX_N])c1, v, tc, &ls, &ok);
+    order_value(x, ls, ok, loss, acc);
 }
 
 /* fold one value of an order into its running statistics; the expressions
@@ -571,6 +771,10 @@ typedef struct {
     int finish;          /* kind 1: emit rows (the last chunk) */
     int running;
     int tid;
+    long ndone;          /* items finished (atomic) */
+    const char *what;    /* phase name for o->phase, NULL: none */
+    long unit;           /* o->phase counts items * unit, at most ptotal */
+    long ptotal;
 } ls_job;
 
 typedef struct {
@@ -578,10 +782,15 @@ typedef struct {
     int tid;
 } ls_arg;
 
-#define LS_BLOCK 32
+/* Orders per work item. Consecutive orders in lexicographic order share
+ * their leading slots, so a block of 128 (n = 8: one or two 3-slot prefixes)
+ * reads only ~30 of the 64 pairs; per sample block that is ~30 KiB of Y,
+ * which stays in L1/L2 while all 128 orders use it (measured on dense8:
+ * 32 -> 128 orders per block took all orders from 8.4 s to 6.6-7.1 s). */
+#define LS_BLOCK 128
 
-/* A block of orders, t-major so each Y^t slice is reused from cache by every
- * order of the block. Orders continue from where they stopped (x->prog); with
+/* A block of orders, t-major, all active orders of the block at one t in one
+ * kernel call (which walks the sample blocks once for all of them). Orders continue from where they stopped (x->prog); with
  * a finite bmax (the ranks phase) an order stops as soon as its barrier
  * reaches bmax, since it can no longer rank above a chosen order. */
 static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, double bmax) {
@@ -597,13 +806,28 @@ static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, dou
         for (int i = 0; i < n; i++) pair[j][i] = i * n + ord[j][i];
         if (x->prog[k] < t0) t0 = x->prog[k];
     }
+    // t-major: all active orders of the block at one t in one kernel call,
+    // which walks the samples once for all of them (see eval_orders_t)
+    int lp[LS_BLOCK][LS_MAX_N], lc[LS_BLOCK][LS_MAX_N], idx[LS_BLOCK];
+    double lsum[LS_BLOCK];
+    long okc[LS_BLOCK];
     for (int tc = t0; tc < x->ntc; tc++) {
         if (ls_cancelled(x)) return;
+        int m = 0;
         for (int j = 0; j < cnt; j++) {
+            if (!active[j] || x->prog[ks[j]] != tc) continue;
+            memcpy(lp[m], pair[j], sizeof lp[m]);
+            memcpy(lc[m], ord[j], sizeof lc[m]);
+            idx[m++] = j;
+        }
+        if (!m) continue;
+        eval_orders_t(x, w, m, (const int(*)[LS_MAX_N])lp, (const int(*)[LS_MAX_N])lc, SH_MAIN, tc,
+                      lsum, okc);
+        for (int u = 0; u < m; u++) {
+            int j = idx[u];
             long k = ks[j];
-            if (!active[j] || x->prog[k] != tc) continue;
             double loss, acc;
-            eval_order_t(x, w, pair[j], ord[j], SH_MAIN, tc, &loss, &acc);
+            order_value(x, lsum[u], okc[u], &loss, &acc);
             fold_one(x, k, tc, loss, acc);
             x->prog[k] = tc + 1;
             if (!(x->bar[k] < bmax)) active[j] = 0;
@@ -639,6 +863,7 @@ static void *ls_worker(void *arg) {
                     ks[cnt++] = job->list ? job->list[k] : k;
                 run_block(x, &x->ws[a->tid], ks, (int)cnt, job->finish, job->bmax);
             }
+            __atomic_fetch_add(&job->ndone, 1, __ATOMIC_RELAXED);
         }
     }
 out:
@@ -667,6 +892,8 @@ static int run_job(lsx *x, ls_job *job) {
     int created[16] = {0};
     job->running = x->nthreads;
     job->next = 0;
+    job->ndone = 0;
+    if (job->what) ls_phase(x, job->what, 0, job->ptotal);
     int started = 0;
     for (int i = 0; i < x->nthreads; i++) {
         args[i].job = job;
@@ -699,6 +926,10 @@ static int run_job(lsx *x, ls_job *job) {
         pthread_mutex_unlock(&x->mu);
         ls_cancelled(x);
         if (job->kind == 1 && job->finish) report_progress(x);
+        if (job->what) {
+            long dn = __atomic_load_n(&job->ndone, __ATOMIC_RELAXED) * job->unit;
+            ls_phase(x, job->what, dn < job->ptotal ? dn : job->ptotal, job->ptotal);
+        }
         pthread_mutex_lock(&x->mu);
     }
     pthread_mutex_unlock(&x->mu);
@@ -741,8 +972,12 @@ static void ws_alloc(lsx *x, ls_ws *w) {
     w->bt = ms_malloc(n * n * sizeof(float));
     w->sc = ms_malloc(N * n * sizeof(float));
     w->G = ms_malloc(N * n * sizeof(float));
+    size_t C = (size_t)(x->C > 0 ? x->C : 1);
     w->Zb = ms_malloc(N * d * sizeof(float));
-    w->logits = ms_malloc(N * (size_t)(x->C > 0 ? x->C : 1) * sizeof(float));
+    w->Sx = ms_malloc(N * n * n * sizeof(float));
+    w->hraw = ms_malloc((2 * d + C * d + C) * sizeof(float));
+    w->z = ms_malloc(d * LS_L * sizeof(float));
+    w->lg = ms_malloc((C + 3) / 4 * 4 * LS_L * sizeof(float));
 }
 
 static void ws_free(ls_ws *w) {
@@ -755,7 +990,10 @@ static void ws_free(ls_ws *w) {
     free(w->sc);
     free(w->G);
     free(w->Zb);
-    free(w->logits);
+    free(w->Sx);
+    free(w->hraw);
+    free(w->z);
+    free(w->lg);
 }
 
 static int row_cmp(const void *pa, const void *pb) {
@@ -972,6 +1210,7 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
                 }
                 moe_expert_permute_hidden(&x->pb[p], c, P);
             }
+            ls_phase(x, "weight-matching pairs", p + 1, x->npairs);
             if (ls_cancelled(x)) {
                 free(P);
                 goto cancelled;
@@ -1025,17 +1264,27 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
     }
 
     // chunks over the interior t: the middle first (lower bounds), then the rest
-    size_t per_t = (size_t)N * ((size_t)x->npairs * d + x->nn + SH_COUNT * d) * sizeof(float) +
+    // lane-major layout: samples padded to blocks of LS_L
+    x->nb = (N + LS_L - 1) / LS_L;
+    size_t Np = (size_t)x->nb * LS_L;
+    if (x->kind == LS_CLASSIFY) {
+        x->lab8 = ms_malloc(Np * sizeof(int32_t));
+        for (size_t r = 0; r < Np; r++) x->lab8[r] = r < (size_t)N ? (int32_t)E->labels[r] : -1;
+    } else if (x->kind == LS_REGRESS) {
+        x->tg8 = ms_malloc(Np * x->C * sizeof(float));
+        to_lanes(x->tg8, E->targets, N, x->C, x->nb);
+    }
+    size_t per_t = Np * ((size_t)x->npairs * d + x->nn + SH_COUNT * d) * sizeof(float) +
                    head_floats(x) * sizeof(float);
     int nint = T - 2;
     x->cap_t = (int)(budget_bytes() / per_t);
     if (x->cap_t < 1) x->cap_t = 1;
     if (x->cap_t > nint - 1) x->cap_t = nint - 1 > 0 ? nint - 1 : 1;
     x->tidx = ms_malloc((size_t)nint * sizeof(int));
-    x->S = ms_malloc((size_t)x->cap_t * N * x->nn * sizeof(float));
-    x->Ybytes = (size_t)x->cap_t * x->npairs * N * d * sizeof(float);
+    x->S = ms_malloc((size_t)x->cap_t * Np * x->nn * sizeof(float));
+    x->Ybytes = (size_t)x->cap_t * x->npairs * Np * d * sizeof(float);
     x->Y = big_alloc(x->Ybytes);
-    x->base = ms_malloc((size_t)x->cap_t * SH_COUNT * N * d * sizeof(float));
+    x->base = ms_malloc((size_t)x->cap_t * SH_COUNT * Np * d * sizeof(float));
     x->head = ms_malloc((size_t)x->cap_t * (head_floats(x) ? head_floats(x) : 1) * sizeof(float));
     x->ws = ms_calloc((size_t)x->nthreads, sizeof(ls_ws));
     for (int i = 0; i < x->nthreads; i++) ws_alloc(x, &x->ws[i]);
@@ -1063,7 +1312,9 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
             memcpy(x->tidx, rest + s, (size_t)x->ntc * sizeof(int));
         }
         memset(x->prog, 0, (size_t)x->norders * sizeof(int));
-        ls_job job = {.x = x, .nitems = (long)x->ntc * (x->npairs + 1), .grain = 1, .kind = 0};
+        ls_job job = {.x = x, .nitems = (long)x->ntc * (x->npairs + 1), .grain = 1, .kind = 0,
+                      .what = "precomputing pairs", .unit = 1,
+                      .ptotal = (long)x->ntc * (x->npairs + 1)};
         if (run_job(x, &job)) goto cancelled_rest;
         ls_debug(t0, "chunk precomputed (points)", x->ntc);
         // named curves on this chunk (4 orders: the calling thread does them)
@@ -1077,7 +1328,9 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
             }
         ls_debug(t0, "named curves on the chunk", NM_COUNT);
         if (!last) {
-            ls_job oj = {.x = x, .nitems = nblocks, .grain = 1, .kind = 1, .bmax = INFINITY};
+            ls_job oj = {.x = x, .nitems = nblocks, .grain = 1, .kind = 1, .bmax = INFINITY,
+                         .what = ch == 0 ? "middle point" : "orders on a chunk of points",
+                         .unit = LS_BLOCK, .ptotal = x->norders};
             if (run_job(x, &oj)) goto cancelled_rest;
             ls_debug(t0, "every order on the chunk", x->norders);
             continue;
@@ -1156,6 +1409,8 @@ done:
     free(x->pb);
     free(x->DA);
     free(x->DB);
+    free(x->lab8);
+    free(x->tg8);
     free(x->sampled);
     free(x->bar);
     free(x->accb);

@@ -3,6 +3,7 @@
  * early path equal the final ones, thread-count independence, and a request
  * cancelled mid-landscape stops early and frees everything (LeakSanitizer). */
 #include <math.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +74,31 @@ static void on_ranks(void *ctx, const landscape *L) {
     w->ranks_done = L->ndone;
     w->rank[0] = L->rank[0];
     w->rank[1] = L->rank[1];
+}
+
+/* ls_opts.phase: names, counts, spacing */
+typedef struct {
+    int calls, bad, names;
+    double last;
+    double min_gap;
+} phase_watch;
+
+static double mono_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void on_phase(void *ctx, const char *what, long done, long total) {
+    phase_watch *p = ctx;
+    double now = mono_now();
+    if (p->calls > 0 && now - p->last < p->min_gap) p->min_gap = now - p->last;
+    p->last = now;
+    p->calls++;
+    if (!what || total <= 0 || done < 0 || done > total) p->bad++;
+    if (what && (!strcmp(what, "weight-matching pairs") || !strcmp(what, "precomputing pairs") ||
+                 !strcmp(what, "middle point") || !strcmp(what, "orders on a chunk of points")))
+        p->names++;
 }
 
 static long find_row(const landscape *L, const int *p) {
@@ -170,6 +196,51 @@ int main(void) {
             landscape_free(&L1);
         }
         landscape_free(&L);
+    }
+
+    // the phase hook, on N = 45 samples (not a multiple of the kernel's 8
+    // lanes: the padding must not count) with 3 classes (padded to 4)
+    {
+        evalset E45;
+        make_evalset(&E45, 45, d, C, 11);
+        ls_opts op;
+        ls_opts_default(&op);
+        op.T = 5;
+        op.nthreads = 2;
+        phase_watch pw;
+        memset(&pw, 0, sizeof pw);
+        pw.min_gap = 1e9;
+        op.phase = on_phase;
+        op.ctx = &pw;
+        landscape L45;
+        rc = landscape_compute(&A, &B, &E45, &op, &L45, &err);
+        CHECK(rc == 0, "landscape with a phase hook: %s", rc ? err.msg : "");
+        CHECK(pw.calls >= 1 && pw.bad == 0 && pw.names == pw.calls,
+              "phase hook: %d calls, %d bad, %d known names", pw.calls, pw.bad, pw.names);
+        CHECK(pw.calls < 2 || pw.min_gap >= 0.015, "phase calls at least ~20 ms apart (%.4f s)", pw.min_gap);
+        if (rc == 0) {
+            int pk[5] = {3, 1, 4, 0, 2};
+            align_opts ao;
+            align_opts_default(&ao);
+            ao.order = pk;
+            moe_model Bp;
+            align_result res;
+            CHECK(align_models(&A, &B, &ao, &Bp, &res, &err) == 0, "align: %s", err.msg);
+            ls_curve cv;
+            CHECK(curve_compute(&A, &Bp, &E45, 5, &cv, &err) == 0, "curve: %s", err.msg);
+            long k = find_row(&L45, pk);
+            CHECK(k >= 0, "order present (N = 45)");
+            if (k >= 0) {
+                CHECK_CLOSE(L45.rows[k].barrier, cv.barrier, 1e-5, "N = 45: row barrier vs curve_compute");
+                CHECK_CLOSE(L45.rows[k].auc, cv.auc, 1e-5, "N = 45: row AUC vs curve_compute");
+                CHECK(fabs(L45.rows[k].acc_barrier - cv.acc_barrier) <= 1.0 / 45 + 1e-9, "N = 45: acc barrier");
+            }
+            ls_curve_free(&cv);
+            moe_free(&Bp);
+            align_result_free(&res);
+            landscape_free(&L45);
+        }
+        free_evalset(&E45);
     }
 
     // cancellation: a larger landscape (n = 7, 5040 orders), cancelled at the first rows

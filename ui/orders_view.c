@@ -225,7 +225,8 @@ void orders_render(grid *g, const ui_rect *r, orders_state *s, const engine_view
         if (pos >= s->nidx) {
             if (pos == 0 && done == 0)
                 grid_text(g, r->x + 1, y, r->w - 1, ROLE_DIM,
-                          total > 0 ? "rows appear here as the evaluator finishes them" : "waiting for the evaluator...");
+                          v && v->phase[0] && v->phase_detail[0] ? v->phase_detail /* the step and its count */
+                          : total > 0 ? "rows appear here as the evaluator finishes them" : "waiting for the evaluator...");
             break;
         }
         long ri = s->idx[pos];
