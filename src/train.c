@@ -82,10 +82,11 @@ int train_load_digits(const char *path, int d, uint64_t embed_seed, double embed
     int C = 0;
     for (int i = 0; i < N; i++) {
         if (lab[i] < 0 || lab[i] > 1000) {
+            long long bad = (long long)lab[i];
             free(pix);
             free(lab);
             return ms_fail(err, "%s: tensor 'labels': label %lld at %d out of range [0, 1000]",
-                           path, (long long)lab[i], i);
+                           path, bad, i);
         }
         if (lab[i] + 1 > C) C = (int)lab[i] + 1;
     }

@@ -18,7 +18,7 @@ cc -std=gnu11 -O2 -march=x86-64-v2 -Wall -Wextra -Iinclude $(pkg-config --cflags
 echo "== bench_align: $SIZE"
 c_out=$("$BIN" $SIZE ${ALIGN_BENCH_REPS:-}) || { echo "$c_out"; exit 1; }
 echo "$c_out" | grep -v '^C_ALIGN_SECONDS'
-p_out=$("$PYTHON" tests/bench/bench_align_peer.py $SIZE) || { echo "$p_out"; exit 1; }
+p_out=$("$PYTHON" tests/bench/peer_align.py $SIZE) || { echo "$p_out"; exit 1; }
 echo "  $(echo "$p_out" | grep -v '^PEER_ALIGN_SECONDS')"
 c=$(echo "$c_out" | awk '/^C_ALIGN_SECONDS/ {print $2}')
 p=$(echo "$p_out" | awk '/^PEER_ALIGN_SECONDS/ {print $2}')

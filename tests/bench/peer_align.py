@@ -1,8 +1,8 @@
-"""tests/bench/bench_align_peer.py - the numpy/scipy peer of bench_align.c:
+"""tests/bench/peer_align.py - the numpy/scipy peer of bench_align.c:
 align a random layer of the same size (same distribution) the way
 tests/oracle.py does it, in float32 GEMMs + scipy.optimize.linear_sum_assignment.
 
-    bench_align_peer.py [n d h]    prints PEER_ALIGN_SECONDS <s>
+    peer_align.py [n d h]    prints PEER_ALIGN_SECONDS <s>
 (Not a test: run by bench_align.sh, which prints the ratio.)"""
 import sys
 import time
