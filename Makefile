@@ -71,6 +71,7 @@ DEB_PACKAGES := build-essential pkg-config libopenblas-dev libcjson-dev libpng-d
     libclang-rt-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
+	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(DEB_PACKAGES)
 
 SAMPLE_A := sample-checkpoints/dense4/seed1.safetensors
