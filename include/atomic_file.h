@@ -26,6 +26,13 @@ void af_abort(atomic_file *af);
  * (same device and inode) as any of inputs[0..ninputs). */
 int af_check_not_input(const char *out, const char *const *inputs, int ninputs, ms_err *err);
 
+/* Refuse two outputs that would land in one file: -1 with a message if any two
+ * of outs[0..n) (NULL entries skipped) are the same existing file (same device
+ * and inode, so also through a symlink or a hard link) or the same directory
+ * entry (realpath of the directory + base name: "x", "./x", "d/../x"). labels
+ * (e.g. "--json", may be NULL) name the options in the message. */
+int af_check_distinct(const char *const *outs, const char *const *labels, int n, ms_err *err);
+
 /* Convenience: write a whole buffer atomically. */
 int af_write_all(const char *path, const void *buf, size_t len, ms_err *err);
 

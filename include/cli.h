@@ -42,6 +42,11 @@ void cli_progress_end(void);
 int cli_load_models(const char *pa, const char *pb, const char *layer, const char *e_path,
                     moe_model *A, moe_model *B, evalset *E);
 
+/* Write m to out_path with every other tensor of src_path passed through
+ * (moe_save_with): a warning on stderr for tensors of the layer's namespace that
+ * were dropped; 0 on success, else the message printed and 1 returned. */
+int cli_save_checkpoint(const moe_model *m, const char *src_path, const char *out_path);
+
 /* ---- align and merge: the options and inputs they share ---- */
 typedef struct {
     const char *out_path, *layer, *order_str; /* -o, --layer, --order; NULL if absent */

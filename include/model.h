@@ -77,6 +77,14 @@ int moe_load(moe_model *m, const char *path, const char *layer, ms_err *err);
 /* Write as F32 safetensors, atomically, with the moescope.* metadata and the
  * rest of m->meta. */
 int moe_save(const moe_model *m, const char *path, ms_err *err);
+/* moe_save, plus every other tensor of src_path (the file m's layer came from):
+ * other MoE layers, embeddings, ... copied through unchanged (dtype and bytes).
+ * Tensors of the layer's own namespace ("<L>.gate.*", "<L>.experts.*",
+ * "<L>.shared.*") and the head come from m; those of the namespace moescope does
+ * not write are dropped and counted in *ndropped (may be NULL). src_path NULL:
+ * moe_save. Atomic; the metadata is m's (the source's, as loaded). */
+int moe_save_with(const moe_model *m, const char *src_path, const char *path, int *ndropped,
+                  ms_err *err);
 
 /* Do A and B have the same architecture (n, d, h, s, router, k, act, residual,
  * head presence and size)? -1 with a message naming both files otherwise. */

@@ -81,6 +81,12 @@ void st_writer_add_i64(st_writer *w, const char *name, int ndim, const int64_t *
                        const int64_t *data);
 void st_writer_add_i32(st_writer *w, const char *name, int ndim, const int64_t *shape,
                        const int32_t *data);
+/* Any dtype, bytes as they are (e.g. a tensor copied from another file: pass
+ * t->dtype_name and f->data + t->begin, t->end - t->begin). dtype_name must be
+ * a safetensors dtype and nbytes match the shape; both checked at write time.
+ * The bytes are borrowed like the data above. */
+void st_writer_add_raw(st_writer *w, const char *name, const char *dtype_name, int ndim,
+                       const int64_t *shape, const void *bytes, size_t nbytes);
 void st_writer_meta(st_writer *w, const char *key, const char *value); /* copies; last wins */
 /* Tensors are written in the order added; the header is deterministic so the
  * same content gives byte-identical files. Atomic (see atomic_file.h). */

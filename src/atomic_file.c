@@ -188,6 +188,64 @@ int af_check_not_input(const char *out, const char *const *inputs, int ninputs, 
     return 0;
 }
 
+/* Where writing `path` lands: "<realpath of its directory>/<base name>" (the
+ * directory entry af_commit renames onto), or path itself when the directory
+ * cannot be resolved (af_open will report that). The caller frees it. */
+static char *resolved_dest(const char *path) {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    char *dir;
+    if (!slash) dir = ms_strdup(".");
+    else if (slash == path) dir = ms_strdup("/");
+    else {
+        dir = ms_strdup(path);
+        dir[slash - path] = 0;
+    }
+    char *real = realpath(dir, NULL);
+    free(dir);
+    if (!real) return ms_strdup(path);
+    size_t cap = strlen(real) + strlen(base) + 2;
+    char *out = ms_malloc(cap);
+    snprintf(out, cap, "%s%s%s", real, strcmp(real, "/") ? "/" : "", base);
+    free(real);
+    return out;
+}
+
+int af_check_distinct(const char *const *outs, const char *const *labels, int n, ms_err *err) {
+    int rc = 0;
+    char **res = ms_calloc((size_t)(n > 0 ? n : 1), sizeof(char *));
+    for (int i = 0; i < n; i++)
+        if (outs[i]) res[i] = resolved_dest(outs[i]);
+    for (int i = 0; i < n && rc == 0; i++) {
+        if (!outs[i]) continue;
+        struct stat si;
+        int ei = stat(outs[i], &si) == 0;
+        for (int j = i + 1; j < n && rc == 0; j++) {
+            if (!outs[j]) continue;
+            struct stat sj;
+            // an existing file by any name (symlink, hard link), else the same directory entry
+            int same = !strcmp(res[i], res[j]);
+            if (!same && ei && stat(outs[j], &sj) == 0)
+                same = si.st_dev == sj.st_dev && si.st_ino == sj.st_ino;
+            if (!same) continue;
+            if (labels && !strcmp(outs[i], outs[j]))
+                rc = ms_fail(err, "%s and %s both name '%s': one would replace the other (same file)",
+                             labels[i], labels[j], outs[i]);
+            else if (labels)
+                rc = ms_fail(err, "%s and %s name the same file ('%s', '%s'): one would replace "
+                                  "the other",
+                             labels[i], labels[j], outs[i], outs[j]);
+            else
+                rc = ms_fail(err, "outputs '%s' and '%s' name the same file: one would replace "
+                                  "the other",
+                             outs[i], outs[j]);
+        }
+    }
+    for (int i = 0; i < n; i++) free(res[i]);
+    free(res);
+    return rc;
+}
+
 int af_write_all(const char *path, const void *buf, size_t len, ms_err *err) {
     atomic_file af;
     if (af_open(&af, path, err)) return -1;

@@ -79,6 +79,19 @@ int cli_load_models(const char *pa, const char *pb, const char *layer, const cha
     return 0;
 }
 
+int cli_save_checkpoint(const moe_model *m, const char *src_path, const char *out_path) {
+    ms_err err;
+    int dropped = 0;
+    if (moe_save_with(m, src_path, out_path, &dropped, &err)) return cli_error("%s", err.msg);
+    if (dropped)
+        fprintf(stderr,
+                "moescope: warning: %s: dropped %d tensor(s) under '%s.gate.', '%s.experts.' or "
+                "'%s.shared.' that moescope does not read (they would not match the rewritten "
+                "layer)\n",
+                src_path, dropped, m->layer, m->layer, m->layer);
+    return 0;
+}
+
 void cli_align_args_init(cli_align_args *a) {
     memset(a, 0, sizeof *a);
     align_opts_default(&a->ao);

@@ -14,7 +14,9 @@ static void help(void) {
            "Re-express B in A's basis: reorder B's experts (with their gate rows) by a linear\n"
            "assignment on the expert cost, then permute the hidden units of each expert by\n"
            "weight matching against A's expert in the same slot. The output computes exactly\n"
-           "the same function as B; only its parameters move closer to A's.\n\n"
+           "the same function as B; only its parameters move closer to A's. Every other\n"
+           "tensor of B (other MoE layers, embeddings, ...) is copied through unchanged, in\n"
+           "its own dtype, and B's metadata is kept.\n\n"
            "options:\n"
            "  -o, --output OUT  the aligned checkpoint (must not be A or B)\n"
            "  -m, --method M    gate | expert: the cost for the expert order (default expert)\n"
@@ -61,8 +63,8 @@ int cmd_align(int argc, char **argv) {
         rc = cli_error("%s", err.msg);
         goto done;
     }
-    if (moe_save(&out, a.out_path, &err)) {
-        rc = cli_error("%s", err.msg);
+    if (cli_save_checkpoint(&out, a.pb, a.out_path)) {
+        rc = 1;
     } else {
         printf("order");
         for (int i = 0; i < A->cfg.n; i++) printf(" %d", res.order[i]);

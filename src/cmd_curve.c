@@ -104,6 +104,9 @@ int cmd_curve(int argc, char **argv) {
     ms_err err;
     if (png && af_check_not_input(png, inputs, 3, &err)) return cli_error("%s", err.msg);
     if (csv && af_check_not_input(csv, inputs, 3, &err)) return cli_error("%s", err.msg);
+    const char *outs[2] = {png, csv};
+    static const char *const out_opts[2] = {"--png", "--csv"};
+    if (af_check_distinct(outs, out_opts, 2, &err)) return cli_usage_error(USAGE, "curve: %s", err.msg);
 
     moe_model A, B;
     evalset E;

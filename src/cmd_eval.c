@@ -133,8 +133,9 @@ int cmd_eval(int argc, char **argv) {
     const char *inputs[2] = {ckpt, eval_path};
     if (json && af_check_not_input(json, inputs, 2, &err)) return cli_error("%s", err.msg);
     if (dump && af_check_not_input(dump, inputs, 2, &err)) return cli_error("%s", err.msg);
-    if (json && dump && !strcmp(json, dump))
-        return cli_usage_error(USAGE, "eval: --json and --dump-outputs name the same file '%s'", json);
+    const char *outs[2] = {json, dump};
+    static const char *const labels[2] = {"--json", "--dump-outputs"};
+    if (af_check_distinct(outs, labels, 2, &err)) return cli_usage_error(USAGE, "eval: %s", err.msg);
     moe_model m;
     evalset e;
     if (moe_load(&m, ckpt, layer, &err)) return cli_error("%s", err.msg);

@@ -210,6 +210,9 @@ int cmd_landscape(int argc, char **argv) {
     ms_err err;
     for (int i = 0; i < 4; i++)
         if (outs[i] && af_check_not_input(outs[i], inputs, 3, &err)) return cli_error("%s", err.msg);
+    static const char *const labels[4] = {"--json", "--csv", "--png", "--curves-png"};
+    if (af_check_distinct(outs, labels, 4, &err))
+        return cli_usage_error(USAGE, "landscape: %s", err.msg);
 
     moe_model A, B;
     evalset E;

@@ -17,7 +17,9 @@ static void help(void) {
     printf("usage: %s\n\n"
            "Align B to A (as `moescope align`), then write (1-alpha) A + alpha B' for every\n"
            "parameter: gate, experts, shared experts (and the head when A's and B's differ,\n"
-           "with a warning).\n\n"
+           "with a warning). Nothing else is merged: every other tensor is copied through\n"
+           "unchanged from A (the reference basis), in its own dtype, and A's metadata\n"
+           "is kept.\n\n"
            "options:\n"
            "  -o, --output OUT  the merged checkpoint (must not be A or B)\n"
            "  -a, --alpha A     weight of B (default 0.5; 0 gives A, 1 gives aligned B)\n"
@@ -76,20 +78,31 @@ int cmd_merge(int argc, char **argv) {
         rc = cli_error("%s", err.msg);
         goto done;
     }
-    if (!moe_heads_equal(A, &a.B))
+    int same_head = moe_heads_equal(A, &a.B);
+    if (!same_head)
         fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them "
                         "too (SPEC expects a frozen, shared head)\n", pa, pb);
     // M starts as A (architecture, A's metadata), then takes the interpolation
     moe_clone(&M, A);
     moe_interpolate(&M, A, &Bp, alpha);
+    if (same_head && A->cfg.has_head) {
+        // a frozen head shared by A and B stays A's bytes ((1-a) x + a x may round off x)
+        const moe_config *c = &A->cfg;
+        memcpy(M.head_w, A->head_w, (size_t)c->C * (size_t)c->d * sizeof(float)); // (C, d)
+        memcpy(M.head_b, A->head_b, (size_t)c->C * sizeof(float));                // (C)
+        if (c->has_norm) {
+            memcpy(M.norm_w, A->norm_w, (size_t)c->d * sizeof(float)); // (d)
+            memcpy(M.norm_b, A->norm_b, (size_t)c->d * sizeof(float)); // (d)
+        }
+    }
     moe_meta_set(&M, "moescope.merge.a", pa);
     moe_meta_set(&M, "moescope.merge.b", pb);
     moe_meta_set(&M, "moescope.merge.alpha", alpha_str);
     for (int i = 0; i < Bp.nmeta; i++) // how B was aligned
         if (!strncmp(Bp.meta[i].key, "moescope.align.", 15))
             moe_meta_set(&M, Bp.meta[i].key, Bp.meta[i].value);
-    if (moe_save(&M, a.out_path, &err)) {
-        rc = cli_error("%s", err.msg);
+    if (cli_save_checkpoint(&M, pa, a.out_path)) {
+        rc = 1;
     } else {
         printf("order");
         for (int i = 0; i < A->cfg.n; i++) printf(" %d", res.order[i]);

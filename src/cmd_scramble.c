@@ -23,7 +23,9 @@ static void help(void) {
            "shared experts, and with --translate a random common shift of the gate rows.\n"
            "OUT computes the same function as A. The metadata records the seed and the\n"
            "order: moescope.scramble.order = pi means slot i of OUT holds A's expert pi[i].\n"
-           "Only the chosen layer and the head are written.\n\n"
+           "Every other tensor of A (other MoE layers, embeddings, ...) is copied through\n"
+           "unchanged, in its own dtype, and A's metadata is kept; the chosen layer and the\n"
+           "head are written as F32.\n\n"
            "  -o, --output OUT  output checkpoint (must not be A)\n"
            "  --seed S          random seed (default 1)\n"
            "  --translate       also add a random (c_W, c_b) to every gate row\n"
@@ -78,8 +80,8 @@ int cmd_scramble(int argc, char **argv) {
     int *pi = ms_malloc((size_t)m.cfg.n * sizeof(int));
     moe_scramble(&m, (uint64_t)seed, translate, pi);
     int rc = 0;
-    if (moe_save(&m, out, &err)) {
-        rc = cli_error("%s", err.msg);
+    if (cli_save_checkpoint(&m, in, out)) {
+        rc = 1;
     } else {
         printf("scrambled %s (layer %s, n = %d, seed %llu)\n", in, m.layer, m.cfg.n, seed);
         printf("  expert order  %s  (slot i of the output holds expert pi[i] of the input)\n",

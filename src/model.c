@@ -482,16 +482,16 @@ static void add_expert(st_writer *w, name_pool *p, const char *layer, const char
     }
 }
 
-int moe_save(const moe_model *m, const char *path, ms_err *err) {
+/* Add the layer (gate, experts, shared experts, every bias) and the head to w,
+ * with the moescope.* metadata and the rest of m->meta. The names live in p. */
+static void writer_fill(st_writer *w, name_pool *p, const moe_model *m) {
     const moe_config *c = &m->cfg;
     const char *layer = m->layer ? m->layer : "moe";
-    st_writer *w = st_writer_new();
-    name_pool p = {NULL, 0};
     int64_t nd[2] = {c->n, c->d}, nn[1] = {c->n};
-    st_writer_add_f32(w, pool_name(&p, "%s.%s", layer, -1, "gate.weight"), 2, nd, m->gate_w);
-    st_writer_add_f32(w, pool_name(&p, "%s.%s", layer, -1, "gate.bias"), 1, nn, m->gate_b);
-    for (int i = 0; i < c->n; i++) add_expert(w, &p, layer, "experts", i, &m->experts[i], c);
-    for (int j = 0; j < c->s; j++) add_expert(w, &p, layer, "shared", j, &m->shared[j], c);
+    st_writer_add_f32(w, pool_name(p, "%s.%s", layer, -1, "gate.weight"), 2, nd, m->gate_w);
+    st_writer_add_f32(w, pool_name(p, "%s.%s", layer, -1, "gate.bias"), 1, nn, m->gate_b);
+    for (int i = 0; i < c->n; i++) add_expert(w, p, layer, "experts", i, &m->experts[i], c);
+    for (int j = 0; j < c->s; j++) add_expert(w, p, layer, "shared", j, &m->shared[j], c);
     if (c->has_head) {
         int64_t Cd[2] = {c->C, c->d}, CC[1] = {c->C}, dd[1] = {c->d};
         if (c->has_norm) {
@@ -508,10 +508,79 @@ int moe_save(const moe_model *m, const char *path, ms_err *err) {
     st_writer_meta(w, "moescope.activation", moe_act_name(c->act));
     st_writer_meta(w, "moescope.residual", c->residual ? "1" : "0");
     for (int i = 0; i < m->nmeta; i++) st_writer_meta(w, m->meta[i].key, m->meta[i].value);
+}
+
+static void pool_free(name_pool *p) {
+    for (int i = 0; i < p->count; i++) free(p->names[i]);
+    free(p->names);
+}
+
+int moe_save(const moe_model *m, const char *path, ms_err *err) {
+    st_writer *w = st_writer_new();
+    name_pool p = {NULL, 0};
+    writer_fill(w, &p, m);
     int rc = st_writer_write(w, path, err);
     st_writer_free(w);
-    for (int i = 0; i < p.count; i++) free(p.names[i]);
-    free(p.names);
+    pool_free(&p);
+    return rc;
+}
+
+/* Is name inside the layer's own namespace: "<L>.gate.*", "<L>.experts.*" or
+ * "<L>.shared.*"? Those tensors are rewritten from m (or, if moescope does not
+ * know them, dropped: they would no longer match the permuted experts). */
+static int in_layer(const char *name, const char *layer) {
+    size_t k = strlen(layer);
+    if (strncmp(name, layer, k) || name[k] != '.') return 0;
+    const char *rest = name + k + 1;
+    return !strncmp(rest, "gate.", 5) || !strncmp(rest, "experts.", 8) ||
+           !strncmp(rest, "shared.", 7);
+}
+
+/* Does writer_fill write this head tensor (so the source's copy must not be added)? */
+static int head_written(const char *name, const moe_config *c) {
+    if (!c->has_head) return 0;
+    if (!strcmp(name, "head.out.weight") || !strcmp(name, "head.out.bias")) return 1;
+    return c->has_norm && (!strcmp(name, "head.norm.weight") || !strcmp(name, "head.norm.bias"));
+}
+
+static int cmp_cstr(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int moe_save_with(const moe_model *m, const char *src_path, const char *path, int *ndropped,
+                  ms_err *err) {
+    if (ndropped) *ndropped = 0;
+    if (!src_path) return moe_save(m, path, err);
+    st_file f;
+    if (st_open(&f, src_path, err)) return -1;
+    const char *layer = m->layer ? m->layer : "moe";
+    st_writer *w = st_writer_new();
+    name_pool p = {NULL, 0};
+    writer_fill(w, &p, m);
+    // the layer's names just written, sorted, to tell rewritten tensors from dropped ones
+    char **sorted = ms_malloc((size_t)p.count * sizeof(char *));
+    memcpy(sorted, p.names, (size_t)p.count * sizeof(char *));
+    qsort(sorted, (size_t)p.count, sizeof(char *), cmp_cstr);
+    int dropped = 0;
+    // every other tensor of the source, in file order, as its original bytes; the
+    // mapping stays open until the write, since the writer borrows the bytes
+    for (int i = 0; i < f.ntensors; i++) {
+        const st_tensor *t = &f.tensors[i];
+        if (in_layer(t->name, layer)) {
+            const char *key = t->name;
+            if (!bsearch(&key, sorted, (size_t)p.count, sizeof(char *), cmp_cstr)) dropped++;
+            continue;
+        }
+        if (head_written(t->name, &m->cfg)) continue;
+        st_writer_add_raw(w, t->name, t->dtype_name, t->ndim, t->shape, f.data + t->begin,
+                          t->end - t->begin);
+    }
+    int rc = st_writer_write(w, path, err);
+    st_writer_free(w);
+    pool_free(&p);
+    free(sorted);
+    st_close(&f);
+    if (ndropped) *ndropped = dropped;
     return rc;
 }
 

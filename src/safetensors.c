@@ -560,6 +560,9 @@ typedef struct {
     int64_t shape[ST_MAX_DIMS];
     const void *data; // borrowed
     int bad_ndim;     // ndim outside [0, ST_MAX_DIMS]: reported at write time
+    int raw;          // st_writer_add_raw: bytes copied as they are, dtype by name
+    char dtype_name[16];
+    size_t raw_bytes;
 } st_wtensor;
 
 struct st_writer {
@@ -619,6 +622,22 @@ void st_writer_add_i64(st_writer *w, const char *name, int ndim, const int64_t *
 void st_writer_add_i32(st_writer *w, const char *name, int ndim, const int64_t *shape,
                        const int32_t *data) {
     writer_add(w, name, ST_I32, ndim, shape, data);
+}
+
+void st_writer_add_raw(st_writer *w, const char *name, const char *dtype_name, int ndim,
+                       const int64_t *shape, const void *bytes, size_t nbytes) {
+    writer_add(w, name, ST_OTHER, ndim, shape, bytes);
+    st_wtensor *t = &w->t[w->n - 1];
+    t->raw = 1;
+    // an over-long name cannot be a known dtype: keep a marker that fails the lookup
+    if (snprintf(t->dtype_name, sizeof t->dtype_name, "%s", dtype_name) >= (int)sizeof t->dtype_name)
+        snprintf(t->dtype_name, sizeof t->dtype_name, "?");
+    t->raw_bytes = nbytes;
+}
+
+static int cmp_wname(const void *a, const void *b) {
+    const st_wtensor *x = *(const st_wtensor *const *)a, *y = *(const st_wtensor *const *)b;
+    return strcmp(x->name, y->name);
 }
 
 void st_writer_meta(st_writer *w, const char *key, const char *value) {
@@ -693,12 +712,17 @@ int st_writer_write(st_writer *w, const char *path, ms_err *err) {
             rc = ms_fail(err, "%s: a tensor cannot be named __metadata__", path);
             break;
         }
-        for (int j = 0; j < i; j++)
-            if (!strcmp(w->t[j].name, t->name)) {
-                rc = ms_fail(err, "%s: tensor '%.200s' added twice", path, t->name);
+        size_t es = dtype_size(t->dtype);
+        if (t->raw) {
+            es = 0;
+            for (size_t k = 0; k < NDTYPES; k++)
+                if (!strcmp(t->dtype_name, dtype_table[k].name)) es = dtype_table[k].size;
+            if (!es) {
+                rc = ms_fail(err, "%s: tensor '%.200s': unknown dtype '%s'", path, t->name,
+                             t->dtype_name);
                 break;
             }
-        size_t es = dtype_size(t->dtype);
+        }
         uint64_t numel = 1;
         for (int d = 0; d < t->ndim && rc == 0; d++) {
             if (t->shape[d] < 0)
@@ -711,6 +735,13 @@ int st_writer_write(st_writer *w, const char *path, ms_err *err) {
         }
         if (rc) break;
         nbytes[i] = (size_t)numel * es;
+        if (t->raw && t->raw_bytes != nbytes[i]) {
+            char sb[200];
+            rc = ms_fail(err, "%s: tensor '%.200s': %s %s needs %zu bytes, given %zu", path,
+                         t->name, t->dtype_name, shape_str(sb, sizeof sb, t->ndim, t->shape),
+                         nbytes[i], t->raw_bytes);
+            break;
+        }
         if (numel && !t->data) {
             rc = ms_fail(err, "%s: tensor '%.200s': no data", path, t->name);
             break;
@@ -724,6 +755,17 @@ int st_writer_write(st_writer *w, const char *path, ms_err *err) {
                 break;
             }
         }
+    }
+    if (rc == 0 && w->n > 1) {
+        // duplicate names: sort pointers and compare neighbours (a passthrough of a large
+        // checkpoint adds many thousands of tensors)
+        const st_wtensor **ord = ms_malloc((size_t)w->n * sizeof *ord);
+        for (int i = 0; i < w->n; i++) ord[i] = &w->t[i];
+        qsort(ord, (size_t)w->n, sizeof *ord, cmp_wname);
+        for (int i = 1; i < w->n && rc == 0; i++)
+            if (!strcmp(ord[i - 1]->name, ord[i]->name))
+                rc = ms_fail(err, "%s: tensor '%.200s' added twice", path, ord[i]->name);
+        free(ord);
     }
     if (rc) {
         free(nbytes);
@@ -762,7 +804,7 @@ int st_writer_write(st_writer *w, const char *path, ms_err *err) {
         first = 0;
         sb_json(&h, t->name);
         sb_str(&h, ":{\"dtype\":\"");
-        sb_str(&h, st_dtype_name(t->dtype));
+        sb_str(&h, t->raw ? t->dtype_name : st_dtype_name(t->dtype));
         sb_str(&h, "\",\"shape\":[");
         for (int d = 0; d < t->ndim; d++) sb_fmt(&h, d ? ",%lld" : "%lld", (long long)t->shape[d]);
         sb_str(&h, "],\"data_offsets\":[");

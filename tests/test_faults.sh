@@ -365,4 +365,44 @@ else
 fi
 
 mark
+# ---------------------------------------------------------------- (g) two outputs, one file
+# collide NAME CMD...: two outputs of one command name the same file (any spelling, a
+# symlink, a hard link): refused up front as a usage error (exit 2), nothing written
+# and an existing destination byte-identical
+G=$D/collide
+mkdir -p "$G/sub"
+printf 'old report\n' >"$G/old.txt"
+ln "$G/old.txt" "$G/old_hard.txt"
+ln -s old.txt "$G/old_sym.txt"
+collide() {
+    local name=$1; shift
+    local before; before=$(sha "$G/old.txt")
+    local nbefore; nbefore=$(ls -A "$G" | wc -l)
+    expect_fail "$name: refused" "same file" "$@"
+    "$@" >/dev/null 2>&1
+    local rc=$?
+    [ $rc -eq 2 ] && pass || fail "$name: exit status $rc, expected 2 (usage)"
+    [ "$(sha "$G/old.txt")" = "$before" ] && pass || fail "$name: old.txt was changed"
+    [ "$(ls -A "$G" | wc -l)" -eq "$nbefore" ] && pass || fail "$name: a file was written: $(ls -A "$G")"
+}
+collide "eval --json X --dump-outputs X" "$MOESCOPE" eval "$A" --eval "$E" --json "$G/x" --dump-outputs "$G/x"
+collide "eval --dump-outputs hard link of --json" "$MOESCOPE" eval "$A" --eval "$E" --json "$G/old.txt" --dump-outputs "$G/old_hard.txt"
+collide "eval --json symlink of --dump-outputs" "$MOESCOPE" eval "$A" --eval "$E" --json "$G/old_sym.txt" --dump-outputs "$G/old.txt"
+if has_cmd curve; then
+    collide "curve --png X --csv X" "$MOESCOPE" curve "$A" "$B" --eval "$E" --png "$G/x" --csv "$G/x"
+    collide "curve --png X --csv ./sub/../X" "$MOESCOPE" curve "$A" "$B" --eval "$E" --png "$G/old.txt" --csv "$G/sub/../old.txt"
+else skip "curve (not built)"; fi
+if has_cmd landscape; then
+    collide "landscape --json X --csv X" "$MOESCOPE" landscape "$A" "$B" --eval "$E" --points 5 --json "$G/x" --csv "$G/x"
+    collide "landscape --csv X --png sub/../X" "$MOESCOPE" landscape "$A" "$B" --eval "$E" --points 5 --csv "$G/x" --png "$G/sub/../x"
+    collide "landscape --json X --curves-png hard link" "$MOESCOPE" landscape "$A" "$B" --eval "$E" --points 5 --json "$G/old_hard.txt" --curves-png "$G/old.txt"
+    # distinct outputs (even with the same base name in another directory) are fine
+    check "landscape: distinct outputs accepted" "$MOESCOPE" landscape "$A" "$B" --eval "$E" --points 5 --json "$G/x" --csv "$G/sub/x"
+    [ -s "$G/x" ] && [ -s "$G/sub/x" ] && pass || fail "landscape: distinct outputs both written"
+else skip "landscape (not built)"; fi
+in_dir() { local dir=$1; shift; (cd "$dir" && "$@"); }
+check "eval: distinct relative outputs accepted" in_dir "$G" "$MOESCOPE" eval "$A" --eval "$E" --json e.json --dump-outputs sub/e.json
+[ -s "$G/e.json" ] && [ -s "$G/sub/e.json" ] && pass || fail "eval: distinct relative outputs both written"
+
+mark
 summary
