@@ -140,10 +140,13 @@ int cmd_train(int argc, char **argv) {
 
     // never write over an input (or one output over the other)
     ms_err ierr;
-    const char *inputs[3] = {data, head ? head : data, out};
+    const char *inputs[2] = {data, head ? head : data};
+    const char *outs[2] = {out, eval_out}, *out_opts[2] = {"-o", "--eval-out"};
     if (af_check_not_input(out, inputs, 2, &ierr) ||
-        (eval_out && af_check_not_input(eval_out, inputs, 3, &ierr)))
+        (eval_out && af_check_not_input(eval_out, inputs, 2, &ierr)))
         return cli_error("%s", ierr.msg);
+    if (eval_out && af_check_distinct(outs, out_opts, 2, &ierr))
+        return cli_usage_error(USAGE, "train: %s", ierr.msg);
 
     // one BLAS thread: a fixed order of the reductions, hence reproducible bytes
     openblas_set_num_threads(1);

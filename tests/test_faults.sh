@@ -400,6 +400,8 @@ if has_cmd landscape; then
     check "landscape: distinct outputs accepted" "$MOESCOPE" landscape "$A" "$B" --eval "$E" --points 5 --json "$G/x" --csv "$G/sub/x"
     [ -s "$G/x" ] && [ -s "$G/sub/x" ] && pass || fail "landscape: distinct outputs both written"
 else skip "landscape (not built)"; fi
+collide "train -o X --eval-out X" "$MOESCOPE" train --data "$ROOT/sample-checkpoints/digits.safetensors" \
+    --head "$ROOT/sample-checkpoints/pretrained.safetensors" --epochs 1 --quiet -o "$G/x" --eval-out "$G/x"
 in_dir() { local dir=$1; shift; (cd "$dir" && "$@"); }
 check "eval: distinct relative outputs accepted" in_dir "$G" "$MOESCOPE" eval "$A" --eval "$E" --json e.json --dump-outputs sub/e.json
 [ -s "$G/e.json" ] && [ -s "$G/sub/e.json" ] && pass || fail "eval: distinct relative outputs both written"
