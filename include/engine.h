@@ -8,6 +8,7 @@
 #define MS_ENGINE_H
 
 #include "align.h"
+#include "diagnose.h"
 #include "landscape.h"
 #include "model.h"
 
@@ -65,13 +66,31 @@ typedef struct {
     /* the ranks came early (landscape on_ranks): rank/l_hat above are final
      * although the table is still filling in */
     int ranks_early;
+    /* Added: the diagnostics pane's findings (diag_findings), computed on the
+     * diagnostics thread once per (method, centring) when engine_request_diag
+     * asks for them. diag_state: ENGINE_DIAG_NONE (never asked),
+     * _COMPUTING, _READY (diag holds the findings of diag_method and
+     * diag_center) or _FAILED (diag_error says why). diag_epoch changes
+     * whenever diag does. */
+    int diag_state;
+    cost_method diag_method;
+    int diag_center;
+    dg_list diag;
+    char diag_error[256];
+    unsigned long diag_epoch;
 } engine_view;
+
+enum { ENGINE_DIAG_NONE = 0, ENGINE_DIAG_COMPUTING = 1, ENGINE_DIAG_READY = 2, ENGINE_DIAG_FAILED = 3 };
 
 typedef struct engine engine;
 
 /* Starts the worker. A, B, E are borrowed and must outlive the engine. */
 engine *engine_start(const moe_model *A, const moe_model *B, const evalset *E, ms_err *err);
 void engine_submit(engine *g, const engine_request *r);
+/* Added: ask for the diagnostics of (method, center). Never blocks: a result
+ * computed before is published at once, otherwise the diagnostics thread
+ * computes it (diag_state COMPUTING until then); the newest ask wins. */
+void engine_request_diag(engine *g, cost_method method, int center);
 /* Copy the latest results into v if v->generation differs (returns 1), else 0. */
 int engine_snapshot(engine *g, engine_view *v);
 void engine_view_free(engine_view *v);

@@ -14,6 +14,9 @@
  *              publishes its rows as they finish. Requests that keep the key
  *              leave it running; one that changes it cancels it (the cancel
  *              flag landscape_compute polls).
+ *   diag       computes the diagnostics pane's findings (diag_findings) when
+ *              engine_request_diag asks, once per (method, centring): kept
+ *              and published again at once when asked again.
  * Ranks and L-hat of both methods are computed here from the complete rows
  * (or taken from the landscape's on_ranks, which come long before the last
  * row), so toggling gate centring does not recompute the landscape either. */
@@ -44,10 +47,10 @@ struct engine {
     const evalset *E;
     int n;
     ls_kind kind;
-    pthread_t th_front, th_ls;
-    int started_front, started_ls;
+    pthread_t th_front, th_ls, th_diag;
+    int started_front, started_ls, started_diag;
     pthread_mutex_t mu;
-    pthread_cond_t cv_front, cv_ls;
+    pthread_cond_t cv_front, cv_ls, cv_diag;
     /* under mu */
     int stop;
     engine_view pub;          /* what snapshots copy */
@@ -83,6 +86,11 @@ struct engine {
     int early_order[2][LS_MAX_N];
     int early_rank[2];
     double early_lhat[2];
+    /* diagnostics (mu): the newest ask, and the results per [method][center] */
+    int diag_want, diag_want_m, diag_want_c;
+    int diag_have[2][2], diag_fail[2][2];
+    dg_list diag_res[2][2];
+    char diag_err[2][2][256];
 };
 
 double engine_clock(void) {
@@ -494,6 +502,94 @@ static void *ls_worker(void *arg) {
     return NULL;
 }
 
+/* ---- diagnostics ---- */
+
+/* Publish the kept diagnostics of (m, c). mu held. */
+static void diag_publish(engine *g, int m, int c) {
+    engine_view *p = &g->pub;
+    p->diag_method = (cost_method)m;
+    p->diag_center = c;
+    dg_list_free(&p->diag);
+    p->diag_error[0] = 0;
+    if (g->diag_fail[m][c]) {
+        p->diag_state = ENGINE_DIAG_FAILED;
+        snprintf(p->diag_error, sizeof p->diag_error, "%s", g->diag_err[m][c]);
+    } else {
+        const dg_list *r = &g->diag_res[m][c];
+        p->diag_state = ENGINE_DIAG_READY;
+        if (r->n > 0) {
+            p->diag.items = ms_malloc((size_t)r->n * sizeof(dg_finding));
+            memcpy(p->diag.items, r->items, (size_t)r->n * sizeof(dg_finding));
+        }
+        p->diag.n = p->diag.cap = r->n;
+    }
+    p->diag_epoch++;
+    pub_bump(g);
+}
+
+static void *diag_worker(void *arg) {
+    engine *g = arg;
+    pthread_mutex_lock(&g->mu);
+    for (;;) {
+        while (!g->diag_want && !g->stop) pthread_cond_wait(&g->cv_diag, &g->mu);
+        if (g->stop) break;
+        int m = g->diag_want_m, c = g->diag_want_c;
+        g->diag_want = 0;
+        if (g->diag_have[m][c]) {
+            diag_publish(g, m, c);
+            continue;
+        }
+        pthread_mutex_unlock(&g->mu);
+        diag_opts o;
+        diag_opts_default(&o);
+        o.method = (cost_method)m;
+        o.center = c;
+        /* the landscape thread computes the landscape; here only when it is instant */
+        o.landscape = g->n <= 5 ? 1 : 0;
+        dg_list l;
+        memset(&l, 0, sizeof l);
+        ms_err err;
+        err.msg[0] = 0;
+        int rc = diag_findings(g->A, g->B, g->E, &o, &l, &err);
+        pthread_mutex_lock(&g->mu);
+        dg_list_free(&g->diag_res[m][c]);
+        g->diag_res[m][c] = l;
+        g->diag_fail[m][c] = rc != 0;
+        snprintf(g->diag_err[m][c], sizeof g->diag_err[m][c], "%.255s", rc ? err.msg : "");
+        g->diag_have[m][c] = 1;
+        /* a newer ask for something else: that one is published instead */
+        if (!g->diag_want || (g->diag_want_m == m && g->diag_want_c == c)) {
+            g->diag_want = 0;
+            diag_publish(g, m, c);
+        }
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+void engine_request_diag(engine *g, cost_method method, int center) {
+    int m = method == COST_GATE ? COST_GATE : COST_EXPERT, c = center ? 1 : 0;
+    pthread_mutex_lock(&g->mu);
+    if (g->diag_have[m][c]) {
+        g->diag_want = 0;
+        diag_publish(g, m, c);
+    } else {
+        g->diag_want = 1;
+        g->diag_want_m = m;
+        g->diag_want_c = c;
+        engine_view *p = &g->pub;
+        p->diag_state = ENGINE_DIAG_COMPUTING;
+        p->diag_method = (cost_method)m;
+        p->diag_center = c;
+        dg_list_free(&p->diag);
+        p->diag_error[0] = 0;
+        p->diag_epoch++;
+        pub_bump(g);
+        pthread_cond_signal(&g->cv_diag);
+    }
+    pthread_mutex_unlock(&g->mu);
+}
+
 static void *front_worker(void *arg) {
     engine *g = arg;
     pthread_mutex_lock(&g->mu);
@@ -557,9 +653,11 @@ engine *engine_start(const moe_model *A, const moe_model *B, const evalset *E, m
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv_front, NULL);
     pthread_cond_init(&g->cv_ls, NULL);
+    pthread_cond_init(&g->cv_diag, NULL);
     g->started_front = pthread_create(&g->th_front, NULL, front_worker, g) == 0;
     g->started_ls = g->started_front && pthread_create(&g->th_ls, NULL, ls_worker, g) == 0;
-    if (!g->started_ls) {
+    g->started_diag = g->started_ls && pthread_create(&g->th_diag, NULL, diag_worker, g) == 0;
+    if (!g->started_diag) {
         ms_fail(err, "cannot start the worker threads");
         engine_stop(g);
         return NULL;
@@ -604,6 +702,15 @@ int engine_snapshot(engine *g, engine_view *v) {
     v->selected = keep.selected;
     v->rows = keep.rows;
     v->rows_cap = keep.rows_cap;
+    v->diag = keep.diag;
+    if (keep.diag_epoch != p->diag_epoch) {
+        dg_list_free(&v->diag);
+        if (p->diag.n > 0) {
+            v->diag.items = ms_malloc((size_t)p->diag.n * sizeof(dg_finding));
+            memcpy(v->diag.items, p->diag.items, (size_t)p->diag.n * sizeof(dg_finding));
+        }
+        v->diag.n = v->diag.cap = p->diag.n;
+    }
     int T = p->req.T;
     if (T >= 2) {
         v->t = ms_realloc(v->t, (size_t)T * sizeof(double));
@@ -640,6 +747,7 @@ void engine_view_free(engine_view *v) {
     ls_curve_free(&v->skip_order);
     ls_curve_free(&v->current);
     ls_curve_free(&v->selected);
+    dg_list_free(&v->diag);
     memset(v, 0, sizeof *v);
 }
 
@@ -651,9 +759,13 @@ void engine_stop(engine *g) {
     g->cancel_ls = 1;
     pthread_cond_signal(&g->cv_front);
     pthread_cond_signal(&g->cv_ls);
+    pthread_cond_signal(&g->cv_diag);
     pthread_mutex_unlock(&g->mu);
     if (g->started_front) pthread_join(g->th_front, NULL);
     if (g->started_ls) pthread_join(g->th_ls, NULL);
+    if (g->started_diag) pthread_join(g->th_diag, NULL);
+    for (int m = 0; m < 2; m++)
+        for (int c = 0; c < 2; c++) dg_list_free(&g->diag_res[m][c]);
     for (int i = 0; i < CURVE_CACHE; i++)
         if (g->cache[i].used) ls_curve_free(&g->cache[i].c);
     engine_view_free(&g->pub);
@@ -664,5 +776,6 @@ void engine_stop(engine *g) {
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv_front);
     pthread_cond_destroy(&g->cv_ls);
+    pthread_cond_destroy(&g->cv_diag);
     free(g);
 }

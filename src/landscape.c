@@ -23,9 +23,11 @@
  * workers split the items; OpenBLAS runs single-threaded inside them. Y is
  * held for all interior t at once when it fits the memory budget
  * (MOESCOPE_LS_MEM_MB, default 1024); otherwise the t range is processed in
- * chunks (the ranks then come at the end). Results do not depend on the
- * chunking or the thread count: every (order, t) value is computed by the
- * same calls on the same data. */
+ * chunks (the ranks then come at the end), and when even one t does not fit,
+ * each t is processed in chunks of samples, every order's loss sum carried
+ * from one chunk to the next. Results do not depend on the chunking or the
+ * thread count: every (order, t) value is computed by the same calls on the
+ * same data, its per-block sums added in the same order. */
 #include <cblas.h>
 #include <math.h>
 #include <pthread.h>
@@ -70,6 +72,13 @@ typedef struct {
     const moe_config *cfg;
     int n, d, h, N, C, T, nn; /* nn = n*n */
     int nb;          /* sample blocks of LS_L (the kernel's lanes) */
+    /* sample chunks (only when one t's pair outputs exceed the budget):
+     * blocks [b0, b0+nbn) of at most nbc are held; nsc chunks, cur_sc is the
+     * one precomputed (-1: none); sc_last: the current one is the last, so
+     * the orders' values are complete */
+    int nbc, b0, nbn, nsc, cur_sc, sc_last;
+    double *acc_l;   // (norders) loss sums over the chunks so far (nsc > 1)
+    long *acc_ok;    // (norders) correct counts likewise
     int32_t *lab8;   // (nb*LS_L) labels, -1 in the padding
     float *tg8;      // (nb, C, LS_L) regression targets
     ls_kind kind;
@@ -77,11 +86,17 @@ typedef struct {
     const ls_opts *o;
     /* shared experts of B per variant (aligned as each named alignment does) */
     const moe_expert *shB[SH_COUNT];
+    float *shmem;      // (SH_COUNT, s, esize) their parameters
+    moe_expert *shx;   // (SH_COUNT, s)
     /* pairs: p < nn is (i = p/n, j = p%n) with the landscape's WM setting;
      * p = nn + i is (i, i) with the other setting (for naive / skip_order) */
     int npairs;
-    float *pmem;     // (npairs, esize)
-    moe_expert *pb;  // (npairs) B's expert j hidden-permuted for slot i
+    /* only the hidden permutations are kept, not permuted copies of B's
+     * experts ((n^2+n) copies would be GBs at GPT-2 size): the interpolated
+     * expert of a pair is gathered from B's expert on the fly (cheap next to
+     * its GEMMs) */
+    int *perm;       // (npairs, h) pair p's unit u is B's unit perm[p*h+u]
+    int *pj;         // (npairs) B's expert of pair p
     /* chord pieces, layer mode: D_A, D_B (N, d) */
     float *DA, *DB;
     /* the current chunk of interior t indices (1..T-2) */
@@ -249,6 +264,8 @@ static void sample_orders(lsx *x, long nsample, uint64_t seed) {
 
 /* ---------------- experts ---------------- */
 
+static void vlerp(float *out, const float *a, const float *b, size_t cnt, double t);
+
 static void expert_carve(moe_expert *e, const moe_config *c, float *p) {
     size_t h = (size_t)c->h, d = (size_t)c->d;
     e->fc1_w = p; p += h * d;
@@ -263,17 +280,16 @@ static void expert_carve(moe_expert *e, const moe_config *c, float *p) {
     }
 }
 
-static void vcopy(float *dst, const float *src, size_t cnt) { memcpy(dst, src, cnt * sizeof(float)); }
 
 static void expert_copy(moe_expert *dst, const moe_expert *src, const moe_config *c) {
     size_t h = (size_t)c->h, d = (size_t)c->d;
-    vcopy(dst->fc1_w, src->fc1_w, h * d);
-    vcopy(dst->fc1_b, src->fc1_b, h);
-    vcopy(dst->fc2_w, src->fc2_w, d * h);
-    vcopy(dst->fc2_b, src->fc2_b, d);
+    memcpy(dst->fc1_w, src->fc1_w, h * d * sizeof(float));
+    memcpy(dst->fc1_b, src->fc1_b, h * sizeof(float));
+    memcpy(dst->fc2_w, src->fc2_w, d * h * sizeof(float));
+    memcpy(dst->fc2_b, src->fc2_b, d * sizeof(float));
     if (c->act == ACT_SILU_GLU) {
-        vcopy(dst->fc3_w, src->fc3_w, h * d);
-        vcopy(dst->fc3_b, src->fc3_b, h);
+        memcpy(dst->fc3_w, src->fc3_w, h * d * sizeof(float));
+        memcpy(dst->fc3_b, src->fc3_b, h * sizeof(float));
     }
 }
 
@@ -294,6 +310,32 @@ static void expert_lerp(moe_expert *out, const moe_expert *a, const moe_expert *
         vlerp(out->fc3_w, a->fc3_w, b->fc3_w, h * d, t);
         vlerp(out->fc3_b, a->fc3_b, b->fc3_b, h, t);
     }
+}
+
+/* out = (1-t) a + t b', where b' is b with its hidden units permuted by P
+ * (unit u of b' is unit P[u] of b, as moe_expert_permute_hidden): the same
+ * float arithmetic as expert_lerp on a permuted copy, without the copy. */
+static void expert_lerp_perm(moe_expert *out, const moe_expert *a, const moe_expert *b,
+                             const int *P, const moe_config *c, double t) {
+    size_t h = (size_t)c->h, d = (size_t)c->d;
+    float ta = (float)(1.0 - t), tb = (float)t;
+    // W1 (h, d), W3 (h, d): row u from b's row P[u]; b1, b3 likewise
+    for (size_t u = 0; u < h; u++) {
+        size_t pu = (size_t)P[u];
+        vlerp(out->fc1_w + u * d, a->fc1_w + u * d, b->fc1_w + pu * d, d, t);
+        out->fc1_b[u] = ta * a->fc1_b[u] + tb * b->fc1_b[pu];
+        if (c->act == ACT_SILU_GLU) {
+            vlerp(out->fc3_w + u * d, a->fc3_w + u * d, b->fc3_w + pu * d, d, t);
+            out->fc3_b[u] = ta * a->fc3_b[u] + tb * b->fc3_b[pu];
+        }
+    }
+    // W2 (d, h): column u from b's column P[u]
+    for (size_t j = 0; j < d; j++) {
+        float *o2 = out->fc2_w + j * h;
+        const float *a2 = a->fc2_w + j * h, *b2 = b->fc2_w + j * h;
+        for (size_t u = 0; u < h; u++) o2[u] = ta * a2[u] + tb * b2[P[u]];
+    }
+    vlerp(out->fc2_b, a->fc2_b, b->fc2_b, d, t);
 }
 
 static inline float act_scalar(moe_act a, float v) {
@@ -356,7 +398,8 @@ static size_t head_floats(const lsx *x) {
     return (size_t)ls_cpad(x) * x->d * LS_L + (size_t)ls_cpad(x);
 }
 
-static size_t lane_floats(const lsx *x, int width) { return (size_t)x->nb * width * LS_L; }
+/* lane arrays hold the current sample chunk (all blocks unless chunked) */
+static size_t lane_floats(const lsx *x, int width) { return (size_t)x->nbc * width * LS_L; }
 
 static float *Y_at(const lsx *x, int tc, int p) { // (nb, d, LS_L)
     return x->Y + ((size_t)tc * x->npairs + p) * lane_floats(x, x->d);
@@ -384,11 +427,29 @@ static void to_lanes(float *dst, const float *src, int N, int width, int nb) {
     }
 }
 
+/* Sample-dependent GEMMs run on panels of LS_PANEL rows at fixed offsets in
+ * the evaluation set, so a sample's numbers are the same whether its chunk
+ * holds all samples or a few panels (OpenBLAS's result for a row may depend
+ * on the row count of the call). Sample chunks are whole panels. */
+#define LS_PANEL 64
+
+/* Y (N, d) = E(X) for X (N, d), panel by panel */
+static void expert_apply_panels(const moe_expert *e, const moe_config *c, const float *X, int N,
+                                ls_ws *w, float *Y) {
+    for (int r = 0; r < N; r += LS_PANEL) {
+        int np = N - r < LS_PANEL ? N - r : LS_PANEL;
+        expert_apply(e, c, X + (size_t)r * c->d, np, w, Y + (size_t)r * c->d);
+    }
+}
+
 /* item < ntc*npairs: one pair output; the rest: per-t common parts */
 static void pre_item(lsx *x, int tid, long item) {
     ls_ws *w = &x->ws[tid];
     const moe_config *c = x->cfg;
-    int N = x->N, d = x->d, n = x->n;
+    // the current sample chunk: rows [r0, r0+N) of the evaluation set
+    int r0 = x->b0 * LS_L, d = x->d, n = x->n;
+    int N = x->N - r0 < x->nbn * LS_L ? x->N - r0 : x->nbn * LS_L;
+    const float *X = x->E->inputs + (size_t)r0 * d; // (N, d)
     long npi = (long)x->ntc * x->npairs;
     if (item < npi) {
         int tc = (int)(item / x->npairs), p = (int)(item % x->npairs);
@@ -396,9 +457,10 @@ static void pre_item(lsx *x, int tid, long item) {
         int i = p < x->nn ? p / n : p - x->nn;
         moe_expert e;
         expert_carve(&e, c, w->E);
-        expert_lerp(&e, &x->A->experts[i], &x->pb[p], c, t);
-        expert_apply(&e, c, x->E->inputs, N, w, w->Ye);
-        to_lanes(Y_at(x, tc, p), w->Ye, N, d, x->nb);
+        expert_lerp_perm(&e, &x->A->experts[i], &x->B->experts[x->pj[p]],
+                         x->perm + (size_t)p * x->h, c, t);
+        expert_apply_panels(&e, c, X, N, w, w->Ye);
+        to_lanes(Y_at(x, tc, p), w->Ye, N, d, x->nbn);
         return;
     }
     int tc = (int)(item - npi);
@@ -412,11 +474,14 @@ static void pre_item(lsx *x, int tid, long item) {
             w->bt[i * n + j] = ta * x->A->gate_b[i] + tb * x->B->gate_b[j];
         }
     float *S = w->Sx; // (N, nn)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, x->nn, d, 1.0f, x->E->inputs, d, w->Wt,
-                d, 0.0f, S, x->nn);
+    for (int r = 0; r < N; r += LS_PANEL) {
+        int np = N - r < LS_PANEL ? N - r : LS_PANEL;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, np, x->nn, d, 1.0f, X + (size_t)r * d,
+                    d, w->Wt, d, 0.0f, S + (size_t)r * x->nn, x->nn);
+    }
     for (int r = 0; r < N; r++)
         for (int q = 0; q < x->nn; q++) S[(size_t)r * x->nn + q] += w->bt[q];
-    to_lanes(S_at(x, tc), S, N, x->nn, x->nb);
+    to_lanes(S_at(x, tc), S, N, x->nn, x->nbn);
     // shared experts' sum per variant, plus the residual (head) or minus the chord (layer)
     for (int v = 0; v < SH_COUNT; v++) {
         float *bs = w->Zb; // (N, d)
@@ -425,16 +490,17 @@ static void pre_item(lsx *x, int tid, long item) {
             moe_expert e;
             expert_carve(&e, c, w->E);
             expert_lerp(&e, &x->A->shared[j], &x->shB[v][j], c, t);
-            expert_apply(&e, c, x->E->inputs, N, w, w->Ye);
+            expert_apply_panels(&e, c, X, N, w, w->Ye);
             for (size_t q = 0; q < (size_t)N * d; q++) bs[q] += w->Ye[q];
         }
         if (x->kind == LS_LAYER) {
+            const float *DA = x->DA + (size_t)r0 * d, *DB = x->DB + (size_t)r0 * d;
             for (size_t q = 0; q < (size_t)N * d; q++)
-                bs[q] -= (float)((1.0 - t) * x->DA[q] + t * x->DB[q]);
+                bs[q] -= (float)((1.0 - t) * DA[q] + t * DB[q]);
         } else if (c->residual) {
-            for (size_t q = 0; q < (size_t)N * d; q++) bs[q] += x->E->inputs[q];
+            for (size_t q = 0; q < (size_t)N * d; q++) bs[q] += X[q];
         }
-        to_lanes(base_at(x, tc, v), bs, N, d, x->nb);
+        to_lanes(base_at(x, tc, v), bs, N, d, x->nbn);
     }
     if (x->kind != LS_LAYER) {
         int C = x->C;
@@ -518,7 +584,9 @@ typedef int32_t v8i __attribute__((vector_size(LS_L * 4), aligned(4), may_alias)
         (out) = p_ * (v8f)e_;                                                            \
     } while (0)
 
-/* Loss sums of m orders at the chunk's t index tc, over all samples.
+/* Loss sums of m orders at the chunk's t index tc, over the held samples,
+ * added to lsum[j] and ok[j] (the caller zeroes them, or carries the sums of
+ * the previous sample chunks).
  * pair[j][i]: pair index of order j's slot i; col[j][i]: B's gate row in it;
  * v: shared variant. lsum[j]: summed per-sample loss (classification: CE;
  * regression: squared error over C; layer: squared norm over d); ok[j]:
@@ -527,7 +595,7 @@ LS_HOT static void eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair
                                  const int (*col)[LS_MAX_N], int v, int tc, double *lsum,
                                  long *ok) {
     const moe_config *c = x->cfg;
-    const int N = x->N, d = x->d, n = x->n, C = x->C, nn = x->nn, nb = x->nb;
+    const int N = x->N, d = x->d, n = x->n, C = x->C, nn = x->nn, nb = x->nbn, b0 = x->b0;
     const int topk = c->router == ROUTER_TOPK && c->k < n, kk = c->k;
     const int layer = x->kind == LS_LAYER, classify = x->kind == LS_CLASSIFY;
     const float *S = S_at(x, tc);          // (nb, nn, L)
@@ -539,9 +607,9 @@ LS_HOT static void eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair
     v8f *lg = (v8f *)w->lg; // (C) lanes: logits
     const size_t ystride = lane_floats(x, d);
     const float *Y0 = Y_at(x, tc, 0);
-    for (int j = 0; j < m; j++) lsum[j] = 0.0, ok[j] = 0;
-    for (int b = 0; b < nb; b++) {
-        const int nv = N - b * LS_L < LS_L ? N - b * LS_L : LS_L; // valid lanes
+    for (int b = 0; b < nb; b++) { // b: block in the chunk, b0 + b in the set
+        const int gb = b0 + b;
+        const int nv = N - gb * LS_L < LS_L ? N - gb * LS_L : LS_L; // valid lanes
         const float *Sb = S + (size_t)b * nn * LS_L;
         const v8f *bb = (const v8f *)(bs + (size_t)b * d * LS_L);
         for (int j = 0; j < m; j++) {
@@ -663,7 +731,7 @@ LS_HOT static void eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair
                 lg[k + 3] = (a3 + e3) * sc + cp[k + 3];
             }
             if (classify) {
-                v8i y = *(const v8i *)(x->lab8 + (size_t)b * LS_L);
+                v8i y = *(const v8i *)(x->lab8 + (size_t)gb * LS_L);
                 v8f best = lg[0], ly = (v8f){0};
                 v8i am = (v8i){0};
                 for (int u = 0; u < C; u++) {
@@ -691,7 +759,7 @@ LS_HOT static void eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair
                 lsum[j] += ls + log(prod);
                 ok[j] += good;
             } else {
-                const v8f *tg = (const v8f *)(x->tg8 + (size_t)b * C * LS_L);
+                const v8f *tg = (const v8f *)(x->tg8 + (size_t)gb * C * LS_L);
                 v8f s2 = (v8f){0};
                 for (int u = 0; u < C; u++) {
                     v8f e = lg[u] - tg[u];
@@ -718,16 +786,14 @@ static void order_value(const lsx *x, double lsum, long ok, double *loss, double
     }
 }
 
-/* one order (the named curves): the same kernel with m = 1 */
+/* one order (the named curves): the same kernel with m = 1, adding the held
+ * samples' sums to *ls and *ok */
 static void eval_order_t(lsx *x, ls_ws *w, const int *pair, const int *col, int v, int tc,
-                         double *loss, double *acc) {
+                         double *ls, long *ok) {
     int p1[1][LS_MAX_N], c1[1][LS_MAX_N];
     memcpy(p1[0], pair, sizeof p1[0]);
     memcpy(c1[0], col, sizeof c1[0]);
-    double ls;
-    long ok;
-    eval_orders_t(x, w, 1, (const int(*)[LS_MAX_N])p1, (const int(*)[LS_MAX_N])c1, v, tc, &ls, &ok);
-    order_value(x, ls, ok, loss, acc);
+    eval_orders_t(x, w, 1, (const int(*)[LS_MAX_N])p1, (const int(*)[LS_MAX_N])c1, v, tc, ls, ok);
 }
 
 /* fold one value of an order into its running statistics; the expressions
@@ -821,8 +887,22 @@ static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, dou
             idx[m++] = j;
         }
         if (!m) continue;
+        // sample chunks: carry each order's sums from the previous chunks
+        for (int u = 0; u < m; u++) {
+            long k = ks[idx[u]];
+            lsum[u] = x->nsc > 1 ? x->acc_l[k] : 0.0;
+            okc[u] = x->nsc > 1 ? x->acc_ok[k] : 0;
+        }
         eval_orders_t(x, w, m, (const int(*)[LS_MAX_N])lp, (const int(*)[LS_MAX_N])lc, SH_MAIN, tc,
                       lsum, okc);
+        if (!x->sc_last) { // more samples to come: the values are not complete
+            for (int u = 0; u < m; u++) {
+                long k = ks[idx[u]];
+                x->acc_l[k] = lsum[u];
+                x->acc_ok[k] = okc[u];
+            }
+            continue;
+        }
         for (int u = 0; u < m; u++) {
             int j = idx[u];
             long k = ks[j];
@@ -833,7 +913,7 @@ static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, dou
             if (!(x->bar[k] < bmax)) active[j] = 0;
         }
     }
-    if (!finish) return;
+    if (!finish || !x->sc_last) return;
     for (int j = 0; j < cnt; j++) {
         long k = ks[j];
         if (x->done[k] || x->prog[k] != x->ntc) continue;
@@ -963,7 +1043,9 @@ void landscape_free(landscape *L) {
 }
 
 static void ws_alloc(lsx *x, ls_ws *w) {
-    size_t N = (size_t)x->N, d = (size_t)x->d, h = (size_t)x->h, n = (size_t)x->n;
+    // rows of one sample chunk (all samples unless chunked)
+    size_t N = (size_t)(x->N < x->nbc * LS_L ? x->N : x->nbc * LS_L);
+    size_t d = (size_t)x->d, h = (size_t)x->h, n = (size_t)x->n;
     w->E = ms_malloc(x->esize * sizeof(float));
     w->H = ms_malloc(N * h * sizeof(float));
     w->H3 = x->cfg->act == ACT_SILU_GLU ? ms_malloc(N * h * sizeof(float)) : NULL;
@@ -1077,6 +1159,36 @@ static void ls_debug(double t0, const char *what, long count) {
     if (on) fprintf(stderr, "landscape: %8.4f s  %s (%ld)\n", ls_now() - t0, what, count);
 }
 
+/* Precompute sample chunk sc of the current points (nothing to do when it
+ * is the one held). -1 when cancelled. */
+static int ls_load_samples(lsx *x, int sc) {
+    if (x->cur_sc == sc) return 0;
+    x->b0 = sc * x->nbc;
+    x->nbn = x->nb - x->b0 < x->nbc ? x->nb - x->b0 : x->nbc;
+    x->sc_last = sc == x->nsc - 1;
+    ls_job job = {.x = x, .nitems = (long)x->ntc * (x->npairs + 1), .grain = 1, .kind = 0,
+                  .what = "precomputing pairs", .unit = 1,
+                  .ptotal = (long)x->ntc * (x->npairs + 1)};
+    x->cur_sc = -1;
+    if (run_job(x, &job)) return -1;
+    x->cur_sc = sc;
+    return 0;
+}
+
+/* An orders job over every sample chunk in order (once when not chunked):
+ * the orders' sums are carried across the chunks and complete at the last. */
+static int ls_sweep(lsx *x, ls_job *job) {
+    if (x->nsc > 1) {
+        memset(x->acc_l, 0, (size_t)x->norders * sizeof(double));
+        memset(x->acc_ok, 0, (size_t)x->norders * sizeof(long));
+    }
+    for (int sc = 0; sc < x->nsc; sc++) {
+        if (ls_load_samples(x, sc)) return -1;
+        if (run_job(x, job)) return -1;
+    }
+    return 0;
+}
+
 static size_t budget_bytes(void) {
     const char *s = getenv("MOESCOPE_LS_MEM_MB");
     double mb = s ? atof(s) : 1024.0;
@@ -1112,6 +1224,8 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
     int rc = -1, nal = 0;
     int *rest = NULL;
     long *cand = NULL;
+    double *nls = NULL;
+    long *nok = NULL;
     moe_model Bal[NM_COUNT];
     align_result Ral[NM_COUNT];
     memset(Bal, 0, sizeof Bal);
@@ -1163,9 +1277,21 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
             goto fail;
         L->cost_total[m] = Ral[NM_GATE + m].cost_total;
     }
-    x->shB[SH_MAIN] = Bal[NM_EXPERT].shared;
-    x->shB[SH_NAIVE] = Bal[NM_NAIVE].shared;
-    x->shB[SH_SKIP] = Bal[NM_SKIP].shared;
+    // keep only the aligned shared experts of the three variants and free
+    // the aligned copies of B (four times B's size; the orders are in Ral)
+    if (c->s > 0) {
+        const moe_model *shsrc[SH_COUNT] = {&Bal[NM_EXPERT], &Bal[NM_NAIVE], &Bal[NM_SKIP]};
+        x->shmem = ms_malloc((size_t)SH_COUNT * c->s * x->esize * sizeof(float));
+        x->shx = ms_malloc((size_t)SH_COUNT * c->s * sizeof(moe_expert));
+        for (int v = 0; v < SH_COUNT; v++)
+            for (int j = 0; j < c->s; j++) {
+                int q = v * c->s + j;
+                expert_carve(&x->shx[q], c, x->shmem + (size_t)q * x->esize);
+                expert_copy(&x->shx[q], &shsrc[v]->shared[j], c);
+            }
+        for (int v = 0; v < SH_COUNT; v++) x->shB[v] = x->shx + (size_t)v * c->s;
+    }
+    for (int a = 0; a < NM_COUNT; a++) moe_free(&Bal[a]);
 
     ls_debug(t0, "named alignments", NM_COUNT);
     // orders
@@ -1193,30 +1319,23 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
 
     // pairs: weight matching once per (slot i, B's expert j)
     x->npairs = x->nn + n;
-    x->pmem = ms_malloc((size_t)x->npairs * x->esize * sizeof(float));
-    x->pb = ms_malloc((size_t)x->npairs * sizeof(moe_expert));
-    {
-        int *P = ms_malloc((size_t)x->h * sizeof(int));
-        for (int p = 0; p < x->npairs; p++) {
-            int i = p < x->nn ? p / n : p - x->nn, j = p < x->nn ? p % n : i;
-            int wm = p < x->nn ? o->wm : !o->wm;
-            expert_carve(&x->pb[p], c, x->pmem + (size_t)p * x->esize);
-            expert_copy(&x->pb[p], &B->experts[j], c);
-            if (wm) {
-                if (wm_match(&A->experts[i], &B->experts[j], c, P, NULL, err)) {
-                    free(P);
-                    ms_prefix(err, "weight matching slot %d with B's expert %d", i, j);
-                    goto fail;
-                }
-                moe_expert_permute_hidden(&x->pb[p], c, P);
+    x->perm = ms_malloc((size_t)x->npairs * x->h * sizeof(int));
+    x->pj = ms_malloc((size_t)x->npairs * sizeof(int));
+    for (int p = 0; p < x->npairs; p++) {
+        int i = p < x->nn ? p / n : p - x->nn, j = p < x->nn ? p % n : i;
+        int wm = p < x->nn ? o->wm : !o->wm;
+        int *P = x->perm + (size_t)p * x->h; // (h)
+        x->pj[p] = j;
+        if (wm) {
+            if (wm_match(&A->experts[i], &B->experts[j], c, P, NULL, err)) {
+                ms_prefix(err, "weight matching slot %d with B's expert %d", i, j);
+                goto fail;
             }
-            ls_phase(x, "weight-matching pairs", p + 1, x->npairs);
-            if (ls_cancelled(x)) {
-                free(P);
-                goto cancelled;
-            }
+        } else {
+            for (int u = 0; u < x->h; u++) P[u] = u;
         }
-        free(P);
+        ls_phase(x, "weight-matching pairs", p + 1, x->npairs);
+        if (ls_cancelled(x)) goto cancelled;
     }
 
     ls_debug(t0, "pairs weight-matched", x->npairs);
@@ -1274,20 +1393,48 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
         x->tg8 = ms_malloc(Np * x->C * sizeof(float));
         to_lanes(x->tg8, E->targets, N, x->C, x->nb);
     }
-    size_t per_t = Np * ((size_t)x->npairs * d + x->nn + SH_COUNT * d) * sizeof(float) +
-                   head_floats(x) * sizeof(float);
+    // memory: one t's lane arrays per sample block (Y of every pair, S, the
+    // shared variants) plus its head; as many t as the budget holds, and
+    // when not even one t fits, one t in chunks of samples
+    size_t per_block = (size_t)LS_L * ((size_t)x->npairs * d + x->nn + SH_COUNT * d) * sizeof(float);
+    size_t per_head = head_floats(x) * sizeof(float);
+    size_t per_t = (size_t)x->nb * per_block + per_head;
+    size_t budget = budget_bytes();
     int nint = T - 2;
-    x->cap_t = (int)(budget_bytes() / per_t);
+    x->nbc = x->nb;
+    if (per_t <= budget) {
+        x->cap_t = (int)(budget / per_t);
+    } else {
+        x->cap_t = 1;
+        size_t avail = budget > per_head ? budget - per_head : 0;
+        // whole panels (see LS_PANEL); at least one, even over the budget
+        const long pblk = LS_PANEL / LS_L;
+        long fit = (long)(avail / per_block) / pblk * pblk;
+        x->nbc = fit < pblk ? (int)pblk : fit < x->nb ? (int)fit : x->nb;
+        if (x->nbc > x->nb) x->nbc = x->nb;
+    }
     if (x->cap_t < 1) x->cap_t = 1;
     if (x->cap_t > nint - 1) x->cap_t = nint - 1 > 0 ? nint - 1 : 1;
+    x->nsc = (x->nb + x->nbc - 1) / x->nbc;
+    x->cur_sc = -1;
+    x->sc_last = 1;
+    if (x->nsc > 1) {
+        x->acc_l = ms_malloc((size_t)x->norders * sizeof(double));
+        x->acc_ok = ms_malloc((size_t)x->norders * sizeof(long));
+    }
+    size_t Nc = (size_t)x->nbc * LS_L; // rows held
     x->tidx = ms_malloc((size_t)nint * sizeof(int));
-    x->S = ms_malloc((size_t)x->cap_t * Np * x->nn * sizeof(float));
-    x->Ybytes = (size_t)x->cap_t * x->npairs * Np * d * sizeof(float);
+    x->S = ms_malloc((size_t)x->cap_t * Nc * x->nn * sizeof(float));
+    x->Ybytes = (size_t)x->cap_t * x->npairs * Nc * d * sizeof(float);
     x->Y = big_alloc(x->Ybytes);
-    x->base = ms_malloc((size_t)x->cap_t * SH_COUNT * Np * d * sizeof(float));
+    x->base = ms_malloc((size_t)x->cap_t * SH_COUNT * Nc * d * sizeof(float));
     x->head = ms_malloc((size_t)x->cap_t * (head_floats(x) ? head_floats(x) : 1) * sizeof(float));
     x->ws = ms_calloc((size_t)x->nthreads, sizeof(ls_ws));
     for (int i = 0; i < x->nthreads; i++) ws_alloc(x, &x->ws[i]);
+    if (x->nsc > 1) ls_debug(t0, "sample chunks (blocks of 8 each)", x->nbc);
+    // named curves' sums per point of the chunk
+    nls = ms_calloc((size_t)NM_COUNT * x->cap_t, sizeof(double)); // (NM_COUNT, cap_t)
+    nok = ms_calloc((size_t)NM_COUNT * x->cap_t, sizeof(long));   // (NM_COUNT, cap_t)
 
     int mid = (T - 1) / 2 > 0 ? (T - 1) / 2 : 1; // t = 0.5 for odd T
     // the other t nearest the middle first: they are the likeliest maxima,
@@ -1312,26 +1459,38 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
             memcpy(x->tidx, rest + s, (size_t)x->ntc * sizeof(int));
         }
         memset(x->prog, 0, (size_t)x->norders * sizeof(int));
-        ls_job job = {.x = x, .nitems = (long)x->ntc * (x->npairs + 1), .grain = 1, .kind = 0,
-                      .what = "precomputing pairs", .unit = 1,
-                      .ptotal = (long)x->ntc * (x->npairs + 1)};
-        if (run_job(x, &job)) goto cancelled_rest;
-        ls_debug(t0, "chunk precomputed (points)", x->ntc);
-        // named curves on this chunk (4 orders: the calling thread does them)
+        x->cur_sc = -1; // new points: nothing precomputed
+        if (x->nsc > 1) {
+            memset(x->acc_l, 0, (size_t)x->norders * sizeof(double));
+            memset(x->acc_ok, 0, (size_t)x->norders * sizeof(long));
+        }
+        // named curves on this chunk (4 orders: the calling thread does them),
+        // and before the last chunk every order, sample chunk by sample chunk
+        memset(nls, 0, (size_t)NM_COUNT * x->cap_t * sizeof(double));
+        memset(nok, 0, (size_t)NM_COUNT * x->cap_t * sizeof(long));
+        for (int sc = 0; sc < x->nsc; sc++) {
+            if (ls_load_samples(x, sc)) goto cancelled_rest;
+            for (int a = 0; a < NM_COUNT; a++)
+                for (int tc = 0; tc < x->ntc; tc++) {
+                    if (ls_cancelled(x)) goto cancelled_rest;
+                    eval_order_t(x, &x->ws[0], npair[a], ncol[a], nsh[a], tc, &nls[a * x->cap_t + tc], &nok[a * x->cap_t + tc]);
+                }
+            if (!last) {
+                ls_job oj = {.x = x, .nitems = nblocks, .grain = 1, .kind = 1, .bmax = INFINITY,
+                             .what = ch == 0 ? "middle point" : "orders on a chunk of points",
+                             .unit = LS_BLOCK, .ptotal = x->norders};
+                if (run_job(x, &oj)) goto cancelled_rest;
+            }
+        }
         for (int a = 0; a < NM_COUNT; a++)
             for (int tc = 0; tc < x->ntc; tc++) {
-                if (ls_cancelled(x)) goto cancelled_rest;
                 double lv, av;
-                eval_order_t(x, &x->ws[0], npair[a], ncol[a], nsh[a], tc, &lv, &av);
+                order_value(x, nls[a * x->cap_t + tc], nok[a * x->cap_t + tc], &lv, &av);
                 named[a]->loss[x->tidx[tc]] = lv;
                 if (named[a]->acc) named[a]->acc[x->tidx[tc]] = av;
             }
         ls_debug(t0, "named curves on the chunk", NM_COUNT);
         if (!last) {
-            ls_job oj = {.x = x, .nitems = nblocks, .grain = 1, .kind = 1, .bmax = INFINITY,
-                         .what = ch == 0 ? "middle point" : "orders on a chunk of points",
-                         .unit = LS_BLOCK, .ptotal = x->norders};
-            if (run_job(x, &oj)) goto cancelled_rest;
             ls_debug(t0, "every order on the chunk", x->norders);
             continue;
         }
@@ -1361,7 +1520,7 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
             if (!x->done[k] && x->bar[k] < bmax) cand[ncand++] = k;
         ls_job cj = {.x = x, .nitems = (ncand + LS_BLOCK - 1) / LS_BLOCK, .grain = 1, .kind = 1,
                      .list = cand, .nlist = ncand, .finish = 1, .bmax = bmax};
-        if (run_job(x, &cj)) goto cancelled_rest;
+        if (ls_sweep(x, &cj)) goto cancelled_rest;
         compute_ranks(x);
         L->secs_ranks = ls_now() - t0;
         ls_debug(t0, "ranks (candidate orders)", ncand);
@@ -1369,7 +1528,7 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
         if (o->on_ranks) o->on_ranks(o->ctx, L);
         ls_job rj = {.x = x, .nitems = nblocks, .grain = 1, .kind = 1, .finish = 1,
                      .bmax = INFINITY};
-        if (run_job(x, &rj)) goto cancelled_rest;
+        if (ls_sweep(x, &rj)) goto cancelled_rest;
     }
     ls_debug(t0, "all orders", x->norders);
     report_progress(x);
@@ -1405,8 +1564,8 @@ done:
     big_free(x->Y, x->Ybytes);
     free(x->base);
     free(x->head);
-    free(x->pmem);
-    free(x->pb);
+    free(x->perm);
+    free(x->pj);
     free(x->DA);
     free(x->DB);
     free(x->lab8);
@@ -1417,6 +1576,12 @@ done:
     free(x->auc);
     free(x->done);
     free(x->prog);
+    free(x->acc_l);
+    free(x->acc_ok);
+    free(x->shmem);
+    free(x->shx);
+    free(nls);
+    free(nok);
     for (int a = 0; a < nal; a++) {
         moe_free(&Bal[a]);
         align_result_free(&Ral[a]);

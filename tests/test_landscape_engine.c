@@ -49,6 +49,29 @@ static void free_evalset(evalset *e) {
     free(e->labels);
 }
 
+static int same_curve(const ls_curve *a, const ls_curve *b) {
+    if (a->T != b->T || a->n != b->n || memcmp(a->order, b->order, sizeof a->order)) return 0;
+    if (memcmp(a->loss, b->loss, (size_t)a->T * sizeof(double))) return 0;
+    if (!a->acc != !b->acc || (a->acc && memcmp(a->acc, b->acc, (size_t)a->T * sizeof(double))))
+        return 0;
+    return a->barrier == b->barrier && a->auc == b->auc;
+}
+
+/* two landscapes bit for bit: rows, named curves, ranks */
+static int same_landscape(const landscape *a, const landscape *b) {
+    if (a->norders != b->norders || a->ndone != b->ndone) return 0;
+    for (long k = 0; k < a->norders; k++) {
+        const ls_row *x = &a->rows[k], *y = &b->rows[k];
+        if (memcmp(x->order, y->order, sizeof x->order) || x->barrier != y->barrier ||
+            x->auc != y->auc || !(x->acc_barrier == y->acc_barrier ||
+                                  (isnan(x->acc_barrier) && isnan(y->acc_barrier))))
+            return 0;
+    }
+    return same_curve(&a->naive, &b->naive) && same_curve(&a->skip_order, &b->skip_order) &&
+           same_curve(&a->methods[0], &b->methods[0]) && same_curve(&a->methods[1], &b->methods[1]) &&
+           a->rank[0] == b->rank[0] && a->rank[1] == b->rank[1] && a->best_barrier == b->best_barrier;
+}
+
 typedef struct {
     volatile int cancel;
     long at_cancel;
@@ -193,8 +216,32 @@ int main(void) {
                         !memcmp(L1.rows[k].order, L.rows[k].order, sizeof L.rows[k].order);
             CHECK(same, "thread count and chunking change nothing");
             CHECK(L1.rank[0] == L.rank[0] && L1.rank[1] == L.rank[1], "same ranks");
+            CHECK(same_landscape(&L, &L1), "chunked run: every row and curve bit-identical");
             landscape_free(&L1);
         }
+        // without weight matching (identity permutations in the pairs), and
+        // with it, a tiny budget against the default one, on N = 200 samples:
+        // one t does not fit, so each t runs in chunks of 64 samples (four
+        // chunks, the last one short and padded)
+        evalset E200;
+        make_evalset(&E200, 200, d, C, 13);
+        for (int wm = 0; wm <= 1; wm++) {
+            ls_opts ow = o1;
+            ow.wm = wm;
+            ow.nthreads = 2;
+            landscape Lu, Lc;
+            int ru = landscape_compute(&A, &B, &E200, &ow, &Lu, &err);
+            CHECK(ru == 0, "wm=%d unchunked: %s", wm, ru ? err.msg : "");
+            setenv("MOESCOPE_LS_MEM_MB", "0.0001", 1);
+            int rcc = landscape_compute(&A, &B, &E200, &ow, &Lc, &err);
+            unsetenv("MOESCOPE_LS_MEM_MB");
+            CHECK(rcc == 0, "wm=%d chunked: %s", wm, rcc ? err.msg : "");
+            if (ru == 0 && rcc == 0)
+                CHECK(same_landscape(&Lu, &Lc), "wm=%d: sample chunks give identical results", wm);
+            if (ru == 0) landscape_free(&Lu);
+            if (rcc == 0) landscape_free(&Lc);
+        }
+        free_evalset(&E200);
         landscape_free(&L);
     }
 

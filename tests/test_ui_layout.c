@@ -11,6 +11,7 @@
 
 #include "app.h"
 #include "curves_view.h"
+#include "diagnose.h"
 #include "heatmap_view.h"
 #include "keys.h"
 #include "layout.h"
@@ -130,6 +131,33 @@ static ui_info fake_info(int n) {
     return in;
 }
 
+/* The set-up most tests share: a fake view of n experts, the app on it and a
+ * w x h grid; each test then states only what differs. */
+typedef struct {
+    engine_view v;
+    app_state a;
+    grid g;
+} ui_fix;
+
+static void fix_init(ui_fix *f, int n, int w, int h, int utf8) {
+    fake_view(&f->v, n);
+    ui_info in = fake_info(n);
+    app_init(&f->a, &in, 25);
+    grid_init(&f->g, w, h, utf8);
+}
+
+/* a new grid (another size or charset), same view and app */
+static void fix_grid(ui_fix *f, int w, int h, int utf8) {
+    grid_free(&f->g);
+    grid_init(&f->g, w, h, utf8);
+}
+
+static void fix_free(ui_fix *f) {
+    grid_free(&f->g);
+    app_free(&f->a);
+    free_view(&f->v);
+}
+
 /* UI_DUMP=1 prints the screens (for eyeballing) */
 static void dump(const grid *g) {
     if (!getenv("UI_DUMP")) return;
@@ -171,16 +199,11 @@ static void test_sizes(void) {
     for (int utf8 = 0; utf8 <= 1; utf8++)
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
             int w = sizes[s][0], h = sizes[s][1];
-            engine_view v;
-            fake_view(&v, 4);
-            ui_info in = fake_info(4);
-            app_state a;
-            app_init(&a, &in, 25);
-            grid g;
-            grid_init(&g, w, h, utf8);
-            app_render(&a, &v, &g);
-            dump(&g);
-            const ui_layout *L = &a.layout;
+            ui_fix f;
+            fix_init(&f, 4, w, h, utf8);
+            app_render(&f.a, &f.v, &f.g);
+            dump(&f.g);
+            const ui_layout *L = &f.a.layout;
             CHECK(!L->too_small, "%dx%d too small", w, h);
             /* panes inside the screen and not overlapping */
             const ui_rect *rs[] = {&L->title, &L->heat, &L->curves, &L->orders, &L->footer, &L->message};
@@ -193,187 +216,172 @@ static void test_sizes(void) {
                     CHECK(!(ox && oy), "%dx%d panes %d and %d overlap", w, h, i, j);
                 }
             }
-            CHECK(grid_find(&g, "seed1.safetensors", NULL) == 0, "%dx%d title", w, h);
+            CHECK(grid_find(&f.g, "seed1.safetensors", NULL) == 0, "%dx%d title", w, h);
             /* full wording from 100 columns, compact below */
-            CHECK(grid_find(&g, w >= 100 ? "n=4 d=16 h=32 router topk k=2 shared 1" : "n=4 d=16 h=32 topk k=2 s=1", NULL) == 1,
+            CHECK(grid_find(&f.g, w >= 100 ? "n=4 d=16 h=32 router topk k=2 shared 1" : "n=4 d=16 h=32 topk k=2 s=1", NULL) == 1,
                   "%dx%d arch", w, h);
-            CHECK(grid_find(&g, "layer moe", NULL) == 0 && grid_find(&g, "N=512", NULL) == 0, "%dx%d layer, N", w, h);
-            CHECK(grid_find(&g, "acc A 0.900 B 0.890", NULL) == 1, "%dx%d endpoint accuracies", w, h);
-            CHECK(grid_find(&g, "loss A 0.3000 B 0.3200", NULL) == 1, "%dx%d endpoints", w, h);
-            CHECK(grid_find(&g, "cost: expert", NULL) >= 2, "%dx%d heat title", w, h);
-            CHECK(grid_find(&g, "gate centring on", NULL) >= 2, "%dx%d centring in heat title", w, h);
+            CHECK(grid_find(&f.g, "layer moe", NULL) == 0 && grid_find(&f.g, "N=512", NULL) == 0, "%dx%d layer, N", w, h);
+            CHECK(grid_find(&f.g, "acc A 0.900 B 0.890", NULL) == 1, "%dx%d endpoint accuracies", w, h);
+            CHECK(grid_find(&f.g, "loss A 0.3000 B 0.3200", NULL) == 1, "%dx%d endpoints", w, h);
+            CHECK(grid_find(&f.g, "cost: expert", NULL) >= 2, "%dx%d heat title", w, h);
+            CHECK(grid_find(&f.g, "gate centring on", NULL) >= 2, "%dx%d centring in heat title", w, h);
             for (int i = 0; i < 4; i++) {
                 char lab[16];
                 snprintf(lab, sizeof lab, "A%d", i);
-                CHECK(count_rows_with(&g, &L->heat, lab) == 1, "%dx%d row label %s", w, h, lab);
+                CHECK(count_rows_with(&f.g, &L->heat, lab) == 1, "%dx%d row label %s", w, h, lab);
                 snprintf(lab, sizeof lab, "B%d", i);
-                CHECK(count_rows_with(&g, &L->heat, lab) >= 1, "%dx%d column label %s", w, h, lab);
+                CHECK(count_rows_with(&f.g, &L->heat, lab) >= 1, "%dx%d column label %s", w, h, lab);
             }
             /* the 4 assigned cells */
-            CHECK(count_role(&g, &L->heat, ROLE_ASSIGNED) >= 4, "%dx%d assigned cells", w, h);
-            CHECK(count_rows_with(&g, &L->heat, "*") >= 4, "%dx%d assigned marks", w, h);
+            CHECK(count_role(&f.g, &L->heat, ROLE_ASSIGNED) >= 4, "%dx%d assigned cells", w, h);
+            CHECK(count_rows_with(&f.g, &L->heat, "*") >= 4, "%dx%d assigned marks", w, h);
             /* numbers fit at n = 4 */
-            CHECK(count_rows_with(&g, &L->heat, "1.5") >= 1, "%dx%d numbers shown", w, h);
-            CHECK(grid_find(&g, "expert orders 24/24", NULL) == 2, "%dx%d orders title", w, h);
+            CHECK(count_rows_with(&f.g, &L->heat, "1.5") >= 1, "%dx%d numbers shown", w, h);
+            CHECK(grid_find(&f.g, "expert orders 24/24", NULL) == 2, "%dx%d orders title", w, h);
             int page = L->orders.h - 3;
             int want = page < 24 ? page : 24;
             int rows = 0;
             char buf[8192];
             for (int y = L->orders.y + 3; y < L->orders.y + L->orders.h; y++) {
-                grid_row_utf8(&g, y, buf, sizeof buf);
+                grid_row_utf8(&f.g, y, buf, sizeof buf);
                 rows += strstr(buf + L->sep_x + (utf8 ? 3 : 1), "0.") != NULL; /* the separator is 3 bytes in UTF-8 */
             }
             CHECK(rows == want, "%dx%d order rows %d want %d", w, h, rows, want);
             /* rank 1 row is first and marked best */
-            CHECK(count_rows_with(&g, &L->orders, "*") >= 1, "%dx%d best mark", w, h);
-            CHECK(grid_find(&g, "order:ON", NULL) >= h - 3, "%dx%d footer order", w, h);
-            CHECK(grid_find(&g, "wm:ON", NULL) >= h - 3, "%dx%d footer wm", w, h);
-            CHECK(grid_find(&g, "centre:ON", NULL) >= h - 3, "%dx%d footer centre", w, h);
-            CHECK(grid_find(&g, "cost:expert", NULL) >= h - 3, "%dx%d footer method", w, h);
-            CHECK(grid_find(&g, "quit", NULL) >= h - 3, "%dx%d footer quit", w, h);
-            CHECK(grid_find(&g, "current barrier=0.0500", NULL) >= 0, "%dx%d current barrier", w, h);
-            CHECK(grid_find(&g, "skip-order", NULL) >= 0 && grid_find(&g, "naive", NULL) >= 0 &&
-                      grid_find(&g, "chord", NULL) >= 0 && grid_find(&g, "3 2 1 0", NULL) >= 0,
+            CHECK(count_rows_with(&f.g, &L->orders, "*") >= 1, "%dx%d best mark", w, h);
+            CHECK(grid_find(&f.g, "order:ON", NULL) >= h - 3, "%dx%d footer order", w, h);
+            CHECK(grid_find(&f.g, "wm:ON", NULL) >= h - 3, "%dx%d footer wm", w, h);
+            CHECK(grid_find(&f.g, "centre:ON", NULL) >= h - 3, "%dx%d footer centre", w, h);
+            CHECK(grid_find(&f.g, "cost:expert", NULL) >= h - 3, "%dx%d footer method", w, h);
+            CHECK(grid_find(&f.g, "quit", NULL) >= h - 3, "%dx%d footer quit", w, h);
+            CHECK(grid_find(&f.g, "current barrier=0.0500", NULL) >= 0, "%dx%d current barrier", w, h);
+            CHECK(grid_find(&f.g, "skip-order", NULL) >= 0 && grid_find(&f.g, "naive", NULL) >= 0 &&
+                      grid_find(&f.g, "chord", NULL) >= 0 && grid_find(&f.g, "3 2 1 0", NULL) >= 0,
                   "%dx%d legend", w, h);
             ui_rect plot = L->curves;
-            int braille = count_cp(&g, &plot, 0x2801, 0x28FF);
+            int braille = count_cp(&f.g, &plot, 0x2801, 0x28FF);
             if (utf8) {
                 CHECK(braille > 20, "%dx%d braille dots %d", w, h, braille);
             } else {
                 CHECK(braille == 0, "%dx%d no braille in ASCII", w, h);
-                CHECK(count_cp(&g, &(ui_rect){0, 0, w, h}, 127, 0x10FFFF) == 0, "%dx%d ASCII only", w, h);
-                CHECK(count_role(&g, &plot, ROLE_CURVE_CURRENT) > 5, "%dx%d ASCII current curve", w, h);
+                CHECK(count_cp(&f.g, &(ui_rect){0, 0, w, h}, 127, 0x10FFFF) == 0, "%dx%d ASCII only", w, h);
+                CHECK(count_role(&f.g, &plot, ROLE_CURVE_CURRENT) > 5, "%dx%d ASCII current curve", w, h);
             }
-            CHECK(count_role(&g, &plot, ROLE_CURVE_NAIVE) > 5, "%dx%d naive plotted", w, h);
-            CHECK(count_role(&g, &plot, ROLE_CHORD) > 3, "%dx%d chord plotted", w, h);
-            CHECK(grid_find(&g, "loss", NULL) >= 0, "%dx%d y label", w, h);
-            grid_free(&g);
-            app_free(&a);
-            free_view(&v);
+            CHECK(count_role(&f.g, &plot, ROLE_CURVE_NAIVE) > 5, "%dx%d naive plotted", w, h);
+            CHECK(count_role(&f.g, &plot, ROLE_CHORD) > 3, "%dx%d chord plotted", w, h);
+            CHECK(grid_find(&f.g, "loss", NULL) >= 0, "%dx%d y label", w, h);
+            fix_free(&f);
         }
 }
 
 static void test_too_small(void) {
-    engine_view v;
-    fake_view(&v, 4);
-    ui_info in = fake_info(4);
-    app_state a;
-    app_init(&a, &in, 25);
-    grid g;
-    grid_init(&g, 60, 20, 1);
-    app_render(&a, &v, &g);
-    CHECK(grid_find(&g, "terminal too small: 60x20, need at least 80x24", NULL) >= 0, "too-small message");
-    CHECK(grid_find(&g, "expert orders", NULL) < 0, "no panes when too small");
-    grid_free(&g);
-    grid_init(&g, 100, 30, 1);
-    app_render(&a, &v, &g);
-    CHECK(grid_find(&g, "expert orders", NULL) >= 0, "panes back after resize");
-    grid_free(&g);
-    app_free(&a);
-    free_view(&v);
+    ui_fix f;
+    fix_init(&f, 4, 60, 20, 1);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(grid_find(&f.g, "terminal too small: 60x20, need at least 80x24", NULL) >= 0, "too-small message");
+    CHECK(grid_find(&f.g, "expert orders", NULL) < 0, "no panes when too small");
+    fix_grid(&f, 100, 30, 1);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(grid_find(&f.g, "expert orders", NULL) >= 0, "panes back after resize");
+    fix_free(&f);
 }
 
 static void test_keys(void) {
-    engine_view v;
-    fake_view(&v, 4);
-    ui_info in = fake_info(4);
-    app_state a;
-    app_init(&a, &in, 25);
-    grid g;
-    grid_init(&g, 100, 30, 1);
-    app_render(&a, &v, &g);
+    ui_fix f;
+    fix_init(&f, 4, 100, 30, 1);
+    app_render(&f.a, &f.v, &f.g);
     /* toggles change the request and the footer */
-    CHECK(app_key(&a, 'o', &v) & FX_SUBMIT, "o submits");
-    CHECK(a.req.order_stage == 0, "o toggles the order stage");
-    app_render(&a, &v, &g);
-    CHECK(grid_find(&g, "order:OFF", NULL) == 28, "footer shows order:OFF");
-    CHECK(app_key(&a, 'w', &v) & FX_SUBMIT, "w submits");
-    CHECK(a.req.wm_stage == 0, "w toggles");
-    CHECK(app_key(&a, 'c', &v) & FX_SUBMIT, "c submits");
-    CHECK(a.req.center == 0, "c toggles");
-    CHECK(app_key(&a, 'm', &v) & FX_SUBMIT, "m submits");
-    CHECK(a.req.method == COST_GATE, "m switches to gate");
-    app_render(&a, &v, &g);
-    CHECK(grid_find(&g, "wm:OFF", NULL) == 28 && grid_find(&g, "centre:OFF", NULL) == 28 &&
-              grid_find(&g, "cost:gate", NULL) == 28,
+    CHECK(app_key(&f.a, 'o', &f.v) & FX_SUBMIT, "o submits");
+    CHECK(f.a.req.order_stage == 0, "o toggles the order stage");
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(grid_find(&f.g, "order:OFF", NULL) == 28, "footer shows order:OFF");
+    CHECK(app_key(&f.a, 'w', &f.v) & FX_SUBMIT, "w submits");
+    CHECK(f.a.req.wm_stage == 0, "w toggles");
+    CHECK(app_key(&f.a, 'c', &f.v) & FX_SUBMIT, "c submits");
+    CHECK(f.a.req.center == 0, "c toggles");
+    CHECK(app_key(&f.a, 'm', &f.v) & FX_SUBMIT, "m submits");
+    CHECK(f.a.req.method == COST_GATE, "m switches to gate");
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(grid_find(&f.g, "wm:OFF", NULL) == 28 && grid_find(&f.g, "centre:OFF", NULL) == 28 &&
+              grid_find(&f.g, "cost:gate", NULL) == 28,
           "footer states");
-    CHECK(app_key(&a, 'a', &v) == FX_REDRAW && a.metric_acc == 1, "a switches to accuracy");
-    app_render(&a, &v, &g);
-    CHECK(grid_find(&g, "curves: accuracy", NULL) >= 0, "accuracy plot title");
-    CHECK(grid_find(&g, "acc.barrier=", NULL) >= 0, "accuracy barrier in legend");
+    CHECK(app_key(&f.a, 'a', &f.v) == FX_REDRAW && f.a.metric_acc == 1, "a switches to accuracy");
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(grid_find(&f.g, "curves: accuracy", NULL) >= 0, "accuracy plot title");
+    CHECK(grid_find(&f.g, "acc.barrier=", NULL) >= 0, "accuracy barrier in legend");
     {
         /* the y axis label follows the metric */
-        const ui_rect *cr = &a.layout.curves;
+        const ui_rect *cr = &f.a.layout.curves;
         ui_rect labels = {cr->x, cr->y + 1, 8, cr->h - 1};
-        CHECK(count_rows_with(&g, &labels, "accuracy") == 1 && count_rows_with(&g, &labels, "loss") == 0,
+        CHECK(count_rows_with(&f.g, &labels, "accuracy") == 1 && count_rows_with(&f.g, &labels, "loss") == 0,
               "y label says accuracy");
-        app_key(&a, 'a', &v);
-        app_render(&a, &v, &g);
-        CHECK(count_rows_with(&g, &labels, "loss") == 1 && count_rows_with(&g, &labels, "accuracy") == 0, "y label back to loss");
-        CHECK(grid_find(&g, "current barrier=0.0500", NULL) >= 0, "loss barrier back in the legend");
-        app_key(&a, 'a', &v);
+        app_key(&f.a, 'a', &f.v);
+        app_render(&f.a, &f.v, &f.g);
+        CHECK(count_rows_with(&f.g, &labels, "loss") == 1 && count_rows_with(&f.g, &labels, "accuracy") == 0, "y label back to loss");
+        CHECK(grid_find(&f.g, "current barrier=0.0500", NULL) >= 0, "loss barrier back in the legend");
+        app_key(&f.a, 'a', &f.v);
     }
-    CHECK(app_key(&a, 'p', &v) == FX_PNG, "p asks for a PNG");
-    CHECK(app_key(&a, 'e', &v) == FX_EXPORT, "e asks for an export");
-    CHECK(app_key(&a, 'q', &v) == FX_QUIT, "q quits");
+    CHECK(app_key(&f.a, 'p', &f.v) == FX_PNG, "p asks for a PNG");
+    CHECK(app_key(&f.a, 'e', &f.v) == FX_EXPORT, "e asks for an export");
+    CHECK(app_key(&f.a, 'q', &f.v) == FX_QUIT, "q quits");
     /* help lists every key of the table */
-    app_key(&a, '?', &v);
-    app_render(&a, &v, &g);
+    app_key(&f.a, '?', &f.v);
+    app_render(&f.a, &f.v, &f.g);
     for (int i = 0; i < key_table_len; i++)
-        if (key_table[i].help) CHECK(grid_find(&g, key_table[i].help, NULL) >= 0, "help lists %s", key_table[i].name);
-    app_key(&a, 'x', &v);
-    CHECK(!a.show_help, "any key closes help");
-    app_key(&a, 'd', &v);
-    app_render(&a, &v, &g);
-    CHECK(grid_find(&g, "diagnostics not available yet", NULL) >= 0, "diagnostics placeholder");
-    app_key(&a, 'd', &v);
+        if (key_table[i].help) CHECK(grid_find(&f.g, key_table[i].help, NULL) >= 0, "help lists %s", key_table[i].name);
+    app_key(&f.a, 'x', &f.v);
+    CHECK(!f.a.show_help, "any key closes help");
+    app_key(&f.a, 'd', &f.v);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(grid_find(&f.g, "computing diagnostics\u2026", NULL) >= 0, "diagnostics placeholder while computing");
+    app_key(&f.a, 'd', &f.v);
     /* movement */
-    app_render(&a, &v, &g);
-    CHECK(a.orders.cursor == 0, "cursor starts at the top");
-    app_key(&a, 'j', &v);
-    app_key(&a, K_DOWN, &v);
-    CHECK(a.orders.cursor == 2, "j and Down move down");
-    app_key(&a, 'k', &v);
-    CHECK(a.orders.cursor == 1, "k moves up");
-    app_key(&a, 'G', &v);
-    CHECK(a.orders.cursor == 23, "G goes to the last row");
-    app_render(&a, &v, &g);
-    CHECK(a.orders.top + a.orders.page > 23, "last row visible");
-    app_key(&a, 'g', &v);
-    CHECK(a.orders.cursor == 0 && a.orders.top == 0, "g goes to the top");
-    app_key(&a, K_PGDN, &v);
-    CHECK(a.orders.cursor == a.orders.page - 1, "PgDn moves a page");
-    app_key(&a, K_PGUP, &v);
-    CHECK(a.orders.cursor == 0, "PgUp moves back");
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(f.a.orders.cursor == 0, "cursor starts at the top");
+    app_key(&f.a, 'j', &f.v);
+    app_key(&f.a, K_DOWN, &f.v);
+    CHECK(f.a.orders.cursor == 2, "j and Down move down");
+    app_key(&f.a, 'k', &f.v);
+    CHECK(f.a.orders.cursor == 1, "k moves up");
+    app_key(&f.a, 'G', &f.v);
+    CHECK(f.a.orders.cursor == 23, "G goes to the last row");
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(f.a.orders.top + f.a.orders.page > 23, "last row visible");
+    app_key(&f.a, 'g', &f.v);
+    CHECK(f.a.orders.cursor == 0 && f.a.orders.top == 0, "g goes to the top");
+    app_key(&f.a, K_PGDN, &f.v);
+    CHECK(f.a.orders.cursor == f.a.orders.page - 1, "PgDn moves a page");
+    app_key(&f.a, K_PGUP, &f.v);
+    CHECK(f.a.orders.cursor == 0, "PgUp moves back");
     /* Enter selects the row under the cursor */
-    app_key(&a, 'j', &v);
-    const ls_row *row = orders_selected(&a.orders, &v);
+    app_key(&f.a, 'j', &f.v);
+    const ls_row *row = orders_selected(&f.a.orders, &f.v);
     CHECK(row != NULL, "a row is selected");
-    CHECK(app_key(&a, K_ENTER, &v) & FX_SUBMIT, "Enter submits");
-    CHECK(a.req.has_selected && row && !memcmp(a.req.selected, row->order, sizeof(int) * 4), "selected order requested");
+    CHECK(app_key(&f.a, K_ENTER, &f.v) & FX_SUBMIT, "Enter submits");
+    CHECK(f.a.req.has_selected && row && !memcmp(f.a.req.selected, row->order, sizeof(int) * 4), "selected order requested");
     /* rank order: barriers ascending */
-    app_render(&a, &v, &g);
+    app_render(&f.a, &f.v, &f.g);
     double prev = -1;
     int sorted = 1;
-    for (long i = 0; i < a.orders.nidx; i++) {
-        double b = v.rows[a.orders.idx[i]].barrier;
+    for (long i = 0; i < f.a.orders.nidx; i++) {
+        double b = f.v.rows[f.a.orders.idx[i]].barrier;
         sorted &= b >= prev;
         prev = b;
     }
-    CHECK(sorted && a.orders.nidx == 24, "sorted by barrier");
-    CHECK(a.orders.rank[a.orders.idx[0]] == 1 && a.orders.rank[a.orders.idx[23]] == 24, "ranks 1..24");
+    CHECK(sorted && f.a.orders.nidx == 24, "sorted by barrier");
+    CHECK(f.a.orders.rank[f.a.orders.idx[0]] == 1 && f.a.orders.rank[f.a.orders.idx[23]] == 24, "ranks 1..24");
     /* sort by order */
-    app_key(&a, 's', &v);
-    app_render(&a, &v, &g);
-    CHECK(a.orders.sort == SORT_ORDER, "s cycles the sort column");
-    CHECK(grid_find(&g, "0 1 2 3", NULL) == a.layout.orders.y + 3 || a.orders.top > 0, "identity first by order");
+    app_key(&f.a, 's', &f.v);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(f.a.orders.sort == SORT_ORDER, "s cycles the sort column");
+    CHECK(grid_find(&f.g, "0 1 2 3", NULL) == f.a.layout.orders.y + 3 || f.a.orders.top > 0, "identity first by order");
     /* then by accuracy barrier, by AUC (ascending), back to rank, to order */
     for (int k = 0; k < 4; k++) {
-        app_key(&a, 's', &v);
-        app_render(&a, &v, &g);
-        int srt = a.orders.sort, ok = a.orders.nidx == 24;
-        for (long i = 1; i < a.orders.nidx; i++) {
-            const ls_row *p0 = &v.rows[a.orders.idx[i - 1]], *p1 = &v.rows[a.orders.idx[i]];
+        app_key(&f.a, 's', &f.v);
+        app_render(&f.a, &f.v, &f.g);
+        int srt = f.a.orders.sort, ok = f.a.orders.nidx == 24;
+        for (long i = 1; i < f.a.orders.nidx; i++) {
+            const ls_row *p0 = &f.v.rows[f.a.orders.idx[i - 1]], *p1 = &f.v.rows[f.a.orders.idx[i]];
             double x0 = srt == SORT_ACC ? p0->acc_barrier : srt == SORT_AUC ? p0->auc : p0->barrier;
             double x1 = srt == SORT_ACC ? p1->acc_barrier : srt == SORT_AUC ? p1->auc : p1->barrier;
             if (srt != SORT_ORDER) ok &= x0 <= x1;
@@ -381,89 +389,77 @@ static void test_keys(void) {
         }
         static const int want_sort[4] = {SORT_ACC, SORT_AUC, SORT_RANK, SORT_ORDER};
         CHECK(srt == want_sort[k] && ok, "s: sorted by %s", orders_sort_name(want_sort[k]));
-        CHECK(grid_find(&g, orders_sort_name(srt), NULL) >= 0, "sort column named (%s)", orders_sort_name(srt));
+        CHECK(grid_find(&f.g, orders_sort_name(srt), NULL) >= 0, "sort column named (%s)", orders_sort_name(srt));
     }
     /* filter "2 0" */
-    app_key(&a, '/', &v);
-    app_key(&a, '2', &v);
-    app_key(&a, ' ', &v);
-    app_key(&a, '0', &v);
-    app_key(&a, K_ENTER, &v);
-    app_render(&a, &v, &g);
-    CHECK(a.orders.nidx == 2, "filter 2 0 leaves 2 rows (%ld)", a.orders.nidx);
-    CHECK(count_rows_with(&g, &a.layout.orders, "2 0 1 3") == 1 && count_rows_with(&g, &a.layout.orders, "2 0 3 1") == 1,
+    app_key(&f.a, '/', &f.v);
+    app_key(&f.a, '2', &f.v);
+    app_key(&f.a, ' ', &f.v);
+    app_key(&f.a, '0', &f.v);
+    app_key(&f.a, K_ENTER, &f.v);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(f.a.orders.nidx == 2, "filter 2 0 leaves 2 rows (%ld)", f.a.orders.nidx);
+    CHECK(count_rows_with(&f.g, &f.a.layout.orders, "2 0 1 3") == 1 && count_rows_with(&f.g, &f.a.layout.orders, "2 0 3 1") == 1,
           "filtered rows drawn");
-    CHECK(count_rows_with(&g, &a.layout.orders, "1 0 2 3") == 0, "others hidden");
-    CHECK(grid_find(&g, "filter /2 0", NULL) >= 0, "filter shown");
-    app_key(&a, K_ESC, &v);
-    app_render(&a, &v, &g);
-    CHECK(a.orders.nidx == 24, "Esc clears the filter");
+    CHECK(count_rows_with(&f.g, &f.a.layout.orders, "1 0 2 3") == 0, "others hidden");
+    CHECK(grid_find(&f.g, "filter /2 0", NULL) >= 0, "filter shown");
+    app_key(&f.a, K_ESC, &f.v);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(f.a.orders.nidx == 24, "Esc clears the filter");
     /* mouse: click a row selects and plots it; click the footer toggles */
-    int y = a.layout.orders.y + 3 + 2;
-    int fx = app_mouse(&a, a.layout.orders.x + 5, y, 1, &v);
-    row = orders_selected(&a.orders, &v);
-    CHECK((fx & FX_SUBMIT) && row && a.orders.cursor == 2 && !memcmp(a.req.selected, row->order, sizeof(int) * 4),
+    int y = f.a.layout.orders.y + 3 + 2;
+    int fx = app_mouse(&f.a, f.a.layout.orders.x + 5, y, 1, &f.v);
+    row = orders_selected(&f.a.orders, &f.v);
+    CHECK((fx & FX_SUBMIT) && row && f.a.orders.cursor == 2 && !memcmp(f.a.req.selected, row->order, sizeof(int) * 4),
           "click selects a row");
-    int ox = -1, oy = grid_find(&g, "o order:", &ox);
-    int before = a.req.order_stage;
-    CHECK(oy >= 0 && (app_mouse(&a, ox, oy, 1, &v) & FX_SUBMIT) && a.req.order_stage != before, "click toggles the order stage");
-    app_mouse(&a, 0, 0, 3, &v);
-    CHECK(a.orders.cursor == 5, "wheel scrolls");
-    grid_free(&g);
-    app_free(&a);
-    free_view(&v);
+    int ox = -1, oy = grid_find(&f.g, "o order:", &ox);
+    int before = f.a.req.order_stage;
+    CHECK(oy >= 0 && (app_mouse(&f.a, ox, oy, 1, &f.v) & FX_SUBMIT) && f.a.req.order_stage != before, "click toggles the order stage");
+    app_mouse(&f.a, 0, 0, 3, &f.v);
+    CHECK(f.a.orders.cursor == 5, "wheel scrolls");
+    fix_free(&f);
 }
 
 static void test_big(void) {
     /* 8 experts: 40320 rows, only the visible ones drawn; heat map shaded */
-    engine_view v;
-    fake_view(&v, 8);
-    ui_info in = fake_info(8);
-    app_state a;
-    app_init(&a, &in, 25);
+    ui_fix f;
+    fix_init(&f, 8, 80, 24, 0);
     for (int utf8 = 0; utf8 <= 1; utf8++) {
-        grid g;
-        grid_init(&g, 80, 24, utf8);
-        app_render(&a, &v, &g);
-        CHECK(grid_find(&g, "expert orders 40320/40320", NULL) == 2, "40320 rows");
-        CHECK(count_rows_with(&g, &a.layout.heat, "A7") == 1, "8x8 heat map fits at 80x24");
-        app_key(&a, 'G', &v);
-        app_render(&a, &v, &g);
-        CHECK(grid_find(&g, "40320 ", NULL) >= 0, "last rank drawn");
-        app_key(&a, 'g', &v);
-        grid_free(&g);
+        fix_grid(&f, 80, 24, utf8);
+        app_render(&f.a, &f.v, &f.g);
+        CHECK(grid_find(&f.g, "expert orders 40320/40320", NULL) == 2, "40320 rows");
+        CHECK(count_rows_with(&f.g, &f.a.layout.heat, "A7") == 1, "8x8 heat map fits at 80x24");
+        app_key(&f.a, 'G', &f.v);
+        app_render(&f.a, &f.v, &f.g);
+        CHECK(grid_find(&f.g, "40320 ", NULL) >= 0, "last rank drawn");
+        app_key(&f.a, 'g', &f.v);
     }
     /* the filter narrows 40320 to 720 */
-    app_key(&a, '/', &v);
-    app_key(&a, '7', &v);
-    app_key(&a, K_ENTER, &v);
-    grid g;
-    grid_init(&g, 100, 30, 1);
-    app_render(&a, &v, &g);
-    CHECK(a.orders.nidx == 5040, "filter 7 leaves 7! rows (%ld)", a.orders.nidx);
-    grid_free(&g);
-    app_free(&a);
-    free_view(&v);
+    app_key(&f.a, '/', &f.v);
+    app_key(&f.a, '7', &f.v);
+    app_key(&f.a, K_ENTER, &f.v);
+    fix_grid(&f, 100, 30, 1);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(f.a.orders.nidx == 5040, "filter 7 leaves 7! rows (%ld)", f.a.orders.nidx);
+    fix_free(&f);
 
     /* 12 experts in the heat map: it scrolls */
-    fake_view(&v, 4); /* rows unused */
-    free(v.cost);
-    v.n = 12;
-    v.cost = calloc(144, sizeof(double));
-    for (int i = 0; i < 144; i++) v.cost[i] = i % 13;
-    for (int i = 0; i < 12; i++) v.cost_order[i] = i;
-    v.ndone = v.norders = 0;
-    grid_init(&g, 80, 24, 1);
+    fix_init(&f, 4, 80, 24, 1); /* rows unused */
+    free(f.v.cost);
+    f.v.n = 12;
+    f.v.cost = calloc(144, sizeof(double));
+    for (int i = 0; i < 144; i++) f.v.cost[i] = i % 13;
+    for (int i = 0; i < 12; i++) f.v.cost_order[i] = i;
+    f.v.ndone = f.v.norders = 0;
     int off = 0;
     ui_rect r = {0, 2, 40, 8};
-    heatmap_render(&g, &r, &v, &off);
-    CHECK(grid_find(&g, "0-4/12", NULL) >= 0, "heat map says which rows are shown");
+    heatmap_render(&f.g, &r, &f.v, &off);
+    CHECK(grid_find(&f.g, "0-4/12", NULL) >= 0, "heat map says which rows are shown");
     off = 100;
-    grid_clear(&g);
-    heatmap_render(&g, &r, &v, &off);
-    CHECK(off == 7 && grid_find(&g, "A11", NULL) >= 0, "heat map scrolls to the end (off %d)", off);
-    grid_free(&g);
-    free_view(&v);
+    grid_clear(&f.g);
+    heatmap_render(&f.g, &r, &f.v, &off);
+    CHECK(off == 7 && grid_find(&f.g, "A11", NULL) >= 0, "heat map scrolls to the end (off %d)", off);
+    fix_free(&f);
 }
 
 
@@ -481,25 +477,20 @@ static int count_heat(const grid *g, const ui_rect *r, int fg, int bg) {
 static void test_color_heatmap(void) {
     /* colour + UTF-8, numbers fit (n = 4 at 100x30): every matrix cell a block
        of heat background with the number on it */
-    engine_view v;
-    fake_view(&v, 4);
-    ui_info in = fake_info(4);
-    app_state a;
-    app_init(&a, &in, 25);
-    grid g;
-    grid_init(&g, 100, 30, 1);
-    g.color = 1;
-    app_render(&a, &v, &g);
-    dump(&g);
-    const ui_layout *L = &a.layout;
+    ui_fix f;
+    fix_init(&f, 4, 100, 30, 1);
+    f.g.color = 1;
+    app_render(&f.a, &f.v, &f.g);
+    dump(&f.g);
+    const ui_layout *L = &f.a.layout;
     CHECK(heatmap_mode(4, L->heat.w, L->heat.h, 1, 1) == HEAT_NUMBERS, "n=4 colour: numbers mode");
-    CHECK(count_rows_with(&g, &L->heat, "1.5") >= 1 && count_rows_with(&g, &L->heat, "*") >= 4, "numbers and marks on colour");
+    CHECK(count_rows_with(&f.g, &L->heat, "1.5") >= 1 && count_rows_with(&f.g, &L->heat, "*") >= 4, "numbers and marks on colour");
     /* the 16 cells, each a block of the cell width, plus the legend's scale */
     int cells = 0, steps_lo = HEAT_STEPS, steps_hi = -1;
     for (int i = 0; i < 4; i++) {
         int y = L->heat.y + 2 + i;
         for (int x = L->heat.x; x < L->heat.x + L->heat.w; x++) {
-            const grid_cell *c = &g.cells[y * g.w + x];
+            const grid_cell *c = &f.g.cells[y * f.g.w + x];
             if (!c->bg_heat) continue;
             cells++;
             if (c->bg_heat - 1 < steps_lo) steps_lo = c->bg_heat - 1;
@@ -509,104 +500,93 @@ static void test_color_heatmap(void) {
     CHECK(cells >= 16 * 7, "heat background under every matrix cell (%d cells)", cells);
     CHECK(steps_lo == 0 && steps_hi == HEAT_STEPS - 1, "the scale spans cheap to dear (%d..%d)", steps_lo, steps_hi);
     /* the cheapest value (1) sits on step 0, the dearest (2.5) on the top step */
-    int x0 = -1, y0 = grid_find(&g, "2.500*", &x0);
-    CHECK(y0 >= 0 && g.cells[y0 * g.w + x0].bg_heat == HEAT_STEPS && g.cells[y0 * g.w + x0].role == ROLE_ASSIGNED,
+    int x0 = -1, y0 = grid_find(&f.g, "2.500*", &x0);
+    CHECK(y0 >= 0 && f.g.cells[y0 * f.g.w + x0].bg_heat == HEAT_STEPS && f.g.cells[y0 * f.g.w + x0].role == ROLE_ASSIGNED,
           "assigned dearest cell: top step, bold/underlined role");
     int ly = L->heat.y + L->heat.h - 1;
-    CHECK(count_heat(&g, &(ui_rect){0, ly, L->heat.w, 1}, 0, 1) >= HEAT_STEPS / 2, "legend shows the colour scale");
-    CHECK(count_heat(&g, &L->curves, 0, 1) == 0 && count_heat(&g, &L->orders, 0, 1) == 0, "heat colours only in the map");
-    grid_free(&g);
-    app_free(&a);
-    free_view(&v);
+    CHECK(count_heat(&f.g, &(ui_rect){0, ly, L->heat.w, 1}, 0, 1) >= HEAT_STEPS / 2, "legend shows the colour scale");
+    CHECK(count_heat(&f.g, &L->curves, 0, 1) == 0 && count_heat(&f.g, &L->orders, 0, 1) == 0, "heat colours only in the map");
+    fix_free(&f);
 
     /* colour + UTF-8, numbers do not fit (n = 8 at 80x24 and 100x30): half blocks */
-    fake_view(&v, 8);
-    in = fake_info(8);
     static const int sizes[][2] = {{80, 24}, {100, 30}};
     for (int s = 0; s < 2; s++) {
-        app_init(&a, &in, 25);
-        grid_init(&g, sizes[s][0], sizes[s][1], 1);
-        g.color = 1;
-        app_render(&a, &v, &g);
-        dump(&g);
-        L = &a.layout;
-        CHECK(heatmap_mode(8, L->heat.w, L->heat.h, 1, 1) == HEAT_HALF, "%dx%d n=8: half-block mode", g.w, g.h);
-        CHECK(L->heat.h == 4 + 3, "%dx%d half blocks: 4 rows for 8 (pane %d)", g.w, g.h, L->heat.h);
+        fix_init(&f, 8, sizes[s][0], sizes[s][1], 1);
+        f.g.color = 1;
+        app_render(&f.a, &f.v, &f.g);
+        dump(&f.g);
+        L = &f.a.layout;
+        CHECK(heatmap_mode(8, L->heat.w, L->heat.h, 1, 1) == HEAT_HALF, "%dx%d n=8: half-block mode", f.g.w, f.g.h);
+        CHECK(L->heat.h == 4 + 3, "%dx%d half blocks: 4 rows for 8 (pane %d)", f.g.w, f.g.h, L->heat.h);
         CHECK(L->curves.y == L->heat.y + L->heat.h && L->curves.y + L->curves.h == L->footer.y,
-              "%dx%d the curves take the rows saved", g.w, g.h);
+              "%dx%d the curves take the rows saved", f.g.w, f.g.h);
         ui_rect map = {L->heat.x, L->heat.y + 2, L->heat.w, 4};
-        int halves = count_cp(&g, &map, 0x2580, 0x2580);
-        int both = count_heat(&g, &map, 1, 1);
+        int halves = count_cp(&f.g, &map, 0x2580, 0x2580);
+        int both = count_heat(&f.g, &map, 1, 1);
         CHECK(halves >= 64 && halves % 32 == 0 && both == halves, "%dx%d '\u2580' cells with fg and bg steps (%d, %d)",
-              g.w, g.h, halves, both);
+              f.g.w, f.g.h, halves, both);
         /* fg is row 2k, bg row 2k+1 of the same column */
-        int xm = -1, ym = grid_find(&g, "\u2580", &xm);
+        int xm = -1, ym = grid_find(&f.g, "\u2580", &xm);
         if (ym >= 0) {
-            const grid_cell *c = &g.cells[ym * g.w + xm];
+            const grid_cell *c = &f.g.cells[ym * f.g.w + xm];
             double lo = 1.0, hi = 1.0 + 3.5; /* fake costs: 1 + ((7i + 3j) % 8) / 2 */
-            CHECK(c->fg_heat - 1 == heat_step(v.cost[0], lo, hi) && c->bg_heat - 1 == heat_step(v.cost[8], lo, hi),
-                  "%dx%d upper half row A0, lower half row A1", g.w, g.h);
+            CHECK(c->fg_heat - 1 == heat_step(f.v.cost[0], lo, hi) && c->bg_heat - 1 == heat_step(f.v.cost[8], lo, hi),
+                  "%dx%d upper half row A0, lower half row A1", f.g.w, f.g.h);
         }
         /* the assignment beside the map; every row label pair */
         char want[32];
-        snprintf(want, sizeof want, "A0\u2192B%d A1\u2192B%d", v.cost_order[0], v.cost_order[1]);
-        CHECK(count_rows_with(&g, &L->heat, want) == 1, "%dx%d assignment listed (%s)", g.w, g.h, want);
-        snprintf(want, sizeof want, "A6\u2192B%d A7\u2192B%d", v.cost_order[6], v.cost_order[7]);
-        CHECK(count_rows_with(&g, &L->heat, want) == 1, "%dx%d last pair listed", g.w, g.h);
-        CHECK(count_rows_with(&g, &L->heat, "2 rows/line") == 1, "%dx%d legend explains the half blocks", g.w, g.h);
-        grid_free(&g);
-        app_free(&a);
+        snprintf(want, sizeof want, "A0\u2192B%d A1\u2192B%d", f.v.cost_order[0], f.v.cost_order[1]);
+        CHECK(count_rows_with(&f.g, &L->heat, want) == 1, "%dx%d assignment listed (%s)", f.g.w, f.g.h, want);
+        snprintf(want, sizeof want, "A6\u2192B%d A7\u2192B%d", f.v.cost_order[6], f.v.cost_order[7]);
+        CHECK(count_rows_with(&f.g, &L->heat, want) == 1, "%dx%d last pair listed", f.g.w, f.g.h);
+        CHECK(count_rows_with(&f.g, &L->heat, "2 rows/line") == 1, "%dx%d legend explains the half blocks", f.g.w, f.g.h);
+        fix_free(&f);
     }
     /* a small pane: half blocks scroll like the numbers did */
     {
-        grid_init(&g, 40, 8, 1);
-        g.color = 1;
+        fix_init(&f, 4, 40, 8, 1);
+        f.g.color = 1;
         int off = 0;
-        engine_view w;
-        fake_view(&w, 4);
-        free(w.cost);
-        w.n = 16;
-        w.cost = calloc(256, sizeof(double));
-        for (int i = 0; i < 256; i++) w.cost[i] = i % 17;
-        for (int i = 0; i < 16; i++) w.cost_order[i] = 15 - i;
-        w.ndone = w.norders = 0;
+        engine_view *w = &f.v;
+        free(w->cost);
+        w->n = 16;
+        w->cost = calloc(256, sizeof(double));
+        for (int i = 0; i < 256; i++) w->cost[i] = i % 17;
+        for (int i = 0; i < 16; i++) w->cost_order[i] = 15 - i;
+        w->ndone = w->norders = 0;
         ui_rect r = {0, 0, 40, 8};
-        heatmap_render(&g, &r, &w, &off);
-        dump(&g);
+        heatmap_render(&f.g, &r, w, &off);
+        dump(&f.g);
         CHECK(heatmap_mode(16, 40, 8, 1, 1) == HEAT_HALF, "n=16 in 40x8: half blocks");
-        CHECK(grid_find(&g, "0-9/16", NULL) >= 0, "half-block map scrolls (10 of 16 rows in 5 lines)");
-        CHECK(grid_find(&g, "A0\u2192B15", NULL) >= 0, "n=16 assignment listed");
+        CHECK(grid_find(&f.g, "0-9/16", NULL) >= 0, "half-block map scrolls (10 of 16 rows in 5 lines)");
+        CHECK(grid_find(&f.g, "A0\u2192B15", NULL) >= 0, "n=16 assignment listed");
         off = 100;
-        grid_clear(&g);
-        heatmap_render(&g, &r, &w, &off);
-        CHECK(off == 6 && grid_find(&g, "A14\u2192B1 A15\u2192B0", NULL) >= 0, "half-block map scrolls to the end");
-        grid_free(&g);
-        free_view(&w);
+        grid_clear(&f.g);
+        heatmap_render(&f.g, &r, w, &off);
+        CHECK(off == 6 && grid_find(&f.g, "A14\u2192B1 A15\u2192B0", NULL) >= 0, "half-block map scrolls to the end");
+        fix_free(&f);
     }
     /* monochrome keeps the shade glyphs and sets no colour; colour + ASCII
        draws the ASCII ramp on heat backgrounds */
     for (int color = 0; color <= 1; color++)
         for (int utf8 = 0; utf8 <= 1; utf8++) {
             if (color && utf8) continue;
-            app_init(&a, &in, 25);
-            grid_init(&g, 80, 24, utf8);
-            g.color = color;
-            app_render(&a, &v, &g);
-            L = &a.layout;
-            ui_rect all = {0, 0, g.w, g.h};
-            CHECK(count_cp(&g, &all, 0x2580, 0x2580) == 0, "no half blocks (color %d utf8 %d)", color, utf8);
+            fix_init(&f, 8, 80, 24, utf8);
+            f.g.color = color;
+            app_render(&f.a, &f.v, &f.g);
+            L = &f.a.layout;
+            ui_rect all = {0, 0, f.g.w, f.g.h};
+            CHECK(count_cp(&f.g, &all, 0x2580, 0x2580) == 0, "no half blocks (color %d utf8 %d)", color, utf8);
             CHECK(L->heat.h == 8 + 3, "one row a matrix row (color %d utf8 %d)", color, utf8);
             if (color)
-                CHECK(count_heat(&g, &L->heat, 0, 1) >= 64 && count_cp(&g, &all, 127, 0x10FFFF) == 0,
+                CHECK(count_heat(&f.g, &L->heat, 0, 1) >= 64 && count_cp(&f.g, &all, 127, 0x10FFFF) == 0,
                       "colour ASCII: heat backgrounds, ASCII glyphs");
             else
-                CHECK(count_heat(&g, &all, 1, 0) + count_heat(&g, &all, 0, 1) == 0 &&
-                          (utf8 ? count_cp(&g, &L->heat, 0x2591, 0x2593) > 10 : count_rows_with(&g, &L->heat, "%") >= 1),
+                CHECK(count_heat(&f.g, &all, 1, 0) + count_heat(&f.g, &all, 0, 1) == 0 &&
+                          (utf8 ? count_cp(&f.g, &L->heat, 0x2591, 0x2593) > 10 : count_rows_with(&f.g, &L->heat, "%") >= 1),
                       "monochrome: no heat colours, shade glyphs (utf8 %d)", utf8);
-            grid_free(&g);
-            app_free(&a);
+            fix_free(&f);
         }
-    free_view(&v);
 }
 
 static void test_theme_heat(void) {
@@ -670,37 +650,25 @@ static void test_theme_heat(void) {
 
 static void test_help_small(void) {
     /* at the minimum size the help still lists every key of the table */
-    engine_view v;
-    fake_view(&v, 4);
-    ui_info in = fake_info(4);
-    app_state a;
-    app_init(&a, &in, 25);
-    grid g;
-    grid_init(&g, 80, 24, 1);
-    app_key(&a, '?', &v);
-    app_render(&a, &v, &g);
-    dump(&g);
+    ui_fix f;
+    fix_init(&f, 4, 80, 24, 1);
+    app_key(&f.a, '?', &f.v);
+    app_render(&f.a, &f.v, &f.g);
+    dump(&f.g);
     for (int i = 0; i < key_table_len; i++)
         if (key_table[i].help) {
             char want[128];
             snprintf(want, sizeof want, "%-9s %s", key_table[i].name, key_table[i].help);
-            CHECK(grid_find(&g, want, NULL) >= 0, "80x24 help lists %s", key_table[i].name);
+            CHECK(grid_find(&f.g, want, NULL) >= 0, "80x24 help lists %s", key_table[i].name);
         }
-    CHECK(grid_find(&g, "mouse: click a row", NULL) >= 0, "80x24 help mentions the mouse");
-    grid_free(&g);
-    app_free(&a);
-    free_view(&v);
+    CHECK(grid_find(&f.g, "mouse: click a row", NULL) >= 0, "80x24 help mentions the mouse");
+    fix_free(&f);
 }
 
 static void test_diag_scroll(void) {
-    engine_view v;
-    fake_view(&v, 4);
-    ui_info in = fake_info(4);
-    app_state a;
-    app_init(&a, &in, 25);
-    grid g;
-    grid_init(&g, 80, 24, 1);
-    CHECK(app_key(&a, 'd', &v) & FX_DIAG, "d asks for diagnostics");
+    ui_fix f;
+    fix_init(&f, 4, 80, 24, 1);
+    CHECK(app_key(&f.a, 'd', &f.v) & FX_DIAG, "d asks for diagnostics");
     int n = 60;
     char **lines = malloc(sizeof(char *) * (size_t)n);
     for (int i = 0; i < n; i++) {
@@ -708,78 +676,129 @@ static void test_diag_scroll(void) {
         snprintf(buf, sizeof buf, "[ok] finding number %d", i);
         lines[i] = strdup(buf);
     }
-    app_set_diag(&a, lines, n);
-    app_render(&a, &v, &g);
-    CHECK(grid_find(&g, "finding number 0", NULL) >= 0 && grid_find(&g, "finding number 59", NULL) < 0, "diag first page");
-    app_key(&a, 'G', &v);
-    app_render(&a, &v, &g);
-    CHECK(grid_find(&g, "finding number 59", NULL) >= 0 && a.diag_scroll == n - (a.layout.overlay.h - 2),
-          "G: last finding, scroll clamped (%d)", a.diag_scroll);
-    int at_end = a.diag_scroll;
-    app_key(&a, 'j', &v);
-    app_render(&a, &v, &g);
-    CHECK(a.diag_scroll == at_end, "j at the end stays");
-    app_key(&a, 'k', &v);
-    app_render(&a, &v, &g);
-    CHECK(a.diag_scroll == at_end - 1, "k scrolls back one");
-    app_key(&a, K_PGUP, &v);
-    app_key(&a, 'g', &v);
-    app_render(&a, &v, &g);
-    CHECK(a.diag_scroll == 0 && a.show_diag, "g: top, still open");
-    app_key(&a, 'x', &v);
-    CHECK(!a.show_diag, "other keys close the diagnostics");
-    grid_free(&g);
-    app_free(&a);
-    free_view(&v);
+    app_set_diag(&f.a, lines, n);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(grid_find(&f.g, "finding number 0", NULL) >= 0 && grid_find(&f.g, "finding number 59", NULL) < 0, "diag first page");
+    app_key(&f.a, 'G', &f.v);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(grid_find(&f.g, "finding number 59", NULL) >= 0 && f.a.diag_scroll == n - (f.a.layout.overlay.h - 2),
+          "G: last finding, scroll clamped (%d)", f.a.diag_scroll);
+    int at_end = f.a.diag_scroll;
+    app_key(&f.a, 'j', &f.v);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(f.a.diag_scroll == at_end, "j at the end stays");
+    app_key(&f.a, 'k', &f.v);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(f.a.diag_scroll == at_end - 1, "k scrolls back one");
+    app_key(&f.a, K_PGUP, &f.v);
+    app_key(&f.a, 'g', &f.v);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(f.a.diag_scroll == 0 && f.a.show_diag, "g: top, still open");
+    app_key(&f.a, 'x', &f.v);
+    CHECK(!f.a.show_diag, "other keys close the diagnostics");
+    fix_free(&f);
+}
+
+/* the pane follows the engine's diagnostics: a placeholder while they
+   compute (keys still answered), then the findings, flags first */
+static void test_diag_view(void) {
+    ui_fix f;
+    fix_init(&f, 4, 100, 30, 1);
+    CHECK(app_key(&f.a, 'd', &f.v) & FX_DIAG, "d asks the engine for diagnostics");
+    f.v.diag_state = ENGINE_DIAG_COMPUTING;
+    f.v.diag_method = f.a.req.method;
+    f.v.diag_center = f.a.req.center;
+    f.v.diag_epoch = 1;
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(grid_find(&f.g, "computing diagnostics\u2026", NULL) >= 0 && f.a.ndiag == 0, "computing: placeholder");
+    CHECK(app_key(&f.a, 'j', &f.v) == FX_REDRAW && f.a.show_diag, "keys answered while computing");
+    /* ASCII grid: no ellipsis glyph */
+    fix_grid(&f, 100, 30, 0);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(grid_find(&f.g, "computing diagnostics...", NULL) >= 0, "ASCII placeholder");
+    fix_grid(&f, 100, 30, 1);
+    /* ready: an ok, a warn and the rank finding that names a CLI flag */
+    dg_finding it[3];
+    memset(it, 0, sizeof it);
+    it[0].severity = DG_OK;
+    snprintf(it[0].code, sizeof it[0].code, "experts_distinct");
+    snprintf(it[0].who, sizeof it[0].who, "A");
+    snprintf(it[0].text, sizeof it[0].text, "experts are distinct");
+    it[1].severity = DG_WARN;
+    snprintf(it[1].code, sizeof it[1].code, "margin");
+    snprintf(it[1].text, sizeof it[1].text, "the assignment margin is thin");
+    it[2].severity = DG_INFO;
+    snprintf(it[2].code, sizeof it[2].code, "best_order");
+    snprintf(it[2].text, sizeof it[2].text, "run with --landscape for the rank");
+    f.v.diag.items = it;
+    f.v.diag.n = f.v.diag.cap = 3;
+    f.v.diag_state = ENGINE_DIAG_READY;
+    f.v.diag_epoch = 2;
+    f.v.rank[f.a.req.method] = 5;
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(f.a.ndiag == 4 && grid_find(&f.g, "3 findings, 1 flag (warn or bad) first", NULL) >= 0, "ready: findings (%d lines)",
+          f.a.ndiag);
+    int yw = grid_find(&f.g, "[warn] the assignment margin is thin", NULL);
+    int yo = grid_find(&f.g, "[ok] A: experts are distinct", NULL);
+    CHECK(yw >= 0 && yo > yw, "flags first (%d, %d)", yw, yo);
+    CHECK(grid_find(&f.g, "order ranks 5 of 24 by loss barrier (orders pane)", NULL) >= 0 &&
+              grid_find(&f.g, "--landscape", NULL) < 0,
+          "the rank finding points at the orders pane");
+    /* findings of another method: back to the placeholder */
+    f.v.diag_method = f.a.req.method == COST_GATE ? COST_EXPERT : COST_GATE;
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(f.a.ndiag == 0 && grid_find(&f.g, "computing diagnostics", NULL) >= 0, "other method's findings not shown");
+    /* failed: the error */
+    f.v.diag_method = f.a.req.method;
+    f.v.diag_state = ENGINE_DIAG_FAILED;
+    f.v.diag_epoch = 3;
+    snprintf(f.v.diag_error, sizeof f.v.diag_error, "diagnose: something broke");
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(f.a.ndiag == 1 && grid_find(&f.g, "diagnose: something broke", NULL) >= 0, "failure shown");
+    f.v.diag.items = NULL;
+    f.v.diag.n = 0;
+    fix_free(&f);
 }
 
 static void test_spinner(void) {
     /* n = 8 before the landscape reports rows: a spinner with the phase, the
        number of orders known, not 0/0 */
-    engine_view v;
-    fake_view(&v, 8);
-    v.ndone = 0;
-    v.have_landscape = 0;
-    v.busy = 1;
-    snprintf(v.phase, sizeof v.phase, "preparing the 64 expert pairs");
-    v.phase_since = 100.0;
-    snprintf(v.status, sizeof v.status, "computing landscape");
-    ui_info in = fake_info(8);
-    app_state a;
-    app_init(&a, &in, 25);
-    grid g;
-    grid_init(&g, 120, 36, 1);
-    a.now = 103.2;
-    app_render(&a, &v, &g);
-    dump(&g);
-    CHECK(grid_find(&g, "expert orders 0/40320", NULL) == 2, "orders pane: 0/40320, not 0/0");
-    int x = -1, y = grid_find(&g, "preparing the 64 expert pairs (3 s)", &x);
+    ui_fix f;
+    fix_init(&f, 8, 120, 36, 1);
+    f.v.ndone = 0;
+    f.v.have_landscape = 0;
+    f.v.busy = 1;
+    snprintf(f.v.phase, sizeof f.v.phase, "preparing the 64 expert pairs");
+    f.v.phase_since = 100.0;
+    snprintf(f.v.status, sizeof f.v.status, "computing landscape");
+    f.a.now = 103.2;
+    app_render(&f.a, &f.v, &f.g);
+    dump(&f.g);
+    CHECK(grid_find(&f.g, "expert orders 0/40320", NULL) == 2, "orders pane: 0/40320, not 0/0");
+    int x = -1, y = grid_find(&f.g, "preparing the 64 expert pairs (3 s)", &x);
     CHECK(y == 3, "phase and elapsed time shown");
-    uint32_t f1 = y >= 0 ? g.cells[y * g.w + x - 2].cp : 0;
+    uint32_t f1 = y >= 0 ? f.g.cells[y * f.g.w + x - 2].cp : 0;
     CHECK(f1 >= 0x2801 && f1 <= 0x28FF, "braille spinner (U+%04X)", f1);
-    a.now = 103.35;
-    app_render(&a, &v, &g);
-    uint32_t f2 = y >= 0 ? g.cells[y * g.w + x - 2].cp : 0;
+    f.a.now = 103.35;
+    app_render(&f.a, &f.v, &f.g);
+    uint32_t f2 = y >= 0 ? f.g.cells[y * f.g.w + x - 2].cp : 0;
     CHECK(f2 != f1 && f2 >= 0x2801 && f2 <= 0x28FF, "the spinner turns");
-    CHECK(grid_find(&g, "rows appear here", NULL) >= 0, "rows placeholder");
+    CHECK(grid_find(&f.g, "rows appear here", NULL) >= 0, "rows placeholder");
     /* the status on the message line ends before the last column */
     char buf[8192];
-    grid_row_utf8(&g, g.h - 1, buf, sizeof buf);
+    grid_row_utf8(&f.g, f.g.h - 1, buf, sizeof buf);
     CHECK(strstr(buf, "busy: computing landscape ") && buf[strlen(buf) - 1] == ' ', "status clear of the last cell");
     /* ASCII spinner */
-    grid_free(&g);
-    grid_init(&g, 120, 36, 0);
-    app_render(&a, &v, &g);
-    y = grid_find(&g, "preparing the 64", &x);
-    CHECK(y == 3 && strchr("|/-\\", (int)g.cells[y * g.w + x - 2].cp), "ASCII spinner");
+    fix_grid(&f, 120, 36, 0);
+    app_render(&f.a, &f.v, &f.g);
+    y = grid_find(&f.g, "preparing the 64", &x);
+    CHECK(y == 3 && strchr("|/-\\", (int)f.g.cells[y * f.g.w + x - 2].cp), "ASCII spinner");
     /* once rows arrive, the gauge */
-    v.ndone = 4000;
-    v.phase[0] = 0;
-    app_render(&a, &v, &g);
-    CHECK(grid_find(&g, "expert orders 4000/40320", NULL) == 2 && grid_find(&g, "  10%", NULL) == 3, "gauge after the first rows");
-    grid_free(&g);
-    app_free(&a);
-    free_view(&v);
+    f.v.ndone = 4000;
+    f.v.phase[0] = 0;
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(grid_find(&f.g, "expert orders 4000/40320", NULL) == 2 && grid_find(&f.g, "  10%", NULL) == 3, "gauge after the first rows");
+    fix_free(&f);
 }
 
 
@@ -900,6 +919,50 @@ static void test_engine(void) {
     int id[4] = {0, 1, 2, 3};
     CHECK(!memcmp(v.current_order, id, sizeof id) && fabs(v.current.barrier - v.skip_order.barrier) < 1e-12,
           "order stage off: current = skip-order");
+    /* diagnostics on the engine's thread, equal to diag_findings called here */
+    {
+        engine_request_diag(g, COST_EXPERT, 1);
+        engine_snapshot(g, &v);
+        CHECK(v.diag_state == ENGINE_DIAG_COMPUTING || v.diag_state == ENGINE_DIAG_READY, "diag asked (%d)", v.diag_state);
+        ENG_WAIT(g, &v, v.diag_state == ENGINE_DIAG_READY || v.diag_state == ENGINE_DIAG_FAILED);
+        CHECK(v.diag_state == ENGINE_DIAG_READY && v.diag_method == COST_EXPERT && v.diag_center == 1 && v.diag.n > 0,
+              "engine diagnostics ready (%d findings) %s", v.diag.n, v.diag_error);
+        diag_opts dopt;
+        diag_opts_default(&dopt);
+        dopt.method = COST_EXPERT;
+        dopt.center = 1;
+        dopt.landscape = 1; /* n = 4: the engine computes it too */
+        dg_list want;
+        memset(&want, 0, sizeof want);
+        CHECK(diag_findings(&A, &B, &E, &dopt, &want, &err) == 0, "diag_findings: %s", err.msg);
+        int same = want.n == v.diag.n;
+        for (int i = 0; same && i < want.n; i++)
+            same = want.items[i].severity == v.diag.items[i].severity && !strcmp(want.items[i].code, v.diag.items[i].code) &&
+                   !strcmp(want.items[i].text, v.diag.items[i].text);
+        CHECK(same, "engine findings equal diag_findings (%d vs %d)", v.diag.n, want.n);
+        int nwant = want.n;
+        dg_list_free(&want);
+        unsigned long ep = v.diag_epoch;
+        /* another (method, centring), then back: the kept result, at once */
+        engine_request_diag(g, COST_GATE, 0);
+        ENG_WAIT(g, &v, v.diag_method == COST_GATE && v.diag_state >= ENGINE_DIAG_READY);
+        CHECK(v.diag_state == ENGINE_DIAG_READY && v.diag_center == 0 && v.diag_epoch != ep, "gate, no centring: its own findings");
+        engine_request_diag(g, COST_EXPERT, 1);
+        engine_snapshot(g, &v);
+        CHECK(v.diag_state == ENGINE_DIAG_READY && v.diag_method == COST_EXPERT && v.diag.n == nwant,
+              "asked again: published without recomputing");
+        /* the app shows them */
+        ui_info in = fake_info(4);
+        app_state ap;
+        app_init(&ap, &in, 9);
+        grid gr;
+        grid_init(&gr, 100, 30, 1);
+        app_key(&ap, 'd', &v);
+        app_render(&ap, &v, &gr);
+        CHECK(grid_find(&gr, "(warn or bad) first", NULL) >= 0 && ap.ndiag == v.diag.n + 1, "pane lists the engine's findings");
+        grid_free(&gr);
+        app_free(&ap);
+    }
     /* stop while computing (cancel, join, free: LeakSanitizer checks) */
     q.wm_stage = 0;
     q.T = 11;
@@ -959,6 +1022,7 @@ int main(void) {
     test_spinner();
     test_help_small();
     test_diag_scroll();
+    test_diag_view();
     test_engine();
     return test_summary("test_ui_layout");
 }

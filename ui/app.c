@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "curves_view.h"
+#include "diagnose.h"
 #include "heatmap_view.h"
 #include "help_view.h"
 #include "keys.h"
@@ -29,6 +30,68 @@ void app_set_diag(app_state *a, char **lines, int n) {
     a->diag_lines = lines;
     a->ndiag = n;
     a->diag_scroll = 0;
+}
+
+/* One line per finding, the flags (bad, warn) first, then info and ok, each
+ * in the report's order, under a count. */
+static void diag_build(app_state *a, const engine_view *v) {
+    const dg_list *l = &v->diag;
+    char **lines = ms_malloc(sizeof(char *) * (size_t)(l->n + 1));
+    int k = 0;
+    char head[160];
+    int flags = dg_count(l, DG_WARN);
+    snprintf(head, sizeof head, "%d finding%s, %d flag%s (warn or bad) first%s", l->n, l->n == 1 ? "" : "s", flags,
+             flags == 1 ? "" : "s", flags ? "" : ": the conditions of the theory hold");
+    lines[k++] = ms_strdup(head);
+    for (int sev = DG_BAD; sev >= DG_OK; sev--)
+        for (int i = 0; i < l->n; i++) {
+            const dg_finding *f = &l->items[i];
+            if ((int)f->severity != sev) continue;
+            char text[sizeof f->text];
+            snprintf(text, sizeof text, "%s", f->text);
+            /* without its own landscape, diagnose points at a CLI flag: in the
+               explorer the orders pane has the ranks */
+            if (!strcmp(f->code, "best_order") && strstr(f->text, "--landscape")) {
+                cost_method m = v->diag_method;
+                if (v->rank[m] > 0)
+                    snprintf(text, sizeof text, "the %s order ranks %d of %ld by loss barrier (orders pane%s)",
+                             cost_method_name(m), v->rank[m], v->norders,
+                             v->have_landscape ? "" : ", table still filling in");
+                else
+                    snprintf(text, sizeof text, "the rank of the %s order appears in the orders pane and the "
+                             "status line when the landscape has it", cost_method_name(m));
+            }
+            char buf[512];
+            snprintf(buf, sizeof buf, "[%s] %s%s%s", dg_severity_name(f->severity), f->who, f->who[0] ? ": " : "",
+                     text);
+            lines[k++] = ms_strdup(buf);
+        }
+    int scroll = a->diag_scroll;
+    app_set_diag(a, lines, k);
+    a->diag_scroll = scroll; /* a rank arriving does not move the reader */
+}
+
+void app_sync_diag(app_state *a, const engine_view *v) {
+    if (v->diag_state == ENGINE_DIAG_NONE) return;
+    int mine = v->diag_method == a->req.method && v->diag_center == a->req.center;
+    double sig = -1;
+    if (mine && v->diag_state == ENGINE_DIAG_READY) {
+        cost_method m = v->diag_method;
+        sig = (double)v->diag_epoch * 1e9 + v->rank[m] * 4.0 + v->have_landscape * 2.0 + 1.0;
+    } else if (mine && v->diag_state == ENGINE_DIAG_FAILED) {
+        sig = (double)v->diag_epoch * 1e9;
+    }
+    if (sig == a->diag_sig && (sig < 0 ? a->ndiag == 0 : a->ndiag > 0)) return;
+    a->diag_sig = sig;
+    if (sig < 0) {
+        app_set_diag(a, NULL, 0); /* computing (or for another method): the placeholder */
+    } else if (v->diag_state == ENGINE_DIAG_FAILED) {
+        char **lines = ms_malloc(sizeof(char *));
+        lines[0] = ms_strdup(v->diag_error[0] ? v->diag_error : "diagnostics failed");
+        app_set_diag(a, lines, 1);
+    } else {
+        diag_build(a, v);
+    }
 }
 
 void app_free(app_state *a) {
@@ -141,6 +204,7 @@ int app_key(app_state *a, int key, const engine_view *v) {
     case ACT_EXPORT: return FX_EXPORT;
     case ACT_DIAG:
         a->show_diag = 1;
+        a->diag_scroll = 0;
         return FX_DIAG | FX_REDRAW;
     case ACT_HELP:
         a->show_help = 1;
@@ -255,7 +319,8 @@ void app_render(app_state *a, const engine_view *v, grid *g) {
     message_render(g, &L->message, a->msg, a->msg_error, v);
     if (a->show_help) help_render(g, &L->overlay);
     else if (a->show_diag) {
-        static char *none[] = {"diagnostics not available yet"};
+        app_sync_diag(a, v);
+        char *none[] = {g->utf8 ? "computing diagnostics\u2026" : "computing diagnostics..."};
         if (a->ndiag) a->diag_scroll = text_box_render(g, &L->overlay, "diagnostics (j/k PgUp/PgDn scroll, other keys close)",
                                              a->diag_lines, a->ndiag, a->diag_scroll);
         else text_box_render(g, &L->overlay, "diagnostics (any key closes)", none, 1, 0);

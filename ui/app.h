@@ -22,8 +22,10 @@ typedef struct {
     engine_request req;          /* the toggles as the user set them */
     int metric_acc;              /* plot accuracy instead of loss */
     int show_help, show_diag, diag_scroll;
-    char **diag_lines;           /* owned; set by the caller on FX_DIAG */
+    char **diag_lines;           /* owned; app_render builds them from the view's
+                                  * diagnostics (or app_set_diag sets them) */
     int ndiag;
+    double diag_sig;             /* what diag_lines were built from (app_sync_diag) */
     char msg[256];
     int msg_error;
     orders_state orders;
@@ -45,5 +47,11 @@ int app_mouse(app_state *a, int x, int y, int kind, const engine_view *v);
 void app_render(app_state *a, const engine_view *v, grid *g);
 void app_message(app_state *a, int is_error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void app_set_diag(app_state *a, char **lines, int n); /* takes ownership */
+/* The diagnostics pane's lines from the engine's findings (v->diag) when they
+ * are those of a->req's method and centring (flags first; the rank finding
+ * points at the orders pane); cleared while they are computing (the pane
+ * then says "computing diagnostics"). Called by app_render; a view that never
+ * asked for diagnostics leaves the lines alone. */
+void app_sync_diag(app_state *a, const engine_view *v);
 
 #endif

@@ -20,7 +20,6 @@
 #include "app.h"
 #include "atomic_file.h"
 #include "cli.h"
-#include "diagnose.h"
 #include "engine.h"
 #include "export.h"
 #include "keys.h"
@@ -190,55 +189,6 @@ static void do_export(app_state *a, const tui_ctx *c) {
     if (export_aligned(c->A, c->B, c->paths, c->E ? 3 : 2, &a->req, path, &err)) app_message(a, 1, "%s", err.msg);
     else app_message(a, 0, "saved %s (B aligned: order %s, weight matching %s)", path,
                      a->req.order_stage ? cost_method_name(a->req.method) : "identity", a->req.wm_stage ? "on" : "off");
-}
-
-static void do_diag(app_state *a, const tui_ctx *c, const engine_view *v) {
-    diag_opts o;
-    diag_opts_default(&o);
-    o.method = a->req.method;
-    o.center = a->req.center;
-    /* the engine computes the landscape; here only when it is instant */
-    o.landscape = c->A->cfg.n <= 5 ? 1 : 0;
-    dg_list l;
-    memset(&l, 0, sizeof l);
-    ms_err err;
-    if (diag_findings(c->A, c->B, c->E, &o, &l, &err)) {
-        char **lines = ms_malloc(sizeof(char *));
-        lines[0] = ms_strdup(err.msg);
-        app_set_diag(a, lines, 1);
-        return;
-    }
-    /* without its own landscape, diagnose points at a CLI flag: in the
-       explorer the orders pane has the ranks */
-    for (int i = 0; i < l.n; i++) {
-        dg_finding *f = &l.items[i];
-        if (strcmp(f->code, "best_order") || !strstr(f->text, "--landscape")) continue;
-        cost_method m = a->req.method;
-        if (v && v->rank[m] > 0)
-            snprintf(f->text, sizeof f->text, "the %s order ranks %d of %ld by loss barrier (orders pane%s)",
-                     cost_method_name(m), v->rank[m], v->norders, v->have_landscape ? "" : ", table still filling in");
-        else
-            snprintf(f->text, sizeof f->text, "the rank of the %s order appears in the orders pane and the status "
-                     "line when the landscape has it", cost_method_name(m));
-    }
-    char **lines = ms_malloc(sizeof(char *) * (size_t)(l.n + 2));
-    int k = 0;
-    char head[160];
-    int flags = dg_count(&l, DG_WARN);
-    snprintf(head, sizeof head, "%d finding%s, %d flag%s (warn or bad) first%s", l.n, l.n == 1 ? "" : "s", flags,
-             flags == 1 ? "" : "s", flags ? "" : ": the conditions of the theory hold");
-    lines[k++] = ms_strdup(head);
-    /* the flags first (bad, warn), then info and ok, each in the report's order */
-    for (int sev = DG_BAD; sev >= DG_OK; sev--)
-        for (int i = 0; i < l.n; i++) {
-            if ((int)l.items[i].severity != sev) continue;
-            char buf[512];
-            snprintf(buf, sizeof buf, "[%s] %s%s%s", dg_severity_name(l.items[i].severity), l.items[i].who,
-                     l.items[i].who[0] ? ": " : "", l.items[i].text);
-            lines[k++] = ms_strdup(buf);
-        }
-    app_set_diag(a, lines, k);
-    dg_list_free(&l);
 }
 
 /* a signature of what the curves PNG shows, to rewrite it only on change */
@@ -461,11 +411,7 @@ int tui_main(int argc, char **argv) {
         if (fx & FX_SUBMIT) engine_submit(g, &app.req);
         if (fx & FX_PNG) do_png(&app, &v, &ctx);
         if (fx & FX_EXPORT) do_export(&app, &ctx);
-        if (fx & FX_DIAG) {
-            app_message(&app, 0, "diagnostics...");
-            do_diag(&app, &ctx, &v);
-            app_message(&app, 0, " ");
-        }
+        if (fx & FX_DIAG) engine_request_diag(g, app.req.method, app.req.center);
         if (fx & FX_QUIT) quit = 1;
         if (png_live && v.have_naive && curves_signature(&v, app.metric_acc) != live_sig) {
             if (export_curves_png(&v, app.metric_acc, png_live, &err)) app_message(&app, 1, "%s", err.msg);
