@@ -64,6 +64,8 @@ size_t moe_expert_size(const moe_config *c);
 /* Point e's tensors into p (moe_expert_size(c) floats, in the order above);
  * fc3_* are NULL unless silu_glu. Returns the pointer just past the expert. */
 float *moe_expert_carve(moe_expert *e, const moe_config *c, float *p);
+/* Copy expert src into dst (both carved for the same config). */
+void moe_expert_copy(moe_expert *dst, const moe_expert *src, const moe_config *c);
 
 /* Allocate a zeroed model for cfg (pointers carved, meta empty). */
 void moe_alloc(moe_model *m, const moe_config *cfg);

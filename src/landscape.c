@@ -264,35 +264,6 @@ static void sample_orders(lsx *x, long nsample, uint64_t seed) {
 
 /* ---------------- experts ---------------- */
 
-static void vlerp(float *out, const float *a, const float *b, size_t cnt, double t);
-
-static void expert_carve(moe_expert *e, const moe_config *c, float *p) {
-    size_t h = (size_t)c->h, d = (size_t)c->d;
-    e->fc1_w = p; p += h * d;
-    e->fc1_b = p; p += h;
-    e->fc2_w = p; p += d * h;
-    e->fc2_b = p; p += d;
-    if (c->act == ACT_SILU_GLU) {
-        e->fc3_w = p; p += h * d;
-        e->fc3_b = p;
-    } else {
-        e->fc3_w = e->fc3_b = NULL;
-    }
-}
-
-
-static void expert_copy(moe_expert *dst, const moe_expert *src, const moe_config *c) {
-    size_t h = (size_t)c->h, d = (size_t)c->d;
-    memcpy(dst->fc1_w, src->fc1_w, h * d * sizeof(float));
-    memcpy(dst->fc1_b, src->fc1_b, h * sizeof(float));
-    memcpy(dst->fc2_w, src->fc2_w, d * h * sizeof(float));
-    memcpy(dst->fc2_b, src->fc2_b, d * sizeof(float));
-    if (c->act == ACT_SILU_GLU) {
-        memcpy(dst->fc3_w, src->fc3_w, h * d * sizeof(float));
-        memcpy(dst->fc3_b, src->fc3_b, h * sizeof(float));
-    }
-}
-
 /* out = (1-t) a + t b, rounded as moe_interpolate does */
 static void vlerp(float *out, const float *a, const float *b, size_t cnt, double t) {
     float ta = (float)(1.0 - t), tb = (float)t;
@@ -456,7 +427,7 @@ static void pre_item(lsx *x, int tid, long item) {
         double t = ls_t(x->tidx[tc], x->T);
         int i = p < x->nn ? p / n : p - x->nn;
         moe_expert e;
-        expert_carve(&e, c, w->E);
+        moe_expert_carve(&e, c, w->E);
         expert_lerp_perm(&e, &x->A->experts[i], &x->B->experts[x->pj[p]],
                          x->perm + (size_t)p * x->h, c, t);
         expert_apply_panels(&e, c, X, N, w, w->Ye);
@@ -488,7 +459,7 @@ static void pre_item(lsx *x, int tid, long item) {
         memset(bs, 0, (size_t)N * d * sizeof(float));
         for (int j = 0; j < c->s; j++) {
             moe_expert e;
-            expert_carve(&e, c, w->E);
+            moe_expert_carve(&e, c, w->E);
             expert_lerp(&e, &x->A->shared[j], &x->shB[v][j], c, t);
             expert_apply_panels(&e, c, X, N, w, w->Ye);
             for (size_t q = 0; q < (size_t)N * d; q++) bs[q] += w->Ye[q];
@@ -1286,8 +1257,8 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
         for (int v = 0; v < SH_COUNT; v++)
             for (int j = 0; j < c->s; j++) {
                 int q = v * c->s + j;
-                expert_carve(&x->shx[q], c, x->shmem + (size_t)q * x->esize);
-                expert_copy(&x->shx[q], &shsrc[v]->shared[j], c);
+                moe_expert_carve(&x->shx[q], c, x->shmem + (size_t)q * x->esize);
+                moe_expert_copy(&x->shx[q], &shsrc[v]->shared[j], c);
             }
         for (int v = 0; v < SH_COUNT; v++) x->shB[v] = x->shx + (size_t)v * c->s;
     }

@@ -43,6 +43,18 @@ float *moe_expert_carve(moe_expert *e, const moe_config *c, float *p) {
     return p;
 }
 
+void moe_expert_copy(moe_expert *dst, const moe_expert *src, const moe_config *c) {
+    size_t h = (size_t)c->h, d = (size_t)c->d;
+    memcpy(dst->fc1_w, src->fc1_w, h * d * sizeof(float));
+    memcpy(dst->fc1_b, src->fc1_b, h * sizeof(float));
+    memcpy(dst->fc2_w, src->fc2_w, d * h * sizeof(float));
+    memcpy(dst->fc2_b, src->fc2_b, d * sizeof(float));
+    if (c->act == ACT_SILU_GLU) {
+        memcpy(dst->fc3_w, src->fc3_w, h * d * sizeof(float));
+        memcpy(dst->fc3_b, src->fc3_b, h * sizeof(float));
+    }
+}
+
 void moe_alloc(moe_model *m, const moe_config *cfg) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;

@@ -9,19 +9,6 @@
 
 #include "rng.h"
 
-/* Copy expert src into dst (both carved for the same config). */
-static void expert_copy(moe_expert *dst, const moe_expert *src, const moe_config *c) {
-    size_t h = (size_t)c->h, d = (size_t)c->d;
-    memcpy(dst->fc1_w, src->fc1_w, h * d * sizeof(float));
-    memcpy(dst->fc1_b, src->fc1_b, h * sizeof(float));
-    memcpy(dst->fc2_w, src->fc2_w, d * h * sizeof(float));
-    memcpy(dst->fc2_b, src->fc2_b, d * sizeof(float));
-    if (c->act == ACT_SILU_GLU) {
-        memcpy(dst->fc3_w, src->fc3_w, h * d * sizeof(float));
-        memcpy(dst->fc3_b, src->fc3_b, h * sizeof(float));
-    }
-}
-
 /* A scratch model-free copy of `count` experts: one buffer, carved. */
 typedef struct {
     float *mem;
@@ -35,7 +22,7 @@ static void stash_make(expert_stash *st, const moe_expert *src, int count, const
     float *p = st->mem;
     for (int i = 0; i < count; i++) {
         p = moe_expert_carve(&st->e[i], c, p);
-        expert_copy(&st->e[i], &src[i], c);
+        moe_expert_copy(&st->e[i], &src[i], c);
     }
 }
 
@@ -55,7 +42,7 @@ void moe_permute_experts(moe_model *m, const int *pi) {
     memcpy(gb, m->gate_b, (size_t)n * sizeof(float));
     for (int i = 0; i < n; i++) {
         // slot i <- expert pi[i] together with its gate row
-        expert_copy(&m->experts[i], &st.e[pi[i]], c);
+        moe_expert_copy(&m->experts[i], &st.e[pi[i]], c);
         memcpy(m->gate_w + (size_t)i * d, gw + (size_t)pi[i] * d, (size_t)d * sizeof(float));
         m->gate_b[i] = gb[pi[i]];
     }
@@ -69,7 +56,7 @@ void moe_permute_shared(moe_model *m, const int *pi) {
     if (c->s == 0) return;
     expert_stash st;
     stash_make(&st, m->shared, c->s, c);
-    for (int j = 0; j < c->s; j++) expert_copy(&m->shared[j], &st.e[pi[j]], c);
+    for (int j = 0; j < c->s; j++) moe_expert_copy(&m->shared[j], &st.e[pi[j]], c);
     stash_free(&st);
 }
 
