@@ -70,5 +70,8 @@ int cli_align_option(cli_align_args *a, int ch, const char *arg, const char *cmd
 int cli_align_inputs(cli_align_args *a, int argc, char **argv, const char *cmd,
                      const char *usage);
 void cli_align_args_free(cli_align_args *a);
+/* Print "order 2 0 3 1   cost total ... (method[, centred])" (or why the order
+ * was not solved) for an alignment made with a's options. */
+void cli_print_order(const cli_align_args *a, const align_result *res, int n);
 
 #endif

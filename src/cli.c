@@ -148,3 +148,16 @@ void cli_align_args_free(cli_align_args *a) {
     moe_free(&a->A);
     moe_free(&a->B);
 }
+
+void cli_print_order(const cli_align_args *a, const align_result *res, int n) {
+    const align_opts *ao = &a->ao;
+    printf("order");
+    for (int i = 0; i < n; i++) printf(" %d", res->order[i]);
+    if (a->order_str)
+        printf("   (given)\n");
+    else if (!ao->order_stage)
+        printf("   (identity: expert-order step off)\n");
+    else
+        printf("   cost total %.6g (%s%s)\n", res->cost_total, cost_method_name(ao->method),
+               ao->method == COST_GATE ? (ao->center ? ", centred" : ", not centred") : "");
+}

@@ -66,15 +66,7 @@ int cmd_align(int argc, char **argv) {
     if (cli_save_checkpoint(&out, a.pb, a.out_path)) {
         rc = 1;
     } else {
-        printf("order");
-        for (int i = 0; i < A->cfg.n; i++) printf(" %d", res.order[i]);
-        if (a.order_str)
-            printf("   (given)\n");
-        else if (!ao->order_stage)
-            printf("   (identity: expert-order step off)\n");
-        else
-            printf("   cost total %.6g (%s%s)\n", res.cost_total, cost_method_name(ao->method),
-                   ao->method == COST_GATE ? (ao->center ? ", centred" : ", not centred") : "");
+        cli_print_order(&a, &res, A->cfg.n);
         if (A->cfg.s > 0) {
             printf("shared order");
             for (int j = 0; j < A->cfg.s; j++) printf(" %d", res.shared_order[j]);

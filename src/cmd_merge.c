@@ -104,14 +104,7 @@ int cmd_merge(int argc, char **argv) {
     if (cli_save_checkpoint(&M, pa, a.out_path)) {
         rc = 1;
     } else {
-        printf("order");
-        for (int i = 0; i < A->cfg.n; i++) printf(" %d", res.order[i]);
-        if (a.order_str)
-            printf("   (given)\n");
-        else if (!ao->order_stage)
-            printf("   (identity: expert-order step off)\n");
-        else
-            printf("   cost total %.6g (%s)\n", res.cost_total, cost_method_name(ao->method));
+        cli_print_order(&a, &res, A->cfg.n);
         printf("weight matching %s\nwrote %s = (1 - %g) A + %g B'\n", ao->wm_stage ? "on" : "off",
                a.out_path, alpha, alpha);
     }
