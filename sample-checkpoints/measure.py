@@ -76,6 +76,17 @@ def measure_numpy(a, b, e):
             "best": orders[0][0], "worst": orders[-1][0]}
 
 
+def no_moe_baseline(variant="dense4"):
+    """Loss and accuracy of the frozen features + head alone (D = 0: every expert's
+    output layer zeroed), the README's evidence that the MoE carries the task."""
+    L = oracle.load_layer(os.path.join(HERE, variant, "seed1.safetensors"))
+    for e in L["experts"] + L["shared"]:
+        e["w2"] = np.zeros_like(e["w2"])
+        e["b2"] = np.zeros_like(e["b2"])
+    r = oracle.eval(L, oracle.load_evalset(os.path.join(HERE, variant, "eval.safetensors")))
+    return r["loss"], r["accuracy"]
+
+
 # ----------------------------------------------------------------- native engine
 
 def measure_native(moescope, a, b, e):
@@ -149,6 +160,8 @@ def main():
     print()
     print(note)
     print("targets:", "all met" if ok else "MISSED")
+    bl, ba = no_moe_baseline()
+    print("MoE switched off (D = 0): test accuracy %.1f%%, loss %.2f" % (100 * ba, bl))
     if args.update_readme:
         path = os.path.join(HERE, "README.md")
         text = open(path).read()
