@@ -193,6 +193,7 @@ def test_config(tmp, ci, cfg):
         inv = list(np.argsort(sigma))
         js = os.path.join(tmp, "cs.json")
         p = run("cost", a, s, "--json", js)
+        check(p.returncode == 0, "%s: cost of the scrambled pair: %s" % (tag, p.stderr))
         if p.returncode == 0:
             with open(js) as f:
                 j = json.load(f)
@@ -223,6 +224,8 @@ def test_config(tmp, ci, cfg):
                 c0 = run("cost", a, s.replace("_1.st", "_0.st"), "--method", "gate", "--json", js + "0")
                 c1 = run("cost", a, s, "--method", "gate", "--json", js + "1")
                 u1 = run("cost", a, s, "--method", "gate", "--no-center", "--json", js + "2")
+                for name, q in (("centred", c0), ("centred, translated", c1), ("uncentred", u1)):
+                    check(q.returncode == 0, "%s: gate cost (%s): %s" % (tag, name, q.stderr))
                 if c0.returncode == 0 and c1.returncode == 0 and u1.returncode == 0:
                     m0, m1, m2 = (np.array(json.load(open(js + k))["matrix"]) for k in "012")
                     check(close_rel(m1, m0, 1e-4), "%s: centred gate cost moved under translation" % tag)

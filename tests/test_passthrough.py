@@ -259,6 +259,7 @@ if r.returncode == 0:
 # ---- a one-layer checkpoint gives the same bytes as before (no tensor added)
 r = run("scramble", p("one/A.safetensors"), "-o", p("one/S2.safetensors"), "--seed", 5,
         "--translate", "--layer", L1)
+check(r.returncode == 0, "scramble of the one-layer file: %s" % r.stderr)
 if r.returncode == 0:
     with open(p("one/S.safetensors"), "rb") as f1, open(p("one/S2.safetensors"), "rb") as f2:
         check(f1.read() == f2.read(), "scramble is deterministic on a one-layer file")
