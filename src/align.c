@@ -92,7 +92,7 @@ static void expert_copy_permuted(moe_expert *dst, const moe_expert *src, const m
         // W1 (h,d), b1 (h)
         memcpy(dst->fc1_w + (size_t)u * d, src->fc1_w + (size_t)P[u] * d, rowb);
         dst->fc1_b[u] = src->fc1_b[P[u]];
-        if (c->act == ACT_SILU_GLU) {
+        if (moe_act_glu(c->act)) {
             memcpy(dst->fc3_w + (size_t)u * d, src->fc3_w + (size_t)P[u] * d, rowb);
             dst->fc3_b[u] = src->fc3_b[P[u]];
         }

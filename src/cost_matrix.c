@@ -97,7 +97,7 @@ static void gate_cost(const moe_model *A, const moe_model *B, int center, double
 /* ---- expert cost ---- */
 
 static int gram1_dim(const moe_config *c) {
-    return c->act == ACT_SILU_GLU ? 2 * c->d + 2 : c->d + 1;
+    return moe_act_glu(c->act) ? 2 * c->d + 2 : c->d + 1;
 }
 
 /* G1 (D1, D1) upper triangle = At^T At, At = [W1 | b1 (| W3 | b3)] (h, D1).
@@ -106,7 +106,7 @@ static int gram1_dim(const moe_config *c) {
 static void expert_grams(const moe_expert *e, const moe_config *c, float *G1, float *G2,
                          float *scratch) {
     int d = c->d, h = c->h, D1 = gram1_dim(c);
-    int glu = c->act == ACT_SILU_GLU;
+    int glu = moe_act_glu(c->act);
     // At (h, D1)
     for (int u = 0; u < h; u++) {
         float *row = scratch + (size_t)u * D1;

@@ -123,7 +123,7 @@ static double expert_sqnorm(const moe_expert *e, const moe_config *c) {
     size_t d = (size_t)c->d, h = (size_t)c->h;
     double s = vec_sq(e->fc1_w, h * d) + vec_sq(e->fc1_b, h) + vec_sq(e->fc2_w, d * h) +
                vec_sq(e->fc2_b, d);
-    if (c->act == ACT_SILU_GLU) s += vec_sq(e->fc3_w, h * d) + vec_sq(e->fc3_b, h);
+    if (moe_act_glu(c->act)) s += vec_sq(e->fc3_w, h * d) + vec_sq(e->fc3_b, h);
     return s;
 }
 
@@ -138,7 +138,7 @@ static double expert_perm_dist(const moe_expert *a, const moe_expert *b, const m
         for (int q = 0; q < d; q++) s += ((double)ra[q] - rb[q]) * ((double)ra[q] - rb[q]);
         double db = (double)a->fc1_b[u] - b->fc1_b[v];
         s += db * db;
-        if (c->act == ACT_SILU_GLU) {
+        if (moe_act_glu(c->act)) {
             ra = a->fc3_w + (size_t)u * d, rb = b->fc3_w + (size_t)v * d;
             for (int q = 0; q < d; q++) s += ((double)ra[q] - rb[q]) * ((double)ra[q] - rb[q]);
             db = (double)a->fc3_b[u] - b->fc3_b[v];
@@ -175,7 +175,7 @@ static void expert_outputs(const moe_expert *e, const moe_config *c, const float
     // H = X (N,d) W1^T (d,h) + b1
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, h, d, 1.0f, X, d, e->fc1_w, d, 0.0f,
                 H, h);
-    if (c->act == ACT_SILU_GLU)
+    if (moe_act_glu(c->act))
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, h, d, 1.0f, X, d, e->fc3_w, d,
                     0.0f, H3, h);
     for (int r = 0; r < N; r++)
@@ -352,7 +352,7 @@ static void ckpt_output_distances(const moe_model *m, const evalset *E, diag_ckp
     s->nsamples = N;
     float *O = ms_malloc((size_t)n * N * d * sizeof(float)); // (n, N, d)
     float *H = ms_malloc((size_t)N * h * sizeof(float));     // (N, h)
-    float *H3 = c->act == ACT_SILU_GLU ? ms_malloc((size_t)N * h * sizeof(float)) : NULL;
+    float *H3 = moe_act_glu(c->act) ? ms_malloc((size_t)N * h * sizeof(float)) : NULL;
     for (int i = 0; i < n; i++)
         expert_outputs(&m->experts[i], c, E->inputs, N, O + (size_t)i * N * d, H, H3);
     size_t Nd = (size_t)N * d;

@@ -16,14 +16,36 @@ const char *moe_act_name(moe_act a) {
     switch (a) {
     case ACT_GELU: return "gelu";
     case ACT_SILU_GLU: return "silu_glu";
+    case ACT_GPT_OSS: return "gpt_oss_swiglu";
     default: return "relu";
     }
 }
 
+int moe_act_glu(moe_act a) { return a == ACT_SILU_GLU || a == ACT_GPT_OSS; }
+
+moe_config moe_shared_config(const moe_config *c) {
+    moe_config s = *c;
+    if (s.hs > 0) s.h = s.hs;
+    return s;
+}
+
+const char *moe_family(const moe_config *c) { return c->family[0] ? c->family : "native"; }
+
+const char *moe_origin_name(moe_origin o) {
+    switch (o) {
+    case ORIGIN_FILE: return "file";
+    case ORIGIN_CONFIG: return "config.json";
+    case ORIGIN_CLI: return "command line";
+    default: return "default";
+    }
+}
+
+const char *moe_score_name(moe_score s) { return s == SCORE_SIGMOID ? "sigmoid" : "softmax"; }
+
 size_t moe_expert_size(const moe_config *c) {
     size_t h = (size_t)c->h, d = (size_t)c->d;
     size_t sz = h * d + h + d * h + d; // fc1 (h,d)+(h), fc2 (d,h)+(d)
-    if (c->act == ACT_SILU_GLU) sz += h * d + h; // fc3 (h,d)+(h)
+    if (moe_act_glu(c->act)) sz += h * d + h; // fc3 (h,d)+(h)
     return sz;
 }
 
@@ -33,7 +55,7 @@ float *moe_expert_carve(moe_expert *e, const moe_config *c, float *p) {
     e->fc1_b = p; p += h;
     e->fc2_w = p; p += d * h;
     e->fc2_b = p; p += d;
-    if (c->act == ACT_SILU_GLU) {
+    if (moe_act_glu(c->act)) {
         e->fc3_w = p; p += h * d;
         e->fc3_b = p; p += h;
     } else {
@@ -49,7 +71,7 @@ void moe_expert_copy(moe_expert *dst, const moe_expert *src, const moe_config *c
     memcpy(dst->fc1_b, src->fc1_b, h * sizeof(float));
     memcpy(dst->fc2_w, src->fc2_w, d * h * sizeof(float));
     memcpy(dst->fc2_b, src->fc2_b, d * sizeof(float));
-    if (c->act == ACT_SILU_GLU) {
+    if (moe_act_glu(c->act)) {
         memcpy(dst->fc3_w, src->fc3_w, h * d * sizeof(float));
         memcpy(dst->fc3_b, src->fc3_b, h * sizeof(float));
     }
@@ -58,11 +80,19 @@ void moe_expert_copy(moe_expert *dst, const moe_expert *src, const moe_config *c
 void moe_alloc(moe_model *m, const moe_config *cfg) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
-    const moe_config *c = &m->cfg;
+    moe_config *c = &m->cfg;
+    if (c->hs <= 0) c->hs = c->h;
+    if (c->scale == 0.0f) c->scale = 1.0f; // zero-initialised configs mean "no scaling"
+    if (c->act_limit == 0.0f) c->act_limit = 7.0f;
+    moe_config sc = moe_shared_config(c);
     size_t n = (size_t)c->n, d = (size_t)c->d, C = (size_t)c->C;
-    size_t es = moe_expert_size(c);
-    // layout: gate (n,d)+(n) | n experts | s shared | norm (d)+(d) | head (C,d)+(C)
-    size_t total = n * d + n + (n + (size_t)c->s) * es;
+    size_t es = moe_expert_size(c), ss = moe_expert_size(&sc);
+    // layout: gate (n,d)+(n) | [corr (n)] | n experts | s shared | [shared gate (d)]
+    //         | [out bias (d)] | norm (d)+(d) | head (C,d)+(C)
+    size_t total = n * d + n + n * es + (size_t)c->s * ss;
+    if (c->has_corr_bias) total += n;
+    if (c->shared_gated) total += d;
+    if (c->has_out_bias) total += d;
     if (c->has_norm) total += 2 * d;
     if (c->has_head) total += C * d + C;
     m->nparams = total;
@@ -70,10 +100,19 @@ void moe_alloc(moe_model *m, const moe_config *cfg) {
     float *p = m->mem;
     m->gate_w = p; p += n * d;
     m->gate_b = p; p += n;
+    if (c->has_corr_bias) {
+        m->corr_b = p; p += n;
+    }
     m->experts = ms_calloc(n ? n : 1, sizeof(moe_expert));
     for (size_t i = 0; i < n; i++) p = moe_expert_carve(&m->experts[i], c, p);
     m->shared = ms_calloc(c->s ? (size_t)c->s : 1, sizeof(moe_expert));
-    for (int j = 0; j < c->s; j++) p = moe_expert_carve(&m->shared[j], c, p);
+    for (int j = 0; j < c->s; j++) p = moe_expert_carve(&m->shared[j], &sc, p);
+    if (c->shared_gated) {
+        m->shared_gate_w = p; p += d;
+    }
+    if (c->has_out_bias) {
+        m->out_b = p; p += d;
+    }
     if (c->has_norm) {
         m->norm_w = p; p += d;
         m->norm_b = p; p += d;
@@ -219,7 +258,7 @@ static int read_expert(const st_file *f, const char *base, moe_expert *e, const 
     snprintf(name, sizeof name, "%s.fc2.bias", base);
     if ((r = read_opt(f, name, 1, dd, e->fc2_b, err)) < 0) return -1;
     *any_bias |= r;
-    if (c->act == ACT_SILU_GLU) {
+    if (moe_act_glu(c->act)) {
         snprintf(name, sizeof name, "%s.fc3.weight", base);
         if (!st_find(f, name))
             return ms_fail(err, "%s: missing required tensor '%s' (activation silu_glu needs fc3)",
@@ -268,7 +307,7 @@ static int check_expert_shapes(const st_file *f, const char *base, const moe_con
         int required;
     } t[6] = {{"fc1.weight", 2, hd, 1}, {"fc2.weight", 2, dh, 1}, {"fc1.bias", 1, hh, 0},
               {"fc2.bias", 1, dd, 0},   {"fc3.weight", 2, hd, 1}, {"fc3.bias", 1, hh, 0}};
-    int nt = c->act == ACT_SILU_GLU ? 6 : 4;
+    int nt = moe_act_glu(c->act) ? 6 : 4;
     for (int i = 0; i < nt; i++) {
         snprintf(name, sizeof name, "%.400s.%s", base, t[i].suffix);
         if (i == 4 && !st_find(f, name))
@@ -488,7 +527,7 @@ static void add_expert(st_writer *w, name_pool *p, const char *layer, const char
     st_writer_add_f32(w, pool_name(p, "%s.%d.%s", base, i, "fc1.bias"), 1, hh, e->fc1_b);
     st_writer_add_f32(w, pool_name(p, "%s.%d.%s", base, i, "fc2.weight"), 2, dh, e->fc2_w);
     st_writer_add_f32(w, pool_name(p, "%s.%d.%s", base, i, "fc2.bias"), 1, dd, e->fc2_b);
-    if (c->act == ACT_SILU_GLU) {
+    if (moe_act_glu(c->act)) {
         st_writer_add_f32(w, pool_name(p, "%s.%d.%s", base, i, "fc3.weight"), 2, hd, e->fc3_w);
         st_writer_add_f32(w, pool_name(p, "%s.%d.%s", base, i, "fc3.bias"), 1, hh, e->fc3_b);
     }
@@ -616,6 +655,27 @@ int moe_check_compatible(const moe_model *a, const moe_model *b, ms_err *err) {
         return ms_fail(err, "%s and %s differ: activation = %s vs %s", pa, pb, moe_act_name(x->act),
                        moe_act_name(y->act));
     CMP_INT(residual, "residual");
+    if (strcmp(moe_family(x), moe_family(y)))
+        return ms_fail(err, "%s and %s differ: family = %s vs %s", pa, pb, moe_family(x),
+                       moe_family(y));
+    CMP_INT(hs, "shared expert width");
+    if (x->score != y->score)
+        return ms_fail(err, "%s and %s differ: router scores = %s vs %s", pa, pb,
+                       moe_score_name(x->score), moe_score_name(y->score));
+    CMP_INT(renorm, "renormalise (0 yes, 1 no)");
+    CMP_INT(n_group, "n_group");
+    if (x->n_group > 1) {
+        CMP_INT(topk_group, "topk_group");
+        CMP_INT(group_score, "group score (0 max, 1 top-2 sum)");
+    }
+    CMP_INT(has_corr_bias, "selection bias present");
+    CMP_INT(shared_gated, "sigmoid-gated shared expert");
+    CMP_INT(has_out_bias, "output bias present");
+    if (x->scale != y->scale || x->renorm_eps != y->renorm_eps || x->act_limit != y->act_limit)
+        return ms_fail(err, "%s and %s differ: routed scaling %g vs %g, renormalising epsilon %g "
+                            "vs %g, activation limit %g vs %g",
+                       pa, pb, x->scale, y->scale, x->renorm_eps, y->renorm_eps, x->act_limit,
+                       y->act_limit);
     CMP_INT(has_head, "head present");
     if (x->has_head) {
         CMP_INT(C, "C (head outputs)");

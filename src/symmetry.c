@@ -80,7 +80,7 @@ void moe_expert_permute_hidden(moe_expert *e, const moe_config *c, const int *P)
         memcpy(e->fc1_w + (size_t)u * d, tmp + (size_t)P[u] * d, (size_t)d * sizeof(float));
         e->fc1_b[u] = tb[P[u]];
     }
-    if (c->act == ACT_SILU_GLU) {
+    if (moe_act_glu(c->act)) {
         memcpy(tmp, e->fc3_w, big * sizeof(float));
         memcpy(tb, e->fc3_b, (size_t)h * sizeof(float));
         for (int u = 0; u < h; u++) {

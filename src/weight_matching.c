@@ -43,7 +43,7 @@ void wm_similarity(const moe_expert *a, const moe_expert *b, const moe_config *c
                 1.0f, Sf, h);
     // Sf += b1a b1b^T
     cblas_sger(CblasRowMajor, h, h, 1.0f, a->fc1_b, 1, b->fc1_b, 1, Sf, h);
-    if (c->act == ACT_SILU_GLU) {
+    if (moe_act_glu(c->act)) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, h, h, d, 1.0f, a->fc3_w, d,
                     b->fc3_w, d, 1.0f, Sf, h);
         cblas_sger(CblasRowMajor, h, h, 1.0f, a->fc3_b, 1, b->fc3_b, 1, Sf, h);
