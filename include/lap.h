@@ -3,8 +3,22 @@
  * row reduction), exact, for dense row-major cost matrices.
  *
  * cost is (nr, nc). Every row is assigned when nr <= nc; every column when
- * nr > nc (the other rows get -1). Ties are broken deterministically.
- * NaN, -inf (and +inf) costs are rejected with an error. */
+ * nr > nc (the other rows get -1). NaN, -inf (and +inf) costs are rejected
+ * with an error. Extra memory: O(nr + nc), plus an nr x nc transposed copy
+ * when nr > nc (callers holding such a matrix transposed can pass that; the
+ * result is the same, see below).
+ *
+ * Which optimum, when several assignments reach the optimal total: the
+ * solver's choice is a fixed function of the cost values, so
+ *   - the same matrix always gives the same assignment (every run, and
+ *     whether the CPU's vector path or the plain one runs);
+ *   - maximising c gives exactly the assignment of minimising -c;
+ *   - nr > nc gives exactly the transpose of the assignment of the (nc, nr)
+ *     transposed matrix (column j's row there is row_to_col's inverse here).
+ * Inside the solver every tie between candidate columns goes to a free
+ * column first, then to the lowest index; between rows, to the lowest index.
+ * Which optimum that selects is otherwise unspecified (an optimum that is
+ * unique is of course returned). */
 #ifndef MS_LAP_H
 #define MS_LAP_H
 

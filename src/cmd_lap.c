@@ -4,11 +4,16 @@
  * Undocumented, for tests/bench/bench_lap.py: `--time` skips the row listing
  * and prints the time of lap_solve alone (no file I/O, no printing), wall
  * clock and this process's CPU time (the honest number on a shared machine),
- * and `--repeat R` solves R times and reports the best of each and the mean. */
+ * and `--repeat R` solves R times and reports the best of each and the mean,
+ * with the process's peak resident set (VmHWM). */
 #include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "atomic_file.h"
 #include "cli.h"
@@ -27,6 +32,57 @@ static void lap_help(void) {
            "  --json F     also write {\"assignment\": [col of each row, -1 if none],\n"
            "               \"total\": ...} to F (atomically)\n",
            USAGE);
+}
+
+/* Peak resident set of this process in kB (Linux VmHWM), or -1. */
+static long peak_rss_kb(void) {
+    FILE *fp = fopen("/proc/self/status", "r");
+    if (!fp) return -1;
+    char line[256];
+    long kb = -1;
+    while (fgets(line, sizeof line, fp))
+        if (sscanf(line, "VmHWM: %ld", &kb) == 1) break;
+    fclose(fp);
+    return kb;
+}
+
+/* Read the cost (nr, nc) as doubles into out, transposed to (nc, nr) when
+ * transpose is set, so that the process holds the matrix once: float64 data
+ * is copied a block of rows at a time and that block's pages of the mapped
+ * file are dropped once copied (they are clean file pages; touching them
+ * again reads the file). Other dtypes convert through st_read_f64. */
+static int read_cost(const st_file *f, const st_tensor *t, int transpose, double *out,
+                     ms_err *err) {
+    const size_t nr = (size_t)t->shape[0], nc = (size_t)t->shape[1];
+    if (t->dtype != ST_F64) {
+        if (!transpose) return st_read_f64(f, t, out, err);
+        double *tmp = ms_malloc(nr * nc * sizeof(double));
+        int rc = st_read_f64(f, t, tmp, err);
+        for (size_t i = 0; !rc && i < nr; i++)
+            for (size_t j = 0; j < nc; j++) out[j * nr + i] = tmp[i * nc + j];
+        free(tmp);
+        return rc;
+    }
+    const uint8_t *src = f->data + t->begin;
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t B = 32; /* rows per block: a tall block transposes within the cache */
+    for (size_t i0 = 0; i0 < nr; i0 += B) {
+        size_t i1 = i0 + B < nr ? i0 + B : nr;
+        for (size_t i = i0; i < i1; i++)
+            for (size_t j = 0; j < nc; j++) {
+                double x;
+                memcpy(&x, src + 8 * (i * nc + j), 8); /* the data may be unaligned */
+                if (!isfinite(x))
+                    return ms_fail(err, "%s: tensor 'cost': non-finite value %g at [%zu, %zu]",
+                                   f->path, x, i, j);
+                out[transpose ? j * nr + i : i * nc + j] = x;
+            }
+        uintptr_t lo = (uintptr_t)(src + 8 * i0 * nc), hi = (uintptr_t)(src + 8 * i1 * nc);
+        lo = (lo + page - 1) / page * page;
+        hi = hi / page * page;
+        if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    }
+    return 0;
 }
 
 static double now_seconds(clockid_t clk) {
@@ -106,12 +162,16 @@ int cmd_lap(int argc, char **argv) {
                          in, r, k);
     }
     int nr = (int)t->shape[0], nc = (int)t->shape[1];
-    // cost is (nr, nc); the reader refuses NaN/inf naming the file and the cell
+    // more rows than columns: hold the cost transposed, (nc, nr), and solve
+    // that; lap_solve would otherwise make a transposed copy of its own, and
+    // it returns the same assignment either way (see lap.h)
+    int tr = nr > nc;
     double *cost = ms_malloc((size_t)(t->numel ? t->numel : 1) * sizeof(double));
     int *row_to_col = ms_malloc((size_t)(nr ? nr : 1) * sizeof(int));
+    int *sol = tr ? ms_malloc((size_t)(nc ? nc : 1) * sizeof(int)) : row_to_col;
     int rc = 1;
     double total = 0, best = 1e300, sum = 0, best_cpu = 1e300;
-    if (st_read_f64(&f, t, cost, &err)) {
+    if (read_cost(&f, t, tr, cost, &err)) {
         cli_error("%s", err.msg);
         goto done;
     }
@@ -119,7 +179,7 @@ int cmd_lap(int argc, char **argv) {
         /* the solver is single-threaded: this thread's CPU time, not the process's,
            which would also count OpenBLAS's idle pool threads spinning at start-up */
         double t0 = now_seconds(CLOCK_MONOTONIC), c0 = now_seconds(CLOCK_THREAD_CPUTIME_ID);
-        if (lap_solve(cost, nr, nc, maximize, row_to_col, &total, &err)) {
+        if (lap_solve(cost, tr ? nc : nr, tr ? nr : nc, maximize, sol, &total, &err)) {
             cli_error("%s: tensor 'cost': %s", in, err.msg);
             goto done;
         }
@@ -129,6 +189,13 @@ int cmd_lap(int argc, char **argv) {
         best_cpu = dc < best_cpu ? dc : best_cpu;
         sum += dt;
     }
+    if (tr) {
+        for (int i = 0; i < nr; i++) row_to_col[i] = -1;
+        for (int j = 0; j < nc; j++) row_to_col[sol[j]] = j;
+        total = 0; /* summed in row order, as lap_solve sums the untransposed cost */
+        for (int i = 0; i < nr; i++)
+            if (row_to_col[i] >= 0) total += cost[(size_t)row_to_col[i] * nr + i];
+    }
     if (!timing)
         for (int i = 0; i < nr; i++) {
             if (row_to_col[i] >= 0) printf("%d -> %d\n", i, row_to_col[i]);
@@ -137,9 +204,9 @@ int cmd_lap(int argc, char **argv) {
     printf("total: %.17g\n", total);
     if (timing)
         printf("solve_seconds: best %.6f mean %.6f cpu_best %.6f over %ld runs (%d x %d, %s, "
-               "lap_solve only)\n",
+               "lap_solve only) peak_rss_kb %ld\n",
                best, sum / (double)repeat, best_cpu, repeat, nr, nc,
-               maximize ? "maximise" : "minimise");
+               maximize ? "maximise" : "minimise", peak_rss_kb());
     if (json && write_json(json, row_to_col, nr, total, &err)) {
         cli_error("%s", err.msg);
         goto done;
@@ -148,6 +215,7 @@ int cmd_lap(int argc, char **argv) {
 done:
     free(cost);
     free(row_to_col);
+    if (tr) free(sol);
     st_close(&f);
     return rc;
 }

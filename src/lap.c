@@ -29,8 +29,14 @@
  * search instead of being stored in the hot loop. What is left is bound by
  * memory bandwidth: each scan streams one row of the cost matrix.
  *
- * Ties: lowest index wins everywhere (column minima, two smallest, Dijkstra
- * minimum), so the result is deterministic. */
+ * Ties: a free column wins over an assigned one (Dijkstra minimum, augmenting
+ * row reduction), then the lowest index (column minima, two smallest,
+ * Dijkstra minimum); every kernel merges its vector lanes in that order, so
+ * the result does not depend on the vector width. Integer costs are where it
+ * matters: with costs in [0, 100) each row has ~n/100 zeros, and a search
+ * that stops at the first free column among the tied minima is short, where
+ * one that takes the lowest index walks the plateau of tied assigned columns
+ * (100x slower at n = 2000). */
 #include "lap.h"
 
 #include <math.h>
@@ -45,6 +51,7 @@ typedef struct {
     int *rowsol;   /* (n) column of each row, -1 free */
     int *colsol;   /* (m) row of each column, -1 free */
     double *v;     /* (m) column duals */
+    long long *fm; /* (m) -1 where the column is free, 0 where assigned (a lane mask) */
     double *dd;    /* (m) tentative distance of todo columns, +inf once ready */
     double *vv;    /* (m) v for todo columns, -inf once ready (see lap_relax) */
     int *steprow;  /* (n) row scanned at each Dijkstra step */
@@ -74,16 +81,21 @@ typedef long long vi4 __attribute__((vector_size(32), aligned(8), may_alias));
 
 /* One Dijkstra step, fused: relax every column through row ri with offset h,
  * dd[j] = min(dd[j], sg * ri[j] - vv[j] - h), and return the smallest dd with its
- * column (lowest index on ties) in *jmin. Ready columns have vv = -inf, so
- * their candidate is +inf and dd = +inf stays: no mask, no gather, no branch,
- * one contiguous pass over three rows of m doubles. Predecessors are not
- * stored here (a scattered int store per improved column); the augmenting
- * path is recovered afterwards from the few scanned rows (lapjv_augment). */
+ * column in *jmin. Ties: a free column (fm = -1) before an assigned one, then the
+ * lowest index. Preferring a free column ends the search at once on integer
+ * costs, where dozens of columns share each distance; without it the search
+ * walks the whole plateau of tied assigned columns first. Ready columns have
+ * vv = -inf, so their candidate is +inf and dd = +inf stays: no gather, no
+ * branch, one contiguous pass. Predecessors are not stored here (a scattered
+ * int store per improved column); the augmenting path is recovered afterwards
+ * from the few scanned rows (lapjv_augment). */
 LAP_CLONES
 static double lap_relax(const double *restrict ri, double sg, const double *restrict vv,
-                        double *restrict dd, double h, int m, int *jmin) {
+                        double *restrict dd, const long long *restrict fm, double h, int m,
+                        int *jmin) {
     const vd4 hv = {h, h, h, h}, sv = {sg, sg, sg, sg}, four = {4, 4, 4, 4};
     vd4 best = {INFINITY, INFINITY, INFINITY, INFINITY}, bidx = {0, 0, 0, 0};
+    vd4 bestf = best, bidxf = bidx; /* the same over free columns only */
     vd4 idx = {0, 1, 2, 3};
     int j = 0;
     for (; j + 4 <= m; j += 4) {
@@ -94,14 +106,22 @@ static double lap_relax(const double *restrict ri, double sg, const double *rest
         vi4 lb = d < best; /* strict: the earliest column of each lane */
         best = vd4_blend(lb, d, best);
         bidx = vd4_blend(lb, idx, bidx);
+        vi4 lf = (d < bestf) & *(const vi4 *)(fm + j);
+        bestf = vd4_blend(lf, d, bestf);
+        bidxf = vd4_blend(lf, idx, bidxf);
         idx += four;
     }
-    double mn = INFINITY, bi = (double)m;
-    for (int l = 0; l < 4; l++)
+    double mn = INFINITY, bi = (double)m, mnf = INFINITY, bif = (double)m;
+    for (int l = 0; l < 4; l++) {
         if (best[l] < mn || (best[l] == mn && bidx[l] < bi)) {
             mn = best[l];
             bi = bidx[l];
         }
+        if (bestf[l] < mnf || (bestf[l] == mnf && bidxf[l] < bif)) {
+            mnf = bestf[l];
+            bif = bidxf[l];
+        }
+    }
     for (; j < m; j++) { /* tail: higher indices, strict < keeps ties low */
         double x = ri[j] * sg - vv[j] - h;
         if (x < dd[j]) dd[j] = x;
@@ -109,34 +129,43 @@ static double lap_relax(const double *restrict ri, double sg, const double *rest
             mn = dd[j];
             bi = j;
         }
+        if (fm[j] && dd[j] < mnf) {
+            mnf = dd[j];
+            bif = j;
+        }
     }
-    *jmin = (int)bi;
+    *jmin = (int)(mnf == mn ? bif : bi);
     return mn;
 }
 
 /* The two smallest of sg * ri[j] - v[j]: umin at *j1 (lowest index on ties) and
- * usubmin at *j2 (lowest index among the rest); m >= 2. Same vector layout:
- * each lane keeps its own top two, then the 8 candidates are merged. */
+ * usubmin at *j2 (lowest index among the rest); m >= 2. *jf gets the lowest free
+ * column (fm = -1) whose value equals umin, or -1 if no free column attains
+ * it. Same vector layout as lap_relax: each lane keeps its own top two and
+ * its smallest free value, then the lanes are merged. */
 LAP_CLONES
-static double lap_two_min(const double *restrict ri, double sg, const double *restrict v, int m,
-                          int *j1, double *usubmin, int *j2) {
+static double lap_two_min(const double *restrict ri, double sg, const double *restrict v,
+                          const long long *restrict fm, int m, int *j1, double *usubmin,
+                          int *j2, int *jf) {
     const vd4 sv = {sg, sg, sg, sg}, four = {4, 4, 4, 4};
-    vd4 m1 = {INFINITY, INFINITY, INFINITY, INFINITY}, m2 = m1;
-    vd4 i1 = {-1, -1, -1, -1}, i2 = i1, idx = {0, 1, 2, 3};
+    vd4 m1 = {INFINITY, INFINITY, INFINITY, INFINITY}, m2 = m1, mf = m1;
+    vd4 i1 = {-1, -1, -1, -1}, i2 = i1, iff = i1, idx = {0, 1, 2, 3};
     int j = 0;
     for (; j + 4 <= m; j += 4) {
         vd4 x = *(const vd4 *)(ri + j) * sv - *(const vd4 *)(v + j);
-        vi4 lt1 = x < m1, lt2 = x < m2;
+        vi4 lt1 = x < m1, lt2 = x < m2, ltf = (x < mf) & *(const vi4 *)(fm + j);
         // lt1: old first becomes second; else lt2: x becomes second
         m2 = vd4_blend(lt1, m1, vd4_blend(lt2, x, m2));
         i2 = vd4_blend(lt1, i1, vd4_blend(lt2, idx, i2));
         m1 = vd4_blend(lt1, x, m1);
         i1 = vd4_blend(lt1, idx, i1);
+        mf = vd4_blend(ltf, x, mf);
+        iff = vd4_blend(ltf, idx, iff);
         idx += four;
     }
     // merge: (value, index) pairs, lexicographic; the tail comes last
-    double a = INFINITY, b = INFINITY;
-    double ia = -1, ib = -1;
+    double a = INFINITY, b = INFINITY, f = INFINITY;
+    double ia = -1, ib = -1, fi = -1;
 #define LAP_PUSH(val, ix)                                                              \
     do {                                                                               \
         double pv = (val), pi = (ix);                                                  \
@@ -147,14 +176,26 @@ static double lap_two_min(const double *restrict ri, double sg, const double *re
             b = pv, ib = pi;                                                           \
         }                                                                              \
     } while (0)
+#define LAP_PUSHF(val, ix)                                                             \
+    do {                                                                               \
+        double pv = (val), pi = (ix);                                                  \
+        if (pi >= 0 && (pv < f || (pv == f && pi < fi) || fi < 0)) f = pv, fi = pi;    \
+    } while (0)
     for (int l = 0; l < 4; l++) {
         LAP_PUSH(m1[l], i1[l]);
         LAP_PUSH(m2[l], i2[l]);
+        LAP_PUSHF(mf[l], iff[l]);
     }
-    for (; j < m; j++) LAP_PUSH(ri[j] * sg - v[j], (double)j);
+    for (; j < m; j++) {
+        double x = ri[j] * sg - v[j];
+        LAP_PUSH(x, (double)j);
+        if (fm[j]) LAP_PUSHF(x, (double)j);
+    }
 #undef LAP_PUSH
+#undef LAP_PUSHF
     *j1 = (int)ia;
     *j2 = (int)ib;
+    *jf = fi >= 0 && f == a ? (int)fi : -1;
     *usubmin = b;
     return a;
 }
@@ -226,6 +267,7 @@ static void lapjv_init_square(lapjv *s) {
         } else {
             s->colsol[j] = -1;
         }
+        s->fm[j] = s->colsol[j] < 0 ? -1 : 0;
     }
     // reduction transfer: a row that owns exactly one column min passes its
     // slack (second smallest reduced cost) to that column's dual, so the
@@ -236,11 +278,12 @@ static void lapjv_init_square(lapjv *s) {
             s->rowsol[i] = -1;
             s->freerows[s->nfree++] = i;
         } else if (matches[i] == 1) {
-            int j1 = s->rowsol[i], a, b;
+            int j1 = s->rowsol[i], a, b, f;
             double second;
             // the row's minimum is 0 at j1 (possibly tied): what we need is
             // the smallest reduced cost over the other columns
-            double first = lap_two_min(s->c + (size_t)i * n, sg, s->v, n, &a, &second, &b);
+            double first =
+                lap_two_min(s->c + (size_t)i * n, sg, s->v, s->fm, n, &a, &second, &b, &f);
             s->v[j1] -= a == j1 ? second : first;
         }
         // matches > 1: row keeps one column (reduced cost 0, its minimum);
@@ -263,11 +306,20 @@ static void lapjv_arr(lapjv *s) {
         s->nfree = 0;
         while (k < prvnumfree) {
             int i = s->freerows[k++];
-            int j1, j2;
+            int j1, j2, jf;
             double usubmin;
-            double umin = lap_two_min(s->c + (size_t)i * m, s->sg, s->v, m, &j1, &usubmin, &j2);
-            int i0 = s->colsol[j1];
+            double umin = lap_two_min(s->c + (size_t)i * m, s->sg, s->v, s->fm, m, &j1,
+                                      &usubmin, &j2, &jf);
             int strict = umin < usubmin;
+            if (jf >= 0) {
+                // a free column is among the cheapest: take it, nobody is evicted
+                if (strict) s->v[jf] -= usubmin - umin; /* then jf == j1 */
+                s->rowsol[i] = jf;
+                s->colsol[jf] = i;
+                s->fm[jf] = 0;
+                continue;
+            }
+            int i0 = s->colsol[j1];
             if (strict) {
                 s->v[j1] -= usubmin - umin;
             } else if (i0 >= 0) {
@@ -278,6 +330,7 @@ static void lapjv_arr(lapjv *s) {
             if (i0 >= 0) s->rowsol[i0] = -1;
             s->rowsol[i] = j1;
             s->colsol[j1] = i;
+            s->fm[j1] = 0;
             if (i0 >= 0) {
                 if (strict && budget-- > 0) s->freerows[--k] = i0;
                 else s->freerows[s->nfree++] = i0;
@@ -306,7 +359,7 @@ static void lapjv_augment(lapjv *s, int freerow) {
         s->steph[nstep] = h;
         nstep++;
         int jmin;
-        double mn = lap_relax(c + (size_t)i * m, sg, vv, dd, h, m, &jmin);
+        double mn = lap_relax(c + (size_t)i * m, sg, vv, dd, s->fm, h, m, &jmin);
         if (s->colsol[jmin] < 0) {
             end = jmin;
             dend = mn;
@@ -344,6 +397,7 @@ static void lapjv_augment(lapjv *s, int freerow) {
         }
         int r = s->steprow[k], jprev = s->rowsol[r];
         s->colsol[j] = r;
+        s->fm[j] = 0;
         s->rowsol[r] = j;
         if (r == freerow) break;
         j = jprev; /* == readycol[k - 1]: made ready after step k - 1 */
@@ -359,6 +413,7 @@ static void lapjv_run(const double *c, double sg, int n, int m, int *rowsol) {
     lapjv s = {.c = c, .sg = sg, .n = n, .m = m, .rowsol = rowsol};
     s.colsol = ms_malloc((size_t)m * sizeof(int));
     s.v = ms_malloc((size_t)m * sizeof(double));
+    s.fm = ms_malloc((size_t)m * sizeof(long long));
     s.dd = ms_malloc((size_t)m * sizeof(double));
     s.vv = ms_malloc((size_t)m * sizeof(double));
     s.steprow = ms_malloc((size_t)m * sizeof(int));
@@ -372,6 +427,7 @@ static void lapjv_run(const double *c, double sg, int n, int m, int *rowsol) {
         for (int j = 0; j < m; j++) {
             s.v[j] = 0;
             s.colsol[j] = -1;
+            s.fm[j] = -1;
         }
         for (int i = 0; i < n; i++) {
             rowsol[i] = -1;
@@ -384,6 +440,7 @@ static void lapjv_run(const double *c, double sg, int n, int m, int *rowsol) {
     for (int f = 0; f < s.nfree; f++) lapjv_augment(&s, s.freerows[f]);
     free(s.colsol);
     free(s.v);
+    free(s.fm);
     free(s.dd);
     free(s.vv);
     free(s.steprow);

@@ -31,7 +31,8 @@ static double assignment_total(const double *c, const int *row_to_col, int nr, i
 }
 
 /* kind: 0 small integers 0..3 (many ties), 1 uniform floats, 2 negative and
- * positive floats, 3 integers -50..50, 4 constant matrix */
+ * positive floats, 3 integers -50..50, 4 constant matrix, 5 zeros and ones
+ * (heaviest ties short of constant) */
 static void fill(rng_t *r, double *c, int nn, int kind) {
     for (int k = 0; k < nn; k++) {
         switch (kind) {
@@ -39,6 +40,7 @@ static void fill(rng_t *r, double *c, int nn, int kind) {
         case 1: c[k] = rng_uniform(r); break;
         case 2: c[k] = 200.0 * rng_uniform(r) - 100.0; break;
         case 3: c[k] = (double)rng_below(r, 101) - 50.0; break;
+        case 5: c[k] = (double)rng_below(r, 2); break;
         default: c[k] = 7.0; break;
         }
     }
@@ -53,7 +55,7 @@ static void test_random_small(void) {
     for (int it = 0; it < 6000; it++) {
         int nr = 1 + (int)rng_below(&r, 8), nc = 1 + (int)rng_below(&r, 8);
         if (it % 3 == 0) nc = nr; /* plenty of square ones */
-        int kind = (int)rng_below(&r, 5), maximize = (int)rng_below(&r, 2);
+        int kind = (int)rng_below(&r, 6), maximize = (int)rng_below(&r, 2);
         fill(&r, c, nr * nc, kind);
         double t, tb;
         ms_err e;
@@ -125,7 +127,7 @@ static void test_larger_vs_hungarian(void) {
         double *c = malloc(sizeof(double) * nr * nc), *ref = malloc(sizeof(double) * nr * nc);
         int *a = malloc(sizeof(int) * nr), *b = malloc(sizeof(int) * n);
         for (int rep = 0; rep < 6; rep++)
-            for (int kind = 0; kind < 5; kind++)
+            for (int kind = 0; kind < 6; kind++)
                 for (int maximize = 0; maximize < 2; maximize++) {
                     fill(&r, c, nr * nc, kind);
                     // ref (n, m): minimise form of c, transposed if needed

@@ -1,7 +1,8 @@
 """tests/test_lap_scipy.py - `moescope lap` against scipy.optimize.linear_sum_assignment.
 
-Random cost matrices (uniform floats, integer ties 0..3, negative, square and
-rectangular both ways, up to n = 2000, minimise and maximise, F64/F32/F16
+Random cost matrices (uniform floats, integer ties 0..3, integers in [0, 100),
+low rank, -A B^T weight matching, negative, square and rectangular both ways,
+up to n = 2000, minimise and maximise, F64/F32/F16
 files) are written as safetensors, solved with `moescope lap --json`, and
 checked: the total equals scipy's to 1e-9 relative, the assignment is valid
 (injective; every row assigned when rows <= columns, else every column) and its
@@ -86,6 +87,26 @@ def main():
         w1a, w1b = rng.standard_normal((h, d)), rng.standard_normal((h, d))  # (h, d)
         w2a, w2b = rng.standard_normal((d, h)), rng.standard_normal((d, h))  # (d, h)
         cases.append(("weight matching 256", w1a @ w1b.T + w2a.T @ w2b, True))
+        # the benchmark's families (tests/bench/bench_lap.py) at n <= 2000:
+        # integer costs in [0, 100) (dozens of ties per row), low rank (near
+        # ties everywhere), -A B^T weight matching, each square and
+        # rectangular both ways; the rectangular ones exercise lap's
+        # transposed read of tall matrices as well
+        def intc(nr, nc):
+            return rng.integers(0, 100, (nr, nc)).astype(np.float64)
+
+        def lowrank(nr, nc):
+            return rng.random((nr, 4)) @ rng.random((nc, 4)).T
+
+        def wm(nr, nc):
+            return -(rng.standard_normal((nr, 768)) @ rng.standard_normal((nc, 768)).T)
+
+        for fam, make, shapes in (("int [0,100)", intc, ((2000, 2000), (1000, 2000), (2000, 1000))),
+                                  ("low-rank", lowrank, ((700, 700), (400, 800), (800, 400))),
+                                  ("-A B^T", wm, ((1000, 1000), (500, 1000), (1000, 500)))):
+            for nr, nc in shapes:
+                for mx in (False, True):
+                    cases.append((f"{fam} {nr}x{nc} max={mx}", make(nr, nc), mx))
         for name, c, mx in cases:
             solve_case(tmp, name, c, mx)
         solve_case(tmp, "F32 file 150", rng.random((150, 150)), False, dtype=np.float32)

@@ -2,109 +2,165 @@
 """bench_lap.py - moescope's linear assignment solver against
 scipy.optimize.linear_sum_assignment, on the same matrices, in one run.
 
-Cases: dense uniform float64 n = 1000, 2000, 3000, 5000 (minimise), and a
-weight-matching-like matrix S = W1a W1b^T + W2a^T W2b with h = 3072, d = 768,
-random normal weights (h x h, maximise) as in SPEC section 4, step 2.
+Families (float64 costs; n = LAP_SIZES, default 500 1000 2000 3000 5000):
+  uniform      C ~ U[0, 1), minimise
+  int100       integers in [0, 100): dozens of ties in every row, minimise
+  lowrank      C = U V^T with U, V (n, 4) ~ U[0, 1): rank 4, near-ties everywhere
+  wm           -A B^T with A, B (n, 768) standard normal: the weight-matching cost
+               of two experts' hidden units (n = 3072 is a GPT-2 sized MLP)
+  wide, tall   uniform (n/2, n) and (n, n/2): rectangular both ways
 
-What is timed (best of R runs, each side single-threaded):
-  scipy:    linear_sum_assignment(C) (its own input checks included).
-  moescope: `moescope lap F --time --repeat R` reports lap_solve alone (input
-            validation and the solve; no file I/O, no printing).
-Both wall-clock and CPU time (time.process_time / CLOCK_PROCESS_CPUTIME_ID)
-are measured; the table's ratio is on CPU time, which stays meaningful when
-other jobs share the cores, and the wall-clock ratio is printed beside it.
-Totals are compared to 1e-9 relative. Env: MOESCOPE (binary), LAP_SIZES
-(e.g. "1000 2000" to shorten), LAP_REPEAT (default 3).
+What is timed (best of LAP_REPEAT, default 3, both single-threaded):
+  scipy:    linear_sum_assignment(C) in a fresh python process that loaded C
+            from a .npy file (its own input checks included).
+  moescope: `moescope lap F --time --repeat R`: lap_solve alone (validation
+            and solve, no file I/O); the solver thread's CPU time.
+The ratio is scipy CPU / moescope CPU (> 1: moescope faster); CPU time stays
+meaningful when other jobs share the cores; wall-clock is printed too.
+Totals must agree to 1e-9 relative (exact for integer costs).
+
+Memory: each side's peak resident set (VmHWM of its own process: the file
+pages it maps count, and rusage would also count the benchmark's memory
+inherited at fork) over the matrix's size (n_rows * n_cols * 8 bytes); 'extra' subtracts the
+same process's peak on a 2 x 2 matrix (interpreter, libraries), so it is the
+memory the solve itself needs, the matrix included.
+
+The peer runs without OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (if this machine
+sets them), i.e. numpy as shipped; moescope runs in the caller's environment.
+The load average is printed before and after: ratios taken while the machine
+is busy are still CPU-time ratios, but caches are shared.
 """
-import json
 import os
 import re
-import struct
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+import oracle  # noqa: E402
+
+MOESCOPE = os.path.abspath(os.environ.get("MOESCOPE", "./moescope"))
+PYTHON = os.environ.get("PYTHON", sys.executable)
+
+PEER = r"""
+import resource, sys, time
+import numpy as np
 from scipy.optimize import linear_sum_assignment
-
-MOESCOPE = os.environ.get("MOESCOPE", "./moescope")
-
-
-def write_safetensors(path, tensors):
-    """Minimal safetensors writer: {name: float64 ndarray}."""
-    header, blobs, off = {}, [], 0
-    for name, a in tensors.items():
-        a = np.ascontiguousarray(a, dtype="<f8")
-        b = a.tobytes()
-        header[name] = {"dtype": "F64", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
+c = np.load(sys.argv[1])
+maximize, repeat = sys.argv[2] == "1", int(sys.argv[3])
+best, best_cpu = float("inf"), float("inf")
+for _ in range(repeat):
+    t0, c0 = time.perf_counter(), time.process_time()
+    r, k = linear_sum_assignment(c, maximize=maximize)
+    best_cpu = min(best_cpu, time.process_time() - c0)
+    best = min(best, time.perf_counter() - t0)
+hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")][0].split()[1]
+print("%r %r %r %s" % (best, best_cpu, float(c[r, k].sum()), hwm))
+"""
 
 
-def time_scipy(c, maximize, repeat):
-    best, best_cpu, res = float("inf"), float("inf"), None
-    for _ in range(repeat):
-        t0, c0 = time.perf_counter(), time.process_time()
-        r, col = linear_sum_assignment(c, maximize=maximize)
-        best_cpu = min(best_cpu, time.process_time() - c0)
-        best = min(best, time.perf_counter() - t0)
-        res = (r, col)
-    r, col = res
-    return best, best_cpu, float(c[r, col].sum())
+def peer_env():
+    env = dict(os.environ)
+    env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("OPENBLAS_L2_SIZE", None)
+    return env
 
 
-def time_moescope(path, maximize, repeat):
+def measured(cmd, env=None):
+    """stdout of cmd, which must succeed."""
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode:
+        raise SystemExit(f"{' '.join(cmd[:2])} failed ({p.returncode}): {p.stderr.strip()}")
+    return p.stdout
+
+
+def scipy_side(npy, maximize, repeat):
+    out = measured([PYTHON, "-c", PEER, npy, "1" if maximize else "0", str(repeat)], peer_env())
+    wall, cpu, total, hwm = (float(x) for x in out.split())
+    return wall, cpu, total, hwm * 1024
+
+
+def moescope_side(path, maximize, repeat):
     cmd = [MOESCOPE, "lap", path, "--time", "--repeat", str(repeat)]
     if maximize:
         cmd.append("--maximize")
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    out = measured(cmd)
+    rss = float(re.search(r"peak_rss_kb (\d+)", out).group(1)) * 1024
     total = float(re.search(r"^total: (\S+)", out, re.M).group(1))
-    best = float(re.search(r"solve_seconds: best (\S+)", out).group(1))
-    best_cpu = float(re.search(r"cpu_best (\S+)", out).group(1))
-    return best, best_cpu, total
+    wall = float(re.search(r"solve_seconds: best (\S+)", out).group(1))
+    cpu = float(re.search(r"cpu_best (\S+)", out).group(1))
+    return wall, cpu, total, rss
+
+
+def family(name, n, rng):
+    """(rows, cols, cost) for one family at size n."""
+    if name == "uniform":
+        return rng.random((n, n))
+    if name == "int100":
+        return rng.integers(0, 100, (n, n)).astype(np.float64)
+    if name == "lowrank":
+        return rng.random((n, 4)) @ rng.random((n, 4)).T
+    if name == "wm":
+        a, b = rng.standard_normal((n, 768)), rng.standard_normal((n, 768))
+        return -(a @ b.T)
+    if name == "wide":
+        return rng.random((n // 2, n))
+    if name == "tall":
+        return rng.random((n, n // 2))
+    raise ValueError(name)
+
+
+def write_pair(tmp, c):
+    st = os.path.join(tmp, "cost.safetensors")
+    npy = os.path.join(tmp, "cost.npy")
+    oracle.write_safetensors(st, {"cost": c}, dtype=np.float64)
+    np.save(npy, c)
+    return st, npy
 
 
 def main():
-    sizes = [int(s) for s in os.environ.get("LAP_SIZES", "1000 2000 3000 5000").split()]
+    sizes = [int(s) for s in os.environ.get("LAP_SIZES", "500 1000 2000 3000 5000").split()]
+    fams = os.environ.get("LAP_FAMILIES", "uniform int100 lowrank wm wide tall").split()
     repeat = int(os.environ.get("LAP_REPEAT", "3"))
     rng = np.random.default_rng(2024)
-    cases = [(f"uniform {n}", n, False, lambda n=n: rng.random((n, n))) for n in sizes]
-
-    def wm():
-        h, d = 3072, 768
-        w1a, w1b = rng.standard_normal((h, d)), rng.standard_normal((h, d))  # (h, d)
-        w2a, w2b = rng.standard_normal((d, h)), rng.standard_normal((d, h))  # (d, h)
-        return w1a @ w1b.T + w2a.T @ w2b  # (h, h)
-
-    if os.environ.get("LAP_SKIP_WM") != "1":
-        cases.append(("weight-match 3072", 3072, True, wm))
-
-    print(f"bench_lap: scipy.optimize.linear_sum_assignment vs moescope lap_solve, "
-          f"best of {repeat}, CPU seconds")
-    print(f"{'case':<20} {'n':>6} {'scipy s':>9} {'moescope s':>11} {'ratio':>7}  totals equal"
-          f"   (wall: scipy s, moescope s, ratio)")
+    print("bench_lap: moescope lap_solve vs scipy.optimize.linear_sum_assignment, best of %d, "
+          "CPU seconds; load average %.2f %.2f %.2f" % ((repeat,) + os.getloadavg()))
+    print("%-8s %11s %9s %10s %7s  %-6s %15s %15s  %s" % (
+        "family", "shape", "scipy s", "moescope s", "ratio", "totals", "peak/matrix",
+        "extra/matrix", "(wall ratio)"))
+    print("%-8s %11s %9s %10s %7s  %-6s %15s %15s" % (
+        "", "", "", "", "", "", "scipy  moescope", "scipy  moescope"))
     ok = True
+    worst = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, n, maximize, make in cases:
-            c = make()
-            path = os.path.join(tmp, "cost.safetensors")
-            write_safetensors(path, {"cost": c})
-            ws, ts, tot_s = time_scipy(c, maximize, repeat)
-            wm_, tm, tot_m = time_moescope(path, maximize, repeat)
-            eq = abs(tot_s - tot_m) <= 1e-9 * max(1.0, abs(tot_s))
-            ok &= eq
-            print(f"{name:<20} {n:>6} {ts:>9.4f} {tm:>11.4f} {ts / tm:>6.2f}x  {'yes' if eq else 'NO ':<12}"
-                  f"   ({ws:.4f}, {wm_:.4f}, {ws / wm_:.2f}x)"
-                  f"{'' if eq else f' totals {tot_s!r} vs {tot_m!r}'}")
-            sys.stdout.flush()
+        st, npy = write_pair(tmp, np.array([[1.0, 2.0], [3.0, 1.0]]))
+        base_s = scipy_side(npy, False, 1)[3]
+        base_m = moescope_side(st, False, 1)[3]
+        for name in fams:
+            for n in sizes:
+                nn = 3072 if name == "wm" and n == 3000 else n
+                c = family(name, nn, rng)
+                maximize = False
+                st, npy = write_pair(tmp, c)
+                ws, ts, tot_s, rs = scipy_side(npy, maximize, repeat)
+                wm, tm, tot_m, rm = moescope_side(st, maximize, repeat)
+                eq = abs(tot_s - tot_m) <= 1e-9 * max(1.0, abs(tot_s))
+                ok &= eq
+                mb = c.nbytes
+                ratio = ts / max(tm, 1e-9)
+                worst[name] = min(worst.get(name, ratio), ratio)
+                print("%-8s %11s %9.4f %10.4f %6.2fx  %-6s %6.2f %8.2f %6.2f %8.2f  (%.2fx)%s" % (
+                    name, "%dx%d" % c.shape, ts, tm, ratio, "equal" if eq else "DIFFER",
+                    rs / mb, rm / mb, (rs - base_s) / mb, (rm - base_m) / mb,
+                    ws / max(wm, 1e-9), "" if eq else f"  totals {tot_s!r} vs {tot_m!r}"))
+                sys.stdout.flush()
+                os.unlink(st)
+                os.unlink(npy)
+    print("worst ratio per family: " + ", ".join("%s %.2fx" % kv for kv in worst.items()))
+    print("load average at the end: %.2f %.2f %.2f" % os.getloadavg())
     return 0 if ok else 1
 
 
