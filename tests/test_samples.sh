@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_samples.sh - the committed sample checkpoints are reproducible: retraining
-# the pretrained model and the smallest variant's seed 1 (with make_samples.sh's
+# the pretrained model and every seed of every variant (with make_samples.sh's
 # exact options) gives the committed files byte for byte. Also checks the
 # command's errors and that every committed sample loads with its metadata.
 source "$(dirname "$0")/lib.sh"
@@ -17,8 +17,10 @@ fi
 
 # the options come from make_samples.sh itself, so the test cannot drift from it
 pre_opts=$(grep -A2 -- '--pretrain' "$S/make_samples.sh" | tr -d '\\\n' | sed -E 's/.*--pretrain(.*)-o pretrained.*/\1/')
-dense_opts=$(grep '^variant dense4 ' "$S/make_samples.sh" | sed -E 's/^variant dense4 +//')
-check "options found in make_samples.sh" test -n "$pre_opts" -a -n "$dense_opts"
+variants=$(grep -E '^variant [a-z0-9]+ ' "$S/make_samples.sh" | awk '{print $2}')
+check "options found in make_samples.sh" test -n "$pre_opts" -a -n "$variants"
+check "make_samples.sh makes every committed variant" test "$(echo $variants | tr ' ' '\n' | sort | xargs)" = \
+    "$(cd "$S" && for v in */; do [ -f "$v/seed1.safetensors" ] && echo "${v%/}"; done | sort | xargs)"
 
 mkdir -p "$WORK/s"
 cp "$S/digits.safetensors" "$WORK/s/"
@@ -27,19 +29,32 @@ cd "$WORK/s"
 check "pretrain runs" "$MOESCOPE" train --data digits.safetensors --pretrain $pre_opts \
     -o pretrained.safetensors --quiet
 check "pretrained.safetensors byte-identical" cmp pretrained.safetensors "$S/pretrained.safetensors"
-# shellcheck disable=SC2086
-check "dense4 seed 1 runs" "$MOESCOPE" train --data digits.safetensors \
-    --head "$S/pretrained.safetensors" --variant dense4 --seed 1 $dense_opts \
-    --eval-out eval.safetensors -o seed1.safetensors --quiet
-check "dense4/seed1.safetensors byte-identical" cmp seed1.safetensors "$S/dense4/seed1.safetensors"
-check "dense4/eval.safetensors byte-identical" cmp eval.safetensors "$S/dense4/eval.safetensors"
 
-# a different seed gives a different file
-# shellcheck disable=SC2086
-"$MOESCOPE" train --data digits.safetensors --head "$S/pretrained.safetensors" --variant dense4 \
-    --seed 2 $dense_opts -o seed2.safetensors --quiet
-check "seed 2 differs from seed 1" bash -c '! cmp -s seed1.safetensors seed2.safetensors'
-check "seed 2 byte-identical to the committed one" cmp seed2.safetensors "$S/dense4/seed2.safetensors"
+# every seed of every variant, retrained with make_samples.sh's options (the
+# recipe: seed 1 also writes the evaluation set), two at a time
+train_one() { # train_one VARIANT SEED: trains into VARIANT/seedSEED.safetensors, log beside it
+    local v=$1 seed=$2 opts extra=()
+    opts=$(grep "^variant $v " "$S/make_samples.sh" | sed -E "s/^variant $v +//")
+    mkdir -p "$v"
+    [ "$seed" = 1 ] && extra=(--eval-out "$v/eval.safetensors")
+    # shellcheck disable=SC2086
+    "$MOESCOPE" train --data digits.safetensors --head "$S/pretrained.safetensors" --variant "$v" \
+        --seed "$seed" $opts "${extra[@]}" -o "$v/seed$seed.safetensors" --quiet >"$v/log$seed" 2>&1
+    echo $? >"$v/rc$seed"
+}
+export -f train_one
+export MOESCOPE S
+for v in $variants; do for seed in 1 2 3 4; do echo "$v $seed"; done; done |
+    xargs -P 2 -n 2 bash -c 'train_one "$0" "$1"'
+for v in $variants; do
+    for seed in 1 2 3 4; do
+        if [ "$(cat "$v/rc$seed" 2>/dev/null)" != 0 ]; then fail "$v seed $seed: train failed"; sed 's/^/    /' "$v/log$seed" | tail -5; continue; fi
+        check "$v/seed$seed.safetensors byte-identical" cmp "$v/seed$seed.safetensors" "$S/$v/seed$seed.safetensors"
+    done
+    check "$v/eval.safetensors byte-identical" cmp "$v/eval.safetensors" "$S/$v/eval.safetensors"
+    check "$v: seed 2 differs from seed 1" bash -c "! cmp -s $v/seed1.safetensors $v/seed2.safetensors"
+done
+cp dense4/seed1.safetensors seed1.safetensors
 
 # the metadata records how the file was made
 check "metadata: seed, variant, head" bash -c "grep -a -q '\"train.seed\":\"1\"' seed1.safetensors && grep -a -q '\"train.variant\":\"dense4\"' seed1.safetensors && grep -a -q '\"train.head\":\"pretrained.safetensors\"' seed1.safetensors"
