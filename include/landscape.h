@@ -57,7 +57,9 @@ typedef struct {
     int T;               /* points, default 25 */
     int wm;              /* weight matching inside each order (default 1) */
     int center;          /* gate centring for the gate method (default 1) */
-    long nsample;        /* n >= 10: orders to sample (default 20000) */
+    long nsample;        /* n > exhaustive_max: orders to sample (default 20000) */
+    int exhaustive_max;  /* every order when n <= this (default LS_EXHAUSTIVE_MAX); tests
+                            lower it to check the sampled estimate against the exact rank */
     uint64_t seed;       /* for sampling */
     volatile int *cancel;/* polled often; when it becomes non-zero, stop and return -1 */
     /* called from the computing thread as rows finish; may be NULL */

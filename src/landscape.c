@@ -997,6 +997,7 @@ void ls_opts_default(ls_opts *o) {
     o->wm = 1;
     o->center = 1;
     o->nsample = 20000;
+    o->exhaustive_max = LS_EXHAUSTIVE_MAX;
     o->seed = 1;
 }
 
@@ -1266,7 +1267,7 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
 
     ls_debug(t0, "named alignments", NM_COUNT);
     // orders
-    x->exhaustive = n <= LS_EXHAUSTIVE_MAX;
+    x->exhaustive = n <= (o->exhaustive_max > 0 ? o->exhaustive_max : LS_EXHAUSTIVE_MAX);
     if (x->exhaustive) {
         x->norders = (long)L->n_fact;
     } else {

@@ -223,13 +223,16 @@ def forward(L, X):
     return Z, G
 
 
+LN_EPS = 1e-5  # the LayerNorm eps (tests/test_layernorm_eps.py varies it to show it matters)
+
+
 def head(L, Z):
     """logits (N, C) = H LayerNorm(z) + c."""
     Y = Z
     if "norm_w" in L:
         mu = Z.mean(axis=1, keepdims=True)
         var = ((Z - mu) ** 2).mean(axis=1, keepdims=True)
-        Y = (Z - mu) / np.sqrt(var + 1e-5) * L["norm_w"] + L["norm_b"]
+        Y = (Z - mu) / np.sqrt(var + LN_EPS) * L["norm_w"] + L["norm_b"]
     return Y @ L["head_w"].T + L["head_b"]
 
 

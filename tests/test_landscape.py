@@ -277,6 +277,14 @@ def test_samples(tmp):
         compare_oracle(s, J, O, len(ev["inputs"]), T)
 
 
+def wilson(p, n, z=1.959963984540054):
+    """Wilson score interval of a binomial fraction p observed over n trials."""
+    den = 1 + z * z / n
+    ctr = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (0.0 if p <= 0 else max(0.0, ctr - half)), (1.0 if p >= 1 else min(1.0, ctr + half))
+
+
 def test_sampled(tmp):
     a, b, e = make_pair(tmp, "n10", N=60, n=10, d=6, h=4)
     J = landscape_json(tmp, a, b, e, "n10", "--points", 5, "--samples", 150, "--seed", 4)
@@ -297,6 +305,14 @@ def test_sampled(tmp):
         better = sum(1 for r in J["orders"] if r["barrier"] < j["barrier"])
         check(j["rank"] == 1 + better, "n10: %s rank among the sample" % m)
         check(0 <= lo <= 100 * better / 150 <= hi <= 100, "n10: %s CI %.2f..%.2f holds the estimate" % (m, lo, hi))
+        # the estimate among all 10! orders: 1 + (fraction of the sample below) * 10!,
+        # and the Wilson score interval (95%) of that fraction, in percent
+        want = 1 + better / 150 * math.factorial(10)
+        check(abs(j["rank_estimate"] - want) <= 1e-9 * want,
+              "n10: %s rank_estimate %s, expected %s" % (m, j["rank_estimate"], want))
+        wl, wh = wilson(better / 150, 150)
+        check(abs(lo - 100 * wl) <= 1e-9 and abs(hi - 100 * wh) <= 1e-9,
+              "n10: %s CI %.6f..%.6f, Wilson's is %.6f..%.6f" % (m, lo, hi, 100 * wl, 100 * wh))
         check(close(j["barrier"], O[m]["barrier"], 1e-4), "n10: %s barrier vs oracle" % m)
     # same seed, same sample
     J2 = landscape_json(tmp, a, b, e, "n10b", "--points", 5, "--samples", 150, "--seed", 4)

@@ -303,6 +303,47 @@ int main(void) {
     w.cancel = 1;
     rc = landscape_compute(&A7, &B7, &E7, &o, &L, &err);
     CHECK(rc == -1 && strstr(err.msg, "cancelled"), "cancelled up front returns -1");
+    // sampled mode's estimate against the exact rank: the same n = 7 pair
+    // exhaustively (5040 orders) and from 1000 sampled orders
+    {
+        landscape Lx, Ls;
+        ls_opts_default(&o);
+        o.T = 9;
+        int rx = landscape_compute(&A7, &B7, &E7, &o, &Lx, &err);
+        CHECK(rx == 0 && Lx.exhaustive && Lx.norders == 5040, "n = 7 exhaustive: %s", rx ? err.msg : "");
+        o.exhaustive_max = 6;
+        o.nsample = 1000;
+        o.seed = 3;
+        int rs = landscape_compute(&A7, &B7, &E7, &o, &Ls, &err);
+        CHECK(rs == 0 && !Ls.exhaustive && Ls.norders == 1000 && Ls.ndone == 1000,
+              "n = 7 sampled (1000 orders): %s", rs ? err.msg : "");
+        if (rx == 0 && rs == 0) {
+            for (int m = 0; m < 2; m++) {
+                // the true percentile lies in the reported 95% interval, and
+                // the estimate is the sampled fraction below scaled to n!
+                double truth = 100.0 * (Lx.rank[m] - 1) / 5040.0;
+                CHECK(Ls.pct_lo[m] <= truth && truth <= Ls.pct_hi[m],
+                      "method %d: true rank %d (%.2f%%) inside the sampled CI %.2f..%.2f%%", m, Lx.rank[m],
+                      truth, Ls.pct_lo[m], Ls.pct_hi[m]);
+                double lo = 1 + Ls.pct_lo[m] / 100 * 5040, hi = 1 + Ls.pct_hi[m] / 100 * 5040;
+                CHECK(lo <= Ls.rank_est[m] && Ls.rank_est[m] <= hi && fabs(Ls.rank_est[m] - Lx.rank[m]) <= hi - lo,
+                      "method %d: rank_estimate %.1f in [%.1f, %.1f], exact %d", m, Ls.rank_est[m], lo, hi,
+                      Lx.rank[m]);
+                CHECK(Ls.n_fact == 5040.0, "n! = %g", Ls.n_fact);
+                CHECK(Lx.rank_est[m] == Lx.rank[m], "exhaustive: rank_estimate is the rank");
+                CHECK_CLOSE(Ls.methods[m].barrier, Lx.methods[m].barrier, 1e-12, "chosen barrier, both modes");
+            }
+            // every sampled order's barrier is the exhaustive one of that order
+            int bad = 0;
+            for (long k = 0; k < Ls.ndone; k++) {
+                long q = find_row(&Lx, Ls.rows[k].order);
+                if (q < 0 || fabs(Lx.rows[q].barrier - Ls.rows[k].barrier) > 1e-9) bad++;
+            }
+            CHECK(bad == 0, "%d sampled orders differ from the exhaustive landscape", bad);
+        }
+        if (rx == 0) landscape_free(&Lx);
+        if (rs == 0) landscape_free(&Ls);
+    }
     // bad T
     ls_opts_default(&o);
     o.T = 2;
