@@ -290,31 +290,10 @@ if command -v tmux >/dev/null && [ -f "$ROOT/sample-checkpoints/dense4/seed1.saf
     cp "$S/seed2.safetensors" "$T/b.safetensors"
     cp "$S/seed3.safetensors" "$T/c.safetensors"
     cp "$S/eval.safetensors" "$T/e.safetensors"
-    SOCK=moescope-faults-$$
-    tm() { tmux -L "$SOCK" "$@"; }
-    trap 'tmux -L "$SOCK" kill-server 2>/dev/null; rm -rf "$WORK"' EXIT
-    screen() { tm capture-pane -p -t t 2>/dev/null; }
-    wait_for() { # wait_for TEXT: poll the screen (capped, no fixed sleeps)
-        local i
-        for ((i = 0; i < 1200; i++)); do
-            screen | grep -qF -- "$1" && return 0
-            sleep 0.05
-        done
-        echo "    screen never showed '$1'; last screen:"; screen | sed 's/^/    | /'
-        return 1
-    }
-    wait_any() { # wait_any TEXT1 TEXT2: poll until either shows
-        local i
-        for ((i = 0; i < 1200; i++)); do
-            screen | grep -qF -e "$1" -e "$2" && return 0
-            sleep 0.05
-        done
-        return 1
-    }
+    source "$TESTS_DIR/tui_lib.sh"
     tstart() { # tstart ARGS...: the TUI on a.safetensors b.safetensors in tmux
-        tm kill-server 2>/dev/null
         rm -f "$T/exit"
-        tm new-session -d -s t -x 100 -y 30 -c "$T" \
+        tui_session 100 30 \
             "cd '$T' && env LANG=C.UTF-8 LC_ALL=C.UTF-8 '$MOESCOPE' a.safetensors b.safetensors --eval e.safetensors $* 2>'$T/stderr'; echo EXIT=\$? > '$T/exit'; echo EXIT_SHOWN; sleep 600"
     }
     tstart

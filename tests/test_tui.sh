@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test_tui.sh - the real TUI driven in tmux: send keys, poll capture-pane for
-# the expected text (never fixed sleeps; a capped number of polls so a missing
-# screen fails instead of hanging).
+# the expected text (never fixed sleeps; a deadline so a missing screen fails
+# instead of hanging). Runs while busy loops keep every CPU loaded (as on a CI
+# machine; TUI_LOAD=0 turns that off), so each wait is for a state only the new
+# screen can show, never for text an earlier screen already had.
 source "$(dirname "$0")/lib.sh"
 
 if ! command -v tmux >/dev/null; then
@@ -16,41 +18,16 @@ if [ ! -f "$S/seed1.safetensors" ]; then
     "$PYTHON" "$TESTS_DIR/gen_ckpt.py" --help >/dev/null 2>&1 || { fail "no sample checkpoints and no generator"; summary; exit; }
 fi
 A=$S/seed1.safetensors; B=$S/seed2.safetensors; E=$S/eval.safetensors
-SOCK=moescope-test-$$
-tm() { tmux -L "$SOCK" "$@"; }
-trap 'tmux -L "$SOCK" kill-server 2>/dev/null; rm -rf "$WORK"' EXIT
-POLLS=${TUI_POLLS:-1200}   # x 0.05 s between polls
-
-screen() { tm capture-pane -p -t t 2>/dev/null; }
-# wait_for TEXT: poll the screen until it contains TEXT (fixed string)
-wait_for() {
-    local i
-    for ((i = 0; i < POLLS; i++)); do
-        screen | grep -qF -- "$1" && return 0
-        sleep 0.05
-    done
-    echo "    screen never showed '$1'; last screen:"; screen | sed 's/^/    | /'
-    return 1
-}
-# wait_re REGEX: poll the screen until a line matches the extended regex
-wait_re() {
-    local i
-    for ((i = 0; i < POLLS; i++)); do
-        screen | grep -qE -- "$1" && return 0
-        sleep 0.05
-    done
-    echo "    screen never matched /$1/; last screen:"; screen | sed 's/^/    | /'
-    return 1
-}
+source "$TESTS_DIR/tui_lib.sh"
 # wait_legend_equal NAME1 NAME2: poll until both legend values show and are equal
+_legend_equal() {
+    local a b
+    a=$(legend_value "$1"); b=$(legend_value "$2")
+    [ -n "$a" ] && [ "$a" = "$b" ]
+}
 wait_legend_equal() {
-    local i a b
-    for ((i = 0; i < POLLS; i++)); do
-        a=$(legend_value "$1"); b=$(legend_value "$2")
-        [ -n "$a" ] && [ "$a" = "$b" ] && return 0
-        sleep 0.05
-    done
-    echo "    legend $1 ($a) never equal to $2 ($b); last screen:"; screen | sed 's/^/    | /'
+    _poll _legend_equal "$1" "$2" && return 0
+    _last_screen "legend $1 ($(legend_value "$1")) never equal to $2 ($(legend_value "$2"))"
     return 1
 }
 # png_ok FILE: FILE is a PNG whose image data decodes to the size its header says
@@ -70,28 +47,10 @@ ch = {2: 3, 6: 4, 0: 1}[ctype]
 assert len(raw) == h * (1 + w * ch * depth // 8), (len(raw), w, h)
 PY
 }
-# wait_file FILE: poll until FILE exists and is not empty
-wait_file() {
-    local i
-    for ((i = 0; i < POLLS; i++)); do
-        [ -s "$1" ] && return 0
-        sleep 0.05
-    done
-    return 1
-}
-wait_gone() {
-    local i
-    for ((i = 0; i < POLLS; i++)); do
-        screen | grep -qF -- "$1" || return 0
-        sleep 0.05
-    done
-    return 1
-}
 # start the TUI in a fresh tmux session; the shell records the exit code
 start() {
-    tm kill-server 2>/dev/null
     rm -f "$WORK/exit"
-    tm new-session -d -s t -x 100 -y 30 -c "$WORK" \
+    tui_session 100 30 \
         "cd '$WORK' && env $* '$MOESCOPE' '$A' '$B' --eval '$E' $TUI_ARGS; echo EXIT=\$? > '$WORK/exit'; echo EXIT_SHOWN; sleep 600"
 }
 legend_value() { # legend_value NAME: the number after "NAME " or "NAME barrier=" on the screen
@@ -110,7 +69,8 @@ if [ -f "$ROOT/sample-checkpoints/dense8/seed1.safetensors" ]; then
     check "same message as the CLI (mismatch)" diff <(head -1 "$WORK/tui.err") <(head -1 "$WORK/cli.err")
 fi
 
-# --- the screen ---
+# --- the screen, with every CPU busy ---
+cpu_load_start
 TUI_ARGS=""
 start LANG=C.UTF-8 LC_ALL=C.UTF-8
 check "cost matrix pane" wait_for "cost: expert  gate centring on"
@@ -220,8 +180,8 @@ check "--png-live PNG decodes" png_ok "$WORK/live.png"
 sum1=$(cksum <"$WORK/live.png")
 tm send-keys -t t o
 wait_for "order:OFF" >/dev/null
-for ((i = 0; i < POLLS; i++)); do [ "$(cksum <"$WORK/live.png")" != "$sum1" ] && break; sleep 0.05; done
-check "--png-live rewrites it after a toggle" test "$(cksum <"$WORK/live.png")" != "$sum1"
+_png_changed() { [ "$(cksum <"$WORK/live.png")" != "$sum1" ]; }
+check "--png-live rewrites it after a toggle" _poll _png_changed
 TUI_ARGS=""
 pane_pid=$(tm display-message -p -t t '#{pane_pid}')
 tui_pid=$(pgrep -P "$pane_pid" -f moescope | head -1)
@@ -274,9 +234,8 @@ wait_for "EXIT_SHOWN" >/dev/null
 # spinner names the phase, and keys are answered meanwhile
 D8=$ROOT/sample-checkpoints/dense8
 if [ -f "$D8/seed1.safetensors" ]; then
-    tm kill-server 2>/dev/null
     rm -f "$WORK/exit"
-    tm new-session -d -s t -x 80 -y 24 -c "$WORK" \
+    tui_session 80 24 \
         "cd '$WORK' && env LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=xterm-256color '$MOESCOPE' '$D8/seed1.safetensors' '$D8/seed2.safetensors' --eval '$D8/eval.safetensors'; echo EXIT=\$? > '$WORK/exit'; echo EXIT_SHOWN; sleep 600"
     check "n=8: the number of orders is known at once" wait_for "/40320"
     check "n=8 at 80x24: half-block heat map" wait_for "A0 ▀▀▀▀▀▀▀▀"
