@@ -2,7 +2,15 @@
  *
  * rename(2) within one directory is atomic, so a reader sees either the old
  * file or the complete new one. The temporary lives in the destination's
- * directory (same filesystem) as ".<base>.tmpXXXXXX". */
+ * directory (same filesystem) as ".<base>.tmpXXXXXX".
+ *
+ * A rename would replace whatever node the name has, so an existing
+ * destination that is not a regular file is never renamed over (as root,
+ * `-o /dev/null` would otherwise swap the machine's /dev/null for a regular
+ * file): character devices and FIFOs (/dev/null, a pipe, a terminal) and the
+ * process's own descriptors (/dev/stdout, /dev/fd/N, /proc/self/fd/N) are
+ * written directly, as a stream; block devices, sockets and anything else are
+ * refused. */
 #define _GNU_SOURCE // fopencookie
 #include "atomic_file.h"
 
@@ -62,6 +70,67 @@ static mode_t current_umask(void) {
     return m;
 }
 
+/* The process's own descriptor a path names (/dev/stdout, /dev/stderr,
+ * /dev/fd/N, /proc/self/fd/N), or -1. Such an output is written through a
+ * duplicate of that descriptor, exactly as the shell set it up (a redirection's
+ * file at its offset, a pipe, a terminal), and never renamed over. */
+static int named_descriptor(const char *path) {
+    if (!strcmp(path, "/dev/stdout")) return STDOUT_FILENO;
+    if (!strcmp(path, "/dev/stderr")) return STDERR_FILENO;
+    const char *num = !strncmp(path, "/dev/fd/", 8)         ? path + 8
+                      : !strncmp(path, "/proc/self/fd/", 14) ? path + 14
+                                                             : NULL;
+    if (!num || *num < '0' || *num > '9') return -1;
+    char *end;
+    long v = strtol(num, &end, 10);
+    return *end || v > 1 << 20 ? -1 : (int)v;
+}
+
+static const char *node_kind(mode_t m) {
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISFIFO(m)) return "a FIFO";
+    return "not a regular file";
+}
+
+/* Direct mode: write into the existing character device or FIFO, or the named
+ * descriptor (see named_descriptor); no temporary, no rename. The fd is checked
+ * again after opening: a node swapped for a regular file in between is not
+ * written in place. */
+static int open_direct(atomic_file *af, const char *path, int desc, ms_err *err) {
+    int fd;
+    if (desc >= 0) {
+        fflush(desc == STDERR_FILENO ? stderr : stdout); // keep what was printed first, first
+        fd = fcntl(desc, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0) return ms_fail(err, "%s: descriptor %d is not open", path, desc);
+    } else {
+        fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0) return ms_fail(err, "%s: cannot open for writing: %s", path, strerror(errno));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || S_ISBLK(st.st_mode) || S_ISDIR(st.st_mode) ||
+        S_ISSOCK(st.st_mode) || (S_ISREG(st.st_mode) && desc < 0)) {
+        close(fd);
+        return ms_fail(err, "%s: changed while being opened; not written", path);
+    }
+    af_stream *s = ms_calloc(1, sizeof *s);
+    s->fd = fd;
+    cookie_io_functions_t io = {.read = NULL, .write = stream_write, .seek = NULL,
+                                .close = stream_close};
+    af->fp = fopencookie(s, "wb", io);
+    if (!af->fp) {
+        int e = errno;
+        close(fd);
+        free(s);
+        return ms_fail(err, "%s: %s", path, strerror(e));
+    }
+    af->path = ms_strdup(path);
+    af->tmppath = NULL; // direct: nothing to rename or remove
+    af->priv = s;
+    return 0;
+}
+
 int af_open(atomic_file *af, const char *path, ms_err *err) {
     memset(af, 0, sizeof *af);
     if (!path || !*path) return ms_fail(err, "empty output file name");
@@ -71,6 +140,13 @@ int af_open(atomic_file *af, const char *path, ms_err *err) {
     struct stat st;
     int exists = stat(path, &st) == 0;
     if (exists && S_ISDIR(st.st_mode)) return ms_fail(err, "%s: is a directory", path);
+    int desc = named_descriptor(path);
+    if (desc >= 0 || (exists && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))))
+        return open_direct(af, path, desc, err);
+    if (exists && !S_ISREG(st.st_mode))
+        return ms_fail(err, "%s: is %s; refusing to write into it (outputs are regular files, "
+                            "character devices such as /dev/null, or FIFOs)",
+                       path, node_kind(st.st_mode));
 
     // split into directory and base name
     const char *slash = strrchr(path, '/');
@@ -135,7 +211,7 @@ static void af_release(atomic_file *af) {
 
 void af_abort(atomic_file *af) {
     if (!af) return;
-    if (af->fp) fclose(af->fp);
+    if (af->fp) fclose(af->fp); // direct mode: what was streamed stays streamed
     if (af->tmppath) unlink(af->tmppath);
     af_release(af);
 }
@@ -143,15 +219,21 @@ void af_abort(atomic_file *af) {
 int af_commit(atomic_file *af, ms_err *err) {
     if (!af->fp) return ms_fail(err, "%s: file was not opened", af->path ? af->path : "?");
     af_stream *s = af->priv;
+    int direct = af->tmppath == NULL;
     int bad = fflush(af->fp) != 0 || ferror(af->fp) || s->err;
-    if (!bad && fsync(s->fd) != 0 && !s->err) s->err = errno, bad = 1;
+    // a device or pipe has nothing to sync (fsync fails with EINVAL there)
+    if (!bad && !direct && fsync(s->fd) != 0 && !s->err) s->err = errno, bad = 1;
     if (fclose(af->fp) != 0) bad = 1; // closes the fd, may record an error
     af->fp = NULL;
     if (bad) {
         ms_fail(err, "%s: write failed: %s", af->path, s->err ? strerror(s->err) : "I/O error");
-        unlink(af->tmppath);
+        if (!direct) unlink(af->tmppath);
         af_release(af);
         return -1;
+    }
+    if (direct) {
+        af_release(af);
+        return 0;
     }
     int e;
     if (rename(af->tmppath, af->path) != 0) {
@@ -179,6 +261,11 @@ int af_commit(atomic_file *af, ms_err *err) {
 int af_check_not_input(const char *out, const char *const *inputs, int ninputs, ms_err *err) {
     struct stat so;
     if (stat(out, &so) != 0) return 0; // does not exist yet: cannot be an input
+    if (!S_ISREG(so.st_mode) && !S_ISDIR(so.st_mode) && !S_ISCHR(so.st_mode) &&
+        !S_ISFIFO(so.st_mode))
+        return ms_fail(err, "%s: is %s; refusing to write into it (outputs are regular files, "
+                            "character devices such as /dev/null, or FIFOs)",
+                       out, node_kind(so.st_mode));
     for (int i = 0; i < ninputs; i++) {
         struct stat si;
         if (!inputs[i] || stat(inputs[i], &si) != 0) continue;
@@ -220,6 +307,8 @@ int af_check_distinct(const char *const *outs, const char *const *labels, int n,
         if (!outs[i]) continue;
         struct stat si;
         int ei = stat(outs[i], &si) == 0;
+        // two outputs into one character device (--json /dev/null --csv /dev/null) is fine
+        if (ei && S_ISCHR(si.st_mode)) continue;
         for (int j = i + 1; j < n && rc == 0; j++) {
             if (!outs[j]) continue;
             struct stat sj;
