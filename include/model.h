@@ -161,6 +161,8 @@ const char *moe_router_name(moe_router r);
 const char *moe_act_name(moe_act a);
 const char *moe_meta_get(const moe_model *m, const char *key); /* NULL if absent */
 void moe_meta_set(moe_model *m, const char *key, const char *value);
+/* Replace dst's metadata by a copy of src's, in one pass (linear in the keys). */
+void moe_meta_copy(moe_model *dst, const moe_model *src);
 
 /* Every layer prefix L in the file (a tensor "L.gate.weight" exists), in file
  * order; the caller frees each string and the array. */

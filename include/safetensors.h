@@ -17,6 +17,7 @@
 #define ST_MAX_DIMS 8
 #define ST_MAX_HEADER (100u << 20)  /* 100 MiB of JSON header is already absurd */
 #define ST_MAX_TENSORS 100000
+#define ST_MAX_METADATA 100000  /* __metadata__ entries, bounded like tensors */
 
 typedef enum { ST_F32, ST_F16, ST_BF16, ST_F64, ST_I64, ST_I32, ST_OTHER } st_dtype;
 
@@ -40,9 +41,15 @@ typedef struct {
     int ntensors;
     char **meta_keys, **meta_vals; /* __metadata__, in file order */
     int nmeta;
+    /* lookup indexes, sorted by name / key (st_find and st_meta are O(log n):
+     * a header of 99,000 expert tensors must not make a lookup per expert linear) */
+    int *by_name;  /* ntensors indices into tensors */
+    int *by_key;   /* nmeta indices into meta_keys */
 } st_file;
 
-/* Open and validate. On failure f is left closed (nothing to free). */
+/* Open and validate. On failure f is left closed (nothing to free). The JSON
+ * header must not contain a NUL byte, raw or escaped as \u0000 (C strings would
+ * cut a name or key there). */
 int st_open(st_file *f, const char *path, ms_err *err);
 void st_close(st_file *f);
 

@@ -114,7 +114,7 @@ static void alloc_like(moe_model *out, const moe_model *B, const int *pi) {
     moe_alloc(out, c);
     out->path = B->path ? ms_strdup(B->path) : NULL;
     out->layer = B->layer ? ms_strdup(B->layer) : NULL;
-    for (int i = 0; i < B->nmeta; i++) moe_meta_set(out, B->meta[i].key, B->meta[i].value);
+    moe_meta_copy(out, B);
     for (int i = 0; i < n; i++) { // slot i <- gate row pi[i] (it moves with its expert)
         memcpy(out->gate_w + (size_t)i * d, B->gate_w + (size_t)pi[i] * d,
                (size_t)d * sizeof(float));

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "ms_limits.h"
 
 int cli_usage_error(const char *usage, const char *fmt, ...) {
     va_list ap;
@@ -74,6 +75,15 @@ int cli_load_models(const char *pa, const char *pb, const char *layer, const cha
     if (e_path && evalset_load(E, e_path, &err)) {
         moe_free(A);
         moe_free(B);
+        return cli_error("%s", err.msg);
+    }
+    // what the pair commands derive (weight matching, expert costs, forward passes),
+    // bounded from the shapes before any of it is allocated
+    unsigned uses = MS_USE_WM | MS_USE_COST | (e_path ? MS_USE_EVAL | MS_USE_DIAG : 0);
+    if (ms_limits_check(A, B, e_path ? E : NULL, uses, &err)) {
+        moe_free(A);
+        moe_free(B);
+        if (e_path) evalset_free(E);
         return cli_error("%s", err.msg);
     }
     return 0;

@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "evaluator.h"
 #include "model.h"
+#include "ms_limits.h"
 #include "safetensors.h"
 
 static const char *USAGE =
@@ -146,7 +147,7 @@ int cmd_eval(int argc, char **argv) {
     int rc = 0;
     moe_eval_result r;
     memset(&r, 0, sizeof r);
-    if (evalset_check(&e, &m, &err)) {
+    if (evalset_check(&e, &m, &err) || ms_limits_check(&m, NULL, &e, MS_USE_EVAL, &err)) {
         rc = cli_error("%s", err.msg);
         goto done;
     }

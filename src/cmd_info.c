@@ -12,6 +12,7 @@
 #include "diagnose.h"
 #include "json_file.h"
 #include "model.h"
+#include "ms_limits.h"
 
 static const char *USAGE = "moescope info CKPT [--layer L] [--json F]";
 
@@ -52,6 +53,10 @@ int cmd_info(int argc, char **argv) {
     if (json && af_check_not_input(json, inputs, 1, &err)) return cli_error("%s", err.msg);
     moe_model m;
     if (moe_load(&m, ckpt, layer, &err)) return cli_error("%s", err.msg);
+    if (ms_limits_check(&m, NULL, NULL, MS_USE_COST, &err)) { // the genericity diagnostics
+        moe_free(&m);
+        return cli_error("%s", err.msg);
+    }
     char **layers = NULL;
     int nlayers = 0;
     if (moe_list_layers(ckpt, &layers, &nlayers, &err)) {

@@ -143,7 +143,22 @@ void moe_clone(moe_model *dst, const moe_model *src) {
     memcpy(dst->mem, src->mem, src->nparams * sizeof(float));
     dst->path = src->path ? ms_strdup(src->path) : NULL;
     dst->layer = src->layer ? ms_strdup(src->layer) : NULL;
-    for (int i = 0; i < src->nmeta; i++) moe_meta_set(dst, src->meta[i].key, src->meta[i].value);
+    moe_meta_copy(dst, src);
+}
+
+void moe_meta_copy(moe_model *dst, const moe_model *src) {
+    for (int i = 0; i < dst->nmeta; i++) {
+        free(dst->meta[i].key);
+        free(dst->meta[i].value);
+    }
+    free(dst->meta);
+    // src's keys are distinct: one pass (moe_meta_set per key would search, O(n^2))
+    dst->meta = ms_calloc(src->nmeta ? (size_t)src->nmeta : 1, sizeof(moe_meta));
+    for (int i = 0; i < src->nmeta; i++) {
+        dst->meta[i].key = ms_strdup(src->meta[i].key);
+        dst->meta[i].value = ms_strdup(src->meta[i].value);
+    }
+    dst->nmeta = src->nmeta;
 }
 
 const char *moe_meta_get(const moe_model *m, const char *key) {
@@ -168,18 +183,23 @@ void moe_meta_set(moe_model *m, const char *key, const char *value) {
 /* ---- loading ---- */
 
 /* Every prefix P in f with a tensor "P.gate.weight", as one ", "-separated
- * string (caller frees), or NULL when there is none. */
+ * string (caller frees; the first 8, then how many more), or NULL when there is
+ * none. */
 static char *layers_joined(const st_file *f) {
     const char *suffix = ".gate.weight";
-    size_t sl = strlen(suffix), cap = 1, len = 0;
+    size_t sl = strlen(suffix), len = 0;
     char *out = NULL;
+    int shown = 0, more = 0;
     for (int i = 0; i < f->ntensors; i++) {
         const char *name = f->tensors[i].name;
         size_t nl = strlen(name);
         if (nl <= sl || strcmp(name + nl - sl, suffix)) continue;
+        if (shown == 8) {
+            more++;
+            continue;
+        }
         size_t pl = nl - sl;
-        cap = len + pl + 3;
-        out = ms_realloc(out, cap);
+        out = ms_realloc(out, len + pl + 3);
         if (len) {
             memcpy(out + len, ", ", 2);
             len += 2;
@@ -187,6 +207,11 @@ static char *layers_joined(const st_file *f) {
         memcpy(out + len, name, pl);
         len += pl;
         out[len] = '\0';
+        shown++;
+    }
+    if (more) {
+        out = ms_realloc(out, len + 32);
+        snprintf(out + len, 32, " and %d more", more);
     }
     return out;
 }
@@ -477,13 +502,17 @@ static int load_from(moe_model *m, const st_file *f, const char *layer, ms_err *
         }
     }
 
-    // keep every other metadata entry (seed, data set, ...)
+    // keep every other metadata entry (seed, data set, ...); st_open refused repeated
+    // keys, so they are appended without a search (linear in a file of 100000 keys)
+    m->meta = ms_calloc(f->nmeta ? (size_t)f->nmeta : 1, sizeof(moe_meta));
     for (int i = 0; i < f->nmeta; i++) {
         const char *k = f->meta_keys[i];
         if (!strcmp(k, "moescope.router") || !strcmp(k, "moescope.top_k") ||
             !strcmp(k, "moescope.activation") || !strcmp(k, "moescope.residual"))
             continue;
-        moe_meta_set(m, k, f->meta_vals[i]);
+        m->meta[m->nmeta].key = ms_strdup(k);
+        m->meta[m->nmeta].value = ms_strdup(f->meta_vals[i]);
+        m->nmeta++;
     }
     return 0;
 fail:

@@ -108,11 +108,14 @@ static int cmp_name(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+/* Sorting pointers to the entries of f->meta_keys (char **) by the key. */
+static int cmp_keyref(const void *a, const void *b) {
+    return strcmp(**(char **const *)a, **(char **const *)b);
 }
 
 static void free_contents(st_file *f) {
+    free(f->by_name);
+    free(f->by_key);
     for (int i = 0; i < f->ntensors; i++) free(f->tensors[i].name);
     free(f->tensors);
     for (int i = 0; i < f->nmeta; i++) {
@@ -223,6 +226,9 @@ static int parse_metadata(st_file *f, const cJSON *meta, ms_err *err) {
     if (!cJSON_IsObject(meta))
         return ms_fail(err, "%s: __metadata__ is not a JSON object", f->path);
     int n = cJSON_GetArraySize(meta);
+    if (n > ST_MAX_METADATA)
+        return ms_fail(err, "%s: __metadata__ has %d entries, at most %d supported", f->path, n,
+                       ST_MAX_METADATA);
     f->meta_keys = ms_calloc((size_t)n, sizeof(char *));
     f->meta_vals = ms_calloc((size_t)n, sizeof(char *));
     for (const cJSON *m = meta->child; m; m = m->next) {
@@ -233,17 +239,39 @@ static int parse_metadata(st_file *f, const cJSON *meta, ms_err *err) {
         f->meta_vals[f->nmeta] = ms_strdup(m->valuestring);
         f->nmeta++;
     }
-    // duplicate keys (cJSON keeps them): sort a copy of the key pointers, compare neighbours
-    if (f->nmeta < 2) return 0;
-    char **keys = ms_malloc((size_t)f->nmeta * sizeof(char *));
-    memcpy(keys, f->meta_keys, (size_t)f->nmeta * sizeof(char *));
-    qsort(keys, (size_t)f->nmeta, sizeof(char *), cmp_str);
+    // the key index for st_meta; duplicate keys (cJSON keeps them) are neighbours in it
+    f->by_key = ms_malloc((size_t)(f->nmeta ? f->nmeta : 1) * sizeof(int));
+    char ***ref = ms_malloc((size_t)(f->nmeta ? f->nmeta : 1) * sizeof(char **));
+    for (int i = 0; i < f->nmeta; i++) ref[i] = &f->meta_keys[i];
+    qsort(ref, (size_t)f->nmeta, sizeof *ref, cmp_keyref);
     int rc = 0;
-    for (int i = 1; i < f->nmeta && rc == 0; i++)
-        if (!strcmp(keys[i], keys[i - 1]))
-            rc = ms_fail(err, "%s: __metadata__ key '%.200s' appears twice", f->path, keys[i]);
-    free(keys);
+    for (int i = 0; i < f->nmeta; i++) {
+        f->by_key[i] = (int)(ref[i] - f->meta_keys);
+        if (i && rc == 0 && !strcmp(*ref[i], *ref[i - 1]))
+            rc = ms_fail(err, "%s: __metadata__ key '%.200s' appears twice", f->path, *ref[i]);
+    }
+    free(ref);
     return rc;
+}
+
+/* A NUL byte in the header, raw or as the escape \u0000, would silently cut a
+ * tensor name or metadata key at that point ("moescope.activation" read as
+ * "m"): refuse it. Backslashes only occur inside JSON strings, so scanning the
+ * escapes everywhere is exact for valid JSON. len is the JSON value's extent. */
+static int check_no_nul(const st_file *f, const char *text, size_t len, ms_err *err) {
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '\0')
+            return ms_fail(err, "%s: header contains a NUL byte (at byte %zu of the JSON): not "
+                                "valid JSON for safetensors", f->path, i);
+        if (text[i] == '\\' && i + 1 < len) {
+            if (text[i + 1] == 'u' && i + 5 < len && !strncmp(text + i + 2, "0000", 4))
+                return ms_fail(err, "%s: header contains the escape \\u0000 (a NUL character, at "
+                                    "byte %zu of the JSON): refused, names and keys cannot hold it",
+                               f->path, i);
+            i++; // skip the escaped character (so "\\\\u0000" is not an escape of u)
+        }
+    }
+    return 0;
 }
 
 static int parse_header(st_file *f, const char *text, size_t len, ms_err *err) {
@@ -265,6 +293,10 @@ static int parse_header(st_file *f, const char *text, size_t len, ms_err *err) {
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return ms_fail(err, "%s: header JSON is not an object", f->path);
+    }
+    if (check_no_nul(f, text, (size_t)(end - text), err)) {
+        cJSON_Delete(root);
+        return -1;
     }
 
     int n = 0, nmeta_objs = 0;
@@ -297,10 +329,13 @@ static int parse_header(st_file *f, const char *text, size_t len, ms_err *err) {
     if (rc) return -1;
     if (n == 0) return 0;
 
-    // duplicate names and overlapping byte ranges, both by sorting pointers
+    // duplicate names and overlapping byte ranges, both by sorting pointers; the name
+    // order is kept as st_find's index
     st_tensor **ord = ms_malloc((size_t)n * sizeof(st_tensor *));
     for (int i = 0; i < n; i++) ord[i] = &f->tensors[i];
     qsort(ord, (size_t)n, sizeof *ord, cmp_name);
+    f->by_name = ms_malloc((size_t)n * sizeof(int));
+    for (int i = 0; i < n; i++) f->by_name[i] = (int)(ord[i] - f->tensors);
     for (int i = 1; i < n && rc == 0; i++)
         if (!strcmp(ord[i]->name, ord[i - 1]->name))
             rc = ms_fail(err, "%s: tensor '%.200s' appears twice", f->path, ord[i]->name);
@@ -391,16 +426,32 @@ void st_close(st_file *f) {
     if (f) free_contents(f);
 }
 
+/* Binary search for want in idx[0..n), sorted by the string of each entry; the
+ * string of entry i is the char * at base + i * stride (a field of an array of
+ * structs, or an array of strings). Returns the entry or -1. */
+static int find_sorted(const int *idx, int n, const void *base, size_t stride, const char *want) {
+    int lo = 0, hi = idx ? n : 0;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        const char *s = *(char *const *)((const char *)base + (size_t)idx[mid] * stride);
+        int c = strcmp(s, want);
+        if (c == 0) return idx[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return -1;
+}
+
 const st_tensor *st_find(const st_file *f, const char *name) {
-    for (int i = 0; i < f->ntensors; i++)
-        if (!strcmp(f->tensors[i].name, name)) return &f->tensors[i];
-    return NULL;
+    int i = f->ntensors ? find_sorted(f->by_name, f->ntensors, &f->tensors[0].name,
+                                      sizeof(st_tensor), name)
+                        : -1;
+    return i < 0 ? NULL : &f->tensors[i];
 }
 
 const char *st_meta(const st_file *f, const char *key) {
-    for (int i = 0; i < f->nmeta; i++)
-        if (!strcmp(f->meta_keys[i], key)) return f->meta_vals[i];
-    return NULL;
+    int i = find_sorted(f->by_key, f->nmeta, f->meta_keys, sizeof(char *), key);
+    return i < 0 ? NULL : f->meta_vals[i];
 }
 
 /* ---------------------------------------------------------------- readers */
@@ -640,13 +691,9 @@ static int cmp_wname(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
+/* Appended without a search (a checkpoint may carry many thousands of keys);
+ * st_writer_write sorts them and keeps the last value of a repeated key. */
 void st_writer_meta(st_writer *w, const char *key, const char *value) {
-    for (int i = 0; i < w->nmeta; i++)
-        if (!strcmp(w->keys[i], key)) {
-            free(w->vals[i]);
-            w->vals[i] = ms_strdup(value);
-            return;
-        }
     if (w->nmeta == w->capmeta) {
         w->capmeta = w->capmeta ? 2 * w->capmeta : 8;
         w->keys = ms_realloc(w->keys, (size_t)w->capmeta * sizeof(char *));
@@ -655,6 +702,13 @@ void st_writer_meta(st_writer *w, const char *key, const char *value) {
     w->keys[w->nmeta] = ms_strdup(key);
     w->vals[w->nmeta] = ms_strdup(value);
     w->nmeta++;
+}
+
+/* By key, then by insertion (pointers into w->keys are in insertion order). */
+static int cmp_wkey(const void *a, const void *b) {
+    char *const *x = *(char *const *const *)a, *const *y = *(char *const *const *)b;
+    int c = strcmp(*x, *y);
+    return c ? c : (x > y) - (x < y);
 }
 
 /* A growable string for the header. */
@@ -777,24 +831,23 @@ int st_writer_write(st_writer *w, const char *path, ms_err *err) {
     sb_str(&h, "{");
     int first = 1;
     if (w->nmeta) {
-        int *idx = ms_malloc((size_t)w->nmeta * sizeof(int));
-        for (int i = 0; i < w->nmeta; i++) idx[i] = i;
-        // insertion sort by key: metadata is a handful of entries
-        for (int i = 1; i < w->nmeta; i++)
-            for (int j = i; j > 0 && strcmp(w->keys[idx[j - 1]], w->keys[idx[j]]) > 0; j--) {
-                int tmp = idx[j];
-                idx[j] = idx[j - 1];
-                idx[j - 1] = tmp;
-            }
+        // sorted by key, O(m log m); of a repeated key the last value set wins
+        char **ref_base = w->keys;
+        char ***ref = ms_malloc((size_t)w->nmeta * sizeof(char **));
+        for (int i = 0; i < w->nmeta; i++) ref[i] = &ref_base[i];
+        qsort(ref, (size_t)w->nmeta, sizeof *ref, cmp_wkey);
         sb_str(&h, "\"__metadata__\":{");
+        int wrote = 0;
         for (int i = 0; i < w->nmeta; i++) {
-            if (i) sb_str(&h, ",");
-            sb_json(&h, w->keys[idx[i]]);
+            if (i + 1 < w->nmeta && !strcmp(*ref[i], *ref[i + 1])) continue; // a later one wins
+            size_t k = (size_t)(ref[i] - ref_base);
+            if (wrote++) sb_str(&h, ",");
+            sb_json(&h, w->keys[k]);
             sb_str(&h, ":");
-            sb_json(&h, w->vals[idx[i]]);
+            sb_json(&h, w->vals[k]);
         }
         sb_str(&h, "}");
-        free(idx);
+        free(ref);
         first = 0;
     }
     size_t off = 0;

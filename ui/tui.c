@@ -23,6 +23,7 @@
 #include "engine.h"
 #include "export.h"
 #include "keys.h"
+#include "ms_limits.h"
 #include "theme.h"
 
 static const char *TUI_USAGE =
@@ -269,6 +270,8 @@ int tui_main(int argc, char **argv) {
                        "'targets'), or put eval.safetensors beside %s", A.cfg.d, pa);
     else if (evalset_load(&E, e_path, &err)) rc = cli_error("%s", err.msg);
     else if (A.cfg.has_head && evalset_check(&E, &A, &err)) rc = cli_error("%s", err.msg);
+    else if (ms_limits_check(&A, &B, &E, MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG, &err))
+        rc = cli_error("%s", err.msg);
     else if (!A.cfg.has_head && E.d != A.cfg.d)
         rc = cli_error("%s: inputs have width %d but the layer has d = %d", e_path, E.d, A.cfg.d);
     else if (A.cfg.n > LS_MAX_N)
