@@ -8,8 +8,14 @@
 
 #include "model.h"
 
-/* Gate weights for a batch: scores (B,n) -> g (B,n) by the model's router
- * (dense softmax, or softmax over the top-k with ties to the smaller index). */
+/* Indices of the k largest of v (n) into sel (k), largest first; ties go to
+ * the smaller index (the one tie rule of every top-k in moescope). */
+void moe_topk(const float *v, int n, int k, int *sel);
+
+/* Gate weights for a batch: logits (B,n) -> g (B,n) by the config's router
+ * (see moe_config); corr (n) is the selection-only bias, NULL when absent. */
+void moe_route_full(const moe_config *c, const float *corr, const float *scores, int B, float *g);
+/* moe_route_full without a selection bias (native models). */
 void moe_route(const moe_config *c, const float *scores, int B, float *g);
 
 /* Block output z = [x +] D(x) for X (B,d) into Z (B,d); if G is not NULL the

@@ -1,5 +1,7 @@
-/* evalset.c - evaluation sets (SPEC §6): `inputs` (N,d) and either `labels`
- * (N) for classification or `targets` (N,C) for regression. */
+/* evalset.c - evaluation sets: `inputs` (N,d) and either `labels` (N) for
+ * classification or `targets` (N,C) for regression, or `inputs` alone: the
+ * hidden states captured in front of a real model's MoE block, for layer-only
+ * evaluation (no loss against a head, only the block's outputs). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,10 +17,6 @@ static int load_from(evalset *e, const st_file *f, ms_err *err) {
     if (ti->ndim != 2)
         return ms_fail(err, "%s: tensor 'inputs' should be 2-D [N, d], has %d dimensions", path,
                        ti->ndim);
-    if (!tl && !tt)
-        return ms_fail(err, "%s: needs a tensor 'labels' [N] (classification) or 'targets' "
-                            "[N, C] (regression); it has neither",
-                       path);
     if (tl && tt)
         return ms_fail(err, "%s: has both 'labels' and 'targets'; an evaluation set holds "
                             "exactly one of them",
@@ -61,7 +59,7 @@ static int load_from(evalset *e, const st_file *f, ms_err *err) {
         }
         free(tmp);
         e->C = (int)(maxl + 1);
-    } else {
+    } else if (tt) {
         if (tt->ndim != 2 || tt->shape[0] != N || tt->shape[1] < 1)
             return ms_fail(err, "%s: tensor 'targets' should have shape [%lld, C] (one row per "
                                 "input)",
@@ -100,6 +98,10 @@ int evalset_check(const evalset *e, const moe_model *m, ms_err *err) {
                        m->cfg.d, mp);
     if (!m->cfg.has_head) return 0; /* layer-only mode: labels/targets are not used */
     int C = m->cfg.C;
+    if (!e->labels && !e->targets)
+        return ms_fail(err, "%s: holds only 'inputs', but %s has a head: its loss needs a tensor "
+                            "'labels' [N] (classification) or 'targets' [N, C] (regression)",
+                       ep, mp);
     if (e->labels) {
         for (int i = 0; i < e->N; i++)
             if (e->labels[i] < 0 || e->labels[i] >= C)

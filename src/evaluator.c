@@ -6,7 +6,10 @@
  * routing each expert only sees the rows routed to it: those rows are gathered
  * into a contiguous batch, pushed through the expert, and scattered back
  * weighted by their gate, which is where top-k saves work. Losses are
- * accumulated in double. GELU is the exact erf form 0.5 x (1 + erf(x/sqrt 2)). */
+ * accumulated in double. GELU is the exact erf form 0.5 x (1 + erf(x/sqrt 2)).
+ * Routing covers the real families' routers (see moe_config in model.h):
+ * softmax or sigmoid scores, a selection-only bias, group-limited top-k,
+ * renormalised or raw top-k weights, a routed scaling factor. */
 #include "evaluator.h"
 
 #include <cblas.h>
@@ -17,6 +20,7 @@
 
 #define MOE_CHUNK 256
 
+/* relu or gelu (exact erf form) of the first-layer pre-activation a. */
 static inline float act_scalar(moe_act a, float x) {
     switch (a) {
     case ACT_RELU: return x > 0.0f ? x : 0.0f;
@@ -25,41 +29,134 @@ static inline float act_scalar(moe_act a, float x) {
     }
 }
 
-void moe_route(const moe_config *c, const float *scores, int B, float *g) {
-    int n = c->n;
-    for (int b = 0; b < B; b++) {
-        const float *s = scores + (size_t)b * n; // (n)
-        float *gb = g + (size_t)b * n;           // (n)
-        if (c->router == ROUTER_TOPK && c->k < n) {
-            // pick the k largest; strict '>' so ties go to the smaller index
-            for (int i = 0; i < n; i++) gb[i] = 0.0f;
-            int sel[64], *selp = c->k <= 64 ? sel : ms_malloc((size_t)c->k * sizeof(int));
-            float mx = 0.0f;
-            for (int j = 0; j < c->k; j++) {
-                int best = -1;
-                for (int i = 0; i < n; i++) {
-                    if (gb[i] != 0.0f) continue; // already chosen (marked below)
-                    if (best < 0 || s[i] > s[best]) best = i;
-                }
-                selp[j] = best;
-                gb[best] = 1.0f; // mark
-                if (j == 0) mx = s[best];
-            }
-            double sum = 0.0;
-            for (int j = 0; j < c->k; j++) sum += exp((double)(s[selp[j]] - mx));
-            for (int i = 0; i < n; i++) gb[i] = 0.0f;
-            for (int j = 0; j < c->k; j++)
-                gb[selp[j]] = (float)(exp((double)(s[selp[j]] - mx)) / sum);
-            if (selp != sel) free(selp);
+/* The gated forms from the gate branch a = W1 x + b1 and the up branch
+ * u = W3 x + b3: silu(a) u, or GPT-OSS's clamped SwiGLU
+ * (clamp(u, -L, L) + 1) g sigmoid(1.702 g) with g = min(a, L). */
+static inline float glu_scalar(moe_act a, float g, float u, float limit) {
+    if (a == ACT_GPT_OSS) {
+        g = g < limit ? g : limit;
+        u = u < -limit ? -limit : u > limit ? limit : u;
+        return (u + 1.0f) * (g / (1.0f + expf(-1.702f * g)));
+    }
+    return g / (1.0f + expf(-g)) * u;
+}
+
+void moe_topk(const float *v, int n, int k, int *sel) {
+    // strict '>' so ties go to the smaller index; the mark keeps it O(n k)
+    unsigned char mark_small[512];
+    unsigned char *mark = n <= 512 ? mark_small : ms_malloc((size_t)n);
+    memset(mark, 0, (size_t)n);
+    for (int j = 0; j < k; j++) {
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (!mark[i] && (best < 0 || v[i] > v[best])) best = i;
+        sel[j] = best;
+        mark[best] = 1;
+    }
+    if (mark != mark_small) free(mark);
+}
+
+/* p (n) = softmax(s) over all experts, stable (max subtracted), in double. */
+static void softmax_all(const float *s, int n, float *p) {
+    float mx = s[0];
+    for (int i = 1; i < n; i++) mx = s[i] > mx ? s[i] : mx;
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += exp((double)(s[i] - mx));
+    for (int i = 0; i < n; i++) p[i] = (float)(exp((double)(s[i] - mx)) / sum);
+}
+
+/* Group-limited selection: rank the groups of q (n) by their largest entry
+ * or the sum of their two largest, keep topk_group groups, set q = 0 on the
+ * rest (0, not -inf, as the reference implementations do). */
+static void groups_mask(const moe_config *c, float *q, float *gs, int *gsel) {
+    int G = c->n_group, m = c->n / G, top2[2];
+    for (int gi = 0; gi < G; gi++) {
+        const float *qg = q + (size_t)gi * m;
+        if (c->group_score == GROUP_TOP2_SUM && m >= 2) {
+            moe_topk(qg, m, 2, top2);
+            gs[gi] = qg[top2[0]] + qg[top2[1]];
         } else {
-            // dense softmax, stable: subtract the max
-            float mx = s[0];
-            for (int i = 1; i < n; i++) mx = s[i] > mx ? s[i] : mx;
-            double sum = 0.0;
-            for (int i = 0; i < n; i++) sum += exp((double)(s[i] - mx));
-            for (int i = 0; i < n; i++) gb[i] = (float)(exp((double)(s[i] - mx)) / sum);
+            float mx = qg[0];
+            for (int i = 1; i < m; i++) mx = qg[i] > mx ? qg[i] : mx;
+            gs[gi] = mx;
         }
     }
+    moe_topk(gs, G, c->topk_group, gsel);
+    for (int gi = 0; gi < G; gi++) {
+        int keep = 0;
+        for (int j = 0; j < c->topk_group; j++) keep |= gsel[j] == gi;
+        if (!keep)
+            for (int i = 0; i < m; i++) q[(size_t)gi * m + i] = 0.0f;
+    }
+}
+
+/* One sample's gate weights g (n) from its logits s (n); p, q (n), gs, gsel
+ * (n_group) and sel (k) are scratch. */
+static void route_one(const moe_config *c, const float *corr, const float *s, float *g, float *p,
+                      float *q, float *gs, int *gsel, int *sel) {
+    int n = c->n, k = c->k;
+    float scale = c->scale != 0.0f ? c->scale : 1.0f; // 0: a zero-initialised config
+    int grouped = c->n_group > 1 && c->topk_group < c->n_group;
+    if (c->router != ROUTER_TOPK || (k >= n && !grouped)) {
+        // dense: every expert with its score
+        if (c->score == SCORE_SIGMOID)
+            for (int i = 0; i < n; i++) g[i] = (float)(1.0 / (1.0 + exp(-(double)s[i])));
+        else softmax_all(s, n, g);
+        if (c->router == ROUTER_TOPK && c->renorm == RENORM_YES && c->score == SCORE_SIGMOID) {
+            double sum = c->renorm_eps;
+            for (int i = 0; i < n; i++) sum += g[i];
+            for (int i = 0; i < n; i++) g[i] = (float)(g[i] / sum);
+        }
+        if (scale != 1.0f)
+            for (int i = 0; i < n; i++) g[i] *= scale;
+        return;
+    }
+    for (int i = 0; i < n; i++) g[i] = 0.0f;
+    if (c->score == SCORE_SOFTMAX && !corr && !grouped) {
+        // softmax is monotone: select on the logits; renormalised weights are the
+        // softmax over the selected logits (the same numbers, computed directly)
+        moe_topk(s, n, k, sel);
+        float mx = s[sel[0]];
+        double sum = 0.0;
+        if (c->renorm == RENORM_YES) {
+            for (int j = 0; j < k; j++) sum += exp((double)(s[sel[j]] - mx));
+            sum += c->renorm_eps;
+        } else {
+            for (int i = 0; i < n; i++) sum += exp((double)(s[i] - mx));
+        }
+        for (int j = 0; j < k; j++)
+            g[sel[j]] = (float)(exp((double)(s[sel[j]] - mx)) / sum) * scale;
+        return;
+    }
+    // general: scores p, selection scores q = p + e, groups, top-k on q, weights from p
+    if (c->score == SCORE_SIGMOID)
+        for (int i = 0; i < n; i++) p[i] = (float)(1.0 / (1.0 + exp(-(double)s[i])));
+    else softmax_all(s, n, p);
+    for (int i = 0; i < n; i++) q[i] = corr ? p[i] + corr[i] : p[i];
+    if (grouped) groups_mask(c, q, gs, gsel);
+    moe_topk(q, n, k, sel);
+    double sum = 1.0;
+    if (c->renorm == RENORM_YES) {
+        sum = c->renorm_eps;
+        for (int j = 0; j < k; j++) sum += p[sel[j]];
+    }
+    for (int j = 0; j < k; j++) g[sel[j]] = (float)(p[sel[j]] / sum) * scale;
+}
+
+void moe_route_full(const moe_config *c, const float *corr, const float *scores, int B, float *g) {
+    int n = c->n, G = c->n_group > 1 ? c->n_group : 1, k = c->k > 0 ? c->k : 1;
+    float *p = ms_malloc((size_t)n * 2 * sizeof(float)), *q = p + n; // (n), (n)
+    float *gs = ms_malloc((size_t)G * sizeof(float));                 // (n_group)
+    int *gsel = ms_malloc((size_t)(G + k) * sizeof(int)), *sel = gsel + G;
+    for (int b = 0; b < B; b++)
+        route_one(c, corr, scores + (size_t)b * n, g + (size_t)b * n, p, q, gs, gsel, sel);
+    free(p);
+    free(gs);
+    free(gsel);
+}
+
+void moe_route(const moe_config *c, const float *scores, int B, float *g) {
+    moe_route_full(c, NULL, scores, B, g);
 }
 
 typedef struct {
@@ -74,11 +171,12 @@ typedef struct {
 } workspace;
 
 static void ws_alloc(workspace *w, const moe_config *c, int B) {
-    size_t b = (size_t)B, n = (size_t)c->n, d = (size_t)c->d, h = (size_t)c->h;
+    size_t b = (size_t)B, n = (size_t)c->n, d = (size_t)c->d;
+    size_t h = (size_t)(c->hs > c->h ? c->hs : c->h); // routed and shared experts share H
     w->S = ms_malloc(b * n * sizeof(float));
     w->G = ms_malloc(b * n * sizeof(float));
     w->H = ms_malloc(b * h * sizeof(float));
-    w->H3 = c->act == ACT_SILU_GLU ? ms_malloc(b * h * sizeof(float)) : NULL;
+    w->H3 = moe_act_glu(c->act) ? ms_malloc(b * h * sizeof(float)) : NULL;
     w->Y = ms_malloc(b * d * sizeof(float));
     w->Xg = ms_malloc(b * d * sizeof(float));
     w->D = ms_malloc(b * d * sizeof(float));
@@ -96,21 +194,23 @@ static void ws_free(workspace *w) {
     free(w->rows);
 }
 
-/* Y (m, d) = E(X) for X (m, d): W2 act(W1 x + b1) + b2, or the GLU form. */
+/* Y (m, d) = E(X) for X (m, d): W2 act(W1 x + b1) + b2, or a gated form.
+ * c carries the expert's own hidden width (moe_shared_config for shared ones). */
 static void expert_apply(const moe_expert *e, const moe_config *c, const float *X, int m,
                          workspace *w) {
     int d = c->d, h = c->h;
     // H (m, h) = X (m, d) W1^T, W1 is (h, d)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, h, d, 1.0f, X, d, e->fc1_w, d, 0.0f,
                 w->H, h);
-    if (c->act == ACT_SILU_GLU) {
-        // H3 (m, h) = X W3^T; H = silu(H + b1) * (H3 + b3)
+    if (moe_act_glu(c->act)) {
+        float limit = c->act_limit > 0.0f ? c->act_limit : 7.0f;
+        // H3 (m, h) = X W3^T; H = glu(H + b1, H3 + b3)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, h, d, 1.0f, X, d, e->fc3_w, d,
                     0.0f, w->H3, h);
         for (int r = 0; r < m; r++) {
             float *hr = w->H + (size_t)r * h, *h3 = w->H3 + (size_t)r * h;
             for (int u = 0; u < h; u++)
-                hr[u] = act_scalar(ACT_SILU_GLU, hr[u] + e->fc1_b[u]) * (h3[u] + e->fc3_b[u]);
+                hr[u] = glu_scalar(c->act, hr[u] + e->fc1_b[u], h3[u] + e->fc3_b[u], limit);
         }
     } else {
         for (int r = 0; r < m; r++) {
@@ -127,7 +227,34 @@ static void expert_apply(const moe_expert *e, const moe_config *c, const float *
     }
 }
 
-/* D (B, d) = sum_j E^sh_j(x) + sum_i g_i(x) E_i(x) for X (B, d); G (B, n) in w->G. */
+/* sig(v . x) for one sample: the Qwen2-MoE shared expert's gate. */
+static float shared_gate(const moe_model *m, const float *x) {
+    double a = 0.0;
+    for (int j = 0; j < m->cfg.d; j++) a += (double)m->shared_gate_w[j] * x[j];
+    return (float)(1.0 / (1.0 + exp(-a)));
+}
+
+/* Add the shared experts' (gated) sum to w->D for X (B, d). */
+static void shared_chunk(const moe_model *m, const float *X, int B, workspace *w) {
+    const moe_config *c = &m->cfg;
+    moe_config sc = moe_shared_config(c);
+    int d = c->d;
+    for (int j = 0; j < c->s; j++) {
+        expert_apply(&m->shared[j], &sc, X, B, w);
+        if (c->shared_gated) {
+            for (int b = 0; b < B; b++) {
+                float gb = shared_gate(m, X + (size_t)b * d);
+                float *dr = w->D + (size_t)b * d, *yr = w->Y + (size_t)b * d;
+                for (int q = 0; q < d; q++) dr[q] += gb * yr[q];
+            }
+        } else {
+            for (size_t q = 0; q < (size_t)B * d; q++) w->D[q] += w->Y[q];
+        }
+    }
+}
+
+/* D (B, d) = [sig(v.x)] sum_j E^sh_j(x) + sum_i g_i(x) E_i(x) [+ o] for X (B, d);
+ * G (B, n) in w->G. */
 static void layer_chunk(const moe_model *m, const float *X, int B, workspace *w) {
     const moe_config *c = &m->cfg;
     int n = c->n, d = c->d;
@@ -136,12 +263,9 @@ static void layer_chunk(const moe_model *m, const float *X, int B, workspace *w)
                 w->S, n);
     for (int b = 0; b < B; b++)
         for (int i = 0; i < n; i++) w->S[(size_t)b * n + i] += m->gate_b[i];
-    moe_route(c, w->S, B, w->G);
+    moe_route_full(c, m->corr_b, w->S, B, w->G);
     memset(w->D, 0, (size_t)B * d * sizeof(float));
-    for (int j = 0; j < c->s; j++) {
-        expert_apply(&m->shared[j], c, X, B, w);
-        for (size_t q = 0; q < (size_t)B * d; q++) w->D[q] += w->Y[q];
-    }
+    shared_chunk(m, X, B, w);
     for (int i = 0; i < n; i++) {
         // rows with g_i > 0; under dense routing that is (nearly) every row
         int cnt = 0;
@@ -163,6 +287,9 @@ static void layer_chunk(const moe_model *m, const float *X, int B, workspace *w)
             for (int q = 0; q < d; q++) dr[q] += gi * yr[q];
         }
     }
+    if (m->out_b)
+        for (int b = 0; b < B; b++)
+            for (int q = 0; q < d; q++) w->D[(size_t)b * d + q] += m->out_b[q];
 }
 
 /* Z (B, d) and optionally G (B, n) for B <= MOE_CHUNK rows, with workspace w. */
@@ -188,17 +315,23 @@ void moe_forward(const moe_model *m, const float *X, int B, float *Z, float *G) 
     ws_free(&w);
 }
 
-/* e(x) for one sample with plain loops, accumulating dot products in double. */
+/* e(x) for one sample with plain loops, accumulating dot products in double;
+ * c carries the expert's hidden width. */
 static void expert_ref(const moe_expert *e, const moe_config *c, const float *x, float *hbuf,
                        float *y) {
     int d = c->d, h = c->h;
     for (int u = 0; u < h; u++) {
         double a = e->fc1_b[u];
         for (int j = 0; j < d; j++) a += (double)e->fc1_w[(size_t)u * d + j] * x[j];
-        if (c->act == ACT_SILU_GLU) {
+        if (moe_act_glu(c->act)) {
             double l = e->fc3_b[u];
             for (int j = 0; j < d; j++) l += (double)e->fc3_w[(size_t)u * d + j] * x[j];
-            hbuf[u] = (float)(a / (1.0 + exp(-a)) * l);
+            if (c->act == ACT_GPT_OSS) {
+                double L = c->act_limit > 0.0f ? c->act_limit : 7.0, gg = a < L ? a : L, uu = l < -L ? -L : l > L ? L : l;
+                hbuf[u] = (float)((uu + 1.0) * gg / (1.0 + exp(-1.702 * gg)));
+            } else {
+                hbuf[u] = (float)(a / (1.0 + exp(-a)) * l);
+            }
         } else if (c->act == ACT_GELU) {
             hbuf[u] = (float)(0.5 * a * (1.0 + erf(a / sqrt(2.0))));
         } else {
@@ -214,10 +347,11 @@ static void expert_ref(const moe_expert *e, const moe_config *c, const float *x,
 
 void moe_forward_ref(const moe_model *m, const float *X, int B, float *Z, float *G) {
     const moe_config *c = &m->cfg;
+    moe_config sc = moe_shared_config(c);
     int n = c->n, d = c->d;
     float *s = ms_malloc((size_t)n * sizeof(float));
     float *g = ms_malloc((size_t)n * sizeof(float));
-    float *hbuf = ms_malloc((size_t)c->h * sizeof(float));
+    float *hbuf = ms_malloc((size_t)(c->hs > c->h ? c->hs : c->h) * sizeof(float));
     float *y = ms_malloc((size_t)d * sizeof(float));
     double *acc = ms_malloc((size_t)d * sizeof(double));
     for (int b = 0; b < B; b++) {
@@ -227,11 +361,12 @@ void moe_forward_ref(const moe_model *m, const float *X, int B, float *Z, float 
             for (int j = 0; j < d; j++) a += (double)m->gate_w[(size_t)i * d + j] * x[j];
             s[i] = (float)a;
         }
-        moe_route(c, s, 1, g);
-        for (int j = 0; j < d; j++) acc[j] = 0.0;
+        moe_route_full(c, m->corr_b, s, 1, g);
+        for (int j = 0; j < d; j++) acc[j] = m->out_b ? m->out_b[j] : 0.0;
+        double sg = c->shared_gated ? shared_gate(m, x) : 1.0;
         for (int q = 0; q < c->s; q++) {
-            expert_ref(&m->shared[q], c, x, hbuf, y);
-            for (int j = 0; j < d; j++) acc[j] += y[j];
+            expert_ref(&m->shared[q], &sc, x, hbuf, y);
+            for (int j = 0; j < d; j++) acc[j] += sg * y[j];
         }
         for (int i = 0; i < n; i++) {
             if (g[i] == 0.0f) continue;

@@ -354,6 +354,122 @@ static int count_experts(const st_file *f, const char *layer, const char *kind) 
     return i;
 }
 
+static const char *const ROUTER_KEYS[] = {
+    "moescope.score",     "moescope.renormalize", "moescope.renorm_eps", "moescope.routed_scale",
+    "moescope.act_limit", "moescope.n_group",     "moescope.topk_group", "moescope.group_score"};
+
+static int is_router_key(const char *k) {
+    for (size_t i = 0; i < sizeof ROUTER_KEYS / sizeof *ROUTER_KEYS; i++)
+        if (!strcmp(k, ROUTER_KEYS[i])) return 1;
+    return 0;
+}
+
+static int parse_float(const char *s, float *out) {
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !(v == v) || v > 1e30 || v < -1e30) return -1;
+    *out = (float)v;
+    return 0;
+}
+
+/* The router beyond dense/top-k, from the moescope.* metadata of a native file
+ * (every key optional; absent keys keep the zero defaults). */
+static int native_router_meta(const st_file *f, moe_config *c, ms_err *err) {
+    const char *v, *path = f->path;
+    long x;
+    if ((v = st_meta(f, "moescope.score"))) {
+        if (!strcmp(v, "softmax")) c->score = SCORE_SOFTMAX;
+        else if (!strcmp(v, "sigmoid")) c->score = SCORE_SIGMOID;
+        else return ms_fail(err, "%s: metadata moescope.score = '%s' (expected softmax or sigmoid)", path, v);
+        c->origin[RP_SCORE] = ORIGIN_FILE;
+    }
+    if ((v = st_meta(f, "moescope.renormalize"))) {
+        if (strcmp(v, "0") && strcmp(v, "1"))
+            return ms_fail(err, "%s: metadata moescope.renormalize = '%s' must be 1 or 0", path, v);
+        c->renorm = v[0] == '1' ? RENORM_YES : RENORM_NO;
+        c->origin[RP_RENORM] = ORIGIN_FILE;
+    }
+    if ((v = st_meta(f, "moescope.renorm_eps")) && (parse_float(v, &c->renorm_eps) || c->renorm_eps < 0))
+        return ms_fail(err, "%s: metadata moescope.renorm_eps = '%s' is not a number >= 0", path, v);
+    if ((v = st_meta(f, "moescope.routed_scale"))) {
+        if (parse_float(v, &c->scale) || !(c->scale > 0))
+            return ms_fail(err, "%s: metadata moescope.routed_scale = '%s' is not a positive number", path, v);
+        c->origin[RP_SCALE] = ORIGIN_FILE;
+    }
+    if ((v = st_meta(f, "moescope.act_limit"))) {
+        if (parse_float(v, &c->act_limit) || !(c->act_limit > 0))
+            return ms_fail(err, "%s: metadata moescope.act_limit = '%s' is not a positive number", path, v);
+        c->origin[RP_LIMIT] = ORIGIN_FILE;
+    }
+    if ((v = st_meta(f, "moescope.n_group"))) {
+        if (parse_int(v, 1, c->n, &x) || c->n % x)
+            return ms_fail(err, "%s: metadata moescope.n_group = '%s' must divide n = %d", path, v, c->n);
+        c->n_group = (int)x;
+        c->topk_group = (int)x;
+        c->origin[RP_GROUPS] = ORIGIN_FILE;
+    }
+    if ((v = st_meta(f, "moescope.topk_group"))) {
+        int G = c->n_group > 1 ? c->n_group : 1;
+        if (parse_int(v, 1, G, &x))
+            return ms_fail(err, "%s: metadata moescope.topk_group = '%s' must be in 1..n_group = %d", path, v, G);
+        c->topk_group = (int)x;
+        c->origin[RP_TOPK_GROUP] = ORIGIN_FILE;
+    }
+    if ((v = st_meta(f, "moescope.group_score"))) {
+        if (!strcmp(v, "max")) c->group_score = GROUP_MAX;
+        else if (!strcmp(v, "top2_sum")) c->group_score = GROUP_TOP2_SUM;
+        else return ms_fail(err, "%s: metadata moescope.group_score = '%s' (expected max or top2_sum)", path, v);
+        c->origin[RP_GROUP_SCORE] = ORIGIN_FILE;
+    }
+    if (c->n_group > 1 && c->router == ROUTER_TOPK && c->k > c->topk_group * (c->n / c->n_group))
+        return ms_fail(err, "%s: top_k = %d is more than the %d experts of the topk_group = %d kept "
+                            "groups", path, c->k, c->topk_group * (c->n / c->n_group), c->topk_group);
+    return 0;
+}
+
+/* The optional router tensors of a native layer L: "L.gate.correction_bias"
+ * (n), "L.shared.gate.weight" (d) and "L.output.bias" (d); sets the flags. */
+static int native_router_tensors(const st_file *f, const char *layer, moe_config *c, ms_err *err) {
+    char name[512];
+    int64_t nn[1] = {c->n}, dd[1] = {c->d};
+    snprintf(name, sizeof name, "%.400s.gate.correction_bias", layer);
+    if (check_shape(f, name, 1, nn, 0, err)) return -1;
+    c->has_corr_bias = st_find(f, name) != NULL;
+    snprintf(name, sizeof name, "%.400s.shared.gate.weight", layer);
+    if (check_shape(f, name, 1, dd, 0, err)) return -1;
+    c->shared_gated = st_find(f, name) != NULL;
+    if (c->shared_gated && c->s == 0)
+        return ms_fail(err, "%s: '%s' gates shared experts, but the layer has none", f->path, name);
+    snprintf(name, sizeof name, "%.400s.output.bias", layer);
+    if (check_shape(f, name, 1, dd, 0, err)) return -1;
+    c->has_out_bias = st_find(f, name) != NULL;
+    if (c->s > 0) {
+        int64_t hs, d2;
+        snprintf(name, sizeof name, "%.400s.shared.0.fc1.weight", layer);
+        if (shape2(f, name, &hs, &d2, err)) return -1;
+        if (hs < 1 || hs > (1 << 20))
+            return ms_fail(err, "%s: tensor '%s' has an unusable shape [%lld, %lld]", f->path, name,
+                           (long long)hs, (long long)d2);
+        c->hs = (int)hs;
+    }
+    return 0;
+}
+
+/* Read the tensors native_router_tensors found into m. */
+static int native_router_read(const st_file *f, const char *layer, moe_model *m, ms_err *err) {
+    char name[512];
+    int64_t nn[1] = {m->cfg.n}, dd[1] = {m->cfg.d};
+    snprintf(name, sizeof name, "%.400s.gate.correction_bias", layer);
+    if (m->corr_b && st_read_f32_shape(f, name, 1, nn, m->corr_b, err)) return -1;
+    snprintf(name, sizeof name, "%.400s.shared.gate.weight", layer);
+    if (m->shared_gate_w && st_read_f32_shape(f, name, 1, dd, m->shared_gate_w, err)) return -1;
+    snprintf(name, sizeof name, "%.400s.output.bias", layer);
+    if (m->out_b && st_read_f32_shape(f, name, 1, dd, m->out_b, err)) return -1;
+    return 0;
+}
+
 static int load_from(moe_model *m, const st_file *f, const char *layer, ms_err *err) {
     const char *path = f->path;
     char name[512];
@@ -431,9 +547,10 @@ static int load_from(moe_model *m, const st_file *f, const char *layer, ms_err *
         if (!strcmp(v, "relu")) c.act = ACT_RELU;
         else if (!strcmp(v, "gelu")) c.act = ACT_GELU;
         else if (!strcmp(v, "silu_glu")) c.act = ACT_SILU_GLU;
+        else if (!strcmp(v, "gpt_oss_swiglu")) c.act = ACT_GPT_OSS;
         else
             return ms_fail(err, "%s: unknown activation '%s' in metadata moescope.activation "
-                                "(expected relu, gelu or silu_glu)",
+                                "(expected relu, gelu, silu_glu or gpt_oss_swiglu)",
                            path, v);
     }
     if ((v = st_meta(f, "moescope.residual"))) {
@@ -442,6 +559,8 @@ static int load_from(moe_model *m, const st_file *f, const char *layer, ms_err *
         else
             return ms_fail(err, "%s: metadata moescope.residual = '%s' must be 1 or 0", path, v);
     }
+
+    if (native_router_meta(f, &c, err) || native_router_tensors(f, layer, &c, err)) return -1;
 
     // the optional head
     const st_tensor *ho = st_find(f, "head.out.weight");
@@ -463,10 +582,11 @@ static int load_from(moe_model *m, const st_file *f, const char *layer, ms_err *
     }
 
     // all shapes first, so the allocation below is no larger than the file's data
+    moe_config sc = moe_shared_config(&c);
     for (int i = 0; i < c.n + c.s; i++) {
         if (i < c.n) snprintf(name, sizeof name, "%s.experts.%d", layer, i);
         else snprintf(name, sizeof name, "%s.shared.%d", layer, i - c.n);
-        if (check_expert_shapes(f, name, &c, err)) return -1;
+        if (check_expert_shapes(f, name, i < c.n ? &c : &sc, err)) return -1;
     }
     moe_alloc(m, &c);
     m->path = ms_strdup(path);
@@ -483,10 +603,12 @@ static int load_from(moe_model *m, const st_file *f, const char *layer, ms_err *
         snprintf(name, sizeof name, "%s.experts.%d", layer, i);
         if (read_expert(f, name, &m->experts[i], &m->cfg, &any_bias, err)) goto fail;
     }
+    sc = moe_shared_config(&m->cfg);
     for (int j = 0; j < c.s; j++) {
         snprintf(name, sizeof name, "%s.shared.%d", layer, j);
-        if (read_expert(f, name, &m->shared[j], &m->cfg, &any_bias, err)) goto fail;
+        if (read_expert(f, name, &m->shared[j], &sc, &any_bias, err)) goto fail;
     }
+    if (native_router_read(f, layer, m, err)) goto fail;
     m->cfg.has_expert_bias = any_bias;
     if (c.has_head) {
         int64_t Cd[2] = {c.C, c.d}, CC[1] = {c.C}, dd[1] = {c.d};
@@ -508,7 +630,8 @@ static int load_from(moe_model *m, const st_file *f, const char *layer, ms_err *
     for (int i = 0; i < f->nmeta; i++) {
         const char *k = f->meta_keys[i];
         if (!strcmp(k, "moescope.router") || !strcmp(k, "moescope.top_k") ||
-            !strcmp(k, "moescope.activation") || !strcmp(k, "moescope.residual"))
+            !strcmp(k, "moescope.activation") || !strcmp(k, "moescope.residual") ||
+            is_router_key(k))
             continue;
         m->meta[m->nmeta].key = ms_strdup(k);
         m->meta[m->nmeta].value = ms_strdup(f->meta_vals[i]);
@@ -562,6 +685,33 @@ static void add_expert(st_writer *w, name_pool *p, const char *layer, const char
     }
 }
 
+/* The moescope.* router keys that differ from the native defaults (so a
+ * native model's file is unchanged). */
+static void router_meta_write(st_writer *w, const moe_config *c) {
+    char b[64];
+    if (c->score != SCORE_SOFTMAX) st_writer_meta(w, "moescope.score", moe_score_name(c->score));
+    if (c->renorm != RENORM_YES) st_writer_meta(w, "moescope.renormalize", "0");
+    if (c->renorm_eps != 0.0f) {
+        snprintf(b, sizeof b, "%.9g", c->renorm_eps);
+        st_writer_meta(w, "moescope.renorm_eps", b);
+    }
+    if (c->scale != 1.0f && c->scale != 0.0f) {
+        snprintf(b, sizeof b, "%.9g", c->scale);
+        st_writer_meta(w, "moescope.routed_scale", b);
+    }
+    if (c->act == ACT_GPT_OSS && c->act_limit != 7.0f && c->act_limit != 0.0f) {
+        snprintf(b, sizeof b, "%.9g", c->act_limit);
+        st_writer_meta(w, "moescope.act_limit", b);
+    }
+    if (c->n_group > 1) {
+        snprintf(b, sizeof b, "%d", c->n_group);
+        st_writer_meta(w, "moescope.n_group", b);
+        snprintf(b, sizeof b, "%d", c->topk_group);
+        st_writer_meta(w, "moescope.topk_group", b);
+        st_writer_meta(w, "moescope.group_score", c->group_score == GROUP_TOP2_SUM ? "top2_sum" : "max");
+    }
+}
+
 /* Add the layer (gate, experts, shared experts, every bias) and the head to w,
  * with the moescope.* metadata and the rest of m->meta. The names live in p. */
 static void writer_fill(st_writer *w, name_pool *p, const moe_model *m) {
@@ -571,7 +721,17 @@ static void writer_fill(st_writer *w, name_pool *p, const moe_model *m) {
     st_writer_add_f32(w, pool_name(p, "%s.%s", layer, -1, "gate.weight"), 2, nd, m->gate_w);
     st_writer_add_f32(w, pool_name(p, "%s.%s", layer, -1, "gate.bias"), 1, nn, m->gate_b);
     for (int i = 0; i < c->n; i++) add_expert(w, p, layer, "experts", i, &m->experts[i], c);
-    for (int j = 0; j < c->s; j++) add_expert(w, p, layer, "shared", j, &m->shared[j], c);
+    moe_config sc = moe_shared_config(c);
+    for (int j = 0; j < c->s; j++) add_expert(w, p, layer, "shared", j, &m->shared[j], &sc);
+    int64_t dd1[1] = {c->d};
+    if (m->corr_b)
+        st_writer_add_f32(w, pool_name(p, "%s.%s", layer, -1, "gate.correction_bias"), 1, nn,
+                          m->corr_b);
+    if (m->shared_gate_w)
+        st_writer_add_f32(w, pool_name(p, "%s.%s", layer, -1, "shared.gate.weight"), 1, dd1,
+                          m->shared_gate_w);
+    if (m->out_b)
+        st_writer_add_f32(w, pool_name(p, "%s.%s", layer, -1, "output.bias"), 1, dd1, m->out_b);
     if (c->has_head) {
         int64_t Cd[2] = {c->C, c->d}, CC[1] = {c->C}, dd[1] = {c->d};
         if (c->has_norm) {
@@ -587,6 +747,7 @@ static void writer_fill(st_writer *w, name_pool *p, const moe_model *m) {
     st_writer_meta(w, "moescope.top_k", kbuf);
     st_writer_meta(w, "moescope.activation", moe_act_name(c->act));
     st_writer_meta(w, "moescope.residual", c->residual ? "1" : "0");
+    router_meta_write(w, c);
     for (int i = 0; i < m->nmeta; i++) st_writer_meta(w, m->meta[i].key, m->meta[i].value);
 }
 
@@ -605,15 +766,15 @@ int moe_save(const moe_model *m, const char *path, ms_err *err) {
     return rc;
 }
 
-/* Is name inside the layer's own namespace: "<L>.gate.*", "<L>.experts.*" or
- * "<L>.shared.*"? Those tensors are rewritten from m (or, if moescope does not
+/* Is name inside the layer's own namespace: "<L>.gate.*", "<L>.experts.*",
+ * "<L>.shared.*" or "<L>.output.*"? Those tensors are rewritten from m (or, if moescope does not
  * know them, dropped: they would no longer match the permuted experts). */
 static int in_layer(const char *name, const char *layer) {
     size_t k = strlen(layer);
     if (strncmp(name, layer, k) || name[k] != '.') return 0;
     const char *rest = name + k + 1;
     return !strncmp(rest, "gate.", 5) || !strncmp(rest, "experts.", 8) ||
-           !strncmp(rest, "shared.", 7);
+           !strncmp(rest, "shared.", 7) || !strncmp(rest, "output.", 7);
 }
 
 /* Does writer_fill write this head tensor (so the source's copy must not be added)? */

@@ -361,8 +361,146 @@ static void test_save_load(void) {
     rmdir(dir);
 }
 
+/* Routers of the real families (see moe_config): the batched forward against
+ * the reference, a few routing rules by hand, and the native file round trip
+ * of every router field and tensor (same outputs after save + load). */
+typedef struct {
+    const char *name;
+    int n, k, s, hs;
+    moe_score score;
+    moe_renorm renorm;
+    float scale, eps;
+    int n_group, topk_group;
+    moe_group_score gsc;
+    int corr, shared_gated, out_bias;
+    moe_act act;
+    float limit;
+} router_variant;
+
+static const router_variant RVARIANTS[] = {
+    {"softmax top-3 raw (qwen3 norm off)", 8, 3, 0, 0, SCORE_SOFTMAX, RENORM_NO, 1, 0, 0, 0, 0, 0, 0, 0, ACT_SILU_GLU, 0},
+    {"qwen2 gated shared", 8, 2, 1, 12, SCORE_SOFTMAX, RENORM_NO, 1, 0, 0, 0, 0, 0, 1, 0, ACT_SILU_GLU, 0},
+    {"deepseek_v2 groups max x16", 8, 2, 1, 12, SCORE_SOFTMAX, RENORM_NO, 16, 0, 4, 2, GROUP_MAX, 0, 0, 0, ACT_SILU_GLU, 0},
+    {"deepseek_v3 sigmoid bias top2-sum", 8, 3, 1, 6, SCORE_SIGMOID, RENORM_YES, 2.5f, 1e-20f, 4, 2, GROUP_TOP2_SUM, 1, 0, 0, ACT_SILU_GLU, 0},
+    {"sigmoid raw dense-k", 6, 6, 0, 0, SCORE_SIGMOID, RENORM_NO, 1, 0, 0, 0, 0, 1, 0, 0, ACT_SILU_GLU, 0},
+    {"switch top-1 raw relu", 4, 1, 0, 0, SCORE_SOFTMAX, RENORM_NO, 1, 0, 0, 0, 0, 0, 0, 0, ACT_RELU, 0},
+    {"jetmoe output bias", 8, 2, 0, 0, SCORE_SOFTMAX, RENORM_YES, 1, 0, 0, 0, 0, 0, 0, 1, ACT_SILU_GLU, 0},
+    {"gpt_oss clamped swiglu", 8, 2, 0, 0, SCORE_SOFTMAX, RENORM_YES, 1, 0, 0, 0, 0, 0, 0, 0, ACT_GPT_OSS, 1.5f},
+};
+#define NRVARIANTS ((int)(sizeof RVARIANTS / sizeof RVARIANTS[0]))
+
+static void make_router_model(moe_model *m, const router_variant *V, uint64_t seed) {
+    moe_config c;
+    memset(&c, 0, sizeof c);
+    c.n = V->n; c.d = 10; c.h = 7; c.k = V->k; c.s = V->s; c.hs = V->hs;
+    c.router = ROUTER_TOPK; c.act = V->act; c.act_limit = V->limit;
+    c.score = V->score; c.renorm = V->renorm; c.scale = V->scale; c.renorm_eps = V->eps;
+    c.n_group = V->n_group; c.topk_group = V->topk_group; c.group_score = V->gsc;
+    c.has_corr_bias = V->corr; c.shared_gated = V->shared_gated; c.has_out_bias = V->out_bias;
+    c.has_gate_bias = c.has_expert_bias = 1;
+    moe_alloc(m, &c);
+    fill_random(m, seed);
+    for (size_t i = 0; i < (size_t)c.n * c.d; i++) m->gate_w[i] *= 3.0f; // decisive routing
+    // a positive selection bias keeps every selection score > 0, so the groups'
+    // zero mask never outranks a kept expert (test_route_rules shows when it does)
+    if (m->corr_b)
+        for (int i = 0; i < c.n; i++) m->corr_b[i] = fabsf(m->corr_b[i]);
+    m->layer = ms_strdup("moe");
+}
+
+static void test_router_variants(void) {
+    char dir[] = "/tmp/test_evaluator_rXXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char path[256];
+    snprintf(path, sizeof path, "%s/r.safetensors", dir);
+    int B = 300;
+    for (int v = 0; v < NRVARIANTS; v++) {
+        const router_variant *V = &RVARIANTS[v];
+        moe_model m, r;
+        make_router_model(&m, V, 40 + v);
+        float *X = random_inputs(B, 10, 3 + v);
+        float *Z1 = ms_malloc((size_t)B * 10 * sizeof(float)), *Z2 = ms_malloc((size_t)B * 10 * sizeof(float));
+        float *G1 = ms_malloc((size_t)B * V->n * sizeof(float)), *G2 = ms_malloc((size_t)B * V->n * sizeof(float));
+        moe_forward(&m, X, B, Z1, G1);
+        moe_forward_ref(&m, X, B, Z2, G2);
+        CHECK(max_abs_diff(Z1, Z2, (size_t)B * 10) < 1e-4, "%s: forward vs ref", V->name);
+        CHECK(max_abs_diff(G1, G2, (size_t)B * V->n) < 1e-5, "%s: the same gates", V->name);
+        int bad = 0;
+        for (int b = 0; b < B; b++) {
+            int nz = 0, outside = 0;
+            double sum = 0;
+            for (int i = 0; i < V->n; i++) {
+                float g = G1[(size_t)b * V->n + i];
+                nz += g > 0;
+                sum += g;
+                // group-limited: every chosen expert lies in one of topk_group groups
+                if (g > 0 && V->n_group > 1) outside |= 1 << (i / (V->n / V->n_group));
+            }
+            if (nz != V->k) bad++;
+            if (V->n_group > 1 && __builtin_popcount((unsigned)outside) > V->topk_group) bad++;
+            if (V->renorm == RENORM_YES && fabs(sum - V->scale) > 1e-5 * V->scale) bad++;
+        }
+        CHECK(bad == 0, "%s: %d rows break the routing rules", V->name, bad);
+        ms_err err;
+        int rc = moe_save(&m, path, &err);
+        CHECK(rc == 0, "%s: save: %s", V->name, rc ? err.msg : "");
+        rc = rc ? rc : moe_load(&r, path, NULL, &err);
+        CHECK(rc == 0, "%s: load: %s", V->name, rc ? err.msg : "");
+        if (rc == 0) {
+            CHECK(moe_check_compatible(&m, &r, &err) == 0, "%s: round trip keeps the router: %s",
+                  V->name, err.msg);
+            CHECK(r.nparams == m.nparams && !memcmp(r.mem, m.mem, m.nparams * sizeof(float)),
+                  "%s: parameters round trip", V->name);
+            moe_forward(&r, X, B, Z2, NULL);
+            CHECK(max_abs_diff(Z1, Z2, (size_t)B * 10) == 0, "%s: same outputs after reload", V->name);
+            moe_free(&r);
+        }
+        free(X); free(Z1); free(Z2); free(G1); free(G2);
+        moe_free(&m);
+    }
+    unlink(path);
+    rmdir(dir);
+}
+
+static void test_route_rules(void) {
+    // DeepSeek-V3: weights from the unbiased sigmoid, selection by score + bias;
+    // dropped groups are masked with 0, so a kept expert with a negative biased
+    // score loses to a masked one (as the reference code does)
+    moe_config c;
+    memset(&c, 0, sizeof c);
+    c.n = 4; c.k = 2; c.router = ROUTER_TOPK; c.score = SCORE_SIGMOID;
+    float s[4] = {0.0f, 1.0f, 2.0f, -1.0f}, corr[4] = {0.0f, 0.0f, -5.0f, 3.0f}, g[4];
+    moe_route_full(&c, corr, s, 1, g);
+    double p1 = 1 / (1 + exp(-1.0)), p3 = 1 / (1 + exp(1.0));
+    CHECK(g[0] == 0 && g[2] == 0 && fabs(g[1] - p1 / (p1 + p3)) < 1e-6 &&
+              fabs(g[3] - p3 / (p1 + p3)) < 1e-6,
+          "selection bias chooses, sigmoid weighs: %g %g %g %g", g[0], g[1], g[2], g[3]);
+    c.n_group = 2; c.topk_group = 1; c.group_score = GROUP_MAX; c.k = 2;
+    float corr2[4] = {-2.0f, -2.0f, 0.0f, 0.0f}; // group 0's q < 0, group 1 wins
+    float s2[4] = {3.0f, 2.0f, -1.0f, -2.0f};
+    moe_route_full(&c, corr2, s2, 1, g);
+    CHECK(g[2] > 0 && g[3] > 0 && g[0] == 0 && g[1] == 0, "groups: only the kept group routes");
+    c.n_group = 2; c.topk_group = 1; c.k = 2;
+    float corr3[4] = {0.0f, -3.0f, 0.0f, 0.0f}; // expert 1 biased below the 0 mask of group 1
+    float s3[4] = {3.0f, 0.0f, -3.0f, -3.0f};
+    moe_route_full(&c, corr3, s3, 1, g);
+    CHECK(g[0] > 0 && g[1] == 0 && g[2] > 0 && g[3] == 0,
+          "a masked expert (0) beats a kept one with a negative biased score: %g %g %g %g", g[0],
+          g[1], g[2], g[3]);
+    // Switch: top-1 keeps its probability, scale multiplies
+    moe_config w;
+    memset(&w, 0, sizeof w);
+    w.n = 3; w.k = 1; w.router = ROUTER_TOPK; w.renorm = RENORM_NO; w.scale = 2.0f;
+    float s4[3] = {1.0f, 0.0f, 0.0f};
+    moe_route(&w, s4, 1, g);
+    CHECK(fabs(g[0] - 2.0 * exp(1.0) / (exp(1.0) + 2.0)) < 1e-6 && g[1] == 0 && g[2] == 0,
+          "top-1 scaled by its probability (x scale 2): %g", g[0]);
+}
+
 int main(void) {
     test_route();
+    test_route_rules();
+    test_router_variants();
     test_forward_vs_ref();
     test_symmetries();
     test_save_load();
