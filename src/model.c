@@ -356,7 +356,8 @@ static int count_experts(const st_file *f, const char *layer, const char *kind) 
 
 static const char *const ROUTER_KEYS[] = {
     "moescope.score",     "moescope.renormalize", "moescope.renorm_eps", "moescope.routed_scale",
-    "moescope.act_limit", "moescope.n_group",     "moescope.topk_group", "moescope.group_score"};
+    "moescope.act_limit", "moescope.n_group",     "moescope.topk_group", "moescope.group_score",
+    "moescope.shared_hidden"};
 
 static int is_router_key(const char *k) {
     for (size_t i = 0; i < sizeof ROUTER_KEYS / sizeof *ROUTER_KEYS; i++)
@@ -423,6 +424,13 @@ static int native_router_meta(const st_file *f, moe_config *c, ms_err *err) {
         else return ms_fail(err, "%s: metadata moescope.group_score = '%s' (expected max or top2_sum)", path, v);
         c->origin[RP_GROUP_SCORE] = ORIGIN_FILE;
     }
+    if ((v = st_meta(f, "moescope.shared_hidden"))) {
+        // shared experts of their own width (Qwen2-MoE, DeepSeek); without the key
+        // they have the routed experts' width h
+        if (parse_int(v, 1, 1 << 20, &x))
+            return ms_fail(err, "%s: metadata moescope.shared_hidden = '%s' is not a positive integer", path, v);
+        c->hs = (int)x;
+    }
     if (c->n_group > 1 && c->router == ROUTER_TOPK && c->k > c->topk_group * (c->n / c->n_group))
         return ms_fail(err, "%s: top_k = %d is more than the %d experts of the topk_group = %d kept "
                             "groups", path, c->k, c->topk_group * (c->n / c->n_group), c->topk_group);
@@ -445,15 +453,6 @@ static int native_router_tensors(const st_file *f, const char *layer, moe_config
     snprintf(name, sizeof name, "%.400s.output.bias", layer);
     if (check_shape(f, name, 1, dd, 0, err)) return -1;
     c->has_out_bias = st_find(f, name) != NULL;
-    if (c->s > 0) {
-        int64_t hs, d2;
-        snprintf(name, sizeof name, "%.400s.shared.0.fc1.weight", layer);
-        if (shape2(f, name, &hs, &d2, err)) return -1;
-        if (hs < 1 || hs > (1 << 20))
-            return ms_fail(err, "%s: tensor '%s' has an unusable shape [%lld, %lld]", f->path, name,
-                           (long long)hs, (long long)d2);
-        c->hs = (int)hs;
-    }
     return 0;
 }
 
@@ -702,6 +701,10 @@ static void router_meta_write(st_writer *w, const moe_config *c) {
     if (c->act == ACT_GPT_OSS && c->act_limit != 7.0f && c->act_limit != 0.0f) {
         snprintf(b, sizeof b, "%.9g", c->act_limit);
         st_writer_meta(w, "moescope.act_limit", b);
+    }
+    if (c->s > 0 && c->hs > 0 && c->hs != c->h) {
+        snprintf(b, sizeof b, "%d", c->hs);
+        st_writer_meta(w, "moescope.shared_hidden", b);
     }
     if (c->n_group > 1) {
         snprintf(b, sizeof b, "%d", c->n_group);

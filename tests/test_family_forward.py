@@ -154,6 +154,8 @@ def to_native(family, t, cfg, P, n):
             expert(e, GU[e][:, 0::2].T, GU[e][:, 1::2].T, Dn[e].T, GUb[e][0::2], GUb[e][1::2], Db[e])
         meta["moescope.activation"] = "gpt_oss_swiglu"
         meta["moescope.act_limit"] = repr(float(get("swiglu_limit")))
+    if "moe.shared.0.fc1.weight" in o:
+        meta["moescope.shared_hidden"] = str(o["moe.shared.0.fc1.weight"].shape[0])
     meta["moescope.top_k"] = str(k)
     return o, meta
 
