@@ -74,9 +74,9 @@ deps:
 	$(SUDO) apt-get update -qq
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(DEB_PACKAGES)
 
-SAMPLE_A := sample-checkpoints/dense4/seed1.safetensors
-SAMPLE_B := sample-checkpoints/dense4/seed2.safetensors
-SAMPLE_E := sample-checkpoints/dense4/eval.safetensors
+SAMPLE_A := sample-checkpoints/teacher4/seed1.safetensors
+SAMPLE_B := sample-checkpoints/teacher4/seed2.safetensors
+SAMPLE_E := sample-checkpoints/teacher4/eval.safetensors
 run: moescope
 	@if [ -f $(SAMPLE_A) ]; then ./moescope $(SAMPLE_A) $(SAMPLE_B) --eval $(SAMPLE_E); \
 	else echo "no sample checkpoints yet"; fi

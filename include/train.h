@@ -15,11 +15,13 @@
 
 #include "model.h"
 
-/* Labelled MoE-layer inputs. */
+/* MoE-layer inputs with labels (classification, cross-entropy) or targets
+ * (regression, mean squared error): exactly one of y and t is set. */
 typedef struct {
     int N, d, C;
     float *x;    // (N, d)
-    int32_t *y;  // (N), labels in [0, C)
+    int32_t *y;  // (N), labels in [0, C); NULL for regression
+    float *t;    // (N, C), regression targets; NULL for classification
 } train_set;
 
 void train_set_free(train_set *s);
@@ -42,17 +44,33 @@ void train_init(moe_model *m, uint64_t seed, int with_head);
 typedef struct train_ws train_ws;
 train_ws *train_ws_new(const moe_config *c, int Bmax);
 void train_ws_free(train_ws *w);
+/* The coefficient a of the load-balancing loss added to every batch's loss
+ * (default 0: none). Switch Transformer's form, as Mixtral trains with it:
+ *   L_aux = a * n * sum_i f_i P_i,
+ * f_i the fraction of the batch's (sample, slot) selections that went to
+ * expert i (top-k, or the top-1 for dense routing; a constant for the
+ * gradient), P_i the mean over the batch of the full softmax of the scores. */
+void train_ws_set_aux(train_ws *w, double a);
 
-/* Mean cross-entropy of m on (X (B,d), y (B)); gradients of that mean are
- * written to g (allocated like m; every parameter overwritten). Head and
- * LayerNorm gradients are computed only when with_head (else left zero).
- * logits (B,C) go to `logits` if not NULL. */
-double train_loss_grad(const moe_model *m, const float *X, const int32_t *y, int B,
-                       moe_model *g, int with_head, train_ws *w, float *logits);
-/* Forward only: logits (B,C) and the mean loss (same arithmetic as above). */
-double train_forward(const moe_model *m, const float *X, const int32_t *y, int B, train_ws *w,
-                     float *logits);
-/* Mean loss and accuracy over a whole set (in batches). */
+/* One batch: X (B,d) with labels y (B) or targets T (B,C) (one of the two). */
+typedef struct {
+    const float *X;
+    const int32_t *y;
+    const float *T;
+    int B;
+} train_batch;
+
+/* Mean loss of m on the batch (cross-entropy over labels, or squared error
+ * over targets averaged over B*C), plus the load-balancing term; gradients of
+ * that total are written to g (allocated like m; every parameter overwritten).
+ * Head and LayerNorm gradients are computed only when with_head (else left
+ * zero). logits (B,C) go to `logits` if not NULL. */
+double train_loss_grad(const moe_model *m, const train_batch *bt, moe_model *g, int with_head,
+                       train_ws *w, float *logits);
+/* Forward only: logits (B,C) and the same total loss as above. */
+double train_forward(const moe_model *m, const train_batch *bt, train_ws *w, float *logits);
+/* Mean loss (without the load-balancing term) and accuracy over a whole set
+ * (in batches); accuracy is -1 for regression. */
 void train_evaluate(const moe_model *m, const train_set *s, train_ws *w, double *loss,
                     double *acc);
 
@@ -73,11 +91,37 @@ typedef struct {
     uint64_t seed;   /* data order */
     int with_head;   /* train LayerNorm + head as well (the pretrained model) */
     int progress;    /* a progress line on stderr */
+    int cosine;      /* lr * (1 + cos(pi * step / steps)) / 2 instead of a constant lr */
+    double aux;      /* load-balancing coefficient (train_ws_set_aux), 0 = none */
 } train_opts;
 
+typedef struct {
+    double train_loss; /* the last epoch's mean batch loss (with the aux term) */
+    double test_loss;  /* on te; NaN without te */
+    double test_acc;   /* on te; -1 without te or for regression */
+} train_result;
+
 /* Mini-batch Adam on tr; te (may be NULL) is reported in the progress line.
- * The final train loss and test accuracy go to *final_loss / *test_acc. */
+ * Final figures go to *res (may be NULL). */
 int train_run(moe_model *m, const train_set *tr, const train_set *te, const train_opts *o,
-              double *final_loss, double *test_acc, ms_err *err);
+              train_result *res, ms_err *err);
+
+/* The teacher-student setting: a random "teacher" MoE layer (gate rows
+ * scaled so routing is sharp, second-layer weights scaled so the experts
+ * matter) with a frozen LayerNorm + linear head; students of the same shape
+ * learn its head outputs from Gaussian inputs. Students trained from
+ * different seeds recover the teacher's experts, each in its own order, so
+ * their experts correspond by construction. */
+typedef struct {
+    uint64_t seed;
+    double gate_scale;  /* gate rows ~ N(0, 1/d) * gate_scale (e.g. 2 sqrt(d)) */
+    double out_scale;   /* second-layer weights * out_scale (e.g. 3) */
+} teacher_opts;
+/* Initialise m (allocated with head and LayerNorm) as a teacher. */
+void train_init_teacher(moe_model *m, const teacher_opts *o);
+/* N samples x ~ N(0, I) from data_seed, targets = the teacher's head outputs
+ * (B,C); split like the digits (i % 5 == 0 is the test set). */
+void train_teacher_data(const moe_model *teacher, int N, uint64_t data_seed, train_set *train,
+                        train_set *test);
 
 #endif

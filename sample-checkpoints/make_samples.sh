@@ -45,3 +45,25 @@ variant dense4  --n 4 --router dense --h 32 --act relu --epochs 60 --lr 0.003 --
 variant topk4   --n 4 --router topk --k 2 --h 32 --act relu --epochs 60 --lr 0.003 --batch 32
 variant shared4 --n 4 --router topk --k 2 --shared 1 --h 32 --act relu --epochs 60 --lr 0.003 --batch 32
 variant dense8  --n 8 --router dense --h 32 --act relu --epochs 60 --lr 0.003 --batch 32
+
+# 4. the teacher-student sets: a random teacher MoE (sharp gate, strong experts)
+#    with a frozen LayerNorm + head; students of the same shape learn its head
+#    outputs from x ~ N(0, I) (MSE). Students from different seeds recover the
+#    teacher's experts, each in its own order: the expert order matters.
+teacher_set() { # name n
+    local name=$1 n=$2
+    mkdir -p "$name"
+    "$MOESCOPE" train --make-teacher --n "$n" --h 16 --router topk --k 2 --embed-dim 8 \
+        --classes 8 --samples 20000 --seed 0 --variant "$name" \
+        -o "$name/teacher.safetensors" --quiet
+    for seed in 1 2 3 4; do
+        local extra=()
+        [ "$seed" = 1 ] && extra=(--eval-out "$name/eval.safetensors")
+        "$MOESCOPE" train --head "$name/teacher.safetensors" --variant "$name" --seed "$seed" \
+            --n "$n" --router topk --k 2 --h 16 --epochs 150 --lr 0.003 --batch 128 \
+            --schedule cosine "${extra[@]}" -o "$name/seed$seed.safetensors" --quiet
+    done
+    echo "make_samples: $name done"
+}
+teacher_set teacher4 4
+teacher_set teacher8 8

@@ -30,6 +30,7 @@
 void train_set_free(train_set *s) {
     free(s->x);
     free(s->y);
+    free(s->t);
     memset(s, 0, sizeof *s);
 }
 
@@ -101,6 +102,7 @@ int train_load_digits(const char *path, int d, uint64_t embed_seed, double embed
         sets[s]->C = C;
         sets[s]->x = ms_malloc((size_t)sizes[s] * d * sizeof(float));
         sets[s]->y = ms_malloc((size_t)sizes[s] * sizeof(int32_t));
+        sets[s]->t = NULL;
     }
     int itr = 0, ite = 0;
     for (int i = 0; i < N; i++) {
@@ -151,11 +153,70 @@ void train_init(moe_model *m, uint64_t seed, int with_head) {
     }
 }
 
+void train_init_teacher(moe_model *m, const teacher_opts *o) {
+    const moe_config *c = &m->cfg;
+    train_init(m, o->seed, 1);
+    // a sharp gate: rows ~ N(0, 1/d) * gate_scale, so that x ~ N(0, I) gives
+    // scores of spread gate_scale and each sample has clear favourite experts
+    rng_t r;
+    rng_seed(&r, o->seed ^ 0x7eac4e7ULL);
+    fill_normal(&r, m->gate_w, (size_t)c->n * c->d, o->gate_scale / sqrt(c->d));
+    for (int i = 0; i < c->n; i++) {
+        float *w2 = m->experts[i].fc2_w;
+        for (size_t j = 0; j < (size_t)c->d * c->h; j++) w2[j] *= (float)o->out_scale;
+    }
+}
+
+void train_teacher_data(const moe_model *teacher, int N, uint64_t data_seed, train_set *train,
+                        train_set *test) {
+    const moe_config *c = &teacher->cfg;
+    int d = c->d, C = c->C;
+    float *X = ms_malloc((size_t)N * d * sizeof(float));
+    float *T = ms_malloc((size_t)N * C * sizeof(float));
+    rng_t r;
+    rng_seed(&r, data_seed);
+    for (size_t i = 0; i < (size_t)N * d; i++) X[i] = (float)rng_normal(&r);
+    // targets = the teacher's head outputs, in batches through the training
+    // forward (same arithmetic as the students')
+    int Bmax = 256;
+    train_ws *w = train_ws_new(c, Bmax);
+    for (int b0 = 0; b0 < N; b0 += Bmax) {
+        int B = N - b0 < Bmax ? N - b0 : Bmax;
+        train_batch bt = {X + (size_t)b0 * d, NULL, T + (size_t)b0 * C, B};
+        train_forward(teacher, &bt, w, T + (size_t)b0 * C);
+    }
+    train_ws_free(w);
+    int Nte = (N + 4) / 5, Ntr = N - Nte;
+    train_set *sets[2] = {train, test};
+    int sizes[2] = {Ntr, Nte};
+    for (int s = 0; s < 2; s++) {
+        sets[s]->N = sizes[s];
+        sets[s]->d = d;
+        sets[s]->C = C;
+        sets[s]->x = ms_malloc((size_t)sizes[s] * d * sizeof(float));
+        sets[s]->t = ms_malloc((size_t)sizes[s] * C * sizeof(float));
+        sets[s]->y = NULL;
+    }
+    int itr = 0, ite = 0;
+    for (int i = 0; i < N; i++) {
+        train_set *s = (i % 5 == 0) ? test : train;
+        int j = (i % 5 == 0) ? ite++ : itr++;
+        memcpy(s->x + (size_t)j * d, X + (size_t)i * d, (size_t)d * sizeof(float));
+        memcpy(s->t + (size_t)j * C, T + (size_t)i * C, (size_t)C * sizeof(float));
+    }
+    free(T);
+    free(X);
+}
+
 /* ------------------------------------------------------------- workspace */
 
 struct train_ws {
     int Bmax, ne; /* ne = n + s experts cached */
+    double aux;               /* load-balancing coefficient */
+    double aux_loss;          /* its term in the last forward */
     float *S, *G, *dS, *dG;   // (B,n) each
+    float *P;                 // (B,n) full softmax of S (load balancing)
+    float *f;                 // (n) selection fractions (load balancing)
     float *A1, *A3, *Hh;      // (ne, B, h) each (A3 only for silu_glu)
     float *Y;                 // (n, B, d) routed experts' outputs
     float *Z, *zhat, *U;      // (B,d)
@@ -175,6 +236,8 @@ train_ws *train_ws_new(const moe_config *c, int Bmax) {
     w->G = ms_calloc(B * n, sizeof(float));
     w->dS = ms_calloc(B * n, sizeof(float));
     w->dG = ms_calloc(B * n, sizeof(float));
+    w->P = ms_calloc(B * n, sizeof(float));
+    w->f = ms_calloc(n, sizeof(float));
     w->A1 = ms_calloc((size_t)w->ne * B * h, sizeof(float));
     w->A3 = c->act == ACT_SILU_GLU ? ms_calloc((size_t)w->ne * B * h, sizeof(float)) : NULL;
     w->Hh = ms_calloc((size_t)w->ne * B * h, sizeof(float));
@@ -194,9 +257,12 @@ train_ws *train_ws_new(const moe_config *c, int Bmax) {
     return w;
 }
 
+void train_ws_set_aux(train_ws *w, double a) { w->aux = a; }
+
 void train_ws_free(train_ws *w) {
     if (!w) return;
-    float *ps[] = {w->S,  w->G,    w->dS,     w->dG,      w->A1, w->A3, w->Hh, w->Y,
+    float *ps[] = {w->S,  w->G,    w->dS,     w->dG,      w->P,  w->f,
+                   w->A1, w->A3, w->Hh, w->Y,
                    w->Z,  w->zhat, w->U,      w->rstd,    w->logits, w->dlogits,
                    w->dU, w->dZ,   w->dY,     w->dH,      w->dA1, w->dA3};
     for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) free(ps[i]);
@@ -242,10 +308,61 @@ static void expert_forward(const moe_expert *e, const moe_config *c, const float
                 Y, d);
 }
 
-/* Fills the whole cache of w; returns the mean loss (double accumulation). */
-static double forward_cached(const moe_model *m, const float *X, const int32_t *y, int B,
-                             train_ws *w) {
+/* The load-balancing term of the batch (train_ws_set_aux): fills P (full
+ * softmax of S) and f (selection fractions) for the backward pass. */
+static double aux_forward(const moe_config *c, int B, train_ws *w) {
+    int n = c->n, k = c->router == ROUTER_TOPK ? c->k : 1;
+    memset(w->f, 0, (size_t)n * sizeof(float));
+    double Pmean[64] = {0}; /* n <= 64 (train's --n bound) */
+    for (int b = 0; b < B; b++) {
+        const float *S = w->S + (size_t)b * n;
+        float *P = w->P + (size_t)b * n;
+        float mx = S[0];
+        for (int i = 1; i < n; i++) mx = S[i] > mx ? S[i] : mx;
+        double sum = 0;
+        for (int i = 0; i < n; i++) sum += exp((double)(S[i] - mx));
+        for (int i = 0; i < n; i++) {
+            P[i] = (float)(exp((double)(S[i] - mx)) / sum);
+            Pmean[i] += P[i];
+        }
+        // the selected experts: G > 0 for top-k; the largest score for dense
+        if (c->router == ROUTER_TOPK) {
+            for (int i = 0; i < n; i++)
+                if (w->G[(size_t)b * n + i] > 0) w->f[i] += 1.0f;
+        } else {
+            int best = 0;
+            for (int i = 1; i < n; i++)
+                if (S[i] > S[best]) best = i;
+            w->f[best] += 1.0f;
+        }
+    }
+    double l = 0;
+    for (int i = 0; i < n; i++) {
+        w->f[i] /= (float)B * k;
+        l += w->f[i] * Pmean[i] / B;
+    }
+    return w->aux * n * l;
+}
+
+/* dS += d L_aux / dS: dL/dP_bi = a n f_i / B through each row's softmax. */
+static void aux_backward(const moe_config *c, int B, train_ws *w) {
+    int n = c->n;
+    float scale = (float)(w->aux * n / B);
+    for (int b = 0; b < B; b++) {
+        const float *P = w->P + (size_t)b * n;
+        float dot = 0;
+        for (int i = 0; i < n; i++) dot += P[i] * w->f[i];
+        for (int i = 0; i < n; i++) w->dS[(size_t)b * n + i] += scale * P[i] * (w->f[i] - dot);
+    }
+}
+
+/* Fills the whole cache of w; returns the mean loss without the load-balancing
+ * term (double accumulation), which goes to w->aux_loss. */
+static double forward_cached(const moe_model *m, const train_batch *bt, train_ws *w) {
     const moe_config *c = &m->cfg;
+    const float *X = bt->X;
+    const int32_t *y = bt->y;
+    int B = bt->B;
     int n = c->n, d = c->d, h = c->h, C = c->C;
     size_t Bh = (size_t)B * h, Bd = (size_t)B * d;
     // gate scores S (B,n) = X Wg^T + bg, then the router
@@ -253,6 +370,7 @@ static double forward_cached(const moe_model *m, const float *X, const int32_t *
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, n, d, 1.0f, X, d, m->gate_w, d, 1.0f,
                 w->S, n);
     moe_route(c, w->S, B, w->G);
+    w->aux_loss = w->aux > 0 ? aux_forward(c, B, w) : 0.0;
     // Z (B,d) = [X] + shared + routed
     if (c->residual) memcpy(w->Z, X, Bd * sizeof(float));
     else memset(w->Z, 0, Bd * sizeof(float));
@@ -297,8 +415,16 @@ static double forward_cached(const moe_model *m, const float *X, const int32_t *
         memcpy(w->logits + (size_t)b * C, m->head_b, (size_t)C * sizeof(float));
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, C, d, 1.0f, U, d, m->head_w, d, 1.0f,
                 w->logits, C);
-    // cross-entropy; dlogits = (softmax - onehot) / B
     double loss = 0;
+    if (!y) { // squared error averaged over B*C; dlogits = 2 (logits - T) / (B C)
+        for (size_t i = 0; i < (size_t)B * C; i++) {
+            double e = (double)w->logits[i] - bt->T[i];
+            loss += e * e;
+            w->dlogits[i] = (float)(2.0 * e / ((double)B * C));
+        }
+        return loss / ((double)B * C);
+    }
+    // cross-entropy; dlogits = (softmax - onehot) / B
     for (int b = 0; b < B; b++) {
         const float *lg = w->logits + (size_t)b * C;
         float *dl = w->dlogits + (size_t)b * C;
@@ -313,11 +439,10 @@ static double forward_cached(const moe_model *m, const float *X, const int32_t *
     return loss / B;
 }
 
-double train_forward(const moe_model *m, const float *X, const int32_t *y, int B, train_ws *w,
-                     float *logits) {
-    double loss = forward_cached(m, X, y, B, w);
-    if (logits) memcpy(logits, w->logits, (size_t)B * m->cfg.C * sizeof(float));
-    return loss;
+double train_forward(const moe_model *m, const train_batch *bt, train_ws *w, float *logits) {
+    double loss = forward_cached(m, bt, w);
+    if (logits) memcpy(logits, w->logits, (size_t)bt->B * m->cfg.C * sizeof(float));
+    return loss + w->aux_loss;
 }
 
 /* -------------------------------------------------------------- backward */
@@ -363,12 +488,13 @@ static void expert_backward(const moe_expert *e, moe_expert *ge, const moe_confi
     }
 }
 
-double train_loss_grad(const moe_model *m, const float *X, const int32_t *y, int B,
-                       moe_model *g, int with_head, train_ws *w, float *logits) {
+double train_loss_grad(const moe_model *m, const train_batch *bt, moe_model *g, int with_head,
+                       train_ws *w, float *logits) {
     const moe_config *c = &m->cfg;
-    int n = c->n, d = c->d, h = c->h, C = c->C;
+    const float *X = bt->X;
+    int B = bt->B, n = c->n, d = c->d, h = c->h, C = c->C;
     size_t Bh = (size_t)B * h, Bd = (size_t)B * d;
-    double loss = forward_cached(m, X, y, B, w);
+    double loss = forward_cached(m, bt, w) + w->aux_loss;
     if (logits) memcpy(logits, w->logits, (size_t)B * C * sizeof(float));
     memset(g->mem, 0, g->nparams * sizeof(float));
     const float *U = c->has_norm ? w->U : w->Z;
@@ -434,6 +560,7 @@ double train_loss_grad(const moe_model *m, const float *X, const int32_t *y, int
         for (int i = 0; i < n; i++) dot += G[i] * dG[i];
         for (int i = 0; i < n; i++) w->dS[(size_t)b * n + i] = G[i] * (dG[i] - dot);
     }
+    if (w->aux > 0) aux_backward(c, B, w);
     // dWg (n,d) = dS^T (n,B) X (B,d); dbg = sum_b dS
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, d, B, 1.0f, w->dS, n, X, d, 0.0f,
                 g->gate_w, d);
@@ -449,8 +576,10 @@ void train_evaluate(const moe_model *m, const train_set *s, train_ws *w, double 
     long correct = 0;
     for (int b0 = 0; b0 < s->N; b0 += w->Bmax) {
         int B = s->N - b0 < w->Bmax ? s->N - b0 : w->Bmax;
-        tot += forward_cached(m, s->x + (size_t)b0 * d, s->y + b0, B, w) * B;
-        for (int b = 0; b < B; b++) {
+        train_batch bt = {s->x + (size_t)b0 * d, s->y ? s->y + b0 : NULL,
+                          s->t ? s->t + (size_t)b0 * C : NULL, B};
+        tot += forward_cached(m, &bt, w) * B;
+        for (int b = 0; b < B && s->y; b++) {
             const float *lg = w->logits + (size_t)b * C;
             int best = 0;
             for (int k = 1; k < C; k++)
@@ -459,7 +588,7 @@ void train_evaluate(const moe_model *m, const train_set *s, train_ws *w, double 
         }
     }
     *loss = tot / s->N;
-    *acc = (double)correct / s->N;
+    *acc = s->y ? (double)correct / s->N : -1.0;
 }
 
 /* ------------------------------------------------------------------ Adam */
@@ -528,11 +657,12 @@ void adam_step(adam_state *a, moe_model *m, const moe_model *g, double lr, int w
 /* ------------------------------------------------------------- training */
 
 int train_run(moe_model *m, const train_set *tr, const train_set *te, const train_opts *o,
-              double *final_loss, double *test_acc, ms_err *err) {
+              train_result *res, ms_err *err) {
     const moe_config *c = &m->cfg;
     if (tr->d != c->d) return ms_fail(err, "train: data width %d, model width %d", tr->d, c->d);
-    if (tr->C > c->C)
-        return ms_fail(err, "train: data has %d classes, head has %d outputs", tr->C, c->C);
+    if (tr->y ? tr->C > c->C : tr->C != c->C)
+        return ms_fail(err, "train: data has %d %s, head has %d outputs", tr->C,
+                       tr->y ? "classes" : "targets", c->C);
     if (o->batch < 1 || o->epochs < 0 || !(o->lr > 0))
         return ms_fail(err, "train: need batch >= 1, epochs >= 0 and lr > 0");
     int Bmax = o->batch < tr->N ? o->batch : tr->N, d = c->d;
@@ -543,6 +673,9 @@ int train_run(moe_model *m, const train_set *tr, const train_set *te, const trai
     adam_init(&a, m);
     float *xb = ms_malloc((size_t)Bmax * d * sizeof(float));
     int32_t *yb = ms_malloc((size_t)Bmax * sizeof(int32_t));
+    float *tb = tr->t ? ms_malloc((size_t)Bmax * c->C * sizeof(float)) : NULL;
+    train_ws_set_aux(w, o->aux);
+    long steps = (long)o->epochs * ((tr->N + Bmax - 1) / Bmax), step = 0;
     int *perm = ms_malloc((size_t)tr->N * sizeof(int));
     rng_t r;
     rng_seed(&r, o->seed ^ 0x5eed0da7a0deULL); /* a stream apart from the init's */
@@ -556,26 +689,37 @@ int train_run(moe_model *m, const train_set *tr, const train_set *te, const trai
             for (int b = 0; b < B; b++) {
                 int i = perm[b0 + b];
                 memcpy(xb + (size_t)b * d, tr->x + (size_t)i * d, (size_t)d * sizeof(float));
-                yb[b] = tr->y[i];
+                if (tr->y) yb[b] = tr->y[i];
+                else memcpy(tb + (size_t)b * c->C, tr->t + (size_t)i * c->C,
+                            (size_t)c->C * sizeof(float));
             }
-            epoch_loss += train_loss_grad(m, xb, yb, B, &g, o->with_head, w, NULL) * B;
-            adam_step(&a, m, &g, o->lr, o->with_head);
+            train_batch bt = {xb, tr->y ? yb : NULL, tb, B};
+            epoch_loss += train_loss_grad(m, &bt, &g, o->with_head, w, NULL) * B;
+            double lr = o->lr;
+            if (o->cosine) lr *= 0.5 * (1.0 + cos(M_PI * (double)step / (double)steps));
+            step++;
+            adam_step(&a, m, &g, lr, o->with_head);
         }
         epoch_loss /= tr->N;
         if (tty || (o->progress && ep == o->epochs - 1)) {
             if (te) train_evaluate(m, te, w, &tloss, &tacc);
             fprintf(stderr, "%sepoch %d/%d  train loss %.4f", tty ? "\r" : "", ep + 1, o->epochs,
                     epoch_loss);
-            if (te) fprintf(stderr, "  test loss %.4f  test acc %.4f", tloss, tacc);
+            if (te) fprintf(stderr, "  test loss %.4g", tloss);
+            if (te && te->y) fprintf(stderr, "  test acc %.4f", tacc);
             fprintf(stderr, "%s", ep == o->epochs - 1 ? "\n" : "");
             fflush(stderr);
         }
     }
     if (te) train_evaluate(m, te, w, &tloss, &tacc);
-    if (final_loss) *final_loss = epoch_loss;
-    if (test_acc) *test_acc = tacc;
+    if (res) {
+        res->train_loss = epoch_loss;
+        res->test_loss = te ? tloss : NAN;
+        res->test_acc = tacc;
+    }
     free(perm);
     free(yb);
+    free(tb);
     free(xb);
     adam_free(&a);
     moe_free(&g);

@@ -59,8 +59,28 @@ cp dense4/seed1.safetensors seed1.safetensors
 # the metadata records how the file was made
 check "metadata: seed, variant, head" bash -c "grep -a -q '\"train.seed\":\"1\"' seed1.safetensors && grep -a -q '\"train.variant\":\"dense4\"' seed1.safetensors && grep -a -q '\"train.head\":\"pretrained.safetensors\"' seed1.safetensors"
 
+# the teacher-student set: the teacher and a student, byte for byte, with the
+# options of make_samples.sh's teacher_set
+t_opts=$(grep -A2 -- '--make-teacher' "$S/make_samples.sh" | tr -d '\\\n' | sed -E 's/.*--make-teacher(.*)--variant.*/\1/' | sed 's/"$n"/4/')
+s_opts=$(grep -A3 -- '--head "$name/teacher' "$S/make_samples.sh" | tr -d '\\\n' | sed -E 's/.*--seed "\$seed"(.*)"\$\{extra.*/\1/' | sed 's/"$n"/4/')
+check "teacher options found in make_samples.sh" test -n "$t_opts" -a -n "$s_opts"
+# shellcheck disable=SC2086
+check "teacher4 teacher runs" "$MOESCOPE" train --make-teacher $t_opts --variant teacher4 \
+    -o teacher.safetensors --quiet
+check "teacher4/teacher.safetensors byte-identical" cmp teacher.safetensors "$S/teacher4/teacher.safetensors"
+# shellcheck disable=SC2086
+check "teacher4 student seed 1 runs" "$MOESCOPE" train --head teacher.safetensors \
+    --variant teacher4 --seed 1 $s_opts --eval-out teval.safetensors -o student1.safetensors --quiet
+check "teacher4/seed1.safetensors byte-identical" cmp student1.safetensors "$S/teacher4/seed1.safetensors"
+check "teacher4/eval.safetensors byte-identical" cmp teval.safetensors "$S/teacher4/eval.safetensors"
+check "student metadata: mode, test mse" bash -c "grep -a -q '\"train.mode\":\"student\"' student1.safetensors && grep -a -q '\"train.test_mse\"' student1.safetensors"
+expect_fail "teacher with --data" "drop --data" "$MOESCOPE" train --head teacher.safetensors \
+    --data digits.safetensors -o x.safetensors
+expect_fail "bad schedule" "bad value" "$MOESCOPE" train --head teacher.safetensors \
+    --schedule warm -o x.safetensors
+
 # every committed sample is 4 seeds + an evaluation set; the whole directory < 10 MB
-for v in dense4 topk4 shared4 dense8; do
+for v in dense4 topk4 shared4 dense8 teacher4 teacher8; do
     check "$v has 4 seeds and eval" test -f "$S/$v/seed1.safetensors" -a -f "$S/$v/seed2.safetensors" \
         -a -f "$S/$v/seed3.safetensors" -a -f "$S/$v/seed4.safetensors" -a -f "$S/$v/eval.safetensors"
 done

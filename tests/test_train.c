@@ -68,17 +68,29 @@ static const char *part_of(const moe_model *m, size_t off) {
     return "gate";
 }
 
-static void test_gradients(const variant *v) {
+/* regress: squared error against random targets instead of cross-entropy;
+ * aux: the load-balancing coefficient. */
+static void test_gradients(const variant *v, int regress, double aux) {
     int n = 4, d = 6, h = 5, C = 3, B = 7;
     moe_model m, g;
     make_model(&m, v, n, d, h, C, 42);
     moe_alloc(&g, &m.cfg);
-    float X[7 * 6];
+    float X[7 * 6], T[7 * 3];
     int32_t y[7];
     make_data(X, y, B, d, C, 7);
+    for (int i = 0; i < B * C; i++) T[i] = (float)(0.1 * (i % 7) - 0.3);
+    train_batch bt = {X, regress ? NULL : y, regress ? T : NULL, B};
     train_ws *w = train_ws_new(&m.cfg, B);
-    double loss = train_loss_grad(&m, X, y, B, &g, 1, w, NULL);
+    train_ws_set_aux(w, aux);
+    double loss = train_loss_grad(&m, &bt, &g, 1, w, NULL);
     CHECK(isfinite(loss) && loss > 0, "%s: loss %g", v->name, loss);
+    if (aux > 0) { // the load-balancing term is part of the loss
+        train_ws *w0 = train_ws_new(&m.cfg, B);
+        double l0 = train_forward(&m, &bt, w0, NULL);
+        CHECK(loss > l0 + 1e-3 * aux, "%s: aux %g adds nothing (%g vs %g)", v->name, aux, loss,
+              l0);
+        train_ws_free(w0);
+    }
     // central differences on every parameter; relative error per part
     const char *parts[] = {"gate", "experts", "shared", "layernorm", "head"};
     double num[5] = {0}, den[5] = {0};
@@ -88,9 +100,9 @@ static void test_gradients(const variant *v) {
     for (size_t i = 0; i < m.nparams; i++) {
         float save = m.mem[i];
         m.mem[i] = save + eps;
-        double lp = train_forward(&m, X, y, B, w, NULL);
+        double lp = train_forward(&m, &bt, w, NULL);
         m.mem[i] = save - eps;
-        double lm = train_forward(&m, X, y, B, w, NULL);
+        double lm = train_forward(&m, &bt, w, NULL);
         m.mem[i] = save;
         double fd = (lp - lm) / (2.0 * ((double)(save + eps) - (double)save));
         double an = g.mem[i];
@@ -118,7 +130,7 @@ static void test_gradients(const variant *v) {
     // MoE gradients unchanged
     moe_model g2;
     moe_alloc(&g2, &m.cfg);
-    train_loss_grad(&m, X, y, B, &g2, 0, w, NULL);
+    train_loss_grad(&m, &bt, &g2, 0, w, NULL);
     size_t head_off = (size_t)(m.norm_w - m.mem);
     int same = !memcmp(g.mem, g2.mem, head_off * sizeof(float));
     int zero = 1;
@@ -143,7 +155,8 @@ static void test_forward_matches_evaluator(const variant *v) {
     float *le = ms_malloc((size_t)B * C * sizeof(float));
     float *Z = ms_malloc((size_t)B * d * sizeof(float));
     train_ws *w = train_ws_new(&m.cfg, B);
-    train_forward(&m, X, y, B, w, lt);
+    train_batch bt = {X, y, NULL, B};
+    train_forward(&m, &bt, w, lt);
     moe_forward(&m, X, B, Z, NULL);
     moe_head(&m, Z, B, le);
     double maxd = 0;
@@ -166,6 +179,7 @@ static void blobs(train_set *s, int N, int d, int C, uint64_t seed) {
     for (int i = 0; i < C * d; i++) mu[i] = (float)rng_normal(&r);
     rng_seed(&r, seed);
     s->N = N, s->d = d, s->C = C;
+    s->t = NULL;
     s->x = ms_malloc((size_t)N * d * sizeof(float));
     s->y = ms_malloc((size_t)N * sizeof(int32_t));
     for (int i = 0; i < N; i++) {
@@ -192,12 +206,12 @@ static void test_training(void) {
     train_evaluate(&m, &tr, w, &l0, &a0);
     // MoE only, head frozen
     train_opts o = {.epochs = 15, .batch = 32, .lr = 3e-3, .seed = 9, .with_head = 0};
-    double fl, tacc;
-    CHECK(train_run(&m, &tr, &te, &o, &fl, &tacc, NULL) == 0, "train_run failed");
+    train_result res;
+    CHECK(train_run(&m, &tr, &te, &o, &res, NULL) == 0, "train_run failed");
     train_evaluate(&m, &tr, w, &l1, &a1);
     CHECK(l1 < 0.5 * l0, "training did not lower the loss: %g -> %g", l0, l1);
     CHECK(a1 > a0 && a1 > 0.8, "train accuracy %g -> %g", a0, a1);
-    CHECK(tacc > 0.8, "test accuracy %g", tacc);
+    CHECK(res.test_acc > 0.8, "test accuracy %g", res.test_acc);
     size_t off = (size_t)(m.norm_w - m.mem);
     CHECK(!memcmp(m.mem + off, head0.mem + off, (m.nparams - off) * sizeof(float)),
           "the frozen head changed");
@@ -206,14 +220,14 @@ static void test_training(void) {
     moe_model m2;
     make_model(&m2, v, 4, 8, 8, 4, 5);
     train_init(&m2, 5, 1);
-    CHECK(train_run(&m2, &tr, &te, &o, NULL, NULL, NULL) == 0, "train_run failed");
+    CHECK(train_run(&m2, &tr, &te, &o, NULL, NULL) == 0, "train_run failed");
     CHECK(!memcmp(m.mem, m2.mem, m.nparams * sizeof(float)), "same seed, different parameters");
     // another data-order seed: different parameters
     moe_model m3;
     make_model(&m3, v, 4, 8, 8, 4, 5);
     train_init(&m3, 5, 1);
     o.seed = 10;
-    CHECK(train_run(&m3, &tr, &te, &o, NULL, NULL, NULL) == 0, "train_run failed");
+    CHECK(train_run(&m3, &tr, &te, &o, NULL, NULL) == 0, "train_run failed");
     CHECK(memcmp(m.mem, m3.mem, m.nparams * sizeof(float)), "the data-order seed is ignored");
     // the pretrain mode (head trained too) lowers the loss as well
     moe_model p;
@@ -222,14 +236,14 @@ static void test_training(void) {
     train_init(&p, 6, 1);
     train_evaluate(&p, &tr, w, &l0, &a0);
     train_opts op = {.epochs = 15, .batch = 32, .lr = 3e-3, .seed = 1, .with_head = 1};
-    CHECK(train_run(&p, &tr, NULL, &op, NULL, NULL, NULL) == 0, "train_run (pretrain) failed");
+    CHECK(train_run(&p, &tr, NULL, &op, NULL, NULL) == 0, "train_run (pretrain) failed");
     train_evaluate(&p, &tr, w, &l1, &a1);
     CHECK(l1 < 0.5 * l0 && a1 > 0.8, "pretrain: loss %g -> %g, acc %g", l0, l1, a1);
     // bad options are refused
     ms_err err;
     train_opts bad = o;
     bad.batch = 0;
-    CHECK(train_run(&m3, &tr, NULL, &bad, NULL, NULL, &err) == -1, "batch 0 accepted");
+    CHECK(train_run(&m3, &tr, NULL, &bad, NULL, &err) == -1, "batch 0 accepted");
     moe_free(&p);
     moe_free(&m3);
     moe_free(&m2);
@@ -268,7 +282,9 @@ static void test_digits(void) {
 int main(void) {
     openblas_set_num_threads(1);
     for (int i = 0; i < NVAR; i++) {
-        test_gradients(&VARIANTS[i]);
+        test_gradients(&VARIANTS[i], 0, 0.0);
+        test_gradients(&VARIANTS[i], 1, 0.0);
+        test_gradients(&VARIANTS[i], i % 2, 0.5);
         test_forward_matches_evaluator(&VARIANTS[i]);
     }
     test_training();
