@@ -145,7 +145,7 @@ static int parse_valued(train_args *t, const char *a, const char *v) {
     return bad ? -1 : 0;
 }
 
-/* 0 to go on, 1 after --help, else the exit code of a usage error. */
+/* 0 to go on, -1 after --help, else the exit code of an error. */
 static int parse_args(train_args *t, int argc, char **argv) {
     *t = (train_args){.residual = 1, .n = 4, .h = 16, .k = 2, .epochs = 60, .batch = 32,
                       .d = 32, .seed = 1, .classes = 8, .samples = 20000, .lr = 3e-3,
@@ -153,7 +153,7 @@ static int parse_args(train_args *t, int argc, char **argv) {
                       .act = ACT_RELU};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return help(), 1;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return help(), -1;
         if (!strcmp(a, "--pretrain")) { t->pretrain = 1; continue; }
         if (!strcmp(a, "--make-teacher")) { t->make_teacher = 1; continue; }
         if (!strcmp(a, "--quiet")) { t->quiet = 1; continue; }
@@ -363,7 +363,7 @@ static int train_and_save(moe_model *m, const train_args *t, int teacher, const 
 int cmd_train(int argc, char **argv) {
     train_args t;
     int rc = parse_args(&t, argc, argv);
-    if (rc) return rc == 1 ? 0 : rc;
+    if (rc) return rc < 0 ? 0 : rc;
     // one BLAS thread: a fixed order of the reductions, hence reproducible bytes
     openblas_set_num_threads(1);
     if (t.make_teacher) return make_teacher(&t);
