@@ -18,8 +18,9 @@ fi
 # the options come from make_samples.sh itself, so the test cannot drift from it
 pre_opts=$(grep -A2 -- '--pretrain' "$S/make_samples.sh" | tr -d '\\\n' | sed -E 's/.*--pretrain(.*)-o pretrained.*/\1/')
 variants=$(grep -E '^variant [a-z0-9]+ ' "$S/make_samples.sh" | awk '{print $2}')
+all_sets="$variants $(grep -E '^teacher_set [a-z0-9]+ ' "$S/make_samples.sh" | awk '{print $2}')"
 check "options found in make_samples.sh" test -n "$pre_opts" -a -n "$variants"
-check "make_samples.sh makes every committed variant" test "$(echo $variants | tr ' ' '\n' | sort | xargs)" = \
+check "make_samples.sh makes every committed variant" test "$(echo $all_sets | tr ' ' '\n' | sort | xargs)" = \
     "$(cd "$S" && for v in */; do [ -f "$v/seed1.safetensors" ] && echo "${v%/}"; done | sort | xargs)"
 
 mkdir -p "$WORK/s"
@@ -59,20 +60,30 @@ cp dense4/seed1.safetensors seed1.safetensors
 # the metadata records how the file was made
 check "metadata: seed, variant, head" bash -c "grep -a -q '\"train.seed\":\"1\"' seed1.safetensors && grep -a -q '\"train.variant\":\"dense4\"' seed1.safetensors && grep -a -q '\"train.head\":\"pretrained.safetensors\"' seed1.safetensors"
 
-# the teacher-student set: the teacher and a student, byte for byte, with the
-# options of make_samples.sh's teacher_set
-t_opts=$(grep -A2 -- '--make-teacher' "$S/make_samples.sh" | tr -d '\\\n' | sed -E 's/.*--make-teacher(.*)--variant.*/\1/' | sed 's/"$n"/4/')
-s_opts=$(grep -A3 -- '--head "$name/teacher' "$S/make_samples.sh" | tr -d '\\\n' | sed -E 's/.*--seed "\$seed"(.*)"\$\{extra.*/\1/' | sed 's/"$n"/4/')
-check "teacher options found in make_samples.sh" test -n "$t_opts" -a -n "$s_opts"
-# shellcheck disable=SC2086
-check "teacher4 teacher runs" "$MOESCOPE" train --make-teacher $t_opts --variant teacher4 \
-    -o teacher.safetensors --quiet
-check "teacher4/teacher.safetensors byte-identical" cmp teacher.safetensors "$S/teacher4/teacher.safetensors"
-# shellcheck disable=SC2086
-check "teacher4 student seed 1 runs" "$MOESCOPE" train --head teacher.safetensors \
-    --variant teacher4 --seed 1 $s_opts --eval-out teval.safetensors -o student1.safetensors --quiet
-check "teacher4/seed1.safetensors byte-identical" cmp student1.safetensors "$S/teacher4/seed1.safetensors"
-check "teacher4/eval.safetensors byte-identical" cmp teval.safetensors "$S/teacher4/eval.safetensors"
+# the teacher-student sets: every teacher and every student, byte for byte, with
+# the options of make_samples.sh's teacher_set (n from each `teacher_set NAME n` line)
+teachers=$(grep -E '^teacher_set [a-z0-9]+ [0-9]+' "$S/make_samples.sh" | awk '{print $2":"$3}')
+t_opts=$(grep -A2 -- '--make-teacher' "$S/make_samples.sh" | tr -d '\\\n' | sed -E 's/.*--make-teacher(.*)--variant.*/\1/')
+s_opts=$(grep -A3 -- '--head "$name/teacher' "$S/make_samples.sh" | tr -d '\\\n' | sed -E 's/.*--seed "\$seed"(.*)"\$\{extra.*/\1/')
+check "teacher options found in make_samples.sh" test -n "$teachers" -a -n "$t_opts" -a -n "$s_opts"
+for tn in $teachers; do
+    v=${tn%%:*} n=${tn##*:}
+    mkdir -p "$v"
+    # shellcheck disable=SC2086
+    check "$v teacher runs" "$MOESCOPE" train --make-teacher ${t_opts//\"\$n\"/$n} --variant "$v" \
+        -o "$v/teacher.safetensors" --quiet
+    check "$v/teacher.safetensors byte-identical" cmp "$v/teacher.safetensors" "$S/$v/teacher.safetensors"
+    for seed in 1 2 3 4; do
+        extra=(); [ "$seed" = 1 ] && extra=(--eval-out "$v/eval.safetensors")
+        # shellcheck disable=SC2086
+        check "$v student seed $seed runs" "$MOESCOPE" train --head "$v/teacher.safetensors" \
+            --variant "$v" --seed "$seed" ${s_opts//\"\$n\"/$n} "${extra[@]}" -o "$v/seed$seed.safetensors" --quiet
+        check "$v/seed$seed.safetensors byte-identical" cmp "$v/seed$seed.safetensors" "$S/$v/seed$seed.safetensors"
+    done
+    check "$v/eval.safetensors byte-identical" cmp "$v/eval.safetensors" "$S/$v/eval.safetensors"
+done
+cp teacher4/seed1.safetensors student1.safetensors
+cp teacher4/teacher.safetensors teacher.safetensors
 check "student metadata: mode, test mse" bash -c "grep -a -q '\"train.mode\":\"student\"' student1.safetensors && grep -a -q '\"train.test_mse\"' student1.safetensors"
 expect_fail "teacher with --data" "drop --data" "$MOESCOPE" train --head teacher.safetensors \
     --data digits.safetensors -o x.safetensors
