@@ -92,7 +92,10 @@ typedef struct landscape {
     ls_curve methods[2];        /* [COST_GATE], [COST_EXPERT] */
     double *cost[2];            /* (n,n) each */
     double cost_total[2];
-    int rank[2];                /* 1 + #{pi : B(pi) < B(chosen)} */
+    int rank[2];                /* 1 + #{pi : B(pi) < B(chosen) - tau} (rank.h) */
+    int tied[2];                /* #{pi : |B(pi) - B(chosen)| <= tau}, the chosen included */
+    int rank_auc[2];            /* position with ties at tau broken by loss AUC (rank.h) */
+    double tau;                 /* 1e-6 * max(B(naive), 1e-3) */
     double l_hat[2];            /* NaN when the denominator is <= 0 */
     long norders;               /* n! or the number sampled */
     long ndone;                 /* rows filled so far */

@@ -41,6 +41,7 @@
 #include "evaluator.h"
 #include "landscape.h"
 #include "lap.h"
+#include "rank.h"
 #include "rng.h"
 #include "symmetry.h"
 
@@ -1088,37 +1089,39 @@ static void wilson(double phat, double nobs, double *lo, double *hi) {
     *hi = phat >= 1 || ctr + half > 1 ? 1 : ctr + half;
 }
 
-/* ranks, L-hat and the best barrier from the rows done so far; valid when
- * every order not done has a lower bound >= both chosen barriers */
+/* ranks (rank.h: tolerance tau, tie class, AUC tie-break), L-hat and the
+ * best barrier from the rows done so far; valid when every order not done has
+ * a lower bound above both chosen barriers + tau */
 static void compute_ranks(lsx *x) {
     landscape *L = x->L;
+    rank_view v = {.count = x->filled, .width = x->n, .barrier = &L->rows[0].barrier,
+                   .auc = &L->rows[0].auc, .order = L->rows[0].order, .stride = sizeof(ls_row)};
     double best = INFINITY;
-    long less[2] = {0, 0};
-    for (long k = 0; k < x->norders; k++) {
-        if (!x->done[k]) continue;
-        double b = x->bar[k];
-        if (isnan(b)) continue;
-        if (b < best) best = b;
-        for (int m = 0; m < 2; m++)
-            if (b < L->methods[m].barrier) less[m]++;
-    }
+    for (long k = 0; k < x->filled; k++)
+        if (L->rows[k].barrier < best) best = L->rows[k].barrier;
     if (!x->exhaustive)
         for (int m = 0; m < 2; m++)
             if (L->methods[m].barrier < best) best = L->methods[m].barrier;
     L->best_barrier = best;
+    L->tau = rank_tau(L->naive.barrier);
     for (int m = 0; m < 2; m++) {
-        L->rank[m] = (int)(1 + less[m]);
-        double den = L->naive.barrier - best;
-        L->l_hat[m] = den > 0 ? 100.0 * (L->methods[m].barrier - best) / den : NAN;
+        const ls_curve *c = &L->methods[m];
+        rank_info ri;
+        rank_chosen(&v, c->barrier, c->auc, c->order, L->tau, &ri);
+        L->rank[m] = (int)ri.rank;
+        L->tied[m] = (int)ri.tied;
+        L->rank_auc[m] = (int)ri.rank_auc;
+        L->l_hat[m] = rank_l_hat(c->barrier, best, L->naive.barrier);
+        long less = ri.rank - 1;
         if (!x->exhaustive) {
-            double ph = (double)less[m] / (double)x->norders;
+            double ph = (double)less / (double)x->norders;
             L->rank_est[m] = 1.0 + ph * L->n_fact;
             wilson(ph, (double)x->norders, &L->pct_lo[m], &L->pct_hi[m]);
             L->pct_lo[m] *= 100.0;
             L->pct_hi[m] *= 100.0;
         } else {
             L->rank_est[m] = L->rank[m];
-            L->pct_lo[m] = L->pct_hi[m] = 100.0 * (double)less[m] / (double)x->norders;
+            L->pct_lo[m] = L->pct_hi[m] = 100.0 * (double)less / (double)x->norders;
         }
     }
     L->ranks_ready = 1;
@@ -1484,7 +1487,9 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
         // branch and bound: only orders whose lower bound is below a chosen
         // barrier can change a rank or the best barrier; each stops as soon
         // as its bound reaches the larger chosen barrier
+        // (+ tau: the chosen orders' tie classes need every tied order's AUC)
         double bmax = fmax(L->methods[0].barrier, L->methods[1].barrier);
+        bmax = nextafter(bmax + rank_tau(L->naive.barrier), INFINITY);
         if (isnan(L->methods[0].barrier) || isnan(L->methods[1].barrier)) bmax = INFINITY;
         long ncand = 0;
         cand = ms_malloc((size_t)x->norders * sizeof(long));

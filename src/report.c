@@ -9,6 +9,7 @@
 
 #include "atomic_file.h"
 #include "landscape.h"
+#include "rank.h"
 
 static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
@@ -75,6 +76,8 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
         cJSON *o = jcurve(&L->methods[m], n);
         cJSON_AddItemToObject(o, "cost", jnum(L->cost_total[m]));
         cJSON_AddNumberToObject(o, "rank", L->rank[m]);
+        cJSON_AddNumberToObject(o, "tied", L->tied[m]);
+        cJSON_AddNumberToObject(o, "rank_auc", L->rank_auc[m]);
         cJSON_AddItemToObject(o, "l_hat", jnum(L->l_hat[m]));
         if (L->cost[m]) {
             cJSON *cm = cJSON_CreateArray();
@@ -91,6 +94,7 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
         cJSON_AddItemToObject(methods, m == 0 ? "gate" : "expert", o);
     }
     cJSON_AddItemToObject(root, "methods", methods);
+    cJSON_AddItemToObject(root, "tau", jnum(L->tau));
     cJSON *best = cJSON_CreateObject(), *worst = cJSON_CreateObject();
     if (L->best >= 0 && L->norders > 0) {
         cJSON_AddItemToObject(best, "order", jorder(L->rows[L->best].order, n));
@@ -136,12 +140,19 @@ int landscape_write_csv(const landscape *L, const char *path, ms_err *err) {
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) return ms_fail(err, "%s: out of memory formatting the CSV", path);
-    fputs("rank,order,barrier,acc_barrier,loss_auc\n", f);
-    long rank = 1;
+    // rank and tied with the tolerance tau (rank.h); tie_class numbers the
+    // classes of barriers within tau from 0 (rows are sorted by barrier)
+    fputs("rank,order,barrier,acc_barrier,loss_auc,tied,tie_class\n", f);
+    long nr = L->ndone > 0 ? L->ndone : 1;
+    long *rk = ms_malloc((size_t)nr * 3 * sizeof(long)); // (3, ndone): rank, tied, class
+    if (L->ndone > 0) {
+        rank_view v = {.count = L->ndone, .width = L->n, .barrier = &L->rows[0].barrier,
+                       .stride = sizeof(ls_row)};
+        rank_table(&v, L->tau, rk, rk + nr, rk + 2 * nr);
+    }
     for (long k = 0; k < L->ndone; k++) {
         const ls_row *r = &L->rows[k];
-        if (k > 0 && !(r->barrier == L->rows[k - 1].barrier)) rank = k + 1; // ties share a rank
-        fprintf(f, "%ld,", rank);
+        fprintf(f, "%ld,", rk[k]);
         for (int i = 0; i < L->n; i++) fprintf(f, "%s%d", i ? " " : "", r->order[i]);
         fputc(',', f);
         csv_num(f, r->barrier);
@@ -149,8 +160,9 @@ int landscape_write_csv(const landscape *L, const char *path, ms_err *err) {
         csv_num(f, r->acc_barrier);
         fputc(',', f);
         csv_num(f, r->auc);
-        fputc('\n', f);
+        fprintf(f, ",%ld,%ld\n", rk[nr + k], rk[2 * nr + k]);
     }
+    free(rk);
     fclose(f);
     int rc = write_text(path, buf, len, "CSV report", err);
     free(buf);

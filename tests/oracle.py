@@ -547,6 +547,78 @@ def curve(A, Bp, ev, T=25):
             "barrier": b, "acc_barrier": ab, "auc": auc}
 
 
+def rank_tau(naive_barrier):
+    """Two barriers are tied when they differ by at most tau."""
+    return 1e-6 * max(naive_barrier, 1e-3) if not math.isnan(naive_barrier) else 1e-9
+
+
+def tie_classes(barriers, tau):
+    """Greedy tie classes of ascending barriers (NaN last): a class starts at the
+    smallest barrier not yet in a class and takes every x with x - start <= tau.
+    Returns the class index of each (NaN: one class after all numbers)."""
+    cls, start, c = [], None, -1
+    for x in barriers:
+        if math.isnan(x):
+            cls.append(None)
+            continue
+        if start is None or x - start > tau:
+            start, c = x, c + 1
+        cls.append(c)
+    return [c + 1 if k is None else k for k in cls]
+
+
+def rank_info(rows, barrier, auc, order, tau):
+    """rank = 1 + #{B < b - tau}, tied = #{|B - b| <= tau} (the chosen included,
+    added when it is not among rows), rank_auc = the chosen's 1-based position
+    when every order is sorted by (tie class, AUC with NaN last, order).
+    rows: [(order tuple, barrier, acc_barrier, auc)]."""
+    order = tuple(order)
+    B = np.array([r[1] for r in rows], dtype=np.float64)
+    present = any(tuple(r[0]) == order for r in rows)
+    if math.isnan(barrier):
+        rank = 1 + int(np.sum(~np.isnan(B)))
+        tied = int(np.sum(np.isnan(B)))
+    else:
+        rank = 1 + int(np.sum(B < barrier - tau))
+        tied = int(np.sum(np.abs(B - barrier) <= tau))
+    tied += 0 if present else 1
+    allr = [(tuple(r[0]), float(r[1]), float(r[3])) for r in rows]
+    if not present:
+        allr.append((order, float(barrier), float(auc)))
+    allr.sort(key=lambda r: (math.isnan(r[1]), 0.0 if math.isnan(r[1]) else r[1]))
+    cls = tie_classes([r[1] for r in allr], tau)
+    keyed = sorted(zip(cls, allr), key=lambda e: (e[0], math.isnan(e[1][2]),
+                                                  0.0 if math.isnan(e[1][2]) else e[1][2], e[1][0]))
+    pos = [k for k, (_, r) in enumerate(keyed) if r[0] == order][0] + 1
+    return {"rank": rank, "tied": tied, "rank_auc": pos}
+
+
+def l_hat(b, best, naive):
+    den = naive - best
+    return 100.0 * (b - best) / den if den > 0 else None
+
+
+def spearman(x, y):
+    """Pearson correlation of average ranks (scipy.stats.spearmanr's statistic),
+    written out here so the C code has an independent check."""
+    def avg_ranks(v):
+        v = np.asarray(v, dtype=np.float64)
+        idx = np.argsort(v, kind="stable")
+        r = np.empty(len(v))
+        s = 0
+        while s < len(v):
+            e = s + 1
+            while e < len(v) and v[idx[e]] == v[idx[s]]:
+                e += 1
+            r[idx[s:e]] = 0.5 * (s + 1 + e)
+            s = e
+        return r
+    rx, ry = avg_ranks(x), avg_ranks(y)
+    if len(rx) < 2 or rx.std() == 0 or ry.std() == 0:
+        return None
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
 def landscape(A, B, ev, T=25, orders=None, wm=True, center=True):
     """The landscape of SPEC §5. orders: list of orders to evaluate (default: all n!).
     Returns dict rows [(order tuple, barrier, acc_barrier, auc)] sorted by
@@ -573,8 +645,8 @@ def landscape(A, B, ev, T=25, orders=None, wm=True, center=True):
         c = curve(A, al["layer"], ev, T)
         c["order"] = tuple(int(v) for v in al["order"])
         c["cost"] = al["total"]
-        c["rank"] = 1 + sum(1 for r in rows if r[1] < c["barrier"])
-        den = named["naive"]["barrier"] - best
-        c["l_hat"] = 100.0 * (c["barrier"] - best) / den if den > 0 else None
+        tau = rank_tau(named["naive"]["barrier"])
+        c.update(rank_info(rows, c["barrier"], c["auc"], c["order"], tau))
+        c["l_hat"] = l_hat(c["barrier"], best, named["naive"]["barrier"])
         named[m] = c
     return {"rows": rows, "best": best, **named}
