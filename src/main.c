@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "family.h"
 
 #define MOESCOPE_VERSION "0.1.0"
 
@@ -51,6 +52,8 @@ int main(int argc, char **argv) {
         printf("moescope %s\n", MOESCOPE_VERSION);
         return 0;
     }
+    int rc = family_take_options(&argc, argv); // --family and router overrides, for every command
+    if (rc) return rc;
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
     return tui_main(argc, argv);

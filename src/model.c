@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
+#include "family.h"
 #include "safetensors.h"
 
 const char *moe_router_name(moe_router r) { return r == ROUTER_TOPK ? "topk" : "dense"; }
@@ -642,13 +644,52 @@ fail:
     return -1;
 }
 
+/* Does the file look like moescope's own names (a ".fc1."/".fc2." tensor, or no
+ * ".experts" at all)? Then a layer that is not recognised gets the native
+ * loader's precise message; otherwise the family error listing what was found. */
+static int looks_native(const ckpt *c) {
+    int experts = 0;
+    for (int i = 0; i < c->ntensors; i++) {
+        if (strstr(c->names[i], ".fc1.") || strstr(c->names[i], ".fc2.")) return 1;
+        experts |= strstr(c->names[i], ".experts") != NULL;
+    }
+    return !experts;
+}
+
 int moe_load(moe_model *m, const char *path, const char *layer, ms_err *err) {
     memset(m, 0, sizeof *m);
-    if (!layer) layer = "moe";
-    st_file f;
-    if (st_open(&f, path, err)) return -1;
-    int rc = load_from(m, &f, layer, err);
-    st_close(&f);
+    ckpt c;
+    if (ckpt_open(&c, path, err)) return -1;
+    int force = family_opts.family, single = !ckpt_sharded(&c), rc = -1, nl = 0, which = 0;
+    family_layer *ls = NULL;
+    ms_err ferr;
+    if (family_find_layers(&c, force, &ls, &nl, &ferr)) {
+        if (single && (force < 0 || force == FAM_NATIVE) && looks_native(&c))
+            rc = load_from(m, &c.shards[0], layer ? layer : "moe", err); // its own messages
+        else if (err)
+            *err = ferr;
+        goto done;
+    }
+    int any_native = 0;
+    for (int i = 0; i < nl; i++) any_native |= ls[i].family == FAM_NATIVE;
+    if (any_native && single) {
+        // moescope's own names keep their loader, its messages and "moe" as the default
+        if (!(layer && !family_pick(&c, ls, nl, layer, &which, NULL) &&
+              ls[which].family != FAM_NATIVE)) {
+            rc = load_from(m, &c.shards[0], layer ? layer : "moe", err);
+            goto done;
+        }
+    } else if (family_pick(&c, ls, nl, layer, &which, err)) {
+        goto done;
+    }
+    if (ls[which].family == FAM_NATIVE) {
+        ms_fail(err, "%s: moescope's own layer names are read from single files", path);
+        goto done;
+    }
+    rc = family_load(m, &c, &ls[which], err);
+done:
+    family_layers_free(ls, nl);
+    ckpt_close(&c);
     return rc;
 }
 
@@ -795,6 +836,7 @@ int moe_save_with(const moe_model *m, const char *src_path, const char *path, in
                   ms_err *err) {
     if (ndropped) *ndropped = 0;
     if (!src_path) return moe_save(m, path, err);
+    if (strcmp(moe_family(&m->cfg), "native")) return family_save(m, src_path, path, NULL, err);
     st_file f;
     if (st_open(&f, src_path, err)) return -1;
     const char *layer = m->layer ? m->layer : "moe";

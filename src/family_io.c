@@ -1,0 +1,757 @@
+/* family_io.c - a family's layer in and out of moe_model.
+ *
+ * A layer is a list of bindings: one per tensor in the checkpoint, each saying
+ * which model floats its elements are (elem() below, the only place that knows
+ * the layouts). Loading decodes a tensor (any float dtype, or MXFP4) and
+ * scatters it into the model; saving gathers it back and encodes it in the
+ * tensor's own dtype, so names, dtypes, shapes and packing are the input's. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+#include "codec.h"
+#include "family.h"
+#include "family_table.h"
+
+enum { P_FC1W, P_FC1B, P_FC2W, P_FC2B, P_FC3W, P_FC3B };
+enum {
+    K_GATE_W,   /* [n,d] */
+    K_GATE_B,   /* [n] */
+    K_EXP,      /* expert e's part, its own shape */
+    K_SHARED,   /* the one shared expert (width hs): its part */
+    K_STACK,    /* [n, part shape] */
+    K_STACK_T,  /* [n,h,d] = fc2 [d,h] transposed (x W storage) */
+    K_HALVES,   /* [n,2h,d]: rows 0..h-1 fc1 (gate), h..2h-1 fc3 (up) */
+    K_IL_T,     /* [n,d,2h]: column 2j -> fc1 row j, 2j+1 -> fc3 row j (x W storage) */
+    K_IL_ROWS,  /* [n,2h,d]: row 2j -> fc1 row j, 2j+1 -> fc3 row j */
+    K_IL_BIAS,  /* [n,2h]: 2j -> fc1_b[j], 2j+1 -> fc3_b[j] */
+    K_CORR,     /* [n]  selection-only bias (DeepSeek-V3) */
+    K_SH_GATE,  /* [1,d] sigmoid gate of the shared expert (Qwen2-MoE) */
+    K_OUT_BIAS, /* [d]  added to the layer output (JetMoE) */
+};
+
+typedef struct {
+    char name[600]; /* the tensor (MXFP4: without _blocks / _scales) */
+    int kind, part, e;
+    int optional, mx;
+    int ndim;
+    int64_t shape[3]; /* logical (float) shape */
+    int64_t numel;
+} binding;
+
+typedef struct {
+    int n, d, h, hs; /* hs: the shared expert's width, 0 without one */
+} dims;
+
+static float *part_ptr(const moe_expert *x, int part) {
+    switch (part) {
+    case P_FC1W: return x->fc1_w;
+    case P_FC1B: return x->fc1_b;
+    case P_FC2W: return x->fc2_w;
+    case P_FC2B: return x->fc2_b;
+    case P_FC3W: return x->fc3_w;
+    default: return x->fc3_b;
+    }
+}
+
+/* The model float that element i (row-major in the binding's logical shape) is. */
+static float *elem(const binding *b, const moe_model *m, int64_t i) {
+    const int64_t h = m->cfg.h, d = m->cfg.d;
+    switch (b->kind) {
+    case K_GATE_W: return m->gate_w + i;
+    case K_GATE_B: return m->gate_b + i;
+    case K_EXP: return part_ptr(&m->experts[b->e], b->part) + i;
+    case K_SHARED: return part_ptr(&m->shared[0], b->part) + i;
+    case K_STACK: {
+        int64_t per = b->numel / b->shape[0];
+        return part_ptr(&m->experts[i / per], b->part) + i % per;
+    }
+    case K_STACK_T: { // [n,h,d] -> fc2 [d,h]
+        int64_t e = i / (h * d), j = (i / d) % h, k = i % d;
+        return m->experts[e].fc2_w + k * h + j;
+    }
+    case K_HALVES: {
+        int64_t e = i / (2 * h * d), r = (i / d) % (2 * h), c = i % d;
+        return r < h ? m->experts[e].fc1_w + r * d + c : m->experts[e].fc3_w + (r - h) * d + c;
+    }
+    case K_IL_T: { // [n,d,2h]
+        int64_t e = i / (2 * h * d), r = (i / (2 * h)) % d, c = i % (2 * h);
+        return (c & 1 ? m->experts[e].fc3_w : m->experts[e].fc1_w) + (c / 2) * d + r;
+    }
+    case K_IL_ROWS: {
+        int64_t e = i / (2 * h * d), r = (i / d) % (2 * h), c = i % d;
+        return (r & 1 ? m->experts[e].fc3_w : m->experts[e].fc1_w) + (r / 2) * d + c;
+    }
+    case K_IL_BIAS: {
+        int64_t e = i / (2 * h), c = i % (2 * h);
+        return (c & 1 ? m->experts[e].fc3_b : m->experts[e].fc1_b) + c / 2;
+    }
+    case K_CORR: return m->corr_b + i;
+    case K_SH_GATE: return m->shared_gate_w + i;
+    default: return m->out_b + i;
+    }
+}
+
+/* ---- the bindings of a layer ---- */
+
+typedef struct {
+    binding *b;
+    int n, cap;
+} blist;
+
+static binding *badd(blist *l, int kind, int part, int e, const char *fmt, const char *prefix,
+                     const char *rel) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 32;
+        l->b = ms_realloc(l->b, (size_t)l->cap * sizeof(binding));
+    }
+    binding *b = &l->b[l->n++];
+    memset(b, 0, sizeof *b);
+    b->kind = kind;
+    b->part = part;
+    b->e = e;
+    if (fmt) snprintf(b->name, sizeof b->name, fmt, prefix, e, rel);
+    else snprintf(b->name, sizeof b->name, "%.500s.%s", prefix, rel);
+    return b;
+}
+
+static binding *bshape(binding *b, int ndim, int64_t a0, int64_t a1, int64_t a2) {
+    b->ndim = ndim;
+    b->shape[0] = a0;
+    b->shape[1] = a1;
+    b->shape[2] = a2;
+    b->numel = a0 * (ndim > 1 ? a1 : 1) * (ndim > 2 ? a2 : 1);
+    return b;
+}
+
+/* Per-expert SiLU-GLU tensors named fmt % (prefix, e, name) for gate/up/down. */
+static void glu_experts(blist *l, const char *prefix, const dims *z, const char *fmt,
+                        const char *g, const char *u, const char *dn) {
+    for (int e = 0; e < z->n; e++) {
+        bshape(badd(l, K_EXP, P_FC1W, e, fmt, prefix, g), 2, z->h, z->d, 0);
+        bshape(badd(l, K_EXP, P_FC3W, e, fmt, prefix, u), 2, z->h, z->d, 0);
+        bshape(badd(l, K_EXP, P_FC2W, e, fmt, prefix, dn), 2, z->d, z->h, 0);
+    }
+}
+
+static void shared_glu(blist *l, const char *prefix, const dims *z, const char *base) {
+    char rel[128];
+    int64_t hs = z->hs;
+    snprintf(rel, sizeof rel, "%s.gate_proj.weight", base);
+    bshape(badd(l, K_SHARED, P_FC1W, 0, NULL, prefix, rel), 2, hs, z->d, 0);
+    snprintf(rel, sizeof rel, "%s.up_proj.weight", base);
+    bshape(badd(l, K_SHARED, P_FC3W, 0, NULL, prefix, rel), 2, hs, z->d, 0);
+    snprintf(rel, sizeof rel, "%s.down_proj.weight", base);
+    bshape(badd(l, K_SHARED, P_FC2W, 0, NULL, prefix, rel), 2, z->d, hs, 0);
+}
+
+/* Every tensor of a layer of family fam at prefix with dimensions z; mx: GPT-OSS
+ * experts stored as MXFP4. */
+static void layer_bindings(blist *l, int fam, const char *prefix, const dims *z, int mx) {
+    const char *qfmt = "%.500s.experts.%d.%s";
+    int64_t n = z->n, d = z->d, h = z->h;
+    switch (fam) {
+    case FAM_MIXTRAL:
+        bshape(badd(l, K_GATE_W, 0, 0, NULL, prefix, "gate.weight"), 2, n, d, 0);
+        glu_experts(l, prefix, z, qfmt, "w1.weight", "w3.weight", "w2.weight");
+        break;
+    case FAM_QWEN2_MOE:
+    case FAM_QWEN3_MOE:
+    case FAM_OLMOE:
+    case FAM_DEEPSEEK_V2:
+    case FAM_DEEPSEEK_V3:
+        bshape(badd(l, K_GATE_W, 0, 0, NULL, prefix, "gate.weight"), 2, n, d, 0);
+        if (fam == FAM_DEEPSEEK_V3)
+            bshape(badd(l, K_CORR, 0, 0, NULL, prefix, "gate.e_score_correction_bias"), 1, n, 0, 0);
+        glu_experts(l, prefix, z, qfmt, "gate_proj.weight", "up_proj.weight", "down_proj.weight");
+        if (fam == FAM_QWEN2_MOE && z->hs) {
+            shared_glu(l, prefix, z, "shared_expert");
+            bshape(badd(l, K_SH_GATE, 0, 0, NULL, prefix, "shared_expert_gate.weight"), 2, 1, d, 0);
+        }
+        if ((fam == FAM_DEEPSEEK_V2 || fam == FAM_DEEPSEEK_V3) && z->hs)
+            shared_glu(l, prefix, z, "shared_experts");
+        break;
+    case FAM_SWITCH:
+        bshape(badd(l, K_GATE_W, 0, 0, NULL, prefix, "router.classifier.weight"), 2, n, d, 0);
+        bshape(badd(l, K_GATE_B, 0, 0, NULL, prefix, "router.classifier.bias"), 1, n, 0, 0)->optional = 1;
+        for (int e = 0; e < z->n; e++) {
+            bshape(badd(l, K_EXP, P_FC1W, e, "%.500s.experts.expert_%d.%s", prefix, "wi.weight"), 2, h, d, 0);
+            bshape(badd(l, K_EXP, P_FC2W, e, "%.500s.experts.expert_%d.%s", prefix, "wo.weight"), 2, d, h, 0);
+        }
+        break;
+    case FAM_GRANITEMOE:
+    case FAM_JETMOE:
+        bshape(badd(l, K_GATE_W, 0, 0, NULL, prefix, "router.layer.weight"), 2, n, d, 0);
+        bshape(badd(l, K_HALVES, 0, 0, NULL, prefix, "input_linear.weight"), 3, n, 2 * h, d);
+        bshape(badd(l, K_STACK, P_FC2W, 0, NULL, prefix, "output_linear.weight"), 3, n, d, h);
+        if (fam == FAM_JETMOE) bshape(badd(l, K_OUT_BIAS, 0, 0, NULL, prefix, "bias"), 1, d, 0, 0);
+        break;
+    case FAM_GPT_OSS:
+        bshape(badd(l, K_GATE_W, 0, 0, NULL, prefix, "router.weight"), 2, n, d, 0);
+        bshape(badd(l, K_GATE_B, 0, 0, NULL, prefix, "router.bias"), 1, n, 0, 0);
+        if (mx) {
+            binding *b = badd(l, K_IL_ROWS, 0, 0, NULL, prefix, "experts.gate_up_proj");
+            bshape(b, 3, n, 2 * h, d);
+            b->mx = 1;
+            b = badd(l, K_STACK, P_FC2W, 0, NULL, prefix, "experts.down_proj");
+            bshape(b, 3, n, d, h);
+            b->mx = 1;
+        } else {
+            bshape(badd(l, K_IL_T, 0, 0, NULL, prefix, "experts.gate_up_proj"), 3, n, d, 2 * h);
+            bshape(badd(l, K_STACK_T, 0, 0, NULL, prefix, "experts.down_proj"), 3, n, h, d);
+        }
+        bshape(badd(l, K_IL_BIAS, 0, 0, NULL, prefix, "experts.gate_up_proj_bias"), 2, n, 2 * h, 0);
+        bshape(badd(l, K_STACK, P_FC2B, 0, NULL, prefix, "experts.down_proj_bias"), 2, n, d, 0);
+        break;
+    default: break;
+    }
+}
+
+/* ---- dimensions and router settings ---- */
+
+static int shape_of(ckpt *c, const char *name, const st_tensor **t, ms_err *err) {
+    const st_file *f;
+    return ckpt_tensor(c, name, &f, t, err);
+}
+
+static int want_ndim(const ckpt *c, const st_tensor *t, int ndim, ms_err *err) {
+    if (t->ndim == ndim) return 0;
+    return ms_fail(err, "%s: tensor '%s' has %d dimensions, expected %d", c->arg, t->name, t->ndim,
+                   ndim);
+}
+
+/* n, d from the gate; h (and hs) from the first expert or the packed tensors. */
+static int layer_dims(ckpt *c, int fam, const char *prefix, dims *z, int *mx, ms_err *err) {
+    char name[700];
+    const st_tensor *t;
+    memset(z, 0, sizeof *z);
+    *mx = 0;
+    snprintf(name, sizeof name, "%s.%s", prefix, family_table[fam].gate);
+    if (shape_of(c, name, &t, err) || want_ndim(c, t, 2, err)) return -1;
+    z->n = (int)t->shape[0];
+    z->d = (int)t->shape[1];
+    if (t->shape[0] < 1 || t->shape[0] > 4096 || t->shape[1] < 1 || t->shape[1] > (1 << 20))
+        return ms_fail(err, "%s: tensor '%s' has an unusable shape", c->arg, name);
+    int64_t h = 0;
+    const char *rel = fam == FAM_MIXTRAL ? "experts.0.w1.weight"
+                      : fam == FAM_SWITCH ? "experts.expert_0.wi.weight"
+                      : fam == FAM_GRANITEMOE || fam == FAM_JETMOE ? "input_linear.weight"
+                      : fam == FAM_GPT_OSS ? "experts.gate_up_proj"
+                                            : "experts.0.gate_proj.weight";
+    snprintf(name, sizeof name, "%s.%s", prefix, rel);
+    if (fam == FAM_GPT_OSS && ckpt_find(c, name) < 0) {
+        snprintf(name, sizeof name, "%s.experts.gate_up_proj_blocks", prefix);
+        *mx = 1;
+    }
+    if (shape_of(c, name, &t, err)) return -1;
+    if (fam == FAM_GRANITEMOE || fam == FAM_JETMOE || (fam == FAM_GPT_OSS && *mx)) {
+        if (want_ndim(c, t, *mx ? 4 : 3, err)) return -1;
+        h = t->shape[1] / 2;
+    } else if (fam == FAM_GPT_OSS) {
+        if (want_ndim(c, t, 3, err)) return -1;
+        h = t->shape[2] / 2;
+    } else {
+        if (want_ndim(c, t, 2, err)) return -1;
+        h = t->shape[0];
+    }
+    if (h < 1 || h > (1 << 20)) return ms_fail(err, "%s: tensor '%s' has an unusable shape", c->arg, name);
+    z->h = (int)h;
+    const char *sh = fam == FAM_QWEN2_MOE ? "shared_expert" : "shared_experts";
+    snprintf(name, sizeof name, "%s.%s.gate_proj.weight", prefix, sh);
+    if ((fam == FAM_QWEN2_MOE || fam == FAM_DEEPSEEK_V2 || fam == FAM_DEEPSEEK_V3) &&
+        ckpt_find(c, name) >= 0) {
+        if (shape_of(c, name, &t, err) || want_ndim(c, t, 2, err)) return -1;
+        if (t->shape[0] < 1 || t->shape[0] > (1 << 22))
+            return ms_fail(err, "%s: tensor '%s' has an unusable shape", c->arg, name);
+        z->hs = (int)t->shape[0];
+    }
+    return 0;
+}
+
+/* One router value: the command line, else config.json's key, else the default. */
+static double pick(const ckpt *c, const char *key, double cli, int cli_given, double def,
+                   unsigned char *origin) {
+    double v;
+    if (cli_given) {
+        *origin = ORIGIN_CLI;
+        return cli;
+    }
+    if (key && ckpt_config_num(c, key, &v)) {
+        *origin = ORIGIN_CONFIG;
+        return v;
+    }
+    *origin = ORIGIN_DEFAULT;
+    return def;
+}
+
+/* The router and expert function of family fam, as its modelling code has them. */
+static void family_config(const ckpt *c, int fam, const dims *z, moe_config *cfg) {
+    const family_desc *fd = &family_table[fam];
+    const family_overrides *o = &family_opts;
+    unsigned char *org = cfg->origin;
+    cfg->n = z->n;
+    cfg->d = z->d;
+    cfg->h = z->h;
+    cfg->s = z->hs ? 1 : 0;
+    cfg->hs = z->hs;
+    cfg->router = ROUTER_TOPK;
+    cfg->residual = 0; // a real MoE block returns D(x); the residual is the decoder layer's
+    snprintf(cfg->family, sizeof cfg->family, "%s", fd->name);
+    cfg->act = fam == FAM_SWITCH ? ACT_RELU : fam == FAM_GPT_OSS ? ACT_GPT_OSS : ACT_SILU_GLU;
+    org[RP_ACT] = ORIGIN_DEFAULT;
+    if (fam == FAM_GPT_OSS)
+        cfg->act_limit = (float)pick(c, "swiglu_limit", 0, 0, 7.0, &org[RP_LIMIT]);
+    if (fam == FAM_SWITCH) {
+        cfg->k = 1; // Switch routes every token to its top expert, scaled by its probability
+        org[RP_K] = ORIGIN_DEFAULT;
+    } else {
+        cfg->k = (int)pick(c, "num_experts_per_tok", o->k, o->k > 0, fd->k, &org[RP_K]);
+    }
+    if (cfg->k < 1) cfg->k = 1;
+    if (cfg->k > cfg->n) cfg->k = cfg->n;
+    int norm = 1;
+    org[RP_RENORM] = ORIGIN_DEFAULT;
+    if (fam == FAM_QWEN2_MOE || fam == FAM_QWEN3_MOE || fam == FAM_OLMOE || fam == FAM_DEEPSEEK_V3)
+        norm = (int)pick(c, "norm_topk_prob", o->norm_topk_prob, o->norm_topk_prob >= 0,
+                         fd->norm_topk_prob, &org[RP_RENORM]);
+    else if (fam == FAM_SWITCH || fam == FAM_DEEPSEEK_V2)
+        norm = 0; // the modelling code never renormalises these
+    cfg->renorm = norm ? RENORM_YES : RENORM_NO;
+    cfg->score = fam == FAM_DEEPSEEK_V3 ? SCORE_SIGMOID : SCORE_SOFTMAX;
+    org[RP_SCORE] = ORIGIN_DEFAULT;
+    if (fam == FAM_DEEPSEEK_V3) cfg->renorm_eps = 1e-20f;
+    cfg->scale = 1.0f;
+    org[RP_SCALE] = ORIGIN_DEFAULT;
+    if (fam == FAM_DEEPSEEK_V2 || fam == FAM_DEEPSEEK_V3)
+        cfg->scale = (float)pick(c, "routed_scaling_factor", o->scaling, o->scaling > 0, fd->scaling,
+                                 &org[RP_SCALE]);
+    const char *method = ckpt_config_str(c, "topk_method");
+    int grouped = fam == FAM_DEEPSEEK_V3 ||
+                  (fam == FAM_DEEPSEEK_V2 && method && !strcmp(method, "group_limited_greedy")) ||
+                  o->n_group > 0;
+    if (grouped && (fam == FAM_DEEPSEEK_V2 || fam == FAM_DEEPSEEK_V3)) {
+        cfg->n_group = (int)pick(c, "n_group", o->n_group, o->n_group > 0, fam == FAM_DEEPSEEK_V3 ? 8 : 1,
+                                 &org[RP_GROUPS]);
+        cfg->topk_group = (int)pick(c, "topk_group", o->topk_group, o->topk_group > 0,
+                                    fam == FAM_DEEPSEEK_V3 ? 4 : 1, &org[RP_TOPK_GROUP]);
+        cfg->group_score = fam == FAM_DEEPSEEK_V3 ? GROUP_TOP2_SUM : GROUP_MAX;
+        if (cfg->n_group <= 1 || cfg->n % cfg->n_group || cfg->topk_group < 1 ||
+            cfg->topk_group > cfg->n_group)
+            cfg->n_group = cfg->topk_group = 0; // not a valid grouping of these n experts
+    }
+    cfg->has_corr_bias = fam == FAM_DEEPSEEK_V3;
+    cfg->shared_gated = fam == FAM_QWEN2_MOE && z->hs;
+    cfg->has_out_bias = fam == FAM_JETMOE;
+    cfg->has_gate_bias = fam == FAM_GPT_OSS;
+    cfg->has_expert_bias = fam == FAM_GPT_OSS;
+}
+
+/* ---- loading ---- */
+
+static int shape_is(const st_tensor *t, int ndim, const int64_t *want) {
+    if (t->ndim != ndim) return 0;
+    for (int i = 0; i < ndim; i++)
+        if (t->shape[i] != want[i]) return 0;
+    return 1;
+}
+
+static int shape_error(const ckpt *c, const st_tensor *t, int ndim, const int64_t *want,
+                       ms_err *err) {
+    char hb[160] = "", wb[160] = "";
+    size_t k = 0;
+    for (int i = 0; i < t->ndim && k < sizeof hb - 24; i++)
+        k += (size_t)snprintf(hb + k, sizeof hb - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    k = 0;
+    for (int i = 0; i < ndim && k < sizeof wb - 24; i++)
+        k += (size_t)snprintf(wb + k, sizeof wb - k, "%s%lld", i ? ", " : "", (long long)want[i]);
+    return ms_fail(err, "%s: tensor '%s' has shape [%s], expected [%s]", c->arg, t->name, hb, wb);
+}
+
+/* The MXFP4 pair of a binding: blocks [.., out, in/32, 16] and scales [.., out, in/32]. */
+static int mx_pair(ckpt *c, const binding *b, const st_file **fb, const st_tensor **tb,
+                   const st_file **fs, const st_tensor **ts, ms_err *err) {
+    char name[700];
+    int64_t in = b->shape[b->ndim - 1];
+    if (in % MX_BLOCK)
+        return ms_fail(err, "%s: '%s': the input width %lld is not a multiple of 32", c->arg,
+                       b->name, (long long)in);
+    int64_t wb[4] = {b->shape[0], b->shape[1], in / MX_BLOCK, 16};
+    snprintf(name, sizeof name, "%s_blocks", b->name);
+    if (ckpt_tensor(c, name, fb, tb, err)) return -1;
+    if (strcmp((*tb)->dtype_name, "U8"))
+        return ms_fail(err, "%s: tensor '%s' has dtype %s, expected U8 (MXFP4 blocks)", c->arg, name,
+                       (*tb)->dtype_name);
+    if (!shape_is(*tb, 4, wb)) return shape_error(c, *tb, 4, wb, err);
+    snprintf(name, sizeof name, "%s_scales", b->name);
+    if (ckpt_tensor(c, name, fs, ts, err)) return -1;
+    if (strcmp((*ts)->dtype_name, "U8"))
+        return ms_fail(err, "%s: tensor '%s' has dtype %s, expected U8 (MXFP4 scales)", c->arg, name,
+                       (*ts)->dtype_name);
+    if (!shape_is(*ts, 3, wb)) return shape_error(c, *ts, 3, wb, err);
+    return 0;
+}
+
+/* The binding's values as floats (numel of them, row-major in its logical shape). */
+static int read_values(ckpt *c, const binding *b, float *out, ms_err *err) {
+    if (b->mx) {
+        const st_file *fb, *fs;
+        const st_tensor *tb, *ts;
+        if (mx_pair(c, b, &fb, &tb, &fs, &ts, err)) return -1;
+        if (mxfp4_decode(fb->data + tb->begin, fs->data + ts->begin, (size_t)(b->numel / MX_BLOCK), out))
+            return ms_fail(err, "%s: tensor '%s_scales': a scale makes values overflow float32", c->arg,
+                           b->name);
+        return 0;
+    }
+    const st_file *f;
+    const st_tensor *t;
+    if (ckpt_tensor(c, b->name, &f, &t, err)) return -1;
+    if (!shape_is(t, b->ndim, b->shape)) return shape_error(c, t, b->ndim, b->shape, err);
+    return st_read_f32(f, t, out, err);
+}
+
+/* Per-expert families: exactly n experts, no expert n. */
+static int check_expert_count(const ckpt *c, int fam, const char *prefix, int n, ms_err *err) {
+    const char *fmt = fam == FAM_SWITCH ? "%s.experts.expert_%d.wi.weight"
+                      : fam == FAM_MIXTRAL ? "%s.experts.%d.w1.weight"
+                                           : "%s.experts.%d.gate_proj.weight";
+    if (fam == FAM_GRANITEMOE || fam == FAM_JETMOE || fam == FAM_GPT_OSS) return 0;
+    char name[700];
+    snprintf(name, sizeof name, fmt, prefix, n);
+    if (ckpt_find(c, name) >= 0)
+        return ms_fail(err, "%s: the gate of '%s' has %d rows (experts) but '%s' exists", c->arg,
+                       prefix, n, name);
+    return 0;
+}
+
+int family_load(moe_model *m, ckpt *c, const family_layer *L, ms_err *err) {
+    memset(m, 0, sizeof *m);
+    dims z;
+    int mx;
+    if (layer_dims(c, L->family, L->prefix, &z, &mx, err)) return -1;
+    if (check_expert_count(c, L->family, L->prefix, z.n, err)) return -1;
+    moe_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    family_config(c, L->family, &z, &cfg);
+    blist l = {NULL, 0, 0};
+    layer_bindings(&l, L->family, L->prefix, &z, mx);
+    // every tensor's shape before the allocation: it is then bounded by the files
+    for (int i = 0; i < l.n; i++) {
+        const binding *b = &l.b[i];
+        const st_file *f, *fs;
+        const st_tensor *t, *ts;
+        if (b->optional && ckpt_find(c, b->name) < 0) continue;
+        int rc = b->mx ? mx_pair(c, b, &f, &t, &fs, &ts, err) : ckpt_tensor(c, b->name, &f, &t, err);
+        if (!rc && !b->mx && !shape_is(t, b->ndim, b->shape)) rc = shape_error(c, t, b->ndim, b->shape, err);
+        if (rc) {
+            free(l.b);
+            return -1;
+        }
+        if (b->kind == K_GATE_B) cfg.has_gate_bias = 1;
+    }
+    moe_alloc(m, &cfg);
+    m->path = ms_strdup(c->arg);
+    m->layer = ms_strdup(L->prefix);
+    float *buf = NULL;
+    int rc = 0;
+    for (int i = 0; i < l.n && !rc; i++) {
+        const binding *b = &l.b[i];
+        if (b->optional && ckpt_find(c, b->name) < 0) continue;
+        buf = ms_realloc(buf, (size_t)b->numel * sizeof(float));
+        rc = read_values(c, b, buf, err);
+        for (int64_t j = 0; j < b->numel && !rc; j++) *elem(b, m, j) = buf[j];
+    }
+    free(buf);
+    free(l.b);
+    if (rc) moe_free(m);
+    return rc;
+}
+
+/* ---- saving in the input's format ---- */
+
+typedef struct {
+    int tensor;       /* number in the source checkpoint */
+    char dtype[16];
+    void *data;
+    size_t nbytes;
+} enc_tensor;
+
+typedef struct {
+    enc_tensor *t;
+    int n;
+    size_t requant, mx_blocks; /* MXFP4 blocks quantised afresh / in all */
+    double sq_err, sq_ref;
+    size_t changed;            /* BF16/F16 values that differ from the source's */
+} enc_set;
+
+static void enc_add(enc_set *s, int tensor, const char *dtype, void *data, size_t nbytes) {
+    s->t = ms_realloc(s->t, (size_t)(s->n + 1) * sizeof(enc_tensor));
+    enc_tensor *e = &s->t[s->n++];
+    e->tensor = tensor;
+    snprintf(e->dtype, sizeof e->dtype, "%s", dtype);
+    e->data = data;
+    e->nbytes = nbytes;
+}
+
+static void enc_free(enc_set *s) {
+    for (int i = 0; i < s->n; i++) free(s->t[i].data);
+    free(s->t);
+}
+
+/* vals (numel floats) in t's dtype. */
+static void *encode_as(const st_file *f, const st_tensor *t, const float *vals, int64_t numel,
+                       size_t *nbytes, size_t *changed) {
+    const uint8_t *src = f->data + t->begin;
+    if (t->dtype == ST_BF16 || t->dtype == ST_F16) {
+        uint16_t *o = ms_malloc((size_t)numel * 2);
+        for (int64_t i = 0; i < numel; i++) {
+            o[i] = t->dtype == ST_BF16 ? codec_f32_to_bf16(vals[i]) : codec_f32_to_f16(vals[i]);
+            uint16_t was;
+            memcpy(&was, src + 2 * i, 2);
+            *changed += o[i] != was;
+        }
+        *nbytes = (size_t)numel * 2;
+        return o;
+    }
+    if (t->dtype == ST_F64) {
+        double *o = ms_malloc((size_t)numel * 8);
+        for (int64_t i = 0; i < numel; i++) o[i] = vals[i];
+        *nbytes = (size_t)numel * 8;
+        return o;
+    }
+    float *o = ms_malloc((size_t)numel * 4);
+    memcpy(o, vals, (size_t)numel * 4);
+    *nbytes = (size_t)numel * 4;
+    return o;
+}
+
+static int encode_mx(ckpt *c, const binding *b, const float *vals, enc_set *s, ms_err *err) {
+    const st_file *fb, *fs;
+    const st_tensor *tb, *ts;
+    if (mx_pair(c, b, &fb, &tb, &fs, &ts, err)) return -1;
+    size_t nblocks = (size_t)(b->numel / MX_BLOCK);
+    float *dec = ms_malloc(nblocks * MX_BLOCK * sizeof(float));
+    const uint8_t *sb = fb->data + tb->begin, *ss = fs->data + ts->begin;
+    if (mxfp4_decode(sb, ss, nblocks, dec)) {
+        free(dec);
+        return ms_fail(err, "%s: tensor '%s_scales': a scale makes values overflow float32", c->arg,
+                       b->name);
+    }
+    mx_reuse *r = mx_reuse_new(sb, ss, dec, nblocks);
+    uint8_t *blocks = ms_malloc(nblocks * 16), *scales = ms_malloc(nblocks);
+    mx_encode(r, vals, nblocks, blocks, scales, &s->requant, &s->sq_err, &s->sq_ref);
+    s->mx_blocks += nblocks;
+    mx_reuse_free(r);
+    free(dec);
+    char name[700];
+    snprintf(name, sizeof name, "%s_blocks", b->name);
+    enc_add(s, ckpt_find(c, name), "U8", blocks, nblocks * 16);
+    snprintf(name, sizeof name, "%s_scales", b->name);
+    enc_add(s, ckpt_find(c, name), "U8", scales, nblocks);
+    return 0;
+}
+
+/* Every binding of m's layer, gathered from m and encoded like the source. */
+static int encode_layer(const moe_model *m, ckpt *c, enc_set *s, ms_err *err) {
+    int fam = family_from_name(moe_family(&m->cfg));
+    dims z = {m->cfg.n, m->cfg.d, m->cfg.h, m->cfg.s ? m->cfg.hs : 0};
+    char name[700];
+    snprintf(name, sizeof name, "%s.experts.gate_up_proj_blocks", m->layer);
+    int mx = fam == FAM_GPT_OSS && ckpt_find(c, name) >= 0;
+    blist l = {NULL, 0, 0};
+    layer_bindings(&l, fam, m->layer, &z, mx);
+    float *vals = NULL;
+    int rc = 0;
+    for (int i = 0; i < l.n && !rc; i++) {
+        const binding *b = &l.b[i];
+        if (b->optional && ckpt_find(c, b->name) < 0) continue;
+        vals = ms_realloc(vals, (size_t)b->numel * sizeof(float));
+        for (int64_t j = 0; j < b->numel; j++) vals[j] = *elem(b, m, j);
+        if (b->mx) {
+            rc = encode_mx(c, b, vals, s, err);
+            continue;
+        }
+        const st_file *f;
+        const st_tensor *t;
+        if ((rc = ckpt_tensor(c, b->name, &f, &t, err))) break;
+        if (!shape_is(t, b->ndim, b->shape)) {
+            rc = shape_error(c, t, b->ndim, b->shape, err);
+            break;
+        }
+        size_t nbytes;
+        void *data = encode_as(f, t, vals, b->numel, &nbytes, &s->changed);
+        enc_add(s, ckpt_find(c, b->name), t->dtype_name, data, nbytes);
+    }
+    free(vals);
+    free(l.b);
+    return rc;
+}
+
+/* Shard sh of c, with the encoded tensors replacing theirs, to path. */
+static int write_shard(ckpt *c, int sh, const int *enc_of, const enc_set *s, const char *path,
+                       ms_err *err) {
+    const st_file *f;
+    if (ckpt_shard(c, sh, &f, err)) return -1;
+    st_writer *w = st_writer_new();
+    for (int i = 0; i < f->ntensors; i++) {
+        const st_tensor *t = &f->tensors[i];
+        int k = ckpt_find(c, t->name);
+        const enc_tensor *e = k >= 0 && enc_of[k] >= 0 ? &s->t[enc_of[k]] : NULL;
+        if (e && c->shard_of[k] == sh)
+            st_writer_add_raw(w, t->name, e->dtype, t->ndim, t->shape, e->data, e->nbytes);
+        else
+            st_writer_add_raw(w, t->name, t->dtype_name, t->ndim, t->shape, f->data + t->begin,
+                              t->end - t->begin);
+    }
+    for (int i = 0; i < f->nmeta; i++) st_writer_meta(w, f->meta_keys[i], f->meta_vals[i]);
+    int rc = st_writer_write(w, path, err);
+    st_writer_free(w);
+    return rc;
+}
+
+static const char *base_name(const char *p) {
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+static char *join2(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    char *p = ms_malloc(la + lb + 2);
+    memcpy(p, a, la);
+    p[la] = '/';
+    memcpy(p + la + 1, b, lb + 1);
+    return p;
+}
+
+/* dst as a link to src: a hard link (same bytes, no copy), else a symbolic link
+ * to src's absolute path (another file system). */
+static int link_file(const char *src, const char *dst, ms_err *err) {
+    if (!link(src, dst)) return 0;
+    char *abs = realpath(src, NULL);
+    if (!abs) return ms_fail(err, "%s: cannot resolve: %s", src, strerror(errno));
+    int rc = symlink(abs, dst);
+    int e = errno;
+    free(abs);
+    return rc ? ms_fail(err, "%s: cannot link to %s: %s", dst, src, strerror(e)) : 0;
+}
+
+static int copy_file(const char *src, const char *dst, ms_err *err) {
+    FILE *fp = fopen(src, "rb");
+    if (!fp) return ms_fail(err, "%s: cannot open: %s", src, strerror(errno));
+    char *buf = NULL;
+    size_t len = 0, cap = 0, got;
+    char chunk[65536];
+    while ((got = fread(chunk, 1, sizeof chunk, fp)) > 0) {
+        if (len + got > cap) {
+            cap = 2 * (len + got);
+            buf = ms_realloc(buf, cap);
+        }
+        memcpy(buf + len, chunk, got);
+        len += got;
+    }
+    int bad = ferror(fp);
+    fclose(fp);
+    int rc = bad ? ms_fail(err, "%s: read error", src) : af_write_all(dst, buf ? buf : "", len, err);
+    free(buf);
+    return rc;
+}
+
+/* Remove the files in a temporary output directory, then the directory. */
+static void remove_tree(const char *dir, const ckpt *c) {
+    for (int s = 0; s < c->nshards; s++) {
+        char *p = join2(dir, base_name(c->shard_names[s]));
+        unlink(p);
+        free(p);
+    }
+    const char *extra[2] = {c->index_path ? base_name(c->index_path) : NULL, "config.json"};
+    for (int i = 0; i < 2; i++) {
+        if (!extra[i]) continue;
+        char *p = join2(dir, extra[i]);
+        unlink(p);
+        free(p);
+    }
+    rmdir(dir);
+}
+
+/* Fill the temporary directory tmp: shards (rewritten or linked), index, config. */
+static int fill_dir(ckpt *c, const int *enc_of, const enc_set *s, const char *tmp, ms_err *err) {
+    for (int sh = 0; sh < c->nshards; sh++) {
+        int touched = 0;
+        for (int i = 0; i < s->n && !touched; i++) touched = c->shard_of[s->t[i].tensor] == sh;
+        char *dst = join2(tmp, base_name(c->shard_names[sh]));
+        int rc = touched ? write_shard(c, sh, enc_of, s, dst, err)
+                         : link_file(c->shard_paths[sh], dst, err);
+        free(dst);
+        if (rc) return -1;
+    }
+    const char *src[2] = {c->index_path, c->config_path};
+    for (int i = 0; i < 2; i++) {
+        if (!src[i]) continue;
+        char *dst = join2(tmp, base_name(src[i]));
+        int rc = copy_file(src[i], dst, err);
+        free(dst);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+/* Build the output directory beside out, then rename it into place: a reader
+ * never sees a half-written checkpoint. An existing out must be an empty directory. */
+static int save_dir(ckpt *c, const int *enc_of, const enc_set *s, const char *out, ms_err *err) {
+    struct stat sb;
+    if (!stat(out, &sb) && !S_ISDIR(sb.st_mode))
+        return ms_fail(err, "%s: exists and is not a directory (a sharded checkpoint is written as "
+                            "a directory)", out);
+    size_t ol = strlen(out);
+    while (ol > 1 && out[ol - 1] == '/') ol--;
+    char *tmp = ms_malloc(ol + 16);
+    snprintf(tmp, ol + 16, "%.*s.tmp-XXXXXX", (int)ol, out);
+    if (!mkdtemp(tmp)) {
+        int e = errno;
+        free(tmp);
+        return ms_fail(err, "%s: cannot create a directory beside it: %s", out, strerror(e));
+    }
+    int rc = fill_dir(c, enc_of, s, tmp, err);
+    if (!rc && !stat(out, &sb) && rmdir(out))
+        rc = ms_fail(err, "%s: exists and is not empty; remove it or choose another output", out);
+    if (!rc && rename(tmp, out)) rc = ms_fail(err, "%s: cannot rename into place: %s", out, strerror(errno));
+    if (rc) remove_tree(tmp, c);
+    free(tmp);
+    return rc;
+}
+
+static char *requant_note(const enc_set *s) {
+    if (!s->requant) return NULL;
+    char *note = ms_malloc(400);
+    double rel = s->sq_ref > 0 ? sqrt(s->sq_err / s->sq_ref) : 0;
+    snprintf(note, 400,
+             "MXFP4: %zu of %zu blocks requantised (a hidden-unit permutation moves values across "
+             "down_proj's 32-wide scale blocks); relative RMS error added to those blocks %.3g",
+             s->requant, s->mx_blocks, rel);
+    return note;
+}
+
+int family_save(const moe_model *m, const char *src, const char *out, char **note, ms_err *err) {
+    if (note) *note = NULL;
+    ckpt c;
+    if (ckpt_open(&c, src, err)) return -1;
+    enc_set s;
+    memset(&s, 0, sizeof s);
+    int rc = encode_layer(m, &c, &s, err);
+    int *enc_of = ms_malloc((size_t)(c.ntensors ? c.ntensors : 1) * sizeof(int));
+    for (int i = 0; i < c.ntensors; i++) enc_of[i] = -1;
+    for (int i = 0; i < s.n; i++) enc_of[s.t[i].tensor] = i;
+    struct stat sb;
+    int as_dir = ckpt_sharded(&c) || (!stat(src, &sb) && S_ISDIR(sb.st_mode));
+    if (!rc) rc = as_dir ? save_dir(&c, enc_of, &s, out, err) : write_shard(&c, 0, enc_of, &s, out, err);
+    if (!rc && note) *note = requant_note(&s);
+    free(enc_of);
+    enc_free(&s);
+    ckpt_close(&c);
+    return rc;
+}
