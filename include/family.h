@@ -85,6 +85,9 @@ int family_take_options(int *argc, char **argv);
 /* Load layer L of c into m: m->layer = L's prefix, m->cfg.family its family, the
  * router from config.json / defaults / family_opts with cfg.origin saying which. */
 int family_load(moe_model *m, ckpt *c, const family_layer *L, ms_err *err);
+/* L's configuration (dimensions from the tensor headers, router as family_load
+ * would set it) without reading any data; a native layer gives only its family. */
+int family_describe(ckpt *c, const family_layer *L, moe_config *cfg, ms_err *err);
 /* Write m in the format of the checkpoint src it came from: same names, dtypes,
  * layout; one file for a single-file source, else a directory of shards (those
  * holding the layer rewritten, the others hard-linked or symlinked), with the

@@ -119,7 +119,11 @@ static void alloc_like(moe_model *out, const moe_model *B, const int *pi) {
         memcpy(out->gate_w + (size_t)i * d, B->gate_w + (size_t)pi[i] * d,
                (size_t)d * sizeof(float));
         out->gate_b[i] = B->gate_b[pi[i]];
+        if (c->has_corr_bias) out->corr_b[i] = B->corr_b[pi[i]]; // a selection bias is part of the row
     }
+    // parts that belong to no expert slot: the shared expert's gate, the output bias
+    if (c->shared_gated) memcpy(out->shared_gate_w, B->shared_gate_w, (size_t)d * sizeof(float));
+    if (c->has_out_bias) memcpy(out->out_b, B->out_b, (size_t)d * sizeof(float));
     if (c->has_norm) {
         memcpy(out->norm_w, B->norm_w, (size_t)d * sizeof(float));
         memcpy(out->norm_b, B->norm_b, (size_t)d * sizeof(float));
@@ -160,7 +164,9 @@ int align_models(const moe_model *A, const moe_model *B, const align_opts *o, mo
     res->order = ms_malloc((size_t)n * sizeof(int));
     res->hidden_perm = ms_malloc((size_t)n * h * sizeof(int));
     res->shared_order = ms_malloc((size_t)(s > 0 ? s : 1) * sizeof(int));
-    res->shared_perm = ms_malloc((size_t)(s > 0 ? s : 1) * h * sizeof(int));
+    moe_config sc = moe_shared_config(c); // shared experts have their own width hs
+    int hw = sc.h > h ? sc.h : h;
+    res->shared_perm = ms_malloc((size_t)(s > 0 ? s : 1) * sc.h * sizeof(int));
     res->cost_total = 0.0;
 
     // step 1: expert order pi
@@ -193,12 +199,12 @@ int align_models(const moe_model *A, const moe_model *B, const align_opts *o, mo
     // step 2: weight matching, one slot at a time with one (h,h) workspace,
     // each expert written straight into its slot of out
     alloc_like(out, B, res->order);
-    double *S = o->wm_stage ? ms_malloc((size_t)h * h * sizeof(double)) : NULL; // (h,h)
+    double *S = o->wm_stage ? ms_malloc((size_t)hw * hw * sizeof(double)) : NULL; // (h,h)
     int rc = fill_experts(A->experts, B->experts, out->experts, n, res->order, res->hidden_perm,
                           o->wm_stage, c, S, "expert", err);
     if (!rc && s > 0)
         rc = fill_experts(A->shared, B->shared, out->shared, s, res->shared_order,
-                          res->shared_perm, o->wm_stage, c, S, "shared expert", err);
+                          res->shared_perm, o->wm_stage, &sc, S, "shared expert", err);
     free(S);
     if (rc) goto fail;
     record_meta(out, A, o, res);

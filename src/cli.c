@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "family.h"
 #include "ms_limits.h"
 
 int cli_usage_error(const char *usage, const char *fmt, ...) {
@@ -92,6 +93,14 @@ int cli_load_models(const char *pa, const char *pb, const char *layer, const cha
 int cli_save_checkpoint(const moe_model *m, const char *src_path, const char *out_path) {
     ms_err err;
     int dropped = 0;
+    if (src_path && strcmp(moe_family(&m->cfg), "native")) {
+        // a real family: written back in its own names, dtypes and layout
+        char *note = NULL;
+        if (family_save(m, src_path, out_path, &note, &err)) return cli_error("%s", err.msg);
+        if (note) fprintf(stderr, "moescope: note: %s: %s\n", out_path, note);
+        free(note);
+        return 0;
+    }
     if (moe_save_with(m, src_path, out_path, &dropped, &err)) return cli_error("%s", err.msg);
     if (dropped)
         fprintf(stderr,

@@ -9,7 +9,9 @@
 
 #include "atomic_file.h"
 #include "cli.h"
+#include "checkpoint.h"
 #include "diagnose.h"
+#include "family.h"
 #include "json_file.h"
 #include "model.h"
 #include "ms_limits.h"
@@ -24,6 +26,63 @@ static void help(void) {
            "  --json F    write the same facts as JSON to F\n"
            "  --help      this text\n",
            USAGE);
+}
+
+/* The router's values and where each came from (config.json, the family's
+ * default, the command line). */
+static void print_origins(const moe_config *c, cJSON *root) {
+    const unsigned char *o = c->origin;
+    printf("router from k = %d (%s), %s (%s), scores %s, routed scale %g (%s)", c->k,
+           moe_origin_name(o[RP_K]), c->renorm == RENORM_YES ? "renormalised" : "not renormalised",
+           moe_origin_name(o[RP_RENORM]), moe_score_name(c->score), c->scale,
+           moe_origin_name(o[RP_SCALE]));
+    if (c->n_group > 1)
+        printf(", groups %d keep %d (%s)", c->n_group, c->topk_group, moe_origin_name(o[RP_GROUPS]));
+    printf("\n");
+    if (!root) return;
+    cJSON *r = cJSON_AddObjectToObject(root, "router_origin");
+    cJSON_AddStringToObject(r, "k", moe_origin_name(o[RP_K]));
+    cJSON_AddStringToObject(r, "renormalise", moe_origin_name(o[RP_RENORM]));
+    cJSON_AddStringToObject(r, "scale", moe_origin_name(o[RP_SCALE]));
+    cJSON_AddStringToObject(r, "groups", moe_origin_name(o[RP_GROUPS]));
+}
+
+/* Every MoE layer of a real checkpoint: family, block, n, d, h, k, router, shared. */
+static int info_family_layers(const char *path, const moe_model *m, cJSON *root, ms_err *err) {
+    ckpt c;
+    if (ckpt_open(&c, path, err)) return -1;
+    family_layer *ls = NULL;
+    int nl = 0, rc = family_find_layers(&c, family_opts.family, &ls, &nl, err);
+    cJSON *arr = root ? cJSON_AddArrayToObject(root, "moe_layers") : NULL;
+    printf("family      %s%s\n", moe_family(&m->cfg), c.config ? " (config.json read)" : "");
+    print_origins(&m->cfg, root);
+    printf("MoE layers  %d\n", nl);
+    for (int i = 0; i < nl && !rc; i++) {
+        moe_config lc;
+        if ((rc = family_describe(&c, &ls[i], &lc, err))) break;
+        char router[96];
+        snprintf(router, sizeof router, "%s top-%d%s%s", moe_score_name(lc.score), lc.k,
+                 lc.renorm == RENORM_YES ? " renorm" : "", lc.n_group > 1 ? " grouped" : "");
+        printf("  %-44s %-11s L%-3d n %-4d d %-5d h %-5d %s, shared %s%s\n", ls[i].prefix,
+               family_name(ls[i].family), ls[i].block, lc.n, lc.d, lc.h, router,
+               lc.s ? (lc.shared_gated ? "1 gated" : "1") : "none",
+               !strcmp(ls[i].prefix, m->layer) ? "  (this one)" : "");
+        if (!arr) continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "prefix", ls[i].prefix);
+        cJSON_AddStringToObject(o, "family", family_name(ls[i].family));
+        cJSON_AddNumberToObject(o, "block", ls[i].block);
+        cJSON_AddNumberToObject(o, "n", lc.n);
+        cJSON_AddNumberToObject(o, "d", lc.d);
+        cJSON_AddNumberToObject(o, "h", lc.h);
+        cJSON_AddNumberToObject(o, "k", lc.k);
+        cJSON_AddStringToObject(o, "router", router);
+        cJSON_AddNumberToObject(o, "shared", lc.s);
+        cJSON_AddItemToArray(arr, o);
+    }
+    family_layers_free(ls, nl);
+    ckpt_close(&c);
+    return rc;
 }
 
 int cmd_info(int argc, char **argv) {
@@ -46,20 +105,20 @@ int cmd_info(int argc, char **argv) {
     }
     if (optind >= argc) return cli_usage_error(USAGE, "info: missing the checkpoint");
     if (optind + 1 < argc) return cli_usage_error(USAGE, "info: unexpected argument '%s'", argv[optind + 1]);
-    const char *ckpt = argv[optind];
+    const char *path = argv[optind];
 
     ms_err err;
-    const char *inputs[1] = {ckpt};
+    const char *inputs[1] = {path};
     if (json && af_check_not_input(json, inputs, 1, &err)) return cli_error("%s", err.msg);
     moe_model m;
-    if (moe_load(&m, ckpt, layer, &err)) return cli_error("%s", err.msg);
+    if (moe_load(&m, path, layer, &err)) return cli_error("%s", err.msg);
     if (ms_limits_check(&m, NULL, NULL, MS_USE_COST, &err)) { // the genericity diagnostics
         moe_free(&m);
         return cli_error("%s", err.msg);
     }
     char **layers = NULL;
     int nlayers = 0;
-    if (moe_list_layers(ckpt, &layers, &nlayers, &err)) {
+    if (strcmp(moe_family(&m.cfg), "native") == 0 && moe_list_layers(path, &layers, &nlayers, &err)) {
         moe_free(&m);
         return cli_error("%s", err.msg);
     }
@@ -69,13 +128,13 @@ int cmd_info(int argc, char **argv) {
     size_t p_head = (c->has_head ? (size_t)c->C * d + (size_t)c->C : 0) + (c->has_norm ? 2 * d : 0);
     size_t p_total = p_gate + p_experts + p_shared + p_head;
     struct stat sb;
-    long long fsize = stat(ckpt, &sb) == 0 ? (long long)sb.st_size : -1;
+    long long fsize = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
     const char *warning = NULL;
     if (c->router == ROUTER_TOPK && c->k == 1)
         warning = "top-1 routing is outside the theory: positive scaling of the gate scores is an "
                   "extra symmetry, so expert orders may not be identifiable";
 
-    printf("file        %s (%lld bytes)\n", ckpt, fsize);
+    printf("file        %s (%lld bytes)\n", path, fsize);
     printf("layer       %s\n", m.layer);
     printf("shape       n = %d experts, d = %d, h = %d, s = %d shared\n", c->n, c->d, c->h, c->s);
     if (c->router == ROUTER_TOPK) printf("router      topk, k = %d\n", c->k);
@@ -96,18 +155,24 @@ int cmd_info(int argc, char **argv) {
         printf("metadata\n");
         for (int i = 0; i < m.nmeta; i++) printf("  %-32s %s\n", m.meta[i].key, m.meta[i].value);
     }
-    printf("MoE layers  ");
-    for (int i = 0; i < nlayers; i++)
-        printf("%s%s%s", i ? ", " : "", layers[i], !strcmp(layers[i], m.layer) ? " (this one)" : "");
-    printf("\n");
-    // genericity diagnostics (SPEC §9), printed and, with --json, kept for the JSON
     cJSON *root = json ? cJSON_CreateObject() : NULL;
+    if (nlayers) {
+        printf("MoE layers  ");
+        for (int i = 0; i < nlayers; i++)
+            printf("%s%s%s", i ? ", " : "", layers[i], !strcmp(layers[i], m.layer) ? " (this one)" : "");
+        printf("\n");
+    } else if (info_family_layers(path, &m, root, &err)) {
+        moe_free(&m);
+        cJSON_Delete(root);
+        return cli_error("%s", err.msg);
+    }
+    // genericity diagnostics (SPEC §9), printed and, with --json, kept for the JSON
     diag_info_print(stdout, &m, root);
     if (warning) fprintf(stderr, "moescope: warning: %s\n", warning);
 
     int rc = 0;
     if (json) {
-        cJSON_AddStringToObject(root, "file", ckpt);
+        cJSON_AddStringToObject(root, "file", path);
         cJSON_AddNumberToObject(root, "file_bytes", (double)fsize);
         cJSON_AddStringToObject(root, "layer", m.layer);
         cJSON_AddNumberToObject(root, "n", c->n);

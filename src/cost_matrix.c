@@ -185,6 +185,7 @@ int cost_matrix(const moe_model *A, const moe_model *B, cost_method method, int 
 
 int cost_matrix_shared(const moe_model *A, const moe_model *B, double *C, ms_err *err) {
     if (check_shapes(A, B, err)) return -1;
-    if (A->cfg.s > 0) expert_cost(A->shared, A->cfg.s, B->shared, B->cfg.s, &A->cfg, C);
+    moe_config sc = moe_shared_config(&A->cfg); // shared experts have their own width
+    if (A->cfg.s > 0) expert_cost(A->shared, A->cfg.s, B->shared, B->cfg.s, &sc, C);
     return 0;
 }

@@ -755,3 +755,16 @@ int family_save(const moe_model *m, const char *src, const char *out, char **not
     ckpt_close(&c);
     return rc;
 }
+
+int family_describe(ckpt *c, const family_layer *L, moe_config *cfg, ms_err *err) {
+    memset(cfg, 0, sizeof *cfg);
+    if (L->family == FAM_NATIVE) {
+        snprintf(cfg->family, sizeof cfg->family, "native");
+        return 0;
+    }
+    dims z;
+    int mx;
+    if (layer_dims(c, L->family, L->prefix, &z, &mx, err)) return -1;
+    family_config(c, L->family, &z, cfg);
+    return 0;
+}
