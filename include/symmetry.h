@@ -28,15 +28,38 @@ void moe_expert_permute_hidden(moe_expert *e, const moe_config *c, const int *P)
  *   2. for each slot i = 0..n-1 a hidden permutation rng_permutation(h);
  *   3. if s > 0: shared order sp = rng_permutation(s) applied the same way,
  *      then a hidden permutation per shared slot;
- *   4. if translate: cW[j] = N(0,1)*scale (j = 0..d-1), cb = N(0,1)*scale,
- *      scale = RMS of the gate weights (after step 1), added to every row.
+ *   4. if translate > 0: cW[j] = N(0,1)*scale (j = 0..d-1), cb = N(0,1)*scale,
+ *      scale = translate * the RMS of the gate weights (after step 1), added
+ *      to every row (translate = 1: a shift as large as the rows themselves).
  * Metadata written: moescope.scramble.seed = the seed (decimal),
  *   moescope.scramble.order = pi as "2 0 3 1" (slot i holds original pi[i]),
  *   moescope.scramble.shared_order = sp (only when s > 0),
- *   moescope.scramble.translate = "1" | "0".
+ *   moescope.scramble.translate = translate ("0": none; "1": the default).
  * Recovery: aligning the scrambled model S to the original O (B = S, A = O)
  * must find the expert order sigma = pi^{-1}, i.e. sigma[pi[i]] = i: slot j
  * of the aligned S holds S's expert sigma[j], which is O's expert j. */
-void moe_scramble(moe_model *m, uint64_t seed, int translate, int *order_out);
+void moe_scramble(moe_model *m, uint64_t seed, double translate, int *order_out);
+
+/* A fingerprint of m's parameters (FNV-1a over the float bits of the layer
+ * and head as loaded): moe_scramble records the source's as
+ * moescope.scramble.source, so a later alignment can tell that B is a
+ * scramble of A. */
+uint64_t moe_fingerprint(const moe_model *m);
+
+/* Does B carry a scramble record of A (moescope.scramble.source equal to A's
+ * fingerprint, and a valid moescope.scramble.order pi)? Returns 0 when not;
+ * otherwise 1 if order (the expert order an alignment of B to A found) is
+ * pi's inverse (order[pi[i]] = i: every expert back in its own slot), 2 if it
+ * is not. A sentence that says so goes to msg (always filled). */
+int moe_scramble_check(const moe_model *A, const moe_model *B, const int *order, char *msg,
+                       size_t size);
+
+/* How B' (B aligned to A) still differs from A in the gate: the common shift
+ * c = mean_i (row_i(B') - row_i(A)) over the rows [W_i | b_i], its norm
+ * *shift, the RMS over rows of what is left, ||row_i(B') - row_i(A) - c||,
+ * in *resid, and the RMS norm of A's rows in *rows. For softmax routers the
+ * shift is a translation: it changes no output. */
+void moe_gate_shift(const moe_model *A, const moe_model *Bp, double *shift, double *resid,
+                    double *rows);
 
 #endif

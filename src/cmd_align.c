@@ -4,6 +4,7 @@
 
 #include "align.h"
 #include "cli.h"
+#include "symmetry.h"
 
 static const char *USAGE =
     "moescope align A.safetensors B.safetensors -o OUT [--method gate|expert] [--no-center] "
@@ -27,6 +28,25 @@ static void help(void) {
            "  -l, --layer L     layer prefix (default moe)\n"
            "  -h, --help        this help\n",
            USAGE);
+}
+
+/* What a teacher would say next: whether B was a scramble of A and the order
+ * undid it, and what is left of the gate difference. */
+static void explain_result(const moe_model *A, const moe_model *B, const moe_model *Bp,
+                           const int *order) {
+    char msg[512];
+    if (moe_scramble_check(A, B, order, msg, sizeof msg)) printf("%s\n", msg);
+    double shift, resid, rows;
+    moe_gate_shift(A, Bp, &shift, &resid, &rows);
+    if (!(rows > 0)) return;
+    printf("gate: the aligned rows differ from A's by a common shift of norm %.4g (%.3gx the "
+           "rows' RMS norm %.4g)",
+           shift, shift / rows, rows);
+    if (A->cfg.score == SCORE_SOFTMAX)
+        printf(" - a translation, which softmax ignores: it changes no output -");
+    else
+        printf(" - sigmoid scores have no translation symmetry: this shift is a real difference -");
+    printf(" and by %.4g per row beyond it\n", resid);
 }
 
 int cmd_align(int argc, char **argv) {
@@ -72,7 +92,9 @@ int cmd_align(int argc, char **argv) {
             for (int j = 0; j < A->cfg.s; j++) printf(" %d", res.shared_order[j]);
             printf("\n");
         }
-        printf("weight matching %s\nwrote %s\n", ao->wm_stage ? "on" : "off", a.out_path);
+        printf("weight matching %s\n", ao->wm_stage ? "on" : "off");
+        explain_result(A, &a.B, &out, res.order);
+        printf("wrote %s\n", a.out_path);
     }
     moe_free(&out);
     align_result_free(&res);

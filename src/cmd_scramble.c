@@ -14,7 +14,8 @@
 #include "model.h"
 #include "symmetry.h"
 
-static const char *USAGE = "moescope scramble A -o OUT [--seed S] [--translate] [--layer L]";
+static const char *USAGE =
+    "moescope scramble A -o OUT [--seed S] [--translate | --translate-scale X] [--layer L]";
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -28,7 +29,11 @@ static void help(void) {
            "head are written as F32.\n\n"
            "  -o, --output OUT  output checkpoint (must not be A)\n"
            "  --seed S          random seed (default 1)\n"
-           "  --translate       also add a random (c_W, c_b) to every gate row\n"
+           "  --translate       also add a random (c_W, c_b) to every gate row, as large as\n"
+           "                    the rows themselves (RMS of the gate weights)\n"
+           "  --translate-scale X  the same, X times larger (e.g. 20: a shift that swamps\n"
+           "                    the rows; the function is still the same, and only the\n"
+           "                    centred gate cost still finds the expert order)\n"
            "  --layer L         layer prefix (default moe)\n"
            "  --help            this text\n",
            USAGE);
@@ -37,10 +42,11 @@ static void help(void) {
 int cmd_scramble(int argc, char **argv) {
     const char *out = NULL, *layer = NULL;
     unsigned long long seed = 1;
-    int translate = 0;
+    double translate = 0;
     static const struct option opts[] = {{"output", required_argument, 0, 'o'},
                                          {"seed", required_argument, 0, 's'},
                                          {"translate", no_argument, 0, 't'},
+                                         {"translate-scale", required_argument, 0, 'T'},
                                          {"layer", required_argument, 0, 'l'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
@@ -60,6 +66,15 @@ int cmd_scramble(int argc, char **argv) {
             break;
         }
         case 't': translate = 1; break;
+        case 'T': {
+            char *end;
+            errno = 0;
+            translate = strtod(optarg, &end);
+            if (errno || *end || !*optarg || !(translate > 0 && translate <= 1e6))
+                return cli_usage_error(USAGE, "scramble: --translate-scale needs a number in "
+                                              "(0, 1e6], got '%s'", optarg);
+            break;
+        }
         case 'l': layer = optarg; break;
         case 'h': help(); return 0;
         case ':': return cli_usage_error(USAGE, "scramble: option '%s' needs an argument", argv[optind - 1]);
@@ -90,7 +105,11 @@ int cmd_scramble(int argc, char **argv) {
                m.cfg.s ? " (shared included)" : "");
         if (m.cfg.s)
             printf("  shared order  %s\n", moe_meta_get(&m, "moescope.scramble.shared_order"));
-        printf("  gate          %s\n", translate ? "translated by a random (c_W, c_b)" : "not translated");
+        if (translate > 0)
+            printf("  gate          translated by a random (c_W, c_b), %g x the rows' RMS\n",
+                   translate);
+        else
+            printf("  gate          not translated\n");
         printf("wrote %s\n", out);
     }
     free(pi);

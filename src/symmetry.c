@@ -108,9 +108,21 @@ static char *order_string(const int *p, int n) {
     return s;
 }
 
-void moe_scramble(moe_model *m, uint64_t seed, int translate, int *order_out) {
+uint64_t moe_fingerprint(const moe_model *m) {
+    uint64_t hsh = 1469598103934665603ULL;
+    const unsigned char *p = (const unsigned char *)m->mem;
+    for (size_t i = 0; i < m->nparams * sizeof(float); i++) {
+        hsh ^= p[i];
+        hsh *= 1099511628211ULL;
+    }
+    return hsh;
+}
+
+void moe_scramble(moe_model *m, uint64_t seed, double translate, int *order_out) {
     const moe_config *c = &m->cfg;
     int n = c->n, d = c->d, h = c->h, s = c->s;
+    char source[32];
+    snprintf(source, sizeof source, "%016llx", (unsigned long long)moe_fingerprint(m));
     rng_t r;
     rng_seed(&r, seed);
     int *pi = ms_malloc((size_t)n * sizeof(int));
@@ -136,12 +148,14 @@ void moe_scramble(moe_model *m, uint64_t seed, int translate, int *order_out) {
         shared_str = order_string(sp, s);
         free(sp);
     }
-    // 4. gate translation with the scale of the gate rows (RMS of the entries)
-    if (translate) {
+    // 4. gate translation: translate times the scale of the gate rows (RMS of
+    // the entries)
+    if (translate > 0) {
         double ss = 0.0;
         for (size_t q = 0; q < (size_t)n * d; q++) ss += (double)m->gate_w[q] * m->gate_w[q];
         double scale = sqrt(ss / ((double)n * d));
         if (!(scale > 0)) scale = 1.0;
+        scale *= translate;
         float *cW = ms_malloc((size_t)d * sizeof(float));
         for (int j = 0; j < d; j++) cW[j] = (float)(rng_normal(&r) * scale);
         float cb = (float)(rng_normal(&r) * scale);
@@ -151,6 +165,7 @@ void moe_scramble(moe_model *m, uint64_t seed, int translate, int *order_out) {
     char buf[32];
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)seed);
     moe_meta_set(m, "moescope.scramble.seed", buf);
+    moe_meta_set(m, "moescope.scramble.source", source);
     char *os = order_string(pi, n);
     moe_meta_set(m, "moescope.scramble.order", os);
     free(os);
@@ -158,8 +173,81 @@ void moe_scramble(moe_model *m, uint64_t seed, int translate, int *order_out) {
         moe_meta_set(m, "moescope.scramble.shared_order", shared_str);
         free(shared_str);
     }
-    moe_meta_set(m, "moescope.scramble.translate", translate ? "1" : "0");
+    snprintf(buf, sizeof buf, "%.17g", translate);
+    moe_meta_set(m, "moescope.scramble.translate", buf);
     if (order_out) memcpy(order_out, pi, (size_t)n * sizeof(int));
     free(pi);
     free(P);
+}
+
+/* pi from "2 0 3 1": 0 unless it is a permutation of 0..n-1. */
+static int parse_order(const char *str, int n, int *pi) {
+    int *seen = ms_calloc((size_t)n, sizeof(int)), cnt = 0, ok = 1;
+    const char *p = str;
+    while (ok && *p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p) break;
+        if (v < 0 || v >= n || cnt >= n || seen[v]) ok = 0;
+        else seen[v] = 1, pi[cnt++] = (int)v;
+        p = end;
+    }
+    free(seen);
+    return ok && cnt == n;
+}
+
+int moe_scramble_check(const moe_model *A, const moe_model *B, const int *order, char *msg,
+                       size_t size) {
+    const char *src = moe_meta_get(B, "moescope.scramble.source");
+    const char *ord = moe_meta_get(B, "moescope.scramble.order");
+    char fp[32];
+    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)moe_fingerprint(A));
+    int n = A->cfg.n;
+    int *pi = ms_malloc((size_t)n * sizeof(int));
+    if (!src || !ord || strcmp(src, fp) || B->cfg.n != n || !parse_order(ord, n, pi)) {
+        snprintf(msg, size, "B carries no scramble record of A");
+        free(pi);
+        return 0;
+    }
+    int inverse = 1;
+    for (int i = 0; i < n; i++) inverse &= order[pi[i]] == i;
+    const char *seed = moe_meta_get(B, "moescope.scramble.seed");
+    if (inverse)
+        snprintf(msg, size,
+                 "B is a scramble of A (seed %s): the scramble put A's expert pi[i] in slot i "
+                 "(pi = %s); the order found is its inverse, so every expert is back in its "
+                 "own slot",
+                 seed ? seed : "?", ord);
+    else
+        snprintf(msg, size,
+                 "B is a scramble of A (seed %s, pi = %s), but the order found is NOT its "
+                 "inverse: the alignment did not undo the scramble",
+                 seed ? seed : "?", ord);
+    free(pi);
+    return inverse ? 1 : 2;
+}
+
+void moe_gate_shift(const moe_model *A, const moe_model *Bp, double *shift, double *resid,
+                    double *rows) {
+    int n = A->cfg.n, d = A->cfg.d;
+    double *c = ms_calloc((size_t)d + 1, sizeof(double)); // (d+1): [c_W | c_b]
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < d; j++)
+            c[j] += ((double)Bp->gate_w[(size_t)i * d + j] - A->gate_w[(size_t)i * d + j]) / n;
+        c[d] += ((double)Bp->gate_b[i] - A->gate_b[i]) / n;
+    }
+    double cn = 0, rs = 0, an = 0;
+    for (int j = 0; j <= d; j++) cn += c[j] * c[j];
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j <= d; j++) {
+            double a = j < d ? A->gate_w[(size_t)i * d + j] : A->gate_b[i];
+            double b = j < d ? Bp->gate_w[(size_t)i * d + j] : Bp->gate_b[i];
+            rs += (b - a - c[j]) * (b - a - c[j]);
+            an += a * a;
+        }
+    }
+    *shift = sqrt(cn);
+    *resid = sqrt(rs / n);
+    *rows = sqrt(an / n);
+    free(c);
 }
