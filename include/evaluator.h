@@ -8,10 +8,6 @@
 
 #include "model.h"
 
-/* Indices of the k largest of v (n) into sel (k), largest first; ties go to
- * the smaller index (the one tie rule of every top-k in moescope). */
-void moe_topk(const float *v, int n, int k, int *sel);
-
 /* Gate weights for a batch: logits (B,n) -> g (B,n) by the config's router
  * (see moe_config); corr (n) is the selection-only bias, NULL when absent. */
 void moe_route_full(const moe_config *c, const float *corr, const float *scores, int B, float *g);

@@ -14,6 +14,7 @@
 #include "evaluator.h"
 #include "json_file.h"
 #include "lap.h"
+#include "moe_kernels.h"
 
 static cJSON *json_ckpt(const diag_ckpt *s); /* below, with the JSON report */
 
@@ -171,29 +172,7 @@ static int expert_wm_dist(const moe_expert *a, const moe_expert *b, const moe_co
 /* O (N,d) = E(X) for X (N,d); H, H3 are (N,h) workspaces. */
 static void expert_outputs(const moe_expert *e, const moe_config *c, const float *X, int N,
                            float *O, float *H, float *H3) {
-    int d = c->d, h = c->h;
-    // H = X (N,d) W1^T (d,h) + b1
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, h, d, 1.0f, X, d, e->fc1_w, d, 0.0f,
-                H, h);
-    if (moe_act_glu(c->act))
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, h, d, 1.0f, X, d, e->fc3_w, d,
-                    0.0f, H3, h);
-    for (int r = 0; r < N; r++)
-        for (int u = 0; u < h; u++) {
-            size_t q = (size_t)r * h + u;
-            double a = (double)H[q] + e->fc1_b[u];
-            switch (c->act) {
-            case ACT_RELU: a = a > 0 ? a : 0; break;
-            case ACT_GELU: a = 0.5 * a * (1.0 + erf(a / sqrt(2.0))); break;
-            default: a = a / (1.0 + exp(-a)) * ((double)H3[q] + e->fc3_b[u]); break;
-            }
-            H[q] = (float)a;
-        }
-    // O = H (N,h) W2^T (h,d) + b2; W2 is (d,h)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, d, h, 1.0f, H, h, e->fc2_w, h, 0.0f,
-                O, d);
-    for (int r = 0; r < N; r++)
-        for (int q = 0; q < d; q++) O[(size_t)r * d + q] += e->fc2_b[q];
+    moe_expert_forward(e, c, X, N, H, H3, O);
 }
 
 static void routing_load(const moe_model *m, const evalset *E, double *load_mean,
@@ -201,6 +180,8 @@ static void routing_load(const moe_model *m, const evalset *E, double *load_mean
     const moe_config *c = &m->cfg;
     int n = c->n, d = c->d, N = E->N;
     int k = c->router == ROUTER_TOPK ? c->k : 1; /* dense: "top" = the argmax */
+    if (k > n) k = n;
+    int *sel = ms_malloc((size_t)k * sizeof(int)); // (k)
     enum { CH = 1024 };
     float *S = ms_malloc((size_t)CH * n * sizeof(float)); // (B,n) scores
     float *G = ms_malloc((size_t)CH * n * sizeof(float)); // (B,n) gate weights
@@ -214,15 +195,10 @@ static void routing_load(const moe_model *m, const evalset *E, double *load_mean
             for (int i = 0; i < n; i++) S[(size_t)r * n + i] += m->gate_b[i];
         moe_route(c, S, B, G);
         for (int r = 0; r < B; r++) {
-            const float *s = S + (size_t)r * n;
-            for (int i = 0; i < n; i++) {
-                load_mean[i] += G[(size_t)r * n + i];
-                // i is in the top-k when fewer than k experts beat it (ties: smaller index wins)
-                int ahead = 0;
-                for (int j = 0; j < n && ahead < k; j++)
-                    ahead += s[j] > s[i] || (s[j] == s[i] && j < i);
-                load_frac[i] += ahead < k;
-            }
+            for (int i = 0; i < n; i++) load_mean[i] += G[(size_t)r * n + i];
+            // the top-k by the evaluator's rule (ties to the smaller index)
+            moe_topk(S + (size_t)r * n, n, k, sel);
+            for (int q = 0; q < k; q++) load_frac[sel[q]] += 1;
         }
     }
     for (int i = 0; i < n; i++) {
@@ -231,6 +207,7 @@ static void routing_load(const moe_model *m, const evalset *E, double *load_mean
     }
     free(S);
     free(G);
+    free(sel);
 }
 
 /* ---- singular values: one-sided Jacobi (Hestenes) on the columns of M^T ---- */

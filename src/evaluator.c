@@ -11,6 +11,7 @@
  * softmax or sigmoid scores, a selection-only bias, group-limited top-k,
  * renormalised or raw top-k weights, a routed scaling factor. */
 #include "evaluator.h"
+#include "moe_kernels.h"
 
 #include <cblas.h>
 #include <float.h>
@@ -19,42 +20,6 @@
 #include <string.h>
 
 #define MOE_CHUNK 256
-
-/* relu or gelu (exact erf form) of the first-layer pre-activation a. */
-static inline float act_scalar(moe_act a, float x) {
-    switch (a) {
-    case ACT_RELU: return x > 0.0f ? x : 0.0f;
-    case ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    default: return x / (1.0f + expf(-x)); // silu (the GLU gate)
-    }
-}
-
-/* The gated forms from the gate branch a = W1 x + b1 and the up branch
- * u = W3 x + b3: silu(a) u, or GPT-OSS's clamped SwiGLU
- * (clamp(u, -L, L) + 1) g sigmoid(1.702 g) with g = min(a, L). */
-static inline float glu_scalar(moe_act a, float g, float u, float limit) {
-    if (a == ACT_GPT_OSS) {
-        g = g < limit ? g : limit;
-        u = u < -limit ? -limit : u > limit ? limit : u;
-        return (u + 1.0f) * (g / (1.0f + expf(-1.702f * g)));
-    }
-    return g / (1.0f + expf(-g)) * u;
-}
-
-void moe_topk(const float *v, int n, int k, int *sel) {
-    // strict '>' so ties go to the smaller index; the mark keeps it O(n k)
-    unsigned char mark_small[512];
-    unsigned char *mark = n <= 512 ? mark_small : ms_malloc((size_t)n);
-    memset(mark, 0, (size_t)n);
-    for (int j = 0; j < k; j++) {
-        int best = -1;
-        for (int i = 0; i < n; i++)
-            if (!mark[i] && (best < 0 || v[i] > v[best])) best = i;
-        sel[j] = best;
-        mark[best] = 1;
-    }
-    if (mark != mark_small) free(mark);
-}
 
 /* p (n) = softmax(s) over all experts, stable (max subtracted), in double. */
 static void softmax_all(const float *s, int n, float *p) {
@@ -194,39 +159,6 @@ static void ws_free(workspace *w) {
     free(w->rows);
 }
 
-/* Y (m, d) = E(X) for X (m, d): W2 act(W1 x + b1) + b2, or a gated form.
- * c carries the expert's own hidden width (moe_shared_config for shared ones). */
-static void expert_apply(const moe_expert *e, const moe_config *c, const float *X, int m,
-                         workspace *w) {
-    int d = c->d, h = c->h;
-    // H (m, h) = X (m, d) W1^T, W1 is (h, d)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, h, d, 1.0f, X, d, e->fc1_w, d, 0.0f,
-                w->H, h);
-    if (moe_act_glu(c->act)) {
-        float limit = c->act_limit > 0.0f ? c->act_limit : 7.0f;
-        // H3 (m, h) = X W3^T; H = glu(H + b1, H3 + b3)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, h, d, 1.0f, X, d, e->fc3_w, d,
-                    0.0f, w->H3, h);
-        for (int r = 0; r < m; r++) {
-            float *hr = w->H + (size_t)r * h, *h3 = w->H3 + (size_t)r * h;
-            for (int u = 0; u < h; u++)
-                hr[u] = glu_scalar(c->act, hr[u] + e->fc1_b[u], h3[u] + e->fc3_b[u], limit);
-        }
-    } else {
-        for (int r = 0; r < m; r++) {
-            float *hr = w->H + (size_t)r * h;
-            for (int u = 0; u < h; u++) hr[u] = act_scalar(c->act, hr[u] + e->fc1_b[u]);
-        }
-    }
-    // Y (m, d) = H (m, h) W2^T, W2 is (d, h)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, d, h, 1.0f, w->H, h, e->fc2_w, h, 0.0f,
-                w->Y, d);
-    for (int r = 0; r < m; r++) {
-        float *yr = w->Y + (size_t)r * d;
-        for (int j = 0; j < d; j++) yr[j] += e->fc2_b[j];
-    }
-}
-
 /* sig(v . x) for one sample: the Qwen2-MoE shared expert's gate. */
 static float shared_gate(const moe_model *m, const float *x) {
     double a = 0.0;
@@ -240,7 +172,7 @@ static void shared_chunk(const moe_model *m, const float *X, int B, workspace *w
     moe_config sc = moe_shared_config(c);
     int d = c->d;
     for (int j = 0; j < c->s; j++) {
-        expert_apply(&m->shared[j], &sc, X, B, w);
+        moe_expert_forward(&m->shared[j], &sc, X, B, w->H, w->H3, w->Y);
         if (c->shared_gated) {
             for (int b = 0; b < B; b++) {
                 float gb = shared_gate(m, X + (size_t)b * d);
@@ -278,7 +210,7 @@ static void layer_chunk(const moe_model *m, const float *X, int B, workspace *w)
                 memcpy(w->Xg + (size_t)r * d, X + (size_t)w->rows[r] * d, (size_t)d * sizeof(float));
             Xi = w->Xg;
         }
-        expert_apply(&m->experts[i], c, Xi, cnt, w);
+        moe_expert_forward(&m->experts[i], c, Xi, cnt, w->H, w->H3, w->Y);
         for (int r = 0; r < cnt; r++) {
             int b = cnt < B ? w->rows[r] : r;
             float gi = w->G[(size_t)b * n + i];

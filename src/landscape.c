@@ -41,6 +41,7 @@
 #include "evaluator.h"
 #include "landscape.h"
 #include "lap.h"
+#include "moe_kernels.h"
 #include "rank.h"
 #include "rng.h"
 #include "symmetry.h"
@@ -310,45 +311,6 @@ static void expert_lerp_perm(moe_expert *out, const moe_expert *a, const moe_exp
     vlerp(out->fc2_b, a->fc2_b, b->fc2_b, d, t);
 }
 
-static inline float act_scalar(moe_act a, float v) {
-    switch (a) {
-    case ACT_RELU: return v > 0.0f ? v : 0.0f;
-    case ACT_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-    default: return v / (1.0f + expf(-v)); // silu (the GLU gate)
-    }
-}
-
-/* Y (N, d) = E(X) for X (N, d), as the evaluator computes it. */
-static void expert_apply(const moe_expert *e, const moe_config *c, const float *X, int N,
-                         ls_ws *w, float *Y) {
-    int d = c->d, h = c->h;
-    // H (N, h) = X (N, d) W1^T, W1 is (h, d)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, h, d, 1.0f, X, d, e->fc1_w, d, 0.0f,
-                w->H, h);
-    if (c->act == ACT_SILU_GLU) {
-        // H3 (N, h) = X W3^T; H = silu(H + b1) * (H3 + b3)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, h, d, 1.0f, X, d, e->fc3_w, d,
-                    0.0f, w->H3, h);
-        for (int r = 0; r < N; r++) {
-            float *hr = w->H + (size_t)r * h, *h3 = w->H3 + (size_t)r * h;
-            for (int u = 0; u < h; u++)
-                hr[u] = act_scalar(ACT_SILU_GLU, hr[u] + e->fc1_b[u]) * (h3[u] + e->fc3_b[u]);
-        }
-    } else {
-        for (int r = 0; r < N; r++) {
-            float *hr = w->H + (size_t)r * h;
-            for (int u = 0; u < h; u++) hr[u] = act_scalar(c->act, hr[u] + e->fc1_b[u]);
-        }
-    }
-    // Y (N, d) = H (N, h) W2^T, W2 is (d, h)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, d, h, 1.0f, w->H, h, e->fc2_w, h, 0.0f,
-                Y, d);
-    for (int r = 0; r < N; r++) {
-        float *yr = Y + (size_t)r * d;
-        for (int j = 0; j < d; j++) yr[j] += e->fc2_b[j];
-    }
-}
-
 /* ---------------- chunk precompute ---------------- */
 
 /* Everything the per-order kernel reads is stored "lane-major": samples in
@@ -410,7 +372,7 @@ static void expert_apply_panels(const moe_expert *e, const moe_config *c, const 
                                 ls_ws *w, float *Y) {
     for (int r = 0; r < N; r += LS_PANEL) {
         int np = N - r < LS_PANEL ? N - r : LS_PANEL;
-        expert_apply(e, c, X + (size_t)r * c->d, np, w, Y + (size_t)r * c->d);
+        moe_expert_forward(e, c, X + (size_t)r * c->d, np, w->H, w->H3, Y + (size_t)r * c->d);
     }
 }
 
@@ -597,7 +559,10 @@ LS_HOT static void eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair
                     v8f bv = s[0];
                     v8i bi = (v8i){0} - 1;
                     for (int i = 0; i < n; i++) {
-                        v8i cand = ~sel[i] & ((s[i] > bv) | (bi < 0));
+                        // the first unselected expert, then any that ranks before
+                        // the best so far (moe_kernels.h: ties to the smaller slot)
+                        const v8i iv = (v8i){0} + i;
+                        v8i cand = ~sel[i] & (MOE_RANKS_BEFORE(s[i], iv, bv, bi) | (bi < 0));
                         bv = V8_SEL(cand, s[i], bv);
                         bi = (cand & ((v8i){0} + i)) | (~cand & bi);
                     }
@@ -1021,7 +986,7 @@ static void ws_alloc(lsx *x, ls_ws *w) {
     size_t d = (size_t)x->d, h = (size_t)x->h, n = (size_t)x->n;
     w->E = ms_malloc(x->esize * sizeof(float));
     w->H = ms_malloc(N * h * sizeof(float));
-    w->H3 = x->cfg->act == ACT_SILU_GLU ? ms_malloc(N * h * sizeof(float)) : NULL;
+    w->H3 = moe_act_glu(x->cfg->act) ? ms_malloc(N * h * sizeof(float)) : NULL;
     w->Ye = ms_malloc(N * d * sizeof(float));
     w->Wt = ms_malloc(n * n * d * sizeof(float));
     w->bt = ms_malloc(n * n * sizeof(float));

@@ -1,0 +1,71 @@
+/* moe_kernels.c - one expert forward and the top-k selection (moe_kernels.h). */
+#include "moe_kernels.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+
+void moe_hidden_act(const moe_expert *e, const moe_config *c, float *H, const float *H3, int m) {
+    int h = c->h;
+    if (moe_act_glu(c->act)) {
+        for (int r = 0; r < m; r++) {
+            float *hr = H + (size_t)r * h;
+            const float *h3 = H3 + (size_t)r * h;
+            for (int u = 0; u < h; u++)
+                hr[u] = moe_act_gated(c, hr[u] + e->fc1_b[u], h3[u] + e->fc3_b[u]);
+        }
+        return;
+    }
+    for (int r = 0; r < m; r++) {
+        float *hr = H + (size_t)r * h;
+        for (int u = 0; u < h; u++) hr[u] = moe_act_scalar(c->act, hr[u] + e->fc1_b[u]);
+    }
+}
+
+void moe_expert_forward(const moe_expert *e, const moe_config *c, const float *X, int m, float *H,
+                        float *H3, float *Y) {
+    int d = c->d, h = c->h;
+    // H (m, h) = X (m, d) W1^T, W1 is (h, d)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, h, d, 1.0f, X, d, e->fc1_w, d, 0.0f,
+                H, h);
+    // H3 (m, h) = X W3^T for the gated forms
+    if (moe_act_glu(c->act))
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, h, d, 1.0f, X, d, e->fc3_w, d,
+                    0.0f, H3, h);
+    moe_hidden_act(e, c, H, H3, m);
+    // Y (m, d) = H (m, h) W2^T + b2, W2 is (d, h)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, d, h, 1.0f, H, h, e->fc2_w, h, 0.0f, Y,
+                d);
+    for (int r = 0; r < m; r++) {
+        float *yr = Y + (size_t)r * d;
+        for (int j = 0; j < d; j++) yr[j] += e->fc2_b[j];
+    }
+}
+
+void moe_topk(const float *s, int n, int k, int *sel) {
+    // insertion into the ranked list sel[0..m): O(n k), no marks, any n
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m == k && !MOE_RANKS_BEFORE(s[i], i, s[sel[k - 1]], sel[k - 1])) continue;
+        int p = m < k ? m++ : k - 1;
+        while (p > 0 && MOE_RANKS_BEFORE(s[i], i, s[sel[p - 1]], sel[p - 1])) {
+            sel[p] = sel[p - 1];
+            p--;
+        }
+        sel[p] = i;
+    }
+}
+
+int moe_topk_boundary_tie(const float *s, int n, int k) {
+    if (k <= 0 || k >= n) return 0;
+    // the k-th largest value, then whether an expert outside the top k equals it
+    int sel[64], *sp = k <= 64 ? sel : ms_malloc((size_t)k * sizeof(int));
+    moe_topk(s, n, k, sp);
+    float kth = s[sp[k - 1]];
+    int ahead = 0, equal = 0;
+    for (int i = 0; i < n; i++) {
+        ahead += s[i] > kth;
+        equal += s[i] == kth;
+    }
+    if (sp != sel) free(sp);
+    return ahead + equal > k;
+}
