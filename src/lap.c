@@ -63,14 +63,18 @@ typedef struct {
 } lapjv;
 
 /* Hot kernels. Vector extensions (4 doubles) with unaligned loads: plain C
- * that GCC/clang lower to SSE2 pairs on baseline x86-64 and to one AVX2
- * register in the avx2 clone, which glibc's ifunc picks at load time. */
+ * that GCC lowers to SSE2 pairs on baseline x86-64, to one AVX2 register in
+ * the avx2 clone, and to AVX-512VL compares into mask registers (fewer
+ * blends, ~10% faster) in the x86-64-v4 clone; glibc's ifunc picks one at
+ * load time. Every clone computes the same values: the only products are by
+ * sg = +-1, exact, so fusing them into an FMA rounds nothing differently. */
 typedef double vd4 __attribute__((vector_size(32), aligned(8), may_alias));
 typedef long long vi4 __attribute__((vector_size(32), aligned(8), may_alias));
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_ADDRESS__)
-#define LAP_CLONES __attribute__((target_clones("avx2", "default"), noinline))
+#define LAP_CLONES \
+    __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"), noinline))
 #else
 #define LAP_CLONES __attribute__((noinline))
 #endif
