@@ -30,13 +30,26 @@ typedef struct {
     double *load_frac; /* (n) fraction of samples that route to it (g > 0 / in top-k) */
 } moe_eval_result;
 
-/* Loss, accuracy and routing load of m on e (m must have a head). */
+/* Loss, accuracy and routing load of m on e (m must have a head). Runs on
+ * one worker thread per CPU; the results are the same, bit for bit, for any
+ * thread count (moe_eval_par). */
 int moe_eval(const moe_model *m, const evalset *e, moe_eval_result *r, ms_err *err);
+/* How the evaluation runs: worker threads (0: one per CPU, at most 8). The
+ * rows go in fixed items of 1024 to whichever worker is free; BLAS is
+ * single-threaded while the evaluation runs (one parallel layer). */
+typedef struct {
+    int threads;
+} moe_par;
+/* moe_eval / moe_eval_layer with an explicit split (p may be NULL: defaults). */
+int moe_eval_par(const moe_model *m, const evalset *e, const moe_par *p, moe_eval_result *r,
+                 ms_err *err);
 void moe_eval_result_free(moe_eval_result *r);
 
 /* Layer-only statistics (any model, head or not): r->loss is the mean over
  * N*d of D(x)^2 (the squared layer output, without the residual), accuracy is
  * -1, and the routing load as in moe_eval. Used by `eval` on headless layers. */
 int moe_eval_layer(const moe_model *m, const evalset *e, moe_eval_result *r, ms_err *err);
+int moe_eval_layer_par(const moe_model *m, const evalset *e, const moe_par *p,
+                       moe_eval_result *r, ms_err *err);
 
 #endif

@@ -16,8 +16,10 @@
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MOE_CHUNK 256
 
@@ -362,7 +364,87 @@ static void load_accumulate(moe_eval_result *r, const float *G, int B, int n) {
         }
 }
 
-int moe_eval(const moe_model *m, const evalset *e, moe_eval_result *r, ms_err *err) {
+/* ---- the evaluation driver: items of EV_ITEM rows on worker threads ----
+ *
+ * Each worker owns a workspace and takes the next item from an atomic
+ * counter, so a worker whose core is busy with another program just takes
+ * fewer items: nobody waits for a slow thread except at the very end (the
+ * old driver gave BLAS both cores per 256-row product, and on a busy machine
+ * every tiny product waited for the BLAS thread that had no core: 10x
+ * slower). BLAS runs single-threaded inside the workers: one parallel layer.
+ *
+ * Bit-for-bit the same for any thread count: the items are fixed (EV_ITEM
+ * rows from the first; which thread takes which does not matter), every
+ * product runs on one BLAS thread (a BLAS split of the rows would move them
+ * to other kernels: sgemm's edge tiles round differently from its full
+ * ones), each item's logits and gate weights are stored per row, and the loss
+ * and load are reduced afterwards in sample order. tests/test_evaluator.c
+ * checks it for every router and activation. */
+#define EV_ITEM 1024 /* rows per item: products big enough to run at speed, workspace in L2 */
+
+typedef struct {
+    const moe_model *m;
+    const float *X; /* (N, d) inputs */
+    int N;
+    float *G;   /* (N, n) gate weights of every row */
+    float *L;   /* (N, C) logits of every row, or NULL for layer-only */
+    double *ss; /* (N) sum over the row of D(x)^2, layer-only; else NULL */
+    long next;  /* first row of the next item, atomic */
+} ev_job;
+
+static void *ev_worker(void *arg) {
+    ev_job *j = arg;
+    const moe_config *c = &j->m->cfg;
+    int n = c->n, d = c->d, C = c->C;
+    int cap = j->N < EV_ITEM ? (j->N > 0 ? j->N : 1) : EV_ITEM;
+    workspace w;
+    ws_alloc(&w, c, cap);
+    float *Z = j->L ? ms_malloc((size_t)cap * d * sizeof(float)) : NULL; /* (cap, d) */
+    for (;;) {
+        long b0 = __atomic_fetch_add(&j->next, EV_ITEM, __ATOMIC_RELAXED);
+        if (b0 >= j->N) break;
+        int bs = j->N - b0 < EV_ITEM ? (int)(j->N - b0) : EV_ITEM;
+        const float *X = j->X + (size_t)b0 * d;
+        if (j->L) {
+            forward_chunk(j->m, X, bs, Z, j->G + (size_t)b0 * n, &w);
+            moe_head(j->m, Z, bs, j->L + (size_t)b0 * C);
+        } else {
+            layer_chunk(j->m, X, bs, &w);
+            memcpy(j->G + (size_t)b0 * n, w.G, (size_t)bs * n * sizeof(float));
+            for (int b = 0; b < bs; b++) {
+                const float *dr = w.D + (size_t)b * d;
+                double ss = 0.0;
+                for (int q = 0; q < d; q++) ss += (double)dr[q] * dr[q];
+                j->ss[b0 + b] = ss;
+            }
+        }
+    }
+    ws_free(&w);
+    free(Z);
+    return NULL;
+}
+
+/* Run job j on p->threads workers (0: one per CPU, at most 8 and at most one
+ * per item); the calling thread is one of them. */
+static void ev_run(ev_job *j, const moe_par *p) {
+    j->next = 0;
+    long items = (j->N + EV_ITEM - 1) / EV_ITEM;
+    long nt = p && p->threads > 0 ? p->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    nt = nt < 1 ? 1 : nt > 8 ? 8 : nt;
+    nt = nt < items ? nt : (items > 0 ? items : 1);
+    int blas = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    pthread_t th[8];
+    int started = 0;
+    for (long t = 1; t < nt; t++)
+        if (pthread_create(&th[started], NULL, ev_worker, j) == 0) started++;
+    ev_worker(j); /* fewer threads than asked if creation failed: still complete */
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+    openblas_set_num_threads(blas);
+}
+
+int moe_eval_par(const moe_model *m, const evalset *e, const moe_par *p, moe_eval_result *r,
+                 ms_err *err) {
     memset(r, 0, sizeof *r);
     const moe_config *c = &m->cfg;
     if (!c->has_head)
@@ -370,40 +452,31 @@ int moe_eval(const moe_model *m, const evalset *e, moe_eval_result *r, ms_err *e
                             "loss to evaluate; only layer-only statistics are available",
                        m->path ? m->path : "model");
     if (evalset_check(e, m, err)) return -1;
-    int n = c->n, d = c->d, C = c->C, N = e->N;
+    int n = c->n, C = c->C, N = e->N;
     result_init(r, n);
-    int cap = N < MOE_CHUNK ? N : MOE_CHUNK;
-    workspace w; // one workspace for the whole set: no allocation per chunk
-    ws_alloc(&w, c, cap);
-    float *Z = ms_malloc((size_t)cap * d * sizeof(float));      // (B, d)
-    float *G = ms_malloc((size_t)cap * n * sizeof(float));      // (B, n)
-    float *L = ms_malloc((size_t)cap * C * sizeof(float));      // (B, C)
+    ev_job j = {.m = m, .X = e->inputs, .N = N};
+    j.G = ms_malloc((size_t)(N ? N : 1) * n * sizeof(float)); // (N, n)
+    j.L = ms_malloc((size_t)(N ? N : 1) * C * sizeof(float)); // (N, C)
+    ev_run(&j, p);
+    load_accumulate(r, j.G, N, n);
     double loss = 0.0;
     long correct = 0;
-    for (int b0 = 0; b0 < N; b0 += MOE_CHUNK) {
-        int bs = N - b0 < MOE_CHUNK ? N - b0 : MOE_CHUNK;
-        forward_chunk(m, e->inputs + (size_t)b0 * d, bs, Z, G, &w);
-        moe_head(m, Z, bs, L);
-        load_accumulate(r, G, bs, n);
-        for (int b = 0; b < bs; b++) {
-            const float *lr = L + (size_t)b * C;
-            if (e->labels) {
-                // cross-entropy by log-sum-exp in double; argmax ties to the smaller index
-                int y = e->labels[b0 + b], am = 0;
-                double mx = lr[0];
-                for (int q = 1; q < C; q++)
-                    if (lr[q] > lr[am]) am = q;
-                mx = lr[am];
-                double se = 0.0;
-                for (int q = 0; q < C; q++) se += exp((double)lr[q] - mx);
-                loss += mx + log(se) - (double)lr[y];
-                correct += am == y;
-            } else {
-                const float *t = e->targets + (size_t)(b0 + b) * C;
-                for (int q = 0; q < C; q++) {
-                    double df = (double)lr[q] - t[q];
-                    loss += df * df;
-                }
+    for (int b = 0; b < N; b++) {
+        const float *lr = j.L + (size_t)b * C;
+        if (e->labels) {
+            // cross-entropy by log-sum-exp in double; argmax ties to the smaller index
+            int y = e->labels[b], am = 0;
+            for (int q = 1; q < C; q++)
+                if (lr[q] > lr[am]) am = q;
+            double mx = lr[am], se = 0.0;
+            for (int q = 0; q < C; q++) se += exp((double)lr[q] - mx);
+            loss += mx + log(se) - (double)lr[y];
+            correct += am == y;
+        } else {
+            const float *t = e->targets + (size_t)b * C;
+            for (int q = 0; q < C; q++) {
+                double df = (double)lr[q] - t[q];
+                loss += df * df;
             }
         }
     }
@@ -418,14 +491,17 @@ int moe_eval(const moe_model *m, const evalset *e, moe_eval_result *r, ms_err *e
         r->load_mean[i] /= N;
         r->load_frac[i] /= N;
     }
-    ws_free(&w);
-    free(Z);
-    free(G);
-    free(L);
+    free(j.G);
+    free(j.L);
     return 0;
 }
 
-int moe_eval_layer(const moe_model *m, const evalset *e, moe_eval_result *r, ms_err *err) {
+int moe_eval(const moe_model *m, const evalset *e, moe_eval_result *r, ms_err *err) {
+    return moe_eval_par(m, e, NULL, r, err);
+}
+
+int moe_eval_layer_par(const moe_model *m, const evalset *e, const moe_par *p,
+                       moe_eval_result *r, ms_err *err) {
     memset(r, 0, sizeof *r);
     const moe_config *c = &m->cfg;
     if (e->d != c->d)
@@ -433,16 +509,15 @@ int moe_eval_layer(const moe_model *m, const evalset *e, moe_eval_result *r, ms_
                        e->path ? e->path : "evaluation set", e->d, c->d);
     int n = c->n, d = c->d, N = e->N;
     result_init(r, n);
-    workspace w;
-    ws_alloc(&w, c, N < MOE_CHUNK ? N : MOE_CHUNK);
+    ev_job j = {.m = m, .X = e->inputs, .N = N};
+    j.G = ms_malloc((size_t)(N ? N : 1) * n * sizeof(float)); // (N, n)
+    j.ss = ms_malloc((size_t)(N ? N : 1) * sizeof(double));   // (N)
+    ev_run(&j, p);
+    load_accumulate(r, j.G, N, n);
     double ss = 0.0;
-    for (int b0 = 0; b0 < N; b0 += MOE_CHUNK) {
-        int bs = N - b0 < MOE_CHUNK ? N - b0 : MOE_CHUNK;
-        layer_chunk(m, e->inputs + (size_t)b0 * d, bs, &w);
-        load_accumulate(r, w.G, bs, n);
-        for (size_t q = 0; q < (size_t)bs * d; q++) ss += (double)w.D[q] * w.D[q];
-    }
-    ws_free(&w);
+    for (int b = 0; b < N; b++) ss += j.ss[b];
+    free(j.G);
+    free(j.ss);
     r->loss = ss / ((double)N * d);
     r->accuracy = -1.0;
     for (int i = 0; i < n; i++) {
@@ -450,6 +525,10 @@ int moe_eval_layer(const moe_model *m, const evalset *e, moe_eval_result *r, ms_
         r->load_frac[i] /= N;
     }
     return 0;
+}
+
+int moe_eval_layer(const moe_model *m, const evalset *e, moe_eval_result *r, ms_err *err) {
+    return moe_eval_layer_par(m, e, NULL, r, err);
 }
 
 void moe_eval_result_free(moe_eval_result *r) {

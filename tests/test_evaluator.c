@@ -495,12 +495,64 @@ static void test_route_rules(void) {
     moe_route(&w, s4, 1, g);
     CHECK(fabs(g[0] - 2.0 * exp(1.0) / (exp(1.0) + 2.0)) < 1e-6 && g[1] == 0 && g[2] == 0,
           "top-1 scaled by its probability (x scale 2): %g", g[0]);
+static int results_identical(const moe_eval_result *a, const moe_eval_result *b, int n) {
+    return memcmp(&a->loss, &b->loss, sizeof(double)) == 0 &&
+           memcmp(&a->accuracy, &b->accuracy, sizeof(double)) == 0 &&
+           memcmp(a->load_mean, b->load_mean, (size_t)n * sizeof(double)) == 0 &&
+           memcmp(a->load_frac, b->load_frac, (size_t)n * sizeof(double)) == 0;
+}
+
+/* moe_eval / moe_eval_layer give the same bits for every thread count: one
+ * thread is the reference, then 2, 3, 8 (more threads than the 3 or 4 items
+ * of work) and the default. Every variant (top-k gathers rows per expert),
+ * a bench-sized layer (full BLAS tiles), regression targets and a headless
+ * layer. */
+static void test_eval_split(void) {
+    static const moe_par splits[] = {{2}, {3}, {8}, {0}};
+    variant big = {"bench-sized dense relu", 8, 64, 128, ROUTER_DENSE, 2, ACT_RELU, 0, 10, 1, 1};
+    for (int v = 0; v <= NVARIANTS + 1; v++) {
+        const variant *V = v < NVARIANTS ? &VARIANTS[v] : &big;
+        int regression = v == NVARIANTS + 1, N = v >= NVARIANTS ? 4001 : 3001;
+        moe_model m;
+        make_model(&m, V->n, V->d, V->h, V->router, V->k, V->act, V->s, V->C, V->norm,
+                   V->residual, 900 + (uint64_t)v);
+        evalset e;
+        memset(&e, 0, sizeof e);
+        e.N = N;
+        e.d = V->d;
+        e.C = V->C;
+        e.inputs = random_inputs(N, V->d, 77 + (uint64_t)v);
+        if (V->C && regression) {
+            e.targets = random_inputs(N, V->C, 99);
+        } else if (V->C) {
+            e.labels = ms_malloc((size_t)N * sizeof(int32_t));
+            for (int b = 0; b < N; b++) e.labels[b] = (b * 7 + 3) % V->C;
+        }
+        ms_err err;
+        moe_eval_result ref, r;
+        moe_par one = {1};
+        int rc = V->C ? moe_eval_par(&m, &e, &one, &ref, &err)
+                      : moe_eval_layer_par(&m, &e, &one, &ref, &err);
+        CHECK(rc == 0 && isfinite(ref.loss), "%s: reference eval", V->name);
+        for (size_t q = 0; q < sizeof splits / sizeof splits[0]; q++) {
+            rc = V->C ? moe_eval_par(&m, &e, &splits[q], &r, &err)
+                      : moe_eval_layer_par(&m, &e, &splits[q], &r, &err);
+            CHECK(rc == 0 && results_identical(&ref, &r, V->n),
+                  "%s%s: %d threads: loss %.17g vs %.17g (one thread)", V->name,
+                  regression ? " (regression)" : "", splits[q].threads, r.loss, ref.loss);
+            moe_eval_result_free(&r);
+        }
+        moe_eval_result_free(&ref);
+        evalset_free(&e);
+        moe_free(&m);
+    }
 }
 
 int main(void) {
     test_route();
     test_route_rules();
     test_router_variants();
+    test_eval_split();
     test_forward_vs_ref();
     test_symmetries();
     test_save_load();

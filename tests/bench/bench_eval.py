@@ -1,17 +1,21 @@
 """tests/bench/bench_eval.py - evaluator throughput (samples/s): `moescope eval`
-against the numpy oracle (tests/oracle.py, float64, same files), side by side.
+against a numpy float32 forward of the same layer (tests/bench/peer_eval.py),
+side by side, on an otherwise idle machine and with one core kept busy.
 
-The C time is measured in-process with `eval --repeat R`, which times only the
-evaluation passes (loading excluded) and reports them on stderr; the numpy time
-is the best of a few oracle.eval calls on the same arrays."""
+moescope runs with its default settings (one worker per CPU, BLAS
+single-threaded inside them); its time is measured in-process with
+`eval --repeat R` (evaluation passes only, loading excluded, wall clock).
+The peer is numpy as shipped (OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE removed
+from its environment if this machine sets them; its BLAS uses every core),
+best of a few whole-set evaluations, wall clock. Both losses are printed; they
+agree to float32 rounding. "busy": a spinning process holds one core during
+both measurements (a workstation doing something else). The load average
+is printed, since other users of the machine count as busy cores too."""
 import os
 import re
 import subprocess
 import sys
 import tempfile
-import time
-
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
@@ -19,6 +23,7 @@ import gen_ckpt  # noqa: E402
 import oracle  # noqa: E402
 
 MOESCOPE = os.path.abspath(os.environ.get("MOESCOPE", "./moescope"))
+PYTHON = os.environ.get("PYTHON", sys.executable)
 N, D, H = 20000, 64, 128
 CASES = [
     ("4 experts dense relu", dict(n=4, router="dense", act="relu")),
@@ -34,21 +39,39 @@ def c_rate(ck, ev, repeat):
     if r.returncode:
         raise SystemExit("moescope eval failed: " + r.stderr)
     m = re.search(r"([0-9.]+) s per run", r.stderr)
-    return N / float(m.group(1))
+    loss = float(re.search(r"^loss\s+(\S+)", r.stdout, re.M).group(1))
+    return N / float(m.group(1)), loss
 
 
-def np_rate(L, evo, reps=3):
-    best = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        oracle.eval(L, evo)
-        best = min(best, time.perf_counter() - t0)
-    return N / best
+def np_rate(ck, ev, reps):
+    env = dict(os.environ)
+    env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("OPENBLAS_L2_SIZE", None)
+    r = subprocess.run([PYTHON, os.path.join(HERE, "peer_eval.py"), ck, ev, str(reps)],
+                       capture_output=True, text=True, env=env)
+    if r.returncode:
+        raise SystemExit("peer_eval.py failed: " + r.stderr)
+    m = re.search(r"PEER_EVAL_SECONDS (\S+) LOSS (\S+)", r.stdout)
+    return N / float(m.group(1)), float(m.group(2))
+
+
+class Busy:
+    """One process spinning on a core while the block runs."""
+
+    def __enter__(self):
+        self.p = subprocess.Popen([PYTHON, "-c", "while True: pass"])
+        return self
+
+    def __exit__(self, *exc):
+        self.p.kill()
+        self.p.wait()
 
 
 def main():
-    print("bench_eval: N = %d samples, d = %d, h = %d (samples/s, higher is better)" % (N, D, H))
-    print("%-28s %14s %14s %8s" % ("layer", "moescope", "numpy", "ratio"))
+    print("bench_eval: N = %d samples, d = %d, h = %d; samples/s (higher is better); "
+          "load average %.2f %.2f %.2f" % ((N, D, H) + os.getloadavg()))
+    print("%-26s %-6s %10s %12s %7s   %s" % ("layer", "cores", "moescope", "numpy f32",
+                                             "ratio", "loss (moescope, numpy)"))
     with tempfile.TemporaryDirectory() as tmp:
         for i, (name, kw) in enumerate(CASES):
             t, meta = gen_ckpt.make_layer(seed=1 + i, d=D, h=H, classes=10, **kw)
@@ -57,9 +80,18 @@ def main():
             evp = os.path.join(tmp, "e.safetensors")
             oracle.write_safetensors(ck, t, meta)
             oracle.write_safetensors(evp, ev)
-            rc = c_rate(ck, evp, 5)
-            rn = np_rate(oracle.load_layer(ck), oracle.load_evalset(evp))
-            print("%-28s %14.0f %14.0f %7.1fx" % (name, rc, rn, rc / rn))
+            for mode in ("idle", "busy"):
+                if mode == "busy":
+                    with Busy():
+                        rc, lc = c_rate(ck, evp, 5)
+                        rn, ln = np_rate(ck, evp, 3)
+                else:
+                    rc, lc = c_rate(ck, evp, 5)
+                    rn, ln = np_rate(ck, evp, 3)
+                print("%-26s %-6s %10.0f %12.0f %6.1fx   %.6f %.6f" % (
+                    name, "1 busy" if mode == "busy" else "idle", rc, rn, rc / rn, lc, ln))
+                sys.stdout.flush()
+    print("load average at the end: %.2f %.2f %.2f" % os.getloadavg())
 
 
 if __name__ == "__main__":
