@@ -495,6 +495,8 @@ static void test_route_rules(void) {
     moe_route(&w, s4, 1, g);
     CHECK(fabs(g[0] - 2.0 * exp(1.0) / (exp(1.0) + 2.0)) < 1e-6 && g[1] == 0 && g[2] == 0,
           "top-1 scaled by its probability (x scale 2): %g", g[0]);
+}
+
 static int results_identical(const moe_eval_result *a, const moe_eval_result *b, int n) {
     return memcmp(&a->loss, &b->loss, sizeof(double)) == 0 &&
            memcmp(&a->accuracy, &b->accuracy, sizeof(double)) == 0 &&
