@@ -67,3 +67,7 @@ teacher_set() { # name n
 }
 teacher_set teacher4 4
 teacher_set teacher8 8
+
+# 5. a pair in a real family's layout: Mixtral names, BF16, two shards, index and
+#    config.json, and an inputs-only evaluation set (see make_mixtral.sh)
+MOESCOPE="$MOESCOPE" PYTHON="$PYTHON" bash make_mixtral.sh "$HERE/mixtral4"

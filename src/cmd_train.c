@@ -26,7 +26,7 @@ static const char *USAGE =
     "       moescope train --head TEACHER.safetensors -o OUT      (teacher-student)\n"
     "       moescope train --make-teacher -o TEACHER.safetensors [--embed-dim 8] [--classes 8]\n"
     "       [--n 4] [--h 16] [--router dense|topk] [--k 2] [--shared 0]\n"
-    "       [--act relu|gelu|silu_glu] [--no-residual] [--epochs 60] [--lr 0.003]\n"
+    "       [--act relu|gelu|silu_glu] [--no-residual] [--no-bias] [--epochs 60] [--lr 0.003]\n"
     "       [--schedule constant|cosine] [--aux 0] [--batch 32] [--seed 1]\n"
     "       [--embed-dim 32] [--embed-seed 0] [--embed-scale 1] [--samples 20000]\n"
     "       [--gate-scale 2sqrt(d)] [--out-scale 3]\n"
@@ -57,13 +57,15 @@ static void help(void) {
            "  --eval-out FILE   also write the test split's MoE-layer inputs and labels or\n"
            "                    targets\n"
            "  --variant NAME    recorded in the metadata (train.variant)\n"
+           "  --no-bias         no gate or expert biases (they stay 0, untrained), as in\n"
+           "                    Mixtral-style layers\n"
            "Training is single-threaded so the same seed gives the same bytes.\n",
            USAGE);
 }
 
 typedef struct {
     const char *data, *out, *head, *eval_out, *variant;
-    int pretrain, make_teacher, quiet, residual, cosine;
+    int pretrain, make_teacher, quiet, residual, cosine, no_bias;
     long n, h, k, s, epochs, batch, d, seed, embed_seed, classes, samples;
     double lr, embed_scale, aux, gate_scale, out_scale;
     int have_d, have_es, have_sc;
@@ -158,6 +160,7 @@ static int parse_args(train_args *t, int argc, char **argv) {
         if (!strcmp(a, "--make-teacher")) { t->make_teacher = 1; continue; }
         if (!strcmp(a, "--quiet")) { t->quiet = 1; continue; }
         if (!strcmp(a, "--no-residual")) { t->residual = 0; continue; }
+        if (!strcmp(a, "--no-bias")) { t->no_bias = 1; continue; }
         if (i + 1 >= argc) return cli_usage_error(USAGE, "train: %s needs a value", a);
         const char *v = argv[++i];
         int r = parse_valued(t, a, v);
@@ -230,6 +233,8 @@ static void base_config(moe_config *c, const train_args *t, int d, int C) {
     c->act = t->act;
     c->residual = t->residual;
     c->has_gate_bias = c->has_expert_bias = c->has_norm = c->has_head = 1;
+    // --no-bias: gate and expert biases stay 0 (Mixtral-style layers have none)
+    if (t->no_bias && !t->pretrain) c->has_gate_bias = c->has_expert_bias = 0;
 }
 
 /* --make-teacher: a random teacher, no training. */

@@ -624,13 +624,14 @@ static void adam_expert(adam_state *a, moe_model *m, moe_expert *e, const moe_ex
                         float lr_t) {
     const moe_config *c = &m->cfg;
     size_t hd = (size_t)c->h * c->d;
+    size_t nb = c->has_expert_bias ? 1 : 0; // a bias-free layer keeps its zero biases
     adam_segment(a, m, e->fc1_w, ge->fc1_w, hd, lr_t);
-    adam_segment(a, m, e->fc1_b, ge->fc1_b, (size_t)c->h, lr_t);
+    adam_segment(a, m, e->fc1_b, ge->fc1_b, nb * c->h, lr_t);
     adam_segment(a, m, e->fc2_w, ge->fc2_w, hd, lr_t);
-    adam_segment(a, m, e->fc2_b, ge->fc2_b, (size_t)c->d, lr_t);
+    adam_segment(a, m, e->fc2_b, ge->fc2_b, nb * c->d, lr_t);
     if (c->act == ACT_SILU_GLU) {
         adam_segment(a, m, e->fc3_w, ge->fc3_w, hd, lr_t);
-        adam_segment(a, m, e->fc3_b, ge->fc3_b, (size_t)c->h, lr_t);
+        adam_segment(a, m, e->fc3_b, ge->fc3_b, nb * c->h, lr_t);
     }
 }
 
@@ -641,7 +642,7 @@ void adam_step(adam_state *a, moe_model *m, const moe_model *g, double lr, int w
     double lr_t = lr * sqrt(1.0 - pow(0.999, (double)a->t)) / (1.0 - pow(0.9, (double)a->t));
     float lt = (float)lr_t;
     adam_segment(a, m, m->gate_w, g->gate_w, (size_t)c->n * c->d, lt);
-    adam_segment(a, m, m->gate_b, g->gate_b, (size_t)c->n, lt);
+    adam_segment(a, m, m->gate_b, g->gate_b, c->has_gate_bias ? (size_t)c->n : 0, lt);
     for (int i = 0; i < c->n; i++) adam_expert(a, m, &m->experts[i], &g->experts[i], lt);
     for (int j = 0; j < c->s; j++) adam_expert(a, m, &m->shared[j], &g->shared[j], lt);
     if (with_head) {
