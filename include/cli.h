@@ -29,6 +29,10 @@ int tui_main(int argc, char **argv);
 int cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print "moescope: msg" to stderr; returns 1. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The usage error for getopt_long's '?' or ':' result ch: names the argument as
+ * typed (for "-dash.safetensors", the unknown '-d' in it, with a hint for file
+ * names that start with '-'). Returns 2. */
+int cli_option_error(const char *usage, const char *cmd, int ch, int argc, char **argv);
 /* Parse "2,0,3,1" or "2 0 3 1" into a permutation of 0..n-1; -1 if not one. */
 int cli_parse_order(const char *s, int *order, int n);
 /* Progress bar on stderr, only when stderr is a terminal. */

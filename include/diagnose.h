@@ -71,6 +71,14 @@ const dg_finding *dg_find(const dg_list *l, const char *code, const char *who);
 #define DG_MARGIN_TINY 0.01  /* relative assignment margin below which it is ambiguous */
 #define DG_OUTPUT_SAMPLES 2048
 #define DG_WM_MAX_H 512      /* larger experts: Gram distances instead of n^2/2 assignments */
+#define DG_WM_MAX_PAIRS 20000 /* more pairs of experts (n > 200): Gram distances too */
+/* Bounds that keep n = 4096 finishing (the plain forms are O(n^4) and O(n^2 N d)):
+ * gate differences for n > DG_GATE_DIFF_PLAIN_N by a pruned sweep of at most
+ * DG_GATE_DIFF_WORK distance evaluations; the output distances on at most
+ * DG_OUTPUT_WORK / (n^2 / 2 d) samples (and at least 16). */
+#define DG_GATE_DIFF_PLAIN_N 64
+#define DG_GATE_DIFF_WORK 5e7
+#define DG_OUTPUT_WORK 4e9
 
 /* Per-checkpoint numbers. Arrays are malloc'd; free with diag_ckpt_free. */
 typedef struct {
@@ -92,6 +100,7 @@ typedef struct {
     int gate_row_pair[2];
     double gate_diff_min, gate_diff_min_rel;
     int gate_diff_pairs[4];     /* (i, j), (k, l) */
+    int gate_diff_exhaustive;   /* 0: the sweep stopped at DG_GATE_DIFF_WORK, min is an upper bound */
     int nsigma;                 /* n - 1 */
     double *sigma;              // (n-1) singular values of M, descending (zeros past d)
     int rank;

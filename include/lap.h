@@ -35,7 +35,8 @@ int lap_solve_brute(const double *cost, int nr, int nc, int maximize, int *row_t
                     double *total, ms_err *err);
 
 /* Best assignment that differs from `given` in at least one row (square only,
- * n <= 9: exhaustive; larger: by forbidding each assigned cell in turn).
+ * n <= 9: exhaustive; larger and `given` optimal: the minimum-weight cycle of
+ * the exchange graph, O(n^3); otherwise by forbidding each assigned cell in turn).
  * Its total goes to *second; returns -1 when n < 2. */
 int lap_second_best(const double *cost, int n, int maximize, const int *given,
                     int *row_to_col, double *second, ms_err *err);

@@ -10,7 +10,10 @@
  * The budget: at most MS_MEM_RATIO times the bytes of the inputs' parameters
  * and samples (as float32), but at least MS_MEM_FLOOR, and never more than
  * the machine's physical memory or the environment variable
- * MOESCOPE_MAX_MEMORY (bytes, or with a K, M or G suffix). */
+ * MOESCOPE_MAX_MEMORY (bytes, or with a K, M or G suffix).
+ *
+ * It also refuses finite values so large that the arithmetic would overflow
+ * (ms_range_check), naming the input tensor that holds them. */
 #ifndef MS_LIMITS_H
 #define MS_LIMITS_H
 
@@ -36,6 +39,13 @@ double ms_mem_machine(void);
  * the budget. -1 with a message naming the file, the shape and the bytes. */
 int ms_limits_check(const moe_model *A, const moe_model *B, const evalset *E, unsigned uses,
                     ms_err *err);
+
+/* Finite values whose products overflow: the activations bounded from the
+ * largest parameters of m (and inputs of E, when not NULL) must stay below 1e30
+ * and the expert cost's Gram entries below 1e36 (float32 ends at 3.4e38).
+ * -1 with a message naming the file and the tensor with the largest values.
+ * ms_limits_check runs it on every model it is given. */
+int ms_range_check(const moe_model *m, const evalset *E, ms_err *err);
 
 /* "8.0 GiB" into buf. */
 const char *ms_bytes_str(char *buf, size_t cap, double bytes);

@@ -1,6 +1,7 @@
 /* cli.c - helpers shared by the subcommands. */
 #include "cli.h"
 
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,25 @@ int cli_error(const char *fmt, ...) {
     va_end(ap);
     fputc('\n', stderr);
     return 1;
+}
+
+int cli_option_error(const char *usage, const char *cmd, int ch, int argc, char **argv) {
+    const char *word = optind >= 1 && optind - 1 < argc ? argv[optind - 1] : "?";
+    if (ch == '?' && optopt && optopt != '?') {
+        // an unknown short option inside "-abc": getopt has not moved past the word yet
+        if (optind < argc && argv[optind][0] == '-' && argv[optind][1] != '-' &&
+            strchr(argv[optind] + 1, optopt))
+            word = argv[optind];
+        if (word[0] == '-' && word[1] != '-' && strlen(word) > 2)
+            return cli_usage_error(usage, "%s: unknown option '-%c' in '%s' (an argument that "
+                                          "starts with '-' is read as options: for a file, write "
+                                          "./%s or put it after --)",
+                                   cmd, optopt, word, word);
+    }
+    if (ch == ':') return cli_usage_error(usage, "%s: option '%s' needs an argument", cmd, word);
+    if (ch == '?' && optopt == 0) // getopt_long: no long option of that name
+        return cli_usage_error(usage, "%s: unknown option '%s'", cmd, word);
+    return cli_usage_error(usage, "%s: unknown option or missing argument '%s'", cmd, word);
 }
 
 int cli_parse_order(const char *s, int *order, int n) {

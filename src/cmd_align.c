@@ -69,8 +69,7 @@ int cmd_align(int argc, char **argv) {
         int r = cli_align_option(&a, ch, optarg, "align", USAGE);
         if (r > 0) return r;
         if (r < 0)
-            return cli_usage_error(USAGE, "align: unknown option or missing argument '%s'",
-                                   argv[optind - 1]);
+            return cli_option_error(USAGE, "align", ch, argc, argv);
     }
     int rc = cli_align_inputs(&a, argc, argv, "align", USAGE);
     if (rc) return rc;

@@ -154,8 +154,7 @@ int cmd_cost(int argc, char **argv) {
         case 'j': json = optarg; break;
         case 'h': help(); return 0;
         default:
-            return cli_usage_error(USAGE, "cost: unknown option or missing argument '%s'",
-                                   argv[optind - 1]);
+            return cli_option_error(USAGE, "cost", ch, argc, argv);
         }
     }
     if (argc - optind != 2)

@@ -92,8 +92,7 @@ int cmd_curve(int argc, char **argv) {
         case 'l': layer = optarg; break;
         case 'h': help(); return 0;
         default:
-            return cli_usage_error(USAGE, "curve: unknown option or missing argument '%s'",
-                                   argv[optind - 1]);
+            return cli_option_error(USAGE, "curve", ch, argc, argv);
         }
     }
     if (argc - optind != 2)

@@ -81,9 +81,8 @@ int cmd_diagnose(int argc, char **argv) {
         }
         case 'h': help(); return 0;
         case ':':
-            return cli_usage_error(USAGE, "diagnose: option '%s' needs an argument",
-                                   argv[optind - 1]);
-        default: return cli_usage_error(USAGE, "diagnose: unknown option '%s'", argv[optind - 1]);
+            return cli_option_error(USAGE, "diagnose", ch, argc, argv);
+        default: return cli_option_error(USAGE, "diagnose", ch, argc, argv);
         }
     }
     if (argc - optind < 2) return cli_usage_error(USAGE, "diagnose: needs two checkpoints A and B");

@@ -120,8 +120,8 @@ int cmd_eval(int argc, char **argv) {
             break;
         }
         case 'h': help(); return 0;
-        case ':': return cli_usage_error(USAGE, "eval: option '%s' needs an argument", argv[optind - 1]);
-        default: return cli_usage_error(USAGE, "eval: unknown option '%s'", argv[optind - 1]);
+        case ':': return cli_option_error(USAGE, "eval", ch, argc, argv);
+        default: return cli_option_error(USAGE, "eval", ch, argc, argv);
         }
     }
     if (optind >= argc) return cli_usage_error(USAGE, "eval: missing the checkpoint");

@@ -99,8 +99,8 @@ int cmd_info(int argc, char **argv) {
         case 'l': layer = optarg; break;
         case 'j': json = optarg; break;
         case 'h': help(); return 0;
-        case ':': return cli_usage_error(USAGE, "info: option '%s' needs an argument", argv[optind - 1]);
-        default: return cli_usage_error(USAGE, "info: unknown option '%s'", argv[optind - 1]);
+        case ':': return cli_option_error(USAGE, "info", ch, argc, argv);
+        default: return cli_option_error(USAGE, "info", ch, argc, argv);
         }
     }
     if (optind >= argc) return cli_usage_error(USAGE, "info: missing the checkpoint");

@@ -197,8 +197,7 @@ int cmd_landscape(int argc, char **argv) {
         case 'q': show = 0; break;
         case 'h': help(); return 0;
         default:
-            return cli_usage_error(USAGE, "landscape: unknown option or missing argument '%s'",
-                                   argv[optind - 1]);
+            return cli_option_error(USAGE, "landscape", ch, argc, argv);
         }
     }
     if (argc - optind != 2)

@@ -7,6 +7,7 @@
  * and `--repeat R` solves R times and reports the best of each and the mean,
  * with the process's peak resident set (VmHWM). */
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,10 @@
 #include "cli.h"
 #include "lap.h"
 #include "safetensors.h"
+
+/* 8192 x 8192 doubles are 512 MiB and minutes of solving: a 1.6 GB file of
+ * zeros declaring 20000 x 20000 is refused before anything is read. */
+#define LAP_MAX_CELLS (8192LL * 8192)
 
 static const char *USAGE = "moescope lap COST.safetensors [--maximize] [--json F]";
 
@@ -83,6 +88,24 @@ static int read_cost(const st_file *f, const st_tensor *t, int transpose, double
         if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
     }
     return 0;
+}
+
+/* Finite costs whose sum overflows (n costs of 1e308): the total, and the
+ * solver's potentials, would be infinite. Refused naming the largest cell. */
+static int sum_can_overflow(const char *in, const double *cost, int nr, int nc, int tr,
+                            ms_err *err) {
+    size_t cells = (size_t)nr * (size_t)nc, at = 0;
+    double big = 0;
+    for (size_t k = 0; k < cells; k++)
+        if (fabs(cost[k]) > big) big = fabs(cost[k]), at = k;
+    int n = nr > nc ? nr : nc;
+    double lim = DBL_MAX / (4.0 * (n > 0 ? n : 1));
+    if (big <= lim) return 0;
+    // cost is held (nc, nr) when transposed
+    size_t i = tr ? at % (size_t)nr : at / (size_t)nc, j = tr ? at / (size_t)nr : at % (size_t)nc;
+    return ms_fail(err, "%s: tensor 'cost': |cost[%zu][%zu]| = %g; a total of up to %d such "
+                        "costs would overflow a double (each must be at most %.3g here)",
+                   in, i, j, big, n, lim);
 }
 
 static double now_seconds(clockid_t clk) {
@@ -155,11 +178,13 @@ int cmd_lap(int argc, char **argv) {
         return cli_error("%s: tensor 'cost' must be 2-D (rows, columns); it has %d dimensions",
                          in, nd);
     }
-    if (t->shape[0] > 1000000 || t->shape[1] > 1000000) {
+    if (t->shape[0] > 1000000 || t->shape[1] > 1000000 || t->numel > LAP_MAX_CELLS) {
         long long r = (long long)t->shape[0], k = (long long)t->shape[1];
         st_close(&f);
-        return cli_error("%s: tensor 'cost' is %lld x %lld; at most 1000000 rows and columns",
-                         in, r, k);
+        return cli_error("%s: tensor 'cost' is %lld x %lld; lap takes at most %lld cells "
+                         "(8192 x 8192: %lld MiB as doubles, and O(n^3) work) and 1000000 rows "
+                         "or columns",
+                         in, r, k, (long long)LAP_MAX_CELLS, (long long)LAP_MAX_CELLS * 8 >> 20);
     }
     int nr = (int)t->shape[0], nc = (int)t->shape[1];
     // more rows than columns: hold the cost transposed, (nc, nr), and solve
@@ -171,7 +196,7 @@ int cmd_lap(int argc, char **argv) {
     int *sol = tr ? ms_malloc((size_t)(nc ? nc : 1) * sizeof(int)) : row_to_col;
     int rc = 1;
     double total = 0, best = 1e300, sum = 0, best_cpu = 1e300;
-    if (read_cost(&f, t, tr, cost, &err)) {
+    if (read_cost(&f, t, tr, cost, &err) || sum_can_overflow(in, cost, nr, nc, tr, &err)) {
         cli_error("%s", err.msg);
         goto done;
     }

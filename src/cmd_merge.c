@@ -8,6 +8,9 @@
 
 #include "align.h"
 #include "cli.h"
+#include "ms_limits.h"
+
+#define MERGE_MAX_ALPHA 100.0
 
 static const char *USAGE =
     "moescope merge A.safetensors B.safetensors -o OUT [--alpha 0.5] [--method gate|expert] "
@@ -57,14 +60,19 @@ int cmd_merge(int argc, char **argv) {
             alpha = strtod(optarg, &end);
             if (end == optarg || *end || !isfinite(alpha))
                 return cli_usage_error(USAGE, "merge: --alpha needs a number, not '%s'", optarg);
+            // beyond this the soup is an extrapolation by orders of magnitude (and 1e20
+            // times a weight overflows float32): a mistake, not a merge
+            if (fabs(alpha) > MERGE_MAX_ALPHA)
+                return cli_usage_error(USAGE, "merge: --alpha %s is out of range (-%g..%g; 0 "
+                                              "gives A, 1 gives aligned B)",
+                                       optarg, MERGE_MAX_ALPHA, MERGE_MAX_ALPHA);
             alpha_str = optarg;
             continue;
         }
         int r = cli_align_option(&a, ch, optarg, "merge", USAGE);
         if (r > 0) return r;
         if (r < 0)
-            return cli_usage_error(USAGE, "merge: unknown option or missing argument '%s'",
-                                   argv[optind - 1]);
+            return cli_option_error(USAGE, "merge", ch, argc, argv);
     }
     int rc = cli_align_inputs(&a, argc, argv, "merge", USAGE);
     if (rc) return rc;
@@ -93,6 +101,21 @@ int cmd_merge(int argc, char **argv) {
         if (c->has_norm) {
             memcpy(M.norm_w, A->norm_w, (size_t)c->d * sizeof(float)); // (d)
             memcpy(M.norm_b, A->norm_b, (size_t)c->d * sizeof(float)); // (d)
+        }
+    }
+    {
+        // (1 - alpha) A + alpha B' of values near the limits can overflow: blame the merge
+        char label[80], *path = M.path;
+        snprintf(label, sizeof label, "the merge (1 - %g) A + %g B'", alpha, alpha);
+        M.path = label;
+        int bad = ms_range_check(&M, NULL, &err);
+        M.path = path;
+        if (bad) {
+            rc = cli_error("%s", err.msg);
+            moe_free(&M);
+            moe_free(&Bp);
+            align_result_free(&res);
+            goto done;
         }
     }
     moe_meta_set(&M, "moescope.merge.a", pa);

@@ -77,8 +77,8 @@ int cmd_scramble(int argc, char **argv) {
         }
         case 'l': layer = optarg; break;
         case 'h': help(); return 0;
-        case ':': return cli_usage_error(USAGE, "scramble: option '%s' needs an argument", argv[optind - 1]);
-        default: return cli_usage_error(USAGE, "scramble: unknown option '%s'", argv[optind - 1]);
+        case ':': return cli_option_error(USAGE, "scramble", ch, argc, argv);
+        default: return cli_option_error(USAGE, "scramble", ch, argc, argv);
         }
     }
     if (optind >= argc) return cli_usage_error(USAGE, "scramble: missing the checkpoint A");

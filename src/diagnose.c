@@ -7,6 +7,7 @@
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,7 +279,7 @@ static int ckpt_expert_distances(const moe_model *m, diag_ckpt *s, ms_err *err) 
     s->expert_rms = sqrt(sq / n);
     s->expert_min = INFINITY;
     s->expert_pair[0] = s->expert_pair[1] = -1;
-    if (h > DG_WM_MAX_H) {
+    if (h > DG_WM_MAX_H || (double)n * (n - 1) / 2 > DG_WM_MAX_PAIRS) {
         // n(n-1)/2 assignments of size h would be slow: use the hidden-permutation
         // invariant Gram distance of the expert cost instead, relative to its mean
         // off-diagonal value
@@ -325,6 +326,8 @@ static void ckpt_output_distances(const moe_model *m, const evalset *E, diag_ckp
     const moe_config *c = &m->cfg;
     int n = c->n, d = c->d, h = c->h;
     int N = E->N < DG_OUTPUT_SAMPLES ? E->N : DG_OUTPUT_SAMPLES;
+    double cap = DG_OUTPUT_WORK / ((double)n * (n - 1) / 2 * d); // n^2/2 pairs x N d each
+    if (N > cap) N = cap < 16 ? (E->N < 16 ? E->N : 16) : (int)cap;
     s->has_outputs = 1;
     s->nsamples = N;
     float *O = ms_malloc((size_t)n * N * d * sizeof(float)); // (n, N, d)
@@ -358,6 +361,79 @@ static void ckpt_output_distances(const moe_model *m, const evalset *E, diag_ckp
 }
 
 /* Gate rows r_i = [W_i | b_i] (n, d+1) and the two "distinct" statistics. */
+/* One unordered pair i < j of gate rows, by |projection of r_i - r_j|. */
+typedef struct {
+    float key;
+    uint16_t i, j;
+} gd_pair;
+
+static int gd_cmp(const void *a, const void *b) {
+    float x = ((const gd_pair *)a)->key, y = ((const gd_pair *)b)->key;
+    return (x > y) - (x < y);
+}
+
+/* The smallest |(r_i - r_j) - (r_k - r_l)| for large n, without the n^4 loop:
+ * both (r_i - r_j) - (r_k - r_l) and (r_i - r_j) + (r_k - r_l) (that is, the pair
+ * (l, k)) are at least ||a| - |b|| where a, b are the projections of the two
+ * differences on a fixed direction u (|u| = 1). So sorted by |projection|, a pair of
+ * pairs further apart than the best found so far is never examined. Exact; the work
+ * is bounded by DG_GATE_DIFF_WORK distance evaluations, beyond which the minimum
+ * found so far is reported as an upper bound (s->gate_diff_exhaustive = 0). */
+static void gate_diff_sweep(const double *r, int n, int D, diag_ckpt *s) {
+    size_t M = (size_t)n * (n - 1) / 2;
+    double *u = ms_malloc((size_t)D * sizeof(double));
+    double un = 0;
+    for (int q = 0; q < D; q++) u[q] = sin(1.0 + 2.718281828 * q), un += u[q] * u[q]; // fixed, generic
+    for (int q = 0; q < D; q++) u[q] /= sqrt(un);
+    double *proj = ms_malloc((size_t)n * sizeof(double));
+    for (int i = 0; i < n; i++) {
+        proj[i] = 0;
+        for (int q = 0; q < D; q++) proj[i] += r[(size_t)i * D + q] * u[q];
+    }
+    gd_pair *P = ms_malloc(M * sizeof(gd_pair));
+    size_t m = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) P[m++] = (gd_pair){(float)fabs(proj[i] - proj[j]), (uint16_t)i, (uint16_t)j};
+    qsort(P, M, sizeof *P, gd_cmp);
+    double best = INFINITY, work = 0;
+    s->gate_diff_exhaustive = 1;
+    for (size_t a = 0; a < M && best > 0; a++) {
+        for (size_t b = a; b < M; b++) {
+            // the float keys are rounded: a margin keeps the pruning exact
+            if ((double)P[b].key - P[a].key > best * (1 + 1e-5) + 1e-30) break;
+            if (++work > DG_GATE_DIFF_WORK) {
+                s->gate_diff_exhaustive = 0;
+                goto stop;
+            }
+            int i = P[a].i, j = P[a].j, k = P[b].i, l = P[b].j;
+            const double *ri = r + (size_t)i * D, *rj = r + (size_t)j * D, *rk = r + (size_t)k * D,
+                         *rl = r + (size_t)l * D;
+            // same pair (a == b): only its sum 2(r_i - r_j); else both signs
+            double sm = 0, sp = 0;
+            for (int q = 0; q < D; q++) {
+                double x = ri[q] - rj[q], y = rk[q] - rl[q];
+                sm += (x - y) * (x - y);
+                sp += (x + y) * (x + y);
+            }
+            if (a != b && sqrt(sm) < best) {
+                best = sqrt(sm);
+                s->gate_diff_pairs[0] = i, s->gate_diff_pairs[1] = j;
+                s->gate_diff_pairs[2] = k, s->gate_diff_pairs[3] = l;
+            }
+            if (sqrt(sp) < best) {
+                best = sqrt(sp);
+                s->gate_diff_pairs[0] = i, s->gate_diff_pairs[1] = j;
+                s->gate_diff_pairs[2] = l, s->gate_diff_pairs[3] = k;
+            }
+        }
+    }
+stop:
+    s->gate_diff_min = best;
+    free(u);
+    free(proj);
+    free(P);
+}
+
 static void ckpt_gate(const moe_model *m, diag_ckpt *s) {
     const moe_config *c = &m->cfg;
     int n = c->n, d = c->d, D = d + 1;
@@ -396,8 +472,10 @@ static void ckpt_gate(const moe_model *m, diag_ckpt *s) {
     // symmetric under (i,j,k,l) -> (l,k,j,i) and (k,l,i,j), so half the loops would do,
     // but n is small (n^4 (d+1) flops) and the plain form is easy to check.
     s->gate_diff_min = INFINITY;
+    s->gate_diff_exhaustive = 1;
     for (int q = 0; q < 4; q++) s->gate_diff_pairs[q] = -1;
-    for (int i = 0; i < n; i++)
+    if (n > DG_GATE_DIFF_PLAIN_N) gate_diff_sweep(r, n, D, s);
+    for (int i = 0; i < n && n <= DG_GATE_DIFF_PLAIN_N; i++)
         for (int j = 0; j < n; j++) {
             if (i == j) continue;
             for (int k = 0; k < n; k++)
@@ -475,9 +553,9 @@ int diag_checkpoint(const moe_model *m, const evalset *E, const char *who, diag_
         else if (s->expert_gram)
             dg_add(out, DG_OK, "experts_distinct", W, s->expert_min,
                    "experts%s are pairwise distinct: the closest pair, %d and %d, has Gram "
-                   "distance %.3g (%.3g of the mean; h = %d > %d, so Gram matrices instead of "
-                   "weight matching)",
-                   of, i, j, s->expert_min, s->expert_min_rel, c->h, DG_WM_MAX_H);
+                   "distance %.3g (%.3g of the mean; n = %d, h = %d: Gram matrices instead of "
+                   "weight matching every pair)",
+                   of, i, j, s->expert_min, s->expert_min_rel, c->n, c->h);
         else
             dg_add(out, DG_OK, "experts_distinct", W, s->expert_min,
                    "experts%s are pairwise distinct: the closest pair, %d and %d, is %.3g apart "
@@ -523,8 +601,9 @@ int diag_checkpoint(const moe_model *m, const evalset *E, const char *who, diag_
         else
             dg_add(out, DG_OK, "gate_diffs_distinct", W, s->gate_diff_min,
                    "gate differences W_i - W_j%s are pairwise distinct: the closest two, W%d - "
-                   "W%d and W%d - W%d, are %.3g apart (%.3g of the gate scale)",
-                   of, g[0], g[1], g[2], g[3], s->gate_diff_min, s->gate_diff_min_rel);
+                   "W%d and W%d - W%d, are %.3g apart (%.3g of the gate scale)%s",
+                   of, g[0], g[1], g[2], g[3], s->gate_diff_min, s->gate_diff_min_rel,
+                   s->gate_diff_exhaustive ? "" : " or less (the search was cut short)");
     }
     // 5. top-k conditions
     if (s->topk) {

@@ -93,6 +93,79 @@ int lap_solve_brute(const double *cost, int nr, int nc, int maximize, int *row_t
     return 0;
 }
 
+/* The best assignment other than an optimal `given` (sigma), in O(n^3) worst
+ * case (n solves of Murty's split would be O(n^4): minutes at n = 4096).
+ * Any other assignment differs from sigma by disjoint cycles of rows, row i
+ * taking column sigma(k) at a change of w(i,k) = c[i][sigma(k)] - c[i][sigma(i)].
+ * sigma optimal means no cycle is negative, so the best other assignment is
+ * sigma moved along one minimum-weight cycle of length >= 2. Potentials p
+ * (shortest distances from a virtual source: Bellman-Ford rounds of O(n^2))
+ * make w(i,k) + p(i) - p(k) >= 0; then a Dijkstra from each row, pruned at
+ * the best cycle found so far, finds the minimum cycle. Returns 1 (and
+ * leaves row_to_col alone) if given is not optimal (a negative cycle). */
+static int second_by_cycles(const double *cost, int n, int maximize, const int *sg,
+                            int *row_to_col) {
+    double s = maximize ? -1.0 : 1.0;
+#define W(i, k) (s * cost[(size_t)(i) * n + sg[k]] - s * cost[(size_t)(i) * n + sg[i]])
+    double *p = ms_calloc((size_t)n, sizeof(double));
+    double *dist = ms_malloc((size_t)n * sizeof(double));
+    int *pred = ms_malloc((size_t)n * sizeof(int)), *best_pred = ms_malloc((size_t)n * sizeof(int));
+    char *done = ms_malloc((size_t)n);
+    int rc = 0, changed = 1;
+    for (int round = 0; changed && rc == 0; round++) {
+        if (round > n) rc = 1; /* still improving after n rounds: a negative cycle */
+        changed = 0;
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < n; k++) {
+                double v = p[i] + W(i, k);
+                if (k != i && v < p[k] - 1e-12 * (fabs(p[k]) + fabs(v))) p[k] = v, changed = 1;
+            }
+    }
+    double best = INFINITY;
+    int best_s = -1, best_last = -1;
+    for (int src = 0; src < n && rc == 0; src++) {
+        for (int v = 0; v < n; v++) dist[v] = INFINITY, done[v] = 0, pred[v] = -1;
+        dist[src] = 0;
+        int improved = 0;
+        for (;;) {
+            int u = -1;
+            for (int v = 0; v < n; v++)
+                if (!done[v] && (u < 0 || dist[v] < dist[u])) u = v;
+            if (u < 0 || !(dist[u] < best)) break; /* pruned: no shorter cycle through src */
+            done[u] = 1;
+            for (int v = 0; v < n; v++) {
+                if (v == u) continue;
+                double wr = W(u, v) + p[u] - p[v];
+                if (wr < 0) wr = 0; /* rounding: reduced weights are >= 0 */
+                if (v == src) {
+                    if (dist[u] + wr < best) best = dist[u] + wr, best_s = src, best_last = u,
+                                             improved = 1;
+                } else if (!done[v] && dist[u] + wr < dist[v]) {
+                    dist[v] = dist[u] + wr;
+                    pred[v] = u;
+                }
+            }
+        }
+        if (improved) memcpy(best_pred, pred, (size_t)n * sizeof(int));
+    }
+#undef W
+    if (rc == 0 && best_s >= 0) {
+        // the cycle src -> ... -> last -> src: each row takes the column of its successor
+        memcpy(row_to_col, sg, (size_t)n * sizeof(int));
+        int next = best_s;
+        for (int u = best_last; u >= 0; next = u, u = u == best_s ? -1 : best_pred[u])
+            row_to_col[u] = sg[next];
+    } else if (rc == 0) {
+        rc = 1;
+    }
+    free(p);
+    free(dist);
+    free(pred);
+    free(best_pred);
+    free(done);
+    return rc;
+}
+
 int lap_second_best(const double *cost, int n, int maximize, const int *given, int *row_to_col,
                     double *second, ms_err *err) {
     if (n < 2) return ms_fail(err, "lap_second_best: needs n >= 2 (n = %d)", n);
@@ -106,8 +179,10 @@ int lap_second_best(const double *cost, int n, int maximize, const int *given, i
         for (size_t k = 0; k < nn; k++) c[k] = maximize ? -cost[k] : cost[k];
         double s;
         brute_run(c, n, n, given, row_to_col, &s); /* n >= 2: another permutation exists */
+    } else if (second_by_cycles(cost, n, maximize, given, row_to_col) == 0) {
+        // done in O(n^3) (given was optimal, as lap_solve returns it)
     } else {
-        // Murty's first split: the second best differs from given in some row
+        // given is not optimal: Murty's first split: the second best differs from given in some row
         // r, so it is the best over r of "given[r] forbidden". Forbidding is a
         // large finite cost: any assignment through it costs more than every
         // assignment avoiding it (n cells of at most maxabs each).

@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "family.h"
@@ -38,6 +39,45 @@ static void usage(FILE *fp) {
         fprintf(fp, "  %-10s %s\n", commands[i].name, commands[i].summary);
 }
 
+/* Levenshtein distance (command names are short). */
+static int edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 32 || lb > 32) return 99;
+    int d[33][33];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+            d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+    return d[la][lb];
+}
+
+/* argv[1] is neither a command nor a checkpoint when it is a bare word (letters,
+ * digits, '-' or '_', no '.' or '/') that names no file: `moescope landscpe A B`. */
+static int unknown_command(const char *w) {
+    struct stat st;
+    if (!*w || w[0] == '-' || stat(w, &st) == 0) return 0;
+    for (const char *p = w; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '_'))
+            return 0;
+    size_t best = 0;
+    int bd = 99;
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        int dd = edit_distance(w, commands[i].name);
+        if (dd < bd) bd = dd, best = i;
+    }
+    fprintf(stderr, "moescope: unknown command '%s'", w);
+    if (bd <= 2 || (bd <= 3 && strlen(w) >= 7))
+        fprintf(stderr, " (did you mean '%s'?)", commands[best].name);
+    fprintf(stderr, "\nusage: moescope COMMAND [options], or moescope A.safetensors B.safetensors "
+                    "for the explorer; 'moescope --help' lists the commands\n");
+    return 1;
+}
+
 int main(int argc, char **argv) {
     signal(SIGXFSZ, SIG_IGN); // past a file-size limit, write(2) fails with EFBIG and we report it
     if (argc < 2) {
@@ -56,5 +96,6 @@ int main(int argc, char **argv) {
     if (rc) return rc;
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    if (unknown_command(argv[1])) return 2;
     return tui_main(argc, argv);
 }

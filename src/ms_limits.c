@@ -1,6 +1,7 @@
 /* ms_limits.c - the derived-memory budget (see ms_limits.h). */
 #include "ms_limits.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,8 +84,85 @@ static void eval_needs(need *w, const moe_model *m, const evalset *E, unsigned u
     }
 }
 
+
+/* ---- value ranges: finite inputs whose products overflow float32 ---- */
+
+/* The largest |value| of one kind of tensor (e.g. every expert's fc1.weight)
+ * and where it is. */
+typedef struct {
+    double v;
+    char where[240];
+} vmax;
+
+static void scan(vmax *m, const float *p, size_t k, const char *file, const char *fmt,
+                 const char *L, int i) {
+    if (!p) return;
+    double best = 0;
+    size_t at = 0;
+    for (size_t q = 0; q < k; q++)
+        if (fabs(p[q]) > best) best = fabs(p[q]), at = q;
+    if (!(best > m->v)) return;
+    char name[160];
+    snprintf(name, sizeof name, fmt, L, i);
+    m->v = best;
+    snprintf(m->where, sizeof m->where, "%s: tensor '%s' holds values up to %.3g (element %zu)",
+             file, name, best, at);
+}
+
+/* The magnitudes moescope computes with, bounded from the largest parameters
+ * (X: the largest input, 1 without an evaluation set): gate scores
+ * d X |G| + |g|; hidden units d X |W1| + |b1| (times the fc3 branch for
+ * silu_glu); expert outputs h |H| |W2| + |b2| + X, all below 1e30 (sums of
+ * their squares must fit a double, and sums of them a float); the expert cost's
+ * Gram entries (h + 1) |W|^2 below 1e36 (float32 ends at 3.4e38). Otherwise the
+ * input whose values are largest is named. */
+int ms_range_check(const moe_model *m, const evalset *E, ms_err *err) {
+    const moe_config *c = &m->cfg;
+    const char *f = m->path ? m->path : "(model)", *L = m->layer ? m->layer : "moe";
+    vmax G = {0, ""}, W1 = {0, ""}, W2 = {0, ""}, X = {1, ""}, all = {0, ""};
+    size_t hd = (size_t)c->h * c->d;
+    scan(&G, m->gate_w, (size_t)c->n * c->d, f, "%s.gate.weight", L, 0);
+    scan(&G, m->gate_b, (size_t)c->n, f, "%s.gate.bias", L, 0);
+    for (int i = 0; i < c->n + c->s; i++) {
+        const moe_expert *e = i < c->n ? &m->experts[i] : &m->shared[i - c->n];
+        int j = i < c->n ? i : i - c->n;
+        const char *kind = i < c->n ? "experts" : "shared";
+        char fmt[64];
+#define SCAN(acc, ptr, k, sfx)                                            \
+    snprintf(fmt, sizeof fmt, "%%s.%s.%%d.%s", kind, sfx);               \
+    scan(&acc, ptr, k, f, fmt, L, j)
+        SCAN(W1, e->fc1_w, hd, "fc1.weight");
+        SCAN(W1, e->fc1_b, (size_t)c->h, "fc1.bias");
+        SCAN(W1, e->fc3_w, e->fc3_w ? hd : 0, "fc3.weight");
+        SCAN(W1, e->fc3_b, e->fc3_b ? (size_t)c->h : 0, "fc3.bias");
+        SCAN(W2, e->fc2_w, hd, "fc2.weight");
+        SCAN(W2, e->fc2_b, (size_t)c->d, "fc2.bias");
+#undef SCAN
+    }
+    if (E) {
+        X.v = 0;
+        scan(&X, E->inputs, (size_t)E->N * E->d, E->path ? E->path : "(eval)", "inputs%.0s%.0d",
+             "", 0);
+        if (X.v < 1) X.v = 1;
+    }
+    double d = c->d, h = c->h;
+    double hid = d * X.v * W1.v + W1.v, hid2 = c->act == ACT_SILU_GLU ? hid * hid : hid;
+    double act = fmax(fmax(d * X.v * G.v + G.v, hid2), h * hid2 * W2.v + W2.v + X.v);
+    double gram = (h + 1) * fmax(W1.v * W1.v, W2.v * W2.v);
+    if (act <= 1e30 && gram <= 1e36) return 0;
+    double worst = act > 1e30 ? act : gram, lim = act > 1e30 ? 1e30 : 1e36;
+    // blame the largest contributor
+    const vmax *cand[4] = {&G, &W1, &W2, &X};
+    for (int k = 0; k < 4; k++)
+        if (cand[k]->where[0] && cand[k]->v > all.v) all = *cand[k];
+    return ms_fail(err, "%s: with n = %d, d = %d, h = %d the layer's arithmetic would overflow "
+                        "float32 (magnitudes up to %.3g; moescope needs them below %.0e)",
+                   all.where[0] ? all.where : f, c->n, c->d, c->h, worst, lim);
+}
+
 int ms_limits_check(const moe_model *A, const moe_model *B, const evalset *E, unsigned uses,
                     ms_err *err) {
+    if (ms_range_check(A, E, err) || (B && ms_range_check(B, E, err))) return -1;
     need w = {0, ""};
     model_needs(&w, A, uses);
     if (B) model_needs(&w, B, uses);

@@ -10,9 +10,15 @@
 #      named, in bounded memory;
 #  (3) 99,000 expert names and 90,000 metadata keys do not make lookups quadratic;
 #      400,000 keys are refused; metadata survives align;
-#  (6) a NUL byte in the JSON header, raw or escaped, is refused.
+#  (4) n = 4096 (info) and n = 1024 (cost, diagnose) finish: no O(n^4) step;
+#  (5) finite values whose arithmetic overflows are refused naming the input file and
+#      tensor; absurd --alpha is a usage error; lap refuses overflowing totals and
+#      matrices over its size limit (a 1.6 GB sparse file of zeros);
+#  (6) a NUL byte in the JSON header, raw or escaped, is refused;
+#  (7) unknown commands say so (with the nearest command), options blame the argument.
 # Files come from tests/corpus/gen_hostile.py (generated here, nothing checked in).
-# Memory bounds use /usr/bin/time -f %M (RSS, KiB); `timeout` is only a hang guard.
+# Memory bounds use /usr/bin/time -f %M (RSS, KiB; it includes OpenBLAS's per-thread
+# buffers once an evaluation set is used); `timeout` is only a hang guard.
 source "$(dirname "$0")/lib.sh"
 GEN="$PYTHON $TESTS_DIR/gen_ckpt.py"
 D=$WORK/h
@@ -183,5 +189,91 @@ expect_fail "raw NUL in a metadata key" "nul_raw.safetensors: header contains a 
     "$MOESCOPE" info "$H/nul_raw.safetensors"
 expect_fail "escaped \\u0000 in a metadata key" "nul_escaped.safetensors: header contains the escape .u0000" \
     "$MOESCOPE" info "$H/nul_escaped.safetensors"
+
+# (4) many experts: no O(n^4) diagnostics, no n LAP solves for the margin. info at
+# n = 4096; cost and diagnose at n = 1024 (O(n^3); n^4 would be 10^12 steps)
+bounded_ok "info, n = 4096" 400000 "$MOESCOPE" info "$H/n4096_a.safetensors"
+grep -q "gate differences .* apart" "$WORK/out" && pass || fail "info n = 4096 reports the gate differences"
+bounded_ok "cost, n = 1024" 400000 "$MOESCOPE" cost "$H/n1024_a.safetensors" "$H/n1024_b.safetensors" --json "$D/c1024.json"
+grep -q "second best .* margin" "$WORK/out" && pass || fail "cost n = 1024 reports the margin"
+bounded_ok "diagnose, n = 1024" 1000000 "$MOESCOPE" diagnose "$H/n1024_a.safetensors" "$H/n1024_b.safetensors" \
+    --eval "$H/n4096_eval.safetensors" --json "$D/d1024.json"
+# the gate-difference sweep (n > 64) against numpy's exhaustive minimum
+"$MOESCOPE" info "$H/n80.safetensors" --json "$D/n80.json" >/dev/null
+$PYTHON - "$H/n80.safetensors" "$D/n80.json" <<'EOF' && pass || fail "gate differences (n = 80, swept) match numpy's n^4 minimum"
+import json, struct, sys
+import numpy as np
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+def t(name):
+    e = h[name]; o = e["data_offsets"]
+    return np.frombuffer(b[8 + n + o[0]:8 + n + o[1]], dtype="<f4").reshape(e["shape"]).astype(np.float64)
+r = np.concatenate([t("moe.gate.weight"), t("moe.gate.bias")[:, None]], axis=1)   # (n, d+1)
+m = r.shape[0]
+D = (r[:, None, :] - r[None, :, :]).reshape(m * m, -1)        # all ordered differences
+keep = np.array([i != j for i in range(m) for j in range(m)])
+D = D[keep]
+best = np.inf
+for s in range(0, len(D), 512):                                # pairs of distinct differences
+    blk = np.sqrt(((D[s:s + 512, None, :] - D[None, :, :]) ** 2).sum(-1))
+    for q in range(blk.shape[0]):
+        blk[q, s + q] = np.inf
+    best = min(best, blk.min())
+g = json.load(open(sys.argv[2]))
+find = lambda o: o if isinstance(o, dict) and "diff_min" in o else next(
+    (x for v in (o.values() if isinstance(o, dict) else o if isinstance(o, list) else [])
+     for x in [find(v)] if x is not None), None)
+got = find(g)["diff_min"]
+assert abs(got - best) <= 1e-9 * max(1, best), (got, best)
+EOF
+
+# (5) overflow and blame: finite values whose products overflow name the input
+for f in big_1e18 big_3e38; do
+    pat="$f.safetensors: tensor 'moe.experts.2.fc1.weight' holds values up to .* would overflow float32"
+    expect_fail "landscape, $f" "$pat" "$MOESCOPE" landscape "$H/$f.safetensors" "$H/big_b.safetensors" --eval "$H/big_eval.safetensors"
+    expect_fail "cost, $f" "$pat" "$MOESCOPE" cost "$H/big_b.safetensors" "$H/$f.safetensors"
+    expect_fail "eval --dump-outputs, $f" "$pat" "$MOESCOPE" eval "$H/$f.safetensors" --eval "$H/big_eval.safetensors" --dump-outputs "$D/dump.st"
+    expect_fail "info, $f" "$pat" "$MOESCOPE" info "$H/$f.safetensors"
+done
+[ ! -e "$D/dump.st" ] && pass || fail "eval wrote a dump of overflowing outputs"
+for a in 1e20 1e308 -1e5; do
+    "$MOESCOPE" merge "$A" "$B" --alpha $a -o "$D/m.st" >/dev/null 2>"$WORK/err"
+    rc=$?
+    [ $rc -eq 2 ] && grep -q "alpha $a is out of range" "$WORK/err" && pass || fail "merge --alpha $a: exit $rc, expected a usage error"
+done
+check "merge --alpha 2 (extrapolation) still works" "$MOESCOPE" merge "$A" "$B" --alpha 2 -o "$D/m.st"
+expect_fail "lap: costs of 1e308" "lap_1e308.safetensors: tensor 'cost': \|cost\[0\]\[0\]\| = 1e\+308; a total of up to 3 such costs would overflow" \
+    "$MOESCOPE" lap "$H/lap_1e308.safetensors"
+bounded "lap: 1.6 GB sparse file of zeros" 100000 "lap_sparse.safetensors: tensor 'cost' is 20000 x 20000; lap takes at most 67108864 cells" \
+    "$MOESCOPE" lap "$H/lap_sparse.safetensors"
+rm -f "$H/lap_sparse.safetensors"
+
+# (7) arguments: unknown commands (with the nearest), the argument that is to blame
+expect_rc() { # expect_rc NAME RC PATTERN CMD...
+    local name=$1 want=$2 pat=$3; shift 3
+    "$@" >"$WORK/out" 2>"$WORK/err"
+    local rc=$?
+    if [ $rc -ne "$want" ]; then fail "$name: exit $rc, expected $want"; sed 's/^/    /' "$WORK/err" | tail -3
+    elif ! grep -Eq -- "$pat" "$WORK/err"; then fail "$name: message does not match /$pat/:"; sed 's/^/    /' "$WORK/err" | tail -3
+    else pass; fi
+}
+expect_rc "moescope frobnicate" 2 "unknown command 'frobnicate'" "$MOESCOPE" frobnicate
+grep -q "did you mean" "$WORK/err" && fail "frobnicate: suggests a command that is not near" || pass
+expect_rc "moescope landscpe A B" 2 "unknown command 'landscpe' \(did you mean 'landscape'\?\)" \
+    "$MOESCOPE" landscpe "$A" "$B" --eval "$E"
+expect_rc "moescope diagnos" 2 "did you mean 'diagnose'" "$MOESCOPE" diagnos "$A" "$B"
+expect_rc "moescope info -dash.safetensors" 2 "info: unknown option '-d' in '-dash.safetensors' .*\./-dash.safetensors" \
+    "$MOESCOPE" info -dash.safetensors
+expect_rc "align -x" 2 "align: unknown option or missing argument '-x'" "$MOESCOPE" align -x "$A" "$B"
+expect_rc "landscape --pointz" 2 "landscape: unknown option '--pointz'" "$MOESCOPE" landscape "$A" "$B" --pointz 3
+expect_rc "info --json without a file" 2 "info: option '--json' needs an argument" "$MOESCOPE" info "$A" --json
+# a file whose name starts with '-' works the documented ways
+cp "$A" "$D/-dash.safetensors"
+(cd "$D" && "$MOESCOPE" info ./-dash.safetensors >/dev/null && "$MOESCOPE" info -- -dash.safetensors >/dev/null) \
+    && pass || fail "info ./-dash.safetensors and info -- -dash.safetensors"
+# checkpoint paths still go to the explorer (which names the missing file), not 'unknown command'
+expect_rc "moescope A missing.safetensors" 1 "missing.safetensors: cannot open" \
+    timeout 60 "$MOESCOPE" "$A" "$D/missing.safetensors" --eval "$E" </dev/null
 
 summary

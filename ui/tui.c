@@ -238,7 +238,7 @@ int tui_main(int argc, char **argv) {
         case 'h':
             printf("usage: %s\n\nThe interactive explorer. Keys: ? on the screen.\n", TUI_USAGE);
             return 0;
-        default: return cli_usage_error(TUI_USAGE, "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error(TUI_USAGE, "moescope", ch, argc, argv);
         }
     }
     if (argc - optind != 2) return cli_usage_error(TUI_USAGE, "expected two checkpoints A and B");

@@ -21,6 +21,7 @@ OUTDIR at test time (tests/test_hostile.sh), so none is checked in:
   h_2_15            n = 2, d = 1, h = 2^15 (262 KB): an h x h matrix would be 8 GiB
   h_2_20            n = 2, d = 1, h = 2^20, F16 (8 MB)
   n4096_a, n4096_b  n = 4096, d = 2, h = 1 (seeds 1, 2), and n4096_eval
+  n1024_a, n1024_b  the same with n = 1024; n80: n = 80, d = 3, h = 2
   big_1e18, big_3e38 and big_b, big_eval   fc1 of expert 2 scaled to 1e18 / 3.4e38
   lap_1e308         a 3 x 3 F64 cost of 1e308 (the optimal total overflows)
   lap_sparse        cost [20000, 20000] F32 of zeros, 1.6 GB, sparse (holes)
@@ -165,6 +166,9 @@ def make(out):
         t += [("moe.experts.%d.fc1.weight" % i, "F16", [h20, 1], half),
               ("moe.experts.%d.fc2.weight" % i, "F16", [1, h20], half)]
     write_to(p("h_2_20"), t)
+    write_to(p("n1024_a"), layer(1024, 2, 1, 1))
+    write_to(p("n1024_b"), layer(1024, 2, 1, 2))
+    write_to(p("n80"), layer(80, 3, 2, 7))
     write_to(p("n4096_a"), layer(4096, 2, 1, 1))
     write_to(p("n4096_b"), layer(4096, 2, 1, 2))
     import random
