@@ -20,6 +20,16 @@ int cost_matrix(const moe_model *A, const moe_model *B, cost_method method, int 
 /* Same for the shared experts (s,s), expert method. */
 int cost_matrix_shared(const moe_model *A, const moe_model *B, double *C, ms_err *err);
 
+/* Expert order from an (n,n) cost C: one linear assignment, or for a
+ * group-limited router (moe_groups_active(c) = G > 1, m = n/G) the two-level
+ * assignment over the wreath product S_m wr S_G: for every pair of groups
+ * (a of A, b of B) an inner m x m assignment on C's block, whose totals form
+ * the G x G cost of the outer assignment of groups; slot a*m+i then holds
+ * B's expert outer[a]*m + inner[a][outer[a]][i]. total: the sum of C over
+ * the chosen cells. */
+int align_order(const moe_config *c, const double *C, int *order, double *total, ms_err *err);
+int align_order_grouped(const double *C, int n, int G, int *order, double *total, ms_err *err);
+
 /* S (h,h) = W1a W1b^T + b1a b1b^T + W2a^T W2b [+ W3a W3b^T + b3a b3b^T]. */
 void wm_similarity(const moe_expert *a, const moe_expert *b, const moe_config *c, double *S);
 /* Hidden permutation P (h) maximising sum_u S[u][P[u]]: unit u of the aligned
@@ -47,7 +57,7 @@ typedef struct {
     double cost_total;  /* assignment total (0 when order given/identity) */
     int *hidden_perm;   /* (n*h) P for each slot, identity when wm off */
     int *shared_order;  /* (s) */
-    int *shared_perm;   /* (s*h) */
+    int *shared_perm;   /* (s*hs), hs the shared experts' width */
 } align_result;
 
 /* out = B re-expressed in A's basis (out is allocated here; free with moe_free). */

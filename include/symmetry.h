@@ -16,6 +16,28 @@ void moe_translate_gate(moe_model *m, const float *cW, float cb);
  * (rows of fc1/fc3 and their biases, columns of fc2). */
 void moe_expert_permute_hidden(moe_expert *e, const moe_config *c, const int *P);
 
+/* The symmetry group of a layer's router: which reparametrisations keep the
+ * function, and why (shown by info, diagnose and the TUI's help). */
+typedef struct {
+    char name[128];    /* e.g. "S_8 x translations" or "S_2 wr S_4 (group-preserving)" */
+    char why[640];     /* one paragraph: why this group and no larger one */
+    int translation;   /* a common gate translation is a symmetry: gate centring is valid */
+    int groups;        /* > 1: only permutations mapping whole groups onto groups */
+    int group_size;    /* experts per group (n / groups) */
+    int top1;          /* k = 1: flagged, outside the theory */
+} moe_symmetry;
+
+void moe_symmetry_group(const moe_config *c, moe_symmetry *g);
+/* Is the gate cost's centring meaningful (translation symmetry)? */
+int moe_gate_centring_valid(const moe_config *c);
+/* The number of groups when the group limit can change the routing, else 0
+ * (no groups, all groups kept, or groups ranked by their maxima with
+ * k <= topk_group: the k best experts always lie in kept groups). */
+int moe_groups_active(const moe_config *c);
+/* Does the expert order pi map whole groups onto whole groups (always 1
+ * without groups)? */
+int moe_order_in_group(const moe_config *c, const int *pi);
+
 /* A random element of G(n) plus random hidden permutations, from seed.
  * Records what it did in the metadata (moescope.scramble.*): the expert order,
  * and for testing the inverse can be recovered from it. If order_out is not
@@ -35,6 +57,13 @@ void moe_expert_permute_hidden(moe_expert *e, const moe_config *c, const int *P)
  *   moescope.scramble.order = pi as "2 0 3 1" (slot i holds original pi[i]),
  *   moescope.scramble.shared_order = sp (only when s > 0),
  *   moescope.scramble.translate = translate ("0": none; "1": the default).
+ * Group-limited routers (n_group = g > 1, m = n / g): step 1 draws from the
+ * wreath product instead: a group order rho = rng_permutation(g), then for
+ * each slot group a = 0..g-1 an inner order tau_a = rng_permutation(m), and
+ * pi[a m + i] = rho[a] m + tau_a[i]. Sigmoid routers (no translation
+ * symmetry) are never translated, whatever `translate` says. The selection
+ * bias permutes with its gate row; a gated shared expert's gate vector
+ * stays where it is (it is not per expert).
  * Recovery: aligning the scrambled model S to the original O (B = S, A = O)
  * must find the expert order sigma = pi^{-1}, i.e. sigma[pi[i]] = i: slot j
  * of the aligned S holds S's expert sigma[j], which is O's expert j. */

@@ -8,6 +8,7 @@
 
 #include "align.h"
 #include "lap.h"
+#include "symmetry.h"
 
 void align_opts_default(align_opts *o) {
     o->order_stage = 1;
@@ -57,6 +58,38 @@ static char *order_string(const int *p, int n) {
 static int order_by_cost(const double *C, int ns, int *order, double *total, ms_err *err) {
     if (lap_solve(C, ns, ns, 0, order, total, err)) return ms_prefix(err, "expert order");
     return 0;
+}
+
+int align_order_grouped(const double *C, int n, int G, int *order, double *total, ms_err *err) {
+    int m = n / G;
+    double *sub = ms_malloc((size_t)m * m * sizeof(double));  // (m,m) one pair of groups
+    double *T = ms_malloc((size_t)G * G * sizeof(double));    // (G,G) inner totals
+    int *inner = ms_malloc((size_t)G * G * m * sizeof(int)); // (G,G,m) inner assignments
+    int *outer = ms_malloc((size_t)G * sizeof(int));
+    int rc = 0;
+    for (int a = 0; a < G && !rc; a++)
+        for (int b = 0; b < G && !rc; b++) {
+            for (int i = 0; i < m; i++)
+                for (int j = 0; j < m; j++)
+                    sub[(size_t)i * m + j] = C[(size_t)(a * m + i) * n + (size_t)(b * m + j)];
+            rc = lap_solve(sub, m, m, 0, inner + ((size_t)a * G + b) * m, &T[(size_t)a * G + b], err);
+        }
+    if (!rc) rc = lap_solve(T, G, G, 0, outer, total, err);
+    if (!rc)
+        for (int a = 0; a < G; a++) {
+            const int *in = inner + ((size_t)a * G + outer[a]) * m;
+            for (int i = 0; i < m; i++) order[a * m + i] = outer[a] * m + in[i];
+        }
+    free(sub);
+    free(T);
+    free(inner);
+    free(outer);
+    return rc ? ms_prefix(err, "expert order (groups)") : 0;
+}
+
+int align_order(const moe_config *c, const double *C, int *order, double *total, ms_err *err) {
+    if (moe_groups_active(c)) return align_order_grouped(C, c->n, c->n_group, order, total, err);
+    return order_by_cost(C, c->n, order, total, err);
 }
 
 static void record_meta(moe_model *out, const moe_model *A, const align_opts *o,
@@ -160,23 +193,28 @@ int align_models(const moe_model *A, const moe_model *B, const align_opts *o, mo
     memset(out, 0, sizeof *out);
     if (moe_check_compatible(A, B, err)) return -1;
     const moe_config *c = &A->cfg;
-    int n = c->n, h = c->h, s = c->s;
+    moe_config sc = moe_shared_config(c);
+    int n = c->n, h = c->h, s = c->s, hmax = sc.h > h ? sc.h : h;
     res->order = ms_malloc((size_t)n * sizeof(int));
     res->hidden_perm = ms_malloc((size_t)n * h * sizeof(int));
     res->shared_order = ms_malloc((size_t)(s > 0 ? s : 1) * sizeof(int));
-    moe_config sc = moe_shared_config(c); // shared experts have their own width hs
-    int hw = sc.h > h ? sc.h : h;
     res->shared_perm = ms_malloc((size_t)(s > 0 ? s : 1) * sc.h * sizeof(int));
     res->cost_total = 0.0;
 
     // step 1: expert order pi
     if (o->order) {
         if (check_perm(o->order, n, err)) goto fail;
+        if (!moe_order_in_group(c, o->order)) {
+            ms_fail(err, "the given expert order splits a group of %d experts: group-limited "
+                         "routing keeps its function only under group-preserving orders",
+                    c->n / c->n_group);
+            goto fail;
+        }
         memcpy(res->order, o->order, (size_t)n * sizeof(int));
     } else if (o->order_stage) {
         double *C = ms_malloc((size_t)n * n * sizeof(double)); // (n,n)
         int rc = cost_matrix(A, B, o->method, o->center, C, err);
-        if (!rc) rc = order_by_cost(C, n, res->order, &res->cost_total, err);
+        if (!rc) rc = align_order(c, C, res->order, &res->cost_total, err);
         free(C);
         if (rc) goto fail;
     } else {
@@ -199,7 +237,7 @@ int align_models(const moe_model *A, const moe_model *B, const align_opts *o, mo
     // step 2: weight matching, one slot at a time with one (h,h) workspace,
     // each expert written straight into its slot of out
     alloc_like(out, B, res->order);
-    double *S = o->wm_stage ? ms_malloc((size_t)hw * hw * sizeof(double)) : NULL; // (h,h)
+    double *S = o->wm_stage ? ms_malloc((size_t)hmax * hmax * sizeof(double)) : NULL; // (h,h)
     int rc = fill_experts(A->experts, B->experts, out->experts, n, res->order, res->hidden_perm,
                           o->wm_stage, c, S, "expert", err);
     if (!rc && s > 0)

@@ -48,7 +48,7 @@ static int solve_method(const moe_model *A, const moe_model *B, cost_method m, i
     r->order = ms_malloc((size_t)n * sizeof(int));
     r->has_second = 0;
     if (cost_matrix(A, B, m, center, r->C, err)) return -1;
-    if (lap_solve(r->C, n, n, 0, r->order, &r->total, err)) return -1;
+    if (align_order(&A->cfg, r->C, r->order, &r->total, err)) return -1;
     if (n >= 2) {
         int *other = ms_malloc((size_t)n * sizeof(int));
         ms_err e2;

@@ -1,7 +1,9 @@
 /* cost_matrix.c - the data-free expert costs of Algorithm 1 step 1 (SPEC §4).
  *
- * gate:   C_ij = sqrt(|Wbar^A_i - Wbar^B_j|^2 + (bbar^A_i - bbar^B_j)^2), the
- *         gate rows centred over the experts (a gate translation cancels).
+ * gate:   C_ij = sqrt(|Wbar^A_i - Wbar^B_j|^2 + (bbar^A_i - bbar^B_j)^2
+ *                   [+ (e^A_i - e^B_j)^2]), the gate rows centred over the
+ *         experts (a gate translation cancels) for softmax routers only; e is a
+ *         selection-only bias (DeepSeek-V3), part of the row, never centred.
  * expert: C_ij = sqrt(|G1^A_i - G1^B_j|_F^2 + |G2^A_i - G2^B_j|_F^2) with
  *         G1 = At^T At, At = [W1 | b1 (| W3 | b3)]  (h, D1), D1 = d+1 or 2d+2
  *         G2 = Bt Bt^T,  Bt = [W2 | b2]             (d, h+1)
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "align.h"
+#include "symmetry.h"
 
 const char *cost_method_name(cost_method m) {
     return m == COST_GATE ? "gate" : "expert";
@@ -87,7 +90,9 @@ static void gate_cost(const moe_model *A, const moe_model *B, int center, double
                 acc += t * t;
             }
             double tb = (double)A->gate_b[i] - (double)B->gate_b[j] - shift_b;
-            C[(size_t)i * n + j] = sqrt(acc + tb * tb);
+            // a selection-only bias belongs to the gate row (never centred)
+            double tc = A->corr_b && B->corr_b ? (double)A->corr_b[i] - (double)B->corr_b[j] : 0.0;
+            C[(size_t)i * n + j] = sqrt(acc + tb * tb + tc * tc);
         }
     }
     free(ma);
@@ -177,7 +182,9 @@ int cost_matrix(const moe_model *A, const moe_model *B, cost_method method, int 
                 double *C, ms_err *err) {
     if (check_shapes(A, B, err)) return -1;
     if (method == COST_GATE)
-        gate_cost(A, B, center, C);
+        // centring removes a common translation: meaningful only where it is a
+        // symmetry (softmax scores); a sigmoid router's gate rows are compared as they are
+        gate_cost(A, B, center && moe_gate_centring_valid(&A->cfg), C);
     else
         expert_cost(A->experts, A->cfg.n, B->experts, B->cfg.n, &A->cfg, C);
     return 0;

@@ -797,7 +797,7 @@ int diag_pair(const moe_model *A, const moe_model *B, const evalset *E, const di
         r->second_order[m] = ms_malloc((size_t)n * sizeof(int));
         r->total[m] = r->second[m] = r->margin[m] = r->margin_rel[m] = NAN;
         if (cost_matrix(A, B, (cost_method)m, o->center, C, err) ||
-            lap_solve(C, n, n, 0, r->order[m], &r->total[m], err)) {
+            align_order(&A->cfg, C, r->order[m], &r->total[m], err)) {
             free(C);
             return ms_prefix(err, "%s cost", cost_method_name((cost_method)m));
         }

@@ -251,7 +251,7 @@ static int run_cheap(engine *g, const engine_request *q, ms_err *err) {
     for (int m = 0; m < 2; m++) {
         if (g->cancel_front) return ms_fail(err, "cancelled");
         if (cost_matrix(g->A, g->B, (cost_method)m, q->center, g->cost[m], err)) return -1;
-        if (lap_solve(g->cost[m], n, n, 0, order[m], &total[m], err)) return ms_prefix(err, "%s cost", cost_method_name((cost_method)m));
+        if (align_order(&g->A->cfg, g->cost[m], order[m], &total[m], err)) return ms_prefix(err, "%s cost", cost_method_name((cost_method)m));
     }
     int id[LS_MAX_N], cur[LS_MAX_N];
     for (int i = 0; i < n; i++) id[i] = i;

@@ -38,25 +38,29 @@ void moe_permute_experts(moe_model *m, const int *pi) {
     stash_make(&st, m->experts, n, c);
     float *gw = ms_malloc((size_t)n * d * sizeof(float)); // (n, d)
     float *gb = ms_malloc((size_t)n * sizeof(float));     // (n)
+    float *gc = ms_malloc((size_t)n * sizeof(float));     // (n) selection bias
     memcpy(gw, m->gate_w, (size_t)n * d * sizeof(float));
     memcpy(gb, m->gate_b, (size_t)n * sizeof(float));
+    if (m->corr_b) memcpy(gc, m->corr_b, (size_t)n * sizeof(float));
     for (int i = 0; i < n; i++) {
-        // slot i <- expert pi[i] together with its gate row
+        // slot i <- expert pi[i] together with its gate row (and selection bias)
         moe_expert_copy(&m->experts[i], &st.e[pi[i]], c);
         memcpy(m->gate_w + (size_t)i * d, gw + (size_t)pi[i] * d, (size_t)d * sizeof(float));
         m->gate_b[i] = gb[pi[i]];
+        if (m->corr_b) m->corr_b[i] = gc[pi[i]];
     }
+    free(gc);
     free(gw);
     free(gb);
     stash_free(&st);
 }
 
 void moe_permute_shared(moe_model *m, const int *pi) {
-    const moe_config *c = &m->cfg;
-    if (c->s == 0) return;
+    moe_config sc = moe_shared_config(&m->cfg);
+    if (sc.s == 0) return;
     expert_stash st;
-    stash_make(&st, m->shared, c->s, c);
-    for (int j = 0; j < c->s; j++) moe_expert_copy(&m->shared[j], &st.e[pi[j]], c);
+    stash_make(&st, m->shared, sc.s, &sc);
+    for (int j = 0; j < sc.s; j++) moe_expert_copy(&m->shared[j], &st.e[pi[j]], &sc);
     stash_free(&st);
 }
 
@@ -118,17 +122,37 @@ uint64_t moe_fingerprint(const moe_model *m) {
     return hsh;
 }
 
+/* Step 1 of moe_scramble: pi (n) uniform in S_n, or in the wreath product
+ * S_m wr S_g of a group-limited router. */
+static void scramble_order(const moe_config *c, rng_t *r, int *pi) {
+    int n = c->n, G = moe_groups_active(c);
+    if (G <= 1) {
+        rng_permutation(r, pi, n);
+        return;
+    }
+    int m = n / G;
+    int *rho = ms_malloc((size_t)G * sizeof(int)), *tau = ms_malloc((size_t)m * sizeof(int));
+    rng_permutation(r, rho, G);
+    for (int a = 0; a < G; a++) {
+        rng_permutation(r, tau, m);
+        for (int i = 0; i < m; i++) pi[a * m + i] = rho[a] * m + tau[i];
+    }
+    free(rho);
+    free(tau);
+}
+
 void moe_scramble(moe_model *m, uint64_t seed, double translate, int *order_out) {
     const moe_config *c = &m->cfg;
+    moe_config sc = moe_shared_config(c);
     int n = c->n, d = c->d, h = c->h, s = c->s;
     char source[32];
     snprintf(source, sizeof source, "%016llx", (unsigned long long)moe_fingerprint(m));
     rng_t r;
     rng_seed(&r, seed);
     int *pi = ms_malloc((size_t)n * sizeof(int));
-    int *P = ms_malloc((size_t)h * sizeof(int));
+    int *P = ms_malloc((size_t)(sc.h > h ? sc.h : h) * sizeof(int));
     // 1. expert order (applied: slot i <- expert pi[i])
-    rng_permutation(&r, pi, n);
+    scramble_order(c, &r, pi);
     moe_permute_experts(m, pi);
     // 2. a hidden permutation inside every expert
     for (int i = 0; i < n; i++) {
@@ -142,14 +166,16 @@ void moe_scramble(moe_model *m, uint64_t seed, double translate, int *order_out)
         rng_permutation(&r, sp, s);
         moe_permute_shared(m, sp);
         for (int j = 0; j < s; j++) {
-            rng_permutation(&r, P, h);
-            moe_expert_permute_hidden(&m->shared[j], c, P);
+            rng_permutation(&r, P, sc.h);
+            moe_expert_permute_hidden(&m->shared[j], &sc, P);
         }
         shared_str = order_string(sp, s);
         free(sp);
     }
     // 4. gate translation: translate times the scale of the gate rows (RMS of
     // the entries)
+    // ... only where it is a symmetry: a sigmoid router has no translation
+    if (translate > 0 && !moe_gate_centring_valid(c)) translate = 0;
     if (translate > 0) {
         double ss = 0.0;
         for (size_t q = 0; q < (size_t)n * d; q++) ss += (double)m->gate_w[q] * m->gate_w[q];
@@ -250,4 +276,76 @@ void moe_gate_shift(const moe_model *A, const moe_model *Bp, double *shift, doub
     *resid = sqrt(rs / n);
     *rows = sqrt(an / n);
     free(c);
+}
+
+/* ---- which group ---- */
+
+int moe_gate_centring_valid(const moe_config *c) { return c->score == SCORE_SOFTMAX; }
+
+int moe_groups_active(const moe_config *c) {
+    if (c->router != ROUTER_TOPK || c->n_group <= 1 || c->topk_group >= c->n_group) return 0;
+    // ranked by their maxima, the kept groups always hold the k best experts
+    // when k <= topk_group: the limit never binds and every permutation is a symmetry
+    if (c->group_score == GROUP_MAX && c->k <= c->topk_group) return 0;
+    return c->n_group;
+}
+
+int moe_order_in_group(const moe_config *c, const int *pi) {
+    int G = moe_groups_active(c);
+    if (G <= 1) return 1;
+    int m = c->n / G;
+    // every slot group a must take all of its experts from one group of B
+    for (int a = 0; a < G; a++) {
+        int gb = pi[a * m] / m;
+        for (int i = 1; i < m; i++)
+            if (pi[a * m + i] / m != gb) return 0;
+    }
+    return 1; // pi is a permutation, so the group map is one too
+}
+
+void moe_symmetry_group(const moe_config *c, moe_symmetry *g) {
+    memset(g, 0, sizeof *g);
+    int n = c->n, G = moe_groups_active(c) ? c->n_group : 1, m = n / G;
+    int sig = c->score == SCORE_SIGMOID, topk = c->router == ROUTER_TOPK && c->k < n;
+    g->translation = !sig;
+    g->groups = G > 1 ? G : 0;
+    g->group_size = G > 1 ? m : n;
+    g->top1 = topk && c->k == 1;
+    const char *t = g->translation ? " x translations" : "";
+    if (G > 1)
+        snprintf(g->name, sizeof g->name, "S_%d wr S_%d%s (group-preserving permutations)", m, G, t);
+    else
+        snprintf(g->name, sizeof g->name, "S_%d%s", n, t);
+    size_t len = 0, cap = sizeof g->why;
+#define WHY(...) len += (size_t)snprintf(g->why + len, len < cap ? cap - len : 0, __VA_ARGS__)
+    WHY("Reordering the experts together with their gate rows%s reorders the sum, so the "
+        "function is unchanged; so does permuting the hidden units inside any expert. ",
+        c->has_corr_bias ? " and selection biases" : "");
+    if (sig)
+        WHY("Sigmoid scores each expert on its own: adding the same vector to every gate row "
+            "changes sigmoid(s), so there is no translation symmetry and the gate cost is not "
+            "centred. ");
+    else
+        WHY("Softmax only sees differences of scores: adding the same vector to every gate row "
+            "(a common translation) changes nothing, so the gate cost may centre the rows. ");
+    if (G == 1 && c->router == ROUTER_TOPK && c->n_group > 1)
+        WHY("The group limit (%d of %d groups, ranked by their best expert) never binds for "
+            "top-%d: the kept groups always hold the %d best experts, so every permutation is "
+            "a symmetry. ", c->topk_group, c->n_group, c->k, c->k);
+    if (G > 1)
+        WHY("Group-limited routing ranks %d groups of %d experts and keeps %d: a permutation "
+            "that splits a group changes the group scores and the routing, so only permutations "
+            "mapping whole groups onto groups keep the function ((%d!)^%d * %d! expert orders); "
+            "the order is found by a two-level assignment. ",
+            G, m, c->topk_group, m, G, G);
+    if (g->top1)
+        WHY(c->renorm == RENORM_YES
+                ? "Top-1 (flagged, outside the theory): the weight is always 1, so any positive "
+                  "scaling of the scores is an extra symmetry. "
+                : "Top-1 scaled by its probability (flagged, outside the theory): routing by one "
+                  "expert is discontinuous in the scores and interpolation rarely stays on it. ");
+    if (c->shared_gated)
+        WHY("The sigmoid-gated shared expert is its own fixed part: weight-matched with B's, its "
+            "gate vector interpolated, never permuted.");
+#undef WHY
 }
