@@ -6,6 +6,7 @@
 #   make run        the TUI on the bundled sample checkpoints
 #   make samples    regenerate sample-checkpoints/ (byte-identical for the same seeds)
 #   make fuzz       libFuzzer harnesses for a bounded time (clang)
+#   make mutants    mutation check: small deliberate bugs, each must fail a test
 #   make install    PREFIX=/usr/local DESTDIR=
 
 .DEFAULT_GOAL := all
@@ -54,7 +55,7 @@ ASAN := build/asan
 $(eval $(call BUILD_RULES,$(REL),$(OPT) -g))
 $(eval $(call BUILD_RULES,$(ASAN),$(SAN_FLAGS)))
 
-.PHONY: all deps run check test bench samples fuzz install clean
+.PHONY: all deps run check test bench samples fuzz mutants install clean
 .SECONDARY:
 
 all: moescope
@@ -97,6 +98,10 @@ samples: $(REL)/moescope
 
 fuzz:
 	@bash tests/fuzz/run.sh
+
+# tests/mutants.py: each listed mutant in a scratch copy, rebuilt, its tests run
+mutants:
+	@$(PYTHON) tests/mutants.py $(MUTANTS)
 
 install: moescope
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/moescope

@@ -233,6 +233,73 @@ static void test_corpus(void) {
               strstr(err.msg, "nope.safetensors: cannot open: No such file"), "missing: %s", err.msg);
 }
 
+/* A file of the 8-byte header length hlen, the header text and data bytes. */
+static void write_raw(const char *path, uint64_t hlen, const char *header, size_t ndata) {
+    FILE *fp = fopen(path, "wb");
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++) le[i] = (unsigned char)(hlen >> (8 * i));
+    fwrite(le, 1, 8, fp);
+    fwrite(header, 1, strlen(header), fp);
+    for (size_t i = 0; i < ndata; i++) fputc(0, fp);
+    fclose(fp);
+}
+
+/* Edges the corpus does not reach: a header length that ends inside the 8
+ * bytes after the file, and an overlap with an earlier, longer tensor that a
+ * check against the previous tensor alone would miss. */
+static void test_edges(void) {
+    const char *hdr = "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}    "; // 64 bytes
+    size_t hl = strlen(hdr);
+    ms_err err = {{0}};
+    st_file f;
+    const char *p = tmp_path("edge_ok.safetensors");
+    write_raw(p, hl, hdr, 4);
+    CHECK(st_open(&f, p, &err) == 0, "header ending at the data: %s", err.msg);
+    if (!err.msg[0]) st_close(&f);
+    for (uint64_t past = 1; past <= 8; past++) {
+        // the length claims `past` bytes more than the file holds after the length field
+        p = tmp_path("edge_past.safetensors");
+        write_raw(p, hl + 4 + past, hdr, 4);
+        memset(&err, 0, sizeof err);
+        int rc = st_open(&f, p, &err);
+        CHECK(rc == -1 && strstr(err.msg, "runs past the end"), "header length %zu + %d past the end: rc %d %s",
+              hl + 4, (int)past, rc, err.msg);
+        if (rc == 0) st_close(&f);
+    }
+    // a [0,64) holds both b [8,16) and c [32,40); b and c are apart
+    const char *nest = "{\"a\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[0,64]},"
+                       "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]},"
+                       "\"c\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[32,40]}}";
+    char padded[512];
+    snprintf(padded, sizeof padded, "%-*s", (int)((strlen(nest) + 7) / 8 * 8), nest);
+    p = tmp_path("nested.safetensors");
+    write_raw(p, strlen(padded), padded, 64);
+    memset(&err, 0, sizeof err);
+    int rc = st_open(&f, p, &err);
+    CHECK(rc == -1 && strstr(err.msg, "overlap"), "a tensor inside an earlier longer one: rc %d %s", rc, err.msg);
+    if (rc == 0) st_close(&f);
+    // an empty tensor [8,8] inside a holds no bytes: no overlap
+    const char *empty = "{\"a\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[0,64]},"
+                        "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,8]}}";
+    snprintf(padded, sizeof padded, "%-*s", (int)((strlen(empty) + 7) / 8 * 8), empty);
+    p = tmp_path("empty_inside.safetensors");
+    write_raw(p, strlen(padded), padded, 64);
+    memset(&err, 0, sizeof err);
+    rc = st_open(&f, p, &err);
+    CHECK(rc == 0, "an empty tensor inside another is not an overlap: %s", err.msg);
+    if (rc == 0) st_close(&f);
+    // and c alone inside a
+    const char *two = "{\"a\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[0,64]},"
+                      "\"c\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[32,40]}}";
+    snprintf(padded, sizeof padded, "%-*s", (int)((strlen(two) + 7) / 8 * 8), two);
+    p = tmp_path("nested2.safetensors");
+    write_raw(p, strlen(padded), padded, 64);
+    memset(&err, 0, sizeof err);
+    rc = st_open(&f, p, &err);
+    CHECK(rc == -1 && strstr(err.msg, "overlap"), "c inside a: rc %d %s", rc, err.msg);
+    if (rc == 0) st_close(&f);
+}
+
 /* ------------------------------------------------------ writer round trip */
 
 /* w1 (2, 3) F32, cost (3,) F64, idx (4,) I64, lab (2, 2) I32, scalar () F32. */
@@ -446,6 +513,7 @@ int main(void) {
     test_half();
     test_valid_file();
     test_corpus();
+    test_edges();
     test_roundtrip();
     test_atomic();
     rm_tree();

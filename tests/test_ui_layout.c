@@ -274,6 +274,24 @@ static void test_sizes(void) {
         }
 }
 
+/* the curves pane keeps at least 8 rows (a readable plot) for every n the TUI
+ * takes, down to the minimum screen: large n give rows of the heat map up */
+static void test_curves_rows(void) {
+    static const int sizes[][2] = {{UI_MIN_W, UI_MIN_H}, {100, 30}, {200, 60}};
+    int bad = 0;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int n = 2; n <= LS_MAX_N; n++) {
+            ui_layout L;
+            layout_compute(&L, sizes[s][0], sizes[s][1], n);
+            if (L.curves.h < 8 || L.heat.h < 4) {
+                if (bad++ < 5)
+                    printf("  %dx%d n=%d: curves %d rows, heat map %d\n", sizes[s][0], sizes[s][1], n, L.curves.h,
+                           L.heat.h);
+            }
+        }
+    CHECK(bad == 0, "%d layouts squeeze the curves below 8 rows", bad);
+}
+
 static void test_too_small(void) {
     ui_fix f;
     fix_init(&f, 4, 60, 20, 1);
@@ -1024,5 +1042,6 @@ int main(void) {
     test_diag_scroll();
     test_diag_view();
     test_engine();
+    test_curves_rows();
     return test_summary("test_ui_layout");
 }
