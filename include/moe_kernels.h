@@ -57,6 +57,9 @@ void moe_hidden_act(const moe_expert *e, const moe_config *c, float *H, const fl
 void moe_expert_forward(const moe_expert *e, const moe_config *c, const float *X, int m, float *H,
                         float *H3, float *Y);
 
+/* S (m, n) = X W^T + b, the gate logits of X (m, d) under m's gate. */
+void moe_gate_logits(const moe_model *m, const float *X, int B, float *S);
+
 /* sel (k) = the indices of the k largest of s (n), largest first, ties to the
  * smaller index (MOE_RANKS_BEFORE), 1 <= k <= n: the one top-k of moescope
  * (routing, group selection, diagnose's routing shares). */

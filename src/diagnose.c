@@ -189,11 +189,7 @@ static void routing_load(const moe_model *m, const evalset *E, double *load_mean
     for (int i = 0; i < n; i++) load_mean[i] = load_frac[i] = 0;
     for (int b0 = 0; b0 < N; b0 += CH) {
         int B = N - b0 < CH ? N - b0 : CH;
-        // S = X (B,d) W^T (d,n) + b
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, n, d, 1.0f,
-                    E->inputs + (size_t)b0 * d, d, m->gate_w, d, 0.0f, S, n);
-        for (int r = 0; r < B; r++)
-            for (int i = 0; i < n; i++) S[(size_t)r * n + i] += m->gate_b[i];
+        moe_gate_logits(m, E->inputs + (size_t)b0 * d, B, S); // S (B,n)
         moe_route(c, S, B, G);
         for (int r = 0; r < B; r++) {
             for (int i = 0; i < n; i++) load_mean[i] += G[(size_t)r * n + i];

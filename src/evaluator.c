@@ -192,11 +192,7 @@ static void shared_chunk(const moe_model *m, const float *X, int B, workspace *w
 static void layer_chunk(const moe_model *m, const float *X, int B, workspace *w) {
     const moe_config *c = &m->cfg;
     int n = c->n, d = c->d;
-    // scores S (B, n) = X (B, d) W^T + b, W is (n, d)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, n, d, 1.0f, X, d, m->gate_w, d, 0.0f,
-                w->S, n);
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < n; i++) w->S[(size_t)b * n + i] += m->gate_b[i];
+    moe_gate_logits(m, X, B, w->S); // S (B, n)
     moe_route_full(c, m->corr_b, w->S, B, w->G);
     memset(w->D, 0, (size_t)B * d * sizeof(float));
     shared_chunk(m, X, B, w);

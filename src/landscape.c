@@ -109,6 +109,12 @@ typedef struct {
     float *base;     // (cap_t, SH_COUNT, nb, d, LS_L)
     float *head;     // (cap_t, head_floats) interpolated head per t, broadcast
     double loss_a, loss_b, acc_a, acc_b;
+    /* each order's L(1), Acc(1) (norders each) when B's top-k ties at the k-th
+     * score on some input: the reordered B then routes those inputs to other
+     * experts than B (ties go to the smaller slot), so L(1) depends on the
+     * order; NULL otherwise (every order's L(1) is B's loss) */
+    double *lb, *ab;
+    int end_chunk;   /* the current chunk is t = 1, filling lb and ab */
     /* orders */
     long norders;
     int exhaustive;
@@ -738,12 +744,13 @@ static void eval_order_t(lsx *x, ls_ws *w, const int *pair, const int *col, int 
 static void fold_one(lsx *x, long k, int tc, double loss, double acc) {
     int T = x->T;
     double t = ls_t(x->tidx[tc], T);
-    double e = loss - ((1.0 - t) * x->loss_a + t * x->loss_b);
+    double lb = x->lb ? x->lb[k] : x->loss_b, ab = x->ab ? x->ab[k] : x->acc_b;
+    double e = loss - ((1.0 - t) * x->loss_a + t * lb);
     if (isnan(e) || isnan(x->bar[k])) x->bar[k] = NAN;
     else if (e > x->bar[k]) x->bar[k] = e;
     x->auc[k] += e / (double)(T - 1);
     if (x->kind == LS_CLASSIFY) {
-        double ea = (1.0 - t) * x->acc_a + t * x->acc_b - acc;
+        double ea = (1.0 - t) * x->acc_a + t * ab - acc;
         if (isnan(ea) || isnan(x->accb[k])) x->accb[k] = NAN;
         else if (ea > x->accb[k]) x->accb[k] = ea;
     }
@@ -845,7 +852,8 @@ static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, dou
             long k = ks[j];
             double loss, acc;
             order_value(x, lsum[u], okc[u], &loss, &acc);
-            fold_one(x, k, tc, loss, acc);
+            if (x->end_chunk) x->lb[k] = loss, x->ab[k] = acc;
+            else fold_one(x, k, tc, loss, acc);
             x->prog[k] = tc + 1;
             if (!(x->bar[k] < bmax)) active[j] = 0;
         }
@@ -1043,6 +1051,38 @@ static void endpoint(const lsx *x, const moe_model *m, double *loss, double *acc
     if (x->kind == LS_CLASSIFY) *acc = (double)ok / N;
     free(Z);
     free(lg);
+}
+
+/* Does B's top-k selection tie at the k-th score on some evaluation input?
+ * Then allocate x->lb, x->ab for every order's own L(1). Headless layers
+ * cannot take it: their chord's end, D_B'(x), would differ per order. */
+static int end_ties(lsx *x, const moe_model *B, ms_err *err) {
+    const moe_config *c = &B->cfg;
+    if (c->router != ROUTER_TOPK || c->k >= c->n) return 0;
+    int n = c->n, N = x->N, first = -1;
+    long cnt = 0;
+    enum { CH = 256 };
+    float *S = ms_malloc((size_t)CH * n * sizeof(float)); // (CH, n)
+    for (int r0 = 0; r0 < N; r0 += CH) {
+        int m = N - r0 < CH ? N - r0 : CH;
+        moe_gate_logits(B, x->E->inputs + (size_t)r0 * x->d, m, S);
+        for (int r = 0; r < m; r++)
+            if (moe_topk_boundary_tie(S + (size_t)r * n, n, c->k)) {
+                if (first < 0) first = r0 + r;
+                cnt++;
+            }
+    }
+    free(S);
+    if (!cnt) return 0;
+    if (x->kind == LS_LAYER)
+        return ms_fail(err, "%s: %ld evaluation inputs (the first is sample %d) tie at B's top-%d "
+                            "gate score, so each reordering of B routes them differently; without "
+                            "a head the landscape cannot compute that (its chord would differ per "
+                            "order): use `curve --order` for single orders",
+                       B->path ? B->path : "B", cnt, first, c->k);
+    x->lb = ms_malloc((size_t)x->norders * sizeof(double));
+    x->ab = ms_malloc((size_t)x->norders * sizeof(double));
+    return 0;
 }
 
 static void wilson(double phat, double nobs, double *lo, double *hi) {
@@ -1279,7 +1319,8 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
     }
 
     ls_debug(t0, "pairs weight-matched", x->npairs);
-    // end points: L(0) is A's loss, L(1) B's (every aligned B' computes B's function)
+    // end points: L(0) is A's loss, L(1) B's: every aligned B' computes B's function,
+    // unless B's top-k ties at the k-th score (end_ties: then each order's own L(1))
     if (x->kind == LS_LAYER) {
         x->DA = ms_malloc((size_t)N * d * sizeof(float)); // (N, d)
         x->DB = ms_malloc((size_t)N * d * sizeof(float)); // (N, d)
@@ -1293,6 +1334,7 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
     }
     endpoint(x, A, &x->loss_a, &x->acc_a);
     endpoint(x, B, &x->loss_b, &x->acc_b);
+    if (end_ties(x, B, err)) goto fail;
     L->loss_a = x->loss_a;
     L->loss_b = x->loss_b;
     L->acc_a = x->acc_a;
@@ -1388,9 +1430,14 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
         }
     int nchunks = 1 + (nrest + x->cap_t - 1) / x->cap_t;
     long nblocks = (x->norders + LS_BLOCK - 1) / LS_BLOCK;
-    for (int ch = 0; ch < nchunks; ch++) {
+    // with ties in B's routing, a first chunk of t = 1 alone: every order's L(1)
+    for (int ch = x->lb ? -1 : 0; ch < nchunks; ch++) {
         int last = ch == nchunks - 1;
-        if (ch == 0) {
+        x->end_chunk = ch < 0;
+        if (ch < 0) {
+            x->tidx[0] = T - 1;
+            x->ntc = 1;
+        } else if (ch == 0) {
             x->tidx[0] = mid;
             x->ntc = 1;
         } else {
@@ -1417,7 +1464,9 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
                 }
             if (!last) {
                 ls_job oj = {.x = x, .nitems = nblocks, .grain = 1, .kind = 1, .bmax = INFINITY,
-                             .what = ch == 0 ? "middle point" : "orders on a chunk of points",
+                             .what = ch < 0    ? "end point (ties in B's routing)"
+                                     : ch == 0 ? "middle point"
+                                               : "orders on a chunk of points",
                              .unit = LS_BLOCK, .ptotal = x->norders};
                 if (run_job(x, &oj)) goto cancelled_rest;
             }
@@ -1520,6 +1569,8 @@ done:
     free(x->prog);
     free(x->acc_l);
     free(x->acc_ok);
+    free(x->lb);
+    free(x->ab);
     free(x->shmem);
     free(x->shx);
     free(nls);

@@ -41,6 +41,15 @@ void moe_expert_forward(const moe_expert *e, const moe_config *c, const float *X
     }
 }
 
+void moe_gate_logits(const moe_model *m, const float *X, int B, float *S) {
+    int n = m->cfg.n, d = m->cfg.d;
+    // S (B, n) = X (B, d) W^T + b, W is (n, d)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, n, d, 1.0f, X, d, m->gate_w, d, 0.0f, S,
+                n);
+    for (int r = 0; r < B; r++)
+        for (int i = 0; i < n; i++) S[(size_t)r * n + i] += m->gate_b[i];
+}
+
 void moe_topk(const float *s, int n, int k, int *sel) {
     // insertion into the ranked list sel[0..m): O(n k), no marks, any n
     int m = 0;
