@@ -133,11 +133,15 @@ void moe_free(moe_model *m);
 /* Deep copy (parameters, metadata, path, layer). */
 void moe_clone(moe_model *dst, const moe_model *src);
 
-/* Load layer `layer` (NULL means "moe") from a safetensors file. Validates
- * shapes against each other and values for finiteness (SPEC §6). */
+/* Load a layer from a checkpoint argument: a safetensors file, a sharded
+ * checkpoint's index or a directory (checkpoint.h). moescope's own names: layer
+ * is the prefix (NULL means "moe"); a real model family (family.h): the prefix or
+ * the block index, NULL the first MoE layer. Validates shapes against each other
+ * and values for finiteness. */
 int moe_load(moe_model *m, const char *path, const char *layer, ms_err *err);
 /* Write as F32 safetensors, atomically, with the moescope.* metadata and the
- * rest of m->meta. */
+ * rest of m->meta. A real family's layer is written in the format of the
+ * checkpoint m->path instead (family_save). */
 int moe_save(const moe_model *m, const char *path, ms_err *err);
 /* moe_save, plus every other tensor of src_path (the file m's layer came from):
  * other MoE layers, embeddings, ... copied through unchanged (dtype and bytes).

@@ -801,6 +801,8 @@ static void pool_free(name_pool *p) {
 }
 
 int moe_save(const moe_model *m, const char *path, ms_err *err) {
+    // a real family's layer goes back into the layout of the checkpoint it came from
+    if (strcmp(moe_family(&m->cfg), "native") && m->path) return family_save(m, m->path, path, NULL, err);
     st_writer *w = st_writer_new();
     name_pool p = {NULL, 0};
     writer_fill(w, &p, m);

@@ -126,7 +126,9 @@ def dims_for(fam):
         cfg = {"num_experts_per_tok": 2, "norm_topk_prob": fam == "qwen3_moe"}
     elif fam == "deepseek_v2":
         n, hs = 8, 64
-        cfg = {"num_experts_per_tok": 2, "n_group": 4, "topk_group": 2,
+        # groups ranked by their best expert: with topk_group >= k that is plain top-k, so
+        # keep one group of two to make the grouping matter
+        cfg = {"num_experts_per_tok": 2, "n_group": 2, "topk_group": 1,
                "topk_method": "group_limited_greedy", "routed_scaling_factor": 1.5,
                "n_shared_experts": 2, "moe_intermediate_size": h}
     elif fam == "deepseek_v3":
