@@ -52,6 +52,9 @@ typedef struct {
     int *colsol;   /* (m) row of each column, -1 free */
     double *v;     /* (m) column duals */
     long long *fm; /* (m) -1 where the column is free, 0 where assigned (a lane mask) */
+    int *freecols; /* (m) the free columns, in no order; nfc of them */
+    int *fpos;     /* (m) position of a free column in freecols */
+    int nfc;
     double *dd;    /* (m) tentative distance of todo columns, +inf once ready */
     double *vv;    /* (m) v for todo columns, -inf once ready (see lap_relax) */
     int *steprow;  /* (n) row scanned at each Dijkstra step */
@@ -93,10 +96,10 @@ typedef long long vi4 __attribute__((vector_size(32), aligned(8), may_alias));
  * branch, one contiguous pass. Predecessors are not stored here (a scattered
  * int store per improved column); the augmenting path is recovered afterwards
  * from the few scanned rows (lapjv_augment). */
-LAP_CLONES
-static double lap_relax(const double *restrict ri, double sg, const double *restrict vv,
-                        double *restrict dd, const long long *restrict fm, double h, int m,
-                        int *jmin) {
+static inline __attribute__((always_inline)) double
+lap_relax_body(const double *restrict ri, double sg, const double *restrict vv,
+               double *restrict dd, const long long *restrict fm, double h, int m, int *jmin,
+               int masked) {
     const vd4 hv = {h, h, h, h}, sv = {sg, sg, sg, sg}, four = {4, 4, 4, 4};
     vd4 best = {INFINITY, INFINITY, INFINITY, INFINITY}, bidx = {0, 0, 0, 0};
     vd4 bestf = best, bidxf = bidx; /* the same over free columns only */
@@ -110,9 +113,11 @@ static double lap_relax(const double *restrict ri, double sg, const double *rest
         vi4 lb = d < best; /* strict: the earliest column of each lane */
         best = vd4_blend(lb, d, best);
         bidx = vd4_blend(lb, idx, bidx);
-        vi4 lf = (d < bestf) & *(const vi4 *)(fm + j);
-        bestf = vd4_blend(lf, d, bestf);
-        bidxf = vd4_blend(lf, idx, bidxf);
+        if (masked) {
+            vi4 lf = (d < bestf) & *(const vi4 *)(fm + j);
+            bestf = vd4_blend(lf, d, bestf);
+            bidxf = vd4_blend(lf, idx, bidxf);
+        }
         idx += four;
     }
     double mn = INFINITY, bi = (double)m, mnf = INFINITY, bif = (double)m;
@@ -133,7 +138,7 @@ static double lap_relax(const double *restrict ri, double sg, const double *rest
             mn = dd[j];
             bi = j;
         }
-        if (fm[j] && dd[j] < mnf) {
+        if (masked && fm[j] && dd[j] < mnf) {
             mnf = dd[j];
             bif = j;
         }
@@ -142,29 +147,48 @@ static double lap_relax(const double *restrict ri, double sg, const double *rest
     return mn;
 }
 
+/* The free-column preference in the pass (many free columns) or left to the
+ * caller, who checks its short list of free columns (lapjv_free_tie): the
+ * mask costs ~15% of a pass that is otherwise bound by streaming the row. */
+LAP_CLONES
+static double lap_relax(const double *restrict ri, double sg, const double *restrict vv,
+                        double *restrict dd, const long long *restrict fm, double h, int m,
+                        int *jmin) {
+    return lap_relax_body(ri, sg, vv, dd, fm, h, m, jmin, 1);
+}
+
+LAP_CLONES
+static double lap_relax_plain(const double *restrict ri, double sg, const double *restrict vv,
+                              double *restrict dd, double h, int m, int *jmin) {
+    return lap_relax_body(ri, sg, vv, dd, NULL, h, m, jmin, 0);
+}
+
 /* The two smallest of sg * ri[j] - v[j]: umin at *j1 (lowest index on ties) and
  * usubmin at *j2 (lowest index among the rest); m >= 2. *jf gets the lowest free
  * column (fm = -1) whose value equals umin, or -1 if no free column attains
  * it. Same vector layout as lap_relax: each lane keeps its own top two and
  * its smallest free value, then the lanes are merged. */
-LAP_CLONES
-static double lap_two_min(const double *restrict ri, double sg, const double *restrict v,
-                          const long long *restrict fm, int m, int *j1, double *usubmin,
-                          int *j2, int *jf) {
+static inline __attribute__((always_inline)) double
+lap_two_min_body(const double *restrict ri, double sg, const double *restrict v,
+                 const long long *restrict fm, int m, int *j1, double *usubmin, int *j2, int *jf,
+                 int masked) {
     const vd4 sv = {sg, sg, sg, sg}, four = {4, 4, 4, 4};
     vd4 m1 = {INFINITY, INFINITY, INFINITY, INFINITY}, m2 = m1, mf = m1;
     vd4 i1 = {-1, -1, -1, -1}, i2 = i1, iff = i1, idx = {0, 1, 2, 3};
     int j = 0;
     for (; j + 4 <= m; j += 4) {
         vd4 x = *(const vd4 *)(ri + j) * sv - *(const vd4 *)(v + j);
-        vi4 lt1 = x < m1, lt2 = x < m2, ltf = (x < mf) & *(const vi4 *)(fm + j);
+        vi4 lt1 = x < m1, lt2 = x < m2;
         // lt1: old first becomes second; else lt2: x becomes second
         m2 = vd4_blend(lt1, m1, vd4_blend(lt2, x, m2));
         i2 = vd4_blend(lt1, i1, vd4_blend(lt2, idx, i2));
         m1 = vd4_blend(lt1, x, m1);
         i1 = vd4_blend(lt1, idx, i1);
-        mf = vd4_blend(ltf, x, mf);
-        iff = vd4_blend(ltf, idx, iff);
+        if (masked) {
+            vi4 ltf = (x < mf) & *(const vi4 *)(fm + j);
+            mf = vd4_blend(ltf, x, mf);
+            iff = vd4_blend(ltf, idx, iff);
+        }
         idx += four;
     }
     // merge: (value, index) pairs, lexicographic; the tail comes last
@@ -193,7 +217,7 @@ static double lap_two_min(const double *restrict ri, double sg, const double *re
     for (; j < m; j++) {
         double x = ri[j] * sg - v[j];
         LAP_PUSH(x, (double)j);
-        if (fm[j]) LAP_PUSHF(x, (double)j);
+        if (masked && fm[j]) LAP_PUSHF(x, (double)j);
     }
 #undef LAP_PUSH
 #undef LAP_PUSHF
@@ -202,6 +226,20 @@ static double lap_two_min(const double *restrict ri, double sg, const double *re
     *jf = fi >= 0 && f == a ? (int)fi : -1;
     *usubmin = b;
     return a;
+}
+
+LAP_CLONES
+static double lap_two_min(const double *restrict ri, double sg, const double *restrict v,
+                          const long long *restrict fm, int m, int *j1, double *usubmin,
+                          int *j2, int *jf) {
+    return lap_two_min_body(ri, sg, v, fm, m, j1, usubmin, j2, jf, 1);
+}
+
+/* The same without the free column (*jf = -1): see lap_relax_plain. */
+LAP_CLONES
+static double lap_two_min_plain(const double *restrict ri, double sg, const double *restrict v,
+                                int m, int *j1, double *usubmin, int *j2, int *jf) {
+    return lap_two_min_body(ri, sg, v, NULL, m, j1, usubmin, j2, jf, 0);
 }
 
 /* 1 if every x[k] is finite: x - x is 0 for finite values and NaN for
@@ -287,13 +325,35 @@ static void lapjv_init_square(lapjv *s) {
             // the row's minimum is 0 at j1 (possibly tied): what we need is
             // the smallest reduced cost over the other columns
             double first =
-                lap_two_min(s->c + (size_t)i * n, sg, s->v, s->fm, n, &a, &second, &b, &f);
+                lap_two_min_plain(s->c + (size_t)i * n, sg, s->v, n, &a, &second, &b, &f);
             s->v[j1] -= a == j1 ? second : first;
         }
         // matches > 1: row keeps one column (reduced cost 0, its minimum);
         // the other columns it won stay free (colsol = -1).
     }
 }
+
+/* Column j is assigned from now on (an assigned column never becomes free). */
+static void lapjv_take(lapjv *s, int j) {
+    if (!s->fm[j]) return;
+    s->fm[j] = 0;
+    int p = s->fpos[j], last = s->freecols[--s->nfc];
+    s->freecols[p] = last;
+    s->fpos[last] = p;
+}
+
+static void lapjv_list_free(lapjv *s) {
+    s->nfc = 0;
+    for (int j = 0; j < s->m; j++)
+        if (s->fm[j]) {
+            s->fpos[j] = s->nfc;
+            s->freecols[s->nfc++] = j;
+        }
+}
+
+/* Few free columns: the kernels run without the mask and the tie goes to the
+ * lowest free column found on the list; the choice is the same either way. */
+static int lapjv_few_free(const lapjv *s) { return 8L * s->nfc < s->m; }
 
 /* Augmenting row reduction: each free row takes its cheapest column, lowering
  * that column's dual to the row's second cheapest reduced cost; the previous
@@ -311,16 +371,24 @@ static void lapjv_arr(lapjv *s) {
         while (k < prvnumfree) {
             int i = s->freerows[k++];
             int j1, j2, jf;
-            double usubmin;
-            double umin = lap_two_min(s->c + (size_t)i * m, s->sg, s->v, s->fm, m, &j1,
-                                      &usubmin, &j2, &jf);
+            double usubmin, umin;
+            const double *ri = s->c + (size_t)i * m;
+            if (lapjv_few_free(s)) {
+                umin = lap_two_min_plain(ri, s->sg, s->v, m, &j1, &usubmin, &j2, &jf);
+                for (int q = 0; q < s->nfc; q++) {
+                    int j = s->freecols[q];
+                    if (ri[j] * s->sg - s->v[j] == umin && (jf < 0 || j < jf)) jf = j;
+                }
+            } else {
+                umin = lap_two_min(ri, s->sg, s->v, s->fm, m, &j1, &usubmin, &j2, &jf);
+            }
             int strict = umin < usubmin;
             if (jf >= 0) {
                 // a free column is among the cheapest: take it, nobody is evicted
                 if (strict) s->v[jf] -= usubmin - umin; /* then jf == j1 */
                 s->rowsol[i] = jf;
                 s->colsol[jf] = i;
-                s->fm[jf] = 0;
+                lapjv_take(s, jf);
                 continue;
             }
             int i0 = s->colsol[j1];
@@ -334,7 +402,7 @@ static void lapjv_arr(lapjv *s) {
             if (i0 >= 0) s->rowsol[i0] = -1;
             s->rowsol[i] = j1;
             s->colsol[j1] = i;
-            s->fm[j1] = 0;
+            lapjv_take(s, j1);
             if (i0 >= 0) {
                 if (strict && budget-- > 0) s->freerows[--k] = i0;
                 else s->freerows[s->nfree++] = i0;
@@ -363,7 +431,16 @@ static void lapjv_augment(lapjv *s, int freerow) {
         s->steph[nstep] = h;
         nstep++;
         int jmin;
-        double mn = lap_relax(c + (size_t)i * m, sg, vv, dd, s->fm, h, m, &jmin);
+        double mn;
+        if (lapjv_few_free(s)) {
+            mn = lap_relax_plain(c + (size_t)i * m, sg, vv, dd, h, m, &jmin);
+            for (int q = 0, jf = -1; q < s->nfc; q++) {
+                int j = s->freecols[q];
+                if (dd[j] == mn && (jf < 0 || j < jf)) jmin = jf = j;
+            }
+        } else {
+            mn = lap_relax(c + (size_t)i * m, sg, vv, dd, s->fm, h, m, &jmin);
+        }
         if (s->colsol[jmin] < 0) {
             end = jmin;
             dend = mn;
@@ -401,7 +478,7 @@ static void lapjv_augment(lapjv *s, int freerow) {
         }
         int r = s->steprow[k], jprev = s->rowsol[r];
         s->colsol[j] = r;
-        s->fm[j] = 0;
+        lapjv_take(s, j);
         s->rowsol[r] = j;
         if (r == freerow) break;
         j = jprev; /* == readycol[k - 1]: made ready after step k - 1 */
@@ -418,6 +495,8 @@ static void lapjv_run(const double *c, double sg, int n, int m, int *rowsol) {
     s.colsol = ms_malloc((size_t)m * sizeof(int));
     s.v = ms_malloc((size_t)m * sizeof(double));
     s.fm = ms_malloc((size_t)m * sizeof(long long));
+    s.freecols = ms_malloc((size_t)m * sizeof(int));
+    s.fpos = ms_malloc((size_t)m * sizeof(int));
     s.dd = ms_malloc((size_t)m * sizeof(double));
     s.vv = ms_malloc((size_t)m * sizeof(double));
     s.steprow = ms_malloc((size_t)m * sizeof(int));
@@ -439,12 +518,15 @@ static void lapjv_run(const double *c, double sg, int n, int m, int *rowsol) {
         }
         s.nfree = n;
     }
+    lapjv_list_free(&s);
     lapjv_arr(&s);
     // augment never frees a row, so the free list can be walked as is
     for (int f = 0; f < s.nfree; f++) lapjv_augment(&s, s.freerows[f]);
     free(s.colsol);
     free(s.v);
     free(s.fm);
+    free(s.freecols);
+    free(s.fpos);
     free(s.dd);
     free(s.vv);
     free(s.steprow);
