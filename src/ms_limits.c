@@ -112,7 +112,8 @@ static void scan(vmax *m, const float *p, size_t k, const char *file, const char
 /* The magnitudes moescope computes with, bounded from the largest parameters
  * (X: the largest input, 1 without an evaluation set): gate scores
  * d X |G| + |g|; hidden units d X |W1| + |b1| (times the fc3 branch for
- * silu_glu); expert outputs h |H| |W2| + |b2| + X, all below 1e30 (sums of
+ * silu_glu); expert outputs h |H| |W2| + |b2| + X; the head's logits
+ * d |Wh| z + |bh| (z: sqrt(d) |gamma| + |beta| after a LayerNorm), all below 1e30 (sums of
  * their squares must fit a double, and sums of them a float); the expert cost's
  * Gram entries (h + 1) |W|^2 below 1e36 (float32 ends at 3.4e38). Otherwise the
  * input whose values are largest is named. */
@@ -120,6 +121,7 @@ int ms_range_check(const moe_model *m, const evalset *E, ms_err *err) {
     const moe_config *c = &m->cfg;
     const char *f = m->path ? m->path : "(model)", *L = m->layer ? m->layer : "moe";
     vmax G = {0, ""}, W1 = {0, ""}, W2 = {0, ""}, X = {1, ""}, all = {0, ""};
+    vmax Ng = {0, ""}, Nb = {0, ""}, Hw = {0, ""}, Hb = {0, ""};
     size_t hd = (size_t)c->h * c->d;
     scan(&G, m->gate_w, (size_t)c->n * c->d, f, "%s.gate.weight", L, 0);
     scan(&G, m->gate_b, (size_t)c->n, f, "%s.gate.bias", L, 0);
@@ -139,6 +141,14 @@ int ms_range_check(const moe_model *m, const evalset *E, ms_err *err) {
         SCAN(W2, e->fc2_b, (size_t)c->d, "fc2.bias");
 #undef SCAN
     }
+    if (c->has_norm) {
+        scan(&Ng, m->norm_w, (size_t)c->d, f, "head.norm.weight%.0s%.0d", "", 0);
+        scan(&Nb, m->norm_b, (size_t)c->d, f, "head.norm.bias%.0s%.0d", "", 0);
+    }
+    if (c->has_head) {
+        scan(&Hw, m->head_w, (size_t)c->C * c->d, f, "head.out.weight%.0s%.0d", "", 0);
+        scan(&Hb, m->head_b, (size_t)c->C, f, "head.out.bias%.0s%.0d", "", 0);
+    }
     if (E) {
         X.v = 0;
         scan(&X, E->inputs, (size_t)E->N * E->d, E->path ? E->path : "(eval)", "inputs%.0s%.0d",
@@ -147,13 +157,17 @@ int ms_range_check(const moe_model *m, const evalset *E, ms_err *err) {
     }
     double d = c->d, h = c->h;
     double hid = d * X.v * W1.v + W1.v, hid2 = c->act == ACT_SILU_GLU ? hid * hid : hid;
-    double act = fmax(fmax(d * X.v * G.v + G.v, hid2), h * hid2 * W2.v + W2.v + X.v);
+    double out = h * hid2 * W2.v + W2.v + X.v;
+    // the head: a LayerNorm's outputs are at most sqrt(d) |gamma| + |beta|
+    double z = c->has_norm ? sqrt(d) * Ng.v + Nb.v : out;
+    double logit = c->has_head ? d * Hw.v * z + Hb.v : 0;
+    double act = fmax(fmax(d * X.v * G.v + G.v, hid2), fmax(out, logit));
     double gram = (h + 1) * fmax(W1.v * W1.v, W2.v * W2.v);
     if (act <= 1e30 && gram <= 1e36) return 0;
     double worst = act > 1e30 ? act : gram, lim = act > 1e30 ? 1e30 : 1e36;
     // blame the largest contributor
-    const vmax *cand[4] = {&G, &W1, &W2, &X};
-    for (int k = 0; k < 4; k++)
+    const vmax *cand[8] = {&G, &W1, &W2, &X, &Ng, &Nb, &Hw, &Hb};
+    for (int k = 0; k < 8; k++)
         if (cand[k]->where[0] && cand[k]->v > all.v) all = *cand[k];
     return ms_fail(err, "%s: with n = %d, d = %d, h = %d the layer's arithmetic would overflow "
                         "float32 (magnitudes up to %.3g; moescope needs them below %.0e)",

@@ -237,6 +237,8 @@ for f in big_1e18 big_3e38; do
     expect_fail "info, $f" "$pat" "$MOESCOPE" info "$H/$f.safetensors"
 done
 [ ! -e "$D/dump.st" ] && pass || fail "eval wrote a dump of overflowing outputs"
+expect_fail "eval, a head of 3.4e38" "big_head.safetensors: tensor 'head.out.weight' holds values up to 3.*e\+38 .*would overflow float32" \
+    "$MOESCOPE" eval "$H/big_head.safetensors" --eval "$H/big_eval.safetensors"
 for a in 1e20 1e308 -1e5; do
     "$MOESCOPE" merge "$A" "$B" --alpha $a -o "$D/m.st" >/dev/null 2>"$WORK/err"
     rc=$?

@@ -23,6 +23,7 @@ OUTDIR at test time (tests/test_hostile.sh), so none is checked in:
   n4096_a, n4096_b  n = 4096, d = 2, h = 1 (seeds 1, 2), and n4096_eval
   n1024_a, n1024_b  the same with n = 1024; n80: n = 80, d = 3, h = 2
   big_1e18, big_3e38 and big_b, big_eval   fc1 of expert 2 scaled to 1e18 / 3.4e38
+  big_head          a head whose weights reach 3.4e38
   lap_1e308         a 3 x 3 F64 cost of 1e308 (the optimal total overflows)
   lap_sparse        cost [20000, 20000] F32 of zeros, 1.6 GB, sparse (holes)
 """
@@ -179,6 +180,9 @@ def make(out):
     write_to(p("big_1e18"), layer(4, 8, 16, 1, (2, 1e18)))
     write_to(p("big_3e38"), layer(4, 8, 16, 1, (2, 3.4e38)))
     write_to(p("big_b"), layer(4, 8, 16, 2))
+    head = [("head.out.weight", "F32", [3, 8], f32([3.4e38 * (0.5 + (k % 5) / 10) for k in range(24)])),
+            ("head.out.bias", "F32", [3], f32([0.0, 0.1, -0.1]))]
+    write_to(p("big_head"), layer(4, 8, 16, 1) + head)
     write_to(p("big_eval"), [("inputs", "F32", [32, 8], f32([rnd.uniform(-1, 1) for _ in range(256)])),
                              zeros(32)])
     write_to(p("lap_1e308"), [("cost", "F64", [3, 3], struct.pack("<9d", *([1e308] * 9)))])

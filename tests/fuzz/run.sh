@@ -11,18 +11,22 @@ OUT=build/fuzz
 mkdir -p "$OUT"
 CLANG=${CLANG:-clang}
 CFLAGS="-std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-        -fno-omit-frame-pointer -Iinclude -Itests/fuzz $(pkg-config --cflags libcjson)
+        -fno-omit-frame-pointer -Iinclude -Itests/fuzz $(pkg-config --cflags libcjson openblas)
         -D_DEFAULT_SOURCE -D_XOPEN_SOURCE=600"
-LIBS="$(pkg-config --libs libcjson) -lm -lpthread"
+LIBS="$(pkg-config --libs libcjson openblas) -lm -lpthread"
 
 # harness name -> library sources it needs (compiled directly, not the Makefile's objects)
 declare -A SRCS=(
     [safetensors]="src/safetensors.c src/atomic_file.c src/ms_error.c"
     [evalset]="src/evalset.c src/model.c src/safetensors.c src/atomic_file.c src/ms_error.c"
     [model]="src/model.c src/safetensors.c src/atomic_file.c src/ms_error.c"
-    [lap]="src/cmd_lap.c src/cli.c src/lap.c src/safetensors.c src/atomic_file.c src/ms_error.c"
+    [lap]="src/cmd_lap.c src/cli.c src/lap.c src/safetensors.c src/atomic_file.c src/ms_error.c
+           src/model.c src/align.c src/cost_matrix.c src/weight_matching.c src/ms_limits.c
+           src/evalset.c"
+    [header]="src/safetensors.c src/atomic_file.c src/ms_error.c"
+    [limits]="src/ms_limits.c src/model.c src/safetensors.c src/atomic_file.c src/ms_error.c"
 )
-ORDER="safetensors evalset model lap"
+ORDER="safetensors evalset model lap header limits"
 only=${FUZZ_ONLY:-$ORDER}
 
 status=0
