@@ -78,4 +78,15 @@ void cli_align_args_free(cli_align_args *a);
  * was not solved) for an alignment made with a's options. */
 void cli_print_order(const cli_align_args *a, const align_result *res, int n);
 
+/* `moescope lesson`: its arguments (the samples when A and B are not given),
+ * and the steps printed (--print, or no terminal). The interactive screen is
+ * ui/lesson_screen.c's. lesson_parse_args returns 0, -1 after --help, or the
+ * exit code of a usage error. */
+typedef struct {
+    const char *a, *b, *e;
+    int start, print;
+} lesson_args;
+int lesson_parse_args(lesson_args *a, int argc, char **argv);
+int lesson_print(const lesson_args *a);
+
 #endif

@@ -3,11 +3,22 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "lesson_screen.h"
 #include "family.h"
 
 #define MOESCOPE_VERSION "0.1.0"
+
+/* The lesson joins the CLI (arguments, --print) and the UI (its screen). */
+static int run_lesson(int argc, char **argv) {
+    lesson_args a;
+    int rc = lesson_parse_args(&a, argc, argv);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (a.print || !isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) return lesson_print(&a);
+    return lesson_screen(&a);
+}
 
 static const struct {
     const char *name;
@@ -25,6 +36,7 @@ static const struct {
     {"train", cmd_train, "train the MoE layer of a small model from a seed"},
     {"lap", cmd_lap, "solve one linear assignment stored as tensor 'cost'"},
     {"diagnose", cmd_diagnose, "why an alignment fails, in numbers"},
+    {"lesson", run_lesson, "a guided walk through MoE symmetry, with live numbers"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
