@@ -52,6 +52,9 @@ int ckpt_tensor(ckpt *c, const char *name, const st_file **f, const st_tensor **
 /* Map shard s (if not yet). */
 int ckpt_shard(ckpt *c, int s, const st_file **f, ms_err *err);
 
+/* "dir/name", malloc'd. */
+char *ckpt_path_join(const char *dir, const char *name);
+
 /* config.json values: a number (1 if found), a string (NULL if absent). */
 int ckpt_config_num(const ckpt *c, const char *key, double *out);
 const char *ckpt_config_str(const ckpt *c, const char *key);

@@ -12,7 +12,7 @@
 
 #define CKPT_MAX_JSON (64u << 20) /* an index of a 1000-shard model is a few MiB */
 
-static char *path_join(const char *dir, const char *name) {
+char *ckpt_path_join(const char *dir, const char *name) {
     size_t a = strlen(dir), b = strlen(name);
     char *p = ms_malloc(a + b + 2);
     memcpy(p, dir, a);
@@ -141,7 +141,7 @@ static int parse_index(ckpt *c, ms_err *err) {
 /* Decide what a directory argument holds: an index, else one safetensors file. */
 static int resolve_dir(ckpt *c, const char *dir, char **file, ms_err *err) {
     static const char *const index_names[] = {"model.safetensors.index.json"};
-    char *p = path_join(dir, index_names[0]);
+    char *p = ckpt_path_join(dir, index_names[0]);
     struct stat sb;
     if (!stat(p, &sb)) {
         *file = p;
@@ -167,9 +167,9 @@ static int resolve_dir(ckpt *c, const char *dir, char **file, ms_err *err) {
     closedir(d);
     (void)c;
     int rc = 0;
-    if (nidx == 1) *file = path_join(dir, idx);
+    if (nidx == 1) *file = ckpt_path_join(dir, idx);
     else if (nidx > 1) rc = ms_fail(err, "%s: holds %d *.safetensors.index.json files; name one", dir, nidx);
-    else if (nst == 1 || (st && !strcmp(st, "model.safetensors"))) *file = path_join(dir, st);
+    else if (nst == 1 || (st && !strcmp(st, "model.safetensors"))) *file = ckpt_path_join(dir, st);
     else if (nst > 1)
         rc = ms_fail(err, "%s: holds %d .safetensors files and no index; name the file", dir, nst);
     else rc = ms_fail(err, "%s: no .safetensors file and no model.safetensors.index.json in it", dir);
@@ -179,7 +179,7 @@ static int resolve_dir(ckpt *c, const char *dir, char **file, ms_err *err) {
 }
 
 static int open_config(ckpt *c, ms_err *err) {
-    char *p = path_join(c->dir, "config.json");
+    char *p = ckpt_path_join(c->dir, "config.json");
     struct stat sb;
     if (stat(p, &sb)) {
         free(p);
@@ -211,7 +211,7 @@ static int open_single(ckpt *c, const char *path, ms_err *err) {
 static int open_index(ckpt *c, ms_err *err) {
     if (parse_index(c, err)) return -1;
     c->shard_paths = ms_calloc((size_t)c->nshards, sizeof(char *));
-    for (int s = 0; s < c->nshards; s++) c->shard_paths[s] = path_join(c->dir, c->shard_names[s]);
+    for (int s = 0; s < c->nshards; s++) c->shard_paths[s] = ckpt_path_join(c->dir, c->shard_names[s]);
     c->shards = ms_calloc((size_t)c->nshards, sizeof(st_file));
     c->shard_open = ms_calloc((size_t)c->nshards, 1);
     return 0;

@@ -619,15 +619,6 @@ static const char *base_name(const char *p) {
     return s ? s + 1 : p;
 }
 
-static char *join2(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    char *p = ms_malloc(la + lb + 2);
-    memcpy(p, a, la);
-    p[la] = '/';
-    memcpy(p + la + 1, b, lb + 1);
-    return p;
-}
-
 /* dst as a link to src: a hard link (same bytes, no copy), else a symbolic link
  * to src's absolute path (another file system). */
 static int link_file(const char *src, const char *dst, ms_err *err) {
@@ -664,14 +655,14 @@ static int copy_file(const char *src, const char *dst, ms_err *err) {
 /* Remove the files in a temporary output directory, then the directory. */
 static void remove_tree(const char *dir, const ckpt *c) {
     for (int s = 0; s < c->nshards; s++) {
-        char *p = join2(dir, base_name(c->shard_names[s]));
+        char *p = ckpt_path_join(dir, base_name(c->shard_names[s]));
         unlink(p);
         free(p);
     }
     const char *extra[2] = {c->index_path ? base_name(c->index_path) : NULL, "config.json"};
     for (int i = 0; i < 2; i++) {
         if (!extra[i]) continue;
-        char *p = join2(dir, extra[i]);
+        char *p = ckpt_path_join(dir, extra[i]);
         unlink(p);
         free(p);
     }
@@ -683,7 +674,7 @@ static int fill_dir(ckpt *c, const int *enc_of, const enc_set *s, const char *tm
     for (int sh = 0; sh < c->nshards; sh++) {
         int touched = 0;
         for (int i = 0; i < s->n && !touched; i++) touched = c->shard_of[s->t[i].tensor] == sh;
-        char *dst = join2(tmp, base_name(c->shard_names[sh]));
+        char *dst = ckpt_path_join(tmp, base_name(c->shard_names[sh]));
         int rc = touched ? write_shard(c, sh, enc_of, s, dst, err)
                          : link_file(c->shard_paths[sh], dst, err);
         free(dst);
@@ -692,7 +683,7 @@ static int fill_dir(ckpt *c, const int *enc_of, const enc_set *s, const char *tm
     const char *src[2] = {c->index_path, c->config_path};
     for (int i = 0; i < 2; i++) {
         if (!src[i]) continue;
-        char *dst = join2(tmp, base_name(src[i]));
+        char *dst = ckpt_path_join(tmp, base_name(src[i]));
         int rc = copy_file(src[i], dst, err);
         free(dst);
         if (rc) return -1;

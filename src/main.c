@@ -45,8 +45,13 @@ static void usage(FILE *fp) {
             "moescope %s - explore how two mixture-of-experts layers line up\n\n"
             "usage: moescope A.safetensors B.safetensors [--eval E] [--layer L]   (the TUI)\n"
             "       moescope COMMAND [options]   (moescope COMMAND --help for details)\n\n"
+            "A checkpoint is a .safetensors file, a sharded checkpoint's\n"
+            "model.safetensors.index.json, or a directory holding either (config.json read).\n"
+            "Every command also takes --family NAME (%s)\n"
+            "and the router overrides --top-k K, --norm-topk-prob 0|1, --routed-scaling F,\n"
+            "--n-group G, --topk-group T (else config.json, else the family's defaults).\n\n"
             "commands:\n",
-            MOESCOPE_VERSION);
+            MOESCOPE_VERSION, family_names_list());
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(fp, "  %-10s %s\n", commands[i].name, commands[i].summary);
 }

@@ -110,6 +110,8 @@ def encode(x, dtype):
         return x.tobytes()
     if dtype == "BF16":
         return bf16_bits(x).tobytes()
+    if dtype == "F16":
+        return x.astype("<f2").tobytes()
     raise ValueError(dtype)
 
 
@@ -174,10 +176,11 @@ def random_layer(fam, rng, dtype="F32", mx=False):
         W["sgate"] = r(1, d)
     if fam == "jetmoe":
         W["out_b"] = r(d)
-    if dtype == "BF16":
+    if dtype in ("BF16", "F16"):
+        rnd = bf16_round if dtype == "BF16" else (lambda a: a.astype(np.float16).astype(np.float32))
         for k in list(W):
             if not k.startswith("_") and k != "corr":
-                W[k] = bf16_round(W[k])
+                W[k] = rnd(W[k])
     return W, cfg
 
 
