@@ -8,6 +8,7 @@
 #ifndef MS_LANDSCAPE_H
 #define MS_LANDSCAPE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "align.h"
@@ -31,6 +32,8 @@ void ls_curve_copy(ls_curve *dst, const ls_curve *src);
 /* Fill barrier, acc_barrier and auc from loss/acc (SPEC §5 formulas). */
 void ls_curve_stats(ls_curve *c);
 double ls_t(int m, int T); /* m/(T-1) */
+/* n! as a double: the number of expert orders of n experts */
+double ls_factorial(int n);
 
 /* What the loss means for this model and evaluation set. */
 ls_kind ls_kind_of(const moe_model *m, const evalset *E);
@@ -61,7 +64,7 @@ typedef struct {
     int exhaustive_max;  /* every order when n <= this (default LS_EXHAUSTIVE_MAX); tests
                             lower it to check the sampled estimate against the exact rank */
     uint64_t seed;       /* for sampling */
-    volatile int *cancel;/* polled often; when it becomes non-zero, stop and return -1 */
+    atomic_int *cancel;  /* polled often; when it becomes non-zero, stop and return -1 */
     /* called from the computing thread as rows finish; may be NULL */
     void (*progress)(void *ctx, long done, long total);
     void *ctx;
@@ -69,7 +72,9 @@ typedef struct {
      * (naive, skip_order, methods), endpoints, rank, l_hat and best_barrier
      * of L are final, usually long before every row is done. May be NULL. */
     void (*on_ranks)(void *ctx, const struct landscape *L);
-    int nthreads;        /* worker threads; 0 = the online CPUs (at most 8) */
+    int nthreads;        /* worker threads; 0 = the online CPUs; at most 8 either way */
+    double mem_mb;       /* budget for the per-point buffers in MB (0: 1024); over it the
+                          * points, then the samples, are processed in chunks */
     /* Added: what the landscape is doing before rows come out, for a gauge:
      * called from the calling thread during the pairs' weight matching
      * ("weight-matching pairs", done/total pairs), each chunk's per-t

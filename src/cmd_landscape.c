@@ -37,7 +37,7 @@ static void help(void) {
            "      --no-center    no gate centring for the gate cost\n"
            "      --samples N    orders sampled when n > %d (default 20000)\n"
            "      --seed S       seed for the sampling (default 1)\n"
-           "      --threads K    worker threads (default: all CPUs)\n"
+           "      --threads K    worker threads, 1..8 (default: the online CPUs, at most 8)\n"
            "  -q, --quiet        no progress bar\n"
            "  -h, --help         this help\n",
            USAGE, LS_EXHAUSTIVE_MAX, LS_EXHAUSTIVE_MAX);
@@ -158,6 +158,9 @@ int cmd_landscape(int argc, char **argv) {
         {0, 0, 0, 0}};
     ls_opts lo;
     ls_opts_default(&lo);
+    // the memory budget for the per-point buffers (MB), for tests and benchmarks
+    const char *mem = getenv("MOESCOPE_LS_MEM_MB");
+    if (mem) lo.mem_mb = atof(mem);
     const char *e_path = NULL, *json = NULL, *csv = NULL, *png = NULL, *cpng = NULL, *layer = NULL;
     int show = 1;
     optind = 1;

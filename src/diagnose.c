@@ -734,12 +734,6 @@ void diag_report_free(diag_report *r) {
     memset(r, 0, sizeof *r);
 }
 
-static double factorial(int n) {
-    double f = 1;
-    for (int i = 2; i <= n; i++) f *= i;
-    return f;
-}
-
 /* Rank of the chosen order among all orders, from a finished landscape. */
 static void pair_from_landscape(diag_report *r, const landscape *L, cost_method method) {
     int n = r->n;
@@ -851,7 +845,7 @@ int diag_pair(const moe_model *A, const moe_model *B, const evalset *E, const di
     landscape own;
     int own_used = 0;
     int want = o->landscape;
-    if (want < 0) want = factorial(n) <= 5040;
+    if (want < 0) want = ls_factorial(n) <= 5040;
     if (!L && want && E) {
         ls_opts lo;
         ls_opts_default(&lo);
@@ -954,7 +948,7 @@ int diag_pair(const moe_model *A, const moe_model *B, const evalset *E, const di
         dg_add(out, DG_INFO, "best_order", "A,B", NAN,
                "landscape skipped (n = %d: %.0f orders); pass --landscape to rank the chosen "
                "order",
-               n, factorial(n));
+               n, ls_factorial(n));
     }
     if (own_used) landscape_free(&own);
     return 0;

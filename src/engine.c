@@ -62,7 +62,7 @@ struct engine {
     /* landscape: the key wanted, the key running, the key done */
     int ls_want, want_wm, want_T, want_center;
     int ls_running, run_wm, run_T;
-    volatile int cancel_ls;
+    atomic_int cancel_ls;
     int have_ls, done_wm, done_T;
     int ls_failed;
     char ls_status[256];

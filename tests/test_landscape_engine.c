@@ -73,7 +73,7 @@ static int same_landscape(const landscape *a, const landscape *b) {
 }
 
 typedef struct {
-    volatile int cancel;
+    atomic_int cancel;
     long at_cancel;
     int calls, ranks_calls;
     long ranks_done;
@@ -86,7 +86,7 @@ static void on_progress(void *ctx, long done, long total) {
     w->calls++;
     if (w->cancel_after > 0 && done >= w->cancel_after && !w->cancel) {
         w->at_cancel = done;
-        __atomic_store_n(&w->cancel, 1, __ATOMIC_RELAXED);
+        atomic_store(&w->cancel, 1);
     }
     (void)total;
 }
@@ -196,10 +196,9 @@ int main(void) {
         o1.progress = NULL;
         o1.on_ranks = NULL;
         o1.cancel = NULL;
-        setenv("MOESCOPE_LS_MEM_MB", "0.0001", 1);
+        o1.mem_mb = 0.0001;
         landscape L1;
         rc = landscape_compute(&A, &B, &E, &o1, &L1, &err);
-        unsetenv("MOESCOPE_LS_MEM_MB");
         CHECK(rc == 0, "single-thread chunked run: %s", rc ? err.msg : "");
         if (rc == 0) {
             int same = 1;
@@ -221,12 +220,12 @@ int main(void) {
             ls_opts ow = o1;
             ow.wm = wm;
             ow.nthreads = 2;
+            ow.mem_mb = 0;
             landscape Lu, Lc;
             int ru = landscape_compute(&A, &B, &E200, &ow, &Lu, &err);
             CHECK(ru == 0, "wm=%d unchunked: %s", wm, ru ? err.msg : "");
-            setenv("MOESCOPE_LS_MEM_MB", "0.0001", 1);
+            ow.mem_mb = 0.0001;
             int rcc = landscape_compute(&A, &B, &E200, &ow, &Lc, &err);
-            unsetenv("MOESCOPE_LS_MEM_MB");
             CHECK(rcc == 0, "wm=%d chunked: %s", wm, rcc ? err.msg : "");
             if (ru == 0 && rcc == 0)
                 CHECK(same_landscape(&Lu, &Lc), "wm=%d: sample chunks give identical results", wm);
