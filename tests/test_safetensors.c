@@ -244,60 +244,50 @@ static void write_raw(const char *path, uint64_t hlen, const char *header, size_
     fclose(fp);
 }
 
-/* Edges the corpus does not reach: a header length that ends inside the 8
- * bytes after the file, and an overlap with an earlier, longer tensor that a
- * check against the previous tensor alone would miss. */
-static void test_edges(void) {
-    const char *hdr = "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}    "; // 64 bytes
-    size_t hl = strlen(hdr);
-    ms_err err = {{0}};
+/* st_open of a file holding the header json (padded to 8 bytes) and ndata zero
+ * bytes: its return code, the message in *err */
+static int open_json(const char *name, const char *json, size_t ndata, ms_err *err) {
+    char padded[512];
+    snprintf(padded, sizeof padded, "%-*s", (int)((strlen(json) + 7) / 8 * 8), json);
+    const char *p = tmp_path(name);
+    write_raw(p, strlen(padded), padded, ndata);
+    memset(err, 0, sizeof *err);
     st_file f;
-    const char *p = tmp_path("edge_ok.safetensors");
-    write_raw(p, hl, hdr, 4);
-    CHECK(st_open(&f, p, &err) == 0, "header ending at the data: %s", err.msg);
-    if (!err.msg[0]) st_close(&f);
+    int rc = st_open(&f, p, err);
+    if (rc == 0) st_close(&f);
+    return rc;
+}
+
+#define ST_T(name, shape, b, e) "\"" name "\":{\"dtype\":\"F32\",\"shape\":[" shape "],\"data_offsets\":[" b "," e "]}"
+
+/* Edges the corpus does not reach: a header length that ends inside the 8
+ * bytes after the file, and tensors inside an earlier, longer one (an
+ * overlap, unless the inner one is empty). */
+static void test_edges(void) {
+    const char *hdr = "{" ST_T("a", "1", "0", "4") "}";
+    size_t hl = (strlen(hdr) + 7) / 8 * 8;
+    ms_err err;
+    CHECK(open_json("edge_ok.safetensors", hdr, 4, &err) == 0, "header ending at the data: %s", err.msg);
+    char padded[128];
+    snprintf(padded, sizeof padded, "%-*s", (int)hl, hdr);
     for (uint64_t past = 1; past <= 8; past++) {
         // the length claims `past` bytes more than the file holds after the length field
-        p = tmp_path("edge_past.safetensors");
-        write_raw(p, hl + 4 + past, hdr, 4);
+        const char *p = tmp_path("edge_past.safetensors");
+        write_raw(p, hl + 4 + past, padded, 4);
         memset(&err, 0, sizeof err);
+        st_file f;
         int rc = st_open(&f, p, &err);
         CHECK(rc == -1 && strstr(err.msg, "runs past the end"), "header length %zu + %d past the end: rc %d %s",
               hl + 4, (int)past, rc, err.msg);
         if (rc == 0) st_close(&f);
     }
-    // a [0,64) holds both b [8,16) and c [32,40); b and c are apart
-    const char *nest = "{\"a\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[0,64]},"
-                       "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]},"
-                       "\"c\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[32,40]}}";
-    char padded[512];
-    snprintf(padded, sizeof padded, "%-*s", (int)((strlen(nest) + 7) / 8 * 8), nest);
-    p = tmp_path("nested.safetensors");
-    write_raw(p, strlen(padded), padded, 64);
-    memset(&err, 0, sizeof err);
-    int rc = st_open(&f, p, &err);
-    CHECK(rc == -1 && strstr(err.msg, "overlap"), "a tensor inside an earlier longer one: rc %d %s", rc, err.msg);
-    if (rc == 0) st_close(&f);
-    // an empty tensor [8,8] inside a holds no bytes: no overlap
-    const char *empty = "{\"a\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[0,64]},"
-                        "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,8]}}";
-    snprintf(padded, sizeof padded, "%-*s", (int)((strlen(empty) + 7) / 8 * 8), empty);
-    p = tmp_path("empty_inside.safetensors");
-    write_raw(p, strlen(padded), padded, 64);
-    memset(&err, 0, sizeof err);
-    rc = st_open(&f, p, &err);
-    CHECK(rc == 0, "an empty tensor inside another is not an overlap: %s", err.msg);
-    if (rc == 0) st_close(&f);
-    // and c alone inside a
-    const char *two = "{\"a\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[0,64]},"
-                      "\"c\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[32,40]}}";
-    snprintf(padded, sizeof padded, "%-*s", (int)((strlen(two) + 7) / 8 * 8), two);
-    p = tmp_path("nested2.safetensors");
-    write_raw(p, strlen(padded), padded, 64);
-    memset(&err, 0, sizeof err);
-    rc = st_open(&f, p, &err);
+    int rc = open_json("nested.safetensors", "{" ST_T("a", "16", "0", "64") "," ST_T("b", "2", "8", "16") ","
+                       ST_T("c", "2", "32", "40") "}", 64, &err);
+    CHECK(rc == -1 && strstr(err.msg, "overlap"), "b and c inside an earlier longer a: rc %d %s", rc, err.msg);
+    rc = open_json("nested2.safetensors", "{" ST_T("a", "16", "0", "64") "," ST_T("c", "2", "32", "40") "}", 64, &err);
     CHECK(rc == -1 && strstr(err.msg, "overlap"), "c inside a: rc %d %s", rc, err.msg);
-    if (rc == 0) st_close(&f);
+    rc = open_json("empty_inside.safetensors", "{" ST_T("a", "16", "0", "64") "," ST_T("e", "0", "8", "8") "}", 64, &err);
+    CHECK(rc == 0, "an empty tensor inside another holds no bytes, no overlap: %s", err.msg);
 }
 
 /* ------------------------------------------------------ writer round trip */
