@@ -17,6 +17,7 @@ Env: PYTHON (for the python tests), JOBS (make -j, default 2),
 MUTANT_TIMEOUT (seconds per mutant's test run, a hang guard; default 1800).
 Exit status 0 when every mutant not marked equivalent is killed."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -225,7 +226,11 @@ def main(argv):
     try:
         copy_tree(tree)
         log("mutants: scratch copy in %s; building (%s)" % (tree, build))
-        r = make(tree, [build + "/moescope"])
+        # the binary and every test program: a mutant's test run then only runs tests
+        targets = [build + "/moescope"] + sorted(
+            build + "/tests/" + f[:-2] for f in os.listdir(os.path.join(tree, "tests"))
+            if f.startswith("test_") and f.endswith(".c"))
+        r = make(tree, targets)
         if r.returncode:
             log(r.stdout[-3000:] + r.stderr[-3000:])
             log("mutants: the unmutated tree does not build")
@@ -258,9 +263,9 @@ def main(argv):
             try:
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(orig.replace(m["find"], m["repl"], 1))
-                r = make(tree, [build + "/moescope"])
+                r = make(tree, targets)
                 if r.returncode:  # once more: a loaded machine can fail a tool (pkg-config) now and then
-                    r = make(tree, [build + "/moescope"])
+                    r = make(tree, targets)
                 if r.returncode:
                     log(r.stdout[-2000:] + r.stderr[-2000:])
                     status = "ERROR"
@@ -268,12 +273,18 @@ def main(argv):
                 else:
                     try:
                         r = make(tree, [target], {"TESTS": m["tests"]}, timeout=timeout)
+                        out = r.stdout + r.stderr
+                        # the total line of tests/run.sh: the tests ran (not a tool failing)
+                        ran = re.search(r"^\d+ passed, \d+ failed", out, re.M) is not None
                         killed = r.returncode != 0
-                        fails = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.startswith("FAIL")]
+                        fails = [ln for ln in out.splitlines() if ln.startswith("FAIL")]
                         detail = fails[0][:110] if fails else ("tests exit %d" % r.returncode if killed else "")
+                        if killed and not ran:
+                            log(out[-2000:])
+                            killed, detail = None, "the tests did not run"
                     except subprocess.TimeoutExpired:
                         killed, detail = True, "hung (timeout %d s)" % timeout
-                    status = "KILLED" if killed else "SURVIVED"
+                    status = "ERROR" if killed is None else "KILLED" if killed else "SURVIVED"
                     if m.get("equivalent"):
                         status += " (equivalent: %s)" % m["equivalent"]
             finally:
