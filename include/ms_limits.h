@@ -32,7 +32,8 @@ enum {
     MS_USE_DIAG = 8, /* diagnostics: every expert's outputs on up to 2048 samples */
 };
 
-/* The machine's limit in bytes: physical memory, lowered by MOESCOPE_MAX_MEMORY. */
+/* The machine's limit in bytes: physical memory or the cgroup's memory.max,
+ * whichever is lower, lowered further by MOESCOPE_MAX_MEMORY. */
 double ms_mem_machine(void);
 
 /* Check the derived allocations `uses` of A (and B, E when not NULL) against

@@ -21,6 +21,13 @@ const char *ms_bytes_str(char *buf, size_t cap, double bytes) {
 double ms_mem_machine(void) {
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     double m = pages > 0 && psz > 0 ? (double)pages * (double)psz : 1e300;
+    // a container's memory limit (cgroup v2) is the machine as far as we are concerned
+    FILE *fp = fopen("/sys/fs/cgroup/memory.max", "r");
+    if (fp) {
+        double v;
+        if (fscanf(fp, "%lf", &v) == 1 && v > 0 && v < m) m = v; // "max" reads as no number
+        fclose(fp);
+    }
     const char *env = getenv("MOESCOPE_MAX_MEMORY");
     if (env && *env) {
         char *end;
