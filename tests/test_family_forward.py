@@ -7,7 +7,9 @@ native layout (the mapping below, written here from the modelling code: gate /
 up / down projections -> fc1 / fc3 / fc2, the router's parameters -> moescope.*
 metadata and the optional router tensors) and checks that `moescope eval
 --dump-outputs` on an inputs-only evaluation set reproduces the block's
-output to 1e-4 relative."""
+output to 1e-4 relative. Then every family in its real layout (sharded, with
+config.json; F32, BF16, and GPT-OSS's MXFP4), written by
+tests/family_fixtures.py, against the same reference."""
 import os
 import sys
 import tempfile
@@ -15,6 +17,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import family_fixtures as ff  # noqa: E402
 import family_ref  # noqa: E402
 import testutil  # noqa: E402
 from oracle import read_safetensors, write_safetensors  # noqa: E402
@@ -218,11 +221,55 @@ def test_reference_sanity():
     check(np.abs(a - b).max() < 1e-10, "reference: mixtral != granitemoe on the same weights")
 
 
+def ref_tensors(fam, W, dtype):
+    """The layer's tensors as the modelling code sees them (HF names, float32),
+    decoded from exactly the bytes the fixture writer puts in the file; MXFP4
+    blocks/scales become the BF16 layout's gate_up_proj [n, d, 2h] and
+    down_proj [n, h, d] (the codes are stored [n, out, in])."""
+    t = {}
+    for name, dt, shape, raw in ff.hf_tensors(fam, W, dtype=dtype):
+        if dt in ("F32", "BF16", "F16"):
+            t[name] = ff.to_float(dt, shape, raw)
+    if "_gu_mx" in W:
+        P = ff.prefix_of(fam, 1) + ".experts."
+        t[P + "gate_up_proj"] = ff.mx_decode(*W["_gu_mx"]).transpose(0, 2, 1)
+        t[P + "down_proj"] = ff.mx_decode(*W["_dn_mx"]).transpose(0, 2, 1)
+    return t
+
+
+def real_layout_case(tmp, fam, dtype, mx, seed):
+    """A real family layout (sharded, config.json, written by the tests' own
+    fixture writer): eval --dump-outputs against family_ref.forward."""
+    tag = "%s/%s%s" % (fam, dtype, "/MXFP4" if mx else "")
+    rng = np.random.default_rng(seed)
+    W, cfg = ff.random_layer(fam, rng, dtype, mx=mx)
+    d = W["gate"].shape[1]
+    ck = os.path.join(tmp, tag.replace("/", "_"))
+    ff.write_checkpoint(ck, fam, W, cfg, dtype, shards=2, rng=np.random.default_rng(3))
+    X = rng.standard_normal((48, d)).astype(np.float32)
+    want = family_ref.forward(fam, ref_tensors(fam, W, dtype), cfg, ff.prefix_of(fam, 1) + ".", X)
+    ev, out = ck + ".eval", ck + ".out"
+    write_safetensors(ev, {"inputs": X})
+    r = run("eval", ck, "--eval", ev, "--dump-outputs", out)
+    check(r.returncode == 0, "%s: eval failed: %s" % (tag, r.stderr.strip()))
+    if r.returncode:
+        return
+    got = read_safetensors(out)[0]["outputs"]
+    err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-12)
+    check(got.shape == want.shape and err < 1e-4,
+          "%s: eval --dump-outputs vs the reference forward: rel err %g" % (tag, err))
+    check(np.abs(want).max() > 1e-3, "%s: the reference output is ~0" % tag)
+
+
 def main():
     test_reference_sanity()
     with tempfile.TemporaryDirectory() as tmp:
         for i, (family, n, cfg) in enumerate(CASES):
             run_case(tmp, i, family, n, cfg)
+        for i, fam in enumerate(ff.FAMILIES):
+            for dtype in ("F32", "BF16"):
+                real_layout_case(tmp, fam, dtype, False, 50 + 2 * i + (dtype == "BF16"))
+        real_layout_case(tmp, "gpt_oss", "BF16", True, 99)
     return testutil.summary("test_family_forward")
 
 
