@@ -118,6 +118,9 @@ moe_config moe_shared_config(const moe_config *c);
 const char *moe_family(const moe_config *c);
 const char *moe_origin_name(moe_origin o);
 const char *moe_score_name(moe_score s);
+/* The routing in words, e.g. "softmax scores, top-2 of 8, renormalised (=
+ * softmax over the top-2 logits)", into buf (len bytes). */
+void moe_router_describe(const moe_config *c, char *buf, size_t len);
 
 /* floats one expert takes: fc1 (h,d)+(h), fc2 (d,h)+(d), [fc3 (h,d)+(h)] */
 size_t moe_expert_size(const moe_config *c);

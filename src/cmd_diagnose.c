@@ -7,6 +7,7 @@
 #include "atomic_file.h"
 #include "cli.h"
 #include "diagnose.h"
+#include "symmetry.h"
 
 static const char *USAGE =
     "moescope diagnose A.safetensors B.safetensors [--eval E] [--json F] [--method gate|expert] "
@@ -121,6 +122,9 @@ int cmd_diagnose(int argc, char **argv) {
            moe_router_name(A.cfg.router));
     if (A.cfg.router == ROUTER_TOPK) printf(" (k = %d)", A.cfg.k);
     printf(", evaluation set %s\n", eval ? eval : "none");
+    moe_symmetry sym;
+    moe_symmetry_group(&A.cfg, &sym);
+    printf("          symmetry group %s\n          %s\n", sym.name, sym.why);
     // group by who: A, B, then the pair
     const char *groups[3] = {"A", "B", "A,B"};
     const char *titles[3] = {"\ncheckpoint A", "\ncheckpoint B", "\nthe pair (B aligned to A)"};

@@ -177,10 +177,9 @@ int cmd_eval(int argc, char **argv) {
     } else {
         printf("loss        %.6f (mean squared error)\n", r.loss);
     }
-    if (c->router == ROUTER_TOPK)
-        printf("routing     top-%d of %d experts\n", c->k, c->n);
-    else
-        printf("routing     dense softmax over %d experts\n", c->n);
+    char rdesc[512];
+    moe_router_describe(c, rdesc, sizeof rdesc);
+    printf("routing     %s\n", rdesc);
     printf("\nexpert  mean gate  fraction routed\n");
     for (int i = 0; i < c->n; i++)
         printf("%6d  %9.4f  %15.4f\n", i, r.load_mean[i], r.load_frac[i]);

@@ -14,6 +14,7 @@
 #include "family.h"
 #include "json_file.h"
 #include "model.h"
+#include "symmetry.h"
 #include "ms_limits.h"
 
 static const char *USAGE = "moescope info CKPT [--layer L] [--json F]";
@@ -137,8 +138,12 @@ int cmd_info(int argc, char **argv) {
     printf("file        %s (%lld bytes)\n", path, fsize);
     printf("layer       %s\n", m.layer);
     printf("shape       n = %d experts, d = %d, h = %d, s = %d shared\n", c->n, c->d, c->h, c->s);
-    if (c->router == ROUTER_TOPK) printf("router      topk, k = %d\n", c->k);
-    else printf("router      dense (softmax over all %d experts)\n", c->n);
+    char rdesc[512];
+    moe_router_describe(c, rdesc, sizeof rdesc);
+    moe_symmetry sym;
+    moe_symmetry_group(c, &sym);
+    printf("router      %s\n", rdesc);
+    printf("symmetry    %s\n            %s\n", sym.name, sym.why);
     printf("activation  %s%s\n", moe_act_name(c->act),
            c->act == ACT_GELU ? " (exact erf form)" : "");
     printf("residual    %s\n", c->residual ? "yes (z = x + D(x))" : "no (z = D(x))");
@@ -183,6 +188,13 @@ int cmd_info(int argc, char **argv) {
         cJSON_AddNumberToObject(root, "s", c->s);
         cJSON_AddNumberToObject(root, "C", c->C);
         cJSON_AddStringToObject(root, "router", moe_router_name(c->router));
+        cJSON_AddStringToObject(root, "router_description", rdesc);
+        cJSON *so = cJSON_AddObjectToObject(root, "symmetry");
+        cJSON_AddStringToObject(so, "group", sym.name);
+        cJSON_AddStringToObject(so, "why", sym.why);
+        cJSON_AddBoolToObject(so, "translation", sym.translation);
+        cJSON_AddNumberToObject(so, "groups", sym.groups);
+        cJSON_AddBoolToObject(so, "top1", sym.top1);
         cJSON_AddStringToObject(root, "activation", moe_act_name(c->act));
         cJSON_AddBoolToObject(root, "residual", c->residual);
         cJSON *bias = cJSON_AddObjectToObject(root, "biases");

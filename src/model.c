@@ -42,6 +42,37 @@ const char *moe_origin_name(moe_origin o) {
     }
 }
 
+void moe_router_describe(const moe_config *c, char *buf, size_t len) {
+    size_t k = 0;
+#define OUT(...) k += (size_t)snprintf(buf + k, k < len ? len - k : 0, __VA_ARGS__)
+    buf[0] = '\0';
+    int topk = c->router == ROUTER_TOPK && (c->k < c->n || c->n_group > 1);
+    if (!topk) {
+        OUT("%s over all %d experts", c->score == SCORE_SIGMOID ? "sigmoid" : "softmax", c->n);
+    } else {
+        OUT("%s scores", moe_score_name(c->score));
+        if (c->has_corr_bias) OUT(", selected by score + selection bias");
+        if (c->n_group > 1 && c->topk_group < c->n_group)
+            OUT(", %d groups of %d ranked by their %s, keep %d", c->n_group, c->n / c->n_group,
+                c->group_score == GROUP_TOP2_SUM ? "top-2 sum" : "best expert", c->topk_group);
+        OUT(", top-%d of %d", c->k, c->n);
+        if (c->renorm == RENORM_YES)
+            OUT(c->score == SCORE_SOFTMAX && !c->has_corr_bias
+                    ? ", renormalised (= softmax over the top-%d logits)"
+                    : ", weights renormalised over the %d chosen", c->k);
+        else
+            OUT(", weights = the %s scores (not renormalised)",
+                c->score == SCORE_SIGMOID ? "sigmoid" : "softmax");
+        if (c->renorm == RENORM_YES && c->renorm_eps > 0) OUT(" (+%g)", c->renorm_eps);
+    }
+    if (c->scale != 0.0f && c->scale != 1.0f) OUT(", x %g", c->scale);
+    if (c->s > 0)
+        OUT("; %d shared expert%s%s", c->s, c->s > 1 ? "s" : "",
+            c->shared_gated ? " gated by sigmoid(v.x)" : " (weight 1)");
+    if (c->has_out_bias) OUT("; output bias");
+#undef OUT
+}
+
 const char *moe_score_name(moe_score s) { return s == SCORE_SIGMOID ? "sigmoid" : "softmax"; }
 
 size_t moe_expert_size(const moe_config *c) {

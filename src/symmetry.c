@@ -348,4 +348,5 @@ void moe_symmetry_group(const moe_config *c, moe_symmetry *g) {
         WHY("The sigmoid-gated shared expert is its own fixed part: weight-matched with B's, its "
             "gate vector interpolated, never permuted.");
 #undef WHY
+    for (len = strlen(g->why); len > 0 && g->why[len - 1] == ' ';) g->why[--len] = '\0';
 }

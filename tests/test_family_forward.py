@@ -10,6 +10,7 @@ metadata and the optional router tensors) and checks that `moescope eval
 output to 1e-4 relative. Then every family in its real layout (sharded, with
 config.json; F32, BF16, and GPT-OSS's MXFP4), written by
 tests/family_fixtures.py, against the same reference."""
+import json
 import os
 import sys
 import tempfile
@@ -237,6 +238,26 @@ def ref_tensors(fam, W, dtype):
     return t
 
 
+def symmetry_check(tag, fam, ck, cfg):
+    """info names the router's symmetry group: no translation for sigmoid scores,
+    the wreath product where the group limit binds (DeepSeek-V3's top-2 sums; a
+    V2 limit ranked by group maxima with k <= topk_group never binds), top-1
+    flagged."""
+    js = ck + ".info.json"
+    r = run("info", ck, "--json", js)
+    check(r.returncode == 0, "%s: info failed: %s" % (tag, r.stderr.strip()))
+    if r.returncode:
+        return
+    sym = json.load(open(js)).get("symmetry", {})
+    k, kg = cfg.get("num_experts_per_tok", 1), cfg.get("topk_group", 0)
+    binds = fam == "deepseek_v3" or (fam == "deepseek_v2" and k > kg)
+    want = (fam != "deepseek_v3", cfg.get("n_group", 0) if binds else 0, fam == "switch")
+    got = (sym.get("translation"), sym.get("groups"), sym.get("top1"))
+    check(got == want, "%s: info's symmetry (translation, groups, top1) = %s, expected %s (%s)"
+          % (tag, got, want, sym.get("group")))
+    check(("wr" in sym.get("group", "")) == bool(want[1]), "%s: group name %s" % (tag, sym.get("group")))
+
+
 def real_layout_case(tmp, fam, dtype, mx, seed):
     """A real family layout (sharded, config.json, written by the tests' own
     fixture writer): eval --dump-outputs against family_ref.forward."""
@@ -248,6 +269,7 @@ def real_layout_case(tmp, fam, dtype, mx, seed):
     ff.write_checkpoint(ck, fam, W, cfg, dtype, shards=2, rng=np.random.default_rng(3))
     X = rng.standard_normal((48, d)).astype(np.float32)
     want = family_ref.forward(fam, ref_tensors(fam, W, dtype), cfg, ff.prefix_of(fam, 1) + ".", X)
+    symmetry_check(tag, fam, ck, cfg)
     ev, out = ck + ".eval", ck + ".out"
     write_safetensors(ev, {"inputs": X})
     r = run("eval", ck, "--eval", ev, "--dump-outputs", out)

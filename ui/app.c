@@ -11,6 +11,7 @@
 #include "diagnose.h"
 #include "heatmap_view.h"
 #include "help_view.h"
+#include "symmetry.h"
 #include "keys.h"
 
 void app_init(app_state *a, const ui_info *info, int T) {
@@ -181,7 +182,10 @@ int app_key(app_state *a, int key, const engine_view *v) {
         return FX_SUBMIT;
     case ACT_TOGGLE_CENTER:
         a->req.center ^= 1;
-        app_message(a, 0, "gate centring %s", a->req.center ? "on" : "off");
+        if (!moe_gate_centring_valid(&a->info.cfg)) // say why the toggle changes nothing
+            app_message(a, 0, "gate centring %s - no effect: sigmoid scores have no translation "
+                              "symmetry, so the gate cost never centres", a->req.center ? "on" : "off");
+        else app_message(a, 0, "gate centring %s", a->req.center ? "on" : "off");
         return FX_SUBMIT;
     case ACT_TOGGLE_METHOD:
         a->req.method = a->req.method == COST_GATE ? COST_EXPERT : COST_GATE;
@@ -317,7 +321,7 @@ void app_render(app_state *a, const engine_view *v, grid *g) {
     orders_render(g, &L->orders, &a->orders, v);
     footer_render(g, &L->footer, &a->req, a->metric_acc, &a->hits);
     message_render(g, &L->message, a->msg, a->msg_error, v);
-    if (a->show_help) help_render(g, &L->overlay);
+    if (a->show_help) help_render(g, &L->overlay, &a->info.cfg);
     else if (a->show_diag) {
         app_sync_diag(a, v);
         char *none[] = {g->utf8 ? "computing diagnostics\u2026" : "computing diagnostics..."};

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "keys.h"
+#include "symmetry.h"
 
 static void box(grid *g, const ui_rect *r, const char *title) {
     uint32_t h = g->utf8 ? 0x2500 : '-', v = g->utf8 ? 0x2502 : '|';
@@ -26,7 +27,31 @@ static void box(grid *g, const ui_rect *r, const char *title) {
     grid_printf(g, r->x + 2, r->y, r->w - 4, ROLE_PANE_TITLE, " %s ", title);
 }
 
-void help_render(grid *g, const ui_rect *r) {
+/* The symmetry group's name and its why, word-wrapped into rows y.. of r. */
+static void symmetry_render(grid *g, const ui_rect *r, int x, int y, const moe_config *c) {
+    moe_symmetry s;
+    moe_symmetry_group(c, &s);
+    int w = r->w - 4, bottom = r->y + r->h - 1;
+    if (y >= bottom || w < 10) return;
+    grid_printf(g, x, y++, w, ROLE_KEY, "symmetry group: %s", s.name);
+    const char *p = s.why;
+    while (*p && y < bottom) {
+        int len = (int)strlen(p), cut = len <= w ? len : w;
+        if (cut < len)
+            for (int i = cut; i > w / 2; i--)
+                if (p[i] == ' ') {
+                    cut = i;
+                    break;
+                }
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", cut, p);
+        grid_text(g, x, y++, w, ROLE_DIM, line);
+        p += cut;
+        while (*p == ' ') p++;
+    }
+}
+
+void help_render(grid *g, const ui_rect *r, const moe_config *c) {
     if (r->w < 20 || r->h < 5) return;
     box(g, r, "keys (any key closes)");
     int x = r->x + 2, inner = r->h - 2, half = (r->w - 4) / 2;
@@ -65,7 +90,8 @@ void help_render(grid *g, const ui_rect *r) {
     if (col) y++;
     (void)nshort;
     if (y < r->y + r->h - 1) grid_text(g, x, y++, r->w - 4, ROLE_NORMAL, "mouse: click a row to plot it, click a footer item, wheel scrolls");
-    if (y < r->y + r->h - 1) grid_text(g, x, y, r->w - 4, ROLE_DIM, "marks: * best  G gate-chosen  E expert-chosen  I identity");
+    if (y < r->y + r->h - 1) grid_text(g, x, y++, r->w - 4, ROLE_DIM, "marks: * best  G gate-chosen  E expert-chosen  I identity");
+    if (c) symmetry_render(g, r, x, y, c);
 }
 
 /* Word-wrap lines to width; draw the rows [scroll, scroll + rows) at (x, y0)

@@ -6,7 +6,10 @@
 #include "grid.h"
 #include "layout.h"
 
-void help_render(grid *g, const ui_rect *r);
+#include "model.h"
+
+/* The key table, then the layer's symmetry group and why (c may be NULL). */
+void help_render(grid *g, const ui_rect *r, const moe_config *c);
 /* A boxed list of text lines with a title; scroll: first line shown. */
 /* A box of word-wrapped lines from wrapped row `scroll` on; returns the scroll
  * clamped to the text (so the caller's scroll never runs past the end). */
