@@ -2,6 +2,7 @@
  * routing load and the rest of SPEC §9, as numbers with a verdict in words.
  * See diagnose.h for the exact definitions of every number. */
 #include "diagnose.h"
+#include "symmetry.h"
 
 #include <cJSON.h>
 #include <cblas.h>
@@ -753,6 +754,14 @@ static void pair_from_landscape(diag_report *r, const landscape *L, cost_method 
     memcpy(r->order[method], L->methods[method].order, (size_t)n * sizeof(int));
 }
 
+/* B made by `scramble` from A: say whether the chosen order undoes it. */
+static void diag_scramble_record(const moe_model *A, const moe_model *B, const diag_report *r,
+                                 dg_list *out) {
+    char msg[320];
+    int k = moe_scramble_check(A, B, r->order[r->method], msg, sizeof msg);
+    if (k) dg_add(out, k == 1 ? DG_OK : DG_WARN, "scramble_record", "A,B", NAN, "%s", msg);
+}
+
 int diag_pair(const moe_model *A, const moe_model *B, const evalset *E, const diag_opts *o,
               diag_report *r, ms_err *err) {
     memset(r, 0, sizeof *r);
@@ -950,6 +959,7 @@ int diag_pair(const moe_model *A, const moe_model *B, const evalset *E, const di
                "order",
                n, ls_factorial(n));
     }
+    diag_scramble_record(A, B, r, out);
     if (own_used) landscape_free(&own);
     return 0;
 }

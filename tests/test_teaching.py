@@ -117,6 +117,13 @@ def test_pure_scramble():
         check(abs(float(m.group(1)) - np.linalg.norm(c)) <= 1e-3 * np.linalg.norm(c),
               f"shift {m.group(1)} vs numpy {np.linalg.norm(c)}")
         check(float(m.group(2)) < 1e-4 * np.linalg.norm(c), f"per-row residue {m.group(2)}")
+    dj = os.path.join(WORK, "diag.json")
+    r = run("diagnose", A, scr, "--eval", f"{d}/eval.safetensors", "--json", dj)
+    check(r.returncode == 0 and "B is a scramble of A (seed 7)" in r.stdout and "is its inverse" in r.stdout,
+          f"diagnose does not say it undid the scramble: {r.stdout}")
+    if r.returncode == 0:
+        fs = [f for f in json.load(open(dj)).get("findings", []) if f.get("code") == "scramble_record"]
+        check(len(fs) == 1 and fs[0]["severity"] == "ok", f"diagnose JSON scramble_record: {fs}")
     r = run("align", A, scr, "-o", out, "--no-order")
     check(r.returncode == 0 and "NOT its inverse" in r.stdout, f"--no-order: {r.stdout}")
     r = run("align", A, f"{d}/seed2.safetensors", "-o", out)
