@@ -707,6 +707,9 @@ static int save_dir(ckpt *c, const int *enc_of, const enc_set *s, const char *ou
         free(tmp);
         return ms_fail(err, "%s: cannot create a directory beside it: %s", out, strerror(e));
     }
+    mode_t um = umask(0); // mkdtemp makes 0700; a checkpoint directory gets the usual mode
+    umask(um);
+    chmod(tmp, 0777 & ~um);
     int rc = fill_dir(c, enc_of, s, tmp, err);
     if (!rc && !stat(out, &sb) && rmdir(out))
         rc = ms_fail(err, "%s: exists and is not empty; remove it or choose another output", out);

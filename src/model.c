@@ -704,10 +704,11 @@ int moe_load(moe_model *m, const char *path, const char *layer, ms_err *err) {
     int any_native = 0;
     for (int i = 0; i < nl; i++) any_native |= ls[i].family == FAM_NATIVE;
     if (any_native && single) {
-        // moescope's own names keep their loader, its messages and "moe" as the default
-        if (!(layer && !family_pick(&c, ls, nl, layer, &which, NULL) &&
-              ls[which].family != FAM_NATIVE)) {
-            rc = load_from(m, &c.shards[0], layer ? layer : "moe", err);
+        // moescope's own names keep their loader, its messages and "moe" as the default;
+        // a block index names the layer's prefix
+        int picked = layer && !family_pick(&c, ls, nl, layer, &which, NULL);
+        if (!picked || ls[which].family == FAM_NATIVE) {
+            rc = load_from(m, &c.shards[0], picked ? ls[which].prefix : layer ? layer : "moe", err);
             goto done;
         }
     } else if (family_pick(&c, ls, nl, layer, &which, err)) {

@@ -222,6 +222,22 @@ def sharded_errors():
         r = run("info", base, "--layer", arg)
         check(r.returncode == 0, "--layer %s: %s" % (arg, r.stderr))
     expect("--layer absent", base, "no MoE layer '7'", "--layer", "7")
+    # moescope's own names: a two-layer file, --layer by block index or prefix
+    nat = p("native2.safetensors")
+    items = []
+    for L, h in ((0, 8), (1, 12)):
+        q = "blocks.%d.moe." % L
+        items.append((q + "gate.weight", "F32", (3, 8), np.ones((3, 8), np.float32).tobytes()))
+        for e in range(3):
+            items.append((q + "experts.%d.fc1.weight" % e, "F32", (h, 8),
+                          rng.standard_normal((h, 8)).astype(np.float32).tobytes()))
+            items.append((q + "experts.%d.fc2.weight" % e, "F32", (8, h),
+                          rng.standard_normal((8, h)).astype(np.float32).tobytes()))
+    ff.write_safetensors(nat, items)
+    for arg in ("1", "blocks.1.moe"):
+        r = run("info", nat, "--layer", arg, "--json", p("n.json"))
+        check(r.returncode == 0 and json.load(open(p("n.json")))["h"] == 12,
+              "native --layer %s: %s" % (arg, r.stderr))
     # olmoe and qwen3_moe name their tensors alike: --family decides
     r = run("info", base.replace("err_base", "olmoe_dir"), "--family", "olmoe")
     W, cfg = ff.random_layer("qwen3_moe", rng, "F32")
@@ -257,6 +273,9 @@ def output_dir_exists():
     r = run("align", a, a, "-o", empty)
     check(r.returncode == 0 and os.path.exists(os.path.join(empty, "config.json")),
           "empty output directory: %s" % r.stderr)
+    um = os.umask(0)
+    os.umask(um)
+    check(os.stat(empty).st_mode & 0o777 == 0o777 & ~um, "output directory mode %o" % os.stat(empty).st_mode)
     r = run("align", a, a, "-o", p("od_file.safetensors"))
     check(r.returncode == 0 and os.path.isdir(p("od_file.safetensors")), "a sharded output is a directory")
 
