@@ -23,31 +23,43 @@ CURSES_LIBS := $(shell pkg-config --libs ncursesw 2>/dev/null)
 WARN     := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CSTD     := -std=gnu11
 OPT      ?= -O2 -march=x86-64-v2
-CPPFLAGS += -Iinclude -Iui
+CPPFLAGS += -Iinclude
 LDLIBS   := $(PKG_LIBS) $(CURSES_LIBS) -lpthread -lm
 
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-# The library: everything in src/ except main.c. The UI: everything in ui/.
-LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c))
+# Three archives, one direction of dependence: ui -> cli -> library.
+#   libmoescope.a      src/ without the command line: loaders, alignment,
+#                      landscape, plots, the explorer's worker (no curses)
+#   libmoescope_cli.a  src/cli.c and src/cmd_*.c, the subcommands
+#   libmoescope_ui.a   ui/, the explorer (the only code that sees curses)
+# main.c (the binary's entry) joins them. src/ is compiled without -Iui, so a
+# src/ file cannot include a ui/ header; tests/check_boundaries.sh checks it.
+CLI_SRC  := src/cli.c $(wildcard src/cmd_*.c)
+LIB_SRC  := $(filter-out $(CLI_SRC),$(wildcard src/*.c))
 UI_SRC   := $(wildcard ui/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
+# -Iui for everything but src/ (ui/ itself, main.c, the UI's tests)
+ui_inc = $(if $(filter src/%,$(1)),,-Iui)
 
 # $(1) = build dir, $(2) = extra CFLAGS
 define BUILD_RULES
 $(1)/libmoescope.a: $(patsubst %.c,$(1)/%.o,$(LIB_SRC))
 	@rm -f $$@
 	ar rcs $$@ $$^
+$(1)/libmoescope_cli.a: $(patsubst %.c,$(1)/%.o,$(CLI_SRC))
+	@rm -f $$@
+	ar rcs $$@ $$^
 $(1)/libmoescope_ui.a: $(patsubst %.c,$(1)/%.o,$(UI_SRC))
 	@rm -f $$@
 	ar rcs $$@ $$^
-$(1)/moescope: $(1)/src/main.o $(1)/libmoescope_ui.a $(1)/libmoescope.a
+$(1)/moescope: $(1)/main.o $(1)/libmoescope_ui.a $(1)/libmoescope_cli.a $(1)/libmoescope.a
 	$$(CC) $(2) -o $$@.tmp $$^ $$(LDLIBS) && mv -f $$@.tmp $$@
-$(1)/tests/%: $(1)/tests/%.o $(1)/libmoescope_ui.a $(1)/libmoescope.a
+$(1)/tests/%: $(1)/tests/%.o $(1)/libmoescope_ui.a $(1)/libmoescope_cli.a $(1)/libmoescope.a
 	$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)
 $(1)/%.o: %.c
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CSTD) $(2) $$(WARN) $$(CPPFLAGS) $$(PKG_CFLAGS) -MMD -MP -c -o $$@ $$<
+	$$(CC) $$(CSTD) $(2) $$(WARN) $$(CPPFLAGS) $$(call ui_inc,$$<) $$(PKG_CFLAGS) -MMD -MP -c -o $$@ $$<
 endef
 
 REL  := build/rel

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "align.h"
+#include "evalset.h"
 #include "model.h"
 
 int cmd_info(int argc, char **argv);
@@ -22,8 +23,6 @@ int cmd_scramble(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_lap(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
-/* The TUI (ui/tui.c): moescope A B [--eval E] [--layer L] ... */
-int tui_main(int argc, char **argv);
 
 /* Print "moescope CMD: msg" and the usage line to stderr; returns 2. */
 int cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

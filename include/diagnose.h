@@ -42,6 +42,7 @@
 #include <stdio.h>
 
 #include "align.h"
+#include "evalset.h"
 #include "landscape.h"
 #include "model.h"
 

@@ -6,6 +6,7 @@
 #ifndef MS_EVALUATOR_H
 #define MS_EVALUATOR_H
 
+#include "evalset.h"
 #include "model.h"
 
 /* Gate weights for a batch: logits (B,n) -> g (B,n) by the config's router

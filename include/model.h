@@ -1,4 +1,4 @@
-/* model.h - one MoE layer (plus the optional frozen head) and an evaluation set.
+/* model.h - one MoE layer (plus the optional frozen head).
  *
  * Dimension legend (SPEC §2):
  *   n  experts            d  model width         h  expert hidden width
@@ -174,19 +174,5 @@ void moe_meta_copy(moe_model *dst, const moe_model *src);
 /* Every layer prefix L in the file (a tensor "L.gate.weight" exists), in file
  * order; the caller frees each string and the array. */
 int moe_list_layers(const char *path, char ***layers, int *nlayers, ms_err *err);
-
-/* ---- evaluation set ---- */
-typedef struct {
-    char *path;
-    int N, d, C;       /* C: number of classes (labels) or target width */
-    float *inputs;     // (N, d)
-    int32_t *labels;   // (N), classification; NULL for regression
-    float *targets;    // (N, C), regression; NULL for classification
-} evalset;
-
-int evalset_load(evalset *e, const char *path, ms_err *err);
-void evalset_free(evalset *e);
-/* Check e fits m (width d, label range / target width vs the head). */
-int evalset_check(const evalset *e, const moe_model *m, ms_err *err);
 
 #endif

@@ -9,6 +9,7 @@
 #include "align.h"
 #include "lap.h"
 #include "symmetry.h"
+#include "weight_matching.h"
 
 void align_opts_default(align_opts *o) {
     o->order_stage = 1;

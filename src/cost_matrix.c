@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "align.h"
+#include "cost_matrix.h"
 #include "symmetry.h"
 
 const char *cost_method_name(cost_method m) {

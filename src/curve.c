@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "evaluator.h"
-#include "landscape.h"
+#include "curve.h"
 
 double ls_t(int m, int T) { return T > 1 ? (double)m / (double)(T - 1) : 0.0; }
 

@@ -17,6 +17,7 @@
 #include "json_file.h"
 #include "lap.h"
 #include "moe_kernels.h"
+#include "weight_matching.h"
 
 static cJSON *json_ckpt(const diag_ckpt *s); /* below, with the JSON report */
 

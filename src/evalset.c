@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evalset.h"
 #include "model.h"
 #include "safetensors.h"
 

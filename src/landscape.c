@@ -48,6 +48,7 @@
 #include "rank.h"
 #include "rng.h"
 #include "symmetry.h"
+#include "weight_matching.h"
 
 /* the named alignments' curves (in L), the pairs and gate columns of each
  * slot, its shared variant, and its loss sums per point of the chunk */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "align.h"
+#include "weight_matching.h"
 #include "lap.h"
 
 /* Widen h*h floats stored at the start of S into h*h doubles in place,

@@ -13,6 +13,7 @@
 #include "rng.h"
 #include "symmetry.h"
 #include "testlib.h"
+#include "weight_matching.h"
 
 typedef struct {
     int n, d, h, k, s, C;

@@ -1,5 +1,5 @@
 /* test_ui_layout.c - the TUI's drawing and key handling without a terminal:
- * a hand-filled engine_view rendered into cell grids at several sizes, in
+ * a hand-filled explore_snapshot rendered into cell grids at several sizes, in
  * UTF-8 and ASCII. */
 #include <limits.h>
 #include <math.h>
@@ -56,7 +56,7 @@ static long all_orders(int n, int (*out)[LS_MAX_N]) {
     return k;
 }
 
-static void fake_view(engine_view *v, int n) {
+static void fake_view(explore_snapshot *v, int n) {
     memset(v, 0, sizeof *v);
     int T = 25;
     v->generation = 7;
@@ -108,7 +108,7 @@ static void fake_view(engine_view *v, int n) {
     v->acc_b = 0.89;
 }
 
-static void free_view(engine_view *v) {
+static void free_view(explore_snapshot *v) {
     ls_curve *c[4] = {&v->naive, &v->skip_order, &v->current, &v->selected};
     for (int i = 0; i < 4; i++) {
         free(c[i]->loss);
@@ -134,7 +134,7 @@ static ui_info fake_info(int n) {
 /* The set-up most tests share: a fake view of n experts, the app on it and a
  * w x h grid; each test then states only what differs. */
 typedef struct {
-    engine_view v;
+    explore_snapshot v;
     app_state a;
     grid g;
 } ui_fix;
@@ -565,7 +565,7 @@ static void test_color_heatmap(void) {
         fix_init(&f, 4, 40, 8, 1);
         f.g.color = 1;
         int off = 0;
-        engine_view *w = &f.v;
+        explore_snapshot *w = &f.v;
         free(w->cost);
         w->n = 16;
         w->cost = calloc(256, sizeof(double));
@@ -717,13 +717,13 @@ static void test_diag_scroll(void) {
     fix_free(&f);
 }
 
-/* the pane follows the engine's diagnostics: a placeholder while they
+/* the pane follows the worker's diagnostics: a placeholder while they
    compute (keys still answered), then the findings, flags first */
 static void test_diag_view(void) {
     ui_fix f;
     fix_init(&f, 4, 100, 30, 1);
-    CHECK(app_key(&f.a, 'd', &f.v) & FX_DIAG, "d asks the engine for diagnostics");
-    f.v.diag_state = ENGINE_DIAG_COMPUTING;
+    CHECK(app_key(&f.a, 'd', &f.v) & FX_DIAG, "d asks the worker for diagnostics");
+    f.v.diag_state = EXPLORE_DIAG_COMPUTING;
     f.v.diag_method = f.a.req.method;
     f.v.diag_center = f.a.req.center;
     f.v.diag_epoch = 1;
@@ -750,7 +750,7 @@ static void test_diag_view(void) {
     snprintf(it[2].text, sizeof it[2].text, "run with --landscape for the rank");
     f.v.diag.items = it;
     f.v.diag.n = f.v.diag.cap = 3;
-    f.v.diag_state = ENGINE_DIAG_READY;
+    f.v.diag_state = EXPLORE_DIAG_READY;
     f.v.diag_epoch = 2;
     f.v.rank[f.a.req.method] = 5;
     app_render(&f.a, &f.v, &f.g);
@@ -768,7 +768,7 @@ static void test_diag_view(void) {
     CHECK(f.a.ndiag == 0 && grid_find(&f.g, "computing diagnostics", NULL) >= 0, "other method's findings not shown");
     /* failed: the error */
     f.v.diag_method = f.a.req.method;
-    f.v.diag_state = ENGINE_DIAG_FAILED;
+    f.v.diag_state = EXPLORE_DIAG_FAILED;
     f.v.diag_epoch = 3;
     snprintf(f.v.diag_error, sizeof f.v.diag_error, "diagnose: something broke");
     app_render(&f.a, &f.v, &f.g);
@@ -820,7 +820,7 @@ static void test_spinner(void) {
 }
 
 
-/* ---- the engine on a small random pair (real computation, n = 4) ---- */
+/* ---- the worker on a small random pair (real computation, n = 4) ---- */
 
 static void eng_fill(float *p, size_t cnt, rng_t *r, double scale) {
     for (size_t i = 0; i < cnt; i++) p[i] = (float)(scale * rng_normal(r));
@@ -854,29 +854,29 @@ static void eng_models(moe_model *A, moe_model *B, evalset *E, int n, int d, int
 #define ENG_WAIT(g, v, cond)                                                                   \
     do {                                                                                       \
         for (int it_ = 0; it_ < 60000; it_++) {                                                \
-            engine_snapshot((g), (v));                                                         \
+            explore_poll((g), (v));                                                         \
             if (cond) break;                                                                   \
             struct timespec ts_ = {0, 1000000};                                                \
             nanosleep(&ts_, NULL);                                                             \
         }                                                                                      \
     } while (0)
 
-static void test_engine(void) {
+static void test_worker(void) {
     moe_model A, B;
     evalset E;
     eng_models(&A, &B, &E, 4, 8, 8, 3);
     ms_err err;
-    engine *g = engine_start(&A, &B, &E, &err);
-    CHECK(g != NULL, "engine starts");
+    explore_worker *g = explore_start(&A, &B, &E, &err);
+    CHECK(g != NULL, "worker starts");
     if (!g) return;
-    engine_view v;
+    explore_snapshot v;
     memset(&v, 0, sizeof v);
-    engine_request q;
+    explore_request q;
     memset(&q, 0, sizeof q);
     q.order_stage = q.wm_stage = q.center = 1;
     q.method = COST_EXPERT;
     q.T = 9;
-    engine_submit(g, &q);
+    explore_submit(g, &q);
     ENG_WAIT(g, &v, !v.busy && v.have_landscape && v.have_current);
     CHECK(!v.busy && v.have_landscape && v.ndone == 24 && v.norders == 24, "landscape of 24 orders (%ld)", v.ndone);
     CHECK(v.have_naive && v.have_skip && v.have_current && v.have_methods && !v.failed, "curves and costs");
@@ -901,11 +901,11 @@ static void test_engine(void) {
 
     /* weight matching off: a new table; then on again: the kept one */
     q.wm_stage = 0;
-    engine_submit(g, &q);
+    explore_submit(g, &q);
     ENG_WAIT(g, &v, !v.busy && v.have_landscape && v.req.wm_stage == 0 && v.have_current);
     CHECK(v.req.wm_stage == 0 && v.have_landscape && v.rows_epoch != epoch_wm, "wm off: its own table");
     q.wm_stage = 1;
-    engine_submit(g, &q);
+    explore_submit(g, &q);
     ENG_WAIT(g, &v, !v.busy && v.have_landscape && v.req.wm_stage == 1 && v.have_current);
     CHECK(v.have_landscape && v.ndone == 24 && !memcmp(&v.rows[0], &first, sizeof first) &&
               v.current.barrier == b_wm,
@@ -914,7 +914,7 @@ static void test_engine(void) {
     /* gate method, centring off: the landscape stays, ranks follow */
     q.method = COST_GATE;
     q.center = 0;
-    engine_submit(g, &q);
+    explore_submit(g, &q);
     ENG_WAIT(g, &v, !v.busy && v.req.method == COST_GATE && v.have_current);
     CHECK(v.have_landscape && !memcmp(v.current_order, v.method_order[COST_GATE], sizeof(int) * 4) &&
               v.rank[COST_GATE] >= 1 && v.rank[COST_GATE] <= 24,
@@ -923,33 +923,33 @@ static void test_engine(void) {
     q.has_selected = 1;
     int sel[4] = {3, 2, 1, 0};
     memcpy(q.selected, sel, sizeof sel);
-    engine_submit(g, &q);
+    explore_submit(g, &q);
     ENG_WAIT(g, &v, !v.busy && v.have_selected && v.req.has_selected);
     CHECK(v.have_selected && !memcmp(v.selected.order, sel, sizeof sel), "selected order curve");
     /* a burst of requests: the last one wins */
     for (int k = 0; k < 6; k++) {
         q.wm_stage = k & 1;
         q.order_stage = (k >> 1) & 1;
-        engine_submit(g, &q);
+        explore_submit(g, &q);
     }
     ENG_WAIT(g, &v, !v.busy && v.have_current && v.have_landscape);
     CHECK(v.req.wm_stage == 1 && v.req.order_stage == 0 && !v.busy, "the newest request is the one shown");
     int id[4] = {0, 1, 2, 3};
     CHECK(!memcmp(v.current_order, id, sizeof id) && fabs(v.current.barrier - v.skip_order.barrier) < 1e-12,
           "order stage off: current = skip-order");
-    /* diagnostics on the engine's thread, equal to diag_findings called here */
+    /* diagnostics on the worker's thread, equal to diag_findings called here */
     {
-        engine_request_diag(g, COST_EXPERT, 1);
-        engine_snapshot(g, &v);
-        CHECK(v.diag_state == ENGINE_DIAG_COMPUTING || v.diag_state == ENGINE_DIAG_READY, "diag asked (%d)", v.diag_state);
-        ENG_WAIT(g, &v, v.diag_state == ENGINE_DIAG_READY || v.diag_state == ENGINE_DIAG_FAILED);
-        CHECK(v.diag_state == ENGINE_DIAG_READY && v.diag_method == COST_EXPERT && v.diag_center == 1 && v.diag.n > 0,
-              "engine diagnostics ready (%d findings) %s", v.diag.n, v.diag_error);
+        explore_request_diag(g, COST_EXPERT, 1);
+        explore_poll(g, &v);
+        CHECK(v.diag_state == EXPLORE_DIAG_COMPUTING || v.diag_state == EXPLORE_DIAG_READY, "diag asked (%d)", v.diag_state);
+        ENG_WAIT(g, &v, v.diag_state == EXPLORE_DIAG_READY || v.diag_state == EXPLORE_DIAG_FAILED);
+        CHECK(v.diag_state == EXPLORE_DIAG_READY && v.diag_method == COST_EXPERT && v.diag_center == 1 && v.diag.n > 0,
+              "worker diagnostics ready (%d findings) %s", v.diag.n, v.diag_error);
         diag_opts dopt;
         diag_opts_default(&dopt);
         dopt.method = COST_EXPERT;
         dopt.center = 1;
-        dopt.landscape = 1; /* n = 4: the engine computes it too */
+        dopt.landscape = 1; /* n = 4: the worker computes it too */
         dg_list want;
         memset(&want, 0, sizeof want);
         CHECK(diag_findings(&A, &B, &E, &dopt, &want, &err) == 0, "diag_findings: %s", err.msg);
@@ -957,17 +957,17 @@ static void test_engine(void) {
         for (int i = 0; same && i < want.n; i++)
             same = want.items[i].severity == v.diag.items[i].severity && !strcmp(want.items[i].code, v.diag.items[i].code) &&
                    !strcmp(want.items[i].text, v.diag.items[i].text);
-        CHECK(same, "engine findings equal diag_findings (%d vs %d)", v.diag.n, want.n);
+        CHECK(same, "worker findings equal diag_findings (%d vs %d)", v.diag.n, want.n);
         int nwant = want.n;
         dg_list_free(&want);
         unsigned long ep = v.diag_epoch;
         /* another (method, centring), then back: the kept result, at once */
-        engine_request_diag(g, COST_GATE, 0);
-        ENG_WAIT(g, &v, v.diag_method == COST_GATE && v.diag_state >= ENGINE_DIAG_READY);
-        CHECK(v.diag_state == ENGINE_DIAG_READY && v.diag_center == 0 && v.diag_epoch != ep, "gate, no centring: its own findings");
-        engine_request_diag(g, COST_EXPERT, 1);
-        engine_snapshot(g, &v);
-        CHECK(v.diag_state == ENGINE_DIAG_READY && v.diag_method == COST_EXPERT && v.diag.n == nwant,
+        explore_request_diag(g, COST_GATE, 0);
+        ENG_WAIT(g, &v, v.diag_method == COST_GATE && v.diag_state >= EXPLORE_DIAG_READY);
+        CHECK(v.diag_state == EXPLORE_DIAG_READY && v.diag_center == 0 && v.diag_epoch != ep, "gate, no centring: its own findings");
+        explore_request_diag(g, COST_EXPERT, 1);
+        explore_poll(g, &v);
+        CHECK(v.diag_state == EXPLORE_DIAG_READY && v.diag_method == COST_EXPERT && v.diag.n == nwant,
               "asked again: published without recomputing");
         /* the app shows them */
         ui_info in = fake_info(4);
@@ -977,16 +977,16 @@ static void test_engine(void) {
         grid_init(&gr, 100, 30, 1);
         app_key(&ap, 'd', &v);
         app_render(&ap, &v, &gr);
-        CHECK(grid_find(&gr, "(warn or bad) first", NULL) >= 0 && ap.ndiag == v.diag.n + 1, "pane lists the engine's findings");
+        CHECK(grid_find(&gr, "(warn or bad) first", NULL) >= 0 && ap.ndiag == v.diag.n + 1, "pane lists the worker's findings");
         grid_free(&gr);
         app_free(&ap);
     }
     /* stop while computing (cancel, join, free: LeakSanitizer checks) */
     q.wm_stage = 0;
     q.T = 11;
-    engine_submit(g, &q);
-    engine_stop(g);
-    engine_view_free(&v);
+    explore_submit(g, &q);
+    explore_stop(g);
+    explore_snapshot_free(&v);
     moe_free(&A);
     moe_free(&B);
     free(E.inputs);
@@ -1041,7 +1041,7 @@ int main(void) {
     test_help_small();
     test_diag_scroll();
     test_diag_view();
-    test_engine();
+    test_worker();
     test_curves_rows();
     return test_summary("test_ui_layout");
 }

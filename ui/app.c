@@ -35,7 +35,7 @@ void app_set_diag(app_state *a, char **lines, int n) {
 
 /* One line per finding, the flags (bad, warn) first, then info and ok, each
  * in the report's order, under a count. */
-static void diag_build(app_state *a, const engine_view *v) {
+static void diag_build(app_state *a, const explore_snapshot *v) {
     const dg_list *l = &v->diag;
     char **lines = ms_malloc(sizeof(char *) * (size_t)(l->n + 1));
     int k = 0;
@@ -72,21 +72,21 @@ static void diag_build(app_state *a, const engine_view *v) {
     a->diag_scroll = scroll; /* a rank arriving does not move the reader */
 }
 
-void app_sync_diag(app_state *a, const engine_view *v) {
-    if (v->diag_state == ENGINE_DIAG_NONE) return;
+void app_sync_diag(app_state *a, const explore_snapshot *v) {
+    if (v->diag_state == EXPLORE_DIAG_NONE) return;
     int mine = v->diag_method == a->req.method && v->diag_center == a->req.center;
     double sig = -1;
-    if (mine && v->diag_state == ENGINE_DIAG_READY) {
+    if (mine && v->diag_state == EXPLORE_DIAG_READY) {
         cost_method m = v->diag_method;
         sig = (double)v->diag_epoch * 1e9 + v->rank[m] * 4.0 + v->have_landscape * 2.0 + 1.0;
-    } else if (mine && v->diag_state == ENGINE_DIAG_FAILED) {
+    } else if (mine && v->diag_state == EXPLORE_DIAG_FAILED) {
         sig = (double)v->diag_epoch * 1e9;
     }
     if (sig == a->diag_sig && (sig < 0 ? a->ndiag == 0 : a->ndiag > 0)) return;
     a->diag_sig = sig;
     if (sig < 0) {
         app_set_diag(a, NULL, 0); /* computing (or for another method): the placeholder */
-    } else if (v->diag_state == ENGINE_DIAG_FAILED) {
+    } else if (v->diag_state == EXPLORE_DIAG_FAILED) {
         char **lines = ms_malloc(sizeof(char *));
         lines[0] = ms_strdup(v->diag_error[0] ? v->diag_error : "diagnostics failed");
         app_set_diag(a, lines, 1);
@@ -108,7 +108,7 @@ void app_message(app_state *a, int is_error, const char *fmt, ...) {
     a->msg_error = is_error;
 }
 
-static void select_row(app_state *a, const engine_view *v) {
+static void select_row(app_state *a, const explore_snapshot *v) {
     const ls_row *row = orders_selected(&a->orders, v);
     if (!row) {
         app_message(a, 1, "no order selected yet");
@@ -140,12 +140,12 @@ static int filter_key(app_state *a, int key) {
     return FX_REDRAW;
 }
 
-static void move(app_state *a, const engine_view *v, long delta) {
+static void move(app_state *a, const explore_snapshot *v, long delta) {
     orders_move(&a->orders, delta);
     orders_set_cursor(&a->orders, v, a->orders.cursor);
 }
 
-int app_key(app_state *a, int key, const engine_view *v) {
+int app_key(app_state *a, int key, const explore_snapshot *v) {
     orders_update(&a->orders, v); /* the index must describe v */
     if (a->show_help) {
         a->show_help = 0;
@@ -227,7 +227,7 @@ int app_key(app_state *a, int key, const engine_view *v) {
     }
 }
 
-int app_mouse(app_state *a, int x, int y, int kind, const engine_view *v) {
+int app_mouse(app_state *a, int x, int y, int kind, const explore_snapshot *v) {
     orders_update(&a->orders, v);
     if (a->show_help || a->show_diag) {
         a->show_help = a->show_diag = 0;
@@ -253,7 +253,7 @@ int app_mouse(app_state *a, int x, int y, int kind, const engine_view *v) {
     return 0;
 }
 
-static void render_title(grid *g, const ui_rect *r, const ui_info *in, const engine_view *v) {
+static void render_title(grid *g, const ui_rect *r, const ui_info *in, const explore_snapshot *v) {
     grid_fill(g, r->x, r->y, r->w, r->h, ' ', ROLE_TITLE);
     /* the full wording when it fits, a compact one on narrow screens */
     char l1[1024], l2[512], ends[160] = "";
@@ -288,7 +288,7 @@ static void render_title(grid *g, const ui_rect *r, const ui_info *in, const eng
     grid_text(g, r->x, r->y + 1, r->w, ROLE_TITLE, l2);
 }
 
-void app_render(app_state *a, const engine_view *v, grid *g) {
+void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     int n = v && v->n ? v->n : a->info.cfg.n;
     ui_layout *L = &a->layout;
     layout_compute(L, g->w, g->h, n);

@@ -5,7 +5,7 @@
 #ifndef MS_UI_APP_H
 #define MS_UI_APP_H
 
-#include "engine.h"
+#include "explore_worker.h"
 #include "footer_view.h"
 #include "grid.h"
 #include "layout.h"
@@ -19,7 +19,7 @@ typedef struct {
 
 typedef struct {
     ui_info info;
-    engine_request req;          /* the toggles as the user set them */
+    explore_request req;          /* the toggles as the user set them */
     int metric_acc;              /* plot accuracy instead of loss */
     int show_help, show_diag, diag_scroll;
     char **diag_lines;           /* owned; app_render builds them from the view's
@@ -32,7 +32,7 @@ typedef struct {
     int heat_off;
     footer_hits hits;
     ui_layout layout;
-    double now;                  /* engine_clock() of this frame (spinners), 0 in tests */
+    double now;                  /* explore_clock() of this frame (spinners), 0 in tests */
 } app_state;
 
 enum { FX_SUBMIT = 1, FX_QUIT = 2, FX_PNG = 4, FX_EXPORT = 8, FX_DIAG = 16, FX_REDRAW = 32 };
@@ -40,18 +40,18 @@ enum { FX_SUBMIT = 1, FX_QUIT = 2, FX_PNG = 4, FX_EXPORT = 8, FX_DIAG = 16, FX_R
 void app_init(app_state *a, const ui_info *info, int T);
 void app_free(app_state *a);
 /* A key (character or K_*); returns FX_* flags. */
-int app_key(app_state *a, int key, const engine_view *v);
+int app_key(app_state *a, int key, const explore_snapshot *v);
 /* Mouse: kind 1 = click, 2 = wheel up, 3 = wheel down, at cell (x, y). */
-int app_mouse(app_state *a, int x, int y, int kind, const engine_view *v);
+int app_mouse(app_state *a, int x, int y, int kind, const explore_snapshot *v);
 /* Draw the whole screen into g (g->w x g->h). */
-void app_render(app_state *a, const engine_view *v, grid *g);
+void app_render(app_state *a, const explore_snapshot *v, grid *g);
 void app_message(app_state *a, int is_error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void app_set_diag(app_state *a, char **lines, int n); /* takes ownership */
-/* The diagnostics pane's lines from the engine's findings (v->diag) when they
+/* The diagnostics pane's lines from the worker's findings (v->diag) when they
  * are those of a->req's method and centring (flags first; the rank finding
  * points at the orders pane); cleared while they are computing (the pane
  * then says "computing diagnostics"). Called by app_render; a view that never
  * asked for diagnostics leaves the lines alone. */
-void app_sync_diag(app_state *a, const engine_view *v);
+void app_sync_diag(app_state *a, const explore_snapshot *v);
 
 #endif

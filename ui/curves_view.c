@@ -62,7 +62,7 @@ typedef struct {
     const char *name;
 } series;
 
-void curves_render(grid *g, const ui_rect *r, const engine_view *v, int metric_acc) {
+void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int metric_acc) {
     if (r->w < 20 || r->h < 6) return;
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_PANE_TITLE);
     const char *metric = metric_acc ? "accuracy" : "loss";

@@ -5,11 +5,11 @@
 #ifndef MS_UI_CURVES_VIEW_H
 #define MS_UI_CURVES_VIEW_H
 
-#include "engine.h"
+#include "explore_worker.h"
 #include "grid.h"
 #include "layout.h"
 
 /* metric_acc: plot accuracy instead of loss. */
-void curves_render(grid *g, const ui_rect *r, const engine_view *v, int metric_acc);
+void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int metric_acc);
 
 #endif

@@ -10,7 +10,7 @@
 #include "orders_view.h"
 #include "plot_png.h"
 
-int export_curves_png(const engine_view *v, int metric_acc, const char *path, ms_err *err) {
+int export_curves_png(const explore_snapshot *v, int metric_acc, const char *path, ms_err *err) {
     int T = v->T;
     if (T < 2 || !v->have_naive) return ms_fail(err, "%s: no curves yet", path);
     if (metric_acc && v->kind != LS_CLASSIFY) return ms_fail(err, "%s: no accuracy without labels", path);
@@ -66,15 +66,15 @@ int export_curves_png(const engine_view *v, int metric_acc, const char *path, ms
     return plot_png_write(&p, path, err);
 }
 
-static long find_row(const engine_view *v, const int *order) {
+static long find_row(const explore_snapshot *v, const int *order) {
     for (long k = 0; k < v->ndone; k++)
         if (!memcmp(v->rows[k].order, order, sizeof(int) * (size_t)v->n)) return k;
     return -1;
 }
 
-int export_landscape_png(const engine_view *v, const char *path, ms_err *err) {
+int export_landscape_png(const explore_snapshot *v, const char *path, ms_err *err) {
     if (!v->have_landscape || v->ndone < 1) return ms_fail(err, "%s: the landscape is not complete yet", path);
-    /* the engine publishes the final rows sorted by barrier */
+    /* the worker publishes the final rows sorted by barrier */
     double *bars = ms_malloc((size_t)v->ndone * sizeof(double)); // (ndone)
     for (long k = 0; k < v->ndone; k++) bars[k] = v->rows[k].barrier;
     long idx[3];
@@ -112,7 +112,7 @@ void export_aligned_name(const char *b_path, char *out, int cap) {
 }
 
 int export_aligned(const moe_model *A, const moe_model *B, const char *const *inputs, int ninputs,
-                   const engine_request *q, const char *path, ms_err *err) {
+                   const explore_request *q, const char *path, ms_err *err) {
     if (af_check_not_input(path, inputs, ninputs, err)) return -1;
     align_opts o;
     align_opts_default(&o);

@@ -11,7 +11,7 @@ typedef struct {
     int on;
 } item;
 
-void footer_render(grid *g, const ui_rect *r, const engine_request *q, int metric_acc, footer_hits *hits) {
+void footer_render(grid *g, const ui_rect *r, const explore_request *q, int metric_acc, footer_hits *hits) {
     item it[] = {
         {'o', "order:", q->order_stage ? "ON" : "OFF", q->order_stage},
         {'w', "wm:", q->wm_stage ? "ON" : "OFF", q->wm_stage},
@@ -54,7 +54,7 @@ int footer_key_at(const footer_hits *hits, int x, int y) {
     return 0;
 }
 
-void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, const engine_view *v) {
+void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, const explore_snapshot *v) {
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_NORMAL);
     int used = 0;
     char status[300] = "";

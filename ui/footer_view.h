@@ -4,7 +4,7 @@
 #ifndef MS_UI_FOOTER_VIEW_H
 #define MS_UI_FOOTER_VIEW_H
 
-#include "engine.h"
+#include "explore_worker.h"
 #include "grid.h"
 #include "keys.h"
 #include "layout.h"
@@ -19,11 +19,11 @@ typedef struct {
     int nhit;
 } footer_hits;
 
-void footer_render(grid *g, const ui_rect *r, const engine_request *q, int metric_acc, footer_hits *hits);
+void footer_render(grid *g, const ui_rect *r, const explore_request *q, int metric_acc, footer_hits *hits);
 /* The key of the footer item at (x, y), or 0. */
 int footer_key_at(const footer_hits *hits, int x, int y);
-/* The message line: msg (an error when is_error) on the left, the engine's
+/* The message line: msg (an error when is_error) on the left, the worker's
  * status on the right. */
-void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, const engine_view *v);
+void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, const explore_snapshot *v);
 
 #endif

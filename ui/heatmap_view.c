@@ -89,7 +89,7 @@ int heatmap_height(int n, int w, int h, int utf8, int color) {
     return rows + 3 < h ? rows + 3 : h;
 }
 
-void heatmap_render(grid *g, const ui_rect *r, const engine_view *v, int *off) {
+void heatmap_render(grid *g, const ui_rect *r, const explore_snapshot *v, int *off) {
     if (r->w <= 0 || r->h <= 0) return;
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_PANE_TITLE);
     if (!v || !v->cost) {
@@ -97,7 +97,7 @@ void heatmap_render(grid *g, const ui_rect *r, const engine_view *v, int *off) {
         grid_text(g, r->x + 1, r->y + 2, r->w - 1, ROLE_DIM, "computing...");
         return;
     }
-    const engine_request *q = &v->req;
+    const explore_request *q = &v->req;
     grid_printf(g, r->x + 1, r->y, r->w - 1, ROLE_PANE_TITLE, "cost: %s  gate centring %s  total %.4g",
                 cost_method_name(q->method), q->center ? "on" : "off", v->cost_total);
     int n = v->n;

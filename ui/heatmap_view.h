@@ -5,12 +5,12 @@
 #ifndef MS_UI_HEATMAP_VIEW_H
 #define MS_UI_HEATMAP_VIEW_H
 
-#include "engine.h"
+#include "explore_worker.h"
 #include "grid.h"
 #include "layout.h"
 
 /* off: first row/column shown when n does not fit (clamped, written back). */
-void heatmap_render(grid *g, const ui_rect *r, const engine_view *v, int *off);
+void heatmap_render(grid *g, const ui_rect *r, const explore_snapshot *v, int *off);
 enum { HEAT_NUMBERS = 0, HEAT_HALF = 1, HEAT_GLYPHS = 2 };
 /* How an n x n matrix is drawn in a w x h pane (utf8/color of the grid). */
 int heatmap_mode(int n, int w, int h, int utf8, int color);

@@ -76,7 +76,7 @@ static int cmp_by_auc(const void *x, const void *y) {
     return c ? c : cmp_by_barrier(x, y);
 }
 
-void orders_update(orders_state *s, const engine_view *v) {
+void orders_update(orders_state *s, const explore_snapshot *v) {
     long nrows = v ? v->ndone : 0;
     /* only when the rows changed: progress updates alone do not sort again */
     if (s->built && s->built_epoch == (v ? v->rows_epoch : 0) && s->built_ndone == nrows &&
@@ -138,7 +138,7 @@ static void clamp_top(orders_state *s) {
     if (s->top < 0) s->top = 0;
 }
 
-void orders_set_cursor(orders_state *s, const engine_view *v, long pos) {
+void orders_set_cursor(orders_state *s, const explore_snapshot *v, long pos) {
     if (pos >= s->nidx) pos = s->nidx - 1;
     if (pos < 0) pos = 0;
     s->cursor = pos;
@@ -161,7 +161,7 @@ void orders_move(orders_state *s, long delta) {
     clamp_top(s);
 }
 
-const ls_row *orders_selected(const orders_state *s, const engine_view *v) {
+const ls_row *orders_selected(const orders_state *s, const explore_snapshot *v) {
     if (!v || s->cursor < 0 || s->cursor >= s->nidx || s->nidx > v->ndone) return NULL;
     return &v->rows[s->idx[s->cursor]];
 }
@@ -177,7 +177,7 @@ static void put_value(grid *g, int x, int y, int role, double val) {
     else grid_printf(g, x, y, 8, role, "%8.4f", val);
 }
 
-void orders_render(grid *g, const ui_rect *r, orders_state *s, const engine_view *v) {
+void orders_render(grid *g, const ui_rect *r, orders_state *s, const explore_snapshot *v) {
     if (r->w <= 0 || r->h < 4) return;
     int n = v ? v->n : 0;
     long total = v ? v->norders : 0, done = v ? v->ndone : 0;

@@ -6,7 +6,7 @@
 #ifndef MS_UI_ORDERS_VIEW_H
 #define MS_UI_ORDERS_VIEW_H
 
-#include "engine.h"
+#include "explore_worker.h"
 #include "grid.h"
 #include "layout.h"
 
@@ -30,20 +30,20 @@ typedef struct {
     int built_sort, built;
     char built_filter[64];
     long best_row;              /* row with the smallest barrier, -1 none */
-    double now;                 /* engine_clock() at render: spinner frame, elapsed time */
+    double now;                 /* explore_clock() at render: spinner frame, elapsed time */
 } orders_state;
 
 void orders_init(orders_state *s);
 void orders_free(orders_state *s);
 /* Rebuild the index if the rows, the sort or the filter changed. */
-void orders_update(orders_state *s, const engine_view *v);
+void orders_update(orders_state *s, const explore_snapshot *v);
 void orders_move(orders_state *s, long delta);   /* clamps; LONG_MAX = bottom */
-void orders_set_cursor(orders_state *s, const engine_view *v, long pos);
+void orders_set_cursor(orders_state *s, const explore_snapshot *v, long pos);
 /* The row under the cursor, NULL if none. */
-const ls_row *orders_selected(const orders_state *s, const engine_view *v);
+const ls_row *orders_selected(const orders_state *s, const explore_snapshot *v);
 /* The list position drawn at screen row y of pane r, or -1. */
 long orders_pos_at(const orders_state *s, const ui_rect *r, int y);
-void orders_render(grid *g, const ui_rect *r, orders_state *s, const engine_view *v);
+void orders_render(grid *g, const ui_rect *r, orders_state *s, const explore_snapshot *v);
 /* "2 0 3 1" */
 void order_format(const int *order, int n, char *buf, int cap);
 /* Does the order start with the orders in filter ("2 0", "2,0")? */

@@ -1,6 +1,6 @@
 /* tui.c - the ncurses front end: load the inputs (errors reported like the
- * command line, before the screen opens), start the engine, then loop:
- * poll engine_snapshot, render the app into a grid, blit the grid, wait up to
+ * command line, before the screen opens), start the worker, then loop:
+ * poll explore_poll, render the app into a grid, blit the grid, wait up to
  * 30 ms for a key. Terminal restored on every exit path (normal, error,
  * SIGINT/SIGTERM, exit()). */
 #define NCURSES_WIDECHAR 1
@@ -20,11 +20,12 @@
 #include "app.h"
 #include "atomic_file.h"
 #include "cli.h"
-#include "engine.h"
+#include "explore_worker.h"
 #include "export.h"
 #include "keys.h"
 #include "ms_limits.h"
 #include "theme.h"
+#include "tui.h"
 
 static const char *TUI_USAGE =
     "moescope A.safetensors B.safetensors [--eval E] [--layer L] [--points T] [--ascii] [--png-live FILE] "
@@ -164,7 +165,7 @@ typedef struct {
     const char *png_live;
 } tui_ctx;
 
-static void do_png(app_state *a, const engine_view *v, const tui_ctx *c) {
+static void do_png(app_state *a, const explore_snapshot *v, const tui_ctx *c) {
     ms_err err;
     if (af_check_not_input("curves.png", c->paths, c->E ? 3 : 2, &err) ||
         (v->have_landscape && af_check_not_input("landscape.png", c->paths, c->E ? 3 : 2, &err))) {
@@ -193,7 +194,7 @@ static void do_export(app_state *a, const tui_ctx *c) {
 }
 
 /* a signature of what the curves PNG shows, to rewrite it only on change */
-static double curves_signature(const engine_view *v, int metric_acc) {
+static double curves_signature(const explore_snapshot *v, int metric_acc) {
     double s = metric_acc * 7.0 + v->have_naive + 2 * v->have_skip + 4 * v->have_current + 8 * v->have_selected;
     if (v->have_current) s += v->current.barrier * 1e3 + v->current.order[0] * 13 + v->current.order[v->n - 1] * 17;
     if (v->have_selected)
@@ -288,8 +289,8 @@ int tui_main(int argc, char **argv) {
         if (theme_load(&tmp, theme_path, &err)) rc = cli_error("%s", err.msg);
         else setenv("MOESCOPE_THEME", theme_path, 1);
     }
-    engine *g = NULL;
-    if (!rc && !(g = engine_start(&A, &B, &E, &err))) rc = cli_error("%s", err.msg);
+    explore_worker *g = NULL;
+    if (!rc && !(g = explore_start(&A, &B, &E, &err))) rc = cli_error("%s", err.msg);
     if (rc) {
         evalset_free(&E);
         moe_free(&A);
@@ -310,7 +311,7 @@ int tui_main(int argc, char **argv) {
     if (A.cfg.router == ROUTER_TOPK && A.cfg.k == 1)
         app_message(&app, 0, "top-1 routing: outside the theory (scores can be rescaled)");
     tui_ctx ctx = {&A, &B, &E, {pa, pb, e_path}, png_live};
-    engine_submit(g, &app.req);
+    explore_submit(g, &app.req);
 
     /* the terminal */
     setlocale(LC_ALL, "");
@@ -324,7 +325,7 @@ int tui_main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     if (!initscr()) {
-        engine_stop(g);
+        explore_stop(g);
         app_free(&app);
         evalset_free(&E);
         moe_free(&A);
@@ -343,7 +344,7 @@ int tui_main(int argc, char **argv) {
     screen_style st;
     style_init(&st, theme_env_color(has_colors()));
 
-    engine_view v;
+    explore_snapshot v;
     memset(&v, 0, sizeof v);
     grid gr;
     int W, H;
@@ -357,7 +358,7 @@ int tui_main(int argc, char **argv) {
     FILE *bench_fp = bench && bench[0] ? fopen(bench, "a") : NULL;
     double key_t = -1;
     while (!quit && !got_signal) {
-        if (engine_snapshot(g, &v)) {
+        if (explore_poll(g, &v)) {
             dirty = 1;
             if (png_live && v.have_naive) {
                 double sig = curves_signature(&v, app.metric_acc);
@@ -375,7 +376,7 @@ int tui_main(int argc, char **argv) {
                 gr.color = st.color;
                 clear();
             }
-            app.now = engine_clock();
+            app.now = explore_clock();
             app_render(&app, &v, &gr);
             blit(&gr, &st);
             refresh();
@@ -389,8 +390,8 @@ int tui_main(int argc, char **argv) {
         int c = getch();
         if (c == ERR) {
             /* the spinner of a landscape that has no rows yet turns */
-            if (v.busy && v.phase[0] && v.ndone == 0 && engine_clock() - spin_t > 0.1) {
-                spin_t = engine_clock();
+            if (v.busy && v.phase[0] && v.ndone == 0 && explore_clock() - spin_t > 0.1) {
+                spin_t = explore_clock();
                 dirty = 1;
             }
             continue;
@@ -411,10 +412,10 @@ int tui_main(int argc, char **argv) {
         } else {
             fx = app_key(&app, translate_key(c), &v);
         }
-        if (fx & FX_SUBMIT) engine_submit(g, &app.req);
+        if (fx & FX_SUBMIT) explore_submit(g, &app.req);
         if (fx & FX_PNG) do_png(&app, &v, &ctx);
         if (fx & FX_EXPORT) do_export(&app, &ctx);
-        if (fx & FX_DIAG) engine_request_diag(g, app.req.method, app.req.center);
+        if (fx & FX_DIAG) explore_request_diag(g, app.req.method, app.req.center);
         if (fx & FX_QUIT) quit = 1;
         if (png_live && v.have_naive && curves_signature(&v, app.metric_acc) != live_sig) {
             if (export_curves_png(&v, app.metric_acc, png_live, &err)) app_message(&app, 1, "%s", err.msg);
@@ -424,8 +425,8 @@ int tui_main(int argc, char **argv) {
     restore_terminal();
     style_free(&st);
     if (bench_fp) fclose(bench_fp);
-    engine_stop(g);
-    engine_view_free(&v);
+    explore_stop(g);
+    explore_snapshot_free(&v);
     grid_free(&gr);
     app_free(&app);
     evalset_free(&E);

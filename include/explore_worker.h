@@ -1,14 +1,15 @@
-/* engine.h - the background worker the TUI watches.
+/* explore_worker.h - the background worker the TUI (ui/) watches.
  *
- * One worker thread owns the computation. engine_submit replaces the current
+ * One worker thread owns the computation. explore_submit replaces the current
  * request (the running one is cancelled within milliseconds); the TUI polls
- * engine_snapshot, which copies the latest (possibly partial) results under a
+ * explore_poll, which copies the latest (possibly partial) results under a
  * mutex and never blocks on the computation. */
-#ifndef MS_ENGINE_H
-#define MS_ENGINE_H
+#ifndef MS_EXPLORE_WORKER_H
+#define MS_EXPLORE_WORKER_H
 
 #include "align.h"
 #include "diagnose.h"
+#include "evalset.h"
 #include "landscape.h"
 #include "model.h"
 
@@ -20,7 +21,7 @@ typedef struct {
     int has_selected;       /* plot this order too */
     int selected[LS_MAX_N];
     int T;                  /* interpolation points */
-} engine_request;
+} explore_request;
 
 typedef struct {
     unsigned long generation; /* changes whenever anything below changes */
@@ -31,7 +32,7 @@ typedef struct {
     ls_kind kind;
     double *t;                /* (T) */
     /* the request these results belong to */
-    engine_request req;
+    explore_request req;
     /* cost matrix of req.method/req.center and its assignment */
     double *cost;             /* (n,n), NULL until ready */
     int cost_order[LS_MAX_N];
@@ -57,7 +58,7 @@ typedef struct {
     double loss_a, loss_b, acc_a, acc_b;
     /* what the landscape is doing while no row is out yet (it reports rows
      * only in its last phase): "" when idle; phase_since is the monotonic
-     * clock (engine_clock) when it began, for an elapsed time */
+     * clock (explore_clock) when it began, for an elapsed time */
     char phase[96];
     double phase_since;
     /* Added: the landscape's current step within that phase with its count
@@ -67,8 +68,8 @@ typedef struct {
      * although the table is still filling in */
     int ranks_early;
     /* Added: the diagnostics pane's findings (diag_findings), computed on the
-     * diagnostics thread once per (method, centring) when engine_request_diag
-     * asks for them. diag_state: ENGINE_DIAG_NONE (never asked),
+     * diagnostics thread once per (method, centring) when explore_request_diag
+     * asks for them. diag_state: EXPLORE_DIAG_NONE (never asked),
      * _COMPUTING, _READY (diag holds the findings of diag_method and
      * diag_center) or _FAILED (diag_error says why). diag_epoch changes
      * whenever diag does. */
@@ -78,24 +79,24 @@ typedef struct {
     dg_list diag;
     char diag_error[256];
     unsigned long diag_epoch;
-} engine_view;
+} explore_snapshot;
 
-enum { ENGINE_DIAG_NONE = 0, ENGINE_DIAG_COMPUTING = 1, ENGINE_DIAG_READY = 2, ENGINE_DIAG_FAILED = 3 };
+enum { EXPLORE_DIAG_NONE = 0, EXPLORE_DIAG_COMPUTING = 1, EXPLORE_DIAG_READY = 2, EXPLORE_DIAG_FAILED = 3 };
 
-typedef struct engine engine;
+typedef struct explore_worker explore_worker;
 
-/* Starts the worker. A, B, E are borrowed and must outlive the engine. */
-engine *engine_start(const moe_model *A, const moe_model *B, const evalset *E, ms_err *err);
-void engine_submit(engine *g, const engine_request *r);
+/* Starts the worker. A, B, E are borrowed and must outlive the worker. */
+explore_worker *explore_start(const moe_model *A, const moe_model *B, const evalset *E, ms_err *err);
+void explore_submit(explore_worker *g, const explore_request *r);
 /* Added: ask for the diagnostics of (method, center). Never blocks: a result
  * computed before is published at once, otherwise the diagnostics thread
  * computes it (diag_state COMPUTING until then); the newest ask wins. */
-void engine_request_diag(engine *g, cost_method method, int center);
+void explore_request_diag(explore_worker *g, cost_method method, int center);
 /* Copy the latest results into v if v->generation differs (returns 1), else 0. */
-int engine_snapshot(engine *g, engine_view *v);
-void engine_view_free(engine_view *v);
-void engine_stop(engine *g); /* cancels, joins, frees */
-/* Seconds on the monotonic clock the engine stamps phase_since with. */
-double engine_clock(void);
+int explore_poll(explore_worker *g, explore_snapshot *v);
+void explore_snapshot_free(explore_snapshot *v);
+void explore_stop(explore_worker *g); /* cancels, joins, frees */
+/* Seconds on the monotonic clock the worker stamps phase_since with. */
+double explore_clock(void);
 
 #endif

@@ -1,4 +1,4 @@
-/* engine.c - the background workers the TUI watches (see engine.h).
+/* explore_worker.c - the background workers the TUI watches (see explore_worker.h).
  *
  * Two threads, so that a toggle is answered while the landscape computes:
  *   front      takes the newest request and computes its cheap parts,
@@ -15,12 +15,12 @@
  *              leave it running; one that changes it cancels it (the cancel
  *              flag landscape_compute polls).
  *   diag       computes the diagnostics pane's findings (diag_findings) when
- *              engine_request_diag asks, once per (method, centring): kept
+ *              explore_request_diag asks, once per (method, centring): kept
  *              and published again at once when asked again.
  * Ranks and L-hat of both methods are computed here from the complete rows
  * (or taken from the landscape's on_ranks, which come long before the last
  * row), so toggling gate centring does not recompute the landscape either. */
-#include "engine.h"
+#include "explore_worker.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -42,7 +42,7 @@ typedef struct {
     ls_curve c;
 } cached_curve;
 
-struct engine {
+struct explore_worker {
     const moe_model *A, *B;
     const evalset *E;
     int n;
@@ -53,9 +53,9 @@ struct engine {
     pthread_cond_t cv_front, cv_ls, cv_diag;
     /* under mu */
     int stop;
-    engine_view pub;          /* what snapshots copy */
+    explore_snapshot pub;          /* what snapshots copy */
     /* front: the newest request */
-    engine_request pending;
+    explore_request pending;
     int has_pending, front_busy, front_failed;
     volatile int cancel_front;
     char front_status[256];
@@ -93,17 +93,17 @@ struct engine {
     char diag_err[2][2][256];
 };
 
-double engine_clock(void) {
+double explore_clock(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static double now_s(void) { return engine_clock(); }
+static double now_s(void) { return explore_clock(); }
 
 /* ---- publishing (call with mu held) ---- */
 
-static void pub_bump(engine *g) { g->pub.generation++; }
+static void pub_bump(explore_worker *g) { g->pub.generation++; }
 
 static void curve_assign(ls_curve *dst, const ls_curve *src) {
     /* copy into dst, reusing its buffers */
@@ -117,8 +117,8 @@ static void curve_assign(ls_curve *dst, const ls_curve *src) {
 }
 
 /* busy, failed and status from both threads' states. mu held. */
-static void pub_status(engine *g) {
-    engine_view *p = &g->pub;
+static void pub_status(explore_worker *g) {
+    explore_snapshot *p = &g->pub;
     p->busy = g->front_busy || g->has_pending || g->ls_running || g->ls_want;
     p->failed = 0;
     if (g->front_failed) {
@@ -139,8 +139,8 @@ static void pub_status(engine *g) {
     }
 }
 
-static void front_status(engine *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void front_status(engine *g, const char *fmt, ...) {
+static void front_status(explore_worker *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void front_status(explore_worker *g, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     pthread_mutex_lock(&g->mu);
@@ -152,8 +152,8 @@ static void front_status(engine *g, const char *fmt, ...) {
 }
 
 /* Ranks and L-hat of both methods from complete rows (SPEC §5). mu held. */
-static void pub_ranks(engine *g) {
-    engine_view *p = &g->pub;
+static void pub_ranks(explore_worker *g) {
+    explore_snapshot *p = &g->pub;
     p->rank[0] = p->rank[1] = 0;
     p->l_hat[0] = p->l_hat[1] = NAN;
     p->ranks_early = 0;
@@ -189,7 +189,7 @@ static void pub_ranks(engine *g) {
 
 /* ---- the cheap parts: costs and curves ---- */
 
-static cached_curve *curve_get(engine *g, const int *order, int wm, int T, ms_err *err) {
+static cached_curve *curve_get(explore_worker *g, const int *order, int wm, int T, ms_err *err) {
     int n = g->n;
     if (g->cache_T != T) {
         for (int i = 0; i < CURVE_CACHE; i++) {
@@ -233,7 +233,7 @@ static cached_curve *curve_get(engine *g, const int *order, int wm, int T, ms_er
 }
 
 /* Costs, assignments and curves of q; -1 on error (err) or cancel. */
-static int run_cheap(engine *g, const engine_request *q, ms_err *err) {
+static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     int n = g->n, T = q->T;
     pthread_mutex_lock(&g->mu);
     g->pub.req = *q;
@@ -304,9 +304,9 @@ static int run_cheap(engine *g, const engine_request *q, ms_err *err) {
 
 /* ---- the landscape ---- */
 
-static void publish_rows(engine *g, const landscape *L, long done, long total) {
+static void publish_rows(explore_worker *g, const landscape *L, long done, long total) {
     pthread_mutex_lock(&g->mu);
-    engine_view *p = &g->pub;
+    explore_snapshot *p = &g->pub;
     if (total > p->rows_cap) {
         p->rows = ms_realloc(p->rows, (size_t)total * sizeof(ls_row));
         p->rows_cap = total;
@@ -328,7 +328,7 @@ static void publish_rows(engine *g, const landscape *L, long done, long total) {
 }
 
 static void on_progress(void *ctx, long done, long total) {
-    engine *g = ctx;
+    explore_worker *g = ctx;
     /* rows arrive every ~20 ms; publishing 10 times a second is plenty */
     if (done >= total || now_s() - g->last_pub > 0.1) publish_rows(g, g->cur_L, done, total);
 }
@@ -338,9 +338,9 @@ static void on_progress(void *ctx, long done, long total) {
  * (pub.phase_detail; pub.phase keeps naming the whole preparation and its
  * elapsed time) and in the status line. */
 static void on_phase(void *ctx, const char *what, long done, long total) {
-    engine *g = ctx;
+    explore_worker *g = ctx;
     pthread_mutex_lock(&g->mu);
-    engine_view *p = &g->pub;
+    explore_snapshot *p = &g->pub;
     snprintf(p->phase_detail, sizeof p->phase_detail, "%s %ld/%ld", what, done, total);
     snprintf(g->ls_status, sizeof g->ls_status, "computing landscape: %s %ld/%ld", what, done, total);
     pub_status(g);
@@ -350,7 +350,7 @@ static void on_phase(void *ctx, const char *what, long done, long total) {
 
 /* The ranks are final long before the table (landscape.h on_ranks). */
 static void on_ranks(void *ctx, const landscape *L) {
-    engine *g = ctx;
+    explore_worker *g = ctx;
     if (g->n > LS_EXHAUSTIVE_MAX) return; /* sampled: ranks among the sample only */
     pthread_mutex_lock(&g->mu);
     g->have_early = 1;
@@ -375,7 +375,7 @@ static long orders_expected(int n, long nsample) {
 }
 
 /* Empty the published table (a new landscape, or a cancelled one). mu held. */
-static void rows_reset(engine *g, long norders) {
+static void rows_reset(explore_worker *g, long norders) {
     g->pub.ndone = 0;
     g->pub.norders = norders;
     g->pub.have_landscape = 0;
@@ -386,7 +386,7 @@ static void rows_reset(engine *g, long norders) {
 }
 
 static void *ls_worker(void *arg) {
-    engine *g = arg;
+    explore_worker *g = arg;
     pthread_mutex_lock(&g->mu);
     for (;;) {
         while (!g->ls_want && !g->stop) pthread_cond_wait(&g->cv_ls, &g->mu);
@@ -400,7 +400,7 @@ static void *ls_worker(void *arg) {
         }
         if (g->saved_rows[wm] && g->saved_T[wm] == T) {
             /* computed before: publish the kept table */
-            engine_view *p = &g->pub;
+            explore_snapshot *p = &g->pub;
             long cnt = g->saved_n[wm];
             if (cnt > p->rows_cap) {
                 p->rows = ms_realloc(p->rows, (size_t)cnt * sizeof(ls_row));
@@ -465,7 +465,7 @@ static void *ls_worker(void *arg) {
         g->ls_running = 0;
         g->pub.phase[0] = 0;
         g->pub.phase_detail[0] = 0;
-        engine_view *p = &g->pub;
+        explore_snapshot *p = &g->pub;
         if (rc == 0) {
             /* the final rows are sorted by barrier: publish them all anew */
             if (L.norders > p->rows_cap) {
@@ -505,18 +505,18 @@ static void *ls_worker(void *arg) {
 /* ---- diagnostics ---- */
 
 /* Publish the kept diagnostics of (m, c). mu held. */
-static void diag_publish(engine *g, int m, int c) {
-    engine_view *p = &g->pub;
+static void diag_publish(explore_worker *g, int m, int c) {
+    explore_snapshot *p = &g->pub;
     p->diag_method = (cost_method)m;
     p->diag_center = c;
     dg_list_free(&p->diag);
     p->diag_error[0] = 0;
     if (g->diag_fail[m][c]) {
-        p->diag_state = ENGINE_DIAG_FAILED;
+        p->diag_state = EXPLORE_DIAG_FAILED;
         snprintf(p->diag_error, sizeof p->diag_error, "%s", g->diag_err[m][c]);
     } else {
         const dg_list *r = &g->diag_res[m][c];
-        p->diag_state = ENGINE_DIAG_READY;
+        p->diag_state = EXPLORE_DIAG_READY;
         if (r->n > 0) {
             p->diag.items = ms_malloc((size_t)r->n * sizeof(dg_finding));
             memcpy(p->diag.items, r->items, (size_t)r->n * sizeof(dg_finding));
@@ -528,7 +528,7 @@ static void diag_publish(engine *g, int m, int c) {
 }
 
 static void *diag_worker(void *arg) {
-    engine *g = arg;
+    explore_worker *g = arg;
     pthread_mutex_lock(&g->mu);
     for (;;) {
         while (!g->diag_want && !g->stop) pthread_cond_wait(&g->cv_diag, &g->mu);
@@ -567,7 +567,7 @@ static void *diag_worker(void *arg) {
     return NULL;
 }
 
-void engine_request_diag(engine *g, cost_method method, int center) {
+void explore_request_diag(explore_worker *g, cost_method method, int center) {
     int m = method == COST_GATE ? COST_GATE : COST_EXPERT, c = center ? 1 : 0;
     pthread_mutex_lock(&g->mu);
     if (g->diag_have[m][c]) {
@@ -577,8 +577,8 @@ void engine_request_diag(engine *g, cost_method method, int center) {
         g->diag_want = 1;
         g->diag_want_m = m;
         g->diag_want_c = c;
-        engine_view *p = &g->pub;
-        p->diag_state = ENGINE_DIAG_COMPUTING;
+        explore_snapshot *p = &g->pub;
+        p->diag_state = EXPLORE_DIAG_COMPUTING;
         p->diag_method = (cost_method)m;
         p->diag_center = c;
         dg_list_free(&p->diag);
@@ -591,12 +591,12 @@ void engine_request_diag(engine *g, cost_method method, int center) {
 }
 
 static void *front_worker(void *arg) {
-    engine *g = arg;
+    explore_worker *g = arg;
     pthread_mutex_lock(&g->mu);
     for (;;) {
         while (!g->has_pending && !g->stop) pthread_cond_wait(&g->cv_front, &g->mu);
         if (g->stop) break;
-        engine_request q = g->pending;
+        explore_request q = g->pending;
         g->has_pending = 0;
         g->cancel_front = 0;
         g->front_busy = 1;
@@ -630,14 +630,14 @@ static void *front_worker(void *arg) {
     return NULL;
 }
 
-engine *engine_start(const moe_model *A, const moe_model *B, const evalset *E, ms_err *err) {
+explore_worker *explore_start(const moe_model *A, const moe_model *B, const evalset *E, ms_err *err) {
     int n = A->cfg.n;
     if (n < 1 || n > LS_MAX_N) {
         ms_fail(err, "%s: %d experts; the explorer handles 1 to %d", A->path ? A->path : "A", n, LS_MAX_N);
         return NULL;
     }
     if (moe_check_compatible(A, B, err)) return NULL;
-    engine *g = ms_calloc(1, sizeof *g);
+    explore_worker *g = ms_calloc(1, sizeof *g);
     g->A = A;
     g->B = B;
     g->E = E;
@@ -659,13 +659,13 @@ engine *engine_start(const moe_model *A, const moe_model *B, const evalset *E, m
     g->started_diag = g->started_ls && pthread_create(&g->th_diag, NULL, diag_worker, g) == 0;
     if (!g->started_diag) {
         ms_fail(err, "cannot start the worker threads");
-        engine_stop(g);
+        explore_stop(g);
         return NULL;
     }
     return g;
 }
 
-void engine_submit(engine *g, const engine_request *r) {
+void explore_submit(explore_worker *g, const explore_request *r) {
     pthread_mutex_lock(&g->mu);
     g->pending = *r;
     if (g->pending.T < 2) g->pending.T = 25;
@@ -684,15 +684,15 @@ static void copy_curve_if(int have, ls_curve *dst, const ls_curve *src) {
     if (have) curve_assign(dst, src);
 }
 
-int engine_snapshot(engine *g, engine_view *v) {
+int explore_poll(explore_worker *g, explore_snapshot *v) {
     pthread_mutex_lock(&g->mu);
-    const engine_view *p = &g->pub;
+    const explore_snapshot *p = &g->pub;
     if (v->generation == p->generation) {
         pthread_mutex_unlock(&g->mu);
         return 0;
     }
     /* keep v's buffers, copy the scalars, then the arrays */
-    engine_view keep = *v;
+    explore_snapshot keep = *v;
     *v = *p;
     v->t = keep.t;
     v->cost = keep.cost;
@@ -739,7 +739,7 @@ int engine_snapshot(engine *g, engine_view *v) {
     return 1;
 }
 
-void engine_view_free(engine_view *v) {
+void explore_snapshot_free(explore_snapshot *v) {
     free(v->t);
     free(v->cost);
     free(v->rows);
@@ -751,7 +751,7 @@ void engine_view_free(engine_view *v) {
     memset(v, 0, sizeof *v);
 }
 
-void engine_stop(engine *g) {
+void explore_stop(explore_worker *g) {
     if (!g) return;
     pthread_mutex_lock(&g->mu);
     g->stop = 1;
@@ -768,7 +768,7 @@ void engine_stop(engine *g) {
         for (int c = 0; c < 2; c++) dg_list_free(&g->diag_res[m][c]);
     for (int i = 0; i < CURVE_CACHE; i++)
         if (g->cache[i].used) ls_curve_free(&g->cache[i].c);
-    engine_view_free(&g->pub);
+    explore_snapshot_free(&g->pub);
     free(g->cost[0]);
     free(g->cost[1]);
     free(g->saved_rows[0]);

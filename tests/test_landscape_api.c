@@ -1,4 +1,4 @@
-/* test_landscape_engine.c - the landscape engine through its C API: agreement with the
+/* test_landscape_api.c - the landscape through its C API: agreement with the
  * plain curve path (curve_compute on align_models(order = pi)), ranks from the
  * early path equal the final ones, thread-count independence, and a request
  * cancelled mid-landscape stops early and frees everything (LeakSanitizer). */
@@ -355,5 +355,5 @@ int main(void) {
     moe_free(&A);
     moe_free(&B);
     free_evalset(&E);
-    return test_summary("test_landscape_engine");
+    return test_summary("test_landscape_api");
 }

@@ -1,4 +1,5 @@
-/* main.c - the moescope binary: dispatch to a subcommand, or open the TUI. */
+/* main.c - the moescope binary: dispatch to a subcommand (src/cmd_*.c), or
+ * open the explorer (ui/tui.c). The one file that sees both front ends. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "cli.h"
 #include "lesson_screen.h"
 #include "family.h"
+#include "tui.h"
 
 #define MOESCOPE_VERSION "0.1.0"
 

@@ -1,0 +1,22 @@
+/* cost_matrix.h - the data-free expert costs of Algorithm 1 step 1: how far
+ * B's expert j is from A's slot i, for the expert-order assignment. */
+#ifndef MS_COST_MATRIX_H
+#define MS_COST_MATRIX_H
+
+#include "model.h"
+
+typedef enum { COST_GATE = 0, COST_EXPERT = 1 } cost_method;
+
+const char *cost_method_name(cost_method m);
+int cost_method_parse(const char *s, cost_method *m); /* "gate" | "expert" */
+
+/* C (n,n): C[i*n+j] = cost of putting B's expert j in A's slot i.
+ * gate: sqrt(|Wbar^A_i - Wbar^B_j|^2 + (bbar^A_i - bbar^B_j)^2), centred over
+ * experts when center != 0. expert: Gram-matrix distance (permutation
+ * invariant). Gram products use OpenBLAS. */
+int cost_matrix(const moe_model *A, const moe_model *B, cost_method method, int center,
+                double *C, ms_err *err);
+/* Same for the shared experts (s,s), expert method. */
+int cost_matrix_shared(const moe_model *A, const moe_model *B, double *C, ms_err *err);
+
+#endif
