@@ -46,13 +46,13 @@ ui_inc = $(if $(filter src/%,$(1)),,-Iui)
 define BUILD_RULES
 $(1)/libmoescope.a: $(patsubst %.c,$(1)/%.o,$(LIB_SRC))
 	@rm -f $$@
-	ar rcs $$@ $$^
+	@echo "AR $$@" && ar rcs $$@ $$^
 $(1)/libmoescope_cli.a: $(patsubst %.c,$(1)/%.o,$(CLI_SRC))
 	@rm -f $$@
-	ar rcs $$@ $$^
+	@echo "AR $$@" && ar rcs $$@ $$^
 $(1)/libmoescope_ui.a: $(patsubst %.c,$(1)/%.o,$(UI_SRC))
 	@rm -f $$@
-	ar rcs $$@ $$^
+	@echo "AR $$@" && ar rcs $$@ $$^
 $(1)/moescope: $(1)/main.o $(1)/libmoescope_ui.a $(1)/libmoescope_cli.a $(1)/libmoescope.a
 	$$(CC) $(2) -o $$@.tmp $$^ $$(LDLIBS) && mv -f $$@.tmp $$@
 $(1)/tests/%: $(1)/tests/%.o $(1)/libmoescope_ui.a $(1)/libmoescope_cli.a $(1)/libmoescope.a
