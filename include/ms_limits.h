@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 
+#include "evalset.h"
 #include "model.h"
 
 #define MS_MEM_FLOOR (256.0 * 1024 * 1024)
