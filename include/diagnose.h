@@ -48,12 +48,22 @@
 
 typedef enum { DG_OK = 0, DG_INFO = 1, DG_WARN = 2, DG_BAD = 3 } dg_severity;
 
+/* What would settle a finding the diagnostics had to leave open. The library
+ * only names it; each front end says how to get it (the CLI names its flag,
+ * the TUI points at its orders pane). */
+typedef enum {
+    DG_NEXT_NONE = 0,
+    DG_NEXT_EVAL = 1,      /* an evaluation set */
+    DG_NEXT_LANDSCAPE = 2, /* the landscape (the rank of the chosen order) */
+} dg_next;
+
 typedef struct {
     dg_severity severity;
     char code[32];   /* stable id: "experts_distinct", "dead_expert", ... */
     char who[8];     /* "A", "B", "A,B" or "" */
-    char text[320];  /* the finding in plain words, with its number */
+    char text[320];  /* the finding in plain words, with its number; never a flag */
     double number;   /* the key number (NaN when none) */
+    dg_next next;    /* what would settle it, DG_NEXT_NONE when nothing is open */
 } dg_finding;
 
 typedef struct {

@@ -61,13 +61,13 @@ typedef struct {
      * clock (explore_clock) when it began, for an elapsed time */
     char phase[96];
     double phase_since;
-    /* Added: the landscape's current step within that phase with its count
+    /* the landscape's current step within that phase with its count
      * (ls_opts.phase), e.g. "precomputing pairs 40/73"; "" when none */
     char phase_detail[96];
     /* the ranks came early (landscape on_ranks): rank/l_hat above are final
      * although the table is still filling in */
     int ranks_early;
-    /* Added: the diagnostics pane's findings (diag_findings), computed on the
+    /* the diagnostics pane's findings (diag_findings), computed on the
      * diagnostics thread once per (method, centring) when explore_request_diag
      * asks for them. diag_state: EXPLORE_DIAG_NONE (never asked),
      * _COMPUTING, _READY (diag holds the findings of diag_method and
@@ -79,6 +79,15 @@ typedef struct {
     dg_list diag;
     char diag_error[256];
     unsigned long diag_epoch;
+    /* the last aligned-checkpoint export (explore_export): export_state
+     * EXPLORE_EXPORT_NONE, _RUNNING, _DONE (written at export_path, with the
+     * stages of export_req) or _FAILED (export_error says why); export_epoch
+     * changes whenever these do */
+    int export_state;
+    char export_path[512];
+    char export_error[256];
+    explore_request export_req;
+    unsigned long export_epoch;
 } explore_snapshot;
 
 enum { EXPLORE_DIAG_NONE = 0, EXPLORE_DIAG_COMPUTING = 1, EXPLORE_DIAG_READY = 2, EXPLORE_DIAG_FAILED = 3 };
@@ -88,10 +97,17 @@ typedef struct explore_worker explore_worker;
 /* Starts the worker. A, B, E are borrowed and must outlive the worker. */
 explore_worker *explore_start(const moe_model *A, const moe_model *B, const evalset *E, ms_err *err);
 void explore_submit(explore_worker *g, const explore_request *r);
-/* Added: ask for the diagnostics of (method, center). Never blocks: a result
+/* Ask for the diagnostics of (method, center). Never blocks: a result
  * computed before is published at once, otherwise the diagnostics thread
  * computes it (diag_state COMPUTING until then); the newest ask wins. */
 void explore_request_diag(explore_worker *g, cost_method method, int center);
+enum { EXPLORE_EXPORT_NONE = 0, EXPLORE_EXPORT_RUNNING = 1, EXPLORE_EXPORT_DONE = 2, EXPLORE_EXPORT_FAILED = 3 };
+/* Write B aligned with the stages of q (order stage, method, centring, weight
+ * matching) as a checkpoint, on the worker's side thread: at path, or when a
+ * file is there at the first free "stem.2.ext", "stem.3.ext", ... (an export
+ * never replaces a file, and never an input). The outcome comes back in the
+ * snapshot's export_* fields. */
+void explore_export(explore_worker *g, const explore_request *q, const char *path);
 /* Copy the latest results into v if v->generation differs (returns 1), else 0. */
 int explore_poll(explore_worker *g, explore_snapshot *v);
 void explore_snapshot_free(explore_snapshot *v);

@@ -133,7 +133,10 @@ int cmd_diagnose(int argc, char **argv) {
         for (int i = 0; i < r.findings.n; i++) {
             const dg_finding *f = &r.findings.items[i];
             if (strcmp(f->who, groups[g])) continue;
-            printf("  [%-4s] %s\n", dg_severity_name(f->severity), f->text);
+            printf("  [%-4s] %s%s\n", dg_severity_name(f->severity), f->text,
+                   f->next == DG_NEXT_EVAL        ? " (pass --eval E)"
+                   : f->next == DG_NEXT_LANDSCAPE ? "; pass --landscape to rank it"
+                                                  : "");
         }
     }
     int nflags = dg_count(&r.findings, DG_WARN);

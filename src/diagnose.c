@@ -953,12 +953,13 @@ int diag_pair(const moe_model *A, const moe_model *B, const evalset *E, const di
                    r->barrier_chosen, r->barrier_best, ob, slots);
     } else if (!E) {
         dg_add(out, DG_INFO, "best_order", "A,B", NAN,
-               "whether the chosen order is the best needs an evaluation set (--eval)");
+               "whether the chosen order is the best needs an evaluation set");
+        out->items[out->n - 1].next = DG_NEXT_EVAL;
     } else {
         dg_add(out, DG_INFO, "best_order", "A,B", NAN,
-               "landscape skipped (n = %d: %.0f orders); pass --landscape to rank the chosen "
-               "order",
+               "landscape skipped (n = %d: %.0f orders): the rank of the chosen order is not known",
                n, ls_factorial(n));
+        out->items[out->n - 1].next = DG_NEXT_LANDSCAPE;
     }
     diag_scramble_record(A, B, r, out);
     if (own_used) landscape_free(&own);
@@ -1055,6 +1056,7 @@ cJSON *dg_list_json(const dg_list *l) {
         cJSON_AddStringToObject(o, "code", f->code);
         cJSON_AddStringToObject(o, "who", f->who);
         cJSON_AddStringToObject(o, "text", f->text);
+        if (f->next) cJSON_AddStringToObject(o, "next", f->next == DG_NEXT_EVAL ? "eval" : "landscape");
         cJSON_AddItemToObject(o, "number", json_num(f->number));
         cJSON_AddItemToArray(fs, o);
     }

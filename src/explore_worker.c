@@ -16,7 +16,9 @@
  *              flag landscape_compute polls).
  *   diag       computes the diagnostics pane's findings (diag_findings) when
  *              explore_request_diag asks, once per (method, centring): kept
- *              and published again at once when asked again.
+ *              and published again at once when asked again; and writes the
+ *              aligned checkpoint explore_export asks for (align_models +
+ *              moe_save take seconds on a large layer: never the input thread).
  * Ranks and L-hat of both methods are computed here from the complete rows
  * (or taken from the landscape's on_ranks, which come long before the last
  * row), so toggling gate centring does not recompute the landscape either. */
@@ -29,10 +31,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "atomic_file.h"
 #include "lap.h"
 
 #define CURVE_CACHE 32
+
+/* What a landscape table depends on: the weight-matching stage and the
+ * points (gate centring and the method only change which rows are marked). */
+typedef struct {
+    int wm; /* 0 or 1 */
+    int T;
+} ls_key;
+
+static ls_key key_of(const explore_request *q) { return (ls_key){q->wm_stage ? 1 : 0, q->T}; }
+static int ls_key_equal(ls_key a, ls_key b) { return a.wm == b.wm && a.T == b.T; }
 
 typedef struct {
     int used;
@@ -60,18 +74,24 @@ struct explore_worker {
     volatile int cancel_front;
     char front_status[256];
     /* landscape: the key wanted, the key running, the key done */
-    int ls_want, want_wm, want_T, want_center;
-    int ls_running, run_wm, run_T;
+    int ls_want, want_center;
+    ls_key want;
+    int ls_running;
+    ls_key run;
     atomic_int cancel_ls;
-    int have_ls, done_wm, done_T;
+    int have_ls;
+    ls_key done;
     int ls_failed;
     char ls_status[256];
-    int rows_wm;              /* the weight-matching stage pub.rows belong to */
+    ls_key rows_key;          /* the key pub.rows belong to */
     /* complete tables kept per weight-matching stage, so toggling w back
        costs nothing (40320 rows are 3.5 MB) */
-    ls_row *saved_rows[2];
-    long saved_n[2];
-    int saved_T[2], saved_exh[2];
+    struct {
+        ls_row *rows;         /* NULL until one is complete */
+        long n;
+        ls_key key;
+        int exhaustive;
+    } saved[2];
     /* front thread only */
     cached_curve cache[CURVE_CACHE];
     int cache_T;
@@ -82,7 +102,7 @@ struct explore_worker {
     double last_pub;
     /* ranks from the landscape's on_ranks, before every row is done (mu) */
     int have_early;
-    int early_wm, early_T;
+    ls_key early;
     int early_order[2][LS_MAX_N];
     int early_rank[2];
     double early_lhat[2];
@@ -91,6 +111,10 @@ struct explore_worker {
     int diag_have[2][2], diag_fail[2][2];
     dg_list diag_res[2][2];
     char diag_err[2][2][256];
+    /* the aligned-checkpoint export asked for (mu), run on the diag thread */
+    int export_want;
+    explore_request export_req;
+    char export_path[512];
 };
 
 double explore_clock(void) {
@@ -157,9 +181,9 @@ static void pub_ranks(explore_worker *g) {
     p->rank[0] = p->rank[1] = 0;
     p->l_hat[0] = p->l_hat[1] = NAN;
     p->ranks_early = 0;
-    if (!p->have_landscape && g->have_early && p->have_methods && g->early_wm == p->req.wm_stage &&
-        g->rows_wm == p->req.wm_stage &&
-        g->early_T == p->req.T) {
+    ls_key key = key_of(&p->req);
+    if (!p->have_landscape && g->have_early && p->have_methods && ls_key_equal(g->early, key) &&
+        ls_key_equal(g->rows_key, key)) {
         /* final ranks before the table is: valid for the orders they were
            computed for (gate centring may have changed since) */
         for (int m = 0; m < 2; m++)
@@ -170,7 +194,7 @@ static void pub_ranks(explore_worker *g) {
             }
         return;
     }
-    if (!p->have_landscape || !p->have_methods || !p->have_naive || p->ndone < 1 || g->rows_wm != p->req.wm_stage) return;
+    if (!p->have_landscape || !p->have_methods || !p->have_naive || p->ndone < 1 || !ls_key_equal(g->rows_key, key)) return;
     double best = INFINITY;
     for (long k = 0; k < p->ndone; k++)
         if (p->rows[k].barrier < best) best = p->rows[k].barrier;
@@ -354,8 +378,7 @@ static void on_ranks(void *ctx, const landscape *L) {
     if (g->n > LS_EXHAUSTIVE_MAX) return; /* sampled: ranks among the sample only */
     pthread_mutex_lock(&g->mu);
     g->have_early = 1;
-    g->early_wm = g->run_wm;
-    g->early_T = g->run_T;
+    g->early = g->run;
     for (int m = 0; m < 2; m++) {
         memcpy(g->early_order[m], L->methods[m].order, sizeof g->early_order[m]);
         g->early_rank[m] = L->rank[m];
@@ -391,33 +414,33 @@ static void *ls_worker(void *arg) {
     for (;;) {
         while (!g->ls_want && !g->stop) pthread_cond_wait(&g->cv_ls, &g->mu);
         if (g->stop) break;
-        int wm = g->want_wm ? 1 : 0, T = g->want_T, center = g->want_center;
+        ls_key k = g->want;
+        int wm = k.wm, center = g->want_center;
         g->ls_want = 0;
-        if (g->have_ls && g->done_wm == wm && g->done_T == T) {
+        if (g->have_ls && ls_key_equal(g->done, k)) {
             pub_status(g);
             pub_bump(g);
             continue;
         }
-        if (g->saved_rows[wm] && g->saved_T[wm] == T) {
+        if (g->saved[wm].rows && ls_key_equal(g->saved[wm].key, k)) {
             /* computed before: publish the kept table */
             explore_snapshot *p = &g->pub;
-            long cnt = g->saved_n[wm];
+            long cnt = g->saved[wm].n;
             if (cnt > p->rows_cap) {
                 p->rows = ms_realloc(p->rows, (size_t)cnt * sizeof(ls_row));
                 p->rows_cap = cnt;
             }
-            memcpy(p->rows, g->saved_rows[wm], (size_t)cnt * sizeof(ls_row));
+            memcpy(p->rows, g->saved[wm].rows, (size_t)cnt * sizeof(ls_row));
             p->ndone = p->norders = cnt;
             p->rows_epoch++;
             p->have_landscape = 1;
-            p->exhaustive = g->saved_exh[wm];
+            p->exhaustive = g->saved[wm].exhaustive;
             p->progress = 1;
             p->phase[0] = 0;
-            g->rows_wm = wm;
+            g->rows_key = k;
             g->have_early = 0;
             g->have_ls = 1;
-            g->done_wm = wm;
-            g->done_T = T;
+            g->done = k;
             g->ls_failed = 0;
             pub_ranks(g);
             pub_status(g);
@@ -427,12 +450,11 @@ static void *ls_worker(void *arg) {
         g->cancel_ls = 0;
         g->ls_running = 1;
         g->ls_failed = 0;
-        g->run_wm = wm;
-        g->run_T = T;
+        g->run = k;
         g->have_ls = 0;
         ls_opts o;
         ls_opts_default(&o);
-        g->rows_wm = wm;
+        g->rows_key = k;
         rows_reset(g, orders_expected(g->n, o.nsample)); /* the count is known before the first row */
         /* landscape_compute says nothing until rows finish (its last phase):
            the pane shows this phase with a spinner meanwhile */
@@ -444,7 +466,7 @@ static void *ls_worker(void *arg) {
         pub_bump(g);
         pthread_mutex_unlock(&g->mu);
 
-        o.T = T;
+        o.T = k.T;
         o.wm = wm;
         o.center = center;
         o.cancel = &g->cancel_ls;
@@ -479,13 +501,12 @@ static void *ls_worker(void *arg) {
             p->exhaustive = L.exhaustive;
             p->progress = 1;
             g->have_ls = 1;
-            g->done_wm = wm;
-            g->done_T = T;
-            g->saved_rows[wm] = ms_realloc(g->saved_rows[wm], (size_t)L.norders * sizeof(ls_row));
-            memcpy(g->saved_rows[wm], L.rows, (size_t)L.norders * sizeof(ls_row));
-            g->saved_n[wm] = L.norders;
-            g->saved_T[wm] = T;
-            g->saved_exh[wm] = L.exhaustive;
+            g->done = k;
+            g->saved[wm].rows = ms_realloc(g->saved[wm].rows, (size_t)L.norders * sizeof(ls_row));
+            memcpy(g->saved[wm].rows, L.rows, (size_t)L.norders * sizeof(ls_row));
+            g->saved[wm].n = L.norders;
+            g->saved[wm].key = k;
+            g->saved[wm].exhaustive = L.exhaustive;
             pub_ranks(g);
         } else if (g->cancel_ls || g->ls_want || g->stop) {
             /* superseded: the rows belonged to the old key */
@@ -527,12 +548,76 @@ static void diag_publish(explore_worker *g, int m, int c) {
     pub_bump(g);
 }
 
+/* "DIR/x.safetensors" when free, else the first free "DIR/x.2.safetensors",
+ * ".3", ...: an export never replaces a file. 0, or -1 when none is free. */
+static int free_name(const char *want, char *out, size_t cap) {
+    const char *dot = strrchr(want, '.'), *slash = strrchr(want, '/');
+    if (!dot || (slash && dot < slash)) dot = want + strlen(want);
+    for (int k = 1; k < 1000; k++) {
+        if (k == 1) snprintf(out, cap, "%s", want);
+        else snprintf(out, cap, "%.*s.%d%s", (int)(dot - want), want, k, dot);
+        if (access(out, F_OK) != 0) return 0;
+    }
+    return -1;
+}
+
+/* B aligned with q's stages, saved under a free name near want (written to
+ * path). Never over an input nor any existing file. */
+static int export_run(explore_worker *g, const explore_request *q, const char *want, char *path,
+                      size_t cap, ms_err *err) {
+    const char *ins[3] = {g->A->path, g->B->path, g->E ? g->E->path : NULL};
+    int nin = 0;
+    for (int i = 0; i < 3; i++)
+        if (ins[i]) ins[nin++] = ins[i];
+    if (free_name(want, path, cap)) return ms_fail(err, "%s: every numbered name is taken", want);
+    if (af_check_not_input(path, ins, nin, err)) return -1;
+    align_opts o;
+    align_opts_default(&o);
+    o.order_stage = q->order_stage;
+    o.wm_stage = q->wm_stage;
+    o.method = q->method;
+    o.center = q->center;
+    moe_model out;
+    align_result res;
+    memset(&res, 0, sizeof res);
+    if (align_models(g->A, g->B, &o, &out, &res, err)) return -1;
+    int rc = moe_save(&out, path, err);
+    moe_free(&out);
+    align_result_free(&res);
+    return rc;
+}
+
+/* Take the asked export and run it, publishing the outcome. mu held. */
+static void export_step(explore_worker *g) {
+    explore_request q = g->export_req;
+    char want[512], path[512];
+    snprintf(want, sizeof want, "%s", g->export_path);
+    g->export_want = 0;
+    pthread_mutex_unlock(&g->mu);
+    ms_err err;
+    err.msg[0] = 0;
+    path[0] = 0;
+    int rc = export_run(g, &q, want, path, sizeof path, &err);
+    pthread_mutex_lock(&g->mu);
+    explore_snapshot *p = &g->pub;
+    p->export_state = rc ? EXPLORE_EXPORT_FAILED : EXPLORE_EXPORT_DONE;
+    snprintf(p->export_path, sizeof p->export_path, "%s", rc ? want : path);
+    snprintf(p->export_error, sizeof p->export_error, "%.255s", rc ? err.msg : "");
+    p->export_req = q;
+    p->export_epoch++;
+    pub_bump(g);
+}
+
 static void *diag_worker(void *arg) {
     explore_worker *g = arg;
     pthread_mutex_lock(&g->mu);
     for (;;) {
-        while (!g->diag_want && !g->stop) pthread_cond_wait(&g->cv_diag, &g->mu);
+        while (!g->diag_want && !g->export_want && !g->stop) pthread_cond_wait(&g->cv_diag, &g->mu);
         if (g->stop) break;
+        if (g->export_want) {
+            export_step(g);
+            continue;
+        }
         int m = g->diag_want_m, c = g->diag_want_c;
         g->diag_want = 0;
         if (g->diag_have[m][c]) {
@@ -565,6 +650,20 @@ static void *diag_worker(void *arg) {
     }
     pthread_mutex_unlock(&g->mu);
     return NULL;
+}
+
+void explore_export(explore_worker *g, const explore_request *q, const char *path) {
+    pthread_mutex_lock(&g->mu);
+    g->export_want = 1;
+    g->export_req = *q;
+    snprintf(g->export_path, sizeof g->export_path, "%s", path);
+    g->pub.export_state = EXPLORE_EXPORT_RUNNING;
+    snprintf(g->pub.export_path, sizeof g->pub.export_path, "%s", path);
+    g->pub.export_error[0] = 0;
+    g->pub.export_epoch++;
+    pub_bump(g);
+    pthread_cond_signal(&g->cv_diag);
+    pthread_mutex_unlock(&g->mu);
 }
 
 void explore_request_diag(explore_worker *g, cost_method method, int center) {
@@ -609,13 +708,13 @@ static void *front_worker(void *arg) {
         g->front_busy = 0;
         if (rc == 0) {
             /* the landscape for this request's key, unless it is there or coming */
-            int done = g->have_ls && g->done_wm == q.wm_stage && g->done_T == q.T;
-            int running = g->ls_running && !g->cancel_ls && g->run_wm == q.wm_stage && g->run_T == q.T;
+            ls_key k = key_of(&q);
+            int done = g->have_ls && ls_key_equal(g->done, k);
+            int running = g->ls_running && !g->cancel_ls && ls_key_equal(g->run, k);
             if (!done && !running) {
                 if (g->ls_running) g->cancel_ls = 1;
                 g->ls_want = 1;
-                g->want_wm = q.wm_stage;
-                g->want_T = q.T;
+                g->want = k;
                 g->want_center = q.center;
                 pthread_cond_signal(&g->cv_ls);
             }
@@ -672,8 +771,9 @@ void explore_submit(explore_worker *g, const explore_request *r) {
     g->has_pending = 1;
     g->cancel_front = 1; /* a newer request cancels the older one */
     /* a running landscape for another key is of no use any more */
-    if (g->ls_running && (g->run_wm != g->pending.wm_stage || g->run_T != g->pending.T)) g->cancel_ls = 1;
-    if (g->ls_want && (g->want_wm != g->pending.wm_stage || g->want_T != g->pending.T)) g->ls_want = 0;
+    ls_key k = key_of(&g->pending);
+    if (g->ls_running && !ls_key_equal(g->run, k)) g->cancel_ls = 1;
+    if (g->ls_want && !ls_key_equal(g->want, k)) g->ls_want = 0;
     pub_status(g);
     pub_bump(g);
     pthread_cond_signal(&g->cv_front);
@@ -771,8 +871,8 @@ void explore_stop(explore_worker *g) {
     explore_snapshot_free(&g->pub);
     free(g->cost[0]);
     free(g->cost[1]);
-    free(g->saved_rows[0]);
-    free(g->saved_rows[1]);
+    free(g->saved[0].rows);
+    free(g->saved[1].rows);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv_front);
     pthread_cond_destroy(&g->cv_ls);

@@ -17,7 +17,6 @@ src/model.c load_from
 src/diagnose.c diag_pair
 src/diagnose.c diag_checkpoint
 src/cmd_curve.c cmd_curve
-ui/tui.c tui_main
 "
 
 if ! ctags --version 2>/dev/null | grep -q 'Universal Ctags'; then

@@ -62,6 +62,8 @@ expect_fail "missing file" "moescope: .*nope.safetensors" "$MOESCOPE" "$WORK/nop
 "$MOESCOPE" "$WORK/nope.safetensors" "$B" --eval "$E" 2>"$WORK/tui.err" </dev/null
 "$MOESCOPE" cost "$WORK/nope.safetensors" "$B" 2>"$WORK/cli.err" </dev/null
 check "same message as the CLI (unreadable file)" diff <(head -1 "$WORK/tui.err") <(head -1 "$WORK/cli.err")
+# no terminal: refused with a reason instead of waiting forever (timeout only guards a hang)
+expect_fail "no terminal: refused" "needs a terminal" timeout 120 "$MOESCOPE" "$A" "$B" --eval "$E" </dev/null
 if [ -f "$ROOT/sample-checkpoints/dense8/seed1.safetensors" ]; then
     expect_fail "mismatched layers" "moescope: " "$MOESCOPE" "$A" "$ROOT/sample-checkpoints/dense8/seed1.safetensors" --eval "$E"
     "$MOESCOPE" "$A" "$ROOT/sample-checkpoints/dense8/seed1.safetensors" --eval "$E" 2>"$WORK/tui.err" </dev/null
@@ -152,10 +154,17 @@ check "p: saved message names both figures" wait_for "saved curves.png and lands
 check "curves.png decodes" png_ok "$WORK/curves.png"
 check "landscape.png decodes" png_ok "$WORK/landscape.png"
 
-# export never overwrites an input
+# export (on the worker) names the pair's folder, the order stage and weight
+# matching, and never overwrites: neither an input nor an earlier export
 tm send-keys -t t e
-check "e: aligned checkpoint saved" wait_for "saved seed2.aligned.safetensors"
-check "aligned checkpoint loads" "$MOESCOPE" info "$WORK/seed2.aligned.safetensors"
+check "e: aligned checkpoint saved" wait_re "saved [A-Za-z0-9_-]*seed2\.aligned-expert-wm\.safetensors"
+exported=$(ls "$WORK"/*seed2.aligned-expert-wm.safetensors 2>/dev/null | head -1)
+check "aligned checkpoint loads" "$MOESCOPE" info "$exported"
+first_sum=$(cksum <"$exported" 2>/dev/null)
+tm send-keys -t t e
+check "e again: a numbered name" wait_re "saved [A-Za-z0-9_-]*seed2\.aligned-expert-wm\.2\.safetensors"
+check "e again: the first export untouched" test "$(cksum <"$exported" 2>/dev/null)" = "$first_sum"
+check "e again: the second loads" "$MOESCOPE" info "${exported%.safetensors}.2.safetensors"
 
 # quit restores the terminal
 tm send-keys -t t q

@@ -12,6 +12,7 @@
 #include "app.h"
 #include "curves_view.h"
 #include "diagnose.h"
+#include "export.h"
 #include "heatmap_view.h"
 #include "keys.h"
 #include "layout.h"
@@ -747,7 +748,8 @@ static void test_diag_view(void) {
     snprintf(it[1].text, sizeof it[1].text, "the assignment margin is thin");
     it[2].severity = DG_INFO;
     snprintf(it[2].code, sizeof it[2].code, "best_order");
-    snprintf(it[2].text, sizeof it[2].text, "run with --landscape for the rank");
+    snprintf(it[2].text, sizeof it[2].text, "landscape skipped: the rank is not known");
+    it[2].next = DG_NEXT_LANDSCAPE;
     f.v.diag.items = it;
     f.v.diag.n = f.v.diag.cap = 3;
     f.v.diag_state = EXPLORE_DIAG_READY;
@@ -760,7 +762,7 @@ static void test_diag_view(void) {
     int yo = grid_find(&f.g, "[ok] A: experts are distinct", NULL);
     CHECK(yw >= 0 && yo > yw, "flags first (%d, %d)", yw, yo);
     CHECK(grid_find(&f.g, "order ranks 5 of 24 by loss barrier (orders pane)", NULL) >= 0 &&
-              grid_find(&f.g, "--landscape", NULL) < 0,
+              grid_find(&f.g, "landscape skipped", NULL) < 0,
           "the rank finding points at the orders pane");
     /* findings of another method: back to the placeholder */
     f.v.diag_method = f.a.req.method == COST_GATE ? COST_EXPERT : COST_GATE;
@@ -1029,6 +1031,63 @@ static void test_units(void) {
     grid_free(&g);
 }
 
+/* --png-live rewrites the figure exactly when what it shows changes: the old
+ * additive hash made selected orders 0 2 1 and 1 0 2 alike and ignored the
+ * selected curve's barrier. */
+static void test_png_live_key(void) {
+    explore_snapshot v;
+    fake_view(&v, 3);
+    v.have_selected = 1;
+    int o1[3] = {0, 2, 1}, o2[3] = {1, 0, 2};
+    memcpy(v.selected.order, o1, sizeof o1);
+    v.selected.barrier = 0.25;
+    curves_key k1, k2;
+    curves_key_of(&v, 0, &k1);
+    curves_key_of(&v, 0, &k2);
+    CHECK(curves_key_equal(&k1, &k2), "same view, same key");
+    memcpy(v.selected.order, o2, sizeof o2);
+    curves_key_of(&v, 0, &k2);
+    CHECK(!curves_key_equal(&k1, &k2), "selected 0 2 1 and 1 0 2 differ");
+    memcpy(v.selected.order, o1, sizeof o1);
+    v.selected.barrier = 0.5;
+    curves_key_of(&v, 0, &k2);
+    CHECK(!curves_key_equal(&k1, &k2), "the selected curve's barrier counts");
+    v.selected.barrier = 0.25;
+    curves_key_of(&v, 1, &k2);
+    CHECK(!curves_key_equal(&k1, &k2), "the metric counts");
+    v.req.center = 0;
+    curves_key_of(&v, 0, &k2);
+    CHECK(!curves_key_equal(&k1, &k2), "the toggles count");
+    v.req.center = 1;
+    v.have_selected = 0;
+    curves_key_of(&v, 0, &k2);
+    CHECK(!curves_key_equal(&k1, &k2), "a curve leaving counts");
+    free_view(&v);
+}
+
+/* the export's name records the pair's folder, the order stage and weight matching */
+static void test_export_name(void) {
+    explore_request q;
+    memset(&q, 0, sizeof q);
+    q.order_stage = 1;
+    q.wm_stage = 1;
+    q.method = COST_EXPERT;
+    q.center = 1;
+    char out[512];
+    export_aligned_name("sample-checkpoints/dense4/seed2.safetensors", &q, out, sizeof out);
+    CHECK(!strcmp(out, "dense4-seed2.aligned-expert-wm.safetensors"), "name %s", out);
+    export_aligned_name("seed2.safetensors", &q, out, sizeof out);
+    CHECK(!strcmp(out, "seed2.aligned-expert-wm.safetensors"), "name without a folder %s", out);
+    q.method = COST_GATE;
+    q.center = 0;
+    q.wm_stage = 0;
+    export_aligned_name("/x/shared4/seed2.safetensors", &q, out, sizeof out);
+    CHECK(!strcmp(out, "shared4-seed2.aligned-gate-uncentred-nowm.safetensors"), "gate name %s", out);
+    q.order_stage = 0;
+    export_aligned_name("./seed2.safetensors", &q, out, sizeof out);
+    CHECK(!strcmp(out, "seed2.aligned-identity-nowm.safetensors"), "identity name %s", out);
+}
+
 int main(void) {
     test_units();
     test_sizes();
@@ -1042,6 +1101,8 @@ int main(void) {
     test_diag_scroll();
     test_diag_view();
     test_worker();
+    test_png_live_key();
+    test_export_name();
     test_curves_rows();
     return test_summary("test_ui_layout");
 }

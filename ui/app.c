@@ -50,9 +50,9 @@ static void diag_build(app_state *a, const explore_snapshot *v) {
             if ((int)f->severity != sev) continue;
             char text[sizeof f->text];
             snprintf(text, sizeof text, "%s", f->text);
-            /* without its own landscape, diagnose points at a CLI flag: in the
-               explorer the orders pane has the ranks */
-            if (!strcmp(f->code, "best_order") && strstr(f->text, "--landscape")) {
+            /* what the diagnostics could not settle: in the explorer the
+               orders pane has the ranks */
+            if (f->next == DG_NEXT_LANDSCAPE) {
                 cost_method m = v->diag_method;
                 if (v->rank[m] > 0)
                     snprintf(text, sizeof text, "the %s order ranks %d of %ld by loss barrier (orders pane%s)",
@@ -149,7 +149,7 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
     orders_update(&a->orders, v); /* the index must describe v */
     if (a->show_help) {
         a->show_help = 0;
-        return key == 'q' ? FX_REDRAW : FX_REDRAW;
+        return FX_REDRAW; /* any key, q too, only closes the help */
     }
     ui_action act = keys_lookup(key);
     if (a->show_diag) {

@@ -101,31 +101,52 @@ int export_landscape_png(const explore_snapshot *v, const char *path, ms_err *er
     return rc;
 }
 
-void export_aligned_name(const char *b_path, char *out, int cap) {
+void export_aligned_name(const char *b_path, const explore_request *q, char *out, int cap) {
     const char *base = strrchr(b_path, '/');
     base = base ? base + 1 : b_path;
     int len = (int)strlen(base);
     const char *ext = ".safetensors";
     int el = (int)strlen(ext);
     if (len > el && !strcmp(base + len - el, ext)) len -= el;
-    snprintf(out, (size_t)cap, "%.*s.aligned.safetensors", len, base);
+    /* the folder names the pair (dense4/seed2 and shared4/seed2 differ) */
+    char dir[128] = "";
+    if (base > b_path + 1) {
+        const char *end = base - 1, *d = end;
+        while (d > b_path && d[-1] != '/') d--;
+        if (end - d > 0 && !(end - d == 1 && d[0] == '.')) snprintf(dir, sizeof dir, "%.*s-", (int)(end - d), d);
+    }
+    const char *order = !q->order_stage ? "identity" : q->method == COST_GATE ? (q->center ? "gate" : "gate-uncentred")
+                                                                              : "expert";
+    snprintf(out, (size_t)cap, "%s%.*s.aligned-%s-%s.safetensors", dir, len, base, order, q->wm_stage ? "wm" : "nowm");
 }
 
-int export_aligned(const moe_model *A, const moe_model *B, const char *const *inputs, int ninputs,
-                   const explore_request *q, const char *path, ms_err *err) {
-    if (af_check_not_input(path, inputs, ninputs, err)) return -1;
-    align_opts o;
-    align_opts_default(&o);
-    o.order_stage = q->order_stage;
-    o.wm_stage = q->wm_stage;
-    o.method = q->method;
-    o.center = q->center;
-    moe_model out;
-    align_result res;
-    memset(&res, 0, sizeof res);
-    if (align_models(A, B, &o, &out, &res, err)) return -1;
-    int rc = moe_save(&out, path, err);
-    moe_free(&out);
-    align_result_free(&res);
-    return rc;
+/* ---- --png-live: what the curves figure shows ---- */
+
+static void key_curve(curves_key_curve *k, int have, const ls_curve *c, int n) {
+    k->have = have;
+    if (!have) return;
+    memcpy(k->order, c->order, sizeof(int) * (size_t)n);
+    k->barrier = c->barrier;
+    k->acc_barrier = c->acc_barrier;
+    k->auc = c->auc;
+    k->T = c->T;
+}
+
+void curves_key_of(const explore_snapshot *v, int metric_acc, curves_key *k) {
+    memset(k, 0, sizeof *k); /* unused order slots and padding compare equal */
+    k->metric_acc = metric_acc;
+    k->order_stage = v->req.order_stage;
+    k->wm_stage = v->req.wm_stage;
+    k->method = (int)v->req.method;
+    k->center = v->req.center;
+    key_curve(&k->naive, v->have_naive, &v->naive, v->n);
+    key_curve(&k->skip, v->have_skip, &v->skip_order, v->n);
+    key_curve(&k->current, v->have_current, &v->current, v->n);
+    key_curve(&k->selected, v->have_selected, &v->selected, v->n);
+}
+
+int curves_key_equal(const curves_key *a, const curves_key *b) {
+    /* both built by curves_key_of from a zeroed struct: bytes compare the
+       fields (a NaN barrier equals itself, as it should here) */
+    return !memcmp(a, b, sizeof *a);
 }

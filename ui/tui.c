@@ -1,8 +1,10 @@
-/* tui.c - the ncurses front end: load the inputs (errors reported like the
- * command line, before the screen opens), start the worker, then loop:
- * poll explore_poll, render the app into a grid, blit the grid, wait up to
- * 30 ms for a key. Terminal restored on every exit path (normal, error,
- * SIGINT/SIGTERM, exit()). */
+/* tui.c - the ncurses front end, in three steps: parse the command line,
+ * load and check the inputs (errors reported like the command line, before
+ * the screen opens; no terminal is refused), then loop: poll explore_poll,
+ * render the app into a grid, blit the grid, wait up to 30 ms for a key.
+ * Everything slow (curves, landscape, diagnostics, the aligned export) runs
+ * on the worker. One teardown restores the terminal on every exit path
+ * (normal, error, SIGINT/SIGTERM/SIGHUP, exit()). */
 #define NCURSES_WIDECHAR 1
 #include <curses.h>
 #include <getopt.h>
@@ -43,11 +45,6 @@ static void restore_terminal(void) {
 
 static void on_signal(int sig) { got_signal = sig; }
 
-static const char *base_name(const char *p) {
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
-}
-
 /* ---- curses output ---- */
 
 /* Colours by meaning: a role's colours come from the theme; heat cells name a
@@ -62,14 +59,12 @@ typedef struct {
     int next_pair, max_pair;
 } screen_style;
 
-static void style_init(screen_style *s, int color) {
+/* theme_path: --theme, checked before the screen opened (NULL: the default) */
+static void style_init(screen_style *s, int color, const char *theme_path) {
     memset(s, 0, sizeof *s);
     theme_init(&s->th, color);
-    const char *tf = getenv("MOESCOPE_THEME");
-    if (tf && tf[0]) {
-        ms_err err;
-        if (theme_load(&s->th, tf, &err)) fprintf(stderr, "moescope: %s\n", err.msg);
-    }
+    ms_err err;
+    if (theme_path) theme_load(&s->th, theme_path, &err);
     if (color) {
         start_color();
         use_default_colors();
@@ -156,19 +151,126 @@ static int translate_key(int ch) {
     }
 }
 
-/* ---- side effects of keys ---- */
+/* ---- the command line and the inputs (before the screen opens) ---- */
 
 typedef struct {
-    const moe_model *A, *B;
-    const evalset *E;
+    const char *pa, *pb, *e_path, *layer, *png_live, *theme_path;
+    int T, ascii;
+    char e_guess[4096];
+} tui_args;
+
+/* -1 to go on, else the exit code (help printed, or a usage error). */
+static int parse_args(int argc, char **argv, tui_args *a) {
+    static const struct option opts[] = {
+        {"eval", required_argument, 0, 'e'}, {"layer", required_argument, 0, 'l'},
+        {"points", required_argument, 0, 'T'}, {"ascii", no_argument, 0, 'a'},
+        {"png-live", required_argument, 0, 'P'}, {"theme", required_argument, 0, 't'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    memset(a, 0, sizeof *a);
+    a->T = 25;
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "e:l:T:aP:t:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'e': a->e_path = optarg; break;
+        case 'l': a->layer = optarg; break;
+        case 'T': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 2 || v > 10001) return cli_usage_error(TUI_USAGE, "--points needs an integer >= 2, got '%s'", optarg);
+            a->T = (int)v;
+            break;
+        }
+        case 'a': a->ascii = 1; break;
+        case 'P': a->png_live = optarg; break;
+        case 't': a->theme_path = optarg; break;
+        case 'h':
+            printf("usage: %s\n\nThe interactive explorer. Keys: ? on the screen.\n", TUI_USAGE);
+            return 0;
+        default: return cli_option_error(TUI_USAGE, "moescope", ch, argc, argv);
+        }
+    }
+    if (argc - optind != 2) return cli_usage_error(TUI_USAGE, "expected two checkpoints A and B");
+    a->pa = argv[optind];
+    a->pb = argv[optind + 1];
+    if (!a->e_path) {
+        /* eval.safetensors beside A */
+        const char *slash = strrchr(a->pa, '/');
+        int dl = slash ? (int)(slash - a->pa) + 1 : 0;
+        snprintf(a->e_guess, sizeof a->e_guess, "%.*seval.safetensors", dl, a->pa);
+        struct stat st;
+        if (stat(a->e_guess, &st) == 0) a->e_path = a->e_guess;
+    }
+    return -1;
+}
+
+typedef struct {
+    moe_model A, B;
+    evalset E;
+} tui_inputs;
+
+static void inputs_free(tui_inputs *in) {
+    evalset_free(&in->E);
+    moe_free(&in->A);
+    moe_free(&in->B);
+}
+
+/* Everything checked before the screen opens, each problem reported like the
+ * command line. 0, or the exit code with nothing left to free. */
+static int load_inputs(const tui_args *a, tui_inputs *in) {
+    ms_err err;
+    memset(in, 0, sizeof *in);
+    if (moe_load(&in->A, a->pa, a->layer, &err)) return cli_error("%s", err.msg);
+    if (moe_load(&in->B, a->pb, a->layer, &err)) {
+        moe_free(&in->A);
+        return cli_error("%s", err.msg);
+    }
+    const moe_model *A = &in->A;
+    int rc = 0;
+    if (moe_check_compatible(A, &in->B, &err)) rc = cli_error("%s", err.msg);
+    else if (!a->e_path)
+        rc = cli_error("no evaluation set: pass --eval E (a safetensors file with 'inputs' [N, %d] and 'labels' or "
+                       "'targets'), or put eval.safetensors beside %s", A->cfg.d, a->pa);
+    else if (evalset_load(&in->E, a->e_path, &err)) rc = cli_error("%s", err.msg);
+    else if (A->cfg.has_head && evalset_check(&in->E, A, &err)) rc = cli_error("%s", err.msg);
+    else if (ms_limits_check(A, &in->B, &in->E, MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG, &err))
+        rc = cli_error("%s", err.msg);
+    else if (!A->cfg.has_head && in->E.d != A->cfg.d)
+        rc = cli_error("%s: inputs have width %d but the layer has d = %d", a->e_path, in->E.d, A->cfg.d);
+    else if (A->cfg.n > LS_MAX_N)
+        rc = cli_error("%s: %d experts; the explorer handles at most %d (use 'moescope landscape')", a->pa, A->cfg.n,
+                       LS_MAX_N);
+    const char *ins[3] = {a->pa, a->pb, a->e_path};
+    /* --png-live is rewritten again and again: never over an input */
+    if (!rc && a->png_live && af_check_not_input(a->png_live, ins, 3, &err)) rc = cli_error("--png-live %s", err.msg);
+    if (!rc && a->theme_path) {
+        theme tmp;
+        theme_init(&tmp, 1);
+        if (theme_load(&tmp, a->theme_path, &err)) rc = cli_error("%s", err.msg);
+    }
+    /* without a terminal on both ends curses would wait forever */
+    if (!rc && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
+        rc = cli_error("the explorer needs a terminal on its input and output; for scripts use the "
+                       "subcommands (moescope --help)");
+    if (rc) inputs_free(in);
+    return rc;
+}
+
+/* ---- side effects of keys and results ---- */
+
+typedef struct {
     const char *paths[3];
     const char *png_live;
+    curves_key live_last;
+    int live_written;
+    unsigned long export_epoch; /* the export outcome last reported */
 } tui_ctx;
 
 static void do_png(app_state *a, const explore_snapshot *v, const tui_ctx *c) {
     ms_err err;
-    if (af_check_not_input("curves.png", c->paths, c->E ? 3 : 2, &err) ||
-        (v->have_landscape && af_check_not_input("landscape.png", c->paths, c->E ? 3 : 2, &err))) {
+    if (af_check_not_input("curves.png", c->paths, 3, &err) ||
+        (v->have_landscape && af_check_not_input("landscape.png", c->paths, 3, &err))) {
         app_message(a, 1, "%s", err.msg);
         return;
     }
@@ -184,23 +286,28 @@ static void do_png(app_state *a, const explore_snapshot *v, const tui_ctx *c) {
     }
 }
 
-static void do_export(app_state *a, const tui_ctx *c) {
-    char path[512];
-    export_aligned_name(c->paths[1], path, sizeof path);
+/* --png-live: rewrite the figure whenever what it shows changed, and only then. */
+static void live_png(tui_ctx *c, app_state *a, const explore_snapshot *v) {
+    if (!c->png_live || !v->have_naive) return;
+    curves_key k;
+    curves_key_of(v, a->metric_acc, &k);
+    if (c->live_written && curves_key_equal(&k, &c->live_last)) return;
     ms_err err;
-    if (export_aligned(c->A, c->B, c->paths, c->E ? 3 : 2, &a->req, path, &err)) app_message(a, 1, "%s", err.msg);
-    else app_message(a, 0, "saved %s (B aligned: order %s, weight matching %s)", path,
-                     a->req.order_stage ? cost_method_name(a->req.method) : "identity", a->req.wm_stage ? "on" : "off");
+    if (export_curves_png(v, a->metric_acc, c->png_live, &err)) app_message(a, 1, "%s", err.msg);
+    c->live_last = k;
+    c->live_written = 1;
 }
 
-/* a signature of what the curves PNG shows, to rewrite it only on change */
-static double curves_signature(const explore_snapshot *v, int metric_acc) {
-    double s = metric_acc * 7.0 + v->have_naive + 2 * v->have_skip + 4 * v->have_current + 8 * v->have_selected;
-    if (v->have_current) s += v->current.barrier * 1e3 + v->current.order[0] * 13 + v->current.order[v->n - 1] * 17;
-    if (v->have_selected)
-        for (int i = 0; i < v->n; i++) s += v->selected.order[i] * (i + 1) * 31.0;
-    s += v->req.wm_stage * 101 + v->req.order_stage * 211 + v->req.method * 307;
-    return s;
+/* The export the worker finished since the last call, as a message. */
+static void export_outcome(tui_ctx *c, app_state *a, const explore_snapshot *v) {
+    if (v->export_epoch == c->export_epoch) return;
+    c->export_epoch = v->export_epoch;
+    const explore_request *q = &v->export_req;
+    if (v->export_state == EXPLORE_EXPORT_RUNNING) app_message(a, 0, "exporting %s ...", v->export_path);
+    else if (v->export_state == EXPLORE_EXPORT_FAILED) app_message(a, 1, "%s", v->export_error);
+    else if (v->export_state == EXPLORE_EXPORT_DONE)
+        app_message(a, 0, "saved %s (B aligned: order %s, weight matching %s)", v->export_path,
+                    q->order_stage ? cost_method_name(q->method) : "identity", q->wm_stage ? "on" : "off");
 }
 
 static double now_ms(void) {
@@ -209,113 +316,18 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-/* ---- main ---- */
+/* ---- the terminal ---- */
 
-int tui_main(int argc, char **argv) {
-    static const struct option opts[] = {
-        {"eval", required_argument, 0, 'e'}, {"layer", required_argument, 0, 'l'},
-        {"points", required_argument, 0, 'T'}, {"ascii", no_argument, 0, 'a'},
-        {"png-live", required_argument, 0, 'P'}, {"theme", required_argument, 0, 't'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    const char *e_path = NULL, *layer = NULL, *png_live = NULL, *theme_path = NULL;
-    int T = 25, ascii = 0;
-    optind = 1;
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, "e:l:T:aP:t:h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'e': e_path = optarg; break;
-        case 'l': layer = optarg; break;
-        case 'T': {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (*end || v < 2 || v > 10001) return cli_usage_error(TUI_USAGE, "--points needs an integer >= 2, got '%s'", optarg);
-            T = (int)v;
-            break;
-        }
-        case 'a': ascii = 1; break;
-        case 'P': png_live = optarg; break;
-        case 't': theme_path = optarg; break;
-        case 'h':
-            printf("usage: %s\n\nThe interactive explorer. Keys: ? on the screen.\n", TUI_USAGE);
-            return 0;
-        default: return cli_option_error(TUI_USAGE, "moescope", ch, argc, argv);
-        }
-    }
-    if (argc - optind != 2) return cli_usage_error(TUI_USAGE, "expected two checkpoints A and B");
-    const char *pa = argv[optind], *pb = argv[optind + 1];
-    char e_guess[4096];
-    if (!e_path) {
-        /* eval.safetensors beside A */
-        const char *slash = strrchr(pa, '/');
-        int dl = slash ? (int)(slash - pa) + 1 : 0;
-        snprintf(e_guess, sizeof e_guess, "%.*seval.safetensors", dl, pa);
-        struct stat st;
-        if (stat(e_guess, &st) == 0) e_path = e_guess;
-    }
+typedef struct {
+    screen_style st;
+    grid gr;
+    int utf8;
+} tui_screen;
 
-    /* load and check everything before the screen opens */
-    ms_err err;
-    moe_model A, B;
-    evalset E;
-    memset(&E, 0, sizeof E);
-    if (moe_load(&A, pa, layer, &err)) return cli_error("%s", err.msg);
-    if (moe_load(&B, pb, layer, &err)) {
-        moe_free(&A);
-        return cli_error("%s", err.msg);
-    }
-    int rc = 0;
-    if (moe_check_compatible(&A, &B, &err)) rc = cli_error("%s", err.msg);
-    else if (!e_path)
-        rc = cli_error("no evaluation set: pass --eval E (a safetensors file with 'inputs' [N, %d] and 'labels' or "
-                       "'targets'), or put eval.safetensors beside %s", A.cfg.d, pa);
-    else if (evalset_load(&E, e_path, &err)) rc = cli_error("%s", err.msg);
-    else if (A.cfg.has_head && evalset_check(&E, &A, &err)) rc = cli_error("%s", err.msg);
-    else if (ms_limits_check(&A, &B, &E, MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG, &err))
-        rc = cli_error("%s", err.msg);
-    else if (!A.cfg.has_head && E.d != A.cfg.d)
-        rc = cli_error("%s: inputs have width %d but the layer has d = %d", e_path, E.d, A.cfg.d);
-    else if (A.cfg.n > LS_MAX_N)
-        rc = cli_error("%s: %d experts; the explorer handles at most %d (use 'moescope landscape')", pa, A.cfg.n, LS_MAX_N);
-    if (!rc && png_live) {
-        /* --png-live is rewritten again and again: never over an input */
-        const char *ins[3] = {pa, pb, e_path};
-        if (af_check_not_input(png_live, ins, 3, &err)) rc = cli_error("--png-live %s", err.msg);
-    }
-    if (!rc && theme_path) {
-        /* checked here so a bad theme is reported before the screen opens */
-        theme tmp;
-        theme_init(&tmp, 1);
-        if (theme_load(&tmp, theme_path, &err)) rc = cli_error("%s", err.msg);
-        else setenv("MOESCOPE_THEME", theme_path, 1);
-    }
-    explore_worker *g = NULL;
-    if (!rc && !(g = explore_start(&A, &B, &E, &err))) rc = cli_error("%s", err.msg);
-    if (rc) {
-        evalset_free(&E);
-        moe_free(&A);
-        moe_free(&B);
-        return rc;
-    }
-
-    ui_info info;
-    memset(&info, 0, sizeof info);
-    snprintf(info.a_name, sizeof info.a_name, "%s", base_name(pa));
-    snprintf(info.b_name, sizeof info.b_name, "%s", base_name(pb));
-    snprintf(info.e_name, sizeof info.e_name, "%.255s", base_name(e_path));
-    snprintf(info.layer, sizeof info.layer, "%s", A.layer ? A.layer : (layer ? layer : "moe"));
-    info.cfg = A.cfg;
-    info.N = E.N;
-    app_state app;
-    app_init(&app, &info, T);
-    if (A.cfg.router == ROUTER_TOPK && A.cfg.k == 1)
-        app_message(&app, 0, "top-1 routing: outside the theory (scores can be rescaled)");
-    tui_ctx ctx = {&A, &B, &E, {pa, pb, e_path}, png_live};
-    explore_submit(g, &app.req);
-
-    /* the terminal */
+/* Signals, curses modes, colours and the grid; -1 when curses cannot start. */
+static int screen_start(tui_screen *s, const tui_args *a) {
     setlocale(LC_ALL, "");
-    int utf8 = !ascii && !strcmp(nl_langinfo(CODESET), "UTF-8");
+    s->utf8 = !a->ascii && !strcmp(nl_langinfo(CODESET), "UTF-8");
     if (!getenv("ESCDELAY")) set_escdelay(25);
     atexit(restore_terminal);
     struct sigaction sa;
@@ -324,14 +336,7 @@ int tui_main(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    if (!initscr()) {
-        explore_stop(g);
-        app_free(&app);
-        evalset_free(&E);
-        moe_free(&A);
-        moe_free(&B);
-        return cli_error("cannot open the terminal");
-    }
+    if (!initscr()) return -1;
     screen_open = 1;
     cbreak();
     noecho();
@@ -339,47 +344,69 @@ int tui_main(int argc, char **argv) {
     keypad(stdscr, TRUE);
     curs_set(0);
     timeout(30);
-    mousemask(BUTTON1_CLICKED | BUTTON1_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
+    /* releases are in the mask so that a click's release is consumed as an
+       event instead of leaving getch waiting for the rest of a click */
+    mousemask(BUTTON1_PRESSED | BUTTON1_RELEASED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
     mouseinterval(0);
-    screen_style st;
-    style_init(&st, theme_env_color(has_colors()));
-
-    explore_snapshot v;
-    memset(&v, 0, sizeof v);
-    grid gr;
+    style_init(&s->st, theme_env_color(has_colors()), a->theme_path);
     int W, H;
     getmaxyx(stdscr, H, W);
-    grid_init(&gr, W, H, utf8);
-    gr.color = st.color;
+    grid_init(&s->gr, W, H, s->utf8);
+    s->gr.color = s->st.color;
+    return 0;
+}
+
+static void screen_end(tui_screen *s) {
+    restore_terminal();
+    style_free(&s->st);
+    grid_free(&s->gr);
+}
+
+static void screen_draw(tui_screen *s, app_state *app, const explore_snapshot *v) {
+    int W, H;
+    getmaxyx(stdscr, H, W);
+    if (W != s->gr.w || H != s->gr.h) {
+        grid_free(&s->gr);
+        grid_init(&s->gr, W, H, s->utf8);
+        s->gr.color = s->st.color;
+        clear();
+    }
+    app->now = explore_clock();
+    app_render(app, v, &s->gr);
+    blit(&s->gr, &s->st);
+    refresh();
+}
+
+/* One key or mouse event: FX_* flags (0 when it changes nothing). */
+static int input_event(int c, app_state *app, const explore_snapshot *v) {
+    if (c == KEY_MOUSE) {
+        MEVENT me;
+        if (getmouse(&me) != OK) return 0;
+        int kind = me.bstate & BUTTON4_PRESSED ? 2 : me.bstate & BUTTON5_PRESSED ? 3 : me.bstate & BUTTON1_PRESSED ? 1 : 0;
+        return kind ? app_mouse(app, me.x, me.y, kind, v) : 0;
+    }
+    if (app->layout.too_small && c != 'q') return 0;
+    return app_key(app, translate_key(c), v);
+}
+
+/* ---- the loop ---- */
+
+static void run_loop(explore_worker *g, app_state *app, tui_screen *scr, tui_ctx *ctx) {
+    explore_snapshot v;
+    memset(&v, 0, sizeof v);
     int dirty = 1, quit = 0;
     double spin_t = 0;
-    double live_sig = -1;
     const char *bench = getenv("MOESCOPE_TUI_BENCH"); /* key-to-redraw latency log */
     FILE *bench_fp = bench && bench[0] ? fopen(bench, "a") : NULL;
     double key_t = -1;
     while (!quit && !got_signal) {
         if (explore_poll(g, &v)) {
             dirty = 1;
-            if (png_live && v.have_naive) {
-                double sig = curves_signature(&v, app.metric_acc);
-                if (sig != live_sig) {
-                    if (export_curves_png(&v, app.metric_acc, png_live, &err)) app_message(&app, 1, "%s", err.msg);
-                    live_sig = sig;
-                }
-            }
+            export_outcome(ctx, app, &v);
+            live_png(ctx, app, &v);
         }
         if (dirty) {
-            getmaxyx(stdscr, H, W);
-            if (W != gr.w || H != gr.h) {
-                grid_free(&gr);
-                grid_init(&gr, W, H, utf8);
-                gr.color = st.color;
-                clear();
-            }
-            app.now = explore_clock();
-            app_render(&app, &v, &gr);
-            blit(&gr, &st);
-            refresh();
+            screen_draw(scr, app, &v);
             dirty = 0;
             if (bench_fp && key_t >= 0) {
                 fprintf(bench_fp, "%.3f\n", now_ms() - key_t);
@@ -399,42 +426,79 @@ int tui_main(int argc, char **argv) {
         if (bench_fp) key_t = now_ms();
         dirty = 1;
         if (c == KEY_RESIZE) continue;
-        int fx = 0;
-        if (c == KEY_MOUSE) {
-            MEVENT me;
-            if (getmouse(&me) == OK) {
-                int kind = me.bstate & BUTTON4_PRESSED ? 2 : me.bstate & BUTTON5_PRESSED ? 3
-                         : me.bstate & (BUTTON1_CLICKED | BUTTON1_PRESSED) ? 1 : 0;
-                if (kind) fx = app_mouse(&app, me.x, me.y, kind, &v);
-            }
-        } else if (app.layout.too_small && c != 'q') {
-            continue;
-        } else {
-            fx = app_key(&app, translate_key(c), &v);
+        int fx = input_event(c, app, &v);
+        if (fx & FX_SUBMIT) explore_submit(g, &app->req);
+        if (fx & FX_PNG) do_png(app, &v, ctx);
+        if (fx & FX_EXPORT) {
+            char path[512];
+            export_aligned_name(ctx->paths[1], &app->req, path, sizeof path);
+            explore_export(g, &app->req, path);
         }
-        if (fx & FX_SUBMIT) explore_submit(g, &app.req);
-        if (fx & FX_PNG) do_png(&app, &v, &ctx);
-        if (fx & FX_EXPORT) do_export(&app, &ctx);
-        if (fx & FX_DIAG) explore_request_diag(g, app.req.method, app.req.center);
+        if (fx & FX_DIAG) explore_request_diag(g, app->req.method, app->req.center);
         if (fx & FX_QUIT) quit = 1;
-        if (png_live && v.have_naive && curves_signature(&v, app.metric_acc) != live_sig) {
-            if (export_curves_png(&v, app.metric_acc, png_live, &err)) app_message(&app, 1, "%s", err.msg);
-            live_sig = curves_signature(&v, app.metric_acc);
+        live_png(ctx, app, &v); /* a toggle of the metric changes the figure at once */
+    }
+    if (bench_fp) fclose(bench_fp);
+    explore_snapshot_free(&v);
+}
+
+static const char *base_name(const char *p) {
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+static void app_setup(app_state *app, const tui_args *a, const tui_inputs *in) {
+    ui_info info;
+    memset(&info, 0, sizeof info);
+    snprintf(info.a_name, sizeof info.a_name, "%s", base_name(a->pa));
+    snprintf(info.b_name, sizeof info.b_name, "%s", base_name(a->pb));
+    snprintf(info.e_name, sizeof info.e_name, "%.255s", base_name(a->e_path));
+    snprintf(info.layer, sizeof info.layer, "%s", in->A.layer ? in->A.layer : (a->layer ? a->layer : "moe"));
+    info.cfg = in->A.cfg;
+    info.N = in->E.N;
+    app_init(app, &info, a->T);
+    if (in->A.cfg.router == ROUTER_TOPK && in->A.cfg.k == 1)
+        app_message(app, 0, "top-1 routing: outside the theory (scores can be rescaled)");
+}
+
+/* parse -> load -> worker -> screen -> loop, and one teardown for every exit. */
+int tui_main(int argc, char **argv) {
+    tui_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0) return rc;
+    tui_inputs in;
+    if ((rc = load_inputs(&a, &in))) return rc;
+    ms_err err;
+    explore_worker *g = explore_start(&in.A, &in.B, &in.E, &err);
+    app_state app;
+    tui_screen scr;
+    int have_app = 0, have_screen = 0;
+    if (!g) {
+        rc = cli_error("%s", err.msg);
+    } else {
+        app_setup(&app, &a, &in);
+        have_app = 1;
+        explore_submit(g, &app.req);
+        if (screen_start(&scr, &a)) {
+            rc = cli_error("cannot open the terminal");
+        } else {
+            have_screen = 1;
+            tui_ctx ctx;
+            memset(&ctx, 0, sizeof ctx);
+            ctx.paths[0] = a.pa;
+            ctx.paths[1] = a.pb;
+            ctx.paths[2] = a.e_path;
+            ctx.png_live = a.png_live;
+            run_loop(g, &app, &scr, &ctx);
         }
     }
-    restore_terminal();
-    style_free(&st);
-    if (bench_fp) fclose(bench_fp);
+    if (have_screen) screen_end(&scr);
     explore_stop(g);
-    explore_snapshot_free(&v);
-    grid_free(&gr);
-    app_free(&app);
-    evalset_free(&E);
-    moe_free(&A);
-    moe_free(&B);
-    if (got_signal) {
+    if (have_app) app_free(&app);
+    inputs_free(&in);
+    if (!rc && got_signal) {
         fprintf(stderr, "moescope: interrupted\n");
         return 128 + got_signal;
     }
-    return 0;
+    return rc;
 }
