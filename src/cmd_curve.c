@@ -52,6 +52,127 @@ static void print_num(double v, const char *fmt) {
     else printf(fmt, v);
 }
 
+/* naive, skip-order, the method's alignment, then each --order: the curves
+ * (into curves[], names[]); their number, or -1 (err) with nothing left to free. */
+static int curves_compute(const moe_model *A, const moe_model *B, const evalset *E, int T, cost_method method,
+                          int center, int wm, int orders[][LS_MAX_N], int norder, ls_curve *curves,
+                          char names[][48], ms_err *err) {
+    int n = A->cfg.n, ncurves = 0;
+    for (int k = 0; k < 3 + norder; k++) {
+        align_opts ao;
+        align_opts_default(&ao);
+        ao.center = center;
+        ao.method = method;
+        if (k == 0) {
+            ao.order_stage = 0, ao.wm_stage = 0;
+            snprintf(names[k], sizeof names[k], "naive");
+        } else if (k == 1) {
+            ao.order_stage = 0, ao.wm_stage = 1;
+            snprintf(names[k], sizeof names[k], "skip_order");
+        } else if (k == 2) {
+            ao.wm_stage = wm;
+            snprintf(names[k], sizeof names[k], "%s", cost_method_name(method));
+        } else {
+            ao.wm_stage = wm;
+            ao.order = orders[k - 3];
+            snprintf(names[k], sizeof names[k], "order%d", k - 3 + 1);
+        }
+        moe_model Bp;
+        align_result res;
+        if (align_models(A, B, &ao, &Bp, &res, err)) {
+            for (int i = 0; i < ncurves; i++) ls_curve_free(&curves[i]);
+            return -1;
+        }
+        int c = curve_compute(A, &Bp, E, T, &curves[k], err);
+        if (!c) memcpy(curves[k].order, res.order, (size_t)n * sizeof(int));
+        moe_free(&Bp);
+        align_result_free(&res);
+        if (c) {
+            for (int i = 0; i < ncurves; i++) ls_curve_free(&curves[i]);
+            return -1;
+        }
+        ncurves = k + 1;
+    }
+    return ncurves;
+}
+
+/* The summary (order, barrier, accuracy barrier, loss AUC per curve), then
+ * the curves' values at every t. */
+static void curves_print(const ls_curve *curves, char names[][48], int ncurves, int n, int T, ls_kind kind) {
+    printf("%-12s %-*s %12s %12s %12s\n", "curve", n * 3 > 12 ? n * 3 : 12, "order", "barrier",
+           "acc_barrier", "loss_auc");
+    for (int k = 0; k < ncurves; k++) {
+        char buf[LS_MAX_N * 4 + 1];
+        order_str(curves[k].order, n, buf, sizeof buf);
+        printf("%-12s %-*s", names[k], n * 3 > 12 ? n * 3 : 12, buf);
+        print_num(curves[k].barrier, " %12.9f");
+        print_num(curves[k].acc_barrier, " %12.9f");
+        print_num(curves[k].auc, " %12.9f");
+        printf("\n");
+    }
+    printf("\n%8s", "t");
+    for (int k = 0; k < ncurves; k++) {
+        char col[64];
+        snprintf(col, sizeof col, "%.10s loss", names[k]);
+        printf(" %16s", col);
+        if (kind == LS_CLASSIFY) {
+            snprintf(col, sizeof col, "%.10s acc", names[k]);
+            printf(" %16s", col);
+        }
+    }
+    printf("\n");
+    for (int m = 0; m < T; m++) {
+        printf("%8.4f", ls_t(m, T));
+        for (int k = 0; k < ncurves; k++) {
+            printf(" %16.9f", curves[k].loss[m]);
+            if (curves[k].acc) printf(" %16.6f", curves[k].acc[m]);
+        }
+        printf("\n");
+    }
+}
+
+/* The curves and the chord as a PNG at png. */
+static int curves_png(const ls_curve *curves, char names[][48], int ncurves, int n, int T, ls_kind kind,
+                      const char *png, ms_err *err) {
+    static const uint32_t cols[3] = {PLOT_RGB_NAIVE, PLOT_RGB_SKIP, PLOT_RGB_ALIGNED};
+    static const uint32_t extra[4] = {PLOT_RGB_SELECTED, PLOT_RGB_GATE, PLOT_RGB_OTHER,
+                                      PLOT_RGB_BEST};
+    plot_series s[3 + MAX_ORDERS + 1];
+    char labels[3 + MAX_ORDERS][96];
+    double *tx = ms_malloc((size_t)T * sizeof(double));
+    for (int m = 0; m < T; m++) tx[m] = ls_t(m, T);
+    memset(s, 0, sizeof s);
+    for (int k = 0; k < ncurves; k++) {
+        char ob[LS_MAX_N * 4 + 1];
+        order_str(curves[k].order, n, ob, sizeof ob);
+        snprintf(labels[k], sizeof labels[k], "%s [%s] barrier %.3g",
+                 k == 0 ? "naive" : k == 1 ? "skip-order" : names[k], ob, curves[k].barrier);
+        s[k].label = labels[k];
+        s[k].x = tx;
+        s[k].y = curves[k].loss;
+        s[k].n = T;
+        s[k].rgb = k < 3 ? cols[k] : extra[(k - 3) % 4];
+        s[k].markers = T <= 41;
+    }
+    double cx[2] = {0.0, 1.0}, cy[2] = {curves[2].loss[0], curves[2].loss[T - 1]};
+    s[ncurves].label = "chord";
+    s[ncurves].x = cx;
+    s[ncurves].y = cy;
+    s[ncurves].n = 2;
+    s[ncurves].rgb = PLOT_RGB_CHORD;
+    s[ncurves].dashed = 1;
+    plot_spec p;
+    plot_spec_init(&p);
+    p.title = "loss from A (t = 0) to the aligned B (t = 1)";
+    p.xlabel = "t";
+    p.ylabel = kind == LS_LAYER ? "layer-output loss" : "loss";
+    p.series = s;
+    p.nseries = ncurves + 1;
+    int rc = plot_png_write(&p, png, err);
+    free(tx);
+    return rc;
+}
+
 int cmd_curve(int argc, char **argv) {
     static const struct option opts[] = {
         {"eval", required_argument, 0, 'e'},   {"order", required_argument, 0, 'o'},
@@ -129,115 +250,19 @@ int cmd_curve(int argc, char **argv) {
     if (A.cfg.has_head && B.cfg.has_head && !moe_heads_equal(&A, &B))
         fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them too\n",
                 pa, pb);
-    for (int k = 0; k < 3 + norder; k++) {
-        align_opts ao;
-        align_opts_default(&ao);
-        ao.center = center;
-        ao.method = method;
-        if (k == 0) {
-            ao.order_stage = 0, ao.wm_stage = 0;
-            snprintf(names[k], sizeof names[k], "naive");
-        } else if (k == 1) {
-            ao.order_stage = 0, ao.wm_stage = 1;
-            snprintf(names[k], sizeof names[k], "skip_order");
-        } else if (k == 2) {
-            ao.wm_stage = wm;
-            snprintf(names[k], sizeof names[k], "%s", cost_method_name(method));
-        } else {
-            ao.wm_stage = wm;
-            ao.order = orders[k - 3];
-            snprintf(names[k], sizeof names[k], "order%d", k - 3 + 1);
-        }
-        moe_model Bp;
-        align_result res;
-        if (align_models(&A, &B, &ao, &Bp, &res, &err)) {
-            rc = cli_error("%s", err.msg);
-            goto out;
-        }
-        int c = curve_compute(&A, &Bp, &E, T, &curves[k], &err);
-        if (!c) memcpy(curves[k].order, res.order, (size_t)n * sizeof(int));
-        moe_free(&Bp);
-        align_result_free(&res);
-        if (c) {
-            rc = cli_error("%s", err.msg);
-            goto out;
-        }
-        ncurves = k + 1;
-        name_p[k] = names[k];
+    ncurves = curves_compute(&A, &B, &E, T, method, center, wm, orders, norder, curves, names, &err);
+    if (ncurves < 0) {
+        ncurves = 0;
+        rc = cli_error("%s", err.msg);
+        goto out;
     }
+    for (int k = 0; k < ncurves; k++) name_p[k] = names[k];
 
     // summary, then the curves themselves
     ls_kind kind = ls_kind_of(&A, &E);
-    printf("%-12s %-*s %12s %12s %12s\n", "curve", n * 3 > 12 ? n * 3 : 12, "order", "barrier",
-           "acc_barrier", "loss_auc");
-    for (int k = 0; k < ncurves; k++) {
-        char buf[LS_MAX_N * 4 + 1];
-        order_str(curves[k].order, n, buf, sizeof buf);
-        printf("%-12s %-*s", names[k], n * 3 > 12 ? n * 3 : 12, buf);
-        print_num(curves[k].barrier, " %12.9f");
-        print_num(curves[k].acc_barrier, " %12.9f");
-        print_num(curves[k].auc, " %12.9f");
-        printf("\n");
-    }
-    printf("\n%8s", "t");
-    for (int k = 0; k < ncurves; k++) {
-        char col[64];
-        snprintf(col, sizeof col, "%.10s loss", names[k]);
-        printf(" %16s", col);
-        if (kind == LS_CLASSIFY) {
-            snprintf(col, sizeof col, "%.10s acc", names[k]);
-            printf(" %16s", col);
-        }
-    }
-    printf("\n");
-    for (int m = 0; m < T; m++) {
-        printf("%8.4f", ls_t(m, T));
-        for (int k = 0; k < ncurves; k++) {
-            printf(" %16.9f", curves[k].loss[m]);
-            if (curves[k].acc) printf(" %16.6f", curves[k].acc[m]);
-        }
-        printf("\n");
-    }
-
+    curves_print(curves, names, ncurves, n, T, kind);
     if (csv && curves_write_csv(curves, name_p, ncurves, csv, &err)) rc = cli_error("%s", err.msg);
-    if (!rc && png) {
-        static const uint32_t cols[3] = {PLOT_RGB_NAIVE, PLOT_RGB_SKIP, PLOT_RGB_ALIGNED};
-        static const uint32_t extra[4] = {PLOT_RGB_SELECTED, PLOT_RGB_GATE, PLOT_RGB_OTHER,
-                                          PLOT_RGB_BEST};
-        plot_series s[3 + MAX_ORDERS + 1];
-        char labels[3 + MAX_ORDERS][96];
-        double *tx = ms_malloc((size_t)T * sizeof(double));
-        for (int m = 0; m < T; m++) tx[m] = ls_t(m, T);
-        memset(s, 0, sizeof s);
-        for (int k = 0; k < ncurves; k++) {
-            char ob[LS_MAX_N * 4 + 1];
-            order_str(curves[k].order, n, ob, sizeof ob);
-            snprintf(labels[k], sizeof labels[k], "%s [%s] barrier %.3g",
-                     k == 0 ? "naive" : k == 1 ? "skip-order" : names[k], ob, curves[k].barrier);
-            s[k].label = labels[k];
-            s[k].x = tx;
-            s[k].y = curves[k].loss;
-            s[k].n = T;
-            s[k].rgb = k < 3 ? cols[k] : extra[(k - 3) % 4];
-            s[k].markers = T <= 41;
-        }
-        double cx[2] = {0.0, 1.0}, cy[2] = {curves[2].loss[0], curves[2].loss[T - 1]};
-        s[ncurves].label = "chord";
-        s[ncurves].x = cx;
-        s[ncurves].y = cy;
-        s[ncurves].n = 2;
-        s[ncurves].rgb = PLOT_RGB_CHORD;
-        s[ncurves].dashed = 1;
-        plot_spec p;
-        plot_spec_init(&p);
-        p.title = "loss from A (t = 0) to the aligned B (t = 1)";
-        p.xlabel = "t";
-        p.ylabel = kind == LS_LAYER ? "layer-output loss" : "loss";
-        p.series = s;
-        p.nseries = ncurves + 1;
-        if (plot_png_write(&p, png, &err)) rc = cli_error("%s", err.msg);
-        free(tx);
-    }
+    if (!rc && png && curves_png(curves, names, ncurves, n, T, kind, png, &err)) rc = cli_error("%s", err.msg);
 out:
     for (int k = 0; k < ncurves; k++) ls_curve_free(&curves[k]);
     moe_free(&A);

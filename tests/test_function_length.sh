@@ -16,7 +16,6 @@ src/landscape.c eval_orders_t
 src/model.c load_from
 src/diagnose.c diag_pair
 src/diagnose.c diag_checkpoint
-src/cmd_curve.c cmd_curve
 "
 
 if ! ctags --version 2>/dev/null | grep -q 'Universal Ctags'; then
