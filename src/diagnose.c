@@ -520,6 +520,101 @@ static void ckpt_topk_rank(const moe_model *m, diag_ckpt *s) {
     for (int i = 0; i < rows; i++) s->rank += s->sigma[i] > tol;
 }
 
+/* The top-k conditions of the theory (k >= 2, n - 1 <= d, full-rank gate
+ * differences), or that dense routing is inside it. */
+static void ckpt_topk_findings(const moe_model *m, diag_ckpt *s, const char *W, const char *of, dg_list *out) {
+    const moe_config *c = &m->cfg;
+    int n = c->n;
+    if (s->topk) {
+        if (c->k < 2)
+            dg_add(out, DG_WARN, "top1", W, c->k,
+                   "top-1 routing%s is outside the theory: positive scaling of the gate scores "
+                   "is an extra symmetry, so the expert order may not be identifiable",
+                   of);
+        else
+            dg_add(out, DG_OK, "topk_k", W, c->k, "top-%d routing%s: k >= 2 as the theory needs",
+                   c->k, of);
+        if (n - 1 > c->d)
+            dg_add(out, DG_WARN, "topk_n_d", W, n - 1,
+                   "n - 1 = %d > d = %d%s%s%s: the %d consecutive gate differences cannot be "
+                   "linearly independent, outside the top-k theory",
+                   n - 1, c->d, W[0] ? " (" : "", W, W[0] ? ")" : "", n - 1);
+        else
+            dg_add(out, DG_OK, "topk_n_d", W, n - 1,
+                   "n - 1 = %d <= d = %d%s%s%s, as the top-k theory needs", n - 1, c->d,
+                   W[0] ? " (" : "", W, W[0] ? ")" : "");
+        if (n >= 2) {
+            ckpt_topk_rank(m, s);
+            double rel = s->sigma_max > 0 ? s->sigma_min / s->sigma_max : 0;
+            if (s->rank < n - 1)
+                dg_add(out, DG_WARN, "topk_rank", W, s->sigma_min,
+                       "consecutive gate differences W_{i-1} - W_i%s have rank %d < n - 1 = %d "
+                       "(smallest singular value %.3g, %.3g of the largest; own Jacobi SVD): "
+                       "outside the top-k theory",
+                       of, s->rank, n - 1, s->sigma_min, rel);
+            else
+                dg_add(out, DG_OK, "topk_rank", W, s->sigma_min,
+                       "consecutive gate differences W_{i-1} - W_i%s have full rank %d "
+                       "(smallest singular value %.3g, %.3g of the largest; own Jacobi SVD)",
+                       of, s->rank, s->sigma_min, rel);
+        }
+    } else {
+        dg_add(out, DG_OK, "router", W, NAN,
+               "dense softmax routing%s: inside the theory (the top-k conditions do not apply)",
+               of);
+    }
+}
+
+/* Routing load on the evaluation set, and the experts it never routes to. */
+static void ckpt_routing_findings(const moe_model *m, const evalset *E, diag_ckpt *s, const char *W,
+                                  const char *of, dg_list *out) {
+    const moe_config *c = &m->cfg;
+    int n = c->n;
+    if (E && E->N > 0) {
+        s->has_routing = 1;
+        s->N = E->N;
+        s->load_mean = ms_malloc((size_t)n * sizeof(double));
+        s->load_frac = ms_malloc((size_t)n * sizeof(double));
+        routing_load(m, E, s->load_mean, s->load_frac);
+        char topname[32];
+        if (s->topk) snprintf(topname, sizeof topname, "top-%d", c->k);
+        else snprintf(topname, sizeof topname, "top-1 (argmax)");
+        char lm[160] = "", lf[160] = "";
+        size_t um = 0, uf = 0;
+        double fmin = INFINITY;
+        for (int i = 0; i < n; i++) {
+            if (um + 8 < sizeof lm)
+                um += (size_t)snprintf(lm + um, sizeof lm - um, " %.3f", s->load_mean[i]);
+            if (uf + 8 < sizeof lf)
+                uf += (size_t)snprintf(lf + uf, sizeof lf - uf, " %.3f", s->load_frac[i]);
+            if (s->load_frac[i] < fmin) fmin = s->load_frac[i];
+        }
+        dg_add(out, DG_INFO, "routing", W, fmin,
+               "routing load%s on %d samples: mean gate weight%s; %s share%s", of, E->N, lm,
+               topname, lf);
+        int ndead = 0;
+        for (int i = 0; i < n; i++) {
+            int dead = s->topk ? s->load_frac[i] == 0 : s->load_mean[i] < 0.01 / n;
+            if (!dead) continue;
+            ndead++;
+            if (s->topk)
+                dg_add(out, DG_WARN, "dead_expert", W, s->load_frac[i],
+                       "expert %d%s is never routed (in the top-%d for 0 of %d samples): dead, "
+                       "its parameters do not change the output and its slot in any order is "
+                       "arbitrary",
+                       i, of, c->k, E->N);
+            else
+                dg_add(out, DG_WARN, "dead_expert", W, s->load_mean[i],
+                       "expert %d%s is practically never used (mean gate weight %.3g < 0.01/n): "
+                       "dead, its slot in any order is arbitrary",
+                       i, of, s->load_mean[i]);
+        }
+        if (!ndead)
+            dg_add(out, DG_OK, "dead_expert", W, fmin, "every expert%s is routed to (lowest %s "
+                   "share %.3g)", of, topname, fmin);
+    }
+}
+
 int diag_checkpoint(const moe_model *m, const evalset *E, const char *who, diag_ckpt *s,
                     dg_list *out, ms_err *err) {
     memset(s, 0, sizeof *s);
@@ -604,88 +699,9 @@ int diag_checkpoint(const moe_model *m, const evalset *E, const char *who, diag_
                    s->gate_diff_exhaustive ? "" : " or less (the search was cut short)");
     }
     // 5. top-k conditions
-    if (s->topk) {
-        if (c->k < 2)
-            dg_add(out, DG_WARN, "top1", W, c->k,
-                   "top-1 routing%s is outside the theory: positive scaling of the gate scores "
-                   "is an extra symmetry, so the expert order may not be identifiable",
-                   of);
-        else
-            dg_add(out, DG_OK, "topk_k", W, c->k, "top-%d routing%s: k >= 2 as the theory needs",
-                   c->k, of);
-        if (n - 1 > c->d)
-            dg_add(out, DG_WARN, "topk_n_d", W, n - 1,
-                   "n - 1 = %d > d = %d%s%s%s: the %d consecutive gate differences cannot be "
-                   "linearly independent, outside the top-k theory",
-                   n - 1, c->d, W[0] ? " (" : "", W, W[0] ? ")" : "", n - 1);
-        else
-            dg_add(out, DG_OK, "topk_n_d", W, n - 1,
-                   "n - 1 = %d <= d = %d%s%s%s, as the top-k theory needs", n - 1, c->d,
-                   W[0] ? " (" : "", W, W[0] ? ")" : "");
-        if (n >= 2) {
-            ckpt_topk_rank(m, s);
-            double rel = s->sigma_max > 0 ? s->sigma_min / s->sigma_max : 0;
-            if (s->rank < n - 1)
-                dg_add(out, DG_WARN, "topk_rank", W, s->sigma_min,
-                       "consecutive gate differences W_{i-1} - W_i%s have rank %d < n - 1 = %d "
-                       "(smallest singular value %.3g, %.3g of the largest; own Jacobi SVD): "
-                       "outside the top-k theory",
-                       of, s->rank, n - 1, s->sigma_min, rel);
-            else
-                dg_add(out, DG_OK, "topk_rank", W, s->sigma_min,
-                       "consecutive gate differences W_{i-1} - W_i%s have full rank %d "
-                       "(smallest singular value %.3g, %.3g of the largest; own Jacobi SVD)",
-                       of, s->rank, s->sigma_min, rel);
-        }
-    } else {
-        dg_add(out, DG_OK, "router", W, NAN,
-               "dense softmax routing%s: inside the theory (the top-k conditions do not apply)",
-               of);
-    }
+    ckpt_topk_findings(m, s, W, of, out);
     // 6. routing load on the evaluation set
-    if (E && E->N > 0) {
-        s->has_routing = 1;
-        s->N = E->N;
-        s->load_mean = ms_malloc((size_t)n * sizeof(double));
-        s->load_frac = ms_malloc((size_t)n * sizeof(double));
-        routing_load(m, E, s->load_mean, s->load_frac);
-        char topname[32];
-        if (s->topk) snprintf(topname, sizeof topname, "top-%d", c->k);
-        else snprintf(topname, sizeof topname, "top-1 (argmax)");
-        char lm[160] = "", lf[160] = "";
-        size_t um = 0, uf = 0;
-        double fmin = INFINITY;
-        for (int i = 0; i < n; i++) {
-            if (um + 8 < sizeof lm)
-                um += (size_t)snprintf(lm + um, sizeof lm - um, " %.3f", s->load_mean[i]);
-            if (uf + 8 < sizeof lf)
-                uf += (size_t)snprintf(lf + uf, sizeof lf - uf, " %.3f", s->load_frac[i]);
-            if (s->load_frac[i] < fmin) fmin = s->load_frac[i];
-        }
-        dg_add(out, DG_INFO, "routing", W, fmin,
-               "routing load%s on %d samples: mean gate weight%s; %s share%s", of, E->N, lm,
-               topname, lf);
-        int ndead = 0;
-        for (int i = 0; i < n; i++) {
-            int dead = s->topk ? s->load_frac[i] == 0 : s->load_mean[i] < 0.01 / n;
-            if (!dead) continue;
-            ndead++;
-            if (s->topk)
-                dg_add(out, DG_WARN, "dead_expert", W, s->load_frac[i],
-                       "expert %d%s is never routed (in the top-%d for 0 of %d samples): dead, "
-                       "its parameters do not change the output and its slot in any order is "
-                       "arbitrary",
-                       i, of, c->k, E->N);
-            else
-                dg_add(out, DG_WARN, "dead_expert", W, s->load_mean[i],
-                       "expert %d%s is practically never used (mean gate weight %.3g < 0.01/n): "
-                       "dead, its slot in any order is arbitrary",
-                       i, of, s->load_mean[i]);
-        }
-        if (!ndead)
-            dg_add(out, DG_OK, "dead_expert", W, fmin, "every expert%s is routed to (lowest %s "
-                   "share %.3g)", of, topname, fmin);
-    }
+    ckpt_routing_findings(m, E, s, W, of, out); /* only with an evaluation set */
     return 0;
 }
 
@@ -763,23 +779,8 @@ static void diag_scramble_record(const moe_model *A, const moe_model *B, const d
     if (k) dg_add(out, k == 1 ? DG_OK : DG_WARN, "scramble_record", "A,B", NAN, "%s", msg);
 }
 
-int diag_pair(const moe_model *A, const moe_model *B, const evalset *E, const diag_opts *o,
-              diag_report *r, ms_err *err) {
-    memset(r, 0, sizeof *r);
-    diag_opts dflt;
-    if (!o) {
-        diag_opts_default(&dflt);
-        o = &dflt;
-    }
-    if (moe_check_compatible(A, B, err)) return -1;
-    int n = A->cfg.n;
-    r->n = n;
-    r->method = o->method;
-    dg_list *out = &r->findings;
-    if (diag_checkpoint(A, E, "A", &r->a, out, err)) return -1;
-    if (diag_checkpoint(B, E, "B", &r->b, out, err)) return -1;
-
-    // heads
+/* Are the heads the same (a frozen backbone)? */
+static void pair_heads(const moe_model *A, const moe_model *B, diag_report *r, dg_list *out) {
     r->heads_equal = moe_heads_equal(A, B);
     if (!A->cfg.has_head)
         dg_add(out, DG_OK, "heads", "A,B", 1, "no head: the layer-output loss is used");
@@ -790,7 +791,12 @@ int diag_pair(const moe_model *A, const moe_model *B, const evalset *E, const di
                "the heads of A and B differ: the backbone was not frozen, so the head is "
                "interpolated too and a barrier mixes both effects");
 
-    // assignment and margin of each method
+}
+
+/* Each method's assignment, its second-best and the margin between them. */
+static int pair_margins(const moe_model *A, const moe_model *B, const diag_opts *o, diag_report *r,
+                        dg_list *out, ms_err *err) {
+    int n = A->cfg.n;
     double *C = ms_malloc((size_t)n * n * sizeof(double)); // (n,n)
     for (int m = 0; m < 2; m++) {
         r->order[m] = ms_malloc((size_t)n * sizeof(int));
@@ -834,101 +840,92 @@ int diag_pair(const moe_model *A, const moe_model *B, const evalset *E, const di
                    mname, ord, r->total[m], r->margin[m], 100 * r->margin_rel[m], ord2);
     }
     free(C);
-    {
-        char og[200], oe[200], slots[200];
-        fmt_order(og, sizeof og, r->order[COST_GATE], n);
-        fmt_order(oe, sizeof oe, r->order[COST_EXPERT], n);
-        int nd = fmt_diff_slots(slots, sizeof slots, r->order[COST_GATE], r->order[COST_EXPERT], n);
-        r->methods_agree = nd == 0;
-        if (nd == 0)
-            dg_add(out, DG_OK, "methods_agree", "A,B", 0,
-                   "the gate and expert costs choose the same order %s", og);
-        else
-            dg_add(out, DG_WARN, "methods_agree", "A,B", nd,
-                   "the gate and expert costs disagree: gate %s, expert %s (%d slot%s differ: "
-                   "%s)",
-                   og, oe, nd, nd == 1 ? "" : "s", slots);
-    }
+    return 0;
+}
 
-    // landscape: is the chosen order the best?
-    const landscape *L = o->L;
-    landscape own;
-    int own_used = 0;
-    int want = o->landscape;
-    if (want < 0) want = ls_factorial(n) <= 5040;
-    if (!L && want && E) {
-        ls_opts lo;
-        ls_opts_default(&lo);
-        if (o->T >= 2) lo.T = o->T;
-        lo.center = o->center;
-        if (landscape_compute(A, B, E, &lo, &own, err)) return ms_prefix(err, "landscape");
-        L = &own;
-        own_used = 1;
-    }
-    if (L) pair_from_landscape(r, L, o->method);
+/* Do the gate and expert costs choose the same order? */
+static void pair_methods(diag_report *r, dg_list *out) {
+    int n = r->n;
+    char og[200], oe[200], slots[200];
+    fmt_order(og, sizeof og, r->order[COST_GATE], n);
+    fmt_order(oe, sizeof oe, r->order[COST_EXPERT], n);
+    int nd = fmt_diff_slots(slots, sizeof slots, r->order[COST_GATE], r->order[COST_EXPERT], n);
+    r->methods_agree = nd == 0;
+    if (nd == 0)
+        dg_add(out, DG_OK, "methods_agree", "A,B", 0,
+               "the gate and expert costs choose the same order %s", og);
+    else
+        dg_add(out, DG_WARN, "methods_agree", "A,B", nd,
+               "the gate and expert costs disagree: gate %s, expert %s (%d slot%s differ: "
+               "%s)",
+               og, oe, nd, nd == 1 ? "" : "s", slots);
+}
 
-    // per-slot weight-matching residuals of the chosen order
-    {
-        const moe_config *c = &A->cfg;
-        const int *ord = r->order[o->method];
-        r->slot_resid = ms_malloc((size_t)n * sizeof(double));
-        r->slot_rel = ms_malloc((size_t)n * sizeof(double));
-        int *P = ms_malloc((size_t)c->h * sizeof(int));
-        double *S = ms_malloc((size_t)c->h * c->h * sizeof(double)); // (h,h)
-        int rc = 0;
-        for (int i = 0; i < n && !rc; i++) {
-            const moe_expert *ea = &A->experts[i], *eb = &B->experts[ord[i]];
-            if (expert_wm_dist(ea, eb, c, P, S, &r->slot_resid[i], err)) {
-                rc = ms_prefix(err, "slot %d", i);
-                break;
+/* Per-slot weight-matching residuals of the chosen order, and the worst slot. */
+static int pair_slots(const moe_model *A, const moe_model *B, const diag_opts *o, diag_report *r,
+                      dg_list *out, ms_err *err) {
+    int n = r->n;
+    const moe_config *c = &A->cfg;
+    const int *ord = r->order[o->method];
+    r->slot_resid = ms_malloc((size_t)n * sizeof(double));
+    r->slot_rel = ms_malloc((size_t)n * sizeof(double));
+    int *P = ms_malloc((size_t)c->h * sizeof(int));
+    double *S = ms_malloc((size_t)c->h * c->h * sizeof(double)); // (h,h)
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        const moe_expert *ea = &A->experts[i], *eb = &B->experts[ord[i]];
+        if (expert_wm_dist(ea, eb, c, P, S, &r->slot_resid[i], err)) {
+            rc = ms_prefix(err, "slot %d", i);
+            break;
+        }
+        double sc = sqrt(0.5 * (expert_sqnorm(ea, c) + expert_sqnorm(eb, c)));
+        r->slot_rel[i] = sc > 0 ? r->slot_resid[i] / sc : 0;
+    }
+    free(P);
+    free(S);
+    if (rc) return -1;
+    int worst = 0;
+    for (int i = 1; i < n; i++)
+        if (r->slot_rel[i] > r->slot_rel[worst]) worst = i;
+    r->worst_slot = worst;
+    // median of the other slots
+    double med = 0;
+    if (n > 1) {
+        double *tmp = ms_malloc((size_t)n * sizeof(double));
+        int m2 = 0;
+        for (int i = 0; i < n; i++)
+            if (i != worst) tmp[m2++] = r->slot_rel[i];
+        for (int i = 1; i < m2; i++)
+            for (int j = i; j > 0 && tmp[j - 1] > tmp[j]; j--) {
+                double x = tmp[j];
+                tmp[j] = tmp[j - 1];
+                tmp[j - 1] = x;
             }
-            double sc = sqrt(0.5 * (expert_sqnorm(ea, c) + expert_sqnorm(eb, c)));
-            r->slot_rel[i] = sc > 0 ? r->slot_resid[i] / sc : 0;
-        }
-        free(P);
-        free(S);
-        if (rc) {
-            if (own_used) landscape_free(&own);
-            return -1;
-        }
-        int worst = 0;
-        for (int i = 1; i < n; i++)
-            if (r->slot_rel[i] > r->slot_rel[worst]) worst = i;
-        r->worst_slot = worst;
-        // median of the other slots
-        double med = 0;
-        if (n > 1) {
-            double *tmp = ms_malloc((size_t)n * sizeof(double));
-            int m2 = 0;
-            for (int i = 0; i < n; i++)
-                if (i != worst) tmp[m2++] = r->slot_rel[i];
-            for (int i = 1; i < m2; i++)
-                for (int j = i; j > 0 && tmp[j - 1] > tmp[j]; j--) {
-                    double x = tmp[j];
-                    tmp[j] = tmp[j - 1];
-                    tmp[j - 1] = x;
-                }
-            med = m2 % 2 ? tmp[m2 / 2] : 0.5 * (tmp[m2 / 2 - 1] + tmp[m2 / 2]);
-            free(tmp);
-        }
-        char list[240] = "";
-        size_t used = 0;
-        for (int i = 0; i < n && used + 10 < sizeof list; i++)
-            used += (size_t)snprintf(list + used, sizeof list - used, " %.3g", r->slot_rel[i]);
-        const char *mname = cost_method_name(o->method);
-        dg_add(out, DG_INFO, "slot_residuals", "A,B", r->slot_rel[worst],
-               "weight-matching residual of each slot of the %s order (relative to the "
-               "experts' norm):%s",
-               mname, list);
-        int stands_out = n > 2 && r->slot_rel[worst] > 3 * med && r->slot_rel[worst] > 0.05;
-        dg_add(out, stands_out ? DG_WARN : DG_INFO, "worst_slot", "A,B", r->slot_resid[worst],
-               "the worst-matched slot is %d (A's expert %d with B's expert %d): residual %.3g "
-               "after weight matching (%.3g relative, %.2gx the median of the other slots)%s",
-               worst, worst, ord[worst], r->slot_resid[worst], r->slot_rel[worst],
-               med > 0 ? r->slot_rel[worst] / med : INFINITY,
-               stands_out ? ": this pair probably does not correspond" : "");
+        med = m2 % 2 ? tmp[m2 / 2] : 0.5 * (tmp[m2 / 2 - 1] + tmp[m2 / 2]);
+        free(tmp);
     }
+    char list[240] = "";
+    size_t used = 0;
+    for (int i = 0; i < n && used + 10 < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, " %.3g", r->slot_rel[i]);
+    const char *mname = cost_method_name(o->method);
+    dg_add(out, DG_INFO, "slot_residuals", "A,B", r->slot_rel[worst],
+           "weight-matching residual of each slot of the %s order (relative to the "
+           "experts' norm):%s",
+           mname, list);
+    int stands_out = n > 2 && r->slot_rel[worst] > 3 * med && r->slot_rel[worst] > 0.05;
+    dg_add(out, stands_out ? DG_WARN : DG_INFO, "worst_slot", "A,B", r->slot_resid[worst],
+           "the worst-matched slot is %d (A's expert %d with B's expert %d): residual %.3g "
+           "after weight matching (%.3g relative, %.2gx the median of the other slots)%s",
+           worst, worst, ord[worst], r->slot_resid[worst], r->slot_rel[worst],
+           med > 0 ? r->slot_rel[worst] / med : INFINITY,
+           stands_out ? ": this pair probably does not correspond" : "");
+    return 0;
+}
 
+/* Is the chosen order the best (from the landscape, when there is one)? */
+static void pair_best_order(const evalset *E, const diag_opts *o, diag_report *r, dg_list *out) {
+    int n = r->n;
     if (r->have_landscape) {
         char oc[200], ob[200], slots[200];
         fmt_order(oc, sizeof oc, r->order[o->method], n);
@@ -961,9 +958,52 @@ int diag_pair(const moe_model *A, const moe_model *B, const evalset *E, const di
                n, ls_factorial(n));
         out->items[out->n - 1].next = DG_NEXT_LANDSCAPE;
     }
-    diag_scramble_record(A, B, r, out);
+}
+
+int diag_pair(const moe_model *A, const moe_model *B, const evalset *E, const diag_opts *o,
+              diag_report *r, ms_err *err) {
+    memset(r, 0, sizeof *r);
+    diag_opts dflt;
+    if (!o) {
+        diag_opts_default(&dflt);
+        o = &dflt;
+    }
+    if (moe_check_compatible(A, B, err)) return -1;
+    int n = A->cfg.n;
+    r->n = n;
+    r->method = o->method;
+    dg_list *out = &r->findings;
+    if (diag_checkpoint(A, E, "A", &r->a, out, err)) return -1;
+    if (diag_checkpoint(B, E, "B", &r->b, out, err)) return -1;
+
+    pair_heads(A, B, r, out);
+    if (pair_margins(A, B, o, r, out, err)) return -1;
+    pair_methods(r, out);
+
+    // landscape: is the chosen order the best?
+    const landscape *L = o->L;
+    landscape own;
+    int own_used = 0;
+    int want = o->landscape;
+    if (want < 0) want = ls_factorial(n) <= 5040;
+    if (!L && want && E) {
+        ls_opts lo;
+        ls_opts_default(&lo);
+        if (o->T >= 2) lo.T = o->T;
+        lo.center = o->center;
+        if (landscape_compute(A, B, E, &lo, &own, err)) return ms_prefix(err, "landscape");
+        L = &own;
+        own_used = 1;
+    }
+    if (L) pair_from_landscape(r, L, o->method);
+
+    int rc = pair_slots(A, B, o, r, out, err);
+    if (!rc) {
+        pair_best_order(E, o, r, out);
+        diag_scramble_record(A, B, r, out);
+    }
     if (own_used) landscape_free(&own);
-    return 0;
+    return rc;
 }
 
 int diag_findings(const moe_model *A, const moe_model *B, const evalset *E, const diag_opts *o,
