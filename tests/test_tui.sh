@@ -208,6 +208,15 @@ check "ascii: no braille" bash -c "$(declare -f screen tm); SOCK=$SOCK; ! screen
 check "NO_COLOR: no colours" bash -c "! tmux -L $SOCK capture-pane -p -e -t t | grep -qE $'\e\\\\[([0-9;]*;)?(3[0-7]|4[0-7]|38;5|48;5)[;m]'"
 tm send-keys -t t q
 check "ascii: q exits" wait_for "EXIT_SHOWN"
+# NO_COLOR in UTF-8: the curves stay apart by glyph (braille for the current
+# curve only), in the plot and in the legend
+TUI_ARGS=""
+start LANG=C.UTF-8 LC_ALL=C.UTF-8 NO_COLOR=1
+check "NO_COLOR: legend names naive by its glyph" wait_re "x naive [0-9]"
+check "NO_COLOR: legend names skip-order by its glyph" wait_re "\\+ skip-order [0-9]"
+check "NO_COLOR: the current curve keeps braille" wait_for "⣿ current barrier="
+tm send-keys -t t q
+wait_for "EXIT_SHOWN" >/dev/null
 start LANG=C.UTF-8 LC_ALL=C.UTF-8
 wait_for "current barrier=" >/dev/null
 check "colour by default" bash -c "tmux -L $SOCK capture-pane -p -e -t t | grep -qE $'\e\\\\[([0-9;]*;)?(3[0-7]|4[0-7]|38;5|48;5)[;m]'"

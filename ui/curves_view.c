@@ -11,9 +11,16 @@
 typedef struct {
     int pw, ph;          /* plot size in cells */
     int utf8;
+    int mono;            /* UTF-8 without colour: only the current curve and the
+                          * chord in braille, the others in their glyphs, so
+                          * that they stay apart without colour */
     uint8_t *bits;       // (ph, pw) braille dots, or the ASCII glyph
     uint8_t *role;       // (ph, pw)
+    uint8_t *glyph;      // (ph, pw) 1 where bits holds a glyph (mono)
 } canvas;
+
+/* in a monochrome UTF-8 canvas, which curves keep braille */
+static int mono_braille(int role) { return role == ROLE_CURVE_CURRENT || role == ROLE_CHORD; }
 
 /* braille dot bit for (dx 0..1, dy 0..3) inside a cell */
 static const uint8_t braille_bit[4][2] = {{0x01, 0x08}, {0x02, 0x10}, {0x04, 0x20}, {0x40, 0x80}};
@@ -29,8 +36,17 @@ static void canvas_dot(canvas *c, int X, int Y, int role, char glyph) {
     }
     if (X < 0 || Y < 0 || cx >= c->pw || cy >= c->ph) return;
     int k = cy * c->pw + cx;
-    if (c->utf8) c->bits[k] |= braille_bit[Y % 4][X % 2];
-    else c->bits[k] = (uint8_t)glyph;
+    if (!c->utf8) {
+        c->bits[k] = (uint8_t)glyph;
+    } else if (c->mono && !mono_braille(role)) {
+        c->bits[k] = (uint8_t)glyph;
+        c->glyph[k] = 1;
+    } else if (c->glyph[k]) {
+        c->bits[k] = braille_bit[Y % 4][X % 2]; /* braille drawn later covers a glyph */
+        c->glyph[k] = 0;
+    } else {
+        c->bits[k] |= braille_bit[Y % 4][X % 2];
+    }
     c->role[k] = (uint8_t)role;
 }
 
@@ -115,7 +131,7 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int met
 
     /* geometry: y labels | axis | plot; below: axis, x labels, legend (2 rows) */
     int lw = 8;
-    canvas c = {.pw = r->w - lw - 2, .ph = r->h - 1 - 4, .utf8 = g->utf8};
+    canvas c = {.pw = r->w - lw - 2, .ph = r->h - 1 - 4, .utf8 = g->utf8, .mono = g->utf8 && !g->color};
     if (c.pw < 4 || c.ph < 2) {
         free(chord);
         return;
@@ -123,6 +139,7 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int met
     int px = r->x + lw + 1, py = r->y + 1;
     c.bits = ms_calloc((size_t)(c.pw * c.ph), 1);
     c.role = ms_calloc((size_t)(c.pw * c.ph), 1);
+    c.glyph = ms_calloc((size_t)(c.pw * c.ph), 1);
     canvas_series(&c, chord, T, lo, hi, ROLE_CHORD, '.', 1);
     for (int s = 0; s < ns; s++) {
         const double *y = metric_acc ? S[s].c->acc : S[s].c->loss;
@@ -132,10 +149,11 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int met
         for (int i = 0; i < c.pw; i++) {
             int k = j * c.pw + i;
             if (!c.bits[k]) continue;
-            grid_put(g, px + i, py + j, c.utf8 ? 0x2800u + c.bits[k] : c.bits[k], c.role[k]);
+            grid_put(g, px + i, py + j, c.utf8 && !c.glyph[k] ? 0x2800u + c.bits[k] : c.bits[k], c.role[k]);
         }
     free(c.bits);
     free(c.role);
+    free(c.glyph);
     free(chord);
 
     /* y axis with labels at the top, middle and bottom */
@@ -169,7 +187,7 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int met
     int ne = 0;
     for (int s = ns - 1; s >= 0; s--) {
         entry *e = &E[ne++];
-        e->glyph = g->utf8 ? 0x28FF : (uint32_t)S[s].glyph;
+        e->glyph = g->utf8 && (g->color || mono_braille(S[s].role)) ? 0x28FF : (uint32_t)S[s].glyph;
         e->role = S[s].role;
         e->text_role = ROLE_NORMAL;
         double b = metric_acc ? S[s].c->acc_barrier : S[s].c->barrier;
