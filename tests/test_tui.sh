@@ -125,6 +125,14 @@ check "filter shown" wait_for "filter /2 0  (2 rows)"
 check "filtered rows" bash -c "$(declare -f screen tm); SOCK=$SOCK; screen | grep -cE '[0-9]+ 2 0 [0-9] [0-9]  ' | grep -qx 2"
 tm send-keys -t t Escape
 check "Esc clears the filter" wait_gone "filter /2 0"
+# digits without separators (one expert each) and the CLI's comma syntax; "/"
+# starts a new search instead of appending to the last one
+tm send-keys -t t / 2 0 Enter
+check "filter /20: the same 2 rows" wait_for "filter /20  (2 rows)"
+tm send-keys -t t / 2 , 0 Enter
+check "filter /2,0: a new search, 2 rows" wait_for "filter /2,0  (2 rows)"
+tm send-keys -t t Escape
+check "Esc clears it" wait_gone "filter /2,0"
 
 # help lists the keys
 tm send-keys -t t '?'

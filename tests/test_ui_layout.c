@@ -1000,6 +1000,12 @@ static void test_units(void) {
           "heat levels");
     CHECK(heat_level(3, 3, 3) == 0, "flat matrix");
     int o[4] = {2, 0, 3, 1};
+    CHECK(order_matches(o, 4, "20") && order_matches(o, 4, "203") && !order_matches(o, 4, "21") &&
+              !order_matches(o, 4, "20310"),
+          "filter: digits without separators, one expert each (n <= 10)");
+    int o12[12] = {11, 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 10};
+    CHECK(order_matches(o12, 12, "11 2") && order_matches(o12, 12, "11,2,0") && !order_matches(o12, 12, "1 1"),
+          "filter: n > 10 needs separators");
     CHECK(order_matches(o, 4, "2 0") && order_matches(o, 4, "2,0,3") && order_matches(o, 4, "") &&
               !order_matches(o, 4, "2 1") && !order_matches(o, 4, "2 0 3 1 0"),
           "order prefix filter");

@@ -198,7 +198,11 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
         select_row(a, v);
         return a->req.has_selected ? FX_SUBMIT : FX_REDRAW;
     case ACT_FILTER:
+        /* a new search each time, as in less and vim */
         a->orders.editing = 1;
+        a->orders.filter[0] = 0;
+        a->orders.cursor = a->orders.top = 0;
+        a->orders.have_cursor_order = 0;
         return FX_REDRAW;
     case ACT_SORT:
         a->orders.sort = (a->orders.sort + 1) % SORT_COUNT;
