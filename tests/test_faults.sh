@@ -306,7 +306,7 @@ if command -v tmux >/dev/null && [ -f "$ROOT/sample-checkpoints/dense4/seed1.saf
     for k in o w c m o w c m o; do tm send-keys -t t "$k"; done
     check "TUI: still answering after the files changed" wait_for "order:OFF"
     tm send-keys -t t e
-    check "TUI: export after the files changed" wait_for "b.aligned-identity-wm.safetensors"
+    check "TUI: export after the files changed" wait_re "saved [^ ]*b\.aligned-identity-wm\.safetensors"
     check "TUI: the exported checkpoint loads" "$MOESCOPE" info "$(ls "$T"/*b.aligned-identity-wm.safetensors | head -1)"
     check "TUI: no temporary left by the export" test "$(temps "$T")" -eq 0
     tm send-keys -t t p

@@ -78,6 +78,63 @@ typedef struct {
     const char *name;
 } series;
 
+/* The legend below the axis row ay: flowing over up to four rows, the current
+ * barrier beside it; when the full legend does not fit, names only. */
+static void curves_legend(grid *g, const ui_rect *r, const explore_snapshot *v, const series *S, int ns,
+                          int metric_acc, int ay) {
+    typedef struct {
+        uint32_t glyph;
+        int role, text_role;
+        char full[96], brief[96];
+    } entry;
+    entry E[5];
+    int ne = 0;
+    for (int s = ns - 1; s >= 0; s--) {
+        entry *e = &E[ne++];
+        e->glyph = g->utf8 && (g->color || mono_braille(S[s].role)) ? 0x28FF : (uint32_t)S[s].glyph;
+        e->role = S[s].role;
+        e->text_role = ROLE_NORMAL;
+        double b = metric_acc ? S[s].c->acc_barrier : S[s].c->barrier;
+        if (S[s].c == &v->current) {
+            snprintf(e->full, sizeof e->full, "%s %s=%.4f", S[s].name, metric_acc ? "acc.barrier" : "barrier", b);
+            memcpy(e->brief, e->full, sizeof e->brief);
+            e->text_role = ROLE_CURVE_CURRENT;
+        } else {
+            snprintf(e->full, sizeof e->full, "%s %.4f", S[s].name, b);
+            snprintf(e->brief, sizeof e->brief, "%s", S[s].c == &v->selected ? S[s].name + 6 : S[s].name);
+        }
+    }
+    E[ne] = (entry){g->utf8 ? 0x2504 : '.', ROLE_CHORD, ROLE_NORMAL, "chord", "chord"};
+    ne++;
+    int rows_avail = r->y + r->h - (ay + 2);
+    if (rows_avail > 4) rows_avail = 4;
+    if (rows_avail < 1) return;
+    for (int brief = 0; brief <= 1; brief++) {
+        /* first fit: each entry on the first legend row with room for it;
+           measure, then draw if all fit (or as many as fit when brief) */
+        for (int pass = 0; pass < 2; pass++) {
+            int lx[4], fits = 1;
+            for (int k = 0; k < 4; k++) lx[k] = r->x + 1;
+            for (int i = 0; i < ne; i++) {
+                const char *txt = brief ? E[i].brief : E[i].full;
+                int need = 2 + (int)strlen(txt), ly = 0;
+                while (ly < rows_avail && lx[ly] > r->x + 1 && lx[ly] + need > r->x + r->w) ly++;
+                if (ly >= rows_avail) {
+                    fits = 0;
+                    continue;
+                }
+                if (pass == 1) {
+                    grid_put(g, lx[ly], ay + 2 + ly, E[i].glyph, E[i].role);
+                    grid_text(g, lx[ly] + 2, ay + 2 + ly, r->x + r->w - lx[ly] - 2, E[i].text_role, txt);
+                }
+                lx[ly] += need + 2;
+            }
+            if (pass == 0 && !fits && !brief) break; /* try the brief legend */
+            if (pass == 1) return;
+        }
+    }
+}
+
 void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int metric_acc) {
     if (r->w < 20 || r->h < 6) return;
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_PANE_TITLE);
@@ -176,57 +233,5 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int met
     grid_text(g, px + c.pw - 1, ay + 1, 1, ROLE_DIM, "1");
     grid_text(g, px + c.pw / 4, ay + 1, 3, ROLE_DIM, "t");
 
-    /* legend, flowing over two rows; the current barrier printed beside it.
-       When the full legend does not fit, names only (current keeps its barrier). */
-    typedef struct {
-        uint32_t glyph;
-        int role, text_role;
-        char full[96], brief[96];
-    } entry;
-    entry E[5];
-    int ne = 0;
-    for (int s = ns - 1; s >= 0; s--) {
-        entry *e = &E[ne++];
-        e->glyph = g->utf8 && (g->color || mono_braille(S[s].role)) ? 0x28FF : (uint32_t)S[s].glyph;
-        e->role = S[s].role;
-        e->text_role = ROLE_NORMAL;
-        double b = metric_acc ? S[s].c->acc_barrier : S[s].c->barrier;
-        if (S[s].c == &v->current) {
-            snprintf(e->full, sizeof e->full, "%s %s=%.4f", S[s].name, metric_acc ? "acc.barrier" : "barrier", b);
-            memcpy(e->brief, e->full, sizeof e->brief);
-            e->text_role = ROLE_CURVE_CURRENT;
-        } else {
-            snprintf(e->full, sizeof e->full, "%s %.4f", S[s].name, b);
-            snprintf(e->brief, sizeof e->brief, "%s", S[s].c == &v->selected ? S[s].name + 6 : S[s].name);
-        }
-    }
-    E[ne] = (entry){g->utf8 ? 0x2504 : '.', ROLE_CHORD, ROLE_NORMAL, "chord", "chord"};
-    ne++;
-    int rows_avail = r->y + r->h - (ay + 2);
-    if (rows_avail > 4) rows_avail = 4;
-    if (rows_avail < 1) return;
-    for (int brief = 0; brief <= 1; brief++) {
-        /* first fit: each entry on the first legend row with room for it;
-           measure, then draw if all fit (or as many as fit when brief) */
-        for (int pass = 0; pass < 2; pass++) {
-            int lx[4], fits = 1;
-            for (int k = 0; k < 4; k++) lx[k] = r->x + 1;
-            for (int i = 0; i < ne; i++) {
-                const char *txt = brief ? E[i].brief : E[i].full;
-                int need = 2 + (int)strlen(txt), ly = 0;
-                while (ly < rows_avail && lx[ly] > r->x + 1 && lx[ly] + need > r->x + r->w) ly++;
-                if (ly >= rows_avail) {
-                    fits = 0;
-                    continue;
-                }
-                if (pass == 1) {
-                    grid_put(g, lx[ly], ay + 2 + ly, E[i].glyph, E[i].role);
-                    grid_text(g, lx[ly] + 2, ay + 2 + ly, r->x + r->w - lx[ly] - 2, E[i].text_role, txt);
-                }
-                lx[ly] += need + 2;
-            }
-            if (pass == 0 && !fits && !brief) break; /* try the brief legend */
-            if (pass == 1) return;
-        }
-    }
+    curves_legend(g, r, v, S, ns, metric_acc, ay);
 }
