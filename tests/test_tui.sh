@@ -133,6 +133,12 @@ tm send-keys -t t / 2 , 0 Enter
 check "filter /2,0: a new search, 2 rows" wait_for "filter /2,0  (2 rows)"
 tm send-keys -t t Escape
 check "Esc clears it" wait_gone "filter /2,0"
+# S reverses the sort: the worst order first, the arrow after the column's name
+tm send-keys -t t S
+check "S: descending, marked after rank" wait_for "rank▾"
+check "S: the last rank on top" wait_re "^[^│]*│[^0-9]*24 [0-9]"
+tm send-keys -t t S
+check "S again: ascending" wait_for "rank▴"
 
 # help lists the keys
 tm send-keys -t t '?'

@@ -410,6 +410,20 @@ static void test_keys(void) {
         CHECK(srt == want_sort[k] && ok, "s: sorted by %s", orders_sort_name(want_sort[k]));
         CHECK(grid_find(&f.g, orders_sort_name(srt), NULL) >= 0, "sort column named (%s)", orders_sort_name(srt));
     }
+    /* S reverses: descending, the marker after the sorted column's name */
+    app_key(&f.a, 'S', &f.v);
+    app_render(&f.a, &f.v, &f.g);
+    {
+        int ok = f.a.orders.desc && f.a.orders.nidx == 24;
+        for (long i = 1; i < f.a.orders.nidx; i++)
+            ok &= memcmp(f.v.rows[f.a.orders.idx[i - 1]].order, f.v.rows[f.a.orders.idx[i]].order, sizeof(int) * 4) > 0;
+        CHECK(ok, "S: descending by order");
+        CHECK(grid_find(&f.g, f.g.utf8 ? "order▾" : "orderv", NULL) >= 0, "the arrow follows the sorted column's name");
+        CHECK(grid_find(&f.g, "barrier▾", NULL) < 0 && grid_find(&f.g, "barrierv", NULL) < 0, "no arrow after barrier");
+    }
+    app_key(&f.a, 'S', &f.v);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(!f.a.orders.desc, "S again: ascending");
     /* filter "2 0" */
     app_key(&f.a, '/', &f.v);
     app_key(&f.a, '2', &f.v);

@@ -205,8 +205,11 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
         a->orders.have_cursor_order = 0;
         return FX_REDRAW;
     case ACT_SORT:
-        a->orders.sort = (a->orders.sort + 1) % SORT_COUNT;
-        app_message(a, 0, "sorted by %s", orders_sort_name(a->orders.sort));
+    case ACT_SORT_REVERSE:
+        if (act == ACT_SORT) a->orders.sort = (a->orders.sort + 1) % SORT_COUNT;
+        else a->orders.desc ^= 1;
+        app_message(a, 0, "sorted by %s, %s", orders_sort_name(a->orders.sort),
+                    a->orders.desc ? "descending" : "ascending");
         return FX_REDRAW;
     case ACT_PNG: return FX_PNG;
     case ACT_EXPORT: return FX_EXPORT;

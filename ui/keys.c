@@ -12,6 +12,7 @@ const key_binding key_table[] = {
     {K_ENTER, ACT_PLOT_SELECTED, "Enter", "plot the selected order"},
     {'/', ACT_FILTER, "/", "filter orders by prefix (e.g. 2 0), Esc clears"},
     {'s', ACT_SORT, "s", "sort column: rank, order, acc.barrier, AUC"},
+    {'S', ACT_SORT_REVERSE, "S", "reverse the sort (descending / ascending)"},
     {'p', ACT_PNG, "p", "write PNG of the curves (curves.png, landscape.png)"},
     {'e', ACT_EXPORT, "e", "export the aligned B as a checkpoint"},
     {'d', ACT_DIAG, "d", "diagnostics"},

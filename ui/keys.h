@@ -19,6 +19,7 @@ typedef enum {
     ACT_PLOT_SELECTED,  /* Enter */
     ACT_FILTER,         /* / */
     ACT_SORT,           /* s */
+    ACT_SORT_REVERSE,   /* S */
     ACT_PNG,            /* p */
     ACT_EXPORT,         /* e */
     ACT_DIAG,           /* d */

@@ -85,7 +85,8 @@ void orders_update(orders_state *s, const explore_snapshot *v) {
     long nrows = v ? v->ndone : 0;
     /* only when the rows changed: progress updates alone do not sort again */
     if (s->built && s->built_epoch == (v ? v->rows_epoch : 0) && s->built_ndone == nrows &&
-        s->built_rows == (v ? v->rows : NULL) && s->built_sort == s->sort && !strcmp(s->built_filter, s->filter))
+        s->built_rows == (v ? v->rows : NULL) && s->built_sort == s->sort && s->built_desc == s->desc &&
+        !strcmp(s->built_filter, s->filter))
         return;
     int n = v ? v->n : 0;
     if (nrows > s->cap) {
@@ -115,6 +116,11 @@ void orders_update(orders_state *s, const explore_snapshot *v) {
     for (long i = 0; i < nrows; i++)
         if (!s->filter[0] || order_matches(v->rows[s->idx[i]].order, n, s->filter)) s->idx[k++] = s->idx[i];
     s->nidx = k;
+    for (long i = 0; s->desc && i < k / 2; i++) { /* descending: the same list reversed */
+        long t = s->idx[i];
+        s->idx[i] = s->idx[k - 1 - i];
+        s->idx[k - 1 - i] = t;
+    }
     /* keep the cursor on the same order */
     if (s->have_cursor_order) {
         for (long i = 0; i < s->nidx; i++)
@@ -132,6 +138,7 @@ void orders_update(orders_state *s, const explore_snapshot *v) {
     s->built_ndone = nrows;
     s->built_rows = v ? v->rows : NULL;
     s->built_sort = s->sort;
+    s->built_desc = s->desc;
     memcpy(s->built_filter, s->filter, sizeof s->filter);
 }
 
@@ -214,14 +221,22 @@ void orders_render(grid *g, const ui_rect *r, orders_state *s, const explore_sna
                      i < fill ? ROLE_GAUGE : ROLE_DIM);
         grid_printf(g, r->x + 1 + gw, y, r->w - 1 - gw, ROLE_DIM, "] %3.0f%%", 100.0 * done / total);
     } else {
-        grid_printf(g, r->x, y, r->w, ROLE_DIM, "sorted by %s (s)  filter: /", orders_sort_name(s->sort));
+        grid_printf(g, r->x, y, r->w, ROLE_DIM, "sorted by %s %s (s, S)  filter: /", orders_sort_name(s->sort),
+                    s->desc ? "desc" : "asc");
     }
     /* header, the sorted column marked */
     y = r->y + 2;
     int ow = 2 * n - 1 < 5 ? 5 : 2 * n - 1;
-    int col_x[SORT_COUNT] = {5, 11, 11 + ow + 1 + 9, 11 + ow + 1 + 18};
     grid_printf(g, r->x, y, r->w, ROLE_DIM, "      rank %-*s  barrier  acc.bar      AUC", ow, "order");
-    grid_put(g, r->x + col_x[s->sort] - 1, y, g->utf8 ? 0x25BE : 'v', ROLE_MARK);
+    /* the sorted column's name marked and the arrow right after it, in the
+       gap before the next column (up: ascending, down: descending) */
+    static const int label_w[SORT_COUNT] = {4, 5, 7, 3};
+    int col_x[SORT_COUNT] = {6, 11, 22 + ow, 35 + ow};
+    int lx = r->x + col_x[s->sort], lw = label_w[s->sort];
+    if (lx + lw < r->x + r->w) {
+        for (int i = 0; i < lw; i++) grid_put(g, lx + i, y, g->cells[y * g->w + lx + i].cp, ROLE_MARK);
+        grid_put(g, lx + lw, y, g->utf8 ? (s->desc ? 0x25BE : 0x25B4) : (s->desc ? 'v' : '^'), ROLE_MARK);
+    }
     s->page = r->h - 3;
     clamp_top(s);
     for (int i = 0; i < s->page; i++) {

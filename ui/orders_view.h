@@ -14,6 +14,7 @@ typedef enum { SORT_RANK = 0, SORT_ORDER, SORT_ACC, SORT_AUC, SORT_COUNT } order
 
 typedef struct {
     int sort;                   /* orders_sort */
+    int desc;                   /* descending (S) */
     char filter[64];            /* prefix of the order, e.g. "2 0" */
     int editing;                /* the filter is being typed */
     long top, cursor;           /* in the filtered, sorted list */
@@ -27,7 +28,7 @@ typedef struct {
     unsigned long built_epoch;  /* v->rows_epoch and v->ndone of the index */
     long built_ndone;
     const ls_row *built_rows;
-    int built_sort, built;
+    int built_sort, built_desc, built;
     char built_filter[64];
     long best_row;              /* row with the smallest barrier, -1 none */
     double now;                 /* explore_clock() at render: spinner frame, elapsed time */
