@@ -155,6 +155,9 @@ static void pub_status(explore_worker *g) {
         snprintf(p->status, sizeof p->status, "%s", g->ls_status);
     } else if (g->ls_running || g->ls_want) {
         snprintf(p->status, sizeof p->status, "%s", g->ls_status);
+    } else if (!p->req.order_stage) {
+        /* the method's rank would describe an order that is not in use */
+        snprintf(p->status, sizeof p->status, "done: order stage off (identity order)");
     } else if (p->have_landscape && p->rank[p->req.method] > 0) {
         snprintf(p->status, sizeof p->status, "done: %s order rank %d of %ld", cost_method_name(p->req.method),
                  p->rank[p->req.method], p->norders);

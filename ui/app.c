@@ -185,6 +185,9 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
         if (!moe_gate_centring_valid(&a->info.cfg)) // say why the toggle changes nothing
             app_message(a, 0, "gate centring %s - no effect: sigmoid scores have no translation "
                               "symmetry, so the gate cost never centres", a->req.center ? "on" : "off");
+        else if (a->req.method == COST_EXPERT)
+            app_message(a, 0, "gate centring %s: no effect on the expert cost (m switches to the gate cost)",
+                        a->req.center ? "on" : "off");
         else app_message(a, 0, "gate centring %s", a->req.center ? "on" : "off");
         return FX_SUBMIT;
     case ACT_TOGGLE_METHOD:
