@@ -271,6 +271,23 @@ check "8 colours: basic heat backgrounds on row A0 ($n8)" test "$n8" -ge 2
 tm send-keys -t t q
 wait_for "EXIT_SHOWN" >/dev/null
 
+# mouse_seq press|release X Y: an xterm SGR mouse report (what xterm-256color's
+# terminfo announces: kmous=\E[<), left button, 0-based cell X Y
+mouse_seq() { printf '\033[<0;%d;%d%s' $(($2 + 1)) $(($3 + 1)) "$([ "$1" = press ] && echo M || echo m)"; }
+# click TEXT: a left click on TEXT's first cell, the release after the press
+# as from a hand (input timing, not a wait for a state)
+click() {
+    local row y x
+    row=$(screen | grep -n -F -- "$1" | head -1)
+    [ -n "$row" ] || return 1
+    y=$((${row%%:*} - 1))
+    x=$("$PYTHON" -c 'import sys; print(sys.argv[1].index(sys.argv[2]))' "${row#*:}" "$1")
+    tm send-keys -t t -l "$(mouse_seq press "$x" "$y")"
+    sleep 0.15
+    tm send-keys -t t -l "$(mouse_seq release "$x" "$y")"
+}
+_status_moved() { [ "$(screen | tail -1)" != "$1" ]; }
+
 # 8 experts at 80x24: the numbers do not fit, half blocks (two matrix rows a
 # line) with the assignment beside them; before the landscape's first rows a
 # spinner names the phase, and keys are answered meanwhile
@@ -289,6 +306,12 @@ if [ -f "$D8/seed1.safetensors" ]; then
         screen | grep -qE "expert orders [1-9][0-9]*/40320" && pass || fail "n=8: spinner or gauge"; fi
     tm send-keys -t t m
     check "n=8: m answered while the landscape computes" wait_for "cost: gate"
+    # a click (press and release) on wm:ON starts a new landscape, and the
+    # screen keeps following it without a key (it froze until the next key)
+    click "wm:ON"
+    check "n=8: the click toggles weight matching" wait_for "wm:OFF"
+    st=$(screen | tail -1)
+    check "n=8: after the click the status keeps moving without a key" _poll _status_moved "$st"
     tm send-keys -t t q
     check "n=8: q exits while the landscape computes" wait_for "EXIT_SHOWN"
     check "n=8: exit 0" grep -qx "EXIT=0" "$WORK/exit"
