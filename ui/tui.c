@@ -442,22 +442,17 @@ static void run_loop(explore_worker *g, app_state *app, tui_screen *scr, tui_ctx
     explore_snapshot_free(&v);
 }
 
-/* "x/y/dense4/seed1.safetensors" -> "dense4/seed1.safetensors": the folder
- * tells pairs apart (dense4/seed1 and topk4/seed1) */
-static const char *short_name(const char *p) {
+static const char *base_name(const char *p) {
     const char *s = strrchr(p, '/');
-    if (!s) return p;
-    const char *d = s;
-    while (d > p && d[-1] != '/') d--;
-    return d < s && !(s - d == 1 && d[0] == '.') ? d : s + 1;
+    return s ? s + 1 : p;
 }
 
 static void app_setup(app_state *app, const tui_args *a, const tui_inputs *in) {
     ui_info info;
     memset(&info, 0, sizeof info);
-    snprintf(info.a_name, sizeof info.a_name, "%s", short_name(a->pa));
-    snprintf(info.b_name, sizeof info.b_name, "%s", short_name(a->pb));
-    snprintf(info.e_name, sizeof info.e_name, "%.255s", short_name(a->e_path));
+    snprintf(info.a_name, sizeof info.a_name, "%s", base_name(a->pa));
+    snprintf(info.b_name, sizeof info.b_name, "%s", base_name(a->pb));
+    snprintf(info.e_name, sizeof info.e_name, "%.255s", base_name(a->e_path));
     snprintf(info.layer, sizeof info.layer, "%s", in->A.layer ? in->A.layer : (a->layer ? a->layer : "moe"));
     info.cfg = in->A.cfg;
     info.N = in->E.N;
