@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "json_file.h"
 #include "lap.h"
+#include "symmetry.h"
 
 static const char *USAGE =
     "moescope cost A.safetensors B.safetensors [--method gate|expert] [--no-center] "
@@ -178,6 +179,8 @@ int cmd_cost(int argc, char **argv) {
     int n = A.cfg.n;
     int agree = !memcmp(res[0].order, res[1].order, (size_t)n * sizeof(int));
     const method_result *r = &res[method];
+    // centring is a no-op where there is no translation symmetry (sigmoid scores)
+    if (!moe_gate_centring_valid(&A.cfg)) center = 0;
 
     printf("A: %s\nB: %s\nlayer %s: n=%d d=%d h=%d\n", pa, pb, A.layer ? A.layer : "moe", n,
            A.cfg.d, A.cfg.h);
@@ -198,7 +201,10 @@ int cmd_cost(int argc, char **argv) {
         printf("\n");
     }
     printf("\n");
-    print_order_line(center ? "gate (centred)" : "gate (no centre)", &res[COST_GATE], n,
+    print_order_line(center                              ? "gate (centred)"
+                     : moe_gate_centring_valid(&A.cfg) ? "gate (no centre)"
+                                                       : "gate (sigmoid)",
+                     &res[COST_GATE], n,
                      method == COST_GATE);
     print_order_line("expert", &res[COST_EXPERT], n, method == COST_EXPERT);
     printf("methods agree:   %s\n", agree ? "yes" : "no");

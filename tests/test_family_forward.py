@@ -256,6 +256,10 @@ def symmetry_check(tag, fam, ck, cfg):
     check(got == want, "%s: info's symmetry (translation, groups, top1) = %s, expected %s (%s)"
           % (tag, got, want, sym.get("group")))
     check(("wr" in sym.get("group", "")) == bool(want[1]), "%s: group name %s" % (tag, sym.get("group")))
+    # cost reports the gate cost as centred only where centring is a symmetry
+    r = run("cost", ck, ck, "--method", "gate", "--json", js)
+    check(r.returncode == 0 and json.load(open(js)).get("centered") == want[0],
+          "%s: cost says centred = %s" % (tag, r.returncode or json.load(open(js)).get("centered")))
 
 
 def real_layout_case(tmp, fam, dtype, mx, seed):
