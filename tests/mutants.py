@@ -30,7 +30,7 @@ ROOT = os.path.abspath(os.path.join(HERE, ".."))
 # The first group is the audit's (issue 20): each survived the suite before.
 MUTANTS = [
     # --- the audit's mutants
-    dict(name="landscape-topk-tie-flip", file="src/landscape.c",
+    dict(name="landscape-topk-tie-flip", file="src/landscape_kernel.c",
          find="v8i cand = ~sel[i] & (MOE_RANKS_BEFORE(s[i], iv, bv, bi) | (bi < 0));",
          repl="v8i cand = ~sel[i] & (MOE_RANKS_BEFORE(s[i], bi, bv, iv) | (bi < 0));",
          tests="test_ties test_tui_ties test_landscape test_landscape_engine test_golden",
@@ -66,7 +66,7 @@ MUTANTS = [
          tests="test_faults",
          why="`lap --help` exits 1 (the fault checks were gated on it)"),
     # --- more of the same kinds, across the library and the UI
-    dict(name="layernorm-eps-landscape", file="src/landscape.c",
+    dict(name="layernorm-eps-landscape", file="src/landscape_kernel.c",
          find="v8f var = ((v0 + v1) + (v2 + v3)) / (float)d + 1e-5f;",
          repl="v8f var = ((v0 + v1) + (v2 + v3)) / (float)d + 2e-5f;",
          tests="test_layernorm_eps test_landscape",
