@@ -60,6 +60,31 @@ void train_embed(const float *pixels, int N, int P, int d, uint64_t embed_seed, 
     free(R);
 }
 
+/* Split N samples, x (N,d) with labels y (N) or targets T (N,C) (one of the
+ * two), into train and test: sample i is a test sample when i % 5 == 0. */
+static void split_samples(int N, int d, int C, const float *x, const int32_t *y, const float *T,
+                          train_set *train, train_set *test) {
+    int Nte = (N + 4) / 5, Ntr = N - Nte;
+    train_set *sets[2] = {train, test};
+    int sizes[2] = {Ntr, Nte};
+    for (int s = 0; s < 2; s++) {
+        sets[s]->N = sizes[s];
+        sets[s]->d = d;
+        sets[s]->C = C;
+        sets[s]->x = ms_malloc((size_t)sizes[s] * d * sizeof(float));
+        sets[s]->y = y ? ms_malloc((size_t)sizes[s] * sizeof(int32_t)) : NULL;
+        sets[s]->t = T ? ms_malloc((size_t)sizes[s] * C * sizeof(float)) : NULL;
+    }
+    int itr = 0, ite = 0;
+    for (int i = 0; i < N; i++) {
+        train_set *s = (i % 5 == 0) ? test : train;
+        int j = (i % 5 == 0) ? ite++ : itr++;
+        memcpy(s->x + (size_t)j * d, x + (size_t)i * d, (size_t)d * sizeof(float));
+        if (y) s->y[j] = y[i];
+        if (T) memcpy(s->t + (size_t)j * C, T + (size_t)i * C, (size_t)C * sizeof(float));
+    }
+}
+
 int train_load_digits(const char *path, int d, uint64_t embed_seed, double embed_scale,
                       train_set *train, train_set *test, ms_err *err) {
     st_file f;
@@ -93,24 +118,10 @@ int train_load_digits(const char *path, int d, uint64_t embed_seed, double embed
     }
     float *x = ms_malloc((size_t)N * d * sizeof(float));
     train_embed(pix, N, P, d, embed_seed, embed_scale, x);
-    int Nte = (N + 4) / 5, Ntr = N - Nte;
-    train_set *sets[2] = {train, test};
-    int sizes[2] = {Ntr, Nte};
-    for (int s = 0; s < 2; s++) {
-        sets[s]->N = sizes[s];
-        sets[s]->d = d;
-        sets[s]->C = C;
-        sets[s]->x = ms_malloc((size_t)sizes[s] * d * sizeof(float));
-        sets[s]->y = ms_malloc((size_t)sizes[s] * sizeof(int32_t));
-        sets[s]->t = NULL;
-    }
-    int itr = 0, ite = 0;
-    for (int i = 0; i < N; i++) {
-        train_set *s = (i % 5 == 0) ? test : train;
-        int j = (i % 5 == 0) ? ite++ : itr++;
-        memcpy(s->x + (size_t)j * d, x + (size_t)i * d, (size_t)d * sizeof(float));
-        s->y[j] = (int32_t)lab[i];
-    }
+    int32_t *y = ms_malloc((size_t)N * sizeof(int32_t));
+    for (int i = 0; i < N; i++) y[i] = (int32_t)lab[i];
+    split_samples(N, d, C, x, y, NULL, train, test);
+    free(y);
     free(x);
     free(pix);
     free(lab);
@@ -186,24 +197,7 @@ void train_teacher_data(const moe_model *teacher, int N, uint64_t data_seed, tra
         train_forward(teacher, &bt, w, T + (size_t)b0 * C);
     }
     train_ws_free(w);
-    int Nte = (N + 4) / 5, Ntr = N - Nte;
-    train_set *sets[2] = {train, test};
-    int sizes[2] = {Ntr, Nte};
-    for (int s = 0; s < 2; s++) {
-        sets[s]->N = sizes[s];
-        sets[s]->d = d;
-        sets[s]->C = C;
-        sets[s]->x = ms_malloc((size_t)sizes[s] * d * sizeof(float));
-        sets[s]->t = ms_malloc((size_t)sizes[s] * C * sizeof(float));
-        sets[s]->y = NULL;
-    }
-    int itr = 0, ite = 0;
-    for (int i = 0; i < N; i++) {
-        train_set *s = (i % 5 == 0) ? test : train;
-        int j = (i % 5 == 0) ? ite++ : itr++;
-        memcpy(s->x + (size_t)j * d, X + (size_t)i * d, (size_t)d * sizeof(float));
-        memcpy(s->t + (size_t)j * C, T + (size_t)i * C, (size_t)C * sizeof(float));
-    }
+    split_samples(N, d, C, X, NULL, T, train, test);
     free(T);
     free(X);
 }
