@@ -154,6 +154,7 @@ typedef struct {
     int worst_slot;
     int have_landscape;     /* the three below are valid */
     long rank, norders;
+    long tied, rank_auc;    /* tie class size and AUC tie-break rank (rank.h) */
     int exhaustive;
     double barrier_chosen, barrier_best;
     int barrier_tie;        /* chosen and best barriers equal within 1e-6 of the loss scale */

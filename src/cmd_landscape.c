@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "landscape.h"
 #include "plot_png.h"
+#include "rank.h"
 
 static const char *USAGE =
     "moescope landscape A.safetensors B.safetensors --eval E [--points 25] [--json F] [--csv F] "
@@ -81,10 +82,10 @@ static long find_row(const landscape *L, const int *p) {
 static int write_landscape_png(const landscape *L, const char *path, ms_err *err) {
     double *bars = ms_malloc((size_t)L->norders * sizeof(double));
     for (long k = 0; k < L->norders; k++) bars[k] = L->rows[k].barrier;
-    long idx[4];
-    const char *labels[4];
-    uint32_t rgb[4];
-    char lbuf[4][96];
+    long idx[5];
+    const char *labels[5];
+    uint32_t rgb[5];
+    char lbuf[5][96];
     int nm = 0;
     idx[nm] = L->best;
     snprintf(lbuf[nm], sizeof lbuf[nm], "best (barrier %.4g)", L->rows[L->best].barrier);
@@ -93,17 +94,31 @@ static int write_landscape_png(const landscape *L, const char *path, ms_err *err
         long k = find_row(L, L->methods[m].order);
         if (k < 0) continue;
         idx[nm] = k;
-        snprintf(lbuf[nm], sizeof lbuf[nm], "%s cost (rank %d)", m == 0 ? "gate" : "expert",
-                 L->rank[m]);
+        if (L->tied[m] > 1)
+            snprintf(lbuf[nm], sizeof lbuf[nm], "%s cost (rank %d, tied %d, by AUC %d)",
+                     m == 0 ? "gate" : "expert", L->rank[m], L->tied[m], L->rank_auc[m]);
+        else
+            snprintf(lbuf[nm], sizeof lbuf[nm], "%s cost (rank %d)", m == 0 ? "gate" : "expert",
+                     L->rank[m]);
         rgb[nm++] = m == 0 ? PLOT_RGB_GATE : PLOT_RGB_EXPERT;
     }
     long k = find_row(L, L->skip_order.order);
     if (k >= 0) {
         idx[nm] = k;
-        long rank = 1;
-        for (long q = 0; q < L->norders; q++) rank += L->rows[q].barrier < L->rows[k].barrier;
-        snprintf(lbuf[nm], sizeof lbuf[nm], "identity order (rank %ld)", rank);
+        rank_view v = {.count = L->norders, .barrier = &L->rows[0].barrier, .stride = sizeof(ls_row)};
+        snprintf(lbuf[nm], sizeof lbuf[nm], "identity order (rank %ld)",
+                 rank_of(&v, L->rows[k].barrier, L->tau));
         rgb[nm++] = PLOT_RGB_SKIP;
+    }
+    // the plateau: the last order tied (within tau) with the best
+    long plat = 0;
+    while (plat + 1 < L->norders && !(L->rows[plat + 1].barrier - L->rows[L->best].barrier > L->tau))
+        plat++;
+    if (plat > 0) {
+        idx[nm] = plat;
+        snprintf(lbuf[nm], sizeof lbuf[nm], "tied with the best: ranks 1..%ld (within %.2g)", plat + 1,
+                 L->tau);
+        rgb[nm++] = PLOT_RGB_OTHER;
     }
     for (int i = 0; i < nm; i++) labels[i] = lbuf[i];
     char title[160];
@@ -275,6 +290,12 @@ int cmd_landscape(int argc, char **argv) {
                    m == 0 ? "gate" : "expert", (long)L.rank[m] - 1, L.norders,
                    100.0 * (L.rank[m] - 1) / L.norders, L.pct_lo[m], L.pct_hi[m], L.rank_est[m],
                    L.n_fact);
+    // ties (rank.h): rank counts only orders more than tau below
+    for (int m = 0; m < 2; m++)
+        if (L.tied[m] > 1)
+            printf("%s: rank %d (tied: %d at %.4f; by AUC %d), tolerance %.3g\n",
+                   m == 0 ? "gate" : "expert", L.rank[m], L.tied[m], L.methods[m].barrier,
+                   L.rank_auc[m], L.tau);
     printf("\nranks known after %.3f s, all orders after %.3f s\n", L.secs_ranks, L.secs_total);
 
     if (json && landscape_write_json(&L, pa, pb, e_path, layer ? layer : "moe", json, &err))

@@ -757,6 +757,8 @@ static void pair_from_landscape(diag_report *r, const landscape *L, cost_method 
     int n = r->n;
     r->have_landscape = 1;
     r->rank = L->rank[method];
+    r->tied = L->tied[method];
+    r->rank_auc = L->rank_auc[method];
     r->norders = L->norders;
     r->exhaustive = L->exhaustive;
     r->barrier_chosen = L->methods[method].barrier;
@@ -932,7 +934,12 @@ static void pair_best_order(const evalset *E, const diag_opts *o, diag_report *r
         fmt_order(ob, sizeof ob, r->best_order, n);
         fmt_diff_slots(slots, sizeof slots, r->order[o->method], r->best_order, n);
         const char *mname = cost_method_name(o->method);
-        if (r->rank == 1)
+        if (r->rank == 1 && r->tied > 1)
+            dg_add(out, DG_OK, "best_order", "A,B", 1,
+                   "the %s-cost order %s is among the best of %ld%s orders (barrier %.4g; rank 1, "
+                   "tied: %ld within float noise; by AUC %ld)", mname, oc, r->norders,
+                   r->exhaustive ? "" : " sampled", r->barrier_chosen, r->tied, r->rank_auc);
+        else if (r->rank == 1)
             dg_add(out, DG_OK, "best_order", "A,B", 1,
                    "the %s-cost order %s is the best of %ld%s orders (barrier %.4g)", mname, oc,
                    r->norders, r->exhaustive ? "" : " sampled", r->barrier_chosen);
@@ -1140,6 +1147,8 @@ int diag_write_json(const diag_report *r, const char *a_path, const char *b_path
     if (r->have_landscape) {
         cJSON *l = cJSON_AddObjectToObject(p, "landscape");
         cJSON_AddNumberToObject(l, "rank", (double)r->rank);
+        cJSON_AddNumberToObject(l, "tied", (double)r->tied);
+        cJSON_AddNumberToObject(l, "rank_auc", (double)r->rank_auc);
         cJSON_AddNumberToObject(l, "orders", (double)r->norders);
         cJSON_AddBoolToObject(l, "exhaustive", r->exhaustive);
         cJSON_AddItemToObject(l, "barrier", json_num(r->barrier_chosen));

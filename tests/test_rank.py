@@ -80,6 +80,26 @@ def test_samples(tmp):
             check_pair(tmp, "%s_%d%d" % (s, i, j), a, b, e)
 
 
+def test_reports(tmp):
+    """landscape text and diagnose JSON carry the same rank, tied and rank_auc."""
+    d = os.path.join(SAMPLES, "dense4")
+    a, b, e = (os.path.join(d, f) for f in ("seed1.safetensors", "seed2.safetensors", "eval.safetensors"))
+    js, dj = os.path.join(tmp, "r.json"), os.path.join(tmp, "d.json")
+    r = run("landscape", a, b, "--eval", e, "--json", js)
+    r2 = run("diagnose", a, b, "--eval", e, "--json", dj, "--method", "gate")
+    check(r.returncode == 0 and r2.returncode == 0, "landscape and diagnose ran")
+    if r.returncode or r2.returncode:
+        return
+    J, D = json.load(open(js)), json.load(open(dj))
+    g = J["methods"]["gate"]
+    check(g["tied"] > 1 and g["rank"] == 1, "dense4 1-2: the gate order ties with others at 0")
+    want = "gate: rank %d (tied: %d at" % (g["rank"], g["tied"])
+    check(want in r.stdout and ("by AUC %d)" % g["rank_auc"]) in r.stdout, "landscape text: %r" % want)
+    l = D["pair"]["landscape"]
+    check((l["rank"], l["tied"], l["rank_auc"]) == (g["rank"], g["tied"], g["rank_auc"]),
+          "diagnose JSON ranks %s vs landscape %s" % (l, g))
+
+
 def test_constructed():
     """The same data as test_rank.c's constructed case: 15 orders at 0 with AUC
     0.02 - 0.001 i, the chosen one at 1e-9 with AUC 0.0135, the rest far above."""
@@ -124,6 +144,7 @@ def test_spearman():
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_samples(tmp)
+        test_reports(tmp)
         test_constructed()
         test_spearman()
     return testutil.summary("test_rank_py")
