@@ -64,10 +64,20 @@ endef
 
 REL  := build/rel
 ASAN := build/asan
+
+# The version reports carry: git describe of this tree, or (a release tarball
+# without .git) empty, and then src/provenance.c uses MS_VERSION_FALLBACK.
+# build/version.txt changes only when the description does, so only
+# provenance.o is rebuilt.
+MS_GIT_VERSION := $(if $(wildcard $(CURDIR)/.git),$(shell git -C $(CURDIR) describe --tags --always --dirty 2>/dev/null))
+$(shell mkdir -p build && v='$(MS_GIT_VERSION)'; \
+    [ -f build/version.txt ] && [ "$$(cat build/version.txt)" = "$$v" ] || printf '%s' "$$v" > build/version.txt)
+$(REL)/src/provenance.o $(ASAN)/src/provenance.o: build/version.txt
+$(REL)/src/provenance.o $(ASAN)/src/provenance.o: CPPFLAGS += -DMS_GIT_VERSION='"$(MS_GIT_VERSION)"'
 $(eval $(call BUILD_RULES,$(REL),$(OPT) -g))
 $(eval $(call BUILD_RULES,$(ASAN),$(SAN_FLAGS)))
 
-.PHONY: all deps run check test bench samples fuzz mutants install clean
+.PHONY: all deps run check test bench samples fuzz mutants install clean version
 .SECONDARY:
 
 all: moescope
@@ -119,6 +129,10 @@ install: moescope
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/moescope
 	install -m 755 moescope $(DESTDIR)$(PREFIX)/bin/moescope
 	cp -r assets/. $(DESTDIR)$(PREFIX)/share/moescope/
+
+# the version string the binary reports (git describe, else the fallback)
+version:
+	@v='$(MS_GIT_VERSION)'; [ -n "$$v" ] || v=$$(sed -n 's/^#define MS_VERSION_FALLBACK "\(.*\)"/\1/p' include/provenance.h); echo "$$v"
 
 clean:
 	rm -rf build moescope

@@ -9,9 +9,8 @@
 #include "cli.h"
 #include "lesson_screen.h"
 #include "family.h"
+#include "provenance.h"
 #include "tui.h"
-
-#define MOESCOPE_VERSION "0.1.0"
 
 /* The lesson joins the CLI (arguments, --print) and the UI (its screen). */
 static int run_lesson(int argc, char **argv) {
@@ -53,7 +52,7 @@ static void usage(FILE *fp) {
             "and the router overrides --top-k K, --norm-topk-prob 0|1, --routed-scaling F,\n"
             "--n-group G, --topk-group T (else config.json, else the family's defaults).\n\n"
             "commands:\n",
-            MOESCOPE_VERSION, family_names_list());
+            ms_version(), family_names_list());
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(fp, "  %-10s %s\n", commands[i].name, commands[i].summary);
 }
@@ -99,6 +98,7 @@ static int unknown_command(const char *w) {
 
 int main(int argc, char **argv) {
     signal(SIGXFSZ, SIG_IGN); // past a file-size limit, write(2) fails with EFBIG and we report it
+    prov_set_command(argc, argv); // every report records the command line
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("moescope %s\n", MOESCOPE_VERSION);
+        printf("moescope %s\n", ms_version());
         return 0;
     }
     int rc = family_take_options(&argc, argv); // --family and router overrides, for every command

@@ -10,6 +10,7 @@
 #include "atomic_file.h"
 #include "family.h"
 #include "ms_limits.h"
+#include "provenance.h"
 
 int cli_usage_error(const char *usage, const char *fmt, ...) {
     va_list ap;
@@ -87,6 +88,9 @@ void cli_progress_end(void) {
 
 int cli_load_models(const char *pa, const char *pb, const char *layer, const char *e_path,
                     moe_model *A, moe_model *B, evalset *E) {
+    prov_add_input(pa); // reports record each input's size and SHA-256
+    prov_add_input(pb);
+    prov_add_input(e_path);
     ms_err err;
     if (moe_load(A, pa, layer, &err)) return cli_error("%s", err.msg);
     if (moe_load(B, pb, layer, &err)) {

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "json_file.h"
 #include "lap.h"
+#include "provenance.h"
 #include "symmetry.h"
 
 static const char *USAGE =
@@ -129,6 +130,7 @@ static int write_json(const char *path, const moe_model *A, const moe_model *B,
     cJSON_AddItemToObject(methods, "expert", method_json(&res[COST_EXPERT], n));
     cJSON_AddItemToObject(root, "methods", methods);
     cJSON_AddBoolToObject(root, "agree", agree);
+    cJSON_AddItemToObject(root, "provenance", prov_json());
     return json_file_write(root, path, err);
 }
 

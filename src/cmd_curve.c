@@ -10,6 +10,7 @@
 #include "align.h"
 #include "atomic_file.h"
 #include "cli.h"
+#include "provenance.h"
 #include "landscape.h"
 #include "plot_png.h"
 
@@ -231,6 +232,7 @@ int cmd_curve(int argc, char **argv) {
     moe_model A, B;
     evalset E;
     if (cli_load_models(pa, pb, layer, e_path, &A, &B, &E)) return 1;
+    prov_set_run(1, T);
     int rc = 0, n = A.cfg.n, ncurves = 0;
     int orders[MAX_ORDERS][LS_MAX_N];
     ls_curve curves[3 + MAX_ORDERS];

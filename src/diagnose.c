@@ -15,6 +15,7 @@
 
 #include "evaluator.h"
 #include "json_file.h"
+#include "provenance.h"
 #include "lap.h"
 #include "moe_kernels.h"
 #include "weight_matching.h"
@@ -1158,5 +1159,6 @@ int diag_write_json(const diag_report *r, const char *a_path, const char *b_path
     } else {
         cJSON_AddNullToObject(p, "landscape");
     }
+    cJSON_AddItemToObject(root, "provenance", prov_json());
     return json_file_write(root, path, err);
 }

@@ -45,6 +45,7 @@
 #include "landscape_int.h"
 #include "lap.h"
 #include "moe_kernels.h"
+#include "provenance.h"
 #include "rank.h"
 #include "rng.h"
 #include "symmetry.h"
@@ -459,6 +460,7 @@ static void ls_problem_init(lsx *x, const moe_model *A, const moe_model *B, cons
     x->pool.nthreads = o->nthreads > 0 ? o->nthreads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (x->pool.nthreads < 1) x->pool.nthreads = 1;
     if (x->pool.nthreads > LS_MAX_THREADS) x->pool.nthreads = LS_MAX_THREADS;
+    prov_set_run(x->pool.nthreads, pb->T); // reports say how they were made
     pthread_mutex_init(&x->pool.mu, NULL);
     pthread_cond_init(&x->pool.cv, NULL);
     L->n = pb->n;

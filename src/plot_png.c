@@ -16,6 +16,7 @@
 
 #include "atomic_file.h"
 #include "bitmap_font.h"
+#include "provenance.h"
 
 #define RGB_BG 0xFFFFFFu
 #define RGB_TEXT 0x222222u
@@ -710,10 +711,15 @@ int plot_write_png_rgb(const uint8_t *rgb, int w, int h, const char *path, ms_er
     png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_set_compression_level(png, 6);
-    png_text txt = {.compression = PNG_TEXT_COMPRESSION_NONE,
-                    .key = (png_charp) "Software",
-                    .text = (png_charp) "moescope"};
-    png_set_text(png, info, &txt, 1);
+    // how the plot was made (provenance.h): version, command, inputs, ...
+    const char **pk, **pv;
+    int npv;
+    prov_pairs(&pk, &pv, &npv);
+    png_text txt[8];
+    for (int i = 0; i < npv && i < 8; i++)
+        txt[i] = (png_text){.compression = PNG_TEXT_COMPRESSION_NONE, .key = (png_charp)pk[i],
+                            .text = (png_charp)pv[i]};
+    png_set_text(png, info, txt, npv < 8 ? npv : 8);
     png_write_info(png, info);
     for (int y = 0; y < h; y++) png_write_row(png, (png_const_bytep)(rgb + (size_t)y * w * 3));
     png_write_end(png, info);

@@ -9,6 +9,7 @@
 
 #include "atomic_file.h"
 #include "landscape.h"
+#include "provenance.h"
 #include "rank.h"
 
 static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
@@ -115,6 +116,7 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
         cJSON_AddItemToArray(orders, o);
     }
     cJSON_AddItemToObject(root, "orders", orders);
+    cJSON_AddItemToObject(root, "provenance", prov_json());
     char *text = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     if (!text) return ms_fail(err, "%s: could not format the JSON report", path);
@@ -135,6 +137,13 @@ static void csv_num(FILE *f, double v) {
     else fprintf(f, "%.9g", v);
 }
 
+/* how the file was made, as "# key: value" lines before the header */
+static void csv_provenance(FILE *f) {
+    char *p = prov_text("# ");
+    fputs(p, f);
+    free(p);
+}
+
 int landscape_write_csv(const landscape *L, const char *path, ms_err *err) {
     char *buf = NULL;
     size_t len = 0;
@@ -142,6 +151,7 @@ int landscape_write_csv(const landscape *L, const char *path, ms_err *err) {
     if (!f) return ms_fail(err, "%s: out of memory formatting the CSV", path);
     // rank and tied with the tolerance tau (rank.h); tie_class numbers the
     // classes of barriers within tau from 0 (rows are sorted by barrier)
+    csv_provenance(f);
     fputs("rank,order,barrier,acc_barrier,loss_auc,tied,tie_class\n", f);
     long nr = L->ndone > 0 ? L->ndone : 1;
     long *rk = ms_malloc((size_t)nr * 3 * sizeof(long)); // (3, ndone): rank, tied, class
@@ -176,6 +186,7 @@ int curves_write_csv(const ls_curve *curves, const char *const *names, int nc, c
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) return ms_fail(err, "%s: out of memory formatting the CSV", path);
+    csv_provenance(f);
     fputs("t", f);
     for (int c = 0; c < nc; c++) {
         fprintf(f, ",%s_loss", names[c]);

@@ -86,7 +86,8 @@ def load(path):
     with opener(path, "rt") as f:
         if ".json" in path:
             return json.load(f)
-        return [row for row in csv.reader(f)]
+        # "# " lines say how the file was made (machine, clock): not compared
+        return [row for row in csv.reader(line for line in f if not line.startswith("#"))]
 
 
 def strip(v):

@@ -202,7 +202,8 @@ def consistency(tmp, name, a, b, e, J, T):
         check(res.returncode == 0, "curve --order %s exits 0" % o)
         if res.returncode:
             continue
-        data = np.genfromtxt(csv, delimiter=",", names=True)
+        ncomment = sum(1 for l in open(csv) if l.startswith("#"))  # provenance lines
+        data = np.genfromtxt(csv, delimiter=",", names=True, skip_header=ncomment)
         loss = data["order1_loss"]
         acc = data["order1_acc"] if "order1_acc" in data.dtype.names else None
         bar, accb, auc = oracle.curve_stats(loss, acc)
@@ -333,7 +334,7 @@ def test_cli(tmp):
     r = run("landscape", a, b, "--eval", e, "--csv", csv, "-q", "--points", 5)
     check(r.returncode == 0, "landscape --csv")
     if r.returncode == 0:
-        lines = open(csv).read().splitlines()
+        lines = [l for l in open(csv).read().splitlines() if not l.startswith("#")]
         check(lines[0] == "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class" and len(lines) == 7,
               "landscape CSV: header + 6 orders")
         for name in ("naive", "skip-order", "gate", "expert", "best", "worst"):

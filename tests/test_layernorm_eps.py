@@ -99,7 +99,8 @@ def main():
         r = run("curve", a, b, "--eval", e, "--points", T, "--order", "2,0,1", "--csv", csv)
         check(r.returncode == 0, "curve exits 0: %s" % r.stderr)
         if r.returncode == 0:
-            data = np.genfromtxt(csv, delimiter=",", names=True)
+            ncomment = sum(1 for l in open(csv) if l.startswith("#"))  # provenance lines
+            data = np.genfromtxt(csv, delimiter=",", names=True, skip_header=ncomment)
             want_c = oracle.curve(A, oracle.align(A, B, order=[2, 0, 1])["layer"], evo, T)
             err = np.abs(data["order1_loss"] - want_c["loss"]).max()
             check(err <= TOL, "curve --order 2,0,1 loss vs oracle: %.3g" % err)

@@ -1,0 +1,37 @@
+/* provenance.h - how a report was made: the moescope version (git describe at
+ * build time, else the release constant), the command line, each input file's
+ * size and SHA-256, the thread count, the curve points, the date, and the
+ * ranks definition in use ("ranks": 1 = rank with the tie tolerance of
+ * rank.h). Process-wide: main records the command line, the loaders record
+ * their inputs, the commands record threads and points; every report then
+ * embeds the same record (JSON object, PNG tEXt chunks, CSV "# " lines). */
+#ifndef MS_PROVENANCE_H
+#define MS_PROVENANCE_H
+
+#include <cJSON.h>
+
+#define MS_VERSION_FALLBACK "0.1.0"
+#define MS_RANKS_DEFINITION 1
+
+/* git describe of the build, or MS_VERSION_FALLBACK; never empty */
+const char *ms_version(void);
+
+void prov_set_command(int argc, char **argv);
+/* an input file (hashed when a report is first written; repeats ignored) */
+void prov_add_input(const char *path);
+/* threads: the resolved count (default 1); points: T (default 0: none) */
+void prov_set_run(int threads, int points);
+
+/* {"version", "command", "inputs": [{"path", "bytes", "sha256"}], "threads",
+ * "points", "date", "ranks"}; an input that cannot be read gets null sha256 */
+cJSON *prov_json(void);
+/* The same as "key: value" lines, each prefixed by `prefix` (e.g. "# "),
+ * malloc'd. */
+char *prov_text(const char *prefix);
+/* key/value pairs for PNG tEXt chunks; *n pairs, strings valid until
+ * prov_reset. */
+void prov_pairs(const char ***keys, const char ***values, int *n);
+/* forget everything (tests; also frees the memory at exit) */
+void prov_reset(void);
+
+#endif
