@@ -38,6 +38,7 @@ static const struct {
     {"lap", cmd_lap, "solve one linear assignment stored as tensor 'cost'"},
     {"diagnose", cmd_diagnose, "why an alignment fails, in numbers"},
     {"lesson", run_lesson, "a guided walk through MoE symmetry, with live numbers"},
+    {"study", cmd_study, "every pair of a pool of checkpoints: mean +- std tables"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

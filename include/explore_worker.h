@@ -54,6 +54,7 @@ typedef struct {
     int exhaustive;           /* 0: the rows are a sample of the orders */
     int failed;               /* the last request ended in an error (status says) */
     int rank[2];              /* [COST_GATE], [COST_EXPERT], from the complete rows */
+    int tied[2], rank_auc[2]; /* tie class size and AUC tie-break rank (rank.h); 0 unknown */
     double l_hat[2];          /* NaN when undefined */
     double loss_a, loss_b, acc_a, acc_b;
     /* what the landscape is doing while no row is out yet (it reports rows

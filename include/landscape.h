@@ -96,6 +96,9 @@ void landscape_free(landscape *L);
 int landscape_write_json(const landscape *L, const char *a_path, const char *b_path,
                          const char *e_path, const char *layer, const char *path, ms_err *err);
 int landscape_write_csv(const landscape *L, const char *path, ms_err *err);
+/* Every order's assignment cost sum_i C[i][pi(i)] against its barrier, one
+ * panel per cost (gate, expert), chosen and best orders marked (PNG). */
+int landscape_write_scatter_png(const landscape *L, const char *path, ms_err *err);
 /* Curves side by side: columns t, then <name>_loss (and <name>_acc when the
  * curve has accuracy) for each of the nc curves; written atomically. */
 int curves_write_csv(const ls_curve *curves, const char *const *names, int nc, const char *path,

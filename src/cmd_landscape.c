@@ -15,7 +15,7 @@
 
 static const char *USAGE =
     "moescope landscape A.safetensors B.safetensors --eval E [--points 25] [--json F] [--csv F] "
-    "[--png F] [--curves-png F] [--layer L] [--no-wm] [--no-center] [--samples N] [--seed S] "
+    "[--png F] [--curves-png F] [--scatter-png F] [--layer L] [--no-wm] [--no-center] [--samples N] [--seed S] "
     "[--threads K]";
 
 static void help(void) {
@@ -33,6 +33,8 @@ static void help(void) {
            "  -c, --csv F        every order: rank, order, barrier, acc_barrier, loss_auc\n"
            "  -p, --png F        plot of every order's barrier, sorted, chosen orders marked\n"
            "      --curves-png F the loss curves of naive, skip-order and both methods\n"
+           "      --scatter-png F every order's assignment cost sum_i C[i][pi(i)] against its\n"
+           "                     barrier, one panel per cost, chosen orders marked\n"
            "  -l, --layer L      layer prefix (default moe)\n"
            "      --no-wm        no weight matching inside the orders (Step 1 only)\n"
            "      --no-center    no gate centring for the gate cost\n"
@@ -166,6 +168,7 @@ int cmd_landscape(int argc, char **argv) {
         {"eval", required_argument, 0, 'e'},  {"points", required_argument, 0, 'T'},
         {"json", required_argument, 0, 'j'},  {"csv", required_argument, 0, 'c'},
         {"png", required_argument, 0, 'p'},   {"curves-png", required_argument, 0, 'P'},
+        {"scatter-png", required_argument, 0, 'X'},
         {"layer", required_argument, 0, 'l'}, {"no-wm", no_argument, 0, 'W'},
         {"no-center", no_argument, 0, 'C'},   {"samples", required_argument, 0, 'S'},
         {"seed", required_argument, 0, 's'},  {"threads", required_argument, 0, 't'},
@@ -177,6 +180,7 @@ int cmd_landscape(int argc, char **argv) {
     const char *mem = getenv("MOESCOPE_LS_MEM_MB");
     if (mem) lo.mem_mb = atof(mem);
     const char *e_path = NULL, *json = NULL, *csv = NULL, *png = NULL, *cpng = NULL, *layer = NULL;
+    const char *spng = NULL;
     int show = 1;
     optind = 1;
     opterr = 0;
@@ -194,6 +198,7 @@ int cmd_landscape(int argc, char **argv) {
         case 'c': csv = optarg; break;
         case 'p': png = optarg; break;
         case 'P': cpng = optarg; break;
+        case 'X': spng = optarg; break;
         case 'l': layer = optarg; break;
         case 'W': lo.wm = 0; break;
         case 'C': lo.center = 0; break;
@@ -223,12 +228,12 @@ int cmd_landscape(int argc, char **argv) {
     if (!e_path) return cli_usage_error(USAGE, "landscape: --eval E is required");
     const char *pa = argv[optind], *pb = argv[optind + 1];
     const char *inputs[3] = {pa, pb, e_path};
-    const char *outs[4] = {json, csv, png, cpng};
+    const char *outs[5] = {json, csv, png, cpng, spng};
     ms_err err;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (outs[i] && af_check_not_input(outs[i], inputs, 3, &err)) return cli_error("%s", err.msg);
-    static const char *const labels[4] = {"--json", "--csv", "--png", "--curves-png"};
-    if (af_check_distinct(outs, labels, 4, &err))
+    static const char *const labels[5] = {"--json", "--csv", "--png", "--curves-png", "--scatter-png"};
+    if (af_check_distinct(outs, labels, 5, &err))
         return cli_usage_error(USAGE, "landscape: %s", err.msg);
 
     moe_model A, B;
@@ -303,6 +308,7 @@ int cmd_landscape(int argc, char **argv) {
     if (!rc && csv && landscape_write_csv(&L, csv, &err)) rc = cli_error("%s", err.msg);
     if (!rc && png && write_landscape_png(&L, png, &err)) rc = cli_error("%s", err.msg);
     if (!rc && cpng && write_curves_png(&L, cpng, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && spng && landscape_write_scatter_png(&L, spng, &err)) rc = cli_error("%s", err.msg);
     landscape_free(&L);
 out:
     moe_free(&A);

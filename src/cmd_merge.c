@@ -8,13 +8,16 @@
 
 #include "align.h"
 #include "cli.h"
+#include "evaluator.h"
+#include "landscape.h"
 #include "ms_limits.h"
+#include "provenance.h"
 
 #define MERGE_MAX_ALPHA 100.0
 
 static const char *USAGE =
     "moescope merge A.safetensors B.safetensors -o OUT [--alpha 0.5] [--method gate|expert] "
-    "[--no-center] [--no-order] [--no-wm] [--order 2,0,3,1] [--layer L]";
+    "[--no-center] [--no-order] [--no-wm] [--order 2,0,3,1] [--layer L] [--eval E [--alpha-sweep K]]";
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -32,8 +35,71 @@ static void help(void) {
            "      --no-wm       skip weight matching\n"
            "      --order LIST  use this expert order (e.g. 2,0,3,1) instead of solving\n"
            "  -l, --layer L     layer prefix (default moe)\n"
+           "  -e, --eval E      also print the loss and accuracy on E of A, B, the soup and\n"
+           "                    the naive soup ((1-alpha) A + alpha B, B not aligned)\n"
+           "      --alpha-sweep K  with --eval: loss and accuracy of both soups at K values\n"
+           "                    of alpha from 0 to 1, with their barriers\n"
            "  -h, --help        this help\n",
            USAGE);
+}
+
+/* loss and accuracy of m on E (layer-only statistic without a head) */
+static int eval_line(const char *name, const moe_model *m, const evalset *E) {
+    moe_eval_result r;
+    ms_err err;
+    int head = m->cfg.has_head;
+    if ((head ? moe_eval(m, E, &r, &err) : moe_eval_layer(m, E, &r, &err))) return cli_error("%s", err.msg);
+    if (r.accuracy >= 0) printf("  %-32s loss %.6f  accuracy %.2f%%\n", name, r.loss, 100 * r.accuracy);
+    else printf("  %-32s %s %.6g\n", name, head ? "loss" : "mean D(x)^2", r.loss);
+    moe_eval_result_free(&r);
+    return 0;
+}
+
+/* both soups over alpha in [0, 1]: the curves A -> B (naive) and A -> B' */
+static int alpha_sweep(const moe_model *A, const moe_model *B, const moe_model *Bp,
+                       const evalset *E, int K) {
+    ls_curve c[2];
+    ms_err err;
+    memset(c, 0, sizeof c);
+    if (curve_compute(A, B, E, K, &c[0], &err) || curve_compute(A, Bp, E, K, &c[1], &err)) {
+        ls_curve_free(&c[0]);
+        return cli_error("%s", err.msg);
+    }
+    printf("\n%8s %14s %10s %14s %10s\n", "alpha", "naive loss", "acc", "aligned loss", "acc");
+    for (int m = 0; m < K; m++) {
+        printf("%8.4f %14.6f", ls_t(m, K), c[0].loss[m]);
+        if (c[0].acc) printf(" %9.2f%%", 100 * c[0].acc[m]);
+        else printf(" %10s", "-");
+        printf(" %14.6f", c[1].loss[m]);
+        if (c[1].acc) printf(" %9.2f%%\n", 100 * c[1].acc[m]);
+        else printf(" %10s\n", "-");
+    }
+    printf("loss barrier: naive %.6f, aligned %.6f\n", c[0].barrier, c[1].barrier);
+    ls_curve_free(&c[0]);
+    ls_curve_free(&c[1]);
+    return 0;
+}
+
+static int merge_evaluate(const moe_model *A, const moe_model *B, const moe_model *Bp,
+                          const moe_model *M, double alpha, const char *e_path, int sweep) {
+    evalset E;
+    ms_err err;
+    prov_add_input(e_path);
+    if (evalset_load(&E, e_path, &err)) return cli_error("%s", err.msg);
+    moe_model N; // the naive soup: B without alignment
+    moe_clone(&N, A);
+    moe_interpolate(&N, A, B, alpha);
+    char lab[64];
+    printf("\non %s:\n", e_path);
+    int rc = eval_line("A", A, &E) || eval_line("B", B, &E);
+    snprintf(lab, sizeof lab, "soup (1 - %g) A + %g B'", alpha, alpha);
+    rc = rc || eval_line(lab, M, &E);
+    snprintf(lab, sizeof lab, "naive soup, B not aligned");
+    rc = rc || eval_line(lab, &N, &E);
+    if (!rc && sweep) rc = alpha_sweep(A, B, Bp, &E, sweep);
+    moe_free(&N);
+    evalset_free(&E);
+    return rc ? 1 : 0;
 }
 
 int cmd_merge(int argc, char **argv) {
@@ -42,7 +108,10 @@ int cmd_merge(int argc, char **argv) {
         {"method", required_argument, 0, 'm'}, {"no-center", no_argument, 0, 'C'},
         {"no-order", no_argument, 0, 'O'},     {"no-wm", no_argument, 0, 'W'},
         {"order", required_argument, 0, 'r'},  {"layer", required_argument, 0, 'l'},
+        {"eval", required_argument, 0, 'e'},   {"alpha-sweep", required_argument, 0, 'S'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    const char *e_path = NULL;
+    int sweep = 0;
     cli_align_args a;
     cli_align_args_init(&a);
     const char *alpha_str = "0.5";
@@ -50,10 +119,18 @@ int cmd_merge(int argc, char **argv) {
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "o:a:m:l:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "o:a:m:l:e:h", opts, NULL)) != -1) {
         if (ch == 'h') {
             help();
             return 0;
+        }
+        if (ch == 'e' || ch == 'S') {
+            char *end = NULL;
+            if (ch == 'e') e_path = optarg;
+            else sweep = (int)strtol(optarg, &end, 10);
+            if (ch == 'S' && (*end || sweep < 2 || sweep > 1001))
+                return cli_usage_error(USAGE, "merge: --alpha-sweep needs 2..1001 points, not '%s'", optarg);
+            continue;
         }
         if (ch == 'a') {
             char *end;
@@ -74,6 +151,7 @@ int cmd_merge(int argc, char **argv) {
         if (r < 0)
             return cli_option_error(USAGE, "merge", ch, argc, argv);
     }
+    if (sweep && !e_path) return cli_usage_error(USAGE, "merge: --alpha-sweep needs --eval E");
     int rc = cli_align_inputs(&a, argc, argv, "merge", USAGE);
     if (rc) return rc;
     const char *pa = a.pa, *pb = a.pb;
@@ -130,6 +208,7 @@ int cmd_merge(int argc, char **argv) {
         cli_print_order(&a, &res, A->cfg.n);
         printf("weight matching %s\nwrote %s = (1 - %g) A + %g B'\n", ao->wm_stage ? "on" : "off",
                a.out_path, alpha, alpha);
+        if (e_path) rc = merge_evaluate(A, &a.B, &Bp, &M, alpha, e_path, sweep);
     }
     moe_free(&M);
     moe_free(&Bp);

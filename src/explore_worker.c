@@ -35,6 +35,7 @@
 
 #include "atomic_file.h"
 #include "lap.h"
+#include "rank.h"
 
 #define CURVE_CACHE 32
 
@@ -104,7 +105,7 @@ struct explore_worker {
     int have_early;
     ls_key early;
     int early_order[2][LS_MAX_N];
-    int early_rank[2];
+    int early_rank[2], early_tied[2], early_rank_auc[2];
     double early_lhat[2];
     /* diagnostics (mu): the newest ask, and the results per [method][center] */
     int diag_want, diag_want_m, diag_want_c;
@@ -159,8 +160,13 @@ static void pub_status(explore_worker *g) {
         /* the method's rank would describe an order that is not in use */
         snprintf(p->status, sizeof p->status, "done: order stage off (identity order)");
     } else if (p->have_landscape && p->rank[p->req.method] > 0) {
-        snprintf(p->status, sizeof p->status, "done: %s order rank %d of %ld", cost_method_name(p->req.method),
-                 p->rank[p->req.method], p->norders);
+        int m = p->req.method;
+        if (p->tied[m] > 1) // rank.h: orders within tau of the chosen barrier are ties
+            snprintf(p->status, sizeof p->status, "done: %s order rank %d of %ld (tied: %d; by AUC %d)",
+                     cost_method_name(m), p->rank[m], p->norders, p->tied[m], p->rank_auc[m]);
+        else
+            snprintf(p->status, sizeof p->status, "done: %s order rank %d of %ld", cost_method_name(m),
+                     p->rank[m], p->norders);
     } else {
         snprintf(p->status, sizeof p->status, "done");
     }
@@ -182,6 +188,7 @@ static void front_status(explore_worker *g, const char *fmt, ...) {
 static void pub_ranks(explore_worker *g) {
     explore_snapshot *p = &g->pub;
     p->rank[0] = p->rank[1] = 0;
+    p->tied[0] = p->tied[1] = p->rank_auc[0] = p->rank_auc[1] = 0;
     p->l_hat[0] = p->l_hat[1] = NAN;
     p->ranks_early = 0;
     ls_key key = key_of(&p->req);
@@ -192,6 +199,8 @@ static void pub_ranks(explore_worker *g) {
         for (int m = 0; m < 2; m++)
             if (!memcmp(g->early_order[m], p->method_order[m], sizeof(int) * (size_t)g->n)) {
                 p->rank[m] = g->early_rank[m];
+                p->tied[m] = g->early_tied[m];
+                p->rank_auc[m] = g->early_rank_auc[m];
                 p->l_hat[m] = g->early_lhat[m];
                 p->ranks_early = 1;
             }
@@ -201,14 +210,19 @@ static void pub_ranks(explore_worker *g) {
     double best = INFINITY;
     for (long k = 0; k < p->ndone; k++)
         if (p->rows[k].barrier < best) best = p->rows[k].barrier;
+    rank_view rv = {.count = p->ndone, .width = g->n, .barrier = &p->rows[0].barrier,
+                    .auc = &p->rows[0].auc, .order = p->rows[0].order, .stride = sizeof(ls_row)};
     for (int m = 0; m < 2; m++) {
-        double b = NAN;
+        double b = NAN, auc = NAN;
         for (long k = 0; k < p->ndone; k++)
-            if (!memcmp(p->rows[k].order, p->method_order[m], sizeof(int) * (size_t)g->n)) b = p->rows[k].barrier;
+            if (!memcmp(p->rows[k].order, p->method_order[m], sizeof(int) * (size_t)g->n))
+                b = p->rows[k].barrier, auc = p->rows[k].auc;
         if (isnan(b)) continue; /* not in a sampled landscape */
-        long r = 1;
-        for (long k = 0; k < p->ndone; k++) r += p->rows[k].barrier < b;
-        p->rank[m] = (int)r;
+        rank_info ri;
+        rank_chosen(&rv, b, auc, p->method_order[m], rank_tau(p->naive.barrier), &ri);
+        p->rank[m] = (int)ri.rank;
+        p->tied[m] = (int)ri.tied;
+        p->rank_auc[m] = (int)ri.rank_auc;
         double den = p->naive.barrier - best;
         p->l_hat[m] = den > 0 ? 100.0 * (b - best) / den : NAN;
     }
@@ -385,6 +399,8 @@ static void on_ranks(void *ctx, const landscape *L) {
     for (int m = 0; m < 2; m++) {
         memcpy(g->early_order[m], L->methods[m].order, sizeof g->early_order[m]);
         g->early_rank[m] = L->rank[m];
+        g->early_tied[m] = L->tied[m];
+        g->early_rank_auc[m] = L->rank_auc[m];
         g->early_lhat[m] = L->l_hat[m];
     }
     pub_ranks(g);

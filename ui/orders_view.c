@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rank.h"
+
 void orders_init(orders_state *s) {
     memset(s, 0, sizeof *s);
     s->best_row = -1;
@@ -16,7 +18,8 @@ void orders_init(orders_state *s) {
 void orders_free(orders_state *s) {
     free(s->idx);
     free(s->rank);
-    s->idx = s->rank = NULL;
+    free(s->tied);
+    s->idx = s->rank = s->tied = NULL;
     s->cap = 0;
 }
 
@@ -93,19 +96,26 @@ void orders_update(orders_state *s, const explore_snapshot *v) {
         s->cap = nrows;
         s->idx = ms_realloc(s->idx, (size_t)s->cap * sizeof(long));
         s->rank = ms_realloc(s->rank, (size_t)s->cap * sizeof(long));
+        s->tied = ms_realloc(s->tied, (size_t)s->cap * sizeof(long));
     }
     s->nrows = nrows;
     cmp_rows = v ? v->rows : NULL;
     cmp_n = n;
-    /* ranks: 1 + #{rows with a smaller barrier}, from one sort by barrier */
+    /* ranks with the tie tolerance (rank.h), from one sort by barrier */
     for (long i = 0; i < nrows; i++) s->idx[i] = i;
     if (nrows > 1) qsort(s->idx, (size_t)nrows, sizeof(long), cmp_by_barrier);
-    for (long i = 0; i < nrows; i++) {
-        long r = s->idx[i];
-        if (i > 0 && v->rows[s->idx[i - 1]].barrier == v->rows[r].barrier)
-            s->rank[r] = s->rank[s->idx[i - 1]];
-        else
-            s->rank[r] = i + 1;
+    if (nrows > 0) {
+        double *sb = ms_malloc((size_t)nrows * sizeof(double));
+        long *rt = ms_malloc((size_t)nrows * 2 * sizeof(long)); // (2, nrows): rank, tied
+        for (long i = 0; i < nrows; i++) sb[i] = v->rows[s->idx[i]].barrier;
+        rank_view rv = rank_view_arrays(sb, NULL, NULL, n, nrows);
+        rank_table(&rv, rank_tau(v->have_naive ? v->naive.barrier : NAN), rt, rt + nrows, NULL);
+        for (long i = 0; i < nrows; i++) {
+            s->rank[s->idx[i]] = rt[i];
+            s->tied[s->idx[i]] = rt[nrows + i];
+        }
+        free(sb);
+        free(rt);
     }
     s->best_row = nrows > 0 ? s->idx[0] : -1;
     /* the filtered list in the wanted order */
@@ -264,7 +274,10 @@ void orders_render(grid *g, const ui_rect *r, orders_state *s, const explore_sna
         grid_text(g, r->x, y, 4, cur ? ROLE_CURSOR : ROLE_MARK, marks);
         char ord[64];
         order_format(row->order, n, ord, sizeof ord);
-        grid_printf(g, r->x + 5, y, r->w - 5, role, "%5ld %-*s", s->rank[ri], ow, ord);
+        char rk[32]; // "  12=" when other orders tie with this one
+        if (s->tied[ri] > 1 && s->rank[ri] < 10000) snprintf(rk, sizeof rk, "%4ld=", s->rank[ri]);
+        else snprintf(rk, sizeof rk, "%5ld", s->rank[ri]);
+        grid_printf(g, r->x + 5, y, r->w - 5, role, "%s %-*s", rk, ow, ord);
         int x = r->x + 12 + ow;
         put_value(g, x, y, role, row->barrier);
         put_value(g, x + 9, y, role, row->acc_barrier);

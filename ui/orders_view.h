@@ -1,6 +1,7 @@
 /* orders_view.h - the expert orders pane: every order with rank, order,
  * barrier, accuracy barrier and AUC; marks for best (*), gate-chosen (G),
- * expert-chosen (E) and identity (I); a progress gauge; scrolling, sorting by
+ * expert-chosen (E) and identity (I); a rank followed by '=' when other orders
+ * tie with it (within tau, rank.h), so tied rows read as a group; a progress gauge; scrolling, sorting by
  * column and a prefix filter. Sorting works on an index, and only the visible
  * rows are drawn, so 40320 rows scroll as fast as 24. */
 #ifndef MS_UI_ORDERS_VIEW_H
@@ -23,7 +24,9 @@ typedef struct {
     int page;                   /* rows visible at the last render */
     /* the index, rebuilt when rows, sort or filter change */
     long *idx, nidx;            /* (nidx) indices into v->rows */
-    long *rank;                 /* (nrows) rank of each row among the rows done */
+    long *rank;                 /* (nrows) rank of each row among the rows done (rank.h:
+                                   orders within tau of each other share it) */
+    long *tied;                 /* (nrows) rows within tau of each row, itself included */
     long nrows, cap;
     unsigned long built_epoch;  /* v->rows_epoch and v->ndone of the index */
     long built_ndone;

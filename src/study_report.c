@@ -1,0 +1,313 @@
+/* study_report.c - a study as a text table, JSON ("moescope.study/1"), CSV,
+ * a booktabs LaTeX table and a PNG (per-pair barrier bars over a
+ * rank-percentile strip). Files are written atomically; non-finite numbers
+ * are JSON null, CSV "nan" and LaTeX "--". */
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic_file.h"
+#include "json_file.h"
+#include "plot_png.h"
+#include "provenance.h"
+#include "study.h"
+
+/* the file name without directories and ".safetensors" */
+static void short_name(const char *path, char *out, size_t cap) {
+    const char *s = strrchr(path, '/');
+    s = s ? s + 1 : path;
+    snprintf(out, cap, "%s", s);
+    char *dot = strstr(out, ".safetensors");
+    if (dot && dot[12] == '\0') *dot = '\0';
+}
+
+static const st_stat *stat_of(const study *S, const char *path) {
+    int nf;
+    const st_field *fs = study_fields(&nf);
+    for (int f = 0; f < nf; f++)
+        if (!strcmp(fs[f].path, path)) return &S->summary[f];
+    return NULL;
+}
+
+/* ---- text ---- */
+
+static void cell(FILE *f, double v, const char *fmt, int w) {
+    if (isfinite(v)) fprintf(f, fmt, w, v);
+    else fprintf(f, "%*s", w, "-");
+}
+
+/* the columns of the text table and the LaTeX table */
+static const struct {
+    const char *path, *head, *tex;
+    int decimals;
+} COLS[] = {
+    {"naive.barrier", "naive", "Naive", 4},
+    {"skip_order.barrier", "skip", "Skip", 4},
+    {"methods.gate.barrier", "gate", "Gate", 4},
+    {"methods.expert.barrier", "expert", "Expert", 4},
+    {"best.barrier", "best", "Best", 4},
+    {"methods.gate.rank", "rank g", "Rank (gate)", 1},
+    {"methods.expert.rank", "rank e", "Rank (expert)", 1},
+    {"methods.expert.tied", "tied e", "Tied (expert)", 0},
+    {"methods.gate.l_hat", "L-hat g", "$\\hat{L}$ (gate)", 1},
+    {"methods.expert.l_hat", "L-hat e", "$\\hat{L}$ (expert)", 1},
+    {"methods.gate.spearman", "rho g", "$\\rho$ (gate)", 2},
+    {"methods.expert.spearman", "rho e", "$\\rho$ (expert)", 2},
+    {"identity_rank", "id rank", "Identity rank", 1},
+};
+#define NCOLS (int)(sizeof COLS / sizeof COLS[0])
+
+static double field_value(const st_pair *p, const char *path) {
+    int nf;
+    const st_field *fs = study_fields(&nf);
+    for (int f = 0; f < nf; f++)
+        if (!strcmp(fs[f].path, path)) return st_get(p, &fs[f]);
+    return NAN;
+}
+
+void study_print(const study *S, FILE *f) {
+    const st_pair *p0 = S->npairs ? &S->pairs[0] : NULL;
+    fprintf(f, "study: %d checkpoints, %d pairs", S->npool, S->npairs);
+    if (p0)
+        fprintf(f, ", n = %d, %s %.0f orders per pair, %d points", p0->n,
+                p0->exhaustive ? "all" : "sampled, of", p0->norders, S->T);
+    fprintf(f, "\nloss barriers; ranks with ties within tau; rho: Spearman of assignment cost vs barrier\n\n");
+    fprintf(f, "%-24s", "pair");
+    for (int c = 0; c < NCOLS; c++) fprintf(f, " %8s", COLS[c].head);
+    fputc('\n', f);
+    for (int k = 0; k < S->npairs; k++) {
+        char a[64], b[64], lab[140];
+        short_name(S->paths[S->pairs[k].ia], a, sizeof a);
+        short_name(S->paths[S->pairs[k].ib], b, sizeof b);
+        snprintf(lab, sizeof lab, "%s / %s", a, b);
+        fprintf(f, "%-24.24s", lab);
+        for (int c = 0; c < NCOLS; c++) {
+            double v = field_value(&S->pairs[k], COLS[c].path);
+            fputc(' ', f);
+            if (COLS[c].decimals == 0 || (COLS[c].decimals == 1 && strstr(COLS[c].path, "rank")))
+                cell(f, v, "%*.0f", 8);
+            else if (COLS[c].decimals == 4) cell(f, v, "%*.4f", 8);
+            else if (COLS[c].decimals == 2) cell(f, v, "%*.2f", 8);
+            else cell(f, v, "%*.1f", 8);
+        }
+        fputc('\n', f);
+    }
+    for (int row = 0; row < 2; row++) {
+        fprintf(f, "%-24s", row == 0 ? "mean" : "std");
+        for (int c = 0; c < NCOLS; c++) {
+            const st_stat *s = stat_of(S, COLS[c].path);
+            double v = s ? (row == 0 ? s->mean : s->std) : NAN;
+            fputc(' ', f);
+            cell(f, v, COLS[c].decimals == 4 ? "%*.4f" : "%*.2f", 8);
+        }
+        fputc('\n', f);
+    }
+    static const char *acc[4] = {"naive.acc_barrier", "skip_order.acc_barrier",
+                                 "methods.gate.acc_barrier", "methods.expert.acc_barrier"};
+    fprintf(f, "\naccuracy barriers (mean +- std):");
+    for (int i = 0; i < 4; i++) {
+        const st_stat *s = stat_of(S, acc[i]);
+        fprintf(f, " %s %.4f +- %.4f%s", COLS[i].head, s->mean, s->std, i < 3 ? "," : "\n");
+    }
+    const st_stat *ra[2] = {stat_of(S, "methods.gate.rank_auc"), stat_of(S, "methods.expert.rank_auc")};
+    const st_stat *wo = stat_of(S, "worst.barrier");
+    fprintf(f, "rank by AUC tie-break (mean +- std): gate %.2f +- %.2f, expert %.2f +- %.2f; worst barrier %.4f +- %.4f\n",
+            ra[0]->mean, ra[0]->std, ra[1]->mean, ra[1]->std, wo->mean, wo->std);
+}
+
+/* ---- JSON ---- */
+
+static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
+
+static cJSON *jorder(const int *p, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(p[i]));
+    return a;
+}
+
+/* obj["a"]["b"]...["z"] = item for the dotted path "a.b...z", creating objects */
+static void json_put(cJSON *obj, const char *path, cJSON *item) {
+    char key[96];
+    const char *dot;
+    while ((dot = strchr(path, '.'))) {
+        snprintf(key, sizeof key, "%.*s", (int)(dot - path), path);
+        cJSON *next = cJSON_GetObjectItemCaseSensitive(obj, key);
+        if (!next) next = cJSON_AddObjectToObject(obj, key);
+        obj = next;
+        path = dot + 1;
+    }
+    cJSON_AddItemToObject(obj, path, item);
+}
+
+static cJSON *pair_json(const study *S, const st_pair *p) {
+    int nf, n = p->n;
+    const st_field *fs = study_fields(&nf);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "a", S->paths[p->ia]);
+    cJSON_AddStringToObject(o, "b", S->paths[p->ib]);
+    int id[LS_MAX_N];
+    for (int i = 0; i < n; i++) id[i] = i;
+    json_put(o, "naive.order", jorder(id, n));
+    json_put(o, "skip_order.order", jorder(id, n));
+    for (int m = 0; m < 2; m++) {
+        const char *mn = m == 0 ? "gate" : "expert";
+        char path[64];
+        snprintf(path, sizeof path, "methods.%s.order", mn);
+        json_put(o, path, jorder(p->m[m].order, n));
+        if (!p->exhaustive) {
+            cJSON *ci = cJSON_CreateArray();
+            cJSON_AddItemToArray(ci, jnum(p->m[m].pct_lo));
+            cJSON_AddItemToArray(ci, jnum(p->m[m].pct_hi));
+            snprintf(path, sizeof path, "methods.%s.rank_percentile_ci95", mn);
+            json_put(o, path, ci);
+        }
+    }
+    json_put(o, "best.order", jorder(p->best_order, n));
+    json_put(o, "worst.order", jorder(p->worst_order, n));
+    for (int f = 0; f < nf; f++) json_put(o, fs[f].path, jnum(st_get(p, &fs[f])));
+    cJSON_AddItemToObject(o, "tau", jnum(p->tau));
+    return o;
+}
+
+int study_write_json(const study *S, const char *e_path, const char *path, ms_err *err) {
+    int nf;
+    const st_field *fs = study_fields(&nf);
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "moescope.study/1");
+    cJSON *ck = cJSON_AddArrayToObject(root, "checkpoints");
+    for (int i = 0; i < S->npool; i++) cJSON_AddItemToArray(ck, cJSON_CreateString(S->paths[i]));
+    cJSON_AddStringToObject(root, "eval", e_path ? e_path : "");
+    cJSON_AddNumberToObject(root, "points", S->T);
+    if (S->npairs) {
+        cJSON_AddNumberToObject(root, "n", S->pairs[0].n);
+        cJSON_AddBoolToObject(root, "exhaustive", S->pairs[0].exhaustive);
+    }
+    cJSON *pairs = cJSON_AddArrayToObject(root, "pairs");
+    for (int k = 0; k < S->npairs; k++) cJSON_AddItemToArray(pairs, pair_json(S, &S->pairs[k]));
+    cJSON *sum = cJSON_AddObjectToObject(root, "summary");
+    for (int f = 0; f < nf; f++) {
+        cJSON *s = cJSON_AddObjectToObject(sum, fs[f].path);
+        cJSON_AddItemToObject(s, "mean", jnum(S->summary[f].mean));
+        cJSON_AddItemToObject(s, "std", jnum(S->summary[f].std));
+        cJSON_AddNumberToObject(s, "n", S->summary[f].n);
+    }
+    cJSON_AddItemToObject(root, "provenance", prov_json());
+    return json_file_write(root, path, err);
+}
+
+/* ---- CSV ---- */
+
+static void csv_num(FILE *f, double v) {
+    if (isnan(v)) fputs("nan", f);
+    else fprintf(f, "%.9g", v);
+}
+
+/* close the memory stream (which sets *buf and *len) and write it out */
+static int finish_memstream(FILE *f, char **buf, size_t *len, const char *path, const char *what,
+                            ms_err *err) {
+    fclose(f);
+    int rc = af_write_all(path, *buf, *len, err);
+    free(*buf);
+    return rc ? ms_prefix(err, "writing the %s", what) : 0;
+}
+
+int study_write_csv(const study *S, const char *path, ms_err *err) {
+    int nf;
+    const st_field *fs = study_fields(&nf);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return ms_fail(err, "%s: out of memory formatting the CSV", path);
+    char *prov = prov_text("# ");
+    fputs(prov, f);
+    free(prov);
+    // one row per pair, then the mean and the sample std over the pairs
+    fputs("row,a,b", f);
+    for (int k = 0; k < nf; k++) fprintf(f, ",%s", fs[k].path);
+    fputc('\n', f);
+    for (int k = 0; k < S->npairs; k++) {
+        fprintf(f, "pair,%s,%s", S->paths[S->pairs[k].ia], S->paths[S->pairs[k].ib]);
+        for (int c = 0; c < nf; c++) {
+            fputc(',', f);
+            csv_num(f, st_get(&S->pairs[k], &fs[c]));
+        }
+        fputc('\n', f);
+    }
+    for (int row = 0; row < 2; row++) {
+        fputs(row == 0 ? "mean,," : "std,,", f);
+        for (int c = 0; c < nf; c++) {
+            fputc(',', f);
+            csv_num(f, row == 0 ? S->summary[c].mean : S->summary[c].std);
+        }
+        fputc('\n', f);
+    }
+    return finish_memstream(f, &buf, &len, path, "CSV", err);
+}
+
+/* ---- LaTeX (booktabs) ---- */
+
+static void tex_escape(FILE *f, const char *s) {
+    for (; *s; s++) {
+        if (strchr("_&%$#{}", *s)) fprintf(f, "\\%c", *s);
+        else if (*s == '\\') fputs("\\textbackslash{}", f);
+        else if (*s == '~' || *s == '^') fprintf(f, "\\%c{}", *s);
+        else fputc(*s, f);
+    }
+}
+
+static void tex_num(FILE *f, double v, int dec) {
+    if (isfinite(v)) fprintf(f, "%.*f", dec, v);
+    else fputs("--", f);
+}
+
+int study_write_latex(const study *S, const char *path, ms_err *err) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return ms_fail(err, "%s: out of memory formatting the LaTeX table", path);
+    char *prov = prov_text("% ");
+    fputs(prov, f);
+    free(prov);
+    fputs("% needs \\usepackage{booktabs}\n\\begin{table}[t]\n\\centering\n", f);
+    fprintf(f, "\\caption{Loss barriers and ranks over %d pairs of %d checkpoints (mean $\\pm$ "
+               "sample std in the last row).}\n", S->npairs, S->npool);
+    fputs("\\begin{tabular}{l", f);
+    for (int c = 0; c < NCOLS; c++) fputc('r', f);
+    fputs("}\n\\toprule\nPair", f);
+    for (int c = 0; c < NCOLS; c++) fprintf(f, " & %s", COLS[c].tex);
+    fputs(" \\\\\n\\midrule\n", f);
+    for (int k = 0; k < S->npairs; k++) {
+        char a[64], b[64];
+        short_name(S->paths[S->pairs[k].ia], a, sizeof a);
+        short_name(S->paths[S->pairs[k].ib], b, sizeof b);
+        tex_escape(f, a);
+        fputs(" / ", f);
+        tex_escape(f, b);
+        for (int c = 0; c < NCOLS; c++) {
+            fputs(" & ", f);
+            int dec = COLS[c].decimals == 4 ? 4 : strstr(COLS[c].path, "rank") || COLS[c].decimals == 0 ? 0
+                                                                                                      : COLS[c].decimals;
+            tex_num(f, field_value(&S->pairs[k], COLS[c].path), dec);
+        }
+        fputs(" \\\\\n", f);
+    }
+    fputs("\\midrule\nMean $\\pm$ std", f);
+    for (int c = 0; c < NCOLS; c++) {
+        const st_stat *s = stat_of(S, COLS[c].path);
+        int dec = COLS[c].decimals == 4 ? 4 : 2;
+        fputs(" & ", f);
+        if (s && isfinite(s->mean)) {
+            fputc('$', f);
+            tex_num(f, s->mean, dec);
+            fputs(" \\pm ", f);
+            tex_num(f, s->std, dec);
+            fputc('$', f);
+        } else {
+            fputs("--", f);
+        }
+    }
+    fputs(" \\\\\n\\bottomrule\n\\end{tabular}\n\\end{table}\n", f);
+    return finish_memstream(f, &buf, &len, path, "LaTeX table", err);
+}
