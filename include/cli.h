@@ -10,6 +10,7 @@
 
 #include "align.h"
 #include "evalset.h"
+#include "landscape.h"
 #include "model.h"
 
 int cmd_info(int argc, char **argv);
@@ -50,6 +51,12 @@ int cli_load_models(const char *pa, const char *pb, const char *layer, const cha
  * (moe_save_with): a warning on stderr for tensors of the layer's namespace that
  * were dropped; 0 on success, else the message printed and 1 returned. */
 int cli_save_checkpoint(const moe_model *m, const char *src_path, const char *out_path);
+
+/* One getopt result of the landscape options landscape and study share: 'T'
+ * --points, 'S' --samples, 's' --seed, 't' --threads, 'W' --no-wm (cmd names
+ * the command in messages). 0 if handled, 2 after a usage error, -1 if ch is
+ * none of these. */
+int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, const char *usage);
 
 /* ---- align and merge: the options and inputs they share ---- */
 typedef struct {

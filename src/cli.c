@@ -140,6 +140,34 @@ void cli_align_args_init(cli_align_args *a) {
     align_opts_default(&a->ao);
 }
 
+int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, const char *usage) {
+    char *end;
+    switch (ch) {
+    case 'T':
+        lo->T = (int)strtol(arg, &end, 10);
+        if (*end || lo->T < 3 || lo->T > 100000)
+            return cli_usage_error(usage, "%s: --points must be an integer >= 3, not '%s'", cmd, arg);
+        return 0;
+    case 'S':
+        lo->nsample = strtol(arg, &end, 10);
+        // sampling draws distinct orders: far below n! (>= 3628800 for n >= 10)
+        if (*end || lo->nsample < 1 || lo->nsample > 1000000)
+            return cli_usage_error(usage, "%s: --samples must be an integer in 1..1000000, not '%s'", cmd, arg);
+        return 0;
+    case 's':
+        lo->seed = strtoull(arg, &end, 10);
+        if (*end) return cli_usage_error(usage, "%s: --seed must be an integer, not '%s'", cmd, arg);
+        return 0;
+    case 't':
+        lo->nthreads = (int)strtol(arg, &end, 10);
+        if (*end || lo->nthreads < 1 || lo->nthreads > 8)
+            return cli_usage_error(usage, "%s: --threads must be 1..8, not '%s'", cmd, arg);
+        return 0;
+    case 'W': lo->wm = 0; return 0;
+    default: return -1;
+    }
+}
+
 int cli_align_option(cli_align_args *a, int ch, const char *arg, const char *cmd,
                      const char *usage) {
     switch (ch) {

@@ -185,42 +185,23 @@ int cmd_landscape(int argc, char **argv) {
     optind = 1;
     opterr = 0;
     int ch;
-    char *end;
     while ((ch = getopt_long(argc, argv, "e:T:j:c:p:l:qh", opts, NULL)) != -1) {
         switch (ch) {
         case 'e': e_path = optarg; break;
-        case 'T':
-            lo.T = (int)strtol(optarg, &end, 10);
-            if (*end || lo.T < 3 || lo.T > 100000)
-                return cli_usage_error(USAGE, "landscape: --points must be an integer >= 3, not '%s'", optarg);
-            break;
         case 'j': json = optarg; break;
         case 'c': csv = optarg; break;
         case 'p': png = optarg; break;
         case 'P': cpng = optarg; break;
         case 'X': spng = optarg; break;
         case 'l': layer = optarg; break;
-        case 'W': lo.wm = 0; break;
         case 'C': lo.center = 0; break;
-        case 'S':
-            lo.nsample = strtol(optarg, &end, 10);
-            // sampling draws distinct orders: far below n! (>= 3628800 for n >= 10)
-            if (*end || lo.nsample < 1 || lo.nsample > 1000000)
-                return cli_usage_error(USAGE, "landscape: --samples must be an integer in 1..1000000, not '%s'", optarg);
-            break;
-        case 's':
-            lo.seed = strtoull(optarg, &end, 10);
-            if (*end) return cli_usage_error(USAGE, "landscape: --seed must be an integer, not '%s'", optarg);
-            break;
-        case 't':
-            lo.nthreads = (int)strtol(optarg, &end, 10);
-            if (*end || lo.nthreads < 1 || lo.nthreads > 8)
-                return cli_usage_error(USAGE, "landscape: --threads must be 1..8, not '%s'", optarg);
-            break;
         case 'q': show = 0; break;
         case 'h': help(); return 0;
-        default:
-            return cli_option_error(USAGE, "landscape", ch, argc, argv);
+        default: {
+            int r = cli_landscape_option(&lo, ch, optarg, "landscape", USAGE);
+            if (r > 0) return r;
+            if (r < 0) return cli_option_error(USAGE, "landscape", ch, argc, argv);
+        }
         }
     }
     if (argc - optind != 2)

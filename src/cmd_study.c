@@ -158,41 +158,23 @@ int cmd_study(int argc, char **argv) {
     ls_opts_default(&lo);
     const char *e_path = NULL, *layer = NULL, *outs[4] = {NULL, NULL, NULL, NULL};
     int show = 1, ch;
-    char *end;
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "e:T:j:c:p:l:qh", opts, NULL)) != -1) {
         switch (ch) {
         case 'e': e_path = optarg; break;
-        case 'T':
-            lo.T = (int)strtol(optarg, &end, 10);
-            if (*end || lo.T < 3 || lo.T > 100000)
-                return cli_usage_error(USAGE, "study: --points must be an integer >= 3, not '%s'", optarg);
-            break;
         case 'j': outs[0] = optarg; break;
         case 'c': outs[1] = optarg; break;
         case 'L': outs[2] = optarg; break;
         case 'p': outs[3] = optarg; break;
         case 'l': layer = optarg; break;
-        case 'W': lo.wm = 0; break;
-        case 'S':
-            lo.nsample = strtol(optarg, &end, 10);
-            if (*end || lo.nsample < 1 || lo.nsample > 1000000)
-                return cli_usage_error(USAGE, "study: --samples must be an integer in 1..1000000, not '%s'", optarg);
-            break;
-        case 's':
-            lo.seed = strtoull(optarg, &end, 10);
-            if (*end) return cli_usage_error(USAGE, "study: --seed must be an integer, not '%s'", optarg);
-            break;
-        case 't':
-            lo.nthreads = (int)strtol(optarg, &end, 10);
-            if (*end || lo.nthreads < 1 || lo.nthreads > 8)
-                return cli_usage_error(USAGE, "study: --threads must be 1..8, not '%s'", optarg);
-            break;
         case 'q': show = 0; break;
         case 'h': help(); return 0;
-        default:
-            return cli_option_error(USAGE, "study", ch, argc, argv);
+        default: {
+            int r = cli_landscape_option(&lo, ch, optarg, "study", USAGE);
+            if (r > 0) return r;
+            if (r < 0) return cli_option_error(USAGE, "study", ch, argc, argv);
+        }
         }
     }
     if (optind >= argc) return cli_usage_error(USAGE, "study: no checkpoints given");

@@ -213,16 +213,23 @@ static int finish_memstream(FILE *f, char **buf, size_t *len, const char *path, 
     return rc ? ms_prefix(err, "writing the %s", what) : 0;
 }
 
+/* a memory stream that starts with how the file was made, each line after prefix */
+static FILE *report_open(char **buf, size_t *len, const char *prefix) {
+    FILE *f = open_memstream(buf, len);
+    if (!f) return NULL;
+    char *prov = prov_text(prefix);
+    fputs(prov, f);
+    free(prov);
+    return f;
+}
+
 int study_write_csv(const study *S, const char *path, ms_err *err) {
     int nf;
     const st_field *fs = study_fields(&nf);
     char *buf = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
+    FILE *f = report_open(&buf, &len, "# ");
     if (!f) return ms_fail(err, "%s: out of memory formatting the CSV", path);
-    char *prov = prov_text("# ");
-    fputs(prov, f);
-    free(prov);
     // one row per pair, then the mean and the sample std over the pairs
     fputs("row,a,b", f);
     for (int k = 0; k < nf; k++) fprintf(f, ",%s", fs[k].path);
@@ -265,11 +272,8 @@ static void tex_num(FILE *f, double v, int dec) {
 int study_write_latex(const study *S, const char *path, ms_err *err) {
     char *buf = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
+    FILE *f = report_open(&buf, &len, "% ");
     if (!f) return ms_fail(err, "%s: out of memory formatting the LaTeX table", path);
-    char *prov = prov_text("% ");
-    fputs(prov, f);
-    free(prov);
     fputs("% needs \\usepackage{booktabs}\n\\begin{table}[t]\n\\centering\n", f);
     fprintf(f, "\\caption{Loss barriers and ranks over %d pairs of %d checkpoints (mean $\\pm$ "
                "sample std in the last row).}\n", S->npairs, S->npool);
