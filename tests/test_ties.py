@@ -94,7 +94,8 @@ def check_curves(work, tag, pa, pb, pe, A, B, ev, orders, T):
         args += ["--order", ",".join(str(v) for v in o)]
     if not run_ok(tag, *args):
         return
-    cols = np.genfromtxt(out, delimiter=",", names=True)
+    ncomment = sum(1 for l in open(out) if l.startswith("#"))  # provenance lines
+    cols = np.genfromtxt(out, delimiter=",", names=True, skip_header=ncomment)
     for j, o in enumerate(orders):
         want = oracle.curve(A, oracle.align(A, B, order=list(o))["layer"], ev, T)
         close("%s curve %s loss" % (tag, o), cols["order%d_loss" % (j + 1)], want["loss"])

@@ -18,7 +18,7 @@ check "landscape on the fixture" test -s "$WORK/l.csv"
 # rank,order,barrier,... -> "order barrier" with the barrier as the table prints it
 "$PYTHON" - "$WORK/l.csv" "$WORK/l.json" >"$WORK/cli.txt" <<'PY'
 import csv, json, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
+rows = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")))  # "# " provenance lines
 for r in rows:
     print("%s %.4f" % (r["order"], float(r["barrier"])))
 print("current %.4f" % json.load(open(sys.argv[2]))["methods"]["expert"]["barrier"])
@@ -28,9 +28,10 @@ tui_session 100 40 "cd '$WORK' && '$MOESCOPE' '$A' '$B' --eval '$E'; echo EXIT_S
 check "landscape done in the TUI" wait_for "done:"
 check "all 24 orders" wait_for "expert orders 24/24"
 check "curves legend" wait_re "current barrier=[0-9]"
-# the table's rows: "   <rank> o o o o   <barrier> ..." at the right of the screen
-screen | grep -oE '│[ *A-Z]*[0-9]+ ([0-9] ){3}[0-9] +[0-9]+\.[0-9]{4}' |
-    sed -E 's/^│[ *A-Z]*[0-9]+ //; s/ +/ /g' | sort >"$WORK/tui.txt"
+# the table's rows: "   <rank>[=] o o o o   <barrier> ..." at the right of the screen
+# ("=" marks a rank shared by orders tied within tau)
+screen | grep -oE '│[ *A-Z]*[0-9]+=? ([0-9] ){3}[0-9] +[0-9]+\.[0-9]{4}' |
+    sed -E 's/^│[ *A-Z]*[0-9]+=? //; s/ +/ /g' | sort >"$WORK/tui.txt"
 echo "current $(screen | grep -oE 'current barrier=[0-9.]+' | head -1 | cut -d= -f2)" >>"$WORK/tui.txt"
 rows=$(grep -c -v '^current' "$WORK/tui.txt")
 check "the table shows at least 20 orders ($rows)" test "$rows" -ge 20
