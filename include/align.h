@@ -1,4 +1,4 @@
-/* align.h - Algorithm 1 (SPEC §4) applied to a model: the expert order by
+/* align.h - Algorithm 1 applied to a model: the expert order by
  * linear assignment on a cost matrix (cost_matrix.h), weight matching inside
  * matched pairs (weight_matching.h), and B re-expressed in A's basis with
  * both (same function as B). */

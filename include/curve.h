@@ -1,4 +1,4 @@
-/* curve.h - loss curves and their barriers (SPEC §5), computed the plain way
+/* curve.h - loss curves and their barriers, computed the plain way
  * (curve.c: the whole model interpolated and evaluated at each t).
  *
  * Legend: T interpolation points, t_m = m/(T-1). Curves go from A (t=0) to the
@@ -26,7 +26,7 @@ typedef struct {
 
 void ls_curve_free(ls_curve *c);
 void ls_curve_copy(ls_curve *dst, const ls_curve *src);
-/* Fill barrier, acc_barrier and auc from loss/acc (SPEC §5 formulas). */
+/* Fill barrier, acc_barrier and auc from loss/acc (the formulas in the header above). */
 void ls_curve_stats(ls_curve *c);
 double ls_t(int m, int T); /* m/(T-1) */
 

@@ -1,4 +1,4 @@
-/* diagnose.h - why an alignment fails, in numbers (SPEC §9, issue 7).
+/* diagnose.h - why an alignment fails, in numbers.
  *
  * Per checkpoint: the genericity conditions of the symmetry theorems (distinct
  * experts, pairwise distinct gate differences, for top-k: k >= 2, n - 1 <= d and

@@ -1,4 +1,4 @@
-/* landscape.h - the landscape of all expert orders (SPEC §5): for every order,
+/* landscape.h - the landscape of all expert orders: for every order,
  * the curve from A to B aligned with it, its barrier, ranks and L-hat.
  * Curves themselves (ls_curve, curve_compute) are in curve.h.
  *
@@ -86,13 +86,13 @@ typedef struct landscape {
     double secs_ranks, secs_total; /* wall time to the ranks and to the end */
 } landscape;
 
-/* Everything of SPEC §5 for the pair (A, B). Partial progress goes through
+/* Every order's curve, barrier and rank for the pair (A, B). Partial progress goes through
  * o->progress; a cancel returns -1 with "cancelled" in err. */
 int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
                       const ls_opts *o, landscape *L, ms_err *err);
 void landscape_free(landscape *L);
 
-/* JSON (SPEC §6 keys exactly) and CSV reports, written atomically. */
+/* JSON (the documented keys exactly) and CSV reports, written atomically. */
 int landscape_write_json(const landscape *L, const char *a_path, const char *b_path,
                          const char *e_path, const char *layer, const char *path, ms_err *err);
 int landscape_write_csv(const landscape *L, const char *path, ms_err *err);

@@ -1,6 +1,6 @@
 /* model.h - one MoE layer (plus the optional frozen head).
  *
- * Dimension legend (SPEC §2):
+ * Dimension legend:
  *   n  experts            d  model width         h  expert hidden width
  *   k  top-k              s  shared experts      C  head outputs (classes)
  *   N  evaluation samples

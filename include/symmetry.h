@@ -1,4 +1,4 @@
-/* symmetry.h - the actions of SPEC §3: they change parameters, never the function. */
+/* symmetry.h - the symmetry actions of an MoE layer: they change parameters, never the function. */
 #ifndef MS_SYMMETRY_H
 #define MS_SYMMETRY_H
 
@@ -46,7 +46,7 @@ int moe_order_in_group(const moe_config *c, const int *pi);
  * Precisely, from rng_seed(seed), in this order:
  *   1. pi = rng_permutation(n); moe_permute_experts(m, pi): slot i of the
  *      result holds the ORIGINAL expert pi[i] (the order as APPLIED, the same
- *      convention as moe_permute_experts and SPEC §3);
+ *      convention as moe_permute_experts);
  *   2. for each slot i = 0..n-1 a hidden permutation rng_permutation(h);
  *   3. if s > 0: shared order sp = rng_permutation(s) applied the same way,
  *      then a hidden permutation per shared slot;

@@ -1,4 +1,4 @@
-/* train.h - the trainer behind `moescope train` (SPEC §7) and sample-checkpoints/.
+/* train.h - the trainer behind `moescope train` and sample-checkpoints/.
  *
  * The model is the one of model.h: frozen features x (d) -> block z = [x +] D(x)
  * -> LayerNorm -> linear head -> softmax cross-entropy. The block is either a

@@ -9,7 +9,7 @@ targets of issue 4 (endpoints >= 90%, naive >= 3x full, worst >= 2x best).
 
 Engines: `native` runs `$MOESCOPE landscape --json` (the default when the
 binary has the command); `numpy` uses tests/oracle.py (forward + align) and
-does the interpolation itself (SPEC §5: T = 25 points, loss barrier Eq. 1);
+does the interpolation itself (T = 25 points; the barrier is the largest rise of the loss above the chord);
 `both` runs the two and reports how far apart they are.
 
 usage: measure.py [--engine native|numpy|both] [--update-readme] [variant ...]

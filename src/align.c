@@ -1,7 +1,7 @@
-/* align.c - Algorithm 1 (SPEC §4) applied to a model: B re-expressed in A's
+/* align.c - Algorithm 1 applied to a model: B re-expressed in A's
  * basis. Step 1 picks the expert order pi by a linear assignment on a cost
  * matrix; step 2 weight-matches the hidden units of each slot. Both steps are
- * symmetries (SPEC §3), so the result computes the same function as B. */
+ * symmetries, so the result computes the same function as B. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -51,6 +51,24 @@ static int stream_close(void *cookie) {
     return s->err ? -1 : 0;
 }
 
+/* A FILE writing to fd through the stream callbacks above, its cookie in
+ * *cookie; NULL (errno set, fd left open, nothing allocated) on failure. */
+static FILE *stream_open(int fd, af_stream **cookie) {
+    af_stream *s = ms_calloc(1, sizeof *s);
+    s->fd = fd;
+    cookie_io_functions_t io = {.read = NULL, .write = stream_write, .seek = NULL,
+                                .close = stream_close};
+    FILE *fp = fopencookie(s, "wb", io);
+    if (!fp) {
+        int e = errno;
+        free(s);
+        errno = e;
+        s = NULL;
+    }
+    *cookie = s;
+    return fp;
+}
+
 /* The process umask without changing it (umask(2) is a read-modify-write that
  * would race with other threads creating files): Linux shows it in /proc. */
 static mode_t current_umask(void) {
@@ -114,15 +132,11 @@ static int open_direct(atomic_file *af, const char *path, int desc, ms_err *err)
         close(fd);
         return ms_fail(err, "%s: changed while being opened; not written", path);
     }
-    af_stream *s = ms_calloc(1, sizeof *s);
-    s->fd = fd;
-    cookie_io_functions_t io = {.read = NULL, .write = stream_write, .seek = NULL,
-                                .close = stream_close};
-    af->fp = fopencookie(s, "wb", io);
+    af_stream *s;
+    af->fp = stream_open(fd, &s);
     if (!af->fp) {
         int e = errno;
         close(fd);
-        free(s);
         return ms_fail(err, "%s: %s", path, strerror(e));
     }
     af->path = ms_strdup(path);
@@ -181,17 +195,13 @@ int af_open(atomic_file *af, const char *path, ms_err *err) {
     // mkstemp creates 0600: keep an existing file's permissions, else 0644 minus the umask
     mode_t mode = exists && S_ISREG(st.st_mode) ? (st.st_mode & 07777) : (0644 & ~current_umask());
     (void)fchmod(fd, mode); // not fatal: the file is still written
-    af_stream *s = ms_calloc(1, sizeof *s);
-    s->fd = fd;
-    cookie_io_functions_t io = {.read = NULL, .write = stream_write, .seek = NULL,
-                                .close = stream_close};
-    af->fp = fopencookie(s, "wb", io);
+    af_stream *s;
+    af->fp = stream_open(fd, &s);
     if (!af->fp) {
         int e = errno;
         close(fd);
         unlink(tmp);
         free(tmp);
-        free(s);
         return ms_fail(err, "%s: %s", path, strerror(e));
     }
     af->path = ms_strdup(path);

@@ -1,5 +1,5 @@
 /* cmd_align.c - `moescope align A B -o OUT`: write B re-expressed in A's basis
- * (Algorithm 1, SPEC §4). The result computes the same function as B. */
+ * (Algorithm 1). The result computes the same function as B. */
 #include <getopt.h>
 
 #include "align.h"

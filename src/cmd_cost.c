@@ -1,6 +1,6 @@
 /* cmd_cost.c - `moescope cost A B`: the n*n expert cost matrix and its
  * assignment. Both methods (gate, expert) are always computed; the chosen one's
- * matrix is printed, with both orders, totals and margins (SPEC §4, §9). */
+ * matrix is printed, with both orders, totals and margins. */
 #include <cJSON.h>
 #include <getopt.h>
 #include <stdlib.h>

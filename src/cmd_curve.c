@@ -1,5 +1,5 @@
 /* cmd_curve.c - `moescope curve A B --eval E`: the loss and accuracy along the
- * straight line from A to the aligned B (SPEC §5) for the naive alignment,
+ * straight line from A to the aligned B for the naive alignment,
  * skip-order, the chosen alignment and any orders asked for. */
 #include <getopt.h>
 #include <math.h>

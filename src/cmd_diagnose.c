@@ -1,5 +1,5 @@
 /* cmd_diagnose.c - `moescope diagnose A B --eval E [--json F]`: the findings of
- * SPEC §9 for a pair of checkpoints, each number with its verdict in words. */
+ * diagnostics for a pair of checkpoints, each number with its verdict in words. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +15,7 @@ static const char *USAGE =
 
 static void help(void) {
     printf("usage: %s\n\n"
-           "Why an alignment of B to A may fail, in numbers (SPEC §9):\n"
+           "Why an alignment of B to A may fail, in numbers:\n"
            "  - per checkpoint, the conditions of the symmetry theorems: experts pairwise\n"
            "    distinct (parameters up to hidden permutations; outputs on the evaluation\n"
            "    inputs), gate rows and gate differences W_i - W_j pairwise distinct, and for\n"

@@ -5,7 +5,7 @@
  * statistics: "loss" is the mean over N*d of D(x)^2 (the squared layer
  * output, residual excluded) and "accuracy" is null.
  *
- * Options beyond the SPEC, for tests and benchmarks:
+ * Options for tests and benchmarks:
  *   --dump-outputs F  write F (safetensors): `outputs` (N,d) the block output z,
  *                     `gates` (N,n), and `logits` (N,C) when there is a head;
  *   --repeat R        run the evaluation R times and report the evaluation time

@@ -171,7 +171,7 @@ int cmd_info(int argc, char **argv) {
         cJSON_Delete(root);
         return cli_error("%s", err.msg);
     }
-    // genericity diagnostics (SPEC §9), printed and, with --json, kept for the JSON
+    // genericity diagnostics, printed and, with --json, kept for the JSON
     diag_info_print(stdout, &m, root);
     if (warning) fprintf(stderr, "moescope: warning: %s\n", warning);
 

@@ -1,6 +1,6 @@
 /* cmd_landscape.c - `moescope landscape A B --eval E`: every expert order with
  * Step 2 applied, its barrier, the ranks of the two methods' orders and L-hat
- * (SPEC §5), as a summary table, JSON, CSV and a PNG plot. */
+ * as a summary table, JSON, CSV and a PNG plot. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>

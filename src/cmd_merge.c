@@ -1,4 +1,4 @@
-/* cmd_merge.c - `moescope merge A B --alpha a -o OUT`: align B to A (SPEC §4),
+/* cmd_merge.c - `moescope merge A B --alpha a -o OUT`: align B to A,
  * then interpolate every parameter, (1-a) A + a B' (a model soup; a is the
  * weight of B). */
 #include <getopt.h>
@@ -167,7 +167,7 @@ int cmd_merge(int argc, char **argv) {
     int same_head = moe_heads_equal(A, &a.B);
     if (!same_head)
         fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them "
-                        "too (SPEC expects a frozen, shared head)\n", pa, pb);
+                        "too (the setting assumes a frozen, shared head)\n", pa, pb);
     // M starts as A (architecture, A's metadata), then takes the interpolation
     moe_clone(&M, A);
     moe_interpolate(&M, A, &Bp, alpha);

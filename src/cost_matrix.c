@@ -1,4 +1,4 @@
-/* cost_matrix.c - the data-free expert costs of Algorithm 1 step 1 (SPEC §4).
+/* cost_matrix.c - the data-free expert costs of Algorithm 1 step 1.
  *
  * gate:   C_ij = sqrt(|Wbar^A_i - Wbar^B_j|^2 + (bbar^A_i - bbar^B_j)^2
  *                   [+ (e^A_i - e^B_j)^2]), the gate rows centred over the

@@ -1,4 +1,4 @@
-/* curve.c - the plain, obviously-correct curve (SPEC §5): for each t the
+/* curve.c - the plain, obviously-correct curve: for each t the
  * whole model is interpolated and evaluated. It is the reference the fast
  * landscape (landscape.c) is checked against, and what `moescope curve` and
  * the TUI's selected-order curve use. */

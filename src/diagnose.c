@@ -1,5 +1,5 @@
 /* diagnose.c - the genericity conditions, assignment margins, slot residuals,
- * routing load and the rest of SPEC §9, as numbers with a verdict in words.
+ * routing load and the rest of the diagnostics, as numbers with a verdict in words.
  * See diagnose.h for the exact definitions of every number. */
 #include "diagnose.h"
 #include "symmetry.h"
@@ -710,7 +710,7 @@ void diag_info_print(FILE *fp, const moe_model *m, cJSON *json) {
     dg_list l = {0};
     diag_ckpt s;
     ms_err err;
-    fprintf(fp, "genericity  (SPEC §9; 'moescope diagnose A B --eval E' for a pair)\n");
+    fprintf(fp, "genericity  (the theorems' conditions for this checkpoint)\n");
     if (diag_checkpoint(m, NULL, "", &s, &l, &err)) {
         fprintf(fp, "  cannot compute the diagnostics: %s\n", err.msg);
     } else {

@@ -1,4 +1,4 @@
-/* evaluator.c - the MoE forward pass (SPEC §2) and the loss over an
+/* evaluator.c - the MoE forward pass and the loss over an
  * evaluation set.
  *
  * Batched: samples go through in chunks of MOE_CHUNK rows so the workspace

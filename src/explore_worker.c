@@ -184,7 +184,7 @@ static void front_status(explore_worker *g, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* Ranks and L-hat of both methods from complete rows (SPEC §5). mu held. */
+/* Ranks and L-hat of both methods from complete rows. mu held. */
 static void pub_ranks(explore_worker *g) {
     explore_snapshot *p = &g->pub;
     p->rank[0] = p->rank[1] = 0;

@@ -1,5 +1,5 @@
 /* model.c - one MoE layer: allocation (one block, pointers carved, llm.c
- * style), loading and saving as safetensors (SPEC §6), compatibility checks,
+ * style), loading and saving as safetensors, compatibility checks,
  * interpolation and metadata. */
 #include "model.h"
 
@@ -502,6 +502,78 @@ static int native_router_read(const st_file *f, const char *layer, moe_model *m,
     return 0;
 }
 
+/* The moescope.* metadata of a native file: router, top_k, activation,
+ * residual (defaults: dense, 2, relu, 1). */
+static int native_base_meta(const st_file *f, moe_config *c, ms_err *err) {
+    const char *path = f->path;
+    c->router = ROUTER_DENSE;
+    c->k = 2;
+    c->act = ACT_RELU;
+    c->residual = 1;
+    const char *v;
+    if ((v = st_meta(f, "moescope.router"))) {
+        if (!strcmp(v, "dense")) c->router = ROUTER_DENSE;
+        else if (!strcmp(v, "topk")) c->router = ROUTER_TOPK;
+        else
+            return ms_fail(err, "%s: unknown router '%s' in metadata moescope.router (expected "
+                                "dense or topk)",
+                           path, v);
+    }
+    if ((v = st_meta(f, "moescope.top_k"))) {
+        long k;
+        if (parse_int(v, 1, 1 << 20, &k))
+            return ms_fail(err, "%s: metadata moescope.top_k = '%s' is not a positive integer",
+                           path, v);
+        c->k = (int)k;
+    }
+    if (c->router == ROUTER_TOPK && (c->k < 1 || c->k > c->n))
+        return ms_fail(err, "%s: metadata moescope.top_k = %d must be in 1..n = %d", path, c->k,
+                       c->n);
+    if (c->router == ROUTER_DENSE && c->k > c->n) c->k = c->n; /* meaningless for dense; keep it sane */
+    if ((v = st_meta(f, "moescope.activation"))) {
+        if (!strcmp(v, "relu")) c->act = ACT_RELU;
+        else if (!strcmp(v, "gelu")) c->act = ACT_GELU;
+        else if (!strcmp(v, "silu_glu")) c->act = ACT_SILU_GLU;
+        else if (!strcmp(v, "gpt_oss_swiglu")) c->act = ACT_GPT_OSS;
+        else
+            return ms_fail(err, "%s: unknown activation '%s' in metadata moescope.activation "
+                                "(expected relu, gelu, silu_glu or gpt_oss_swiglu)",
+                           path, v);
+    }
+    if ((v = st_meta(f, "moescope.residual"))) {
+        if (!strcmp(v, "1")) c->residual = 1;
+        else if (!strcmp(v, "0")) c->residual = 0;
+        else
+            return ms_fail(err, "%s: metadata moescope.residual = '%s' must be 1 or 0", path, v);
+    }
+
+    return 0;
+}
+
+/* The optional head: C and whether LayerNorm is there (shapes checked). */
+static int native_head_shape(const st_file *f, moe_config *c, ms_err *err) {
+    const char *path = f->path;
+    const st_tensor *ho = st_find(f, "head.out.weight");
+    if (ho) {
+        int64_t C, dh;
+        if (shape2(f, "head.out.weight", &C, &dh, err)) return -1;
+        if (dh != c->d)
+            return ms_fail(err, "%s: tensor 'head.out.weight' has shape [%lld, %lld] but the layer "
+                                "has d = %d",
+                           path, (long long)C, (long long)dh, c->d);
+        if (C < 1 || C > (1 << 20))
+            return ms_fail(err, "%s: tensor 'head.out.weight' has an unusable shape [%lld, %lld]",
+                           path, (long long)C, (long long)dh);
+        c->C = (int)C;
+        c->has_head = 1;
+        c->has_norm = st_find(f, "head.norm.weight") != NULL;
+    } else if (st_find(f, "head.norm.weight") || st_find(f, "head.out.bias")) {
+        return ms_fail(err, "%s: the file has head tensors but no 'head.out.weight'", path);
+    }
+
+    return 0;
+}
+
 static int load_from(moe_model *m, const st_file *f, const char *layer, ms_err *err) {
     const char *path = f->path;
     char name[512];
@@ -550,68 +622,10 @@ static int load_from(moe_model *m, const st_file *f, const char *layer, ms_err *
                        path, layer, c.n, found, layer, found - 1, layer, found);
     c.s = count_experts(f, layer, "shared");
 
-    // metadata
-    c.router = ROUTER_DENSE;
-    c.k = 2;
-    c.act = ACT_RELU;
-    c.residual = 1;
-    const char *v;
-    if ((v = st_meta(f, "moescope.router"))) {
-        if (!strcmp(v, "dense")) c.router = ROUTER_DENSE;
-        else if (!strcmp(v, "topk")) c.router = ROUTER_TOPK;
-        else
-            return ms_fail(err, "%s: unknown router '%s' in metadata moescope.router (expected "
-                                "dense or topk)",
-                           path, v);
-    }
-    if ((v = st_meta(f, "moescope.top_k"))) {
-        long k;
-        if (parse_int(v, 1, 1 << 20, &k))
-            return ms_fail(err, "%s: metadata moescope.top_k = '%s' is not a positive integer",
-                           path, v);
-        c.k = (int)k;
-    }
-    if (c.router == ROUTER_TOPK && (c.k < 1 || c.k > c.n))
-        return ms_fail(err, "%s: metadata moescope.top_k = %d must be in 1..n = %d", path, c.k,
-                       c.n);
-    if (c.router == ROUTER_DENSE && c.k > c.n) c.k = c.n; /* meaningless for dense; keep it sane */
-    if ((v = st_meta(f, "moescope.activation"))) {
-        if (!strcmp(v, "relu")) c.act = ACT_RELU;
-        else if (!strcmp(v, "gelu")) c.act = ACT_GELU;
-        else if (!strcmp(v, "silu_glu")) c.act = ACT_SILU_GLU;
-        else if (!strcmp(v, "gpt_oss_swiglu")) c.act = ACT_GPT_OSS;
-        else
-            return ms_fail(err, "%s: unknown activation '%s' in metadata moescope.activation "
-                                "(expected relu, gelu, silu_glu or gpt_oss_swiglu)",
-                           path, v);
-    }
-    if ((v = st_meta(f, "moescope.residual"))) {
-        if (!strcmp(v, "1")) c.residual = 1;
-        else if (!strcmp(v, "0")) c.residual = 0;
-        else
-            return ms_fail(err, "%s: metadata moescope.residual = '%s' must be 1 or 0", path, v);
-    }
-
+    if (native_base_meta(f, &c, err)) return -1;
     if (native_router_meta(f, &c, err) || native_router_tensors(f, layer, &c, err)) return -1;
 
-    // the optional head
-    const st_tensor *ho = st_find(f, "head.out.weight");
-    if (ho) {
-        int64_t C, dh;
-        if (shape2(f, "head.out.weight", &C, &dh, err)) return -1;
-        if (dh != c.d)
-            return ms_fail(err, "%s: tensor 'head.out.weight' has shape [%lld, %lld] but the layer "
-                                "has d = %d",
-                           path, (long long)C, (long long)dh, c.d);
-        if (C < 1 || C > (1 << 20))
-            return ms_fail(err, "%s: tensor 'head.out.weight' has an unusable shape [%lld, %lld]",
-                           path, (long long)C, (long long)dh);
-        c.C = (int)C;
-        c.has_head = 1;
-        c.has_norm = st_find(f, "head.norm.weight") != NULL;
-    } else if (st_find(f, "head.norm.weight") || st_find(f, "head.out.bias")) {
-        return ms_fail(err, "%s: the file has head tensors but no 'head.out.weight'", path);
-    }
+    if (native_head_shape(f, &c, err)) return -1;
 
     // all shapes first, so the allocation below is no larger than the file's data
     moe_config sc = moe_shared_config(&c);

@@ -1,4 +1,4 @@
-/* report.c - the landscape as JSON (SPEC §6 keys, cJSON) and CSV, and curves
+/* report.c - the landscape as JSON (the documented keys, cJSON) and CSV, and curves
  * as CSV. Every file is written atomically (atomic_file.h); non-finite
  * numbers become JSON null (CSV: "nan"). */
 #include <cJSON.h>

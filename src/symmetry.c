@@ -1,4 +1,4 @@
-/* symmetry.c - the actions of SPEC §3. Each one changes the parameters and
+/* symmetry.c - the symmetry actions of an MoE layer. Each one changes the parameters and
  * leaves the function D(x) unchanged (up to float rounding). */
 #include "symmetry.h"
 

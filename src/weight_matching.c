@@ -1,4 +1,4 @@
-/* weight_matching.c - Algorithm 1 step 2 (SPEC §4): align the hidden units of
+/* weight_matching.c - Algorithm 1 step 2: align the hidden units of
  * a matched pair of experts (Git Re-Basin weight matching; one assignment is
  * exact for a one-hidden-layer expert).
  *

@@ -1,6 +1,6 @@
 """tests/oracle.py - the shared numpy oracle for moescope (float64, pure numpy).
 
-Written straight from SPEC §2 and §6, independently of the C code, so tests can
+Written straight from the README's formulas, independently of the C code, so tests can
 compare the two. Other test modules add their own oracle functions here.
 
     read_safetensors(path)               -> (tensors: dict name -> ndarray, metadata: dict)
@@ -14,7 +14,7 @@ compare the two. Other test modules add their own oracle functions here.
     head(layer, Z)                       -> logits (N, C)
     eval(layer, evalset)                 -> {"loss", "accuracy", "load_mean", "load_frac"}
 
-Conventions (match the SPEC and the C evaluator):
+Conventions (match the README and the C evaluator):
   * top-k: the k largest scores, ties to the smaller index; softmax over them;
   * GELU is the exact erf form 0.5 x (1 + erf(x / sqrt 2));
   * LayerNorm: biased variance, eps = 1e-5;
@@ -262,9 +262,9 @@ def eval(L, ev):  # noqa: A001 - the name the tests use
     return out
 
 
-# ---------------------------------------------------------------- alignment (SPEC §3, §4)
+# ---------------------------------------------------------------- alignment
 # Added by the alignment helper: gate_cost, expert_cost, wm_similarity,
-# permute_expert, align. Plain numpy/scipy in float64, written from the SPEC.
+# permute_expert, align. Plain numpy/scipy in float64, written from the README.
 
 def gate_cost(A, B, center=True):
     """C (n, n): C[i, j] = |[W|b]bar^A_i - [W|b]bar^B_j|, rows centred over experts."""
@@ -362,7 +362,7 @@ def align(A, B, method="expert", center=True, order_stage=True, wm_stage=True, o
             "shared_order": np.asarray(sorder), "shared_perms": sperms, "layer": out}
 
 
-# ---------------------------------------------------------------- diagnostics (SPEC §9)
+# ---------------------------------------------------------------- diagnostics
 # Added by the diagnostics helper: diag_expert_dist, diag_output_dist, diag_gate,
 # diag_topk_sigma, diag_routing, diag_margin, diag_slot_residuals. float64, from
 # the definitions in include/diagnose.h.
@@ -468,9 +468,9 @@ def diag_slot_residuals(A, B, order):
     return np.array(res), np.array(rel)
 
 
-# ---------------------------------------------------------------- curves and landscapes (SPEC §5)
+# ---------------------------------------------------------------- curves and landscapes
 # Added by the landscape helper: interpolate, curve, curve_stats, landscape.
-# Plain float64 numpy written from the SPEC: every order is aligned with
+# Plain float64 numpy written from the README: every order is aligned with
 # align(order=pi) and evaluated point by point, with no sharing of work.
 
 def _lerp_tree(a, b, t):
@@ -507,7 +507,7 @@ def _loss_acc(L, ev, Z):
 
 
 def curve_stats(loss, acc=None):
-    """(barrier, acc_barrier, auc) of SPEC §5 for a curve over t_m = m/(T-1)."""
+    """(barrier, acc_barrier, auc) of the README's formulas for a curve over t_m = m/(T-1)."""
     loss = np.asarray(loss, dtype=np.float64)
     T = len(loss)
     t = np.arange(T) / (T - 1)
@@ -620,7 +620,7 @@ def spearman(x, y):
 
 
 def landscape(A, B, ev, T=25, orders=None, wm=True, center=True):
-    """The landscape of SPEC §5. orders: list of orders to evaluate (default: all n!).
+    """The landscape of the README's formulas. orders: list of orders to evaluate (default: all n!).
     Returns dict rows [(order tuple, barrier, acc_barrier, auc)] sorted by
     (barrier, order), named curves naive/skip_order/gate/expert, and for the two
     methods rank and l_hat computed over the evaluated orders."""

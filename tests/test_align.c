@@ -1,4 +1,4 @@
-/* test_align.c - the alignment engine (SPEC §4) on random models built with
+/* test_align.c - the alignment engine on random models built with
  * moe_alloc: cost matrices against plain double-loop references, weight
  * matching against a plain S and a known hidden permutation, and the core
  * property: for B = scramble(A), align_models finds the inverse expert order

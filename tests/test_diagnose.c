@@ -1,5 +1,5 @@
 /* test_diagnose.c - constructed checkpoints that each break one condition of
- * SPEC §9 are flagged with the right finding; healthy ones flag nothing. The
+ * the README's formulas are flagged with the right finding; healthy ones flag nothing. The
  * numbers themselves are checked against numpy in tests/test_diagnose.py. */
 #include <math.h>
 #include <stdlib.h>

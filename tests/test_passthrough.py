@@ -1,6 +1,6 @@
 """tests/test_passthrough.py - scramble / align / merge keep the rest of the checkpoint.
 
-A checkpoint may hold several MoE layers (SPEC §6) and tensors moescope does not read.
+A checkpoint may hold several MoE layers and tensors moescope does not read.
 With --layer blocks.1.moe on a two-layer file (plus an F16 embedding, an I64 tensor, a
 BF16 and a U8 tensor, a scalar), every tensor outside the chosen layer and the head
 must come out byte-identical (same dtype, shape and bytes) -- from B for `align` and

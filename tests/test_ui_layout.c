@@ -897,7 +897,7 @@ static void test_worker(void) {
     CHECK(!v.busy && v.have_landscape && v.ndone == 24 && v.norders == 24, "landscape of 24 orders (%ld)", v.ndone);
     CHECK(v.have_naive && v.have_skip && v.have_current && v.have_methods && !v.failed, "curves and costs");
     CHECK(!memcmp(v.current_order, v.method_order[COST_EXPERT], sizeof(int) * 4), "current = expert order");
-    /* ranks from the rows (SPEC §5) */
+    /* ranks from the rows */
     double bsel = NAN;
     for (long k = 0; k < v.ndone; k++)
         if (!memcmp(v.rows[k].order, v.method_order[COST_EXPERT], sizeof(int) * 4)) bsel = v.rows[k].barrier;

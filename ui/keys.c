@@ -1,4 +1,4 @@
-/* keys.c - the key-binding table (SPEC §8 keys; these stay). */
+/* keys.c - the key-binding table (the documented keys stay). */
 #include "keys.h"
 
 #include <stddef.h>

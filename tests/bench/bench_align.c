@@ -1,4 +1,4 @@
-/* bench_align.c - align a random GPT-2-sized MoE layer (SPEC §10) and compare
+/* bench_align.c - align a random GPT-2-sized MoE layer and compare
  * the total time with the time of its GEMMs and assignments measured
  * separately in the same run; peak RSS against the size of the two layers.
  *

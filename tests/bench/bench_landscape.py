@@ -3,7 +3,7 @@ numpy landscape (tests/oracle.py: align each order, evaluate 25 points), on the
 sample checkpoints (or generated ones of the same shape when the samples are
 missing). numpy is timed on a few orders and extrapolated to all n! orders.
 
-SPEC §10 targets: 4-expert samples, all 24 orders x 25 points < 0.1 s;
+the README's formulas targets: 4-expert samples, all 24 orders x 25 points < 0.1 s;
 8-expert sample, exact ranks of both chosen orders < 5 s, all 40320 < 60 s
 (2 cores). The targets apply to the landscape's own computation ("landscape"
 below: secs_total, the time from landscape_compute's start to its last row,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench_tui.sh - key-to-redraw latency of the TUI while the worker computes the
-# 8-expert landscape (SPEC §10: a key answered within 50 ms). The binary logs,
+# 8-expert landscape (the README's formulas: a key answered within 50 ms). The binary logs,
 # for each key, the milliseconds from reading it to the refreshed screen
 # (MOESCOPE_TUI_BENCH); keys are sent through tmux while the landscape runs.
 set -u
