@@ -75,6 +75,14 @@ void moe_scramble(moe_model *m, uint64_t seed, double translate, int *order_out)
  * scramble of A. */
 uint64_t moe_fingerprint(const moe_model *m);
 
+/* An expert order as moescope prints it everywhere, "2 0 3 1": into buf (cap
+ * bytes, always terminated, cut after the last whole number that fits);
+ * returns the length the whole string needs, as snprintf. 12 n + 1 bytes
+ * always suffice. */
+size_t moe_order_format(char *buf, size_t cap, const int *p, int n);
+/* The same, allocated (the caller frees). */
+char *moe_order_string(const int *p, int n);
+
 /* Does B carry a scramble record of A (moescope.scramble.source equal to A's
  * fingerprint, and a valid moescope.scramble.order pi)? Returns 0 when not;
  * otherwise 1 if order (the expert order an alignment of B to A found) is

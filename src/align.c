@@ -45,16 +45,6 @@ static int check_perm(const int *p, int n, ms_err *err) {
     return ok ? 0 : ms_fail(err, "the given expert order is not a permutation of 0..%d", n - 1);
 }
 
-/* "2 0 3 1" into buf (n ints, each up to 11 chars). */
-static char *order_string(const int *p, int n) {
-    size_t cap = (size_t)n * 12 + 1, len = 0;
-    char *s = ms_malloc(cap);
-    s[0] = '\0';
-    for (int i = 0; i < n; i++)
-        len += (size_t)snprintf(s + len, cap - len, "%s%d", i ? " " : "", p[i]);
-    return s;
-}
-
 /* Order of ns experts by lap_solve on an (ns,ns) cost. */
 static int order_by_cost(const double *C, int ns, int *order, double *total, ms_err *err) {
     if (lap_solve(C, ns, ns, 0, order, total, err)) return ms_prefix(err, "expert order");
@@ -98,7 +88,7 @@ static void record_meta(moe_model *out, const moe_model *A, const align_opts *o,
     int n = out->cfg.n;
     const char *method = o->order ? "given" : o->order_stage ? cost_method_name(o->method)
                                                              : "identity";
-    char *ord = order_string(res->order, n);
+    char *ord = moe_order_string(res->order, n);
     char num[64];
     moe_meta_set(out, "moescope.align.method", method);
     moe_meta_set(out, "moescope.align.order", ord);
@@ -108,7 +98,7 @@ static void record_meta(moe_model *out, const moe_model *A, const align_opts *o,
     moe_meta_set(out, "moescope.align.cost_total", num);
     moe_meta_set(out, "moescope.align.reference", A->path ? A->path : "");
     if (out->cfg.s > 0) {
-        char *sord = order_string(res->shared_order, out->cfg.s);
+        char *sord = moe_order_string(res->shared_order, out->cfg.s);
         moe_meta_set(out, "moescope.align.shared_order", sord);
         free(sord);
     }

@@ -11,6 +11,7 @@
 #include "family.h"
 #include "ms_limits.h"
 #include "provenance.h"
+#include "symmetry.h"
 
 int cli_usage_error(const char *usage, const char *fmt, ...) {
     va_list ap;
@@ -222,8 +223,9 @@ void cli_align_args_free(cli_align_args *a) {
 
 void cli_print_order(const cli_align_args *a, const align_result *res, int n) {
     const align_opts *ao = &a->ao;
-    printf("order");
-    for (int i = 0; i < n; i++) printf(" %d", res->order[i]);
+    char *os = moe_order_string(res->order, n);
+    printf("order %s", os);
+    free(os);
     if (a->order_str)
         printf("   (given)\n");
     else if (!ao->order_stage)

@@ -1,6 +1,7 @@
 /* cmd_align.c - `moescope align A B -o OUT`: write B re-expressed in A's basis
  * (Algorithm 1). The result computes the same function as B. */
 #include <getopt.h>
+#include <stdlib.h>
 
 #include "align.h"
 #include "cli.h"
@@ -87,9 +88,9 @@ int cmd_align(int argc, char **argv) {
     } else {
         cli_print_order(&a, &res, A->cfg.n);
         if (A->cfg.s > 0) {
-            printf("shared order");
-            for (int j = 0; j < A->cfg.s; j++) printf(" %d", res.shared_order[j]);
-            printf("\n");
+            char *so = moe_order_string(res.shared_order, A->cfg.s);
+            printf("shared order %s\n", so);
+            free(so);
         }
         printf("weight matching %s\n", ao->wm_stage ? "on" : "off");
         explain_result(A, &a.B, &out, res.order);

@@ -67,8 +67,9 @@ static void method_free(method_result *r) {
 }
 
 static void print_order_line(const char *name, const method_result *r, int n, int chosen) {
-    printf("%-16s order", name);
-    for (int i = 0; i < n; i++) printf(" %d", r->order[i]);
+    char *os = moe_order_string(r->order, n);
+    printf("%-16s order %s", name, os);
+    free(os);
     printf("   total %.6g", r->total);
     if (r->has_second)
         printf("   second best %.6g   margin %.6g", r->second, r->second - r->total);

@@ -13,6 +13,7 @@
 #include "provenance.h"
 #include "landscape.h"
 #include "plot_png.h"
+#include "symmetry.h"
 
 static const char *USAGE =
     "moescope curve A.safetensors B.safetensors --eval E [--order 2,0,3,1]... [--points 25] "
@@ -39,13 +40,6 @@ static void help(void) {
            "  -l, --layer L     layer prefix (default moe)\n"
            "  -h, --help        this help\n",
            USAGE, MAX_ORDERS);
-}
-
-static void order_str(const int *p, int n, char *buf, size_t cap) {
-    size_t len = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < n && len < cap; i++)
-        len += (size_t)snprintf(buf + len, cap - len, "%s%d", i ? " " : "", p[i]);
 }
 
 static void print_num(double v, const char *fmt) {
@@ -104,7 +98,7 @@ static void curves_print(const ls_curve *curves, char names[][48], int ncurves, 
            "acc_barrier", "loss_auc");
     for (int k = 0; k < ncurves; k++) {
         char buf[LS_MAX_N * 4 + 1];
-        order_str(curves[k].order, n, buf, sizeof buf);
+        moe_order_format(buf, sizeof buf, curves[k].order, n);
         printf("%-12s %-*s", names[k], n * 3 > 12 ? n * 3 : 12, buf);
         print_num(curves[k].barrier, " %12.9f");
         print_num(curves[k].acc_barrier, " %12.9f");
@@ -145,7 +139,7 @@ static int curves_png(const ls_curve *curves, char names[][48], int ncurves, int
     memset(s, 0, sizeof s);
     for (int k = 0; k < ncurves; k++) {
         char ob[LS_MAX_N * 4 + 1];
-        order_str(curves[k].order, n, ob, sizeof ob);
+        moe_order_format(ob, sizeof ob, curves[k].order, n);
         snprintf(labels[k], sizeof labels[k], "%s [%s] barrier %.3g",
                  k == 0 ? "naive" : k == 1 ? "skip-order" : names[k], ob, curves[k].barrier);
         s[k].label = labels[k];

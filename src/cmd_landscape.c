@@ -12,6 +12,7 @@
 #include "landscape.h"
 #include "plot_png.h"
 #include "rank.h"
+#include "symmetry.h"
 
 static const char *USAGE =
     "moescope landscape A.safetensors B.safetensors --eval E [--points 25] [--json F] [--csv F] "
@@ -51,9 +52,8 @@ static void on_progress(void *ctx, long done, long total) {
 }
 
 static void print_order(const int *p, int n) {
-    char buf[LS_MAX_N * 4 + 1];
-    size_t len = 0;
-    for (int i = 0; i < n; i++) len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%d", i ? " " : "", p[i]);
+    char buf[LS_MAX_N * 12 + 1];
+    moe_order_format(buf, sizeof buf, p, n);
     printf("%-*s", n * 3 > 12 ? n * 3 : 12, buf);
 }
 

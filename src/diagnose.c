@@ -18,6 +18,7 @@
 #include "provenance.h"
 #include "lap.h"
 #include "moe_kernels.h"
+#include "symmetry.h"
 #include "weight_matching.h"
 
 static cJSON *json_ckpt(const diag_ckpt *s); /* below, with the JSON report */
@@ -82,17 +83,6 @@ static const char *of_who(const char *who, char *buf, size_t n) {
     if (who && who[0]) snprintf(buf, n, " of %s", who);
     else buf[0] = 0;
     return buf;
-}
-
-/* "2 0 3 1" */
-static void fmt_order(char *buf, size_t n, const int *o, int len) {
-    size_t used = 0;
-    buf[0] = 0;
-    for (int i = 0; i < len && used + 1 < n; i++) {
-        int w = snprintf(buf + used, n - used, "%s%d", i ? " " : "", o[i]);
-        if (w < 0) break;
-        used += (size_t)w;
-    }
 }
 
 /* "1, 3" (slots where a and b differ) */
@@ -814,7 +804,7 @@ static int pair_margins(const moe_model *A, const moe_model *B, const diag_opts 
         for (int q = 0; q < n * n; q++) mean += C[q] / ((double)n * n);
         r->cost_mean[m] = mean;
         char ord[200];
-        fmt_order(ord, sizeof ord, r->order[m], n);
+        moe_order_format(ord, sizeof ord, r->order[m], n);
         const char *mname = cost_method_name((cost_method)m);
         char code[32];
         snprintf(code, sizeof code, "margin_%s", mname);
@@ -829,7 +819,7 @@ static int pair_margins(const moe_model *A, const moe_model *B, const diag_opts 
         r->margin[m] = r->second[m] - r->total[m];
         r->margin_rel[m] = mean > 0 ? r->margin[m] / mean : 0;
         char ord2[200], slots[200];
-        fmt_order(ord2, sizeof ord2, r->second_order[m], n);
+        moe_order_format(ord2, sizeof ord2, r->second_order[m], n);
         fmt_diff_slots(slots, sizeof slots, r->order[m], r->second_order[m], n);
         if (r->margin_rel[m] < DG_MARGIN_TINY)
             dg_add(out, DG_WARN, code, "A,B", r->margin[m],
@@ -850,8 +840,8 @@ static int pair_margins(const moe_model *A, const moe_model *B, const diag_opts 
 static void pair_methods(diag_report *r, dg_list *out) {
     int n = r->n;
     char og[200], oe[200], slots[200];
-    fmt_order(og, sizeof og, r->order[COST_GATE], n);
-    fmt_order(oe, sizeof oe, r->order[COST_EXPERT], n);
+    moe_order_format(og, sizeof og, r->order[COST_GATE], n);
+    moe_order_format(oe, sizeof oe, r->order[COST_EXPERT], n);
     int nd = fmt_diff_slots(slots, sizeof slots, r->order[COST_GATE], r->order[COST_EXPERT], n);
     r->methods_agree = nd == 0;
     if (nd == 0)
@@ -931,8 +921,8 @@ static void pair_best_order(const evalset *E, const diag_opts *o, diag_report *r
     int n = r->n;
     if (r->have_landscape) {
         char oc[200], ob[200], slots[200];
-        fmt_order(oc, sizeof oc, r->order[o->method], n);
-        fmt_order(ob, sizeof ob, r->best_order, n);
+        moe_order_format(oc, sizeof oc, r->order[o->method], n);
+        moe_order_format(ob, sizeof ob, r->best_order, n);
         fmt_diff_slots(slots, sizeof slots, r->order[o->method], r->best_order, n);
         const char *mname = cost_method_name(o->method);
         if (r->rank == 1 && r->tied > 1)

@@ -164,13 +164,6 @@ static double aligned_barrier(const lesson *L, const moe_model *A, const moe_mod
     return bar;
 }
 
-static void order_text(const int *p, int n, char *buf, size_t size) {
-    size_t len = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < n && len < size; i++)
-        len += (size_t)snprintf(buf + len, size - len, i ? " %d" : "%d", p[i]);
-}
-
 static void say(lesson_step *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(lesson_step *s, const char *fmt, ...) {
     size_t len = strlen(s->text);
@@ -239,7 +232,7 @@ static int step_scramble(lesson *L, lesson_step *s, ms_err *err) {
     if (make_scramble(L, &S, pi, path, sizeof path, err)) return -1;
     double mx, rms;
     output_difference(&L->A, &S, &L->E, &mx, &rms);
-    order_text(pi, L->A.cfg.n, os, sizeof os);
+    moe_order_format(os, sizeof os, pi, L->A.cfg.n);
     say(s, "Take A and shuffle it: put A's expert pi[i] in slot i (pi = %s) with its gate row, "
            "permute the hidden units inside every expert, and add one common shift to all gate "
            "rows (softmax ignores it).\n",
@@ -281,7 +274,7 @@ static int step_recover(lesson *L, lesson_step *s, ms_err *err) {
             if (j == res.order[i]) on = v > on ? v : on;
             else off = v < off ? v : off;
         }
-    order_text(res.order, n, os, sizeof os);
+    moe_order_format(os, sizeof os, res.order, n);
     say(s, "The expert cost compares Gram matrices of each expert's weights, which no hidden "
            "permutation changes. Between A and S it is %.3g on the assigned cells and at least "
            "%.4g everywhere else: zeros on the permutation.\n",
@@ -353,8 +346,8 @@ static int step_centring(lesson *L, lesson_step *s, ms_err *err) {
         bc = NAN;
     moe_free(&T);
     if (isnan(bc)) return -1;
-    order_text(ou, n, su, sizeof su);
-    order_text(oc, n, sc, sizeof sc);
+    moe_order_format(su, sizeof su, ou, n);
+    moe_order_format(sc, sizeof sc, oc, n);
     say(s, "Scramble B and shift all its gate rows by a large common vector (%g times the rows' "
            "own size): softmax does not notice, the gate cost does.\n",
         CENTRE_SCALE);
@@ -395,7 +388,7 @@ static int step_skip_order(lesson *L, lesson_step *s, ms_err *err) {
     o.order_stage = 1;
     double full = isnan(skip) ? NAN : aligned_barrier(L, &L->A, &L->B, &o, order, err);
     if (isnan(full)) return -1;
-    order_text(order, n, os, sizeof os);
+    moe_order_format(os, sizeof os, order, n);
     say(s, "Back to A and B. Weight matching alone (identity expert order, hidden units matched "
            "inside each slot) takes the barrier from %.6g to %.6g.\n",
         naive, skip);

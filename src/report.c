@@ -11,6 +11,7 @@
 #include "landscape.h"
 #include "provenance.h"
 #include "rank.h"
+#include "symmetry.h"
 
 static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
@@ -163,8 +164,9 @@ int landscape_write_csv(const landscape *L, const char *path, ms_err *err) {
     for (long k = 0; k < L->ndone; k++) {
         const ls_row *r = &L->rows[k];
         fprintf(f, "%ld,", rk[k]);
-        for (int i = 0; i < L->n; i++) fprintf(f, "%s%d", i ? " " : "", r->order[i]);
-        fputc(',', f);
+        char ord[LS_MAX_N * 12 + 1];
+        moe_order_format(ord, sizeof ord, r->order, L->n);
+        fprintf(f, "%s,", ord);
         csv_num(f, r->barrier);
         fputc(',', f);
         csv_num(f, r->acc_barrier);

@@ -101,14 +101,23 @@ void moe_expert_permute_hidden(moe_expert *e, const moe_config *c, const int *P)
     free(tb);
 }
 
-/* "2 0 3 1" (caller frees) */
-static char *order_string(const int *p, int n) {
+size_t moe_order_format(char *buf, size_t cap, const int *p, int n) {
+    size_t len = 0;
+    if (cap) buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        char one[16];
+        int w = snprintf(one, sizeof one, i ? " %d" : "%d", p[i]);
+        if (len + (size_t)w < cap) memcpy(buf + len, one, (size_t)w + 1);
+        else if (len < cap) buf[len] = '\0'; // truncated at a whole number
+        len += (size_t)w;
+    }
+    return len;
+}
+
+char *moe_order_string(const int *p, int n) {
     size_t cap = (size_t)n * 12 + 1;
     char *s = ms_malloc(cap);
-    size_t len = 0;
-    s[0] = '\0';
-    for (int i = 0; i < n; i++)
-        len += (size_t)snprintf(s + len, cap - len, i ? " %d" : "%d", p[i]);
+    moe_order_format(s, cap, p, n);
     return s;
 }
 
@@ -169,7 +178,7 @@ void moe_scramble(moe_model *m, uint64_t seed, double translate, int *order_out)
             rng_permutation(&r, P, sc.h);
             moe_expert_permute_hidden(&m->shared[j], &sc, P);
         }
-        shared_str = order_string(sp, s);
+        shared_str = moe_order_string(sp, s);
         free(sp);
     }
     // 4. gate translation: translate times the scale of the gate rows (RMS of
@@ -192,7 +201,7 @@ void moe_scramble(moe_model *m, uint64_t seed, double translate, int *order_out)
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)seed);
     moe_meta_set(m, "moescope.scramble.seed", buf);
     moe_meta_set(m, "moescope.scramble.source", source);
-    char *os = order_string(pi, n);
+    char *os = moe_order_string(pi, n);
     moe_meta_set(m, "moescope.scramble.order", os);
     free(os);
     if (shared_str) {

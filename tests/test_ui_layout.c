@@ -1024,7 +1024,7 @@ static void test_units(void) {
               !order_matches(o, 4, "2 1") && !order_matches(o, 4, "2 0 3 1 0"),
           "order prefix filter");
     char buf[64];
-    order_format(o, 4, buf, sizeof buf);
+    moe_order_format(buf, sizeof buf, o, 4);
     CHECK(!strcmp(buf, "2 0 3 1"), "order format '%s'", buf);
     setenv("NO_COLOR", "1", 1);
     CHECK(theme_env_color(1) == 0, "NO_COLOR turns colour off");

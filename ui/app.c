@@ -13,6 +13,7 @@
 #include "help_view.h"
 #include "symmetry.h"
 #include "keys.h"
+#include "symmetry.h"
 
 void app_init(app_state *a, const ui_info *info, int T) {
     memset(a, 0, sizeof *a);
@@ -117,7 +118,7 @@ static void select_row(app_state *a, const explore_snapshot *v) {
     a->req.has_selected = 1;
     memcpy(a->req.selected, row->order, sizeof a->req.selected);
     char o[64];
-    order_format(row->order, v->n, o, sizeof o);
+    moe_order_format(o, sizeof o, row->order, v->n);
     app_message(a, 0, "plotting order %s", o);
 }
 

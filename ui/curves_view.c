@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "orders_view.h"
+#include "symmetry.h"
 
 typedef struct {
     int pw, ph;          /* plot size in cells */
@@ -153,7 +154,7 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int met
     char sel_name[80];
     if (v->have_selected) {
         char o[64];
-        order_format(v->selected.order, v->n, o, sizeof o);
+        moe_order_format(o, sizeof o, v->selected.order, v->n);
         snprintf(sel_name, sizeof sel_name, "order %s", o);
     }
     series S[4];

@@ -9,6 +9,7 @@
 #include "atomic_file.h"
 #include "orders_view.h"
 #include "plot_png.h"
+#include "symmetry.h"
 
 int export_curves_png(const explore_snapshot *v, int metric_acc, const char *path, ms_err *err) {
     int T = v->T;
@@ -32,7 +33,7 @@ int export_curves_png(const explore_snapshot *v, int metric_acc, const char *pat
     for (int i = 0; i < 4; i++) {
         if (!in[i].have) continue;
         char o[64];
-        order_format(in[i].c->order, v->n, o, sizeof o);
+        moe_order_format(o, sizeof o, in[i].c->order, v->n);
         double b = metric_acc ? in[i].c->acc_barrier : in[i].c->barrier;
         snprintf(names[ns], sizeof names[ns], "%s %s (%s %.4g)", in[i].name, o, metric_acc ? "acc. barrier" : "barrier", b);
         s[ns].label = names[ns];

@@ -1,5 +1,6 @@
 /* orders_view.c - see orders_view.h. */
 #include "orders_view.h"
+#include "symmetry.h"
 
 #include <limits.h>
 #include <math.h>
@@ -26,12 +27,6 @@ void orders_free(orders_state *s) {
 const char *orders_sort_name(int sort) {
     static const char *names[SORT_COUNT] = {"rank", "order", "acc.barrier", "AUC"};
     return sort >= 0 && sort < SORT_COUNT ? names[sort] : "?";
-}
-
-void order_format(const int *order, int n, char *buf, int cap) {
-    int k = 0;
-    buf[0] = 0;
-    for (int i = 0; i < n && k < cap - 4; i++) k += snprintf(buf + k, (size_t)(cap - k), i ? " %d" : "%d", order[i]);
 }
 
 int order_matches(const int *order, int n, const char *filter) {
@@ -273,7 +268,7 @@ void orders_render(grid *g, const ui_rect *r, orders_state *s, const explore_sna
         if (is_id) marks[3] = 'I';
         grid_text(g, r->x, y, 4, cur ? ROLE_CURSOR : ROLE_MARK, marks);
         char ord[64];
-        order_format(row->order, n, ord, sizeof ord);
+        moe_order_format(ord, sizeof ord, row->order, n);
         char rk[32]; // "  12=" when other orders tie with this one
         if (s->tied[ri] > 1 && s->rank[ri] < 10000) snprintf(rk, sizeof rk, "%4ld=", s->rank[ri]);
         else snprintf(rk, sizeof rk, "%5ld", s->rank[ri]);

@@ -48,8 +48,6 @@ const ls_row *orders_selected(const orders_state *s, const explore_snapshot *v);
 /* The list position drawn at screen row y of pane r, or -1. */
 long orders_pos_at(const orders_state *s, const ui_rect *r, int y);
 void orders_render(grid *g, const ui_rect *r, orders_state *s, const explore_snapshot *v);
-/* "2 0 3 1" */
-void order_format(const int *order, int n, char *buf, int cap);
 /* Does the order start with the experts in filter ("2 0", "2,0", and for
  * n <= 10 also "20": one digit per expert)? */
 int order_matches(const int *order, int n, const char *filter);
