@@ -15,7 +15,9 @@ seconds; both single-threaded):
   scipy:    linear_sum_assignment(C) in a fresh python process that loaded C
             from a .npy file (its own input checks included).
   moescope: `moescope lap F --time --repeat R`: lap_solve alone (validation
-            and solve, no file I/O); the solver thread's CPU time.
+            and solve, no file I/O); the solver thread's CPU time. For 'tall'
+            the file is read transposed (the solver's orientation), so the
+            transposition, which scipy does inside its call, is not timed here.
 The ratio is scipy CPU / moescope CPU (> 1: moescope faster); CPU time stays
 meaningful when other jobs share the cores; wall-clock is printed too.
 Totals must agree to 1e-9 relative (exact for integer costs).
