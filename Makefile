@@ -31,11 +31,11 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined
 # Three archives, one direction of dependence: ui -> cli -> library.
 #   libmoescope.a      src/ without the command line: loaders, alignment,
 #                      landscape, plots, the explorer's worker (no curses)
-#   libmoescope_cli.a  src/cli.c and src/cmd_*.c, the subcommands
+#   libmoescope_cli.a  src/cli*.c and src/cmd_*.c, the subcommands
 #   libmoescope_ui.a   ui/, the explorer (the only code that sees curses)
 # main.c (the binary's entry) joins them. src/ is compiled without -Iui, so a
 # src/ file cannot include a ui/ header; tests/check_boundaries.sh checks it.
-CLI_SRC  := src/cli.c $(wildcard src/cmd_*.c)
+CLI_SRC  := $(wildcard src/cli*.c) $(wildcard src/cmd_*.c)
 LIB_SRC  := $(filter-out $(CLI_SRC),$(wildcard src/*.c))
 UI_SRC   := $(wildcard ui/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)

@@ -112,7 +112,7 @@ int main(int argc, char **argv) {
         printf("moescope %s\n", ms_version());
         return 0;
     }
-    int rc = family_take_options(&argc, argv); // --family and router overrides, for every command
+    int rc = cli_take_family_options(&argc, argv); // --family and router overrides, for every command
     if (rc) return rc;
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);

@@ -96,4 +96,9 @@ typedef struct {
 int lesson_parse_args(lesson_args *a, int argc, char **argv);
 int lesson_print(const lesson_args *a);
 
+/* Take --family, --top-k, --norm-topk-prob, --routed-scaling, --n-group and
+ * --topk-group out of argv (they apply to every command that loads a
+ * checkpoint). 0, or 2 after printing a usage error. */
+int cli_take_family_options(int *argc, char **argv);
+
 #endif

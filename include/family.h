@@ -77,10 +77,6 @@ typedef struct {
 } family_overrides;
 
 extern family_overrides family_opts;
-/* Take --family, --top-k, --norm-topk-prob, --routed-scaling, --n-group and
- * --topk-group out of argv (they apply to every command that loads a
- * checkpoint). 0, or 2 after printing a usage error. */
-int family_take_options(int *argc, char **argv);
 
 /* Load layer L of c into m: m->layer = L's prefix, m->cfg.family its family, the
  * router from config.json / defaults / family_opts with cfg.origin saying which. */

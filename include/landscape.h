@@ -37,14 +37,14 @@ typedef struct {
     /* called from the computing thread as rows finish; may be NULL */
     void (*progress)(void *ctx, long done, long total);
     void *ctx;
-    /* Added: called once from the computing thread as soon as the curves
+    /* called once from the computing thread as soon as the curves
      * (naive, skip_order, methods), endpoints, rank, l_hat and best_barrier
      * of L are final, usually long before every row is done. May be NULL. */
     void (*on_ranks)(void *ctx, const struct landscape *L);
     int nthreads;        /* worker threads; 0 = the online CPUs; at most 8 either way */
     double mem_mb;       /* budget for the per-point buffers in MB (0: 1024); over it the
                           * points, then the samples, are processed in chunks */
-    /* Added: what the landscape is doing before rows come out, for a gauge:
+    /* what the landscape is doing before rows come out, for a gauge:
      * called from the calling thread during the pairs' weight matching
      * ("weight-matching pairs", done/total pairs), each chunk's per-t
      * precompute ("precomputing pairs", done/total pair outputs) and the
@@ -77,7 +77,7 @@ typedef struct landscape {
     int exhaustive;             /* 0: sampled estimate */
     double pct_lo[2], pct_hi[2];/* sampled: 95% CI of each method's rank percentile */
     int best, worst;            /* row indices (in the sorted rows) */
-    /* Added fields. In progress callbacks rows[0..done) are final (in the
+    /* In progress callbacks rows[0..done) are final (in the
      * order they finished); the rows are sorted only when all are done. */
     int ranks_ready;            /* rank, l_hat, best_barrier valid */
     double best_barrier;        /* B(best) (exhaustive: exact; sampled: over the sample) */

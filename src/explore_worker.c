@@ -223,8 +223,7 @@ static void pub_ranks(explore_worker *g) {
         p->rank[m] = (int)ri.rank;
         p->tied[m] = (int)ri.tied;
         p->rank_auc[m] = (int)ri.rank_auc;
-        double den = p->naive.barrier - best;
-        p->l_hat[m] = den > 0 ? 100.0 * (b - best) / den : NAN;
+        p->l_hat[m] = rank_l_hat(b, best, p->naive.barrier);
     }
 }
 

@@ -169,7 +169,7 @@ int family_find_layers(const ckpt *c, int force, family_layer **out, int *nout, 
     ms_fail(err, "%s: no MoE layer%s that moescope knows (families: %s)%s%s%s%s%s", c->arg, fam,
             family_names_list(), mt ? "; config.json model_type = " : "", mt ? mt : "",
             *seen ? "; MoE-looking prefixes: " : "; no tensor named '*.experts.*'", seen,
-            *seen ? " (use --family to say which layout they follow)" : "");
+            *seen ? " (force a family to read them as its layout)" : "");
     free(seen);
     return -1;
 }
@@ -223,72 +223,3 @@ int family_pick(const ckpt *c, const family_layer *l, int n, const char *arg, in
 
 family_overrides family_opts = {-1, 0, -1, 0, 0, 0};
 
-static int opt_value(int *argc, char **argv, int i, const char **val) {
-    const char *a = argv[i];
-    const char *eq = strchr(a, '=');
-    int used = 1;
-    if (eq) *val = eq + 1;
-    else if (i + 1 < *argc) {
-        *val = argv[i + 1];
-        used = 2;
-    } else {
-        *val = NULL;
-    }
-    return used;
-}
-
-static int bad_opt(const char *opt, const char *val, const char *want) {
-    fprintf(stderr, "moescope: %s needs %s, got '%s'\n", opt, want, val ? val : "(nothing)");
-    return 2;
-}
-
-int family_take_options(int *argc, char **argv) {
-    static const char *const names[] = {"--family", "--top-k", "--norm-topk-prob",
-                                        "--routed-scaling", "--n-group", "--topk-group"};
-    for (int i = 1; i < *argc;) {
-        int which = -1;
-        for (int j = 0; j < 6; j++) {
-            size_t l = strlen(names[j]);
-            if (!strncmp(argv[i], names[j], l) && (argv[i][l] == 0 || argv[i][l] == '=')) which = j;
-        }
-        if (which < 0) {
-            i++;
-            continue;
-        }
-        const char *v;
-        int used = opt_value(argc, argv, i, &v);
-        char *end = NULL;
-        long iv = v ? strtol(v, &end, 10) : 0;
-        int int_ok = v && *v && end && !*end;
-        switch (which) {
-        case 0:
-            if (!v || (family_opts.family = family_from_name(v)) < 0) {
-                fprintf(stderr, "moescope: --family: unknown family '%s' (known: %s)\n",
-                        v ? v : "", family_names_list());
-                return 2;
-            }
-            break;
-        case 1:
-            if (!int_ok || iv < 1 || iv > 4096) return bad_opt(names[1], v, "a positive integer");
-            family_opts.k = (int)iv;
-            break;
-        case 2:
-            if (!int_ok || (iv != 0 && iv != 1)) return bad_opt(names[2], v, "0 or 1");
-            family_opts.norm_topk_prob = (int)iv;
-            break;
-        case 3: {
-            double x = v ? strtod(v, &end) : 0;
-            if (!v || !*v || *end || !(x > 0) || x > 1e6) return bad_opt(names[3], v, "a positive number");
-            family_opts.scaling = x;
-            break;
-        }
-        default:
-            if (!int_ok || iv < 1 || iv > 4096) return bad_opt(names[which], v, "a positive integer");
-            if (which == 4) family_opts.n_group = (int)iv;
-            else family_opts.topk_group = (int)iv;
-        }
-        for (int j = i; j + used <= *argc; j++) argv[j] = argv[j + used];
-        *argc -= used;
-    }
-    return 0;
-}
