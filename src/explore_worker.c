@@ -409,10 +409,7 @@ static void on_ranks(void *ctx, const landscape *L) {
 }
 
 static long orders_expected(int n, long nsample) {
-    if (n > LS_EXHAUSTIVE_MAX) return nsample;
-    long f = 1;
-    for (int i = 2; i <= n; i++) f *= i;
-    return f;
+    return n > LS_EXHAUSTIVE_MAX ? nsample : (long)ls_factorial(n);
 }
 
 /* Empty the published table (a new landscape, or a cancelled one). mu held. */
