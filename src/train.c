@@ -302,6 +302,17 @@ static void expert_forward(const moe_expert *e, const moe_config *c, const float
                 Y, d);
 }
 
+/* max(x) and sum_i exp(x_i - max) in double: the stable softmax's two
+ * reductions, shared by the router's softmax and the cross-entropy. */
+static float max_sumexp(const float *x, int n, double *sum) {
+    float mx = x[0];
+    for (int i = 1; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    double s = 0;
+    for (int i = 0; i < n; i++) s += exp((double)(x[i] - mx));
+    *sum = s;
+    return mx;
+}
+
 /* The load-balancing term of the batch (train_ws_set_aux): fills P (full
  * softmax of S) and f (selection fractions) for the backward pass. */
 static double aux_forward(const moe_config *c, int B, train_ws *w) {
@@ -311,10 +322,8 @@ static double aux_forward(const moe_config *c, int B, train_ws *w) {
     for (int b = 0; b < B; b++) {
         const float *S = w->S + (size_t)b * n;
         float *P = w->P + (size_t)b * n;
-        float mx = S[0];
-        for (int i = 1; i < n; i++) mx = S[i] > mx ? S[i] : mx;
-        double sum = 0;
-        for (int i = 0; i < n; i++) sum += exp((double)(S[i] - mx));
+        double sum;
+        float mx = max_sumexp(S, n, &sum);
         for (int i = 0; i < n; i++) {
             P[i] = (float)(exp((double)(S[i] - mx)) / sum);
             Pmean[i] += P[i];
@@ -422,10 +431,8 @@ static double forward_cached(const moe_model *m, const train_batch *bt, train_ws
     for (int b = 0; b < B; b++) {
         const float *lg = w->logits + (size_t)b * C;
         float *dl = w->dlogits + (size_t)b * C;
-        float mx = lg[0];
-        for (int k = 1; k < C; k++) mx = lg[k] > mx ? lg[k] : mx;
-        double sum = 0;
-        for (int k = 0; k < C; k++) sum += exp((double)(lg[k] - mx));
+        double sum;
+        float mx = max_sumexp(lg, C, &sum);
         loss += log(sum) - (double)(lg[y[b]] - mx);
         for (int k = 0; k < C; k++)
             dl[k] = (float)(exp((double)(lg[k] - mx)) / sum / B) - (k == y[b] ? 1.0f / B : 0.0f);
