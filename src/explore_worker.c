@@ -72,7 +72,7 @@ struct explore_worker {
     /* front: the newest request */
     explore_request pending;
     int has_pending, front_busy, front_failed;
-    volatile int cancel_front;
+    atomic_int cancel_front;       /* set by the front (newer request, quit), polled by the worker */
     char front_status[256];
     /* landscape: the key wanted, the key running, the key done */
     int ls_want, want_center;
