@@ -24,6 +24,8 @@ typedef struct {
     cost_method method; /* cost for the order stage */
     int center;         /* gate centring (gate method) */
     const int *order;   /* if not NULL, use this order (n) instead of solving */
+    int any_order;      /* accept an order that splits a group-limited router's groups
+                           (the result then computes another function; curve --order) */
 } align_opts;
 
 void align_opts_default(align_opts *o); /* order on, wm on, expert, centred */

@@ -12,6 +12,12 @@
 /* Gate weights for a batch: logits (B,n) -> g (B,n) by the config's router
  * (see moe_config); corr (n) is the selection-only bias, NULL when absent. */
 void moe_route_full(const moe_config *c, const float *corr, const float *scores, int B, float *g);
+/* Does the routing of one sample with logits s (n) depend on the experts'
+ * indices: the k-th and (k+1)-th selection scores equal (after the group
+ * mask), or the group scores equal at the topk_group-th? Then a reordering of
+ * the experts routes it differently (the tie rule prefers the smaller index).
+ * corr: the selection bias or NULL. */
+int moe_route_tie(const moe_config *c, const float *corr, const float *s);
 /* moe_route_full without a selection bias (native models). */
 void moe_route(const moe_config *c, const float *scores, int B, float *g);
 

@@ -30,6 +30,8 @@ typedef struct {
     int wm;              /* weight matching inside each order (default 1) */
     int center;          /* gate centring for the gate method (default 1) */
     long nsample;        /* n > exhaustive_max: orders to sample (default 20000) */
+    int all_orders;      /* group-limited routers: every order of S_n, not only the
+                            group-preserving ones (the default; see landscape.groups) */
     int exhaustive_max;  /* every order when n <= this (default LS_EXHAUSTIVE_MAX); tests
                             lower it to check the sampled estimate against the exact rank */
     uint64_t seed;       /* for sampling */
@@ -57,6 +59,14 @@ typedef struct {
 
 void ls_opts_default(ls_opts *o);
 
+/* (m!)^G G!: the expert orders that map G groups of m experts onto groups */
+double ls_wreath_count(int G, int m);
+/* The orders landscape_compute ranges over for a layer of config c: their
+ * number (all of them when *exhaustive, else the sample size); *groups > 1
+ * when they are a group-limited router's group-preserving orders (the
+ * default for such routers unless o->all_orders), else 0. */
+long ls_orders_planned(const moe_config *c, const ls_opts *o, int *exhaustive, int *groups);
+
 typedef struct landscape {
     int n, T;
     ls_kind kind;
@@ -82,7 +92,9 @@ typedef struct landscape {
     int ranks_ready;            /* rank, l_hat, best_barrier valid */
     double best_barrier;        /* B(best) (exhaustive: exact; sampled: over the sample) */
     double rank_est[2];         /* sampled: estimated rank among all n! orders */
-    double n_fact;              /* n! as a double */
+    double n_fact;              /* the orders ranked over: n!, or (m!)^g g! (groups) */
+    int groups, group_size;     /* groups > 1: the orders are the group-preserving ones of a
+                                 * group-limited router (S_m wr S_g, m = group_size) */
     double secs_ranks, secs_total; /* wall time to the ranks and to the end */
 } landscape;
 

@@ -17,6 +17,7 @@ void align_opts_default(align_opts *o) {
     o->method = COST_EXPERT;
     o->center = 1;
     o->order = NULL;
+    o->any_order = 0;
 }
 
 void align_result_free(align_result *r) {
@@ -195,7 +196,7 @@ int align_models(const moe_model *A, const moe_model *B, const align_opts *o, mo
     // step 1: expert order pi
     if (o->order) {
         if (check_perm(o->order, n, err)) goto fail;
-        if (!moe_order_in_group(c, o->order)) {
+        if (!o->any_order && !moe_order_in_group(c, o->order)) {
             ms_fail(err, "the given expert order splits a group of %d experts: group-limited "
                          "routing keeps its function only under group-preserving orders",
                     c->n / c->n_group);

@@ -165,6 +165,7 @@ int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, 
             return cli_usage_error(usage, "%s: --threads must be 1..8, not '%s'", cmd, arg);
         return 0;
     case 'W': lo->wm = 0; return 0;
+    case 'G': lo->all_orders = 1; return 0;
     default: return -1;
     }
 }

@@ -70,6 +70,11 @@ static int curves_compute(const moe_model *A, const moe_model *B, const evalset 
         } else {
             ao.wm_stage = wm;
             ao.order = orders[k - 3];
+            ao.any_order = 1; // a group-splitting order is a curve to another function
+            if (!moe_order_in_group(&A->cfg, ao.order))
+                fprintf(stderr, "moescope: note: order %d splits the router's expert groups: B "
+                                "reordered by it computes another function, and its curve ends "
+                                "there\n", k - 3 + 1);
             snprintf(names[k], sizeof names[k], "order%d", k - 3 + 1);
         }
         moe_model Bp;

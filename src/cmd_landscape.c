@@ -16,8 +16,8 @@
 
 static const char *USAGE =
     "moescope landscape A.safetensors B.safetensors --eval E [--points 25] [--json F] [--csv F] "
-    "[--png F] [--curves-png F] [--scatter-png F] [--layer L] [--no-wm] [--no-center] [--samples N] [--seed S] "
-    "[--threads K]";
+    "[--png F] [--curves-png F] [--scatter-png F] [--layer L] [--no-wm] [--no-center] [--all-orders] [--samples N] "
+    "[--seed S] [--threads K]";
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -26,7 +26,10 @@ static void help(void) {
            "accuracy barrier and the loss AUC of each, sorted; the rank of the order the gate\n"
            "and expert costs choose (1 = lowest barrier) and L-hat = 100 (B(chosen) - B(best))\n"
            "/ (B(naive) - B(best)). Exhaustive for n <= %d experts; above that an estimate from\n"
-           "sampled orders with a 95%% confidence interval on the rank percentile.\n\n"
+           "sampled orders with a 95%% confidence interval on the rank percentile.\n"
+           "A group-limited router (n_group groups of m experts, topk_group kept) keeps its\n"
+           "function only under orders that map whole groups onto groups: by default the\n"
+           "landscape ranges over those (m!)^g g! orders and ranks among them.\n\n"
            "options:\n"
            "  -e, --eval E       evaluation set (required)\n"
            "  -T, --points T     interpolation points (default 25)\n"
@@ -39,6 +42,9 @@ static void help(void) {
            "  -l, --layer L      layer prefix (default moe)\n"
            "      --no-wm        no weight matching inside the orders (Step 1 only)\n"
            "      --no-center    no gate centring for the gate cost\n"
+           "      --all-orders   group-limited routers: every order of the n! (those that\n"
+           "                     split a group change B's function; each order's own\n"
+           "                     L(1) is its end point; needs a head)\n"
            "      --samples N    orders sampled when n > %d (default 20000)\n"
            "      --seed S       seed for the sampling (default 1)\n"
            "      --threads K    worker threads, 1..8 (default: the online CPUs, at most 8)\n"
@@ -171,6 +177,7 @@ int cmd_landscape(int argc, char **argv) {
         {"scatter-png", required_argument, 0, 'X'},
         {"layer", required_argument, 0, 'l'}, {"no-wm", no_argument, 0, 'W'},
         {"no-center", no_argument, 0, 'C'},   {"samples", required_argument, 0, 'S'},
+        {"all-orders", no_argument, 0, 'G'},
         {"seed", required_argument, 0, 's'},  {"threads", required_argument, 0, 't'},
         {"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
@@ -240,12 +247,25 @@ int cmd_landscape(int argc, char **argv) {
     int n = L.n;
     const char *kind = L.kind == LS_CLASSIFY ? "classification" : L.kind == LS_REGRESS ? "regression"
                                                                                        : "layer-output";
+    char set[128] = "";
+    if (L.groups)
+        snprintf(set, sizeof set, " group-preserving (S_%d wr S_%d, of %.0f in S_%d)", L.group_size,
+                 L.groups, ls_factorial(n), n);
     if (L.exhaustive)
-        printf("landscape: all %ld expert orders (n = %d), %d points, %s loss%s\n", L.norders, n,
-               L.T, kind, lo.wm ? ", weight matching in every order" : ", no weight matching");
+        printf("landscape: all %ld%s expert orders (n = %d), %d points, %s loss%s\n", L.norders,
+               set, n, L.T, kind, lo.wm ? ", weight matching in every order" : ", no weight matching");
     else
-        printf("landscape: %ld sampled expert orders of %.0f (n = %d, seed %llu), %d points, %s loss\n",
-               L.norders, L.n_fact, n, (unsigned long long)lo.seed, L.T, kind);
+        printf("landscape: %ld sampled%s expert orders of %.0f (n = %d, seed %llu), %d points, %s "
+               "loss\n",
+               L.norders, set, L.n_fact, n, (unsigned long long)lo.seed, L.T, kind);
+    if (L.groups)
+        printf("(a group-limited router: orders that split one of its %d groups change B's "
+               "function; ranks are among the %.0f group-preserving orders; --all-orders for "
+               "all)\n",
+               L.groups, L.n_fact);
+    else if (moe_groups_active(&A.cfg))
+        printf("(all orders of a group-limited router: those that split a group change B's "
+               "function, so each order's curve ends at its own L(1))\n");
     if (L.kind == LS_CLASSIFY)
         printf("end points: loss A %.6f (accuracy %.2f%%), loss B %.6f (accuracy %.2f%%)\n",
                L.loss_a, 100 * L.acc_a, L.loss_b, 100 * L.acc_b);

@@ -122,6 +122,30 @@ void moe_route_full(const moe_config *c, const float *corr, const float *scores,
     free(gsel);
 }
 
+int moe_route_tie(const moe_config *c, const float *corr, const float *s) {
+    int n = c->n, k = c->k, grouped = c->n_group > 1 && c->topk_group < c->n_group;
+    if (c->router != ROUTER_TOPK || (k >= n && !grouped)) return 0; // dense: no selection
+    if (c->score == SCORE_SOFTMAX && !corr && !grouped) return moe_topk_boundary_tie(s, n, k);
+    int G = grouped ? c->n_group : 1;
+    float *p = ms_malloc((size_t)n * 2 * sizeof(float)), *q = p + n; // (n), (n)
+    float *gs = ms_malloc((size_t)G * sizeof(float));                 // (n_group)
+    int *gsel = ms_malloc((size_t)G * sizeof(int));
+    if (c->score == SCORE_SIGMOID)
+        for (int i = 0; i < n; i++) p[i] = (float)(1.0 / (1.0 + exp(-(double)s[i])));
+    else softmax_all(s, n, p);
+    for (int i = 0; i < n; i++) q[i] = corr ? p[i] + corr[i] : p[i];
+    int tie = 0;
+    if (grouped) {
+        groups_mask(c, q, gs, gsel);
+        tie = moe_topk_boundary_tie(gs, G, c->topk_group);
+    }
+    tie = tie || moe_topk_boundary_tie(q, n, k);
+    free(p);
+    free(gs);
+    free(gsel);
+    return tie;
+}
+
 void moe_route(const moe_config *c, const float *scores, int B, float *g) {
     moe_route_full(c, NULL, scores, B, g);
 }

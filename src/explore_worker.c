@@ -253,6 +253,7 @@ static cached_curve *curve_get(explore_worker *g, const int *order, int wm, int 
     ao.order_stage = 1;
     ao.wm_stage = wm;
     ao.order = order;
+    ao.any_order = 1; /* an order that splits a router's groups: a curve to another function */
     moe_model Bp;
     align_result res;
     memset(&res, 0, sizeof res);
@@ -391,7 +392,7 @@ static void on_phase(void *ctx, const char *what, long done, long total) {
 /* The ranks are final long before the table (landscape.h on_ranks). */
 static void on_ranks(void *ctx, const landscape *L) {
     explore_worker *g = ctx;
-    if (g->n > LS_EXHAUSTIVE_MAX) return; /* sampled: ranks among the sample only */
+    if (!L->exhaustive) return; /* sampled: ranks among the sample only */
     pthread_mutex_lock(&g->mu);
     g->have_early = 1;
     g->early = g->run;
@@ -408,8 +409,10 @@ static void on_ranks(void *ctx, const landscape *L) {
     pthread_mutex_unlock(&g->mu);
 }
 
-static long orders_expected(int n, long nsample) {
-    return n > LS_EXHAUSTIVE_MAX ? nsample : (long)ls_factorial(n);
+/* n!, the sample size, or a group-limited router's group-preserving orders */
+static long orders_expected(const explore_worker *g, const ls_opts *o) {
+    int exhaustive;
+    return ls_orders_planned(&g->A->cfg, o, &exhaustive, NULL);
 }
 
 /* Empty the published table (a new landscape, or a cancelled one). mu held. */
@@ -470,7 +473,7 @@ static void *ls_worker(void *arg) {
         ls_opts o;
         ls_opts_default(&o);
         g->rows_key = k;
-        rows_reset(g, orders_expected(g->n, o.nsample)); /* the count is known before the first row */
+        rows_reset(g, orders_expected(g, &o)); /* the count is known before the first row */
         /* landscape_compute says nothing until rows finish (its last phase):
            the pane shows this phase with a spinner meanwhile */
         snprintf(g->pub.phase, sizeof g->pub.phase, "preparing the %d expert pairs", g->n * g->n);

@@ -115,8 +115,58 @@ static long perm_rank(const int *p, int n) {
     return k;
 }
 
+/* ---- a group-limited router's orders: the wreath product S_m wr S_g ----
+ * pi[a m + i] = rho[a] m + tau_a[i] (slot group a takes all of B's group
+ * rho[a], in the inner order tau_a). Numbered lexicographically in pi, i.e.
+ * by the digits (rho[0], tau_0, rho[1], tau_1, ...), so neighbours share
+ * their leading slots as in S_n. */
+
+double ls_wreath_count(int G, int m) {
+    double c = ls_factorial(G);
+    for (int a = 0; a < G; a++) c *= ls_factorial(m);
+    return c;
+}
+
+static void wreath_unrank(long k, int G, int m, int *p) {
+    long mf = (long)ls_factorial(m), r[LS_MAX_N], t[LS_MAX_N];
+    for (int a = G - 1; a >= 0; a--) { // the last digits first
+        t[a] = k % mf;
+        k /= mf;
+        r[a] = k % (G - a);
+        k /= G - a;
+    }
+    int avail[LS_MAX_N], tau[LS_MAX_N];
+    for (int a = 0; a < G; a++) avail[a] = a;
+    for (int a = 0; a < G; a++) {
+        int gb = avail[r[a]];
+        for (int j = (int)r[a]; j < G - 1 - a; j++) avail[j] = avail[j + 1];
+        perm_unrank(t[a], m, tau);
+        for (int i = 0; i < m; i++) p[a * m + i] = gb * m + tau[i];
+    }
+}
+
+/* the index of p among the wreath group's orders, -1 if it splits a group */
+static long wreath_rank(const int *p, int G, int m) {
+    long k = 0, mf = (long)ls_factorial(m);
+    int used[LS_MAX_N] = {0}, tau[LS_MAX_N];
+    for (int a = 0; a < G; a++) {
+        int gb = p[a * m] / m, r = 0;
+        for (int i = 0; i < m; i++) {
+            if (p[a * m + i] / m != gb) return -1;
+            tau[i] = p[a * m + i] - gb * m;
+        }
+        if (used[gb]) return -1;
+        for (int b = 0; b < gb; b++) r += !used[b];
+        used[gb] = 1;
+        k = (k * (G - a) + r) * mf + perm_rank(tau, m);
+    }
+    return k;
+}
+
 void ls_order_of(const lsx *x, long k, int *p) {
-    if (x->rs.exhaustive) {
+    if (x->rs.exhaustive && x->rs.groups) {
+        wreath_unrank(k, x->rs.groups, x->pb.n / x->rs.groups, p);
+    } else if (x->rs.exhaustive) {
         perm_unrank(k, x->pb.n, p);
     } else {
         for (int i = 0; i < x->pb.n; i++) p[i] = x->rs.sampled[(size_t)k * x->pb.n + i];
@@ -125,6 +175,7 @@ void ls_order_of(const lsx *x, long k, int *p) {
 
 /* index of order p among the rows' orders, -1 if not there */
 static long order_index(const lsx *x, const int *p) {
+    if (x->rs.exhaustive && x->rs.groups) return wreath_rank(p, x->rs.groups, x->pb.n / x->rs.groups);
     if (x->rs.exhaustive) return perm_rank(p, x->pb.n);
     for (long k = 0; k < x->rs.norders; k++) {
         int i = 0;
@@ -140,7 +191,9 @@ static uint64_t perm_key(const int *p, int n) {
     return k;
 }
 
-/* nsample distinct uniformly random orders (n >= 10, so n! >> nsample). */
+/* nsample distinct uniformly random orders of the set (n! or the wreath
+ * group's, at least 2 nsample of them): for the wreath group a group order
+ * rho, then an inner order per slot group, as moe_scramble draws. */
 static void sample_orders(lsx *x, long nsample, uint64_t seed) {
     int n = x->pb.n;
     x->rs.sampled = ms_malloc((size_t)nsample * n);
@@ -152,7 +205,16 @@ static void sample_orders(lsx *x, long nsample, uint64_t seed) {
     int p[LS_MAX_N];
     long got = 0;
     while (got < nsample) {
-        rng_permutation(&r, p, n);
+        if (x->rs.groups) {
+            int G = x->rs.groups, m = n / G, rho[LS_MAX_N], tau[LS_MAX_N];
+            rng_permutation(&r, rho, G);
+            for (int a = 0; a < G; a++) {
+                rng_permutation(&r, tau, m);
+                for (int i = 0; i < m; i++) p[a * m + i] = rho[a] * m + tau[i];
+            }
+        } else {
+            rng_permutation(&r, p, n);
+        }
         uint64_t key = perm_key(p, n) + 1, hsh = key * 0x9E3779B97F4A7C15ull;
         size_t at = (size_t)(hsh >> 20) & (cap - 1);
         int dup = 0;
@@ -227,33 +289,43 @@ static void endpoint(const lsx *x, const moe_model *m, double *loss, double *acc
     free(lg);
 }
 
-/* Does B's top-k selection tie at the k-th score on some evaluation input?
- * Then allocate x->rs.lb, x->rs.ab for every order's own L(1). Headless layers
+/* Does every order's L(1) equal B's loss? Not when B's routing ties on some
+ * evaluation input (the k-th selection score, or a group score, equal to the
+ * next: the reordered B then routes it to other experts, ties going to the
+ * smaller slot), nor when the orders include ones that split the groups of a
+ * group-limited router (such a reordered B computes another function). Then
+ * allocate x->rs.lb, x->rs.ab for every order's own L(1). Headless layers
  * cannot take it: their chord's end, D_B'(x), would differ per order. */
 static int end_ties(lsx *x, const moe_model *B, ms_err *err) {
     const moe_config *c = &B->cfg;
-    if (c->router != ROUTER_TOPK || c->k >= c->n) return 0;
     int n = c->n, N = x->pb.N, first = -1;
+    int split = moe_groups_active(c) > 1 && !x->rs.groups;
     long cnt = 0;
     enum { CH = 256 };
     float *S = ms_malloc((size_t)CH * n * sizeof(float)); // (CH, n)
-    for (int r0 = 0; r0 < N; r0 += CH) {
+    for (int r0 = 0; r0 < N && c->router == ROUTER_TOPK; r0 += CH) {
         int m = N - r0 < CH ? N - r0 : CH;
         moe_gate_logits(B, x->pb.E->inputs + (size_t)r0 * x->pb.d, m, S);
         for (int r = 0; r < m; r++)
-            if (moe_topk_boundary_tie(S + (size_t)r * n, n, c->k)) {
+            if (moe_route_tie(c, B->corr_b, S + (size_t)r * n)) {
                 if (first < 0) first = r0 + r;
                 cnt++;
             }
     }
     free(S);
-    if (!cnt) return 0;
-    if (x->pb.kind == LS_LAYER)
-        return ms_fail(err, "%s: %ld evaluation inputs (the first is sample %d) tie at B's top-%d "
-                            "gate score, so each reordering of B routes them differently; without "
-                            "a head the landscape cannot compute that (its chord would differ per "
-                            "order): use `curve --order` for single orders",
+    if (!cnt && !split) return 0;
+    if (x->pb.kind == LS_LAYER && cnt)
+        return ms_fail(err, "%s: %ld evaluation inputs (the first is sample %d) tie in B's "
+                            "top-%d routing, so each reordering of B routes them differently; "
+                            "without a head the landscape cannot compute that (its chord would "
+                            "differ per order): use `curve --order` for single orders",
                        B->path ? B->path : "B", cnt, first, c->k);
+    if (x->pb.kind == LS_LAYER)
+        return ms_fail(err, "%s: orders that split the %d expert groups change B's function, "
+                            "so without a head each would need its own chord; the landscape "
+                            "over the group-preserving orders (without --all-orders) or "
+                            "`curve --order` can compute them",
+                       B->path ? B->path : "B", c->n_group);
     x->rs.lb = ms_malloc((size_t)x->rs.norders * sizeof(double));
     x->rs.ab = ms_malloc((size_t)x->rs.norders * sizeof(double));
     return 0;
@@ -359,11 +431,12 @@ static void ls_plan_fill(lsx *x) {
 }
 
 static void ws_alloc(const lsx *x, ls_ws *w) {
-    size_t N = x->pl.rows_held, d = (size_t)x->pb.d, h = (size_t)x->pb.h, n = (size_t)x->pb.n;
+    size_t N = x->pl.rows_held, d = (size_t)x->pb.d, n = (size_t)x->pb.n;
     size_t C = (size_t)(x->pb.C > 0 ? x->pb.C : 1);
     w->E = ms_malloc(x->pb.esize * sizeof(float));
-    w->H = ms_malloc(N * h * sizeof(float));
-    w->H3 = moe_act_glu(x->pb.cfg->act) ? ms_malloc(N * h * sizeof(float)) : NULL;
+    size_t hm = (size_t)x->pb.hmax; // routed and shared experts share H
+    w->H = ms_malloc(N * hm * sizeof(float));
+    w->H3 = moe_act_glu(x->pb.cfg->act) ? ms_malloc(N * hm * sizeof(float)) : NULL;
     w->Ye = ms_malloc(N * d * sizeof(float));
     w->Wt = ms_malloc(n * n * d * sizeof(float));
     w->bt = ms_malloc(n * n * sizeof(float));
@@ -411,6 +484,7 @@ static void ls_alloc(lsx *x, ls_named *nm) {
     x->ck.Y = big_alloc(pl->Y_bytes);
     x->ck.base = ms_malloc(pl->base_floats * sizeof(float));
     x->ck.head = ms_malloc(pl->head_total * sizeof(float));
+    if (pb->cfg->has_corr_bias) x->ck.corr = ms_malloc((size_t)pl->cap_t * pb->nn * sizeof(float));
     x->ck.cur_sc = -1;
     x->ck.sc_last = 1;
     x->pool.ws = ms_calloc((size_t)x->pool.nthreads, sizeof(ls_ws));
@@ -429,14 +503,6 @@ static int ls_check(const moe_model *A, const moe_model *B, const evalset *E, co
         return ms_fail(err, "%s: %d experts; the landscape handles at most %d",
                        A->path ? A->path : "A", c->n, LS_MAX_N);
     if (o->T < 3) return ms_fail(err, "landscape: need at least 3 interpolation points, got %d", o->T);
-    // the fused kernel routes as the native router does (softmax, top-k renormalised)
-    if (c->score != SCORE_SOFTMAX || c->has_corr_bias || c->n_group > 1 ||
-        c->renorm != RENORM_YES || c->renorm_eps != 0.0f || (c->scale != 0.0f && c->scale != 1.0f) ||
-        c->shared_gated || c->has_out_bias || (c->hs != 0 && c->hs != c->h))
-        return ms_fail(err, "%s: the landscape computes softmax routers without a selection bias, "
-                            "groups, routed scale, gated or wider shared experts or an output "
-                            "bias; `curve --order` evaluates single orders of this %s layer",
-                       A->path ? A->path : "A", moe_family(c));
     if (c->has_head) return evalset_check(E, A, err);
     if (E->d != c->d)
         return ms_fail(err, "%s: inputs have width %d but the layer has d = %d",
@@ -454,7 +520,15 @@ static void ls_problem_init(lsx *x, const moe_model *A, const moe_model *B, cons
     pb->nn = c->n * c->n;
     pb->npairs = pb->nn + c->n;
     pb->kind = ls_kind_of(A, E);
-    pb->esize = moe_expert_size(c);
+    moe_config sc = moe_shared_config(c);
+    size_t es = moe_expert_size(c), ss = moe_expert_size(&sc);
+    pb->esize = es > ss ? es : ss;
+    pb->hmax = c->hs > c->h ? c->hs : c->h;
+    // the plain softmax top-k (renormalised; no bias, groups or scale) has the
+    // fast routing; everything else routes as moe_route in route_general
+    pb->general = c->score != SCORE_SOFTMAX || c->has_corr_bias || c->n_group > 1 ||
+                  c->renorm != RENORM_YES || c->renorm_eps != 0.0f ||
+                  (c->scale != 0.0f && c->scale != 1.0f);
     x->rs.L = L;
     x->rs.t0 = ls_now();
     x->pool.nthreads = o->nthreads > 0 ? o->nthreads : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -505,13 +579,14 @@ static int ls_named_alignments(lsx *x, ls_named *nm, ms_err *err) {
     if (!rc && c->s > 0) {
         const moe_model *shsrc[SH_COUNT] = {&Bal[NM_EXPERT], &Bal[NM_NAIVE], &Bal[NM_SKIP]};
         ls_problem *pb = &x->pb;
+        moe_config sc = moe_shared_config(c); // width hs
         pb->shmem = ms_malloc((size_t)SH_COUNT * c->s * pb->esize * sizeof(float));
         pb->shx = ms_malloc((size_t)SH_COUNT * c->s * sizeof(moe_expert));
         for (int v = 0; v < SH_COUNT; v++) {
             for (int j = 0; j < c->s; j++) {
                 int q = v * c->s + j;
-                moe_expert_carve(&pb->shx[q], c, pb->shmem + (size_t)q * pb->esize);
-                moe_expert_copy(&pb->shx[q], &shsrc[v]->shared[j], c);
+                moe_expert_carve(&pb->shx[q], &sc, pb->shmem + (size_t)q * pb->esize);
+                moe_expert_copy(&pb->shx[q], &shsrc[v]->shared[j], &sc);
             }
             pb->shB[v] = pb->shx + (size_t)v * c->s;
         }
@@ -523,18 +598,29 @@ static int ls_named_alignments(lsx *x, ls_named *nm, ms_err *err) {
     return rc;
 }
 
+long ls_orders_planned(const moe_config *c, const ls_opts *o, int *exhaustive, int *groups) {
+    int emax = o->exhaustive_max > 0 ? o->exhaustive_max : LS_EXHAUSTIVE_MAX;
+    long nsample = o->nsample > 0 ? o->nsample : 20000;
+    int G = o->all_orders ? 0 : moe_groups_active(c);
+    double total = G > 1 ? ls_wreath_count(G, c->n / G) : ls_factorial(c->n);
+    // exhaustive up to emax! orders, or when a sample would be half the set
+    *exhaustive = total <= ls_factorial(emax) || total < 2.0 * (double)nsample;
+    if (groups) *groups = G > 1 ? G : 0;
+    return *exhaustive ? (long)total : nsample;
+}
+
 /* Every order (exhaustive) or a sample of them, and their running state. */
 static void ls_orders_init(lsx *x) {
     const ls_opts *o = x->pb.o;
     ls_results *rs = &x->rs;
-    int emax = o->exhaustive_max > 0 ? o->exhaustive_max : LS_EXHAUSTIVE_MAX;
-    rs->exhaustive = x->pb.n <= emax;
-    if (rs->exhaustive) {
-        rs->norders = (long)rs->L->n_fact;
-    } else {
-        rs->norders = o->nsample > 0 ? o->nsample : 20000;
-        sample_orders(x, rs->norders, o->seed);
-    }
+    int exhaustive;
+    rs->norders = ls_orders_planned(x->pb.cfg, o, &exhaustive, &rs->groups);
+    rs->exhaustive = exhaustive;
+    rs->L->groups = rs->groups;
+    rs->L->group_size = rs->groups ? x->pb.n / rs->groups : x->pb.n;
+    rs->L->n_fact = rs->groups ? ls_wreath_count(rs->groups, x->pb.n / rs->groups)
+                               : ls_factorial(x->pb.n);
+    if (!rs->exhaustive) sample_orders(x, rs->norders, o->seed);
     rs->L->exhaustive = rs->exhaustive;
     rs->L->norders = rs->norders;
     rs->L->rows = ms_calloc((size_t)rs->norders, sizeof(ls_row));
@@ -778,6 +864,7 @@ static void ls_release(lsx *x, ls_named *nm) {
     big_free(x->ck.Y, x->pl.Y_bytes);
     free(x->ck.base);
     free(x->ck.head);
+    free(x->ck.corr);
     void *pbuf[] = {x->pb.perm, x->pb.pj, x->pb.DA, x->pb.DB, x->pb.lab8, x->pb.tg8, x->pb.shmem,
                     x->pb.shx, x->rs.sampled, x->rs.bar, x->rs.accb, x->rs.auc, x->rs.done,
                     x->rs.prog, x->rs.acc_l, x->rs.acc_ok, x->rs.lb, x->rs.ab, nm->ls, nm->ok};

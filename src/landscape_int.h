@@ -70,7 +70,11 @@ typedef struct {
     const ls_opts *o;
     int n, d, h, N, C, T, nn; /* nn = n*n; C = 0 without a head */
     ls_kind kind;
-    size_t esize;             /* floats of one expert */
+    size_t esize;             /* floats of one expert (the larger of routed and shared) */
+    /* the router is not the plain softmax top-k (renormalised, no selection
+     * bias, groups or routed scale): the kernel routes with route_general */
+    int general;
+    int hmax;                 /* the larger of h and the shared width hs */
     /* shared experts of B per variant (aligned as each named alignment does) */
     const moe_expert *shB[SH_COUNT];
     float *shmem;      // (SH_COUNT, s, esize) their parameters
@@ -116,6 +120,7 @@ typedef struct {
     float *Y;        // (cap_t, npairs, nbc, d, LS_L) pair outputs
     float *base;     // (cap_t, SH_COUNT, nbc, d, LS_L) shared sums + residual or - chord
     float *head;     // (cap_t, head_floats) interpolated head per t, broadcast
+    float *corr;     // (cap_t, nn) selection biases of every (slot, B row) at t, NULL without
 } ls_chunk;
 
 /* Per-order results over the points done so far. */
@@ -123,6 +128,7 @@ typedef struct {
     landscape *L;
     long norders;
     int exhaustive;
+    int groups;             /* > 1: the orders are the wreath group's (G groups of n/G) */
     unsigned char *sampled; // (norders, n) sampled orders
     double *bar, *accb, *auc; // (norders) running barrier, acc barrier, AUC
     unsigned char *done;    // (norders) row emitted
@@ -180,6 +186,9 @@ static inline float *ls_base_at(const lsx *x, int tc, int v) { // (nbc, d, LS_L)
 }
 static inline float *ls_S_at(const lsx *x, int tc) { // (nbc, nn, LS_L)
     return x->ck.S + (size_t)tc * x->pl.lane_nn;
+}
+static inline const float *ls_corr_at(const lsx *x, int tc) { // (nn)
+    return x->ck.corr + (size_t)tc * x->pb.nn;
 }
 static inline float *ls_head_at(const lsx *x, int tc) { // (Cp, d, LS_L) then (Cp)
     return x->ck.head + (size_t)tc * x->pl.head_floats;

@@ -68,6 +68,128 @@ typedef int32_t v8i __attribute__((vector_size(LS_L * 4), aligned(4), may_alias)
         (out) = p_ * (v8f)e_;                                                            \
     } while (0)
 
+#define LS_INLINE static inline __attribute__((always_inline))
+
+/* sel[i] (lane mask) = expert i is among the k largest of q (n) in that lane,
+ * ranked by MOE_RANKS_BEFORE (larger first, ties to the smaller index: the
+ * rule of moe_topk); *top = the largest per lane. */
+LS_INLINE void topk_lanes(const v8f *q, int n, int k, v8i *sel, v8f *top) {
+    *top = q[0];
+    for (int i = 0; i < n; i++) sel[i] = (v8i){0};
+    for (int r = 0; r < k; r++) {
+        v8f bv = q[0];
+        v8i bi = (v8i){0} - 1;
+        for (int i = 0; i < n; i++) {
+            // the first unselected expert, then any that ranks before the best so far
+            const v8i iv = (v8i){0} + i;
+            v8i cand = ~sel[i] & (MOE_RANKS_BEFORE(q[i], iv, bv, bi) | (bi < 0));
+            bv = V8_SEL(cand, q[i], bv);
+            bi = (cand & iv) | (~cand & bi);
+        }
+        for (int i = 0; i < n; i++) sel[i] |= bi == i;
+        if (r == 0) *top = bv;
+    }
+}
+
+/* p (n) = softmax over all n, per lane */
+LS_INLINE void softmax_lanes(const v8f *s, int n, v8f *p) {
+    v8f mx = s[0], sum = (v8f){0};
+    for (int i = 1; i < n; i++) mx = V8_SEL(s[i] > mx, s[i], mx);
+    for (int i = 0; i < n; i++) {
+        V8_EXP(p[i], s[i] - mx);
+        sum += p[i];
+    }
+    v8f inv = 1.0f / sum;
+    for (int i = 0; i < n; i++) p[i] *= inv;
+}
+
+/* Group-limited selection per lane (evaluator.c's groups_mask): rank the
+ * n_group groups of q by their largest entry or the sum of their two largest,
+ * keep topk_group of them, q = 0 on the others. */
+LS_INLINE void groups_lanes(const moe_config *c, int n, v8f *q) {
+    int G = c->n_group, m = n / G;
+    v8f gs[LS_MAX_N];
+    v8i gsel[LS_MAX_N];
+    for (int a = 0; a < G; a++) {
+        const v8f *qa = q + a * m;
+        v8f b1 = qa[0], b2 = (v8f){0} - INFINITY;
+        for (int i = 1; i < m; i++) {
+            v8i gt = qa[i] > b1;
+            b2 = V8_SEL(gt, b1, V8_SEL(qa[i] > b2, qa[i], b2));
+            b1 = V8_SEL(gt, qa[i], b1);
+        }
+        gs[a] = b1;
+        if (c->group_score == GROUP_TOP2_SUM && m >= 2) gs[a] = b1 + b2;
+    }
+    v8f top;
+    topk_lanes(gs, G, c->topk_group, gsel, &top);
+    for (int a = 0; a < G; a++)
+        for (int i = 0; i < m; i++) q[a * m + i] = (v8f)(gsel[a] & (v8i)q[a * m + i]);
+}
+
+/* Gate weights g (n) from the logits s (n) per lane under any router of
+ * moe_config (moe_route's rules: evaluator.c route_one): softmax or sigmoid
+ * scores p, selection scores q = p + e (e: the slots' selection biases, or
+ * NULL), groups, top-k on q, weights p renormalised or not, times the routed
+ * scale. The softmax top-k without bias or groups selects on the logits, as
+ * moe_route does. */
+LS_INLINE void route_general(const moe_config *c, int n, const float *e, const v8f *s, v8f *g) {
+    const int k = c->k, grouped = c->n_group > 1 && c->topk_group < c->n_group;
+    const int sig = c->score == SCORE_SIGMOID, renorm = c->renorm == RENORM_YES;
+    const float scale = c->scale != 0.0f ? c->scale : 1.0f;
+    v8f p[LS_MAX_N];
+    v8i sel[LS_MAX_N];
+    if (sig) {
+        for (int i = 0; i < n; i++) {
+            v8f ex;
+            V8_EXP(ex, (v8f){0} - s[i]);
+            p[i] = 1.0f / (1.0f + ex);
+        }
+    }
+    if (c->router != ROUTER_TOPK || (k >= n && !grouped)) {
+        // dense: every expert with its score (sigmoid + renormalisation: over all)
+        if (!sig) softmax_lanes(s, n, p);
+        v8f mul = (v8f){0} + scale;
+        if (c->router == ROUTER_TOPK && renorm && sig) {
+            v8f sum = (v8f){0} + c->renorm_eps;
+            for (int i = 0; i < n; i++) sum += p[i];
+            mul = scale / sum;
+        }
+        for (int i = 0; i < n; i++) g[i] = p[i] * mul;
+        return;
+    }
+    if (!sig && !e && !grouped) {
+        // softmax is monotone: select on the logits; the sum runs over the
+        // selected (renormalised) or over all n (mx, the top one, is the max of all)
+        v8f mx, sum = (v8f){0}, ex[LS_MAX_N];
+        topk_lanes(s, n, k, sel, &mx);
+        for (int i = 0; i < n; i++) {
+            V8_EXP(ex[i], s[i] - mx);
+            if (renorm) sum += (v8f)(sel[i] & (v8i)ex[i]);
+            else sum += ex[i];
+        }
+        if (renorm) sum += c->renorm_eps;
+        v8f mul = scale / sum;
+        for (int i = 0; i < n; i++) g[i] = (v8f)(sel[i] & (v8i)(ex[i] * mul));
+        return;
+    }
+    if (!sig) softmax_lanes(s, n, p);
+    v8f q[LS_MAX_N];
+    for (int i = 0; i < n; i++) q[i] = p[i];
+    if (e)
+        for (int i = 0; i < n; i++) q[i] += e[i];
+    if (grouped) groups_lanes(c, n, q);
+    v8f top;
+    topk_lanes(q, n, k, sel, &top);
+    v8f mul = (v8f){0} + scale;
+    if (renorm) {
+        v8f sum = (v8f){0} + c->renorm_eps;
+        for (int i = 0; i < n; i++) sum += (v8f)(sel[i] & (v8i)p[i]);
+        mul = scale / sum;
+    }
+    for (int i = 0; i < n; i++) g[i] = (v8f)(sel[i] & (v8i)(p[i] * mul));
+}
+
 /* Loss sums of m orders at the chunk's t index tc, over the held samples,
  * added to lsum[j] and ok[j] (the caller zeroes them, or carries the sums of
  * the previous sample chunks).
@@ -80,7 +202,8 @@ LS_HOT void ls_eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair)[LS
                                  long *ok) {
     const moe_config *c = x->pb.cfg;
     const int N = x->pb.N, d = x->pb.d, n = x->pb.n, C = x->pb.C, nn = x->pb.nn, nb = x->ck.nbn, b0 = x->ck.b0;
-    const int topk = c->router == ROUTER_TOPK && c->k < n, kk = c->k;
+    const int topk = c->router == ROUTER_TOPK && c->k < n, kk = c->k, general = x->pb.general;
+    const float *corr = x->ck.corr ? ls_corr_at(x, tc) : NULL; // (nn) selection biases at t
     const int layer = x->pb.kind == LS_LAYER, classify = x->pb.kind == LS_CLASSIFY;
     const float *S = ls_S_at(x, tc);          // (nb, nn, L)
     const float *bs = ls_base_at(x, tc, v);   // (nb, d, L)
@@ -101,39 +224,35 @@ LS_HOT void ls_eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair)[LS
             v8f s[LS_MAX_N], g[LS_MAX_N];
             s[0] = *(const v8f *)(Sb + (size_t)col[j][0] * LS_L); // n >= 1
             for (int i = 1; i < n; i++) s[i] = *(const v8f *)(Sb + (size_t)(i * n + col[j][i]) * LS_L);
-            v8f mx = s[0], sum = (v8f){0};
-            if (topk) {
+            if (general) {
+                // the slots' selection biases at t for this order: slot i holds B's row col[j][i]
+                float e[LS_MAX_N];
+                if (corr)
+                    for (int i = 0; i < n; i++) e[i] = corr[i * n + col[j][i]];
+                route_general(c, n, corr ? e : NULL, s, g);
+            } else if (topk) {
+                // softmax over the top-k logits (moe_route's renormalised top-k)
                 v8i sel[LS_MAX_N];
-                for (int i = 0; i < n; i++) sel[i] = (v8i){0};
-                for (int r = 0; r < kk; r++) {
-                    v8f bv = s[0];
-                    v8i bi = (v8i){0} - 1;
-                    for (int i = 0; i < n; i++) {
-                        // the first unselected expert, then any that ranks before
-                        // the best so far (moe_kernels.h: ties to the smaller slot)
-                        const v8i iv = (v8i){0} + i;
-                        v8i cand = ~sel[i] & (MOE_RANKS_BEFORE(s[i], iv, bv, bi) | (bi < 0));
-                        bv = V8_SEL(cand, s[i], bv);
-                        bi = (cand & ((v8i){0} + i)) | (~cand & bi);
-                    }
-                    for (int i = 0; i < n; i++) sel[i] |= bi == i;
-                    if (r == 0) mx = bv;
-                }
+                v8f mx, sum = (v8f){0};
+                topk_lanes(s, n, kk, sel, &mx);
                 for (int i = 0; i < n; i++) {
                     v8f e;
                     V8_EXP(e, s[i] - mx);
                     g[i] = (v8f)(sel[i] & (v8i)e);
                     sum += g[i];
                 }
+                v8f inv = 1.0f / sum;
+                for (int i = 0; i < n; i++) g[i] *= inv;
             } else {
+                v8f mx = s[0], sum = (v8f){0};
                 for (int i = 1; i < n; i++) mx = V8_SEL(s[i] > mx, s[i], mx);
                 for (int i = 0; i < n; i++) {
                     V8_EXP(g[i], s[i] - mx);
                     sum += g[i];
                 }
+                v8f inv = 1.0f / sum;
+                for (int i = 0; i < n; i++) g[i] *= inv;
             }
-            v8f inv = 1.0f / sum;
-            for (int i = 0; i < n; i++) g[i] *= inv;
             // the mix: z = base + sum_i g_i Y_i, and its lane sums
             const v8f *yb[LS_MAX_N];
             for (int i = 0; i < n; i++)

@@ -61,7 +61,7 @@ static void expert_lerp(moe_expert *out, const moe_expert *a, const moe_expert *
     vlerp(out->fc1_b, a->fc1_b, b->fc1_b, h, t);
     vlerp(out->fc2_w, a->fc2_w, b->fc2_w, d * h, t);
     vlerp(out->fc2_b, a->fc2_b, b->fc2_b, d, t);
-    if (c->act == ACT_SILU_GLU) {
+    if (moe_act_glu(c->act)) { // silu_glu, gpt_oss
         vlerp(out->fc3_w, a->fc3_w, b->fc3_w, h * d, t);
         vlerp(out->fc3_b, a->fc3_b, b->fc3_b, h, t);
     }
@@ -79,7 +79,7 @@ static void expert_lerp_perm(moe_expert *out, const moe_expert *a, const moe_exp
         size_t pu = (size_t)P[u];
         vlerp(out->fc1_w + u * d, a->fc1_w + u * d, b->fc1_w + pu * d, d, t);
         out->fc1_b[u] = ta * a->fc1_b[u] + tb * b->fc1_b[pu];
-        if (c->act == ACT_SILU_GLU) {
+        if (moe_act_glu(c->act)) {
             vlerp(out->fc3_w + u * d, a->fc3_w + u * d, b->fc3_w + pu * d, d, t);
             out->fc3_b[u] = ta * a->fc3_b[u] + tb * b->fc3_b[pu];
         }
@@ -115,6 +115,66 @@ static void expert_apply_panels(const moe_expert *e, const moe_config *c, const 
     for (int r = 0; r < N; r += LS_PANEL) {
         int np = N - r < LS_PANEL ? N - r : LS_PANEL;
         moe_expert_forward(e, c, X + (size_t)r * c->d, np, w->H, w->H3, Y + (size_t)r * c->d);
+    }
+}
+
+/* sig(v . x) per row of X (N, d) for v (d), dot products in double (the
+ * evaluator's shared_gate) */
+static void shared_gates(const float *v, const float *X, int N, int d, float *out) {
+    for (int r = 0; r < N; r++) {
+        double a = 0.0;
+        for (int q = 0; q < d; q++) a += (double)v[q] * X[(size_t)r * d + q];
+        out[r] = (float)(1.0 / (1.0 + exp(-a)));
+    }
+}
+
+/* The order-independent part of the layer at t, per shared variant v:
+ * sig(v_t . x) sum_j E^sh_j(x) (the gate only for a gated shared expert) + o_t
+ * (an output bias), plus the residual (head) or minus the chord (layer); the
+ * shared experts' gate vector and the output bias are interpolated, never
+ * permuted. */
+static void pre_base(lsx *x, ls_ws *w, int tc, double t, const float *X, int N, int r0) {
+    const moe_config *c = x->pb.cfg;
+    moe_config sc = moe_shared_config(c); // the shared experts' width hs
+    int d = x->pb.d;
+    float *sg = NULL; // (N) the shared gate at t
+    if (c->shared_gated && c->s > 0) {
+        float *v = w->hraw; // (d), free until the head below
+        vlerp(v, x->pb.A->shared_gate_w, x->pb.B->shared_gate_w, (size_t)d, t);
+        sg = w->Sx; // (N) of its (N, nn): the scores are in lanes already
+        shared_gates(v, X, N, d, sg);
+    }
+    float *ob = NULL; // (d) the output bias at t
+    if (c->has_out_bias) {
+        ob = w->hraw + d;
+        vlerp(ob, x->pb.A->out_b, x->pb.B->out_b, (size_t)d, t);
+    }
+    for (int v = 0; v < SH_COUNT; v++) {
+        float *bs = w->Zb; // (N, d)
+        memset(bs, 0, (size_t)N * d * sizeof(float));
+        for (int j = 0; j < c->s; j++) {
+            moe_expert e;
+            moe_expert_carve(&e, &sc, w->E);
+            expert_lerp(&e, &x->pb.A->shared[j], &x->pb.shB[v][j], &sc, t);
+            expert_apply_panels(&e, &sc, X, N, w, w->Ye);
+            if (sg) {
+                for (int r = 0; r < N; r++)
+                    for (int q = 0; q < d; q++) bs[(size_t)r * d + q] += sg[r] * w->Ye[(size_t)r * d + q];
+            } else {
+                for (size_t q = 0; q < (size_t)N * d; q++) bs[q] += w->Ye[q];
+            }
+        }
+        if (ob)
+            for (int r = 0; r < N; r++)
+                for (int q = 0; q < d; q++) bs[(size_t)r * d + q] += ob[q];
+        if (x->pb.kind == LS_LAYER) {
+            const float *DA = x->pb.DA + (size_t)r0 * d, *DB = x->pb.DB + (size_t)r0 * d;
+            for (size_t q = 0; q < (size_t)N * d; q++)
+                bs[q] -= (float)((1.0 - t) * DA[q] + t * DB[q]);
+        } else if (c->residual) {
+            for (size_t q = 0; q < (size_t)N * d; q++) bs[q] += X[q];
+        }
+        ls_to_lanes(ls_base_at(x, tc, v), bs, N, d, x->ck.nbn);
     }
 }
 
@@ -164,26 +224,13 @@ static void pre_item(lsx *x, int tid, long item) {
     for (int r = 0; r < N; r++)
         for (int q = 0; q < x->pb.nn; q++) S[(size_t)r * x->pb.nn + q] += w->bt[q];
     ls_to_lanes(ls_S_at(x, tc), S, N, x->pb.nn, x->ck.nbn);
-    // shared experts' sum per variant, plus the residual (head) or minus the chord (layer)
-    for (int v = 0; v < SH_COUNT; v++) {
-        float *bs = w->Zb; // (N, d)
-        memset(bs, 0, (size_t)N * d * sizeof(float));
-        for (int j = 0; j < c->s; j++) {
-            moe_expert e;
-            moe_expert_carve(&e, c, w->E);
-            expert_lerp(&e, &x->pb.A->shared[j], &x->pb.shB[v][j], c, t);
-            expert_apply_panels(&e, c, X, N, w, w->Ye);
-            for (size_t q = 0; q < (size_t)N * d; q++) bs[q] += w->Ye[q];
-        }
-        if (x->pb.kind == LS_LAYER) {
-            const float *DA = x->pb.DA + (size_t)r0 * d, *DB = x->pb.DB + (size_t)r0 * d;
-            for (size_t q = 0; q < (size_t)N * d; q++)
-                bs[q] -= (float)((1.0 - t) * DA[q] + t * DB[q]);
-        } else if (c->residual) {
-            for (size_t q = 0; q < (size_t)N * d; q++) bs[q] += X[q];
-        }
-        ls_to_lanes(ls_base_at(x, tc, v), bs, N, d, x->ck.nbn);
+    if (x->ck.corr) { // selection biases of every (slot i, B row j), as the gate rows
+        float *ct = x->ck.corr + (size_t)tc * x->pb.nn;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++)
+                ct[i * n + j] = ta * x->pb.A->corr_b[i] + tb * x->pb.B->corr_b[j];
     }
+    pre_base(x, w, tc, t, X, N, r0);
     if (x->pb.kind != LS_LAYER) {
         int C = x->pb.C;
         float *hr = w->hraw; // gamma (d), beta (d), W (C, d), b (C) at t

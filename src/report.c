@@ -65,6 +65,13 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
     cJSON_AddBoolToObject(root, "exhaustive", L->exhaustive);
     cJSON_AddNumberToObject(root, "norders", (double)L->norders);
     if (!L->exhaustive) cJSON_AddNumberToObject(root, "nsampled", (double)L->norders);
+    // the set ranked over: all n! orders, or a group-limited router's group-preserving ones
+    cJSON_AddStringToObject(root, "order_set", L->groups ? "group" : "all");
+    cJSON_AddNumberToObject(root, "orders_in_set", L->n_fact);
+    if (L->groups) {
+        cJSON_AddNumberToObject(root, "groups", L->groups);
+        cJSON_AddNumberToObject(root, "group_size", L->group_size);
+    }
     cJSON *ep = cJSON_CreateObject();
     cJSON_AddItemToObject(ep, "loss_a", jnum(L->loss_a));
     cJSON_AddItemToObject(ep, "loss_b", jnum(L->loss_b));

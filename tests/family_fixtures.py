@@ -346,3 +346,35 @@ def scramble_mx(W, pi, block_perms):
     S = scramble(W, pi, perms)
     S["_gu_mx"], S["_dn_mx"] = (gb, gs), (db, ds)
     return S
+
+
+def weight_match(WA, WB, pi):
+    """Step 2 of the alignment for expert order pi, independently of moescope:
+    for slot i (A's expert i against B's expert pi[i]) the hidden permutation P
+    maximising sum_u S[u, P(u)], S = W1a W1b^T + b1a b1b^T + W2a^T W2b + W3a W3b^T +
+    b3a b3b^T (scipy's assignment). Returns perms for scramble(WB, pi, perms): one
+    per slot, then the shared expert's (matched with B's) when there is one."""
+    from scipy.optimize import linear_sum_assignment
+
+    def match(a1, a3, a2, ab1, ab3, b1, b3, b2, bb1, bb3):
+        S = a1 @ b1.T + a2.T @ b2
+        if a3 is not None:
+            S = S + a3 @ b3.T
+        if ab1 is not None:
+            S = S + np.outer(ab1, bb1) + np.outer(ab3, bb3)
+        rows, cols = linear_sum_assignment(np.asarray(S, np.float64), maximize=True)
+        return cols[np.argsort(rows)]
+
+    def get(W, key, e):
+        return W[key][e].astype(np.float64) if key in W else None
+
+    perms = []
+    for i, j in enumerate(pi):
+        perms.append(match(get(WA, "w1", i), get(WA, "w3", i), get(WA, "w2", i), get(WA, "b1", i),
+                           get(WA, "b3", i), get(WB, "w1", j), get(WB, "w3", j), get(WB, "w2", j),
+                           get(WB, "b1", j), get(WB, "b3", j)))
+    if "s1" in WA:
+        f = lambda W, k: W[k].astype(np.float64)  # noqa: E731
+        perms.append(match(f(WA, "s1"), f(WA, "s3"), f(WA, "s2"), None, None,
+                           f(WB, "s1"), f(WB, "s3"), f(WB, "s2"), None, None))
+    return perms

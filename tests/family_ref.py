@@ -245,3 +245,35 @@ def forward(family, tensors, config, prefix, X):
                          % (family, ", ".join(sorted(FAMILIES))))
     t = {k: np.asarray(v, np.float64) for k, v in tensors.items()}
     return FAMILIES[family](t, config or {}, prefix, np.asarray(X, np.float64))
+
+
+# ---------------------------------------------------------------- curves
+
+def interpolate(TA, TB, t):
+    """theta(t) = (1-t) theta_A + t theta_B on every tensor of the block, in the
+    family's own layout (router biases, the shared expert's gate and an output
+    bias included): TA, TB name -> array, the same names."""
+    return {k: (1.0 - t) * np.asarray(TA[k], np.float64) + t * np.asarray(TB[k], np.float64)
+            for k in TA}
+
+
+def layer_curve(family, TA, TB, config, prefix, X, T):
+    """The layer-output loss at t_m = m/(T-1) on the line from A to B (B already
+    reordered): mean over N*d of (D_t(x) - ((1-t) D_A(x) + t D_B(x)))^2, with
+    D the block's output (the curve of a layer without a head)."""
+    DA = forward(family, TA, config, prefix, X)
+    DB = forward(family, TB, config, prefix, X)
+    out = []
+    for m in range(T):
+        t = m / (T - 1)
+        D = forward(family, interpolate(TA, TB, t), config, prefix, X)
+        out.append(float(((D - ((1 - t) * DA + t * DB)) ** 2).mean()))
+    return np.array(out)
+
+
+def barrier(loss):
+    """max_m [L(t_m) - ((1-t_m) L(0) + t_m L(1))], and the loss AUC (trapezoid mean)."""
+    T = len(loss)
+    t = np.arange(T) / (T - 1)
+    ex = loss - ((1 - t) * loss[0] + t * loss[-1])
+    return float(ex.max()), float(((ex[1:] + ex[:-1]) / 2).sum() / (T - 1))
