@@ -4,9 +4,10 @@
  *
  * cost is (nr, nc). Every row is assigned when nr <= nc; every column when
  * nr > nc (the other rows get -1). NaN, -inf (and +inf) costs are rejected
- * with an error. Extra memory: O(nr + nc), plus an nr x nc transposed copy
- * when nr > nc (callers holding such a matrix transposed can pass that; the
- * result is the same, see below).
+ * with an error. Extra memory: O(nr + nc) plus 384 bytes per row (the
+ * candidate lists), plus an nr x nc transposed copy when nr > nc (callers
+ * holding such a matrix transposed can pass that; the result is the same,
+ * see below).
  *
  * Which optimum, when several assignments reach the optimal total: the
  * solver's choice is a fixed function of the cost values, so
@@ -28,6 +29,10 @@
  * maximize != 0 maximises instead of minimising. */
 int lap_solve(const double *cost, int nr, int nc, int maximize, int *row_to_col,
               double *total, ms_err *err);
+
+/* Candidate lists (lap.c) are used from this many columns on; they change
+ * the speed, never the assignment. Tests lower it to cover small sizes. */
+extern int lap_cand_min;
 
 /* Reference: exhaustive search over all assignments, nr, nc <= 9. Same
  * conventions and tie-breaking-independent total. Used by tests. */

@@ -399,8 +399,55 @@ static void test_tie_rule(void) {
     }
 }
 
+/* Candidate lists change nothing: with lists on for every size (and off),
+ * lap_solve's assignment is the one without lists, on uniform, rank-2,
+ * weight-matching-like and tie-heavy integer costs, square and rectangular,
+ * both senses. */
+static void test_lists_change_nothing(void) {
+    rng_t r;
+    rng_seed(&r, 777);
+    int sizes[][2] = {{3, 3}, {33, 33}, {40, 70}, {70, 40}, {150, 150}, {257, 257}, {120, 300}};
+    int bad = 0, cases = 0, saved = lap_cand_min;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        int nr = sizes[s][0], nc = sizes[s][1];
+        double *c = malloc(sizeof(double) * nr * nc), *u = malloc(sizeof(double) * 2 * (nr + nc));
+        int *a = malloc(sizeof(int) * nr), *b = malloc(sizeof(int) * nr);
+        for (int kind = 0; kind < 5; kind++)
+            for (int maximize = 0; maximize < 2; maximize++) {
+                for (int k = 0; k < 2 * (nr + nc); k++) u[k] = rng_uniform(&r) - (kind == 2) * 0.5;
+                for (int i = 0; i < nr; i++)
+                    for (int j = 0; j < nc; j++) {
+                        double x = rng_uniform(&r);
+                        if (kind == 1 || kind == 2) // rank 2 (near ties everywhere), signed for kind 2
+                            x = u[2 * i] * u[2 * nr + 2 * j] + u[2 * i + 1] * u[2 * nr + 2 * j + 1];
+                        if (kind == 3) x = (double)rng_below(&r, 100);
+                        if (kind == 4) x = (double)rng_below(&r, 3);
+                        c[i * nc + j] = x;
+                    }
+                double ta, tb;
+                ms_err e;
+                lap_cand_min = 1 << 30;
+                int rc = lap_solve(c, nr, nc, maximize, a, &ta, &e);
+                lap_cand_min = 2;
+                rc |= lap_solve(c, nr, nc, maximize, b, &tb, &e);
+                cases++;
+                if ((rc || memcmp(a, b, sizeof(int) * nr) || ta != tb) && bad++ < 5)
+                    printf("  %dx%d kind %d max %d: lists on %.17g, off %.17g\n", nr, nc, kind,
+                           maximize, tb, ta);
+            }
+        free(c), free(u), free(a), free(b);
+    }
+    lap_cand_min = saved;
+    CHECK(bad == 0, "%d of %d matrices: candidate lists changed the assignment", bad, cases);
+}
+
 int main(void) {
+    int dflt = lap_cand_min;
     test_tie_rule();
+    lap_cand_min = 2; /* the same tie rule with candidate lists on every size */
+    test_tie_rule();
+    lap_cand_min = dflt;
+    test_lists_change_nothing();
     test_edges();
     test_nonfinite();
     test_random_small();

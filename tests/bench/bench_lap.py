@@ -11,7 +11,10 @@ Families (float64 costs; n = LAP_SIZES, default 500 1000 2000 3000 5000):
   wide, tall   uniform (n/2, n) and (n, n/2): rectangular both ways
 
 What is timed (best of LAP_REPEAT, default 3, fewer for cases over a few
-seconds; both single-threaded):
+seconds; both single-threaded), in LAP_ROUNDS rounds (default 3) that run
+the two sides one after the other, so each round's pair shares the
+machine's load; the table shows the median over rounds of each side's
+time and of the per-round ratio:
   scipy:    linear_sum_assignment(C) in a fresh python process that loaded C
             from a .npy file (its own input checks included).
   moescope: `moescope lap F --time --repeat R`: lap_solve alone (validation
@@ -135,9 +138,11 @@ def main():
     sizes = [int(s) for s in os.environ.get("LAP_SIZES", "500 1000 2000 3000 5000").split()]
     fams = os.environ.get("LAP_FAMILIES", "uniform int100 lowrank wm wide tall").split()
     repeat = int(os.environ.get("LAP_REPEAT", "3"))
+    rounds = int(os.environ.get("LAP_ROUNDS", "3"))
     rng = np.random.default_rng(2024)
     print("bench_lap: moescope lap_solve vs scipy.optimize.linear_sum_assignment, best of %d, "
-          "CPU seconds; load average %.2f %.2f %.2f" % ((repeat,) + os.getloadavg()))
+          "CPU seconds, median of %d interleaved rounds; load average %.2f %.2f %.2f"
+          % ((repeat, rounds) + os.getloadavg()))
     print("%-8s %11s %9s %10s %7s  %-6s %15s %15s  %s" % (
         "family", "shape", "scipy s", "moescope s", "ratio", "totals", "peak/matrix",
         "extra/matrix", "(wall ratio)"))
@@ -155,12 +160,22 @@ def main():
                 c = family(name, nn, rng)
                 maximize = False
                 st, npy = write_pair(tmp, c)
-                ws, ts, tot_s, rs = scipy_side(npy, maximize, repeat)
-                wm, tm, tot_m, rm = moescope_side(st, maximize, repeat)
-                eq = abs(tot_s - tot_m) <= 1e-9 * max(1.0, abs(tot_s))
+                per = []  # (scipy, moescope) measurements of each round
+                for rnd in range(rounds):
+                    sp = scipy_side(npy, maximize, repeat)
+                    me = moescope_side(st, maximize, repeat)
+                    per.append((sp, me))
+                    if sp[1] > 20:  # a case of minutes: one round
+                        break
+                med = lambda xs: float(np.median(xs))  # noqa: E731
+                ws, ts = med([p[0][0] for p in per]), med([p[0][1] for p in per])
+                wm, tm = med([p[1][0] for p in per]), med([p[1][1] for p in per])
+                rs, rm = max(p[0][3] for p in per), max(p[1][3] for p in per)
+                tot_s, tot_m = per[0][0][2], per[0][1][2]
+                eq = all(abs(p[0][2] - p[1][2]) <= 1e-9 * max(1.0, abs(p[0][2])) for p in per)
                 ok &= eq
                 mb = c.nbytes
-                ratio = ts / max(tm, 1e-9)
+                ratio = med([p[0][1] / max(p[1][1], 1e-9) for p in per])
                 worst[name] = min(worst.get(name, ratio), ratio)
                 print("%-8s %11s %9.4f %10.4f %6.2fx  %-6s %6.2f %8.2f %6.2f %8.2f  (%.2fx)%s" % (
                     name, "%dx%d" % c.shape, ts, tm, ratio, "equal" if eq else "DIFFER",
