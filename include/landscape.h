@@ -17,6 +17,9 @@
 
 /* n! as a double: the number of expert orders of n experts */
 double ls_factorial(int n);
+/* n! for people: "40320", or "about 10^13019" once it has more than 15 digits
+ * (n! overflows a double at n = 171). */
+void ls_factorial_format(char *buf, size_t cap, int n);
 
 typedef struct {
     int order[LS_MAX_N];

@@ -951,9 +951,11 @@ static void pair_best_order(const evalset *E, const diag_opts *o, diag_report *r
                "whether the chosen order is the best needs an evaluation set");
         out->items[out->n - 1].next = DG_NEXT_EVAL;
     } else {
+        char nf[48];
+        ls_factorial_format(nf, sizeof nf, n);
         dg_add(out, DG_INFO, "best_order", "A,B", NAN,
-               "landscape skipped (n = %d: %.0f orders): the rank of the chosen order is not known",
-               n, ls_factorial(n));
+               "landscape skipped (n = %d: %s orders): the rank of the chosen order is not known",
+               n, nf);
         out->items[out->n - 1].next = DG_NEXT_LANDSCAPE;
     }
 }

@@ -91,6 +91,12 @@ double ls_factorial(int n) {
     return f;
 }
 
+void ls_factorial_format(char *buf, size_t cap, int n) {
+    double f = ls_factorial(n);
+    if (f < 1e15) snprintf(buf, cap, "%.0f", f);
+    else snprintf(buf, cap, "about 10^%.0f", floor(lgamma(n + 1.0) / log(10.0)));
+}
+
 /* k-th permutation of 0..n-1 in lexicographic order. */
 static void perm_unrank(long k, int n, int *p) {
     int avail[LS_MAX_N];

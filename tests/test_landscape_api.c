@@ -129,6 +129,15 @@ int main(void) {
     make_models(&A, &B, n, d, h, C, 42);
     make_evalset(&E, N, d, C, 7);
     ms_err err;
+    {   // n! for people: exact while it fits 15 digits, a power of ten beyond
+        char nf[48];
+        ls_factorial_format(nf, sizeof nf, 8);
+        CHECK(!strcmp(nf, "40320"), "8! formats as %s", nf);
+        ls_factorial_format(nf, sizeof nf, 17);
+        CHECK(!strcmp(nf, "355687428096000"), "17! formats as %s", nf);
+        ls_factorial_format(nf, sizeof nf, 4096); // beyond a double (was "inf")
+        CHECK(!strcmp(nf, "about 10^13019"), "4096! formats as %s", nf);
+    }
 
     // full landscape, two threads, with the early-ranks callback
     ls_opts o;
