@@ -180,9 +180,14 @@ int cmd_eval(int argc, char **argv) {
     char rdesc[512];
     moe_router_describe(c, rdesc, sizeof rdesc);
     printf("routing     %s\n", rdesc);
-    printf("\nexpert  mean gate  fraction routed\n");
-    for (int i = 0; i < c->n; i++)
-        printf("%6d  %9.4f  %15.4f\n", i, r.load_mean[i], r.load_frac[i]);
+    // dense routing sends every input to every expert: the fraction would be 1 everywhere
+    int dense = c->router == ROUTER_DENSE;
+    printf("\nexpert  mean gate%s\n", dense ? "" : "  fraction routed");
+    for (int i = 0; i < c->n; i++) {
+        printf("%6d  %9.4f", i, r.load_mean[i]);
+        if (!dense) printf("  %15.4f", r.load_frac[i]);
+        printf("\n");
+    }
 
     if (json && write_json(json, &m, &e, &r, &err)) {
         rc = cli_error("%s", err.msg);

@@ -394,6 +394,23 @@ int st_open(st_file *f, const char *path, ms_err *err) {
 
     uint64_t hlen;
     memcpy(&hlen, f->map, 8); // little-endian u64
+    int is_text = 1; // a text file's first 8 bytes make an absurd length: say what it is
+    for (int i = 0; i < 8; i++) {
+        unsigned char ch = ((const unsigned char *)f->map)[i];
+        is_text &= (ch >= 0x20 && ch < 0x7f) || ch == '\n' || ch == '\r' || ch == '\t';
+    }
+    if (hlen > size - 8 && is_text) {
+        char head[9];
+        for (int i = 0; i < 8; i++) {
+            char ch = ((const char *)f->map)[i];
+            head[i] = ch == '\n' || ch == '\r' || ch == '\t' ? ' ' : ch;
+        }
+        head[8] = 0;
+        ms_fail(err, "%s: not a safetensors file: it begins with text (\"%s\"), where a "
+                "safetensors file begins with the 8-byte length of its JSON header", path, head);
+        free_contents(f);
+        return -1;
+    }
     if (hlen > size - 8) {
         ms_fail(err, "%s: header length %llu runs past the end of the file (%zu bytes)", path,
                 (unsigned long long)hlen, size);

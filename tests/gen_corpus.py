@@ -119,6 +119,8 @@ def main():
         "5 bytes: not even the 8-byte header length")
     raw("header_past_end.safetensors", struct.pack("<Q", 1000) + b'{"a":1}', "open",
         "runs past the end of the file", "header length 1000 in a 15-byte file")
+    raw("text_file.safetensors", b"# a README, not a checkpoint\n", "open",
+        "not a safetensors file: it begins with text", "a text file named .safetensors")
     raw("header_huge.safetensors", struct.pack("<Q", 1 << 63) + b"{}      ", "open",
         "header length 9223372036854775808 runs past the end",
         "header length 2^63 (would overflow 8 + length)")

@@ -56,4 +56,11 @@ $GEN ckpt "$WORK/top1.safetensors" --router topk --k 1
 "$MOESCOPE" info "$WORK/top1.safetensors" >"$WORK/o" 2>"$WORK/e"
 check "top-1 info succeeds" test $? -eq 0
 check "top-1 info warns" grep -q "outside the theory" "$WORK/e"
+# eval's load table: the fraction routed only where routing selects (1 everywhere for dense)
+S=sample-checkpoints
+"$MOESCOPE" eval "$ROOT/$S/dense4/seed1.safetensors" --eval "$ROOT/$S/dense4/eval.safetensors" >"$WORK/o" 2>&1
+check "eval dense: exit 0" test $? -eq 0
+check "eval dense: no fraction-routed column" bash -c "grep -q 'mean gate' '$WORK/o' && ! grep -q 'fraction routed' '$WORK/o'"
+"$MOESCOPE" eval "$ROOT/$S/topk4/seed1.safetensors" --eval "$ROOT/$S/topk4/eval.safetensors" >"$WORK/o" 2>&1
+check "eval top-k: fraction-routed column" grep -q 'fraction routed' "$WORK/o"
 summary
