@@ -28,6 +28,20 @@ typedef struct {
 
 struct landscape;
 
+/* One checkpoint's evaluation on E, made once and lent to every landscape it
+ * takes part in (a study's pairs share it): loss and accuracy (NaN unless
+ * classifying; layer-only sets: loss 0) and, for layer-only sets, the layer's
+ * contribution D(x) = layer(x) - x (residual) or layer(x), (N, d). */
+typedef struct {
+    double loss, acc;
+    float *D;            /* (N, d) layer mode only, else NULL */
+} ls_endpoint;
+
+/* Evaluate m on E as the landscape's end points (an error when E does not fit
+ * m); free with ls_endpoint_free. */
+int ls_endpoint_eval(const moe_model *m, const evalset *E, ls_endpoint *e, ms_err *err);
+void ls_endpoint_free(ls_endpoint *e);
+
 typedef struct {
     int T;               /* points, default 25 */
     int wm;              /* weight matching inside each order (default 1) */
@@ -58,6 +72,9 @@ typedef struct {
      * most about every 20 ms. what is a static string. May be NULL; uses
      * ctx. */
     void (*phase)(void *ctx, const char *what, long done, long total);
+    /* A's and B's evaluations (ls_endpoint_eval of the same models on
+     * the same E), borrowed; NULL: the landscape evaluates them itself. */
+    const ls_endpoint *end_a, *end_b;
 } ls_opts;
 
 void ls_opts_default(ls_opts *o);

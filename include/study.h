@@ -30,8 +30,10 @@ typedef struct {
     int ia, ib;            /* indices into the pool */
     int n, exhaustive;
     double norders;
+    double loss_a, loss_b, acc_a, acc_b; /* the end points (accuracy NaN unless classifying) */
     st_curve naive, skip;
     st_method m[2];        /* [COST_GATE], [COST_EXPERT] */
+    double zero_tied;      /* orders tied at barrier 0 (B <= tau) */
     double best, worst, identity_rank, tau;
     int best_order[LS_MAX_N], worst_order[LS_MAX_N];
 } st_pair;
@@ -60,6 +62,11 @@ typedef struct {
     st_pair *pairs;        /* (npairs), (0,1), (0,2), ..., (1,2), ... */
     st_stat *summary;      /* one per study_fields entry */
     int T;
+    int kind;              /* ls_kind of the pool on E */
+    int nevals;            /* checkpoint evaluations made (one per checkpoint, shared by its pairs) */
+    /* files of a directory left out of the pool, and why (borrowed; set by the caller) */
+    int nleft;
+    const char *const *left, *const *left_why;
 } study;
 
 /* Mean and sample std of the finite values among v[0..n). */
@@ -69,10 +76,15 @@ st_stat study_stat(const double *v, int n);
 void study_pair_from(st_pair *p, const landscape *L, int ia, int ib);
 
 /* Every pair of models[0..npool) on E with the landscape options o; progress
- * (may be NULL) after each pair. */
+ * (may be NULL) after each pair. Each model is evaluated on E once and its
+ * evaluation lent to the landscapes of its npool - 1 pairs. */
 int study_run(const moe_model *models, const char *const *paths, int npool, const evalset *E,
               const ls_opts *o, void (*progress)(int done, int total), study *S, ms_err *err);
 void study_free(study *S);
+
+/* Ratios of the mean barriers over the pairs: naive/gate, naive/expert,
+ * skip_order/gate, skip_order/expert (NaN where the denominator is <= 0). */
+void study_ratios(const study *S, double r[4]);
 
 /* Reports, written atomically. The text table goes to a FILE. */
 void study_print(const study *S, FILE *f);

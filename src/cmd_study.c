@@ -11,6 +11,7 @@
 #include "atomic_file.h"
 #include "cli.h"
 #include "provenance.h"
+#include "safetensors.h"
 #include "study.h"
 
 #define USAGE                                                                                    \
@@ -27,8 +28,11 @@ static void help(void) {
            "best and worst barrier, the identity order's rank, and Spearman's rho between\n"
            "each method's assignment cost sum_i C[i][pi(i)] and the barrier over every\n"
            "order (does the data-free cost predict the barrier?). Each checkpoint is\n"
-           "loaded once. A directory stands for its *.safetensors files (sorted), less the\n"
-           "evaluation set; without --eval, DIR/eval.safetensors is used. For n >= 10 each\n"
+           "loaded and evaluated once (its loss and accuracy are shared by its pairs). A\n"
+           "directory stands for its seeds: its *.safetensors files (sorted), less the\n"
+           "evaluation set and any teacher (train.mode = teacher, as train --make-teacher\n"
+           "writes); the reports list what was left out. Without --eval,\n"
+           "DIR/eval.safetensors is used. For n >= 10 each\n"
            "landscape is sampled (--samples) and ranks carry a 95%% interval.\n\n"
            "  -e, --eval E      evaluation set\n"
            "  -T, --points T    interpolation points (default 25)\n"
@@ -55,49 +59,87 @@ static int by_name(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Expand a directory into its *.safetensors (sorted; the evaluation set left
- * out) into paths[*np..]; files are taken as they are. */
-static int add_input(const char *arg, const char **e_path, char **paths, int *np, ms_err *err) {
-    struct stat st;
-    if (stat(arg, &st)) return ms_fail(err, "%s: no such file or directory", arg);
-    if (!S_ISDIR(st.st_mode)) {
-        if (*np >= ST_MAX_POOL) return ms_fail(err, "more than %d checkpoints", ST_MAX_POOL);
-        paths[(*np)++] = ms_strdup(arg);
-        return 0;
+/* The pool: checkpoints given or found in directories, and a directory's
+ * files left out of it with the reason (shown in every report). */
+typedef struct {
+    char *paths[ST_MAX_POOL];
+    int np;
+    char *left[ST_MAX_POOL];
+    const char *why[ST_MAX_POOL];
+    int nleft;
+    char *dir_eval; /* a directory's eval.safetensors, when --eval was not given */
+} st_pool;
+
+static void pool_free(st_pool *P) {
+    for (int i = 0; i < P->np; i++) free(P->paths[i]);
+    for (int i = 0; i < P->nleft; i++) free(P->left[i]);
+    free(P->dir_eval);
+}
+
+static void pool_leave(st_pool *P, char *path, const char *why) {
+    if (P->nleft < ST_MAX_POOL) {
+        P->left[P->nleft] = path;
+        P->why[P->nleft++] = why;
+    } else {
+        free(path);
     }
+}
+
+/* Is the file a teacher (train.mode = teacher, as `train --make-teacher`
+ * writes)? A teacher is not one of the seeds a directory's pool stands for. */
+static int is_teacher(const char *path) {
+    st_file f;
+    ms_err e;
+    if (st_open(&f, path, &e)) return 0; // loading it later says what is wrong
+    const char *mode = st_meta(&f, "train.mode");
+    int t = mode && !strcmp(mode, "teacher");
+    st_close(&f);
+    return t;
+}
+
+/* A directory's *.safetensors, sorted, into the pool; the evaluation set
+ * and teachers are left out (and recorded). */
+static int add_dir(const char *arg, const char *e_path, st_pool *P, ms_err *err) {
     DIR *d = opendir(arg);
     if (!d) return ms_fail(err, "%s: cannot read the directory", arg);
-    int first = *np;
+    int first = P->np;
     struct dirent *de;
     size_t al = strlen(arg);
     const char *sep = al && arg[al - 1] == '/' ? "" : "/";
-    char *dflt = NULL;
     while ((de = readdir(d))) {
         size_t l = strlen(de->d_name);
         if (l < 12 || strcmp(de->d_name + l - 12, ".safetensors")) continue;
         char *p = ms_malloc(al + l + 2);
         sprintf(p, "%s%s%s", arg, sep, de->d_name);
-        if (!strcmp(de->d_name, "eval.safetensors") && !*e_path) {
-            dflt = p; // the directory's evaluation set
-            continue;
-        }
-        if (*e_path && same_file(p, *e_path)) {
+        const char *ev = e_path ? e_path : P->dir_eval;
+        if (ev && same_file(p, ev)) {
             free(p);
-            continue;
-        }
-        if (*np >= ST_MAX_POOL) {
+        } else if (!strcmp(de->d_name, "eval.safetensors")) {
+            if (!ev) P->dir_eval = p; // the directory's evaluation set
+            else pool_leave(P, p, "an evaluation set");
+        } else if (is_teacher(p)) {
+            pool_leave(P, p, "train.mode = teacher: a teacher, not a seed");
+        } else if (P->np >= ST_MAX_POOL) {
             free(p);
             closedir(d);
-            free(dflt);
             return ms_fail(err, "%s: more than %d checkpoints", arg, ST_MAX_POOL);
+        } else {
+            P->paths[P->np++] = p;
         }
-        paths[(*np)++] = p;
     }
     closedir(d);
-    if (dflt) *e_path = dflt; // kept for the process (freed with the pool below)
-    if (dflt) paths[ST_MAX_POOL] = dflt;
-    qsort(paths + first, (size_t)(*np - first), sizeof(char *), by_name);
-    if (*np == first) return ms_fail(err, "%s: no checkpoints (*.safetensors) in the directory", arg);
+    qsort(P->paths + first, (size_t)(P->np - first), sizeof(char *), by_name);
+    if (P->np == first) return ms_fail(err, "%s: no checkpoints (*.safetensors) in the directory", arg);
+    return 0;
+}
+
+/* A file is taken as it is; a directory stands for its seeds. */
+static int add_input(const char *arg, const char *e_path, st_pool *P, ms_err *err) {
+    struct stat st;
+    if (stat(arg, &st)) return ms_fail(err, "%s: no such file or directory", arg);
+    if (S_ISDIR(st.st_mode)) return add_dir(arg, e_path, P, err);
+    if (P->np >= ST_MAX_POOL) return ms_fail(err, "more than %d checkpoints", ST_MAX_POOL);
+    P->paths[P->np++] = ms_strdup(arg);
     return 0;
 }
 
@@ -111,8 +153,10 @@ static int study_outputs(const study *S, const char *e_path, const char *const *
     return 0;
 }
 
-static int run_study(char **paths, int np, const char *e_path, const char *layer, ls_opts *lo,
+static int run_study(const st_pool *P, const char *e_path, const char *layer, ls_opts *lo,
                      const char *const *outs, int show) {
+    char *const *paths = P->paths;
+    int np = P->np;
     ms_err err;
     moe_model *M = ms_calloc((size_t)np, sizeof(moe_model));
     evalset E;
@@ -134,6 +178,9 @@ static int run_study(char **paths, int np, const char *e_path, const char *layer
             rc = cli_error("%s", err.msg);
         } else {
             cli_progress_end();
+            S.nleft = P->nleft;
+            S.left = (const char *const *)P->left;
+            S.left_why = P->why;
             if (show) study_print(&S, stdout);
             if (study_outputs(&S, e_path, outs, &err)) rc = cli_error("%s", err.msg);
             study_free(&S);
@@ -178,22 +225,24 @@ int cmd_study(int argc, char **argv) {
         }
     }
     if (optind >= argc) return cli_usage_error(USAGE, "study: no checkpoints given");
-    char *paths[ST_MAX_POOL + 1] = {0}; // [ST_MAX_POOL]: a directory's evaluation set
-    int np = 0, rc = 0;
+    st_pool P;
+    memset(&P, 0, sizeof P);
+    int rc = 0;
     ms_err err;
     for (int i = optind; i < argc && !rc; i++)
-        if (add_input(argv[i], &e_path, paths, &np, &err)) rc = cli_error("%s", err.msg);
+        if (add_input(argv[i], e_path, &P, &err)) rc = cli_error("%s", err.msg);
+    if (!e_path) e_path = P.dir_eval;
     if (!rc && !e_path) rc = cli_usage_error(USAGE, "study: --eval E is required");
-    if (!rc && np < 2) rc = cli_usage_error(USAGE, "study: need at least two checkpoints, got %d", np);
+    if (!rc && P.np < 2) rc = cli_usage_error(USAGE, "study: need at least two checkpoints, got %d", P.np);
     static const char *const labels[4] = {"--json", "--csv", "--latex", "--png"};
     for (int i = 0; i < 4 && !rc; i++) {
         const char *ins[ST_MAX_POOL + 1];
-        for (int k = 0; k < np; k++) ins[k] = paths[k];
-        ins[np] = e_path;
-        if (outs[i] && af_check_not_input(outs[i], ins, np + 1, &err)) rc = cli_error("%s", err.msg);
+        for (int k = 0; k < P.np; k++) ins[k] = P.paths[k];
+        ins[P.np] = e_path;
+        if (outs[i] && af_check_not_input(outs[i], ins, P.np + 1, &err)) rc = cli_error("%s", err.msg);
     }
     if (!rc && af_check_distinct(outs, labels, 4, &err)) rc = cli_usage_error(USAGE, "study: %s", err.msg);
-    if (!rc) rc = run_study(paths, np, e_path, layer, &lo, outs, show);
-    for (int i = 0; i <= ST_MAX_POOL; i++) free(paths[i]);
+    if (!rc) rc = run_study(&P, e_path, layer, &lo, outs, show);
+    pool_free(&P);
     return rc;
 }

@@ -276,23 +276,47 @@ static int row_cmp(const void *pa, const void *pb) {
     return 0;
 }
 
-/* loss and accuracy of model m on E (layer mode: 0) */
-static void endpoint(const lsx *x, const moe_model *m, double *loss, double *acc) {
-    *loss = 0.0;
-    *acc = NAN;
-    if (x->pb.kind == LS_LAYER) return;
-    int N = x->pb.N, d = x->pb.d, C = x->pb.C;
-    float *Z = ms_malloc((size_t)N * d * sizeof(float));      // (N, d)
-    float *lg = ms_malloc((size_t)N * C * sizeof(float));     // (N, C)
-    moe_forward(m, x->pb.E->inputs, N, Z, NULL);
+/* E fits m: a model with a head checks labels/targets, a layer the width */
+static int ls_check_evalset(const moe_model *m, const evalset *E, ms_err *err) {
+    if (m->cfg.has_head) return evalset_check(E, m, err);
+    if (E->d != m->cfg.d)
+        return ms_fail(err, "%s: inputs have width %d but the layer has d = %d",
+                       E->path ? E->path : "evaluation set", E->d, m->cfg.d);
+    return 0;
+}
+
+int ls_endpoint_eval(const moe_model *m, const evalset *E, ls_endpoint *e, ms_err *err) {
+    memset(e, 0, sizeof *e);
+    if (ls_check_evalset(m, E, err)) return -1;
+    ls_kind kind = ls_kind_of(m, E);
+    int N = E->N, d = m->cfg.d, C = m->cfg.has_head ? m->cfg.C : 0;
+    e->loss = 0.0;
+    e->acc = NAN;
+    e->D = NULL;
+    float *Z = ms_malloc((size_t)N * d * sizeof(float)); // (N, d)
+    moe_forward(m, E->inputs, N, Z, NULL);
+    if (kind == LS_LAYER) {
+        // the chord's end: the layer's own contribution
+        if (m->cfg.residual)
+            for (size_t q = 0; q < (size_t)N * d; q++) Z[q] -= E->inputs[q];
+        e->D = Z;
+        return 0;
+    }
+    float *lg = ms_malloc((size_t)N * C * sizeof(float)); // (N, C)
     moe_head(m, Z, N, lg);
     double ls = 0.0;
     long ok = 0;
-    ls_loss_logits(x->pb.E, 0, lg, N, C, &ls, &ok);
-    *loss = x->pb.kind == LS_CLASSIFY ? ls / N : ls / ((double)N * C);
-    if (x->pb.kind == LS_CLASSIFY) *acc = (double)ok / N;
+    ls_loss_logits(E, 0, lg, N, C, &ls, &ok);
+    e->loss = kind == LS_CLASSIFY ? ls / N : ls / ((double)N * C);
+    if (kind == LS_CLASSIFY) e->acc = (double)ok / N;
     free(Z);
     free(lg);
+    return 0;
+}
+
+void ls_endpoint_free(ls_endpoint *e) {
+    free(e->D);
+    e->D = NULL;
 }
 
 /* Does every order's L(1) equal B's loss? Not when B's routing ties on some
@@ -509,11 +533,7 @@ static int ls_check(const moe_model *A, const moe_model *B, const evalset *E, co
         return ms_fail(err, "%s: %d experts; the landscape handles at most %d",
                        A->path ? A->path : "A", c->n, LS_MAX_N);
     if (o->T < 3) return ms_fail(err, "landscape: need at least 3 interpolation points, got %d", o->T);
-    if (c->has_head) return evalset_check(E, A, err);
-    if (E->d != c->d)
-        return ms_fail(err, "%s: inputs have width %d but the layer has d = %d",
-                       E->path ? E->path : "evaluation set", E->d, c->d);
-    return 0;
+    return ls_check_evalset(A, E, err);
 }
 
 static void ls_problem_init(lsx *x, const moe_model *A, const moe_model *B, const evalset *E,
@@ -662,24 +682,22 @@ static int ls_match_pairs(lsx *x, ms_err *err) {
 
 /* L(0) is A's loss, L(1) B's: every aligned B' computes B's function, unless
  * B's top-k ties at the k-th score (end_ties: then each order's own L(1)).
- * Layer mode: the chord's ends D_A, D_B. */
+ * Layer mode: the chord's ends D_A, D_B. A caller that evaluated A and B
+ * already (a study: once per checkpoint, not once per pair) lends them. */
 static int ls_end_points(lsx *x, ms_err *err) {
     ls_problem *pb = &x->pb;
-    int N = pb->N, d = pb->d;
-    if (pb->kind == LS_LAYER) {
-        const float *X = pb->E->inputs;
-        pb->DA = ms_malloc((size_t)N * d * sizeof(float)); // (N, d)
-        pb->DB = ms_malloc((size_t)N * d * sizeof(float)); // (N, d)
-        moe_forward(pb->A, X, N, pb->DA, NULL);
-        moe_forward(pb->B, X, N, pb->DB, NULL);
-        if (pb->cfg->residual)
-            for (size_t q = 0; q < (size_t)N * d; q++) {
-                pb->DA[q] -= X[q];
-                pb->DB[q] -= X[q];
-            }
+    const ls_endpoint *ea = pb->o->end_a, *eb = pb->o->end_b;
+    if (!ea) {
+        if (ls_endpoint_eval(pb->A, pb->E, &pb->own[0], err)) return -1;
+        ea = &pb->own[0];
     }
-    endpoint(x, pb->A, &pb->loss_a, &pb->acc_a);
-    endpoint(x, pb->B, &pb->loss_b, &pb->acc_b);
+    if (!eb) {
+        if (ls_endpoint_eval(pb->B, pb->E, &pb->own[1], err)) return -1;
+        eb = &pb->own[1];
+    }
+    pb->DA = ea->D, pb->DB = eb->D;
+    pb->loss_a = ea->loss, pb->acc_a = ea->acc;
+    pb->loss_b = eb->loss, pb->acc_b = eb->acc;
     if (end_ties(x, pb->B, err)) return -1;
     landscape *L = x->rs.L;
     L->loss_a = pb->loss_a, L->loss_b = pb->loss_b;
@@ -871,7 +889,9 @@ static void ls_release(lsx *x, ls_named *nm) {
     free(x->ck.base);
     free(x->ck.head);
     free(x->ck.corr);
-    void *pbuf[] = {x->pb.perm, x->pb.pj, x->pb.DA, x->pb.DB, x->pb.lab8, x->pb.tg8, x->pb.shmem,
+    ls_endpoint_free(&x->pb.own[0]);
+    ls_endpoint_free(&x->pb.own[1]);
+    void *pbuf[] = {x->pb.perm, x->pb.pj, x->pb.lab8, x->pb.tg8, x->pb.shmem,
                     x->pb.shx, x->rs.sampled, x->rs.bar, x->rs.accb, x->rs.auc, x->rs.done,
                     x->rs.prog, x->rs.acc_l, x->rs.acc_ok, x->rs.lb, x->rs.ab, nm->ls, nm->ok};
     for (size_t i = 0; i < sizeof pbuf / sizeof pbuf[0]; i++) free(pbuf[i]);

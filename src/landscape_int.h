@@ -88,7 +88,8 @@ typedef struct {
     int npairs;
     int *perm;       // (npairs, h) pair p's unit u is B's unit perm[p*h+u]
     int *pj;         // (npairs) B's expert of pair p
-    float *DA, *DB;  // (N, d) each: the chord's ends, layer mode only
+    const float *DA, *DB; // (N, d) each: the chord's ends, layer mode only
+    ls_endpoint own[2];   // A's and B's evaluation when the caller lent none
     int32_t *lab8;   // (nb*LS_L) labels, -1 in the padding
     float *tg8;      // (nb, C, LS_L) regression targets
     double loss_a, loss_b, acc_a, acc_b;

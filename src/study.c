@@ -19,12 +19,14 @@
     F("methods." name ".spearman", m[i].spearman)
 
 static const st_field FIELDS[] = {
+    F("endpoints.loss_a", loss_a),          F("endpoints.loss_b", loss_b),
+    F("endpoints.acc_a", acc_a),            F("endpoints.acc_b", acc_b),
     F("naive.barrier", naive.barrier),      F("naive.acc_barrier", naive.acc_barrier),
     F("naive.loss_auc", naive.loss_auc),    F("skip_order.barrier", skip.barrier),
     F("skip_order.acc_barrier", skip.acc_barrier), F("skip_order.loss_auc", skip.loss_auc),
     METHOD_FIELDS(0, "gate"),               METHOD_FIELDS(1, "expert"),
     F("best.barrier", best),                F("worst.barrier", worst),
-    F("identity_rank", identity_rank),
+    F("identity_rank", identity_rank),      F("zero_tied", zero_tied),
 };
 
 const st_field *study_fields(int *n) {
@@ -74,6 +76,8 @@ void study_pair_from(st_pair *p, const landscape *L, int ia, int ib) {
     p->ia = ia, p->ib = ib, p->n = n;
     p->exhaustive = L->exhaustive;
     p->norders = L->exhaustive ? (double)L->norders : L->n_fact;
+    p->loss_a = L->loss_a, p->loss_b = L->loss_b;
+    p->acc_a = L->acc_a, p->acc_b = L->acc_b;
     p->naive = curve_of(&L->naive);
     p->skip = curve_of(&L->skip_order);
     p->tau = L->tau;
@@ -107,28 +111,12 @@ void study_pair_from(st_pair *p, const landscape *L, int ia, int ib) {
     rank_view v = {.count = L->ndone, .width = n, .barrier = &L->rows[0].barrier,
                    .stride = sizeof(ls_row)};
     p->identity_rank = (double)rank_of(&v, idb, L->tau);
+    long z = 0; // barriers are clipped at 0, so "tied at 0" is B <= tau
+    for (long k = 0; k < L->ndone; k++) z += L->rows[k].barrier <= L->tau;
+    p->zero_tied = (double)z;
 }
 
-int study_run(const moe_model *models, const char *const *paths, int npool, const evalset *E,
-              const ls_opts *o, void (*progress)(int done, int total), study *S, ms_err *err) {
-    memset(S, 0, sizeof *S);
-    S->npool = npool;
-    S->paths = paths;
-    S->T = o->T;
-    int total = npool * (npool - 1) / 2;
-    S->pairs = ms_calloc((size_t)(total > 0 ? total : 1), sizeof(st_pair));
-    for (int i = 0; i < npool; i++)
-        for (int j = i + 1; j < npool; j++) {
-            landscape L;
-            if (landscape_compute(&models[i], &models[j], E, o, &L, err)) {
-                ms_prefix(err, "pair %s, %s", paths[i], paths[j]);
-                study_free(S);
-                return -1;
-            }
-            study_pair_from(&S->pairs[S->npairs++], &L, i, j);
-            landscape_free(&L);
-            if (progress) progress(S->npairs, total);
-        }
+static void study_summarise(study *S) {
     int nf;
     const st_field *fs = study_fields(&nf);
     S->summary = ms_calloc((size_t)nf, sizeof(st_stat));
@@ -138,6 +126,43 @@ int study_run(const moe_model *models, const char *const *paths, int npool, cons
         S->summary[f] = study_stat(v, S->npairs);
     }
     free(v);
+}
+
+int study_run(const moe_model *models, const char *const *paths, int npool, const evalset *E,
+              const ls_opts *o, void (*progress)(int done, int total), study *S, ms_err *err) {
+    memset(S, 0, sizeof *S);
+    S->npool = npool;
+    S->paths = paths;
+    S->T = o->T;
+    S->kind = npool ? (int)ls_kind_of(&models[0], E) : 0;
+    int total = npool * (npool - 1) / 2, rc = 0;
+    S->pairs = ms_calloc((size_t)(total > 0 ? total : 1), sizeof(st_pair));
+    // each checkpoint's end-point evaluation once, lent to all its pairs
+    ls_endpoint *ends = ms_calloc((size_t)(npool > 0 ? npool : 1), sizeof(ls_endpoint));
+    for (int i = 0; i < npool && !rc; i++)
+        if (ls_endpoint_eval(&models[i], E, &ends[i], err)) rc = ms_prefix(err, "%s", paths[i]);
+    S->nevals = npool;
+    ls_opts po = *o;
+    for (int i = 0; i < npool && !rc; i++)
+        for (int j = i + 1; j < npool && !rc; j++) {
+            landscape L;
+            po.end_a = &ends[i], po.end_b = &ends[j];
+            if (landscape_compute(&models[i], &models[j], E, &po, &L, err)) {
+                ms_prefix(err, "pair %s, %s", paths[i], paths[j]);
+                rc = -1;
+                break;
+            }
+            study_pair_from(&S->pairs[S->npairs++], &L, i, j);
+            landscape_free(&L);
+            if (progress) progress(S->npairs, total);
+        }
+    for (int i = 0; i < npool; i++) ls_endpoint_free(&ends[i]);
+    free(ends);
+    if (rc) {
+        study_free(S);
+        return -1;
+    }
+    study_summarise(S);
     return 0;
 }
 

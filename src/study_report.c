@@ -107,14 +107,38 @@ void study_print(const study *S, FILE *f) {
     static const char *acc[4] = {"naive.acc_barrier", "skip_order.acc_barrier",
                                  "methods.gate.acc_barrier", "methods.expert.acc_barrier"};
     fprintf(f, "\naccuracy barriers (mean +- std):");
-    for (int i = 0; i < 4; i++) {
-        const st_stat *s = stat_of(S, acc[i]);
-        fprintf(f, " %s %.4f +- %.4f%s", COLS[i].head, s->mean, s->std, i < 3 ? "," : "\n");
+    if (S->kind != LS_CLASSIFY) {
+        fprintf(f, " n/a (%s)\n", S->kind == LS_REGRESS ? "regression" : "layer only");
+    } else {
+        for (int i = 0; i < 4; i++) {
+            const st_stat *s = stat_of(S, acc[i]);
+            fprintf(f, " %s %.4f +- %.4f%s", COLS[i].head, s->mean, s->std, i < 3 ? "," : "\n");
+        }
     }
     const st_stat *ra[2] = {stat_of(S, "methods.gate.rank_auc"), stat_of(S, "methods.expert.rank_auc")};
     const st_stat *wo = stat_of(S, "worst.barrier");
     fprintf(f, "rank by AUC tie-break (mean +- std): gate %.2f +- %.2f, expert %.2f +- %.2f; worst barrier %.4f +- %.4f\n",
             ra[0]->mean, ra[0]->std, ra[1]->mean, ra[1]->std, wo->mean, wo->std);
+    double r[4];
+    study_ratios(S, r);
+    fprintf(f, "ratios of mean barriers: naive/gate %.1f, naive/expert %.1f, skip/gate %.1f, skip/expert %.1f\n",
+            r[0], r[1], r[2], r[3]);
+    double z = 0, all = 0;
+    for (int k = 0; k < S->npairs; k++) z += S->pairs[k].zero_tied, all += S->pairs[k].norders;
+    fprintf(f, "orders tied at barrier 0 (B <= tau): %.0f of %.0f over the pairs\n", z,
+            p0 && p0->exhaustive ? all : (double)S->npairs * (p0 ? p0->norders : 0));
+    fprintf(f, "each checkpoint evaluated once (%d evaluations for %d pairs)\n", S->nevals, S->npairs);
+    for (int i = 0; i < S->nleft; i++) fprintf(f, "left out: %s (%s)\n", S->left[i], S->left_why[i]);
+}
+
+void study_ratios(const study *S, double r[4]) {
+    static const char *num[2] = {"naive.barrier", "skip_order.barrier"};
+    static const char *den[2] = {"methods.gate.barrier", "methods.expert.barrier"};
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            const st_stat *x = stat_of(S, num[a]), *y = stat_of(S, den[b]);
+            r[a * 2 + b] = y->mean > 0 ? x->mean / y->mean : NAN;
+        }
 }
 
 /* ---- JSON ---- */
@@ -193,7 +217,21 @@ int study_write_json(const study *S, const char *e_path, const char *path, ms_er
         cJSON_AddItemToObject(s, "std", jnum(S->summary[f].std));
         cJSON_AddNumberToObject(s, "n", S->summary[f].n);
     }
-    cJSON_AddItemToObject(root, "provenance", prov_json());
+    double r[4];
+    study_ratios(S, r);
+    cJSON *rat = cJSON_AddObjectToObject(root, "ratios");
+    static const char *rn[4] = {"naive/gate", "naive/expert", "skip_order/gate", "skip_order/expert"};
+    for (int i = 0; i < 4; i++) cJSON_AddItemToObject(rat, rn[i], jnum(r[i]));
+    cJSON *lo = cJSON_AddArrayToObject(root, "left_out");
+    for (int i = 0; i < S->nleft; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "path", S->left[i]);
+        cJSON_AddStringToObject(o, "why", S->left_why[i]);
+        cJSON_AddItemToArray(lo, o);
+    }
+    cJSON *prov = prov_json();
+    cJSON_AddNumberToObject(prov, "endpoint_evaluations", S->nevals);
+    cJSON_AddItemToObject(root, "provenance", prov);
     return json_file_write(root, path, err);
 }
 

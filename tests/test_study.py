@@ -61,6 +61,10 @@ def check_against_landscape(tmp, S):
             bad += ["%s.order" % m] if p["methods"][m]["order"] != L["methods"][m]["order"] else []
         for key in ("best", "worst"):
             bad += [key] if p[key]["barrier"] != L[key]["barrier"] or p[key]["order"] != L[key]["order"] else []
+        # the end points come from one evaluation per checkpoint, shared by its pairs
+        bad += ["endpoints." + c for c in L["endpoints"] if not same(p["endpoints"][c], L["endpoints"][c])]
+        zero = sum(1 for o in L["orders"] if o["barrier"] <= L["tau"])
+        bad += ["zero_tied"] if p["zero_tied"] != zero else []
         check(not bad, "%s: study equals landscape (differs: %s)" % (tag, bad))
         rows = [(tuple(r["order"]), r["barrier"], r["acc_barrier"], r["loss_auc"]) for r in L["orders"]]
         ident = [r for r in rows if r[0] == tuple(range(L["n"]))][0]
@@ -79,6 +83,58 @@ def check_against_landscape(tmp, S):
             check(got is not None and abs(got - ref) <= 1e-9, "%s: %s Spearman %s vs scipy %s" % (tag, m, got, ref))
             o = oracle.spearman(cost, [r[1] for r in rows])
             check(o is not None and abs(o - ref) <= 1e-9, "%s: %s oracle Spearman agrees with scipy" % (tag, m))
+
+
+def check_once(S):
+    """Each checkpoint is evaluated once; every pair's end point is its checkpoint's."""
+    check(S["provenance"].get("endpoint_evaluations") == len(S["checkpoints"]),
+          "provenance: one end-point evaluation per checkpoint (%s)" % S["provenance"].get("endpoint_evaluations"))
+    seen = {}
+    for p in S["pairs"]:
+        for side in "ab":
+            v = (p["endpoints"]["loss_" + side], p["endpoints"]["acc_" + side])
+            seen.setdefault(p[side], set()).add(v)
+    check(all(len(v) == 1 for v in seen.values()) and len(seen) == 4,
+          "each checkpoint has one loss/accuracy across its pairs")
+    means = [S["summary"][k]["mean"] for k in ("naive.barrier", "skip_order.barrier",
+                                                   "methods.gate.barrier", "methods.expert.barrier")]
+    want = {"naive/gate": means[0] / means[2], "naive/expert": means[0] / means[3],
+            "skip_order/gate": means[1] / means[2], "skip_order/expert": means[1] / means[3]}
+    check(all(abs(S["ratios"][k] - v) <= 1e-12 * v for k, v in want.items()), "ratios of the mean barriers")
+
+
+def test_teacher_dir(tmp):
+    """A directory holding a teacher: the pool is the seeds, the teacher is
+    listed as left out, and a regression set has no accuracy numbers."""
+    src = os.path.join(HERE, "..", "sample-checkpoints", "teacher4")
+    d = os.path.join(tmp, "teacher_set")
+    os.mkdir(d)
+    for f in ("seed1", "seed2", "seed3", "teacher", "eval"):
+        with open(os.path.join(src, f + ".safetensors"), "rb") as fi, \
+                open(os.path.join(d, f + ".safetensors"), "wb") as fo:
+            fo.write(fi.read())
+    js = os.path.join(tmp, "teacher.json")
+    r = run("study", d, "--points", 5, "--json", js)
+    check(r.returncode == 0, "study of a directory with a teacher ran: %s" % r.stderr[-300:])
+    if r.returncode:
+        return
+    S = json.load(open(js))
+    names = [os.path.basename(p) for p in S["checkpoints"]]
+    check(names == ["seed1.safetensors", "seed2.safetensors", "seed3.safetensors"],
+          "teacher left out of the pool (%s)" % names)
+    check([os.path.basename(x["path"]) for x in S["left_out"]] == ["teacher.safetensors"]
+          and "teacher" in S["left_out"][0]["why"], "left_out names the teacher and why")
+    check("left out: " in r.stdout and "teacher.safetensors" in r.stdout, "text says what was left out")
+    check("n/a (regression)" in r.stdout and "nan" not in r.stdout, "regression: accuracy n/a, no nan printed")
+    check(S["pairs"][0]["endpoints"]["acc_a"] is None, "regression: accuracy null in JSON")
+    # named explicitly, a teacher is taken as given
+    r = run("study", os.path.join(d, "seed1.safetensors"), os.path.join(d, "teacher.safetensors"),
+            "--eval", os.path.join(d, "eval.safetensors"), "--points", 5, "-q", "--json", js)
+    check(r.returncode == 0 and len(json.load(open(js))["checkpoints"]) == 2, "explicit files are taken as given")
+    # an evaluation set that does not fit the checkpoints: named, no crash
+    r = run("study", D4, "--eval", os.path.join(d, "eval.safetensors"), "-q")
+    check(r.returncode == 1 and "eval.safetensors" in r.stderr, "mismatched evaluation set: a clear error (%s)"
+          % r.stderr.strip()[-200:])
 
 
 def get(pair, path):
@@ -238,11 +294,13 @@ def main():
             S = json.load(open(paths["json"]))
             check("mean" in r.stdout and "seed1 / seed2" in r.stdout, "text table with pairs and mean")
             check_against_landscape(tmp, S)
+            check_once(S)
             check_summary(S)
             check_csv(paths, S)
             check_latex(paths)
             check_png(paths)
         test_sampled(tmp)
+        test_teacher_dir(tmp)
         test_errors(tmp)
     return testutil.summary("test_study")
 
