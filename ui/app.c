@@ -331,7 +331,9 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     a->orders.now = a->now;
     orders_render(g, &L->orders, &a->orders, v);
     footer_render(g, &L->footer, &a->req, a->metric_acc, &a->hits);
-    message_render(g, &L->message, a->msg, a->msg_error, v);
+    /* the free end of the footer's last row can hold the status */
+    ui_rect alt = {a->hits.end_x + 2, a->hits.end_y, L->footer.x + L->footer.w - 1 - (a->hits.end_x + 2), 1};
+    message_render(g, &L->message, a->msg, a->msg_error, v, &alt);
     if (a->show_help) help_render(g, &L->overlay, &a->info.cfg);
     else if (a->show_diag) {
         app_sync_diag(a, v);

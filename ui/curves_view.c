@@ -79,19 +79,18 @@ typedef struct {
     const char *name;
 } series;
 
-/* The legend below the axis row ay: flowing over up to four rows, the current
- * barrier beside it; when the full legend does not fit, names only. */
-static void curves_legend(grid *g, const ui_rect *r, const explore_snapshot *v, const series *S, int ns,
-                          int metric_acc, int ay) {
-    typedef struct {
-        uint32_t glyph;
-        int role, text_role;
-        char full[96], brief[96];
-    } entry;
-    entry E[5];
+typedef struct {
+    uint32_t glyph;
+    int role, text_role;
+    char full[96], brief[96];
+} legend_entry;
+
+/* The legend's entries: the curves (newest first) with their barriers, then the chord. */
+static int legend_entries(const grid *g, const explore_snapshot *v, const series *S, int ns, int metric_acc,
+                          legend_entry *E) {
     int ne = 0;
     for (int s = ns - 1; s >= 0; s--) {
-        entry *e = &E[ne++];
+        legend_entry *e = &E[ne++];
         e->glyph = g->utf8 && (g->color || mono_braille(S[s].role)) ? 0x28FF : (uint32_t)S[s].glyph;
         e->role = S[s].role;
         e->text_role = ROLE_NORMAL;
@@ -105,34 +104,52 @@ static void curves_legend(grid *g, const ui_rect *r, const explore_snapshot *v, 
             snprintf(e->brief, sizeof e->brief, "%s", S[s].c == &v->selected ? S[s].name + 6 : S[s].name);
         }
     }
-    E[ne] = (entry){g->utf8 ? 0x2504 : '.', ROLE_CHORD, ROLE_NORMAL, "chord", "chord"};
-    ne++;
-    int rows_avail = r->y + r->h - (ay + 2);
-    if (rows_avail > 4) rows_avail = 4;
-    if (rows_avail < 1) return;
-    for (int brief = 0; brief <= 1; brief++) {
-        /* first fit: each entry on the first legend row with room for it;
-           measure, then draw if all fit (or as many as fit when brief) */
-        for (int pass = 0; pass < 2; pass++) {
-            int lx[4], fits = 1;
-            for (int k = 0; k < 4; k++) lx[k] = r->x + 1;
-            for (int i = 0; i < ne; i++) {
-                const char *txt = brief ? E[i].brief : E[i].full;
-                int need = 2 + (int)strlen(txt), ly = 0;
-                while (ly < rows_avail && lx[ly] > r->x + 1 && lx[ly] + need > r->x + r->w) ly++;
-                if (ly >= rows_avail) {
-                    fits = 0;
-                    continue;
-                }
-                if (pass == 1) {
-                    grid_put(g, lx[ly], ay + 2 + ly, E[i].glyph, E[i].role);
-                    grid_text(g, lx[ly] + 2, ay + 2 + ly, r->x + r->w - lx[ly] - 2, E[i].text_role, txt);
-                }
-                lx[ly] += need + 2;
-            }
-            if (pass == 0 && !fits && !brief) break; /* try the brief legend */
-            if (pass == 1) return;
+    E[ne] = (legend_entry){g->utf8 ? 0x2504 : '.', ROLE_CHORD, ROLE_NORMAL, "chord", "chord"};
+    return ne + 1;
+}
+
+/* Lay the legend out in a pane of width w from row y (first fit: each entry
+ * on the first row with room for it), drawing when draw is set; brief: 0
+ * full entries, 1 names only, 2 full entries packed tight. Returns the
+ * rows used, or -1 when the entries do not fit in max_rows. */
+static int legend_flow(grid *g, int x0, int w, int y, const legend_entry *E, int ne, int brief, int max_rows,
+                       int draw) {
+    int lx[4], used = 0;
+    int tight = brief == 2; /* no margin, one space between entries */
+    int start = x0 + !tight, gap = tight ? 1 : 2;
+    if (max_rows > 4) max_rows = 4;
+    for (int k = 0; k < 4; k++) lx[k] = start;
+    for (int i = 0; i < ne; i++) {
+        const char *txt = brief == 1 ? E[i].brief : E[i].full;
+        int need = 2 + (int)strlen(txt), ly = 0;
+        while (ly < max_rows && lx[ly] > start && lx[ly] + need > x0 + w) ly++;
+        if (ly >= max_rows) return -1;
+        if (draw) {
+            grid_put(g, lx[ly], y + ly, E[i].glyph, E[i].role);
+            grid_text(g, lx[ly] + 2, y + ly, x0 + w - lx[ly] - 2, E[i].text_role, txt);
         }
+        lx[ly] += need + gap;
+        if (ly + 1 > used) used = ly + 1;
+    }
+    return used;
+}
+
+/* Round tick values for [lo, hi] (about k of them, step 1, 2 or 5 x 10^e),
+ * all printed with the step's decimals. Returns the count. */
+static int nice_ticks(double lo, double hi, int k, double *tick, int *dec) {
+    if (!(hi > lo) || k < 2) return 0;
+    double raw = (hi - lo) / k, mag = pow(10, floor(log10(raw))), f = raw / mag;
+    static const double nice[4] = {1, 2, 5, 10};
+    int i = f < 1.5 ? 0 : f < 3 ? 1 : f < 7 ? 2 : 3;
+    for (;; i++) { /* a larger step while there would be more than k + 1 ticks */
+        if (i == 4) i = 1, mag *= 10;
+        double step = nice[i] * mag;
+        if (floor(hi / step) - ceil(lo / step) + 1 > k + 1) continue;
+        *dec = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+        int nt = 0;
+        for (double t = ceil(lo / step) * step; t <= hi + 1e-12 * fabs(hi) && nt < 8; t += step)
+            tick[nt++] = fabs(t) < step * 1e-9 ? 0 : t;
+        return nt;
     }
 }
 
@@ -141,8 +158,10 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int met
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_PANE_TITLE);
     const char *metric = metric_acc ? "accuracy" : "loss";
     int T = v ? v->T : 0;
-    grid_printf(g, r->x + 1, r->y, r->w - 1, ROLE_PANE_TITLE, "curves: %s against t (a: %s)", metric,
-                metric_acc ? "loss" : "accuracy");
+    char title[96];
+    snprintf(title, sizeof title, "curves: %s against t (a: %s)", metric, metric_acc ? "loss" : "accuracy");
+    if ((int)strlen(title) > r->w - 1) snprintf(title, sizeof title, "curves: %s (a: %s)", metric, metric_acc ? "loss" : "accuracy");
+    grid_text(g, r->x + 1, r->y, r->w - 1, ROLE_PANE_TITLE, title);
     if (!v || T < 2 || !(v->have_naive || v->have_skip || v->have_current || v->have_selected)) {
         grid_text(g, r->x + 1, r->y + 2, r->w - 1, ROLE_DIM, v && v->failed ? v->status : "computing curves...");
         return;
@@ -187,9 +206,22 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int met
     lo -= pad;
     hi += pad;
 
-    /* geometry: y labels | axis | plot; below: axis, x labels, legend (2 rows) */
+    /* geometry: y labels | axis | plot; below: axis, x labels, then the
+       legend with as many rows as it needs (the plot keeps at least 3) */
     int lw = 8;
-    canvas c = {.pw = r->w - lw - 2, .ph = r->h - 1 - 4, .utf8 = g->utf8, .mono = g->utf8 && !g->color};
+    legend_entry E[6];
+    int ne = legend_entries(g, v, S, ns, metric_acc, E), brief = 0;
+    int rows_max = r->h - 1 - 1 - 3; /* title, axis (with the x labels), 3 plot rows */
+    /* the full legend, then packed tighter, then names only */
+    int lrows = -1;
+    for (int b = 0; b < 3 && lrows < 0; b++) {
+        brief = b == 0 ? 0 : b == 1 ? 2 : 1;
+        lrows = legend_flow(g, r->x, r->w, 0, E, ne, brief, rows_max, 0);
+    }
+    if (lrows < 0) lrows = rows_max > 0 ? rows_max : 0;
+    /* a short plot gets the x labels' row: they go on the axis row */
+    int xrow = r->h - 1 - 2 - lrows >= 6;
+    canvas c = {.pw = r->w - lw - 2, .ph = r->h - 2 - xrow - lrows, .utf8 = g->utf8, .mono = g->utf8 && !g->color};
     if (c.pw < 4 || c.ph < 2) {
         free(chord);
         return;
@@ -214,25 +246,39 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int met
     free(c.glyph);
     free(chord);
 
-    /* y axis with labels at the top, middle and bottom */
+    /* y axis: round ticks in one precision, the metric's name on a free row */
     uint32_t vbar = g->utf8 ? 0x2502 : '|', hbar = g->utf8 ? 0x2500 : '-', corner = g->utf8 ? 0x2514 : '+';
     for (int j = 0; j < c.ph; j++) grid_put(g, px - 1, py + j, vbar, ROLE_BORDER);
-    int ticks[3] = {0, (c.ph - 1) / 2, c.ph - 1};
-    for (int k = 0; k < 3; k++) {
-        double val = hi - (hi - lo) * (ticks[k] + 0.5) / c.ph;
-        grid_printf(g, r->x, py + ticks[k], lw, ROLE_DIM, "%*.*g", lw - 1, 4, val);
-        grid_put(g, px - 1, py + ticks[k], g->utf8 ? 0x2524 : '+', ROLE_BORDER);
+    double tick[8];
+    int dec = 0, nt = nice_ticks(lo, hi, c.ph >= 8 ? 4 : c.ph >= 5 ? 3 : 2, tick, &dec);
+    int H = c.utf8 ? 4 * c.ph : c.ph, last_row = -2;
+    char *used = ms_calloc((size_t)c.ph, 1);
+    for (int k = 0; k < nt; k++) {
+        int row = (int)lround((hi - tick[k]) / (hi - lo) * (H - 1)) / (c.utf8 ? 4 : 1);
+        if (row < 0 || row >= c.ph || row == last_row) continue; /* one label a row */
+        char lab[32];
+        snprintf(lab, sizeof lab, "%.*f", dec, tick[k]);
+        if ((int)strlen(lab) > lw - 1) snprintf(lab, sizeof lab, "%.2g", tick[k]); /* scientific when it does not fit */
+        grid_printf(g, r->x, py + row, lw, ROLE_DIM, "%*s", lw - 1, lab);
+        grid_put(g, px - 1, py + row, g->utf8 ? 0x2524 : '+', ROLE_BORDER);
+        used[row] = 1;
+        last_row = row;
     }
-    grid_printf(g, r->x, py + c.ph / 4 < py + ticks[1] ? py + c.ph / 4 : py + 1, lw, ROLE_DIM, "%*s", lw - 1,
-                metric);
+    for (int j = 0; j < c.ph; j++)
+        if (!used[j]) {
+            grid_printf(g, r->x, py + j, lw, ROLE_DIM, "%*s", lw - 1, metric);
+            break;
+        }
+    free(used);
     /* x axis, ticks at 0, 0.5, 1 */
     int ay = py + c.ph;
     grid_put(g, px - 1, ay, corner, ROLE_BORDER);
     for (int i = 0; i < c.pw; i++) grid_put(g, px + i, ay, hbar, ROLE_BORDER);
-    grid_text(g, px, ay + 1, 1, ROLE_DIM, "0");
-    grid_text(g, px + (c.pw - 3) / 2, ay + 1, 3, ROLE_DIM, "0.5");
-    grid_text(g, px + c.pw - 1, ay + 1, 1, ROLE_DIM, "1");
-    grid_text(g, px + c.pw / 4, ay + 1, 3, ROLE_DIM, "t");
+    int xy = ay + xrow;
+    grid_text(g, px, xy, 1, ROLE_DIM, "0");
+    grid_text(g, px + (c.pw - 3) / 2, xy, 3, ROLE_DIM, "0.5");
+    grid_text(g, px + c.pw - 1, xy, 1, ROLE_DIM, "1");
+    grid_text(g, px + c.pw / 4, xy, 1, ROLE_DIM, "t");
 
-    curves_legend(g, r, v, S, ns, metric_acc, ay);
+    legend_flow(g, r->x, r->w, xy + 1, E, ne, brief, lrows, 1);
 }

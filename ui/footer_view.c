@@ -43,6 +43,8 @@ void footer_render(grid *g, const ui_rect *r, const explore_request *q, int metr
         if (it[i].value) x += grid_text(g, x, y, r->x + r->w - x, it[i].on ? ROLE_ON : ROLE_OFF, it[i].value);
         if (hits->nhit < (int)(sizeof hits->hit / sizeof hits->hit[0]))
             hits->hit[hits->nhit++] = (footer_hit){x0, x, y, it[i].key};
+        hits->end_x = x;
+        hits->end_y = y;
         x += i == 4 ? 3 : 1;
         if (i == 4 && x - 2 < r->x + r->w) grid_put(g, x - 2, y, g->utf8 ? 0x2502 : '|', ROLE_BORDER);
     }
@@ -54,17 +56,24 @@ int footer_key_at(const footer_hits *hits, int x, int y) {
     return 0;
 }
 
-void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, const explore_snapshot *v) {
+void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, const explore_snapshot *v,
+                    const ui_rect *alt) {
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_NORMAL);
-    int used = 0;
     char status[300] = "";
     if (v && v->status[0]) snprintf(status, sizeof status, "%s%s", v->busy ? "busy: " : "", v->status);
-    int sl = (int)strlen(status);
-    int ml = msg ? (int)strlen(msg) : 0;
-    /* the last column stays empty: the screen's bottom-right cell is not drawn */
-    int room = r->w - 1 - (ml < r->w / 2 ? ml : r->w / 2) - 2;
-    if (sl > room) sl = room > 0 ? room : 0;
-    if (msg && msg[0]) used = grid_text(g, r->x, r->y, r->w - 1 - sl - 1, is_error ? ROLE_ERROR : ROLE_MESSAGE, msg);
-    (void)used;
-    if (sl) grid_text(g, r->x + r->w - 1 - sl, r->y, sl, v->failed && !v->busy ? ROLE_ERROR : ROLE_DIM, status);
+    int srole = v && v->failed && !v->busy ? ROLE_ERROR : ROLE_DIM;
+    int sl = (int)strlen(status), ml = msg ? (int)strlen(msg) : 0;
+    int room = r->w - 1; /* the screen's bottom-right cell is not drawn */
+    if (ml && sl && ml + 2 + sl > room && alt && alt->w >= sl) {
+        /* the message keeps its line, the status moves beside the footer */
+        grid_text(g, alt->x + alt->w - sl, alt->y, sl, srole, status);
+        sl = 0;
+    }
+    if (ml && sl && ml + 2 + sl > room) {
+        int keep = room - ml - 2; /* the status gets what the message leaves */
+        sl = keep >= 12 ? keep : 0;
+    }
+    if (sl > room) sl = room;
+    if (ml) grid_text(g, r->x, r->y, sl ? room - sl - 2 : room, is_error ? ROLE_ERROR : ROLE_MESSAGE, msg);
+    if (sl) grid_text(g, r->x + room - sl, r->y, sl, srole, status);
 }

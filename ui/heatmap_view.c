@@ -89,6 +89,19 @@ int heatmap_height(int n, int w, int h, int utf8, int color) {
     return rows + 3 < h ? rows + 3 : h;
 }
 
+/* The pane title, the longest wording that fits: the total is never cut. */
+static void heat_title(grid *g, const ui_rect *r, const explore_request *q, double total) {
+    const char *m = cost_method_name(q->method), *on = q->center ? "on" : "off";
+    char t[4][128];
+    snprintf(t[0], sizeof t[0], "cost: %s  gate centring %s  total %.4g", m, on, total);
+    snprintf(t[1], sizeof t[1], "cost: %s  centring %s  total %.4g", m, on, total);
+    snprintf(t[2], sizeof t[2], "%s  centring %s  total %.4g", m, on, total);
+    snprintf(t[3], sizeof t[3], "%s  total %.4g", m, total);
+    int k = 0;
+    while (k < 3 && (int)strlen(t[k]) > r->w - 1) k++;
+    grid_text(g, r->x + 1, r->y, r->w - 1, ROLE_PANE_TITLE, t[k]);
+}
+
 void heatmap_render(grid *g, const ui_rect *r, const explore_snapshot *v, int *off) {
     if (r->w <= 0 || r->h <= 0) return;
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_PANE_TITLE);
@@ -98,8 +111,7 @@ void heatmap_render(grid *g, const ui_rect *r, const explore_snapshot *v, int *o
         return;
     }
     const explore_request *q = &v->req;
-    grid_printf(g, r->x + 1, r->y, r->w - 1, ROLE_PANE_TITLE, "cost: %s  gate centring %s  total %.4g",
-                cost_method_name(q->method), q->center ? "on" : "off", v->cost_total);
+    heat_title(g, r, q, v->cost_total);
     int n = v->n;
     // C is (n, n): C[i*n+j] cost of B's expert j in A's slot i
     const double *C = v->cost;
@@ -146,7 +158,7 @@ void heatmap_render(grid *g, const ui_rect *r, const explore_snapshot *v, int *o
             }
             /* the two rows' assignments beside them */
             int sx = map_end + 1;
-            if (sx < r->x + r->w) {
+            if (sx < r->x + r->w && q->order_stage) {
                 char buf[64];
                 int len = snprintf(buf, sizeof buf, "A%d\u2192B%d", a0, v->cost_order[a0]);
                 if (has1) snprintf(buf + len, sizeof buf - (size_t)len, " A%d\u2192B%d", a1, v->cost_order[a1]);
@@ -169,7 +181,7 @@ void heatmap_render(grid *g, const ui_rect *r, const explore_snapshot *v, int *o
             for (int j = 0; j < shown; j++) {
                 int bj = o + j;
                 double c = C[ai * n + bj];
-                int assigned = v->cost_order[ai] == bj;
+                int assigned = q->order_stage && v->cost_order[ai] == bj; /* o off: no order used */
                 int level = heat_level(c, lo, hi), step = heat_step(c, lo, hi);
                 int role = assigned ? ROLE_ASSIGNED : ROLE_HEAT_0 + level;
                 int x = r->x + label_w + j * cw;
@@ -214,7 +226,8 @@ void heatmap_render(grid *g, const ui_rect *r, const explore_snapshot *v, int *o
             for (int l = 0; l < HEAT_LEVELS && x < r->x + r->w; l++) grid_put(g, x++, y, shade(g, l), ROLE_HEAT_0 + l);
         }
         x += grid_printf(g, x, y, r->x + r->w - x, ROLE_DIM, " %.3g ", hi);
-        const char *mark = G.mode == HEAT_NUMBERS ? " *assigned"
+        const char *mark = !q->order_stage        ? " o off: unused"
+                         : G.mode == HEAT_NUMBERS ? " *assigned"
                          : G.mode == HEAT_HALF    ? " \u2580 2 rows/line"
                          : g->utf8                ? " \u25C6assigned"
                                                   : " @assigned";

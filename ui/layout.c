@@ -6,8 +6,8 @@
 int layout_orders_width(int n) {
     int ow = 2 * n - 1;
     if (ow < 5) ow = 5;
-    /* marks(4) rank(5) order barrier(8) acc.bar(8) auc(8), single spaces */
-    return 4 + 1 + 5 + 1 + ow + 1 + 8 + 1 + 8 + 1 + 8;
+    /* marks(5) rank(5) order barrier(8) acc.bar(8) auc(8), single spaces */
+    return 5 + 1 + 5 + 1 + ow + 1 + 8 + 1 + 8 + 1 + 8;
 }
 
 int rect_contains(const ui_rect *r, int x, int y) {

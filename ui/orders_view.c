@@ -189,20 +189,53 @@ long orders_pos_at(const orders_state *s, const ui_rect *r, int y) {
     return pos;
 }
 
-static void put_value(grid *g, int x, int y, int role, double val) {
-    if (isnan(val)) grid_printf(g, x, y, 8, role, "%8s", "-");
-    else grid_printf(g, x, y, 8, role, "%8.4f", val);
+/* Column geometry of a pane w wide: the spaced order and 8-wide numbers when
+ * they fit, else the order's digits without spaces (n <= 10) and 7-wide
+ * numbers, so that no column is lost at 80 columns. */
+typedef struct {
+    int vw;        /* width of a number column */
+    int compact;   /* order printed without spaces */
+    int ow;        /* order column */
+    int x_rank, x_order, x_val; /* offsets in the pane */
+} orders_cols;
+
+static orders_cols orders_geom(int n, int w) {
+    orders_cols c;
+    for (int k = 0; k < 4; k++) {
+        c.compact = k >= 2 && n <= 10;
+        c.vw = k % 2 ? 7 : 8;
+        c.ow = c.compact ? n : 2 * n - 1;
+        if (c.ow < 5) c.ow = 5;
+        c.x_rank = 6;             /* marks (5) and a space */
+        c.x_order = c.x_rank + 6; /* rank (5: "40320", "  12=") and a space */
+        c.x_val = c.x_order + c.ow + 1;
+        if (c.x_val + 3 * c.vw + 2 <= w) break;
+    }
+    return c;
 }
 
-void orders_render(grid *g, const ui_rect *r, orders_state *s, const explore_snapshot *v) {
-    if (r->w <= 0 || r->h < 4) return;
-    int n = v ? v->n : 0;
+static void put_value(grid *g, int x, int y, int w, int role, double val) {
+    char b[32];
+    if (isnan(val)) snprintf(b, sizeof b, "-");
+    else snprintf(b, sizeof b, "%.4f", val);
+    if ((int)strlen(b) > w) snprintf(b, sizeof b, "%.*e", w >= 9 ? 2 : w >= 8 ? 1 : 0, val); /* 1e18 stays apart */
+    grid_printf(g, x, y, w, role, "%*s", w, b);
+}
+
+/* The pane's two heading rows: the count and the marks' legend (on the
+ * title when it fits, else on the second row, where the gauge, the spinner
+ * or the filter go while they are active). */
+static void orders_heading(grid *g, const ui_rect *r, orders_state *s, const explore_snapshot *v) {
     long total = v ? v->norders : 0, done = v ? v->ndone : 0;
+    static const char *legend = "*best G gate E expert I identity >plotted";
+    char t[128];
+    int tl = snprintf(t, sizeof t, "expert orders %ld/%ld%s", done, total,
+                      v && !v->exhaustive && v->have_landscape ? " sampled" : "");
+    int legend_up = tl + 2 + (int)strlen(legend) <= r->w - 1;
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_PANE_TITLE);
-    grid_printf(g, r->x + 1, r->y, r->w - 1, ROLE_PANE_TITLE, "expert orders %ld/%ld%s  *best G gate E expert I id",
-                done, total, v && !v->exhaustive && v->have_landscape ? " sampled" : "");
-    /* gauge while the landscape fills in, else sort and filter */
+    grid_printf(g, r->x + 1, r->y, r->w - 1, ROLE_PANE_TITLE, "%s%s%s", t, legend_up ? "  " : "", legend_up ? legend : "");
     int y = r->y + 1;
+    int filling = total > 0 && done < total;
     if (s->editing || s->filter[0]) {
         grid_printf(g, r->x, y, r->w, s->editing ? ROLE_MESSAGE : ROLE_DIM, "filter /%s%s  (%ld rows)", s->filter,
                     s->editing ? "_" : "", s->nidx);
@@ -216,31 +249,56 @@ void orders_render(grid *g, const ui_rect *r, orders_state *s, const explore_sna
         double el = s->now > 0 && v->phase_since > 0 ? s->now - v->phase_since : 0;
         if (el < 0) el = 0;
         grid_printf(g, r->x + 2, y, r->w - 2, ROLE_DIM, "%s (%.0f s)", v->phase, el);
-    } else if (total > 0 && done < total) {
-        int gw = r->w - 16;
-        if (gw < 4) gw = 4;
-        int fill = (int)((double)done / (double)total * gw);
-        grid_put(g, r->x, y, '[', ROLE_DIM);
-        for (int i = 0; i < gw; i++)
-            grid_put(g, r->x + 1 + i, y, i < fill ? (g->utf8 ? 0x2588 : '#') : (g->utf8 ? 0x00B7 : '.'),
-                     i < fill ? ROLE_GAUGE : ROLE_DIM);
-        grid_printf(g, r->x + 1 + gw, y, r->w - 1 - gw, ROLE_DIM, "] %3.0f%%", 100.0 * done / total);
+    } else if (filling) {
+        /* the gauge: on the title row after the count when the legend took this row */
+        int gx = legend_up ? r->x : r->x + 1 + tl + 1, gy = legend_up ? y : r->y;
+        int gw = r->x + r->w - gx - 7;
+        if (gw >= 4) {
+            int fill = (int)((double)done / (double)total * gw);
+            grid_put(g, gx, gy, '[', ROLE_DIM);
+            for (int i = 0; i < gw; i++)
+                grid_put(g, gx + 1 + i, gy, i < fill ? (g->utf8 ? 0x2588 : '#') : (g->utf8 ? 0x00B7 : '.'),
+                         i < fill ? ROLE_GAUGE : ROLE_DIM);
+            grid_printf(g, gx + 1 + gw, gy, 6, ROLE_DIM, "]%4.0f%%", 100.0 * done / total);
+        }
+        if (!legend_up) grid_text(g, r->x, y, r->w, ROLE_DIM, legend);
+    } else if (!legend_up) {
+        grid_text(g, r->x, y, r->w, ROLE_DIM, legend);
     } else {
         grid_printf(g, r->x, y, r->w, ROLE_DIM, "sorted by %s %s (s, S)  filter: /", orders_sort_name(s->sort),
                     s->desc ? "desc" : "asc");
     }
+}
+
+void orders_render(grid *g, const ui_rect *r, orders_state *s, const explore_snapshot *v) {
+    if (r->w <= 0 || r->h < 4) return;
+    int n = v ? v->n : 0;
+    long total = v ? v->norders : 0, done = v ? v->ndone : 0;
+    orders_heading(g, r, s, v);
+    int y;
     /* header, the sorted column marked */
     y = r->y + 2;
-    int ow = 2 * n - 1 < 5 ? 5 : 2 * n - 1;
-    grid_printf(g, r->x, y, r->w, ROLE_DIM, "      rank %-*s  barrier  acc.bar      AUC", ow, "order");
-    /* the sorted column's name marked and the arrow right after it, in the
-       gap before the next column (up: ascending, down: descending) */
-    static const int label_w[SORT_COUNT] = {4, 5, 7, 3};
-    int col_x[SORT_COUNT] = {6, 11, 22 + ow, 35 + ow};
-    int lx = r->x + col_x[s->sort], lw = label_w[s->sort];
-    if (lx + lw < r->x + r->w) {
-        for (int i = 0; i < lw; i++) grid_put(g, lx + i, y, g->cells[y * g->w + lx + i].cp, ROLE_MARK);
-        grid_put(g, lx + lw, y, g->utf8 ? (s->desc ? 0x25BE : 0x25B4) : (s->desc ? 'v' : '^'), ROLE_MARK);
+    orders_cols C = orders_geom(n, r->w);
+    int vx[3] = {C.x_val, C.x_val + C.vw + 1, C.x_val + 2 * (C.vw + 1)};
+    grid_printf(g, r->x + C.x_rank, y, r->w - C.x_rank, ROLE_DIM, "%5s", "rank");
+    grid_text(g, r->x + C.x_order, y, r->w - C.x_order, ROLE_DIM, "order");
+    static const char *vname[3] = {"barrier", "acc.bar", "AUC"};
+    for (int k = 0; k < 3; k++) grid_printf(g, r->x + vx[k], y, C.vw, ROLE_DIM, "%*s", C.vw, vname[k]);
+    /* the sorted column's name marked and the arrow in the gap before the
+       name when it is right-aligned, after it when left-aligned (up:
+       ascending, down: descending) */
+    int lx, lw, ax;
+    if (s->sort == SORT_RANK) lx = C.x_rank + 1, lw = 4, ax = lx - 1;
+    else if (s->sort == SORT_ORDER) lx = C.x_order, lw = 5, ax = lx + 5;
+    else {
+        int k = s->sort == SORT_ACC ? 1 : 2;
+        lw = (int)strlen(vname[k]);
+        lx = vx[k] + C.vw - lw;
+        ax = lx - 1;
+    }
+    if (r->x + lx + lw < r->x + r->w) {
+        for (int i = 0; i < lw; i++) grid_role(g, r->x + lx + i, y, 1, ROLE_MARK);
+        grid_put(g, r->x + ax, y, g->utf8 ? (s->desc ? 0x25BE : 0x25B4) : (s->desc ? 'v' : '^'), ROLE_MARK);
     }
     s->page = r->h - 3;
     clamp_top(s);
@@ -261,21 +319,25 @@ void orders_render(grid *g, const ui_rect *r, orders_state *s, const explore_sna
         if (cur) grid_fill(g, r->x, y, r->w, 1, ' ', ROLE_CURSOR);
         int is_id = 1;
         for (int k = 0; k < n; k++) is_id &= row->order[k] == k;
-        char marks[5] = "    ";
+        char marks[6] = "     ";
         if (ri == s->best_row) marks[0] = '*';
         if (v->have_methods && !memcmp(row->order, v->method_order[COST_GATE], sizeof(int) * (size_t)n)) marks[1] = 'G';
         if (v->have_methods && !memcmp(row->order, v->method_order[COST_EXPERT], sizeof(int) * (size_t)n)) marks[2] = 'E';
         if (is_id) marks[3] = 'I';
-        grid_text(g, r->x, y, 4, cur ? ROLE_CURSOR : ROLE_MARK, marks);
+        if (v->have_selected && !memcmp(row->order, v->selected.order, sizeof(int) * (size_t)n)) marks[4] = '>';
+        grid_text(g, r->x, y, 5, cur ? ROLE_CURSOR : ROLE_MARK, marks);
         char ord[64];
-        moe_order_format(ord, sizeof ord, row->order, n);
+        if (C.compact) { /* digits without spaces, as the filter accepts them (n <= 10) */
+            for (int k = 0; k < n; k++) ord[k] = (char)('0' + row->order[k]);
+            ord[n] = 0;
+        } else {
+            moe_order_format(ord, sizeof ord, row->order, n);
+        }
         char rk[32]; // "  12=" when other orders tie with this one
         if (s->tied[ri] > 1 && s->rank[ri] < 10000) snprintf(rk, sizeof rk, "%4ld=", s->rank[ri]);
         else snprintf(rk, sizeof rk, "%5ld", s->rank[ri]);
-        grid_printf(g, r->x + 5, y, r->w - 5, role, "%s %-*s", rk, ow, ord);
-        int x = r->x + 12 + ow;
-        put_value(g, x, y, role, row->barrier);
-        put_value(g, x + 9, y, role, row->acc_barrier);
-        put_value(g, x + 18, y, role, row->auc);
+        grid_printf(g, r->x + C.x_rank, y, r->w - C.x_rank, role, "%s %-*s", rk, C.ow, ord);
+        for (int k = 0; k < 3; k++)
+            put_value(g, r->x + vx[k], y, C.vw, role, k == 0 ? row->barrier : k == 1 ? row->acc_barrier : row->auc);
     }
 }

@@ -306,8 +306,12 @@ static void export_outcome(tui_ctx *c, app_state *a, const explore_snapshot *v) 
     if (v->export_state == EXPLORE_EXPORT_RUNNING) app_message(a, 0, "exporting %s ...", v->export_path);
     else if (v->export_state == EXPLORE_EXPORT_FAILED) app_message(a, 1, "%s", v->export_error);
     else if (v->export_state == EXPLORE_EXPORT_DONE)
+    {
+        /* the name records the stages; the wording says them when it fits */
         app_message(a, 0, "saved %s (B aligned: order %s, weight matching %s)", v->export_path,
                     q->order_stage ? cost_method_name(q->method) : "identity", q->wm_stage ? "on" : "off");
+        if (strlen(a->msg) > 78) app_message(a, 0, "saved %s (B aligned to A)", v->export_path);
+    }
 }
 
 static double now_ms(void) {
