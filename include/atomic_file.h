@@ -33,6 +33,11 @@ int af_check_not_input(const char *out, const char *const *inputs, int ninputs, 
  * (e.g. "--json", may be NULL) name the options in the message. */
 int af_check_distinct(const char *const *outs, const char *const *labels, int n, ms_err *err);
 
+/* "DIR/x.ext" when no file has that name, else the first free "DIR/x.2.ext",
+ * "DIR/x.3.ext", ... into out: for outputs that must never replace a file.
+ * 0, or -1 when none of the first 999 is free. */
+int af_free_name(const char *want, char *out, size_t cap);
+
 /* Convenience: write a whole buffer atomically. */
 int af_write_all(const char *path, const void *buf, size_t len, ms_err *err);
 

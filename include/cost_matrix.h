@@ -16,6 +16,8 @@ int cost_method_parse(const char *s, cost_method *m); /* "gate" | "expert" */
  * invariant). Gram products use OpenBLAS. */
 int cost_matrix(const moe_model *A, const moe_model *B, cost_method method, int center,
                 double *C, ms_err *err);
+/* The assignment cost of an order: sum_i C[i][order[i]] (C is (n,n)). */
+double cost_of_order(const double *C, const int *order, int n);
 /* Same for the shared experts (s,s), expert method. */
 int cost_matrix_shared(const moe_model *A, const moe_model *B, double *C, ms_err *err);
 

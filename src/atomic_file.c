@@ -345,6 +345,17 @@ int af_check_distinct(const char *const *outs, const char *const *labels, int n,
     return rc;
 }
 
+int af_free_name(const char *want, char *out, size_t cap) {
+    const char *dot = strrchr(want, '.'), *slash = strrchr(want, '/');
+    if (!dot || (slash && dot < slash)) dot = want + strlen(want);
+    for (int k = 1; k < 1000; k++) {
+        if (k == 1) snprintf(out, cap, "%s", want);
+        else snprintf(out, cap, "%.*s.%d%s", (int)(dot - want), want, k, dot);
+        if (access(out, F_OK) != 0) return 0;
+    }
+    return -1;
+}
+
 int af_write_all(const char *path, const void *buf, size_t len, ms_err *err) {
     atomic_file af;
     if (af_open(&af, path, err)) return -1;

@@ -23,6 +23,12 @@ const char *cost_method_name(cost_method m) {
     return m == COST_GATE ? "gate" : "expert";
 }
 
+double cost_of_order(const double *C, const int *order, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += C[(size_t)i * n + order[i]];
+    return s;
+}
+
 int cost_method_parse(const char *s, cost_method *m) {
     if (!s) return -1;
     if (!strcmp(s, "gate")) {

@@ -566,19 +566,6 @@ static void diag_publish(explore_worker *g, int m, int c) {
     pub_bump(g);
 }
 
-/* "DIR/x.safetensors" when free, else the first free "DIR/x.2.safetensors",
- * ".3", ...: an export never replaces a file. 0, or -1 when none is free. */
-static int free_name(const char *want, char *out, size_t cap) {
-    const char *dot = strrchr(want, '.'), *slash = strrchr(want, '/');
-    if (!dot || (slash && dot < slash)) dot = want + strlen(want);
-    for (int k = 1; k < 1000; k++) {
-        if (k == 1) snprintf(out, cap, "%s", want);
-        else snprintf(out, cap, "%.*s.%d%s", (int)(dot - want), want, k, dot);
-        if (access(out, F_OK) != 0) return 0;
-    }
-    return -1;
-}
-
 /* B aligned with q's stages, saved under a free name near want (written to
  * path). Never over an input nor any existing file. */
 static int export_run(explore_worker *g, const explore_request *q, const char *want, char *path,
@@ -587,7 +574,7 @@ static int export_run(explore_worker *g, const explore_request *q, const char *w
     int nin = 0;
     for (int i = 0; i < 3; i++)
         if (ins[i]) ins[nin++] = ins[i];
-    if (free_name(want, path, cap)) return ms_fail(err, "%s: every numbered name is taken", want);
+    if (af_free_name(want, path, cap)) return ms_fail(err, "%s: every numbered name is taken", want);
     if (af_check_not_input(path, ins, nin, err)) return -1;
     align_opts o;
     align_opts_default(&o);

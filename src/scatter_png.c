@@ -14,12 +14,6 @@
 #define SC_W 960
 #define SC_H 480
 
-static double order_cost(const double *C, const int *order, int n) {
-    double s = 0;
-    for (int i = 0; i < n; i++) s += C[(size_t)i * n + order[i]];
-    return s;
-}
-
 static int render_panel(const landscape *L, int m, uint8_t **rgb, ms_err *err) {
     long nr = L->ndone;
     int n = L->n;
@@ -27,10 +21,10 @@ static int render_panel(const landscape *L, int m, uint8_t **rgb, ms_err *err) {
     double *y = x + nr;
     long ib = L->best;
     for (long k = 0; k < nr; k++) {
-        x[k] = order_cost(L->cost[m], L->rows[k].order, n);
+        x[k] = cost_of_order(L->cost[m], L->rows[k].order, n);
         y[k] = L->rows[k].barrier;
     }
-    double cx = order_cost(L->cost[m], L->methods[m].order, n), cy = L->methods[m].barrier;
+    double cx = cost_of_order(L->cost[m], L->methods[m].order, n), cy = L->methods[m].barrier;
     double bx = x[ib], by = y[ib];
     char lab_all[64], lab_ch[96], lab_best[64], title[160];
     snprintf(lab_all, sizeof lab_all, "%s %ld orders", L->exhaustive ? "all" : "sampled", nr);

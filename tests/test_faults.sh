@@ -310,8 +310,8 @@ if command -v tmux >/dev/null && [ -f "$ROOT/sample-checkpoints/dense4/seed1.saf
     check "TUI: the exported checkpoint loads" "$MOESCOPE" info "$(ls "$T"/*b.aligned-identity-wm.safetensors | head -1)"
     check "TUI: no temporary left by the export" test "$(temps "$T")" -eq 0
     tm send-keys -t t p
-    check "TUI: PNG export after the files changed" wait_for "saved curves.png"
-    check "TUI: curves.png written" test -s "$T/curves.png"
+    check "TUI: PNG export after the files changed" wait_for "saved a-b.curves-identity-wm.png"
+    check "TUI: curves figure written" test -s "$T/a-b.curves-identity-wm.png"
     tm send-keys -t t q
     check "TUI: quits" wait_for "EXIT_SHOWN"
     check "TUI: exit status 0" grep -q "EXIT=0" "$T/exit"

@@ -76,6 +76,8 @@ cpu_load_start
 TUI_ARGS=""
 start LANG=C.UTF-8 LC_ALL=C.UTF-8
 check "cost matrix pane" wait_for "cost: expert  gate centring on"
+# the title names each checkpoint with its folder (dense4/seed1 vs topk4/seed1)
+check "title: folder and name" wait_re "A $(basename "$S")/seed1(\.safetensors)? +B $(basename "$S")/seed2"
 check "matrix labels" bash -c "$(declare -f screen tm); SOCK=$SOCK; screen | grep -q 'A3 ' && screen | grep -q 'B3'"
 check "24 orders" wait_for "expert orders 24/24"
 check "landscape done" wait_for "done:"
@@ -99,6 +101,7 @@ cur=$(legend_value current); naive=$(legend_value naive)
 check "before w: current ($cur) differs from naive ($naive)" test -n "$cur" -a -n "$naive" -a "$cur" != "$naive"
 tm send-keys -t t w
 check "w: footer wm:OFF" wait_for "wm:OFF"
+check "w off: says skip-order keeps weight matching" wait_for "skip-order still uses it"
 check "both stages off: current barrier = naive (recomputed)" wait_legend_equal current naive
 tm send-keys -t t w o
 check "stages back on" wait_for "order:ON w wm:ON"
@@ -118,6 +121,9 @@ sel=$(screen | grep -oE "plotting order [0-9 ]+" | head -1 | sed 's/plotting ord
 # the status line already says "plotting order $sel": wait for the legend
 # entry with its barrier, which only a plotted curve has
 check "selected order plotted, legend with its barrier ($sel)" wait_re "order $sel( barrier=| \(barrier |  ?)[0-9]+\.[0-9]+"
+# the plotted row keeps its mark when the cursor moves on
+tm send-keys -t t j j
+check "the plotted row is marked (>)" wait_re "│[ *GEI]{4}> +[0-9]+=? +$sel "
 
 # filter
 tm send-keys -t t / 2 Space 0 Enter
@@ -137,6 +143,8 @@ check "Esc clears it" wait_gone "filter /2,0"
 # c under the expert cost says why it changes nothing
 tm send-keys -t t o
 check "o off: the status says the order stage is off" wait_for "done: order stage off (identity order)"
+check "o off: the matrix marks no assignment" wait_for "o off: unused"
+check "o off: no starred cell" bash -c "$(declare -f screen tm); SOCK=$SOCK; ! screen | grep -E '^A[0-9]' | cut -d'│' -f1 | grep -q '\*'"
 tm send-keys -t t o
 check "o on again" wait_re "done: expert order rank [0-9]+ of 24"
 tm send-keys -t t c
@@ -144,10 +152,18 @@ check "c under the expert cost: why nothing changes" wait_for "no effect on the 
 tm send-keys -t t c
 # S reverses the sort: the worst order first, the arrow after the column's name
 tm send-keys -t t S
-check "S: descending, marked after rank" wait_for "rank▾"
+check "S: descending, the arrow in the gap before rank" wait_for "▾rank"
 check "S: the last rank on top" wait_re "^[^│]*│[^0-9]*24 [0-9]"
 tm send-keys -t t S
-check "S again: ascending" wait_for "rank▴"
+check "S again: ascending" wait_for "▴rank"
+
+# v: the scatter of every order's cost against its barrier replaces the
+# curves, the chosen order marked; v again brings the curves back
+tm send-keys -t t v
+check "v: the scatter with Spearman's rho" wait_re "cost (vs|against) barrier.*rho -?[0-9]\.[0-9]{3}"
+check "v: the expert-chosen order marked" bash -c "$(declare -f screen tm); SOCK=$SOCK; screen | cut -d'│' -f1-2 | grep -E '^ *([0-9.]+ )?[┤│].*E' >/dev/null"
+tm send-keys -t t v
+check "v again: the curves" wait_for "curves: loss"
 
 # help lists the keys
 tm send-keys -t t '?'
@@ -169,13 +185,22 @@ check "too small message" wait_for "terminal too small: 60x20, need at least 80x
 tm resize-window -t t -x 100 -y 30
 check "redraw after resize" wait_for "expert orders 24/24"
 
-# PNG: the landscape is complete here, so both figures are written ("saved
-# curves.png" alone would also match the message of a failed landscape.png)
-check "no PNG before p" test ! -e "$WORK/curves.png" -a ! -e "$WORK/landscape.png"
+# PNG: the landscape is complete here, so both figures are written, named by
+# the pair's folder, both checkpoints and the stages ("saved X" alone would
+# also match the message of a failed landscape figure)
+CPNG=dense4-seed1-seed2.curves-expert-wm; LPNG=dense4-seed1-seed2.landscape-wm
+[ "$S" = "$ROOT/sample-checkpoints/dense4" ] || { CPNG=ckpt-seed1-seed2.curves-expert-wm; LPNG=ckpt-seed1-seed2.landscape-wm; }
+check "no PNG before p" test -z "$(ls "$WORK"/*.png 2>/dev/null)"
 tm send-keys -t t p
-check "p: saved message names both figures" wait_for "saved curves.png and landscape.png"
-check "curves.png decodes" png_ok "$WORK/curves.png"
-check "landscape.png decodes" png_ok "$WORK/landscape.png"
+check "p: saved message names both figures" wait_for "saved $CPNG.png and $LPNG.png"
+check "curves figure decodes" png_ok "$WORK/$CPNG.png"
+check "landscape figure decodes" png_ok "$WORK/$LPNG.png"
+# p again never overwrites: numbered names, the first figures untouched
+first_png=$(cksum <"$WORK/$CPNG.png")
+tm send-keys -t t p
+check "p again: numbered names" wait_for "saved $CPNG.2.png and $LPNG.2.png"
+check "p again: the first curves figure untouched" test "$(cksum <"$WORK/$CPNG.png")" = "$first_png"
+check "p again: the second decodes" png_ok "$WORK/$CPNG.2.png"
 
 # export (on the worker) names the pair's folder, the order stage and weight
 # matching, and never overwrites: neither an input nor an earlier export
@@ -304,7 +329,7 @@ if [ -f "$D8/seed1.safetensors" ]; then
         # the phase may already be over on a fast machine: then the gauge
         screen | grep -qE "expert orders [1-9][0-9]*/40320" && pass || fail "n=8: spinner or gauge"; fi
     tm send-keys -t t m
-    check "n=8: m answered while the landscape computes" wait_for "cost: gate"
+    check "n=8: m answered while the landscape computes" wait_re "(cost: )?gate +centring o[nf]+ +total"
     # a click (press and release) on wm:ON starts a new landscape, and the
     # screen keeps following it without a key (it froze until the next key)
     click "wm:ON"

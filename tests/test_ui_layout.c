@@ -1113,6 +1113,17 @@ static void test_export_name(void) {
     q.order_stage = 0;
     export_aligned_name("./seed2.safetensors", &q, out, sizeof out);
     CHECK(!strcmp(out, "seed2.aligned-identity-nowm.safetensors"), "identity name %s", out);
+    /* the figures of `p`: both checkpoints, B's folder only when it differs */
+    q.order_stage = q.wm_stage = q.center = 1;
+    q.method = COST_EXPERT;
+    export_plot_name("s/dense4/seed1.safetensors", "s/dense4/seed2.safetensors", &q, 0, 0, out, sizeof out);
+    CHECK(!strcmp(out, "dense4-seed1-seed2.curves-expert-wm.png"), "curves name %s", out);
+    export_plot_name("s/dense4/seed1.safetensors", "s/topk4/seed2.safetensors", &q, 0, 1, out, sizeof out);
+    CHECK(!strcmp(out, "dense4-seed1-topk4-seed2.curves-acc-expert-wm.png"), "accuracy curves name %s", out);
+    q.wm_stage = 0;
+    q.center = 0;
+    export_plot_name("seed1.safetensors", "seed2.safetensors", &q, 1, 0, out, sizeof out);
+    CHECK(!strcmp(out, "seed1-seed2.landscape-nowm-uncentred.png"), "landscape name %s", out);
 }
 
 /* At the advertised minimum, 80x24, nothing is cut: the matrix total, every
@@ -1153,6 +1164,97 @@ static void test_80x24_nothing_cut(void) {
         }
 }
 
+/* where letter ch is in rows [y0, y1) of r, -1 if absent */
+static int find_letter(const grid *g, const ui_rect *r, int y0, int y1, uint32_t ch, int *x_out) {
+    for (int y = y0; y < y1; y++)
+        for (int x = r->x + 9; x < r->x + r->w; x++)
+            if (g->cells[y * g->w + x].cp == ch && g->cells[y * g->w + x].role == ROLE_MARK) {
+                *x_out = x;
+                return y;
+            }
+    return -1;
+}
+
+/* v: the scatter of every order's assignment cost against its barrier in the
+ * curves pane's place; rho as scipy would compute it (brute force here), the
+ * identity and the gate order where their cost and barrier put them. */
+static void test_scatter(void) {
+    static const int sizes[][3] = {{100, 30, 1}, {80, 24, 0}, {200, 60, 1}};
+    for (int si = 0; si < 3; si++) {
+        ui_fix f;
+        fix_init(&f, 4, sizes[si][0], sizes[si][1], sizes[si][2]);
+        int n = 4;
+        /* the rows' barriers follow the cost loosely: rho is neither 0 nor 1 */
+        for (long k = 0; k < f.v.ndone; k++) {
+            double c = 0;
+            for (int i = 0; i < n; i++) c += f.v.cost[i * n + f.v.rows[k].order[i]];
+            f.v.rows[k].barrier = 0.1 * c + 0.05 * (double)((k * 5) % 7);
+        }
+        CHECK(app_key(&f.a, 'v', &f.v) == FX_REDRAW && f.a.scatter == 1, "v shows the scatter");
+        app_render(&f.a, &f.v, &f.g);
+        dump(&f.g);
+        const ui_rect *cr = &f.a.layout.curves;
+        CHECK(count_rows_with(&f.g, cr, "curves:") == 0, "%dx%d: the scatter replaces the curves", sizes[si][0], sizes[si][1]);
+        /* Spearman by brute force: Pearson of the average ranks */
+        long N = f.v.ndone;
+        double xs[24], ys[24], rx[24], ry[24];
+        for (long k = 0; k < N; k++) {
+            xs[k] = 0;
+            for (int i = 0; i < n; i++) xs[k] += f.v.cost[i * n + f.v.rows[k].order[i]];
+            ys[k] = f.v.rows[k].barrier;
+        }
+        for (long k = 0; k < N; k++) {
+            double lx = 0, ex = 0, ly = 0, ey = 0;
+            for (long j = 0; j < N; j++) {
+                lx += xs[j] < xs[k], ex += xs[j] == xs[k];
+                ly += ys[j] < ys[k], ey += ys[j] == ys[k];
+            }
+            rx[k] = lx + (ex + 1) / 2;
+            ry[k] = ly + (ey + 1) / 2;
+        }
+        double mx = (N + 1) / 2.0, sxy = 0, sxx = 0, syy = 0;
+        for (long k = 0; k < N; k++) {
+            sxy += (rx[k] - mx) * (ry[k] - mx);
+            sxx += (rx[k] - mx) * (rx[k] - mx);
+            syy += (ry[k] - mx) * (ry[k] - mx);
+        }
+        char want[32];
+        snprintf(want, sizeof want, "rho %.3f", sxy / sqrt(sxx * syy));
+        CHECK(count_rows_with(&f.g, cr, want) == 1, "%dx%d: %s in the title", sizes[si][0], sizes[si][1], want);
+        /* the marks: identity (row of order 0 1 2 3) and the gate order */
+        int py0 = cr->y + 1, py1 = cr->y + cr->h - 3, xi = 0, xg = 0;
+        int yi = find_letter(&f.g, cr, py0, py1, 'I', &xi), yg = find_letter(&f.g, cr, py0, py1, 'G', &xg);
+        CHECK(yi >= 0 && yg >= 0, "%dx%d: I and G marked", sizes[si][0], sizes[si][1]);
+        long ki = -1, kg = -1;
+        for (long k = 0; k < N; k++) {
+            int is_id = 1, is_g = 1;
+            for (int i = 0; i < n; i++) {
+                is_id &= f.v.rows[k].order[i] == i;
+                is_g &= f.v.rows[k].order[i] == f.v.method_order[COST_GATE][i];
+            }
+            if (is_id) ki = k;
+            if (is_g) kg = k;
+        }
+        CHECK(ki >= 0 && kg >= 0 && (xs[ki] < xs[kg]) == (xi < xg), "%dx%d: I and G ordered by cost (%g %g, columns %d %d)",
+              sizes[si][0], sizes[si][1], ki >= 0 ? xs[ki] : 0, kg >= 0 ? xs[kg] : 0, xi, xg);
+        CHECK(ki >= 0 && kg >= 0 && (ys[ki] < ys[kg]) == (yi > yg), "%dx%d: I and G ordered by barrier (rows %d %d)",
+              sizes[si][0], sizes[si][1], yi, yg);
+        /* the points: dots (braille or '.') in at least a dozen cells */
+        int dots = 0;
+        for (int y = py0; y < py1; y++)
+            for (int x = cr->x + 9; x < cr->x + cr->w; x++) {
+                uint32_t cp = f.g.cells[y * f.g.w + x].cp;
+                dots += f.g.cells[y * f.g.w + x].role == ROLE_CURVE_NAIVE && (cp == '.' || (cp > 0x2800 && cp <= 0x28FF));
+            }
+        CHECK(dots >= (sizes[si][2] ? 12 : 8), "%dx%d: points drawn (%d cells)", sizes[si][0], sizes[si][1], dots);
+        CHECK(count_rows_with(&f.g, cr, "barrier") >= 1, "%dx%d: y axis named", sizes[si][0], sizes[si][1]);
+        CHECK(app_key(&f.a, 'v', &f.v) == FX_REDRAW && f.a.scatter == 0, "v again: the curves");
+        app_render(&f.a, &f.v, &f.g);
+        CHECK(count_rows_with(&f.g, cr, "curves:") == 1, "the curves back");
+        fix_free(&f);
+    }
+}
+
 int main(void) {
     test_units();
     test_sizes();
@@ -1170,5 +1272,6 @@ int main(void) {
     test_export_name();
     test_curves_rows();
     test_80x24_nothing_cut();
+    test_scatter();
     return test_summary("test_ui_layout");
 }

@@ -13,7 +13,7 @@
 #include "help_view.h"
 #include "symmetry.h"
 #include "keys.h"
-#include "symmetry.h"
+#include "scatter_view.h"
 
 void app_init(app_state *a, const ui_info *info, int T) {
     memset(a, 0, sizeof *a);
@@ -179,7 +179,11 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
         return FX_SUBMIT;
     case ACT_TOGGLE_WM:
         a->req.wm_stage ^= 1;
-        app_message(a, 0, "weight-matching stage %s", a->req.wm_stage ? "on" : "off");
+        /* skip-order is defined with weight matching (the order alone
+           skipped): say that it does not follow the toggle */
+        app_message(a, 0, "weight matching %s%s", a->req.wm_stage ? "on" : "off",
+                    a->req.wm_stage ? "" : "; skip-order still uses it (it skips only the order)");
+
         return FX_SUBMIT;
     case ACT_TOGGLE_CENTER:
         a->req.center ^= 1;
@@ -234,6 +238,11 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
     case ACT_HEAT_PREV: a->heat_off -= a->heat_off > 0; return FX_REDRAW;
     case ACT_HEAT_NEXT: a->heat_off++; return FX_REDRAW;
     case ACT_REDRAW: return FX_REDRAW;
+    case ACT_SCATTER:
+        a->scatter ^= 1;
+        app_message(a, 0, "%s", a->scatter ? "scatter: each order's assignment cost against its barrier (v: curves)"
+                                            : "curves");
+        return FX_REDRAW;
     default: return 0;
     }
 }
@@ -280,13 +289,25 @@ static void render_title(grid *g, const ui_rect *r, const ui_info *in, const exp
             snprintf(ends, sizeof ends, " | %s loss A %.4g B %.4g", v->kind == LS_LAYER ? "layer-output" : "mse",
                      v->loss_a, v->loss_b);
     }
-    for (int compact = 0; compact <= 1; compact++) {
+    /* names without ".safetensors" on the narrowest tier */
+    char an[256], bn[256], en[256];
+    const char *ext = ".safetensors";
+    const char *src[3] = {in->a_name, in->b_name, in->e_name};
+    char *dst[3] = {an, bn, en};
+    for (int i = 0; i < 3; i++) {
+        size_t l = strlen(src[i]), el = strlen(ext);
+        int cut = l > el && !strcmp(src[i] + l - el, ext) ? (int)(l - el) : (int)l;
+        snprintf(dst[i], 256, "%.*s", cut, src[i]);
+    }
+    for (int compact = 0; compact <= 2; compact++) {
         if (!compact)
             snprintf(l1, sizeof l1, " moescope  A %s  B %s  layer %s  eval %s (N=%d)", in->a_name, in->b_name, in->layer,
                      in->e_name, in->N);
-        else
+        else if (compact == 1)
             snprintf(l1, sizeof l1, " A %s B %s layer %s eval %s N=%d", in->a_name, in->b_name, in->layer,
                      in->e_name, in->N);
+        else
+            snprintf(l1, sizeof l1, " A %s B %s layer %s eval %s N=%d", an, bn, in->layer, en, in->N);
         if (!compact)
             snprintf(l2, sizeof l2, " n=%d d=%d h=%d router %s shared %d %s%s", c->n, c->d, c->h, router, c->s,
                      moe_act_name(c->act), ends);
@@ -326,8 +347,9 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     for (int y = L->orders.y; y < L->orders.y + L->orders.h; y++)
         grid_put(g, L->sep_x, y, g->utf8 ? 0x2502 : '|', ROLE_BORDER);
     heatmap_render(g, &L->heat, v, &a->heat_off);
-    curves_render(g, &L->curves, v, a->metric_acc);
     orders_update(&a->orders, v);
+    if (a->scatter) scatter_render(g, &L->curves, v, a->orders.best_row);
+    else curves_render(g, &L->curves, v, a->metric_acc);
     a->orders.now = a->now;
     orders_render(g, &L->orders, &a->orders, v);
     footer_render(g, &L->footer, &a->req, a->metric_acc, &a->hits);

@@ -21,6 +21,7 @@ typedef struct {
     ui_info info;
     explore_request req;          /* the toggles as the user set them */
     int metric_acc;              /* plot accuracy instead of loss */
+    int scatter;                 /* the scatter view in the curves pane's place */
     int show_help, show_diag, diag_scroll;
     char **diag_lines;           /* owned; app_render builds them from the view's
                                   * diagnostics (or app_set_diag sets them) */

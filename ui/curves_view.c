@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "axis.h"
 #include "orders_view.h"
 #include "symmetry.h"
 
@@ -134,25 +135,6 @@ static int legend_flow(grid *g, int x0, int w, int y, const legend_entry *E, int
     return used;
 }
 
-/* Round tick values for [lo, hi] (about k of them, step 1, 2 or 5 x 10^e),
- * all printed with the step's decimals. Returns the count. */
-static int nice_ticks(double lo, double hi, int k, double *tick, int *dec) {
-    if (!(hi > lo) || k < 2) return 0;
-    double raw = (hi - lo) / k, mag = pow(10, floor(log10(raw))), f = raw / mag;
-    static const double nice[4] = {1, 2, 5, 10};
-    int i = f < 1.5 ? 0 : f < 3 ? 1 : f < 7 ? 2 : 3;
-    for (;; i++) { /* a larger step while there would be more than k + 1 ticks */
-        if (i == 4) i = 1, mag *= 10;
-        double step = nice[i] * mag;
-        if (floor(hi / step) - ceil(lo / step) + 1 > k + 1) continue;
-        *dec = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
-        int nt = 0;
-        for (double t = ceil(lo / step) * step; t <= hi + 1e-12 * fabs(hi) && nt < 8; t += step)
-            tick[nt++] = fabs(t) < step * 1e-9 ? 0 : t;
-        return nt;
-    }
-}
-
 void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int metric_acc) {
     if (r->w < 20 || r->h < 6) return;
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_PANE_TITLE);
@@ -247,29 +229,8 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int met
     free(chord);
 
     /* y axis: round ticks in one precision, the metric's name on a free row */
-    uint32_t vbar = g->utf8 ? 0x2502 : '|', hbar = g->utf8 ? 0x2500 : '-', corner = g->utf8 ? 0x2514 : '+';
-    for (int j = 0; j < c.ph; j++) grid_put(g, px - 1, py + j, vbar, ROLE_BORDER);
-    double tick[8];
-    int dec = 0, nt = nice_ticks(lo, hi, c.ph >= 8 ? 4 : c.ph >= 5 ? 3 : 2, tick, &dec);
-    int H = c.utf8 ? 4 * c.ph : c.ph, last_row = -2;
-    char *used = ms_calloc((size_t)c.ph, 1);
-    for (int k = 0; k < nt; k++) {
-        int row = (int)lround((hi - tick[k]) / (hi - lo) * (H - 1)) / (c.utf8 ? 4 : 1);
-        if (row < 0 || row >= c.ph || row == last_row) continue; /* one label a row */
-        char lab[32];
-        snprintf(lab, sizeof lab, "%.*f", dec, tick[k]);
-        if ((int)strlen(lab) > lw - 1) snprintf(lab, sizeof lab, "%.2g", tick[k]); /* scientific when it does not fit */
-        grid_printf(g, r->x, py + row, lw, ROLE_DIM, "%*s", lw - 1, lab);
-        grid_put(g, px - 1, py + row, g->utf8 ? 0x2524 : '+', ROLE_BORDER);
-        used[row] = 1;
-        last_row = row;
-    }
-    for (int j = 0; j < c.ph; j++)
-        if (!used[j]) {
-            grid_printf(g, r->x, py + j, lw, ROLE_DIM, "%*s", lw - 1, metric);
-            break;
-        }
-    free(used);
+    uint32_t hbar = g->utf8 ? 0x2500 : '-', corner = g->utf8 ? 0x2514 : '+';
+    axis_y(g, r->x, lw, px, py, c.ph, lo, hi, c.utf8 ? 4 : 1, metric);
     /* x axis, ticks at 0, 0.5, 1 */
     int ay = py + c.ph;
     grid_put(g, px - 1, ay, corner, ROLE_BORDER);

@@ -102,23 +102,52 @@ int export_landscape_png(const explore_snapshot *v, const char *path, ms_err *er
     return rc;
 }
 
-void export_aligned_name(const char *b_path, const explore_request *q, char *out, int cap) {
-    const char *base = strrchr(b_path, '/');
-    base = base ? base + 1 : b_path;
+/* "DIR/seed2.safetensors" -> "DIR-seed2" (the folder names the pair: dense4/seed2
+ * and shared4/seed2 differ); with_dir 0: "seed2". */
+static void path_stem(const char *path, int with_dir, char *out, int cap) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
     int len = (int)strlen(base);
     const char *ext = ".safetensors";
     int el = (int)strlen(ext);
     if (len > el && !strcmp(base + len - el, ext)) len -= el;
-    /* the folder names the pair (dense4/seed2 and shared4/seed2 differ) */
     char dir[128] = "";
-    if (base > b_path + 1) {
+    if (with_dir && base > path + 1) {
         const char *end = base - 1, *d = end;
-        while (d > b_path && d[-1] != '/') d--;
+        while (d > path && d[-1] != '/') d--;
         if (end - d > 0 && !(end - d == 1 && d[0] == '.')) snprintf(dir, sizeof dir, "%.*s-", (int)(end - d), d);
     }
-    const char *order = !q->order_stage ? "identity" : q->method == COST_GATE ? (q->center ? "gate" : "gate-uncentred")
-                                                                              : "expert";
-    snprintf(out, (size_t)cap, "%s%.*s.aligned-%s-%s.safetensors", dir, len, base, order, q->wm_stage ? "wm" : "nowm");
+    snprintf(out, (size_t)cap, "%s%.*s", dir, len, base);
+}
+
+static const char *order_stage_name(const explore_request *q) {
+    return !q->order_stage ? "identity" : q->method == COST_GATE ? (q->center ? "gate" : "gate-uncentred") : "expert";
+}
+
+void export_aligned_name(const char *b_path, const explore_request *q, char *out, int cap) {
+    char stem[512];
+    path_stem(b_path, 1, stem, sizeof stem);
+    snprintf(out, (size_t)cap, "%s.aligned-%s-%s.safetensors", stem, order_stage_name(q), q->wm_stage ? "wm" : "nowm");
+}
+
+/* the folder of a path ("" for none) */
+static int same_dir(const char *a, const char *b) {
+    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+    long la = sa ? sa - a : 0, lb = sb ? sb - b : 0;
+    return la == lb && !strncmp(a, b, (size_t)la);
+}
+
+void export_plot_name(const char *a_path, const char *b_path, const explore_request *q, int is_landscape,
+                      int metric_acc, char *out, int cap) {
+    char sa[512], sb[512];
+    path_stem(a_path, 1, sa, sizeof sa);
+    path_stem(b_path, !same_dir(a_path, b_path), sb, sizeof sb);
+    if (is_landscape)
+        snprintf(out, (size_t)cap, "%s-%s.landscape-%s%s.png", sa, sb, q->wm_stage ? "wm" : "nowm",
+                 q->center ? "" : "-uncentred");
+    else
+        snprintf(out, (size_t)cap, "%s-%s.curves%s-%s-%s.png", sa, sb, metric_acc ? "-acc" : "", order_stage_name(q),
+                 q->wm_stage ? "wm" : "nowm");
 }
 
 /* ---- --png-live: what the curves figure shows ---- */

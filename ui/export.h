@@ -17,6 +17,14 @@ int export_landscape_png(const explore_snapshot *v, const char *path, ms_err *er
  * gate-uncentred or identity; then wm or nowm). explore_export numbers it
  * when the name is taken. */
 void export_aligned_name(const char *b_path, const explore_request *q, char *out, int cap);
+/* The name `p` gives a figure, in the current directory, from the same parts:
+ * "dense4/seed1", "dense4/seed2" -> "dense4-seed1-seed2.curves-expert-wm.png"
+ * ("curves-acc-..." for accuracy; B's folder only when it differs from A's),
+ * or with landscape "dense4-seed1-seed2.landscape-wm.png" (the landscape
+ * depends on weight matching; "-uncentred" when the gate cost is not
+ * centred, which moves the gate mark). The caller numbers it when taken. */
+void export_plot_name(const char *a_path, const char *b_path, const explore_request *q, int is_landscape,
+                      int metric_acc, char *out, int cap);
 
 /* What the curves figure shows, for --png-live to rewrite it exactly when
  * that changes: the toggles, the metric, and each curve's order and numbers. */

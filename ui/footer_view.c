@@ -21,6 +21,7 @@ void footer_render(grid *g, const ui_rect *r, const explore_request *q, int metr
         {'p', "png", NULL, 0},
         {'e', "export", NULL, 0},
         {'d', "diag", NULL, 0},
+        {'v', "scatter", NULL, 0},
         {'?', "help", NULL, 0},
         {'q', "quit", NULL, 0},
     };

@@ -231,6 +231,7 @@ void heatmap_render(grid *g, const ui_rect *r, const explore_snapshot *v, int *o
                          : G.mode == HEAT_HALF    ? " \u2580 2 rows/line"
                          : g->utf8                ? " \u25C6assigned"
                                                   : " @assigned";
+        if (G.mode == HEAT_HALF && x + (int)strlen(" \u2580 2 rows/line") - 2 > r->x + r->w) mark = " \u2580 2 rows";
         grid_text(g, x, y, r->x + r->w - x, ROLE_DIM, mark);
     }
 }

@@ -29,6 +29,7 @@ typedef enum {
     ACT_HEAT_PREV,      /* [ : scroll the cost matrix (n > what fits) */
     ACT_HEAT_NEXT,      /* ] */
     ACT_REDRAW,         /* Ctrl-L */
+    ACT_SCATTER,        /* v: the scatter of cost against barrier in the curves' place */
     ACT_COUNT
 } ui_action;
 

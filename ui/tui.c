@@ -265,25 +265,54 @@ typedef struct {
     curves_key live_last;
     int live_written;
     unsigned long export_epoch; /* the export outcome last reported */
+    /* `p` promised the landscape figure of these stages when it completes */
+    int landscape_pending;
+    explore_request landscape_req;
 } tui_ctx;
 
-static void do_png(app_state *a, const explore_snapshot *v, const tui_ctx *c) {
+/* The landscape figure under a free name (never over a file or an input);
+ * the name written in out. */
+static int write_landscape(const explore_snapshot *v, const tui_ctx *c, char *out, int cap, ms_err *err) {
+    char want[512];
+    export_plot_name(c->paths[0], c->paths[1], &v->req, 1, 0, want, sizeof want);
+    if (af_free_name(want, out, (size_t)cap)) return ms_fail(err, "%s: every numbered name is taken", want);
+    if (af_check_not_input(out, c->paths, 3, err)) return -1;
+    return export_landscape_png(v, out, err);
+}
+
+/* `p`: the curves now, named by the pair and the stages, never over a file;
+ * the landscape now when it is complete, else when it completes. */
+static void do_png(app_state *a, const explore_snapshot *v, tui_ctx *c) {
     ms_err err;
-    if (af_check_not_input("curves.png", c->paths, 3, &err) ||
-        (v->have_landscape && af_check_not_input("landscape.png", c->paths, 3, &err))) {
+    char want[512], cur[512], land[512];
+    export_plot_name(c->paths[0], c->paths[1], &v->req, 0, a->metric_acc, want, sizeof want);
+    if (af_free_name(want, cur, sizeof cur)) {
+        app_message(a, 1, "%s: every numbered name is taken", want);
+        return;
+    }
+    if (af_check_not_input(cur, c->paths, 3, &err) || export_curves_png(v, a->metric_acc, cur, &err)) {
         app_message(a, 1, "%s", err.msg);
         return;
     }
-    if (export_curves_png(v, a->metric_acc, "curves.png", &err)) {
-        app_message(a, 1, "%s", err.msg);
-        return;
-    }
+    c->landscape_pending = 0;
     if (v->have_landscape) {
-        if (export_landscape_png(v, "landscape.png", &err)) app_message(a, 1, "saved curves.png; %s", err.msg);
-        else app_message(a, 0, "saved curves.png and landscape.png");
+        if (write_landscape(v, c, land, sizeof land, &err)) app_message(a, 1, "saved %s; %s", cur, err.msg);
+        else app_message(a, 0, "saved %s and %s", cur, land);
     } else {
-        app_message(a, 0, "saved curves.png (landscape.png when the landscape is complete)");
+        c->landscape_pending = 1;
+        c->landscape_req = v->req;
+        app_message(a, 0, "saved %s (the landscape figure when the table is complete)", cur);
     }
+}
+
+/* The promised landscape figure, once the landscape of those stages is complete. */
+static void pending_landscape(tui_ctx *c, app_state *a, const explore_snapshot *v) {
+    if (!c->landscape_pending || !v->have_landscape || v->req.wm_stage != c->landscape_req.wm_stage) return;
+    c->landscape_pending = 0;
+    ms_err err;
+    char land[512];
+    if (write_landscape(v, c, land, sizeof land, &err)) app_message(a, 1, "%s", err.msg);
+    else app_message(a, 0, "saved %s (the landscape is complete)", land);
 }
 
 /* --png-live: rewrite the figure whenever what it shows changed, and only then. */
@@ -408,6 +437,7 @@ static void run_loop(explore_worker *g, app_state *app, tui_screen *scr, tui_ctx
             dirty = 1;
             export_outcome(ctx, app, &v);
             live_png(ctx, app, &v);
+            pending_landscape(ctx, app, &v);
         }
         if (dirty) {
             screen_draw(scr, app, &v);
@@ -451,11 +481,20 @@ static const char *base_name(const char *p) {
     return s ? s + 1 : p;
 }
 
+/* "x/sample-checkpoints/dense4/seed1.safetensors" -> "dense4/seed1.safetensors":
+ * the folder tells dense4/seed1 from topk4/seed1 */
+static void folder_name(const char *p, char *out, size_t cap) {
+    const char *b = base_name(p), *d = b > p + 1 ? b - 1 : p;
+    while (d > p && d[-1] != '/') d--;
+    if (b > p + 1 && !(b - d == 2 && d[0] == '.')) snprintf(out, cap, "%.*s%s", (int)(b - d), d, b);
+    else snprintf(out, cap, "%s", b);
+}
+
 static void app_setup(app_state *app, const tui_args *a, const tui_inputs *in) {
     ui_info info;
     memset(&info, 0, sizeof info);
-    snprintf(info.a_name, sizeof info.a_name, "%s", base_name(a->pa));
-    snprintf(info.b_name, sizeof info.b_name, "%s", base_name(a->pb));
+    folder_name(a->pa, info.a_name, sizeof info.a_name);
+    folder_name(a->pb, info.b_name, sizeof info.b_name);
     snprintf(info.e_name, sizeof info.e_name, "%.255s", base_name(a->e_path));
     snprintf(info.layer, sizeof info.layer, "%s", in->A.layer ? in->A.layer : (a->layer ? a->layer : "moe"));
     info.cfg = in->A.cfg;
