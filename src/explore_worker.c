@@ -79,6 +79,10 @@ struct explore_worker {
     ls_key want;
     int ls_running;
     ls_key run;
+    long run_done, run_total;  /* the running landscape's rows (for keep_running) */
+    /* the running landscape is for a key no longer shown: it finishes in the
+       background (kept in saved[]) and publishes nothing; toggling back shows it again */
+    int ls_hidden;
     atomic_int cancel_ls;
     int have_ls;
     ls_key done;
@@ -348,6 +352,18 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
 static void publish_rows(explore_worker *g, const landscape *L, long done, long total) {
     pthread_mutex_lock(&g->mu);
     explore_snapshot *p = &g->pub;
+    g->run_done = done;
+    g->run_total = total;
+    if (g->ls_hidden) {
+        snprintf(g->ls_status, sizeof g->ls_status, "finishing the wm %s landscape %.0f%% (w: back to it)",
+                 g->run.wm ? "on" : "off", total > 0 ? 100.0 * done / total : 0.0);
+        snprintf(p->phase_detail, sizeof p->phase_detail, "%.95s", g->ls_status);
+        pub_status(g);
+        pub_bump(g);
+        pthread_mutex_unlock(&g->mu);
+        g->last_pub = now_s();
+        return;
+    }
     if (total > p->rows_cap) {
         p->rows = ms_realloc(p->rows, (size_t)total * sizeof(ls_row));
         p->rows_cap = total;
@@ -381,6 +397,10 @@ static void on_progress(void *ctx, long done, long total) {
 static void on_phase(void *ctx, const char *what, long done, long total) {
     explore_worker *g = ctx;
     pthread_mutex_lock(&g->mu);
+    if (g->ls_hidden) {
+        pthread_mutex_unlock(&g->mu);
+        return;
+    }
     explore_snapshot *p = &g->pub;
     snprintf(p->phase_detail, sizeof p->phase_detail, "%s %ld/%ld", what, done, total);
     snprintf(g->ls_status, sizeof g->ls_status, "computing landscape: %s %ld/%ld", what, done, total);
@@ -426,6 +446,82 @@ static void rows_reset(explore_worker *g, long norders) {
     pub_ranks(g);
 }
 
+/* Keep a complete table for key k (wm stage). mu held. */
+static void ls_save(explore_worker *g, int wm, ls_key k, const landscape *L) {
+    g->saved[wm].rows = ms_realloc(g->saved[wm].rows, (size_t)L->norders * sizeof(ls_row));
+    memcpy(g->saved[wm].rows, L->rows, (size_t)L->norders * sizeof(ls_row));
+    g->saved[wm].n = L->norders;
+    g->saved[wm].key = k;
+    g->saved[wm].exhaustive = L->exhaustive;
+}
+
+/* Publish the kept table of key k if there is one (1), else 0. mu held. */
+static int ls_publish_saved(explore_worker *g, ls_key k) {
+    int wm = k.wm;
+    if (!g->saved[wm].rows || !ls_key_equal(g->saved[wm].key, k)) return 0;
+    explore_snapshot *p = &g->pub;
+    long cnt = g->saved[wm].n;
+    if (cnt > p->rows_cap) {
+        p->rows = ms_realloc(p->rows, (size_t)cnt * sizeof(ls_row));
+        p->rows_cap = cnt;
+    }
+    memcpy(p->rows, g->saved[wm].rows, (size_t)cnt * sizeof(ls_row));
+    p->ndone = p->norders = cnt;
+    p->rows_epoch++;
+    p->have_landscape = 1;
+    p->exhaustive = g->saved[wm].exhaustive;
+    p->progress = 1;
+    p->phase[0] = 0;
+    p->phase_detail[0] = 0;
+    g->rows_key = k;
+    g->have_early = 0;
+    g->have_ls = 1;
+    g->done = k;
+    g->ls_failed = 0;
+    pub_ranks(g);
+    return 1;
+}
+
+/* A request for key k while the landscape of g->run computes: a landscape at
+ * least half done keeps running, hidden, so that toggling back (w twice)
+ * finds it further on instead of starting again; the table shown is emptied
+ * for k meanwhile (its landscape starts when the hidden one ends). Toggling
+ * back to the running key shows it again. Otherwise it is cancelled. mu held. */
+static void ls_redirect(explore_worker *g, ls_key k) {
+    if (!g->ls_running || g->cancel_ls) return;
+    explore_snapshot *p = &g->pub;
+    if (ls_key_equal(g->run, k)) {
+        if (!g->ls_hidden) return;
+        g->ls_hidden = 0; /* shown again: the next progress call copies every row so far */
+        g->have_ls = 0;
+        g->rows_key = k;
+        p->have_landscape = 0;
+        p->ndone = 0;
+        p->rows_epoch++;
+        p->phase_detail[0] = 0;
+        p->phase[0] = 0;
+        return;
+    }
+    if (g->ls_hidden) {
+        ls_publish_saved(g, k); /* still another key's; k's kept table if any */
+        return;
+    }
+    if (g->run_total > 0 && 2 * g->run_done >= g->run_total) {
+        g->ls_hidden = 1;
+        if (ls_publish_saved(g, k)) return;
+        g->rows_key = k;
+        p->ndone = 0;
+        p->have_landscape = 0;
+        p->progress = 0;
+        p->rows_epoch++;
+        snprintf(p->phase, sizeof p->phase, "queued: the wm %s landscape finishes first", g->run.wm ? "on" : "off");
+        p->phase_since = now_s();
+        pub_ranks(g);
+    } else {
+        g->cancel_ls = 1;
+    }
+}
+
 static void *ls_worker(void *arg) {
     explore_worker *g = arg;
     pthread_mutex_lock(&g->mu);
@@ -440,33 +536,15 @@ static void *ls_worker(void *arg) {
             pub_bump(g);
             continue;
         }
-        if (g->saved[wm].rows && ls_key_equal(g->saved[wm].key, k)) {
-            /* computed before: publish the kept table */
-            explore_snapshot *p = &g->pub;
-            long cnt = g->saved[wm].n;
-            if (cnt > p->rows_cap) {
-                p->rows = ms_realloc(p->rows, (size_t)cnt * sizeof(ls_row));
-                p->rows_cap = cnt;
-            }
-            memcpy(p->rows, g->saved[wm].rows, (size_t)cnt * sizeof(ls_row));
-            p->ndone = p->norders = cnt;
-            p->rows_epoch++;
-            p->have_landscape = 1;
-            p->exhaustive = g->saved[wm].exhaustive;
-            p->progress = 1;
-            p->phase[0] = 0;
-            g->rows_key = k;
-            g->have_early = 0;
-            g->have_ls = 1;
-            g->done = k;
-            g->ls_failed = 0;
-            pub_ranks(g);
+        if (ls_publish_saved(g, k)) {
             pub_status(g);
             pub_bump(g);
             continue;
         }
         g->cancel_ls = 0;
         g->ls_running = 1;
+        g->ls_hidden = 0;
+        g->run_done = g->run_total = 0;
         g->ls_failed = 0;
         g->run = k;
         g->have_ls = 0;
@@ -503,10 +581,17 @@ static void *ls_worker(void *arg) {
 
         pthread_mutex_lock(&g->mu);
         g->ls_running = 0;
-        g->pub.phase[0] = 0;
-        g->pub.phase_detail[0] = 0;
+        int hidden = g->ls_hidden;
+        g->ls_hidden = 0;
         explore_snapshot *p = &g->pub;
-        if (rc == 0) {
+        if (!hidden) {
+            p->phase[0] = 0;
+            p->phase_detail[0] = 0;
+        }
+        if (rc == 0 && hidden) {
+            /* finished in the background: kept for when w comes back */
+            ls_save(g, wm, k, &L);
+        } else if (rc == 0) {
             /* the final rows are sorted by barrier: publish them all anew */
             if (L.norders > p->rows_cap) {
                 p->rows = ms_realloc(p->rows, (size_t)L.norders * sizeof(ls_row));
@@ -520,12 +605,10 @@ static void *ls_worker(void *arg) {
             p->progress = 1;
             g->have_ls = 1;
             g->done = k;
-            g->saved[wm].rows = ms_realloc(g->saved[wm].rows, (size_t)L.norders * sizeof(ls_row));
-            memcpy(g->saved[wm].rows, L.rows, (size_t)L.norders * sizeof(ls_row));
-            g->saved[wm].n = L.norders;
-            g->saved[wm].key = k;
-            g->saved[wm].exhaustive = L.exhaustive;
+            ls_save(g, wm, k, &L);
             pub_ranks(g);
+        } else if (hidden) {
+            /* cancelled in the background: the shown table is another key's */
         } else if (g->cancel_ls || g->ls_want || g->stop) {
             /* superseded: the rows belonged to the old key */
             rows_reset(g, 0);
@@ -717,7 +800,7 @@ static void *front_worker(void *arg) {
             int done = g->have_ls && ls_key_equal(g->done, k);
             int running = g->ls_running && !g->cancel_ls && ls_key_equal(g->run, k);
             if (!done && !running) {
-                if (g->ls_running) g->cancel_ls = 1;
+                if (g->ls_running && !g->ls_hidden) g->cancel_ls = 1;
                 g->ls_want = 1;
                 g->want = k;
                 g->want_center = q.center;
@@ -777,7 +860,7 @@ void explore_submit(explore_worker *g, const explore_request *r) {
     g->cancel_front = 1; /* a newer request cancels the older one */
     /* a running landscape for another key is of no use any more */
     ls_key k = key_of(&g->pending);
-    if (g->ls_running && !ls_key_equal(g->run, k)) g->cancel_ls = 1;
+    ls_redirect(g, k);
     if (g->ls_want && !ls_key_equal(g->want, k)) g->ls_want = 0;
     pub_status(g);
     pub_bump(g);

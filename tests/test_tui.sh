@@ -339,5 +339,27 @@ if [ -f "$D8/seed1.safetensors" ]; then
     tm send-keys -t t q
     check "n=8: q exits while the landscape computes" wait_for "EXIT_SHOWN"
     check "n=8: exit 0" grep -qx "EXIT=0" "$WORK/exit"
+
+    # w twice on a landscape past half way: it goes on in the background
+    # instead of starting again from 0
+    tui_session 100 30 \
+        "cd '$WORK' && env LANG=C.UTF-8 LC_ALL=C.UTF-8 '$MOESCOPE' '$D8/seed1.safetensors' '$D8/seed2.safetensors' --eval '$D8/eval.safetensors'; echo EXIT_SHOWN; sleep 600"
+    rows8() { screen | grep -oE 'expert orders [0-9]+/40320' | head -1 | grep -oE '[0-9]+/' | tr -d /; }
+    _past_half() { local r; r=$(rows8); [ -n "$r" ] && [ "$r" -ge 20160 ]; }
+    check "n=8: the landscape passes half way" _poll _past_half
+    before=$(rows8)
+    tm send-keys -t t w
+    check "n=8: w past half way: the landscape finishes in the background" wait_re "finishing the wm on landscape [0-9]+%"
+    tm send-keys -t t w
+    check "n=8: w again: back to it" wait_for "wm:ON"
+    # the first rows shown again already include those done before (a new
+    # landscape would show its preparation and then far fewer)
+    _rows_back() { local r; r=$(rows8); [ -n "$r" ] && [ "$r" -gt 0 ]; }
+    _poll _rows_back
+    after=$(rows8)
+    check "n=8: w twice: the table goes on from $before rows ($after), not from 0" test "${after:-0}" -ge "$before"
+    check "n=8: w twice: the landscape completes" wait_re "done: expert order rank [0-9]+ of 40320"
+    tm send-keys -t t q
+    wait_for "EXIT_SHOWN" >/dev/null
 fi
 summary
