@@ -1255,6 +1255,60 @@ static void test_scatter(void) {
     }
 }
 
+/* 200x60: the orders table takes 40% of the width, with each order's
+ * assignment cost (checked by brute force) and a bar of its barrier that
+ * grows with the barrier; y ticks are round numbers in one precision. */
+static void test_wide(void) {
+    ui_fix f;
+    fix_init(&f, 4, 200, 60, 1);
+    app_render(&f.a, &f.v, &f.g);
+    dump(&f.g);
+    const ui_rect *o = &f.a.layout.orders;
+    CHECK(o->w >= 80, "200 columns: orders pane %d wide", o->w);
+    CHECK(count_rows_with(&f.g, o, "     cost  barrier") == 1, "cost and bar columns");
+    int prev_bar = -1, mono = 1;
+    char buf[8192];
+    for (int i = 0; i < 24 && o->y + 3 + i < o->y + o->h; i++) {
+        int y = o->y + 3 + i;
+        long ri = f.a.orders.idx[f.a.orders.top + i];
+        double c = 0;
+        for (int k = 0; k < 4; k++) c += f.v.cost[k * 4 + f.v.rows[ri].order[k]];
+        char want[32];
+        snprintf(want, sizeof want, "%9.3f", c);
+        grid_row_utf8(&f.g, y, buf, sizeof buf);
+        CHECK(strstr(buf, want) != NULL, "row %d cost %s", i, want);
+        int bar = 0;
+        for (int x = o->x; x < o->x + o->w; x++) {
+            uint32_t cp = f.g.cells[y * f.g.w + x].cp;
+            if (cp >= 0x2589 && cp <= 0x258F) bar += 0x2590 - cp;
+            if (cp == 0x2588) bar += 8;
+        }
+        mono &= bar >= prev_bar; /* sorted by barrier: bars never shrink */
+        prev_bar = bar;
+    }
+    CHECK(mono && prev_bar > 8, "bars grow with the barrier (last %d eighths)", prev_bar);
+    /* y ticks: every label on the axis is a multiple of one round step, same decimals */
+    const ui_rect *cr = &f.a.layout.curves;
+    int nlab = 0, dec0 = -1, same_dec = 1;
+    for (int y = cr->y + 1; y < cr->y + cr->h; y++) {
+        grid_row_utf8(&f.g, y, buf, sizeof buf);
+        char *bar = strstr(buf, "\u2524"); /* the tick glyph */
+        if (!bar) continue;
+        *bar = 0;
+        char *num = buf + strspn(buf, " ");
+        char *dot = strchr(num, '.');
+        int dec = dot ? (int)strlen(dot + 1) - 1 : 0; /* the label ends with a space */
+        if (dec0 < 0) dec0 = dec;
+        same_dec &= dec == dec0;
+        double val = atof(num), step = pow(10, -dec);
+        double m = val / step;
+        CHECK(fabs(m - round(m)) < 1e-6, "tick %s is round", num);
+        nlab++;
+    }
+    CHECK(nlab >= 3 && same_dec, "%d y ticks, one precision", nlab);
+    fix_free(&f);
+}
+
 int main(void) {
     test_units();
     test_sizes();
@@ -1273,5 +1327,6 @@ int main(void) {
     test_curves_rows();
     test_80x24_nothing_cut();
     test_scatter();
+    test_wide();
     return test_summary("test_ui_layout");
 }

@@ -36,6 +36,9 @@ void layout_compute(ui_layout *L, int w, int h, int n) {
        readable plot; so at 80 columns every column of a 4-expert row shows */
     int cap = w / 2 > w - 35 ? w / 2 : w - 35;
     if (ow > cap) ow = cap;
+    /* wide screens: the table gets 40% (its cost and barrier-bar columns)
+       rather than leaving the plot a mostly empty width */
+    if (w >= 140 && ow < w * 2 / 5) ow = w * 2 / 5;
     int left_w = w - ow - 1;
     L->sep_x = left_w;
     L->orders = (ui_rect){left_w + 1, body_y, ow, body_h};

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "axis.h"
+#include "cost_matrix.h"
 #include "rank.h"
 
 void orders_init(orders_state *s) {
@@ -284,6 +286,16 @@ void orders_render(grid *g, const ui_rect *r, orders_state *s, const explore_sna
     grid_text(g, r->x + C.x_order, y, r->w - C.x_order, ROLE_DIM, "order");
     static const char *vname[3] = {"barrier", "acc.bar", "AUC"};
     for (int k = 0; k < 3; k++) grid_printf(g, r->x + vx[k], y, C.vw, ROLE_DIM, "%*s", C.vw, vname[k]);
+    /* wide panes: each order's assignment cost under the shown matrix, then
+       a bar of its barrier (against the largest barrier so far) */
+    int cost_x = vx[2] + C.vw + 1, bar_x = cost_x + 10, bar_w = r->w - bar_x - 1;
+    int show_cost = v && v->cost && cost_x + 9 <= r->w;
+    if (show_cost) grid_printf(g, r->x + cost_x, y, 9, ROLE_DIM, "%9s", "cost");
+    if (!show_cost || bar_w < 8) bar_w = 0;
+    double bmax = 0;
+    for (long k = 0; bar_w && k < s->nrows; k++)
+        if (v->rows[k].barrier > bmax) bmax = v->rows[k].barrier;
+    if (bar_w) grid_text(g, r->x + bar_x + 1, y, bar_w, ROLE_DIM, "barrier");
     /* the sorted column's name marked and the arrow in the gap before the
        name when it is right-aligned, after it when left-aligned (up:
        ascending, down: descending) */
@@ -339,5 +351,18 @@ void orders_render(grid *g, const ui_rect *r, orders_state *s, const explore_sna
         grid_printf(g, r->x + C.x_rank, y, r->w - C.x_rank, role, "%s %-*s", rk, C.ow, ord);
         for (int k = 0; k < 3; k++)
             put_value(g, r->x + vx[k], y, C.vw, role, k == 0 ? row->barrier : k == 1 ? row->acc_barrier : row->auc);
+        if (show_cost) {
+            char cb[32];
+            axis_format(cost_of_order(v->cost, row->order, n), 3, 9, cb, sizeof cb);
+            grid_printf(g, r->x + cost_x, y, 9, role, "%9s", cb);
+        }
+        if (bar_w && bmax > 0 && row->barrier > 0) {
+            /* eighths of a cell in UTF-8 */
+            int eighths = (int)lround(row->barrier / bmax * bar_w * 8);
+            for (int b = 0; b < bar_w && eighths > 0; b++, eighths -= 8)
+                grid_put(g, r->x + bar_x + 1 + b, y,
+                         g->utf8 ? (eighths >= 8 ? 0x2588 : 0x2590 - (uint32_t)eighths) : (eighths >= 4 ? '#' : '.'),
+                         cur ? ROLE_CURSOR : ROLE_GAUGE);
+        }
     }
 }
