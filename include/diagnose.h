@@ -80,6 +80,8 @@ const dg_finding *dg_find(const dg_list *l, const char *code, const char *who);
 
 #define DG_REL_TINY 1e-3     /* relative distance below which two things are "the same" */
 #define DG_MARGIN_TINY 0.01  /* relative assignment margin below which it is ambiguous */
+#define DG_MARGIN_LOW 0.05   /* a margin below this is named beside a poor rank */
+#define DG_REL_UNRELATED 0.9 /* median relative slot residual from which the experts do not correspond */
 #define DG_OUTPUT_SAMPLES 2048
 #define DG_WM_MAX_H 512      /* larger experts: Gram distances instead of n^2/2 assignments */
 #define DG_WM_MAX_PAIRS 20000 /* more pairs of experts (n > 200): Gram distances too */

@@ -854,6 +854,30 @@ static void pair_methods(diag_report *r, dg_list *out) {
                og, oe, nd, nd == 1 ? "" : "s", slots);
 }
 
+/* Residuals as large as the experts themselves in most slots: weight
+ * matching found nothing to match, so B's experts are not A's experts in
+ * another basis (two independently trained seeds give this: about 1x and
+ * more, against near 0 for a scrambled copy), and no expert order can make
+ * the pair correspond; the order then hardly matters for the barrier. */
+static void pair_unrelated(const diag_report *r, int n, const char *mname, dg_list *out) {
+    double *tmp = ms_malloc((size_t)n * sizeof(double));
+    memcpy(tmp, r->slot_rel, (size_t)n * sizeof(double));
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && tmp[j - 1] > tmp[j]; j--) {
+            double x = tmp[j];
+            tmp[j] = tmp[j - 1];
+            tmp[j - 1] = x;
+        }
+    double med = n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+    free(tmp);
+    if (med < DG_REL_UNRELATED) return;
+    dg_add(out, DG_WARN, "experts_unrelated", "A,B", med,
+           "the experts do not correspond: after weight matching the median slot of the %s order "
+           "is still %.2gx the experts' own norm (a scrambled copy gives 0), so no expert order "
+           "makes B's experts A's, and the order can hardly change the barrier",
+           mname, med);
+}
+
 /* Per-slot weight-matching residuals of the chosen order, and the worst slot. */
 static int pair_slots(const moe_model *A, const moe_model *B, const diag_opts *o, diag_report *r,
                       dg_list *out, ms_err *err) {
@@ -907,12 +931,15 @@ static int pair_slots(const moe_model *A, const moe_model *B, const diag_opts *o
            "experts' norm):%s",
            mname, list);
     int stands_out = n > 2 && r->slot_rel[worst] > 3 * med && r->slot_rel[worst] > 0.05;
+    char vs[64];
+    if (med > 0) snprintf(vs, sizeof vs, "%.2gx the median of the other slots", r->slot_rel[worst] / med);
+    else snprintf(vs, sizeof vs, "the other slots match exactly");
     dg_add(out, stands_out ? DG_WARN : DG_INFO, "worst_slot", "A,B", r->slot_resid[worst],
            "the worst-matched slot is %d (A's expert %d with B's expert %d): residual %.3g "
-           "after weight matching (%.3g relative, %.2gx the median of the other slots)%s",
-           worst, worst, ord[worst], r->slot_resid[worst], r->slot_rel[worst],
-           med > 0 ? r->slot_rel[worst] / med : INFINITY,
+           "after weight matching (%.3g relative, %s)%s",
+           worst, worst, ord[worst], r->slot_resid[worst], r->slot_rel[worst], vs,
            stands_out ? ": this pair probably does not correspond" : "");
+    pair_unrelated(r, n, mname, out);
     return 0;
 }
 
@@ -940,12 +967,18 @@ static void pair_best_order(const evalset *E, const diag_opts *o, diag_report *r
                    "against %.4g, the same within float precision (nominal rank %ld)",
                    mname, oc, r->norders, r->exhaustive ? "" : " sampled", r->barrier_chosen,
                    r->barrier_best, r->rank);
-        else
+        else {
+            /* a thin margin is what lets a poor order win: say so beside the rank */
+            char why[96] = "";
+            double mr = r->margin_rel[o->method];
+            if (isfinite(mr) && mr < DG_MARGIN_LOW)
+                snprintf(why, sizeof why, "; the cost chose it by a margin of only %.3g%%", 100 * mr);
             dg_add(out, DG_WARN, "best_order", "A,B", (double)r->rank,
                    "the %s-cost order %s ranks %ld of %ld%s orders: barrier %.4g against %.4g for "
-                   "the best order %s (slots %s differ)",
+                   "the best order %s (slots %s differ)%s",
                    mname, oc, r->rank, r->norders, r->exhaustive ? "" : " sampled",
-                   r->barrier_chosen, r->barrier_best, ob, slots);
+                   r->barrier_chosen, r->barrier_best, ob, slots, why);
+        }
     } else if (!E) {
         dg_add(out, DG_INFO, "best_order", "A,B", NAN,
                "whether the chosen order is the best needs an evaluation set");

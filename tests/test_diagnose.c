@@ -337,8 +337,39 @@ static void test_pairs(void) {
                                           r.slot_resid[i]);
         CHECK(r.margin_rel[COST_EXPERT] > 0.1 && r.margin_rel[COST_GATE] > 0.1,
               "margins %g %g", r.margin_rel[0], r.margin_rel[1]);
+        /* every residual 0: no "infx the median", no unrelated experts */
+        const dg_finding *w = dg_find(&r.findings, "worst_slot", NULL);
+        CHECK(w && strstr(w->text, "the other slots match exactly") && !strstr(w->text, "inf"),
+              "worst slot of a scramble: %s", w ? w->text : "(none)");
+        CHECK(!dg_find(&r.findings, "experts_unrelated", NULL), "a scramble's experts correspond");
     }
     diag_report_free(&r);
+
+    // an independently drawn B: its experts match none of A's, whatever the
+    // order (median relative residual near 1 or more), and that is said
+    {
+        moe_model U;
+        make_model(&U, 4, 8, 6, ROUTER_TOPK, 2, ACT_RELU, 77);
+        rc = diag_pair(&A, &U, &E, &o, &r, &err);
+        CHECK(rc == 0, "diag_pair (unrelated): %s", err.msg);
+        const dg_finding *u = dg_find(&r.findings, "experts_unrelated", NULL);
+        double med = 0;
+        if (rc == 0) {
+            double t[4];
+            memcpy(t, r.slot_rel, sizeof t);
+            for (int i = 1; i < 4; i++)
+                for (int j = i; j > 0 && t[j - 1] > t[j]; j--) {
+                    double x = t[j];
+                    t[j] = t[j - 1];
+                    t[j - 1] = x;
+                }
+            med = 0.5 * (t[1] + t[2]);
+        }
+        CHECK(med >= DG_REL_UNRELATED && u && u->severity == DG_WARN && strstr(u->text, "do not correspond"),
+              "unrelated experts (median relative residual %g) flagged", med);
+        diag_report_free(&r);
+        moe_free(&U);
+    }
 
     // different heads
     B.head_w[0] += 0.5f;

@@ -781,6 +781,15 @@ static void test_diag_view(void) {
     CHECK(grid_find(&f.g, "order ranks 5 of 24 by loss barrier (orders pane)", NULL) >= 0 &&
               grid_find(&f.g, "landscape skipped", NULL) < 0,
           "the rank finding points at the orders pane");
+    /* the flags counted beside the footer, the pane closed or not */
+    CHECK(grid_find(&f.g, "1 flag: d", NULL) >= f.a.layout.footer.y, "flag count by the footer or on the message line");
+    app_key(&f.a, 'x', &f.v);
+    it[0].severity = DG_BAD;
+    app_render(&f.a, &f.v, &f.g);
+    int fx = 0, fy = grid_find(&f.g, "2 flags: d", &fx);
+    CHECK(fy >= 0 && f.g.cells[fy * f.g.w + fx].role == ROLE_ERROR, "a bad finding: the count as an error");
+    it[0].severity = DG_OK;
+    app_key(&f.a, 'd', &f.v);
     /* findings of another method: back to the placeholder */
     f.v.diag_method = f.a.req.method == COST_GATE ? COST_EXPERT : COST_GATE;
     app_render(&f.a, &f.v, &f.g);

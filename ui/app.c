@@ -353,9 +353,23 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     a->orders.now = a->now;
     orders_render(g, &L->orders, &a->orders, v);
     footer_render(g, &L->footer, &a->req, a->metric_acc, &a->hits);
+    /* the diagnostics' flags of the shown method, counted beside the footer,
+       or at the end of the message line when the footer is full */
+    int room = L->message.w - 1, nf = 0, frole = ROLE_MESSAGE;
+    char fl[48] = "";
+    if (v && v->diag_state == EXPLORE_DIAG_READY && v->diag_method == a->req.method && v->diag_center == a->req.center) {
+        nf = dg_count(&v->diag, DG_WARN);
+        if (dg_count(&v->diag, DG_BAD)) frole = ROLE_ERROR;
+        snprintf(fl, sizeof fl, "%d flag%s: d", nf, nf == 1 ? "" : "s");
+    }
+    int fx = a->hits.end_x + 2, fl_len = (int)strlen(fl);
+    if (nf && fx + fl_len < L->footer.x + L->footer.w) a->hits.end_x = fx + grid_text(g, fx, a->hits.end_y, fl_len, frole, fl);
+    else if (nf) room -= fl_len + 2;
     /* the free end of the footer's last row can hold the status */
     ui_rect alt = {a->hits.end_x + 2, a->hits.end_y, L->footer.x + L->footer.w - 1 - (a->hits.end_x + 2), 1};
-    message_render(g, &L->message, a->msg, a->msg_error, v, &alt);
+    if (room < L->message.w - 1) alt.w = 0; /* the status stays on the message line, before the flags */
+    message_render(g, &L->message, a->msg, a->msg_error, v, &alt, room);
+    if (room < L->message.w - 1) grid_text(g, L->message.x + room + 2, L->message.y, fl_len, frole, fl);
     if (a->show_help) help_render(g, &L->overlay, &a->info.cfg);
     else if (a->show_diag) {
         app_sync_diag(a, v);

@@ -23,11 +23,11 @@ typedef struct {
 void footer_render(grid *g, const ui_rect *r, const explore_request *q, int metric_acc, footer_hits *hits);
 /* The key of the footer item at (x, y), or 0. */
 int footer_key_at(const footer_hits *hits, int x, int y);
-/* The message line: msg (an error when is_error) on the left, the worker's
- * status on the right. When both do not fit the message keeps the line and
- * the status goes to alt (the free end of the footer) if it fits there, else
- * it gets what the message leaves. */
+/* The message line's first room columns: msg (an error when is_error) on
+ * the left, the worker's status on the right. When both do not fit the
+ * message keeps the line and the status goes to alt (the free end of the
+ * footer) if it fits there, else it gets what the message leaves. */
 void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, const explore_snapshot *v,
-                    const ui_rect *alt);
+                    const ui_rect *alt, int room);
 
 #endif

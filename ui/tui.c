@@ -265,6 +265,7 @@ typedef struct {
     curves_key live_last;
     int live_written;
     unsigned long export_epoch; /* the export outcome last reported */
+    int flags_shown[2][2];      /* [method][centring]: its flags were on the status line */
     /* `p` promised the landscape figure of these stages when it completes */
     int landscape_pending;
     explore_request landscape_req;
@@ -313,6 +314,27 @@ static void pending_landscape(tui_ctx *c, app_state *a, const explore_snapshot *
     char land[512];
     if (write_landscape(v, c, land, sizeof land, &err)) app_message(a, 1, "%s", err.msg);
     else app_message(a, 0, "saved %s (the landscape is complete)", land);
+}
+
+/* The diagnostics' flags (warn, bad) on the message line, once for each
+ * method and centring when their findings arrive: the count, d, and the
+ * first flag's words; never over the answer to a key (the footer keeps a
+ * count of them meanwhile, app_render). */
+static void diag_flags(tui_ctx *c, app_state *a, const explore_snapshot *v) {
+    if (v->diag_state != EXPLORE_DIAG_READY) return;
+    if (v->diag_method != a->req.method || v->diag_center != a->req.center) return;
+    int *shown = &c->flags_shown[v->diag_method == COST_GATE ? 0 : 1][v->diag_center ? 1 : 0];
+    if (*shown) return;
+    *shown = 1;
+    if (a->msg[0] && strncmp(a->msg, "top-1 routing", 13)) return;
+    int nflag = dg_count(&v->diag, DG_WARN), bad = dg_count(&v->diag, DG_BAD);
+    if (!nflag) return;
+    const dg_finding *first = NULL;
+    for (int sev = DG_BAD; sev >= DG_WARN && !first; sev--)
+        for (int i = 0; i < v->diag.n && !first; i++)
+            if ((int)v->diag.items[i].severity == sev) first = &v->diag.items[i];
+    app_message(a, bad > 0, "%d flag%s (d): [%s] %s", nflag, nflag == 1 ? "" : "s", dg_severity_name(first->severity),
+                first->text);
 }
 
 /* --png-live: rewrite the figure whenever what it shows changed, and only then. */
@@ -438,6 +460,7 @@ static void run_loop(explore_worker *g, app_state *app, tui_screen *scr, tui_ctx
             export_outcome(ctx, app, &v);
             live_png(ctx, app, &v);
             pending_landscape(ctx, app, &v);
+            diag_flags(ctx, app, &v);
         }
         if (dirty) {
             screen_draw(scr, app, &v);
@@ -461,7 +484,10 @@ static void run_loop(explore_worker *g, app_state *app, tui_screen *scr, tui_ctx
         dirty = 1;
         if (c == KEY_RESIZE) continue;
         int fx = input_event(c, app, &v);
-        if (fx & FX_SUBMIT) explore_submit(g, &app->req);
+        if (fx & FX_SUBMIT) {
+            explore_submit(g, &app->req);
+            explore_request_diag(g, app->req.method, app->req.center); /* its flags reach the status line */
+        }
         if (fx & FX_PNG) do_png(app, &v, ctx);
         if (fx & FX_EXPORT) {
             char path[512];
@@ -522,6 +548,7 @@ int tui_main(int argc, char **argv) {
         app_setup(&app, &a, &in);
         have_app = 1;
         explore_submit(g, &app.req);
+        explore_request_diag(g, app.req.method, app.req.center);
         if (screen_start(&scr, &a)) {
             rc = cli_error("cannot open the terminal");
         } else {
