@@ -316,7 +316,7 @@ static void test_keys(void) {
     CHECK(app_key(&f.a, 'o', &f.v) & FX_SUBMIT, "o submits");
     CHECK(f.a.req.order_stage == 0, "o toggles the order stage");
     app_render(&f.a, &f.v, &f.g);
-    CHECK(grid_find(&f.g, "order:OFF", NULL) == 28, "footer shows order:OFF");
+    CHECK(grid_find(&f.g, "order:OFF", NULL) == f.a.layout.footer.y, "footer shows order:OFF");
     CHECK(app_key(&f.a, 'w', &f.v) & FX_SUBMIT, "w submits");
     CHECK(f.a.req.wm_stage == 0, "w toggles");
     CHECK(app_key(&f.a, 'c', &f.v) & FX_SUBMIT, "c submits");
@@ -324,11 +324,13 @@ static void test_keys(void) {
     CHECK(app_key(&f.a, 'm', &f.v) & FX_SUBMIT, "m submits");
     CHECK(f.a.req.method == COST_GATE, "m switches to gate");
     app_render(&f.a, &f.v, &f.g);
-    CHECK(grid_find(&f.g, "wm:OFF", NULL) == 28 && grid_find(&f.g, "centre:OFF", NULL) == 28 &&
-              grid_find(&f.g, "cost:gate", NULL) == 28,
+    int fy = f.a.layout.footer.y;
+    CHECK(grid_find(&f.g, "wm:OFF", NULL) == fy && grid_find(&f.g, "centre:OFF", NULL) == fy &&
+              grid_find(&f.g, "cost:gate", NULL) == fy,
           "footer states");
     CHECK(app_key(&f.a, 'a', &f.v) == FX_REDRAW && f.a.metric_acc == 1, "a switches to accuracy");
     app_render(&f.a, &f.v, &f.g);
+    CHECK(grid_find(&f.g, "q quit", NULL) >= f.a.layout.footer.y, "footer keeps quit with 'accuracy'");
     CHECK(grid_find(&f.g, "curves: accuracy", NULL) >= 0, "accuracy plot title");
     CHECK(grid_find(&f.g, "acc.barrier=", NULL) >= 0, "accuracy barrier in legend");
     {

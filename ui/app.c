@@ -363,6 +363,11 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
         snprintf(fl, sizeof fl, "%d flag%s: d", nf, nf == 1 ? "" : "s");
     }
     int fx = a->hits.end_x + 2, fl_len = (int)strlen(fl);
+    if (nf && fx + fl_len >= L->footer.x + L->footer.w && a->hits.end_y + 1 < L->footer.y + L->footer.h) {
+        a->hits.end_y++; /* a free footer row */
+        a->hits.end_x = L->footer.x - 2;
+        fx = L->footer.x;
+    }
     if (nf && fx + fl_len < L->footer.x + L->footer.w) a->hits.end_x = fx + grid_text(g, fx, a->hits.end_y, fl_len, frole, fl);
     else if (nf) room -= fl_len + 2;
     /* the free end of the footer's last row can hold the status */

@@ -23,8 +23,9 @@ void layout_compute(ui_layout *L, int w, int h, int n) {
         return;
     }
     L->title = (ui_rect){0, 0, w, 2};
-    /* the footer wraps onto a second row on narrow screens */
-    int fh = w >= 100 ? 1 : 2;
+    /* the footer wraps onto a second row unless it fits in one with its
+       longest values (OFF, accuracy) and the diagnostics' flag count */
+    int fh = w >= 116 ? 1 : 2;
     L->footer = (ui_rect){0, h - 1 - fh, w, fh};
     L->message = (ui_rect){0, h - 1, w, 1};
     int body_y = 2, body_h = h - 3 - fh;

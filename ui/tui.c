@@ -335,6 +335,9 @@ static void diag_flags(tui_ctx *c, app_state *a, const explore_snapshot *v) {
             if ((int)v->diag.items[i].severity == sev) first = &v->diag.items[i];
     app_message(a, bad > 0, "%d flag%s (d): [%s] %s", nflag, nflag == 1 ? "" : "s", dg_severity_name(first->severity),
                 first->text);
+    /* cut to leave the worker's status its place on the line */
+    int keep = COLS - 44 > 30 ? COLS - 44 : 30;
+    if ((int)strlen(a->msg) > keep) snprintf(a->msg + keep - 3, sizeof a->msg - (size_t)(keep - 3), "...");
 }
 
 /* --png-live: rewrite the figure whenever what it shows changed, and only then. */
