@@ -58,6 +58,16 @@ int cli_save_checkpoint(const moe_model *m, const char *src_path, const char *ou
  * none of these. */
 int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, const char *usage);
 
+/* The figure options: 'Z' --size WxH (pixels) and 'F' --font-scale 1..4
+ * (text and strokes), for every PNG or SVG the command writes
+ * (plot_default_size). 0 if handled, 2 after a usage error, -1 otherwise. */
+#define CLI_FIGURE_OPTIONS {"size", required_argument, 0, 'Z'}, {"font-scale", required_argument, 0, 'F'}
+#define CLI_FIGURE_HELP                                                                                     \
+    "      --size WxH    figure size in pixels (default 960x600); a figure name ending\n"                   \
+    "                    in .svg writes SVG (vector) instead of PNG\n"                                        \
+    "      --font-scale K  text and line scale 1..4 (default: 2 from 1600 pixels wide)\n"
+int cli_figure_option(int ch, const char *arg, const char *cmd, const char *usage);
+
 /* ---- align and merge: the options and inputs they share ---- */
 typedef struct {
     const char *out_path, *layer, *order_str; /* -o, --layer, --order; NULL if absent */

@@ -46,14 +46,30 @@ typedef struct {
     double line_width;   /* pixels before scaling; 0 = 2.25 */
 } plot_spec;
 
-/* A spec with every field defaulted (NaN ranges, 960 x 600). */
+/* The size and text scale every figure of this process starts from
+ * (plot_spec_init, the landscape); the commands' --size WxH and --font-scale
+ * set it. Default 960 x 600, scale 0 (auto). */
+typedef struct {
+    int w, h, scale;
+} plot_size;
+extern plot_size plot_default_size;
+/* "1600x1000" into out->w, out->h: 0, or -1 when malformed or outside 160x120 .. 16384x16384. */
+int plot_parse_size(const char *s, plot_size *out);
+
+/* A spec with every field defaulted (NaN ranges, plot_default_size). */
 void plot_spec_init(plot_spec *p);
 
 /* Render into a new RGB buffer (*rgb_out is (height, width, 3), free() it).
  * *w_out and *h_out receive the size. */
 int plot_render_rgb(const plot_spec *p, uint8_t **rgb_out, int *w_out, int *h_out, ms_err *err);
-/* Render and write a PNG atomically. */
+/* Render and write a PNG atomically; its text chunks carry the provenance,
+ * the title ("Title") and the legend ("Legend", a label a line). A path
+ * ending in .svg writes the same figure as SVG (plot_svg_write). */
 int plot_png_write(const plot_spec *p, const char *path, ms_err *err);
+/* The figure as SVG (vector): same series, colours, ticks, title and legend;
+ * each series a <g class="series" data-label="its legend text">. */
+int plot_svg_write(const plot_spec *p, const char *path, ms_err *err);
+int plot_is_svg(const char *path); /* ends in .svg */
 
 /* The landscape: every order's barrier, sorted ascending, over its rank
  * (1 = lowest barrier), with some orders marked (marked_idx are 0-based
@@ -64,12 +80,16 @@ int plot_landscape_render_rgb(const double *barriers_sorted, long n, const long 
                               const char *const *marked_labels, const uint32_t *marked_rgb,
                               int nmarked, const char *title, int width, int height,
                               uint8_t **rgb_out, ms_err *err);
+/* Written at plot_default_size; a path ending in .svg writes SVG. */
 int plot_png_landscape(const double *barriers_sorted, long n, const long *marked_idx,
                        const char *const *marked_labels, const uint32_t *marked_rgb,
                        int nmarked, const char *title, const char *path, ms_err *err);
 
 /* Write an RGB buffer (h, w, 3) as a PNG, atomically. */
 int plot_write_png_rgb(const uint8_t *rgb, int w, int h, const char *path, ms_err *err);
+/* The same with the figure's title and legend (may be NULL) in text chunks. */
+int plot_write_png_meta(const uint8_t *rgb, int w, int h, const char *title, const char *legend, const char *path,
+                        ms_err *err);
 
 /* Nice tick step (1, 2 or 5 x 10^k) for about `target` ticks over [lo, hi]. */
 double plot_nice_step(double lo, double hi, int target);

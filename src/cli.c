@@ -10,6 +10,7 @@
 #include "atomic_file.h"
 #include "family.h"
 #include "ms_limits.h"
+#include "plot_png.h"
 #include "provenance.h"
 #include "symmetry.h"
 
@@ -166,6 +167,24 @@ int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, 
         return 0;
     case 'W': lo->wm = 0; return 0;
     case 'G': lo->all_orders = 1; return 0;
+    default: return -1;
+    }
+}
+
+int cli_figure_option(int ch, const char *arg, const char *cmd, const char *usage) {
+    char *end;
+    switch (ch) {
+    case 'Z':
+        if (plot_parse_size(arg, &plot_default_size))
+            return cli_usage_error(usage, "%s: --size must be WxH in pixels, 160x120 .. 16384x16384, not '%s'", cmd, arg);
+        return 0;
+    case 'F': {
+        long k = strtol(arg, &end, 10);
+        if (*end || k < 1 || k > 4)
+            return cli_usage_error(usage, "%s: --font-scale must be 1, 2, 3 or 4, not '%s'", cmd, arg);
+        plot_default_size.scale = (int)k;
+        return 0;
+    }
     default: return -1;
     }
 }

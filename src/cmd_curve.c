@@ -10,6 +10,7 @@
 #include "align.h"
 #include "atomic_file.h"
 #include "cli.h"
+#include "figures.h"
 #include "provenance.h"
 #include "landscape.h"
 #include "plot_png.h"
@@ -17,7 +18,7 @@
 
 static const char *USAGE =
     "moescope curve A.safetensors B.safetensors --eval E [--order 2,0,3,1]... [--points 25] "
-    "[--method gate|expert] [--no-center] [--no-wm] [--png F] [--csv F] [--layer L]";
+    "[--method gate|expert] [--no-center] [--no-wm] [--png F] [--csv F] [--layer L] [--size WxH] [--font-scale K]";
 
 #define MAX_ORDERS 8
 
@@ -37,6 +38,7 @@ static void help(void) {
            "      --no-wm       no weight matching in the chosen alignment and the orders\n"
            "  -p, --png F       plot the loss curves (with the chord) as PNG\n"
            "  -c, --csv F       the curves as CSV: t, <name>_loss, <name>_acc, ...\n"
+           CLI_FIGURE_HELP
            "  -l, --layer L     layer prefix (default moe)\n"
            "  -h, --help        this help\n",
            USAGE, MAX_ORDERS);
@@ -133,20 +135,18 @@ static void curves_print(const ls_curve *curves, char names[][48], int ncurves, 
 
 /* The curves and the chord as a PNG at png. */
 static int curves_png(const ls_curve *curves, char names[][48], int ncurves, int n, int T, ls_kind kind,
-                      const char *png, ms_err *err) {
+                      const char *pa, const char *pb, const char *png, ms_err *err) {
     static const uint32_t cols[3] = {PLOT_RGB_NAIVE, PLOT_RGB_SKIP, PLOT_RGB_ALIGNED};
     static const uint32_t extra[4] = {PLOT_RGB_SELECTED, PLOT_RGB_GATE, PLOT_RGB_OTHER,
                                       PLOT_RGB_BEST};
     plot_series s[3 + MAX_ORDERS + 1];
-    char labels[3 + MAX_ORDERS][96];
+    char labels[3 + MAX_ORDERS][160];
     double *tx = ms_malloc((size_t)T * sizeof(double));
     for (int m = 0; m < T; m++) tx[m] = ls_t(m, T);
     memset(s, 0, sizeof s);
     for (int k = 0; k < ncurves; k++) {
-        char ob[LS_MAX_N * 4 + 1];
-        moe_order_format(ob, sizeof ob, curves[k].order, n);
-        snprintf(labels[k], sizeof labels[k], "%s [%s] barrier %.3g",
-                 k == 0 ? "naive" : k == 1 ? "skip-order" : names[k], ob, curves[k].barrier);
+        fig_curve_label(labels[k], sizeof labels[k], k == 0 ? "naive" : k == 1 ? "skip-order" : names[k],
+                        curves[k].order, n, curves[k].barrier, 0);
         s[k].label = labels[k];
         s[k].x = tx;
         s[k].y = curves[k].loss;
@@ -163,7 +163,9 @@ static int curves_png(const ls_curve *curves, char names[][48], int ncurves, int
     s[ncurves].dashed = 1;
     plot_spec p;
     plot_spec_init(&p);
-    p.title = "loss from A (t = 0) to the aligned B (t = 1)";
+    char title[600];
+    fig_pair_title(title, sizeof title, kind == LS_LAYER ? "layer-output loss" : "loss", pa, pb, NULL);
+    p.title = title;
     p.xlabel = "t";
     p.ylabel = kind == LS_LAYER ? "layer-output loss" : "loss";
     p.series = s;
@@ -180,7 +182,7 @@ int cmd_curve(int argc, char **argv) {
         {"no-center", no_argument, 0, 'C'},    {"no-wm", no_argument, 0, 'W'},
         {"png", required_argument, 0, 'p'},    {"csv", required_argument, 0, 'c'},
         {"layer", required_argument, 0, 'l'},  {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        CLI_FIGURE_OPTIONS,                   {0, 0, 0, 0}};
     const char *e_path = NULL, *png = NULL, *csv = NULL, *layer = NULL;
     const char *order_s[MAX_ORDERS];
     int norder = 0, T = 25, wm = 1, center = 1;
@@ -212,8 +214,11 @@ int cmd_curve(int argc, char **argv) {
         case 'c': csv = optarg; break;
         case 'l': layer = optarg; break;
         case 'h': help(); return 0;
-        default:
-            return cli_option_error(USAGE, "curve", ch, argc, argv);
+        default: {
+            int r = cli_figure_option(ch, optarg, "curve", USAGE);
+            if (r > 0) return r;
+            if (r < 0) return cli_option_error(USAGE, "curve", ch, argc, argv);
+        }
         }
     }
     if (argc - optind != 2)
@@ -263,7 +268,7 @@ int cmd_curve(int argc, char **argv) {
     ls_kind kind = ls_kind_of(&A, &E);
     curves_print(curves, names, ncurves, n, T, kind);
     if (csv && curves_write_csv(curves, name_p, ncurves, csv, &err)) rc = cli_error("%s", err.msg);
-    if (!rc && png && curves_png(curves, names, ncurves, n, T, kind, png, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && png && curves_png(curves, names, ncurves, n, T, kind, pa, pb, png, &err)) rc = cli_error("%s", err.msg);
 out:
     for (int k = 0; k < ncurves; k++) ls_curve_free(&curves[k]);
     moe_free(&A);

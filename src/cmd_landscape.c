@@ -9,6 +9,7 @@
 
 #include "atomic_file.h"
 #include "cli.h"
+#include "figures.h"
 #include "landscape.h"
 #include "plot_png.h"
 #include "rank.h"
@@ -17,7 +18,7 @@
 static const char *USAGE =
     "moescope landscape A.safetensors B.safetensors --eval E [--points 25] [--json F] [--csv F] "
     "[--png F] [--curves-png F] [--scatter-png F] [--layer L] [--no-wm] [--no-center] [--all-orders] [--samples N] "
-    "[--seed S] [--threads K]";
+    "[--seed S] [--threads K] [--size WxH] [--font-scale K]";
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -48,6 +49,7 @@ static void help(void) {
            "      --samples N    orders sampled when n > %d (default 20000)\n"
            "      --seed S       seed for the sampling (default 1)\n"
            "      --threads K    worker threads, 1..8 (default: the online CPUs, at most 8)\n"
+           CLI_FIGURE_HELP
            "  -q, --quiet        no progress bar\n"
            "  -h, --help         this help\n",
            USAGE, LS_EXHAUSTIVE_MAX, LS_EXHAUSTIVE_MAX);
@@ -80,73 +82,31 @@ static void print_row(const char *name, const int *order, int n, double bar, dou
     printf("\n");
 }
 
-/* sorted-row index of an order, -1 if absent */
-static long find_row(const landscape *L, const int *p) {
-    for (long k = 0; k < L->ndone; k++)
-        if (!memcmp(L->rows[k].order, p, (size_t)L->n * sizeof(int))) return k;
-    return -1;
-}
-
-static int write_landscape_png(const landscape *L, const char *path, ms_err *err) {
-    double *bars = ms_malloc((size_t)L->norders * sizeof(double));
-    for (long k = 0; k < L->norders; k++) bars[k] = L->rows[k].barrier;
-    long idx[5];
-    const char *labels[5];
-    uint32_t rgb[5];
-    char lbuf[5][96];
-    int nm = 0;
-    idx[nm] = L->best;
-    snprintf(lbuf[nm], sizeof lbuf[nm], "best (barrier %.4g)", L->rows[L->best].barrier);
-    rgb[nm++] = PLOT_RGB_BEST;
+/* every order's barrier, sorted, the chosen orders, the identity and the
+   tie plateau marked (figures.h: the TUI's p draws the same) */
+static int write_landscape_png(const landscape *L, const char *pa, const char *pb, const char *path, ms_err *err) {
+    fig_landscape f = {.rows = L->rows, .nrows = L->norders, .n = L->n, .exhaustive = L->exhaustive,
+                       .chosen = {L->methods[0].order, L->methods[1].order}, .tau = L->tau, .a_path = pa, .b_path = pb};
     for (int m = 0; m < 2; m++) {
-        long k = find_row(L, L->methods[m].order);
-        if (k < 0) continue;
-        idx[nm] = k;
-        if (L->tied[m] > 1)
-            snprintf(lbuf[nm], sizeof lbuf[nm], "%s cost (rank %d, tied %d, by AUC %d)",
-                     m == 0 ? "gate" : "expert", L->rank[m], L->tied[m], L->rank_auc[m]);
-        else
-            snprintf(lbuf[nm], sizeof lbuf[nm], "%s cost (rank %d)", m == 0 ? "gate" : "expert",
-                     L->rank[m]);
-        rgb[nm++] = m == 0 ? PLOT_RGB_GATE : PLOT_RGB_EXPERT;
+        f.rank[m] = L->rank[m];
+        f.tied[m] = L->tied[m];
+        f.rank_auc[m] = L->rank_auc[m];
     }
-    long k = find_row(L, L->skip_order.order);
-    if (k >= 0) {
-        idx[nm] = k;
-        rank_view v = {.count = L->norders, .barrier = &L->rows[0].barrier, .stride = sizeof(ls_row)};
-        snprintf(lbuf[nm], sizeof lbuf[nm], "identity order (rank %ld)",
-                 rank_of(&v, L->rows[k].barrier, L->tau));
-        rgb[nm++] = PLOT_RGB_SKIP;
-    }
-    // the plateau: the last order tied (within tau) with the best
-    long plat = 0;
-    while (plat + 1 < L->norders && !(L->rows[plat + 1].barrier - L->rows[L->best].barrier > L->tau))
-        plat++;
-    if (plat > 0) {
-        idx[nm] = plat;
-        snprintf(lbuf[nm], sizeof lbuf[nm], "tied with the best: ranks 1..%ld (within %.2g)", plat + 1,
-                 L->tau);
-        rgb[nm++] = PLOT_RGB_OTHER;
-    }
-    for (int i = 0; i < nm; i++) labels[i] = lbuf[i];
-    char title[160];
-    snprintf(title, sizeof title, "loss barrier of %s %ld expert orders (n = %d), sorted",
-             L->exhaustive ? "all" : "sampled", L->norders, L->n);
-    int rc = plot_png_landscape(bars, L->norders, idx, labels, rgb, nm, title, path, err);
-    free(bars);
-    return rc;
+    return fig_landscape_write(&f, path, err);
 }
 
 /* loss curves of naive, skip-order and both methods, with the chord */
-static int write_curves_png(const landscape *L, const char *path, ms_err *err) {
+static int write_curves_png(const landscape *L, const char *pa, const char *pb, const char *path, ms_err *err) {
     const ls_curve *cv[4] = {&L->naive, &L->skip_order, &L->methods[0], &L->methods[1]};
     const char *names[4] = {"naive", "skip-order", "gate cost", "expert cost"};
     uint32_t cols[4] = {PLOT_RGB_NAIVE, PLOT_RGB_SKIP, PLOT_RGB_GATE, PLOT_RGB_EXPERT};
     plot_series s[5];
+    char labels[4][160];
     memset(s, 0, sizeof s);
     double chord[2] = {L->loss_a, L->loss_b}, tx[2] = {0.0, 1.0};
     for (int i = 0; i < 4; i++) {
-        s[i].label = names[i];
+        fig_curve_label(labels[i], sizeof labels[i], names[i], cv[i]->order, L->n, cv[i]->barrier, 0);
+        s[i].label = labels[i];
         s[i].x = L->t;
         s[i].y = cv[i]->loss;
         s[i].n = L->T;
@@ -161,7 +121,9 @@ static int write_curves_png(const landscape *L, const char *path, ms_err *err) {
     s[4].dashed = 1;
     plot_spec p;
     plot_spec_init(&p);
-    p.title = "loss from A (t = 0) to the aligned B (t = 1)";
+    char title[600];
+    fig_pair_title(title, sizeof title, L->kind == LS_LAYER ? "layer-output loss" : "loss", pa, pb, NULL);
+    p.title = title;
     p.xlabel = "t";
     p.ylabel = L->kind == LS_LAYER ? "layer-output loss" : "loss";
     p.series = s;
@@ -180,7 +142,7 @@ int cmd_landscape(int argc, char **argv) {
         {"all-orders", no_argument, 0, 'G'},
         {"seed", required_argument, 0, 's'},  {"threads", required_argument, 0, 't'},
         {"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        CLI_FIGURE_OPTIONS,                   {0, 0, 0, 0}};
     ls_opts lo;
     ls_opts_default(&lo);
     // the memory budget for the per-point buffers (MB), for tests and benchmarks
@@ -206,6 +168,7 @@ int cmd_landscape(int argc, char **argv) {
         case 'h': help(); return 0;
         default: {
             int r = cli_landscape_option(&lo, ch, optarg, "landscape", USAGE);
+            if (r < 0) r = cli_figure_option(ch, optarg, "landscape", USAGE);
             if (r > 0) return r;
             if (r < 0) return cli_option_error(USAGE, "landscape", ch, argc, argv);
         }
@@ -307,8 +270,8 @@ int cmd_landscape(int argc, char **argv) {
     if (json && landscape_write_json(&L, pa, pb, e_path, layer ? layer : "moe", json, &err))
         rc = cli_error("%s", err.msg);
     if (!rc && csv && landscape_write_csv(&L, csv, &err)) rc = cli_error("%s", err.msg);
-    if (!rc && png && write_landscape_png(&L, png, &err)) rc = cli_error("%s", err.msg);
-    if (!rc && cpng && write_curves_png(&L, cpng, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && png && write_landscape_png(&L, pa, pb, png, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && cpng && write_curves_png(&L, pa, pb, cpng, &err)) rc = cli_error("%s", err.msg);
     if (!rc && spng && landscape_write_scatter_png(&L, spng, &err)) rc = cli_error("%s", err.msg);
     landscape_free(&L);
 out:

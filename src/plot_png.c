@@ -610,11 +610,23 @@ static void render(const plot_spec *p, const plot_extra *ex, canvas *c, const bm
     }
 }
 
+plot_size plot_default_size = {960, 600, 0};
+
 void plot_spec_init(plot_spec *p) {
     memset(p, 0, sizeof *p);
-    p->width = 960;
-    p->height = 600;
+    p->width = plot_default_size.w;
+    p->height = plot_default_size.h;
+    p->scale = plot_default_size.scale;
     p->xmin = p->xmax = p->ymin = p->ymax = NAN;
+}
+
+int plot_parse_size(const char *s, plot_size *out) {
+    int w, h;
+    char tail;
+    if (sscanf(s, "%dx%d%c", &w, &h, &tail) != 2 || w < 160 || h < 120 || w > 16384 || h > 16384) return -1;
+    out->w = w;
+    out->h = h;
+    return 0;
 }
 
 static int render_checked(const plot_spec *p, const plot_extra *ex, uint8_t **rgb_out, int *w_out,
@@ -687,6 +699,11 @@ static void png_warn_fn(png_structp png, png_const_charp msg) {
 }
 
 int plot_write_png_rgb(const uint8_t *rgb, int w, int h, const char *path, ms_err *err) {
+    return plot_write_png_meta(rgb, w, h, NULL, NULL, path, err);
+}
+
+int plot_write_png_meta(const uint8_t *rgb, int w, int h, const char *title, const char *legend, const char *path,
+                        ms_err *err) {
     atomic_file af;
     if (af_open(&af, path, err)) return -1;
     png_errctx ectx;
@@ -715,11 +732,17 @@ int plot_write_png_rgb(const uint8_t *rgb, int w, int h, const char *path, ms_er
     const char **pk, **pv;
     int npv;
     prov_pairs(&pk, &pv, &npv);
-    png_text txt[8];
+    png_text txt[10];
+    int nt = 0;
     for (int i = 0; i < npv && i < 8; i++)
-        txt[i] = (png_text){.compression = PNG_TEXT_COMPRESSION_NONE, .key = (png_charp)pk[i],
-                            .text = (png_charp)pv[i]};
-    png_set_text(png, info, txt, npv < 8 ? npv : 8);
+        txt[nt++] = (png_text){.compression = PNG_TEXT_COMPRESSION_NONE, .key = (png_charp)pk[i],
+                               .text = (png_charp)pv[i]};
+    // what the figure shows, for scripts and tests: its title and legend
+    if (title && title[0])
+        txt[nt++] = (png_text){.compression = PNG_TEXT_COMPRESSION_NONE, .key = "Title", .text = (png_charp)title};
+    if (legend && legend[0])
+        txt[nt++] = (png_text){.compression = PNG_TEXT_COMPRESSION_NONE, .key = "Legend", .text = (png_charp)legend};
+    png_set_text(png, info, txt, nt);
     png_write_info(png, info);
     for (int y = 0; y < h; y++) png_write_row(png, (png_const_bytep)(rgb + (size_t)y * w * 3));
     png_write_end(png, info);
@@ -727,21 +750,56 @@ int plot_write_png_rgb(const uint8_t *rgb, int w, int h, const char *path, ms_er
     return af_commit(&af, err);
 }
 
-int plot_png_write(const plot_spec *p, const char *path, ms_err *err) {
+/* p as SVG when path ends in .svg, else as a PNG whose text chunks also carry
+ * the title and the legend (one label a line). */
+static int plot_png_write_ex(const plot_spec *p, const plot_extra *ex, const char *path, ms_err *err) {
+    if (plot_is_svg(path)) return plot_svg_write(p, path, err);
     uint8_t *rgb;
     int w, h;
-    if (plot_render_rgb(p, &rgb, &w, &h, err)) return ms_prefix(err, "%s", path);
-    int rc = plot_write_png_rgb(rgb, w, h, path, err);
+    if (render_checked(p, ex, &rgb, &w, &h, err)) return ms_prefix(err, "%s", path);
+    size_t cap = 1;
+    for (int i = 0; i < p->nseries; i++) cap += (p->series[i].label ? strlen(p->series[i].label) : 0) + 1;
+    char *legend = ms_malloc(cap);
+    legend[0] = 0;
+    for (int i = 0; i < p->nseries; i++)
+        if (p->series[i].label && p->series[i].label[0]) {
+            if (legend[0]) strcat(legend, "\n");
+            strcat(legend, p->series[i].label);
+        }
+    int rc = plot_write_png_meta(rgb, w, h, p->title, legend, path, err);
+    free(legend);
     free(rgb);
     return rc;
 }
 
+int plot_png_write(const plot_spec *p, const char *path, ms_err *err) { return plot_png_write_ex(p, NULL, path, err); }
+
 /* ---- the landscape ---- */
 
-int plot_landscape_render_rgb(const double *barriers_sorted, long n, const long *marked_idx,
-                              const char *const *marked_labels, const uint32_t *marked_rgb,
-                              int nmarked, const char *title, int width, int height,
-                              uint8_t **rgb_out, ms_err *err) {
+static int plot_png_write_ex(const plot_spec *p, const plot_extra *ex, const char *path, ms_err *err);
+
+/* The landscape's spec: the arrays it points into are owned by b. */
+typedef struct {
+    double *xs, *mx, *my;
+    plot_series *ser;
+    vline *vl;
+    char allbuf[64];
+    plot_spec p;
+    plot_extra ex;
+} landscape_fig;
+
+static void landscape_fig_free(landscape_fig *b) {
+    free(b->xs);
+    free(b->ser);
+    free(b->mx);
+    free(b->my);
+    free(b->vl);
+}
+
+static int landscape_fig_build(const double *barriers_sorted, long n, const long *marked_idx,
+                               const char *const *marked_labels, const uint32_t *marked_rgb, int nmarked,
+                               const char *title, int width, int height, landscape_fig *b, ms_err *err) {
+    memset(b, 0, sizeof *b);
     if (n < 1) return ms_fail(err, "landscape plot: no orders");
     if (n > 100000000L) return ms_fail(err, "landscape plot: %ld orders is too many", n);
     for (int k = 0; k < nmarked; k++)
@@ -749,63 +807,69 @@ int plot_landscape_render_rgb(const double *barriers_sorted, long n, const long 
             return ms_fail(err, "landscape plot: marked order %d has index %ld, outside 0..%ld",
                            k, marked_idx[k], n - 1);
     // x = rank (1-based), y = barrier
-    double *xs = ms_malloc((size_t)n * sizeof(double));
-    for (long i = 0; i < n; i++) xs[i] = (double)(i + 1);
+    b->xs = ms_malloc((size_t)n * sizeof(double));
+    for (long i = 0; i < n; i++) b->xs[i] = (double)(i + 1);
     int ns = 1 + nmarked;
-    plot_series *ser = ms_calloc((size_t)ns, sizeof(plot_series));
-    double *mx = ms_calloc((size_t)(nmarked + 1), sizeof(double));
-    double *my = ms_calloc((size_t)(nmarked + 1), sizeof(double));
-    vline *vl = ms_calloc((size_t)(nmarked + 1), sizeof(vline));
-    char allbuf[64];
-    snprintf(allbuf, sizeof allbuf, "all %ld orders", n);
-    ser[0] = (plot_series){.label = allbuf, .x = xs, .y = barriers_sorted, .n = (int)n,
-                           .rgb = PLOT_RGB_OTHER, .markers = n <= 150};
+    b->ser = ms_calloc((size_t)ns, sizeof(plot_series));
+    b->mx = ms_calloc((size_t)(nmarked + 1), sizeof(double));
+    b->my = ms_calloc((size_t)(nmarked + 1), sizeof(double));
+    b->vl = ms_calloc((size_t)(nmarked + 1), sizeof(vline));
+    snprintf(b->allbuf, sizeof b->allbuf, "all %ld orders", n);
+    b->ser[0] = (plot_series){.label = b->allbuf, .x = b->xs, .y = barriers_sorted, .n = (int)n,
+                              .rgb = PLOT_RGB_OTHER, .markers = n <= 150};
     for (int k = 0; k < nmarked; k++) {
-        mx[k] = (double)(marked_idx[k] + 1);
-        my[k] = barriers_sorted[marked_idx[k]];
-        ser[1 + k] = (plot_series){.label = marked_labels ? marked_labels[k] : NULL,
-                                   .x = &mx[k], .y = &my[k], .n = 1,
-                                   .rgb = marked_rgb ? marked_rgb[k] : PLOT_RGB_ALIGNED,
-                                   .markers = 1, .no_line = 1, .marker_size = 6};
+        b->mx[k] = (double)(marked_idx[k] + 1);
+        b->my[k] = barriers_sorted[marked_idx[k]];
+        b->ser[1 + k] = (plot_series){.label = marked_labels ? marked_labels[k] : NULL,
+                                      .x = &b->mx[k], .y = &b->my[k], .n = 1,
+                                      .rgb = marked_rgb ? marked_rgb[k] : PLOT_RGB_ALIGNED,
+                                      .markers = 1, .no_line = 1, .marker_size = 6};
         // marks on the same order (or a few pixels apart): the earlier ones (drawn
         // below) get bigger, so each shows as a ring around the next
         long near = n / 200;
         for (int j = k + 1; j < nmarked; j++)
-            if (labs(marked_idx[j] - marked_idx[k]) <= near) ser[1 + k].marker_size += 3;
-        vl[k] = (vline){mx[k], ser[1 + k].rgb};
+            if (labs(marked_idx[j] - marked_idx[k]) <= near) b->ser[1 + k].marker_size += 3;
+        b->vl[k] = (vline){b->mx[k], b->ser[1 + k].rgb};
     }
-    plot_spec p;
-    plot_spec_init(&p);
-    p.title = title;
-    p.xlabel = "order rank (1 = lowest barrier)";
-    p.ylabel = "loss barrier";
-    p.width = width > 0 ? width : 960;
-    p.height = height > 0 ? height : 600;
-    p.series = ser;
-    p.nseries = ns;
-    p.line_width = n > 150 ? 2.0 : 1.5;
+    plot_spec_init(&b->p);
+    b->p.title = title;
+    b->p.xlabel = "order rank (1 = lowest barrier)";
+    b->p.ylabel = "loss barrier";
+    b->p.width = width > 0 ? width : 960;
+    b->p.height = height > 0 ? height : 600;
+    b->p.series = b->ser;
+    b->p.nseries = ns;
+    b->p.line_width = n > 150 ? 2.0 : 1.5;
     // a little room on both sides so the end markers are not cut by the frame
     double xm = n > 1 ? 0.02 * (double)(n - 1) : 0.5;
-    p.xmin = 1 - xm, p.xmax = (double)n + xm;
-    plot_extra ex = {.vlines = vl, .nvlines = nmarked, .min_xstep = 1, .marker_r = 3.0,
-                     .outline_markers = 1};
-    int rc = render_checked(&p, &ex, rgb_out, NULL, NULL, err);
-    free(xs);
-    free(ser);
-    free(mx);
-    free(my);
-    free(vl);
+    b->p.xmin = 1 - xm, b->p.xmax = (double)n + xm;
+    b->ex = (plot_extra){.vlines = b->vl, .nvlines = nmarked, .min_xstep = 1, .marker_r = 3.0,
+                         .outline_markers = 1};
+    return 0;
+}
+
+int plot_landscape_render_rgb(const double *barriers_sorted, long n, const long *marked_idx,
+                              const char *const *marked_labels, const uint32_t *marked_rgb,
+                              int nmarked, const char *title, int width, int height,
+                              uint8_t **rgb_out, ms_err *err) {
+    landscape_fig b;
+    int rc = landscape_fig_build(barriers_sorted, n, marked_idx, marked_labels, marked_rgb, nmarked, title, width,
+                                 height, &b, err);
+    if (!rc) rc = render_checked(&b.p, &b.ex, rgb_out, NULL, NULL, err);
+    landscape_fig_free(&b);
     return rc;
 }
 
 int plot_png_landscape(const double *barriers_sorted, long n, const long *marked_idx,
                        const char *const *marked_labels, const uint32_t *marked_rgb,
                        int nmarked, const char *title, const char *path, ms_err *err) {
-    uint8_t *rgb;
-    if (plot_landscape_render_rgb(barriers_sorted, n, marked_idx, marked_labels, marked_rgb,
-                                  nmarked, title, 960, 600, &rgb, err))
-        return ms_prefix(err, "%s", path);
-    int rc = plot_write_png_rgb(rgb, 960, 600, path, err);
-    free(rgb);
+    landscape_fig b;
+    int rc = landscape_fig_build(barriers_sorted, n, marked_idx, marked_labels, marked_rgb, nmarked, title,
+                                 plot_default_size.w, plot_default_size.h, &b, err);
+    if (!rc) {
+        b.p.scale = plot_default_size.scale;
+        rc = plot_png_write_ex(&b.p, &b.ex, path, err);
+    }
+    landscape_fig_free(&b);
     return rc;
 }

@@ -163,7 +163,10 @@ check "S again: ascending" wait_for "▴rank"
 # curves, the chosen order marked; v again brings the curves back
 tm send-keys -t t v
 check "v: the scatter with Spearman's rho" wait_re "cost (vs|against) barrier.*rho -?[0-9]\.[0-9]{3}"
-check "v: the expert-chosen order marked" bash -c "$(declare -f screen tm); SOCK=$SOCK; screen | cut -d'│' -f1-2 | grep -E '^ *([0-9.]+ )?[┤│].*E' >/dev/null"
+_scatter_marked() { # an E in the plot: left of the pane separator (the last │ of a row), right of the y axis
+    screen | "$PYTHON" -c 'import re, sys; sys.exit(not any(re.search("[\u2524\u2502].*E", l.rsplit("\u2502", 1)[0]) for l in sys.stdin.read().splitlines()))'
+}
+check "v: the expert-chosen order marked" _poll _scatter_marked
 tm send-keys -t t v
 check "v again: the curves" wait_for "curves: loss"
 
@@ -197,6 +200,19 @@ tm send-keys -t t p
 check "p: saved message names both figures" wait_for "saved $CPNG.png and $LPNG.png"
 check "curves figure decodes" png_ok "$WORK/$CPNG.png"
 check "landscape figure decodes" png_ok "$WORK/$LPNG.png"
+# the same marks and title as landscape --png (the identity, the best last, both checkpoints)
+png_text() { # png_text FILE KEY: the tEXt chunk KEY
+    "$PYTHON" - "$1" "$2" <<'PY'
+import struct, sys
+b = open(sys.argv[1], 'rb').read(); pos = 8
+while pos < len(b):
+    n, = struct.unpack('>I', b[pos:pos + 4]); typ = b[pos + 4:pos + 8]; d = b[pos + 8:pos + 8 + n]
+    if typ == b'tEXt' and d.split(b'\0')[0].decode() == sys.argv[2]: print(d.split(b'\0', 1)[1].decode())
+    pos += 12 + n
+PY
+}
+check "landscape figure: identity marked, best last" bash -c "$(declare -f png_text); PYTHON=$PYTHON; png_text '$WORK/$LPNG.png' Legend | grep -q '^identity order (rank ' && png_text '$WORK/$LPNG.png' Legend | tail -1 | grep -q '^best (barrier '"
+check "figures name both checkpoints" bash -c "$(declare -f png_text); PYTHON=$PYTHON; png_text '$WORK/$CPNG.png' Title | grep -q 'seed1 (t = 0) to .*seed2 aligned'"
 # p again never overwrites: numbered names, the first figures untouched
 first_png=$(cksum <"$WORK/$CPNG.png")
 tm send-keys -t t p
@@ -312,7 +328,8 @@ click() {
     sleep 0.15
     tm send-keys -t t -l "$(mouse_seq release "$x" "$y")"
 }
-_status_moved() { [ "$(screen | tail -1)" != "$1" ]; }
+# the status is on the message line, or beside the footer when a long message has the line
+_status_moved() { [ "$(screen | tail -2)" != "$1" ]; }
 
 # 8 experts at 80x24: the numbers do not fit, half blocks (two matrix rows a
 # line) with the assignment beside them; before the landscape's first rows a
@@ -336,7 +353,7 @@ if [ -f "$D8/seed1.safetensors" ]; then
     # screen keeps following it without a key (it froze until the next key)
     click "wm:ON"
     check "n=8: the click toggles weight matching" wait_for "wm:OFF"
-    st=$(screen | tail -1)
+    st=$(screen | tail -2)
     check "n=8: after the click the status keeps moving without a key" _poll _status_moved "$st"
     tm send-keys -t t q
     check "n=8: q exits while the landscape computes" wait_for "EXIT_SHOWN"

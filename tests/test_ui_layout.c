@@ -13,6 +13,7 @@
 #include "curves_view.h"
 #include "diagnose.h"
 #include "export.h"
+#include "figures.h"
 #include "heatmap_view.h"
 #include "keys.h"
 #include "layout.h"
@@ -1320,6 +1321,22 @@ static void test_wide(void) {
     fix_free(&f);
 }
 
+/* the accuracy axis of a figure stops at 1 (and 0), around the data */
+static void test_accuracy_range(void) {
+    double x[3] = {0, 0.5, 1}, y[3] = {0.97, 0.91, 0.995};
+    plot_series se = {.label = "a", .x = x, .y = y, .n = 3};
+    plot_spec p;
+    plot_spec_init(&p);
+    p.series = &se;
+    p.nseries = 1;
+    fig_accuracy_range(&p);
+    CHECK(p.ymax <= 1 && p.ymax >= 0.995 && p.ymin < 0.91 && p.ymin > 0.85, "accuracy range %g..%g", p.ymin, p.ymax);
+    double y2[3] = {0.01, 0.0, 0.02};
+    se.y = y2;
+    fig_accuracy_range(&p);
+    CHECK(p.ymin == 0 && p.ymax > 0.02, "accuracy range near 0: %g..%g", p.ymin, p.ymax);
+}
+
 int main(void) {
     test_units();
     test_sizes();
@@ -1339,5 +1356,6 @@ int main(void) {
     test_80x24_nothing_cut();
     test_scatter();
     test_wide();
+    test_accuracy_range();
     return test_summary("test_ui_layout");
 }

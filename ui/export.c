@@ -7,17 +7,20 @@
 #include <string.h>
 
 #include "atomic_file.h"
+#include "figures.h"
+#include "rank.h"
 #include "orders_view.h"
 #include "plot_png.h"
 #include "symmetry.h"
 
-int export_curves_png(const explore_snapshot *v, int metric_acc, const char *path, ms_err *err) {
+int export_curves_png(const explore_snapshot *v, int metric_acc, const char *a_path, const char *b_path,
+                      const char *path, ms_err *err) {
     int T = v->T;
     if (T < 2 || !v->have_naive) return ms_fail(err, "%s: no curves yet", path);
     if (metric_acc && v->kind != LS_CLASSIFY) return ms_fail(err, "%s: no accuracy without labels", path);
     plot_series s[5];
     memset(s, 0, sizeof s);
-    char names[4][96];
+    char names[4][160];
     int ns = 0;
     const struct {
         int have;
@@ -32,10 +35,8 @@ int export_curves_png(const explore_snapshot *v, int metric_acc, const char *pat
     };
     for (int i = 0; i < 4; i++) {
         if (!in[i].have) continue;
-        char o[64];
-        moe_order_format(o, sizeof o, in[i].c->order, v->n);
         double b = metric_acc ? in[i].c->acc_barrier : in[i].c->barrier;
-        snprintf(names[ns], sizeof names[ns], "%s %s (%s %.4g)", in[i].name, o, metric_acc ? "acc. barrier" : "barrier", b);
+        fig_curve_label(names[ns], sizeof names[ns], in[i].name, in[i].c->order, v->n, b, metric_acc);
         s[ns].label = names[ns];
         s[ns].x = v->t;
         s[ns].y = metric_acc ? in[i].c->acc : in[i].c->loss;
@@ -55,51 +56,34 @@ int export_curves_png(const explore_snapshot *v, int metric_acc, const char *pat
     ns++;
     plot_spec p;
     plot_spec_init(&p);
-    char title[200];
-    snprintf(title, sizeof title, "%s from A (t = 0) to the aligned B (t = 1): order %s, weight matching %s",
-             metric_acc ? "accuracy" : "loss", v->req.order_stage ? cost_method_name(v->req.method) : "identity",
-             v->req.wm_stage ? "on" : "off");
+    char title[600], how[96];
+    snprintf(how, sizeof how, "order %s, weight matching %s",
+             v->req.order_stage ? cost_method_name(v->req.method) : "identity", v->req.wm_stage ? "on" : "off");
+    fig_pair_title(title, sizeof title, metric_acc ? "accuracy" : v->kind == LS_LAYER ? "layer-output loss" : "loss",
+                   a_path, b_path, how);
     p.title = title;
     p.xlabel = "t";
     p.ylabel = metric_acc ? "accuracy" : v->kind == LS_LAYER ? "layer-output loss" : "loss";
     p.series = s;
     p.nseries = ns;
+    if (metric_acc) fig_accuracy_range(&p); /* the axis stops at 1 */
     return plot_png_write(&p, path, err);
 }
 
-static long find_row(const explore_snapshot *v, const int *order) {
-    for (long k = 0; k < v->ndone; k++)
-        if (!memcmp(v->rows[k].order, order, sizeof(int) * (size_t)v->n)) return k;
-    return -1;
-}
-
-int export_landscape_png(const explore_snapshot *v, const char *path, ms_err *err) {
+int export_landscape_png(const explore_snapshot *v, const char *a_path, const char *b_path, const char *path,
+                         ms_err *err) {
     if (!v->have_landscape || v->ndone < 1) return ms_fail(err, "%s: the landscape is not complete yet", path);
-    /* the worker publishes the final rows sorted by barrier */
-    double *bars = ms_malloc((size_t)v->ndone * sizeof(double)); // (ndone)
-    for (long k = 0; k < v->ndone; k++) bars[k] = v->rows[k].barrier;
-    long idx[3];
-    const char *labels[3];
-    uint32_t rgb[3];
-    char lbuf[3][96];
-    int nm = 0;
-    idx[nm] = 0;
-    snprintf(lbuf[nm], sizeof lbuf[nm], "best (barrier %.4g)", bars[0]);
-    rgb[nm++] = PLOT_RGB_BEST;
-    for (int m = 0; m < 2 && v->have_methods; m++) {
-        long k = find_row(v, v->method_order[m]);
-        if (k < 0) continue;
-        idx[nm] = k;
-        snprintf(lbuf[nm], sizeof lbuf[nm], "%s cost (rank %d)", m == 0 ? "gate" : "expert", v->rank[m]);
-        rgb[nm++] = m == 0 ? PLOT_RGB_GATE : PLOT_RGB_EXPERT;
+    /* the worker publishes the final rows sorted by barrier; the same figure
+       as landscape --png (figures.h) */
+    fig_landscape f = {.rows = v->rows, .nrows = v->ndone, .n = v->n, .exhaustive = v->exhaustive,
+                       .tau = rank_tau(v->have_naive ? v->naive.barrier : NAN), .a_path = a_path, .b_path = b_path};
+    for (int m = 0; m < 2; m++) {
+        f.chosen[m] = v->have_methods ? v->method_order[m] : NULL;
+        f.rank[m] = v->rank[m];
+        f.tied[m] = v->tied[m];
+        f.rank_auc[m] = v->rank_auc[m];
     }
-    for (int i = 0; i < nm; i++) labels[i] = lbuf[i];
-    char title[160];
-    snprintf(title, sizeof title, "loss barrier of %s %ld expert orders (n = %d), sorted",
-             v->exhaustive ? "all" : "sampled", v->ndone, v->n);
-    int rc = plot_png_landscape(bars, v->ndone, idx, labels, rgb, nm, title, path, err);
-    free(bars);
-    return rc;
+    return fig_landscape_write(&f, path, err);
 }
 
 /* "DIR/seed2.safetensors" -> "DIR-seed2" (the folder names the pair: dense4/seed2

@@ -6,11 +6,14 @@
 
 #include "explore_worker.h"
 
-/* The curves of v as a PNG at path; metric_acc plots accuracy. */
-int export_curves_png(const explore_snapshot *v, int metric_acc, const char *path, ms_err *err);
-/* Every order's barrier over its rank, the chosen orders marked (v must hold
- * the complete landscape). */
-int export_landscape_png(const explore_snapshot *v, const char *path, ms_err *err);
+/* The curves of v as a PNG at path (SVG when it ends in .svg); metric_acc
+ * plots accuracy. The title names the checkpoints a_path and b_path. */
+int export_curves_png(const explore_snapshot *v, int metric_acc, const char *a_path, const char *b_path,
+                      const char *path, ms_err *err);
+/* Every order's barrier over its rank, marked as landscape --png marks it
+ * (figures.h; v must hold the complete landscape). */
+int export_landscape_png(const explore_snapshot *v, const char *a_path, const char *b_path, const char *path,
+                         ms_err *err);
 /* The name an export of B with q's stages gets, in the current directory:
  * "DIR/seed2.safetensors" -> "DIR-seed2.aligned-expert-wm.safetensors" (the
  * folder names the pair; then the order stage: expert, gate,

@@ -278,7 +278,7 @@ static int write_landscape(const explore_snapshot *v, const tui_ctx *c, char *ou
     export_plot_name(c->paths[0], c->paths[1], &v->req, 1, 0, want, sizeof want);
     if (af_free_name(want, out, (size_t)cap)) return ms_fail(err, "%s: every numbered name is taken", want);
     if (af_check_not_input(out, c->paths, 3, err)) return -1;
-    return export_landscape_png(v, out, err);
+    return export_landscape_png(v, c->paths[0], c->paths[1], out, err);
 }
 
 /* `p`: the curves now, named by the pair and the stages, never over a file;
@@ -291,7 +291,7 @@ static void do_png(app_state *a, const explore_snapshot *v, tui_ctx *c) {
         app_message(a, 1, "%s: every numbered name is taken", want);
         return;
     }
-    if (af_check_not_input(cur, c->paths, 3, &err) || export_curves_png(v, a->metric_acc, cur, &err)) {
+    if (af_check_not_input(cur, c->paths, 3, &err) || export_curves_png(v, a->metric_acc, c->paths[0], c->paths[1], cur, &err)) {
         app_message(a, 1, "%s", err.msg);
         return;
     }
@@ -347,7 +347,8 @@ static void live_png(tui_ctx *c, app_state *a, const explore_snapshot *v) {
     curves_key_of(v, a->metric_acc, &k);
     if (c->live_written && curves_key_equal(&k, &c->live_last)) return;
     ms_err err;
-    if (export_curves_png(v, a->metric_acc, c->png_live, &err)) app_message(a, 1, "%s", err.msg);
+    if (export_curves_png(v, a->metric_acc, c->paths[0], c->paths[1], c->png_live, &err))
+        app_message(a, 1, "%s", err.msg);
     c->live_last = k;
     c->live_written = 1;
 }
