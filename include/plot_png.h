@@ -44,6 +44,7 @@ typedef struct {
     double xmin, xmax;   /* NaN (or xmin >= xmax, e.g. zero-initialised) = the data range */
     double ymin, ymax;   /* NaN (or ymin >= ymax) = the data range plus a margin */
     double line_width;   /* pixels before scaling; 0 = 2.25 */
+    int xlog;            /* x on a log10 axis, ticks at the powers of ten (x > 0) */
 } plot_spec;
 
 /* The size and text scale every figure of this process starts from
@@ -84,6 +85,11 @@ int plot_landscape_render_rgb(const double *barriers_sorted, long n, const long 
 int plot_png_landscape(const double *barriers_sorted, long n, const long *marked_idx,
                        const char *const *marked_labels, const uint32_t *marked_rgb,
                        int nmarked, const char *title, const char *path, ms_err *err);
+/* The same with the rank on a log axis when log_rank (40320 orders: the top
+ * ranks get as much room as the rest). */
+int plot_png_landscape_ex(const double *barriers_sorted, long n, const long *marked_idx,
+                          const char *const *marked_labels, const uint32_t *marked_rgb, int nmarked,
+                          const char *title, int log_rank, const char *path, ms_err *err);
 
 /* Write an RGB buffer (h, w, 3) as a PNG, atomically. */
 int plot_write_png_rgb(const uint8_t *rgb, int w, int h, const char *path, ms_err *err);

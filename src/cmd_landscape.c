@@ -18,7 +18,7 @@
 static const char *USAGE =
     "moescope landscape A.safetensors B.safetensors --eval E [--points 25] [--json F] [--csv F] "
     "[--png F] [--curves-png F] [--scatter-png F] [--layer L] [--no-wm] [--no-center] [--all-orders] [--samples N] "
-    "[--seed S] [--threads K] [--size WxH] [--font-scale K]";
+    "[--seed S] [--threads K] [--size WxH] [--font-scale K] [--log-rank]";
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -37,6 +37,7 @@ static void help(void) {
            "  -j, --json F       the full report as JSON (format moescope.landscape/1)\n"
            "  -c, --csv F        every order: rank, order, barrier, acc_barrier, loss_auc\n"
            "  -p, --png F        plot of every order's barrier, sorted, chosen orders marked\n"
+           "      --log-rank     the --png figure's rank axis on a log scale (many orders)\n"
            "      --curves-png F the loss curves of naive, skip-order and both methods\n"
            "      --scatter-png F every order's assignment cost sum_i C[i][pi(i)] against its\n"
            "                     barrier, one panel per cost, chosen orders marked\n"
@@ -84,9 +85,11 @@ static void print_row(const char *name, const int *order, int n, double bar, dou
 
 /* every order's barrier, sorted, the chosen orders, the identity and the
    tie plateau marked (figures.h: the TUI's p draws the same) */
-static int write_landscape_png(const landscape *L, const char *pa, const char *pb, const char *path, ms_err *err) {
+static int write_landscape_png(const landscape *L, const char *pa, const char *pb, int log_rank, const char *path,
+                               ms_err *err) {
     fig_landscape f = {.rows = L->rows, .nrows = L->norders, .n = L->n, .exhaustive = L->exhaustive,
-                       .chosen = {L->methods[0].order, L->methods[1].order}, .tau = L->tau, .a_path = pa, .b_path = pb};
+                       .chosen = {L->methods[0].order, L->methods[1].order}, .tau = L->tau, .a_path = pa, .b_path = pb,
+                       .log_rank = log_rank};
     for (int m = 0; m < 2; m++) {
         f.rank[m] = L->rank[m];
         f.tied[m] = L->tied[m];
@@ -136,7 +139,7 @@ int cmd_landscape(int argc, char **argv) {
         {"eval", required_argument, 0, 'e'},  {"points", required_argument, 0, 'T'},
         {"json", required_argument, 0, 'j'},  {"csv", required_argument, 0, 'c'},
         {"png", required_argument, 0, 'p'},   {"curves-png", required_argument, 0, 'P'},
-        {"scatter-png", required_argument, 0, 'X'},
+        {"scatter-png", required_argument, 0, 'X'}, {"log-rank", no_argument, 0, 'R'},
         {"layer", required_argument, 0, 'l'}, {"no-wm", no_argument, 0, 'W'},
         {"no-center", no_argument, 0, 'C'},   {"samples", required_argument, 0, 'S'},
         {"all-orders", no_argument, 0, 'G'},
@@ -150,7 +153,7 @@ int cmd_landscape(int argc, char **argv) {
     if (mem) lo.mem_mb = atof(mem);
     const char *e_path = NULL, *json = NULL, *csv = NULL, *png = NULL, *cpng = NULL, *layer = NULL;
     const char *spng = NULL;
-    int show = 1;
+    int show = 1, log_rank = 0;
     optind = 1;
     opterr = 0;
     int ch;
@@ -162,6 +165,7 @@ int cmd_landscape(int argc, char **argv) {
         case 'p': png = optarg; break;
         case 'P': cpng = optarg; break;
         case 'X': spng = optarg; break;
+        case 'R': log_rank = 1; break;
         case 'l': layer = optarg; break;
         case 'C': lo.center = 0; break;
         case 'q': show = 0; break;
@@ -270,7 +274,7 @@ int cmd_landscape(int argc, char **argv) {
     if (json && landscape_write_json(&L, pa, pb, e_path, layer ? layer : "moe", json, &err))
         rc = cli_error("%s", err.msg);
     if (!rc && csv && landscape_write_csv(&L, csv, &err)) rc = cli_error("%s", err.msg);
-    if (!rc && png && write_landscape_png(&L, pa, pb, png, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && png && write_landscape_png(&L, pa, pb, log_rank, png, &err)) rc = cli_error("%s", err.msg);
     if (!rc && cpng && write_curves_png(&L, pa, pb, cpng, &err)) rc = cli_error("%s", err.msg);
     if (!rc && spng && landscape_write_scatter_png(&L, spng, &err)) rc = cli_error("%s", err.msg);
     landscape_free(&L);

@@ -189,9 +189,11 @@ typedef struct {
 typedef struct {
     int x0, y0, x1, y1; /* plot area, inclusive pixel box */
     double xlo, xhi, ylo, yhi;
+    int xlog;           /* x on a log10 scale (xlo > 0) */
 } frame;
 
 static double map_x(const frame *f, double x) {
+    if (f->xlog) return f->x0 + log10(x / f->xlo) / log10(f->xhi / f->xlo) * (f->x1 + 1 - f->x0);
     return f->x0 + (x - f->xlo) / (f->xhi - f->xlo) * (f->x1 + 1 - f->x0);
 }
 static double map_y(const frame *f, double y) {
@@ -400,6 +402,13 @@ static void layout_compute(const plot_spec *p, const plot_extra *ex, int W, int 
     if (ex && ex->min_xstep > 0 && L->xstep < ex->min_xstep) L->xstep = ex->min_xstep;
     L->xmaxabs = fmax(fabs(f->xlo), fabs(f->xhi));
     L->nxt = tick_values(f->xlo, f->xhi, L->xstep, L->xt, MAX_TICKS);
+    f->xlog = p->xlog && f->xlo > 0;
+    if (f->xlog) { /* the powers of ten in range */
+        L->nxt = 0;
+        for (double t = pow(10, ceil(log10(f->xlo) - 1e-9)); t <= f->xhi * (1 + 1e-9) && L->nxt < MAX_TICKS; t *= 10)
+            L->xt[L->nxt++] = t;
+        L->xstep = 1;
+    }
 }
 
 /* Data points (and samples along segments) of all series inside the box. */
@@ -549,7 +558,8 @@ static void render(const plot_spec *p, const plot_extra *ex, canvas *c, const bm
         int x = (int)floor(map_x(f, Ly.xt[i]));
         if (x < f->x0 - 1 || x > f->x1 + 1) continue;
         cv_fill_rect(c, x, f->y1 + 2, x + (s > 1 ? 1 : 0), f->y1 + 1 + ticklen, RGB_FRAME, 1);
-        tick_label(buf, sizeof buf, Ly.xt[i], Ly.xstep, Ly.xmaxabs);
+        if (f->xlog) snprintf(buf, sizeof buf, "%.6g", Ly.xt[i]);
+        else tick_label(buf, sizeof buf, Ly.xt[i], Ly.xstep, Ly.xmaxabs);
         int w = bm_text_width(fb, buf, s);
         int tx = x - w / 2;
         if (tx + w > W - 2) tx = W - 2 - w;
@@ -798,7 +808,8 @@ static void landscape_fig_free(landscape_fig *b) {
 
 static int landscape_fig_build(const double *barriers_sorted, long n, const long *marked_idx,
                                const char *const *marked_labels, const uint32_t *marked_rgb, int nmarked,
-                               const char *title, int width, int height, landscape_fig *b, ms_err *err) {
+                               const char *title, int width, int height, int log_rank, landscape_fig *b,
+                               ms_err *err) {
     memset(b, 0, sizeof *b);
     if (n < 1) return ms_fail(err, "landscape plot: no orders");
     if (n > 100000000L) return ms_fail(err, "landscape plot: %ld orders is too many", n);
@@ -843,6 +854,11 @@ static int landscape_fig_build(const double *barriers_sorted, long n, const long
     // a little room on both sides so the end markers are not cut by the frame
     double xm = n > 1 ? 0.02 * (double)(n - 1) : 0.5;
     b->p.xmin = 1 - xm, b->p.xmax = (double)n + xm;
+    if (log_rank && n > 1) { /* the top ranks get as much room as the rest */
+        b->p.xlog = 1;
+        b->p.xmin = 0.85, b->p.xmax = (double)n * 1.15;
+        b->p.xlabel = "order rank (1 = lowest barrier), log scale";
+    }
     b->ex = (plot_extra){.vlines = b->vl, .nvlines = nmarked, .min_xstep = 1, .marker_r = 3.0,
                          .outline_markers = 1};
     return 0;
@@ -854,7 +870,7 @@ int plot_landscape_render_rgb(const double *barriers_sorted, long n, const long 
                               uint8_t **rgb_out, ms_err *err) {
     landscape_fig b;
     int rc = landscape_fig_build(barriers_sorted, n, marked_idx, marked_labels, marked_rgb, nmarked, title, width,
-                                 height, &b, err);
+                                 height, 0, &b, err);
     if (!rc) rc = render_checked(&b.p, &b.ex, rgb_out, NULL, NULL, err);
     landscape_fig_free(&b);
     return rc;
@@ -863,9 +879,16 @@ int plot_landscape_render_rgb(const double *barriers_sorted, long n, const long 
 int plot_png_landscape(const double *barriers_sorted, long n, const long *marked_idx,
                        const char *const *marked_labels, const uint32_t *marked_rgb,
                        int nmarked, const char *title, const char *path, ms_err *err) {
+    return plot_png_landscape_ex(barriers_sorted, n, marked_idx, marked_labels, marked_rgb, nmarked, title, 0, path,
+                                 err);
+}
+
+int plot_png_landscape_ex(const double *barriers_sorted, long n, const long *marked_idx,
+                          const char *const *marked_labels, const uint32_t *marked_rgb, int nmarked,
+                          const char *title, int log_rank, const char *path, ms_err *err) {
     landscape_fig b;
     int rc = landscape_fig_build(barriers_sorted, n, marked_idx, marked_labels, marked_rgb, nmarked, title,
-                                 plot_default_size.w, plot_default_size.h, &b, err);
+                                 plot_default_size.w, plot_default_size.h, log_rank, &b, err);
     if (!rc) {
         b.p.scale = plot_default_size.scale;
         rc = plot_png_write_ex(&b.p, &b.ex, path, err);

@@ -49,9 +49,13 @@ static void svg_range(const plot_spec *p, int want_y, double *lo, double *hi) {
 
 typedef struct {
     double x0, y0, x1, y1, xlo, xhi, ylo, yhi;
+    int xlog; /* x on a log10 scale */
 } svg_frame;
 
-static double sx(const svg_frame *f, double x) { return f->x0 + (x - f->xlo) / (f->xhi - f->xlo) * (f->x1 - f->x0); }
+static double sx(const svg_frame *f, double x) {
+    if (f->xlog) return f->x0 + log10(x / f->xlo) / log10(f->xhi / f->xlo) * (f->x1 - f->x0);
+    return f->x0 + (x - f->xlo) / (f->xhi - f->xlo) * (f->x1 - f->x0);
+}
 static double sy(const svg_frame *f, double y) { return f->y1 - (y - f->ylo) / (f->yhi - f->ylo) * (f->y1 - f->y0); }
 
 /* Ticks and their labels along one axis (y when vertical). */
@@ -61,6 +65,15 @@ static void svg_ticks(FILE *fp, const svg_frame *f, int vertical, double fs) {
     double step = plot_nice_step(lo, hi, (int)(len / (vertical ? 70 : 110)) > 3 ? (int)(len / (vertical ? 70 : 110)) : 3);
     int dec = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
     if (dec > 6) dec = 6;
+    if (!vertical && f->xlog) { /* the powers of ten */
+        for (double t = pow(10, ceil(log10(lo) - 1e-9)); t <= hi * (1 + 1e-9); t *= 10) {
+            double x = sx(f, t);
+            fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\"/>\n", x, f->y1, x, f->y1 + 5);
+            fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"middle\">%.6g</text>\n", x,
+                    f->y1 + 8 + fs, fs, t);
+        }
+        return;
+    }
     for (double t = ceil(lo / step) * step; t <= hi + 1e-9 * step; t += step) {
         double v = fabs(t) < step * 1e-6 ? 0 : t;
         if (vertical) {
@@ -146,6 +159,7 @@ static void svg_body(FILE *fp, const plot_spec *p, int W, int H) {
                    .y1 = H - 36 * s - (p->xlabel ? fs * 1.5 : 0)};
     svg_range(p, 0, &f.xlo, &f.xhi);
     svg_range(p, 1, &f.ylo, &f.yhi);
+    f.xlog = p->xlog && f.xlo > 0;
     fprintf(fp, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", W, H);
     if (p->title) {
         fprintf(fp, "<text class=\"title\" x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"middle\">", W / 2.0,

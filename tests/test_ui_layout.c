@@ -1337,6 +1337,37 @@ static void test_accuracy_range(void) {
     CHECK(p.ymin == 0 && p.ymax > 0.02, "accuracy range near 0: %g..%g", p.ymin, p.ymax);
 }
 
+/* numbers that do not fit their column (weights of 1e18) switch to
+ * scientific notation instead of running together */
+static void test_huge_numbers(void) {
+    ui_fix f;
+    fix_init(&f, 4, 100, 30, 1);
+    for (int i = 0; i < 16; i++) f.v.cost[i] *= 1e18;
+    f.v.rows[0].acc_barrier = 3e18; /* row 0 has the lowest barrier: the first shown */
+    f.v.rows[0].auc = -2.5e17;
+    app_render(&f.a, &f.v, &f.g);
+    dump(&f.g);
+    char buf[8192];
+    int sci_rows = 0, bad = 0;
+    for (int y = f.a.layout.heat.y + 2; y < f.a.layout.heat.y + 6; y++) {
+        grid_row_utf8(&f.g, y, buf, sizeof buf);
+        buf[f.a.layout.sep_x] = 0;
+        sci_rows += strstr(buf, "e+18") != NULL;
+        /* every cell a separate word: 4 numbers after the label */
+        int words = 0;
+        for (char *t = strtok(buf, " *"); t; t = strtok(NULL, " *")) words++;
+        bad += words != 5;
+    }
+    CHECK(sci_rows == 4 && bad == 0, "heat map: 1e18 costs in scientific notation, apart (%d rows, %d bad)", sci_rows, bad);
+    int found = 0;
+    for (int y = f.a.layout.orders.y + 3; y < f.a.layout.orders.y + f.a.layout.orders.h; y++) {
+        grid_row_utf8(&f.g, y, buf, sizeof buf);
+        found += strstr(buf, "e+18") && strstr(buf, "e+17");
+    }
+    CHECK(found == 1, "orders table: 3e18 and -2.5e17 in scientific notation");
+    fix_free(&f);
+}
+
 int main(void) {
     test_units();
     test_sizes();
@@ -1357,5 +1388,6 @@ int main(void) {
     test_scatter();
     test_wide();
     test_accuracy_range();
+    test_huge_numbers();
     return test_summary("test_ui_layout");
 }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "axis.h"
 #include "theme.h"
 
 int heat_level(double x, double lo, double hi) {
@@ -186,8 +187,11 @@ void heatmap_render(grid *g, const ui_rect *r, const explore_snapshot *v, int *o
                 int role = assigned ? ROLE_ASSIGNED : ROLE_HEAT_0 + level;
                 int x = r->x + label_w + j * cw;
                 if (G.mode == HEAT_NUMBERS) {
-                    char buf[32];
-                    snprintf(buf, sizeof buf, "%*.*f%c", cw - 1, dec, c, assigned ? '*' : ' ');
+                    char num[32], buf[40];
+                    /* scientific when 1e18 would not fit, a space kept before the next cell */
+                    axis_format(c, dec, cw - 1, num, sizeof num);
+                    if (strchr(num, 'e')) axis_format(c, dec, cw - 2, num, sizeof num);
+                    snprintf(buf, sizeof buf, "%*s%c", cw - 1, num, assigned ? '*' : ' ');
                     /* colour: the number on its heat colour (the role keeps
                        bold/underline for the assigned cell) */
                     if (g->color && !assigned) role = ROLE_NORMAL;
