@@ -141,6 +141,23 @@ def main():
         titles = [t.text for t in root.iter(SVG + "text") if t.get("class") == "title"]
         check(titles == [text.get("Title")], "SVG title %r" % titles)
 
+    # --log-rank: ranks 1, 10 and 24 at log-spaced positions (SVG coordinates)
+    lsvg = os.path.join(work, "log.svg")
+    r = run("landscape", A, B, "--eval", E, "--png", lsvg, "--log-rank", "-q")
+    check(r.returncode == 0, "landscape --log-rank: %s" % r.stderr)
+    if r.returncode == 0:
+        _, series = svg_series(lsvg)
+        root = ET.parse(lsvg).getroot()
+        g = [g for g in root.iter(SVG + "g") if g.get("class") == "series" and g.get("data-label", "").startswith("all ")]
+        xs = [float(p.split(",")[0]) for pl in g[0].iter(SVG + "polyline") for p in pl.get("points").split()] if g else []
+        if len(xs) == 24:
+            frac = (xs[9] - xs[0]) / (xs[23] - xs[0])
+            check(abs(frac - 1 / __import__("math").log10(24)) < 1e-3, "log rank axis: rank 10 at %.4f of the way" % frac)
+        else:
+            check(False, "log rank SVG: 24 points, got %d" % len(xs))
+        ticks = [t.text for t in root.iter(SVG + "text") if t.text in ("1", "10")]
+        check(ticks == ["1", "10"], "log rank ticks at 1 and 10: %r" % ticks)
+
     # --size and --font-scale
     big, big2 = os.path.join(work, "big.png"), os.path.join(work, "big2.png")
     r = run("curve", A, B, "--eval", E, "--png", big, "--size", "1200x700")
