@@ -46,6 +46,10 @@ static inline float moe_act_gated(const moe_config *c, float a, float u) {
     return moe_act_scalar(ACT_SILU_GLU, a) * u;
 }
 
+/* y (d) += b, and dr (d) += g * y: vector loops with the scalar loops' values. */
+void moe_row_add(float *restrict y, const float *restrict b, int d);
+void moe_row_axpy(float *restrict dr, float g, const float *restrict y, int d);
+
 /* H (m, h) <- act(H + b1) in place; for gated activations
  * act(H + b1, H3 + b3) (H3 (m, h) holds X W3^T, NULL otherwise). */
 void moe_hidden_act(const moe_expert *e, const moe_config *c, float *H, const float *H3, int m);

@@ -236,14 +236,11 @@ static void layer_chunk(const moe_model *m, const float *X, int B, workspace *w)
         for (int r = 0; r < cnt; r++) {
             int b = cnt < B ? w->rows[r] : r;
             float gi = w->G[(size_t)b * n + i];
-            const float *yr = w->Y + (size_t)r * d;
-            float *dr = w->D + (size_t)b * d;
-            for (int q = 0; q < d; q++) dr[q] += gi * yr[q];
+            moe_row_axpy(w->D + (size_t)b * d, gi, w->Y + (size_t)r * d, d);
         }
     }
     if (m->out_b)
-        for (int b = 0; b < B; b++)
-            for (int q = 0; q < d; q++) w->D[(size_t)b * d + q] += m->out_b[q];
+        for (int b = 0; b < B; b++) moe_row_add(w->D + (size_t)b * d, m->out_b, d);
 }
 
 /* Z (B, d) and optionally G (B, n) for B <= MOE_CHUNK rows, with workspace w. */

@@ -4,8 +4,52 @@
 #include <cblas.h>
 #include <stdlib.h>
 
+/* 4 floats: one SSE register (wider generic vectors are split lane by lane
+ * on baseline x86-64, slower than scalar code). The loops below do the scalar code's operations (an add, a
+ * compare and select, a multiply), one per element, so the values are the
+ * same bit for bit; none pairs a multiply with an add that a compiler could
+ * fuse into an FMA. -O2 does not vectorise these loops itself (their trip
+ * counts are not known, and the activation's switch sits inside). */
+typedef float vf4 __attribute__((vector_size(16), aligned(4), may_alias));
+typedef int vi4 __attribute__((vector_size(16), aligned(4), may_alias));
+
+/* hr (h) <- relu(hr + b): v > 0 ? v : 0, as moe_act_scalar (NaN and -0 give +0). */
+static void relu_bias_row(float *restrict hr, const float *restrict b, int h) {
+    const vf4 zero = {0};
+    int u = 0;
+    for (; u + 4 <= h; u += 4) {
+        vf4 v = *(const vf4 *)(hr + u) + *(const vf4 *)(b + u);
+        vi4 pos = v > zero;
+        *(vf4 *)(hr + u) = (vf4)((vi4)v & pos);
+    }
+    for (; u < h; u++) {
+        float v = hr[u] + b[u];
+        hr[u] = v > 0.0f ? v : 0.0f;
+    }
+}
+
+void moe_row_add(float *restrict y, const float *restrict b, int d) {
+    int j = 0;
+    for (; j + 4 <= d; j += 4) *(vf4 *)(y + j) = *(const vf4 *)(y + j) + *(const vf4 *)(b + j);
+    for (; j < d; j++) y[j] += b[j];
+}
+
+void moe_row_axpy(float *restrict dr, float g, const float *restrict y, int d) {
+    const vf4 gv = {g, g, g, g};
+    int j = 0;
+    for (; j + 4 <= d; j += 4) {
+        vf4 t = gv * *(const vf4 *)(y + j);
+        *(vf4 *)(dr + j) = *(const vf4 *)(dr + j) + t;
+    }
+    for (; j < d; j++) dr[j] += g * y[j];
+}
+
 void moe_hidden_act(const moe_expert *e, const moe_config *c, float *H, const float *H3, int m) {
     int h = c->h;
+    if (c->act == ACT_RELU) {
+        for (int r = 0; r < m; r++) relu_bias_row(H + (size_t)r * h, e->fc1_b, h);
+        return;
+    }
     if (moe_act_glu(c->act)) {
         for (int r = 0; r < m; r++) {
             float *hr = H + (size_t)r * h;
@@ -35,10 +79,7 @@ void moe_expert_forward(const moe_expert *e, const moe_config *c, const float *X
     // Y (m, d) = H (m, h) W2^T + b2, W2 is (d, h)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, d, h, 1.0f, H, h, e->fc2_w, h, 0.0f, Y,
                 d);
-    for (int r = 0; r < m; r++) {
-        float *yr = Y + (size_t)r * d;
-        for (int j = 0; j < d; j++) yr[j] += e->fc2_b[j];
-    }
+    for (int r = 0; r < m; r++) moe_row_add(Y + (size_t)r * d, e->fc2_b, d);
 }
 
 void moe_gate_logits(const moe_model *m, const float *X, int B, float *S) {
