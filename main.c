@@ -25,20 +25,21 @@ static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
     const char *summary;
+    int own_threads; /* runs BLAS single-threaded in its own workers (cli_blas_quiet) */
 } commands[] = {
-    {"info", cmd_info, "architecture, metadata and genericity diagnostics of a checkpoint"},
-    {"eval", cmd_eval, "loss, accuracy and per-expert routing load on an evaluation set"},
-    {"cost", cmd_cost, "expert cost matrix of two checkpoints and its assignment"},
-    {"align", cmd_align, "write B re-expressed in A's basis (same function as B)"},
-    {"merge", cmd_merge, "align, then average A and B (a model soup)"},
-    {"curve", cmd_curve, "loss/accuracy curve between A and aligned B"},
-    {"landscape", cmd_landscape, "every expert order: barriers, ranks, L-hat"},
-    {"scramble", cmd_scramble, "apply a random symmetry: same function, shuffled parameters"},
-    {"train", cmd_train, "train the MoE layer of a small model from a seed"},
-    {"lap", cmd_lap, "solve one linear assignment stored as tensor 'cost'"},
-    {"diagnose", cmd_diagnose, "why an alignment fails, in numbers"},
-    {"lesson", run_lesson, "a guided walk through MoE symmetry, with live numbers"},
-    {"study", cmd_study, "every pair of a pool of checkpoints: mean +- std tables"},
+    {"info", cmd_info, "architecture, metadata and genericity diagnostics of a checkpoint", 0},
+    {"eval", cmd_eval, "loss, accuracy and per-expert routing load on an evaluation set", 1},
+    {"cost", cmd_cost, "expert cost matrix of two checkpoints and its assignment", 0},
+    {"align", cmd_align, "write B re-expressed in A's basis (same function as B)", 0},
+    {"merge", cmd_merge, "align, then average A and B (a model soup)", 0},
+    {"curve", cmd_curve, "loss/accuracy curve between A and aligned B", 0},
+    {"landscape", cmd_landscape, "every expert order: barriers, ranks, L-hat", 1},
+    {"scramble", cmd_scramble, "apply a random symmetry: same function, shuffled parameters", 1},
+    {"train", cmd_train, "train the MoE layer of a small model from a seed", 1},
+    {"lap", cmd_lap, "solve one linear assignment stored as tensor 'cost'", 1},
+    {"diagnose", cmd_diagnose, "why an alignment fails, in numbers", 0},
+    {"lesson", run_lesson, "a guided walk through MoE symmetry, with live numbers", 0},
+    {"study", cmd_study, "every pair of a pool of checkpoints: mean +- std tables", 0},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -122,7 +123,10 @@ int main(int argc, char **argv) {
     int rc = cli_take_family_options(&argc, argv); // --family and router overrides, for every command
     if (rc) return rc;
     for (size_t i = 0; i < NCOMMANDS; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) {
+            if (commands[i].own_threads) cli_blas_quiet();
+            return commands[i].run(argc - 1, argv + 1);
+        }
     if (unknown_command(argv[1])) return 2;
     return tui_main(argc, argv);
 }

@@ -30,6 +30,11 @@ int cmd_study(int argc, char **argv);
 int cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print "moescope: msg" to stderr; returns 1. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* BLAS single-threaded for the whole process, its idle worker threads
+ * stopped (they spin for a while after start-up): for commands whose own
+ * workers are the parallel layer. */
+void cli_blas_quiet(void);
 /* The usage error for getopt_long's '?' or ':' result ch: names the argument as
  * typed (for "-dash.safetensors", the unknown '-d' in it, with a hint for file
  * names that start with '-'). Returns 2. */

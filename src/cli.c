@@ -1,6 +1,7 @@
 /* cli.c - helpers shared by the subcommands. */
 #include "cli.h"
 
+#include <cblas.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -13,6 +14,20 @@
 #include "plot_png.h"
 #include "provenance.h"
 #include "symmetry.h"
+
+/* OpenBLAS (pthreads build) starts its worker threads when it is loaded and
+ * each spins (sched_yield) for about 2^28 cycles before it sleeps: a command
+ * of a few tens of milliseconds loses a core to that. The commands that run
+ * BLAS single-threaded inside their own workers (landscape, eval, study, ...)
+ * stop the pool at once; OpenBLAS would start it again on a call that sets
+ * the thread count, which moe_blas_single avoids. Weak, so that another BLAS
+ * links too. */
+void blas_thread_shutdown_(void) __attribute__((weak));
+
+void cli_blas_quiet(void) {
+    openblas_set_num_threads(1); /* the pool is up: this starts nothing */
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+}
 
 int cli_usage_error(const char *usage, const char *fmt, ...) {
     va_list ap;

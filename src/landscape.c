@@ -909,6 +909,11 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
         o = &od;
     }
     if (ls_check(A, B, E, o, err)) return -1;
+    // one parallel layer: the pool's workers, BLAS single-threaded everywhere
+    // (also here, for the end points and weight matching: OpenBLAS's own
+    // threads would spin on the cores the workers need, 30% of a small
+    // landscape's time)
+    int blas = moe_blas_single();
     lsx x;
     memset(&x, 0, sizeof x);
     ls_named nm = {.curve = {&L->naive, &L->skip_order, &L->methods[0], &L->methods[1]}};
@@ -934,6 +939,7 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
         rc = ls_fill_sort(&x, err);
     }
     ls_release(&x, &nm);
+    moe_blas_restore(blas);
     if (rc) landscape_free(L);
     return rc;
 }

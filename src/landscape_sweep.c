@@ -13,7 +13,6 @@
 #include "landscape_int.h"
 #include "moe_kernels.h"
 
-void openblas_set_num_threads(int num_threads);
 
 typedef struct {
     ls_job *job;
@@ -379,7 +378,7 @@ static void *ls_worker(void *arg) {
     ls_arg *a = arg;
     ls_job *job = a->job;
     lsx *x = job->x;
-    openblas_set_num_threads(1);
+    moe_blas_single();
     for (;;) {
         long s = __atomic_fetch_add(&job->next, job->grain, __ATOMIC_RELAXED);
         if (s >= job->nitems) break;
