@@ -18,6 +18,7 @@
 
 #include "atomic_file.h"
 #include "cli.h"
+#include "moe_kernels.h"
 #include "safetensors.h"
 #include "train.h"
 
@@ -370,7 +371,8 @@ int cmd_train(int argc, char **argv) {
     int rc = parse_args(&t, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
     // one BLAS thread: a fixed order of the reductions, hence reproducible bytes
-    openblas_set_num_threads(1);
+    // (main has set it already; moe_blas_single keeps library callers right)
+    moe_blas_single();
     if (t.make_teacher) return make_teacher(&t);
     moe_model pre;
     memset(&pre, 0, sizeof pre);
