@@ -18,7 +18,10 @@ time and of the per-round ratio:
   scipy:    linear_sum_assignment(C) in a fresh python process that loaded C
             from a .npy file (its own input checks included).
   moescope: `moescope lap F --time --repeat R`: lap_solve alone (validation
-            and solve, no file I/O); the solver thread's CPU time. For 'tall'
+            and solve, no file I/O); the solver thread's CPU time. A tall
+            matrix (more rows than columns) is read transposed, so its
+            transposition happens while reading the file, outside the timed
+            solve (scipy transposes inside its timed call). For 'tall'
             the file is read transposed (the solver's orientation), so the
             transposition, which scipy does inside its call, is not timed here.
 The ratio is scipy CPU / moescope CPU (> 1: moescope faster); CPU time stays
