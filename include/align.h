@@ -17,6 +17,14 @@
  * the chosen cells. */
 int align_order(const moe_config *c, const double *C, int *order, double *total, ms_err *err);
 int align_order_grouped(const double *C, int n, int G, int *order, double *total, ms_err *err);
+/* The best order other than best (align_order's), among the orders align_order
+ * chooses from: for a group-limited router the group-preserving ones (the
+ * second-best group map with optimal inner assignments, or best with one pair
+ * of groups' inner assignment replaced by its second best, whichever costs
+ * less), else all of S_n (lap_second_best). Its total goes to *total; -1 when
+ * there is no other order. */
+int align_second_best(const moe_config *c, const double *C, const int *best, int *second,
+                      double *total, ms_err *err);
 
 typedef struct {
     int order_stage;    /* 1: expert order by assignment; 0: identity */

@@ -52,6 +52,11 @@ int ckpt_tensor(ckpt *c, const char *name, const st_file **f, const st_tensor **
 /* Map shard s (if not yet). */
 int ckpt_shard(ckpt *c, int s, const st_file **f, ms_err *err);
 
+/* The file name of a shard not mapped yet that holds a tensor whose name
+ * starts with prefix, or NULL when every such tensor's shard is mapped (what
+ * reading that layer would cost beyond the shards already open). */
+const char *ckpt_unmapped_under(const ckpt *c, const char *prefix);
+
 /* "dir/name", malloc'd. */
 char *ckpt_path_join(const char *dir, const char *name);
 

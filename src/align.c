@@ -2,6 +2,7 @@
  * basis. Step 1 picks the expert order pi by a linear assignment on a cost
  * matrix; step 2 weight-matches the hidden units of each slot. Both steps are
  * symmetries, so the result computes the same function as B. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,13 @@ static int order_by_cost(const double *C, int ns, int *order, double *total, ms_
     return 0;
 }
 
+/* sub (m,m) = C's block of slot group a against B's group b */
+static void group_block(const double *C, int n, int m, int a, int b, double *sub) {
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < m; j++)
+            sub[(size_t)i * m + j] = C[(size_t)(a * m + i) * n + (size_t)(b * m + j)];
+}
+
 int align_order_grouped(const double *C, int n, int G, int *order, double *total, ms_err *err) {
     int m = n / G;
     double *sub = ms_malloc((size_t)m * m * sizeof(double));  // (m,m) one pair of groups
@@ -61,9 +69,7 @@ int align_order_grouped(const double *C, int n, int G, int *order, double *total
     int rc = 0;
     for (int a = 0; a < G && !rc; a++)
         for (int b = 0; b < G && !rc; b++) {
-            for (int i = 0; i < m; i++)
-                for (int j = 0; j < m; j++)
-                    sub[(size_t)i * m + j] = C[(size_t)(a * m + i) * n + (size_t)(b * m + j)];
+            group_block(C, n, m, a, b, sub);
             rc = lap_solve(sub, m, m, 0, inner + ((size_t)a * G + b) * m, &T[(size_t)a * G + b], err);
         }
     if (!rc) rc = lap_solve(T, G, G, 0, outer, total, err);
@@ -77,6 +83,75 @@ int align_order_grouped(const double *C, int n, int G, int *order, double *total
     free(inner);
     free(outer);
     return rc ? ms_prefix(err, "expert order (groups)") : 0;
+}
+
+/* The best group-preserving order other than best (an optimal one): it keeps
+ * best's group map and takes the second-best inner assignment of one pair of
+ * groups, or it takes the second-best group map with optimal inner
+ * assignments; whichever costs less. */
+static int second_grouped(const double *C, int n, int G, const int *best, int *second,
+                          double *total, ms_err *err) {
+    int m = n / G, rc = 0;
+    double *sub = ms_malloc((size_t)m * m * sizeof(double)); // (m,m)
+    double *T = ms_malloc((size_t)G * G * sizeof(double));   // (G,G) optimal inner totals
+    int *in = ms_malloc((size_t)(G + 2) * m * sizeof(int)), *in2 = in + m, *ord = in2 + m;
+    int *outer = ms_malloc((size_t)G * 2 * sizeof(int)), *outer2 = outer + G;
+    int *tmp = ms_malloc((size_t)n * sizeof(int));
+    double btot = 0.0, cand = INFINITY;
+    for (int i = 0; i < n; i++) btot += C[(size_t)i * n + best[i]];
+    for (int a = 0; a < G; a++) outer[a] = best[a * m] / m;
+    // (1) one pair of groups re-assigned inside: best + that pair's inner margin
+    for (int a = 0; a < G && m >= 2 && !rc; a++) {
+        int b = outer[a];
+        double cur = 0.0, s2;
+        group_block(C, n, m, a, b, sub);
+        for (int i = 0; i < m; i++) {
+            in[i] = best[a * m + i] - b * m;
+            cur += sub[(size_t)i * m + in[i]];
+        }
+        rc = lap_second_best(sub, m, 0, in, in2, &s2, err);
+        if (!rc && btot - cur + s2 < cand) {
+            cand = btot - cur + s2;
+            memcpy(second, best, (size_t)n * sizeof(int));
+            for (int i = 0; i < m; i++) second[a * m + i] = b * m + in2[i];
+        }
+    }
+    // (2) another map of the groups, each pair optimal inside
+    if (G >= 2 && !rc) {
+        for (int a = 0; a < G && !rc; a++)
+            for (int b = 0; b < G && !rc; b++) {
+                group_block(C, n, m, a, b, sub);
+                rc = lap_solve(sub, m, m, 0, ord, &T[(size_t)a * G + b], err);
+            }
+        double t2;
+        if (!rc) rc = lap_second_best(T, G, 0, outer, outer2, &t2, err);
+        if (!rc && t2 < cand) {
+            cand = 0.0;
+            for (int a = 0; a < G && !rc; a++) {
+                group_block(C, n, m, a, outer2[a], sub);
+                double ta;
+                rc = lap_solve(sub, m, m, 0, ord, &ta, err);
+                for (int i = 0; i < m; i++) tmp[a * m + i] = outer2[a] * m + ord[i];
+            }
+            for (int i = 0; i < n; i++) cand += C[(size_t)i * n + tmp[i]];
+            memcpy(second, tmp, (size_t)n * sizeof(int));
+        }
+    }
+    if (!rc && cand == INFINITY) rc = ms_fail(err, "no other group-preserving order");
+    *total = cand;
+    free(sub);
+    free(T);
+    free(in);
+    free(outer);
+    free(tmp);
+    return rc;
+}
+
+int align_second_best(const moe_config *c, const double *C, const int *best, int *second,
+                      double *total, ms_err *err) {
+    int G = moe_groups_active(c);
+    if (G > 1) return second_grouped(C, c->n, G, best, second, total, err);
+    return lap_second_best(C, c->n, 0, best, second, total, err);
 }
 
 int align_order(const moe_config *c, const double *C, int *order, double *total, ms_err *err) {

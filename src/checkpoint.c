@@ -138,43 +138,146 @@ static int parse_index(ckpt *c, ms_err *err) {
     return 0;
 }
 
-/* Decide what a directory argument holds: an index, else one safetensors file. */
-static int resolve_dir(ckpt *c, const char *dir, char **file, ms_err *err) {
-    static const char *const index_names[] = {"model.safetensors.index.json"};
-    char *p = ckpt_path_join(dir, index_names[0]);
+/* An evaluation set (it holds "inputs"), not a checkpoint: passed over when a
+ * directory is searched for one. */
+static int is_evalset(const char *path) {
+    st_file f;
+    ms_err e;
+    if (st_open(&f, path, &e)) return 0; // unreadable: a candidate, with its own error later
+    int ev = st_find(&f, "inputs") != NULL;
+    st_close(&f);
+    return ev;
+}
+
+/* Does the sub-directory dir/name hold a checkpoint: "sharded" (an index),
+ * "file" (a .safetensors that is not an evaluation set), or NULL? */
+static const char *subdir_checkpoint(const char *dir, const char *name) {
+    char *sub = ckpt_path_join(dir, name);
+    struct stat sb;
+    const char *kind = NULL;
+    DIR *d = !stat(sub, &sb) && S_ISDIR(sb.st_mode) ? opendir(sub) : NULL;
+    struct dirent *e;
+    while (d && !kind && (e = readdir(d))) {
+        if (ends_with(e->d_name, ".safetensors.index.json")) {
+            kind = "sharded";
+        } else if (ends_with(e->d_name, ".safetensors")) {
+            char *p = ckpt_path_join(sub, e->d_name);
+            if (!is_evalset(p)) kind = "file";
+            free(p);
+        }
+    }
+    if (d) closedir(d);
+    free(sub);
+    return kind;
+}
+
+/* What a directory holds: indexes, checkpoint files (model.safetensors
+ * preferred as the file), evaluation sets, and sub-directories holding a
+ * checkpoint; every candidate named in cand (sorted, "seed1/ (sharded)"). */
+typedef struct {
+    int nidx, nst, nev, nsub, ncand;
+    char *idx, *st;
+    char **cand;
+} dir_scan;
+
+static void scan_add(dir_scan *s, const char *name, const char *kind) {
+    char buf[600];
+    if (kind) snprintf(buf, sizeof buf, "%.500s/ (%s)", name, kind);
+    else snprintf(buf, sizeof buf, "%.500s", name);
+    s->cand = ms_realloc(s->cand, (size_t)(s->ncand + 1) * sizeof(char *));
+    s->cand[s->ncand++] = ms_strdup(buf);
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int scan_dir(const char *dir, dir_scan *s, ms_err *err) {
+    memset(s, 0, sizeof *s);
+    DIR *d = opendir(dir);
+    if (!d) return ms_fail(err, "%s: cannot read the directory: %s", dir, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *nm = e->d_name, *kind;
+        if (nm[0] == '.') continue;
+        if (ends_with(nm, ".safetensors.index.json")) {
+            if (!s->nidx++) s->idx = ms_strdup(nm);
+            scan_add(s, nm, NULL);
+        } else if (ends_with(nm, ".safetensors")) {
+            char *p = ckpt_path_join(dir, nm);
+            int ev = is_evalset(p);
+            free(p);
+            if (ev) {
+                s->nev++;
+                continue;
+            }
+            if (!strcmp(nm, "model.safetensors") || !s->nst) {
+                free(s->st);
+                s->st = ms_strdup(nm);
+            }
+            s->nst++;
+            scan_add(s, nm, NULL);
+        } else if ((kind = subdir_checkpoint(dir, nm))) {
+            s->nsub++;
+            scan_add(s, nm, kind);
+        }
+    }
+    closedir(d);
+    qsort(s->cand, (size_t)s->ncand, sizeof(char *), cmp_str);
+    return 0;
+}
+
+static void scan_free(dir_scan *s) {
+    for (int i = 0; i < s->ncand; i++) free(s->cand[i]);
+    free(s->cand);
+    free(s->idx);
+    free(s->st);
+}
+
+/* "a, b, c" of the candidates (at most 12, then "...") */
+static void join_candidates(const dir_scan *s, char *buf, size_t cap) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < s->ncand && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? ", " : "",
+                                i < 12 ? s->cand[i] : "...");
+}
+
+/* Decide what a directory argument holds: model.safetensors.index.json, else
+ * the one index, model.safetensors, or the one checkpoint file in it.
+ * Evaluation sets are passed over; several candidates (files, indexes,
+ * sub-directories holding a checkpoint) are listed in the error, to name one. */
+static int resolve_dir(const char *dir, char **file, ms_err *err) {
+    char *p = ckpt_path_join(dir, "model.safetensors.index.json");
     struct stat sb;
     if (!stat(p, &sb)) {
         *file = p;
         return 0;
     }
     free(p);
-    DIR *d = opendir(dir);
-    if (!d) return ms_fail(err, "%s: cannot read the directory: %s", dir, strerror(errno));
-    char *idx = NULL, *st = NULL;
-    int nidx = 0, nst = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (ends_with(e->d_name, ".safetensors.index.json")) {
-            if (!nidx++) idx = ms_strdup(e->d_name);
-        } else if (ends_with(e->d_name, ".safetensors")) {
-            if (!strcmp(e->d_name, "model.safetensors") || !nst) {
-                free(st);
-                st = ms_strdup(e->d_name);
-            }
-            nst++;
-        }
+    dir_scan s;
+    if (scan_dir(dir, &s, err)) return -1;
+    int rc = 0, hf = s.st && !strcmp(s.st, "model.safetensors");
+    if (s.ncand == 1 && s.nidx == 1) {
+        *file = ckpt_path_join(dir, s.idx);
+    } else if (s.ncand == 1 && s.nst == 1) {
+        *file = ckpt_path_join(dir, s.st);
+    } else if (hf && !s.nidx) { // the Hugging Face name wins over other files
+        *file = ckpt_path_join(dir, s.st);
+    } else if (s.ncand > 0) {
+        char list[1024], first[600];
+        join_candidates(&s, list, sizeof list);
+        snprintf(first, sizeof first, "%s", s.cand[0]);
+        char *cut = strstr(first, "/ (");
+        if (cut) *cut = '\0';
+        rc = ms_fail(err, "%s: holds %d candidate checkpoint%s: %s; name one (e.g. %s/%s)", dir,
+                     s.ncand, s.ncand > 1 ? "s" : "", list, dir, first);
+    } else {
+        rc = ms_fail(err, "%s: no checkpoint in it (no model .safetensors file, no "
+                          "*.safetensors.index.json, no sub-directory holding one)%s",
+                     dir, s.nev ? "; its .safetensors files are evaluation sets" : "");
     }
-    closedir(d);
-    (void)c;
-    int rc = 0;
-    if (nidx == 1) *file = ckpt_path_join(dir, idx);
-    else if (nidx > 1) rc = ms_fail(err, "%s: holds %d *.safetensors.index.json files; name one", dir, nidx);
-    else if (nst == 1 || (st && !strcmp(st, "model.safetensors"))) *file = ckpt_path_join(dir, st);
-    else if (nst > 1)
-        rc = ms_fail(err, "%s: holds %d .safetensors files and no index; name the file", dir, nst);
-    else rc = ms_fail(err, "%s: no .safetensors file and no model.safetensors.index.json in it", dir);
-    free(idx);
-    free(st);
+    scan_free(&s);
     return rc;
 }
 
@@ -228,7 +331,7 @@ int ckpt_open(ckpt *c, const char *arg, ms_err *err) {
     }
     char *file = NULL;
     if (S_ISDIR(sb.st_mode)) {
-        if (resolve_dir(c, arg, &file, err)) {
+        if (resolve_dir(arg, &file, err)) {
             ckpt_close(c);
             return -1;
         }
@@ -335,4 +438,19 @@ const char *ckpt_config_str(const ckpt *c, const char *key) {
     if (!c->config) return NULL;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->config, key);
     return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+const char *ckpt_unmapped_under(const ckpt *c, const char *prefix) {
+    size_t len = strlen(prefix);
+    // the names under prefix are one run of the sorted names: find its start
+    int lo = 0, hi = c->ntensors;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (strcmp(c->names[c->sorted[mid]], prefix) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    for (int k = lo; k < c->ntensors && !strncmp(c->names[c->sorted[k]], prefix, len); k++) {
+        int s = c->shard_of[c->sorted[k]];
+        if (!c->shard_open[s]) return c->shard_names[s];
+    }
+    return NULL;
 }

@@ -25,7 +25,8 @@ static void help(void) {
            "holds B's expert pi(i). Both methods are computed and reported:\n"
            "  gate    distance between (centred) gate rows\n"
            "  expert  distance between hidden-permutation-invariant Gram matrices (default)\n"
-           "The margin is the total of the second-best order minus the best.\n\n"
+           "The margin is the total of the second-best order minus the best; for a\n"
+           "group-limited router both are among the group-preserving orders.\n\n"
            "options:\n"
            "  -m, --method M    gate | expert: the matrix printed and written (default expert)\n"
            "      --no-center   do not centre the gate rows over the experts (gate method)\n"
@@ -54,7 +55,7 @@ static int solve_method(const moe_model *A, const moe_model *B, cost_method m, i
     if (n >= 2) {
         int *other = ms_malloc((size_t)n * sizeof(int));
         ms_err e2;
-        if (lap_second_best(r->C, n, 0, r->order, other, &r->second, &e2) == 0)
+        if (align_second_best(&A->cfg, r->C, r->order, other, &r->second, &e2) == 0)
             r->has_second = 1;
         free(other);
     }

@@ -48,39 +48,72 @@ static void print_origins(const moe_config *c, cJSON *root) {
     cJSON_AddStringToObject(r, "groups", moe_origin_name(o[RP_GROUPS]));
 }
 
-/* Every MoE layer of a real checkpoint: family, block, n, d, h, k, router, shared. */
+/* One MoE layer's line (and JSON object): family, block, n, d, h, k, router,
+ * shared experts; lc NULL when its shards were not read (unread names one). */
+static void info_layer_line(const family_layer *l, const moe_config *lc, const char *unread,
+                            int chosen, cJSON *arr) {
+    char router[96] = "";
+    if (lc)
+        snprintf(router, sizeof router, "%s top-%d%s%s", moe_score_name(lc->score), lc->k,
+                 lc->renorm == RENORM_YES ? " renorm" : "", lc->n_group > 1 ? " grouped" : "");
+    if (lc)
+        printf("  %-44s %-11s L%-3d n %-4d d %-5d h %-5d %s, shared %s%s\n", l->prefix,
+               family_name(l->family), l->block, lc->n, lc->d, lc->h, router,
+               lc->s ? (lc->shared_gated ? "1 gated" : "1") : "none", chosen ? "  (this one)" : "");
+    else
+        printf("  %-44s %-11s L%-3d (in %s, not read)\n", l->prefix, family_name(l->family),
+               l->block, unread);
+    if (!arr) return;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "prefix", l->prefix);
+    cJSON_AddStringToObject(o, "family", family_name(l->family));
+    cJSON_AddNumberToObject(o, "block", l->block);
+    cJSON_AddBoolToObject(o, "read", lc != NULL);
+    if (lc) {
+        cJSON_AddNumberToObject(o, "n", lc->n);
+        cJSON_AddNumberToObject(o, "d", lc->d);
+        cJSON_AddNumberToObject(o, "h", lc->h);
+        cJSON_AddNumberToObject(o, "k", lc->k);
+        cJSON_AddStringToObject(o, "router", router);
+        cJSON_AddNumberToObject(o, "shared", lc->s);
+    } else {
+        cJSON_AddStringToObject(o, "shard", unread);
+    }
+    cJSON_AddItemToArray(arr, o);
+}
+
+/* Every MoE layer of a real checkpoint. The layer names come from the index
+ * alone; a layer's dimensions need its tensors' headers, so they are shown
+ * for the chosen layer and every layer whose shards that already mapped (all
+ * of them in a single file), and the others are listed with the shard that
+ * holds them, unread: a large model's other shards are never opened. */
 static int info_family_layers(const char *path, const moe_model *m, cJSON *root, ms_err *err) {
     ckpt c;
     if (ckpt_open(&c, path, err)) return -1;
     family_layer *ls = NULL;
-    int nl = 0, rc = family_find_layers(&c, family_opts.family, &ls, &nl, err);
+    int nl = 0, rc = family_find_layers(&c, family_opts.family, &ls, &nl, err), nread = 0;
     cJSON *arr = root ? cJSON_AddArrayToObject(root, "moe_layers") : NULL;
     printf("family      %s%s\n", moe_family(&m->cfg), c.config ? " (config.json read)" : "");
     print_origins(&m->cfg, root);
     printf("MoE layers  %d\n", nl);
+    moe_config *lc = ms_calloc((size_t)(nl ? nl : 1), sizeof(moe_config));
+    char *got = ms_calloc((size_t)(nl ? nl : 1), 1);
+    for (int i = 0; i < nl && !rc; i++) // the chosen layer first: its shards are the ones to map
+        if (!strcmp(ls[i].prefix, m->layer) && !(rc = family_describe(&c, &ls[i], &lc[i], err)))
+            got[i] = 1;
     for (int i = 0; i < nl && !rc; i++) {
-        moe_config lc;
-        if ((rc = family_describe(&c, &ls[i], &lc, err))) break;
-        char router[96];
-        snprintf(router, sizeof router, "%s top-%d%s%s", moe_score_name(lc.score), lc.k,
-                 lc.renorm == RENORM_YES ? " renorm" : "", lc.n_group > 1 ? " grouped" : "");
-        printf("  %-44s %-11s L%-3d n %-4d d %-5d h %-5d %s, shared %s%s\n", ls[i].prefix,
-               family_name(ls[i].family), ls[i].block, lc.n, lc.d, lc.h, router,
-               lc.s ? (lc.shared_gated ? "1 gated" : "1") : "none",
-               !strcmp(ls[i].prefix, m->layer) ? "  (this one)" : "");
-        if (!arr) continue;
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "prefix", ls[i].prefix);
-        cJSON_AddStringToObject(o, "family", family_name(ls[i].family));
-        cJSON_AddNumberToObject(o, "block", ls[i].block);
-        cJSON_AddNumberToObject(o, "n", lc.n);
-        cJSON_AddNumberToObject(o, "d", lc.d);
-        cJSON_AddNumberToObject(o, "h", lc.h);
-        cJSON_AddNumberToObject(o, "k", lc.k);
-        cJSON_AddStringToObject(o, "router", router);
-        cJSON_AddNumberToObject(o, "shared", lc.s);
-        cJSON_AddItemToArray(arr, o);
+        const char *unread = got[i] ? NULL : ckpt_unmapped_under(&c, ls[i].prefix);
+        if (!got[i] && !unread && !(rc = family_describe(&c, &ls[i], &lc[i], err))) got[i] = 1;
+        if (rc) break;
+        nread += got[i];
+        info_layer_line(&ls[i], got[i] ? &lc[i] : NULL, unread, !strcmp(ls[i].prefix, m->layer), arr);
     }
+    if (!rc && nread < nl)
+        printf("            (%d of %d layers read: the others lie in shards not opened; --layer "
+               "names one)\n",
+               nread, nl);
+    free(lc);
+    free(got);
     family_layers_free(ls, nl);
     ckpt_close(&c);
     return rc;
@@ -125,7 +158,8 @@ int cmd_info(int argc, char **argv) {
     }
     const moe_config *c = &m.cfg;
     size_t n = (size_t)c->n, d = (size_t)c->d, es = moe_expert_size(c);
-    size_t p_gate = n * d + n, p_experts = n * es, p_shared = (size_t)c->s * es;
+    moe_config sc = moe_shared_config(c); // shared experts may be wider (hs)
+    size_t p_gate = n * d + n, p_experts = n * es, p_shared = (size_t)c->s * moe_expert_size(&sc);
     size_t p_head = (c->has_head ? (size_t)c->C * d + (size_t)c->C : 0) + (c->has_norm ? 2 * d : 0);
     size_t p_total = p_gate + p_experts + p_shared + p_head;
     struct stat sb;
@@ -135,7 +169,8 @@ int cmd_info(int argc, char **argv) {
         warning = "top-1 routing is outside the theory: positive scaling of the gate scores is an "
                   "extra symmetry, so expert orders may not be identifiable";
 
-    printf("file        %s (%lld bytes)\n", path, fsize);
+    if (fsize >= 0 && S_ISDIR(sb.st_mode)) printf("file        %s (a directory)\n", path);
+    else printf("file        %s (%lld bytes)\n", path, fsize);
     printf("layer       %s\n", m.layer);
     printf("shape       n = %d experts, d = %d, h = %d, s = %d shared\n", c->n, c->d, c->h, c->s);
     char rdesc[512];

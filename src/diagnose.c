@@ -812,25 +812,26 @@ static int pair_margins(const moe_model *A, const moe_model *B, const diag_opts 
             for (int i = 0; i < n; i++) r->second_order[m][i] = r->order[m][i];
             continue;
         }
-        if (lap_second_best(C, n, 0, r->order[m], r->second_order[m], &r->second[m], err)) {
+        if (align_second_best(&A->cfg, C, r->order[m], r->second_order[m], &r->second[m], err)) {
             free(C);
             return ms_prefix(err, "%s cost: second-best assignment", mname);
         }
         r->margin[m] = r->second[m] - r->total[m];
         r->margin_rel[m] = mean > 0 ? r->margin[m] / mean : 0;
         char ord2[200], slots[200];
+        const char *grp = moe_groups_active(&A->cfg) ? " group-preserving" : "";
         moe_order_format(ord2, sizeof ord2, r->second_order[m], n);
         fmt_diff_slots(slots, sizeof slots, r->order[m], r->second_order[m], n);
         if (r->margin_rel[m] < DG_MARGIN_TINY)
             dg_add(out, DG_WARN, code, "A,B", r->margin[m],
-                   "%s cost: the order %s (total %.4g) is ambiguous: the best different order "
+                   "%s cost: the order %s (total %.4g) is ambiguous: the best different%s order "
                    "%s costs only %.3g more (%.2g%% of the mean cost; slots %s)",
-                   mname, ord, r->total[m], ord2, r->margin[m], 100 * r->margin_rel[m], slots);
+                   mname, ord, r->total[m], grp, ord2, r->margin[m], 100 * r->margin_rel[m], slots);
         else
             dg_add(out, DG_OK, code, "A,B", r->margin[m],
                    "%s cost: order %s (total %.4g) wins by a margin of %.3g (%.3g%% of the mean "
-                   "cost) over the next order %s",
-                   mname, ord, r->total[m], r->margin[m], 100 * r->margin_rel[m], ord2);
+                   "cost) over the next%s order %s",
+                   mname, ord, r->total[m], r->margin[m], 100 * r->margin_rel[m], grp, ord2);
     }
     free(C);
     return 0;

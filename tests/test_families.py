@@ -11,7 +11,9 @@ For every family:
     rewritten, the other hard-linked to the input's (same inode, untouched),
     config.json and the index carried over, the rest of the model unchanged.
 Sharded error cases: a tensor missing from its shard, a missing shard, weight_map
-entries outside the directory, malformed index / config, an unknown family.
+entries outside the directory, malformed index / config, an unknown family. A
+directory holding several checkpoints lists them; `info` never opens the shards
+of layers it does not describe.
 """
 import json
 import os
@@ -280,6 +282,61 @@ def output_dir_exists():
     check(r.returncode == 0 and os.path.isdir(p("od_file.safetensors")), "a sharded output is a directory")
 
 
+def directories_and_layers():
+    """A directory holding several candidate checkpoints is named with all of them
+    listed (evaluation sets passed over); `info` reads only the shards of the layers
+    it describes: a layer in a shard it never opens is listed unread (the shard is
+    garbage here, so opening it would fail)."""
+    rng = np.random.default_rng(6)
+    W, cfg = ff.random_layer("mixtral", rng, "F32")
+    X = rng.standard_normal((8, W["gate"].shape[1])).astype(np.float32)
+    pool = p("pool")
+    ff.write_checkpoint(os.path.join(pool, "seed1"), "mixtral", W, cfg, "F32", 2)
+    os.makedirs(os.path.join(pool, "seed2"))
+    ff.write_checkpoint(os.path.join(pool, "seed2", "model.safetensors"), "mixtral", W, cfg, "F32")
+    ff.write_safetensors(os.path.join(pool, "eval.safetensors"), [("inputs", "F32", X.shape, X.tobytes())])
+    r = run("info", pool)
+    check(r.returncode == 1 and "2 candidate checkpoints" in r.stderr and "seed1/ (sharded)" in r.stderr
+          and "seed2/ (file)" in r.stderr and "eval.safetensors" not in r.stderr,
+          "a pool directory: the candidates listed: %s" % r.stderr.strip())
+    one = p("one")
+    os.makedirs(one)
+    ff.write_checkpoint(os.path.join(one, "a.safetensors"), "mixtral", W, cfg, "F32")
+    ff.write_safetensors(os.path.join(one, "eval.safetensors"), [("inputs", "F32", X.shape, X.tobytes())])
+    r = run("info", one)
+    check(r.returncode == 0, "one checkpoint beside an evaluation set is picked: %s" % r.stderr.strip())
+    two = p("two")
+    os.makedirs(two)
+    for nm in ("x.safetensors", "y.safetensors"):
+        ff.write_checkpoint(os.path.join(two, nm), "mixtral", W, cfg, "F32")
+    r = run("info", two)
+    check(r.returncode == 1 and "x.safetensors, y.safetensors" in r.stderr, "two files listed: %s" % r.stderr)
+    evo = p("evonly")
+    os.makedirs(evo)
+    ff.write_safetensors(os.path.join(evo, "eval.safetensors"), [("inputs", "F32", X.shape, X.tobytes())])
+    r = run("info", evo)
+    check(r.returncode == 1 and "evaluation sets" in r.stderr, "only an evaluation set: %s" % r.stderr)
+    # two MoE layers in two shards; the second shard is garbage
+    ml = p("multilayer")
+    os.makedirs(ml)
+    l1, l3 = ff.hf_tensors("mixtral", W, L=1), ff.hf_tensors("mixtral", W, L=3)
+    ff.write_safetensors(os.path.join(ml, "model-00001-of-00002.safetensors"), l1)
+    with open(os.path.join(ml, "model-00002-of-00002.safetensors"), "wb") as f:
+        f.write(b"\xff" * 64)
+    wm = {t[0]: "model-00001-of-00002.safetensors" for t in l1}
+    wm.update({t[0]: "model-00002-of-00002.safetensors" for t in l3})
+    write_index(ml, wm)
+    r = run("info", ml, "--json", p("ml.json"))
+    lay = json.load(open(p("ml.json")))["moe_layers"] if r.returncode == 0 else []
+    check(r.returncode == 0 and len(lay) == 2 and lay[0]["read"] and lay[0]["n"] == W["gate"].shape[0]
+          and not lay[1]["read"] and lay[1]["shard"] == "model-00002-of-00002.safetensors"
+          and "not read" in r.stdout,
+          "info reads only the chosen layer's shards: %s %s" % (lay, r.stderr.strip()))
+    r = run("info", ml, "--layer", "3")
+    check(r.returncode == 1 and "model-00002-of-00002.safetensors" in r.stderr,
+          "the garbage shard is named when its layer is asked for: %s" % r.stderr.strip())
+
+
 def main():
     try:
         seed = 11
@@ -292,6 +349,7 @@ def main():
         mxfp4_roundtrip(99)
         output_dir_exists()
         sharded_errors()
+        directories_and_layers()
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
     return testutil.summary("test_families")

@@ -122,6 +122,79 @@ static long find_row(const landscape *L, const int *p) {
     return -1;
 }
 
+/* A group-limited sigmoid router (n = 8, 4 groups of 2, 2 kept, ranked by the
+ * sum of their top two, a selection bias): the landscape ranges over the
+ * (2!)^4 4! = 384 group-preserving orders, every one once, and a sample of
+ * them (exhaustive_max lowered) holds distinct group-preserving orders whose
+ * barriers are the exhaustive ones. */
+static int in_groups(const int *p, int n, int G) {
+    int m = n / G;
+    for (int a = 0; a < G; a++)
+        for (int i = 1; i < m; i++)
+            if (p[a * m + i] / m != p[a * m] / m) return 0;
+    return 1;
+}
+
+static void test_wreath_orders(void) {
+    moe_model A, B;
+    evalset E;
+    int n = 8, d = 6, C = 3;
+    make_models(&A, &B, n, d, 4, C, 91);
+    make_evalset(&E, 40, d, C, 92);
+    moe_config c = A.cfg;
+    c.router = ROUTER_TOPK, c.k = 2, c.score = SCORE_SIGMOID, c.n_group = 4, c.topk_group = 2;
+    c.group_score = GROUP_TOP2_SUM, c.has_corr_bias = 1;
+    moe_model A2, B2;
+    moe_alloc(&A2, &c);
+    moe_alloc(&B2, &c);
+    rng_t r;
+    rng_seed(&r, 93);
+    fill(A2.mem, A2.nparams, &r, 0.5);
+    fill(B2.mem, B2.nparams, &r, 0.5);
+    memcpy(B2.norm_w, A2.norm_w, (size_t)(2 * d + C * d + C) * sizeof(float));
+    ls_opts o;
+    ls_opts_default(&o);
+    o.T = 5;
+    landscape Lx, Ls;
+    ms_err err;
+    int rx = landscape_compute(&A2, &B2, &E, &o, &Lx, &err);
+    CHECK(rx == 0 && Lx.exhaustive && Lx.norders == 384 && Lx.groups == 4 && Lx.group_size == 2 &&
+              Lx.n_fact == 384.0,
+          "wreath: all 384 group-preserving orders: %s", rx ? err.msg : "");
+    o.exhaustive_max = 5; // 120 < 384: sampled
+    o.nsample = 150;
+    o.seed = 5;
+    int rs = landscape_compute(&A2, &B2, &E, &o, &Ls, &err);
+    CHECK(rs == 0 && !Ls.exhaustive && Ls.norders == 150 && Ls.n_fact == 384.0,
+          "wreath: 150 sampled group-preserving orders: %s", rs ? err.msg : "");
+    if (rx == 0 && rs == 0) {
+        int bad = 0, dup = 0, miss = 0;
+        for (long k = 0; k < Lx.norders; k++) {
+            bad += !in_groups(Lx.rows[k].order, n, 4);
+            for (long q = k + 1; q < Lx.norders; q++)
+                dup += !memcmp(Lx.rows[k].order, Lx.rows[q].order, (size_t)n * sizeof(int));
+        }
+        CHECK(bad == 0 && dup == 0, "wreath: %d orders split a group, %d repeated", bad, dup);
+        for (long k = 0; k < Ls.norders; k++) {
+            long q = find_row(&Lx, Ls.rows[k].order);
+            miss += q < 0 || fabs(Lx.rows[q].barrier - Ls.rows[k].barrier) > 1e-9;
+            for (long j = k + 1; j < Ls.norders; j++)
+                dup += !memcmp(Ls.rows[k].order, Ls.rows[j].order, (size_t)n * sizeof(int));
+        }
+        CHECK(miss == 0 && dup == 0, "wreath sample: %d orders off the exhaustive rows, %d repeated",
+              miss, dup);
+        for (int m = 0; m < 2; m++)
+            CHECK(Lx.rank[m] >= 1 && Lx.rank[m] <= 384, "wreath: rank %d among 384", Lx.rank[m]);
+    }
+    if (rx == 0) landscape_free(&Lx);
+    if (rs == 0) landscape_free(&Ls);
+    moe_free(&A);
+    moe_free(&B);
+    moe_free(&A2);
+    moe_free(&B2);
+    free_evalset(&E);
+}
+
 int main(void) {
     moe_model A, B;
     evalset E;
@@ -364,5 +437,6 @@ int main(void) {
     moe_free(&A);
     moe_free(&B);
     free_evalset(&E);
+    test_wreath_orders();
     return test_summary("test_landscape_api");
 }

@@ -250,6 +250,45 @@ static void test_two_level(void) {
     CHECK(flat_left > 10, "the unconstrained optimum leaves the group in %d of 40 trials", flat_left);
 }
 
+/* The second-best order among the group-preserving ones (cost, diagnose's
+ * margins) against brute force over the wreath product, n = 6 and 8. */
+static void test_second_in_group(void) {
+    rng_t r;
+    rng_seed(&r, 977);
+    for (int trial = 0; trial < 24; trial++) {
+        int n = trial < 16 ? 6 : 8, G = trial < 16 ? (trial % 2 ? 3 : 2) : (trial % 2 ? 4 : 2);
+        double C[64];
+        for (int i = 0; i < n * n; i++) C[i] = rng_uniform(&r);
+        int p[8], o1[8];
+        for (int i = 0; i < n; i++) p[i] = i;
+        double t1 = INFINITY, t2 = INFINITY;
+        do { // the two smallest totals over distinct group-preserving orders
+            if (!in_wreath(p, n, G)) continue;
+            double t = 0;
+            for (int i = 0; i < n; i++) t += C[i * n + p[i]];
+            if (t < t1) { t2 = t1; t1 = t; memcpy(o1, p, sizeof p); }
+            else if (t < t2) t2 = t;
+        } while (next_perm(p, n));
+        moe_config c;
+        memset(&c, 0, sizeof c);
+        c.n = n, c.k = 2, c.router = ROUTER_TOPK, c.n_group = G, c.topk_group = 1;
+        c.group_score = GROUP_TOP2_SUM;
+        int best[8], second[8];
+        double tb, ts;
+        ms_err err;
+        CHECK(align_order(&c, C, best, &tb, &err) == 0, "grouped order");
+        CHECK(align_second_best(&c, C, best, second, &ts, &err) == 0, "grouped second best: %s",
+              err.msg);
+        double t = 0;
+        for (int i = 0; i < n; i++) t += C[i * n + second[i]];
+        CHECK(in_wreath(second, n, G) && memcmp(second, best, (size_t)n * sizeof(int)) != 0,
+              "trial %d: the second-best order is another group-preserving order", trial);
+        CHECK(fabs(ts - t2) < 1e-12 && fabs(t - t2) < 1e-12,
+              "trial %d (n %d, G %d): second best %g (its cells %g), brute force %g", trial, n, G,
+              ts, t, t2);
+    }
+}
+
 static void test_group_limit_inactive(void) {
     // ranked by maxima with k <= topk_group the limit never binds: S_n, any
     // permutation keeps the function
@@ -306,6 +345,7 @@ int main(void) {
     test_scramble_align();
     test_group_breaking();
     test_two_level();
+    test_second_in_group();
     test_group_names();
     test_group_limit_inactive();
     return test_summary("test_symmetry_groups");
