@@ -223,7 +223,7 @@ static int scan_dir(const char *dir, dir_scan *s, ms_err *err) {
         }
     }
     closedir(d);
-    qsort(s->cand, (size_t)s->ncand, sizeof(char *), cmp_str);
+    if (s->ncand > 1) qsort(s->cand, (size_t)s->ncand, sizeof(char *), cmp_str);
     return 0;
 }
 

@@ -945,8 +945,9 @@ static int pair_slots(const moe_model *A, const moe_model *B, const diag_opts *o
 }
 
 /* Is the chosen order the best (from the landscape, when there is one)? */
-static void pair_best_order(const evalset *E, const diag_opts *o, diag_report *r, dg_list *out) {
-    int n = r->n;
+static void pair_best_order(const moe_config *c, const evalset *E, const diag_opts *o,
+                            diag_report *r, dg_list *out) {
+    int n = r->n, grp = moe_groups_active(c);
     if (r->have_landscape) {
         char oc[200], ob[200], slots[200];
         moe_order_format(oc, sizeof oc, r->order[o->method], n);
@@ -987,9 +988,14 @@ static void pair_best_order(const evalset *E, const diag_opts *o, diag_report *r
     } else {
         char nf[48];
         ls_factorial_format(nf, sizeof nf, n);
+        if (grp > 1) { // (m!)^g g! group-preserving orders
+            double lg = (grp * lgamma(n / grp + 1.0) + lgamma(grp + 1.0)) / log(10.0);
+            if (lg < 15) snprintf(nf, sizeof nf, "%.0f", ls_wreath_count(grp, n / grp));
+            else snprintf(nf, sizeof nf, "about 10^%.0f", floor(lg));
+        }
         dg_add(out, DG_INFO, "best_order", "A,B", NAN,
-               "landscape skipped (n = %d: %s orders): the rank of the chosen order is not known",
-               n, nf);
+               "landscape skipped (n = %d: %s%s orders): the rank of the chosen order is not known",
+               n, nf, grp > 1 ? " group-preserving" : "");
         out->items[out->n - 1].next = DG_NEXT_LANDSCAPE;
     }
 }
@@ -1018,11 +1024,12 @@ int diag_pair(const moe_model *A, const moe_model *B, const evalset *E, const di
     const landscape *L = o->L;
     landscape own;
     int own_used = 0;
-    int want = o->landscape;
-    if (want < 0) want = ls_factorial(n) <= 5040;
+    int want = o->landscape, exh;
+    ls_opts lo;
+    ls_opts_default(&lo);
+    // by default only when small: n! orders, or a group-limited router's group-preserving ones
+    if (want < 0) want = ls_orders_planned(&A->cfg, &lo, &exh, NULL) <= 5040 && exh;
     if (!L && want && E) {
-        ls_opts lo;
-        ls_opts_default(&lo);
         if (o->T >= 2) lo.T = o->T;
         lo.center = o->center;
         if (landscape_compute(A, B, E, &lo, &own, err)) return ms_prefix(err, "landscape");
@@ -1033,7 +1040,7 @@ int diag_pair(const moe_model *A, const moe_model *B, const evalset *E, const di
 
     int rc = pair_slots(A, B, o, r, out, err);
     if (!rc) {
-        pair_best_order(E, o, r, out);
+        pair_best_order(&A->cfg, E, o, r, out);
         diag_scramble_record(A, B, r, out);
     }
     if (own_used) landscape_free(&own);

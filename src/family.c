@@ -76,6 +76,12 @@ static int family_at(const ckpt *c, const char *prefix, const char *gate_rel) {
         if (has(c, prefix, "experts.0.fc1.weight")) return FAM_NATIVE;
         if (has(c, prefix, "experts.0.w1.weight")) return FAM_MIXTRAL;
         if (has(c, prefix, "experts.0.gate_proj.weight")) return qwen_like(c, prefix);
+        if (has(c, prefix, "experts.gate_up_proj") && has(c, prefix, "experts.down_proj")) {
+            // transformers >= 5 packs every expert into two tensors and names
+            // Mixtral's block "mlp" too: only config.json tells Mixtral apart
+            const char *mt = ckpt_config_str(c, "model_type");
+            return mt && !strcmp(mt, "mixtral") ? FAM_MIXTRAL : qwen_like(c, prefix);
+        }
         return -1;
     }
     if (!strcmp(gate_rel, "router.classifier.weight"))
@@ -151,7 +157,11 @@ int family_find_layers(const ckpt *c, int force, family_layer **out, int *nout, 
             int fam = family_at(c, prefix, gates[g]);
             if (fam < 0) continue;
             if (force >= 0) {
-                if (!same_names(force, fam)) continue;
+                // packed (transformers >= 5) Mixtral and Qwen-like layers look alike
+                int packed = has(c, prefix, "experts.gate_up_proj") && fam != FAM_GPT_OSS;
+                int mixq = packed && (force == FAM_MIXTRAL || same_names(FAM_QWEN3_MOE, force)) &&
+                           (fam == FAM_MIXTRAL || same_names(FAM_QWEN3_MOE, fam));
+                if (!same_names(force, fam) && !mixq) continue;
                 fam = force;
             }
             *out = ms_realloc(*out, (size_t)(*nout + 1) * sizeof(family_layer));

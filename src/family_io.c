@@ -47,6 +47,8 @@ typedef struct {
 
 typedef struct {
     int n, d, h, hs; /* hs: the shared expert's width, 0 without one */
+    int packed;      /* transformers >= 5 layout: experts.gate_up_proj [n,2h,d] (gate
+                        rows first), experts.down_proj [n,d,h] instead of per-expert */
 } dims;
 
 static float *part_ptr(const moe_expert *x, int part) {
@@ -140,6 +142,13 @@ static void glu_experts(blist *l, const char *prefix, const dims *z, const char 
     }
 }
 
+/* transformers >= 5: every expert in experts.gate_up_proj [n,2h,d] (gate rows,
+ * then up rows: the output is chunked in two) and experts.down_proj [n,d,h] */
+static void packed_experts(blist *l, const char *prefix, const dims *z) {
+    bshape(badd(l, K_HALVES, 0, 0, NULL, prefix, "experts.gate_up_proj"), 3, z->n, 2 * (int64_t)z->h, z->d);
+    bshape(badd(l, K_STACK, P_FC2W, 0, NULL, prefix, "experts.down_proj"), 3, z->n, z->d, z->h);
+}
+
 static void shared_glu(blist *l, const char *prefix, const dims *z, const char *base) {
     char rel[128];
     int64_t hs = z->hs;
@@ -159,7 +168,8 @@ static void layer_bindings(blist *l, int fam, const char *prefix, const dims *z,
     switch (fam) {
     case FAM_MIXTRAL:
         bshape(badd(l, K_GATE_W, 0, 0, NULL, prefix, "gate.weight"), 2, n, d, 0);
-        glu_experts(l, prefix, z, qfmt, "w1.weight", "w3.weight", "w2.weight");
+        if (z->packed) packed_experts(l, prefix, z);
+        else glu_experts(l, prefix, z, qfmt, "w1.weight", "w3.weight", "w2.weight");
         break;
     case FAM_QWEN2_MOE:
     case FAM_QWEN3_MOE:
@@ -169,7 +179,8 @@ static void layer_bindings(blist *l, int fam, const char *prefix, const dims *z,
         bshape(badd(l, K_GATE_W, 0, 0, NULL, prefix, "gate.weight"), 2, n, d, 0);
         if (fam == FAM_DEEPSEEK_V3)
             bshape(badd(l, K_CORR, 0, 0, NULL, prefix, "gate.e_score_correction_bias"), 1, n, 0, 0);
-        glu_experts(l, prefix, z, qfmt, "gate_proj.weight", "up_proj.weight", "down_proj.weight");
+        if (z->packed) packed_experts(l, prefix, z);
+        else glu_experts(l, prefix, z, qfmt, "gate_proj.weight", "up_proj.weight", "down_proj.weight");
         if (fam == FAM_QWEN2_MOE && z->hs) {
             shared_glu(l, prefix, z, "shared_expert");
             bshape(badd(l, K_SH_GATE, 0, 0, NULL, prefix, "shared_expert_gate.weight"), 2, 1, d, 0);
@@ -245,12 +256,17 @@ static int layer_dims(ckpt *c, int fam, const char *prefix, dims *z, int *mx, ms
                       : fam == FAM_GPT_OSS ? "experts.gate_up_proj"
                                             : "experts.0.gate_proj.weight";
     snprintf(name, sizeof name, "%s.%s", prefix, rel);
+    if (fam != FAM_GPT_OSS && fam != FAM_GRANITEMOE && fam != FAM_JETMOE && ckpt_find(c, name) < 0) {
+        snprintf(name, sizeof name, "%s.experts.gate_up_proj", prefix); // transformers >= 5
+        z->packed = ckpt_find(c, name) >= 0;
+        if (!z->packed) snprintf(name, sizeof name, "%s.%s", prefix, rel); // the error names it
+    }
     if (fam == FAM_GPT_OSS && ckpt_find(c, name) < 0) {
         snprintf(name, sizeof name, "%s.experts.gate_up_proj_blocks", prefix);
         *mx = 1;
     }
     if (shape_of(c, name, &t, err)) return -1;
-    if (fam == FAM_GRANITEMOE || fam == FAM_JETMOE || (fam == FAM_GPT_OSS && *mx)) {
+    if (fam == FAM_GRANITEMOE || fam == FAM_JETMOE || z->packed || (fam == FAM_GPT_OSS && *mx)) {
         if (want_ndim(c, t, *mx ? 4 : 3, err)) return -1;
         h = t->shape[1] / 2;
     } else if (fam == FAM_GPT_OSS) {
@@ -422,6 +438,8 @@ static int check_expert_count(const ckpt *c, int fam, const char *prefix, int n,
                                            : "%s.experts.%d.gate_proj.weight";
     if (fam == FAM_GRANITEMOE || fam == FAM_JETMOE || fam == FAM_GPT_OSS) return 0;
     char name[700];
+    snprintf(name, sizeof name, "%s.experts.gate_up_proj", prefix);
+    if (ckpt_find(c, name) >= 0) return 0; // packed: the shapes say n
     snprintf(name, sizeof name, fmt, prefix, n);
     if (ckpt_find(c, name) >= 0)
         return ms_fail(err, "%s: the gate of '%s' has %d rows (experts) but '%s' exists", c->arg,
@@ -559,10 +577,12 @@ static int encode_mx(ckpt *c, const binding *b, const float *vals, enc_set *s, m
 /* Every binding of m's layer, gathered from m and encoded like the source. */
 static int encode_layer(const moe_model *m, ckpt *c, enc_set *s, ms_err *err) {
     int fam = family_from_name(moe_family(&m->cfg));
-    dims z = {m->cfg.n, m->cfg.d, m->cfg.h, m->cfg.s ? m->cfg.hs : 0};
+    dims z = {m->cfg.n, m->cfg.d, m->cfg.h, m->cfg.s ? m->cfg.hs : 0, 0};
     char name[700];
     snprintf(name, sizeof name, "%s.experts.gate_up_proj_blocks", m->layer);
     int mx = fam == FAM_GPT_OSS && ckpt_find(c, name) >= 0;
+    snprintf(name, sizeof name, "%s.experts.gate_up_proj", m->layer);
+    z.packed = fam != FAM_GPT_OSS && ckpt_find(c, name) >= 0; // transformers >= 5
     blist l = {NULL, 0, 0};
     layer_bindings(&l, fam, m->layer, &z, mx);
     float *vals = NULL;

@@ -184,7 +184,14 @@ def random_layer(fam, rng, dtype="F32", mx=False):
     return W, cfg
 
 
-def prefix_of(fam, L):
+# families whose experts transformers >= 5 packs (experts.gate_up_proj [n,2h,d], gate rows
+# first, experts.down_proj [n,d,h]); its Mixtral block is named "mlp" with "mlp.gate"
+PACKABLE = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3"]
+
+
+def prefix_of(fam, L, packed=False):
+    if fam == "mixtral" and packed:
+        return "model.layers.%d.mlp" % L
     if fam in ("mixtral", "granitemoe"):
         return "model.layers.%d.block_sparse_moe" % L
     if fam == "switch":
@@ -192,9 +199,10 @@ def prefix_of(fam, L):
     return "model.layers.%d.mlp" % L
 
 
-def hf_tensors(fam, W, L=1, dtype="F32"):
-    """The layer as (name, dtype, shape, bytes) in the family's layout."""
-    P = prefix_of(fam, L) + "."
+def hf_tensors(fam, W, L=1, dtype="F32", packed=False):
+    """The layer as (name, dtype, shape, bytes) in the family's layout (packed: as
+    transformers >= 5 holds the experts, for the PACKABLE families)."""
+    P = prefix_of(fam, L, packed) + "."
     out = []
 
     def add(name, x, dt=dtype):
@@ -202,7 +210,20 @@ def hf_tensors(fam, W, L=1, dtype="F32"):
         out.append((P + name, dt, x.shape, encode(x, dt)))
 
     n = W["gate"].shape[0]
-    if fam == "mixtral":
+    if packed:
+        add("gate.weight", W["gate"])
+        if fam == "deepseek_v3":
+            add("gate.e_score_correction_bias", W["corr"], "F32")
+        add("experts.gate_up_proj", np.concatenate([W["w1"], W["w3"]], axis=1))
+        add("experts.down_proj", W["w2"])
+        sh = "shared_expert" if fam == "qwen2_moe" else "shared_experts"
+        if "s1" in W:
+            add(sh + ".gate_proj.weight", W["s1"])
+            add(sh + ".up_proj.weight", W["s3"])
+            add(sh + ".down_proj.weight", W["s2"])
+        if fam == "qwen2_moe":
+            add("shared_expert_gate.weight", W["sgate"])
+    elif fam == "mixtral":
         add("gate.weight", W["gate"])
         for e in range(n):
             add("experts.%d.w1.weight" % e, W["w1"][e])
@@ -266,12 +287,13 @@ def other_tensors(rng, d, dtype="F32"):
     return out
 
 
-def write_checkpoint(target, fam, W, cfg, dtype="F32", shards=1, rng=None, others=True):
+def write_checkpoint(target, fam, W, cfg, dtype="F32", shards=1, rng=None, others=True,
+                     packed=False):
     """shards = 1: one file (target = path). shards >= 2: a directory target with
     model-0000i-of-0000k.safetensors, model.safetensors.index.json and config.json;
     the layer is split over the first two shards, the rest of the model in the last."""
     rng = rng or np.random.default_rng(0)
-    layer = hf_tensors(fam, W, dtype=dtype)
+    layer = hf_tensors(fam, W, dtype=dtype, packed=packed)
     rest = other_tensors(rng, W["gate"].shape[1], dtype) if others else []
     if shards == 1:
         write_safetensors(target, layer + rest)

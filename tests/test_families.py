@@ -10,6 +10,7 @@ For every family:
   - a sharded input gives a sharded output directory: the shards holding the layer
     rewritten, the other hard-linked to the input's (same inode, untouched),
     config.json and the index carried over, the rest of the model unchanged.
+The same for transformers >= 5's packed experts (experts.gate_up_proj / down_proj).
 Sharded error cases: a tensor missing from its shard, a missing shard, weight_map
 entries outside the directory, malformed index / config, an unknown family. A
 directory holding several checkpoints lists them; `info` never opens the shards
@@ -63,8 +64,8 @@ def group_element(fam, cfg, rng, n, h, hs):
     return pi, perms
 
 
-def roundtrip(fam, dtype, shards, seed):
-    tag = "%s/%s/%s" % (fam, dtype, "sharded" if shards > 1 else "file")
+def roundtrip(fam, dtype, shards, seed, packed=False):
+    tag = "%s/%s/%s%s" % (fam, dtype, "sharded" if shards > 1 else "file", "/packed" if packed else "")
     rng = np.random.default_rng(seed)
     W, cfg = ff.random_layer(fam, rng, dtype)
     n, d, h = W["gate"].shape[0], W["gate"].shape[1], W["w1"].shape[1]
@@ -72,10 +73,10 @@ def roundtrip(fam, dtype, shards, seed):
     ext = "" if shards > 1 else ".safetensors"
     a, b, out = p(tag.replace("/", "_") + "_a" + ext), p(tag.replace("/", "_") + "_b" + ext), \
         p(tag.replace("/", "_") + "_al" + ext)
-    ff.write_checkpoint(a, fam, W, cfg, dtype, shards, rng=np.random.default_rng(7))
+    ff.write_checkpoint(a, fam, W, cfg, dtype, shards, rng=np.random.default_rng(7), packed=packed)
     pi, perms = group_element(fam, cfg, rng, n, h, hs)
     ff.write_checkpoint(b, fam, ff.scramble(W, pi, perms), cfg, dtype, shards,
-                        rng=np.random.default_rng(7))
+                        rng=np.random.default_rng(7), packed=packed)
     if shards == 1:  # a single file has no config.json beside it: say the family's router
         pass
     r = run("info", a, "--json", p("info.json"))
@@ -345,6 +346,9 @@ def main():
                 roundtrip(fam, dtype, shards, seed)
                 seed += 1
         roundtrip("mixtral", "F16", 1, 77)
+        for fam in ff.PACKABLE:  # transformers >= 5's packed experts
+            roundtrip(fam, "BF16", 2, seed, packed=True)
+            seed += 1
         roundtrip("qwen2_moe", "F16", 2, 78)
         mxfp4_roundtrip(99)
         output_dir_exists()

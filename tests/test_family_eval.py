@@ -10,7 +10,7 @@ does: [n, out, in] transposed to gate_up_proj's [n, d, 2h] / down_proj's [n, h, 
 relative; so must a copy scrambled by a random element of the router's group
 (written by the fixtures, not by moescope) and `align`'s output of that copy. For
 DeepSeek's group-limited routers, swapping two experts of different groups changes
-the output.
+the output. The experts packed as transformers >= 5 holds them compute the same.
 """
 import json
 import os
@@ -127,6 +127,23 @@ def one(fam, dtype, shards, mx, seed):
         close(dump(out, e, name + "_al"), want, tag + ": aligned copy vs family_ref")
 
 
+def packed(fam, seed):
+    """transformers >= 5 packs the experts (experts.gate_up_proj [n,2h,d], gate rows
+    first; experts.down_proj [n,d,h]) and names Mixtral's block mlp: the same
+    function as the per-expert layout of the same weights."""
+    tag = "%s/packed" % fam
+    rng = np.random.default_rng(seed)
+    W, cfg = ff.random_layer(fam, rng, "BF16")
+    a = os.path.join(TMP, fam + "_packed")
+    ff.write_checkpoint(a, fam, W, cfg, "BF16", 2, packed=True)
+    X = (rng.standard_normal((N, W["gate"].shape[1])) * 1.5).astype(np.float32)
+    e = os.path.join(TMP, fam + "_packed_eval.safetensors")
+    ff.write_safetensors(e, [("inputs", "F32", X.shape, X.tobytes())])
+    per_expert = {nm: ff.to_float(dt, shape, raw) for nm, dt, shape, raw in ff.hf_tensors(fam, W, dtype="BF16")}
+    want = family_ref.forward(fam, per_expert, cfg, ff.prefix_of(fam, 1) + ".", X)
+    close(dump(a, e, fam + "_packed"), want, tag + ": eval vs family_ref (per-expert names)")
+
+
 def main():
     try:
         seed = 300
@@ -135,6 +152,9 @@ def main():
                 one(fam, dtype, shards, False, seed)
                 seed += 1
         one("gpt_oss", "BF16", 2, True, seed)
+        for fam in ff.PACKABLE:
+            seed += 1
+            packed(fam, seed)
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
     return testutil.summary("test_family_eval")
