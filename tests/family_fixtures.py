@@ -210,12 +210,17 @@ def hf_tensors(fam, W, L=1, dtype="F32", packed=False):
         out.append((P + name, dt, x.shape, encode(x, dt)))
 
     n = W["gate"].shape[0]
-    if packed:
+    if packed or fam in ("qwen2_moe", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3"):
         add("gate.weight", W["gate"])
         if fam == "deepseek_v3":
-            add("gate.e_score_correction_bias", W["corr"], "F32")
-        add("experts.gate_up_proj", np.concatenate([W["w1"], W["w3"]], axis=1))
-        add("experts.down_proj", W["w2"])
+            add("gate.e_score_correction_bias", W["corr"], "F32")  # F32 even in a BF16 file
+        if packed:  # transformers >= 5
+            add("experts.gate_up_proj", np.concatenate([W["w1"], W["w3"]], axis=1))
+            add("experts.down_proj", W["w2"])
+        for e in range(0 if packed else n):
+            add("experts.%d.gate_proj.weight" % e, W["w1"][e])
+            add("experts.%d.up_proj.weight" % e, W["w3"][e])
+            add("experts.%d.down_proj.weight" % e, W["w2"][e])
         sh = "shared_expert" if fam == "qwen2_moe" else "shared_experts"
         if "s1" in W:
             add(sh + ".gate_proj.weight", W["s1"])
@@ -229,21 +234,6 @@ def hf_tensors(fam, W, L=1, dtype="F32", packed=False):
             add("experts.%d.w1.weight" % e, W["w1"][e])
             add("experts.%d.w2.weight" % e, W["w2"][e])
             add("experts.%d.w3.weight" % e, W["w3"][e])
-    elif fam in ("qwen2_moe", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3"):
-        add("gate.weight", W["gate"])
-        if fam == "deepseek_v3":
-            add("gate.e_score_correction_bias", W["corr"], "F32")  # F32 even in a BF16 file
-        for e in range(n):
-            add("experts.%d.gate_proj.weight" % e, W["w1"][e])
-            add("experts.%d.up_proj.weight" % e, W["w3"][e])
-            add("experts.%d.down_proj.weight" % e, W["w2"][e])
-        sh = "shared_expert" if fam == "qwen2_moe" else "shared_experts"
-        if "s1" in W:
-            add(sh + ".gate_proj.weight", W["s1"])
-            add(sh + ".up_proj.weight", W["s3"])
-            add(sh + ".down_proj.weight", W["s2"])
-        if fam == "qwen2_moe":
-            add("shared_expert_gate.weight", W["sgate"])
     elif fam == "switch":
         add("router.classifier.weight", W["gate"])
         for e in range(n):
