@@ -47,11 +47,14 @@ variant shared4 --n 4 --router topk --k 2 --shared 1 --h 32 --act relu --epochs 
 variant dense8  --n 8 --router dense --h 32 --act relu --epochs 60 --lr 0.003 --batch 32
 
 # 4. the teacher-student sets: a random teacher MoE (sharp gate, strong experts)
-#    with a frozen LayerNorm + head; students of the same shape learn its head
-#    outputs from x ~ N(0, I) (MSE). Students from different seeds recover the
-#    teacher's experts, each in its own order: the expert order matters.
-teacher_set() { # name n
-    local name=$1 n=$2
+#    with a frozen LayerNorm + head; students of the same routing (n experts,
+#    top-2) learn its head outputs from x ~ N(0, I) (MSE). Students from
+#    different seeds recover the teacher's experts, each in its own order: the
+#    expert order matters. The teacher's experts have h = 16 hidden units; the
+#    students of teacher8 get sh = 32 (twice as wide: with 8 experts, students
+#    as narrow as the teacher often stall short of it, see README.md).
+teacher_set() { # name n sh
+    local name=$1 n=$2 sh=$3
     mkdir -p "$name"
     "$MOESCOPE" train --make-teacher --n "$n" --h 16 --router topk --k 2 --embed-dim 8 \
         --classes 8 --samples 20000 --seed 0 --variant "$name" \
@@ -60,13 +63,13 @@ teacher_set() { # name n
         local extra=()
         [ "$seed" = 1 ] && extra=(--eval-out "$name/eval.safetensors")
         "$MOESCOPE" train --head "$name/teacher.safetensors" --variant "$name" --seed "$seed" \
-            --n "$n" --router topk --k 2 --h 16 --epochs 150 --lr 0.003 --batch 128 \
+            --n "$n" --router topk --k 2 --h "$sh" --epochs 150 --lr 0.003 --batch 128 \
             --schedule cosine "${extra[@]}" -o "$name/seed$seed.safetensors" --quiet
     done
     echo "make_samples: $name done"
 }
-teacher_set teacher4 4
-teacher_set teacher8 8
+teacher_set teacher4 4 16
+teacher_set teacher8 8 32
 
 # 5. a pair in a real family's layout: Mixtral names, BF16, two shards, index and
 #    config.json, and an inputs-only evaluation set (see make_mixtral.sh)

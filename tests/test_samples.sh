@@ -61,23 +61,27 @@ cp dense4/seed1.safetensors seed1.safetensors
 check "metadata: seed, variant, head" bash -c "grep -a -q '\"train.seed\":\"1\"' seed1.safetensors && grep -a -q '\"train.variant\":\"dense4\"' seed1.safetensors && grep -a -q '\"train.head\":\"pretrained.safetensors\"' seed1.safetensors"
 
 # the teacher-student sets: every teacher and every student, byte for byte, with
-# the options of make_samples.sh's teacher_set (n from each `teacher_set NAME n` line)
-teachers=$(grep -E '^teacher_set [a-z0-9]+ [0-9]+' "$S/make_samples.sh" | awk '{print $2":"$3}')
+# the options of make_samples.sh's teacher_set (n and the students' width sh from
+# each `teacher_set NAME n sh` line)
+teachers=$(grep -E '^teacher_set [a-z0-9]+ [0-9]+ [0-9]+' "$S/make_samples.sh" | awk '{print $2":"$3":"$4}')
 t_opts=$(grep -A2 -- '--make-teacher' "$S/make_samples.sh" | tr -d '\\\n' | sed -E 's/.*--make-teacher(.*)--variant.*/\1/')
 s_opts=$(grep -A3 -- '--head "$name/teacher' "$S/make_samples.sh" | tr -d '\\\n' | sed -E 's/.*--seed "\$seed"(.*)"\$\{extra.*/\1/')
 check "teacher options found in make_samples.sh" test -n "$teachers" -a -n "$t_opts" -a -n "$s_opts"
 for tn in $teachers; do
-    v=${tn%%:*} n=${tn##*:}
+    v=${tn%%:*} rest=${tn#*:}
+    n=${rest%%:*} sh=${rest##*:}
     mkdir -p "$v"
     # shellcheck disable=SC2086
     check "$v teacher runs" "$MOESCOPE" train --make-teacher ${t_opts//\"\$n\"/$n} --variant "$v" \
         -o "$v/teacher.safetensors" --quiet
     check "$v/teacher.safetensors byte-identical" cmp "$v/teacher.safetensors" "$S/$v/teacher.safetensors"
+    so=${s_opts//\"\$n\"/$n}
+    so=${so//\"\$sh\"/$sh}
     for seed in 1 2 3 4; do
         extra=(); [ "$seed" = 1 ] && extra=(--eval-out "$v/eval.safetensors")
         # shellcheck disable=SC2086
         check "$v student seed $seed runs" "$MOESCOPE" train --head "$v/teacher.safetensors" \
-            --variant "$v" --seed "$seed" ${s_opts//\"\$n\"/$n} "${extra[@]}" -o "$v/seed$seed.safetensors" --quiet
+            --variant "$v" --seed "$seed" $so "${extra[@]}" -o "$v/seed$seed.safetensors" --quiet
         check "$v/seed$seed.safetensors byte-identical" cmp "$v/seed$seed.safetensors" "$S/$v/seed$seed.safetensors"
     done
     check "$v/eval.safetensors byte-identical" cmp "$v/eval.safetensors" "$S/$v/eval.safetensors"
