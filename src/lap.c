@@ -469,6 +469,10 @@ static void lapjv_cand_build(lapjv *s, int i) {
     const double *ri = s->c + (size_t)i * s->m;
     int nk = lap_cand_scan(ri, s->sg, s->v, s->m, K, s->guess, buf, bx, &s->bound[i]);
     if (nk < 2) nk = lap_cand_scan(ri, s->sg, s->v, s->m, K, INFINITY, buf, bx, &s->bound[i]);
+    if (nk < 2) { /* reduced costs that overflowed to inf: a list that answers nothing */
+        buf[0] = 0, buf[1] = 1, nk = 2;
+        s->bound[i] = -INFINITY;
+    }
     s->guess = s->bound[i];
     for (int k = 0; k < K; k++) { /* short lists repeat their first column */
         cj[k] = buf[k < nk ? k : 0];
