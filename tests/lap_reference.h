@@ -73,7 +73,7 @@ static void lapref_run(const double *c, double sg, int n, int m, int *rowsol) {
     }
     // augmenting row reduction, two passes, immediate re-insertion budgeted
     if (m >= 2) {
-        long budget = 8L * n + 64;
+        long budget = (m < 512 ? 1L : 8L) * n + 64; /* lap.c's LAP_ARR_WIDE */
         for (int pass = 0; pass < 2 && nfree > 0; pass++) {
             int k = 0, prv = nfree;
             nfree = 0;
