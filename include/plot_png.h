@@ -71,6 +71,10 @@ int plot_png_write(const plot_spec *p, const char *path, ms_err *err);
  * each series a <g class="series" data-label="its legend text">. */
 int plot_svg_write(const plot_spec *p, const char *path, ms_err *err);
 int plot_is_svg(const char *path); /* ends in .svg */
+/* Panels of one width stacked top to bottom into one file: SVG when path ends
+ * in .svg, else PNG (a two-panel figure such as the scatter or the study). */
+int plot_svg_write_stack(const plot_spec *const *panels, int npanels, const char *path, ms_err *err);
+int plot_write_stack(const plot_spec *const *panels, int npanels, const char *path, ms_err *err);
 
 /* The landscape: every order's barrier, sorted ascending, over its rank
  * (1 = lowest barrier), with some orders marked (marked_idx are 0-based

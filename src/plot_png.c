@@ -784,6 +784,51 @@ static int plot_png_write_ex(const plot_spec *p, const plot_extra *ex, const cha
 
 int plot_png_write(const plot_spec *p, const char *path, ms_err *err) { return plot_png_write_ex(p, NULL, path, err); }
 
+int plot_write_stack(const plot_spec *const *panels, int np, const char *path, ms_err *err) {
+    if (np < 1) return ms_fail(err, "%s: no plot", path);
+    if (plot_is_svg(path)) return plot_svg_write_stack(panels, np, path, err);
+    uint8_t **rgb = ms_calloc((size_t)np, sizeof(uint8_t *));
+    int W = 0, H = 0, rc = 0;
+    size_t tcap = 1, lcap = 1;
+    for (int k = 0; k < np && !rc; k++) {
+        int w, h;
+        rc = render_checked(panels[k], NULL, &rgb[k], &w, &h, err);
+        if (!rc && k && w != W) rc = ms_fail(err, "stacked panels of widths %d and %d", W, w);
+        W = w, H += h;
+        tcap += (panels[k]->title ? strlen(panels[k]->title) : 0) + 3;
+        for (int i = 0; i < panels[k]->nseries; i++)
+            lcap += (panels[k]->series[i].label ? strlen(panels[k]->series[i].label) : 0) + 1;
+    }
+    if (!rc) {
+        uint8_t *all = ms_malloc((size_t)W * H * 3); // (H, W, 3)
+        char *title = ms_calloc(tcap, 1), *legend = ms_calloc(lcap, 1);
+        size_t off = 0;
+        for (int k = 0; k < np; k++) {
+            int h = panels[k]->height > 0 ? panels[k]->height : 600;
+            memcpy(all + off, rgb[k], (size_t)W * h * 3);
+            off += (size_t)W * h * 3;
+            if (panels[k]->title && panels[k]->title[0]) {
+                if (title[0]) strcat(title, " | ");
+                strcat(title, panels[k]->title);
+            }
+            for (int i = 0; i < panels[k]->nseries; i++)
+                if (panels[k]->series[i].label && panels[k]->series[i].label[0]) {
+                    if (legend[0]) strcat(legend, "\n");
+                    strcat(legend, panels[k]->series[i].label);
+                }
+        }
+        rc = plot_write_png_meta(all, W, H, title, legend, path, err);
+        free(all);
+        free(title);
+        free(legend);
+    } else {
+        ms_prefix(err, "%s", path);
+    }
+    for (int k = 0; k < np; k++) free(rgb[k]);
+    free(rgb);
+    return rc;
+}
+
 /* ---- the landscape ---- */
 
 static int plot_png_write_ex(const plot_spec *p, const plot_extra *ex, const char *path, ms_err *err);

@@ -153,7 +153,7 @@ static void svg_legend(FILE *fp, const plot_spec *p, const svg_frame *f, double 
     fputs("</g>\n", fp);
 }
 
-static void svg_body(FILE *fp, const plot_spec *p, int W, int H) {
+static void svg_body(FILE *fp, const plot_spec *p, int W, int H, int id) {
     double s = p->scale > 0 ? p->scale : (W >= 1600 ? 2 : 1), fs = 13 * s, lw = (p->line_width > 0 ? p->line_width : 2.25) * s;
     svg_frame f = {.x0 = 60 * s + (p->ylabel ? fs * 1.5 : 0), .y0 = p->title ? 40 * s : 16 * s, .x1 = W - 24 * s,
                    .y1 = H - 36 * s - (p->xlabel ? fs * 1.5 : 0)};
@@ -185,22 +185,32 @@ static void svg_body(FILE *fp, const plot_spec *p, int W, int H) {
         fputs("</text>\n", fp);
     }
     fputs("</g>\n", fp);
-    fprintf(fp, "<clipPath id=\"plot\"><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"/></clipPath>\n", f.x0,
+    fprintf(fp, "<clipPath id=\"plot%d\"><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"/></clipPath>\n", id, f.x0,
             f.y0, f.x1 - f.x0, f.y1 - f.y0);
-    fputs("<g clip-path=\"url(#plot)\">\n", fp);
+    fprintf(fp, "<g clip-path=\"url(#plot%d)\">\n", id);
     for (int i = 0; i < p->nseries; i++) svg_series(fp, &f, &p->series[i], lw);
     fputs("</g>\n<g font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n", fp);
     svg_legend(fp, p, &f, fs, lw);
     fputs("</g>\n", fp);
 }
 
-int plot_svg_write(const plot_spec *p, const char *path, ms_err *err) {
+static int svg_check(const plot_spec *p, const char *path, ms_err *err) {
     int W = p->width > 0 ? p->width : 960, H = p->height > 0 ? p->height : 600;
     if (W < 160 || H < 120 || W > 16384 || H > 16384)
         return ms_fail(err, "%s: plot size %dx%d out of range (160x120 .. 16384x16384)", path, W, H);
     for (int s = 0; s < p->nseries; s++)
         if (p->series[s].n < 0 || (p->series[s].n > 0 && (!p->series[s].x || !p->series[s].y)))
             return ms_fail(err, "%s: series %d has no data", path, s);
+    return 0;
+}
+
+int plot_svg_write_stack(const plot_spec *const *panels, int np, const char *path, ms_err *err) {
+    int W = 0, H = 0;
+    for (int k = 0; k < np; k++) {
+        if (svg_check(panels[k], path, err)) return -1;
+        W = panels[k]->width > 0 ? panels[k]->width : 960;
+        H += panels[k]->height > 0 ? panels[k]->height : 600;
+    }
     atomic_file af;
     if (af_open(&af, path, err)) return -1;
     FILE *fp = af.fp;
@@ -220,9 +230,21 @@ int plot_svg_write(const plot_spec *p, const char *path, ms_err *err) {
         fputs("</moescope:item>\n", fp);
     }
     fputs("</metadata>\n", fp);
-    svg_body(fp, p, W, H);
+    // panels top to bottom, each in its own coordinates (clip ids differ)
+    for (int k = 0, y = 0; k < np; k++) {
+        int w = panels[k]->width > 0 ? panels[k]->width : 960;
+        int h = panels[k]->height > 0 ? panels[k]->height : 600;
+        fprintf(fp, "<g class=\"panel\" transform=\"translate(0,%d)\">\n", y);
+        svg_body(fp, panels[k], w, h, k);
+        fputs("</g>\n", fp);
+        y += h;
+    }
     fputs("</svg>\n", fp);
     return af_commit(&af, err);
+}
+
+int plot_svg_write(const plot_spec *p, const char *path, ms_err *err) {
+    return plot_svg_write_stack(&p, 1, path, err);
 }
 
 int plot_is_svg(const char *path) {

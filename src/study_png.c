@@ -1,7 +1,7 @@
 /* study_png.c - the study as one PNG: on top, per pair, bars of the naive,
  * skip-order, gate and expert loss barriers (pairs along x); below, a strip of
  * each method's rank percentile per pair (0% = the best order; a sampled
- * landscape adds its 95% interval as a line). */
+ * landscape adds its 95% interval as a line). PNG, or SVG for a .svg path. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +13,23 @@
 #define ST_H_BARS 540
 #define ST_H_STRIP 300
 
+/* The two panels and the arrays their series point into. */
+typedef struct {
+    plot_spec bars, strip;
+    plot_series *bar_ser; // (4 P)
+    double *bar_xy;       // (4 P, 4): x0 x1 y0 y1
+    plot_series strip_ser[2 + 2 * 64];
+    double *strip_xy;     // (2, P) x, (2, P) y
+    double ci[64][4];
+} study_fig;
+
 /* bars: each bar is a thick two-point line from 0 to its value */
-static int render_bars(const study *S, uint8_t **rgb, ms_err *err) {
+static void bars_build(const study *S, study_fig *F) {
     static const uint32_t col[4] = {PLOT_RGB_NAIVE, PLOT_RGB_SKIP, PLOT_RGB_GATE, PLOT_RGB_EXPERT};
     static const char *lab[4] = {"naive", "skip-order", "gate cost", "expert cost"};
     int P = S->npairs, ns = 4 * P;
-    plot_series *ser = ms_calloc((size_t)ns, sizeof(plot_series));
-    double *xy = ms_malloc((size_t)ns * 4 * sizeof(double)); // (ns, 4): x0 x1 y0 y1
+    plot_series *ser = F->bar_ser = ms_calloc((size_t)ns, sizeof(plot_series));
+    double *xy = F->bar_xy = ms_malloc((size_t)ns * 4 * sizeof(double));
     double ymax = 0;
     for (int k = 0; k < P; k++) {
         const st_pair *p = &S->pairs[k];
@@ -46,20 +56,16 @@ static int render_bars(const study *S, uint8_t **rgb, ms_err *err) {
     sp.xmin = 0.4, sp.xmax = P + 0.6;
     sp.ymin = 0, sp.ymax = ymax > 0 ? ymax * 1.08 : 1e-3;
     sp.line_width = P <= 10 ? 9.0 : P <= 30 ? 4.0 : 2.0;
-    int w, h;
-    int rc = plot_render_rgb(&sp, rgb, &w, &h, err);
-    free(ser);
-    free(xy);
-    return rc;
+    F->bars = sp;
 }
 
-static int render_strip(const study *S, uint8_t **rgb, ms_err *err) {
+static void strip_build(const study *S, study_fig *F) {
     int P = S->npairs;
-    plot_series ser[2 + 2 * 64];
+    plot_series *ser = F->strip_ser;
     int ns = 0;
-    double *buf = ms_malloc((size_t)P * 4 * sizeof(double)); // (2, P) x, (2, P) y
+    double *buf = F->strip_xy = ms_malloc((size_t)P * 4 * sizeof(double));
     static const uint32_t col[2] = {PLOT_RGB_GATE, PLOT_RGB_EXPERT};
-    double ci[64][4];
+    double (*ci)[4] = F->ci;
     for (int m = 0; m < 2; m++) {
         double *x = buf + (size_t)m * P, *y = buf + (size_t)(2 + m) * P;
         for (int k = 0; k < P; k++) {
@@ -90,26 +96,19 @@ static int render_strip(const study *S, uint8_t **rgb, ms_err *err) {
     sp.nseries = ns;
     sp.xmin = -2, sp.xmax = 102;
     sp.ymin = 0.4, sp.ymax = P + 0.6;
-    int w, h;
-    int rc = plot_render_rgb(&sp, rgb, &w, &h, err);
-    free(buf);
-    return rc;
+    F->strip = sp;
 }
 
 int study_write_png(const study *S, const char *path, ms_err *err) {
     if (S->npairs < 1) return ms_fail(err, "%s: no pairs to plot", path);
-    uint8_t *top = NULL, *bot = NULL;
-    if (render_bars(S, &top, err) || render_strip(S, &bot, err)) {
-        free(top);
-        return ms_prefix(err, "%s", path);
-    }
-    size_t a = (size_t)ST_W * ST_H_BARS * 3, b = (size_t)ST_W * ST_H_STRIP * 3;
-    uint8_t *all = ms_malloc(a + b); // (ST_H_BARS + ST_H_STRIP, ST_W, 3)
-    memcpy(all, top, a);
-    memcpy(all + a, bot, b);
-    int rc = plot_write_png_rgb(all, ST_W, ST_H_BARS + ST_H_STRIP, path, err);
-    free(top);
-    free(bot);
-    free(all);
+    study_fig *F = ms_calloc(1, sizeof *F);
+    bars_build(S, F);
+    strip_build(S, F);
+    const plot_spec *panels[2] = {&F->bars, &F->strip};
+    int rc = plot_write_stack(panels, 2, path, err);
+    free(F->bar_ser);
+    free(F->bar_xy);
+    free(F->strip_xy);
+    free(F);
     return rc;
 }

@@ -174,6 +174,26 @@ def main():
     r = run("landscape", A, B, "--eval", E, "--png", big, "--font-scale", "9", "-q")
     check(r.returncode == 2 and "--font-scale" in r.stderr, "--font-scale 9 refused: %s" % r.stderr)
 
+    # the two-panel figures (scatter, study): SVG for a .svg name, the same series as the PNG
+    for what, args in (("scatter", ["landscape", A, B, "--eval", E, "-q", "--scatter-png"]),
+                       ("study", ["study", A, B, os.path.join(D4, "seed3.safetensors"), "--eval", E,
+                                  "--png"])):
+        png, svg = os.path.join(work, what + ".png"), os.path.join(work, what + ".svg")
+        r1, r2 = run(*(args + [png])), run(*(args + [svg]))
+        check(r1.returncode == 0 and r2.returncode == 0, "%s figure: %s %s" % (what, r1.stderr, r2.stderr))
+        if r1.returncode or r2.returncode:
+            continue
+        w, h, text, _ = png_info(png)
+        root, series = svg_series(svg)
+        check(root.tag == SVG + "svg" and (root.get("width"), root.get("height")) == (str(w), str(h)),
+              "%s: the SVG is an <svg> of the PNG's size %dx%d" % (what, w, h))
+        panels = [g for g in root.iter(SVG + "g") if g.get("class") == "panel"]
+        check(len(panels) == 2, "%s: two panels in the SVG (%d)" % (what, len(panels)))
+        labels = [l for l, _ in series if l]
+        check(labels == text.get("Legend", "").split("\n"),
+              "%s: SVG series %r equal the PNG legend %r" % (what, labels, text.get("Legend")))
+        check(all(n > 0 for _, n in series), "%s: every series draws something" % what)
+
 
 main()
 sys.exit(testutil.summary("test_figures"))
