@@ -220,6 +220,21 @@ check "p again: numbered names" wait_for "saved $CPNG.2.png and $LPNG.2.png"
 check "p again: the first curves figure untouched" test "$(cksum <"$WORK/$CPNG.png")" = "$first_png"
 check "p again: the second decodes" png_ok "$WORK/$CPNG.2.png"
 
+# x: the state as JSON under the offered name (Enter), read back
+SJSON=$(basename "$S")-seed1-seed2.state-expert-wm.json
+tm send-keys -t t x
+check "x: the name offered" wait_for "save as (.json state, .csv table; Enter, Esc): $SJSON"
+tm send-keys -t t Enter
+check "x: saved" wait_for "saved $SJSON (24 of 24 orders)"
+check "x: the state parses, 24 orders by rank, 3 inputs with their SHA-256" "$PYTHON" -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+o = d['landscape']['orders']
+assert d['format'] == 'moescope.tui_state/1' and len(o) == 24
+assert [r['barrier'] for r in o] == sorted(r['barrier'] for r in o)
+assert len(d['provenance']['inputs']) == 3 and all(len(i['sha256']) == 64 for i in d['provenance']['inputs'])
+" "$WORK/$SJSON"
+
 # export (on the worker) names the pair's folder, the order stage and weight
 # matching, and never overwrites: neither an input nor an earlier export
 tm send-keys -t t e
@@ -364,6 +379,13 @@ if [ -f "$D8/seed1.safetensors" ]; then
     tui_session 100 30 \
         "cd '$WORK' && env LANG=C.UTF-8 LC_ALL=C.UTF-8 '$MOESCOPE' '$D8/seed1.safetensors' '$D8/seed2.safetensors' --eval '$D8/eval.safetensors' --points 5; echo EXIT_SHOWN; sleep 600"
     rows8() { screen | grep -oE 'expert orders [0-9]+/40320' | head -1 | grep -oE '[0-9]+/' | tr -d /; }
+    # p before the landscape is complete: the curves now, the landscape figure promised
+    wait_for "current barrier=" >/dev/null
+    rm -f "$WORK"/dense8-seed1-seed2.*.png
+    tm send-keys -t t p
+    # (on a machine fast enough to have finished, both at once)
+    check "n=8: p while the table fills: the curves now, the landscape promised" \
+        wait_re "saved dense8-seed1-seed2\.curves-expert-wm\.png( \(the landscape figure when the table is complete\)| and )"
     _past_half() { local r; r=$(rows8); [ -n "$r" ] && [ "$r" -ge 20160 ]; }
     check "n=8: the landscape passes half way" _poll _past_half
     before=$(rows8)
@@ -378,6 +400,8 @@ if [ -f "$D8/seed1.safetensors" ]; then
     after=$(rows8)
     check "n=8: w twice: the table goes on from $before rows ($after), not from 0" test "${after:-0}" -ge "$before"
     check "n=8: w twice: the landscape completes" wait_re "done: expert order rank [0-9]+ of 40320"
+    check "n=8: the promised landscape figure is written when it completes" wait_file "$WORK/dense8-seed1-seed2.landscape-wm.png"
+    check "n=8: the promised landscape figure decodes" png_ok "$WORK/dense8-seed1-seed2.landscape-wm.png"
     tm send-keys -t t q
     wait_for "EXIT_SHOWN" >/dev/null
 fi

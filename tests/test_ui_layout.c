@@ -14,6 +14,9 @@
 #include "diagnose.h"
 #include "export.h"
 #include "figures.h"
+#include "state_export.h"
+#include <cJSON.h>
+#include <unistd.h>
 #include "heatmap_view.h"
 #include "keys.h"
 #include "layout.h"
@@ -1368,6 +1371,75 @@ static void test_huge_numbers(void) {
     fix_free(&f);
 }
 
+/* x: the name prompt, then the state as JSON (or the table as CSV) */
+static void test_state_export(void) {
+    ui_fix f;
+    fix_init(&f, 4, 100, 30, 1);
+    f.a.info.a_path = "s/dense4/seed1.safetensors";
+    f.a.info.b_path = "s/dense4/seed2.safetensors";
+    CHECK(app_key(&f.a, 'x', &f.v) == FX_REDRAW && f.a.prompt, "x opens the prompt");
+    CHECK(!strcmp(f.a.prompt_buf, "dense4-seed1-seed2.state-expert-wm.json"), "default name %s", f.a.prompt_buf);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(grid_find(&f.g, "save as (.json state, .csv table; Enter, Esc): dense4-seed1-seed2.state-expert-wm.json_", NULL) ==
+              f.g.h - 1, "the prompt on the message line");
+    CHECK(app_key(&f.a, 'o', &f.v) == FX_REDRAW && f.a.req.order_stage == 1, "keys type into the prompt, not toggles");
+    app_key(&f.a, K_BACKSPACE, &f.v);
+    CHECK(!strcmp(f.a.prompt_buf, "dense4-seed1-seed2.state-expert-wm.json"), "backspace");
+    app_key(&f.a, K_ESC, &f.v);
+    CHECK(!f.a.prompt && !strcmp(f.a.msg, "not saved"), "Esc cancels");
+    app_key(&f.a, 'x', &f.v);
+    char dir[] = "/tmp/moescope-state-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "temp dir");
+    snprintf(f.a.prompt_buf, sizeof f.a.prompt_buf, "%s/s.json", dir);
+    CHECK(app_key(&f.a, K_ENTER, &f.v) == FX_STATE && !f.a.prompt, "Enter saves");
+    ms_err err;
+    CHECK(state_write(&f.v, "a.safetensors", "b.safetensors", f.a.prompt_buf, &err) == 0, "state_write: %s", err.msg);
+    FILE *fp = fopen(f.a.prompt_buf, "r");
+    char *txt = calloc(1, 1 << 20);
+    size_t nr = fp ? fread(txt, 1, (1 << 20) - 1, fp) : 0;
+    if (fp) fclose(fp);
+    cJSON *root = cJSON_Parse(txt);
+    CHECK(root && nr > 0, "the state parses as JSON");
+    cJSON *ls = cJSON_GetObjectItem(root, "landscape");
+    cJSON *rows = cJSON_GetObjectItem(ls, "orders");
+    CHECK(cJSON_GetArraySize(rows) == 24, "24 orders");
+    int sorted = 1, costs = 1;
+    double prev = -1;
+    for (int i = 0; i < cJSON_GetArraySize(rows); i++) {
+        cJSON *r = cJSON_GetArrayItem(rows, i);
+        double b = cJSON_GetObjectItem(r, "barrier")->valuedouble;
+        sorted &= b >= prev;
+        prev = b;
+        cJSON *o = cJSON_GetObjectItem(r, "order");
+        double c = 0;
+        for (int k = 0; k < 4; k++) c += f.v.cost[k * 4 + cJSON_GetArrayItem(o, k)->valueint];
+        costs &= fabs(c - cJSON_GetObjectItem(r, "cost")->valuedouble) < 1e-12;
+    }
+    CHECK(sorted && costs, "orders by rank, each with its assignment cost");
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "curves"), "naive"), "loss")) == 25,
+          "naive loss curve, 25 points");
+    cJSON_Delete(root);
+    free(txt);
+    /* .csv: the table */
+    char csv[600];
+    snprintf(csv, sizeof csv, "%s/t.csv", dir);
+    CHECK(state_write(&f.v, "a.safetensors", "b.safetensors", csv, &err) == 0, "state_write csv: %s", err.msg);
+    fp = fopen(csv, "r");
+    int lines = 0, header = 0;
+    char line[512];
+    while (fp && fgets(line, sizeof line, fp)) {
+        if (line[0] == '#') continue;
+        if (!header) header = !strncmp(line, "rank,tied,order,barrier,acc_barrier,loss_auc,cost", 49);
+        else lines++;
+    }
+    if (fp) fclose(fp);
+    CHECK(header && lines == 24, "CSV: header and 24 rows (%d)", lines);
+    remove(csv);
+    remove(f.a.prompt_buf);
+    rmdir(dir);
+    fix_free(&f);
+}
+
 int main(void) {
     test_units();
     test_sizes();
@@ -1389,5 +1461,6 @@ int main(void) {
     test_wide();
     test_accuracy_range();
     test_huge_numbers();
+    test_state_export();
     return test_summary("test_ui_layout");
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "curves_view.h"
+#include "export.h"
 #include "diagnose.h"
 #include "heatmap_view.h"
 #include "help_view.h"
@@ -141,6 +142,25 @@ static int filter_key(app_state *a, int key) {
     return FX_REDRAW;
 }
 
+/* x's name prompt: printable keys edit, Enter saves (FX_STATE), Esc cancels. */
+static int prompt_key(app_state *a, int key) {
+    size_t len = strlen(a->prompt_buf);
+    if (key == K_ESC) {
+        a->prompt = 0;
+        app_message(a, 0, "not saved");
+    } else if (key == K_ENTER || key == '\n' || key == '\r') {
+        a->prompt = 0;
+        if (len) return FX_STATE;
+        app_message(a, 1, "no name: not saved");
+    } else if (key == K_BACKSPACE || key == 127 || key == 8) {
+        if (len) a->prompt_buf[len - 1] = 0;
+    } else if (key >= 32 && key < 127 && len + 1 < sizeof a->prompt_buf) {
+        a->prompt_buf[len] = (char)key;
+        a->prompt_buf[len + 1] = 0;
+    }
+    return FX_REDRAW;
+}
+
 static void move(app_state *a, const explore_snapshot *v, long delta) {
     orders_move(&a->orders, delta);
     orders_set_cursor(&a->orders, v, a->orders.cursor);
@@ -167,6 +187,7 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
         return FX_REDRAW;
     }
     if (a->orders.editing) return filter_key(a, key);
+    if (a->prompt) return prompt_key(a, key);
     if (key == K_ESC && a->orders.filter[0]) {
         a->orders.filter[0] = 0;
         return FX_REDRAW;
@@ -238,6 +259,12 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
     case ACT_HEAT_PREV: a->heat_off -= a->heat_off > 0; return FX_REDRAW;
     case ACT_HEAT_NEXT: a->heat_off++; return FX_REDRAW;
     case ACT_REDRAW: return FX_REDRAW;
+    case ACT_STATE:
+        /* the name is offered, in the current directory; any path may be typed */
+        a->prompt = 1;
+        export_pair_name(a->info.a_path ? a->info.a_path : a->info.a_name, a->info.b_path ? a->info.b_path : a->info.b_name,
+                         &a->req, "state", "json", a->prompt_buf, sizeof a->prompt_buf);
+        return FX_REDRAW;
     case ACT_SCATTER:
         a->scatter ^= 1;
         app_message(a, 0, "%s", a->scatter ? "scatter: each order's assignment cost against its barrier (v: curves)"
@@ -373,7 +400,9 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     /* the free end of the footer's last row can hold the status */
     ui_rect alt = {a->hits.end_x + 2, a->hits.end_y, L->footer.x + L->footer.w - 1 - (a->hits.end_x + 2), 1};
     if (room < L->message.w - 1) alt.w = 0; /* the status stays on the message line, before the flags */
-    message_render(g, &L->message, a->msg, a->msg_error, v, &alt, room);
+    char pm[700];
+    if (a->prompt) snprintf(pm, sizeof pm, "save as (.json state, .csv table; Enter, Esc): %s_", a->prompt_buf);
+    message_render(g, &L->message, a->prompt ? pm : a->msg, a->prompt ? 0 : a->msg_error, v, &alt, room);
     if (room < L->message.w - 1) grid_text(g, L->message.x + room + 2, L->message.y, fl_len, frole, fl);
     if (a->show_help) help_render(g, &L->overlay, &a->info.cfg);
     else if (a->show_diag) {

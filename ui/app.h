@@ -13,6 +13,7 @@
 
 typedef struct {
     char a_name[256], b_name[256], e_name[256], layer[64];
+    const char *a_path, *b_path; /* as given (borrowed): default names of saved files */
     moe_config cfg;
     int N; /* evaluation samples */
 } ui_info;
@@ -21,6 +22,8 @@ typedef struct {
     ui_info info;
     explore_request req;          /* the toggles as the user set them */
     int metric_acc;              /* plot accuracy instead of loss */
+    int prompt;                  /* x: typing the name to save the state as */
+    char prompt_buf[512];
     int scatter;                 /* the scatter view in the curves pane's place */
     int show_help, show_diag, diag_scroll;
     char **diag_lines;           /* owned; app_render builds them from the view's
@@ -36,7 +39,7 @@ typedef struct {
     double now;                  /* explore_clock() of this frame (spinners), 0 in tests */
 } app_state;
 
-enum { FX_SUBMIT = 1, FX_QUIT = 2, FX_PNG = 4, FX_EXPORT = 8, FX_DIAG = 16, FX_REDRAW = 32 };
+enum { FX_SUBMIT = 1, FX_QUIT = 2, FX_PNG = 4, FX_EXPORT = 8, FX_DIAG = 16, FX_REDRAW = 32, FX_STATE = 64 };
 
 void app_init(app_state *a, const ui_info *info, int T);
 void app_free(app_state *a);

@@ -122,17 +122,26 @@ static int same_dir(const char *a, const char *b) {
     return la == lb && !strncmp(a, b, (size_t)la);
 }
 
-void export_plot_name(const char *a_path, const char *b_path, const explore_request *q, int is_landscape,
-                      int metric_acc, char *out, int cap) {
+void export_pair_name(const char *a_path, const char *b_path, const explore_request *q, const char *what,
+                      const char *ext, char *out, int cap) {
     char sa[512], sb[512];
     path_stem(a_path, 1, sa, sizeof sa);
     path_stem(b_path, !same_dir(a_path, b_path), sb, sizeof sb);
-    if (is_landscape)
+    snprintf(out, (size_t)cap, "%s-%s.%s-%s-%s.%s", sa, sb, what, order_stage_name(q), q->wm_stage ? "wm" : "nowm",
+             ext);
+}
+
+void export_plot_name(const char *a_path, const char *b_path, const explore_request *q, int is_landscape,
+                      int metric_acc, char *out, int cap) {
+    if (is_landscape) {
+        char sa[512], sb[512];
+        path_stem(a_path, 1, sa, sizeof sa);
+        path_stem(b_path, !same_dir(a_path, b_path), sb, sizeof sb);
         snprintf(out, (size_t)cap, "%s-%s.landscape-%s%s.png", sa, sb, q->wm_stage ? "wm" : "nowm",
                  q->center ? "" : "-uncentred");
-    else
-        snprintf(out, (size_t)cap, "%s-%s.curves%s-%s-%s.png", sa, sb, metric_acc ? "-acc" : "", order_stage_name(q),
-                 q->wm_stage ? "wm" : "nowm");
+    } else {
+        export_pair_name(a_path, b_path, q, metric_acc ? "curves-acc" : "curves", "png", out, cap);
+    }
 }
 
 /* ---- --png-live: what the curves figure shows ---- */

@@ -28,6 +28,9 @@ void export_aligned_name(const char *b_path, const explore_request *q, char *out
  * centred, which moves the gate mark). The caller numbers it when taken. */
 void export_plot_name(const char *a_path, const char *b_path, const explore_request *q, int is_landscape,
                       int metric_acc, char *out, int cap);
+/* The same parts around what and ext: "dense4-seed1-seed2.<what>-expert-wm.<ext>". */
+void export_pair_name(const char *a_path, const char *b_path, const explore_request *q, const char *what,
+                      const char *ext, char *out, int cap);
 
 /* What the curves figure shows, for --png-live to rewrite it exactly when
  * that changes: the toggles, the metric, and each curve's order and numbers. */

@@ -30,6 +30,7 @@ typedef enum {
     ACT_HEAT_NEXT,      /* ] */
     ACT_REDRAW,         /* Ctrl-L */
     ACT_SCATTER,        /* v: the scatter of cost against barrier in the curves' place */
+    ACT_STATE,          /* x: save the state (JSON) or the table (CSV) */
     ACT_COUNT
 } ui_action;
 

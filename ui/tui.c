@@ -24,8 +24,10 @@
 #include "cli.h"
 #include "explore_worker.h"
 #include "export.h"
+#include "state_export.h"
 #include "keys.h"
 #include "ms_limits.h"
+#include "provenance.h"
 #include "theme.h"
 #include "tui.h"
 
@@ -253,8 +255,13 @@ static int load_inputs(const tui_args *a, tui_inputs *in) {
     if (!rc && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
         rc = cli_error("the explorer needs a terminal on its input and output; for scripts use the "
                        "subcommands (moescope --help)");
-    if (rc) inputs_free(in);
-    return rc;
+    if (rc) {
+        inputs_free(in);
+        return rc;
+    }
+    /* the figures and the saved state record their inputs (provenance.h) */
+    for (int i = 0; i < 3; i++) prov_add_input(ins[i]);
+    return 0;
 }
 
 /* ---- side effects of keys and results ---- */
@@ -304,6 +311,21 @@ static void do_png(app_state *a, const explore_snapshot *v, tui_ctx *c) {
         c->landscape_req = v->req;
         app_message(a, 0, "saved %s (the landscape figure when the table is complete)", cur);
     }
+}
+
+/* x: the state at the name typed, numbered when taken, never over an input. */
+static void do_state(app_state *a, const explore_snapshot *v, const tui_ctx *c) {
+    ms_err err;
+    char out[600];
+    if (af_free_name(a->prompt_buf, out, sizeof out)) {
+        app_message(a, 1, "%s: every numbered name is taken", a->prompt_buf);
+        return;
+    }
+    if (af_check_not_input(out, c->paths, 3, &err) || state_write(v, c->paths[0], c->paths[1], out, &err))
+        app_message(a, 1, "%s", err.msg);
+    else
+        app_message(a, 0, "saved %s (%ld of %ld orders%s)", out, v->ndone, v->norders,
+                    v->have_landscape ? "" : ": the table is still filling in");
 }
 
 /* The promised landscape figure, once the landscape of those stages is complete. */
@@ -493,6 +515,7 @@ static void run_loop(explore_worker *g, app_state *app, tui_screen *scr, tui_ctx
             explore_request_diag(g, app->req.method, app->req.center); /* its flags reach the status line */
         }
         if (fx & FX_PNG) do_png(app, &v, ctx);
+        if (fx & FX_STATE) do_state(app, &v, ctx);
         if (fx & FX_EXPORT) {
             char path[512];
             export_aligned_name(ctx->paths[1], &app->req, path, sizeof path);
@@ -527,6 +550,8 @@ static void app_setup(app_state *app, const tui_args *a, const tui_inputs *in) {
     folder_name(a->pb, info.b_name, sizeof info.b_name);
     snprintf(info.e_name, sizeof info.e_name, "%.255s", base_name(a->e_path));
     snprintf(info.layer, sizeof info.layer, "%s", in->A.layer ? in->A.layer : (a->layer ? a->layer : "moe"));
+    info.a_path = a->pa;
+    info.b_path = a->pb;
     info.cfg = in->A.cfg;
     info.N = in->E.N;
     app_init(app, &info, a->T);
