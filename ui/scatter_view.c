@@ -131,8 +131,14 @@ void scatter_render(grid *g, const ui_rect *r, const explore_snapshot *v, long b
         grid_put(g, G.px + X / G.sub_x, ay, g->utf8 ? 0x252C : '+', ROLE_BORDER);
         last_end = cx + grid_text(g, cx, ay + 1, r->x + r->w - cx, ROLE_DIM, lab);
     }
-    grid_printf(g, r->x + 1, ay + 2, r->w - 1, ROLE_DIM, "%s%s cost sum_i C[i][pi(i)]  *best G gate E expert I id >plotted",
-                g->utf8 ? "\u28FF " : ". ", m);
+    /* the key, shorter where it would be cut */
+    const char *dot = g->utf8 ? "\u28FF " : ". ";
+    char key[160];
+    snprintf(key, sizeof key, "%s%s cost sum_i C[i][pi(i)]  *best G gate E expert I id >plotted", dot, m);
+    if ((int)strlen(key) - (g->utf8 ? 2 : 0) > r->w - 1)
+        snprintf(key, sizeof key, "%sorders  *best G gate E expert I id >plotted", dot);
+    if ((int)strlen(key) - (g->utf8 ? 2 : 0) > r->w - 1) snprintf(key, sizeof key, "%sorders; marks as in the table", dot);
+    grid_text(g, r->x + 1, ay + 2, r->w - 1, ROLE_DIM, key);
     draw_points(g, &G, v, x, y, nr, best_row);
     free(x);
 }
