@@ -15,6 +15,7 @@
 #include "export.h"
 #include "figures.h"
 #include "state_export.h"
+#include "swap_view.h"
 #include <cJSON.h>
 #include <unistd.h>
 #include "heatmap_view.h"
@@ -1440,6 +1441,50 @@ static void test_state_export(void) {
     fix_free(&f);
 }
 
+/* b: each two-slot swap of the current order, its barrier change, checked
+ * against the rows by brute force; the best swap named */
+static void test_swaps(void) {
+    ui_fix f;
+    fix_init(&f, 4, 80, 24, 1);
+    int n = 4;
+    memcpy(f.v.current_order, f.v.cost_order, sizeof(int) * 4);
+    double d[16];
+    CHECK(swap_deltas(&f.v, d) == 0, "the current order's row is there");
+    double base = NAN;
+    for (long k = 0; k < f.v.ndone; k++)
+        if (!memcmp(f.v.rows[k].order, f.v.current_order, sizeof(int) * 4)) base = f.v.rows[k].barrier;
+    int ok = 1, bi = -1, bj = -1;
+    double best = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            if (i == j) {
+                ok &= d[i * n + j] == 0;
+                continue;
+            }
+            /* the swapped order's row, found by brute force */
+            for (long k = 0; k < f.v.ndone; k++) {
+                const int *o = f.v.rows[k].order;
+                int same = 1;
+                for (int s2 = 0; s2 < n; s2++)
+                    same &= o[s2] == (s2 == i ? f.v.current_order[j] : s2 == j ? f.v.current_order[i] : f.v.current_order[s2]);
+                if (same) ok &= fabs(d[i * n + j] - (f.v.rows[k].barrier - base)) < 1e-15;
+            }
+            if (j > i && d[i * n + j] < best) best = d[i * n + j], bi = i, bj = j;
+        }
+    CHECK(ok, "swap deltas = the swapped orders' barriers minus the current one's");
+    CHECK(app_key(&f.a, 'b', &f.v) == FX_REDRAW && f.a.swaps, "b shows the swaps");
+    app_render(&f.a, &f.v, &f.g);
+    dump(&f.g);
+    char want[64];
+    snprintf(want, sizeof want, "best %d<->%d %+.3g", bi, bj, best);
+    CHECK(bi >= 0 && count_rows_with(&f.g, &f.a.layout.heat, want) == 1, "the best swap named: %s", want);
+    CHECK(count_rows_with(&f.g, &f.a.layout.heat, "s3") == 1, "every slot's row");
+    app_key(&f.a, 'b', &f.v);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(count_rows_with(&f.g, &f.a.layout.heat, "total 4.5") == 1, "b again: the costs");
+    fix_free(&f);
+}
+
 int main(void) {
     test_units();
     test_sizes();
@@ -1462,5 +1507,6 @@ int main(void) {
     test_accuracy_range();
     test_huge_numbers();
     test_state_export();
+    test_swaps();
     return test_summary("test_ui_layout");
 }

@@ -15,6 +15,7 @@
 #include "symmetry.h"
 #include "keys.h"
 #include "scatter_view.h"
+#include "swap_view.h"
 
 void app_init(app_state *a, const ui_info *info, int T) {
     memset(a, 0, sizeof *a);
@@ -265,6 +266,11 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
         export_pair_name(a->info.a_path ? a->info.a_path : a->info.a_name, a->info.b_path ? a->info.b_path : a->info.b_name,
                          &a->req, "state", "json", a->prompt_buf, sizeof a->prompt_buf);
         return FX_REDRAW;
+    case ACT_SWAP:
+        a->swaps ^= 1;
+        app_message(a, 0, "%s", a->swaps ? "each two-slot swap of the current order: its barrier change (b: costs)"
+                                          : "cost matrix");
+        return FX_REDRAW;
     case ACT_SCATTER:
         a->scatter ^= 1;
         app_message(a, 0, "%s", a->scatter ? "scatter: each order's assignment cost against its barrier (v: curves)"
@@ -364,7 +370,8 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
         return;
     }
     /* the half-block map needs half the rows: the curves get the rest */
-    int hh = heatmap_height(n, L->heat.w, L->heat.h, g->utf8, g->color);
+    int hh = a->swaps ? (n + 3 < L->heat.h ? n + 3 : L->heat.h) /* title, header, n rows, the best swap */
+                      : heatmap_height(n, L->heat.w, L->heat.h, g->utf8, g->color);
     if (hh < L->heat.h) {
         L->curves.y -= L->heat.h - hh;
         L->curves.h += L->heat.h - hh;
@@ -373,7 +380,8 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     render_title(g, &L->title, &a->info, v);
     for (int y = L->orders.y; y < L->orders.y + L->orders.h; y++)
         grid_put(g, L->sep_x, y, g->utf8 ? 0x2502 : '|', ROLE_BORDER);
-    heatmap_render(g, &L->heat, v, &a->heat_off);
+    if (a->swaps && v) swap_render(g, &L->heat, v);
+    else heatmap_render(g, &L->heat, v, &a->heat_off);
     orders_update(&a->orders, v);
     if (a->scatter) scatter_render(g, &L->curves, v, a->orders.best_row);
     else curves_render(g, &L->curves, v, a->metric_acc);

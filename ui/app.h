@@ -25,6 +25,7 @@ typedef struct {
     int prompt;                  /* x: typing the name to save the state as */
     char prompt_buf[512];
     int scatter;                 /* the scatter view in the curves pane's place */
+    int swaps;                   /* the two-slot swaps in the cost matrix's place */
     int show_help, show_diag, diag_scroll;
     char **diag_lines;           /* owned; app_render builds them from the view's
                                   * diagnostics (or app_set_diag sets them) */

@@ -18,6 +18,7 @@ const key_binding key_table[] = {
     {'d', ACT_DIAG, "d", "diagnostics"},
     {'v', ACT_SCATTER, "v", "view: curves/scatter"},
     {'x', ACT_STATE, "x", "save state: .json/.csv"},
+    {'b', ACT_SWAP, "b", "view: costs/swaps"},
     {'?', ACT_HELP, "?", "this help"},
     {'q', ACT_QUIT, "q", "quit"},
     {K_UP, ACT_UP, "Up/k", "move up"},

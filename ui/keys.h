@@ -31,6 +31,7 @@ typedef enum {
     ACT_REDRAW,         /* Ctrl-L */
     ACT_SCATTER,        /* v: the scatter of cost against barrier in the curves' place */
     ACT_STATE,          /* x: save the state (JSON) or the table (CSV) */
+    ACT_SWAP,           /* b: barrier change of each two-slot swap, in the cost matrix's place */
     ACT_COUNT
 } ui_action;
 
