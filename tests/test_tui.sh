@@ -173,7 +173,7 @@ check "v again: the curves" wait_for "curves: loss"
 # b: the barrier change of each two-slot swap in the cost matrix's place
 tm send-keys -t t b
 check "b: the swaps of the current order" wait_re "(barrier change when slots i, j swap|swap i,j: barrier change)"
-check "b: the best swap named" wait_re "(best swap: slots|best )[0-9]+(,|<->)[0-9]+ -0\.[0-9]"
+check "b: the best swap named" wait_re "(best swap: slots |best )[0-9]+(,|<->)[0-9]+ -0\.[0-9]"
 tm send-keys -t t b
 check "b again: the costs" wait_re "(cost: )?expert +(gate )?centring on"
 
