@@ -3,6 +3,7 @@
 #   make            ./moescope (release build, objects under build/rel)
 #   make check      AddressSanitizer + UBSan build under build/asan, then every test
 #   make bench      benchmarks, side by side with numpy/scipy, as ratios
+#   make moescope-mpi   ./moescope-mpi, landscape and study over MPI (needs mpicc)
 #   make run        the TUI on the bundled sample checkpoints
 #   make samples    regenerate sample-checkpoints/ (byte-identical for the same seeds)
 #   make fuzz       libFuzzer harnesses for a bounded time (clang)
@@ -36,7 +37,10 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined
 # main.c (the binary's entry) joins them. src/ is compiled without -Iui, so a
 # src/ file cannot include a ui/ header; tests/check_boundaries.sh checks it.
 CLI_SRC  := $(wildcard src/cli*.c) $(wildcard src/cmd_*.c)
-LIB_SRC  := $(filter-out $(CLI_SRC),$(wildcard src/*.c))
+# moescope-mpi's own files (src/*mpi*.c) are compiled with MPI's headers and
+# linked only into it: the plain binary needs no MPI to build or run.
+MPI_SRC  := $(wildcard src/*mpi*.c)
+LIB_SRC  := $(filter-out $(CLI_SRC) $(MPI_SRC),$(wildcard src/*.c))
 UI_SRC   := $(wildcard ui/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 # -Iui for everything but src/ (ui/ itself, main.c, the UI's tests)
@@ -55,6 +59,8 @@ $(1)/libmoescope_ui.a: $(patsubst %.c,$(1)/%.o,$(UI_SRC))
 	@echo "AR $$@" && ar rcs $$@ $$^
 $(1)/moescope: $(1)/main.o $(1)/libmoescope_ui.a $(1)/libmoescope_cli.a $(1)/libmoescope.a
 	$$(CC) $(2) -o $$@.tmp $$^ $$(LDLIBS) && mv -f $$@.tmp $$@
+$(1)/moescope-mpi: $(patsubst %.c,$(1)/%.o,$(MPI_SRC)) $(1)/libmoescope_cli.a $(1)/libmoescope.a
+	$$(CC) $(2) -o $$@.tmp $$^ $$(MPI_LIBS) $$(LDLIBS) && mv -f $$@.tmp $$@
 $(1)/tests/%: $(1)/tests/%.o $(1)/libmoescope_ui.a $(1)/libmoescope_cli.a $(1)/libmoescope.a
 	$$(CC) $(2) -o $$@ $$^ $$(LDLIBS)
 $(1)/%.o: %.c
@@ -64,6 +70,14 @@ endef
 
 REL  := build/rel
 ASAN := build/asan
+
+# MPI (OpenMPI's mpicc names its flags); empty when MPI is not installed
+MPICC      ?= mpicc
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
+MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null)
+$(patsubst %.c,$(REL)/%.o,$(MPI_SRC)) $(patsubst %.c,$(ASAN)/%.o,$(MPI_SRC)): CPPFLAGS += $(MPI_CFLAGS)
+# make check and make test build moescope-mpi too when MPI is there
+MPI_BIN = $(if $(MPI_LIBS),$(1)/moescope-mpi)
 
 # The version reports carry: git describe of this tree, or (a release tarball
 # without .git) empty, and then src/provenance.c uses MS_VERSION_FALLBACK.
@@ -77,7 +91,7 @@ $(REL)/src/provenance.o $(ASAN)/src/provenance.o: CPPFLAGS += -DMS_GIT_VERSION='
 $(eval $(call BUILD_RULES,$(REL),$(OPT) -g))
 $(eval $(call BUILD_RULES,$(ASAN),$(SAN_FLAGS)))
 
-.PHONY: all deps run check test bench samples fuzz mutants install clean version
+.PHONY: all deps run check test bench samples fuzz mutants install clean version moescope-mpi
 .SECONDARY:
 
 all: moescope
@@ -85,13 +99,18 @@ all: moescope
 moescope: $(REL)/moescope
 	cp $< $@.tmp && mv -f $@.tmp $@
 
+moescope-mpi:
+	@[ -n "$(MPI_LIBS)" ] || { echo "moescope-mpi needs MPI: $(MPICC) not found (make deps installs OpenMPI)"; exit 1; }
+	@$(MAKE) --no-print-directory $(REL)/moescope-mpi
+	cp $(REL)/moescope-mpi $@.tmp && mv -f $@.tmp $@
+
 REL_TESTS  := $(patsubst tests/%.c,$(REL)/tests/%,$(TEST_SRC))
 ASAN_TESTS := $(patsubst tests/%.c,$(ASAN)/tests/%,$(TEST_SRC))
 
 # Debian packages for build, tests and benchmarks. Root runs apt-get directly.
 DEB_PACKAGES := build-essential pkg-config libopenblas-dev libcjson-dev libpng-dev \
     libncurses-dev python3 python3-numpy python3-scipy python3-sklearn tmux clang \
-    libclang-rt-dev universal-ctags time
+    libclang-rt-dev universal-ctags time openmpi-bin libopenmpi-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
 	$(SUDO) apt-get update -qq
@@ -105,15 +124,15 @@ run: moescope
 	else echo "no sample checkpoints yet"; fi
 
 # Every test, under AddressSanitizer + UBSan. The last line is "N passed, N failed".
-check: $(ASAN)/moescope $(ASAN_TESTS)
-	@MOESCOPE=$(ASAN)/moescope TESTBIN=$(ASAN)/tests PYTHON=$(PYTHON) bash tests/run.sh
+check: $(ASAN)/moescope $(ASAN_TESTS) $(call MPI_BIN,$(ASAN))
+	@MOESCOPE=$(ASAN)/moescope MOESCOPE_MPI=$(call MPI_BIN,$(ASAN)) TESTBIN=$(ASAN)/tests PYTHON=$(PYTHON) bash tests/run.sh
 
 # The same tests against the release build (faster, no sanitizers).
-test: $(REL)/moescope $(REL_TESTS)
-	@MOESCOPE=$(REL)/moescope TESTBIN=$(REL)/tests PYTHON=$(PYTHON) bash tests/run.sh
+test: $(REL)/moescope $(REL_TESTS) $(call MPI_BIN,$(REL))
+	@MOESCOPE=$(REL)/moescope MOESCOPE_MPI=$(call MPI_BIN,$(REL)) TESTBIN=$(REL)/tests PYTHON=$(PYTHON) bash tests/run.sh
 
-bench: $(REL)/moescope
-	@MOESCOPE=$(REL)/moescope PYTHON=$(PYTHON) bash tests/bench/run.sh
+bench: $(REL)/moescope $(call MPI_BIN,$(REL))
+	@MOESCOPE=$(REL)/moescope MOESCOPE_MPI=$(call MPI_BIN,$(REL)) PYTHON=$(PYTHON) bash tests/bench/run.sh
 
 samples: $(REL)/moescope
 	@MOESCOPE=$(REL)/moescope PYTHON=$(PYTHON) bash sample-checkpoints/make_samples.sh
@@ -128,6 +147,7 @@ mutants:
 install: moescope
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/moescope
 	install -m 755 moescope $(DESTDIR)$(PREFIX)/bin/moescope
+	if [ -f moescope-mpi ]; then install -m 755 moescope-mpi $(DESTDIR)$(PREFIX)/bin/moescope-mpi; fi
 	cp -r assets/. $(DESTDIR)$(PREFIX)/share/moescope/
 
 # the version string the binary reports (git describe, else the fallback)
@@ -135,6 +155,6 @@ version:
 	@v='$(MS_GIT_VERSION)'; [ -n "$$v" ] || v=$$(sed -n 's/^#define MS_VERSION_FALLBACK "\(.*\)"/\1/p' include/provenance.h); echo "$$v"
 
 clean:
-	rm -rf build moescope
+	rm -rf build moescope moescope-mpi
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -58,7 +58,7 @@ int cli_load_models(const char *pa, const char *pb, const char *layer, const cha
 int cli_save_checkpoint(const moe_model *m, const char *src_path, const char *out_path);
 
 /* One getopt result of the landscape options landscape and study share: 'T'
- * --points, 'S' --samples, 's' --seed, 't' --threads, 'W' --no-wm (cmd names
+ * --points, 'S' --samples, 's' --seed, 't' --threads, 'W' --no-wm, 'E' --exhaustive (cmd names
  * the command in messages). 0 if handled, 2 after a usage error, -1 if ch is
  * none of these. */
 int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, const char *usage);
@@ -72,6 +72,13 @@ int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, 
     "                    in .svg writes SVG (vector) instead of PNG\n"                                        \
     "      --font-scale K  text and line scale 1..4 (default: 2 from 1600 pixels wide)\n"
 int cli_figure_option(int ch, const char *arg, const char *cmd, const char *usage);
+
+/* Set by moescope-mpi before a command runs: the landscapes of `landscape` and `study`
+ * are split over its processes, and only rank 0 prints and writes reports. NULL in the
+ * plain binary. */
+extern const ls_partition *cli_partition;
+/* this process prints and writes the reports (not one of moescope-mpi's ranks > 0) */
+int cli_reports_here(void);
 
 /* ---- align and merge: the options and inputs they share ---- */
 typedef struct {

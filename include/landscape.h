@@ -15,13 +15,16 @@
 #include "evalset.h"
 #include "model.h"
 
+/* `--exhaustive`: every order up to this many experts (11! = 39916800 rows) */
+#define LS_EXHAUSTIVE_FORCED_MAX 11
+
 /* n! as a double: the number of expert orders of n experts */
 double ls_factorial(int n);
 /* n! for people: "40320", or "about 10^13019" once it has more than 15 digits
  * (n! overflows a double at n = 171). */
 void ls_factorial_format(char *buf, size_t cap, int n);
 
-typedef struct {
+typedef struct ls_row {
     int order[LS_MAX_N];
     double barrier, acc_barrier, auc;
 } ls_row;
@@ -41,6 +44,33 @@ typedef struct {
  * m); free with ls_endpoint_free. */
 int ls_endpoint_eval(const moe_model *m, const evalset *E, ls_endpoint *e, ms_err *err);
 void ls_endpoint_free(ls_endpoint *e);
+
+/* Splitting one landscape over cooperating processes (the MPI build: src/landscape_mpi.c
+ * implements it; the plain build never sets it). Every process runs landscape_compute with
+ * the same inputs and options; each computes its share (ls_share) of the pairs' weight
+ * matching, of the pair outputs at every point and of the order blocks, and the hooks
+ * exchange the results. Each hook is called from the calling thread, by every process at
+ * the same step, and returns 0 or -1 (err set). */
+typedef struct ls_partition {
+    int rank, size;  /* this process, of size; rank 0 alone gets the finished table */
+    /* items [0, total) of item_bytes each at buf: this process filled its share
+     * ls_share(total, rank, size); afterwards every process holds all of them */
+    int (*allgather)(const struct ls_partition *p, void *buf, long total, size_t item_bytes,
+                     ms_err *err);
+    /* this process's nlocal finished rows; rank 0 receives every process's rows, in rank
+     * order, into rows[0..total) (its own are rows[0..nlocal)) while reporting the rows done
+     * over all processes through progress (may be NULL) */
+    int (*gather_rows)(const struct ls_partition *p, struct ls_row *rows, long nlocal, long total,
+                       void (*progress)(void *ctx, long done, long total), void *ctx, ms_err *err);
+    /* rows done over all processes, from this process's count (rank 0: the sum of the
+     * latest counts heard from the others and its own; others: -1, nothing to show) */
+    long (*rows_done)(const struct ls_partition *p, long local);
+    void *ctx;
+} ls_partition;
+
+/* The share [*lo, *hi) of items [0, total) that process rank of size computes: contiguous,
+ * sizes differing by at most one. */
+void ls_share(long total, int rank, int size, long *lo, long *hi);
 
 typedef struct {
     int T;               /* points, default 25 */
@@ -75,6 +105,10 @@ typedef struct {
     /* A's and B's evaluations (ls_endpoint_eval of the same models on
      * the same E), borrowed; NULL: the landscape evaluates them itself. */
     const ls_endpoint *end_a, *end_b;
+
+    /* NULL, or this process's part of a landscape split over processes (above);
+     * then only rank 0's L holds the table, the others' only their own rows */
+    const ls_partition *part;
 } ls_opts;
 
 void ls_opts_default(ls_opts *o);

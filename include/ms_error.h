@@ -19,6 +19,11 @@ int ms_fail(ms_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* Prefix an existing message: "prefix: old message". Returns -1. */
 int ms_prefix(ms_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* How error messages name this process: "moescope" unless set (moescope-mpi names the
+ * rank, so a message from one of many processes says which). */
+void ms_set_process_name(const char *name);
+const char *ms_process_name(void);
+
 void *ms_malloc_check(size_t size, const char *file, int line);
 void *ms_calloc_check(size_t count, size_t size, const char *file, int line);
 void *ms_realloc_check(void *p, size_t size, const char *file, int line);

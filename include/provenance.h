@@ -1,8 +1,8 @@
 /* provenance.h - how a report was made: the moescope version (git describe at
  * build time, else the release constant), the command line, each input file's
  * size and SHA-256, the thread count, the curve points, the date, and the
- * ranks definition in use ("ranks": 1 = rank with the tie tolerance of
- * rank.h). Process-wide: main records the command line, the loaders record
+ * number of processes that computed it ("ranks": the MPI ranks of moescope-mpi,
+ * 1 for the plain binary). Process-wide: main records the command line, the loaders record
  * their inputs, the commands record threads and points; every report then
  * embeds the same record (JSON object, PNG tEXt chunks, CSV "# " lines). */
 #ifndef MS_PROVENANCE_H
@@ -11,7 +11,6 @@
 #include <cJSON.h>
 
 #define MS_VERSION_FALLBACK "0.1.0"
-#define MS_RANKS_DEFINITION 1
 
 /* git describe of the build, or MS_VERSION_FALLBACK; never empty */
 const char *ms_version(void);
@@ -21,6 +20,8 @@ void prov_set_command(int argc, char **argv);
 void prov_add_input(const char *path);
 /* threads: the resolved count (default 1); points: T (default 0: none) */
 void prov_set_run(int threads, int points);
+/* processes (MPI ranks) computing the reports (default 1) */
+void prov_set_ranks(int ranks);
 
 /* {"version", "command", "inputs": [{"path", "bytes", "sha256"}], "threads",
  * "points", "date", "ranks"}; an input that cannot be read gets null sha256 */

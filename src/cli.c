@@ -41,7 +41,7 @@ int cli_usage_error(const char *usage, const char *fmt, ...) {
 
 int cli_error(const char *fmt, ...) {
     va_list ap;
-    fprintf(stderr, "moescope: ");
+    fprintf(stderr, "%s: ", ms_process_name());
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
@@ -157,9 +157,14 @@ void cli_align_args_init(cli_align_args *a) {
     align_opts_default(&a->ao);
 }
 
+const ls_partition *cli_partition;
+
+int cli_reports_here(void) { return !cli_partition || cli_partition->rank == 0; }
+
 int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, const char *usage) {
     char *end;
     switch (ch) {
+    case 'E': lo->exhaustive_max = LS_EXHAUSTIVE_FORCED_MAX; return 0;
     case 'T':
         lo->T = (int)strtol(arg, &end, 10);
         if (*end || lo->T < 3 || lo->T > 100000)

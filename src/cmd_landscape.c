@@ -18,7 +18,7 @@
 static const char *USAGE =
     "moescope landscape A.safetensors B.safetensors --eval E [--points 25] [--json F] [--csv F] "
     "[--png F] [--curves-png F] [--scatter-png F] [--layer L] [--no-wm] [--no-center] [--all-orders] [--samples N] "
-    "[--seed S] [--threads K] [--size WxH] [--font-scale K] [--log-rank]";
+    "[--seed S] [--exhaustive] [--threads K] [--size WxH] [--font-scale K] [--log-rank]";
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -49,6 +49,7 @@ static void help(void) {
            "                     L(1) is its end point; needs a head)\n"
            "      --samples N    orders sampled when n > %d (default 20000)\n"
            "      --seed S       seed for the sampling (default 1)\n"
+           "      --exhaustive   every order also for n = 10, 11 (3628800, 39916800 orders)\n"
            "      --threads K    worker threads, 1..8 (default: the online CPUs, at most 8)\n"
            CLI_FIGURE_HELP
            "  -q, --quiet        no progress bar\n"
@@ -144,6 +145,7 @@ int cmd_landscape(int argc, char **argv) {
         {"no-center", no_argument, 0, 'C'},   {"samples", required_argument, 0, 'S'},
         {"all-orders", no_argument, 0, 'G'},
         {"seed", required_argument, 0, 's'},  {"threads", required_argument, 0, 't'},
+        {"exhaustive", no_argument, 0, 'E'},
         {"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
         CLI_FIGURE_OPTIONS,                   {0, 0, 0, 0}};
     ls_opts lo;
@@ -203,6 +205,7 @@ int cmd_landscape(int argc, char **argv) {
                         "of the scores is an extra symmetry)\n");
     lo.progress = on_progress;
     lo.ctx = &show;
+    lo.part = cli_partition; // moescope-mpi: split over its processes
     landscape L;
     if (landscape_compute(&A, &B, &E, &lo, &L, &err)) {
         cli_progress_end();
@@ -210,6 +213,7 @@ int cmd_landscape(int argc, char **argv) {
         goto out;
     }
     cli_progress_end();
+    if (!cli_reports_here()) goto done; // rank 0 of moescope-mpi alone reports
 
     int n = L.n;
     const char *kind = L.kind == LS_CLASSIFY ? "classification" : L.kind == LS_REGRESS ? "regression"
@@ -277,6 +281,7 @@ int cmd_landscape(int argc, char **argv) {
     if (!rc && png && write_landscape_png(&L, pa, pb, log_rank, png, &err)) rc = cli_error("%s", err.msg);
     if (!rc && cpng && write_curves_png(&L, pa, pb, cpng, &err)) rc = cli_error("%s", err.msg);
     if (!rc && spng && landscape_write_scatter_png(&L, spng, &err)) rc = cli_error("%s", err.msg);
+done:
     landscape_free(&L);
 out:
     moe_free(&A);

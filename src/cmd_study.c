@@ -16,7 +16,7 @@
 
 #define USAGE                                                                                    \
     "moescope study CKPT1 CKPT2 [CKPT3 ...] | DIR --eval E [--points 25] [--json F] [--csv F] " \
-    "[--latex F] [--png F] [--samples N] [--seed S] [--threads K] [--layer L] [--no-wm] [-q]"
+    "[--latex F] [--png F] [--samples N] [--seed S] [--exhaustive] [--threads K] [--layer L] [--no-wm] [-q]"
 #define ST_MAX_POOL 64
 
 static void help(void) {
@@ -43,6 +43,7 @@ static void help(void) {
            "  -p, --png F       per-pair barrier bars over a rank-percentile strip\n"
            "      --samples N   n >= 10: orders sampled per pair (default 20000)\n"
            "      --seed S      sampling seed\n"
+           "      --exhaustive  every order also for n = 10, 11 (3628800, 39916800 orders)\n"
            "      --threads K   worker threads (default: all CPUs, at most 8)\n"
            "      --no-wm       no weight matching inside each order\n"
            "      --layer L     layer prefix (default moe)\n"
@@ -173,9 +174,14 @@ static int run_study(const st_pool *P, const char *e_path, const char *layer, ls
     if (!rc) {
         study S;
         lo->progress = NULL;
-        if (study_run(M, (const char *const *)paths, np, &E, lo, isatty(2) ? on_pair : NULL, &S, &err)) {
+        lo->part = cli_partition; // moescope-mpi: every landscape split over its processes
+        int here = cli_reports_here(); // rank 0 of moescope-mpi alone reports
+        if (study_run(M, (const char *const *)paths, np, &E, lo, isatty(2) && here ? on_pair : NULL,
+                      &S, &err)) {
             cli_progress_end();
             rc = cli_error("%s", err.msg);
+        } else if (!here) {
+            study_free(&S);
         } else {
             cli_progress_end();
             S.nleft = P->nleft;
@@ -200,7 +206,8 @@ int cmd_study(int argc, char **argv) {
         {"layer", required_argument, 0, 'l'},   {"no-wm", no_argument, 0, 'W'},
         {"samples", required_argument, 0, 'S'}, {"seed", required_argument, 0, 's'},
         {"threads", required_argument, 0, 't'}, {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+        {"exhaustive", no_argument, 0, 'E'},    {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     ls_opts lo;
     ls_opts_default(&lo);
     const char *e_path = NULL, *layer = NULL, *outs[4] = {NULL, NULL, NULL, NULL};

@@ -67,8 +67,8 @@ static void *big_alloc(size_t bytes) {
     size_t len = (bytes + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
-        fprintf(stderr, "moescope: out of memory mapping %zu bytes at %s:%d\n", bytes, __FILE__,
-                __LINE__);
+        fprintf(stderr, "%s: out of memory mapping %zu bytes at %s:%d\n", ms_process_name(), bytes,
+                __FILE__, __LINE__);
         exit(3);
     }
 #ifdef MADV_HUGEPAGE
@@ -241,6 +241,18 @@ static void sample_orders(lsx *x, long nsample, uint64_t seed) {
 
 
 /* ---------------- results ---------------- */
+
+/* why a job stopped early: a failed exchange with the other processes, else a cancel */
+static int ls_stop_error(const lsx *x, ms_err *err) {
+    if (x->rs.failed) return ms_fail(err, "%s", x->rs.perr.msg);
+    return ms_fail(err, "cancelled");
+}
+
+void ls_share(long total, int rank, int size, long *lo, long *hi) {
+    long q = total / size, r = total % size;
+    *lo = rank * q + (rank < r ? rank : r);
+    *hi = *lo + q + (rank < r);
+}
 
 
 void ls_opts_default(ls_opts *o) {
@@ -533,6 +545,13 @@ static int ls_check(const moe_model *A, const moe_model *B, const evalset *E, co
         return ms_fail(err, "%s: %d experts; the landscape handles at most %d",
                        A->path ? A->path : "A", c->n, LS_MAX_N);
     if (o->T < 3) return ms_fail(err, "landscape: need at least 3 interpolation points, got %d", o->T);
+    int exhaustive;
+    ls_orders_planned(c, o, &exhaustive, NULL);
+    if (o->exhaustive_max > LS_EXHAUSTIVE_MAX && !exhaustive) // asked for every order
+        return ms_fail(err, "%s: n = %d experts have more than %.0f orders; --exhaustive goes up to "
+                            "%d experts, above that the orders are sampled (--samples)",
+                       A->path ? A->path : "A", c->n, ls_factorial(o->exhaustive_max),
+                       o->exhaustive_max);
     return ls_check_evalset(A, E, err);
 }
 
@@ -649,7 +668,17 @@ static void ls_orders_init(lsx *x) {
     if (!rs->exhaustive) sample_orders(x, rs->norders, o->seed);
     rs->L->exhaustive = rs->exhaustive;
     rs->L->norders = rs->norders;
-    rs->L->rows = ms_calloc((size_t)rs->norders, sizeof(ls_row));
+    // split over processes: whole blocks of orders each (the blocks of one process)
+    rs->k0 = 0, rs->k1 = rs->norders;
+    long nrows = rs->norders; // rank 0 receives every row at the end
+    if (o->part) {
+        long b0, b1;
+        ls_share((rs->norders + LS_BLOCK - 1) / LS_BLOCK, o->part->rank, o->part->size, &b0, &b1);
+        rs->k0 = b0 * LS_BLOCK < rs->norders ? b0 * LS_BLOCK : rs->norders;
+        rs->k1 = b1 * LS_BLOCK < rs->norders ? b1 * LS_BLOCK : rs->norders;
+        if (o->part->rank) nrows = rs->k1 - rs->k0;
+    }
+    rs->L->rows = ms_calloc((size_t)nrows, sizeof(ls_row));
     rs->bar = ms_calloc((size_t)rs->norders, sizeof(double)); // 0: the end points
     rs->accb = ms_calloc((size_t)rs->norders, sizeof(double));
     rs->auc = ms_calloc((size_t)rs->norders, sizeof(double));
@@ -664,11 +693,15 @@ static int ls_match_pairs(lsx *x, ms_err *err) {
     int n = pb->n, h = pb->h, wm_main = pb->o->wm;
     pb->perm = ms_malloc((size_t)pb->npairs * h * sizeof(int));
     pb->pj = ms_malloc((size_t)pb->npairs * sizeof(int));
+    const ls_partition *part = pb->o->part;
+    long lo = 0, hi = pb->npairs; // split over processes: this one's pairs
+    if (part) ls_share(pb->npairs, part->rank, part->size, &lo, &hi);
     for (int p = 0; p < pb->npairs; p++) {
         int i = p < pb->nn ? p / n : p - pb->nn, j = p < pb->nn ? p % n : i;
         int wm = p < pb->nn ? wm_main : !wm_main;
         int *P = pb->perm + (size_t)p * h; // (h)
         pb->pj[p] = j;
+        if (p < lo || p >= hi) continue;
         if (!wm) {
             for (int u = 0; u < h; u++) P[u] = u;
         } else if (wm_match(&pb->A->experts[i], &pb->B->experts[j], pb->cfg, P, NULL, err)) {
@@ -677,6 +710,7 @@ static int ls_match_pairs(lsx *x, ms_err *err) {
         ls_phase(x, "weight-matching pairs", p + 1, pb->npairs);
         if (ls_cancelled(x)) return ms_fail(err, "cancelled");
     }
+    if (part) return part->allgather(part, pb->perm, pb->npairs, (size_t)h * sizeof(int), err);
     return 0;
 }
 
@@ -762,9 +796,9 @@ static int ls_chunk_run(lsx *x, ls_named *nm, int ch, int last, ms_err *err) {
         memset(x->rs.acc_l, 0, (size_t)x->rs.norders * sizeof(double));
         memset(x->rs.acc_ok, 0, (size_t)x->rs.norders * sizeof(long));
     }
-    long nblocks = (x->rs.norders + LS_BLOCK - 1) / LS_BLOCK;
+    long nblocks = (x->rs.k1 - x->rs.k0 + LS_BLOCK - 1) / LS_BLOCK; // this process's
     for (int sc = 0; sc < pl->nsc; sc++) {
-        if (ls_load_samples(x, sc)) return ms_fail(err, "cancelled");
+        if (ls_load_samples(x, sc)) return ls_stop_error(x, err);
         for (int a = 0; a < NM_COUNT; a++)
             for (int tc = 0; tc < ck->ntc; tc++) {
                 if (ls_cancelled(x)) return ms_fail(err, "cancelled");
@@ -778,7 +812,7 @@ static int ls_chunk_run(lsx *x, ls_named *nm, int ch, int last, ms_err *err) {
                              : ch == 0 ? "middle point"
                                        : "orders on a chunk of points",
                      .unit = LS_BLOCK, .ptotal = x->rs.norders};
-        if (ls_run_job(x, &oj)) return ms_fail(err, "cancelled");
+        if (ls_run_job(x, &oj)) return ls_stop_error(x, err);
     }
     for (int a = 0; a < NM_COUNT; a++)
         for (int tc = 0; tc < ck->ntc; tc++) {
@@ -804,7 +838,7 @@ static int ls_ranks_then_rest(lsx *x, ls_named *nm, ms_err *err) {
     for (int a = NM_SKIP; a < NM_COUNT; a++) {
         if (a == NM_SKIP && !x->pb.o->wm) continue;
         long k = order_index(x, nm->curve[a]->order);
-        if (k < 0 || rs->done[k]) continue;
+        if (k < rs->k0 || k >= rs->k1 || rs->done[k]) continue; // not this process's
         rs->bar[k] = nm->curve[a]->barrier;
         rs->accb[k] = x->pb.kind == LS_CLASSIFY ? nm->curve[a]->acc_barrier : 0.0;
         rs->auc[k] = nm->curve[a]->auc;
@@ -818,21 +852,22 @@ static int ls_ranks_then_rest(lsx *x, ls_named *nm, ms_err *err) {
     if (isnan(L->methods[0].barrier) || isnan(L->methods[1].barrier)) bmax = INFINITY;
     long ncand = 0;
     long *cand = ms_malloc((size_t)rs->norders * sizeof(long));
-    for (long k = 0; k < rs->norders; k++)
+    for (long k = rs->k0; k < rs->k1; k++)
         if (!rs->done[k] && rs->bar[k] < bmax) cand[ncand++] = k;
     ls_job cj = {.x = x, .nitems = (ncand + LS_BLOCK - 1) / LS_BLOCK, .grain = 1, .kind = 1,
                  .list = cand, .nlist = ncand, .finish = 1, .bmax = bmax};
     int rc = ls_sweep(x, &cj);
     free(cand);
-    if (rc) return ms_fail(err, "cancelled");
-    compute_ranks(x);
+    if (rc) return ls_stop_error(x, err);
+    // split over processes, the early ranks would see only this process's orders
+    if (!x->pb.o->part) compute_ranks(x);
     L->secs_ranks = ls_now() - rs->t0;
     ls_debug(x, "ranks (candidate orders)", ncand);
     ls_report_progress(x);
-    if (x->pb.o->on_ranks) x->pb.o->on_ranks(x->pb.o->ctx, L);
-    ls_job rj = {.x = x, .nitems = (rs->norders + LS_BLOCK - 1) / LS_BLOCK, .grain = 1,
+    if (x->pb.o->on_ranks && !x->pb.o->part) x->pb.o->on_ranks(x->pb.o->ctx, L);
+    ls_job rj = {.x = x, .nitems = (rs->k1 - rs->k0 + LS_BLOCK - 1) / LS_BLOCK, .grain = 1,
                  .kind = 1, .finish = 1, .bmax = INFINITY};
-    if (ls_sweep(x, &rj)) return ms_fail(err, "cancelled");
+    if (ls_sweep(x, &rj)) return ls_stop_error(x, err);
     return 0;
 }
 
@@ -863,10 +898,20 @@ static int ls_points(lsx *x, ls_named *nm, ms_err *err) {
 static int ls_fill_sort(lsx *x, ms_err *err) {
     landscape *L = x->rs.L;
     ls_report_progress(x);
+    const ls_partition *part = x->pb.o->part;
+    if (part) { // every process's rows to rank 0; the others are done
+        if (part->gather_rows(part, L->rows, x->rs.filled, x->rs.norders, x->pb.o->progress,
+                              x->pb.o->ctx, err))
+            return -1;
+        L->ndone = x->rs.filled;
+        if (part->rank) return 0;
+        x->rs.filled = x->rs.norders;
+    }
     if (x->rs.filled != x->rs.norders)
         return ms_fail(err, "landscape: internal error, %ld of %ld orders done", x->rs.filled,
                        x->rs.norders);
     compute_ranks(x);
+    if (part) L->secs_ranks = ls_now() - x->rs.t0; // split: the ranks come with the last row
     qsort(L->rows, (size_t)x->rs.norders, sizeof(ls_row), row_cmp);
     L->best = 0;
     L->worst = 0;

@@ -142,6 +142,9 @@ typedef struct {
      * otherwise (every order's L(1) is B's loss) */
     double *lb, *ab;
     long filled;            /* rows written (under the pool's mu) */
+    long k0, k1;            /* the orders this process sweeps (all unless o->part) */
+    int failed;             /* an exchange with the other processes failed: perr */
+    ms_err perr;
     double t0;              /* when landscape_compute started (ls_now) */
 } ls_results;
 
@@ -176,6 +179,8 @@ typedef struct {
     const char *what;    /* phase name for o->phase, NULL: none */
     long unit;           /* o->phase counts items * unit, at most ptotal */
     long ptotal;
+    long pre_first, pre_count; /* kind 0: pair items [pre_first, +pre_count) of the
+                                  chunk's, then its ntc per-t items */
 } ls_job;
 
 /* lane arrays of the current chunk */

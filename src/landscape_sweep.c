@@ -386,11 +386,14 @@ static void *ls_worker(void *arg) {
         for (long it = s; it < e; it++) {
             if (ls_cancelled(x)) goto out;
             if (job->kind == 0) {
-                pre_item(x, a->tid, it);
+                // this process's pair items, then the per-t ones
+                long npi = (long)x->ck.ntc * x->pb.npairs;
+                pre_item(x, a->tid, it < job->pre_count ? job->pre_first + it
+                                                        : npi + it - job->pre_count);
             } else {
-                // item = a block of orders
-                long ks[LS_BLOCK], k0 = it * LS_BLOCK, cnt = 0;
-                long total = job->list ? job->nlist : x->rs.norders;
+                // item = a block of orders: of the list, or of this process's [k0, k1)
+                long ks[LS_BLOCK], k0 = job->list ? it * LS_BLOCK : x->rs.k0 + it * LS_BLOCK;
+                long total = job->list ? job->nlist : x->rs.k1, cnt = 0;
                 for (long k = k0; k < k0 + LS_BLOCK && k < total; k++)
                     ks[cnt++] = job->list ? job->list[k] : k;
                 run_block(x, &x->pool.ws[a->tid], ks, (int)cnt, job->finish, job->bmax);
@@ -412,7 +415,9 @@ void ls_report_progress(lsx *x) {
     pthread_mutex_unlock(&x->pool.mu);
     if (f != x->rs.L->ndone || f == 0) {
         x->rs.L->ndone = f;
-        if (x->pb.o->progress) x->pb.o->progress(x->pb.o->ctx, f, x->rs.norders);
+        const ls_partition *part = x->pb.o->part;
+        long g = part ? part->rows_done(part, f) : f; // over all processes
+        if (x->pb.o->progress && g >= 0) x->pb.o->progress(x->pb.o->ctx, g, x->rs.norders);
     }
 }
 
@@ -477,11 +482,21 @@ int ls_load_samples(lsx *x, int sc) {
     x->ck.b0 = sc * x->pl.nbc;
     x->ck.nbn = x->pl.nb - x->ck.b0 < x->pl.nbc ? x->pl.nb - x->ck.b0 : x->pl.nbc;
     x->ck.sc_last = sc == x->pl.nsc - 1;
-    ls_job job = {.x = x, .nitems = (long)x->ck.ntc * (x->pb.npairs + 1), .grain = 1, .kind = 0,
-                  .what = "precomputing pairs", .unit = 1,
-                  .ptotal = (long)x->ck.ntc * (x->pb.npairs + 1)};
+    // split over processes: each computes its share of the pair outputs (the bulk)
+    // and every per-t item, then the pair outputs are exchanged
+    const ls_partition *part = x->pb.o->part;
+    long npi = (long)x->ck.ntc * x->pb.npairs, lo = 0, hi = npi;
+    if (part) ls_share(npi, part->rank, part->size, &lo, &hi);
+    ls_job job = {.x = x, .nitems = hi - lo + x->ck.ntc, .grain = 1, .kind = 0,
+                  .what = "precomputing pairs", .unit = 1, .ptotal = hi - lo + x->ck.ntc,
+                  .pre_first = lo, .pre_count = hi - lo};
     x->ck.cur_sc = -1;
     if (ls_run_job(x, &job)) return -1;
+    // Y is (ntc, npairs, lane_d): pair item q is the q-th run of lane_d floats
+    if (part && part->allgather(part, x->ck.Y, npi, x->pl.lane_d * sizeof(float), &x->rs.perr)) {
+        x->rs.failed = 1;
+        return -1;
+    }
     x->ck.cur_sc = sc;
     return 0;
 }

@@ -27,8 +27,15 @@ int ms_prefix(ms_err *e, const char *fmt, ...) {
     return -1;
 }
 
+/* how messages name this process; one of several MPI processes names its rank */
+static char proc_name[64] = "moescope";
+
+void ms_set_process_name(const char *name) { snprintf(proc_name, sizeof proc_name, "%s", name); }
+const char *ms_process_name(void) { return proc_name; }
+
 static void die_oom(size_t size, const char *file, int line) {
-    fprintf(stderr, "moescope: out of memory allocating %zu bytes at %s:%d\n", size, file, line);
+    fprintf(stderr, "%s: out of memory allocating %zu bytes at %s:%d\n", proc_name, size, file,
+            line);
     exit(3);
 }
 

@@ -26,12 +26,12 @@ static struct {
     char date[32];
     prov_input in[PROV_MAX_INPUTS];
     int nin;
-    int threads, points;
+    int threads, points, ranks;
     /* prov_pairs storage */
     char *pv[8];
     const char *pk[8];
     int registered;
-} P = {.mu = PTHREAD_MUTEX_INITIALIZER, .threads = 1};
+} P = {.mu = PTHREAD_MUTEX_INITIALIZER, .threads = 1, .ranks = 1};
 
 const char *ms_version(void) {
 #ifdef MS_GIT_VERSION
@@ -115,6 +115,12 @@ void prov_set_run(int threads, int points) {
     pthread_mutex_unlock(&P.mu);
 }
 
+void prov_set_ranks(int ranks) {
+    pthread_mutex_lock(&P.mu);
+    P.ranks = ranks;
+    pthread_mutex_unlock(&P.mu);
+}
+
 static void hash_inputs(void) {
     for (int i = 0; i < P.nin; i++) {
         prov_input *x = &P.in[i];
@@ -149,7 +155,7 @@ cJSON *prov_json(void) {
     cJSON_AddNumberToObject(o, "threads", P.threads);
     cJSON_AddNumberToObject(o, "points", P.points);
     cJSON_AddStringToObject(o, "date", P.date);
-    cJSON_AddNumberToObject(o, "ranks", MS_RANKS_DEFINITION);
+    cJSON_AddNumberToObject(o, "ranks", P.ranks);
     pthread_mutex_unlock(&P.mu);
     return o;
 }
@@ -182,7 +188,7 @@ char *prov_text(const char *prefix) {
         fprintf(f, "%sinput: %s %lld %s\n", prefix, P.in[i].ok ? P.in[i].hex : "unreadable",
                 P.in[i].ok ? P.in[i].bytes : -1LL, P.in[i].path);
     fprintf(f, "%sthreads: %d\n%spoints: %d\n%sranks: %d\n%sdate: %s\n", prefix, P.threads, prefix,
-            P.points, prefix, MS_RANKS_DEFINITION, prefix, P.date);
+            P.points, prefix, P.ranks, prefix, P.date);
     fclose(f);
     pthread_mutex_unlock(&P.mu);
     return s;
@@ -205,7 +211,7 @@ void prov_pairs(const char ***keys, const char ***values, int *n) {
     P.pk[k] = "moescope.threads", P.pv[k++] = ms_strdup(buf);
     snprintf(buf, sizeof buf, "%d", P.points);
     P.pk[k] = "moescope.points", P.pv[k++] = ms_strdup(buf);
-    snprintf(buf, sizeof buf, "%d", MS_RANKS_DEFINITION);
+    snprintf(buf, sizeof buf, "%d", P.ranks);
     P.pk[k] = "moescope.ranks", P.pv[k++] = ms_strdup(buf);
     P.pk[k] = "Creation Time", P.pv[k++] = ms_strdup(P.date);
     *keys = P.pk;
@@ -226,6 +232,7 @@ void prov_reset(void) {
     }
     P.threads = 1;
     P.points = 0;
+    P.ranks = 1;
     P.date[0] = '\0';
     pthread_mutex_unlock(&P.mu);
 }

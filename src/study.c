@@ -152,7 +152,8 @@ int study_run(const moe_model *models, const char *const *paths, int npool, cons
                 rc = -1;
                 break;
             }
-            study_pair_from(&S->pairs[S->npairs++], &L, i, j);
+            // split over processes, only rank 0 holds the table
+            if (!o->part || !o->part->rank) study_pair_from(&S->pairs[S->npairs++], &L, i, j);
             landscape_free(&L);
             if (progress) progress(S->npairs, total);
         }

@@ -1,6 +1,6 @@
 """tests/test_provenance.py - every report says how it was made: landscape,
 diagnose and cost JSON carry "provenance" (version, command, inputs with size
-and SHA-256, threads, points, date, ranks); the landscape and curve CSVs start
+and SHA-256, threads, points, date, ranks = processes); the landscape and curve CSVs start
 with "# " lines; PNGs carry tEXt chunks. The SHA-256 of each input equals
 sha256sum's; the version equals `moescope --version` and is not empty, also in
 a copy of the sources without .git (a release tarball), where the Makefile
@@ -49,7 +49,7 @@ def check_prov(tag, P, inputs, points=None, cmd_word=None):
     check(isinstance(P["threads"], (int, float)) and P["threads"] >= 1, "%s: threads %s" % (tag, P["threads"]))
     check(points is None or P["points"] == points, "%s: points %s" % (tag, P["points"]))
     check(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", P["date"]) is not None, "%s: date %r" % (tag, P["date"]))
-    check(P["ranks"] == 1, "%s: ranks definition 1" % tag)
+    check(P["ranks"] == 1, "%s: ranks (processes) 1 for the plain binary" % tag)
 
 
 def png_text(path):
