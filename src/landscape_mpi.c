@@ -9,6 +9,9 @@
  *                adds them to its own, so its bar covers every process.
  * The hooks run on the thread that called landscape_compute (MPI_THREAD_FUNNELED).
  *
+ * MOESCOPE_MPI_STATS=1: each rank prints the bytes it sent and its time in the
+ * exchanges at the end (tests/bench/bench_mpi.py).
+ *
  * The progress messages end with a final one per process, sent just before
  * the gather, so rank 0 has drained every message of this landscape before the
  * next one starts (a study runs many). */
@@ -16,8 +19,10 @@
 
 #include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #define TAG_ROWS 7101 /* progress: long[2] = {rows done, final} */
@@ -31,6 +36,10 @@ typedef struct {
     MPI_Request req;    // MPI_REQUEST_NULL when none is in flight
     double last_send;
     int exchanges;      // allgather calls so far (the test hook below)
+    /* MOESCOPE_MPI_STATS: what this rank sent (its share of each exchange times the
+     * P - 1 ranks that need it) and the time it spent in the exchanges, waits included */
+    long long sent_pairs, sent_rows;
+    double t_mpi;
 } lsm_state;
 
 static double now_s(void) {
@@ -72,7 +81,10 @@ static int lsm_allgather(const ls_partition *p, void *buf, long total, size_t it
         MPI_Datatype item;
         MPI_Type_contiguous((int)item_bytes, MPI_BYTE, &item);
         MPI_Type_commit(&item);
+        double t0 = now_s();
         int mr = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, cnt, dsp, item, st->comm);
+        st->t_mpi += now_s() - t0;
+        st->sent_pairs += (long long)cnt[st->rank] * (long long)item_bytes * (st->size - 1);
         MPI_Type_free(&item);
         if (mr != MPI_SUCCESS) rc = lsm_mpi_fail(mr, "MPI_Allgatherv of the pairs", err);
     }
@@ -147,6 +159,7 @@ static void lsm_finish_progress(lsm_state *st, long local, void (*progress)(void
 static int lsm_gather_rows(const ls_partition *p, ls_row *rows, long nlocal, long total,
                            void (*progress)(void *, long, long), void *ctx, ms_err *err) {
     lsm_state *st = p->ctx;
+    double t0 = now_s();
     lsm_finish_progress(st, nlocal, progress, ctx, total);
     int *cnt = ms_malloc(2 * (size_t)st->size * sizeof(int)), *dsp = cnt + st->size;
     int mine = (int)nlocal, rc = 0;
@@ -168,11 +181,13 @@ static int lsm_gather_rows(const ls_partition *p, ls_row *rows, long nlocal, lon
                      ? MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rows, cnt, dsp, row, 0, st->comm)
                      : MPI_Gatherv(rows, mine, row, NULL, NULL, NULL, row, 0, st->comm);
         MPI_Type_free(&row);
+        if (st->rank) st->sent_rows += (long long)mine * (long long)sizeof(ls_row);
         if (mr != MPI_SUCCESS) rc = lsm_mpi_fail(mr, "MPI_Gatherv of the orders", err);
     } else if (st->rank) {
         ms_fail(err, "MPI: rank 0 found orders missing");
     }
     free(cnt);
+    st->t_mpi += now_s() - t0;
     return rc ? -1 : 0;
 }
 
@@ -197,6 +212,16 @@ void landscape_mpi_free(ls_partition *p) {
     lsm_state *st = p->ctx;
     if (!st) return;
     if (st->req != MPI_REQUEST_NULL) MPI_Wait(&st->req, MPI_STATUS_IGNORE);
+    if (getenv("MOESCOPE_MPI_STATS")) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        double cpu = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+                     (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+        fprintf(stderr, "moescope-mpi rank %d of %d: sent %lld bytes (pair results %lld, rows %lld); "
+                        "%.3f s in MPI exchanges; cpu %.3f s\n",
+                st->rank, st->size, st->sent_pairs + st->sent_rows, st->sent_pairs, st->sent_rows,
+                st->t_mpi, cpu);
+    }
     free(st->heard);
     free(st->final);
     free(st);

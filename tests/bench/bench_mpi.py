@@ -1,0 +1,134 @@
+"""tests/bench/bench_mpi.py - moescope-mpi's strong scaling on this machine and
+what it projects for a cluster.
+
+  1. orders: dense8, all 40320 orders x 9 points (the order blocks dominate);
+  2. pairs: a wide layer (n = 4, d = 256, h = 1024, N = 2048, 5 points: the pair
+     outputs dominate, as at real sizes);
+each with P = 1 and P = 2 ranks of one thread (best of two runs each):
+  - the speed-up T1/T2 and the parallel efficiency T1 / (2 T2) in wall time
+    (on a shared 2-core machine this depends on what else runs: the load
+    average is printed);
+  - the work efficiency CPU1 / (CPU of both ranks): what splitting costs in
+    redundant work and exchange, whatever the load (OpenMPI spins while a rank
+    waits, so waits count as work: a lower bound);
+  - the serial fraction s the work efficiency implies (work every rank does:
+    CPU2 = CPU1 (1 + s)) and the
+    bytes each rank sent (MOESCOPE_MPI_STATS), so the efficiency at 64 ranks can
+    be estimated: T_64 = T1 (s + (1 - s)/64) + (bytes sent at 64) / (5 GB/s).
+  3. an exhaustive n = 10 landscape (3628800 orders) on dense8's dimensions
+     (d = h = 32, 10 classes, N = 360; random layers, the cost does not depend
+     on the weights), 3 points, on 2 ranks; projected to 64 ranks with case 1's
+     serial fraction, and to 25 points by the interior points (23 instead of 1).
+Prints times and ratios; no targets (MPI is for clusters; this machine has 2 cores)."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+MPI = os.environ.get("MOESCOPE_MPI", "")
+SC = os.path.join(ROOT, "sample-checkpoints")
+NET = 5e9  # bytes/s each rank can send on a cluster's interconnect (assumed)
+
+
+def mpirun(P, args):
+    """(wall s, [bytes sent per rank], [cpu s per rank]) or None."""
+    cmd = ["mpirun", "--oversubscribe", "-np", str(P)]
+    if os.getuid() == 0:
+        cmd.append("--allow-run-as-root")
+    env = dict(os.environ, MOESCOPE_MPI_STATS="1", OMPI_MCA_btl_vader_single_copy_mechanism="none")
+    t = time.perf_counter()
+    r = subprocess.run(cmd + [MPI] + args, capture_output=True, text=True, env=env)
+    dt = time.perf_counter() - t
+    if r.returncode:
+        print("failed:", " ".join(cmd + [MPI] + args), r.stderr[-500:])
+        return None
+    sent = [int(m) for m in re.findall(r"sent (\d+) bytes", r.stderr)]
+    cpu = [float(m) for m in re.findall(r"cpu ([0-9.]+) s", r.stderr)]
+    return dt, sent, cpu
+
+
+def best(P, args, reps=2):
+    runs = [mpirun(P, args) for _ in range(reps)]
+    if any(x is None for x in runs):
+        return None
+    return min(runs, key=lambda x: x[0])
+
+
+def load():
+    return os.getloadavg()[0]
+
+
+def scaling(tag, args):
+    l0 = load()
+    r1, r2 = best(1, args + ["--threads", "1"]), best(2, args + ["--threads", "1"])
+    if r1 is None or r2 is None:
+        return None
+    (t1, _, c1), (t2, sent, c2) = r1, r2
+    speed = t1 / t2
+    work = sum(c1) / sum(c2)
+    # a share s of the work done by every rank: CPU2 = CPU1 (1 + s) at P = 2
+    s = min(1.0, max(0.0, 1.0 / work - 1.0))
+    print("%s (load average %.1f .. %.1f):" % (tag, l0, load()))
+    print("  wall: P=1 %.2f s, P=2 %.2f s: speed-up %.2f, parallel efficiency %.0f%%"
+          % (t1, t2, speed, 50 * speed))
+    print("  cpu: P=1 %.2f s, P=2 %s s: work efficiency %.0f%%, serial fraction %.3f"
+          % (sum(c1), " + ".join("%.2f" % c for c in c2), 100 * work, s))
+    sent2 = max(sent) if sent else 0
+    # at 64 ranks a rank sends its 1/64 share to the 63 others: (63/64) / (1/2) of the P=2 bytes
+    sent64 = sent2 * 2 * 63 / 64
+    t64 = sum(c1) * (s + (1 - s) / 64) + sent64 / NET
+    print("  each rank sent %.1f MB at P=2; at 64 ranks %.1f MB: projected %.2f s, efficiency %.0f%% "
+          "(%.0f GB/s links)" % (sent2 / 1e6, sent64 / 1e6, t64, 100 * sum(c1) / (64 * t64), NET / 1e9))
+    return s, sum(c1) / max(c2)
+
+
+def write_pair(tmp, tag, n, d, h, N):
+    import gen_ckpt
+    import oracle
+    paths = []
+    for seed in (1, 2):
+        t, meta = gen_ckpt.make_layer(seed, n=n, d=d, h=h, classes=10)
+        p = os.path.join(tmp, "%s%d.safetensors" % (tag, seed))
+        oracle.write_safetensors(p, t, meta)
+        paths.append(p)
+    e = os.path.join(tmp, tag + "_eval.safetensors")
+    oracle.write_safetensors(e, gen_ckpt.make_evalset(3, layer_tensors=t, meta=meta, N=N))
+    return paths + [e]
+
+
+def main():
+    if not MPI or not os.path.exists(MPI):
+        print("bench_mpi: moescope-mpi not built (no MPI installed)")
+        return 0
+    d8 = os.path.join(SC, "dense8")
+    sc = scaling("orders: dense8, 40320 orders x 9 points",
+                 ["landscape", os.path.join(d8, "seed1.safetensors"), os.path.join(d8, "seed2.safetensors"),
+                  "--eval", os.path.join(d8, "eval.safetensors"), "--points", "9", "-q"])
+    with tempfile.TemporaryDirectory(prefix="bench_mpi_") as tmp:
+        a, b, e = write_pair(tmp, "wide", 4, 256, 1024, 2048)
+        scaling("pairs: n = 4, d = 256, h = 1024, N = 2048, 5 points",
+                ["landscape", a, b, "--eval", e, "--points", "5", "-q"])
+        a, b, e = write_pair(tmp, "n10_", 10, 32, 32, 360)
+        r = mpirun(2, ["landscape", a, b, "--eval", e, "--points", "3", "--exhaustive", "-q",
+                       "--threads", "1"])
+        if r is None or sc is None:
+            return 1
+        t2, sent, cpu = r
+        s, _ = sc
+        t1 = sum(cpu) / (1 + s)  # one rank's work: the ranks' CPU less the duplicated share
+        t64 = t1 * (s + (1 - s) / 64)
+        print("exhaustive n = 10 (3628800 orders) on dense8's dimensions, 3 points: %.1f s on 2 ranks "
+              "(cpu %s s; each rank sent %.1f MB)"
+              % (t2, " + ".join("%.1f" % c for c in cpu), max(sent) / 1e6 if sent else 0))
+        print("  projected on 64 ranks (case 1's serial fraction): %.1f s at 3 points, %.0f s at 25 "
+              "points (23 interior points instead of 1)" % (t64, t64 * 23))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
