@@ -3,7 +3,8 @@ processes) against the plain binary: the JSON equals the single-process run's
 key for key (provenance aside, whose "ranks" is P) on every sample set (P = 1,
 2, 3 on dense4, 2 and 3 on dense8, the uneven 3 on the others; the 8-expert and
 teacher sets on their first 100 evaluation samples, to keep the ASan build
-fast), with the points and the samples in chunks (a small memory budget), on a sampled n = 10 landscape, and an exhaustive n = 10 one
+fast) and on two real-family routers (group-limited, gated shared experts), with
+the points and the samples in chunks (a small memory budget), on a sampled n = 10 landscape, and an exhaustive n = 10 one
 (--exhaustive; its text report, as the JSON would list 3.6 M orders); the study
 likewise; a rank killed mid-run (SIGKILL, the test hook MOESCOPE_MPI_TEST_KILL)
 ends the job with an error naming the rank and no report; an error on the ranks
@@ -133,6 +134,35 @@ def test_sample_sets(tmp):
         landscape_case(s, tmp, a, b, e, ["--points", "5" if s.endswith("4") else "3"], Ps)
 
 
+def family_pair(tmp, fam, seed):
+    """Two random layers of a real family (tests/family_fixtures.py) and 48 inputs."""
+    import family_fixtures as ff
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    WA, cfg = ff.random_layer(fam, rng)
+    WB, _ = ff.random_layer(fam, rng)
+    out = []
+    for nm, W in (("a", WA), ("b", WB)):
+        d = os.path.join(tmp, fam, nm)
+        os.makedirs(d)
+        ff.write_checkpoint(os.path.join(d, "model.safetensors"), fam, W, cfg, others=False)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        out.append(d)
+    X = rng.standard_normal((48, WA["gate"].shape[1])).astype(np.float32)
+    e = os.path.join(tmp, fam, "eval.safetensors")
+    ff.write_safetensors(e, [("inputs", "F32", X.shape, X.tobytes())])
+    return out[0], out[1], e
+
+
+def test_families(tmp):
+    """Routers beyond softmax top-k: group-limited sigmoid with a selection bias
+    (deepseek_v3: the group-preserving orders), gated shared experts (qwen2_moe)."""
+    for seed, fam in enumerate(("deepseek_v3", "qwen2_moe")):
+        a, b, e = family_pair(tmp, fam, 40 + seed)
+        landscape_case(fam, tmp, a, b, e, ["--points", "5"], (3,))
+
+
 def test_chunked(tmp):
     """A memory budget that splits the points (2.5 MB) or even one point's samples
     (0.5 MB) into chunks: the orders' sums are carried across them on every rank."""
@@ -258,7 +288,8 @@ def main():
         return testutil.summary("test_mpi")
     tmp = tempfile.mkdtemp(prefix="moescope_mpi_")
     try:
-        for t in (test_sample_sets, test_chunked, test_n10, test_killed_rank, test_errors, test_study):
+        for t in (test_sample_sets, test_families, test_chunked, test_n10, test_killed_rank, test_errors,
+                  test_study):
             t(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
