@@ -41,7 +41,8 @@ void cli_blas_quiet(void);
 int cli_option_error(const char *usage, const char *cmd, int ch, int argc, char **argv);
 /* Parse "2,0,3,1" or "2 0 3 1" into a permutation of 0..n-1; -1 if not one. */
 int cli_parse_order(const char *s, int *order, int n);
-/* Progress bar on stderr, only when stderr is a terminal. */
+/* Progress bar on stderr, only when stderr is a terminal; under moescope-mpi a
+ * line at every tenth (rank 0: the rows of every rank). */
 void cli_progress(const char *what, long done, long total);
 void cli_progress_end(void);
 

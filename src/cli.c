@@ -88,8 +88,28 @@ int cli_parse_order(const char *s, int *order, int n) {
 
 static int progress_shown;
 
+/* moescope-mpi: its ranks' stderr reaches mpirun through a pipe (and batch jobs
+ * write it to a log), so rank 0 prints a line at every tenth of the work instead
+ * of a bar */
+static void progress_lines(const char *what, long done, long total) {
+    static long last_done = -1;
+    static int last_step = -1;
+    int step = (int)(10.0 * (double)done / (double)total);
+    if (done < last_done) last_step = -1; // a new landscape
+    last_done = done;
+    if (step == last_step) return;
+    last_step = step;
+    fprintf(stderr, "%s: %s %ld/%ld (%d%%) over %d ranks\n", ms_process_name(), what, done, total,
+            (int)(100.0 * (double)done / (double)total), cli_partition->size);
+}
+
 void cli_progress(const char *what, long done, long total) {
-    if (!isatty(STDERR_FILENO) || total <= 0) return;
+    if (total <= 0) return;
+    if (cli_partition) {
+        progress_lines(what, done, total);
+        return;
+    }
+    if (!isatty(STDERR_FILENO)) return;
     int width = 30, fill = (int)((double)done / (double)total * width);
     fprintf(stderr, "\r%s [", what);
     for (int i = 0; i < width; i++) fputc(i < fill ? '#' : '.', stderr);

@@ -176,7 +176,8 @@ static int run_study(const st_pool *P, const char *e_path, const char *layer, ls
         lo->progress = NULL;
         lo->part = cli_partition; // moescope-mpi: every landscape split over its processes
         int here = cli_reports_here(); // rank 0 of moescope-mpi alone reports
-        if (study_run(M, (const char *const *)paths, np, &E, lo, isatty(2) && here ? on_pair : NULL,
+        int bar = isatty(2) || (cli_partition && show); // moescope-mpi: lines (cli_progress)
+        if (study_run(M, (const char *const *)paths, np, &E, lo, bar && here ? on_pair : NULL,
                       &S, &err)) {
             cli_progress_end();
             rc = cli_error("%s", err.msg);

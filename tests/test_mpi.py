@@ -8,7 +8,7 @@ the points and the samples in chunks (a small memory budget), on a sampled n = 1
 (--exhaustive; its text report, as the JSON would list 3.6 M orders); the study
 likewise; a rank killed mid-run (SIGKILL, the test hook MOESCOPE_MPI_TEST_KILL)
 ends the job with an error naming the rank and no report; an error on the ranks
-names them and stops the job.
+names them and stops the job; rank 0's progress lines count every rank's rows.
 
 Env: MOESCOPE (the plain binary), MOESCOPE_MPI (moescope-mpi; empty when MPI is
 not installed: then the test only says so)."""
@@ -163,6 +163,23 @@ def test_families(tmp):
         landscape_case(fam, tmp, a, b, e, ["--points", "5"], (3,))
 
 
+def test_progress(tmp):
+    """Progress on stderr (a pipe: lines, not a bar) from rank 0 alone, counting the
+    rows of every rank: it reaches 40320/40320 though rank 0 sweeps half of them."""
+    a, b = pair_of("dense8")
+    e = os.path.join(tmp, "progress_eval.safetensors")
+    head_eval(os.path.join(SC, "dense8", "eval.safetensors"), e, 16)
+    r = mpirun(2, "landscape", a, b, "--eval", e, "--points", "3", "--threads", "1")
+    lines = [x for x in r.stderr.splitlines() if " over 2 ranks" in x]
+    check(r.returncode == 0 and lines, "progress lines: %s" % r.stderr[-400:])
+    check(all(x.startswith("moescope-mpi rank 0 of 2: landscape ") for x in lines),
+          "progress from rank 0 only: %s" % lines)
+    check(any("landscape 40320/40320 (100%)" in x for x in lines),
+          "progress reaches every rank's rows: %s" % lines[-3:])
+    r = mpirun(2, "landscape", a, b, "--eval", e, "--points", "3", "--threads", "1", "-q")
+    check(r.returncode == 0 and " over 2 ranks" not in r.stderr, "-q: no progress: %s" % r.stderr[-300:])
+
+
 def test_chunked(tmp):
     """A memory budget that splits the points (2.5 MB) or even one point's samples
     (0.5 MB) into chunks: the orders' sums are carried across them on every rank."""
@@ -288,8 +305,8 @@ def main():
         return testutil.summary("test_mpi")
     tmp = tempfile.mkdtemp(prefix="moescope_mpi_")
     try:
-        for t in (test_sample_sets, test_families, test_chunked, test_n10, test_killed_rank, test_errors,
-                  test_study):
+        for t in (test_sample_sets, test_families, test_progress, test_chunked, test_n10,
+                  test_killed_rank, test_errors, test_study):
             t(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -8,9 +8,9 @@ each with P = 1 and P = 2 ranks of one thread (best of two runs each):
   - the speed-up T1/T2 and the parallel efficiency T1 / (2 T2) in wall time
     (on a shared 2-core machine this depends on what else runs: the load
     average is printed);
-  - the work efficiency CPU1 / (CPU of both ranks): what splitting costs in
-    redundant work and exchange, whatever the load (OpenMPI spins while a rank
-    waits, so waits count as work: a lower bound);
+  - the work efficiency CPU1 / (CPU of both ranks less their time in the
+    exchanges): what splitting costs in redundant work, whatever the load
+    (OpenMPI spins while a rank waits for the other, which would count as work);
   - the serial fraction s the work efficiency implies (work every rank does:
     CPU2 = CPU1 (1 + s)) and the
     bytes each rank sent (MOESCOPE_MPI_STATS), so the efficiency at 64 ranks can
@@ -36,7 +36,7 @@ NET = 5e9  # bytes/s each rank can send on a cluster's interconnect (assumed)
 
 
 def mpirun(P, args):
-    """(wall s, [bytes sent per rank], [cpu s per rank]) or None."""
+    """(wall s, [bytes sent per rank], [cpu s per rank], [s in exchanges per rank]) or None."""
     cmd = ["mpirun", "--oversubscribe", "-np", str(P)]
     if os.getuid() == 0:
         cmd.append("--allow-run-as-root")
@@ -49,7 +49,8 @@ def mpirun(P, args):
         return None
     sent = [int(m) for m in re.findall(r"sent (\d+) bytes", r.stderr)]
     cpu = [float(m) for m in re.findall(r"cpu ([0-9.]+) s", r.stderr)]
-    return dt, sent, cpu
+    xch = [float(m) for m in re.findall(r"([0-9.]+) s in MPI", r.stderr)]
+    return dt, sent, cpu, xch
 
 
 def best(P, args, reps=2):
@@ -68,23 +69,25 @@ def scaling(tag, args):
     r1, r2 = best(1, args + ["--threads", "1"]), best(2, args + ["--threads", "1"])
     if r1 is None or r2 is None:
         return None
-    (t1, _, c1), (t2, sent, c2) = r1, r2
+    (t1, _, c1, _), (t2, sent, c2, x2) = r1, r2
     speed = t1 / t2
-    work = sum(c1) / sum(c2)
+    useful = [max(0.0, c - x) for c, x in zip(c2, x2)]
+    work = sum(c1) / sum(useful)
     # a share s of the work done by every rank: CPU2 = CPU1 (1 + s) at P = 2
     s = min(1.0, max(0.0, 1.0 / work - 1.0))
     print("%s (load average %.1f .. %.1f):" % (tag, l0, load()))
     print("  wall: P=1 %.2f s, P=2 %.2f s: speed-up %.2f, parallel efficiency %.0f%%"
           % (t1, t2, speed, 50 * speed))
-    print("  cpu: P=1 %.2f s, P=2 %s s: work efficiency %.0f%%, serial fraction %.3f"
-          % (sum(c1), " + ".join("%.2f" % c for c in c2), 100 * work, s))
+    print("  cpu: P=1 %.2f s, P=2 %s s (%s s of it in the exchanges): work efficiency %.0f%%, "
+          "serial fraction %.3f" % (sum(c1), " + ".join("%.2f" % c for c in c2),
+                                     " + ".join("%.2f" % x for x in x2), 100 * work, s))
     sent2 = max(sent) if sent else 0
     # at 64 ranks a rank sends its 1/64 share to the 63 others: (63/64) / (1/2) of the P=2 bytes
     sent64 = sent2 * 2 * 63 / 64
     t64 = sum(c1) * (s + (1 - s) / 64) + sent64 / NET
     print("  each rank sent %.1f MB at P=2; at 64 ranks %.1f MB: projected %.2f s, efficiency %.0f%% "
           "(%.0f GB/s links)" % (sent2 / 1e6, sent64 / 1e6, t64, 100 * sum(c1) / (64 * t64), NET / 1e9))
-    return s, sum(c1) / max(c2)
+    return s
 
 
 def write_pair(tmp, tag, n, d, h, N):
@@ -118,8 +121,8 @@ def main():
                        "--threads", "1"])
         if r is None or sc is None:
             return 1
-        t2, sent, cpu = r
-        s, _ = sc
+        t2, sent, cpu, _ = r
+        s = sc
         t1 = sum(cpu) / (1 + s)  # one rank's work: the ranks' CPU less the duplicated share
         t64 = t1 * (s + (1 - s) / 64)
         print("exhaustive n = 10 (3628800 orders) on dense8's dimensions, 3 points: %.1f s on 2 ranks "
