@@ -17,7 +17,12 @@
  * thread's event loop); under LeakSanitizer only allocations made outside
  * MPI_Init and MPI_Finalize are checked (the rest of OpenMPI's are suppressed
  * in tests/lsan.supp), so our own leaks still fail the tests. */
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) // clang
+#define MS_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(MS_ASAN)
 #include <sanitizer/lsan_interface.h>
 #define LSAN_OFF() __lsan_disable()
 #define LSAN_ON() __lsan_enable()
