@@ -143,9 +143,8 @@ int cmd_landscape(int argc, char **argv) {
         {"scatter-png", required_argument, 0, 'X'}, {"log-rank", no_argument, 0, 'R'},
         {"layer", required_argument, 0, 'l'}, {"no-wm", no_argument, 0, 'W'},
         {"no-center", no_argument, 0, 'C'},   {"samples", required_argument, 0, 'S'},
-        {"all-orders", no_argument, 0, 'G'},
+        {"all-orders", no_argument, 0, 'G'},  {"exhaustive", no_argument, 0, 'E'},
         {"seed", required_argument, 0, 's'},  {"threads", required_argument, 0, 't'},
-        {"exhaustive", no_argument, 0, 'E'},
         {"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
         CLI_FIGURE_OPTIONS,                   {0, 0, 0, 0}};
     ls_opts lo;
@@ -204,8 +203,7 @@ int cmd_landscape(int argc, char **argv) {
         fprintf(stderr, "moescope: warning: top-1 routing is outside the theory (positive scaling "
                         "of the scores is an extra symmetry)\n");
     lo.progress = on_progress;
-    lo.ctx = &show;
-    lo.part = cli_partition; // moescope-mpi: split over its processes
+    lo.ctx = &show, lo.part = cli_partition; // moescope-mpi: split over its processes
     landscape L;
     if (landscape_compute(&A, &B, &E, &lo, &L, &err)) {
         cli_progress_end();
