@@ -196,10 +196,10 @@ int cmd_landscape(int argc, char **argv) {
     evalset E;
     if (cli_load_models(pa, pb, layer, e_path, &A, &B, &E)) return 1;
     int rc = 0;
-    if (A.cfg.has_head && B.cfg.has_head && !moe_heads_equal(&A, &B))
+    if (cli_reports_here() && A.cfg.has_head && B.cfg.has_head && !moe_heads_equal(&A, &B))
         fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them too\n",
                 pa, pb);
-    if (A.cfg.router == ROUTER_TOPK && A.cfg.k == 1)
+    if (cli_reports_here() && A.cfg.router == ROUTER_TOPK && A.cfg.k == 1) // once under MPI
         fprintf(stderr, "moescope: warning: top-1 routing is outside the theory (positive scaling "
                         "of the scores is an extra symmetry)\n");
     lo.progress = on_progress;
