@@ -154,10 +154,8 @@ int cmd_landscape(int argc, char **argv) {
     if (mem) lo.mem_mb = atof(mem);
     const char *e_path = NULL, *json = NULL, *csv = NULL, *png = NULL, *cpng = NULL, *layer = NULL;
     const char *spng = NULL;
-    int show = 1, log_rank = 0;
-    optind = 1;
-    opterr = 0;
-    int ch;
+    int show = 1, log_rank = 0, ch;
+    optind = 1, opterr = 0;
     while ((ch = getopt_long(argc, argv, "e:T:j:c:p:l:qh", opts, NULL)) != -1) {
         switch (ch) {
         case 'e': e_path = optarg; break;
