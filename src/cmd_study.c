@@ -29,11 +29,12 @@ static void help(void) {
            "each method's assignment cost sum_i C[i][pi(i)] and the barrier over every\n"
            "order (does the data-free cost predict the barrier?). Each checkpoint is\n"
            "loaded and evaluated once (its loss and accuracy are shared by its pairs). A\n"
-           "directory stands for its seeds: its *.safetensors files (sorted), less the\n"
-           "evaluation set and any teacher (train.mode = teacher, as train --make-teacher\n"
-           "writes); the reports list what was left out. Without --eval,\n"
-           "DIR/eval.safetensors is used. For n >= 10 each\n"
-           "landscape is sampled (--samples) and ranks carry a 95%% interval.\n\n"
+           "checkpoint directory (shards with an index, model.safetensors or config.json)\n"
+           "is one checkpoint; any other directory stands for its seeds: its *.safetensors\n"
+           "files and checkpoint subdirectories, sorted, less the evaluation set and any\n"
+           "teacher (train.mode = teacher, as train --make-teacher writes); the reports\n"
+           "list what was left out. Without --eval, DIR/eval.safetensors is used. For\n"
+           "n >= 10 each ""landscape is sampled (--samples) and ranks carry a 95%% interval.\n\n"
            "  -e, --eval E      evaluation set\n"
            "  -T, --points T    interpolation points (default 25)\n"
            "  -j, --json F      moescope.study/1: pairs (the landscape's keys, no order list)\n"
@@ -98,8 +99,27 @@ static int is_teacher(const char *path) {
     return t;
 }
 
-/* A directory's *.safetensors, sorted, into the pool; the evaluation set
- * and teachers are left out (and recorded). */
+static int has_suffix(const char *s, const char *suf) {
+    size_t l = strlen(s), k = strlen(suf);
+    return l >= k && !strcmp(s + l - k, suf);
+}
+
+/* Is the directory one checkpoint in a model family's layout (an index of
+ * shards, model.safetensors or config.json), rather than a pool of them? */
+static int is_ckpt_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int yes = 0;
+    struct dirent *de;
+    while (!yes && (de = readdir(d)))
+        yes = has_suffix(de->d_name, ".safetensors.index.json") || !strcmp(de->d_name, "config.json") ||
+              !strcmp(de->d_name, "model.safetensors");
+    closedir(d);
+    return yes;
+}
+
+/* A directory's *.safetensors and checkpoint subdirectories, sorted, into the
+ * pool; the evaluation set and teachers are left out (and recorded). */
 static int add_dir(const char *arg, const char *e_path, st_pool *P, ms_err *err) {
     DIR *d = opendir(arg);
     if (!d) return ms_fail(err, "%s: cannot read the directory", arg);
@@ -109,9 +129,15 @@ static int add_dir(const char *arg, const char *e_path, st_pool *P, ms_err *err)
     const char *sep = al && arg[al - 1] == '/' ? "" : "/";
     while ((de = readdir(d))) {
         size_t l = strlen(de->d_name);
-        if (l < 12 || strcmp(de->d_name + l - 12, ".safetensors")) continue;
+        if (de->d_name[0] == '.') continue;
         char *p = ms_malloc(al + l + 2);
         sprintf(p, "%s%s%s", arg, sep, de->d_name);
+        struct stat st;
+        int sub = !stat(p, &st) && S_ISDIR(st.st_mode);
+        if (sub ? !is_ckpt_dir(p) : !has_suffix(de->d_name, ".safetensors")) {
+            free(p);
+            continue;
+        }
         const char *ev = e_path ? e_path : P->dir_eval;
         if (ev && same_file(p, ev)) {
             free(p);
@@ -134,11 +160,12 @@ static int add_dir(const char *arg, const char *e_path, st_pool *P, ms_err *err)
     return 0;
 }
 
-/* A file is taken as it is; a directory stands for its seeds. */
+/* A file, or a directory holding one checkpoint, is taken as it is; any
+ * other directory stands for its seeds. */
 static int add_input(const char *arg, const char *e_path, st_pool *P, ms_err *err) {
     struct stat st;
     if (stat(arg, &st)) return ms_fail(err, "%s: no such file or directory", arg);
-    if (S_ISDIR(st.st_mode)) return add_dir(arg, e_path, P, err);
+    if (S_ISDIR(st.st_mode) && !is_ckpt_dir(arg)) return add_dir(arg, e_path, P, err);
     if (P->np >= ST_MAX_POOL) return ms_fail(err, "more than %d checkpoints", ST_MAX_POOL);
     P->paths[P->np++] = ms_strdup(arg);
     return 0;

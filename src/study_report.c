@@ -67,6 +67,13 @@ static double field_value(const st_pair *p, const char *path) {
     return NAN;
 }
 
+/* "mean +- std"; the std left out when undefined (one pair), "n/a" without values */
+static void mean_pm(FILE *f, const st_stat *s, int dec) {
+    if (!isfinite(s->mean)) fputs("n/a", f);
+    else if (!isfinite(s->std)) fprintf(f, "%.*f", dec, s->mean);
+    else fprintf(f, "%.*f +- %.*f", dec, s->mean, dec, s->std);
+}
+
 void study_print(const study *S, FILE *f) {
     const st_pair *p0 = S->npairs ? &S->pairs[0] : NULL;
     fprintf(f, "study: %d checkpoints, %d pairs", S->npool, S->npairs);
@@ -111,14 +118,18 @@ void study_print(const study *S, FILE *f) {
         fprintf(f, " n/a (%s)\n", S->kind == LS_REGRESS ? "regression" : "layer only");
     } else {
         for (int i = 0; i < 4; i++) {
-            const st_stat *s = stat_of(S, acc[i]);
-            fprintf(f, " %s %.4f +- %.4f%s", COLS[i].head, s->mean, s->std, i < 3 ? "," : "\n");
+            fprintf(f, " %s ", COLS[i].head);
+            mean_pm(f, stat_of(S, acc[i]), 4);
+            fputs(i < 3 ? "," : "\n", f);
         }
     }
-    const st_stat *ra[2] = {stat_of(S, "methods.gate.rank_auc"), stat_of(S, "methods.expert.rank_auc")};
-    const st_stat *wo = stat_of(S, "worst.barrier");
-    fprintf(f, "rank by AUC tie-break (mean +- std): gate %.2f +- %.2f, expert %.2f +- %.2f; worst barrier %.4f +- %.4f\n",
-            ra[0]->mean, ra[0]->std, ra[1]->mean, ra[1]->std, wo->mean, wo->std);
+    fputs("rank by AUC tie-break (mean +- std): gate ", f);
+    mean_pm(f, stat_of(S, "methods.gate.rank_auc"), 2);
+    fputs(", expert ", f);
+    mean_pm(f, stat_of(S, "methods.expert.rank_auc"), 2);
+    fputs("; worst barrier ", f);
+    mean_pm(f, stat_of(S, "worst.barrier"), 4);
+    fputc('\n', f);
     double r[4];
     study_ratios(S, r);
     fprintf(f, "ratios of mean barriers: naive/gate %.1f, naive/expert %.1f, skip/gate %.1f, skip/expert %.1f\n",

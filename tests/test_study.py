@@ -137,6 +137,32 @@ def test_teacher_dir(tmp):
           % r.stderr.strip()[-200:])
 
 
+def test_family_dirs(tmp):
+    """Checkpoints in a model family's layout are directories (shards, index,
+    config.json): given one by one or as the pool's directory, each is one
+    checkpoint; a single pair prints no undefined std."""
+    mx = os.path.join(HERE, "..", "sample-checkpoints", "mixtral4")
+    e = os.path.join(mx, "eval.safetensors")
+    js, lj = os.path.join(tmp, "mx.json"), os.path.join(tmp, "mxl.json")
+    r = run("study", mx, "--points", 5, "--json", js)
+    check(r.returncode == 0, "study of mixtral4/ ran: %s" % r.stderr[-300:])
+    if r.returncode:
+        return
+    S = json.load(open(js))
+    check([os.path.basename(p) for p in S["checkpoints"]] == ["seed1", "seed2"] and len(S["pairs"]) == 1,
+          "mixtral4/: its two checkpoint directories (%s)" % S["checkpoints"])
+    check("nan" not in r.stdout and "n/a (layer only)" in r.stdout, "one layer-only pair: no nan printed")
+    r = run("study", os.path.join(mx, "seed1"), os.path.join(mx, "seed2"), "--eval", e, "--points", 5, "-q",
+            "--json", js)
+    r2 = run("landscape", os.path.join(mx, "seed1"), os.path.join(mx, "seed2"), "--eval", e, "--points", 5,
+             "--json", lj)
+    check(r.returncode == 0 and r2.returncode == 0, "checkpoint directories given one by one")
+    if r.returncode == 0 and r2.returncode == 0:
+        p, L = json.load(open(js))["pairs"][0], json.load(open(lj))
+        check(p["methods"]["expert"]["barrier"] == L["methods"]["expert"]["barrier"]
+              and p["naive"]["barrier"] == L["naive"]["barrier"], "family directories: study equals landscape")
+
+
 def get(pair, path):
     v = pair
     for k in path.split("."):
@@ -301,6 +327,7 @@ def main():
             check_png(paths)
         test_sampled(tmp)
         test_teacher_dir(tmp)
+        test_family_dirs(tmp)
         test_errors(tmp)
     return testutil.summary("test_study")
 
