@@ -34,7 +34,7 @@ static void help(void) {
            "files and checkpoint subdirectories, sorted, less the evaluation set and any\n"
            "teacher (train.mode = teacher, as train --make-teacher writes); the reports\n"
            "list what was left out. Without --eval, DIR/eval.safetensors is used. For\n"
-           "n >= 10 each ""landscape is sampled (--samples) and ranks carry a 95%% interval.\n\n"
+           "n >= 10 each landscape is sampled (--samples) and ranks carry a 95%% interval.\n\n"
            "  -e, --eval E      evaluation set\n"
            "  -T, --points T    interpolation points (default 25)\n"
            "  -j, --json F      moescope.study/1: pairs (the landscape's keys, no order list)\n"
