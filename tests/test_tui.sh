@@ -382,9 +382,10 @@ if [ -f "$D8/seed1.safetensors" ]; then
     check "n=8: exit 0" grep -qx "EXIT=0" "$WORK/exit"
 
     # w twice on a landscape past half way: it goes on in the background
-    # instead of starting again from 0 (5 points keep it short under ASan)
+    # instead of starting again from 0 (9 points: short under ASan, yet a
+    # release build still takes seconds from half way to the end)
     tui_session 100 30 \
-        "cd '$WORK' && env LANG=C.UTF-8 LC_ALL=C.UTF-8 '$MOESCOPE' '$D8/seed1.safetensors' '$D8/seed2.safetensors' --eval '$D8/eval.safetensors' --points 5; echo EXIT_SHOWN; sleep 600"
+        "cd '$WORK' && env LANG=C.UTF-8 LC_ALL=C.UTF-8 '$MOESCOPE' '$D8/seed1.safetensors' '$D8/seed2.safetensors' --eval '$D8/eval.safetensors' --points 9; echo EXIT_SHOWN; sleep 600"
     rows8() { screen | grep -oE 'expert orders [0-9]+/40320' | head -1 | grep -oE '[0-9]+/' | tr -d /; }
     # p before the landscape is complete: the curves now, the landscape figure promised
     wait_for "current barrier=" >/dev/null
@@ -397,11 +398,16 @@ if [ -f "$D8/seed1.safetensors" ]; then
     check "n=8: the landscape passes half way" _poll _past_half
     before=$(rows8)
     tm send-keys -t t w
-    check "n=8: w past half way: the landscape finishes in the background" wait_re "finishing the wm on landscape [0-9]+%"
+    # a landscape that ended between the look and the key starts the other one
+    # (its preparation shows): then there was nothing to keep, and it is said
+    wait_any "finishing the wm on landscape" "preparing the 64"
+    if screen | grep -qF "finishing the wm on landscape"; then pass
+    else echo "    n=8: the landscape ended before w reached it ($before rows seen): kept whole, checked below"; fi
     tm send-keys -t t w
     check "n=8: w again: back to it" wait_for "wm:ON"
-    # the first rows shown again already include those done before (a new
-    # landscape would show its preparation and then far fewer)
+    # the first rows shown again already include those done before, or all of
+    # them when it had ended (a new landscape would show its preparation and
+    # then far fewer)
     _rows_back() { local r; r=$(rows8); [ -n "$r" ] && [ "$r" -gt 0 ]; }
     _poll _rows_back
     after=$(rows8)
