@@ -71,7 +71,8 @@ int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, 
 #define CLI_FIGURE_HELP                                                                                     \
     "      --size WxH    figure size in pixels (default 960x600); a figure name ending\n"                   \
     "                    in .svg writes SVG (vector) instead of PNG\n"                                        \
-    "      --font-scale K  text and line scale 1..4 (default: 2 from 1600 pixels wide)\n"
+    "      --font-scale K  text and line scale 1..4, as far as the size holds it\n"                     \
+    "                      (about 480 pixels a step; default: 2 from 1600 pixels wide)\n"
 int cli_figure_option(int ch, const char *arg, const char *cmd, const char *usage);
 
 /* Set by moescope-mpi before a command runs: the landscapes of `landscape` and `study`

@@ -57,6 +57,9 @@ extern plot_size plot_default_size;
 /* "1600x1000" into out->w, out->h: 0, or -1 when malformed or outside 160x120 .. 16384x16384. */
 int plot_parse_size(const char *s, plot_size *out);
 
+/* The text and line scale drawn: the one asked for (0: 2 from 1600 px wide,
+ * else 1), at most what a W x H canvas holds (about 480 px per step), 1..4. */
+int plot_scale(int asked, int W, int H);
 /* A spec with every field defaulted (NaN ranges, plot_default_size). */
 void plot_spec_init(plot_spec *p);
 

@@ -41,7 +41,8 @@ static void help(void) {
            "                    and summary {\"naive.barrier\": {mean, std, n}, ...}\n"
            "  -c, --csv F       one row per pair, then mean and std rows\n"
            "      --latex F     a booktabs table (\\usepackage{booktabs})\n"
-           "  -p, --png F       per-pair barrier bars over a rank-percentile strip\n"
+           "  -p, --png F       per-pair barrier bars over a rank-percentile strip (SVG for\n"
+           "                    F.svg; --size WxH and --font-scale K as for landscape)\n"
            "      --samples N   n >= 10: orders sampled per pair (default 20000)\n"
            "      --seed S      sampling seed\n"
            "      --exhaustive  every order also for n = 10, 11 (3628800, 39916800 orders)\n"
@@ -235,7 +236,7 @@ int cmd_study(int argc, char **argv) {
         {"samples", required_argument, 0, 'S'}, {"seed", required_argument, 0, 's'},
         {"threads", required_argument, 0, 't'}, {"quiet", no_argument, 0, 'q'},
         {"exhaustive", no_argument, 0, 'E'},    {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        CLI_FIGURE_OPTIONS,                     {0, 0, 0, 0}};
     ls_opts lo;
     ls_opts_default(&lo);
     const char *e_path = NULL, *layer = NULL, *outs[4] = {NULL, NULL, NULL, NULL};
@@ -254,6 +255,7 @@ int cmd_study(int argc, char **argv) {
         case 'h': help(); return 0;
         default: {
             int r = cli_landscape_option(&lo, ch, optarg, "study", USAGE);
+            if (r < 0) r = cli_figure_option(ch, optarg, "study", USAGE);
             if (r > 0) return r;
             if (r < 0) return cli_option_error(USAGE, "study", ch, argc, argv);
         }

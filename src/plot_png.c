@@ -338,7 +338,7 @@ static int tick_values(double lo, double hi, double step, double *out, int max) 
 
 typedef struct {
     frame f;
-    int s, lh, lht, ticklen, pad;
+    int s, ts, lh, lht, ticklen, pad; /* ts: the title's scale, smaller when it would not fit */
     double ystep, xstep, ymaxabs, xmaxabs;
     double yt[MAX_TICKS], xt[MAX_TICKS];
     int nyt, nxt;
@@ -351,7 +351,9 @@ static void layout_compute(const plot_spec *p, const plot_extra *ex, int W, int 
     frame *f = &L->f;
     L->s = s;
     L->lh = bm_line_height(fb, s);
-    L->lht = bm_line_height(ft, s);
+    L->ts = s;
+    while (L->ts > 1 && p->title && bm_text_width(ft, p->title, L->ts) > W - 16 * s) L->ts--;
+    L->lht = bm_line_height(ft, L->ts);
     double dlo, dhi;
     data_range(p, 0, &dlo, &dhi);
     if (auto_range(p->xmin, p->xmax)) {
@@ -477,8 +479,7 @@ static long legend_place(const plot_spec *p, const frame *f, const legend_dims *
 static void render(const plot_spec *p, const plot_extra *ex, canvas *c, const bm_font *fb,
                    const bm_font *ft) {
     int W = c->w, H = c->h;
-    int s = p->scale > 0 ? p->scale : (W >= 1600 ? 2 : 1);
-    if (s > 4) s = 4;
+    int s = plot_scale(p->scale, W, H);
     double lw = (p->line_width > 0 ? p->line_width : 2.25) * s;
     double mr = (ex && ex->marker_r > 0 ? ex->marker_r : 3.5) * s;
 
@@ -568,11 +569,11 @@ static void render(const plot_spec *p, const plot_extra *ex, canvas *c, const bm
 
     // title and axis labels
     if (p->title && p->title[0]) {
-        int w = bm_text_width(ft, p->title, s);
+        int w = bm_text_width(ft, p->title, Ly.ts);
         int tx = (f->x0 + f->x1) / 2 - w / 2;
         if (tx + w > W - pad) tx = W - pad - w;
         if (tx < pad) tx = pad;
-        cv_text(c, ft, p->title, tx, pad + s, s, RGB_TEXT);
+        cv_text(c, ft, p->title, tx, pad + s, Ly.ts, RGB_TEXT);
     }
     if (p->xlabel && p->xlabel[0]) {
         int w = bm_text_width(fb, p->xlabel, s);
@@ -621,6 +622,14 @@ static void render(const plot_spec *p, const plot_extra *ex, canvas *c, const bm
 }
 
 plot_size plot_default_size = {960, 600, 0};
+
+int plot_scale(int asked, int W, int H) {
+    int s = asked > 0 ? asked : (W >= 1600 ? 2 : 1);
+    // capped by what the canvas holds: a long legend entry needs ~480 px per step
+    int room = (W < H * 3 / 2 ? W : H * 3 / 2) / 480;
+    if (s > room) s = room;
+    return s < 1 ? 1 : s > 4 ? 4 : s;
+}
 
 void plot_spec_init(plot_spec *p) {
     memset(p, 0, sizeof *p);

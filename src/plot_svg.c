@@ -154,7 +154,7 @@ static void svg_legend(FILE *fp, const plot_spec *p, const svg_frame *f, double 
 }
 
 static void svg_body(FILE *fp, const plot_spec *p, int W, int H, int id) {
-    double s = p->scale > 0 ? p->scale : (W >= 1600 ? 2 : 1), fs = 13 * s, lw = (p->line_width > 0 ? p->line_width : 2.25) * s;
+    double s = plot_scale(p->scale, W, H), fs = 13 * s, lw = (p->line_width > 0 ? p->line_width : 2.25) * s;
     svg_frame f = {.x0 = 60 * s + (p->ylabel ? fs * 1.5 : 0), .y0 = p->title ? 40 * s : 16 * s, .x1 = W - 24 * s,
                    .y1 = H - 36 * s - (p->xlabel ? fs * 1.5 : 0)};
     svg_range(p, 0, &f.xlo, &f.xhi);

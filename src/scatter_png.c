@@ -12,8 +12,9 @@
 #include "plot_png.h"
 #include "rank.h"
 
-#define SC_W 960
-#define SC_H 480
+/* each panel 0.8 of the figure height (--size; default 960 x 600) */
+#define SC_W (plot_default_size.w)
+#define SC_H (plot_default_size.h * 4 / 5)
 
 /* One panel's spec and the arrays it points into (x: 2 nr doubles, free it). */
 typedef struct {

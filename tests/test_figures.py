@@ -193,6 +193,9 @@ def main():
         check(labels == text.get("Legend", "").split("\n"),
               "%s: SVG series %r equal the PNG legend %r" % (what, labels, text.get("Legend")))
         check(all(n > 0 for _, n in series), "%s: every series draws something" % what)
+        r = run(*(args + [png, "--size", "1200x700"]))
+        check(r.returncode == 0 and png_info(png)[0] == 1200, "%s: --size 1200x700 gives a 1200-pixel-wide figure: %s"
+              % (what, r.stderr[-200:]))
 
 
 main()
