@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "lesson_screen.h"
+#include "progress.h"
 #include "family.h"
 #include "provenance.h"
 #include "tui.h"
@@ -125,6 +126,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (!strcmp(argv[1], commands[i].name)) {
             if (commands[i].own_threads) cli_blas_quiet();
+            // Ctrl-C ends a subcommand with its unfinished outputs removed (the lesson's
+            // screen, like the TUI, reads keys itself)
+            if (strcmp(argv[1], "lesson")) progress_install_cancel();
             return commands[i].run(argc - 1, argv + 1);
         }
     if (unknown_command(argv[1])) return 2;

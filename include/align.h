@@ -49,6 +49,11 @@ typedef struct {
 /* out = B re-expressed in A's basis (out is allocated here; free with moe_free). */
 int align_models(const moe_model *A, const moe_model *B, const align_opts *o, moe_model *out,
                  align_result *res, ms_err *err);
+/* The same, written over B (no second copy of the layer: experts are swapped
+ * into their slots and permuted where they lie); the result equals
+ * align_models' bit for bit. On failure B is left partly aligned: free it. */
+int align_models_inplace(const moe_model *A, moe_model *B, const align_opts *o,
+                         align_result *res, ms_err *err);
 void align_result_free(align_result *r);
 
 #endif

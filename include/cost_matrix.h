@@ -18,6 +18,13 @@ int cost_matrix(const moe_model *A, const moe_model *B, cost_method method, int 
                 double *C, ms_err *err);
 /* The assignment cost of an order: sum_i C[i][order[i]] (C is (n,n)). */
 double cost_of_order(const double *C, const int *order, int n);
+/* How the expert cost is computed (tests, benchmarks): side 0 picks the cheaper
+ * of the two sides of the Gram products by their flops, 1 forces d x d Grams
+ * (formed in row blocks of at most block_bytes, 0 for the default 256 MiB), 2
+ * forces h x h products per pair. Not thread-safe to change while costs run. */
+void cost_expert_tuning(int side, double block_bytes);
+/* Bytes the expert cost of na x nb experts of c allocates (on the side it picks). */
+double cost_expert_bytes(const moe_config *c, int na, int nb);
 /* Same for the shared experts (s,s), expert method. */
 int cost_matrix_shared(const moe_model *A, const moe_model *B, double *C, ms_err *err);
 

@@ -10,7 +10,10 @@
  * The budget: at most MS_MEM_RATIO times the bytes of the inputs' parameters
  * and samples (as float32), but at least MS_MEM_FLOOR, and never more than
  * the machine's physical memory or the environment variable
- * MOESCOPE_MAX_MEMORY (bytes, or with a K, M or G suffix).
+ * MOESCOPE_MAX_MEMORY (bytes, or with a K, M or G suffix). The inputs are
+ * held while the derived allocations are made, so inputs + the largest of them
+ * must fit the machine as well (a Mixtral-sized pair is 11 GiB of float32
+ * before anything is derived).
  *
  * It also refuses finite values so large that the arithmetic would overflow
  * (ms_range_check), naming the input tensor that holds them. */
@@ -28,7 +31,7 @@
 /* What a command derives (OR them): */
 enum {
     MS_USE_WM = 1,   /* weight matching: an h x h matrix of doubles */
-    MS_USE_COST = 2, /* expert cost: 2n Gram matrices ((d+1)^2 + d^2 floats each) */
+    MS_USE_COST = 2, /* expert cost: Gram blocks or h x h products (cost_expert_bytes) */
     MS_USE_EVAL = 4, /* forward passes: N x (2n + C + 3d) floats */
     MS_USE_DIAG = 8, /* diagnostics: every expert's outputs on up to 2048 samples */
 };

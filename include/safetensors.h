@@ -60,6 +60,13 @@ const char *st_dtype_name(st_dtype d);
 /* Read any float dtype as float32 into out (t->numel floats). Fails, naming
  * the file, tensor and element index, if a value is NaN or infinite. */
 int st_read_f32(const st_file *f, const st_tensor *t, float *out, ms_err *err);
+/* Elements [first, first + count) of t (row-major) as float32 into out. */
+int st_read_f32_range(const st_file *f, const st_tensor *t, int64_t first, int64_t count,
+                      float *out, ms_err *err);
+/* Drop the mapped pages of data bytes [begin, end) from the process's memory
+ * (they are read again from the file if touched): a layer read tensor by
+ * tensor then never holds the file's bytes and its float copy at once. */
+void st_release(const st_file *f, size_t begin, size_t end);
 /* Same, but read as float64 (for cost matrices). */
 int st_read_f64(const st_file *f, const st_tensor *t, double *out, ms_err *err);
 /* Read an I32 or I64 tensor into int64 (labels). */
@@ -94,6 +101,16 @@ void st_writer_add_i32(st_writer *w, const char *name, int ndim, const int64_t *
  * The bytes are borrowed like the data above. */
 void st_writer_add_raw(st_writer *w, const char *name, const char *dtype_name, int ndim,
                        const int64_t *shape, const void *bytes, size_t nbytes);
+/* Tensor t of the mapped file f copied through as it is; its pages are
+ * released (st_release) once written, so copying a large shard does not keep
+ * it in memory. f must stay open until st_writer_write. */
+void st_writer_add_mapped(st_writer *w, const st_file *f, const st_tensor *t);
+/* A tensor whose nbytes bytes gen(ctx, buf, err) writes into buf when the file
+ * is written (0, or -1 with err set, which abandons the file): an encoded layer
+ * never has to be held whole. ctx is borrowed like the data above. */
+typedef int (*st_gen_fn)(void *ctx, void *buf, ms_err *err);
+void st_writer_add_gen(st_writer *w, const char *name, const char *dtype_name, int ndim,
+                       const int64_t *shape, size_t nbytes, st_gen_fn gen, void *ctx);
 void st_writer_meta(st_writer *w, const char *key, const char *value); /* copies; last wins */
 /* Tensors are written in the order added; the header is deterministic so the
  * same content gives byte-identical files. Atomic (see atomic_file.h). */

@@ -9,6 +9,7 @@
 
 #include "align.h"
 #include "lap.h"
+#include "progress.h"
 #include "symmetry.h"
 #include "weight_matching.h"
 
@@ -181,83 +182,152 @@ static void record_meta(moe_model *out, const moe_model *A, const align_opts *o,
     free(ord);
 }
 
-/* dst = src with hidden permutation P applied (unit u of dst is unit P[u] of
- * src: rows of fc1/fc3 and their biases, columns of fc2), out of place, so the
- * aligned model is written in one pass without an intermediate copy of B. */
-static void expert_copy_permuted(moe_expert *dst, const moe_expert *src, const moe_config *c,
-                                 const int *P) {
-    int h = c->h, d = c->d;
-    size_t rowb = (size_t)d * sizeof(float);
-    for (int u = 0; u < h; u++) {
-        // W1 (h,d), b1 (h)
-        memcpy(dst->fc1_w + (size_t)u * d, src->fc1_w + (size_t)P[u] * d, rowb);
-        dst->fc1_b[u] = src->fc1_b[P[u]];
-        if (moe_act_glu(c->act)) {
-            memcpy(dst->fc3_w + (size_t)u * d, src->fc3_w + (size_t)P[u] * d, rowb);
-            dst->fc3_b[u] = src->fc3_b[P[u]];
+/* Row u of M (rows, cols) <- row P[u], in place along the cycles of P with one
+ * row of scratch (tmp, cols floats; seen, rows bytes). */
+static void rows_gather(float *M, int rows, int cols, const int *P, char *seen, float *tmp) {
+    size_t rb = (size_t)cols * sizeof(float);
+    memset(seen, 0, (size_t)rows);
+    for (int s = 0; s < rows; s++) {
+        if (seen[s]) continue;
+        memcpy(tmp, M + (size_t)s * cols, rb);
+        for (int u = s;;) {
+            seen[u] = 1;
+            int j = P[u];
+            if (j == s) {
+                memcpy(M + (size_t)u * cols, tmp, rb);
+                break;
+            }
+            memcpy(M + (size_t)u * cols, M + (size_t)j * cols, rb);
+            u = j;
         }
     }
-    // W2 (d,h): column u <- column P[u]
-    for (int r = 0; r < d; r++) {
-        const float *s = src->fc2_w + (size_t)r * h;
-        float *t = dst->fc2_w + (size_t)r * h;
-        for (int u = 0; u < h; u++) t[u] = s[P[u]];
-    }
-    memcpy(dst->fc2_b, src->fc2_b, rowb);
 }
 
-/* out gets B's architecture, metadata, gate rows in expert order pi, and B's
- * head; the experts are filled slot by slot by the caller. */
-static void alloc_like(moe_model *out, const moe_model *B, const int *pi) {
+/* Hidden permutation P applied to e in place: unit u becomes unit P[u] (rows of
+ * fc1/fc3 and their biases, columns of fc2). scratch: max(d, h) floats + h bytes. */
+static void expert_permute_hidden(moe_expert *e, const moe_config *c, const int *P, float *tmp,
+                                  char *seen) {
+    int h = c->h, d = c->d;
+    rows_gather(e->fc1_w, h, d, P, seen, tmp); // W1 (h,d)
+    rows_gather(e->fc1_b, h, 1, P, seen, tmp);
+    if (moe_act_glu(c->act)) {
+        rows_gather(e->fc3_w, h, d, P, seen, tmp);
+        rows_gather(e->fc3_b, h, 1, P, seen, tmp);
+    }
+    for (int r = 0; r < d; r++) { // W2 (d,h): column u <- column P[u]
+        float *row = e->fc2_w + (size_t)r * h;
+        memcpy(tmp, row, (size_t)h * sizeof(float));
+        for (int u = 0; u < h; u++) row[u] = tmp[P[u]];
+    }
+}
+
+static void swap_floats(float *x, float *y, size_t len) {
+    float buf[4096];
+    for (size_t o = 0; o < len; o += 4096) {
+        size_t k = len - o < 4096 ? len - o : 4096;
+        memcpy(buf, x + o, k * sizeof(float));
+        memcpy(x + o, y + o, k * sizeof(float));
+        memcpy(y + o, buf, k * sizeof(float));
+    }
+}
+
+/* Slot i of the count experts (each one run of per floats from its fc1_w) gets
+ * expert order[i]: whole experts swapped along the cycles of the order, so no
+ * second copy of the layer is made. */
+static void experts_reorder(moe_expert *ex, int count, const int *order, size_t per) {
+    char *seen = ms_calloc((size_t)count, 1);
+    for (int s = 0; s < count; s++)
+        for (int i = s; !seen[i];) {
+            seen[i] = 1;
+            int j = order[i];
+            if (j == s) break;
+            swap_floats(ex[i].fc1_w, ex[j].fc1_w, per);
+            i = j;
+        }
+    free(seen);
+}
+
+/* B's gate rows (and selection biases) in expert order pi: they move with their experts. */
+static void gate_reorder(moe_model *B, const int *pi) {
     const moe_config *c = &B->cfg;
     int n = c->n, d = c->d;
-    moe_alloc(out, c);
-    out->path = B->path ? ms_strdup(B->path) : NULL;
-    out->layer = B->layer ? ms_strdup(B->layer) : NULL;
-    moe_meta_copy(out, B);
-    for (int i = 0; i < n; i++) { // slot i <- gate row pi[i] (it moves with its expert)
-        memcpy(out->gate_w + (size_t)i * d, B->gate_w + (size_t)pi[i] * d,
-               (size_t)d * sizeof(float));
-        out->gate_b[i] = B->gate_b[pi[i]];
-        if (c->has_corr_bias) out->corr_b[i] = B->corr_b[pi[i]]; // a selection bias is part of the row
+    float *w = ms_malloc((size_t)n * (d + 2) * sizeof(float)), *b = w + (size_t)n * d, *e = b + n;
+    memcpy(w, B->gate_w, (size_t)n * d * sizeof(float));
+    for (int i = 0; i < n; i++) {
+        memcpy(B->gate_w + (size_t)i * d, w + (size_t)pi[i] * d, (size_t)d * sizeof(float));
+        b[i] = B->gate_b[pi[i]];
+        if (c->has_corr_bias) e[i] = B->corr_b[pi[i]];
     }
-    // parts that belong to no expert slot: the shared expert's gate, the output bias
-    if (c->shared_gated) memcpy(out->shared_gate_w, B->shared_gate_w, (size_t)d * sizeof(float));
-    if (c->has_out_bias) memcpy(out->out_b, B->out_b, (size_t)d * sizeof(float));
-    if (c->has_norm) {
-        memcpy(out->norm_w, B->norm_w, (size_t)d * sizeof(float));
-        memcpy(out->norm_b, B->norm_b, (size_t)d * sizeof(float));
-    }
-    if (c->has_head) {
-        memcpy(out->head_w, B->head_w, (size_t)c->C * d * sizeof(float));
-        memcpy(out->head_b, B->head_b, (size_t)c->C * sizeof(float));
-    }
+    memcpy(B->gate_b, b, (size_t)n * sizeof(float));
+    if (c->has_corr_bias) memcpy(B->corr_b, e, (size_t)n * sizeof(float));
+    free(w);
 }
 
-/* Fill out's experts ea-matched: slot i <- src[order[i]] with weight matching
- * against ref[i] when wm is on. S is the (h,h) workspace. */
-static int fill_experts(const moe_expert *ref, const moe_expert *src, moe_expert *dst, int count,
-                        const int *order, int *perms, int wm, const moe_config *c, double *S,
-                        const char *what, ms_err *err) {
-    int h = c->h;
-    for (int i = 0; i < count; i++) {
+/* Weight-match slot i of ex (already in order) against ref[i] and permute it in
+ * place, or record the identity when wm is off. S is the (h,h) workspace. */
+static int match_experts(const moe_expert *ref, moe_expert *ex, int count, const int *order,
+                         int *perms, int wm, const moe_config *c, double *S, const char *what,
+                         ms_err *err) {
+    int h = c->h, big = c->d > h ? c->d : h;
+    float *tmp = ms_malloc((size_t)big * sizeof(float));
+    char *seen = ms_malloc((size_t)h);
+    int rc = 0;
+    for (int i = 0; i < count && !rc; i++) {
         int *P = perms + (size_t)i * h;
-        const moe_expert *e = &src[order[i]];
-        if (wm) {
-            if (wm_match_into(&ref[i], e, c, P, NULL, S, err))
-                return ms_prefix(err, "%s slot %d (B's expert %d)", what, i, order[i]);
-        } else {
+        if (!wm) {
             identity(P, h);
+            continue;
         }
-        expert_copy_permuted(&dst[i], e, c, P);
+        if (wm_match_into(&ref[i], &ex[i], c, P, NULL, S, err))
+            rc = ms_prefix(err, "%s slot %d (B's expert %d)", what, i, order[i]);
+        else
+            expert_permute_hidden(&ex[i], c, P, tmp, seen);
+        progress_add(1);
+    }
+    free(tmp);
+    free(seen);
+    return rc;
+}
+
+/* Step 1: the expert order (and the shared experts' order) into res. */
+static int align_orders(const moe_model *A, const moe_model *B, const align_opts *o,
+                        align_result *res, ms_err *err) {
+    const moe_config *c = &A->cfg;
+    int n = c->n, s = c->s;
+    if (o->order) {
+        if (check_perm(o->order, n, err)) return -1;
+        if (!o->any_order && !moe_order_in_group(c, o->order))
+            return ms_fail(err, "the given expert order splits a group of %d experts: "
+                                "group-limited routing keeps its function only under "
+                                "group-preserving orders",
+                           c->n / c->n_group);
+        memcpy(res->order, o->order, (size_t)n * sizeof(int));
+    } else if (o->order_stage) {
+        double *C = ms_malloc((size_t)n * n * sizeof(double)); // (n,n)
+        int rc = cost_matrix(A, B, o->method, o->center, C, err);
+        if (!rc) rc = align_order(c, C, res->order, &res->cost_total, err);
+        free(C);
+        if (rc) return -1;
+    } else {
+        identity(res->order, n);
+    }
+    // shared experts: ordered by the expert cost whenever the order stage runs
+    if (s > 0 && (o->order || o->order_stage)) {
+        double *Cs = ms_malloc((size_t)s * s * sizeof(double)); // (s,s)
+        double tot;
+        int rc = cost_matrix_shared(A, B, Cs, err);
+        if (!rc) rc = order_by_cost(Cs, s, res->shared_order, &tot, err);
+        free(Cs);
+        if (rc) return -1;
+    } else if (s > 0) {
+        identity(res->shared_order, s);
     }
     return 0;
 }
 
-int align_models(const moe_model *A, const moe_model *B, const align_opts *o, moe_model *out,
-                 align_result *res, ms_err *err) {
+int align_models_inplace(const moe_model *A, moe_model *B, const align_opts *o,
+                         align_result *res, ms_err *err) {
     memset(res, 0, sizeof *res);
-    memset(out, 0, sizeof *out);
     if (moe_check_compatible(A, B, err)) return -1;
     const moe_config *c = &A->cfg;
     moe_config sc = moe_shared_config(c);
@@ -267,56 +337,39 @@ int align_models(const moe_model *A, const moe_model *B, const align_opts *o, mo
     res->shared_order = ms_malloc((size_t)(s > 0 ? s : 1) * sizeof(int));
     res->shared_perm = ms_malloc((size_t)(s > 0 ? s : 1) * sc.h * sizeof(int));
     res->cost_total = 0.0;
-
-    // step 1: expert order pi
-    if (o->order) {
-        if (check_perm(o->order, n, err)) goto fail;
-        if (!o->any_order && !moe_order_in_group(c, o->order)) {
-            ms_fail(err, "the given expert order splits a group of %d experts: group-limited "
-                         "routing keeps its function only under group-preserving orders",
-                    c->n / c->n_group);
-            goto fail;
-        }
-        memcpy(res->order, o->order, (size_t)n * sizeof(int));
-    } else if (o->order_stage) {
-        double *C = ms_malloc((size_t)n * n * sizeof(double)); // (n,n)
-        int rc = cost_matrix(A, B, o->method, o->center, C, err);
-        if (!rc) rc = align_order(c, C, res->order, &res->cost_total, err);
-        free(C);
-        if (rc) goto fail;
-    } else {
-        identity(res->order, n);
+    if (align_orders(A, B, o, res, err)) {
+        align_result_free(res);
+        return -1;
     }
-    // shared experts: ordered by the expert cost whenever the order stage runs
-    if (s > 0) {
-        if (o->order || o->order_stage) {
-            double *Cs = ms_malloc((size_t)s * s * sizeof(double)); // (s,s)
-            double tot;
-            int rc = cost_matrix_shared(A, B, Cs, err);
-            if (!rc) rc = order_by_cost(Cs, s, res->shared_order, &tot, err);
-            free(Cs);
-            if (rc) goto fail;
-        } else {
-            identity(res->shared_order, s);
-        }
-    }
-
-    // step 2: weight matching, one slot at a time with one (h,h) workspace,
-    // each expert written straight into its slot of out
-    alloc_like(out, B, res->order);
+    // step 2: B's experts moved into their slots, then weight-matched one slot at a
+    // time with one (h,h) workspace, each permuted where it lies
+    experts_reorder(B->experts, n, res->order, moe_expert_size(c));
+    gate_reorder(B, res->order);
+    if (s > 0) experts_reorder(B->shared, s, res->shared_order, moe_expert_size(&sc));
     double *S = o->wm_stage ? ms_malloc((size_t)hmax * hmax * sizeof(double)) : NULL; // (h,h)
-    int rc = fill_experts(A->experts, B->experts, out->experts, n, res->order, res->hidden_perm,
-                          o->wm_stage, c, S, "expert", err);
+    if (o->wm_stage) progress_begin("weight matching", n + s, "experts");
+    int rc = match_experts(A->experts, B->experts, n, res->order, res->hidden_perm, o->wm_stage, c,
+                           S, "expert", err);
     if (!rc && s > 0)
-        rc = fill_experts(A->shared, B->shared, out->shared, s, res->shared_order,
-                          res->shared_perm, o->wm_stage, &sc, S, "shared expert", err);
+        rc = match_experts(A->shared, B->shared, s, res->shared_order, res->shared_perm,
+                           o->wm_stage, &sc, S, "shared expert", err);
+    progress_end();
     free(S);
-    if (rc) goto fail;
-    record_meta(out, A, o, res);
+    if (rc) {
+        align_result_free(res);
+        return -1;
+    }
+    record_meta(B, A, o, res);
     return 0;
+}
 
-fail:
+int align_models(const moe_model *A, const moe_model *B, const align_opts *o, moe_model *out,
+                 align_result *res, ms_err *err) {
+    memset(res, 0, sizeof *res);
+    memset(out, 0, sizeof *out);
+    if (moe_check_compatible(A, B, err)) return -1;
+    moe_clone(out, B);
+    if (!align_models_inplace(A, out, o, res, err)) return 0;
     moe_free(out);
-    align_result_free(res);
     return -1;
 }

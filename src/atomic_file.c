@@ -13,6 +13,7 @@
  * refused. */
 #define _GNU_SOURCE // fopencookie
 #include "atomic_file.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +28,7 @@
 typedef struct {
     int fd;
     int err; // errno of the first failed write, 0 if none
+    int cancel_slot; // the temporary's entry in the cancel table (progress.h), -1 if none
 } af_stream;
 
 static ssize_t stream_write(void *cookie, const char *buf, size_t len) {
@@ -56,6 +58,7 @@ static int stream_close(void *cookie) {
 static FILE *stream_open(int fd, af_stream **cookie) {
     af_stream *s = ms_calloc(1, sizeof *s);
     s->fd = fd;
+    s->cancel_slot = -1;
     cookie_io_functions_t io = {.read = NULL, .write = stream_write, .seek = NULL,
                                 .close = stream_close};
     FILE *fp = fopencookie(s, "wb", io);
@@ -204,6 +207,7 @@ int af_open(atomic_file *af, const char *path, ms_err *err) {
         free(tmp);
         return ms_fail(err, "%s: %s", path, strerror(e));
     }
+    s->cancel_slot = cancel_register(tmp, 0); // Ctrl-C removes it (progress.h)
     af->path = ms_strdup(path);
     af->tmppath = tmp;
     af->priv = s;
@@ -211,6 +215,8 @@ int af_open(atomic_file *af, const char *path, ms_err *err) {
 }
 
 static void af_release(atomic_file *af) {
+    af_stream *s = af->priv;
+    if (s) cancel_unregister(s->cancel_slot);
     free(af->priv);
     af->priv = NULL;
     free(af->path);

@@ -12,6 +12,7 @@
 #include "family.h"
 #include "ms_limits.h"
 #include "plot_png.h"
+#include "progress.h"
 #include "provenance.h"
 #include "symmetry.h"
 
@@ -86,8 +87,6 @@ int cli_parse_order(const char *s, int *order, int n) {
     return count == n ? 0 : -1;
 }
 
-static int progress_shown;
-
 /* moescope-mpi: its ranks' stderr reaches mpirun through a pipe (and batch jobs
  * write it to a log), so rank 0 prints a line at every tenth of the work instead
  * of a bar */
@@ -103,25 +102,25 @@ static void progress_lines(const char *what, long done, long total) {
             (int)(100.0 * (double)done / (double)total), cli_partition->size);
 }
 
+/* The landscape's and the study's progress: on the shared progress line (a
+ * terminal only), or as lines under MPI. */
 void cli_progress(const char *what, long done, long total) {
+    static char phase[64];
+    static long phase_total = -1;
     if (total <= 0) return;
     if (cli_partition) {
         progress_lines(what, done, total);
         return;
     }
-    if (!isatty(STDERR_FILENO)) return;
-    int width = 30, fill = (int)((double)done / (double)total * width);
-    fprintf(stderr, "\r%s [", what);
-    for (int i = 0; i < width; i++) fputc(i < fill ? '#' : '.', stderr);
-    fprintf(stderr, "] %ld/%ld", done, total);
-    fflush(stderr);
-    progress_shown = 1;
+    if (strcmp(phase, what) || total != phase_total) {
+        snprintf(phase, sizeof phase, "%s", what);
+        phase_total = total;
+        progress_begin(what, (double)total, !strcmp(what, "pairs") ? "pairs" : "orders");
+    }
+    progress_set((double)done);
 }
 
-void cli_progress_end(void) {
-    if (progress_shown) fputc('\n', stderr);
-    progress_shown = 0;
-}
+void cli_progress_end(void) { progress_end(); }
 
 int cli_load_models(const char *pa, const char *pb, const char *layer, const char *e_path,
                     moe_model *A, moe_model *B, evalset *E) {

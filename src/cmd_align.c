@@ -33,10 +33,9 @@ static void help(void) {
 
 /* What a teacher would say next: whether B was a scramble of A and the order
  * undid it, and what is left of the gate difference. */
-static void explain_result(const moe_model *A, const moe_model *B, const moe_model *Bp,
-                           const int *order) {
+static void explain_result(const moe_model *A, const moe_model *Bp, const int *order) {
     char msg[512];
-    if (moe_scramble_check(A, B, order, msg, sizeof msg)) printf("%s\n", msg);
+    if (moe_scramble_check(A, Bp, order, msg, sizeof msg)) printf("%s\n", msg);
     double shift, resid, rows;
     moe_gate_shift(A, Bp, &shift, &resid, &rows);
     if (!(rows > 0)) return;
@@ -76,14 +75,15 @@ int cmd_align(int argc, char **argv) {
     if (rc) return rc;
     const align_opts *ao = &a.ao;
     const moe_model *A = &a.A;
-    moe_model out;
     ms_err err;
     align_result res;
-    if (align_models(A, &a.B, ao, &out, &res, &err)) {
+    // B is aligned where it lies (a real layer is gigabytes: no second copy); its metadata
+    // (a scramble record) stays, for the closing explanation
+    if (align_models_inplace(A, &a.B, ao, &res, &err)) {
         rc = cli_error("%s", err.msg);
         goto done;
     }
-    if (cli_save_checkpoint(&out, a.pb, a.out_path)) {
+    if (cli_save_checkpoint(&a.B, a.pb, a.out_path)) {
         rc = 1;
     } else {
         cli_print_order(&a, &res, A->cfg.n);
@@ -93,10 +93,9 @@ int cmd_align(int argc, char **argv) {
             free(so);
         }
         printf("weight matching %s\n", ao->wm_stage ? "on" : "off");
-        explain_result(A, &a.B, &out, res.order);
+        explain_result(A, &a.B, res.order);
         printf("wrote %s\n", a.out_path);
     }
-    moe_free(&out);
     align_result_free(&res);
 done:
     cli_align_args_free(&a);

@@ -156,11 +156,17 @@ int cmd_merge(int argc, char **argv) {
     if (rc) return rc;
     const char *pa = a.pa, *pb = a.pb;
     const align_opts *ao = &a.ao;
-    const moe_model *A = &a.A;
-    moe_model Bp, M;
+    moe_model *A = &a.A, Bp_own, M_own;
+    memset(&Bp_own, 0, sizeof Bp_own);
+    memset(&M_own, 0, sizeof M_own);
+    // without --eval nothing needs the unaligned B or A again: B is aligned where it
+    // lies and A becomes the soup (a real layer is gigabytes: no extra copies)
+    int inplace = !e_path;
+    moe_model *Bp = inplace ? &a.B : &Bp_own, *M = inplace ? A : &M_own;
     ms_err err;
     align_result res;
-    if (align_models(A, &a.B, ao, &Bp, &res, &err)) {
+    if (inplace ? align_models_inplace(A, &a.B, ao, &res, &err)
+                : align_models(A, &a.B, ao, Bp, &res, &err)) {
         rc = cli_error("%s", err.msg);
         goto done;
     }
@@ -169,49 +175,47 @@ int cmd_merge(int argc, char **argv) {
         fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them "
                         "too (the setting assumes a frozen, shared head)\n", pa, pb);
     // M starts as A (architecture, A's metadata), then takes the interpolation
-    moe_clone(&M, A);
-    moe_interpolate(&M, A, &Bp, alpha);
-    if (same_head && A->cfg.has_head) {
-        // a frozen head shared by A and B stays A's bytes ((1-a) x + a x may round off x)
-        const moe_config *c = &A->cfg;
-        memcpy(M.head_w, A->head_w, (size_t)c->C * (size_t)c->d * sizeof(float)); // (C, d)
-        memcpy(M.head_b, A->head_b, (size_t)c->C * sizeof(float));                // (C)
+    if (!inplace) moe_clone(M, A);
+    moe_interpolate(M, A, Bp, alpha);
+    if (same_head && M->cfg.has_head) {
+        // a frozen head shared by A and B stays its bytes ((1-a) x + a x may round off x)
+        const moe_config *c = &M->cfg;
+        memcpy(M->head_w, Bp->head_w, (size_t)c->C * (size_t)c->d * sizeof(float)); // (C, d)
+        memcpy(M->head_b, Bp->head_b, (size_t)c->C * sizeof(float));                // (C)
         if (c->has_norm) {
-            memcpy(M.norm_w, A->norm_w, (size_t)c->d * sizeof(float)); // (d)
-            memcpy(M.norm_b, A->norm_b, (size_t)c->d * sizeof(float)); // (d)
+            memcpy(M->norm_w, Bp->norm_w, (size_t)c->d * sizeof(float)); // (d)
+            memcpy(M->norm_b, Bp->norm_b, (size_t)c->d * sizeof(float)); // (d)
         }
     }
     {
         // (1 - alpha) A + alpha B' of values near the limits can overflow: blame the merge
-        char label[80], *path = M.path;
+        char label[80], *path = M->path;
         snprintf(label, sizeof label, "the merge (1 - %g) A + %g B'", alpha, alpha);
-        M.path = label;
-        int bad = ms_range_check(&M, NULL, &err);
-        M.path = path;
+        M->path = label;
+        int bad = ms_range_check(M, NULL, &err);
+        M->path = path;
         if (bad) {
             rc = cli_error("%s", err.msg);
-            moe_free(&M);
-            moe_free(&Bp);
-            align_result_free(&res);
-            goto done;
+            goto freeall;
         }
     }
-    moe_meta_set(&M, "moescope.merge.a", pa);
-    moe_meta_set(&M, "moescope.merge.b", pb);
-    moe_meta_set(&M, "moescope.merge.alpha", alpha_str);
-    for (int i = 0; i < Bp.nmeta; i++) // how B was aligned
-        if (!strncmp(Bp.meta[i].key, "moescope.align.", 15))
-            moe_meta_set(&M, Bp.meta[i].key, Bp.meta[i].value);
-    if (cli_save_checkpoint(&M, pa, a.out_path)) {
+    moe_meta_set(M, "moescope.merge.a", pa);
+    moe_meta_set(M, "moescope.merge.b", pb);
+    moe_meta_set(M, "moescope.merge.alpha", alpha_str);
+    for (int i = 0; i < Bp->nmeta; i++) // how B was aligned
+        if (!strncmp(Bp->meta[i].key, "moescope.align.", 15))
+            moe_meta_set(M, Bp->meta[i].key, Bp->meta[i].value);
+    if (cli_save_checkpoint(M, pa, a.out_path)) {
         rc = 1;
     } else {
-        cli_print_order(&a, &res, A->cfg.n);
+        cli_print_order(&a, &res, M->cfg.n);
         printf("weight matching %s\nwrote %s = (1 - %g) A + %g B'\n", ao->wm_stage ? "on" : "off",
                a.out_path, alpha, alpha);
-        if (e_path) rc = merge_evaluate(A, &a.B, &Bp, &M, alpha, e_path, sweep);
+        if (e_path) rc = merge_evaluate(A, &a.B, Bp, M, alpha, e_path, sweep);
     }
-    moe_free(&M);
-    moe_free(&Bp);
+freeall:
+    moe_free(&M_own);
+    moe_free(&Bp_own);
     align_result_free(&res);
 done:
     cli_align_args_free(&a);

@@ -9,14 +9,14 @@
  *         G2 = Bt Bt^T,  Bt = [W2 | b2]             (d, h+1)
  *         Both Grams are invariant to hidden-unit permutations.
  *
- * The Grams are computed once per expert with cblas_ssyrk (upper triangle
- * only), then the n*n Frobenius distances are accumulated in double. */
+ * How the distances are computed without holding 2n Gram matrices: below. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cost_matrix.h"
+#include "progress.h"
 #include "symmetry.h"
 
 const char *cost_method_name(cost_method m) {
@@ -105,83 +105,256 @@ static void gate_cost(const moe_model *A, const moe_model *B, int center, double
     free(mb);
 }
 
-/* ---- expert cost ---- */
+/* ---- expert cost ----
+ *
+ * |G^a - G^b|_F^2 is computed on whichever side of the Gram products is cheaper:
+ *
+ * d side: G1 = At^T At splits into the blocks of At = [W1 | b1 | W3 | b3]: the
+ *   d x d terms W1^T W1, W3^T W3 (symmetric) and W1^T W3 (twice), the d-vectors
+ *   W1^T b1, W1^T b3, W3^T b1, W3^T b3 (twice each) and the scalars b.b; G2 =
+ *   W2 W2^T + b2 b2^T is one symmetric d x d term. Each d x d term is formed a
+ *   block of rows at a time for every expert (at most cost_block_bytes of it),
+ *   weighted (sqrt 2 for an entry that stands for two), and the distances follow
+ *   from |x - y|^2 = |x|^2 + |y|^2 - 2 x.y with the inner products of all pairs
+ *   by one double GEMM per block: memory stays bounded for any n and d, and the
+ *   n^2 distances cost a GEMM, not n^2 passes over d x d matrices.
+ * h side: |X^T X - Y^T Y|^2 = |X X^T|^2 + |Y Y^T|^2 - 2 |X Y^T|^2, with the h x h
+ *   products At_a At_b^T = W1a W1b^T + b1a b1b^T (+ W3, b3) and (h+1) x (h+1)
+ *   Bt_a^T Bt_b per pair (in double): cheaper when h is small against d/n.
+ * The sides agree up to rounding (the expansion in double loses about 1e-16 of
+ * |G|^2); experts that are bit for bit equal get exactly 0. */
 
-static int gram1_dim(const moe_config *c) {
-    return moe_act_glu(c->act) ? 2 * c->d + 2 : c->d + 1;
+static int cost_side = 0;                 /* 0 cost model, 1 d side, 2 h side */
+static double cost_block_bytes = 256.0 * 1048576.0;
+
+void cost_expert_tuning(int side, double block_bytes) {
+    cost_side = side;
+    cost_block_bytes = block_bytes > 0 ? block_bytes : 256.0 * 1048576.0;
 }
 
-/* G1 (D1, D1) upper triangle = At^T At, At = [W1 | b1 (| W3 | b3)] (h, D1).
- * G2 (d, d) upper triangle = Bt Bt^T, Bt = [W2 | b2] (d, h+1).
- * scratch holds max(h*D1, d*(h+1)) floats. */
-static void expert_grams(const moe_expert *e, const moe_config *c, float *G1, float *G2,
-                         float *scratch) {
-    int d = c->d, h = c->h, D1 = gram1_dim(c);
-    int glu = moe_act_glu(c->act);
-    // At (h, D1)
-    for (int u = 0; u < h; u++) {
-        float *row = scratch + (size_t)u * D1;
-        memcpy(row, e->fc1_w + (size_t)u * d, (size_t)d * sizeof(float));
-        row[d] = e->fc1_b[u];
-        if (glu) {
-            memcpy(row + d + 1, e->fc3_w + (size_t)u * d, (size_t)d * sizeof(float));
-            row[2 * d + 1] = e->fc3_b[u];
-        }
-    }
-    cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, D1, h, 1.0f, scratch, D1, 0.0f, G1, D1);
-    // Bt (d, h+1)
-    for (int r = 0; r < d; r++) {
-        float *row = scratch + (size_t)r * (h + 1);
-        memcpy(row, e->fc2_w + (size_t)r * h, (size_t)h * sizeof(float));
-        row[h] = e->fc2_b[r];
-    }
-    cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, d, h + 1, 1.0f, scratch, h + 1, 0.0f, G2,
-                d);
+static int is_glu(const moe_config *c) { return moe_act_glu(c->act); }
+
+static double sumsq(const double *x, size_t k) {
+    double t = 0.0;
+    for (size_t i = 0; i < k; i++) t += x[i] * x[i];
+    return t;
 }
 
-// |X - Y|_F^2 of two symmetric (D, D) matrices given by their upper triangles
-static double sym_dist2(const float *X, const float *Y, int D) {
-    double diag = 0.0, off = 0.0;
-    for (int r = 0; r < D; r++) {
-        const float *x = X + (size_t)r * D, *y = Y + (size_t)r * D;
-        double t = (double)x[r] - (double)y[r];
-        diag += t * t;
-        double acc = 0.0;
-        for (int c = r + 1; c < D; c++) {
-            double u = (double)x[c] - (double)y[c];
-            acc += u * u;
-        }
-        off += acc;
+/* The experts of A then B, as one list. */
+typedef struct {
+    const moe_expert *ea, *eb;
+    int na, nb;
+} pool;
+
+static const moe_expert *pool_at(const pool *p, int x) {
+    return x < p->na ? &p->ea[x] : &p->eb[x - p->na];
+}
+
+/* d-side terms: 0 W1^T W1, 1 W2 W2^T + b2 b2^T, 2 W3^T W3, 3 W1^T W3 (glu only). */
+static int term_count(const moe_config *c) { return is_glu(c) ? 4 : 2; }
+static int term_sym(int t) { return t != 3; }
+
+/* Rows [r0, r0+rb) of term t of expert e, columns [c0, d): F (rb, d - c0). */
+static void term_block(const moe_expert *e, const moe_config *c, int t, int r0, int rb, int c0,
+                       float *F) {
+    int d = c->d, h = c->h, w = d - c0;
+    if (t == 1) { // W2 (d,h): rows R of W2 times rows [c0, d) of W2, transposed
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rb, w, h, 1.0f, e->fc2_w + (size_t)r0 * h,
+                    h, e->fc2_w + (size_t)c0 * h, h, 0.0f, F, w);
+        cblas_sger(CblasRowMajor, rb, w, 1.0f, e->fc2_b + r0, 1, e->fc2_b + c0, 1, F, w);
+        return;
     }
-    return diag + 2.0 * off;
+    const float *X = t == 2 ? e->fc3_w : e->fc1_w, *Y = t == 0 ? e->fc1_w : e->fc3_w; // (h,d)
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rb, w, h, 1.0f, X + r0, d, Y + c0, d, 0.0f,
+                F, w);
+}
+
+/* The vectors and scalars of G1 (everything but its d x d terms), weighted. */
+static void small_terms(const moe_expert *e, const moe_config *c, double *v, float *tmp) {
+    int d = c->d, h = c->h, glu = is_glu(c);
+    const float *W[2] = {e->fc1_w, e->fc3_w}, *b[2] = {e->fc1_b, e->fc3_b};
+    int np = glu ? 2 : 1, k = 0;
+    for (int p = 0; p < np; p++)
+        for (int q = 0; q < np; q++) { // W_p^T b_q (d), stands for two entries of G1
+            cblas_sgemv(CblasRowMajor, CblasTrans, h, d, 1.0f, W[p], d, b[q], 1, 0.0f, tmp, 1);
+            for (int j = 0; j < d; j++) v[k++] = M_SQRT2 * tmp[j];
+        }
+    for (int p = 0; p < np; p++)
+        for (int q = p; q < np; q++) {
+            double t = 0.0;
+            for (int u = 0; u < h; u++) t += (double)b[p][u] * b[q][u];
+            v[k++] = (p == q ? 1.0 : M_SQRT2) * t;
+        }
+}
+
+static int small_len(const moe_config *c) { return is_glu(c) ? 4 * c->d + 3 : c->d + 1; }
+
+/* Rows of a d x d term formed at once for nx experts: the block fits cost_block_bytes. */
+static int block_rows(const moe_config *c, int nx) {
+    int rb = (int)(cost_block_bytes / (8.0 * nx * c->d + 4.0 * c->d));
+    return rb < 1 ? 1 : rb > c->d ? c->d : rb;
+}
+
+/* d side: dist2 (na, nb) += the distances of every term. */
+static void dside_dist2(const pool *P, const moe_config *c, double *dist2) {
+    int d = c->d, nx = P->na + P->nb, rb = block_rows(c, nx);
+    double *V = ms_malloc((size_t)nx * rb * d * sizeof(double)); // (nx, rb*d) one block of terms
+    float *F = ms_malloc((size_t)rb * d * sizeof(float));         // (rb, d) one expert's block
+    double *norm = ms_calloc((size_t)nx, sizeof(double)), *cross = ms_calloc((size_t)P->na * P->nb, sizeof(double));
+    for (int t = 0; t < term_count(c); t++)
+        for (int r0 = 0; r0 < d; r0 += rb) {
+            int m = d - r0 < rb ? d - r0 : rb, c0 = term_sym(t) ? r0 : 0, w = d - c0;
+            size_t L = (size_t)m * w;
+            for (int x = 0; x < nx; x++) {
+                term_block(pool_at(P, x), c, t, r0, m, c0, F);
+                double *v = V + (size_t)x * L;
+                for (int i = 0; i < m; i++)
+                    for (int j = 0; j < w; j++) {
+                        int r = r0 + i, col = c0 + j;
+                        double wt = !term_sym(t) || col > r ? M_SQRT2 : col == r ? 1.0 : 0.0;
+                        v[(size_t)i * w + j] = wt * F[(size_t)i * w + j];
+                    }
+                norm[x] += sumsq(v, L);
+                progress_add(2.0 * c->h * (double)L / 1e9);
+            }
+            // cross (na, nb) += Va (na, L) Vb^T (L, nb)
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, P->na, P->nb, (int)L, 1.0, V, (int)L,
+                        V + (size_t)P->na * L, (int)L, 1.0, cross, P->nb);
+        }
+    for (int i = 0; i < P->na; i++)
+        for (int j = 0; j < P->nb; j++)
+            dist2[(size_t)i * P->nb + j] += norm[i] + norm[P->na + j] - 2.0 * cross[(size_t)i * P->nb + j];
+    free(V);
+    free(F);
+    free(norm);
+    free(cross);
+}
+
+/* One expert in double, carved from mem (3hd + 2h + d doubles). */
+typedef struct {
+    double *w1, *b1, *w3, *b3, *w2, *b2;
+} dexpert;
+
+static void dexpert_fill(dexpert *x, const moe_expert *e, const moe_config *c, double *mem) {
+    size_t hd = (size_t)c->h * c->d, h = (size_t)c->h, d = (size_t)c->d;
+    x->w1 = mem, x->b1 = mem + hd, x->w2 = mem + hd + h, x->b2 = x->w2 + hd;
+    x->w3 = x->b2 + d, x->b3 = x->w3 + hd;
+    for (size_t i = 0; i < hd; i++) x->w1[i] = e->fc1_w[i], x->w2[i] = e->fc2_w[i];
+    for (size_t i = 0; i < h; i++) x->b1[i] = e->fc1_b[i];
+    for (size_t i = 0; i < d; i++) x->b2[i] = e->fc2_b[i];
+    if (!is_glu(c)) return;
+    for (size_t i = 0; i < hd; i++) x->w3[i] = e->fc3_w[i];
+    for (size_t i = 0; i < h; i++) x->b3[i] = e->fc3_b[i];
+}
+
+/* |At_x At_y^T|_F^2 + |Bt_x^T Bt_y|_F^2 through S ((h+1)^2 doubles). */
+static double hside_cross(const dexpert *x, const dexpert *y, const moe_config *c, double *S) {
+    int h = c->h, d = c->d;
+    // S (h,h) = W1x W1y^T + b1x b1y^T [+ W3x W3y^T + b3x b3y^T]
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, h, h, d, 1.0, x->w1, d, y->w1, d, 0.0, S, h);
+    cblas_dger(CblasRowMajor, h, h, 1.0, x->b1, 1, y->b1, 1, S, h);
+    if (is_glu(c)) {
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, h, h, d, 1.0, x->w3, d, y->w3, d, 1.0, S, h);
+        cblas_dger(CblasRowMajor, h, h, 1.0, x->b3, 1, y->b3, 1, S, h);
+    }
+    double t = sumsq(S, (size_t)h * h);
+    // Bt_x^T Bt_y ((h+1),(h+1)): W2x^T W2y, W2x^T b2y, b2x^T W2y, b2x.b2y
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, h, d, 1.0, x->w2, h, y->w2, h, 0.0, S, h);
+    t += sumsq(S, (size_t)h * h);
+    cblas_dgemv(CblasRowMajor, CblasTrans, d, h, 1.0, x->w2, h, y->b2, 1, 0.0, S, 1);
+    t += sumsq(S, (size_t)h);
+    cblas_dgemv(CblasRowMajor, CblasTrans, d, h, 1.0, y->w2, h, x->b2, 1, 0.0, S, 1);
+    t += sumsq(S, (size_t)h);
+    double bb = cblas_ddot(d, x->b2, 1, y->b2, 1);
+    return t + bb * bb;
+}
+
+/* h side: dist2 (na, nb) = every distance. */
+static void hside_dist2(const pool *P, const moe_config *c, double *dist2) {
+    size_t per = 3 * (size_t)c->h * c->d + 2 * (size_t)c->h + (size_t)c->d;
+    double *ma = ms_malloc(per * sizeof(double)), *mb = ms_malloc(per * sizeof(double));
+    double *S = ms_malloc((size_t)(c->h + 1) * (c->h + 1) * sizeof(double));
+    double *self = ms_malloc((size_t)(P->na + P->nb) * sizeof(double));
+    double unit = (is_glu(c) ? 6.0 : 4.0) * c->h * (double)c->h * c->d / 1e9;
+    dexpert xa, xb;
+    for (int x = 0; x < P->na + P->nb; x++) {
+        dexpert_fill(&xa, pool_at(P, x), c, ma);
+        self[x] = hside_cross(&xa, &xa, c, S);
+        progress_add(unit);
+    }
+    for (int i = 0; i < P->na; i++) {
+        dexpert_fill(&xa, &P->ea[i], c, ma);
+        for (int j = 0; j < P->nb; j++) {
+            dexpert_fill(&xb, &P->eb[j], c, mb);
+            double t = hside_cross(&xa, &xb, c, S);
+            dist2[(size_t)i * P->nb + j] = self[i] + self[P->na + j] - 2.0 * t;
+            progress_add(unit);
+        }
+    }
+    free(ma);
+    free(mb);
+    free(S);
+    free(self);
+}
+
+/* Flops (double counted twice) of each side, for the choice and the progress line. */
+static double dside_flops(const moe_config *c, int na, int nb) {
+    double d = c->d, h = c->h, L = is_glu(c) ? 2.5 * d * d : d * d;
+    return (na + nb) * (is_glu(c) ? 5.0 : 2.0) * h * d * d + 4.0 * na * nb * L;
+}
+static double hside_flops(const moe_config *c, int na, int nb) {
+    double d = c->d, h = c->h;
+    return 2.0 * ((double)na * nb + na + nb) * (is_glu(c) ? 6.0 : 4.0) * h * h * d;
+}
+
+static int pick_hside(const moe_config *c, int na, int nb) {
+    return cost_side == 2 || (cost_side == 0 && hside_flops(c, na, nb) < dside_flops(c, na, nb));
+}
+
+double cost_expert_bytes(const moe_config *c, int na, int nb) {
+    double nx = na + nb, d = c->d, h = c->h;
+    if (pick_hside(c, na, nb))
+        return 8.0 * (2 * (3 * h * d + 2 * h + d) + (h + 1) * (h + 1) + nx);
+    double rb = block_rows(c, na + nb);
+    return 8.0 * nx * rb * d + 4.0 * rb * d + 8.0 * (nx * small_len(c) + nx + (double)na * nb);
 }
 
 /* C (na, nb) expert cost between the experts ea[0..na) and eb[0..nb). */
 static void expert_cost(const moe_expert *ea, int na, const moe_expert *eb, int nb,
                         const moe_config *c, double *C) {
-    int d = c->d, h = c->h, D1 = gram1_dim(c);
-    size_t g1 = (size_t)D1 * D1, g2 = (size_t)d * d, per = g1 + g2;
-    size_t sc = (size_t)h * D1;
-    if ((size_t)d * (h + 1) > sc) sc = (size_t)d * (h + 1);
-    float *scratch = ms_malloc(sc * sizeof(float));
-    // grams: for each expert of A then of B, G1 (D1,D1) followed by G2 (d,d)
-    float *grams = ms_malloc((size_t)(na + nb) * per * sizeof(float));
+    pool P = {ea, eb, na, nb};
+    int hside = pick_hside(c, na, nb);
+    double gemm = (na + nb) * (is_glu(c) ? 5.0 : 2.0) * c->h * (double)c->d * c->d; // sgemm flops
+    progress_begin("expert cost", (hside ? hside_flops(c, na, nb) / 2 : gemm) / 1e9, "GFlop");
+    if (hside) {
+        hside_dist2(&P, c, C);
+    } else {
+        for (size_t k = 0; k < (size_t)na * nb; k++) C[k] = 0.0;
+        dside_dist2(&P, c, C);
+        // the vectors and scalars of G1, directly
+        int S = small_len(c);
+        double *v = ms_malloc((size_t)(na + nb) * S * sizeof(double));
+        float *tmp = ms_malloc((size_t)c->d * sizeof(float));
+        for (int x = 0; x < na + nb; x++) small_terms(pool_at(&P, x), c, v + (size_t)x * S, tmp);
+        for (int i = 0; i < na; i++)
+            for (int j = 0; j < nb; j++) {
+                const double *p = v + (size_t)i * S, *q = v + (size_t)(na + j) * S;
+                double t = 0.0;
+                for (int k = 0; k < S; k++) t += (p[k] - q[k]) * (p[k] - q[k]);
+                C[(size_t)i * nb + j] += t;
+            }
+        free(v);
+        free(tmp);
+    }
+    progress_end();
+    size_t per = moe_expert_size(c);
     for (int i = 0; i < na; i++)
-        expert_grams(&ea[i], c, grams + (size_t)i * per, grams + (size_t)i * per + g1, scratch);
-    for (int j = 0; j < nb; j++) {
-        float *g = grams + (size_t)(na + j) * per;
-        expert_grams(&eb[j], c, g, g + g1, scratch);
-    }
-    free(scratch);
-    for (int i = 0; i < na; i++) {
-        const float *ga = grams + (size_t)i * per;
         for (int j = 0; j < nb; j++) {
-            const float *gb = grams + (size_t)(na + j) * per;
-            double t = sym_dist2(ga, gb, D1) + sym_dist2(ga + g1, gb + g1, d);
-            C[(size_t)i * nb + j] = sqrt(t);
+            double *x = &C[(size_t)i * nb + j];
+            // equal experts (an expert compared with itself) cost exactly 0
+            if (!memcmp(ea[i].fc1_w, eb[j].fc1_w, per * sizeof(float))) *x = 0.0;
+            *x = *x > 0 ? sqrt(*x) : 0.0;
         }
-    }
-    free(grams);
 }
 
 int cost_matrix(const moe_model *A, const moe_model *B, cost_method method, int center,

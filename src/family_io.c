@@ -18,6 +18,7 @@
 #include "codec.h"
 #include "family.h"
 #include "family_table.h"
+#include "progress.h"
 
 enum { P_FC1W, P_FC1B, P_FC2W, P_FC2B, P_FC3W, P_FC3B };
 enum {
@@ -99,6 +100,8 @@ static float *elem(const binding *b, const moe_model *m, int64_t i) {
     default: return m->out_b + i;
     }
 }
+
+static const char *base_name(const char *p);
 
 /* ---- the bindings of a layer ---- */
 
@@ -447,6 +450,46 @@ static int check_expert_count(const ckpt *c, int fam, const char *prefix, int n,
     return 0;
 }
 
+/* Is the binding's destination one run of model floats (elem(b, m, i) = elem(b, m, 0) + i)? */
+static int contiguous(const binding *b) {
+    return b->kind == K_GATE_W || b->kind == K_GATE_B || b->kind == K_EXP || b->kind == K_SHARED ||
+           b->kind == K_CORR || b->kind == K_SH_GATE || b->kind == K_OUT_BIAS;
+}
+
+/* Read one binding into m, expert by expert: a per-expert or contiguous tensor
+ * is decoded straight into the model's floats, a stacked one slice by slice
+ * (one expert's floats of scratch, never the whole stack), and the file's
+ * pages are released once read, so loading holds no copy of the layer beside
+ * the model. MXFP4 tensors are decoded whole (their blocks pack two experts'
+ * rows only at the ends). */
+static int load_binding(ckpt *c, const binding *b, moe_model *m, ms_err *err) {
+    if (b->mx) {
+        float *buf = ms_malloc((size_t)b->numel * sizeof(float));
+        int rc = read_values(c, b, buf, err);
+        for (int64_t j = 0; j < b->numel && !rc; j++) *elem(b, m, j) = buf[j];
+        free(buf);
+        progress_add(4.0 * (double)b->numel / 1048576.0);
+        return rc;
+    }
+    const st_file *f;
+    const st_tensor *t;
+    if (ckpt_tensor(c, b->name, &f, &t, err)) return -1;
+    if (!shape_is(t, b->ndim, b->shape)) return shape_error(c, t, b->ndim, b->shape, err);
+    int64_t nchunk = contiguous(b) ? 1 : b->shape[0], per = b->numel / nchunk;
+    size_t es = (size_t)(t->end - t->begin) / (size_t)(t->numel ? t->numel : 1);
+    float *buf = contiguous(b) || b->kind == K_STACK ? NULL : ms_malloc((size_t)per * sizeof(float));
+    int rc = 0;
+    for (int64_t e = 0; e < nchunk && !rc; e++) {
+        float *dst = buf ? buf : elem(b, m, e * per); // K_STACK: expert e's part is one run
+        rc = st_read_f32_range(f, t, e * per, per, dst, err);
+        for (int64_t j = 0; buf && j < per && !rc; j++) *elem(b, m, e * per + j) = buf[j];
+        st_release(f, t->begin + (size_t)(e * per) * es, t->begin + (size_t)((e + 1) * per) * es);
+        progress_add(4.0 * (double)per / 1048576.0);
+    }
+    free(buf);
+    return rc;
+}
+
 int family_load(moe_model *m, ckpt *c, const family_layer *L, ms_err *err) {
     memset(m, 0, sizeof *m);
     dims z;
@@ -475,16 +518,18 @@ int family_load(moe_model *m, ckpt *c, const family_layer *L, ms_err *err) {
     moe_alloc(m, &cfg);
     m->path = ms_strdup(c->arg);
     m->layer = ms_strdup(L->prefix);
-    float *buf = NULL;
+    double total = 0;
+    for (int i = 0; i < l.n; i++) total += 4.0 * (double)l.b[i].numel / 1048576.0;
+    char phase[96];
+    snprintf(phase, sizeof phase, "load %.80s", base_name(c->arg));
+    progress_begin(phase, total, "MiB");
     int rc = 0;
     for (int i = 0; i < l.n && !rc; i++) {
         const binding *b = &l.b[i];
         if (b->optional && ckpt_find(c, b->name) < 0) continue;
-        buf = ms_realloc(buf, (size_t)b->numel * sizeof(float));
-        rc = read_values(c, b, buf, err);
-        for (int64_t j = 0; j < b->numel && !rc; j++) *elem(b, m, j) = buf[j];
+        rc = load_binding(c, b, m, err);
     }
-    free(buf);
+    progress_end();
     free(l.b);
     if (rc) moe_free(m);
     return rc;
@@ -492,10 +537,19 @@ int family_load(moe_model *m, ckpt *c, const family_layer *L, ms_err *err) {
 
 /* ---- saving in the input's format ---- */
 
+/* A tensor of the layer encoded only when its shard is written (st_writer_add_gen):
+ * gathered from the model and converted to the source's dtype one tensor at a time. */
+typedef struct {
+    const moe_model *m;
+    binding b;
+    st_dtype dtype;
+} lazy_enc;
+
 typedef struct {
     int tensor;       /* number in the source checkpoint */
     char dtype[16];
-    void *data;
+    void *data;       /* the encoded bytes, or NULL when lazy */
+    lazy_enc *lazy;
     size_t nbytes;
 } enc_tensor;
 
@@ -504,48 +558,43 @@ typedef struct {
     int n;
     size_t requant, mx_blocks; /* MXFP4 blocks quantised afresh / in all */
     double sq_err, sq_ref;
-    size_t changed;            /* BF16/F16 values that differ from the source's */
 } enc_set;
 
-static void enc_add(enc_set *s, int tensor, const char *dtype, void *data, size_t nbytes) {
+static enc_tensor *enc_add(enc_set *s, int tensor, const char *dtype, void *data, size_t nbytes) {
     s->t = ms_realloc(s->t, (size_t)(s->n + 1) * sizeof(enc_tensor));
     enc_tensor *e = &s->t[s->n++];
     e->tensor = tensor;
     snprintf(e->dtype, sizeof e->dtype, "%s", dtype);
     e->data = data;
+    e->lazy = NULL;
     e->nbytes = nbytes;
+    return e;
 }
 
 static void enc_free(enc_set *s) {
-    for (int i = 0; i < s->n; i++) free(s->t[i].data);
+    for (int i = 0; i < s->n; i++) {
+        free(s->t[i].data);
+        free(s->t[i].lazy);
+    }
     free(s->t);
 }
 
-/* vals (numel floats) in t's dtype. */
-static void *encode_as(const st_file *f, const st_tensor *t, const float *vals, int64_t numel,
-                       size_t *nbytes, size_t *changed) {
-    const uint8_t *src = f->data + t->begin;
-    if (t->dtype == ST_BF16 || t->dtype == ST_F16) {
-        uint16_t *o = ms_malloc((size_t)numel * 2);
-        for (int64_t i = 0; i < numel; i++) {
-            o[i] = t->dtype == ST_BF16 ? codec_f32_to_bf16(vals[i]) : codec_f32_to_f16(vals[i]);
-            uint16_t was;
-            memcpy(&was, src + 2 * i, 2);
-            *changed += o[i] != was;
+/* st_gen_fn: the binding's model values in the source's dtype (BF16/F16 rounded
+ * to nearest even). */
+static int gen_encoded(void *ctx, void *buf, ms_err *err) {
+    const lazy_enc *z = ctx;
+    const binding *b = &z->b;
+    const float *run = contiguous(b) ? elem(b, z->m, 0) : NULL;
+    for (int64_t i = 0; i < b->numel; i++) {
+        float v = run ? run[i] : *elem(b, z->m, i);
+        switch (z->dtype) {
+        case ST_BF16: ((uint16_t *)buf)[i] = codec_f32_to_bf16(v); break;
+        case ST_F16: ((uint16_t *)buf)[i] = codec_f32_to_f16(v); break;
+        case ST_F64: ((double *)buf)[i] = v; break;
+        default: ((float *)buf)[i] = v; break;
         }
-        *nbytes = (size_t)numel * 2;
-        return o;
     }
-    if (t->dtype == ST_F64) {
-        double *o = ms_malloc((size_t)numel * 8);
-        for (int64_t i = 0; i < numel; i++) o[i] = vals[i];
-        *nbytes = (size_t)numel * 8;
-        return o;
-    }
-    float *o = ms_malloc((size_t)numel * 4);
-    memcpy(o, vals, (size_t)numel * 4);
-    *nbytes = (size_t)numel * 4;
-    return o;
+    return 0;
 }
 
 static int encode_mx(ckpt *c, const binding *b, const float *vals, enc_set *s, ms_err *err) {
@@ -574,7 +623,8 @@ static int encode_mx(ckpt *c, const binding *b, const float *vals, enc_set *s, m
     return 0;
 }
 
-/* Every binding of m's layer, gathered from m and encoded like the source. */
+/* Every binding of m's layer, to be gathered from m and encoded like the source
+ * as its shard is written (MXFP4 now: its blocks reuse the source's). */
 static int encode_layer(const moe_model *m, ckpt *c, enc_set *s, ms_err *err) {
     int fam = family_from_name(moe_family(&m->cfg));
     dims z = {m->cfg.n, m->cfg.d, m->cfg.h, m->cfg.s ? m->cfg.hs : 0, 0};
@@ -585,15 +635,15 @@ static int encode_layer(const moe_model *m, ckpt *c, enc_set *s, ms_err *err) {
     z.packed = fam != FAM_GPT_OSS && ckpt_find(c, name) >= 0; // transformers >= 5
     blist l = {NULL, 0, 0};
     layer_bindings(&l, fam, m->layer, &z, mx);
-    float *vals = NULL;
     int rc = 0;
     for (int i = 0; i < l.n && !rc; i++) {
         const binding *b = &l.b[i];
         if (b->optional && ckpt_find(c, b->name) < 0) continue;
-        vals = ms_realloc(vals, (size_t)b->numel * sizeof(float));
-        for (int64_t j = 0; j < b->numel; j++) vals[j] = *elem(b, m, j);
         if (b->mx) {
+            float *vals = ms_malloc((size_t)b->numel * sizeof(float));
+            for (int64_t j = 0; j < b->numel; j++) vals[j] = *elem(b, m, j);
             rc = encode_mx(c, b, vals, s, err);
+            free(vals);
             continue;
         }
         const st_file *f;
@@ -603,11 +653,18 @@ static int encode_layer(const moe_model *m, ckpt *c, enc_set *s, ms_err *err) {
             rc = shape_error(c, t, b->ndim, b->shape, err);
             break;
         }
-        size_t nbytes;
-        void *data = encode_as(f, t, vals, b->numel, &nbytes, &s->changed);
-        enc_add(s, ckpt_find(c, b->name), t->dtype_name, data, nbytes);
+        if (t->dtype != ST_BF16 && t->dtype != ST_F16 && t->dtype != ST_F64 && t->dtype != ST_F32) {
+            rc = ms_fail(err, "%s: tensor '%s' has dtype %s, which moescope cannot write", c->arg,
+                         b->name, t->dtype_name);
+            break;
+        }
+        size_t es = t->dtype == ST_F64 ? 8 : t->dtype == ST_F32 ? 4 : 2;
+        enc_tensor *e = enc_add(s, ckpt_find(c, b->name), t->dtype_name, NULL, (size_t)b->numel * es);
+        e->lazy = ms_malloc(sizeof *e->lazy);
+        e->lazy->m = m;
+        e->lazy->b = *b;
+        e->lazy->dtype = t->dtype;
     }
-    free(vals);
     free(l.b);
     return rc;
 }
@@ -622,11 +679,12 @@ static int write_shard(ckpt *c, int sh, const int *enc_of, const enc_set *s, con
         const st_tensor *t = &f->tensors[i];
         int k = ckpt_find(c, t->name);
         const enc_tensor *e = k >= 0 && enc_of[k] >= 0 ? &s->t[enc_of[k]] : NULL;
-        if (e && c->shard_of[k] == sh)
+        if (e && c->shard_of[k] == sh && e->lazy)
+            st_writer_add_gen(w, t->name, e->dtype, t->ndim, t->shape, e->nbytes, gen_encoded, e->lazy);
+        else if (e && c->shard_of[k] == sh)
             st_writer_add_raw(w, t->name, e->dtype, t->ndim, t->shape, e->data, e->nbytes);
         else
-            st_writer_add_raw(w, t->name, t->dtype_name, t->ndim, t->shape, f->data + t->begin,
-                              t->end - t->begin);
+            st_writer_add_mapped(w, f, t);
     }
     for (int i = 0; i < f->nmeta; i++) st_writer_meta(w, f->meta_keys[i], f->meta_vals[i]);
     int rc = st_writer_write(w, path, err);
@@ -727,6 +785,7 @@ static int save_dir(ckpt *c, const int *enc_of, const enc_set *s, const char *ou
         free(tmp);
         return ms_fail(err, "%s: cannot create a directory beside it: %s", out, strerror(e));
     }
+    int slot = cancel_register(tmp, 1); // Ctrl-C removes the half-built directory
     mode_t um = umask(0); // mkdtemp makes 0700; a checkpoint directory gets the usual mode
     umask(um);
     chmod(tmp, 0777 & ~um);
@@ -735,6 +794,7 @@ static int save_dir(ckpt *c, const int *enc_of, const enc_set *s, const char *ou
         rc = ms_fail(err, "%s: exists and is not empty; remove it or choose another output", out);
     if (!rc && rename(tmp, out)) rc = ms_fail(err, "%s: cannot rename into place: %s", out, strerror(errno));
     if (rc) remove_tree(tmp, c);
+    cancel_unregister(slot);
     free(tmp);
     return rc;
 }

@@ -10,6 +10,7 @@
 
 #include "checkpoint.h"
 #include "family.h"
+#include "progress.h"
 #include "safetensors.h"
 
 const char *moe_router_name(moe_router r) { return r == ROUTER_TOPK ? "topk" : "dense"; }
@@ -645,15 +646,21 @@ static int load_from(moe_model *m, const st_file *f, const char *layer, ms_err *
     if (r < 0) goto fail;
     m->cfg.has_gate_bias = r;
     int any_bias = 0;
+    const char *slash = strrchr(path, '/');
+    snprintf(name, sizeof name, "load %.80s", slash ? slash + 1 : path);
+    progress_begin(name, c.n + c.s, "experts");
     for (int i = 0; i < c.n; i++) {
         snprintf(name, sizeof name, "%s.experts.%d", layer, i);
         if (read_expert(f, name, &m->experts[i], &m->cfg, &any_bias, err)) goto fail;
+        progress_add(1);
     }
     sc = moe_shared_config(&m->cfg);
     for (int j = 0; j < c.s; j++) {
         snprintf(name, sizeof name, "%s.shared.%d", layer, j);
         if (read_expert(f, name, &m->shared[j], &sc, &any_bias, err)) goto fail;
+        progress_add(1);
     }
+    progress_end();
     if (native_router_read(f, layer, m, err)) goto fail;
     m->cfg.has_expert_bias = any_bias;
     if (c.has_head) {
@@ -685,6 +692,7 @@ static int load_from(moe_model *m, const st_file *f, const char *layer, ms_err *
     }
     return 0;
 fail:
+    progress_end();
     moe_free(m);
     return -1;
 }

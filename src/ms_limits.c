@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cost_matrix.h"
 #include "diagnose.h"
 
 const char *ms_bytes_str(char *buf, size_t cap, double bytes) {
@@ -57,7 +58,7 @@ static double model_bytes(const moe_model *m) { return m ? 4.0 * (double)m->npar
 static void model_needs(need *w, const moe_model *m, unsigned uses) {
     const moe_config *c = &m->cfg;
     const char *p = m->path ? m->path : "(model)", *L = m->layer ? m->layer : "moe";
-    double n = c->n, d = c->d, h = c->h;
+    double n = c->n, h = c->h;
     char why[320];
     if (uses & MS_USE_WM) {
         snprintf(why, sizeof why, "%s: h = %d (tensor '%.100s.experts.0.fc1.weight') needs an "
@@ -65,10 +66,9 @@ static void model_needs(need *w, const moe_model *m, unsigned uses) {
         consider(w, 8.0 * h * h + 8.0 * h, why);
     }
     if (uses & MS_USE_COST) {
-        double D1 = c->act == ACT_SILU_GLU ? 2 * d + 2 : d + 1;
         snprintf(why, sizeof why, "%s: n = %d experts of width d = %d (tensor '%.100s.gate.weight') "
-                 "need 2n Gram matrices for the expert cost", p, c->n, c->d, L);
-        consider(w, 4.0 * 2 * n * (D1 * D1 + d * d) + 8.0 * n * n, why);
+                 "need Gram blocks for the expert cost", p, c->n, c->d, L);
+        consider(w, cost_expert_bytes(c, c->n, c->n) + 8.0 * n * n, why);
     }
 }
 
@@ -194,12 +194,19 @@ int ms_limits_check(const moe_model *A, const moe_model *B, const evalset *E, un
     double budget = MS_MEM_RATIO * input;
     if (budget < MS_MEM_FLOOR) budget = MS_MEM_FLOOR;
     if (budget > machine) budget = machine;
-    if (w.bytes <= budget) return 0;
     char nb[32], bb[32], ib[32], fb[32], mb[32];
-    return ms_fail(err, "%s: %s, over the limit of %s here (%g times the %s of parameters and "
-                        "samples, at least %s, at most this machine's %s; MOESCOPE_MAX_MEMORY "
-                        "lowers it)",
-                   w.why, ms_bytes_str(nb, sizeof nb, w.bytes), ms_bytes_str(bb, sizeof bb, budget),
-                   MS_MEM_RATIO, ms_bytes_str(ib, sizeof ib, input),
-                   ms_bytes_str(fb, sizeof fb, MS_MEM_FLOOR), ms_bytes_str(mb, sizeof mb, machine));
+    if (w.bytes > budget)
+        return ms_fail(err, "%s: %s, over the limit of %s here (%g times the %s of parameters and "
+                            "samples, at least %s, at most this machine's %s; MOESCOPE_MAX_MEMORY "
+                            "lowers it)",
+                       w.why, ms_bytes_str(nb, sizeof nb, w.bytes), ms_bytes_str(bb, sizeof bb, budget),
+                       MS_MEM_RATIO, ms_bytes_str(ib, sizeof ib, input),
+                       ms_bytes_str(fb, sizeof fb, MS_MEM_FLOOR), ms_bytes_str(mb, sizeof mb, machine));
+    // the inputs are held too: a real layer is gigabytes, and what it derives comes on top
+    if (input + w.bytes > machine)
+        return ms_fail(err, "%s: %s, on top of the %s the inputs take as float32: over this "
+                            "machine's %s (MOESCOPE_MAX_MEMORY lowers it)",
+                       w.bytes > 0 ? w.why : "the inputs alone", ms_bytes_str(nb, sizeof nb, w.bytes),
+                       ms_bytes_str(ib, sizeof ib, input), ms_bytes_str(mb, sizeof mb, machine));
+    return 0;
 }

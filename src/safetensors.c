@@ -20,6 +20,7 @@
 #include <cJSON.h>
 
 #include "atomic_file.h"
+#include "progress.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little-endian");
 
@@ -528,33 +529,47 @@ static float half_at(const st_tensor *t, const uint8_t *src, int64_t i) {
     return t->dtype == ST_F16 ? st_half_to_float(h) : st_bf16_to_float(h);
 }
 
-int st_read_f32(const st_file *f, const st_tensor *t, float *out, ms_err *err) {
+int st_read_f32_range(const st_file *f, const st_tensor *t, int64_t first, int64_t count,
+                      float *out, ms_err *err) {
     if (!t) return ms_fail(err, "%s: missing tensor", f->path);
     const uint8_t *src = f->data + t->begin;
-    int64_t n = t->numel;
+    int64_t end = first + count;
     switch (t->dtype) {
     case ST_F32:
-        memcpy(out, src, (size_t)n * 4);
+        memcpy(out, src + 4 * first, (size_t)count * 4);
         break;
     case ST_F16:
     case ST_BF16:
-        for (int64_t i = 0; i < n; i++) out[i] = half_at(t, src, i);
+        for (int64_t i = first; i < end; i++) out[i - first] = half_at(t, src, i);
         break;
     case ST_F64:
-        for (int64_t i = 0; i < n; i++) {
+        for (int64_t i = first; i < end; i++) {
             double d;
             memcpy(&d, src + 8 * i, 8);
-            out[i] = (float)d;
-            if (isfinite(d) && !isfinite(out[i]))
+            out[i - first] = (float)d;
+            if (isfinite(d) && !isfinite(out[i - first]))
                 return bad_value(f, t, i, d, "float32-overflowing", err);
         }
         break;
     default:
         return not_float(f, t, "F32, F16, BF16 or F64", err);
     }
-    for (int64_t i = 0; i < n; i++)
-        if (!isfinite(out[i])) return bad_value(f, t, i, out[i], "non-finite", err);
+    for (int64_t i = 0; i < count; i++)
+        if (!isfinite(out[i])) return bad_value(f, t, first + i, out[i], "non-finite", err);
     return 0;
+}
+
+int st_read_f32(const st_file *f, const st_tensor *t, float *out, ms_err *err) {
+    return st_read_f32_range(f, t, 0, t ? t->numel : 0, out, err);
+}
+
+void st_release(const st_file *f, size_t begin, size_t end) {
+    // whole pages inside [begin, end) of the data section; their neighbours may still be read
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)(f->data + begin), b = (uintptr_t)(f->data + end);
+    a = (a + pg - 1) / pg * pg;
+    b = b / pg * pg;
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
 int st_read_f64(const st_file *f, const st_tensor *t, double *out, ms_err *err) {
@@ -628,9 +643,13 @@ typedef struct {
     int64_t shape[ST_MAX_DIMS];
     const void *data; // borrowed
     int bad_ndim;     // ndim outside [0, ST_MAX_DIMS]: reported at write time
-    int raw;          // st_writer_add_raw: bytes copied as they are, dtype by name
+    int raw;          // st_writer_add_raw/_gen: bytes as they are, dtype by name
     char dtype_name[16];
     size_t raw_bytes;
+    st_gen_fn gen;    // st_writer_add_gen: the bytes are made at write time
+    void *gen_ctx;
+    const st_file *src; // st_writer_add_mapped: pages released once written
+    size_t src_begin;
 } st_wtensor;
 
 struct st_writer {
@@ -701,6 +720,35 @@ void st_writer_add_raw(st_writer *w, const char *name, const char *dtype_name, i
     if (snprintf(t->dtype_name, sizeof t->dtype_name, "%s", dtype_name) >= (int)sizeof t->dtype_name)
         snprintf(t->dtype_name, sizeof t->dtype_name, "?");
     t->raw_bytes = nbytes;
+}
+
+void st_writer_add_gen(st_writer *w, const char *name, const char *dtype_name, int ndim,
+                       const int64_t *shape, size_t nbytes, st_gen_fn gen, void *ctx) {
+    st_writer_add_raw(w, name, dtype_name, ndim, shape, ctx, nbytes);
+    w->t[w->n - 1].gen = gen;
+    w->t[w->n - 1].gen_ctx = ctx;
+}
+
+void st_writer_add_mapped(st_writer *w, const st_file *f, const st_tensor *t) {
+    st_writer_add_raw(w, t->name, t->dtype_name, t->ndim, t->shape, f->data + t->begin,
+                      t->end - t->begin);
+    w->t[w->n - 1].src = f;
+    w->t[w->n - 1].src_begin = t->begin;
+}
+
+/* Tensor i's bytes to fp: as given, or made by its generator into a buffer
+ * that lives only while it is written (a layer is encoded tensor by tensor). */
+static int write_tensor(const st_wtensor *t, size_t nbytes, FILE *fp, ms_err *err) {
+    if (!t->gen) {
+        fwrite(t->data, 1, nbytes, fp);
+        if (t->src) st_release(t->src, t->src_begin, t->src_begin + nbytes);
+        return 0;
+    }
+    void *buf = ms_malloc(nbytes);
+    int rc = t->gen(t->gen_ctx, buf, err);
+    if (!rc) fwrite(buf, 1, nbytes, fp);
+    free(buf);
+    return rc;
 }
 
 static int cmp_wname(const void *a, const void *b) {
@@ -896,10 +944,21 @@ int st_writer_write(st_writer *w, const char *path, ms_err *err) {
     uint64_t hlen = h.len;
     fwrite(&hlen, 8, 1, af.fp); // little-endian host (static assert above)
     fwrite(h.s, 1, h.len, af.fp);
-    for (int i = 0; i < w->n; i++)
-        if (nbytes[i]) fwrite(w->t[i].data, 1, nbytes[i], af.fp);
+    const char *slash = strrchr(path, '/');
+    char phase[96];
+    snprintf(phase, sizeof phase, "write %.80s", slash ? slash + 1 : path);
+    progress_begin(phase, (double)off / 1048576.0, "MiB");
+    for (int i = 0; i < w->n && !rc; i++) {
+        if (nbytes[i]) rc = write_tensor(&w->t[i], nbytes[i], af.fp, err);
+        progress_add((double)nbytes[i] / 1048576.0);
+    }
+    progress_end();
     free(h.s);
     free(nbytes);
+    if (rc) {
+        af_abort(&af);
+        return -1;
+    }
     // af_commit notices any failed fwrite (sticky error flag) and removes the temporary
     return af_commit(&af, err);
 }

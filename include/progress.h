@@ -1,0 +1,48 @@
+/* progress.h - one progress line on stderr, and cancellation by Ctrl-C.
+ *
+ * A command announces each long phase (loading a layer, Gram matrices, weight
+ * matching, writing a checkpoint, the orders of a landscape) with a total and a
+ * unit, then reports how far it got. When stderr is a terminal the line
+ *
+ *   weight matching  3/8 slots  37%  0.21 slots/s  ETA 0:24
+ *
+ * is redrawn at most ten times a second; otherwise nothing is printed. The line
+ * appears only once a command has run for a quarter of a second (quick commands
+ * stay quiet); MOESCOPE_PROGRESS=0 turns it off, =1 shows it at once (still
+ * only on a terminal). Updates may come from any thread.
+ *
+ * Cancellation: progress_install_cancel() makes SIGINT, SIGTERM and SIGHUP end
+ * the process with status 130 after removing every temporary file and
+ * directory an output was being built in (cancel_register): an interrupted
+ * command leaves no partial output behind, and a file it replaces stays as it
+ * was. The handler only calls async-signal-safe functions (unlink, rmdir,
+ * getdents64, write, _exit).
+ *
+ * For tests: MOESCOPE_TEST_STALL=PREFIX makes the phase whose name starts with
+ * PREFIX wait for a signal when it begins (a cancel then lands mid-command,
+ * with its temporaries in place, without any timing). */
+#ifndef MS_PROGRESS_H
+#define MS_PROGRESS_H
+
+#include <stdint.h>
+
+/* Start a phase ("load B", "Gram matrices") of total units (0: unknown). Ends
+ * the previous phase. unit: "MiB", "experts", ... */
+void progress_begin(const char *phase, double total, const char *unit);
+/* Units done so far in the phase / add k to them. */
+void progress_set(double done);
+void progress_add(double k);
+/* End the phase: the line is erased. */
+void progress_end(void);
+/* Would a line be drawn at all (stderr is a terminal, not turned off)? */
+int progress_enabled(void);
+
+/* Install the handlers described above (the command-line subcommands do). */
+void progress_install_cancel(void);
+/* Remove path (a file, or with is_dir a directory and the files in it) if the
+ * process is cancelled before cancel_unregister(slot). Returns the slot, or -1
+ * when the table is full or the path too long (then nothing is removed). */
+int cancel_register(const char *path, int is_dir);
+void cancel_unregister(int slot);
+
+#endif

@@ -1,0 +1,215 @@
+/* test_realsize.c - the memory paths of real-sized layers, at small sizes:
+ * - the expert cost on both sides of the Gram products (d x d Grams in row
+ *   blocks of any size, h x h products per pair) against a plain double
+ *   reference, and against each other: row blocks change only the grouping of
+ *   double sums (agreement to 1e-12 of the largest cost); the h side works in
+ *   double (1e-9 of the reference) while the d side rounds its Gram blocks to
+ *   float32 as the single-block and the old syrk path did (1e-6, which bounds
+ *   the sides' disagreement too); the side the cost model picks is the cheaper
+ *   one, and equal experts cost exactly 0;
+ * - align in place equals an out-of-place gather of B by the returned order
+ *   and hidden permutations, and align_models, bit for bit;
+ * - the memory budget counts the inputs themselves. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "align.h"
+#include "cost_matrix.h"
+#include "ms_limits.h"
+#include "rng.h"
+#include "testlib.h"
+
+static void random_model(moe_model *m, int n, int d, int h, moe_act act, uint64_t seed) {
+    moe_config c = {0};
+    c.n = n, c.d = d, c.h = h, c.k = 2, c.router = ROUTER_TOPK, c.act = act;
+    c.has_gate_bias = 1, c.has_expert_bias = 1;
+    moe_alloc(m, &c);
+    rng_t r;
+    rng_seed(&r, seed);
+    for (size_t q = 0; q < m->nparams; q++) m->mem[q] = (float)(rng_normal(&r) / sqrt((double)d));
+}
+
+/* |G1a - G1b|^2 + |G2a - G2b|^2 with At = [W1 b1 W3 b3] (h, D1), Bt = [W2 b2] (d, h+1). */
+static double ref_dist2(const moe_expert *a, const moe_expert *b, const moe_config *c) {
+    int d = c->d, h = c->h, glu = moe_act_glu(c->act), D1 = glu ? 2 * d + 2 : d + 1;
+    double *X = malloc(sizeof(double) * h * D1), *Y = malloc(sizeof(double) * h * D1);
+    const moe_expert *e[2] = {a, b};
+    double *M[2] = {X, Y};
+    for (int k = 0; k < 2; k++)
+        for (int u = 0; u < h; u++) {
+            double *row = M[k] + (size_t)u * D1;
+            for (int j = 0; j < d; j++) row[j] = e[k]->fc1_w[u * d + j];
+            row[d] = e[k]->fc1_b[u];
+            for (int j = 0; glu && j < d; j++) row[d + 1 + j] = e[k]->fc3_w[u * d + j];
+            if (glu) row[2 * d + 1] = e[k]->fc3_b[u];
+        }
+    double s = 0;
+    for (int p = 0; p < D1; p++)
+        for (int q = 0; q < D1; q++) {
+            double ga = 0, gb = 0;
+            for (int u = 0; u < h; u++) {
+                ga += X[u * D1 + p] * X[u * D1 + q];
+                gb += Y[u * D1 + p] * Y[u * D1 + q];
+            }
+            s += (ga - gb) * (ga - gb);
+        }
+    for (int p = 0; p < d; p++)
+        for (int q = 0; q < d; q++) {
+            double ga = (double)a->fc2_b[p] * a->fc2_b[q], gb = (double)b->fc2_b[p] * b->fc2_b[q];
+            for (int u = 0; u < h; u++) {
+                ga += (double)a->fc2_w[p * h + u] * a->fc2_w[q * h + u];
+                gb += (double)b->fc2_w[p * h + u] * b->fc2_w[q * h + u];
+            }
+            s += (ga - gb) * (ga - gb);
+        }
+    free(X);
+    free(Y);
+    return s;
+}
+
+static double max_abs(const double *x, int k) {
+    double m = 0;
+    for (int i = 0; i < k; i++) m = fmax(m, fabs(x[i]));
+    return m;
+}
+
+static double max_diff(const double *x, const double *y, int k) {
+    double m = 0;
+    for (int i = 0; i < k; i++) m = fmax(m, fabs(x[i] - y[i]));
+    return m;
+}
+
+static void cost_with(int side, double block, const moe_model *A, const moe_model *B, double *C) {
+    ms_err err;
+    cost_expert_tuning(side, block);
+    CHECK(cost_matrix(A, B, COST_EXPERT, 1, C, &err) == 0, "cost: %s", err.msg);
+    cost_expert_tuning(0, 0);
+}
+
+static void test_cost_sides(void) {
+    const struct {
+        int n, d, h;
+        moe_act act;
+    } S[] = {{3, 7, 5, ACT_SILU_GLU}, {4, 6, 9, ACT_RELU}, {2, 12, 3, ACT_SILU_GLU}, {5, 5, 5, ACT_GELU}};
+    for (size_t k = 0; k < sizeof S / sizeof S[0]; k++) {
+        moe_model A, B;
+        int n = S[k].n, d = S[k].d;
+        random_model(&A, n, d, S[k].h, S[k].act, 10 + k);
+        random_model(&B, n, d, S[k].h, S[k].act, 20 + k);
+        double *ref = malloc(sizeof(double) * n * n), *one = malloc(sizeof(double) * n * n);
+        double *blk = malloc(sizeof(double) * n * n), *hs = malloc(sizeof(double) * n * n);
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) ref[i * n + j] = sqrt(ref_dist2(&A.experts[i], &B.experts[j], &A.cfg));
+        cost_with(1, 1e9, &A, &B, one); // every d x d term in one block
+        double scale = max_abs(ref, n * n);
+        CHECK(max_diff(one, ref, n * n) <= 1e-6 * scale, "spec %zu: d side vs reference %g", k,
+              max_diff(one, ref, n * n) / scale);
+        // one row per block, then a few rows: the blocks a large layer is streamed in
+        double rowb[2] = {1.0, 8.0 * 2 * n * d * 3};
+        for (int b = 0; b < 2; b++) {
+            cost_with(1, rowb[b], &A, &B, blk);
+            CHECK(max_diff(blk, one, n * n) <= 1e-12 * scale, "spec %zu: blocks of %g bytes vs one block %g",
+                  k, rowb[b], max_diff(blk, one, n * n) / scale);
+        }
+        cost_with(2, 0, &A, &B, hs);
+        CHECK(max_diff(hs, one, n * n) <= 1e-6 * scale, "spec %zu: h side vs d side %g", k,
+              max_diff(hs, one, n * n) / scale);
+        CHECK(max_diff(hs, ref, n * n) <= 1e-9 * scale, "spec %zu: h side vs reference", k);
+        // equal experts cost exactly 0 (an expert against itself)
+        cost_with(0, 0, &A, &A, blk);
+        for (int i = 0; i < n; i++) CHECK(blk[i * n + i] == 0.0, "spec %zu: C[%d][%d] = %g", k, i, i, blk[i * n + i]);
+        free(ref), free(one), free(blk), free(hs);
+        moe_free(&A);
+        moe_free(&B);
+    }
+    // the cost model: h << d / n takes the h side (exactly its numbers), h >> d the d side
+    const int shapes[2][3] = {{2, 64, 3}, {2, 4, 40}};
+    for (int k = 0; k < 2; k++) {
+        moe_model A, B;
+        random_model(&A, shapes[k][0], shapes[k][1], shapes[k][2], ACT_SILU_GLU, 7);
+        random_model(&B, shapes[k][0], shapes[k][1], shapes[k][2], ACT_SILU_GLU, 8);
+        double a[4], f[4];
+        cost_with(0, 0, &A, &B, a);
+        cost_with(k == 0 ? 2 : 1, 0, &A, &B, f);
+        CHECK(!memcmp(a, f, sizeof a), "shape %d: the picked side is the %s side", k, k == 0 ? "h" : "d");
+        moe_free(&A);
+        moe_free(&B);
+    }
+}
+
+/* dst expert i = src expert order[i] with unit u = unit P_i[u], out of place. */
+static void gather_reference(moe_model *dst, const moe_model *src, const align_result *r) {
+    const moe_config *c = &src->cfg;
+    int n = c->n, d = c->d, h = c->h;
+    moe_clone(dst, src);
+    for (int i = 0; i < n; i++) {
+        const moe_expert *s = &src->experts[r->order[i]];
+        moe_expert *t = &dst->experts[i];
+        const int *P = r->hidden_perm + (size_t)i * h;
+        for (int u = 0; u < h; u++) {
+            memcpy(t->fc1_w + u * d, s->fc1_w + P[u] * d, sizeof(float) * d);
+            memcpy(t->fc3_w + u * d, s->fc3_w + P[u] * d, sizeof(float) * d);
+            t->fc1_b[u] = s->fc1_b[P[u]];
+            t->fc3_b[u] = s->fc3_b[P[u]];
+            for (int j = 0; j < d; j++) t->fc2_w[j * h + u] = s->fc2_w[j * h + P[u]];
+        }
+        memcpy(t->fc2_b, s->fc2_b, sizeof(float) * d);
+        memcpy(dst->gate_w + i * d, src->gate_w + r->order[i] * d, sizeof(float) * d);
+        dst->gate_b[i] = src->gate_b[r->order[i]];
+    }
+}
+
+static void test_align_inplace(void) {
+    for (int seed = 0; seed < 4; seed++) {
+        moe_model A, B, Bin, ref, out;
+        random_model(&A, 5, 6, 7, ACT_SILU_GLU, 100 + seed);
+        random_model(&B, 5, 6, 7, ACT_SILU_GLU, 200 + seed);
+        moe_clone(&Bin, &B);
+        align_opts o;
+        align_opts_default(&o);
+        align_result r, r2;
+        ms_err err;
+        CHECK(align_models_inplace(&A, &Bin, &o, &r, &err) == 0, "in place: %s", err.msg);
+        gather_reference(&ref, &B, &r);
+        CHECK(!memcmp(Bin.mem, ref.mem, B.nparams * sizeof(float)), "seed %d: in place == gather", seed);
+        CHECK(align_models(&A, &B, &o, &out, &r2, &err) == 0, "align_models: %s", err.msg);
+        CHECK(!memcmp(Bin.mem, out.mem, B.nparams * sizeof(float)), "seed %d: in place == align_models", seed);
+        int moved = 0;
+        for (int i = 0; i < 5; i++) moved |= r.order[i] != i;
+        for (int q = 0; q < 5 * 7; q++) moved |= r.hidden_perm[q] != q % 7;
+        CHECK(moved, "seed %d: the alignment moved something (else the check is empty)", seed);
+        align_result_free(&r);
+        align_result_free(&r2);
+        moe_free(&A), moe_free(&B), moe_free(&Bin), moe_free(&ref), moe_free(&out);
+    }
+}
+
+static void test_budget_counts_inputs(void) {
+    moe_model A, B;
+    random_model(&A, 4, 16, 16, ACT_SILU_GLU, 1);
+    random_model(&B, 4, 16, 16, ACT_SILU_GLU, 2);
+    double inputs = 4.0 * (A.nparams + B.nparams);
+    ms_err err;
+    char lim[64];
+    // the inputs alone do not fit: refused, naming what the inputs take
+    snprintf(lim, sizeof lim, "%.0f", inputs * 0.9);
+    setenv("MOESCOPE_MAX_MEMORY", lim, 1);
+    CHECK(ms_limits_check(&A, &B, NULL, MS_USE_WM | MS_USE_COST, &err) != 0 &&
+              strstr(err.msg, "on top of the") && strstr(err.msg, "the inputs take as float32"),
+          "inputs over the machine: %s", err.msg);
+    // room for the inputs and what they derive: accepted
+    snprintf(lim, sizeof lim, "%.0f", inputs * 3);
+    setenv("MOESCOPE_MAX_MEMORY", lim, 1);
+    CHECK(ms_limits_check(&A, &B, NULL, MS_USE_WM | MS_USE_COST, &err) == 0, "fits: %s", err.msg);
+    unsetenv("MOESCOPE_MAX_MEMORY");
+    moe_free(&A);
+    moe_free(&B);
+}
+
+int main(void) {
+    test_cost_sides();
+    test_align_inplace();
+    test_budget_counts_inputs();
+    return test_summary("test_realsize");
+}
