@@ -37,6 +37,12 @@ void progress_end(void);
 /* Would a line be drawn at all (stderr is a terminal, not turned off)? */
 int progress_enabled(void);
 
+/* Seconds spent per named part ("wm lap"; every progress phase is one), summed
+ * and printed on stderr as "timing: WHAT SECONDS" lines at exit when the
+ * environment variable MOESCOPE_TIMING is set: the benchmarks read them. */
+void timing_add(const char *what, double seconds);
+double timing_now(void); /* a monotonic clock, seconds */
+
 /* Install the handlers described above (the command-line subcommands do). */
 void progress_install_cancel(void);
 /* Remove path (a file, or with is_dir a directory and the files in it) if the

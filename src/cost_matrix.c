@@ -189,9 +189,18 @@ static void small_terms(const moe_expert *e, const moe_config *c, double *v, flo
 
 static int small_len(const moe_config *c) { return is_glu(c) ? 4 * c->d + 3 : c->d + 1; }
 
-/* Rows of a d x d term formed at once for nx experts: the block fits cost_block_bytes. */
+/* Rows of a d x d term formed at once for nx experts. The block fits
+ * cost_block_bytes, and at most an eighth of the inputs' own size (a small layer
+ * gets a small block). A symmetric term is formed on its upper block triangle
+ * (whole rows of blocks, so an entry is the same number whatever the blocks):
+ * 8 blocks or more keep its flops within 1/8 of the triangle's; fewer, larger
+ * GEMMs otherwise (each call costs a thread hand-off). */
 static int block_rows(const moe_config *c, int nx) {
-    int rb = (int)(cost_block_bytes / (8.0 * nx * c->d + 4.0 * c->d));
+    double input = 4.0 * nx * (double)moe_expert_size(c), cap = cost_block_bytes;
+    if (cost_side == 0 && cap > input / 8) cap = input / 8 > 4e6 ? input / 8 : 4e6;
+    int rb = (int)(cap / (8.0 * nx * c->d + 4.0 * c->d)), most = (c->d + 7) / 8;
+    if (most < 64) most = 64;
+    if (rb > most) rb = most;
     return rb < 1 ? 1 : rb > c->d ? c->d : rb;
 }
 
@@ -200,7 +209,7 @@ static void dside_dist2(const pool *P, const moe_config *c, double *dist2) {
     int d = c->d, nx = P->na + P->nb, rb = block_rows(c, nx);
     double *V = ms_malloc((size_t)nx * rb * d * sizeof(double)); // (nx, rb*d) one block of terms
     float *F = ms_malloc((size_t)rb * d * sizeof(float));         // (rb, d) one expert's block
-    double *norm = ms_calloc((size_t)nx, sizeof(double)), *cross = ms_calloc((size_t)P->na * P->nb, sizeof(double));
+    double *norm = ms_calloc((size_t)nx, sizeof(double));
     for (int t = 0; t < term_count(c); t++)
         for (int r0 = 0; r0 < d; r0 += rb) {
             int m = d - r0 < rb ? d - r0 : rb, c0 = term_sym(t) ? r0 : 0, w = d - c0;
@@ -217,17 +226,19 @@ static void dside_dist2(const pool *P, const moe_config *c, double *dist2) {
                 norm[x] += sumsq(v, L);
                 progress_add(2.0 * c->h * (double)L / 1e9);
             }
-            // cross (na, nb) += Va (na, L) Vb^T (L, nb)
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, P->na, P->nb, (int)L, 1.0, V, (int)L,
-                        V + (size_t)P->na * L, (int)L, 1.0, cross, P->nb);
+            // dist2 (na, nb) -= 2 Va (na, L) Vb^T (L, nb): a skinny product whose threads
+            // would only wait for each other (badly so on a busy machine): one thread
+            int nt = openblas_get_num_threads();
+            openblas_set_num_threads(1);
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, P->na, P->nb, (int)L, -2.0, V, (int)L,
+                        V + (size_t)P->na * L, (int)L, 1.0, dist2, P->nb);
+            openblas_set_num_threads(nt);
         }
     for (int i = 0; i < P->na; i++)
-        for (int j = 0; j < P->nb; j++)
-            dist2[(size_t)i * P->nb + j] += norm[i] + norm[P->na + j] - 2.0 * cross[(size_t)i * P->nb + j];
+        for (int j = 0; j < P->nb; j++) dist2[(size_t)i * P->nb + j] += norm[i] + norm[P->na + j];
     free(V);
     free(F);
     free(norm);
-    free(cross);
 }
 
 /* One expert in double, carved from mem (3hd + 2h + d doubles). */
@@ -316,7 +327,7 @@ double cost_expert_bytes(const moe_config *c, int na, int nb) {
     if (pick_hside(c, na, nb))
         return 8.0 * (2 * (3 * h * d + 2 * h + d) + (h + 1) * (h + 1) + nx);
     double rb = block_rows(c, na + nb);
-    return 8.0 * nx * rb * d + 4.0 * rb * d + 8.0 * (nx * small_len(c) + nx + (double)na * nb);
+    return 8.0 * nx * rb * d + 4.0 * rb * d + 8.0 * (nx * small_len(c) + nx);
 }
 
 /* C (na, nb) expert cost between the experts ea[0..na) and eb[0..nb). */
@@ -335,7 +346,10 @@ static void expert_cost(const moe_expert *ea, int na, const moe_expert *eb, int 
         int S = small_len(c);
         double *v = ms_malloc((size_t)(na + nb) * S * sizeof(double));
         float *tmp = ms_malloc((size_t)c->d * sizeof(float));
+        int nt = openblas_get_num_threads(); // matrix-vector products: memory-bound, one thread
+        openblas_set_num_threads(1);
         for (int x = 0; x < na + nb; x++) small_terms(pool_at(&P, x), c, v + (size_t)x * S, tmp);
+        openblas_set_num_threads(nt);
         for (int i = 0; i < na; i++)
             for (int j = 0; j < nb; j++) {
                 const double *p = v + (size_t)i * S, *q = v + (size_t)(na + j) * S;

@@ -136,8 +136,44 @@ void progress_add(double k) {
 void progress_end(void) {
     pthread_mutex_lock(&P.mu);
     erase_locked();
+    char phase[64];
+    snprintf(phase, sizeof phase, "%s", P.phase);
+    double el = now_s() - P.t_phase;
     P.phase[0] = 0;
     pthread_mutex_unlock(&P.mu);
+    if (phase[0]) timing_add(phase, el);
+}
+
+/* ---- timing (MOESCOPE_TIMING) ---- */
+
+enum { NTIMES = 32 };
+static struct {
+    char what[64];
+    double s;
+} times[NTIMES];
+static int ntimes;
+static pthread_mutex_t times_mu = PTHREAD_MUTEX_INITIALIZER;
+
+double timing_now(void) { return now_s(); }
+
+static void timing_report(void) {
+    for (int i = 0; i < ntimes; i++) fprintf(stderr, "timing: %s %.3f\n", times[i].what, times[i].s);
+}
+
+void timing_add(const char *what, double seconds) {
+    static int on = -1;
+    if (on < 0) {
+        const char *env = getenv("MOESCOPE_TIMING");
+        on = env && *env && strcmp(env, "0");
+        if (on) atexit(timing_report);
+    }
+    if (!on) return;
+    pthread_mutex_lock(&times_mu);
+    int i = 0;
+    while (i < ntimes && strcmp(times[i].what, what)) i++;
+    if (i == ntimes && ntimes < NTIMES) snprintf(times[ntimes++].what, sizeof times[0].what, "%s", what);
+    if (i < ntimes) times[i].s += seconds;
+    pthread_mutex_unlock(&times_mu);
 }
 
 /* ---- cancellation ---- */

@@ -12,6 +12,7 @@
 
 #include "weight_matching.h"
 #include "lap.h"
+#include "progress.h"
 
 /* Widen h*h floats stored at the start of S into h*h doubles in place,
  * back to front, one block at a time through a small buffer. Block [i0, i0+B)
@@ -55,9 +56,13 @@ void wm_similarity(const moe_expert *a, const moe_expert *b, const moe_config *c
 int wm_match_into(const moe_expert *a, const moe_expert *b, const moe_config *c, int *P,
                   double *score, double *S, ms_err *err) {
     int h = c->h;
+    double t0 = timing_now();
     wm_similarity(a, b, c, S);
-    double total = 0.0;
-    if (lap_solve(S, h, h, 1, P, &total, err)) return ms_prefix(err, "weight matching");
+    double t1 = timing_now(), total = 0.0;
+    timing_add("wm similarity", t1 - t0);
+    int rc = lap_solve(S, h, h, 1, P, &total, err);
+    timing_add("wm assignment", timing_now() - t1);
+    if (rc) return ms_prefix(err, "weight matching");
     if (score) *score = total;
     return 0;
 }

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# tests/bench/bench_realsize.sh - real-sized layers from BF16 checkpoints in their
+# family's layout, written at bench time (tests/bench/gen_realsize.py, deleted
+# afterwards): `cost` (both methods) and `align`, each against its floor, and
+# peak RSS (/usr/bin/time -v) against the two layers in float32.
+#
+#   floor(cost)  = the expert cost's GEMM flops (5 h d^2 per expert for SiLU-GLU:
+#                  W1'W1, W3'W3 on their upper triangles, W1'W3, W2 W2') over the
+#                  machine's SGEMM rate (tests/bench/sgemm_rate.c, a plain sgemm)
+#   floor(align) = floor(cost) + weight matching's GEMMs (3 x 2 h^2 d per slot) over
+#                  the same rate + the assignments' own time (the h x h solves,
+#                  as align measured them: MOESCOPE_TIMING)
+# Targets: Mixtral-sized (n 8, d 4096, h 14336, two shards) align <= 1.5x its
+# floor and <= 1.5x the layers in RSS; OLMoE-sized (n 64, d 2048, h 1024) cost
+# and align <= 2x, RSS <= 2x.
+#
+#   REALSIZE="olmoe mixtral"   the sizes (default both); "name:n:d:h:shards" for others,
+#                              e.g. REALSIZE="mixtral:8:1024:3584:2" (a quarter-size Mixtral)
+#   REALSIZE_DIR=...           where the checkpoints go (default /work/scratch/realsize
+#                              when it exists, else a temporary directory)
+#   REALSIZE_KEEP=1            keep them for the next run
+# A size whose run would not fit this machine's available memory is skipped, with a
+# message. Memory is read from /proc/meminfo just before each run.
+set -u
+cd "$(dirname "$0")/../.."
+: "${PYTHON:=/usr/bin/python3}" "${MOESCOPE:=build/rel/moescope}"
+make -s build/rel/moescope || exit 1
+SIZES=${REALSIZE:-olmoe mixtral}
+if [ -n "${REALSIZE_DIR:-}" ]; then DIR=$REALSIZE_DIR
+elif [ -d /work/scratch ]; then DIR=/work/scratch/realsize
+else DIR=$(mktemp -d); fi
+mkdir -p "$DIR" || exit 1
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"; [ "${REALSIZE_KEEP:-0}" = 1 ] || rm -rf "$DIR"/bench-*' EXIT
+PKGS="openblas"
+cc -std=gnu11 -O2 -march=x86-64-v2 -Wall -Wextra $(pkg-config --cflags $PKGS) \
+    -o "$TMP/sgemm_rate" tests/bench/sgemm_rate.c $(pkg-config --libs $PKGS) || exit 1
+
+avail_gib() { awk '/^MemAvailable:/ {printf "%.1f", $2 / 1048576}' /proc/meminfo; }
+
+# run NAME CMD...: /usr/bin/time -v around CMD, timings to $TMP/NAME.err; sets WALL and RSS_KB
+run() {
+    local name=$1; shift
+    MOESCOPE_TIMING=1 /usr/bin/time -v -o "$TMP/$name.time" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
+    local rc=$?
+    [ $rc -eq 0 ] || { echo "  $name failed (exit $rc):"; tail -5 "$TMP/$name.err"; return 1; }
+    WALL=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, p, ":"); s = 0;
+        for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s}' "$TMP/$name.time")
+    RSS_KB=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$TMP/$name.time")
+}
+timing() { awk -v w="$2" '$1 == "timing:" { k = $2; for (i = 3; i < NF; i++) k = k " " $i;
+    if (k == w) s += $NF } END { printf "%.3f", s + 0 }' "$TMP/$1.err"; }
+
+for size in $SIZES; do
+    case $size in
+        mixtral) spec="mixtral:8:4096:14336:2" ;;
+        olmoe) spec="olmoe:64:2048:1024:1" ;;
+        *) spec=$size ;;
+    esac
+    IFS=: read -r fam n d h shards <<<"$spec"
+    layer_gib=$(awk -v n="$n" -v d="$d" -v h="$h" 'BEGIN { printf "%.2f", n * 3 * h * d * 4 / 2^30 }')
+    need=$(awk -v l="$layer_gib" 'BEGIN { printf "%.1f", 2 * l * 1.6 + 1 }')
+    echo "== bench_realsize: $fam-sized n=$n d=$d h=$h, BF16, $shards shard(s); two layers in float32 = $(awk -v l="$layer_gib" 'BEGIN{printf "%.2f", 2*l}') GiB"
+    if awk -v a="$(avail_gib)" -v nd="$need" 'BEGIN { exit !(a < nd) }'; then
+        echo "  skipped: needs about $need GiB, $(avail_gib) GiB available now"
+        continue
+    fi
+    ck=$DIR/bench-$fam-$n-$d-$h-$shards
+    if [ ! -f "$ck/B/config.json" ]; then
+        t0=$(date +%s.%N)
+        "$PYTHON" tests/bench/gen_realsize.py "$ck" --family "$fam" --n "$n" --d "$d" --h "$h" \
+            --shards "$shards" >"$TMP/order" || exit 1
+        echo "  wrote the pair in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b - a}') s ($(du -sh "$ck" | cut -f1))"
+    fi
+    hh=$(( h < 4096 ? (h > 2048 ? h : 2048) : 4096 ))
+    rate=$("$TMP/sgemm_rate" "$hh" "$hh" "$d" 2 | awk '{print $2}')
+    gram=$(awk -v n="$n" -v d="$d" -v h="$h" 'BEGIN { print 2 * n * 5 * h * d * d }')
+    wmf=$(awk -v n="$n" -v d="$d" -v h="$h" 'BEGIN { print n * 3 * 2 * h * h * d }')
+    layers_kb=$(awk -v l="$layer_gib" 'BEGIN { print 2 * l * 1048576 }')
+    echo "  SGEMM rate (plain sgemm ${hh}x${hh}x$d): $rate GFLOP/s"
+
+    run cost "$MOESCOPE" cost "$ck/A" "$ck/B" --json "$TMP/cost.json" || continue
+    floor=$(awk -v f="$gram" -v r="$rate" 'BEGIN { print f / r / 1e9 }')
+    cw=$WALL crss=$RSS_KB
+    awk -v w="$cw" -v f="$floor" -v r="$crss" -v l="$layers_kb" -v g="$(timing cost 'expert cost')" \
+        'BEGIN { printf "  cost (both methods) %8.1f s  floor %7.1f s  time/floor %5.2f x   (expert cost %.1f s)   peak RSS %6.2f GiB = %4.2f x the layers\n", w, f, w / f, g, r / 1048576, r / l }'
+
+    out=$DIR/bench-out-$fam
+    rm -rf "$out"
+    run align "$MOESCOPE" align "$ck/A" "$ck/B" -o "$out" || continue
+    lap=$(timing align "wm assignment")
+    floor=$(awk -v f="$gram" -v w="$wmf" -v r="$rate" -v l="$lap" 'BEGIN { print (f + w) / r / 1e9 + l }')
+    awk -v w="$WALL" -v f="$floor" -v r="$RSS_KB" -v l="$layers_kb" -v lap="$lap" -v n="$n" -v h="$h" \
+        -v sim="$(timing align 'wm similarity')" -v ec="$(timing align 'expert cost')" \
+        'BEGIN { printf "  align               %8.1f s  floor %7.1f s  time/floor %5.2f x   peak RSS %6.2f GiB = %4.2f x the layers\n", w, f, w / f, r / 1048576, r / l;
+                 printf "    split: expert cost %.1f s, weight-matching GEMMs %.1f s, %d assignments of %dx%d %.1f s (%.2f s each), rest %.1f s\n", ec, sim, n, h, h, lap, lap / n, w - ec - sim - lap }'
+    grep -q "^order $(cat "$TMP/order" 2>/dev/null || echo x)" "$TMP/align.out" 2>/dev/null &&
+        echo "    the order found undoes the generator's expert permutation"
+    sed -n 's/^timing: /    timing: /p' "$TMP/align.err"
+    rm -rf "$out"
+done
