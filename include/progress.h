@@ -6,7 +6,10 @@
  *
  *   weight matching  3/8 slots  37%  0.21 slots/s  ETA 0:24
  *
- * is redrawn at most ten times a second; otherwise nothing is printed. The line
+ * is redrawn at most ten times a second; otherwise nothing is printed. Only
+ * the command-line subcommands draw it (progress_install_cancel turns it on):
+ * the explorer and the lesson own the terminal, and a library caller gets
+ * nothing on its stderr. The line
  * appears only once a command has run for a quarter of a second (quick commands
  * stay quiet); MOESCOPE_PROGRESS=0 turns it off, =1 shows it at once (still
  * only on a terminal). Updates may come from any thread.
@@ -43,7 +46,8 @@ int progress_enabled(void);
 void timing_add(const char *what, double seconds);
 double timing_now(void); /* a monotonic clock, seconds */
 
-/* Install the handlers described above (the command-line subcommands do). */
+/* The command line's setup: the handlers described above, and the progress
+ * line on (the subcommands call it; the explorer never does). */
 void progress_install_cancel(void);
 /* Remove path (a file, or with is_dir a directory and the files in it) if the
  * process is cancelled before cancel_unregister(slot). Returns the slot, or -1

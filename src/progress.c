@@ -16,6 +16,8 @@
 
 /* ---- the line ---- */
 
+static int cli_mode; /* progress_install_cancel ran: a subcommand, stderr is ours */
+
 static struct {
     pthread_mutex_t mu;
     int init, enabled, immediate;
@@ -36,7 +38,8 @@ static void init_locked(void) {
     if (P.init) return;
     P.init = 1;
     const char *env = getenv("MOESCOPE_PROGRESS");
-    P.enabled = isatty(STDERR_FILENO) && !(env && !strcmp(env, "0"));
+    // only a subcommand draws: the explorer and the lesson own the terminal
+    P.enabled = cli_mode && isatty(STDERR_FILENO) && !(env && !strcmp(env, "0"));
     P.immediate = env && !strcmp(env, "1");
     P.t_first = now_s();
 }
@@ -233,6 +236,7 @@ static void on_cancel(int sig) {
 }
 
 void progress_install_cancel(void) {
+    cli_mode = 1;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_cancel;

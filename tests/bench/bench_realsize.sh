@@ -23,8 +23,11 @@
 # message. Memory is read from /proc/meminfo just before each run.
 set -u
 cd "$(dirname "$0")/../.."
-: "${PYTHON:=/usr/bin/python3}" "${MOESCOPE:=build/rel/moescope}"
-make -s build/rel/moescope || exit 1
+: "${PYTHON:=/usr/bin/python3}"
+if [ -z "${MOESCOPE:-}" ] || [ "$MOESCOPE" = build/rel/moescope ]; then
+    make -s build/rel/moescope || exit 1
+    MOESCOPE=build/rel/moescope
+fi
 SIZES=${REALSIZE:-olmoe mixtral}
 if [ -n "${REALSIZE_DIR:-}" ]; then DIR=$REALSIZE_DIR
 elif [ -d /work/scratch ]; then DIR=/work/scratch/realsize
