@@ -52,6 +52,7 @@ typedef struct {
     unsigned long rows_epoch; /* changes when rows are reset or reordered */
     int have_landscape;       /* all rows done: ranks below are valid */
     int exhaustive;           /* 0: the rows are a sample of the orders */
+    int groups;               /* > 1: the orders are a group-limited router's group-preserving ones */
     int failed;               /* the last request ended in an error (status says) */
     int rank[2];              /* [COST_GATE], [COST_EXPERT], from the complete rows */
     int tied[2], rank_auc[2]; /* tie class size and AUC tie-break rank (rank.h); 0 unknown */

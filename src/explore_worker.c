@@ -429,10 +429,11 @@ static void on_ranks(void *ctx, const landscape *L) {
     pthread_mutex_unlock(&g->mu);
 }
 
-/* n!, the sample size, or a group-limited router's group-preserving orders */
-static long orders_expected(const explore_worker *g, const ls_opts *o) {
+/* n!, the sample size, or a group-limited router's group-preserving orders
+ * (then pub.groups says so). mu held. */
+static long orders_expected(explore_worker *g, const ls_opts *o) {
     int exhaustive;
-    return ls_orders_planned(&g->A->cfg, o, &exhaustive, NULL);
+    return ls_orders_planned(&g->A->cfg, o, &exhaustive, &g->pub.groups);
 }
 
 /* Empty the published table (a new landscape, or a cancelled one). mu held. */

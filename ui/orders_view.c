@@ -231,8 +231,9 @@ static void orders_heading(grid *g, const ui_rect *r, orders_state *s, const exp
     long total = v ? v->norders : 0, done = v ? v->ndone : 0;
     static const char *legend = "*best G gate E expert I identity >plotted";
     char t[128];
-    int tl = snprintf(t, sizeof t, "expert orders %ld/%ld%s", done, total,
-                      v && !v->exhaustive && v->have_landscape ? " sampled" : "");
+    int tl = snprintf(t, sizeof t, "expert orders %ld/%ld%s%s", done, total,
+                      v && !v->exhaustive && v->have_landscape ? " sampled" : "",
+                      v && v->groups > 1 ? " group-preserving" : "");
     int legend_up = tl + 2 + (int)strlen(legend) <= r->w - 1;
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_PANE_TITLE);
     grid_printf(g, r->x + 1, r->y, r->w - 1, ROLE_PANE_TITLE, "%s%s%s", t, legend_up ? "  " : "", legend_up ? legend : "");
