@@ -331,16 +331,55 @@ void ls_endpoint_free(ls_endpoint *e) {
     e->D = NULL;
 }
 
+/* (N, d): B's layer output without its routed experts, [sig(v.x)] sum_j
+ * E^sh_j(x) + o, for the chord's end D_B'(x) of every order (own_chord). */
+static float *nonrouted(const moe_model *B, const float *X, int N, ms_err *err) {
+    const moe_config *c = &B->cfg;
+    moe_config sc = moe_shared_config(c);
+    int d = c->d, hs = sc.h;
+    enum { CH = 256 };
+    float *D = ms_calloc((size_t)(N ? N : 1) * d, sizeof(float));   // (N, d)
+    float *H = ms_malloc((size_t)CH * hs * sizeof(float));          // (CH, hs)
+    float *H3 = ms_malloc((size_t)CH * hs * sizeof(float));         // (CH, hs)
+    float *Y = ms_malloc((size_t)CH * d * sizeof(float));           // (CH, d)
+    for (int r0 = 0; r0 < N; r0 += CH) {
+        int m = N - r0 < CH ? N - r0 : CH;
+        const float *Xr = X + (size_t)r0 * d;
+        float *Dr = D + (size_t)r0 * d;
+        for (int j = 0; j < c->s; j++) {
+            moe_expert_forward(&B->shared[j], &sc, Xr, m, H, moe_act_glu(c->act) ? H3 : NULL, Y);
+            for (int r = 0; r < m; r++) {
+                float gb = 1.0f;
+                if (c->shared_gated) { // the evaluator's shared_gate: dot in double
+                    double a = 0.0;
+                    for (int q = 0; q < d; q++) a += (double)B->shared_gate_w[q] * Xr[(size_t)r * d + q];
+                    gb = (float)(1.0 / (1.0 + exp(-a)));
+                }
+                for (int q = 0; q < d; q++) Dr[(size_t)r * d + q] += gb * Y[(size_t)r * d + q];
+            }
+        }
+        if (B->out_b)
+            for (int r = 0; r < m; r++)
+                for (int q = 0; q < d; q++) Dr[(size_t)r * d + q] += B->out_b[q];
+    }
+    free(H);
+    free(H3);
+    free(Y);
+    (void)err;
+    return D;
+}
+
 /* Does every order's L(1) equal B's loss? Not when B's routing ties on some
  * evaluation input (the k-th selection score, or a group score, equal to the
  * next: the reordered B then routes it to other experts, ties going to the
  * smaller slot), nor when the orders include ones that split the groups of a
  * group-limited router (such a reordered B computes another function). Then
- * allocate x->rs.lb, x->rs.ab for every order's own L(1). Headless layers
- * cannot take it: their chord's end, D_B'(x), would differ per order. */
+ * allocate x->rs.lb, x->rs.ab for every order's own L(1); without a head,
+ * each order's chord ends at its own D_B'(x) instead (own_chord: the kernel
+ * subtracts t D_B'(x), its routed part computed per order). */
 static int end_ties(lsx *x, const moe_model *B, ms_err *err) {
     const moe_config *c = &B->cfg;
-    int n = c->n, N = x->pb.N, first = -1;
+    int n = c->n, N = x->pb.N;
     int split = moe_groups_active(c) > 1 && !x->rs.groups;
     long cnt = 0;
     enum { CH = 256 };
@@ -349,25 +388,15 @@ static int end_ties(lsx *x, const moe_model *B, ms_err *err) {
         int m = N - r0 < CH ? N - r0 : CH;
         moe_gate_logits(B, x->pb.E->inputs + (size_t)r0 * x->pb.d, m, S);
         for (int r = 0; r < m; r++)
-            if (moe_route_tie(c, B->corr_b, S + (size_t)r * n)) {
-                if (first < 0) first = r0 + r;
-                cnt++;
-            }
+            cnt += moe_route_tie(c, B->corr_b, S + (size_t)r * n) != 0;
     }
     free(S);
     if (!cnt && !split) return 0;
-    if (x->pb.kind == LS_LAYER && cnt)
-        return ms_fail(err, "%s: %ld evaluation inputs (the first is sample %d) tie in B's "
-                            "top-%d routing, so each reordering of B routes them differently; "
-                            "without a head the landscape cannot compute that (its chord would "
-                            "differ per order): use `curve --order` for single orders",
-                       B->path ? B->path : "B", cnt, first, c->k);
-    if (x->pb.kind == LS_LAYER)
-        return ms_fail(err, "%s: orders that split the %d expert groups change B's function, "
-                            "so without a head each would need its own chord; the landscape "
-                            "over the group-preserving orders (without --all-orders) or "
-                            "`curve --order` can compute them",
-                       B->path ? B->path : "B", c->n_group);
+    if (x->pb.kind == LS_LAYER) { // every order's chord ends at its own D_B'
+        x->pb.own_chord = 1;
+        x->pb.DBn = nonrouted(B, x->pb.E->inputs, N, err);
+        return x->pb.DBn ? 0 : -1;
+    }
     x->rs.lb = ms_malloc((size_t)x->rs.norders * sizeof(double));
     x->rs.ab = ms_malloc((size_t)x->rs.norders * sizeof(double));
     return 0;
@@ -526,6 +555,10 @@ static void ls_alloc(lsx *x, ls_named *nm) {
     x->ck.Y = big_alloc(pl->Y_bytes);
     x->ck.base = ms_malloc(pl->base_floats * sizeof(float));
     x->ck.head = ms_malloc(pl->head_total * sizeof(float));
+    if (pb->own_chord) { // t-independent: one sample chunk's B logits and expert outputs
+        x->ck.S1 = ms_malloc(pl->Nc * pb->n * sizeof(float));
+        x->ck.Y1 = ms_malloc((size_t)pb->n * pl->lane_d * sizeof(float));
+    }
     if (pb->cfg->has_corr_bias) x->ck.corr = ms_malloc((size_t)pl->cap_t * pb->nn * sizeof(float));
     x->ck.cur_sc = -1;
     x->ck.sc_last = 1;
@@ -934,9 +967,11 @@ static void ls_release(lsx *x, ls_named *nm) {
     free(x->ck.base);
     free(x->ck.head);
     free(x->ck.corr);
+    free(x->ck.S1);
+    free(x->ck.Y1);
     ls_endpoint_free(&x->pb.own[0]);
     ls_endpoint_free(&x->pb.own[1]);
-    void *pbuf[] = {x->pb.perm, x->pb.pj, x->pb.lab8, x->pb.tg8, x->pb.shmem,
+    void *pbuf[] = {x->pb.perm, x->pb.pj, x->pb.DBn, x->pb.lab8, x->pb.tg8, x->pb.shmem,
                     x->pb.shx, x->rs.sampled, x->rs.bar, x->rs.accb, x->rs.auc, x->rs.done,
                     x->rs.prog, x->rs.acc_l, x->rs.acc_ok, x->rs.lb, x->rs.ab, nm->ls, nm->ok};
     for (size_t i = 0; i < sizeof pbuf / sizeof pbuf[0]; i++) free(pbuf[i]);

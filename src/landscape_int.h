@@ -89,6 +89,13 @@ typedef struct {
     int *perm;       // (npairs, h) pair p's unit u is B's unit perm[p*h+u]
     int *pj;         // (npairs) B's expert of pair p
     const float *DA, *DB; // (N, d) each: the chord's ends, layer mode only
+    /* layer mode where reordering B can change its function (B's routing ties
+     * on some input, or the orders split a group-limited router's groups): each
+     * order's chord ends at its own D_B'(x) = DBn(x) + sum_i g1_i(x) E^B_pi(i)(x),
+     * the routed part computed by the kernel from B's logits and expert outputs
+     * (the chunk's S1, Y1) */
+    int own_chord;
+    float *DBn;      // (N, d) B's output without its routed experts (own_chord)
     ls_endpoint own[2];   // A's and B's evaluation when the caller lent none
     int32_t *lab8;   // (nb*LS_L) labels, -1 in the padding
     float *tg8;      // (nb, C, LS_L) regression targets
@@ -122,6 +129,8 @@ typedef struct {
     float *base;     // (cap_t, SH_COUNT, nbc, d, LS_L) shared sums + residual or - chord
     float *head;     // (cap_t, head_floats) interpolated head per t, broadcast
     float *corr;     // (cap_t, nn) selection biases of every (slot, B row) at t, NULL without
+    float *S1;       // (nbc, n, LS_L) B's gate logits (own_chord), any t
+    float *Y1;       // (n, nbc, d, LS_L) B's expert outputs E^B_j(x) (own_chord), any t
 } ls_chunk;
 
 /* Per-order results over the points done so far. */

@@ -190,6 +190,34 @@ LS_INLINE void route_general(const moe_config *c, int n, const float *e, const v
     for (int i = 0; i < n; i++) g[i] = (v8f)(sel[i] & (v8i)(p[i] * mul));
 }
 
+/* Own chords (layer mode, ls_problem.own_chord): z (d) -= t sum_i g1_i
+ * E^B_col(i)(x), with g1 B's routing after the order's reordering (slot i
+ * holds B's row col[i]: its logit and selection bias), so z becomes D_t(x) -
+ * (1-t) D_A(x) - t D_B'(x); *z2 = the lane sums of z^2. Sample block b. */
+LS_INLINE void own_chord_end(const lsx *x, const moe_config *c, const int *col, int b, float tt,
+                             v8f *z, v8f *z2) {
+    const int n = x->pb.n, d = x->pb.d;
+    const float *S1b = x->ck.S1 + (size_t)b * n * LS_L; // (n, LS_L)
+    v8f s1[LS_MAX_N], g1[LS_MAX_N];
+    float e1[LS_MAX_N];
+    const v8f *y1[LS_MAX_N];
+    for (int i = 0; i < n; i++) {
+        s1[i] = *(const v8f *)(S1b + (size_t)col[i] * LS_L);
+        if (x->pb.B->corr_b) e1[i] = x->pb.B->corr_b[col[i]];
+        y1[i] = (const v8f *)(x->ck.Y1 + (size_t)col[i] * x->pl.lane_d + (size_t)b * d * LS_L);
+    }
+    route_general(c, n, x->pb.B->corr_b ? e1 : NULL, s1, g1);
+    for (int i = 0; i < n; i++) g1[i] *= -tt;
+    v8f acc = (v8f){0};
+    for (int q = 0; q < d; q++) {
+        v8f a = z[q];
+        for (int i = 0; i < n; i++) a += g1[i] * y1[i][q];
+        z[q] = a;
+        acc += a * a;
+    }
+    *z2 = acc;
+}
+
 /* Loss sums of m orders at the chunk's t index tc, over the held samples,
  * added to lsum[j] and ok[j] (the caller zeroes them, or carries the sums of
  * the previous sample chunks).
@@ -214,6 +242,9 @@ LS_HOT void ls_eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair)[LS
     v8f *lg = (v8f *)w->lg; // (C) lanes: logits
     const size_t ystride = x->pl.lane_d;
     const float *Y0 = ls_Y_at(x, tc, 0);
+    // layer mode, each order's own chord end: z -= t D_B'(x), its routed part here
+    const int own = layer && x->pb.own_chord;
+    const float tt = own ? (float)ls_t(x->ck.tidx[tc], x->pb.T) : 0.0f;
     for (int b = 0; b < nb; b++) { // b: block in the chunk, b0 + b in the set
         const int gb = b0 + b;
         const int nv = N - gb * LS_L < LS_L ? N - gb * LS_L : LS_L; // valid lanes
@@ -284,6 +315,7 @@ LS_HOT void ls_eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair)[LS
                 z2 += a * a;
             }
             double ls = 0.0;
+            if (own) own_chord_end(x, c, col[j], b, tt, z, &z2);
             if (layer) {
                 for (int l = 0; l < nv; l++) ls += z2[l];
                 lsum[j] += ls;

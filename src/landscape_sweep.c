@@ -166,8 +166,9 @@ static void pre_base(lsx *x, ls_ws *w, int tc, double t, const float *X, int N, 
         if (ob)
             for (int r = 0; r < N; r++)
                 for (int q = 0; q < d; q++) bs[(size_t)r * d + q] += ob[q];
-        if (x->pb.kind == LS_LAYER) {
-            const float *DA = x->pb.DA + (size_t)r0 * d, *DB = x->pb.DB + (size_t)r0 * d;
+        if (x->pb.kind == LS_LAYER) { // own chords: t D_B' = t (DBn + the kernel's routed part)
+            const float *DA = x->pb.DA + (size_t)r0 * d;
+            const float *DB = (x->pb.own_chord ? x->pb.DBn : x->pb.DB) + (size_t)r0 * d;
             for (size_t q = 0; q < (size_t)N * d; q++)
                 bs[q] -= (float)((1.0 - t) * DA[q] + t * DB[q]);
         } else if (c->residual) {
@@ -192,6 +193,19 @@ static void pre_item(lsx *x, int tid, long item) {
     int N = x->pb.N - r0 < x->ck.nbn * LS_L ? x->pb.N - r0 : x->ck.nbn * LS_L;
     const float *X = x->pb.E->inputs + (size_t)r0 * d; // (N, d)
     long npi = (long)x->ck.ntc * x->pb.npairs;
+    if (item >= npi + x->ck.ntc) { // own chords: B's expert j, or (j = n) B's gate logits
+        int j = (int)(item - npi - x->ck.ntc);
+        if (j < n) {
+            expert_apply_panels(&x->pb.B->experts[j], c, X, N, w, w->Ye);
+            ls_to_lanes(x->ck.Y1 + (size_t)j * x->pl.lane_d, w->Ye, N, d, x->ck.nbn);
+        } else {
+            for (int r = 0; r < N; r += LS_PANEL) // (N, n), panel by panel as the S above
+                moe_gate_logits(x->pb.B, X + (size_t)r * d, N - r < LS_PANEL ? N - r : LS_PANEL,
+                                w->Sx + (size_t)r * n);
+            ls_to_lanes(x->ck.S1, w->Sx, N, n, x->ck.nbn);
+        }
+        return;
+    }
     if (item < npi) {
         int tc = (int)(item / x->pb.npairs), p = (int)(item % x->pb.npairs);
         double t = ls_t(x->ck.tidx[tc], x->pb.T);
@@ -483,12 +497,14 @@ int ls_load_samples(lsx *x, int sc) {
     x->ck.nbn = x->pl.nb - x->ck.b0 < x->pl.nbc ? x->pl.nb - x->ck.b0 : x->pl.nbc;
     x->ck.sc_last = sc == x->pl.nsc - 1;
     // split over processes: each computes its share of the pair outputs (the bulk)
-    // and every per-t item, then the pair outputs are exchanged
+    // and every per-t item, then the pair outputs are exchanged; own chords add B's n
+    // experts and its logits (t-independent, computed by every process)
     const ls_partition *part = x->pb.o->part;
     long npi = (long)x->ck.ntc * x->pb.npairs, lo = 0, hi = npi;
     if (part) ls_share(npi, part->rank, part->size, &lo, &hi);
-    ls_job job = {.x = x, .nitems = hi - lo + x->ck.ntc, .grain = 1, .kind = 0,
-                  .what = "precomputing pairs", .unit = 1, .ptotal = hi - lo + x->ck.ntc,
+    long rest = x->ck.ntc + (x->pb.own_chord ? x->pb.n + 1 : 0);
+    ls_job job = {.x = x, .nitems = hi - lo + rest, .grain = 1, .kind = 0,
+                  .what = "precomputing pairs", .unit = 1, .ptotal = hi - lo + rest,
                   .pre_first = lo, .pre_count = hi - lo};
     x->ck.cur_sc = -1;
     if (ls_run_job(x, &job)) return -1;
