@@ -233,7 +233,8 @@ int cmd_landscape(int argc, char **argv) {
                L.groups, L.n_fact);
     else if (moe_groups_active(&A.cfg))
         printf("(all orders of a group-limited router: those that split a group change B's "
-               "function, so each order's curve ends at its own L(1))\n");
+               "function, so each order's curve ends at its own B': %s)\n",
+               L.kind == LS_LAYER ? "the chord to its own output" : "its own L(1)");
     if (L.kind == LS_CLASSIFY)
         printf("end points: loss A %.6f (accuracy %.2f%%), loss B %.6f (accuracy %.2f%%)\n",
                L.loss_a, 100 * L.acc_a, L.loss_b, 100 * L.acc_b);
