@@ -58,6 +58,19 @@ static void help(void) {
            USAGE, LS_EXHAUSTIVE_MAX, LS_EXHAUSTIVE_MAX);
 }
 
+/* what the orders of a group-limited router's landscape are */
+static void print_order_set(const landscape *L, const moe_config *c) {
+    if (L->groups)
+        printf("(a group-limited router: orders that split one of its %d groups change B's "
+               "function; ranks are among the %.0f group-preserving orders; --all-orders for "
+               "all)\n",
+               L->groups, L->n_fact);
+    else if (moe_groups_active(c))
+        printf("(all orders of a group-limited router: those that split a group change B's "
+               "function, so each order's curve ends at its own B': %s)\n",
+               L->kind == LS_LAYER ? "the chord to its own output" : "its own L(1)");
+}
+
 static void on_progress(void *ctx, long done, long total) {
     if (*(int *)ctx) cli_progress("landscape", done, total);
 }
@@ -226,15 +239,7 @@ int cmd_landscape(int argc, char **argv) {
         printf("landscape: %ld sampled%s expert orders of %.0f (n = %d, seed %llu), %d points, %s "
                "loss\n",
                L.norders, set, L.n_fact, n, (unsigned long long)lo.seed, L.T, kind);
-    if (L.groups)
-        printf("(a group-limited router: orders that split one of its %d groups change B's "
-               "function; ranks are among the %.0f group-preserving orders; --all-orders for "
-               "all)\n",
-               L.groups, L.n_fact);
-    else if (moe_groups_active(&A.cfg))
-        printf("(all orders of a group-limited router: those that split a group change B's "
-               "function, so each order's curve ends at its own B': %s)\n",
-               L.kind == LS_LAYER ? "the chord to its own output" : "its own L(1)");
+    print_order_set(&L, &A.cfg);
     if (L.kind == LS_CLASSIFY)
         printf("end points: loss A %.6f (accuracy %.2f%%), loss B %.6f (accuracy %.2f%%)\n",
                L.loss_a, 100 * L.acc_a, L.loss_b, 100 * L.acc_b);
