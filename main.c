@@ -109,20 +109,8 @@ static int unknown_command(const char *w) {
 int main(int argc, char **argv) {
     signal(SIGXFSZ, SIG_IGN); // past a file-size limit, write(2) fails with EFBIG and we report it
     prov_set_command(argc, argv); // every report records the command line
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        usage(stdout);
-        return 0;
-    }
-    if (!strcmp(argv[1], "--version")) {
-        printf("moescope %s\n", ms_version());
-        return 0;
-    }
-    int rc = cli_take_family_options(&argc, argv); // --family and router overrides, for every command
-    if (rc) return rc;
+    int rc = cli_front(&argc, argv, "moescope", usage);
+    if (rc >= 0) return rc;
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (!strcmp(argv[1], commands[i].name)) {
             if (commands[i].own_threads) cli_blas_quiet();

@@ -125,4 +125,9 @@ int lesson_print(const lesson_args *a);
  * checkpoint). 0, or 2 after printing a usage error. */
 int cli_take_family_options(int *argc, char **argv);
 
+/* What every binary does first: no argument (usage on stderr, 2), --help / -h /
+ * help (usage on stdout, 0), --version ("prog VERSION", 0), then the family
+ * options taken out of argv (2 on a bad one). -1: go on with argv[1]. */
+int cli_front(int *argc, char **argv, const char *prog, void (*usage)(FILE *fp));
+
 #endif

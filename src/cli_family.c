@@ -9,6 +9,24 @@
 
 #include "cli.h"
 #include "family.h"
+#include "provenance.h"
+
+int cli_front(int *argc, char **argv, const char *prog, void (*usage)(FILE *fp)) {
+    if (*argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("%s %s\n", prog, ms_version());
+        return 0;
+    }
+    int rc = cli_take_family_options(argc, argv); // --family and router overrides
+    return rc ? rc : -1;
+}
 
 static int opt_value(int *argc, char **argv, int i, const char **val) {
     const char *a = argv[i];

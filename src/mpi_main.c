@@ -46,20 +46,8 @@ static void usage(FILE *fp) {
 }
 
 static int run(int argc, char **argv) {
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        usage(stdout);
-        return 0;
-    }
-    if (!strcmp(argv[1], "--version")) {
-        printf("moescope-mpi %s\n", ms_version());
-        return 0;
-    }
-    int rc = cli_take_family_options(&argc, argv); // --family and router overrides
-    if (rc) return rc;
+    int rc = cli_front(&argc, argv, "moescope-mpi", usage);
+    if (rc >= 0) return rc;
     if (!strcmp(argv[1], "landscape")) return cmd_landscape(argc - 1, argv + 1);
     if (!strcmp(argv[1], "study")) return cmd_study(argc - 1, argv + 1);
     return cli_usage_error("mpirun -np P moescope-mpi landscape|study ...",
