@@ -578,6 +578,15 @@ static void lapjv_relax_cand(lapjv *s, int i, int t, double h) {
     if (s->bound[i] < INFINITY) lap_heap_push(s, s->bound[i] - h, (unsigned long long)t);
 }
 
+/* Every search starts the same: no column reached (dd = inf) and the duals
+ * as they stand copied to the working row vv. */
+static void search_start(lapjv *s) {
+    for (int j = 0; j < s->m; j++) {
+        s->dd[j] = INFINITY;
+        s->vv[j] = s->v[j];
+    }
+}
+
 /* lapjv_augment's search on the lists: the same path, the same duals. The
  * dense search's minimum over all columns is the smallest queued column
  * once every marker is above it, since a row's columns off its list lie at
@@ -590,10 +599,7 @@ static int lapjv_augment_sparse(lapjv *s, int freerow, int *nstep_out, int *end_
     const int m = s->m;
     const double *c = s->c, sg = s->sg;
     double *dd = s->dd, *vv = s->vv, *v = s->v;
-    for (int j = 0; j < m; j++) {
-        dd[j] = INFINITY;
-        vv[j] = v[j];
-    }
+    search_start(s);
     s->hn = 0;
     int nstep = 0, i = freerow, renewed = 0;
     double h = 0;
@@ -742,10 +748,7 @@ static void lapjv_search_dense(lapjv *s, int freerow, int *nstep_out, int *end_o
     // row pointers is needed
     const double *c = s->c, sg = s->sg;
     double *dd = s->dd, *vv = s->vv, *v = s->v;
-    for (int j = 0; j < m; j++) {
-        dd[j] = INFINITY;
-        vv[j] = v[j];
-    }
+    search_start(s);
     int nstep = 0, end, i = freerow;
     double h = 0, dend;
     for (;;) {

@@ -769,6 +769,30 @@ int plot_write_png_meta(const uint8_t *rgb, int w, int h, const char *title, con
     return af_commit(&af, err);
 }
 
+/* The words a figure shows, for its PNG text chunks: the panels' titles
+ * (" | " between) and every legend entry, one a line (free both). */
+static void figure_words(const plot_spec *const *panels, int np, char **title, char **legend) {
+    size_t tcap = 1, lcap = 1;
+    for (int k = 0; k < np; k++) {
+        tcap += (panels[k]->title ? strlen(panels[k]->title) : 0) + 3;
+        for (int i = 0; i < panels[k]->nseries; i++)
+            lcap += (panels[k]->series[i].label ? strlen(panels[k]->series[i].label) : 0) + 1;
+    }
+    *title = ms_calloc(tcap, 1);
+    *legend = ms_calloc(lcap, 1);
+    for (int k = 0; k < np; k++) {
+        if (panels[k]->title && panels[k]->title[0]) {
+            if ((*title)[0]) strcat(*title, " | ");
+            strcat(*title, panels[k]->title);
+        }
+        for (int i = 0; i < panels[k]->nseries; i++)
+            if (panels[k]->series[i].label && panels[k]->series[i].label[0]) {
+                if ((*legend)[0]) strcat(*legend, "\n");
+                strcat(*legend, panels[k]->series[i].label);
+            }
+    }
+}
+
 /* p as SVG when path ends in .svg, else as a PNG whose text chunks also carry
  * the title and the legend (one label a line). */
 static int plot_png_write_ex(const plot_spec *p, const plot_extra *ex, const char *path, ms_err *err) {
@@ -776,16 +800,10 @@ static int plot_png_write_ex(const plot_spec *p, const plot_extra *ex, const cha
     uint8_t *rgb;
     int w, h;
     if (render_checked(p, ex, &rgb, &w, &h, err)) return ms_prefix(err, "%s", path);
-    size_t cap = 1;
-    for (int i = 0; i < p->nseries; i++) cap += (p->series[i].label ? strlen(p->series[i].label) : 0) + 1;
-    char *legend = ms_malloc(cap);
-    legend[0] = 0;
-    for (int i = 0; i < p->nseries; i++)
-        if (p->series[i].label && p->series[i].label[0]) {
-            if (legend[0]) strcat(legend, "\n");
-            strcat(legend, p->series[i].label);
-        }
-    int rc = plot_write_png_meta(rgb, w, h, p->title, legend, path, err);
+    char *title, *legend;
+    figure_words(&p, 1, &title, &legend);
+    int rc = plot_write_png_meta(rgb, w, h, title, legend, path, err);
+    free(title);
     free(legend);
     free(rgb);
     return rc;
@@ -797,35 +815,23 @@ int plot_write_stack(const plot_spec *const *panels, int np, const char *path, m
     if (np < 1) return ms_fail(err, "%s: no plot", path);
     if (plot_is_svg(path)) return plot_svg_write_stack(panels, np, path, err);
     uint8_t **rgb = ms_calloc((size_t)np, sizeof(uint8_t *));
-    int W = 0, H = 0, rc = 0;
-    size_t tcap = 1, lcap = 1;
+    int *hs = ms_calloc((size_t)np, sizeof(int)), W = 0, H = 0, rc = 0;
     for (int k = 0; k < np && !rc; k++) {
-        int w, h;
-        rc = render_checked(panels[k], NULL, &rgb[k], &w, &h, err);
+        int w;
+        rc = render_checked(panels[k], NULL, &rgb[k], &w, &hs[k], err);
         if (!rc && k && w != W) rc = ms_fail(err, "stacked panels of widths %d and %d", W, w);
-        W = w, H += h;
-        tcap += (panels[k]->title ? strlen(panels[k]->title) : 0) + 3;
-        for (int i = 0; i < panels[k]->nseries; i++)
-            lcap += (panels[k]->series[i].label ? strlen(panels[k]->series[i].label) : 0) + 1;
+        W = w, H += hs[k];
     }
     if (!rc) {
         uint8_t *all = ms_malloc((size_t)W * H * 3); // (H, W, 3)
-        char *title = ms_calloc(tcap, 1), *legend = ms_calloc(lcap, 1);
         size_t off = 0;
         for (int k = 0; k < np; k++) {
-            int h = panels[k]->height > 0 ? panels[k]->height : 600;
-            memcpy(all + off, rgb[k], (size_t)W * h * 3);
-            off += (size_t)W * h * 3;
-            if (panels[k]->title && panels[k]->title[0]) {
-                if (title[0]) strcat(title, " | ");
-                strcat(title, panels[k]->title);
-            }
-            for (int i = 0; i < panels[k]->nseries; i++)
-                if (panels[k]->series[i].label && panels[k]->series[i].label[0]) {
-                    if (legend[0]) strcat(legend, "\n");
-                    strcat(legend, panels[k]->series[i].label);
-                }
+            size_t bytes = (size_t)W * hs[k] * 3;
+            memcpy(all + off, rgb[k], bytes);
+            off += bytes;
         }
+        char *title, *legend;
+        figure_words(panels, np, &title, &legend);
         rc = plot_write_png_meta(all, W, H, title, legend, path, err);
         free(all);
         free(title);
@@ -835,6 +841,7 @@ int plot_write_stack(const plot_spec *const *panels, int np, const char *path, m
     }
     for (int k = 0; k < np; k++) free(rgb[k]);
     free(rgb);
+    free(hs);
     return rc;
 }
 

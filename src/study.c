@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost_matrix.h"
 #include "rank.h"
 
 #define F(path, member) {path, offsetof(st_pair, member)}
@@ -60,9 +61,7 @@ static double cost_barrier_rho(const landscape *L, const double *C) {
     if (!C || nr < 2) return NAN;
     double *x = ms_malloc((size_t)nr * 2 * sizeof(double)); // (2, nr): cost, barrier
     for (long k = 0; k < nr; k++) {
-        double s = 0;
-        for (int i = 0; i < L->n; i++) s += C[(size_t)i * L->n + L->rows[k].order[i]];
-        x[k] = s;
+        x[k] = cost_of_order(C, L->rows[k].order, L->n);
         x[nr + k] = L->rows[k].barrier;
     }
     double r = rank_spearman(x, x + nr, nr);
