@@ -1085,25 +1085,25 @@ static void test_png_live_key(void) {
     memcpy(v.selected.order, o1, sizeof o1);
     v.selected.barrier = 0.25;
     curves_key k1, k2;
-    curves_key_of(&v, 0, &k1);
-    curves_key_of(&v, 0, &k2);
+    curves_key_of(&v, NULL, 0, &k1);
+    curves_key_of(&v, NULL, 0, &k2);
     CHECK(curves_key_equal(&k1, &k2), "same view, same key");
     memcpy(v.selected.order, o2, sizeof o2);
-    curves_key_of(&v, 0, &k2);
+    curves_key_of(&v, NULL, 0, &k2);
     CHECK(!curves_key_equal(&k1, &k2), "selected 0 2 1 and 1 0 2 differ");
     memcpy(v.selected.order, o1, sizeof o1);
     v.selected.barrier = 0.5;
-    curves_key_of(&v, 0, &k2);
+    curves_key_of(&v, NULL, 0, &k2);
     CHECK(!curves_key_equal(&k1, &k2), "the selected curve's barrier counts");
     v.selected.barrier = 0.25;
-    curves_key_of(&v, 1, &k2);
+    curves_key_of(&v, NULL, 1, &k2);
     CHECK(!curves_key_equal(&k1, &k2), "the metric counts");
     v.req.center = 0;
-    curves_key_of(&v, 0, &k2);
+    curves_key_of(&v, NULL, 0, &k2);
     CHECK(!curves_key_equal(&k1, &k2), "the toggles count");
     v.req.center = 1;
     v.have_selected = 0;
-    curves_key_of(&v, 0, &k2);
+    curves_key_of(&v, NULL, 0, &k2);
     CHECK(!curves_key_equal(&k1, &k2), "a curve leaving counts");
     free_view(&v);
 }
@@ -1373,6 +1373,105 @@ static void test_huge_numbers(void) {
 }
 
 /* x: the name prompt, then the state as JSON (or the table as CSV) */
+/* a file's bytes contain s (PNG tEXt chunks are stored uncompressed) */
+static int file_has(const char *path, const char *s) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return 0;
+    static char buf[1 << 20];
+    size_t nr = fread(buf, 1, sizeof buf, fp), ls = strlen(s);
+    fclose(fp);
+    for (size_t i = 0; i + ls <= nr; i++)
+        if (!memcmp(buf + i, s, ls)) return 1;
+    return 0;
+}
+
+/* P pins the plotted order's curve, several stay overlaid (digits on the
+ * curves and in the legend), P again unpins, U clears; the figure, the live
+ * PNG key and the saved state carry them */
+static void test_pins(void) {
+    ui_fix f;
+    fix_init(&f, 4, 100, 30, 1);
+    f.g.color = 1;
+    explore_snapshot none = f.v;
+    none.have_selected = 0;
+    CHECK(app_key(&f.a, 'P', &none) == FX_REDRAW && f.a.pins.n == 0 && f.a.msg_error &&
+              strstr(f.a.msg, "plot an order first"), "P with nothing plotted says so");
+    app_key(&f.a, 'P', &f.v);
+    CHECK(f.a.pins.n == 1 && !strcmp(f.a.msg, "pinned order 3 2 1 0 as 1 (weight matching on)"), "pinned: %s", f.a.msg);
+    /* another order plotted: the first stays */
+    ls_curve keep = f.v.selected;
+    int o2[4] = {0, 2, 1, 3};
+    fake_curve(&f.v.selected, 4, 25, o2, 0.4);
+    app_key(&f.a, 'P', &f.v);
+    CHECK(f.a.pins.n == 2, "two pins");
+    app_render(&f.a, &f.v, &f.g);
+    dump(&f.g);
+    const ui_rect *cr = &f.a.layout.curves;
+    CHECK(grid_find(&f.g, "1: 3 2 1 0 0.2000", NULL) > cr->y && grid_find(&f.g, "2: 0 2 1 3 0.4000", NULL) > cr->y,
+          "both pins in the legend with their barriers");
+    CHECK(grid_find(&f.g, "current barrier=0.0500", NULL) > cr->y, "the live curves stay in the legend");
+    /* each pin's digit sits on its curve's peak inside the plot */
+    int dx = -1, dy = -1, found1 = 0, found2 = 0, ax = -1;
+    int axis_y = grid_find(&f.g, "\u2514", &ax); /* the plot's corner: rows above it are the plot */
+    CHECK(axis_y > cr->y, "plot axis found");
+    for (int y = cr->y + 1; y < axis_y; y++)
+        for (int x = ax + 1; x < cr->x + cr->w; x++) {
+            uint32_t ch = f.g.cells[y * f.g.w + x].cp;
+            if (ch == '1') found1 = 1;
+            if (ch == '2') found2 = 1, dx = x, dy = y;
+        }
+    CHECK(found1 && found2, "digits 1 and 2 in the plot (2 at %d,%d)", dx, dy);
+    CHECK(dy >= 0 && f.g.cells[dy * f.g.w + dx].role == ROLE_CURVE_PINNED, "the digit has the pinned role");
+    /* another weight-matching setting: the pin says what it was computed under */
+    f.v.req.wm_stage = 0;
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(grid_find(&f.g, "1: 3 2 1 0 (wm on)", NULL) > cr->y, "a pin of the other setting is labelled");
+    f.v.req.wm_stage = 1;
+    /* the live PNG changes with the pins */
+    curves_key k0, k1;
+    curves_key_of(&f.v, NULL, 0, &k0);
+    curves_key_of(&f.v, &f.a.pins, 0, &k1);
+    CHECK(!curves_key_equal(&k0, &k1), "pins count for --png-live");
+    /* the figure's legend and the state */
+    char dir[] = "/tmp/moescope-pins-XXXXXX", png[600], js[600];
+    CHECK(mkdtemp(dir) != NULL, "temp dir");
+    snprintf(png, sizeof png, "%s/c.png", dir);
+    snprintf(js, sizeof js, "%s/s.json", dir);
+    ms_err err;
+    CHECK(export_curves_png(&f.v, &f.a.pins, 0, "a/seed1.safetensors", "a/seed2.safetensors", png, &err) == 0,
+          "export: %s", err.msg);
+    CHECK(file_has(png, "pin 1 3 2 1 0 (barrier 0.2)") && file_has(png, "pin 2 0 2 1 3 (barrier 0.4)"),
+          "the PNG legend names the pins");
+    CHECK(state_write(&f.v, &f.a.pins, "a.safetensors", "b.safetensors", js, &err) == 0, "state: %s", err.msg);
+    CHECK(file_has(js, "\"pinned\"") && file_has(js, "\"wm_stage\""), "the state lists the pins");
+    remove(png);
+    remove(js);
+    rmdir(dir);
+    /* P on a pinned order unpins it; at most PINS_MAX; U clears */
+    app_key(&f.a, 'P', &f.v);
+    CHECK(f.a.pins.n == 1 && !strcmp(f.a.msg, "unpinned order 0 2 1 3"), "P again unpins: %s", f.a.msg);
+    for (int i = 0; i < PINS_MAX; i++) {
+        int o[4] = {i % 4, (i + 1) % 4, (i + 2) % 4, (i + 3) % 4};
+        free(f.v.selected.loss);
+        free(f.v.selected.acc);
+        fake_curve(&f.v.selected, 4, 25, o, 0.1 + 0.05 * i);
+        app_key(&f.a, 'P', &f.v);
+    }
+    CHECK(f.a.pins.n == PINS_MAX && f.a.msg_error && strstr(f.a.msg, "pinned already"), "full: %s", f.a.msg);
+    /* 80x24 ASCII: the pins' digits and the live curves' names still fit */
+    fix_grid(&f, 80, 24, 0);
+    app_render(&f.a, &f.v, &f.g);
+    dump(&f.g);
+    CHECK(grid_find(&f.g, "current", NULL) > cr->y && grid_find(&f.g, "chord", NULL) > 0 &&
+              grid_find(&f.g, "4: 2 3 0 1", NULL) > 0, "80x24 legend keeps current, chord and the pins");
+    app_key(&f.a, 'U', &f.v);
+    CHECK(f.a.pins.n == 0 && !strcmp(f.a.msg, "unpinned 4 orders"), "U clears: %s", f.a.msg);
+    free(f.v.selected.loss);
+    free(f.v.selected.acc);
+    f.v.selected = keep;
+    fix_free(&f);
+}
+
 static void test_state_export(void) {
     ui_fix f;
     fix_init(&f, 4, 100, 30, 1);
@@ -1394,7 +1493,7 @@ static void test_state_export(void) {
     snprintf(f.a.prompt_buf, sizeof f.a.prompt_buf, "%s/s.json", dir);
     CHECK(app_key(&f.a, K_ENTER, &f.v) == FX_STATE && !f.a.prompt, "Enter saves");
     ms_err err;
-    CHECK(state_write(&f.v, "a.safetensors", "b.safetensors", f.a.prompt_buf, &err) == 0, "state_write: %s", err.msg);
+    CHECK(state_write(&f.v, NULL, "a.safetensors", "b.safetensors", f.a.prompt_buf, &err) == 0, "state_write: %s", err.msg);
     FILE *fp = fopen(f.a.prompt_buf, "r");
     char *txt = calloc(1, 1 << 20);
     size_t nr = fp ? fread(txt, 1, (1 << 20) - 1, fp) : 0;
@@ -1424,7 +1523,7 @@ static void test_state_export(void) {
     /* .csv: the table */
     char csv[600];
     snprintf(csv, sizeof csv, "%s/t.csv", dir);
-    CHECK(state_write(&f.v, "a.safetensors", "b.safetensors", csv, &err) == 0, "state_write csv: %s", err.msg);
+    CHECK(state_write(&f.v, NULL, "a.safetensors", "b.safetensors", csv, &err) == 0, "state_write csv: %s", err.msg);
     fp = fopen(csv, "r");
     int lines = 0, header = 0;
     char line[512];
@@ -1508,5 +1607,6 @@ int main(void) {
     test_huge_numbers();
     test_state_export();
     test_swaps();
+    test_pins();
     return test_summary("test_ui_layout");
 }

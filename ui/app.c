@@ -100,6 +100,7 @@ void app_sync_diag(app_state *a, const explore_snapshot *v) {
 
 void app_free(app_state *a) {
     orders_free(&a->orders);
+    pins_clear(&a->pins);
     app_set_diag(a, NULL, 0);
 }
 
@@ -122,6 +123,21 @@ static void select_row(app_state *a, const explore_snapshot *v) {
     char o[64];
     moe_order_format(o, sizeof o, row->order, v->n);
     app_message(a, 0, "plotting order %s", o);
+}
+
+/* P: the plotted order's curve as the worker computed it (with the stages of
+ * the request it answered), so a pin never holds a curve of another setting. */
+static void pin_plotted(app_state *a, const explore_snapshot *v) {
+    if (!v || !v->have_selected) {
+        app_message(a, 1, "nothing to pin: plot an order first (Enter on a row)");
+        return;
+    }
+    char o[LS_MAX_N * 4 + 1];
+    moe_order_format(o, sizeof o, v->selected.order, v->n);
+    int wm = v->req.wm_stage, r = pins_toggle(&a->pins, &v->selected, wm);
+    if (r == PIN_FULL) app_message(a, 1, "%d orders pinned already: P on a pinned order unpins it, U unpins all", PINS_MAX);
+    else if (r == PIN_REMOVED) app_message(a, 0, "unpinned order %s", o);
+    else app_message(a, 0, "pinned order %s as %c (weight matching %s)", o, pins_glyph(a->pins.n - 1), wm ? "on" : "off");
 }
 
 static int filter_key(app_state *a, int key) {
@@ -240,6 +256,12 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
         else a->orders.desc ^= 1;
         app_message(a, 0, "sorted by %s, %s", orders_sort_name(a->orders.sort),
                     a->orders.desc ? "descending" : "ascending");
+        return FX_REDRAW;
+    case ACT_PIN: pin_plotted(a, v); return FX_REDRAW;
+    case ACT_UNPIN_ALL:
+        if (a->pins.n) app_message(a, 0, "unpinned %d order%s", a->pins.n, a->pins.n == 1 ? "" : "s");
+        else app_message(a, 0, "no pinned orders");
+        pins_clear(&a->pins);
         return FX_REDRAW;
     case ACT_PNG: return FX_PNG;
     case ACT_EXPORT: return FX_EXPORT;
@@ -384,7 +406,7 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     else heatmap_render(g, &L->heat, v, &a->heat_off);
     orders_update(&a->orders, v);
     if (a->scatter) scatter_render(g, &L->curves, v, a->orders.best_row);
-    else curves_render(g, &L->curves, v, a->metric_acc);
+    else curves_render(g, &L->curves, v, &a->pins, a->metric_acc);
     a->orders.now = a->now;
     orders_render(g, &L->orders, &a->orders, v);
     footer_render(g, &L->footer, &a->req, a->metric_acc, &a->hits);

@@ -10,6 +10,7 @@
 #include "grid.h"
 #include "layout.h"
 #include "orders_view.h"
+#include "pins.h"
 
 typedef struct {
     char a_name[256], b_name[256], e_name[256], layer[64];
@@ -34,6 +35,7 @@ typedef struct {
     char msg[256];
     int msg_error;
     orders_state orders;
+    pin_set pins;                /* curves kept with P, overlaid (owned) */
     int heat_off;
     footer_hits hits;
     ui_layout layout;

@@ -8,6 +8,7 @@
 
 #include "axis.h"
 #include "orders_view.h"
+#include "pins.h"
 #include "symmetry.h"
 
 typedef struct {
@@ -78,6 +79,7 @@ typedef struct {
     int role;
     char glyph;
     const char *name;
+    int pin;             /* -1, or the index of the pin this curve is */
 } series;
 
 typedef struct {
@@ -86,17 +88,25 @@ typedef struct {
     char full[96], brief[96];
 } legend_entry;
 
-/* The legend's entries: the curves (newest first) with their barriers, then the chord. */
-static int legend_entries(const grid *g, const explore_snapshot *v, const series *S, int ns, int metric_acc,
-                          legend_entry *E) {
+/* The legend's entries: the curves (newest first, then the pins) with their
+ * barriers, then the chord. A pin's glyph is its digit, as on its curve. */
+static int legend_entries(const grid *g, const explore_snapshot *v, const pin_set *pins, const series *S, int ns,
+                          int metric_acc, legend_entry *E) {
     int ne = 0;
     for (int s = ns - 1; s >= 0; s--) {
         legend_entry *e = &E[ne++];
-        e->glyph = g->utf8 && (g->color || mono_braille(S[s].role)) ? 0x28FF : (uint32_t)S[s].glyph;
+        e->glyph = g->utf8 && (g->color || mono_braille(S[s].role)) && S[s].pin < 0 ? 0x28FF : (uint32_t)S[s].glyph;
         e->role = S[s].role;
         e->text_role = ROLE_NORMAL;
         double b = metric_acc ? S[s].c->acc_barrier : S[s].c->barrier;
-        if (S[s].c == &v->current) {
+        if (S[s].pin >= 0) {
+            char lab[LS_MAX_N * 4 + 32];
+            pins_label(pins, S[s].pin, v->req.wm_stage, 1, lab, sizeof lab);
+            char num[24];
+            snprintf(num, sizeof num, "%.4f", b);
+            snprintf(e->full, sizeof e->full, "%.70s %.20s", lab, num);
+            snprintf(e->brief, sizeof e->brief, "%s", lab);
+        } else if (S[s].c == &v->current) {
             snprintf(e->full, sizeof e->full, "%s %s=%.4f", S[s].name, metric_acc ? "acc.barrier" : "barrier", b);
             memcpy(e->brief, e->full, sizeof e->brief);
             e->text_role = ROLE_CURVE_CURRENT;
@@ -135,7 +145,30 @@ static int legend_flow(grid *g, int x0, int w, int y, const legend_entry *E, int
     return used;
 }
 
-void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int metric_acc) {
+/* A pin's digit where its curve is furthest from the chord (its barrier), so
+ * that braille curves of one colour can be told apart. */
+static void pin_digit(canvas *c, const series *S, const double *chord, int T, double lo, double hi, int metric_acc) {
+    const double *y = metric_acc ? S->c->acc : S->c->loss;
+    if (!y) return;
+    int best = -1;
+    double gap = -INFINITY;
+    for (int m = 0; m < T; m++) {
+        double d = metric_acc ? chord[m] - y[m] : y[m] - chord[m];
+        if (isfinite(d) && d > gap) gap = d, best = m;
+    }
+    if (best < 0) return;
+    int W = c->utf8 ? 2 * c->pw : c->pw, H = c->utf8 ? 4 * c->ph : c->ph;
+    double span = hi - lo > 0 ? hi - lo : 1;
+    int X = (int)lround((double)best / (T - 1) * (W - 1)), Y = (int)lround((hi - y[best]) / span * (H - 1));
+    int cx = c->utf8 ? X / 2 : X, cy = c->utf8 ? Y / 4 : Y;
+    if (cx < 0 || cy < 0 || cx >= c->pw || cy >= c->ph) return;
+    int k = cy * c->pw + cx;
+    c->bits[k] = (uint8_t)S->glyph;
+    c->glyph[k] = 1;
+    c->role[k] = ROLE_CURVE_PINNED;
+}
+
+void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, const pin_set *pins, int metric_acc) {
     if (r->w < 20 || r->h < 6) return;
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_PANE_TITLE);
     const char *metric = metric_acc ? "accuracy" : "loss";
@@ -158,14 +191,16 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int met
         moe_order_format(o, sizeof o, v->selected.order, v->n);
         snprintf(sel_name, sizeof sel_name, "order %s", o);
     }
-    series S[4];
+    series S[4 + PINS_MAX];
     int ns = 0;
-    if (v->have_naive) S[ns++] = (series){&v->naive, ROLE_CURVE_NAIVE, 'x', "naive"};
-    if (v->have_skip) S[ns++] = (series){&v->skip_order, ROLE_CURVE_SKIP, '+', "skip-order"};
-    if (v->have_selected) S[ns++] = (series){&v->selected, ROLE_CURVE_SELECTED, 'o', sel_name};
-    if (v->have_current) S[ns++] = (series){&v->current, ROLE_CURVE_CURRENT, '*', "current"};
+    /* the pins first: the live curves are drawn over them and lead the legend */
+    for (int i = 0; pins && i < pins->n; i++) S[ns++] = (series){&pins->p[i].c, ROLE_CURVE_PINNED, pins_glyph(i), "", i};
+    if (v->have_naive) S[ns++] = (series){&v->naive, ROLE_CURVE_NAIVE, 'x', "naive", -1};
+    if (v->have_skip) S[ns++] = (series){&v->skip_order, ROLE_CURVE_SKIP, '+', "skip-order", -1};
+    if (v->have_selected) S[ns++] = (series){&v->selected, ROLE_CURVE_SELECTED, 'o', sel_name, -1};
+    if (v->have_current) S[ns++] = (series){&v->current, ROLE_CURVE_CURRENT, '*', "current", -1};
     /* the chord between the endpoints (all alignments share them) */
-    const ls_curve *any = S[0].c;
+    const ls_curve *any = S[pins ? pins->n : 0].c; /* the first live curve */
     const double *ys0 = metric_acc ? any->acc : any->loss;
     double e0 = ys0 ? ys0[0] : NAN, e1 = ys0 ? ys0[T - 1] : NAN;
     double *chord = ms_malloc(sizeof(double) * (size_t)T); // (T)
@@ -191,8 +226,8 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int met
     /* geometry: y labels | axis | plot; below: axis, x labels, then the
        legend with as many rows as it needs (the plot keeps at least 3) */
     int lw = 8;
-    legend_entry E[6];
-    int ne = legend_entries(g, v, S, ns, metric_acc, E), brief = 0;
+    legend_entry E[4 + PINS_MAX + 1];
+    int ne = legend_entries(g, v, pins, S, ns, metric_acc, E), brief = 0;
     int rows_max = r->h - 1 - 1 - 3; /* title, axis (with the x labels), 3 plot rows */
     /* the full legend, then packed tighter, then names only */
     int lrows = -1;
@@ -217,6 +252,7 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, int met
         const double *y = metric_acc ? S[s].c->acc : S[s].c->loss;
         if (y) canvas_series(&c, y, T, lo, hi, S[s].role, S[s].glyph, 0);
     }
+    for (int s = 0; s < ns && S[s].pin >= 0; s++) pin_digit(&c, &S[s], chord, T, lo, hi, metric_acc);
     for (int j = 0; j < c.ph; j++)
         for (int i = 0; i < c.pw; i++) {
             int k = j * c.pw + i;

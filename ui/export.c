@@ -13,15 +13,36 @@
 #include "plot_png.h"
 #include "symmetry.h"
 
-int export_curves_png(const explore_snapshot *v, int metric_acc, const char *a_path, const char *b_path,
-                      const char *path, ms_err *err) {
+/* Pins in the colours the live curves do not use (Okabe-Ito, as the rest). */
+static const uint32_t pin_rgb[PINS_MAX] = {0xCC79A7u, 0x56B4E9u, 0x000000u, 0xF0E442u};
+
+/* The pinned curves as series s[0..), named "pin 1 2 0 3 1 (barrier ...)"
+ * (", wm off" when computed under the other setting than cur_wm). */
+static int pin_series(const pin_set *pins, int metric_acc, int cur_wm, const double *t, plot_series *s,
+                      char (*names)[160]) {
+    int ns = 0;
+    for (int i = 0; pins && i < pins->n; i++) {
+        const pin *p = &pins->p[i];
+        char nm[32];
+        snprintf(nm, sizeof nm, "pin %d%s", i + 1, p->wm == cur_wm ? "" : p->wm ? ", wm on" : ", wm off");
+        fig_curve_label(names[ns], sizeof names[ns], nm, p->c.order, p->c.n,
+                        metric_acc ? p->c.acc_barrier : p->c.barrier, metric_acc);
+        s[ns] = (plot_series){.label = names[ns], .x = t, .y = metric_acc ? p->c.acc : p->c.loss, .n = p->c.T,
+                              .rgb = pin_rgb[i], .markers = 1};
+        ns++;
+    }
+    return ns;
+}
+
+int export_curves_png(const explore_snapshot *v, const pin_set *pins, int metric_acc, const char *a_path,
+                      const char *b_path, const char *path, ms_err *err) {
     int T = v->T;
     if (T < 2 || !v->have_naive) return ms_fail(err, "%s: no curves yet", path);
     if (metric_acc && v->kind != LS_CLASSIFY) return ms_fail(err, "%s: no accuracy without labels", path);
-    plot_series s[5];
+    plot_series s[5 + PINS_MAX];
     memset(s, 0, sizeof s);
-    char names[4][160];
-    int ns = 0;
+    char names[4 + PINS_MAX][160];
+    int ns = pin_series(pins, metric_acc, v->req.wm_stage, v->t, s, names);
     const struct {
         int have;
         const ls_curve *c;
@@ -156,7 +177,7 @@ static void key_curve(curves_key_curve *k, int have, const ls_curve *c, int n) {
     k->T = c->T;
 }
 
-void curves_key_of(const explore_snapshot *v, int metric_acc, curves_key *k) {
+void curves_key_of(const explore_snapshot *v, const pin_set *pins, int metric_acc, curves_key *k) {
     memset(k, 0, sizeof *k); /* unused order slots and padding compare equal */
     k->metric_acc = metric_acc;
     k->order_stage = v->req.order_stage;
@@ -167,6 +188,10 @@ void curves_key_of(const explore_snapshot *v, int metric_acc, curves_key *k) {
     key_curve(&k->skip, v->have_skip, &v->skip_order, v->n);
     key_curve(&k->current, v->have_current, &v->current, v->n);
     key_curve(&k->selected, v->have_selected, &v->selected, v->n);
+    for (int i = 0; pins && i < pins->n; i++) {
+        key_curve(&k->pins[i], 1, &pins->p[i].c, pins->p[i].c.n);
+        k->pin_wm[i] = pins->p[i].wm;
+    }
 }
 
 int curves_key_equal(const curves_key *a, const curves_key *b) {

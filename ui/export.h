@@ -5,11 +5,13 @@
 #define MS_UI_EXPORT_H
 
 #include "explore_worker.h"
+#include "pins.h"
 
-/* The curves of v as a PNG at path (SVG when it ends in .svg); metric_acc
- * plots accuracy. The title names the checkpoints a_path and b_path. */
-int export_curves_png(const explore_snapshot *v, int metric_acc, const char *a_path, const char *b_path,
-                      const char *path, ms_err *err);
+/* The curves of v and the pinned ones (pins may be NULL) as a PNG at path
+ * (SVG when it ends in .svg); metric_acc plots accuracy. The title names the
+ * checkpoints a_path and b_path. */
+int export_curves_png(const explore_snapshot *v, const pin_set *pins, int metric_acc, const char *a_path,
+                      const char *b_path, const char *path, ms_err *err);
 /* Every order's barrier over its rank, marked as landscape --png marks it
  * (figures.h; v must hold the complete landscape). */
 int export_landscape_png(const explore_snapshot *v, const char *a_path, const char *b_path, const char *path,
@@ -42,9 +44,11 @@ typedef struct {
 typedef struct {
     int metric_acc, order_stage, wm_stage, method, center;
     curves_key_curve naive, skip, current, selected;
+    curves_key_curve pins[PINS_MAX];
+    int pin_wm[PINS_MAX];
 } curves_key;
 
-void curves_key_of(const explore_snapshot *v, int metric_acc, curves_key *k);
+void curves_key_of(const explore_snapshot *v, const pin_set *pins, int metric_acc, curves_key *k);
 int curves_key_equal(const curves_key *a, const curves_key *b);
 
 #endif

@@ -30,6 +30,7 @@ typedef enum {
     ROLE_CURVE_SKIP,
     ROLE_CURVE_CURRENT,
     ROLE_CURVE_SELECTED,
+    ROLE_CURVE_PINNED,  /* orders pinned with P */
     ROLE_CHORD,
     ROLE_KEY,           /* a key name in the footer / help */
     ROLE_ON,            /* toggle state on */

@@ -19,6 +19,8 @@ const key_binding key_table[] = {
     {'v', ACT_SCATTER, "v", "view: curves/scatter"},
     {'x', ACT_STATE, "x", "save state: .json/.csv"},
     {'b', ACT_SWAP, "b", "view: costs/swaps"},
+    {'P', ACT_PIN, "P/U", "pin/unpin; U unpins all"},
+    {'U', ACT_UNPIN_ALL, "U", NULL},
     {'?', ACT_HELP, "?", "this help"},
     {'q', ACT_QUIT, "q", "quit"},
     {K_UP, ACT_UP, "Up/k", "move up"},

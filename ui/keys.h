@@ -32,6 +32,8 @@ typedef enum {
     ACT_SCATTER,        /* v: the scatter of cost against barrier in the curves' place */
     ACT_STATE,          /* x: save the state (JSON) or the table (CSV) */
     ACT_SWAP,           /* b: barrier change of each two-slot swap, in the cost matrix's place */
+    ACT_PIN,            /* P: pin / unpin the plotted order's curve */
+    ACT_UNPIN_ALL,      /* U: unpin every order */
     ACT_COUNT
 } ui_action;
 

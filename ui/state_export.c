@@ -58,7 +58,19 @@ static cJSON *jrows(const explore_snapshot *v, const orders_state *o) {
     return a;
 }
 
-static cJSON *state_json(const explore_snapshot *v, const orders_state *o, const char *a_path, const char *b_path) {
+/* the pinned curves, each with the weight-matching setting it was computed under */
+static cJSON *jpins(const pin_set *pins, int T) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; pins && i < pins->n; i++) {
+        cJSON *c = jcurve(&pins->p[i].c, pins->p[i].c.n, T);
+        cJSON_AddBoolToObject(c, "wm_stage", pins->p[i].wm);
+        cJSON_AddItemToArray(a, c);
+    }
+    return a;
+}
+
+static cJSON *state_json(const explore_snapshot *v, const pin_set *pins, const orders_state *o, const char *a_path,
+                         const char *b_path) {
     int n = v->n, T = v->T;
     const explore_request *q = &v->req;
     cJSON *root = cJSON_CreateObject();
@@ -85,6 +97,7 @@ static cJSON *state_json(const explore_snapshot *v, const orders_state *o, const
     if (v->have_skip) cJSON_AddItemToObject(cv, "skip_order", jcurve(&v->skip_order, n, T));
     if (v->have_current) cJSON_AddItemToObject(cv, "current", jcurve(&v->current, n, T));
     if (v->have_selected) cJSON_AddItemToObject(cv, "selected", jcurve(&v->selected, n, T));
+    cJSON_AddItemToObject(cv, "pinned", jpins(pins, T));
     cJSON *ls = cJSON_AddObjectToObject(root, "landscape");
     cJSON_AddBoolToObject(ls, "complete", v->have_landscape);
     cJSON_AddBoolToObject(ls, "exhaustive", v->exhaustive);
@@ -121,14 +134,15 @@ static int state_csv(const explore_snapshot *v, const orders_state *o, const cha
     return af_commit(&af, err);
 }
 
-int state_write(const explore_snapshot *v, const char *a_path, const char *b_path, const char *path, ms_err *err) {
+int state_write(const explore_snapshot *v, const pin_set *pins, const char *a_path, const char *b_path,
+                const char *path, ms_err *err) {
     orders_state o; /* the table by rank, as the orders pane ranks it */
     orders_init(&o);
     orders_update(&o, v);
     size_t len = strlen(path);
     int rc;
     if (len > 4 && !strcmp(path + len - 4, ".csv")) rc = state_csv(v, &o, path, err);
-    else rc = json_file_write(state_json(v, &o, a_path, b_path), path, err);
+    else rc = json_file_write(state_json(v, pins, &o, a_path, b_path), path, err);
     orders_free(&o);
     return rc;
 }

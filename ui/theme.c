@@ -10,7 +10,7 @@ static const char *role_names[ROLE_COUNT] = {
     "normal", "title", "pane_title", "border", "dim",
     "heat_0", "heat_1", "heat_2", "heat_3", "heat_4", "heat_5", "heat_6", "heat_7",
     "assigned", "cursor", "mark",
-    "curve_naive", "curve_skip", "curve_current", "curve_selected", "chord",
+    "curve_naive", "curve_skip", "curve_current", "curve_selected", "curve_pinned", "chord",
     "key", "on", "off", "message", "error", "gauge",
 };
 
@@ -124,6 +124,7 @@ void theme_init(theme *t, int color) {
     set(t, ROLE_CURVE_SKIP, 3, -1, 0);
     set(t, ROLE_CURVE_CURRENT, 2, -1, TA_BOLD);
     set(t, ROLE_CURVE_SELECTED, 6, -1, TA_BOLD);
+    set(t, ROLE_CURVE_PINNED, 5, -1, 0);
     set(t, ROLE_CHORD, 7, -1, TA_DIM);
     set(t, ROLE_KEY, 0, 6, TA_BOLD);
     set(t, ROLE_ON, 2, -1, TA_BOLD);

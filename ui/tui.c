@@ -298,7 +298,7 @@ static void do_png(app_state *a, const explore_snapshot *v, tui_ctx *c) {
         app_message(a, 1, "%s: every numbered name is taken", want);
         return;
     }
-    if (af_check_not_input(cur, c->paths, 3, &err) || export_curves_png(v, a->metric_acc, c->paths[0], c->paths[1], cur, &err)) {
+    if (af_check_not_input(cur, c->paths, 3, &err) || export_curves_png(v, &a->pins, a->metric_acc, c->paths[0], c->paths[1], cur, &err)) {
         app_message(a, 1, "%s", err.msg);
         return;
     }
@@ -321,7 +321,7 @@ static void do_state(app_state *a, const explore_snapshot *v, const tui_ctx *c) 
         app_message(a, 1, "%s: every numbered name is taken", a->prompt_buf);
         return;
     }
-    if (af_check_not_input(out, c->paths, 3, &err) || state_write(v, c->paths[0], c->paths[1], out, &err))
+    if (af_check_not_input(out, c->paths, 3, &err) || state_write(v, &a->pins, c->paths[0], c->paths[1], out, &err))
         app_message(a, 1, "%s", err.msg);
     else
         app_message(a, 0, "saved %s (%ld of %ld orders%s)", out, v->ndone, v->norders,
@@ -366,10 +366,10 @@ static void diag_flags(tui_ctx *c, app_state *a, const explore_snapshot *v) {
 static void live_png(tui_ctx *c, app_state *a, const explore_snapshot *v) {
     if (!c->png_live || !v->have_naive) return;
     curves_key k;
-    curves_key_of(v, a->metric_acc, &k);
+    curves_key_of(v, &a->pins, a->metric_acc, &k);
     if (c->live_written && curves_key_equal(&k, &c->live_last)) return;
     ms_err err;
-    if (export_curves_png(v, a->metric_acc, c->paths[0], c->paths[1], c->png_live, &err))
+    if (export_curves_png(v, &a->pins, a->metric_acc, c->paths[0], c->paths[1], c->png_live, &err))
         app_message(a, 1, "%s", err.msg);
     c->live_last = k;
     c->live_written = 1;
