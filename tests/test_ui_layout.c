@@ -224,7 +224,7 @@ static void test_sizes(void) {
             }
             CHECK(grid_find(&f.g, "seed1.safetensors", NULL) == 0, "%dx%d title", w, h);
             /* full wording from 100 columns, compact below */
-            CHECK(grid_find(&f.g, w >= 100 ? "n=4 d=16 h=32 router topk k=2 shared 1" : "n=4 d=16 h=32 topk k=2 s=1", NULL) == 1,
+            CHECK(grid_find(&f.g, w >= 100 ? "n=4 d=16 h=32 router softmax top-2 shared 1" : "n=4 d=16 h=32 softmax top-2 s=1", NULL) == 1,
                   "%dx%d arch", w, h);
             CHECK(grid_find(&f.g, "layer moe", NULL) == 0 && grid_find(&f.g, "N=512", NULL) == 0, "%dx%d layer, N", w, h);
             CHECK(grid_find(&f.g, "acc A 0.900 B 0.890", NULL) == 1, "%dx%d endpoint accuracies", w, h);
@@ -494,14 +494,14 @@ static void test_big(void) {
     for (int i = 0; i < 144; i++) f.v.cost[i] = i % 13;
     for (int i = 0; i < 12; i++) f.v.cost_order[i] = i;
     f.v.ndone = f.v.norders = 0;
-    int off = 0;
+    heat_view hv = {0};
     ui_rect r = {0, 2, 40, 8};
-    heatmap_render(&f.g, &r, &f.v, &off);
+    heatmap_render(&f.g, &r, &f.v, &hv);
     CHECK(grid_find(&f.g, "0-4/12", NULL) >= 0, "heat map says which rows are shown");
-    off = 100;
+    hv.row0 = hv.col0 = 100;
     grid_clear(&f.g);
-    heatmap_render(&f.g, &r, &f.v, &off);
-    CHECK(off == 7 && grid_find(&f.g, "A11", NULL) >= 0, "heat map scrolls to the end (off %d)", off);
+    heatmap_render(&f.g, &r, &f.v, &hv);
+    CHECK(hv.row0 == 7 && grid_find(&f.g, "A11", NULL) >= 0, "heat map scrolls to the end (off %d)", hv.row0);
     fix_free(&f);
 }
 
@@ -589,7 +589,7 @@ static void test_color_heatmap(void) {
     {
         fix_init(&f, 4, 40, 8, 1);
         f.g.color = 1;
-        int off = 0;
+        heat_view hv = {0};
         explore_snapshot *w = &f.v;
         free(w->cost);
         w->n = 16;
@@ -598,15 +598,15 @@ static void test_color_heatmap(void) {
         for (int i = 0; i < 16; i++) w->cost_order[i] = 15 - i;
         w->ndone = w->norders = 0;
         ui_rect r = {0, 0, 40, 8};
-        heatmap_render(&f.g, &r, w, &off);
+        heatmap_render(&f.g, &r, w, &hv);
         dump(&f.g);
         CHECK(heatmap_mode(16, 40, 8, 1, 1) == HEAT_HALF, "n=16 in 40x8: half blocks");
         CHECK(grid_find(&f.g, "0-9/16", NULL) >= 0, "half-block map scrolls (10 of 16 rows in 5 lines)");
         CHECK(grid_find(&f.g, "A0\u2192B15", NULL) >= 0, "n=16 assignment listed");
-        off = 100;
+        hv.row0 = hv.col0 = 100;
         grid_clear(&f.g);
-        heatmap_render(&f.g, &r, w, &off);
-        CHECK(off == 6 && grid_find(&f.g, "A14\u2192B1 A15\u2192B0", NULL) >= 0, "half-block map scrolls to the end");
+        heatmap_render(&f.g, &r, w, &hv);
+        CHECK(hv.row0 == 6 && grid_find(&f.g, "A14\u2192B1 A15\u2192B0", NULL) >= 0, "half-block map scrolls to the end");
         fix_free(&f);
     }
     /* monochrome keeps the shade glyphs and sets no colour; colour + ASCII

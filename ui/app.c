@@ -14,6 +14,7 @@
 #include "help_view.h"
 #include "symmetry.h"
 #include "keys.h"
+#include "layers_view.h"
 #include "scatter_view.h"
 #include "swap_view.h"
 
@@ -98,10 +99,22 @@ void app_sync_diag(app_state *a, const explore_snapshot *v) {
     }
 }
 
+void app_set_layers(app_state *a, char **names, int n, int current) {
+    layer_list *l = &a->layers;
+    for (int i = 0; i < l->n; i++) free(l->names[i]);
+    free(l->names);
+    l->names = names;
+    l->n = n;
+    l->current = current;
+    l->cursor = current >= 0 ? current : 0;
+    l->top = 0;
+}
+
 void app_free(app_state *a) {
     orders_free(&a->orders);
     pins_clear(&a->pins);
     app_set_diag(a, NULL, 0);
+    app_set_layers(a, NULL, 0, -1);
 }
 
 void app_message(app_state *a, int is_error, const char *fmt, ...) {
@@ -183,6 +196,62 @@ static void move(app_state *a, const explore_snapshot *v, long delta) {
     orders_set_cursor(&a->orders, v, a->orders.cursor);
 }
 
+/* The layer list (l): move, Enter switches (FX_LAYER), any other key closes. */
+static int layer_key(app_state *a, ui_action act, int key) {
+    layer_list *l = &a->layers;
+    int page = a->layout.overlay.h > 6 ? a->layout.overlay.h - 5 : 1;
+    if (act == ACT_DOWN) l->cursor++;
+    else if (act == ACT_UP) l->cursor--;
+    else if (act == ACT_PGDN) l->cursor += page;
+    else if (act == ACT_PGUP) l->cursor -= page;
+    else if (act == ACT_TOP) l->cursor = 0;
+    else if (act == ACT_BOTTOM) l->cursor = l->n - 1;
+    else if (key == K_ENTER || key == '\n' || key == '\r') {
+        l->open = 0;
+        if (l->cursor == l->current) {
+            app_message(a, 0, "layer %s is the one shown", l->names[l->cursor]);
+            return FX_REDRAW;
+        }
+        return FX_LAYER;
+    } else l->open = 0;
+    if (l->cursor >= l->n) l->cursor = l->n - 1;
+    if (l->cursor < 0) l->cursor = 0;
+    return FX_REDRAW;
+}
+
+/* The cost matrix's keys while it has the cursor keys (Tab), and z / Z. */
+static int heat_key(app_state *a, ui_action act) {
+    heat_view *h = &a->heat;
+    int n = a->info.cfg.n, page = a->layout.heat.h > 4 ? a->layout.heat.h - 4 : 1;
+    switch (act) {
+    case ACT_UP: heatmap_move(h, n, -1, 0); break;
+    case ACT_DOWN: heatmap_move(h, n, 1, 0); break;
+    case ACT_LEFT: heatmap_move(h, n, 0, -1); break;
+    case ACT_RIGHT: heatmap_move(h, n, 0, 1); break;
+    case ACT_PGUP: heatmap_move(h, n, -page, 0); break;
+    case ACT_PGDN: heatmap_move(h, n, page, 0); break;
+    case ACT_TOP: heatmap_move(h, n, -n, -n); break;
+    case ACT_BOTTOM: heatmap_move(h, n, n, n); break;
+    case ACT_ZOOM_OUT:
+    case ACT_ZOOM_IN: {
+        int fit = a->heat_fit > 0 ? a->heat_fit : 1, was = h->zoom > 1 ? h->zoom : 1;
+        h->zoom = heatmap_zoom_step(was, fit, act == ACT_ZOOM_OUT ? 1 : -1);
+        h->centre = 1;
+        if (h->zoom == was)
+            app_message(a, 0, "%s", act == ACT_ZOOM_IN ? "cost matrix: every cell shown (z zooms out)"
+                                    : fit == 1 ? "cost matrix: all of it shows already"
+                                               : "cost matrix: all of it shows (Z zooms back in)");
+        else if (h->zoom > 1)
+            app_message(a, 0, "cost matrix: each cell the mean of a %dx%d block%s%s", h->zoom, h->zoom,
+                        h->zoom == fit ? ", the whole matrix" : "", h->focus ? "" : " (Tab: move in it)");
+        else app_message(a, 0, "cost matrix: every cell");
+        break;
+    }
+    default: return 0;
+    }
+    return FX_REDRAW;
+}
+
 int app_key(app_state *a, int key, const explore_snapshot *v) {
     orders_update(&a->orders, v); /* the index must describe v */
     if (a->show_help) {
@@ -203,12 +272,15 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
         if (a->diag_scroll < 0) a->diag_scroll = 0;
         return FX_REDRAW;
     }
+    if (a->layers.open) return layer_key(a, act, key);
     if (a->orders.editing) return filter_key(a, key);
     if (a->prompt) return prompt_key(a, key);
     if (key == K_ESC && a->orders.filter[0]) {
         a->orders.filter[0] = 0;
         return FX_REDRAW;
     }
+    if (key == K_ESC && a->heat.focus) act = ACT_HEAT_FOCUS;
+    if ((act == ACT_ZOOM_OUT || act == ACT_ZOOM_IN || a->heat.focus) && heat_key(a, act)) return FX_REDRAW;
     long page = a->orders.page > 1 ? a->orders.page - 1 : 1;
     switch (act) {
     case ACT_TOGGLE_ORDER:
@@ -279,8 +351,29 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
     case ACT_PGDN: move(a, v, page); return FX_REDRAW;
     case ACT_TOP: move(a, v, LONG_MIN); return FX_REDRAW;
     case ACT_BOTTOM: move(a, v, LONG_MAX); return FX_REDRAW;
-    case ACT_HEAT_PREV: a->heat_off -= a->heat_off > 0; return FX_REDRAW;
-    case ACT_HEAT_NEXT: a->heat_off++; return FX_REDRAW;
+    case ACT_HEAT_PREV:
+    case ACT_HEAT_NEXT: { /* the view moves (rows and columns), the cursor stays in it */
+        int d = act == ACT_HEAT_NEXT ? 1 : -1;
+        a->heat.row0 += d;
+        a->heat.col0 += d;
+        a->heat.follow = 0;
+        return FX_REDRAW;
+    }
+    case ACT_HEAT_FOCUS:
+        a->heat.focus ^= 1;
+        a->heat.follow = 1;
+        app_message(a, 0, "%s", a->heat.focus ? "arrows move in the cost matrix (z/Z zoom, Tab: back to the orders)"
+                                               : "arrows move in the orders");
+        return FX_REDRAW;
+    case ACT_LAYER:
+        if (a->layers.n < 2) {
+            app_message(a, 0, "%s", a->layers.n == 1 ? "this checkpoint has one MoE layer"
+                                                     : "no other layers found in this checkpoint");
+            return FX_REDRAW;
+        }
+        a->layers.open = 1;
+        a->layers.cursor = a->layers.current >= 0 ? a->layers.current : 0;
+        return FX_REDRAW;
     case ACT_REDRAW: return FX_REDRAW;
     case ACT_STATE:
         /* the name is offered, in the current directory; any path may be typed */
@@ -304,8 +397,13 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
 
 int app_mouse(app_state *a, int x, int y, int kind, const explore_snapshot *v) {
     orders_update(&a->orders, v);
-    if (a->show_help || a->show_diag) {
-        a->show_help = a->show_diag = 0;
+    if (a->show_help || a->show_diag || a->layers.open) {
+        a->show_help = a->show_diag = a->layers.open = 0;
+        return FX_REDRAW;
+    }
+    if ((kind == 2 || kind == 3) && rect_contains(&a->layout.heat, x, y)) {
+        a->heat.row0 += kind == 2 ? -3 : 3; /* the wheel scrolls the pane it is over */
+        a->heat.follow = 0;
         return FX_REDRAW;
     }
     if (kind == 2 || kind == 3) {
@@ -328,15 +426,47 @@ int app_mouse(app_state *a, int x, int y, int kind, const explore_snapshot *v) {
     return 0;
 }
 
+/* The router in a few words: "softmax top-2", "sigmoid top-8, 8 groups top 4",
+ * "softmax dense"; brief drops the groups' "top". */
+static void router_words(const moe_config *c, char *buf, size_t cap, int brief) {
+    const char *sc = moe_score_name(c->score);
+    if (c->router != ROUTER_TOPK) {
+        snprintf(buf, cap, "%s dense", sc);
+        return;
+    }
+    int len = snprintf(buf, cap, "%s top-%d", sc, c->k);
+    if (c->n_group > 1 && len >= 0 && (size_t)len < cap) {
+        if (brief) snprintf(buf + len, cap - (size_t)len, ", %d groups", c->n_group);
+        else snprintf(buf + len, cap - (size_t)len, ", %d groups top %d", c->n_group, c->topk_group);
+    }
+}
+
+/* "model.layers.3.mlp" -> "3" (the block index), else the prefix itself */
+static const char *layer_short(const char *layer, char *buf, size_t cap) {
+    const char *p = strstr(layer, "layers.");
+    if (!p) p = strstr(layer, "block.");
+    if (!p) return layer;
+    p = strchr(p, '.') + 1;
+    int len = 0;
+    while (p[len] >= '0' && p[len] <= '9') len++;
+    if (!len) return layer;
+    snprintf(buf, cap, "%.*s", len, p);
+    return buf;
+}
+
+/* Title row 1: the checkpoints, layer and evaluation set; row 2: family,
+ * dimensions, router (score, top-k, groups) and the end points' losses. */
 static void render_title(grid *g, const ui_rect *r, const ui_info *in, const explore_snapshot *v) {
     grid_fill(g, r->x, r->y, r->w, r->h, ' ', ROLE_TITLE);
     /* the full wording when it fits, a compact one on narrow screens */
-    char l1[1024], l2[512], ends[160] = "";
+    char l1[1024], l2[512], ends[160] = "", fam[40] = "", router[64], router_b[64], lbuf[32];
     const moe_config *c = &in->cfg;
-    char router[32];
-    if (c->router == ROUTER_TOPK) snprintf(router, sizeof router, "topk k=%d", c->k);
-    else snprintf(router, sizeof router, "dense");
-    if (v && v->have_naive) {
+    router_words(c, router, sizeof router, 0);
+    router_words(c, router_b, sizeof router_b, 1);
+    if (strcmp(moe_family(c), "native")) snprintf(fam, sizeof fam, " %s", moe_family(c));
+    const char *lshort = layer_short(in->layer, lbuf, sizeof lbuf);
+    if (in->no_eval[0]) snprintf(ends, sizeof ends, " | no eval set for this layer");
+    else if (v && v->have_naive) {
         if (v->kind == LS_CLASSIFY)
             snprintf(ends, sizeof ends, " | loss A %.4f B %.4f | acc A %.3f B %.3f", v->loss_a, v->loss_b, v->acc_a,
                      v->acc_b);
@@ -344,7 +474,7 @@ static void render_title(grid *g, const ui_rect *r, const ui_info *in, const exp
             snprintf(ends, sizeof ends, " | %s loss A %.4g B %.4g", v->kind == LS_LAYER ? "layer-output" : "mse",
                      v->loss_a, v->loss_b);
     }
-    /* names without ".safetensors" on the narrowest tier */
+    /* names without ".safetensors" on the narrowest tiers */
     char an[256], bn[256], en[256];
     const char *ext = ".safetensors";
     const char *src[3] = {in->a_name, in->b_name, in->e_name};
@@ -354,22 +484,30 @@ static void render_title(grid *g, const ui_rect *r, const ui_info *in, const exp
         int cut = l > el && !strcmp(src[i] + l - el, ext) ? (int)(l - el) : (int)l;
         snprintf(dst[i], 256, "%.*s", cut, src[i]);
     }
-    for (int compact = 0; compact <= 2; compact++) {
-        if (!compact)
+    /* each row its own longest wording that fits */
+    for (int t = 0; t <= 3; t++) {
+        if (!t)
             snprintf(l1, sizeof l1, " moescope  A %s  B %s  layer %s  eval %s (N=%d)", in->a_name, in->b_name, in->layer,
                      in->e_name, in->N);
-        else if (compact == 1)
+        else if (t == 1)
             snprintf(l1, sizeof l1, " A %s B %s layer %s eval %s N=%d", in->a_name, in->b_name, in->layer,
                      in->e_name, in->N);
         else
-            snprintf(l1, sizeof l1, " A %s B %s layer %s eval %s N=%d", an, bn, in->layer, en, in->N);
-        if (!compact)
-            snprintf(l2, sizeof l2, " n=%d d=%d h=%d router %s shared %d %s%s", c->n, c->d, c->h, router, c->s,
+            snprintf(l1, sizeof l1, " A %s B %s layer %s eval %s N=%d", an, bn, t == 3 ? lshort : in->layer, en, in->N);
+        if ((int)strlen(l1) <= r->w) break;
+    }
+    for (int t = 0; t <= 3; t++) {
+        if (!t)
+            snprintf(l2, sizeof l2, "%s n=%d d=%d h=%d router %s shared %d %s%s", fam, c->n, c->d, c->h, router, c->s,
                      moe_act_name(c->act), ends);
+        else if (t == 1)
+            snprintf(l2, sizeof l2, "%s n=%d d=%d h=%d %s s=%d %s%s", fam, c->n, c->d, c->h, router, c->s,
+                     moe_act_name(c->act), ends);
+        else if (t == 2)
+            snprintf(l2, sizeof l2, "%s n=%d d=%d h=%d %s s=%d%s", fam, c->n, c->d, c->h, router, c->s, ends);
         else
-            snprintf(l2, sizeof l2, " n=%d d=%d h=%d %s s=%d %s%s", c->n, c->d, c->h, router, c->s,
-                     moe_act_name(c->act), ends);
-        if ((int)strlen(l1) <= r->w && (int)strlen(l2) <= r->w) break;
+            snprintf(l2, sizeof l2, "%s n=%d d=%d h=%d %s%s", fam, c->n, c->d, c->h, router_b, ends);
+        if ((int)strlen(l2) <= r->w) break;
     }
     grid_text(g, r->x, r->y, r->w, ROLE_TITLE, l1);
     grid_text(g, r->x, r->y + 1, r->w, ROLE_TITLE, l2);
@@ -392,8 +530,10 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
         return;
     }
     /* the half-block map needs half the rows: the curves get the rest */
+    a->heat_fit = heatmap_zoom_fit(n, L->heat.w, L->heat.h, g->utf8, g->color);
+    if (a->heat.zoom > a->heat_fit) a->heat.zoom = a->heat_fit; /* the screen grew */
     int hh = a->swaps ? (n + 3 < L->heat.h ? n + 3 : L->heat.h) /* title, header, n rows, the best swap */
-                      : heatmap_height(n, L->heat.w, L->heat.h, g->utf8, g->color);
+                      : heatmap_height(n, a->heat.zoom, L->heat.w, L->heat.h, g->utf8, g->color);
     if (hh < L->heat.h) {
         L->curves.y -= L->heat.h - hh;
         L->curves.h += L->heat.h - hh;
@@ -403,7 +543,7 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     for (int y = L->orders.y; y < L->orders.y + L->orders.h; y++)
         grid_put(g, L->sep_x, y, g->utf8 ? 0x2502 : '|', ROLE_BORDER);
     if (a->swaps && v) swap_render(g, &L->heat, v);
-    else heatmap_render(g, &L->heat, v, &a->heat_off);
+    else heatmap_render(g, &L->heat, v, &a->heat);
     orders_update(&a->orders, v);
     if (a->scatter) scatter_render(g, &L->curves, v, a->orders.best_row);
     else curves_render(g, &L->curves, v, &a->pins, a->metric_acc);
@@ -434,7 +574,8 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     if (a->prompt) snprintf(pm, sizeof pm, "save as (.json state, .csv table; Enter, Esc): %s_", a->prompt_buf);
     message_render(g, &L->message, a->prompt ? pm : a->msg, a->prompt ? 0 : a->msg_error, v, &alt, room);
     if (room < L->message.w - 1) grid_text(g, L->message.x + room + 2, L->message.y, fl_len, frole, fl);
-    if (a->show_help) help_render(g, &L->overlay, &a->info.cfg);
+    if (a->layers.open) layers_render(g, &L->overlay, &a->layers, a->info.eval_layer);
+    else if (a->show_help) help_render(g, &L->overlay, &a->info.cfg);
     else if (a->show_diag) {
         app_sync_diag(a, v);
         char *none[] = {g->utf8 ? "computing diagnostics\u2026" : "computing diagnostics..."};

@@ -8,16 +8,31 @@
 #include "explore_worker.h"
 #include "footer_view.h"
 #include "grid.h"
+#include "heatmap_view.h"
 #include "layout.h"
 #include "orders_view.h"
 #include "pins.h"
 
 typedef struct {
-    char a_name[256], b_name[256], e_name[256], layer[64];
+    char a_name[256], b_name[256], e_name[256], layer[160];
     const char *a_path, *b_path; /* as given (borrowed): default names of saved files */
     moe_config cfg;
     int N; /* evaluation samples */
+    /* not "": the evaluation set does not fit this layer (why, in words); the
+     * worker then has no set and the screen shows the data-free parts */
+    char no_eval[200];
+    char eval_layer[160]; /* the layer prefix the evaluation set was made for, "" unknown */
 } ui_info;
+
+/* l: the MoE layers of A's checkpoint, to switch A and B to another one */
+typedef struct {
+    char **names;   /* owned (app_set_layers) */
+    int n;
+    int current;    /* the layer shown, -1 unknown */
+    int cursor;
+    int open;       /* the list is on the screen */
+    int top;
+} layer_list;
 
 typedef struct {
     ui_info info;
@@ -36,13 +51,16 @@ typedef struct {
     int msg_error;
     orders_state orders;
     pin_set pins;                /* curves kept with P, overlaid (owned) */
-    int heat_off;
+    heat_view heat;              /* the cost matrix's cursor, scroll and zoom */
+    int heat_fit;                /* zoom at which the whole matrix fits (last render) */
+    layer_list layers;
     footer_hits hits;
     ui_layout layout;
     double now;                  /* explore_clock() of this frame (spinners), 0 in tests */
 } app_state;
 
-enum { FX_SUBMIT = 1, FX_QUIT = 2, FX_PNG = 4, FX_EXPORT = 8, FX_DIAG = 16, FX_REDRAW = 32, FX_STATE = 64 };
+enum { FX_SUBMIT = 1, FX_QUIT = 2, FX_PNG = 4, FX_EXPORT = 8, FX_DIAG = 16, FX_REDRAW = 32, FX_STATE = 64,
+       FX_LAYER = 128 /* switch to a->layers.names[a->layers.cursor] */ };
 
 void app_init(app_state *a, const ui_info *info, int T);
 void app_free(app_state *a);
@@ -54,6 +72,8 @@ int app_mouse(app_state *a, int x, int y, int kind, const explore_snapshot *v);
 void app_render(app_state *a, const explore_snapshot *v, grid *g);
 void app_message(app_state *a, int is_error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void app_set_diag(app_state *a, char **lines, int n); /* takes ownership */
+/* The layers l lists (takes ownership of names), current the one shown. */
+void app_set_layers(app_state *a, char **names, int n, int current);
 /* The diagnostics pane's lines from the worker's findings (v->diag) when they
  * are those of a->req's method and centring (flags first; the rank finding
  * points at the orders pane); cleared while they are computing (the pane

@@ -1,7 +1,15 @@
 /* heatmap_view.h - the n x n cost matrix pane: rows A0.., columns B0.., a heat
  * scale with a legend, numbers when they fit, the assignment's cells marked.
  * Colour + UTF-8: cells are blocks of the theme's heat colours (grid_heat), or
- * half blocks (two matrix rows per screen row) when numbers do not fit. */
+ * half blocks (two matrix rows per screen row) when numbers do not fit.
+ *
+ * Large n (64, 256 experts): the matrix scrolls in both directions around a
+ * cursor cell (the row and column labels follow), and zooms out: at zoom b
+ * every screen cell summarises a b x b block of the matrix by the mean of its
+ * costs on the heat scale (the colour of the block mean, since the scale is
+ * linear), and a block that holds an assigned pair (i, pi(i)) is marked. The
+ * zoom levels double the block side up to the smallest block at which the
+ * whole matrix fits the pane. Only the visible cells are computed and drawn. */
 #ifndef MS_UI_HEATMAP_VIEW_H
 #define MS_UI_HEATMAP_VIEW_H
 
@@ -9,13 +17,32 @@
 #include "grid.h"
 #include "layout.h"
 
-/* off: first row/column shown when n does not fit (clamped, written back). */
-void heatmap_render(grid *g, const ui_rect *r, const explore_snapshot *v, int *off);
-enum { HEAT_NUMBERS = 0, HEAT_HALF = 1, HEAT_GLYPHS = 2 };
-/* How an n x n matrix is drawn in a w x h pane (utf8/color of the grid). */
+/* Where the pane looks. row0/col0 are the first row and column shown in
+ * units of the current zoom (matrix rows at zoom 1, blocks when zoomed);
+ * heatmap_render clamps them and keeps the cursor cell in view: by moving the
+ * view when follow is set (the cursor moved last), else by moving the cursor
+ * (the view was scrolled). */
+typedef struct {
+    int row, col;     /* the cursor: a matrix cell */
+    int row0, col0;   /* first unit shown */
+    int zoom;         /* block side; 0 or 1: every cell */
+    int focus;        /* the cursor keys move the cell (Tab) */
+    int follow;
+    int centre;       /* once: put the cursor in the middle of the view (after a zoom) */
+} heat_view;
+
+void heatmap_render(grid *g, const ui_rect *r, const explore_snapshot *v, heat_view *s);
+enum { HEAT_NUMBERS = 0, HEAT_HALF = 1, HEAT_GLYPHS = 2, HEAT_BLOCKS = 3 };
+/* How an n x n matrix is drawn in a w x h pane (utf8/color of the grid) at zoom 1. */
 int heatmap_mode(int n, int w, int h, int utf8, int color);
 /* Rows the pane needs at most (title, header, matrix rows, legend), <= h. */
-int heatmap_height(int n, int w, int h, int utf8, int color);
+int heatmap_height(int n, int zoom, int w, int h, int utf8, int color);
+/* The smallest block side at which all of the matrix shows (1: it does at zoom 1). */
+int heatmap_zoom_fit(int n, int w, int h, int utf8, int color);
+/* The next zoom level out (dir > 0: 1, 2, 4, ... then fit) or in (dir < 0). */
+int heatmap_zoom_step(int zoom, int fit, int dir);
+/* Move the cursor by (drow, dcol) units of the zoom (clamped to the matrix). */
+void heatmap_move(heat_view *s, int n, int drow, int dcol);
 /* Heat level 0..HEAT_LEVELS-1 of x in [lo, hi]. */
 int heat_level(double x, double lo, double hi);
 

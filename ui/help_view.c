@@ -7,7 +7,7 @@
 #include "keys.h"
 #include "symmetry.h"
 
-static void box(grid *g, const ui_rect *r, const char *title) {
+void overlay_box(grid *g, const ui_rect *r, const char *title) {
     uint32_t h = g->utf8 ? 0x2500 : '-', v = g->utf8 ? 0x2502 : '|';
     uint32_t tl = g->utf8 ? 0x250C : '+', tr = g->utf8 ? 0x2510 : '+';
     uint32_t bl = g->utf8 ? 0x2514 : '+', br = g->utf8 ? 0x2518 : '+';
@@ -53,7 +53,7 @@ static void symmetry_render(grid *g, const ui_rect *r, int x, int y, const moe_c
 
 void help_render(grid *g, const ui_rect *r, const moe_config *c) {
     if (r->w < 20 || r->h < 5) return;
-    box(g, r, "keys (any key closes)");
+    overlay_box(g, r, "keys (any key closes)");
     int x = r->x + 2, inner = r->h - 2, half = (r->w - 4) / 2;
     /* one key a row when they all fit; else the keys with short help share
        rows two by two, so every key of the table is listed */
@@ -127,7 +127,7 @@ static int wrap_lines(grid *g, int x, int y0, int width0, int rows, char *const 
 
 int text_box_render(grid *g, const ui_rect *r, const char *title, char *const *lines, int nlines, int scroll) {
     if (r->w < 20 || r->h < 4) return scroll;
-    box(g, r, title);
+    overlay_box(g, r, title);
     int width = r->w - 4, rows = r->h - 2;
     int total = wrap_lines(g, r->x + 2, r->y + 1, width, rows, lines, nlines, 0, 0);
     if (scroll > total - rows) scroll = total - rows;

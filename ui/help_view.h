@@ -8,6 +8,8 @@
 
 #include "model.h"
 
+/* A bordered box over r (cleared) with the title in its top border. */
+void overlay_box(grid *g, const ui_rect *r, const char *title);
 /* The key table, then the layer's symmetry group and why (c may be NULL). */
 void help_render(grid *g, const ui_rect *r, const moe_config *c);
 /* A boxed list of text lines with a title; scroll: first line shown. */

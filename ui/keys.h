@@ -34,6 +34,11 @@ typedef enum {
     ACT_SWAP,           /* b: barrier change of each two-slot swap, in the cost matrix's place */
     ACT_PIN,            /* P: pin / unpin the plotted order's curve */
     ACT_UNPIN_ALL,      /* U: unpin every order */
+    ACT_HEAT_FOCUS,     /* Tab: the cursor keys move in the cost matrix / the orders */
+    ACT_ZOOM_OUT,       /* z: the cost matrix zoomed out (block means) */
+    ACT_ZOOM_IN,        /* Z */
+    ACT_LEFT, ACT_RIGHT,/* cost matrix cursor (with the keys) */
+    ACT_LAYER,          /* l: the layers of the checkpoint, switch A and B to one */
     ACT_COUNT
 } ui_action;
 

@@ -3,9 +3,18 @@
 
 #include <string.h>
 
+int layout_order_chars(int n) {
+    int w = n - 1; /* the spaces */
+    for (int e = 0; e < n; e++) w += e >= 100 ? 3 : e >= 10 ? 2 : 1;
+    return w;
+}
+
 int layout_orders_width(int n) {
-    int ow = 2 * n - 1;
+    int ow = layout_order_chars(n);
     if (ow < 5) ow = 5;
+    /* 64 or 256 experts do not fit a column: the table abbreviates them
+       (order_abbrev) to about ten entries, the heat map keeping the width */
+    if (ow > 30) ow = 30;
     /* marks(5) rank(5) order barrier(8) acc.bar(8) auc(8), single spaces */
     return 5 + 1 + 5 + 1 + ow + 1 + 8 + 1 + 8 + 1 + 8;
 }

@@ -25,6 +25,8 @@ typedef struct {
 
 /* n: experts (the orders pane is as wide as its rows need). */
 void layout_compute(ui_layout *L, int w, int h, int n);
+/* Characters of an order of n experts written out ("0 12 3 ..."). */
+int layout_order_chars(int n);
 /* Width of one orders row for n experts. */
 int layout_orders_width(int n);
 int rect_contains(const ui_rect *r, int x, int y);

@@ -193,27 +193,79 @@ long orders_pos_at(const orders_state *s, const ui_rect *r, int y) {
 
 /* Column geometry of a pane w wide: the spaced order and 8-wide numbers when
  * they fit, else the order's digits without spaces (n <= 10) and 7-wide
- * numbers, so that no column is lost at 80 columns. */
+ * numbers, so that no column is lost at 80 columns; larger n abbreviate the
+ * order (order_abbrev) to the width left (the selected row's whole order is
+ * in the detail rows under the table). Without accuracy (no labels) the
+ * acc.bar column is left out. */
 typedef struct {
     int vw;        /* width of a number column */
     int compact;   /* order printed without spaces */
+    int abbrev;    /* order abbreviated to ow columns */
     int ow;        /* order column */
+    int nv;        /* value columns: barrier, [acc.bar,] AUC */
     int x_rank, x_order, x_val; /* offsets in the pane */
 } orders_cols;
 
-static orders_cols orders_geom(int n, int w) {
+static orders_cols orders_geom(int n, int w, int has_acc) {
     orders_cols c;
+    memset(&c, 0, sizeof c);
+    c.nv = has_acc ? 3 : 2;
+    c.x_rank = 6;             /* marks (5) and a space */
+    c.x_order = c.x_rank + 6; /* rank (5: "40320", "  12=") and a space */
     for (int k = 0; k < 4; k++) {
         c.compact = k >= 2 && n <= 10;
         c.vw = k % 2 ? 7 : 8;
-        c.ow = c.compact ? n : 2 * n - 1;
+        c.ow = c.compact ? n : layout_order_chars(n);
         if (c.ow < 5) c.ow = 5;
-        c.x_rank = 6;             /* marks (5) and a space */
-        c.x_order = c.x_rank + 6; /* rank (5: "40320", "  12=") and a space */
         c.x_val = c.x_order + c.ow + 1;
-        if (c.x_val + 3 * c.vw + 2 <= w) break;
+        if (c.x_val + c.nv * c.vw + c.nv - 1 <= w || (k == 3 && n <= 10)) return c;
     }
+    c.abbrev = 1;
+    c.compact = 0;
+    c.vw = 7;
+    c.ow = w - c.x_order - 1 - (c.nv * c.vw + c.nv - 1);
+    if (c.ow < 5) c.ow = 5;
+    c.x_val = c.x_order + c.ow + 1;
     return c;
+}
+
+int orders_width(int n, int has_acc) {
+    orders_cols c = orders_geom(n, 1 << 20, has_acc);
+    return c.x_val + c.nv * c.vw + c.nv - 1;
+}
+
+/* An order in at most w columns: all of it when it fits, "identity",
+ * "id except 3 7 9" (the slots that move) or "id except 5 slots" for orders
+ * near the identity, else its first entries and "…" ("..." in ASCII). */
+void order_abbrev(const int *o, int n, int w, int utf8, char *buf, size_t cap) {
+    size_t full = moe_order_format(buf, cap, o, n);
+    if ((int)full <= w && full < cap) return;
+    int moved = 0;
+    for (int i = 0; i < n; i++) moved += o[i] != i;
+    if (!moved) {
+        snprintf(buf, cap, "identity");
+        return;
+    }
+    if (moved <= n / 4) {
+        size_t len = (size_t)snprintf(buf, cap, "id except");
+        for (int i = 0; i < n && len < cap; i++)
+            if (o[i] != i) len += (size_t)snprintf(buf + len, cap - len, " %d", i);
+        if ((int)len <= w && len < cap) return;
+        snprintf(buf, cap, "id except %d slots", moved);
+        if ((int)strlen(buf) <= w) return;
+    }
+    const char *more = utf8 ? " \u2026" : " ...";
+    int more_w = utf8 ? 2 : 4;
+    size_t len = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n; i++) {
+        char one[16];
+        int k = snprintf(one, sizeof one, i ? " %d" : "%d", o[i]);
+        if ((int)len + k + more_w > w || len + (size_t)k + 1 >= cap) break;
+        memcpy(buf + len, one, (size_t)k + 1);
+        len += (size_t)k;
+    }
+    if (len + strlen(more) < cap) memcpy(buf + len, more, strlen(more) + 1);
 }
 
 static void put_value(grid *g, int x, int y, int w, int role, double val) {
@@ -224,16 +276,72 @@ static void put_value(grid *g, int x, int y, int w, int role, double val) {
     grid_printf(g, x, y, w, role, "%*s", w, b);
 }
 
+/* The row's order (the rows keep their orders in place). */
+static void row_order(const explore_snapshot *v, const ls_row *row, int *p) {
+    memcpy(p, row->order, sizeof(int) * (size_t)v->n);
+}
+
+double orders_total_log10(int n, int groups) {
+    if (groups > 1 && n % groups == 0)
+        return (groups * lgamma(n / groups + 1.0) + lgamma(groups + 1.0)) / log(10.0);
+    return lgamma(n + 1.0) / log(10.0);
+}
+
+/* "40320", or "about 10^87" past 9 digits */
+static void count_words(double log10_count, char *buf, size_t cap) {
+    if (log10_count < 9) snprintf(buf, cap, "%.0f", floor(pow(10.0, log10_count) + 0.5));
+    else snprintf(buf, cap, "about 10^%.0f", floor(log10_count));
+}
+
+int orders_sampled(const explore_snapshot *v) {
+    return v && v->n > 0 && v->norders > 0 && log10((double)v->norders) < orders_total_log10(v->n, v->groups) - 1e-9;
+}
+
+int orders_sample_rank(const explore_snapshot *v, sample_rank *o) {
+    memset(o, 0, sizeof *o);
+    if (!orders_sampled(v) || v->ndone < 1 || !v->have_current || !v->have_methods || !v->req.order_stage) return 0;
+    int m = v->req.method;
+    if (memcmp(v->current.order, v->method_order[m], sizeof(int) * (size_t)v->n)) return 0;
+    double b = v->current.barrier, tau = rank_tau(v->have_naive ? v->naive.barrier : NAN);
+    if (isnan(b)) return 0;
+    long less = 0;
+    for (long k = 0; k < v->ndone; k++) less += v->rows[k].barrier < b - tau;
+    /* the share of the sampled orders below the chosen one estimates its
+       percentile among all of them; the 95% interval is Wilson's */
+    double N = (double)v->ndone, p = less / N, z = 1.959963984540054;
+    double den = 1 + z * z / N, ctr = (p + z * z / (2 * N)) / den;
+    double half = z * sqrt(p * (1 - p) / N + z * z / (4 * N * N)) / den;
+    o->method = m;
+    o->less = less;
+    o->nrows = v->ndone;
+    o->pct = 100 * p;
+    o->lo = 100 * (p <= 0 || ctr - half < 0 ? 0 : ctr - half);
+    o->hi = 100 * (p >= 1 || ctr + half > 1 ? 1 : ctr + half);
+    o->log10_total = orders_total_log10(v->n, v->groups);
+    o->log10_est = log10(1 + p * pow(10.0, o->log10_total > 300 ? 300 : o->log10_total));
+    if (o->log10_total > 300 && p > 0) o->log10_est = log10(p) + o->log10_total; /* 1 is negligible there */
+    o->valid = 1;
+    return 1;
+}
+
 /* The pane's two heading rows: the count and the marks' legend (on the
  * title when it fits, else on the second row, where the gauge, the spinner
- * or the filter go while they are active). */
+ * or the filter go while they are active). A sample says so and of how
+ * many orders. */
 static void orders_heading(grid *g, const ui_rect *r, orders_state *s, const explore_snapshot *v) {
     long total = v ? v->norders : 0, done = v ? v->ndone : 0;
     static const char *legend = "*best G gate E expert I identity >plotted";
-    char t[128];
-    int tl = snprintf(t, sizeof t, "expert orders %ld/%ld%s%s", done, total,
-                      v && !v->exhaustive && v->have_landscape ? " sampled" : "",
-                      v && v->groups > 1 ? " group-preserving" : "");
+    char t[160], all[48] = "";
+    int sampled = orders_sampled(v);
+    if (sampled) count_words(orders_total_log10(v->n, v->groups), all, sizeof all);
+    int tl = 0;
+    for (int k = 0; k < 3; k++) {
+        if (!sampled) tl = snprintf(t, sizeof t, "expert orders %ld/%ld%s", done, total, v && v->groups > 1 ? " group-preserving" : "");
+        else if (k == 0) tl = snprintf(t, sizeof t, "expert orders %ld/%ld sampled of %s", done, total, all);
+        else if (k == 1) tl = snprintf(t, sizeof t, "orders %ld/%ld sampled of %s", done, total, all);
+        else tl = snprintf(t, sizeof t, "%ld/%ld sampled of %s", done, total, all);
+        if (tl <= r->w - 1 || !sampled) break;
+    }
     int legend_up = tl + 2 + (int)strlen(legend) <= r->w - 1;
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_PANE_TITLE);
     grid_printf(g, r->x + 1, r->y, r->w - 1, ROLE_PANE_TITLE, "%s%s%s", t, legend_up ? "  " : "", legend_up ? legend : "");
@@ -273,51 +381,206 @@ static void orders_heading(grid *g, const ui_rect *r, orders_state *s, const exp
     }
 }
 
-void orders_render(grid *g, const ui_rect *r, orders_state *s, const explore_snapshot *v) {
-    if (r->w <= 0 || r->h < 4) return;
-    int n = v ? v->n : 0;
-    long total = v ? v->norders : 0, done = v ? v->ndone : 0;
-    orders_heading(g, r, s, v);
-    int y;
-    /* header, the sorted column marked */
-    y = r->y + 2;
-    orders_cols C = orders_geom(n, r->w);
-    int vx[3] = {C.x_val, C.x_val + C.vw + 1, C.x_val + 2 * (C.vw + 1)};
-    grid_printf(g, r->x + C.x_rank, y, r->w - C.x_rank, ROLE_DIM, "%5s", "rank");
-    grid_text(g, r->x + C.x_order, y, r->w - C.x_order, ROLE_DIM, "order");
-    static const char *vname[3] = {"barrier", "acc.bar", "AUC"};
-    for (int k = 0; k < 3; k++) grid_printf(g, r->x + vx[k], y, C.vw, ROLE_DIM, "%*s", C.vw, vname[k]);
+/* Where the table's columns are in a pane (orders_geom plus the value
+ * columns shown, the cost and the barrier bar of wide panes). */
+typedef struct {
+    orders_cols C;
+    int vx[3], vk[3];  /* value columns: x and which value (0 barrier, 1 acc.bar, 2 AUC) */
+    int cost_x, bar_x, bar_w, show_cost;
+    double bmax;       /* the bar's full length */
+} table_geom;
+
+static const char *vname[3] = {"barrier", "acc.bar", "AUC"};
+
+/* The header row, the sorted column marked: the arrow in the gap before the
+ * name when it is right-aligned, after it when left-aligned (up: ascending,
+ * down: descending). */
+static void table_header(grid *g, const ui_rect *r, const orders_state *s, const explore_snapshot *v, table_geom *T) {
+    int n = v ? v->n : 0, y = r->y + 2;
+    T->C = orders_geom(n, r->w, !v || v->kind == LS_CLASSIFY);
+    const orders_cols *C = &T->C;
+    for (int k = 0, j = 0; k < 3; k++) {
+        if (k == 1 && C->nv < 3) continue;
+        T->vk[j] = k;
+        T->vx[j] = C->x_val + j * (C->vw + 1);
+        j++;
+    }
+    grid_printf(g, r->x + C->x_rank, y, r->w - C->x_rank, ROLE_DIM, "%5s", "rank");
+    grid_text(g, r->x + C->x_order, y, r->w - C->x_order, ROLE_DIM, "order");
+    for (int j = 0; j < C->nv; j++) grid_printf(g, r->x + T->vx[j], y, C->vw, ROLE_DIM, "%*s", C->vw, vname[T->vk[j]]);
     /* wide panes: each order's assignment cost under the shown matrix, then
        a bar of its barrier (against the largest barrier so far) */
-    int cost_x = vx[2] + C.vw + 1, bar_x = cost_x + 10, bar_w = r->w - bar_x - 1;
-    int show_cost = v && v->cost && cost_x + 9 <= r->w;
-    if (show_cost) grid_printf(g, r->x + cost_x, y, 9, ROLE_DIM, "%9s", "cost");
-    if (!show_cost || bar_w < 8) bar_w = 0;
-    double bmax = 0;
-    for (long k = 0; bar_w && k < s->nrows; k++)
-        if (v->rows[k].barrier > bmax) bmax = v->rows[k].barrier;
-    if (bar_w) grid_text(g, r->x + bar_x + 1, y, bar_w, ROLE_DIM, "barrier");
-    /* the sorted column's name marked and the arrow in the gap before the
-       name when it is right-aligned, after it when left-aligned (up:
-       ascending, down: descending) */
-    int lx, lw, ax;
-    if (s->sort == SORT_RANK) lx = C.x_rank + 1, lw = 4, ax = lx - 1;
-    else if (s->sort == SORT_ORDER) lx = C.x_order, lw = 5, ax = lx + 5;
-    else {
-        int k = s->sort == SORT_ACC ? 1 : 2;
-        lw = (int)strlen(vname[k]);
-        lx = vx[k] + C.vw - lw;
-        ax = lx - 1;
-    }
-    if (r->x + lx + lw < r->x + r->w) {
+    T->cost_x = T->vx[C->nv - 1] + C->vw + 1;
+    T->bar_x = T->cost_x + 10;
+    T->bar_w = r->w - T->bar_x - 1;
+    T->show_cost = v && v->cost && T->cost_x + 9 <= r->w;
+    if (T->show_cost) grid_printf(g, r->x + T->cost_x, y, 9, ROLE_DIM, "%9s", "cost");
+    if (!T->show_cost || T->bar_w < 8) T->bar_w = 0;
+    T->bmax = 0;
+    for (long k = 0; T->bar_w && k < s->nrows; k++)
+        if (v->rows[k].barrier > T->bmax) T->bmax = v->rows[k].barrier;
+    if (T->bar_w) grid_text(g, r->x + T->bar_x + 1, y, T->bar_w, ROLE_DIM, "barrier");
+    int lx = -1, lw = 0, ax = 0;
+    if (s->sort == SORT_RANK) lx = C->x_rank + 1, lw = 4, ax = lx - 1;
+    else if (s->sort == SORT_ORDER) lx = C->x_order, lw = 5, ax = lx + 5;
+    else
+        for (int j = 0; j < C->nv; j++)
+            if (T->vk[j] == (s->sort == SORT_ACC ? 1 : 2)) {
+                lw = (int)strlen(vname[T->vk[j]]);
+                lx = T->vx[j] + C->vw - lw;
+                ax = lx - 1;
+            }
+    if (lx >= 0 && r->x + lx + lw < r->x + r->w) {
         for (int i = 0; i < lw; i++) grid_role(g, r->x + lx + i, y, 1, ROLE_MARK);
         grid_put(g, r->x + ax, y, g->utf8 ? (s->desc ? 0x25BE : 0x25B4) : (s->desc ? 'v' : '^'), ROLE_MARK);
     }
-    s->page = r->h - 3;
+}
+
+/* One row of the table: marks, rank, order (abbreviated for large n), values. */
+static void table_row(grid *g, const ui_rect *r, const orders_state *s, const explore_snapshot *v, const table_geom *T,
+                      long pos, int y) {
+    int n = v->n;
+    const orders_cols *C = &T->C;
+    long ri = s->idx[pos];
+    const ls_row *row = &v->rows[ri];
+    int cur = pos == s->cursor;
+    int role = cur ? ROLE_CURSOR : ROLE_NORMAL;
+    if (cur) grid_fill(g, r->x, y, r->w, 1, ' ', ROLE_CURSOR);
+    int ro[LS_MAX_N]; /* the row's order */
+    row_order(v, row, ro);
+    int is_id = 1;
+    for (int k = 0; k < n; k++) is_id &= ro[k] == k;
+    char marks[6] = "     ";
+    if (ri == s->best_row) marks[0] = '*';
+    if (v->have_methods && !memcmp(ro, v->method_order[COST_GATE], sizeof(int) * (size_t)n)) marks[1] = 'G';
+    if (v->have_methods && !memcmp(ro, v->method_order[COST_EXPERT], sizeof(int) * (size_t)n)) marks[2] = 'E';
+    if (is_id) marks[3] = 'I';
+    if (v->have_selected && !memcmp(ro, v->selected.order, sizeof(int) * (size_t)n)) marks[4] = '>';
+    grid_text(g, r->x, y, 5, cur ? ROLE_CURSOR : ROLE_MARK, marks);
+    char ord[LS_MAX_N * 4 + 8];
+    if (C->compact) { /* digits without spaces, as the filter accepts them (n <= 10) */
+        for (int k = 0; k < n; k++) ord[k] = (char)('0' + ro[k]);
+        ord[n] = 0;
+    } else if (C->abbrev) {
+        order_abbrev(ro, n, C->ow, g->utf8, ord, sizeof ord);
+    } else {
+        moe_order_format(ord, sizeof ord, ro, n);
+    }
+    char rk[32]; // "  12=" when other orders tie with this one
+    if (s->tied[ri] > 1 && s->rank[ri] < 10000) snprintf(rk, sizeof rk, "%4ld=", s->rank[ri]);
+    else snprintf(rk, sizeof rk, "%5ld", s->rank[ri]);
+    grid_printf(g, r->x + C->x_rank, y, r->w - C->x_rank, role, "%s ", rk);
+    grid_text(g, r->x + C->x_order, y, C->ow, role, ord);
+    for (int j = 0; j < C->nv; j++) {
+        int k = T->vk[j];
+        put_value(g, r->x + T->vx[j], y, C->vw, role, k == 0 ? row->barrier : k == 1 ? row->acc_barrier : row->auc);
+    }
+    if (T->show_cost) {
+        char cb[32];
+        axis_format(cost_of_order(v->cost, ro, n), 3, 9, cb, sizeof cb);
+        grid_printf(g, r->x + T->cost_x, y, 9, role, "%9s", cb);
+    }
+    if (T->bar_w && T->bmax > 0 && row->barrier > 0) {
+        /* eighths of a cell in UTF-8 */
+        int eighths = (int)lround(row->barrier / T->bmax * T->bar_w * 8);
+        for (int b = 0; b < T->bar_w && eighths > 0; b++, eighths -= 8)
+            grid_put(g, r->x + T->bar_x + 1 + b, y,
+                     g->utf8 ? (eighths >= 8 ? 0x2588 : 0x2590 - (uint32_t)eighths) : (eighths >= 4 ? '#' : '.'),
+                     cur ? ROLE_CURSOR : ROLE_GAUGE);
+    }
+}
+
+/* an estimated rank for people: "37", "1.1e+11", "10^84.3" */
+static void est_words(double log10_x, char *buf, size_t cap) {
+    if (log10_x < 6) snprintf(buf, cap, "%.0f", floor(pow(10.0, log10_x) + 0.5));
+    else if (log10_x < 15) snprintf(buf, cap, "%.2g", pow(10.0, log10_x));
+    else snprintf(buf, cap, "10^%.1f", log10_x);
+}
+
+/* The sample line: the longest wording that fits w. */
+static void sample_line(const explore_snapshot *v, const sample_rank *sr, int w, char *buf, size_t cap) {
+    char est[48], all[48];
+    est_words(sr->log10_est, est, sizeof est);
+    count_words(sr->log10_total, all, sizeof all);
+    const char *m = cost_method_name(sr->method), *sofar = v->have_landscape ? "" : " so far";
+    for (int k = 0; k < 3; k++) {
+        if (k == 0)
+            snprintf(buf, cap, "%s order: top %.3g%% (95%% CI %.3g-%.3g%%), rank ~%s of %s%s", m, sr->pct, sr->lo, sr->hi,
+                     est, all, sofar);
+        else if (k == 1)
+            snprintf(buf, cap, "%s: top %.3g%% (95%% CI %.3g-%.3g%%) rank ~%s", m, sr->pct, sr->lo, sr->hi, est);
+        else snprintf(buf, cap, "%c top %.3g%% CI %.3g-%.3g%% ~%s", m[0] - 32, sr->pct, sr->lo, sr->hi, est);
+        if ((int)strlen(buf) <= w) return;
+    }
+}
+
+/* The lines under the table: for a sample, the chosen order's estimated
+ * percentile with its 95% interval (and a grouped router's order set); for
+ * abbreviated orders, the selected row's whole order, wrapped. Returns the
+ * rows they take, at most a third of the pane (draw 0: only counts). */
+static int table_details(grid *g, const ui_rect *r, const orders_state *s, const explore_snapshot *v,
+                         const table_geom *T, int draw) {
+    if (!v) return 0;
+    int room = (r->h - 3) / 3, w = r->w - 1;
+    char line[8][256];
+    int nl = 0;
+    sample_rank sr;
+    if (orders_sample_rank(v, &sr)) sample_line(v, &sr, w, line[nl++], sizeof line[0]);
+    else if (orders_sampled(v) && v->ndone > 0)
+        snprintf(line[nl++], sizeof line[0], "sampled: a rank estimate needs the order stage (o)");
+    if (v->groups > 1 && v->n % v->groups == 0) {
+        char all[48];
+        count_words(orders_total_log10(v->n, v->groups), all, sizeof all);
+        snprintf(line[nl++], sizeof line[0], "(%d!)^%d %d! = %s group-preserving orders", v->n / v->groups, v->groups,
+                 v->groups, all);
+    }
+    const ls_row *sel = T->C.abbrev ? orders_selected(s, v) : NULL;
+    if (sel && w > 12) {
+        /* the whole order, wrapped at spaces */
+        int ro[LS_MAX_N];
+        char full[LS_MAX_N * 4 + 16];
+        row_order(v, sel, ro);
+        int len = snprintf(full, 16, "order ");
+        moe_order_format(full + len, sizeof full - (size_t)len, ro, v->n);
+        const char *p = full;
+        while (*p && nl < 8) {
+            int take = (int)strlen(p);
+            if (take > w) {
+                take = w;
+                while (take > 0 && p[take] != ' ') take--;
+                if (!take) take = w;
+            }
+            snprintf(line[nl++], sizeof line[0], "%.*s", take, p);
+            p += take;
+            while (*p == ' ') p++;
+        }
+    }
+    if (nl > room) { /* the order goes on past the last row: say so */
+        nl = room;
+        if (sel && nl > 0) {
+            char *last = line[nl - 1];
+            size_t keep = strlen(last) > (size_t)w - 2 ? (size_t)w - 2 : strlen(last);
+            snprintf(last + keep, sizeof line[0] - keep, "%s", g->utf8 ? " \u2026" : " ~");
+        }
+    }
+    for (int i = 0; draw && i < nl; i++)
+        grid_text(g, r->x + 1, r->y + r->h - nl + i, w, i == 0 && line[i][0] != 'o' ? ROLE_MESSAGE : ROLE_DIM, line[i]);
+    return nl;
+}
+
+void orders_render(grid *g, const ui_rect *r, orders_state *s, const explore_snapshot *v) {
+    if (r->w <= 0 || r->h < 4) return;
+    long total = v ? v->norders : 0, done = v ? v->ndone : 0;
+    orders_heading(g, r, s, v);
+    table_geom T;
+    table_header(g, r, s, v, &T);
+    int detail = table_details(g, r, s, v, &T, 0);
+    s->page = r->h - 3 - detail;
+    if (s->page < 1) s->page = 1;
     clamp_top(s);
     for (int i = 0; i < s->page; i++) {
         long pos = s->top + i;
-        y = r->y + 3 + i;
+        int y = r->y + 3 + i;
         if (pos >= s->nidx) {
             if (pos == 0 && done == 0)
                 grid_text(g, r->x + 1, y, r->w - 1, ROLE_DIM,
@@ -325,45 +588,7 @@ void orders_render(grid *g, const ui_rect *r, orders_state *s, const explore_sna
                           : total > 0 ? "rows appear here as the evaluator finishes them" : "waiting for the evaluator...");
             break;
         }
-        long ri = s->idx[pos];
-        const ls_row *row = &v->rows[ri];
-        int cur = pos == s->cursor;
-        int role = cur ? ROLE_CURSOR : ROLE_NORMAL;
-        if (cur) grid_fill(g, r->x, y, r->w, 1, ' ', ROLE_CURSOR);
-        int is_id = 1;
-        for (int k = 0; k < n; k++) is_id &= row->order[k] == k;
-        char marks[6] = "     ";
-        if (ri == s->best_row) marks[0] = '*';
-        if (v->have_methods && !memcmp(row->order, v->method_order[COST_GATE], sizeof(int) * (size_t)n)) marks[1] = 'G';
-        if (v->have_methods && !memcmp(row->order, v->method_order[COST_EXPERT], sizeof(int) * (size_t)n)) marks[2] = 'E';
-        if (is_id) marks[3] = 'I';
-        if (v->have_selected && !memcmp(row->order, v->selected.order, sizeof(int) * (size_t)n)) marks[4] = '>';
-        grid_text(g, r->x, y, 5, cur ? ROLE_CURSOR : ROLE_MARK, marks);
-        char ord[64];
-        if (C.compact) { /* digits without spaces, as the filter accepts them (n <= 10) */
-            for (int k = 0; k < n; k++) ord[k] = (char)('0' + row->order[k]);
-            ord[n] = 0;
-        } else {
-            moe_order_format(ord, sizeof ord, row->order, n);
-        }
-        char rk[32]; // "  12=" when other orders tie with this one
-        if (s->tied[ri] > 1 && s->rank[ri] < 10000) snprintf(rk, sizeof rk, "%4ld=", s->rank[ri]);
-        else snprintf(rk, sizeof rk, "%5ld", s->rank[ri]);
-        grid_printf(g, r->x + C.x_rank, y, r->w - C.x_rank, role, "%s %-*s", rk, C.ow, ord);
-        for (int k = 0; k < 3; k++)
-            put_value(g, r->x + vx[k], y, C.vw, role, k == 0 ? row->barrier : k == 1 ? row->acc_barrier : row->auc);
-        if (show_cost) {
-            char cb[32];
-            axis_format(cost_of_order(v->cost, row->order, n), 3, 9, cb, sizeof cb);
-            grid_printf(g, r->x + cost_x, y, 9, role, "%9s", cb);
-        }
-        if (bar_w && bmax > 0 && row->barrier > 0) {
-            /* eighths of a cell in UTF-8 */
-            int eighths = (int)lround(row->barrier / bmax * bar_w * 8);
-            for (int b = 0; b < bar_w && eighths > 0; b++, eighths -= 8)
-                grid_put(g, r->x + bar_x + 1 + b, y,
-                         g->utf8 ? (eighths >= 8 ? 0x2588 : 0x2590 - (uint32_t)eighths) : (eighths >= 4 ? '#' : '.'),
-                         cur ? ROLE_CURSOR : ROLE_GAUGE);
-        }
+        table_row(g, r, s, v, &T, pos, y);
     }
+    table_details(g, r, s, v, &T, 1);
 }

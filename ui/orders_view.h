@@ -52,5 +52,29 @@ void orders_render(grid *g, const ui_rect *r, orders_state *s, const explore_sna
  * n <= 10 also "20": one digit per expert)? */
 int order_matches(const int *order, int n, const char *filter);
 const char *orders_sort_name(int sort);
+/* Width of a table row with every column (layout.c sizes the pane by it). */
+int orders_width(int n, int has_acc);
+/* An order in at most w columns: whole, "identity", "id except 3 7 9", or its
+ * first entries and "…" ("..." in ASCII); buf holds cap bytes. */
+void order_abbrev(const int *o, int n, int w, int utf8, char *buf, size_t cap);
+
+/* log10 of the number of orders a landscape ranges over: n!, or (m!)^g g!
+ * for a group-limited router's g groups of m (groups > 1). */
+double orders_total_log10(int n, int groups);
+/* Are the rows a sample of the orders (fewer than all of them)? */
+int orders_sampled(const explore_snapshot *v);
+/* The shown method's order ranked against a sampled landscape: the share of
+ * sampled orders whose barrier is below it (beyond the tie tolerance tau,
+ * rank.h) estimates its percentile among all orders; lo..hi is the Wilson
+ * 95% interval of that share over the rows so far, and the estimated rank
+ * among all orders is 1 + share * total. Valid (returns 1) while the order
+ * stage is on and the current curve is the method's order. */
+typedef struct {
+    int valid, method;
+    long less, nrows;            /* sampled orders below it, rows so far */
+    double pct, lo, hi;          /* percentile and its interval, in % */
+    double log10_total, log10_est;
+} sample_rank;
+int orders_sample_rank(const explore_snapshot *v, sample_rank *out);
 
 #endif
