@@ -96,7 +96,9 @@ enum { EXPLORE_DIAG_NONE = 0, EXPLORE_DIAG_COMPUTING = 1, EXPLORE_DIAG_READY = 2
 
 typedef struct explore_worker explore_worker;
 
-/* Starts the worker. A, B, E are borrowed and must outlive the worker. */
+/* Starts the worker. A, B, E are borrowed and must outlive the worker. E NULL:
+ * data-free (an evaluation set that does not fit the layer): costs,
+ * assignments, diagnostics and the export, no curves and no landscape. */
 explore_worker *explore_start(const moe_model *A, const moe_model *B, const evalset *E, ms_err *err);
 void explore_submit(explore_worker *g, const explore_request *r);
 /* Ask for the diagnostics of (method, center). Never blocks: a result

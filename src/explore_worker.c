@@ -311,6 +311,7 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     pub_ranks(g);
     pub_bump(g);
     pthread_mutex_unlock(&g->mu);
+    if (!g->E) return 0; /* data-free (no evaluation set): costs and assignments only */
 
     // 2. curves: naive (identity, no WM), skip-order (identity + WM), current, selected
     struct {
@@ -795,7 +796,7 @@ static void *front_worker(void *arg) {
         int rc = run_cheap(g, &q, &err);
         pthread_mutex_lock(&g->mu);
         g->front_busy = 0;
-        if (rc == 0) {
+        if (rc == 0 && g->E) {
             /* the landscape for this request's key, unless it is there or coming */
             ls_key k = key_of(&q);
             int done = g->have_ls && ls_key_equal(g->done, k);
@@ -830,7 +831,7 @@ explore_worker *explore_start(const moe_model *A, const moe_model *B, const eval
     g->B = B;
     g->E = E;
     g->n = n;
-    g->kind = ls_kind_of(A, E);
+    g->kind = E ? ls_kind_of(A, E) : LS_LAYER;
     g->cost[0] = ms_malloc(sizeof(double) * (size_t)(n * n));
     g->cost[1] = ms_malloc(sizeof(double) * (size_t)(n * n));
     g->pub.generation = 1;

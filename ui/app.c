@@ -110,6 +110,23 @@ void app_set_layers(app_state *a, char **names, int n, int current) {
     l->top = 0;
 }
 
+void app_switched(app_state *a, const char *layer, const moe_config *cfg, int current, const char *no_eval) {
+    snprintf(a->info.layer, sizeof a->info.layer, "%s", layer);
+    a->info.cfg = *cfg;
+    snprintf(a->info.no_eval, sizeof a->info.no_eval, "%s", no_eval);
+    a->req.has_selected = 0;
+    pins_clear(&a->pins); /* curves of the other layer */
+    orders_free(&a->orders);
+    orders_init(&a->orders);
+    memset(&a->heat, 0, sizeof a->heat);
+    app_set_diag(a, NULL, 0);
+    a->diag_sig = -2; /* the new worker's first findings are new */
+    a->show_diag = 0;
+    a->layers.current = a->layers.cursor = current;
+    if (no_eval[0]) app_message(a, 1, "%s", no_eval);
+    else app_message(a, 0, "layer %s: A and B reloaded, the landscape restarts", layer);
+}
+
 void app_free(app_state *a) {
     orders_free(&a->orders);
     pins_clear(&a->pins);
@@ -513,6 +530,28 @@ static void render_title(grid *g, const ui_rect *r, const ui_info *in, const exp
     grid_text(g, r->x, r->y + 1, r->w, ROLE_TITLE, l2);
 }
 
+/* A pane holding only its title and a word-wrapped note. */
+static void note_pane(grid *g, const ui_rect *r, const char *title, const char *text) {
+    if (r->w < 4 || r->h < 2) return;
+    grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_PANE_TITLE);
+    grid_text(g, r->x + 1, r->y, r->w - 1, ROLE_PANE_TITLE, title);
+    int w = r->w - 2, y = r->y + 2;
+    const char *p = text;
+    while (*p && y < r->y + r->h) {
+        int take = (int)strlen(p);
+        if (take > w) {
+            take = w;
+            while (take > 0 && p[take] != ' ') take--;
+            if (!take) take = w;
+        }
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", take, p);
+        grid_text(g, r->x + 1, y++, w, ROLE_DIM, line);
+        p += take;
+        while (*p == ' ') p++;
+    }
+}
+
 void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     int n = v && v->n ? v->n : a->info.cfg.n;
     ui_layout *L = &a->layout;
@@ -545,10 +584,18 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     if (a->swaps && v) swap_render(g, &L->heat, v);
     else heatmap_render(g, &L->heat, v, &a->heat);
     orders_update(&a->orders, v);
-    if (a->scatter) scatter_render(g, &L->curves, v, a->orders.best_row);
-    else curves_render(g, &L->curves, v, &a->pins, a->metric_acc);
-    a->orders.now = a->now;
-    orders_render(g, &L->orders, &a->orders, v);
+    if (a->info.no_eval[0]) { /* data-free: say why there is nothing to evaluate */
+        note_pane(g, &L->curves, "curves", a->info.no_eval);
+        note_pane(g, &L->orders, "expert orders",
+                  "no landscape for this layer: the evaluation set belongs to another one (l lists the layers; "
+                  "capture inputs for this one with sample-checkpoints/capture_inputs.py --layer). The cost "
+                  "matrix, its assignment, the diagnostics (d) and the export (e) need no data.");
+    } else {
+        if (a->scatter) scatter_render(g, &L->curves, v, a->orders.best_row);
+        else curves_render(g, &L->curves, v, &a->pins, a->metric_acc);
+        a->orders.now = a->now;
+        orders_render(g, &L->orders, &a->orders, v);
+    }
     footer_render(g, &L->footer, &a->req, a->metric_acc, &a->hits);
     /* the diagnostics' flags of the shown method, counted beside the footer,
        or at the end of the message line when the footer is full */

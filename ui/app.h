@@ -72,6 +72,10 @@ int app_mouse(app_state *a, int x, int y, int kind, const explore_snapshot *v);
 void app_render(app_state *a, const explore_snapshot *v, grid *g);
 void app_message(app_state *a, int is_error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void app_set_diag(app_state *a, char **lines, int n); /* takes ownership */
+/* A and B now show layer (index current in the list), cfg its configuration;
+ * no_eval "" or why the evaluation set does not fit it. The view starts
+ * afresh (selection, table, matrix cursor, diagnostics). */
+void app_switched(app_state *a, const char *layer, const moe_config *cfg, int current, const char *no_eval);
 /* The layers l lists (takes ownership of names), current the one shown. */
 void app_set_layers(app_state *a, char **names, int n, int current);
 /* The diagnostics pane's lines from the worker's findings (v->diag) when they

@@ -6,13 +6,20 @@
 
 #include "help_view.h"
 
-void layers_render(grid *g, const ui_rect *r, layer_list *l, const char *eval_layer) {
+void layers_render(grid *g, const ui_rect *area, layer_list *l, const char *eval_layer) {
+    /* as tall as the list and a note need */
+    ui_rect box = *area;
+    if (box.h > l->n + 4) box.h = l->n + 4;
+    const ui_rect *r = &box;
     if (r->w < 20 || r->h < 5) return;
     char title[96];
     snprintf(title, sizeof title, "MoE layers: %d (Enter switches A and B, Esc closes)", l->n);
     if ((int)strlen(title) + 6 > r->w) snprintf(title, sizeof title, "layers: %d (Enter, Esc)", l->n);
     overlay_box(g, r, title);
-    int rows = r->h - 2, x = r->x + 2, w = r->w - 4;
+    int rows = r->h - 4, x = r->x + 2, w = r->w - 4;
+    grid_text(g, x, r->y + r->h - 2, w, ROLE_DIM,
+              eval_layer && eval_layer[0] ? "[eval set]: curves and landscape; others: the data-free parts"
+                                          : "the evaluation set's layer is unknown: curves only for the layer it came with");
     if (l->cursor < l->top) l->top = l->cursor;
     if (l->cursor >= l->top + rows) l->top = l->cursor - rows + 1;
     if (l->top > l->n - rows) l->top = l->n - rows;

@@ -24,6 +24,8 @@
 #include "cli.h"
 #include "explore_worker.h"
 #include "export.h"
+#include "family.h"
+#include "safetensors.h"
 #include "state_export.h"
 #include "keys.h"
 #include "ms_limits.h"
@@ -210,12 +212,71 @@ static int parse_args(int argc, char **argv, tui_args *a) {
 typedef struct {
     moe_model A, B;
     evalset E;
+    /* the MoE layers of A's checkpoint (prefixes, block indices) and the shown one */
+    char **layers;
+    int *blocks;
+    int nlayers, current;
+    /* the layer the evaluation set belongs to: its capture.layer metadata (a
+       block index, as capture_inputs.py writes it), else the layer it was
+       opened with; "" while unknown */
+    char eval_capture[64], eval_layer[160];
 } tui_inputs;
 
 static void inputs_free(tui_inputs *in) {
+    for (int i = 0; i < in->nlayers; i++) free(in->layers[i]);
+    free(in->layers);
+    free(in->blocks);
+    in->layers = NULL;
+    in->blocks = NULL;
+    in->nlayers = 0;
     evalset_free(&in->E);
     moe_free(&in->A);
     moe_free(&in->B);
+}
+
+/* The MoE layers of the checkpoint at path (a real family's, else moescope's
+ * own "L.gate.weight" prefixes), with their block indices (-1 unknown). */
+static void list_layers(const char *path, tui_inputs *in) {
+    ms_err err;
+    ckpt c;
+    family_layer *ls = NULL;
+    int nl = 0;
+    if (!ckpt_open(&c, path, &err)) {
+        if (!family_find_layers(&c, family_opts.family, &ls, &nl, &err)) {
+            in->layers = ms_malloc(sizeof(char *) * (size_t)(nl ? nl : 1));
+            in->blocks = ms_malloc(sizeof(int) * (size_t)(nl ? nl : 1));
+            for (int i = 0; i < nl; i++) {
+                in->layers[i] = ms_strdup(ls[i].prefix);
+                in->blocks[i] = ls[i].block;
+            }
+            in->nlayers = nl;
+            family_layers_free(ls, nl);
+        }
+        ckpt_close(&c);
+    }
+    if (!in->nlayers && !moe_list_layers(path, &in->layers, &in->nlayers, &err)) {
+        in->blocks = ms_malloc(sizeof(int) * (size_t)(in->nlayers ? in->nlayers : 1));
+        for (int i = 0; i < in->nlayers; i++) in->blocks[i] = -1;
+    }
+    in->current = -1;
+    for (int i = 0; i < in->nlayers; i++)
+        if (in->A.layer && !strcmp(in->layers[i], in->A.layer)) in->current = i;
+}
+
+/* Does the evaluation set fit layer i? Empty why: yes; else why not, in words. */
+static void eval_fits(const tui_inputs *in, int i, const char *e_path, char *why, size_t cap) {
+    why[0] = 0;
+    const char *slash = strrchr(e_path, '/'), *name = slash ? slash + 1 : e_path;
+    if (in->eval_capture[0]) {
+        char blk[32] = "";
+        if (i >= 0 && in->blocks[i] >= 0) snprintf(blk, sizeof blk, "%d", in->blocks[i]);
+        if (strcmp(blk, in->eval_capture) && (i < 0 || strcmp(in->layers[i], in->eval_capture)))
+            snprintf(why, cap, "%.100s was captured at layer %.20s, not this one: no curves or landscape", name,
+                     in->eval_capture);
+    } else if (i >= 0 && in->eval_layer[0] && strcmp(in->layers[i], in->eval_layer)) {
+        snprintf(why, cap, "%.100s was given for layer %.60s (it names no capture.layer), not this one: no curves",
+                 name, in->eval_layer);
+    }
 }
 
 /* Everything checked before the screen opens, each problem reported like the
@@ -261,12 +322,30 @@ static int load_inputs(const tui_args *a, tui_inputs *in) {
     }
     /* the figures and the saved state record their inputs (provenance.h) */
     for (int i = 0; i < 3; i++) prov_add_input(ins[i]);
+    list_layers(a->pa, in);
+    st_file f;
+    if (!st_open(&f, a->e_path, &err)) {
+        const char *cl = st_meta(&f, "capture.layer");
+        if (cl) snprintf(in->eval_capture, sizeof in->eval_capture, "%.63s", cl);
+        st_close(&f);
+    }
+    if (in->current >= 0 && !in->eval_capture[0])
+        snprintf(in->eval_layer, sizeof in->eval_layer, "%s", in->layers[in->current]);
+    for (int i = 0; i < in->nlayers && in->eval_capture[0]; i++) {
+        char why[256];
+        eval_fits(in, i, a->e_path, why, sizeof why);
+        if (!why[0]) snprintf(in->eval_layer, sizeof in->eval_layer, "%s", in->layers[i]);
+    }
     return 0;
 }
 
 /* ---- side effects of keys and results ---- */
 
 typedef struct {
+    explore_worker *g;          /* replaced when l switches the layer */
+    tui_inputs *in;
+    const tui_args *args;
+    char fatal[256];            /* the worker could not restart: why */
     const char *paths[3];
     const char *png_live;
     curves_key live_last;
@@ -458,6 +537,63 @@ static void screen_draw(tui_screen *s, app_state *app, const explore_snapshot *v
     refresh();
 }
 
+/* l, Enter: A and B at another layer. The new layers are loaded and checked
+ * first (the old ones stay on any error); then the worker is stopped (its
+ * computation cancelled), the models swapped and a new worker started, with
+ * the evaluation set only when it belongs to that layer (else the data-free
+ * parts, and the status line says why). The view starts afresh. */
+static void switch_layer(tui_ctx *c, app_state *app, tui_screen *scr, explore_snapshot *v) {
+    tui_inputs *in = c->in;
+    int k = app->layers.cursor;
+    if (k < 0 || k >= in->nlayers) return;
+    const char *name = in->layers[k];
+    app_message(app, 0, "loading layer %s of A and B ...", name);
+    screen_draw(scr, app, v);
+    ms_err err;
+    moe_model A2, B2;
+    if (moe_load(&A2, c->args->pa, name, &err)) {
+        app_message(app, 1, "%s", err.msg);
+        return;
+    }
+    if (moe_load(&B2, c->args->pb, name, &err)) {
+        moe_free(&A2);
+        app_message(app, 1, "%s", err.msg);
+        return;
+    }
+    if (moe_check_compatible(&A2, &B2, &err) ||
+        ms_limits_check(&A2, &B2, NULL, MS_USE_WM | MS_USE_COST | MS_USE_DIAG, &err)) {
+        moe_free(&A2);
+        moe_free(&B2);
+        app_message(app, 1, "%s", err.msg);
+        return;
+    }
+    char why[200];
+    eval_fits(in, k, c->args->e_path, why, sizeof why);
+    if (!why[0] && in->E.d != A2.cfg.d)
+        snprintf(why, sizeof why, "the evaluation set has width %d, layer %.60s has d = %d: no curves here", in->E.d,
+                 name, A2.cfg.d);
+    explore_stop(c->g);
+    c->g = NULL;
+    moe_free(&in->A);
+    moe_free(&in->B);
+    in->A = A2;
+    in->B = B2;
+    in->current = k;
+    explore_snapshot_free(v);
+    memset(v, 0, sizeof *v);
+    c->g = explore_start(&in->A, &in->B, why[0] ? NULL : &in->E, &err);
+    if (!c->g) { /* not after the checks above; the loop ends and tui_main says why */
+        snprintf(c->fatal, sizeof c->fatal, "%.255s", err.msg);
+        return;
+    }
+    app_switched(app, name, &in->A.cfg, k, why);
+    memset(c->flags_shown, 0, sizeof c->flags_shown);
+    c->landscape_pending = 0;
+    c->live_written = 0;
+    explore_submit(c->g, &app->req);
+    explore_request_diag(c->g, app->req.method, app->req.center);
+}
+
 /* One key or mouse event: FX_* flags (0 when it changes nothing). */
 static int input_event(int c, app_state *app, const explore_snapshot *v) {
     if (c == KEY_MOUSE) {
@@ -472,7 +608,9 @@ static int input_event(int c, app_state *app, const explore_snapshot *v) {
 
 /* ---- the loop ---- */
 
-static void run_loop(explore_worker *g, app_state *app, tui_screen *scr, tui_ctx *ctx) {
+static void switch_layer(tui_ctx *c, app_state *app, tui_screen *scr, explore_snapshot *v);
+
+static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
     explore_snapshot v;
     memset(&v, 0, sizeof v);
     int dirty = 1, quit = 0;
@@ -480,7 +618,8 @@ static void run_loop(explore_worker *g, app_state *app, tui_screen *scr, tui_ctx
     const char *bench = getenv("MOESCOPE_TUI_BENCH"); /* key-to-redraw latency log */
     FILE *bench_fp = bench && bench[0] ? fopen(bench, "a") : NULL;
     double key_t = -1;
-    while (!quit && !got_signal) {
+    while (!quit && !got_signal && ctx->g) {
+        explore_worker *g = ctx->g;
         if (explore_poll(g, &v)) {
             dirty = 1;
             export_outcome(ctx, app, &v);
@@ -522,6 +661,11 @@ static void run_loop(explore_worker *g, app_state *app, tui_screen *scr, tui_ctx
             explore_export(g, &app->req, path);
         }
         if (fx & FX_DIAG) explore_request_diag(g, app->req.method, app->req.center);
+        if (fx & FX_LAYER) {
+            switch_layer(ctx, app, scr, &v);
+            if (!ctx->g) break;
+            continue; /* g was the old worker */
+        }
         if (fx & FX_QUIT) quit = 1;
         live_png(ctx, app, &v); /* a toggle of the metric changes the figure at once */
     }
@@ -554,7 +698,13 @@ static void app_setup(app_state *app, const tui_args *a, const tui_inputs *in) {
     info.b_path = a->pb;
     info.cfg = in->A.cfg;
     info.N = in->E.N;
+    snprintf(info.eval_layer, sizeof info.eval_layer, "%s", in->eval_layer);
+    eval_fits(in, in->current, a->e_path, info.no_eval, sizeof info.no_eval);
     app_init(app, &info, a->T);
+    char **names = ms_malloc(sizeof(char *) * (size_t)(in->nlayers ? in->nlayers : 1));
+    for (int i = 0; i < in->nlayers; i++) names[i] = ms_strdup(in->layers[i]);
+    app_set_layers(app, names, in->nlayers, in->current);
+    if (info.no_eval[0]) app_message(app, 1, "%s", info.no_eval);
     if (in->A.cfg.router == ROUTER_TOPK && in->A.cfg.k == 1)
         app_message(app, 0, "top-1 routing: outside the theory (scores can be rescaled)");
 }
@@ -567,7 +717,9 @@ int tui_main(int argc, char **argv) {
     tui_inputs in;
     if ((rc = load_inputs(&a, &in))) return rc;
     ms_err err;
-    explore_worker *g = explore_start(&in.A, &in.B, &in.E, &err);
+    char why[256];
+    eval_fits(&in, in.current, a.e_path, why, sizeof why);
+    explore_worker *g = explore_start(&in.A, &in.B, why[0] ? NULL : &in.E, &err);
     app_state app;
     tui_screen scr;
     int have_app = 0, have_screen = 0;
@@ -584,11 +736,16 @@ int tui_main(int argc, char **argv) {
             have_screen = 1;
             tui_ctx ctx;
             memset(&ctx, 0, sizeof ctx);
+            ctx.g = g;
+            ctx.in = &in;
+            ctx.args = &a;
             ctx.paths[0] = a.pa;
             ctx.paths[1] = a.pb;
             ctx.paths[2] = a.e_path;
             ctx.png_live = a.png_live;
-            run_loop(g, &app, &scr, &ctx);
+            run_loop(&app, &scr, &ctx);
+            g = ctx.g;
+            if (ctx.fatal[0]) rc = cli_error("%s", ctx.fatal);
         }
     }
     if (have_screen) screen_end(&scr);

@@ -1,0 +1,428 @@
+/* test_ui_large.c - the TUI's views at many experts without a terminal: the
+ * cost matrix's cursor, scrolling and zoom (block means, the assignment's
+ * marks, checked against sums computed here), the sampled orders table (the
+ * rank percentile and its Wilson interval computed here from the rows), the
+ * abbreviated orders, the title's family and router, and the layer list. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "heatmap_view.h"
+#include "keys.h"
+#include "layout.h"
+#include "orders_view.h"
+#include "rank.h"
+#include "symmetry.h"
+#include "testlib.h"
+
+/* the most experts the explorer takes here, at most 64 */
+#define NBIG (LS_MAX_N < 64 ? LS_MAX_N : 64)
+
+static void set_row_order(explore_snapshot *v, long r, const int *p) {
+    memcpy(v->rows[r].order, p, sizeof(int) * (size_t)v->n);
+}
+
+static void curve_of(ls_curve *c, int n, const int *order, double barrier) {
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    c->T = 5;
+    memcpy(c->order, order, sizeof(int) * (size_t)n);
+    c->loss = calloc(5, sizeof(double));
+    for (int m = 0; m < 5; m++) c->loss[m] = 0.1 + barrier * (m == 2);
+    c->barrier = barrier;
+    c->acc_barrier = c->auc = NAN;
+}
+
+/* n experts, cost C[i][j] = ((5i + 3j) mod 11) + i / n, assignment
+ * pi(i) = (7i + 3) mod n (n odd-free: 7 is coprime to 16 and 64), nrows
+ * sampled rows with barriers 0.001 * ((r * 37) mod nrows) + 0.01 */
+static void big_view(explore_snapshot *v, int n, long nrows) {
+    memset(v, 0, sizeof *v);
+    v->n = n;
+    v->T = 5;
+    v->kind = LS_LAYER;
+    v->t = calloc(5, sizeof(double));
+    for (int m = 0; m < 5; m++) v->t[m] = m / 4.0;
+    v->req.order_stage = v->req.wm_stage = v->req.center = 1;
+    v->req.method = COST_EXPERT;
+    v->req.T = 5;
+    v->cost = calloc((size_t)n * n, sizeof(double));
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) v->cost[i * n + j] = (5 * i + 3 * j) % 11 + (double)i / n;
+    for (int i = 0; i < n; i++) v->cost_order[i] = (7 * i + 3) % n;
+    v->cost_total = 1;
+    v->have_methods = 1;
+    memcpy(v->method_order[COST_EXPERT], v->cost_order, sizeof v->cost_order);
+    for (int i = 0; i < n; i++) v->method_order[COST_GATE][i] = i;
+    int id[LS_MAX_N];
+    for (int i = 0; i < n; i++) id[i] = i;
+    curve_of(&v->naive, n, id, 0.5);
+    curve_of(&v->current, n, v->cost_order, 0.0305);
+    memcpy(v->current_order, v->cost_order, sizeof v->cost_order);
+    v->have_naive = v->have_current = 1;
+    v->rows = calloc((size_t)nrows, sizeof(ls_row));
+    for (long r = 0; r < nrows; r++) {
+        int p[LS_MAX_N];
+        for (int i = 0; i < n; i++) p[i] = (int)((i + r) % n);
+        set_row_order(v, r, p);
+        v->rows[r].barrier = 0.01 + 0.001 * (double)((r * 37) % nrows);
+        v->rows[r].acc_barrier = NAN;
+        v->rows[r].auc = v->rows[r].barrier / 2;
+    }
+    v->norders = v->ndone = nrows;
+    v->have_landscape = 1;
+}
+
+static void free_big(explore_snapshot *v) {
+    free(v->naive.loss);
+    free(v->current.loss);
+    free(v->t);
+    free(v->cost);
+    free(v->rows);
+}
+
+static int row_has(const grid *g, int y, const char *s) {
+    char buf[8192];
+    return strstr(grid_row_utf8(g, y, buf, sizeof buf), s) != NULL;
+}
+
+/* the column x of label s on row y, -1 if absent */
+static int col_of(const grid *g, int y, const char *s) {
+    char buf[8192];
+    grid_row_utf8(g, y, buf, sizeof buf);
+    const char *p = strstr(buf, s);
+    if (!p) return -1;
+    int col = 0;
+    for (const char *q = buf; q < p;) {
+        uint32_t cp;
+        q += utf8_decode(q, &cp);
+        col++;
+    }
+    return col;
+}
+
+/* Scrolling: the cursor moves, the view follows, the labels with it. */
+static void test_scroll(void) {
+    int n = NBIG;
+    explore_snapshot v;
+    big_view(&v, n, 10);
+    grid g;
+    grid_init(&g, 40, 12, 0); /* ASCII, monochrome: glyphs, 9 rows shown */
+    ui_rect r = {0, 0, 40, 12};
+    heat_view hv;
+    memset(&hv, 0, sizeof hv);
+    hv.focus = 1;
+    heatmap_render(&g, &r, &v, &hv);
+    CHECK(row_has(&g, 2, "A0 ") && !row_has(&g, 2 + 9, "A9 "), "first rows shown from A0");
+    heatmap_move(&hv, n, n - 1, n - 1);
+    grid_clear(&g);
+    heatmap_render(&g, &r, &v, &hv);
+    char want[16];
+    snprintf(want, sizeof want, "A%d", n - 1);
+    CHECK(hv.row == n - 1 && hv.col == n - 1, "cursor at the last cell (%d, %d)", hv.row, hv.col);
+    CHECK(row_has(&g, 2 + 8, want) && !row_has(&g, 2, "A0 "), "the view followed to %s", want);
+    snprintf(want, sizeof want, "B%d", n - 1);
+    CHECK(col_of(&g, 1, want) >= 0, "column label %s shown", want);
+    /* the readout names the cell and its cost */
+    char val[64];
+    snprintf(val, sizeof val, "A%d B%d %.4g", n - 1, n - 1, v.cost[n * n - 1]);
+    CHECK(row_has(&g, 11, val), "readout '%s'", val);
+    /* the cursor cell has the cursor's role, and only it among the cells */
+    int cur = 0;
+    for (int y = 2; y < 11; y++)
+        for (int x = 4; x < 40; x++) cur += g.cells[y * 40 + x].role == ROLE_CURSOR;
+    CHECK(cur >= 1 && cur <= 3, "one cursor cell (%d columns)", cur);
+    /* [ ] moves the view and takes the cursor along */
+    hv.row0 -= 3;
+    hv.follow = 0;
+    grid_clear(&g);
+    heatmap_render(&g, &r, &v, &hv);
+    CHECK(hv.row <= hv.row0 + 8, "the cursor stays in the scrolled view (row %d, view %d)", hv.row, hv.row0);
+    grid_free(&g);
+    free_big(&v);
+}
+
+/* the smallest block side at which ceil(n / b) rows fit h - 3 and columns w - label */
+static int fit_expected(int n, int w, int h) {
+    int label = 2 + (n - 1 >= 100 ? 3 : n - 1 >= 10 ? 2 : 1);
+    for (int b = 1; b <= n; b++) {
+        int u = (n + b - 1) / b;
+        if (u <= h - 3 && u <= w - label) return b;
+    }
+    return n;
+}
+
+/* Zoom: levels 1, 2, 4, ... fit; block means and assigned blocks as summed here. */
+static void test_zoom(void) {
+    int n = NBIG;
+    explore_snapshot v;
+    big_view(&v, n, 10);
+    static const int sz[][2] = {{40, 12}, {30, 8}, {60, 20}};
+    for (int s = 0; s < 3; s++) {
+        int w = sz[s][0], h = sz[s][1];
+        int fit = heatmap_zoom_fit(n, w, h, 0, 0), want = fit_expected(n, w, h);
+        /* at zoom 1 glyph mode shows n rows when they fit: then fit is 1 */
+        CHECK(fit == want || (fit == 1 && n <= h - 3), "%dx%d: fit %d, expected %d", w, h, fit, want);
+        int z = 1, steps = 0;
+        while (z < fit && steps < 20) {
+            int nz = heatmap_zoom_step(z, fit, 1);
+            CHECK(nz > z && (nz == fit || nz == 2 * z), "zoom out %d -> %d (fit %d)", z, nz, fit);
+            z = nz;
+            steps++;
+        }
+        CHECK(heatmap_zoom_step(fit, fit, 1) == fit && heatmap_zoom_step(1, fit, -1) == 1, "zoom stops at both ends");
+        if (fit > 1) CHECK(heatmap_zoom_step(fit, fit, -1) < fit, "zoom back in from the fit");
+    }
+    /* the whole matrix at the fit: every assigned block marked '@', the others
+       the ramp glyph of their mean's level */
+    int w = 40, h = 12, fit = heatmap_zoom_fit(n, w, h, 0, 0);
+    grid g;
+    grid_init(&g, w, h, 0);
+    ui_rect r = {0, 0, w, h};
+    heat_view hv;
+    memset(&hv, 0, sizeof hv);
+    hv.zoom = fit;
+    heatmap_render(&g, &r, &v, &hv);
+    int b = fit, u = (n + b - 1) / b, label = 2 + (n - 1 >= 10 ? 2 : 1), cw = w - label >= 2 * u ? 2 : 1;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < n * n; i++) lo = fmin(lo, v.cost[i]), hi = fmax(hi, v.cost[i]);
+    int bad = 0, marks = 0, want_marks = 0;
+    for (int bi = 0; bi < u; bi++)
+        for (int bj = 0; bj < u; bj++) {
+            double sum = 0;
+            int cnt = 0, assigned = 0;
+            for (int i = bi * b; i < n && i < bi * b + b; i++) {
+                for (int j = bj * b; j < n && j < bj * b + b; j++) sum += v.cost[i * n + j], cnt++;
+                assigned |= v.cost_order[i] / b == bj;
+            }
+            uint32_t cp = g.cells[(2 + bi) * w + label + bj * cw].cp;
+            uint32_t exp = assigned ? '@' : (uint32_t)".:-=+*#%"[heat_level(sum / cnt, lo, hi)];
+            want_marks += assigned;
+            marks += cp == '@';
+            if (cp != exp && bad++ < 3) printf("  block (%d,%d): '%c' want '%c'\n", bi, bj, (int)cp, (int)exp);
+        }
+    CHECK(bad == 0 && marks == want_marks, "%d blocks of %d: means and marks (%d marks, %d expected)", u * u, b, marks,
+          want_marks);
+    char t[32];
+    snprintf(t, sizeof t, "%dx%d block mean", b, b);
+    CHECK(row_has(&g, 0, t) || row_has(&g, 0, "x mean"), "title says the statistic");
+    /* colour + UTF-8: heat backgrounds under the blocks, diamonds for the assignment */
+    grid_free(&g);
+    grid_init(&g, w, h, 1);
+    g.color = 1;
+    heatmap_render(&g, &r, &v, &hv);
+    int dia = 0, heat = 0;
+    for (int y = 2; y < 2 + u; y++)
+        for (int x = label; x < label + u * cw; x++) {
+            dia += g.cells[y * w + x].cp == 0x25C6;
+            heat += g.cells[y * w + x].bg_heat > 0;
+        }
+    CHECK(dia == want_marks * cw && heat == u * u * cw, "colour: %d diamond cells, %d on heat (want %d, %d)", dia, heat,
+          want_marks * cw, u * u * cw);
+    grid_free(&g);
+    free_big(&v);
+}
+
+/* Wilson's 95% interval, written out here */
+static void wilson95(double p, double N, double *lo, double *hi) {
+    double z = 1.959963984540054, z2 = z * z;
+    double c = (p + z2 / (2 * N)) / (1 + z2 / N);
+    double d = z / (1 + z2 / N) * sqrt(p * (1 - p) / N + z2 / (4 * N * N));
+    *lo = fmax(0, c - d);
+    *hi = fmin(1, c + d);
+}
+
+/* The sampled table: says so, of how many, and the chosen order's percentile with its CI. */
+static void test_sampled(void) {
+    int n = NBIG;
+    long nrows = 2000;
+    explore_snapshot v;
+    big_view(&v, n, nrows);
+    sample_rank sr;
+    CHECK(orders_sampled(&v) && orders_sample_rank(&v, &sr), "a sample with a rank");
+    long less = 0;
+    double tau = rank_tau(0.5);
+    for (long k = 0; k < nrows; k++) less += v.rows[k].barrier < v.current.barrier - tau;
+    double lo, hi;
+    wilson95((double)less / nrows, nrows, &lo, &hi);
+    CHECK(sr.less == less && less == 21, "orders below the chosen one: %ld (want %ld, 21)", sr.less, less);
+    CHECK_CLOSE(sr.pct, 100.0 * less / nrows, 1e-12, "percentile");
+    CHECK_CLOSE(sr.lo, 100 * lo, 1e-9, "CI low");
+    CHECK_CLOSE(sr.hi, 100 * hi, 1e-9, "CI high");
+    CHECK_CLOSE(sr.log10_total, lgamma(n + 1.0) / log(10.0), 1e-12, "log10 n!");
+    grid g;
+    grid_init(&g, 60, 24, 1);
+    ui_rect r = {0, 0, 60, 24};
+    orders_state s;
+    orders_init(&s);
+    orders_update(&s, &v);
+    orders_render(&g, &r, &s, &v);
+    char want[128];
+    snprintf(want, sizeof want, "2000/2000 sampled of about 10^%d", (int)floor(lgamma(n + 1.0) / log(10.0)));
+    CHECK(row_has(&g, 0, want), "title: %s", want);
+    snprintf(want, sizeof want, "top %.3g%% (95%% CI %.3g-%.3g%%)", 100.0 * less / nrows, 100 * lo, 100 * hi);
+    CHECK(grid_find(&g, want, NULL) >= 0, "CI line: %s", want);
+    /* no accuracy: no acc.bar column; the orders abbreviated, the selected one in full */
+    CHECK(grid_find(&g, "acc.bar", NULL) < 0 && grid_find(&g, "AUC", NULL) >= 0, "layer-only: barrier and AUC only");
+    char full[LS_MAX_N * 4 + 8];
+    moe_order_format(full, sizeof full, v.rows[s.idx[0]].order, n);
+    char head[24];
+    snprintf(head, sizeof head, "order %.*s", 12, full);
+    CHECK(grid_find(&g, head, NULL) >= 0, "the selected order below the table (%s)", head);
+    /* a group-limited router's set */
+    v.groups = 4;
+    grid_clear(&g);
+    orders_render(&g, &r, &s, &v);
+    double wreath = 1;
+    for (int k = 2; k <= n / 4; k++) wreath *= k;
+    wreath = pow(wreath, 4) * 24;
+    if (wreath < 1e9) snprintf(want, sizeof want, "(%d!)^4 4! = %.0f group-preserving orders", n / 4, wreath);
+    else snprintf(want, sizeof want, "(%d!)^4 4! = about 10^%d group-preserving", n / 4, (int)floor(log10(wreath)));
+    CHECK(grid_find(&g, want, NULL) >= 0, "group line: %s", want);
+    orders_free(&s);
+    grid_free(&g);
+    free_big(&v);
+}
+
+static void test_abbrev(void) {
+    int n = 16, p[16];
+    char buf[256];
+    for (int i = 0; i < n; i++) p[i] = i;
+    order_abbrev(p, n, 20, 1, buf, sizeof buf);
+    CHECK(!strcmp(buf, "identity"), "identity: %s", buf);
+    p[3] = 7, p[7] = 3;
+    order_abbrev(p, n, 20, 1, buf, sizeof buf);
+    CHECK(!strcmp(buf, "id except 3 7"), "two slots: %s", buf);
+    order_abbrev(p, n, 12, 1, buf, sizeof buf);
+    CHECK(!strcmp(buf, "0 1 2 7 4 \u2026"), "narrow: the first entries: %s", buf);
+    p[9] = 12, p[12] = 9;
+    order_abbrev(p, n, 18, 1, buf, sizeof buf);
+    CHECK(!strcmp(buf, "id except 3 7 9 12"), "four slots: %s", buf);
+    order_abbrev(p, n, 17, 1, buf, sizeof buf);
+    CHECK(!strcmp(buf, "id except 4 slots"), "the count when the slots do not fit: %s", buf);
+    for (int i = 0; i < n; i++) p[i] = (5 * i + 1) % n;
+    order_abbrev(p, n, 12, 0, buf, sizeof buf);
+    CHECK(!strcmp(buf, "1 6 11 0 ..."), "prefix, ASCII, 12 columns: '%s'", buf);
+    order_abbrev(p, n, 12, 1, buf, sizeof buf);
+    CHECK(!strcmp(buf, "1 6 11 0 5 \u2026"), "prefix, UTF-8, 12 columns: '%s'", buf);
+    order_abbrev(p, n, 100, 0, buf, sizeof buf);
+    CHECK(!strncmp(buf, "1 6 11 0 5 10 15", 16) && !strchr(buf, '.'), "whole when it fits: %s", buf);
+}
+
+static ui_info big_info(int n, const char *family) {
+    ui_info in;
+    memset(&in, 0, sizeof in);
+    strcpy(in.a_name, "A");
+    strcpy(in.b_name, "B");
+    strcpy(in.e_name, "eval.safetensors");
+    strcpy(in.layer, "model.layers.3.mlp");
+    in.cfg = (moe_config){.n = n, .d = 2048, .h = 1024, .k = 8, .router = ROUTER_TOPK, .act = ACT_SILU_GLU};
+    snprintf(in.cfg.family, sizeof in.cfg.family, "%s", family);
+    in.N = 512;
+    return in;
+}
+
+/* The title names the family and the router, groups too, at 80 columns. */
+static void test_title(void) {
+    explore_snapshot v;
+    big_view(&v, NBIG, 10);
+    for (int w = 80; w <= 160; w += 80) {
+        ui_info in = big_info(NBIG, "olmoe");
+        app_state a;
+        app_init(&a, &in, 5);
+        grid g;
+        grid_init(&g, w, 24, 1);
+        app_render(&a, &v, &g);
+        char want[96];
+        snprintf(want, sizeof want, " olmoe n=%d d=2048 h=1024 %ssoftmax top-8", NBIG, w > 80 ? "router " : "");
+        CHECK(row_has(&g, 1, want), "%d columns: '%s'", w, want);
+        CHECK(row_has(&g, 0, w > 80 ? "layer model.layers.3.mlp" : "layer "), "%d columns: the layer", w);
+        app_free(&a);
+        in = big_info(NBIG, "deepseek_v3");
+        in.cfg.score = SCORE_SIGMOID;
+        in.cfg.n_group = 8;
+        in.cfg.topk_group = 4;
+        app_init(&a, &in, 5);
+        grid_clear(&g);
+        app_render(&a, &v, &g);
+        CHECK(row_has(&g, 1, w > 80 ? "sigmoid top-8, 8 groups top 4" : "sigmoid top-8, 8 groups"),
+              "%d columns: the groups", w);
+        CHECK(row_has(&g, 1, "deepseek_v3 n="), "%d columns: the family", w);
+        app_free(&a);
+        grid_free(&g);
+    }
+    free_big(&v);
+}
+
+/* Tab gives the arrows to the matrix, z / Z zoom, l lists the layers. */
+static void test_keys_large(void) {
+    explore_snapshot v;
+    big_view(&v, NBIG, 10);
+    ui_info in = big_info(NBIG, "olmoe");
+    app_state a;
+    app_init(&a, &in, 5);
+    grid g;
+    grid_init(&g, 80, 24, 0);
+    app_render(&a, &v, &g);
+    long cur0 = a.orders.cursor;
+    app_key(&a, '\t', &v);
+    CHECK(a.heat.focus, "Tab: the matrix has the arrows");
+    app_key(&a, K_DOWN, &v);
+    app_key(&a, K_RIGHT, &v);
+    app_key(&a, K_RIGHT, &v);
+    CHECK(a.heat.row == 1 && a.heat.col == 2 && a.orders.cursor == cur0, "arrows moved the matrix cursor only");
+    app_render(&a, &v, &g);
+    int fit = a.heat_fit;
+    app_key(&a, 'z', &v);
+    CHECK(a.heat.zoom == heatmap_zoom_step(1, fit, 1), "z: zoom %d (fit %d)", a.heat.zoom, fit);
+    for (int i = 0; i < 12; i++) app_key(&a, 'z', &v);
+    CHECK(a.heat.zoom == fit, "z stops at the whole matrix (%d)", a.heat.zoom);
+    app_render(&a, &v, &g);
+    CHECK(fit == 1 || grid_find(&g, "mean", NULL) >= 0, "zoomed title");
+    for (int i = 0; i < 12; i++) app_key(&a, 'Z', &v);
+    CHECK(a.heat.zoom <= 1, "Z back to every cell");
+    app_key(&a, K_ESC, &v);
+    CHECK(!a.heat.focus, "Esc: the arrows back to the orders");
+    app_key(&a, K_DOWN, &v);
+    CHECK(a.heat.row == 1, "the matrix cursor stays");
+    /* layers: one says so; two open the list, Enter on the other asks to switch */
+    char **one = malloc(sizeof(char *));
+    one[0] = strdup("model.layers.0.mlp");
+    app_set_layers(&a, one, 1, 0);
+    CHECK(app_key(&a, 'l', &v) == FX_REDRAW && !a.layers.open && strstr(a.msg, "one MoE layer"), "one layer: %s", a.msg);
+    char **two = malloc(2 * sizeof(char *));
+    two[0] = strdup("model.layers.0.mlp");
+    two[1] = strdup("model.layers.1.mlp");
+    app_set_layers(&a, two, 2, 0);
+    snprintf(a.info.eval_layer, sizeof a.info.eval_layer, "model.layers.0.mlp");
+    app_key(&a, 'l', &v);
+    app_render(&a, &v, &g);
+    CHECK(a.layers.open && grid_find(&g, "model.layers.1.mlp", NULL) >= 0 && grid_find(&g, "(shown)  [eval set]", NULL) >= 0,
+          "the list shows both, the current one and the set's marked");
+    CHECK(app_key(&a, K_ENTER, &v) == FX_REDRAW && !a.layers.open, "Enter on the shown layer: nothing to do");
+    app_key(&a, 'l', &v);
+    app_key(&a, 'j', &v);
+    CHECK(app_key(&a, K_ENTER, &v) == FX_LAYER && a.layers.cursor == 1, "Enter on the other: switch");
+    app_switched(&a, "model.layers.1.mlp", &in.cfg, 1, "eval.safetensors was captured at layer 0, not this one");
+    CHECK(a.layers.current == 1 && !a.heat.focus && a.heat.row == 0 && a.msg_error, "switched: the view afresh");
+    grid_clear(&g);
+    app_render(&a, &v, &g);
+    CHECK(grid_find(&g, "no eval set for this layer", NULL) == 1 && grid_find(&g, "no landscape for this layer", NULL) > 1,
+          "data-free: the title and the panes say so");
+    app_free(&a);
+    grid_free(&g);
+    free_big(&v);
+}
+
+int main(void) {
+    test_scroll();
+    test_zoom();
+    test_sampled();
+    test_abbrev();
+    test_title();
+    test_keys_large();
+    return test_summary("test_ui_large");
+}
