@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# test_tui_large.sh - the TUI at many experts, driven in tmux with every CPU
+# busy: a synthetic OLMoE-like pair of two-layer checkpoint folders
+# (tests/gen_tui_family.py; 64 experts, or the most the explorer takes) whose
+# evaluation set was captured at layer 0. The cost matrix scrolls (its labels
+# move) and zooms out with the assignment marked, the orders table says it is
+# a sample and gives the chosen order's confidence interval, keys are
+# answered while the landscape computes, and l switches A and B to layer 1
+# (no curves there: the set belongs to layer 0) and back. Every wait polls
+# the screen until a deadline (tests/tui_lib.sh); nothing is timed here (the
+# key latency is measured by tests/bench/bench_tui.sh).
+source "$(dirname "$0")/lib.sh"
+
+if ! command -v tmux >/dev/null; then
+    fail "tmux not installed"
+    summary; exit
+fi
+source "$TESTS_DIR/tui_lib.sh"
+MAXN=$(grep -oE 'define LS_MAX_N +[0-9]+' "$ROOT/include/curve.h" | grep -oE '[0-9]+$')
+N=$(( MAXN < 64 ? MAXN : 64 ))
+S=$WORK/pair
+# N = 512 tokens: the landscape runs long enough to answer keys meanwhile
+if ! "$PYTHON" "$TESTS_DIR/gen_tui_family.py" "$S" --n "$N" --d 32 --h 16 --layers 2 --N 512 >"$WORK/gen.log" 2>&1; then
+    fail "gen_tui_family.py"; cat "$WORK/gen.log"; summary; exit
+fi
+start() { # start W H ENV...: the TUI on the pair
+    local w=$1 h=$2; shift 2
+    tui_session "$w" "$h" "cd '$WORK' && env $* '$MOESCOPE' '$S/A' '$S/B' --eval '$S/eval.safetensors'; sleep 600"
+}
+# the heat map's rows: left of the pane separator
+_heat_has_re() { screen | sed 's/[│|].*//' | grep -qE -- "$1"; }
+heat_re() { _poll _heat_has_re "$1" || { _last_screen "heat map never matched /$1/"; return 1; }; }
+_heat_lacks_re() { ! screen | sed 's/[│|].*//' | grep -qE -- "$1"; }
+heat_gone_re() { _poll _heat_lacks_re "$1" || { _last_screen "heat map kept /$1/"; return 1; }; }
+# one screen with both: the key was answered while the worker was busy
+_both() { local s; s=$(screen); grep -qF -- "$1" <<<"$s" && grep -qF -- "$2" <<<"$s"; }
+
+cpu_load_start
+L=$((N - 1))
+
+# --- UTF-8, colour: title, sampled table, keys while busy, zoom ---
+start 100 30 LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=xterm-256color
+check "title: family, n and router" wait_re "olmoe n=$N d=32 h=16 router softmax top-"
+check "orders: a sample of all the orders" wait_re "expert orders [0-9]+/20000 sampled of about 10\^[0-9]+"
+check "busy computing the landscape" wait_for "busy:"
+tm send-keys -t t Tab Down Down Right
+check "Tab, arrows: the cursor's readout, answered while busy" _poll _both "A2 B1 " "busy:"
+tm send-keys -t t z
+check "z: the title says what a cell is" wait_re "([0-9]+x[0-9]+ block mean|[0-9]+x mean)"
+check "z: the assignment marked in the overview" heat_re "◆"
+check "z: the block readout" wait_re "A[0-9]+-[0-9]+ B[0-9]+-[0-9]+ mean "
+for i in 1 2 3 4 5 6 7 8; do tm send-keys -t t z; done
+check "z again: the whole matrix (message)" wait_for "all of it shows"
+tm send-keys -t t Z Z Z Z Z Z Z Z
+check "Z: back to every cell" wait_for "every cell shown"
+tm send-keys -t t Escape
+check "orders: the chosen order's percentile with its 95% CI" wait_re "top [0-9.e-]+% \(95% CI [0-9.e-]+-[0-9.e-]+%\)"
+if [ "$N" -ge 64 ]; then # the orders abbreviated, the selected one in full under the table
+    check "orders: the selected order in full below" wait_re "│ *order [0-9]+ [0-9]+ [0-9]+"
+fi
+
+# --- l: the layers; layer 1 has no evaluation set, layer 0 comes back ---
+tm send-keys -t t l
+check "l: the layer list, the set's layer marked" wait_for "model.layers.0.mlp  (shown)  [eval set]"
+check "l: layer 1 listed" wait_for "model.layers.1.mlp"
+tm send-keys -t t j Enter
+check "layer 1: the title names it" wait_re "layer model.layers.1.mlp"
+check "layer 1: no curves or landscape, and why" wait_for "captured at layer 0, not this one"
+check "layer 1: the title says no set" wait_for "no eval set for this layer"
+check "layer 1: the cost matrix of the new layer" wait_re "expert +(gate )?centring on +total"
+tm send-keys -t t l k Enter
+check "layer 0 again: reloaded, the landscape restarts" wait_for "A and B reloaded, the landscape restarts"
+check "layer 0 again: a sample again" wait_re "expert orders [0-9]+/20000 sampled"
+
+# --- ASCII without colour: scrolling moves the labels, zoom marks '@' ---
+start 80 24 LANG=C LC_ALL=C NO_COLOR=1
+check "ASCII: the matrix" heat_re "^A0 "
+check "ASCII: rows past the pane not shown yet" heat_gone_re "^A$L "
+tm send-keys -t t Tab
+for ((i = 0; i < L; i++)); do tm send-keys -t t Down; done
+for ((i = 0; i < L; i++)); do tm send-keys -t t Right; done
+check "ASCII: scrolled to the last row (its label)" heat_re "^A$L "
+check "ASCII: the first row's label has left" heat_gone_re "^A0 "
+check "ASCII: the last column's label" heat_re "B$L"
+check "ASCII: readout of the last cell" wait_re "A$L B$L [0-9]"
+tm send-keys -t t z z z z z z z z
+check "ASCII: zoomed out, assigned blocks '@'" heat_re "^A[0-9]+ +[^ ]*@"
+tm send-keys -t t Escape
+check "ASCII: the ramp in the legend" wait_for ".:-=+*#%"
+tm send-keys -t t q
+cpu_load_stop
+summary
