@@ -187,8 +187,16 @@ static void test_zoom(void) {
     hv.zoom = fit;
     heatmap_render(&g, &r, &v, &hv);
     int b = fit, u = (n + b - 1) / b, label = 2 + (n - 1 >= 10 ? 2 : 1), cw = w - label >= 2 * u ? 2 : 1;
+    /* the scale spans the block means */
     double lo = INFINITY, hi = -INFINITY;
-    for (int i = 0; i < n * n; i++) lo = fmin(lo, v.cost[i]), hi = fmax(hi, v.cost[i]);
+    for (int bi = 0; bi < u; bi++)
+        for (int bj = 0; bj < u; bj++) {
+            double sum = 0;
+            int cnt = 0;
+            for (int i = bi * b; i < n && i < bi * b + b; i++)
+                for (int j = bj * b; j < n && j < bj * b + b; j++) sum += v.cost[i * n + j], cnt++;
+            lo = fmin(lo, sum / cnt), hi = fmax(hi, sum / cnt);
+        }
     int bad = 0, marks = 0, want_marks = 0;
     for (int bi = 0; bi < u; bi++)
         for (int bj = 0; bj < u; bj++) {

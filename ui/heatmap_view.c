@@ -13,8 +13,9 @@
  *              cell (on its heat colour when there is colour), the assigned
  *              cells ◆ / @.
  *   blocks     zoomed out (z): one screen cell per b x b block, coloured (or
- *              shaded) by the block's mean cost; ◆ / @ where the block holds
- *              an assigned pair.
+ *              shaded) by the block's mean cost on a scale from the smallest
+ *              to the largest block mean; ◆ / @ where the block holds an
+ *              assigned pair.
  * Each mode scrolls in both directions when it does not fit; the cursor cell
  * (Tab gives it the keys) is drawn in the cursor's colours, and its row and
  * column labels with it. */
@@ -483,6 +484,16 @@ void heatmap_render(grid *g, const ui_rect *r, const explore_snapshot *v, heat_v
         if (C[i] > hi) hi = C[i];
     }
     if (G.rows_fit < 1 || G.rows_vis < 1 || G.cols_vis < 1) return;
+    if (G.mode == HEAT_BLOCKS) { /* the scale spans the block means: they crowd the middle of the cells' range */
+        lo = INFINITY, hi = -INFINITY;
+        for (int ub = 0; ub < G.units; ub++)
+            for (int uc = 0; uc < G.units; uc++) {
+                int assigned;
+                double m = block_mean(v, G.b, ub, uc, &assigned);
+                lo = m < lo ? m : lo;
+                hi = m > hi ? m : hi;
+            }
+    }
     view_clamp(s, &G, n);
     draw_header(g, r, &G, s, n);
     if (G.mode == HEAT_HALF) draw_half(g, r, &G, s, v, lo, hi);

@@ -6,8 +6,8 @@
  * Large n (64, 256 experts): the matrix scrolls in both directions around a
  * cursor cell (the row and column labels follow), and zooms out: at zoom b
  * every screen cell summarises a b x b block of the matrix by the mean of its
- * costs on the heat scale (the colour of the block mean, since the scale is
- * linear), and a block that holds an assigned pair (i, pi(i)) is marked. The
+ * costs, on a heat scale from the smallest to the largest block mean, and a
+ * block that holds an assigned pair (i, pi(i)) is marked. The
  * zoom levels double the block side up to the smallest block at which the
  * whole matrix fits the pane. Only the visible cells are computed and drawn. */
 #ifndef MS_UI_HEATMAP_VIEW_H

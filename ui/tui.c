@@ -190,7 +190,10 @@ static int parse_args(int argc, char **argv, tui_args *a) {
         case 'P': a->png_live = optarg; break;
         case 't': a->theme_path = optarg; break;
         case 'h':
-            printf("usage: %s\n\nThe interactive explorer. Keys: ? on the screen.\n", TUI_USAGE);
+            printf("usage: %s\n\nThe interactive explorer. Keys: ? on the screen (l: the checkpoint's MoE layers;\n"
+                   "Tab, z, Z: move in and zoom out of the cost matrix). An evaluation set is used only at its\n"
+                   "layer (its capture.layer metadata, else the layer it was opened with); other layers show\n"
+                   "the cost matrix, assignment and diagnostics without curves.\n", TUI_USAGE);
             return 0;
         default: return cli_option_error(TUI_USAGE, "moescope", ch, argc, argv);
         }
