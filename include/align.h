@@ -55,5 +55,23 @@ int align_models(const moe_model *A, const moe_model *B, const align_opts *o, mo
 int align_models_inplace(const moe_model *A, moe_model *B, const align_opts *o,
                          align_result *res, ms_err *err);
 void align_result_free(align_result *r);
+/* align_models_inplace for layers whose routed experts are read one at a time
+ * (moe_load_stream: sa, sb; a source without read means the model's own
+ * experts): the order (costs from the sources), B's gate rows and shared experts
+ * aligned in B, and each slot's hidden permutation into res, matched with one
+ * expert of A and one of B in memory. B's routed experts are left where they
+ * are: align_stream_slot gives slot e of the aligned B, bit for bit what
+ * align_models_inplace leaves there. */
+int align_models_stream(const moe_model *A, const expert_source *sa, moe_model *B,
+                        const expert_source *sb, const align_opts *o, align_result *res,
+                        ms_err *err);
+int align_stream_slot(const moe_config *c, const expert_source *sb, const align_result *res,
+                      int e, moe_expert *dst, ms_err *err);
+/* Only B's shared experts, aligned as align_models aligns them under o (ordered by
+ * the expert cost when the order stage runs, weight-matched when wm_stage), into
+ * out (c->s experts the caller carved with moe_shared_config): bit for bit
+ * align_models' out->shared, without copying the routed experts. */
+int align_shared(const moe_model *A, const moe_model *B, const align_opts *o, moe_expert *out,
+                 ms_err *err);
 
 #endif

@@ -52,6 +52,18 @@ void cli_progress_end(void);
  * code 1 returned. */
 int cli_load_models(const char *pa, const char *pb, const char *layer, const char *e_path,
                     moe_model *A, moe_model *B, evalset *E);
+/* The same for cost and align, without an evaluation set: a pair of layers
+ * whose float32 copies would take more than a quarter of the machine's memory
+ * (ms_mem_machine) is opened expert by expert (moe_load_stream: sa and sb read
+ * the routed experts; a layer that cannot be streamed loads whole, its source
+ * without read). MOESCOPE_STREAM=1 streams any family layout, =0 never. Close
+ * the sources with moe_source_close. */
+int cli_load_models_stream(const char *pa, const char *pb, const char *layer, moe_model *A,
+                           moe_model *B, expert_source *sa, expert_source *sb);
+/* cli_save_checkpoint for a model aligned by align_models_stream: its routed
+ * experts are B's, read from sb, one slot at a time as the output is written. */
+int cli_save_aligned_stream(const moe_model *m, const expert_source *sb, const align_result *res,
+                            const char *src_path, const char *out_path);
 
 /* Write m to out_path with every other tensor of src_path passed through
  * (moe_save_with): a warning on stderr for tensors of the layer's namespace that
@@ -89,6 +101,8 @@ typedef struct {
     const char *pa, *pb; /* the two checkpoints */
     moe_model A, B;
     int *order;         /* --order parsed (n), NULL without it; ao.order points here */
+    int stream_ok;      /* set before cli_align_inputs: A and B may be streamed (align) */
+    expert_source sa, sb; /* their routed experts when streamed (cli_load_models_stream) */
 } cli_align_args;
 
 /* Nothing given: align_opts_default, no paths. */

@@ -16,6 +16,12 @@ int cost_method_parse(const char *s, cost_method *m); /* "gate" | "expert" */
  * invariant). Gram products use OpenBLAS. */
 int cost_matrix(const moe_model *A, const moe_model *B, cost_method method, int center,
                 double *C, ms_err *err);
+/* cost_matrix for layers whose routed experts are read one at a time from sa / sb
+ * (moe_load_stream; NULL or a source without read: the model's own experts):
+ * the same numbers, bit for bit, with one expert in memory at a time. */
+int cost_matrix_src(const moe_model *A, const expert_source *sa, const moe_model *B,
+                    const expert_source *sb, cost_method method, int center, double *C,
+                    ms_err *err);
 /* The assignment cost of an order: sum_i C[i][order[i]] (C is (n,n)). */
 double cost_of_order(const double *C, const int *order, int n);
 /* How the expert cost is computed (tests, benchmarks): side 0 picks the cheaper

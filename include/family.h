@@ -91,4 +91,26 @@ int family_describe(ckpt *c, const family_layer *L, moe_config *cfg, ms_err *err
  * (caller frees, may be NULL). */
 int family_save(const moe_model *m, const char *src, const char *out, char **note, ms_err *err);
 
+/* A layer too large to hold: everything but the routed experts is in the model
+ * (moe_alloc_shell), and expert e is decoded on demand, exactly as family_load
+ * decodes it. On success the stream owns c (family_stream_close closes it).
+ * Returns 1, with nothing loaded, for MXFP4 experts (decoded whole: family_load). */
+typedef struct family_stream family_stream;
+int family_load_stream(moe_model *m, ckpt *c, const family_layer *L, family_stream **s,
+                       ms_err *err);
+/* Expert e's floats into dst (moe_expert_carve'd by the caller): the parts named
+ * by parts (EXPERT_W1 ...; a tensor that packs two parts is read whole). */
+int family_stream_read(family_stream *s, int e, unsigned parts, moe_expert *dst, ms_err *err);
+void family_stream_close(family_stream *s);
+
+/* family_save for a model whose routed experts are given one slot at a time:
+ * slot(ctx, e) returns slot e's floats (valid until the next call; NULL after
+ * setting err), asked for in the order the tensors are written. */
+typedef struct {
+    const moe_expert *(*slot)(void *ctx, int e, ms_err *err);
+    void *ctx;
+} family_experts;
+int family_save_with(const moe_model *m, const family_experts *ex, const char *src, const char *out,
+                     char **note, ms_err *err);
+
 #endif

@@ -121,6 +121,17 @@ double ls_wreath_count(int G, int m);
  * default for such routers unless o->all_orders), else 0. */
 long ls_orders_planned(const moe_config *c, const ls_opts *o, int *exhaustive, int *groups);
 
+/* Where a landscape's wall time goes (landscape.secs_step), in the order the
+ * steps run: the two cost matrices and the methods' orders; weight matching of
+ * every (slot, B's expert) pair; evaluating A and B on E (the end points); the
+ * per-point precompute (every pair's expert interpolated and applied to E at
+ * each t, gate scores, shared parts); the orders (the fused kernel over every
+ * order, the named curves and the ranks). */
+enum { LS_STEP_COSTS, LS_STEP_WM, LS_STEP_ENDS, LS_STEP_PRE, LS_STEP_ORDERS, LS_STEPS };
+/* "cost matrices", "weight matching", "end points", "precompute", "orders";
+ * key: the JSON keys (cost_matrices, weight_matching, ...) */
+const char *ls_step_name(int step, int key);
+
 typedef struct landscape {
     int n, T;
     ls_kind kind;
@@ -150,6 +161,10 @@ typedef struct landscape {
     int groups, group_size;     /* groups > 1: the orders are the group-preserving ones of a
                                  * group-limited router (S_m wr S_g, m = group_size) */
     double secs_ranks, secs_total; /* wall time to the ranks and to the end */
+    double secs_step[LS_STEPS];    /* wall time per step (LS_STEP_*); the rest of
+                                      secs_total is planning, sorting and ranks */
+    double secs_load;              /* set by the caller: loading the inputs (0: not
+                                      measured), reported beside the steps */
 } landscape;
 
 /* Every order's curve, barrier and rank for the pair (A, B). Partial progress goes through

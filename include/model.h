@@ -132,6 +132,20 @@ void moe_expert_copy(moe_expert *dst, const moe_expert *src, const moe_config *c
 
 /* Allocate a zeroed model for cfg (pointers carved, meta empty). */
 void moe_alloc(moe_model *m, const moe_config *cfg);
+/* moe_alloc without the routed experts' floats (experts[e] all NULL): a layer
+ * whose experts are read one at a time through an expert_source. */
+void moe_alloc_shell(moe_model *m, const moe_config *cfg);
+
+/* Routed experts read on demand: read(ctx, e, parts, dst) fills the parts of dst
+ * (carved by the caller with moe_expert_carve) that parts names (EXPERT_W1: fc1
+ * weight and bias, EXPERT_W2: fc2's, EXPERT_W3: fc3's) with expert e's floats;
+ * the other parts may be left as they were. read NULL: none (the model holds its
+ * experts). */
+enum { EXPERT_W1 = 1, EXPERT_W2 = 2, EXPERT_W3 = 4, EXPERT_ALL = 7 };
+typedef struct {
+    int (*read)(void *ctx, int e, unsigned parts, moe_expert *dst, ms_err *err);
+    void *ctx;
+} expert_source;
 void moe_free(moe_model *m);
 /* Deep copy (parameters, metadata, path, layer). */
 void moe_clone(moe_model *dst, const moe_model *src);
@@ -142,6 +156,14 @@ void moe_clone(moe_model *dst, const moe_model *src);
  * the block index, NULL the first MoE layer. Validates shapes against each other
  * and values for finiteness. */
 int moe_load(moe_model *m, const char *path, const char *layer, ms_err *err);
+/* moe_load for a layer too large to hold twice: a family layout's routed experts
+ * are left in the file (m from moe_alloc_shell) and src reads each on demand,
+ * bit for bit as moe_load would have; moescope's own single files and MXFP4
+ * experts load whole (src->read NULL). Close src with moe_source_close before
+ * or after moe_free(m). */
+int moe_load_stream(moe_model *m, const char *path, const char *layer, expert_source *src,
+                    ms_err *err);
+void moe_source_close(expert_source *src);
 /* Write as F32 safetensors, atomically, with the moescope.* metadata and the
  * rest of m->meta. A real family's layer is written in the format of the
  * checkpoint m->path instead (family_save). */

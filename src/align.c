@@ -290,8 +290,9 @@ static int match_experts(const moe_expert *ref, moe_expert *ex, int count, const
 }
 
 /* Step 1: the expert order (and the shared experts' order) into res. */
-static int align_orders(const moe_model *A, const moe_model *B, const align_opts *o,
-                        align_result *res, ms_err *err) {
+static int align_orders(const moe_model *A, const moe_model *B, const expert_source *sa,
+                        const expert_source *sb, const align_opts *o, align_result *res,
+                        ms_err *err) {
     const moe_config *c = &A->cfg;
     int n = c->n, s = c->s;
     if (o->order) {
@@ -304,7 +305,7 @@ static int align_orders(const moe_model *A, const moe_model *B, const align_opts
         memcpy(res->order, o->order, (size_t)n * sizeof(int));
     } else if (o->order_stage) {
         double *C = ms_malloc((size_t)n * n * sizeof(double)); // (n,n)
-        int rc = cost_matrix(A, B, o->method, o->center, C, err);
+        int rc = cost_matrix_src(A, sa, B, sb, o->method, o->center, C, err);
         if (!rc) rc = align_order(c, C, res->order, &res->cost_total, err);
         free(C);
         if (rc) return -1;
@@ -337,7 +338,7 @@ int align_models_inplace(const moe_model *A, moe_model *B, const align_opts *o,
     res->shared_order = ms_malloc((size_t)(s > 0 ? s : 1) * sizeof(int));
     res->shared_perm = ms_malloc((size_t)(s > 0 ? s : 1) * sc.h * sizeof(int));
     res->cost_total = 0.0;
-    if (align_orders(A, B, o, res, err)) {
+    if (align_orders(A, B, NULL, NULL, o, res, err)) {
         align_result_free(res);
         return -1;
     }
@@ -361,6 +362,116 @@ int align_models_inplace(const moe_model *A, moe_model *B, const align_opts *o,
     }
     record_meta(B, A, o, res);
     return 0;
+}
+
+/* The result's arrays, sized for c. */
+static void result_alloc(align_result *res, const moe_config *c) {
+    moe_config sc = moe_shared_config(c);
+    int n = c->n, s = c->s;
+    res->order = ms_malloc((size_t)n * sizeof(int));
+    res->hidden_perm = ms_malloc((size_t)n * c->h * sizeof(int));
+    res->shared_order = ms_malloc((size_t)(s > 0 ? s : 1) * sizeof(int));
+    res->shared_perm = ms_malloc((size_t)(s > 0 ? s : 1) * sc.h * sizeof(int));
+    res->cost_total = 0.0;
+}
+
+int align_models_stream(const moe_model *A, const expert_source *sa, moe_model *B,
+                        const expert_source *sb, const align_opts *o, align_result *res,
+                        ms_err *err) {
+    memset(res, 0, sizeof *res);
+    if (moe_check_compatible(A, B, err)) return -1;
+    const moe_config *c = &A->cfg;
+    moe_config sc = moe_shared_config(c);
+    int n = c->n, h = c->h, s = c->s, hmax = sc.h > h ? sc.h : h;
+    result_alloc(res, c);
+    if (align_orders(A, B, sa, sb, o, res, err)) {
+        align_result_free(res);
+        return -1;
+    }
+    // B's gate rows and shared experts in memory, as align_models_inplace aligns them
+    gate_reorder(B, res->order);
+    if (s > 0) experts_reorder(B->shared, s, res->shared_order, moe_expert_size(&sc));
+    // the routed experts: one slot at a time, A's expert and B's chosen one read,
+    // matched, and only the hidden permutation kept (align_stream_slot applies it)
+    size_t es = moe_expert_size(c);
+    float *mem = ms_malloc(2 * es * sizeof(float));
+    moe_expert ea, eb;
+    moe_expert_carve(&ea, c, mem);
+    moe_expert_carve(&eb, c, mem + es);
+    double *S = o->wm_stage ? ms_malloc((size_t)hmax * hmax * sizeof(double)) : NULL; // (h,h)
+    if (o->wm_stage) progress_begin("weight matching", n + s, "experts");
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        int *P = res->hidden_perm + (size_t)i * h;
+        if (!o->wm_stage) {
+            identity(P, h);
+            continue;
+        }
+        const moe_expert *pa = sa && sa->read ? &ea : &A->experts[i];
+        const moe_expert *pb = sb && sb->read ? &eb : &B->experts[res->order[i]];
+        if (pa == &ea) rc = sa->read(sa->ctx, i, EXPERT_ALL, &ea, err);
+        if (!rc && pb == &eb) rc = sb->read(sb->ctx, res->order[i], EXPERT_ALL, &eb, err);
+        if (!rc && wm_match_into(pa, pb, c, P, NULL, S, err))
+            rc = ms_prefix(err, "expert slot %d (B's expert %d)", i, res->order[i]);
+        progress_add(1);
+    }
+    free(mem);
+    if (!rc && !(sb && sb->read)) { // B held whole: its experts aligned where they lie
+        experts_reorder(B->experts, n, res->order, es);
+        float *tmp = ms_malloc((size_t)(c->d > h ? c->d : h) * sizeof(float));
+        char *seen = ms_malloc((size_t)h);
+        for (int i = 0; i < n && o->wm_stage; i++)
+            expert_permute_hidden(&B->experts[i], c, res->hidden_perm + (size_t)i * h, tmp, seen);
+        free(tmp);
+        free(seen);
+    }
+    if (!rc && s > 0)
+        rc = match_experts(A->shared, B->shared, s, res->shared_order, res->shared_perm,
+                           o->wm_stage, &sc, S, "shared expert", err);
+    progress_end();
+    free(S);
+    if (rc) {
+        align_result_free(res);
+        return -1;
+    }
+    record_meta(B, A, o, res);
+    return 0;
+}
+
+int align_stream_slot(const moe_config *c, const expert_source *sb, const align_result *res,
+                      int e, moe_expert *dst, ms_err *err) {
+    if (sb->read(sb->ctx, res->order[e], EXPERT_ALL, dst, err)) return -1;
+    int big = c->d > c->h ? c->d : c->h;
+    float *tmp = ms_malloc((size_t)big * sizeof(float));
+    char *seen = ms_malloc((size_t)c->h);
+    expert_permute_hidden(dst, c, res->hidden_perm + (size_t)e * c->h, tmp, seen);
+    free(tmp);
+    free(seen);
+    return 0;
+}
+
+int align_shared(const moe_model *A, const moe_model *B, const align_opts *o, moe_expert *out,
+                 ms_err *err) {
+    const moe_config *c = &A->cfg;
+    moe_config sc = moe_shared_config(c);
+    int s = c->s, rc = 0;
+    if (s <= 0) return 0;
+    int *ord = ms_malloc((size_t)s * (1 + (size_t)sc.h) * sizeof(int)), *perm = ord + s;
+    if (o->order || o->order_stage) { // as align_orders: by the expert cost
+        double *Cs = ms_malloc((size_t)s * s * sizeof(double)); // (s,s)
+        double tot;
+        rc = cost_matrix_shared(A, B, Cs, err);
+        if (!rc) rc = order_by_cost(Cs, s, ord, &tot, err);
+        free(Cs);
+    } else {
+        identity(ord, s);
+    }
+    for (int j = 0; j < s && !rc; j++) moe_expert_copy(&out[j], &B->shared[ord[j]], &sc);
+    double *S = !rc && o->wm_stage ? ms_malloc((size_t)sc.h * sc.h * sizeof(double)) : NULL;
+    if (!rc) rc = match_experts(A->shared, out, s, ord, perm, o->wm_stage, &sc, S, "shared expert", err);
+    free(S);
+    free(ord);
+    return rc;
 }
 
 int align_models(const moe_model *A, const moe_model *B, const align_opts *o, moe_model *out,

@@ -115,7 +115,7 @@ void cli_progress(const char *what, long done, long total) {
     if (strcmp(phase, what) || total != phase_total) {
         snprintf(phase, sizeof phase, "%s", what);
         phase_total = total;
-        progress_begin(what, (double)total, !strcmp(what, "pairs") ? "pairs" : "orders");
+        progress_begin(what, (double)total, strstr(what, "pairs") ? "pairs" : "orders");
     }
     progress_set((double)done);
 }
@@ -147,6 +147,85 @@ int cli_load_models(const char *pa, const char *pb, const char *layer, const cha
         if (e_path) evalset_free(E);
         return cli_error("%s", err.msg);
     }
+    return 0;
+}
+
+/* Would A's and B's layers in float32 take more than a quarter of the machine?
+ * (MOESCOPE_STREAM=1: always yes, =0: never) */
+static int stream_wanted(const moe_model *A, const moe_model *B) {
+    const char *env = getenv("MOESCOPE_STREAM");
+    if (env && *env) return atoi(env) != 0;
+    double layers = 4.0 * (double)moe_expert_size(&A->cfg) * (A->cfg.n + B->cfg.n);
+    return layers > ms_mem_machine() / 4;
+}
+
+int cli_load_models_stream(const char *pa, const char *pb, const char *layer, moe_model *A,
+                           moe_model *B, expert_source *sa, expert_source *sb) {
+    prov_add_input(pa);
+    prov_add_input(pb);
+    ms_err err;
+    memset(sb, 0, sizeof *sb);
+    if (moe_load_stream(A, pa, layer, sa, &err)) return cli_error("%s", err.msg);
+    if (moe_load_stream(B, pb, layer, sb, &err)) {
+        moe_free(A);
+        moe_source_close(sa);
+        return cli_error("%s", err.msg);
+    }
+    int rc = 0;
+    if (!stream_wanted(A, B)) { // small enough to hold: read whole (the headers twice)
+        moe_free(A);
+        moe_free(B);
+        moe_source_close(sa);
+        moe_source_close(sb);
+        if (moe_load(A, pa, layer, &err)) return cli_error("%s", err.msg);
+        if (moe_load(B, pb, layer, &err)) {
+            moe_free(A);
+            return cli_error("%s", err.msg);
+        }
+    }
+    // the derived allocations bounded from the shapes; the value ranges of what is
+    // held (a streamed layer's routed experts are never all in memory to be scanned)
+    if (ms_limits_check(A, B, NULL, MS_USE_WM | MS_USE_COST, &err)) rc = cli_error("%s", err.msg);
+    if (rc) {
+        moe_free(A);
+        moe_free(B);
+        moe_source_close(sa);
+        moe_source_close(sb);
+    }
+    return rc;
+}
+
+typedef struct {
+    const moe_config *c;
+    const expert_source *sb;
+    const align_result *res;
+    float *mem;
+    moe_expert x;
+    int cur; /* the slot in x, -1: none */
+} slot_reader;
+
+static const moe_expert *aligned_slot(void *ctx, int e, ms_err *err) {
+    slot_reader *r = ctx;
+    if (r->cur == e) return &r->x;
+    r->cur = -1;
+    if (align_stream_slot(r->c, r->sb, r->res, e, &r->x, err)) return NULL;
+    r->cur = e;
+    return &r->x;
+}
+
+int cli_save_aligned_stream(const moe_model *m, const expert_source *sb, const align_result *res,
+                            const char *src_path, const char *out_path) {
+    slot_reader r = {.c = &m->cfg, .sb = sb, .res = res, .cur = -1};
+    r.mem = ms_malloc(moe_expert_size(&m->cfg) * sizeof(float));
+    moe_expert_carve(&r.x, &m->cfg, r.mem);
+    family_experts ex = {aligned_slot, &r};
+    ms_err err;
+    char *note = NULL;
+    int rc = family_save_with(m, &ex, src_path, out_path, &note, &err);
+    free(r.mem);
+    if (rc) return cli_error("%s", err.msg);
+    if (note) fprintf(stderr, "moescope: note: %s: %s\n", out_path, note);
+    free(note);
     return 0;
 }
 
@@ -255,7 +334,8 @@ int cli_align_inputs(cli_align_args *a, int argc, char **argv, const char *cmd,
     ms_err err;
     const char *inputs[2] = {a->pa, a->pb};
     if (af_check_not_input(a->out_path, inputs, 2, &err)) return cli_error("%s", err.msg);
-    int rc = cli_load_models(a->pa, a->pb, a->layer, NULL, &a->A, &a->B, NULL);
+    int rc = a->stream_ok ? cli_load_models_stream(a->pa, a->pb, a->layer, &a->A, &a->B, &a->sa, &a->sb)
+                          : cli_load_models(a->pa, a->pb, a->layer, NULL, &a->A, &a->B, NULL);
     if (rc) return rc;
     if (a->order_str) {
         // checked against A's n, so only after loading
@@ -278,6 +358,8 @@ void cli_align_args_free(cli_align_args *a) {
     a->ao.order = NULL;
     moe_free(&a->A);
     moe_free(&a->B);
+    moe_source_close(&a->sa);
+    moe_source_close(&a->sb);
 }
 
 void cli_print_order(const cli_align_args *a, const align_result *res, int n) {

@@ -58,6 +58,7 @@ int cmd_align(int argc, char **argv) {
         {0, 0, 0, 0}};
     cli_align_args a;
     cli_align_args_init(&a);
+    a.stream_ok = 1; // a layer too large to hold twice is read expert by expert
     optind = 1;
     opterr = 0;
     int ch;
@@ -78,12 +79,16 @@ int cmd_align(int argc, char **argv) {
     ms_err err;
     align_result res;
     // B is aligned where it lies (a real layer is gigabytes: no second copy); its metadata
-    // (a scramble record) stays, for the closing explanation
-    if (align_models_inplace(A, &a.B, ao, &res, &err)) {
+    // (a scramble record) stays, for the closing explanation. Streamed layers: only the
+    // permutations are found here, and B's experts are moved as the output is written
+    int streamed = a.sa.read || a.sb.read;
+    if (streamed ? align_models_stream(A, &a.sa, &a.B, &a.sb, ao, &res, &err)
+                 : align_models_inplace(A, &a.B, ao, &res, &err)) {
         rc = cli_error("%s", err.msg);
         goto done;
     }
-    if (cli_save_checkpoint(&a.B, a.pb, a.out_path)) {
+    if (a.sb.read ? cli_save_aligned_stream(&a.B, &a.sb, &res, a.pb, a.out_path)
+                  : cli_save_checkpoint(&a.B, a.pb, a.out_path)) {
         rc = 1;
     } else {
         cli_print_order(&a, &res, A->cfg.n);

@@ -44,13 +44,14 @@ typedef struct {
     double second; // total of the best order that differs
 } method_result;
 
-static int solve_method(const moe_model *A, const moe_model *B, cost_method m, int center,
-                        method_result *r, ms_err *err) {
+static int solve_method(const moe_model *A, const expert_source *sa, const moe_model *B,
+                        const expert_source *sb, cost_method m, int center, method_result *r,
+                        ms_err *err) {
     int n = A->cfg.n;
     r->C = ms_malloc((size_t)n * n * sizeof(double));
     r->order = ms_malloc((size_t)n * sizeof(int));
     r->has_second = 0;
-    if (cost_matrix(A, B, m, center, r->C, err)) return -1;
+    if (cost_matrix_src(A, sa, B, sb, m, center, r->C, err)) return -1;
     if (align_order(&A->cfg, r->C, r->order, &r->total, err)) return -1;
     if (n >= 2) {
         int *other = ms_malloc((size_t)n * sizeof(int));
@@ -170,13 +171,14 @@ int cmd_cost(int argc, char **argv) {
     const char *inputs[2] = {pa, pb};
     if (json && af_check_not_input(json, inputs, 2, &err)) return cli_error("%s", err.msg);
     moe_model A, B;
-    if (cli_load_models(pa, pb, layer, NULL, &A, &B, NULL)) return 1;
+    expert_source sa, sb; // a layer too large to hold twice: its experts read one at a time
+    if (cli_load_models_stream(pa, pb, layer, &A, &B, &sa, &sb)) return 1;
     int rc = 0;
     method_result res[2];
     memset(res, 0, sizeof res);
     if (moe_check_compatible(&A, &B, &err) ||
-        solve_method(&A, &B, COST_GATE, center, &res[COST_GATE], &err) ||
-        solve_method(&A, &B, COST_EXPERT, center, &res[COST_EXPERT], &err)) {
+        solve_method(&A, &sa, &B, &sb, COST_GATE, center, &res[COST_GATE], &err) ||
+        solve_method(&A, &sa, &B, &sb, COST_EXPERT, center, &res[COST_EXPERT], &err)) {
         rc = cli_error("%s", err.msg);
         goto done;
     }
@@ -221,5 +223,7 @@ done:
     method_free(&res[1]);
     moe_free(&A);
     moe_free(&B);
+    moe_source_close(&sa);
+    moe_source_close(&sb);
     return rc;
 }

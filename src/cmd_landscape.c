@@ -12,6 +12,7 @@
 #include "figures.h"
 #include "landscape.h"
 #include "plot_png.h"
+#include "progress.h"
 #include "rank.h"
 #include "symmetry.h"
 
@@ -73,6 +74,22 @@ static void print_order_set(const landscape *L, const moe_config *c) {
 
 static void on_progress(void *ctx, long done, long total) {
     if (*(int *)ctx) cli_progress("landscape", done, total);
+}
+
+/* the steps before the rows (weight matching, precompute, the middle point) */
+static void on_phase(void *ctx, const char *what, long done, long total) {
+    if (*(int *)ctx) cli_progress(what, done, total);
+}
+
+/* where the time went: loading, then the landscape's steps */
+static void print_split(const landscape *L) {
+    double rest = L->secs_total;
+    printf("time: load %.3g s", L->secs_load);
+    for (int s = 0; s < LS_STEPS; s++) {
+        printf(", %s %.3g s", ls_step_name(s, 0), L->secs_step[s]);
+        rest -= L->secs_step[s];
+    }
+    printf(", rest %.3g s\n", rest > 0 ? rest : 0.0);
 }
 
 static void print_order(const int *p, int n) {
@@ -206,7 +223,9 @@ int cmd_landscape(int argc, char **argv) {
 
     moe_model A, B;
     evalset E;
+    double t_load = timing_now();
     if (cli_load_models(pa, pb, layer, e_path, &A, &B, &E)) return 1;
+    t_load = timing_now() - t_load;
     int rc = 0;
     if (cli_reports_here() && A.cfg.has_head && B.cfg.has_head && !moe_heads_equal(&A, &B))
         fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them too\n",
@@ -215,6 +234,7 @@ int cmd_landscape(int argc, char **argv) {
         fprintf(stderr, "moescope: warning: top-1 routing is outside the theory (positive scaling "
                         "of the scores is an extra symmetry)\n");
     lo.progress = on_progress;
+    lo.phase = on_phase;
     lo.ctx = &show, lo.part = cli_partition; // moescope-mpi: split over its processes
     landscape L;
     if (landscape_compute(&A, &B, &E, &lo, &L, &err)) {
@@ -223,6 +243,7 @@ int cmd_landscape(int argc, char **argv) {
         goto out;
     }
     cli_progress_end();
+    L.secs_load = t_load;
     if (!cli_reports_here()) goto done; // rank 0 of moescope-mpi alone reports
 
     int n = L.n;
@@ -277,6 +298,7 @@ int cmd_landscape(int argc, char **argv) {
                    m == 0 ? "gate" : "expert", L.rank[m], L.tied[m], L.methods[m].barrier,
                    L.rank_auc[m], L.tau);
     printf("\nranks known after %.3f s, all orders after %.3f s\n", L.secs_ranks, L.secs_total);
+    print_split(&L);
 
     if (json && landscape_write_json(&L, pa, pb, e_path, layer ? layer : "moe", json, &err))
         rc = cli_error("%s", err.msg);

@@ -140,14 +140,86 @@ static double sumsq(const double *x, size_t k) {
     return t;
 }
 
-/* The experts of A then B, as one list. */
+/* The experts of A then B, as one list: held (ea, eb), or read one at a time
+ * from their files (sa, sb: a layer too large to hold), the last one read kept. */
 typedef struct {
     const moe_expert *ea, *eb;
     int na, nb;
+    const expert_source *sa, *sb; /* read set: streamed */
+    const moe_config *c;
+    float *buf;                   /* one streamed expert, carved into cur */
+    moe_expert cur;
+    int cur_x;                    /* the expert in buf, -1: none */
+    unsigned cur_parts;           /* its parts read (EXPERT_W1 ...) */
+    uint64_t *hash;               /* (na+nb, 3) of each streamed expert's parts, 0: not yet */
+    int failed;                   /* a read failed: err says why */
+    ms_err *err;
 } pool;
 
-static const moe_expert *pool_at(const pool *p, int x) {
-    return x < p->na ? &p->ea[x] : &p->eb[x - p->na];
+static int streamed(const pool *p, int x) {
+    const expert_source *s = x < p->na ? p->sa : p->sb;
+    return s && s->read;
+}
+
+/* a hash of some floats (never 0), to find the candidates for exactly equal experts */
+static uint64_t floats_hash(uint64_t hsh, const float *x, size_t k) {
+    const unsigned char *p = (const unsigned char *)x;
+    size_t bytes = k * sizeof(float), q = 0;
+    uint64_t w;
+    for (; q + 8 <= bytes; q += 8) {
+        memcpy(&w, p + q, 8);
+        hsh = (hsh ^ w) * 1099511628211ULL;
+    }
+    for (; q < bytes; q++) hsh = (hsh ^ p[q]) * 1099511628211ULL;
+    return hsh;
+}
+
+static uint64_t part_hash(const moe_expert *e, const moe_config *c, int part) {
+    size_t hd = (size_t)c->h * c->d, h = (size_t)c->h, d = (size_t)c->d;
+    uint64_t hsh = 1469598103934665603ULL;
+    if (part == 0) hsh = floats_hash(floats_hash(hsh, e->fc1_w, hd), e->fc1_b, h);
+    if (part == 1) hsh = floats_hash(floats_hash(hsh, e->fc2_w, hd), e->fc2_b, d);
+    if (part == 2 && e->fc3_w) hsh = floats_hash(floats_hash(hsh, e->fc3_w, hd), e->fc3_b, h);
+    return hsh ? hsh : 1;
+}
+
+/* Expert x with at least the parts named (EXPERT_W1 ...), read into the pool's
+ * buffer when streamed (garbage after a failed read: p->failed is set and the
+ * caller's result is thrown away); the d side reads only the parts a term needs. */
+static const moe_expert *pool_get(pool *p, int x, unsigned parts) {
+    if (!streamed(p, x)) return x < p->na ? &p->ea[x] : &p->eb[x - p->na];
+    if (p->cur_x == x && (p->cur_parts & parts) == parts) return &p->cur;
+    if (!p->buf) {
+        p->buf = ms_malloc(moe_expert_size(p->c) * sizeof(float));
+        moe_expert_carve(&p->cur, p->c, p->buf);
+    }
+    const expert_source *s = x < p->na ? p->sa : p->sb;
+    p->cur_x = -1;
+    if (!p->failed && s->read(s->ctx, x < p->na ? x : x - p->na, parts, &p->cur, p->err)) p->failed = 1;
+    if (p->failed) return &p->cur;
+    p->cur_x = x, p->cur_parts = parts;
+    for (int q = 0; q < 3; q++)
+        if ((parts >> q & 1) && !p->hash[3 * x + q]) p->hash[3 * x + q] = part_hash(&p->cur, p->c, q);
+    return &p->cur;
+}
+
+static const moe_expert *pool_at(pool *p, int x) { return pool_get(p, x, EXPERT_ALL); }
+
+/* Are experts a_i and b_j bit for bit equal (a streamed pair: their parts'
+ * hashes, then their floats)? */
+static int pool_equal(pool *p, int i, int j) {
+    size_t per = moe_expert_size(p->c);
+    int x = p->na + j;
+    if (!streamed(p, i) && !streamed(p, x)) return !memcmp(p->ea[i].fc1_w, p->eb[j].fc1_w, per * sizeof(float));
+    for (int q = 0; q < 3; q++) {
+        uint64_t ha = streamed(p, i) ? p->hash[3 * i + q] : 0, hb = streamed(p, x) ? p->hash[3 * x + q] : 0;
+        if (ha && hb && ha != hb) return 0;
+    }
+    float *keep = ms_malloc(per * sizeof(float));
+    memcpy(keep, pool_at(p, i)->fc1_w, per * sizeof(float));
+    int eq = !memcmp(keep, pool_at(p, x)->fc1_w, per * sizeof(float));
+    free(keep);
+    return eq && !p->failed;
 }
 
 /* d-side terms: 0 W1^T W1, 1 W2 W2^T + b2 b2^T, 2 W3^T W3, 3 W1^T W3 (glu only). */
@@ -205,7 +277,7 @@ static int block_rows(const moe_config *c, int nx) {
 }
 
 /* d side: dist2 (na, nb) += the distances of every term. */
-static void dside_dist2(const pool *P, const moe_config *c, double *dist2) {
+static void dside_dist2(pool *P, const moe_config *c, double *dist2) {
     int d = c->d, nx = P->na + P->nb, rb = block_rows(c, nx);
     double *V = ms_malloc((size_t)nx * rb * d * sizeof(double)); // (nx, rb*d) one block of terms
     float *F = ms_malloc((size_t)rb * d * sizeof(float));         // (rb, d) one expert's block
@@ -214,8 +286,9 @@ static void dside_dist2(const pool *P, const moe_config *c, double *dist2) {
         for (int r0 = 0; r0 < d; r0 += rb) {
             int m = d - r0 < rb ? d - r0 : rb, c0 = term_sym(t) ? r0 : 0, w = d - c0;
             size_t L = (size_t)m * w;
+            static const unsigned need[4] = {EXPERT_W1, EXPERT_W2, EXPERT_W3, EXPERT_W1 | EXPERT_W3};
             for (int x = 0; x < nx; x++) {
-                term_block(pool_at(P, x), c, t, r0, m, c0, F);
+                term_block(pool_get(P, x, need[t]), c, t, r0, m, c0, F);
                 double *v = V + (size_t)x * L;
                 for (int i = 0; i < m; i++)
                     for (int j = 0; j < w; j++) {
@@ -281,7 +354,7 @@ static double hside_cross(const dexpert *x, const dexpert *y, const moe_config *
 }
 
 /* h side: dist2 (na, nb) = every distance. */
-static void hside_dist2(const pool *P, const moe_config *c, double *dist2) {
+static void hside_dist2(pool *P, const moe_config *c, double *dist2) {
     size_t per = 3 * (size_t)c->h * c->d + 2 * (size_t)c->h + (size_t)c->d;
     double *ma = ms_malloc(per * sizeof(double)), *mb = ms_malloc(per * sizeof(double));
     double *S = ms_malloc((size_t)(c->h + 1) * (c->h + 1) * sizeof(double));
@@ -294,9 +367,9 @@ static void hside_dist2(const pool *P, const moe_config *c, double *dist2) {
         progress_add(unit);
     }
     for (int i = 0; i < P->na; i++) {
-        dexpert_fill(&xa, &P->ea[i], c, ma);
+        dexpert_fill(&xa, pool_at(P, i), c, ma);
         for (int j = 0; j < P->nb; j++) {
-            dexpert_fill(&xb, &P->eb[j], c, mb);
+            dexpert_fill(&xb, pool_at(P, P->na + j), c, mb);
             double t = hside_cross(&xa, &xb, c, S);
             dist2[(size_t)i * P->nb + j] = self[i] + self[P->na + j] - 2.0 * t;
             progress_add(unit);
@@ -330,10 +403,16 @@ double cost_expert_bytes(const moe_config *c, int na, int nb) {
     return 8.0 * nx * rb * d + 4.0 * rb * d + 8.0 * (nx * small_len(c) + nx);
 }
 
-/* C (na, nb) expert cost between the experts ea[0..na) and eb[0..nb). */
-static void expert_cost(const moe_expert *ea, int na, const moe_expert *eb, int nb,
-                        const moe_config *c, double *C) {
-    pool P = {ea, eb, na, nb};
+/* C (na, nb) expert cost between the experts ea[0..na) and eb[0..nb), or those
+ * of the sources sa / sb where they read (streamed: the same numbers, bit for
+ * bit, with one expert in memory at a time; the d side reads each expert once
+ * per block of Gram rows and term). */
+static int expert_cost(const moe_expert *ea, int na, const moe_expert *eb, int nb,
+                       const expert_source *sa, const expert_source *sb, const moe_config *c,
+                       double *C, ms_err *err) {
+    pool P = {.ea = ea, .eb = eb, .na = na, .nb = nb, .sa = sa, .sb = sb, .c = c, .cur_x = -1,
+              .err = err};
+    P.hash = ms_calloc((size_t)(na + nb) * 3, sizeof(uint64_t));
     int hside = pick_hside(c, na, nb);
     double gemm = (na + nb) * (is_glu(c) ? 5.0 : 2.0) * c->h * (double)c->d * c->d; // sgemm flops
     progress_begin("expert cost", (hside ? hside_flops(c, na, nb) / 2 : gemm) / 1e9, "GFlop");
@@ -348,7 +427,8 @@ static void expert_cost(const moe_expert *ea, int na, const moe_expert *eb, int 
         float *tmp = ms_malloc((size_t)c->d * sizeof(float));
         int nt = openblas_get_num_threads(); // matrix-vector products: memory-bound, one thread
         openblas_set_num_threads(1);
-        for (int x = 0; x < na + nb; x++) small_terms(pool_at(&P, x), c, v + (size_t)x * S, tmp);
+        for (int x = 0; x < na + nb; x++)
+            small_terms(pool_get(&P, x, EXPERT_W1 | EXPERT_W3), c, v + (size_t)x * S, tmp);
         openblas_set_num_threads(nt);
         for (int i = 0; i < na; i++)
             for (int j = 0; j < nb; j++) {
@@ -361,31 +441,39 @@ static void expert_cost(const moe_expert *ea, int na, const moe_expert *eb, int 
         free(tmp);
     }
     progress_end();
-    size_t per = moe_expert_size(c);
     for (int i = 0; i < na; i++)
         for (int j = 0; j < nb; j++) {
             double *x = &C[(size_t)i * nb + j];
             // equal experts (an expert compared with itself) cost exactly 0
-            if (!memcmp(ea[i].fc1_w, eb[j].fc1_w, per * sizeof(float))) *x = 0.0;
+            if (!P.failed && pool_equal(&P, i, j)) *x = 0.0;
             *x = *x > 0 ? sqrt(*x) : 0.0;
         }
+    free(P.buf);
+    free(P.hash);
+    return P.failed ? -1 : 0;
 }
 
 int cost_matrix(const moe_model *A, const moe_model *B, cost_method method, int center,
                 double *C, ms_err *err) {
+    return cost_matrix_src(A, NULL, B, NULL, method, center, C, err);
+}
+
+int cost_matrix_src(const moe_model *A, const expert_source *sa, const moe_model *B,
+                    const expert_source *sb, cost_method method, int center, double *C,
+                    ms_err *err) {
     if (check_shapes(A, B, err)) return -1;
-    if (method == COST_GATE)
+    if (method == COST_GATE) {
         // centring removes a common translation: meaningful only where it is a
         // symmetry (softmax scores); a sigmoid router's gate rows are compared as they are
         gate_cost(A, B, center && moe_gate_centring_valid(&A->cfg), C);
-    else
-        expert_cost(A->experts, A->cfg.n, B->experts, B->cfg.n, &A->cfg, C);
-    return 0;
+        return 0;
+    }
+    return expert_cost(A->experts, A->cfg.n, B->experts, B->cfg.n, sa, sb, &A->cfg, C, err);
 }
 
 int cost_matrix_shared(const moe_model *A, const moe_model *B, double *C, ms_err *err) {
     if (check_shapes(A, B, err)) return -1;
     moe_config sc = moe_shared_config(&A->cfg); // shared experts have their own width
-    if (A->cfg.s > 0) expert_cost(A->shared, A->cfg.s, B->shared, B->cfg.s, &sc, C);
+    if (A->cfg.s > 0) return expert_cost(A->shared, A->cfg.s, B->shared, B->cfg.s, NULL, NULL, &sc, C, err);
     return 0;
 }

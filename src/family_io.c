@@ -490,7 +490,16 @@ static int load_binding(ckpt *c, const binding *b, moe_model *m, ms_err *err) {
     return rc;
 }
 
-int family_load(moe_model *m, ckpt *c, const family_layer *L, ms_err *err) {
+/* Is b one of the routed experts' tensors (per expert or stacked)? */
+static int routed(const binding *b) {
+    return b->kind == K_EXP || b->kind == K_STACK || b->kind == K_STACK_T || b->kind == K_HALVES ||
+           b->kind == K_IL_T || b->kind == K_IL_ROWS || b->kind == K_IL_BIAS;
+}
+
+/* family_load, or with shell the layer without its routed experts (moe_alloc_shell)
+ * and the bindings kept in *keep (NULL: freed) for reading them later. */
+static int load_layer(moe_model *m, ckpt *c, const family_layer *L, int shell, blist *keep,
+                      dims *zout, ms_err *err) {
     memset(m, 0, sizeof *m);
     dims z;
     int mx;
@@ -514,12 +523,18 @@ int family_load(moe_model *m, ckpt *c, const family_layer *L, ms_err *err) {
             return -1;
         }
         if (b->kind == K_GATE_B) cfg.has_gate_bias = 1;
+        if (shell && b->mx) { // MXFP4 experts are decoded whole: the caller loads the layer
+            free(l.b);
+            return 1;
+        }
     }
-    moe_alloc(m, &cfg);
+    if (shell) moe_alloc_shell(m, &cfg);
+    else moe_alloc(m, &cfg);
     m->path = ms_strdup(c->arg);
     m->layer = ms_strdup(L->prefix);
     double total = 0;
-    for (int i = 0; i < l.n; i++) total += 4.0 * (double)l.b[i].numel / 1048576.0;
+    for (int i = 0; i < l.n; i++)
+        if (!shell || !routed(&l.b[i])) total += 4.0 * (double)l.b[i].numel / 1048576.0;
     char phase[96];
     snprintf(phase, sizeof phase, "load %.80s", base_name(c->arg));
     progress_begin(phase, total, "MiB");
@@ -527,11 +542,100 @@ int family_load(moe_model *m, ckpt *c, const family_layer *L, ms_err *err) {
     for (int i = 0; i < l.n && !rc; i++) {
         const binding *b = &l.b[i];
         if (b->optional && ckpt_find(c, b->name) < 0) continue;
+        if (shell && routed(b)) continue;
         rc = load_binding(c, b, m, err);
     }
     progress_end();
-    free(l.b);
+    if (keep && !rc) *keep = l;
+    else free(l.b);
+    if (zout) *zout = z;
     if (rc) moe_free(m);
+    return rc;
+}
+
+int family_load(moe_model *m, ckpt *c, const family_layer *L, ms_err *err) {
+    return load_layer(m, c, L, 0, NULL, NULL, err);
+}
+
+/* ---- a layer read expert by expert ---- */
+
+struct family_stream {
+    ckpt c;            /* owned */
+    blist l;           /* the layer's bindings */
+    moe_model view;    /* cfg, and experts[e] pointing at the caller's dst while reading */
+    float *tmp;        /* one expert's slice of a stacked tensor */
+    size_t tmp_len;
+};
+
+int family_load_stream(moe_model *m, ckpt *c, const family_layer *L, family_stream **out,
+                       ms_err *err) {
+    blist l = {NULL, 0, 0};
+    dims z;
+    int rc = load_layer(m, c, L, 1, &l, &z, err);
+    if (rc) return rc;
+    family_stream *s = ms_calloc(1, sizeof *s);
+    s->c = *c;
+    s->l = l;
+    s->view.cfg = m->cfg;
+    s->view.experts = ms_calloc((size_t)m->cfg.n, sizeof(moe_expert));
+    *out = s;
+    return 0;
+}
+
+void family_stream_close(family_stream *s) {
+    if (!s) return;
+    ckpt_close(&s->c);
+    free(s->l.b);
+    free(s->view.experts);
+    free(s->tmp);
+    free(s);
+}
+
+/* Routed expert e's floats into dst (carved by the caller): each of its tensors
+ * (or its slice of a stacked one) decoded as family_load decodes it, so the
+ * values are the same bit for bit; the file's pages are released after. */
+/* the parts (EXPERT_W1 ...) a binding's values go to */
+static unsigned binding_parts(const binding *b) {
+    if (b->kind == K_STACK_T) return EXPERT_W2;
+    if (b->kind != K_EXP && b->kind != K_STACK) return EXPERT_W1 | EXPERT_W3; // packed gate/up
+    return b->part == P_FC1W || b->part == P_FC1B   ? EXPERT_W1
+           : b->part == P_FC2W || b->part == P_FC2B ? EXPERT_W2
+                                                    : EXPERT_W3;
+}
+
+int family_stream_read(family_stream *s, int e, unsigned parts, moe_expert *dst, ms_err *err) {
+    int rc = 0;
+    double t0 = timing_now();
+    const moe_config *c = &s->view.cfg;
+    // biases a family does not store are zero, as in a model from moe_alloc
+    if (parts & EXPERT_W1) memset(dst->fc1_b, 0, (size_t)c->h * sizeof(float));
+    if (parts & EXPERT_W2) memset(dst->fc2_b, 0, (size_t)c->d * sizeof(float));
+    if ((parts & EXPERT_W3) && dst->fc3_b) memset(dst->fc3_b, 0, (size_t)c->h * sizeof(float));
+    s->view.experts[e] = *dst;
+    for (int i = 0; i < s->l.n && !rc; i++) {
+        const binding *b = &s->l.b[i];
+        if (!routed(b) || (b->kind == K_EXP && b->e != e) || !(binding_parts(b) & parts)) continue;
+        const st_file *f;
+        const st_tensor *t;
+        if ((rc = ckpt_tensor(&s->c, b->name, &f, &t, err))) break;
+        int64_t per = b->kind == K_EXP ? b->numel : b->numel / b->shape[0];
+        int64_t first = b->kind == K_EXP ? 0 : (int64_t)e * per;
+        size_t es = (size_t)(t->end - t->begin) / (size_t)(t->numel ? t->numel : 1);
+        float *buf = b->kind == K_EXP || b->kind == K_STACK ? elem(b, &s->view, first) : NULL;
+        if (!buf) {
+            if (s->tmp_len < (size_t)per) {
+                free(s->tmp);
+                s->tmp = ms_malloc((size_t)per * sizeof(float));
+                s->tmp_len = (size_t)per;
+            }
+            buf = s->tmp;
+        }
+        rc = st_read_f32_range(f, t, first, per, buf, err);
+        for (int64_t j = 0; buf == s->tmp && j < per && !rc; j++) *elem(b, &s->view, first + j) = buf[j];
+        st_release(f, t->begin + (size_t)first * es, t->begin + (size_t)(first + per) * es);
+    }
+    memset(&s->view.experts[e], 0, sizeof(moe_expert));
+    timing_add("expert reads", timing_now() - t0); // MOESCOPE_TIMING: what streaming cost
     return rc;
 }
 
@@ -541,6 +645,7 @@ int family_load(moe_model *m, ckpt *c, const family_layer *L, ms_err *err) {
  * gathered from the model and converted to the source's dtype one tensor at a time. */
 typedef struct {
     const moe_model *m;
+    const family_experts *ex; /* the routed experts one slot at a time, or NULL: m's */
     binding b;
     st_dtype dtype;
 } lazy_enc;
@@ -581,20 +686,47 @@ static void enc_free(enc_set *s) {
 
 /* st_gen_fn: the binding's model values in the source's dtype (BF16/F16 rounded
  * to nearest even). */
-static int gen_encoded(void *ctx, void *buf, ms_err *err) {
-    const lazy_enc *z = ctx;
-    const binding *b = &z->b;
-    const float *run = contiguous(b) ? elem(b, z->m, 0) : NULL;
-    for (int64_t i = 0; i < b->numel; i++) {
-        float v = run ? run[i] : *elem(b, z->m, i);
-        switch (z->dtype) {
+static void encode_run(const binding *b, const moe_model *m, st_dtype dtype, int64_t i0, int64_t i1,
+                       void *buf) {
+    const float *run = contiguous(b) ? elem(b, m, 0) : NULL;
+    for (int64_t i = i0; i < i1; i++) {
+        float v = run ? run[i] : *elem(b, m, i);
+        switch (dtype) {
         case ST_BF16: ((uint16_t *)buf)[i] = codec_f32_to_bf16(v); break;
         case ST_F16: ((uint16_t *)buf)[i] = codec_f32_to_f16(v); break;
         case ST_F64: ((double *)buf)[i] = v; break;
         default: ((float *)buf)[i] = v; break;
         }
     }
-    return 0;
+}
+
+/* st_gen_fn: the binding's model values in the source's dtype (BF16/F16 rounded
+ * to nearest even); a routed expert's tensor from the experts given one slot at
+ * a time (z->ex): each slot's slice through a view whose experts[e] is that slot. */
+static int gen_encoded(void *ctx, void *buf, ms_err *err) {
+    const lazy_enc *z = ctx;
+    const binding *b = &z->b;
+    if (!z->ex || !routed(b)) {
+        encode_run(b, z->m, z->dtype, 0, b->numel, buf);
+        return 0;
+    }
+    moe_model view = *z->m;
+    view.experts = ms_calloc((size_t)z->m->cfg.n, sizeof(moe_expert));
+    int e0 = b->kind == K_EXP ? b->e : 0, e1 = b->kind == K_EXP ? b->e + 1 : (int)b->shape[0], rc = 0;
+    int64_t per = b->kind == K_EXP ? b->numel : b->numel / b->shape[0];
+    for (int e = e0; e < e1 && !rc; e++) {
+        const moe_expert *x = z->ex->slot(z->ex->ctx, e, err);
+        if (!x) {
+            rc = -1;
+            break;
+        }
+        view.experts[e] = *x;
+        int64_t first = b->kind == K_EXP ? 0 : (int64_t)e * per;
+        encode_run(b, &view, z->dtype, first, first + per, buf);
+        memset(&view.experts[e], 0, sizeof(moe_expert));
+    }
+    free(view.experts);
+    return rc;
 }
 
 static int encode_mx(ckpt *c, const binding *b, const float *vals, enc_set *s, ms_err *err) {
@@ -625,7 +757,8 @@ static int encode_mx(ckpt *c, const binding *b, const float *vals, enc_set *s, m
 
 /* Every binding of m's layer, to be gathered from m and encoded like the source
  * as its shard is written (MXFP4 now: its blocks reuse the source's). */
-static int encode_layer(const moe_model *m, ckpt *c, enc_set *s, ms_err *err) {
+static int encode_layer(const moe_model *m, const family_experts *ex, ckpt *c, enc_set *s,
+                        ms_err *err) {
     int fam = family_from_name(moe_family(&m->cfg));
     dims z = {m->cfg.n, m->cfg.d, m->cfg.h, m->cfg.s ? m->cfg.hs : 0, 0};
     char name[700];
@@ -662,6 +795,7 @@ static int encode_layer(const moe_model *m, ckpt *c, enc_set *s, ms_err *err) {
         enc_tensor *e = enc_add(s, ckpt_find(c, b->name), t->dtype_name, NULL, (size_t)b->numel * es);
         e->lazy = ms_malloc(sizeof *e->lazy);
         e->lazy->m = m;
+        e->lazy->ex = ex;
         e->lazy->b = *b;
         e->lazy->dtype = t->dtype;
     }
@@ -811,12 +945,17 @@ static char *requant_note(const enc_set *s) {
 }
 
 int family_save(const moe_model *m, const char *src, const char *out, char **note, ms_err *err) {
+    return family_save_with(m, NULL, src, out, note, err);
+}
+
+int family_save_with(const moe_model *m, const family_experts *ex, const char *src, const char *out,
+                     char **note, ms_err *err) {
     if (note) *note = NULL;
     ckpt c;
     if (ckpt_open(&c, src, err)) return -1;
     enc_set s;
     memset(&s, 0, sizeof s);
-    int rc = encode_layer(m, &c, &s, err);
+    int rc = encode_layer(m, ex, &c, &s, err);
     int *enc_of = ms_malloc((size_t)(c.ntensors ? c.ntensors : 1) * sizeof(int));
     for (int i = 0; i < c.ntensors; i++) enc_of[i] = -1;
     for (int i = 0; i < s.n; i++) enc_of[s.t[i].tensor] = i;

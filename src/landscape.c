@@ -33,6 +33,7 @@
  * forward pass of a model: check, named alignments, orders, pairs, end points,
  * named curves, plan, then per chunk of points {precompute, sweep}, ranks,
  * fill, sort. The state, and what the other two files hold: landscape_int.h. */
+#include <cblas.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -449,6 +450,14 @@ static void compute_ranks(lsx *x) {
     L->ranks_ready = 1;
 }
 
+const char *ls_step_name(int step, int key) {
+    static const char *const names[LS_STEPS][2] = {
+        {"cost matrices", "cost_matrices"}, {"weight matching", "weight_matching"},
+        {"end points", "end_points"},       {"precompute", "precompute"},
+        {"orders", "orders"}};
+    return step >= 0 && step < LS_STEPS ? names[step][key ? 1 : 0] : "?";
+}
+
 /* MOESCOPE_LS_DEBUG=1: phase times on stderr (for the benchmarks) */
 static void ls_debug(const lsx *x, const char *what, long count) {
     static int on = -1;
@@ -624,54 +633,46 @@ static void ls_problem_init(lsx *x, const moe_model *A, const moe_model *B, cons
     L->best = L->worst = -1;
 }
 
-/* The four named alignments through align_models (the code path of `align`
- * and `curve`): their orders into the named curves, the cost matrices, and
- * the aligned shared experts of the three variants (the aligned copies of B,
- * four times B's size, are freed at once). */
+/* The four named alignments, as `align` and `curve` choose them: the two cost
+ * matrices once, the methods' orders from them (align_order, as align_models
+ * does), naive and skip-order the identity, and the shared experts of the three
+ * variants aligned alone (align_shared). Their hidden permutations are the
+ * pairs' (ls_match_pairs), so no aligned copy of B is made and no slot is
+ * weight-matched twice: at Mixtral size four copies of B were 22 GB and the 24
+ * extra matchings 120 TFLOP. */
 static int ls_named_alignments(lsx *x, ls_named *nm, ms_err *err) {
     const moe_model *A = x->pb.A, *B = x->pb.B;
     const moe_config *c = x->pb.cfg;
     const ls_opts *o = x->pb.o;
     landscape *L = x->rs.L;
-    moe_model Bal[NM_COUNT];
-    align_result Ral[NM_COUNT];
-    memset(Bal, 0, sizeof Bal);
-    memset(Ral, 0, sizeof Ral);
-    int nal = 0, rc = 0;
-    for (; nal < NM_COUNT && !rc; nal++) {
-        align_opts ao;
-        align_opts_default(&ao);
-        ao.center = o->center;
-        if (nal == NM_NAIVE) ao.order_stage = 0, ao.wm_stage = 0;
-        if (nal == NM_SKIP) ao.order_stage = 0, ao.wm_stage = 1;
-        if (nal == NM_GATE) ao.method = COST_GATE, ao.wm_stage = o->wm;
-        if (nal == NM_EXPERT) ao.method = COST_EXPERT, ao.wm_stage = o->wm;
-        rc = align_models(A, B, &ao, &Bal[nal], &Ral[nal], err);
-        if (!rc) memcpy(nm->curve[nal]->order, Ral[nal].order, (size_t)c->n * sizeof(int));
-    }
+    int rc = 0;
     for (int m = 0; m < 2 && !rc; m++) {
         L->cost[m] = ms_malloc((size_t)c->n * c->n * sizeof(double));
         rc = cost_matrix(A, B, m == 0 ? COST_GATE : COST_EXPERT, o->center, L->cost[m], err);
-        L->cost_total[m] = Ral[NM_GATE + m].cost_total;
+        if (!rc)
+            rc = align_order(c, L->cost[m], nm->curve[NM_GATE + m]->order, &L->cost_total[m], err);
     }
+    for (int a = NM_NAIVE; a <= NM_SKIP; a++)
+        for (int i = 0; i < c->n; i++) nm->curve[a]->order[i] = i;
     if (!rc && c->s > 0) {
-        const moe_model *shsrc[SH_COUNT] = {&Bal[NM_EXPERT], &Bal[NM_NAIVE], &Bal[NM_SKIP]};
+        // shared variants: [SH_MAIN] as the methods align them, then naive's, skip-order's
+        static const int stage[SH_COUNT][2] = {{1, -1}, {0, 0}, {0, 1}}; // order, wm (-1: o->wm)
         ls_problem *pb = &x->pb;
         moe_config sc = moe_shared_config(c); // width hs
         pb->shmem = ms_malloc((size_t)SH_COUNT * c->s * pb->esize * sizeof(float));
         pb->shx = ms_malloc((size_t)SH_COUNT * c->s * sizeof(moe_expert));
-        for (int v = 0; v < SH_COUNT; v++) {
+        for (int v = 0; v < SH_COUNT && !rc; v++) {
+            align_opts ao;
+            align_opts_default(&ao);
+            ao.order_stage = stage[v][0];
+            ao.wm_stage = stage[v][1] < 0 ? o->wm : stage[v][1];
             for (int j = 0; j < c->s; j++) {
                 int q = v * c->s + j;
                 moe_expert_carve(&pb->shx[q], &sc, pb->shmem + (size_t)q * pb->esize);
-                moe_expert_copy(&pb->shx[q], &shsrc[v]->shared[j], &sc);
             }
             pb->shB[v] = pb->shx + (size_t)v * c->s;
+            rc = align_shared(A, B, &ao, pb->shx + (size_t)v * c->s, err);
         }
-    }
-    for (int a = 0; a < nal; a++) {
-        moe_free(&Bal[a]);
-        align_result_free(&Ral[a]);
     }
     return rc;
 }
@@ -729,6 +730,7 @@ static int ls_match_pairs(lsx *x, ms_err *err) {
     const ls_partition *part = pb->o->part;
     long lo = 0, hi = pb->npairs; // split over processes: this one's pairs
     if (part) ls_share(pb->npairs, part->rank, part->size, &lo, &hi);
+    ls_phase(x, "weight-matching pairs", 0, pb->npairs);
     for (int p = 0; p < pb->npairs; p++) {
         int i = p < pb->nn ? p / n : p - pb->nn, j = p < pb->nn ? p % n : i;
         int wm = p < pb->nn ? wm_main : !wm_main;
@@ -741,6 +743,7 @@ static int ls_match_pairs(lsx *x, ms_err *err) {
             return ms_prefix(err, "weight matching slot %d with B's expert %d", i, j);
         }
         ls_phase(x, "weight-matching pairs", p + 1, pb->npairs);
+        if (wm) ls_debug(x, "pair weight-matched", p);
         if (ls_cancelled(x)) return ms_fail(err, "cancelled");
     }
     if (part) return part->allgather(part, pb->perm, pb->npairs, (size_t)h * sizeof(int), err);
@@ -998,21 +1001,35 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
     memset(&x, 0, sizeof x);
     ls_named nm = {.curve = {&L->naive, &L->skip_order, &L->methods[0], &L->methods[1]}};
     ls_problem_init(&x, A, B, E, o, L);
+    // real-sized experts (one pair's weight-matching GEMMs >= 6 GFLOP): the cost
+    // matrices' and the pairs' big GEMMs on BLAS's threads (one at a time, so no
+    // worker competes for the cores), the rest single-threaded as above
+    int big = (double)x.pb.h * x.pb.h * x.pb.d >= 1e9;
+    if (big) openblas_set_num_threads(x.pool.nthreads);
+    double *st = L->secs_step, t0 = ls_now();
     int rc = ls_named_alignments(&x, &nm, err);
+    st[LS_STEP_COSTS] = ls_now() - t0;
     if (!rc) {
         ls_debug(&x, "named alignments", NM_COUNT);
         ls_orders_init(&x);
+        t0 = ls_now();
         rc = ls_match_pairs(&x, err);
+        st[LS_STEP_WM] = ls_now() - t0;
     }
+    if (big) openblas_set_num_threads(1);
     if (!rc) {
         ls_debug(&x, "pairs weight-matched", x.pb.npairs);
+        t0 = ls_now();
         rc = ls_end_points(&x, err);
+        st[LS_STEP_ENDS] = ls_now() - t0;
     }
     if (!rc) {
         ls_named_init(&x, &nm);
         ls_plan_fill(&x);
         ls_alloc(&x, &nm);
-        rc = ls_points(&x, &nm, err);
+        t0 = ls_now();
+        rc = ls_points(&x, &nm, err); // the precompute's share is added up in ls_load_samples
+        st[LS_STEP_ORDERS] = ls_now() - t0 - st[LS_STEP_PRE];
     }
     if (!rc) {
         ls_debug(&x, "all orders", x.rs.norders);

@@ -507,7 +507,10 @@ int ls_load_samples(lsx *x, int sc) {
                   .what = "precomputing pairs", .unit = 1, .ptotal = hi - lo + rest,
                   .pre_first = lo, .pre_count = hi - lo};
     x->ck.cur_sc = -1;
-    if (ls_run_job(x, &job)) return -1;
+    double t0 = ls_now();
+    int rc = ls_run_job(x, &job);
+    x->rs.L->secs_step[LS_STEP_PRE] += ls_now() - t0;
+    if (rc) return -1;
     // Y is (ntc, npairs, lane_d): pair item q is the q-th run of lane_d floats
     if (part && part->allgather(part, x->ck.Y, npi, x->pl.lane_d * sizeof(float), &x->rs.perr)) {
         x->rs.failed = 1;

@@ -111,7 +111,13 @@ void moe_expert_copy(moe_expert *dst, const moe_expert *src, const moe_config *c
     }
 }
 
-void moe_alloc(moe_model *m, const moe_config *cfg) {
+static void alloc_layer(moe_model *m, const moe_config *cfg, int routed);
+
+void moe_alloc(moe_model *m, const moe_config *cfg) { alloc_layer(m, cfg, 1); }
+void moe_alloc_shell(moe_model *m, const moe_config *cfg) { alloc_layer(m, cfg, 0); }
+
+/* routed 0: no floats for the n routed experts (experts[e] all NULL) */
+static void alloc_layer(moe_model *m, const moe_config *cfg, int routed) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     moe_config *c = &m->cfg;
@@ -123,7 +129,7 @@ void moe_alloc(moe_model *m, const moe_config *cfg) {
     size_t es = moe_expert_size(c), ss = moe_expert_size(&sc);
     // layout: gate (n,d)+(n) | [corr (n)] | n experts | s shared | [shared gate (d)]
     //         | [out bias (d)] | norm (d)+(d) | head (C,d)+(C)
-    size_t total = n * d + n + n * es + (size_t)c->s * ss;
+    size_t total = n * d + n + (routed ? n * es : 0) + (size_t)c->s * ss;
     if (c->has_corr_bias) total += n;
     if (c->shared_gated) total += d;
     if (c->has_out_bias) total += d;
@@ -138,7 +144,7 @@ void moe_alloc(moe_model *m, const moe_config *cfg) {
         m->corr_b = p; p += n;
     }
     m->experts = ms_calloc(n ? n : 1, sizeof(moe_expert));
-    for (size_t i = 0; i < n; i++) p = moe_expert_carve(&m->experts[i], c, p);
+    for (size_t i = 0; i < n && routed; i++) p = moe_expert_carve(&m->experts[i], c, p);
     m->shared = ms_calloc(c->s ? (size_t)c->s : 1, sizeof(moe_expert));
     for (int j = 0; j < c->s; j++) p = moe_expert_carve(&m->shared[j], &sc, p);
     if (c->shared_gated) {
@@ -709,7 +715,32 @@ static int looks_native(const ckpt *c) {
     return !experts;
 }
 
+static int load_layer_of(moe_model *m, const char *path, const char *layer, expert_source *src,
+                         ms_err *err);
+
 int moe_load(moe_model *m, const char *path, const char *layer, ms_err *err) {
+    return load_layer_of(m, path, layer, NULL, err);
+}
+
+static int stream_read(void *ctx, int e, unsigned parts, moe_expert *dst, ms_err *err) {
+    return family_stream_read(ctx, e, parts, dst, err);
+}
+
+int moe_load_stream(moe_model *m, const char *path, const char *layer, expert_source *src,
+                    ms_err *err) {
+    memset(src, 0, sizeof *src);
+    return load_layer_of(m, path, layer, src, err);
+}
+
+void moe_source_close(expert_source *src) {
+    if (src && src->ctx) family_stream_close(src->ctx);
+    if (src) memset(src, 0, sizeof *src);
+}
+
+/* moe_load; with src, a family layer (not MXFP4) is opened expert by expert:
+ * src->read set, the checkpoint kept open by the stream */
+static int load_layer_of(moe_model *m, const char *path, const char *layer, expert_source *src,
+                         ms_err *err) {
     memset(m, 0, sizeof *m);
     ckpt c;
     if (ckpt_open(&c, path, err)) return -1;
@@ -740,7 +771,18 @@ int moe_load(moe_model *m, const char *path, const char *layer, ms_err *err) {
         ms_fail(err, "%s: moescope's own layer names are read from single files", path);
         goto done;
     }
-    rc = family_load(m, &c, &ls[which], err);
+    if (src) {
+        family_stream *fs = NULL;
+        rc = family_load_stream(m, &c, &ls[which], &fs, err);
+        if (!rc) {
+            src->read = stream_read;
+            src->ctx = fs;
+            family_layers_free(ls, nl);
+            return 0; // the stream owns c now
+        }
+        if (rc < 0) goto done;
+    }
+    rc = family_load(m, &c, &ls[which], err); // MXFP4 experts are read whole
 done:
     family_layers_free(ls, nl);
     ckpt_close(&c);

@@ -124,7 +124,13 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
         cJSON_AddItemToArray(orders, o);
     }
     cJSON_AddItemToObject(root, "orders", orders);
-    cJSON_AddItemToObject(root, "provenance", prov_json());
+    // where the wall time went: loading (when the caller measured it), each step, in all
+    cJSON *prov = prov_json(), *secs = cJSON_CreateObject();
+    if (L->secs_load > 0) cJSON_AddNumberToObject(secs, "load", L->secs_load);
+    for (int s = 0; s < LS_STEPS; s++) cJSON_AddNumberToObject(secs, ls_step_name(s, 1), L->secs_step[s]);
+    cJSON_AddNumberToObject(secs, "total", L->secs_total);
+    cJSON_AddItemToObject(prov, "seconds", secs);
+    cJSON_AddItemToObject(root, "provenance", prov);
     char *text = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     if (!text) return ms_fail(err, "%s: could not format the JSON report", path);

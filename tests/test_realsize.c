@@ -9,6 +9,8 @@
  *   one, and equal experts cost exactly 0;
  * - align in place equals an out-of-place gather of B by the returned order
  *   and hidden permutations, and align_models, bit for bit;
+ * - streamed experts (read one at a time, only the parts asked for) give the
+ *   same expert costs and alignments as held ones, bit for bit;
  * - the memory budget counts the inputs themselves. */
 #include <math.h>
 #include <stdlib.h>
@@ -185,6 +187,88 @@ static void test_align_inplace(void) {
     }
 }
 
+/* An expert_source over a held model that copies only the parts asked for and
+ * scribbles over the rest, so a reader that used a part it did not ask for is
+ * caught; reads counts the calls. */
+typedef struct {
+    const moe_model *m;
+    int reads;
+} held_source;
+
+static int held_read(void *ctx, int e, unsigned parts, moe_expert *dst, ms_err *err) {
+    (void)err;
+    held_source *s = ctx;
+    const moe_config *c = &s->m->cfg;
+    const moe_expert *x = &s->m->experts[e];
+    size_t hd = (size_t)c->h * c->d;
+    float *arr[3][2] = {{dst->fc1_w, dst->fc1_b}, {dst->fc2_w, dst->fc2_b}, {dst->fc3_w, dst->fc3_b}};
+    const float *src[3][2] = {{x->fc1_w, x->fc1_b}, {x->fc2_w, x->fc2_b}, {x->fc3_w, x->fc3_b}};
+    size_t len[3][2] = {{hd, (size_t)c->h}, {hd, (size_t)c->d}, {hd, (size_t)c->h}};
+    for (int q = 0; q < 3; q++)
+        for (int k = 0; k < 2 && arr[q][k]; k++)
+            for (size_t i = 0; i < len[q][k]; i++) arr[q][k][i] = parts >> q & 1 ? src[q][k][i] : NAN;
+    s->reads++;
+    return 0;
+}
+
+/* Streamed costs and alignments equal the held ones bit for bit: both sides of
+ * the expert cost (with blocks of one row and the default), equal experts' exact
+ * zeros, and align_models_stream + align_stream_slot against align_models_inplace. */
+static void test_streamed_equal(void) {
+    const struct {
+        int n, d, h;
+        moe_act act;
+    } S[] = {{3, 7, 5, ACT_SILU_GLU}, {4, 6, 9, ACT_RELU}, {5, 6, 7, ACT_SILU_GLU}};
+    for (size_t k = 0; k < sizeof S / sizeof S[0]; k++) {
+        moe_model A, B;
+        int n = S[k].n;
+        random_model(&A, n, S[k].d, S[k].h, S[k].act, 30 + k);
+        random_model(&B, n, S[k].d, S[k].h, S[k].act, 40 + k);
+        held_source ha = {&A, 0}, hb = {&B, 0}, hself = {&A, 0};
+        expert_source sa = {held_read, &ha}, sb = {held_read, &hb}, sself = {held_read, &hself};
+        double *C0 = malloc(sizeof(double) * n * n), *C1 = malloc(sizeof(double) * n * n);
+        ms_err err;
+        const double blocks[3][2] = {{1, 0}, {1, 1.0}, {2, 0}}; // side, block bytes
+        for (int v = 0; v < 3; v++) {
+            cost_expert_tuning((int)blocks[v][0], blocks[v][1]);
+            CHECK(cost_matrix(&A, &B, COST_EXPERT, 1, C0, &err) == 0, "held cost: %s", err.msg);
+            CHECK(cost_matrix_src(&A, &sa, &B, &sb, COST_EXPERT, 1, C1, &err) == 0, "streamed: %s", err.msg);
+            CHECK(!memcmp(C0, C1, sizeof(double) * n * n), "spec %zu variant %d: streamed cost == held", k, v);
+            // A against itself, A held and streamed: the diagonal's exact zeros found
+            CHECK(cost_matrix_src(&A, NULL, &A, &sself, COST_EXPERT, 1, C1, &err) == 0, "self: %s", err.msg);
+            for (int i = 0; i < n; i++) CHECK(C1[i * n + i] == 0.0, "spec %zu: streamed C[%d][%d] = %g", k, i, i, C1[i * n + i]);
+        }
+        cost_expert_tuning(0, 0);
+        CHECK(ha.reads > 0 && hb.reads > 0, "spec %zu: the sources were read", k);
+        // align: B's experts held (in place) vs streamed from a copy of B
+        moe_model Bin, Bsh;
+        moe_clone(&Bin, &B);
+        moe_clone(&Bsh, &B);
+        align_opts o;
+        align_opts_default(&o);
+        align_result r0, r1;
+        CHECK(align_models_inplace(&A, &Bin, &o, &r0, &err) == 0, "in place: %s", err.msg);
+        CHECK(align_models_stream(&A, &sa, &Bsh, &sb, &o, &r1, &err) == 0, "stream: %s", err.msg);
+        CHECK(!memcmp(r0.order, r1.order, sizeof(int) * n) &&
+                  !memcmp(r0.hidden_perm, r1.hidden_perm, sizeof(int) * n * S[k].h),
+              "spec %zu: same order and hidden permutations", k);
+        CHECK(!memcmp(Bin.gate_w, Bsh.gate_w, sizeof(float) * n * S[k].d), "spec %zu: gate rows", k);
+        float *mem = malloc(sizeof(float) * moe_expert_size(&B.cfg));
+        moe_expert slot;
+        moe_expert_carve(&slot, &B.cfg, mem);
+        for (int e = 0; e < n; e++) {
+            CHECK(align_stream_slot(&B.cfg, &sb, &r1, e, &slot, &err) == 0, "slot: %s", err.msg);
+            CHECK(!memcmp(mem, Bin.experts[e].fc1_w, sizeof(float) * moe_expert_size(&B.cfg)),
+                  "spec %zu: slot %d streamed == in place", k, e);
+        }
+        free(mem);
+        align_result_free(&r0);
+        align_result_free(&r1);
+        free(C0), free(C1);
+        moe_free(&A), moe_free(&B), moe_free(&Bin), moe_free(&Bsh);
+    }
+}
+
 static void test_budget_counts_inputs(void) {
     moe_model A, B;
     random_model(&A, 4, 16, 16, ACT_SILU_GLU, 1);
@@ -210,6 +294,7 @@ static void test_budget_counts_inputs(void) {
 int main(void) {
     test_cost_sides();
     test_align_inplace();
+    test_streamed_equal();
     test_budget_counts_inputs();
     return test_summary("test_realsize");
 }

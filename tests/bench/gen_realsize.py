@@ -2,13 +2,16 @@
 """gen_realsize.py - a pair of real-sized synthetic MoE checkpoints in a family's
 Hugging Face layout, BF16, written tensor by tensor (memory: a few tensors).
 
-  gen_realsize.py OUT --family mixtral|olmoe --n 8 --d 4096 --h 14336 [--shards 2]
+  gen_realsize.py OUT --family mixtral|olmoe --n 8 --d 4096 --h 14336 [--shards 2] [--eval N]
 
 writes OUT/A and OUT/B, each a directory with the shards
 (model-0000i-of-0000k.safetensors and model.safetensors.index.json when
 --shards > 1, else model.safetensors) and config.json. B is A with its experts
 reordered, every expert's hidden units permuted and noise added (a stand-in for
 a second fine-tune): the assignments then have a real answer to find.
+--eval N also writes OUT/eval.safetensors, a layer-only evaluation set: inputs
+[N, d] float32, standard normal rows (the scale of hidden states after the
+block's RMS norm), standing in for captured tokens (capture_inputs.py).
 """
 import argparse
 import json
@@ -84,11 +87,11 @@ def tensors(src, which):
     return out
 
 
-def write_file(path, items):
+def write_file(path, items, dtype="BF16"):
     header, off = {"__metadata__": {"format": "pt"}}, 0
     for name, shape, _ in items:
-        nb = 2 * int(np.prod(shape))
-        header[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [off, off + nb]}
+        nb = (2 if dtype == "BF16" else 4) * int(np.prod(shape))
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + nb]}
         off += nb
     h = json.dumps(header).encode()
     h += b" " * ((8 - len(h) % 8) % 8)
@@ -122,6 +125,12 @@ def write_checkpoint(src, which, out):
         json.dump({"metadata": {"total_size": total}, "weight_map": wm}, f, indent=1)
 
 
+def write_eval(path, a):
+    rng = np.random.default_rng([a.seed, 555])
+    x = rng.standard_normal((a.eval, a.d), dtype=np.float32)
+    write_file(path, [("inputs", x.shape, lambda: x.tobytes())], dtype="F32")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("out")
@@ -132,10 +141,13 @@ def main():
     p.add_argument("--shards", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--noise", type=float, default=0.3)
+    p.add_argument("--eval", type=int, default=0, help="also write OUT/eval.safetensors with N inputs")
     a = p.parse_args()
     src = Source(a)
     for which in ("A", "B"):
         write_checkpoint(src, which, os.path.join(a.out, which))
+    if a.eval > 0:
+        write_eval(os.path.join(a.out, "eval.safetensors"), a)
     print(" ".join(str(int(x)) for x in np.argsort(src.pi)))  # the order align should find
 
 

@@ -1,0 +1,143 @@
+"""tests/test_stream.py - layers read expert by expert (what `cost` and `align` do
+when two layers in float32 would not fit comfortably: MOESCOPE_STREAM=1 forces it
+here, =0 forbids it) give the same results bit for bit as layers held whole:
+
+  - every family's layout (tests/family_fixtures.py, not moescope's writer), F32
+    and BF16, one file and sharded, transformers >= 5 packed experts, GPT-OSS
+    (its MXFP4 experts are read whole, so the same path either way);
+  - B a pure scramble of A (equal experts: the expert cost's exact zeros, which a
+    streamed pair finds by hashes then floats) and B unrelated to A;
+  - `cost --json` identical (provenance aside), `align`'s output identical byte for
+    byte in every file, and the streamed run did read experts one at a time
+    (MOESCOPE_TIMING's "expert reads") while the whole one did not;
+  - Ctrl-C while a streamed align writes its second shard: exit 130, no output
+    directory, no temporaries left."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import family_fixtures as ff  # noqa: E402
+import testutil  # noqa: E402
+from testutil import check, run  # noqa: E402
+
+TMP = tempfile.mkdtemp(prefix="moescope_stream_")
+
+
+def p(*names):
+    return os.path.join(TMP, *names)
+
+
+def files_of(path):
+    """relative name -> bytes of a file or every file of a directory."""
+    if os.path.isdir(path):
+        return {f: open(os.path.join(path, f), "rb").read() for f in sorted(os.listdir(path))}
+    return {"": open(path, "rb").read()}
+
+
+def without_provenance(path):
+    d = json.load(open(path))
+    d.pop("provenance", None)
+    return d
+
+
+def pair(fam, dtype, shards, seed, related, packed=False):
+    rng = np.random.default_rng(seed)
+    W, cfg = ff.random_layer(fam, rng, dtype)
+    n, h = W["gate"].shape[0], W["w1"].shape[1]
+    hs = W["s1"].shape[0] if "s1" in W else 0
+    tag = "%s_%s_%d_%s%s" % (fam, dtype, shards, "scr" if related else "unrel", "_packed" if packed else "")
+    ext = "" if shards > 1 else ".safetensors"
+    a, b = p(tag + "_a" + ext), p(tag + "_b" + ext)
+    ff.write_checkpoint(a, fam, W, cfg, dtype, shards, rng=np.random.default_rng(7), packed=packed)
+    if related:
+        groups = cfg.get("n_group", 1) if fam.startswith("deepseek") else 1
+        pi = ff.group_perm(rng, n, groups)
+        perms = [rng.permutation(h) for _ in range(n)] + ([rng.permutation(hs)] if hs else [])
+        WB = ff.scramble(W, pi, perms)
+    else:
+        WB, _ = ff.random_layer(fam, np.random.default_rng(seed + 100), dtype)
+    ff.write_checkpoint(b, fam, WB, cfg, dtype, shards, rng=np.random.default_rng(7), packed=packed)
+    return tag, a, b, ext
+
+
+def both_ways(tag, a, b, ext, streams=True):
+    outs, costs, errs = {}, {}, {}
+    for mode in ("0", "1"):
+        env = {"MOESCOPE_STREAM": mode, "MOESCOPE_TIMING": "1"}
+        cj = p("%s_cost%s.json" % (tag, mode))
+        r = run("cost", a, b, "--json", cj, env=env)
+        check(r.returncode == 0, "%s: cost (stream %s) failed: %s" % (tag, mode, r.stderr[-300:]))
+        costs[mode] = without_provenance(cj) if r.returncode == 0 else None
+        out = p("%s_al%s%s" % (tag, mode, ext))
+        r = run("align", a, b, "-o", out, env=env)
+        check(r.returncode == 0, "%s: align (stream %s) failed: %s" % (tag, mode, r.stderr[-300:]))
+        outs[mode] = files_of(out) if r.returncode == 0 else None
+        errs[mode] = r.stderr
+    check(costs["0"] is not None and costs["0"] == costs["1"], "%s: cost JSON differs when streamed" % tag)
+    o0, o1 = outs["0"], outs["1"]
+    check(o0 is not None and o1 is not None and sorted(o0) == sorted(o1), "%s: output files differ" % tag)
+    if o0 and o1:
+        bad = [f for f in o0 if o0[f] != o1.get(f)]
+        check(not bad, "%s: align output differs when streamed: %s" % (tag, bad))
+    read1, read0 = "timing: expert reads" in errs["1"], "timing: expert reads" in errs["0"]
+    check(read1 == streams and not read0,
+          "%s: experts read one at a time: streamed %s (expected %s), whole %s" % (tag, read1, streams, read0))
+
+
+def cancel_streamed():
+    """SIGINT while a streamed align writes the second shard: nothing left behind."""
+    tag, a, b, _ = pair("mixtral", "BF16", 2, 91, True)
+    d = p("cancel")
+    os.makedirs(d)
+    env = dict(os.environ, MOESCOPE_STREAM="1", MOESCOPE_TEST_STALL="write model-00002")
+    proc = subprocess.Popen([testutil.MOESCOPE, "align", a, b, "-o", os.path.join(d, "out")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    deadline = time.time() + 120  # generous: the temporary exists once writing began
+    while time.time() < deadline and proc.poll() is None and not os.listdir(d):
+        time.sleep(0.05)
+    # the stall holds the second shard: wait until its phase began (a temporary file in it)
+    while time.time() < deadline and proc.poll() is None and \
+            not any("model-00002" in f for _, _, fs in os.walk(d) for f in fs):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    check(proc.returncode == 130, "cancel: streamed align exit %s (expected 130): %s" % (proc.returncode, err[-200:]))
+    check(os.listdir(d) == [], "cancel: left behind %s" % os.listdir(d))
+
+
+def main():
+    seed = 1
+    for fam in ff.FAMILIES:
+        for dtype, shards in (("F32", 2), ("BF16", 1)):
+            for related in (True, False):
+                tag, a, b, ext = pair(fam, dtype, shards, seed, related)
+                both_ways(tag, a, b, ext, streams=True)
+                seed += 1
+    for fam in ("mixtral", "olmoe"):
+        tag, a, b, ext = pair(fam, "BF16", 2, seed, False, packed=True)
+        both_ways(tag, a, b, ext)
+        seed += 1
+    # GPT-OSS MXFP4: read whole either way (its blocks are decoded whole)
+    rng = np.random.default_rng(seed)
+    W, cfg = ff.random_layer("gpt_oss", rng, "BF16", mx=True)
+    WB, _ = ff.random_layer("gpt_oss", np.random.default_rng(seed + 1), "BF16", mx=True)
+    ff.write_checkpoint(p("mx_a"), "gpt_oss", W, cfg, "BF16", 2)
+    ff.write_checkpoint(p("mx_b"), "gpt_oss", WB, cfg, "BF16", 2)
+    both_ways("mxfp4", p("mx_a"), p("mx_b"), "", streams=False)
+    cancel_streamed()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+    sys.exit(testutil.summary("test_stream"))
