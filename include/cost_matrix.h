@@ -3,6 +3,8 @@
 #ifndef MS_COST_MATRIX_H
 #define MS_COST_MATRIX_H
 
+#include <stddef.h>
+
 #include "model.h"
 
 typedef enum { COST_GATE = 0, COST_EXPERT = 1 } cost_method;
@@ -29,6 +31,19 @@ double cost_of_order(const double *C, const int *order, int n);
  * (formed in row blocks of at most block_bytes, 0 for the default 256 MiB), 2
  * forces h x h products per pair. Not thread-safe to change while costs run. */
 void cost_expert_tuning(int side, double block_bytes);
+/* The exact expert cost is offered when it would take at most this long: its flops
+ * at 100 GFLOP/s plus, for layers read expert by expert, the decoding of what it
+ * reads at 2 GB/s. Mixtral-sized (streamed): ~5 min; OLMoE-sized: ~20 min;
+ * DeepSeek-V3-sized (n = 256, d = 7168, h = 2048), which cannot be held: its d side
+ * is 3.0e14 flops but 256 MiB of Gram blocks hold 9 of its rows, so the 512
+ * experts would be decoded ~3200 times over (~17 hours), and its h side is 2.4e16
+ * flops (~66 hours). No randomised estimate is offered instead. */
+#define COST_EXPERT_MAX_SECONDS (3.0 * 3600.0)
+/* Flops of the expert cost of na x nb experts of c, on the side it picks. */
+double cost_expert_flops(const moe_config *c, int na, int nb);
+/* 1 if within COST_EXPERT_MAX_SECONDS (streamed: the experts are read from files);
+ * else 0 and why (a sentence) in why. cost_matrix refuses the expert method with it. */
+int cost_expert_offered(const moe_config *c, int na, int nb, int streamed, char *why, size_t cap);
 /* Bytes the expert cost of na x nb experts of c allocates (on the side it picks). */
 double cost_expert_bytes(const moe_config *c, int na, int nb);
 /* Same for the shared experts (s,s), expert method. */

@@ -163,6 +163,8 @@ typedef struct landscape {
     double secs_ranks, secs_total; /* wall time to the ranks and to the end */
     double secs_step[LS_STEPS];    /* wall time per step (LS_STEP_*); the rest of
                                       secs_total is planning, sorting and ranks */
+    double cpu_step[LS_STEPS];     /* the process's CPU time per step (all threads):
+                                      on a shared machine, what each step costs */
     double secs_load;              /* set by the caller: loading the inputs (0: not
                                       measured), reported beside the steps */
 } landscape;

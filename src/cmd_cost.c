@@ -87,6 +87,7 @@ static cJSON *order_json(const int *o, int n) {
 }
 
 static cJSON *method_json(const method_result *r, int n) {
+    if (!r->order) return cJSON_CreateNull(); // not offered at this size
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "order", order_json(r->order, n));
     cJSON_AddNumberToObject(o, "total", r->total);
@@ -132,7 +133,8 @@ static int write_json(const char *path, const moe_model *A, const moe_model *B,
     cJSON_AddItemToObject(methods, "gate", method_json(&res[COST_GATE], n));
     cJSON_AddItemToObject(methods, "expert", method_json(&res[COST_EXPERT], n));
     cJSON_AddItemToObject(root, "methods", methods);
-    cJSON_AddBoolToObject(root, "agree", agree);
+    if (agree < 0) cJSON_AddNullToObject(root, "agree");
+    else cJSON_AddBoolToObject(root, "agree", agree);
     cJSON_AddItemToObject(root, "provenance", prov_json());
     return json_file_write(root, path, err);
 }
@@ -176,14 +178,22 @@ int cmd_cost(int argc, char **argv) {
     int rc = 0;
     method_result res[2];
     memset(res, 0, sizeof res);
+    // the exact expert cost is not offered past COST_EXPERT_MAX_FLOPS (DeepSeek-V3 sizes):
+    // the gate cost alone, and why
+    char why[600];
+    int expert_ok = cost_expert_offered(&A.cfg, A.cfg.n, B.cfg.n, sa.read || sb.read, why, sizeof why);
+    if (!expert_ok && method == COST_EXPERT) {
+        fprintf(stderr, "moescope: note: %s; showing the gate cost\n", why);
+        method = COST_GATE;
+    }
     if (moe_check_compatible(&A, &B, &err) ||
         solve_method(&A, &sa, &B, &sb, COST_GATE, center, &res[COST_GATE], &err) ||
-        solve_method(&A, &sa, &B, &sb, COST_EXPERT, center, &res[COST_EXPERT], &err)) {
+        (expert_ok && solve_method(&A, &sa, &B, &sb, COST_EXPERT, center, &res[COST_EXPERT], &err))) {
         rc = cli_error("%s", err.msg);
         goto done;
     }
     int n = A.cfg.n;
-    int agree = !memcmp(res[0].order, res[1].order, (size_t)n * sizeof(int));
+    int agree = expert_ok ? !memcmp(res[0].order, res[1].order, (size_t)n * sizeof(int)) : -1;
     const method_result *r = &res[method];
     // centring is a no-op where there is no translation symmetry (sigmoid scores)
     if (!moe_gate_centring_valid(&A.cfg)) center = 0;
@@ -212,8 +222,12 @@ int cmd_cost(int argc, char **argv) {
                                                        : "gate (sigmoid)",
                      &res[COST_GATE], n,
                      method == COST_GATE);
-    print_order_line("expert", &res[COST_EXPERT], n, method == COST_EXPERT);
-    printf("methods agree:   %s\n", agree ? "yes" : "no");
+    if (expert_ok) {
+        print_order_line("expert", &res[COST_EXPERT], n, method == COST_EXPERT);
+        printf("methods agree:   %s\n", agree ? "yes" : "no");
+    } else {
+        printf("expert           not offered: %s\n", why);
+    }
     if (A.cfg.s > 0) printf("(%d shared experts are ordered separately by align)\n", A.cfg.s);
 
     if (json && write_json(json, &A, &B, method, center, res, agree, &err))

@@ -78,18 +78,22 @@ static void on_progress(void *ctx, long done, long total) {
 
 /* the steps before the rows (weight matching, precompute, the middle point) */
 static void on_phase(void *ctx, const char *what, long done, long total) {
-    if (*(int *)ctx) cli_progress(what, done, total);
+    if (*(int *)ctx && !cli_partition) cli_progress(what, done, total); // MPI: rows only
 }
 
-/* where the time went: loading, then the landscape's steps */
+/* where the time went (on stderr, beside the progress: stdout is the report):
+ * loading, then the landscape's steps in wall and CPU time */
 static void print_split(const landscape *L) {
     double rest = L->secs_total;
-    printf("time: load %.3g s", L->secs_load);
+    fprintf(stderr, "landscape time: load %.3g s", L->secs_load);
     for (int s = 0; s < LS_STEPS; s++) {
-        printf(", %s %.3g s", ls_step_name(s, 0), L->secs_step[s]);
+        fprintf(stderr, ", %s %.3g s", ls_step_name(s, 0), L->secs_step[s]);
         rest -= L->secs_step[s];
     }
-    printf(", rest %.3g s\n", rest > 0 ? rest : 0.0);
+    fprintf(stderr, ", rest %.3g s\nlandscape CPU time (all threads):", rest > 0 ? rest : 0.0);
+    for (int s = 0; s < LS_STEPS; s++)
+        fprintf(stderr, "%s %s %.3g s", s ? "," : "", ls_step_name(s, 0), L->cpu_step[s]);
+    fprintf(stderr, "\n");
 }
 
 static void print_order(const int *p, int n) {

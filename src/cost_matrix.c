@@ -12,6 +12,7 @@
  * How the distances are computed without holding 2n Gram matrices: below. */
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -395,6 +396,46 @@ static int pick_hside(const moe_config *c, int na, int nb) {
     return cost_side == 2 || (cost_side == 0 && hside_flops(c, na, nb) < dside_flops(c, na, nb));
 }
 
+double cost_expert_flops(const moe_config *c, int na, int nb) {
+    return pick_hside(c, na, nb) ? hside_flops(c, na, nb) : dside_flops(c, na, nb);
+}
+
+/* Seconds the expert cost would take: its flops at 100 GFLOP/s and, for streamed
+ * experts, the floats decoded at 2 GB/s (the d side reads the parts a term needs,
+ * 5/12 of an expert on average, once per block of Gram rows; the h side reads B's
+ * expert once per pair). */
+static double expert_seconds(const moe_config *c, int na, int nb, int streamed, double *passes) {
+    double es = 4.0 * (double)moe_expert_size(c), reads = 0;
+    *passes = 0;
+    if (streamed && pick_hside(c, na, nb)) {
+        reads = ((double)na * nb + na + nb) * es;
+    } else if (streamed) {
+        int rb = block_rows(c, na + nb);
+        *passes = term_count(c) * (double)((c->d + rb - 1) / rb);
+        reads = *passes * (na + nb) * es * 5.0 / 12.0;
+    }
+    return cost_expert_flops(c, na, nb) / 1e11 + reads / 2e9;
+}
+
+int cost_expert_offered(const moe_config *c, int na, int nb, int streamed, char *why, size_t cap) {
+    double passes, secs = expert_seconds(c, na, nb, streamed, &passes);
+    if (secs <= COST_EXPERT_MAX_SECONDS) return 1;
+    int len = snprintf(why, cap, "the exact expert cost of %d x %d experts (d = %d, h = %d) needs "
+                       "%.2g flops on the d side of the Gram products, %.2g on the h side",
+                       na, nb, c->d, c->h, dside_flops(c, na, nb), hside_flops(c, na, nb));
+    if (passes > 0 && len > 0 && (size_t)len < cap)
+        len += snprintf(why + len, cap - (size_t)len,
+                        ", and the d side's Gram blocks (at most %.0f MiB) hold %d rows, so the "
+                        "experts read from the files would be decoded %.0f times over",
+                        cost_block_bytes / 1048576.0, block_rows(c, na + nb), passes);
+    if (len > 0 && (size_t)len < cap)
+        snprintf(why + len, cap - (size_t)len,
+                 ": about %.0f hours at 100 GFLOP/s, so it is not offered at this size; the gate "
+                 "cost (--method gate) orders the experts by their gate rows",
+                 secs / 3600.0);
+    return 0;
+}
+
 double cost_expert_bytes(const moe_config *c, int na, int nb) {
     double nx = na + nb, d = c->d, h = c->h;
     if (pick_hside(c, na, nb))
@@ -468,6 +509,10 @@ int cost_matrix_src(const moe_model *A, const expert_source *sa, const moe_model
         gate_cost(A, B, center && moe_gate_centring_valid(&A->cfg), C);
         return 0;
     }
+    char why[600];
+    if (!cost_expert_offered(&A->cfg, A->cfg.n, B->cfg.n, (sa && sa->read) || (sb && sb->read), why,
+                             sizeof why))
+        return ms_fail(err, "%s and %s: %s", path_or(A, "A"), path_or(B, "B"), why);
     return expert_cost(A->experts, A->cfg.n, B->experts, B->cfg.n, sa, sb, &A->cfg, C, err);
 }
 

@@ -1006,30 +1006,31 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
     // worker competes for the cores), the rest single-threaded as above
     int big = (double)x.pb.h * x.pb.h * x.pb.d >= 1e9;
     if (big) openblas_set_num_threads(x.pool.nthreads);
-    double *st = L->secs_step, t0 = ls_now();
+    double *st = L->secs_step, *ct = L->cpu_step, t0 = ls_now(), c0 = ls_cpu_now();
     int rc = ls_named_alignments(&x, &nm, err);
-    st[LS_STEP_COSTS] = ls_now() - t0;
+    st[LS_STEP_COSTS] = ls_now() - t0, ct[LS_STEP_COSTS] = ls_cpu_now() - c0;
     if (!rc) {
         ls_debug(&x, "named alignments", NM_COUNT);
         ls_orders_init(&x);
-        t0 = ls_now();
+        t0 = ls_now(), c0 = ls_cpu_now();
         rc = ls_match_pairs(&x, err);
-        st[LS_STEP_WM] = ls_now() - t0;
+        st[LS_STEP_WM] = ls_now() - t0, ct[LS_STEP_WM] = ls_cpu_now() - c0;
     }
     if (big) openblas_set_num_threads(1);
     if (!rc) {
         ls_debug(&x, "pairs weight-matched", x.pb.npairs);
-        t0 = ls_now();
+        t0 = ls_now(), c0 = ls_cpu_now();
         rc = ls_end_points(&x, err);
-        st[LS_STEP_ENDS] = ls_now() - t0;
+        st[LS_STEP_ENDS] = ls_now() - t0, ct[LS_STEP_ENDS] = ls_cpu_now() - c0;
     }
     if (!rc) {
         ls_named_init(&x, &nm);
         ls_plan_fill(&x);
         ls_alloc(&x, &nm);
-        t0 = ls_now();
+        t0 = ls_now(), c0 = ls_cpu_now();
         rc = ls_points(&x, &nm, err); // the precompute's share is added up in ls_load_samples
         st[LS_STEP_ORDERS] = ls_now() - t0 - st[LS_STEP_PRE];
+        ct[LS_STEP_ORDERS] = ls_cpu_now() - c0 - ct[LS_STEP_PRE];
     }
     if (!rc) {
         ls_debug(&x, "all orders", x.rs.norders);

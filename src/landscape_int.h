@@ -219,6 +219,7 @@ void ls_eval_order_t(const lsx *x, ls_ws *w, const int *pair, const int *col, in
 
 /* landscape_sweep.c */
 double ls_now(void);
+double ls_cpu_now(void); /* the process's CPU seconds, every thread */
 int ls_cancelled(lsx *x);
 void ls_phase(lsx *x, const char *what, long done, long total);
 void ls_to_lanes(float *dst, const float *src, int N, int width, int nb);

@@ -36,6 +36,12 @@ double ls_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double ls_cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* o->phase, at most every 20 ms */
 void ls_phase(lsx *x, const char *what, long done, long total) {
     if (!x->pb.o->phase) return;
@@ -507,9 +513,10 @@ int ls_load_samples(lsx *x, int sc) {
                   .what = "precomputing pairs", .unit = 1, .ptotal = hi - lo + rest,
                   .pre_first = lo, .pre_count = hi - lo};
     x->ck.cur_sc = -1;
-    double t0 = ls_now();
+    double t0 = ls_now(), c0 = ls_cpu_now();
     int rc = ls_run_job(x, &job);
     x->rs.L->secs_step[LS_STEP_PRE] += ls_now() - t0;
+    x->rs.L->cpu_step[LS_STEP_PRE] += ls_cpu_now() - c0;
     if (rc) return -1;
     // Y is (ntc, npairs, lane_d): pair item q is the q-th run of lane_d floats
     if (part && part->allgather(part, x->ck.Y, npi, x->pl.lane_d * sizeof(float), &x->rs.perr)) {

@@ -55,6 +55,13 @@ static void consider(need *w, double bytes, const char *why) {
 
 static double model_bytes(const moe_model *m) { return m ? 4.0 * (double)m->nparams : 0; }
 
+/* A layer read expert by expert (moe_alloc_shell: its routed experts not held):
+ * their float32 bytes, which are inputs too though never all in memory. */
+static double streamed_bytes(const moe_model *m) {
+    if (!m || m->cfg.n <= 0 || !m->experts || m->experts[0].fc1_w) return 0;
+    return 4.0 * (double)m->cfg.n * (double)moe_expert_size(&m->cfg);
+}
+
 static void model_needs(need *w, const moe_model *m, unsigned uses) {
     const moe_config *c = &m->cfg;
     const char *p = m->path ? m->path : "(model)", *L = m->layer ? m->layer : "moe";
@@ -191,7 +198,7 @@ int ms_limits_check(const moe_model *A, const moe_model *B, const evalset *E, un
     double input = model_bytes(A) + model_bytes(B);
     if (E) input += 4.0 * (double)E->N * (E->d + (E->targets ? E->C : 1));
     double machine = ms_mem_machine();
-    double budget = MS_MEM_RATIO * input;
+    double budget = MS_MEM_RATIO * (input + streamed_bytes(A) + streamed_bytes(B));
     if (budget < MS_MEM_FLOOR) budget = MS_MEM_FLOOR;
     if (budget > machine) budget = machine;
     char nb[32], bb[32], ib[32], fb[32], mb[32];

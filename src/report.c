@@ -130,6 +130,9 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
     for (int s = 0; s < LS_STEPS; s++) cJSON_AddNumberToObject(secs, ls_step_name(s, 1), L->secs_step[s]);
     cJSON_AddNumberToObject(secs, "total", L->secs_total);
     cJSON_AddItemToObject(prov, "seconds", secs);
+    cJSON *cpu = cJSON_CreateObject(); // CPU seconds, every thread: the cost on a shared machine
+    for (int s = 0; s < LS_STEPS; s++) cJSON_AddNumberToObject(cpu, ls_step_name(s, 1), L->cpu_step[s]);
+    cJSON_AddItemToObject(prov, "cpu_seconds", cpu);
     cJSON_AddItemToObject(root, "provenance", prov);
     char *text = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);

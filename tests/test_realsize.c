@@ -291,10 +291,29 @@ static void test_budget_counts_inputs(void) {
     moe_free(&B);
 }
 
+/* The exact expert cost is offered at Mixtral and OLMoE sizes, not at DeepSeek-V3's
+ * (2.4e16 flops), and cost_matrix then refuses with the reason instead of running for days. */
+static void test_expert_cost_offered(void) {
+    moe_config c = {0};
+    c.act = ACT_SILU_GLU;
+    char why[600] = "";
+    const int sizes[3][4] = {{8, 4096, 14336, 1}, {64, 2048, 1024, 0}, {256, 7168, 2048, 1}}; // + streamed
+    for (int k = 0; k < 3; k++) {
+        c.n = sizes[k][0], c.d = sizes[k][1], c.h = sizes[k][2];
+        int ok = cost_expert_offered(&c, c.n, c.n, sizes[k][3], why, sizeof why);
+        CHECK(ok == (k < 2), "size %d: offered %d (%.3g flops)", k, ok, cost_expert_flops(&c, c.n, c.n));
+    }
+    CHECK(strstr(why, "not offered") && strstr(why, "--method gate") && strstr(why, "2.4e+16"),
+          "the reason: %s", why);
+    double f = cost_expert_flops(&c, c.n, c.n); // the d side's
+    CHECK(f > 2e14 && f < 4e14, "DeepSeek-V3-sized expert cost %.3g flops on the d side", f);
+}
+
 int main(void) {
     test_cost_sides();
     test_align_inplace();
     test_streamed_equal();
+    test_expert_cost_offered();
     test_budget_counts_inputs();
     return test_summary("test_realsize");
 }

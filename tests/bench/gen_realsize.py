@@ -2,7 +2,7 @@
 """gen_realsize.py - a pair of real-sized synthetic MoE checkpoints in a family's
 Hugging Face layout, BF16, written tensor by tensor (memory: a few tensors).
 
-  gen_realsize.py OUT --family mixtral|olmoe --n 8 --d 4096 --h 14336 [--shards 2] [--eval N]
+  gen_realsize.py OUT --family mixtral|olmoe|deepseek_v3 --n 8 --d 4096 --h 14336 [--shards 2] [--eval N]
 
 writes OUT/A and OUT/B, each a directory with the shards
 (model-0000i-of-0000k.safetensors and model.safetensors.index.json when
@@ -26,6 +26,12 @@ LAYOUT = {
                 {"model_type": "mixtral", "num_experts_per_tok": 2}),
     "olmoe": ("model.layers.0.mlp", ("gate_proj", "up_proj", "down_proj"),
               {"model_type": "olmoe", "num_experts_per_tok": 8, "norm_topk_prob": False}),
+    # DeepSeek-V3: sigmoid scores, a selection-only correction bias (F32), 8 groups of
+    # which 4 are kept, one shared expert of the routed experts' width
+    "deepseek_v3": ("model.layers.0.mlp", ("gate_proj", "up_proj", "down_proj"),
+                    {"model_type": "deepseek_v3", "num_experts_per_tok": 8, "n_group": 8,
+                     "topk_group": 4, "norm_topk_prob": True, "routed_scaling_factor": 2.5,
+                     "scoring_func": "sigmoid", "topk_method": "noaux_tc", "n_shared_experts": 1}),
 }
 
 
@@ -44,6 +50,10 @@ class Source:
         self.a = a
         rng = np.random.default_rng([a.seed, 999])
         self.pi = rng.permutation(a.n)                       # B's slot i holds A's expert pi[i]
+        g = LAYOUT[a.family][2].get("n_group", 1)
+        if g > 1:  # group-limited routing: a permutation that keeps the groups whole
+            m, rho = a.n // g, rng.permutation(g)
+            self.pi = np.concatenate([rho[b] * m + rng.permutation(m) for b in range(g)])
         self.hidden = [rng.permutation(a.h) for _ in range(a.n)]
 
     def expert(self, e):
@@ -59,9 +69,59 @@ class Source:
         return rng.standard_normal((self.a.n, self.a.d), dtype=np.float32)
 
 
-def tensors(src, which):
-    """(name, shape, producer) in file order; producer() -> bytes."""
+def fast_bf16(rng, shape):
+    """Random BF16 bits at memory speed (the DeepSeek-sized layers are 11e9 values):
+    random sign and 7-bit mantissa, magnitude in [2^-8, 2^-6), about 1/sqrt(d)."""
+    r = rng.integers(0, 1 << 16, size=shape, dtype=np.uint16)
+    return (r & np.uint16(0x807F)) | ((np.uint16(119) + ((r >> np.uint16(7)) & np.uint16(1))) << np.uint16(7))
+
+
+def fast_tensors(src, which):
+    """DeepSeek-sized layers, generated as BF16 bits directly: B's slot i is A's expert
+    pi[i] with its hidden units permuted and the 3 low mantissa bits of every value
+    redrawn (a relative change below 2^-4): the stand-in for a second fine-tune."""
     a = src.a
+    pre, (gn, un, dn), _ = LAYOUT[a.family]
+
+    def expert(e, k):
+        rng = np.random.default_rng([a.seed, e, k])
+        return fast_bf16(rng, (a.d, a.h) if k == 2 else (a.h, a.d))
+
+    def gate():
+        g = src.gate()
+        return bf16(g if which == "A" else g[src.pi] + np.float32(a.noise) * g.std() *
+                    np.random.default_rng([a.seed, 8]).standard_normal(g.shape, dtype=np.float32))
+
+    def corr():
+        c = np.random.default_rng([a.seed, 9]).standard_normal(a.n).astype(np.float32) * np.float32(0.01)
+        return (c if which == "A" else c[src.pi]).tobytes()
+
+    out = [(pre + ".gate.weight", (a.n, a.d), gate),
+           (pre + ".gate.e_score_correction_bias", (a.n,), corr, "F32")]
+    for i in range(a.n):
+        def part(k, i=i):
+            t = expert(i if which == "A" else src.pi[i], k)
+            if which == "B":
+                P = src.hidden[i]
+                t = t[:, P] if k == 2 else t[P]
+                low = np.random.default_rng([a.seed, 10 + i, k]).integers(0, 8, size=t.shape, dtype=np.uint16)
+                t = (t & np.uint16(0xFFF8)) | low
+            return np.ascontiguousarray(t).tobytes()
+        for k, nm in enumerate((gn, un, dn)):
+            shape = (a.d, a.h) if k == 2 else (a.h, a.d)
+            out.append(("%s.experts.%d.%s.weight" % (pre, i, nm), shape, lambda k=k, part=part: part(k)))
+    for k, nm in enumerate((gn, un, dn)):  # the shared expert: the same in A and B
+        shape = (a.d, a.h) if k == 2 else (a.h, a.d)
+        out.append(("%s.shared_experts.%s.weight" % (pre, nm), shape,
+                    lambda k=k: expert(10 ** 6, k).tobytes()))
+    return out
+
+
+def tensors(src, which):
+    """(name, shape, producer[, dtype]) in file order; producer() -> bytes."""
+    a = src.a
+    if a.family == "deepseek_v3":
+        return fast_tensors(src, which)
     pre, (gn, un, dn), _ = LAYOUT[a.family]
     noise = np.random.default_rng([a.seed, 7])
 
@@ -89,17 +149,18 @@ def tensors(src, which):
 
 def write_file(path, items, dtype="BF16"):
     header, off = {"__metadata__": {"format": "pt"}}, 0
-    for name, shape, _ in items:
-        nb = (2 if dtype == "BF16" else 4) * int(np.prod(shape))
-        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + nb]}
+    for it in items:
+        name, shape, dt = it[0], it[1], it[3] if len(it) > 3 else dtype
+        nb = (2 if dt == "BF16" else 4) * int(np.prod(shape))
+        header[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + nb]}
         off += nb
     h = json.dumps(header).encode()
     h += b" " * ((8 - len(h) % 8) % 8)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(h)))
         f.write(h)
-        for _, _, make in items:
-            f.write(make())
+        for it in items:
+            f.write(it[2]())
     return off
 
 
@@ -109,6 +170,8 @@ def write_checkpoint(src, which, out):
     items = tensors(src, which)
     cfg = dict(LAYOUT[a.family][2], hidden_size=a.d, intermediate_size=a.h,
                num_local_experts=a.n, num_experts=a.n, num_hidden_layers=1)
+    if a.family == "deepseek_v3":
+        cfg.update(n_routed_experts=a.n, moe_intermediate_size=a.h, first_k_dense_replace=0)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=1)
     if a.shards == 1:
