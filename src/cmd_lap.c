@@ -7,12 +7,13 @@
  * and `--repeat R` solves R times and reports the best of each and the mean,
  * with the process's peak resident set (VmHWM). */
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,9 +54,11 @@ static long peak_rss_kb(void) {
 
 /* Read the cost (nr, nc) as doubles into out, transposed to (nc, nr) when
  * transpose is set, so that the process holds the matrix once: float64 data
- * is copied a block of rows at a time and that block's pages of the mapped
- * file are dropped once copied (they are clean file pages; touching them
- * again reads the file). Other dtypes convert through st_read_f64. */
+ * is read from the file (pread) a block of rows at a time into a small
+ * buffer, never through the file's mapping (a page fault there maps the pages
+ * around it too, up to a whole large folio of the page cache, ~1 MiB, which
+ * stays counted in the resident set until dropped). Other dtypes convert
+ * through st_read_f64. */
 static int read_cost(const st_file *f, const st_tensor *t, int transpose, double *out,
                      ms_err *err) {
     const size_t nr = (size_t)t->shape[0], nc = (size_t)t->shape[1];
@@ -68,26 +71,40 @@ static int read_cost(const st_file *f, const st_tensor *t, int transpose, double
         free(tmp);
         return rc;
     }
-    const uint8_t *src = f->data + t->begin;
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    const size_t B = 32; /* rows per block: a tall block transposes within the cache */
-    for (size_t i0 = 0; i0 < nr; i0 += B) {
-        size_t i1 = i0 + B < nr ? i0 + B : nr;
-        for (size_t i = i0; i < i1; i++)
+    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ms_fail(err, "%s: cannot open: %s", f->path, strerror(errno));
+    // rows per block: 64 KiB of them, but 8 to 32 (8 rows transposed write
+    // whole cache lines of the (nc, nr) matrix)
+    size_t B = (64u << 10) / (8 * (nc ? nc : 1));
+    B = B < 8 ? 8 : B > 32 ? 32 : B;
+    double *buf = ms_malloc(B * (nc ? nc : 1) * sizeof(double));
+    const off_t at = (off_t)((size_t)(f->data - f->map) + t->begin);
+    int rc = 0;
+    for (size_t i0 = 0; i0 < nr && !rc; i0 += B) {
+        size_t i1 = i0 + B < nr ? i0 + B : nr, want = (i1 - i0) * nc * 8, got = 0;
+        while (got < want) {
+            ssize_t r = pread(fd, (char *)buf + got, want - got, at + (off_t)(i0 * nc * 8 + got));
+            if (r <= 0) {
+                rc = ms_fail(err, "%s: cannot read tensor 'cost': %s", f->path,
+                             r < 0 ? strerror(errno) : "the file shrank");
+                break;
+            }
+            got += (size_t)r;
+        }
+        for (size_t i = i0; i < i1 && !rc; i++)
             for (size_t j = 0; j < nc; j++) {
-                double x;
-                memcpy(&x, src + 8 * (i * nc + j), 8); /* the data may be unaligned */
-                if (!isfinite(x))
-                    return ms_fail(err, "%s: tensor 'cost': non-finite value %g at [%zu, %zu]",
-                                   f->path, x, i, j);
+                double x = buf[(i - i0) * nc + j];
+                if (!isfinite(x)) {
+                    rc = ms_fail(err, "%s: tensor 'cost': non-finite value %g at [%zu, %zu]",
+                                 f->path, x, i, j);
+                    break;
+                }
                 out[transpose ? j * nr + i : i * nc + j] = x;
             }
-        uintptr_t lo = (uintptr_t)(src + 8 * i0 * nc), hi = (uintptr_t)(src + 8 * i1 * nc);
-        lo = (lo + page - 1) / page * page;
-        hi = hi / page * page;
-        if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
     }
-    return 0;
+    free(buf);
+    close(fd);
+    return rc;
 }
 
 /* Finite costs whose sum overflows (n costs of 1e308): the total, and the
