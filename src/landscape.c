@@ -481,6 +481,9 @@ static void ls_plan_fill(lsx *x) {
     pl->head_floats = pb->kind == LS_LAYER ? 0 : (size_t)pl->Cp * d * LS_L + (size_t)pl->Cp;
     size_t per_block =
         (size_t)LS_L * ((size_t)pb->npairs * d + pb->nn + SH_COUNT * d) * sizeof(float);
+    pl->prefix = ls_prefix_applies(x);
+    if (pl->prefix) // the prefix path's exps and head products
+        per_block += (size_t)LS_L * (pb->nn + (size_t)(pb->npairs + SH_COUNT) * pl->Cp) * sizeof(float);
     size_t per_head = pl->head_floats * sizeof(float);
     size_t per_t = (size_t)pl->nb * per_block + per_head;
     double mb = pb->o->mem_mb > 0 ? pb->o->mem_mb : 1024.0;
@@ -508,6 +511,10 @@ static void ls_plan_fill(lsx *x) {
     pl->Y_bytes = (size_t)pl->cap_t * pb->npairs * pl->lane_d * sizeof(float);
     pl->base_floats = (size_t)pl->cap_t * SH_COUNT * pl->lane_d;
     pl->head_total = (size_t)pl->cap_t * (pl->head_floats ? pl->head_floats : 1);
+    if (pl->prefix) {
+        pl->E_floats = pl->S_floats;
+        pl->HY_floats = (size_t)pl->cap_t * (pb->npairs + SH_COUNT) * pl->Nc * pl->Cp;
+    }
 }
 
 static void ws_alloc(const lsx *x, ls_ws *w) {
@@ -525,6 +532,15 @@ static void ws_alloc(const lsx *x, ls_ws *w) {
     w->hraw = ms_malloc((2 * d + C * d + C) * sizeof(float));
     w->z = ms_malloc(d * LS_L * sizeof(float));
     w->lg = ms_malloc((size_t)(x->pl.Cp > 0 ? x->pl.Cp : 4) * LS_L * sizeof(float));
+    if (x->pl.prefix) { // 64-byte aligned: the kernel reads it 64 bytes at a time
+        size_t bytes = (ls_prefix_ws_bytes(x) + 63) / 64 * 64;
+        w->lev = aligned_alloc(64, bytes);
+        if (!w->lev) {
+            fprintf(stderr, "%s: out of memory allocating %zu bytes at %s:%d\n", ms_process_name(),
+                    bytes, __FILE__, __LINE__);
+            exit(3);
+        }
+    }
 }
 
 static void ws_free(ls_ws *w) {
@@ -539,6 +555,7 @@ static void ws_free(ls_ws *w) {
     free(w->hraw);
     free(w->z);
     free(w->lg);
+    free(w->lev);
 }
 
 /* The plan's buffers: labels/targets in lanes, the chunk's arrays, the
@@ -562,11 +579,17 @@ static void ls_alloc(lsx *x, ls_named *nm) {
     x->ck.tidx = ms_malloc((size_t)(pb->T - 2) * sizeof(int));
     x->ck.S = ms_malloc(pl->S_floats * sizeof(float));
     x->ck.Y = big_alloc(pl->Y_bytes);
-    x->ck.base = ms_malloc(pl->base_floats * sizeof(float));
+    x->ck.base = big_alloc(pl->base_floats * sizeof(float));
     x->ck.head = ms_malloc(pl->head_total * sizeof(float));
     if (pb->own_chord) { // t-independent: one sample chunk's B logits and expert outputs
         x->ck.S1 = ms_malloc(pl->Nc * pb->n * sizeof(float));
         x->ck.Y1 = ms_malloc((size_t)pb->n * pl->lane_d * sizeof(float));
+    }
+    if (pl->prefix) {
+        // page-aligned, as Y and base: the kernel reads them 64 bytes at a time
+        x->ck.E = big_alloc(pl->E_floats * sizeof(float));
+        x->ck.HY = big_alloc(pl->HY_floats * sizeof(float));
+        x->ck.pfx_ok = ms_calloc((size_t)pl->cap_t, 1);
     }
     if (pb->cfg->has_corr_bias) x->ck.corr = ms_malloc((size_t)pl->cap_t * pb->nn * sizeof(float));
     x->ck.cur_sc = -1;
@@ -967,11 +990,14 @@ static void ls_release(lsx *x, ls_named *nm) {
     free(x->ck.tidx);
     free(x->ck.S);
     big_free(x->ck.Y, x->pl.Y_bytes);
-    free(x->ck.base);
+    big_free(x->ck.base, x->pl.base_floats * sizeof(float));
     free(x->ck.head);
     free(x->ck.corr);
     free(x->ck.S1);
     free(x->ck.Y1);
+    big_free(x->ck.E, x->pl.E_floats * sizeof(float));
+    big_free(x->ck.HY, x->pl.HY_floats * sizeof(float));
+    free(x->ck.pfx_ok);
     ls_endpoint_free(&x->pb.own[0]);
     ls_endpoint_free(&x->pb.own[1]);
     void *pbuf[] = {x->pb.perm, x->pb.pj, x->pb.DBn, x->pb.lab8, x->pb.tg8, x->pb.shmem,

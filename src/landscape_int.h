@@ -39,11 +39,13 @@ enum { NM_NAIVE = 0, NM_SKIP = 1, NM_GATE = 2, NM_EXPERT = 3, NM_COUNT = 4 };
 #define LS_PANEL 64
 
 /* Orders per work item. Consecutive orders in lexicographic order share
- * their leading slots, so a block of 128 (n = 8: one or two 3-slot prefixes)
- * reads only ~30 of the 64 pairs; per sample block that is ~30 KiB of Y,
- * which stays in L1/L2 while all 128 orders use it (measured on dense8:
- * 32 -> 128 orders per block took all orders from 8.4 s to 6.6-7.1 s). */
-#define LS_BLOCK 128
+ * their leading slots, so a block of 720 = 6! (n = 8: one 2-slot prefix)
+ * reads only 38 of the 64 pairs; per sample block that is ~50 KiB of Y and
+ * H'Y, which stays in L1/L2 while all 720 orders use it, and one t's pair
+ * outputs (MBs, beyond L2) stream from memory once per 720 orders (measured
+ * on dense8: 32 -> 128 orders per block took all orders from 8.4 s to
+ * 6.6-7.1 s; with the kernel's prefix path, 128 -> 720 from 6.5 to 5.4 CPU s). */
+#define LS_BLOCK 720
 
 #define LS_MAX_THREADS 8 /* workers: more than 8 did not pay on the targets measured */
 
@@ -60,6 +62,7 @@ typedef struct {
     float *hraw;   // (2d + C*d + C) the head at one t (precompute)
     float *z;      // (d, LS_L) kernel: block output
     float *lg;     // (Cp, LS_L) kernel: logits
+    float *lev;    // kernel's prefix path: partial sums, loss sums (NULL: unused)
 } ls_ws;
 
 /* The problem: inputs and what is derived from them once. */
@@ -115,6 +118,9 @@ typedef struct {
     size_t head_floats; /* one t's broadcast head (Cp, d, LS_L) + (Cp); 0 in layer mode */
     size_t lane_d, lane_nn; /* one t's lane arrays of width d and nn: Nc * width */
     size_t S_floats, Y_bytes, base_floats, head_total; /* the chunk buffers */
+    int prefix;      /* the kernel's prefix path is used (ls_prefix_applies) */
+    int prefix_wide; /* ... on 16-float vectors (set by ls_prefix_prepare) */
+    size_t E_floats, HY_floats; /* its chunk buffers (0 without it) */
 } ls_plan;
 
 /* The current chunk of points and, within it, of samples. */
@@ -131,6 +137,11 @@ typedef struct {
     float *corr;     // (cap_t, nn) selection biases of every (slot, B row) at t, NULL without
     float *S1;       // (nbc, n, LS_L) B's gate logits (own_chord), any t
     float *Y1;       // (n, nbc, d, LS_L) B's expert outputs E^B_j(x) (own_chord), any t
+    /* the kernel's prefix path (ls_prefix_prepare), NULL without it */
+    float *E;        // (cap_t, nbc, nn, LS_L) exp(S - the sample's largest S)
+    float *HY;       // (cap_t, npairs + SH_COUNT, nbc, Cp, LS_L) folded head times the
+                     // centred pair outputs, then times the centred shared variants
+    unsigned char *pfx_ok; // (cap_t) the prefix path holds at that t (no exp underflows)
 } ls_chunk;
 
 /* Per-order results over the points done so far. */
@@ -208,6 +219,25 @@ static inline const float *ls_corr_at(const lsx *x, int tc) { // (nn)
 static inline float *ls_head_at(const lsx *x, int tc) { // (Cp, d, LS_L) then (Cp)
     return x->ck.head + (size_t)tc * x->pl.head_floats;
 }
+
+static inline float *ls_E_at(const lsx *x, int tc) { // (nbc, nn, LS_L)
+    return x->ck.E + (size_t)tc * x->pl.lane_nn;
+}
+static inline float *ls_HY_at(const lsx *x, int tc, int p) { // (nbc, Cp, LS_L); p >= npairs: variant
+    return x->ck.HY + ((size_t)tc * (x->pb.npairs + SH_COUNT) + p) * x->pl.Nc * x->pl.Cp;
+}
+
+/* landscape_kernel.c: the prefix path (see there) applies to this problem;
+ * ls_prefix_on = 0 turns it off (tests compare it with the per-order path) */
+extern int ls_prefix_on;
+int ls_prefix_applies(const lsx *x);
+size_t ls_prefix_ws_bytes(const lsx *x); /* its workspace (ls_ws.lev) */
+/* the path's vector width: 1 = 16 floats (AVX-512), 0 = 8; -1 (default): 1
+ * when ls_prefix_wide_cpu() says this CPU has AVX-512 (F, VL, BW, DQ) */
+extern int ls_prefix_wide;
+int ls_prefix_wide_cpu(void);
+/* its per-chunk precompute, once the chunk's S, Y, base and head are final */
+void ls_prefix_prepare(lsx *x);
 
 /* landscape_kernel.c: loss sums of m orders at the chunk's point tc (see there) */
 void ls_eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX_N],

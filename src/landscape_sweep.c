@@ -523,6 +523,7 @@ int ls_load_samples(lsx *x, int sc) {
         x->rs.failed = 1;
         return -1;
     }
+    if (x->pl.prefix) ls_prefix_prepare(x);
     x->ck.cur_sc = sc;
     return 0;
 }

@@ -15,22 +15,31 @@ static void fill(float *p, size_t cnt, rng_t *r, double scale) {
     for (size_t i = 0; i < cnt; i++) p[i] = (float)(scale * rng_normal(r));
 }
 
-/* a random layer; B is a noisy, expert-shuffled copy of A so barriers vary */
-static void make_models(moe_model *A, moe_model *B, int n, int d, int h, int C, uint64_t seed) {
+/* a random layer; B is a noisy, expert-shuffled copy of A so barriers vary;
+ * norm: a LayerNorm before the head */
+static void make_models_norm(moe_model *A, moe_model *B, int n, int d, int h, int C, uint64_t seed,
+                             int norm) {
     moe_config c;
     memset(&c, 0, sizeof c);
     c.n = n, c.d = d, c.h = h, c.k = 2, c.s = 0, c.C = C;
     c.router = ROUTER_DENSE, c.act = ACT_RELU, c.residual = 1;
-    c.has_gate_bias = c.has_expert_bias = c.has_norm = c.has_head = 1;
+    c.has_gate_bias = c.has_expert_bias = c.has_head = 1;
+    c.has_norm = norm;
     moe_alloc(A, &c);
     moe_alloc(B, &c);
     rng_t r;
     rng_seed(&r, seed);
     fill(A->mem, A->nparams, &r, 0.5);
-    for (int j = 0; j < d; j++) A->norm_w[j] = 1.0f + 0.1f * (float)rng_normal(&r);
+    if (norm)
+        for (int j = 0; j < d; j++) A->norm_w[j] = 1.0f + 0.1f * (float)rng_normal(&r);
     for (size_t i = 0; i < A->nparams; i++) B->mem[i] = A->mem[i] + (float)(0.4 * rng_normal(&r));
     // the head is shared (frozen backbone)
-    memcpy(B->norm_w, A->norm_w, (size_t)(2 * d + C * d + C) * sizeof(float));
+    if (norm) memcpy(B->norm_w, A->norm_w, (size_t)(2 * d) * sizeof(float));
+    memcpy(B->head_w, A->head_w, (size_t)(C * d + C) * sizeof(float));
+}
+
+static void make_models(moe_model *A, moe_model *B, int n, int d, int h, int C, uint64_t seed) {
+    make_models_norm(A, B, n, d, h, C, seed, 1);
 }
 
 static void make_evalset(evalset *e, int N, int d, int C, uint64_t seed) {
@@ -127,6 +136,112 @@ static long find_row(const landscape *L, const int *p) {
  * (2!)^4 4! = 384 group-preserving orders, every one once, and a sample of
  * them (exhaustive_max lowered) holds distinct group-preserving orders whose
  * barriers are the exhaustive ones. */
+/* The kernel's prefix path (dense softmax routing with a head: partial sums
+ * shared by orders with the same leading slots, the head applied per pair)
+ * against its per-order reference path, which the numpy-oracle and golden
+ * tests hold. The two sum the same float32 terms regrouped (the softmax
+ * normalised once at the end, LayerNorm's centring and the head moved inside
+ * the mix), so they agree to float rounding: every loss, barrier and AUC
+ * within 2e-6 relative (measured: ~1e-7), the same ranks. The path's
+ * 16-float (AVX-512) and 8-float vector forms do the same arithmetic per
+ * lane: bit for bit. A gate whose logits spread wider than the path's exp
+ * range takes the reference path at every t: bit for bit too. */
+extern int ls_prefix_on, ls_prefix_wide; /* landscape_kernel.c's test switches */
+int ls_prefix_wide_cpu(void);
+
+static double rel_diff(double a, double b) { return fabs(a - b) / fmax(1.0, fabs(b)); }
+
+static void prefix_case(const char *what, const moe_model *A, const moe_model *B, const evalset *E,
+                        int fallback) {
+    ls_opts o;
+    ls_opts_default(&o);
+    o.T = 7;
+    o.nthreads = 2;
+    ms_err err;
+    landscape Lp, Lr;
+    ls_prefix_on = 0;
+    int rr = landscape_compute(A, B, E, &o, &Lr, &err);
+    ls_prefix_on = 1;
+    int rp = landscape_compute(A, B, E, &o, &Lp, &err);
+    CHECK(rr == 0 && rp == 0, "%s: both paths run (%s)", what, rr || rp ? err.msg : "");
+    if (rr || rp) {
+        if (!rr) landscape_free(&Lr);
+        if (!rp) landscape_free(&Lp);
+        return;
+    }
+    double worst = 0.0;
+    int missing = 0, acc_off = 0;
+    for (long k = 0; k < Lr.norders; k++) {
+        long q = find_row(&Lp, Lr.rows[k].order);
+        if (q < 0) {
+            missing++;
+            continue;
+        }
+        worst = fmax(worst, rel_diff(Lp.rows[q].barrier, Lr.rows[k].barrier));
+        worst = fmax(worst, rel_diff(Lp.rows[q].auc, Lr.rows[k].auc));
+        if (!(fabs(Lp.rows[q].acc_barrier - Lr.rows[k].acc_barrier) <= 1.0 / E->N + 1e-12) &&
+            !(isnan(Lp.rows[q].acc_barrier) && isnan(Lr.rows[k].acc_barrier)))
+            acc_off++;
+    }
+    for (int m = 0; m < 2; m++)
+        for (int t = 0; t < Lr.T; t++)
+            worst = fmax(worst, rel_diff(Lp.methods[m].loss[t], Lr.methods[m].loss[t]));
+    CHECK(missing == 0 && acc_off == 0, "%s: %d orders missing, %d accuracy barriers off by more than 1/N",
+          what, missing, acc_off);
+    if (fallback) {
+        CHECK(same_landscape(&Lp, &Lr), "%s: the reference path at every t, bit for bit", what);
+    } else {
+        CHECK(worst <= 2e-6 && worst > 0.0, "%s: prefix vs per-order path, largest relative difference %.3g",
+              what, worst);
+        CHECK(Lp.rank[0] == Lr.rank[0] && Lp.rank[1] == Lr.rank[1], "%s: same ranks (%d %d vs %d %d)", what,
+              Lp.rank[0], Lp.rank[1], Lr.rank[0], Lr.rank[1]);
+    }
+    if (ls_prefix_wide_cpu()) { // this CPU runs both vector forms
+        landscape L8;
+        ls_prefix_wide = 0;
+        int r8 = landscape_compute(A, B, E, &o, &L8, &err);
+        ls_prefix_wide = -1;
+        CHECK(r8 == 0, "%s: 8-float form runs", what);
+        if (r8 == 0) {
+            CHECK(same_landscape(&Lp, &L8), "%s: 16- and 8-float forms bit for bit", what);
+            landscape_free(&L8);
+        }
+    }
+    landscape_free(&Lr);
+    landscape_free(&Lp);
+}
+
+static void test_prefix_path(void) {
+    moe_model A, B;
+    evalset E;
+    make_models(&A, &B, 5, 8, 8, 3, 21);
+    make_evalset(&E, 45, 8, 3, 22); // 45: a padded last block of 8 lanes
+    prefix_case("classification, n = 5", &A, &B, &E, 0);
+    // regression targets instead of labels
+    evalset R = E;
+    R.labels = NULL;
+    R.targets = ms_malloc((size_t)R.N * R.C * sizeof(float));
+    for (int i = 0; i < R.N * R.C; i++) R.targets[i] = (float)((i * 37) % 11) / 5.0f - 1.0f;
+    prefix_case("regression, n = 5", &A, &B, &R, 0);
+    free(R.targets);
+    // a gate whose logits span more than the path's exp range at every t
+    for (int i = 0; i < 5 * 8; i++) A.gate_w[i] *= 400.0f, B.gate_w[i] *= 400.0f;
+    prefix_case("wide gate logits, n = 5", &A, &B, &E, 1);
+    moe_free(&A);
+    moe_free(&B);
+    // no LayerNorm before the head (the pair outputs are not centred then)
+    make_models_norm(&A, &B, 5, 8, 8, 3, 24, 0);
+    prefix_case("no norm, n = 5", &A, &B, &E, 0);
+    moe_free(&A);
+    moe_free(&B);
+    // n = 2: no shared levels, both slots straight into the leaf
+    make_models(&A, &B, 2, 8, 8, 3, 23);
+    prefix_case("classification, n = 2", &A, &B, &E, 0);
+    moe_free(&A);
+    moe_free(&B);
+    free_evalset(&E);
+}
+
 static int in_groups(const int *p, int n, int G) {
     int m = n / G;
     for (int a = 0; a < G; a++)
@@ -438,5 +553,6 @@ int main(void) {
     moe_free(&B);
     free_evalset(&E);
     test_wreath_orders();
+    test_prefix_path();
     return test_summary("test_landscape_api");
 }
