@@ -22,9 +22,11 @@
 #include "lap.h"
 #include "safetensors.h"
 
-/* 8192 x 8192 doubles are 512 MiB and minutes of solving: a 1.6 GB file of
- * zeros declaring 20000 x 20000 is refused before anything is read. */
-#define LAP_MAX_CELLS (8192LL * 8192)
+/* Up to the weight-matching matrices of real MoE experts (hidden width h:
+ * Mixtral-8x7B 14336, 8x22B 16384): 16384 x 16384 doubles are 2 GiB and
+ * minutes of solving at worst. A 1.6 GB float32 file of zeros declaring 20000 x 20000
+ * is refused before anything is read. */
+#define LAP_MAX_CELLS (16384LL * 16384)
 
 static const char *USAGE = "moescope lap COST.safetensors [--maximize] [--json F]";
 
@@ -199,7 +201,7 @@ int cmd_lap(int argc, char **argv) {
         long long r = (long long)t->shape[0], k = (long long)t->shape[1];
         st_close(&f);
         return cli_error("%s: tensor 'cost' is %lld x %lld; lap takes at most %lld cells "
-                         "(8192 x 8192: %lld MiB as doubles, and O(n^3) work) and 1000000 rows "
+                         "(16384 x 16384: %lld MiB as doubles, and O(n^3) work) and 1000000 rows "
                          "or columns",
                          in, r, k, (long long)LAP_MAX_CELLS, (long long)LAP_MAX_CELLS * 8 >> 20);
     }

@@ -7,7 +7,9 @@ Families (float64 costs; n = LAP_SIZES, default 500 1000 2000 3000 5000):
   int100       integers in [0, 100): dozens of ties in every row, minimise
   lowrank      C = U V^T with U, V (n, 4) ~ U[0, 1): rank 4, near-ties everywhere
   wm           -A B^T with A, B (n, 768) standard normal: the weight-matching cost
-               of two experts' hidden units (n = 3072 is a GPT-2 sized MLP)
+               of two experts' hidden units (n = 3072 is a GPT-2 sized MLP); also
+               at LAP_WM_BIG (default 14336: a Mixtral-8x7B expert's hidden width,
+               A and B (n, 4096), one round; LAP_WM_BIG="" skips it)
   wide, tall   uniform (n/2, n) and (n, n/2): rectangular both ways
 
 What is timed (best of LAP_REPEAT, default 3, fewer for cases over a few
@@ -120,6 +122,10 @@ def family(name, n, rng):
     if name == "lowrank":
         return rng.random((n, 4)) @ rng.random((n, 4)).T
     if name == "wm":
+        if n > 8192:  # Mixtral-sized experts (d = 4096), in float32 as the weights are
+            a = rng.standard_normal((n, 4096), dtype=np.float32)
+            b = rng.standard_normal((n, 4096), dtype=np.float32)
+            return -(a @ b.T).astype(np.float64)
         a, b = rng.standard_normal((n, 768)), rng.standard_normal((n, 768))
         return -(a @ b.T)
     if name == "wide":
@@ -157,8 +163,9 @@ def main():
         st, npy = write_pair(tmp, np.array([[1.0, 2.0], [3.0, 1.0]]))
         base_s = scipy_side(npy, False, 1)[3]
         base_m = moescope_side(st, False, 1)[3]
+        big = [int(x) for x in os.environ.get("LAP_WM_BIG", "14336").split()]
         for name in fams:
-            for n in sizes:
+            for n in sizes + (big if name == "wm" else []):
                 nn = 3072 if name == "wm" and n == 3000 else n
                 c = family(name, nn, rng)
                 maximize = False
@@ -168,7 +175,7 @@ def main():
                     sp = scipy_side(npy, maximize, repeat)
                     me = moescope_side(st, maximize, repeat)
                     per.append((sp, me))
-                    if sp[1] > 20:  # a case of minutes: one round
+                    if sp[1] > 20 or n > 8192:  # a case of minutes: one round
                         break
                 med = lambda xs: float(np.median(xs))  # noqa: E731
                 ws, ts = med([p[0][0] for p in per]), med([p[0][1] for p in per])
