@@ -394,8 +394,23 @@ static void test_keys_large(void) {
     CHECK(a.heat.zoom <= 1, "Z back to every cell");
     app_key(&a, K_ESC, &v);
     CHECK(!a.heat.focus, "Esc: the arrows back to the orders");
+    /* a click on the map puts the cursor on the cell drawn there */
+    app_render(&a, &v, &g);
+    const ui_rect *hr = &a.layout.heat;
+    int cx = hr->x + 12, cy = hr->y + 5;
+    uint32_t drawn = g.cells[cy * g.w + cx].cp;
+    CHECK(app_mouse(&a, cx, cy, 1, &v) == FX_REDRAW && a.heat.focus, "click: the matrix has the arrows");
+    {
+        int i = a.heat.row, j = a.heat.col, n = NBIG;
+        double lo = INFINITY, hi = -INFINITY;
+        for (int k = 0; k < n * n; k++) lo = fmin(lo, v.cost[k]), hi = fmax(hi, v.cost[k]);
+        uint32_t want = v.cost_order[i] == j ? '@' : (uint32_t)".:-=+*#%"[heat_level(v.cost[i * n + j], lo, hi)];
+        CHECK(drawn == want, "clicked cell (%d, %d): drawn '%c', its cost gives '%c'", i, j, (int)drawn, (int)want);
+    }
+    app_key(&a, '\t', &v);
+    int row_before = a.heat.row;
     app_key(&a, K_DOWN, &v);
-    CHECK(a.heat.row == 1, "the matrix cursor stays");
+    CHECK(a.heat.row == row_before && !a.heat.focus, "Tab again: the arrows move the orders, the matrix cursor stays");
     /* layers: one says so; two open the list, Enter on the other asks to switch */
     char **one = malloc(sizeof(char *));
     one[0] = strdup("model.layers.0.mlp");

@@ -427,8 +427,16 @@ int app_mouse(app_state *a, int x, int y, int kind, const explore_snapshot *v) {
         move(a, v, kind == 2 ? -3 : 3);
         return FX_REDRAW;
     }
-    int key = footer_key_at(&a->hits, x, y);
+    int key = footer_key_at(&a->hits, x, y), hr, hc;
     if (key) return app_key(a, key, v);
+    if (!a->swaps && heatmap_hit(&a->layout.heat, a->info.cfg.n, &a->heat, a->grid_utf8, a->grid_color, x, y, &hr, &hc)) {
+        a->heat.row = hr; /* a click on the matrix: the cursor there, the arrows to it */
+        a->heat.col = hc;
+        a->heat.follow = 1;
+        if (!a->heat.focus) app_message(a, 0, "arrows move in the cost matrix (Tab: back to the orders)");
+        a->heat.focus = 1;
+        return FX_REDRAW;
+    }
     if (rect_contains(&a->layout.orders, x, y)) {
         long pos = orders_pos_at(&a->orders, &a->layout.orders, y);
         if (pos >= 0) {
@@ -570,6 +578,8 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     }
     /* the half-block map needs half the rows: the curves get the rest */
     a->heat_fit = heatmap_zoom_fit(n, L->heat.w, L->heat.h, g->utf8, g->color);
+    a->grid_utf8 = g->utf8;
+    a->grid_color = g->color;
     if (a->heat.zoom > a->heat_fit) a->heat.zoom = a->heat_fit; /* the screen grew */
     int hh = a->swaps ? (n + 3 < L->heat.h ? n + 3 : L->heat.h) /* title, header, n rows, the best swap */
                       : heatmap_height(n, a->heat.zoom, L->heat.w, L->heat.h, g->utf8, g->color);

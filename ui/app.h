@@ -53,6 +53,7 @@ typedef struct {
     pin_set pins;                /* curves kept with P, overlaid (owned) */
     heat_view heat;              /* the cost matrix's cursor, scroll and zoom */
     int heat_fit;                /* zoom at which the whole matrix fits (last render) */
+    int grid_utf8, grid_color;   /* the last render's grid (mouse hits on the matrix) */
     layer_list layers;
     footer_hits hits;
     ui_layout layout;

@@ -154,6 +154,24 @@ void heatmap_move(heat_view *s, int n, int drow, int dcol) {
     s->follow = 1;
 }
 
+int heatmap_hit(const ui_rect *r, int n, const heat_view *s, int utf8, int color, int x, int y, int *row, int *col) {
+    heat_geom G = geom(n, s->zoom, r->w, r->h, utf8, color);
+    int ux = x - (r->x + G.label_w), uy = y - (r->y + 2);
+    if (G.cw < 1 || ux < 0 || uy < 0 || ux >= G.cols_vis * G.cw) return 0;
+    int c = (s->col0 + ux / G.cw) * G.b, rr;
+    if (G.mode == HEAT_HALF) {
+        if (2 * uy >= G.rows_vis) return 0;
+        rr = s->row0 + 2 * uy; /* the upper of the screen row's two */
+    } else {
+        if (uy >= G.rows_vis) return 0;
+        rr = (s->row0 + uy) * G.b;
+    }
+    if (rr >= n || c >= n) return 0;
+    *row = rr;
+    *col = c;
+    return 1;
+}
+
 /* The view in range and the cursor in the view (heatmap_view.h). */
 static void view_clamp(heat_view *s, const heat_geom *G, int n) {
     if (s->row < 0) s->row = 0;

@@ -41,6 +41,10 @@ int heatmap_height(int n, int zoom, int w, int h, int utf8, int color);
 int heatmap_zoom_fit(int n, int w, int h, int utf8, int color);
 /* The next zoom level out (dir > 0: 1, 2, 4, ... then fit) or in (dir < 0). */
 int heatmap_zoom_step(int zoom, int fit, int dir);
+/* The matrix cell drawn at screen cell (x, y) of pane r by the last render
+ * (s as it left it): 1 and *row, *col (a block's first cell when zoomed; the
+ * upper row of a half-block line), or 0 off the map. */
+int heatmap_hit(const ui_rect *r, int n, const heat_view *s, int utf8, int color, int x, int y, int *row, int *col);
 /* Move the cursor by (drow, dcol) units of the zoom (clamped to the matrix). */
 void heatmap_move(heat_view *s, int n, int drow, int dcol);
 /* Heat level 0..HEAT_LEVELS-1 of x in [lo, hi]. */
