@@ -163,7 +163,7 @@ static void test_zoom(void) {
     static const int sz[][2] = {{40, 12}, {30, 8}, {60, 20}};
     for (int s = 0; s < 3; s++) {
         int w = sz[s][0], h = sz[s][1];
-        int fit = heatmap_zoom_fit(n, w, h, 0, 0), want = fit_expected(n, w, h);
+        int fit = heatmap_zoom_fit(n, w, h, 0, 0, 1), want = fit_expected(n, w, h);
         /* at zoom 1 glyph mode shows n rows when they fit: then fit is 1 */
         CHECK(fit == want || (fit == 1 && n <= h - 3), "%dx%d: fit %d, expected %d", w, h, fit, want);
         int z = 1, steps = 0;
@@ -174,11 +174,14 @@ static void test_zoom(void) {
             steps++;
         }
         CHECK(heatmap_zoom_step(fit, fit, 1) == fit && heatmap_zoom_step(1, fit, -1) == 1, "zoom stops at both ends");
+        /* groups of 8 experts: a side dividing 8, or a multiple of it */
+        int gfit = heatmap_zoom_fit(n, w, h, 0, 0, 8);
+        CHECK(gfit >= fit && (8 % gfit == 0 || gfit % 8 == 0), "%dx%d: grouped fit %d (plain %d)", w, h, gfit, fit);
         if (fit > 1) CHECK(heatmap_zoom_step(fit, fit, -1) < fit, "zoom back in from the fit");
     }
     /* the whole matrix at the fit: every assigned block marked '@', the others
        the ramp glyph of their mean's level */
-    int w = 40, h = 12, fit = heatmap_zoom_fit(n, w, h, 0, 0);
+    int w = 40, h = 12, fit = heatmap_zoom_fit(n, w, h, 0, 0, 1);
     grid g;
     grid_init(&g, w, h, 0);
     ui_rect r = {0, 0, w, h};

@@ -577,7 +577,9 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
         return;
     }
     /* the half-block map needs half the rows: the curves get the rest */
-    a->heat_fit = heatmap_zoom_fit(n, L->heat.w, L->heat.h, g->utf8, g->color);
+    const moe_config *cf = &a->info.cfg;
+    a->heat_fit = heatmap_zoom_fit(n, L->heat.w, L->heat.h, g->utf8, g->color,
+                                   cf->n_group > 1 && n % cf->n_group == 0 ? n / cf->n_group : 1);
     a->grid_utf8 = g->utf8;
     a->grid_color = g->color;
     if (a->heat.zoom > a->heat_fit) a->heat.zoom = a->heat_fit; /* the screen grew */

@@ -121,10 +121,12 @@ int heatmap_height(int n, int zoom, int w, int h, int utf8, int color) {
 
 static int shows_all(const heat_geom *G) { return G->rows_vis >= G->units && G->cols_vis >= G->units; }
 
-int heatmap_zoom_fit(int n, int w, int h, int utf8, int color) {
+int heatmap_zoom_fit(int n, int w, int h, int utf8, int color, int align) {
     for (int b = 1; b < n; b++) {
         heat_geom G = geom(n, b, w, h, utf8, color);
         if (G.rows_fit < 1) return 1;
+        /* grouped experts: blocks that tile the groups (or whole groups) */
+        if (b > 1 && align > 1 && align % b && b % align) continue;
         if (shows_all(&G)) return b;
     }
     return n > 1 ? n : 1;

@@ -37,9 +37,12 @@ enum { HEAT_NUMBERS = 0, HEAT_HALF = 1, HEAT_GLYPHS = 2, HEAT_BLOCKS = 3 };
 int heatmap_mode(int n, int w, int h, int utf8, int color);
 /* Rows the pane needs at most (title, header, matrix rows, legend), <= h. */
 int heatmap_height(int n, int zoom, int w, int h, int utf8, int color);
-/* The smallest block side at which all of the matrix shows (1: it does at zoom 1). */
-int heatmap_zoom_fit(int n, int w, int h, int utf8, int color);
-/* The next zoom level out (dir > 0: 1, 2, 4, ... then fit) or in (dir < 0). */
+/* The smallest block side at which all of the matrix shows (1: it does at zoom
+ * 1); align > 1 (the experts of a group-limited router's group): only sides
+ * that divide it or that it divides, so that blocks never straddle groups. */
+int heatmap_zoom_fit(int n, int w, int h, int utf8, int color, int align);
+/* The next zoom level out (dir > 0: 1, 2, 4, ... then fit) or in (dir < 0).
+ * The doublings divide a power-of-two group size, as the fit does. */
 int heatmap_zoom_step(int zoom, int fit, int dir);
 /* The matrix cell drawn at screen cell (x, y) of pane r by the last render
  * (s as it left it): 1 and *row, *col (a block's first cell when zoomed; the
