@@ -19,8 +19,10 @@ source "$TESTS_DIR/tui_lib.sh"
 MAXN=$(grep -oE 'define LS_MAX_N +[0-9]+' "$ROOT/include/curve.h" | grep -oE '[0-9]+$')
 N=$(( MAXN < 64 ? MAXN : 64 ))
 S=$WORK/pair
-# N = 512 tokens: the landscape runs long enough to answer keys meanwhile
-if ! "$PYTHON" "$TESTS_DIR/gen_tui_family.py" "$S" --n "$N" --d 32 --h 16 --layers 2 --N 512 >"$WORK/gen.log" 2>&1; then
+# tokens: enough that the landscape runs while keys are answered, few enough that
+# its first rows come soon under load (64 experts: 4096 pairs to prepare)
+TOK=$(( N >= 64 ? 64 : 512 ))
+if ! "$PYTHON" "$TESTS_DIR/gen_tui_family.py" "$S" --n "$N" --d 32 --h 16 --layers 2 --N "$TOK" >"$WORK/gen.log" 2>&1; then
     fail "gen_tui_family.py"; cat "$WORK/gen.log"; summary; exit
 fi
 start() { # start W H ENV...: the TUI on the pair
