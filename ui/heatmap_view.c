@@ -236,7 +236,7 @@ static void draw_header(grid *g, const ui_rect *r, const heat_geom *G, const hea
     int y = r->y + 1, x0 = r->x + G->label_w, right = r->x + r->w;
     int lab = 1 + digits(n - 1);
     char buf[16];
-    if (G->b == 1 && G->cw >= lab + (G->cw > lab)) {
+    if (G->b == 1 && G->cw > lab) { /* a gap after each label */
         for (int j = 0; j < G->cols_vis; j++) {
             snprintf(buf, sizeof buf, "B%d", s->col0 + j);
             grid_printf(g, x0 + j * G->cw, y, G->cw, ROLE_DIM, "%*s", G->cw - 1 >= (int)strlen(buf) ? G->cw - 1 : G->cw, buf);
