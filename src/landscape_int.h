@@ -228,7 +228,8 @@ static inline float *ls_HY_at(const lsx *x, int tc, int p) { // (nbc, Cp, LS_L);
 }
 
 /* landscape_kernel.c: the prefix path (see there) applies to this problem;
- * ls_prefix_on = 0 turns it off (tests compare it with the per-order path) */
+ * ls_prefix_on = 0 turns it off, 2 on wherever it applies (tests compare it
+ * with the per-order path) */
 extern int ls_prefix_on;
 int ls_prefix_applies(const lsx *x);
 size_t ls_prefix_ws_bytes(const lsx *x); /* its workspace (ls_ws.lev) */

@@ -315,6 +315,7 @@ LS_INLINE void loss_lanes(const lsx *x, const v8f *lg, int gb, int nv, double *l
  * 8-float form (AVX2+FMA, or plain) does the same arithmetic per lane, so the
  * numbers are the same either way. */
 
+/* 1: where it applies and pays (below); 0: never; 2: wherever it applies (tests) */
 int ls_prefix_on = 1;
 
 /* the largest n served (the workspace keeps a level per slot) */
@@ -381,8 +382,13 @@ size_t ls_prefix_ws_bytes(const lsx *x) { // as prefix_body carves it
 
 int ls_prefix_applies(const lsx *x) {
     const moe_config *c = x->pb.cfg;
-    return ls_prefix_on && x->pb.kind != LS_LAYER && !x->pb.general && x->pb.n <= LS_PREFIX_MAX_N &&
-           !(c->router == ROUTER_TOPK && c->k < x->pb.n);
+    if (!ls_prefix_on || x->pb.kind == LS_LAYER || x->pb.general || x->pb.n > LS_PREFIX_MAX_N ||
+        (c->router == ROUTER_TOPK && c->k < x->pb.n))
+        return 0;
+    // its precompute (H'Y: Cp*d per pair, sample and t, on one thread) pays
+    // back what an order saves (~(n + Cp)*d) once there are a few n^2 orders:
+    // not at n = 4 (24 orders, 16 pairs)
+    return ls_prefix_on == 2 || x->rs.norders >= 4L * x->pb.nn;
 }
 
 /* src (d) centred over d in place (when norm); out (Cp) = H8 (Cp, d) src */
