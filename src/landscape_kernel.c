@@ -377,7 +377,8 @@ typedef struct {
 size_t ls_prefix_ws_bytes(const lsx *x) { // as prefix_body carves it
     int n = x->pb.n, Cp = x->pl.Cp;
     size_t floats = (size_t)(n > 1 ? n - 1 : 1) * PFX_W(x->pb.d, Cp) + PFX_BATCH * PFX_HS(Cp) + 2 * Cp;
-    return floats * LS_L * sizeof(float) + (size_t)LS_BLOCK * sizeof(pfx_acc);
+    return floats * LS_L * sizeof(float) + (size_t)LS_BLOCK * sizeof(pfx_acc) +
+           (size_t)LS_BLOCK * (1 + 2 * n) * sizeof(int);
 }
 
 int ls_prefix_applies(const lsx *x) {
@@ -671,10 +672,21 @@ LS_INLINE void prefix_body(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_M
     const size_t ystride = x->pl.lane_d, hstride = x->pl.Nc * (size_t)Cp;
     // the workspace (64-byte aligned): levels (top + 1, W), level k summing
     // the slots < k; a batch of orders' phase 1 (PFX_BATCH, HS); the logits
-    // (Cp, 16); the orders' sums (m)
+    // (Cp, 16); the orders' sums (m); the orders compacted (m, 1 + 2n): the
+    // levels each shares with the one before, its pairs and B's rows (read
+    // at every block: rows of LS_MAX_N would spread them over MBs)
     v8f *lev = (v8f *)w->lev, *hls = lev + (size_t)(top + 1) * W;
     v16f *lg = (v16f *)(hls + PFX_BATCH * HS);
     pfx_acc *acc = (pfx_acc *)(lg + Cp);
+    int *ords = (int *)(acc + LS_BLOCK);
+    const int os = 1 + 2 * n;
+    for (int j = 0; j < m; j++) {
+        int *o = ords + (size_t)j * os, k = 0;
+        if (j > 0)
+            while (k < top && pair[j][k] == pair[j - 1][k] && col[j][k] == col[j - 1][k]) k++;
+        o[0] = k;
+        for (int i = 0; i < n; i++) o[1 + i] = pair[j][i], o[1 + n + i] = col[j][i];
+    }
     memset(acc, 0, (size_t)m * sizeof *acc);
     for (int j = 0; j < m; j++)
         for (int l = 0; l < LS_L; l++) acc[j].pr[l] = 1.0;
@@ -707,13 +719,11 @@ LS_INLINE void prefix_body(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_M
         const size_t yo = (size_t)b * d * LS_L, ho = (size_t)b * Cp * LS_L;
         for (int j = 0; j < m; j++) {
             // levels shared with the previous order stay (at b's first order none)
-            int k = 0;
-            if (j > 0)
-                while (k < top && pair[j][k] == pair[j - 1][k] && col[j][k] == col[j - 1][k]) k++;
-            for (; k < top; k++) { // level k+1 = level k + e_k (Y_k, H'Y_k, 1)
-                const v8f ek = Eb[k * n + col[j][k]];
-                const v8f *y = (const v8f *)(Y0 + pair[j][k] * ystride + yo);
-                const v8f *hy = (const v8f *)(HY0 + pair[j][k] * hstride + ho);
+            const int *o = ords + (size_t)j * os, *op = o + 1, *oc = o + 1 + n;
+            for (int k = j ? o[0] : 0; k < top; k++) { // level k+1 = level k + e_k (Y_k, H'Y_k, 1)
+                const v8f ek = Eb[k * n + oc[k]];
+                const v8f *y = (const v8f *)(Y0 + op[k] * ystride + yo);
+                const v8f *hy = (const v8f *)(HY0 + op[k] * hstride + ho);
                 const v8f *src = lev + (size_t)k * W;
                 v8f *dst = lev + (size_t)(k + 1) * W;
                 int q = 0, c = 0;
@@ -730,13 +740,13 @@ LS_INLINE void prefix_body(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_M
                 dst[d + Cp] = src[d + Cp] + ek;
             }
             const int i0 = top, i1 = n - 1, two = i1 > i0; // i0 == i1 only when n == 1
-            const v8f e0 = Eb[i0 * n + col[j][i0]], e1 = two ? Eb[i1 * n + col[j][i1]] : (v8f){0};
+            const v8f e0 = Eb[i0 * n + oc[i0]], e1 = two ? Eb[i1 * n + oc[i1]] : (v8f){0};
             v8f *hl = hls + (size_t)(j % PFX_BATCH) * HS;
             prefix_leaf(x, lev + (size_t)top * W, bb, hb, e0, e1,
-                        (const v8f *)(Y0 + pair[j][i0] * ystride + yo),
-                        (const v8f *)(Y0 + pair[j][i1] * ystride + yo),
-                        (const v8f *)(HY0 + pair[j][i0] * hstride + ho),
-                        (const v8f *)(HY0 + pair[j][i1] * hstride + ho), two, hl, w16);
+                        (const v8f *)(Y0 + op[i0] * ystride + yo),
+                        (const v8f *)(Y0 + op[i1] * ystride + yo),
+                        (const v8f *)(HY0 + op[i0] * hstride + ho),
+                        (const v8f *)(HY0 + op[i1] * hstride + ho), two, hl, w16);
             if (j % PFX_BATCH != PFX_BATCH - 1 && j != m - 1) continue;
             // phase 2 of the batch: on 16 lanes two orders at once (an odd last one alone)
             const int j0 = j - j % PFX_BATCH;
