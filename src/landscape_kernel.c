@@ -787,10 +787,15 @@ int ls_prefix_wide_cpu(void) {
 
 static void eval_prefix(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX_N],
                         const int (*col)[LS_MAX_N], int v, int tc, double *lsum, long *ok) {
-    if (x->pl.prefix_wide)
-        eval_prefix16(x, w, m, pair, col, v, tc, lsum, ok);
-    else
-        eval_prefix8(x, w, m, pair, col, v, tc, lsum, ok);
+    // the workspace holds LS_BLOCK orders' sums: more come in turns (an
+    // order's value does not depend on which orders share its call)
+    for (int j0 = 0; j0 < m; j0 += LS_BLOCK) {
+        int mj = m - j0 < LS_BLOCK ? m - j0 : LS_BLOCK;
+        if (x->pl.prefix_wide)
+            eval_prefix16(x, w, mj, pair + j0, col + j0, v, tc, lsum + j0, ok + j0);
+        else
+            eval_prefix8(x, w, mj, pair + j0, col + j0, v, tc, lsum + j0, ok + j0);
+    }
 }
 
 /* Loss sums of m orders at the chunk's t index tc, over the held samples,
