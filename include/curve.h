@@ -11,7 +11,9 @@
 #include "evalset.h"
 #include "model.h"
 
-#define LS_MAX_N 16        /* experts the landscape and the TUI handle */
+/* experts the landscape, the curves and the TUI handle (a DeepSeek-V3 layer has 256);
+ * an expert id fits a byte, which the landscape's stored orders use */
+#define LS_MAX_N 256
 #define LS_EXHAUSTIVE_MAX 9 /* n <= 9: every order; above: sampled */
 
 typedef enum { LS_CLASSIFY = 0, LS_REGRESS = 1, LS_LAYER = 2 } ls_kind;

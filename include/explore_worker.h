@@ -48,11 +48,33 @@ typedef struct {
     /* landscape rows, in the order they finished (sort for display) */
     long norders, ndone;
     ls_row *rows;             /* (ndone) */
+    /* (norders_held, n) the landscape's orders, published before its first
+     * row: row r's order is orders + r.id * n (explore_row_order); NULL while
+     * no landscape has begun. orders_epoch changes whenever they do. */
+    uint8_t *orders;
+    long norders_held;
+    unsigned long orders_epoch;
     long rows_cap;            /* allocated rows (snapshot copies) */
     unsigned long rows_epoch; /* changes when rows are reset or reordered */
     int have_landscape;       /* all rows done: ranks below are valid */
     int exhaustive;           /* 0: the rows are a sample of the orders */
     int groups;               /* > 1: the orders are a group-limited router's group-preserving ones */
+    /* the orders the table ranks over: orders_in_set of them (n!, or (m!)^g g!
+     * with groups = g > 1), inf past a double (all orders of n > 170): print
+     * orders_in_set_log10 then ("about 10^287", ls_count_format). The table
+     * holds all of them (exhaustive) or a uniform sample of nsampled; both are
+     * set with the first rows_reset of a landscape, before any row. */
+    double orders_in_set, orders_in_set_log10;
+    long nsampled;            /* 0 when exhaustive */
+    /* sampled tables (exhaustive = 0), per method [COST_GATE], [COST_EXPERT],
+     * valid when rank[m] > 0: rank[m] is the rank among the sample (1 + the
+     * sampled orders more than tau below the method order's barrier), pct[m] =
+     * 100 (rank - 1) / nsampled its percentile, pct_lo[m]..pct_hi[m] that
+     * percentile's 95 % Wilson interval (percent), rank_est[m] = 1 + pct/100 x
+     * orders_in_set the estimated rank among all of them (inf when the set is;
+     * its log10 is log10(pct/100) + orders_in_set_log10). Exhaustive tables:
+     * pct = pct_lo = pct_hi = the exact percentile, rank_est = rank. */
+    double pct[2], pct_lo[2], pct_hi[2], rank_est[2];
     int failed;               /* the last request ended in an error (status says) */
     int rank[2];              /* [COST_GATE], [COST_EXPERT], from the complete rows */
     int tied[2], rank_auc[2]; /* tie class size and AUC tie-break rank (rank.h); 0 unknown */
@@ -66,6 +88,10 @@ typedef struct {
     /* the landscape's current step within that phase with its count
      * (ls_opts.phase), e.g. "precomputing pairs 40/73"; "" when none */
     char phase_detail[96];
+    /* what the front (cost matrices, assignments, curves) is doing, e.g.
+     * "expert cost 1.2/3.4 GFlop", "weight matching 12/64 experts", "curve
+     * naive"; "" when it is idle. A newer request cancels it mid-phase. */
+    char front_phase[96];
     /* the ranks came early (landscape on_ranks): rank/l_hat above are final
      * although the table is still filling in */
     int ranks_early;
@@ -116,6 +142,12 @@ void explore_export(explore_worker *g, const explore_request *q, const char *pat
 int explore_poll(explore_worker *g, explore_snapshot *v);
 void explore_snapshot_free(explore_snapshot *v);
 void explore_stop(explore_worker *g); /* cancels, joins, frees */
+/* Row r's order (from v->orders) as ints into p (v->n); the identity when the
+ * orders are not there (never for a published row). */
+void explore_row_order(const explore_snapshot *v, const ls_row *r, int *p);
+/* Is row r's order p (v->n ints)? */
+int explore_row_is(const explore_snapshot *v, const ls_row *r, const int *p);
+
 /* Seconds on the monotonic clock the worker stamps phase_since with. */
 double explore_clock(void);
 

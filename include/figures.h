@@ -24,6 +24,7 @@ void fig_accuracy_range(plot_spec *p);
 /* The landscape figure: rows sorted by barrier ascending. */
 typedef struct {
     const ls_row *rows;
+    const uint8_t *orders;  /* (norders, n): row k's order is orders + rows[k].id * n */
     long nrows;
     int n;                 /* experts */
     int exhaustive;

@@ -23,11 +23,31 @@ double ls_factorial(int n);
 /* n! for people: "40320", or "about 10^13019" once it has more than 15 digits
  * (n! overflows a double at n = 171). */
 void ls_factorial_format(char *buf, size_t cap, int n);
+/* a count given by its log10 for people, as ls_factorial_format: "362880" or
+ * "about 10^287" */
+void ls_count_format(char *buf, size_t cap, double log10_count);
+/* log10 of n! and of (m!)^G G!, finite where the counts overflow */
+double ls_factorial_log10(int n);
+double ls_wreath_log10(int G, int m);
 
+/* One order's results. Its experts are not in the row (n up to 256 would make
+ * every row 1 KB; an 11-expert table has 39.9M rows): id indexes the
+ * landscape's orders, a (norders, n) byte array, so row r's order is
+ * orders[r.id * n .. r.id * n + n). Rows move (sorting, copies, processes);
+ * the ids go with them. */
 typedef struct ls_row {
-    int order[LS_MAX_N];
     double barrier, acc_barrier, auc;
+    long id;
 } ls_row;
+
+/* the order of id in orders (norders, n) as ints into p (n) */
+void ls_order_get(const uint8_t *orders, int n, long id, int *p);
+/* order id of orders equals p (n ints) */
+int ls_order_is(const uint8_t *orders, int n, long id, const int *p);
+/* sum_i C[i][pi(i)] (C (n, n)) for order id of orders */
+double ls_order_cost(const double *C, const uint8_t *orders, int n, long id);
+/* the row whose order is p among rows[0..count), -1 when none */
+long ls_rows_find(const ls_row *rows, long count, const uint8_t *orders, int n, const int *p);
 
 struct landscape;
 
@@ -149,6 +169,8 @@ typedef struct landscape {
     long norders;               /* n! or the number sampled */
     long ndone;                 /* rows filled so far */
     ls_row *rows;               /* (norders), sorted by barrier once complete */
+    uint8_t *orders;            /* (norders, n) every order, set before the first row:
+                                 * row r's is orders + r.id * n (ls_order_get) */
     int exhaustive;             /* 0: sampled estimate */
     double pct_lo[2], pct_hi[2];/* sampled: 95% CI of each method's rank percentile */
     int best, worst;            /* row indices (in the sorted rows) */
@@ -156,8 +178,11 @@ typedef struct landscape {
      * order they finished); the rows are sorted only when all are done. */
     int ranks_ready;            /* rank, l_hat, best_barrier valid */
     double best_barrier;        /* B(best) (exhaustive: exact; sampled: over the sample) */
-    double rank_est[2];         /* sampled: estimated rank among all n! orders */
-    double n_fact;              /* the orders ranked over: n!, or (m!)^g g! (groups) */
+    double rank_est[2];         /* sampled: estimated rank among all n! orders, 1 +
+                                 * percentile * n_fact (inf when n_fact is) */
+    double n_fact;              /* the orders ranked over: n!, or (m!)^g g! (groups);
+                                 * inf past a double (all orders of n > 170) */
+    double n_fact_log10;        /* log10 of that count, finite at every n */
     int groups, group_size;     /* groups > 1: the orders are the group-preserving ones of a
                                  * group-limited router (S_m wr S_g, m = group_size) */
     double secs_ranks, secs_total; /* wall time to the ranks and to the end */

@@ -27,6 +27,7 @@
 #ifndef MS_PROGRESS_H
 #define MS_PROGRESS_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* Start a phase ("load B", "Gram matrices") of total units (0: unknown). Ends
@@ -39,6 +40,16 @@ void progress_add(double k);
 void progress_end(void);
 /* Would a line be drawn at all (stderr is a terminal, not turned off)? */
 int progress_enabled(void);
+
+/* A thread's own listener, for threads that own no terminal (the explorer's):
+ * the progress calls made on that thread go to fn(ctx, phase, done, total) -
+ * at each phase's begin ("" at its end) and at most every 50 ms in between -
+ * instead of the line, and progress_cancelled() on that thread is nonzero once
+ * *cancel is: the long loops that report progress (cost matrices, weight
+ * matching) poll it and return "cancelled". fn NULL: back to the line. */
+typedef void (*progress_listener)(void *ctx, const char *phase, double done, double total);
+void progress_listen(progress_listener fn, void *ctx, atomic_int *cancel);
+int progress_cancelled(void);
 
 /* Seconds spent per named part ("wm lap"; every progress phase is one), summed
  * and printed on stderr as "timing: WHAT SECONDS" lines at exit when the

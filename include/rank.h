@@ -28,9 +28,12 @@
 /* Elements i = 0..count-1: barrier, loss AUC and order (width ints). With
  * stride 0 the three are packed arrays (barrier[i], auc[i], order[i*width]);
  * otherwise each is `stride` bytes from one element to the next, so an array
- * of structs (e.g. &rows[0].barrier, &rows[0].auc, rows[0].order) is viewed
- * in place. auc and order may be NULL (then equal, and the chosen order is
- * taken to be one of the elements). */
+ * of structs (e.g. &rows[0].barrier, &rows[0].auc) is viewed in place. The
+ * orders may instead be bytes kept apart: element i's order is
+ * orders8[id_i * width ..), id_i read at id like the barrier (a landscape's
+ * rows: .orders8 = L->orders, .id = &L->rows[0].id). auc and the orders may
+ * be NULL (then equal, and the chosen order is taken to be one of the
+ * elements). */
 typedef struct {
     long count;
     int width;
@@ -38,6 +41,8 @@ typedef struct {
     const double *auc;
     const int *order;
     size_t stride;
+    const unsigned char *orders8;
+    const long *id;
 } rank_view;
 
 typedef struct {
@@ -68,6 +73,11 @@ void rank_chosen(const rank_view *v, double b, double auc, const int *order, dou
 void rank_table(const rank_view *v, double tau, long *rank, long *tied, long *cls);
 
 double rank_l_hat(double b, double best, double naive);
+
+/* The 95 % Wilson score interval [lo, hi] (fractions) of a proportion phat
+ * observed in nobs draws: a sampled landscape's rank percentile, (rank - 1) /
+ * samples, is one. lo is 0 when phat is 0, hi 1 when phat is 1. */
+void rank_wilson95(double phat, double nobs, double *lo, double *hi);
 
 /* Average ranks (1-based) of x[0..n) into r[0..n); NaN sorts last. */
 void rank_average(const double *x, long n, double *r);

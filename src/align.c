@@ -274,6 +274,10 @@ static int match_experts(const moe_expert *ref, moe_expert *ex, int count, const
     int rc = 0;
     for (int i = 0; i < count && !rc; i++) {
         int *P = perms + (size_t)i * h;
+        if (progress_cancelled()) { // a listener's cancel (progress.h)
+            rc = ms_fail(err, "cancelled");
+            break;
+        }
         if (!wm) {
             identity(P, h);
             continue;

@@ -61,11 +61,13 @@ static void help(void) {
 
 /* what the orders of a group-limited router's landscape are */
 static void print_order_set(const landscape *L, const moe_config *c) {
+    char cnt[48];
+    ls_count_format(cnt, sizeof cnt, L->n_fact_log10);
     if (L->groups)
         printf("(a group-limited router: orders that split one of its %d groups change B's "
-               "function; ranks are among the %.0f group-preserving orders; --all-orders for "
+               "function; ranks are among the %s group-preserving orders; --all-orders for "
                "all)\n",
-               L->groups, L->n_fact);
+               L->groups, cnt);
     else if (moe_groups_active(c))
         printf("(all orders of a group-limited router: those that split a group change B's "
                "function, so each order's curve ends at its own B': %s)\n",
@@ -96,10 +98,20 @@ static void print_split(const landscape *L) {
     fprintf(stderr, "\n");
 }
 
+/* the order column: whole up to 16 experts, above that its first 12 and the count
+ * (the JSON and CSV reports hold every order whole) */
+enum { ORDER_WHOLE_MAX = 16, ORDER_HEAD = 12 };
+
+static int order_width(int n) {
+    int w = n <= ORDER_WHOLE_MAX ? n * 3 : ORDER_HEAD * 4 + 12;
+    return w > 12 ? w : 12;
+}
+
 static void print_order(const int *p, int n) {
-    char buf[LS_MAX_N * 12 + 1];
-    moe_order_format(buf, sizeof buf, p, n);
-    printf("%-*s", n * 3 > 12 ? n * 3 : 12, buf);
+    char buf[LS_MAX_N * 4 + 1];
+    size_t len = moe_order_format(buf, sizeof buf, p, n > ORDER_WHOLE_MAX ? ORDER_HEAD : n);
+    if (n > ORDER_WHOLE_MAX) snprintf(buf + len, sizeof buf - len, " ... (%d)", n);
+    printf("%-*s", order_width(n), buf);
 }
 
 static void print_num(double v, const char *fmt) {
@@ -123,7 +135,7 @@ static void print_row(const char *name, const int *order, int n, double bar, dou
    tie plateau marked (figures.h: the TUI's p draws the same) */
 static int write_landscape_png(const landscape *L, const char *pa, const char *pb, int log_rank, const char *path,
                                ms_err *err) {
-    fig_landscape f = {.rows = L->rows, .nrows = L->norders, .n = L->n, .exhaustive = L->exhaustive,
+    fig_landscape f = {.rows = L->rows, .orders = L->orders, .nrows = L->norders, .n = L->n, .exhaustive = L->exhaustive,
                        .chosen = {L->methods[0].order, L->methods[1].order}, .tau = L->tau, .a_path = pa, .b_path = pb,
                        .log_rank = log_rank};
     for (int m = 0; m < 2; m++) {
@@ -168,6 +180,76 @@ static int write_curves_png(const landscape *L, const char *pa, const char *pb, 
     p.series = s;
     p.nseries = 5;
     return plot_png_write(&p, path, err);
+}
+
+/* the orders ranked and the sampled estimates, for people */
+static void print_header(const landscape *L, const ls_opts *lo) {
+    int n = L->n;
+    const char *kind = L->kind == LS_CLASSIFY ? "classification" : L->kind == LS_REGRESS ? "regression"
+                                                                                         : "layer-output";
+    char set[160] = "", all[48], cnt[48];
+    ls_factorial_format(all, sizeof all, n);
+    ls_count_format(cnt, sizeof cnt, L->n_fact_log10);
+    if (L->groups)
+        snprintf(set, sizeof set, " group-preserving (S_%d wr S_%d, of %s in S_%d)", L->group_size,
+                 L->groups, all, n);
+    if (L->exhaustive)
+        printf("landscape: all %ld%s expert orders (n = %d), %d points, %s loss%s\n", L->norders,
+               set, n, L->T, kind, lo->wm ? ", weight matching in every order" : ", no weight matching");
+    else
+        printf("landscape: %ld sampled%s expert orders of %s (n = %d, seed %llu), %d points, %s "
+               "loss\n",
+               L->norders, set, cnt, n, (unsigned long long)lo->seed, L->T, kind);
+}
+
+/* the estimate from a sample: rank percentile p = (rank - 1) / samples with its
+ * 95% Wilson interval, and p times the orders in the set */
+static void print_sampled(const landscape *L) {
+    char cnt[48], est[48];
+    ls_count_format(cnt, sizeof cnt, L->n_fact_log10);
+    for (int m = 0; m < 2; m++) {
+        double p = (double)(L->rank[m] - 1) / L->norders;
+        if (p > 0) ls_count_format(est, sizeof est, log10(p) + L->n_fact_log10);
+        else snprintf(est, sizeof est, "1");
+        printf("%s: %ld of %ld sampled orders are better; rank percentile %.2f%% (95%% CI "
+               "%.2f%%..%.2f%%), estimated rank %s of %s\n",
+               m == 0 ? "gate" : "expert", (long)L->rank[m] - 1, L->norders, 100.0 * p,
+               L->pct_lo[m], L->pct_hi[m], est, cnt);
+    }
+}
+
+/* the summary table: named alignments, both methods' ranks, best and worst */
+static void print_summary(const landscape *L, const moe_config *c, const ls_opts *lo) {
+    int n = L->n;
+    print_header(L, lo);
+    print_order_set(L, c);
+    if (L->kind == LS_CLASSIFY)
+        printf("end points: loss A %.6f (accuracy %.2f%%), loss B %.6f (accuracy %.2f%%)\n",
+               L->loss_a, 100 * L->acc_a, L->loss_b, 100 * L->acc_b);
+    else
+        printf("end points: loss A %.6g, loss B %.6g\n", L->loss_a, L->loss_b);
+    printf("\n%-11s %-*s %11s %11s %11s %14s %8s\n", "alignment", order_width(n), "order",
+           "barrier", "acc barrier", "loss AUC", "rank", "L-hat");
+    print_row("naive", L->naive.order, n, L->naive.barrier, L->naive.acc_barrier, L->naive.auc, NULL, 0);
+    print_row("skip-order", L->skip_order.order, n, L->skip_order.barrier, L->skip_order.acc_barrier,
+              L->skip_order.auc, NULL, 0);
+    for (int m = 0; m < 2; m++) {
+        char rank[48];
+        if (L->exhaustive) snprintf(rank, sizeof rank, "%d/%ld", L->rank[m], L->norders);
+        else snprintf(rank, sizeof rank, "~%.3g%%", 100.0 * (L->rank[m] - 1) / L->norders);
+        const ls_curve *cv = &L->methods[m];
+        print_row(m == 0 ? "gate" : "expert", cv->order, n, cv->barrier, cv->acc_barrier, cv->auc, rank,
+                  L->l_hat[m]);
+    }
+    const ls_row *b = &L->rows[L->best], *w = &L->rows[L->worst];
+    int bo[LS_MAX_N], wo[LS_MAX_N];
+    ls_order_get(L->orders, n, b->id, bo);
+    ls_order_get(L->orders, n, w->id, wo);
+    print_row("best", bo, n, b->barrier, b->acc_barrier, b->auc, "1", NAN);
+    char wr[32];
+    snprintf(wr, sizeof wr, "%d", L->worst + 1);
+    print_row("worst", wo, n, w->barrier, w->acc_barrier, w->auc, wr, NAN);
+    if (!L->exhaustive) print_sampled(L);
 }
 
 int cmd_landscape(int argc, char **argv) {
@@ -250,53 +332,8 @@ int cmd_landscape(int argc, char **argv) {
     L.secs_load = t_load;
     if (!cli_reports_here()) goto done; // rank 0 of moescope-mpi alone reports
 
-    int n = L.n;
-    const char *kind = L.kind == LS_CLASSIFY ? "classification" : L.kind == LS_REGRESS ? "regression"
-                                                                                       : "layer-output";
-    char set[128] = "";
-    if (L.groups)
-        snprintf(set, sizeof set, " group-preserving (S_%d wr S_%d, of %.0f in S_%d)", L.group_size,
-                 L.groups, ls_factorial(n), n);
-    if (L.exhaustive)
-        printf("landscape: all %ld%s expert orders (n = %d), %d points, %s loss%s\n", L.norders,
-               set, n, L.T, kind, lo.wm ? ", weight matching in every order" : ", no weight matching");
-    else
-        printf("landscape: %ld sampled%s expert orders of %.0f (n = %d, seed %llu), %d points, %s "
-               "loss\n",
-               L.norders, set, L.n_fact, n, (unsigned long long)lo.seed, L.T, kind);
-    print_order_set(&L, &A.cfg);
-    if (L.kind == LS_CLASSIFY)
-        printf("end points: loss A %.6f (accuracy %.2f%%), loss B %.6f (accuracy %.2f%%)\n",
-               L.loss_a, 100 * L.acc_a, L.loss_b, 100 * L.acc_b);
-    else
-        printf("end points: loss A %.6g, loss B %.6g\n", L.loss_a, L.loss_b);
-    printf("\n%-11s %-*s %11s %11s %11s %14s %8s\n", "alignment", n * 3 > 12 ? n * 3 : 12, "order",
-           "barrier", "acc barrier", "loss AUC", "rank", "L-hat");
-    print_row("naive", L.naive.order, n, L.naive.barrier, L.naive.acc_barrier, L.naive.auc, NULL, 0);
-    print_row("skip-order", L.skip_order.order, n, L.skip_order.barrier, L.skip_order.acc_barrier,
-              L.skip_order.auc, NULL, 0);
-    for (int m = 0; m < 2; m++) {
-        char rank[48];
-        if (L.exhaustive) snprintf(rank, sizeof rank, "%d/%ld", L.rank[m], L.norders);
-        else snprintf(rank, sizeof rank, "~%.3g%%", 100.0 * (L.rank_est[m] - 1) / L.n_fact);
-        const ls_curve *c = &L.methods[m];
-        print_row(m == 0 ? "gate" : "expert", c->order, n, c->barrier, c->acc_barrier, c->auc, rank,
-                  L.l_hat[m]);
-    }
-    const ls_row *b = &L.rows[L.best], *w = &L.rows[L.worst];
-    print_row("best", b->order, n, b->barrier, b->acc_barrier, b->auc, "1", NAN);
-    char wr[32];
-    snprintf(wr, sizeof wr, "%d", L.worst + 1);
-    print_row("worst", w->order, n, w->barrier, w->acc_barrier, w->auc, wr, NAN);
-    if (!L.exhaustive)
-        for (int m = 0; m < 2; m++)
-            printf("%s: %ld of %ld sampled orders are better; rank percentile %.2f%% (95%% CI "
-                   "%.2f%%..%.2f%%), estimated rank %.0f of %.0f\n",
-                   m == 0 ? "gate" : "expert", (long)L.rank[m] - 1, L.norders,
-                   100.0 * (L.rank[m] - 1) / L.norders, L.pct_lo[m], L.pct_hi[m], L.rank_est[m],
-                   L.n_fact);
-    // ties (rank.h): rank counts only orders more than tau below
-    for (int m = 0; m < 2; m++)
+    print_summary(&L, &A.cfg, &lo);
+    for (int m = 0; m < 2; m++) // ties (rank.h): rank counts only orders more than tau below
         if (L.tied[m] > 1)
             printf("%s: rank %d (tied: %d at %.4f; by AUC %d), tolerance %.3g\n",
                    m == 0 ? "gate" : "expert", L.rank[m], L.tied[m], L.methods[m].barrier,

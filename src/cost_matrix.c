@@ -283,8 +283,8 @@ static void dside_dist2(pool *P, const moe_config *c, double *dist2) {
     double *V = ms_malloc((size_t)nx * rb * d * sizeof(double)); // (nx, rb*d) one block of terms
     float *F = ms_malloc((size_t)rb * d * sizeof(float));         // (rb, d) one expert's block
     double *norm = ms_calloc((size_t)nx, sizeof(double));
-    for (int t = 0; t < term_count(c); t++)
-        for (int r0 = 0; r0 < d; r0 += rb) {
+    for (int t = 0; t < term_count(c) && !progress_cancelled(); t++)
+        for (int r0 = 0; r0 < d && !progress_cancelled(); r0 += rb) {
             int m = d - r0 < rb ? d - r0 : rb, c0 = term_sym(t) ? r0 : 0, w = d - c0;
             size_t L = (size_t)m * w;
             static const unsigned need[4] = {EXPERT_W1, EXPERT_W2, EXPERT_W3, EXPERT_W1 | EXPERT_W3};
@@ -367,7 +367,7 @@ static void hside_dist2(pool *P, const moe_config *c, double *dist2) {
         self[x] = hside_cross(&xa, &xa, c, S);
         progress_add(unit);
     }
-    for (int i = 0; i < P->na; i++) {
+    for (int i = 0; i < P->na && !progress_cancelled(); i++) {
         dexpert_fill(&xa, pool_at(P, i), c, ma);
         for (int j = 0; j < P->nb; j++) {
             dexpert_fill(&xb, pool_at(P, P->na + j), c, mb);
@@ -513,7 +513,9 @@ int cost_matrix_src(const moe_model *A, const expert_source *sa, const moe_model
     if (!cost_expert_offered(&A->cfg, A->cfg.n, B->cfg.n, (sa && sa->read) || (sb && sb->read), why,
                              sizeof why))
         return ms_fail(err, "%s and %s: %s", path_or(A, "A"), path_or(B, "B"), why);
-    return expert_cost(A->experts, A->cfg.n, B->experts, B->cfg.n, sa, sb, &A->cfg, C, err);
+    if (expert_cost(A->experts, A->cfg.n, B->experts, B->cfg.n, sa, sb, &A->cfg, C, err)) return -1;
+    if (progress_cancelled()) return ms_fail(err, "cancelled"); // a listener's cancel (progress.h)
+    return 0;
 }
 
 int cost_matrix_shared(const moe_model *A, const moe_model *B, double *C, ms_err *err) {

@@ -755,7 +755,7 @@ static void pair_from_landscape(diag_report *r, const landscape *L, cost_method 
     r->barrier_chosen = L->methods[method].barrier;
     r->best_order = ms_malloc((size_t)n * sizeof(int));
     const ls_row *best = &L->rows[L->best];
-    memcpy(r->best_order, best->order, (size_t)n * sizeof(int));
+    ls_order_get(L->orders, n, best->id, r->best_order);
     r->barrier_best = best->barrier;
     // barriers closer than float noise of the loss are ties, not a worse order
     double scale = fmax(1.0, fmax(fabs(L->loss_a), fabs(L->loss_b)));

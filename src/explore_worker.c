@@ -35,6 +35,7 @@
 
 #include "atomic_file.h"
 #include "lap.h"
+#include "progress.h"
 #include "rank.h"
 
 #define CURVE_CACHE 32
@@ -89,10 +90,13 @@ struct explore_worker {
     int ls_failed;
     char ls_status[256];
     ls_key rows_key;          /* the key pub.rows belong to */
+    unsigned long run_serial; /* counts the landscapes started (and saved tables shown) */
+    unsigned long orders_run; /* the run_serial pub.orders came from */
     /* complete tables kept per weight-matching stage, so toggling w back
        costs nothing (40320 rows are 3.5 MB) */
     struct {
         ls_row *rows;         /* NULL until one is complete */
+        uint8_t *orders;      /* (n, g->n) their orders */
         long n;
         ls_key key;
         int exhaustive;
@@ -111,6 +115,15 @@ struct explore_worker {
     int early_order[2][LS_MAX_N];
     int early_rank[2], early_tied[2], early_rank_auc[2];
     double early_lhat[2];
+    double early_pct[2][4];   /* pct, pct_lo, pct_hi, rank_est */
+    /* each finished landscape's own method curves (a sample need not hold the
+       method orders among its rows), per weight-matching stage (mu) */
+    struct fin_curves {
+        int valid;
+        ls_key key;
+        int order[2][LS_MAX_N];
+        double bar[2], auc[2];
+    } fin[2];
     /* diagnostics (mu): the newest ask, and the results per [method][center] */
     int diag_want, diag_want_m, diag_want_c;
     int diag_have[2][2], diag_fail[2][2];
@@ -163,6 +176,10 @@ static void pub_status(explore_worker *g) {
     } else if (!p->req.order_stage) {
         /* the method's rank would describe an order that is not in use */
         snprintf(p->status, sizeof p->status, "done: order stage off (identity order)");
+    } else if (p->have_landscape && p->rank[p->req.method] > 0 && !p->exhaustive) {
+        int m = p->req.method; // a sample: the percentile with its interval
+        snprintf(p->status, sizeof p->status, "done: %s order at percentile %.2f%% (95%% CI %.2f..%.2f%%) of %ld sampled orders",
+                 cost_method_name(m), p->pct[m], p->pct_lo[m], p->pct_hi[m], p->ndone);
     } else if (p->have_landscape && p->rank[p->req.method] > 0) {
         int m = p->req.method;
         if (p->tied[m] > 1) // rank.h: orders within tau of the chosen barrier are ties
@@ -188,12 +205,55 @@ static void front_status(explore_worker *g, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* Ranks and L-hat of both methods from complete rows. mu held. */
+/* The barrier and AUC of method m's order for the shown table: its row, else
+ * (a sampled table need not hold it) the landscape's own curve of that order,
+ * else the front's current curve when it is that order. mu held. */
+static int method_barrier(explore_worker *g, int m, double *b, double *auc) {
+    explore_snapshot *p = &g->pub;
+    const int *o = p->method_order[m];
+    long k = ls_rows_find(p->rows, p->ndone, p->orders, g->n, o);
+    if (k >= 0) {
+        *b = p->rows[k].barrier, *auc = p->rows[k].auc;
+        return 1;
+    }
+    const struct fin_curves *f = &g->fin[g->rows_key.wm];
+    for (int q = 0; q < 2; q++)
+        if (f->valid && ls_key_equal(f->key, g->rows_key) && !memcmp(f->order[q], o, sizeof(int) * (size_t)g->n)) {
+            *b = f->bar[q], *auc = f->auc[q];
+            return 1;
+        }
+    if (p->have_current && p->req.order_stage && p->req.method == (cost_method)m &&
+        ls_key_equal(key_of(&p->req), g->rows_key) && !memcmp(p->current_order, o, sizeof(int) * (size_t)g->n)) {
+        *b = p->current.barrier, *auc = p->current.auc;
+        return 1;
+    }
+    return 0;
+}
+
+/* Method m's percentile with its 95 % interval and estimated rank, from its rank
+ * among the table's ndone rows (sampled: an estimate, exhaustive: exact). mu held. */
+static void pub_estimate(explore_snapshot *p, int m) {
+    double ph = (double)(p->rank[m] - 1) / (double)p->ndone;
+    p->pct[m] = 100.0 * ph;
+    if (p->exhaustive) {
+        p->pct_lo[m] = p->pct_hi[m] = p->pct[m];
+        p->rank_est[m] = p->rank[m];
+        return;
+    }
+    rank_wilson95(ph, (double)p->ndone, &p->pct_lo[m], &p->pct_hi[m]);
+    p->pct_lo[m] *= 100.0;
+    p->pct_hi[m] *= 100.0;
+    p->rank_est[m] = ph > 0 ? 1.0 + ph * p->orders_in_set : 1.0;
+}
+
+/* Ranks and L-hat of both methods: the landscape's early ones (on_ranks), or
+ * from complete rows. mu held. */
 static void pub_ranks(explore_worker *g) {
     explore_snapshot *p = &g->pub;
-    p->rank[0] = p->rank[1] = 0;
-    p->tied[0] = p->tied[1] = p->rank_auc[0] = p->rank_auc[1] = 0;
-    p->l_hat[0] = p->l_hat[1] = NAN;
+    for (int m = 0; m < 2; m++) {
+        p->rank[m] = p->tied[m] = p->rank_auc[m] = 0;
+        p->l_hat[m] = p->pct[m] = p->pct_lo[m] = p->pct_hi[m] = p->rank_est[m] = NAN;
+    }
     p->ranks_early = 0;
     ls_key key = key_of(&p->req);
     if (!p->have_landscape && g->have_early && p->have_methods && ls_key_equal(g->early, key) &&
@@ -206,28 +266,35 @@ static void pub_ranks(explore_worker *g) {
                 p->tied[m] = g->early_tied[m];
                 p->rank_auc[m] = g->early_rank_auc[m];
                 p->l_hat[m] = g->early_lhat[m];
+                p->pct[m] = g->early_pct[m][0];
+                p->pct_lo[m] = g->early_pct[m][1];
+                p->pct_hi[m] = g->early_pct[m][2];
+                p->rank_est[m] = g->early_pct[m][3];
                 p->ranks_early = 1;
             }
         return;
     }
     if (!p->have_landscape || !p->have_methods || !p->have_naive || p->ndone < 1 || !ls_key_equal(g->rows_key, key)) return;
-    double best = INFINITY;
+    if (!p->orders) return;
+    double b[2], auc[2], best = INFINITY;
+    int have[2];
+    for (int m = 0; m < 2; m++) have[m] = method_barrier(g, m, &b[m], &auc[m]);
     for (long k = 0; k < p->ndone; k++)
         if (p->rows[k].barrier < best) best = p->rows[k].barrier;
+    for (int m = 0; m < 2 && !p->exhaustive; m++) // a sample's best includes the chosen orders
+        if (have[m] && b[m] < best) best = b[m];
     rank_view rv = {.count = p->ndone, .width = g->n, .barrier = &p->rows[0].barrier,
-                    .auc = &p->rows[0].auc, .order = p->rows[0].order, .stride = sizeof(ls_row)};
+                    .auc = &p->rows[0].auc, .orders8 = p->orders, .id = &p->rows[0].id,
+                    .stride = sizeof(ls_row)};
     for (int m = 0; m < 2; m++) {
-        double b = NAN, auc = NAN;
-        for (long k = 0; k < p->ndone; k++)
-            if (!memcmp(p->rows[k].order, p->method_order[m], sizeof(int) * (size_t)g->n))
-                b = p->rows[k].barrier, auc = p->rows[k].auc;
-        if (isnan(b)) continue; /* not in a sampled landscape */
+        if (!have[m]) continue;
         rank_info ri;
-        rank_chosen(&rv, b, auc, p->method_order[m], rank_tau(p->naive.barrier), &ri);
+        rank_chosen(&rv, b[m], auc[m], p->method_order[m], rank_tau(p->naive.barrier), &ri);
         p->rank[m] = (int)ri.rank;
         p->tied[m] = (int)ri.tied;
         p->rank_auc[m] = (int)ri.rank_auc;
-        p->l_hat[m] = rank_l_hat(b, best, p->naive.barrier);
+        p->l_hat[m] = rank_l_hat(b[m], best, p->naive.barrier);
+        pub_estimate(p, m);
     }
 }
 
@@ -277,6 +344,35 @@ static cached_curve *curve_get(explore_worker *g, const int *order, int wm, int 
     return slot;
 }
 
+/* The front's step for the snapshot (front_phase); "" when idle. */
+static void front_phase(explore_worker *g, const char *what) {
+    pthread_mutex_lock(&g->mu);
+    snprintf(g->pub.front_phase, sizeof g->pub.front_phase, "%s", what);
+    pub_bump(g);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* Progress of the library calls on the front thread (cost matrices, weight
+ * matching; progress.h's listener, at most every 50 ms): "expert cost 1.2/3.4". */
+static void front_listener(void *ctx, const char *phase, double done, double total) {
+    char buf[96];
+    if (phase[0] && total > 0) snprintf(buf, sizeof buf, "%.60s %.3g/%.3g", phase, done, total);
+    else snprintf(buf, sizeof buf, "%.60s", phase);
+    front_phase(ctx, buf);
+}
+
+/* The same on the landscape thread (its named alignments before the pairs):
+ * the orders pane's phase_detail, unless the landscape runs hidden. */
+static void ls_listener(void *ctx, const char *phase, double done, double total) {
+    explore_worker *g = ctx;
+    pthread_mutex_lock(&g->mu);
+    if (!g->ls_hidden && phase[0]) {
+        snprintf(g->pub.phase_detail, sizeof g->pub.phase_detail, "%.60s %.3g/%.3g", phase, done, total);
+        pub_bump(g);
+    }
+    pthread_mutex_unlock(&g->mu);
+}
+
 /* Costs, assignments and curves of q; -1 on error (err) or cancel. */
 static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     int n = g->n, T = q->T;
@@ -295,7 +391,11 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     double total[2];
     for (int m = 0; m < 2; m++) {
         if (g->cancel_front) return ms_fail(err, "cancelled");
+        char what[32];
+        snprintf(what, sizeof what, "%s cost", cost_method_name((cost_method)m));
+        front_phase(g, what);
         if (cost_matrix(g->A, g->B, (cost_method)m, q->center, g->cost[m], err)) return -1;
+        front_phase(g, "assignment");
         if (align_order(&g->A->cfg, g->cost[m], order[m], &total[m], err)) return ms_prefix(err, "%s cost", cost_method_name((cost_method)m));
     }
     int id[LS_MAX_N], cur[LS_MAX_N];
@@ -330,6 +430,9 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
         if (k == 3 && !q->has_selected) break;
         if (g->cancel_front) return ms_fail(err, "cancelled");
         front_status(g, "curve %s", want[k].name);
+        char what[32];
+        snprintf(what, sizeof what, "curve %s", want[k].name);
+        front_phase(g, what);
         cached_curve *c = curve_get(g, want[k].order, want[k].wm, T, err);
         if (!c) return ms_prefix(err, "%s curve", want[k].name);
         pthread_mutex_lock(&g->mu);
@@ -350,6 +453,18 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
 
 /* ---- the landscape ---- */
 
+/* The landscape's orders into the snapshot (once per landscape). mu held. */
+static void publish_orders(explore_worker *g, const uint8_t *orders, long norders) {
+    explore_snapshot *p = &g->pub;
+    if (!orders || (p->orders && p->norders_held == norders && g->orders_run == g->run_serial)) return;
+    size_t bytes = (size_t)norders * g->n;
+    p->orders = ms_realloc(p->orders, bytes + 1);
+    memcpy(p->orders, orders, bytes);
+    p->norders_held = norders;
+    p->orders_epoch++;
+    g->orders_run = g->run_serial;
+}
+
 static void publish_rows(explore_worker *g, const landscape *L, long done, long total) {
     pthread_mutex_lock(&g->mu);
     explore_snapshot *p = &g->pub;
@@ -365,6 +480,7 @@ static void publish_rows(explore_worker *g, const landscape *L, long done, long 
         g->last_pub = now_s();
         return;
     }
+    publish_orders(g, L->orders, L->norders);
     if (total > p->rows_cap) {
         p->rows = ms_realloc(p->rows, (size_t)total * sizeof(ls_row));
         p->rows_cap = total;
@@ -413,7 +529,6 @@ static void on_phase(void *ctx, const char *what, long done, long total) {
 /* The ranks are final long before the table (landscape.h on_ranks). */
 static void on_ranks(void *ctx, const landscape *L) {
     explore_worker *g = ctx;
-    if (!L->exhaustive) return; /* sampled: ranks among the sample only */
     pthread_mutex_lock(&g->mu);
     g->have_early = 1;
     g->early = g->run;
@@ -423,6 +538,9 @@ static void on_ranks(void *ctx, const landscape *L) {
         g->early_tied[m] = L->tied[m];
         g->early_rank_auc[m] = L->rank_auc[m];
         g->early_lhat[m] = L->l_hat[m];
+        double pct = 100.0 * (L->rank[m] - 1) / (double)L->norders;
+        double e[4] = {pct, L->pct_lo[m], L->pct_hi[m], L->rank_est[m]};
+        memcpy(g->early_pct[m], e, sizeof e);
     }
     pub_ranks(g);
     pub_status(g);
@@ -433,8 +551,15 @@ static void on_ranks(void *ctx, const landscape *L) {
 /* n!, the sample size, or a group-limited router's group-preserving orders
  * (then pub.groups says so). mu held. */
 static long orders_expected(explore_worker *g, const ls_opts *o) {
-    int exhaustive;
-    return ls_orders_planned(&g->A->cfg, o, &exhaustive, &g->pub.groups);
+    int exhaustive, n = g->n;
+    explore_snapshot *p = &g->pub;
+    long cnt = ls_orders_planned(&g->A->cfg, o, &exhaustive, &p->groups);
+    int G = p->groups;
+    p->exhaustive = exhaustive;
+    p->nsampled = exhaustive ? 0 : cnt;
+    p->orders_in_set = G ? ls_wreath_count(G, n / G) : ls_factorial(n);
+    p->orders_in_set_log10 = G ? ls_wreath_log10(G, n / G) : ls_factorial_log10(n);
+    return cnt;
 }
 
 /* Empty the published table (a new landscape, or a cancelled one). mu held. */
@@ -452,6 +577,8 @@ static void rows_reset(explore_worker *g, long norders) {
 static void ls_save(explore_worker *g, int wm, ls_key k, const landscape *L) {
     g->saved[wm].rows = ms_realloc(g->saved[wm].rows, (size_t)L->norders * sizeof(ls_row));
     memcpy(g->saved[wm].rows, L->rows, (size_t)L->norders * sizeof(ls_row));
+    g->saved[wm].orders = ms_realloc(g->saved[wm].orders, (size_t)L->norders * g->n + 1);
+    memcpy(g->saved[wm].orders, L->orders, (size_t)L->norders * g->n);
     g->saved[wm].n = L->norders;
     g->saved[wm].key = k;
     g->saved[wm].exhaustive = L->exhaustive;
@@ -468,6 +595,8 @@ static int ls_publish_saved(explore_worker *g, ls_key k) {
         p->rows_cap = cnt;
     }
     memcpy(p->rows, g->saved[wm].rows, (size_t)cnt * sizeof(ls_row));
+    g->run_serial++;
+    publish_orders(g, g->saved[wm].orders, cnt);
     p->ndone = p->norders = cnt;
     p->rows_epoch++;
     p->have_landscape = 1;
@@ -495,6 +624,7 @@ static void ls_redirect(explore_worker *g, ls_key k) {
     if (ls_key_equal(g->run, k)) {
         if (!g->ls_hidden) return;
         g->ls_hidden = 0; /* shown again: the next progress call copies every row so far */
+        g->run_serial++;  /* and its orders (a kept table's may be published) */
         g->have_ls = 0;
         g->rows_key = k;
         p->have_landscape = 0;
@@ -526,6 +656,7 @@ static void ls_redirect(explore_worker *g, ls_key k) {
 
 static void *ls_worker(void *arg) {
     explore_worker *g = arg;
+    progress_listen(ls_listener, g, &g->cancel_ls); /* its named alignments: cancellable */
     pthread_mutex_lock(&g->mu);
     for (;;) {
         while (!g->ls_want && !g->stop) pthread_cond_wait(&g->cv_ls, &g->mu);
@@ -544,6 +675,7 @@ static void *ls_worker(void *arg) {
             continue;
         }
         g->cancel_ls = 0;
+        g->run_serial++; /* new orders come with this landscape */
         g->ls_running = 1;
         g->ls_hidden = 0;
         g->run_done = g->run_total = 0;
@@ -590,6 +722,16 @@ static void *ls_worker(void *arg) {
             p->phase[0] = 0;
             p->phase_detail[0] = 0;
         }
+        if (rc == 0) { /* its own method curves, for a sample that lacks their rows */
+            struct fin_curves *f = &g->fin[wm];
+            f->valid = 1;
+            f->key = k;
+            for (int m = 0; m < 2; m++) {
+                memcpy(f->order[m], L.methods[m].order, sizeof f->order[m]);
+                f->bar[m] = L.methods[m].barrier;
+                f->auc[m] = L.methods[m].auc;
+            }
+        }
         if (rc == 0 && hidden) {
             /* finished in the background: kept for when w comes back */
             ls_save(g, wm, k, &L);
@@ -599,6 +741,7 @@ static void *ls_worker(void *arg) {
                 p->rows = ms_realloc(p->rows, (size_t)L.norders * sizeof(ls_row));
                 p->rows_cap = L.norders;
             }
+            publish_orders(g, L.orders, L.norders);
             memcpy(p->rows, L.rows, (size_t)L.norders * sizeof(ls_row));
             p->ndone = p->norders = L.norders;
             p->rows_epoch++;
@@ -781,6 +924,7 @@ void explore_request_diag(explore_worker *g, cost_method method, int center) {
 
 static void *front_worker(void *arg) {
     explore_worker *g = arg;
+    progress_listen(front_listener, g, &g->cancel_front); /* cost and matching: cancellable */
     pthread_mutex_lock(&g->mu);
     for (;;) {
         while (!g->has_pending && !g->stop) pthread_cond_wait(&g->cv_front, &g->mu);
@@ -796,6 +940,7 @@ static void *front_worker(void *arg) {
         int rc = run_cheap(g, &q, &err);
         pthread_mutex_lock(&g->mu);
         g->front_busy = 0;
+        g->pub.front_phase[0] = 0;
         if (rc == 0 && g->E) {
             /* the landscape for this request's key, unless it is there or coming */
             ls_key k = key_of(&q);
@@ -892,6 +1037,15 @@ int explore_poll(explore_worker *g, explore_snapshot *v) {
     v->selected = keep.selected;
     v->rows = keep.rows;
     v->rows_cap = keep.rows_cap;
+    v->orders = keep.orders;
+    if (keep.orders_epoch != p->orders_epoch || (!v->orders && p->orders)) {
+        free(v->orders);
+        v->orders = NULL;
+        if (p->orders) {
+            v->orders = ms_malloc((size_t)p->norders_held * p->n + 1);
+            memcpy(v->orders, p->orders, (size_t)p->norders_held * p->n);
+        }
+    }
     v->diag = keep.diag;
     if (keep.diag_epoch != p->diag_epoch) {
         dg_list_free(&v->diag);
@@ -929,10 +1083,23 @@ int explore_poll(explore_worker *g, explore_snapshot *v) {
     return 1;
 }
 
+void explore_row_order(const explore_snapshot *v, const ls_row *r, int *p) {
+    if (v->orders && r->id >= 0 && r->id < v->norders_held) {
+        ls_order_get(v->orders, v->n, r->id, p);
+        return;
+    }
+    for (int i = 0; i < v->n; i++) p[i] = i;
+}
+
+int explore_row_is(const explore_snapshot *v, const ls_row *r, const int *p) {
+    return v->orders && r->id >= 0 && r->id < v->norders_held && ls_order_is(v->orders, v->n, r->id, p);
+}
+
 void explore_snapshot_free(explore_snapshot *v) {
     free(v->t);
     free(v->cost);
     free(v->rows);
+    free(v->orders);
     ls_curve_free(&v->naive);
     ls_curve_free(&v->skip_order);
     ls_curve_free(&v->current);
@@ -963,6 +1130,8 @@ void explore_stop(explore_worker *g) {
     free(g->cost[1]);
     free(g->saved[0].rows);
     free(g->saved[1].rows);
+    free(g->saved[0].orders);
+    free(g->saved[1].orders);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv_front);
     pthread_cond_destroy(&g->cv_ls);

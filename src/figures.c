@@ -10,8 +10,12 @@
 #include "symmetry.h"
 
 void fig_curve_label(char *buf, int cap, const char *name, const int *order, int n, double barrier, int acc) {
+    // above 16 experts the first 8 and the count: the legend keeps its barrier
     char ob[LS_MAX_N * 4 + 1] = "";
-    if (order) moe_order_format(ob, sizeof ob, order, n);
+    if (order) {
+        size_t len = moe_order_format(ob, sizeof ob, order, n > 16 ? 8 : n);
+        if (n > 16) snprintf(ob + len, sizeof ob - len, " ... (%d)", n);
+    }
     snprintf(buf, (size_t)cap, "%s%s%s (%s %.3g)", name, order ? " " : "", ob, acc ? "acc. barrier" : "barrier",
              barrier);
 }
@@ -54,7 +58,7 @@ void fig_accuracy_range(plot_spec *p) {
 
 static long find_row(const fig_landscape *f, const int *order) {
     for (long k = 0; order && k < f->nrows; k++)
-        if (!memcmp(f->rows[k].order, order, sizeof(int) * (size_t)f->n)) return k;
+        if (ls_order_is(f->orders, f->n, f->rows[k].id, order)) return k;
     return -1;
 }
 

@@ -33,6 +33,7 @@
  * forward pass of a model: check, named alignments, orders, pairs, end points,
  * named curves, plan, then per chunk of points {precompute, sweep}, ranks,
  * fill, sort. The state, and what the other two files hold: landscape_int.h. */
+#define _GNU_SOURCE /* qsort_r */
 #include <cblas.h>
 #include <math.h>
 #include <pthread.h>
@@ -92,10 +93,45 @@ double ls_factorial(int n) {
     return f;
 }
 
+double ls_factorial_log10(int n) { return lgamma(n + 1.0) / log(10.0); }
+
+double ls_wreath_log10(int G, int m) { return ls_factorial_log10(G) + G * ls_factorial_log10(m); }
+
+void ls_count_format(char *buf, size_t cap, double log10_count) {
+    if (log10_count < 15.0) snprintf(buf, cap, "%.0f", round(pow(10.0, log10_count)));
+    else snprintf(buf, cap, "about 10^%.0f", floor(log10_count));
+}
+
 void ls_factorial_format(char *buf, size_t cap, int n) {
     double f = ls_factorial(n);
     if (f < 1e15) snprintf(buf, cap, "%.0f", f);
-    else snprintf(buf, cap, "about 10^%.0f", floor(lgamma(n + 1.0) / log(10.0)));
+    else ls_count_format(buf, cap, ls_factorial_log10(n));
+}
+
+void ls_order_get(const uint8_t *orders, int n, long id, int *p) {
+    const uint8_t *o = orders + (size_t)id * n;
+    for (int i = 0; i < n; i++) p[i] = o[i];
+}
+
+int ls_order_is(const uint8_t *orders, int n, long id, const int *p) {
+    const uint8_t *o = orders + (size_t)id * n;
+    for (int i = 0; i < n; i++)
+        if (o[i] != p[i]) return 0;
+    return 1;
+}
+
+double ls_order_cost(const double *C, const uint8_t *orders, int n, long id) {
+    const uint8_t *o = orders + (size_t)id * n;
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += C[(size_t)i * n + o[i]];
+    return s;
+}
+
+long ls_rows_find(const ls_row *rows, long count, const uint8_t *orders, int n, const int *p) {
+    if (!rows || !orders || !p) return -1;
+    for (long k = 0; k < count; k++)
+        if (ls_order_is(orders, n, rows[k].id, p)) return k;
+    return -1;
 }
 
 /* k-th permutation of 0..n-1 in lexicographic order. */
@@ -176,7 +212,7 @@ void ls_order_of(const lsx *x, long k, int *p) {
     } else if (x->rs.exhaustive) {
         perm_unrank(k, x->pb.n, p);
     } else {
-        for (int i = 0; i < x->pb.n; i++) p[i] = x->rs.sampled[(size_t)k * x->pb.n + i];
+        ls_order_get(x->rs.L->orders, x->pb.n, k, p);
     }
 }
 
@@ -184,36 +220,62 @@ void ls_order_of(const lsx *x, long k, int *p) {
 static long order_index(const lsx *x, const int *p) {
     if (x->rs.exhaustive && x->rs.groups) return wreath_rank(p, x->rs.groups, x->pb.n / x->rs.groups);
     if (x->rs.exhaustive) return perm_rank(p, x->pb.n);
-    for (long k = 0; k < x->rs.norders; k++) {
-        int i = 0;
-        while (i < x->pb.n && x->rs.sampled[(size_t)k * x->pb.n + i] == p[i]) i++;
-        if (i == x->pb.n) return k;
-    }
+    for (long k = 0; k < x->rs.norders; k++)
+        if (ls_order_is(x->rs.L->orders, x->pb.n, k, p)) return k;
     return -1;
 }
 
-static uint64_t perm_key(const int *p, int n) {
-    uint64_t k = 0;
-    for (int i = 0; i < n; i++) k = (k << 4) | (uint64_t)p[i];
-    return k;
+/* the next permutation in lexicographic order (0 after the last) */
+static int perm_next(int *p, int n) {
+    int i = n - 2;
+    while (i >= 0 && p[i] > p[i + 1]) i--;
+    if (i < 0) return 0;
+    int j = n - 1;
+    while (p[j] < p[i]) j--;
+    int t = p[i];
+    p[i] = p[j], p[j] = t;
+    for (int a = i + 1, b = n - 1; a < b; a++, b--) t = p[a], p[a] = p[b], p[b] = t;
+    return 1;
+}
+
+/* every order of the exhaustive set into L->orders (norders, n), in row order */
+static void all_orders(lsx *x) {
+    int n = x->pb.n, p[LS_MAX_N];
+    uint8_t *o = x->rs.L->orders;
+    for (int i = 0; i < n; i++) p[i] = i;
+    for (long k = 0; k < x->rs.norders; k++) {
+        if (x->rs.groups) wreath_unrank(k, x->rs.groups, n / x->rs.groups, p);
+        else if (k > 0) perm_next(p, n);
+        for (int i = 0; i < n; i++) o[(size_t)k * n + i] = (uint8_t)p[i];
+    }
+}
+
+/* FNV-1a of an order's n bytes, never 0 (0 marks an empty slot) */
+static uint64_t order_hash(const uint8_t *o, int n) {
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < n; i++) h = (h ^ o[i]) * 1099511628211ull;
+    return h ? h : 1;
 }
 
 /* nsample distinct uniformly random orders of the set (n! or the wreath
- * group's, at least 2 nsample of them): for the wreath group a group order
- * rho, then an inner order per slot group, as moe_scramble draws. */
+ * group's, at least 2 nsample of them) into L->orders (nsample, n): for the
+ * wreath group a group order rho, then an inner order per slot group, as
+ * moe_scramble draws. Distinct by a hash set of (hash, index) over the drawn
+ * orders: memory O(nsample n), whatever n! is. */
 static void sample_orders(lsx *x, long nsample, uint64_t seed) {
     int n = x->pb.n;
-    x->rs.sampled = ms_malloc((size_t)nsample * n);
+    uint8_t *out = x->rs.L->orders; // (nsample, n)
     size_t cap = 1;
     while (cap < (size_t)nsample * 2) cap <<= 1;
-    uint64_t *set = ms_calloc(cap, sizeof(uint64_t)); // keys + 1 (0 = empty)
+    uint64_t *hs = ms_calloc(cap, sizeof(uint64_t)); // hash, 0 = empty
+    long *at_k = ms_malloc(cap * sizeof(long));      // the order with that hash
     rng_t r;
     rng_seed(&r, seed);
-    int p[LS_MAX_N];
+    int p[LS_MAX_N], rho[LS_MAX_N], tau[LS_MAX_N];
     long got = 0;
     while (got < nsample) {
         if (x->rs.groups) {
-            int G = x->rs.groups, m = n / G, rho[LS_MAX_N], tau[LS_MAX_N];
+            int G = x->rs.groups, m = n / G;
             rng_permutation(&r, rho, G);
             for (int a = 0; a < G; a++) {
                 rng_permutation(&r, tau, m);
@@ -222,22 +284,21 @@ static void sample_orders(lsx *x, long nsample, uint64_t seed) {
         } else {
             rng_permutation(&r, p, n);
         }
-        uint64_t key = perm_key(p, n) + 1, hsh = key * 0x9E3779B97F4A7C15ull;
-        size_t at = (size_t)(hsh >> 20) & (cap - 1);
+        uint8_t *o = out + (size_t)got * n;
+        for (int i = 0; i < n; i++) o[i] = (uint8_t)p[i];
+        uint64_t hh = order_hash(o, n);
+        size_t at = (size_t)(hh >> 20) & (cap - 1);
         int dup = 0;
-        while (set[at]) {
-            if (set[at] == key) {
-                dup = 1;
-                break;
-            }
+        while (hs[at] && !dup) {
+            dup = hs[at] == hh && !memcmp(out + (size_t)at_k[at] * n, o, (size_t)n);
             at = (at + 1) & (cap - 1);
         }
         if (dup) continue;
-        set[at] = key;
-        for (int i = 0; i < n; i++) x->rs.sampled[(size_t)got * n + i] = (unsigned char)p[i];
-        got++;
+        hs[at] = hh;
+        at_k[at] = got++;
     }
-    free(set);
+    free(hs);
+    free(at_k);
 }
 
 
@@ -276,17 +337,19 @@ void landscape_free(landscape *L) {
     free(L->cost[0]);
     free(L->cost[1]);
     free(L->rows);
+    free(L->orders);
     memset(L, 0, sizeof *L);
 }
 
-static int row_cmp(const void *pa, const void *pb) {
+/* by barrier (NaN last), then lexicographically by order; ctx is the landscape */
+static int row_cmp(const void *pa, const void *pb, void *ctx) {
     const ls_row *a = pa, *b = pb;
+    const landscape *L = ctx;
     int na = isnan(a->barrier), nb = isnan(b->barrier);
     if (na != nb) return na - nb; // NaN last
     if (!na && a->barrier != b->barrier) return a->barrier < b->barrier ? -1 : 1;
-    for (int i = 0; i < LS_MAX_N; i++)
-        if (a->order[i] != b->order[i]) return a->order[i] < b->order[i] ? -1 : 1;
-    return 0;
+    const uint8_t *oa = L->orders + (size_t)a->id * L->n, *ob = L->orders + (size_t)b->id * L->n;
+    return memcmp(oa, ob, (size_t)L->n);
 }
 
 /* E fits m: a model with a head checks labels/targets, a layer the width */
@@ -403,22 +466,14 @@ static int end_ties(lsx *x, const moe_model *B, ms_err *err) {
     return 0;
 }
 
-static void wilson(double phat, double nobs, double *lo, double *hi) {
-    const double z = 1.959963984540054;
-    double den = 1.0 + z * z / nobs;
-    double ctr = (phat + z * z / (2.0 * nobs)) / den;
-    double half = z * sqrt(phat * (1.0 - phat) / nobs + z * z / (4.0 * nobs * nobs)) / den;
-    *lo = phat <= 0 || ctr - half < 0 ? 0 : ctr - half;
-    *hi = phat >= 1 || ctr + half > 1 ? 1 : ctr + half;
-}
-
 /* ranks (rank.h: tolerance tau, tie class, AUC tie-break), L-hat and the
  * best barrier from the rows done so far; valid when every order not done has
  * a lower bound above both chosen barriers + tau */
 static void compute_ranks(lsx *x) {
     landscape *L = x->rs.L;
     rank_view v = {.count = x->rs.filled, .width = x->pb.n, .barrier = &L->rows[0].barrier,
-                   .auc = &L->rows[0].auc, .order = L->rows[0].order, .stride = sizeof(ls_row)};
+                   .auc = &L->rows[0].auc, .orders8 = L->orders, .id = &L->rows[0].id,
+                   .stride = sizeof(ls_row)};
     double best = INFINITY;
     for (long k = 0; k < x->rs.filled; k++)
         if (L->rows[k].barrier < best) best = L->rows[k].barrier;
@@ -438,8 +493,8 @@ static void compute_ranks(lsx *x) {
         long less = ri.rank - 1;
         if (!x->rs.exhaustive) {
             double ph = (double)less / (double)x->rs.norders;
-            L->rank_est[m] = 1.0 + ph * L->n_fact;
-            wilson(ph, (double)x->rs.norders, &L->pct_lo[m], &L->pct_hi[m]);
+            L->rank_est[m] = ph > 0 ? 1.0 + ph * L->n_fact : 1.0; // n_fact may be inf
+            rank_wilson95(ph, (double)x->rs.norders, &L->pct_lo[m], &L->pct_hi[m]);
             L->pct_lo[m] *= 100.0;
             L->pct_hi[m] *= 100.0;
         } else {
@@ -541,6 +596,10 @@ static void ws_alloc(const lsx *x, ls_ws *w) {
             exit(3);
         }
     }
+    w->ord = ms_malloc(LS_BLOCK * sizeof *w->ord);
+    w->pair = ms_malloc(LS_BLOCK * sizeof *w->pair);
+    w->lp = ms_malloc(LS_BLOCK * sizeof *w->lp);
+    w->lc = ms_malloc(LS_BLOCK * sizeof *w->lc);
 }
 
 static void ws_free(ls_ws *w) {
@@ -556,6 +615,10 @@ static void ws_free(ls_ws *w) {
     free(w->z);
     free(w->lg);
     free(w->lev);
+    free(w->ord);
+    free(w->pair);
+    free(w->lp);
+    free(w->lc);
 }
 
 /* The plan's buffers: labels/targets in lanes, the chunk's arrays, the
@@ -653,6 +716,7 @@ static void ls_problem_init(lsx *x, const moe_model *A, const moe_model *B, cons
     L->t = ms_malloc((size_t)pb->T * sizeof(double));
     for (int m = 0; m < pb->T; m++) L->t[m] = ls_t(m, pb->T);
     L->n_fact = ls_factorial(pb->n);
+    L->n_fact_log10 = ls_factorial_log10(pb->n);
     L->best = L->worst = -1;
 }
 
@@ -720,11 +784,17 @@ static void ls_orders_init(lsx *x) {
     rs->exhaustive = exhaustive;
     rs->L->groups = rs->groups;
     rs->L->group_size = rs->groups ? x->pb.n / rs->groups : x->pb.n;
-    rs->L->n_fact = rs->groups ? ls_wreath_count(rs->groups, x->pb.n / rs->groups)
-                               : ls_factorial(x->pb.n);
-    if (!rs->exhaustive) sample_orders(x, rs->norders, o->seed);
+    int G = rs->groups, n = x->pb.n;
+    rs->L->n_fact = G ? ls_wreath_count(G, n / G) : ls_factorial(n);
+    rs->L->n_fact_log10 = G ? ls_wreath_log10(G, n / G) : ls_factorial_log10(n);
     rs->L->exhaustive = rs->exhaustive;
     rs->L->norders = rs->norders;
+    // the orders, (norders, n) bytes: drawn, or every one (the exhaustive rows
+    // unrank their own; a process that is not rank 0 keeps none)
+    if (!rs->exhaustive || !o->part || !o->part->rank)
+        rs->L->orders = ms_malloc((size_t)rs->norders * n + 1);
+    if (!rs->exhaustive) sample_orders(x, rs->norders, o->seed);
+    else if (rs->L->orders) all_orders(x);
     // split over processes: whole blocks of orders each (the blocks of one process)
     rs->k0 = 0, rs->k1 = rs->norders;
     long nrows = rs->norders; // rank 0 receives every row at the end
@@ -903,7 +973,7 @@ static int ls_ranks_then_rest(lsx *x, ls_named *nm, ms_err *err) {
         rs->auc[k] = nm->curve[a]->auc;
         rs->prog[k] = x->ck.ntc;
         rs->done[k] = 1;
-        ls_emit_row(x, k, nm->curve[a]->order);
+        ls_emit_row(x, k);
     }
     ls_report_progress(x);
     double bmax = fmax(L->methods[0].barrier, L->methods[1].barrier);
@@ -971,7 +1041,7 @@ static int ls_fill_sort(lsx *x, ms_err *err) {
                        x->rs.norders);
     compute_ranks(x);
     if (part) L->secs_ranks = ls_now() - x->rs.t0; // split: the ranks come with the last row
-    qsort(L->rows, (size_t)x->rs.norders, sizeof(ls_row), row_cmp);
+    qsort_r(L->rows, (size_t)x->rs.norders, sizeof(ls_row), row_cmp, L);
     L->best = 0;
     L->worst = 0;
     for (long k = 0; k < x->rs.norders; k++)
@@ -1001,7 +1071,7 @@ static void ls_release(lsx *x, ls_named *nm) {
     ls_endpoint_free(&x->pb.own[0]);
     ls_endpoint_free(&x->pb.own[1]);
     void *pbuf[] = {x->pb.perm, x->pb.pj, x->pb.DBn, x->pb.lab8, x->pb.tg8, x->pb.shmem,
-                    x->pb.shx, x->rs.sampled, x->rs.bar, x->rs.accb, x->rs.auc, x->rs.done,
+                    x->pb.shx, x->rs.bar, x->rs.accb, x->rs.auc, x->rs.done,
                     x->rs.prog, x->rs.acc_l, x->rs.acc_ok, x->rs.lb, x->rs.ab, nm->ls, nm->ok};
     for (size_t i = 0; i < sizeof pbuf / sizeof pbuf[0]; i++) free(pbuf[i]);
 }

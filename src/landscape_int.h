@@ -63,6 +63,8 @@ typedef struct {
     float *z;      // (d, LS_L) kernel: block output
     float *lg;     // (Cp, LS_L) kernel: logits
     float *lev;    // kernel's prefix path: partial sums, loss sums (NULL: unused)
+    int (*ord)[LS_MAX_N], (*pair)[LS_MAX_N]; // (LS_BLOCK) a block's orders and their pairs
+    int (*lp)[LS_MAX_N], (*lc)[LS_MAX_N];    // (LS_BLOCK) those active at one t
 } ls_ws;
 
 /* The problem: inputs and what is derived from them once. */
@@ -150,7 +152,6 @@ typedef struct {
     long norders;
     int exhaustive;
     int groups;             /* > 1: the orders are the wreath group's (G groups of n/G) */
-    unsigned char *sampled; // (norders, n) sampled orders
     double *bar, *accb, *auc; // (norders) running barrier, acc barrier, AUC
     unsigned char *done;    // (norders) row emitted
     int *prog;              // (norders) points of the current chunk folded in
@@ -255,7 +256,7 @@ int ls_cancelled(lsx *x);
 void ls_phase(lsx *x, const char *what, long done, long total);
 void ls_to_lanes(float *dst, const float *src, int N, int width, int nb);
 void ls_order_value(const lsx *x, double lsum, long ok, double *loss, double *acc);
-void ls_emit_row(lsx *x, long k, const int *p);
+void ls_emit_row(lsx *x, long k);
 void ls_report_progress(lsx *x);
 int ls_run_job(lsx *x, ls_job *job);
 int ls_load_samples(lsx *x, int sc);

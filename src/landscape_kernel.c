@@ -140,6 +140,7 @@ LS_INLINE void route_general(const moe_config *c, int n, const float *e, const v
     const int k = c->k, grouped = c->n_group > 1 && c->topk_group < c->n_group;
     const int sig = c->score == SCORE_SIGMOID, renorm = c->renorm == RENORM_YES;
     const float scale = c->scale != 0.0f ? c->scale : 1.0f;
+    if (n < 1) return; /* never; tells the compiler every q[0] below is set */
     v8f p[LS_MAX_N];
     v8i sel[LS_MAX_N];
     if (sig) {

@@ -311,10 +311,10 @@ static void fold_one(lsx *x, long k, int tc, double loss, double acc) {
     }
 }
 
-void ls_emit_row(lsx *x, long k, const int *p) {
+void ls_emit_row(lsx *x, long k) {
     ls_row row;
     memset(&row, 0, sizeof row);
-    for (int i = 0; i < x->pb.n; i++) row.order[i] = p[i];
+    row.id = k; // its order is L->orders' k-th
     row.barrier = x->rs.bar[k];
     row.acc_barrier = x->pb.kind == LS_CLASSIFY ? x->rs.accb[k] : NAN;
     row.auc = x->rs.auc[k];
@@ -330,7 +330,9 @@ void ls_emit_row(lsx *x, long k, const int *p) {
  * reaches bmax, since it can no longer rank above a chosen order. */
 static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, double bmax) {
     int n = x->pb.n;
-    int ord[LS_BLOCK][LS_MAX_N], pair[LS_BLOCK][LS_MAX_N];
+    // (LS_BLOCK, LS_MAX_N) each, in the workspace (n = 256 would be 512 KiB of stack)
+    int (*ord)[LS_MAX_N] = w->ord, (*pair)[LS_MAX_N] = w->pair;
+    int (*lp)[LS_MAX_N] = w->lp, (*lc)[LS_MAX_N] = w->lc;
     char active[LS_BLOCK];
     int t0 = x->ck.ntc;
     for (int j = 0; j < cnt; j++) {
@@ -343,7 +345,7 @@ static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, dou
     }
     // t-major: all active orders of the block at one t in one kernel call,
     // which walks the samples once for all of them (see eval_orders_t)
-    int lp[LS_BLOCK][LS_MAX_N], lc[LS_BLOCK][LS_MAX_N], idx[LS_BLOCK];
+    int idx[LS_BLOCK];
     double lsum[LS_BLOCK];
     long okc[LS_BLOCK];
     for (int tc = t0; tc < x->ck.ntc; tc++) {
@@ -351,8 +353,8 @@ static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, dou
         int m = 0;
         for (int j = 0; j < cnt; j++) {
             if (!active[j] || x->rs.prog[ks[j]] != tc) continue;
-            memcpy(lp[m], pair[j], sizeof lp[m]);
-            memcpy(lc[m], ord[j], sizeof lc[m]);
+            memcpy(lp[m], pair[j], (size_t)n * sizeof(int));
+            memcpy(lc[m], ord[j], (size_t)n * sizeof(int));
             idx[m++] = j;
         }
         if (!m) continue;
@@ -388,7 +390,7 @@ static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, dou
         long k = ks[j];
         if (x->rs.done[k] || x->rs.prog[k] != x->ck.ntc) continue;
         x->rs.done[k] = 1;
-        ls_emit_row(x, k, ord[j]);
+        ls_emit_row(x, k);
     }
 }
 

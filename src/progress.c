@@ -28,6 +28,15 @@ static struct {
 
 static volatile sig_atomic_t line_shown; /* a line is on the terminal (the handler ends it) */
 
+/* this thread's listener (progress_listen), if any */
+static __thread struct {
+    progress_listener fn;
+    void *ctx;
+    atomic_int *cancel;
+    char phase[64];
+    double total, done, t_sent;
+} TL;
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -106,11 +115,35 @@ static void erase_locked(void) {
     line_shown = 0;
 }
 
+void progress_listen(progress_listener fn, void *ctx, atomic_int *cancel) {
+    memset(&TL, 0, sizeof TL);
+    TL.fn = fn;
+    TL.ctx = ctx;
+    TL.cancel = cancel;
+}
+
+int progress_cancelled(void) { return TL.cancel && atomic_load_explicit(TL.cancel, memory_order_relaxed); }
+
+/* the listener's update: forced at a phase's begin and end, else every 50 ms */
+static void tl_send(int force) {
+    double t = now_s();
+    if (!force && t - TL.t_sent < 0.05) return;
+    TL.t_sent = t;
+    TL.fn(TL.ctx, TL.phase, TL.done, TL.total);
+}
+
 void progress_begin(const char *phase, double total, const char *unit) {
     // the tests' stall point: wait here for a signal, so a cancel lands mid-phase
     const char *stall = getenv("MOESCOPE_TEST_STALL");
     if (stall && *stall && phase && !strncmp(phase, stall, strlen(stall)))
         for (;;) pause();
+    if (TL.fn) {
+        snprintf(TL.phase, sizeof TL.phase, "%s", phase ? phase : "");
+        TL.total = total;
+        TL.done = 0;
+        tl_send(1);
+        return;
+    }
     pthread_mutex_lock(&P.mu);
     init_locked();
     snprintf(P.phase, sizeof P.phase, "%s", phase ? phase : "");
@@ -123,6 +156,11 @@ void progress_begin(const char *phase, double total, const char *unit) {
 }
 
 void progress_set(double done) {
+    if (TL.fn) {
+        TL.done = done;
+        tl_send(0);
+        return;
+    }
     pthread_mutex_lock(&P.mu);
     P.done = done;
     maybe_draw_locked(0);
@@ -130,6 +168,11 @@ void progress_set(double done) {
 }
 
 void progress_add(double k) {
+    if (TL.fn) {
+        TL.done += k;
+        tl_send(0);
+        return;
+    }
     pthread_mutex_lock(&P.mu);
     P.done += k;
     maybe_draw_locked(0);
@@ -137,6 +180,11 @@ void progress_add(double k) {
 }
 
 void progress_end(void) {
+    if (TL.fn) {
+        TL.phase[0] = 0;
+        tl_send(1);
+        return;
+    }
     pthread_mutex_lock(&P.mu);
     erase_locked();
     char phase[64];

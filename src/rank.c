@@ -28,10 +28,17 @@ static double auc_at(const rank_view *v, long i) {
     return *(const double *)((const char *)v->auc + (size_t)i * v->stride);
 }
 
-static const int *order_at(const rank_view *v, long i) {
-    if (!v->order) return NULL;
-    if (!v->stride) return v->order + (size_t)i * v->width;
-    return (const int *)((const char *)v->order + (size_t)i * v->stride);
+static int has_orders(const rank_view *v) { return v->order || (v->orders8 && v->id); }
+
+/* element i's order, entry k */
+static int order_entry(const rank_view *v, long i, int k) {
+    if (v->order) {
+        const int *o = v->stride ? (const int *)((const char *)v->order + (size_t)i * v->stride)
+                                 : v->order + (size_t)i * v->width;
+        return o[k];
+    }
+    long id = v->stride ? *(const long *)((const char *)v->id + (size_t)i * v->stride) : v->id[i];
+    return v->orders8[(size_t)id * v->width + k];
 }
 
 double rank_tau(double naive_barrier) { return 1e-6 * fmax(naive_barrier, 1e-3); }
@@ -56,16 +63,23 @@ long rank_tied_count(const rank_view *v, double b, double tau) {
     return c;
 }
 
-/* (auc, order) of a before b inside a tie class: AUC ascending, NaN last,
- * then lexicographic order. 0 when equal (the same order). */
-static int auc_order_cmp(double aa, const int *oa, double ab, const int *ob, int width) {
+/* element i's order against p, lexicographically (0 without orders) */
+static int order_cmp(const rank_view *v, long i, const int *p) {
+    if (!p || !has_orders(v)) return 0;
+    for (int k = 0; k < v->width; k++) {
+        int a = order_entry(v, i, k);
+        if (a != p[k]) return a < p[k] ? -1 : 1;
+    }
+    return 0;
+}
+
+/* element i (auc ai) before the chosen (auc ab, order p) inside a tie class:
+ * AUC ascending, NaN last, then lexicographic order. 0 when equal. */
+static int auc_order_cmp(const rank_view *v, long i, double aa, double ab, const int *p) {
     int na = isnan(aa) != 0, nb = isnan(ab) != 0;
     if (na != nb) return na - nb;
     if (!na && aa != ab) return aa < ab ? -1 : 1;
-    if (!oa || !ob) return 0;
-    for (int k = 0; k < width; k++)
-        if (oa[k] != ob[k]) return oa[k] < ob[k] ? -1 : 1;
-    return 0;
+    return order_cmp(v, i, p);
 }
 
 static int dbl_cmp(const void *pa, const void *pb) {
@@ -95,9 +109,8 @@ static double class_start(const rank_view *v, double b, double tau) {
 
 void rank_chosen(const rank_view *v, double b, double auc, const int *order, double tau,
                  rank_info *out) {
-    int in_view = !order || !v->order;
-    for (long i = 0; i < v->count && !in_view; i++)
-        in_view = memcmp(order_at(v, i), order, (size_t)v->width * sizeof(int)) == 0;
+    int in_view = !order || !has_orders(v);
+    for (long i = 0; i < v->count && !in_view; i++) in_view = order_cmp(v, i, order) == 0;
     out->rank = rank_of(v, b, tau);
     out->tied = rank_tied_count(v, b, tau) + !in_view;
     long before = 0;
@@ -105,7 +118,7 @@ void rank_chosen(const rank_view *v, double b, double auc, const int *order, dou
         for (long i = 0; i < v->count; i++) {
             double x = bar_at(v, i);
             if (!isnan(x)) before++;
-            else before += auc_order_cmp(auc_at(v, i), order_at(v, i), auc, order, v->width) < 0;
+            else before += auc_order_cmp(v, i, auc_at(v, i), auc, order) < 0;
         }
     } else {
         double f = class_start(v, b, tau);
@@ -113,7 +126,7 @@ void rank_chosen(const rank_view *v, double b, double auc, const int *order, dou
             double x = bar_at(v, i);
             if (x < f) before++;
             else if (x >= f && !(x - f > tau))
-                before += auc_order_cmp(auc_at(v, i), order_at(v, i), auc, order, v->width) < 0;
+                before += auc_order_cmp(v, i, auc_at(v, i), auc, order) < 0;
         }
     }
     out->rank_auc = 1 + before;
@@ -143,6 +156,15 @@ void rank_table(const rank_view *v, double tau, long *rank, long *tied, long *cl
         if (tied) tied[i] = n - nfin;
         if (cls) cls[i] = c + 1;
     }
+}
+
+void rank_wilson95(double phat, double nobs, double *lo, double *hi) {
+    const double z = 1.959963984540054;
+    double den = 1.0 + z * z / nobs;
+    double ctr = (phat + z * z / (2.0 * nobs)) / den;
+    double half = z * sqrt(phat * (1.0 - phat) / nobs + z * z / (4.0 * nobs * nobs)) / den;
+    *lo = phat <= 0 || ctr - half < 0 ? 0 : ctr - half;
+    *hi = phat >= 1 || ctr + half > 1 ? 1 : ctr + half;
 }
 
 double rank_l_hat(double b, double best, double naive) {

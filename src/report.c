@@ -21,6 +21,13 @@ static cJSON *jorder(const int *p, int n) {
     return a;
 }
 
+/* order id of orders (norders, n) */
+static cJSON *jorder8(const uint8_t *orders, int n, long id) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(orders[(size_t)id * n + i]));
+    return a;
+}
+
 static cJSON *jarr(const double *v, int cnt) {
     if (!v) return cJSON_CreateNull();
     cJSON *a = cJSON_CreateArray();
@@ -67,7 +74,8 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
     if (!L->exhaustive) cJSON_AddNumberToObject(root, "nsampled", (double)L->norders);
     // the set ranked over: all n! orders, or a group-limited router's group-preserving ones
     cJSON_AddStringToObject(root, "order_set", L->groups ? "group" : "all");
-    cJSON_AddNumberToObject(root, "orders_in_set", L->n_fact);
+    cJSON_AddItemToObject(root, "orders_in_set", jnum(L->n_fact)); // null past a double
+    cJSON_AddItemToObject(root, "orders_in_set_log10", jnum(L->n_fact_log10));
     if (L->groups) {
         cJSON_AddNumberToObject(root, "groups", L->groups);
         cJSON_AddNumberToObject(root, "group_size", L->group_size);
@@ -106,9 +114,9 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
     cJSON_AddItemToObject(root, "tau", jnum(L->tau));
     cJSON *best = cJSON_CreateObject(), *worst = cJSON_CreateObject();
     if (L->best >= 0 && L->norders > 0) {
-        cJSON_AddItemToObject(best, "order", jorder(L->rows[L->best].order, n));
+        cJSON_AddItemToObject(best, "order", jorder8(L->orders, n, L->rows[L->best].id));
         cJSON_AddItemToObject(best, "barrier", jnum(L->rows[L->best].barrier));
-        cJSON_AddItemToObject(worst, "order", jorder(L->rows[L->worst].order, n));
+        cJSON_AddItemToObject(worst, "order", jorder8(L->orders, n, L->rows[L->worst].id));
         cJSON_AddItemToObject(worst, "barrier", jnum(L->rows[L->worst].barrier));
     }
     cJSON_AddItemToObject(root, "best", best);
@@ -117,7 +125,7 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
     for (long k = 0; k < L->ndone; k++) {
         const ls_row *r = &L->rows[k];
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddItemToObject(o, "order", jorder(r->order, n));
+        cJSON_AddItemToObject(o, "order", jorder8(L->orders, n, r->id));
         cJSON_AddItemToObject(o, "barrier", jnum(r->barrier));
         cJSON_AddItemToObject(o, "acc_barrier", jnum(r->acc_barrier));
         cJSON_AddItemToObject(o, "loss_auc", jnum(r->auc));
@@ -180,8 +188,10 @@ int landscape_write_csv(const landscape *L, const char *path, ms_err *err) {
     for (long k = 0; k < L->ndone; k++) {
         const ls_row *r = &L->rows[k];
         fprintf(f, "%ld,", rk[k]);
-        char ord[LS_MAX_N * 12 + 1];
-        moe_order_format(ord, sizeof ord, r->order, L->n);
+        char ord[LS_MAX_N * 4 + 1];
+        int p[LS_MAX_N];
+        ls_order_get(L->orders, L->n, r->id, p);
+        moe_order_format(ord, sizeof ord, p, L->n);
         fprintf(f, "%s,", ord);
         csv_num(f, r->barrier);
         fputc(',', f);

@@ -31,7 +31,7 @@ static void panel_build(const landscape *L, int m, panel *P) {
     P->x = ms_malloc((size_t)nr * 2 * sizeof(double)); // (2, nr): cost, barrier
     double *x = P->x, *y = x + nr;
     for (long k = 0; k < nr; k++) {
-        x[k] = cost_of_order(L->cost[m], L->rows[k].order, n);
+        x[k] = ls_order_cost(L->cost[m], L->orders, n, L->rows[k].id);
         y[k] = L->rows[k].barrier;
     }
     P->cx = cost_of_order(L->cost[m], L->methods[m].order, n), P->cy = L->methods[m].barrier;

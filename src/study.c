@@ -61,7 +61,7 @@ static double cost_barrier_rho(const landscape *L, const double *C) {
     if (!C || nr < 2) return NAN;
     double *x = ms_malloc((size_t)nr * 2 * sizeof(double)); // (2, nr): cost, barrier
     for (long k = 0; k < nr; k++) {
-        x[k] = cost_of_order(C, L->rows[k].order, L->n);
+        x[k] = ls_order_cost(C, L->orders, L->n, L->rows[k].id);
         x[nr + k] = L->rows[k].barrier;
     }
     double r = rank_spearman(x, x + nr, nr);
@@ -97,16 +97,15 @@ void study_pair_from(st_pair *p, const landscape *L, int ia, int ib) {
     const ls_row *b = &L->rows[L->best], *w = &L->rows[L->worst];
     p->best = b->barrier;
     p->worst = w->barrier;
-    memcpy(p->best_order, b->order, sizeof p->best_order);
-    memcpy(p->worst_order, w->order, sizeof p->worst_order);
+    ls_order_get(L->orders, n, b->id, p->best_order);
+    ls_order_get(L->orders, n, w->id, p->worst_order);
     // the identity order's row (every exhaustive landscape has it); a
     // sample may not, and then the skip-order curve is that order's curve
     double idb = p->skip.barrier;
-    for (long k = 0; k < L->ndone; k++) {
-        int id = 1;
-        for (int i = 0; i < n && id; i++) id = L->rows[k].order[i] == i;
-        if (id) idb = L->rows[k].barrier;
-    }
+    int ident[LS_MAX_N];
+    for (int i = 0; i < n; i++) ident[i] = i;
+    long ik = ls_rows_find(L->rows, L->ndone, L->orders, n, ident);
+    if (ik >= 0) idb = L->rows[ik].barrier;
     rank_view v = {.count = L->ndone, .width = n, .barrier = &L->rows[0].barrier,
                    .stride = sizeof(ls_row)};
     p->identity_rank = (double)rank_of(&v, idb, L->tau);

@@ -74,12 +74,22 @@ static void mean_pm(FILE *f, const st_stat *s, int dec) {
     else fprintf(f, "%.*f +- %.*f", dec, s->mean, dec, s->std);
 }
 
+/* a count of orders for people: exact up to 15 digits, else "about 10^89" */
+static void count_text(char *buf, size_t cap, double v) {
+    if (isinf(v)) snprintf(buf, cap, "more than 10^308");
+    else if (v < 1e15) snprintf(buf, cap, "%.0f", v);
+    else ls_count_format(buf, cap, log10(v));
+}
+
 void study_print(const study *S, FILE *f) {
     const st_pair *p0 = S->npairs ? &S->pairs[0] : NULL;
     fprintf(f, "study: %d checkpoints, %d pairs", S->npool, S->npairs);
-    if (p0)
-        fprintf(f, ", n = %d, %s %.0f orders per pair, %d points", p0->n,
-                p0->exhaustive ? "all" : "sampled, of", p0->norders, S->T);
+    char cnt[48];
+    if (p0) {
+        count_text(cnt, sizeof cnt, p0->norders);
+        fprintf(f, ", n = %d, %s %s orders per pair, %d points", p0->n,
+                p0->exhaustive ? "all" : "sampled, of", cnt, S->T);
+    }
     fprintf(f, "\nloss barriers; ranks with ties within tau; rho: Spearman of assignment cost vs barrier\n\n");
     fprintf(f, "%-24s", "pair");
     for (int c = 0; c < NCOLS; c++) fprintf(f, " %8s", COLS[c].head);
@@ -136,8 +146,8 @@ void study_print(const study *S, FILE *f) {
             r[0], r[1], r[2], r[3]);
     double z = 0, all = 0;
     for (int k = 0; k < S->npairs; k++) z += S->pairs[k].zero_tied, all += S->pairs[k].norders;
-    fprintf(f, "orders tied at barrier 0 (B <= tau): %.0f of %.0f over the pairs\n", z,
-            p0 && p0->exhaustive ? all : (double)S->npairs * (p0 ? p0->norders : 0));
+    count_text(cnt, sizeof cnt, p0 && p0->exhaustive ? all : (double)S->npairs * (p0 ? p0->norders : 0));
+    fprintf(f, "orders tied at barrier 0 (B <= tau): %.0f of %s over the pairs\n", z, cnt);
     fprintf(f, "each checkpoint evaluated once (%d evaluations for %d pairs)\n", S->nevals, S->npairs);
     for (int i = 0; i < S->nleft; i++) fprintf(f, "left out: %s (%s)\n", S->left[i], S->left_why[i]);
 }

@@ -71,7 +71,8 @@ static int same_landscape(const landscape *a, const landscape *b) {
     if (a->norders != b->norders || a->ndone != b->ndone) return 0;
     for (long k = 0; k < a->norders; k++) {
         const ls_row *x = &a->rows[k], *y = &b->rows[k];
-        if (memcmp(x->order, y->order, sizeof x->order) || x->barrier != y->barrier ||
+        if (memcmp(a->orders + x->id * a->n, b->orders + y->id * b->n, (size_t)a->n) ||
+            x->barrier != y->barrier ||
             x->auc != y->auc || !(x->acc_barrier == y->acc_barrier ||
                                   (isnan(x->acc_barrier) && isnan(y->acc_barrier))))
             return 0;
@@ -126,9 +127,18 @@ static void on_phase(void *ctx, const char *what, long done, long total) {
 }
 
 static long find_row(const landscape *L, const int *p) {
-    for (long k = 0; k < L->ndone; k++)
-        if (!memcmp(L->rows[k].order, p, (size_t)L->n * sizeof(int))) return k;
-    return -1;
+    return ls_rows_find(L->rows, L->ndone, L->orders, L->n, p);
+}
+
+/* row k's order (ints) */
+static const int *row_order(const landscape *L, long k, int *buf) {
+    ls_order_get(L->orders, L->n, L->rows[k].id, buf);
+    return buf;
+}
+
+/* rows j and k hold the same order */
+static int same_order(const landscape *L, long j, long k) {
+    return !memcmp(L->orders + L->rows[j].id * L->n, L->orders + L->rows[k].id * L->n, (size_t)L->n);
 }
 
 /* A group-limited sigmoid router (n = 8, 4 groups of 2, 2 kept, ranked by the
@@ -287,16 +297,16 @@ static void test_wreath_orders(void) {
     if (rx == 0 && rs == 0) {
         int bad = 0, dup = 0, miss = 0;
         for (long k = 0; k < Lx.norders; k++) {
-            bad += !in_groups(Lx.rows[k].order, n, 4);
-            for (long q = k + 1; q < Lx.norders; q++)
-                dup += !memcmp(Lx.rows[k].order, Lx.rows[q].order, (size_t)n * sizeof(int));
+            int ob[LS_MAX_N];
+            bad += !in_groups(row_order(&Lx, k, ob), n, 4);
+            for (long q = k + 1; q < Lx.norders; q++) dup += same_order(&Lx, k, q);
         }
         CHECK(bad == 0 && dup == 0, "wreath: %d orders split a group, %d repeated", bad, dup);
         for (long k = 0; k < Ls.norders; k++) {
-            long q = find_row(&Lx, Ls.rows[k].order);
+            int ob[LS_MAX_N];
+            long q = find_row(&Lx, row_order(&Ls, k, ob));
             miss += q < 0 || fabs(Lx.rows[q].barrier - Ls.rows[k].barrier) > 1e-9;
-            for (long j = k + 1; j < Ls.norders; j++)
-                dup += !memcmp(Ls.rows[k].order, Ls.rows[j].order, (size_t)n * sizeof(int));
+            for (long j = k + 1; j < Ls.norders; j++) dup += same_order(&Ls, k, j);
         }
         CHECK(miss == 0 && dup == 0, "wreath sample: %d orders off the exhaustive rows, %d repeated",
               miss, dup);
@@ -403,7 +413,7 @@ int main(void) {
             int same = 1;
             for (long k = 0; k < L.norders; k++)
                 same &= L1.rows[k].barrier == L.rows[k].barrier &&
-                        !memcmp(L1.rows[k].order, L.rows[k].order, sizeof L.rows[k].order);
+                        !memcmp(L1.orders + L1.rows[k].id * n, L.orders + L.rows[k].id * n, (size_t)n);
             CHECK(same, "thread count and chunking change nothing");
             CHECK(L1.rank[0] == L.rank[0] && L1.rank[1] == L.rank[1], "same ranks");
             CHECK(same_landscape(&L, &L1), "chunked run: every row and curve bit-identical");
@@ -534,7 +544,8 @@ int main(void) {
             // every sampled order's barrier is the exhaustive one of that order
             int bad = 0;
             for (long k = 0; k < Ls.ndone; k++) {
-                long q = find_row(&Lx, Ls.rows[k].order);
+                int ob[LS_MAX_N];
+                long q = find_row(&Lx, row_order(&Ls, k, ob));
                 if (q < 0 || fabs(Lx.rows[q].barrier - Ls.rows[k].barrier) > 1e-9) bad++;
             }
             CHECK(bad == 0, "%d sampled orders differ from the exhaustive landscape", bad);

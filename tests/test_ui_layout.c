@@ -44,6 +44,15 @@ static void fake_curve(ls_curve *c, int n, int T, const int *order, double bump)
     c->auc = bump * 2 / 3;
 }
 
+/* row k's order as ints (a few rotating buffers, so two may be compared) */
+static const int *row_ord(const explore_snapshot *v, long k) {
+    static int buf[4][LS_MAX_N];
+    static int next;
+    int *b = buf[next++ % 4];
+    explore_row_order(v, &v->rows[k], b);
+    return b;
+}
+
 /* every permutation of 0..n-1 in lexicographic order */
 static long all_orders(int n, int (*out)[LS_MAX_N]) {
     int p[LS_MAX_N];
@@ -98,8 +107,11 @@ static void fake_view(explore_snapshot *v, int n) {
     int (*ords)[LS_MAX_N] = calloc((size_t)total, sizeof *ords);
     all_orders(n, ords);
     v->rows = calloc((size_t)total, sizeof(ls_row));
+    v->orders = calloc((size_t)total * n, 1);
+    v->norders_held = total;
     for (long r = 0; r < total; r++) {
-        memcpy(v->rows[r].order, ords[r], sizeof ords[r]);
+        v->rows[r].id = r;
+        for (int i = 0; i < n; i++) v->orders[r * n + i] = (uint8_t)ords[r][i];
         v->rows[r].barrier = 0.01 + (double)((r * 7919) % total) / total; /* distinct */
         v->rows[r].acc_barrier = 0.001 * (double)(r % 13);
         v->rows[r].auc = 0.5 * v->rows[r].barrier;
@@ -123,6 +135,7 @@ static void free_view(explore_snapshot *v) {
     free(v->t);
     free(v->cost);
     free(v->rows);
+    free(v->orders);
 }
 
 static ui_info fake_info(int n) {
@@ -387,7 +400,7 @@ static void test_keys(void) {
     const ls_row *row = orders_selected(&f.a.orders, &f.v);
     CHECK(row != NULL, "a row is selected");
     CHECK(app_key(&f.a, K_ENTER, &f.v) & FX_SUBMIT, "Enter submits");
-    CHECK(f.a.req.has_selected && row && !memcmp(f.a.req.selected, row->order, sizeof(int) * 4), "selected order requested");
+    CHECK(f.a.req.has_selected && row && explore_row_is(&f.v, row, f.a.req.selected), "selected order requested");
     /* rank order: barriers ascending */
     app_render(&f.a, &f.v, &f.g);
     double prev = -1;
@@ -414,7 +427,7 @@ static void test_keys(void) {
             double x0 = srt == SORT_ACC ? p0->acc_barrier : srt == SORT_AUC ? p0->auc : p0->barrier;
             double x1 = srt == SORT_ACC ? p1->acc_barrier : srt == SORT_AUC ? p1->auc : p1->barrier;
             if (srt != SORT_ORDER) ok &= x0 <= x1;
-            else ok &= memcmp(p0->order, p1->order, sizeof(int) * 4) < 0;
+            else ok &= memcmp(row_ord(&f.v, f.a.orders.idx[i - 1]), row_ord(&f.v, f.a.orders.idx[i]), sizeof(int) * 4) < 0;
         }
         static const int want_sort[4] = {SORT_ACC, SORT_AUC, SORT_RANK, SORT_ORDER};
         CHECK(srt == want_sort[k] && ok, "s: sorted by %s", orders_sort_name(want_sort[k]));
@@ -426,7 +439,7 @@ static void test_keys(void) {
     {
         int ok = f.a.orders.desc && f.a.orders.nidx == 24;
         for (long i = 1; i < f.a.orders.nidx; i++)
-            ok &= memcmp(f.v.rows[f.a.orders.idx[i - 1]].order, f.v.rows[f.a.orders.idx[i]].order, sizeof(int) * 4) > 0;
+            ok &= memcmp(row_ord(&f.v, f.a.orders.idx[i - 1]), row_ord(&f.v, f.a.orders.idx[i]), sizeof(int) * 4) > 0;
         CHECK(ok, "S: descending by order");
         CHECK(grid_find(&f.g, f.g.utf8 ? "order▾" : "orderv", NULL) >= 0, "the arrow follows the sorted column's name");
         CHECK(grid_find(&f.g, "barrier▾", NULL) < 0 && grid_find(&f.g, "barrierv", NULL) < 0, "no arrow after barrier");
@@ -453,7 +466,7 @@ static void test_keys(void) {
     int y = f.a.layout.orders.y + 3 + 2;
     int fx = app_mouse(&f.a, f.a.layout.orders.x + 5, y, 1, &f.v);
     row = orders_selected(&f.a.orders, &f.v);
-    CHECK((fx & FX_SUBMIT) && row && f.a.orders.cursor == 2 && !memcmp(f.a.req.selected, row->order, sizeof(int) * 4),
+    CHECK((fx & FX_SUBMIT) && row && f.a.orders.cursor == 2 && explore_row_is(&f.v, row, f.a.req.selected),
           "click selects a row");
     int ox = -1, oy = grid_find(&f.g, "o order:", &ox);
     int before = f.a.req.order_stage;
@@ -923,7 +936,7 @@ static void test_worker(void) {
     /* ranks from the rows */
     double bsel = NAN;
     for (long k = 0; k < v.ndone; k++)
-        if (!memcmp(v.rows[k].order, v.method_order[COST_EXPERT], sizeof(int) * 4)) bsel = v.rows[k].barrier;
+        if (!memcmp(row_ord(&v, k), v.method_order[COST_EXPERT], sizeof(int) * 4)) bsel = v.rows[k].barrier;
     long r = 1;
     for (long k = 0; k < v.ndone; k++) r += v.rows[k].barrier < bsel;
     CHECK(!isnan(bsel) && v.rank[COST_EXPERT] == r, "expert rank %d = 1 + #{smaller barriers} %ld", v.rank[COST_EXPERT], r);
@@ -931,7 +944,7 @@ static void test_worker(void) {
     /* the current curve's barrier is the landscape row of its order */
     int found = 0;
     for (long k = 0; k < v.ndone; k++)
-        if (!memcmp(v.rows[k].order, v.current_order, sizeof(int) * 4))
+        if (!memcmp(row_ord(&v, k), v.current_order, sizeof(int) * 4))
             found = fabs(v.rows[k].barrier - v.current.barrier) <= 1e-6 * (1 + fabs(v.current.barrier));
     CHECK(found, "current barrier = its landscape row");
     double b_wm = v.current.barrier;
@@ -1203,7 +1216,7 @@ static void test_scatter(void) {
         /* the rows' barriers follow the cost loosely: rho is neither 0 nor 1 */
         for (long k = 0; k < f.v.ndone; k++) {
             double c = 0;
-            for (int i = 0; i < n; i++) c += f.v.cost[i * n + f.v.rows[k].order[i]];
+            for (int i = 0; i < n; i++) c += f.v.cost[i * n + row_ord(&f.v, k)[i]];
             f.v.rows[k].barrier = 0.1 * c + 0.05 * (double)((k * 5) % 7);
         }
         CHECK(app_key(&f.a, 'v', &f.v) == FX_REDRAW && f.a.scatter == 1, "v shows the scatter");
@@ -1216,7 +1229,7 @@ static void test_scatter(void) {
         double xs[24], ys[24], rx[24], ry[24];
         for (long k = 0; k < N; k++) {
             xs[k] = 0;
-            for (int i = 0; i < n; i++) xs[k] += f.v.cost[i * n + f.v.rows[k].order[i]];
+            for (int i = 0; i < n; i++) xs[k] += f.v.cost[i * n + row_ord(&f.v, k)[i]];
             ys[k] = f.v.rows[k].barrier;
         }
         for (long k = 0; k < N; k++) {
@@ -1245,8 +1258,8 @@ static void test_scatter(void) {
         for (long k = 0; k < N; k++) {
             int is_id = 1, is_g = 1;
             for (int i = 0; i < n; i++) {
-                is_id &= f.v.rows[k].order[i] == i;
-                is_g &= f.v.rows[k].order[i] == f.v.method_order[COST_GATE][i];
+                is_id &= row_ord(&f.v, k)[i] == i;
+                is_g &= row_ord(&f.v, k)[i] == f.v.method_order[COST_GATE][i];
             }
             if (is_id) ki = k;
             if (is_g) kg = k;
@@ -1288,7 +1301,7 @@ static void test_wide(void) {
         int y = o->y + 3 + i;
         long ri = f.a.orders.idx[f.a.orders.top + i];
         double c = 0;
-        for (int k = 0; k < 4; k++) c += f.v.cost[k * 4 + f.v.rows[ri].order[k]];
+        for (int k = 0; k < 4; k++) c += f.v.cost[k * 4 + row_ord(&f.v, ri)[k]];
         char want[32];
         snprintf(want, sizeof want, "%9.3f", c);
         grid_row_utf8(&f.g, y, buf, sizeof buf);
@@ -1551,7 +1564,7 @@ static void test_swaps(void) {
     CHECK(swap_deltas(&f.v, d) == 0, "the current order's row is there");
     double base = NAN;
     for (long k = 0; k < f.v.ndone; k++)
-        if (!memcmp(f.v.rows[k].order, f.v.current_order, sizeof(int) * 4)) base = f.v.rows[k].barrier;
+        if (!memcmp(row_ord(&f.v, k), f.v.current_order, sizeof(int) * 4)) base = f.v.rows[k].barrier;
     int ok = 1, bi = -1, bj = -1;
     double best = 0;
     for (int i = 0; i < n; i++)
@@ -1562,7 +1575,7 @@ static void test_swaps(void) {
             }
             /* the swapped order's row, found by brute force */
             for (long k = 0; k < f.v.ndone; k++) {
-                const int *o = f.v.rows[k].order;
+                const int *o = row_ord(&f.v, k);
                 int same = 1;
                 for (int s2 = 0; s2 < n; s2++)
                     same &= o[s2] == (s2 == i ? f.v.current_order[j] : s2 == j ? f.v.current_order[i] : f.v.current_order[s2]);

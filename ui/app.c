@@ -149,9 +149,9 @@ static void select_row(app_state *a, const explore_snapshot *v) {
         return;
     }
     a->req.has_selected = 1;
-    memcpy(a->req.selected, row->order, sizeof a->req.selected);
+    explore_row_order(v, row, a->req.selected);
     char o[64];
-    moe_order_format(o, sizeof o, row->order, v->n);
+    moe_order_format(o, sizeof o, a->req.selected, v->n);
     app_message(a, 0, "plotting order %s", o);
 }
 

@@ -96,7 +96,7 @@ int export_landscape_png(const explore_snapshot *v, const char *a_path, const ch
     if (!v->have_landscape || v->ndone < 1) return ms_fail(err, "%s: the landscape is not complete yet", path);
     /* the worker publishes the final rows sorted by barrier; the same figure
        as landscape --png (figures.h) */
-    fig_landscape f = {.rows = v->rows, .nrows = v->ndone, .n = v->n, .exhaustive = v->exhaustive,
+    fig_landscape f = {.rows = v->rows, .orders = v->orders, .nrows = v->ndone, .n = v->n, .exhaustive = v->exhaustive,
                        .tau = rank_tau(v->have_naive ? v->naive.barrier : NAN), .a_path = a_path, .b_path = b_path,
                        .log_rank = v->ndone > 1000}; /* 40320 orders: the top ranks need the room */
     for (int m = 0; m < 2; m++) {

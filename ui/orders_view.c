@@ -51,11 +51,11 @@ int order_matches(const int *order, int n, const char *filter) {
 
 /* qsort has no context pointer: the rows being sorted (UI thread only) */
 static const ls_row *cmp_rows;
+static const uint8_t *cmp_orders; /* (norders, n): the rows' orders by id */
 static int cmp_n;
 static int cmp_order(const ls_row *a, const ls_row *b) {
-    for (int i = 0; i < cmp_n; i++)
-        if (a->order[i] != b->order[i]) return a->order[i] < b->order[i] ? -1 : 1;
-    return 0;
+    if (!cmp_orders) return 0;
+    return memcmp(cmp_orders + (size_t)a->id * cmp_n, cmp_orders + (size_t)b->id * cmp_n, (size_t)cmp_n);
 }
 static int cmp_double(double a, double b) {
     /* NaN sorts last */
@@ -97,6 +97,7 @@ void orders_update(orders_state *s, const explore_snapshot *v) {
     }
     s->nrows = nrows;
     cmp_rows = v ? v->rows : NULL;
+    cmp_orders = v ? v->orders : NULL;
     cmp_n = n;
     /* ranks with the tie tolerance (rank.h), from one sort by barrier */
     for (long i = 0; i < nrows; i++) s->idx[i] = i;
@@ -120,8 +121,11 @@ void orders_update(orders_state *s, const explore_snapshot *v) {
         qsort(s->idx, (size_t)nrows, sizeof(long),
               s->sort == SORT_ORDER ? cmp_by_order : s->sort == SORT_ACC ? cmp_by_acc : cmp_by_auc);
     long k = 0;
-    for (long i = 0; i < nrows; i++)
-        if (!s->filter[0] || order_matches(v->rows[s->idx[i]].order, n, s->filter)) s->idx[k++] = s->idx[i];
+    int ord[LS_MAX_N];
+    for (long i = 0; i < nrows; i++) {
+        if (s->filter[0]) explore_row_order(v, &v->rows[s->idx[i]], ord);
+        if (!s->filter[0] || order_matches(ord, n, s->filter)) s->idx[k++] = s->idx[i];
+    }
     s->nidx = k;
     for (long i = 0; s->desc && i < k / 2; i++) { /* descending: the same list reversed */
         long t = s->idx[i];
@@ -131,7 +135,7 @@ void orders_update(orders_state *s, const explore_snapshot *v) {
     /* keep the cursor on the same order */
     if (s->have_cursor_order) {
         for (long i = 0; i < s->nidx; i++)
-            if (!memcmp(v->rows[s->idx[i]].order, s->cursor_order, sizeof(int) * (size_t)n)) {
+            if (explore_row_is(v, &v->rows[s->idx[i]], s->cursor_order)) {
                 long d = i - s->cursor;
                 s->cursor = i;
                 s->top += d;
@@ -162,7 +166,7 @@ void orders_set_cursor(orders_state *s, const explore_snapshot *v, long pos) {
     if (pos < 0) pos = 0;
     s->cursor = pos;
     if (v && s->nidx > 0) {
-        memcpy(s->cursor_order, v->rows[s->idx[pos]].order, sizeof s->cursor_order);
+        explore_row_order(v, &v->rows[s->idx[pos]], s->cursor_order);
         s->have_cursor_order = 1;
     }
     clamp_top(s);
@@ -276,10 +280,8 @@ static void put_value(grid *g, int x, int y, int w, int role, double val) {
     grid_printf(g, x, y, w, role, "%*s", w, b);
 }
 
-/* The row's order (the rows keep their orders in place). */
-static void row_order(const explore_snapshot *v, const ls_row *row, int *p) {
-    memcpy(p, row->order, sizeof(int) * (size_t)v->n);
-}
+/* The row's order (kept apart from the rows: explore_worker.h). */
+static void row_order(const explore_snapshot *v, const ls_row *row, int *p) { explore_row_order(v, row, p); }
 
 double orders_total_log10(int n, int groups) {
     if (groups > 1 && n % groups == 0)

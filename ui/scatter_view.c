@@ -38,9 +38,7 @@ static void padded_range(const double *vals, long n, double *lo, double *hi) {
 }
 
 static long find_order(const explore_snapshot *v, const int *order) {
-    for (long k = 0; k < v->ndone; k++)
-        if (!memcmp(v->rows[k].order, order, sizeof(int) * (size_t)v->n)) return k;
-    return -1;
+    return ls_rows_find(v->rows, v->ndone, v->orders, v->n, order);
 }
 
 /* A mark's letter at its point; a cell another mark took passes it to the right. */
@@ -97,7 +95,7 @@ void scatter_render(grid *g, const ui_rect *r, const explore_snapshot *v, long b
     double *x = ms_malloc((size_t)nr * 2 * sizeof(double)); // (2, nr): cost, barrier
     double *y = x + nr;
     for (long k = 0; k < nr; k++) {
-        x[k] = cost_of_order(v->cost, v->rows[k].order, v->n);
+        x[k] = v->orders ? ls_order_cost(v->cost, v->orders, v->n, v->rows[k].id) : NAN;
         y[k] = v->rows[k].barrier;
     }
     char title[160];

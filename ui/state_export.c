@@ -45,14 +45,16 @@ static cJSON *jrows(const explore_snapshot *v, const orders_state *o) {
     for (long i = 0; i < o->nidx; i++) {
         long ri = o->idx[i];
         const ls_row *r = &v->rows[ri];
+        int ro[LS_MAX_N];
+        explore_row_order(v, r, ro);
         cJSON *e = cJSON_CreateObject();
         cJSON_AddItemToObject(e, "rank", cJSON_CreateNumber((double)o->rank[ri]));
         cJSON_AddItemToObject(e, "tied", cJSON_CreateNumber((double)o->tied[ri]));
-        cJSON_AddItemToObject(e, "order", jorder(r->order, v->n));
+        cJSON_AddItemToObject(e, "order", jorder(ro, v->n));
         cJSON_AddItemToObject(e, "barrier", jnum(r->barrier));
         cJSON_AddItemToObject(e, "acc_barrier", jnum(r->acc_barrier));
         cJSON_AddItemToObject(e, "loss_auc", jnum(r->auc));
-        cJSON_AddItemToObject(e, "cost", v->cost ? jnum(cost_of_order(v->cost, r->order, v->n)) : cJSON_CreateNull());
+        cJSON_AddItemToObject(e, "cost", v->cost ? jnum(cost_of_order(v->cost, ro, v->n)) : cJSON_CreateNull());
         cJSON_AddItemToArray(a, e);
     }
     return a;
@@ -125,10 +127,12 @@ static int state_csv(const explore_snapshot *v, const orders_state *o, const cha
     for (long i = 0; i < o->nidx; i++) {
         long ri = o->idx[i];
         const ls_row *r = &v->rows[ri];
-        char ord[LS_MAX_N * 12 + 1];
-        moe_order_format(ord, sizeof ord, r->order, v->n);
+        char ord[LS_MAX_N * 4 + 1];
+        int ro[LS_MAX_N];
+        explore_row_order(v, r, ro);
+        moe_order_format(ord, sizeof ord, ro, v->n);
         fprintf(af.fp, "%ld,%ld,%s,%.9g,%.9g,%.9g,", o->rank[ri], o->tied[ri], ord, r->barrier, r->acc_barrier, r->auc);
-        if (v->cost) fprintf(af.fp, "%.9g", cost_of_order(v->cost, r->order, v->n));
+        if (v->cost) fprintf(af.fp, "%.9g", cost_of_order(v->cost, ro, v->n));
         fputc('\n', af.fp);
     }
     return af_commit(&af, err);

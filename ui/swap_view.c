@@ -10,9 +10,8 @@
 #include "theme.h"
 
 static double row_barrier(const explore_snapshot *v, const int *order) {
-    for (long k = 0; k < v->ndone; k++)
-        if (!memcmp(v->rows[k].order, order, sizeof(int) * (size_t)v->n)) return v->rows[k].barrier;
-    return NAN;
+    long k = ls_rows_find(v->rows, v->ndone, v->orders, v->n, order);
+    return k >= 0 ? v->rows[k].barrier : NAN;
 }
 
 int swap_deltas(const explore_snapshot *v, double *delta) {
