@@ -105,7 +105,7 @@ static int legend_entries(const grid *g, const explore_snapshot *v, const pin_se
             char num[24];
             snprintf(num, sizeof num, "%.4f", b);
             snprintf(e->full, sizeof e->full, "%.70s %.20s", lab, num);
-            snprintf(e->brief, sizeof e->brief, "%s", lab);
+            snprintf(e->brief, sizeof e->brief, "%.95s", lab); /* a label of n = 256 is longer */
         } else if (S[s].c == &v->current) {
             snprintf(e->full, sizeof e->full, "%s %s=%.4f", S[s].name, metric_acc ? "acc.barrier" : "barrier", b);
             memcpy(e->brief, e->full, sizeof e->brief);
