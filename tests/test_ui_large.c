@@ -21,8 +21,10 @@
 /* the most experts the explorer takes here, at most 64 */
 #define NBIG (LS_MAX_N < 64 ? LS_MAX_N : 64)
 
+/* row r holds order p: the worker keeps the orders apart, row r's at id r */
 static void set_row_order(explore_snapshot *v, long r, const int *p) {
-    memcpy(v->rows[r].order, p, sizeof(int) * (size_t)v->n);
+    v->rows[r].id = r;
+    for (int i = 0; i < v->n; i++) v->orders[(size_t)r * v->n + i] = (uint8_t)p[i];
 }
 
 static void curve_of(ls_curve *c, int n, const int *order, double barrier) {
@@ -64,6 +66,8 @@ static void big_view(explore_snapshot *v, int n, long nrows) {
     memcpy(v->current_order, v->cost_order, sizeof v->cost_order);
     v->have_naive = v->have_current = 1;
     v->rows = calloc((size_t)nrows, sizeof(ls_row));
+    v->orders = calloc((size_t)nrows * n, 1);
+    v->norders_held = nrows;
     for (long r = 0; r < nrows; r++) {
         int p[LS_MAX_N];
         for (int i = 0; i < n; i++) p[i] = (int)((i + r) % n);
@@ -82,6 +86,7 @@ static void free_big(explore_snapshot *v) {
     free(v->t);
     free(v->cost);
     free(v->rows);
+    free(v->orders);
 }
 
 static int row_has(const grid *g, int y, const char *s) {
@@ -279,7 +284,9 @@ static void test_sampled(void) {
     /* no accuracy: no acc.bar column; the orders abbreviated, the selected one in full */
     CHECK(grid_find(&g, "acc.bar", NULL) < 0 && grid_find(&g, "AUC", NULL) >= 0, "layer-only: barrier and AUC only");
     char full[LS_MAX_N * 4 + 8];
-    moe_order_format(full, sizeof full, v.rows[s.idx[0]].order, n);
+    int o0[LS_MAX_N];
+    explore_row_order(&v, &v.rows[s.idx[0]], o0);
+    moe_order_format(full, sizeof full, o0, n);
     char head[24];
     snprintf(head, sizeof head, "order %.*s", 12, full);
     CHECK(grid_find(&g, head, NULL) >= 0, "the selected order below the table (%s)", head);
