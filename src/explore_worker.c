@@ -684,6 +684,7 @@ static void *ls_worker(void *arg) {
         g->have_ls = 0;
         ls_opts o;
         ls_opts_default(&o);
+        o.nsample = EXPLORE_SAMPLES;
         g->rows_key = k;
         rows_reset(g, orders_expected(g, &o)); /* the count is known before the first row */
         /* landscape_compute says nothing until rows finish (its last phase):
