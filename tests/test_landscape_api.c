@@ -182,7 +182,8 @@ static void prefix_case(const char *what, const moe_model *A, const moe_model *B
     double worst = 0.0;
     int missing = 0, acc_off = 0;
     for (long k = 0; k < Lr.norders; k++) {
-        long q = find_row(&Lp, Lr.rows[k].order);
+        int ob[LS_MAX_N];
+        long q = find_row(&Lp, row_order(&Lr, k, ob));
         if (q < 0) {
             missing++;
             continue;
