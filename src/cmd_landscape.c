@@ -84,7 +84,8 @@ static void on_phase(void *ctx, const char *what, long done, long total) {
 }
 
 /* where the time went (on stderr, beside the progress: stdout is the report):
- * loading, then the landscape's steps in wall and CPU time */
+ * loading, then the landscape's steps in wall and CPU time; for runs of a
+ * second or more, unless -q (the JSON's provenance records it always) */
 static void print_split(const landscape *L) {
     double rest = L->secs_total;
     fprintf(stderr, "landscape time: load %.3g s", L->secs_load);
@@ -339,7 +340,7 @@ int cmd_landscape(int argc, char **argv) {
                    m == 0 ? "gate" : "expert", L.rank[m], L.tied[m], L.methods[m].barrier,
                    L.rank_auc[m], L.tau);
     printf("\nranks known after %.3f s, all orders after %.3f s\n", L.secs_ranks, L.secs_total);
-    print_split(&L);
+    if (show && L.secs_load + L.secs_total >= 1.0) print_split(&L); // a quick run's split is noise
 
     if (json && landscape_write_json(&L, pa, pb, e_path, layer ? layer : "moe", json, &err))
         rc = cli_error("%s", err.msg);
