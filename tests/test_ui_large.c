@@ -421,6 +421,20 @@ static void test_keys_large(void) {
     int row_before = a.heat.row;
     app_key(&a, K_DOWN, &v);
     CHECK(a.heat.row == row_before && !a.heat.focus, "Tab again: the arrows move the orders, the matrix cursor stays");
+    /* Enter and P name a 64-expert order abbreviated, never cut mid-number */
+    app_key(&a, K_ENTER, &v);
+    CHECK(!strncmp(a.msg, "plotting order ", 15) && strlen(a.msg) <= 15 + 48 &&
+              (NBIG <= 16 || strstr(a.msg, "...") || strstr(a.msg, "id except")),
+          "plotting message abbreviated: %s", a.msg);
+    curve_of(&v.selected, NBIG, v.cost_order, 0.2);
+    v.have_selected = 1;
+    app_key(&a, 'P', &v);
+    CHECK(a.pins.n == 1 && strstr(a.msg, " as 1 (weight matching on)") && strlen(a.msg) < 90, "pin message: %s", a.msg);
+    app_render(&a, &v, &g);
+    CHECK(grid_find(&g, "1: ", NULL) > a.layout.curves.y, "the pin in the legend");
+    app_key(&a, 'U', &v);
+    free(v.selected.loss);
+    v.have_selected = 0;
     /* layers: one says so; two open the list, Enter on the other asks to switch */
     char **one = malloc(sizeof(char *));
     one[0] = strdup("model.layers.0.mlp");

@@ -142,6 +142,9 @@ void app_message(app_state *a, int is_error, const char *fmt, ...) {
     a->msg_error = is_error;
 }
 
+/* columns an order takes in a status message (16 experts fit whole) */
+#define MSG_ORDER_W 48
+
 static void select_row(app_state *a, const explore_snapshot *v) {
     const ls_row *row = orders_selected(&a->orders, v);
     if (!row) {
@@ -150,8 +153,8 @@ static void select_row(app_state *a, const explore_snapshot *v) {
     }
     a->req.has_selected = 1;
     explore_row_order(v, row, a->req.selected);
-    char o[64];
-    moe_order_format(o, sizeof o, a->req.selected, v->n);
+    char o[64]; /* 64 or 256 experts: "3 0 12 ...", "id except 3 7" */
+    order_abbrev(a->req.selected, v->n, MSG_ORDER_W, 0, o, sizeof o);
     app_message(a, 0, "plotting order %s", o);
 }
 
@@ -162,8 +165,8 @@ static void pin_plotted(app_state *a, const explore_snapshot *v) {
         app_message(a, 1, "nothing to pin: plot an order first (Enter on a row)");
         return;
     }
-    char o[LS_MAX_N * 4 + 1];
-    moe_order_format(o, sizeof o, v->selected.order, v->n);
+    char o[64];
+    order_abbrev(v->selected.order, v->n, MSG_ORDER_W, 0, o, sizeof o);
     int wm = v->req.wm_stage, r = pins_toggle(&a->pins, &v->selected, wm);
     if (r == PIN_FULL) app_message(a, 1, "%d orders pinned already: P on a pinned order unpins it, U unpins all", PINS_MAX);
     else if (r == PIN_REMOVED) app_message(a, 0, "unpinned order %s", o);

@@ -188,7 +188,7 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, const p
     char sel_name[80];
     if (v->have_selected) {
         char o[64];
-        moe_order_format(o, sizeof o, v->selected.order, v->n);
+        order_abbrev(v->selected.order, v->n, 48, g->utf8, o, sizeof o);
         snprintf(sel_name, sizeof sel_name, "order %s", o);
     }
     series S[4 + PINS_MAX];

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "symmetry.h"
+#include "orders_view.h"
 
 int pins_find(const pin_set *s, const int *order, int n, int wm) {
     for (int i = 0; i < s->n; i++)
@@ -36,8 +36,8 @@ void pins_clear(pin_set *s) {
 char pins_glyph(int i) { return (char)('1' + i); }
 
 void pins_label(const pin_set *s, int i, int cur_wm, int brief, char *buf, int cap) {
-    char o[LS_MAX_N * 4 + 1];
-    moe_order_format(o, sizeof o, s->p[i].c.order, s->p[i].c.n);
+    char o[64];
+    order_abbrev(s->p[i].c.order, s->p[i].c.n, 32, 0, o, sizeof o);
     snprintf(buf, (size_t)cap, "%s%d: %s%s", brief ? "" : "pin ", i + 1, o,
              s->p[i].wm == cur_wm ? "" : s->p[i].wm ? " (wm on)" : " (wm off)");
 }
