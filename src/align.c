@@ -330,6 +330,17 @@ static int align_orders(const moe_model *A, const moe_model *B, const expert_sou
     return 0;
 }
 
+/* The result's arrays, sized for c. */
+static void result_alloc(align_result *res, const moe_config *c) {
+    moe_config sc = moe_shared_config(c);
+    int n = c->n, s = c->s;
+    res->order = ms_malloc((size_t)n * sizeof(int));
+    res->hidden_perm = ms_malloc((size_t)n * c->h * sizeof(int));
+    res->shared_order = ms_malloc((size_t)(s > 0 ? s : 1) * sizeof(int));
+    res->shared_perm = ms_malloc((size_t)(s > 0 ? s : 1) * sc.h * sizeof(int));
+    res->cost_total = 0.0;
+}
+
 int align_models_inplace(const moe_model *A, moe_model *B, const align_opts *o,
                          align_result *res, ms_err *err) {
     memset(res, 0, sizeof *res);
@@ -337,11 +348,7 @@ int align_models_inplace(const moe_model *A, moe_model *B, const align_opts *o,
     const moe_config *c = &A->cfg;
     moe_config sc = moe_shared_config(c);
     int n = c->n, h = c->h, s = c->s, hmax = sc.h > h ? sc.h : h;
-    res->order = ms_malloc((size_t)n * sizeof(int));
-    res->hidden_perm = ms_malloc((size_t)n * h * sizeof(int));
-    res->shared_order = ms_malloc((size_t)(s > 0 ? s : 1) * sizeof(int));
-    res->shared_perm = ms_malloc((size_t)(s > 0 ? s : 1) * sc.h * sizeof(int));
-    res->cost_total = 0.0;
+    result_alloc(res, c);
     if (align_orders(A, B, NULL, NULL, o, res, err)) {
         align_result_free(res);
         return -1;
@@ -366,17 +373,6 @@ int align_models_inplace(const moe_model *A, moe_model *B, const align_opts *o,
     }
     record_meta(B, A, o, res);
     return 0;
-}
-
-/* The result's arrays, sized for c. */
-static void result_alloc(align_result *res, const moe_config *c) {
-    moe_config sc = moe_shared_config(c);
-    int n = c->n, s = c->s;
-    res->order = ms_malloc((size_t)n * sizeof(int));
-    res->hidden_perm = ms_malloc((size_t)n * c->h * sizeof(int));
-    res->shared_order = ms_malloc((size_t)(s > 0 ? s : 1) * sizeof(int));
-    res->shared_perm = ms_malloc((size_t)(s > 0 ? s : 1) * sc.h * sizeof(int));
-    res->cost_total = 0.0;
 }
 
 int align_models_stream(const moe_model *A, const expert_source *sa, moe_model *B,

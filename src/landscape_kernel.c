@@ -50,25 +50,33 @@ typedef int32_t v8i __attribute__((vector_size(LS_L * 4), aligned(4), may_alias)
 
 #define V8_SEL(m, a, b) ((v8f)(((m) & (v8i)(a)) | (~(m) & (v8i)(b))))
 
-/* e^x per lane (Cephes' expf polynomial, ~1 ulp), branch-free */
-#define V8_EXP(out, xin)                                                                 \
+/* Cephes' expf polynomial (~1 ulp) on a vector x already clamped to
+ * [-87, 88], for a float vector type VF and its int type VI: the 8- and
+ * 16-lane forms share it, so they agree bit for bit */
+#define VEXP_CLAMPED(VF, VI, out, x)                                                     \
     do {                                                                                 \
-        v8f x_ = (xin);                                                                  \
-        const v8f lo_ = (v8f){0} - 87.0f, hi_ = (v8f){0} + 88.0f;                        \
-        x_ = V8_SEL(x_ < lo_, lo_, x_);                                                  \
-        x_ = V8_SEL(x_ > hi_, hi_, x_);                                                  \
-        v8f k_ = x_ * 1.44269504088896341f;                                              \
+        VF k_ = (x) * 1.44269504088896341f;                                              \
         k_ = (k_ + 12582912.0f) - 12582912.0f; /* round to nearest */                    \
-        v8f r_ = x_ - k_ * 0.693359375f + k_ * 2.12194440e-4f;                           \
-        v8f p_ = (v8f){0} + 1.9875691500e-4f;                                            \
+        VF r_ = (x) - k_ * 0.693359375f + k_ * 2.12194440e-4f;                           \
+        VF p_ = (VF){0} + 1.9875691500e-4f;                                              \
         p_ = p_ * r_ + 1.3981999507e-3f;                                                 \
         p_ = p_ * r_ + 8.3334519073e-3f;                                                 \
         p_ = p_ * r_ + 4.1665795894e-2f;                                                 \
         p_ = p_ * r_ + 1.6666665459e-1f;                                                 \
         p_ = p_ * r_ + 5.0000001201e-1f;                                                 \
         p_ = p_ * r_ * r_ + r_ + 1.0f;                                                   \
-        v8i e_ = (__builtin_convertvector(k_, v8i) + 127) << 23;                         \
-        (out) = p_ * (v8f)e_;                                                            \
+        VI e_ = (__builtin_convertvector(k_, VI) + 127) << 23;                           \
+        (out) = p_ * (VF)e_;                                                             \
+    } while (0)
+
+/* e^x per lane, branch-free */
+#define V8_EXP(out, xin)                                                                 \
+    do {                                                                                 \
+        v8f x_ = (xin);                                                                  \
+        const v8f lo_ = (v8f){0} - 87.0f, hi_ = (v8f){0} + 88.0f;                        \
+        x_ = V8_SEL(x_ < lo_, lo_, x_);                                                  \
+        x_ = V8_SEL(x_ > hi_, hi_, x_);                                                  \
+        VEXP_CLAMPED(v8f, v8i, out, x_);                                                 \
     } while (0)
 
 #define LS_INLINE static inline __attribute__((always_inline))
@@ -344,25 +352,14 @@ typedef int32_t v16i __attribute__((vector_size(64), aligned(4), may_alias));
 #define V16_LO(a) __builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7)
 #define V16_HI(a) __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15)
 
-/* e^x on 16 lanes, x <= 0 (the loss's exponents): V8_EXP's polynomial */
+/* e^x on 16 lanes, x <= 0 (the loss's exponents) */
 #define V16_EXP_NEG(out, xin)                                                            \
     do {                                                                                 \
         v16f x_ = (xin);                                                                 \
         const v16f lo_ = (v16f){0} - 87.0f;                                              \
         const v16i m_ = x_ < lo_;                                                        \
         x_ = (v16f)((m_ & (v16i)lo_) | (~m_ & (v16i)x_));                                \
-        v16f k_ = x_ * 1.44269504088896341f;                                             \
-        k_ = (k_ + 12582912.0f) - 12582912.0f;                                           \
-        v16f r_ = x_ - k_ * 0.693359375f + k_ * 2.12194440e-4f;                          \
-        v16f p_ = (v16f){0} + 1.9875691500e-4f;                                          \
-        p_ = p_ * r_ + 1.3981999507e-3f;                                                 \
-        p_ = p_ * r_ + 8.3334519073e-3f;                                                 \
-        p_ = p_ * r_ + 4.1665795894e-2f;                                                 \
-        p_ = p_ * r_ + 1.6666665459e-1f;                                                 \
-        p_ = p_ * r_ + 5.0000001201e-1f;                                                 \
-        p_ = p_ * r_ * r_ + r_ + 1.0f;                                                   \
-        v16i e_ = (__builtin_convertvector(k_, v16i) + 127) << 23;                       \
-        (out) = p_ * (v16f)e_;                                                           \
+        VEXP_CLAMPED(v16f, v16i, out, x_);                                               \
     } while (0)
 
 /* An order's running loss over the sample blocks of one panel, per lane:

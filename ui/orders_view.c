@@ -284,9 +284,7 @@ static void put_value(grid *g, int x, int y, int w, int role, double val) {
 static void row_order(const explore_snapshot *v, const ls_row *row, int *p) { explore_row_order(v, row, p); }
 
 double orders_total_log10(int n, int groups) {
-    if (groups > 1 && n % groups == 0)
-        return (groups * lgamma(n / groups + 1.0) + lgamma(groups + 1.0)) / log(10.0);
-    return lgamma(n + 1.0) / log(10.0);
+    return groups > 1 && n % groups == 0 ? ls_wreath_log10(groups, n / groups) : ls_factorial_log10(n);
 }
 
 /* "40320", or "about 10^87" past 9 digits */
@@ -310,15 +308,14 @@ int orders_sample_rank(const explore_snapshot *v, sample_rank *o) {
     for (long k = 0; k < v->ndone; k++) less += v->rows[k].barrier < b - tau;
     /* the share of the sampled orders below the chosen one estimates its
        percentile among all of them; the 95% interval is Wilson's */
-    double N = (double)v->ndone, p = less / N, z = 1.959963984540054;
-    double den = 1 + z * z / N, ctr = (p + z * z / (2 * N)) / den;
-    double half = z * sqrt(p * (1 - p) / N + z * z / (4 * N * N)) / den;
+    double N = (double)v->ndone, p = less / N, lo, hi;
+    rank_wilson95(p, N, &lo, &hi);
     o->method = m;
     o->less = less;
     o->nrows = v->ndone;
     o->pct = 100 * p;
-    o->lo = 100 * (p <= 0 || ctr - half < 0 ? 0 : ctr - half);
-    o->hi = 100 * (p >= 1 || ctr + half > 1 ? 1 : ctr + half);
+    o->lo = 100 * lo;
+    o->hi = 100 * hi;
     o->log10_total = orders_total_log10(v->n, v->groups);
     o->log10_est = log10(1 + p * pow(10.0, o->log10_total > 300 ? 300 : o->log10_total));
     if (o->log10_total > 300 && p > 0) o->log10_est = log10(p) + o->log10_total; /* 1 is negligible there */
