@@ -480,6 +480,10 @@ static int load_binding(ckpt *c, const binding *b, moe_model *m, ms_err *err) {
     float *buf = contiguous(b) || b->kind == K_STACK ? NULL : ms_malloc((size_t)per * sizeof(float));
     int rc = 0;
     for (int64_t e = 0; e < nchunk && !rc; e++) {
+        if (progress_cancelled()) { // a listener's cancel (progress.h): the explorer's layer switch
+            rc = ms_fail(err, "%s: cancelled", c->arg);
+            break;
+        }
         float *dst = buf ? buf : elem(b, m, e * per); // K_STACK: expert e's part is one run
         rc = st_read_f32_range(f, t, e * per, per, dst, err);
         for (int64_t j = 0; buf && j < per && !rc; j++) *elem(b, m, e * per + j) = buf[j];

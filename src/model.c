@@ -657,6 +657,10 @@ static int load_from(moe_model *m, const st_file *f, const char *layer, ms_err *
     progress_begin(name, c.n + c.s, "experts");
     for (int i = 0; i < c.n; i++) {
         snprintf(name, sizeof name, "%s.experts.%d", layer, i);
+        if (progress_cancelled()) { // a listener's cancel (progress.h): the explorer's layer switch
+            ms_fail(err, "%s: cancelled", path);
+            goto fail;
+        }
         if (read_expert(f, name, &m->experts[i], &m->cfg, &any_bias, err)) goto fail;
         progress_add(1);
     }

@@ -41,7 +41,8 @@ cpu_load_start
 L=$((N - 1))
 
 # --- UTF-8, colour: title, sampled table, keys while busy, zoom ---
-start 100 30 LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=xterm-256color
+GATE=$WORK/gate
+start 100 30 LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=xterm-256color MOESCOPE_TEST_LOAD_GATE="'$GATE'"
 check "title: family, n and router" wait_re "olmoe n=$N d=32 h=16 router softmax top-"
 check "orders: a sample of all the orders" wait_re "expert orders [0-9]+/2000 sampled of about 10\^[0-9]+"
 check "busy computing the landscape" wait_for "busy:"
@@ -61,16 +62,37 @@ if [ "$N" -ge 64 ]; then # the orders abbreviated, the selected one in full unde
     check "orders: the selected order in full below" wait_re "│ *order [0-9]+ [0-9]+ [0-9]+"
 fi
 
-# --- l: the layers; layer 1 has no evaluation set, layer 0 comes back ---
+# --- l: the layers, loaded off the UI thread; layer 1 has no evaluation set, layer 0 comes back ---
+# Each load waits for $GATE between A and B (MOESCOPE_TEST_LOAD_GATE): while the
+# file is absent a load cannot end, so a key answered then was answered during it.
 tm send-keys -t t l
 check "l: the layer list, the set's layer marked" wait_for "model.layers.0.mlp  (shown)  [eval set]"
 check "l: layer 1 listed" wait_for "model.layers.1.mlp"
 tm send-keys -t t j Enter
+check "layer 1 loads in the background, its progress on the status line" \
+    wait_re "loading layer model.layers.1.mlp\.\.\. [0-9]+%"
+tm send-keys -t t '?'
+check "?: the help opens while layer 1 loads" _poll _both "keys (any key closes)" "loading layer model.layers.1.mlp"
+check "the load has not ended: layer 0 still shown" wait_re "layer model.layers.0.mlp"
+tm send-keys -t t Escape l
+check "l during the load: the list marks the loading layer" wait_re "model.layers.1.mlp  \(loading [0-9]+%\)"
+tm send-keys -t t j Enter
+check "Enter on the loading layer: said so" wait_for "is loading already"
+touch "$GATE"
 check "layer 1: the title names it" wait_re "layer model.layers.1.mlp"
+check "layer 1: the loading line has gone" wait_gone "loading layer"
 check "layer 1: no curves or landscape, and why" wait_for "captured at layer 0, not this one"
 check "layer 1: the title says no set" wait_for "no eval set for this layer"
 check "layer 1: the cost matrix of the new layer" wait_re "expert +(gate )?centring on +total"
+rm -f "$GATE"
 tm send-keys -t t l k Enter
+check "layer 0 loading" wait_re "loading layer model.layers.0.mlp\.\.\. [0-9]+%"
+tm send-keys -t t l Enter
+check "Enter on the shown layer cancels the load" wait_for "cancelled: layer model.layers.1.mlp stays"
+check "cancelled: no loading line" wait_gone "loading layer"
+tm send-keys -t t l k Enter
+check "layer 0 loading again" wait_re "loading layer model.layers.0.mlp\.\.\. [0-9]+%"
+touch "$GATE"
 check "layer 0 again: reloaded, the landscape restarts" wait_for "A and B reloaded, the landscape restarts"
 check "layer 0 again: a sample again" wait_re "expert orders [0-9]+/2000 sampled"
 
@@ -90,5 +112,15 @@ check "ASCII: zoomed out, assigned blocks '@'" heat_re "^A[0-9]+ +[^ ]*@"
 tm send-keys -t t Escape
 check "ASCII: the ramp in the legend" wait_for ".:-=+*#%"
 tm send-keys -t t q
+
+# --- q while a layer loads: the load is cancelled, nothing hangs or leaks (ASan's exit status) ---
+rm -f "$GATE"
+tui_session 80 24 "cd '$WORK' && env LANG=C LC_ALL=C MOESCOPE_TEST_LOAD_GATE='$GATE' '$MOESCOPE' '$S/A' '$S/B' \
+    --eval '$S/eval.safetensors'; echo \"moescope exited \$?\"; sleep 600"
+check "quit test: the screen" wait_for "expert orders"
+tm send-keys -t t l j Enter
+check "quit test: layer 1 loading" wait_re "loading layer model.layers.1.mlp\.\.\. [0-9]+%"
+tm send-keys -t t q
+check "q during a load: exits with status 0" wait_for "moescope exited 0"
 cpu_load_stop
 summary

@@ -453,8 +453,38 @@ static void test_keys_large(void) {
     app_key(&a, 'l', &v);
     app_key(&a, 'j', &v);
     CHECK(app_key(&a, K_ENTER, &v) == FX_LAYER && a.layers.cursor == 1, "Enter on the other: switch");
+    /* the load runs off the UI thread (tui.c): its progress in the status's place and in the list */
+    app_set_loading(&a, 1, 0.5, "load model-00002-of-00002.safetensors");
+    CHECK(!strcmp(a.load_status, "loading layer model.layers.1.mlp... 50% (model-00002-of-00002.safetensors)"),
+          "loading status: %s", a.load_status);
+    app_message(&a, 0, "%s", "");
+    snprintf(v.status, sizeof v.status, "computing landscape 3/10");
+    v.busy = 1;
+    grid_clear(&g);
+    app_render(&a, &v, &g);
+    CHECK(grid_find(&g, "loading layer model.layers.1.mlp... 50%", NULL) == g.h - 1 &&
+              grid_find(&g, "computing landscape", NULL) < 0,
+          "the status line shows the load, not the old layer's worker");
+    app_key(&a, 'l', &v);
+    app_render(&a, &v, &g);
+    CHECK(a.layers.cursor == 0 && grid_find(&g, "model.layers.1.mlp  (loading 50%)", NULL) >= 0,
+          "the list marks the loading layer");
+    app_key(&a, 'j', &v);
+    CHECK(app_key(&a, K_ENTER, &v) == FX_REDRAW && strstr(a.msg, "is loading already (50%)"),
+          "Enter on the loading layer: said so (%s)", a.msg);
+    app_key(&a, 'l', &v);
+    CHECK(app_key(&a, K_ENTER, &v) == FX_LAYER && a.layers.cursor == 0,
+          "Enter on the shown layer while another loads: FX_LAYER (tui.c cancels the load)");
+    app_set_loading(&a, -1, 0, NULL);
+    CHECK(!a.load_status[0] && a.layers.loading == -1, "no load: no status");
+    app_key(&a, 'l', &v);
+    CHECK(app_key(&a, K_ENTER, &v) == FX_REDRAW, "no load: Enter on the shown layer does nothing");
+    v.status[0] = 0;
+    v.busy = 0;
+    app_set_loading(&a, 1, 0.25, "");
     app_switched(&a, "model.layers.1.mlp", &in.cfg, 1, "eval.safetensors was captured at layer 0, not this one");
     CHECK(a.layers.current == 1 && !a.heat.focus && a.heat.row == 0 && a.msg_error, "switched: the view afresh");
+    CHECK(a.layers.loading == -1 && !a.load_status[0], "switched: the load is over");
     grid_clear(&g);
     app_render(&a, &v, &g);
     CHECK(grid_find(&g, "no eval set for this layer", NULL) == 1 && grid_find(&g, "no landscape for this layer", NULL) > 1,

@@ -108,6 +108,20 @@ void app_set_layers(app_state *a, char **names, int n, int current) {
     l->current = current;
     l->cursor = current >= 0 ? current : 0;
     l->top = 0;
+    l->loading = -1;
+}
+
+void app_set_loading(app_state *a, int index, double frac, const char *phase) {
+    layer_list *l = &a->layers;
+    l->loading = index >= 0 && index < l->n ? index : -1;
+    l->load_frac = frac;
+    a->load_status[0] = 0;
+    if (l->loading < 0) return;
+    /* the percentage before the file being read ("load model-00002-of-00002.safetensors"):
+       a short line cuts the file */
+    const char *what = phase && !strncmp(phase, "load ", 5) ? phase + 5 : "";
+    snprintf(a->load_status, sizeof a->load_status, "loading layer %.100s... %.0f%%%s%.60s%s", l->names[index],
+             100 * frac, what[0] ? " (" : "", what, what[0] ? ")" : "");
 }
 
 void app_switched(app_state *a, const char *layer, const moe_config *cfg, int current, const char *no_eval) {
@@ -123,6 +137,7 @@ void app_switched(app_state *a, const char *layer, const moe_config *cfg, int cu
     a->diag_sig = -2; /* the new worker's first findings are new */
     a->show_diag = 0;
     a->layers.current = a->layers.cursor = current;
+    app_set_loading(a, -1, 0, NULL);
     if (no_eval[0]) app_message(a, 1, "%s", no_eval);
     else app_message(a, 0, "layer %s: A and B reloaded, the landscape restarts", layer);
 }
@@ -228,11 +243,16 @@ static int layer_key(app_state *a, ui_action act, int key) {
     else if (act == ACT_BOTTOM) l->cursor = l->n - 1;
     else if (key == K_ENTER || key == '\n' || key == '\r') {
         l->open = 0;
-        if (l->cursor == l->current) {
+        if (l->cursor == l->loading) {
+            app_message(a, 0, "layer %s is loading already (%.0f%%): keys work meanwhile", l->names[l->cursor],
+                        100 * l->load_frac);
+            return FX_REDRAW;
+        }
+        if (l->cursor == l->current && l->loading < 0) {
             app_message(a, 0, "layer %s is the one shown", l->names[l->cursor]);
             return FX_REDRAW;
         }
-        return FX_LAYER;
+        return FX_LAYER; /* a load, or (the shown layer) cancelling the one that runs */
     } else l->open = 0;
     if (l->cursor >= l->n) l->cursor = l->n - 1;
     if (l->cursor < 0) l->cursor = 0;
@@ -634,7 +654,8 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     if (room < L->message.w - 1) alt.w = 0; /* the status stays on the message line, before the flags */
     char pm[700];
     if (a->prompt) snprintf(pm, sizeof pm, "save as (.json state, .csv table; Enter, Esc): %s_", a->prompt_buf);
-    message_render(g, &L->message, a->prompt ? pm : a->msg, a->prompt ? 0 : a->msg_error, v, &alt, room);
+    message_render(g, &L->message, a->prompt ? pm : a->msg, a->prompt ? 0 : a->msg_error, v, a->load_status, &alt,
+                   room);
     if (room < L->message.w - 1) grid_text(g, L->message.x + room + 2, L->message.y, fl_len, frole, fl);
     if (a->layers.open) layers_render(g, &L->overlay, &a->layers, a->info.eval_layer);
     else if (a->show_help) help_render(g, &L->overlay, &a->info.cfg);

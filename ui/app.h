@@ -32,6 +32,8 @@ typedef struct {
     int cursor;
     int open;       /* the list is on the screen */
     int top;
+    int loading;    /* the layer being loaded in the background (tui.c), -1 none */
+    double load_frac; /* how far, 0..1 */
 } layer_list;
 
 typedef struct {
@@ -55,13 +57,15 @@ typedef struct {
     int heat_fit;                /* zoom at which the whole matrix fits (last render) */
     int grid_utf8, grid_color;   /* the last render's grid (mouse hits on the matrix) */
     layer_list layers;
+    char load_status[200];       /* "loading layer L... 40%" on the status line while it loads */
     footer_hits hits;
     ui_layout layout;
     double now;                  /* explore_clock() of this frame (spinners), 0 in tests */
 } app_state;
 
 enum { FX_SUBMIT = 1, FX_QUIT = 2, FX_PNG = 4, FX_EXPORT = 8, FX_DIAG = 16, FX_REDRAW = 32, FX_STATE = 64,
-       FX_LAYER = 128 /* switch to a->layers.names[a->layers.cursor] */ };
+       FX_LAYER = 128 /* switch to a->layers.names[a->layers.cursor] (or, while another
+                         layer loads, cancel that load when it is the shown one) */ };
 
 void app_init(app_state *a, const ui_info *info, int T);
 void app_free(app_state *a);
@@ -77,6 +81,11 @@ void app_set_diag(app_state *a, char **lines, int n); /* takes ownership */
  * no_eval "" or why the evaluation set does not fit it. The view starts
  * afresh (selection, table, matrix cursor, diagnostics). */
 void app_switched(app_state *a, const char *layer, const moe_config *cfg, int current, const char *no_eval);
+/* A layer load runs off the UI thread (tui.c, layer_load.h): index its layer
+ * in the list (-1: none runs), frac how far (0..1 over A and B), phase what it
+ * reads ("" unknown). The status line shows it while it runs; the keys keep
+ * working (Enter on the loading layer says so, on the shown one cancels it). */
+void app_set_loading(app_state *a, int index, double frac, const char *phase);
 /* The layers l lists (takes ownership of names), current the one shown. */
 void app_set_layers(app_state *a, char **names, int n, int current);
 /* The diagnostics pane's lines from the worker's findings (v->diag) when they

@@ -58,11 +58,16 @@ int footer_key_at(const footer_hits *hits, int x, int y) {
 }
 
 void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, const explore_snapshot *v,
-                    const ui_rect *alt, int room) {
+                    const char *load, const ui_rect *alt, int room) {
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_NORMAL);
     char status[300] = "";
-    if (v && v->status[0]) snprintf(status, sizeof status, "%s%s", v->busy ? "busy: " : "", v->status);
     int srole = v && v->failed && !v->busy ? ROLE_ERROR : ROLE_DIM;
+    if (load && load[0]) {
+        snprintf(status, sizeof status, "%s", load);
+        srole = ROLE_MESSAGE;
+    } else if (v && v->status[0]) {
+        snprintf(status, sizeof status, "%s%s", v->busy ? "busy: " : "", v->status);
+    }
     int sl = (int)strlen(status), ml = msg ? (int)strlen(msg) : 0;
     if (room > r->w - 1) room = r->w - 1; /* the screen's bottom-right cell is not drawn */
     if (ml && sl && ml + 2 + sl > room && alt && alt->w >= sl) {

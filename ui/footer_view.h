@@ -26,8 +26,10 @@ int footer_key_at(const footer_hits *hits, int x, int y);
 /* The message line's first room columns: msg (an error when is_error) on
  * the left, the worker's status on the right. When both do not fit the
  * message keeps the line and the status goes to alt (the free end of the
- * footer) if it fits there, else it gets what the message leaves. */
+ * footer) if it fits there, else it gets what the message leaves. load not
+ * NULL or "": a layer load's progress, shown in the status's place (the
+ * worker's status is of the layer about to be replaced). */
 void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, const explore_snapshot *v,
-                    const ui_rect *alt, int room);
+                    const char *load, const ui_rect *alt, int room);
 
 #endif

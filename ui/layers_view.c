@@ -28,9 +28,10 @@ void layers_render(grid *g, const ui_rect *area, layer_list *l, const char *eval
         int k = l->top + i, y = r->y + 1 + i;
         int cur = k == l->cursor;
         const char *eval = eval_layer && eval_layer[0] && !strcmp(eval_layer, l->names[k]) ? "  [eval set]" : "";
-        char line[512];
-        snprintf(line, sizeof line, "%c %3d  %s%s%s", k == l->current ? '>' : ' ', k, l->names[k],
-                 k == l->current ? "  (shown)" : "", eval);
+        char line[512], loading[32] = "";
+        if (k == l->loading) snprintf(loading, sizeof loading, "  (loading %.0f%%)", 100 * l->load_frac);
+        snprintf(line, sizeof line, "%c %3d  %s%s%s%s", k == l->current ? '>' : ' ', k, l->names[k],
+                 k == l->current ? "  (shown)" : "", loading, eval);
         if (cur) grid_fill(g, x - 1, y, w + 2, 1, ' ', ROLE_CURSOR);
         grid_text(g, x, y, w, cur ? ROLE_CURSOR : k == l->current ? ROLE_MARK : ROLE_NORMAL, line);
     }

@@ -28,6 +28,7 @@
 #include "safetensors.h"
 #include "state_export.h"
 #include "keys.h"
+#include "layer_load.h"
 #include "ms_limits.h"
 #include "provenance.h"
 #include "theme.h"
@@ -358,6 +359,7 @@ typedef struct {
     /* `p` promised the landscape figure of these stages when it completes */
     int landscape_pending;
     explore_request landscape_req;
+    layer_switch sw;            /* l: the layer loading off the UI thread */
 } tui_ctx;
 
 /* The landscape figure under a free name (never over a file or an input);
@@ -540,52 +542,31 @@ static void screen_draw(tui_screen *s, app_state *app, const explore_snapshot *v
     refresh();
 }
 
-/* l, Enter: A and B at another layer. The new layers are loaded and checked
- * first (the old ones stay on any error); then the worker is stopped (its
- * computation cancelled), the models swapped and a new worker started, with
- * the evaluation set only when it belongs to that layer (else the data-free
- * parts, and the status line says why). The view starts afresh. */
-static void switch_layer(tui_ctx *c, app_state *app, tui_screen *scr, explore_snapshot *v) {
+/* The loaded layer k (A2, B2, checked by the loader) in place of the shown
+ * one: the worker is stopped (its computation cancelled), the models swapped
+ * and a new worker started, with the evaluation set only when it belongs to
+ * that layer (else the data-free parts, and the status line says why). The
+ * view starts afresh. */
+static void switch_to(tui_ctx *c, app_state *app, explore_snapshot *v, int k, moe_model *A2, moe_model *B2) {
     tui_inputs *in = c->in;
-    int k = app->layers.cursor;
-    if (k < 0 || k >= in->nlayers) return;
     const char *name = in->layers[k];
-    app_message(app, 0, "loading layer %s of A and B ...", name);
-    screen_draw(scr, app, v);
-    ms_err err;
-    moe_model A2, B2;
-    if (moe_load(&A2, c->args->pa, name, &err)) {
-        app_message(app, 1, "%s", err.msg);
-        return;
-    }
-    if (moe_load(&B2, c->args->pb, name, &err)) {
-        moe_free(&A2);
-        app_message(app, 1, "%s", err.msg);
-        return;
-    }
-    if (moe_check_compatible(&A2, &B2, &err) ||
-        ms_limits_check(&A2, &B2, NULL, MS_USE_WM | MS_USE_COST | MS_USE_DIAG, &err)) {
-        moe_free(&A2);
-        moe_free(&B2);
-        app_message(app, 1, "%s", err.msg);
-        return;
-    }
     char why[200];
     eval_fits(in, k, c->args->e_path, why, sizeof why);
-    if (!why[0] && in->E.d != A2.cfg.d)
+    if (!why[0] && in->E.d != A2->cfg.d)
         snprintf(why, sizeof why, "the evaluation set has width %d, layer %.60s has d = %d: no curves here", in->E.d,
-                 name, A2.cfg.d);
+                 name, A2->cfg.d);
     explore_stop(c->g);
     c->g = NULL;
     moe_free(&in->A);
     moe_free(&in->B);
-    in->A = A2;
-    in->B = B2;
+    in->A = *A2;
+    in->B = *B2;
     in->current = k;
     explore_snapshot_free(v);
     memset(v, 0, sizeof *v);
+    ms_err err;
     c->g = explore_start(&in->A, &in->B, why[0] ? NULL : &in->E, &err);
-    if (!c->g) { /* not after the checks above; the loop ends and tui_main says why */
+    if (!c->g) { /* not after the loader's checks; the loop ends and tui_main says why */
         snprintf(c->fatal, sizeof c->fatal, "%.255s", err.msg);
         return;
     }
@@ -595,6 +576,55 @@ static void switch_layer(tui_ctx *c, app_state *app, tui_screen *scr, explore_sn
     c->live_written = 0;
     explore_submit(c->g, &app->req);
     explore_request_diag(c->g, app->req.method, app->req.center);
+}
+
+/* l, Enter: load A and B at the layer under the list's cursor off the UI
+ * thread (layer_load.h); the old layer stays on the screen, and answers keys,
+ * until the new one is loaded and checked (layer_poll swaps it in). */
+static void layer_request(tui_ctx *c, app_state *app) {
+    tui_inputs *in = c->in;
+    int k = app->layers.cursor, was = app->layers.loading;
+    if (k < 0 || k >= in->nlayers) return;
+    const char *name = in->layers[k];
+    switch (layer_switch_request(&c->sw, name, k, in->current)) {
+    case LS_STARTED: app_message(app, 0, "loading layer %s (l, Enter on the shown layer: cancel)", name); break;
+    case LS_REPLACED:
+        app_message(app, 0, "loading layer %s instead of %s", name, was >= 0 ? in->layers[was] : "the other");
+        break;
+    case LS_ALREADY: app_message(app, 0, "layer %s is loading already", name); break;
+    case LS_CANCELLED:
+        app_message(app, 0, "loading %s cancelled: layer %s stays", was >= 0 ? in->layers[was] : "the layer", name);
+        app_set_loading(app, -1, 0, NULL);
+        return;
+    case LS_SHOWN: app_message(app, 0, "layer %s is the one shown", name); return;
+    default: app_message(app, 1, "earlier loads are still stopping: try again in a moment"); return;
+    }
+    app_set_loading(app, k, 0, NULL);
+}
+
+/* The running load's progress on the screen, and its end: the new layer
+ * swapped in, or the old one kept with the reason. 1 when the screen changed. */
+static int layer_poll(tui_ctx *c, app_state *app, explore_snapshot *v) {
+    if (!layer_switch_live(&c->sw)) return 0;
+    layer_load_status st;
+    layer_switch_poll(&c->sw, &st);
+    if (st.state == LL_RUNNING) {
+        char was[sizeof app->load_status];
+        memcpy(was, app->load_status, sizeof was);
+        app_set_loading(app, st.index, st.frac, st.phase);
+        return strcmp(was, app->load_status) != 0;
+    }
+    if (st.state == LL_NONE) return 0;
+    moe_model A2, B2;
+    int k = st.index;
+    if (layer_switch_take(&c->sw, &A2, &B2)) { /* LL_FAILED: forgotten */
+        app_set_loading(app, -1, 0, NULL);
+        app_message(app, 1, "layer %s not loaded (layer %s stays): %s", c->in->layers[k],
+                    c->in->current >= 0 ? c->in->layers[c->in->current] : "shown", st.error);
+        return 1;
+    }
+    switch_to(c, app, v, k, &A2, &B2);
+    return 1;
 }
 
 /* One key or mouse event: FX_* flags (0 when it changes nothing). */
@@ -611,8 +641,6 @@ static int input_event(int c, app_state *app, const explore_snapshot *v) {
 
 /* ---- the loop ---- */
 
-static void switch_layer(tui_ctx *c, app_state *app, tui_screen *scr, explore_snapshot *v);
-
 static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
     explore_snapshot v;
     memset(&v, 0, sizeof v);
@@ -622,6 +650,8 @@ static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
     FILE *bench_fp = bench && bench[0] ? fopen(bench, "a") : NULL;
     double key_t = -1;
     while (!quit && !got_signal && ctx->g) {
+        if (layer_poll(ctx, app, &v)) dirty = 1;
+        if (!ctx->g) break;
         explore_worker *g = ctx->g;
         if (explore_poll(g, &v)) {
             dirty = 1;
@@ -664,11 +694,7 @@ static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
             explore_export(g, &app->req, path);
         }
         if (fx & FX_DIAG) explore_request_diag(g, app->req.method, app->req.center);
-        if (fx & FX_LAYER) {
-            switch_layer(ctx, app, scr, &v);
-            if (!ctx->g) break;
-            continue; /* g was the old worker */
-        }
+        if (fx & FX_LAYER) layer_request(ctx, app);
         if (fx & FX_QUIT) quit = 1;
         live_png(ctx, app, &v); /* a toggle of the metric changes the figure at once */
     }
@@ -746,7 +772,9 @@ int tui_main(int argc, char **argv) {
             ctx.paths[1] = a.pb;
             ctx.paths[2] = a.e_path;
             ctx.png_live = a.png_live;
+            layer_switch_init(&ctx.sw, a.pa, a.pb);
             run_loop(&app, &scr, &ctx);
+            layer_switch_free(&ctx.sw); /* a load under way is cancelled and joined */
             g = ctx.g;
             if (ctx.fatal[0]) rc = cli_error("%s", ctx.fatal);
         }
