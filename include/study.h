@@ -29,11 +29,19 @@ typedef struct {
 typedef struct {
     int ia, ib;            /* indices into the pool */
     int n, exhaustive;
-    double norders;
+    double norders;        /* the orders in the set ranked over (n!, or the group-preserving
+                            * ones); may be inf, norders_log10 is always finite */
+    double norders_log10;
+    double nranked;        /* the orders the counts below are over: all of the set, or the
+                            * sample (a sampled landscape) */
     double loss_a, loss_b, acc_a, acc_b; /* the end points (accuracy NaN unless classifying) */
     st_curve naive, skip;
     st_method m[2];        /* [COST_GATE], [COST_EXPERT] */
-    double zero_tied;      /* orders tied at barrier 0 (B <= tau) */
+    double zero_tied;      /* orders among the nranked tied at barrier 0 (B <= tau) */
+    double zero_pct;       /* 100 zero_tied / nranked */
+    double zero_lo, zero_hi; /* sampled: its 95% Wilson interval (percent); else = zero_pct */
+    double zero_est;       /* zero_pct / 100 * norders: exact when exhaustive, else the
+                            * estimate for the whole set (NaN past a double) */
     double best, worst, identity_rank, tau;
     int best_order[LS_MAX_N], worst_order[LS_MAX_N];
 } st_pair;

@@ -27,7 +27,9 @@ static const st_field FIELDS[] = {
     F("skip_order.acc_barrier", skip.acc_barrier), F("skip_order.loss_auc", skip.loss_auc),
     METHOD_FIELDS(0, "gate"),               METHOD_FIELDS(1, "expert"),
     F("best.barrier", best),                F("worst.barrier", worst),
-    F("identity_rank", identity_rank),      F("zero_tied", zero_tied),
+    F("identity_rank", identity_rank),      F("orders_ranked", nranked),
+    F("zero_tied", zero_tied),              F("zero_tied_percent", zero_pct),
+    F("zero_tied_estimate", zero_est),
 };
 
 const st_field *study_fields(int *n) {
@@ -69,12 +71,27 @@ static double cost_barrier_rho(const landscape *L, const double *C) {
     return r;
 }
 
+/* the share of orders tied at 0: over the orders ranked, and, for a sample, as an
+ * estimate for the whole set with its 95% Wilson interval */
+static void zero_share(st_pair *p, long nranked) {
+    p->nranked = (double)nranked;
+    double ph = nranked > 0 ? p->zero_tied / (double)nranked : NAN;
+    p->zero_pct = p->zero_lo = p->zero_hi = 100.0 * ph;
+    if (!p->exhaustive && nranked > 0) {
+        rank_wilson95(ph, (double)nranked, &p->zero_lo, &p->zero_hi);
+        p->zero_lo *= 100.0, p->zero_hi *= 100.0;
+    }
+    p->zero_est = p->exhaustive ? p->zero_tied : ph > 0 ? ph * p->norders : ph;
+    if (!isfinite(p->zero_est)) p->zero_est = NAN;
+}
+
 void study_pair_from(st_pair *p, const landscape *L, int ia, int ib) {
     int n = L->n;
     memset(p, 0, sizeof *p);
     p->ia = ia, p->ib = ib, p->n = n;
     p->exhaustive = L->exhaustive;
     p->norders = L->exhaustive ? (double)L->norders : L->n_fact;
+    p->norders_log10 = L->exhaustive ? log10((double)L->norders) : L->n_fact_log10;
     p->loss_a = L->loss_a, p->loss_b = L->loss_b;
     p->acc_a = L->acc_a, p->acc_b = L->acc_b;
     p->naive = curve_of(&L->naive);
@@ -112,7 +129,9 @@ void study_pair_from(st_pair *p, const landscape *L, int ia, int ib) {
     long z = 0; // barriers are clipped at 0, so "tied at 0" is B <= tau
     for (long k = 0; k < L->ndone; k++) z += L->rows[k].barrier <= L->tau;
     p->zero_tied = (double)z;
+    zero_share(p, L->ndone);
 }
+
 
 static void study_summarise(study *S) {
     int nf;

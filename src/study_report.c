@@ -12,6 +12,7 @@
 #include "json_file.h"
 #include "plot_png.h"
 #include "provenance.h"
+#include "rank.h"
 #include "study.h"
 
 /* the file name without directories and ".safetensors" */
@@ -81,14 +82,55 @@ static void count_text(char *buf, size_t cap, double v) {
     else ls_count_format(buf, cap, log10(v));
 }
 
+/* the orders in p's set (n!, or the group-preserving ones), for people */
+static void set_text(char *buf, size_t cap, const st_pair *p) {
+    if (isfinite(p->norders)) count_text(buf, cap, p->norders);
+    else ls_count_format(buf, cap, p->norders_log10);
+}
+
+/* frac times the orders in p's set, for people ("0" for none) */
+static void share_text(char *buf, size_t cap, double frac, const st_pair *p) {
+    if (!(frac > 0)) snprintf(buf, cap, "0");
+    else if (isfinite(frac * p->norders)) count_text(buf, cap, round(frac * p->norders));
+    else ls_count_format(buf, cap, log10(frac) + p->norders_log10);
+}
+
+/* Orders tied at barrier 0, summed over the pairs. A count is over the orders
+ * ranked: every order of the set, or only the sampled ones; a sample's share
+ * stands for the whole set as an estimate, given with its 95% Wilson interval
+ * (the pairs pooled: they rank sets of one size, so the pooled share estimates
+ * the mean share over the pairs). */
+static void print_zero_tied(const study *S, FILE *f) {
+    const st_pair *p0 = &S->pairs[0];
+    double z = 0, nr = 0;
+    for (int k = 0; k < S->npairs; k++) z += S->pairs[k].zero_tied, nr += S->pairs[k].nranked;
+    double ph = nr > 0 ? z / nr : 0, lo = ph, hi = ph;
+    char cnt[48], set[48], e[48], el[48], eh[48];
+    count_text(cnt, sizeof cnt, nr);
+    fprintf(f, "orders tied at barrier 0 (B <= tau): %.0f of %s %sover the pairs (%.2f%%)", z, cnt,
+            p0->exhaustive ? "" : "sampled ", 100.0 * ph);
+    if (p0->exhaustive) {
+        fputc('\n', f);
+        return;
+    }
+    rank_wilson95(ph, nr, &lo, &hi);
+    set_text(set, sizeof set, p0);
+    share_text(e, sizeof e, ph, p0);
+    share_text(el, sizeof el, lo, p0);
+    share_text(eh, sizeof eh, hi, p0);
+    fprintf(f, "; estimated per pair: %s of all %s orders (95%% CI %.2f%%..%.2f%%: %s..%s)\n", e, set,
+            100.0 * lo, 100.0 * hi, el, eh);
+}
+
 void study_print(const study *S, FILE *f) {
     const st_pair *p0 = S->npairs ? &S->pairs[0] : NULL;
     fprintf(f, "study: %d checkpoints, %d pairs", S->npool, S->npairs);
     char cnt[48];
     if (p0) {
-        count_text(cnt, sizeof cnt, p0->norders);
-        fprintf(f, ", n = %d, %s %s orders per pair, %d points", p0->n,
-                p0->exhaustive ? "all" : "sampled, of", cnt, S->T);
+        set_text(cnt, sizeof cnt, p0);
+        if (p0->exhaustive) fprintf(f, ", n = %d, all %s orders per pair", p0->n, cnt);
+        else fprintf(f, ", n = %d, %.0f sampled of %s orders per pair", p0->n, p0->nranked, cnt);
+        fprintf(f, ", %d points", S->T);
     }
     fprintf(f, "\nloss barriers; ranks with ties within tau; rho: Spearman of assignment cost vs barrier\n\n");
     fprintf(f, "%-24s", "pair");
@@ -144,10 +186,7 @@ void study_print(const study *S, FILE *f) {
     study_ratios(S, r);
     fprintf(f, "ratios of mean barriers: naive/gate %.1f, naive/expert %.1f, skip/gate %.1f, skip/expert %.1f\n",
             r[0], r[1], r[2], r[3]);
-    double z = 0, all = 0;
-    for (int k = 0; k < S->npairs; k++) z += S->pairs[k].zero_tied, all += S->pairs[k].norders;
-    count_text(cnt, sizeof cnt, p0 && p0->exhaustive ? all : (double)S->npairs * (p0 ? p0->norders : 0));
-    fprintf(f, "orders tied at barrier 0 (B <= tau): %.0f of %s over the pairs\n", z, cnt);
+    if (p0) print_zero_tied(S, f);
     fprintf(f, "each checkpoint evaluated once (%d evaluations for %d pairs)\n", S->nevals, S->npairs);
     for (int i = 0; i < S->nleft; i++) fprintf(f, "left out: %s (%s)\n", S->left[i], S->left_why[i]);
 }
@@ -212,6 +251,13 @@ static cJSON *pair_json(const study *S, const st_pair *p) {
     json_put(o, "best.order", jorder(p->best_order, n));
     json_put(o, "worst.order", jorder(p->worst_order, n));
     for (int f = 0; f < nf; f++) json_put(o, fs[f].path, jnum(st_get(p, &fs[f])));
+    cJSON_AddItemToObject(o, "orders_in_set", jnum(p->norders)); // null past a double
+    if (!p->exhaustive) {
+        cJSON *ci = cJSON_CreateArray();
+        cJSON_AddItemToArray(ci, jnum(p->zero_lo));
+        cJSON_AddItemToArray(ci, jnum(p->zero_hi));
+        cJSON_AddItemToObject(o, "zero_tied_percent_ci95", ci);
+    }
     cJSON_AddItemToObject(o, "tau", jnum(p->tau));
     return o;
 }
@@ -290,15 +336,21 @@ int study_write_csv(const study *S, const char *path, ms_err *err) {
     FILE *f = report_open(&buf, &len, "# ");
     if (!f) return ms_fail(err, "%s: out of memory formatting the CSV", path);
     // one row per pair, then the mean and the sample std over the pairs
+    // the zero-tied share's 95% interval (sampled; else the share itself) closes each pair row
     fputs("row,a,b", f);
     for (int k = 0; k < nf; k++) fprintf(f, ",%s", fs[k].path);
-    fputc('\n', f);
+    fputs(",zero_tied_percent_lo,zero_tied_percent_hi\n", f);
     for (int k = 0; k < S->npairs; k++) {
-        fprintf(f, "pair,%s,%s", S->paths[S->pairs[k].ia], S->paths[S->pairs[k].ib]);
+        const st_pair *p = &S->pairs[k];
+        fprintf(f, "pair,%s,%s", S->paths[p->ia], S->paths[p->ib]);
         for (int c = 0; c < nf; c++) {
             fputc(',', f);
-            csv_num(f, st_get(&S->pairs[k], &fs[c]));
+            csv_num(f, st_get(p, &fs[c]));
         }
+        fputc(',', f);
+        csv_num(f, p->zero_lo);
+        fputc(',', f);
+        csv_num(f, p->zero_hi);
         fputc('\n', f);
     }
     for (int row = 0; row < 2; row++) {
@@ -307,7 +359,7 @@ int study_write_csv(const study *S, const char *path, ms_err *err) {
             fputc(',', f);
             csv_num(f, row == 0 ? S->summary[c].mean : S->summary[c].std);
         }
-        fputc('\n', f);
+        fputs(",,\n", f);
     }
     return finish_memstream(f, &buf, &len, path, "CSV", err);
 }

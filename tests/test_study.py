@@ -297,6 +297,62 @@ def test_sampled(tmp):
             check(0 <= lo <= p["methods"][m]["rank_percentile"] <= hi <= 100, "sampled: %s interval holds the estimate" % m)
 
 
+def test_sampled_zero_share(tmp):
+    """A sampled pool (n = 10): the orders tied at 0 are counted over the sample,
+    "of S sampled", and stand for the whole set of 10! orders as an estimate
+    with scipy's 95% Wilson interval; the pool mixes a scramble (few ties) with
+    an unrelated seed (all tied) so the share is neither 0 nor 1."""
+    from scipy.stats import binomtest
+    S_N, NSET = 200, math.factorial(10)
+    paths = [os.path.join(tmp, "z_%s.safetensors" % k) for k in ("a", "scr", "b")]
+    t, meta = gen_ckpt.write_layer(paths[0], seed=1, n=10, d=8, h=8, router="topk", k=2)
+    e = os.path.join(tmp, "z_eval.safetensors")
+    gen_ckpt.write_evalset(e, t, meta, seed=9, N=60)
+    gen_ckpt.write_layer(paths[2], seed=2, n=10, d=8, h=8, router="topk", k=2)
+    r = run("scramble", paths[0], "-o", paths[1], "--seed", 5)
+    check(r.returncode == 0, "zero share: scramble ran")
+    js, cs = os.path.join(tmp, "z.json"), os.path.join(tmp, "z.csv")
+    args = ("--eval", e, "--points", 5, "--samples", S_N, "--seed", 2)
+    r = run("study", *paths, *args, "--json", js, "--csv", cs)
+    check(r.returncode == 0, "zero share: study ran: %s" % r.stderr[-300:])
+    if r.returncode:
+        return
+    S = json.load(open(js))
+    zs = []
+    for k, p in enumerate(S["pairs"]):
+        lj = os.path.join(tmp, "zl%d.json" % k)
+        r2 = run("landscape", p["a"], p["b"], *args, "-q", "--json", lj)
+        L = json.load(open(lj))
+        z = sum(1 for o in L["orders"] if o["barrier"] <= L["tau"])
+        zs.append(z)
+        lo, hi = binomtest(z, S_N).proportion_ci(0.95, "wilson")
+        got = p.get("zero_tied_percent_ci95") or [None, None]
+        check(r2.returncode == 0 and p["zero_tied"] == z and p.get("orders_ranked") == S_N == len(L["orders"])
+              and p.get("orders_in_set") == NSET, "zero share: pair %d counts %s of %s sampled (landscape: %d of %d)"
+              % (k, p["zero_tied"], p.get("orders_ranked"), z, len(L["orders"])))
+        check(abs(p.get("zero_tied_percent", -1) - 100.0 * z / S_N) <= 1e-9
+              and abs(p.get("zero_tied_estimate", -1) - z / S_N * NSET) <= 1e-6 * NSET,
+              "zero share: pair %d percent %s and estimate %s of 10!" % (k, p.get("zero_tied_percent"),
+                                                                       p.get("zero_tied_estimate")))
+        check(None not in got and abs(got[0] - 100 * lo) <= 1e-9 and abs(got[1] - 100 * hi) <= 1e-9,
+              "zero share: pair %d interval %s vs scipy's Wilson %s" % (k, got, (100 * lo, 100 * hi)))
+    z, n = sum(zs), S_N * len(zs)
+    check(0 < z < n, "zero share: the pool has tied and untied orders (%d of %d)" % (z, n))
+    m = re.search(r"tied at barrier 0 \(B <= tau\): (\d+) of (\d+) sampled over the pairs \(([\d.]+)%\)"
+                  r".*of all (\d+) orders \(95% CI ([\d.]+)%\.\.([\d.]+)%", r.stdout)
+    lo, hi = binomtest(z, n).proportion_ci(0.95, "wilson")
+    check(m is not None and (int(m.group(1)), int(m.group(2)), int(m.group(4))) == (z, n, NSET)
+          and abs(float(m.group(3)) - 100 * z / n) < 0.006 and abs(float(m.group(5)) - 100 * lo) < 0.006
+          and abs(float(m.group(6)) - 100 * hi) < 0.006,
+          "zero share: text counts over the sample, estimate with its interval (%s)"
+          % [x for x in r.stdout.splitlines() if "tied at barrier 0" in x])
+    check("%d sampled of %d orders per pair" % (S_N, NSET) in r.stdout, "zero share: header says the sample size")
+    R = list(csv.DictReader([x for x in open(cs) if not x.startswith("#")]))
+    check([float(x["zero_tied_percent"]) for x in R[:3]] == [100.0 * v / S_N for v in zs]
+          and all(float(x["zero_tied_percent_lo"]) <= float(x["zero_tied_percent"]) <= float(x["zero_tied_percent_hi"])
+                  for x in R[:3]), "zero share: CSV percent and its interval")
+
+
 def test_errors(tmp):
     r = run("study", os.path.join(D4, "seed1.safetensors"), "--eval", os.path.join(D4, "eval.safetensors"))
     check(r.returncode == 2 and "two checkpoints" in r.stderr, "one checkpoint: usage error")
@@ -326,6 +382,7 @@ def main():
             check_latex(paths)
             check_png(paths)
         test_sampled(tmp)
+        test_sampled_zero_share(tmp)
         test_teacher_dir(tmp)
         test_family_dirs(tmp)
         test_errors(tmp)
