@@ -24,7 +24,9 @@ void prov_set_run(int threads, int points);
 void prov_set_ranks(int ranks);
 
 /* {"version", "command", "inputs": [{"path", "bytes", "sha256"}], "threads",
- * "points", "date", "ranks"}; an input that cannot be read gets null sha256 */
+ * "points", "date", "ranks"}; an input that cannot be read gets null sha256.
+ * A checkpoint folder or index input also lists the "files" its digest covers
+ * (the digest of their sorted sha256sum lines, provenance.c). */
 cJSON *prov_json(void);
 /* The same as "key: value" lines, each prefixed by `prefix` (e.g. "# "),
  * malloc'd. */

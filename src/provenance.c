@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
+#include "checkpoint.h"
 #include "ms_error.h"
 #include "sha256.h"
 
@@ -18,6 +20,8 @@ typedef struct {
     int hashed, ok;
     long long bytes;
     char hex[65];
+    int nfiles;   /* a checkpoint folder (or index): the files its digest covers */
+    char **files; /* (nfiles) their names beside the index, sorted */
 } prov_input;
 
 static struct {
@@ -121,12 +125,84 @@ void prov_set_ranks(int ranks) {
     pthread_mutex_unlock(&P.mu);
 }
 
+typedef struct {
+    const char *name;
+    char hex[65];
+} file_sum;
+
+static int cmp_file_sum(const void *a, const void *b) {
+    return strcmp(((const file_sum *)a)->name, ((const file_sum *)b)->name);
+}
+
+static const char *base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* A checkpoint folder (or its index) is many files, so its digest is that of
+ * their "sha256sum" lines: for each file moescope reads - every shard the
+ * index names, the index and config.json (a folder holding one
+ * model.safetensors: it and config.json) - "<hex sha256>  <name>\n", the
+ * lines in byte order of the names. It is what
+ *   cd DIR && sha256sum FILES... | LC_ALL=C sort -k 2 | sha256sum
+ * prints; bytes is the files' total size. -1 when any file cannot be read. */
+static int hash_folder(prov_input *x) {
+    ckpt c;
+    if (ckpt_open(&c, x->path, NULL)) return -1;
+    int n = 0, rc = 0;
+    file_sum *fs = ms_calloc((size_t)c.nshards + 2, sizeof(file_sum));
+    for (int s = 0; s < c.nshards; s++) fs[n++].name = base_name(c.shard_names[s]);
+    if (c.index_path) fs[n++].name = base_name(c.index_path);
+    if (c.config_path) fs[n++].name = base_name(c.config_path);
+    qsort(fs, (size_t)n, sizeof *fs, cmp_file_sum);
+    sha256_ctx all;
+    sha256_init(&all);
+    x->bytes = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        char *path = ckpt_path_join(c.dir, fs[i].name);
+        uint8_t d[32];
+        long long sz = 0;
+        rc = sha256_file(path, d, &sz, NULL);
+        free(path);
+        if (rc) break;
+        sha256_hex(d, fs[i].hex);
+        x->bytes += sz;
+        sha256_update(&all, fs[i].hex, 64);
+        sha256_update(&all, "  ", 2);
+        sha256_update(&all, fs[i].name, strlen(fs[i].name));
+        sha256_update(&all, "\n", 1);
+    }
+    if (!rc) {
+        uint8_t d[32];
+        sha256_final(&all, d);
+        sha256_hex(d, x->hex);
+        x->files = ms_calloc((size_t)n, sizeof(char *));
+        for (int i = 0; i < n; i++) x->files[i] = ms_strdup(fs[i].name);
+        x->nfiles = n;
+    }
+    free(fs);
+    ckpt_close(&c);
+    return rc;
+}
+
+/* a checkpoint that is more than one file: a directory or a sharded index */
+static int is_folder(const char *path) {
+    struct stat sb;
+    size_t len = strlen(path);
+    if (stat(path, &sb)) return 0;
+    return S_ISDIR(sb.st_mode) || (len > 5 && !strcmp(path + len - 5, ".json"));
+}
+
 static void hash_inputs(void) {
     for (int i = 0; i < P.nin; i++) {
         prov_input *x = &P.in[i];
         if (x->hashed) continue;
         uint8_t d[32];
         x->hashed = 1;
+        if (is_folder(x->path)) {
+            x->ok = hash_folder(x) == 0;
+            continue;
+        }
         x->ok = sha256_file(x->path, d, &x->bytes, NULL) == 0;
         if (x->ok) sha256_hex(d, x->hex);
     }
@@ -146,6 +222,11 @@ cJSON *prov_json(void) {
         if (P.in[i].ok) {
             cJSON_AddNumberToObject(e, "bytes", (double)P.in[i].bytes);
             cJSON_AddStringToObject(e, "sha256", P.in[i].hex);
+            if (P.in[i].nfiles) {
+                cJSON *fl = cJSON_AddArrayToObject(e, "files");
+                for (int k = 0; k < P.in[i].nfiles; k++)
+                    cJSON_AddItemToArray(fl, cJSON_CreateString(P.in[i].files[k]));
+            }
         } else {
             cJSON_AddNullToObject(e, "bytes");
             cJSON_AddNullToObject(e, "sha256");
@@ -224,7 +305,11 @@ void prov_reset(void) {
     pthread_mutex_lock(&P.mu);
     free(P.command);
     P.command = NULL;
-    for (int i = 0; i < P.nin; i++) free(P.in[i].path);
+    for (int i = 0; i < P.nin; i++) {
+        free(P.in[i].path);
+        for (int k = 0; k < P.in[i].nfiles; k++) free(P.in[i].files[k]);
+        free(P.in[i].files);
+    }
     P.nin = 0;
     for (int i = 0; i < 8; i++) {
         free(P.pv[i]);

@@ -5,6 +5,7 @@ with "# " lines; PNGs carry tEXt chunks. The SHA-256 of each input equals
 sha256sum's; the version equals `moescope --version` and is not empty, also in
 a copy of the sources without .git (a release tarball), where the Makefile
 falls back to the constant in include/provenance.h."""
+import hashlib
 import json
 import os
 import re
@@ -113,7 +114,9 @@ def test_tarball(tmp):
     fallback = re.search(r'#define MS_VERSION_FALLBACK "(.*)"', open(os.path.join(ROOT, "include", "provenance.h")).read())
     check(r.returncode == 0 and fallback and r.stdout.strip() == fallback.group(1) != "",
           "tarball: make version is the fallback (%r)" % r.stdout.strip())
-    objs = ["build/rel/src/provenance.o", "build/rel/src/sha256.o", "build/rel/src/ms_error.o"]
+    # provenance lists a checkpoint folder's files with the checkpoint reader
+    objs = ["build/rel/src/%s.o" % m for m in ("provenance", "sha256", "ms_error", "checkpoint", "safetensors",
+                                                "atomic_file", "progress")]
     r = subprocess.run(["make", "-s", "-C", src] + objs, capture_output=True, text=True)
     check(r.returncode == 0, "tarball: provenance.o compiles (%s)" % r.stderr[-300:])
     if r.returncode:
@@ -123,7 +126,7 @@ def test_tarball(tmp):
                           'int main(void) { printf("[%s]\\n", ms_version()); return 0; }\n')
     exe = os.path.join(tmp, "v")
     libs = subprocess.run(["pkg-config", "--libs", "libcjson"], capture_output=True, text=True).stdout.split()
-    r = subprocess.run(["cc", "-o", exe, stub] + [os.path.join(src, o) for o in objs] + libs + ["-lpthread"],
+    r = subprocess.run(["cc", "-o", exe, stub] + [os.path.join(src, o) for o in objs] + libs + ["-lpthread", "-lm"],
                        capture_output=True, text=True)
     check(r.returncode == 0, "tarball: link the version stub (%s)" % r.stderr[-300:])
     if r.returncode == 0:
@@ -138,9 +141,68 @@ def test_tarball(tmp):
             check(v.startswith(g.stdout.strip()), "--version %r starts with git describe %r" % (v, g.stdout.strip()))
 
 
+def folder_digest(d, names):
+    """bytes and SHA-256 of a checkpoint folder: the digest of the "sha256sum"
+    lines ("<hex>  <name>\\n") of its files, sorted by name (hashlib here)."""
+    lines = "".join("%s  %s\n" % (hashlib.sha256(open(os.path.join(d, f), "rb").read()).hexdigest(), f)
+                    for f in sorted(names))
+    return sum(os.path.getsize(os.path.join(d, f)) for f in names), hashlib.sha256(lines.encode()).hexdigest()
+
+
+def test_folders(tmp):
+    """A checkpoint folder (shards, index, config.json), given as the folder or
+    its index, records its total size and the digest of its files' sha256sum
+    lines; a folder holding one model.safetensors covers it and config.json; a
+    single file keeps its own SHA-256. Two folders differing in one shard's
+    bytes get different digests."""
+    import numpy as np
+    import family_fixtures as ff
+    W, cfg = ff.random_layer("mixtral", np.random.default_rng(3))
+    a, b, one = (os.path.join(tmp, x) for x in ("fa", "fb", "fone"))
+    ff.write_checkpoint(a, "mixtral", W, cfg, shards=3, rng=np.random.default_rng(1))
+    ff.write_checkpoint(b, "mixtral", W, cfg, shards=3, rng=np.random.default_rng(2))  # other non-MoE tensors
+    os.mkdir(one)
+    ff.write_checkpoint(os.path.join(one, "model.safetensors"), "mixtral", W, cfg)
+    with open(os.path.join(one, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    single = os.path.join(tmp, "single.safetensors")
+    ff.write_checkpoint(single, "mixtral", W, cfg)
+    idx = os.path.join(b, "model.safetensors.index.json")
+    cases = [(a, a), (idx, b), (one, one), (single, None)]
+    for arg, d in cases:
+        cj = os.path.join(tmp, "fc.json")
+        r = run("cost", a, arg, "--json", cj)
+        check(r.returncode == 0, "cost with %s ran: %s" % (os.path.basename(arg), r.stderr[-200:]))
+        if r.returncode:
+            continue
+        got = {x["path"]: x for x in json.load(open(cj))["provenance"]["inputs"]}.get(arg, {})
+        if d is None:
+            want = (os.path.getsize(arg), sha256sum(arg))
+        else:
+            names = [f for f in os.listdir(d) if f.endswith((".safetensors", ".json"))]
+            want = folder_digest(d, names)
+            check(got.get("files") == sorted(names), "%s: files %s" % (os.path.basename(arg), got.get("files")))
+        check((got.get("bytes"), got.get("sha256")) == want, "%s: bytes and sha256 %s vs hashlib %s"
+              % (os.path.basename(arg), (got.get("bytes"), got.get("sha256")), want))
+    js = [os.path.join(tmp, "f%d.json" % i) for i in range(2)]
+    rs = [run("cost", a, b, "--json", j) for j in js]
+    if all(x.returncode == 0 for x in rs):
+        ins = [{x["path"]: x["sha256"] for x in json.load(open(j))["provenance"]["inputs"]} for j in js]
+        check(ins[0] == ins[1] and ins[0][a] != ins[0][b], "folder digests: deterministic, differ between folders")
+    ev, ccsv = os.path.join(tmp, "fe.safetensors"), os.path.join(tmp, "fc.csv")
+    ff.write_safetensors(ev, [("inputs", "F32", [8, W["gate"].shape[1]],
+                               ff.encode(np.random.default_rng(4).standard_normal((8, W["gate"].shape[1])), "F32"))])
+    r = run("curve", a, b, "--eval", ev, "--points", 3, "--csv", ccsv)
+    want = folder_digest(a, [f for f in os.listdir(a) if f.endswith((".safetensors", ".json"))])
+    line = "# input: %s %d %s" % (want[1], want[0], a)
+    check(r.returncode == 0 and line in open(ccsv).read().splitlines(),
+          "folder in the CSV's provenance lines (%s)" % r.stderr[-200:])
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_reports(tmp)
+        test_folders(tmp)
         test_tarball(tmp)
     return testutil.summary("test_provenance")
 
