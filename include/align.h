@@ -44,6 +44,10 @@ typedef struct {
     int *hidden_perm;   /* (n*h) P for each slot, identity when wm off */
     int *shared_order;  /* (s) */
     int *shared_perm;   /* (s*hs), hs the shared experts' width */
+    /* with weight matching: the largest |A - aligned B| over the routed and shared
+     * experts' parameters, and the largest |A| among them (NaN without it) - the
+     * same numbers whether the layers are held or streamed */
+    double expert_diff, expert_scale;
 } align_result;
 
 /* out = B re-expressed in A's basis (out is allocated here; free with moe_free). */

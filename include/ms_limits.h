@@ -52,6 +52,23 @@ int ms_limits_check(const moe_model *A, const moe_model *B, const evalset *E, un
  * ms_limits_check runs it on every model it is given. */
 int ms_range_check(const moe_model *m, const evalset *E, ms_err *err);
 
+/* ms_range_check in pieces, for a layer whose routed experts are read one at a
+ * time (a streamed layer, family_io.c): the largest |value| of each kind of
+ * tensor and where it is, gathered from what m holds (ms_range_held; E may be
+ * NULL), then from each routed expert i read apart (ms_range_expert), and
+ * judged once all are in (ms_range_judge: ms_range_check's bound and message,
+ * the same words whichever way the experts came). */
+typedef struct {
+    double v;
+    char where[240];
+} ms_vmax;
+typedef struct {
+    ms_vmax G, W1, W2, SW1, SW2, X, Ng, Nb, Hw, Hb; /* SW: the shared experts' */
+} ms_range;
+void ms_range_held(ms_range *r, const moe_model *m, const evalset *E);
+void ms_range_expert(ms_range *r, const moe_model *m, int i, const moe_expert *e);
+int ms_range_judge(const ms_range *r, const moe_model *m, ms_err *err);
+
 /* "8.0 GiB" into buf. */
 const char *ms_bytes_str(char *buf, size_t cap, double bytes);
 

@@ -330,6 +330,43 @@ static int align_orders(const moe_model *A, const moe_model *B, const expert_sou
     return 0;
 }
 
+/* res's expert_diff and expert_scale take in expert a against expert b with its
+ * hidden units moved by P (slot u of the aligned b is b's unit P[u]; NULL: as
+ * they lie): the largest |a - aligned b| and the largest |a|. */
+static void note_diff(align_result *res, const moe_expert *a, const moe_expert *b,
+                      const moe_config *c, const int *P) {
+    int h = c->h, d = c->d, glu = moe_act_glu(c->act);
+    double df = res->expert_diff, sc = res->expert_scale;
+#define TAKE(x, y)                      \
+    do {                                \
+        double ax = fabs((double)(x));  \
+        double dd = fabs((double)(x) - (double)(y)); \
+        if (ax > sc) sc = ax;           \
+        if (dd > df) df = dd;           \
+    } while (0)
+    for (int u = 0; u < h; u++) {
+        size_t pu = (size_t)(P ? P[u] : u);
+        for (int j = 0; j < d; j++) {
+            TAKE(a->fc1_w[(size_t)u * d + j], b->fc1_w[pu * d + j]);
+            if (glu) TAKE(a->fc3_w[(size_t)u * d + j], b->fc3_w[pu * d + j]);
+        }
+        TAKE(a->fc1_b[u], b->fc1_b[pu]);
+        if (glu) TAKE(a->fc3_b[u], b->fc3_b[pu]);
+    }
+    for (int r = 0; r < d; r++) { // W2 (d,h): column u of the aligned b is column P[u]
+        for (int u = 0; u < h; u++) TAKE(a->fc2_w[(size_t)r * h + u], b->fc2_w[(size_t)r * h + (P ? P[u] : u)]);
+        TAKE(a->fc2_b[r], b->fc2_b[r]);
+    }
+#undef TAKE
+    res->expert_diff = df, res->expert_scale = sc;
+}
+
+/* the shared experts, aligned where they lie in B, into res's difference */
+static void note_shared(align_result *res, const moe_model *A, const moe_model *B) {
+    moe_config sc = moe_shared_config(&A->cfg);
+    for (int j = 0; j < A->cfg.s; j++) note_diff(res, &A->shared[j], &B->shared[j], &sc, NULL);
+}
+
 /* The result's arrays, sized for c. */
 static void result_alloc(align_result *res, const moe_config *c) {
     moe_config sc = moe_shared_config(c);
@@ -339,6 +376,7 @@ static void result_alloc(align_result *res, const moe_config *c) {
     res->shared_order = ms_malloc((size_t)(s > 0 ? s : 1) * sizeof(int));
     res->shared_perm = ms_malloc((size_t)(s > 0 ? s : 1) * sc.h * sizeof(int));
     res->cost_total = 0.0;
+    res->expert_diff = res->expert_scale = NAN;
 }
 
 int align_models_inplace(const moe_model *A, moe_model *B, const align_opts *o,
@@ -371,6 +409,11 @@ int align_models_inplace(const moe_model *A, moe_model *B, const align_opts *o,
         align_result_free(res);
         return -1;
     }
+    if (o->wm_stage) {
+        res->expert_diff = res->expert_scale = 0;
+        for (int i = 0; i < n; i++) note_diff(res, &A->experts[i], &B->experts[i], c, NULL);
+        note_shared(res, A, B);
+    }
     record_meta(B, A, o, res);
     return 0;
 }
@@ -401,6 +444,7 @@ int align_models_stream(const moe_model *A, const expert_source *sa, moe_model *
     double *S = o->wm_stage ? ms_malloc((size_t)hmax * hmax * sizeof(double)) : NULL; // (h,h)
     if (o->wm_stage) progress_begin("weight matching", n + s, "experts");
     int rc = 0;
+    if (o->wm_stage) res->expert_diff = res->expert_scale = 0;
     for (int i = 0; i < n && !rc; i++) {
         int *P = res->hidden_perm + (size_t)i * h;
         if (!o->wm_stage) {
@@ -413,6 +457,8 @@ int align_models_stream(const moe_model *A, const expert_source *sa, moe_model *
         if (!rc && pb == &eb) rc = sb->read(sb->ctx, res->order[i], EXPERT_ALL, &eb, err);
         if (!rc && wm_match_into(pa, pb, c, P, NULL, S, err))
             rc = ms_prefix(err, "expert slot %d (B's expert %d)", i, res->order[i]);
+        else if (!rc) // both experts are in memory only now: compare them here
+            note_diff(res, pa, pb, c, P);
         progress_add(1);
     }
     free(mem);
@@ -434,6 +480,7 @@ int align_models_stream(const moe_model *A, const expert_source *sa, moe_model *
         align_result_free(res);
         return -1;
     }
+    if (o->wm_stage) note_shared(res, A, B);
     record_meta(B, A, o, res);
     return 0;
 }

@@ -1,6 +1,7 @@
 /* cmd_align.c - `moescope align A B -o OUT`: write B re-expressed in A's basis
  * (Algorithm 1). The result computes the same function as B. */
 #include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "align.h"
@@ -32,10 +33,19 @@ static void help(void) {
 }
 
 /* What a teacher would say next: whether B was a scramble of A and the order
- * undid it, and what is left of the gate difference. */
-static void explain_result(const moe_model *A, const moe_model *Bp, const int *order) {
+ * undid it, and what is left of the gate difference. Without a scramble record
+ * (a model family's files carry none) the experts themselves say it: after
+ * weight matching each of B's experts equals A's in its slot up to rounding
+ * (res->expert_diff, found the same way held or streamed). */
+static void explain_result(const moe_model *A, const moe_model *Bp, const align_result *res) {
     char msg[512];
-    if (moe_scramble_check(A, Bp, order, msg, sizeof msg)) printf("%s\n", msg);
+    if (moe_scramble_check(A, Bp, res->order, msg, sizeof msg))
+        printf("%s\n", msg);
+    else if (isfinite(res->expert_diff) && res->expert_diff <= 1e-6 * res->expert_scale)
+        printf("experts: every aligned expert of B equals A's in its slot up to rounding (largest "
+               "difference %.3g, values up to %.3g): B's experts are A's, permuted - a scramble "
+               "of A - and the alignment undid the permutation\n",
+               res->expert_diff, res->expert_scale);
     double shift, resid, rows;
     moe_gate_shift(A, Bp, &shift, &resid, &rows);
     if (!(rows > 0)) return;
@@ -98,7 +108,7 @@ int cmd_align(int argc, char **argv) {
             free(so);
         }
         printf("weight matching %s\n", ao->wm_stage ? "on" : "off");
-        explain_result(A, &a.B, res.order);
+        explain_result(A, &a.B, &res);
         printf("wrote %s\n", a.out_path);
     }
     align_result_free(&res);

@@ -18,6 +18,7 @@
 #include "codec.h"
 #include "family.h"
 #include "family_table.h"
+#include "ms_limits.h"
 #include "progress.h"
 
 enum { P_FC1W, P_FC1B, P_FC2W, P_FC2B, P_FC3W, P_FC3B };
@@ -566,9 +567,14 @@ int family_load(moe_model *m, ckpt *c, const family_layer *L, ms_err *err) {
 struct family_stream {
     ckpt c;            /* owned */
     blist l;           /* the layer's bindings */
-    moe_model view;    /* cfg, and experts[e] pointing at the caller's dst while reading */
+    moe_model view;    /* cfg, path, layer, and experts[e] pointing at the caller's dst
+                        * while reading */
     float *tmp;        /* one expert's slice of a stacked tensor */
     size_t tmp_len;
+    ms_range range;    /* the value ranges of the held part, then of every routed expert */
+    int checked;       /* 1: every routed expert was scanned, check_err says how it went */
+    int check_rc;
+    ms_err check_err;
 };
 
 int family_load_stream(moe_model *m, ckpt *c, const family_layer *L, family_stream **out,
@@ -581,7 +587,10 @@ int family_load_stream(moe_model *m, ckpt *c, const family_layer *L, family_stre
     s->c = *c;
     s->l = l;
     s->view.cfg = m->cfg;
+    s->view.path = ms_strdup(m->path);
+    s->view.layer = ms_strdup(m->layer);
     s->view.experts = ms_calloc((size_t)m->cfg.n, sizeof(moe_expert));
+    ms_range_held(&s->range, m, NULL); // the routed experts are scanned at the first read
     *out = s;
     return 0;
 }
@@ -591,6 +600,8 @@ void family_stream_close(family_stream *s) {
     ckpt_close(&s->c);
     free(s->l.b);
     free(s->view.experts);
+    free(s->view.path);
+    free(s->view.layer);
     free(s->tmp);
     free(s);
 }
@@ -607,7 +618,7 @@ static unsigned binding_parts(const binding *b) {
                                                     : EXPERT_W3;
 }
 
-int family_stream_read(family_stream *s, int e, unsigned parts, moe_expert *dst, ms_err *err) {
+static int stream_read_raw(family_stream *s, int e, unsigned parts, moe_expert *dst, ms_err *err) {
     int rc = 0;
     double t0 = timing_now();
     const moe_config *c = &s->view.cfg;
@@ -641,6 +652,37 @@ int family_stream_read(family_stream *s, int e, unsigned parts, moe_expert *dst,
     memset(&s->view.experts[e], 0, sizeof(moe_expert));
     timing_add("expert reads", timing_now() - t0); // MOESCOPE_TIMING: what streaming cost
     return rc;
+}
+
+/* A layer held whole is refused at load for values that are not finite or so
+ * large that the arithmetic would overflow (ms_range_check). A streamed one
+ * gets the same checks, with the same message, before any of its routed
+ * experts is used: the first read scans them all once (non-finite values are
+ * refused by the reader, naming the file and tensor; the magnitudes are judged
+ * over the whole layer, as when held). A command that never reads the routed
+ * experts (the gate cost) does not pay for the scan. Judged without an
+ * evaluation set: the streaming commands (cost, align) have none. */
+static int stream_check(family_stream *s, ms_err *err) {
+    if (s->checked) return s->check_rc ? ms_fail(err, "%s", s->check_err.msg) : 0;
+    s->checked = 1;
+    const moe_config *c = &s->view.cfg;
+    float *mem = ms_malloc(moe_expert_size(c) * sizeof(float));
+    moe_expert x;
+    moe_expert_carve(&x, c, mem);
+    int rc = 0;
+    for (int e = 0; e < c->n && !rc; e++) {
+        rc = stream_read_raw(s, e, EXPERT_ALL, &x, &s->check_err);
+        if (!rc) ms_range_expert(&s->range, &s->view, e, &x);
+    }
+    free(mem);
+    if (!rc) rc = ms_range_judge(&s->range, &s->view, &s->check_err);
+    s->check_rc = rc;
+    return rc ? ms_fail(err, "%s", s->check_err.msg) : 0;
+}
+
+int family_stream_read(family_stream *s, int e, unsigned parts, moe_expert *dst, ms_err *err) {
+    if (stream_check(s, err)) return -1;
+    return stream_read_raw(s, e, parts, dst, err);
 }
 
 /* ---- saving in the input's format ---- */

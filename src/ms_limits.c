@@ -101,14 +101,7 @@ static void eval_needs(need *w, const moe_model *m, const evalset *E, unsigned u
 
 /* ---- value ranges: finite inputs whose products overflow float32 ---- */
 
-/* The largest |value| of one kind of tensor (e.g. every expert's fc1.weight)
- * and where it is. */
-typedef struct {
-    double v;
-    char where[240];
-} vmax;
-
-static void scan(vmax *m, const float *p, size_t k, const char *file, const char *fmt,
+static void scan(ms_vmax *m, const float *p, size_t k, const char *file, const char *fmt,
                  const char *L, int i) {
     if (!p) return;
     double best = 0;
@@ -123,6 +116,63 @@ static void scan(vmax *m, const float *p, size_t k, const char *file, const char
              file, name, best, at);
 }
 
+static const char *file_of(const moe_model *m) { return m->path ? m->path : "(model)"; }
+static const char *layer_of(const moe_model *m) { return m->layer ? m->layer : "moe"; }
+
+/* expert j's tensors into the fc1/fc3 and fc2 maxima; kind "experts" or "shared" */
+static void scan_expert(ms_vmax *W1, ms_vmax *W2, const moe_model *m, const char *kind, int j,
+                        const moe_expert *e) {
+    const moe_config *c = &m->cfg;
+    const char *f = file_of(m), *L = layer_of(m);
+    size_t hd = (size_t)c->h * c->d;
+    char fmt[64];
+#define SCAN(acc, ptr, k, sfx)                                            \
+    snprintf(fmt, sizeof fmt, "%%s.%s.%%d.%s", kind, sfx);               \
+    scan(acc, ptr, k, f, fmt, L, j)
+    SCAN(W1, e->fc1_w, hd, "fc1.weight");
+    SCAN(W1, e->fc1_b, (size_t)c->h, "fc1.bias");
+    SCAN(W1, e->fc3_w, e->fc3_w ? hd : 0, "fc3.weight");
+    SCAN(W1, e->fc3_b, e->fc3_b ? (size_t)c->h : 0, "fc3.bias");
+    SCAN(W2, e->fc2_w, hd, "fc2.weight");
+    SCAN(W2, e->fc2_b, (size_t)c->d, "fc2.bias");
+#undef SCAN
+}
+
+void ms_range_held(ms_range *r, const moe_model *m, const evalset *E) {
+    const moe_config *c = &m->cfg;
+    const char *f = file_of(m), *L = layer_of(m);
+    memset(r, 0, sizeof *r);
+    r->X.v = 1;
+    scan(&r->G, m->gate_w, (size_t)c->n * c->d, f, "%s.gate.weight", L, 0);
+    scan(&r->G, m->gate_b, (size_t)c->n, f, "%s.gate.bias", L, 0);
+    for (int i = 0; i < c->n && m->experts; i++) scan_expert(&r->W1, &r->W2, m, "experts", i, &m->experts[i]);
+    for (int j = 0; j < c->s; j++) scan_expert(&r->SW1, &r->SW2, m, "shared", j, &m->shared[j]);
+    if (c->has_norm) {
+        scan(&r->Ng, m->norm_w, (size_t)c->d, f, "head.norm.weight%.0s%.0d", "", 0);
+        scan(&r->Nb, m->norm_b, (size_t)c->d, f, "head.norm.bias%.0s%.0d", "", 0);
+    }
+    if (c->has_head) {
+        scan(&r->Hw, m->head_w, (size_t)c->C * c->d, f, "head.out.weight%.0s%.0d", "", 0);
+        scan(&r->Hb, m->head_b, (size_t)c->C, f, "head.out.bias%.0s%.0d", "", 0);
+    }
+    if (E) {
+        r->X.v = 0;
+        scan(&r->X, E->inputs, (size_t)E->N * E->d, E->path ? E->path : "(eval)", "inputs%.0s%.0d",
+             "", 0);
+        if (r->X.v < 1) r->X.v = 1;
+    }
+}
+
+void ms_range_expert(ms_range *r, const moe_model *m, int i, const moe_expert *e) {
+    scan_expert(&r->W1, &r->W2, m, "experts", i, e);
+}
+
+/* the larger of the routed and shared maxima; the routed one on a tie (it was
+ * scanned first when the layer is held whole) */
+static ms_vmax larger(const ms_vmax *routed, const ms_vmax *shared) {
+    return shared->v > routed->v ? *shared : *routed;
+}
+
 /* The magnitudes moescope computes with, bounded from the largest parameters
  * (X: the largest input, 1 without an evaluation set): gate scores
  * d X |G| + |g|; hidden units d X |W1| + |b1| (times the fc3 branch for
@@ -131,61 +181,32 @@ static void scan(vmax *m, const float *p, size_t k, const char *file, const char
  * their squares must fit a double, and sums of them a float); the expert cost's
  * Gram entries (h + 1) |W|^2 below 1e36 (float32 ends at 3.4e38). Otherwise the
  * input whose values are largest is named. */
-int ms_range_check(const moe_model *m, const evalset *E, ms_err *err) {
+int ms_range_judge(const ms_range *r, const moe_model *m, ms_err *err) {
     const moe_config *c = &m->cfg;
-    const char *f = m->path ? m->path : "(model)", *L = m->layer ? m->layer : "moe";
-    vmax G = {0, ""}, W1 = {0, ""}, W2 = {0, ""}, X = {1, ""}, all = {0, ""};
-    vmax Ng = {0, ""}, Nb = {0, ""}, Hw = {0, ""}, Hb = {0, ""};
-    size_t hd = (size_t)c->h * c->d;
-    scan(&G, m->gate_w, (size_t)c->n * c->d, f, "%s.gate.weight", L, 0);
-    scan(&G, m->gate_b, (size_t)c->n, f, "%s.gate.bias", L, 0);
-    for (int i = 0; i < c->n + c->s; i++) {
-        const moe_expert *e = i < c->n ? &m->experts[i] : &m->shared[i - c->n];
-        int j = i < c->n ? i : i - c->n;
-        const char *kind = i < c->n ? "experts" : "shared";
-        char fmt[64];
-#define SCAN(acc, ptr, k, sfx)                                            \
-    snprintf(fmt, sizeof fmt, "%%s.%s.%%d.%s", kind, sfx);               \
-    scan(&acc, ptr, k, f, fmt, L, j)
-        SCAN(W1, e->fc1_w, hd, "fc1.weight");
-        SCAN(W1, e->fc1_b, (size_t)c->h, "fc1.bias");
-        SCAN(W1, e->fc3_w, e->fc3_w ? hd : 0, "fc3.weight");
-        SCAN(W1, e->fc3_b, e->fc3_b ? (size_t)c->h : 0, "fc3.bias");
-        SCAN(W2, e->fc2_w, hd, "fc2.weight");
-        SCAN(W2, e->fc2_b, (size_t)c->d, "fc2.bias");
-#undef SCAN
-    }
-    if (c->has_norm) {
-        scan(&Ng, m->norm_w, (size_t)c->d, f, "head.norm.weight%.0s%.0d", "", 0);
-        scan(&Nb, m->norm_b, (size_t)c->d, f, "head.norm.bias%.0s%.0d", "", 0);
-    }
-    if (c->has_head) {
-        scan(&Hw, m->head_w, (size_t)c->C * c->d, f, "head.out.weight%.0s%.0d", "", 0);
-        scan(&Hb, m->head_b, (size_t)c->C, f, "head.out.bias%.0s%.0d", "", 0);
-    }
-    if (E) {
-        X.v = 0;
-        scan(&X, E->inputs, (size_t)E->N * E->d, E->path ? E->path : "(eval)", "inputs%.0s%.0d",
-             "", 0);
-        if (X.v < 1) X.v = 1;
-    }
-    double d = c->d, h = c->h;
-    double hid = d * X.v * W1.v + W1.v, hid2 = c->act == ACT_SILU_GLU ? hid * hid : hid;
-    double out = h * hid2 * W2.v + W2.v + X.v;
+    ms_vmax W1 = larger(&r->W1, &r->SW1), W2 = larger(&r->W2, &r->SW2), all = {0, ""};
+    double d = c->d, h = c->h, X = r->X.v;
+    double hid = d * X * W1.v + W1.v, hid2 = c->act == ACT_SILU_GLU ? hid * hid : hid;
+    double out = h * hid2 * W2.v + W2.v + X;
     // the head: a LayerNorm's outputs are at most sqrt(d) |gamma| + |beta|
-    double z = c->has_norm ? sqrt(d) * Ng.v + Nb.v : out;
-    double logit = c->has_head ? d * Hw.v * z + Hb.v : 0;
-    double act = fmax(fmax(d * X.v * G.v + G.v, hid2), fmax(out, logit));
+    double z = c->has_norm ? sqrt(d) * r->Ng.v + r->Nb.v : out;
+    double logit = c->has_head ? d * r->Hw.v * z + r->Hb.v : 0;
+    double act = fmax(fmax(d * X * r->G.v + r->G.v, hid2), fmax(out, logit));
     double gram = (h + 1) * fmax(W1.v * W1.v, W2.v * W2.v);
     if (act <= 1e30 && gram <= 1e36) return 0;
     double worst = act > 1e30 ? act : gram, lim = act > 1e30 ? 1e30 : 1e36;
     // blame the largest contributor
-    const vmax *cand[8] = {&G, &W1, &W2, &X, &Ng, &Nb, &Hw, &Hb};
+    const ms_vmax *cand[8] = {&r->G, &W1, &W2, &r->X, &r->Ng, &r->Nb, &r->Hw, &r->Hb};
     for (int k = 0; k < 8; k++)
         if (cand[k]->where[0] && cand[k]->v > all.v) all = *cand[k];
     return ms_fail(err, "%s: with n = %d, d = %d, h = %d the layer's arithmetic would overflow "
                         "float32 (magnitudes up to %.3g; moescope needs them below %.0e)",
-                   all.where[0] ? all.where : f, c->n, c->d, c->h, worst, lim);
+                   all.where[0] ? all.where : file_of(m), c->n, c->d, c->h, worst, lim);
+}
+
+int ms_range_check(const moe_model *m, const evalset *E, ms_err *err) {
+    ms_range r;
+    ms_range_held(&r, m, E);
+    return ms_range_judge(&r, m, err);
 }
 
 int ms_limits_check(const moe_model *A, const moe_model *B, const evalset *E, unsigned uses,

@@ -10,6 +10,9 @@ here, =0 forbids it) give the same results bit for bit as layers held whole:
   - `cost --json` identical (provenance aside), `align`'s output identical byte for
     byte in every file, and the streamed run did read experts one at a time
     (MOESCOPE_TIMING's "expert reads") while the whole one did not;
+  - align's notes identical (B a scramble of A: its experts equal A's once aligned);
+  - a NaN or an overflowing value in a routed expert: the same refusal held and
+    streamed, naming the file and the tensor;
   - Ctrl-C while a streamed align writes its second shard: exit 130, no output
     directory, no temporaries left."""
 import json
@@ -68,8 +71,8 @@ def pair(fam, dtype, shards, seed, related, packed=False):
     return tag, a, b, ext
 
 
-def both_ways(tag, a, b, ext, streams=True):
-    outs, costs, errs = {}, {}, {}
+def both_ways(tag, a, b, ext, streams=True, related=None):
+    outs, costs, errs, says = {}, {}, {}, {}
     for mode in ("0", "1"):
         env = {"MOESCOPE_STREAM": mode, "MOESCOPE_TIMING": "1"}
         cj = p("%s_cost%s.json" % (tag, mode))
@@ -81,15 +84,52 @@ def both_ways(tag, a, b, ext, streams=True):
         check(r.returncode == 0, "%s: align (stream %s) failed: %s" % (tag, mode, r.stderr[-300:]))
         outs[mode] = files_of(out) if r.returncode == 0 else None
         errs[mode] = r.stderr
+        says[mode] = [x for x in r.stdout.splitlines() if not x.startswith("wrote ")]
     check(costs["0"] is not None and costs["0"] == costs["1"], "%s: cost JSON differs when streamed" % tag)
     o0, o1 = outs["0"], outs["1"]
     check(o0 is not None and o1 is not None and sorted(o0) == sorted(o1), "%s: output files differ" % tag)
     if o0 and o1:
         bad = [f for f in o0 if o0[f] != o1.get(f)]
         check(not bad, "%s: align output differs when streamed: %s" % (tag, bad))
+    # what align says (order, notes) is the same; B a scramble of A: the experts say so
+    check(says["0"] == says["1"], "%s: align says other things when streamed: %s" % (tag, says))
+    note = [any(x.startswith("experts: every aligned expert of B equals A's") for x in says[m]) for m in "01"]
+    check(related is None or note == [related, related], "%s: the scramble note (held, streamed) %s, "
+          "expected %s" % (tag, note, related))
     read1, read0 = "timing: expert reads" in errs["1"], "timing: expert reads" in errs["0"]
     check(read1 == streams and not read0,
           "%s: experts read one at a time: streamed %s (expected %s), whole %s" % (tag, read1, streams, read0))
+
+
+def bad_values():
+    """A routed expert of B with a NaN, or with values whose products overflow
+    float32: held and streamed, cost and align refuse with the same message,
+    naming the file and the tensor, and write nothing."""
+    for kind, dtype, shards in (("nan", "F32", 2), ("big", "BF16", 2), ("big", "F32", 1)):
+        rng = np.random.default_rng(5)
+        W, cfg = ff.random_layer("mixtral", rng, dtype)
+        WB, _ = ff.random_layer("mixtral", np.random.default_rng(6), dtype)
+        if kind == "nan":
+            WB["w1"][2][3, 5] = np.nan
+            want = ["experts.2.w1.weight", "non-finite"]
+        else:
+            WB["w2"][1][4, 7] = 1e30  # one value: h |W2| |hidden| passes 1e30
+            want = ["experts.1.fc2.weight", "overflow"]
+        tag = "bad_%s_%s_%d" % (kind, dtype, shards)
+        ext = "" if shards > 1 else ".safetensors"
+        a, b = p(tag + "_a" + ext), p(tag + "_b" + ext)
+        ff.write_checkpoint(a, "mixtral", W, cfg, dtype, shards, rng=np.random.default_rng(7))
+        ff.write_checkpoint(b, "mixtral", WB, cfg, dtype, shards, rng=np.random.default_rng(7))
+        for cmd in (["cost", a, b], ["align", a, b, "-o", p(tag + "_out" + ext)]):
+            got = {}
+            for mode in ("0", "1"):
+                r = run(*cmd, env={"MOESCOPE_STREAM": mode, "MOESCOPE_TIMING": "1"})
+                got[mode] = (r.returncode, [x for x in r.stderr.splitlines() if not x.startswith("timing")])
+                msg = " ".join(got[mode][1])
+                check(r.returncode == 1 and os.path.basename(b) in msg and all(w in msg for w in want),
+                      "%s %s (stream %s): refused naming the file and tensor: %s" % (tag, cmd[0], mode, msg[-300:]))
+            check(got["0"] == got["1"], "%s %s: the same message held and streamed: %s" % (tag, cmd[0], got))
+            check(not os.path.exists(p(tag + "_out" + ext)), "%s %s: nothing written" % (tag, cmd[0]))
 
 
 def cancel_streamed():
@@ -119,7 +159,7 @@ def main():
         for dtype, shards in (("F32", 2), ("BF16", 1)):
             for related in (True, False):
                 tag, a, b, ext = pair(fam, dtype, shards, seed, related)
-                both_ways(tag, a, b, ext, streams=True)
+                both_ways(tag, a, b, ext, streams=True, related=related)
                 seed += 1
     for fam in ("mixtral", "olmoe"):
         tag, a, b, ext = pair(fam, "BF16", 2, seed, False, packed=True)
@@ -132,6 +172,7 @@ def main():
     ff.write_checkpoint(p("mx_a"), "gpt_oss", W, cfg, "BF16", 2)
     ff.write_checkpoint(p("mx_b"), "gpt_oss", WB, cfg, "BF16", 2)
     both_ways("mxfp4", p("mx_a"), p("mx_b"), "", streams=False)
+    bad_values()
     cancel_streamed()
 
 
