@@ -46,13 +46,6 @@ static inline float moe_act_gated(const moe_config *c, float a, float u) {
     return moe_act_scalar(ACT_SILU_GLU, a) * u;
 }
 
-/* BLAS single-threaded for a section that runs its own threads (one
- * parallel layer); returns the previous thread count for moe_blas_restore.
- * OpenBLAS is called only when the count changes: its set call restarts a
- * stopped thread pool (see cli_blas_quiet), whose threads then spin. */
-int moe_blas_single(void);
-void moe_blas_restore(int prev);
-
 /* y (d) += b, and dr (d) += g * y: vector loops with the scalar loops' values. */
 void moe_row_add(float *restrict y, const float *restrict b, int d);
 void moe_row_axpy(float *restrict dr, float g, const float *restrict y, int d);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "blas_threads.h"
 #include "family.h"
 #include "ms_limits.h"
 #include "plot_png.h"
@@ -21,12 +22,12 @@
  * of a few tens of milliseconds loses a core to that. The commands that run
  * BLAS single-threaded inside their own workers (landscape, eval, study, ...)
  * stop the pool at once; OpenBLAS would start it again on a call that sets
- * the thread count, which moe_blas_single avoids. Weak, so that another BLAS
+ * the thread count, which blas_threads.c avoids. Weak, so that another BLAS
  * links too. */
 void blas_thread_shutdown_(void) __attribute__((weak));
 
 void cli_blas_quiet(void) {
-    openblas_set_num_threads(1); /* the pool is up: this starts nothing */
+    blas_threads_default(1); /* the pool is up: this starts nothing */
     if (blas_thread_shutdown_) blas_thread_shutdown_();
 }
 

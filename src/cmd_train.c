@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "atomic_file.h"
+#include "blas_threads.h"
 #include "cli.h"
 #include "moe_kernels.h"
 #include "safetensors.h"
@@ -371,8 +372,8 @@ int cmd_train(int argc, char **argv) {
     int rc = parse_args(&t, argc, argv);
     if (rc) return rc < 0 ? 0 : rc;
     // one BLAS thread: a fixed order of the reductions, hence reproducible bytes
-    // (main has set it already; moe_blas_single keeps library callers right)
-    moe_blas_single();
+    // (main has set it already; this keeps library callers right)
+    blas_threads_default(1);
     if (t.make_teacher) return make_teacher(&t);
     moe_model pre;
     memset(&pre, 0, sizeof pre);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas_threads.h"
 #include "cost_matrix.h"
 #include "progress.h"
 #include "symmetry.h"
@@ -302,11 +303,10 @@ static void dside_dist2(pool *P, const moe_config *c, double *dist2) {
             }
             // dist2 (na, nb) -= 2 Va (na, L) Vb^T (L, nb): a skinny product whose threads
             // would only wait for each other (badly so on a busy machine): one thread
-            int nt = openblas_get_num_threads();
-            openblas_set_num_threads(1);
+            blas_single_enter();
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, P->na, P->nb, (int)L, -2.0, V, (int)L,
                         V + (size_t)P->na * L, (int)L, 1.0, dist2, P->nb);
-            openblas_set_num_threads(nt);
+            blas_single_leave();
         }
     for (int i = 0; i < P->na; i++)
         for (int j = 0; j < P->nb; j++) dist2[(size_t)i * P->nb + j] += norm[i] + norm[P->na + j];
@@ -466,11 +466,10 @@ static int expert_cost(const moe_expert *ea, int na, const moe_expert *eb, int n
         int S = small_len(c);
         double *v = ms_malloc((size_t)(na + nb) * S * sizeof(double));
         float *tmp = ms_malloc((size_t)c->d * sizeof(float));
-        int nt = openblas_get_num_threads(); // matrix-vector products: memory-bound, one thread
-        openblas_set_num_threads(1);
+        blas_single_enter(); // matrix-vector products: memory-bound, one thread
         for (int x = 0; x < na + nb; x++)
             small_terms(pool_get(&P, x, EXPERT_W1 | EXPERT_W3), c, v + (size_t)x * S, tmp);
-        openblas_set_num_threads(nt);
+        blas_single_leave();
         for (int i = 0; i < na; i++)
             for (int j = 0; j < nb; j++) {
                 const double *p = v + (size_t)i * S, *q = v + (size_t)(na + j) * S;

@@ -11,6 +11,7 @@
  * softmax or sigmoid scores, a selection-only bias, group-limited top-k,
  * renormalised or raw top-k weights, a routed scaling factor. */
 #include "evaluator.h"
+#include "blas_threads.h"
 #include "moe_kernels.h"
 
 #include <cblas.h>
@@ -449,14 +450,14 @@ static void ev_run(ev_job *j, const moe_par *p) {
     long nt = p && p->threads > 0 ? p->threads : sysconf(_SC_NPROCESSORS_ONLN);
     nt = nt < 1 ? 1 : nt > 8 ? 8 : nt;
     nt = nt < items ? nt : (items > 0 ? items : 1);
-    int blas = moe_blas_single();
+    blas_single_enter();
     pthread_t th[8];
     int started = 0;
     for (long t = 1; t < nt; t++)
         if (pthread_create(&th[started], NULL, ev_worker, j) == 0) started++;
     ev_worker(j); /* fewer threads than asked if creation failed: still complete */
     for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
-    moe_blas_restore(blas);
+    blas_single_leave();
 }
 
 int moe_eval_par(const moe_model *m, const evalset *e, const moe_par *p, moe_eval_result *r,

@@ -43,6 +43,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "blas_threads.h"
 #include "evaluator.h"
 #include "landscape_int.h"
 #include "lap.h"
@@ -1092,7 +1093,7 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
     // (also here, for the end points and weight matching: OpenBLAS's own
     // threads would spin on the cores the workers need, 30% of a small
     // landscape's time)
-    int blas = moe_blas_single();
+    blas_single_enter();
     lsx x;
     memset(&x, 0, sizeof x);
     ls_named nm = {.curve = {&L->naive, &L->skip_order, &L->methods[0], &L->methods[1]}};
@@ -1101,7 +1102,7 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
     // matrices' and the pairs' big GEMMs on BLAS's threads (one at a time, so no
     // worker competes for the cores), the rest single-threaded as above
     int big = (double)x.pb.h * x.pb.h * x.pb.d >= 1e9;
-    if (big) openblas_set_num_threads(x.pool.nthreads);
+    if (big) blas_wide_enter(x.pool.nthreads);
     double *st = L->secs_step, *ct = L->cpu_step, t0 = ls_now(), c0 = ls_cpu_now();
     int rc = ls_named_alignments(&x, &nm, err);
     st[LS_STEP_COSTS] = ls_now() - t0, ct[LS_STEP_COSTS] = ls_cpu_now() - c0;
@@ -1112,7 +1113,7 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
         rc = ls_match_pairs(&x, err);
         st[LS_STEP_WM] = ls_now() - t0, ct[LS_STEP_WM] = ls_cpu_now() - c0;
     }
-    if (big) openblas_set_num_threads(1);
+    if (big) blas_wide_leave();
     if (!rc) {
         ls_debug(&x, "pairs weight-matched", x.pb.npairs);
         t0 = ls_now(), c0 = ls_cpu_now();
@@ -1133,7 +1134,7 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
         rc = ls_fill_sort(&x, err);
     }
     ls_release(&x, &nm);
-    moe_blas_restore(blas);
+    blas_single_leave();
     if (rc) landscape_free(L);
     return rc;
 }

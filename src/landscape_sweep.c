@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "blas_threads.h"
 #include "landscape_int.h"
 #include "moe_kernels.h"
 
@@ -400,7 +401,7 @@ static void *ls_worker(void *arg) {
     ls_arg *a = arg;
     ls_job *job = a->job;
     lsx *x = job->x;
-    moe_blas_single();
+    blas_single_enter(); // this pool's workers are the threads
     for (;;) {
         long s = __atomic_fetch_add(&job->next, job->grain, __ATOMIC_RELAXED);
         if (s >= job->nitems) break;
@@ -424,6 +425,7 @@ static void *ls_worker(void *arg) {
         }
     }
 out:
+    blas_single_leave();
     pthread_mutex_lock(&x->pool.mu);
     job->running--;
     pthread_cond_signal(&x->pool.cv);

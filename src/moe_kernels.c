@@ -44,16 +44,6 @@ void moe_row_axpy(float *restrict dr, float g, const float *restrict y, int d) {
     for (; j < d; j++) dr[j] += g * y[j];
 }
 
-int moe_blas_single(void) {
-    int prev = openblas_get_num_threads();
-    if (prev != 1) openblas_set_num_threads(1);
-    return prev;
-}
-
-void moe_blas_restore(int prev) {
-    if (prev != 1) openblas_set_num_threads(prev);
-}
-
 void moe_hidden_act(const moe_expert *e, const moe_config *c, float *H, const float *H3, int m) {
     int h = c->h;
     if (c->act == ACT_RELU) {
