@@ -330,35 +330,33 @@ static int align_orders(const moe_model *A, const moe_model *B, const expert_sou
     return 0;
 }
 
+/* (largest |a - b|, largest |a|) so far, taking in one pair of parameters */
+static inline void take(double m[2], float a, float b) {
+    double x = fabs((double)a), y = fabs((double)a - (double)b);
+    if (x > m[1]) m[1] = x;
+    if (y > m[0]) m[0] = y;
+}
+
 /* res's expert_diff and expert_scale take in expert a against expert b with its
  * hidden units moved by P (slot u of the aligned b is b's unit P[u]; NULL: as
  * they lie): the largest |a - aligned b| and the largest |a|. */
 static void note_diff(align_result *res, const moe_expert *a, const moe_expert *b,
                       const moe_config *c, const int *P) {
     int h = c->h, d = c->d, glu = moe_act_glu(c->act);
-    double df = res->expert_diff, sc = res->expert_scale;
-#define TAKE(x, y)                      \
-    do {                                \
-        double ax = fabs((double)(x));  \
-        double dd = fabs((double)(x) - (double)(y)); \
-        if (ax > sc) sc = ax;           \
-        if (dd > df) df = dd;           \
-    } while (0)
-    for (int u = 0; u < h; u++) {
-        size_t pu = (size_t)(P ? P[u] : u);
-        for (int j = 0; j < d; j++) {
-            TAKE(a->fc1_w[(size_t)u * d + j], b->fc1_w[pu * d + j]);
-            if (glu) TAKE(a->fc3_w[(size_t)u * d + j], b->fc3_w[pu * d + j]);
-        }
-        TAKE(a->fc1_b[u], b->fc1_b[pu]);
-        if (glu) TAKE(a->fc3_b[u], b->fc3_b[pu]);
+    double m[2] = {res->expert_diff, res->expert_scale};
+    for (int u = 0; u < h; u++) { // W1, W3 (h,d): row u of the aligned b is row P[u]
+        size_t pu = (size_t)(P ? P[u] : u), ru = (size_t)u * d;
+        for (int j = 0; j < d; j++) take(m, a->fc1_w[ru + j], b->fc1_w[pu * d + j]);
+        for (int j = 0; j < d && glu; j++) take(m, a->fc3_w[ru + j], b->fc3_w[pu * d + j]);
+        take(m, a->fc1_b[u], b->fc1_b[pu]);
+        if (glu) take(m, a->fc3_b[u], b->fc3_b[pu]);
     }
     for (int r = 0; r < d; r++) { // W2 (d,h): column u of the aligned b is column P[u]
-        for (int u = 0; u < h; u++) TAKE(a->fc2_w[(size_t)r * h + u], b->fc2_w[(size_t)r * h + (P ? P[u] : u)]);
-        TAKE(a->fc2_b[r], b->fc2_b[r]);
+        const float *ar = a->fc2_w + (size_t)r * h, *br = b->fc2_w + (size_t)r * h;
+        for (int u = 0; u < h; u++) take(m, ar[u], br[P ? P[u] : u]);
+        take(m, a->fc2_b[r], b->fc2_b[r]);
     }
-#undef TAKE
-    res->expert_diff = df, res->expert_scale = sc;
+    res->expert_diff = m[0], res->expert_scale = m[1];
 }
 
 /* the shared experts, aligned where they lie in B, into res's difference */
