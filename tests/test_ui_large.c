@@ -1,7 +1,8 @@
 /* test_ui_large.c - the TUI's views at many experts without a terminal: the
  * cost matrix's cursor, scrolling and zoom (block means, the assignment's
  * marks, checked against sums computed here), the sampled orders table (the
- * rank percentile and its Wilson interval computed here from the rows), the
+ * rank percentile and its Wilson interval computed here from the rows, then
+ * the worker's figures in their place once it has them), the
  * abbreviated orders, the title's family and router, and the layer list. */
 #include <limits.h>
 #include <math.h>
@@ -290,6 +291,32 @@ static void test_sampled(void) {
     char head[24];
     snprintf(head, sizeof head, "order %.*s", 12, full);
     CHECK(grid_find(&g, head, NULL) >= 0, "the selected order below the table (%s)", head);
+    v.have_landscape = 0; /* the table filling in */
+    grid_clear(&g);
+    orders_render(&g, &r, &s, &v);
+    CHECK(!sr.final && grid_find(&g, "so far", NULL) >= 0, "the running estimate is labelled so");
+    /* the worker's figures, once it has the rank (early: before the table), replace the running estimate */
+    int m = v.req.method;
+    double l10 = lgamma(n + 1.0) / log(10.0);
+    v.rank[m] = 7;
+    v.pct[m] = 0.3, v.pct_lo[m] = 0.1, v.pct_hi[m] = 0.7;
+    v.rank_est[m] = 1 + 0.003 * pow(10.0, l10);
+    v.nsampled = nrows;
+    CHECK(orders_sample_rank(&v, &sr) && sr.final && sr.pct == 0.3 && sr.lo == 0.1 && sr.hi == 0.7 && sr.less == 6 &&
+              sr.nrows == nrows,
+          "the worker's figures: final %d pct %g lo %g hi %g less %ld", sr.final, sr.pct, sr.lo, sr.hi, sr.less);
+    CHECK_CLOSE(sr.log10_est, log10(v.rank_est[m]), 1e-12, "log10 of the worker's rank estimate");
+    grid_clear(&g);
+    orders_render(&g, &r, &s, &v);
+    CHECK(grid_find(&g, "top 0.3% (95% CI 0.1-0.7%)", NULL) >= 0 && grid_find(&g, "final", NULL) >= 0, "final line shown");
+    snprintf(want, sizeof want, "top %.3g%%", 100.0 * less / nrows);
+    CHECK(grid_find(&g, want, NULL) < 0 && grid_find(&g, "so far", NULL) < 0,
+          "the running estimate is gone (ranks early: the table still filling in)");
+    v.have_landscape = 1;
+    v.req.order_stage = 0;
+    CHECK(!orders_sample_rank(&v, &sr), "order stage off: no rank, not even the worker's");
+    v.req.order_stage = 1;
+    v.rank[m] = 0;
     /* a group-limited router's set */
     v.groups = 4;
     grid_clear(&g);
@@ -302,6 +329,21 @@ static void test_sampled(void) {
     CHECK(grid_find(&g, want, NULL) >= 0, "group line: %s", want);
     orders_free(&s);
     grid_free(&g);
+    free_big(&v);
+}
+
+/* 256 experts: 256! is past a double, the worker's rank estimate inf; the
+ * log10 of the estimate comes from the share */
+static void test_sampled_256(void) {
+    explore_snapshot v;
+    big_view(&v, 256, 100);
+    int m = v.req.method;
+    v.rank[m] = 2;
+    v.pct[m] = 1, v.pct_lo[m] = 0.2, v.pct_hi[m] = 5;
+    v.rank_est[m] = INFINITY;
+    sample_rank sr;
+    CHECK(orders_sample_rank(&v, &sr) && sr.final, "256: the worker's figures");
+    CHECK_CLOSE(sr.log10_est, log10(0.01) + lgamma(257.0) / log(10.0), 1e-9, "256: log10 of the estimate");
     free_big(&v);
 }
 
@@ -498,6 +540,7 @@ int main(void) {
     test_scroll();
     test_zoom();
     test_sampled();
+    test_sampled_256();
     test_abbrev();
     test_title();
     test_keys_large();

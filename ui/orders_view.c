@@ -297,10 +297,31 @@ int orders_sampled(const explore_snapshot *v) {
     return v && v->n > 0 && v->norders > 0 && log10((double)v->norders) < orders_total_log10(v->n, v->groups) - 1e-9;
 }
 
+/* The worker's percentile of method m (explore_worker.h): one source for the
+ * table, the status line and the saved state. */
+static int worker_rank(const explore_snapshot *v, int m, sample_rank *o) {
+    if (v->rank[m] < 1 || isnan(v->pct[m]) || isnan(v->pct_lo[m]) || isnan(v->pct_hi[m])) return 0;
+    o->method = m;
+    o->final = 1;
+    o->less = v->rank[m] - 1;
+    o->nrows = v->nsampled > 0 ? v->nsampled : v->ndone;
+    o->pct = v->pct[m];
+    o->lo = v->pct_lo[m];
+    o->hi = v->pct_hi[m];
+    o->log10_total = orders_total_log10(v->n, v->groups);
+    /* past a double (n > 170) rank_est is inf: its log10 from the share */
+    o->log10_est = isfinite(v->rank_est[m]) && v->rank_est[m] >= 1 ? log10(v->rank_est[m])
+                   : o->pct > 0 ? log10(o->pct / 100) + o->log10_total : 0;
+    o->valid = 1;
+    return 1;
+}
+
 int orders_sample_rank(const explore_snapshot *v, sample_rank *o) {
     memset(o, 0, sizeof *o);
-    if (!orders_sampled(v) || v->ndone < 1 || !v->have_current || !v->have_methods || !v->req.order_stage) return 0;
+    if (!orders_sampled(v) || v->ndone < 1 || !v->req.order_stage) return 0;
     int m = v->req.method;
+    if (worker_rank(v, m, o)) return 1;
+    if (!v->have_current || !v->have_methods) return 0;
     if (memcmp(v->current.order, v->method_order[m], sizeof(int) * (size_t)v->n)) return 0;
     double b = v->current.barrier, tau = rank_tau(v->have_naive ? v->naive.barrier : NAN);
     if (isnan(b)) return 0;
@@ -501,14 +522,18 @@ static void sample_line(const explore_snapshot *v, const sample_rank *sr, int w,
     char est[48], all[48];
     est_words(sr->log10_est, est, sizeof est);
     count_words(sr->log10_total, all, sizeof all);
-    const char *m = cost_method_name(sr->method), *sofar = v->have_landscape ? "" : " so far";
+    /* which figures these are: the worker's, or the table's running estimate */
+    const char *m = cost_method_name(sr->method);
+    const char *label = sr->final ? "final" : v->have_landscape ? "estimate" : "estimate so far";
+    const char *brief = sr->final ? " final" : v->have_landscape ? "" : " so far";
     for (int k = 0; k < 3; k++) {
         if (k == 0)
-            snprintf(buf, cap, "%s order: top %.3g%% (95%% CI %.3g-%.3g%%), rank ~%s of %s%s", m, sr->pct, sr->lo, sr->hi,
-                     est, all, sofar);
+            snprintf(buf, cap, "%s order: top %.3g%% (95%% CI %.3g-%.3g%%), rank ~%s of %s, %s", m, sr->pct, sr->lo,
+                     sr->hi, est, all, label);
         else if (k == 1)
-            snprintf(buf, cap, "%s: top %.3g%% (95%% CI %.3g-%.3g%%) rank ~%s", m, sr->pct, sr->lo, sr->hi, est);
-        else snprintf(buf, cap, "%c top %.3g%% CI %.3g-%.3g%% ~%s", m[0] - 32, sr->pct, sr->lo, sr->hi, est);
+            snprintf(buf, cap, "%s: top %.3g%% (95%% CI %.3g-%.3g%%) rank ~%s%s", m, sr->pct, sr->lo, sr->hi, est,
+                     brief);
+        else snprintf(buf, cap, "%c top %.3g%% CI %.3g-%.3g%% ~%s%s", m[0] - 32, sr->pct, sr->lo, sr->hi, est, brief);
         if ((int)strlen(buf) <= w) return;
     }
 }

@@ -66,11 +66,15 @@ int orders_sampled(const explore_snapshot *v);
 /* The shown method's order ranked against a sampled landscape: the share of
  * sampled orders whose barrier is below it (beyond the tie tolerance tau,
  * rank.h) estimates its percentile among all orders; lo..hi is the Wilson
- * 95% interval of that share over the rows so far, and the estimated rank
- * among all orders is 1 + share * total. Valid (returns 1) while the order
- * stage is on and the current curve is the method's order. */
+ * 95% interval of that share, and the estimated rank among all orders is
+ * 1 + share * total. The worker's figures (v->pct, pct_lo, pct_hi, rank_est)
+ * once it has the method's rank (final = 1: the numbers the status line
+ * gives); until then an estimate over the rows so far
+ * (final = 0), valid while the current curve is the method's order. Returns
+ * 1 when valid; never with the order stage off. */
 typedef struct {
     int valid, method;
+    int final;                   /* the worker's figures, not the running estimate */
     long less, nrows;            /* sampled orders below it, rows so far */
     double pct, lo, hi;          /* percentile and its interval, in % */
     double log10_total, log10_est;
