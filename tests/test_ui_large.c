@@ -3,7 +3,8 @@
  * marks, checked against sums computed here), the sampled orders table (the
  * rank percentile and its Wilson interval computed here from the rows, then
  * the worker's figures in their place once it has them), the
- * abbreviated orders, the title's family and router, and the layer list. */
+ * abbreviated orders, the title's family and router, the layer list and its
+ * load's progress, and the swap view's deltas at n = 256 against a search per swap. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "layout.h"
 #include "orders_view.h"
 #include "rank.h"
+#include "swap_view.h"
 #include "symmetry.h"
 #include "testlib.h"
 
@@ -347,6 +349,108 @@ static void test_sampled_256(void) {
     free_big(&v);
 }
 
+/* the swap view's deltas by the plain search: one ls_rows_find per swap */
+static int swap_plain(const explore_snapshot *v, double *delta) {
+    int n = v->n;
+    for (int i = 0; i < n * n; i++) delta[i] = NAN;
+    long kb = ls_rows_find(v->rows, v->ndone, v->orders, n, v->current_order);
+    double base = kb >= 0 ? v->rows[kb].barrier : NAN;
+    if (isnan(base)) return -1;
+    for (int i = 0; i < n; i++) {
+        delta[i * n + i] = 0;
+        for (int j = i + 1; j < n; j++) {
+            int o[LS_MAX_N];
+            memcpy(o, v->current_order, sizeof(int) * (size_t)n);
+            o[i] = v->current_order[j];
+            o[j] = v->current_order[i];
+            long k = ls_rows_find(v->rows, v->ndone, v->orders, n, o);
+            delta[i * n + j] = delta[j * n + i] = (k >= 0 ? v->rows[k].barrier : NAN) - base;
+        }
+    }
+    return 0;
+}
+
+static int same_deltas(const double *a, const double *b, int nn) {
+    for (int i = 0; i < nn; i++)
+        if (isnan(a[i]) != isnan(b[i]) || (!isnan(a[i]) && a[i] != b[i])) return 0;
+    return 1;
+}
+
+/* n = 256: the swap view's one pass over the rows gives what a search per
+ * swap gives, on rows holding swaps (some twice: the first counts), the
+ * current order twice, 3-cycles, random orders and a NaN barrier */
+static void test_swaps_256(void) {
+    int n = 256;
+    long nrows = 1500;
+    explore_snapshot v;
+    big_view(&v, n, nrows);
+    unsigned st = 12345;
+#define RND() (st = st * 1103515245u + 12345u, (st >> 8) % 0xFFFFFF)
+    int *cur = v.current_order;
+    for (int i = n - 1; i > 0; i--) { /* a shuffled current order */
+        int j = (int)(RND() % (unsigned)(i + 1)), t = cur[i];
+        cur[i] = cur[j], cur[j] = t;
+    }
+    for (long r = 0; r < nrows; r++) {
+        int p[LS_MAX_N];
+        memcpy(p, cur, sizeof(int) * (size_t)n);
+        int kind = (int)(r % 5), i = (int)(RND() % (unsigned)n), j = (int)(RND() % (unsigned)n), k = (int)(RND() % (unsigned)n);
+        if (kind <= 2 && i != j) { /* a swap; small indices repeat, so some swaps come twice */
+            if (kind == 2) i %= 8, j = 8 + j % 8;
+            int t = p[i];
+            p[i] = p[j], p[j] = t;
+        } else if (kind == 3 && i != j && j != k && i != k) { /* a 3-cycle: three slots differ */
+            int t = p[i];
+            p[i] = p[j], p[j] = p[k], p[k] = t;
+        } else if (kind == 4) { /* a random order */
+            for (int a = n - 1; a > 0; a--) {
+                int b = (int)(RND() % (unsigned)(a + 1)), t = p[a];
+                p[a] = p[b], p[b] = t;
+            }
+        }
+        set_row_order(&v, r, p);
+        v.rows[r].barrier = 0.01 + 0.001 * (double)(RND() % 1000);
+    }
+    v.rows[nrows / 3].barrier = NAN; /* a row without a barrier */
+    double *d1 = malloc(sizeof(double) * (size_t)(n * n)), *d2 = malloc(sizeof(double) * (size_t)(n * n));
+    int r1 = swap_deltas(&v, d1), r2 = swap_plain(&v, d2);
+    long found = 0;
+    for (int i = 0; i < n * n; i++) found += !isnan(d1[i]) && i % (n + 1);
+    CHECK(r1 == r2 && same_deltas(d1, d2, n * n), "256: one pass = a search per swap (%d %d)", r1, r2);
+    CHECK(found > 500 && found < n * (n - 1), "256: many swaps found, not all (%ld)", found);
+    /* drawn: the slots that fit the pane, nothing past it */
+    grid g;
+    grid_init(&g, 120, 24, 1);
+    ui_rect pane = {0, 0, 50, 20};
+    swap_render(&g, &pane, &v);
+    int outside = 0;
+    for (int y = 0; y < g.h; y++)
+        for (int x = 0; x < g.w; x++)
+            if (x >= pane.w || y >= pane.h) outside += g.cells[y * g.w + x].cp != ' ';
+    CHECK(outside == 0 && grid_find(&g, "s16", NULL) == 18, "256: the swaps stay in their pane (%d cells outside)", outside);
+    grid_free(&g);
+    /* the current order's row: present twice (the first counts), then missing */
+    int first = -1;
+    for (long r = 0; r < nrows && first < 0; r++)
+        if (explore_row_is(&v, &v.rows[r], cur)) first = (int)r;
+    CHECK(first >= 0, "the current order has rows");
+    set_row_order(&v, nrows - 1, cur);
+    v.rows[nrows - 1].barrier = 99;
+    r1 = swap_deltas(&v, d1), r2 = swap_plain(&v, d2);
+    CHECK(r1 == 0 && r2 == 0 && same_deltas(d1, d2, n * n), "256: a second row of the current order changes nothing");
+    v.rows[first].barrier = NAN;
+    r1 = swap_deltas(&v, d1), r2 = swap_plain(&v, d2);
+    CHECK(r1 == -1 && r2 == -1 && same_deltas(d1, d2, n * n), "256: the current order's barrier NaN: no deltas");
+    for (long r = 0; r < nrows; r++)
+        if (explore_row_is(&v, &v.rows[r], cur)) set_row_order(&v, r, v.method_order[COST_GATE]);
+    r1 = swap_deltas(&v, d1), r2 = swap_plain(&v, d2);
+    CHECK(r1 == -1 && r2 == -1 && same_deltas(d1, d2, n * n), "256: no row of the current order: no deltas");
+#undef RND
+    free(d1);
+    free(d2);
+    free_big(&v);
+}
+
 static void test_abbrev(void) {
     int n = 16, p[16];
     char buf[256];
@@ -541,6 +645,7 @@ int main(void) {
     test_zoom();
     test_sampled();
     test_sampled_256();
+    test_swaps_256();
     test_abbrev();
     test_title();
     test_keys_large();

@@ -9,26 +9,34 @@
 #include "axis.h"
 #include "theme.h"
 
-static double row_barrier(const explore_snapshot *v, const int *order) {
-    long k = ls_rows_find(v->rows, v->ndone, v->orders, v->n, order);
-    return k >= 0 ? v->rows[k].barrier : NAN;
-}
-
+/* One pass over the rows instead of a search per swap (n = 256: 32640
+ * searches of the whole table on every frame): a row whose order differs from
+ * the current one in exactly two slots i < j is the (i, j) swap (two
+ * permutations that differ in two slots hold each other's entries there).
+ * The first row of an order counts, as a search from the top would find it. */
 int swap_deltas(const explore_snapshot *v, double *delta) {
     int n = v->n;
-    double base = row_barrier(v, v->current_order);
     for (int i = 0; i < n * n; i++) delta[i] = NAN;
+    if (!v->rows || !v->orders) return -1;
+    const int *cur = v->current_order;
+    long base_k = -1;
+    for (long k = 0; k < v->ndone && base_k < 0; k++)
+        if (ls_order_is(v->orders, n, v->rows[k].id, cur)) base_k = k;
+    if (base_k < 0) return -1;
+    double base = v->rows[base_k].barrier;
     if (isnan(base)) return -1;
-    for (int i = 0; i < n; i++) {
-        delta[i * n + i] = 0;
-        for (int j = i + 1; j < n; j++) {
-            int o[LS_MAX_N];
-            memcpy(o, v->current_order, sizeof(int) * (size_t)n);
-            o[i] = v->current_order[j];
-            o[j] = v->current_order[i];
-            delta[i * n + j] = delta[j * n + i] = row_barrier(v, o) - base;
-        }
+    uint8_t *seen = ms_calloc((size_t)n * (size_t)n, 1); // (n, n): the swap's first row is in
+    for (long k = 0; k < v->ndone; k++) {
+        const uint8_t *o = v->orders + (size_t)v->rows[k].id * (size_t)n;
+        int d[3], nd = 0;
+        for (int s = 0; s < n && nd < 3; s++)
+            if (o[s] != cur[s]) d[nd++] = s;
+        if (nd != 2 || o[d[0]] != cur[d[1]] || o[d[1]] != cur[d[0]]) continue;
+        if (seen[d[0] * n + d[1]]++) continue;
+        delta[d[0] * n + d[1]] = delta[d[1] * n + d[0]] = v->rows[k].barrier - base;
     }
+    free(seen);
+    for (int i = 0; i < n; i++) delta[i * n + i] = 0;
     return 0;
 }
 
@@ -72,11 +80,13 @@ void swap_render(grid *g, const ui_rect *r, const explore_snapshot *v) {
     /* numbers (7 wide) when they fit, else one sign or shade a cell */
     int cw = (r->w - 3) / n >= 8 ? 8 : (r->w - 3) / n >= 7 ? 7 : 2;
     int rows = r->h - 3 < n ? r->h - 3 : n;
-    for (int j = 0; j < n; j++) grid_printf(g, r->x + 3 + j * cw, r->y + 1, cw, ROLE_DIM, "%*d", cw - 1, j);
+    /* 64 or 256 slots: the columns that fit (the summary below covers all) */
+    int cols = (r->w - 3) / cw < n ? (r->w - 3) / cw : n;
+    for (int j = 0; j < cols; j++) grid_printf(g, r->x + 3 + j * cw, r->y + 1, cw, ROLE_DIM, "%*d", cw - 1, j);
     for (int i = 0; i < rows; i++) {
         int y = r->y + 2 + i;
         grid_printf(g, r->x, y, 3, ROLE_DIM, "s%d", i);
-        for (int j = 0; j < n; j++) {
+        for (int j = 0; j < cols; j++) {
             double x = d[i * n + j];
             int cx = r->x + 3 + j * cw;
             char b[32];

@@ -4,7 +4,8 @@
  * landscape's rows (weight matching as in the table): a negative cell is a
  * swap that lowers the barrier. Numbers when they fit, else signs and shades;
  * the best swap and the slot whose swaps lower the barrier most below.
- * Drawn in the cost matrix's place (key b). */
+ * Drawn in the cost matrix's place (key b); 64 or 256 slots show the rows and
+ * columns that fit, the summary covering all of them. */
 #ifndef MS_UI_SWAP_VIEW_H
 #define MS_UI_SWAP_VIEW_H
 
