@@ -1485,6 +1485,59 @@ static void test_pins(void) {
     fix_free(&f);
 }
 
+/* Pinned orders carry their pin's digit in the table's mark column (over the
+ * plotted mark): in colour with the pinned curves' role, in ASCII without
+ * colour the digit alone; the legend counts them. Each pinned order is found
+ * with a two-expert filter that leaves it and one other row. */
+static void test_pins_table(void) {
+    ui_fix f;
+    fix_init(&f, 4, 100, 30, 1);
+    f.g.color = 1;
+    app_key(&f.a, 'P', &f.v); /* 3 2 1 0 as 1 */
+    ls_curve keep = f.v.selected;
+    int o2[4] = {0, 2, 1, 3};
+    fake_curve(&f.v.selected, 4, 25, o2, 0.4);
+    app_key(&f.a, 'P', &f.v); /* 0 2 1 3 as 2, and plotted */
+    CHECK(f.a.pins.n == 2, "two pins");
+    const int pinned[2][4] = {{3, 2, 1, 0}, {0, 2, 1, 3}};
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) {
+            fix_grid(&f, 80, 24, 0);
+            f.g.color = 0;
+        }
+        for (int q = 0; q < 2; q++) {
+            snprintf(f.a.orders.filter, sizeof f.a.orders.filter, "%d %d", pinned[q][0], pinned[q][1]);
+            app_render(&f.a, &f.v, &f.g);
+            orders_state *os = &f.a.orders;
+            CHECK(os->nidx == 2, "the filter leaves two rows (%ld)", os->nidx);
+            int p = !memcmp(row_ord(&f.v, os->idx[0]), pinned[q], sizeof(int) * 4) ? 0 : 1;
+            orders_set_cursor(os, &f.v, 1 - p); /* the cursor on the other row */
+            app_render(&f.a, &f.v, &f.g);
+            dump(&f.g);
+            const ui_rect *o = &f.a.layout.orders;
+            const grid_cell *c = &f.g.cells[(o->y + 3 + p) * f.g.w + o->x + 4];
+            const grid_cell *other = &f.g.cells[(o->y + 3 + 1 - p) * f.g.w + o->x + 4];
+            CHECK(c->cp == (uint32_t)('1' + q), "%s: pin %d's digit in its row's mark column (got '%c')",
+                  pass ? "ASCII" : "colour", q + 1, (int)c->cp);
+            CHECK(pass || c->role == ROLE_CURVE_PINNED, "colour: the digit has the pinned curves' role (%d)", c->role);
+            CHECK(!(other->cp >= '1' && other->cp <= '9'), "the unpinned row has no digit");
+        }
+        f.a.orders.filter[0] = 0;
+        app_render(&f.a, &f.v, &f.g);
+        CHECK(grid_find(&f.g, "1-2 pinned", NULL) >= 0, "%s: the legend counts the pins", pass ? "ASCII" : "colour");
+    }
+    /* unpinned: the plotted mark comes back */
+    app_key(&f.a, 'U', &f.v);
+    snprintf(f.a.orders.filter, sizeof f.a.orders.filter, "0 2");
+    app_render(&f.a, &f.v, &f.g);
+    int p = !memcmp(row_ord(&f.v, f.a.orders.idx[0]), o2, sizeof o2) ? 0 : 1;
+    const ui_rect *o = &f.a.layout.orders;
+    CHECK(f.g.cells[(o->y + 3 + p) * f.g.w + o->x + 4].cp == '>', "U: the plotted mark again");
+    free(keep.loss);
+    free(keep.acc);
+    fix_free(&f);
+}
+
 static void test_state_export(void) {
     ui_fix f;
     fix_init(&f, 4, 100, 30, 1);
@@ -1618,6 +1671,7 @@ int main(void) {
     test_wide();
     test_accuracy_range();
     test_huge_numbers();
+    test_pins_table();
     test_state_export();
     test_swaps();
     test_pins();

@@ -629,6 +629,7 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
         if (a->scatter) scatter_render(g, &L->curves, v, a->orders.best_row);
         else curves_render(g, &L->curves, v, &a->pins, a->metric_acc);
         a->orders.now = a->now;
+        a->orders.pins = &a->pins;
         orders_render(g, &L->orders, &a->orders, v);
     }
     footer_render(g, &L->footer, &a->req, a->metric_acc, &a->hits);

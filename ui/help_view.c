@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "keys.h"
+#include "pins.h"
 #include "symmetry.h"
 
 void overlay_box(grid *g, const ui_rect *r, const char *title) {
@@ -90,7 +91,7 @@ void help_render(grid *g, const ui_rect *r, const moe_config *c) {
     if (col) y++;
     (void)nshort;
     if (y < r->y + r->h - 1) grid_text(g, x, y++, r->w - 4, ROLE_NORMAL, "mouse: click a row to plot it, click a footer item, wheel scrolls");
-    if (y < r->y + r->h - 1) grid_text(g, x, y++, r->w - 4, ROLE_DIM, "marks: * best  G gate-chosen  E expert-chosen  I identity");
+    if (y < r->y + r->h - 1) grid_printf(g, x, y++, r->w - 4, ROLE_DIM, "marks: * best  G gate  E expert  I identity  > plotted  1-%d pinned (P)", PINS_MAX);
     if (c) symmetry_render(g, r, x, y, c);
 }
 

@@ -350,8 +350,11 @@ int orders_sample_rank(const explore_snapshot *v, sample_rank *o) {
  * many orders. */
 static void orders_heading(grid *g, const ui_rect *r, orders_state *s, const explore_snapshot *v) {
     long total = v ? v->norders : 0, done = v ? v->ndone : 0;
-    static const char *legend = "*best G gate E expert I identity >plotted";
-    char t[160], all[48] = "";
+    char legend[80] = "*best G gate E expert I identity >plotted", t[160], all[48] = "", pn[16] = "";
+    int np = s->pins ? s->pins->n : 0; /* the pins' digits: shorter words for the rest where needed */
+    if (np) snprintf(pn, sizeof pn, np == 1 ? "1" : "1-%d", np);
+    if (np) snprintf(legend, sizeof legend, "*best G gate E expert I identity >plotted %s pinned", pn);
+    if (np && (int)strlen(legend) > r->w - 1) snprintf(legend, sizeof legend, "*best G gate E expert I id >plot %s pinned", pn);
     int sampled = orders_sampled(v);
     if (sampled) count_words(orders_total_log10(v->n, v->groups), all, sizeof all);
     int tl = 0;
@@ -476,7 +479,12 @@ static void table_row(grid *g, const ui_rect *r, const orders_state *s, const ex
     if (v->have_methods && !memcmp(ro, v->method_order[COST_EXPERT], sizeof(int) * (size_t)n)) marks[2] = 'E';
     if (is_id) marks[3] = 'I';
     if (v->have_selected && !memcmp(ro, v->selected.order, sizeof(int) * (size_t)n)) marks[4] = '>';
+    /* a pin of this order: under the table's weight-matching setting first */
+    int pi = s->pins ? pins_find(s->pins, ro, n, v->req.wm_stage) : -1;
+    if (pi < 0 && s->pins) pi = pins_find(s->pins, ro, n, !v->req.wm_stage);
+    if (pi >= 0) marks[4] = pins_glyph(pi);
     grid_text(g, r->x, y, 5, cur ? ROLE_CURSOR : ROLE_MARK, marks);
+    if (pi >= 0 && !cur) grid_role(g, r->x + 4, y, 1, ROLE_CURVE_PINNED);
     char ord[LS_MAX_N * 4 + 8];
     if (C->compact) { /* digits without spaces, as the filter accepts them (n <= 10) */
         for (int k = 0; k < n; k++) ord[k] = (char)('0' + ro[k]);

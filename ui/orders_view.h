@@ -1,6 +1,8 @@
 /* orders_view.h - the expert orders pane: every order with rank, order,
  * barrier, accuracy barrier and AUC; marks for best (*), gate-chosen (G),
- * expert-chosen (E) and identity (I); a rank followed by '=' when other orders
+ * expert-chosen (E), identity (I), plotted (>) and pinned (the pin's digit,
+ * as on its curve, in the pinned curves' colour; it takes the plotted mark's
+ * place, the pinned curve being the one plotted); a rank followed by '=' when other orders
  * tie with it (within tau, rank.h), so tied rows read as a group; a progress gauge; scrolling, sorting by
  * column and a prefix filter. Sorting works on an index, and only the visible
  * rows are drawn, so 40320 rows scroll as fast as 24. */
@@ -10,6 +12,7 @@
 #include "explore_worker.h"
 #include "grid.h"
 #include "layout.h"
+#include "pins.h"
 
 typedef enum { SORT_RANK = 0, SORT_ORDER, SORT_ACC, SORT_AUC, SORT_COUNT } orders_sort;
 
@@ -34,6 +37,7 @@ typedef struct {
     int built_sort, built_desc, built;
     char built_filter[64];
     long best_row;              /* row with the smallest barrier, -1 none */
+    const pin_set *pins;        /* the pinned orders (borrowed; app_render sets it), NULL none */
     double now;                 /* explore_clock() at render: spinner frame, elapsed time */
 } orders_state;
 
