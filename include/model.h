@@ -139,8 +139,8 @@ void moe_alloc_shell(moe_model *m, const moe_config *cfg);
 /* Routed experts read on demand: read(ctx, e, parts, dst) fills the parts of dst
  * (carved by the caller with moe_expert_carve) that parts names (EXPERT_W1: fc1
  * weight and bias, EXPERT_W2: fc2's, EXPERT_W3: fc3's) with expert e's floats;
- * the other parts may be left as they were. read NULL: none (the model holds its
- * experts). */
+ * the other parts may hold anything after (a family stream's first read scans
+ * every expert through dst). read NULL: none (the model holds its experts). */
 enum { EXPERT_W1 = 1, EXPERT_W2 = 2, EXPERT_W3 = 4, EXPERT_ALL = 7 };
 typedef struct {
     int (*read)(void *ctx, int e, unsigned parts, moe_expert *dst, ms_err *err);

@@ -662,26 +662,22 @@ static int stream_read_raw(family_stream *s, int e, unsigned parts, moe_expert *
  * over the whole layer, as when held). A command that never reads the routed
  * experts (the gate cost) does not pay for the scan. Judged without an
  * evaluation set: the streaming commands (cost, align) have none. */
-static int stream_check(family_stream *s, ms_err *err) {
+static int stream_check(family_stream *s, moe_expert *x, ms_err *err) {
     if (s->checked) return s->check_rc ? ms_fail(err, "%s", s->check_err.msg) : 0;
     s->checked = 1;
     const moe_config *c = &s->view.cfg;
-    float *mem = ms_malloc(moe_expert_size(c) * sizeof(float));
-    moe_expert x;
-    moe_expert_carve(&x, c, mem);
     int rc = 0;
-    for (int e = 0; e < c->n && !rc; e++) {
-        rc = stream_read_raw(s, e, EXPERT_ALL, &x, &s->check_err);
-        if (!rc) ms_range_expert(&s->range, &s->view, e, &x);
+    for (int e = 0; e < c->n && !rc; e++) { // x: the caller's whole expert, no other memory
+        rc = stream_read_raw(s, e, EXPERT_ALL, x, &s->check_err);
+        if (!rc) ms_range_expert(&s->range, &s->view, e, x);
     }
-    free(mem);
     if (!rc) rc = ms_range_judge(&s->range, &s->view, &s->check_err);
     s->check_rc = rc;
     return rc ? ms_fail(err, "%s", s->check_err.msg) : 0;
 }
 
 int family_stream_read(family_stream *s, int e, unsigned parts, moe_expert *dst, ms_err *err) {
-    if (stream_check(s, err)) return -1;
+    if (stream_check(s, dst, err)) return -1;
     return stream_read_raw(s, e, parts, dst, err);
 }
 
