@@ -18,6 +18,9 @@ typedef struct {
 void sha256_init(sha256_ctx *c);
 void sha256_update(sha256_ctx *c, const void *data, size_t len);
 void sha256_final(sha256_ctx *c, uint8_t out[32]);
+/* The x86 SHA extensions are used when the CPU has them; on = 0 turns them
+ * off, 1 back on, -1 asks. Returns whether they are in use (tests compare). */
+int sha256_hardware(int on);
 /* out: 64 lowercase hex digits and a NUL */
 void sha256_hex(const uint8_t dig[32], char out[65]);
 /* The digest of a whole file and its size in bytes; -1 with a message naming

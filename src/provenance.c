@@ -11,6 +11,7 @@
 
 #include "checkpoint.h"
 #include "ms_error.h"
+#include "progress.h"
 #include "sha256.h"
 
 #define PROV_MAX_INPUTS 64
@@ -194,6 +195,7 @@ static int is_folder(const char *path) {
 }
 
 static void hash_inputs(void) {
+    double t0 = timing_now(); // a real checkpoint folder is gigabytes: MOESCOPE_TIMING shows the cost
     for (int i = 0; i < P.nin; i++) {
         prov_input *x = &P.in[i];
         if (x->hashed) continue;
@@ -206,6 +208,7 @@ static void hash_inputs(void) {
         x->ok = sha256_file(x->path, d, &x->bytes, NULL) == 0;
         if (x->ok) sha256_hex(d, x->hex);
     }
+    timing_add("hash inputs", timing_now() - t0);
     if (!P.date[0]) set_date();
 }
 

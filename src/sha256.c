@@ -37,6 +37,74 @@ static void block(uint32_t h[8], const uint8_t *p) {
     h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* The same blocks with the x86 SHA extensions (about 5x the plain loop: a
+ * checkpoint folder of gigabytes is hashed for every report). State lanes
+ * ABEF / CDGH as sha256rnds2 wants them; four rounds per group of the message
+ * schedule, W[i..i+3] = msg2(msg1(W[i-16..], W[i-12..]) + W[i-7..], W[i-4..]). */
+__attribute__((target("sha,sse4.1"))) static void blocks_shani(uint32_t h[8], const uint8_t *p,
+                                                               size_t nblocks) {
+    const __m128i swap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+    __m128i t = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[0]), 0xB1); // CDAB
+    __m128i s1 = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[4]), 0x1B); // EFGH
+    __m128i s0 = _mm_alignr_epi8(t, s1, 8);                                        // ABEF
+    s1 = _mm_blend_epi16(s1, t, 0xF0);                                             // CDGH
+    for (; nblocks > 0; nblocks--, p += 64) {
+        __m128i abef = s0, cdgh = s1, m[4];
+        for (int g = 0; g < 16; g++) {
+            __m128i *w = &m[g & 3];
+            if (g < 4)
+                *w = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * g)), swap);
+            else
+                *w = _mm_sha256msg2_epu32(
+                    _mm_add_epi32(_mm_sha256msg1_epu32(*w, m[(g + 1) & 3]),
+                                  _mm_alignr_epi8(m[(g + 3) & 3], m[(g + 2) & 3], 4)),
+                    m[(g + 3) & 3]);
+            __m128i x = _mm_add_epi32(*w, _mm_loadu_si128((const __m128i *)&K[4 * g]));
+            s1 = _mm_sha256rnds2_epu32(s1, s0, x);
+            s0 = _mm_sha256rnds2_epu32(s0, s1, _mm_shuffle_epi32(x, 0x0E));
+        }
+        s0 = _mm_add_epi32(s0, abef);
+        s1 = _mm_add_epi32(s1, cdgh);
+    }
+    t = _mm_shuffle_epi32(s0, 0x1B);     // FEBA
+    s1 = _mm_shuffle_epi32(s1, 0xB1);    // DCHG
+    s0 = _mm_blend_epi16(t, s1, 0xF0);   // DCBA
+    s1 = _mm_alignr_epi8(s1, t, 8);      // HGFE
+    _mm_storeu_si128((__m128i *)&h[0], s0);
+    _mm_storeu_si128((__m128i *)&h[4], s1);
+}
+
+static int hw_ok(void) {
+    static int ok = -1;
+    if (ok < 0) ok = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+    return ok;
+}
+#else
+static void blocks_shani(uint32_t h[8], const uint8_t *p, size_t nblocks) {
+    (void)h, (void)p, (void)nblocks;
+}
+static int hw_ok(void) { return 0; }
+#endif
+
+static int use_hw = 1;
+
+int sha256_hardware(int on) {
+    if (on >= 0) use_hw = on;
+    return use_hw && hw_ok();
+}
+
+/* nblocks whole blocks of p */
+static void blocks(uint32_t h[8], const uint8_t *p, size_t nblocks) {
+    if (use_hw && hw_ok()) {
+        blocks_shani(h, p, nblocks);
+        return;
+    }
+    for (; nblocks > 0; nblocks--, p += 64) block(h, p);
+}
+
 void sha256_init(sha256_ctx *c) {
     static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
@@ -53,10 +121,11 @@ void sha256_update(sha256_ctx *c, const void *data, size_t len) {
         memcpy(c->buf + c->nbuf, p, take);
         c->nbuf += take, p += take, len -= take;
         if (c->nbuf < 64) return;
-        block(c->h, c->buf);
+        blocks(c->h, c->buf, 1);
         c->nbuf = 0;
     }
-    for (; len >= 64; p += 64, len -= 64) block(c->h, p);
+    blocks(c->h, p, len / 64);
+    p += len / 64 * 64, len %= 64;
     memcpy(c->buf, p, len);
     c->nbuf = len;
 }
