@@ -22,6 +22,8 @@ typedef struct {
 typedef struct {
     st_curve c;
     double cost, rank, tied, rank_auc, l_hat, rank_percentile, spearman;
+    double rank_est;       /* = rank when exhaustive; sampled: 1 + percentile x the set's
+                            * orders, the rank among all of them (NaN past a double) */
     double pct_lo, pct_hi; /* 95% interval of the rank percentile (= it when exhaustive) */
     int order[LS_MAX_N];
 } st_method;

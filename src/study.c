@@ -17,6 +17,7 @@
     F("methods." name ".rank", m[i].rank), F("methods." name ".tied", m[i].tied),                     \
     F("methods." name ".rank_auc", m[i].rank_auc), F("methods." name ".l_hat", m[i].l_hat),           \
     F("methods." name ".rank_percentile", m[i].rank_percentile),                                      \
+    F("methods." name ".rank_estimate", m[i].rank_est),                                               \
     F("methods." name ".spearman", m[i].spearman)
 
 static const st_field FIELDS[] = {
@@ -107,6 +108,7 @@ void study_pair_from(st_pair *p, const landscape *L, int ia, int ib) {
         s->rank_auc = L->rank_auc[m];
         s->l_hat = L->l_hat[m];
         s->rank_percentile = 100.0 * (L->rank[m] - 1) / (double)L->norders;
+        s->rank_est = isfinite(L->rank_est[m]) ? L->rank_est[m] : NAN;
         s->pct_lo = L->pct_lo[m];
         s->pct_hi = L->pct_hi[m];
         s->spearman = cost_barrier_rho(L, L->cost[m]);

@@ -132,7 +132,12 @@ void study_print(const study *S, FILE *f) {
         else fprintf(f, ", n = %d, %.0f sampled of %s orders per pair", p0->n, p0->nranked, cnt);
         fprintf(f, ", %d points", S->T);
     }
-    fprintf(f, "\nloss barriers; ranks with ties within tau; rho: Spearman of assignment cost vs barrier\n\n");
+    fprintf(f, "\nloss barriers; ranks with ties within tau; rho: Spearman of assignment cost vs barrier\n");
+    if (p0 && !p0->exhaustive)
+        fprintf(f, "ranks, tied and id rank are among the %.0f sampled orders (tied counts the chosen "
+                   "order too); the JSON and CSV add each rank_estimate among all of them\n",
+                p0->nranked);
+    fputc('\n', f);
     fprintf(f, "%-24s", "pair");
     for (int c = 0; c < NCOLS; c++) fprintf(f, " %8s", COLS[c].head);
     fputc('\n', f);

@@ -336,6 +336,11 @@ def test_sampled_zero_share(tmp):
                                                                        p.get("zero_tied_estimate")))
         check(None not in got and abs(got[0] - 100 * lo) <= 1e-9 and abs(got[1] - 100 * hi) <= 1e-9,
               "zero share: pair %d interval %s vs scipy's Wilson %s" % (k, got, (100 * lo, 100 * hi)))
+        for m in ("gate", "expert"):
+            q = p["methods"][m]
+            want = 1 + (q["rank"] - 1) / S_N * NSET
+            check(abs(q.get("rank_estimate", -1) - want) <= 1e-9 * want, "pair %d %s: rank %s of %d sampled "
+                  "estimates %s of 10! (got %s)" % (k, m, q["rank"], S_N, want, q.get("rank_estimate")))
     z, n = sum(zs), S_N * len(zs)
     check(0 < z < n, "zero share: the pool has tied and untied orders (%d of %d)" % (z, n))
     m = re.search(r"tied at barrier 0 \(B <= tau\): (\d+) of (\d+) sampled over the pairs \(([\d.]+)%\)"
@@ -346,7 +351,8 @@ def test_sampled_zero_share(tmp):
           and abs(float(m.group(6)) - 100 * hi) < 0.006,
           "zero share: text counts over the sample, estimate with its interval (%s)"
           % [x for x in r.stdout.splitlines() if "tied at barrier 0" in x])
-    check("%d sampled of %d orders per pair" % (S_N, NSET) in r.stdout, "zero share: header says the sample size")
+    check("%d sampled of %d orders per pair" % (S_N, NSET) in r.stdout
+          and "are among the %d sampled orders" % S_N in r.stdout, "zero share: header says the sample size")
     R = list(csv.DictReader([x for x in open(cs) if not x.startswith("#")]))
     check([float(x["zero_tied_percent"]) for x in R[:3]] == [100.0 * v / S_N for v in zs]
           and all(float(x["zero_tied_percent_lo"]) <= float(x["zero_tied_percent"]) <= float(x["zero_tied_percent_hi"])
