@@ -18,6 +18,7 @@
 #include "provenance.h"
 #include "lap.h"
 #include "moe_kernels.h"
+#include "progress.h"
 #include "symmetry.h"
 #include "weight_matching.h"
 
@@ -295,6 +296,10 @@ static int ckpt_expert_distances(const moe_model *m, diag_ckpt *s, ms_err *err) 
     for (int i = 0; i < n && !rc; i++)
         for (int j = i + 1; j < n; j++) {
             double dist;
+            if (progress_cancelled()) { // a listener's cancel (progress.h): the explorer stopping
+                rc = ms_fail(err, "cancelled");
+                break;
+            }
             if (expert_wm_dist(&m->experts[i], &m->experts[j], c, P, S, &dist, err)) {
                 rc = ms_prefix(err, "experts %d and %d", i, j);
                 break;

@@ -85,6 +85,7 @@ struct explore_worker {
        background (kept in saved[]) and publishes nothing; toggling back shows it again */
     int ls_hidden;
     atomic_int cancel_ls;
+    atomic_int cancel_diag;   /* explore_stop: the diagnostics stop (an export runs to its end) */
     int have_ls;
     ls_key done;
     int ls_failed;
@@ -842,6 +843,9 @@ static void export_step(explore_worker *g) {
     pub_bump(g);
 }
 
+/* The diagnostics report no progress; the listener is there for its cancel. */
+static void diag_listener(void *ctx, const char *phase, double done, double total) {}
+
 static void *diag_worker(void *arg) {
     explore_worker *g = arg;
     pthread_mutex_lock(&g->mu);
@@ -869,7 +873,11 @@ static void *diag_worker(void *arg) {
         memset(&l, 0, sizeof l);
         ms_err err;
         err.msg[0] = 0;
+        /* cancellable: at 64 experts the expert distances are thousands of
+           weight matchings, and explore_stop (quit, a layer switch) waits */
+        progress_listen(diag_listener, g, &g->cancel_diag);
         int rc = diag_findings(g->A, g->B, g->E, &o, &l, &err);
+        progress_listen(NULL, NULL, NULL);
         pthread_mutex_lock(&g->mu);
         dg_list_free(&g->diag_res[m][c]);
         g->diag_res[m][c] = l;
@@ -1115,6 +1123,7 @@ void explore_stop(explore_worker *g) {
     g->stop = 1;
     g->cancel_front = 1;
     g->cancel_ls = 1;
+    g->cancel_diag = 1;
     pthread_cond_signal(&g->cv_front);
     pthread_cond_signal(&g->cv_ls);
     pthread_cond_signal(&g->cv_diag);

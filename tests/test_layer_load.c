@@ -4,8 +4,9 @@
  * file and hands nothing over, a second request while one loads replaces it,
  * the shown layer cancels it, cancelled loads stop and are reaped even while
  * MOESCOPE_TEST_LOAD_GATE holds them, and layer_switch_free joins a load under
- * way. Every wait polls the state (with a generous deadline as a hang guard);
- * nothing is timed. And moe_load stops at a listener's cancel (progress.h). */
+ * way, and a replaced worker stops on a thread of its own. Every wait polls the state (with a generous deadline as a hang guard);
+ * nothing is timed. And moe_load and the diagnostics stop at a listener's
+ * cancel (progress.h). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "diagnose.h"
 #include "layer_load.h"
 #include "progress.h"
 #include "testlib.h"
@@ -135,6 +137,42 @@ static void test_replace_cancel(const char *dir, const char *pa, const char *pb)
     unsetenv("MOESCOPE_TEST_LOAD_GATE");
 }
 
+/* a worker running on a pair, its models on the heap as the explorer holds them */
+static explore_worker *busy_worker(const char *pa, const char *pb, moe_model **A, moe_model **B) {
+    ms_err err;
+    *A = ms_calloc(1, sizeof(moe_model));
+    *B = ms_calloc(1, sizeof(moe_model));
+    CHECK(!moe_load(*A, pa, "moe", &err) && !moe_load(*B, pb, "moe", &err), "load: %s", err.msg);
+    explore_worker *g = explore_start(*A, *B, NULL, &err);
+    CHECK(g != NULL, "worker: %s", err.msg);
+    explore_request q;
+    memset(&q, 0, sizeof q);
+    q.order_stage = q.wm_stage = q.center = 1;
+    q.method = COST_EXPERT;
+    q.T = 5;
+    explore_submit(g, &q);
+    explore_request_diag(g, COST_EXPERT, 1);
+    return g;
+}
+
+/* a replaced worker stops and frees its models on a thread; free joins it */
+static void test_retire_worker(const char *pa, const char *pb) {
+    layer_switch s;
+    layer_switch_init(&s, pa, pb);
+    moe_model *A, *B;
+    explore_worker *g = busy_worker(pa, pb, &A, &B);
+    layer_switch_retire_worker(&s, g, A, B);
+    CHECK(layer_switch_live(&s) == 1, "the retired worker counts until reaped");
+    layer_load_status st;
+    double end = clock_s() + 300;
+    while (layer_switch_live(&s) && clock_s() < end) layer_switch_poll(&s, &st), nap();
+    CHECK(!layer_switch_live(&s) && st.state == LL_NONE, "the retired worker stopped and was reaped");
+    g = busy_worker(pa, pb, &A, &B);
+    layer_switch_retire_worker(&s, g, A, B);
+    layer_switch_free(&s); /* quit right away: joined (ASan: its models freed) */
+    CHECK(!layer_switch_live(&s), "free joins a retired worker");
+}
+
 static int calls;
 static void count(void *ctx, const char *phase, double done, double total) { calls++; }
 
@@ -148,6 +186,30 @@ static void test_moe_load_cancel(const char *pa) {
     progress_listen(NULL, NULL, NULL);
     CHECK(rc == -1 && strstr(err.msg, "cancelled") && strstr(err.msg, pa), "cancelled load: %d %s", rc, err.msg);
     CHECK(calls > 0, "the listener heard the load begin");
+}
+
+/* the diagnostics stop at a listener's cancel too (explore_stop sets it):
+ * the expert distances are n(n-1)/2 weight matchings */
+static void test_diag_cancel(const char *pa, const char *pb) {
+    moe_model A, B;
+    ms_err err;
+    CHECK(!moe_load(&A, pa, "moe", &err) && !moe_load(&B, pb, "moe", &err), "load: %s", err.msg);
+    diag_opts o;
+    diag_opts_default(&o);
+    o.landscape = 0;
+    dg_list l;
+    memset(&l, 0, sizeof l);
+    CHECK(diag_findings(&A, &B, NULL, &o, &l, &err) == 0, "diagnostics uncancelled: %s", err.msg);
+    dg_list_free(&l);
+    atomic_int cancel = 1;
+    progress_listen(count, NULL, &cancel);
+    memset(&l, 0, sizeof l);
+    int rc = diag_findings(&A, &B, NULL, &o, &l, &err);
+    progress_listen(NULL, NULL, NULL);
+    CHECK(rc == -1 && strstr(err.msg, "cancelled"), "cancelled diagnostics: %d %s", rc, err.msg);
+    dg_list_free(&l);
+    moe_free(&A);
+    moe_free(&B);
 }
 
 int main(void) {
@@ -165,7 +227,9 @@ int main(void) {
     write_model(po, "other", 3);
     test_load_and_fail(pa, pb, po);
     test_replace_cancel(dir, pa, pb);
+    test_retire_worker(pa, pb);
     test_moe_load_cancel(pa);
+    test_diag_cancel(pa, pb);
     unlink(pa), unlink(pb), unlink(po);
     rmdir(dir);
     return test_summary("test_layer_load");

@@ -123,6 +123,57 @@ static void load_free(layer_load *l) {
     free(l);
 }
 
+struct old_worker {
+    pthread_t th;
+    atomic_int done;
+    explore_worker *g;
+    moe_model *A, *B;
+};
+
+static void old_free_models(old_worker *w) {
+    moe_free(w->A);
+    moe_free(w->B);
+    free(w->A);
+    free(w->B);
+}
+
+static void *old_main(void *arg) {
+    old_worker *w = arg;
+    explore_stop(w->g);
+    old_free_models(w);
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+void layer_switch_retire_worker(layer_switch *s, explore_worker *g, moe_model *A, moe_model *B) {
+    old_worker *w = ms_calloc(1, sizeof *w);
+    w->g = g;
+    w->A = A;
+    w->B = B;
+    if (s->nold == LAYER_SWITCH_RETIRED || pthread_create(&w->th, NULL, old_main, w)) {
+        explore_stop(g); /* no room or no thread: here, as before */
+        old_free_models(w);
+        free(w);
+        return;
+    }
+    s->old[s->nold++] = w;
+}
+
+/* join the retired workers that have stopped (done: all of them) */
+static void reap_old(layer_switch *s, int all) {
+    int k = 0;
+    for (int i = 0; i < s->nold; i++) {
+        old_worker *w = s->old[i];
+        if (all || atomic_load(&w->done)) {
+            pthread_join(w->th, NULL);
+            free(w);
+        } else {
+            s->old[k++] = w;
+        }
+    }
+    s->nold = k;
+}
+
 void layer_switch_init(layer_switch *s, const char *pa, const char *pb) {
     memset(s, 0, sizeof *s);
     s->pa = pa;
@@ -163,6 +214,7 @@ int layer_switch_request(layer_switch *s, const char *layer, int k, int shown) {
 
 void layer_switch_poll(layer_switch *s, layer_load_status *st) {
     reap(s);
+    reap_old(s, 0);
     memset(st, 0, sizeof *st);
     st->index = -1;
     layer_load *l = s->cur;
@@ -204,6 +256,7 @@ void layer_switch_free(layer_switch *s) {
     for (int i = 0; i < s->nretired; i++) load_free(s->retired[i]);
     s->cur = NULL;
     s->nretired = 0;
+    reap_old(s, 1);
 }
 
-int layer_switch_live(const layer_switch *s) { return (s->cur != NULL) + s->nretired; }
+int layer_switch_live(const layer_switch *s) { return (s->cur != NULL) + s->nretired + s->nold; }

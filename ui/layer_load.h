@@ -15,6 +15,7 @@
 #ifndef MS_UI_LAYER_LOAD_H
 #define MS_UI_LAYER_LOAD_H
 
+#include "explore_worker.h"
 #include "model.h"
 
 enum { LL_NONE = 0, LL_RUNNING, LL_DONE, LL_FAILED };
@@ -40,12 +41,15 @@ enum {
 #define LAYER_SWITCH_RETIRED 4
 
 typedef struct layer_load layer_load;
+typedef struct old_worker old_worker;
 
 typedef struct {
     const char *pa, *pb;  /* the checkpoints (borrowed) */
     layer_load *cur;      /* the load whose result is wanted, NULL none */
     layer_load *retired[LAYER_SWITCH_RETIRED]; /* cancelled, still stopping */
     int nretired;
+    old_worker *old[LAYER_SWITCH_RETIRED];     /* replaced workers, stopping */
+    int nold;
 } layer_switch;
 
 void layer_switch_init(layer_switch *s, const char *pa, const char *pb);
@@ -59,9 +63,15 @@ void layer_switch_poll(layer_switch *s, layer_load_status *st);
  * owns them) and forget the load; after LL_FAILED: forget it. 0 when A and B
  * were filled; -1 (and nothing forgotten) while the load runs. */
 int layer_switch_take(layer_switch *s, moe_model *A, moe_model *B);
-/* Cancel every load, wait for each to stop, free them. */
+/* The worker of the layer being replaced, with the models it borrows (heap
+ * allocated, taken over): stopped and freed on a thread of its own, since
+ * explore_stop waits for its threads to notice the cancel (a weight matching,
+ * a block of the landscape), which the screen must not. Synchronous when no
+ * thread can start. */
+void layer_switch_retire_worker(layer_switch *s, explore_worker *g, moe_model *A, moe_model *B);
+/* Cancel every load, wait for each load and retired worker to stop, free them. */
 void layer_switch_free(layer_switch *s);
-/* Loads not yet reaped (current and retired), for the tests. */
+/* Loads and retired workers not yet reaped (current and retired), for the tests. */
 int layer_switch_live(const layer_switch *s);
 
 #endif

@@ -214,7 +214,7 @@ static int parse_args(int argc, char **argv, tui_args *a) {
 }
 
 typedef struct {
-    moe_model A, B;
+    moe_model *A, *B; /* heap: a replaced worker borrows the old pair while it stops (layer_load.h) */
     evalset E;
     /* the MoE layers of A's checkpoint (prefixes, block indices) and the shown one */
     char **layers;
@@ -234,8 +234,11 @@ static void inputs_free(tui_inputs *in) {
     in->blocks = NULL;
     in->nlayers = 0;
     evalset_free(&in->E);
-    moe_free(&in->A);
-    moe_free(&in->B);
+    moe_free(in->A);
+    moe_free(in->B);
+    free(in->A);
+    free(in->B);
+    in->A = in->B = NULL;
 }
 
 /* The MoE layers of the checkpoint at path (a real family's, else moescope's
@@ -264,7 +267,7 @@ static void list_layers(const char *path, tui_inputs *in) {
     }
     in->current = -1;
     for (int i = 0; i < in->nlayers; i++)
-        if (in->A.layer && !strcmp(in->layers[i], in->A.layer)) in->current = i;
+        if (in->A->layer && !strcmp(in->layers[i], in->A->layer)) in->current = i;
 }
 
 /* Does the evaluation set fit layer i? Empty why: yes; else why not, in words. */
@@ -288,20 +291,22 @@ static void eval_fits(const tui_inputs *in, int i, const char *e_path, char *why
 static int load_inputs(const tui_args *a, tui_inputs *in) {
     ms_err err;
     memset(in, 0, sizeof *in);
-    if (moe_load(&in->A, a->pa, a->layer, &err)) return cli_error("%s", err.msg);
-    if (moe_load(&in->B, a->pb, a->layer, &err)) {
-        moe_free(&in->A);
-        return cli_error("%s", err.msg);
-    }
-    const moe_model *A = &in->A;
+    in->A = ms_calloc(1, sizeof(moe_model));
+    in->B = ms_calloc(1, sizeof(moe_model));
     int rc = 0;
-    if (moe_check_compatible(A, &in->B, &err)) rc = cli_error("%s", err.msg);
+    if (moe_load(in->A, a->pa, a->layer, &err) || moe_load(in->B, a->pb, a->layer, &err)) {
+        rc = cli_error("%s", err.msg);
+        inputs_free(in);
+        return rc;
+    }
+    const moe_model *A = in->A;
+    if (moe_check_compatible(A, in->B, &err)) rc = cli_error("%s", err.msg);
     else if (!a->e_path)
         rc = cli_error("no evaluation set: pass --eval E (a safetensors file with 'inputs' [N, %d] and 'labels' or "
                        "'targets'), or put eval.safetensors beside %s", A->cfg.d, a->pa);
     else if (evalset_load(&in->E, a->e_path, &err)) rc = cli_error("%s", err.msg);
     else if (A->cfg.has_head && evalset_check(&in->E, A, &err)) rc = cli_error("%s", err.msg);
-    else if (ms_limits_check(A, &in->B, &in->E, MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG, &err))
+    else if (ms_limits_check(A, in->B, &in->E, MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG, &err))
         rc = cli_error("%s", err.msg);
     else if (!A->cfg.has_head && in->E.d != A->cfg.d)
         rc = cli_error("%s: inputs have width %d but the layer has d = %d", a->e_path, in->E.d, A->cfg.d);
@@ -555,22 +560,24 @@ static void switch_to(tui_ctx *c, app_state *app, explore_snapshot *v, int k, mo
     if (!why[0] && in->E.d != A2->cfg.d)
         snprintf(why, sizeof why, "the evaluation set has width %d, layer %.60s has d = %d: no curves here", in->E.d,
                  name, A2->cfg.d);
-    explore_stop(c->g);
+    /* the old worker borrows the old models: both go to a thread that stops
+       and frees them, so the screen does not wait for the worker's threads */
+    layer_switch_retire_worker(&c->sw, c->g, in->A, in->B);
     c->g = NULL;
-    moe_free(&in->A);
-    moe_free(&in->B);
-    in->A = *A2;
-    in->B = *B2;
+    in->A = ms_malloc(sizeof(moe_model));
+    in->B = ms_malloc(sizeof(moe_model));
+    *in->A = *A2;
+    *in->B = *B2;
     in->current = k;
     explore_snapshot_free(v);
     memset(v, 0, sizeof *v);
     ms_err err;
-    c->g = explore_start(&in->A, &in->B, why[0] ? NULL : &in->E, &err);
+    c->g = explore_start(in->A, in->B, why[0] ? NULL : &in->E, &err);
     if (!c->g) { /* not after the loader's checks; the loop ends and tui_main says why */
         snprintf(c->fatal, sizeof c->fatal, "%.255s", err.msg);
         return;
     }
-    app_switched(app, name, &in->A.cfg, k, why);
+    app_switched(app, name, &in->A->cfg, k, why);
     memset(c->flags_shown, 0, sizeof c->flags_shown);
     c->landscape_pending = 0;
     c->live_written = 0;
@@ -722,10 +729,10 @@ static void app_setup(app_state *app, const tui_args *a, const tui_inputs *in) {
     folder_name(a->pa, info.a_name, sizeof info.a_name);
     folder_name(a->pb, info.b_name, sizeof info.b_name);
     snprintf(info.e_name, sizeof info.e_name, "%.255s", base_name(a->e_path));
-    snprintf(info.layer, sizeof info.layer, "%s", in->A.layer ? in->A.layer : (a->layer ? a->layer : "moe"));
+    snprintf(info.layer, sizeof info.layer, "%s", in->A->layer ? in->A->layer : (a->layer ? a->layer : "moe"));
     info.a_path = a->pa;
     info.b_path = a->pb;
-    info.cfg = in->A.cfg;
+    info.cfg = in->A->cfg;
     info.N = in->E.N;
     snprintf(info.eval_layer, sizeof info.eval_layer, "%s", in->eval_layer);
     eval_fits(in, in->current, a->e_path, info.no_eval, sizeof info.no_eval);
@@ -734,7 +741,7 @@ static void app_setup(app_state *app, const tui_args *a, const tui_inputs *in) {
     for (int i = 0; i < in->nlayers; i++) names[i] = ms_strdup(in->layers[i]);
     app_set_layers(app, names, in->nlayers, in->current);
     if (info.no_eval[0]) app_message(app, 1, "%s", info.no_eval);
-    if (in->A.cfg.router == ROUTER_TOPK && in->A.cfg.k == 1)
+    if (in->A->cfg.router == ROUTER_TOPK && in->A->cfg.k == 1)
         app_message(app, 0, "top-1 routing: outside the theory (scores can be rescaled)");
 }
 
@@ -748,7 +755,7 @@ int tui_main(int argc, char **argv) {
     ms_err err;
     char why[256];
     eval_fits(&in, in.current, a.e_path, why, sizeof why);
-    explore_worker *g = explore_start(&in.A, &in.B, why[0] ? NULL : &in.E, &err);
+    explore_worker *g = explore_start(in.A, in.B, why[0] ? NULL : &in.E, &err);
     app_state app;
     tui_screen scr;
     int have_app = 0, have_screen = 0;

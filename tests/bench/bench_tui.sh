@@ -5,7 +5,8 @@
 # most the explorer takes; tests/gen_tui_family.py), where the keys scroll and
 # zoom the cost matrix. The binary logs, for each key, the milliseconds from
 # reading it to the refreshed screen (MOESCOPE_TUI_BENCH); keys are sent
-# through tmux while the landscape runs.
+# through tmux while the landscape runs; and across a layer switch (l), while
+# the new layer loads and when it replaces the old one.
 set -u
 cd "$(dirname "$0")/../.."
 : "${MOESCOPE:?}" "${PYTHON:=/usr/bin/python3}"
@@ -65,5 +66,41 @@ if "$PYTHON" tests/gen_tui_family.py "$W/pair" --n "$N" --d 64 --h 32 --layers 1
         Tab Down Down Right Right PgDn End z z z Z Z Z Home Tab j j PgDn G g
 else
     echo "bench_tui n$N: could not write the synthetic pair"; status=1
+fi
+# a layer switch (l) on a pair of real-ish layers (64 experts, d = 512, h = 256: 100 MB
+# a layer and file): the keys sent while A and B load off the UI thread, and the
+# swap to the new layer, each answered within the target
+bench_switch() {
+    local label=switch log=$W/latency-switch.log sent=0 i
+    tmux -L "$SOCK" kill-server 2>/dev/null
+    SOCK=moescope-bench-$$-$label
+    tmux -L "$SOCK" new-session -d -s b -x 120 -y 40 -c "$W" \
+        "MOESCOPE_TUI_BENCH='$log' LANG=C.UTF-8 '$MS' '$W/big/A' '$W/big/B' --eval '$W/big/eval.safetensors'; sleep 600"
+    for i in $(seq 600); do tmux -L "$SOCK" capture-pane -p -t b | grep -q "expert orders" && break; sleep 0.05; done
+    tmux -L "$SOCK" send-keys -t b l j Enter
+    for i in $(seq 2000); do
+        local scr; scr=$(tmux -L "$SOCK" capture-pane -p -t b)
+        grep -q "captured at layer" <<<"$scr" && break
+        if grep -q "loading layer" <<<"$scr"; then tmux -L "$SOCK" send-keys -t b j; sent=$((sent + 1)); fi
+        sleep 0.05
+    done
+    for i in 1 2 3 4 5; do tmux -L "$SOCK" send-keys -t b j; sleep 0.05; done
+    tmux -L "$SOCK" send-keys -t b q
+    tmux -L "$SOCK" kill-server 2>/dev/null
+    "$PYTHON" - "$log" "$sent" <<'PY' || status=1
+import sys
+v = sorted(float(x) for x in open(sys.argv[1]) if x.strip())
+if not v:
+    print("bench_tui switch: no latencies recorded"); sys.exit(1)
+print(f"bench_tui switch: {int(sys.argv[2])} keys sent while the layer loaded, {len(v)} answered in all")
+print(f"  key-to-redraw ms across the load and the swap: max {v[-1]:.2f}   target 50 ms: "
+      f"max/target = {v[-1] / 50:.2f}  ({'met' if v[-1] <= 50 else 'MISSED'})")
+PY
+}
+if "$PYTHON" tests/gen_tui_family.py "$W/big" --n "$N" --d 512 --h 256 --layers 2 --N 64 >/dev/null; then
+    bench_switch
+    rm -rf "$W/big"
+else
+    echo "bench_tui switch: could not write the synthetic pair"; status=1
 fi
 exit $status
