@@ -113,11 +113,23 @@ tm send-keys -t t Escape
 check "ASCII: the ramp in the legend" wait_for ".:-=+*#%"
 tm send-keys -t t q
 
-# --- q while a layer loads: the load is cancelled, nothing hangs or leaks (ASan's exit status) ---
+# --- a B without layer 1: the load fails, layer 0 stays with the reason; then q while a
+# layer loads: the load is cancelled, nothing hangs or leaks (ASan's exit status) ---
 rm -f "$GATE"
-tui_session 80 24 "cd '$WORK' && env LANG=C LC_ALL=C MOESCOPE_TEST_LOAD_GATE='$GATE' '$MOESCOPE' '$S/A' '$S/B' \
+if ! "$PYTHON" "$TESTS_DIR/gen_tui_family.py" "$WORK/one" --n "$N" --d 32 --h 16 --layers 1 --N 16 >"$WORK/gen1.log" 2>&1; then
+    fail "gen_tui_family.py --layers 1"; cat "$WORK/gen1.log"
+fi
+tui_session 80 24 "cd '$WORK' && env LANG=C LC_ALL=C MOESCOPE_TEST_LOAD_GATE='$GATE' '$MOESCOPE' '$S/A' '$WORK/one/B' \
     --eval '$S/eval.safetensors'; echo \"moescope exited \$?\"; sleep 600"
-check "quit test: the screen" wait_for "expert orders"
+check "one-layer B: the screen" wait_for "expert orders"
+tm send-keys -t t l j Enter
+check "one-layer B: layer 1 loading" wait_re "loading layer model.layers.1.mlp\.\.\. [0-9]+%"
+touch "$GATE"
+check "B lacks layer 1: not loaded, the reason names B" \
+    wait_re "layer model.layers.1.mlp not loaded: one/B: no MoE layer 'model.layers.1.mlp'"
+check "B lacks layer 1: the title keeps layer 0" wait_re "layer model.layers.0.mlp"
+check "B lacks layer 1: no loading line" wait_gone "loading layer"
+rm -f "$GATE"
 tm send-keys -t t l j Enter
 check "quit test: layer 1 loading" wait_re "loading layer model.layers.1.mlp\.\.\. [0-9]+%"
 tm send-keys -t t q

@@ -625,9 +625,20 @@ static int layer_poll(tui_ctx *c, app_state *app, explore_snapshot *v) {
     moe_model A2, B2;
     int k = st.index;
     if (layer_switch_take(&c->sw, &A2, &B2)) { /* LL_FAILED: forgotten */
+        /* the reason first, its checkpoint named as the title names it: the line is short */
+        char reason[sizeof st.error];
+        const char *paths[2] = {c->args->pa, c->args->pb}, *names[2] = {app->info.a_name, app->info.b_name};
+        snprintf(reason, sizeof reason, "%s", st.error);
+        for (int i = 0; i < 2; i++) {
+            size_t pl = strlen(paths[i]);
+            if (!strncmp(reason, paths[i], pl) && reason[pl] == ':') {
+                snprintf(reason, sizeof reason, "%s%s", names[i], st.error + pl);
+                break;
+            }
+        }
         app_set_loading(app, -1, 0, NULL);
-        app_message(app, 1, "layer %s not loaded (layer %s stays): %s", c->in->layers[k],
-                    c->in->current >= 0 ? c->in->layers[c->in->current] : "shown", st.error);
+        app_message(app, 1, "layer %s not loaded: %s (layer %s stays)", c->in->layers[k], reason,
+                    c->in->current >= 0 ? c->in->layers[c->in->current] : "shown");
         return 1;
     }
     switch_to(c, app, v, k, &A2, &B2);
