@@ -6,7 +6,10 @@
 # move) and zooms out with the assignment marked, the orders table says it is
 # a sample and gives the chosen order's confidence interval, keys are
 # answered while the landscape computes, and l switches A and B to layer 1
-# (no curves there: the set belongs to layer 0) and back. Every wait polls
+# (no curves there: the set belongs to layer 0) and back, loading them off the
+# UI thread: keys are answered while a load is held (MOESCOPE_TEST_LOAD_GATE),
+# Enter on the shown layer cancels a load, a B without the layer leaves layer 0
+# with the reason, and q during a load exits cleanly. Every wait polls
 # the screen until a deadline (tests/tui_lib.sh); nothing is timed here (the
 # key latency is measured by tests/bench/bench_tui.sh).
 source "$(dirname "$0")/lib.sh"
@@ -36,6 +39,8 @@ _heat_lacks_re() { ! screen | sed 's/[│|].*//' | grep -qE -- "$1"; }
 heat_gone_re() { _poll _heat_lacks_re "$1" || { _last_screen "heat map kept /$1/"; return 1; }; }
 # one screen with both: the key was answered while the worker was busy
 _both() { local s; s=$(screen); grep -qF -- "$1" <<<"$s" && grep -qF -- "$2" <<<"$s"; }
+# one screen without the first and with the second
+_both_lacks() { local s; s=$(screen); ! grep -qF -- "$1" <<<"$s" && grep -qF -- "$2" <<<"$s"; }
 
 cpu_load_start
 L=$((N - 1))
@@ -74,7 +79,9 @@ check "layer 1 loads in the background, its progress on the status line" \
 tm send-keys -t t '?'
 check "?: the help opens while layer 1 loads" _poll _both "keys (any key closes)" "loading layer model.layers.1.mlp"
 check "the load has not ended: layer 0 still shown" wait_re "layer model.layers.0.mlp"
-tm send-keys -t t Escape l
+tm send-keys -t t Escape
+check "Esc: the help closes, the load goes on" _poll _both_lacks "keys (any key closes)" "loading layer model.layers.1.mlp"
+tm send-keys -t t l
 check "l during the load: the list marks the loading layer" wait_re "model.layers.1.mlp  \(loading [0-9]+%\)"
 tm send-keys -t t j Enter
 check "Enter on the loading layer: said so" wait_for "is loading already"
