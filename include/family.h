@@ -91,6 +91,15 @@ int family_describe(ckpt *c, const family_layer *L, moe_config *cfg, ms_err *err
  * (caller frees, may be NULL). */
 int family_save(const moe_model *m, const char *src, const char *out, char **note, ms_err *err);
 
+/* Where a value of a family layer's expert lives in its files: expert e's (the
+ * shared expert's when shared) native part sfx ("fc1.weight", "fc2.bias", ...),
+ * element at of it, as "<shard>: tensor '<name>'" into out and the tensor's own
+ * element number into *where; -1 when m is not a family layer (moescope's own
+ * names are the file's) or the value is in MXFP4 blocks. Reopens m->path: for
+ * error messages. */
+int family_value_name(const moe_model *m, int shared, int e, const char *sfx, size_t at, char *out,
+                      size_t cap, long long *where);
+
 /* A layer too large to hold: everything but the routed experts is in the model
  * (moe_alloc_shell), and expert e is decoded on demand, exactly as family_load
  * decodes it. On success the stream owns c (family_stream_close closes it).

@@ -60,7 +60,10 @@ int ms_range_check(const moe_model *m, const evalset *E, ms_err *err);
  * the same words whichever way the experts came). */
 typedef struct {
     double v;
-    char where[240];
+    char where[512];
+    int expert, shared, e; /* expert: an expert's tensor (e, or the shared one) ... */
+    char sfx[16];          /* ... its part ("fc1.weight") and element at of it */
+    size_t at;
 } ms_vmax;
 typedef struct {
     ms_vmax G, W1, W2, SW1, SW2, X, Ng, Nb, Hw, Hb; /* SW: the shared experts' */

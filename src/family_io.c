@@ -501,6 +501,78 @@ static int routed(const binding *b) {
            b->kind == K_IL_T || b->kind == K_IL_ROWS || b->kind == K_IL_BIAS;
 }
 
+/* the P_* part of a native tensor suffix ("fc1.weight"), -1 if none */
+static int part_of_suffix(const char *sfx) {
+    static const char *names[] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"};
+    for (int p = 0; p < 6; p++)
+        if (!strcmp(sfx, names[p])) return p;
+    return -1;
+}
+
+/* The tensor of the file, and its element, that binding b puts at target (one
+ * expert's part, every expert of view aliasing it): a search over b's elements
+ * for expert e, found by address, so every layout (stacked, transposed,
+ * interleaved) inverts the way elem maps it. */
+static int64_t binding_find(const binding *b, const moe_model *view, int e, const float *target) {
+    int64_t lo = 0, hi = b->numel;
+    if (b->kind != K_EXP && b->kind != K_SHARED) { // stacked: expert e's slice
+        lo = e * (b->numel / b->shape[0]);
+        hi = lo + b->numel / b->shape[0];
+    }
+    for (int64_t i = lo; i < hi; i++)
+        if (elem(b, view, i) == target) return i;
+    return -1;
+}
+
+int family_value_name(const moe_model *m, int shared, int e, const char *sfx, size_t at, char *out,
+                      size_t cap, long long *where) {
+    int fam = family_from_name(m->cfg.family), part = part_of_suffix(sfx), rc = -1;
+    if (fam < 0 || fam == FAM_NATIVE || part < 0 || !m->path || !m->layer) return -1;
+    ckpt c;
+    if (ckpt_open(&c, m->path, NULL)) return -1;
+    family_layer *ls = NULL;
+    int nl = 0;
+    dims z;
+    int mx = 0;
+    blist l = {NULL, 0, 0};
+    float *mem = NULL;
+    if (family_find_layers(&c, fam, &ls, &nl, NULL)) goto done;
+    int which = -1;
+    for (int i = 0; i < nl; i++)
+        if (!strcmp(ls[i].prefix, m->layer)) which = i;
+    if (which < 0 || layer_dims(&c, fam, m->layer, &z, &mx, NULL)) goto done;
+    layer_bindings(&l, fam, m->layer, &z, mx);
+    // a view whose experts all alias one expert's floats: only addresses are compared
+    moe_config xc = shared ? moe_shared_config(&m->cfg) : m->cfg;
+    mem = ms_malloc(moe_expert_size(&xc) * sizeof(float));
+    moe_model v = {.cfg = m->cfg};
+    moe_expert x, *all = ms_malloc((size_t)m->cfg.n * sizeof(moe_expert));
+    moe_expert_carve(&x, &xc, mem);
+    for (int i = 0; i < m->cfg.n; i++) all[i] = x;
+    v.experts = all, v.shared = &x;
+    const float *target = part_ptr(&x, part) + at;
+    for (int i = 0; i < l.n && rc; i++) {
+        const binding *b = &l.b[i];
+        // packed tensors hold two parts: the address search tells whether b holds this one
+        if (b->mx || (shared ? b->kind != K_SHARED : !routed(b)) || (b->kind == K_EXP && b->e != e))
+            continue;
+        int64_t k = binding_find(b, &v, e, target);
+        int t = k >= 0 ? ckpt_find(&c, b->name) : -1;
+        if (t >= 0) {
+            snprintf(out, cap, "%s: tensor '%s'", c.shard_paths[c.shard_of[t]], b->name);
+            *where = (long long)k;
+            rc = 0;
+        }
+    }
+    free(all);
+done:
+    free(mem);
+    free(l.b);
+    family_layers_free(ls, nl);
+    ckpt_close(&c);
+    return rc;
+}
+
 /* family_load, or with shell the layer without its routed experts (moe_alloc_shell)
  * and the bindings kept in *keep (NULL: freed) for reading them later. */
 static int load_layer(moe_model *m, ckpt *c, const family_layer *L, int shell, blist *keep,

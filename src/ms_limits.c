@@ -9,6 +9,7 @@
 
 #include "cost_matrix.h"
 #include "diagnose.h"
+#include "family.h"
 
 const char *ms_bytes_str(char *buf, size_t cap, double bytes) {
     static const char *unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -101,41 +102,49 @@ static void eval_needs(need *w, const moe_model *m, const evalset *E, unsigned u
 
 /* ---- value ranges: finite inputs whose products overflow float32 ---- */
 
-static void scan(ms_vmax *m, const float *p, size_t k, const char *file, const char *fmt,
-                 const char *L, int i) {
-    if (!p) return;
+/* 1 when p[0..k) holds a larger |value| than m had (m then says where) */
+static int scan(ms_vmax *m, const float *p, size_t k, const char *file, const char *fmt,
+                const char *L, int i) {
+    if (!p) return 0;
     double best = 0;
     size_t at = 0;
     for (size_t q = 0; q < k; q++)
         if (fabs(p[q]) > best) best = fabs(p[q]), at = q;
-    if (!(best > m->v)) return;
+    if (!(best > m->v)) return 0;
     char name[160];
     snprintf(name, sizeof name, fmt, L, i);
     m->v = best;
+    m->expert = 0;
+    m->at = at;
     snprintf(m->where, sizeof m->where, "%s: tensor '%s' holds values up to %.3g (element %zu)",
              file, name, best, at);
+    return 1;
 }
 
 static const char *file_of(const moe_model *m) { return m->path ? m->path : "(model)"; }
 static const char *layer_of(const moe_model *m) { return m->layer ? m->layer : "moe"; }
 
-/* expert j's tensors into the fc1/fc3 and fc2 maxima; kind "experts" or "shared" */
+/* one part (sfx "fc1.weight") of expert j of kind "experts" or "shared" into acc */
+static void scan_part(ms_vmax *acc, const float *p, size_t k, const moe_model *m, const char *kind,
+                      int j, const char *sfx) {
+    char fmt[64];
+    snprintf(fmt, sizeof fmt, "%%s.%s.%%d.%s", kind, sfx);
+    if (!scan(acc, p, k, file_of(m), fmt, layer_of(m), j)) return;
+    acc->expert = 1, acc->shared = kind[0] == 's', acc->e = j;
+    snprintf(acc->sfx, sizeof acc->sfx, "%s", sfx);
+}
+
+/* expert j's tensors into the fc1/fc3 and fc2 maxima */
 static void scan_expert(ms_vmax *W1, ms_vmax *W2, const moe_model *m, const char *kind, int j,
                         const moe_expert *e) {
     const moe_config *c = &m->cfg;
-    const char *f = file_of(m), *L = layer_of(m);
     size_t hd = (size_t)c->h * c->d;
-    char fmt[64];
-#define SCAN(acc, ptr, k, sfx)                                            \
-    snprintf(fmt, sizeof fmt, "%%s.%s.%%d.%s", kind, sfx);               \
-    scan(acc, ptr, k, f, fmt, L, j)
-    SCAN(W1, e->fc1_w, hd, "fc1.weight");
-    SCAN(W1, e->fc1_b, (size_t)c->h, "fc1.bias");
-    SCAN(W1, e->fc3_w, e->fc3_w ? hd : 0, "fc3.weight");
-    SCAN(W1, e->fc3_b, e->fc3_b ? (size_t)c->h : 0, "fc3.bias");
-    SCAN(W2, e->fc2_w, hd, "fc2.weight");
-    SCAN(W2, e->fc2_b, (size_t)c->d, "fc2.bias");
-#undef SCAN
+    scan_part(W1, e->fc1_w, hd, m, kind, j, "fc1.weight");
+    scan_part(W1, e->fc1_b, (size_t)c->h, m, kind, j, "fc1.bias");
+    scan_part(W1, e->fc3_w, e->fc3_w ? hd : 0, m, kind, j, "fc3.weight");
+    scan_part(W1, e->fc3_b, e->fc3_b ? (size_t)c->h : 0, m, kind, j, "fc3.bias");
+    scan_part(W2, e->fc2_w, hd, m, kind, j, "fc2.weight");
+    scan_part(W2, e->fc2_b, (size_t)c->d, m, kind, j, "fc2.bias");
 }
 
 void ms_range_held(ms_range *r, const moe_model *m, const evalset *E) {
@@ -183,7 +192,8 @@ static ms_vmax larger(const ms_vmax *routed, const ms_vmax *shared) {
  * input whose values are largest is named. */
 int ms_range_judge(const ms_range *r, const moe_model *m, ms_err *err) {
     const moe_config *c = &m->cfg;
-    ms_vmax W1 = larger(&r->W1, &r->SW1), W2 = larger(&r->W2, &r->SW2), all = {0, ""};
+    ms_vmax W1 = larger(&r->W1, &r->SW1), W2 = larger(&r->W2, &r->SW2), all;
+    memset(&all, 0, sizeof all);
     double d = c->d, h = c->h, X = r->X.v;
     double hid = d * X * W1.v + W1.v, hid2 = c->act == ACT_SILU_GLU ? hid * hid : hid;
     double out = h * hid2 * W2.v + W2.v + X;
@@ -198,6 +208,11 @@ int ms_range_judge(const ms_range *r, const moe_model *m, ms_err *err) {
     const ms_vmax *cand[8] = {&r->G, &W1, &W2, &r->X, &r->Ng, &r->Nb, &r->Hw, &r->Hb};
     for (int k = 0; k < 8; k++)
         if (cand[k]->where[0] && cand[k]->v > all.v) all = *cand[k];
+    // a model family's expert: the file's own tensor (and shard) rather than moescope's name
+    char file[400];
+    long long at;
+    if (all.expert && !family_value_name(m, all.shared, all.e, all.sfx, all.at, file, sizeof file, &at))
+        snprintf(all.where, sizeof all.where, "%s holds values up to %.3g (element %lld)", file, all.v, at);
     return ms_fail(err, "%s: with n = %d, d = %d, h = %d the layer's arithmetic would overflow "
                         "float32 (magnitudes up to %.3g; moescope needs them below %.0e)",
                    all.where[0] ? all.where : file_of(m), c->n, c->d, c->h, worst, lim);

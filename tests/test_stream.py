@@ -12,7 +12,7 @@ here, =0 forbids it) give the same results bit for bit as layers held whole:
     (MOESCOPE_TIMING's "expert reads") while the whole one did not;
   - align's notes identical (B a scramble of A: its experts equal A's once aligned);
   - a NaN or an overflowing value in a routed expert: the same refusal held and
-    streamed, naming the file and the tensor;
+    streamed, naming the shard and the file's own tensor and element (every layout);
   - Ctrl-C while a streamed align writes its second shard: exit 130, no output
     directory, no temporaries left."""
 import json
@@ -114,7 +114,7 @@ def bad_values():
             want = ["experts.2.w1.weight", "non-finite"]
         else:
             WB["w2"][1][4, 7] = 1e30  # one value: h |W2| |hidden| passes 1e30
-            want = ["experts.1.fc2.weight", "overflow"]
+            want = ["experts.1.w2.weight", "overflow"]
         tag = "bad_%s_%s_%d" % (kind, dtype, shards)
         ext = "" if shards > 1 else ".safetensors"
         a, b = p(tag + "_a" + ext), p(tag + "_b" + ext)
@@ -130,6 +130,50 @@ def bad_values():
                       "%s %s (stream %s): refused naming the file and tensor: %s" % (tag, cmd[0], mode, msg[-300:]))
             check(got["0"] == got["1"], "%s %s: the same message held and streamed: %s" % (tag, cmd[0], got))
             check(not os.path.exists(p(tag + "_out" + ext)), "%s %s: nothing written" % (tag, cmd[0]))
+
+
+def largest_in_files(path):
+    """(file name, tensor, flat element) of the largest |value| in a checkpoint's
+    files, read with our own reader: where the overflow message must point."""
+    files = [os.path.join(path, f) for f in sorted(os.listdir(path)) if f.endswith(".safetensors")] \
+        if os.path.isdir(path) else [path]
+    best = (0, None)
+    for f in files:
+        tensors, _ = ff.read_safetensors(f)
+        for name, (dt, shape, raw) in tensors.items():
+            if dt not in ("F32", "BF16", "F16"):
+                continue
+            x = np.abs(ff.to_float(dt, shape, raw).ravel())
+            if x.size and x.max() > best[0]:
+                best = (x.max(), (os.path.basename(f), name, int(x.argmax())))
+    return best[1]
+
+
+def overflow_names():
+    """An overflowing value in every family's layout (per-expert, stacked, packed
+    halves, interleaved, transposed, a shared expert): the refusal names the
+    shard and the file's own tensor and element that hold it, held and streamed."""
+    cases = [("mixtral", "w2", False), ("olmoe", "w3", True), ("olmoe", "w2", True), ("switch", "w1", False),
+             ("qwen2_moe", "s2", False), ("granitemoe", "w3", False), ("gpt_oss", "w1", False),
+             ("gpt_oss", "w2", False), ("deepseek_v3", "w1", False)]
+    for fam, key, packed in cases:
+        W, cfg = ff.random_layer(fam, np.random.default_rng(11), "F32")
+        WB, _ = ff.random_layer(fam, np.random.default_rng(12), "F32")
+        x = WB[key] if key.startswith("s") else WB[key][2]
+        x[1, 3] = 1e30
+        tag = "names_%s_%s%s" % (fam, key, "_packed" if packed else "")
+        a, b = p(tag + "_a"), p(tag + "_b")
+        ff.write_checkpoint(a, fam, W, cfg, "F32", 2, rng=np.random.default_rng(7), packed=packed)
+        ff.write_checkpoint(b, fam, WB, cfg, "F32", 2, rng=np.random.default_rng(7), packed=packed)
+        shard, name, k = largest_in_files(b)
+        want = "%s: tensor '%s' holds values up to 1e+30 (element %d)" % (os.path.join(b, shard), name, k)
+        got = []
+        for mode in ("0", "1"):
+            r = run("cost", a, b, env={"MOESCOPE_STREAM": mode})
+            got.append(r.stderr.strip())
+            check(r.returncode == 1 and want in r.stderr, "%s (stream %s): names %s: %s" % (tag, mode, want,
+                                                                                          r.stderr[-300:]))
+        check(got[0] == got[1], "%s: the same message held and streamed" % tag)
 
 
 def cancel_streamed():
@@ -173,6 +217,7 @@ def main():
     ff.write_checkpoint(p("mx_b"), "gpt_oss", WB, cfg, "BF16", 2)
     both_ways("mxfp4", p("mx_a"), p("mx_b"), "", streams=False)
     bad_values()
+    overflow_names()
     cancel_streamed()
 
 
