@@ -16,6 +16,7 @@
 
 #include "atomic_file.h"
 #include "bitmap_font.h"
+#include "plot_int.h"
 #include "provenance.h"
 
 #define RGB_BG 0xFFFFFFu
@@ -174,12 +175,7 @@ static void tick_label(char *buf, size_t n, double v, double step, double maxabs
 /* ---- the plot ---- */
 
 typedef struct {
-    double x;
-    uint32_t rgb;
-} vline;
-
-typedef struct {
-    const vline *vlines;
+    const plot_vline *vlines;
     int nvlines;
     double min_xstep;  /* x ticks at least this far apart (1 for ranks) */
     double marker_r;   /* marker radius before scaling; 0 = 3.5 */
@@ -796,7 +792,7 @@ static void figure_words(const plot_spec *const *panels, int np, char **title, c
 /* p as SVG when path ends in .svg, else as a PNG whose text chunks also carry
  * the title and the legend (one label a line). */
 static int plot_png_write_ex(const plot_spec *p, const plot_extra *ex, const char *path, ms_err *err) {
-    if (plot_is_svg(path)) return plot_svg_write(p, path, err);
+    if (plot_is_svg(path)) return plot_svg_write_guides(p, ex ? ex->vlines : NULL, ex ? ex->nvlines : 0, path, err);
     uint8_t *rgb;
     int w, h;
     if (render_checked(p, ex, &rgb, &w, &h, err)) return ms_prefix(err, "%s", path);
@@ -853,7 +849,7 @@ static int plot_png_write_ex(const plot_spec *p, const plot_extra *ex, const cha
 typedef struct {
     double *xs, *mx, *my;
     plot_series *ser;
-    vline *vl;
+    plot_vline *vl;
     char allbuf[64];
     plot_spec p;
     plot_extra ex;
@@ -885,7 +881,7 @@ static int landscape_fig_build(const double *barriers_sorted, long n, const long
     b->ser = ms_calloc((size_t)ns, sizeof(plot_series));
     b->mx = ms_calloc((size_t)(nmarked + 1), sizeof(double));
     b->my = ms_calloc((size_t)(nmarked + 1), sizeof(double));
-    b->vl = ms_calloc((size_t)(nmarked + 1), sizeof(vline));
+    b->vl = ms_calloc((size_t)(nmarked + 1), sizeof(plot_vline));
     snprintf(b->allbuf, sizeof b->allbuf, "all %ld orders", n);
     b->ser[0] = (plot_series){.label = b->allbuf, .x = b->xs, .y = barriers_sorted, .n = (int)n,
                               .rgb = PLOT_RGB_OTHER, .markers = n <= 150};
@@ -901,7 +897,7 @@ static int landscape_fig_build(const double *barriers_sorted, long n, const long
         long near = n / 200;
         for (int j = k + 1; j < nmarked; j++)
             if (labs(marked_idx[j] - marked_idx[k]) <= near) b->ser[1 + k].marker_size += 3;
-        b->vl[k] = (vline){b->mx[k], b->ser[1 + k].rgb};
+        b->vl[k] = (plot_vline){b->mx[k], b->ser[1 + k].rgb};
     }
     plot_spec_init(&b->p);
     b->p.title = title;

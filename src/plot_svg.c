@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "atomic_file.h"
+#include "plot_int.h"
 #include "plot_png.h"
 #include "provenance.h"
 
@@ -58,7 +59,18 @@ static double sx(const svg_frame *f, double x) {
 }
 static double sy(const svg_frame *f, double y) { return f->y1 - (y - f->ylo) / (f->yhi - f->ylo) * (f->y1 - f->y0); }
 
-/* Ticks and their labels along one axis (y when vertical). */
+/* A light grid line across the plot area at a tick (the zero line darker), as the PNG. */
+static void svg_grid(FILE *fp, const svg_frame *f, int vertical, double at, int zero) {
+    const char *col = zero ? "#B0B0B0" : "#E6E6E6";
+    if (vertical)
+        fprintf(fp, "<line class=\"grid\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\"/>\n", f->x0, at, f->x1,
+                at, col);
+    else
+        fprintf(fp, "<line class=\"grid\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\"/>\n", at, f->y0, at,
+                f->y1, col);
+}
+
+/* Ticks, their grid lines and labels along one axis (y when vertical). */
 static void svg_ticks(FILE *fp, const svg_frame *f, int vertical, double fs) {
     double lo = vertical ? f->ylo : f->xlo, hi = vertical ? f->yhi : f->xhi;
     double len = vertical ? f->y1 - f->y0 : f->x1 - f->x0;
@@ -68,6 +80,7 @@ static void svg_ticks(FILE *fp, const svg_frame *f, int vertical, double fs) {
     if (!vertical && f->xlog) { /* the powers of ten */
         for (double t = pow(10, ceil(log10(lo) - 1e-9)); t <= hi * (1 + 1e-9); t *= 10) {
             double x = sx(f, t);
+            svg_grid(fp, f, 0, x, 0);
             fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\"/>\n", x, f->y1, x, f->y1 + 5);
             fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"middle\">%.6g</text>\n", x,
                     f->y1 + 8 + fs, fs, t);
@@ -78,11 +91,13 @@ static void svg_ticks(FILE *fp, const svg_frame *f, int vertical, double fs) {
         double v = fabs(t) < step * 1e-6 ? 0 : t;
         if (vertical) {
             double y = sy(f, v);
+            svg_grid(fp, f, 1, y, v == 0);
             fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\"/>\n", f->x0 - 5, y, f->x0, y);
             fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"end\" dominant-baseline=\"middle\">%.*f</text>\n",
                     f->x0 - 8, y, fs, dec, v);
         } else {
             double x = sx(f, v);
+            svg_grid(fp, f, 0, x, 0);
             fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\"/>\n", x, f->y1, x, f->y1 + 5);
             fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"middle\">%.*f</text>\n", x,
                     f->y1 + 8 + fs, fs, dec, v);
@@ -153,7 +168,7 @@ static void svg_legend(FILE *fp, const plot_spec *p, const svg_frame *f, double 
     fputs("</g>\n", fp);
 }
 
-static void svg_body(FILE *fp, const plot_spec *p, int W, int H, int id) {
+static void svg_body(FILE *fp, const plot_spec *p, const plot_vline *g, int ng, int W, int H, int id) {
     double s = plot_scale(p->scale, W, H), fs = 13 * s, lw = (p->line_width > 0 ? p->line_width : 2.25) * s;
     svg_frame f = {.x0 = 60 * s + (p->ylabel ? fs * 1.5 : 0), .y0 = p->title ? 40 * s : 16 * s, .x1 = W - 24 * s,
                    .y1 = H - 36 * s - (p->xlabel ? fs * 1.5 : 0)};
@@ -188,6 +203,10 @@ static void svg_body(FILE *fp, const plot_spec *p, int W, int H, int id) {
     fprintf(fp, "<clipPath id=\"plot%d\"><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"/></clipPath>\n", id, f.x0,
             f.y0, f.x1 - f.x0, f.y1 - f.y0);
     fprintf(fp, "<g clip-path=\"url(#plot%d)\">\n", id);
+    for (int i = 0; i < ng; i++) // the marked orders' guide lines, dashed, under the data
+        fprintf(fp, "<line class=\"guide\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#%06X\" "
+                    "stroke-opacity=\"0.8\" stroke-width=\"%.2f\" stroke-dasharray=\"%.1f %.1f\"/>\n",
+                sx(&f, g[i].x), f.y0, sx(&f, g[i].x), f.y1, g[i].rgb, 0.6 * s, 5 * s, 5 * s);
     for (int i = 0; i < p->nseries; i++) svg_series(fp, &f, &p->series[i], lw);
     fputs("</g>\n<g font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n", fp);
     svg_legend(fp, p, &f, fs, lw);
@@ -204,7 +223,9 @@ static int svg_check(const plot_spec *p, const char *path, ms_err *err) {
     return 0;
 }
 
-int plot_svg_write_stack(const plot_spec *const *panels, int np, const char *path, ms_err *err) {
+/* panels stacked, the first with guide lines */
+static int svg_write(const plot_spec *const *panels, int np, const plot_vline *g, int ng, const char *path,
+                     ms_err *err) {
     int W = 0, H = 0;
     for (int k = 0; k < np; k++) {
         if (svg_check(panels[k], path, err)) return -1;
@@ -235,7 +256,7 @@ int plot_svg_write_stack(const plot_spec *const *panels, int np, const char *pat
         int w = panels[k]->width > 0 ? panels[k]->width : 960;
         int h = panels[k]->height > 0 ? panels[k]->height : 600;
         fprintf(fp, "<g class=\"panel\" transform=\"translate(0,%d)\">\n", y);
-        svg_body(fp, panels[k], w, h, k);
+        svg_body(fp, panels[k], k ? NULL : g, k ? 0 : ng, w, h, k);
         fputs("</g>\n", fp);
         y += h;
     }
@@ -243,8 +264,14 @@ int plot_svg_write_stack(const plot_spec *const *panels, int np, const char *pat
     return af_commit(&af, err);
 }
 
-int plot_svg_write(const plot_spec *p, const char *path, ms_err *err) {
-    return plot_svg_write_stack(&p, 1, path, err);
+int plot_svg_write_stack(const plot_spec *const *panels, int np, const char *path, ms_err *err) {
+    return svg_write(panels, np, NULL, 0, path, err);
+}
+
+int plot_svg_write(const plot_spec *p, const char *path, ms_err *err) { return svg_write(&p, 1, NULL, 0, path, err); }
+
+int plot_svg_write_guides(const plot_spec *p, const plot_vline *g, int ng, const char *path, ms_err *err) {
+    return svg_write(&p, 1, g, ng, path, err);
 }
 
 int plot_is_svg(const char *path) {

@@ -157,6 +157,19 @@ def main():
             check(False, "log rank SVG: 24 points, got %d" % len(xs))
         ticks = [t.text for t in root.iter(SVG + "text") if t.text in ("1", "10")]
         check(ticks == ["1", "10"], "log rank ticks at 1 and 10: %r" % ticks)
+        # each marked order has its dashed guide line, as in the PNG: at the mark's x, in its colour
+        marks = {}
+        for gg in root.iter(SVG + "g"):
+            if gg.get("class") == "series" and not gg.get("data-label", "").startswith("all "):
+                for c in gg.iter(SVG + "circle"):
+                    marks[round(float(c.get("cx")), 2)] = c.get("fill")
+        guides = {round(float(l.get("x1")), 2): l.get("stroke") for l in root.iter(SVG + "line")
+                  if l.get("class") == "guide"}
+        check(len(marks) >= 2 and guides == marks and
+              all(l.get("stroke-dasharray") for l in root.iter(SVG + "line") if l.get("class") == "guide"),
+              "SVG landscape guide lines at the marked orders: guides %r, marks %r" % (guides, marks))
+        grid = [l for l in root.iter(SVG + "line") if l.get("class") == "grid"]
+        check(len(grid) >= 4, "SVG grid lines at the ticks: %d" % len(grid))
 
     # --size and --font-scale
     big, big2 = os.path.join(work, "big.png"), os.path.join(work, "big2.png")
