@@ -866,10 +866,25 @@ LS_HOT void ls_eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair)[LS
                 v8f inv = 1.0f / sum;
                 for (int i = 0; i < n; i++) g[i] *= inv;
             }
-            // the mix: z = base + sum_i g_i Y_i, and its lane sums
+            // the mix: z = base + sum_i g_i Y_i, and its lane sums, over the
+            // slots with a weight in some lane: a top-k router leaves the others
+            // at exactly 0 in every lane (64 experts, top-8: a third of the
+            // slots; 256: three quarters), and a zero term adds nothing, so
+            // skipping them changes no bit (and, as the evaluator, never reads
+            // an unselected expert's output)
             const v8f *yb[LS_MAX_N];
-            for (int i = 0; i < n; i++)
-                yb[i] = (const v8f *)(Y0 + (size_t)pair[j][i] * ystride + (size_t)b * d * LS_L);
+            v8f ga[LS_MAX_N];
+            int na = 0;
+            for (int i = 0; i < n; i++) {
+                if (topk || general) {
+                    const v8i gz = (v8i)g[i];
+                    int any = 0;
+                    for (int l = 0; l < LS_L; l++) any |= gz[l];
+                    if (!any) continue;
+                }
+                ga[na] = g[i];
+                yb[na++] = (const v8f *)(Y0 + (size_t)pair[j][i] * ystride + (size_t)b * d * LS_L);
+            }
             // eight q at a time: eight independent FMA chains (one per q),
             // each summing base + g_0 Y_0 + g_1 Y_1 + ... in slot order
             v8f zs = (v8f){0}, z2 = (v8f){0};
@@ -877,8 +892,8 @@ LS_HOT void ls_eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair)[LS
             for (; q + 8 <= d; q += 8) {
                 v8f a0 = bb[q], a1 = bb[q + 1], a2 = bb[q + 2], a3 = bb[q + 3];
                 v8f a4 = bb[q + 4], a5 = bb[q + 5], a6 = bb[q + 6], a7 = bb[q + 7];
-                for (int i = 0; i < n; i++) {
-                    const v8f gi = g[i], *y = yb[i] + q;
+                for (int i = 0; i < na; i++) {
+                    const v8f gi = ga[i], *y = yb[i] + q;
                     a0 += gi * y[0], a1 += gi * y[1], a2 += gi * y[2], a3 += gi * y[3];
                     a4 += gi * y[4], a5 += gi * y[5], a6 += gi * y[6], a7 += gi * y[7];
                 }
@@ -891,7 +906,7 @@ LS_HOT void ls_eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair)[LS
             }
             for (; q < d; q++) {
                 v8f a = bb[q];
-                for (int i = 0; i < n; i++) a += g[i] * yb[i][q];
+                for (int i = 0; i < na; i++) a += ga[i] * yb[i][q];
                 z[q] = a;
                 zs += a;
                 z2 += a * a;
