@@ -54,6 +54,11 @@ void moe_row_axpy(float *restrict dr, float g, const float *restrict y, int d);
  * act(H + b1, H3 + b3) (H3 (m, h) holds X W3^T, NULL otherwise). */
 void moe_hidden_act(const moe_expert *e, const moe_config *c, float *H, const float *H3, int m);
 
+/* Y (m, d) = W2 act(H + b1) + b2 (or the gated form) from the first layer's
+ * products H = X W1^T and H3 = X W3^T (m, h), which it overwrites: the second
+ * half of moe_expert_forward. */
+void moe_expert_finish(const moe_expert *e, const moe_config *c, float *H, const float *H3, int m, float *Y);
+
 /* Y (m, d) = E(X) for X (m, d): W2 act(W1 x + b1) + b2 or the gated form.
  * H and H3 are (m, h) workspaces (H3 only for gated activations, else it may
  * be NULL). c->h is the expert's hidden width (moe_shared_config for shared

@@ -542,17 +542,22 @@ static void ls_plan_fill(lsx *x) {
         per_block += (size_t)LS_L * (pb->nn + (size_t)(pb->npairs + SH_COUNT) * pl->Cp) * sizeof(float);
     size_t per_head = pl->head_floats * sizeof(float);
     size_t per_t = (size_t)pl->nb * per_block + per_head;
+    // the first layers once: per held block, whatever the number of points
+    pl->first_once = ls_first_applies(x);
+    size_t per_first = pl->first_once ? (size_t)LS_L * 2 * pb->n * pb->h * sizeof(float) *
+                                            (moe_act_glu(pb->cfg->act) ? 2 : 1) : 0;
+    size_t all_first = (size_t)pl->nb * per_first;
     double mb = pb->o->mem_mb > 0 ? pb->o->mem_mb : 1024.0;
     size_t budget = (size_t)(mb * 1024.0 * 1024.0);
     pl->nbc = pl->nb;
-    if (per_t <= budget) {
-        pl->cap_t = (int)(budget / per_t);
+    if (per_t + all_first <= budget) {
+        pl->cap_t = (int)((budget - all_first) / per_t);
     } else {
         pl->cap_t = 1;
         size_t avail = budget > per_head ? budget - per_head : 0;
         // whole panels; at least one, even over the budget
         const long pblk = LS_PANEL / LS_L;
-        long fit = (long)(avail / per_block) / pblk * pblk;
+        long fit = (long)(avail / (per_block + per_first)) / pblk * pblk;
         pl->nbc = fit < pblk ? (int)pblk : fit < pl->nb ? (int)fit : pl->nb;
         if (pl->nbc > pl->nb) pl->nbc = pl->nb;
     }
@@ -567,6 +572,7 @@ static void ls_plan_fill(lsx *x) {
     pl->Y_bytes = (size_t)pl->cap_t * pb->npairs * pl->lane_d * sizeof(float);
     pl->base_floats = (size_t)pl->cap_t * SH_COUNT * pl->lane_d;
     pl->head_total = (size_t)pl->cap_t * (pl->head_floats ? pl->head_floats : 1);
+    pl->F_floats = pl->first_once ? 2 * (size_t)pb->n * pl->Nc * pb->h : 0;
     if (pl->prefix) {
         pl->E_floats = pl->S_floats;
         pl->HY_floats = (size_t)pl->cap_t * (pb->npairs + SH_COUNT) * pl->Nc * pl->Cp;
@@ -654,6 +660,10 @@ static void ls_alloc(lsx *x, ls_named *nm) {
         x->ck.E = big_alloc(pl->E_floats * sizeof(float));
         x->ck.HY = big_alloc(pl->HY_floats * sizeof(float));
         x->ck.pfx_ok = ms_calloc((size_t)pl->cap_t, 1);
+    }
+    if (pl->first_once) {
+        x->ck.F = big_alloc(pl->F_floats * sizeof(float));
+        if (moe_act_glu(pb->cfg->act)) x->ck.F3 = big_alloc(pl->F_floats * sizeof(float));
     }
     if (pb->cfg->has_corr_bias) x->ck.corr = ms_malloc((size_t)pl->cap_t * pb->nn * sizeof(float));
     x->ck.cur_sc = -1;
@@ -1069,6 +1079,8 @@ static void ls_release(lsx *x, ls_named *nm) {
     big_free(x->ck.E, x->pl.E_floats * sizeof(float));
     big_free(x->ck.HY, x->pl.HY_floats * sizeof(float));
     free(x->ck.pfx_ok);
+    big_free(x->ck.F, x->pl.F_floats * sizeof(float));
+    if (x->ck.F3) big_free(x->ck.F3, x->pl.F_floats * sizeof(float));
     ls_endpoint_free(&x->pb.own[0]);
     ls_endpoint_free(&x->pb.own[1]);
     void *pbuf[] = {x->pb.perm, x->pb.pj, x->pb.DBn, x->pb.lab8, x->pb.tg8, x->pb.shmem,

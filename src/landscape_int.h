@@ -123,6 +123,8 @@ typedef struct {
     int prefix;      /* the kernel's prefix path is used (ls_prefix_applies) */
     int prefix_wide; /* ... on 16-float vectors (set by ls_prefix_prepare) */
     size_t E_floats, HY_floats; /* its chunk buffers (0 without it) */
+    int first_once;  /* the pairs' first layers from per-expert products (ls_first_applies) */
+    size_t F_floats; /* ... one of its chunk buffers F, F3: 2n Nc h (0 without it) */
 } ls_plan;
 
 /* The current chunk of points and, within it, of samples. */
@@ -144,6 +146,10 @@ typedef struct {
     float *HY;       // (cap_t, npairs + SH_COUNT, nbc, Cp, LS_L) folded head times the
                      // centred pair outputs, then times the centred shared variants
     unsigned char *pfx_ok; // (cap_t) the prefix path holds at that t (no exp underflows)
+    /* first layers once (ls_plan.first_once), NULL without: X W1^T + 0 of A's
+     * slots (rows 0..n-1) and of B's experts as stored (n..2n-1), any t */
+    float *F;        // (2n, Nc, h) X W1^T
+    float *F3;       // (2n, Nc, h) X W3^T (gated activations), NULL otherwise
 } ls_chunk;
 
 /* Per-order results over the points done so far. */
@@ -190,7 +196,7 @@ typedef struct {
 typedef struct {
     lsx *x;
     long nitems, next, grain;
-    int kind;            /* 0 precompute, 1 orders */
+    int kind;            /* 0 precompute, 1 orders, 2 first layers (ls_plan.first_once) */
     const long *list;    /* kind 1: order indices (NULL: all), */
     long nlist;
     double bmax;         /* kind 1: stop an order once its barrier reaches this */
@@ -240,6 +246,16 @@ extern int ls_prefix_wide;
 int ls_prefix_wide_cpu(void);
 /* its per-chunk precompute, once the chunk's S, Y, base and head are final */
 void ls_prefix_prepare(lsx *x);
+
+/* landscape_sweep.c: the pair outputs' first layers from per-expert products
+ * (x W1(t)^T = (1-t) x W1A^T + t x W1B'^T: 2n GEMMs per sample chunk instead
+ * of one per pair and t, a third of the precompute's flops). Applies to layers
+ * of at least LS_FIRST_MIN weights per matrix (h d): below, the precompute costs
+ * nothing and the evaluator's arithmetic (interpolate, then multiply) is kept
+ * bit for bit. ls_first_once = 0 turns it off, 1 on at any size (tests). */
+#define LS_FIRST_MIN 16384
+extern int ls_first_once;
+int ls_first_applies(const lsx *x);
 
 /* landscape_kernel.c: loss sums of m orders at the chunk's point tc (see there) */
 void ls_eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX_N],

@@ -75,18 +75,20 @@ static void expert_lerp(moe_expert *out, const moe_expert *a, const moe_expert *
 
 /* out = (1-t) a + t b', where b' is b with its hidden units permuted by P
  * (unit u of b' is unit P[u] of b, as moe_expert_permute_hidden): the same
- * float arithmetic as expert_lerp on a permuted copy, without the copy. */
+ * float arithmetic as expert_lerp on a permuted copy, without the copy.
+ * Without first_w, W1 and W3 are left alone (the first layers come from
+ * per-expert products: pair_first_layers). */
 static void expert_lerp_perm(moe_expert *out, const moe_expert *a, const moe_expert *b,
-                             const int *P, const moe_config *c, double t) {
+                             const int *P, const moe_config *c, double t, int first_w) {
     size_t h = (size_t)c->h, d = (size_t)c->d;
     float ta = (float)(1.0 - t), tb = (float)t;
     // W1 (h, d), W3 (h, d): row u from b's row P[u]; b1, b3 likewise
     for (size_t u = 0; u < h; u++) {
         size_t pu = (size_t)P[u];
-        vlerp(out->fc1_w + u * d, a->fc1_w + u * d, b->fc1_w + pu * d, d, t);
+        if (first_w) vlerp(out->fc1_w + u * d, a->fc1_w + u * d, b->fc1_w + pu * d, d, t);
         out->fc1_b[u] = ta * a->fc1_b[u] + tb * b->fc1_b[pu];
         if (moe_act_glu(c->act)) {
-            vlerp(out->fc3_w + u * d, a->fc3_w + u * d, b->fc3_w + pu * d, d, t);
+            if (first_w) vlerp(out->fc3_w + u * d, a->fc3_w + u * d, b->fc3_w + pu * d, d, t);
             out->fc3_b[u] = ta * a->fc3_b[u] + tb * b->fc3_b[pu];
         }
     }
@@ -112,6 +114,58 @@ void ls_to_lanes(float *dst, const float *src, int N, int width, int nb) {
                 for (int q = 0; q < width; q++) db[(size_t)q * LS_L + l] = 0.0f;
             }
         }
+    }
+}
+
+/* ---- the first layers once ----
+ * A pair's expert at t is E(t) = (1-t) E_A + t E_B' (B' = B's expert with its
+ * hidden units permuted by the pair's P), and its first layer is linear in the
+ * weights: x W1(t)^T = (1-t) x W1A^T + t (x W1B^T)[P]. So X W1^T (and X W3^T)
+ * are multiplied once per sample chunk for each of A's n slots and B's n
+ * experts (2n GEMMs) and every pair at every t mixes them (N h adds) before
+ * its activation and second layer: a third of the precompute's GEMM flops. */
+int ls_first_once = -1;
+
+int ls_first_applies(const lsx *x) {
+    if (ls_first_once >= 0) return ls_first_once;
+    return (long)x->pb.h * x->pb.d >= LS_FIRST_MIN;
+}
+
+/* F, F3 rows of item e (< n: A's slot e; else B's expert e - n) for the chunk's samples */
+static void first_item(lsx *x, long item) {
+    int n = x->pb.n, d = x->pb.d, h = x->pb.h, r0 = x->ck.b0 * LS_L;
+    int N = x->pb.N - r0 < x->ck.nbn * LS_L ? x->pb.N - r0 : x->ck.nbn * LS_L;
+    const float *X = x->pb.E->inputs + (size_t)r0 * d; // (N, d)
+    const moe_expert *e = item < n ? &x->pb.A->experts[item] : &x->pb.B->experts[item - n];
+    size_t off = (size_t)item * x->pl.Nc * h;
+    // F (N, h) = X (N, d) W1^T, W1 is (h, d); F3 likewise with W3
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, h, d, 1.0f, X, d, e->fc1_w, d, 0.0f,
+                x->ck.F + off, h);
+    if (x->ck.F3)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, h, d, 1.0f, X, d, e->fc3_w, d, 0.0f,
+                    x->ck.F3 + off, h);
+}
+
+/* Y (N, d) of pair p at t: H = (1-t) F_A + t F_B[:, P] per panel, then the
+ * activation with e's (interpolated) biases and e's second layer. */
+static void pair_first_layers(lsx *x, ls_ws *w, const moe_expert *e, int i, int j, const int *P, double t,
+                              int N, float *Y) {
+    const moe_config *c = x->pb.cfg;
+    int n = x->pb.n, h = x->pb.h;
+    float ta = (float)(1.0 - t), tb = (float)t;
+    size_t ca = (size_t)i * x->pl.Nc * h, cb = (size_t)(n + j) * x->pl.Nc * h;
+    for (int r = 0; r < N; r += LS_PANEL) {
+        int np = N - r < LS_PANEL ? N - r : LS_PANEL;
+        for (int k = 0; k < 1 + (x->ck.F3 != NULL); k++) {
+            const float *F = k ? x->ck.F3 : x->ck.F;
+            float *H = k ? w->H3 : w->H; // (np, h)
+            for (int rr = 0; rr < np; rr++) {
+                const float *fa = F + ca + (size_t)(r + rr) * h, *fb = F + cb + (size_t)(r + rr) * h;
+                float *hr = H + (size_t)rr * h;
+                for (int u = 0; u < h; u++) hr[u] = ta * fa[u] + tb * fb[P[u]];
+            }
+        }
+        moe_expert_finish(e, c, w->H, w->H3, np, Y + (size_t)r * c->d);
     }
 }
 
@@ -219,9 +273,12 @@ static void pre_item(lsx *x, int tid, long item) {
         int i = p < x->pb.nn ? p / n : p - x->pb.nn;
         moe_expert e;
         moe_expert_carve(&e, c, w->E);
-        expert_lerp_perm(&e, &x->pb.A->experts[i], &x->pb.B->experts[x->pb.pj[p]],
-                         x->pb.perm + (size_t)p * x->pb.h, c, t);
-        expert_apply_panels(&e, c, X, N, w, w->Ye);
+        const int *P = x->pb.perm + (size_t)p * x->pb.h, first = x->pl.first_once;
+        expert_lerp_perm(&e, &x->pb.A->experts[i], &x->pb.B->experts[x->pb.pj[p]], P, c, t, !first);
+        if (first)
+            pair_first_layers(x, w, &e, i, x->pb.pj[p], P, t, N, w->Ye);
+        else
+            expert_apply_panels(&e, c, X, N, w, w->Ye);
         ls_to_lanes(ls_Y_at(x, tc, p), w->Ye, N, d, x->ck.nbn);
         return;
     }
@@ -408,7 +465,9 @@ static void *ls_worker(void *arg) {
         long e = s + job->grain < job->nitems ? s + job->grain : job->nitems;
         for (long it = s; it < e; it++) {
             if (ls_cancelled(x)) goto out;
-            if (job->kind == 0) {
+            if (job->kind == 2) {
+                first_item(x, it);
+            } else if (job->kind == 0) {
                 // this process's pair items, then the per-t ones
                 long npi = (long)x->ck.ntc * x->pb.npairs;
                 pre_item(x, a->tid, it < job->pre_count ? job->pre_first + it
@@ -516,9 +575,13 @@ int ls_load_samples(lsx *x, int sc) {
     ls_job job = {.x = x, .nitems = hi - lo + rest, .grain = 1, .kind = 0,
                   .what = "precomputing pairs", .unit = 1, .ptotal = hi - lo + rest,
                   .pre_first = lo, .pre_count = hi - lo};
+    // the first layers of A's slots and B's experts, for every pair (every process: 2n GEMMs)
+    ls_job first = {.x = x, .nitems = 2L * x->pb.n, .grain = 1, .kind = 2,
+                    .what = "precomputing first layers", .unit = 1, .ptotal = 2L * x->pb.n};
     x->ck.cur_sc = -1;
     double t0 = ls_now(), c0 = ls_cpu_now();
-    int rc = ls_run_job(x, &job);
+    int rc = x->pl.first_once ? ls_run_job(x, &first) : 0;
+    if (!rc) rc = ls_run_job(x, &job);
     x->rs.L->secs_step[LS_STEP_PRE] += ls_now() - t0;
     x->rs.L->cpu_step[LS_STEP_PRE] += ls_cpu_now() - c0;
     if (rc) return -1;

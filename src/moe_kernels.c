@@ -75,6 +75,11 @@ void moe_expert_forward(const moe_expert *e, const moe_config *c, const float *X
     if (moe_act_glu(c->act))
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, h, d, 1.0f, X, d, e->fc3_w, d,
                     0.0f, H3, h);
+    moe_expert_finish(e, c, H, H3, m, Y);
+}
+
+void moe_expert_finish(const moe_expert *e, const moe_config *c, float *H, const float *H3, int m, float *Y) {
+    int d = c->d, h = c->h;
     moe_hidden_act(e, c, H, H3, m);
     // Y (m, d) = H (m, h) W2^T + b2, W2 is (d, h)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, d, h, 1.0f, H, h, e->fc2_w, h, 0.0f, Y,
