@@ -293,6 +293,23 @@ static int match_experts(const moe_expert *ref, moe_expert *ex, int count, const
     return rc;
 }
 
+/* ord (s): B's shared experts' order, by the expert cost whenever the order
+ * stage runs; one shared expert (DeepSeek-V3, Qwen) has only the one order, so
+ * no cost (at DeepSeek-V3 size its cost alone is a TFLOP). */
+static int shared_order(const moe_model *A, const moe_model *B, const align_opts *o, int *ord, ms_err *err) {
+    int s = A->cfg.s;
+    if (s <= 1 || !(o->order || o->order_stage)) {
+        identity(ord, s);
+        return 0;
+    }
+    double *Cs = ms_malloc((size_t)s * s * sizeof(double)); // (s,s)
+    double tot;
+    int rc = cost_matrix_shared(A, B, Cs, err);
+    if (!rc) rc = order_by_cost(Cs, s, ord, &tot, err);
+    free(Cs);
+    return rc ? -1 : 0;
+}
+
 /* Step 1: the expert order (and the shared experts' order) into res. */
 static int align_orders(const moe_model *A, const moe_model *B, const expert_source *sa,
                         const expert_source *sb, const align_opts *o, align_result *res,
@@ -316,18 +333,7 @@ static int align_orders(const moe_model *A, const moe_model *B, const expert_sou
     } else {
         identity(res->order, n);
     }
-    // shared experts: ordered by the expert cost whenever the order stage runs
-    if (s > 0 && (o->order || o->order_stage)) {
-        double *Cs = ms_malloc((size_t)s * s * sizeof(double)); // (s,s)
-        double tot;
-        int rc = cost_matrix_shared(A, B, Cs, err);
-        if (!rc) rc = order_by_cost(Cs, s, res->shared_order, &tot, err);
-        free(Cs);
-        if (rc) return -1;
-    } else if (s > 0) {
-        identity(res->shared_order, s);
-    }
-    return 0;
+    return s > 0 ? shared_order(A, B, o, res->shared_order, err) : 0;
 }
 
 /* (largest |a - b|, largest |a|) so far, taking in one pair of parameters */
@@ -502,15 +508,7 @@ int align_shared(const moe_model *A, const moe_model *B, const align_opts *o, mo
     int s = c->s, rc = 0;
     if (s <= 0) return 0;
     int *ord = ms_malloc((size_t)s * (1 + (size_t)sc.h) * sizeof(int)), *perm = ord + s;
-    if (o->order || o->order_stage) { // as align_orders: by the expert cost
-        double *Cs = ms_malloc((size_t)s * s * sizeof(double)); // (s,s)
-        double tot;
-        rc = cost_matrix_shared(A, B, Cs, err);
-        if (!rc) rc = order_by_cost(Cs, s, ord, &tot, err);
-        free(Cs);
-    } else {
-        identity(ord, s);
-    }
+    rc = shared_order(A, B, o, ord, err);
     for (int j = 0; j < s && !rc; j++) moe_expert_copy(&out[j], &B->shared[ord[j]], &sc);
     double *S = !rc && o->wm_stage ? ms_malloc((size_t)sc.h * sc.h * sizeof(double)) : NULL;
     if (!rc) rc = match_experts(A->shared, out, s, ord, perm, o->wm_stage, &sc, S, "shared expert", err);
