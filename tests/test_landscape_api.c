@@ -166,6 +166,31 @@ int ls_prefix_wide_cpu(void);
 
 static double rel_diff(double a, double b) { return fabs(a - b) / fmax(1.0, fabs(b)); }
 
+/* Two runs of one landscape by different arithmetic: the largest relative
+ * difference of any order's barrier or AUC and of the methods' curves; orders
+ * of Lr missing from Lp, and accuracy barriers more than 1/N apart, counted. */
+static double worst_rel_diff(const landscape *Lp, const landscape *Lr, int N, int *missing, int *acc_off) {
+    double worst = 0.0;
+    *missing = *acc_off = 0;
+    for (long k = 0; k < Lr->norders; k++) {
+        int ob[LS_MAX_N];
+        long q = find_row(Lp, row_order(Lr, k, ob));
+        if (q < 0) {
+            (*missing)++;
+            continue;
+        }
+        worst = fmax(worst, rel_diff(Lp->rows[q].barrier, Lr->rows[k].barrier));
+        worst = fmax(worst, rel_diff(Lp->rows[q].auc, Lr->rows[k].auc));
+        if (!(fabs(Lp->rows[q].acc_barrier - Lr->rows[k].acc_barrier) <= 1.0 / N + 1e-12) &&
+            !(isnan(Lp->rows[q].acc_barrier) && isnan(Lr->rows[k].acc_barrier)))
+            (*acc_off)++;
+    }
+    for (int m = 0; m < 2; m++)
+        for (int t = 0; t < Lr->T; t++)
+            worst = fmax(worst, rel_diff(Lp->methods[m].loss[t], Lr->methods[m].loss[t]));
+    return worst;
+}
+
 static void prefix_case(const char *what, const moe_model *A, const moe_model *B, const evalset *E,
                         int fallback) {
     ls_opts o;
@@ -184,24 +209,8 @@ static void prefix_case(const char *what, const moe_model *A, const moe_model *B
         if (!rp) landscape_free(&Lp);
         return;
     }
-    double worst = 0.0;
     int missing = 0, acc_off = 0;
-    for (long k = 0; k < Lr.norders; k++) {
-        int ob[LS_MAX_N];
-        long q = find_row(&Lp, row_order(&Lr, k, ob));
-        if (q < 0) {
-            missing++;
-            continue;
-        }
-        worst = fmax(worst, rel_diff(Lp.rows[q].barrier, Lr.rows[k].barrier));
-        worst = fmax(worst, rel_diff(Lp.rows[q].auc, Lr.rows[k].auc));
-        if (!(fabs(Lp.rows[q].acc_barrier - Lr.rows[k].acc_barrier) <= 1.0 / E->N + 1e-12) &&
-            !(isnan(Lp.rows[q].acc_barrier) && isnan(Lr.rows[k].acc_barrier)))
-            acc_off++;
-    }
-    for (int m = 0; m < 2; m++)
-        for (int t = 0; t < Lr.T; t++)
-            worst = fmax(worst, rel_diff(Lp.methods[m].loss[t], Lr.methods[m].loss[t]));
+    double worst = worst_rel_diff(&Lp, &Lr, E->N, &missing, &acc_off);
     CHECK(missing == 0 && acc_off == 0, "%s: %d orders missing, %d accuracy barriers off by more than 1/N",
           what, missing, acc_off);
     if (fallback) {
@@ -301,24 +310,12 @@ static void test_first_layers(void) {
             CHECK(rr == 0 && rf == 0, "first layers (act %d, chunked %d): both run (%s)", a, chunked,
                   rr || rf ? err.msg : "");
             if (rr == 0 && rf == 0) {
-                double worst = 0.0;
-                long missing = 0;
-                for (long k = 0; k < Lr.norders; k++) {
-                    int ob[LS_MAX_N];
-                    long q = find_row(&Lf, row_order(&Lr, k, ob));
-                    if (q < 0) {
-                        missing++;
-                        continue;
-                    }
-                    worst = fmax(worst, rel_diff(Lf.rows[q].barrier, Lr.rows[k].barrier));
-                    worst = fmax(worst, rel_diff(Lf.rows[q].auc, Lr.rows[k].auc));
-                }
-                for (int m = 0; m < 2; m++)
-                    for (int t = 0; t < Lr.T; t++)
-                        worst = fmax(worst, rel_diff(Lf.methods[m].loss[t], Lr.methods[m].loss[t]));
-                CHECK(missing == 0 && worst <= 1e-5 && worst > 0.0,
-                      "first layers once (act %d, chunked %d): %ld orders missing, largest relative difference "
-                      "%.3g", a, chunked, missing, worst);
+                int missing, acc_off;
+                double worst = worst_rel_diff(&Lf, &Lr, E.N, &missing, &acc_off);
+                CHECK(missing == 0 && acc_off == 0 && worst <= 1e-5 && worst > 0.0,
+                      "first layers once (act %d, chunked %d): %d orders missing, %d accuracy barriers off, "
+                      "largest relative difference "
+                      "%.3g", a, chunked, missing, acc_off, worst);
                 CHECK(Lf.rank[0] == Lr.rank[0] && Lf.rank[1] == Lr.rank[1],
                       "first layers once (act %d, chunked %d): same ranks (%d %d vs %d %d)", a, chunked,
                       Lf.rank[0], Lf.rank[1], Lr.rank[0], Lr.rank[1]);
