@@ -208,6 +208,12 @@ static void print_header(const landscape *L, const ls_opts *lo) {
 static void print_sampled(const landscape *L) {
     char cnt[48], est[48];
     ls_count_format(cnt, sizeof cnt, L->n_fact_log10);
+    // the chosen orders are evaluated beside the sample, not drawn into it, so
+    // they can lie below its best (L-hat is then 0: the best known is theirs)
+    printf("best, worst: of the %ld sampled orders%s\n", L->norders,
+           L->methods[0].barrier < L->rows[L->best].barrier || L->methods[1].barrier < L->rows[L->best].barrier
+               ? "; a chosen order lies below the sample's best"
+               : "");
     for (int m = 0; m < 2; m++) {
         double p = (double)(L->rank[m] - 1) / L->norders;
         if (p > 0) ls_count_format(est, sizeof est, log10(p) + L->n_fact_log10);

@@ -160,6 +160,11 @@ def scrambled(fam, seed):
         check(M["rank"] == 1 and M["rank_estimate"] == 1 and M["rank_percentile_ci95"][0] == 0,
               "%s scrambled: %s rank %s, estimate %s, CI %s" %
               (fam, m, M["rank"], M["rank_estimate"], M["rank_percentile_ci95"]))
+    # the best and worst rows are the sample's; the exact alignment lies below its best
+    best_sampled = min(o["barrier"] for o in J["orders"])
+    check(best_sampled > 1e-6 and "best, worst: of the 16 sampled orders; a chosen order lies below "
+          "the sample's best" in out, "%s scrambled: the text says best/worst are the sample's: %r" %
+          (fam, [l for l in out.splitlines() if l.startswith("best")]))
 
 
 def main():
