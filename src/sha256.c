@@ -150,13 +150,21 @@ void sha256_hex(const uint8_t dig[32], char out[65]) {
 }
 
 int sha256_file(const char *path, uint8_t out[32], long long *size, ms_err *err) {
+    return sha256_file_progress(path, out, size, NULL, err);
+}
+
+int sha256_file_progress(const char *path, uint8_t out[32], long long *size, void (*on_read)(size_t),
+                         ms_err *err) {
     FILE *f = fopen(path, "rb");
     if (!f) return ms_fail(err, "%s: cannot open for its SHA-256: %s", path, strerror(errno));
     sha256_ctx c;
     sha256_init(&c);
     static __thread uint8_t buf[1 << 16];
     size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0) sha256_update(&c, buf, got);
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
+        sha256_update(&c, buf, got);
+        if (on_read) on_read(got);
+    }
     int bad = ferror(f);
     fclose(f);
     if (bad) return ms_fail(err, "%s: read error while computing its SHA-256", path);

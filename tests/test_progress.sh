@@ -18,6 +18,10 @@ if command -v script >/dev/null; then
     check "tty: a load phase with MiB done/total" grep -aEq "load seed2  [0-9.]+/[0-9.]+ MiB" "$WORK/tty.log"
     check "tty: weight matching with rate and ETA" grep -aEq "weight matching  [0-9]+/4 experts .*experts/s  ETA" "$WORK/tty.log"
     check "tty: the line is erased at the end" grep -aq $'\r\033\[K' "$WORK/tty.log"
+    # a report's provenance hashes the checkpoints (gigabytes for a real folder): a phase of its own
+    MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' cost '$MA' '$MB' --json '$WORK/tty_cost.json'" "$WORK/tty2.log" >/dev/null 2>&1
+    check "tty: cost wrote its report" test -s "$WORK/tty_cost.json"
+    check "tty: hashing the inputs shows MiB done/total" grep -aEq "hash inputs  [0-9.]+/[0-9.]+ MiB" "$WORK/tty2.log"
 else
     fail "script(1) is needed for the terminal checks"
 fi
