@@ -383,18 +383,26 @@ static void result_alloc(align_result *res, const moe_config *c) {
     res->expert_diff = res->expert_scale = NAN;
 }
 
-int align_models_inplace(const moe_model *A, moe_model *B, const align_opts *o,
-                         align_result *res, ms_err *err) {
+/* Both paths' start: the result's arrays and Step 1 (the orders); on failure
+ * res holds nothing. */
+static int align_start(const moe_model *A, const moe_model *B, const expert_source *sa,
+                       const expert_source *sb, const align_opts *o, align_result *res, ms_err *err) {
     memset(res, 0, sizeof *res);
     if (moe_check_compatible(A, B, err)) return -1;
-    const moe_config *c = &A->cfg;
-    moe_config sc = moe_shared_config(c);
-    int n = c->n, h = c->h, s = c->s, hmax = sc.h > h ? sc.h : h;
-    result_alloc(res, c);
-    if (align_orders(A, B, NULL, NULL, o, res, err)) {
+    result_alloc(res, &A->cfg);
+    if (align_orders(A, B, sa, sb, o, res, err)) {
         align_result_free(res);
         return -1;
     }
+    return 0;
+}
+
+int align_models_inplace(const moe_model *A, moe_model *B, const align_opts *o,
+                         align_result *res, ms_err *err) {
+    if (align_start(A, B, NULL, NULL, o, res, err)) return -1;
+    const moe_config *c = &A->cfg;
+    moe_config sc = moe_shared_config(c);
+    int n = c->n, h = c->h, s = c->s, hmax = sc.h > h ? sc.h : h;
     // step 2: B's experts moved into their slots, then weight-matched one slot at a
     // time with one (h,h) workspace, each permuted where it lies
     experts_reorder(B->experts, n, res->order, moe_expert_size(c));
@@ -425,16 +433,10 @@ int align_models_inplace(const moe_model *A, moe_model *B, const align_opts *o,
 int align_models_stream(const moe_model *A, const expert_source *sa, moe_model *B,
                         const expert_source *sb, const align_opts *o, align_result *res,
                         ms_err *err) {
-    memset(res, 0, sizeof *res);
-    if (moe_check_compatible(A, B, err)) return -1;
+    if (align_start(A, B, sa, sb, o, res, err)) return -1;
     const moe_config *c = &A->cfg;
     moe_config sc = moe_shared_config(c);
     int n = c->n, h = c->h, s = c->s, hmax = sc.h > h ? sc.h : h;
-    result_alloc(res, c);
-    if (align_orders(A, B, sa, sb, o, res, err)) {
-        align_result_free(res);
-        return -1;
-    }
     // B's gate rows and shared experts in memory, as align_models_inplace aligns them
     gate_reorder(B, res->order);
     if (s > 0) experts_reorder(B->shared, s, res->shared_order, moe_expert_size(&sc));

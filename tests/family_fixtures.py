@@ -390,3 +390,20 @@ def weight_match(WA, WB, pi):
         perms.append(match(f(WA, "s1"), f(WA, "s3"), f(WA, "s2"), None, None,
                            f(WB, "s1"), f(WB, "s3"), f(WB, "s2"), None, None))
     return perms
+
+
+def tensors_f64(fam, W):
+    """The block's tensors as name -> float64 array, in the family's layout."""
+    return {name: to_float(dt, shape, raw).astype(np.float64) for name, dt, shape, raw in hf_tensors(fam, W)}
+
+
+def order_barrier_ref(fam, WA, WB, order, cfg, X, T):
+    """numpy's barrier and loss AUC of the layer-output curve from A to B reordered
+    by `order` (slot i holds B's expert order[i], weight-matched), and the tolerance
+    a float32 implementation is held to: 1e-5 + 1e-4 * the curve's largest loss."""
+    import family_ref
+    Bp = scramble(WB, list(order), weight_match(WA, WB, list(order)))
+    loss = family_ref.layer_curve(fam, tensors_f64(fam, WA), tensors_f64(fam, Bp), cfg,
+                                  prefix_of(fam, 1) + ".", X, T)
+    bar, auc = family_ref.barrier(loss)
+    return bar, auc, 1e-5 + 1e-4 * abs(loss).max()
