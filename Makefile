@@ -29,22 +29,36 @@ LDLIBS   := $(PKG_LIBS) $(CURSES_LIBS) -lpthread -lm
 
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
+# The source tree, by area (each folder one concern; include/ mirrors it):
+#   src/core      errors, allocation limits, progress, RNG, BLAS threads
+#   src/io        safetensors, checkpoint arguments, model families, codecs,
+#                 atomic files, provenance
+#   src/model     the MoE layer, its kernels, symmetry actions, the evaluator,
+#                 the small trainer of the samples
+#   src/align     expert costs, the assignment solver, weight matching, align
+#   src/landscape every expert order, curves, ranks, its reports
+#   src/plot      PNG/SVG figures and the bitmap font
+#   src/analysis  diagnose, study, lesson
+#   src/explore   the explorer's background workers (no curses)
+#   src/cli       main.c and the subcommands
+#   src/mpi       moescope-mpi's own files (compiled with MPI's headers)
+#   ui/           the ncurses explorer: the only code that sees curses
 # Three archives, one direction of dependence: ui -> cli -> library.
-#   libmoescope.a      src/ without the command line: loaders, alignment,
-#                      landscape, plots, the explorer's worker (no curses)
-#   libmoescope_cli.a  src/cli*.c and src/cmd_*.c, the subcommands
-#   libmoescope_ui.a   ui/, the explorer (the only code that sees curses)
-# main.c (the binary's entry) joins them. src/ is compiled without -Iui, so a
-# src/ file cannot include a ui/ header; tests/check_boundaries.sh checks it.
-CLI_SRC  := $(wildcard src/cli*.c) $(wildcard src/cmd_*.c)
-# moescope-mpi's own files (src/*mpi*.c) are compiled with MPI's headers and
-# linked only into it: the plain binary needs no MPI to build or run.
-MPI_SRC  := $(wildcard src/*mpi*.c)
-LIB_SRC  := $(filter-out $(CLI_SRC) $(MPI_SRC),$(wildcard src/*.c))
+#   libmoescope.a      every src/ folder but cli/ and mpi/ (no curses, no MPI)
+#   libmoescope_cli.a  src/cli/ without main.c
+#   libmoescope_ui.a   ui/
+# src/cli/main.c (the binary's entry) joins them. src/ is compiled without
+# -Iui, so a src/ file cannot include a ui/ header; tests/test_boundaries.sh
+# checks it.
+MAIN_SRC := src/cli/main.c
+CLI_SRC  := $(filter-out $(MAIN_SRC),$(wildcard src/cli/*.c))
+# the plain binary needs no MPI to build or run
+MPI_SRC  := $(wildcard src/mpi/*.c)
+LIB_SRC  := $(filter-out src/cli/% src/mpi/%,$(wildcard src/*/*.c))
 UI_SRC   := $(wildcard ui/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
-# -Iui for everything but src/ (ui/ itself, main.c, the UI's tests)
-ui_inc = $(if $(filter src/%,$(1)),,-Iui)
+# -Iui for everything but the library (ui/ itself, main.c, the UI's tests)
+ui_inc = $(if $(filter src/%,$(1)),$(if $(filter $(MAIN_SRC),$(1)),-Iui),-Iui)
 
 # $(1) = build dir, $(2) = extra CFLAGS
 define BUILD_RULES
@@ -57,7 +71,7 @@ $(1)/libmoescope_cli.a: $(patsubst %.c,$(1)/%.o,$(CLI_SRC))
 $(1)/libmoescope_ui.a: $(patsubst %.c,$(1)/%.o,$(UI_SRC))
 	@rm -f $$@
 	@echo "AR $$@" && ar rcs $$@ $$^
-$(1)/moescope: $(1)/main.o $(1)/libmoescope_ui.a $(1)/libmoescope_cli.a $(1)/libmoescope.a
+$(1)/moescope: $(1)/src/cli/main.o $(1)/libmoescope_ui.a $(1)/libmoescope_cli.a $(1)/libmoescope.a
 	$$(CC) $(2) -o $$@.tmp $$^ $$(LDLIBS) && mv -f $$@.tmp $$@
 $(1)/moescope-mpi: $(patsubst %.c,$(1)/%.o,$(MPI_SRC)) $(1)/libmoescope_cli.a $(1)/libmoescope.a
 	$$(CC) $(2) -o $$@.tmp $$^ $$(MPI_LIBS) $$(LDLIBS) && mv -f $$@.tmp $$@
@@ -80,14 +94,14 @@ $(patsubst %.c,$(REL)/%.o,$(MPI_SRC)) $(patsubst %.c,$(ASAN)/%.o,$(MPI_SRC)): CP
 MPI_BIN = $(if $(MPI_LIBS),$(1)/moescope-mpi)
 
 # The version reports carry: git describe of this tree, or (a release tarball
-# without .git) empty, and then src/provenance.c uses MS_VERSION_FALLBACK.
+# without .git) empty, and then src/io/provenance.c uses MS_VERSION_FALLBACK.
 # build/version.txt changes only when the description does, so only
 # provenance.o is rebuilt.
 MS_GIT_VERSION := $(if $(wildcard $(CURDIR)/.git),$(shell git -C $(CURDIR) describe --tags --always --dirty 2>/dev/null))
 $(shell mkdir -p build && v='$(MS_GIT_VERSION)'; \
     [ -f build/version.txt ] && [ "$$(cat build/version.txt)" = "$$v" ] || printf '%s' "$$v" > build/version.txt)
-$(REL)/src/provenance.o $(ASAN)/src/provenance.o: build/version.txt
-$(REL)/src/provenance.o $(ASAN)/src/provenance.o: CPPFLAGS += -DMS_GIT_VERSION='"$(MS_GIT_VERSION)"'
+$(REL)/src/io/provenance.o $(ASAN)/src/io/provenance.o: build/version.txt
+$(REL)/src/io/provenance.o $(ASAN)/src/io/provenance.o: CPPFLAGS += -DMS_GIT_VERSION='"$(MS_GIT_VERSION)"'
 $(eval $(call BUILD_RULES,$(REL),$(OPT) -g))
 $(eval $(call BUILD_RULES,$(ASAN),$(SAN_FLAGS)))
 
@@ -152,7 +166,7 @@ install: moescope
 
 # the version string the binary reports (git describe, else the fallback)
 version:
-	@v='$(MS_GIT_VERSION)'; [ -n "$$v" ] || v=$$(sed -n 's/^#define MS_VERSION_FALLBACK "\(.*\)"/\1/p' include/provenance.h); echo "$$v"
+	@v='$(MS_GIT_VERSION)'; [ -n "$$v" ] || v=$$(sed -n 's/^#define MS_VERSION_FALLBACK "\(.*\)"/\1/p' include/io/provenance.h); echo "$$v"
 
 clean:
 	rm -rf build moescope moescope-mpi

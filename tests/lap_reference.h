@@ -1,5 +1,5 @@
 /* lap_reference.h - the assignment solver's tie rule, stated as plain code:
- * a scalar, unoptimised copy of src/lap.c's algorithm (column reduction,
+ * a scalar, unoptimised copy of src/align/lap.c's algorithm (column reduction,
  * reduction transfer, two passes of augmenting row reduction, shortest
  * augmenting paths) with every minimum taken by a plain ascending loop, as
  * lap.h states the rule: between candidate columns a free (never assigned)

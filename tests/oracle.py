@@ -365,7 +365,7 @@ def align(A, B, method="expert", center=True, order_stage=True, wm_stage=True, o
 # ---------------------------------------------------------------- diagnostics
 # Added by the diagnostics helper: diag_expert_dist, diag_output_dist, diag_gate,
 # diag_topk_sigma, diag_routing, diag_margin, diag_slot_residuals. float64, from
-# the definitions in include/diagnose.h.
+# the definitions in include/analysis/diagnose.h.
 
 def _expert_vec(e, P=None):
     """All parameters of one expert as a vector, hidden units permuted by P."""

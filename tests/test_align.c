@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "align.h"
-#include "evaluator.h"
-#include "rng.h"
-#include "symmetry.h"
+#include "align/align.h"
+#include "model/evaluator.h"
+#include "core/rng.h"
+#include "model/symmetry.h"
 #include "testlib.h"
-#include "weight_matching.h"
+#include "align/weight_matching.h"
 
 typedef struct {
     int n, d, h, k, s, C;

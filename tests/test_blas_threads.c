@@ -10,7 +10,7 @@
 #include <sched.h>
 #include <stdint.h>
 
-#include "blas_threads.h"
+#include "core/blas_threads.h"
 #include "testlib.h"
 
 static void test_one_thread(void) {

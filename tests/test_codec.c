@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec.h"
-#include "safetensors.h"
+#include "io/codec.h"
+#include "io/safetensors.h"
 #include "testlib.h"
 
 static uint64_t rs = 88172645463325252ull;

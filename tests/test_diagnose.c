@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diagnose.h"
-#include "evaluator.h"
-#include "rng.h"
-#include "symmetry.h"
+#include "analysis/diagnose.h"
+#include "model/evaluator.h"
+#include "core/rng.h"
+#include "model/symmetry.h"
 #include "testlib.h"
 
 static void fill(float *x, size_t n, double scale, rng_t *r) {

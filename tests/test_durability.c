@@ -21,7 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "atomic_file.h"
+#include "io/atomic_file.h"
 #include "testlib.h"
 
 /* one recorded call: 'f' fsync of path (size bytes at the time), 'r' rename a -> b */

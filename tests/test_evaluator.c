@@ -8,10 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "evaluator.h"
-#include "model.h"
-#include "rng.h"
-#include "symmetry.h"
+#include "model/evaluator.h"
+#include "model/model.h"
+#include "core/rng.h"
+#include "model/symmetry.h"
 #include "testlib.h"
 
 static void fill_random(moe_model *m, uint64_t seed) {

@@ -16,10 +16,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "explore_worker.h"
-#include "progress.h"
-#include "rng.h"
-#include "symmetry.h"
+#include "explore/explore_worker.h"
+#include "core/progress.h"
+#include "core/rng.h"
+#include "model/symmetry.h"
 #include "testlib.h"
 
 static void fill(float *x, size_t cnt, rng_t *r, double sc) {

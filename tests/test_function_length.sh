@@ -35,7 +35,7 @@ found=$(long_functions "$WORK/plant.c")
 check "a 151-line function is found ($found)" grep -q "long_one 151" <<<"$found"
 check "a 150-line function is not" bash -c '! grep -q short_one <<<"$1"' _ "$found"
 
-files=$(ls src/*.c ui/*.c | grep -v kernel)
+files=$(find src ui -name "*.c" | sort | grep -v kernel)
 # shellcheck disable=SC2086
 offenders=$(long_functions $files)
 while read -r f fn n; do

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "moe_kernels.h"
-#include "rng.h"
+#include "model/moe_kernels.h"
+#include "core/rng.h"
 #include "testlib.h"
 
 /* brute force: rank of i = #{j : s_j > s_i or (s_j == s_i and j < i)} */

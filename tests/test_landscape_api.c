@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "landscape.h"
-#include "rng.h"
+#include "landscape/landscape.h"
+#include "core/rng.h"
 #include "testlib.h"
 
 static void fill(float *p, size_t cnt, rng_t *r, double scale) {

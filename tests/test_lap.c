@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lap.h"
+#include "align/lap.h"
 #include "lap_reference.h"
-#include "rng.h"
+#include "core/rng.h"
 #include "testlib.h"
 
 /* row_to_col (nr) is a valid assignment of (nr, nc): injective, all rows

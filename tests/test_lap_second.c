@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lap.h"
-#include "rng.h"
+#include "align/lap.h"
+#include "core/rng.h"
 #include "testlib.h"
 
 /* Murty's split with lap_solve, minimising s * cost. */

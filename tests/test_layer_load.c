@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "diagnose.h"
+#include "analysis/diagnose.h"
 #include "layer_load.h"
-#include "progress.h"
+#include "core/progress.h"
 #include "testlib.h"
 
 static void make_model(moe_model *m, const char *layer, unsigned seed) {

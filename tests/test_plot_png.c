@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bitmap_font.h"
-#include "plot_png.h"
-#include "rng.h"
+#include "plot/bitmap_font.h"
+#include "plot/plot_png.h"
+#include "core/rng.h"
 #include "testlib.h"
 
 /* Pixels of buf (h,w,3) in rows [y0,y1) within RGB distance tol of rgb. */

@@ -4,7 +4,7 @@ and SHA-256, threads, points, date, ranks = processes); the landscape and curve 
 with "# " lines; PNGs carry tEXt chunks. The SHA-256 of each input equals
 sha256sum's; the version equals `moescope --version` and is not empty, also in
 a copy of the sources without .git (a release tarball), where the Makefile
-falls back to the constant in include/provenance.h."""
+falls back to the constant in include/io/provenance.h."""
 import hashlib
 import json
 import os
@@ -111,12 +111,12 @@ def test_tarball(tmp):
         shutil.copytree(os.path.join(ROOT, d), os.path.join(src, d))
     shutil.copy(os.path.join(ROOT, "Makefile"), src)
     r = subprocess.run(["make", "-s", "-C", src, "version"], capture_output=True, text=True)
-    fallback = re.search(r'#define MS_VERSION_FALLBACK "(.*)"', open(os.path.join(ROOT, "include", "provenance.h")).read())
+    fallback = re.search(r'#define MS_VERSION_FALLBACK "(.*)"', open(os.path.join(ROOT, "include", "io", "provenance.h")).read())
     check(r.returncode == 0 and fallback and r.stdout.strip() == fallback.group(1) != "",
           "tarball: make version is the fallback (%r)" % r.stdout.strip())
     # provenance lists a checkpoint folder's files with the checkpoint reader
-    objs = ["build/rel/src/%s.o" % m for m in ("provenance", "sha256", "ms_error", "checkpoint", "safetensors",
-                                                "atomic_file", "progress")]
+    objs = ["build/rel/src/%s.o" % m for m in ("io/provenance", "io/sha256", "core/ms_error", "io/checkpoint",
+                                                "io/safetensors", "io/atomic_file", "core/progress")]
     r = subprocess.run(["make", "-s", "-C", src] + objs, capture_output=True, text=True)
     check(r.returncode == 0, "tarball: provenance.o compiles (%s)" % r.stderr[-300:])
     if r.returncode:

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rank.h"
-#include "rng.h"
+#include "landscape/rank.h"
+#include "core/rng.h"
 #include "testlib.h"
 
 #define W 4 /* order width: 24 distinct orders */

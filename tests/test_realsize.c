@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "align.h"
-#include "cost_matrix.h"
-#include "ms_limits.h"
-#include "rng.h"
+#include "align/align.h"
+#include "align/cost_matrix.h"
+#include "core/ms_limits.h"
+#include "core/rng.h"
 #include "testlib.h"
 
 static void random_model(moe_model *m, int n, int d, int h, moe_act act, uint64_t seed) {

@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "atomic_file.h"
-#include "safetensors.h"
+#include "io/atomic_file.h"
+#include "io/safetensors.h"
 #include "testlib.h"
 
 static char tmpdir[256];

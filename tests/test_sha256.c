@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sha256.h"
+#include "io/sha256.h"
 #include "testlib.h"
 
 static void hex_of(const void *msg, size_t len, char out[65]) {

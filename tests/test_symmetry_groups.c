@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "align.h"
-#include "evaluator.h"
-#include "lap.h"
-#include "model.h"
-#include "rng.h"
-#include "symmetry.h"
+#include "align/align.h"
+#include "model/evaluator.h"
+#include "align/lap.h"
+#include "model/model.h"
+#include "core/rng.h"
+#include "model/symmetry.h"
 #include "testlib.h"
 
 typedef struct {

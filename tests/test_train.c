@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "evaluator.h"
-#include "rng.h"
+#include "model/evaluator.h"
+#include "core/rng.h"
 #include "testlib.h"
-#include "train.h"
+#include "model/train.h"
 
 typedef struct {
     const char *name;

@@ -19,7 +19,8 @@ if ! command -v tmux >/dev/null; then
     summary; exit
 fi
 source "$TESTS_DIR/tui_lib.sh"
-MAXN=$(grep -oE 'define LS_MAX_N +[0-9]+' "$ROOT/include/curve.h" | grep -oE '[0-9]+$')
+MAXN=$(grep -oE 'define LS_MAX_N +[0-9]+' "$ROOT/include/landscape/curve.h" | grep -oE '[0-9]+$')
+[ -n "$MAXN" ] || { fail "LS_MAX_N not found in include/landscape/curve.h"; summary; exit; }
 N=$(( MAXN < 64 ? MAXN : 64 ))
 S=$WORK/pair
 # tokens: enough that the landscape runs while keys are answered, few enough that

@@ -16,9 +16,9 @@
 #include "keys.h"
 #include "layout.h"
 #include "orders_view.h"
-#include "rank.h"
+#include "landscape/rank.h"
 #include "swap_view.h"
-#include "symmetry.h"
+#include "model/symmetry.h"
 #include "testlib.h"
 
 /* the most experts the explorer takes here, at most 64 */

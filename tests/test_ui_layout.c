@@ -11,9 +11,9 @@
 
 #include "app.h"
 #include "curves_view.h"
-#include "diagnose.h"
+#include "analysis/diagnose.h"
 #include "export.h"
-#include "figures.h"
+#include "plot/figures.h"
 #include "state_export.h"
 #include "swap_view.h"
 #include <cJSON.h>
@@ -22,8 +22,8 @@
 #include "keys.h"
 #include "layout.h"
 #include "orders_view.h"
-#include "rng.h"
-#include "symmetry.h"
+#include "core/rng.h"
+#include "model/symmetry.h"
 #include "testlib.h"
 #include "theme.h"
 

@@ -9,10 +9,10 @@
 
 #include "curves_view.h"
 #include "export.h"
-#include "diagnose.h"
+#include "analysis/diagnose.h"
 #include "heatmap_view.h"
 #include "help_view.h"
-#include "symmetry.h"
+#include "model/symmetry.h"
 #include "keys.h"
 #include "layers_view.h"
 #include "scatter_view.h"

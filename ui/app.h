@@ -5,7 +5,7 @@
 #ifndef MS_UI_APP_H
 #define MS_UI_APP_H
 
-#include "explore_worker.h"
+#include "explore/explore_worker.h"
 #include "footer_view.h"
 #include "grid.h"
 #include "heatmap_view.h"

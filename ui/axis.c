@@ -1,7 +1,7 @@
 /* axis.c - see axis.h. */
 #include "axis.h"
 
-#include "ms_error.h"
+#include "core/ms_error.h"
 
 #include <math.h>
 #include <stdio.h>

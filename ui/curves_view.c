@@ -9,7 +9,7 @@
 #include "axis.h"
 #include "orders_view.h"
 #include "pins.h"
-#include "symmetry.h"
+#include "model/symmetry.h"
 
 typedef struct {
     int pw, ph;          /* plot size in cells */

@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atomic_file.h"
-#include "figures.h"
-#include "rank.h"
+#include "io/atomic_file.h"
+#include "plot/figures.h"
+#include "landscape/rank.h"
 #include "orders_view.h"
-#include "plot_png.h"
-#include "symmetry.h"
+#include "plot/plot_png.h"
+#include "model/symmetry.h"
 
 /* Pins in the colours the live curves do not use (Okabe-Ito, as the rest). */
 static const uint32_t pin_rgb[PINS_MAX] = {0xCC79A7u, 0x56B4E9u, 0x000000u, 0xF0E442u};

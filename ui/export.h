@@ -4,7 +4,7 @@
 #ifndef MS_UI_EXPORT_H
 #define MS_UI_EXPORT_H
 
-#include "explore_worker.h"
+#include "explore/explore_worker.h"
 #include "pins.h"
 
 /* The curves of v and the pinned ones (pins may be NULL) as a PNG at path

@@ -4,7 +4,7 @@
 #ifndef MS_UI_FOOTER_VIEW_H
 #define MS_UI_FOOTER_VIEW_H
 
-#include "explore_worker.h"
+#include "explore/explore_worker.h"
 #include "grid.h"
 #include "keys.h"
 #include "layout.h"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ms_error.h"
+#include "core/ms_error.h"
 
 void grid_init(grid *g, int w, int h, int utf8) {
     if (w < 0) w = 0;

@@ -6,7 +6,7 @@
 
 #include "keys.h"
 #include "pins.h"
-#include "symmetry.h"
+#include "model/symmetry.h"
 
 void overlay_box(grid *g, const ui_rect *r, const char *title) {
     uint32_t h = g->utf8 ? 0x2500 : '-', v = g->utf8 ? 0x2502 : '|';

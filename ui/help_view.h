@@ -6,7 +6,7 @@
 #include "grid.h"
 #include "layout.h"
 
-#include "model.h"
+#include "model/model.h"
 
 /* A bordered box over r (cleared) with the title in its top border. */
 void overlay_box(grid *g, const ui_rect *r, const char *title);

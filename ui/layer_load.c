@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ms_limits.h"
-#include "progress.h"
+#include "core/ms_limits.h"
+#include "core/progress.h"
 
 struct layer_load {
     pthread_t th;

@@ -15,8 +15,8 @@
 #ifndef MS_UI_LAYER_LOAD_H
 #define MS_UI_LAYER_LOAD_H
 
-#include "explore_worker.h"
-#include "model.h"
+#include "explore/explore_worker.h"
+#include "model/model.h"
 
 enum { LL_NONE = 0, LL_RUNNING, LL_DONE, LL_FAILED };
 

@@ -4,7 +4,7 @@
 #define MS_UI_LESSON_VIEW_H
 
 #include "grid.h"
-#include "lesson.h"
+#include "analysis/lesson.h"
 
 #define LESSON_MIN_W 40
 #define LESSON_MIN_H 12

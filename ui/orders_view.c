@@ -1,6 +1,6 @@
 /* orders_view.c - see orders_view.h. */
 #include "orders_view.h"
-#include "symmetry.h"
+#include "model/symmetry.h"
 
 #include <limits.h>
 #include <math.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "axis.h"
-#include "cost_matrix.h"
-#include "rank.h"
+#include "align/cost_matrix.h"
+#include "landscape/rank.h"
 
 void orders_init(orders_state *s) {
     memset(s, 0, sizeof *s);

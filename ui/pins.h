@@ -7,7 +7,7 @@
 #ifndef MS_UI_PINS_H
 #define MS_UI_PINS_H
 
-#include "curve.h"
+#include "landscape/curve.h"
 
 #define PINS_MAX 4 /* the legend of an 80x24 screen holds this many beside the rest */
 

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "axis.h"
-#include "cost_matrix.h"
-#include "rank.h"
+#include "align/cost_matrix.h"
+#include "landscape/rank.h"
 
 /* braille dot bit for (dx 0..1, dy 0..3) inside a cell */
 static const uint8_t dot_bit[4][2] = {{0x01, 0x08}, {0x02, 0x10}, {0x04, 0x20}, {0x40, 0x80}};

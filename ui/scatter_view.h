@@ -8,7 +8,7 @@
 #ifndef MS_UI_SCATTER_VIEW_H
 #define MS_UI_SCATTER_VIEW_H
 
-#include "explore_worker.h"
+#include "explore/explore_worker.h"
 #include "grid.h"
 #include "layout.h"
 

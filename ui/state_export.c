@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atomic_file.h"
-#include "cost_matrix.h"
-#include "json_file.h"
+#include "io/atomic_file.h"
+#include "align/cost_matrix.h"
+#include "io/json_file.h"
 #include "orders_view.h"
-#include "provenance.h"
-#include "symmetry.h"
+#include "io/provenance.h"
+#include "model/symmetry.h"
 
 static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 

@@ -9,7 +9,7 @@
 #ifndef MS_UI_STATE_EXPORT_H
 #define MS_UI_STATE_EXPORT_H
 
-#include "explore_worker.h"
+#include "explore/explore_worker.h"
 #include "pins.h"
 
 /* Write the state of v and the pins (may be NULL) at path (never over a

@@ -12,7 +12,7 @@
 #define MS_UI_THEME_H
 
 #include "grid.h"
-#include "ms_error.h"
+#include "core/ms_error.h"
 
 enum { TA_BOLD = 1, TA_REVERSE = 2, TA_UNDERLINE = 4, TA_DIM = 8 };
 

@@ -12,9 +12,9 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "align.h"
-#include "lap.h"
-#include "rng.h"
+#include "align/align.h"
+#include "align/lap.h"
+#include "core/rng.h"
 
 static double now(void) {
     struct timespec ts;

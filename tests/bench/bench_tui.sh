@@ -59,7 +59,7 @@ else
 fi
 
 # many experts: the cost matrix's cursor, scrolling and zoom, and the table
-MAXN=$(grep -oE 'define LS_MAX_N +[0-9]+' include/curve.h | grep -oE '[0-9]+$')
+MAXN=$(grep -oE 'define LS_MAX_N +[0-9]+' include/landscape/curve.h | grep -oE '[0-9]+$')
 N=$(( MAXN < 64 ? MAXN : 64 ))
 if "$PYTHON" tests/gen_tui_family.py "$W/pair" --n "$N" --d 64 --h 32 --layers 1 --N 1024 >/dev/null; then
     bench "n$N" "$W/pair/A" "$W/pair/B" "$W/pair/eval.safetensors" \

@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 typedef struct {
     char *s;

@@ -2,7 +2,7 @@
  * file holding the fuzzer's bytes; its output goes nowhere, see run.sh -close_fd_mask). */
 #include "fuzz_common.h"
 
-#include "cli.h"
+#include "cli/cli.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *argv[] = {"lap", (char *)fuzz_file(data, size), NULL};

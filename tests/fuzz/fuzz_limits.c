@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "ms_limits.h"
+#include "core/ms_limits.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     moe_model m;

@@ -2,7 +2,7 @@
  * tensor with every reader. Anything st_open accepts must be safe to read in full. */
 #include "fuzz_common.h"
 
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     st_file f;

@@ -17,14 +17,14 @@ LIBS="$(pkg-config --libs libcjson openblas) -lm -lpthread"
 
 # harness name -> library sources it needs (compiled directly, not the Makefile's objects)
 declare -A SRCS=(
-    [safetensors]="src/safetensors.c src/atomic_file.c src/ms_error.c"
-    [evalset]="src/evalset.c src/model.c src/safetensors.c src/atomic_file.c src/ms_error.c"
-    [model]="src/model.c src/safetensors.c src/atomic_file.c src/ms_error.c"
-    [lap]="src/cmd_lap.c src/cli.c src/lap.c src/safetensors.c src/atomic_file.c src/ms_error.c
-           src/model.c src/align.c src/cost_matrix.c src/weight_matching.c src/ms_limits.c
-           src/evalset.c"
-    [header]="src/safetensors.c src/atomic_file.c src/ms_error.c"
-    [limits]="src/ms_limits.c src/model.c src/safetensors.c src/atomic_file.c src/ms_error.c"
+    [safetensors]="src/io/safetensors.c src/io/atomic_file.c src/core/ms_error.c"
+    [evalset]="src/io/evalset.c src/model/model.c src/io/safetensors.c src/io/atomic_file.c src/core/ms_error.c"
+    [model]="src/model/model.c src/io/safetensors.c src/io/atomic_file.c src/core/ms_error.c"
+    [lap]="src/cli/cmd_lap.c src/cli/cli.c src/align/lap.c src/io/safetensors.c src/io/atomic_file.c src/core/ms_error.c
+           src/model/model.c src/align/align.c src/align/cost_matrix.c src/align/weight_matching.c src/core/ms_limits.c
+           src/io/evalset.c"
+    [header]="src/io/safetensors.c src/io/atomic_file.c src/core/ms_error.c"
+    [limits]="src/core/ms_limits.c src/model/model.c src/io/safetensors.c src/io/atomic_file.c src/core/ms_error.c"
 )
 ORDER="safetensors evalset model lap header limits"
 only=${FUZZ_ONLY:-$ORDER}

@@ -1,0 +1,106 @@
+/* study.h - the landscape of every pair (i < j) of a pool of checkpoints, and
+ * mean +- sample standard deviation over the pairs (the paper's tables).
+ *
+ * Per pair: the naive and skip-order barriers (loss, accuracy, loss AUC), both
+ * methods' chosen order, cost, barriers, rank, tied, rank_auc, L-hat, rank
+ * percentile (sampled landscapes: with a 95% interval) and Spearman's rho
+ * between the method's assignment cost sum_i C[i][pi(i)] and the barrier over
+ * every order of the landscape ("does the data-free cost predict the
+ * barrier?"), the best and worst barrier, and the identity order's rank. */
+#ifndef MS_STUDY_H
+#define MS_STUDY_H
+
+#include <stdio.h>
+
+#include "landscape/landscape.h"
+
+/* one pair; every number is a double so the summary can walk them by offset */
+typedef struct {
+    double barrier, acc_barrier, loss_auc;
+} st_curve;
+
+typedef struct {
+    st_curve c;
+    double cost, rank, tied, rank_auc, l_hat, rank_percentile, spearman;
+    double rank_est;       /* = rank when exhaustive; sampled: 1 + percentile x the set's
+                            * orders, the rank among all of them (NaN past a double) */
+    double pct_lo, pct_hi; /* 95% interval of the rank percentile (= it when exhaustive) */
+    int order[LS_MAX_N];
+} st_method;
+
+typedef struct {
+    int ia, ib;            /* indices into the pool */
+    int n, exhaustive;
+    double norders;        /* the orders in the set ranked over (n!, or the group-preserving
+                            * ones); may be inf, norders_log10 is always finite */
+    double norders_log10;
+    double nranked;        /* the orders the counts below are over: all of the set, or the
+                            * sample (a sampled landscape) */
+    double loss_a, loss_b, acc_a, acc_b; /* the end points (accuracy NaN unless classifying) */
+    st_curve naive, skip;
+    st_method m[2];        /* [COST_GATE], [COST_EXPERT] */
+    double zero_tied;      /* orders among the nranked tied at barrier 0 (B <= tau) */
+    double zero_pct;       /* 100 zero_tied / nranked */
+    double zero_lo, zero_hi; /* sampled: its 95% Wilson interval (percent); else = zero_pct */
+    double zero_est;       /* zero_pct / 100 * norders: exact when exhaustive, else the
+                            * estimate for the whole set (NaN past a double) */
+    double best, worst, identity_rank, tau;
+    int best_order[LS_MAX_N], worst_order[LS_MAX_N];
+} st_pair;
+
+/* A summary field: its JSON path ("methods.expert.rank") and where it lives. */
+typedef struct {
+    const char *path;
+    size_t offset;         /* of a double in st_pair */
+} st_field;
+
+/* The numeric fields in report order; *n receives the count. */
+const st_field *study_fields(int *n);
+static inline double st_get(const st_pair *p, const st_field *f) {
+    return *(const double *)((const char *)p + f->offset);
+}
+
+typedef struct {
+    double mean, std;      /* std: sample (n - 1); NaN below 2 values */
+    int n;                 /* finite values */
+} st_stat;
+
+typedef struct {
+    int npool;
+    const char *const *paths; /* (npool), borrowed */
+    int npairs;
+    st_pair *pairs;        /* (npairs), (0,1), (0,2), ..., (1,2), ... */
+    st_stat *summary;      /* one per study_fields entry */
+    int T;
+    int kind;              /* ls_kind of the pool on E */
+    int nevals;            /* checkpoint evaluations made (one per checkpoint, shared by its pairs) */
+    /* files of a directory left out of the pool, and why (borrowed; set by the caller) */
+    int nleft;
+    const char *const *left, *const *left_why;
+} study;
+
+/* Mean and sample std of the finite values among v[0..n). */
+st_stat study_stat(const double *v, int n);
+
+/* The pair's record from its finished landscape. */
+void study_pair_from(st_pair *p, const landscape *L, int ia, int ib);
+
+/* Every pair of models[0..npool) on E with the landscape options o; progress
+ * (may be NULL) after each pair. Each model is evaluated on E once and its
+ * evaluation lent to the landscapes of its npool - 1 pairs. */
+int study_run(const moe_model *models, const char *const *paths, int npool, const evalset *E,
+              const ls_opts *o, void (*progress)(int done, int total), study *S, ms_err *err);
+void study_free(study *S);
+
+/* Ratios of the mean barriers over the pairs: naive/gate, naive/expert,
+ * skip_order/gate, skip_order/expert (NaN where the denominator is <= 0). */
+void study_ratios(const study *S, double r[4]);
+
+/* Reports, written atomically. The text table goes to a FILE. */
+void study_print(const study *S, FILE *f);
+int study_write_json(const study *S, const char *e_path, const char *path, ms_err *err);
+int study_write_csv(const study *S, const char *path, ms_err *err);
+int study_write_latex(const study *S, const char *path, ms_err *err);
+int study_write_png(const study *S, const char *path, ms_err *err);
+
+#endif

@@ -1,0 +1,147 @@
+/* cli.h - the subcommands of the moescope binary and small shared helpers.
+ *
+ * Each command lives in src/cmd_<name>.c as int cmd_<name>(int argc, char **argv)
+ * with argv[0] the command name. Exit codes: 0 success, 1 failure (bad input,
+ * I/O), 2 usage error (unknown option, missing argument). */
+#ifndef MS_CLI_H
+#define MS_CLI_H
+
+#include <stdio.h>
+
+#include "align/align.h"
+#include "io/evalset.h"
+#include "landscape/landscape.h"
+#include "model/model.h"
+
+int cmd_info(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_cost(int argc, char **argv);
+int cmd_align(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_curve(int argc, char **argv);
+int cmd_landscape(int argc, char **argv);
+int cmd_scramble(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_lap(int argc, char **argv);
+int cmd_diagnose(int argc, char **argv);
+int cmd_study(int argc, char **argv);
+
+/* Print "moescope CMD: msg" and the usage line to stderr; returns 2. */
+int cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Print "moescope: msg" to stderr; returns 1. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* BLAS single-threaded for the whole process, its idle worker threads
+ * stopped (they spin for a while after start-up): for commands whose own
+ * workers are the parallel layer. */
+void cli_blas_quiet(void);
+/* The usage error for getopt_long's '?' or ':' result ch: names the argument as
+ * typed (for "-dash.safetensors", the unknown '-d' in it, with a hint for file
+ * names that start with '-'). Returns 2. */
+int cli_option_error(const char *usage, const char *cmd, int ch, int argc, char **argv);
+/* Parse "2,0,3,1" or "2 0 3 1" into a permutation of 0..n-1; -1 if not one. */
+int cli_parse_order(const char *s, int *order, int n);
+/* Progress bar on stderr, only when stderr is a terminal; under moescope-mpi a
+ * line at every tenth (rank 0: the rows of every rank). */
+void cli_progress(const char *what, long done, long total);
+void cli_progress_end(void);
+
+/* Load checkpoints A (pa) and B (pb), layer `layer` (NULL means "moe"), then,
+ * when e_path is not NULL, the evaluation set E. 0 on success; on failure the
+ * message is printed (cli_error), whatever was loaded is freed and the exit
+ * code 1 returned. */
+int cli_load_models(const char *pa, const char *pb, const char *layer, const char *e_path,
+                    moe_model *A, moe_model *B, evalset *E);
+/* The same for cost and align, without an evaluation set: a pair of layers
+ * whose float32 copies would take more than a quarter of the machine's memory
+ * (ms_mem_machine) is opened expert by expert (moe_load_stream: sa and sb read
+ * the routed experts; a layer that cannot be streamed loads whole, its source
+ * without read). MOESCOPE_STREAM=1 streams any family layout, =0 never. Close
+ * the sources with moe_source_close. */
+int cli_load_models_stream(const char *pa, const char *pb, const char *layer, moe_model *A,
+                           moe_model *B, expert_source *sa, expert_source *sb);
+/* cli_save_checkpoint for a model aligned by align_models_stream: its routed
+ * experts are B's, read from sb, one slot at a time as the output is written. */
+int cli_save_aligned_stream(const moe_model *m, const expert_source *sb, const align_result *res,
+                            const char *src_path, const char *out_path);
+
+/* Write m to out_path with every other tensor of src_path passed through
+ * (moe_save_with): a warning on stderr for tensors of the layer's namespace that
+ * were dropped; 0 on success, else the message printed and 1 returned. */
+int cli_save_checkpoint(const moe_model *m, const char *src_path, const char *out_path);
+
+/* One getopt result of the landscape options landscape and study share: 'T'
+ * --points, 'S' --samples, 's' --seed, 't' --threads, 'W' --no-wm, 'E' --exhaustive (cmd names
+ * the command in messages). 0 if handled, 2 after a usage error, -1 if ch is
+ * none of these. */
+int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, const char *usage);
+
+/* The figure options: 'Z' --size WxH (pixels) and 'F' --font-scale 1..4
+ * (text and strokes), for every PNG or SVG the command writes
+ * (plot_default_size). 0 if handled, 2 after a usage error, -1 otherwise. */
+#define CLI_FIGURE_OPTIONS {"size", required_argument, 0, 'Z'}, {"font-scale", required_argument, 0, 'F'}
+#define CLI_FIGURE_HELP                                                                                     \
+    "      --size WxH    figure size in pixels (default 960x600); a figure name ending\n"                   \
+    "                    in .svg writes SVG (vector) instead of PNG\n"                                        \
+    "      --font-scale K  text and line scale 1..4, as far as the size holds it\n"                     \
+    "                      (about 480 pixels a step; default: 2 from 1600 pixels wide)\n"
+int cli_figure_option(int ch, const char *arg, const char *cmd, const char *usage);
+
+/* Set by moescope-mpi before a command runs: the landscapes of `landscape` and `study`
+ * are split over its processes, and only rank 0 prints and writes reports. NULL in the
+ * plain binary. */
+extern const ls_partition *cli_partition;
+/* this process prints and writes the reports (not one of moescope-mpi's ranks > 0) */
+int cli_reports_here(void);
+
+/* ---- align and merge: the options and inputs they share ---- */
+typedef struct {
+    const char *out_path, *layer, *order_str; /* -o, --layer, --order; NULL if absent */
+    align_opts ao;      /* --method, --no-center, --no-order, --no-wm */
+    const char *pa, *pb; /* the two checkpoints */
+    moe_model A, B;
+    int *order;         /* --order parsed (n), NULL without it; ao.order points here */
+    int stream_ok;      /* set before cli_align_inputs: A and B may be streamed (align) */
+    expert_source sa, sb; /* their routed experts when streamed (cli_load_models_stream) */
+} cli_align_args;
+
+/* Nothing given: align_opts_default, no paths. */
+void cli_align_args_init(cli_align_args *a);
+/* One getopt result: 'o' output, 'm' method, 'C' no-center, 'O' no-order,
+ * 'W' no-wm, 'r' order, 'l' layer (cmd names the command in messages).
+ * 0 if handled, 2 after a usage error, -1 if ch is none of these. */
+int cli_align_option(cli_align_args *a, int ch, const char *arg, const char *cmd,
+                     const char *usage);
+/* After the options: exactly two checkpoints argv[optind..] and -o OUT, OUT
+ * naming neither, A and B loaded, --order checked against A's n. 0 on
+ * success (free with cli_align_args_free); otherwise the exit code (1 or 2)
+ * after the message, with nothing left to free. */
+int cli_align_inputs(cli_align_args *a, int argc, char **argv, const char *cmd,
+                     const char *usage);
+void cli_align_args_free(cli_align_args *a);
+/* Print "order 2 0 3 1   cost total ... (method[, centred])" (or why the order
+ * was not solved) for an alignment made with a's options. */
+void cli_print_order(const cli_align_args *a, const align_result *res, int n);
+
+/* `moescope lesson`: its arguments (the samples when A and B are not given),
+ * and the steps printed (--print, or no terminal). The interactive screen is
+ * ui/lesson_screen.c's. lesson_parse_args returns 0, -1 after --help, or the
+ * exit code of a usage error. */
+typedef struct {
+    const char *a, *b, *e;
+    int start, print;
+} lesson_args;
+int lesson_parse_args(lesson_args *a, int argc, char **argv);
+int lesson_print(const lesson_args *a);
+
+/* Take --family, --top-k, --norm-topk-prob, --routed-scaling, --n-group and
+ * --topk-group out of argv (they apply to every command that loads a
+ * checkpoint). 0, or 2 after printing a usage error. */
+int cli_take_family_options(int *argc, char **argv);
+
+/* What every binary does first: no argument (usage on stderr, 2), --help / -h /
+ * help (usage on stdout, 0), --version ("prog VERSION", 0), then the family
+ * options taken out of argv (2 on a bad one). -1: go on with argv[1]. */
+int cli_front(int *argc, char **argv, const char *prog, void (*usage)(FILE *fp));
+
+#endif

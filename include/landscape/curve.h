@@ -1,0 +1,49 @@
+/* curve.h - loss curves and their barriers, computed the plain way
+ * (curve.c: the whole model interpolated and evaluated at each t).
+ *
+ * Legend: T interpolation points, t_m = m/(T-1). Curves go from A (t=0) to the
+ * aligned B' (t=1). With a head the loss is cross-entropy (classification) or
+ * MSE (regression); without one it is the layer-output loss (mean squared
+ * distance from the chord of the two layers' outputs). */
+#ifndef MS_CURVE_H
+#define MS_CURVE_H
+
+#include "io/evalset.h"
+#include "model/model.h"
+
+/* experts the landscape, the curves and the TUI handle (a DeepSeek-V3 layer has 256);
+ * an expert id fits a byte, which the landscape's stored orders use */
+#define LS_MAX_N 256
+#define LS_EXHAUSTIVE_MAX 9 /* n <= 9: every order; above: sampled */
+
+typedef enum { LS_CLASSIFY = 0, LS_REGRESS = 1, LS_LAYER = 2 } ls_kind;
+
+typedef struct {
+    int n, T;
+    int order[LS_MAX_N];
+    double *loss;  // (T)
+    double *acc;   // (T), NULL unless classification
+    double barrier, acc_barrier, auc; /* acc_barrier NaN unless classification */
+} ls_curve;
+
+void ls_curve_free(ls_curve *c);
+void ls_curve_copy(ls_curve *dst, const ls_curve *src);
+/* Fill barrier, acc_barrier and auc from loss/acc (the formulas in the header above). */
+void ls_curve_stats(ls_curve *c);
+double ls_t(int m, int T); /* m/(T-1) */
+
+/* What the loss means for this model and evaluation set. */
+ls_kind ls_kind_of(const moe_model *m, const evalset *E);
+/* Sum of per-sample losses of logits (N,C) against samples [r0, r0+N) of E
+ * (cross-entropy; squared error summed over C for regression) into *loss_sum,
+ * and the number of correct argmaxes (ties to the smaller index) into
+ * *correct for classification. The mean loss is loss_sum/N (classification)
+ * or loss_sum/(N*C) (regression), as in moe_eval. */
+void ls_loss_logits(const evalset *E, int r0, const float *logits, int N, int C,
+                    double *loss_sum, long *correct);
+
+/* The curve from A to Bp, where Bp is B already aligned (any order/WM). */
+int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int T,
+                  ls_curve *out, ms_err *err);
+
+#endif

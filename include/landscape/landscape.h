@@ -1,0 +1,215 @@
+/* landscape.h - the landscape of all expert orders: for every order,
+ * the curve from A to B aligned with it, its barrier, ranks and L-hat.
+ * Curves themselves (ls_curve, curve_compute) are in curve.h.
+ *
+ * The writers of report.c are declared here too: they print exactly the
+ * structs of this header and curve.h, and nothing else uses them. */
+#ifndef MS_LANDSCAPE_H
+#define MS_LANDSCAPE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "align/align.h"
+#include "landscape/curve.h"
+#include "io/evalset.h"
+#include "model/model.h"
+
+/* `--exhaustive`: every order up to this many experts (11! = 39916800 rows) */
+#define LS_EXHAUSTIVE_FORCED_MAX 11
+
+/* n! as a double: the number of expert orders of n experts */
+double ls_factorial(int n);
+/* n! for people: "40320", or "about 10^13019" once it has more than 15 digits
+ * (n! overflows a double at n = 171). */
+void ls_factorial_format(char *buf, size_t cap, int n);
+/* a count given by its log10 for people, as ls_factorial_format: "362880" or
+ * "about 10^287" */
+void ls_count_format(char *buf, size_t cap, double log10_count);
+/* log10 of n! and of (m!)^G G!, finite where the counts overflow */
+double ls_factorial_log10(int n);
+double ls_wreath_log10(int G, int m);
+
+/* One order's results. Its experts are not in the row (n up to 256 would make
+ * every row 1 KB; an 11-expert table has 39.9M rows): id indexes the
+ * landscape's orders, a (norders, n) byte array, so row r's order is
+ * orders[r.id * n .. r.id * n + n). Rows move (sorting, copies, processes);
+ * the ids go with them. */
+typedef struct ls_row {
+    double barrier, acc_barrier, auc;
+    long id;
+} ls_row;
+
+/* the order of id in orders (norders, n) as ints into p (n) */
+void ls_order_get(const uint8_t *orders, int n, long id, int *p);
+/* order id of orders equals p (n ints) */
+int ls_order_is(const uint8_t *orders, int n, long id, const int *p);
+/* sum_i C[i][pi(i)] (C (n, n)) for order id of orders */
+double ls_order_cost(const double *C, const uint8_t *orders, int n, long id);
+/* the row whose order is p among rows[0..count), -1 when none */
+long ls_rows_find(const ls_row *rows, long count, const uint8_t *orders, int n, const int *p);
+
+struct landscape;
+
+/* One checkpoint's evaluation on E, made once and lent to every landscape it
+ * takes part in (a study's pairs share it): loss and accuracy (NaN unless
+ * classifying; layer-only sets: loss 0) and, for layer-only sets, the layer's
+ * contribution D(x) = layer(x) - x (residual) or layer(x), (N, d). */
+typedef struct {
+    double loss, acc;
+    float *D;            /* (N, d) layer mode only, else NULL */
+} ls_endpoint;
+
+/* Evaluate m on E as the landscape's end points (an error when E does not fit
+ * m); free with ls_endpoint_free. */
+int ls_endpoint_eval(const moe_model *m, const evalset *E, ls_endpoint *e, ms_err *err);
+void ls_endpoint_free(ls_endpoint *e);
+
+/* Splitting one landscape over cooperating processes (the MPI build: src/mpi/landscape_mpi.c
+ * implements it; the plain build never sets it). Every process runs landscape_compute with
+ * the same inputs and options; each computes its share (ls_share) of the pairs' weight
+ * matching, of the pair outputs at every point and of the order blocks, and the hooks
+ * exchange the results. Each hook is called from the calling thread, by every process at
+ * the same step, and returns 0 or -1 (err set). */
+typedef struct ls_partition {
+    int rank, size;  /* this process, of size; rank 0 alone gets the finished table */
+    /* items [0, total) of item_bytes each at buf: this process filled its share
+     * ls_share(total, rank, size); afterwards every process holds all of them */
+    int (*allgather)(const struct ls_partition *p, void *buf, long total, size_t item_bytes,
+                     ms_err *err);
+    /* this process's nlocal finished rows; rank 0 receives every process's rows, in rank
+     * order, into rows[0..total) (its own are rows[0..nlocal)) while reporting the rows done
+     * over all processes through progress (may be NULL) */
+    int (*gather_rows)(const struct ls_partition *p, struct ls_row *rows, long nlocal, long total,
+                       void (*progress)(void *ctx, long done, long total), void *ctx, ms_err *err);
+    /* rows done over all processes, from this process's count (rank 0: the sum of the
+     * latest counts heard from the others and its own; others: -1, nothing to show) */
+    long (*rows_done)(const struct ls_partition *p, long local);
+    void *ctx;
+} ls_partition;
+
+/* The share [*lo, *hi) of items [0, total) that process rank of size computes: contiguous,
+ * sizes differing by at most one. */
+void ls_share(long total, int rank, int size, long *lo, long *hi);
+
+typedef struct {
+    int T;               /* points, default 25 */
+    int wm;              /* weight matching inside each order (default 1) */
+    int center;          /* gate centring for the gate method (default 1) */
+    long nsample;        /* n > exhaustive_max: orders to sample (default 20000) */
+    int all_orders;      /* group-limited routers: every order of S_n, not only the
+                            group-preserving ones (the default; see landscape.groups) */
+    int exhaustive_max;  /* every order when n <= this (default LS_EXHAUSTIVE_MAX); tests
+                            lower it to check the sampled estimate against the exact rank */
+    uint64_t seed;       /* for sampling */
+    atomic_int *cancel;  /* polled often; when it becomes non-zero, stop and return -1 */
+    /* called from the computing thread as rows finish; may be NULL */
+    void (*progress)(void *ctx, long done, long total);
+    void *ctx;
+    /* called once from the computing thread as soon as the curves
+     * (naive, skip_order, methods), endpoints, rank, l_hat and best_barrier
+     * of L are final, usually long before every row is done. May be NULL. */
+    void (*on_ranks)(void *ctx, const struct landscape *L);
+    int nthreads;        /* worker threads; 0 = the online CPUs; at most 8 either way */
+    double mem_mb;       /* budget for the per-point buffers in MB (0: 1024); over it the
+                          * points, then the samples, are processed in chunks */
+    /* what the landscape is doing before rows come out, for a gauge:
+     * called from the calling thread during the pairs' weight matching
+     * ("weight-matching pairs", done/total pairs), each chunk's per-t
+     * precompute ("precomputing pairs", done/total pair outputs) and the
+     * middle-point pass ("middle point", done/total orders; when the t
+     * range is chunked, "orders on a chunk of points" for the others), at
+     * most about every 20 ms. what is a static string. May be NULL; uses
+     * ctx. */
+    void (*phase)(void *ctx, const char *what, long done, long total);
+    /* A's and B's evaluations (ls_endpoint_eval of the same models on
+     * the same E), borrowed; NULL: the landscape evaluates them itself. */
+    const ls_endpoint *end_a, *end_b;
+
+    /* NULL, or this process's part of a landscape split over processes (above);
+     * then only rank 0's L holds the table, the others' only their own rows */
+    const ls_partition *part;
+} ls_opts;
+
+void ls_opts_default(ls_opts *o);
+
+/* (m!)^G G!: the expert orders that map G groups of m experts onto groups */
+double ls_wreath_count(int G, int m);
+/* The orders landscape_compute ranges over for a layer of config c: their
+ * number (all of them when *exhaustive, else the sample size); *groups > 1
+ * when they are a group-limited router's group-preserving orders (the
+ * default for such routers unless o->all_orders), else 0. */
+long ls_orders_planned(const moe_config *c, const ls_opts *o, int *exhaustive, int *groups);
+
+/* Where a landscape's wall time goes (landscape.secs_step), in the order the
+ * steps run: the two cost matrices and the methods' orders; weight matching of
+ * every (slot, B's expert) pair; evaluating A and B on E (the end points); the
+ * per-point precompute (every pair's expert interpolated and applied to E at
+ * each t, gate scores, shared parts); the orders (the fused kernel over every
+ * order, the named curves and the ranks). */
+enum { LS_STEP_COSTS, LS_STEP_WM, LS_STEP_ENDS, LS_STEP_PRE, LS_STEP_ORDERS, LS_STEPS };
+/* "cost matrices", "weight matching", "end points", "precompute", "orders";
+ * key: the JSON keys (cost_matrices, weight_matching, ...) */
+const char *ls_step_name(int step, int key);
+
+typedef struct landscape {
+    int n, T;
+    ls_kind kind;
+    double *t;                  // (T)
+    double loss_a, loss_b, acc_a, acc_b;
+    ls_curve naive, skip_order;
+    ls_curve methods[2];        /* [COST_GATE], [COST_EXPERT] */
+    double *cost[2];            /* (n,n) each */
+    double cost_total[2];
+    int rank[2];                /* 1 + #{pi : B(pi) < B(chosen) - tau} (rank.h) */
+    int tied[2];                /* #{pi : |B(pi) - B(chosen)| <= tau}, the chosen included */
+    int rank_auc[2];            /* position with ties at tau broken by loss AUC (rank.h) */
+    double tau;                 /* 1e-6 * max(B(naive), 1e-3) */
+    double l_hat[2];            /* NaN when the denominator is <= 0 */
+    long norders;               /* n! or the number sampled */
+    long ndone;                 /* rows filled so far */
+    ls_row *rows;               /* (norders), sorted by barrier once complete */
+    uint8_t *orders;            /* (norders, n) every order, set before the first row:
+                                 * row r's is orders + r.id * n (ls_order_get) */
+    int exhaustive;             /* 0: sampled estimate */
+    double pct_lo[2], pct_hi[2];/* sampled: 95% CI of each method's rank percentile */
+    int best, worst;            /* row indices (in the sorted rows) */
+    /* In progress callbacks rows[0..done) are final (in the
+     * order they finished); the rows are sorted only when all are done. */
+    int ranks_ready;            /* rank, l_hat, best_barrier valid */
+    double best_barrier;        /* B(best) (exhaustive: exact; sampled: over the sample) */
+    double rank_est[2];         /* sampled: estimated rank among all n! orders, 1 +
+                                 * percentile * n_fact (inf when n_fact is) */
+    double n_fact;              /* the orders ranked over: n!, or (m!)^g g! (groups);
+                                 * inf past a double (all orders of n > 170) */
+    double n_fact_log10;        /* log10 of that count, finite at every n */
+    int groups, group_size;     /* groups > 1: the orders are the group-preserving ones of a
+                                 * group-limited router (S_m wr S_g, m = group_size) */
+    double secs_ranks, secs_total; /* wall time to the ranks and to the end */
+    double secs_step[LS_STEPS];    /* wall time per step (LS_STEP_*); the rest of
+                                      secs_total is planning, sorting and ranks */
+    double cpu_step[LS_STEPS];     /* the process's CPU time per step (all threads):
+                                      on a shared machine, what each step costs */
+    double secs_load;              /* set by the caller: loading the inputs (0: not
+                                      measured), reported beside the steps */
+} landscape;
+
+/* Every order's curve, barrier and rank for the pair (A, B). Partial progress goes through
+ * o->progress; a cancel returns -1 with "cancelled" in err. */
+int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
+                      const ls_opts *o, landscape *L, ms_err *err);
+void landscape_free(landscape *L);
+
+/* JSON (the documented keys exactly) and CSV reports, written atomically. */
+int landscape_write_json(const landscape *L, const char *a_path, const char *b_path,
+                         const char *e_path, const char *layer, const char *path, ms_err *err);
+int landscape_write_csv(const landscape *L, const char *path, ms_err *err);
+/* Every order's assignment cost sum_i C[i][pi(i)] against its barrier, one
+ * panel per cost (gate, expert), chosen and best orders marked (PNG). */
+int landscape_write_scatter_png(const landscape *L, const char *path, ms_err *err);
+/* Curves side by side: columns t, then <name>_loss (and <name>_acc when the
+ * curve has accuracy) for each of the nc curves; written atomically. */
+int curves_write_csv(const ls_curve *curves, const char *const *names, int nc, const char *path,
+                     ms_err *err);
+
+#endif

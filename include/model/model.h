@@ -1,0 +1,200 @@
+/* model.h - one MoE layer (plus the optional frozen head).
+ *
+ * Dimension legend:
+ *   n  experts            d  model width         h  expert hidden width
+ *   k  top-k              s  shared experts      C  head outputs (classes)
+ *   N  evaluation samples
+ *
+ * All parameters live in one float allocation (model->mem) carved into the
+ * pointers below, llm.c style. Absent biases are stored as zeros, so every
+ * pointer except fc3_* (gated activations only), the head's and the optional
+ * router tensors (corr_b, shared_gate_w, out_b) is always valid; the has_*
+ * flags remember what the file held. */
+#ifndef MS_MODEL_H
+#define MS_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/ms_error.h"
+
+typedef enum { ROUTER_DENSE = 0, ROUTER_TOPK = 1 } moe_router;
+/* relu/gelu: E(x) = W2 act(W1 x + b1) + b2. The two gated forms read a second
+ * projection W3 (fc3): silu_glu  W2 (silu(W1 x + b1) * (W3 x + b3)) + b2;
+ * gpt_oss (clamped SwiGLU) with g = min(W1 x + b1, L), u = clamp(W3 x + b3, -L, L):
+ * W2 ((u + 1) * g * sigmoid(1.702 g)) + b2, L = act_limit (7). */
+typedef enum { ACT_RELU = 0, ACT_GELU = 1, ACT_SILU_GLU = 2, ACT_GPT_OSS = 3 } moe_act;
+/* Scores p from the gate logits s = W x + b: softmax over all n experts, or an
+ * independent sigmoid per expert (DeepSeek-V3). */
+typedef enum { SCORE_SOFTMAX = 0, SCORE_SIGMOID = 1 } moe_score;
+/* Top-k weights: the selected scores renormalised to sum 1 (for softmax this
+ * equals top-k of the logits followed by a softmax over them), or the scores
+ * as they are (Switch's top-1 scaled by its probability, DeepSeek-V2). */
+typedef enum { RENORM_YES = 0, RENORM_NO = 1 } moe_renorm;
+/* How a group of experts is ranked in group-limited routing: by its largest
+ * selection score (DeepSeek-V2) or by the sum of its two largest (V3). */
+typedef enum { GROUP_MAX = 0, GROUP_TOP2_SUM = 1 } moe_group_score;
+/* Where a router value came from (shown by `info`). */
+typedef enum { ORIGIN_DEFAULT = 0, ORIGIN_FILE, ORIGIN_CONFIG, ORIGIN_CLI } moe_origin;
+/* The router values whose origin is recorded (index into moe_config.origin). */
+typedef enum {
+    RP_K = 0, RP_SCORE, RP_RENORM, RP_SCALE, RP_GROUPS, RP_TOPK_GROUP, RP_GROUP_SCORE,
+    RP_ACT, RP_LIMIT, RP_COUNT
+} moe_router_param;
+
+/* Every field is meaningful at zero: a zero-initialised config is the native
+ * model (softmax scores, renormalised top-k, no groups, scale 1, shared experts
+ * of width h, no extra tensors); moe_alloc turns scale 0 into 1, hs 0 into h and
+ * act_limit 0 into 7. Routing of one sample (moe_route):
+ *   p = score(s)                      s = W x + b, softmax or sigmoid
+ *   q = p + e                         e: selection-only correction bias (V3)
+ *   groups (n_group > 1): rank each of the n_group groups of n/n_group experts
+ *     by group_score(q), keep topk_group of them, set q = 0 on the others
+ *   S = the k largest q (ties to the smaller index)
+ *   g_i = p_i / (sum_S p + renorm_eps) if renormalised, else p_i; times scale
+ * Dense routing is g = p over all experts. The layer output is then
+ *   D(x) = sig(v.x) * sum_j E^sh_j(x) + sum_i g_i E_i(x) + o
+ * (sig(v.x) only with shared_gated, o only with has_out_bias). */
+typedef struct {
+    int n, d, h, k, s, C; /* C = 0: no head (layer-only mode) */
+    int hs;                /* shared experts' hidden width (0: h) */
+    moe_router router;     /* k is meaningful only for ROUTER_TOPK */
+    moe_score score;
+    moe_renorm renorm;
+    float renorm_eps;      /* added to the renormalising sum (DeepSeek-V3: 1e-20) */
+    float scale;           /* routed_scaling_factor on the routed experts (0: 1) */
+    int n_group, topk_group; /* group-limited top-k when n_group > 1 */
+    moe_group_score group_score;
+    int has_corr_bias;     /* selection-only bias e (n), permutes with the gate row */
+    int shared_gated;      /* shared experts scaled by sigmoid(v . x), v (d) */
+    moe_act act;
+    float act_limit;       /* gpt_oss clamp L (0: 7) */
+    int has_out_bias;      /* o (d) added to the layer output (JetMoE) */
+    int residual;          /* z = x + D(x) when 1; real families: 0 (the module's output) */
+    int has_gate_bias, has_expert_bias, has_norm, has_head;
+    char family[24];       /* "native", "mixtral", ...; "" means native */
+    unsigned char origin[RP_COUNT]; /* moe_origin of each router value */
+} moe_config;
+
+typedef struct {
+    float *fc1_w; // (h, d)
+    float *fc1_b; // (h)
+    float *fc2_w; // (d, h)
+    float *fc2_b; // (d)
+    float *fc3_w; // (h, d), gated activations only, else NULL
+    float *fc3_b; // (h),    gated activations only, else NULL
+} moe_expert;
+
+typedef struct {
+    char *key, *value;
+} moe_meta;
+
+typedef struct {
+    moe_config cfg;
+    char *path;        /* the file it came from (for messages), may be NULL */
+    char *layer;       /* prefix, e.g. "moe" */
+    float *gate_w;     // (n, d)
+    float *gate_b;     // (n)
+    float *corr_b;     // (n) selection-only bias, NULL without has_corr_bias
+    moe_expert *experts; // n of them
+    moe_expert *shared;  // s of them, hidden width hs
+    float *shared_gate_w; // (d) v of sig(v . x), NULL unless shared_gated
+    float *out_b;      // (d) added to D(x), NULL without has_out_bias
+    float *norm_w;     // (d) LayerNorm gamma, NULL without LayerNorm
+    float *norm_b;     // (d)
+    float *head_w;     // (C, d), NULL without head
+    float *head_b;     // (C)
+    float *mem;        /* the one allocation */
+    size_t nparams;    /* floats in mem */
+    moe_meta *meta;    /* __metadata__ other than the moescope.* keys we parse */
+    int nmeta;
+} moe_model;
+
+/* Does the activation read fc3 (silu_glu, gpt_oss)? */
+int moe_act_glu(moe_act a);
+/* The config shared experts are carved and computed with: c with h = hs. */
+moe_config moe_shared_config(const moe_config *c);
+/* The family name ("native" for ""). */
+const char *moe_family(const moe_config *c);
+const char *moe_origin_name(moe_origin o);
+const char *moe_score_name(moe_score s);
+/* The routing in words, e.g. "softmax scores, top-2 of 8, renormalised (=
+ * softmax over the top-2 logits)", into buf (len bytes). */
+void moe_router_describe(const moe_config *c, char *buf, size_t len);
+
+/* floats one expert takes: fc1 (h,d)+(h), fc2 (d,h)+(d), [fc3 (h,d)+(h)] */
+size_t moe_expert_size(const moe_config *c);
+/* Point e's tensors into p (moe_expert_size(c) floats, in the order above);
+ * fc3_* are NULL unless silu_glu. Returns the pointer just past the expert. */
+float *moe_expert_carve(moe_expert *e, const moe_config *c, float *p);
+/* Copy expert src into dst (both carved for the same config). */
+void moe_expert_copy(moe_expert *dst, const moe_expert *src, const moe_config *c);
+
+/* Allocate a zeroed model for cfg (pointers carved, meta empty). */
+void moe_alloc(moe_model *m, const moe_config *cfg);
+/* moe_alloc without the routed experts' floats (experts[e] all NULL): a layer
+ * whose experts are read one at a time through an expert_source. */
+void moe_alloc_shell(moe_model *m, const moe_config *cfg);
+
+/* Routed experts read on demand: read(ctx, e, parts, dst) fills the parts of dst
+ * (carved by the caller with moe_expert_carve) that parts names (EXPERT_W1: fc1
+ * weight and bias, EXPERT_W2: fc2's, EXPERT_W3: fc3's) with expert e's floats;
+ * the other parts may hold anything after (a family stream's first read scans
+ * every expert through dst). read NULL: none (the model holds its experts). */
+enum { EXPERT_W1 = 1, EXPERT_W2 = 2, EXPERT_W3 = 4, EXPERT_ALL = 7 };
+typedef struct {
+    int (*read)(void *ctx, int e, unsigned parts, moe_expert *dst, ms_err *err);
+    void *ctx;
+} expert_source;
+void moe_free(moe_model *m);
+/* Deep copy (parameters, metadata, path, layer). */
+void moe_clone(moe_model *dst, const moe_model *src);
+
+/* Load a layer from a checkpoint argument: a safetensors file, a sharded
+ * checkpoint's index or a directory (checkpoint.h). moescope's own names: layer
+ * is the prefix (NULL means "moe"); a real model family (family.h): the prefix or
+ * the block index, NULL the first MoE layer. Validates shapes against each other
+ * and values for finiteness. */
+int moe_load(moe_model *m, const char *path, const char *layer, ms_err *err);
+/* moe_load for a layer too large to hold twice: a family layout's routed experts
+ * are left in the file (m from moe_alloc_shell) and src reads each on demand,
+ * bit for bit as moe_load would have; moescope's own single files and MXFP4
+ * experts load whole (src->read NULL). Close src with moe_source_close before
+ * or after moe_free(m). */
+int moe_load_stream(moe_model *m, const char *path, const char *layer, expert_source *src,
+                    ms_err *err);
+void moe_source_close(expert_source *src);
+/* Write as F32 safetensors, atomically, with the moescope.* metadata and the
+ * rest of m->meta. A real family's layer is written in the format of the
+ * checkpoint m->path instead (family_save). */
+int moe_save(const moe_model *m, const char *path, ms_err *err);
+/* moe_save, plus every other tensor of src_path (the file m's layer came from):
+ * other MoE layers, embeddings, ... copied through unchanged (dtype and bytes).
+ * Tensors of the layer's own namespace ("<L>.gate.*", "<L>.experts.*",
+ * "<L>.shared.*") and the head come from m; those of the namespace moescope does
+ * not write are dropped and counted in *ndropped (may be NULL). src_path NULL:
+ * moe_save. Atomic; the metadata is m's (the source's, as loaded). */
+int moe_save_with(const moe_model *m, const char *src_path, const char *path, int *ndropped,
+                  ms_err *err);
+
+/* Do A and B have the same architecture (n, d, h, s, router, k, act, residual,
+ * head presence and size)? -1 with a message naming both files otherwise. */
+int moe_check_compatible(const moe_model *a, const moe_model *b, ms_err *err);
+/* Are the heads (norm + linear) of A and B identical? 1 yes, 0 no. */
+int moe_heads_equal(const moe_model *a, const moe_model *b);
+
+/* out = (1-t) a + t b on every parameter (out must be allocated like a). */
+void moe_interpolate(moe_model *out, const moe_model *a, const moe_model *b, double t);
+
+const char *moe_router_name(moe_router r);
+const char *moe_act_name(moe_act a);
+const char *moe_meta_get(const moe_model *m, const char *key); /* NULL if absent */
+void moe_meta_set(moe_model *m, const char *key, const char *value);
+/* Replace dst's metadata by a copy of src's, in one pass (linear in the keys). */
+void moe_meta_copy(moe_model *dst, const moe_model *src);
+
+/* Every layer prefix L in the file (a tensor "L.gate.weight" exists), in file
+ * order; the caller frees each string and the array. */
+int moe_list_layers(const char *path, char ***layers, int *nlayers, ms_err *err);
+
+#endif

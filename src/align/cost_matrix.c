@@ -1,0 +1,525 @@
+/* cost_matrix.c - the data-free expert costs of Algorithm 1 step 1.
+ *
+ * gate:   C_ij = sqrt(|Wbar^A_i - Wbar^B_j|^2 + (bbar^A_i - bbar^B_j)^2
+ *                   [+ (e^A_i - e^B_j)^2]), the gate rows centred over the
+ *         experts (a gate translation cancels) for softmax routers only; e is a
+ *         selection-only bias (DeepSeek-V3), part of the row, never centred.
+ * expert: C_ij = sqrt(|G1^A_i - G1^B_j|_F^2 + |G2^A_i - G2^B_j|_F^2) with
+ *         G1 = At^T At, At = [W1 | b1 (| W3 | b3)]  (h, D1), D1 = d+1 or 2d+2
+ *         G2 = Bt Bt^T,  Bt = [W2 | b2]             (d, h+1)
+ *         Both Grams are invariant to hidden-unit permutations.
+ *
+ * How the distances are computed without holding 2n Gram matrices: below. */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/blas_threads.h"
+#include "align/cost_matrix.h"
+#include "core/progress.h"
+#include "model/symmetry.h"
+
+const char *cost_method_name(cost_method m) {
+    return m == COST_GATE ? "gate" : "expert";
+}
+
+double cost_of_order(const double *C, const int *order, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += C[(size_t)i * n + order[i]];
+    return s;
+}
+
+int cost_method_parse(const char *s, cost_method *m) {
+    if (!s) return -1;
+    if (!strcmp(s, "gate")) {
+        *m = COST_GATE;
+        return 0;
+    }
+    if (!strcmp(s, "expert")) {
+        *m = COST_EXPERT;
+        return 0;
+    }
+    return -1;
+}
+
+static const char *path_or(const moe_model *m, const char *dflt) {
+    return m->path ? m->path : dflt;
+}
+
+/* Shapes the costs need; moe_check_compatible checks the rest (head, router). */
+static int check_shapes(const moe_model *A, const moe_model *B, ms_err *err) {
+    const moe_config *a = &A->cfg, *b = &B->cfg;
+    if (a->n != b->n || a->d != b->d || a->h != b->h || a->s != b->s || a->act != b->act)
+        return ms_fail(err,
+                       "%s (n=%d d=%d h=%d s=%d %s) and %s (n=%d d=%d h=%d s=%d %s): "
+                       "different architectures, cannot compare experts",
+                       path_or(A, "A"), a->n, a->d, a->h, a->s, moe_act_name(a->act),
+                       path_or(B, "B"), b->n, b->d, b->h, b->s, moe_act_name(b->act));
+    return 0;
+}
+
+/* ---- gate cost ---- */
+
+// mean (d) and mean bias of the n gate rows, in double
+static void gate_mean(const moe_model *m, double *mw, double *mb) {
+    int n = m->cfg.n, d = m->cfg.d;
+    for (int k = 0; k < d; k++) mw[k] = 0.0;
+    *mb = 0.0;
+    for (int i = 0; i < n; i++) {
+        const float *w = m->gate_w + (size_t)i * d; // (d)
+        for (int k = 0; k < d; k++) mw[k] += w[k];
+        *mb += m->gate_b[i];
+    }
+    for (int k = 0; k < d; k++) mw[k] /= n;
+    *mb /= n;
+}
+
+static void gate_cost(const moe_model *A, const moe_model *B, int center, double *C) {
+    int n = A->cfg.n, d = A->cfg.d;
+    double *ma = ms_calloc((size_t)d, sizeof(double)); // (d)
+    double *mb = ms_calloc((size_t)d, sizeof(double)); // (d)
+    double mba = 0.0, mbb = 0.0;
+    if (center) {
+        gate_mean(A, ma, &mba);
+        gate_mean(B, mb, &mbb);
+    }
+    // shift (d) = mean_A - mean_B, so Wbar^A_i - Wbar^B_j = W^A_i - W^B_j - shift
+    for (int k = 0; k < d; k++) ma[k] -= mb[k];
+    double shift_b = mba - mbb;
+    for (int i = 0; i < n; i++) {
+        const float *wa = A->gate_w + (size_t)i * d; // (d)
+        for (int j = 0; j < n; j++) {
+            const float *wb = B->gate_w + (size_t)j * d; // (d)
+            double acc = 0.0;
+            for (int k = 0; k < d; k++) {
+                double t = (double)wa[k] - (double)wb[k] - ma[k];
+                acc += t * t;
+            }
+            double tb = (double)A->gate_b[i] - (double)B->gate_b[j] - shift_b;
+            // a selection-only bias belongs to the gate row (never centred)
+            double tc = A->corr_b && B->corr_b ? (double)A->corr_b[i] - (double)B->corr_b[j] : 0.0;
+            C[(size_t)i * n + j] = sqrt(acc + tb * tb + tc * tc);
+        }
+    }
+    free(ma);
+    free(mb);
+}
+
+/* ---- expert cost ----
+ *
+ * |G^a - G^b|_F^2 is computed on whichever side of the Gram products is cheaper:
+ *
+ * d side: G1 = At^T At splits into the blocks of At = [W1 | b1 | W3 | b3]: the
+ *   d x d terms W1^T W1, W3^T W3 (symmetric) and W1^T W3 (twice), the d-vectors
+ *   W1^T b1, W1^T b3, W3^T b1, W3^T b3 (twice each) and the scalars b.b; G2 =
+ *   W2 W2^T + b2 b2^T is one symmetric d x d term. Each d x d term is formed a
+ *   block of rows at a time for every expert (at most cost_block_bytes of it),
+ *   weighted (sqrt 2 for an entry that stands for two), and the distances follow
+ *   from |x - y|^2 = |x|^2 + |y|^2 - 2 x.y with the inner products of all pairs
+ *   by one double GEMM per block: memory stays bounded for any n and d, and the
+ *   n^2 distances cost a GEMM, not n^2 passes over d x d matrices.
+ * h side: |X^T X - Y^T Y|^2 = |X X^T|^2 + |Y Y^T|^2 - 2 |X Y^T|^2, with the h x h
+ *   products At_a At_b^T = W1a W1b^T + b1a b1b^T (+ W3, b3) and (h+1) x (h+1)
+ *   Bt_a^T Bt_b per pair (in double): cheaper when h is small against d/n.
+ * The sides agree up to rounding (the expansion in double loses about 1e-16 of
+ * |G|^2); experts that are bit for bit equal get exactly 0. */
+
+static int cost_side = 0;                 /* 0 cost model, 1 d side, 2 h side */
+static double cost_block_bytes = 256.0 * 1048576.0;
+
+void cost_expert_tuning(int side, double block_bytes) {
+    cost_side = side;
+    cost_block_bytes = block_bytes > 0 ? block_bytes : 256.0 * 1048576.0;
+}
+
+static int is_glu(const moe_config *c) { return moe_act_glu(c->act); }
+
+static double sumsq(const double *x, size_t k) {
+    double t = 0.0;
+    for (size_t i = 0; i < k; i++) t += x[i] * x[i];
+    return t;
+}
+
+/* The experts of A then B, as one list: held (ea, eb), or read one at a time
+ * from their files (sa, sb: a layer too large to hold), the last one read kept. */
+typedef struct {
+    const moe_expert *ea, *eb;
+    int na, nb;
+    const expert_source *sa, *sb; /* read set: streamed */
+    const moe_config *c;
+    float *buf;                   /* one streamed expert, carved into cur */
+    moe_expert cur;
+    int cur_x;                    /* the expert in buf, -1: none */
+    unsigned cur_parts;           /* its parts read (EXPERT_W1 ...) */
+    uint64_t *hash;               /* (na+nb, 3) of each streamed expert's parts, 0: not yet */
+    int failed;                   /* a read failed: err says why */
+    ms_err *err;
+} pool;
+
+static int streamed(const pool *p, int x) {
+    const expert_source *s = x < p->na ? p->sa : p->sb;
+    return s && s->read;
+}
+
+/* a hash of some floats (never 0), to find the candidates for exactly equal experts */
+static uint64_t floats_hash(uint64_t hsh, const float *x, size_t k) {
+    const unsigned char *p = (const unsigned char *)x;
+    size_t bytes = k * sizeof(float), q = 0;
+    uint64_t w;
+    for (; q + 8 <= bytes; q += 8) {
+        memcpy(&w, p + q, 8);
+        hsh = (hsh ^ w) * 1099511628211ULL;
+    }
+    for (; q < bytes; q++) hsh = (hsh ^ p[q]) * 1099511628211ULL;
+    return hsh;
+}
+
+static uint64_t part_hash(const moe_expert *e, const moe_config *c, int part) {
+    size_t hd = (size_t)c->h * c->d, h = (size_t)c->h, d = (size_t)c->d;
+    uint64_t hsh = 1469598103934665603ULL;
+    if (part == 0) hsh = floats_hash(floats_hash(hsh, e->fc1_w, hd), e->fc1_b, h);
+    if (part == 1) hsh = floats_hash(floats_hash(hsh, e->fc2_w, hd), e->fc2_b, d);
+    if (part == 2 && e->fc3_w) hsh = floats_hash(floats_hash(hsh, e->fc3_w, hd), e->fc3_b, h);
+    return hsh ? hsh : 1;
+}
+
+/* Expert x with at least the parts named (EXPERT_W1 ...), read into the pool's
+ * buffer when streamed (garbage after a failed read: p->failed is set and the
+ * caller's result is thrown away); the d side reads only the parts a term needs. */
+static const moe_expert *pool_get(pool *p, int x, unsigned parts) {
+    if (!streamed(p, x)) return x < p->na ? &p->ea[x] : &p->eb[x - p->na];
+    if (p->cur_x == x && (p->cur_parts & parts) == parts) return &p->cur;
+    if (!p->buf) {
+        p->buf = ms_malloc(moe_expert_size(p->c) * sizeof(float));
+        moe_expert_carve(&p->cur, p->c, p->buf);
+    }
+    const expert_source *s = x < p->na ? p->sa : p->sb;
+    p->cur_x = -1;
+    if (!p->failed && s->read(s->ctx, x < p->na ? x : x - p->na, parts, &p->cur, p->err)) p->failed = 1;
+    if (p->failed) return &p->cur;
+    p->cur_x = x, p->cur_parts = parts;
+    for (int q = 0; q < 3; q++)
+        if ((parts >> q & 1) && !p->hash[3 * x + q]) p->hash[3 * x + q] = part_hash(&p->cur, p->c, q);
+    return &p->cur;
+}
+
+static const moe_expert *pool_at(pool *p, int x) { return pool_get(p, x, EXPERT_ALL); }
+
+/* Are experts a_i and b_j bit for bit equal (a streamed pair: their parts'
+ * hashes, then their floats)? */
+static int pool_equal(pool *p, int i, int j) {
+    size_t per = moe_expert_size(p->c);
+    int x = p->na + j;
+    if (!streamed(p, i) && !streamed(p, x)) return !memcmp(p->ea[i].fc1_w, p->eb[j].fc1_w, per * sizeof(float));
+    for (int q = 0; q < 3; q++) {
+        uint64_t ha = streamed(p, i) ? p->hash[3 * i + q] : 0, hb = streamed(p, x) ? p->hash[3 * x + q] : 0;
+        if (ha && hb && ha != hb) return 0;
+    }
+    float *keep = ms_malloc(per * sizeof(float));
+    memcpy(keep, pool_at(p, i)->fc1_w, per * sizeof(float));
+    int eq = !memcmp(keep, pool_at(p, x)->fc1_w, per * sizeof(float));
+    free(keep);
+    return eq && !p->failed;
+}
+
+/* d-side terms: 0 W1^T W1, 1 W2 W2^T + b2 b2^T, 2 W3^T W3, 3 W1^T W3 (glu only). */
+static int term_count(const moe_config *c) { return is_glu(c) ? 4 : 2; }
+static int term_sym(int t) { return t != 3; }
+
+/* Rows [r0, r0+rb) of term t of expert e, columns [c0, d): F (rb, d - c0). */
+static void term_block(const moe_expert *e, const moe_config *c, int t, int r0, int rb, int c0,
+                       float *F) {
+    int d = c->d, h = c->h, w = d - c0;
+    if (t == 1) { // W2 (d,h): rows R of W2 times rows [c0, d) of W2, transposed
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rb, w, h, 1.0f, e->fc2_w + (size_t)r0 * h,
+                    h, e->fc2_w + (size_t)c0 * h, h, 0.0f, F, w);
+        cblas_sger(CblasRowMajor, rb, w, 1.0f, e->fc2_b + r0, 1, e->fc2_b + c0, 1, F, w);
+        return;
+    }
+    const float *X = t == 2 ? e->fc3_w : e->fc1_w, *Y = t == 0 ? e->fc1_w : e->fc3_w; // (h,d)
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rb, w, h, 1.0f, X + r0, d, Y + c0, d, 0.0f,
+                F, w);
+}
+
+/* The vectors and scalars of G1 (everything but its d x d terms), weighted. */
+static void small_terms(const moe_expert *e, const moe_config *c, double *v, float *tmp) {
+    int d = c->d, h = c->h, glu = is_glu(c);
+    const float *W[2] = {e->fc1_w, e->fc3_w}, *b[2] = {e->fc1_b, e->fc3_b};
+    int np = glu ? 2 : 1, k = 0;
+    for (int p = 0; p < np; p++)
+        for (int q = 0; q < np; q++) { // W_p^T b_q (d), stands for two entries of G1
+            cblas_sgemv(CblasRowMajor, CblasTrans, h, d, 1.0f, W[p], d, b[q], 1, 0.0f, tmp, 1);
+            for (int j = 0; j < d; j++) v[k++] = M_SQRT2 * tmp[j];
+        }
+    for (int p = 0; p < np; p++)
+        for (int q = p; q < np; q++) {
+            double t = 0.0;
+            for (int u = 0; u < h; u++) t += (double)b[p][u] * b[q][u];
+            v[k++] = (p == q ? 1.0 : M_SQRT2) * t;
+        }
+}
+
+static int small_len(const moe_config *c) { return is_glu(c) ? 4 * c->d + 3 : c->d + 1; }
+
+/* Rows of a d x d term formed at once for nx experts. The block fits
+ * cost_block_bytes, and at most an eighth of the inputs' own size (a small layer
+ * gets a small block). A symmetric term is formed on its upper block triangle
+ * (whole rows of blocks, so an entry is the same number whatever the blocks):
+ * 8 blocks or more keep its flops within 1/8 of the triangle's; fewer, larger
+ * GEMMs otherwise (each call costs a thread hand-off). */
+static int block_rows(const moe_config *c, int nx) {
+    double input = 4.0 * nx * (double)moe_expert_size(c), cap = cost_block_bytes;
+    if (cost_side == 0 && cap > input / 8) cap = input / 8 > 4e6 ? input / 8 : 4e6;
+    int rb = (int)(cap / (8.0 * nx * c->d + 4.0 * c->d)), most = (c->d + 7) / 8;
+    if (most < 64) most = 64;
+    if (rb > most) rb = most;
+    return rb < 1 ? 1 : rb > c->d ? c->d : rb;
+}
+
+/* d side: dist2 (na, nb) += the distances of every term. */
+static void dside_dist2(pool *P, const moe_config *c, double *dist2) {
+    int d = c->d, nx = P->na + P->nb, rb = block_rows(c, nx);
+    double *V = ms_malloc((size_t)nx * rb * d * sizeof(double)); // (nx, rb*d) one block of terms
+    float *F = ms_malloc((size_t)rb * d * sizeof(float));         // (rb, d) one expert's block
+    double *norm = ms_calloc((size_t)nx, sizeof(double));
+    for (int t = 0; t < term_count(c) && !progress_cancelled(); t++)
+        for (int r0 = 0; r0 < d && !progress_cancelled(); r0 += rb) {
+            int m = d - r0 < rb ? d - r0 : rb, c0 = term_sym(t) ? r0 : 0, w = d - c0;
+            size_t L = (size_t)m * w;
+            static const unsigned need[4] = {EXPERT_W1, EXPERT_W2, EXPERT_W3, EXPERT_W1 | EXPERT_W3};
+            for (int x = 0; x < nx; x++) {
+                term_block(pool_get(P, x, need[t]), c, t, r0, m, c0, F);
+                double *v = V + (size_t)x * L;
+                for (int i = 0; i < m; i++)
+                    for (int j = 0; j < w; j++) {
+                        int r = r0 + i, col = c0 + j;
+                        double wt = !term_sym(t) || col > r ? M_SQRT2 : col == r ? 1.0 : 0.0;
+                        v[(size_t)i * w + j] = wt * F[(size_t)i * w + j];
+                    }
+                norm[x] += sumsq(v, L);
+                progress_add(2.0 * c->h * (double)L / 1e9);
+            }
+            // dist2 (na, nb) -= 2 Va (na, L) Vb^T (L, nb): a skinny product whose threads
+            // would only wait for each other (badly so on a busy machine): one thread
+            blas_single_enter();
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, P->na, P->nb, (int)L, -2.0, V, (int)L,
+                        V + (size_t)P->na * L, (int)L, 1.0, dist2, P->nb);
+            blas_single_leave();
+        }
+    for (int i = 0; i < P->na; i++)
+        for (int j = 0; j < P->nb; j++) dist2[(size_t)i * P->nb + j] += norm[i] + norm[P->na + j];
+    free(V);
+    free(F);
+    free(norm);
+}
+
+/* One expert in double, carved from mem (3hd + 2h + d doubles). */
+typedef struct {
+    double *w1, *b1, *w3, *b3, *w2, *b2;
+} dexpert;
+
+static void dexpert_fill(dexpert *x, const moe_expert *e, const moe_config *c, double *mem) {
+    size_t hd = (size_t)c->h * c->d, h = (size_t)c->h, d = (size_t)c->d;
+    x->w1 = mem, x->b1 = mem + hd, x->w2 = mem + hd + h, x->b2 = x->w2 + hd;
+    x->w3 = x->b2 + d, x->b3 = x->w3 + hd;
+    for (size_t i = 0; i < hd; i++) x->w1[i] = e->fc1_w[i], x->w2[i] = e->fc2_w[i];
+    for (size_t i = 0; i < h; i++) x->b1[i] = e->fc1_b[i];
+    for (size_t i = 0; i < d; i++) x->b2[i] = e->fc2_b[i];
+    if (!is_glu(c)) return;
+    for (size_t i = 0; i < hd; i++) x->w3[i] = e->fc3_w[i];
+    for (size_t i = 0; i < h; i++) x->b3[i] = e->fc3_b[i];
+}
+
+/* |At_x At_y^T|_F^2 + |Bt_x^T Bt_y|_F^2 through S ((h+1)^2 doubles). */
+static double hside_cross(const dexpert *x, const dexpert *y, const moe_config *c, double *S) {
+    int h = c->h, d = c->d;
+    // S (h,h) = W1x W1y^T + b1x b1y^T [+ W3x W3y^T + b3x b3y^T]
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, h, h, d, 1.0, x->w1, d, y->w1, d, 0.0, S, h);
+    cblas_dger(CblasRowMajor, h, h, 1.0, x->b1, 1, y->b1, 1, S, h);
+    if (is_glu(c)) {
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, h, h, d, 1.0, x->w3, d, y->w3, d, 1.0, S, h);
+        cblas_dger(CblasRowMajor, h, h, 1.0, x->b3, 1, y->b3, 1, S, h);
+    }
+    double t = sumsq(S, (size_t)h * h);
+    // Bt_x^T Bt_y ((h+1),(h+1)): W2x^T W2y, W2x^T b2y, b2x^T W2y, b2x.b2y
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, h, d, 1.0, x->w2, h, y->w2, h, 0.0, S, h);
+    t += sumsq(S, (size_t)h * h);
+    cblas_dgemv(CblasRowMajor, CblasTrans, d, h, 1.0, x->w2, h, y->b2, 1, 0.0, S, 1);
+    t += sumsq(S, (size_t)h);
+    cblas_dgemv(CblasRowMajor, CblasTrans, d, h, 1.0, y->w2, h, x->b2, 1, 0.0, S, 1);
+    t += sumsq(S, (size_t)h);
+    double bb = cblas_ddot(d, x->b2, 1, y->b2, 1);
+    return t + bb * bb;
+}
+
+/* h side: dist2 (na, nb) = every distance. */
+static void hside_dist2(pool *P, const moe_config *c, double *dist2) {
+    size_t per = 3 * (size_t)c->h * c->d + 2 * (size_t)c->h + (size_t)c->d;
+    double *ma = ms_malloc(per * sizeof(double)), *mb = ms_malloc(per * sizeof(double));
+    double *S = ms_malloc((size_t)(c->h + 1) * (c->h + 1) * sizeof(double));
+    double *self = ms_malloc((size_t)(P->na + P->nb) * sizeof(double));
+    double unit = (is_glu(c) ? 6.0 : 4.0) * c->h * (double)c->h * c->d / 1e9;
+    dexpert xa, xb;
+    for (int x = 0; x < P->na + P->nb; x++) {
+        dexpert_fill(&xa, pool_at(P, x), c, ma);
+        self[x] = hside_cross(&xa, &xa, c, S);
+        progress_add(unit);
+    }
+    for (int i = 0; i < P->na && !progress_cancelled(); i++) {
+        dexpert_fill(&xa, pool_at(P, i), c, ma);
+        for (int j = 0; j < P->nb; j++) {
+            dexpert_fill(&xb, pool_at(P, P->na + j), c, mb);
+            double t = hside_cross(&xa, &xb, c, S);
+            dist2[(size_t)i * P->nb + j] = self[i] + self[P->na + j] - 2.0 * t;
+            progress_add(unit);
+        }
+    }
+    free(ma);
+    free(mb);
+    free(S);
+    free(self);
+}
+
+/* Flops (double counted twice) of each side, for the choice and the progress line. */
+static double dside_flops(const moe_config *c, int na, int nb) {
+    double d = c->d, h = c->h, L = is_glu(c) ? 2.5 * d * d : d * d;
+    return (na + nb) * (is_glu(c) ? 5.0 : 2.0) * h * d * d + 4.0 * na * nb * L;
+}
+static double hside_flops(const moe_config *c, int na, int nb) {
+    double d = c->d, h = c->h;
+    return 2.0 * ((double)na * nb + na + nb) * (is_glu(c) ? 6.0 : 4.0) * h * h * d;
+}
+
+static int pick_hside(const moe_config *c, int na, int nb) {
+    return cost_side == 2 || (cost_side == 0 && hside_flops(c, na, nb) < dside_flops(c, na, nb));
+}
+
+double cost_expert_flops(const moe_config *c, int na, int nb) {
+    return pick_hside(c, na, nb) ? hside_flops(c, na, nb) : dside_flops(c, na, nb);
+}
+
+/* Seconds the expert cost would take: its flops at 100 GFLOP/s and, for streamed
+ * experts, the floats decoded at 2 GB/s (the d side reads the parts a term needs,
+ * 5/12 of an expert on average, once per block of Gram rows; the h side reads B's
+ * expert once per pair). */
+static double expert_seconds(const moe_config *c, int na, int nb, int streamed, double *passes) {
+    double es = 4.0 * (double)moe_expert_size(c), reads = 0;
+    *passes = 0;
+    if (streamed && pick_hside(c, na, nb)) {
+        reads = ((double)na * nb + na + nb) * es;
+    } else if (streamed) {
+        int rb = block_rows(c, na + nb);
+        *passes = term_count(c) * (double)((c->d + rb - 1) / rb);
+        reads = *passes * (na + nb) * es * 5.0 / 12.0;
+    }
+    return cost_expert_flops(c, na, nb) / 1e11 + reads / 2e9;
+}
+
+int cost_expert_offered(const moe_config *c, int na, int nb, int streamed, char *why, size_t cap) {
+    double passes, secs = expert_seconds(c, na, nb, streamed, &passes);
+    if (secs <= COST_EXPERT_MAX_SECONDS) return 1;
+    int len = snprintf(why, cap, "the exact expert cost of %d x %d experts (d = %d, h = %d) needs "
+                       "%.2g flops on the d side of the Gram products, %.2g on the h side",
+                       na, nb, c->d, c->h, dside_flops(c, na, nb), hside_flops(c, na, nb));
+    if (passes > 0 && len > 0 && (size_t)len < cap)
+        len += snprintf(why + len, cap - (size_t)len,
+                        ", and the d side's Gram blocks (at most %.0f MiB) hold %d rows, so the "
+                        "experts read from the files would be decoded %.0f times over",
+                        cost_block_bytes / 1048576.0, block_rows(c, na + nb), passes);
+    if (len > 0 && (size_t)len < cap)
+        snprintf(why + len, cap - (size_t)len,
+                 ": about %.0f hours (at 100 GFLOP/s, decoding at 2 GB/s), so it is not offered at "
+                 "this size; the gate cost (--method gate) orders the experts by their gate rows",
+                 secs / 3600.0);
+    return 0;
+}
+
+double cost_expert_bytes(const moe_config *c, int na, int nb) {
+    double nx = na + nb, d = c->d, h = c->h;
+    if (pick_hside(c, na, nb))
+        return 8.0 * (2 * (3 * h * d + 2 * h + d) + (h + 1) * (h + 1) + nx);
+    double rb = block_rows(c, na + nb);
+    return 8.0 * nx * rb * d + 4.0 * rb * d + 8.0 * (nx * small_len(c) + nx);
+}
+
+/* C (na, nb) expert cost between the experts ea[0..na) and eb[0..nb), or those
+ * of the sources sa / sb where they read (streamed: the same numbers, bit for
+ * bit, with one expert in memory at a time; the d side reads each expert once
+ * per block of Gram rows and term). */
+static int expert_cost(const moe_expert *ea, int na, const moe_expert *eb, int nb,
+                       const expert_source *sa, const expert_source *sb, const moe_config *c,
+                       double *C, ms_err *err) {
+    pool P = {.ea = ea, .eb = eb, .na = na, .nb = nb, .sa = sa, .sb = sb, .c = c, .cur_x = -1,
+              .err = err};
+    P.hash = ms_calloc((size_t)(na + nb) * 3, sizeof(uint64_t));
+    int hside = pick_hside(c, na, nb);
+    double gemm = (na + nb) * (is_glu(c) ? 5.0 : 2.0) * c->h * (double)c->d * c->d; // sgemm flops
+    progress_begin("expert cost", (hside ? hside_flops(c, na, nb) / 2 : gemm) / 1e9, "GFlop");
+    if (hside) {
+        hside_dist2(&P, c, C);
+    } else {
+        for (size_t k = 0; k < (size_t)na * nb; k++) C[k] = 0.0;
+        dside_dist2(&P, c, C);
+        // the vectors and scalars of G1, directly
+        int S = small_len(c);
+        double *v = ms_malloc((size_t)(na + nb) * S * sizeof(double));
+        float *tmp = ms_malloc((size_t)c->d * sizeof(float));
+        blas_single_enter(); // matrix-vector products: memory-bound, one thread
+        for (int x = 0; x < na + nb; x++)
+            small_terms(pool_get(&P, x, EXPERT_W1 | EXPERT_W3), c, v + (size_t)x * S, tmp);
+        blas_single_leave();
+        for (int i = 0; i < na; i++)
+            for (int j = 0; j < nb; j++) {
+                const double *p = v + (size_t)i * S, *q = v + (size_t)(na + j) * S;
+                double t = 0.0;
+                for (int k = 0; k < S; k++) t += (p[k] - q[k]) * (p[k] - q[k]);
+                C[(size_t)i * nb + j] += t;
+            }
+        free(v);
+        free(tmp);
+    }
+    progress_end();
+    for (int i = 0; i < na; i++)
+        for (int j = 0; j < nb; j++) {
+            double *x = &C[(size_t)i * nb + j];
+            // equal experts (an expert compared with itself) cost exactly 0
+            if (!P.failed && pool_equal(&P, i, j)) *x = 0.0;
+            *x = *x > 0 ? sqrt(*x) : 0.0;
+        }
+    free(P.buf);
+    free(P.hash);
+    return P.failed ? -1 : 0;
+}
+
+int cost_matrix(const moe_model *A, const moe_model *B, cost_method method, int center,
+                double *C, ms_err *err) {
+    return cost_matrix_src(A, NULL, B, NULL, method, center, C, err);
+}
+
+int cost_matrix_src(const moe_model *A, const expert_source *sa, const moe_model *B,
+                    const expert_source *sb, cost_method method, int center, double *C,
+                    ms_err *err) {
+    if (check_shapes(A, B, err)) return -1;
+    if (method == COST_GATE) {
+        // centring removes a common translation: meaningful only where it is a
+        // symmetry (softmax scores); a sigmoid router's gate rows are compared as they are
+        gate_cost(A, B, center && moe_gate_centring_valid(&A->cfg), C);
+        return 0;
+    }
+    char why[600];
+    if (!cost_expert_offered(&A->cfg, A->cfg.n, B->cfg.n, (sa && sa->read) || (sb && sb->read), why,
+                             sizeof why))
+        return ms_fail(err, "%s and %s: %s", path_or(A, "A"), path_or(B, "B"), why);
+    if (expert_cost(A->experts, A->cfg.n, B->experts, B->cfg.n, sa, sb, &A->cfg, C, err)) return -1;
+    if (progress_cancelled()) return ms_fail(err, "cancelled"); // a listener's cancel (progress.h)
+    return 0;
+}
+
+int cost_matrix_shared(const moe_model *A, const moe_model *B, double *C, ms_err *err) {
+    if (check_shapes(A, B, err)) return -1;
+    moe_config sc = moe_shared_config(&A->cfg); // shared experts have their own width
+    if (A->cfg.s > 0) return expert_cost(A->shared, A->cfg.s, B->shared, B->cfg.s, NULL, NULL, &sc, C, err);
+    return 0;
+}

@@ -1,0 +1,433 @@
+/* study_report.c - a study as a text table, JSON ("moescope.study/1"), CSV,
+ * a booktabs LaTeX table and a PNG (per-pair barrier bars over a
+ * rank-percentile strip). Files are written atomically; non-finite numbers
+ * are JSON null, CSV "nan" and LaTeX "--". */
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/atomic_file.h"
+#include "io/json_file.h"
+#include "plot/plot_png.h"
+#include "io/provenance.h"
+#include "landscape/rank.h"
+#include "analysis/study.h"
+
+/* the file name without directories and ".safetensors" */
+static void short_name(const char *path, char *out, size_t cap) {
+    const char *s = strrchr(path, '/');
+    s = s ? s + 1 : path;
+    snprintf(out, cap, "%s", s);
+    char *dot = strstr(out, ".safetensors");
+    if (dot && dot[12] == '\0') *dot = '\0';
+}
+
+static const st_stat *stat_of(const study *S, const char *path) {
+    int nf;
+    const st_field *fs = study_fields(&nf);
+    for (int f = 0; f < nf; f++)
+        if (!strcmp(fs[f].path, path)) return &S->summary[f];
+    return NULL;
+}
+
+/* ---- text ---- */
+
+static void cell(FILE *f, double v, const char *fmt, int w) {
+    if (isfinite(v)) fprintf(f, fmt, w, v);
+    else fprintf(f, "%*s", w, "-");
+}
+
+/* the columns of the text table and the LaTeX table */
+static const struct {
+    const char *path, *head, *tex;
+    int decimals;
+} COLS[] = {
+    {"naive.barrier", "naive", "Naive", 4},
+    {"skip_order.barrier", "skip", "Skip", 4},
+    {"methods.gate.barrier", "gate", "Gate", 4},
+    {"methods.expert.barrier", "expert", "Expert", 4},
+    {"best.barrier", "best", "Best", 4},
+    {"methods.gate.rank", "rank g", "Rank (gate)", 1},
+    {"methods.expert.rank", "rank e", "Rank (expert)", 1},
+    {"methods.expert.tied", "tied e", "Tied (expert)", 0},
+    {"methods.gate.l_hat", "L-hat g", "$\\hat{L}$ (gate)", 1},
+    {"methods.expert.l_hat", "L-hat e", "$\\hat{L}$ (expert)", 1},
+    {"methods.gate.spearman", "rho g", "$\\rho$ (gate)", 2},
+    {"methods.expert.spearman", "rho e", "$\\rho$ (expert)", 2},
+    {"identity_rank", "id rank", "Identity rank", 1},
+};
+#define NCOLS (int)(sizeof COLS / sizeof COLS[0])
+
+static double field_value(const st_pair *p, const char *path) {
+    int nf;
+    const st_field *fs = study_fields(&nf);
+    for (int f = 0; f < nf; f++)
+        if (!strcmp(fs[f].path, path)) return st_get(p, &fs[f]);
+    return NAN;
+}
+
+/* "mean +- std"; the std left out when undefined (one pair), "n/a" without values */
+static void mean_pm(FILE *f, const st_stat *s, int dec) {
+    if (!isfinite(s->mean)) fputs("n/a", f);
+    else if (!isfinite(s->std)) fprintf(f, "%.*f", dec, s->mean);
+    else fprintf(f, "%.*f +- %.*f", dec, s->mean, dec, s->std);
+}
+
+/* a count of orders for people: exact up to 15 digits, else "about 10^89" */
+static void count_text(char *buf, size_t cap, double v) {
+    if (isinf(v)) snprintf(buf, cap, "more than 10^308");
+    else if (v < 1e15) snprintf(buf, cap, "%.0f", v);
+    else ls_count_format(buf, cap, log10(v));
+}
+
+/* the orders in p's set (n!, or the group-preserving ones), for people */
+static void set_text(char *buf, size_t cap, const st_pair *p) {
+    if (isfinite(p->norders)) count_text(buf, cap, p->norders);
+    else ls_count_format(buf, cap, p->norders_log10);
+}
+
+/* frac times the orders in p's set, for people ("0" for none) */
+static void share_text(char *buf, size_t cap, double frac, const st_pair *p) {
+    if (!(frac > 0)) snprintf(buf, cap, "0");
+    else if (isfinite(frac * p->norders)) count_text(buf, cap, round(frac * p->norders));
+    else ls_count_format(buf, cap, log10(frac) + p->norders_log10);
+}
+
+/* Orders tied at barrier 0, summed over the pairs. A count is over the orders
+ * ranked: every order of the set, or only the sampled ones; a sample's share
+ * stands for the whole set as an estimate, given with its 95% Wilson interval
+ * (the pairs pooled: they rank sets of one size, so the pooled share estimates
+ * the mean share over the pairs). */
+static void print_zero_tied(const study *S, FILE *f) {
+    const st_pair *p0 = &S->pairs[0];
+    double z = 0, nr = 0;
+    for (int k = 0; k < S->npairs; k++) z += S->pairs[k].zero_tied, nr += S->pairs[k].nranked;
+    double ph = nr > 0 ? z / nr : 0, lo = ph, hi = ph;
+    char cnt[48], set[48], e[48], el[48], eh[48];
+    count_text(cnt, sizeof cnt, nr);
+    fprintf(f, "orders tied at barrier 0 (B <= tau): %.0f of %s %sover the pairs (%.2f%%)", z, cnt,
+            p0->exhaustive ? "" : "sampled ", 100.0 * ph);
+    if (p0->exhaustive) {
+        fputc('\n', f);
+        return;
+    }
+    rank_wilson95(ph, nr, &lo, &hi);
+    set_text(set, sizeof set, p0);
+    share_text(e, sizeof e, ph, p0);
+    share_text(el, sizeof el, lo, p0);
+    share_text(eh, sizeof eh, hi, p0);
+    fprintf(f, "; estimated per pair: %s of all %s orders (95%% CI %.2f%%..%.2f%%: %s..%s)\n", e, set,
+            100.0 * lo, 100.0 * hi, el, eh);
+}
+
+void study_print(const study *S, FILE *f) {
+    const st_pair *p0 = S->npairs ? &S->pairs[0] : NULL;
+    fprintf(f, "study: %d checkpoints, %d pairs", S->npool, S->npairs);
+    char cnt[48];
+    if (p0) {
+        set_text(cnt, sizeof cnt, p0);
+        if (p0->exhaustive) fprintf(f, ", n = %d, all %s orders per pair", p0->n, cnt);
+        else fprintf(f, ", n = %d, %.0f sampled of %s orders per pair", p0->n, p0->nranked, cnt);
+        fprintf(f, ", %d points", S->T);
+    }
+    fprintf(f, "\nloss barriers; ranks with ties within tau; rho: Spearman of assignment cost vs barrier\n");
+    if (p0 && !p0->exhaustive)
+        fprintf(f, "ranks, tied and id rank are among the %.0f sampled orders (tied counts the chosen "
+                   "order too); the JSON and CSV add each rank_estimate among all of them\n",
+                p0->nranked);
+    fputc('\n', f);
+    fprintf(f, "%-24s", "pair");
+    for (int c = 0; c < NCOLS; c++) fprintf(f, " %8s", COLS[c].head);
+    fputc('\n', f);
+    for (int k = 0; k < S->npairs; k++) {
+        char a[64], b[64], lab[140];
+        short_name(S->paths[S->pairs[k].ia], a, sizeof a);
+        short_name(S->paths[S->pairs[k].ib], b, sizeof b);
+        snprintf(lab, sizeof lab, "%s / %s", a, b);
+        fprintf(f, "%-24.24s", lab);
+        for (int c = 0; c < NCOLS; c++) {
+            double v = field_value(&S->pairs[k], COLS[c].path);
+            fputc(' ', f);
+            if (COLS[c].decimals == 0 || (COLS[c].decimals == 1 && strstr(COLS[c].path, "rank")))
+                cell(f, v, "%*.0f", 8);
+            else if (COLS[c].decimals == 4) cell(f, v, "%*.4f", 8);
+            else if (COLS[c].decimals == 2) cell(f, v, "%*.2f", 8);
+            else cell(f, v, "%*.1f", 8);
+        }
+        fputc('\n', f);
+    }
+    for (int row = 0; row < 2; row++) {
+        fprintf(f, "%-24s", row == 0 ? "mean" : "std");
+        for (int c = 0; c < NCOLS; c++) {
+            const st_stat *s = stat_of(S, COLS[c].path);
+            double v = s ? (row == 0 ? s->mean : s->std) : NAN;
+            fputc(' ', f);
+            cell(f, v, COLS[c].decimals == 4 ? "%*.4f" : "%*.2f", 8);
+        }
+        fputc('\n', f);
+    }
+    static const char *acc[4] = {"naive.acc_barrier", "skip_order.acc_barrier",
+                                 "methods.gate.acc_barrier", "methods.expert.acc_barrier"};
+    fprintf(f, "\naccuracy barriers (mean +- std):");
+    if (S->kind != LS_CLASSIFY) {
+        fprintf(f, " n/a (%s)\n", S->kind == LS_REGRESS ? "regression" : "layer only");
+    } else {
+        for (int i = 0; i < 4; i++) {
+            fprintf(f, " %s ", COLS[i].head);
+            mean_pm(f, stat_of(S, acc[i]), 4);
+            fputs(i < 3 ? "," : "\n", f);
+        }
+    }
+    fputs("rank by AUC tie-break (mean +- std): gate ", f);
+    mean_pm(f, stat_of(S, "methods.gate.rank_auc"), 2);
+    fputs(", expert ", f);
+    mean_pm(f, stat_of(S, "methods.expert.rank_auc"), 2);
+    fputs("; worst barrier ", f);
+    mean_pm(f, stat_of(S, "worst.barrier"), 4);
+    fputc('\n', f);
+    double r[4];
+    study_ratios(S, r);
+    fprintf(f, "ratios of mean barriers: naive/gate %.1f, naive/expert %.1f, skip/gate %.1f, skip/expert %.1f\n",
+            r[0], r[1], r[2], r[3]);
+    if (p0) print_zero_tied(S, f);
+    fprintf(f, "each checkpoint evaluated once (%d evaluations for %d pairs)\n", S->nevals, S->npairs);
+    for (int i = 0; i < S->nleft; i++) fprintf(f, "left out: %s (%s)\n", S->left[i], S->left_why[i]);
+}
+
+void study_ratios(const study *S, double r[4]) {
+    static const char *num[2] = {"naive.barrier", "skip_order.barrier"};
+    static const char *den[2] = {"methods.gate.barrier", "methods.expert.barrier"};
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            const st_stat *x = stat_of(S, num[a]), *y = stat_of(S, den[b]);
+            r[a * 2 + b] = y->mean > 0 ? x->mean / y->mean : NAN;
+        }
+}
+
+/* ---- JSON ---- */
+
+static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
+
+static cJSON *jorder(const int *p, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(p[i]));
+    return a;
+}
+
+/* obj["a"]["b"]...["z"] = item for the dotted path "a.b...z", creating objects */
+static void json_put(cJSON *obj, const char *path, cJSON *item) {
+    char key[96];
+    const char *dot;
+    while ((dot = strchr(path, '.'))) {
+        snprintf(key, sizeof key, "%.*s", (int)(dot - path), path);
+        cJSON *next = cJSON_GetObjectItemCaseSensitive(obj, key);
+        if (!next) next = cJSON_AddObjectToObject(obj, key);
+        obj = next;
+        path = dot + 1;
+    }
+    cJSON_AddItemToObject(obj, path, item);
+}
+
+static cJSON *pair_json(const study *S, const st_pair *p) {
+    int nf, n = p->n;
+    const st_field *fs = study_fields(&nf);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "a", S->paths[p->ia]);
+    cJSON_AddStringToObject(o, "b", S->paths[p->ib]);
+    int id[LS_MAX_N];
+    for (int i = 0; i < n; i++) id[i] = i;
+    json_put(o, "naive.order", jorder(id, n));
+    json_put(o, "skip_order.order", jorder(id, n));
+    for (int m = 0; m < 2; m++) {
+        const char *mn = m == 0 ? "gate" : "expert";
+        char path[64];
+        snprintf(path, sizeof path, "methods.%s.order", mn);
+        json_put(o, path, jorder(p->m[m].order, n));
+        if (!p->exhaustive) {
+            cJSON *ci = cJSON_CreateArray();
+            cJSON_AddItemToArray(ci, jnum(p->m[m].pct_lo));
+            cJSON_AddItemToArray(ci, jnum(p->m[m].pct_hi));
+            snprintf(path, sizeof path, "methods.%s.rank_percentile_ci95", mn);
+            json_put(o, path, ci);
+        }
+    }
+    json_put(o, "best.order", jorder(p->best_order, n));
+    json_put(o, "worst.order", jorder(p->worst_order, n));
+    for (int f = 0; f < nf; f++) json_put(o, fs[f].path, jnum(st_get(p, &fs[f])));
+    cJSON_AddItemToObject(o, "orders_in_set", jnum(p->norders)); // null past a double
+    if (!p->exhaustive) {
+        cJSON *ci = cJSON_CreateArray();
+        cJSON_AddItemToArray(ci, jnum(p->zero_lo));
+        cJSON_AddItemToArray(ci, jnum(p->zero_hi));
+        cJSON_AddItemToObject(o, "zero_tied_percent_ci95", ci);
+    }
+    cJSON_AddItemToObject(o, "tau", jnum(p->tau));
+    return o;
+}
+
+int study_write_json(const study *S, const char *e_path, const char *path, ms_err *err) {
+    int nf;
+    const st_field *fs = study_fields(&nf);
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "moescope.study/1");
+    cJSON *ck = cJSON_AddArrayToObject(root, "checkpoints");
+    for (int i = 0; i < S->npool; i++) cJSON_AddItemToArray(ck, cJSON_CreateString(S->paths[i]));
+    cJSON_AddStringToObject(root, "eval", e_path ? e_path : "");
+    cJSON_AddNumberToObject(root, "points", S->T);
+    if (S->npairs) {
+        cJSON_AddNumberToObject(root, "n", S->pairs[0].n);
+        cJSON_AddBoolToObject(root, "exhaustive", S->pairs[0].exhaustive);
+    }
+    cJSON *pairs = cJSON_AddArrayToObject(root, "pairs");
+    for (int k = 0; k < S->npairs; k++) cJSON_AddItemToArray(pairs, pair_json(S, &S->pairs[k]));
+    cJSON *sum = cJSON_AddObjectToObject(root, "summary");
+    for (int f = 0; f < nf; f++) {
+        cJSON *s = cJSON_AddObjectToObject(sum, fs[f].path);
+        cJSON_AddItemToObject(s, "mean", jnum(S->summary[f].mean));
+        cJSON_AddItemToObject(s, "std", jnum(S->summary[f].std));
+        cJSON_AddNumberToObject(s, "n", S->summary[f].n);
+    }
+    double r[4];
+    study_ratios(S, r);
+    cJSON *rat = cJSON_AddObjectToObject(root, "ratios");
+    static const char *rn[4] = {"naive/gate", "naive/expert", "skip_order/gate", "skip_order/expert"};
+    for (int i = 0; i < 4; i++) cJSON_AddItemToObject(rat, rn[i], jnum(r[i]));
+    cJSON *lo = cJSON_AddArrayToObject(root, "left_out");
+    for (int i = 0; i < S->nleft; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "path", S->left[i]);
+        cJSON_AddStringToObject(o, "why", S->left_why[i]);
+        cJSON_AddItemToArray(lo, o);
+    }
+    cJSON *prov = prov_json();
+    cJSON_AddNumberToObject(prov, "endpoint_evaluations", S->nevals);
+    cJSON_AddItemToObject(root, "provenance", prov);
+    return json_file_write(root, path, err);
+}
+
+/* ---- CSV ---- */
+
+static void csv_num(FILE *f, double v) {
+    if (isnan(v)) fputs("nan", f);
+    else fprintf(f, "%.9g", v);
+}
+
+/* close the memory stream (which sets *buf and *len) and write it out */
+static int finish_memstream(FILE *f, char **buf, size_t *len, const char *path, const char *what,
+                            ms_err *err) {
+    fclose(f);
+    int rc = af_write_all(path, *buf, *len, err);
+    free(*buf);
+    return rc ? ms_prefix(err, "writing the %s", what) : 0;
+}
+
+/* a memory stream that starts with how the file was made, each line after prefix */
+static FILE *report_open(char **buf, size_t *len, const char *prefix) {
+    FILE *f = open_memstream(buf, len);
+    if (!f) return NULL;
+    char *prov = prov_text(prefix);
+    fputs(prov, f);
+    free(prov);
+    return f;
+}
+
+int study_write_csv(const study *S, const char *path, ms_err *err) {
+    int nf;
+    const st_field *fs = study_fields(&nf);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = report_open(&buf, &len, "# ");
+    if (!f) return ms_fail(err, "%s: out of memory formatting the CSV", path);
+    // one row per pair, then the mean and the sample std over the pairs
+    // the zero-tied share's 95% interval (sampled; else the share itself) closes each pair row
+    fputs("row,a,b", f);
+    for (int k = 0; k < nf; k++) fprintf(f, ",%s", fs[k].path);
+    fputs(",zero_tied_percent_lo,zero_tied_percent_hi\n", f);
+    for (int k = 0; k < S->npairs; k++) {
+        const st_pair *p = &S->pairs[k];
+        fprintf(f, "pair,%s,%s", S->paths[p->ia], S->paths[p->ib]);
+        for (int c = 0; c < nf; c++) {
+            fputc(',', f);
+            csv_num(f, st_get(p, &fs[c]));
+        }
+        fputc(',', f);
+        csv_num(f, p->zero_lo);
+        fputc(',', f);
+        csv_num(f, p->zero_hi);
+        fputc('\n', f);
+    }
+    for (int row = 0; row < 2; row++) {
+        fputs(row == 0 ? "mean,," : "std,,", f);
+        for (int c = 0; c < nf; c++) {
+            fputc(',', f);
+            csv_num(f, row == 0 ? S->summary[c].mean : S->summary[c].std);
+        }
+        fputs(",,\n", f);
+    }
+    return finish_memstream(f, &buf, &len, path, "CSV", err);
+}
+
+/* ---- LaTeX (booktabs) ---- */
+
+static void tex_escape(FILE *f, const char *s) {
+    for (; *s; s++) {
+        if (strchr("_&%$#{}", *s)) fprintf(f, "\\%c", *s);
+        else if (*s == '\\') fputs("\\textbackslash{}", f);
+        else if (*s == '~' || *s == '^') fprintf(f, "\\%c{}", *s);
+        else fputc(*s, f);
+    }
+}
+
+static void tex_num(FILE *f, double v, int dec) {
+    if (isfinite(v)) fprintf(f, "%.*f", dec, v);
+    else fputs("--", f);
+}
+
+int study_write_latex(const study *S, const char *path, ms_err *err) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = report_open(&buf, &len, "% ");
+    if (!f) return ms_fail(err, "%s: out of memory formatting the LaTeX table", path);
+    fputs("% needs \\usepackage{booktabs}\n\\begin{table}[t]\n\\centering\n", f);
+    fprintf(f, "\\caption{Loss barriers and ranks over %d pairs of %d checkpoints (mean $\\pm$ "
+               "sample std in the last row).}\n", S->npairs, S->npool);
+    fputs("\\begin{tabular}{l", f);
+    for (int c = 0; c < NCOLS; c++) fputc('r', f);
+    fputs("}\n\\toprule\nPair", f);
+    for (int c = 0; c < NCOLS; c++) fprintf(f, " & %s", COLS[c].tex);
+    fputs(" \\\\\n\\midrule\n", f);
+    for (int k = 0; k < S->npairs; k++) {
+        char a[64], b[64];
+        short_name(S->paths[S->pairs[k].ia], a, sizeof a);
+        short_name(S->paths[S->pairs[k].ib], b, sizeof b);
+        tex_escape(f, a);
+        fputs(" / ", f);
+        tex_escape(f, b);
+        for (int c = 0; c < NCOLS; c++) {
+            fputs(" & ", f);
+            int dec = COLS[c].decimals == 4 ? 4 : strstr(COLS[c].path, "rank") || COLS[c].decimals == 0 ? 0
+                                                                                                      : COLS[c].decimals;
+            tex_num(f, field_value(&S->pairs[k], COLS[c].path), dec);
+        }
+        fputs(" \\\\\n", f);
+    }
+    fputs("\\midrule\nMean $\\pm$ std", f);
+    for (int c = 0; c < NCOLS; c++) {
+        const st_stat *s = stat_of(S, COLS[c].path);
+        int dec = COLS[c].decimals == 4 ? 4 : 2;
+        fputs(" & ", f);
+        if (s && isfinite(s->mean)) {
+            fputc('$', f);
+            tex_num(f, s->mean, dec);
+            fputs(" \\pm ", f);
+            tex_num(f, s->std, dec);
+            fputc('$', f);
+        } else {
+            fputs("--", f);
+        }
+    }
+    fputs(" \\\\\n\\bottomrule\n\\end{tabular}\n\\end{table}\n", f);
+    return finish_memstream(f, &buf, &len, path, "LaTeX table", err);
+}

@@ -1,0 +1,378 @@
+/* cli.c - helpers shared by the subcommands. */
+#include "cli/cli.h"
+
+#include <cblas.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/atomic_file.h"
+#include "core/blas_threads.h"
+#include "io/family.h"
+#include "core/ms_limits.h"
+#include "plot/plot_png.h"
+#include "core/progress.h"
+#include "io/provenance.h"
+#include "model/symmetry.h"
+
+/* OpenBLAS (pthreads build) starts its worker threads when it is loaded and
+ * each spins (sched_yield) for about 2^28 cycles before it sleeps: a command
+ * of a few tens of milliseconds loses a core to that. The commands that run
+ * BLAS single-threaded inside their own workers (landscape, eval, study, ...)
+ * stop the pool at once; OpenBLAS would start it again on a call that sets
+ * the thread count, which blas_threads.c avoids. Weak, so that another BLAS
+ * links too. */
+void blas_thread_shutdown_(void) __attribute__((weak));
+
+void cli_blas_quiet(void) {
+    blas_threads_default(1); /* the pool is up: this starts nothing */
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+}
+
+int cli_usage_error(const char *usage, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "moescope: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nusage: %s\n", usage);
+    return 2;
+}
+
+int cli_error(const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "%s: ", ms_process_name());
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return 1;
+}
+
+int cli_option_error(const char *usage, const char *cmd, int ch, int argc, char **argv) {
+    const char *word = optind >= 1 && optind - 1 < argc ? argv[optind - 1] : "?";
+    if (ch == '?' && optopt && optopt != '?') {
+        // an unknown short option inside "-abc": getopt has not moved past the word yet
+        if (optind < argc && argv[optind][0] == '-' && argv[optind][1] != '-' &&
+            strchr(argv[optind] + 1, optopt))
+            word = argv[optind];
+        if (word[0] == '-' && word[1] != '-' && strlen(word) > 2)
+            return cli_usage_error(usage, "%s: unknown option '-%c' in '%s' (an argument that "
+                                          "starts with '-' is read as options: for a file, write "
+                                          "./%s or put it after --)",
+                                   cmd, optopt, word, word);
+    }
+    if (ch == ':') return cli_usage_error(usage, "%s: option '%s' needs an argument", cmd, word);
+    if (ch == '?' && optopt == 0) // getopt_long: no long option of that name
+        return cli_usage_error(usage, "%s: unknown option '%s'", cmd, word);
+    return cli_usage_error(usage, "%s: unknown option or missing argument '%s'", cmd, word);
+}
+
+int cli_parse_order(const char *s, int *order, int n) {
+    int seen[256] = {0};
+    if (n <= 0 || n > 256) return -1;
+    int count = 0;
+    const char *p = s;
+    while (*p) {
+        while (*p == ',' || *p == ' ') p++;
+        if (!*p) break;
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v >= n || seen[v] || count >= n) return -1;
+        seen[v] = 1;
+        order[count++] = (int)v;
+        p = end;
+    }
+    return count == n ? 0 : -1;
+}
+
+/* moescope-mpi: its ranks' stderr reaches mpirun through a pipe (and batch jobs
+ * write it to a log), so rank 0 prints a line at every tenth of the work instead
+ * of a bar */
+static void progress_lines(const char *what, long done, long total) {
+    static long last_done = -1;
+    static int last_step = -1;
+    int step = (int)(10.0 * (double)done / (double)total);
+    if (done < last_done) last_step = -1; // a new landscape
+    last_done = done;
+    if (step == last_step) return;
+    last_step = step;
+    fprintf(stderr, "%s: %s %ld/%ld (%d%%) over %d ranks\n", ms_process_name(), what, done, total,
+            (int)(100.0 * (double)done / (double)total), cli_partition->size);
+}
+
+/* The landscape's and the study's progress: on the shared progress line (a
+ * terminal only), or as lines under MPI. */
+void cli_progress(const char *what, long done, long total) {
+    static char phase[64];
+    static long phase_total = -1;
+    if (total <= 0) return;
+    if (cli_partition) {
+        progress_lines(what, done, total);
+        return;
+    }
+    if (strcmp(phase, what) || total != phase_total) {
+        snprintf(phase, sizeof phase, "%s", what);
+        phase_total = total;
+        progress_begin(what, (double)total, strstr(what, "pairs") ? "pairs" : "orders");
+    }
+    progress_set((double)done);
+}
+
+void cli_progress_end(void) { progress_end(); }
+
+int cli_load_models(const char *pa, const char *pb, const char *layer, const char *e_path,
+                    moe_model *A, moe_model *B, evalset *E) {
+    prov_add_input(pa); // reports record each input's size and SHA-256
+    prov_add_input(pb);
+    prov_add_input(e_path);
+    ms_err err;
+    if (moe_load(A, pa, layer, &err)) return cli_error("%s", err.msg);
+    if (moe_load(B, pb, layer, &err)) {
+        moe_free(A);
+        return cli_error("%s", err.msg);
+    }
+    if (e_path && evalset_load(E, e_path, &err)) {
+        moe_free(A);
+        moe_free(B);
+        return cli_error("%s", err.msg);
+    }
+    // what the pair commands derive (weight matching, expert costs, forward passes),
+    // bounded from the shapes before any of it is allocated
+    unsigned uses = MS_USE_WM | MS_USE_COST | (e_path ? MS_USE_EVAL | MS_USE_DIAG : 0);
+    if (ms_limits_check(A, B, e_path ? E : NULL, uses, &err)) {
+        moe_free(A);
+        moe_free(B);
+        if (e_path) evalset_free(E);
+        return cli_error("%s", err.msg);
+    }
+    return 0;
+}
+
+/* Would A's and B's layers in float32 take more than a quarter of the machine?
+ * (MOESCOPE_STREAM=1: always yes, =0: never) */
+static int stream_wanted(const moe_model *A, const moe_model *B) {
+    const char *env = getenv("MOESCOPE_STREAM");
+    if (env && *env) return atoi(env) != 0;
+    double layers = 4.0 * (double)moe_expert_size(&A->cfg) * (A->cfg.n + B->cfg.n);
+    return layers > ms_mem_machine() / 4;
+}
+
+int cli_load_models_stream(const char *pa, const char *pb, const char *layer, moe_model *A,
+                           moe_model *B, expert_source *sa, expert_source *sb) {
+    prov_add_input(pa);
+    prov_add_input(pb);
+    ms_err err;
+    memset(sb, 0, sizeof *sb);
+    if (moe_load_stream(A, pa, layer, sa, &err)) return cli_error("%s", err.msg);
+    if (moe_load_stream(B, pb, layer, sb, &err)) {
+        moe_free(A);
+        moe_source_close(sa);
+        return cli_error("%s", err.msg);
+    }
+    int rc = 0;
+    if (!stream_wanted(A, B)) { // small enough to hold: read whole (the headers twice)
+        moe_free(A);
+        moe_free(B);
+        moe_source_close(sa);
+        moe_source_close(sb);
+        if (moe_load(A, pa, layer, &err)) return cli_error("%s", err.msg);
+        if (moe_load(B, pb, layer, &err)) {
+            moe_free(A);
+            return cli_error("%s", err.msg);
+        }
+    }
+    // the derived allocations bounded from the shapes; the value ranges of what is
+    // held (a streamed layer's routed experts are never all in memory to be scanned)
+    if (ms_limits_check(A, B, NULL, MS_USE_WM | MS_USE_COST, &err)) rc = cli_error("%s", err.msg);
+    if (rc) {
+        moe_free(A);
+        moe_free(B);
+        moe_source_close(sa);
+        moe_source_close(sb);
+    }
+    return rc;
+}
+
+typedef struct {
+    const moe_config *c;
+    const expert_source *sb;
+    const align_result *res;
+    float *mem;
+    moe_expert x;
+    int cur; /* the slot in x, -1: none */
+} slot_reader;
+
+static const moe_expert *aligned_slot(void *ctx, int e, ms_err *err) {
+    slot_reader *r = ctx;
+    if (r->cur == e) return &r->x;
+    r->cur = -1;
+    if (align_stream_slot(r->c, r->sb, r->res, e, &r->x, err)) return NULL;
+    r->cur = e;
+    return &r->x;
+}
+
+int cli_save_aligned_stream(const moe_model *m, const expert_source *sb, const align_result *res,
+                            const char *src_path, const char *out_path) {
+    slot_reader r = {.c = &m->cfg, .sb = sb, .res = res, .cur = -1};
+    r.mem = ms_malloc(moe_expert_size(&m->cfg) * sizeof(float));
+    moe_expert_carve(&r.x, &m->cfg, r.mem);
+    family_experts ex = {aligned_slot, &r};
+    ms_err err;
+    char *note = NULL;
+    int rc = family_save_with(m, &ex, src_path, out_path, &note, &err);
+    free(r.mem);
+    if (rc) return cli_error("%s", err.msg);
+    if (note) fprintf(stderr, "moescope: note: %s: %s\n", out_path, note);
+    free(note);
+    return 0;
+}
+
+int cli_save_checkpoint(const moe_model *m, const char *src_path, const char *out_path) {
+    ms_err err;
+    int dropped = 0;
+    if (src_path && strcmp(moe_family(&m->cfg), "native")) {
+        // a real family: written back in its own names, dtypes and layout
+        char *note = NULL;
+        if (family_save(m, src_path, out_path, &note, &err)) return cli_error("%s", err.msg);
+        if (note) fprintf(stderr, "moescope: note: %s: %s\n", out_path, note);
+        free(note);
+        return 0;
+    }
+    if (moe_save_with(m, src_path, out_path, &dropped, &err)) return cli_error("%s", err.msg);
+    if (dropped)
+        fprintf(stderr,
+                "moescope: warning: %s: dropped %d tensor(s) under '%s.gate.', '%s.experts.' or "
+                "'%s.shared.' that moescope does not read (they would not match the rewritten "
+                "layer)\n",
+                src_path, dropped, m->layer, m->layer, m->layer);
+    return 0;
+}
+
+void cli_align_args_init(cli_align_args *a) {
+    memset(a, 0, sizeof *a);
+    align_opts_default(&a->ao);
+}
+
+const ls_partition *cli_partition;
+
+int cli_reports_here(void) { return !cli_partition || cli_partition->rank == 0; }
+
+int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, const char *usage) {
+    char *end;
+    switch (ch) {
+    case 'E': lo->exhaustive_max = LS_EXHAUSTIVE_FORCED_MAX; return 0;
+    case 'T':
+        lo->T = (int)strtol(arg, &end, 10);
+        if (*end || lo->T < 3 || lo->T > 100000)
+            return cli_usage_error(usage, "%s: --points must be an integer >= 3, not '%s'", cmd, arg);
+        return 0;
+    case 'S':
+        lo->nsample = strtol(arg, &end, 10);
+        // sampling draws distinct orders: far below n! (>= 3628800 for n >= 10)
+        if (*end || lo->nsample < 1 || lo->nsample > 1000000)
+            return cli_usage_error(usage, "%s: --samples must be an integer in 1..1000000, not '%s'", cmd, arg);
+        return 0;
+    case 's':
+        lo->seed = strtoull(arg, &end, 10);
+        if (*end) return cli_usage_error(usage, "%s: --seed must be an integer, not '%s'", cmd, arg);
+        return 0;
+    case 't':
+        lo->nthreads = (int)strtol(arg, &end, 10);
+        if (*end || lo->nthreads < 1 || lo->nthreads > 8)
+            return cli_usage_error(usage, "%s: --threads must be 1..8, not '%s'", cmd, arg);
+        return 0;
+    case 'W': lo->wm = 0; return 0;
+    case 'G': lo->all_orders = 1; return 0;
+    default: return -1;
+    }
+}
+
+int cli_figure_option(int ch, const char *arg, const char *cmd, const char *usage) {
+    char *end;
+    switch (ch) {
+    case 'Z':
+        if (plot_parse_size(arg, &plot_default_size))
+            return cli_usage_error(usage, "%s: --size must be WxH in pixels, 160x120 .. 16384x16384, not '%s'", cmd, arg);
+        return 0;
+    case 'F': {
+        long k = strtol(arg, &end, 10);
+        if (*end || k < 1 || k > 4)
+            return cli_usage_error(usage, "%s: --font-scale must be 1, 2, 3 or 4, not '%s'", cmd, arg);
+        plot_default_size.scale = (int)k;
+        return 0;
+    }
+    default: return -1;
+    }
+}
+
+int cli_align_option(cli_align_args *a, int ch, const char *arg, const char *cmd,
+                     const char *usage) {
+    switch (ch) {
+    case 'o': a->out_path = arg; return 0;
+    case 'm':
+        if (cost_method_parse(arg, &a->ao.method))
+            return cli_usage_error(usage, "%s: --method must be gate or expert, not '%s'", cmd, arg);
+        return 0;
+    case 'C': a->ao.center = 0; return 0;
+    case 'O': a->ao.order_stage = 0; return 0;
+    case 'W': a->ao.wm_stage = 0; return 0;
+    case 'r': a->order_str = arg; return 0;
+    case 'l': a->layer = arg; return 0;
+    default: return -1;
+    }
+}
+
+int cli_align_inputs(cli_align_args *a, int argc, char **argv, const char *cmd,
+                     const char *usage) {
+    if (argc - optind != 2)
+        return cli_usage_error(usage, "%s: expected two checkpoints, got %d", cmd, argc - optind);
+    if (!a->out_path) return cli_usage_error(usage, "%s: -o OUT is required", cmd);
+    a->pa = argv[optind];
+    a->pb = argv[optind + 1];
+    ms_err err;
+    const char *inputs[2] = {a->pa, a->pb};
+    if (af_check_not_input(a->out_path, inputs, 2, &err)) return cli_error("%s", err.msg);
+    int rc = a->stream_ok ? cli_load_models_stream(a->pa, a->pb, a->layer, &a->A, &a->B, &a->sa, &a->sb)
+                          : cli_load_models(a->pa, a->pb, a->layer, NULL, &a->A, &a->B, NULL);
+    if (rc) return rc;
+    if (a->order_str) {
+        // checked against A's n, so only after loading
+        int n = a->A.cfg.n;
+        a->order = ms_malloc((size_t)n * sizeof(int));
+        if (cli_parse_order(a->order_str, a->order, n)) {
+            rc = cli_usage_error(usage, "%s: --order '%s' is not a permutation of 0..%d", cmd,
+                                 a->order_str, n - 1);
+            cli_align_args_free(a);
+            return rc;
+        }
+        a->ao.order = a->order;
+    }
+    return 0;
+}
+
+void cli_align_args_free(cli_align_args *a) {
+    free(a->order);
+    a->order = NULL;
+    a->ao.order = NULL;
+    moe_free(&a->A);
+    moe_free(&a->B);
+    moe_source_close(&a->sa);
+    moe_source_close(&a->sb);
+}
+
+void cli_print_order(const cli_align_args *a, const align_result *res, int n) {
+    const align_opts *ao = &a->ao;
+    char *os = moe_order_string(res->order, n);
+    printf("order %s", os);
+    free(os);
+    if (a->order_str)
+        printf("   (given)\n");
+    else if (!ao->order_stage)
+        printf("   (identity: expert-order step off)\n");
+    else
+        printf("   cost total %.6g (%s%s)\n", res->cost_total, cost_method_name(ao->method),
+               ao->method == COST_GATE ? (ao->center ? ", centred" : ", not centred") : "");
+}

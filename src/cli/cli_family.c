@@ -1,0 +1,99 @@
+/* cli_family.c - the options that choose a checkpoint's family and override its
+ * router (--family, --top-k, --norm-topk-prob, --routed-scaling, --n-group,
+ * --topk-group). They apply to every command that loads a checkpoint, so main
+ * takes them out of argv before the subcommand parses the rest; the values
+ * land in the library's family_opts, which loading reads. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "io/family.h"
+#include "io/provenance.h"
+
+int cli_front(int *argc, char **argv, const char *prog, void (*usage)(FILE *fp)) {
+    if (*argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("%s %s\n", prog, ms_version());
+        return 0;
+    }
+    int rc = cli_take_family_options(argc, argv); // --family and router overrides
+    return rc ? rc : -1;
+}
+
+static int opt_value(int *argc, char **argv, int i, const char **val) {
+    const char *a = argv[i];
+    const char *eq = strchr(a, '=');
+    int used = 1;
+    if (eq) *val = eq + 1;
+    else if (i + 1 < *argc) {
+        *val = argv[i + 1];
+        used = 2;
+    } else {
+        *val = NULL;
+    }
+    return used;
+}
+
+static int bad_opt(const char *opt, const char *val, const char *want) {
+    fprintf(stderr, "moescope: %s needs %s, got '%s'\n", opt, want, val ? val : "(nothing)");
+    return 2;
+}
+
+int cli_take_family_options(int *argc, char **argv) {
+    static const char *const names[] = {"--family", "--top-k", "--norm-topk-prob",
+                                        "--routed-scaling", "--n-group", "--topk-group"};
+    for (int i = 1; i < *argc;) {
+        int which = -1;
+        for (int j = 0; j < 6; j++) {
+            size_t l = strlen(names[j]);
+            if (!strncmp(argv[i], names[j], l) && (argv[i][l] == 0 || argv[i][l] == '=')) which = j;
+        }
+        if (which < 0) {
+            i++;
+            continue;
+        }
+        const char *v;
+        int used = opt_value(argc, argv, i, &v);
+        char *end = NULL;
+        long iv = v ? strtol(v, &end, 10) : 0;
+        int int_ok = v && *v && end && !*end;
+        switch (which) {
+        case 0:
+            if (!v || (family_opts.family = family_from_name(v)) < 0) {
+                fprintf(stderr, "moescope: --family: unknown family '%s' (known: %s)\n",
+                        v ? v : "", family_names_list());
+                return 2;
+            }
+            break;
+        case 1:
+            if (!int_ok || iv < 1 || iv > 4096) return bad_opt(names[1], v, "a positive integer");
+            family_opts.k = (int)iv;
+            break;
+        case 2:
+            if (!int_ok || (iv != 0 && iv != 1)) return bad_opt(names[2], v, "0 or 1");
+            family_opts.norm_topk_prob = (int)iv;
+            break;
+        case 3: {
+            double x = v ? strtod(v, &end) : 0;
+            if (!v || !*v || *end || !(x > 0) || x > 1e6) return bad_opt(names[3], v, "a positive number");
+            family_opts.scaling = x;
+            break;
+        }
+        default:
+            if (!int_ok || iv < 1 || iv > 4096) return bad_opt(names[which], v, "a positive integer");
+            if (which == 4) family_opts.n_group = (int)iv;
+            else family_opts.topk_group = (int)iv;
+        }
+        for (int j = i; j + used <= *argc; j++) argv[j] = argv[j + used];
+        *argc -= used;
+    }
+    return 0;
+}

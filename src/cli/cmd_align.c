@@ -1,0 +1,118 @@
+/* cmd_align.c - `moescope align A B -o OUT`: write B re-expressed in A's basis
+ * (Algorithm 1). The result computes the same function as B. */
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "align/align.h"
+#include "cli/cli.h"
+#include "model/symmetry.h"
+
+static const char *USAGE =
+    "moescope align A.safetensors B.safetensors -o OUT [--method gate|expert] [--no-center] "
+    "[--no-order] [--no-wm] [--order 2,0,3,1] [--layer L]";
+
+static void help(void) {
+    printf("usage: %s\n\n"
+           "Re-express B in A's basis: reorder B's experts (with their gate rows) by a linear\n"
+           "assignment on the expert cost, then permute the hidden units of each expert by\n"
+           "weight matching against A's expert in the same slot. The output computes exactly\n"
+           "the same function as B; only its parameters move closer to A's. Every other\n"
+           "tensor of B (other MoE layers, embeddings, ...) is copied through unchanged, in\n"
+           "its own dtype, and B's metadata is kept.\n\n"
+           "options:\n"
+           "  -o, --output OUT  the aligned checkpoint (must not be A or B)\n"
+           "  -m, --method M    gate | expert: the cost for the expert order (default expert)\n"
+           "      --no-center   do not centre the gate rows (gate method)\n"
+           "      --no-order    skip the expert-order step (identity order)\n"
+           "      --no-wm       skip weight matching (identity hidden permutations)\n"
+           "      --order LIST  use this expert order (e.g. 2,0,3,1) instead of solving\n"
+           "  -l, --layer L     layer prefix (default moe)\n"
+           "  -h, --help        this help\n",
+           USAGE);
+}
+
+/* What a teacher would say next: whether B was a scramble of A and the order
+ * undid it, and what is left of the gate difference. Without a scramble record
+ * (a model family's files carry none) the experts themselves say it: after
+ * weight matching each of B's experts equals A's in its slot up to rounding
+ * (res->expert_diff, found the same way held or streamed). */
+static void explain_result(const moe_model *A, const moe_model *Bp, const align_result *res) {
+    char msg[512];
+    if (moe_scramble_check(A, Bp, res->order, msg, sizeof msg))
+        printf("%s\n", msg);
+    else if (isfinite(res->expert_diff) && res->expert_diff <= 1e-6 * res->expert_scale)
+        printf("experts: every aligned expert of B equals A's in its slot up to rounding (largest "
+               "difference %.3g, values up to %.3g): B's experts are A's, permuted - a scramble "
+               "of A - and the alignment undid the permutation\n",
+               res->expert_diff, res->expert_scale);
+    double shift, resid, rows;
+    moe_gate_shift(A, Bp, &shift, &resid, &rows);
+    if (!(rows > 0)) return;
+    printf("gate: the aligned rows differ from A's by a common shift of norm %.4g (%.3gx the "
+           "rows' RMS norm %.4g)",
+           shift, shift / rows, rows);
+    if (A->cfg.score == SCORE_SOFTMAX)
+        printf(" - a translation, which softmax ignores: it changes no output -");
+    else
+        printf(" - sigmoid scores have no translation symmetry: this shift is a real difference -");
+    printf(" and by %.4g per row beyond it\n", resid);
+}
+
+int cmd_align(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"output", required_argument, 0, 'o'}, {"method", required_argument, 0, 'm'},
+        {"no-center", no_argument, 0, 'C'},    {"no-order", no_argument, 0, 'O'},
+        {"no-wm", no_argument, 0, 'W'},        {"order", required_argument, 0, 'r'},
+        {"layer", required_argument, 0, 'l'},  {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    cli_align_args a;
+    cli_align_args_init(&a);
+    a.stream_ok = 1; // a layer too large to hold twice is read expert by expert
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "o:m:l:h", opts, NULL)) != -1) {
+        if (ch == 'h') {
+            help();
+            return 0;
+        }
+        int r = cli_align_option(&a, ch, optarg, "align", USAGE);
+        if (r > 0) return r;
+        if (r < 0)
+            return cli_option_error(USAGE, "align", ch, argc, argv);
+    }
+    int rc = cli_align_inputs(&a, argc, argv, "align", USAGE);
+    if (rc) return rc;
+    const align_opts *ao = &a.ao;
+    const moe_model *A = &a.A;
+    ms_err err;
+    align_result res;
+    // B is aligned where it lies (a real layer is gigabytes: no second copy); its metadata
+    // (a scramble record) stays, for the closing explanation. Streamed layers: only the
+    // permutations are found here, and B's experts are moved as the output is written
+    int streamed = a.sa.read || a.sb.read;
+    if (streamed ? align_models_stream(A, &a.sa, &a.B, &a.sb, ao, &res, &err)
+                 : align_models_inplace(A, &a.B, ao, &res, &err)) {
+        rc = cli_error("%s", err.msg);
+        goto done;
+    }
+    if (a.sb.read ? cli_save_aligned_stream(&a.B, &a.sb, &res, a.pb, a.out_path)
+                  : cli_save_checkpoint(&a.B, a.pb, a.out_path)) {
+        rc = 1;
+    } else {
+        cli_print_order(&a, &res, A->cfg.n);
+        if (A->cfg.s > 0) {
+            char *so = moe_order_string(res.shared_order, A->cfg.s);
+            printf("shared order %s\n", so);
+            free(so);
+        }
+        printf("weight matching %s\n", ao->wm_stage ? "on" : "off");
+        explain_result(A, &a.B, &res);
+        printf("wrote %s\n", a.out_path);
+    }
+    align_result_free(&res);
+done:
+    cli_align_args_free(&a);
+    return rc;
+}

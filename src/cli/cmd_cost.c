@@ -1,0 +1,243 @@
+/* cmd_cost.c - `moescope cost A B`: the n*n expert cost matrix and its
+ * assignment. Both methods (gate, expert) are always computed; the chosen one's
+ * matrix is printed, with both orders, totals and margins. */
+#include <cJSON.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "align/align.h"
+#include "io/atomic_file.h"
+#include "cli/cli.h"
+#include "io/json_file.h"
+#include "align/lap.h"
+#include "io/provenance.h"
+#include "model/symmetry.h"
+
+static const char *USAGE =
+    "moescope cost A.safetensors B.safetensors [--method gate|expert] [--no-center] "
+    "[--layer L] [--json F]";
+
+static void help(void) {
+    printf("usage: %s\n\n"
+           "Expert cost matrix between the experts of A (rows A0..) and of B (columns B0..)\n"
+           "and the expert order pi minimising sum_i C[i][pi(i)]: slot i of the aligned B\n"
+           "holds B's expert pi(i). Both methods are computed and reported:\n"
+           "  gate    distance between (centred) gate rows\n"
+           "  expert  distance between hidden-permutation-invariant Gram matrices (default)\n"
+           "The margin is the total of the second-best order minus the best; for a\n"
+           "group-limited router both are among the group-preserving orders.\n\n"
+           "options:\n"
+           "  -m, --method M    gate | expert: the matrix printed and written (default expert)\n"
+           "      --no-center   do not centre the gate rows over the experts (gate method)\n"
+           "  -l, --layer L     layer prefix (default moe)\n"
+           "      --json F      write {method, centered, matrix, order, total, margin, ...}\n"
+           "  -h, --help        this help\n",
+           USAGE);
+}
+
+typedef struct {
+    double *C;     // (n,n)
+    int *order;    // (n)
+    double total;
+    int has_second;
+    double second; // total of the best order that differs
+} method_result;
+
+static int solve_method(const moe_model *A, const expert_source *sa, const moe_model *B,
+                        const expert_source *sb, cost_method m, int center, method_result *r,
+                        ms_err *err) {
+    int n = A->cfg.n;
+    r->C = ms_malloc((size_t)n * n * sizeof(double));
+    r->order = ms_malloc((size_t)n * sizeof(int));
+    r->has_second = 0;
+    if (cost_matrix_src(A, sa, B, sb, m, center, r->C, err)) return -1;
+    if (align_order(&A->cfg, r->C, r->order, &r->total, err)) return -1;
+    if (n >= 2) {
+        int *other = ms_malloc((size_t)n * sizeof(int));
+        ms_err e2;
+        if (align_second_best(&A->cfg, r->C, r->order, other, &r->second, &e2) == 0)
+            r->has_second = 1;
+        free(other);
+    }
+    return 0;
+}
+
+static void method_free(method_result *r) {
+    free(r->C);
+    free(r->order);
+}
+
+static void print_order_line(const char *name, const method_result *r, int n, int chosen) {
+    char *os = moe_order_string(r->order, n);
+    printf("%-16s order %s", name, os);
+    free(os);
+    printf("   total %.6g", r->total);
+    if (r->has_second)
+        printf("   second best %.6g   margin %.6g", r->second, r->second - r->total);
+    else
+        printf("   margin n/a");
+    printf("%s\n", chosen ? "   (chosen)" : "");
+}
+
+static cJSON *order_json(const int *o, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(o[i]));
+    return a;
+}
+
+static cJSON *method_json(const method_result *r, int n) {
+    if (!r->order) return cJSON_CreateNull(); // not offered at this size
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "order", order_json(r->order, n));
+    cJSON_AddNumberToObject(o, "total", r->total);
+    if (r->has_second) {
+        cJSON_AddNumberToObject(o, "second_best", r->second);
+        cJSON_AddNumberToObject(o, "margin", r->second - r->total);
+    } else {
+        cJSON_AddNullToObject(o, "second_best");
+        cJSON_AddNullToObject(o, "margin");
+    }
+    return o;
+}
+
+static int write_json(const char *path, const moe_model *A, const moe_model *B,
+                      cost_method method, int center, const method_result *res, int agree,
+                      ms_err *err) {
+    int n = A->cfg.n;
+    const method_result *r = &res[method];
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "method", cost_method_name(method));
+    cJSON_AddBoolToObject(root, "centered", center);
+    cJSON *mat = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) {
+        cJSON *row = cJSON_CreateArray();
+        for (int j = 0; j < n; j++)
+            cJSON_AddItemToArray(row, cJSON_CreateNumber(r->C[(size_t)i * n + j]));
+        cJSON_AddItemToArray(mat, row);
+    }
+    cJSON_AddItemToObject(root, "matrix", mat);
+    cJSON_AddItemToObject(root, "order", order_json(r->order, n));
+    cJSON_AddNumberToObject(root, "total", r->total);
+    if (r->has_second) {
+        cJSON_AddNumberToObject(root, "margin", r->second - r->total);
+        cJSON_AddNumberToObject(root, "second_best", r->second);
+    } else {
+        cJSON_AddNullToObject(root, "margin");
+        cJSON_AddNullToObject(root, "second_best");
+    }
+    cJSON_AddStringToObject(root, "a", A->path ? A->path : "");
+    cJSON_AddStringToObject(root, "b", B->path ? B->path : "");
+    cJSON_AddStringToObject(root, "layer", A->layer ? A->layer : "moe");
+    cJSON *methods = cJSON_CreateObject();
+    cJSON_AddItemToObject(methods, "gate", method_json(&res[COST_GATE], n));
+    cJSON_AddItemToObject(methods, "expert", method_json(&res[COST_EXPERT], n));
+    cJSON_AddItemToObject(root, "methods", methods);
+    if (agree < 0) cJSON_AddNullToObject(root, "agree");
+    else cJSON_AddBoolToObject(root, "agree", agree);
+    cJSON_AddItemToObject(root, "provenance", prov_json());
+    return json_file_write(root, path, err);
+}
+
+int cmd_cost(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"method", required_argument, 0, 'm'}, {"no-center", no_argument, 0, 'C'},
+        {"layer", required_argument, 0, 'l'},  {"json", required_argument, 0, 'j'},
+        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    cost_method method = COST_EXPERT;
+    int center = 1;
+    const char *layer = NULL, *json = NULL;
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "m:l:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'm':
+            if (cost_method_parse(optarg, &method))
+                return cli_usage_error(USAGE, "cost: --method must be gate or expert, not '%s'",
+                                       optarg);
+            break;
+        case 'C': center = 0; break;
+        case 'l': layer = optarg; break;
+        case 'j': json = optarg; break;
+        case 'h': help(); return 0;
+        default:
+            return cli_option_error(USAGE, "cost", ch, argc, argv);
+        }
+    }
+    if (argc - optind != 2)
+        return cli_usage_error(USAGE, "cost: expected two checkpoints, got %d", argc - optind);
+    const char *pa = argv[optind], *pb = argv[optind + 1];
+
+    ms_err err;
+    const char *inputs[2] = {pa, pb};
+    if (json && af_check_not_input(json, inputs, 2, &err)) return cli_error("%s", err.msg);
+    moe_model A, B;
+    expert_source sa, sb; // a layer too large to hold twice: its experts read one at a time
+    if (cli_load_models_stream(pa, pb, layer, &A, &B, &sa, &sb)) return 1;
+    int rc = 0;
+    method_result res[2];
+    memset(res, 0, sizeof res);
+    // the exact expert cost is not offered past COST_EXPERT_MAX_FLOPS (DeepSeek-V3 sizes):
+    // the gate cost alone, and why
+    char why[600];
+    int expert_ok = cost_expert_offered(&A.cfg, A.cfg.n, B.cfg.n, sa.read || sb.read, why, sizeof why);
+    if (!expert_ok && method == COST_EXPERT) {
+        fprintf(stderr, "moescope: note: %s; showing the gate cost\n", why);
+        method = COST_GATE;
+    }
+    if (moe_check_compatible(&A, &B, &err) ||
+        solve_method(&A, &sa, &B, &sb, COST_GATE, center, &res[COST_GATE], &err) ||
+        (expert_ok && solve_method(&A, &sa, &B, &sb, COST_EXPERT, center, &res[COST_EXPERT], &err))) {
+        rc = cli_error("%s", err.msg);
+        goto done;
+    }
+    int n = A.cfg.n;
+    int agree = expert_ok ? !memcmp(res[0].order, res[1].order, (size_t)n * sizeof(int)) : -1;
+    const method_result *r = &res[method];
+    // centring is a no-op where there is no translation symmetry (sigmoid scores)
+    if (!moe_gate_centring_valid(&A.cfg)) center = 0;
+
+    printf("A: %s\nB: %s\nlayer %s: n=%d d=%d h=%d\n", pa, pb, A.layer ? A.layer : "moe", n,
+           A.cfg.d, A.cfg.h);
+    printf("\ncost matrix, method %s%s (rows A0.., columns B0..; * = assigned):\n",
+           cost_method_name(method),
+           method == COST_GATE ? (center ? ", centred" : ", not centred") : "");
+    printf("     ");
+    for (int j = 0; j < n; j++) {
+        char lab[16];
+        snprintf(lab, sizeof lab, "B%d", j);
+        printf(" %11s ", lab);
+    }
+    printf("\n");
+    for (int i = 0; i < n; i++) {
+        printf("A%-3d ", i);
+        for (int j = 0; j < n; j++)
+            printf(" %11.5g%c", r->C[(size_t)i * n + j], r->order[i] == j ? '*' : ' ');
+        printf("\n");
+    }
+    printf("\n");
+    print_order_line(center                              ? "gate (centred)"
+                     : moe_gate_centring_valid(&A.cfg) ? "gate (no centre)"
+                                                       : "gate (sigmoid)",
+                     &res[COST_GATE], n,
+                     method == COST_GATE);
+    if (expert_ok) {
+        print_order_line("expert", &res[COST_EXPERT], n, method == COST_EXPERT);
+        printf("methods agree:   %s\n", agree ? "yes" : "no");
+    } else {
+        printf("expert           not offered: %s\n", why);
+    }
+    if (A.cfg.s > 0) printf("(%d shared experts are ordered separately by align)\n", A.cfg.s);
+
+    if (json && write_json(json, &A, &B, method, center, res, agree, &err))
+        rc = cli_error("%s", err.msg);
+done:
+    method_free(&res[0]);
+    method_free(&res[1]);
+    moe_free(&A);
+    moe_free(&B);
+    moe_source_close(&sa);
+    moe_source_close(&sb);
+    return rc;
+}

@@ -1,0 +1,278 @@
+/* cmd_curve.c - `moescope curve A B --eval E`: the loss and accuracy along the
+ * straight line from A to the aligned B for the naive alignment,
+ * skip-order, the chosen alignment and any orders asked for. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "align/align.h"
+#include "io/atomic_file.h"
+#include "cli/cli.h"
+#include "plot/figures.h"
+#include "io/provenance.h"
+#include "landscape/landscape.h"
+#include "plot/plot_png.h"
+#include "model/symmetry.h"
+
+static const char *USAGE =
+    "moescope curve A.safetensors B.safetensors --eval E [--order 2,0,3,1]... [--points 25] "
+    "[--method gate|expert] [--no-center] [--no-wm] [--png F] [--csv F] [--layer L] [--size WxH] [--font-scale K]";
+
+#define MAX_ORDERS 8
+
+static void help(void) {
+    printf("usage: %s\n\n"
+           "The loss (and accuracy) at T points t = 0 .. 1 on the straight line from A\n"
+           "(t = 0) to B re-expressed in A's basis (t = 1), for: naive (identity order, no\n"
+           "weight matching), skip-order (identity order + weight matching), the chosen\n"
+           "alignment (--method, default expert) and each --order given (with weight\n"
+           "matching), with the loss barrier, accuracy barrier and loss AUC of each.\n\n"
+           "options:\n"
+           "  -e, --eval E      evaluation set (required)\n"
+           "  -o, --order LIST  also plot this expert order (repeatable, up to %d)\n"
+           "  -T, --points T    interpolation points (default 25)\n"
+           "  -m, --method M    gate | expert: the chosen alignment's cost (default expert)\n"
+           "      --no-center   no gate centring (gate method)\n"
+           "      --no-wm       no weight matching in the chosen alignment and the orders\n"
+           "  -p, --png F       plot the loss curves (with the chord) as PNG\n"
+           "  -c, --csv F       the curves as CSV: t, <name>_loss, <name>_acc, ...\n"
+           CLI_FIGURE_HELP
+           "  -l, --layer L     layer prefix (default moe)\n"
+           "  -h, --help        this help\n",
+           USAGE, MAX_ORDERS);
+}
+
+static void print_num(double v, const char *fmt) {
+    if (isnan(v)) printf(" %12s", "-");
+    else printf(fmt, v);
+}
+
+/* naive, skip-order, the method's alignment, then each --order: the curves
+ * (into curves[], names[]); their number, or -1 (err) with nothing left to free. */
+static int curves_compute(const moe_model *A, const moe_model *B, const evalset *E, int T, cost_method method,
+                          int center, int wm, int orders[][LS_MAX_N], int norder, ls_curve *curves,
+                          char names[][48], ms_err *err) {
+    int n = A->cfg.n, ncurves = 0;
+    for (int k = 0; k < 3 + norder; k++) {
+        align_opts ao;
+        align_opts_default(&ao);
+        ao.center = center;
+        ao.method = method;
+        if (k == 0) {
+            ao.order_stage = 0, ao.wm_stage = 0;
+            snprintf(names[k], sizeof names[k], "naive");
+        } else if (k == 1) {
+            ao.order_stage = 0, ao.wm_stage = 1;
+            snprintf(names[k], sizeof names[k], "skip_order");
+        } else if (k == 2) {
+            ao.wm_stage = wm;
+            snprintf(names[k], sizeof names[k], "%s", cost_method_name(method));
+        } else {
+            ao.wm_stage = wm;
+            ao.order = orders[k - 3];
+            ao.any_order = 1; // a group-splitting order is a curve to another function
+            if (!moe_order_in_group(&A->cfg, ao.order))
+                fprintf(stderr, "moescope: note: order %d splits the router's expert groups: B "
+                                "reordered by it computes another function, and its curve ends "
+                                "there\n", k - 3 + 1);
+            snprintf(names[k], sizeof names[k], "order%d", k - 3 + 1);
+        }
+        moe_model Bp;
+        align_result res;
+        if (align_models(A, B, &ao, &Bp, &res, err)) {
+            for (int i = 0; i < ncurves; i++) ls_curve_free(&curves[i]);
+            return -1;
+        }
+        int c = curve_compute(A, &Bp, E, T, &curves[k], err);
+        if (!c) memcpy(curves[k].order, res.order, (size_t)n * sizeof(int));
+        moe_free(&Bp);
+        align_result_free(&res);
+        if (c) {
+            for (int i = 0; i < ncurves; i++) ls_curve_free(&curves[i]);
+            return -1;
+        }
+        ncurves = k + 1;
+    }
+    return ncurves;
+}
+
+/* The summary (order, barrier, accuracy barrier, loss AUC per curve), then
+ * the curves' values at every t. */
+static void curves_print(const ls_curve *curves, char names[][48], int ncurves, int n, int T, ls_kind kind) {
+    printf("%-12s %-*s %12s %12s %12s\n", "curve", n * 3 > 12 ? n * 3 : 12, "order", "barrier",
+           "acc_barrier", "loss_auc");
+    for (int k = 0; k < ncurves; k++) {
+        char buf[LS_MAX_N * 4 + 1];
+        moe_order_format(buf, sizeof buf, curves[k].order, n);
+        printf("%-12s %-*s", names[k], n * 3 > 12 ? n * 3 : 12, buf);
+        print_num(curves[k].barrier, " %12.9f");
+        print_num(curves[k].acc_barrier, " %12.9f");
+        print_num(curves[k].auc, " %12.9f");
+        printf("\n");
+    }
+    printf("\n%8s", "t");
+    for (int k = 0; k < ncurves; k++) {
+        char col[64];
+        snprintf(col, sizeof col, "%.10s loss", names[k]);
+        printf(" %16s", col);
+        if (kind == LS_CLASSIFY) {
+            snprintf(col, sizeof col, "%.10s acc", names[k]);
+            printf(" %16s", col);
+        }
+    }
+    printf("\n");
+    for (int m = 0; m < T; m++) {
+        printf("%8.4f", ls_t(m, T));
+        for (int k = 0; k < ncurves; k++) {
+            printf(" %16.9f", curves[k].loss[m]);
+            if (curves[k].acc) printf(" %16.6f", curves[k].acc[m]);
+        }
+        printf("\n");
+    }
+}
+
+/* The curves and the chord as a PNG at png. */
+static int curves_png(const ls_curve *curves, char names[][48], int ncurves, int n, int T, ls_kind kind,
+                      const char *pa, const char *pb, const char *png, ms_err *err) {
+    static const uint32_t cols[3] = {PLOT_RGB_NAIVE, PLOT_RGB_SKIP, PLOT_RGB_ALIGNED};
+    static const uint32_t extra[4] = {PLOT_RGB_SELECTED, PLOT_RGB_GATE, PLOT_RGB_OTHER,
+                                      PLOT_RGB_BEST};
+    plot_series s[3 + MAX_ORDERS + 1];
+    char labels[3 + MAX_ORDERS][160];
+    double *tx = ms_malloc((size_t)T * sizeof(double));
+    for (int m = 0; m < T; m++) tx[m] = ls_t(m, T);
+    memset(s, 0, sizeof s);
+    for (int k = 0; k < ncurves; k++) {
+        fig_curve_label(labels[k], sizeof labels[k], k == 0 ? "naive" : k == 1 ? "skip-order" : names[k],
+                        curves[k].order, n, curves[k].barrier, 0);
+        s[k].label = labels[k];
+        s[k].x = tx;
+        s[k].y = curves[k].loss;
+        s[k].n = T;
+        s[k].rgb = k < 3 ? cols[k] : extra[(k - 3) % 4];
+        s[k].markers = T <= 41;
+    }
+    double cx[2] = {0.0, 1.0}, cy[2] = {curves[2].loss[0], curves[2].loss[T - 1]};
+    s[ncurves].label = "chord";
+    s[ncurves].x = cx;
+    s[ncurves].y = cy;
+    s[ncurves].n = 2;
+    s[ncurves].rgb = PLOT_RGB_CHORD;
+    s[ncurves].dashed = 1;
+    plot_spec p;
+    plot_spec_init(&p);
+    char title[600];
+    fig_pair_title(title, sizeof title, kind == LS_LAYER ? "layer-output loss" : "loss", pa, pb, NULL);
+    p.title = title;
+    p.xlabel = "t";
+    p.ylabel = kind == LS_LAYER ? "layer-output loss" : "loss";
+    p.series = s;
+    p.nseries = ncurves + 1;
+    int rc = plot_png_write(&p, png, err);
+    free(tx);
+    return rc;
+}
+
+int cmd_curve(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"eval", required_argument, 0, 'e'},   {"order", required_argument, 0, 'o'},
+        {"points", required_argument, 0, 'T'}, {"method", required_argument, 0, 'm'},
+        {"no-center", no_argument, 0, 'C'},    {"no-wm", no_argument, 0, 'W'},
+        {"png", required_argument, 0, 'p'},    {"csv", required_argument, 0, 'c'},
+        {"layer", required_argument, 0, 'l'},  {"help", no_argument, 0, 'h'},
+        CLI_FIGURE_OPTIONS,                   {0, 0, 0, 0}};
+    const char *e_path = NULL, *png = NULL, *csv = NULL, *layer = NULL;
+    const char *order_s[MAX_ORDERS];
+    int norder = 0, T = 25, wm = 1, center = 1;
+    cost_method method = COST_EXPERT;
+    optind = 1;
+    opterr = 0;
+    int ch;
+    char *end;
+    while ((ch = getopt_long(argc, argv, "e:o:T:m:p:c:l:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'e': e_path = optarg; break;
+        case 'o':
+            if (norder >= MAX_ORDERS)
+                return cli_usage_error(USAGE, "curve: at most %d --order options", MAX_ORDERS);
+            order_s[norder++] = optarg;
+            break;
+        case 'T':
+            T = (int)strtol(optarg, &end, 10);
+            if (*end || T < 2 || T > 100000)
+                return cli_usage_error(USAGE, "curve: --points must be an integer >= 2, not '%s'", optarg);
+            break;
+        case 'm':
+            if (cost_method_parse(optarg, &method))
+                return cli_usage_error(USAGE, "curve: --method must be gate or expert, not '%s'", optarg);
+            break;
+        case 'C': center = 0; break;
+        case 'W': wm = 0; break;
+        case 'p': png = optarg; break;
+        case 'c': csv = optarg; break;
+        case 'l': layer = optarg; break;
+        case 'h': help(); return 0;
+        default: {
+            int r = cli_figure_option(ch, optarg, "curve", USAGE);
+            if (r > 0) return r;
+            if (r < 0) return cli_option_error(USAGE, "curve", ch, argc, argv);
+        }
+        }
+    }
+    if (argc - optind != 2)
+        return cli_usage_error(USAGE, "curve: expected two checkpoints, got %d", argc - optind);
+    if (!e_path) return cli_usage_error(USAGE, "curve: --eval E is required");
+    const char *pa = argv[optind], *pb = argv[optind + 1];
+    const char *inputs[3] = {pa, pb, e_path};
+    ms_err err;
+    if (png && af_check_not_input(png, inputs, 3, &err)) return cli_error("%s", err.msg);
+    if (csv && af_check_not_input(csv, inputs, 3, &err)) return cli_error("%s", err.msg);
+    const char *outs[2] = {png, csv};
+    static const char *const out_opts[2] = {"--png", "--csv"};
+    if (af_check_distinct(outs, out_opts, 2, &err)) return cli_usage_error(USAGE, "curve: %s", err.msg);
+
+    moe_model A, B;
+    evalset E;
+    if (cli_load_models(pa, pb, layer, e_path, &A, &B, &E)) return 1;
+    prov_set_run(1, T);
+    int rc = 0, n = A.cfg.n, ncurves = 0;
+    int orders[MAX_ORDERS][LS_MAX_N];
+    ls_curve curves[3 + MAX_ORDERS];
+    char names[3 + MAX_ORDERS][48];
+    const char *name_p[3 + MAX_ORDERS];
+    memset(curves, 0, sizeof curves);
+    if (n > LS_MAX_N) {
+        rc = cli_error("%s: %d experts; curves handle at most %d", pa, n, LS_MAX_N);
+        goto out;
+    }
+    for (int k = 0; k < norder; k++)
+        if (cli_parse_order(order_s[k], orders[k], n)) {
+            rc = cli_usage_error(USAGE, "curve: --order '%s' is not a permutation of 0..%d",
+                                 order_s[k], n - 1);
+            goto out;
+        }
+    if (A.cfg.has_head && B.cfg.has_head && !moe_heads_equal(&A, &B))
+        fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them too\n",
+                pa, pb);
+    ncurves = curves_compute(&A, &B, &E, T, method, center, wm, orders, norder, curves, names, &err);
+    if (ncurves < 0) {
+        ncurves = 0;
+        rc = cli_error("%s", err.msg);
+        goto out;
+    }
+    for (int k = 0; k < ncurves; k++) name_p[k] = names[k];
+
+    // summary, then the curves themselves
+    ls_kind kind = ls_kind_of(&A, &E);
+    curves_print(curves, names, ncurves, n, T, kind);
+    if (csv && curves_write_csv(curves, name_p, ncurves, csv, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && png && curves_png(curves, names, ncurves, n, T, kind, pa, pb, png, &err)) rc = cli_error("%s", err.msg);
+out:
+    for (int k = 0; k < ncurves; k++) ls_curve_free(&curves[k]);
+    moe_free(&A);
+    moe_free(&B);
+    evalset_free(&E);
+    return rc;
+}

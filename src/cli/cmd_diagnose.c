@@ -1,0 +1,151 @@
+/* cmd_diagnose.c - `moescope diagnose A B --eval E [--json F]`: the findings of
+ * diagnostics for a pair of checkpoints, each number with its verdict in words. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/atomic_file.h"
+#include "cli/cli.h"
+#include "analysis/diagnose.h"
+#include "model/symmetry.h"
+
+static const char *USAGE =
+    "moescope diagnose A.safetensors B.safetensors [--eval E] [--json F] [--method gate|expert] "
+    "[--no-center] [--landscape|--no-landscape] [--points T] [--layer L]";
+
+static void help(void) {
+    printf("usage: %s\n\n"
+           "Why an alignment of B to A may fail, in numbers:\n"
+           "  - per checkpoint, the conditions of the symmetry theorems: experts pairwise\n"
+           "    distinct (parameters up to hidden permutations; outputs on the evaluation\n"
+           "    inputs), gate rows and gate differences W_i - W_j pairwise distinct, and for\n"
+           "    top-k routing k >= 2, n - 1 <= d and the rank / smallest singular value of\n"
+           "    W_{i-1} - W_i (own Jacobi SVD); top-1 routing is flagged;\n"
+           "  - routing on the evaluation set: mean gate weight and top-k share per expert,\n"
+           "    dead experts;\n"
+           "  - per pair: the margin of each method's assignment, whether gate and expert\n"
+           "    agree, the weight-matching residual of every slot, whether the chosen order\n"
+           "    is the best (landscape), and whether the heads are identical.\n"
+           "Lines marked [warn] are flags. The exit code is 0 whenever the report was made.\n\n"
+           "options:\n"
+           "  -e, --eval E        evaluation set (routing, outputs, landscape)\n"
+           "      --json F        write the findings and every number as JSON\n"
+           "  -m, --method M      gate | expert: the chosen alignment (default expert)\n"
+           "      --no-center     no gate centring for the gate cost\n"
+           "      --landscape     rank the chosen order among all orders (default when n! <= 5040)\n"
+           "      --no-landscape  skip the landscape\n"
+           "      --points T      interpolation points for the landscape (default 25)\n"
+           "  -l, --layer L       layer prefix (default moe)\n"
+           "  -h, --help          this help\n",
+           USAGE);
+}
+
+int cmd_diagnose(int argc, char **argv) {
+    const char *eval = NULL, *json = NULL, *layer = NULL;
+    diag_opts o;
+    diag_opts_default(&o);
+    enum { OPT_NOCENTER = 256, OPT_LS, OPT_NOLS, OPT_POINTS };
+    static const struct option opts[] = {{"eval", required_argument, 0, 'e'},
+                                         {"json", required_argument, 0, 'j'},
+                                         {"method", required_argument, 0, 'm'},
+                                         {"no-center", no_argument, 0, OPT_NOCENTER},
+                                         {"landscape", no_argument, 0, OPT_LS},
+                                         {"no-landscape", no_argument, 0, OPT_NOLS},
+                                         {"points", required_argument, 0, OPT_POINTS},
+                                         {"layer", required_argument, 0, 'l'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":e:j:m:l:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'e': eval = optarg; break;
+        case 'j': json = optarg; break;
+        case 'l': layer = optarg; break;
+        case 'm':
+            if (cost_method_parse(optarg, &o.method))
+                return cli_usage_error(USAGE, "diagnose: --method must be gate or expert, not '%s'",
+                                       optarg);
+            break;
+        case OPT_NOCENTER: o.center = 0; break;
+        case OPT_LS: o.landscape = 1; break;
+        case OPT_NOLS: o.landscape = 0; break;
+        case OPT_POINTS: {
+            char *end;
+            long t = strtol(optarg, &end, 10);
+            if (*end || t < 2 || t > 10000)
+                return cli_usage_error(USAGE, "diagnose: --points needs an integer in 2..10000, "
+                                              "not '%s'", optarg);
+            o.T = (int)t;
+            break;
+        }
+        case 'h': help(); return 0;
+        case ':':
+            return cli_option_error(USAGE, "diagnose", ch, argc, argv);
+        default: return cli_option_error(USAGE, "diagnose", ch, argc, argv);
+        }
+    }
+    if (argc - optind < 2) return cli_usage_error(USAGE, "diagnose: needs two checkpoints A and B");
+    if (argc - optind > 2)
+        return cli_usage_error(USAGE, "diagnose: unexpected argument '%s'", argv[optind + 2]);
+    const char *pa = argv[optind], *pb = argv[optind + 1];
+
+    ms_err err;
+    const char *inputs[3] = {pa, pb, eval};
+    if (json && af_check_not_input(json, inputs, 3, &err)) return cli_error("%s", err.msg);
+    moe_model A, B;
+    evalset E;
+    int have_e = eval != NULL, rc = 0;
+    if (cli_load_models(pa, pb, layer, eval, &A, &B, &E)) return 1;
+    if (have_e) {
+        // the head is optional for the diagnostics, but labels must fit it when present
+        if (A.cfg.has_head && evalset_check(&E, &A, &err)) {
+            rc = cli_error("%s", err.msg);
+            goto done;
+        }
+        if (!A.cfg.has_head && E.d != A.cfg.d) {
+            rc = cli_error("%s: inputs have width %d but the layer has d = %d", eval, E.d,
+                           A.cfg.d);
+            goto done;
+        }
+    }
+
+    diag_report r;
+    if (diag_pair(&A, &B, have_e ? &E : NULL, &o, &r, &err)) {
+        rc = cli_error("%s", err.msg);
+        diag_report_free(&r);
+        goto done;
+    }
+    printf("diagnose  A = %s\n          B = %s\n", pa, pb);
+    printf("          n = %d, d = %d, h = %d, router %s", A.cfg.n, A.cfg.d, A.cfg.h,
+           moe_router_name(A.cfg.router));
+    if (A.cfg.router == ROUTER_TOPK) printf(" (k = %d)", A.cfg.k);
+    printf(", evaluation set %s\n", eval ? eval : "none");
+    moe_symmetry sym;
+    moe_symmetry_group(&A.cfg, &sym);
+    printf("          symmetry group %s\n          %s\n", sym.name, sym.why);
+    // group by who: A, B, then the pair
+    const char *groups[3] = {"A", "B", "A,B"};
+    const char *titles[3] = {"\ncheckpoint A", "\ncheckpoint B", "\nthe pair (B aligned to A)"};
+    for (int g = 0; g < 3; g++) {
+        printf("%s\n", titles[g]);
+        for (int i = 0; i < r.findings.n; i++) {
+            const dg_finding *f = &r.findings.items[i];
+            if (strcmp(f->who, groups[g])) continue;
+            printf("  [%-4s] %s%s\n", dg_severity_name(f->severity), f->text,
+                   f->next == DG_NEXT_EVAL        ? " (pass --eval E)"
+                   : f->next == DG_NEXT_LANDSCAPE ? "; pass --landscape to rank it"
+                                                  : "");
+        }
+    }
+    int nflags = dg_count(&r.findings, DG_WARN);
+    printf("\n%d finding%s flagged\n", nflags, nflags == 1 ? "" : "s");
+    if (json && diag_write_json(&r, pa, pb, eval, json, &err)) rc = cli_error("%s", err.msg);
+    diag_report_free(&r);
+done:
+    if (have_e) evalset_free(&E);
+    moe_free(&A);
+    moe_free(&B);
+    return rc;
+}

@@ -1,0 +1,265 @@
+/* cmd_info.c - `moescope info CKPT`: architecture, parameter counts, metadata
+ * and the other MoE layers in the file. */
+#include <cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "io/atomic_file.h"
+#include "cli/cli.h"
+#include "io/checkpoint.h"
+#include "analysis/diagnose.h"
+#include "io/family.h"
+#include "io/json_file.h"
+#include "model/model.h"
+#include "model/symmetry.h"
+#include "core/ms_limits.h"
+
+static const char *USAGE = "moescope info CKPT [--layer L] [--json F]";
+
+static void help(void) {
+    printf("usage: %s\n\n"
+           "Architecture (n, d, h, k, s, C, router, activation, residual, biases, head),\n"
+           "parameter counts, metadata and the MoE layers present in a checkpoint.\n\n"
+           "  --layer L   layer prefix (default moe)\n"
+           "  --json F    write the same facts as JSON to F\n"
+           "  --help      this text\n",
+           USAGE);
+}
+
+/* The router's values and where each came from (config.json, the family's
+ * default, the command line). */
+static void print_origins(const moe_config *c, cJSON *root) {
+    const unsigned char *o = c->origin;
+    printf("router from k = %d (%s), %s (%s), scores %s, routed scale %g (%s)", c->k,
+           moe_origin_name(o[RP_K]), c->renorm == RENORM_YES ? "renormalised" : "not renormalised",
+           moe_origin_name(o[RP_RENORM]), moe_score_name(c->score), c->scale,
+           moe_origin_name(o[RP_SCALE]));
+    if (c->n_group > 1)
+        printf(", groups %d keep %d (%s)", c->n_group, c->topk_group, moe_origin_name(o[RP_GROUPS]));
+    printf("\n");
+    if (!root) return;
+    cJSON *r = cJSON_AddObjectToObject(root, "router_origin");
+    cJSON_AddStringToObject(r, "k", moe_origin_name(o[RP_K]));
+    cJSON_AddStringToObject(r, "renormalise", moe_origin_name(o[RP_RENORM]));
+    cJSON_AddStringToObject(r, "scale", moe_origin_name(o[RP_SCALE]));
+    cJSON_AddStringToObject(r, "groups", moe_origin_name(o[RP_GROUPS]));
+}
+
+/* One MoE layer's line (and JSON object): family, block, n, d, h, k, router,
+ * shared experts; lc NULL when its shards were not read (unread names one). */
+static void info_layer_line(const family_layer *l, const moe_config *lc, const char *unread,
+                            int chosen, cJSON *arr) {
+    char router[96] = "";
+    if (lc)
+        snprintf(router, sizeof router, "%s top-%d%s%s", moe_score_name(lc->score), lc->k,
+                 lc->renorm == RENORM_YES ? " renorm" : "", lc->n_group > 1 ? " grouped" : "");
+    if (lc)
+        printf("  %-44s %-11s L%-3d n %-4d d %-5d h %-5d %s, shared %s%s\n", l->prefix,
+               family_name(l->family), l->block, lc->n, lc->d, lc->h, router,
+               lc->s ? (lc->shared_gated ? "1 gated" : "1") : "none", chosen ? "  (this one)" : "");
+    else
+        printf("  %-44s %-11s L%-3d (in %s, not read)\n", l->prefix, family_name(l->family),
+               l->block, unread);
+    if (!arr) return;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "prefix", l->prefix);
+    cJSON_AddStringToObject(o, "family", family_name(l->family));
+    cJSON_AddNumberToObject(o, "block", l->block);
+    cJSON_AddBoolToObject(o, "read", lc != NULL);
+    if (lc) {
+        cJSON_AddNumberToObject(o, "n", lc->n);
+        cJSON_AddNumberToObject(o, "d", lc->d);
+        cJSON_AddNumberToObject(o, "h", lc->h);
+        cJSON_AddNumberToObject(o, "k", lc->k);
+        cJSON_AddStringToObject(o, "router", router);
+        cJSON_AddNumberToObject(o, "shared", lc->s);
+    } else {
+        cJSON_AddStringToObject(o, "shard", unread);
+    }
+    cJSON_AddItemToArray(arr, o);
+}
+
+/* Every MoE layer of a real checkpoint. The layer names come from the index
+ * alone; a layer's dimensions need its tensors' headers, so they are shown
+ * for the chosen layer and every layer whose shards that already mapped (all
+ * of them in a single file), and the others are listed with the shard that
+ * holds them, unread: a large model's other shards are never opened. */
+static int info_family_layers(const char *path, const moe_model *m, cJSON *root, ms_err *err) {
+    ckpt c;
+    if (ckpt_open(&c, path, err)) return -1;
+    family_layer *ls = NULL;
+    int nl = 0, rc = family_find_layers(&c, family_opts.family, &ls, &nl, err), nread = 0;
+    cJSON *arr = root ? cJSON_AddArrayToObject(root, "moe_layers") : NULL;
+    printf("family      %s%s\n", moe_family(&m->cfg), c.config ? " (config.json read)" : "");
+    print_origins(&m->cfg, root);
+    printf("MoE layers  %d\n", nl);
+    moe_config *lc = ms_calloc((size_t)(nl ? nl : 1), sizeof(moe_config));
+    char *got = ms_calloc((size_t)(nl ? nl : 1), 1);
+    for (int i = 0; i < nl && !rc; i++) // the chosen layer first: its shards are the ones to map
+        if (!strcmp(ls[i].prefix, m->layer) && !(rc = family_describe(&c, &ls[i], &lc[i], err)))
+            got[i] = 1;
+    for (int i = 0; i < nl && !rc; i++) {
+        const char *unread = got[i] ? NULL : ckpt_unmapped_under(&c, ls[i].prefix);
+        if (!got[i] && !unread && !(rc = family_describe(&c, &ls[i], &lc[i], err))) got[i] = 1;
+        if (rc) break;
+        nread += got[i];
+        info_layer_line(&ls[i], got[i] ? &lc[i] : NULL, unread, !strcmp(ls[i].prefix, m->layer), arr);
+    }
+    if (!rc && nread < nl)
+        printf("            (%d of %d layers read: the others lie in shards not opened; --layer "
+               "names one)\n",
+               nread, nl);
+    free(lc);
+    free(got);
+    family_layers_free(ls, nl);
+    ckpt_close(&c);
+    return rc;
+}
+
+int cmd_info(int argc, char **argv) {
+    const char *layer = NULL, *json = NULL;
+    static const struct option opts[] = {{"layer", required_argument, 0, 'l'},
+                                         {"json", required_argument, 0, 'j'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":l:j:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'l': layer = optarg; break;
+        case 'j': json = optarg; break;
+        case 'h': help(); return 0;
+        case ':': return cli_option_error(USAGE, "info", ch, argc, argv);
+        default: return cli_option_error(USAGE, "info", ch, argc, argv);
+        }
+    }
+    if (optind >= argc) return cli_usage_error(USAGE, "info: missing the checkpoint");
+    if (optind + 1 < argc) return cli_usage_error(USAGE, "info: unexpected argument '%s'", argv[optind + 1]);
+    const char *path = argv[optind];
+
+    ms_err err;
+    const char *inputs[1] = {path};
+    if (json && af_check_not_input(json, inputs, 1, &err)) return cli_error("%s", err.msg);
+    moe_model m;
+    if (moe_load(&m, path, layer, &err)) return cli_error("%s", err.msg);
+    if (ms_limits_check(&m, NULL, NULL, MS_USE_COST, &err)) { // the genericity diagnostics
+        moe_free(&m);
+        return cli_error("%s", err.msg);
+    }
+    char **layers = NULL;
+    int nlayers = 0;
+    if (strcmp(moe_family(&m.cfg), "native") == 0 && moe_list_layers(path, &layers, &nlayers, &err)) {
+        moe_free(&m);
+        return cli_error("%s", err.msg);
+    }
+    const moe_config *c = &m.cfg;
+    size_t n = (size_t)c->n, d = (size_t)c->d, es = moe_expert_size(c);
+    moe_config sc = moe_shared_config(c); // shared experts may be wider (hs)
+    size_t p_gate = n * d + n, p_experts = n * es, p_shared = (size_t)c->s * moe_expert_size(&sc);
+    size_t p_head = (c->has_head ? (size_t)c->C * d + (size_t)c->C : 0) + (c->has_norm ? 2 * d : 0);
+    size_t p_total = p_gate + p_experts + p_shared + p_head;
+    struct stat sb;
+    long long fsize = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+    const char *warning = NULL;
+    if (c->router == ROUTER_TOPK && c->k == 1)
+        warning = "top-1 routing is outside the theory: positive scaling of the gate scores is an "
+                  "extra symmetry, so expert orders may not be identifiable";
+
+    if (fsize >= 0 && S_ISDIR(sb.st_mode)) printf("file        %s (a directory)\n", path);
+    else printf("file        %s (%lld bytes)\n", path, fsize);
+    printf("layer       %s\n", m.layer);
+    printf("shape       n = %d experts, d = %d, h = %d, s = %d shared\n", c->n, c->d, c->h, c->s);
+    char rdesc[512];
+    moe_router_describe(c, rdesc, sizeof rdesc);
+    moe_symmetry sym;
+    moe_symmetry_group(c, &sym);
+    printf("router      %s\n", rdesc);
+    printf("symmetry    %s\n            %s\n", sym.name, sym.why);
+    printf("activation  %s%s\n", moe_act_name(c->act),
+           c->act == ACT_GELU ? " (exact erf form)" : "");
+    printf("residual    %s\n", c->residual ? "yes (z = x + D(x))" : "no (z = D(x))");
+    printf("biases      gate %s, experts %s\n", c->has_gate_bias ? "yes" : "no (zeros)",
+           c->has_expert_bias ? "yes" : "no (zeros)");
+    if (c->has_head)
+        printf("head        %sLinear to C = %d outputs\n", c->has_norm ? "LayerNorm, " : "", c->C);
+    else
+        printf("head        none (layer-only mode)\n");
+    printf("parameters  %zu total (%zu bytes as F32): gate %zu, experts %zu (%zu each), "
+           "shared %zu, head %zu\n",
+           p_total, p_total * sizeof(float), p_gate, p_experts, es, p_shared, p_head);
+    if (m.nmeta) {
+        printf("metadata\n");
+        for (int i = 0; i < m.nmeta; i++) printf("  %-32s %s\n", m.meta[i].key, m.meta[i].value);
+    }
+    cJSON *root = json ? cJSON_CreateObject() : NULL;
+    if (nlayers) {
+        printf("MoE layers  ");
+        for (int i = 0; i < nlayers; i++)
+            printf("%s%s%s", i ? ", " : "", layers[i], !strcmp(layers[i], m.layer) ? " (this one)" : "");
+        printf("\n");
+    } else if (info_family_layers(path, &m, root, &err)) {
+        moe_free(&m);
+        cJSON_Delete(root);
+        return cli_error("%s", err.msg);
+    }
+    // genericity diagnostics, printed and, with --json, kept for the JSON
+    diag_info_print(stdout, &m, root);
+    if (warning) fprintf(stderr, "moescope: warning: %s\n", warning);
+
+    int rc = 0;
+    if (json) {
+        cJSON_AddStringToObject(root, "file", path);
+        cJSON_AddNumberToObject(root, "file_bytes", (double)fsize);
+        cJSON_AddStringToObject(root, "layer", m.layer);
+        cJSON_AddNumberToObject(root, "n", c->n);
+        cJSON_AddNumberToObject(root, "d", c->d);
+        cJSON_AddNumberToObject(root, "h", c->h);
+        if (c->router == ROUTER_TOPK) cJSON_AddNumberToObject(root, "k", c->k);
+        else cJSON_AddNullToObject(root, "k");
+        cJSON_AddNumberToObject(root, "s", c->s);
+        cJSON_AddNumberToObject(root, "C", c->C);
+        cJSON_AddStringToObject(root, "router", moe_router_name(c->router));
+        cJSON_AddStringToObject(root, "router_description", rdesc);
+        cJSON *so = cJSON_AddObjectToObject(root, "symmetry");
+        cJSON_AddStringToObject(so, "group", sym.name);
+        cJSON_AddStringToObject(so, "why", sym.why);
+        cJSON_AddBoolToObject(so, "translation", sym.translation);
+        cJSON_AddNumberToObject(so, "groups", sym.groups);
+        cJSON_AddBoolToObject(so, "top1", sym.top1);
+        cJSON_AddStringToObject(root, "activation", moe_act_name(c->act));
+        cJSON_AddBoolToObject(root, "residual", c->residual);
+        cJSON *bias = cJSON_AddObjectToObject(root, "biases");
+        cJSON_AddBoolToObject(bias, "gate", c->has_gate_bias);
+        cJSON_AddBoolToObject(bias, "experts", c->has_expert_bias);
+        if (c->has_head) {
+            cJSON *head = cJSON_AddObjectToObject(root, "head");
+            cJSON_AddBoolToObject(head, "layernorm", c->has_norm);
+            cJSON_AddNumberToObject(head, "classes", c->C);
+        } else {
+            cJSON_AddNullToObject(root, "head");
+        }
+        cJSON *par = cJSON_AddObjectToObject(root, "parameters");
+        cJSON_AddNumberToObject(par, "total", (double)p_total);
+        cJSON_AddNumberToObject(par, "bytes", (double)(p_total * sizeof(float)));
+        cJSON_AddNumberToObject(par, "gate", (double)p_gate);
+        cJSON_AddNumberToObject(par, "experts", (double)p_experts);
+        cJSON_AddNumberToObject(par, "per_expert", (double)es);
+        cJSON_AddNumberToObject(par, "shared", (double)p_shared);
+        cJSON_AddNumberToObject(par, "head", (double)p_head);
+        cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+        for (int i = 0; i < m.nmeta; i++) cJSON_AddStringToObject(meta, m.meta[i].key, m.meta[i].value);
+        cJSON *ls = cJSON_AddArrayToObject(root, "layers");
+        for (int i = 0; i < nlayers; i++) cJSON_AddItemToArray(ls, cJSON_CreateString(layers[i]));
+        cJSON *warn = cJSON_AddArrayToObject(root, "warnings");
+        if (warning) cJSON_AddItemToArray(warn, cJSON_CreateString(warning));
+        if (json_file_write(root, json, &err)) rc = cli_error("%s", err.msg);
+    }
+    for (int i = 0; i < nlayers; i++) free(layers[i]);
+    free(layers);
+    moe_free(&m);
+    return rc;
+}

@@ -1,0 +1,364 @@
+/* cmd_landscape.c - `moescope landscape A B --eval E`: every expert order with
+ * Step 2 applied, its barrier, the ranks of the two methods' orders and L-hat
+ * as a summary table, JSON, CSV and a PNG plot. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/atomic_file.h"
+#include "cli/cli.h"
+#include "plot/figures.h"
+#include "landscape/landscape.h"
+#include "plot/plot_png.h"
+#include "core/progress.h"
+#include "landscape/rank.h"
+#include "model/symmetry.h"
+
+static const char *USAGE =
+    "moescope landscape A.safetensors B.safetensors --eval E [--points 25] [--json F] [--csv F] "
+    "[--png F] [--curves-png F] [--scatter-png F] [--layer L] [--no-wm] [--no-center] [--all-orders] [--samples N] "
+    "[--seed S] [--exhaustive] [--threads K] [--size WxH] [--font-scale K] [--log-rank]";
+
+static void help(void) {
+    printf("usage: %s\n\n"
+           "Evaluate every expert order pi of B (with weight matching inside each matched\n"
+           "pair) on the straight line from A to the reordered B: the loss barrier, the\n"
+           "accuracy barrier and the loss AUC of each, sorted; the rank of the order the gate\n"
+           "and expert costs choose (1 = lowest barrier) and L-hat = 100 (B(chosen) - B(best))\n"
+           "/ (B(naive) - B(best)). Exhaustive for n <= %d experts; above that an estimate from\n"
+           "sampled orders with a 95%% confidence interval on the rank percentile.\n"
+           "A group-limited router (n_group groups of m experts, topk_group kept) keeps its\n"
+           "function only under orders that map whole groups onto groups: by default the\n"
+           "landscape ranges over those (m!)^g g! orders and ranks among them.\n\n"
+           "options:\n"
+           "  -e, --eval E       evaluation set (required)\n"
+           "  -T, --points T     interpolation points (default 25)\n"
+           "  -j, --json F       the full report as JSON (format moescope.landscape/1)\n"
+           "  -c, --csv F        every order: rank, order, barrier, acc_barrier, loss_auc\n"
+           "  -p, --png F        plot of every order's barrier, sorted, chosen orders marked\n"
+           "      --log-rank     the --png figure's rank axis on a log scale (many orders)\n"
+           "      --curves-png F the loss curves of naive, skip-order and both methods\n"
+           "      --scatter-png F every order's assignment cost sum_i C[i][pi(i)] against its\n"
+           "                     barrier, one panel per cost, chosen orders marked\n"
+           "  -l, --layer L      layer prefix (default moe)\n"
+           "      --no-wm        no weight matching inside the orders (Step 1 only)\n"
+           "      --no-center    no gate centring for the gate cost\n"
+           "      --all-orders   group-limited routers: every order of the n! (those that\n"
+           "                     split a group change B's function: each order's curve\n"
+           "                     ends at its own L(1), or without a head its chord at its\n"
+           "                     own output)\n"
+           "      --samples N    orders sampled when n > %d (default 20000)\n"
+           "      --seed S       seed for the sampling (default 1)\n"
+           "      --exhaustive   every order also for n = 10, 11 (3628800, 39916800 orders)\n"
+           "      --threads K    worker threads, 1..8 (default: the online CPUs, at most 8)\n"
+           CLI_FIGURE_HELP
+           "  -q, --quiet        no progress bar\n"
+           "  -h, --help         this help\n",
+           USAGE, LS_EXHAUSTIVE_MAX, LS_EXHAUSTIVE_MAX);
+}
+
+/* what the orders of a group-limited router's landscape are */
+static void print_order_set(const landscape *L, const moe_config *c) {
+    char cnt[48];
+    ls_count_format(cnt, sizeof cnt, L->n_fact_log10);
+    if (L->groups)
+        printf("(a group-limited router: orders that split one of its %d groups change B's "
+               "function; ranks are among the %s group-preserving orders; --all-orders for "
+               "all)\n",
+               L->groups, cnt);
+    else if (moe_groups_active(c))
+        printf("(all orders of a group-limited router: those that split a group change B's "
+               "function, so each order's curve ends at its own B': %s)\n",
+               L->kind == LS_LAYER ? "the chord to its own output" : "its own L(1)");
+}
+
+static void on_progress(void *ctx, long done, long total) {
+    if (*(int *)ctx) cli_progress("landscape", done, total);
+}
+
+/* the steps before the rows (weight matching, precompute, the middle point) */
+static void on_phase(void *ctx, const char *what, long done, long total) {
+    if (*(int *)ctx && !cli_partition) cli_progress(what, done, total); // MPI: rows only
+}
+
+/* where the time went (on stderr, beside the progress: stdout is the report):
+ * loading, then the landscape's steps in wall and CPU time; for runs of a
+ * second or more, unless -q (the JSON's provenance records it always) */
+static void print_split(const landscape *L) {
+    double rest = L->secs_total;
+    fprintf(stderr, "landscape time: load %.3g s", L->secs_load);
+    for (int s = 0; s < LS_STEPS; s++) {
+        fprintf(stderr, ", %s %.3g s", ls_step_name(s, 0), L->secs_step[s]);
+        rest -= L->secs_step[s];
+    }
+    fprintf(stderr, ", rest %.3g s\nlandscape CPU time (all threads):", rest > 0 ? rest : 0.0);
+    for (int s = 0; s < LS_STEPS; s++)
+        fprintf(stderr, "%s %s %.3g s", s ? "," : "", ls_step_name(s, 0), L->cpu_step[s]);
+    fprintf(stderr, "\n");
+}
+
+/* the order column: whole up to 16 experts, above that its first 12 and the count
+ * (the JSON and CSV reports hold every order whole) */
+enum { ORDER_WHOLE_MAX = 16, ORDER_HEAD = 12 };
+
+static int order_width(int n) {
+    int w = n <= ORDER_WHOLE_MAX ? n * 3 : ORDER_HEAD * 4 + 12;
+    return w > 12 ? w : 12;
+}
+
+static void print_order(const int *p, int n) {
+    char buf[LS_MAX_N * 4 + 1];
+    size_t len = moe_order_format(buf, sizeof buf, p, n > ORDER_WHOLE_MAX ? ORDER_HEAD : n);
+    if (n > ORDER_WHOLE_MAX) snprintf(buf + len, sizeof buf - len, " ... (%d)", n);
+    printf("%-*s", order_width(n), buf);
+}
+
+static void print_num(double v, const char *fmt) {
+    if (isnan(v)) printf("%12s", "-");
+    else printf(fmt, v);
+}
+
+static void print_row(const char *name, const int *order, int n, double bar, double accb, double auc,
+                      const char *rank, double lhat) {
+    printf("%-11s ", name);
+    print_order(order, n);
+    print_num(bar, " %11.6f");
+    print_num(accb, " %11.4f");
+    print_num(auc, " %11.6f");
+    printf(" %14s", rank ? rank : "");
+    if (rank) print_num(lhat, " %8.2f");
+    printf("\n");
+}
+
+/* every order's barrier, sorted, the chosen orders, the identity and the
+   tie plateau marked (figures.h: the TUI's p draws the same) */
+static int write_landscape_png(const landscape *L, const char *pa, const char *pb, int log_rank, const char *path,
+                               ms_err *err) {
+    fig_landscape f = {.rows = L->rows, .orders = L->orders, .nrows = L->norders, .n = L->n, .exhaustive = L->exhaustive,
+                       .chosen = {L->methods[0].order, L->methods[1].order}, .tau = L->tau, .a_path = pa, .b_path = pb,
+                       .log_rank = log_rank};
+    for (int m = 0; m < 2; m++) {
+        f.rank[m] = L->rank[m];
+        f.tied[m] = L->tied[m];
+        f.rank_auc[m] = L->rank_auc[m];
+    }
+    return fig_landscape_write(&f, path, err);
+}
+
+/* loss curves of naive, skip-order and both methods, with the chord */
+static int write_curves_png(const landscape *L, const char *pa, const char *pb, const char *path, ms_err *err) {
+    const ls_curve *cv[4] = {&L->naive, &L->skip_order, &L->methods[0], &L->methods[1]};
+    const char *names[4] = {"naive", "skip-order", "gate cost", "expert cost"};
+    uint32_t cols[4] = {PLOT_RGB_NAIVE, PLOT_RGB_SKIP, PLOT_RGB_GATE, PLOT_RGB_EXPERT};
+    plot_series s[5];
+    char labels[4][160];
+    memset(s, 0, sizeof s);
+    double chord[2] = {L->loss_a, L->loss_b}, tx[2] = {0.0, 1.0};
+    for (int i = 0; i < 4; i++) {
+        fig_curve_label(labels[i], sizeof labels[i], names[i], cv[i]->order, L->n, cv[i]->barrier, 0);
+        s[i].label = labels[i];
+        s[i].x = L->t;
+        s[i].y = cv[i]->loss;
+        s[i].n = L->T;
+        s[i].rgb = cols[i];
+        s[i].markers = 1;
+    }
+    s[4].label = "chord";
+    s[4].x = tx;
+    s[4].y = chord;
+    s[4].n = 2;
+    s[4].rgb = PLOT_RGB_CHORD;
+    s[4].dashed = 1;
+    plot_spec p;
+    plot_spec_init(&p);
+    char title[600];
+    fig_pair_title(title, sizeof title, L->kind == LS_LAYER ? "layer-output loss" : "loss", pa, pb, NULL);
+    p.title = title;
+    p.xlabel = "t";
+    p.ylabel = L->kind == LS_LAYER ? "layer-output loss" : "loss";
+    p.series = s;
+    p.nseries = 5;
+    return plot_png_write(&p, path, err);
+}
+
+/* the orders ranked and the sampled estimates, for people */
+static void print_header(const landscape *L, const ls_opts *lo) {
+    int n = L->n;
+    const char *kind = L->kind == LS_CLASSIFY ? "classification" : L->kind == LS_REGRESS ? "regression"
+                                                                                         : "layer-output";
+    char set[160] = "", all[48], cnt[48];
+    ls_factorial_format(all, sizeof all, n);
+    ls_count_format(cnt, sizeof cnt, L->n_fact_log10);
+    if (L->groups)
+        snprintf(set, sizeof set, " group-preserving (S_%d wr S_%d, of %s in S_%d)", L->group_size,
+                 L->groups, all, n);
+    if (L->exhaustive)
+        printf("landscape: all %ld%s expert orders (n = %d), %d points, %s loss%s\n", L->norders,
+               set, n, L->T, kind, lo->wm ? ", weight matching in every order" : ", no weight matching");
+    else
+        printf("landscape: %ld sampled%s expert orders of %s (n = %d, seed %llu), %d points, %s "
+               "loss\n",
+               L->norders, set, cnt, n, (unsigned long long)lo->seed, L->T, kind);
+}
+
+/* the estimate from a sample: rank percentile p = (rank - 1) / samples with its
+ * 95% Wilson interval, and p times the orders in the set */
+static void print_sampled(const landscape *L) {
+    char cnt[48], est[48];
+    ls_count_format(cnt, sizeof cnt, L->n_fact_log10);
+    // the chosen orders are evaluated beside the sample, not drawn into it, so
+    // they can lie below its best (L-hat is then 0: the best known is theirs)
+    printf("best, worst: of the %ld sampled orders%s\n", L->norders,
+           L->methods[0].barrier < L->rows[L->best].barrier || L->methods[1].barrier < L->rows[L->best].barrier
+               ? "; a chosen order lies below the sample's best"
+               : "");
+    for (int m = 0; m < 2; m++) {
+        double p = (double)(L->rank[m] - 1) / L->norders;
+        if (p > 0) ls_count_format(est, sizeof est, log10(p) + L->n_fact_log10);
+        else snprintf(est, sizeof est, "1");
+        printf("%s: %ld of %ld sampled orders are better; rank percentile %.2f%% (95%% CI "
+               "%.2f%%..%.2f%%), estimated rank %s of %s\n",
+               m == 0 ? "gate" : "expert", (long)L->rank[m] - 1, L->norders, 100.0 * p,
+               L->pct_lo[m], L->pct_hi[m], est, cnt);
+    }
+}
+
+/* the summary table: named alignments, both methods' ranks, best and worst */
+static void print_summary(const landscape *L, const moe_config *c, const ls_opts *lo) {
+    int n = L->n;
+    print_header(L, lo);
+    print_order_set(L, c);
+    if (L->kind == LS_CLASSIFY)
+        printf("end points: loss A %.6f (accuracy %.2f%%), loss B %.6f (accuracy %.2f%%)\n",
+               L->loss_a, 100 * L->acc_a, L->loss_b, 100 * L->acc_b);
+    else
+        printf("end points: loss A %.6g, loss B %.6g\n", L->loss_a, L->loss_b);
+    printf("\n%-11s %-*s %11s %11s %11s %14s %8s\n", "alignment", order_width(n), "order",
+           "barrier", "acc barrier", "loss AUC", "rank", "L-hat");
+    print_row("naive", L->naive.order, n, L->naive.barrier, L->naive.acc_barrier, L->naive.auc, NULL, 0);
+    print_row("skip-order", L->skip_order.order, n, L->skip_order.barrier, L->skip_order.acc_barrier,
+              L->skip_order.auc, NULL, 0);
+    for (int m = 0; m < 2; m++) {
+        char rank[48];
+        if (L->exhaustive) snprintf(rank, sizeof rank, "%d/%ld", L->rank[m], L->norders);
+        else snprintf(rank, sizeof rank, "~%.3g%%", 100.0 * (L->rank[m] - 1) / L->norders);
+        const ls_curve *cv = &L->methods[m];
+        print_row(m == 0 ? "gate" : "expert", cv->order, n, cv->barrier, cv->acc_barrier, cv->auc, rank,
+                  L->l_hat[m]);
+    }
+    const ls_row *b = &L->rows[L->best], *w = &L->rows[L->worst];
+    int bo[LS_MAX_N], wo[LS_MAX_N];
+    ls_order_get(L->orders, n, b->id, bo);
+    ls_order_get(L->orders, n, w->id, wo);
+    print_row("best", bo, n, b->barrier, b->acc_barrier, b->auc, "1", NAN);
+    char wr[32];
+    snprintf(wr, sizeof wr, "%d", L->worst + 1);
+    print_row("worst", wo, n, w->barrier, w->acc_barrier, w->auc, wr, NAN);
+    if (!L->exhaustive) print_sampled(L);
+}
+
+int cmd_landscape(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"eval", required_argument, 0, 'e'},  {"points", required_argument, 0, 'T'},
+        {"json", required_argument, 0, 'j'},  {"csv", required_argument, 0, 'c'},
+        {"png", required_argument, 0, 'p'},   {"curves-png", required_argument, 0, 'P'},
+        {"scatter-png", required_argument, 0, 'X'}, {"log-rank", no_argument, 0, 'R'},
+        {"layer", required_argument, 0, 'l'}, {"no-wm", no_argument, 0, 'W'},
+        {"no-center", no_argument, 0, 'C'},   {"samples", required_argument, 0, 'S'},
+        {"all-orders", no_argument, 0, 'G'},  {"exhaustive", no_argument, 0, 'E'},
+        {"seed", required_argument, 0, 's'},  {"threads", required_argument, 0, 't'},
+        {"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
+        CLI_FIGURE_OPTIONS,                   {0, 0, 0, 0}};
+    ls_opts lo;
+    ls_opts_default(&lo);
+    // the memory budget for the per-point buffers (MB), for tests and benchmarks
+    const char *mem = getenv("MOESCOPE_LS_MEM_MB");
+    if (mem) lo.mem_mb = atof(mem);
+    const char *e_path = NULL, *json = NULL, *csv = NULL, *png = NULL, *cpng = NULL, *layer = NULL;
+    const char *spng = NULL;
+    int show = 1, log_rank = 0, ch;
+    optind = 1, opterr = 0;
+    while ((ch = getopt_long(argc, argv, "e:T:j:c:p:l:qh", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'e': e_path = optarg; break;
+        case 'j': json = optarg; break;
+        case 'c': csv = optarg; break;
+        case 'p': png = optarg; break;
+        case 'P': cpng = optarg; break;
+        case 'X': spng = optarg; break;
+        case 'R': log_rank = 1; break;
+        case 'l': layer = optarg; break;
+        case 'C': lo.center = 0; break;
+        case 'q': show = 0; break;
+        case 'h': help(); return 0;
+        default: {
+            int r = cli_landscape_option(&lo, ch, optarg, "landscape", USAGE);
+            if (r < 0) r = cli_figure_option(ch, optarg, "landscape", USAGE);
+            if (r > 0) return r;
+            if (r < 0) return cli_option_error(USAGE, "landscape", ch, argc, argv);
+        }
+        }
+    }
+    if (argc - optind != 2)
+        return cli_usage_error(USAGE, "landscape: expected two checkpoints, got %d", argc - optind);
+    if (!e_path) return cli_usage_error(USAGE, "landscape: --eval E is required");
+    const char *pa = argv[optind], *pb = argv[optind + 1];
+    const char *inputs[3] = {pa, pb, e_path};
+    const char *outs[5] = {json, csv, png, cpng, spng};
+    ms_err err;
+    for (int i = 0; i < 5; i++)
+        if (outs[i] && af_check_not_input(outs[i], inputs, 3, &err)) return cli_error("%s", err.msg);
+    static const char *const labels[5] = {"--json", "--csv", "--png", "--curves-png", "--scatter-png"};
+    if (af_check_distinct(outs, labels, 5, &err))
+        return cli_usage_error(USAGE, "landscape: %s", err.msg);
+
+    moe_model A, B;
+    evalset E;
+    double t_load = timing_now();
+    if (cli_load_models(pa, pb, layer, e_path, &A, &B, &E)) return 1;
+    t_load = timing_now() - t_load;
+    int rc = 0;
+    if (cli_reports_here() && A.cfg.has_head && B.cfg.has_head && !moe_heads_equal(&A, &B))
+        fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them too\n",
+                pa, pb);
+    if (cli_reports_here() && A.cfg.router == ROUTER_TOPK && A.cfg.k == 1) // once under MPI
+        fprintf(stderr, "moescope: warning: top-1 routing is outside the theory (positive scaling "
+                        "of the scores is an extra symmetry)\n");
+    lo.progress = on_progress;
+    lo.phase = on_phase;
+    lo.ctx = &show, lo.part = cli_partition; // moescope-mpi: split over its processes
+    landscape L;
+    if (landscape_compute(&A, &B, &E, &lo, &L, &err)) {
+        cli_progress_end();
+        rc = cli_error("%s", err.msg);
+        goto out;
+    }
+    cli_progress_end();
+    L.secs_load = t_load;
+    if (!cli_reports_here()) goto done; // rank 0 of moescope-mpi alone reports
+
+    print_summary(&L, &A.cfg, &lo);
+    for (int m = 0; m < 2; m++) // ties (rank.h): rank counts only orders more than tau below
+        if (L.tied[m] > 1)
+            printf("%s: rank %d (tied: %d at %.4f; by AUC %d), tolerance %.3g\n",
+                   m == 0 ? "gate" : "expert", L.rank[m], L.tied[m], L.methods[m].barrier,
+                   L.rank_auc[m], L.tau);
+    printf("\nranks known after %.3f s, all orders after %.3f s\n", L.secs_ranks, L.secs_total);
+    if (show && L.secs_load + L.secs_total >= 1.0) print_split(&L); // a quick run's split is noise
+
+    if (json && landscape_write_json(&L, pa, pb, e_path, layer ? layer : "moe", json, &err))
+        rc = cli_error("%s", err.msg);
+    if (!rc && csv && landscape_write_csv(&L, csv, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && png && write_landscape_png(&L, pa, pb, log_rank, png, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && cpng && write_curves_png(&L, pa, pb, cpng, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && spng && landscape_write_scatter_png(&L, spng, &err)) rc = cli_error("%s", err.msg);
+done:
+    landscape_free(&L);
+out:
+    moe_free(&A);
+    moe_free(&B);
+    evalset_free(&E);
+    return rc;
+}

@@ -1,0 +1,118 @@
+/* cmd_scramble.c - `moescope scramble A -o OUT [--seed S] [--translate]`:
+ * apply a random element of G(n) (expert order, optionally a gate
+ * translation) and random hidden permutations. OUT computes the same
+ * function as A with shuffled parameters; the metadata says what was done
+ * (moescope.scramble.*, see symmetry.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/atomic_file.h"
+#include "cli/cli.h"
+#include "model/model.h"
+#include "model/symmetry.h"
+
+static const char *USAGE =
+    "moescope scramble A -o OUT [--seed S] [--translate | --translate-scale X] [--layer L]";
+
+static void help(void) {
+    printf("usage: %s\n\n"
+           "Write OUT: the layer of A with a random expert order, random hidden-unit\n"
+           "permutations in every expert (and shared expert), a random order of the\n"
+           "shared experts, and with --translate a random common shift of the gate rows.\n"
+           "OUT computes the same function as A. The metadata records the seed and the\n"
+           "order: moescope.scramble.order = pi means slot i of OUT holds A's expert pi[i].\n"
+           "Every other tensor of A (other MoE layers, embeddings, ...) is copied through\n"
+           "unchanged, in its own dtype, and A's metadata is kept; the chosen layer and the\n"
+           "head are written as F32.\n\n"
+           "  -o, --output OUT  output checkpoint (must not be A)\n"
+           "  --seed S          random seed (default 1)\n"
+           "  --translate       also add a random (c_W, c_b) to every gate row, as large as\n"
+           "                    the rows themselves (RMS of the gate weights)\n"
+           "  --translate-scale X  the same, X times larger (e.g. 20: a shift that swamps\n"
+           "                    the rows; the function is still the same, and only the\n"
+           "                    centred gate cost still finds the expert order)\n"
+           "  --layer L         layer prefix (default moe)\n"
+           "  --help            this text\n",
+           USAGE);
+}
+
+int cmd_scramble(int argc, char **argv) {
+    const char *out = NULL, *layer = NULL;
+    unsigned long long seed = 1;
+    double translate = 0;
+    static const struct option opts[] = {{"output", required_argument, 0, 'o'},
+                                         {"seed", required_argument, 0, 's'},
+                                         {"translate", no_argument, 0, 't'},
+                                         {"translate-scale", required_argument, 0, 'T'},
+                                         {"layer", required_argument, 0, 'l'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":o:s:l:th", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'o': out = optarg; break;
+        case 's': {
+            char *end;
+            errno = 0;
+            seed = strtoull(optarg, &end, 10);
+            if (errno || *end || !*optarg || optarg[0] == '-')
+                return cli_usage_error(USAGE, "scramble: --seed needs a non-negative integer, got '%s'",
+                                       optarg);
+            break;
+        }
+        case 't': translate = 1; break;
+        case 'T': {
+            char *end;
+            errno = 0;
+            translate = strtod(optarg, &end);
+            if (errno || *end || !*optarg || !(translate > 0 && translate <= 1e6))
+                return cli_usage_error(USAGE, "scramble: --translate-scale needs a number in "
+                                              "(0, 1e6], got '%s'", optarg);
+            break;
+        }
+        case 'l': layer = optarg; break;
+        case 'h': help(); return 0;
+        case ':': return cli_option_error(USAGE, "scramble", ch, argc, argv);
+        default: return cli_option_error(USAGE, "scramble", ch, argc, argv);
+        }
+    }
+    if (optind >= argc) return cli_usage_error(USAGE, "scramble: missing the checkpoint A");
+    if (optind + 1 < argc)
+        return cli_usage_error(USAGE, "scramble: unexpected argument '%s'", argv[optind + 1]);
+    if (!out) return cli_usage_error(USAGE, "scramble: -o OUT is required");
+    const char *in = argv[optind];
+
+    ms_err err;
+    const char *inputs[1] = {in};
+    if (af_check_not_input(out, inputs, 1, &err)) return cli_error("%s", err.msg);
+    moe_model m;
+    if (moe_load(&m, in, layer, &err)) return cli_error("%s", err.msg);
+    int *pi = ms_malloc((size_t)m.cfg.n * sizeof(int));
+    moe_scramble(&m, (uint64_t)seed, translate, pi);
+    int rc = 0;
+    if (cli_save_checkpoint(&m, in, out)) {
+        rc = 1;
+    } else {
+        printf("scrambled %s (layer %s, n = %d, seed %llu)\n", in, m.layer, m.cfg.n, seed);
+        printf("  expert order  %s  (slot i of the output holds expert pi[i] of the input)\n",
+               moe_meta_get(&m, "moescope.scramble.order"));
+        printf("  hidden units  permuted in %d expert(s)%s\n", m.cfg.n + m.cfg.s,
+               m.cfg.s ? " (shared included)" : "");
+        if (m.cfg.s)
+            printf("  shared order  %s\n", moe_meta_get(&m, "moescope.scramble.shared_order"));
+        if (translate > 0)
+            printf("  gate          translated by a random (c_W, c_b), %g x the rows' RMS\n",
+                   translate);
+        else
+            printf("  gate          not translated\n");
+        printf("wrote %s\n", out);
+    }
+    free(pi);
+    moe_free(&m);
+    return rc;
+}

@@ -1,0 +1,285 @@
+/* cmd_study.c - moescope study: the landscape of every pair of a pool of
+ * checkpoints and the mean +- sample std over the pairs (study.h). */
+#include <dirent.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/atomic_file.h"
+#include "cli/cli.h"
+#include "io/provenance.h"
+#include "io/safetensors.h"
+#include "analysis/study.h"
+
+#define USAGE                                                                                    \
+    "moescope study CKPT1 CKPT2 [CKPT3 ...] | DIR --eval E [--points 25] [--json F] [--csv F] " \
+    "[--latex F] [--png F] [--samples N] [--seed S] [--exhaustive] [--threads K] [--layer L] [--no-wm] [-q]"
+#define ST_MAX_POOL 64
+
+static void help(void) {
+    printf("usage: %s\n\n", USAGE);
+    printf("The landscape (every expert order, rank, tied, rank by AUC, L-hat) of every\n"
+           "pair i < j of the checkpoints, and per pair and as mean +- sample standard\n"
+           "deviation over the pairs: naive, skip-order, gate and expert barriers (loss\n"
+           "and accuracy), the methods' rank, tied, rank_auc, L-hat and rank percentile,\n"
+           "best and worst barrier, the identity order's rank, and Spearman's rho between\n"
+           "each method's assignment cost sum_i C[i][pi(i)] and the barrier over every\n"
+           "order (does the data-free cost predict the barrier?). Each checkpoint is\n"
+           "loaded and evaluated once (its loss and accuracy are shared by its pairs). A\n"
+           "checkpoint directory (shards with an index, model.safetensors or config.json)\n"
+           "is one checkpoint; any other directory stands for its seeds: its *.safetensors\n"
+           "files and checkpoint subdirectories, sorted, less the evaluation set and any\n"
+           "teacher (train.mode = teacher, as train --make-teacher writes); the reports\n"
+           "list what was left out. Without --eval, DIR/eval.safetensors is used. For\n"
+           "n >= 10 each landscape is sampled (--samples) and ranks carry a 95%% interval.\n\n"
+           "  -e, --eval E      evaluation set\n"
+           "  -T, --points T    interpolation points (default 25)\n"
+           "  -j, --json F      moescope.study/1: pairs (the landscape's keys, no order list)\n"
+           "                    and summary {\"naive.barrier\": {mean, std, n}, ...}\n"
+           "  -c, --csv F       one row per pair, then mean and std rows\n"
+           "      --latex F     a booktabs table (\\usepackage{booktabs})\n"
+           "  -p, --png F       per-pair barrier bars over a rank-percentile strip (SVG for\n"
+           "                    F.svg; --size WxH and --font-scale K as for landscape)\n"
+           "      --samples N   n >= 10: orders sampled per pair (default 20000)\n"
+           "      --seed S      sampling seed\n"
+           "      --exhaustive  every order also for n = 10, 11 (3628800, 39916800 orders)\n"
+           "      --threads K   worker threads (default: all CPUs, at most 8)\n"
+           "      --no-wm       no weight matching inside each order\n"
+           "      --layer L     layer prefix (default moe)\n"
+           "  -q, --quiet       no table on stdout\n"
+           "  -h, --help        this text\n");
+}
+
+static int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The pool: checkpoints given or found in directories, and a directory's
+ * files left out of it with the reason (shown in every report). */
+typedef struct {
+    char *paths[ST_MAX_POOL];
+    int np;
+    char *left[ST_MAX_POOL];
+    const char *why[ST_MAX_POOL];
+    int nleft;
+    char *dir_eval; /* a directory's eval.safetensors, when --eval was not given */
+} st_pool;
+
+static void pool_free(st_pool *P) {
+    for (int i = 0; i < P->np; i++) free(P->paths[i]);
+    for (int i = 0; i < P->nleft; i++) free(P->left[i]);
+    free(P->dir_eval);
+}
+
+static void pool_leave(st_pool *P, char *path, const char *why) {
+    if (P->nleft < ST_MAX_POOL) {
+        P->left[P->nleft] = path;
+        P->why[P->nleft++] = why;
+    } else {
+        free(path);
+    }
+}
+
+/* Is the file a teacher (train.mode = teacher, as `train --make-teacher`
+ * writes)? A teacher is not one of the seeds a directory's pool stands for. */
+static int is_teacher(const char *path) {
+    st_file f;
+    ms_err e;
+    if (st_open(&f, path, &e)) return 0; // loading it later says what is wrong
+    const char *mode = st_meta(&f, "train.mode");
+    int t = mode && !strcmp(mode, "teacher");
+    st_close(&f);
+    return t;
+}
+
+static int has_suffix(const char *s, const char *suf) {
+    size_t l = strlen(s), k = strlen(suf);
+    return l >= k && !strcmp(s + l - k, suf);
+}
+
+/* Is the directory one checkpoint in a model family's layout (an index of
+ * shards, model.safetensors or config.json), rather than a pool of them? */
+static int is_ckpt_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int yes = 0;
+    struct dirent *de;
+    while (!yes && (de = readdir(d)))
+        yes = has_suffix(de->d_name, ".safetensors.index.json") || !strcmp(de->d_name, "config.json") ||
+              !strcmp(de->d_name, "model.safetensors");
+    closedir(d);
+    return yes;
+}
+
+/* A directory's *.safetensors and checkpoint subdirectories, sorted, into the
+ * pool; the evaluation set and teachers are left out (and recorded). */
+static int add_dir(const char *arg, const char *e_path, st_pool *P, ms_err *err) {
+    DIR *d = opendir(arg);
+    if (!d) return ms_fail(err, "%s: cannot read the directory", arg);
+    int first = P->np;
+    struct dirent *de;
+    size_t al = strlen(arg);
+    const char *sep = al && arg[al - 1] == '/' ? "" : "/";
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (de->d_name[0] == '.') continue;
+        char *p = ms_malloc(al + l + 2);
+        sprintf(p, "%s%s%s", arg, sep, de->d_name);
+        struct stat st;
+        int sub = !stat(p, &st) && S_ISDIR(st.st_mode);
+        if (sub ? !is_ckpt_dir(p) : !has_suffix(de->d_name, ".safetensors")) {
+            free(p);
+            continue;
+        }
+        const char *ev = e_path ? e_path : P->dir_eval;
+        if (ev && same_file(p, ev)) {
+            free(p);
+        } else if (!strcmp(de->d_name, "eval.safetensors")) {
+            if (!ev) P->dir_eval = p; // the directory's evaluation set
+            else pool_leave(P, p, "an evaluation set");
+        } else if (is_teacher(p)) {
+            pool_leave(P, p, "train.mode = teacher: a teacher, not a seed");
+        } else if (P->np >= ST_MAX_POOL) {
+            free(p);
+            closedir(d);
+            return ms_fail(err, "%s: more than %d checkpoints", arg, ST_MAX_POOL);
+        } else {
+            P->paths[P->np++] = p;
+        }
+    }
+    closedir(d);
+    qsort(P->paths + first, (size_t)(P->np - first), sizeof(char *), by_name);
+    if (P->np == first) return ms_fail(err, "%s: no checkpoints (*.safetensors) in the directory", arg);
+    return 0;
+}
+
+/* A file, or a directory holding one checkpoint, is taken as it is; any
+ * other directory stands for its seeds. */
+static int add_input(const char *arg, const char *e_path, st_pool *P, ms_err *err) {
+    struct stat st;
+    if (stat(arg, &st)) return ms_fail(err, "%s: no such file or directory", arg);
+    if (S_ISDIR(st.st_mode) && !is_ckpt_dir(arg)) return add_dir(arg, e_path, P, err);
+    if (P->np >= ST_MAX_POOL) return ms_fail(err, "more than %d checkpoints", ST_MAX_POOL);
+    P->paths[P->np++] = ms_strdup(arg);
+    return 0;
+}
+
+static void on_pair(int done, int total) { cli_progress("pairs", done, total); }
+
+static int study_outputs(const study *S, const char *e_path, const char *const *outs, ms_err *err) {
+    if (outs[0] && study_write_json(S, e_path, outs[0], err)) return -1;
+    if (outs[1] && study_write_csv(S, outs[1], err)) return -1;
+    if (outs[2] && study_write_latex(S, outs[2], err)) return -1;
+    if (outs[3] && study_write_png(S, outs[3], err)) return -1;
+    return 0;
+}
+
+static int run_study(const st_pool *P, const char *e_path, const char *layer, ls_opts *lo,
+                     const char *const *outs, int show) {
+    char *const *paths = P->paths;
+    int np = P->np;
+    ms_err err;
+    moe_model *M = ms_calloc((size_t)np, sizeof(moe_model));
+    evalset E;
+    int rc = 0, nl = 0;
+    prov_add_input(e_path);
+    for (; nl < np; nl++) {
+        prov_add_input(paths[nl]);
+        if (moe_load(&M[nl], paths[nl], layer, &err)) {
+            rc = cli_error("%s", err.msg);
+            break;
+        }
+    }
+    if (!rc && evalset_load(&E, e_path, &err)) rc = cli_error("%s", err.msg);
+    if (!rc) {
+        study S;
+        lo->progress = NULL;
+        lo->part = cli_partition; // moescope-mpi: every landscape split over its processes
+        int here = cli_reports_here(); // rank 0 of moescope-mpi alone reports
+        int bar = isatty(2) || (cli_partition && show); // moescope-mpi: lines (cli_progress)
+        if (study_run(M, (const char *const *)paths, np, &E, lo, bar && here ? on_pair : NULL,
+                      &S, &err)) {
+            cli_progress_end();
+            rc = cli_error("%s", err.msg);
+        } else if (!here) {
+            study_free(&S);
+        } else {
+            cli_progress_end();
+            S.nleft = P->nleft;
+            S.left = (const char *const *)P->left;
+            S.left_why = P->why;
+            if (show) study_print(&S, stdout);
+            if (study_outputs(&S, e_path, outs, &err)) rc = cli_error("%s", err.msg);
+            study_free(&S);
+        }
+        evalset_free(&E);
+    }
+    for (int i = 0; i < nl; i++) moe_free(&M[i]);
+    free(M);
+    return rc;
+}
+
+int cmd_study(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"eval", required_argument, 0, 'e'},    {"points", required_argument, 0, 'T'},
+        {"json", required_argument, 0, 'j'},    {"csv", required_argument, 0, 'c'},
+        {"latex", required_argument, 0, 'L'},   {"png", required_argument, 0, 'p'},
+        {"layer", required_argument, 0, 'l'},   {"no-wm", no_argument, 0, 'W'},
+        {"samples", required_argument, 0, 'S'}, {"seed", required_argument, 0, 's'},
+        {"threads", required_argument, 0, 't'}, {"quiet", no_argument, 0, 'q'},
+        {"exhaustive", no_argument, 0, 'E'},    {"help", no_argument, 0, 'h'},
+        CLI_FIGURE_OPTIONS,                     {0, 0, 0, 0}};
+    ls_opts lo;
+    ls_opts_default(&lo);
+    const char *e_path = NULL, *layer = NULL, *outs[4] = {NULL, NULL, NULL, NULL};
+    int show = 1, ch;
+    optind = 1;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "e:T:j:c:p:l:qh", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'e': e_path = optarg; break;
+        case 'j': outs[0] = optarg; break;
+        case 'c': outs[1] = optarg; break;
+        case 'L': outs[2] = optarg; break;
+        case 'p': outs[3] = optarg; break;
+        case 'l': layer = optarg; break;
+        case 'q': show = 0; break;
+        case 'h': help(); return 0;
+        default: {
+            int r = cli_landscape_option(&lo, ch, optarg, "study", USAGE);
+            if (r < 0) r = cli_figure_option(ch, optarg, "study", USAGE);
+            if (r > 0) return r;
+            if (r < 0) return cli_option_error(USAGE, "study", ch, argc, argv);
+        }
+        }
+    }
+    if (optind >= argc) return cli_usage_error(USAGE, "study: no checkpoints given");
+    st_pool P;
+    memset(&P, 0, sizeof P);
+    int rc = 0;
+    ms_err err;
+    for (int i = optind; i < argc && !rc; i++)
+        if (add_input(argv[i], e_path, &P, &err)) rc = cli_error("%s", err.msg);
+    if (!e_path) e_path = P.dir_eval;
+    if (!rc && !e_path) rc = cli_usage_error(USAGE, "study: --eval E is required");
+    if (!rc && P.np < 2) rc = cli_usage_error(USAGE, "study: need at least two checkpoints, got %d", P.np);
+    static const char *const labels[4] = {"--json", "--csv", "--latex", "--png"};
+    for (int i = 0; i < 4 && !rc; i++) {
+        const char *ins[ST_MAX_POOL + 1];
+        for (int k = 0; k < P.np; k++) ins[k] = P.paths[k];
+        ins[P.np] = e_path;
+        if (outs[i] && af_check_not_input(outs[i], ins, P.np + 1, &err)) rc = cli_error("%s", err.msg);
+    }
+    if (!rc && af_check_distinct(outs, labels, 4, &err)) rc = cli_usage_error(USAGE, "study: %s", err.msg);
+    if (!rc) rc = run_study(&P, e_path, layer, &lo, outs, show);
+    pool_free(&P);
+    return rc;
+}

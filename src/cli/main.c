@@ -1,0 +1,124 @@
+/* main.c - the moescope binary: dispatch to a subcommand (src/cli/cmd_*.c), or
+ * open the explorer (ui/tui.c). The one file that sees both front ends. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "lesson_screen.h"
+#include "core/progress.h"
+#include "io/family.h"
+#include "io/provenance.h"
+#include "tui.h"
+
+/* The lesson joins the CLI (arguments, --print) and the UI (its screen). */
+static int run_lesson(int argc, char **argv) {
+    lesson_args a;
+    int rc = lesson_parse_args(&a, argc, argv);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (a.print || !isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) return lesson_print(&a);
+    return lesson_screen(&a);
+}
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+    int own_threads; /* runs BLAS single-threaded in its own workers (cli_blas_quiet) */
+} commands[] = {
+    {"info", cmd_info, "architecture, metadata and genericity diagnostics of a checkpoint", 0},
+    {"eval", cmd_eval, "loss, accuracy and per-expert routing load on an evaluation set", 1},
+    {"cost", cmd_cost, "expert cost matrix of two checkpoints and its assignment", 0},
+    {"align", cmd_align, "write B re-expressed in A's basis (same function as B)", 0},
+    {"merge", cmd_merge, "align, then average A and B (a model soup)", 0},
+    {"curve", cmd_curve, "loss/accuracy curve between A and aligned B", 0},
+    {"landscape", cmd_landscape, "every expert order: barriers, ranks, L-hat", 1},
+    {"scramble", cmd_scramble, "apply a random symmetry: same function, shuffled parameters", 1},
+    {"train", cmd_train, "train the MoE layer of a small model from a seed", 1},
+    {"lap", cmd_lap, "solve one linear assignment stored as tensor 'cost'", 1},
+    {"diagnose", cmd_diagnose, "why an alignment fails, in numbers", 0},
+    {"lesson", run_lesson, "a guided walk through MoE symmetry, with live numbers", 0},
+    {"study", cmd_study, "every pair of a pool of checkpoints: mean +- std tables", 0},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *fp) {
+    fprintf(fp,
+            "moescope %s - explore how two mixture-of-experts layers line up\n\n"
+            "usage: moescope A.safetensors B.safetensors [--eval E] [--layer L]   (the TUI)\n"
+            "       moescope COMMAND [options]   (moescope COMMAND --help for details)\n\n"
+            "The TUI (an interactive explorer; ? on its screen lists the keys) also takes:\n"
+            "  --eval E          evaluation set (default: eval.safetensors beside A)\n"
+            "  --layer L         layer prefix (default moe)\n"
+            "  --points T        interpolation points (default 25)\n"
+            "  --ascii           ASCII only (no braille, no half blocks)\n"
+            "  --png-live FILE   rewrite a PNG of the curves whenever they change\n"
+            "  --theme FILE      colours (a theme file); NO_COLOR=1 turns colour off\n\n"
+            "A checkpoint is a .safetensors file, a sharded checkpoint's\n"
+            "model.safetensors.index.json, or a directory holding either (config.json read).\n"
+            "Every command also takes --family NAME (%s)\n"
+            "and the router overrides --top-k K, --norm-topk-prob 0|1, --routed-scaling F,\n"
+            "--n-group G, --topk-group T (else config.json, else the family's defaults).\n\n"
+            "commands:\n",
+            ms_version(), family_names_list());
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(fp, "  %-10s %s\n", commands[i].name, commands[i].summary);
+}
+
+/* Levenshtein distance (command names are short). */
+static int edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 32 || lb > 32) return 99;
+    int d[33][33];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+            d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+    return d[la][lb];
+}
+
+/* argv[1] is neither a command nor a checkpoint when it is a bare word (letters,
+ * digits, '-' or '_', no '.' or '/') that names no file: `moescope landscpe A B`. */
+static int unknown_command(const char *w) {
+    struct stat st;
+    if (!*w || w[0] == '-' || stat(w, &st) == 0) return 0;
+    for (const char *p = w; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '_'))
+            return 0;
+    size_t best = 0;
+    int bd = 99;
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        int dd = edit_distance(w, commands[i].name);
+        if (dd < bd) bd = dd, best = i;
+    }
+    fprintf(stderr, "moescope: unknown command '%s'", w);
+    if (bd <= 2 || (bd <= 3 && strlen(w) >= 7))
+        fprintf(stderr, " (did you mean '%s'?)", commands[best].name);
+    fprintf(stderr, "\nusage: moescope COMMAND [options], or moescope A.safetensors B.safetensors "
+                    "for the explorer; 'moescope --help' lists the commands\n");
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    signal(SIGXFSZ, SIG_IGN); // past a file-size limit, write(2) fails with EFBIG and we report it
+    prov_set_command(argc, argv); // every report records the command line
+    int rc = cli_front(&argc, argv, "moescope", usage);
+    if (rc >= 0) return rc;
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(argv[1], commands[i].name)) {
+            if (commands[i].own_threads) cli_blas_quiet();
+            // Ctrl-C ends a subcommand with its unfinished outputs removed (the lesson's
+            // screen, like the TUI, reads keys itself)
+            if (strcmp(argv[1], "lesson")) progress_install_cancel();
+            return commands[i].run(argc - 1, argv + 1);
+        }
+    if (unknown_command(argv[1])) return 2;
+    return tui_main(argc, argv);
+}

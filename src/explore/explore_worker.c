@@ -1,0 +1,1150 @@
+/* explore_worker.c - the background workers the TUI watches (see explore_worker.h).
+ *
+ * Two threads, so that a toggle is answered while the landscape computes:
+ *   front      takes the newest request and computes its cheap parts,
+ *              publishing each under the mutex as soon as it is ready:
+ *              1. both cost matrices and their assignments,
+ *              2. the curves naive, skip-order, current and selected
+ *                 (align_models + curve_compute), cached by (order, weight
+ *                 matching) so toggles that lead to a curve seen before cost
+ *                 nothing.
+ *              A newer request cancels the running one (polled between steps).
+ *   landscape  computes the landscape (landscape_compute) for the key
+ *              (wm_stage, T) of the last request the front finished, and
+ *              publishes its rows as they finish. Requests that keep the key
+ *              leave it running; one that changes it cancels it (the cancel
+ *              flag landscape_compute polls).
+ *   diag       computes the diagnostics pane's findings (diag_findings) when
+ *              explore_request_diag asks, once per (method, centring): kept
+ *              and published again at once when asked again; and writes the
+ *              aligned checkpoint explore_export asks for (align_models +
+ *              moe_save take seconds on a large layer: never the input thread).
+ * Ranks and L-hat of both methods are computed here from the complete rows
+ * (or taken from the landscape's on_ranks, which come long before the last
+ * row), so toggling gate centring does not recompute the landscape either. */
+#include "explore/explore_worker.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "io/atomic_file.h"
+#include "align/lap.h"
+#include "core/progress.h"
+#include "landscape/rank.h"
+
+#define CURVE_CACHE 32
+
+/* What a landscape table depends on: the weight-matching stage and the
+ * points (gate centring and the method only change which rows are marked). */
+typedef struct {
+    int wm; /* 0 or 1 */
+    int T;
+} ls_key;
+
+static ls_key key_of(const explore_request *q) { return (ls_key){q->wm_stage ? 1 : 0, q->T}; }
+static int ls_key_equal(ls_key a, ls_key b) { return a.wm == b.wm && a.T == b.T; }
+
+typedef struct {
+    int used;
+    unsigned long stamp;      /* for eviction: least recently used goes */
+    int wm;
+    int order[LS_MAX_N];
+    ls_curve c;
+} cached_curve;
+
+struct explore_worker {
+    const moe_model *A, *B;
+    const evalset *E;
+    int n;
+    ls_kind kind;
+    pthread_t th_front, th_ls, th_diag;
+    int started_front, started_ls, started_diag;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_front, cv_ls, cv_diag;
+    /* under mu */
+    int stop;
+    explore_snapshot pub;          /* what snapshots copy */
+    /* front: the newest request */
+    explore_request pending;
+    int has_pending, front_busy, front_failed;
+    atomic_int cancel_front;       /* set by the front (newer request, quit), polled by the worker */
+    char front_status[256];
+    /* landscape: the key wanted, the key running, the key done */
+    int ls_want, want_center;
+    ls_key want;
+    int ls_running;
+    ls_key run;
+    long run_done, run_total;  /* the running landscape's rows (for keep_running) */
+    /* the running landscape is for a key no longer shown: it finishes in the
+       background (kept in saved[]) and publishes nothing; toggling back shows it again */
+    int ls_hidden;
+    atomic_int cancel_ls;
+    atomic_int cancel_diag;   /* explore_stop: the diagnostics stop (an export runs to its end) */
+    int have_ls;
+    ls_key done;
+    int ls_failed;
+    char ls_status[256];
+    ls_key rows_key;          /* the key pub.rows belong to */
+    unsigned long run_serial; /* counts the landscapes started (and saved tables shown) */
+    unsigned long orders_run; /* the run_serial pub.orders came from */
+    /* complete tables kept per weight-matching stage, so toggling w back
+       costs nothing (40320 rows are 3.5 MB) */
+    struct {
+        ls_row *rows;         /* NULL until one is complete */
+        uint8_t *orders;      /* (n, g->n) their orders */
+        long n;
+        ls_key key;
+        int exhaustive;
+    } saved[2];
+    /* front thread only */
+    cached_curve cache[CURVE_CACHE];
+    int cache_T;
+    unsigned long stamp;
+    double *cost[2];          /* (n, n) each */
+    /* landscape thread only */
+    landscape *cur_L;         /* the landscape being computed (for the callbacks) */
+    double last_pub;
+    /* ranks from the landscape's on_ranks, before every row is done (mu) */
+    int have_early;
+    ls_key early;
+    int early_order[2][LS_MAX_N];
+    int early_rank[2], early_tied[2], early_rank_auc[2];
+    double early_lhat[2];
+    double early_pct[2][4];   /* pct, pct_lo, pct_hi, rank_est */
+    /* each finished landscape's own method curves (a sample need not hold the
+       method orders among its rows), per weight-matching stage (mu) */
+    struct fin_curves {
+        int valid;
+        ls_key key;
+        int order[2][LS_MAX_N];
+        double bar[2], auc[2];
+    } fin[2];
+    /* diagnostics (mu): the newest ask, and the results per [method][center] */
+    int diag_want, diag_want_m, diag_want_c;
+    int diag_have[2][2], diag_fail[2][2];
+    dg_list diag_res[2][2];
+    char diag_err[2][2][256];
+    /* the aligned-checkpoint export asked for (mu), run on the diag thread */
+    int export_want;
+    explore_request export_req;
+    char export_path[512];
+};
+
+double explore_clock(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double now_s(void) { return explore_clock(); }
+
+/* ---- publishing (call with mu held) ---- */
+
+static void pub_bump(explore_worker *g) { g->pub.generation++; }
+
+static void curve_assign(ls_curve *dst, const ls_curve *src) {
+    /* copy into dst, reusing its buffers */
+    double *loss = dst->loss, *acc = dst->acc;
+    int T = src->T;
+    *dst = *src;
+    dst->loss = src->loss ? ms_realloc(loss, (size_t)T * sizeof(double)) : (free(loss), NULL);
+    dst->acc = src->acc ? ms_realloc(acc, (size_t)T * sizeof(double)) : (free(acc), NULL);
+    if (src->loss) memcpy(dst->loss, src->loss, (size_t)T * sizeof(double));
+    if (src->acc) memcpy(dst->acc, src->acc, (size_t)T * sizeof(double));
+}
+
+/* busy, failed and status from both threads' states. mu held. */
+static void pub_status(explore_worker *g) {
+    explore_snapshot *p = &g->pub;
+    p->busy = g->front_busy || g->has_pending || g->ls_running || g->ls_want;
+    p->failed = 0;
+    if (g->front_failed) {
+        p->failed = 1;
+        snprintf(p->status, sizeof p->status, "%s", g->front_status);
+    } else if (g->front_busy || g->has_pending) {
+        snprintf(p->status, sizeof p->status, "%s", g->front_status);
+    } else if (g->ls_failed) {
+        p->failed = 1;
+        snprintf(p->status, sizeof p->status, "%s", g->ls_status);
+    } else if (g->ls_running || g->ls_want) {
+        snprintf(p->status, sizeof p->status, "%s", g->ls_status);
+    } else if (!p->req.order_stage) {
+        /* the method's rank would describe an order that is not in use */
+        snprintf(p->status, sizeof p->status, "done: order stage off (identity order)");
+    } else if (p->have_landscape && p->rank[p->req.method] > 0 && !p->exhaustive) {
+        int m = p->req.method; // a sample: the percentile with its interval
+        snprintf(p->status, sizeof p->status, "done: %s order at percentile %.2f%% (95%% CI %.2f..%.2f%%) of %ld sampled orders",
+                 cost_method_name(m), p->pct[m], p->pct_lo[m], p->pct_hi[m], p->ndone);
+    } else if (p->have_landscape && p->rank[p->req.method] > 0) {
+        int m = p->req.method;
+        if (p->tied[m] > 1) // rank.h: orders within tau of the chosen barrier are ties
+            snprintf(p->status, sizeof p->status, "done: %s order rank %d of %ld (tied: %d; by AUC %d)",
+                     cost_method_name(m), p->rank[m], p->norders, p->tied[m], p->rank_auc[m]);
+        else
+            snprintf(p->status, sizeof p->status, "done: %s order rank %d of %ld", cost_method_name(m),
+                     p->rank[m], p->norders);
+    } else {
+        snprintf(p->status, sizeof p->status, "done");
+    }
+}
+
+static void front_status(explore_worker *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void front_status(explore_worker *g, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    pthread_mutex_lock(&g->mu);
+    vsnprintf(g->front_status, sizeof g->front_status, fmt, ap);
+    pub_status(g);
+    pub_bump(g);
+    pthread_mutex_unlock(&g->mu);
+    va_end(ap);
+}
+
+/* The barrier and AUC of method m's order for the shown table: its row, else
+ * (a sampled table need not hold it) the landscape's own curve of that order,
+ * else the front's current curve when it is that order. mu held. */
+static int method_barrier(explore_worker *g, int m, double *b, double *auc) {
+    explore_snapshot *p = &g->pub;
+    const int *o = p->method_order[m];
+    long k = ls_rows_find(p->rows, p->ndone, p->orders, g->n, o);
+    if (k >= 0) {
+        *b = p->rows[k].barrier, *auc = p->rows[k].auc;
+        return 1;
+    }
+    const struct fin_curves *f = &g->fin[g->rows_key.wm];
+    for (int q = 0; q < 2; q++)
+        if (f->valid && ls_key_equal(f->key, g->rows_key) && !memcmp(f->order[q], o, sizeof(int) * (size_t)g->n)) {
+            *b = f->bar[q], *auc = f->auc[q];
+            return 1;
+        }
+    if (p->have_current && p->req.order_stage && p->req.method == (cost_method)m &&
+        ls_key_equal(key_of(&p->req), g->rows_key) && !memcmp(p->current_order, o, sizeof(int) * (size_t)g->n)) {
+        *b = p->current.barrier, *auc = p->current.auc;
+        return 1;
+    }
+    return 0;
+}
+
+/* Method m's percentile with its 95 % interval and estimated rank, from its rank
+ * among the table's ndone rows (sampled: an estimate, exhaustive: exact). mu held. */
+static void pub_estimate(explore_snapshot *p, int m) {
+    double ph = (double)(p->rank[m] - 1) / (double)p->ndone;
+    p->pct[m] = 100.0 * ph;
+    if (p->exhaustive) {
+        p->pct_lo[m] = p->pct_hi[m] = p->pct[m];
+        p->rank_est[m] = p->rank[m];
+        return;
+    }
+    rank_wilson95(ph, (double)p->ndone, &p->pct_lo[m], &p->pct_hi[m]);
+    p->pct_lo[m] *= 100.0;
+    p->pct_hi[m] *= 100.0;
+    p->rank_est[m] = ph > 0 ? 1.0 + ph * p->orders_in_set : 1.0;
+}
+
+/* Ranks and L-hat of both methods: the landscape's early ones (on_ranks), or
+ * from complete rows. mu held. */
+static void pub_ranks(explore_worker *g) {
+    explore_snapshot *p = &g->pub;
+    for (int m = 0; m < 2; m++) {
+        p->rank[m] = p->tied[m] = p->rank_auc[m] = 0;
+        p->l_hat[m] = p->pct[m] = p->pct_lo[m] = p->pct_hi[m] = p->rank_est[m] = NAN;
+    }
+    p->ranks_early = 0;
+    ls_key key = key_of(&p->req);
+    if (!p->have_landscape && g->have_early && p->have_methods && ls_key_equal(g->early, key) &&
+        ls_key_equal(g->rows_key, key)) {
+        /* final ranks before the table is: valid for the orders they were
+           computed for (gate centring may have changed since) */
+        for (int m = 0; m < 2; m++)
+            if (!memcmp(g->early_order[m], p->method_order[m], sizeof(int) * (size_t)g->n)) {
+                p->rank[m] = g->early_rank[m];
+                p->tied[m] = g->early_tied[m];
+                p->rank_auc[m] = g->early_rank_auc[m];
+                p->l_hat[m] = g->early_lhat[m];
+                p->pct[m] = g->early_pct[m][0];
+                p->pct_lo[m] = g->early_pct[m][1];
+                p->pct_hi[m] = g->early_pct[m][2];
+                p->rank_est[m] = g->early_pct[m][3];
+                p->ranks_early = 1;
+            }
+        return;
+    }
+    if (!p->have_landscape || !p->have_methods || !p->have_naive || p->ndone < 1 || !ls_key_equal(g->rows_key, key)) return;
+    if (!p->orders) return;
+    double b[2], auc[2], best = INFINITY;
+    int have[2];
+    for (int m = 0; m < 2; m++) have[m] = method_barrier(g, m, &b[m], &auc[m]);
+    for (long k = 0; k < p->ndone; k++)
+        if (p->rows[k].barrier < best) best = p->rows[k].barrier;
+    for (int m = 0; m < 2 && !p->exhaustive; m++) // a sample's best includes the chosen orders
+        if (have[m] && b[m] < best) best = b[m];
+    rank_view rv = {.count = p->ndone, .width = g->n, .barrier = &p->rows[0].barrier,
+                    .auc = &p->rows[0].auc, .orders8 = p->orders, .id = &p->rows[0].id,
+                    .stride = sizeof(ls_row)};
+    for (int m = 0; m < 2; m++) {
+        if (!have[m]) continue;
+        rank_info ri;
+        rank_chosen(&rv, b[m], auc[m], p->method_order[m], rank_tau(p->naive.barrier), &ri);
+        p->rank[m] = (int)ri.rank;
+        p->tied[m] = (int)ri.tied;
+        p->rank_auc[m] = (int)ri.rank_auc;
+        p->l_hat[m] = rank_l_hat(b[m], best, p->naive.barrier);
+        pub_estimate(p, m);
+    }
+}
+
+/* ---- the cheap parts: costs and curves ---- */
+
+static cached_curve *curve_get(explore_worker *g, const int *order, int wm, int T, ms_err *err) {
+    int n = g->n;
+    if (g->cache_T != T) {
+        for (int i = 0; i < CURVE_CACHE; i++) {
+            if (g->cache[i].used) ls_curve_free(&g->cache[i].c);
+            g->cache[i].used = 0;
+        }
+        g->cache_T = T;
+    }
+    cached_curve *slot = NULL;
+    for (int i = 0; i < CURVE_CACHE; i++) {
+        cached_curve *c = &g->cache[i];
+        if (c->used && c->wm == wm && !memcmp(c->order, order, sizeof(int) * (size_t)n)) {
+            c->stamp = ++g->stamp;
+            return c;
+        }
+        /* an unused slot, else the least recently used */
+        if (!slot || (slot->used && (!c->used || c->stamp < slot->stamp))) slot = c;
+    }
+    align_opts ao;
+    align_opts_default(&ao);
+    ao.order_stage = 1;
+    ao.wm_stage = wm;
+    ao.order = order;
+    ao.any_order = 1; /* an order that splits a router's groups: a curve to another function */
+    moe_model Bp;
+    align_result res;
+    memset(&res, 0, sizeof res);
+    if (align_models(g->A, g->B, &ao, &Bp, &res, err)) return NULL;
+    ls_curve cv;
+    int rc = curve_compute(g->A, &Bp, g->E, T, &cv, err);
+    moe_free(&Bp);
+    align_result_free(&res);
+    if (rc) return NULL;
+    memcpy(cv.order, order, sizeof(int) * (size_t)n);
+    if (slot->used) ls_curve_free(&slot->c);
+    slot->used = 1;
+    slot->wm = wm;
+    memcpy(slot->order, order, sizeof slot->order);
+    slot->c = cv;
+    slot->stamp = ++g->stamp;
+    return slot;
+}
+
+/* The front's step for the snapshot (front_phase); "" when idle. */
+static void front_phase(explore_worker *g, const char *what) {
+    pthread_mutex_lock(&g->mu);
+    snprintf(g->pub.front_phase, sizeof g->pub.front_phase, "%s", what);
+    pub_bump(g);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* Progress of the library calls on the front thread (cost matrices, weight
+ * matching; progress.h's listener, at most every 50 ms): "expert cost 1.2/3.4". */
+static void front_listener(void *ctx, const char *phase, double done, double total) {
+    char buf[96];
+    if (phase[0] && total > 0) snprintf(buf, sizeof buf, "%.60s %.3g/%.3g", phase, done, total);
+    else snprintf(buf, sizeof buf, "%.60s", phase);
+    front_phase(ctx, buf);
+}
+
+/* The same on the landscape thread (its named alignments before the pairs):
+ * the orders pane's phase_detail, unless the landscape runs hidden. */
+static void ls_listener(void *ctx, const char *phase, double done, double total) {
+    explore_worker *g = ctx;
+    pthread_mutex_lock(&g->mu);
+    if (!g->ls_hidden && phase[0]) {
+        snprintf(g->pub.phase_detail, sizeof g->pub.phase_detail, "%.60s %.3g/%.3g", phase, done, total);
+        pub_bump(g);
+    }
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* Costs, assignments and curves of q; -1 on error (err) or cancel. */
+static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
+    int n = g->n, T = q->T;
+    pthread_mutex_lock(&g->mu);
+    g->pub.req = *q;
+    g->pub.have_current = 0;
+    g->pub.have_selected = 0;
+    snprintf(g->front_status, sizeof g->front_status, "cost matrices");
+    pub_ranks(g);
+    pub_status(g);
+    pub_bump(g);
+    pthread_mutex_unlock(&g->mu);
+
+    // 1. both cost matrices (n, n) and their assignments
+    int order[2][LS_MAX_N];
+    double total[2];
+    for (int m = 0; m < 2; m++) {
+        if (g->cancel_front) return ms_fail(err, "cancelled");
+        char what[32];
+        snprintf(what, sizeof what, "%s cost", cost_method_name((cost_method)m));
+        front_phase(g, what);
+        if (cost_matrix(g->A, g->B, (cost_method)m, q->center, g->cost[m], err)) return -1;
+        front_phase(g, "assignment");
+        if (align_order(&g->A->cfg, g->cost[m], order[m], &total[m], err)) return ms_prefix(err, "%s cost", cost_method_name((cost_method)m));
+    }
+    int id[LS_MAX_N], cur[LS_MAX_N];
+    for (int i = 0; i < n; i++) id[i] = i;
+    memcpy(cur, q->order_stage ? order[q->method] : id, sizeof cur);
+    pthread_mutex_lock(&g->mu);
+    memcpy(g->pub.cost, g->cost[q->method], sizeof(double) * (size_t)(n * n));
+    memcpy(g->pub.cost_order, order[q->method], sizeof g->pub.cost_order);
+    g->pub.cost_total = total[q->method];
+    memcpy(g->pub.method_order, order, sizeof order);
+    g->pub.have_methods = 1;
+    memcpy(g->pub.current_order, cur, sizeof cur);
+    pub_ranks(g);
+    pub_bump(g);
+    pthread_mutex_unlock(&g->mu);
+    if (!g->E) return 0; /* data-free (no evaluation set): costs and assignments only */
+
+    // 2. curves: naive (identity, no WM), skip-order (identity + WM), current, selected
+    struct {
+        const int *order;
+        int wm;
+        ls_curve *dst;
+        int *have;
+        const char *name;
+    } want[4] = {
+        {id, 0, &g->pub.naive, &g->pub.have_naive, "naive"},
+        {id, 1, &g->pub.skip_order, &g->pub.have_skip, "skip-order"},
+        {cur, q->wm_stage, &g->pub.current, &g->pub.have_current, "current"},
+        {q->selected, q->wm_stage, &g->pub.selected, &g->pub.have_selected, "selected"},
+    };
+    for (int k = 0; k < 4; k++) {
+        if (k == 3 && !q->has_selected) break;
+        if (g->cancel_front) return ms_fail(err, "cancelled");
+        front_status(g, "curve %s", want[k].name);
+        char what[32];
+        snprintf(what, sizeof what, "curve %s", want[k].name);
+        front_phase(g, what);
+        cached_curve *c = curve_get(g, want[k].order, want[k].wm, T, err);
+        if (!c) return ms_prefix(err, "%s curve", want[k].name);
+        pthread_mutex_lock(&g->mu);
+        curve_assign(want[k].dst, &c->c);
+        *want[k].have = 1;
+        if (k == 0) {
+            g->pub.loss_a = c->c.loss[0];
+            g->pub.loss_b = c->c.loss[T - 1];
+            g->pub.acc_a = c->c.acc ? c->c.acc[0] : NAN;
+            g->pub.acc_b = c->c.acc ? c->c.acc[T - 1] : NAN;
+        }
+        pub_ranks(g);
+        pub_bump(g);
+        pthread_mutex_unlock(&g->mu);
+    }
+    return 0;
+}
+
+/* ---- the landscape ---- */
+
+/* The landscape's orders into the snapshot (once per landscape). mu held. */
+static void publish_orders(explore_worker *g, const uint8_t *orders, long norders) {
+    explore_snapshot *p = &g->pub;
+    if (!orders || (p->orders && p->norders_held == norders && g->orders_run == g->run_serial)) return;
+    size_t bytes = (size_t)norders * g->n;
+    p->orders = ms_realloc(p->orders, bytes + 1);
+    memcpy(p->orders, orders, bytes);
+    p->norders_held = norders;
+    p->orders_epoch++;
+    g->orders_run = g->run_serial;
+}
+
+static void publish_rows(explore_worker *g, const landscape *L, long done, long total) {
+    pthread_mutex_lock(&g->mu);
+    explore_snapshot *p = &g->pub;
+    g->run_done = done;
+    g->run_total = total;
+    if (g->ls_hidden) {
+        snprintf(g->ls_status, sizeof g->ls_status, "finishing the wm %s landscape %.0f%% (w: back to it)",
+                 g->run.wm ? "on" : "off", total > 0 ? 100.0 * done / total : 0.0);
+        snprintf(p->phase_detail, sizeof p->phase_detail, "%.95s", g->ls_status);
+        pub_status(g);
+        pub_bump(g);
+        pthread_mutex_unlock(&g->mu);
+        g->last_pub = now_s();
+        return;
+    }
+    publish_orders(g, L->orders, L->norders);
+    if (total > p->rows_cap) {
+        p->rows = ms_realloc(p->rows, (size_t)total * sizeof(ls_row));
+        p->rows_cap = total;
+    }
+    if (done > p->ndone) memcpy(p->rows + p->ndone, L->rows + p->ndone, (size_t)(done - p->ndone) * sizeof(ls_row));
+    p->ndone = done;
+    p->norders = total;
+    p->progress = total > 0 ? (double)done / total : 0;
+    if (done > 0) p->phase[0] = 0;
+    if (p->ranks_early && p->rank[p->req.method] > 0)
+        snprintf(g->ls_status, sizeof g->ls_status, "%s order rank %d of %ld; table %ld/%ld",
+                 cost_method_name(p->req.method), p->rank[p->req.method], total, done, total);
+    else
+        snprintf(g->ls_status, sizeof g->ls_status, "computing landscape %ld/%ld", done, total);
+    pub_status(g);
+    pub_bump(g);
+    pthread_mutex_unlock(&g->mu);
+    g->last_pub = now_s();
+}
+
+static void on_progress(void *ctx, long done, long total) {
+    explore_worker *g = ctx;
+    /* rows arrive every ~20 ms; publishing 10 times a second is plenty */
+    if (done >= total || now_s() - g->last_pub > 0.1) publish_rows(g, g->cur_L, done, total);
+}
+
+/* The landscape's steps before its rows (ls_opts.phase, <= every 20 ms):
+ * "precomputing pairs 40/73" under the spinner of the orders pane
+ * (pub.phase_detail; pub.phase keeps naming the whole preparation and its
+ * elapsed time) and in the status line. */
+static void on_phase(void *ctx, const char *what, long done, long total) {
+    explore_worker *g = ctx;
+    pthread_mutex_lock(&g->mu);
+    if (g->ls_hidden) {
+        pthread_mutex_unlock(&g->mu);
+        return;
+    }
+    explore_snapshot *p = &g->pub;
+    snprintf(p->phase_detail, sizeof p->phase_detail, "%s %ld/%ld", what, done, total);
+    snprintf(g->ls_status, sizeof g->ls_status, "computing landscape: %s %ld/%ld", what, done, total);
+    pub_status(g);
+    pub_bump(g);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* The ranks are final long before the table (landscape.h on_ranks). */
+static void on_ranks(void *ctx, const landscape *L) {
+    explore_worker *g = ctx;
+    pthread_mutex_lock(&g->mu);
+    g->have_early = 1;
+    g->early = g->run;
+    for (int m = 0; m < 2; m++) {
+        memcpy(g->early_order[m], L->methods[m].order, sizeof g->early_order[m]);
+        g->early_rank[m] = L->rank[m];
+        g->early_tied[m] = L->tied[m];
+        g->early_rank_auc[m] = L->rank_auc[m];
+        g->early_lhat[m] = L->l_hat[m];
+        double pct = 100.0 * (L->rank[m] - 1) / (double)L->norders;
+        double e[4] = {pct, L->pct_lo[m], L->pct_hi[m], L->rank_est[m]};
+        memcpy(g->early_pct[m], e, sizeof e);
+    }
+    pub_ranks(g);
+    pub_status(g);
+    pub_bump(g);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* n!, the sample size, or a group-limited router's group-preserving orders
+ * (then pub.groups says so). mu held. */
+static long orders_expected(explore_worker *g, const ls_opts *o) {
+    int exhaustive, n = g->n;
+    explore_snapshot *p = &g->pub;
+    long cnt = ls_orders_planned(&g->A->cfg, o, &exhaustive, &p->groups);
+    int G = p->groups;
+    p->exhaustive = exhaustive;
+    p->nsampled = exhaustive ? 0 : cnt;
+    p->orders_in_set = G ? ls_wreath_count(G, n / G) : ls_factorial(n);
+    p->orders_in_set_log10 = G ? ls_wreath_log10(G, n / G) : ls_factorial_log10(n);
+    return cnt;
+}
+
+/* Empty the published table (a new landscape, or a cancelled one). mu held. */
+static void rows_reset(explore_worker *g, long norders) {
+    g->pub.ndone = 0;
+    g->pub.norders = norders;
+    g->pub.have_landscape = 0;
+    g->pub.progress = 0;
+    g->pub.rows_epoch++;
+    g->have_early = 0;
+    pub_ranks(g);
+}
+
+/* Keep a complete table for key k (wm stage). mu held. */
+static void ls_save(explore_worker *g, int wm, ls_key k, const landscape *L) {
+    g->saved[wm].rows = ms_realloc(g->saved[wm].rows, (size_t)L->norders * sizeof(ls_row));
+    memcpy(g->saved[wm].rows, L->rows, (size_t)L->norders * sizeof(ls_row));
+    g->saved[wm].orders = ms_realloc(g->saved[wm].orders, (size_t)L->norders * g->n + 1);
+    memcpy(g->saved[wm].orders, L->orders, (size_t)L->norders * g->n);
+    g->saved[wm].n = L->norders;
+    g->saved[wm].key = k;
+    g->saved[wm].exhaustive = L->exhaustive;
+}
+
+/* Publish the kept table of key k if there is one (1), else 0. mu held. */
+static int ls_publish_saved(explore_worker *g, ls_key k) {
+    int wm = k.wm;
+    if (!g->saved[wm].rows || !ls_key_equal(g->saved[wm].key, k)) return 0;
+    explore_snapshot *p = &g->pub;
+    long cnt = g->saved[wm].n;
+    if (cnt > p->rows_cap) {
+        p->rows = ms_realloc(p->rows, (size_t)cnt * sizeof(ls_row));
+        p->rows_cap = cnt;
+    }
+    memcpy(p->rows, g->saved[wm].rows, (size_t)cnt * sizeof(ls_row));
+    g->run_serial++;
+    publish_orders(g, g->saved[wm].orders, cnt);
+    p->ndone = p->norders = cnt;
+    p->rows_epoch++;
+    p->have_landscape = 1;
+    p->exhaustive = g->saved[wm].exhaustive;
+    p->progress = 1;
+    p->phase[0] = 0;
+    p->phase_detail[0] = 0;
+    g->rows_key = k;
+    g->have_early = 0;
+    g->have_ls = 1;
+    g->done = k;
+    g->ls_failed = 0;
+    pub_ranks(g);
+    return 1;
+}
+
+/* A request for key k while the landscape of g->run computes: a landscape at
+ * least half done keeps running, hidden, so that toggling back (w twice)
+ * finds it further on instead of starting again; the table shown is emptied
+ * for k meanwhile (its landscape starts when the hidden one ends). Toggling
+ * back to the running key shows it again. Otherwise it is cancelled. mu held. */
+static void ls_redirect(explore_worker *g, ls_key k) {
+    if (!g->ls_running || g->cancel_ls) return;
+    explore_snapshot *p = &g->pub;
+    if (ls_key_equal(g->run, k)) {
+        if (!g->ls_hidden) return;
+        g->ls_hidden = 0; /* shown again: the next progress call copies every row so far */
+        g->run_serial++;  /* and its orders (a kept table's may be published) */
+        g->have_ls = 0;
+        g->rows_key = k;
+        p->have_landscape = 0;
+        p->ndone = 0;
+        p->rows_epoch++;
+        p->phase_detail[0] = 0;
+        p->phase[0] = 0;
+        return;
+    }
+    if (g->ls_hidden) {
+        ls_publish_saved(g, k); /* still another key's; k's kept table if any */
+        return;
+    }
+    if (g->run_total > 0 && 2 * g->run_done >= g->run_total) {
+        g->ls_hidden = 1;
+        if (ls_publish_saved(g, k)) return;
+        g->rows_key = k;
+        p->ndone = 0;
+        p->have_landscape = 0;
+        p->progress = 0;
+        p->rows_epoch++;
+        snprintf(p->phase, sizeof p->phase, "queued: the wm %s landscape finishes first", g->run.wm ? "on" : "off");
+        p->phase_since = now_s();
+        pub_ranks(g);
+    } else {
+        g->cancel_ls = 1;
+    }
+}
+
+static void *ls_worker(void *arg) {
+    explore_worker *g = arg;
+    progress_listen(ls_listener, g, &g->cancel_ls); /* its named alignments: cancellable */
+    pthread_mutex_lock(&g->mu);
+    for (;;) {
+        while (!g->ls_want && !g->stop) pthread_cond_wait(&g->cv_ls, &g->mu);
+        if (g->stop) break;
+        ls_key k = g->want;
+        int wm = k.wm, center = g->want_center;
+        g->ls_want = 0;
+        if (g->have_ls && ls_key_equal(g->done, k)) {
+            pub_status(g);
+            pub_bump(g);
+            continue;
+        }
+        if (ls_publish_saved(g, k)) {
+            pub_status(g);
+            pub_bump(g);
+            continue;
+        }
+        g->cancel_ls = 0;
+        g->run_serial++; /* new orders come with this landscape */
+        g->ls_running = 1;
+        g->ls_hidden = 0;
+        g->run_done = g->run_total = 0;
+        g->ls_failed = 0;
+        g->run = k;
+        g->have_ls = 0;
+        ls_opts o;
+        ls_opts_default(&o);
+        o.nsample = EXPLORE_SAMPLES;
+        g->rows_key = k;
+        rows_reset(g, orders_expected(g, &o)); /* the count is known before the first row */
+        /* landscape_compute says nothing until rows finish (its last phase):
+           the pane shows this phase with a spinner meanwhile */
+        snprintf(g->pub.phase, sizeof g->pub.phase, "preparing the %d expert pairs", g->n * g->n);
+        g->pub.phase_detail[0] = 0;
+        g->pub.phase_since = now_s();
+        snprintf(g->ls_status, sizeof g->ls_status, "computing landscape");
+        pub_status(g);
+        pub_bump(g);
+        pthread_mutex_unlock(&g->mu);
+
+        o.T = k.T;
+        o.wm = wm;
+        o.center = center;
+        o.cancel = &g->cancel_ls;
+        o.progress = on_progress;
+        o.on_ranks = on_ranks;
+        o.phase = on_phase;
+        o.ctx = g;
+        landscape L;
+        memset(&L, 0, sizeof L);
+        ms_err err;
+        err.msg[0] = 0;
+        g->cur_L = &L;
+        g->last_pub = 0;
+        int rc = landscape_compute(g->A, g->B, g->E, &o, &L, &err);
+        g->cur_L = NULL;
+
+        pthread_mutex_lock(&g->mu);
+        g->ls_running = 0;
+        int hidden = g->ls_hidden;
+        g->ls_hidden = 0;
+        explore_snapshot *p = &g->pub;
+        if (!hidden) {
+            p->phase[0] = 0;
+            p->phase_detail[0] = 0;
+        }
+        if (rc == 0) { /* its own method curves, for a sample that lacks their rows */
+            struct fin_curves *f = &g->fin[wm];
+            f->valid = 1;
+            f->key = k;
+            for (int m = 0; m < 2; m++) {
+                memcpy(f->order[m], L.methods[m].order, sizeof f->order[m]);
+                f->bar[m] = L.methods[m].barrier;
+                f->auc[m] = L.methods[m].auc;
+            }
+        }
+        if (rc == 0 && hidden) {
+            /* finished in the background: kept for when w comes back */
+            ls_save(g, wm, k, &L);
+        } else if (rc == 0) {
+            /* the final rows are sorted by barrier: publish them all anew */
+            if (L.norders > p->rows_cap) {
+                p->rows = ms_realloc(p->rows, (size_t)L.norders * sizeof(ls_row));
+                p->rows_cap = L.norders;
+            }
+            publish_orders(g, L.orders, L.norders);
+            memcpy(p->rows, L.rows, (size_t)L.norders * sizeof(ls_row));
+            p->ndone = p->norders = L.norders;
+            p->rows_epoch++;
+            p->have_landscape = 1;
+            p->exhaustive = L.exhaustive;
+            p->progress = 1;
+            g->have_ls = 1;
+            g->done = k;
+            ls_save(g, wm, k, &L);
+            pub_ranks(g);
+        } else if (hidden) {
+            /* cancelled in the background: the shown table is another key's */
+        } else if (g->cancel_ls || g->ls_want || g->stop) {
+            /* superseded: the rows belonged to the old key */
+            rows_reset(g, 0);
+        } else {
+            g->ls_failed = 1;
+            snprintf(g->ls_status, sizeof g->ls_status, "%.255s", err.msg);
+        }
+        pub_status(g);
+        pub_bump(g);
+        landscape_free(&L);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+/* ---- diagnostics ---- */
+
+/* Publish the kept diagnostics of (m, c). mu held. */
+static void diag_publish(explore_worker *g, int m, int c) {
+    explore_snapshot *p = &g->pub;
+    p->diag_method = (cost_method)m;
+    p->diag_center = c;
+    dg_list_free(&p->diag);
+    p->diag_error[0] = 0;
+    if (g->diag_fail[m][c]) {
+        p->diag_state = EXPLORE_DIAG_FAILED;
+        snprintf(p->diag_error, sizeof p->diag_error, "%s", g->diag_err[m][c]);
+    } else {
+        const dg_list *r = &g->diag_res[m][c];
+        p->diag_state = EXPLORE_DIAG_READY;
+        if (r->n > 0) {
+            p->diag.items = ms_malloc((size_t)r->n * sizeof(dg_finding));
+            memcpy(p->diag.items, r->items, (size_t)r->n * sizeof(dg_finding));
+        }
+        p->diag.n = p->diag.cap = r->n;
+    }
+    p->diag_epoch++;
+    pub_bump(g);
+}
+
+/* B aligned with q's stages, saved under a free name near want (written to
+ * path). Never over an input nor any existing file. */
+static int export_run(explore_worker *g, const explore_request *q, const char *want, char *path,
+                      size_t cap, ms_err *err) {
+    const char *ins[3] = {g->A->path, g->B->path, g->E ? g->E->path : NULL};
+    int nin = 0;
+    for (int i = 0; i < 3; i++)
+        if (ins[i]) ins[nin++] = ins[i];
+    if (af_free_name(want, path, cap)) return ms_fail(err, "%s: every numbered name is taken", want);
+    if (af_check_not_input(path, ins, nin, err)) return -1;
+    align_opts o;
+    align_opts_default(&o);
+    o.order_stage = q->order_stage;
+    o.wm_stage = q->wm_stage;
+    o.method = q->method;
+    o.center = q->center;
+    moe_model out;
+    align_result res;
+    memset(&res, 0, sizeof res);
+    if (align_models(g->A, g->B, &o, &out, &res, err)) return -1;
+    int rc = moe_save(&out, path, err);
+    moe_free(&out);
+    align_result_free(&res);
+    return rc;
+}
+
+/* Take the asked export and run it, publishing the outcome. mu held. */
+static void export_step(explore_worker *g) {
+    explore_request q = g->export_req;
+    char want[512], path[512];
+    snprintf(want, sizeof want, "%s", g->export_path);
+    g->export_want = 0;
+    pthread_mutex_unlock(&g->mu);
+    ms_err err;
+    err.msg[0] = 0;
+    path[0] = 0;
+    int rc = export_run(g, &q, want, path, sizeof path, &err);
+    pthread_mutex_lock(&g->mu);
+    explore_snapshot *p = &g->pub;
+    p->export_state = rc ? EXPLORE_EXPORT_FAILED : EXPLORE_EXPORT_DONE;
+    snprintf(p->export_path, sizeof p->export_path, "%s", rc ? want : path);
+    snprintf(p->export_error, sizeof p->export_error, "%.255s", rc ? err.msg : "");
+    p->export_req = q;
+    p->export_epoch++;
+    pub_bump(g);
+}
+
+/* The diagnostics report no progress; the listener is there for its cancel. */
+static void diag_listener(void *ctx, const char *phase, double done, double total) {}
+
+static void *diag_worker(void *arg) {
+    explore_worker *g = arg;
+    pthread_mutex_lock(&g->mu);
+    for (;;) {
+        while (!g->diag_want && !g->export_want && !g->stop) pthread_cond_wait(&g->cv_diag, &g->mu);
+        if (g->stop) break;
+        if (g->export_want) {
+            export_step(g);
+            continue;
+        }
+        int m = g->diag_want_m, c = g->diag_want_c;
+        g->diag_want = 0;
+        if (g->diag_have[m][c]) {
+            diag_publish(g, m, c);
+            continue;
+        }
+        pthread_mutex_unlock(&g->mu);
+        diag_opts o;
+        diag_opts_default(&o);
+        o.method = (cost_method)m;
+        o.center = c;
+        /* the landscape thread computes the landscape; here only when it is instant */
+        o.landscape = g->n <= 5 ? 1 : 0;
+        dg_list l;
+        memset(&l, 0, sizeof l);
+        ms_err err;
+        err.msg[0] = 0;
+        /* cancellable: at 64 experts the expert distances are thousands of
+           weight matchings, and explore_stop (quit, a layer switch) waits */
+        progress_listen(diag_listener, g, &g->cancel_diag);
+        int rc = diag_findings(g->A, g->B, g->E, &o, &l, &err);
+        progress_listen(NULL, NULL, NULL);
+        pthread_mutex_lock(&g->mu);
+        dg_list_free(&g->diag_res[m][c]);
+        g->diag_res[m][c] = l;
+        g->diag_fail[m][c] = rc != 0;
+        snprintf(g->diag_err[m][c], sizeof g->diag_err[m][c], "%.255s", rc ? err.msg : "");
+        g->diag_have[m][c] = 1;
+        /* a newer ask for something else: that one is published instead */
+        if (!g->diag_want || (g->diag_want_m == m && g->diag_want_c == c)) {
+            g->diag_want = 0;
+            diag_publish(g, m, c);
+        }
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+void explore_export(explore_worker *g, const explore_request *q, const char *path) {
+    pthread_mutex_lock(&g->mu);
+    g->export_want = 1;
+    g->export_req = *q;
+    snprintf(g->export_path, sizeof g->export_path, "%s", path);
+    g->pub.export_state = EXPLORE_EXPORT_RUNNING;
+    snprintf(g->pub.export_path, sizeof g->pub.export_path, "%s", path);
+    g->pub.export_error[0] = 0;
+    g->pub.export_epoch++;
+    pub_bump(g);
+    pthread_cond_signal(&g->cv_diag);
+    pthread_mutex_unlock(&g->mu);
+}
+
+void explore_request_diag(explore_worker *g, cost_method method, int center) {
+    int m = method == COST_GATE ? COST_GATE : COST_EXPERT, c = center ? 1 : 0;
+    pthread_mutex_lock(&g->mu);
+    if (g->diag_have[m][c]) {
+        g->diag_want = 0;
+        diag_publish(g, m, c);
+    } else {
+        g->diag_want = 1;
+        g->diag_want_m = m;
+        g->diag_want_c = c;
+        explore_snapshot *p = &g->pub;
+        p->diag_state = EXPLORE_DIAG_COMPUTING;
+        p->diag_method = (cost_method)m;
+        p->diag_center = c;
+        dg_list_free(&p->diag);
+        p->diag_error[0] = 0;
+        p->diag_epoch++;
+        pub_bump(g);
+        pthread_cond_signal(&g->cv_diag);
+    }
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void *front_worker(void *arg) {
+    explore_worker *g = arg;
+    progress_listen(front_listener, g, &g->cancel_front); /* cost and matching: cancellable */
+    pthread_mutex_lock(&g->mu);
+    for (;;) {
+        while (!g->has_pending && !g->stop) pthread_cond_wait(&g->cv_front, &g->mu);
+        if (g->stop) break;
+        explore_request q = g->pending;
+        g->has_pending = 0;
+        g->cancel_front = 0;
+        g->front_busy = 1;
+        g->front_failed = 0;
+        pthread_mutex_unlock(&g->mu);
+        ms_err err;
+        err.msg[0] = 0;
+        int rc = run_cheap(g, &q, &err);
+        pthread_mutex_lock(&g->mu);
+        g->front_busy = 0;
+        g->pub.front_phase[0] = 0;
+        if (rc == 0 && g->E) {
+            /* the landscape for this request's key, unless it is there or coming */
+            ls_key k = key_of(&q);
+            int done = g->have_ls && ls_key_equal(g->done, k);
+            int running = g->ls_running && !g->cancel_ls && ls_key_equal(g->run, k);
+            if (!done && !running) {
+                if (g->ls_running && !g->ls_hidden) g->cancel_ls = 1;
+                g->ls_want = 1;
+                g->want = k;
+                g->want_center = q.center;
+                pthread_cond_signal(&g->cv_ls);
+            }
+        } else if (!g->cancel_front && !g->has_pending && !g->stop) {
+            g->front_failed = 1;
+            snprintf(g->front_status, sizeof g->front_status, "%.255s", err.msg);
+        }
+        pub_status(g);
+        pub_bump(g);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+explore_worker *explore_start(const moe_model *A, const moe_model *B, const evalset *E, ms_err *err) {
+    int n = A->cfg.n;
+    if (n < 1 || n > LS_MAX_N) {
+        ms_fail(err, "%s: %d experts; the explorer handles 1 to %d", A->path ? A->path : "A", n, LS_MAX_N);
+        return NULL;
+    }
+    if (moe_check_compatible(A, B, err)) return NULL;
+    explore_worker *g = ms_calloc(1, sizeof *g);
+    g->A = A;
+    g->B = B;
+    g->E = E;
+    g->n = n;
+    g->kind = E ? ls_kind_of(A, E) : LS_LAYER;
+    g->cost[0] = ms_malloc(sizeof(double) * (size_t)(n * n));
+    g->cost[1] = ms_malloc(sizeof(double) * (size_t)(n * n));
+    g->pub.generation = 1;
+    g->pub.n = n;
+    g->pub.kind = g->kind;
+    g->pub.cost = ms_calloc((size_t)(n * n), sizeof(double));
+    g->pub.l_hat[0] = g->pub.l_hat[1] = NAN;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv_front, NULL);
+    pthread_cond_init(&g->cv_ls, NULL);
+    pthread_cond_init(&g->cv_diag, NULL);
+    g->started_front = pthread_create(&g->th_front, NULL, front_worker, g) == 0;
+    g->started_ls = g->started_front && pthread_create(&g->th_ls, NULL, ls_worker, g) == 0;
+    g->started_diag = g->started_ls && pthread_create(&g->th_diag, NULL, diag_worker, g) == 0;
+    if (!g->started_diag) {
+        ms_fail(err, "cannot start the worker threads");
+        explore_stop(g);
+        return NULL;
+    }
+    return g;
+}
+
+void explore_submit(explore_worker *g, const explore_request *r) {
+    pthread_mutex_lock(&g->mu);
+    g->pending = *r;
+    if (g->pending.T < 2) g->pending.T = 25;
+    g->has_pending = 1;
+    g->cancel_front = 1; /* a newer request cancels the older one */
+    /* a running landscape for another key is of no use any more */
+    ls_key k = key_of(&g->pending);
+    ls_redirect(g, k);
+    if (g->ls_want && !ls_key_equal(g->want, k)) g->ls_want = 0;
+    pub_status(g);
+    pub_bump(g);
+    pthread_cond_signal(&g->cv_front);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void copy_curve_if(int have, ls_curve *dst, const ls_curve *src) {
+    if (have) curve_assign(dst, src);
+}
+
+int explore_poll(explore_worker *g, explore_snapshot *v) {
+    pthread_mutex_lock(&g->mu);
+    const explore_snapshot *p = &g->pub;
+    if (v->generation == p->generation) {
+        pthread_mutex_unlock(&g->mu);
+        return 0;
+    }
+    /* keep v's buffers, copy the scalars, then the arrays */
+    explore_snapshot keep = *v;
+    *v = *p;
+    v->t = keep.t;
+    v->cost = keep.cost;
+    v->naive = keep.naive;
+    v->skip_order = keep.skip_order;
+    v->current = keep.current;
+    v->selected = keep.selected;
+    v->rows = keep.rows;
+    v->rows_cap = keep.rows_cap;
+    v->orders = keep.orders;
+    if (keep.orders_epoch != p->orders_epoch || (!v->orders && p->orders)) {
+        free(v->orders);
+        v->orders = NULL;
+        if (p->orders) {
+            v->orders = ms_malloc((size_t)p->norders_held * p->n + 1);
+            memcpy(v->orders, p->orders, (size_t)p->norders_held * p->n);
+        }
+    }
+    v->diag = keep.diag;
+    if (keep.diag_epoch != p->diag_epoch) {
+        dg_list_free(&v->diag);
+        if (p->diag.n > 0) {
+            v->diag.items = ms_malloc((size_t)p->diag.n * sizeof(dg_finding));
+            memcpy(v->diag.items, p->diag.items, (size_t)p->diag.n * sizeof(dg_finding));
+        }
+        v->diag.n = v->diag.cap = p->diag.n;
+    }
+    int T = p->req.T;
+    if (T >= 2) {
+        v->t = ms_realloc(v->t, (size_t)T * sizeof(double));
+        for (int m = 0; m < T; m++) v->t[m] = ls_t(m, T);
+    }
+    v->T = T;
+    v->cost = ms_realloc(v->cost, sizeof(double) * (size_t)(p->n * p->n));
+    memcpy(v->cost, p->cost, sizeof(double) * (size_t)(p->n * p->n));
+    if (!p->have_methods) {
+        free(v->cost);
+        v->cost = NULL;
+    }
+    copy_curve_if(p->have_naive, &v->naive, &p->naive);
+    copy_curve_if(p->have_skip, &v->skip_order, &p->skip_order);
+    copy_curve_if(p->have_current, &v->current, &p->current);
+    copy_curve_if(p->have_selected, &v->selected, &p->selected);
+    /* rows: only the new ones when the same epoch just grew */
+    long from = keep.rows_epoch == p->rows_epoch && keep.ndone <= p->ndone ? keep.ndone : 0;
+    long need = p->norders > p->ndone ? p->norders : p->ndone;
+    if (need > v->rows_cap) {
+        v->rows = ms_realloc(v->rows, (size_t)need * sizeof(ls_row));
+        v->rows_cap = need;
+    }
+    if (p->ndone > from) memcpy(v->rows + from, p->rows + from, (size_t)(p->ndone - from) * sizeof(ls_row));
+    pthread_mutex_unlock(&g->mu);
+    return 1;
+}
+
+void explore_row_order(const explore_snapshot *v, const ls_row *r, int *p) {
+    if (v->orders && r->id >= 0 && r->id < v->norders_held) {
+        ls_order_get(v->orders, v->n, r->id, p);
+        return;
+    }
+    for (int i = 0; i < v->n; i++) p[i] = i;
+}
+
+int explore_row_is(const explore_snapshot *v, const ls_row *r, const int *p) {
+    return v->orders && r->id >= 0 && r->id < v->norders_held && ls_order_is(v->orders, v->n, r->id, p);
+}
+
+void explore_snapshot_free(explore_snapshot *v) {
+    free(v->t);
+    free(v->cost);
+    free(v->rows);
+    free(v->orders);
+    ls_curve_free(&v->naive);
+    ls_curve_free(&v->skip_order);
+    ls_curve_free(&v->current);
+    ls_curve_free(&v->selected);
+    dg_list_free(&v->diag);
+    memset(v, 0, sizeof *v);
+}
+
+void explore_stop(explore_worker *g) {
+    if (!g) return;
+    pthread_mutex_lock(&g->mu);
+    g->stop = 1;
+    g->cancel_front = 1;
+    g->cancel_ls = 1;
+    g->cancel_diag = 1;
+    pthread_cond_signal(&g->cv_front);
+    pthread_cond_signal(&g->cv_ls);
+    pthread_cond_signal(&g->cv_diag);
+    pthread_mutex_unlock(&g->mu);
+    if (g->started_front) pthread_join(g->th_front, NULL);
+    if (g->started_ls) pthread_join(g->th_ls, NULL);
+    if (g->started_diag) pthread_join(g->th_diag, NULL);
+    for (int m = 0; m < 2; m++)
+        for (int c = 0; c < 2; c++) dg_list_free(&g->diag_res[m][c]);
+    for (int i = 0; i < CURVE_CACHE; i++)
+        if (g->cache[i].used) ls_curve_free(&g->cache[i].c);
+    explore_snapshot_free(&g->pub);
+    free(g->cost[0]);
+    free(g->cost[1]);
+    free(g->saved[0].rows);
+    free(g->saved[1].rows);
+    free(g->saved[0].orders);
+    free(g->saved[1].orders);
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv_front);
+    pthread_cond_destroy(&g->cv_ls);
+    pthread_cond_destroy(&g->cv_diag);
+    free(g);
+}

@@ -1,0 +1,456 @@
+/* checkpoint.c - a checkpoint argument (file, sharded index, directory) and
+ * its config.json; shards mapped on demand. See checkpoint.h. */
+#define _GNU_SOURCE /* qsort_r */
+#include "io/checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define CKPT_MAX_JSON (64u << 20) /* an index of a 1000-shard model is a few MiB */
+
+char *ckpt_path_join(const char *dir, const char *name) {
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = ms_malloc(a + b + 2);
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+static char *dir_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return ms_strdup(".");
+    if (slash == path) return ms_strdup("/");
+    size_t n = (size_t)(slash - path);
+    char *d = ms_malloc(n + 1);
+    memcpy(d, path, n);
+    d[n] = 0;
+    return d;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* Read a whole (regular, bounded) file as a NUL-terminated string. */
+static char *read_text(const char *path, ms_err *err) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        ms_fail(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) || !S_ISREG(sb.st_mode) || (size_t)sb.st_size > CKPT_MAX_JSON) {
+        fclose(fp);
+        ms_fail(err, "%s: not a regular file of at most %u bytes", path, CKPT_MAX_JSON);
+        return NULL;
+    }
+    size_t n = (size_t)sb.st_size;
+    char *buf = ms_malloc(n + 1);
+    size_t got = fread(buf, 1, n, fp);
+    fclose(fp);
+    if (got != n) {
+        free(buf);
+        ms_fail(err, "%s: short read", path);
+        return NULL;
+    }
+    buf[n] = 0;
+    if (memchr(buf, 0, n)) {
+        free(buf);
+        ms_fail(err, "%s: not JSON (contains a NUL byte)", path);
+        return NULL;
+    }
+    return buf;
+}
+
+static cJSON *read_json(const char *path, const char *what, ms_err *err) {
+    char *text = read_text(path, err);
+    if (!text) return NULL;
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    if (!j) {
+        ms_fail(err, "%s: malformed %s (not valid JSON)", path, what);
+        return NULL;
+    }
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        ms_fail(err, "%s: malformed %s (expected a JSON object)", path, what);
+        return NULL;
+    }
+    return j;
+}
+
+/* A shard name from weight_map must be a plain file name beside the index:
+ * a checkpoint must not make us read (or, on output, link) files elsewhere. */
+static int bad_shard_name(const char *s) {
+    return !*s || strchr(s, '/') || strchr(s, '\\') || !strcmp(s, ".") || !strcmp(s, "..");
+}
+
+static int cmp_by_name(const void *a, const void *b, void *names) {
+    char **nm = names;
+    return strcmp(nm[*(const int *)a], nm[*(const int *)b]);
+}
+
+static int shard_number(ckpt *c, const char *name) {
+    for (int s = 0; s < c->nshards; s++)
+        if (!strcmp(c->shard_names[s], name)) return s;
+    c->shard_names = ms_realloc(c->shard_names, (size_t)(c->nshards + 1) * sizeof(char *));
+    c->shard_names[c->nshards] = ms_strdup(name);
+    return c->nshards++;
+}
+
+static int parse_index(ckpt *c, ms_err *err) {
+    cJSON *j = read_json(c->index_path, "index", err);
+    if (!j) return -1;
+    const cJSON *wm = cJSON_GetObjectItemCaseSensitive(j, "weight_map");
+    if (!cJSON_IsObject(wm)) {
+        cJSON_Delete(j);
+        return ms_fail(err, "%s: malformed index: no \"weight_map\" object", c->index_path);
+    }
+    int n = cJSON_GetArraySize(wm);
+    c->names = ms_calloc(n ? (size_t)n : 1, sizeof(char *));
+    c->shard_of = ms_calloc(n ? (size_t)n : 1, sizeof(int));
+    const cJSON *it;
+    cJSON_ArrayForEach(it, wm) {
+        if (!cJSON_IsString(it) || !it->string) {
+            ms_fail(err, "%s: malformed index: weight_map['%s'] is not a file name", c->index_path,
+                    it->string ? it->string : "?");
+            cJSON_Delete(j);
+            return -1;
+        }
+        if (bad_shard_name(it->valuestring)) {
+            ms_fail(err, "%s: weight_map['%s'] = '%s' points outside the checkpoint's directory "
+                         "(shards must be plain file names beside the index)",
+                    c->index_path, it->string, it->valuestring);
+            cJSON_Delete(j);
+            return -1;
+        }
+        c->shard_of[c->ntensors] = shard_number(c, it->valuestring);
+        c->names[c->ntensors++] = ms_strdup(it->string);
+    }
+    cJSON_Delete(j);
+    if (c->ntensors == 0) return ms_fail(err, "%s: the index's weight_map is empty", c->index_path);
+    return 0;
+}
+
+/* An evaluation set (it holds "inputs"), not a checkpoint: passed over when a
+ * directory is searched for one. */
+static int is_evalset(const char *path) {
+    st_file f;
+    ms_err e;
+    if (st_open(&f, path, &e)) return 0; // unreadable: a candidate, with its own error later
+    int ev = st_find(&f, "inputs") != NULL;
+    st_close(&f);
+    return ev;
+}
+
+/* Does the sub-directory dir/name hold a checkpoint: "sharded" (an index),
+ * "file" (a .safetensors that is not an evaluation set), or NULL? */
+static const char *subdir_checkpoint(const char *dir, const char *name) {
+    char *sub = ckpt_path_join(dir, name);
+    struct stat sb;
+    const char *kind = NULL;
+    DIR *d = !stat(sub, &sb) && S_ISDIR(sb.st_mode) ? opendir(sub) : NULL;
+    struct dirent *e;
+    while (d && !kind && (e = readdir(d))) {
+        if (ends_with(e->d_name, ".safetensors.index.json")) {
+            kind = "sharded";
+        } else if (ends_with(e->d_name, ".safetensors")) {
+            char *p = ckpt_path_join(sub, e->d_name);
+            if (!is_evalset(p)) kind = "file";
+            free(p);
+        }
+    }
+    if (d) closedir(d);
+    free(sub);
+    return kind;
+}
+
+/* What a directory holds: indexes, checkpoint files (model.safetensors
+ * preferred as the file), evaluation sets, and sub-directories holding a
+ * checkpoint; every candidate named in cand (sorted, "seed1/ (sharded)"). */
+typedef struct {
+    int nidx, nst, nev, nsub, ncand;
+    char *idx, *st;
+    char **cand;
+} dir_scan;
+
+static void scan_add(dir_scan *s, const char *name, const char *kind) {
+    char buf[600];
+    if (kind) snprintf(buf, sizeof buf, "%.500s/ (%s)", name, kind);
+    else snprintf(buf, sizeof buf, "%.500s", name);
+    s->cand = ms_realloc(s->cand, (size_t)(s->ncand + 1) * sizeof(char *));
+    s->cand[s->ncand++] = ms_strdup(buf);
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int scan_dir(const char *dir, dir_scan *s, ms_err *err) {
+    memset(s, 0, sizeof *s);
+    DIR *d = opendir(dir);
+    if (!d) return ms_fail(err, "%s: cannot read the directory: %s", dir, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *nm = e->d_name, *kind;
+        if (nm[0] == '.') continue;
+        if (ends_with(nm, ".safetensors.index.json")) {
+            if (!s->nidx++) s->idx = ms_strdup(nm);
+            scan_add(s, nm, NULL);
+        } else if (ends_with(nm, ".safetensors")) {
+            char *p = ckpt_path_join(dir, nm);
+            int ev = is_evalset(p);
+            free(p);
+            if (ev) {
+                s->nev++;
+                continue;
+            }
+            if (!strcmp(nm, "model.safetensors") || !s->nst) {
+                free(s->st);
+                s->st = ms_strdup(nm);
+            }
+            s->nst++;
+            scan_add(s, nm, NULL);
+        } else if ((kind = subdir_checkpoint(dir, nm))) {
+            s->nsub++;
+            scan_add(s, nm, kind);
+        }
+    }
+    closedir(d);
+    if (s->ncand > 1) qsort(s->cand, (size_t)s->ncand, sizeof(char *), cmp_str);
+    return 0;
+}
+
+static void scan_free(dir_scan *s) {
+    for (int i = 0; i < s->ncand; i++) free(s->cand[i]);
+    free(s->cand);
+    free(s->idx);
+    free(s->st);
+}
+
+/* "a, b, c" of the candidates (at most 12, then "...") */
+static void join_candidates(const dir_scan *s, char *buf, size_t cap) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < s->ncand && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? ", " : "",
+                                i < 12 ? s->cand[i] : "...");
+}
+
+/* Decide what a directory argument holds: model.safetensors.index.json, else
+ * the one index, model.safetensors, or the one checkpoint file in it.
+ * Evaluation sets are passed over; several candidates (files, indexes,
+ * sub-directories holding a checkpoint) are listed in the error, to name one. */
+static int resolve_dir(const char *dir, char **file, ms_err *err) {
+    char *p = ckpt_path_join(dir, "model.safetensors.index.json");
+    struct stat sb;
+    if (!stat(p, &sb)) {
+        *file = p;
+        return 0;
+    }
+    free(p);
+    dir_scan s;
+    if (scan_dir(dir, &s, err)) return -1;
+    int rc = 0, hf = s.st && !strcmp(s.st, "model.safetensors");
+    if (s.ncand == 1 && s.nidx == 1) {
+        *file = ckpt_path_join(dir, s.idx);
+    } else if (s.ncand == 1 && s.nst == 1) {
+        *file = ckpt_path_join(dir, s.st);
+    } else if (hf && !s.nidx) { // the Hugging Face name wins over other files
+        *file = ckpt_path_join(dir, s.st);
+    } else if (s.ncand > 0) {
+        char list[1024], first[600];
+        join_candidates(&s, list, sizeof list);
+        snprintf(first, sizeof first, "%s", s.cand[0]);
+        char *cut = strstr(first, "/ (");
+        if (cut) *cut = '\0';
+        rc = ms_fail(err, "%s: holds %d candidate checkpoint%s: %s; name one (e.g. %s/%s)", dir,
+                     s.ncand, s.ncand > 1 ? "s" : "", list, dir, first);
+    } else {
+        rc = ms_fail(err, "%s: no checkpoint in it (no model .safetensors file, no "
+                          "*.safetensors.index.json, no sub-directory holding one)%s",
+                     dir, s.nev ? "; its .safetensors files are evaluation sets" : "");
+    }
+    scan_free(&s);
+    return rc;
+}
+
+static int open_config(ckpt *c, ms_err *err) {
+    char *p = ckpt_path_join(c->dir, "config.json");
+    struct stat sb;
+    if (stat(p, &sb)) {
+        free(p);
+        return 0;
+    }
+    c->config_path = p;
+    c->config = read_json(p, "config.json", err);
+    return c->config ? 0 : -1;
+}
+
+static int open_single(ckpt *c, const char *path, ms_err *err) {
+    c->nshards = 1;
+    c->shard_names = ms_calloc(1, sizeof(char *));
+    c->shard_names[0] = ms_strdup(path);
+    c->shard_paths = ms_calloc(1, sizeof(char *));
+    c->shard_paths[0] = ms_strdup(path);
+    c->shards = ms_calloc(1, sizeof(st_file));
+    c->shard_open = ms_calloc(1, 1);
+    if (st_open(&c->shards[0], path, err)) return -1;
+    c->shard_open[0] = 1;
+    const st_file *f = &c->shards[0];
+    c->ntensors = f->ntensors;
+    c->names = ms_calloc(f->ntensors ? (size_t)f->ntensors : 1, sizeof(char *));
+    c->shard_of = ms_calloc(f->ntensors ? (size_t)f->ntensors : 1, sizeof(int));
+    for (int i = 0; i < f->ntensors; i++) c->names[i] = ms_strdup(f->tensors[i].name);
+    return 0;
+}
+
+static int open_index(ckpt *c, ms_err *err) {
+    if (parse_index(c, err)) return -1;
+    c->shard_paths = ms_calloc((size_t)c->nshards, sizeof(char *));
+    for (int s = 0; s < c->nshards; s++) c->shard_paths[s] = ckpt_path_join(c->dir, c->shard_names[s]);
+    c->shards = ms_calloc((size_t)c->nshards, sizeof(st_file));
+    c->shard_open = ms_calloc((size_t)c->nshards, 1);
+    return 0;
+}
+
+int ckpt_open(ckpt *c, const char *arg, ms_err *err) {
+    memset(c, 0, sizeof *c);
+    c->arg = ms_strdup(arg);
+    struct stat sb;
+    if (stat(arg, &sb)) {
+        ms_fail(err, "%s: cannot open: %s", arg, strerror(errno));
+        ckpt_close(c);
+        return -1;
+    }
+    char *file = NULL;
+    if (S_ISDIR(sb.st_mode)) {
+        if (resolve_dir(arg, &file, err)) {
+            ckpt_close(c);
+            return -1;
+        }
+    } else {
+        file = ms_strdup(arg);
+    }
+    c->dir = dir_of(file);
+    int rc;
+    if (ends_with(file, ".json")) {
+        c->index_path = file;
+        rc = open_index(c, err);
+    } else {
+        rc = open_single(c, file, err);
+        free(file);
+    }
+    if (!rc) rc = open_config(c, err);
+    if (!rc) {
+        c->sorted = ms_malloc((size_t)(c->ntensors ? c->ntensors : 1) * sizeof(int));
+        for (int i = 0; i < c->ntensors; i++) c->sorted[i] = i;
+        qsort_r(c->sorted, (size_t)c->ntensors, sizeof(int), cmp_by_name, c->names);
+        for (int i = 1; i < c->ntensors && !rc; i++)
+            if (!strcmp(c->names[c->sorted[i]], c->names[c->sorted[i - 1]]))
+                rc = ms_fail(err, "%s: tensor '%s' is listed twice",
+                             c->index_path ? c->index_path : c->arg, c->names[c->sorted[i]]);
+    }
+    if (rc) ckpt_close(c);
+    return rc;
+}
+
+void ckpt_close(ckpt *c) {
+    if (!c) return;
+    for (int s = 0; s < c->nshards; s++) {
+        if (c->shard_open && c->shard_open[s]) st_close(&c->shards[s]);
+        if (c->shard_names) free(c->shard_names[s]);
+        if (c->shard_paths) free(c->shard_paths[s]);
+    }
+    for (int i = 0; i < c->ntensors; i++) free(c->names[i]);
+    free(c->names);
+    free(c->shard_of);
+    free(c->sorted);
+    free(c->shard_names);
+    free(c->shard_paths);
+    free(c->shards);
+    free(c->shard_open);
+    cJSON_Delete(c->config);
+    free(c->arg);
+    free(c->dir);
+    free(c->index_path);
+    free(c->config_path);
+    memset(c, 0, sizeof *c);
+}
+
+int ckpt_find(const ckpt *c, const char *name) {
+    int lo = 0, hi = c->ntensors - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        int r = strcmp(c->names[c->sorted[mid]], name);
+        if (!r) return c->sorted[mid];
+        if (r < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+int ckpt_shard(ckpt *c, int s, const st_file **f, ms_err *err) {
+    if (!c->shard_open[s]) {
+        struct stat sb;
+        if (stat(c->shard_paths[s], &sb) && errno == ENOENT)
+            return ms_fail(err, "%s: shard '%s' named in the index is missing", c->index_path,
+                           c->shard_paths[s]);
+        if (st_open(&c->shards[s], c->shard_paths[s], err)) return -1;
+        c->shard_open[s] = 1;
+    }
+    *f = &c->shards[s];
+    return 0;
+}
+
+int ckpt_tensor(ckpt *c, const char *name, const st_file **f, const st_tensor **t, ms_err *err) {
+    int i = ckpt_find(c, name);
+    if (i < 0) return ms_fail(err, "%s: missing required tensor '%s'", c->arg, name);
+    if (ckpt_shard(c, c->shard_of[i], f, err)) return -1;
+    *t = st_find(*f, name);
+    if (!*t)
+        return ms_fail(err, "%s: the index puts tensor '%s' in shard '%s', which does not hold it",
+                       c->index_path ? c->index_path : c->arg, name, c->shard_paths[c->shard_of[i]]);
+    return 0;
+}
+
+int ckpt_config_num(const ckpt *c, const char *key, double *out) {
+    if (!c->config) return 0;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->config, key);
+    if (cJSON_IsNumber(v)) {
+        *out = v->valuedouble;
+        return 1;
+    }
+    if (cJSON_IsBool(v)) {
+        *out = cJSON_IsTrue(v) ? 1 : 0;
+        return 1;
+    }
+    return 0;
+}
+
+const char *ckpt_config_str(const ckpt *c, const char *key) {
+    if (!c->config) return NULL;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->config, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+const char *ckpt_unmapped_under(const ckpt *c, const char *prefix) {
+    size_t len = strlen(prefix);
+    // the names under prefix are one run of the sorted names: find its start
+    int lo = 0, hi = c->ntensors;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (strcmp(c->names[c->sorted[mid]], prefix) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    for (int k = lo; k < c->ntensors && !strncmp(c->names[c->sorted[k]], prefix, len); k++) {
+        int s = c->shard_of[c->sorted[k]];
+        if (!c->shard_open[s]) return c->shard_names[s];
+    }
+    return NULL;
+}

@@ -1,0 +1,117 @@
+/* evalset.c - evaluation sets: `inputs` (N,d) and either `labels` (N) for
+ * classification or `targets` (N,C) for regression, or `inputs` alone: the
+ * hidden states captured in front of a real model's MoE block, for layer-only
+ * evaluation (no loss against a head, only the block's outputs). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/evalset.h"
+#include "model/model.h"
+#include "io/safetensors.h"
+
+static int load_from(evalset *e, const st_file *f, ms_err *err) {
+    const char *path = f->path;
+    const st_tensor *ti = st_find(f, "inputs");
+    const st_tensor *tl = st_find(f, "labels");
+    const st_tensor *tt = st_find(f, "targets");
+    if (!ti) return ms_fail(err, "%s: missing tensor 'inputs' (the evaluation inputs, [N, d])", path);
+    if (ti->ndim != 2)
+        return ms_fail(err, "%s: tensor 'inputs' should be 2-D [N, d], has %d dimensions", path,
+                       ti->ndim);
+    if (tl && tt)
+        return ms_fail(err, "%s: has both 'labels' and 'targets'; an evaluation set holds "
+                            "exactly one of them",
+                       path);
+    int64_t N = ti->shape[0], d = ti->shape[1];
+    if (N < 1 || d < 1 || N > (1 << 30) || d > (1 << 20))
+        return ms_fail(err, "%s: tensor 'inputs' has an unusable shape [%lld, %lld]", path,
+                       (long long)N, (long long)d);
+    e->N = (int)N;
+    e->d = (int)d;
+    e->path = ms_strdup(path);
+    e->inputs = ms_malloc((size_t)N * (size_t)d * sizeof(float)); // (N, d)
+    if (st_read_f32(f, ti, e->inputs, err)) return -1;
+    if (tl) {
+        if (tl->ndim != 1 || tl->shape[0] != N)
+            return ms_fail(err, "%s: tensor 'labels' should have shape [%lld] (one per input), "
+                                "has %d dimension(s)%s",
+                           path, (long long)N, tl->ndim,
+                           tl->ndim == 1 ? " of another length" : "");
+        if (tl->dtype != ST_I64 && tl->dtype != ST_I32)
+            return ms_fail(err, "%s: tensor 'labels' must be I64 or I32, is %s", path,
+                           st_dtype_name(tl->dtype));
+        int64_t *tmp = ms_malloc((size_t)N * sizeof(int64_t));
+        if (st_read_i64(f, tl, tmp, err)) {
+            free(tmp);
+            return -1;
+        }
+        e->labels = ms_malloc((size_t)N * sizeof(int32_t)); // (N)
+        int64_t maxl = -1;
+        for (int64_t i = 0; i < N; i++) {
+            if (tmp[i] < 0 || tmp[i] > (1 << 24)) {
+                int rc = ms_fail(err, "%s: tensor 'labels': label %lld at index %lld is out of "
+                                      "range (labels are class indices 0..C-1)",
+                                 path, (long long)tmp[i], (long long)i);
+                free(tmp);
+                return rc;
+            }
+            e->labels[i] = (int32_t)tmp[i];
+            if (tmp[i] > maxl) maxl = tmp[i];
+        }
+        free(tmp);
+        e->C = (int)(maxl + 1);
+    } else if (tt) {
+        if (tt->ndim != 2 || tt->shape[0] != N || tt->shape[1] < 1)
+            return ms_fail(err, "%s: tensor 'targets' should have shape [%lld, C] (one row per "
+                                "input)",
+                           path, (long long)N);
+        e->C = (int)tt->shape[1];
+        e->targets = ms_malloc((size_t)N * (size_t)e->C * sizeof(float)); // (N, C)
+        if (st_read_f32(f, tt, e->targets, err)) return -1;
+    }
+    return 0;
+}
+
+int evalset_load(evalset *e, const char *path, ms_err *err) {
+    memset(e, 0, sizeof *e);
+    st_file f;
+    if (st_open(&f, path, err)) return -1;
+    int rc = load_from(e, &f, err);
+    st_close(&f);
+    if (rc) evalset_free(e);
+    return rc;
+}
+
+void evalset_free(evalset *e) {
+    if (!e) return;
+    free(e->path);
+    free(e->inputs);
+    free(e->labels);
+    free(e->targets);
+    memset(e, 0, sizeof *e);
+}
+
+int evalset_check(const evalset *e, const moe_model *m, ms_err *err) {
+    const char *ep = e->path ? e->path : "evaluation set";
+    const char *mp = m->path ? m->path : "the model";
+    if (e->d != m->cfg.d)
+        return ms_fail(err, "%s: inputs have width %d but the layer has d = %d (%s)", ep, e->d,
+                       m->cfg.d, mp);
+    if (!m->cfg.has_head) return 0; /* layer-only mode: labels/targets are not used */
+    int C = m->cfg.C;
+    if (!e->labels && !e->targets)
+        return ms_fail(err, "%s: holds only 'inputs', but %s has a head: its loss needs a tensor "
+                            "'labels' [N] (classification) or 'targets' [N, C] (regression)",
+                       ep, mp);
+    if (e->labels) {
+        for (int i = 0; i < e->N; i++)
+            if (e->labels[i] < 0 || e->labels[i] >= C)
+                return ms_fail(err, "%s: label %d at index %d is out of range: the head of %s has "
+                                    "C = %d classes (labels 0..%d)",
+                               ep, e->labels[i], i, mp, C, C - 1);
+    } else if (e->C != C) {
+        return ms_fail(err, "%s: targets have width %d but the head of %s has C = %d outputs", ep,
+                       e->C, mp, C);
+    }
+    return 0;
+}

@@ -1,0 +1,1097 @@
+/* family_io.c - a family's layer in and out of moe_model.
+ *
+ * A layer is a list of bindings: one per tensor in the checkpoint, each saying
+ * which model floats its elements are (elem() below, the only place that knows
+ * the layouts). Loading decodes a tensor (any float dtype, or MXFP4) and
+ * scatters it into the model; saving gathers it back and encodes it in the
+ * tensor's own dtype, so names, dtypes, shapes and packing are the input's. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/atomic_file.h"
+#include "io/codec.h"
+#include "io/family.h"
+#include "family_table.h"
+#include "core/ms_limits.h"
+#include "core/progress.h"
+
+enum { P_FC1W, P_FC1B, P_FC2W, P_FC2B, P_FC3W, P_FC3B };
+enum {
+    K_GATE_W,   /* [n,d] */
+    K_GATE_B,   /* [n] */
+    K_EXP,      /* expert e's part, its own shape */
+    K_SHARED,   /* the one shared expert (width hs): its part */
+    K_STACK,    /* [n, part shape] */
+    K_STACK_T,  /* [n,h,d] = fc2 [d,h] transposed (x W storage) */
+    K_HALVES,   /* [n,2h,d]: rows 0..h-1 fc1 (gate), h..2h-1 fc3 (up) */
+    K_IL_T,     /* [n,d,2h]: column 2j -> fc1 row j, 2j+1 -> fc3 row j (x W storage) */
+    K_IL_ROWS,  /* [n,2h,d]: row 2j -> fc1 row j, 2j+1 -> fc3 row j */
+    K_IL_BIAS,  /* [n,2h]: 2j -> fc1_b[j], 2j+1 -> fc3_b[j] */
+    K_CORR,     /* [n]  selection-only bias (DeepSeek-V3) */
+    K_SH_GATE,  /* [1,d] sigmoid gate of the shared expert (Qwen2-MoE) */
+    K_OUT_BIAS, /* [d]  added to the layer output (JetMoE) */
+};
+
+typedef struct {
+    char name[600]; /* the tensor (MXFP4: without _blocks / _scales) */
+    int kind, part, e;
+    int optional, mx;
+    int ndim;
+    int64_t shape[3]; /* logical (float) shape */
+    int64_t numel;
+} binding;
+
+typedef struct {
+    int n, d, h, hs; /* hs: the shared expert's width, 0 without one */
+    int packed;      /* transformers >= 5 layout: experts.gate_up_proj [n,2h,d] (gate
+                        rows first), experts.down_proj [n,d,h] instead of per-expert */
+} dims;
+
+static float *part_ptr(const moe_expert *x, int part) {
+    switch (part) {
+    case P_FC1W: return x->fc1_w;
+    case P_FC1B: return x->fc1_b;
+    case P_FC2W: return x->fc2_w;
+    case P_FC2B: return x->fc2_b;
+    case P_FC3W: return x->fc3_w;
+    default: return x->fc3_b;
+    }
+}
+
+/* The model float that element i (row-major in the binding's logical shape) is. */
+static float *elem(const binding *b, const moe_model *m, int64_t i) {
+    const int64_t h = m->cfg.h, d = m->cfg.d;
+    switch (b->kind) {
+    case K_GATE_W: return m->gate_w + i;
+    case K_GATE_B: return m->gate_b + i;
+    case K_EXP: return part_ptr(&m->experts[b->e], b->part) + i;
+    case K_SHARED: return part_ptr(&m->shared[0], b->part) + i;
+    case K_STACK: {
+        int64_t per = b->numel / b->shape[0];
+        return part_ptr(&m->experts[i / per], b->part) + i % per;
+    }
+    case K_STACK_T: { // [n,h,d] -> fc2 [d,h]
+        int64_t e = i / (h * d), j = (i / d) % h, k = i % d;
+        return m->experts[e].fc2_w + k * h + j;
+    }
+    case K_HALVES: {
+        int64_t e = i / (2 * h * d), r = (i / d) % (2 * h), c = i % d;
+        return r < h ? m->experts[e].fc1_w + r * d + c : m->experts[e].fc3_w + (r - h) * d + c;
+    }
+    case K_IL_T: { // [n,d,2h]
+        int64_t e = i / (2 * h * d), r = (i / (2 * h)) % d, c = i % (2 * h);
+        return (c & 1 ? m->experts[e].fc3_w : m->experts[e].fc1_w) + (c / 2) * d + r;
+    }
+    case K_IL_ROWS: {
+        int64_t e = i / (2 * h * d), r = (i / d) % (2 * h), c = i % d;
+        return (r & 1 ? m->experts[e].fc3_w : m->experts[e].fc1_w) + (r / 2) * d + c;
+    }
+    case K_IL_BIAS: {
+        int64_t e = i / (2 * h), c = i % (2 * h);
+        return (c & 1 ? m->experts[e].fc3_b : m->experts[e].fc1_b) + c / 2;
+    }
+    case K_CORR: return m->corr_b + i;
+    case K_SH_GATE: return m->shared_gate_w + i;
+    default: return m->out_b + i;
+    }
+}
+
+static const char *base_name(const char *p);
+
+/* ---- the bindings of a layer ---- */
+
+typedef struct {
+    binding *b;
+    int n, cap;
+} blist;
+
+static binding *badd(blist *l, int kind, int part, int e, const char *fmt, const char *prefix,
+                     const char *rel) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 32;
+        l->b = ms_realloc(l->b, (size_t)l->cap * sizeof(binding));
+    }
+    binding *b = &l->b[l->n++];
+    memset(b, 0, sizeof *b);
+    b->kind = kind;
+    b->part = part;
+    b->e = e;
+    if (fmt) snprintf(b->name, sizeof b->name, fmt, prefix, e, rel);
+    else snprintf(b->name, sizeof b->name, "%.500s.%s", prefix, rel);
+    return b;
+}
+
+static binding *bshape(binding *b, int ndim, int64_t a0, int64_t a1, int64_t a2) {
+    b->ndim = ndim;
+    b->shape[0] = a0;
+    b->shape[1] = a1;
+    b->shape[2] = a2;
+    b->numel = a0 * (ndim > 1 ? a1 : 1) * (ndim > 2 ? a2 : 1);
+    return b;
+}
+
+/* Per-expert SiLU-GLU tensors named fmt % (prefix, e, name) for gate/up/down. */
+static void glu_experts(blist *l, const char *prefix, const dims *z, const char *fmt,
+                        const char *g, const char *u, const char *dn) {
+    for (int e = 0; e < z->n; e++) {
+        bshape(badd(l, K_EXP, P_FC1W, e, fmt, prefix, g), 2, z->h, z->d, 0);
+        bshape(badd(l, K_EXP, P_FC3W, e, fmt, prefix, u), 2, z->h, z->d, 0);
+        bshape(badd(l, K_EXP, P_FC2W, e, fmt, prefix, dn), 2, z->d, z->h, 0);
+    }
+}
+
+/* transformers >= 5: every expert in experts.gate_up_proj [n,2h,d] (gate rows,
+ * then up rows: the output is chunked in two) and experts.down_proj [n,d,h] */
+static void packed_experts(blist *l, const char *prefix, const dims *z) {
+    bshape(badd(l, K_HALVES, 0, 0, NULL, prefix, "experts.gate_up_proj"), 3, z->n, 2 * (int64_t)z->h, z->d);
+    bshape(badd(l, K_STACK, P_FC2W, 0, NULL, prefix, "experts.down_proj"), 3, z->n, z->d, z->h);
+}
+
+static void shared_glu(blist *l, const char *prefix, const dims *z, const char *base) {
+    char rel[128];
+    int64_t hs = z->hs;
+    snprintf(rel, sizeof rel, "%s.gate_proj.weight", base);
+    bshape(badd(l, K_SHARED, P_FC1W, 0, NULL, prefix, rel), 2, hs, z->d, 0);
+    snprintf(rel, sizeof rel, "%s.up_proj.weight", base);
+    bshape(badd(l, K_SHARED, P_FC3W, 0, NULL, prefix, rel), 2, hs, z->d, 0);
+    snprintf(rel, sizeof rel, "%s.down_proj.weight", base);
+    bshape(badd(l, K_SHARED, P_FC2W, 0, NULL, prefix, rel), 2, z->d, hs, 0);
+}
+
+/* Every tensor of a layer of family fam at prefix with dimensions z; mx: GPT-OSS
+ * experts stored as MXFP4. */
+static void layer_bindings(blist *l, int fam, const char *prefix, const dims *z, int mx) {
+    const char *qfmt = "%.500s.experts.%d.%s";
+    int64_t n = z->n, d = z->d, h = z->h;
+    switch (fam) {
+    case FAM_MIXTRAL:
+        bshape(badd(l, K_GATE_W, 0, 0, NULL, prefix, "gate.weight"), 2, n, d, 0);
+        if (z->packed) packed_experts(l, prefix, z);
+        else glu_experts(l, prefix, z, qfmt, "w1.weight", "w3.weight", "w2.weight");
+        break;
+    case FAM_QWEN2_MOE:
+    case FAM_QWEN3_MOE:
+    case FAM_OLMOE:
+    case FAM_DEEPSEEK_V2:
+    case FAM_DEEPSEEK_V3:
+        bshape(badd(l, K_GATE_W, 0, 0, NULL, prefix, "gate.weight"), 2, n, d, 0);
+        if (fam == FAM_DEEPSEEK_V3)
+            bshape(badd(l, K_CORR, 0, 0, NULL, prefix, "gate.e_score_correction_bias"), 1, n, 0, 0);
+        if (z->packed) packed_experts(l, prefix, z);
+        else glu_experts(l, prefix, z, qfmt, "gate_proj.weight", "up_proj.weight", "down_proj.weight");
+        if (fam == FAM_QWEN2_MOE && z->hs) {
+            shared_glu(l, prefix, z, "shared_expert");
+            bshape(badd(l, K_SH_GATE, 0, 0, NULL, prefix, "shared_expert_gate.weight"), 2, 1, d, 0);
+        }
+        if ((fam == FAM_DEEPSEEK_V2 || fam == FAM_DEEPSEEK_V3) && z->hs)
+            shared_glu(l, prefix, z, "shared_experts");
+        break;
+    case FAM_SWITCH:
+        bshape(badd(l, K_GATE_W, 0, 0, NULL, prefix, "router.classifier.weight"), 2, n, d, 0);
+        bshape(badd(l, K_GATE_B, 0, 0, NULL, prefix, "router.classifier.bias"), 1, n, 0, 0)->optional = 1;
+        for (int e = 0; e < z->n; e++) {
+            bshape(badd(l, K_EXP, P_FC1W, e, "%.500s.experts.expert_%d.%s", prefix, "wi.weight"), 2, h, d, 0);
+            bshape(badd(l, K_EXP, P_FC2W, e, "%.500s.experts.expert_%d.%s", prefix, "wo.weight"), 2, d, h, 0);
+        }
+        break;
+    case FAM_GRANITEMOE:
+    case FAM_JETMOE:
+        bshape(badd(l, K_GATE_W, 0, 0, NULL, prefix, "router.layer.weight"), 2, n, d, 0);
+        bshape(badd(l, K_HALVES, 0, 0, NULL, prefix, "input_linear.weight"), 3, n, 2 * h, d);
+        bshape(badd(l, K_STACK, P_FC2W, 0, NULL, prefix, "output_linear.weight"), 3, n, d, h);
+        if (fam == FAM_JETMOE) bshape(badd(l, K_OUT_BIAS, 0, 0, NULL, prefix, "bias"), 1, d, 0, 0);
+        break;
+    case FAM_GPT_OSS:
+        bshape(badd(l, K_GATE_W, 0, 0, NULL, prefix, "router.weight"), 2, n, d, 0);
+        bshape(badd(l, K_GATE_B, 0, 0, NULL, prefix, "router.bias"), 1, n, 0, 0);
+        if (mx) {
+            binding *b = badd(l, K_IL_ROWS, 0, 0, NULL, prefix, "experts.gate_up_proj");
+            bshape(b, 3, n, 2 * h, d);
+            b->mx = 1;
+            b = badd(l, K_STACK, P_FC2W, 0, NULL, prefix, "experts.down_proj");
+            bshape(b, 3, n, d, h);
+            b->mx = 1;
+        } else {
+            bshape(badd(l, K_IL_T, 0, 0, NULL, prefix, "experts.gate_up_proj"), 3, n, d, 2 * h);
+            bshape(badd(l, K_STACK_T, 0, 0, NULL, prefix, "experts.down_proj"), 3, n, h, d);
+        }
+        bshape(badd(l, K_IL_BIAS, 0, 0, NULL, prefix, "experts.gate_up_proj_bias"), 2, n, 2 * h, 0);
+        bshape(badd(l, K_STACK, P_FC2B, 0, NULL, prefix, "experts.down_proj_bias"), 2, n, d, 0);
+        break;
+    default: break;
+    }
+}
+
+/* ---- dimensions and router settings ---- */
+
+static int shape_of(ckpt *c, const char *name, const st_tensor **t, ms_err *err) {
+    const st_file *f;
+    return ckpt_tensor(c, name, &f, t, err);
+}
+
+static int want_ndim(const ckpt *c, const st_tensor *t, int ndim, ms_err *err) {
+    if (t->ndim == ndim) return 0;
+    return ms_fail(err, "%s: tensor '%s' has %d dimensions, expected %d", c->arg, t->name, t->ndim,
+                   ndim);
+}
+
+/* n, d from the gate; h (and hs) from the first expert or the packed tensors. */
+static int layer_dims(ckpt *c, int fam, const char *prefix, dims *z, int *mx, ms_err *err) {
+    char name[700];
+    const st_tensor *t;
+    memset(z, 0, sizeof *z);
+    *mx = 0;
+    snprintf(name, sizeof name, "%s.%s", prefix, family_table[fam].gate);
+    if (shape_of(c, name, &t, err) || want_ndim(c, t, 2, err)) return -1;
+    z->n = (int)t->shape[0];
+    z->d = (int)t->shape[1];
+    if (t->shape[0] < 1 || t->shape[0] > 4096 || t->shape[1] < 1 || t->shape[1] > (1 << 20))
+        return ms_fail(err, "%s: tensor '%s' has an unusable shape", c->arg, name);
+    int64_t h = 0;
+    const char *rel = fam == FAM_MIXTRAL ? "experts.0.w1.weight"
+                      : fam == FAM_SWITCH ? "experts.expert_0.wi.weight"
+                      : fam == FAM_GRANITEMOE || fam == FAM_JETMOE ? "input_linear.weight"
+                      : fam == FAM_GPT_OSS ? "experts.gate_up_proj"
+                                            : "experts.0.gate_proj.weight";
+    snprintf(name, sizeof name, "%s.%s", prefix, rel);
+    if (fam != FAM_GPT_OSS && fam != FAM_GRANITEMOE && fam != FAM_JETMOE && ckpt_find(c, name) < 0) {
+        snprintf(name, sizeof name, "%s.experts.gate_up_proj", prefix); // transformers >= 5
+        z->packed = ckpt_find(c, name) >= 0;
+        if (!z->packed) snprintf(name, sizeof name, "%s.%s", prefix, rel); // the error names it
+    }
+    if (fam == FAM_GPT_OSS && ckpt_find(c, name) < 0) {
+        snprintf(name, sizeof name, "%s.experts.gate_up_proj_blocks", prefix);
+        *mx = 1;
+    }
+    if (shape_of(c, name, &t, err)) return -1;
+    if (fam == FAM_GRANITEMOE || fam == FAM_JETMOE || z->packed || (fam == FAM_GPT_OSS && *mx)) {
+        if (want_ndim(c, t, *mx ? 4 : 3, err)) return -1;
+        h = t->shape[1] / 2;
+    } else if (fam == FAM_GPT_OSS) {
+        if (want_ndim(c, t, 3, err)) return -1;
+        h = t->shape[2] / 2;
+    } else {
+        if (want_ndim(c, t, 2, err)) return -1;
+        h = t->shape[0];
+    }
+    if (h < 1 || h > (1 << 20)) return ms_fail(err, "%s: tensor '%s' has an unusable shape", c->arg, name);
+    z->h = (int)h;
+    const char *sh = fam == FAM_QWEN2_MOE ? "shared_expert" : "shared_experts";
+    snprintf(name, sizeof name, "%s.%s.gate_proj.weight", prefix, sh);
+    if ((fam == FAM_QWEN2_MOE || fam == FAM_DEEPSEEK_V2 || fam == FAM_DEEPSEEK_V3) &&
+        ckpt_find(c, name) >= 0) {
+        if (shape_of(c, name, &t, err) || want_ndim(c, t, 2, err)) return -1;
+        if (t->shape[0] < 1 || t->shape[0] > (1 << 22))
+            return ms_fail(err, "%s: tensor '%s' has an unusable shape", c->arg, name);
+        z->hs = (int)t->shape[0];
+    }
+    return 0;
+}
+
+/* One router value: the command line, else config.json's key, else the default. */
+static double pick(const ckpt *c, const char *key, double cli, int cli_given, double def,
+                   unsigned char *origin) {
+    double v;
+    if (cli_given) {
+        *origin = ORIGIN_CLI;
+        return cli;
+    }
+    if (key && ckpt_config_num(c, key, &v)) {
+        *origin = ORIGIN_CONFIG;
+        return v;
+    }
+    *origin = ORIGIN_DEFAULT;
+    return def;
+}
+
+/* The router and expert function of family fam, as its modelling code has them. */
+static void family_config(const ckpt *c, int fam, const dims *z, moe_config *cfg) {
+    const family_desc *fd = &family_table[fam];
+    const family_overrides *o = &family_opts;
+    unsigned char *org = cfg->origin;
+    cfg->n = z->n;
+    cfg->d = z->d;
+    cfg->h = z->h;
+    cfg->s = z->hs ? 1 : 0;
+    cfg->hs = z->hs;
+    cfg->router = ROUTER_TOPK;
+    cfg->residual = 0; // a real MoE block returns D(x); the residual is the decoder layer's
+    snprintf(cfg->family, sizeof cfg->family, "%s", fd->name);
+    cfg->act = fam == FAM_SWITCH ? ACT_RELU : fam == FAM_GPT_OSS ? ACT_GPT_OSS : ACT_SILU_GLU;
+    org[RP_ACT] = ORIGIN_DEFAULT;
+    if (fam == FAM_GPT_OSS)
+        cfg->act_limit = (float)pick(c, "swiglu_limit", 0, 0, 7.0, &org[RP_LIMIT]);
+    if (fam == FAM_SWITCH) {
+        cfg->k = 1; // Switch routes every token to its top expert, scaled by its probability
+        org[RP_K] = ORIGIN_DEFAULT;
+    } else {
+        cfg->k = (int)pick(c, "num_experts_per_tok", o->k, o->k > 0, fd->k, &org[RP_K]);
+    }
+    if (cfg->k < 1) cfg->k = 1;
+    if (cfg->k > cfg->n) cfg->k = cfg->n;
+    int norm = 1;
+    org[RP_RENORM] = ORIGIN_DEFAULT;
+    if (fam == FAM_QWEN2_MOE || fam == FAM_QWEN3_MOE || fam == FAM_OLMOE || fam == FAM_DEEPSEEK_V3)
+        norm = (int)pick(c, "norm_topk_prob", o->norm_topk_prob, o->norm_topk_prob >= 0,
+                         fd->norm_topk_prob, &org[RP_RENORM]);
+    else if (fam == FAM_SWITCH || fam == FAM_DEEPSEEK_V2)
+        norm = 0; // the modelling code never renormalises these
+    cfg->renorm = norm ? RENORM_YES : RENORM_NO;
+    cfg->score = fam == FAM_DEEPSEEK_V3 ? SCORE_SIGMOID : SCORE_SOFTMAX;
+    org[RP_SCORE] = ORIGIN_DEFAULT;
+    if (fam == FAM_DEEPSEEK_V3) cfg->renorm_eps = 1e-20f;
+    cfg->scale = 1.0f;
+    org[RP_SCALE] = ORIGIN_DEFAULT;
+    if (fam == FAM_DEEPSEEK_V2 || fam == FAM_DEEPSEEK_V3)
+        cfg->scale = (float)pick(c, "routed_scaling_factor", o->scaling, o->scaling > 0, fd->scaling,
+                                 &org[RP_SCALE]);
+    const char *method = ckpt_config_str(c, "topk_method");
+    int grouped = fam == FAM_DEEPSEEK_V3 ||
+                  (fam == FAM_DEEPSEEK_V2 && method && !strcmp(method, "group_limited_greedy")) ||
+                  o->n_group > 0;
+    if (grouped && (fam == FAM_DEEPSEEK_V2 || fam == FAM_DEEPSEEK_V3)) {
+        cfg->n_group = (int)pick(c, "n_group", o->n_group, o->n_group > 0, fam == FAM_DEEPSEEK_V3 ? 8 : 1,
+                                 &org[RP_GROUPS]);
+        cfg->topk_group = (int)pick(c, "topk_group", o->topk_group, o->topk_group > 0,
+                                    fam == FAM_DEEPSEEK_V3 ? 4 : 1, &org[RP_TOPK_GROUP]);
+        cfg->group_score = fam == FAM_DEEPSEEK_V3 ? GROUP_TOP2_SUM : GROUP_MAX;
+        if (cfg->n_group <= 1 || cfg->n % cfg->n_group || cfg->topk_group < 1 ||
+            cfg->topk_group > cfg->n_group)
+            cfg->n_group = cfg->topk_group = 0; // not a valid grouping of these n experts
+    }
+    cfg->has_corr_bias = fam == FAM_DEEPSEEK_V3;
+    cfg->shared_gated = fam == FAM_QWEN2_MOE && z->hs;
+    cfg->has_out_bias = fam == FAM_JETMOE;
+    cfg->has_gate_bias = fam == FAM_GPT_OSS;
+    cfg->has_expert_bias = fam == FAM_GPT_OSS;
+}
+
+/* ---- loading ---- */
+
+static int shape_is(const st_tensor *t, int ndim, const int64_t *want) {
+    if (t->ndim != ndim) return 0;
+    for (int i = 0; i < ndim; i++)
+        if (t->shape[i] != want[i]) return 0;
+    return 1;
+}
+
+static int shape_error(const ckpt *c, const st_tensor *t, int ndim, const int64_t *want,
+                       ms_err *err) {
+    char hb[160] = "", wb[160] = "";
+    size_t k = 0;
+    for (int i = 0; i < t->ndim && k < sizeof hb - 24; i++)
+        k += (size_t)snprintf(hb + k, sizeof hb - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    k = 0;
+    for (int i = 0; i < ndim && k < sizeof wb - 24; i++)
+        k += (size_t)snprintf(wb + k, sizeof wb - k, "%s%lld", i ? ", " : "", (long long)want[i]);
+    return ms_fail(err, "%s: tensor '%s' has shape [%s], expected [%s]", c->arg, t->name, hb, wb);
+}
+
+/* The MXFP4 pair of a binding: blocks [.., out, in/32, 16] and scales [.., out, in/32]. */
+static int mx_pair(ckpt *c, const binding *b, const st_file **fb, const st_tensor **tb,
+                   const st_file **fs, const st_tensor **ts, ms_err *err) {
+    char name[700];
+    int64_t in = b->shape[b->ndim - 1];
+    if (in % MX_BLOCK)
+        return ms_fail(err, "%s: '%s': the input width %lld is not a multiple of 32", c->arg,
+                       b->name, (long long)in);
+    int64_t wb[4] = {b->shape[0], b->shape[1], in / MX_BLOCK, 16};
+    snprintf(name, sizeof name, "%s_blocks", b->name);
+    if (ckpt_tensor(c, name, fb, tb, err)) return -1;
+    if (strcmp((*tb)->dtype_name, "U8"))
+        return ms_fail(err, "%s: tensor '%s' has dtype %s, expected U8 (MXFP4 blocks)", c->arg, name,
+                       (*tb)->dtype_name);
+    if (!shape_is(*tb, 4, wb)) return shape_error(c, *tb, 4, wb, err);
+    snprintf(name, sizeof name, "%s_scales", b->name);
+    if (ckpt_tensor(c, name, fs, ts, err)) return -1;
+    if (strcmp((*ts)->dtype_name, "U8"))
+        return ms_fail(err, "%s: tensor '%s' has dtype %s, expected U8 (MXFP4 scales)", c->arg, name,
+                       (*ts)->dtype_name);
+    if (!shape_is(*ts, 3, wb)) return shape_error(c, *ts, 3, wb, err);
+    return 0;
+}
+
+/* The binding's values as floats (numel of them, row-major in its logical shape). */
+static int read_values(ckpt *c, const binding *b, float *out, ms_err *err) {
+    if (b->mx) {
+        const st_file *fb, *fs;
+        const st_tensor *tb, *ts;
+        if (mx_pair(c, b, &fb, &tb, &fs, &ts, err)) return -1;
+        if (mxfp4_decode(fb->data + tb->begin, fs->data + ts->begin, (size_t)(b->numel / MX_BLOCK), out))
+            return ms_fail(err, "%s: tensor '%s_scales': a scale makes values overflow float32", c->arg,
+                           b->name);
+        return 0;
+    }
+    const st_file *f;
+    const st_tensor *t;
+    if (ckpt_tensor(c, b->name, &f, &t, err)) return -1;
+    if (!shape_is(t, b->ndim, b->shape)) return shape_error(c, t, b->ndim, b->shape, err);
+    return st_read_f32(f, t, out, err);
+}
+
+/* Per-expert families: exactly n experts, no expert n. */
+static int check_expert_count(const ckpt *c, int fam, const char *prefix, int n, ms_err *err) {
+    const char *fmt = fam == FAM_SWITCH ? "%s.experts.expert_%d.wi.weight"
+                      : fam == FAM_MIXTRAL ? "%s.experts.%d.w1.weight"
+                                           : "%s.experts.%d.gate_proj.weight";
+    if (fam == FAM_GRANITEMOE || fam == FAM_JETMOE || fam == FAM_GPT_OSS) return 0;
+    char name[700];
+    snprintf(name, sizeof name, "%s.experts.gate_up_proj", prefix);
+    if (ckpt_find(c, name) >= 0) return 0; // packed: the shapes say n
+    snprintf(name, sizeof name, fmt, prefix, n);
+    if (ckpt_find(c, name) >= 0)
+        return ms_fail(err, "%s: the gate of '%s' has %d rows (experts) but '%s' exists", c->arg,
+                       prefix, n, name);
+    return 0;
+}
+
+/* Is the binding's destination one run of model floats (elem(b, m, i) = elem(b, m, 0) + i)? */
+static int contiguous(const binding *b) {
+    return b->kind == K_GATE_W || b->kind == K_GATE_B || b->kind == K_EXP || b->kind == K_SHARED ||
+           b->kind == K_CORR || b->kind == K_SH_GATE || b->kind == K_OUT_BIAS;
+}
+
+/* Read one binding into m, expert by expert: a per-expert or contiguous tensor
+ * is decoded straight into the model's floats, a stacked one slice by slice
+ * (one expert's floats of scratch, never the whole stack), and the file's
+ * pages are released once read, so loading holds no copy of the layer beside
+ * the model. MXFP4 tensors are decoded whole (their blocks pack two experts'
+ * rows only at the ends). */
+static int load_binding(ckpt *c, const binding *b, moe_model *m, ms_err *err) {
+    if (b->mx) {
+        float *buf = ms_malloc((size_t)b->numel * sizeof(float));
+        int rc = read_values(c, b, buf, err);
+        for (int64_t j = 0; j < b->numel && !rc; j++) *elem(b, m, j) = buf[j];
+        free(buf);
+        progress_add(4.0 * (double)b->numel / 1048576.0);
+        return rc;
+    }
+    const st_file *f;
+    const st_tensor *t;
+    if (ckpt_tensor(c, b->name, &f, &t, err)) return -1;
+    if (!shape_is(t, b->ndim, b->shape)) return shape_error(c, t, b->ndim, b->shape, err);
+    int64_t nchunk = contiguous(b) ? 1 : b->shape[0], per = b->numel / nchunk;
+    size_t es = (size_t)(t->end - t->begin) / (size_t)(t->numel ? t->numel : 1);
+    float *buf = contiguous(b) || b->kind == K_STACK ? NULL : ms_malloc((size_t)per * sizeof(float));
+    int rc = 0;
+    for (int64_t e = 0; e < nchunk && !rc; e++) {
+        if (progress_cancelled()) { // a listener's cancel (progress.h): the explorer's layer switch
+            rc = ms_fail(err, "%s: cancelled", c->arg);
+            break;
+        }
+        float *dst = buf ? buf : elem(b, m, e * per); // K_STACK: expert e's part is one run
+        rc = st_read_f32_range(f, t, e * per, per, dst, err);
+        for (int64_t j = 0; buf && j < per && !rc; j++) *elem(b, m, e * per + j) = buf[j];
+        st_release(f, t->begin + (size_t)(e * per) * es, t->begin + (size_t)((e + 1) * per) * es);
+        progress_add(4.0 * (double)per / 1048576.0);
+    }
+    free(buf);
+    return rc;
+}
+
+/* Is b one of the routed experts' tensors (per expert or stacked)? */
+static int routed(const binding *b) {
+    return b->kind == K_EXP || b->kind == K_STACK || b->kind == K_STACK_T || b->kind == K_HALVES ||
+           b->kind == K_IL_T || b->kind == K_IL_ROWS || b->kind == K_IL_BIAS;
+}
+
+/* the P_* part of a native tensor suffix ("fc1.weight"), -1 if none */
+static int part_of_suffix(const char *sfx) {
+    static const char *names[] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"};
+    for (int p = 0; p < 6; p++)
+        if (!strcmp(sfx, names[p])) return p;
+    return -1;
+}
+
+/* The tensor of the file, and its element, that binding b puts at target (one
+ * expert's part, every expert of view aliasing it): a search over b's elements
+ * for expert e, found by address, so every layout (stacked, transposed,
+ * interleaved) inverts the way elem maps it. */
+static int64_t binding_find(const binding *b, const moe_model *view, int e, const float *target) {
+    int64_t lo = 0, hi = b->numel;
+    if (b->kind != K_EXP && b->kind != K_SHARED) { // stacked: expert e's slice
+        lo = e * (b->numel / b->shape[0]);
+        hi = lo + b->numel / b->shape[0];
+    }
+    for (int64_t i = lo; i < hi; i++)
+        if (elem(b, view, i) == target) return i;
+    return -1;
+}
+
+int family_value_name(const moe_model *m, int shared, int e, const char *sfx, size_t at, char *out,
+                      size_t cap, long long *where) {
+    int fam = family_from_name(m->cfg.family), part = part_of_suffix(sfx), rc = -1;
+    if (fam < 0 || fam == FAM_NATIVE || part < 0 || !m->path || !m->layer) return -1;
+    ckpt c;
+    if (ckpt_open(&c, m->path, NULL)) return -1;
+    family_layer *ls = NULL;
+    int nl = 0;
+    dims z;
+    int mx = 0;
+    blist l = {NULL, 0, 0};
+    float *mem = NULL;
+    if (family_find_layers(&c, fam, &ls, &nl, NULL)) goto done;
+    int which = -1;
+    for (int i = 0; i < nl; i++)
+        if (!strcmp(ls[i].prefix, m->layer)) which = i;
+    if (which < 0 || layer_dims(&c, fam, m->layer, &z, &mx, NULL)) goto done;
+    layer_bindings(&l, fam, m->layer, &z, mx);
+    // a view whose experts all alias one expert's floats: only addresses are compared
+    moe_config xc = shared ? moe_shared_config(&m->cfg) : m->cfg;
+    mem = ms_malloc(moe_expert_size(&xc) * sizeof(float));
+    moe_model v = {.cfg = m->cfg};
+    moe_expert x, *all = ms_malloc((size_t)m->cfg.n * sizeof(moe_expert));
+    moe_expert_carve(&x, &xc, mem);
+    for (int i = 0; i < m->cfg.n; i++) all[i] = x;
+    v.experts = all, v.shared = &x;
+    const float *target = part_ptr(&x, part) + at;
+    for (int i = 0; i < l.n && rc; i++) {
+        const binding *b = &l.b[i];
+        // packed tensors hold two parts: the address search tells whether b holds this one
+        if (b->mx || (shared ? b->kind != K_SHARED : !routed(b)) || (b->kind == K_EXP && b->e != e))
+            continue;
+        int64_t k = binding_find(b, &v, e, target);
+        int t = k >= 0 ? ckpt_find(&c, b->name) : -1;
+        if (t >= 0) {
+            snprintf(out, cap, "%s: tensor '%s'", c.shard_paths[c.shard_of[t]], b->name);
+            *where = (long long)k;
+            rc = 0;
+        }
+    }
+    free(all);
+done:
+    free(mem);
+    free(l.b);
+    family_layers_free(ls, nl);
+    ckpt_close(&c);
+    return rc;
+}
+
+/* family_load, or with shell the layer without its routed experts (moe_alloc_shell)
+ * and the bindings kept in *keep (NULL: freed) for reading them later. */
+static int load_layer(moe_model *m, ckpt *c, const family_layer *L, int shell, blist *keep,
+                      dims *zout, ms_err *err) {
+    memset(m, 0, sizeof *m);
+    dims z;
+    int mx;
+    if (layer_dims(c, L->family, L->prefix, &z, &mx, err)) return -1;
+    if (check_expert_count(c, L->family, L->prefix, z.n, err)) return -1;
+    moe_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    family_config(c, L->family, &z, &cfg);
+    blist l = {NULL, 0, 0};
+    layer_bindings(&l, L->family, L->prefix, &z, mx);
+    // every tensor's shape before the allocation: it is then bounded by the files
+    for (int i = 0; i < l.n; i++) {
+        const binding *b = &l.b[i];
+        const st_file *f, *fs;
+        const st_tensor *t, *ts;
+        if (b->optional && ckpt_find(c, b->name) < 0) continue;
+        int rc = b->mx ? mx_pair(c, b, &f, &t, &fs, &ts, err) : ckpt_tensor(c, b->name, &f, &t, err);
+        if (!rc && !b->mx && !shape_is(t, b->ndim, b->shape)) rc = shape_error(c, t, b->ndim, b->shape, err);
+        if (rc) {
+            free(l.b);
+            return -1;
+        }
+        if (b->kind == K_GATE_B) cfg.has_gate_bias = 1;
+        if (shell && b->mx) { // MXFP4 experts are decoded whole: the caller loads the layer
+            free(l.b);
+            return 1;
+        }
+    }
+    if (shell) moe_alloc_shell(m, &cfg);
+    else moe_alloc(m, &cfg);
+    m->path = ms_strdup(c->arg);
+    m->layer = ms_strdup(L->prefix);
+    double total = 0;
+    for (int i = 0; i < l.n; i++)
+        if (!shell || !routed(&l.b[i])) total += 4.0 * (double)l.b[i].numel / 1048576.0;
+    char phase[96];
+    snprintf(phase, sizeof phase, "load %.80s", base_name(c->arg));
+    progress_begin(phase, total, "MiB");
+    int rc = 0;
+    for (int i = 0; i < l.n && !rc; i++) {
+        const binding *b = &l.b[i];
+        if (b->optional && ckpt_find(c, b->name) < 0) continue;
+        if (shell && routed(b)) continue;
+        rc = load_binding(c, b, m, err);
+    }
+    progress_end();
+    if (keep && !rc) *keep = l;
+    else free(l.b);
+    if (zout) *zout = z;
+    if (rc) moe_free(m);
+    return rc;
+}
+
+int family_load(moe_model *m, ckpt *c, const family_layer *L, ms_err *err) {
+    return load_layer(m, c, L, 0, NULL, NULL, err);
+}
+
+/* ---- a layer read expert by expert ---- */
+
+struct family_stream {
+    ckpt c;            /* owned */
+    blist l;           /* the layer's bindings */
+    moe_model view;    /* cfg, path, layer, and experts[e] pointing at the caller's dst
+                        * while reading */
+    float *tmp;        /* one expert's slice of a stacked tensor */
+    size_t tmp_len;
+    ms_range range;    /* the value ranges of the held part, then of every routed expert */
+    int checked;       /* 1: every routed expert was scanned, check_err says how it went */
+    int check_rc;
+    ms_err check_err;
+};
+
+int family_load_stream(moe_model *m, ckpt *c, const family_layer *L, family_stream **out,
+                       ms_err *err) {
+    blist l = {NULL, 0, 0};
+    dims z;
+    int rc = load_layer(m, c, L, 1, &l, &z, err);
+    if (rc) return rc;
+    family_stream *s = ms_calloc(1, sizeof *s);
+    s->c = *c;
+    s->l = l;
+    s->view.cfg = m->cfg;
+    s->view.path = ms_strdup(m->path);
+    s->view.layer = ms_strdup(m->layer);
+    s->view.experts = ms_calloc((size_t)m->cfg.n, sizeof(moe_expert));
+    ms_range_held(&s->range, m, NULL); // the routed experts are scanned at the first read
+    *out = s;
+    return 0;
+}
+
+void family_stream_close(family_stream *s) {
+    if (!s) return;
+    ckpt_close(&s->c);
+    free(s->l.b);
+    free(s->view.experts);
+    free(s->view.path);
+    free(s->view.layer);
+    free(s->tmp);
+    free(s);
+}
+
+/* Routed expert e's floats into dst (carved by the caller): each of its tensors
+ * (or its slice of a stacked one) decoded as family_load decodes it, so the
+ * values are the same bit for bit; the file's pages are released after. */
+/* the parts (EXPERT_W1 ...) a binding's values go to */
+static unsigned binding_parts(const binding *b) {
+    if (b->kind == K_STACK_T) return EXPERT_W2;
+    if (b->kind != K_EXP && b->kind != K_STACK) return EXPERT_W1 | EXPERT_W3; // packed gate/up
+    return b->part == P_FC1W || b->part == P_FC1B   ? EXPERT_W1
+           : b->part == P_FC2W || b->part == P_FC2B ? EXPERT_W2
+                                                    : EXPERT_W3;
+}
+
+static int stream_read_raw(family_stream *s, int e, unsigned parts, moe_expert *dst, ms_err *err) {
+    int rc = 0;
+    double t0 = timing_now();
+    const moe_config *c = &s->view.cfg;
+    // biases a family does not store are zero, as in a model from moe_alloc
+    if (parts & EXPERT_W1) memset(dst->fc1_b, 0, (size_t)c->h * sizeof(float));
+    if (parts & EXPERT_W2) memset(dst->fc2_b, 0, (size_t)c->d * sizeof(float));
+    if ((parts & EXPERT_W3) && dst->fc3_b) memset(dst->fc3_b, 0, (size_t)c->h * sizeof(float));
+    s->view.experts[e] = *dst;
+    for (int i = 0; i < s->l.n && !rc; i++) {
+        const binding *b = &s->l.b[i];
+        if (!routed(b) || (b->kind == K_EXP && b->e != e) || !(binding_parts(b) & parts)) continue;
+        const st_file *f;
+        const st_tensor *t;
+        if ((rc = ckpt_tensor(&s->c, b->name, &f, &t, err))) break;
+        int64_t per = b->kind == K_EXP ? b->numel : b->numel / b->shape[0];
+        int64_t first = b->kind == K_EXP ? 0 : (int64_t)e * per;
+        size_t es = (size_t)(t->end - t->begin) / (size_t)(t->numel ? t->numel : 1);
+        float *buf = b->kind == K_EXP || b->kind == K_STACK ? elem(b, &s->view, first) : NULL;
+        if (!buf) {
+            if (s->tmp_len < (size_t)per) {
+                free(s->tmp);
+                s->tmp = ms_malloc((size_t)per * sizeof(float));
+                s->tmp_len = (size_t)per;
+            }
+            buf = s->tmp;
+        }
+        rc = st_read_f32_range(f, t, first, per, buf, err);
+        for (int64_t j = 0; buf == s->tmp && j < per && !rc; j++) *elem(b, &s->view, first + j) = buf[j];
+        st_release(f, t->begin + (size_t)first * es, t->begin + (size_t)(first + per) * es);
+    }
+    memset(&s->view.experts[e], 0, sizeof(moe_expert));
+    timing_add("expert reads", timing_now() - t0); // MOESCOPE_TIMING: what streaming cost
+    return rc;
+}
+
+/* A layer held whole is refused at load for values that are not finite or so
+ * large that the arithmetic would overflow (ms_range_check). A streamed one
+ * gets the same checks, with the same message, before any of its routed
+ * experts is used: the first read scans them all once (non-finite values are
+ * refused by the reader, naming the file and tensor; the magnitudes are judged
+ * over the whole layer, as when held). A command that never reads the routed
+ * experts (the gate cost) does not pay for the scan. Judged without an
+ * evaluation set: the streaming commands (cost, align) have none. */
+static int stream_check(family_stream *s, moe_expert *x, ms_err *err) {
+    if (s->checked) return s->check_rc ? ms_fail(err, "%s", s->check_err.msg) : 0;
+    s->checked = 1;
+    const moe_config *c = &s->view.cfg;
+    int rc = 0;
+    for (int e = 0; e < c->n && !rc; e++) { // x: the caller's whole expert, no other memory
+        rc = stream_read_raw(s, e, EXPERT_ALL, x, &s->check_err);
+        if (!rc) ms_range_expert(&s->range, &s->view, e, x);
+    }
+    if (!rc) rc = ms_range_judge(&s->range, &s->view, &s->check_err);
+    s->check_rc = rc;
+    return rc ? ms_fail(err, "%s", s->check_err.msg) : 0;
+}
+
+int family_stream_read(family_stream *s, int e, unsigned parts, moe_expert *dst, ms_err *err) {
+    if (stream_check(s, dst, err)) return -1;
+    return stream_read_raw(s, e, parts, dst, err);
+}
+
+/* ---- saving in the input's format ---- */
+
+/* A tensor of the layer encoded only when its shard is written (st_writer_add_gen):
+ * gathered from the model and converted to the source's dtype one tensor at a time. */
+typedef struct {
+    const moe_model *m;
+    const family_experts *ex; /* the routed experts one slot at a time, or NULL: m's */
+    binding b;
+    st_dtype dtype;
+} lazy_enc;
+
+typedef struct {
+    int tensor;       /* number in the source checkpoint */
+    char dtype[16];
+    void *data;       /* the encoded bytes, or NULL when lazy */
+    lazy_enc *lazy;
+    size_t nbytes;
+} enc_tensor;
+
+typedef struct {
+    enc_tensor *t;
+    int n;
+    size_t requant, mx_blocks; /* MXFP4 blocks quantised afresh / in all */
+    double sq_err, sq_ref;
+} enc_set;
+
+static enc_tensor *enc_add(enc_set *s, int tensor, const char *dtype, void *data, size_t nbytes) {
+    s->t = ms_realloc(s->t, (size_t)(s->n + 1) * sizeof(enc_tensor));
+    enc_tensor *e = &s->t[s->n++];
+    e->tensor = tensor;
+    snprintf(e->dtype, sizeof e->dtype, "%s", dtype);
+    e->data = data;
+    e->lazy = NULL;
+    e->nbytes = nbytes;
+    return e;
+}
+
+static void enc_free(enc_set *s) {
+    for (int i = 0; i < s->n; i++) {
+        free(s->t[i].data);
+        free(s->t[i].lazy);
+    }
+    free(s->t);
+}
+
+/* st_gen_fn: the binding's model values in the source's dtype (BF16/F16 rounded
+ * to nearest even). */
+static void encode_run(const binding *b, const moe_model *m, st_dtype dtype, int64_t i0, int64_t i1,
+                       void *buf) {
+    const float *run = contiguous(b) ? elem(b, m, 0) : NULL;
+    for (int64_t i = i0; i < i1; i++) {
+        float v = run ? run[i] : *elem(b, m, i);
+        switch (dtype) {
+        case ST_BF16: ((uint16_t *)buf)[i] = codec_f32_to_bf16(v); break;
+        case ST_F16: ((uint16_t *)buf)[i] = codec_f32_to_f16(v); break;
+        case ST_F64: ((double *)buf)[i] = v; break;
+        default: ((float *)buf)[i] = v; break;
+        }
+    }
+}
+
+/* st_gen_fn: the binding's model values in the source's dtype (BF16/F16 rounded
+ * to nearest even); a routed expert's tensor from the experts given one slot at
+ * a time (z->ex): each slot's slice through a view whose experts[e] is that slot. */
+static int gen_encoded(void *ctx, void *buf, ms_err *err) {
+    const lazy_enc *z = ctx;
+    const binding *b = &z->b;
+    if (!z->ex || !routed(b)) {
+        encode_run(b, z->m, z->dtype, 0, b->numel, buf);
+        return 0;
+    }
+    moe_model view = *z->m;
+    view.experts = ms_calloc((size_t)z->m->cfg.n, sizeof(moe_expert));
+    int e0 = b->kind == K_EXP ? b->e : 0, e1 = b->kind == K_EXP ? b->e + 1 : (int)b->shape[0], rc = 0;
+    int64_t per = b->kind == K_EXP ? b->numel : b->numel / b->shape[0];
+    for (int e = e0; e < e1 && !rc; e++) {
+        const moe_expert *x = z->ex->slot(z->ex->ctx, e, err);
+        if (!x) {
+            rc = -1;
+            break;
+        }
+        view.experts[e] = *x;
+        int64_t first = b->kind == K_EXP ? 0 : (int64_t)e * per;
+        encode_run(b, &view, z->dtype, first, first + per, buf);
+        memset(&view.experts[e], 0, sizeof(moe_expert));
+    }
+    free(view.experts);
+    return rc;
+}
+
+static int encode_mx(ckpt *c, const binding *b, const float *vals, enc_set *s, ms_err *err) {
+    const st_file *fb, *fs;
+    const st_tensor *tb, *ts;
+    if (mx_pair(c, b, &fb, &tb, &fs, &ts, err)) return -1;
+    size_t nblocks = (size_t)(b->numel / MX_BLOCK);
+    float *dec = ms_malloc(nblocks * MX_BLOCK * sizeof(float));
+    const uint8_t *sb = fb->data + tb->begin, *ss = fs->data + ts->begin;
+    if (mxfp4_decode(sb, ss, nblocks, dec)) {
+        free(dec);
+        return ms_fail(err, "%s: tensor '%s_scales': a scale makes values overflow float32", c->arg,
+                       b->name);
+    }
+    mx_reuse *r = mx_reuse_new(sb, ss, dec, nblocks);
+    uint8_t *blocks = ms_malloc(nblocks * 16), *scales = ms_malloc(nblocks);
+    mx_encode(r, vals, nblocks, blocks, scales, &s->requant, &s->sq_err, &s->sq_ref);
+    s->mx_blocks += nblocks;
+    mx_reuse_free(r);
+    free(dec);
+    char name[700];
+    snprintf(name, sizeof name, "%s_blocks", b->name);
+    enc_add(s, ckpt_find(c, name), "U8", blocks, nblocks * 16);
+    snprintf(name, sizeof name, "%s_scales", b->name);
+    enc_add(s, ckpt_find(c, name), "U8", scales, nblocks);
+    return 0;
+}
+
+/* Every binding of m's layer, to be gathered from m and encoded like the source
+ * as its shard is written (MXFP4 now: its blocks reuse the source's). */
+static int encode_layer(const moe_model *m, const family_experts *ex, ckpt *c, enc_set *s,
+                        ms_err *err) {
+    int fam = family_from_name(moe_family(&m->cfg));
+    dims z = {m->cfg.n, m->cfg.d, m->cfg.h, m->cfg.s ? m->cfg.hs : 0, 0};
+    char name[700];
+    snprintf(name, sizeof name, "%s.experts.gate_up_proj_blocks", m->layer);
+    int mx = fam == FAM_GPT_OSS && ckpt_find(c, name) >= 0;
+    snprintf(name, sizeof name, "%s.experts.gate_up_proj", m->layer);
+    z.packed = fam != FAM_GPT_OSS && ckpt_find(c, name) >= 0; // transformers >= 5
+    blist l = {NULL, 0, 0};
+    layer_bindings(&l, fam, m->layer, &z, mx);
+    int rc = 0;
+    for (int i = 0; i < l.n && !rc; i++) {
+        const binding *b = &l.b[i];
+        if (b->optional && ckpt_find(c, b->name) < 0) continue;
+        if (b->mx) {
+            float *vals = ms_malloc((size_t)b->numel * sizeof(float));
+            for (int64_t j = 0; j < b->numel; j++) vals[j] = *elem(b, m, j);
+            rc = encode_mx(c, b, vals, s, err);
+            free(vals);
+            continue;
+        }
+        const st_file *f;
+        const st_tensor *t;
+        if ((rc = ckpt_tensor(c, b->name, &f, &t, err))) break;
+        if (!shape_is(t, b->ndim, b->shape)) {
+            rc = shape_error(c, t, b->ndim, b->shape, err);
+            break;
+        }
+        if (t->dtype != ST_BF16 && t->dtype != ST_F16 && t->dtype != ST_F64 && t->dtype != ST_F32) {
+            rc = ms_fail(err, "%s: tensor '%s' has dtype %s, which moescope cannot write", c->arg,
+                         b->name, t->dtype_name);
+            break;
+        }
+        size_t es = t->dtype == ST_F64 ? 8 : t->dtype == ST_F32 ? 4 : 2;
+        enc_tensor *e = enc_add(s, ckpt_find(c, b->name), t->dtype_name, NULL, (size_t)b->numel * es);
+        e->lazy = ms_malloc(sizeof *e->lazy);
+        e->lazy->m = m;
+        e->lazy->ex = ex;
+        e->lazy->b = *b;
+        e->lazy->dtype = t->dtype;
+    }
+    free(l.b);
+    return rc;
+}
+
+/* Shard sh of c, with the encoded tensors replacing theirs, to path. */
+static int write_shard(ckpt *c, int sh, const int *enc_of, const enc_set *s, const char *path,
+                       ms_err *err) {
+    const st_file *f;
+    if (ckpt_shard(c, sh, &f, err)) return -1;
+    st_writer *w = st_writer_new();
+    for (int i = 0; i < f->ntensors; i++) {
+        const st_tensor *t = &f->tensors[i];
+        int k = ckpt_find(c, t->name);
+        const enc_tensor *e = k >= 0 && enc_of[k] >= 0 ? &s->t[enc_of[k]] : NULL;
+        if (e && c->shard_of[k] == sh && e->lazy)
+            st_writer_add_gen(w, t->name, e->dtype, t->ndim, t->shape, e->nbytes, gen_encoded, e->lazy);
+        else if (e && c->shard_of[k] == sh)
+            st_writer_add_raw(w, t->name, e->dtype, t->ndim, t->shape, e->data, e->nbytes);
+        else
+            st_writer_add_mapped(w, f, t);
+    }
+    for (int i = 0; i < f->nmeta; i++) st_writer_meta(w, f->meta_keys[i], f->meta_vals[i]);
+    int rc = st_writer_write(w, path, err);
+    st_writer_free(w);
+    return rc;
+}
+
+static const char *base_name(const char *p) {
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* dst as a link to src: a hard link (same bytes, no copy), else a symbolic link
+ * to src's absolute path (another file system). */
+static int link_file(const char *src, const char *dst, ms_err *err) {
+    if (!link(src, dst)) return 0;
+    char *abs = realpath(src, NULL);
+    if (!abs) return ms_fail(err, "%s: cannot resolve: %s", src, strerror(errno));
+    int rc = symlink(abs, dst);
+    int e = errno;
+    free(abs);
+    return rc ? ms_fail(err, "%s: cannot link to %s: %s", dst, src, strerror(e)) : 0;
+}
+
+static int copy_file(const char *src, const char *dst, ms_err *err) {
+    FILE *fp = fopen(src, "rb");
+    if (!fp) return ms_fail(err, "%s: cannot open: %s", src, strerror(errno));
+    char *buf = NULL;
+    size_t len = 0, cap = 0, got;
+    char chunk[65536];
+    while ((got = fread(chunk, 1, sizeof chunk, fp)) > 0) {
+        if (len + got > cap) {
+            cap = 2 * (len + got);
+            buf = ms_realloc(buf, cap);
+        }
+        memcpy(buf + len, chunk, got);
+        len += got;
+    }
+    int bad = ferror(fp);
+    fclose(fp);
+    int rc = bad ? ms_fail(err, "%s: read error", src) : af_write_all(dst, buf ? buf : "", len, err);
+    free(buf);
+    return rc;
+}
+
+/* Remove the files in a temporary output directory, then the directory. */
+static void remove_tree(const char *dir, const ckpt *c) {
+    for (int s = 0; s < c->nshards; s++) {
+        char *p = ckpt_path_join(dir, base_name(c->shard_names[s]));
+        unlink(p);
+        free(p);
+    }
+    const char *extra[2] = {c->index_path ? base_name(c->index_path) : NULL, "config.json"};
+    for (int i = 0; i < 2; i++) {
+        if (!extra[i]) continue;
+        char *p = ckpt_path_join(dir, extra[i]);
+        unlink(p);
+        free(p);
+    }
+    rmdir(dir);
+}
+
+/* Fill the temporary directory tmp: shards (rewritten or linked), index, config. */
+static int fill_dir(ckpt *c, const int *enc_of, const enc_set *s, const char *tmp, ms_err *err) {
+    for (int sh = 0; sh < c->nshards; sh++) {
+        int touched = 0;
+        for (int i = 0; i < s->n && !touched; i++) touched = c->shard_of[s->t[i].tensor] == sh;
+        char *dst = ckpt_path_join(tmp, base_name(c->shard_names[sh]));
+        int rc = touched ? write_shard(c, sh, enc_of, s, dst, err)
+                         : link_file(c->shard_paths[sh], dst, err);
+        free(dst);
+        if (rc) return -1;
+    }
+    const char *src[2] = {c->index_path, c->config_path};
+    for (int i = 0; i < 2; i++) {
+        if (!src[i]) continue;
+        char *dst = ckpt_path_join(tmp, base_name(src[i]));
+        int rc = copy_file(src[i], dst, err);
+        free(dst);
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+/* Build the output directory beside out, then rename it into place: a reader
+ * never sees a half-written checkpoint. An existing out must be an empty directory. */
+static int save_dir(ckpt *c, const int *enc_of, const enc_set *s, const char *out, ms_err *err) {
+    struct stat sb;
+    if (!stat(out, &sb) && !S_ISDIR(sb.st_mode))
+        return ms_fail(err, "%s: exists and is not a directory (a sharded checkpoint is written as "
+                            "a directory)", out);
+    size_t ol = strlen(out);
+    while (ol > 1 && out[ol - 1] == '/') ol--;
+    char *tmp = ms_malloc(ol + 16);
+    snprintf(tmp, ol + 16, "%.*s.tmp-XXXXXX", (int)ol, out);
+    if (!mkdtemp(tmp)) {
+        int e = errno;
+        free(tmp);
+        return ms_fail(err, "%s: cannot create a directory beside it: %s", out, strerror(e));
+    }
+    int slot = cancel_register(tmp, 1); // Ctrl-C removes the half-built directory
+    mode_t um = umask(0); // mkdtemp makes 0700; a checkpoint directory gets the usual mode
+    umask(um);
+    chmod(tmp, 0777 & ~um);
+    int rc = fill_dir(c, enc_of, s, tmp, err);
+    if (!rc && !stat(out, &sb) && rmdir(out))
+        rc = ms_fail(err, "%s: exists and is not empty; remove it or choose another output", out);
+    if (!rc && rename(tmp, out)) rc = ms_fail(err, "%s: cannot rename into place: %s", out, strerror(errno));
+    if (rc) remove_tree(tmp, c);
+    cancel_unregister(slot);
+    free(tmp);
+    return rc;
+}
+
+static char *requant_note(const enc_set *s) {
+    if (!s->requant) return NULL;
+    char *note = ms_malloc(400);
+    double rel = s->sq_ref > 0 ? sqrt(s->sq_err / s->sq_ref) : 0;
+    snprintf(note, 400,
+             "MXFP4: %zu of %zu blocks requantised (a hidden-unit permutation moves values across "
+             "down_proj's 32-wide scale blocks); relative RMS error added to those blocks %.3g",
+             s->requant, s->mx_blocks, rel);
+    return note;
+}
+
+int family_save(const moe_model *m, const char *src, const char *out, char **note, ms_err *err) {
+    return family_save_with(m, NULL, src, out, note, err);
+}
+
+int family_save_with(const moe_model *m, const family_experts *ex, const char *src, const char *out,
+                     char **note, ms_err *err) {
+    if (note) *note = NULL;
+    ckpt c;
+    if (ckpt_open(&c, src, err)) return -1;
+    enc_set s;
+    memset(&s, 0, sizeof s);
+    int rc = encode_layer(m, ex, &c, &s, err);
+    int *enc_of = ms_malloc((size_t)(c.ntensors ? c.ntensors : 1) * sizeof(int));
+    for (int i = 0; i < c.ntensors; i++) enc_of[i] = -1;
+    for (int i = 0; i < s.n; i++) enc_of[s.t[i].tensor] = i;
+    struct stat sb;
+    int as_dir = ckpt_sharded(&c) || (!stat(src, &sb) && S_ISDIR(sb.st_mode));
+    if (!rc) rc = as_dir ? save_dir(&c, enc_of, &s, out, err) : write_shard(&c, 0, enc_of, &s, out, err);
+    if (!rc && note) *note = requant_note(&s);
+    free(enc_of);
+    enc_free(&s);
+    ckpt_close(&c);
+    return rc;
+}
+
+int family_describe(ckpt *c, const family_layer *L, moe_config *cfg, ms_err *err) {
+    memset(cfg, 0, sizeof *cfg);
+    if (L->family == FAM_NATIVE) {
+        snprintf(cfg->family, sizeof cfg->family, "native");
+        return 0;
+    }
+    dims z;
+    int mx;
+    if (layer_dims(c, L->family, L->prefix, &z, &mx, err)) return -1;
+    family_config(c, L->family, &z, cfg);
+    return 0;
+}

@@ -1,0 +1,159 @@
+/* curve.c - the plain, obviously-correct curve: for each t the
+ * whole model is interpolated and evaluated. It is the reference the fast
+ * landscape (landscape.c) is checked against, and what `moescope curve` and
+ * the TUI's selected-order curve use. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/evaluator.h"
+#include "landscape/curve.h"
+
+double ls_t(int m, int T) { return T > 1 ? (double)m / (double)(T - 1) : 0.0; }
+
+void ls_curve_free(ls_curve *c) {
+    if (!c) return;
+    free(c->loss);
+    free(c->acc);
+    c->loss = c->acc = NULL;
+}
+
+void ls_curve_copy(ls_curve *dst, const ls_curve *src) {
+    *dst = *src;
+    dst->loss = NULL;
+    dst->acc = NULL;
+    if (src->loss) {
+        dst->loss = ms_malloc((size_t)src->T * sizeof(double));
+        memcpy(dst->loss, src->loss, (size_t)src->T * sizeof(double));
+    }
+    if (src->acc) {
+        dst->acc = ms_malloc((size_t)src->T * sizeof(double));
+        memcpy(dst->acc, src->acc, (size_t)src->T * sizeof(double));
+    }
+}
+
+/* barrier = max_m [L(t_m) - chord(t_m)], acc barrier the same on the
+ * accuracy the other way round, AUC the trapezoid mean of L - chord. A NaN
+ * anywhere makes the statistic NaN (never silently skipped). */
+void ls_curve_stats(ls_curve *c) {
+    int T = c->T;
+    c->barrier = c->acc_barrier = c->auc = NAN;
+    if (!c->loss || T < 1) return;
+    double l0 = c->loss[0], l1 = c->loss[T - 1];
+    double bar = -INFINITY, auc = 0.0;
+    int bad = 0;
+    for (int m = 0; m < T; m++) {
+        double t = ls_t(m, T);
+        double e = c->loss[m] - ((1.0 - t) * l0 + t * l1);
+        if (isnan(e)) bad = 1;
+        else if (e > bar) bar = e;
+        if (T > 1) auc += (m == 0 || m == T - 1 ? 0.5 : 1.0) * e / (double)(T - 1);
+    }
+    c->barrier = bad ? NAN : bar;
+    c->auc = T > 1 ? auc : 0.0;
+    if (c->acc) {
+        double a0 = c->acc[0], a1 = c->acc[T - 1], ab = -INFINITY;
+        int abad = 0;
+        for (int m = 0; m < T; m++) {
+            double t = ls_t(m, T);
+            double e = (1.0 - t) * a0 + t * a1 - c->acc[m];
+            if (isnan(e)) abad = 1;
+            else if (e > ab) ab = e;
+        }
+        c->acc_barrier = abad ? NAN : ab;
+    }
+}
+
+ls_kind ls_kind_of(const moe_model *m, const evalset *E) {
+    if (!m->cfg.has_head) return LS_LAYER;
+    return E->labels ? LS_CLASSIFY : LS_REGRESS;
+}
+
+void ls_loss_logits(const evalset *E, int r0, const float *logits, int N, int C,
+                    double *loss_sum, long *correct) {
+    double loss = 0.0;
+    long ok = 0;
+    for (int b = 0; b < N; b++) {
+        const float *lr = logits + (size_t)b * C; // (C)
+        if (E->labels) {
+            // cross-entropy by log-sum-exp in double; argmax ties to the smaller index
+            int y = E->labels[r0 + b], am = 0;
+            for (int q = 1; q < C; q++)
+                if (lr[q] > lr[am]) am = q;
+            double mx = lr[am], se = 0.0;
+            for (int q = 0; q < C; q++) se += exp((double)lr[q] - mx);
+            loss += mx + log(se) - (double)lr[y];
+            ok += am == y;
+        } else {
+            const float *t = E->targets + (size_t)(r0 + b) * C; // (C)
+            for (int q = 0; q < C; q++) {
+                double df = (double)lr[q] - t[q];
+                loss += df * df;
+            }
+        }
+    }
+    *loss_sum += loss;
+    if (correct) *correct += ok;
+}
+
+int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int T,
+                  ls_curve *out, ms_err *err) {
+    memset(out, 0, sizeof *out);
+    if (T < 2) return ms_fail(err, "curve: need at least 2 interpolation points, got %d", T);
+    if (moe_check_compatible(A, Bp, err)) return -1;
+    if (A->cfg.has_head) {
+        if (evalset_check(E, A, err)) return -1;
+    } else if (E->d != A->cfg.d) {
+        return ms_fail(err, "%s: inputs have width %d but the layer has d = %d",
+                       E->path ? E->path : "evaluation set", E->d, A->cfg.d);
+    }
+    const moe_config *c = &A->cfg;
+    ls_kind kind = ls_kind_of(A, E);
+    int N = E->N, d = c->d, C = c->C;
+    out->n = c->n;
+    out->T = T;
+    for (int i = 0; i < c->n && i < LS_MAX_N; i++) out->order[i] = i;
+    out->loss = ms_malloc((size_t)T * sizeof(double));
+    out->acc = kind == LS_CLASSIFY ? ms_malloc((size_t)T * sizeof(double)) : NULL;
+
+    moe_model M;
+    moe_alloc(&M, c);
+    float *Z = ms_malloc((size_t)N * d * sizeof(float)); // (N, d)
+    float *ZA = NULL, *ZB = NULL, *logits = NULL;
+    if (kind == LS_LAYER) {
+        // the chord of the two layers' outputs: (1-t) z_A + t z_B' (the residual cancels)
+        ZA = ms_malloc((size_t)N * d * sizeof(float)); // (N, d)
+        ZB = ms_malloc((size_t)N * d * sizeof(float)); // (N, d)
+        moe_forward(A, E->inputs, N, ZA, NULL);
+        moe_forward(Bp, E->inputs, N, ZB, NULL);
+    } else {
+        logits = ms_malloc((size_t)N * C * sizeof(float)); // (N, C)
+    }
+    for (int m = 0; m < T; m++) {
+        double t = ls_t(m, T);
+        moe_interpolate(&M, A, Bp, t);
+        moe_forward(&M, E->inputs, N, Z, NULL);
+        if (kind == LS_LAYER) {
+            double ss = 0.0;
+            for (size_t q = 0; q < (size_t)N * d; q++) {
+                double df = (double)Z[q] - ((1.0 - t) * ZA[q] + t * ZB[q]);
+                ss += df * df;
+            }
+            out->loss[m] = ss / ((double)N * d);
+        } else {
+            moe_head(&M, Z, N, logits);
+            double ls = 0.0;
+            long ok = 0;
+            ls_loss_logits(E, 0, logits, N, C, &ls, &ok);
+            out->loss[m] = kind == LS_CLASSIFY ? ls / N : ls / ((double)N * C);
+            if (out->acc) out->acc[m] = (double)ok / N;
+        }
+    }
+    ls_curve_stats(out);
+    free(Z);
+    free(ZA);
+    free(ZB);
+    free(logits);
+    moe_free(&M);
+    return 0;
+}

@@ -1,0 +1,284 @@
+/* landscape_int.h - the landscape's internal state, shared by its three files:
+ *   landscape.c         the driver (landscape_compute) and its steps: plan,
+ *                       pairs, end points, named curves, ranks, fill, sort
+ *   landscape_sweep.c   the per-chunk work: precompute (pair outputs, gate
+ *                       scores, shared sums, head per t), the orders' sweep
+ *                       over blocks of orders, and the thread pool running both
+ *   landscape_kernel.c  the fused per-order kernel (routing, mix, LayerNorm,
+ *                       head, loss for 8 samples per vector lane)
+ *
+ * The state is split by lifetime: the problem (inputs and what is derived
+ * from them once, read-only during the sweeps), the plan (every buffer size,
+ * computed once), the current chunk of points, the per-order results and the
+ * thread pool. */
+#ifndef MS_LANDSCAPE_INT_H
+#define MS_LANDSCAPE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "landscape/landscape.h"
+
+enum { SH_MAIN = 0, SH_NAIVE = 1, SH_SKIP = 2, SH_COUNT = 3 };
+enum { NM_NAIVE = 0, NM_SKIP = 1, NM_GATE = 2, NM_EXPERT = 3, NM_COUNT = 4 };
+
+/* Everything the per-order kernel reads is stored "lane-major": samples in
+ * blocks of LS_L, and within a block a value for every sample side by side,
+ * e.g. Y of one pair at one t is (nb, d, LS_L). The kernel then computes
+ * LS_L samples at once with plain vector arithmetic (one sample per lane) and
+ * never reduces across a vector. The last block is padded with zeros and its
+ * padding lanes are left out of every sum. */
+#define LS_L 8
+
+/* Sample-dependent GEMMs run on panels of LS_PANEL rows at fixed offsets in
+ * the evaluation set, so a sample's numbers are the same whether its chunk
+ * holds all samples or a few panels (OpenBLAS's result for a row may depend
+ * on the row count of the call). Sample chunks are whole panels. */
+#define LS_PANEL 64
+
+/* Orders per work item. Consecutive orders in lexicographic order share
+ * their leading slots, so a block of 720 = 6! (n = 8: one 2-slot prefix)
+ * reads only 38 of the 64 pairs; per sample block that is ~50 KiB of Y and
+ * H'Y, which stays in L1/L2 while all 720 orders use it, and one t's pair
+ * outputs (MBs, beyond L2) stream from memory once per 720 orders (measured
+ * on dense8: 32 -> 128 orders per block took all orders from 8.4 s to
+ * 6.6-7.1 s; with the kernel's prefix path, 128 -> 720 from 6.5 to 5.4 CPU s). */
+#define LS_BLOCK 720
+
+#define LS_MAX_THREADS 8 /* workers: more than 8 did not pay on the targets measured */
+
+/* per-thread workspace */
+typedef struct {
+    float *E;      // (esize) one interpolated expert
+    float *H;      // (Nc, h) hidden
+    float *H3;     // (Nc, h) GLU linear branch
+    float *Ye;     // (Nc, d) one expert's output
+    float *Wt;     // (n*n, d) interpolated gate rows for all (i,j)
+    float *bt;     // (n*n)
+    float *Zb;     // (Nc, d) the shared experts' sum (precompute)
+    float *Sx;     // (Nc, nn) gate scores (precompute)
+    float *hraw;   // (2d + C*d + C) the head at one t (precompute)
+    float *z;      // (d, LS_L) kernel: block output
+    float *lg;     // (Cp, LS_L) kernel: logits
+    float *lev;    // kernel's prefix path: partial sums, loss sums (NULL: unused)
+    int (*ord)[LS_MAX_N], (*pair)[LS_MAX_N]; // (LS_BLOCK) a block's orders and their pairs
+    int (*lp)[LS_MAX_N], (*lc)[LS_MAX_N];    // (LS_BLOCK) those active at one t
+} ls_ws;
+
+/* The problem: inputs and what is derived from them once. */
+typedef struct {
+    const moe_model *A, *B;
+    const evalset *E;
+    const moe_config *cfg;
+    const ls_opts *o;
+    int n, d, h, N, C, T, nn; /* nn = n*n; C = 0 without a head */
+    ls_kind kind;
+    size_t esize;             /* floats of one expert (the larger of routed and shared) */
+    /* the router is not the plain softmax top-k (renormalised, no selection
+     * bias, groups or routed scale): the kernel routes with route_general */
+    int general;
+    int hmax;                 /* the larger of h and the shared width hs */
+    /* shared experts of B per variant (aligned as each named alignment does) */
+    const moe_expert *shB[SH_COUNT];
+    float *shmem;      // (SH_COUNT, s, esize) their parameters
+    moe_expert *shx;   // (SH_COUNT, s)
+    /* pairs: p < nn is (i = p/n, j = p%n) with the landscape's WM setting;
+     * p = nn + i is (i, i) with the other setting (for naive / skip_order).
+     * Only the hidden permutations are kept, not permuted copies of B's
+     * experts ((n^2+n) copies would be GBs at GPT-2 size): the interpolated
+     * expert of a pair is gathered from B's expert on the fly (cheap next to
+     * its GEMMs) */
+    int npairs;
+    int *perm;       // (npairs, h) pair p's unit u is B's unit perm[p*h+u]
+    int *pj;         // (npairs) B's expert of pair p
+    const float *DA, *DB; // (N, d) each: the chord's ends, layer mode only
+    /* layer mode where reordering B can change its function (B's routing ties
+     * on some input, or the orders split a group-limited router's groups): each
+     * order's chord ends at its own D_B'(x) = DBn(x) + sum_i g1_i(x) E^B_pi(i)(x),
+     * the routed part computed by the kernel from B's logits and expert outputs
+     * (the chunk's S1, Y1) */
+    int own_chord;
+    float *DBn;      // (N, d) B's output without its routed experts (own_chord)
+    ls_endpoint own[2];   // A's and B's evaluation when the caller lent none
+    int32_t *lab8;   // (nb*LS_L) labels, -1 in the padding
+    float *tg8;      // (nb, C, LS_L) regression targets
+    double loss_a, loss_b, acc_a, acc_b;
+} ls_problem;
+
+/* Every size, computed once (ls_plan_fill) and used by the accessors, the
+ * memory budget and the allocation. */
+typedef struct {
+    int nb;          /* sample blocks of LS_L (the kernel's lanes) */
+    int nbc;         /* blocks held at once (all unless chunked by samples) */
+    int nsc;         /* sample chunks (1 unless one t exceeds the budget) */
+    int cap_t;       /* interior points held at once */
+    int Cp;          /* classes padded to a multiple of 4 (the kernel's passes) */
+    size_t Nc;       /* lane rows held: nbc * LS_L */
+    size_t rows_held; /* samples held: min(N, Nc) (the workspaces' rows) */
+    size_t head_floats; /* one t's broadcast head (Cp, d, LS_L) + (Cp); 0 in layer mode */
+    size_t lane_d, lane_nn; /* one t's lane arrays of width d and nn: Nc * width */
+    size_t S_floats, Y_bytes, base_floats, head_total; /* the chunk buffers */
+    int prefix;      /* the kernel's prefix path is used (ls_prefix_applies) */
+    int prefix_wide; /* ... on 16-float vectors (set by ls_prefix_prepare) */
+    size_t E_floats, HY_floats; /* its chunk buffers (0 without it) */
+    int first_once;  /* the pairs' first layers from per-expert products (ls_first_applies) */
+    size_t F_floats; /* ... one of its chunk buffers F, F3: 2n Nc h (0 without it) */
+} ls_plan;
+
+/* The current chunk of points and, within it, of samples. */
+typedef struct {
+    int *tidx, ntc;  /* (cap_t) t indices of the chunk, ntc of them */
+    int end_chunk;   /* the chunk is t = 1 alone, filling the orders' lb/ab */
+    int b0, nbn;     /* sample blocks [b0, b0+nbn) are precomputed */
+    int cur_sc;      /* that sample chunk (-1: none) */
+    int sc_last;     /* it is the last one: the orders' sums are complete */
+    float *S;        // (cap_t, nbc, nn, LS_L) gate scores of every (slot, B row)
+    float *Y;        // (cap_t, npairs, nbc, d, LS_L) pair outputs
+    float *base;     // (cap_t, SH_COUNT, nbc, d, LS_L) shared sums + residual or - chord
+    float *head;     // (cap_t, head_floats) interpolated head per t, broadcast
+    float *corr;     // (cap_t, nn) selection biases of every (slot, B row) at t, NULL without
+    float *S1;       // (nbc, n, LS_L) B's gate logits (own_chord), any t
+    float *Y1;       // (n, nbc, d, LS_L) B's expert outputs E^B_j(x) (own_chord), any t
+    /* the kernel's prefix path (ls_prefix_prepare), NULL without it */
+    float *E;        // (cap_t, nbc, nn, LS_L) exp(S - the sample's largest S)
+    float *HY;       // (cap_t, npairs + SH_COUNT, nbc, Cp, LS_L) folded head times the
+                     // centred pair outputs, then times the centred shared variants
+    unsigned char *pfx_ok; // (cap_t) the prefix path holds at that t (no exp underflows)
+    /* first layers once (ls_plan.first_once), NULL without: X W1^T + 0 of A's
+     * slots (rows 0..n-1) and of B's experts as stored (n..2n-1), any t */
+    float *F;        // (2n, Nc, h) X W1^T
+    float *F3;       // (2n, Nc, h) X W3^T (gated activations), NULL otherwise
+} ls_chunk;
+
+/* Per-order results over the points done so far. */
+typedef struct {
+    landscape *L;
+    long norders;
+    int exhaustive;
+    int groups;             /* > 1: the orders are the wreath group's (G groups of n/G) */
+    double *bar, *accb, *auc; // (norders) running barrier, acc barrier, AUC
+    unsigned char *done;    // (norders) row emitted
+    int *prog;              // (norders) points of the current chunk folded in
+    double *acc_l;          // (norders) loss sums over the sample chunks so far (nsc > 1)
+    long *acc_ok;           // (norders) correct counts likewise
+    /* each order's L(1), Acc(1) when B's top-k ties at the k-th score on some
+     * input: the reordered B then routes those inputs to other experts than B
+     * (ties go to the smaller slot), so L(1) depends on the order; NULL
+     * otherwise (every order's L(1) is B's loss) */
+    double *lb, *ab;
+    long filled;            /* rows written (under the pool's mu) */
+    long k0, k1;            /* the orders this process sweeps (all unless o->part) */
+    int failed;             /* an exchange with the other processes failed: perr */
+    ms_err perr;
+    double t0;              /* when landscape_compute started (ls_now) */
+} ls_results;
+
+typedef struct {
+    int nthreads;
+    ls_ws *ws;         // (nthreads)
+    atomic_int stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    double last_phase; /* when o->phase was last called (0: never) */
+} ls_pool;
+
+typedef struct {
+    ls_problem pb;
+    ls_plan pl;
+    ls_chunk ck;
+    ls_results rs;
+    ls_pool pool;
+} lsx;
+
+/* One job for the pool: precompute items or blocks of orders. */
+typedef struct {
+    lsx *x;
+    long nitems, next, grain;
+    int kind;            /* 0 precompute, 1 orders, 2 first layers (ls_plan.first_once) */
+    const long *list;    /* kind 1: order indices (NULL: all), */
+    long nlist;
+    double bmax;         /* kind 1: stop an order once its barrier reaches this */
+    int finish;          /* kind 1: emit rows (the last chunk) */
+    int running;
+    long ndone;          /* items finished (atomic) */
+    const char *what;    /* phase name for o->phase, NULL: none */
+    long unit;           /* o->phase counts items * unit, at most ptotal */
+    long ptotal;
+    long pre_first, pre_count; /* kind 0: pair items [pre_first, +pre_count) of the
+                                  chunk's, then its ntc per-t items */
+} ls_job;
+
+/* lane arrays of the current chunk */
+static inline float *ls_Y_at(const lsx *x, int tc, int p) { // (nbc, d, LS_L)
+    return x->ck.Y + ((size_t)tc * x->pb.npairs + p) * x->pl.lane_d;
+}
+static inline float *ls_base_at(const lsx *x, int tc, int v) { // (nbc, d, LS_L)
+    return x->ck.base + ((size_t)tc * SH_COUNT + v) * x->pl.lane_d;
+}
+static inline float *ls_S_at(const lsx *x, int tc) { // (nbc, nn, LS_L)
+    return x->ck.S + (size_t)tc * x->pl.lane_nn;
+}
+static inline const float *ls_corr_at(const lsx *x, int tc) { // (nn)
+    return x->ck.corr + (size_t)tc * x->pb.nn;
+}
+static inline float *ls_head_at(const lsx *x, int tc) { // (Cp, d, LS_L) then (Cp)
+    return x->ck.head + (size_t)tc * x->pl.head_floats;
+}
+
+static inline float *ls_E_at(const lsx *x, int tc) { // (nbc, nn, LS_L)
+    return x->ck.E + (size_t)tc * x->pl.lane_nn;
+}
+static inline float *ls_HY_at(const lsx *x, int tc, int p) { // (nbc, Cp, LS_L); p >= npairs: variant
+    return x->ck.HY + ((size_t)tc * (x->pb.npairs + SH_COUNT) + p) * x->pl.Nc * x->pl.Cp;
+}
+
+/* landscape_kernel.c: the prefix path (see there) applies to this problem;
+ * ls_prefix_on = 0 turns it off, 2 on wherever it applies (tests compare it
+ * with the per-order path) */
+extern int ls_prefix_on;
+int ls_prefix_applies(const lsx *x);
+size_t ls_prefix_ws_bytes(const lsx *x); /* its workspace (ls_ws.lev) */
+/* the path's vector width: 1 = 16 floats (AVX-512), 0 = 8; -1 (default): 1
+ * when ls_prefix_wide_cpu() says this CPU has AVX-512 (F, VL, BW, DQ) */
+extern int ls_prefix_wide;
+int ls_prefix_wide_cpu(void);
+/* its per-chunk precompute, once the chunk's S, Y, base and head are final */
+void ls_prefix_prepare(lsx *x);
+
+/* landscape_sweep.c: the pair outputs' first layers from per-expert products
+ * (x W1(t)^T = (1-t) x W1A^T + t x W1B'^T: 2n GEMMs per sample chunk instead
+ * of one per pair and t, a third of the precompute's flops). Applies to layers
+ * of at least LS_FIRST_MIN weights per matrix (h d): below, the precompute costs
+ * nothing and the evaluator's arithmetic (interpolate, then multiply) is kept
+ * bit for bit. ls_first_once = 0 turns it off, 1 on at any size (tests). */
+#define LS_FIRST_MIN 16384
+extern int ls_first_once;
+int ls_first_applies(const lsx *x);
+
+/* landscape_kernel.c: loss sums of m orders at the chunk's point tc (see there) */
+void ls_eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX_N],
+                      const int (*col)[LS_MAX_N], int v, int tc, double *lsum, long *ok);
+
+/* the same for one order (the named curves), m = 1 */
+void ls_eval_order_t(const lsx *x, ls_ws *w, const int *pair, const int *col, int v, int tc,
+                     double *ls, long *ok);
+
+/* landscape_sweep.c */
+double ls_now(void);
+double ls_cpu_now(void); /* the process's CPU seconds, every thread */
+int ls_cancelled(lsx *x);
+void ls_phase(lsx *x, const char *what, long done, long total);
+void ls_to_lanes(float *dst, const float *src, int N, int width, int nb);
+void ls_order_value(const lsx *x, double lsum, long ok, double *loss, double *acc);
+void ls_emit_row(lsx *x, long k);
+void ls_report_progress(lsx *x);
+int ls_run_job(lsx *x, ls_job *job);
+int ls_load_samples(lsx *x, int sc);
+int ls_sweep(lsx *x, ls_job *job);
+
+/* landscape.c: order k of the rows (exhaustive: the k-th in lexicographic order) */
+void ls_order_of(const lsx *x, long k, int *p);
+
+#endif

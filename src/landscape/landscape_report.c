@@ -1,0 +1,241 @@
+/* report.c - the landscape as JSON (the documented keys, cJSON) and CSV, and curves
+ * as CSV. Every file is written atomically (atomic_file.h); non-finite
+ * numbers become JSON null (CSV: "nan"). */
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/atomic_file.h"
+#include "landscape/landscape.h"
+#include "io/provenance.h"
+#include "landscape/rank.h"
+#include "model/symmetry.h"
+
+static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
+
+static cJSON *jorder(const int *p, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(p[i]));
+    return a;
+}
+
+/* order id of orders (norders, n) */
+static cJSON *jorder8(const uint8_t *orders, int n, long id) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(orders[(size_t)id * n + i]));
+    return a;
+}
+
+static cJSON *jarr(const double *v, int cnt) {
+    if (!v) return cJSON_CreateNull();
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < cnt; i++) cJSON_AddItemToArray(a, jnum(v[i]));
+    return a;
+}
+
+/* {"order", "barrier", "acc_barrier", "loss_auc", "loss", "acc"} */
+static cJSON *jcurve(const ls_curve *c, int n) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "order", jorder(c->order, n));
+    cJSON_AddItemToObject(o, "barrier", jnum(c->barrier));
+    cJSON_AddItemToObject(o, "acc_barrier", jnum(c->acc_barrier));
+    cJSON_AddItemToObject(o, "loss_auc", jnum(c->auc));
+    cJSON_AddItemToObject(o, "loss", jarr(c->loss, c->T));
+    cJSON_AddItemToObject(o, "acc", jarr(c->acc, c->T));
+    return o;
+}
+
+static const char *kind_name(ls_kind k) {
+    return k == LS_CLASSIFY ? "classification" : k == LS_REGRESS ? "regression" : "layer";
+}
+
+static int write_text(const char *path, const char *text, size_t len, const char *what, ms_err *err) {
+    if (af_write_all(path, text, len, err)) return ms_prefix(err, "writing the %s", what);
+    return 0;
+}
+
+int landscape_write_json(const landscape *L, const char *a_path, const char *b_path,
+                         const char *e_path, const char *layer, const char *path, ms_err *err) {
+    int n = L->n;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "moescope.landscape/1");
+    cJSON_AddStringToObject(root, "a", a_path ? a_path : "");
+    cJSON_AddStringToObject(root, "b", b_path ? b_path : "");
+    cJSON_AddStringToObject(root, "eval", e_path ? e_path : "");
+    cJSON_AddStringToObject(root, "layer", layer ? layer : "moe");
+    cJSON_AddNumberToObject(root, "n", n);
+    cJSON_AddNumberToObject(root, "points", L->T);
+    cJSON_AddItemToObject(root, "t", jarr(L->t, L->T));
+    cJSON_AddStringToObject(root, "kind", kind_name(L->kind));
+    cJSON_AddBoolToObject(root, "exhaustive", L->exhaustive);
+    cJSON_AddNumberToObject(root, "norders", (double)L->norders);
+    if (!L->exhaustive) cJSON_AddNumberToObject(root, "nsampled", (double)L->norders);
+    // the set ranked over: all n! orders, or a group-limited router's group-preserving ones
+    cJSON_AddStringToObject(root, "order_set", L->groups ? "group" : "all");
+    cJSON_AddItemToObject(root, "orders_in_set", jnum(L->n_fact)); // null past a double
+    cJSON_AddItemToObject(root, "orders_in_set_log10", jnum(L->n_fact_log10));
+    if (L->groups) {
+        cJSON_AddNumberToObject(root, "groups", L->groups);
+        cJSON_AddNumberToObject(root, "group_size", L->group_size);
+    }
+    cJSON *ep = cJSON_CreateObject();
+    cJSON_AddItemToObject(ep, "loss_a", jnum(L->loss_a));
+    cJSON_AddItemToObject(ep, "loss_b", jnum(L->loss_b));
+    cJSON_AddItemToObject(ep, "acc_a", jnum(L->acc_a));
+    cJSON_AddItemToObject(ep, "acc_b", jnum(L->acc_b));
+    cJSON_AddItemToObject(root, "endpoints", ep);
+    cJSON_AddItemToObject(root, "naive", jcurve(&L->naive, n));
+    cJSON_AddItemToObject(root, "skip_order", jcurve(&L->skip_order, n));
+    cJSON *methods = cJSON_CreateObject();
+    for (int m = 0; m < 2; m++) {
+        cJSON *o = jcurve(&L->methods[m], n);
+        cJSON_AddItemToObject(o, "cost", jnum(L->cost_total[m]));
+        cJSON_AddNumberToObject(o, "rank", L->rank[m]);
+        cJSON_AddNumberToObject(o, "tied", L->tied[m]);
+        cJSON_AddNumberToObject(o, "rank_auc", L->rank_auc[m]);
+        cJSON_AddItemToObject(o, "l_hat", jnum(L->l_hat[m]));
+        if (L->cost[m]) {
+            cJSON *cm = cJSON_CreateArray();
+            for (int i = 0; i < n; i++) cJSON_AddItemToArray(cm, jarr(L->cost[m] + (size_t)i * n, n));
+            cJSON_AddItemToObject(o, "cost_matrix", cm);
+        }
+        if (!L->exhaustive) {
+            cJSON_AddItemToObject(o, "rank_estimate", jnum(L->rank_est[m]));
+            cJSON *ci = cJSON_CreateArray();
+            cJSON_AddItemToArray(ci, jnum(L->pct_lo[m]));
+            cJSON_AddItemToArray(ci, jnum(L->pct_hi[m]));
+            cJSON_AddItemToObject(o, "rank_percentile_ci95", ci);
+        }
+        cJSON_AddItemToObject(methods, m == 0 ? "gate" : "expert", o);
+    }
+    cJSON_AddItemToObject(root, "methods", methods);
+    cJSON_AddItemToObject(root, "tau", jnum(L->tau));
+    cJSON *best = cJSON_CreateObject(), *worst = cJSON_CreateObject();
+    if (L->best >= 0 && L->norders > 0) {
+        cJSON_AddItemToObject(best, "order", jorder8(L->orders, n, L->rows[L->best].id));
+        cJSON_AddItemToObject(best, "barrier", jnum(L->rows[L->best].barrier));
+        cJSON_AddItemToObject(worst, "order", jorder8(L->orders, n, L->rows[L->worst].id));
+        cJSON_AddItemToObject(worst, "barrier", jnum(L->rows[L->worst].barrier));
+    }
+    cJSON_AddItemToObject(root, "best", best);
+    cJSON_AddItemToObject(root, "worst", worst);
+    cJSON *orders = cJSON_CreateArray();
+    for (long k = 0; k < L->ndone; k++) {
+        const ls_row *r = &L->rows[k];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToObject(o, "order", jorder8(L->orders, n, r->id));
+        cJSON_AddItemToObject(o, "barrier", jnum(r->barrier));
+        cJSON_AddItemToObject(o, "acc_barrier", jnum(r->acc_barrier));
+        cJSON_AddItemToObject(o, "loss_auc", jnum(r->auc));
+        cJSON_AddItemToArray(orders, o);
+    }
+    cJSON_AddItemToObject(root, "orders", orders);
+    // where the wall time went: loading (when the caller measured it), each step, in all
+    cJSON *prov = prov_json(), *secs = cJSON_CreateObject();
+    if (L->secs_load > 0) cJSON_AddNumberToObject(secs, "load", L->secs_load);
+    for (int s = 0; s < LS_STEPS; s++) cJSON_AddNumberToObject(secs, ls_step_name(s, 1), L->secs_step[s]);
+    cJSON_AddNumberToObject(secs, "total", L->secs_total);
+    cJSON_AddItemToObject(prov, "seconds", secs);
+    cJSON *cpu = cJSON_CreateObject(); // CPU seconds, every thread: the cost on a shared machine
+    for (int s = 0; s < LS_STEPS; s++) cJSON_AddNumberToObject(cpu, ls_step_name(s, 1), L->cpu_step[s]);
+    cJSON_AddItemToObject(prov, "cpu_seconds", cpu);
+    cJSON_AddItemToObject(root, "provenance", prov);
+    char *text = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!text) return ms_fail(err, "%s: could not format the JSON report", path);
+    size_t len = strlen(text);
+    text[len] = '\0';
+    // end with a newline, as text files do
+    char *buf = ms_malloc(len + 2);
+    memcpy(buf, text, len);
+    buf[len] = '\n';
+    cJSON_free(text);
+    int rc = write_text(path, buf, len + 1, "JSON report", err);
+    free(buf);
+    return rc;
+}
+
+static void csv_num(FILE *f, double v) {
+    if (isnan(v)) fputs("nan", f);
+    else fprintf(f, "%.9g", v);
+}
+
+/* how the file was made, as "# key: value" lines before the header */
+static void csv_provenance(FILE *f) {
+    char *p = prov_text("# ");
+    fputs(p, f);
+    free(p);
+}
+
+int landscape_write_csv(const landscape *L, const char *path, ms_err *err) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return ms_fail(err, "%s: out of memory formatting the CSV", path);
+    // rank and tied with the tolerance tau (rank.h); tie_class numbers the
+    // classes of barriers within tau from 0 (rows are sorted by barrier)
+    csv_provenance(f);
+    fputs("rank,order,barrier,acc_barrier,loss_auc,tied,tie_class\n", f);
+    long nr = L->ndone > 0 ? L->ndone : 1;
+    long *rk = ms_malloc((size_t)nr * 3 * sizeof(long)); // (3, ndone): rank, tied, class
+    if (L->ndone > 0) {
+        rank_view v = {.count = L->ndone, .width = L->n, .barrier = &L->rows[0].barrier,
+                       .stride = sizeof(ls_row)};
+        rank_table(&v, L->tau, rk, rk + nr, rk + 2 * nr);
+    }
+    for (long k = 0; k < L->ndone; k++) {
+        const ls_row *r = &L->rows[k];
+        fprintf(f, "%ld,", rk[k]);
+        char ord[LS_MAX_N * 4 + 1];
+        int p[LS_MAX_N];
+        ls_order_get(L->orders, L->n, r->id, p);
+        moe_order_format(ord, sizeof ord, p, L->n);
+        fprintf(f, "%s,", ord);
+        csv_num(f, r->barrier);
+        fputc(',', f);
+        csv_num(f, r->acc_barrier);
+        fputc(',', f);
+        csv_num(f, r->auc);
+        fprintf(f, ",%ld,%ld\n", rk[nr + k], rk[2 * nr + k]);
+    }
+    free(rk);
+    fclose(f);
+    int rc = write_text(path, buf, len, "CSV report", err);
+    free(buf);
+    return rc;
+}
+
+int curves_write_csv(const ls_curve *curves, const char *const *names, int nc, const char *path,
+                     ms_err *err) {
+    if (nc <= 0) return ms_fail(err, "%s: no curves to write", path);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return ms_fail(err, "%s: out of memory formatting the CSV", path);
+    csv_provenance(f);
+    fputs("t", f);
+    for (int c = 0; c < nc; c++) {
+        fprintf(f, ",%s_loss", names[c]);
+        if (curves[c].acc) fprintf(f, ",%s_acc", names[c]);
+    }
+    fputc('\n', f);
+    int T = curves[0].T;
+    for (int m = 0; m < T; m++) {
+        fprintf(f, "%.9g", ls_t(m, T));
+        for (int c = 0; c < nc; c++) {
+            fputc(',', f);
+            csv_num(f, curves[c].loss[m]);
+            if (curves[c].acc) {
+                fputc(',', f);
+                csv_num(f, curves[c].acc[m]);
+            }
+        }
+        fputc('\n', f);
+    }
+    fclose(f);
+    int rc = write_text(path, buf, len, "CSV", err);
+    free(buf);
+    return rc;
+}

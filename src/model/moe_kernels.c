@@ -1,0 +1,126 @@
+/* moe_kernels.c - one expert forward and the top-k selection (moe_kernels.h). */
+#include "model/moe_kernels.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+
+/* 4 floats: one SSE register (wider generic vectors are split lane by lane
+ * on baseline x86-64, slower than scalar code). The loops below do the scalar code's operations (an add, a
+ * compare and select, a multiply), one per element, so the values are the
+ * same bit for bit; none pairs a multiply with an add that a compiler could
+ * fuse into an FMA. -O2 does not vectorise these loops itself (their trip
+ * counts are not known, and the activation's switch sits inside). */
+typedef float vf4 __attribute__((vector_size(16), aligned(4), may_alias));
+typedef int vi4 __attribute__((vector_size(16), aligned(4), may_alias));
+
+/* hr (h) <- relu(hr + b): v > 0 ? v : 0, as moe_act_scalar (NaN and -0 give +0). */
+static void relu_bias_row(float *restrict hr, const float *restrict b, int h) {
+    const vf4 zero = {0};
+    int u = 0;
+    for (; u + 4 <= h; u += 4) {
+        vf4 v = *(const vf4 *)(hr + u) + *(const vf4 *)(b + u);
+        vi4 pos = v > zero;
+        *(vf4 *)(hr + u) = (vf4)((vi4)v & pos);
+    }
+    for (; u < h; u++) {
+        float v = hr[u] + b[u];
+        hr[u] = v > 0.0f ? v : 0.0f;
+    }
+}
+
+void moe_row_add(float *restrict y, const float *restrict b, int d) {
+    int j = 0;
+    for (; j + 4 <= d; j += 4) *(vf4 *)(y + j) = *(const vf4 *)(y + j) + *(const vf4 *)(b + j);
+    for (; j < d; j++) y[j] += b[j];
+}
+
+void moe_row_axpy(float *restrict dr, float g, const float *restrict y, int d) {
+    const vf4 gv = {g, g, g, g};
+    int j = 0;
+    for (; j + 4 <= d; j += 4) {
+        vf4 t = gv * *(const vf4 *)(y + j);
+        *(vf4 *)(dr + j) = *(const vf4 *)(dr + j) + t;
+    }
+    for (; j < d; j++) dr[j] += g * y[j];
+}
+
+void moe_hidden_act(const moe_expert *e, const moe_config *c, float *H, const float *H3, int m) {
+    int h = c->h;
+    if (c->act == ACT_RELU) {
+        for (int r = 0; r < m; r++) relu_bias_row(H + (size_t)r * h, e->fc1_b, h);
+        return;
+    }
+    if (moe_act_glu(c->act)) {
+        for (int r = 0; r < m; r++) {
+            float *hr = H + (size_t)r * h;
+            const float *h3 = H3 + (size_t)r * h;
+            for (int u = 0; u < h; u++)
+                hr[u] = moe_act_gated(c, hr[u] + e->fc1_b[u], h3[u] + e->fc3_b[u]);
+        }
+        return;
+    }
+    for (int r = 0; r < m; r++) {
+        float *hr = H + (size_t)r * h;
+        for (int u = 0; u < h; u++) hr[u] = moe_act_scalar(c->act, hr[u] + e->fc1_b[u]);
+    }
+}
+
+void moe_expert_forward(const moe_expert *e, const moe_config *c, const float *X, int m, float *H,
+                        float *H3, float *Y) {
+    int d = c->d, h = c->h;
+    // H (m, h) = X (m, d) W1^T, W1 is (h, d)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, h, d, 1.0f, X, d, e->fc1_w, d, 0.0f,
+                H, h);
+    // H3 (m, h) = X W3^T for the gated forms
+    if (moe_act_glu(c->act))
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, h, d, 1.0f, X, d, e->fc3_w, d,
+                    0.0f, H3, h);
+    moe_expert_finish(e, c, H, H3, m, Y);
+}
+
+void moe_expert_finish(const moe_expert *e, const moe_config *c, float *H, const float *H3, int m, float *Y) {
+    int d = c->d, h = c->h;
+    moe_hidden_act(e, c, H, H3, m);
+    // Y (m, d) = H (m, h) W2^T + b2, W2 is (d, h)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, d, h, 1.0f, H, h, e->fc2_w, h, 0.0f, Y,
+                d);
+    for (int r = 0; r < m; r++) moe_row_add(Y + (size_t)r * d, e->fc2_b, d);
+}
+
+void moe_gate_logits(const moe_model *m, const float *X, int B, float *S) {
+    int n = m->cfg.n, d = m->cfg.d;
+    // S (B, n) = X (B, d) W^T + b, W is (n, d)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, n, d, 1.0f, X, d, m->gate_w, d, 0.0f, S,
+                n);
+    for (int r = 0; r < B; r++)
+        for (int i = 0; i < n; i++) S[(size_t)r * n + i] += m->gate_b[i];
+}
+
+void moe_topk(const float *s, int n, int k, int *sel) {
+    // insertion into the ranked list sel[0..m): O(n k), no marks, any n
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m == k && !MOE_RANKS_BEFORE(s[i], i, s[sel[k - 1]], sel[k - 1])) continue;
+        int p = m < k ? m++ : k - 1;
+        while (p > 0 && MOE_RANKS_BEFORE(s[i], i, s[sel[p - 1]], sel[p - 1])) {
+            sel[p] = sel[p - 1];
+            p--;
+        }
+        sel[p] = i;
+    }
+}
+
+int moe_topk_boundary_tie(const float *s, int n, int k) {
+    if (k <= 0 || k >= n) return 0;
+    // the k-th largest value, then whether an expert outside the top k equals it
+    int sel[64], *sp = k <= 64 ? sel : ms_malloc((size_t)k * sizeof(int));
+    moe_topk(s, n, k, sp);
+    float kth = s[sp[k - 1]];
+    int ahead = 0, equal = 0;
+    for (int i = 0; i < n; i++) {
+        ahead += s[i] > kth;
+        equal += s[i] == kth;
+    }
+    if (sp != sel) free(sp);
+    return ahead + equal > k;
+}

@@ -1,0 +1,280 @@
+/* plot_svg.c - the line plots of plot_png.h as SVG: vector output for papers
+ * and slides, written by moescope itself (no converter). The same series,
+ * colours, dashes, markers, title, axis labels and legend as the PNG; the
+ * ranges and 1/2/5 x 10^k ticks are chosen the same way. Each series is a
+ * <g class="series"> whose data-label is its legend text, so a script can
+ * find every curve. Written atomically (atomic_file.h). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/atomic_file.h"
+#include "plot_int.h"
+#include "plot/plot_png.h"
+#include "io/provenance.h"
+
+/* s with the five XML specials escaped */
+static void xml_put(FILE *fp, const char *s) {
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", fp); break;
+        case '<': fputs("&lt;", fp); break;
+        case '>': fputs("&gt;", fp); break;
+        case '"': fputs("&quot;", fp); break;
+        case '\'': fputs("&apos;", fp); break;
+        default: fputc(*s, fp);
+        }
+    }
+}
+
+/* the range of the finite values of every series (y: with a 6% margin, as the PNG) */
+static void svg_range(const plot_spec *p, int want_y, double *lo, double *hi) {
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (int s = 0; s < p->nseries; s++)
+        for (int i = 0; i < p->series[s].n; i++) {
+            double v = want_y ? p->series[s].y[i] : p->series[s].x[i];
+            if (isfinite(v)) *lo = fmin(*lo, v), *hi = fmax(*hi, v);
+        }
+    if (!isfinite(*lo)) *lo = 0, *hi = 1;
+    if (!(*hi > *lo)) *lo -= 0.5, *hi += 0.5;
+    double set_lo = want_y ? p->ymin : p->xmin, set_hi = want_y ? p->ymax : p->xmax;
+    if (set_lo < set_hi) {
+        *lo = set_lo, *hi = set_hi;
+    } else if (want_y) {
+        double m = 0.06 * (*hi - *lo);
+        *lo -= m, *hi += m;
+    }
+}
+
+typedef struct {
+    double x0, y0, x1, y1, xlo, xhi, ylo, yhi;
+    int xlog; /* x on a log10 scale */
+} svg_frame;
+
+static double sx(const svg_frame *f, double x) {
+    if (f->xlog) return f->x0 + log10(x / f->xlo) / log10(f->xhi / f->xlo) * (f->x1 - f->x0);
+    return f->x0 + (x - f->xlo) / (f->xhi - f->xlo) * (f->x1 - f->x0);
+}
+static double sy(const svg_frame *f, double y) { return f->y1 - (y - f->ylo) / (f->yhi - f->ylo) * (f->y1 - f->y0); }
+
+/* A light grid line across the plot area at a tick (the zero line darker), as the PNG. */
+static void svg_grid(FILE *fp, const svg_frame *f, int vertical, double at, int zero) {
+    const char *col = zero ? "#B0B0B0" : "#E6E6E6";
+    if (vertical)
+        fprintf(fp, "<line class=\"grid\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\"/>\n", f->x0, at, f->x1,
+                at, col);
+    else
+        fprintf(fp, "<line class=\"grid\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\"/>\n", at, f->y0, at,
+                f->y1, col);
+}
+
+/* Ticks, their grid lines and labels along one axis (y when vertical). */
+static void svg_ticks(FILE *fp, const svg_frame *f, int vertical, double fs) {
+    double lo = vertical ? f->ylo : f->xlo, hi = vertical ? f->yhi : f->xhi;
+    double len = vertical ? f->y1 - f->y0 : f->x1 - f->x0;
+    double step = plot_nice_step(lo, hi, (int)(len / (vertical ? 70 : 110)) > 3 ? (int)(len / (vertical ? 70 : 110)) : 3);
+    int dec = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+    if (dec > 6) dec = 6;
+    if (!vertical && f->xlog) { /* the powers of ten */
+        for (double t = pow(10, ceil(log10(lo) - 1e-9)); t <= hi * (1 + 1e-9); t *= 10) {
+            double x = sx(f, t);
+            svg_grid(fp, f, 0, x, 0);
+            fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\"/>\n", x, f->y1, x, f->y1 + 5);
+            fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"middle\">%.6g</text>\n", x,
+                    f->y1 + 8 + fs, fs, t);
+        }
+        return;
+    }
+    for (double t = ceil(lo / step) * step; t <= hi + 1e-9 * step; t += step) {
+        double v = fabs(t) < step * 1e-6 ? 0 : t;
+        if (vertical) {
+            double y = sy(f, v);
+            svg_grid(fp, f, 1, y, v == 0);
+            fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\"/>\n", f->x0 - 5, y, f->x0, y);
+            fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"end\" dominant-baseline=\"middle\">%.*f</text>\n",
+                    f->x0 - 8, y, fs, dec, v);
+        } else {
+            double x = sx(f, v);
+            svg_grid(fp, f, 0, x, 0);
+            fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\"/>\n", x, f->y1, x, f->y1 + 5);
+            fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"middle\">%.*f</text>\n", x,
+                    f->y1 + 8 + fs, fs, dec, v);
+        }
+    }
+}
+
+/* One series: polylines split at NaN gaps, then its markers. */
+static void svg_series(FILE *fp, const svg_frame *f, const plot_series *se, double lw) {
+    fputs("<g class=\"series\" data-label=\"", fp);
+    xml_put(fp, se->label ? se->label : "");
+    fprintf(fp, "\" data-points=\"%d\">\n", se->n);
+    if (!se->no_line) {
+        int open = 0;
+        for (int i = 0; i < se->n; i++) {
+            int ok = isfinite(se->x[i]) && isfinite(se->y[i]);
+            if (ok && !open) {
+                fprintf(fp, "<polyline fill=\"none\" stroke=\"#%06X\" stroke-width=\"%.2f\" stroke-linejoin=\"round\"%s points=\"",
+                        se->rgb, lw, se->dashed ? " stroke-dasharray=\"8 6\"" : "");
+                open = 1;
+            }
+            if (ok) fprintf(fp, "%.2f,%.2f ", sx(f, se->x[i]), sy(f, se->y[i]));
+            if (open && (!ok || i == se->n - 1)) {
+                fputs("\"/>\n", fp);
+                open = 0;
+            }
+        }
+    }
+    if (se->markers || se->no_line) {
+        double r = se->marker_size > 0 ? se->marker_size : 3.5;
+        if (se->no_line && se->n > 2000) r = 1.5;
+        for (int i = 0; i < se->n; i++)
+            if (isfinite(se->x[i]) && isfinite(se->y[i]))
+                fprintf(fp, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%.2f\" fill=\"#%06X\"/>\n", sx(f, se->x[i]),
+                        sy(f, se->y[i]), r, se->rgb);
+    }
+    fputs("</g>\n", fp);
+}
+
+/* The legend in the top-right corner of the plot area. */
+static void svg_legend(FILE *fp, const plot_spec *p, const svg_frame *f, double fs, double lw) {
+    int n = 0;
+    size_t longest = 0;
+    for (int s = 0; s < p->nseries; s++)
+        if (p->series[s].label && p->series[s].label[0]) {
+            n++;
+            if (strlen(p->series[s].label) > longest) longest = strlen(p->series[s].label);
+        }
+    if (!n) return;
+    double lh = fs * 1.5, bw = 40 + 0.6 * fs * (double)longest, bh = lh * n + 8;
+    double bx = f->x1 - bw - 8, by = f->y0 + 8;
+    fprintf(fp, "<g class=\"legend\"><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"#fff\" "
+                "fill-opacity=\"0.9\" stroke=\"#999\"/>\n", bx, by, bw, bh);
+    int k = 0;
+    for (int s = 0; s < p->nseries; s++) {
+        const plot_series *se = &p->series[s];
+        if (!se->label || !se->label[0]) continue;
+        double y = by + 4 + lh * (k++ + 0.5);
+        if (se->no_line)
+            fprintf(fp, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"4\" fill=\"#%06X\"/>\n", bx + 18, y, se->rgb);
+        else
+            fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#%06X\" stroke-width=\"%.2f\"%s/>\n",
+                    bx + 6, y, bx + 30, y, se->rgb, lw, se->dashed ? " stroke-dasharray=\"8 6\"" : "");
+        fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" dominant-baseline=\"middle\">", bx + 36, y, fs);
+        xml_put(fp, se->label);
+        fputs("</text>\n", fp);
+    }
+    fputs("</g>\n", fp);
+}
+
+static void svg_body(FILE *fp, const plot_spec *p, const plot_vline *g, int ng, int W, int H, int id) {
+    double s = plot_scale(p->scale, W, H), fs = 13 * s, lw = (p->line_width > 0 ? p->line_width : 2.25) * s;
+    svg_frame f = {.x0 = 60 * s + (p->ylabel ? fs * 1.5 : 0), .y0 = p->title ? 40 * s : 16 * s, .x1 = W - 24 * s,
+                   .y1 = H - 36 * s - (p->xlabel ? fs * 1.5 : 0)};
+    svg_range(p, 0, &f.xlo, &f.xhi);
+    svg_range(p, 1, &f.ylo, &f.yhi);
+    f.xlog = p->xlog && f.xlo > 0;
+    fprintf(fp, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", W, H);
+    if (p->title) {
+        fprintf(fp, "<text class=\"title\" x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"middle\">", W / 2.0,
+                24 * s, fs * 1.2);
+        xml_put(fp, p->title);
+        fputs("</text>\n", fp);
+    }
+    fprintf(fp, "<g font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" stroke-width=\"%.2f\">\n", s);
+    fprintf(fp, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" stroke=\"#000\"/>\n", f.x0,
+            f.y0, f.x1 - f.x0, f.y1 - f.y0);
+    svg_ticks(fp, &f, 1, fs);
+    svg_ticks(fp, &f, 0, fs);
+    if (p->xlabel) {
+        fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"middle\">", (f.x0 + f.x1) / 2,
+                H - 10 * s, fs);
+        xml_put(fp, p->xlabel);
+        fputs("</text>\n", fp);
+    }
+    if (p->ylabel) {
+        fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 %.2f %.2f)\">",
+                fs, (f.y0 + f.y1) / 2, fs, fs, (f.y0 + f.y1) / 2);
+        xml_put(fp, p->ylabel);
+        fputs("</text>\n", fp);
+    }
+    fputs("</g>\n", fp);
+    fprintf(fp, "<clipPath id=\"plot%d\"><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\"/></clipPath>\n", id, f.x0,
+            f.y0, f.x1 - f.x0, f.y1 - f.y0);
+    fprintf(fp, "<g clip-path=\"url(#plot%d)\">\n", id);
+    for (int i = 0; i < ng; i++) // the marked orders' guide lines, dashed, under the data
+        fprintf(fp, "<line class=\"guide\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#%06X\" "
+                    "stroke-opacity=\"0.8\" stroke-width=\"%.2f\" stroke-dasharray=\"%.1f %.1f\"/>\n",
+                sx(&f, g[i].x), f.y0, sx(&f, g[i].x), f.y1, g[i].rgb, 0.6 * s, 5 * s, 5 * s);
+    for (int i = 0; i < p->nseries; i++) svg_series(fp, &f, &p->series[i], lw);
+    fputs("</g>\n<g font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n", fp);
+    svg_legend(fp, p, &f, fs, lw);
+    fputs("</g>\n", fp);
+}
+
+static int svg_check(const plot_spec *p, const char *path, ms_err *err) {
+    int W = p->width > 0 ? p->width : 960, H = p->height > 0 ? p->height : 600;
+    if (W < 160 || H < 120 || W > 16384 || H > 16384)
+        return ms_fail(err, "%s: plot size %dx%d out of range (160x120 .. 16384x16384)", path, W, H);
+    for (int s = 0; s < p->nseries; s++)
+        if (p->series[s].n < 0 || (p->series[s].n > 0 && (!p->series[s].x || !p->series[s].y)))
+            return ms_fail(err, "%s: series %d has no data", path, s);
+    return 0;
+}
+
+/* panels stacked, the first with guide lines */
+static int svg_write(const plot_spec *const *panels, int np, const plot_vline *g, int ng, const char *path,
+                     ms_err *err) {
+    int W = 0, H = 0;
+    for (int k = 0; k < np; k++) {
+        if (svg_check(panels[k], path, err)) return -1;
+        W = panels[k]->width > 0 ? panels[k]->width : 960;
+        H += panels[k]->height > 0 ? panels[k]->height : 600;
+    }
+    atomic_file af;
+    if (af_open(&af, path, err)) return -1;
+    FILE *fp = af.fp;
+    fprintf(fp, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
+            W, H, W, H);
+    /* how the figure was made (provenance.h), as in the PNG's text chunks */
+    const char **pk, **pv;
+    int npv;
+    prov_pairs(&pk, &pv, &npv);
+    fputs("<metadata>\n", fp);
+    for (int i = 0; i < npv; i++) {
+        fputs("<moescope:item xmlns:moescope=\"https://github.com/moescope\" key=\"", fp);
+        xml_put(fp, pk[i]);
+        fputs("\">", fp);
+        xml_put(fp, pv[i]);
+        fputs("</moescope:item>\n", fp);
+    }
+    fputs("</metadata>\n", fp);
+    // panels top to bottom, each in its own coordinates (clip ids differ)
+    for (int k = 0, y = 0; k < np; k++) {
+        int w = panels[k]->width > 0 ? panels[k]->width : 960;
+        int h = panels[k]->height > 0 ? panels[k]->height : 600;
+        fprintf(fp, "<g class=\"panel\" transform=\"translate(0,%d)\">\n", y);
+        svg_body(fp, panels[k], k ? NULL : g, k ? 0 : ng, w, h, k);
+        fputs("</g>\n", fp);
+        y += h;
+    }
+    fputs("</svg>\n", fp);
+    return af_commit(&af, err);
+}
+
+int plot_svg_write_stack(const plot_spec *const *panels, int np, const char *path, ms_err *err) {
+    return svg_write(panels, np, NULL, 0, path, err);
+}
+
+int plot_svg_write(const plot_spec *p, const char *path, ms_err *err) { return svg_write(&p, 1, NULL, 0, path, err); }
+
+int plot_svg_write_guides(const plot_spec *p, const plot_vline *g, int ng, const char *path, ms_err *err) {
+    return svg_write(&p, 1, g, ng, path, err);
+}
+
+int plot_is_svg(const char *path) {
+    size_t n = strlen(path);
+    return n > 4 && (!strcmp(path + n - 4, ".svg") || !strcmp(path + n - 4, ".SVG"));
+}

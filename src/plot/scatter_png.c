@@ -1,0 +1,79 @@
+/* scatter_png.c - does the data-free cost predict the barrier? Every order of
+ * a landscape as a point (its assignment cost sum_i C[i][pi(i)], its loss
+ * barrier), one panel per cost (gate above, expert below), the chosen order
+ * and the best order marked, Spearman's rho in the title. PNG, or SVG for a
+ * path ending in .svg. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "landscape/landscape.h"
+#include "plot/plot_png.h"
+#include "landscape/rank.h"
+
+/* each panel 0.8 of the figure height (--size; default 960 x 600) */
+#define SC_W (plot_default_size.w)
+#define SC_H (plot_default_size.h * 4 / 5)
+
+/* One panel's spec and the arrays it points into (x: 2 nr doubles, free it). */
+typedef struct {
+    double *x;
+    double cx, cy, bx, by;
+    char lab_all[64], lab_ch[96], lab_best[64], title[200];
+    plot_series s[3];
+    plot_spec p;
+} panel;
+
+static void panel_build(const landscape *L, int m, panel *P) {
+    long nr = L->ndone;
+    int n = L->n;
+    P->x = ms_malloc((size_t)nr * 2 * sizeof(double)); // (2, nr): cost, barrier
+    double *x = P->x, *y = x + nr;
+    for (long k = 0; k < nr; k++) {
+        x[k] = ls_order_cost(L->cost[m], L->orders, n, L->rows[k].id);
+        y[k] = L->rows[k].barrier;
+    }
+    P->cx = cost_of_order(L->cost[m], L->methods[m].order, n), P->cy = L->methods[m].barrier;
+    P->bx = x[L->best], P->by = y[L->best];
+    snprintf(P->lab_all, sizeof P->lab_all, "%s %ld orders", L->exhaustive ? "all" : "sampled", nr);
+    snprintf(P->lab_ch, sizeof P->lab_ch, "the %s-cost order (rank %d)", m == 0 ? "gate" : "expert",
+             L->rank[m]);
+    snprintf(P->lab_best, sizeof P->lab_best, "best order (barrier %.3g)", P->by);
+    snprintf(P->title, sizeof P->title, "%s cost against loss barrier: Spearman rho = %.3f",
+             m == 0 ? "gate" : "expert", rank_spearman(x, y, nr));
+    P->s[0] = (plot_series){.label = P->lab_all, .x = x, .y = y, .n = (int)nr,
+                            .rgb = PLOT_RGB_OTHER, .markers = 1, .no_line = 1,
+                            .marker_size = nr > 2000 ? 1.5 : 3};
+    P->s[1] = (plot_series){.label = P->lab_best, .x = &P->bx, .y = &P->by, .n = 1,
+                            .rgb = PLOT_RGB_BEST, .markers = 1, .no_line = 1, .marker_size = 8};
+    P->s[2] = (plot_series){.label = P->lab_ch, .x = &P->cx, .y = &P->cy, .n = 1,
+                            .rgb = m == 0 ? PLOT_RGB_GATE : PLOT_RGB_EXPERT, .markers = 1,
+                            .no_line = 1, .marker_size = 6};
+    plot_spec *p = &P->p;
+    plot_spec_init(p);
+    p->title = P->title;
+    p->xlabel = "assignment cost of the order, sum_i C[i][pi(i)]";
+    p->ylabel = "loss barrier";
+    p->width = SC_W;
+    p->height = SC_H;
+    p->series = P->s;
+    p->nseries = 3;
+    // a margin so the extreme orders (often the chosen one) are not on the frame
+    double lo = INFINITY, hi = -INFINITY;
+    for (long k = 0; k < nr; k++)
+        if (isfinite(x[k])) lo = fmin(lo, x[k]), hi = fmax(hi, x[k]);
+    if (hi > lo) p->xmin = lo - 0.04 * (hi - lo), p->xmax = hi + 0.04 * (hi - lo);
+}
+
+int landscape_write_scatter_png(const landscape *L, const char *path, ms_err *err) {
+    if (L->ndone < 1 || !L->cost[0] || !L->cost[1]) return ms_fail(err, "%s: no orders to plot", path);
+    panel *P = ms_calloc(2, sizeof(panel));
+    for (int m = 0; m < 2; m++) panel_build(L, m, &P[m]);
+    const plot_spec *panels[2] = {&P[0].p, &P[1].p};
+    int rc = plot_write_stack(panels, 2, path, err);
+    free(P[0].x);
+    free(P[1].x);
+    free(P);
+    return rc;
+}
