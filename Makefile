@@ -48,7 +48,7 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined
 #   libmoescope_cli.a  src/cli/ without main.c
 #   libmoescope_ui.a   ui/
 # src/cli/main.c (the binary's entry) joins them. src/ is compiled without
-# -Iui, so a src/ file cannot include a ui/ header; tests/test_boundaries.sh
+# -Iui, so a src/ file cannot include a ui/ header; tests/codebase/test_boundaries.sh
 # checks it.
 MAIN_SRC := src/cli/main.c
 CLI_SRC  := $(filter-out $(MAIN_SRC),$(wildcard src/cli/*.c))
@@ -56,7 +56,7 @@ CLI_SRC  := $(filter-out $(MAIN_SRC),$(wildcard src/cli/*.c))
 MPI_SRC  := $(wildcard src/mpi/*.c)
 LIB_SRC  := $(filter-out src/cli/% src/mpi/%,$(wildcard src/*/*.c))
 UI_SRC   := $(wildcard ui/*.c)
-TEST_SRC := $(wildcard tests/test_*.c)
+TEST_SRC := $(wildcard tests/*/test_*.c)
 # -Iui for everything but the library (ui/ itself, main.c, the UI's tests)
 ui_inc = $(if $(filter src/%,$(1)),$(if $(filter $(MAIN_SRC),$(1)),-Iui),-Iui)
 
@@ -120,6 +120,8 @@ moescope-mpi:
 
 REL_TESTS  := $(patsubst tests/%.c,$(REL)/tests/%,$(TEST_SRC))
 ASAN_TESTS := $(patsubst tests/%.c,$(ASAN)/tests/%,$(TEST_SRC))
+# the C tests share tests/lib (testlib.h, lap_reference.h)
+$(patsubst %.c,$(REL)/%.o,$(TEST_SRC)) $(patsubst %.c,$(ASAN)/%.o,$(TEST_SRC)): CPPFLAGS += -Itests/lib
 
 # Debian packages for build, tests and benchmarks. Root runs apt-get directly.
 DEB_PACKAGES := build-essential pkg-config libopenblas-dev libcjson-dev libpng-dev \

@@ -16,7 +16,7 @@ both checkpoints of a pair: capture them once, from either model (or from the
 base model both were fine-tuned from).
 
 Only the capture needs torch and transformers; the hook and the writer below are
-plain Python + numpy, so they can be tested without them (tests/test_capture.py).
+plain Python + numpy, so they can be tested without them (tests/commands/test_capture.py).
 """
 import argparse
 import json

@@ -12,7 +12,7 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 cd "$HERE"
 # OpenBLAS picks its sgemm kernels by CPU; different kernels round differently.
 # Pin the Haswell (AVX2) kernels, which the committed files were made with, on
-# every CPU that has AVX2 (tests/test_samples.sh does the same).
+# every CPU that has AVX2 (tests/commands/test_samples.sh does the same).
 if [ -z "${OPENBLAS_CORETYPE:-}" ] && grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
     export OPENBLAS_CORETYPE=Haswell
 fi

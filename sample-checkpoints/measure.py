@@ -12,7 +12,7 @@ pairs) and a summary table (ratios of the mean barriers, the expert method's
 mean rank, the orders tied at barrier 0, and the targets: skip-order >= 5x
 and naive >= 10x the full alignment's barrier, the expert method's mean rank
 in the best 10% of orders, fewer than 1% of orders tied at 0). "full" is the
-expert cost method's order + weight matching. tests/test_samples_table.py
+expert cost method's order + weight matching. tests/commands/test_samples_table.py
 checks the README against a fresh study.
 
 usage: measure.py [--update-readme] [--json-dir DIR] [--baseline] [set ...]

@@ -319,7 +319,7 @@ LS_INLINE void loss_lanes(const lsx *x, const v8f *lg, int gb, int nv, double *l
  * order. Only LayerNorm's variance needs z itself (d per order).
  * The per-order path (ls_eval_orders_t's own loop) is the reference; the two
  * differ by float rounding only (the same sums regrouped; see
- * tests/test_landscape_api.c). Where the CPU has AVX-512 the d loops run on
+ * tests/unit/test_landscape_api.c). Where the CPU has AVX-512 the d loops run on
  * 16 floats (two q per vector) and the loss on two orders per vector; the
  * 8-float form (AVX2+FMA, or plain) does the same arithmetic per lane, so the
  * numbers are the same either way. */

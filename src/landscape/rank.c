@@ -1,6 +1,6 @@
 /* rank.c - rank, tie class, AUC tie-break, L-hat and Spearman's rho over
  * arrays (definitions in rank.h). The comparisons are written exactly as
- * tests/oracle.py writes them (B < b - tau, |B - b| <= tau, x - start > tau
+ * tests/oracle/oracle.py writes them (B < b - tau, |B - b| <= tau, x - start > tau
  * opens a class), so both agree bit for bit on the same float64 values. */
 #include "landscape/rank.h"
 

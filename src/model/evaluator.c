@@ -396,7 +396,7 @@ static void load_accumulate(moe_eval_result *r, const float *G, int B, int n) {
  * product runs on one BLAS thread (a BLAS split of the rows would move them
  * to other kernels: sgemm's edge tiles round differently from its full
  * ones), each item's logits and gate weights are stored per row, and the loss
- * and load are reduced afterwards in sample order. tests/test_evaluator.c
+ * and load are reduced afterwards in sample order. tests/unit/test_evaluator.c
  * checks it for every router and activation. */
 #define EV_ITEM 1024 /* rows per item: products big enough to run at speed, workspace in L2 */
 

@@ -16,7 +16,7 @@
 /* OpenMPI keeps memory until exit by design (its components, its progress
  * thread's event loop); under LeakSanitizer only allocations made outside
  * MPI_Init and MPI_Finalize are checked (the rest of OpenMPI's are suppressed
- * in tests/lsan.supp), so our own leaks still fail the tests. */
+ * in tests/lib/lsan.supp), so our own leaks still fail the tests. */
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) // clang
 #define MS_ASAN 1

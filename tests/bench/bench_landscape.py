@@ -1,5 +1,5 @@
 """tests/bench/bench_landscape.py - `moescope landscape` against a straightforward
-numpy landscape (tests/oracle.py: align each order, evaluate 25 points), on the
+numpy landscape (tests/oracle/oracle.py: align each order, evaluate 25 points), on the
 sample checkpoints (or generated ones of the same shape when the samples are
 missing). numpy is timed on a few orders and extrapolated to all n! orders.
 
@@ -34,7 +34,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
 import gen_ckpt  # noqa: E402
 import oracle  # noqa: E402
 

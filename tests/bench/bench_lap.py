@@ -50,7 +50,7 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
 import oracle  # noqa: E402
 
 MOESCOPE = os.path.abspath(os.environ.get("MOESCOPE", "./moescope"))

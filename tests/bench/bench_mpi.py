@@ -29,7 +29,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
 MPI = os.environ.get("MOESCOPE_MPI", "")
 SC = os.path.join(ROOT, "sample-checkpoints")
 NET = 5e9  # bytes/s each rank can send on a cluster's interconnect (assumed)

@@ -2,7 +2,7 @@
 # bench_tui.sh - key-to-redraw latency of the TUI while the worker computes a
 # landscape (the README's formulas: a key answered within 50 ms), on the
 # 8-expert sample pair and on a synthetic OLMoE-like pair of 64 experts (or the
-# most the explorer takes; tests/gen_tui_family.py), where the keys scroll and
+# most the explorer takes; tests/lib/gen_tui_family.py), where the keys scroll and
 # zoom the cost matrix. The binary logs, for each key, the milliseconds from
 # reading it to the refreshed screen (MOESCOPE_TUI_BENCH); keys are sent
 # through tmux while the landscape runs; and across a layer switch (l), while
@@ -61,7 +61,7 @@ fi
 # many experts: the cost matrix's cursor, scrolling and zoom, and the table
 MAXN=$(grep -oE 'define LS_MAX_N +[0-9]+' include/landscape/curve.h | grep -oE '[0-9]+$')
 N=$(( MAXN < 64 ? MAXN : 64 ))
-if "$PYTHON" tests/gen_tui_family.py "$W/pair" --n "$N" --d 64 --h 32 --layers 1 --N 1024 >/dev/null; then
+if "$PYTHON" tests/lib/gen_tui_family.py "$W/pair" --n "$N" --d 64 --h 32 --layers 1 --N 1024 >/dev/null; then
     bench "n$N" "$W/pair/A" "$W/pair/B" "$W/pair/eval.safetensors" \
         Tab Down Down Right Right PgDn End z z z Z Z Z Home Tab j j PgDn G g
 else
@@ -97,7 +97,7 @@ print(f"  key-to-redraw ms across the load and the swap: max {v[-1]:.2f}   targe
       f"max/target = {v[-1] / 50:.2f}  ({'met' if v[-1] <= 50 else 'MISSED'})")
 PY
 }
-if "$PYTHON" tests/gen_tui_family.py "$W/big" --n "$N" --d 512 --h 256 --layers 2 --N 64 >/dev/null; then
+if "$PYTHON" tests/lib/gen_tui_family.py "$W/big" --n "$N" --d 512 --h 256 --layers 2 --N 64 >/dev/null; then
     bench_switch
     rm -rf "$W/big"
 else

@@ -1,6 +1,6 @@
 """tests/bench/peer_align.py - the numpy/scipy peer of bench_align.c:
 align a random layer of the same size (same distribution) the way
-tests/oracle.py does it, in float32 GEMMs + scipy.optimize.linear_sum_assignment.
+tests/oracle/oracle.py does it, in float32 GEMMs + scipy.optimize.linear_sum_assignment.
 
     peer_align.py [n d h]    prints PEER_ALIGN_SECONDS <s>
 (Not a test: run by bench_align.sh, which prints the ratio.)"""

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/fuzz/run.sh - build the libFuzzer harnesses with clang (ASan + UBSan) from the
 # library sources each one needs, and run each for a bounded time seeded from
-# tests/corpus (new inputs go to build/fuzz/corpus_NAME, crashes to build/fuzz/).
+# tests/hostile/corpus (new inputs go to build/fuzz/corpus_NAME, crashes to build/fuzz/).
 #   FUZZ_SECONDS=60 (per harness)   FUZZ_ONLY="safetensors lap" (a subset)
 # Prints the number of executions of each; exits 1 if any harness found a crash.
 set -u
@@ -11,7 +11,7 @@ OUT=build/fuzz
 mkdir -p "$OUT"
 CLANG=${CLANG:-clang}
 CFLAGS="-std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-        -fno-omit-frame-pointer -Iinclude -Itests/fuzz $(pkg-config --cflags libcjson openblas)
+        -fno-omit-frame-pointer -Iinclude -Itests/fuzz -Itests/lib $(pkg-config --cflags libcjson openblas)
         -D_DEFAULT_SOURCE -D_XOPEN_SOURCE=600"
 LIBS="$(pkg-config --libs libcjson openblas) -lm -lpthread"
 
@@ -44,7 +44,7 @@ for name in $ORDER; do
     mkdir -p "$OUT/corpus_$name"
     log=$OUT/fuzz_$name.log
     ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
-    "$bin" "$OUT/corpus_$name" tests/corpus \
+    "$bin" "$OUT/corpus_$name" tests/hostile/corpus \
         -max_total_time="$SECONDS_EACH" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
         -dict=tests/fuzz/safetensors.dict -close_fd_mask=3 \
         -artifact_prefix="$OUT/crash_$name-" >"$log" 2>&1

@@ -1,0 +1,100 @@
+"""tests/commands/test_capture.py - sample-checkpoints/capture_inputs.py without torch.
+
+The forward pre-hook (InputCapture) is fed what PyTorch would hand it: numpy
+arrays and an object with torch's .detach().float().cpu().numpy() chain, batches
+of [B, T, d] hidden states; find_moe_block walks stand-in model trees shaped like
+Mixtral, Qwen-MoE and Switch; the written file is read back with the tests' own
+reader and used as an inputs-only evaluation set by `moescope eval` on the
+Mixtral-layout sample."""
+import os
+import sys
+import tempfile
+from types import SimpleNamespace as NS
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
+sys.path.insert(0, os.path.join(HERE, "..", "..", "sample-checkpoints"))
+import capture_inputs as ci  # noqa: E402
+import family_fixtures as ff  # noqa: E402
+import testutil  # noqa: E402
+from testutil import check, run  # noqa: E402
+
+SAMPLE = os.path.join(HERE, "..", "..", "sample-checkpoints", "mixtral4")
+
+
+class FakeTorch:
+    """Just the calls as_numpy makes on a torch tensor."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def detach(self):
+        return self
+
+    def float(self):
+        return FakeTorch(self.a.astype(np.float32))
+
+    def cpu(self):
+        return self
+
+    def numpy(self):
+        return self.a
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="moescope_capture_")
+    rng = np.random.default_rng(3)
+    d = 32
+    b1 = rng.standard_normal((2, 5, d)).astype(np.float32)
+    b2 = rng.standard_normal((1, 7, d)).astype(np.float64)  # another dtype, like bf16 activations
+    cap = ci.InputCapture()
+    block = object()
+    check(cap(block, (b1,)) is None, "the hook must not replace the block's input")
+    cap(block, (FakeTorch(b2),))
+    X = cap.inputs()
+    want = np.concatenate([b1.reshape(-1, d), b2.reshape(-1, d).astype(np.float32)])
+    check(X.shape == (17, d) and np.array_equal(X, want), "captured rows: %s" % (X.shape,))
+    cap2 = ci.InputCapture(max_rows=12)
+    cap2(block, (b1,))
+    cap2(block, (b1,))
+    cap2(block, (), {"hidden_states": b1})
+    check(cap2.inputs().shape == (12, d), "max_rows: %s" % (cap2.inputs().shape,))
+    try:
+        ci.InputCapture().inputs()
+        check(False, "an empty capture must be an error")
+    except ValueError:
+        check(True, "")
+
+    # the module the hook goes on, per family layout
+    moe = object()
+    mixtral = NS(model=NS(layers=[NS(block_sparse_moe=None), NS(block_sparse_moe=moe, mlp="dense")]))
+    qwen = NS(model=NS(layers=[NS(mlp=None), NS(mlp=moe)]))
+    switch = NS(encoder=NS(block=[None, NS(layer=[NS(mlp="attn"), NS(mlp=moe)])]))
+    for name, m in (("mixtral", mixtral), ("qwen", qwen), ("switch", switch)):
+        check(ci.find_moe_block(m, 1) is moe, "find_moe_block(%s)" % name)
+
+    # the file: our reader sees exactly the rows; moescope evaluates the sample on it
+    out = os.path.join(tmp, "inputs.safetensors")
+    ci.write_inputs(out, X, {"capture.model": "test"})
+    t, meta = ff.read_safetensors(out)
+    check(set(t) == {"inputs"} and t["inputs"][0] == "F32" and t["inputs"][1] == (17, d),
+          "written tensors: %s" % {k: v[:2] for k, v in t.items()})
+    check(np.array_equal(np.frombuffer(t["inputs"][2], np.float32).reshape(17, d), X), "written values")
+    check(meta.get("capture.model") == "test", "metadata: %s" % meta)
+    check(not [f for f in os.listdir(tmp) if ".tmp" in f], "temporary file left behind")
+    r = run("eval", os.path.join(SAMPLE, "seed1"), "--eval", out)
+    check(r.returncode == 0, "moescope eval on captured inputs: %s" % r.stderr)
+    ci.write_inputs(out, X[:, :16])
+    r = run("eval", os.path.join(SAMPLE, "seed1"), "--eval", out)
+    check(r.returncode == 1 and "16" in r.stderr and "32" in r.stderr,
+          "a capture of the wrong width: %s" % r.stderr.strip())
+    for f in os.listdir(tmp):
+        os.remove(os.path.join(tmp, f))
+    os.rmdir(tmp)
+    return testutil.summary("test_capture")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

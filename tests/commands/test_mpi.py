@@ -1,0 +1,319 @@
+"""tests/commands/test_mpi.py - moescope-mpi (the landscape and the study split over MPI
+processes) against the plain binary: the JSON equals the single-process run's
+key for key (provenance aside, whose "ranks" is P) on every sample set (P = 1,
+2, 3 on dense4, 2 and 3 on dense8, the uneven 3 on the others; the 8-expert and
+teacher sets on their first 100 evaluation samples, to keep the ASan build
+fast) and on two real-family routers (group-limited, gated shared experts), with
+the points and the samples in chunks (a small memory budget), on a sampled n = 10 landscape, and an exhaustive n = 10 one
+(--exhaustive; its text report, as the JSON would list 3.6 M orders); the study
+likewise; a rank killed mid-run (SIGKILL, the test hook MOESCOPE_MPI_TEST_KILL)
+ends the job with an error naming the rank and no report; an error on the ranks
+names them and stops the job; rank 0's progress lines count every rank's rows.
+
+Env: MOESCOPE (the plain binary), MOESCOPE_MPI (moescope-mpi; empty when MPI is
+not installed: then the test only says so)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
+import oracle  # noqa: E402
+import testutil  # noqa: E402
+from testutil import check, run  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+SC = os.path.join(ROOT, "sample-checkpoints")
+MPI = os.environ.get("MOESCOPE_MPI", "")
+
+
+def mpi_env():
+    e = dict(os.environ)
+    # OpenMPI keeps memory until exit; with the slow unwinder LeakSanitizer sees its
+    # progress thread's frames and tests/lib/lsan.supp suppresses them (our own leaks still
+    # fail); without MPI_Init/MPI_Finalize's allocations (mpi_main.c)
+    if "ASAN_OPTIONS" in e:
+        e["ASAN_OPTIONS"] += ":fast_unwind_on_malloc=0"
+    # containers often forbid the cross-process memory copy OpenMPI's shared-memory
+    # transport tries first; plain copies work everywhere
+    e["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"
+    return e
+
+
+def mpirun(P, *args, env=None):
+    cmd = ["mpirun", "--oversubscribe", "-np", str(P)]
+    if os.getuid() == 0:  # CI runs as root
+        cmd.append("--allow-run-as-root")
+    e = mpi_env()
+    if env:
+        e.update(env)
+    cmd += [MPI] + [str(a) for a in args]
+    # a hang guard only: a lost rank must end the job, not leave it waiting
+    return subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=900)
+
+
+def report(path):
+    """The JSON without its provenance, and the provenance."""
+    with open(path) as f:
+        d = json.load(f)
+    return d, d.pop("provenance", {})
+
+
+def first_diff(a, b, path=""):
+    """The first key path where a and b differ (for the failure message)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                return path + "." + k
+            d = first_diff(a[k], b[k], path + "." + k)
+            if d:
+                return d
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return path + " (length %d vs %d)" % (len(a), len(b))
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = first_diff(x, y, "%s[%d]" % (path, i))
+            if d:
+                return d
+        return None
+    return None if a == b else "%s: %r vs %r" % (path, a, b)
+
+
+def same_as_plain(tag, plain_json, tmp, Ps, args, env=None):
+    ref, prov = report(plain_json)
+    check(prov.get("ranks") == 1, "%s: the plain binary's provenance has ranks 1" % tag)
+    for P in Ps:
+        out = os.path.join(tmp, "mpi%d.json" % P)
+        r = mpirun(P, *(args + ["--json", out]), env=env)
+        ok = r.returncode == 0 and os.path.exists(out)
+        check(ok, "%s P=%d: exit %d: %s" % (tag, P, r.returncode, r.stderr[-600:]))
+        if not ok:
+            continue
+        got, gprov = report(out)
+        d = first_diff(ref, got)
+        check(d is None, "%s P=%d: JSON differs from the plain run at %s" % (tag, P, d))
+        check(gprov.get("ranks") == P, "%s P=%d: provenance ranks %r" % (tag, P, gprov.get("ranks")))
+        os.unlink(out)
+
+
+def landscape_case(tag, tmp, a, b, e, extra, Ps, env=None):
+    plain = os.path.join(tmp, "plain.json")
+    args = ["landscape", a, b, "--eval", e, "-q"] + extra
+    r = run(*(args + ["--json", plain]), env=env)
+    check(r.returncode == 0, "%s: plain run: %s" % (tag, r.stderr[-400:]))
+    if r.returncode == 0:
+        same_as_plain(tag, plain, tmp, Ps, args + ["--threads", "1"], env=env)
+
+
+def head_eval(src, dst, N):
+    """The first N samples of an evaluation set (the sets' checkpoints stay whole)."""
+    t, meta = oracle.read_safetensors(src)
+    oracle.write_safetensors(dst, {k: v[:N] for k, v in t.items()}, meta)
+
+
+def pair_of(s):
+    d = os.path.join(SC, s)
+    if os.path.isdir(os.path.join(d, "seed1")):
+        return os.path.join(d, "seed1"), os.path.join(d, "seed2")
+    return os.path.join(d, "seed1.safetensors"), os.path.join(d, "seed2.safetensors")
+
+
+def test_sample_sets(tmp):
+    for s in ("dense4", "topk4", "shared4", "mixtral4", "teacher4", "dense8", "teacher8"):
+        a, b = pair_of(s)
+        e = os.path.join(SC, s, "eval.safetensors")
+        if s.startswith("teacher") or s == "dense8":
+            e = os.path.join(tmp, s + "_eval.safetensors")
+            head_eval(os.path.join(SC, s, "eval.safetensors"), e, 100)
+        # every split on the small set; the uneven three-way split on the others
+        Ps = {"dense4": (1, 2, 3), "dense8": (2, 3)}.get(s, (3,))
+        landscape_case(s, tmp, a, b, e, ["--points", "5" if s.endswith("4") else "3"], Ps)
+
+
+def family_pair(tmp, fam, seed):
+    """Two random layers of a real family (tests/lib/family_fixtures.py) and 48 inputs."""
+    import family_fixtures as ff
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    WA, cfg = ff.random_layer(fam, rng)
+    WB, _ = ff.random_layer(fam, rng)
+    out = []
+    for nm, W in (("a", WA), ("b", WB)):
+        d = os.path.join(tmp, fam, nm)
+        os.makedirs(d)
+        ff.write_checkpoint(os.path.join(d, "model.safetensors"), fam, W, cfg, others=False)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        out.append(d)
+    X = rng.standard_normal((48, WA["gate"].shape[1])).astype(np.float32)
+    e = os.path.join(tmp, fam, "eval.safetensors")
+    ff.write_safetensors(e, [("inputs", "F32", X.shape, X.tobytes())])
+    return out[0], out[1], e
+
+
+def test_families(tmp):
+    """Routers beyond softmax top-k: group-limited sigmoid with a selection bias
+    (deepseek_v3: the group-preserving orders), gated shared experts (qwen2_moe)."""
+    for seed, fam in enumerate(("deepseek_v3", "qwen2_moe")):
+        a, b, e = family_pair(tmp, fam, 40 + seed)
+        landscape_case(fam, tmp, a, b, e, ["--points", "5"], (3,))
+
+
+def test_progress(tmp):
+    """Progress on stderr (a pipe: lines, not a bar) from rank 0 alone, counting the
+    rows of every rank: it reaches 40320/40320 though rank 0 sweeps half of them."""
+    a, b = pair_of("dense8")
+    e = os.path.join(tmp, "progress_eval.safetensors")
+    head_eval(os.path.join(SC, "dense8", "eval.safetensors"), e, 16)
+    r = mpirun(2, "landscape", a, b, "--eval", e, "--points", "3", "--threads", "1")
+    lines = [x for x in r.stderr.splitlines() if " over 2 ranks" in x]
+    check(r.returncode == 0 and lines, "progress lines: %s" % r.stderr[-400:])
+    check(all(x.startswith("moescope-mpi rank 0 of 2: landscape ") for x in lines),
+          "progress from rank 0 only: %s" % lines)
+    check(any("landscape 40320/40320 (100%)" in x for x in lines),
+          "progress reaches every rank's rows: %s" % lines[-3:])
+    r = mpirun(2, "landscape", a, b, "--eval", e, "--points", "3", "--threads", "1", "-q")
+    check(r.returncode == 0 and " over 2 ranks" not in r.stderr, "-q: no progress: %s" % r.stderr[-300:])
+
+
+def test_chunked(tmp):
+    """A memory budget that splits the points (2.5 MB) or even one point's samples
+    (0.5 MB) into chunks: the orders' sums are carried across them on every rank."""
+    a, b = pair_of("dense4")
+    e = os.path.join(SC, "dense4", "eval.safetensors")
+    for mb in ("2.5", "0.5"):
+        landscape_case("dense4 in chunks of %s MB" % mb, tmp, a, b, e, ["--points", "7"], (2,),
+                       env={"MOESCOPE_LS_MEM_MB": mb})
+
+
+def train_n10(tmp):
+    """A teacher with 10 experts (d = h = 4) and two students: N = 16 test samples."""
+    t = os.path.join(tmp, "teacher10.safetensors")
+    ev = os.path.join(tmp, "eval10.safetensors")
+    r = run("train", "--make-teacher", "-o", t, "--embed-dim", "4", "--classes", "4", "--n", "10",
+            "--h", "4", "--samples", "80", "--seed", "3", "--quiet")
+    check(r.returncode == 0, "train the n = 10 teacher: %s" % r.stderr[-300:])
+    out = []
+    for s in (1, 2):
+        p = os.path.join(tmp, "student10_%d.safetensors" % s)
+        r = run("train", "--head", t, "-o", p, "--seed", s, "--n", "10", "--h", "4", "--epochs",
+                "20", "--quiet", "--eval-out", ev)
+        check(r.returncode == 0, "train student %d: %s" % (s, r.stderr[-300:]))
+        out.append(p)
+    return out[0], out[1], ev
+
+
+def text_without_timing(s):
+    return [line for line in s.splitlines() if not line.startswith("ranks known after")]
+
+
+def test_n10(tmp):
+    a, b, e = train_n10(tmp)
+    if not os.path.exists(e):
+        return
+    # sampled: every rank draws the same sample from the seed; P does not matter
+    landscape_case("sampled n = 10", tmp, a, b, e, ["--points", "3", "--samples", "3000"], (1, 3))
+    # exhaustive: 3628800 orders
+    args = ["landscape", a, b, "--eval", e, "--points", "3", "--exhaustive", "-q"]
+    plain = run(*args)
+    check(plain.returncode == 0 and "all 3628800 expert orders" in plain.stdout,
+          "exhaustive n = 10, plain: %s%s" % (plain.stdout[:200], plain.stderr[-300:]))
+    r = mpirun(2, *(args + ["--threads", "1"]))
+    check(r.returncode == 0, "exhaustive n = 10, P=2: exit %d: %s" % (r.returncode, r.stderr[-400:]))
+    check(text_without_timing(r.stdout) == text_without_timing(plain.stdout),
+          "exhaustive n = 10: P=2's report differs from the plain one:\n%s\n---\n%s"
+          % (r.stdout, plain.stdout))
+    check("/3628800" in plain.stdout, "exhaustive n = 10: ranks among 3628800 orders")
+
+
+def test_killed_rank(tmp):
+    """SIGKILL on rank 1 at its first pair-output exchange: the job ends, mpirun names
+    the rank, and neither the report nor a temporary file of it is left."""
+    a, b = pair_of("dense4")
+    out = os.path.join(tmp, "killed", "report.json")
+    os.makedirs(os.path.dirname(out))
+    r = mpirun(3, "landscape", a, b, "--eval", os.path.join(SC, "dense4", "eval.safetensors"),
+               "--points", "5", "-q", "--threads", "1", "--json", out,
+               env={"MOESCOPE_MPI_TEST_KILL": "1"})
+    check(r.returncode != 0, "killed rank: exit status %d" % r.returncode)
+    err = r.stderr + r.stdout
+    check("rank 1" in err and ("signal 9" in err or "Killed" in err),
+          "killed rank: the error names rank 1 and the signal: %s" % err[-600:])
+    check(os.listdir(os.path.dirname(out)) == [],
+          "killed rank: no report: %s" % os.listdir(os.path.dirname(out)))
+
+
+def test_errors(tmp):
+    """An input error on every rank: the message names the rank and the file, the job
+    stops, nothing hangs. (Every rank meets the error; the first to abort stops the
+    others, so on a loaded machine only one of them may have printed it.)"""
+    a, b = pair_of("dense4")
+    r = mpirun(2, "landscape", a, b, "--eval", os.path.join(tmp, "missing.safetensors"), "-q")
+    check(r.returncode != 0, "missing eval set: exit status %d" % r.returncode)
+    check(re.search(r"moescope-mpi rank [01] of 2: \S*missing\.safetensors: cannot open", r.stderr),
+          "missing eval set: the message names a rank and the file: %s" % r.stderr[-600:])
+    r = mpirun(1, "info", a)
+    check(r.returncode != 0 and "landscape and study" in r.stderr,
+          "moescope-mpi info: a usage error: %s" % r.stderr[-300:])
+    # above 11 experts --exhaustive refuses (12! orders), in the plain binary too
+    import gen_ckpt
+    big = os.path.join(tmp, "n12.safetensors")
+    ev = os.path.join(tmp, "n12_eval.safetensors")
+    t, meta = gen_ckpt.make_layer(5, n=12, d=4, h=4, classes=4)
+    oracle.write_safetensors(big, t, meta)
+    oracle.write_safetensors(ev, gen_ckpt.make_evalset(6, layer_tensors=t, meta=meta, N=16))
+    r = run("landscape", big, big, "--eval", ev, "--exhaustive", "-q")
+    check(r.returncode != 0 and "--exhaustive goes up to 11 experts" in r.stderr,
+          "n = 12 --exhaustive: %s" % r.stderr[-300:])
+
+
+def test_study(tmp):
+    d4 = os.path.join(SC, "dense4")
+    plain = os.path.join(tmp, "study_plain.json")
+    pcsv = os.path.join(tmp, "study_plain.csv")
+    r = run("study", d4, "--points", "5", "-q", "--json", plain, "--csv", pcsv)
+    check(r.returncode == 0, "study plain: %s" % r.stderr[-300:])
+    if r.returncode:
+        return
+    ref, _ = report(plain)
+    for P in (2, 3):
+        out = os.path.join(tmp, "study%d.json" % P)
+        csv = os.path.join(tmp, "study%d.csv" % P)
+        r = mpirun(P, "study", d4, "--points", "5", "-q", "--threads", "1", "--json", out, "--csv", csv)
+        check(r.returncode == 0, "study P=%d: %s" % (P, r.stderr[-400:]))
+        if r.returncode:
+            continue
+        got, prov = report(out)
+        d = first_diff(ref, got)
+        check(d is None, "study P=%d: JSON differs at %s" % (P, d))
+        check(prov.get("ranks") == P, "study P=%d: provenance ranks %r" % (P, prov.get("ranks")))
+        body = [open(f).read().splitlines() for f in (pcsv, csv)]
+        body = [[x for x in b if not x.startswith("#")] for b in body]
+        check(body[0] == body[1] and len(body[0]) > 6, "study P=%d: CSV rows differ" % P)
+
+
+def main():
+    if not MPI:
+        print("test_mpi: moescope-mpi not built (no MPI installed), nothing to test")
+        return testutil.summary("test_mpi")
+    check(os.path.exists(MPI), "moescope-mpi built at %s" % MPI)
+    check(shutil.which("mpirun") is not None, "mpirun on PATH")
+    if testutil.failed:
+        return testutil.summary("test_mpi")
+    tmp = tempfile.mkdtemp(prefix="moescope_mpi_")
+    try:
+        for t in (test_sample_sets, test_families, test_progress, test_chunked, test_n10,
+                  test_killed_rank, test_errors, test_study):
+            t(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return testutil.summary("test_mpi")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

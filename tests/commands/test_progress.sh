@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# test_progress.sh - the progress line and Ctrl-C: the line appears when stderr is
+# a terminal (a pty from script(1)) and never in a file; SIGINT or SIGTERM in the
+# middle of writing an output (held there by MOESCOPE_TEST_STALL, so no timing is
+# involved) ends the command with status 128 + signal, and leaves neither the
+# output nor a temporary file or directory; an existing output stays as it was.
+source "$(dirname "$0")/../lib/lib.sh"
+S=$ROOT/sample-checkpoints
+A=$S/dense8/seed1.safetensors
+B=$S/dense8/seed2.safetensors
+MA=$S/mixtral4/seed1
+MB=$S/mixtral4/seed2
+
+# on a terminal: phases with done/total, a rate and an ETA
+if command -v script >/dev/null; then
+    MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' align '$MA' '$MB' -o '$WORK/tty_out'" "$WORK/tty.log" >/dev/null 2>&1
+    check "tty: align ran" test -d "$WORK/tty_out"
+    check "tty: a load phase with MiB done/total" grep -aEq "load seed2  [0-9.]+/[0-9.]+ MiB" "$WORK/tty.log"
+    check "tty: weight matching with rate and ETA" grep -aEq "weight matching  [0-9]+/4 experts .*experts/s  ETA" "$WORK/tty.log"
+    check "tty: the line is erased at the end" grep -aq $'\r\033\[K' "$WORK/tty.log"
+    # a report's provenance hashes the checkpoints (gigabytes for a real folder): a phase of its own
+    MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' cost '$MA' '$MB' --json '$WORK/tty_cost.json'" "$WORK/tty2.log" >/dev/null 2>&1
+    check "tty: cost wrote its report" test -s "$WORK/tty_cost.json"
+    check "tty: hashing the inputs shows MiB done/total" grep -aEq "hash inputs  [0-9.]+/[0-9.]+ MiB" "$WORK/tty2.log"
+else
+    fail "script(1) is needed for the terminal checks"
+fi
+# stderr in a file: nothing but the command's own messages
+MOESCOPE_PROGRESS=1 "$MOESCOPE" align "$MA" "$MB" -o "$WORK/file_out" >/dev/null 2>"$WORK/file.err"
+check "file: align ran" test -d "$WORK/file_out"
+check "file: no progress line" bash -c "! grep -aq \$'\\r' '$WORK/file.err' && ! grep -q 'ETA' '$WORK/file.err'"
+
+# cancel_at NAME SIGNAL STALL CMD...: start CMD held at the phase STALL, wait (with a
+# generous deadline) until it is there, send SIGNAL; prints the exit status
+cancel_at() {
+    local sig=$1 stall=$2; shift 2
+    MOESCOPE_TEST_STALL=$stall "$@" >"$WORK/c.out" 2>"$WORK/c.err" &
+    local pid=$! i
+    for ((i = 0; i < 1200; i++)); do # up to 120 s: the temporary exists once writing began
+        if compgen -G "$WORK/cancel/.*tmp*" >/dev/null || compgen -G "$WORK/cancel/*.tmp-*" >/dev/null; then break; fi
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -"$sig" $pid 2>/dev/null
+    wait $pid
+    echo $?
+}
+no_leftovers() { [ -z "$(ls -A "$WORK/cancel")" ]; }
+
+rm -rf "$WORK/cancel"; mkdir -p "$WORK/cancel"
+rc=$(cancel_at INT "write" "$MOESCOPE" scramble "$A" -o "$WORK/cancel/s.safetensors" --seed 3)
+check "SIGINT while writing: exit 130 (got $rc)" test "$rc" = 130
+check "SIGINT while writing: no output, no temporary" no_leftovers
+check "SIGINT: says it was interrupted" grep -q "interrupted" "$WORK/c.err"
+
+rc=$(cancel_at TERM "write" "$MOESCOPE" align "$A" "$B" -o "$WORK/cancel/al.safetensors")
+check "SIGTERM while writing: exit 143 (got $rc)" test "$rc" = 143
+check "SIGTERM while writing: no output, no temporary" no_leftovers
+
+# a sharded output is built in a temporary directory beside it: removed with its files
+rc=$(cancel_at INT "write model-00002" "$MOESCOPE" align "$MA" "$MB" -o "$WORK/cancel/sharded")
+check "SIGINT in the second shard: exit 130 (got $rc)" test "$rc" = 130
+check "SIGINT in the second shard: no directory, no temporaries" no_leftovers
+
+# an existing output is left as it was
+"$MOESCOPE" scramble "$A" -o "$WORK/cancel/keep.safetensors" --seed 1 >/dev/null 2>&1
+cp "$WORK/cancel/keep.safetensors" "$WORK/keep.orig"
+rc=$(cancel_at INT "write" "$MOESCOPE" scramble "$A" -o "$WORK/cancel/keep.safetensors" --seed 2)
+check "SIGINT over an existing output: exit 130 (got $rc)" test "$rc" = 130
+check "SIGINT over an existing output: unchanged" cmp "$WORK/cancel/keep.safetensors" "$WORK/keep.orig"
+check "SIGINT over an existing output: no temporary" test "$(ls -A "$WORK/cancel")" = keep.safetensors
+# a landscape's reports: cancelled while its first report is written
+rm -f "$WORK/cancel/keep.safetensors"
+rc=$(cancel_at INT "write" "$MOESCOPE" merge "$A" "$B" -o "$WORK/cancel/m.safetensors")
+check "SIGINT in merge: exit 130 (got $rc)" test "$rc" = 130
+check "SIGINT in merge: no output" no_leftovers
+summary

@@ -1,0 +1,89 @@
+# tests/explorer/tui_lib.sh - driving the real TUI in tmux, sourced after tests/lib/lib.sh by
+# the tests that need it (test_tui.sh, test_faults.sh).
+#
+# Robust on a loaded machine: every wait polls the screen until a deadline
+# (TUI_WAIT seconds, default 180) and never sleeps a fixed time; each session
+# gets a tmux server of its own (a server still shutting down cannot swallow
+# the next session); a session that fails to start is retried.
+#
+#   tui_session W H CMD    start CMD in a fresh W x H tmux session
+#   screen                 the visible screen as text
+#   wait_for TEXT          until the screen contains TEXT (fixed string)
+#   wait_re REGEX          until a screen line matches REGEX (extended)
+#   wait_gone TEXT         until TEXT has left the screen
+#   wait_any TEXT1 TEXT2   until either shows
+#   wait_file FILE         until FILE exists and is not empty
+#   cpu_load_start [K]     K busy loops (default: one per CPU) until cpu_load_stop
+#                          or the test's exit; TUI_LOAD=0 turns it off
+TUI_WAIT=${TUI_WAIT:-180}
+TUI_SOCK_BASE=moescope-test-$$
+TUI_SOCK_N=0
+SOCK=$TUI_SOCK_BASE-0
+TUI_LOAD_PIDS=()
+tm() { tmux -L "$SOCK" "$@"; }
+screen() { tm capture-pane -p -t t 2>/dev/null; }
+
+cpu_load_stop() {
+    local p
+    for p in "${TUI_LOAD_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${TUI_LOAD_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    TUI_LOAD_PIDS=()
+}
+cpu_load_start() {
+    [ "${TUI_LOAD:-1}" = 0 ] && return
+    local k=${1:-$(nproc 2>/dev/null || echo 2)} i
+    for ((i = 0; i < k; i++)); do
+        # bounded too: a loop outlives nothing by more than 15 minutes
+        ( end=$((SECONDS + 900)); while [ $SECONDS -lt $end ]; do :; done ) &
+        TUI_LOAD_PIDS+=($!)
+    done
+}
+tui_cleanup() {
+    cpu_load_stop
+    tmux -L "$SOCK" kill-server 2>/dev/null
+}
+trap 'tui_cleanup; rm -rf "$WORK"' EXIT
+
+# tui_session W H CMD: a new server and session "t" running CMD; 0 once tmux answers for it
+tui_session() {
+    local w=$1 h=$2 cmd=$3 try i
+    tmux -L "$SOCK" kill-server 2>/dev/null
+    for try in 1 2 3; do
+        TUI_SOCK_N=$((TUI_SOCK_N + 1))
+        SOCK=$TUI_SOCK_BASE-$TUI_SOCK_N
+        if tm new-session -d -s t -x "$w" -y "$h" "$cmd" 2>/dev/null; then
+            for ((i = 0; i < 100; i++)); do
+                tm has-session -t t 2>/dev/null && return 0
+                sleep 0.1
+            done
+        fi
+        tmux -L "$SOCK" kill-server 2>/dev/null
+        echo "    tmux session did not start (attempt $try)"
+    done
+    return 1
+}
+
+# _poll CMD...: run CMD until it succeeds or TUI_WAIT seconds pass
+_poll() {
+    local end=$((SECONDS + TUI_WAIT))
+    while :; do
+        "$@" && return 0
+        [ $SECONDS -ge $end ] && return 1
+        sleep 0.1
+    done
+}
+_has() { screen | grep -qF -- "$1"; }
+_has_re() { screen | grep -qE -- "$1"; }
+_lacks() { ! screen | grep -qF -- "$1"; }
+_has_any() { screen | grep -qF -e "$1" -e "$2"; }
+_nonempty() { [ -s "$1" ]; }
+_last_screen() { echo "    $1; last screen:"; screen | sed 's/^/    | /'; }
+
+wait_for() { _poll _has "$1" || { _last_screen "screen never showed '$1'"; return 1; }; }
+wait_re() { _poll _has_re "$1" || { _last_screen "screen never matched /$1/"; return 1; }; }
+wait_gone() { _poll _lacks "$1" || { _last_screen "'$1' never left the screen"; return 1; }; }
+wait_any() { _poll _has_any "$1" "$2"; }
+wait_file() { _poll _nonempty "$1"; }
+trap 'exit 143' TERM
+trap 'exit 130' INT
+trap 'exit 129' HUP
