@@ -22,6 +22,11 @@
  *                gate_up_proj_bias [n,2h], down_proj [n,h,d], down_proj_bias [n,d];
  *                or MXFP4: experts.gate_up_proj_blocks/_scales (rows = the 2h outputs,
  *                interleaved the same way), down_proj_blocks/_scales (rows = the d outputs)
+ *   gpt2         transformer.h.L.mlp (a GPT-2 block whose MLP became an MoE): gate.weight
+ *                [n,d] (+ gate.bias [n]), experts.e.c_fc.weight [d,h] (Conv1D: [in, out],
+ *                so W1 is its transpose) + c_fc.bias [h], experts.e.c_proj.weight [h,d]
+ *                + c_proj.bias [d]; shared_experts.s.* alike (s of them, each of width hs);
+ *                router, top-k, activation from config.json's "moe" object
  * A family's shared expert is one MLP of its own width hs (DeepSeek's n_shared_experts
  * of width h are stored, and held here, as one of width n_shared * h). */
 #ifndef MS_FAMILY_H
@@ -42,6 +47,7 @@ typedef enum {
     FAM_GRANITEMOE,
     FAM_JETMOE,
     FAM_GPT_OSS,
+    FAM_GPT2,
     FAM_COUNT
 } family_id;
 

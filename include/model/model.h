@@ -19,11 +19,13 @@
 #include "core/ms_error.h"
 
 typedef enum { ROUTER_DENSE = 0, ROUTER_TOPK = 1 } moe_router;
-/* relu/gelu: E(x) = W2 act(W1 x + b1) + b2. The two gated forms read a second
+/* relu/gelu/gelu_new: E(x) = W2 act(W1 x + b1) + b2 (gelu: the exact erf form
+ * 0.5 v (1 + erf(v / sqrt 2)); gelu_new: GPT-2's tanh form 0.5 v (1 + tanh(sqrt(2/pi)
+ * (v + 0.044715 v^3)))). The two gated forms read a second
  * projection W3 (fc3): silu_glu  W2 (silu(W1 x + b1) * (W3 x + b3)) + b2;
  * gpt_oss (clamped SwiGLU) with g = min(W1 x + b1, L), u = clamp(W3 x + b3, -L, L):
  * W2 ((u + 1) * g * sigmoid(1.702 g)) + b2, L = act_limit (7). */
-typedef enum { ACT_RELU = 0, ACT_GELU = 1, ACT_SILU_GLU = 2, ACT_GPT_OSS = 3 } moe_act;
+typedef enum { ACT_RELU = 0, ACT_GELU = 1, ACT_SILU_GLU = 2, ACT_GPT_OSS = 3, ACT_GELU_TANH = 4 } moe_act;
 /* Scores p from the gate logits s = W x + b: softmax over all n experts, or an
  * independent sigmoid per expert (DeepSeek-V3). */
 typedef enum { SCORE_SOFTMAX = 0, SCORE_SIGMOID = 1 } moe_score;

@@ -5,7 +5,7 @@
  *
  * One definition of each rule, so two paths cannot disagree on a number:
  *   - activations in float32: relu, the exact-erf GELU
- *     0.5 v (1 + erf(v / sqrt 2)), silu for the GLU gate, and the two gated
+ *     0.5 v (1 + erf(v / sqrt 2)), GPT-2's tanh GELU (gelu_new), silu for the GLU gate, and the two gated
  *     forms (silu_glu, gpt_oss's clamped SwiGLU);
  *   - the expert forward on a batch, Y (m, d) = E(X), two or three sgemm;
  *   - the top-k tie rule: among equal scores the smaller expert index ranks
@@ -24,11 +24,13 @@
  * mask). */
 #define MOE_RANKS_BEFORE(si, i, sj, j) (((si) > (sj)) | (((si) == (sj)) & ((i) < (j))))
 
-/* act(v) for relu and gelu; for the gated activations the gate half silu(v). */
+/* act(v) for relu, gelu and gelu_new; for the gated activations the gate half silu(v). */
 static inline float moe_act_scalar(moe_act a, float v) {
     switch (a) {
     case ACT_RELU: return v > 0.0f ? v : 0.0f;
     case ACT_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case ACT_GELU_TANH: // GPT-2's gelu_new
+        return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
     default: return v / (1.0f + expf(-v)); // silu
     }
 }

@@ -180,7 +180,7 @@ int cmd_info(int argc, char **argv) {
     printf("router      %s\n", rdesc);
     printf("symmetry    %s\n            %s\n", sym.name, sym.why);
     printf("activation  %s%s\n", moe_act_name(c->act),
-           c->act == ACT_GELU ? " (exact erf form)" : "");
+           c->act == ACT_GELU ? " (exact erf form)" : c->act == ACT_GELU_TANH ? " (GPT-2's tanh form)" : "");
     printf("residual    %s\n", c->residual ? "yes (z = x + D(x))" : "no (z = D(x))");
     printf("biases      gate %s, experts %s\n", c->has_gate_bias ? "yes" : "no (zeros)",
            c->has_expert_bias ? "yes" : "no (zeros)");

@@ -30,6 +30,7 @@ const family_desc family_table[FAM_COUNT] = {
                         0, 1.0},
     [FAM_JETMOE] = {"jetmoe", "jetmoe", "router.layer.weight", "input_linear.weight", 2, 0, 1.0},
     [FAM_GPT_OSS] = {"gpt_oss", "gpt_oss", "router.weight", NULL, 4, 0, 1.0},
+    [FAM_GPT2] = {"gpt2", "gpt2", "gate.weight", "experts.0.c_fc.weight", 2, 1, 1.0},
 };
 
 const char *family_name(int fam) {
@@ -45,7 +46,7 @@ int family_from_name(const char *name) {
 
 const char *family_names_list(void) {
     return "native, mixtral, qwen2_moe, qwen3_moe, olmoe, deepseek_v2, deepseek_v3, switch, "
-           "granitemoe, jetmoe, gpt_oss";
+           "granitemoe, jetmoe, gpt_oss, gpt2";
 }
 
 /* ---- recognising layers ---- */
@@ -75,6 +76,7 @@ static int family_at(const ckpt *c, const char *prefix, const char *gate_rel) {
     if (!strcmp(gate_rel, "gate.weight")) {
         if (has(c, prefix, "experts.0.fc1.weight")) return FAM_NATIVE;
         if (has(c, prefix, "experts.0.w1.weight")) return FAM_MIXTRAL;
+        if (has(c, prefix, "experts.0.c_fc.weight")) return FAM_GPT2;
         if (has(c, prefix, "experts.0.gate_proj.weight")) return qwen_like(c, prefix);
         if (has(c, prefix, "experts.gate_up_proj") && has(c, prefix, "experts.down_proj")) {
             // transformers >= 5 packs every expert into two tensors and names

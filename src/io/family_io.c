@@ -6,6 +6,7 @@
  * scatters it into the model; saving gathers it back and encodes it in the
  * tensor's own dtype, so names, dtypes, shapes and packing are the input's. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 
 #include "io/atomic_file.h"
 #include "io/codec.h"
+#include "io/config_json.h"
 #include "io/family.h"
 #include "family_table.h"
 #include "core/ms_limits.h"
@@ -42,15 +44,18 @@ typedef struct {
     char name[600]; /* the tensor (MXFP4: without _blocks / _scales) */
     int kind, part, e;
     int optional, mx;
+    int trans;        /* K_EXP / K_SHARED stored transposed (GPT-2's Conv1D, [in, out]):
+                         element (r, c) of the logical [a0, a1] is the part's (c, r) */
     int ndim;
     int64_t shape[3]; /* logical (float) shape */
     int64_t numel;
 } binding;
 
 typedef struct {
-    int n, d, h, hs; /* hs: the shared expert's width, 0 without one */
+    int n, d, h, hs; /* hs: the shared experts' width, 0 without one */
     int packed;      /* transformers >= 5 layout: experts.gate_up_proj [n,2h,d] (gate
                         rows first), experts.down_proj [n,d,h] instead of per-expert */
+    int ns;          /* shared experts (gpt2: shared_experts.0 ..; the others: 1 with hs) */
 } dims;
 
 static float *part_ptr(const moe_expert *x, int part) {
@@ -64,14 +69,19 @@ static float *part_ptr(const moe_expert *x, int part) {
     }
 }
 
+/* i of a transposed binding (logical [a0, a1]) as an offset into its part [a1, a0] */
+static int64_t trans_at(const binding *b, int64_t i) {
+    return b->trans ? (i % b->shape[1]) * b->shape[0] + i / b->shape[1] : i;
+}
+
 /* The model float that element i (row-major in the binding's logical shape) is. */
 static float *elem(const binding *b, const moe_model *m, int64_t i) {
     const int64_t h = m->cfg.h, d = m->cfg.d;
     switch (b->kind) {
     case K_GATE_W: return m->gate_w + i;
     case K_GATE_B: return m->gate_b + i;
-    case K_EXP: return part_ptr(&m->experts[b->e], b->part) + i;
-    case K_SHARED: return part_ptr(&m->shared[0], b->part) + i;
+    case K_EXP: return part_ptr(&m->experts[b->e], b->part) + trans_at(b, i);
+    case K_SHARED: return part_ptr(&m->shared[b->e], b->part) + trans_at(b, i);
     case K_STACK: {
         int64_t per = b->numel / b->shape[0];
         return part_ptr(&m->experts[i / per], b->part) + i % per;
@@ -164,6 +174,17 @@ static void shared_glu(blist *l, const char *prefix, const dims *z, const char *
     bshape(badd(l, K_SHARED, P_FC2W, 0, NULL, prefix, rel), 2, z->d, hs, 0);
 }
 
+/* A GPT-2 MLP's four tensors for expert e of kind (K_EXP or K_SHARED), named
+ * fmt % (prefix, e, name): Conv1D weights [in, out], the transposes of fc1 [h,d]
+ * and fc2 [d,h]; biases optional (zeros when absent, as everywhere). */
+static void conv1d_expert(blist *l, int kind, const char *prefix, int e, int64_t d, int64_t h,
+                          const char *fmt) {
+    bshape(badd(l, kind, P_FC1W, e, fmt, prefix, "c_fc.weight"), 2, d, h, 0)->trans = 1;
+    bshape(badd(l, kind, P_FC1B, e, fmt, prefix, "c_fc.bias"), 1, h, 0, 0)->optional = 1;
+    bshape(badd(l, kind, P_FC2W, e, fmt, prefix, "c_proj.weight"), 2, h, d, 0)->trans = 1;
+    bshape(badd(l, kind, P_FC2B, e, fmt, prefix, "c_proj.bias"), 1, d, 0, 0)->optional = 1;
+}
+
 /* Every tensor of a layer of family fam at prefix with dimensions z; mx: GPT-OSS
  * experts stored as MXFP4. */
 static void layer_bindings(blist *l, int fam, const char *prefix, const dims *z, int mx) {
@@ -224,6 +245,13 @@ static void layer_bindings(blist *l, int fam, const char *prefix, const dims *z,
         bshape(badd(l, K_IL_BIAS, 0, 0, NULL, prefix, "experts.gate_up_proj_bias"), 2, n, 2 * h, 0);
         bshape(badd(l, K_STACK, P_FC2B, 0, NULL, prefix, "experts.down_proj_bias"), 2, n, d, 0);
         break;
+    case FAM_GPT2:
+        bshape(badd(l, K_GATE_W, 0, 0, NULL, prefix, "gate.weight"), 2, n, d, 0);
+        bshape(badd(l, K_GATE_B, 0, 0, NULL, prefix, "gate.bias"), 1, n, 0, 0)->optional = 1;
+        for (int e = 0; e < z->n; e++) conv1d_expert(l, K_EXP, prefix, e, d, h, qfmt);
+        for (int j = 0; j < z->ns; j++)
+            conv1d_expert(l, K_SHARED, prefix, j, d, z->hs, "%.500s.shared_experts.%d.%s");
+        break;
     default: break;
     }
 }
@@ -241,6 +269,28 @@ static int want_ndim(const ckpt *c, const st_tensor *t, int ndim, ms_err *err) {
                    ndim);
 }
 
+/* A GPT-2 MoE block's shared experts shared_experts.0, 1, ... (as many as there
+ * are), hs from the first one's c_fc [d, hs]. */
+static int gpt2_shared_dims(ckpt *c, const char *prefix, dims *z, ms_err *err) {
+    char name[700];
+    const st_tensor *t;
+    for (;;) {
+        snprintf(name, sizeof name, "%s.shared_experts.%d.c_fc.weight", prefix, z->ns);
+        if (ckpt_find(c, name) < 0) break;
+        if (z->ns >= 64)
+            return ms_fail(err, "%s: '%s': more than 64 shared experts", c->arg, prefix);
+        z->ns++;
+    }
+    if (!z->ns) return 0;
+    snprintf(name, sizeof name, "%s.shared_experts.0.c_fc.weight", prefix);
+    if (shape_of(c, name, &t, err) || want_ndim(c, t, 2, err)) return -1;
+    if (t->shape[0] != z->d || t->shape[1] < 1 || t->shape[1] > (1 << 22))
+        return ms_fail(err, "%s: tensor '%s' has an unusable shape (expected [%d, hs])", c->arg,
+                       name, z->d);
+    z->hs = (int)t->shape[1];
+    return 0;
+}
+
 /* n, d from the gate; h (and hs) from the first expert or the packed tensors. */
 static int layer_dims(ckpt *c, int fam, const char *prefix, dims *z, int *mx, ms_err *err) {
     char name[700];
@@ -255,12 +305,14 @@ static int layer_dims(ckpt *c, int fam, const char *prefix, dims *z, int *mx, ms
         return ms_fail(err, "%s: tensor '%s' has an unusable shape", c->arg, name);
     int64_t h = 0;
     const char *rel = fam == FAM_MIXTRAL ? "experts.0.w1.weight"
+                      : fam == FAM_GPT2 ? "experts.0.c_fc.weight"
                       : fam == FAM_SWITCH ? "experts.expert_0.wi.weight"
                       : fam == FAM_GRANITEMOE || fam == FAM_JETMOE ? "input_linear.weight"
                       : fam == FAM_GPT_OSS ? "experts.gate_up_proj"
                                             : "experts.0.gate_proj.weight";
     snprintf(name, sizeof name, "%s.%s", prefix, rel);
-    if (fam != FAM_GPT_OSS && fam != FAM_GRANITEMOE && fam != FAM_JETMOE && ckpt_find(c, name) < 0) {
+    if (fam != FAM_GPT_OSS && fam != FAM_GRANITEMOE && fam != FAM_JETMOE && fam != FAM_GPT2 &&
+        ckpt_find(c, name) < 0) {
         snprintf(name, sizeof name, "%s.experts.gate_up_proj", prefix); // transformers >= 5
         z->packed = ckpt_find(c, name) >= 0;
         if (!z->packed) snprintf(name, sizeof name, "%s.%s", prefix, rel); // the error names it
@@ -276,6 +328,9 @@ static int layer_dims(ckpt *c, int fam, const char *prefix, dims *z, int *mx, ms
     } else if (fam == FAM_GPT_OSS) {
         if (want_ndim(c, t, 3, err)) return -1;
         h = t->shape[2] / 2;
+    } else if (fam == FAM_GPT2) { // Conv1D [d, h]
+        if (want_ndim(c, t, 2, err)) return -1;
+        h = t->shape[1];
     } else {
         if (want_ndim(c, t, 2, err)) return -1;
         h = t->shape[0];
@@ -291,7 +346,8 @@ static int layer_dims(ckpt *c, int fam, const char *prefix, dims *z, int *mx, ms
             return ms_fail(err, "%s: tensor '%s' has an unusable shape", c->arg, name);
         z->hs = (int)t->shape[0];
     }
-    return 0;
+    z->ns = z->hs ? 1 : 0;
+    return fam == FAM_GPT2 ? gpt2_shared_dims(c, prefix, z, err) : 0;
 }
 
 /* One router value: the command line, else config.json's key, else the default. */
@@ -310,15 +366,61 @@ static double pick(const ckpt *c, const char *key, double cli, int cli_given, do
     return def;
 }
 
+/* A GPT-2 MoE block's router and expert function: config.json's "moe" object
+ * (router "topk" | "dense", top_k, expert_activation "relu" | "gelu" | "gelu_new",
+ * default the network's activation_function), checked against the tensors:
+ * num_experts, num_shared_experts and expert_intermediate_size, when given, must
+ * be what the block holds. --top-k overrides top_k. */
+static int gpt2_config(const ckpt *c, const char *prefix, const dims *z, moe_config *cfg,
+                       ms_err *err) {
+    static const char *const routers[] = {"topk", "dense"};
+    static const char *const acts[] = {"relu", "gelu", "gelu_new"};
+    static const moe_act act_of[] = {ACT_RELU, ACT_GELU, ACT_GELU_TANH};
+    cfg_obj top = {c->config_path ? c->config_path : c->arg, "", c->config}, m;
+    unsigned char *org = cfg->origin;
+    int router, act, net_act, r;
+    long k, v;
+    if (cfg_sub(&top, "moe", "moe.", &m, err) < 0 ||
+        cfg_choice(&top, "activation_function", acts + 1, 2, 1, &net_act, err) < 0 ||
+        cfg_choice(&m, "router", routers, 2, 0, &router, err) < 0)
+        return -1;
+    if ((r = cfg_int(&m, "top_k", 1, z->n, z->n < 2 ? z->n : 2, &k, err)) < 0) return -1;
+    org[RP_K] = r ? ORIGIN_CONFIG : ORIGIN_DEFAULT;
+    if (family_opts.k > 0) {
+        if (family_opts.k > z->n)
+            return ms_fail(err, "%s: --top-k %d is more than the %d experts of '%s'", c->arg,
+                           family_opts.k, z->n, prefix);
+        k = family_opts.k;
+        org[RP_K] = ORIGIN_CLI;
+    }
+    if ((r = cfg_choice(&m, "expert_activation", acts, 3, net_act + 1, &act, err)) < 0) return -1;
+    org[RP_ACT] = r ? ORIGIN_CONFIG : ORIGIN_DEFAULT;
+    struct { const char *key; long have; const char *what; } chk[3] = {
+        {"num_experts", z->n, "gate.weight has that many rows"},
+        {"num_shared_experts", z->ns, "shared_experts.S.c_fc.weight tensors are there"},
+        {"expert_intermediate_size", z->h, "is the width of experts.0.c_fc.weight"}};
+    for (int i = 0; i < 3; i++) {
+        if ((r = cfg_int(&m, chk[i].key, 0, 1L << 30, chk[i].have, &v, err)) < 0) return -1;
+        if (r && v != chk[i].have)
+            return ms_fail(err, "%s: key 'moe.%s' = %ld, but in %s only %ld %s (under '%s.')",
+                           top.file, chk[i].key, v, c->arg, chk[i].have, chk[i].what, prefix);
+    }
+    cfg->router = router ? ROUTER_DENSE : ROUTER_TOPK;
+    cfg->k = (int)k;
+    cfg->act = act_of[act];
+    return 0;
+}
+
 /* The router and expert function of family fam, as its modelling code has them. */
-static void family_config(const ckpt *c, int fam, const dims *z, moe_config *cfg) {
+static int family_config(const ckpt *c, int fam, const char *prefix, const dims *z,
+                         moe_config *cfg, ms_err *err) {
     const family_desc *fd = &family_table[fam];
     const family_overrides *o = &family_opts;
     unsigned char *org = cfg->origin;
     cfg->n = z->n;
     cfg->d = z->d;
     cfg->h = z->h;
-    cfg->s = z->hs ? 1 : 0;
+    cfg->s = z->ns;
     cfg->hs = z->hs;
     cfg->router = ROUTER_TOPK;
     cfg->residual = 0; // a real MoE block returns D(x); the residual is the decoder layer's
@@ -370,6 +472,7 @@ static void family_config(const ckpt *c, int fam, const dims *z, moe_config *cfg
     cfg->has_out_bias = fam == FAM_JETMOE;
     cfg->has_gate_bias = fam == FAM_GPT_OSS;
     cfg->has_expert_bias = fam == FAM_GPT_OSS;
+    return fam == FAM_GPT2 ? gpt2_config(c, prefix, z, cfg, err) : 0;
 }
 
 /* ---- loading ---- */
@@ -439,6 +542,7 @@ static int read_values(ckpt *c, const binding *b, float *out, ms_err *err) {
 static int check_expert_count(const ckpt *c, int fam, const char *prefix, int n, ms_err *err) {
     const char *fmt = fam == FAM_SWITCH ? "%s.experts.expert_%d.wi.weight"
                       : fam == FAM_MIXTRAL ? "%s.experts.%d.w1.weight"
+                      : fam == FAM_GPT2 ? "%s.experts.%d.c_fc.weight"
                                            : "%s.experts.%d.gate_proj.weight";
     if (fam == FAM_GRANITEMOE || fam == FAM_JETMOE || fam == FAM_GPT_OSS) return 0;
     char name[700];
@@ -453,8 +557,8 @@ static int check_expert_count(const ckpt *c, int fam, const char *prefix, int n,
 
 /* Is the binding's destination one run of model floats (elem(b, m, i) = elem(b, m, 0) + i)? */
 static int contiguous(const binding *b) {
-    return b->kind == K_GATE_W || b->kind == K_GATE_B || b->kind == K_EXP || b->kind == K_SHARED ||
-           b->kind == K_CORR || b->kind == K_SH_GATE || b->kind == K_OUT_BIAS;
+    return !b->trans && (b->kind == K_GATE_W || b->kind == K_GATE_B || b->kind == K_EXP || b->kind == K_SHARED ||
+           b->kind == K_CORR || b->kind == K_SH_GATE || b->kind == K_OUT_BIAS);
 }
 
 /* Read one binding into m, expert by expert: a per-expert or contiguous tensor
@@ -554,7 +658,8 @@ int family_value_name(const moe_model *m, int shared, int e, const char *sfx, si
     for (int i = 0; i < l.n && rc; i++) {
         const binding *b = &l.b[i];
         // packed tensors hold two parts: the address search tells whether b holds this one
-        if (b->mx || (shared ? b->kind != K_SHARED : !routed(b)) || (b->kind == K_EXP && b->e != e))
+        if (b->mx || (shared ? b->kind != K_SHARED : !routed(b)) ||
+            ((b->kind == K_EXP || b->kind == K_SHARED) && b->e != e))
             continue;
         int64_t k = binding_find(b, &v, e, target);
         int t = k >= 0 ? ckpt_find(&c, b->name) : -1;
@@ -584,7 +689,7 @@ static int load_layer(moe_model *m, ckpt *c, const family_layer *L, int shell, b
     if (check_expert_count(c, L->family, L->prefix, z.n, err)) return -1;
     moe_config cfg;
     memset(&cfg, 0, sizeof cfg);
-    family_config(c, L->family, &z, &cfg);
+    if (family_config(c, L->family, L->prefix, &z, &cfg, err)) return -1;
     blist l = {NULL, 0, 0};
     layer_bindings(&l, L->family, L->prefix, &z, mx);
     // every tensor's shape before the allocation: it is then bounded by the files
@@ -600,6 +705,7 @@ static int load_layer(moe_model *m, ckpt *c, const family_layer *L, int shell, b
             return -1;
         }
         if (b->kind == K_GATE_B) cfg.has_gate_bias = 1;
+        if (b->kind == K_EXP && (b->part == P_FC1B || b->part == P_FC2B)) cfg.has_expert_bias = 1;
         if (shell && b->mx) { // MXFP4 experts are decoded whole: the caller loads the layer
             free(l.b);
             return 1;
@@ -708,7 +814,7 @@ static int stream_read_raw(family_stream *s, int e, unsigned parts, moe_expert *
         int64_t per = b->kind == K_EXP ? b->numel : b->numel / b->shape[0];
         int64_t first = b->kind == K_EXP ? 0 : (int64_t)e * per;
         size_t es = (size_t)(t->end - t->begin) / (size_t)(t->numel ? t->numel : 1);
-        float *buf = b->kind == K_EXP || b->kind == K_STACK ? elem(b, &s->view, first) : NULL;
+        float *buf = (b->kind == K_EXP && !b->trans) || b->kind == K_STACK ? elem(b, &s->view, first) : NULL;
         if (!buf) {
             if (s->tmp_len < (size_t)per) {
                 free(s->tmp);
@@ -874,7 +980,7 @@ static int encode_mx(ckpt *c, const binding *b, const float *vals, enc_set *s, m
 static int encode_layer(const moe_model *m, const family_experts *ex, ckpt *c, enc_set *s,
                         ms_err *err) {
     int fam = family_from_name(moe_family(&m->cfg));
-    dims z = {m->cfg.n, m->cfg.d, m->cfg.h, m->cfg.s ? m->cfg.hs : 0, 0};
+    dims z = {m->cfg.n, m->cfg.d, m->cfg.h, m->cfg.s ? m->cfg.hs : 0, 0, m->cfg.s};
     char name[700];
     snprintf(name, sizeof name, "%s.experts.gate_up_proj_blocks", m->layer);
     int mx = fam == FAM_GPT_OSS && ckpt_find(c, name) >= 0;
@@ -946,9 +1052,11 @@ static const char *base_name(const char *p) {
 }
 
 /* dst as a link to src: a hard link (same bytes, no copy), else a symbolic link
- * to src's absolute path (another file system). */
+ * to src's absolute path (another file system). A src that is itself a symbolic
+ * link (a seed folder's shard pointing at ../backbone.safetensors) is followed:
+ * a hard link to the link would keep its relative target, wrong beside dst. */
 static int link_file(const char *src, const char *dst, ms_err *err) {
-    if (!link(src, dst)) return 0;
+    if (!linkat(AT_FDCWD, src, AT_FDCWD, dst, AT_SYMLINK_FOLLOW)) return 0;
     char *abs = realpath(src, NULL);
     if (!abs) return ms_fail(err, "%s: cannot resolve: %s", src, strerror(errno));
     int rc = symlink(abs, dst);
@@ -1092,6 +1200,6 @@ int family_describe(ckpt *c, const family_layer *L, moe_config *cfg, ms_err *err
     dims z;
     int mx;
     if (layer_dims(c, L->family, L->prefix, &z, &mx, err)) return -1;
-    family_config(c, L->family, &z, cfg);
+    if (family_config(c, L->family, L->prefix, &z, cfg, err)) return -1;
     return 0;
 }

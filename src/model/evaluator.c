@@ -286,6 +286,8 @@ static void expert_ref(const moe_expert *e, const moe_config *c, const float *x,
             }
         } else if (c->act == ACT_GELU) {
             hbuf[u] = (float)(0.5 * a * (1.0 + erf(a / sqrt(2.0))));
+        } else if (c->act == ACT_GELU_TANH) {
+            hbuf[u] = (float)(0.5 * a * (1.0 + tanh(0.79788456080286536 * (a + 0.044715 * a * a * a))));
         } else {
             hbuf[u] = (float)(a > 0 ? a : 0);
         }

@@ -18,6 +18,7 @@ const char *moe_router_name(moe_router r) { return r == ROUTER_TOPK ? "topk" : "
 const char *moe_act_name(moe_act a) {
     switch (a) {
     case ACT_GELU: return "gelu";
+    case ACT_GELU_TANH: return "gelu_new";
     case ACT_SILU_GLU: return "silu_glu";
     case ACT_GPT_OSS: return "gpt_oss_swiglu";
     default: return "relu";
@@ -540,11 +541,12 @@ static int native_base_meta(const st_file *f, moe_config *c, ms_err *err) {
     if ((v = st_meta(f, "moescope.activation"))) {
         if (!strcmp(v, "relu")) c->act = ACT_RELU;
         else if (!strcmp(v, "gelu")) c->act = ACT_GELU;
+        else if (!strcmp(v, "gelu_new")) c->act = ACT_GELU_TANH;
         else if (!strcmp(v, "silu_glu")) c->act = ACT_SILU_GLU;
         else if (!strcmp(v, "gpt_oss_swiglu")) c->act = ACT_GPT_OSS;
         else
             return ms_fail(err, "%s: unknown activation '%s' in metadata moescope.activation "
-                                "(expected relu, gelu, silu_glu or gpt_oss_swiglu)",
+                                "(expected relu, gelu, gelu_new, silu_glu or gpt_oss_swiglu)",
                            path, v);
     }
     if ((v = st_meta(f, "moescope.residual"))) {

@@ -293,7 +293,8 @@ static void expert_forward(const moe_expert *e, const moe_config *c, const float
         case ACT_RELU: H[i] = a > 0 ? a : 0; break;
         case ACT_GELU: H[i] = gelu_f(a); break;
         case ACT_SILU_GLU: H[i] = a * sigmoid_f(a) * A3[i]; break;
-        case ACT_GPT_OSS: break; // train builds only relu, gelu and silu_glu models
+        case ACT_GPT_OSS:
+        case ACT_GELU_TANH: break; // train builds only relu, gelu and silu_glu models
         }
     }
     // Y (B,d) = H (B,h) W2^T (h,d) + b2
@@ -473,7 +474,8 @@ static void expert_backward(const moe_expert *e, moe_expert *ge, const moe_confi
             w->dA3[i] = dh * a * s;
             break;
         }
-        case ACT_GPT_OSS: break; // not trained (see above)
+        case ACT_GPT_OSS:
+        case ACT_GELU_TANH: break; // not trained (see above)
         }
     }
     // dW1 (h,d) = dA1^T (h,B) X (B,d); db1 = sum_b dA1

@@ -165,11 +165,18 @@ def gelu(x):
     return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
 
 
+def gelu_new(x):
+    """GPT-2's tanh form of GELU."""
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
 def _act(name, x):
     if name == "relu":
         return np.maximum(x, 0.0)
     if name == "gelu":
         return gelu(x)
+    if name == "gelu_new":
+        return gelu_new(x)
     raise ValueError(name)
 
 

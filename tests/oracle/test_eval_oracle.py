@@ -1,6 +1,6 @@
 """tests/oracle/test_eval_oracle.py - `moescope eval` against the numpy oracle.
 
-For every variant (dense, top-1/2/3, shared experts, relu/gelu/silu_glu, with
+For every variant (dense, top-1/2/3, shared experts, relu/gelu/gelu_new/silu_glu, with
 and without head / LayerNorm / biases / residual, regression, another layer
 prefix, F64 and F16 files) the C loss and accuracy (--json) must match the
 float64 oracle to 1e-4 relative, the routing load must match, and the block
@@ -28,6 +28,7 @@ VARIANTS = [
     # name, make_layer kwargs, evalset kwargs, extra
     ("dense relu", dict(n=4, d=8, h=16), {}),
     ("dense gelu", dict(n=4, d=8, h=16, act="gelu"), {}),
+    ("top-2 gelu_new (tanh form)", dict(n=4, d=8, h=16, router="topk", k=2, act="gelu_new"), {}),
     ("dense silu_glu", dict(n=4, d=8, h=16, act="silu_glu"), {}),
     ("top-1 relu", dict(n=4, d=8, h=16, router="topk", k=1), {}),
     ("top-2 relu", dict(n=4, d=8, h=16, router="topk", k=2), {}),

@@ -171,6 +171,7 @@ def test_against_oracle(tmp):
     cases = [
         ("dense_relu", {}, dict(n=4)),
         ("topk_gelu_shared", {}, dict(n=4, router="topk", k=2, act="gelu", shared=2)),
+        ("dense_gelu_new", {}, dict(n=4, act="gelu_new")),
         ("glu_regression", {"regression": True}, dict(n=4, act="silu_glu")),
         ("layer_only", {}, dict(n=4, head=False)),
         ("heads_differ_no_norm", {"same_head": False}, dict(n=3, norm=False, residual=False)),

@@ -67,7 +67,7 @@ static void test_topk(void) {
 }
 
 static void test_act(void) {
-    double worst = 0, worst_g = 0;
+    double worst = 0, worst_g = 0, worst_t = 0;
     moe_config c;
     memset(&c, 0, sizeof c);
     c.act = ACT_GPT_OSS;
@@ -76,18 +76,24 @@ static void test_act(void) {
         double v = i / 40.0;
         double gelu = 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
         worst = fmax(worst, fabs(moe_act_scalar(ACT_GELU, (float)v) - gelu));
+        double gnew = 0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+        worst_t = fmax(worst_t, fabs(moe_act_scalar(ACT_GELU_TANH, (float)v) - gnew));
         double g = fmin(v, 7.0), u = fmax(-7.0, fmin(7.0, -v / 2));
         double ref = (u + 1) * g / (1 + exp(-1.702 * g));
         worst_g = fmax(worst_g, fabs(moe_act_gated(&c, (float)v, (float)(-v / 2)) - ref) /
                                     fmax(1.0, fabs(ref)));
     }
     CHECK(worst < 2e-6, "exact-erf GELU within float rounding (%.3g)", worst);
+    CHECK(worst_t < 4e-6, "tanh GELU (gelu_new) within float rounding (%.3g)", worst_t);
+    // the two forms differ visibly (4.7e-4 at v = 2.7): the tests can tell them apart
+    CHECK(fabs(moe_act_scalar(ACT_GELU_TANH, 2.7f) - moe_act_scalar(ACT_GELU, 2.7f)) > 4e-4,
+          "gelu_new differs from the erf form");
     CHECK(worst_g < 2e-6, "gpt_oss clamped SwiGLU within float rounding (%.3g)", worst_g);
     CHECK(moe_act_scalar(ACT_RELU, -1.0f) == 0.0f && moe_act_scalar(ACT_RELU, 2.5f) == 2.5f, "relu");
 }
 
 static void test_expert(void) {
-    for (int act = ACT_RELU; act <= ACT_GPT_OSS; act++) {
+    for (int act = ACT_RELU; act <= ACT_GELU_TANH; act++) {
         moe_config c;
         memset(&c, 0, sizeof c);
         c.n = 1, c.d = 5, c.h = 7, c.act = (moe_act)act, c.act_limit = 0.5f;
@@ -114,6 +120,8 @@ static void test_expert(void) {
                 }
                 if (act == ACT_RELU) hid[u] = a > 0 ? a : 0;
                 else if (act == ACT_GELU) hid[u] = 0.5 * a * (1 + erf(a / sqrt(2.0)));
+                else if (act == ACT_GELU_TANH)
+                    hid[u] = 0.5 * a * (1 + tanh(sqrt(2 / M_PI) * (a + 0.044715 * a * a * a)));
                 else if (act == ACT_SILU_GLU) hid[u] = a / (1 + exp(-a)) * l;
                 else {
                     double g = fmin(a, 0.5), uu = fmax(-0.5, fmin(0.5, l));
