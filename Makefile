@@ -31,10 +31,10 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 # The source tree, by area (each folder one concern; include/ mirrors it):
 #   src/core      errors, allocation limits, progress, RNG, BLAS threads
-#   src/io        safetensors, checkpoint arguments, model families, codecs,
-#                 atomic files, provenance
 #   src/model     the MoE layer, its kernels, symmetry actions, the evaluator,
-#                 the small trainer of the samples
+#                 the small trainer of the samples (no file I/O)
+#   src/io        safetensors, checkpoint arguments, model families, codecs,
+#                 loading and saving a layer, atomic files, provenance
 #   src/align     expert costs, the assignment solver, weight matching, align
 #   src/landscape every expert order, curves, ranks, its reports
 #   src/plot      PNG/SVG figures and the bitmap font

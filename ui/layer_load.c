@@ -11,6 +11,7 @@
 
 #include "core/ms_limits.h"
 #include "core/progress.h"
+#include "io/model_io.h"
 
 struct layer_load {
     pthread_t th;

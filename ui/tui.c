@@ -30,6 +30,7 @@
 #include "keys.h"
 #include "layer_load.h"
 #include "core/ms_limits.h"
+#include "io/model_io.h"
 #include "io/provenance.h"
 #include "theme.h"
 #include "tui.h"
@@ -305,7 +306,7 @@ static int load_inputs(const tui_args *a, tui_inputs *in) {
         rc = cli_error("no evaluation set: pass --eval E (a safetensors file with 'inputs' [N, %d] and 'labels' or "
                        "'targets'), or put eval.safetensors beside %s", A->cfg.d, a->pa);
     else if (evalset_load(&in->E, a->e_path, &err)) rc = cli_error("%s", err.msg);
-    else if (A->cfg.has_head && evalset_check(&in->E, A, &err)) rc = cli_error("%s", err.msg);
+    else if (A->cfg.has_head && moe_eval_check(A, &in->E, &err)) rc = cli_error("%s", err.msg);
     else if (ms_limits_check(A, in->B, &in->E, MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG, &err))
         rc = cli_error("%s", err.msg);
     else if (!A->cfg.has_head && in->E.d != A->cfg.d)

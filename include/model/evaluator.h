@@ -6,8 +6,22 @@
 #ifndef MS_EVALUATOR_H
 #define MS_EVALUATOR_H
 
-#include "io/evalset.h"
+#include <stdint.h>
+
 #include "model/model.h"
+
+/* The samples a layer is evaluated on (read by io/evalset.c). */
+typedef struct {
+    char *path;
+    int N, d, C;       /* C: number of classes (labels) or target width */
+    float *inputs;     // (N, d)
+    int32_t *labels;   // (N), classification; NULL for regression
+    float *targets;    // (N, C), regression; NULL for classification
+} evalset;
+
+/* Does e fit m (width d, label range / target width vs the head)? -1 with a
+ * message naming both files otherwise. */
+int moe_eval_check(const moe_model *m, const evalset *e, ms_err *err);
 
 /* Gate weights for a batch: logits (B,n) -> g (B,n) by the config's router
  * (see moe_config); corr (n) is the selection-only bias, NULL when absent. */

@@ -152,33 +152,6 @@ void moe_free(moe_model *m);
 /* Deep copy (parameters, metadata, path, layer). */
 void moe_clone(moe_model *dst, const moe_model *src);
 
-/* Load a layer from a checkpoint argument: a safetensors file, a sharded
- * checkpoint's index or a directory (checkpoint.h). moescope's own names: layer
- * is the prefix (NULL means "moe"); a real model family (family.h): the prefix or
- * the block index, NULL the first MoE layer. Validates shapes against each other
- * and values for finiteness. */
-int moe_load(moe_model *m, const char *path, const char *layer, ms_err *err);
-/* moe_load for a layer too large to hold twice: a family layout's routed experts
- * are left in the file (m from moe_alloc_shell) and src reads each on demand,
- * bit for bit as moe_load would have; moescope's own single files and MXFP4
- * experts load whole (src->read NULL). Close src with moe_source_close before
- * or after moe_free(m). */
-int moe_load_stream(moe_model *m, const char *path, const char *layer, expert_source *src,
-                    ms_err *err);
-void moe_source_close(expert_source *src);
-/* Write as F32 safetensors, atomically, with the moescope.* metadata and the
- * rest of m->meta. A real family's layer is written in the format of the
- * checkpoint m->path instead (family_save). */
-int moe_save(const moe_model *m, const char *path, ms_err *err);
-/* moe_save, plus every other tensor of src_path (the file m's layer came from):
- * other MoE layers, embeddings, ... copied through unchanged (dtype and bytes).
- * Tensors of the layer's own namespace ("<L>.gate.*", "<L>.experts.*",
- * "<L>.shared.*") and the head come from m; those of the namespace moescope does
- * not write are dropped and counted in *ndropped (may be NULL). src_path NULL:
- * moe_save. Atomic; the metadata is m's (the source's, as loaded). */
-int moe_save_with(const moe_model *m, const char *src_path, const char *path, int *ndropped,
-                  ms_err *err);
-
 /* Do A and B have the same architecture (n, d, h, s, router, k, act, residual,
  * head presence and size)? -1 with a message naming both files otherwise. */
 int moe_check_compatible(const moe_model *a, const moe_model *b, ms_err *err);
@@ -194,9 +167,5 @@ const char *moe_meta_get(const moe_model *m, const char *key); /* NULL if absent
 void moe_meta_set(moe_model *m, const char *key, const char *value);
 /* Replace dst's metadata by a copy of src's, in one pass (linear in the keys). */
 void moe_meta_copy(moe_model *dst, const moe_model *src);
-
-/* Every layer prefix L in the file (a tensor "L.gate.weight" exists), in file
- * order; the caller frees each string and the array. */
-int moe_list_layers(const char *path, char ***layers, int *nlayers, ms_err *err);
 
 #endif

@@ -26,11 +26,10 @@ typedef struct {
 
 void train_set_free(train_set *s);
 
-/* The UCI digits file of sample-checkpoints/: `pixels` (N, P) F32 in [0,1],
- * `labels` (N) I64. Splits it (sample i goes to the test set when i % 5 == 0)
- * and embeds the pixels into d features with the frozen random embedding. */
-int train_load_digits(const char *path, int d, uint64_t embed_seed, double embed_scale,
-                      train_set *train, train_set *test, ms_err *err);
+/* Split N samples, x (N,d) with labels y (N) or targets t (N,C) (one of the
+ * two), into train and test: sample i is a test sample when i % 5 == 0. */
+void train_split(int N, int d, int C, const float *x, const int32_t *y, const float *t,
+                 train_set *train, train_set *test);
 /* The frozen embedding: x = scale * tanh(R p) with R (d, P) ~ N(0, 1/P)*3 drawn
  * from embed_seed. pixels (N, P) -> x (N, d). */
 void train_embed(const float *pixels, int N, int P, int d, uint64_t embed_seed, double scale,

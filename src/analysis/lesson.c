@@ -13,6 +13,7 @@
 #include "model/evaluator.h"
 #include "landscape/landscape.h"
 #include "align/lap.h"
+#include "io/model_io.h"
 #include "model/model.h"
 #include "model/symmetry.h"
 
@@ -39,7 +40,7 @@ lesson *lesson_open(const char *a, const char *b, const char *e, ms_err *err) {
         free(L);
         return NULL;
     }
-    if (evalset_check(&L->E, &L->A, err)) {
+    if (moe_eval_check(&L->A, &L->E, err)) {
         lesson_close(L);
         return NULL;
     }

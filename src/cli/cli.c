@@ -14,6 +14,7 @@
 #include "core/ms_limits.h"
 #include "plot/plot_png.h"
 #include "core/progress.h"
+#include "io/model_io.h"
 #include "io/provenance.h"
 #include "model/symmetry.h"
 

@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "io/json_file.h"
 #include "align/lap.h"
+#include "io/model_io.h"
 #include "io/provenance.h"
 #include "model/symmetry.h"
 

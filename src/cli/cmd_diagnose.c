@@ -100,7 +100,7 @@ int cmd_diagnose(int argc, char **argv) {
     if (cli_load_models(pa, pb, layer, eval, &A, &B, &E)) return 1;
     if (have_e) {
         // the head is optional for the diagnostics, but labels must fit it when present
-        if (A.cfg.has_head && evalset_check(&E, &A, &err)) {
+        if (A.cfg.has_head && moe_eval_check(&A, &E, &err)) {
             rc = cli_error("%s", err.msg);
             goto done;
         }

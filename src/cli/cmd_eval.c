@@ -23,6 +23,7 @@
 #include "model/evaluator.h"
 #include "model/model.h"
 #include "core/ms_limits.h"
+#include "io/model_io.h"
 #include "io/safetensors.h"
 
 static const char *USAGE =
@@ -147,7 +148,7 @@ int cmd_eval(int argc, char **argv) {
     int rc = 0;
     moe_eval_result r;
     memset(&r, 0, sizeof r);
-    if (evalset_check(&e, &m, &err) || ms_limits_check(&m, NULL, &e, MS_USE_EVAL, &err)) {
+    if (moe_eval_check(&m, &e, &err) || ms_limits_check(&m, NULL, &e, MS_USE_EVAL, &err)) {
         rc = cli_error("%s", err.msg);
         goto done;
     }

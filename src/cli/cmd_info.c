@@ -16,6 +16,7 @@
 #include "model/model.h"
 #include "model/symmetry.h"
 #include "core/ms_limits.h"
+#include "io/model_io.h"
 
 static const char *USAGE = "moescope info CKPT [--layer L] [--json F]";
 

@@ -11,6 +11,7 @@
 
 #include "io/atomic_file.h"
 #include "cli/cli.h"
+#include "io/model_io.h"
 #include "model/model.h"
 #include "model/symmetry.h"
 

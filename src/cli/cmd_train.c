@@ -19,6 +19,8 @@
 #include "io/atomic_file.h"
 #include "core/blas_threads.h"
 #include "cli/cli.h"
+#include "io/digits.h"
+#include "io/model_io.h"
 #include "model/moe_kernels.h"
 #include "io/safetensors.h"
 #include "model/train.h"
@@ -386,7 +388,7 @@ int cmd_train(int argc, char **argv) {
     ms_err err;
     if (teacher) {
         train_teacher_data(&pre, (int)t.samples, (uint64_t)t.embed_seed, &tr, &te);
-    } else if (train_load_digits(t.data, (int)t.d, (uint64_t)t.embed_seed, t.embed_scale, &tr,
+    } else if (digits_load(t.data, (int)t.d, (uint64_t)t.embed_seed, t.embed_scale, &tr,
                                  &te, &err)) {
         moe_free(&pre);
         return cli_error("%s", err.msg);

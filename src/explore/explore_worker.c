@@ -36,6 +36,7 @@
 #include "io/atomic_file.h"
 #include "align/lap.h"
 #include "core/progress.h"
+#include "io/model_io.h"
 #include "landscape/rank.h"
 
 #define CURVE_CACHE 32

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "io/evalset.h"
-#include "model/model.h"
 #include "io/safetensors.h"
 
 static int load_from(evalset *e, const st_file *f, ms_err *err) {
@@ -89,29 +88,4 @@ void evalset_free(evalset *e) {
     free(e->labels);
     free(e->targets);
     memset(e, 0, sizeof *e);
-}
-
-int evalset_check(const evalset *e, const moe_model *m, ms_err *err) {
-    const char *ep = e->path ? e->path : "evaluation set";
-    const char *mp = m->path ? m->path : "the model";
-    if (e->d != m->cfg.d)
-        return ms_fail(err, "%s: inputs have width %d but the layer has d = %d (%s)", ep, e->d,
-                       m->cfg.d, mp);
-    if (!m->cfg.has_head) return 0; /* layer-only mode: labels/targets are not used */
-    int C = m->cfg.C;
-    if (!e->labels && !e->targets)
-        return ms_fail(err, "%s: holds only 'inputs', but %s has a head: its loss needs a tensor "
-                            "'labels' [N] (classification) or 'targets' [N, C] (regression)",
-                       ep, mp);
-    if (e->labels) {
-        for (int i = 0; i < e->N; i++)
-            if (e->labels[i] < 0 || e->labels[i] >= C)
-                return ms_fail(err, "%s: label %d at index %d is out of range: the head of %s has "
-                                    "C = %d classes (labels 0..%d)",
-                               ep, e->labels[i], i, mp, C, C - 1);
-    } else if (e->C != C) {
-        return ms_fail(err, "%s: targets have width %d but the head of %s has C = %d outputs", ep,
-                       e->C, mp, C);
-    }
-    return 0;
 }

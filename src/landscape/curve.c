@@ -102,7 +102,7 @@ int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int
     if (T < 2) return ms_fail(err, "curve: need at least 2 interpolation points, got %d", T);
     if (moe_check_compatible(A, Bp, err)) return -1;
     if (A->cfg.has_head) {
-        if (evalset_check(E, A, err)) return -1;
+        if (moe_eval_check(A, E, err)) return -1;
     } else if (E->d != A->cfg.d) {
         return ms_fail(err, "%s: inputs have width %d but the layer has d = %d",
                        E->path ? E->path : "evaluation set", E->d, A->cfg.d);

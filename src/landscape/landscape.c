@@ -355,7 +355,7 @@ static int row_cmp(const void *pa, const void *pb, void *ctx) {
 
 /* E fits m: a model with a head checks labels/targets, a layer the width */
 static int ls_check_evalset(const moe_model *m, const evalset *E, ms_err *err) {
-    if (m->cfg.has_head) return evalset_check(E, m, err);
+    if (m->cfg.has_head) return moe_eval_check(m, E, err);
     if (E->d != m->cfg.d)
         return ms_fail(err, "%s: inputs have width %d but the layer has d = %d",
                        E->path ? E->path : "evaluation set", E->d, m->cfg.d);

@@ -462,6 +462,31 @@ static void ev_run(ev_job *j, const moe_par *p) {
     blas_single_leave();
 }
 
+int moe_eval_check(const moe_model *m, const evalset *e, ms_err *err) {
+    const char *ep = e->path ? e->path : "evaluation set";
+    const char *mp = m->path ? m->path : "the model";
+    if (e->d != m->cfg.d)
+        return ms_fail(err, "%s: inputs have width %d but the layer has d = %d (%s)", ep, e->d,
+                       m->cfg.d, mp);
+    if (!m->cfg.has_head) return 0; /* layer-only mode: labels/targets are not used */
+    int C = m->cfg.C;
+    if (!e->labels && !e->targets)
+        return ms_fail(err, "%s: holds only 'inputs', but %s has a head: its loss needs a tensor "
+                            "'labels' [N] (classification) or 'targets' [N, C] (regression)",
+                       ep, mp);
+    if (e->labels) {
+        for (int i = 0; i < e->N; i++)
+            if (e->labels[i] < 0 || e->labels[i] >= C)
+                return ms_fail(err, "%s: label %d at index %d is out of range: the head of %s has "
+                                    "C = %d classes (labels 0..%d)",
+                               ep, e->labels[i], i, mp, C, C - 1);
+    } else if (e->C != C) {
+        return ms_fail(err, "%s: targets have width %d but the head of %s has C = %d outputs", ep,
+                       e->C, mp, C);
+    }
+    return 0;
+}
+
 int moe_eval_par(const moe_model *m, const evalset *e, const moe_par *p, moe_eval_result *r,
                  ms_err *err) {
     memset(r, 0, sizeof *r);
@@ -470,7 +495,7 @@ int moe_eval_par(const moe_model *m, const evalset *e, const moe_par *p, moe_eva
         return ms_fail(err, "%s: the layer has no head (no 'head.out.weight'), so there is no "
                             "loss to evaluate; only layer-only statistics are available",
                        m->path ? m->path : "model");
-    if (evalset_check(e, m, err)) return -1;
+    if (moe_eval_check(m, e, err)) return -1;
     int n = c->n, C = c->C, N = e->N;
     result_init(r, n);
     ev_job j = {.m = m, .X = e->inputs, .N = N};

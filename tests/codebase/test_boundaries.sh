@@ -54,7 +54,7 @@ lib="$BUILD/libmoescope.a"
 check "libmoescope.a exists" test -f "$lib"
 if [ -f "$lib" ]; then
     members=$(ar t "$lib")
-    check "libmoescope.a has the loaders" grep -qx 'model.o' <<<"$members"
+    check "libmoescope.a has the loaders" grep -qx 'model_io.o' <<<"$members"
     stray=$(grep -E '^(cli|cmd_.*|main)\.o$' <<<"$members")
     for f in ui/*.c; do
         b=$(basename "$f" .c).o

@@ -17,6 +17,7 @@
 #include "analysis/diagnose.h"
 #include "layer_load.h"
 #include "core/progress.h"
+#include "io/model_io.h"
 #include "testlib.h"
 
 static void make_model(moe_model *m, const char *layer, unsigned seed) {

@@ -1,7 +1,7 @@
 /* fuzz_evalset.c - libFuzzer harness: evalset_load (src/io/evalset.c) on arbitrary bytes. */
 #include "fuzz_common.h"
 
-#include "model/model.h"
+#include "io/evalset.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     evalset e;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/ms_limits.h"
+#include "io/model_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     moe_model m;

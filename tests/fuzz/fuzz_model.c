@@ -1,7 +1,7 @@
-/* fuzz_model.c - libFuzzer harness: moe_load (src/model/model.c) of layer "moe" on arbitrary bytes. */
+/* fuzz_model.c - libFuzzer harness: moe_load (src/io/model_io.c) of layer "moe" on arbitrary bytes. */
 #include "fuzz_common.h"
 
-#include "model/model.h"
+#include "io/model_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     moe_model m;

@@ -11,34 +11,38 @@ OUT=build/fuzz
 mkdir -p "$OUT"
 CLANG=${CLANG:-clang}
 CFLAGS="-std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-        -fno-omit-frame-pointer -Iinclude -Itests/fuzz -Itests/lib $(pkg-config --cflags libcjson openblas)
+        -fno-omit-frame-pointer -Iinclude -Itests/fuzz -Itests/lib $(pkg-config --cflags libcjson openblas libpng)
         -D_DEFAULT_SOURCE -D_XOPEN_SOURCE=600"
-LIBS="$(pkg-config --libs libcjson openblas) -lm -lpthread"
+LIBS="$(pkg-config --libs libcjson openblas libpng) -lm -lpthread"
 
-# harness name -> library sources it needs (compiled directly, not the Makefile's objects)
-declare -A SRCS=(
-    [safetensors]="src/io/safetensors.c src/io/atomic_file.c src/core/ms_error.c"
-    [evalset]="src/io/evalset.c src/model/model.c src/io/safetensors.c src/io/atomic_file.c src/core/ms_error.c"
-    [model]="src/model/model.c src/io/safetensors.c src/io/atomic_file.c src/core/ms_error.c"
-    [lap]="src/cli/cmd_lap.c src/cli/cli.c src/align/lap.c src/io/safetensors.c src/io/atomic_file.c src/core/ms_error.c
-           src/model/model.c src/align/align.c src/align/cost_matrix.c src/align/weight_matching.c src/core/ms_limits.c
-           src/io/evalset.c"
-    [header]="src/io/safetensors.c src/io/atomic_file.c src/core/ms_error.c"
-    [limits]="src/core/ms_limits.c src/model/model.c src/io/safetensors.c src/io/atomic_file.c src/core/ms_error.c"
-)
+# The library (every src/ folder but cli/ and mpi/) compiled once with the
+# fuzzer's instrumentation; the lap harness adds the command that reads its file.
+LIB_SRCS=$(find src -name '*.c' ! -path 'src/cli/*' ! -path 'src/mpi/*' | sort)
+declare -A EXTRA=([lap]="src/cli/cmd_lap.c src/cli/cli.c src/cli/cli_family.c")
 ORDER="safetensors evalset model lap header limits"
 only=${FUZZ_ONLY:-$ORDER}
 
 status=0
+LIB_OBJS=
+for s in $LIB_SRCS; do
+    o=$OUT/obj/${s%.c}.o
+    mkdir -p "$(dirname "$o")"
+    # shellcheck disable=SC2086
+    if [ ! -f "$o" ] || [ "$s" -nt "$o" ]; then
+        $CLANG ${CFLAGS/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,} -c -o "$o" "$s" 2>>"$OUT/build_lib.log" ||
+            { echo "fuzz: $s does not compile (see $OUT/build_lib.log)"; exit 1; }
+    fi
+    LIB_OBJS="$LIB_OBJS $o"
+done
+# an archive: each harness links only the members it needs
+rm -f "$OUT/libmoescope_fuzz.a"
+# shellcheck disable=SC2086
+ar rcs "$OUT/libmoescope_fuzz.a" $LIB_OBJS
 for name in $ORDER; do
     [[ " $only " == *" $name "* ]] || continue
-    srcs=${SRCS[$name]}
-    missing=0
-    for s in $srcs; do [ -f "$s" ] || missing=1; done
-    if [ $missing = 1 ]; then echo "fuzz_$name: skipped (sources not there yet)"; continue; fi
     bin=$OUT/fuzz_$name
     # shellcheck disable=SC2086
-    if ! $CLANG $CFLAGS -o "$bin" "tests/fuzz/fuzz_$name.c" $srcs $LIBS 2>"$OUT/build_$name.log"; then
+    if ! $CLANG $CFLAGS -o "$bin" "tests/fuzz/fuzz_$name.c" ${EXTRA[$name]:-} "$OUT/libmoescope_fuzz.a" $LIBS 2>"$OUT/build_$name.log"; then
         echo "fuzz_$name: BUILD FAILED"; tail -20 "$OUT/build_$name.log"; status=1; continue
     fi
     mkdir -p "$OUT/corpus_$name"

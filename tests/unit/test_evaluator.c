@@ -11,6 +11,8 @@
 #include "model/evaluator.h"
 #include "model/model.h"
 #include "core/rng.h"
+#include "io/evalset.h"
+#include "io/model_io.h"
 #include "model/symmetry.h"
 #include "testlib.h"
 
@@ -342,16 +344,16 @@ static void test_save_load(void) {
     CHECK_CLOSE(sum, 1.0, 1e-6, "load_mean sums to 1");
     moe_eval_result_free(&r);
     moe_free(&a);
-    // evalset_check: width and label range
+    // moe_eval_check: width and label range
     make_model(&a, 3, 4, 5, ROUTER_DENSE, 2, ACT_RELU, 0, 2, 0, 1, 3);
     e.path = ms_strdup("eval.safetensors");
-    CHECK(evalset_check(&e, &a, &err) == 0, "labels 0 fit C = 2");
+    CHECK(moe_eval_check(&a, &e, &err) == 0, "labels 0 fit C = 2");
     e.labels[3] = 2;
-    CHECK(evalset_check(&e, &a, &err) == -1 && strstr(err.msg, "out of range"), "label 2 >= C: %s",
+    CHECK(moe_eval_check(&a, &e, &err) == -1 && strstr(err.msg, "out of range"), "label 2 >= C: %s",
           err.msg);
     e.labels[3] = 1;
     e.d = 5;
-    CHECK(evalset_check(&e, &a, &err) == -1 &&
+    CHECK(moe_eval_check(&a, &e, &err) == -1 &&
               strstr(err.msg, "eval.safetensors: inputs have width 5 but the layer has d = 4"),
           "width: %s", err.msg);
     moe_free(&a);

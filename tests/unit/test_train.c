@@ -10,6 +10,7 @@
 
 #include "model/evaluator.h"
 #include "core/rng.h"
+#include "io/digits.h"
 #include "testlib.h"
 #include "model/train.h"
 
@@ -265,12 +266,12 @@ static void test_digits(void) {
     fclose(fp);
     train_set tr, te, tr2, te2;
     ms_err err;
-    CHECK(train_load_digits(path, 32, 0, 1.0, &tr, &te, &err) == 0, "%s", err.msg);
+    CHECK(digits_load(path, 32, 0, 1.0, &tr, &te, &err) == 0, "%s", err.msg);
     CHECK(tr.N == 1437 && te.N == 360 && tr.C == 10, "split %d/%d, %d classes", tr.N, te.N,
           tr.C);
-    CHECK(train_load_digits(path, 32, 0, 1.0, &tr2, &te2, &err) == 0, "%s", err.msg);
+    CHECK(digits_load(path, 32, 0, 1.0, &tr2, &te2, &err) == 0, "%s", err.msg);
     CHECK(!memcmp(te.x, te2.x, (size_t)te.N * 32 * sizeof(float)), "embedding not deterministic");
-    CHECK(train_load_digits("no/such/file", 32, 0, 1.0, &tr2, &te2, &err) == -1 &&
+    CHECK(digits_load("no/such/file", 32, 0, 1.0, &tr2, &te2, &err) == -1 &&
               strstr(err.msg, "no/such/file"),
           "missing file: '%s'", err.msg);
     train_set_free(&tr2);
