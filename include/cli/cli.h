@@ -12,6 +12,7 @@
 #include "io/evalset.h"
 #include "landscape/landscape.h"
 #include "model/model.h"
+#include "network/net_objective.h"
 
 int cmd_info(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
@@ -122,6 +123,31 @@ void cli_align_args_free(cli_align_args *a);
 /* Print "order 2 0 3 1   cost total ... (method[, centred])" (or why the order
  * was not solved) for an alignment made with a's options. */
 void cli_print_order(const cli_align_args *a, const align_result *res, int n);
+
+/* ---- networks: a GPT-2 whose feed-forward block(s) are MoE layers ---- */
+/* Is this a network's run: the evaluation set holds input_ids, or (no
+ * evaluation set) the checkpoint is a network? */
+int cli_net_wanted(const char *path, const char *e_path);
+typedef struct {
+    net_model A, B;          /* B zeroed when one checkpoint was loaded */
+    net_evalset E;           /* zeroed without an evaluation set */
+    int block;               /* the chosen MoE block: an index into moe_layers */
+    int interp_backbone;     /* --interpolate-backbone */
+    char backbone_diff[512]; /* how the backbones differ, "" when equal */
+} cli_net;
+/* Load networks pa and pb (pb may be NULL), the evaluation set e_path (may be
+ * NULL) and the MoE block named by layer (NULL: the first; its index L or its
+ * prefix), checking that A and B are one architecture, that their frozen
+ * backbones are equal (unless interp_backbone: then a note says they differ)
+ * and that E fits. 0, or the exit code after the message (nothing to free). */
+int cli_net_load(const char *pa, const char *pb, const char *e_path, const char *layer,
+                 int interp_backbone, cli_net *n);
+void cli_net_free(cli_net *n);
+/* The network objective of n's chosen block, the other blocks aligned by other. */
+int cli_net_objective(cli_net *n, const align_opts *other, int threads, atomic_int *cancel,
+                      net_objective **out);
+/* the chosen block's prefix, "transformer.h.L.mlp" */
+const char *cli_net_block_name(const cli_net *n);
 
 /* `moescope lesson`: its arguments (the samples when A and B are not given),
  * and the steps printed (--print, or no terminal). The interactive screen is

@@ -42,8 +42,31 @@ ls_kind ls_kind_of(const moe_model *m, const evalset *E);
 void ls_loss_logits(const evalset *E, int r0, const float *logits, int N, int C,
                     double *loss_sum, long *correct);
 
+/* An objective: what the loss of an interpolated layer is measured on when it
+ * is not the layer's own head (or chord) - the network the layer is a block of
+ * (src/network/net_objective.c). eval(ctx, layer, t, variant, &loss, &acc, err)
+ * gives the loss and accuracy of the model whose chosen MoE layer is `layer` (the
+ * interpolation (1-t) A + t B' for some alignment B' of B) with its other MoE
+ * layers at the same t, aligned as the variant says: LS_VAR_MAIN their chosen
+ * alignment, LS_VAR_NAIVE / LS_VAR_SKIP naive / skip-order (those curves move
+ * every layer together). The end points do not depend on the variant (every
+ * alignment computes B's function). */
+enum { LS_VAR_MAIN = 0, LS_VAR_NAIVE = 1, LS_VAR_SKIP = 2 };
+typedef struct ls_objective {
+    int (*eval)(void *ctx, const moe_model *layer, double t, int variant, double *loss, double *acc,
+                ms_err *err);
+    void *ctx;
+    ls_kind kind;          /* LS_CLASSIFY: a network's next-token loss and accuracy */
+    double loss_a, loss_b, acc_a, acc_b;
+    const char *what;      /* what the loss is, e.g. "network loss, MoE block 0" */
+} ls_objective;
+
 /* The curve from A to Bp, where Bp is B already aligned (any order/WM). */
 int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int T,
                   ls_curve *out, ms_err *err);
+/* The same on an objective: L(t) = obj->eval of (1-t) A + t Bp under variant;
+ * the end points are the objective's. */
+int curve_compute_obj(const moe_model *A, const moe_model *Bp, const ls_objective *obj, int variant,
+                      int T, ls_curve *out, ms_err *err);
 
 #endif

@@ -129,6 +129,13 @@ typedef struct {
     /* NULL, or this process's part of a landscape split over processes (above);
      * then only rank 0's L holds the table, the others' only their own rows */
     const ls_partition *part;
+
+    /* NULL: the loss is the layer's own (its head, or the layer-output chord) on
+     * E. Else every order is measured on this objective (a network's held-out
+     * loss: curve.h), E is not read, and the landscape runs the plain driver of
+     * landscape_obj.c: each (order, t) one evaluation of the objective, the
+     * middle point first for early ranks as below. */
+    const ls_objective *objective;
 } ls_opts;
 
 void ls_opts_default(ls_opts *o);
@@ -192,6 +199,17 @@ typedef struct landscape {
                                       on a shared machine, what each step costs */
     double secs_load;              /* set by the caller: loading the inputs (0: not
                                       measured), reported beside the steps */
+    /* an objective's landscape (ls_opts.objective): what its loss is (borrowed) */
+    const char *objective;
+    /* the layer-only proxy beside a network's landscape (net_landscape.h): every
+     * order's layer-only barrier at the block's own inputs, by order id (rows'
+     * id), its Spearman rho with the network barrier over the orders, and the
+     * network rank of the proxy's best order; has_proxy 0 when not computed */
+    int has_proxy;
+    double *proxy_barrier;         // (norders) by order id
+    double proxy_spearman;
+    long proxy_best_id, proxy_best_rank;
+    double proxy_secs;             /* its wall time */
 } landscape;
 
 /* Every order's curve, barrier and rank for the pair (A, B). Partial progress goes through

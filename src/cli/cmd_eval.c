@@ -27,21 +27,27 @@
 #include "io/safetensors.h"
 
 static const char *USAGE =
-    "moescope eval CKPT --eval E [--layer L] [--json F] [--dump-outputs F] [--repeat R]";
+    "moescope eval CKPT --eval E [--layer L] [--json F] [--dump-outputs F] [--repeat R] [--threads K]";
 
 static void help(void) {
     printf("usage: %s\n\n"
-           "Loss, accuracy and per-expert routing load of one MoE layer on an evaluation set.\n\n"
-           "  --eval E          evaluation set (safetensors: inputs [N,d], labels [N] or targets [N,C])\n"
+           "Loss, accuracy and per-expert routing load of one MoE layer on an evaluation set,\n"
+           "or of a network (a GPT-2 whose feed-forward block(s) are MoE) on token sequences.\n\n"
+           "  --eval E          evaluation set (safetensors: inputs [N,d], labels [N] or targets [N,C];\n"
+           "                    for a network input_ids [N,T], I32 or I64)\n"
            "  --layer L         layer prefix in the checkpoint (default moe)\n"
            "  --json F          write {\"loss\", \"accuracy\", \"load\": [...]} to F\n"
            "  --dump-outputs F  write the block outputs z (`outputs` [N,d]), the gate weights\n"
            "                    (`gates` [N,n]) and, with a head, `logits` [N,C] to F\n"
            "  --repeat R        evaluate R times; print the evaluation time (no loading) to stderr\n"
+           "  --threads K       worker threads 1..8 (default: one per CPU, at most 8)\n"
            "  --help            this text\n\n"
            "Classification: loss is the mean cross-entropy, accuracy the argmax accuracy.\n"
            "Regression: loss is the mean squared error over N*C, accuracy is absent.\n"
-           "Without a head (layer-only mode): loss is the mean over N*d of D(x)^2.\n",
+           "Without a head (layer-only mode): loss is the mean over N*d of D(x)^2.\n"
+           "A network: loss is the mean next-token cross-entropy over the N (T-1) positions,\n"
+           "accuracy the next-token top-1, and every MoE block's load is listed; --dump-outputs\n"
+           "writes `logits` [N,T,V].\n",
            USAGE);
 }
 
@@ -95,13 +101,120 @@ static int dump_outputs(const char *path, const moe_model *m, const evalset *e, 
     return rc;
 }
 
+/* ---- a network checkpoint on its token evaluation set ---- */
+
+static int net_write_json(const char *path, const cli_net *n, const net_eval_result *r, ms_err *err) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "loss", r->loss);
+    cJSON_AddNumberToObject(root, "accuracy", r->accuracy);
+    cJSON *blocks = cJSON_AddArrayToObject(root, "blocks");
+    for (int b = 0; b < n->A.cfg.nmoe; b++) {
+        cJSON *o = cJSON_CreateObject(), *load = cJSON_CreateArray();
+        cJSON_AddNumberToObject(o, "block", n->A.cfg.moe_layers[b]);
+        cJSON_AddStringToObject(o, "layer", n->A.moe[b].layer);
+        for (int i = 0; i < n->A.moe[b].cfg.n; i++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "expert", i);
+            cJSON_AddNumberToObject(e, "mean_gate", r->load_mean[b * r->n + i]);
+            cJSON_AddNumberToObject(e, "fraction_routed", r->load_frac[b * r->n + i]);
+            cJSON_AddItemToArray(load, e);
+        }
+        cJSON_AddItemToObject(o, "load", load);
+        // "load" at the top is the chosen block's, as for a single layer
+        if (b == n->block) cJSON_AddItemToObject(root, "load", cJSON_Duplicate(load, 1));
+        cJSON_AddItemToArray(blocks, o);
+    }
+    cJSON_AddStringToObject(root, "mode", "network");
+    cJSON_AddStringToObject(root, "checkpoint", n->A.path);
+    cJSON_AddStringToObject(root, "eval", n->E.path);
+    cJSON_AddNumberToObject(root, "sequences", n->E.N);
+    cJSON_AddNumberToObject(root, "tokens_per_sequence", n->E.T);
+    cJSON_AddNumberToObject(root, "positions", (double)r->positions);
+    return json_file_write(root, path, err);
+}
+
+static int net_dump(const char *path, const cli_net *n, int threads, ms_err *err) {
+    const net_config *c = &n->A.cfg;
+    size_t rows = (size_t)n->E.N * n->E.T;
+    float *lg = ms_malloc(rows * c->vocab * sizeof(float)); // (N T, V)
+    net_run r = {.logits = lg};
+    net_par par = {.threads = threads};
+    net_eval_result res;
+    int rc = net_evaluate(&n->A, &n->E, NULL, &r, &par, &res, err);
+    if (!rc) {
+        st_writer *w = st_writer_new();
+        int64_t sh[3] = {n->E.N, n->E.T, c->vocab};
+        st_writer_add_f32(w, "logits", 3, sh, lg);
+        rc = st_writer_write(w, path, err);
+        st_writer_free(w);
+        net_eval_result_free(&res);
+    }
+    free(lg);
+    return rc;
+}
+
+/* loss, accuracy and every MoE block's routing load; --repeat times whole
+ * evaluations (the frozen prefix included: what a forward pass costs) */
+static int eval_network(const char *ck, const char *e_path, const char *layer, const char *json,
+                        const char *dump, long repeat, int threads) {
+    cli_net n;
+    if (cli_net_load(ck, NULL, e_path, layer, 0, &n)) return 1;
+    ms_err err;
+    net_eval_result r;
+    memset(&r, 0, sizeof r);
+    net_run run = {.want_load = 1};
+    net_par par = {.threads = threads};
+    int rc = 0;
+    double t0 = now_sec();
+    for (long it = 0; it < repeat && !rc; it++) {
+        net_eval_result_free(&r);
+        if (net_evaluate(&n.A, &n.E, NULL, &run, &par, &r, &err)) rc = cli_error("%s", err.msg);
+    }
+    double dt = now_sec() - t0;
+    if (!rc && repeat > 1) {
+        double tok = (double)n.E.N * n.E.T;
+        fprintf(stderr, "eval: %ld runs of %d x %d tokens in %.6f s: %.6f s per run, %.0f tokens/s\n",
+                repeat, n.E.N, n.E.T, dt, dt / repeat, (double)repeat * tok / dt);
+    }
+    const net_config *c = &n.A.cfg;
+    if (!rc) {
+        printf("checkpoint  %s (network: %d blocks, d = %d, %d heads, V = %d; MoE at block", ck,
+               c->nlayer, c->d, c->nhead, c->vocab);
+        for (int b = 0; b < c->nmoe; b++) printf("%s %d", b ? "," : "", c->moe_layers[b]);
+        printf(")\neval set    %s (N = %d sequences of T = %d tokens: %ld next-token positions)\n",
+               e_path, n.E.N, n.E.T, r.positions);
+        printf("loss        %.6f (mean next-token cross-entropy, nats)\n", r.loss);
+        printf("accuracy    %.4f (next-token top-1)\n", r.accuracy);
+    }
+    for (int b = 0; b < c->nmoe && !rc; b++) {
+        const moe_config *mc = &n.A.moe[b].cfg;
+        char rdesc[512];
+        moe_router_describe(mc, rdesc, sizeof rdesc);
+        int dense = mc->router == ROUTER_DENSE;
+        printf("\nblock %d (%s): %s\nexpert  mean gate%s\n", c->moe_layers[b], n.A.moe[b].layer, rdesc,
+               dense ? "" : "  fraction routed");
+        for (int i = 0; i < mc->n; i++) {
+            printf("%6d  %9.4f", i, r.load_mean[b * r.n + i]);
+            if (!dense) printf("  %15.4f", r.load_frac[b * r.n + i]);
+            printf("\n");
+        }
+    }
+    if (!rc && json && net_write_json(json, &n, &r, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && dump && net_dump(dump, &n, threads, &err)) rc = cli_error("%s", err.msg);
+    net_eval_result_free(&r);
+    cli_net_free(&n);
+    return rc;
+}
+
 int cmd_eval(int argc, char **argv) {
     const char *eval_path = NULL, *layer = NULL, *json = NULL, *dump = NULL;
     long repeat = 1;
+    int threads = 0;
     static const struct option opts[] = {
         {"eval", required_argument, 0, 'e'},   {"layer", required_argument, 0, 'l'},
         {"json", required_argument, 0, 'j'},   {"dump-outputs", required_argument, 0, 'D'},
-        {"repeat", required_argument, 0, 'r'}, {"help", no_argument, 0, 'h'},
+        {"repeat", required_argument, 0, 'r'}, {"threads", required_argument, 0, 't'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
@@ -120,6 +233,13 @@ int cmd_eval(int argc, char **argv) {
                                        optarg);
             break;
         }
+        case 't': {
+            char *end;
+            threads = (int)strtol(optarg, &end, 10);
+            if (*end || threads < 1 || threads > 8)
+                return cli_usage_error(USAGE, "eval: --threads must be 1..8, not '%s'", optarg);
+            break;
+        }
         case 'h': help(); return 0;
         case ':': return cli_option_error(USAGE, "eval", ch, argc, argv);
         default: return cli_option_error(USAGE, "eval", ch, argc, argv);
@@ -128,19 +248,20 @@ int cmd_eval(int argc, char **argv) {
     if (optind >= argc) return cli_usage_error(USAGE, "eval: missing the checkpoint");
     if (optind + 1 < argc) return cli_usage_error(USAGE, "eval: unexpected argument '%s'", argv[optind + 1]);
     if (!eval_path) return cli_usage_error(USAGE, "eval: --eval E is required");
-    const char *ckpt = argv[optind];
+    const char *ck = argv[optind];
 
     ms_err err;
     // refuse before any work: an output must never replace an input
-    const char *inputs[2] = {ckpt, eval_path};
+    const char *inputs[2] = {ck, eval_path};
     if (json && af_check_not_input(json, inputs, 2, &err)) return cli_error("%s", err.msg);
     if (dump && af_check_not_input(dump, inputs, 2, &err)) return cli_error("%s", err.msg);
     const char *outs[2] = {json, dump};
     static const char *const labels[2] = {"--json", "--dump-outputs"};
     if (af_check_distinct(outs, labels, 2, &err)) return cli_usage_error(USAGE, "eval: %s", err.msg);
+    if (cli_net_wanted(ck, eval_path)) return eval_network(ck, eval_path, layer, json, dump, repeat, threads);
     moe_model m;
     evalset e;
-    if (moe_load(&m, ckpt, layer, &err)) return cli_error("%s", err.msg);
+    if (moe_load(&m, ck, layer, &err)) return cli_error("%s", err.msg);
     if (evalset_load(&e, eval_path, &err)) {
         moe_free(&m);
         return cli_error("%s", err.msg);
@@ -167,7 +288,7 @@ int cmd_eval(int argc, char **argv) {
                 repeat, e.N, dt, dt / repeat, (double)repeat * e.N / dt);
 
     const moe_config *c = &m.cfg;
-    printf("checkpoint  %s (layer %s)\n", ckpt, m.layer);
+    printf("checkpoint  %s (layer %s)\n", ck, m.layer);
     printf("eval set    %s (N = %d)\n", eval_path, e.N);
     if (!c->has_head) {
         printf("mode        layer only (no head): loss = mean of D(x)^2 over N*d\n");

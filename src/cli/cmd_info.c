@@ -23,8 +23,10 @@ static const char *USAGE = "moescope info CKPT [--layer L] [--json F]";
 static void help(void) {
     printf("usage: %s\n\n"
            "Architecture (n, d, h, k, s, C, router, activation, residual, biases, head),\n"
-           "parameter counts, metadata and the MoE layers present in a checkpoint.\n\n"
-           "  --layer L   layer prefix (default moe)\n"
+           "parameter counts, metadata and the MoE layers present in a checkpoint. For a\n"
+           "network (a GPT-2 whose feed-forward block(s) are MoE) first its blocks, which\n"
+           "are MoE, and the parameters of the backbone and of the MoE blocks.\n\n"
+           "  --layer L   layer prefix (default moe; a network's: the MoE block's index)\n"
            "  --json F    write the same facts as JSON to F\n"
            "  --help      this text\n",
            USAGE);
@@ -120,6 +122,62 @@ static int info_family_layers(const char *path, const moe_model *m, cJSON *root,
     return rc;
 }
 
+/* A network checkpoint's architecture: its blocks, which are MoE, the
+ * parameter counts (printed before the chosen block's layer facts). */
+static int info_network(const char *path, cJSON *root, ms_err *err) {
+    net_model net;
+    if (net_load(&net, path, err)) return -1;
+    const net_config *c = &net.cfg;
+    printf("network     gpt2: %d blocks, d = %d, %d heads of %d, V = %d, P = %d, LayerNorm eps %g,\n"
+           "            dense MLPs %s (width 4d = %d), LM head %s%s\n",
+           c->nlayer, c->d, c->nhead, c->d / c->nhead, c->vocab, c->npos, c->eps,
+           c->act == ACT_GELU ? "gelu (erf form)" : "gelu_new (tanh form)", 4 * c->d,
+           c->tied ? "tied to wte" : "lm_head.weight", net.lm_b ? " + lm_head.bias" : "");
+    size_t moe_total = 0;
+    cJSON *nj = root ? cJSON_AddObjectToObject(root, "network") : NULL, *blocks = NULL;
+    if (nj) {
+        cJSON_AddNumberToObject(nj, "n_layer", c->nlayer);
+        cJSON_AddNumberToObject(nj, "n_embd", c->d);
+        cJSON_AddNumberToObject(nj, "n_head", c->nhead);
+        cJSON_AddNumberToObject(nj, "vocab_size", c->vocab);
+        cJSON_AddNumberToObject(nj, "n_positions", c->npos);
+        cJSON_AddBoolToObject(nj, "tied", c->tied);
+        blocks = cJSON_AddArrayToObject(nj, "blocks");
+    }
+    printf("blocks     ");
+    for (int L = 0; L < c->nlayer; L++) {
+        int mi = c->moe_of[L];
+        const moe_config *mc = mi >= 0 ? &net.moe[mi].cfg : NULL;
+        if (mc) {
+            size_t np = net_moe_params(&net.moe[mi]);
+            moe_total += np;
+            char rt[32] = "dense";
+            if (mc->router == ROUTER_TOPK) snprintf(rt, sizeof rt, "top-%d", mc->k);
+            printf(" %d MoE (n %d, h %d, %s%s, %zu parameters)%s", L, mc->n, mc->h, rt,
+                   mc->s ? " + shared" : "", np, L + 1 < c->nlayer ? ";" : "");
+        } else {
+            printf(" %d dense%s", L, L + 1 < c->nlayer ? ";" : "");
+        }
+        if ((L + 1) % 3 == 0 && L + 1 < c->nlayer) printf("\n           ");
+        if (!blocks) continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "block", L);
+        cJSON_AddBoolToObject(o, "moe", mc != NULL);
+        if (mc) cJSON_AddStringToObject(o, "layer", net.moe[mi].layer);
+        if (mc) cJSON_AddNumberToObject(o, "parameters", (double)net_moe_params(&net.moe[mi]));
+        cJSON_AddItemToArray(blocks, o);
+    }
+    printf("\nparameters  network %zu: backbone %zu (frozen, shared by every seed), MoE blocks %zu\n",
+           net_backbone_params(&net) + moe_total, net_backbone_params(&net), moe_total);
+    if (nj) {
+        cJSON_AddNumberToObject(nj, "backbone_parameters", (double)net_backbone_params(&net));
+        cJSON_AddNumberToObject(nj, "moe_parameters", (double)moe_total);
+    }
+    printf("\nthe chosen MoE block (--layer):\n");
+    net_free(&net);
+    return 0;
+}
+
 int cmd_info(int argc, char **argv) {
     const char *layer = NULL, *json = NULL;
     static const struct option opts[] = {{"layer", required_argument, 0, 'l'},
@@ -165,6 +223,12 @@ int cmd_info(int argc, char **argv) {
     size_t p_total = p_gate + p_experts + p_shared + p_head;
     struct stat sb;
     long long fsize = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+    cJSON *root = json ? cJSON_CreateObject() : NULL;
+    if (net_path_is_network(path) && info_network(path, root, &err)) {
+        moe_free(&m);
+        cJSON_Delete(root);
+        return cli_error("%s", err.msg);
+    }
     const char *warning = NULL;
     if (c->router == ROUTER_TOPK && c->k == 1)
         warning = "top-1 routing is outside the theory: positive scaling of the gate scores is an "
@@ -196,7 +260,6 @@ int cmd_info(int argc, char **argv) {
         printf("metadata\n");
         for (int i = 0; i < m.nmeta; i++) printf("  %-32s %s\n", m.meta[i].key, m.meta[i].value);
     }
-    cJSON *root = json ? cJSON_CreateObject() : NULL;
     if (nlayers) {
         printf("MoE layers  ");
         for (int i = 0; i < nlayers; i++)

@@ -157,3 +157,33 @@ int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int
     moe_free(&M);
     return 0;
 }
+
+int curve_compute_obj(const moe_model *A, const moe_model *Bp, const ls_objective *obj, int variant,
+                      int T, ls_curve *out, ms_err *err) {
+    memset(out, 0, sizeof *out);
+    if (T < 2) return ms_fail(err, "curve: need at least 2 interpolation points, got %d", T);
+    if (moe_check_compatible(A, Bp, err)) return -1;
+    out->n = A->cfg.n;
+    out->T = T;
+    for (int i = 0; i < A->cfg.n && i < LS_MAX_N; i++) out->order[i] = i;
+    out->loss = ms_malloc((size_t)T * sizeof(double));
+    out->acc = obj->kind == LS_CLASSIFY ? ms_malloc((size_t)T * sizeof(double)) : NULL;
+    out->loss[0] = obj->loss_a, out->loss[T - 1] = obj->loss_b;
+    if (out->acc) out->acc[0] = obj->acc_a, out->acc[T - 1] = obj->acc_b;
+    moe_model M;
+    moe_clone(&M, A);
+    int rc = 0;
+    for (int m = 1; m < T - 1 && !rc; m++) {
+        double t = ls_t(m, T), acc = NAN;
+        moe_interpolate(&M, A, Bp, t);
+        rc = obj->eval(obj->ctx, &M, t, variant, &out->loss[m], &acc, err);
+        if (out->acc) out->acc[m] = acc;
+    }
+    moe_free(&M);
+    if (rc) {
+        ls_curve_free(out);
+        return -1;
+    }
+    ls_curve_stats(out);
+    return 0;
+}

@@ -217,13 +217,17 @@ void ls_order_of(const lsx *x, long k, int *p) {
     }
 }
 
+long ls_order_index(const landscape *L, int exhaustive, int groups, long norders, const int *p) {
+    if (exhaustive && groups) return wreath_rank(p, groups, L->n / groups);
+    if (exhaustive) return perm_rank(p, L->n);
+    for (long k = 0; k < norders; k++)
+        if (ls_order_is(L->orders, L->n, k, p)) return k;
+    return -1;
+}
+
 /* index of order p among the rows' orders, -1 if not there */
 static long order_index(const lsx *x, const int *p) {
-    if (x->rs.exhaustive && x->rs.groups) return wreath_rank(p, x->rs.groups, x->pb.n / x->rs.groups);
-    if (x->rs.exhaustive) return perm_rank(p, x->pb.n);
-    for (long k = 0; k < x->rs.norders; k++)
-        if (ls_order_is(x->rs.L->orders, x->pb.n, k, p)) return k;
-    return -1;
+    return ls_order_index(x->rs.L, x->rs.exhaustive, x->rs.groups, x->rs.norders, p);
 }
 
 /* the next permutation in lexicographic order (0 after the last) */
@@ -239,13 +243,11 @@ static int perm_next(int *p, int n) {
     return 1;
 }
 
-/* every order of the exhaustive set into L->orders (norders, n), in row order */
-static void all_orders(lsx *x) {
-    int n = x->pb.n, p[LS_MAX_N];
-    uint8_t *o = x->rs.L->orders;
+void ls_orders_all(uint8_t *o, int n, int groups, long norders) {
+    int p[LS_MAX_N];
     for (int i = 0; i < n; i++) p[i] = i;
-    for (long k = 0; k < x->rs.norders; k++) {
-        if (x->rs.groups) wreath_unrank(k, x->rs.groups, n / x->rs.groups, p);
+    for (long k = 0; k < norders; k++) {
+        if (groups) wreath_unrank(k, groups, n / groups, p);
         else if (k > 0) perm_next(p, n);
         for (int i = 0; i < n; i++) o[(size_t)k * n + i] = (uint8_t)p[i];
     }
@@ -263,9 +265,7 @@ static uint64_t order_hash(const uint8_t *o, int n) {
  * wreath group a group order rho, then an inner order per slot group, as
  * moe_scramble draws. Distinct by a hash set of (hash, index) over the drawn
  * orders: memory O(nsample n), whatever n! is. */
-static void sample_orders(lsx *x, long nsample, uint64_t seed) {
-    int n = x->pb.n;
-    uint8_t *out = x->rs.L->orders; // (nsample, n)
+void ls_orders_sample(uint8_t *out, int n, int groups, long nsample, uint64_t seed) {
     size_t cap = 1;
     while (cap < (size_t)nsample * 2) cap <<= 1;
     uint64_t *hs = ms_calloc(cap, sizeof(uint64_t)); // hash, 0 = empty
@@ -275,8 +275,8 @@ static void sample_orders(lsx *x, long nsample, uint64_t seed) {
     int p[LS_MAX_N], rho[LS_MAX_N], tau[LS_MAX_N];
     long got = 0;
     while (got < nsample) {
-        if (x->rs.groups) {
-            int G = x->rs.groups, m = n / G;
+        if (groups) {
+            int G = groups, m = n / G;
             rng_permutation(&r, rho, G);
             for (int a = 0; a < G; a++) {
                 rng_permutation(&r, tau, m);
@@ -339,6 +339,7 @@ void landscape_free(landscape *L) {
     free(L->cost[1]);
     free(L->rows);
     free(L->orders);
+    free(L->proxy_barrier);
     memset(L, 0, sizeof *L);
 }
 
@@ -351,6 +352,15 @@ static int row_cmp(const void *pa, const void *pb, void *ctx) {
     if (!na && a->barrier != b->barrier) return a->barrier < b->barrier ? -1 : 1;
     const uint8_t *oa = L->orders + (size_t)a->id * L->n, *ob = L->orders + (size_t)b->id * L->n;
     return memcmp(oa, ob, (size_t)L->n);
+}
+
+void ls_sort_rows(landscape *L) {
+    qsort_r(L->rows, (size_t)L->norders, sizeof(ls_row), row_cmp, L);
+    L->best = 0;
+    L->worst = 0;
+    for (long k = 0; k < L->norders; k++)
+        if (!isnan(L->rows[k].barrier)) L->worst = (int)k;
+    L->ndone = L->norders;
 }
 
 /* E fits m: a model with a head checks labels/targets, a layer the width */
@@ -467,18 +477,14 @@ static int end_ties(lsx *x, const moe_model *B, ms_err *err) {
     return 0;
 }
 
-/* ranks (rank.h: tolerance tau, tie class, AUC tie-break), L-hat and the
- * best barrier from the rows done so far; valid when every order not done has
- * a lower bound above both chosen barriers + tau */
-static void compute_ranks(lsx *x) {
-    landscape *L = x->rs.L;
-    rank_view v = {.count = x->rs.filled, .width = x->pb.n, .barrier = &L->rows[0].barrier,
+void ls_ranks(landscape *L, long filled, int exhaustive, long norders) {
+    rank_view v = {.count = filled, .width = L->n, .barrier = &L->rows[0].barrier,
                    .auc = &L->rows[0].auc, .orders8 = L->orders, .id = &L->rows[0].id,
                    .stride = sizeof(ls_row)};
     double best = INFINITY;
-    for (long k = 0; k < x->rs.filled; k++)
+    for (long k = 0; k < filled; k++)
         if (L->rows[k].barrier < best) best = L->rows[k].barrier;
-    if (!x->rs.exhaustive)
+    if (!exhaustive)
         for (int m = 0; m < 2; m++)
             if (L->methods[m].barrier < best) best = L->methods[m].barrier;
     L->best_barrier = best;
@@ -492,19 +498,21 @@ static void compute_ranks(lsx *x) {
         L->rank_auc[m] = (int)ri.rank_auc;
         L->l_hat[m] = rank_l_hat(c->barrier, best, L->naive.barrier);
         long less = ri.rank - 1;
-        if (!x->rs.exhaustive) {
-            double ph = (double)less / (double)x->rs.norders;
+        if (!exhaustive) {
+            double ph = (double)less / (double)norders;
             L->rank_est[m] = ph > 0 ? 1.0 + ph * L->n_fact : 1.0; // n_fact may be inf
-            rank_wilson95(ph, (double)x->rs.norders, &L->pct_lo[m], &L->pct_hi[m]);
+            rank_wilson95(ph, (double)norders, &L->pct_lo[m], &L->pct_hi[m]);
             L->pct_lo[m] *= 100.0;
             L->pct_hi[m] *= 100.0;
         } else {
             L->rank_est[m] = L->rank[m];
-            L->pct_lo[m] = L->pct_hi[m] = 100.0 * (double)less / (double)x->rs.norders;
+            L->pct_lo[m] = L->pct_hi[m] = 100.0 * (double)less / (double)norders;
         }
     }
     L->ranks_ready = 1;
 }
+
+static void compute_ranks(lsx *x) { ls_ranks(x->rs.L, x->rs.filled, x->rs.exhaustive, x->rs.norders); }
 
 const char *ls_step_name(int step, int key) {
     static const char *const names[LS_STEPS][2] = {
@@ -804,8 +812,8 @@ static void ls_orders_init(lsx *x) {
     // unrank their own; a process that is not rank 0 keeps none)
     if (!rs->exhaustive || !o->part || !o->part->rank)
         rs->L->orders = ms_malloc((size_t)rs->norders * n + 1);
-    if (!rs->exhaustive) sample_orders(x, rs->norders, o->seed);
-    else if (rs->L->orders) all_orders(x);
+    if (!rs->exhaustive) ls_orders_sample(rs->L->orders, n, rs->groups, rs->norders, o->seed);
+    else if (rs->L->orders) ls_orders_all(rs->L->orders, n, rs->groups, rs->norders);
     // split over processes: whole blocks of orders each (the blocks of one process)
     rs->k0 = 0, rs->k1 = rs->norders;
     long nrows = rs->norders; // rank 0 receives every row at the end
@@ -1052,12 +1060,7 @@ static int ls_fill_sort(lsx *x, ms_err *err) {
                        x->rs.norders);
     compute_ranks(x);
     if (part) L->secs_ranks = ls_now() - x->rs.t0; // split: the ranks come with the last row
-    qsort_r(L->rows, (size_t)x->rs.norders, sizeof(ls_row), row_cmp, L);
-    L->best = 0;
-    L->worst = 0;
-    for (long k = 0; k < x->rs.norders; k++)
-        if (!isnan(L->rows[k].barrier)) L->worst = (int)k;
-    L->ndone = x->rs.norders;
+    ls_sort_rows(L);
     L->secs_total = ls_now() - x->rs.t0;
     return 0;
 }
@@ -1100,6 +1103,7 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
         ls_opts_default(&od);
         o = &od;
     }
+    if (o->objective) return ls_obj_compute(A, B, o, L, err);
     if (ls_check(A, B, E, o, err)) return -1;
     // one parallel layer: the pool's workers, BLAS single-threaded everywhere
     // (also here, for the end points and weight matching: OpenBLAS's own

@@ -281,4 +281,22 @@ int ls_sweep(lsx *x, ls_job *job);
 /* landscape.c: order k of the rows (exhaustive: the k-th in lexicographic order) */
 void ls_order_of(const lsx *x, long k, int *p);
 
+/* landscape.c, shared with the objective's driver (landscape_obj.c), which has no lsx: */
+/* every order of the exhaustive set (S_n, or with groups > 1 the wreath group's)
+ * into o (norders, n), in row order */
+void ls_orders_all(uint8_t *o, int n, int groups, long norders);
+/* nsample distinct uniformly random orders of that set into out (nsample, n), from seed */
+void ls_orders_sample(uint8_t *out, int n, int groups, long nsample, uint64_t seed);
+/* the index of order p among L's orders, -1 if not there */
+long ls_order_index(const landscape *L, int exhaustive, int groups, long norders, const int *p);
+/* ranks (rank.h: tolerance tau, tie class, AUC tie-break), L-hat and the best
+ * barrier from L's first filled rows; valid when every order not done has a
+ * lower bound above both chosen barriers + tau */
+void ls_ranks(landscape *L, long filled, int exhaustive, long norders);
+/* L's rows sorted by barrier (NaN last, then by order), best and worst set, ndone = norders */
+void ls_sort_rows(landscape *L);
+/* landscape_obj.c: landscape_compute on o->objective */
+int ls_obj_compute(const moe_model *A, const moe_model *B, const ls_opts *o, landscape *L,
+                   ms_err *err);
+
 #endif

@@ -1,7 +1,8 @@
 """tests/commands/test_gpt2_layer.py - the gpt2 family: the MoE blocks of a GPT-2-layout
 network (tests/lib/gen_gpt2.py, numpy-written) as layers of the existing machinery.
 
-  - `info --json` lists every MoE block (family gpt2, block index, n, d, h, k, shared);
+  - `info --json` lists every MoE block (family gpt2, block index, n, d, h, k, shared) and
+    the network's architecture (which blocks are MoE, parameter counts);
   - the layer computes what its Conv1D tensors say: `eval --dump-outputs` on block
     inputs equals a numpy MoE of x @ c_fc.weight (weights [in, out]), for relu, gelu,
     gelu_new, top-k and dense routers, with and without shared experts and gate bias;
@@ -106,6 +107,12 @@ def test_info():
     check([(x["family"], x["block"]) for x in ls] == [("gpt2", 0), ("gpt2", 2)], "info lists blocks 0 and 2: %s" % ls)
     check(all(x.get("n") == 4 and x.get("d") == 16 and x.get("h") == 12 and x.get("shared") == 1 for x in ls),
           "info: n, d, h, shared of every block: %s" % ls)
+    net = j.get("network", {})
+    check([b["moe"] for b in net.get("blocks", [])] == [True, False, True], "info: which blocks are MoE: %s" % net)
+    check(net.get("n_layer") == 3 and net.get("n_embd") == 16 and net.get("moe_parameters", 0) > 0 and
+          net.get("backbone_parameters", 0) > 0, "info: the network's sizes and parameter counts: %s" % net)
+    check("network     gpt2: 3 blocks" in r.stdout and "0 MoE" in r.stdout and "1 dense" in r.stdout,
+          "info prints the architecture: %s" % r.stdout[:300])
 
 
 def test_scramble_align():

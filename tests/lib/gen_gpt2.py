@@ -67,7 +67,7 @@ def backbone(cfg, seed, lm_bias=False):
     """Every tensor outside the MoE blocks; the dense MLPs at the other blocks."""
     rng = np.random.default_rng(seed)
     d, V, P = cfg["n_embd"], cfg["vocab_size"], cfg["n_positions"]
-    t = {"transformer.wte.weight": rng.standard_normal((V, d)),
+    t = {"transformer.wte.weight": 0.5 * rng.standard_normal((V, d)),
          "transformer.wpe.weight": 0.3 * rng.standard_normal((P, d))}
     moe = set(cfg["moe"]["layers"])
     for L in range(cfg["n_layer"]):

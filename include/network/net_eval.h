@@ -1,0 +1,79 @@
+/* net_eval.h - a network's held-out loss: the evaluation set of token ids and
+ * the threaded evaluation (legend in net_model.h).
+ *
+ * Loss = the mean next-token cross-entropy over the N (T - 1) positions (as
+ * Hugging Face's labels = input_ids), accuracy = next-token top-1; both summed
+ * in double. The blocks before the first MoE block are frozen and shared, so
+ * they are computed once per evaluation set (net_prefix) and every evaluation
+ * starts from the residual stream entering that block's MLP.
+ *
+ * Threads as the layer evaluator's (evaluator.c): fixed items of whole
+ * sequences (about NET_ITEM_TOKENS tokens each) go to one worker per CPU (at
+ * most 8), BLAS single-threaded inside them; each item's sums are kept and
+ * reduced in item order, so the numbers are the same, bit for bit, for any
+ * thread count. */
+#ifndef MS_NET_EVAL_H
+#define MS_NET_EVAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "network/net_model.h"
+
+#define NET_ITEM_TOKENS 512
+
+typedef struct {
+    char *path;
+    int N, T;
+    int32_t *ids; // (N, T)
+} net_evalset;
+
+/* input_ids [N, T] (I32 or I64) of a safetensors file */
+int net_evalset_load(net_evalset *e, const char *path, ms_err *err);
+/* does path hold a tensor input_ids (a network's evaluation set)? */
+int net_evalset_is(const char *path);
+/* E fits m: T <= n_positions, 2 <= T, every id < vocab_size (errors name the
+ * file, the tensor and the first offending id) */
+int net_evalset_check(const net_evalset *e, const net_model *m, ms_err *err);
+void net_evalset_free(net_evalset *e);
+
+/* The residual stream entering MoE block moe_layers[0]'s MLP (after its
+ * attention), (N T, d); with no MoE block, the stream after the last block. */
+typedef struct {
+    int L0;   /* the first MoE block, or NL */
+    float *h; // (N T, d)
+} net_prefix;
+
+typedef struct {
+    int threads;          /* workers (0: one per CPU, at most 8) */
+    atomic_int *cancel;   /* polled between items; non-zero: stop, return -1 "cancelled" */
+} net_par;
+
+int net_prefix_compute(const net_model *m, const net_evalset *E, const net_par *par, net_prefix *p,
+                       ms_err *err);
+void net_prefix_free(net_prefix *p);
+
+/* What one evaluation computes beyond the loss. */
+typedef struct {
+    const moe_model *const *moe; /* (nmoe) the MoE blocks to use; NULL: m's own */
+    int want_load;               /* each MoE block's routing load (below) */
+    float *logits;               /* (N T, V) when not NULL */
+    float *inputs;               /* (N T, d) when not NULL: block capture's ln_2 h (its inputs) */
+    int capture;                 /* the MoE block (index into moe_layers) inputs is of */
+} net_run;
+
+typedef struct {
+    double loss, accuracy;
+    long positions;     /* N (T - 1) */
+    int nmoe, n;        /* the loads' shape (0 without want_load) */
+    double *load_mean;  /* (nmoe, n) each expert's mean gate weight over the N T tokens */
+    double *load_frac;  /* (nmoe, n) the share of tokens routed to it (g > 0) */
+} net_eval_result;
+
+/* Evaluate m (its MoE blocks replaced by r->moe) on E, starting from p (NULL:
+ * computed inside the items). */
+int net_evaluate(const net_model *m, const net_evalset *E, const net_prefix *p, const net_run *r,
+                 const net_par *par, net_eval_result *out, ms_err *err);
+void net_eval_result_free(net_eval_result *r);
+
+#endif

@@ -1,0 +1,59 @@
+/* net_forward.h - the GPT-2 network's forward pass on a batch of whole
+ * sequences, one thread (legend in net_model.h):
+ *
+ *   h = wte[ids] + wpe[0..T)                               (M, d), M = ns T
+ *   per block L:  h += c_proj(attn(ln_1 h))   causal, softmax(q k^T / sqrt(dh)) v
+ *                 h += mlp(ln_2 h)            dense: c_proj(act(c_fc x)); MoE: D(x)
+ *   logits = ln_f(h) lm_head^T (+ lm_head.bias)            (M, V)
+ *   loss   = sum over each sequence's positions p < T-1 of -log softmax(logits_p)[ids_{p+1}]
+ *
+ * LayerNorm statistics and the loss in double, everything else float32 with
+ * OpenBLAS. net_logits_ref is the same network in plain loops, one token at a
+ * time, the reference the tests hold the fast path to. */
+#ifndef MS_NET_FORWARD_H
+#define MS_NET_FORWARD_H
+
+#include <stdint.h>
+
+#include "network/net_model.h"
+
+/* rows of logits computed at once by the head (bounds its (rows, V) buffer) */
+#define NET_HEAD_ROWS 64
+
+/* One thread's workspace for batches of up to cap rows of sequences of T tokens. */
+typedef struct {
+    int cap, T;
+    float *x;   // (cap, d) a LayerNorm's output
+    float *qkv; // (cap, 3d)
+    float *o;   // (cap, d) the heads' outputs side by side
+    float *y;   // (cap, 4d) the dense MLP's hidden units, then its output
+    float *S;   // (T, T) one head's attention weights
+    float *lg;  // (NET_HEAD_ROWS, V)
+} net_ws;
+
+void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T);
+void net_ws_free(net_ws *w);
+
+/* h (ns T, d) = wte[ids] + wpe[0..T) for ids (ns, T) */
+void net_embed(const net_model *m, const int32_t *ids, int ns, int T, float *h);
+/* h += c_proj(attn(ln_1 h)) of block L, for ns sequences of T tokens */
+void net_attn_forward(const net_model *m, int L, float *h, int ns, int T, net_ws *w);
+/* h += mlp(ln_2 h) of block L over M rows: the dense MLP, or the MoE layer moe
+ * (an MoE block's). G (M, n): its gate weights, when not NULL; X (M, d): the
+ * MLP's input ln_2 h, when not NULL (the block's own inputs, for the layer-only
+ * proxy). */
+void net_mlp_forward(const net_model *m, int L, const moe_model *moe, float *h, int M, net_ws *w,
+                     float *G, float *X);
+/* ln_f, the LM head and the next-token loss of ns sequences (h (ns T, d), ids
+ * (ns, T)): the cross-entropy summed over their ns (T - 1) positions into *loss
+ * and the correct top-1 predictions (argmax, ties to the smaller id) into
+ * *correct. logits (ns T, V) when not NULL. */
+void net_head_loss(const net_model *m, const float *h, const int32_t *ids, int ns, int T, net_ws *w,
+                   double *loss, long *correct, float *logits);
+
+/* Reference: logits (N T, V) of the whole network, one token at a time in plain
+ * loops with double sums; moe[i] replaces MoE block i (NULL: m->moe). */
+void net_logits_ref(const net_model *m, const moe_model *const *moe, const int32_t *ids, int N,
+                    int T, float *logits);
+
+#endif

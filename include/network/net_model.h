@@ -1,0 +1,82 @@
+/* net_model.h - a GPT-2-layout network whose feed-forward block(s) are MoE
+ * layers: the frozen backbone and the MoE blocks.
+ *
+ * Dimension legend (beside model.h's n, d, h, k, s):
+ *   V  vocabulary       P  positions        NL blocks
+ *   nh attention heads  dh = d / nh, the head width
+ *   N  sequences        T  tokens per sequence   M tokens of a batch (whole sequences)
+ *
+ * Tensors (Hugging Face's names; GPT-2's Conv1D weights are [in, out]: y = x W + b):
+ *   transformer.wte.weight [V,d], transformer.wpe.weight [P,d]
+ *   transformer.h.L.ln_1.{weight,bias} [d], attn.c_attn.{weight [d,3d], bias [3d]} (q|k|v),
+ *     attn.c_proj.{weight [d,d], bias [d]}, ln_2.{weight,bias} [d]
+ *   a dense block: mlp.c_fc.{weight [d,4d], bias [4d]}, mlp.c_proj.{weight [4d,d], bias [d]}
+ *   an MoE block: mlp.gate.*, mlp.experts.E.*, mlp.shared_experts.S.* (the gpt2 family)
+ *   transformer.ln_f.{weight,bias} [d]; lm_head.weight [V,d] unless tied, lm_head.bias [V]
+ *
+ * The backbone lives in one float allocation (mem) carved into the pointers
+ * below, llm.c style; the MoE blocks are moe_models, moe[i] being block
+ * cfg.moe_layers[i]. */
+#ifndef MS_NET_MODEL_H
+#define MS_NET_MODEL_H
+
+#include <stddef.h>
+
+#include "network/net_config.h"
+
+typedef struct {
+    float *ln1_w, *ln1_b; // (d) each
+    float *attn_w;        // (d, 3d)
+    float *attn_b;        // (3d)
+    float *proj_w;        // (d, d)
+    float *proj_b;        // (d)
+    float *ln2_w, *ln2_b; // (d) each
+    float *fc_w;          // (d, 4d), a dense block's MLP; NULL for an MoE block
+    float *fc_b;          // (4d)
+    float *fcp_w;         // (4d, d)
+    float *fcp_b;         // (d)
+} net_block;
+
+typedef struct {
+    net_config cfg;
+    char *path;          /* the checkpoint argument (messages) */
+    float *wte;          // (V, d)
+    float *wpe;          // (P, d)
+    net_block *blocks;   // (NL)
+    float *lnf_w, *lnf_b; // (d) each
+    float *lm_w;         // (V, d): wte when tied
+    float *lm_b;         // (V), NULL without lm_head.bias
+    float *mem;          /* the one allocation of the backbone */
+    size_t nparams;      /* floats in mem */
+    moe_model *moe;      /* (cfg.nmoe) the MoE blocks */
+} net_model;
+
+/* Load a network checkpoint (a folder, its index or a single file with
+ * config.json beside it). Every tensor is checked: present, of its shape,
+ * finite; a block listed in moe.layers must hold an MoE layer, a block not
+ * listed a dense MLP; errors name the file, the tensor and the block. */
+int net_load(net_model *m, const char *path, ms_err *err);
+void net_free(net_model *m);
+/* Parameter counts: the backbone's, and every MoE block's (gate, experts, shared). */
+size_t net_backbone_params(const net_model *m);
+size_t net_moe_params(const moe_model *b);
+
+/* out = (1-t) a + t b on the backbone (out loaded like a, e.g. net_clone). */
+void net_backbone_interpolate(net_model *out, const net_model *a, const net_model *b, double t);
+/* Deep copy of the backbone and the MoE blocks. */
+void net_clone(net_model *dst, const net_model *src);
+
+/* The MoE block arg names: NULL the first, a block index L (one of moe.layers),
+ * or a prefix "transformer.h.L.mlp" (a trailing dot allowed); into *which (an
+ * index into moe_layers). The error lists the MoE blocks. */
+int net_pick_block(const net_model *m, const char *arg, int *which, ms_err *err);
+/* Do A and B have the same architecture (config, and each MoE block's n, d, h,
+ * router, ...)? -1 with a message naming both otherwise. */
+int net_check_compatible(const net_model *a, const net_model *b, ms_err *err);
+
+/* Is every tensor outside the MoE blocks of checkpoint pa equal (name, dtype,
+ * shape, bytes) to pb's? 0 when equal; 1 when not, with the first that differs
+ * (in name order) and why in what (cap bytes); -1 on an error. */
+int net_backbone_diff(const char *pa, const char *pb, char *what, size_t cap, ms_err *err);
+
+#endif

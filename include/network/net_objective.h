@@ -1,0 +1,49 @@
+/* net_objective.h - a network's held-out loss as the objective of the
+ * landscape and the curves (ls_objective, curve.h): the barrier of the network,
+ * not of one layer.
+ *
+ * Two networks A and B share their frozen backbone (every tensor outside the MoE
+ * blocks; net_backbone_diff) and differ in their MoE blocks. One block is
+ * chosen: the landscape ranks its orders, and eval() is given its interpolated
+ * layer. Every other MoE block is interpolated at the same t, each aligned on its
+ * own (the symmetry group of the network is the product of the blocks'):
+ *   LS_VAR_MAIN  by the alignment the caller chose (align_opts: --method, ...)
+ *   LS_VAR_NAIVE identity order, no weight matching   (the naive curve)
+ *   LS_VAR_SKIP  identity order, weight matching      (the skip-order curve)
+ * so naive, skip-order and the full alignment move every MoE block together.
+ *
+ * The blocks before the first MoE block are computed once (net_prefix). With
+ * interp_backbone the backbones may differ and are interpolated too, θ(t) =
+ * (1-t) θ_A + t θ_B on every tensor: the prefix is then recomputed whenever t
+ * changes (the landscape keeps t fixed over blocks of orders), and every report
+ * says so. */
+#ifndef MS_NET_OBJECTIVE_H
+#define MS_NET_OBJECTIVE_H
+
+#include "align/align.h"
+#include "landscape/curve.h"
+#include "network/net_eval.h"
+
+typedef struct net_objective net_objective;
+
+typedef struct {
+    int chosen;            /* the MoE block (index into moe_layers) */
+    align_opts other;      /* how the other MoE blocks are aligned for LS_VAR_MAIN */
+    int interp_backbone;   /* interpolate the backbones too (else they must be equal) */
+    net_par par;           /* threads, cancel */
+} net_obj_opts;
+
+/* A, B and E are borrowed and must outlive the objective. Computes the prefix,
+ * the other blocks' alignments and both end points. */
+int net_objective_new(const net_model *A, const net_model *B, const net_evalset *E,
+                      const net_obj_opts *o, net_objective **out, ms_err *err);
+const ls_objective *net_objective_view(const net_objective *no);
+void net_objective_free(net_objective *no);
+/* seconds spent building it (prefix, alignments, end points), for the time split */
+double net_objective_setup_secs(const net_objective *no);
+/* the other blocks of variant v at t, and the chosen one given: for callers
+ * that evaluate the network themselves (diagnose's routing loads). blocks: (nmoe) */
+void net_objective_blocks(net_objective *no, const moe_model *chosen_layer, double t, int variant,
+                          const moe_model **blocks);
+
+#endif

@@ -1,0 +1,365 @@
+/* landscape_obj.c - the landscape of every expert order measured on an
+ * objective (ls_opts.objective: a network's held-out loss) instead of the
+ * layer's own head: the plain driver.
+ *
+ * An (order, t) value is one evaluation of the objective on the layer
+ * (1-t) A + t B', B' = B with the order's experts and gate rows in place and
+ * each slot's hidden units permuted by its pair's weight matching (matched once
+ * per (slot i, B's expert j), as in landscape.c). Everything downstream of the
+ * layer (the rest of the network) is the objective's, so no work is shared
+ * between orders here beyond the pairs; what makes it fast is doing few
+ * evaluations:
+ *   - every order is first evaluated at the middle t, a lower bound on its
+ *     barrier (the end points are 0);
+ *   - the named curves (naive, skip-order, the two methods) at every point;
+ *   - then only the orders whose bound lies below a chosen barrier (+ tau),
+ *     each stopped as soon as it reaches it: the ranks, L-hat and best barrier
+ *     are then exact (on_ranks), before the other orders are finished for the
+ *     table.
+ * Orders go in blocks of OBJ_BLOCK, all of a block's orders at one t before the
+ * next t (an objective whose backbone is interpolated recomputes its frozen
+ * prefix when t changes). Results do not depend on the blocking: each value is
+ * one evaluation of the same layer. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "align/align.h"
+#include "align/weight_matching.h"
+#include "io/provenance.h"
+#include "landscape/rank.h"
+#include "landscape_int.h"
+#include "model/symmetry.h"
+
+#define OBJ_BLOCK 8
+
+typedef struct {
+    const moe_model *A, *B;
+    const moe_config *c;
+    const ls_objective *obj;
+    const ls_opts *o;
+    landscape *L;
+    int n, h, T, exhaustive, groups;
+    long norders;
+    int *perm;        // (n n, h) pair (slot i, B's expert j): unit u is B's unit perm[u], o->wm's setting
+    int *perm_other;  // (n, h) pair (i, i) with the other setting (naive or skip-order)
+    float *shmem;     // (SH_COUNT, s, esize) B's shared experts as each variant aligns them
+    moe_expert *shx;  // (SH_COUNT, s)
+    moe_model Bp, M;  // B aligned with one order; the interpolated layer
+    double *bar, *accb, *auc; // (norders) running barrier, accuracy barrier, AUC
+    unsigned char *done;      // (norders)
+    int *prog;                // (norders) points of pts folded in
+    int *pts, npts;           // interior points: the middle first, then the nearest to it
+    long filled;
+    double last_phase;
+} ox;
+
+static int ox_cancelled(const ox *x) { return x->o->cancel && atomic_load(x->o->cancel); }
+
+static void ox_phase(ox *x, const char *what, long done, long total) {
+    if (!x->o->phase) return;
+    double now = ls_now();
+    if (done && done < total && now - x->last_phase < 0.02) return;
+    x->last_phase = now;
+    x->o->phase(x->o->ctx, what, done, total);
+}
+
+/* B' for order (n): slot i holds B's expert order[i] and gate row, its hidden
+ * units permuted by pair (i, order[i]) (or, other_diag, by the other setting's
+ * diagonal pair: naive, skip-order); the shared experts as variant sh aligns them */
+static void ox_aligned(ox *x, const int *order, int other_diag, int sh) {
+    const moe_config *c = x->c;
+    const moe_model *B = x->B;
+    moe_model *Bp = &x->Bp;
+    int n = c->n, d = c->d;
+    for (int i = 0; i < n; i++) {
+        int j = order[i];
+        memcpy(Bp->gate_w + (size_t)i * d, B->gate_w + (size_t)j * d, (size_t)d * sizeof(float));
+        Bp->gate_b[i] = B->gate_b[j];
+        if (B->corr_b) Bp->corr_b[i] = B->corr_b[j];
+        moe_expert_copy(&Bp->experts[i], &B->experts[j], c);
+        const int *P = other_diag ? x->perm_other + (size_t)i * x->h : x->perm + ((size_t)i * n + j) * x->h;
+        moe_expert_permute_hidden(&Bp->experts[i], c, P);
+    }
+    moe_config sc = moe_shared_config(c);
+    for (int q = 0; q < c->s; q++) moe_expert_copy(&Bp->shared[q], &x->shx[(size_t)sh * c->s + q], &sc);
+}
+
+/* L(t) and Acc(t) of order (n) at point m */
+static int ox_eval(ox *x, const int *order, int other_diag, int sh, int variant, int m, double *loss,
+                   double *acc, ms_err *err) {
+    double t = ls_t(m, x->T);
+    ox_aligned(x, order, other_diag, sh);
+    moe_interpolate(&x->M, x->A, &x->Bp, t);
+    return x->obj->eval(x->obj->ctx, &x->M, t, variant, loss, acc, err);
+}
+
+/* fold one value of order k into its running statistics (as ls_curve_stats) */
+static void ox_fold(ox *x, long k, int m, double loss, double acc) {
+    double t = ls_t(m, x->T);
+    const ls_objective *ob = x->obj;
+    double e = loss - ((1.0 - t) * ob->loss_a + t * ob->loss_b);
+    if (isnan(e) || isnan(x->bar[k])) x->bar[k] = NAN;
+    else if (e > x->bar[k]) x->bar[k] = e;
+    x->auc[k] += e / (double)(x->T - 1);
+    if (ob->kind == LS_CLASSIFY) {
+        double ea = (1.0 - t) * ob->acc_a + t * ob->acc_b - acc;
+        if (isnan(ea) || isnan(x->accb[k])) x->accb[k] = NAN;
+        else if (ea > x->accb[k]) x->accb[k] = ea;
+    }
+}
+
+static void ox_emit(ox *x, long k) {
+    ls_row *r = &x->L->rows[x->filled++];
+    r->id = k;
+    r->barrier = x->bar[k];
+    r->acc_barrier = x->obj->kind == LS_CLASSIFY ? x->accb[k] : NAN;
+    r->auc = x->auc[k];
+    x->done[k] = 1;
+    x->L->ndone = x->filled;
+    if (x->o->progress) x->o->progress(x->o->ctx, x->filled, x->norders);
+}
+
+/* Orders ks[0..cnt) from their own next point to the last (or, finite bmax, until
+ * their barrier reaches it), in blocks of OBJ_BLOCK, t-major inside a block;
+ * finished orders are emitted. what: the phase shown (NULL: rows only). */
+static int ox_sweep(ox *x, const long *ks, long cnt, double bmax, const char *what, ms_err *err) {
+    int p[LS_MAX_N];
+    for (long b0 = 0; b0 < cnt; b0 += OBJ_BLOCK) {
+        long b1 = b0 + OBJ_BLOCK < cnt ? b0 + OBJ_BLOCK : cnt;
+        for (int q = 0; q < x->npts; q++)
+            for (long j = b0; j < b1; j++) {
+                long k = ks[j];
+                if (x->done[k] || x->prog[k] != q || x->bar[k] >= bmax) continue;
+                if (ox_cancelled(x)) return ms_fail(err, "cancelled");
+                double loss, acc;
+                ls_order_get(x->L->orders, x->n, k, p);
+                if (ox_eval(x, p, 0, SH_MAIN, LS_VAR_MAIN, x->pts[q], &loss, &acc, err)) return -1;
+                ox_fold(x, k, x->pts[q], loss, acc);
+                x->prog[k]++;
+            }
+        for (long j = b0; j < b1; j++)
+            if (!x->done[ks[j]] && x->prog[ks[j]] == x->npts) ox_emit(x, ks[j]);
+        if (what) ox_phase(x, what, b1, cnt);
+    }
+    return 0;
+}
+
+/* the four named curves at every interior point: naive and skip-order move
+ * every MoE layer together (their own variants), the methods' orders are
+ * rows of the table */
+static int ox_named(ox *x, ms_err *err) {
+    landscape *L = x->L;
+    ls_curve *cv[4] = {&L->naive, &L->skip_order, &L->methods[0], &L->methods[1]};
+    const ls_objective *ob = x->obj;
+    int wm = x->o->wm;
+    for (int a = 0; a < 4; a++) {
+        cv[a]->n = x->n;
+        cv[a]->T = x->T;
+        cv[a]->loss = ms_malloc((size_t)x->T * sizeof(double));
+        cv[a]->acc = ob->kind == LS_CLASSIFY ? ms_malloc((size_t)x->T * sizeof(double)) : NULL;
+        cv[a]->loss[0] = ob->loss_a, cv[a]->loss[x->T - 1] = ob->loss_b;
+        if (cv[a]->acc) cv[a]->acc[0] = ob->acc_a, cv[a]->acc[x->T - 1] = ob->acc_b;
+    }
+    int same = !memcmp(cv[2]->order, cv[3]->order, (size_t)x->n * sizeof(int));
+    for (int q = 0; q < x->npts; q++)
+        for (int a = 0; a < 4; a++) {
+            int m = x->pts[q];
+            if (a == 3 && same) { // both methods chose one order: one curve
+                cv[3]->loss[m] = cv[2]->loss[m];
+                if (cv[3]->acc) cv[3]->acc[m] = cv[2]->acc[m];
+                continue;
+            }
+            if (ox_cancelled(x)) return ms_fail(err, "cancelled");
+            double loss, acc;
+            int other = a == 0 ? wm : a == 1 ? !wm : 0;
+            int sh = a == 0 ? SH_NAIVE : a == 1 ? SH_SKIP : SH_MAIN;
+            int var = a == 0 ? LS_VAR_NAIVE : a == 1 ? LS_VAR_SKIP : LS_VAR_MAIN;
+            if (ox_eval(x, cv[a]->order, other, sh, var, m, &loss, &acc, err)) return -1;
+            cv[a]->loss[m] = loss;
+            if (cv[a]->acc) cv[a]->acc[m] = acc;
+            ox_phase(x, "named curves", (long)q * 4 + a + 1, 4L * x->npts);
+        }
+    for (int a = 0; a < 4; a++) ls_curve_stats(cv[a]);
+    return 0;
+}
+
+/* costs, the methods' orders, the shared variants (as landscape.c's
+ * ls_named_alignments), naive and skip-order the identity */
+static int ox_alignments(ox *x, ms_err *err) {
+    const moe_config *c = x->c;
+    landscape *L = x->L;
+    int rc = 0;
+    ls_curve *mc[2] = {&L->methods[0], &L->methods[1]};
+    for (int m = 0; m < 2 && !rc; m++) {
+        L->cost[m] = ms_malloc((size_t)c->n * c->n * sizeof(double));
+        rc = cost_matrix(x->A, x->B, m == 0 ? COST_GATE : COST_EXPERT, x->o->center, L->cost[m], err);
+        if (!rc) rc = align_order(c, L->cost[m], mc[m]->order, &L->cost_total[m], err);
+    }
+    for (int i = 0; i < c->n; i++) L->naive.order[i] = L->skip_order.order[i] = i;
+    moe_config sc = moe_shared_config(c);
+    size_t es = moe_expert_size(&sc);
+    x->shmem = ms_malloc((size_t)SH_COUNT * (c->s ? c->s : 1) * es * sizeof(float));
+    x->shx = ms_calloc((size_t)SH_COUNT * (c->s ? c->s : 1), sizeof(moe_expert));
+    static const int stage[SH_COUNT][2] = {{1, -1}, {0, 0}, {0, 1}}; // order, wm (-1: o->wm)
+    for (int v = 0; v < SH_COUNT && !rc && c->s > 0; v++) {
+        align_opts ao;
+        align_opts_default(&ao);
+        ao.order_stage = stage[v][0];
+        ao.wm_stage = stage[v][1] < 0 ? x->o->wm : stage[v][1];
+        for (int j = 0; j < c->s; j++)
+            moe_expert_carve(&x->shx[v * c->s + j], &sc, x->shmem + ((size_t)v * c->s + j) * es);
+        rc = align_shared(x->A, x->B, &ao, x->shx + (size_t)v * c->s, err);
+    }
+    return rc;
+}
+
+/* weight matching once per (slot i, B's expert j) with o->wm, and the diagonal
+ * with the other setting */
+static int ox_pairs(ox *x, ms_err *err) {
+    int n = x->n, h = x->h, wm = x->o->wm;
+    x->perm = ms_malloc((size_t)n * n * h * sizeof(int));
+    x->perm_other = ms_malloc((size_t)n * h * sizeof(int));
+    for (int p = 0; p < n * n + n; p++) {
+        int i = p < n * n ? p / n : p - n * n, j = p < n * n ? p % n : i;
+        int *P = p < n * n ? x->perm + (size_t)p * h : x->perm_other + (size_t)i * h;
+        if (!(p < n * n ? wm : !wm)) {
+            for (int u = 0; u < h; u++) P[u] = u;
+        } else if (wm_match(&x->A->experts[i], &x->B->experts[j], x->c, P, NULL, err)) {
+            return ms_prefix(err, "weight matching slot %d with B's expert %d", i, j);
+        }
+        ox_phase(x, "weight-matching pairs", p + 1, n * n + n);
+        if (ox_cancelled(x)) return ms_fail(err, "cancelled");
+    }
+    return 0;
+}
+
+static int ox_setup(ox *x, const moe_model *A, const moe_model *B, const ls_opts *o, landscape *L,
+                    ms_err *err) {
+    if (moe_check_compatible(A, B, err)) return -1;
+    if (A->cfg.n > LS_MAX_N)
+        return ms_fail(err, "%s: %d experts; the landscape handles at most %d", A->path ? A->path : "A",
+                       A->cfg.n, LS_MAX_N);
+    if (o->T < 3) return ms_fail(err, "landscape: need at least 3 interpolation points, got %d", o->T);
+    x->A = A, x->B = B, x->c = &A->cfg, x->obj = o->objective, x->o = o, x->L = L;
+    x->n = A->cfg.n, x->h = A->cfg.h, x->T = o->T;
+    x->norders = ls_orders_planned(x->c, o, &x->exhaustive, &x->groups);
+    L->n = x->n, L->T = x->T, L->kind = x->obj->kind, L->objective = x->obj->what;
+    L->t = ms_malloc((size_t)x->T * sizeof(double));
+    for (int m = 0; m < x->T; m++) L->t[m] = ls_t(m, x->T);
+    L->exhaustive = x->exhaustive, L->norders = x->norders;
+    L->groups = x->groups, L->group_size = x->groups ? x->n / x->groups : x->n;
+    L->n_fact = x->groups ? ls_wreath_count(x->groups, x->n / x->groups) : ls_factorial(x->n);
+    L->n_fact_log10 = x->groups ? ls_wreath_log10(x->groups, x->n / x->groups) : ls_factorial_log10(x->n);
+    L->best = L->worst = -1;
+    L->orders = ms_malloc((size_t)x->norders * x->n + 1);
+    if (x->exhaustive) ls_orders_all(L->orders, x->n, x->groups, x->norders);
+    else ls_orders_sample(L->orders, x->n, x->groups, x->norders, o->seed);
+    L->rows = ms_calloc((size_t)x->norders, sizeof(ls_row));
+    x->bar = ms_calloc((size_t)x->norders, sizeof(double)); // 0: the end points
+    x->accb = ms_calloc((size_t)x->norders, sizeof(double));
+    x->auc = ms_calloc((size_t)x->norders, sizeof(double));
+    x->done = ms_calloc((size_t)x->norders, 1);
+    x->prog = ms_calloc((size_t)x->norders, sizeof(int));
+    // the middle (t = 0.5 for odd T) first, then outwards: the likeliest maxima
+    int mid = (x->T - 1) / 2 > 0 ? (x->T - 1) / 2 : 1;
+    x->pts = ms_malloc((size_t)x->T * sizeof(int));
+    x->pts[x->npts++] = mid;
+    for (int dist = 1; dist < x->T; dist++)
+        for (int sg = -1; sg <= 1; sg += 2) {
+            int m = mid + sg * dist;
+            if (m >= 1 && m <= x->T - 2) x->pts[x->npts++] = m;
+        }
+    moe_clone(&x->Bp, B);
+    moe_clone(&x->M, A);
+    long nt = o->nthreads > 0 ? o->nthreads : sysconf(_SC_NPROCESSORS_ONLN);
+    prov_set_run((int)(nt < 1 ? 1 : nt > 8 ? 8 : nt), x->T);
+    return 0;
+}
+
+static void ox_free(ox *x) {
+    free(x->perm);
+    free(x->perm_other);
+    free(x->shmem);
+    free(x->shx);
+    moe_free(&x->Bp);
+    moe_free(&x->M);
+    free(x->bar);
+    free(x->accb);
+    free(x->auc);
+    free(x->done);
+    free(x->prog);
+    free(x->pts);
+}
+
+/* the middle point of every order; the named curves; the methods' orders as
+ * rows; the candidates until the ranks are exact; every other order */
+static int ox_orders(ox *x, ms_err *err) {
+    landscape *L = x->L;
+    long *ks = ms_malloc((size_t)x->norders * sizeof(long)), ncand = 0;
+    for (long k = 0; k < x->norders; k++) ks[k] = k;
+    int rc = 0, p[LS_MAX_N];
+    for (long k = 0; k < x->norders && !rc; k++) { // the lower bounds
+        double loss, acc;
+        if (ox_cancelled(x)) rc = ms_fail(err, "cancelled");
+        ls_order_get(L->orders, x->n, k, p);
+        if (!rc) rc = ox_eval(x, p, 0, SH_MAIN, LS_VAR_MAIN, x->pts[0], &loss, &acc, err);
+        if (!rc) ox_fold(x, k, x->pts[0], loss, acc), x->prog[k] = 1;
+        ox_phase(x, "middle point", k + 1, x->norders);
+    }
+    if (!rc) rc = ox_named(x, err);
+    if (!rc) {
+        for (int m = 0; m < 2; m++) { // a chosen order's row is its curve (the same evaluations)
+            long k = ls_order_index(L, x->exhaustive, x->groups, x->norders, L->methods[m].order);
+            if (k < 0 || x->done[k]) continue;
+            x->bar[k] = L->methods[m].barrier;
+            x->accb[k] = L->methods[m].acc_barrier;
+            x->auc[k] = L->methods[m].auc;
+            x->prog[k] = x->npts;
+            ox_emit(x, k);
+        }
+        double bmax = fmax(L->methods[0].barrier, L->methods[1].barrier);
+        bmax = nextafter(bmax + rank_tau(L->naive.barrier), INFINITY);
+        if (isnan(L->methods[0].barrier) || isnan(L->methods[1].barrier)) bmax = INFINITY;
+        for (long k = 0; k < x->norders; k++)
+            if (!x->done[k] && x->bar[k] < bmax) ks[ncand++] = k;
+        rc = ox_sweep(x, ks, ncand, bmax, "orders that can rank first", err);
+    }
+    if (!rc) {
+        ls_ranks(L, x->filled, x->exhaustive, x->norders);
+        L->secs_ranks = ls_now();
+        if (x->o->on_ranks) x->o->on_ranks(x->o->ctx, L);
+        for (long k = 0; k < x->norders; k++) ks[k] = k;
+        rc = ox_sweep(x, ks, x->norders, INFINITY, NULL, err);
+    }
+    free(ks);
+    return rc;
+}
+
+int ls_obj_compute(const moe_model *A, const moe_model *B, const ls_opts *o, landscape *L,
+                   ms_err *err) {
+    ox x;
+    memset(&x, 0, sizeof x);
+    double t0 = ls_now(), c0 = ls_cpu_now(), *st = L->secs_step, *ct = L->cpu_step;
+    int rc = ox_setup(&x, A, B, o, L, err);
+    if (!rc) rc = ox_alignments(&x, err);
+    st[LS_STEP_COSTS] = ls_now() - t0, ct[LS_STEP_COSTS] = ls_cpu_now() - c0;
+    double t1 = ls_now(), c1 = ls_cpu_now();
+    if (!rc) rc = ox_pairs(&x, err);
+    st[LS_STEP_WM] = ls_now() - t1, ct[LS_STEP_WM] = ls_cpu_now() - c1;
+    t1 = ls_now(), c1 = ls_cpu_now();
+    if (!rc) rc = ox_orders(&x, err);
+    st[LS_STEP_ORDERS] = ls_now() - t1, ct[LS_STEP_ORDERS] = ls_cpu_now() - c1;
+    L->secs_ranks -= t0;
+    if (!rc && x.filled != x.norders)
+        rc = ms_fail(err, "landscape: internal error, %ld of %ld orders done", x.filled, x.norders);
+    if (!rc) {
+        ls_ranks(L, x.filled, x.exhaustive, x.norders);
+        ls_sort_rows(L);
+        L->secs_total = ls_now() - t0;
+    }
+    ox_free(&x);
+    if (rc) landscape_free(L);
+    return rc;
+}

@@ -1,0 +1,284 @@
+/* net_eval.c - the network's evaluation set and threaded evaluation (net_eval.h). */
+#include "network/net_eval.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/blas_threads.h"
+#include "io/safetensors.h"
+#include "network/net_forward.h"
+
+/* ---- the evaluation set ---- */
+
+int net_evalset_load(net_evalset *e, const char *path, ms_err *err) {
+    memset(e, 0, sizeof *e);
+    st_file f;
+    if (st_open(&f, path, err)) return -1;
+    const st_tensor *t = st_find(&f, "input_ids");
+    int rc = 0;
+    if (!t)
+        rc = ms_fail(err, "%s: missing tensor 'input_ids' (a network's evaluation set: token ids [N, T])",
+                     path);
+    else if (t->ndim != 2 || t->shape[0] < 1 || t->shape[1] < 2 || t->shape[0] > (1 << 24) ||
+             t->shape[1] > (1 << 20) || t->shape[0] * t->shape[1] > (1LL << 31) - 1)
+        rc = ms_fail(err, "%s: tensor 'input_ids' should be [N, T] with N >= 1 sequences of T >= 2 "
+                          "tokens, has %d dimension(s)%s",
+                     path, t->ndim, t->ndim == 2 ? " of an unusable size" : "");
+    else if (t->dtype != ST_I32 && t->dtype != ST_I64)
+        rc = ms_fail(err, "%s: tensor 'input_ids' must be I32 or I64, is %s", path,
+                     st_dtype_name(t->dtype));
+    if (!rc) {
+        e->N = (int)t->shape[0];
+        e->T = (int)t->shape[1];
+        size_t cnt = (size_t)e->N * e->T;
+        int64_t *tmp = ms_malloc(cnt * sizeof(int64_t));
+        rc = st_read_i64(&f, t, tmp, err);
+        e->ids = ms_malloc(cnt * sizeof(int32_t));
+        for (size_t q = 0; q < cnt && !rc; q++) {
+            if (tmp[q] < 0 || tmp[q] > INT32_MAX) {
+                rc = ms_fail(err, "%s: tensor 'input_ids': id %lld at [%zu, %zu] is not a token id",
+                             path, (long long)tmp[q], q / e->T, q % e->T);
+                break;
+            }
+            e->ids[q] = (int32_t)tmp[q];
+        }
+        free(tmp);
+        e->path = ms_strdup(path);
+    }
+    st_close(&f);
+    if (rc) net_evalset_free(e);
+    return rc;
+}
+
+int net_evalset_is(const char *path) {
+    st_file f;
+    if (!path || st_open(&f, path, NULL)) return 0;
+    int yes = st_find(&f, "input_ids") != NULL;
+    st_close(&f);
+    return yes;
+}
+
+int net_evalset_check(const net_evalset *e, const net_model *m, ms_err *err) {
+    const net_config *c = &m->cfg;
+    if (e->T > c->npos)
+        return ms_fail(err, "%s: tensor 'input_ids' has T = %d tokens per sequence, more than the "
+                            "n_positions = %d of %s",
+                       e->path, e->T, c->npos, m->path);
+    for (size_t q = 0; q < (size_t)e->N * e->T; q++)
+        if (e->ids[q] >= c->vocab)
+            return ms_fail(err, "%s: tensor 'input_ids': id %d at [%zu, %zu] is not below the "
+                                "vocab_size = %d of %s",
+                           e->path, e->ids[q], q / e->T, q % e->T, c->vocab, m->path);
+    return 0;
+}
+
+void net_evalset_free(net_evalset *e) {
+    free(e->path);
+    free(e->ids);
+    memset(e, 0, sizeof *e);
+}
+
+/* ---- the threaded driver ---- */
+
+typedef struct {
+    const net_model *m;
+    const net_evalset *E;
+    const net_prefix *p;   /* NULL: computed per item */
+    const net_run *r;      /* NULL: the prefix only (into prefix_out) */
+    float *prefix_out;     /* (N T, d) the prefix job's output */
+    int L0, spi, items;    /* first MoE block, sequences per item, items */
+    const moe_model *const *moe;
+    int nmoe, nmax;
+    double *loss;          /* (items) */
+    long *ok;              /* (items) */
+    double *lmean, *lfrac; /* (items, nmoe, nmax) load sums */
+    atomic_int *cancel;
+    long next;             /* the next item, atomic */
+    int stopped;           /* a worker saw the cancel */
+} net_job;
+
+/* The blocks from the first MoE block L0 on, for one item's rows h (ns
+ * sequences): L0's attention is done (the prefix ends after it), so its MLP
+ * comes first. The MoE blocks' gate weights go through G ((M, nmax)) into the
+ * item's load sums when they are asked for. */
+static void item_tail(const net_job *j, int it, float *h, int ns, net_ws *w, float *G) {
+    const net_model *m = j->m;
+    int T = j->E->T, M = ns * T;
+    size_t r0 = (size_t)it * j->spi * T; // the item's first row
+    for (int L = j->L0; L < m->cfg.nlayer; L++) {
+        if (L > j->L0) net_attn_forward(m, L, h, ns, T, w);
+        int mi = m->cfg.moe_of[L];
+        const moe_model *moe = mi >= 0 ? j->moe[mi] : NULL;
+        float *X = j->r->inputs && mi == j->r->capture ? j->r->inputs + r0 * m->cfg.d : NULL;
+        float *g = moe && j->lmean ? G : NULL;
+        net_mlp_forward(m, L, moe, h, M, w, g, X);
+        if (!g) continue;
+        int n = moe->cfg.n;
+        double *lm = j->lmean + ((size_t)it * j->nmoe + mi) * j->nmax;
+        double *lf = j->lfrac + ((size_t)it * j->nmoe + mi) * j->nmax;
+        for (int row = 0; row < M; row++)
+            for (int i = 0; i < n; i++) {
+                float gv = g[(size_t)row * n + i];
+                lm[i] += gv;
+                lf[i] += gv > 0.0f;
+            }
+    }
+}
+
+/* one item: the prefix (from the embedding, or copied from p), then the tail,
+ * the head and the loss */
+static void run_item(net_job *j, int it, float *h, net_ws *w, float *G) {
+    const net_model *m = j->m;
+    int T = j->E->T, d = m->cfg.d, N = j->E->N;
+    int s0 = it * j->spi, ns = N - s0 < j->spi ? N - s0 : j->spi;
+    size_t r0 = (size_t)s0 * T, M = (size_t)ns * T;
+    const int32_t *ids = j->E->ids + r0;
+    if (j->p) {
+        memcpy(h, j->p->h + r0 * d, M * d * sizeof(float));
+    } else {
+        net_embed(m, ids, ns, T, h);
+        for (int L = 0; L < j->L0; L++) {
+            net_attn_forward(m, L, h, ns, T, w);
+            net_mlp_forward(m, L, NULL, h, (int)M, w, NULL, NULL);
+        }
+        if (j->L0 < m->cfg.nlayer) net_attn_forward(m, j->L0, h, ns, T, w);
+    }
+    if (!j->r) { // the prefix job
+        memcpy(j->prefix_out + r0 * d, h, M * d * sizeof(float));
+        return;
+    }
+    item_tail(j, it, h, ns, w, G);
+    j->loss[it] = 0.0;
+    j->ok[it] = 0;
+    net_head_loss(m, h, ids, ns, T, w, &j->loss[it], &j->ok[it],
+                  j->r->logits ? j->r->logits + r0 * m->cfg.vocab : NULL);
+}
+
+static void *net_worker(void *arg) {
+    net_job *j = arg;
+    int T = j->E->T, cap = j->spi * T;
+    net_ws w;
+    net_ws_alloc(&w, &j->m->cfg, cap, T);
+    float *h = ms_malloc((size_t)cap * j->m->cfg.d * sizeof(float));      // (cap, d)
+    float *G = ms_malloc((size_t)cap * (j->nmax ? j->nmax : 1) * sizeof(float)); // (cap, nmax)
+    for (;;) {
+        if (j->cancel && atomic_load(j->cancel)) {
+            __atomic_store_n(&j->stopped, 1, __ATOMIC_RELAXED);
+            break;
+        }
+        long it = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+        if (it >= j->items) break;
+        run_item(j, (int)it, h, &w, G);
+    }
+    net_ws_free(&w);
+    free(h);
+    free(G);
+    return NULL;
+}
+
+static int net_run_job(net_job *j, const net_par *par, ms_err *err) {
+    j->next = 0;
+    long nt = par && par->threads > 0 ? par->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    nt = nt < 1 ? 1 : nt > 8 ? 8 : nt;
+    nt = nt < j->items ? nt : j->items;
+    j->cancel = par ? par->cancel : NULL;
+    blas_single_enter();
+    pthread_t th[8];
+    int started = 0;
+    for (long t = 1; t < nt; t++)
+        if (pthread_create(&th[started], NULL, net_worker, j) == 0) started++;
+    net_worker(j);
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+    blas_single_leave();
+    return j->stopped ? ms_fail(err, "cancelled") : 0;
+}
+
+static void job_init(net_job *j, const net_model *m, const net_evalset *E) {
+    memset(j, 0, sizeof *j);
+    j->m = m;
+    j->E = E;
+    j->L0 = m->cfg.nmoe ? m->cfg.moe_layers[0] : m->cfg.nlayer;
+    j->spi = NET_ITEM_TOKENS / E->T > 1 ? NET_ITEM_TOKENS / E->T : 1;
+    j->items = (E->N + j->spi - 1) / j->spi;
+}
+
+int net_prefix_compute(const net_model *m, const net_evalset *E, const net_par *par, net_prefix *p,
+                       ms_err *err) {
+    memset(p, 0, sizeof *p);
+    if (net_evalset_check(E, m, err)) return -1;
+    net_job j;
+    job_init(&j, m, E);
+    p->L0 = j.L0;
+    p->h = ms_malloc((size_t)E->N * E->T * m->cfg.d * sizeof(float));
+    j.prefix_out = p->h;
+    if (net_run_job(&j, par, err)) {
+        net_prefix_free(p);
+        return -1;
+    }
+    return 0;
+}
+
+void net_prefix_free(net_prefix *p) {
+    free(p->h);
+    p->h = NULL;
+}
+
+int net_evaluate(const net_model *m, const net_evalset *E, const net_prefix *p, const net_run *r,
+                 const net_par *par, net_eval_result *out, ms_err *err) {
+    memset(out, 0, sizeof *out);
+    if (net_evalset_check(E, m, err)) return -1;
+    net_job j;
+    job_init(&j, m, E);
+    const moe_model **own = ms_malloc((size_t)(m->cfg.nmoe ? m->cfg.nmoe : 1) * sizeof(moe_model *));
+    for (int i = 0; i < m->cfg.nmoe; i++) own[i] = r && r->moe ? r->moe[i] : &m->moe[i];
+    net_run rr = r ? *r : (net_run){0};
+    j.r = &rr;
+    j.p = p;
+    j.moe = own;
+    j.nmoe = m->cfg.nmoe;
+    for (int i = 0; i < j.nmoe; i++) j.nmax = own[i]->cfg.n > j.nmax ? own[i]->cfg.n : j.nmax;
+    j.loss = ms_calloc((size_t)j.items, sizeof(double));
+    j.ok = ms_calloc((size_t)j.items, sizeof(long));
+    if (rr.want_load && j.nmoe) {
+        j.lmean = ms_calloc((size_t)j.items * j.nmoe * j.nmax, sizeof(double));
+        j.lfrac = ms_calloc((size_t)j.items * j.nmoe * j.nmax, sizeof(double));
+    }
+    int rc = net_run_job(&j, par, err);
+    if (!rc) {
+        double ls = 0.0;
+        long ok = 0;
+        for (int it = 0; it < j.items; it++) ls += j.loss[it], ok += j.ok[it];
+        out->positions = (long)E->N * (E->T - 1);
+        out->loss = ls / (double)out->positions;
+        out->accuracy = (double)ok / (double)out->positions;
+        if (j.lmean) {
+            double tok = (double)E->N * E->T;
+            out->nmoe = j.nmoe, out->n = j.nmax;
+            out->load_mean = ms_calloc((size_t)j.nmoe * j.nmax, sizeof(double));
+            out->load_frac = ms_calloc((size_t)j.nmoe * j.nmax, sizeof(double));
+            for (int it = 0; it < j.items; it++)
+                for (size_t q = 0; q < (size_t)j.nmoe * j.nmax; q++) {
+                    out->load_mean[q] += j.lmean[(size_t)it * j.nmoe * j.nmax + q];
+                    out->load_frac[q] += j.lfrac[(size_t)it * j.nmoe * j.nmax + q];
+                }
+            for (size_t q = 0; q < (size_t)j.nmoe * j.nmax; q++) {
+                out->load_mean[q] /= tok;
+                out->load_frac[q] /= tok;
+            }
+        }
+    }
+    free(own);
+    free(j.loss);
+    free(j.ok);
+    free(j.lmean);
+    free(j.lfrac);
+    return rc;
+}
+
+void net_eval_result_free(net_eval_result *r) {
+    free(r->load_mean);
+    free(r->load_frac);
+    r->load_mean = r->load_frac = NULL;
+}

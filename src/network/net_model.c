@@ -1,0 +1,350 @@
+/* net_model.c - a GPT-2-layout network in and out of memory (net_model.h). */
+#include "network/net_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "io/family.h"
+
+/* one backbone tensor: its name, shape and where it goes */
+typedef struct {
+    char name[96];
+    int ndim;
+    int64_t shape[2];
+    float **dst;
+} net_tensor;
+
+typedef struct {
+    net_tensor *t;
+    int n, cap;
+} tensor_list;
+
+static void tl_add(tensor_list *l, const char *name, int ndim, int64_t a, int64_t b, float **dst) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->t = ms_realloc(l->t, (size_t)l->cap * sizeof(net_tensor));
+    }
+    net_tensor *t = &l->t[l->n++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->ndim = ndim;
+    t->shape[0] = a;
+    t->shape[1] = b;
+    t->dst = dst;
+}
+
+static size_t tl_floats(const tensor_list *l) {
+    size_t s = 0;
+    for (int i = 0; i < l->n; i++) s += (size_t)l->t[i].shape[0] * (l->t[i].ndim > 1 ? l->t[i].shape[1] : 1);
+    return s;
+}
+
+/* Every backbone tensor of m (shapes from m->cfg), in file order of a GPT-2
+ * state_dict; has_lm_b: lm_head.bias is in the file. */
+static void backbone_tensors(net_model *m, int has_lm_b, tensor_list *l) {
+    const net_config *c = &m->cfg;
+    int64_t d = c->d, V = c->vocab;
+    char nm[96];
+    tl_add(l, "transformer.wte.weight", 2, V, d, &m->wte);
+    tl_add(l, "transformer.wpe.weight", 2, c->npos, d, &m->wpe);
+    for (int L = 0; L < c->nlayer; L++) {
+        net_block *b = &m->blocks[L];
+        struct { const char *sfx; int ndim; int64_t a, b; float **dst; } bt[] = {
+            {"ln_1.weight", 1, d, 0, &b->ln1_w},          {"ln_1.bias", 1, d, 0, &b->ln1_b},
+            {"attn.c_attn.weight", 2, d, 3 * d, &b->attn_w}, {"attn.c_attn.bias", 1, 3 * d, 0, &b->attn_b},
+            {"attn.c_proj.weight", 2, d, d, &b->proj_w},  {"attn.c_proj.bias", 1, d, 0, &b->proj_b},
+            {"ln_2.weight", 1, d, 0, &b->ln2_w},          {"ln_2.bias", 1, d, 0, &b->ln2_b},
+            {"mlp.c_fc.weight", 2, d, 4 * d, &b->fc_w},   {"mlp.c_fc.bias", 1, 4 * d, 0, &b->fc_b},
+            {"mlp.c_proj.weight", 2, 4 * d, d, &b->fcp_w}, {"mlp.c_proj.bias", 1, d, 0, &b->fcp_b}};
+        int nt = c->moe_of[L] >= 0 ? 8 : 12; // an MoE block's MLP is its moe_model
+        for (int i = 0; i < nt; i++) {
+            snprintf(nm, sizeof nm, "transformer.h.%d.%s", L, bt[i].sfx);
+            tl_add(l, nm, bt[i].ndim, bt[i].a, bt[i].b, bt[i].dst);
+        }
+    }
+    tl_add(l, "transformer.ln_f.weight", 1, d, 0, &m->lnf_w);
+    tl_add(l, "transformer.ln_f.bias", 1, d, 0, &m->lnf_b);
+    if (!c->tied) tl_add(l, "lm_head.weight", 2, V, d, &m->lm_w);
+    if (has_lm_b) tl_add(l, "lm_head.bias", 1, V, 0, &m->lm_b);
+}
+
+static int read_tensor(ckpt *c, const net_tensor *nt, float *dst, ms_err *err) {
+    const st_file *f;
+    const st_tensor *t;
+    if (ckpt_find(c, nt->name) < 0)
+        return ms_fail(err, "%s: tensor '%s' is missing", c->arg, nt->name);
+    if (ckpt_tensor(c, nt->name, &f, &t, err)) return -1;
+    int ok = t->ndim == nt->ndim;
+    for (int i = 0; ok && i < nt->ndim; i++) ok = t->shape[i] == nt->shape[i];
+    if (!ok) {
+        char have[96] = "", want[64];
+        size_t k = 0;
+        for (int i = 0; i < t->ndim && k < sizeof have - 24; i++)
+            k += (size_t)snprintf(have + k, sizeof have - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+        if (nt->ndim == 2) snprintf(want, sizeof want, "%lld, %lld", (long long)nt->shape[0], (long long)nt->shape[1]);
+        else snprintf(want, sizeof want, "%lld", (long long)nt->shape[0]);
+        return ms_fail(err, "%s: tensor '%s' has shape [%s], expected [%s] (from config.json)",
+                       f->path, nt->name, have, want);
+    }
+    return st_read_f32(f, t, dst, err);
+}
+
+/* every block's MLP is what config.json says: an MoE block holds its gate, a
+ * dense one its c_fc (and not the other's) */
+static int check_blocks(const ckpt *c, const net_config *nc, ms_err *err) {
+    char g[96], f[96];
+    for (int L = 0; L < nc->nlayer; L++) {
+        snprintf(g, sizeof g, "transformer.h.%d.mlp.gate.weight", L);
+        snprintf(f, sizeof f, "transformer.h.%d.mlp.c_fc.weight", L);
+        int moe = nc->moe_of[L] >= 0, has_g = ckpt_find(c, g) >= 0, has_f = ckpt_find(c, f) >= 0;
+        if (moe && !has_g)
+            return ms_fail(err, "%s: config.json lists block %d in moe.layers, but the checkpoint has "
+                                "no tensor '%s'%s",
+                           c->arg, L, g, has_f ? " (block " "is a dense MLP: mlp.c_fc.weight is there)" : "");
+        if (!moe && !has_f)
+            return ms_fail(err, "%s: block %d is not in config.json's moe.layers, so it needs a dense "
+                                "MLP, but tensor '%s' is missing%s",
+                           c->arg, L, f, has_g ? " (it holds an MoE layer: add it to moe.layers)" : "");
+    }
+    return 0;
+}
+
+/* the MoE blocks through the gpt2 family, each checked against config.json */
+static int load_moe_blocks(net_model *m, ckpt *c, ms_err *err) {
+    family_layer *ls = NULL;
+    int nl = 0;
+    if (m->cfg.nmoe && family_find_layers(c, FAM_GPT2, &ls, &nl, err)) return -1;
+    m->moe = ms_calloc((size_t)(m->cfg.nmoe ? m->cfg.nmoe : 1), sizeof(moe_model));
+    int rc = 0;
+    for (int i = 0; i < m->cfg.nmoe && !rc; i++) {
+        char pre[64];
+        snprintf(pre, sizeof pre, "transformer.h.%d.mlp", m->cfg.moe_layers[i]);
+        int which = -1;
+        for (int j = 0; j < nl; j++)
+            if (!strcmp(ls[j].prefix, pre)) which = j;
+        if (which < 0) {
+            rc = ms_fail(err, "%s: block %d is in moe.layers but its MoE tensors are incomplete (no "
+                              "'%s.experts.0.c_fc.weight')",
+                         c->arg, m->cfg.moe_layers[i], pre);
+            break;
+        }
+        rc = family_load(&m->moe[i], c, &ls[which], err);
+        if (!rc && m->moe[i].cfg.d != m->cfg.d)
+            rc = ms_fail(err, "%s: tensor '%s.gate.weight' has width %d, but n_embd = %d", c->arg, pre,
+                         m->moe[i].cfg.d, m->cfg.d);
+    }
+    family_layers_free(ls, nl);
+    return rc;
+}
+
+int net_load(net_model *m, const char *path, ms_err *err) {
+    memset(m, 0, sizeof *m);
+    ckpt c;
+    if (ckpt_open(&c, path, err)) return -1;
+    int rc = net_config_read(&c, &m->cfg, err);
+    if (!rc) rc = check_blocks(&c, &m->cfg, err);
+    if (rc) {
+        ckpt_close(&c);
+        return -1;
+    }
+    m->path = ms_strdup(path);
+    m->blocks = ms_calloc((size_t)m->cfg.nlayer, sizeof(net_block));
+    tensor_list l = {0};
+    backbone_tensors(m, ckpt_find(&c, "lm_head.bias") >= 0, &l);
+    m->nparams = tl_floats(&l);
+    m->mem = ms_malloc(m->nparams * sizeof(float));
+    float *p = m->mem;
+    for (int i = 0; i < l.n && !rc; i++) {
+        *l.t[i].dst = p;
+        rc = read_tensor(&c, &l.t[i], p, err);
+        p += (size_t)l.t[i].shape[0] * (l.t[i].ndim > 1 ? l.t[i].shape[1] : 1);
+    }
+    if (m->cfg.tied) m->lm_w = m->wte;
+    free(l.t);
+    if (!rc) rc = load_moe_blocks(m, &c, err);
+    ckpt_close(&c);
+    if (rc) net_free(m);
+    return rc;
+}
+
+void net_free(net_model *m) {
+    if (!m) return;
+    for (int i = 0; m->moe && i < m->cfg.nmoe; i++) moe_free(&m->moe[i]);
+    free(m->moe);
+    free(m->blocks);
+    free(m->mem);
+    free(m->path);
+    memset(m, 0, sizeof *m);
+}
+
+size_t net_backbone_params(const net_model *m) { return m->nparams; }
+
+size_t net_moe_params(const moe_model *b) {
+    const moe_config *c = &b->cfg;
+    moe_config sc = moe_shared_config(c);
+    return (size_t)c->n * c->d + (size_t)c->n + (size_t)c->n * moe_expert_size(c) +
+           (size_t)c->s * moe_expert_size(&sc);
+}
+
+/* the pointer of dst's allocation at the offset p has in src's */
+static float *rebase(const net_model *src, const net_model *dst, const float *p) {
+    return p ? dst->mem + (p - src->mem) : NULL;
+}
+
+void net_clone(net_model *dst, const net_model *src) {
+    *dst = *src;
+    dst->path = src->path ? ms_strdup(src->path) : NULL;
+    dst->mem = ms_malloc(src->nparams * sizeof(float));
+    memcpy(dst->mem, src->mem, src->nparams * sizeof(float));
+    dst->wte = rebase(src, dst, src->wte);
+    dst->wpe = rebase(src, dst, src->wpe);
+    dst->lnf_w = rebase(src, dst, src->lnf_w);
+    dst->lnf_b = rebase(src, dst, src->lnf_b);
+    dst->lm_w = rebase(src, dst, src->lm_w);
+    dst->lm_b = rebase(src, dst, src->lm_b);
+    dst->blocks = ms_malloc((size_t)src->cfg.nlayer * sizeof(net_block));
+    for (int L = 0; L < src->cfg.nlayer; L++) {
+        const net_block *s = &src->blocks[L];
+        net_block *b = &dst->blocks[L];
+        float *const *sp[] = {&s->ln1_w, &s->ln1_b, &s->attn_w, &s->attn_b, &s->proj_w, &s->proj_b,
+                              &s->ln2_w, &s->ln2_b, &s->fc_w,   &s->fc_b,   &s->fcp_w,  &s->fcp_b};
+        float **dp[] = {&b->ln1_w, &b->ln1_b, &b->attn_w, &b->attn_b, &b->proj_w, &b->proj_b,
+                        &b->ln2_w, &b->ln2_b, &b->fc_w,   &b->fc_b,   &b->fcp_w,  &b->fcp_b};
+        for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) *dp[i] = rebase(src, dst, *sp[i]);
+    }
+    dst->moe = ms_calloc((size_t)(src->cfg.nmoe ? src->cfg.nmoe : 1), sizeof(moe_model));
+    for (int i = 0; i < src->cfg.nmoe; i++) moe_clone(&dst->moe[i], &src->moe[i]);
+}
+
+void net_backbone_interpolate(net_model *out, const net_model *a, const net_model *b, double t) {
+    float ta = (float)(1.0 - t), tb = (float)t; // as moe_interpolate rounds
+    for (size_t q = 0; q < a->nparams; q++) out->mem[q] = ta * a->mem[q] + tb * b->mem[q];
+}
+
+int net_pick_block(const net_model *m, const char *arg, int *which, ms_err *err) {
+    const net_config *c = &m->cfg;
+    *which = 0;
+    if (!c->nmoe) return ms_fail(err, "%s: the network has no MoE block (config.json's moe.layers)", m->path);
+    if (!arg) return 0;
+    int L = -1, len = 0;
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (*arg && !*end && v >= 0 && v < c->nlayer) L = (int)v;
+    else if (sscanf(arg, "transformer.h.%d.mlp%n", &L, &len) < 1 || !len ||
+             !(arg[len] == 0 || (arg[len] == '.' && arg[len + 1] == 0)))
+        L = -1;
+    if (L >= 0 && L < c->nlayer && c->moe_of[L] >= 0) {
+        *which = c->moe_of[L];
+        return 0;
+    }
+    char list[400] = "";
+    size_t k = 0;
+    for (int i = 0; i < c->nmoe && k < sizeof list - 16; i++)
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s%d", i ? ", " : "", c->moe_layers[i]);
+    return ms_fail(err, "%s: no MoE block '%s'; its MoE blocks are %s (give the block index or "
+                        "'transformer.h.L.mlp')",
+                   m->path, arg, list);
+}
+
+int net_check_compatible(const net_model *a, const net_model *b, ms_err *err) {
+    const net_config *x = &a->cfg, *y = &b->cfg;
+    const char *what = x->d != y->d             ? "n_embd"
+                       : x->nlayer != y->nlayer ? "n_layer"
+                       : x->nhead != y->nhead   ? "n_head"
+                       : x->npos != y->npos     ? "n_positions"
+                       : x->vocab != y->vocab   ? "vocab_size"
+                       : x->eps != y->eps       ? "layer_norm_epsilon"
+                       : x->act != y->act       ? "activation_function"
+                       : x->tied != y->tied     ? "tie_word_embeddings"
+                       : x->nmoe != y->nmoe || memcmp(x->moe_layers, y->moe_layers, (size_t)x->nmoe * sizeof(int))
+                           ? "moe.layers"
+                           : NULL;
+    if (what) return ms_fail(err, "%s and %s are different networks: config.json's %s differs", a->path, b->path, what);
+    if ((a->lm_b != NULL) != (b->lm_b != NULL))
+        return ms_fail(err, "%s and %s are different networks: only one has lm_head.bias", a->path, b->path);
+    for (int i = 0; i < x->nmoe; i++)
+        if (moe_check_compatible(&a->moe[i], &b->moe[i], err))
+            return ms_prefix(err, "MoE block %d", x->moe_layers[i]);
+    return 0;
+}
+
+/* ---- the frozen backbone: A's and B's tensors outside the MoE blocks ---- */
+
+static int in_moe_block(const net_config *nc, const char *name) {
+    int L;
+    char rest[16];
+    if (sscanf(name, "transformer.h.%d.%15s", &L, rest) != 2 || L < 0 || L >= nc->nlayer) return 0;
+    return nc->moe_of[L] >= 0 && !strncmp(rest, "mlp.", 4);
+}
+
+/* the backbone names of c (sorted by name), count into *n */
+static const char **backbone_names(const ckpt *c, const net_config *nc, int *n) {
+    const char **out = ms_malloc((size_t)(c->ntensors ? c->ntensors : 1) * sizeof(char *));
+    *n = 0;
+    for (int k = 0; k < c->ntensors; k++) {
+        const char *name = c->names[c->sorted[k]];
+        if (!in_moe_block(nc, name)) out[(*n)++] = name;
+    }
+    return out;
+}
+
+/* Do the tensors named name in a and b agree? 1 yes; 0 no (why in what); -1 error. */
+static int same_tensor(ckpt *a, ckpt *b, const char *name, char *what, size_t cap, ms_err *err) {
+    const st_file *fa, *fb;
+    const st_tensor *ta, *tb;
+    if (ckpt_tensor(a, name, &fa, &ta, err) || ckpt_tensor(b, name, &fb, &tb, err)) return -1;
+    if (ta->dtype != tb->dtype || strcmp(ta->dtype_name, tb->dtype_name)) {
+        snprintf(what, cap, "tensor '%s' is %s in A, %s in B", name, ta->dtype_name, tb->dtype_name);
+        return 0;
+    }
+    int ok = ta->ndim == tb->ndim;
+    for (int i = 0; ok && i < ta->ndim; i++) ok = ta->shape[i] == tb->shape[i];
+    if (!ok) {
+        snprintf(what, cap, "tensor '%s' has another shape in B", name);
+        return 0;
+    }
+    struct stat sa, sb; // one file behind both (a shared backbone shard): the same bytes
+    if (!stat(fa->path, &sa) && !stat(fb->path, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino &&
+        ta->begin == tb->begin)
+        return 1;
+    size_t len = ta->end - ta->begin;
+    if (len != tb->end - tb->begin || memcmp(fa->data + ta->begin, fb->data + tb->begin, len)) {
+        snprintf(what, cap, "tensor '%s' holds other values in B", name);
+        return 0;
+    }
+    return 1;
+}
+
+int net_backbone_diff(const char *pa, const char *pb, char *what, size_t cap, ms_err *err) {
+    ckpt a, b;
+    if (ckpt_open(&a, pa, err)) return -1;
+    if (ckpt_open(&b, pb, err)) {
+        ckpt_close(&a);
+        return -1;
+    }
+    net_config nc;
+    int rc = net_config_read(&a, &nc, err);
+    int na = 0, nb = 0;
+    const char **an = rc ? NULL : backbone_names(&a, &nc, &na);
+    const char **bn = rc ? NULL : backbone_names(&b, &nc, &nb);
+    for (int i = 0, j = 0; !rc && (i < na || j < nb);) {
+        int c = i >= na ? 1 : j >= nb ? -1 : strcmp(an[i], bn[j]);
+        if (c) {
+            snprintf(what, cap, "tensor '%s' is only in %s", c < 0 ? an[i] : bn[j], c < 0 ? "A" : "B");
+            rc = 1;
+            break;
+        }
+        int s = same_tensor(&a, &b, an[i], what, cap, err);
+        if (s <= 0) {
+            rc = s < 0 ? -1 : 1;
+            break;
+        }
+        i++, j++;
+    }
+    free(an);
+    free(bn);
+    ckpt_close(&a);
+    ckpt_close(&b);
+    return rc;
+}

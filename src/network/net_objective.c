@@ -1,0 +1,158 @@
+/* net_objective.c - the network's held-out loss as the landscape's objective
+ * (net_objective.h). */
+#include "network/net_objective.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct net_objective {
+    const net_model *A, *B;
+    const net_evalset *E;
+    net_obj_opts o;
+    int nmoe;
+    net_prefix prefix;     /* the frozen blocks' output (A's backbone, or M's at M_t) */
+    moe_model *alt;        /* (3, nmoe) B's blocks aligned per variant (the chosen one unused) */
+    moe_model *mix;        /* (nmoe) the other blocks at (mix_t, mix_var) */
+    double mix_t;
+    int mix_var;
+    net_model M;           /* interp_backbone: the backbone at M_t */
+    double M_t;
+    const moe_model **blocks; /* (nmoe) what one evaluation uses */
+    ls_objective view;
+    char what[128];
+    double setup_secs;
+};
+
+static double now_secs(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void net_objective_blocks(net_objective *no, const moe_model *chosen_layer, double t, int variant,
+                          const moe_model **blocks) {
+    if (no->mix_var != variant || no->mix_t != t) {
+        for (int i = 0; i < no->nmoe; i++)
+            if (i != no->o.chosen)
+                moe_interpolate(&no->mix[i], &no->A->moe[i], &no->alt[variant * no->nmoe + i], t);
+        no->mix_t = t, no->mix_var = variant;
+    }
+    for (int i = 0; i < no->nmoe; i++) blocks[i] = i == no->o.chosen ? chosen_layer : &no->mix[i];
+}
+
+/* the backbone network at t: A's, or (interp_backbone) the interpolation, its
+ * prefix recomputed when t moved */
+static const net_model *backbone_at(net_objective *no, double t, ms_err *err) {
+    if (!no->o.interp_backbone) return no->A;
+    if (no->M_t != t) {
+        net_backbone_interpolate(&no->M, no->A, no->B, t);
+        net_prefix_free(&no->prefix);
+        no->M_t = NAN;
+        if (net_prefix_compute(&no->M, no->E, &no->o.par, &no->prefix, err)) return NULL;
+        no->M_t = t;
+    }
+    return &no->M;
+}
+
+static int obj_eval(void *ctx, const moe_model *layer, double t, int variant, double *loss,
+                    double *acc, ms_err *err) {
+    net_objective *no = ctx;
+    const net_model *net = backbone_at(no, t, err);
+    if (!net) return -1;
+    net_objective_blocks(no, layer, t, variant, no->blocks);
+    net_run r = {.moe = no->blocks};
+    net_eval_result res;
+    if (net_evaluate(net, no->E, &no->prefix, &r, &no->o.par, &res, err)) return -1;
+    *loss = res.loss;
+    *acc = res.accuracy;
+    net_eval_result_free(&res);
+    return 0;
+}
+
+/* B's MoE blocks aligned to A's for each variant: MAIN as o->other, NAIVE
+ * identity without weight matching, SKIP identity with it */
+static int align_variants(net_objective *no, ms_err *err) {
+    for (int v = 0; v < 3; v++)
+        for (int i = 0; i < no->nmoe; i++) {
+            align_opts ao = no->o.other;
+            if (v != LS_VAR_MAIN) {
+                ao.order_stage = 0;
+                ao.order = NULL;
+                ao.wm_stage = v == LS_VAR_SKIP;
+            }
+            align_result res;
+            moe_model *dst = &no->alt[v * no->nmoe + i];
+            if (i == no->o.chosen) { // the landscape aligns it; a plain copy keeps the slot valid
+                moe_clone(dst, &no->B->moe[i]);
+                continue;
+            }
+            if (align_models(&no->A->moe[i], &no->B->moe[i], &ao, dst, &res, err))
+                return ms_prefix(err, "aligning MoE block %d", no->A->cfg.moe_layers[i]);
+            align_result_free(&res);
+        }
+    return 0;
+}
+
+/* the end points: A and B each with their own blocks (and backbone) */
+static int end_points(net_objective *no, ms_err *err) {
+    net_eval_result ra, rb;
+    if (net_evaluate(no->A, no->E, no->o.interp_backbone ? NULL : &no->prefix, NULL, &no->o.par, &ra, err))
+        return -1;
+    if (net_evaluate(no->B, no->E, no->o.interp_backbone ? NULL : &no->prefix, NULL, &no->o.par, &rb, err))
+        return -1;
+    no->view.loss_a = ra.loss, no->view.acc_a = ra.accuracy;
+    no->view.loss_b = rb.loss, no->view.acc_b = rb.accuracy;
+    return 0;
+}
+
+int net_objective_new(const net_model *A, const net_model *B, const net_evalset *E,
+                      const net_obj_opts *o, net_objective **out, ms_err *err) {
+    double t0 = now_secs();
+    *out = NULL;
+    if (o->chosen < 0 || o->chosen >= A->cfg.nmoe)
+        return ms_fail(err, "%s: MoE block %d of %d", A->path, o->chosen, A->cfg.nmoe);
+    if (net_evalset_check(E, A, err)) return -1;
+    net_objective *no = ms_calloc(1, sizeof *no);
+    no->A = A, no->B = B, no->E = E, no->o = *o, no->nmoe = A->cfg.nmoe;
+    no->alt = ms_calloc((size_t)3 * no->nmoe, sizeof(moe_model));
+    no->mix = ms_calloc((size_t)no->nmoe, sizeof(moe_model));
+    no->blocks = ms_calloc((size_t)no->nmoe, sizeof(moe_model *));
+    for (int i = 0; i < no->nmoe; i++) moe_clone(&no->mix[i], &A->moe[i]);
+    no->mix_t = NAN, no->M_t = NAN, no->mix_var = -1;
+    if (o->interp_backbone) net_clone(&no->M, A);
+    int rc = align_variants(no, err);
+    if (!rc && !o->interp_backbone) rc = net_prefix_compute(A, E, &no->o.par, &no->prefix, err);
+    if (!rc) rc = end_points(no, err);
+    if (rc) {
+        net_objective_free(no);
+        return -1;
+    }
+    snprintf(no->what, sizeof no->what, "network loss, MoE block %d%s", A->cfg.moe_layers[o->chosen],
+             o->interp_backbone ? ", backbone interpolated too" : "");
+    no->view.eval = obj_eval;
+    no->view.ctx = no;
+    no->view.kind = LS_CLASSIFY;
+    no->view.what = no->what;
+    no->setup_secs = now_secs() - t0;
+    *out = no;
+    return 0;
+}
+
+const ls_objective *net_objective_view(const net_objective *no) { return &no->view; }
+
+double net_objective_setup_secs(const net_objective *no) { return no->setup_secs; }
+
+void net_objective_free(net_objective *no) {
+    if (!no) return;
+    for (int i = 0; no->alt && i < 3 * no->nmoe; i++) moe_free(&no->alt[i]);
+    for (int i = 0; no->mix && i < no->nmoe; i++) moe_free(&no->mix[i]);
+    free(no->alt);
+    free(no->mix);
+    free(no->blocks);
+    net_prefix_free(&no->prefix);
+    if (no->o.interp_backbone) net_free(&no->M);
+    free(no);
+}

@@ -1,0 +1,221 @@
+/* test_net_forward.c - the network evaluator (src/network/) against its plain
+ * reference (net_logits_ref: one token at a time, double sums), on networks
+ * written here as checkpoints (config.json + model.safetensors) and read back
+ * with net_load:
+ *   - logits within 1e-5 (relative to the largest) of the reference, for MoE
+ *     blocks in the middle, at the first block, at every other block; tied and
+ *     untied heads with a bias; gelu_new and gelu; top-k and dense routers;
+ *   - the loss is the mean next-token cross-entropy of those logits;
+ *   - starting from the cached prefix changes no bit, nor does the thread count;
+ *   - each MoE block's mean gate weights sum to 1 per token. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/rng.h"
+#include "io/safetensors.h"
+#include "network/net_eval.h"
+#include "network/net_forward.h"
+#include "testlib.h"
+
+typedef struct {
+    const char *name;
+    int layers, d, heads, V, P, n, k, h, shared;
+    int moe[4], nmoe;
+    const char *router, *act, *net_act;
+    int tied, lm_bias;
+} variant;
+
+static const variant VARIANTS[] = {
+    {"moe in the middle, top-2 relu", 3, 16, 2, 20, 12, 4, 2, 8, 0, {1}, 1, "topk", "relu", "gelu_new", 1, 0},
+    {"moe first, dense gelu_new, shared", 2, 12, 3, 17, 10, 3, 3, 6, 1, {0}, 1, "dense", "gelu_new", "gelu", 1, 0},
+    {"every other block, untied + bias", 3, 8, 2, 11, 9, 4, 2, 5, 2, {0, 2}, 2, "topk", "gelu", "gelu_new", 0, 1},
+};
+
+static float *rnd(rng_t *r, size_t n, double scale, double mean) {
+    float *p = malloc(n * sizeof(float));
+    for (size_t q = 0; q < n; q++) p[q] = (float)(mean + scale * rng_normal(r));
+    return p;
+}
+
+/* every tensor of the network v into dir/model.safetensors, its config.json beside */
+static void write_network(const variant *v, const char *dir, uint64_t seed) {
+    rng_t r;
+    rng_seed(&r, seed);
+    st_writer *w = st_writer_new();
+    float *keep[512];
+    int nk = 0;
+    char name[128];
+    int64_t d = v->d;
+#define ADD(nm, nd, a, b, scale, mean)                                             \
+    do {                                                                           \
+        int64_t sh_[2] = {(a), (b)};                                               \
+        keep[nk] = rnd(&r, (size_t)(a) * ((nd) > 1 ? (b) : 1), (scale), (mean));   \
+        st_writer_add_f32(w, (nm), (nd), sh_, keep[nk]);                           \
+        nk++;                                                                      \
+    } while (0)
+    ADD("transformer.wte.weight", 2, v->V, d, 0.5, 0);
+    ADD("transformer.wpe.weight", 2, v->P, d, 0.3, 0);
+    for (int L = 0; L < v->layers; L++) {
+        int moe = 0;
+        for (int i = 0; i < v->nmoe; i++) moe |= v->moe[i] == L;
+        const char *ln[4] = {"ln_1.weight", "ln_1.bias", "ln_2.weight", "ln_2.bias"};
+        for (int i = 0; i < 4; i++) {
+            snprintf(name, sizeof name, "transformer.h.%d.%s", L, ln[i]);
+            ADD(name, 1, d, 0, 0.1, i % 2 ? 0.0 : 1.0);
+        }
+        snprintf(name, sizeof name, "transformer.h.%d.attn.c_attn.weight", L);
+        ADD(name, 2, d, 3 * d, 1.5 / sqrt((double)d), 0);
+        snprintf(name, sizeof name, "transformer.h.%d.attn.c_attn.bias", L);
+        ADD(name, 1, 3 * d, 0, 0.1, 0);
+        snprintf(name, sizeof name, "transformer.h.%d.attn.c_proj.weight", L);
+        ADD(name, 2, d, d, 0.5 / sqrt((double)d), 0);
+        snprintf(name, sizeof name, "transformer.h.%d.attn.c_proj.bias", L);
+        ADD(name, 1, d, 0, 0.1, 0);
+        if (!moe) {
+            snprintf(name, sizeof name, "transformer.h.%d.mlp.c_fc.weight", L);
+            ADD(name, 2, d, 4 * d, 1.0 / sqrt((double)d), 0);
+            snprintf(name, sizeof name, "transformer.h.%d.mlp.c_fc.bias", L);
+            ADD(name, 1, 4 * d, 0, 0.1, 0);
+            snprintf(name, sizeof name, "transformer.h.%d.mlp.c_proj.weight", L);
+            ADD(name, 2, 4 * d, d, 0.5 / sqrt(4.0 * d), 0);
+            snprintf(name, sizeof name, "transformer.h.%d.mlp.c_proj.bias", L);
+            ADD(name, 1, d, 0, 0.1, 0);
+            continue;
+        }
+        snprintf(name, sizeof name, "transformer.h.%d.mlp.gate.weight", L);
+        ADD(name, 2, v->n, d, 2.0 / sqrt((double)d), 0);
+        snprintf(name, sizeof name, "transformer.h.%d.mlp.gate.bias", L);
+        ADD(name, 1, v->n, 0, 0.3, 0);
+        for (int e = 0; e < v->n + v->shared; e++) {
+            const char *kind = e < v->n ? "experts" : "shared_experts";
+            int idx = e < v->n ? e : e - v->n;
+            snprintf(name, sizeof name, "transformer.h.%d.mlp.%s.%d.c_fc.weight", L, kind, idx);
+            ADD(name, 2, d, v->h, 1.5 / sqrt((double)d), 0);
+            snprintf(name, sizeof name, "transformer.h.%d.mlp.%s.%d.c_fc.bias", L, kind, idx);
+            ADD(name, 1, v->h, 0, 0.1, 0);
+            snprintf(name, sizeof name, "transformer.h.%d.mlp.%s.%d.c_proj.weight", L, kind, idx);
+            ADD(name, 2, v->h, d, 0.7 / sqrt((double)v->h), 0);
+            snprintf(name, sizeof name, "transformer.h.%d.mlp.%s.%d.c_proj.bias", L, kind, idx);
+            ADD(name, 1, d, 0, 0.1, 0);
+        }
+    }
+    ADD("transformer.ln_f.weight", 1, d, 0, 0.1, 1.0);
+    ADD("transformer.ln_f.bias", 1, d, 0, 0.1, 0);
+    if (!v->tied) ADD("lm_head.weight", 2, v->V, d, 1.0 / sqrt((double)d), 0);
+    if (v->lm_bias) ADD("lm_head.bias", 1, v->V, 0, 0.1, 0);
+#undef ADD
+    char path[600];
+    ms_err err;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    CHECK(st_writer_write(w, path, &err) == 0, "write %s: %s", path, err.msg);
+    st_writer_free(w);
+    for (int i = 0; i < nk; i++) free(keep[i]);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    fprintf(f, "{\"model_type\": \"gpt2\", \"n_embd\": %d, \"n_layer\": %d, \"n_head\": %d, "
+               "\"n_positions\": %d, \"vocab_size\": %d, \"activation_function\": \"%s\", "
+               "\"tie_word_embeddings\": %s, \"moe\": {\"layers\": [",
+            v->d, v->layers, v->heads, v->P, v->V, v->net_act, v->tied ? "true" : "false");
+    for (int i = 0; i < v->nmoe; i++) fprintf(f, "%s%d", i ? ", " : "", v->moe[i]);
+    fprintf(f, "], \"num_experts\": %d, \"top_k\": %d, \"router\": \"%s\", \"num_shared_experts\": %d, "
+               "\"expert_activation\": \"%s\"}}\n",
+            v->n, v->k, v->router, v->shared, v->act);
+    fclose(f);
+}
+
+static double max_rel(const float *a, const float *b, size_t n) {
+    double worst = 0, big = 1e-30;
+    for (size_t q = 0; q < n; q++) {
+        worst = fmax(worst, fabs((double)a[q] - b[q]));
+        big = fmax(big, fabs((double)b[q]));
+    }
+    return worst / big;
+}
+
+static void test_variant(const variant *v, const char *tmp, int idx) {
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/net%d", tmp, idx);
+    CHECK(mkdir(dir, 0755) == 0, "mkdir %s", dir);
+    write_network(v, dir, 100 + idx);
+    net_model m;
+    ms_err err;
+    if (net_load(&m, dir, &err)) {
+        CHECK(0, "%s: net_load: %s", v->name, err.msg);
+        return;
+    }
+    net_evalset E = {.path = "test", .N = 5, .T = v->P - 2};
+    size_t rows = (size_t)E.N * E.T;
+    E.ids = malloc(rows * sizeof(int32_t));
+    rng_t r;
+    rng_seed(&r, 7 + idx);
+    for (size_t q = 0; q < rows; q++) E.ids[q] = (int32_t)rng_below(&r, (uint64_t)v->V);
+    float *ref = malloc(rows * v->V * sizeof(float)), *lg = malloc(rows * v->V * sizeof(float));
+    float *lg2 = malloc(rows * v->V * sizeof(float)), *lg3 = malloc(rows * v->V * sizeof(float));
+    net_logits_ref(&m, NULL, E.ids, E.N, E.T, ref);
+    net_run run = {.logits = lg, .want_load = 1};
+    net_par p1 = {.threads = 1}, p3 = {.threads = 3};
+    net_eval_result a, b, c;
+    CHECK(net_evaluate(&m, &E, NULL, &run, &p1, &a, &err) == 0, "%s: evaluate: %s", v->name, err.msg);
+    double rel = max_rel(lg, ref, rows * v->V);
+    CHECK(rel < 1e-5, "%s: logits within 1e-5 of the reference (%.3g)", v->name, rel);
+    // the loss from the reference logits, in double
+    double ls = 0;
+    long ok = 0;
+    for (int s = 0; s < E.N; s++)
+        for (int p = 0; p + 1 < E.T; p++) {
+            const float *lr = ref + ((size_t)s * E.T + p) * v->V;
+            int y = E.ids[(size_t)s * E.T + p + 1], am = 0;
+            double mx = -INFINITY, se = 0;
+            for (int q = 0; q < v->V; q++) {
+                if (lr[q] > mx) mx = lr[q], am = q;
+            }
+            for (int q = 0; q < v->V; q++) se += exp(lr[q] - mx);
+            ls += mx + log(se) - lr[y];
+            ok += am == y;
+        }
+    long pos = (long)E.N * (E.T - 1);
+    CHECK(a.positions == pos, "%s: N (T - 1) positions", v->name);
+    CHECK_CLOSE(a.loss, ls / pos, 1e-5, "loss = mean next-token cross-entropy");
+    CHECK(fabs(a.accuracy - (double)ok / pos) <= 1.0 / pos + 1e-12, "%s: accuracy %g vs %g", v->name,
+          a.accuracy, (double)ok / pos);
+    // the prefix path and the thread count change no bit
+    net_prefix pre;
+    CHECK(net_prefix_compute(&m, &E, &p3, &pre, &err) == 0, "%s: prefix: %s", v->name, err.msg);
+    run.logits = lg2;
+    CHECK(net_evaluate(&m, &E, &pre, &run, &p3, &b, &err) == 0, "%s: evaluate: %s", v->name, err.msg);
+    run.logits = lg3;
+    CHECK(net_evaluate(&m, &E, &pre, &run, &p1, &c, &err) == 0, "%s: evaluate: %s", v->name, err.msg);
+    CHECK(a.loss == b.loss && b.loss == c.loss && a.accuracy == b.accuracy, "%s: same loss bit for bit "
+          "from the prefix and on 1 or 3 threads (%.17g %.17g %.17g)", v->name, a.loss, b.loss, c.loss);
+    CHECK(!memcmp(lg, lg2, rows * v->V * sizeof(float)) && !memcmp(lg, lg3, rows * v->V * sizeof(float)),
+          "%s: same logits bit for bit", v->name);
+    for (int i = 0; i < a.nmoe; i++) {
+        double sum = 0;
+        for (int e = 0; e < a.n; e++) sum += a.load_mean[i * a.n + e];
+        CHECK(fabs(sum - 1.0) < 1e-5, "%s: block %d's mean gates sum to 1 (%.9g)", v->name, i, sum);
+    }
+    net_eval_result_free(&a);
+    net_eval_result_free(&b);
+    net_eval_result_free(&c);
+    net_prefix_free(&pre);
+    free(ref);
+    free(lg);
+    free(lg2);
+    free(lg3);
+    free(E.ids);
+    net_free(&m);
+}
+
+int main(void) {
+    char tmp[] = "/tmp/test_net_forward.XXXXXX";
+    if (!mkdtemp(tmp)) return 1;
+    for (size_t i = 0; i < sizeof VARIANTS / sizeof VARIANTS[0]; i++) test_variant(&VARIANTS[i], tmp, (int)i);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    if (system(cmd)) return 1;
+    return test_summary("test_net_forward");
+}
