@@ -39,8 +39,9 @@ int net_objective_new(const net_model *A, const net_model *B, const net_evalset 
                       const net_obj_opts *o, net_objective **out, ms_err *err);
 const ls_objective *net_objective_view(const net_objective *no);
 void net_objective_free(net_objective *no);
-/* seconds spent building it (prefix, alignments, end points), for the time split */
-double net_objective_setup_secs(const net_objective *no);
+/* seconds spent building it, for the time split: the other blocks' alignments,
+ * the frozen prefix, the two end points */
+void net_objective_times(const net_objective *no, double *align_s, double *prefix_s, double *ends_s);
 /* the other blocks of variant v at t, and the chosen one given: for callers
  * that evaluate the network themselves (diagnose's routing loads). blocks: (nmoe) */
 void net_objective_blocks(net_objective *no, const moe_model *chosen_layer, double t, int variant,

@@ -18,7 +18,8 @@
 
 static const char *USAGE =
     "moescope curve A.safetensors B.safetensors --eval E [--order 2,0,3,1]... [--points 25] "
-    "[--method gate|expert] [--no-center] [--no-wm] [--png F] [--csv F] [--layer L] [--size WxH] [--font-scale K]";
+    "[--method gate|expert] [--no-center] [--no-wm] [--png F] [--csv F] [--layer L] [--size WxH] [--font-scale K] "
+    "[--interpolate-backbone]";
 
 #define MAX_ORDERS 8
 
@@ -40,6 +41,11 @@ static void help(void) {
            "  -c, --csv F       the curves as CSV: t, <name>_loss, <name>_acc, ...\n"
            CLI_FIGURE_HELP
            "  -l, --layer L     layer prefix (default moe)\n"
+           "      --interpolate-backbone  networks: interpolate the tensors outside the MoE\n"
+           "                    blocks too (they may then differ)\n"
+           "\nA network (E holds input_ids): the curves of one MoE block (--layer: its index)\n"
+           "on the network's next-token loss; the other MoE blocks are interpolated at the\n"
+           "same t, aligned as the curve says (naive, skip-order) or by --method.\n"
            "  -h, --help        this help\n",
            USAGE, MAX_ORDERS);
 }
@@ -51,9 +57,10 @@ static void print_num(double v, const char *fmt) {
 
 /* naive, skip-order, the method's alignment, then each --order: the curves
  * (into curves[], names[]); their number, or -1 (err) with nothing left to free. */
-static int curves_compute(const moe_model *A, const moe_model *B, const evalset *E, int T, cost_method method,
-                          int center, int wm, int orders[][LS_MAX_N], int norder, ls_curve *curves,
-                          char names[][48], ms_err *err) {
+static int curves_compute(const moe_model *A, const moe_model *B, const evalset *E,
+                          const ls_objective *obj, int T, cost_method method, int center, int wm,
+                          int orders[][LS_MAX_N], int norder, ls_curve *curves, char names[][48],
+                          ms_err *err) {
     int n = A->cfg.n, ncurves = 0;
     for (int k = 0; k < 3 + norder; k++) {
         align_opts ao;
@@ -85,7 +92,10 @@ static int curves_compute(const moe_model *A, const moe_model *B, const evalset 
             for (int i = 0; i < ncurves; i++) ls_curve_free(&curves[i]);
             return -1;
         }
-        int c = curve_compute(A, &Bp, E, T, &curves[k], err);
+        // a network's naive and skip-order curves move every MoE block that way
+        int var = k == 0 ? LS_VAR_NAIVE : k == 1 ? LS_VAR_SKIP : LS_VAR_MAIN;
+        int c = obj ? curve_compute_obj(A, &Bp, obj, var, T, &curves[k], err)
+                    : curve_compute(A, &Bp, E, T, &curves[k], err);
         if (!c) memcpy(curves[k].order, res.order, (size_t)n * sizeof(int));
         moe_free(&Bp);
         align_result_free(&res);
@@ -182,10 +192,10 @@ int cmd_curve(int argc, char **argv) {
         {"no-center", no_argument, 0, 'C'},    {"no-wm", no_argument, 0, 'W'},
         {"png", required_argument, 0, 'p'},    {"csv", required_argument, 0, 'c'},
         {"layer", required_argument, 0, 'l'},  {"help", no_argument, 0, 'h'},
-        CLI_FIGURE_OPTIONS,                   {0, 0, 0, 0}};
+        {"interpolate-backbone", no_argument, 0, 'I'}, CLI_FIGURE_OPTIONS, {0, 0, 0, 0}};
     const char *e_path = NULL, *png = NULL, *csv = NULL, *layer = NULL;
     const char *order_s[MAX_ORDERS];
-    int norder = 0, T = 25, wm = 1, center = 1;
+    int norder = 0, T = 25, wm = 1, center = 1, interp = 0;
     cost_method method = COST_EXPERT;
     optind = 1;
     opterr = 0;
@@ -213,6 +223,7 @@ int cmd_curve(int argc, char **argv) {
         case 'p': png = optarg; break;
         case 'c': csv = optarg; break;
         case 'l': layer = optarg; break;
+        case 'I': interp = 1; break;
         case 'h': help(); return 0;
         default: {
             int r = cli_figure_option(ch, optarg, "curve", USAGE);
@@ -233,9 +244,30 @@ int cmd_curve(int argc, char **argv) {
     static const char *const out_opts[2] = {"--png", "--csv"};
     if (af_check_distinct(outs, out_opts, 2, &err)) return cli_usage_error(USAGE, "curve: %s", err.msg);
 
+    // a network (E holds input_ids): the curves of its chosen MoE block on the network's loss
     moe_model A, B;
     evalset E;
-    if (cli_load_models(pa, pb, layer, e_path, &A, &B, &E)) return 1;
+    cli_net net;
+    net_objective *no = NULL;
+    const ls_objective *obj = NULL;
+    memset(&A, 0, sizeof A), memset(&B, 0, sizeof B), memset(&E, 0, sizeof E), memset(&net, 0, sizeof net);
+    if (cli_net_wanted(pa, e_path)) {
+        align_opts other;
+        align_opts_default(&other);
+        other.method = method, other.center = center, other.wm_stage = wm;
+        if (cli_net_load(pa, pb, e_path, layer, interp, &net)) return 1;
+        if (cli_net_objective(&net, &other, 0, NULL, &no)) {
+            cli_net_free(&net);
+            return 1;
+        }
+        obj = net_objective_view(no);
+        moe_clone(&A, &net.A.moe[net.block]);
+        moe_clone(&B, &net.B.moe[net.block]);
+    } else if (interp) {
+        return cli_usage_error(USAGE, "curve: --interpolate-backbone is for networks");
+    } else if (cli_load_models(pa, pb, layer, e_path, &A, &B, &E)) {
+        return 1;
+    }
     prov_set_run(1, T);
     int rc = 0, n = A.cfg.n, ncurves = 0;
     int orders[MAX_ORDERS][LS_MAX_N];
@@ -256,7 +288,7 @@ int cmd_curve(int argc, char **argv) {
     if (A.cfg.has_head && B.cfg.has_head && !moe_heads_equal(&A, &B))
         fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them too\n",
                 pa, pb);
-    ncurves = curves_compute(&A, &B, &E, T, method, center, wm, orders, norder, curves, names, &err);
+    ncurves = curves_compute(&A, &B, &E, obj, T, method, center, wm, orders, norder, curves, names, &err);
     if (ncurves < 0) {
         ncurves = 0;
         rc = cli_error("%s", err.msg);
@@ -265,7 +297,8 @@ int cmd_curve(int argc, char **argv) {
     for (int k = 0; k < ncurves; k++) name_p[k] = names[k];
 
     // summary, then the curves themselves
-    ls_kind kind = ls_kind_of(&A, &E);
+    ls_kind kind = obj ? obj->kind : ls_kind_of(&A, &E);
+    if (obj) printf("objective: %s (the other MoE blocks at the same t)\n\n", obj->what);
     curves_print(curves, names, ncurves, n, T, kind);
     if (csv && curves_write_csv(curves, name_p, ncurves, csv, &err)) rc = cli_error("%s", err.msg);
     if (!rc && png && curves_png(curves, names, ncurves, n, T, kind, pa, pb, png, &err)) rc = cli_error("%s", err.msg);
@@ -274,5 +307,7 @@ out:
     moe_free(&A);
     moe_free(&B);
     evalset_free(&E);
+    net_objective_free(no);
+    if (obj) cli_net_free(&net);
     return rc;
 }

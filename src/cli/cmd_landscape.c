@@ -15,11 +15,13 @@
 #include "core/progress.h"
 #include "landscape/rank.h"
 #include "model/symmetry.h"
+#include "network/net_landscape.h"
 
 static const char *USAGE =
     "moescope landscape A.safetensors B.safetensors --eval E [--points 25] [--json F] [--csv F] "
     "[--png F] [--curves-png F] [--scatter-png F] [--layer L] [--no-wm] [--no-center] [--all-orders] [--samples N] "
-    "[--seed S] [--exhaustive] [--threads K] [--size WxH] [--font-scale K] [--log-rank]";
+    "[--seed S] [--exhaustive] [--threads K] [--size WxH] [--font-scale K] [--log-rank] "
+    "[--interpolate-backbone] [--no-proxy]";
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -53,10 +55,23 @@ static void help(void) {
            "      --seed S       seed for the sampling (default 1)\n"
            "      --exhaustive   every order also for n = 10, 11 (3628800, 39916800 orders)\n"
            "      --threads K    worker threads, 1..8 (default: the online CPUs, at most 8)\n"
+           "\nA network (a GPT-2 whose feed-forward block(s) are MoE, E holding input_ids):\n"
+           "the orders of one MoE block (--layer: its index; default the first) are ranked\n"
+           "on the network's held-out next-token loss, the other MoE blocks interpolated at\n"
+           "the same t, each aligned by the expert cost (naive and skip-order move every\n"
+           "block together). Every tensor outside the MoE blocks must be equal in A and B.\n"
+           "Exhaustive up to %d experts (each order is whole network evaluations), else %d\n"
+           "sampled orders unless --samples / --exhaustive say otherwise. Beside it, each\n"
+           "order's layer-only barrier at the block's own inputs (the proxy a real layer\n"
+           "allows): its Spearman rho with the network barrier and the network rank of its\n"
+           "best order.\n"
+           "      --interpolate-backbone  A and B may differ outside the MoE blocks: interpolate\n"
+           "                     those tensors too (every report says so)\n"
+           "      --no-proxy     skip the layer-only proxy\n"
            CLI_FIGURE_HELP
            "  -q, --quiet        no progress bar\n"
            "  -h, --help         this help\n",
-           USAGE, LS_EXHAUSTIVE_MAX, LS_EXHAUSTIVE_MAX);
+           USAGE, LS_EXHAUSTIVE_MAX, LS_EXHAUSTIVE_MAX, CLI_NET_EXHAUSTIVE_MAX, CLI_NET_SAMPLES);
 }
 
 /* what the orders of a group-limited router's landscape are */
@@ -259,6 +274,83 @@ static void print_summary(const landscape *L, const moe_config *c, const ls_opts
     if (!L->exhaustive) print_sampled(L);
 }
 
+/* the network's lines: what the loss is, and the layer-only proxy measured */
+static void print_network(const landscape *L) {
+    printf("objective: %s (mean next-token cross-entropy; the other MoE blocks interpolated at the "
+           "same t, each aligned on its own)\n", L->objective);
+    if (!L->has_proxy) return;
+    int p[LS_MAX_N];
+    ls_order_get(L->orders, L->n, L->proxy_best_id, p);
+    char *os = moe_order_string(p, L->n);
+    printf("layer-only proxy (each order's layer-only barrier at the block's own inputs): Spearman rho "
+           "%.3f with the network barrier over the %ld orders; its best order %s ranks %ld of %ld by "
+           "the network barrier\n",
+           L->proxy_spearman, L->norders, os, L->proxy_best_rank, L->norders);
+    free(os);
+}
+
+/* `landscape` on networks: every order of one MoE block on the network's loss */
+static int landscape_network(const char *pa, const char *pb, const char *e_path, const char *layer,
+                             ls_opts *lo, int interp, int proxy, const char *const outs[5], int show,
+                             int log_rank) {
+    const char *json = outs[0], *csv = outs[1], *png = outs[2], *cpng = outs[3], *spng = outs[4];
+    double t_load = timing_now();
+    cli_net n;
+    if (cli_net_load(pa, pb, e_path, layer, interp, &n)) return 1;
+    t_load = timing_now() - t_load;
+    align_opts other;
+    align_opts_default(&other);
+    other.center = lo->center, other.wm_stage = lo->wm;
+    net_objective *no;
+    if (cli_net_objective(&n, &other, lo->nthreads, NULL, &no)) {
+        cli_net_free(&n);
+        return 1;
+    }
+    lo->objective = net_objective_view(no);
+    const moe_model *A = &n.A.moe[n.block], *B = &n.B.moe[n.block];
+    landscape L;
+    ms_err err;
+    int rc = 0;
+    if (landscape_compute(A, B, NULL, lo, &L, &err)) {
+        cli_progress_end();
+        rc = cli_error("%s", err.msg);
+        goto out;
+    }
+    cli_progress_end();
+    L.secs_load = t_load;
+    double align_s, prefix_s;
+    net_objective_times(no, &align_s, &prefix_s, &L.secs_step[LS_STEP_ENDS]);
+    L.secs_step[LS_STEP_PRE] = align_s + prefix_s; // the other blocks aligned, the frozen prefix
+    if (proxy) {
+        evalset X;
+        net_par par = {.threads = lo->nthreads};
+        rc = net_block_inputs(&n.A, &n.E, n.block, &par, &X, &err);
+        if (!rc) {
+            rc = net_landscape_proxy(A, B, &X, lo, &L, &err);
+            evalset_free(&X);
+        }
+        if (rc) {
+            rc = cli_error("%s", err.msg);
+            goto done;
+        }
+    }
+    print_summary(&L, &A->cfg, lo);
+    print_network(&L);
+    printf("\nranks known after %.3f s, all orders after %.3f s\n", L.secs_ranks, L.secs_total);
+    if (show && L.secs_load + L.secs_total >= 1.0) print_split(&L);
+    if (json && landscape_write_json(&L, pa, pb, e_path, A->layer, json, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && csv && landscape_write_csv(&L, csv, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && png && write_landscape_png(&L, pa, pb, log_rank, png, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && cpng && write_curves_png(&L, pa, pb, cpng, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && spng && landscape_write_scatter_png(&L, spng, &err)) rc = cli_error("%s", err.msg);
+done:
+    landscape_free(&L);
+out:
+    net_objective_free(no);
+    cli_net_free(&n);
+    return rc;
+}
+
 int cmd_landscape(int argc, char **argv) {
     static const struct option opts[] = {
         {"eval", required_argument, 0, 'e'},  {"points", required_argument, 0, 'T'},
@@ -270,6 +362,7 @@ int cmd_landscape(int argc, char **argv) {
         {"all-orders", no_argument, 0, 'G'},  {"exhaustive", no_argument, 0, 'E'},
         {"seed", required_argument, 0, 's'},  {"threads", required_argument, 0, 't'},
         {"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
+        {"interpolate-backbone", no_argument, 0, 'I'}, {"no-proxy", no_argument, 0, 'N'},
         CLI_FIGURE_OPTIONS,                   {0, 0, 0, 0}};
     ls_opts lo;
     ls_opts_default(&lo);
@@ -278,7 +371,7 @@ int cmd_landscape(int argc, char **argv) {
     if (mem) lo.mem_mb = atof(mem);
     const char *e_path = NULL, *json = NULL, *csv = NULL, *png = NULL, *cpng = NULL, *layer = NULL;
     const char *spng = NULL;
-    int show = 1, log_rank = 0, ch;
+    int show = 1, log_rank = 0, ch, interp = 0, proxy = 1, sampled_given = 0;
     optind = 1, opterr = 0;
     while ((ch = getopt_long(argc, argv, "e:T:j:c:p:l:qh", opts, NULL)) != -1) {
         switch (ch) {
@@ -292,8 +385,11 @@ int cmd_landscape(int argc, char **argv) {
         case 'l': layer = optarg; break;
         case 'C': lo.center = 0; break;
         case 'q': show = 0; break;
+        case 'I': interp = 1; break;
+        case 'N': proxy = 0; break;
         case 'h': help(); return 0;
         default: {
+            sampled_given |= ch == 'S' || ch == 'E';
             int r = cli_landscape_option(&lo, ch, optarg, "landscape", USAGE);
             if (r < 0) r = cli_figure_option(ch, optarg, "landscape", USAGE);
             if (r > 0) return r;
@@ -314,6 +410,14 @@ int cmd_landscape(int argc, char **argv) {
     if (af_check_distinct(outs, labels, 5, &err))
         return cli_usage_error(USAGE, "landscape: %s", err.msg);
 
+    lo.progress = on_progress;
+    lo.phase = on_phase;
+    lo.ctx = &show;
+    if (cli_net_wanted(pa, e_path)) {
+        if (!sampled_given) cli_net_landscape_defaults(&lo);
+        return landscape_network(pa, pb, e_path, layer, &lo, interp, proxy, outs, show, log_rank);
+    }
+    if (interp) return cli_usage_error(USAGE, "landscape: --interpolate-backbone is for networks");
     moe_model A, B;
     evalset E;
     double t_load = timing_now();
@@ -326,9 +430,7 @@ int cmd_landscape(int argc, char **argv) {
     if (cli_reports_here() && A.cfg.router == ROUTER_TOPK && A.cfg.k == 1) // once under MPI
         fprintf(stderr, "moescope: warning: top-1 routing is outside the theory (positive scaling "
                         "of the scores is an extra symmetry)\n");
-    lo.progress = on_progress;
-    lo.phase = on_phase;
-    lo.ctx = &show, lo.part = cli_partition; // moescope-mpi: split over its processes
+    lo.part = cli_partition; // moescope-mpi: split over its processes
     landscape L;
     if (landscape_compute(&A, &B, &E, &lo, &L, &err)) {
         cli_progress_end();

@@ -246,6 +246,8 @@ static int ox_setup(ox *x, const moe_model *A, const moe_model *B, const ls_opts
     x->n = A->cfg.n, x->h = A->cfg.h, x->T = o->T;
     x->norders = ls_orders_planned(x->c, o, &x->exhaustive, &x->groups);
     L->n = x->n, L->T = x->T, L->kind = x->obj->kind, L->objective = x->obj->what;
+    L->loss_a = x->obj->loss_a, L->loss_b = x->obj->loss_b;
+    L->acc_a = x->obj->acc_a, L->acc_b = x->obj->acc_b;
     L->t = ms_malloc((size_t)x->T * sizeof(double));
     for (int m = 0; m < x->T; m++) L->t[m] = ls_t(m, x->T);
     L->exhaustive = x->exhaustive, L->norders = x->norders;

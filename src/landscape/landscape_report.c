@@ -129,9 +129,21 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
         cJSON_AddItemToObject(o, "barrier", jnum(r->barrier));
         cJSON_AddItemToObject(o, "acc_barrier", jnum(r->acc_barrier));
         cJSON_AddItemToObject(o, "loss_auc", jnum(r->auc));
+        if (L->has_proxy) cJSON_AddItemToObject(o, "proxy_barrier", jnum(L->proxy_barrier[r->id]));
         cJSON_AddItemToArray(orders, o);
     }
     cJSON_AddItemToObject(root, "orders", orders);
+    if (L->objective) cJSON_AddStringToObject(root, "objective", L->objective);
+    if (L->has_proxy) { // the layer-only barrier at the block's own inputs, beside the network's
+        cJSON *px = cJSON_CreateObject();
+        cJSON_AddStringToObject(px, "what", "layer-only barrier at the block's own inputs");
+        cJSON_AddItemToObject(px, "spearman", jnum(L->proxy_spearman));
+        cJSON_AddItemToObject(px, "best_order", jorder8(L->orders, n, L->proxy_best_id));
+        cJSON_AddItemToObject(px, "best_proxy_barrier", jnum(L->proxy_barrier[L->proxy_best_id]));
+        cJSON_AddNumberToObject(px, "best_network_rank", (double)L->proxy_best_rank);
+        cJSON_AddNumberToObject(px, "seconds", L->proxy_secs);
+        cJSON_AddItemToObject(root, "proxy", px);
+    }
     // where the wall time went: loading (when the caller measured it), each step, in all
     cJSON *prov = prov_json(), *secs = cJSON_CreateObject();
     if (L->secs_load > 0) cJSON_AddNumberToObject(secs, "load", L->secs_load);
@@ -177,7 +189,9 @@ int landscape_write_csv(const landscape *L, const char *path, ms_err *err) {
     // rank and tied with the tolerance tau (rank.h); tie_class numbers the
     // classes of barriers within tau from 0 (rows are sorted by barrier)
     csv_provenance(f);
-    fputs("rank,order,barrier,acc_barrier,loss_auc,tied,tie_class\n", f);
+    fputs(L->has_proxy ? "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class,proxy_barrier\n"
+                       : "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class\n",
+          f);
     long nr = L->ndone > 0 ? L->ndone : 1;
     long *rk = ms_malloc((size_t)nr * 3 * sizeof(long)); // (3, ndone): rank, tied, class
     if (L->ndone > 0) {
@@ -198,7 +212,9 @@ int landscape_write_csv(const landscape *L, const char *path, ms_err *err) {
         csv_num(f, r->acc_barrier);
         fputc(',', f);
         csv_num(f, r->auc);
-        fprintf(f, ",%ld,%ld\n", rk[nr + k], rk[2 * nr + k]);
+        fprintf(f, ",%ld,%ld", rk[nr + k], rk[2 * nr + k]);
+        if (L->has_proxy) fputc(',', f), csv_num(f, L->proxy_barrier[r->id]);
+        fputc('\n', f);
     }
     free(rk);
     fclose(f);

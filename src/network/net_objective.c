@@ -23,7 +23,7 @@ struct net_objective {
     const moe_model **blocks; /* (nmoe) what one evaluation uses */
     ls_objective view;
     char what[128];
-    double setup_secs;
+    double align_s, prefix_s, ends_s;
 };
 
 static double now_secs(void) {
@@ -110,7 +110,6 @@ static int end_points(net_objective *no, ms_err *err) {
 
 int net_objective_new(const net_model *A, const net_model *B, const net_evalset *E,
                       const net_obj_opts *o, net_objective **out, ms_err *err) {
-    double t0 = now_secs();
     *out = NULL;
     if (o->chosen < 0 || o->chosen >= A->cfg.nmoe)
         return ms_fail(err, "%s: MoE block %d of %d", A->path, o->chosen, A->cfg.nmoe);
@@ -123,9 +122,13 @@ int net_objective_new(const net_model *A, const net_model *B, const net_evalset 
     for (int i = 0; i < no->nmoe; i++) moe_clone(&no->mix[i], &A->moe[i]);
     no->mix_t = NAN, no->M_t = NAN, no->mix_var = -1;
     if (o->interp_backbone) net_clone(&no->M, A);
+    double t0 = now_secs();
     int rc = align_variants(no, err);
+    no->align_s = now_secs() - t0, t0 = now_secs();
     if (!rc && !o->interp_backbone) rc = net_prefix_compute(A, E, &no->o.par, &no->prefix, err);
+    no->prefix_s = now_secs() - t0, t0 = now_secs();
     if (!rc) rc = end_points(no, err);
+    no->ends_s = now_secs() - t0;
     if (rc) {
         net_objective_free(no);
         return -1;
@@ -136,14 +139,15 @@ int net_objective_new(const net_model *A, const net_model *B, const net_evalset 
     no->view.ctx = no;
     no->view.kind = LS_CLASSIFY;
     no->view.what = no->what;
-    no->setup_secs = now_secs() - t0;
     *out = no;
     return 0;
 }
 
 const ls_objective *net_objective_view(const net_objective *no) { return &no->view; }
 
-double net_objective_setup_secs(const net_objective *no) { return no->setup_secs; }
+void net_objective_times(const net_objective *no, double *align_s, double *prefix_s, double *ends_s) {
+    *align_s = no->align_s, *prefix_s = no->prefix_s, *ends_s = no->ends_s;
+}
 
 void net_objective_free(net_objective *no) {
     if (!no) return;

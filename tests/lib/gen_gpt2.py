@@ -18,7 +18,7 @@ Importable:
     cfg = config(d=16, layers=3, heads=2, vocab=24, positions=16, moe_layers=[0], n=4, ...)
     back = backbone(cfg, seed)              {name: float64 array, float32-representable}
     moe = moe_blocks(cfg, seed)             {name: array} of every MoE block
-    ids = eval_ids(cfg, seed, N, T)
+    ids = eval_ids(cfg, seed, N, T)        (or teacher_ids(cfg, {**back, **moe}, seed, N, T))
     write_pool(DIR, cfg, back, {"seed1": moe1, ...}, ids)
 CLI:
     gen_gpt2.py DIR [--seeds 1,2] [--d 16] [--layers 3] [--heads 2] [--vocab 24]
@@ -107,9 +107,53 @@ def moe_blocks(cfg, seed, gate_bias=True):
     return _f32(t)
 
 
+def perturbed_copy(cfg, moe, seed, noise=0.2):
+    """Another seed's MoE blocks that compute nearly the first one's function: every
+    block's experts in a random order (gate rows with them), hidden units permuted,
+    plus Gaussian noise of noise x each tensor's RMS - as two fine-tunings that found
+    the same experts would. Returns (tensors, {block: the order applied}), slot i of
+    the copy holding the original's expert order[i]."""
+    rng = np.random.default_rng(seed + 99991)
+    m = cfg["moe"]
+    out, orders = {}, {}
+    for L in m["layers"]:
+        pre = "transformer.h.%d.mlp." % L
+        pi = rng.permutation(m["num_experts"])
+        orders[L] = [int(x) for x in pi]
+        out[pre + "gate.weight"] = moe[pre + "gate.weight"][pi]
+        if pre + "gate.bias" in moe:
+            out[pre + "gate.bias"] = moe[pre + "gate.bias"][pi]
+        for kind, cnt in (("experts", m["num_experts"]), ("shared_experts", m["num_shared_experts"])):
+            for e in range(cnt):
+                src = "%s%s.%d." % (pre, kind, pi[e] if kind == "experts" else e)
+                dst = "%s%s.%d." % (pre, kind, e)
+                P = rng.permutation(moe[src + "c_fc.bias"].shape[0])
+                out[dst + "c_fc.weight"] = moe[src + "c_fc.weight"][:, P]
+                out[dst + "c_fc.bias"] = moe[src + "c_fc.bias"][P]
+                out[dst + "c_proj.weight"] = moe[src + "c_proj.weight"][P]
+                out[dst + "c_proj.bias"] = moe[src + "c_proj.bias"]
+    for k, v in out.items():
+        out[k] = v + noise * np.sqrt((v ** 2).mean()) * rng.standard_normal(v.shape)
+    return _f32(out), orders
+
+
 def eval_ids(cfg, seed, N=6, T=12):
     rng = np.random.default_rng(seed + 31337)
     return rng.integers(0, cfg["vocab_size"], size=(N, T)).astype(np.int64)
+
+
+def teacher_ids(cfg, tensors, seed, N=6, T=12):
+    """Sequences the network itself continues: a random first token, then each next one
+    the argmax of its logits (gpt2_ref). A network then predicts its own evaluation set
+    well, and a misaligned interpolation of it does not: barriers that mean something."""
+    import gpt2_ref
+    rng = np.random.default_rng(seed + 4242)
+    ids = np.zeros((N, T), np.int64)
+    ids[:, 0] = rng.integers(0, cfg["vocab_size"], N)
+    ck = {"config": cfg, "tensors": tensors}
+    for t in range(1, T):
+        ids[:, t] = gpt2_ref.logits(ck, ids[:, :t])[:, -1].argmax(-1)
+    return ids
 
 
 def write_folder(folder, cfg, back, moe, single=False, backbone_rel="../backbone.safetensors"):
@@ -183,6 +227,7 @@ def main(argv=None):
     ap.add_argument("--T", type=int, default=12)
     ap.add_argument("--i32", action="store_true")
     ap.add_argument("--single", action="store_true")
+    ap.add_argument("--teacher", action="store_true")
     a = ap.parse_args(argv)
     layers = list(range(a.layers)) if a.moe == "all" else [int(x) for x in a.moe.split(",")]
     cfg = config(d=a.d, layers=a.layers, heads=a.heads, vocab=a.vocab, positions=a.positions,
@@ -191,8 +236,10 @@ def main(argv=None):
     back = backbone(cfg, a.backbone_seed, lm_bias=a.lm_bias)
     seeds = {"seed%s" % s: moe_blocks(cfg, int(s), gate_bias=not a.no_gate_bias)
              for s in a.seeds.split(",")}
-    write_pool(a.out, cfg, back, seeds, eval_ids(cfg, a.backbone_seed, a.N, a.T), single=a.single,
-               i32=a.i32)
+    first = seeds["seed" + a.seeds.split(",")[0]]
+    ids = teacher_ids(cfg, {**back, **first}, a.backbone_seed, a.N, a.T) if a.teacher else \
+        eval_ids(cfg, a.backbone_seed, a.N, a.T)
+    write_pool(a.out, cfg, back, seeds, ids, single=a.single, i32=a.i32)
     return 0
 
 

@@ -1,0 +1,283 @@
+"""tests/oracle/test_network_landscape.py - barriers on a network's loss, against numpy.
+
+For random GPT-2-layout networks with MoE blocks (tests/lib/gen_gpt2.py), two seeds
+sharing their backbone:
+  - `landscape --json`: the end points are gpt2_ref's losses; the barrier of several
+    orders (the expert method's, the identity, the worst), of naive and skip-order, equals
+    a numpy computation: B's block aligned by oracle.align (that order, weight matching),
+    every MoE parameter interpolated, gpt2_ref.evaluate at each t; with two MoE blocks the
+    other block aligned by the expert cost (naive / skip-order: every block so); the
+    ranks follow from the orders' barriers; `curve --order` gives the same barriers;
+  - the layer-only proxy: each order's proxy barrier is the numpy layer-only barrier at
+    the block's inputs (ln_2 of block L's hidden states, computed here in numpy), its
+    Spearman rho is scipy's, the network rank of its best order is right;
+  - a scramble of block 0 (with a gate translation) is undone: the expert method finds
+    the inverse, its barrier is ~0 and it ranks first;
+  - B with another backbone is refused naming the tensor; --interpolate-backbone runs,
+    says so, and its end points are A's and B's own losses;
+  - --threads 1 and 2 give the same barriers bit for bit.
+"""
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+from scipy.stats import spearmanr
+
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
+import gen_gpt2  # noqa: E402
+import gpt2_ref  # noqa: E402
+import oracle  # noqa: E402
+import testutil  # noqa: E402
+from testutil import check, run  # noqa: E402
+
+TMP = tempfile.mkdtemp(prefix="moescope_netls_")
+T = 5
+
+
+def p(*names):
+    return os.path.join(TMP, *names)
+
+
+def block_layer(t, L, cfg):
+    """MoE block L's tensors as an oracle layer (weights [out, in], no residual)"""
+    m = cfg["moe"]
+    pre = "transformer.h.%d.mlp." % L
+
+    def ex(q):
+        return {"w1": t[q + "c_fc.weight"].T, "b1": t[q + "c_fc.bias"], "w2": t[q + "c_proj.weight"].T,
+                "b2": t[q + "c_proj.bias"]}
+    n = m["num_experts"]
+    return {"n": n, "d": cfg["n_embd"], "h": m["expert_intermediate_size"], "router": m["router"],
+            "k": m["top_k"], "act": m["expert_activation"], "residual": False, "C": 0,
+            "gate_w": t[pre + "gate.weight"], "gate_b": t.get(pre + "gate.bias", np.zeros(n)),
+            "experts": [ex(pre + "experts.%d." % e) for e in range(n)],
+            "shared": [ex(pre + "shared_experts.%d." % s) for s in range(m["num_shared_experts"])],
+            "s": m["num_shared_experts"]}
+
+
+def layer_tensors(Ld, L):
+    pre = "transformer.h.%d.mlp." % L
+    out = {pre + "gate.weight": Ld["gate_w"], pre + "gate.bias": Ld["gate_b"]}
+    for kind, es in (("experts", Ld["experts"]), ("shared_experts", Ld["shared"])):
+        for e, x in enumerate(es):
+            q = "%s%s.%d." % (pre, kind, e)
+            out.update({q + "c_fc.weight": x["w1"].T, q + "c_fc.bias": x["b1"], q + "c_proj.weight": x["w2"].T,
+                        q + "c_proj.bias": x["b2"]})
+    return out
+
+
+def aligned(A, B, order=None, order_stage=True, wm=True):
+    return oracle.align(A, B, order=order, order_stage=order_stage, wm_stage=wm)["layer"]
+
+
+def net_curve(ck, tb_layers, ta_layers, ids, backbone_b=None):
+    """losses at the T points: every MoE tensor interpolated between A's layers and the
+    aligned B's (and the backbone too when backbone_b)"""
+    out = []
+    for m in range(T):
+        t = m / (T - 1)
+        params = {}
+        for L in ta_layers:
+            a, b = layer_tensors(ta_layers[L], L), layer_tensors(tb_layers[L], L)
+            params.update({k: (1 - t) * a[k] + t * b[k] for k in a})
+        if backbone_b is not None:
+            for k, v in backbone_b.items():
+                params[k] = (1 - t) * ck["tensors"][k] + t * v
+        out.append(gpt2_ref.evaluate(ck, ids, params)["loss"])
+    return out
+
+
+def barrier(loss):
+    return max(loss[m] - ((1 - m / (T - 1)) * loss[0] + m / (T - 1) * loss[-1]) for m in range(T))
+
+
+def order_key(o):
+    return tuple(o)
+
+
+def landscape(pool, *extra):
+    out = p(pool, "ls%d.json" % abs(hash(extra)))
+    r = run("landscape", p(pool, "seed1"), p(pool, "seed2"), "--eval", p(pool, "eval.safetensors"),
+            "--points", T, "--json", out, "-q", *extra)
+    check(r.returncode == 0, "%s: landscape %s: %s" % (pool, extra, r.stderr.strip()))
+    return (json.load(open(out)), r) if r.returncode == 0 else (None, r)
+
+
+def make_pool(pool, moe_layers, seeds=(1, 2), **kw):
+    """seeds sharing a backbone: seed 2 nearly seed 1's function (its experts permuted,
+    plus noise); the evaluation set is what seed 1 continues itself, so interpolating
+    misaligned blocks costs loss (a barrier) and the right order is clear"""
+    cfg = gen_gpt2.config(moe_layers=moe_layers, **kw)
+    back = gen_gpt2.backbone(cfg, 9)
+    moe = {"seed1": gen_gpt2.moe_blocks(cfg, 1)}
+    if 2 in seeds:
+        moe["seed2"] = gen_gpt2.perturbed_copy(cfg, moe["seed1"], 2)[0]
+    ids = gen_gpt2.teacher_ids(cfg, {**back, **moe["seed1"]}, 2, N=8, T=10)
+    gen_gpt2.write_pool(p(pool), cfg, back, moe, ids)
+    return cfg
+
+
+def block_inputs(ck, ids, L0):
+    """ln_2 of the residual stream at block L0 (its attention done), numpy"""
+    cfg, P = ck["config"], ck["tensors"]
+    N, Tt = ids.shape
+    d, nh = cfg["n_embd"], cfg["n_head"]
+    hd, eps = d // nh, cfg.get("layer_norm_epsilon", 1e-5)
+    h = P["transformer.wte.weight"][ids] + P["transformer.wpe.weight"][:Tt][None]
+    causal = np.tril(np.ones((Tt, Tt), bool))
+    for L in range(L0 + 1):
+        pre = "transformer.h.%d." % L
+        a = gpt2_ref._ln(h, P[pre + "ln_1.weight"], P[pre + "ln_1.bias"], eps)
+        qkv = a @ P[pre + "attn.c_attn.weight"] + P[pre + "attn.c_attn.bias"]
+        q, k, v = (qkv[..., i * d:(i + 1) * d].reshape(N, Tt, nh, hd).transpose(0, 2, 1, 3) for i in range(3))
+        s = np.where(causal, q @ k.transpose(0, 1, 3, 2) / math.sqrt(hd), -np.inf)
+        h = h + (gpt2_ref._softmax(s) @ v).transpose(0, 2, 1, 3).reshape(N, Tt, d) @ P[pre + "attn.c_proj.weight"] \
+            + P[pre + "attn.c_proj.bias"]
+        x = gpt2_ref._ln(h, P[pre + "ln_2.weight"], P[pre + "ln_2.bias"], eps)
+        if L < L0:
+            h = h + gpt2_ref._ffn(gpt2_ref._Params(P, None), pre + "mlp.", x.reshape(N * Tt, d),
+                                  cfg["activation_function"]).reshape(N, Tt, d)
+    return x.reshape(N * Tt, d)
+
+
+def layer_barrier(A, Bp, X):
+    DA, DB = oracle.layer_output(A, X)[0], oracle.layer_output(Bp, X)[0]
+    vals = []
+    for m in range(T):
+        t = m / (T - 1)
+        D = oracle.layer_output(oracle.interpolate(A, Bp, t), X)[0]
+        vals.append(((D - ((1 - t) * DA + t * DB)) ** 2).mean())
+    return max(vals)
+
+
+def check_pool(pool, moe_layers, chosen=0):
+    cfg = make_pool(pool, moe_layers, shared=1 if len(moe_layers) > 1 else 0)
+    cka, ckb = gpt2_ref.load(p(pool, "seed1")), gpt2_ref.load(p(pool, "seed2"))
+    ids = gpt2_ref.read_safetensors(p(pool, "eval.safetensors"))[0]["input_ids"]
+    J, _ = landscape(pool, "--layer", moe_layers[chosen])
+    if not J:
+        return
+    la, lb = gpt2_ref.evaluate(cka, ids)["loss"], gpt2_ref.evaluate(ckb, ids)["loss"]
+    check(abs(J["endpoints"]["loss_a"] - la) < 1e-5 * la and abs(J["endpoints"]["loss_b"] - lb) < 1e-5 * lb,
+          "%s: end points %s vs numpy %g %g" % (pool, J["endpoints"], la, lb))
+    A = {L: block_layer(cka["tensors"], L, cfg) for L in moe_layers}
+    B = {L: block_layer(ckb["tensors"], L, cfg) for L in moe_layers}
+    C = moe_layers[chosen]
+    others = {L: aligned(A[L], B[L]) for L in moe_layers if L != C}
+    tol = lambda v: 2e-5 * max(1.0, abs(la))  # noqa: E731
+    by = {order_key(o["order"]): o for o in J["orders"]}
+    orders = [J["methods"]["expert"]["order"], list(range(cfg["moe"]["num_experts"])), J["worst"]["order"]]
+    for o in orders:
+        tb = dict(others)
+        tb[C] = aligned(A[C], B[C], order=o)
+        want = barrier(net_curve(cka, tb, A, ids))
+        got = by[order_key(o)]["barrier"]
+        check(abs(got - max(0.0, want)) < tol(want), "%s: order %s barrier %.8g vs numpy %.8g" % (pool, o, got, want))
+    for name, os_, wm in (("naive", False, False), ("skip_order", False, True)):
+        tb = {L: aligned(A[L], B[L], order_stage=os_, wm=wm) for L in moe_layers}
+        want = barrier(net_curve(cka, tb, A, ids))
+        got = J[name]["barrier"]
+        check(abs(got - max(0.0, want)) < tol(want), "%s: %s barrier %.8g vs numpy %.8g (every block %s)"
+              % (pool, name, got, want, name))
+    bars = [o["barrier"] for o in J["orders"]]
+    check(bars == sorted(bars), "%s: orders sorted by barrier" % pool)
+    tau = J["tau"]
+    for m in ("gate", "expert"):
+        b = J["methods"][m]["barrier"]
+        check(J["methods"][m]["rank"] == 1 + sum(x < b - tau for x in bars), "%s: %s rank from the barriers" % (pool, m))
+    # the curve command agrees with the landscape's rows
+    wo = J["worst"]["order"]
+    r = run("curve", p(pool, "seed1"), p(pool, "seed2"), "--eval", p(pool, "eval.safetensors"), "--points", T,
+            "--layer", C, "--order", ",".join(map(str, wo)), "--csv", p(pool, "curve.csv"))
+    check(r.returncode == 0, "%s: curve: %s" % (pool, r.stderr))
+    if r.returncode == 0:
+        line = [ln for ln in r.stdout.splitlines() if ln.startswith("order1 ")]
+        check(line and abs(float(line[0].split()[-3]) - J["worst"]["barrier"]) < 1e-6,
+              "%s: curve --order's barrier is the landscape's: %s vs %g" % (pool, line, J["worst"]["barrier"]))
+    # the proxy
+    px = J.get("proxy")
+    check(px is not None and all("proxy_barrier" in o for o in J["orders"]), "%s: the proxy is reported" % pool)
+    if px:
+        prox = [o["proxy_barrier"] for o in J["orders"]]
+        rho = spearmanr(prox, bars)[0]
+        check(px["spearman"] is not None and abs(px["spearman"] - rho) < 1e-9,
+              "%s: proxy Spearman %s vs scipy %g" % (pool, px["spearman"], rho))
+        best = min(J["orders"], key=lambda o: (o["proxy_barrier"], o["order"]))
+        check(px["best_order"] == best["order"], "%s: the proxy's best order" % pool)
+        check(px["best_network_rank"] == 1 + sum(x < best["barrier"] - tau for x in bars),
+              "%s: the network rank of the proxy's best order" % pool)
+        if chosen == 0:
+            X = block_inputs(cka, ids, C)
+            for o in orders[:2]:
+                want = layer_barrier(A[C], aligned(A[C], B[C], order=o), X)
+                got = by[order_key(o)]["proxy_barrier"]
+                check(abs(got - want) <= 1e-4 * max(want, 1e-6) + 1e-9,
+                      "%s: order %s proxy barrier %.8g vs numpy %.8g" % (pool, o, got, want))
+
+
+def test_scramble():
+    cfg = make_pool("scr", [0], seeds=(1,))
+    r = run("scramble", p("scr", "seed1"), "-o", p("scr", "seed2"), "--seed", 4, "--translate")
+    check(r.returncode == 0, "scramble: %s" % r.stderr)
+    J, _ = landscape("scr")
+    if not J:
+        return
+    e = J["methods"]["expert"]
+    check(e["barrier"] < 1e-5 and e["rank"] == 1, "scramble undone: expert barrier %g, rank %d" % (e["barrier"], e["rank"]))
+    check(abs(J["endpoints"]["loss_a"] - J["endpoints"]["loss_b"]) < 1e-5, "a scramble computes A's loss")
+    check(J["naive"]["barrier"] > 10 * max(e["barrier"], 1e-6), "naive is far from the scramble's undoing")
+    del cfg
+
+
+def test_backbones_and_threads():
+    cfg = make_pool("bb", [1])
+    J1, _ = landscape("bb", "--threads", 1)
+    J2, _ = landscape("bb", "--threads", 2)
+    if J1 and J2:
+        check([o["barrier"] for o in J1["orders"]] == [o["barrier"] for o in J2["orders"]],
+              "the same barriers on 1 and 2 threads")
+    # B's backbone changed in one tensor
+    folder = p("bb", "seed2")
+    back = gen_gpt2.backbone(cfg, 9)
+    back["transformer.h.2.attn.c_proj.bias"] = back["transformer.h.2.attn.c_proj.bias"] + 0.5
+    os.remove(os.path.join(folder, "model-00001-of-00002.safetensors"))
+    gen_gpt2.write_folder(folder, cfg, back, gen_gpt2.moe_blocks(cfg, 2), backbone_rel=None)
+    r = run("landscape", p("bb", "seed1"), folder, "--eval", p("bb", "eval.safetensors"), "--points", T, "-q")
+    check(r.returncode == 1 and "transformer.h.2.attn.c_proj.bias" in r.stderr and
+          "backbone" in r.stderr, "different backbones refused, naming the tensor: %s" % r.stderr.strip())
+    J, r = landscape("bb", "--interpolate-backbone")
+    if J:
+        check("backbone interpolated" in J.get("objective", ""), "the report says the backbone is interpolated")
+        check("interpolating them too" in r.stderr, "a note says so")
+        ids = gpt2_ref.read_safetensors(p("bb", "eval.safetensors"))[0]["input_ids"]
+        cka, ckb = gpt2_ref.load(p("bb", "seed1")), gpt2_ref.load(folder)
+        lb = gpt2_ref.evaluate(ckb, ids)["loss"]
+        check(abs(J["endpoints"]["loss_b"] - lb) < 1e-5 * lb, "end point B is B's own network")
+        A = {1: block_layer(cka["tensors"], 1, cfg)}
+        Bl = block_layer(ckb["tensors"], 1, cfg)
+        o = J["methods"]["expert"]["order"]
+        want = barrier(net_curve(cka, {1: aligned(A[1], Bl, order=o)}, A, ids,
+                                 backbone_b={k: v for k, v in ckb["tensors"].items() if ".mlp.gate" not in k
+                                             and not k.startswith("transformer.h.1.mlp.")}))
+        got = J["methods"]["expert"]["barrier"]
+        check(abs(got - max(want, 0)) < 2e-5 * lb, "backbone interpolated: barrier %.8g vs numpy %.8g" % (got, want))
+
+
+def main():
+    try:
+        check_pool("one", [0])
+        check_pool("two", [0, 2], chosen=1)
+        check_pool("every", [0, 1, 2], chosen=0)
+        test_scramble()
+        test_backbones_and_threads()
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+    return testutil.summary("test_network_landscape")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
