@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/ms_limits.h"
+#include "analysis/ms_limits.h"
 #include "core/progress.h"
 #include "io/model_io.h"
 

@@ -29,7 +29,7 @@
 #include "state_export.h"
 #include "keys.h"
 #include "layer_load.h"
-#include "core/ms_limits.h"
+#include "analysis/ms_limits.h"
 #include "io/model_io.h"
 #include "io/provenance.h"
 #include "theme.h"

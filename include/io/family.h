@@ -34,6 +34,7 @@
 
 #include "io/checkpoint.h"
 #include "model/model.h"
+#include "model/value_range.h"
 
 typedef enum {
     FAM_NATIVE,
@@ -105,6 +106,10 @@ int family_save(const moe_model *m, const char *src, const char *out, char **not
  * error messages. */
 int family_value_name(const moe_model *m, int shared, int e, const char *sfx, size_t at, char *out,
                       size_t cap, long long *where);
+/* range_fail for f in the terms of m's files: a family layer's expert tensor by
+ * its own name, shard and element (family_value_name), else as moescope names
+ * it. -1. */
+int family_range_fail(const moe_model *m, const range_finding *f, ms_err *err);
 
 /* A layer too large to hold: everything but the routed experts is in the model
  * (moe_alloc_shell), and expert e is decoded on demand, exactly as family_load

@@ -4,6 +4,7 @@
 #ifndef MS_MODEL_IO_H
 #define MS_MODEL_IO_H
 
+#include "model/evaluator.h"
 #include "model/model.h"
 
 /* Load a layer from a checkpoint argument: a safetensors file, a sharded
@@ -36,5 +37,11 @@ int moe_save_with(const moe_model *m, const char *src_path, const char *path, in
 /* Every layer prefix L in the file (a tensor "L.gate.weight" exists), in file
  * order; the caller frees each string and the array. */
 int moe_list_layers(const char *path, char ***layers, int *nlayers, ms_err *err);
+
+/* Finite values so large that the arithmetic would overflow (value_range.h), in
+ * m and the inputs of E (may be NULL): -1 with a message naming the file and
+ * the tensor with the largest values (a family layer's expert by its own
+ * tensor, shard and element). ms_limits_check runs it on every model it is given. */
+int moe_range_check(const moe_model *m, const evalset *E, ms_err *err);
 
 #endif

@@ -11,7 +11,7 @@
 #include "io/atomic_file.h"
 #include "core/blas_threads.h"
 #include "io/family.h"
-#include "core/ms_limits.h"
+#include "analysis/ms_limits.h"
 #include "plot/plot_png.h"
 #include "core/progress.h"
 #include "io/model_io.h"

@@ -22,7 +22,7 @@
 #include "cli/cli.h"
 #include "model/evaluator.h"
 #include "model/model.h"
-#include "core/ms_limits.h"
+#include "analysis/ms_limits.h"
 #include "io/model_io.h"
 #include "io/safetensors.h"
 

@@ -15,7 +15,7 @@
 #include "io/json_file.h"
 #include "model/model.h"
 #include "model/symmetry.h"
-#include "core/ms_limits.h"
+#include "analysis/ms_limits.h"
 #include "io/model_io.h"
 
 static const char *USAGE = "moescope info CKPT [--layer L] [--json F]";

@@ -10,7 +10,7 @@
 #include "cli/cli.h"
 #include "model/evaluator.h"
 #include "landscape/landscape.h"
-#include "core/ms_limits.h"
+#include "io/model_io.h"
 #include "io/provenance.h"
 
 #define MERGE_MAX_ALPHA 100.0
@@ -192,7 +192,7 @@ int cmd_merge(int argc, char **argv) {
         char label[80], *path = M->path;
         snprintf(label, sizeof label, "the merge (1 - %g) A + %g B'", alpha, alpha);
         M->path = label;
-        int bad = ms_range_check(M, NULL, &err);
+        int bad = moe_range_check(M, NULL, &err);
         M->path = path;
         if (bad) {
             rc = cli_error("%s", err.msg);

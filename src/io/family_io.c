@@ -20,7 +20,6 @@
 #include "io/config_json.h"
 #include "io/family.h"
 #include "family_table.h"
-#include "core/ms_limits.h"
 #include "core/progress.h"
 
 enum { P_FC1W, P_FC1B, P_FC2W, P_FC2B, P_FC3W, P_FC3B };
@@ -678,6 +677,15 @@ done:
     return rc;
 }
 
+int family_range_fail(const moe_model *m, const range_finding *f, ms_err *err) {
+    const range_max *x = &f->culprit;
+    char where[400];
+    long long at;
+    if (x->expert && !family_value_name(m, x->shared, x->e, x->part, x->at, where, sizeof where, &at))
+        return range_fail(f, m, where, at, err);
+    return range_fail(f, m, NULL, 0, err);
+}
+
 /* family_load, or with shell the layer without its routed experts (moe_alloc_shell)
  * and the bindings kept in *keep (NULL: freed) for reading them later. */
 static int load_layer(moe_model *m, ckpt *c, const family_layer *L, int shell, blist *keep,
@@ -749,7 +757,7 @@ struct family_stream {
                         * while reading */
     float *tmp;        /* one expert's slice of a stacked tensor */
     size_t tmp_len;
-    ms_range range;    /* the value ranges of the held part, then of every routed expert */
+    value_range range; /* the value ranges of the held part, then of every routed expert */
     int checked;       /* 1: every routed expert was scanned, check_err says how it went */
     int check_rc;
     ms_err check_err;
@@ -768,7 +776,7 @@ int family_load_stream(moe_model *m, ckpt *c, const family_layer *L, family_stre
     s->view.path = ms_strdup(m->path);
     s->view.layer = ms_strdup(m->layer);
     s->view.experts = ms_calloc((size_t)m->cfg.n, sizeof(moe_expert));
-    ms_range_held(&s->range, m, NULL); // the routed experts are scanned at the first read
+    range_held(&s->range, m, NULL); // the routed experts are scanned at the first read
     *out = s;
     return 0;
 }
@@ -833,7 +841,7 @@ static int stream_read_raw(family_stream *s, int e, unsigned parts, moe_expert *
 }
 
 /* A layer held whole is refused at load for values that are not finite or so
- * large that the arithmetic would overflow (ms_range_check). A streamed one
+ * large that the arithmetic would overflow (moe_range_check). A streamed one
  * gets the same checks, with the same message, before any of its routed
  * experts is used: the first read scans them all once (non-finite values are
  * refused by the reader, naming the file and tensor; the magnitudes are judged
@@ -847,9 +855,10 @@ static int stream_check(family_stream *s, moe_expert *x, ms_err *err) {
     int rc = 0;
     for (int e = 0; e < c->n && !rc; e++) { // x: the caller's whole expert, no other memory
         rc = stream_read_raw(s, e, EXPERT_ALL, x, &s->check_err);
-        if (!rc) ms_range_expert(&s->range, &s->view, e, x);
+        if (!rc) range_expert(&s->range, &s->view, e, x);
     }
-    if (!rc) rc = ms_range_judge(&s->range, &s->view, &s->check_err);
+    range_finding f;
+    if (!rc && range_judge(&s->range, &s->view, &f)) rc = family_range_fail(&s->view, &f, &s->check_err);
     s->check_rc = rc;
     return rc ? ms_fail(err, "%s", s->check_err.msg) : 0;
 }

@@ -11,6 +11,7 @@
 #include "io/checkpoint.h"
 #include "io/family.h"
 #include "io/safetensors.h"
+#include "model/value_range.h"
 
 /* ---- loading ---- */
 
@@ -765,3 +766,9 @@ int moe_save_with(const moe_model *m, const char *src_path, const char *path, in
     return rc;
 }
 
+int moe_range_check(const moe_model *m, const evalset *E, ms_err *err) {
+    value_range r;
+    range_finding f;
+    range_held(&r, m, E);
+    return range_judge(&r, m, &f) ? family_range_fail(m, &f, err) : 0;
+}

@@ -11,7 +11,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/ms_limits.h"
+#include "analysis/ms_limits.h"
 #include "io/model_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

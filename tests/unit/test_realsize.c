@@ -18,7 +18,7 @@
 
 #include "align/align.h"
 #include "align/cost_matrix.h"
-#include "core/ms_limits.h"
+#include "analysis/ms_limits.h"
 #include "core/rng.h"
 #include "testlib.h"
 
