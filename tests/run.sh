@@ -1,12 +1,31 @@
 #!/usr/bin/env bash
 # tests/run.sh - runs every test program and prints one total line,
-# "N passed, N failed". The tests live in folders by kind: unit/ (C, the
+# "N passed, N failed", last. The tests live in folders by kind: unit/ (C, the
 # library), oracle/ (against numpy/scipy), commands/ (the CLI as a user runs
 # it), explorer/ (the TUI: curses-free views and tmux), hostile/ (malformed
 # files and I/O faults), golden/ (stored numbers), codebase/ (the code's own
-# rules); lib/ holds what they share. Each program prints its own "name: N passed, N failed";
-# a program that crashes or exits non-zero without reporting a failure counts
-# as one failure.  Env: MOESCOPE (binary), TESTBIN (C test binaries), PYTHON.
+# rules); lib/ holds what they share.
+#
+# Each program prints its own "name: N passed, N failed"; a program that
+# crashes or exits non-zero without reporting a failure counts as one failure.
+# A program that cannot run at all prints "name: skipped (why)" and exits 0; a
+# part of one that cannot run prints "SKIP: what (why)". Skips are counted on
+# the line before the total; a skip is for what this machine cannot do (a tool
+# not installed, a kernel the CPU lacks, a mount it may not make); a part that
+# must run (a committed sample, moescope-mpi where MPI is installed) fails
+# instead, and with CI set (continuous integration, which runs `make deps`)
+# a missing tool fails too (tests/lib: need_tool). After each program its
+# seconds ("time: name 12.3 s").
+#
+# The numerical tests (NUMERIC below) run twice: under the BLAS kernels of the
+# environment (OPENBLAS_CORETYPE, or OpenBLAS's own choice) and under a second
+# set the CPU can run (tests/lib/blas_kernels.sh), as "name[Kernel]": float32
+# results differ in their last bits between kernels, and the tests' tolerances
+# must hold on every one.
+#
+# Env: MOESCOPE (binary), TESTBIN (C test binaries), PYTHON; TESTS="test_a
+# test_b" runs just those (a name that is no test fails); SECOND_KERNEL=none
+# turns the second run off, SECOND_KERNEL=SkylakeX picks it.
 set -u
 cd "$(dirname "$0")/.."
 : "${MOESCOPE:?}" "${TESTBIN:?}"
@@ -14,43 +33,103 @@ export MOESCOPE PYTHON="${PYTHON:-/usr/bin/python3}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/tests/lib/lsan.supp:print_suppressions=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-total_p=0; total_f=0
+source tests/lib/blas_kernels.sh
+total_p=0; total_f=0; total_s=0; skipped=()
 only="${TESTS:-}"   # TESTS="test_lap test_model" runs just those
+# the tests that compare floats (against numpy, stored numbers, other paths)
+NUMERIC="test_golden test_eval_oracle test_landscape test_realsize test_family_eval test_family_landscape
+    test_evaluator test_kernels test_landscape_api test_align test_study"
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 run_one() {
     local name=$1; shift
-    if [ -n "$only" ] && [[ " $only " != *" $name "* ]]; then return; fi
-    local log; log=$(mktemp)
-    "$@" >"$log" 2>&1
+    local base=${name%%\[*}
+    if [ -n "$only" ] && [[ " $only " != *" $base "* ]]; then return; fi
+    local log t0 ms; log=$(mktemp); t0=$(now_ms)
+    "$@" >"$log" 2>&1 </dev/null
     local rc=$?
+    ms=$(($(now_ms) - t0))
     cat "$log"
-    local line p f
+    local line p f s why
     line=$(grep -E '^([A-Za-z0-9_.-]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
     if [ -n "$line" ]; then
         p=$(sed -E 's/.*\b([0-9]+) passed.*/\1/' <<<"$line")
         f=$(sed -E 's/.*\b([0-9]+) failed.*/\1/' <<<"$line")
     else p=0; f=0; fi
-    if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+    s=$(grep -c '^SKIP: ' "$log")
+    why=$(grep -E "^$base: skipped \(" "$log" | tail -1)
+    if [ -n "$why" ] && [ -z "$line" ] && [ $rc -eq 0 ]; then
+        s=$((s + 1)); skipped+=("$name: ${why#*: skipped }")
+    elif [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
         echo "FAIL: $name exited with status $rc"
         f=1
+    elif [ -z "$line" ]; then
+        echo "FAIL: $name printed no 'N passed, N failed' line and no 'skipped (why)'"
+        f=1
     fi
-    total_p=$((total_p + p)); total_f=$((total_f + f))
+    while IFS= read -r x; do skipped+=("$name: ${x#SKIP: }"); done < <(grep '^SKIP: ' "$log")
+    printf 'time: %s %d.%d s\n' "$name" $((ms / 1000)) $((ms % 1000 / 100))
+    total_p=$((total_p + p)); total_f=$((total_f + f)); total_s=$((total_s + s))
     rm -f "$log"
 }
 
-# C tests: tests/KIND/test_x.c is built as $TESTBIN/KIND/test_x
-for src in tests/*/test_*.c; do
-    t=$TESTBIN/${src#tests/}; t=${t%.c}
-    if [ -x "$t" ]; then run_one "$(basename "$t")" "$t"
-    elif [ -z "$only" ] || [[ " $only " == *" $(basename "$t") "* ]]; then
-        echo "FAIL: $src has no binary $t (make check builds it)"; total_f=$((total_f + 1))
+# every program, as "name command..." lines: C tests (tests/KIND/test_x.c is
+# built as $TESTBIN/KIND/test_x), shell, python
+programs() {
+    for src in tests/*/test_*.c; do
+        t=$TESTBIN/${src#tests/}; t=${t%.c}
+        echo "$(basename "$t") $t $src"
+    done
+    for t in tests/*/test_*.sh; do [ -f "$t" ] && echo "$(basename "$t" .sh) bash $t"; done
+    for t in tests/*/test_*.py; do [ -f "$t" ] && echo "$(basename "$t" .py) $PYTHON $t"; done
+}
+
+run_all() { # run_all SUFFIX: every selected program (SUFFIX "[Kernel]" for the numeric ones only)
+    local suffix=$1 name cmd rest
+    while read -r name cmd rest; do
+        if [ -n "$suffix" ] && [[ " $NUMERIC " != *" $name "* ]]; then continue; fi
+        if [[ $cmd == "$TESTBIN"/* ]]; then
+            if [ -x "$cmd" ]; then run_one "$name$suffix" "$cmd"
+            elif [ -z "$only" ] || [[ " $only " == *" $name "* ]]; then
+                echo "FAIL: $rest has no binary $cmd (make check builds it)"; total_f=$((total_f + 1))
+            fi
+        else
+            run_one "$name$suffix" "$cmd" $rest
+        fi
+    done < <(programs)
+}
+
+# a TESTS name that selects nothing is a mistake (a renamed test), not a pass
+for want in $only; do
+    if ! programs | awk '{print $1}' | grep -qx -- "$want"; then
+        echo "FAIL: TESTS names '$want', which is no test (tests/*/$want.{c,sh,py})"; total_f=$((total_f + 1))
     fi
 done
-for t in tests/*/test_*.sh; do
-    [ -f "$t" ] && run_one "$(basename "$t" .sh)" bash "$t"
-done
-for t in tests/*/test_*.py; do
-    [ -f "$t" ] && run_one "$(basename "$t" .py)" "$PYTHON" "$t"
-done
+
+any_numeric() { local t; for t in $only; do [[ " $NUMERIC " == *" $t "* ]] && return 0; done; return 1; }
+
+first=$(blas_kernel_now)
+echo "BLAS kernels: ${first:-unknown} (OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset})"
+run_all ""
+second=${SECOND_KERNEL:-$(blas_second_kernel "$first")}
+if [ "$second" = none ]; then
+    :
+elif [ -z "$second" ]; then
+    skipped+=("numeric tests under a second kernel: (this CPU runs no kernel but ${first:-one})")
+    total_s=$((total_s + 1))
+elif [ -n "$only" ] && ! any_numeric; then
+    :
+else
+    echo "BLAS kernels, second run: $second"
+    keep=${OPENBLAS_CORETYPE-}; had=${OPENBLAS_CORETYPE+1}
+    export OPENBLAS_CORETYPE=$second
+    run_all "[$second]"
+    if [ -n "$had" ]; then OPENBLAS_CORETYPE=$keep; else unset OPENBLAS_CORETYPE; fi
+fi
+if [ "$total_s" -gt 0 ]; then
+    echo "skipped: $total_s"
+    for x in "${skipped[@]}"; do echo "  $x"; done
+fi
 echo "$total_p passed, $total_f failed"
 [ "$total_f" -eq 0 ] && [ "$total_p" -gt 0 ]

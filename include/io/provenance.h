@@ -23,8 +23,16 @@ void prov_set_run(int threads, int points);
 /* processes (MPI ranks) computing the reports (default 1) */
 void prov_set_ranks(int ranks);
 
+/* The machine: the CPU ("model name (family F, model M)" from /proc/cpuinfo),
+ * OpenBLAS's build ("OpenBLAS 0.3.21 ... DYNAMIC_ARCH ...") and the kernels it
+ * chose for this CPU ("Haswell", "SkylakeX", "Prescott": OPENBLAS_CORETYPE sets
+ * them). float32 results differ in their last bits between kernels. */
+const char *prov_cpu(void);
+const char *prov_blas(void);
+const char *prov_blas_kernel(void);
+
 /* {"version", "command", "inputs": [{"path", "bytes", "sha256"}], "threads",
- * "points", "date", "ranks"}; an input that cannot be read gets null sha256.
+ * "points", "date", "ranks", "cpu", "blas", "blas_kernel"}; an input that cannot be read gets null sha256.
  * A checkpoint folder or index input also lists the "files" its digest covers
  * (the digest of their sorted sha256sum lines, provenance.c). */
 cJSON *prov_json(void);

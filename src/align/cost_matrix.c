@@ -266,7 +266,8 @@ static int small_len(const moe_config *c) { return is_glu(c) ? 4 * c->d + 3 : c-
 /* Rows of a d x d term formed at once for nx experts. The block fits
  * cost_block_bytes, and at most an eighth of the inputs' own size (a small layer
  * gets a small block). A symmetric term is formed on its upper block triangle
- * (whole rows of blocks, so an entry is the same number whatever the blocks):
+ * (whole rows of blocks; an entry's float32 sum may still round differently in a
+ * block of another height, which some BLAS kernels compute by another path):
  * 8 blocks or more keep its flops within 1/8 of the triangle's; fewer, larger
  * GEMMs otherwise (each call costs a thread hand-off). */
 static int block_rows(const moe_config *c, int nx) {

@@ -21,7 +21,8 @@ int cli_front(int *argc, char **argv, const char *prog, void (*usage)(FILE *fp))
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("%s %s\n", prog, ms_version());
+        printf("%s %s\nblas: %s (%s kernels)\ncpu: %s\n", prog, ms_version(), prov_blas(),
+               prov_blas_kernel(), prov_cpu());
         return 0;
     }
     int rc = cli_take_family_options(argc, argv); // --family and router overrides

@@ -2,6 +2,7 @@
  * provenance.h). Inputs are hashed once, the first time a report needs them. */
 #include "io/provenance.h"
 
+#include <cblas.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,53 @@ const char *ms_version(void) {
     if (MS_GIT_VERSION[0]) return MS_GIT_VERSION;
 #endif
     return MS_VERSION_FALLBACK;
+}
+
+/* The CPU ("model name" of /proc/cpuinfo, with its family and model numbers,
+ * which say more than a virtual machine's name) and the BLAS with the kernels
+ * it runs: a float32 result differs in its last bits between kernels (AVX2 vs
+ * AVX-512, and OpenBLAS falls back to SSE3 ones on a CPU it does not know). */
+static struct {
+    pthread_once_t once;
+    char cpu[160], blas[200], kernel[40];
+} M = {.once = PTHREAD_ONCE_INIT};
+
+static void machine_read(void) {
+    char name[96] = "", fam[16] = "", model[16] = "", line[512];
+    FILE *fp = fopen("/proc/cpuinfo", "r");
+    while (fp && fgets(line, sizeof line, fp) && !(name[0] && fam[0] && model[0])) {
+        char *colon = strchr(line, ':'), *v = colon ? colon + 1 : NULL;
+        if (!v) continue;
+        v += strspn(v, " \t");
+        v[strcspn(v, "\n")] = 0;
+        if (!name[0] && !strncmp(line, "model name", 10)) snprintf(name, sizeof name, "%s", v);
+        else if (!fam[0] && !strncmp(line, "cpu family", 10)) snprintf(fam, sizeof fam, "%s", v);
+        else if (!model[0] && !strncmp(line, "model\t", 6)) snprintf(model, sizeof model, "%s", v);
+    }
+    if (fp) fclose(fp);
+    if (!name[0]) snprintf(M.cpu, sizeof M.cpu, "unknown");
+    else if (fam[0] && model[0]) snprintf(M.cpu, sizeof M.cpu, "%s (family %s, model %s)", name, fam, model);
+    else snprintf(M.cpu, sizeof M.cpu, "%s", name);
+    const char *core = openblas_get_corename(), *cfg = openblas_get_config();
+    snprintf(M.kernel, sizeof M.kernel, "%s", core ? core : "unknown");
+    snprintf(M.blas, sizeof M.blas, "%s", cfg ? cfg : "OpenBLAS");
+    for (char *c = M.cpu; *c; c++) // one printable line, whatever /proc says
+        if ((unsigned char)*c < 32 || *c == 127) *c = '?';
+}
+
+const char *prov_cpu(void) {
+    pthread_once(&M.once, machine_read);
+    return M.cpu;
+}
+
+const char *prov_blas(void) {
+    pthread_once(&M.once, machine_read);
+    return M.blas;
+}
+
+const char *prov_blas_kernel(void) {
+    pthread_once(&M.once, machine_read);
+    return M.kernel;
 }
 
 static void prov_atexit(void) { prov_reset(); }
@@ -274,6 +322,9 @@ cJSON *prov_json(void) {
     cJSON_AddNumberToObject(o, "points", P.points);
     cJSON_AddStringToObject(o, "date", P.date);
     cJSON_AddNumberToObject(o, "ranks", P.ranks);
+    cJSON_AddStringToObject(o, "cpu", prov_cpu());
+    cJSON_AddStringToObject(o, "blas", prov_blas());
+    cJSON_AddStringToObject(o, "blas_kernel", prov_blas_kernel());
     pthread_mutex_unlock(&P.mu);
     return o;
 }
@@ -307,6 +358,8 @@ char *prov_text(const char *prefix) {
                 P.in[i].ok ? P.in[i].bytes : -1LL, P.in[i].path);
     fprintf(f, "%sthreads: %d\n%spoints: %d\n%sranks: %d\n%sdate: %s\n", prefix, P.threads, prefix,
             P.points, prefix, P.ranks, prefix, P.date);
+    fprintf(f, "%scpu: %s\n%sblas: %s (%s kernels)\n", prefix, prov_cpu(), prefix, prov_blas(),
+            prov_blas_kernel());
     fclose(f);
     pthread_mutex_unlock(&P.mu);
     return s;
@@ -319,7 +372,7 @@ void prov_pairs(const char ***keys, const char ***values, int *n) {
         free(P.pv[i]);
         P.pv[i] = NULL;
     }
-    char buf[128];
+    char buf[512];
     int k = 0;
     snprintf(buf, sizeof buf, "moescope %s", ms_version());
     P.pk[k] = "Software", P.pv[k++] = ms_strdup(buf);
@@ -332,6 +385,8 @@ void prov_pairs(const char ***keys, const char ***values, int *n) {
     snprintf(buf, sizeof buf, "%d", P.ranks);
     P.pk[k] = "moescope.ranks", P.pv[k++] = ms_strdup(buf);
     P.pk[k] = "Creation Time", P.pv[k++] = ms_strdup(P.date);
+    snprintf(buf, sizeof buf, "%s (%s kernels) on %s", prov_blas(), prov_blas_kernel(), prov_cpu());
+    P.pk[k] = "moescope.machine", P.pv[k++] = ms_strdup(buf);
     *keys = P.pk;
     *values = (const char **)P.pv;
     *n = k;

@@ -13,8 +13,9 @@ MAX=150
 ALLOWED="
 "
 
+need_tool ctags
 if ! ctags --version 2>/dev/null | grep -q 'Universal Ctags'; then
-    fail "universal-ctags is missing (make deps installs it)"
+    fail "ctags is not Universal Ctags (make deps installs universal-ctags)"
     summary; exit
 fi
 

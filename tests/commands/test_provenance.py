@@ -32,7 +32,17 @@ def sha256sum(path):
 
 def version():
     r = run("--version")
-    return r.stdout.strip().split(" ", 1)[1] if r.returncode == 0 and " " in r.stdout.strip() else ""
+    first = r.stdout.strip().split("\n")[0]  # then the BLAS and CPU lines
+    return first.split(" ", 1)[1] if r.returncode == 0 and " " in first else ""
+
+
+def machine():
+    """(blas, kernel, cpu) as `moescope --version` prints them on its later lines."""
+    lines = run("--version").stdout.split("\n")
+    blas = next((x[6:] for x in lines if x.startswith("blas: ")), "")
+    cpu = next((x[5:] for x in lines if x.startswith("cpu: ")), "")
+    m = re.fullmatch(r"(.*) \((\S+) kernels\)", blas)
+    return (m.group(1), m.group(2), cpu) if m else ("", "", cpu)
 
 
 def check_prov(tag, P, inputs, points=None, cmd_word=None):
@@ -51,6 +61,14 @@ def check_prov(tag, P, inputs, points=None, cmd_word=None):
     check(points is None or P["points"] == points, "%s: points %s" % (tag, P["points"]))
     check(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", P["date"]) is not None, "%s: date %r" % (tag, P["date"]))
     check(P["ranks"] == 1, "%s: ranks (processes) 1 for the plain binary" % tag)
+    # the machine: float32 results differ in their last bits between BLAS kernels
+    blas, kernel, cpu = machine()
+    check(kernel != "" and (P.get("blas"), P.get("blas_kernel"), P.get("cpu")) == (blas, kernel, cpu),
+          "%s: cpu/blas/blas_kernel %r as --version says %r" % (tag, [P.get(k) for k in ("cpu", "blas", "blas_kernel")],
+                                                            (cpu, blas, kernel)))
+    want = os.environ.get("OPENBLAS_CORETYPE")
+    check(not want or P.get("blas_kernel", "").lower() == want.lower(),
+          "%s: blas_kernel %r is OPENBLAS_CORETYPE=%s" % (tag, P.get("blas_kernel"), want))
 
 
 def png_text(path):
@@ -82,6 +100,8 @@ def test_reports(tmp):
     check(any(l.startswith("# input: %s %d %s" % (sha256sum(A), os.path.getsize(A), A)) for l in head),
           "landscape CSV: input line with SHA-256 and size")
     check(any(l == "# points: 7" for l in head) and any(l == "# ranks: 1" for l in head), "CSV: points, ranks")
+    blas, kernel, cpu = machine()
+    check("# cpu: " + cpu in head and "# blas: %s (%s kernels)" % (blas, kernel) in head, "CSV: cpu and blas lines")
     first = [l for l in open(csv).read().splitlines() if not l.startswith("#")][0]
     check(first.startswith("rank,order,barrier"), "CSV: the header follows the comments")
     t = png_text(png)
@@ -89,6 +109,8 @@ def test_reports(tmp):
     check("landscape" in t.get("moescope.command", ""), "PNG command chunk")
     check(sha256sum(E) in t.get("moescope.inputs", ""), "PNG inputs chunk holds the eval set's SHA-256")
     check(t.get("moescope.points") == "7" and t.get("moescope.ranks") == "1", "PNG points and ranks chunks")
+    check(t.get("moescope.machine") == "%s (%s kernels) on %s" % (blas, kernel, cpu),
+          "PNG machine chunk %r" % t.get("moescope.machine"))
     dj, cj, ccsv = (os.path.join(tmp, f) for f in ("d.json", "c.json", "c.csv"))
     r = run("diagnose", A, B, "--eval", E, "--json", dj)
     check(r.returncode == 0 and "provenance" in json.load(open(dj)), "diagnose JSON has provenance")
@@ -125,7 +147,7 @@ def test_tarball(tmp):
     open(stub, "w").write('#include <stdio.h>\nconst char *ms_version(void);\n'
                           'int main(void) { printf("[%s]\\n", ms_version()); return 0; }\n')
     exe = os.path.join(tmp, "v")
-    libs = subprocess.run(["pkg-config", "--libs", "libcjson"], capture_output=True, text=True).stdout.split()
+    libs = subprocess.run(["pkg-config", "--libs", "libcjson", "openblas"], capture_output=True, text=True).stdout.split()
     r = subprocess.run(["cc", "-o", exe, stub] + [os.path.join(src, o) for o in objs] + libs + ["-lpthread", "-lm"],
                        capture_output=True, text=True)
     check(r.returncode == 0, "tarball: link the version stub (%s)" % r.stderr[-300:])

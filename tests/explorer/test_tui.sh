@@ -6,11 +6,7 @@
 # screen can show, never for text an earlier screen already had.
 source "$(dirname "$0")/../lib/lib.sh"
 
-if ! command -v tmux >/dev/null; then
-    echo "test_tui: tmux is missing (make deps installs it)"
-    fail "tmux not installed"
-    summary; exit
-fi
+need_tool tmux
 S=$ROOT/sample-checkpoints/dense4
 if [ ! -f "$S/seed1.safetensors" ]; then
     # synthetic pair when the samples are not there

@@ -14,10 +14,7 @@
 # key latency is measured by tests/bench/bench_tui.sh).
 source "$(dirname "$0")/../lib/lib.sh"
 
-if ! command -v tmux >/dev/null; then
-    fail "tmux not installed"
-    summary; exit
-fi
+need_tool tmux
 source "$TESTS_DIR/explorer/tui_lib.sh"
 MAXN=$(grep -oE 'define LS_MAX_N +[0-9]+' "$ROOT/include/landscape/curve.h" | grep -oE '[0-9]+$')
 [ -n "$MAXN" ] || { fail "LS_MAX_N not found in include/landscape/curve.h"; summary; exit; }

@@ -5,10 +5,7 @@
 # command line's (`landscape --csv`, `landscape --json`), printed the same way,
 # and within rounding of the numpy oracle's (tests/oracle/oracle.py).
 source "$(dirname "$0")/../lib/lib.sh"
-if ! command -v tmux >/dev/null; then
-    fail "tmux not installed"
-    summary; exit
-fi
+need_tool tmux
 source "$TESTS_DIR/explorer/tui_lib.sh"
 
 read -r A B E < <("$PYTHON" "$TESTS_DIR/oracle/test_ties.py" --fixture "$WORK" 4 2)

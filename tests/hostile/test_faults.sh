@@ -20,7 +20,7 @@ mkdir -p "$D"
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 # temporaries af_open leaves in a directory (".<base>.tmpXXXXXX")
 temps() { find "$1" -maxdepth 1 -name '.*.tmp*' | wc -l; }
-skip() { echo "test_faults: skipped: $*"; }
+skip() { skip_part "$*"; }
 mark() { echo "test_faults: ${SECONDS}s"; }
 IS_ASAN=0
 grep -qa __asan_init "$MOESCOPE" && IS_ASAN=1
@@ -282,7 +282,8 @@ assert len(j['orders']) == 200, len(j['orders'])
 
 mark
 # ---------------------------------------------------------------- (f) the TUI
-if command -v tmux >/dev/null && [ -f "$ROOT/sample-checkpoints/dense4/seed1.safetensors" ]; then
+[ -f "$ROOT/sample-checkpoints/dense4/seed1.safetensors" ] || fail "sample-checkpoints/dense4 is missing (it is committed)"
+if need_tool tmux "the TUI's refusals" && [ -f "$ROOT/sample-checkpoints/dense4/seed1.safetensors" ]; then
     T=$WORK/tui
     mkdir -p "$T"
     S=$ROOT/sample-checkpoints/dense4
@@ -330,8 +331,6 @@ if command -v tmux >/dev/null && [ -f "$ROOT/sample-checkpoints/dense4/seed1.saf
     fi
     [ "$(sha "$T/a.safetensors")" = "$before" ] && pass || fail "TUI --png-live = input: the input was overwritten"
     tm kill-server 2>/dev/null
-else
-    skip "TUI (no tmux or no sample checkpoints)"
 fi
 
 mark

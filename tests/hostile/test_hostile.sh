@@ -23,7 +23,7 @@ source "$(dirname "$0")/../lib/lib.sh"
 GEN="$PYTHON $TESTS_DIR/lib/gen_ckpt.py"
 D=$WORK/h
 mkdir -p "$D"
-skip() { echo "test_hostile: skipped: $*"; }
+skip() { skip_part "$*"; }
 
 $GEN ckpt "$D/A.safetensors" --seed 1 --n 4 --d 8 --h 16
 $GEN ckpt "$D/B.safetensors" --seed 2 --n 4 --d 8 --h 16

@@ -1,6 +1,9 @@
 # tests/lib/lib.sh - sourced by every tests/*/test_*.sh. $MOESCOPE is the binary under test.
 # check NAME CMD...   passes when CMD exits 0
 # summary             prints "N passed, N failed" and sets the exit code
+# skip_part WHAT      a part this machine cannot run ("SKIP: WHAT"; tests/run.sh counts it)
+# skip_all WHY        the whole test cannot run here: "name: skipped (WHY)", exit 0
+# need_tool TOOL      0 when TOOL is installed, else a skip (a failure under CI)
 : "${MOESCOPE:?MOESCOPE must point at the binary}"
 : "${PYTHON:=/usr/bin/python3}"
 TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)   # tests/
@@ -27,6 +30,16 @@ expect_fail() {
     elif grep -q "Sanitizer\|runtime error" "$WORK/err"; then fail "$name: sanitizer report"; sed 's/^/    /' "$WORK/err" | tail -20
     elif ! grep -Eq -- "$pat" "$WORK/err"; then fail "$name: message does not match /$pat/:"; sed 's/^/    /' "$WORK/err" | tail -5
     else pass; fi
+}
+skip_part() { echo "SKIP: $*"; }
+skip_all() { echo "$(basename "$0" .sh): skipped ($*)"; exit 0; }
+# need_tool TOOL [WHAT]: a missing tool skips WHAT (default: the whole test) on a
+# user's machine and fails under CI (CI set: continuous integration runs make deps)
+need_tool() {
+    command -v "$1" >/dev/null && return 0
+    if [ -n "${CI:-}" ]; then fail "$1 is not installed (CI is set: make deps installs it)"; summary; exit; fi
+    [ -n "${2:-}" ] && { skip_part "$2 ($1 is not installed: make deps installs it)"; return 1; }
+    skip_all "$1 is not installed: make deps installs it"
 }
 summary() {
     echo "$(basename "$0" .sh): $T_PASSED passed, $T_FAILED failed"

@@ -42,6 +42,17 @@ def run(*args, env=None):
                           env=e)
 
 
+def skip_part(what):
+    """A part this machine cannot run: "SKIP: what" (tests/run.sh counts it)."""
+    print("SKIP: %s" % what)
+
+
+def skip_all(name, why):
+    """The whole test cannot run here: "name: skipped (why)"; the exit status (0)."""
+    print("%s: skipped (%s)" % (name, why))
+    return 0
+
+
 def summary(name):
     """Print "name: N passed, N failed" (tests/run.sh adds these up); the exit status."""
     print("%s: %d passed, %d failed" % (name, passed, failed))

@@ -1,12 +1,13 @@
 /* test_realsize.c - the memory paths of real-sized layers, at small sizes:
  * - the expert cost on both sides of the Gram products (d x d Grams in row
  *   blocks of any size, h x h products per pair) against a plain double
- *   reference, and against each other: row blocks change only the grouping of
- *   double sums (agreement to 1e-12 of the largest cost); the h side works in
- *   double (1e-9 of the reference) while the d side rounds its Gram blocks to
- *   float32 as the single-block and the old syrk path did (1e-6, which bounds
- *   the sides' disagreement too); the side the cost model picks is the cheaper
- *   one, and equal experts cost exactly 0;
+ *   reference, and against each other: the h side works in double (1e-9 of the
+ *   reference) while the d side forms its Gram blocks in float32 GEMMs (1e-6,
+ *   which bounds the sides' disagreement and the row blocks' too: a block of
+ *   another height may take another path through the BLAS kernel, as
+ *   OpenBLAS's AVX-512 and SSE3 ones do, and round its float32 sums
+ *   differently); the side the cost model picks is the cheaper one, and equal
+ *   experts cost exactly 0;
  * - align in place equals an out-of-place gather of B by the returned order
  *   and hidden permutations, and align_models, bit for bit;
  * - streamed experts (read one at a time, only the parts asked for) give the
@@ -108,10 +109,11 @@ static void test_cost_sides(void) {
         CHECK(max_diff(one, ref, n * n) <= 1e-6 * scale, "spec %zu: d side vs reference %g", k,
               max_diff(one, ref, n * n) / scale);
         // one row per block, then a few rows: the blocks a large layer is streamed in
+        // (float32 Gram blocks: another block height may round differently)
         double rowb[2] = {1.0, 8.0 * 2 * n * d * 3};
         for (int b = 0; b < 2; b++) {
             cost_with(1, rowb[b], &A, &B, blk);
-            CHECK(max_diff(blk, one, n * n) <= 1e-12 * scale, "spec %zu: blocks of %g bytes vs one block %g",
+            CHECK(max_diff(blk, one, n * n) <= 1e-6 * scale, "spec %zu: blocks of %g bytes vs one block %g",
                   k, rowb[b], max_diff(blk, one, n * n) / scale);
         }
         cost_with(2, 0, &A, &B, hs);

@@ -260,7 +260,7 @@ static void test_digits(void) {
     const char *path = "sample-checkpoints/digits.safetensors";
     FILE *fp = fopen(path, "rb");
     if (!fp) {
-        printf("skip: %s not found\n", path);
+        CHECK(0, "%s is missing (it is committed)", path);
         return;
     }
     fclose(fp);
