@@ -15,6 +15,7 @@
 #include "model/symmetry.h"
 #include "keys.h"
 #include "layers_view.h"
+#include "order_abbrev.h"
 #include "scatter_view.h"
 #include "swap_view.h"
 

@@ -9,6 +9,7 @@
 #include "footer_view.h"
 #include "grid.h"
 #include "heatmap_view.h"
+#include "layers_view.h"
 #include "layout.h"
 #include "orders_view.h"
 #include "pins.h"
@@ -23,18 +24,6 @@ typedef struct {
     char no_eval[200];
     char eval_layer[160]; /* the layer prefix the evaluation set was made for, "" unknown */
 } ui_info;
-
-/* l: the MoE layers of A's checkpoint, to switch A and B to another one */
-typedef struct {
-    char **names;   /* owned (app_set_layers) */
-    int n;
-    int current;    /* the layer shown, -1 unknown */
-    int cursor;
-    int open;       /* the list is on the screen */
-    int top;
-    int loading;    /* the layer being loaded in the background (tui.c), -1 none */
-    double load_frac; /* how far, 0..1 */
-} layer_list;
 
 typedef struct {
     ui_info info;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "axis.h"
-#include "orders_view.h"
+#include "order_abbrev.h"
 #include "pins.h"
 #include "model/symmetry.h"
 

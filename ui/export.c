@@ -10,8 +10,8 @@
 #include "plot/figures.h"
 #include "landscape/rank.h"
 #include "orders_view.h"
-#include "plot/plot_png.h"
 #include "model/symmetry.h"
+#include "plot/plot_write.h"
 
 /* Pins in the colours the live curves do not use (Okabe-Ito, as the rest). */
 static const uint32_t pin_rgb[PINS_MAX] = {0xCC79A7u, 0x56B4E9u, 0x000000u, 0xF0E442u};
@@ -88,7 +88,7 @@ int export_curves_png(const explore_snapshot *v, const pin_set *pins, int metric
     p.series = s;
     p.nseries = ns;
     if (metric_acc) fig_accuracy_range(&p); /* the axis stops at 1 */
-    return plot_png_write(&p, path, err);
+    return plot_write(&p, path, err);
 }
 
 int export_landscape_png(const explore_snapshot *v, const char *a_path, const char *b_path, const char *path,

@@ -11,6 +11,7 @@
 #include "axis.h"
 #include "align/cost_matrix.h"
 #include "landscape/rank.h"
+#include "order_abbrev.h"
 
 void orders_init(orders_state *s) {
     memset(s, 0, sizeof *s);
@@ -198,7 +199,7 @@ long orders_pos_at(const orders_state *s, const ui_rect *r, int y) {
 /* Column geometry of a pane w wide: the spaced order and 8-wide numbers when
  * they fit, else the order's digits without spaces (n <= 10) and 7-wide
  * numbers, so that no column is lost at 80 columns; larger n abbreviate the
- * order (order_abbrev) to the width left (the selected row's whole order is
+ * order (order_abbrev.h) to the width left (the selected row's whole order is
  * in the detail rows under the table). Without accuracy (no labels) the
  * acc.bar column is left out. */
 typedef struct {
@@ -236,40 +237,6 @@ static orders_cols orders_geom(int n, int w, int has_acc) {
 int orders_width(int n, int has_acc) {
     orders_cols c = orders_geom(n, 1 << 20, has_acc);
     return c.x_val + c.nv * c.vw + c.nv - 1;
-}
-
-/* An order in at most w columns: all of it when it fits, "identity",
- * "id except 3 7 9" (the slots that move) or "id except 5 slots" for orders
- * near the identity, else its first entries and "…" ("..." in ASCII). */
-void order_abbrev(const int *o, int n, int w, int utf8, char *buf, size_t cap) {
-    size_t full = moe_order_format(buf, cap, o, n);
-    if ((int)full <= w && full < cap) return;
-    int moved = 0;
-    for (int i = 0; i < n; i++) moved += o[i] != i;
-    if (!moved) {
-        snprintf(buf, cap, "identity");
-        return;
-    }
-    if (moved <= n / 4) {
-        size_t len = (size_t)snprintf(buf, cap, "id except");
-        for (int i = 0; i < n && len < cap; i++)
-            if (o[i] != i) len += (size_t)snprintf(buf + len, cap - len, " %d", i);
-        if ((int)len <= w && len < cap) return;
-        snprintf(buf, cap, "id except %d slots", moved);
-        if ((int)strlen(buf) <= w) return;
-    }
-    const char *more = utf8 ? " \u2026" : " ...";
-    int more_w = utf8 ? 2 : 4;
-    size_t len = 0;
-    buf[0] = 0;
-    for (int i = 0; i < n; i++) {
-        char one[16];
-        int k = snprintf(one, sizeof one, i ? " %d" : "%d", o[i]);
-        if ((int)len + k + more_w > w || len + (size_t)k + 1 >= cap) break;
-        memcpy(buf + len, one, (size_t)k + 1);
-        len += (size_t)k;
-    }
-    if (len + strlen(more) < cap) memcpy(buf + len, more, strlen(more) + 1);
 }
 
 static void put_value(grid *g, int x, int y, int w, int role, double val) {

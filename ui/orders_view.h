@@ -58,9 +58,6 @@ int order_matches(const int *order, int n, const char *filter);
 const char *orders_sort_name(int sort);
 /* Width of a table row with every column (layout.c sizes the pane by it). */
 int orders_width(int n, int has_acc);
-/* An order in at most w columns: whole, "identity", "id except 3 7 9", or its
- * first entries and "…" ("..." in ASCII); buf holds cap bytes. */
-void order_abbrev(const int *o, int n, int w, int utf8, char *buf, size_t cap);
 
 /* log10 of the number of orders a landscape ranges over: n!, or (m!)^g g!
  * for a group-limited router's g groups of m (groups > 1). */

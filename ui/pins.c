@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "orders_view.h"
+#include "order_abbrev.h"
 
 int pins_find(const pin_set *s, const int *order, int n, int wm) {
     for (int i = 0; i < s->n; i++)

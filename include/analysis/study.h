@@ -101,6 +101,5 @@ void study_print(const study *S, FILE *f);
 int study_write_json(const study *S, const char *e_path, const char *path, ms_err *err);
 int study_write_csv(const study *S, const char *path, ms_err *err);
 int study_write_latex(const study *S, const char *path, ms_err *err);
-int study_write_png(const study *S, const char *path, ms_err *err);
 
 #endif

@@ -2,7 +2,7 @@
  * the curve from A to B aligned with it, its barrier, ranks and L-hat.
  * Curves themselves (ls_curve, curve_compute) are in curve.h.
  *
- * The writers of report.c are declared here too: they print exactly the
+ * The writers of landscape_report.c are declared here too: they print exactly the
  * structs of this header and curve.h, and nothing else uses them. */
 #ifndef MS_LANDSCAPE_H
 #define MS_LANDSCAPE_H
@@ -12,23 +12,12 @@
 
 #include "align/align.h"
 #include "landscape/curve.h"
+#include "landscape/landscape_orders.h"
 #include "io/evalset.h"
 #include "model/model.h"
 
 /* `--exhaustive`: every order up to this many experts (11! = 39916800 rows) */
 #define LS_EXHAUSTIVE_FORCED_MAX 11
-
-/* n! as a double: the number of expert orders of n experts */
-double ls_factorial(int n);
-/* n! for people: "40320", or "about 10^13019" once it has more than 15 digits
- * (n! overflows a double at n = 171). */
-void ls_factorial_format(char *buf, size_t cap, int n);
-/* a count given by its log10 for people, as ls_factorial_format: "362880" or
- * "about 10^287" */
-void ls_count_format(char *buf, size_t cap, double log10_count);
-/* log10 of n! and of (m!)^G G!, finite where the counts overflow */
-double ls_factorial_log10(int n);
-double ls_wreath_log10(int G, int m);
 
 /* One order's results. Its experts are not in the row (n up to 256 would make
  * every row 1 KB; an 11-expert table has 39.9M rows): id indexes the
@@ -40,12 +29,6 @@ typedef struct ls_row {
     long id;
 } ls_row;
 
-/* the order of id in orders (norders, n) as ints into p (n) */
-void ls_order_get(const uint8_t *orders, int n, long id, int *p);
-/* order id of orders equals p (n ints) */
-int ls_order_is(const uint8_t *orders, int n, long id, const int *p);
-/* sum_i C[i][pi(i)] (C (n, n)) for order id of orders */
-double ls_order_cost(const double *C, const uint8_t *orders, int n, long id);
 /* the row whose order is p among rows[0..count), -1 when none */
 long ls_rows_find(const ls_row *rows, long count, const uint8_t *orders, int n, const int *p);
 
@@ -87,10 +70,6 @@ typedef struct ls_partition {
     long (*rows_done)(const struct ls_partition *p, long local);
     void *ctx;
 } ls_partition;
-
-/* The share [*lo, *hi) of items [0, total) that process rank of size computes: contiguous,
- * sizes differing by at most one. */
-void ls_share(long total, int rank, int size, long *lo, long *hi);
 
 typedef struct {
     int T;               /* points, default 25 */
@@ -140,8 +119,6 @@ typedef struct {
 
 void ls_opts_default(ls_opts *o);
 
-/* (m!)^G G!: the expert orders that map G groups of m experts onto groups */
-double ls_wreath_count(int G, int m);
 /* The orders landscape_compute ranges over for a layer of config c: their
  * number (all of them when *exhaustive, else the sample size); *groups > 1
  * when they are a group-limited router's group-preserving orders (the
@@ -222,9 +199,6 @@ void landscape_free(landscape *L);
 int landscape_write_json(const landscape *L, const char *a_path, const char *b_path,
                          const char *e_path, const char *layer, const char *path, ms_err *err);
 int landscape_write_csv(const landscape *L, const char *path, ms_err *err);
-/* Every order's assignment cost sum_i C[i][pi(i)] against its barrier, one
- * panel per cost (gate, expert), chosen and best orders marked (PNG). */
-int landscape_write_scatter_png(const landscape *L, const char *path, ms_err *err);
 /* Curves side by side: columns t, then <name>_loss (and <name>_acc when the
  * curve has accuracy) for each of the nc curves; written atomically. */
 int curves_write_csv(const ls_curve *curves, const char *const *names, int nc, const char *path,

@@ -7,7 +7,7 @@
 #define MS_FIGURES_H
 
 #include "landscape/landscape.h"
-#include "plot/plot_png.h"
+#include "plot/plot.h"
 
 /* "naive 0 1 2 3 (barrier 0.143)"; acc: "(acc. barrier 0.0123)". order may be
  * NULL (no order printed). */

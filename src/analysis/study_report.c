@@ -10,7 +10,6 @@
 
 #include "io/atomic_file.h"
 #include "io/json_file.h"
-#include "plot/plot_png.h"
 #include "io/provenance.h"
 #include "landscape/rank.h"
 #include "analysis/study.h"

@@ -12,7 +12,7 @@
 #include "core/blas_threads.h"
 #include "io/family.h"
 #include "analysis/ms_limits.h"
-#include "plot/plot_png.h"
+#include "plot/plot.h"
 #include "core/progress.h"
 #include "io/model_io.h"
 #include "io/provenance.h"

@@ -13,8 +13,8 @@
 #include "plot/figures.h"
 #include "io/provenance.h"
 #include "landscape/landscape.h"
-#include "plot/plot_png.h"
 #include "model/symmetry.h"
+#include "plot/plot_write.h"
 
 static const char *USAGE =
     "moescope curve A.safetensors B.safetensors --eval E [--order 2,0,3,1]... [--points 25] "
@@ -180,7 +180,7 @@ static int curves_png(const ls_curve *curves, char names[][48], int ncurves, int
     p.ylabel = kind == LS_LAYER ? "layer-output loss" : "loss";
     p.series = s;
     p.nseries = ncurves + 1;
-    int rc = plot_png_write(&p, png, err);
+    int rc = plot_write(&p, png, err);
     free(tx);
     return rc;
 }

@@ -11,11 +11,12 @@
 #include "cli/cli.h"
 #include "plot/figures.h"
 #include "landscape/landscape.h"
-#include "plot/plot_png.h"
 #include "core/progress.h"
 #include "landscape/rank.h"
 #include "model/symmetry.h"
 #include "network/net_landscape.h"
+#include "plot/plot_write.h"
+#include "plot/scatter_png.h"
 
 static const char *USAGE =
     "moescope landscape A.safetensors B.safetensors --eval E [--points 25] [--json F] [--csv F] "
@@ -195,7 +196,7 @@ static int write_curves_png(const landscape *L, const char *pa, const char *pb, 
     p.ylabel = L->kind == LS_LAYER ? "layer-output loss" : "loss";
     p.series = s;
     p.nseries = 5;
-    return plot_png_write(&p, path, err);
+    return plot_write(&p, path, err);
 }
 
 /* the orders ranked and the sampled estimates, for people */

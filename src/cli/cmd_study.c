@@ -14,6 +14,7 @@
 #include "io/safetensors.h"
 #include "analysis/study.h"
 #include "io/model_io.h"
+#include "plot/study_png.h"
 
 #define USAGE                                                                                    \
     "moescope study CKPT1 CKPT2 [CKPT3 ...] | DIR --eval E [--points 25] [--json F] [--csv F] " \

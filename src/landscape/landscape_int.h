@@ -278,10 +278,10 @@ int ls_run_job(lsx *x, ls_job *job);
 int ls_load_samples(lsx *x, int sc);
 int ls_sweep(lsx *x, ls_job *job);
 
-/* landscape.c: order k of the rows (exhaustive: the k-th in lexicographic order) */
+/* landscape_orders.c: order k of the rows (exhaustive: the k-th in lexicographic order) */
 void ls_order_of(const lsx *x, long k, int *p);
 
-/* landscape.c, shared with the objective's driver (landscape_obj.c), which has no lsx: */
+/* landscape_orders.c, shared with the objective's driver (landscape_obj.c), which has no lsx: */
 /* every order of the exhaustive set (S_n, or with groups > 1 the wreath group's)
  * into o (norders, n), in row order */
 void ls_orders_all(uint8_t *o, int n, int groups, long norders);
@@ -289,7 +289,7 @@ void ls_orders_all(uint8_t *o, int n, int groups, long norders);
 void ls_orders_sample(uint8_t *out, int n, int groups, long nsample, uint64_t seed);
 /* the index of order p among L's orders, -1 if not there */
 long ls_order_index(const landscape *L, int exhaustive, int groups, long norders, const int *p);
-/* ranks (rank.h: tolerance tau, tie class, AUC tie-break), L-hat and the best
+/* landscape.c: ranks (rank.h: tolerance tau, tie class, AUC tie-break), L-hat and the best
  * barrier from L's first filled rows; valid when every order not done has a
  * lower bound above both chosen barriers + tau */
 void ls_ranks(landscape *L, long filled, int exhaustive, long norders);

@@ -8,6 +8,7 @@
 
 #include "landscape/rank.h"
 #include "model/symmetry.h"
+#include "plot/plot_write.h"
 
 void fig_curve_label(char *buf, int cap, const char *name, const int *order, int n, double barrier, int acc) {
     // above 16 experts the first 8 and the count: the legend keeps its barrier
@@ -111,7 +112,7 @@ int fig_landscape_write(const fig_landscape *f, const char *path, ms_err *err) {
     }
     snprintf(title, sizeof title, "loss barrier of %s %ld expert orders (n = %d), sorted%s%s%s%s",
              f->exhaustive ? "all" : "sampled", f->nrows, f->n, a[0] ? ": " : "", a, a[0] ? " and " : "", b);
-    int rc = plot_png_landscape_ex(bars, f->nrows, idx, labels, rgb, nm, title, f->log_rank, path, err);
+    int rc = plot_landscape_write_ex(bars, f->nrows, idx, labels, rgb, nm, title, f->log_rank, path, err);
     free(bars);
     return rc;
 }

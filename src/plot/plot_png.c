@@ -148,17 +148,6 @@ static void cv_text_up(canvas *c, const bm_font *f, const char *s, int x, int y,
 
 /* ---- ticks ---- */
 
-double plot_nice_step(double lo, double hi, int target) {
-    double span = hi - lo;
-    if (!(span > 0) || !isfinite(span)) return 1;
-    if (target < 1) target = 1;
-    double raw = span / target;
-    double p = pow(10, floor(log10(raw)));
-    double m = raw / p;
-    double nice = m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10;
-    return nice * p;
-}
-
 /* Tick label for v with a step of `step`: enough decimals to tell ticks apart. */
 static void tick_label(char *buf, size_t n, double v, double step, double maxabs) {
     if (fabs(v) < step * 1e-6) v = 0; /* no "-0" */
@@ -175,14 +164,6 @@ static void tick_label(char *buf, size_t n, double v, double step, double maxabs
 /* ---- the plot ---- */
 
 typedef struct {
-    const plot_vline *vlines;
-    int nvlines;
-    double min_xstep;  /* x ticks at least this far apart (1 for ranks) */
-    double marker_r;   /* marker radius before scaling; 0 = 3.5 */
-    int outline_markers;
-} plot_extra;
-
-typedef struct {
     int x0, y0, x1, y1; /* plot area, inclusive pixel box */
     double xlo, xhi, ylo, yhi;
     int xlog;           /* x on a log10 scale (xlo > 0) */
@@ -194,35 +175,6 @@ static double map_x(const frame *f, double x) {
 }
 static double map_y(const frame *f, double y) {
     return f->y1 + 1 - (y - f->ylo) / (f->yhi - f->ylo) * (f->y1 + 1 - f->y0);
-}
-
-static int auto_range(double lo, double hi) { return isnan(lo) || isnan(hi) || !(lo < hi); }
-
-/* Data range of x or y over all series (finite values of points with both finite). */
-static void data_range(const plot_spec *p, int want_y, double *lo, double *hi) {
-    *lo = INFINITY;
-    *hi = -INFINITY;
-    for (int s = 0; s < p->nseries; s++) {
-        const plot_series *se = &p->series[s];
-        for (int i = 0; i < se->n; i++) {
-            double x = se->x[i], y = se->y[i];
-            if (!isfinite(x) || !isfinite(y)) continue;
-            double v = want_y ? y : x;
-            if (v < *lo) *lo = v;
-            if (v > *hi) *hi = v;
-        }
-    }
-}
-
-static void widen_degenerate(double *lo, double *hi) {
-    if (!isfinite(*lo) || !isfinite(*hi)) {
-        *lo = 0;
-        *hi = 1;
-    } else if (*lo == *hi) {
-        double d = fabs(*lo) > 0 ? fabs(*lo) * 0.1 : 0.5;
-        *lo -= d;
-        *hi += d;
-    }
 }
 
 /* Clip the segment to the clip box grown by m (Liang-Barsky); 0 when nothing is left. */
@@ -338,6 +290,7 @@ typedef struct {
     double ystep, xstep, ymaxabs, xmaxabs;
     double yt[MAX_TICKS], xt[MAX_TICKS];
     int nyt, nxt;
+    int yauto;     /* the y range is the data's (not the spec's) */
 } layout;
 
 /* Ranges, ticks and margins; headroom is the fraction of the plot height kept
@@ -350,23 +303,9 @@ static void layout_compute(const plot_spec *p, const plot_extra *ex, int W, int 
     L->ts = s;
     while (L->ts > 1 && p->title && bm_text_width(ft, p->title, L->ts) > W - 16 * s) L->ts--;
     L->lht = bm_line_height(ft, L->ts);
-    double dlo, dhi;
-    data_range(p, 0, &dlo, &dhi);
-    if (auto_range(p->xmin, p->xmax)) {
-        f->xlo = dlo, f->xhi = dhi;
-        widen_degenerate(&f->xlo, &f->xhi);
-    } else {
-        f->xlo = p->xmin, f->xhi = p->xmax;
-    }
-    data_range(p, 1, &dlo, &dhi);
-    if (auto_range(p->ymin, p->ymax)) {
-        widen_degenerate(&dlo, &dhi);
-        double m = 0.06 * (dhi - dlo);
-        f->ylo = dlo - m, f->yhi = dhi + m;
-        if (headroom > 0 && headroom < 0.8) f->yhi = f->ylo + (f->yhi - f->ylo) / (1 - headroom);
-    } else {
-        f->ylo = p->ymin, f->yhi = p->ymax;
-    }
+    plot_axis_range(p, 0, &f->xlo, &f->xhi);
+    L->yauto = plot_axis_range(p, 1, &f->ylo, &f->yhi);
+    if (L->yauto && headroom > 0 && headroom < 0.8) f->yhi = f->ylo + (f->yhi - f->ylo) / (1 - headroom);
 
     // y ticks first: their labels decide the left margin
     int ytarget = (H / s) / 70;
@@ -476,8 +415,8 @@ static void render(const plot_spec *p, const plot_extra *ex, canvas *c, const bm
                    const bm_font *ft) {
     int W = c->w, H = c->h;
     int s = plot_scale(p->scale, W, H);
-    double lw = (p->line_width > 0 ? p->line_width : 2.25) * s;
-    double mr = (ex && ex->marker_r > 0 ? ex->marker_r : 3.5) * s;
+    double lw = plot_line_px(p, s);
+    double mr = (ex && ex->marker_r > 0 ? ex->marker_r : PLOT_MARKER_R) * s;
 
     // layout; when the legend would cover data in every corner, make room above
     // the data (auto y range only) and lay out again
@@ -486,7 +425,7 @@ static void render(const plot_spec *p, const plot_extra *ex, canvas *c, const bm
     legend_dims ld;
     legend_measure(p, fb, s, &ld);
     int bx = 0, by = 0;
-    if (ld.n > 0 && legend_place(p, &Ly.f, &ld, &bx, &by) > 0 && auto_range(p->ymin, p->ymax)) {
+    if (ld.n > 0 && legend_place(p, &Ly.f, &ld, &bx, &by) > 0 && Ly.yauto) {
         double room = (double)(ld.h + 2 * ld.margin) / (Ly.f.y1 + 1 - Ly.f.y0);
         if (room < 0.6) {
             layout_compute(p, ex, W, H, s, fb, ft, room, &Ly);
@@ -617,44 +556,11 @@ static void render(const plot_spec *p, const plot_extra *ex, canvas *c, const bm
     }
 }
 
-plot_size plot_default_size = {960, 600, 0};
-
-int plot_scale(int asked, int W, int H) {
-    int s = asked > 0 ? asked : (W >= 1600 ? 2 : 1);
-    // capped by what the canvas holds: a long legend entry needs ~480 px per step
-    int room = (W < H * 3 / 2 ? W : H * 3 / 2) / 480;
-    if (s > room) s = room;
-    return s < 1 ? 1 : s > 4 ? 4 : s;
-}
-
-void plot_spec_init(plot_spec *p) {
-    memset(p, 0, sizeof *p);
-    p->width = plot_default_size.w;
-    p->height = plot_default_size.h;
-    p->scale = plot_default_size.scale;
-    p->xmin = p->xmax = p->ymin = p->ymax = NAN;
-}
-
-int plot_parse_size(const char *s, plot_size *out) {
-    int w, h;
-    char tail;
-    if (sscanf(s, "%dx%d%c", &w, &h, &tail) != 2 || w < 160 || h < 120 || w > 16384 || h > 16384) return -1;
-    out->w = w;
-    out->h = h;
-    return 0;
-}
-
 static int render_checked(const plot_spec *p, const plot_extra *ex, uint8_t **rgb_out, int *w_out,
                           int *h_out, ms_err *err) {
-    int W = p->width > 0 ? p->width : 960, H = p->height > 0 ? p->height : 600;
-    if (W < 160 || H < 120 || W > 16384 || H > 16384)
-        return ms_fail(err, "PNG plot: size %dx%d out of range (160x120 .. 16384x16384)", W, H);
-    for (int s = 0; s < p->nseries; s++) {
-        const plot_series *se = &p->series[s];
-        if (se->n < 0 || (se->n > 0 && (!se->x || !se->y)))
-            return ms_fail(err, "PNG plot: series %d ('%s') has no data", s,
-                           se->label ? se->label : "");
-    }
+    int W, H;
+    plot_dims(p, &W, &H);
+    if (plot_check(p, err)) return -1;
     bm_font *fb, *ft;
     if (load_fonts(&fb, &ft, err)) return -1;
     canvas c;
@@ -789,10 +695,9 @@ static void figure_words(const plot_spec *const *panels, int np, char **title, c
     }
 }
 
-/* p as SVG when path ends in .svg, else as a PNG whose text chunks also carry
- * the title and the legend (one label a line). */
-static int plot_png_write_ex(const plot_spec *p, const plot_extra *ex, const char *path, ms_err *err) {
-    if (plot_is_svg(path)) return plot_svg_write_guides(p, ex ? ex->vlines : NULL, ex ? ex->nvlines : 0, path, err);
+/* p as a PNG whose text chunks also carry the title and the legend (one label
+ * a line). */
+int plot_png_file(const plot_spec *p, const plot_extra *ex, const char *path, ms_err *err) {
     uint8_t *rgb;
     int w, h;
     if (render_checked(p, ex, &rgb, &w, &h, err)) return ms_prefix(err, "%s", path);
@@ -805,11 +710,7 @@ static int plot_png_write_ex(const plot_spec *p, const plot_extra *ex, const cha
     return rc;
 }
 
-int plot_png_write(const plot_spec *p, const char *path, ms_err *err) { return plot_png_write_ex(p, NULL, path, err); }
-
-int plot_write_stack(const plot_spec *const *panels, int np, const char *path, ms_err *err) {
-    if (np < 1) return ms_fail(err, "%s: no plot", path);
-    if (plot_is_svg(path)) return plot_svg_write_stack(panels, np, path, err);
+int plot_png_stack(const plot_spec *const *panels, int np, const char *path, ms_err *err) {
     uint8_t **rgb = ms_calloc((size_t)np, sizeof(uint8_t *));
     int *hs = ms_calloc((size_t)np, sizeof(int)), W = 0, H = 0, rc = 0;
     for (int k = 0; k < np && !rc; k++) {
@@ -843,84 +744,6 @@ int plot_write_stack(const plot_spec *const *panels, int np, const char *path, m
 
 /* ---- the landscape ---- */
 
-static int plot_png_write_ex(const plot_spec *p, const plot_extra *ex, const char *path, ms_err *err);
-
-/* The landscape's spec: the arrays it points into are owned by b. */
-typedef struct {
-    double *xs, *mx, *my;
-    plot_series *ser;
-    plot_vline *vl;
-    char allbuf[64];
-    plot_spec p;
-    plot_extra ex;
-} landscape_fig;
-
-static void landscape_fig_free(landscape_fig *b) {
-    free(b->xs);
-    free(b->ser);
-    free(b->mx);
-    free(b->my);
-    free(b->vl);
-}
-
-static int landscape_fig_build(const double *barriers_sorted, long n, const long *marked_idx,
-                               const char *const *marked_labels, const uint32_t *marked_rgb, int nmarked,
-                               const char *title, int width, int height, int log_rank, landscape_fig *b,
-                               ms_err *err) {
-    memset(b, 0, sizeof *b);
-    if (n < 1) return ms_fail(err, "landscape plot: no orders");
-    if (n > 100000000L) return ms_fail(err, "landscape plot: %ld orders is too many", n);
-    for (int k = 0; k < nmarked; k++)
-        if (marked_idx[k] < 0 || marked_idx[k] >= n)
-            return ms_fail(err, "landscape plot: marked order %d has index %ld, outside 0..%ld",
-                           k, marked_idx[k], n - 1);
-    // x = rank (1-based), y = barrier
-    b->xs = ms_malloc((size_t)n * sizeof(double));
-    for (long i = 0; i < n; i++) b->xs[i] = (double)(i + 1);
-    int ns = 1 + nmarked;
-    b->ser = ms_calloc((size_t)ns, sizeof(plot_series));
-    b->mx = ms_calloc((size_t)(nmarked + 1), sizeof(double));
-    b->my = ms_calloc((size_t)(nmarked + 1), sizeof(double));
-    b->vl = ms_calloc((size_t)(nmarked + 1), sizeof(plot_vline));
-    snprintf(b->allbuf, sizeof b->allbuf, "all %ld orders", n);
-    b->ser[0] = (plot_series){.label = b->allbuf, .x = b->xs, .y = barriers_sorted, .n = (int)n,
-                              .rgb = PLOT_RGB_OTHER, .markers = n <= 150};
-    for (int k = 0; k < nmarked; k++) {
-        b->mx[k] = (double)(marked_idx[k] + 1);
-        b->my[k] = barriers_sorted[marked_idx[k]];
-        b->ser[1 + k] = (plot_series){.label = marked_labels ? marked_labels[k] : NULL,
-                                      .x = &b->mx[k], .y = &b->my[k], .n = 1,
-                                      .rgb = marked_rgb ? marked_rgb[k] : PLOT_RGB_ALIGNED,
-                                      .markers = 1, .no_line = 1, .marker_size = 6};
-        // marks on the same order (or a few pixels apart): the earlier ones (drawn
-        // below) get bigger, so each shows as a ring around the next
-        long near = n / 200;
-        for (int j = k + 1; j < nmarked; j++)
-            if (labs(marked_idx[j] - marked_idx[k]) <= near) b->ser[1 + k].marker_size += 3;
-        b->vl[k] = (plot_vline){b->mx[k], b->ser[1 + k].rgb};
-    }
-    plot_spec_init(&b->p);
-    b->p.title = title;
-    b->p.xlabel = "order rank (1 = lowest barrier)";
-    b->p.ylabel = "loss barrier";
-    b->p.width = width > 0 ? width : 960;
-    b->p.height = height > 0 ? height : 600;
-    b->p.series = b->ser;
-    b->p.nseries = ns;
-    b->p.line_width = n > 150 ? 2.0 : 1.5;
-    // a little room on both sides so the end markers are not cut by the frame
-    double xm = n > 1 ? 0.02 * (double)(n - 1) : 0.5;
-    b->p.xmin = 1 - xm, b->p.xmax = (double)n + xm;
-    if (log_rank && n > 1) { /* the top ranks get as much room as the rest */
-        b->p.xlog = 1;
-        b->p.xmin = 0.85, b->p.xmax = (double)n * 1.15;
-        b->p.xlabel = "order rank (1 = lowest barrier), log scale";
-    }
-    b->ex = (plot_extra){.vlines = b->vl, .nvlines = nmarked, .min_xstep = 1, .marker_r = 3.0,
-                         .outline_markers = 1};
-    return 0;
-}
-
 int plot_landscape_render_rgb(const double *barriers_sorted, long n, const long *marked_idx,
                               const char *const *marked_labels, const uint32_t *marked_rgb,
                               int nmarked, const char *title, int width, int height,
@@ -929,27 +752,6 @@ int plot_landscape_render_rgb(const double *barriers_sorted, long n, const long 
     int rc = landscape_fig_build(barriers_sorted, n, marked_idx, marked_labels, marked_rgb, nmarked, title, width,
                                  height, 0, &b, err);
     if (!rc) rc = render_checked(&b.p, &b.ex, rgb_out, NULL, NULL, err);
-    landscape_fig_free(&b);
-    return rc;
-}
-
-int plot_png_landscape(const double *barriers_sorted, long n, const long *marked_idx,
-                       const char *const *marked_labels, const uint32_t *marked_rgb,
-                       int nmarked, const char *title, const char *path, ms_err *err) {
-    return plot_png_landscape_ex(barriers_sorted, n, marked_idx, marked_labels, marked_rgb, nmarked, title, 0, path,
-                                 err);
-}
-
-int plot_png_landscape_ex(const double *barriers_sorted, long n, const long *marked_idx,
-                          const char *const *marked_labels, const uint32_t *marked_rgb, int nmarked,
-                          const char *title, int log_rank, const char *path, ms_err *err) {
-    landscape_fig b;
-    int rc = landscape_fig_build(barriers_sorted, n, marked_idx, marked_labels, marked_rgb, nmarked, title,
-                                 plot_default_size.w, plot_default_size.h, log_rank, &b, err);
-    if (!rc) {
-        b.p.scale = plot_default_size.scale;
-        rc = plot_png_write_ex(&b.p, &b.ex, path, err);
-    }
     landscape_fig_free(&b);
     return rc;
 }

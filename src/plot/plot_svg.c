@@ -1,18 +1,17 @@
-/* plot_svg.c - the line plots of plot_png.h as SVG: vector output for papers
+/* plot_svg.c - the line plots of plot.h as SVG: vector output for papers
  * and slides, written by moescope itself (no converter). The same series,
  * colours, dashes, markers, title, axis labels and legend as the PNG; the
- * ranges and 1/2/5 x 10^k ticks are chosen the same way. Each series is a
- * <g class="series"> whose data-label is its legend text, so a script can
- * find every curve. Written atomically (atomic_file.h). */
+ * ranges, 1/2/5 x 10^k ticks and line widths are plot.c's, as the PNG's. Each
+ * series is a <g class="series"> whose data-label is its legend text, so a
+ * script can find every curve. Written atomically (atomic_file.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/atomic_file.h"
-#include "plot_int.h"
-#include "plot/plot_png.h"
 #include "io/provenance.h"
+#include "plot_int.h"
 
 /* s with the five XML specials escaped */
 static void xml_put(FILE *fp, const char *s) {
@@ -25,26 +24,6 @@ static void xml_put(FILE *fp, const char *s) {
         case '\'': fputs("&apos;", fp); break;
         default: fputc(*s, fp);
         }
-    }
-}
-
-/* the range of the finite values of every series (y: with a 6% margin, as the PNG) */
-static void svg_range(const plot_spec *p, int want_y, double *lo, double *hi) {
-    *lo = INFINITY;
-    *hi = -INFINITY;
-    for (int s = 0; s < p->nseries; s++)
-        for (int i = 0; i < p->series[s].n; i++) {
-            double v = want_y ? p->series[s].y[i] : p->series[s].x[i];
-            if (isfinite(v)) *lo = fmin(*lo, v), *hi = fmax(*hi, v);
-        }
-    if (!isfinite(*lo)) *lo = 0, *hi = 1;
-    if (!(*hi > *lo)) *lo -= 0.5, *hi += 0.5;
-    double set_lo = want_y ? p->ymin : p->xmin, set_hi = want_y ? p->ymax : p->xmax;
-    if (set_lo < set_hi) {
-        *lo = set_lo, *hi = set_hi;
-    } else if (want_y) {
-        double m = 0.06 * (*hi - *lo);
-        *lo -= m, *hi += m;
     }
 }
 
@@ -127,7 +106,7 @@ static void svg_series(FILE *fp, const svg_frame *f, const plot_series *se, doub
         }
     }
     if (se->markers || se->no_line) {
-        double r = se->marker_size > 0 ? se->marker_size : 3.5;
+        double r = se->marker_size > 0 ? se->marker_size : PLOT_MARKER_R;
         if (se->no_line && se->n > 2000) r = 1.5;
         for (int i = 0; i < se->n; i++)
             if (isfinite(se->x[i]) && isfinite(se->y[i]))
@@ -169,11 +148,11 @@ static void svg_legend(FILE *fp, const plot_spec *p, const svg_frame *f, double 
 }
 
 static void svg_body(FILE *fp, const plot_spec *p, const plot_vline *g, int ng, int W, int H, int id) {
-    double s = plot_scale(p->scale, W, H), fs = 13 * s, lw = (p->line_width > 0 ? p->line_width : 2.25) * s;
+    double s = plot_scale(p->scale, W, H), fs = 13 * s, lw = plot_line_px(p, s);
     svg_frame f = {.x0 = 60 * s + (p->ylabel ? fs * 1.5 : 0), .y0 = p->title ? 40 * s : 16 * s, .x1 = W - 24 * s,
                    .y1 = H - 36 * s - (p->xlabel ? fs * 1.5 : 0)};
-    svg_range(p, 0, &f.xlo, &f.xhi);
-    svg_range(p, 1, &f.ylo, &f.yhi);
+    plot_axis_range(p, 0, &f.xlo, &f.xhi);
+    plot_axis_range(p, 1, &f.ylo, &f.yhi);
     f.xlog = p->xlog && f.xlo > 0;
     fprintf(fp, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", W, H);
     if (p->title) {
@@ -213,24 +192,15 @@ static void svg_body(FILE *fp, const plot_spec *p, const plot_vline *g, int ng, 
     fputs("</g>\n", fp);
 }
 
-static int svg_check(const plot_spec *p, const char *path, ms_err *err) {
-    int W = p->width > 0 ? p->width : 960, H = p->height > 0 ? p->height : 600;
-    if (W < 160 || H < 120 || W > 16384 || H > 16384)
-        return ms_fail(err, "%s: plot size %dx%d out of range (160x120 .. 16384x16384)", path, W, H);
-    for (int s = 0; s < p->nseries; s++)
-        if (p->series[s].n < 0 || (p->series[s].n > 0 && (!p->series[s].x || !p->series[s].y)))
-            return ms_fail(err, "%s: series %d has no data", path, s);
-    return 0;
-}
-
 /* panels stacked, the first with guide lines */
-static int svg_write(const plot_spec *const *panels, int np, const plot_vline *g, int ng, const char *path,
-                     ms_err *err) {
+int plot_svg_file(const plot_spec *const *panels, int np, const plot_vline *g, int ng, const char *path,
+                  ms_err *err) {
     int W = 0, H = 0;
     for (int k = 0; k < np; k++) {
-        if (svg_check(panels[k], path, err)) return -1;
-        W = panels[k]->width > 0 ? panels[k]->width : 960;
-        H += panels[k]->height > 0 ? panels[k]->height : 600;
+        int h;
+        if (plot_check(panels[k], err)) return ms_prefix(err, "%s", path);
+        plot_dims(panels[k], &W, &h);
+        H += h;
     }
     atomic_file af;
     if (af_open(&af, path, err)) return -1;
@@ -253,8 +223,8 @@ static int svg_write(const plot_spec *const *panels, int np, const plot_vline *g
     fputs("</metadata>\n", fp);
     // panels top to bottom, each in its own coordinates (clip ids differ)
     for (int k = 0, y = 0; k < np; k++) {
-        int w = panels[k]->width > 0 ? panels[k]->width : 960;
-        int h = panels[k]->height > 0 ? panels[k]->height : 600;
+        int w, h;
+        plot_dims(panels[k], &w, &h);
         fprintf(fp, "<g class=\"panel\" transform=\"translate(0,%d)\">\n", y);
         svg_body(fp, panels[k], k ? NULL : g, k ? 0 : ng, w, h, k);
         fputs("</g>\n", fp);
@@ -262,19 +232,4 @@ static int svg_write(const plot_spec *const *panels, int np, const plot_vline *g
     }
     fputs("</svg>\n", fp);
     return af_commit(&af, err);
-}
-
-int plot_svg_write_stack(const plot_spec *const *panels, int np, const char *path, ms_err *err) {
-    return svg_write(panels, np, NULL, 0, path, err);
-}
-
-int plot_svg_write(const plot_spec *p, const char *path, ms_err *err) { return svg_write(&p, 1, NULL, 0, path, err); }
-
-int plot_svg_write_guides(const plot_spec *p, const plot_vline *g, int ng, const char *path, ms_err *err) {
-    return svg_write(&p, 1, g, ng, path, err);
-}
-
-int plot_is_svg(const char *path) {
-    size_t n = strlen(path);
-    return n > 4 && (!strcmp(path + n - 4, ".svg") || !strcmp(path + n - 4, ".SVG"));
 }

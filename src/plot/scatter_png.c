@@ -3,14 +3,15 @@
  * barrier), one panel per cost (gate above, expert below), the chosen order
  * and the best order marked, Spearman's rho in the title. PNG, or SVG for a
  * path ending in .svg. */
+#include "plot/scatter_png.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "landscape/landscape.h"
-#include "plot/plot_png.h"
 #include "landscape/rank.h"
+#include "plot/plot_write.h"
 
 /* each panel 0.8 of the figure height (--size; default 960 x 600) */
 #define SC_W (plot_default_size.w)

@@ -2,12 +2,13 @@
  * skip-order, gate and expert loss barriers (pairs along x); below, a strip of
  * each method's rank percentile per pair (0% = the best order; a sampled
  * landscape adds its 95% interval as a line). PNG, or SVG for a .svg path. */
+#include "plot/study_png.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "plot/plot_png.h"
-#include "analysis/study.h"
+#include "plot/plot_write.h"
 
 /* panel sizes from the figure size (--size; default 960 x 600): bars 0.9, strip 0.5 of its height */
 #define ST_W (plot_default_size.w)

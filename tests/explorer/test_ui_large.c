@@ -19,6 +19,7 @@
 #include "landscape/rank.h"
 #include "swap_view.h"
 #include "model/symmetry.h"
+#include "order_abbrev.h"
 #include "testlib.h"
 
 /* the most experts the explorer takes here, at most 64 */

@@ -14,6 +14,7 @@
 #include "plot/bitmap_font.h"
 #include "plot/plot_png.h"
 #include "core/rng.h"
+#include "plot/plot_write.h"
 #include "testlib.h"
 
 /* Pixels of buf (h,w,3) in rows [y0,y1) within RGB distance tol of rgb. */
@@ -137,7 +138,7 @@ static void test_curves(void) {
     // write, decode, compare pixel by pixel (PNG is lossless)
     char path[600];
     out_path(path, sizeof path, "curves.png");
-    rc = plot_png_write(&p, path, &err);
+    rc = plot_write(&p, path, &err);
     CHECK(rc == 0, "write: %s", err.msg);
     int rw = 0, rh = 0;
     uint8_t *back = read_png(path, &rw, &rh);
@@ -154,7 +155,7 @@ static void test_curves(void) {
     p.width = 1920;
     p.height = 1200;
     out_path(path, sizeof path, "curves_big.png");
-    rc = plot_png_write(&p, path, &err);
+    rc = plot_write(&p, path, &err);
     CHECK(rc == 0, "write big: %s", err.msg);
     back = read_png(path, &rw, &rh);
     CHECK(back && rw == 1920 && rh == 1200, "big: decoded %dx%d", rw, rh);
@@ -254,7 +255,7 @@ static void test_atomic(void) {
 
     // a directory that does not exist: clear message, nothing created
     snprintf(path, sizeof path, "%s/no/such/dir/plot.png", dir);
-    int rc = plot_png_write(&p, path, &err);
+    int rc = plot_write(&p, path, &err);
     CHECK(rc == -1, "write into a missing directory succeeded");
     CHECK(strstr(err.msg, "does not exist") && strstr(err.msg, "plot.png"),
           "message: %s", err.msg);
@@ -263,7 +264,7 @@ static void test_atomic(void) {
     // the destination is a directory: fails, no temporary left beside it
     snprintf(path, sizeof path, "%s/sub", dir);
     mkdir(path, 0755);
-    rc = plot_png_write(&p, path, &err);
+    rc = plot_write(&p, path, &err);
     CHECK(rc == -1 && strstr(err.msg, "directory"), "write over a directory: %s", err.msg);
     CHECK(count_entries(dir) == 1, "temporaries left in %s: %d entries", dir,
           count_entries(dir));
@@ -276,7 +277,7 @@ static void test_atomic(void) {
     fclose(fp);
     struct stat st0, st1;
     stat(path, &st0);
-    rc = plot_png_write(&p, path, &err);
+    rc = plot_write(&p, path, &err);
     CHECK(rc == 0, "replace: %s", err.msg);
     stat(path, &st1);
     CHECK(st0.st_ino != st1.st_ino, "file rewritten in place (same inode), not renamed");
@@ -321,7 +322,7 @@ static void test_landscape(void) {
     }
     char path[600];
     out_path(path, sizeof path, "landscape.png");
-    rc = plot_png_landscape(bar, n, idx, labels, cols, 3, "Barrier of every expert order",
+    rc = plot_landscape_write(bar, n, idx, labels, cols, 3, "Barrier of every expert order",
                             path, &err);
     CHECK(rc == 0, "landscape write: %s", err.msg);
     int w, h;
@@ -336,7 +337,7 @@ static void test_landscape(void) {
     uint32_t c2[2] = {PLOT_RGB_EXPERT, PLOT_RGB_GATE};
     double b24[24];
     for (int i = 0; i < 24; i++) b24[i] = bar[i * 1680];
-    rc = plot_png_landscape(b24, 24, idx2, l2, c2, 2, "Barrier of the 24 expert orders", path,
+    rc = plot_landscape_write(b24, 24, idx2, l2, c2, 2, "Barrier of the 24 expert orders", path,
                             &err);
     CHECK(rc == 0, "landscape 24: %s", err.msg);
 
