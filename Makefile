@@ -37,12 +37,13 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined
 #                 loading and saving a layer, atomic files, provenance
 #   src/align     expert costs, the assignment solver, weight matching, align
 #   src/landscape every expert order, curves, ranks, its reports
+#   src/analysis  diagnose, study, lesson, the memory budget
 #   src/plot      PNG/SVG figures and the bitmap font
-#   src/analysis  diagnose, study, lesson
 #   src/explore   the explorer's background workers (no curses)
 #   src/cli       main.c and the subcommands
 #   src/mpi       moescope-mpi's own files (compiled with MPI's headers)
 #   ui/           the ncurses explorer: the only code that sees curses
+# Each folder uses only those listed before it (tests/codebase/test_layering.py).
 # Three archives, one direction of dependence: ui -> cli -> library.
 #   libmoescope.a      every src/ folder but cli/ and mpi/ (no curses, no MPI)
 #   libmoescope_cli.a  src/cli/ without main.c
