@@ -289,7 +289,7 @@ void ls_orders_all(uint8_t *o, int n, int groups, long norders);
 void ls_orders_sample(uint8_t *out, int n, int groups, long nsample, uint64_t seed);
 /* the index of order p among L's orders, -1 if not there */
 long ls_order_index(const landscape *L, int exhaustive, int groups, long norders, const int *p);
-/* landscape.c: ranks (rank.h: tolerance tau, tie class, AUC tie-break), L-hat and the best
+/* landscape_table.c: ranks (rank.h: tolerance tau, tie class, AUC tie-break), L-hat and the best
  * barrier from L's first filled rows; valid when every order not done has a
  * lower bound above both chosen barriers + tau */
 void ls_ranks(landscape *L, long filled, int exhaustive, long norders);

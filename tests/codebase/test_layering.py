@@ -4,10 +4,12 @@ two files need each other.
 The folders, lowest first (a folder may use the ones before it, never one after):
 
     src/core  <-  src/model  <-  src/io  <-  src/align  <-  src/landscape
-      <-  src/analysis  <-  src/plot  <-  src/explore  <-  src/cli  <-  src/mpi, ui
+      <-  src/network  <-  src/analysis  <-  src/plot  <-  src/explore  <-  src/cli
+      <-  src/mpi, ui
 
 (model is the layer and its arithmetic, reading no file; io reads files into it;
-plot draws what landscape and analysis computed). Checked two ways:
+network evaluates a whole transformer around the layers and hands the landscape
+its loss as an objective; plot draws what landscape and analysis computed). Checked two ways:
   - symbols: every object of the build (nm) uses only symbols defined in its own
     folder or an earlier one, and the file-level call graph has no circle (two
     files, or more, that call each other);
@@ -31,8 +33,8 @@ from testutil import check  # noqa: E402
 
 ROOT = testutil.ROOT
 BUILD = os.path.dirname(testutil.MOESCOPE)  # build/asan or build/rel: objects mirror the tree
-ORDER = ["src/core", "src/model", "src/io", "src/align", "src/landscape", "src/analysis", "src/plot",
-         "src/explore", "src/cli", ("src/mpi", "ui")]
+ORDER = ["src/core", "src/model", "src/io", "src/align", "src/landscape", "src/network", "src/analysis",
+         "src/plot", "src/explore", "src/cli", ("src/mpi", "ui")]
 RANK = {}
 for i, f in enumerate(ORDER):
     for g in (f if isinstance(f, tuple) else (f,)):
