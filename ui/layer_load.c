@@ -19,6 +19,7 @@ struct layer_load {
     atomic_int cancel;      /* progress_listen's flag: moe_load stops at the next expert */
     atomic_int finished;    /* the thread has published its outcome */
     char *pa, *pb, *layer;  /* owned */
+    family_overrides fo;    /* how to read them (layer_switch.fo, copied) */
     int index;
     pthread_mutex_t mu;     /* guards what follows */
     int which;              /* 0 reading A, 1 reading B */
@@ -58,14 +59,14 @@ static void *load_main(void *arg) {
     memset(&A, 0, sizeof A);
     memset(&B, 0, sizeof B);
     progress_listen(on_progress, l, &l->cancel);
-    int rc = moe_load(&A, l->pa, l->layer, &err);
+    int rc = moe_load(&A, l->pa, l->layer, &l->fo, &err);
     if (!rc) {
         pthread_mutex_lock(&l->mu);
         l->which = 1;
         l->frac = 0.5;
         pthread_mutex_unlock(&l->mu);
         test_gate(l);
-        rc = atomic_load(&l->cancel) ? ms_fail(&err, "cancelled") : moe_load(&B, l->pb, l->layer, &err);
+        rc = atomic_load(&l->cancel) ? ms_fail(&err, "cancelled") : moe_load(&B, l->pb, l->layer, &l->fo, &err);
         if (rc) moe_free(&A); /* moe_load frees its own model on failure */
     }
     if (!rc && (moe_check_compatible(&A, &B, &err) ||
@@ -91,9 +92,12 @@ static void *load_main(void *arg) {
     return NULL;
 }
 
-static layer_load *load_start(const char *pa, const char *pb, const char *layer, int index) {
+static layer_load *load_start(const layer_switch *s, const char *layer, int index) {
+    static const family_overrides none = FAMILY_OVERRIDES_NONE;
+    const char *pa = s->pa, *pb = s->pb;
     layer_load *l = ms_calloc(1, sizeof *l);
     pthread_mutex_init(&l->mu, NULL);
+    l->fo = s->fo ? *s->fo : none;
     l->pa = ms_strdup(pa);
     l->pb = ms_strdup(pb);
     l->layer = ms_strdup(layer);
@@ -209,7 +213,7 @@ int layer_switch_request(layer_switch *s, const char *layer, int k, int shown) {
     }
     int replacing = s->cur != NULL;
     if (replacing && retire(s)) return LS_REFUSED;
-    s->cur = load_start(s->pa, s->pb, layer, k);
+    s->cur = load_start(s, layer, k);
     return replacing ? LS_REPLACED : LS_STARTED;
 }
 

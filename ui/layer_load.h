@@ -16,6 +16,7 @@
 #define MS_UI_LAYER_LOAD_H
 
 #include "explore/explore_worker.h"
+#include "io/family.h"
 #include "model/model.h"
 
 enum { LL_NONE = 0, LL_RUNNING, LL_DONE, LL_FAILED };
@@ -45,6 +46,7 @@ typedef struct old_worker old_worker;
 
 typedef struct {
     const char *pa, *pb;  /* the checkpoints (borrowed) */
+    const family_overrides *fo; /* how to read them (borrowed; NULL: as they say) */
     layer_load *cur;      /* the load whose result is wanted, NULL none */
     layer_load *retired[LAYER_SWITCH_RETIRED]; /* cancelled, still stopping */
     int nretired;
@@ -52,6 +54,7 @@ typedef struct {
     int nold;
 } layer_switch;
 
+/* fo NULL; set it before the first request to read the checkpoints otherwise */
 void layer_switch_init(layer_switch *s, const char *pa, const char *pb);
 /* Load layer (index k in the list) of both checkpoints; shown is the index
  * of the layer on the screen. Returns LS_*. */

@@ -143,7 +143,7 @@ static int on_key(lesson_ctx *c, int ch, int shown, const char *eval) {
 int lesson_screen(const lesson_args *a) {
     ms_err err;
     lesson_ctx *c = calloc(1, sizeof *c);
-    c->L = lesson_open(a->a, a->b, a->e, &err);
+    c->L = lesson_open(a->a, a->b, a->e, cli_overrides(), &err);
     if (!c->L) {
         fprintf(stderr, "moescope: %s\n", err.msg);
         free(c);

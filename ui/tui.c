@@ -250,7 +250,7 @@ static void list_layers(const char *path, tui_inputs *in) {
     family_layer *ls = NULL;
     int nl = 0;
     if (!ckpt_open(&c, path, &err)) {
-        if (!family_find_layers(&c, family_opts.family, &ls, &nl, &err)) {
+        if (!family_find_layers(&c, cli_overrides()->family, &ls, &nl, &err)) {
             in->layers = ms_malloc(sizeof(char *) * (size_t)(nl ? nl : 1));
             in->blocks = ms_malloc(sizeof(int) * (size_t)(nl ? nl : 1));
             for (int i = 0; i < nl; i++) {
@@ -295,7 +295,8 @@ static int load_inputs(const tui_args *a, tui_inputs *in) {
     in->A = ms_calloc(1, sizeof(moe_model));
     in->B = ms_calloc(1, sizeof(moe_model));
     int rc = 0;
-    if (moe_load(in->A, a->pa, a->layer, &err) || moe_load(in->B, a->pb, a->layer, &err)) {
+    const family_overrides *fo = cli_overrides();
+    if (moe_load(in->A, a->pa, a->layer, fo, &err) || moe_load(in->B, a->pb, a->layer, fo, &err)) {
         rc = cli_error("%s", err.msg);
         inputs_free(in);
         return rc;
@@ -792,6 +793,7 @@ int tui_main(int argc, char **argv) {
             ctx.paths[2] = a.e_path;
             ctx.png_live = a.png_live;
             layer_switch_init(&ctx.sw, a.pa, a.pb);
+            ctx.sw.fo = cli_overrides();
             run_loop(&app, &scr, &ctx);
             layer_switch_free(&ctx.sw); /* a load under way is cancelled and joined */
             g = ctx.g;

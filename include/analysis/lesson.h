@@ -16,6 +16,7 @@
 #define MS_LESSON_H
 
 #include "core/ms_error.h"
+#include "io/family.h"
 
 #define LESSON_STEPS 7
 #define LESSON_TEXT 2048
@@ -31,9 +32,11 @@ typedef struct {
     char explore_b[1024];
 } lesson_step;
 
-/* Load A, B and the evaluation set E (A and B: two seeds of one layer).
+/* Load A, B (read as o says, may be NULL) and the evaluation set E (A and B:
+ * two seeds of one layer).
  * Returns NULL with a message in err on failure. */
-lesson *lesson_open(const char *a, const char *b, const char *e, ms_err *err);
+lesson *lesson_open(const char *a, const char *b, const char *e, const family_overrides *o,
+                    ms_err *err);
 /* Compute step i (0-based) into *out: 0 or -1 with a message. */
 int lesson_step_compute(lesson *L, int i, lesson_step *out, ms_err *err);
 /* Free everything and remove the temporary files. */

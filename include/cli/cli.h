@@ -10,6 +10,7 @@
 
 #include "align/align.h"
 #include "io/evalset.h"
+#include "io/family.h"
 #include "landscape/landscape.h"
 #include "model/model.h"
 #include "network/net_objective.h"
@@ -170,6 +171,9 @@ int lesson_print(const lesson_args *a);
  * --topk-group out of argv (they apply to every command that loads a
  * checkpoint). 0, or 2 after printing a usage error. */
 int cli_take_family_options(int *argc, char **argv);
+/* What they set, for every load the commands and the explorer make (moe_load,
+ * family_load, ...): nothing overridden until cli_take_family_options ran. */
+const family_overrides *cli_overrides(void);
 
 /* What every binary does first: no argument (usage on stderr, 2), --help / -h /
  * help (usage on stdout, 0), --version ("prog VERSION", 0), then the family

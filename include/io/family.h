@@ -74,7 +74,12 @@ void family_layers_free(family_layer *l, int n);
 int family_pick(const ckpt *c, const family_layer *l, int n, const char *arg, int *which,
                 ms_err *err);
 
-/* Command-line overrides (negative / 0 = not given), set once by main. */
+/* How a checkpoint is to be read beyond what it says: its family forced and
+ * router values overridden (the command line's --family, --top-k, ...;
+ * negative / 0 = not given). The caller fills one (FAMILY_OVERRIDES_NONE, then
+ * its own options) and passes it to every load (moe_load, family_load, ...);
+ * NULL there means none: the family recognised, the router from config.json or
+ * the family's defaults. */
 typedef struct {
     int family;          /* -1: recognise */
     int k;               /* --top-k */
@@ -83,14 +88,16 @@ typedef struct {
     int n_group, topk_group;
 } family_overrides;
 
-extern family_overrides family_opts;
+/* Nothing overridden. */
+#define FAMILY_OVERRIDES_NONE {.family = -1, .norm_topk_prob = -1}
 
 /* Load layer L of c into m: m->layer = L's prefix, m->cfg.family its family, the
- * router from config.json / defaults / family_opts with cfg.origin saying which. */
-int family_load(moe_model *m, ckpt *c, const family_layer *L, ms_err *err);
+ * router from o (may be NULL) / config.json / defaults with cfg.origin saying which. */
+int family_load(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o, ms_err *err);
 /* L's configuration (dimensions from the tensor headers, router as family_load
  * would set it) without reading any data; a native layer gives only its family. */
-int family_describe(ckpt *c, const family_layer *L, moe_config *cfg, ms_err *err);
+int family_describe(ckpt *c, const family_layer *L, const family_overrides *o, moe_config *cfg,
+                    ms_err *err);
 /* Write m in the format of the checkpoint src it came from: same names, dtypes,
  * layout; one file for a single-file source, else a directory of shards (those
  * holding the layer rewritten, the others hard-linked or symlinked), with the
@@ -116,8 +123,8 @@ int family_range_fail(const moe_model *m, const range_finding *f, ms_err *err);
  * decodes it. On success the stream owns c (family_stream_close closes it).
  * Returns 1, with nothing loaded, for MXFP4 experts (decoded whole: family_load). */
 typedef struct family_stream family_stream;
-int family_load_stream(moe_model *m, ckpt *c, const family_layer *L, family_stream **s,
-                       ms_err *err);
+int family_load_stream(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o,
+                       family_stream **s, ms_err *err);
 /* Expert e's floats into dst (moe_expert_carve'd by the caller): the parts named
  * by parts (EXPERT_W1 ...; a tensor that packs two parts is read whole). */
 int family_stream_read(family_stream *s, int e, unsigned parts, moe_expert *dst, ms_err *err);

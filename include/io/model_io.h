@@ -4,22 +4,25 @@
 #ifndef MS_MODEL_IO_H
 #define MS_MODEL_IO_H
 
+#include "io/family.h"
 #include "model/evaluator.h"
 #include "model/model.h"
 
 /* Load a layer from a checkpoint argument: a safetensors file, a sharded
  * checkpoint's index or a directory (checkpoint.h). moescope's own names: layer
  * is the prefix (NULL means "moe"); a real model family (family.h): the prefix or
- * the block index, NULL the first MoE layer. Validates shapes against each other
- * and values for finiteness. */
-int moe_load(moe_model *m, const char *path, const char *layer, ms_err *err);
+ * the block index, NULL the first MoE layer. o (may be NULL: none) forces the
+ * family or overrides router values (family.h). Validates shapes against each
+ * other and values for finiteness. */
+int moe_load(moe_model *m, const char *path, const char *layer, const family_overrides *o,
+             ms_err *err);
 /* moe_load for a layer too large to hold twice: a family layout's routed experts
  * are left in the file (m from moe_alloc_shell) and src reads each on demand,
  * bit for bit as moe_load would have; moescope's own single files and MXFP4
  * experts load whole (src->read NULL). Close src with moe_source_close before
  * or after moe_free(m). */
-int moe_load_stream(moe_model *m, const char *path, const char *layer, expert_source *src,
-                    ms_err *err);
+int moe_load_stream(moe_model *m, const char *path, const char *layer, const family_overrides *o,
+                    expert_source *src, ms_err *err);
 void moe_source_close(expert_source *src);
 /* Write as F32 safetensors, atomically, with the moescope.* metadata and the
  * rest of m->meta. A real family's layer is written in the format of the

@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 
+#include "io/family.h"
 #include "network/net_config.h"
 
 typedef struct {
@@ -54,8 +55,9 @@ typedef struct {
 /* Load a network checkpoint (a folder, its index or a single file with
  * config.json beside it). Every tensor is checked: present, of its shape,
  * finite; a block listed in moe.layers must hold an MoE layer, a block not
- * listed a dense MLP; errors name the file, the tensor and the block. */
-int net_load(net_model *m, const char *path, ms_err *err);
+ * listed a dense MLP; errors name the file, the tensor and the block. The MoE
+ * blocks are read as o (may be NULL) says (family.h: the router overrides). */
+int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *err);
 void net_free(net_model *m);
 /* Parameter counts: the backbone's, and every MoE block's (gate, experts, shared). */
 size_t net_backbone_params(const net_model *m);

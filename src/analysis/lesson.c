@@ -30,10 +30,11 @@ struct lesson {
     evalset E;
 };
 
-lesson *lesson_open(const char *a, const char *b, const char *e, ms_err *err) {
+lesson *lesson_open(const char *a, const char *b, const char *e, const family_overrides *o,
+                    ms_err *err) {
     lesson *L = ms_calloc(1, sizeof *L);
-    if (moe_load(&L->A, a, NULL, err)) return free(L), NULL;
-    if (moe_load(&L->B, b, NULL, err)) return moe_free(&L->A), free(L), NULL;
+    if (moe_load(&L->A, a, NULL, o, err)) return free(L), NULL;
+    if (moe_load(&L->B, b, NULL, o, err)) return moe_free(&L->A), free(L), NULL;
     if (moe_check_compatible(&L->A, &L->B, err) || evalset_load(&L->E, e, err)) {
         moe_free(&L->A);
         moe_free(&L->B);

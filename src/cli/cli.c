@@ -130,8 +130,8 @@ int cli_load_models(const char *pa, const char *pb, const char *layer, const cha
     prov_add_input(pb);
     prov_add_input(e_path);
     ms_err err;
-    if (moe_load(A, pa, layer, &err)) return cli_error("%s", err.msg);
-    if (moe_load(B, pb, layer, &err)) {
+    if (moe_load(A, pa, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
+    if (moe_load(B, pb, layer, cli_overrides(), &err)) {
         moe_free(A);
         return cli_error("%s", err.msg);
     }
@@ -167,8 +167,8 @@ int cli_load_models_stream(const char *pa, const char *pb, const char *layer, mo
     prov_add_input(pb);
     ms_err err;
     memset(sb, 0, sizeof *sb);
-    if (moe_load_stream(A, pa, layer, sa, &err)) return cli_error("%s", err.msg);
-    if (moe_load_stream(B, pb, layer, sb, &err)) {
+    if (moe_load_stream(A, pa, layer, cli_overrides(), sa, &err)) return cli_error("%s", err.msg);
+    if (moe_load_stream(B, pb, layer, cli_overrides(), sb, &err)) {
         moe_free(A);
         moe_source_close(sa);
         return cli_error("%s", err.msg);
@@ -179,8 +179,8 @@ int cli_load_models_stream(const char *pa, const char *pb, const char *layer, mo
         moe_free(B);
         moe_source_close(sa);
         moe_source_close(sb);
-        if (moe_load(A, pa, layer, &err)) return cli_error("%s", err.msg);
-        if (moe_load(B, pb, layer, &err)) {
+        if (moe_load(A, pa, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
+        if (moe_load(B, pb, layer, cli_overrides(), &err)) {
             moe_free(A);
             return cli_error("%s", err.msg);
         }

@@ -1,8 +1,8 @@
 /* cli_family.c - the options that choose a checkpoint's family and override its
  * router (--family, --top-k, --norm-topk-prob, --routed-scaling, --n-group,
  * --topk-group). They apply to every command that loads a checkpoint, so main
- * takes them out of argv before the subcommand parses the rest; the values
- * land in the library's family_opts, which loading reads. */
+ * takes them out of argv before the subcommand parses the rest, into one
+ * family_overrides that every load of the process is given (cli_overrides). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +48,11 @@ static int bad_opt(const char *opt, const char *val, const char *want) {
     return 2;
 }
 
+/* filled once, by cli_take_family_options (main, before any command runs) */
+static family_overrides fo = FAMILY_OVERRIDES_NONE;
+
+const family_overrides *cli_overrides(void) { return &fo; }
+
 int cli_take_family_options(int *argc, char **argv) {
     static const char *const names[] = {"--family", "--top-k", "--norm-topk-prob",
                                         "--routed-scaling", "--n-group", "--topk-group"};
@@ -68,7 +73,7 @@ int cli_take_family_options(int *argc, char **argv) {
         int int_ok = v && *v && end && !*end;
         switch (which) {
         case 0:
-            if (!v || (family_opts.family = family_from_name(v)) < 0) {
+            if (!v || (fo.family = family_from_name(v)) < 0) {
                 fprintf(stderr, "moescope: --family: unknown family '%s' (known: %s)\n",
                         v ? v : "", family_names_list());
                 return 2;
@@ -76,22 +81,22 @@ int cli_take_family_options(int *argc, char **argv) {
             break;
         case 1:
             if (!int_ok || iv < 1 || iv > 4096) return bad_opt(names[1], v, "a positive integer");
-            family_opts.k = (int)iv;
+            fo.k = (int)iv;
             break;
         case 2:
             if (!int_ok || (iv != 0 && iv != 1)) return bad_opt(names[2], v, "0 or 1");
-            family_opts.norm_topk_prob = (int)iv;
+            fo.norm_topk_prob = (int)iv;
             break;
         case 3: {
             double x = v ? strtod(v, &end) : 0;
             if (!v || !*v || *end || !(x > 0) || x > 1e6) return bad_opt(names[3], v, "a positive number");
-            family_opts.scaling = x;
+            fo.scaling = x;
             break;
         }
         default:
             if (!int_ok || iv < 1 || iv > 4096) return bad_opt(names[which], v, "a positive integer");
-            if (which == 4) family_opts.n_group = (int)iv;
-            else family_opts.topk_group = (int)iv;
+            if (which == 4) fo.n_group = (int)iv;
+            else fo.topk_group = (int)iv;
         }
         for (int j = i; j + used <= *argc; j++) argv[j] = argv[j + used];
         *argc -= used;

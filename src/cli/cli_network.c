@@ -26,7 +26,7 @@ static int load_one(const char *path, net_model *m, ms_err *err) {
         ckpt_close(&c);
         return rc;
     }
-    return net_load(m, path, err);
+    return net_load(m, path, cli_overrides(), err);
 }
 
 int cli_net_load(const char *pa, const char *pb, const char *e_path, const char *layer,

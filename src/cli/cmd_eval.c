@@ -261,7 +261,7 @@ int cmd_eval(int argc, char **argv) {
     if (cli_net_wanted(ck, eval_path)) return eval_network(ck, eval_path, layer, json, dump, repeat, threads);
     moe_model m;
     evalset e;
-    if (moe_load(&m, ck, layer, &err)) return cli_error("%s", err.msg);
+    if (moe_load(&m, ck, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
     if (evalset_load(&e, eval_path, &err)) {
         moe_free(&m);
         return cli_error("%s", err.msg);

@@ -94,7 +94,8 @@ static int info_family_layers(const char *path, const moe_model *m, cJSON *root,
     ckpt c;
     if (ckpt_open(&c, path, err)) return -1;
     family_layer *ls = NULL;
-    int nl = 0, rc = family_find_layers(&c, family_opts.family, &ls, &nl, err), nread = 0;
+    const family_overrides *fo = cli_overrides();
+    int nl = 0, rc = family_find_layers(&c, fo->family, &ls, &nl, err), nread = 0;
     cJSON *arr = root ? cJSON_AddArrayToObject(root, "moe_layers") : NULL;
     printf("family      %s%s\n", moe_family(&m->cfg), c.config ? " (config.json read)" : "");
     print_origins(&m->cfg, root);
@@ -102,11 +103,11 @@ static int info_family_layers(const char *path, const moe_model *m, cJSON *root,
     moe_config *lc = ms_calloc((size_t)(nl ? nl : 1), sizeof(moe_config));
     char *got = ms_calloc((size_t)(nl ? nl : 1), 1);
     for (int i = 0; i < nl && !rc; i++) // the chosen layer first: its shards are the ones to map
-        if (!strcmp(ls[i].prefix, m->layer) && !(rc = family_describe(&c, &ls[i], &lc[i], err)))
+        if (!strcmp(ls[i].prefix, m->layer) && !(rc = family_describe(&c, &ls[i], fo, &lc[i], err)))
             got[i] = 1;
     for (int i = 0; i < nl && !rc; i++) {
         const char *unread = got[i] ? NULL : ckpt_unmapped_under(&c, ls[i].prefix);
-        if (!got[i] && !unread && !(rc = family_describe(&c, &ls[i], &lc[i], err))) got[i] = 1;
+        if (!got[i] && !unread && !(rc = family_describe(&c, &ls[i], fo, &lc[i], err))) got[i] = 1;
         if (rc) break;
         nread += got[i];
         info_layer_line(&ls[i], got[i] ? &lc[i] : NULL, unread, !strcmp(ls[i].prefix, m->layer), arr);
@@ -126,7 +127,7 @@ static int info_family_layers(const char *path, const moe_model *m, cJSON *root,
  * parameter counts (printed before the chosen block's layer facts). */
 static int info_network(const char *path, cJSON *root, ms_err *err) {
     net_model net;
-    if (net_load(&net, path, err)) return -1;
+    if (net_load(&net, path, cli_overrides(), err)) return -1;
     const net_config *c = &net.cfg;
     printf("network     gpt2: %d blocks, d = %d, %d heads of %d, V = %d, P = %d, LayerNorm eps %g,\n"
            "            dense MLPs %s (width 4d = %d), LM head %s%s\n",
@@ -204,7 +205,7 @@ int cmd_info(int argc, char **argv) {
     const char *inputs[1] = {path};
     if (json && af_check_not_input(json, inputs, 1, &err)) return cli_error("%s", err.msg);
     moe_model m;
-    if (moe_load(&m, path, layer, &err)) return cli_error("%s", err.msg);
+    if (moe_load(&m, path, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
     if (ms_limits_check(&m, NULL, NULL, MS_USE_COST, &err)) { // the genericity diagnostics
         moe_free(&m);
         return cli_error("%s", err.msg);

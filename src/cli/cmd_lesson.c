@@ -88,7 +88,7 @@ int lesson_parse_args(lesson_args *a, int argc, char **argv) {
 
 int lesson_print(const lesson_args *a) {
     ms_err err;
-    lesson *L = lesson_open(a->a, a->b, a->e, &err);
+    lesson *L = lesson_open(a->a, a->b, a->e, cli_overrides(), &err);
     if (!L) return cli_error("%s", err.msg);
     int rc = 0;
     lesson_step *s = ms_malloc(sizeof *s);

@@ -92,7 +92,7 @@ int cmd_scramble(int argc, char **argv) {
     const char *inputs[1] = {in};
     if (af_check_not_input(out, inputs, 1, &err)) return cli_error("%s", err.msg);
     moe_model m;
-    if (moe_load(&m, in, layer, &err)) return cli_error("%s", err.msg);
+    if (moe_load(&m, in, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
     int *pi = ms_malloc((size_t)m.cfg.n * sizeof(int));
     moe_scramble(&m, (uint64_t)seed, translate, pi);
     int rc = 0;

@@ -195,7 +195,7 @@ static int run_study(const st_pool *P, const char *e_path, const char *layer, ls
     prov_add_input(e_path);
     for (; nl < np; nl++) {
         prov_add_input(paths[nl]);
-        if (moe_load(&M[nl], paths[nl], layer, &err)) {
+        if (moe_load(&M[nl], paths[nl], layer, cli_overrides(), &err)) {
             rc = cli_error("%s", err.msg);
             break;
         }

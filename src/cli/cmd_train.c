@@ -271,7 +271,7 @@ static int make_teacher(const train_args *t) {
  * teacher = 1 when it is a teacher. */
 static int load_head(train_args *t, moe_model *pre, int *teacher) {
     ms_err err;
-    if (moe_load(pre, t->head, NULL, &err)) return cli_error("%s", err.msg);
+    if (moe_load(pre, t->head, NULL, cli_overrides(), &err)) return cli_error("%s", err.msg);
     if (!pre->cfg.has_head) return cli_error("%s: no head (head.out.weight) to freeze", t->head);
     const char *mode = moe_meta_get(pre, "train.mode");
     *teacher = mode && !strcmp(mode, "teacher");

@@ -231,7 +231,4 @@ int family_pick(const ckpt *c, const family_layer *l, int n, const char *arg, in
                    k >= sizeof list - 80 ? ", ..." : "");
 }
 
-/* ---- command-line overrides ---- */
-
-family_overrides family_opts = {-1, 0, -1, 0, 0, 0};
 

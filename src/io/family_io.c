@@ -370,8 +370,8 @@ static double pick(const ckpt *c, const char *key, double cli, int cli_given, do
  * default the network's activation_function), checked against the tensors:
  * num_experts, num_shared_experts and expert_intermediate_size, when given, must
  * be what the block holds. --top-k overrides top_k. */
-static int gpt2_config(const ckpt *c, const char *prefix, const dims *z, moe_config *cfg,
-                       ms_err *err) {
+static int gpt2_config(const ckpt *c, const char *prefix, const dims *z, const family_overrides *o,
+                       moe_config *cfg, ms_err *err) {
     static const char *const routers[] = {"topk", "dense"};
     static const char *const acts[] = {"relu", "gelu", "gelu_new"};
     static const moe_act act_of[] = {ACT_RELU, ACT_GELU, ACT_GELU_TANH};
@@ -385,11 +385,11 @@ static int gpt2_config(const ckpt *c, const char *prefix, const dims *z, moe_con
         return -1;
     if ((r = cfg_int(&m, "top_k", 1, z->n, z->n < 2 ? z->n : 2, &k, err)) < 0) return -1;
     org[RP_K] = r ? ORIGIN_CONFIG : ORIGIN_DEFAULT;
-    if (family_opts.k > 0) {
-        if (family_opts.k > z->n)
+    if (o->k > 0) {
+        if (o->k > z->n)
             return ms_fail(err, "%s: --top-k %d is more than the %d experts of '%s'", c->arg,
-                           family_opts.k, z->n, prefix);
-        k = family_opts.k;
+                           o->k, z->n, prefix);
+        k = o->k;
         org[RP_K] = ORIGIN_CLI;
     }
     if ((r = cfg_choice(&m, "expert_activation", acts, 3, net_act + 1, &act, err)) < 0) return -1;
@@ -410,11 +410,18 @@ static int gpt2_config(const ckpt *c, const char *prefix, const dims *z, moe_con
     return 0;
 }
 
-/* The router and expert function of family fam, as its modelling code has them. */
+/* o NULL: nothing overridden */
+static const family_overrides *overrides_or_none(const family_overrides *o) {
+    static const family_overrides none = FAMILY_OVERRIDES_NONE;
+    return o ? o : &none;
+}
+
+/* The router and expert function of family fam, as its modelling code has
+ * them, unless o overrides them. */
 static int family_config(const ckpt *c, int fam, const char *prefix, const dims *z,
-                         moe_config *cfg, ms_err *err) {
+                         const family_overrides *o, moe_config *cfg, ms_err *err) {
     const family_desc *fd = &family_table[fam];
-    const family_overrides *o = &family_opts;
+    o = overrides_or_none(o);
     unsigned char *org = cfg->origin;
     cfg->n = z->n;
     cfg->d = z->d;
@@ -471,7 +478,7 @@ static int family_config(const ckpt *c, int fam, const char *prefix, const dims 
     cfg->has_out_bias = fam == FAM_JETMOE;
     cfg->has_gate_bias = fam == FAM_GPT_OSS;
     cfg->has_expert_bias = fam == FAM_GPT_OSS;
-    return fam == FAM_GPT2 ? gpt2_config(c, prefix, z, cfg, err) : 0;
+    return fam == FAM_GPT2 ? gpt2_config(c, prefix, z, o, cfg, err) : 0;
 }
 
 /* ---- loading ---- */
@@ -688,8 +695,8 @@ int family_range_fail(const moe_model *m, const range_finding *f, ms_err *err) {
 
 /* family_load, or with shell the layer without its routed experts (moe_alloc_shell)
  * and the bindings kept in *keep (NULL: freed) for reading them later. */
-static int load_layer(moe_model *m, ckpt *c, const family_layer *L, int shell, blist *keep,
-                      dims *zout, ms_err *err) {
+static int load_layer(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o,
+                      int shell, blist *keep, dims *zout, ms_err *err) {
     memset(m, 0, sizeof *m);
     dims z;
     int mx;
@@ -697,7 +704,7 @@ static int load_layer(moe_model *m, ckpt *c, const family_layer *L, int shell, b
     if (check_expert_count(c, L->family, L->prefix, z.n, err)) return -1;
     moe_config cfg;
     memset(&cfg, 0, sizeof cfg);
-    if (family_config(c, L->family, L->prefix, &z, &cfg, err)) return -1;
+    if (family_config(c, L->family, L->prefix, &z, o, &cfg, err)) return -1;
     blist l = {NULL, 0, 0};
     layer_bindings(&l, L->family, L->prefix, &z, mx);
     // every tensor's shape before the allocation: it is then bounded by the files
@@ -744,8 +751,8 @@ static int load_layer(moe_model *m, ckpt *c, const family_layer *L, int shell, b
     return rc;
 }
 
-int family_load(moe_model *m, ckpt *c, const family_layer *L, ms_err *err) {
-    return load_layer(m, c, L, 0, NULL, NULL, err);
+int family_load(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o, ms_err *err) {
+    return load_layer(m, c, L, o, 0, NULL, NULL, err);
 }
 
 /* ---- a layer read expert by expert ---- */
@@ -763,11 +770,11 @@ struct family_stream {
     ms_err check_err;
 };
 
-int family_load_stream(moe_model *m, ckpt *c, const family_layer *L, family_stream **out,
-                       ms_err *err) {
+int family_load_stream(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o,
+                       family_stream **out, ms_err *err) {
     blist l = {NULL, 0, 0};
     dims z;
-    int rc = load_layer(m, c, L, 1, &l, &z, err);
+    int rc = load_layer(m, c, L, o, 1, &l, &z, err);
     if (rc) return rc;
     family_stream *s = ms_calloc(1, sizeof *s);
     s->c = *c;
@@ -1200,7 +1207,8 @@ int family_save_with(const moe_model *m, const family_experts *ex, const char *s
     return rc;
 }
 
-int family_describe(ckpt *c, const family_layer *L, moe_config *cfg, ms_err *err) {
+int family_describe(ckpt *c, const family_layer *L, const family_overrides *o, moe_config *cfg,
+                    ms_err *err) {
     memset(cfg, 0, sizeof *cfg);
     if (L->family == FAM_NATIVE) {
         snprintf(cfg->family, sizeof cfg->family, "native");
@@ -1209,6 +1217,6 @@ int family_describe(ckpt *c, const family_layer *L, moe_config *cfg, ms_err *err
     dims z;
     int mx;
     if (layer_dims(c, L->family, L->prefix, &z, &mx, err)) return -1;
-    if (family_config(c, L->family, L->prefix, &z, cfg, err)) return -1;
+    if (family_config(c, L->family, L->prefix, &z, o, cfg, err)) return -1;
     return 0;
 }

@@ -513,21 +513,22 @@ static int looks_native(const ckpt *c) {
     return !experts;
 }
 
-static int load_layer_of(moe_model *m, const char *path, const char *layer, expert_source *src,
-                         ms_err *err);
+static int load_layer_of(moe_model *m, const char *path, const char *layer,
+                         const family_overrides *o, expert_source *src, ms_err *err);
 
-int moe_load(moe_model *m, const char *path, const char *layer, ms_err *err) {
-    return load_layer_of(m, path, layer, NULL, err);
+int moe_load(moe_model *m, const char *path, const char *layer, const family_overrides *o,
+             ms_err *err) {
+    return load_layer_of(m, path, layer, o, NULL, err);
 }
 
 static int stream_read(void *ctx, int e, unsigned parts, moe_expert *dst, ms_err *err) {
     return family_stream_read(ctx, e, parts, dst, err);
 }
 
-int moe_load_stream(moe_model *m, const char *path, const char *layer, expert_source *src,
-                    ms_err *err) {
+int moe_load_stream(moe_model *m, const char *path, const char *layer, const family_overrides *o,
+                    expert_source *src, ms_err *err) {
     memset(src, 0, sizeof *src);
-    return load_layer_of(m, path, layer, src, err);
+    return load_layer_of(m, path, layer, o, src, err);
 }
 
 void moe_source_close(expert_source *src) {
@@ -537,12 +538,12 @@ void moe_source_close(expert_source *src) {
 
 /* moe_load; with src, a family layer (not MXFP4) is opened expert by expert:
  * src->read set, the checkpoint kept open by the stream */
-static int load_layer_of(moe_model *m, const char *path, const char *layer, expert_source *src,
-                         ms_err *err) {
+static int load_layer_of(moe_model *m, const char *path, const char *layer,
+                         const family_overrides *o, expert_source *src, ms_err *err) {
     memset(m, 0, sizeof *m);
     ckpt c;
     if (ckpt_open(&c, path, err)) return -1;
-    int force = family_opts.family, single = !ckpt_sharded(&c), rc = -1, nl = 0, which = 0;
+    int force = o ? o->family : -1, single = !ckpt_sharded(&c), rc = -1, nl = 0, which = 0;
     family_layer *ls = NULL;
     ms_err ferr;
     if (family_find_layers(&c, force, &ls, &nl, &ferr)) {
@@ -571,7 +572,7 @@ static int load_layer_of(moe_model *m, const char *path, const char *layer, expe
     }
     if (src) {
         family_stream *fs = NULL;
-        rc = family_load_stream(m, &c, &ls[which], &fs, err);
+        rc = family_load_stream(m, &c, &ls[which], o, &fs, err);
         if (!rc) {
             src->read = stream_read;
             src->ctx = fs;
@@ -580,7 +581,7 @@ static int load_layer_of(moe_model *m, const char *path, const char *layer, expe
         }
         if (rc < 0) goto done;
     }
-    rc = family_load(m, &c, &ls[which], err); // MXFP4 experts are read whole
+    rc = family_load(m, &c, &ls[which], o, err); // MXFP4 experts are read whole
 done:
     family_layers_free(ls, nl);
     ckpt_close(&c);

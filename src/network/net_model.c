@@ -111,7 +111,7 @@ static int check_blocks(const ckpt *c, const net_config *nc, ms_err *err) {
 }
 
 /* the MoE blocks through the gpt2 family, each checked against config.json */
-static int load_moe_blocks(net_model *m, ckpt *c, ms_err *err) {
+static int load_moe_blocks(net_model *m, ckpt *c, const family_overrides *o, ms_err *err) {
     family_layer *ls = NULL;
     int nl = 0;
     if (m->cfg.nmoe && family_find_layers(c, FAM_GPT2, &ls, &nl, err)) return -1;
@@ -129,7 +129,7 @@ static int load_moe_blocks(net_model *m, ckpt *c, ms_err *err) {
                          c->arg, m->cfg.moe_layers[i], pre);
             break;
         }
-        rc = family_load(&m->moe[i], c, &ls[which], err);
+        rc = family_load(&m->moe[i], c, &ls[which], o, err);
         if (!rc && m->moe[i].cfg.d != m->cfg.d)
             rc = ms_fail(err, "%s: tensor '%s.gate.weight' has width %d, but n_embd = %d", c->arg, pre,
                          m->moe[i].cfg.d, m->cfg.d);
@@ -138,7 +138,7 @@ static int load_moe_blocks(net_model *m, ckpt *c, ms_err *err) {
     return rc;
 }
 
-int net_load(net_model *m, const char *path, ms_err *err) {
+int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *err) {
     memset(m, 0, sizeof *m);
     ckpt c;
     if (ckpt_open(&c, path, err)) return -1;
@@ -162,7 +162,7 @@ int net_load(net_model *m, const char *path, ms_err *err) {
     }
     if (m->cfg.tied) m->lm_w = m->wte;
     free(l.t);
-    if (!rc) rc = load_moe_blocks(m, &c, err);
+    if (!rc) rc = load_moe_blocks(m, &c, o, err);
     ckpt_close(&c);
     if (rc) net_free(m);
     return rc;

@@ -79,7 +79,7 @@ static void test_load_and_fail(const char *pa, const char *pb, const char *pothe
     moe_model A2, B2, A, B;
     ms_err err;
     CHECK(layer_switch_take(&s, &A2, &B2) == 0 && !layer_switch_live(&s), "taken");
-    CHECK(!moe_load(&A, pa, "moe", &err) && !moe_load(&B, pb, "moe", &err), "moe_load: %s", err.msg);
+    CHECK(!moe_load(&A, pa, "moe", NULL, &err) && !moe_load(&B, pb, "moe", NULL, &err), "moe_load: %s", err.msg);
     CHECK(same_model(&A2, &A) && same_model(&B2, &B), "the loaded pair is moe_load's, bit for bit");
     moe_free(&A), moe_free(&B), moe_free(&A2), moe_free(&B2);
     layer_switch_poll(&s, &st);
@@ -143,7 +143,7 @@ static explore_worker *busy_worker(const char *pa, const char *pb, moe_model **A
     ms_err err;
     *A = ms_calloc(1, sizeof(moe_model));
     *B = ms_calloc(1, sizeof(moe_model));
-    CHECK(!moe_load(*A, pa, "moe", &err) && !moe_load(*B, pb, "moe", &err), "load: %s", err.msg);
+    CHECK(!moe_load(*A, pa, "moe", NULL, &err) && !moe_load(*B, pb, "moe", NULL, &err), "load: %s", err.msg);
     explore_worker *g = explore_start(*A, *B, NULL, &err);
     CHECK(g != NULL, "worker: %s", err.msg);
     explore_request q;
@@ -183,7 +183,7 @@ static void test_moe_load_cancel(const char *pa) {
     progress_listen(count, NULL, &cancel);
     moe_model m;
     ms_err err;
-    int rc = moe_load(&m, pa, "moe", &err);
+    int rc = moe_load(&m, pa, "moe", NULL, &err);
     progress_listen(NULL, NULL, NULL);
     CHECK(rc == -1 && strstr(err.msg, "cancelled") && strstr(err.msg, pa), "cancelled load: %d %s", rc, err.msg);
     CHECK(calls > 0, "the listener heard the load begin");
@@ -194,7 +194,7 @@ static void test_moe_load_cancel(const char *pa) {
 static void test_diag_cancel(const char *pa, const char *pb) {
     moe_model A, B;
     ms_err err;
-    CHECK(!moe_load(&A, pa, "moe", &err) && !moe_load(&B, pb, "moe", &err), "load: %s", err.msg);
+    CHECK(!moe_load(&A, pa, "moe", NULL, &err) && !moe_load(&B, pb, "moe", NULL, &err), "load: %s", err.msg);
     diag_opts o;
     diag_opts_default(&o);
     o.landscape = 0;

@@ -17,7 +17,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     moe_model m;
     ms_err err;
-    if (moe_load(&m, fuzz_file(data, size), NULL, &err)) return 0;
+    if (moe_load(&m, fuzz_file(data, size), NULL, NULL, &err)) return 0;
     const moe_config *c = &m.cfg;
     // an evaluation set of N rows of the layer's width, values from the input's tail
     int N = 1 + (size ? data[size - 1] % 64 : 0);

@@ -6,6 +6,6 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     moe_model m;
     ms_err err;
-    if (moe_load(&m, fuzz_file(data, size), NULL, &err) == 0) moe_free(&m);
+    if (moe_load(&m, fuzz_file(data, size), NULL, NULL, &err) == 0) moe_free(&m);
     return 0;
 }

@@ -270,7 +270,7 @@ static void test_save_load(void) {
         int rc = moe_save(&m, path, &err);
         CHECK(rc == 0, "%s: save: %s", V->name, rc ? err.msg : "");
         if (rc) { moe_free(&m); continue; }
-        rc = moe_load(&r, path, NULL, &err);
+        rc = moe_load(&r, path, NULL, NULL, &err);
         CHECK(rc == 0, "%s: load: %s", V->name, rc ? err.msg : "");
         if (rc) { moe_free(&m); continue; }
         CHECK(r.cfg.n == m.cfg.n && r.cfg.d == m.cfg.d && r.cfg.h == m.cfg.h && r.cfg.C == m.cfg.C,
@@ -446,7 +446,7 @@ static void test_router_variants(void) {
         ms_err err;
         int rc = moe_save(&m, path, &err);
         CHECK(rc == 0, "%s: save: %s", V->name, rc ? err.msg : "");
-        rc = rc ? rc : moe_load(&r, path, NULL, &err);
+        rc = rc ? rc : moe_load(&r, path, NULL, NULL, &err);
         CHECK(rc == 0, "%s: load: %s", V->name, rc ? err.msg : "");
         if (rc == 0) {
             CHECK(moe_check_compatible(&m, &r, &err) == 0, "%s: round trip keeps the router: %s",

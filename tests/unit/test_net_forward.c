@@ -143,7 +143,7 @@ static void test_variant(const variant *v, const char *tmp, int idx) {
     write_network(v, dir, 100 + idx);
     net_model m;
     ms_err err;
-    if (net_load(&m, dir, &err)) {
+    if (net_load(&m, dir, NULL, &err)) {
         CHECK(0, "%s: net_load: %s", v->name, err.msg);
         return;
     }
