@@ -76,7 +76,7 @@ int export_curves_png(const explore_snapshot *v, const pin_set *pins, int metric
     s[ns].dashed = 1; /* the chord is a reference, not a path: dashed as in the terminal */
     ns++;
     plot_spec p;
-    plot_spec_init(&p);
+    plot_spec_init(&p, NULL);
     char title[600], how[96];
     snprintf(how, sizeof how, "order %s, weight matching %s",
              v->req.order_stage ? cost_method_name(v->req.method) : "identity", v->req.wm_stage ? "on" : "off");

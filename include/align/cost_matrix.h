@@ -26,11 +26,17 @@ int cost_matrix_src(const moe_model *A, const expert_source *sa, const moe_model
                     ms_err *err);
 /* The assignment cost of an order: sum_i C[i][order[i]] (C is (n,n)). */
 double cost_of_order(const double *C, const int *order, int n);
-/* How the expert cost is computed (tests, benchmarks): side 0 picks the cheaper
- * of the two sides of the Gram products by their flops, 1 forces d x d Grams
- * (formed in row blocks of at most block_bytes, 0 for the default 256 MiB), 2
- * forces h x h products per pair. Not thread-safe to change while costs run. */
-void cost_expert_tuning(int side, double block_bytes);
+/* How the expert cost is computed (tests, benchmarks); zero: the defaults. */
+typedef struct {
+    int side;           /* 0 the cheaper side of the Gram products by their flops,
+                         * 1 d x d Grams, 2 h x h products per pair */
+    double block_bytes; /* d x d Grams formed in row blocks of at most this (0: 256 MiB) */
+} cost_tuning;
+/* cost_matrix_src computed as t says (NULL: the defaults): the same numbers up
+ * to rounding whichever side and block size. */
+int cost_matrix_tuned(const moe_model *A, const expert_source *sa, const moe_model *B,
+                      const expert_source *sb, cost_method method, int center,
+                      const cost_tuning *t, double *C, ms_err *err);
 /* The exact expert cost is offered when it would take at most this long: its flops
  * at 100 GFLOP/s plus, for layers read expert by expert, the decoding of what it
  * reads at 2 GB/s. Mixtral-sized (streamed): ~5 min; OLMoE-sized: ~20 min;

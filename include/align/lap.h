@@ -30,9 +30,15 @@
 int lap_solve(const double *cost, int nr, int nc, int maximize, int *row_to_col,
               double *total, ms_err *err);
 
-/* Candidate lists (lap.c) are used from this many columns on; they change
- * the speed, never the assignment. Tests lower it to cover small sizes. */
-extern int lap_cand_min;
+/* How the solver runs (tests): candidate lists (lap.c) from cand_min columns
+ * on (0: 512); they change the speed, never the assignment. Tests lower it to
+ * cover small sizes. */
+typedef struct {
+    int cand_min;
+} lap_opts;
+/* lap_solve as o says (NULL: the defaults). */
+int lap_solve_opts(const double *cost, int nr, int nc, int maximize, const lap_opts *o,
+                   int *row_to_col, double *total, ms_err *err);
 
 /* Reference: exhaustive search over all assignments, nr, nc <= 9. Same
  * conventions and tie-breaking-independent total. Used by tests. */

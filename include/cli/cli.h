@@ -14,6 +14,7 @@
 #include "landscape/landscape.h"
 #include "model/model.h"
 #include "network/net_objective.h"
+#include "plot/plot.h"
 
 int cmd_info(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
@@ -80,7 +81,7 @@ int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, 
 
 /* The figure options: 'Z' --size WxH (pixels) and 'F' --font-scale 1..4
  * (text and strokes), for every PNG or SVG the command writes
- * (plot_default_size). 0 if handled, 2 after a usage error, -1 otherwise. */
+ * (cli_figure_size). 0 if handled, 2 after a usage error, -1 otherwise. */
 #define CLI_FIGURE_OPTIONS {"size", required_argument, 0, 'Z'}, {"font-scale", required_argument, 0, 'F'}
 #define CLI_FIGURE_HELP                                                                                     \
     "      --size WxH    figure size in pixels (default 960x600); a figure name ending\n"                   \
@@ -88,6 +89,9 @@ int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, 
     "      --font-scale K  text and line scale 1..4, as far as the size holds it\n"                     \
     "                      (about 480 pixels a step; default: 2 from 1600 pixels wide)\n"
 int cli_figure_option(int ch, const char *arg, const char *cmd, const char *usage);
+/* What they set (default 960 x 600, scale 0: auto), for plot_spec_init and the
+ * figures' writers. */
+const plot_size *cli_figure_size(void);
 
 /* Set by moescope-mpi before a command runs: the landscapes of `landscape` and `study`
  * are split over its processes, and only rank 0 prints and writes reports. NULL in the

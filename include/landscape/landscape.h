@@ -115,6 +115,12 @@ typedef struct {
      * landscape_obj.c: each (order, t) one evaluation of the objective, the
      * middle point first for early ranks as below. */
     const ls_objective *objective;
+
+    /* tests: the shared-prefix path of the fused kernel (landscape_kernel.c):
+     * 0 where it applies and pays, -1 never, 1 wherever it applies; and
+     * prefix_narrow 1 runs its 8-float form even where the CPU has AVX-512.
+     * The numbers differ by float rounding only (the first), not at all (the second). */
+    int prefix, prefix_narrow;
 } ls_opts;
 
 void ls_opts_default(ls_opts *o);

@@ -33,6 +33,7 @@ typedef struct {
     double tau;            /* tie tolerance (rank.h) */
     const char *a_path, *b_path; /* for the title; may be NULL */
     int log_rank;          /* the rank on a log axis */
+    const plot_size *size; /* NULL: the default */
 } fig_landscape;
 /* Every order's barrier over its rank; marked: the methods' orders, the
  * identity, the end of the plateau tied with the best, and the best last (on

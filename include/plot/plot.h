@@ -11,6 +11,9 @@
 
 #include "core/ms_error.h"
 
+#define PLOT_W 960             /* pixels, when a spec or a size says 0 */
+#define PLOT_H 600
+
 #define PLOT_RGB_NAIVE    0xD55E00u /* vermillion: identity order, no weight matching */
 #define PLOT_RGB_SKIP     0xE69F00u /* orange: identity order + weight matching */
 #define PLOT_RGB_ALIGNED  0x0072B2u /* blue: the chosen alignment */
@@ -44,24 +47,21 @@ typedef struct {
     int xlog;            /* x on a log10 axis, ticks at the powers of ten (x > 0) */
 } plot_spec;
 
-/* The size and text scale every figure of this process starts from
- * (plot_spec_init, the landscape); the commands' --size WxH and --font-scale
- * set it. Default 960 x 600, scale 0 (auto). */
+/* The size and text scale a figure starts from (plot_spec_init, the figures'
+ * writers); the commands' --size WxH and --font-scale set theirs. NULL where
+ * one is taken: PLOT_W x PLOT_H, scale 0 (auto). */
 typedef struct {
     int w, h, scale;
 } plot_size;
-extern plot_size plot_default_size;
 /* "1600x1000" into out->w, out->h: 0, or -1 when malformed or outside 160x120 .. 16384x16384. */
 int plot_parse_size(const char *s, plot_size *out);
 
 /* The text and line scale drawn: the one asked for (0: 2 from 1600 px wide,
  * else 1), at most what a W x H canvas holds (about 480 px per step), 1..4. */
 int plot_scale(int asked, int W, int H);
-/* A spec with every field defaulted (NaN ranges, plot_default_size). */
-void plot_spec_init(plot_spec *p);
+/* A spec with every field defaulted (NaN ranges), of size (may be NULL). */
+void plot_spec_init(plot_spec *p, const plot_size *size);
 
-#define PLOT_W 960             /* pixels, when a spec says 0 */
-#define PLOT_H 600
 #define PLOT_LINE_WIDTH 2.25   /* a series' stroke in pixels before scaling */
 #define PLOT_MARKER_R 3.5      /* a marker's radius in pixels before scaling */
 

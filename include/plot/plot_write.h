@@ -21,14 +21,15 @@ int plot_write_stack(const plot_spec *const *panels, int npanels, const char *pa
  * indices into barriers_sorted, so rank = idx + 1) in their colour and named in
  * the legend (marked_labels, e.g. "expert cost (rank 3)"), each with a dashed
  * guide line. 40320 points draw in milliseconds (points closer than a pixel are
- * merged). Written at plot_default_size. */
+ * merged). Written at size (NULL: the default). */
 int plot_landscape_write(const double *barriers_sorted, long n, const long *marked_idx,
                          const char *const *marked_labels, const uint32_t *marked_rgb, int nmarked,
-                         const char *title, const char *path, ms_err *err);
+                         const char *title, const plot_size *size, const char *path, ms_err *err);
 /* The same with the rank on a log axis when log_rank (40320 orders: the top
  * ranks get as much room as the rest). */
 int plot_landscape_write_ex(const double *barriers_sorted, long n, const long *marked_idx,
                             const char *const *marked_labels, const uint32_t *marked_rgb, int nmarked,
-                            const char *title, int log_rank, const char *path, ms_err *err);
+                            const char *title, int log_rank, const plot_size *size, const char *path,
+                            ms_err *err);
 
 #endif

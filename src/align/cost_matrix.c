@@ -115,7 +115,7 @@ static void gate_cost(const moe_model *A, const moe_model *B, int center, double
  *   d x d terms W1^T W1, W3^T W3 (symmetric) and W1^T W3 (twice), the d-vectors
  *   W1^T b1, W1^T b3, W3^T b1, W3^T b3 (twice each) and the scalars b.b; G2 =
  *   W2 W2^T + b2 b2^T is one symmetric d x d term. Each d x d term is formed a
- *   block of rows at a time for every expert (at most cost_block_bytes of it),
+ *   block of rows at a time for every expert (at most cost_tuning.block_bytes),
  *   weighted (sqrt 2 for an entry that stands for two), and the distances follow
  *   from |x - y|^2 = |x|^2 + |y|^2 - 2 x.y with the inner products of all pairs
  *   by one double GEMM per block: memory stays bounded for any n and d, and the
@@ -126,12 +126,13 @@ static void gate_cost(const moe_model *A, const moe_model *B, int center, double
  * The sides agree up to rounding (the expansion in double loses about 1e-16 of
  * |G|^2); experts that are bit for bit equal get exactly 0. */
 
-static int cost_side = 0;                 /* 0 cost model, 1 d side, 2 h side */
-static double cost_block_bytes = 256.0 * 1048576.0;
+#define COST_BLOCK_BYTES (256.0 * 1048576.0)
 
-void cost_expert_tuning(int side, double block_bytes) {
-    cost_side = side;
-    cost_block_bytes = block_bytes > 0 ? block_bytes : 256.0 * 1048576.0;
+/* t with its defaults filled in (t NULL: all of them) */
+static cost_tuning tuning_of(const cost_tuning *t) {
+    cost_tuning r = t ? *t : (cost_tuning){0};
+    if (!(r.block_bytes > 0)) r.block_bytes = COST_BLOCK_BYTES;
+    return r;
 }
 
 static int is_glu(const moe_config *c) { return moe_act_glu(c->act); }
@@ -156,6 +157,7 @@ typedef struct {
     uint64_t *hash;               /* (na+nb, 3) of each streamed expert's parts, 0: not yet */
     int failed;                   /* a read failed: err says why */
     ms_err *err;
+    const cost_tuning *t;         /* the side and block size (defaults filled in) */
 } pool;
 
 static int streamed(const pool *p, int x) {
@@ -264,15 +266,15 @@ static void small_terms(const moe_expert *e, const moe_config *c, double *v, flo
 static int small_len(const moe_config *c) { return is_glu(c) ? 4 * c->d + 3 : c->d + 1; }
 
 /* Rows of a d x d term formed at once for nx experts. The block fits
- * cost_block_bytes, and at most an eighth of the inputs' own size (a small layer
+ * t->block_bytes, and at most an eighth of the inputs' own size (a small layer
  * gets a small block). A symmetric term is formed on its upper block triangle
  * (whole rows of blocks; an entry's float32 sum may still round differently in a
  * block of another height, which some BLAS kernels compute by another path):
  * 8 blocks or more keep its flops within 1/8 of the triangle's; fewer, larger
  * GEMMs otherwise (each call costs a thread hand-off). */
-static int block_rows(const moe_config *c, int nx) {
-    double input = 4.0 * nx * (double)moe_expert_size(c), cap = cost_block_bytes;
-    if (cost_side == 0 && cap > input / 8) cap = input / 8 > 4e6 ? input / 8 : 4e6;
+static int block_rows(const moe_config *c, int nx, const cost_tuning *t) {
+    double input = 4.0 * nx * (double)moe_expert_size(c), cap = t->block_bytes;
+    if (t->side == 0 && cap > input / 8) cap = input / 8 > 4e6 ? input / 8 : 4e6;
     int rb = (int)(cap / (8.0 * nx * c->d + 4.0 * c->d)), most = (c->d + 7) / 8;
     if (most < 64) most = 64;
     if (rb > most) rb = most;
@@ -281,7 +283,7 @@ static int block_rows(const moe_config *c, int nx) {
 
 /* d side: dist2 (na, nb) += the distances of every term. */
 static void dside_dist2(pool *P, const moe_config *c, double *dist2) {
-    int d = c->d, nx = P->na + P->nb, rb = block_rows(c, nx);
+    int d = c->d, nx = P->na + P->nb, rb = block_rows(c, nx, P->t);
     double *V = ms_malloc((size_t)nx * rb * d * sizeof(double)); // (nx, rb*d) one block of terms
     float *F = ms_malloc((size_t)rb * d * sizeof(float));         // (rb, d) one expert's block
     double *norm = ms_calloc((size_t)nx, sizeof(double));
@@ -393,33 +395,40 @@ static double hside_flops(const moe_config *c, int na, int nb) {
     return 2.0 * ((double)na * nb + na + nb) * (is_glu(c) ? 6.0 : 4.0) * h * h * d;
 }
 
-static int pick_hside(const moe_config *c, int na, int nb) {
-    return cost_side == 2 || (cost_side == 0 && hside_flops(c, na, nb) < dside_flops(c, na, nb));
+static int pick_hside(const moe_config *c, int na, int nb, const cost_tuning *t) {
+    return t->side == 2 || (t->side == 0 && hside_flops(c, na, nb) < dside_flops(c, na, nb));
 }
 
-double cost_expert_flops(const moe_config *c, int na, int nb) {
-    return pick_hside(c, na, nb) ? hside_flops(c, na, nb) : dside_flops(c, na, nb);
+static double expert_flops(const moe_config *c, int na, int nb, const cost_tuning *t) {
+    return pick_hside(c, na, nb, t) ? hside_flops(c, na, nb) : dside_flops(c, na, nb);
 }
 
 /* Seconds the expert cost would take: its flops at 100 GFLOP/s and, for streamed
  * experts, the floats decoded at 2 GB/s (the d side reads the parts a term needs,
  * 5/12 of an expert on average, once per block of Gram rows; the h side reads B's
  * expert once per pair). */
-static double expert_seconds(const moe_config *c, int na, int nb, int streamed, double *passes) {
+double cost_expert_flops(const moe_config *c, int na, int nb) {
+    cost_tuning t = tuning_of(NULL);
+    return expert_flops(c, na, nb, &t);
+}
+
+static double expert_seconds(const moe_config *c, int na, int nb, int streamed,
+                             const cost_tuning *t, double *passes) {
     double es = 4.0 * (double)moe_expert_size(c), reads = 0;
     *passes = 0;
-    if (streamed && pick_hside(c, na, nb)) {
+    if (streamed && pick_hside(c, na, nb, t)) {
         reads = ((double)na * nb + na + nb) * es;
     } else if (streamed) {
-        int rb = block_rows(c, na + nb);
+        int rb = block_rows(c, na + nb, t);
         *passes = term_count(c) * (double)((c->d + rb - 1) / rb);
         reads = *passes * (na + nb) * es * 5.0 / 12.0;
     }
-    return cost_expert_flops(c, na, nb) / 1e11 + reads / 2e9;
+    return expert_flops(c, na, nb, t) / 1e11 + reads / 2e9;
 }
 
-int cost_expert_offered(const moe_config *c, int na, int nb, int streamed, char *why, size_t cap) {
-    double passes, secs = expert_seconds(c, na, nb, streamed, &passes);
+static int expert_offered(const moe_config *c, int na, int nb, int streamed, const cost_tuning *t,
+                          char *why, size_t cap) {
+    double passes, secs = expert_seconds(c, na, nb, streamed, t, &passes);
     if (secs <= COST_EXPERT_MAX_SECONDS) return 1;
     int len = snprintf(why, cap, "the exact expert cost of %d x %d experts (d = %d, h = %d) needs "
                        "%.2g flops on the d side of the Gram products, %.2g on the h side",
@@ -428,7 +437,7 @@ int cost_expert_offered(const moe_config *c, int na, int nb, int streamed, char 
         len += snprintf(why + len, cap - (size_t)len,
                         ", and the d side's Gram blocks (at most %.0f MiB) hold %d rows, so the "
                         "experts read from the files would be decoded %.0f times over",
-                        cost_block_bytes / 1048576.0, block_rows(c, na + nb), passes);
+                        t->block_bytes / 1048576.0, block_rows(c, na + nb, t), passes);
     if (len > 0 && (size_t)len < cap)
         snprintf(why + len, cap - (size_t)len,
                  ": about %.0f hours (at 100 GFLOP/s, decoding at 2 GB/s), so it is not offered at "
@@ -437,11 +446,17 @@ int cost_expert_offered(const moe_config *c, int na, int nb, int streamed, char 
     return 0;
 }
 
+int cost_expert_offered(const moe_config *c, int na, int nb, int streamed, char *why, size_t cap) {
+    cost_tuning t = tuning_of(NULL);
+    return expert_offered(c, na, nb, streamed, &t, why, cap);
+}
+
 double cost_expert_bytes(const moe_config *c, int na, int nb) {
+    cost_tuning t = tuning_of(NULL);
     double nx = na + nb, d = c->d, h = c->h;
-    if (pick_hside(c, na, nb))
+    if (pick_hside(c, na, nb, &t))
         return 8.0 * (2 * (3 * h * d + 2 * h + d) + (h + 1) * (h + 1) + nx);
-    double rb = block_rows(c, na + nb);
+    double rb = block_rows(c, na + nb, &t);
     return 8.0 * nx * rb * d + 4.0 * rb * d + 8.0 * (nx * small_len(c) + nx);
 }
 
@@ -451,11 +466,11 @@ double cost_expert_bytes(const moe_config *c, int na, int nb) {
  * per block of Gram rows and term). */
 static int expert_cost(const moe_expert *ea, int na, const moe_expert *eb, int nb,
                        const expert_source *sa, const expert_source *sb, const moe_config *c,
-                       double *C, ms_err *err) {
+                       const cost_tuning *t, double *C, ms_err *err) {
     pool P = {.ea = ea, .eb = eb, .na = na, .nb = nb, .sa = sa, .sb = sb, .c = c, .cur_x = -1,
-              .err = err};
+              .err = err, .t = t};
     P.hash = ms_calloc((size_t)(na + nb) * 3, sizeof(uint64_t));
-    int hside = pick_hside(c, na, nb);
+    int hside = pick_hside(c, na, nb, t);
     double gemm = (na + nb) * (is_glu(c) ? 5.0 : 2.0) * c->h * (double)c->d * c->d; // sgemm flops
     progress_begin("expert cost", (hside ? hside_flops(c, na, nb) / 2 : gemm) / 1e9, "GFlop");
     if (hside) {
@@ -474,9 +489,9 @@ static int expert_cost(const moe_expert *ea, int na, const moe_expert *eb, int n
         for (int i = 0; i < na; i++)
             for (int j = 0; j < nb; j++) {
                 const double *p = v + (size_t)i * S, *q = v + (size_t)(na + j) * S;
-                double t = 0.0;
-                for (int k = 0; k < S; k++) t += (p[k] - q[k]) * (p[k] - q[k]);
-                C[(size_t)i * nb + j] += t;
+                double s2 = 0.0;
+                for (int k = 0; k < S; k++) s2 += (p[k] - q[k]) * (p[k] - q[k]);
+                C[(size_t)i * nb + j] += s2;
             }
         free(v);
         free(tmp);
@@ -502,6 +517,13 @@ int cost_matrix(const moe_model *A, const moe_model *B, cost_method method, int 
 int cost_matrix_src(const moe_model *A, const expert_source *sa, const moe_model *B,
                     const expert_source *sb, cost_method method, int center, double *C,
                     ms_err *err) {
+    return cost_matrix_tuned(A, sa, B, sb, method, center, NULL, C, err);
+}
+
+int cost_matrix_tuned(const moe_model *A, const expert_source *sa, const moe_model *B,
+                      const expert_source *sb, cost_method method, int center,
+                      const cost_tuning *tuning, double *C, ms_err *err) {
+    cost_tuning t = tuning_of(tuning);
     if (check_shapes(A, B, err)) return -1;
     if (method == COST_GATE) {
         // centring removes a common translation: meaningful only where it is a
@@ -510,10 +532,10 @@ int cost_matrix_src(const moe_model *A, const expert_source *sa, const moe_model
         return 0;
     }
     char why[600];
-    if (!cost_expert_offered(&A->cfg, A->cfg.n, B->cfg.n, (sa && sa->read) || (sb && sb->read), why,
-                             sizeof why))
+    if (!expert_offered(&A->cfg, A->cfg.n, B->cfg.n, (sa && sa->read) || (sb && sb->read), &t, why,
+                        sizeof why))
         return ms_fail(err, "%s and %s: %s", path_or(A, "A"), path_or(B, "B"), why);
-    if (expert_cost(A->experts, A->cfg.n, B->experts, B->cfg.n, sa, sb, &A->cfg, C, err)) return -1;
+    if (expert_cost(A->experts, A->cfg.n, B->experts, B->cfg.n, sa, sb, &A->cfg, &t, C, err)) return -1;
     if (progress_cancelled()) return ms_fail(err, "cancelled"); // a listener's cancel (progress.h)
     return 0;
 }
@@ -521,6 +543,7 @@ int cost_matrix_src(const moe_model *A, const expert_source *sa, const moe_model
 int cost_matrix_shared(const moe_model *A, const moe_model *B, double *C, ms_err *err) {
     if (check_shapes(A, B, err)) return -1;
     moe_config sc = moe_shared_config(&A->cfg); // shared experts have their own width
-    if (A->cfg.s > 0) return expert_cost(A->shared, A->cfg.s, B->shared, B->cfg.s, NULL, NULL, &sc, C, err);
+    cost_tuning t = tuning_of(NULL);
+    if (A->cfg.s > 0) return expert_cost(A->shared, A->cfg.s, B->shared, B->cfg.s, NULL, NULL, &sc, &t, C, err);
     return 0;
 }

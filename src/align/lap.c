@@ -386,9 +386,9 @@ static int lapjv_few_free(const lapjv *s) { return 8L * s->nfc < s->m; }
  * instead of once per pass. */
 #define LAP_K 32
 
-/* Lists from this many columns on: below, a row is a few cache lines and a
- * full pass costs about what the list's upkeep does. */
-int lap_cand_min = 512;
+/* Lists from this many columns on (lap_opts.cand_min 0): below, a row is a
+ * few cache lines and a full pass costs about what the list's upkeep does. */
+#define LAP_CAND_MIN 512
 
 /* Renew row i's list from one pass over the row: the K smallest of
  * x_j = sg * c_ij - v_j (any K among equals) and bound[i] their largest, or
@@ -675,7 +675,7 @@ static void lapjv_arr(lapjv *s) {
     // narrow: there every question is a full pass over a row that the
     // shortest path phase would read as cheaply (2x faster at n = 500); many
     // from LAP_ARR_WIDE columns on, where the candidate lists answer most
-    // questions without a pass (fixed at 512 whatever lap_cand_min is, so
+    // questions without a pass (fixed at 512 whatever lap_opts.cand_min is, so
     // the lists never change an answer)
     long budget = (s->m < LAP_ARR_WIDE ? 1L : 8L) * s->n + 64;
     for (int pass = 0; pass < 2 && s->nfree > 0; pass++) {
@@ -835,7 +835,7 @@ static void lapjv_augment(lapjv *s, int freerow) {
 }
 
 /* Solve sg * c (n, m), n <= m, finite, minimise; rowsol (n) gets every row's column. */
-static void lapjv_run(const double *c, double sg, int n, int m, int *rowsol) {
+static void lapjv_run(const double *c, double sg, int n, int m, int cand_min, int *rowsol) {
     lapjv s = {.c = c, .sg = sg, .n = n, .m = m, .rowsol = rowsol};
     s.colsol = ms_malloc((size_t)m * sizeof(int));
     s.v = ms_malloc((size_t)m * sizeof(double));
@@ -849,7 +849,7 @@ static void lapjv_run(const double *c, double sg, int n, int m, int *rowsol) {
     s.readycol = ms_malloc((size_t)m * sizeof(int));
     s.readyd = ms_malloc((size_t)m * sizeof(double));
     s.freerows = ms_malloc((size_t)n * sizeof(int));
-    if (m >= lap_cand_min && n > 1) {
+    if (m >= cand_min && n > 1) {
         s.K = m < LAP_K ? m : LAP_K;
         s.cj = ms_malloc((size_t)n * s.K * sizeof(int));
         s.cc = ms_malloc((size_t)n * s.K * sizeof(double));
@@ -901,6 +901,12 @@ static const char *nonfinite_name(double x) {
 
 int lap_solve(const double *cost, int nr, int nc, int maximize, int *row_to_col,
               double *total, ms_err *err) {
+    return lap_solve_opts(cost, nr, nc, maximize, NULL, row_to_col, total, err);
+}
+
+int lap_solve_opts(const double *cost, int nr, int nc, int maximize, const lap_opts *o,
+                   int *row_to_col, double *total, ms_err *err) {
+    int cand_min = o && o->cand_min > 0 ? o->cand_min : LAP_CAND_MIN;
     if (nr < 0 || nc < 0) return ms_fail(err, "lap: bad shape (%d, %d)", nr, nc);
     for (int i = 0; i < nr; i++) row_to_col[i] = -1;
     *total = 0;
@@ -932,7 +938,7 @@ int lap_solve(const double *cost, int nr, int nc, int maximize, int *row_to_col,
         c = work;
     }
     int *rowsol = ms_malloc((size_t)n * sizeof(int));
-    lapjv_run(c, maximize ? -1.0 : 1.0, n, m, rowsol);
+    lapjv_run(c, maximize ? -1.0 : 1.0, n, m, cand_min, rowsol);
     if (transpose) {
         for (int t = 0; t < n; t++) row_to_col[rowsol[t]] = t;
     } else {

@@ -291,18 +291,23 @@ int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, 
     }
 }
 
+/* --size and --font-scale, for every figure of the command */
+static plot_size figure_size = {PLOT_W, PLOT_H, 0};
+
+const plot_size *cli_figure_size(void) { return &figure_size; }
+
 int cli_figure_option(int ch, const char *arg, const char *cmd, const char *usage) {
     char *end;
     switch (ch) {
     case 'Z':
-        if (plot_parse_size(arg, &plot_default_size))
+        if (plot_parse_size(arg, &figure_size))
             return cli_usage_error(usage, "%s: --size must be WxH in pixels, 160x120 .. 16384x16384, not '%s'", cmd, arg);
         return 0;
     case 'F': {
         long k = strtol(arg, &end, 10);
         if (*end || k < 1 || k > 4)
             return cli_usage_error(usage, "%s: --font-scale must be 1, 2, 3 or 4, not '%s'", cmd, arg);
-        plot_default_size.scale = (int)k;
+        figure_size.scale = (int)k;
         return 0;
     }
     default: return -1;

@@ -172,7 +172,7 @@ static int curves_png(const ls_curve *curves, char names[][48], int ncurves, int
     s[ncurves].rgb = PLOT_RGB_CHORD;
     s[ncurves].dashed = 1;
     plot_spec p;
-    plot_spec_init(&p);
+    plot_spec_init(&p, cli_figure_size());
     char title[600];
     fig_pair_title(title, sizeof title, kind == LS_LAYER ? "layer-output loss" : "loss", pa, pb, NULL);
     p.title = title;

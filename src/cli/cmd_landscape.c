@@ -154,7 +154,7 @@ static int write_landscape_png(const landscape *L, const char *pa, const char *p
                                ms_err *err) {
     fig_landscape f = {.rows = L->rows, .orders = L->orders, .nrows = L->norders, .n = L->n, .exhaustive = L->exhaustive,
                        .chosen = {L->methods[0].order, L->methods[1].order}, .tau = L->tau, .a_path = pa, .b_path = pb,
-                       .log_rank = log_rank};
+                       .log_rank = log_rank, .size = cli_figure_size()};
     for (int m = 0; m < 2; m++) {
         f.rank[m] = L->rank[m];
         f.tied[m] = L->tied[m];
@@ -188,7 +188,7 @@ static int write_curves_png(const landscape *L, const char *pa, const char *pb, 
     s[4].rgb = PLOT_RGB_CHORD;
     s[4].dashed = 1;
     plot_spec p;
-    plot_spec_init(&p);
+    plot_spec_init(&p, cli_figure_size());
     char title[600];
     fig_pair_title(title, sizeof title, L->kind == LS_LAYER ? "layer-output loss" : "loss", pa, pb, NULL);
     p.title = title;
@@ -343,7 +343,7 @@ static int landscape_network(const char *pa, const char *pb, const char *e_path,
     if (!rc && csv && landscape_write_csv(&L, csv, &err)) rc = cli_error("%s", err.msg);
     if (!rc && png && write_landscape_png(&L, pa, pb, log_rank, png, &err)) rc = cli_error("%s", err.msg);
     if (!rc && cpng && write_curves_png(&L, pa, pb, cpng, &err)) rc = cli_error("%s", err.msg);
-    if (!rc && spng && landscape_write_scatter_png(&L, spng, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && spng && landscape_write_scatter_png(&L, cli_figure_size(), spng, &err)) rc = cli_error("%s", err.msg);
 done:
     landscape_free(&L);
 out:
@@ -456,7 +456,7 @@ int cmd_landscape(int argc, char **argv) {
     if (!rc && csv && landscape_write_csv(&L, csv, &err)) rc = cli_error("%s", err.msg);
     if (!rc && png && write_landscape_png(&L, pa, pb, log_rank, png, &err)) rc = cli_error("%s", err.msg);
     if (!rc && cpng && write_curves_png(&L, pa, pb, cpng, &err)) rc = cli_error("%s", err.msg);
-    if (!rc && spng && landscape_write_scatter_png(&L, spng, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && spng && landscape_write_scatter_png(&L, cli_figure_size(), spng, &err)) rc = cli_error("%s", err.msg);
 done:
     landscape_free(&L);
 out:

@@ -180,7 +180,7 @@ static int study_outputs(const study *S, const char *e_path, const char *const *
     if (outs[0] && study_write_json(S, e_path, outs[0], err)) return -1;
     if (outs[1] && study_write_csv(S, outs[1], err)) return -1;
     if (outs[2] && study_write_latex(S, outs[2], err)) return -1;
-    if (outs[3] && study_write_png(S, outs[3], err)) return -1;
+    if (outs[3] && study_write_png(S, cli_figure_size(), outs[3], err)) return -1;
     return 0;
 }
 

@@ -234,15 +234,12 @@ static inline float *ls_HY_at(const lsx *x, int tc, int p) { // (nbc, Cp, LS_L);
     return x->ck.HY + ((size_t)tc * (x->pb.npairs + SH_COUNT) + p) * x->pl.Nc * x->pl.Cp;
 }
 
-/* landscape_kernel.c: the prefix path (see there) applies to this problem;
- * ls_prefix_on = 0 turns it off, 2 on wherever it applies (tests compare it
- * with the per-order path) */
-extern int ls_prefix_on;
+/* landscape_kernel.c: the prefix path (see there) applies to this problem
+ * (ls_opts.prefix: off, or on wherever it applies, for the tests) */
 int ls_prefix_applies(const lsx *x);
 size_t ls_prefix_ws_bytes(const lsx *x); /* its workspace (ls_ws.lev) */
-/* the path's vector width: 1 = 16 floats (AVX-512), 0 = 8; -1 (default): 1
- * when ls_prefix_wide_cpu() says this CPU has AVX-512 (F, VL, BW, DQ) */
-extern int ls_prefix_wide;
+/* the path's vector width: 16 floats when this CPU has AVX-512 (F, VL, BW,
+ * DQ) and ls_opts.prefix_narrow is 0, else 8 */
 int ls_prefix_wide_cpu(void);
 /* its per-chunk precompute, once the chunk's S, Y, base and head are final */
 void ls_prefix_prepare(lsx *x);

@@ -324,9 +324,6 @@ LS_INLINE void loss_lanes(const lsx *x, const v8f *lg, int gb, int nv, double *l
  * 8-float form (AVX2+FMA, or plain) does the same arithmetic per lane, so the
  * numbers are the same either way. */
 
-/* 1: where it applies and pays (below); 0: never; 2: wherever it applies (tests) */
-int ls_prefix_on = 1;
-
 /* the largest n served (the workspace keeps a level per slot) */
 #define LS_PREFIX_MAX_N 12
 /* mref - (the least an order's largest logit can be) must stay below this, so
@@ -381,13 +378,14 @@ size_t ls_prefix_ws_bytes(const lsx *x) { // as prefix_body carves it
 
 int ls_prefix_applies(const lsx *x) {
     const moe_config *c = x->pb.cfg;
-    if (!ls_prefix_on || x->pb.kind == LS_LAYER || x->pb.general || x->pb.n > LS_PREFIX_MAX_N ||
+    int on = x->pb.o->prefix; // 0: where it applies and pays (below); -1 never; 1 wherever it applies
+    if (on < 0 || x->pb.kind == LS_LAYER || x->pb.general || x->pb.n > LS_PREFIX_MAX_N ||
         (c->router == ROUTER_TOPK && c->k < x->pb.n))
         return 0;
     // its precompute (H'Y: Cp*d per pair, sample and t, on one thread) pays
     // back what an order saves (~(n + Cp)*d) once there are a few n^2 orders:
     // not at n = 4 (24 orders, 16 pairs)
-    return ls_prefix_on == 2 || x->rs.norders >= 4L * x->pb.nn;
+    return on > 0 || x->rs.norders >= 4L * x->pb.nn;
 }
 
 /* src (d) centred over d in place (when norm); out (Cp) = H8 (Cp, d) src */
@@ -410,7 +408,7 @@ LS_INLINE void centre_head(const v8f *H8, int Cp, int d, int norm, v8f *src, v8f
  * Y and base are centred in place (single-threaded: a few ms next to the
  * orders' sweep). */
 LS_HOT void ls_prefix_prepare(lsx *x) {
-    x->pl.prefix_wide = ls_prefix_wide >= 0 ? ls_prefix_wide : ls_prefix_wide_cpu();
+    x->pl.prefix_wide = !x->pb.o->prefix_narrow && ls_prefix_wide_cpu();
     const int n = x->pb.n, nn = x->pb.nn, d = x->pb.d, nb = x->ck.nbn, Cp = x->pl.Cp;
     const int norm = x->pb.cfg->has_norm, np = x->pb.npairs;
     for (int tc = 0; tc < x->ck.ntc; tc++) {
@@ -774,8 +772,6 @@ LS_HOT static void eval_prefix8(const lsx *x, ls_ws *w, int m, const int (*pair)
                                 const int (*col)[LS_MAX_N], int v, int tc, double *lsum, long *ok) {
     prefix_body(x, w, m, pair, col, v, tc, lsum, ok, 0);
 }
-
-int ls_prefix_wide = -1;
 
 int ls_prefix_wide_cpu(void) {
     __builtin_cpu_init();

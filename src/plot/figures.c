@@ -112,7 +112,7 @@ int fig_landscape_write(const fig_landscape *f, const char *path, ms_err *err) {
     }
     snprintf(title, sizeof title, "loss barrier of %s %ld expert orders (n = %d), sorted%s%s%s%s",
              f->exhaustive ? "all" : "sampled", f->nrows, f->n, a[0] ? ": " : "", a, a[0] ? " and " : "", b);
-    int rc = plot_landscape_write_ex(bars, f->nrows, idx, labels, rgb, nm, title, f->log_rank, path, err);
+    int rc = plot_landscape_write_ex(bars, f->nrows, idx, labels, rgb, nm, title, f->log_rank, f->size, path, err);
     free(bars);
     return rc;
 }

@@ -10,8 +10,6 @@
 
 #include "plot_int.h"
 
-plot_size plot_default_size = {960, 600, 0};
-
 int plot_scale(int asked, int W, int H) {
     int s = asked > 0 ? asked : (W >= 1600 ? 2 : 1);
     // capped by what the canvas holds: a long legend entry needs ~480 px per step
@@ -20,11 +18,11 @@ int plot_scale(int asked, int W, int H) {
     return s < 1 ? 1 : s > 4 ? 4 : s;
 }
 
-void plot_spec_init(plot_spec *p) {
+void plot_spec_init(plot_spec *p, const plot_size *size) {
     memset(p, 0, sizeof *p);
-    p->width = plot_default_size.w;
-    p->height = plot_default_size.h;
-    p->scale = plot_default_size.scale;
+    p->width = size && size->w > 0 ? size->w : PLOT_W;
+    p->height = size && size->h > 0 ? size->h : PLOT_H;
+    p->scale = size ? size->scale : 0;
     p->xmin = p->xmax = p->ymin = p->ymax = NAN;
 }
 
@@ -167,7 +165,7 @@ int landscape_fig_build(const double *barriers_sorted, long n, const long *marke
             if (labs(marked_idx[j] - marked_idx[k]) <= near) b->ser[1 + k].marker_size += 3;
         b->vl[k] = (plot_vline){b->mx[k], b->ser[1 + k].rgb};
     }
-    plot_spec_init(&b->p);
+    plot_spec_init(&b->p, NULL);
     b->p.title = title;
     b->p.xlabel = "order rank (1 = lowest barrier)";
     b->p.ylabel = "loss barrier";

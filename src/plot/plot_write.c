@@ -18,19 +18,20 @@ int plot_write_stack(const plot_spec *const *panels, int np, const char *path, m
 
 int plot_landscape_write(const double *barriers_sorted, long n, const long *marked_idx,
                          const char *const *marked_labels, const uint32_t *marked_rgb, int nmarked,
-                         const char *title, const char *path, ms_err *err) {
+                         const char *title, const plot_size *size, const char *path, ms_err *err) {
     return plot_landscape_write_ex(barriers_sorted, n, marked_idx, marked_labels, marked_rgb, nmarked, title, 0,
-                                   path, err);
+                                   size, path, err);
 }
 
 int plot_landscape_write_ex(const double *barriers_sorted, long n, const long *marked_idx,
                             const char *const *marked_labels, const uint32_t *marked_rgb, int nmarked,
-                            const char *title, int log_rank, const char *path, ms_err *err) {
+                            const char *title, int log_rank, const plot_size *size, const char *path,
+                            ms_err *err) {
     landscape_fig b;
     int rc = landscape_fig_build(barriers_sorted, n, marked_idx, marked_labels, marked_rgb, nmarked, title,
-                                 plot_default_size.w, plot_default_size.h, log_rank, &b, err);
+                                 size ? size->w : 0, size ? size->h : 0, log_rank, &b, err);
     if (!rc) {
-        b.p.scale = plot_default_size.scale;
+        b.p.scale = size ? size->scale : 0;
         rc = write_ex(&b.p, &b.ex, path, err);
     }
     landscape_fig_free(&b);

@@ -13,10 +13,6 @@
 #include "landscape/rank.h"
 #include "plot/plot_write.h"
 
-/* each panel 0.8 of the figure height (--size; default 960 x 600) */
-#define SC_W (plot_default_size.w)
-#define SC_H (plot_default_size.h * 4 / 5)
-
 /* One panel's spec and the arrays it points into (x: 2 nr doubles, free it). */
 typedef struct {
     double *x;
@@ -26,7 +22,8 @@ typedef struct {
     plot_spec p;
 } panel;
 
-static void panel_build(const landscape *L, int m, panel *P) {
+/* each panel 0.8 of the figure height (size: --size; NULL 960 x 600) */
+static void panel_build(const landscape *L, int m, const plot_size *size, panel *P) {
     long nr = L->ndone;
     int n = L->n;
     P->x = ms_malloc((size_t)nr * 2 * sizeof(double)); // (2, nr): cost, barrier
@@ -52,12 +49,11 @@ static void panel_build(const landscape *L, int m, panel *P) {
                             .rgb = m == 0 ? PLOT_RGB_GATE : PLOT_RGB_EXPERT, .markers = 1,
                             .no_line = 1, .marker_size = 6};
     plot_spec *p = &P->p;
-    plot_spec_init(p);
+    plot_spec_init(p, size);
     p->title = P->title;
     p->xlabel = "assignment cost of the order, sum_i C[i][pi(i)]";
     p->ylabel = "loss barrier";
-    p->width = SC_W;
-    p->height = SC_H;
+    p->height = p->height * 4 / 5;
     p->series = P->s;
     p->nseries = 3;
     // a margin so the extreme orders (often the chosen one) are not on the frame
@@ -67,10 +63,10 @@ static void panel_build(const landscape *L, int m, panel *P) {
     if (hi > lo) p->xmin = lo - 0.04 * (hi - lo), p->xmax = hi + 0.04 * (hi - lo);
 }
 
-int landscape_write_scatter_png(const landscape *L, const char *path, ms_err *err) {
+int landscape_write_scatter_png(const landscape *L, const plot_size *size, const char *path, ms_err *err) {
     if (L->ndone < 1 || !L->cost[0] || !L->cost[1]) return ms_fail(err, "%s: no orders to plot", path);
     panel *P = ms_calloc(2, sizeof(panel));
-    for (int m = 0; m < 2; m++) panel_build(L, m, &P[m]);
+    for (int m = 0; m < 2; m++) panel_build(L, m, size, &P[m]);
     const plot_spec *panels[2] = {&P[0].p, &P[1].p};
     int rc = plot_write_stack(panels, 2, path, err);
     free(P[0].x);

@@ -10,11 +10,6 @@
 
 #include "plot/plot_write.h"
 
-/* panel sizes from the figure size (--size; default 960 x 600): bars 0.9, strip 0.5 of its height */
-#define ST_W (plot_default_size.w)
-#define ST_H_BARS (plot_default_size.h * 9 / 10)
-#define ST_H_STRIP (plot_default_size.h / 2)
-
 /* The two panels and the arrays their series point into. */
 typedef struct {
     plot_spec bars, strip;
@@ -26,7 +21,8 @@ typedef struct {
 } study_fig;
 
 /* bars: each bar is a thick two-point line from 0 to its value */
-static void bars_build(const study *S, study_fig *F) {
+/* panel sizes from the figure size (--size; NULL 960 x 600): bars 0.9, strip 0.5 of its height */
+static void bars_build(const study *S, const plot_size *size, study_fig *F) {
     static const uint32_t col[4] = {PLOT_RGB_NAIVE, PLOT_RGB_SKIP, PLOT_RGB_GATE, PLOT_RGB_EXPERT};
     static const char *lab[4] = {"naive", "skip-order", "gate cost", "expert cost"};
     int P = S->npairs, ns = 4 * P;
@@ -47,12 +43,11 @@ static void bars_build(const study *S, study_fig *F) {
         }
     }
     plot_spec sp;
-    plot_spec_init(&sp);
+    plot_spec_init(&sp, size);
     sp.title = "loss barrier per pair: naive, skip-order and the two methods' orders";
     sp.xlabel = "pair (in the order of the study's table)";
     sp.ylabel = "loss barrier";
-    sp.width = ST_W;
-    sp.height = ST_H_BARS;
+    sp.height = sp.height * 9 / 10;
     sp.series = ser;
     sp.nseries = ns;
     sp.xmin = 0.4, sp.xmax = P + 0.6;
@@ -61,7 +56,7 @@ static void bars_build(const study *S, study_fig *F) {
     F->bars = sp;
 }
 
-static void strip_build(const study *S, study_fig *F) {
+static void strip_build(const study *S, const plot_size *size, study_fig *F) {
     int P = S->npairs;
     plot_series *ser = F->strip_ser;
     int ns = 0;
@@ -88,12 +83,11 @@ static void strip_build(const study *S, study_fig *F) {
             ser[ns++] = (plot_series){.x = q, .y = q + 2, .n = 2, .rgb = col[m]};
         }
     plot_spec sp;
-    plot_spec_init(&sp);
+    plot_spec_init(&sp, size);
     sp.title = "rank percentile of the chosen order (0% = the best order)";
     sp.xlabel = "rank percentile (%)";
     sp.ylabel = "pair";
-    sp.width = ST_W;
-    sp.height = ST_H_STRIP;
+    sp.height = sp.height / 2;
     sp.series = ser;
     sp.nseries = ns;
     sp.xmin = -2, sp.xmax = 102;
@@ -101,11 +95,11 @@ static void strip_build(const study *S, study_fig *F) {
     F->strip = sp;
 }
 
-int study_write_png(const study *S, const char *path, ms_err *err) {
+int study_write_png(const study *S, const plot_size *size, const char *path, ms_err *err) {
     if (S->npairs < 1) return ms_fail(err, "%s: no pairs to plot", path);
     study_fig *F = ms_calloc(1, sizeof *F);
-    bars_build(S, F);
-    strip_build(S, F);
+    bars_build(S, size, F);
+    strip_build(S, size, F);
     const plot_spec *panels[2] = {&F->bars, &F->strip};
     int rc = plot_write_stack(panels, 2, path, err);
     free(F->bar_ser);

@@ -1343,7 +1343,7 @@ static void test_accuracy_range(void) {
     double x[3] = {0, 0.5, 1}, y[3] = {0.97, 0.91, 0.995};
     plot_series se = {.label = "a", .x = x, .y = y, .n = 3};
     plot_spec p;
-    plot_spec_init(&p);
+    plot_spec_init(&p, NULL);
     p.series = &se;
     p.nseries = 1;
     fig_accuracy_range(&p);

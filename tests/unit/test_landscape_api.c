@@ -161,8 +161,7 @@ static int same_order(const landscape *L, long j, long k) {
  * 16-float (AVX-512) and 8-float vector forms do the same arithmetic per
  * lane: bit for bit. A gate whose logits spread wider than the path's exp
  * range takes the reference path at every t: bit for bit too. */
-extern int ls_prefix_on, ls_prefix_wide; /* landscape_kernel.c's test switches */
-int ls_prefix_wide_cpu(void);
+int ls_prefix_wide_cpu(void); /* landscape_kernel.c: this CPU runs the 16-float form */
 
 static double rel_diff(double a, double b) { return fabs(a - b) / fmax(1.0, fabs(b)); }
 
@@ -199,9 +198,9 @@ static void prefix_case(const char *what, const moe_model *A, const moe_model *B
     o.nthreads = 2;
     ms_err err;
     landscape Lp, Lr;
-    ls_prefix_on = 0;
+    o.prefix = -1;
     int rr = landscape_compute(A, B, E, &o, &Lr, &err);
-    ls_prefix_on = 2; // also at n = 2 (2 orders), where it does not pay
+    o.prefix = 1; // also at n = 2 (2 orders), where it does not pay
     int rp = landscape_compute(A, B, E, &o, &Lp, &err);
     CHECK(rr == 0 && rp == 0, "%s: both paths run (%s)", what, rr || rp ? err.msg : "");
     if (rr || rp) {
@@ -223,17 +222,14 @@ static void prefix_case(const char *what, const moe_model *A, const moe_model *B
     }
     if (ls_prefix_wide_cpu()) { // this CPU runs both vector forms
         landscape L8;
-        ls_prefix_wide = 0;
+        o.prefix_narrow = 1;
         int r8 = landscape_compute(A, B, E, &o, &L8, &err);
-        ls_prefix_wide = -1;
-        ls_prefix_on = 1;
         CHECK(r8 == 0, "%s: 8-float form runs", what);
         if (r8 == 0) {
             CHECK(same_landscape(&Lp, &L8), "%s: 16- and 8-float forms bit for bit", what);
             landscape_free(&L8);
         }
     }
-    ls_prefix_on = 1;
     landscape_free(&Lr);
     landscape_free(&Lp);
 }

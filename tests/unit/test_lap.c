@@ -315,7 +315,7 @@ static void test_second_best(void) {
  * (tests/lib/lap_reference.h, "lowest index wins everywhere"), on tie-heavy
  * integer matrices of every shape the kernels split differently (vector lanes
  * and tails), both senses; and the same answer every time, from any address. */
-static void test_tie_rule(void) {
+static void test_tie_rule(const lap_opts *o) {
     rng_t r;
     rng_seed(&r, 4242);
     int sizes[][2] = {{2, 2}, {3, 3}, {4, 4}, {5, 5}, {6, 6}, {7, 7}, {8, 8}, {5, 9}, {9, 5},
@@ -332,7 +332,7 @@ static void test_tie_rule(void) {
                     for (int k = 0; k < nr * nc; k++) c[k] = (double)rng_below(&r, levels[l]);
                     double t;
                     ms_err e;
-                    int rc = lap_solve(c, nr, nc, maximize, a, &t, &e);
+                    int rc = lap_solve_opts(c, nr, nc, maximize, o, a, &t, &e);
                     lapref_solve(c, nr, nc, maximize, b);
                     cases++;
                     int same = rc == 0 && !memcmp(a, b, sizeof(int) * nr);
@@ -350,10 +350,10 @@ static void test_tie_rule(void) {
                             neg[i * nc + j] = -c[i * nc + j];
                             trc[j * nr + i] = c[i * nc + j];
                         }
-                    lap_solve(neg, nr, nc, !maximize, an, &t, &e);
+                    lap_solve_opts(neg, nr, nc, !maximize, o, an, &t, &e);
                     if (memcmp(a, an, sizeof(int) * nr) && bad++ < 5)
                         printf("  %dx%d max %d: maximise c and minimise -c differ\n", nr, nc, maximize);
-                    lap_solve(trc, nc, nr, maximize, at, &t, &e);
+                    lap_solve_opts(trc, nc, nr, maximize, o, at, &t, &e);
                     for (int i = 0; i < nr && nr != nc; i++)
                         if (a[i] >= 0 && at[a[i]] != i) {
                             if (bad++ < 5) printf("  %dx%d max %d: not the transposed problem's assignment\n", nr, nc, maximize);
@@ -407,7 +407,8 @@ static void test_lists_change_nothing(void) {
     rng_t r;
     rng_seed(&r, 777);
     int sizes[][2] = {{3, 3}, {33, 33}, {40, 70}, {70, 40}, {150, 150}, {257, 257}, {120, 300}};
-    int bad = 0, cases = 0, saved = lap_cand_min;
+    int bad = 0, cases = 0;
+    const lap_opts off = {1 << 30}, on = {2};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         int nr = sizes[s][0], nc = sizes[s][1];
         double *c = malloc(sizeof(double) * nr * nc), *u = malloc(sizeof(double) * 2 * (nr + nc));
@@ -426,10 +427,8 @@ static void test_lists_change_nothing(void) {
                     }
                 double ta, tb;
                 ms_err e;
-                lap_cand_min = 1 << 30;
-                int rc = lap_solve(c, nr, nc, maximize, a, &ta, &e);
-                lap_cand_min = 2;
-                rc |= lap_solve(c, nr, nc, maximize, b, &tb, &e);
+                int rc = lap_solve_opts(c, nr, nc, maximize, &off, a, &ta, &e);
+                rc |= lap_solve_opts(c, nr, nc, maximize, &on, b, &tb, &e);
                 cases++;
                 if ((rc || memcmp(a, b, sizeof(int) * nr) || ta != tb) && bad++ < 5)
                     printf("  %dx%d kind %d max %d: lists on %.17g, off %.17g\n", nr, nc, kind,
@@ -437,16 +436,13 @@ static void test_lists_change_nothing(void) {
             }
         free(c), free(u), free(a), free(b);
     }
-    lap_cand_min = saved;
     CHECK(bad == 0, "%d of %d matrices: candidate lists changed the assignment", bad, cases);
 }
 
 int main(void) {
-    int dflt = lap_cand_min;
-    test_tie_rule();
-    lap_cand_min = 2; /* the same tie rule with candidate lists on every size */
-    test_tie_rule();
-    lap_cand_min = dflt;
+    test_tie_rule(NULL);
+    const lap_opts lists = {2}; /* the same tie rule with candidate lists on every size */
+    test_tie_rule(&lists);
     test_lists_change_nothing();
     test_edges();
     test_nonfinite();

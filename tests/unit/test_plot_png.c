@@ -101,7 +101,7 @@ static void test_curves(void) {
         {.label = "chord", .x = t, .y = chord, .n = T, .rgb = PLOT_RGB_CHORD, .dashed = 1},
     };
     plot_spec p;
-    plot_spec_init(&p);
+    plot_spec_init(&p, NULL);
     p.title = "Loss along the path from A to aligned B";
     p.xlabel = "t";
     p.ylabel = "cross-entropy loss";
@@ -167,7 +167,7 @@ static void test_curves(void) {
     plot_series s2[] = {{.label = "empty", .x = t, .y = nanv, .n = T, .rgb = PLOT_RGB_NAIVE},
                         {.label = "flat", .x = t, .y = chord, .n = 1, .rgb = PLOT_RGB_SKIP}};
     plot_spec q;
-    plot_spec_init(&q);
+    plot_spec_init(&q, NULL);
     q.series = s2;
     q.nseries = 2;
     q.ymin = 0;
@@ -208,7 +208,7 @@ static void test_dashes(void) {
     s[NS] = (plot_series){.label = "chord", .x = cx, .y = cy, .n = 2, .rgb = PLOT_RGB_CHORD,
                           .dashed = 1};
     plot_spec p;
-    plot_spec_init(&p);
+    plot_spec_init(&p, NULL);
     p.series = s;
     p.nseries = NS + 1;
     p.ymin = -1;
@@ -225,7 +225,7 @@ static void test_dashes(void) {
     // the chord alone over its own (auto) range, at both scales
     for (int big = 0; big < 2; big++) {
         plot_spec q;
-        plot_spec_init(&q);
+        plot_spec_init(&q, NULL);
         q.series = &s[NS];
         q.nseries = 1;
         q.width = big ? 1920 : 960;
@@ -244,7 +244,7 @@ static void test_atomic(void) {
     double x[2] = {0, 1}, y[2] = {0, 1};
     plot_series s = {.label = "line", .x = x, .y = y, .n = 2, .rgb = PLOT_RGB_ALIGNED};
     plot_spec p;
-    plot_spec_init(&p);
+    plot_spec_init(&p, NULL);
     p.title = "atomic";
     p.series = &s;
     p.nseries = 1;
@@ -323,7 +323,7 @@ static void test_landscape(void) {
     char path[600];
     out_path(path, sizeof path, "landscape.png");
     rc = plot_landscape_write(bar, n, idx, labels, cols, 3, "Barrier of every expert order",
-                            path, &err);
+                              NULL, path, &err);
     CHECK(rc == 0, "landscape write: %s", err.msg);
     int w, h;
     uint8_t *back = read_png(path, &w, &h);
@@ -337,8 +337,8 @@ static void test_landscape(void) {
     uint32_t c2[2] = {PLOT_RGB_EXPERT, PLOT_RGB_GATE};
     double b24[24];
     for (int i = 0; i < 24; i++) b24[i] = bar[i * 1680];
-    rc = plot_landscape_write(b24, 24, idx2, l2, c2, 2, "Barrier of the 24 expert orders", path,
-                            &err);
+    rc = plot_landscape_write(b24, 24, idx2, l2, c2, 2, "Barrier of the 24 expert orders", NULL,
+                              path, &err);
     CHECK(rc == 0, "landscape 24: %s", err.msg);
 
     // bad marked index

@@ -85,9 +85,8 @@ static double max_diff(const double *x, const double *y, int k) {
 
 static void cost_with(int side, double block, const moe_model *A, const moe_model *B, double *C) {
     ms_err err;
-    cost_expert_tuning(side, block);
-    CHECK(cost_matrix(A, B, COST_EXPERT, 1, C, &err) == 0, "cost: %s", err.msg);
-    cost_expert_tuning(0, 0);
+    cost_tuning t = {side, block};
+    CHECK(cost_matrix_tuned(A, NULL, B, NULL, COST_EXPERT, 1, &t, C, &err) == 0, "cost: %s", err.msg);
 }
 
 static void test_cost_sides(void) {
@@ -232,15 +231,14 @@ static void test_streamed_equal(void) {
         ms_err err;
         const double blocks[3][2] = {{1, 0}, {1, 1.0}, {2, 0}}; // side, block bytes
         for (int v = 0; v < 3; v++) {
-            cost_expert_tuning((int)blocks[v][0], blocks[v][1]);
-            CHECK(cost_matrix(&A, &B, COST_EXPERT, 1, C0, &err) == 0, "held cost: %s", err.msg);
-            CHECK(cost_matrix_src(&A, &sa, &B, &sb, COST_EXPERT, 1, C1, &err) == 0, "streamed: %s", err.msg);
+            cost_tuning t = {(int)blocks[v][0], blocks[v][1]};
+            CHECK(cost_matrix_tuned(&A, NULL, &B, NULL, COST_EXPERT, 1, &t, C0, &err) == 0, "held cost: %s", err.msg);
+            CHECK(cost_matrix_tuned(&A, &sa, &B, &sb, COST_EXPERT, 1, &t, C1, &err) == 0, "streamed: %s", err.msg);
             CHECK(!memcmp(C0, C1, sizeof(double) * n * n), "spec %zu variant %d: streamed cost == held", k, v);
             // A against itself, A held and streamed: the diagonal's exact zeros found
-            CHECK(cost_matrix_src(&A, NULL, &A, &sself, COST_EXPERT, 1, C1, &err) == 0, "self: %s", err.msg);
+            CHECK(cost_matrix_tuned(&A, NULL, &A, &sself, COST_EXPERT, 1, &t, C1, &err) == 0, "self: %s", err.msg);
             for (int i = 0; i < n; i++) CHECK(C1[i * n + i] == 0.0, "spec %zu: streamed C[%d][%d] = %g", k, i, i, C1[i * n + i]);
         }
-        cost_expert_tuning(0, 0);
         CHECK(ha.reads > 0 && hb.reads > 0, "spec %zu: the sources were read", k);
         // align: B's experts held (in place) vs streamed from a copy of B
         moe_model Bin, Bsh;
