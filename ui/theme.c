@@ -1,4 +1,5 @@
 /* theme.c - the default colour theme, the monochrome one, and theme files. */
+#include "core/env.h"
 #include "theme.h"
 
 #include <math.h>
@@ -19,8 +20,7 @@ const char *theme_role_name(int role) {
 }
 
 int theme_env_color(int has_colors) {
-    const char *nc = getenv("NO_COLOR");
-    if (nc && nc[0]) return 0; /* no-color.org: set and non-empty */
+    if (env_get(ENV_NO_COLOR)) return 0; /* no-color.org: set and non-empty */
     return has_colors != 0;
 }
 

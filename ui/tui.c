@@ -30,6 +30,7 @@
 #include "keys.h"
 #include "layer_load.h"
 #include "analysis/ms_limits.h"
+#include "core/env.h"
 #include "io/model_io.h"
 #include "io/provenance.h"
 #include "theme.h"
@@ -500,7 +501,7 @@ typedef struct {
 static int screen_start(tui_screen *s, const tui_args *a) {
     setlocale(LC_ALL, "");
     s->utf8 = !a->ascii && !strcmp(nl_langinfo(CODESET), "UTF-8");
-    if (!getenv("ESCDELAY")) set_escdelay(25);
+    if (!env_get(ENV_ESCDELAY)) set_escdelay(25);
     atexit(restore_terminal);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -666,8 +667,8 @@ static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
     memset(&v, 0, sizeof v);
     int dirty = 1, quit = 0;
     double spin_t = 0;
-    const char *bench = getenv("MOESCOPE_TUI_BENCH"); /* key-to-redraw latency log */
-    FILE *bench_fp = bench && bench[0] ? fopen(bench, "a") : NULL;
+    const char *bench = env_get(ENV_TUI_BENCH); /* key-to-redraw latency log */
+    FILE *bench_fp = bench ? fopen(bench, "a") : NULL;
     double key_t = -1;
     while (!quit && !got_signal && ctx->g) {
         if (layer_poll(ctx, app, &v)) dirty = 1;

@@ -13,6 +13,7 @@
 #include "model/evaluator.h"
 #include "landscape/landscape.h"
 #include "align/lap.h"
+#include "core/env.h"
 #include "io/model_io.h"
 #include "model/model.h"
 #include "model/symmetry.h"
@@ -45,8 +46,8 @@ lesson *lesson_open(const char *a, const char *b, const char *e, const family_ov
         lesson_close(L);
         return NULL;
     }
-    snprintf(L->dir, sizeof L->dir, "%s/moescope-lesson-XXXXXX",
-             getenv("TMPDIR") && strlen(getenv("TMPDIR")) < 32 ? getenv("TMPDIR") : "/tmp");
+    const char *tmp = env_get(ENV_TMPDIR);
+    snprintf(L->dir, sizeof L->dir, "%s/moescope-lesson-XXXXXX", tmp && strlen(tmp) < 32 ? tmp : "/tmp");
     if (!mkdtemp(L->dir)) {
         ms_fail(err, "lesson: cannot create a temporary directory in %s", L->dir);
         L->dir[0] = '\0';

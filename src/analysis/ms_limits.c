@@ -9,6 +9,7 @@
 
 #include "align/cost_matrix.h"
 #include "analysis/diagnose.h"
+#include "core/env.h"
 #include "io/model_io.h"
 
 const char *ms_bytes_str(char *buf, size_t cap, double bytes) {
@@ -30,8 +31,8 @@ double ms_mem_machine(void) {
         if (fscanf(fp, "%lf", &v) == 1 && v > 0 && v < m) m = v; // "max" reads as no number
         fclose(fp);
     }
-    const char *env = getenv("MOESCOPE_MAX_MEMORY");
-    if (env && *env) {
+    const char *env = env_get(ENV_MAX_MEMORY);
+    if (env) {
         char *end;
         double v = strtod(env, &end);
         if (*end == 'K' || *end == 'k') v *= 1024.0, end++;

@@ -12,6 +12,7 @@
 #include "core/blas_threads.h"
 #include "io/family.h"
 #include "analysis/ms_limits.h"
+#include "core/env.h"
 #include "plot/plot.h"
 #include "core/progress.h"
 #include "io/model_io.h"
@@ -155,8 +156,8 @@ int cli_load_models(const char *pa, const char *pb, const char *layer, const cha
 /* Would A's and B's layers in float32 take more than a quarter of the machine?
  * (MOESCOPE_STREAM=1: always yes, =0: never) */
 static int stream_wanted(const moe_model *A, const moe_model *B) {
-    const char *env = getenv("MOESCOPE_STREAM");
-    if (env && *env) return atoi(env) != 0;
+    const char *env = env_get(ENV_STREAM);
+    if (env) return atoi(env) != 0;
     double layers = 4.0 * (double)moe_expert_size(&A->cfg) * (A->cfg.n + B->cfg.n);
     return layers > ms_mem_machine() / 4;
 }

@@ -9,6 +9,7 @@
 
 #include "io/atomic_file.h"
 #include "cli/cli.h"
+#include "core/env.h"
 #include "plot/figures.h"
 #include "landscape/landscape.h"
 #include "core/progress.h"
@@ -368,7 +369,7 @@ int cmd_landscape(int argc, char **argv) {
     ls_opts lo;
     ls_opts_default(&lo);
     // the memory budget for the per-point buffers (MB), for tests and benchmarks
-    const char *mem = getenv("MOESCOPE_LS_MEM_MB");
+    const char *mem = env_get(ENV_LS_MEM_MB);
     if (mem) lo.mem_mb = atof(mem);
     const char *e_path = NULL, *json = NULL, *csv = NULL, *png = NULL, *cpng = NULL, *layer = NULL;
     const char *spng = NULL;

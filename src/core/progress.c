@@ -1,5 +1,6 @@
 /* progress.c - the progress line and the cancel handler (see progress.h). */
 #define _GNU_SOURCE // getdents64
+#include "core/env.h"
 #include "core/progress.h"
 
 #include <dirent.h>
@@ -46,7 +47,7 @@ static double now_s(void) {
 static void init_locked(void) {
     if (P.init) return;
     P.init = 1;
-    const char *env = getenv("MOESCOPE_PROGRESS");
+    const char *env = env_get(ENV_PROGRESS);
     // only a subcommand draws: the explorer and the lesson own the terminal
     P.enabled = cli_mode && isatty(STDERR_FILENO) && !(env && !strcmp(env, "0"));
     P.immediate = env && !strcmp(env, "1");
@@ -134,8 +135,8 @@ static void tl_send(int force) {
 
 void progress_begin(const char *phase, double total, const char *unit) {
     // the tests' stall point: wait here for a signal, so a cancel lands mid-phase
-    const char *stall = getenv("MOESCOPE_TEST_STALL");
-    if (stall && *stall && phase && !strncmp(phase, stall, strlen(stall)))
+    const char *stall = env_get(ENV_TEST_STALL);
+    if (stall && phase && !strncmp(phase, stall, strlen(stall)))
         for (;;) pause();
     if (TL.fn) {
         snprintf(TL.phase, sizeof TL.phase, "%s", phase ? phase : "");
@@ -214,8 +215,8 @@ static void timing_report(void) {
 void timing_add(const char *what, double seconds) {
     static int on = -1;
     if (on < 0) {
-        const char *env = getenv("MOESCOPE_TIMING");
-        on = env && *env && strcmp(env, "0");
+        const char *env = env_get(ENV_TIMING);
+        on = env && strcmp(env, "0");
         if (on) atexit(timing_report);
     }
     if (!on) return;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "core/env.h"
 #include "io/checkpoint.h"
 #include "core/ms_error.h"
 #include "core/progress.h"
@@ -104,8 +105,8 @@ static void register_exit(void) {
 
 /* the date: SOURCE_DATE_EPOCH when set (reproducible reports), else now */
 static void set_date(void) {
-    const char *sde = getenv("SOURCE_DATE_EPOCH");
-    time_t t = sde && *sde ? (time_t)strtoll(sde, NULL, 10) : time(NULL);
+    const char *sde = env_get(ENV_SOURCE_DATE_EPOCH);
+    time_t t = sde ? (time_t)strtoll(sde, NULL, 10) : time(NULL);
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(P.date, sizeof P.date, "%Y-%m-%dT%H:%M:%SZ", &tm);

@@ -54,6 +54,7 @@
 #include "core/rng.h"
 #include "model/symmetry.h"
 #include "align/weight_matching.h"
+#include "core/env.h"
 
 /* the named alignments' curves (in L), the pairs and gate columns of each
  * slot, its shared variant, and its loss sums per point of the chunk */
@@ -227,7 +228,7 @@ const char *ls_step_name(int step, int key) {
 /* MOESCOPE_LS_DEBUG=1: phase times on stderr (for the benchmarks) */
 static void ls_debug(const lsx *x, const char *what, long count) {
     static int on = -1;
-    if (on < 0) on = getenv("MOESCOPE_LS_DEBUG") != NULL;
+    if (on < 0) on = env_get(ENV_LS_DEBUG) != NULL;
     if (on) fprintf(stderr, "landscape: %8.4f s  %s (%ld)\n", ls_now() - x->rs.t0, what, count);
 }
 

@@ -1,4 +1,5 @@
 /* bitmap_font.c - load BDF bitmap fonts and draw UTF-8 text with them. */
+#include "core/env.h"
 #include "plot/bitmap_font.h"
 
 #include <ctype.h>
@@ -136,8 +137,8 @@ int bm_font_open(bm_font *f, const char *name, ms_err *err) {
     char buf[NDIRS][PATH_MAX];
     const char *dirs[NDIRS];
     int nd = 0;
-    const char *env = getenv("MOESCOPE_ASSETS");
-    if (env && env[0]) {
+    const char *env = env_get(ENV_ASSETS);
+    if (env) {
         snprintf(buf[nd], PATH_MAX, "%s/fonts", env);
         dirs[nd] = buf[nd];
         nd++;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "analysis/diagnose.h"
+#include "core/env.h"
 #include "layer_load.h"
 #include "core/progress.h"
 #include "io/model_io.h"
@@ -102,6 +103,7 @@ static void test_replace_cancel(const char *dir, const char *pa, const char *pb)
     char gate[600];
     snprintf(gate, sizeof gate, "%s/gate", dir);
     setenv("MOESCOPE_TEST_LOAD_GATE", gate, 1);
+    env_refresh();
     layer_switch s;
     layer_load_status st;
     layer_switch_init(&s, pa, pb);
@@ -136,6 +138,7 @@ static void test_replace_cancel(const char *dir, const char *pa, const char *pb)
     layer_switch_free(&s);
     CHECK(!layer_switch_live(&s), "free: nothing left");
     unsetenv("MOESCOPE_TEST_LOAD_GATE");
+    env_refresh();
 }
 
 /* a worker running on a pair, its models on the heap as the explorer holds them */

@@ -12,6 +12,7 @@
 #include "app.h"
 #include "curves_view.h"
 #include "analysis/diagnose.h"
+#include "core/env.h"
 #include "export.h"
 #include "plot/figures.h"
 #include "state_export.h"
@@ -1063,8 +1064,10 @@ static void test_units(void) {
     moe_order_format(buf, sizeof buf, o, 4);
     CHECK(!strcmp(buf, "2 0 3 1"), "order format '%s'", buf);
     setenv("NO_COLOR", "1", 1);
+    env_refresh();
     CHECK(theme_env_color(1) == 0, "NO_COLOR turns colour off");
     unsetenv("NO_COLOR");
+    env_refresh();
     CHECK(theme_env_color(1) == 1 && theme_env_color(0) == 0, "colour when the terminal has it");
     theme t;
     theme_init(&t, 0);

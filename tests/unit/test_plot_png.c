@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "plot/bitmap_font.h"
+#include "core/env.h"
 #include "plot/plot_png.h"
 #include "core/rng.h"
 #include "plot/plot_write.h"
@@ -384,9 +385,11 @@ static void test_font(void) {
         char a[500];
         snprintf(a, sizeof a, "%s/assets", cwd);
         setenv("MOESCOPE_ASSETS", a, 1);
+        env_refresh();
         rc = bm_font_open(f, "7x13.bdf", &err);
         CHECK(rc == 0 && f->ascent + f->descent == 13, "MOESCOPE_ASSETS: %s", err.msg);
         unsetenv("MOESCOPE_ASSETS");
+        env_refresh();
     }
     free(f);
 }

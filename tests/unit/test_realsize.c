@@ -20,6 +20,7 @@
 #include "align/align.h"
 #include "align/cost_matrix.h"
 #include "analysis/ms_limits.h"
+#include "core/env.h"
 #include "core/rng.h"
 #include "testlib.h"
 
@@ -279,14 +280,17 @@ static void test_budget_counts_inputs(void) {
     // the inputs alone do not fit: refused, naming what the inputs take
     snprintf(lim, sizeof lim, "%.0f", inputs * 0.9);
     setenv("MOESCOPE_MAX_MEMORY", lim, 1);
+    env_refresh();
     CHECK(ms_limits_check(&A, &B, NULL, MS_USE_WM | MS_USE_COST, &err) != 0 &&
               strstr(err.msg, "on top of the") && strstr(err.msg, "the inputs take as float32"),
           "inputs over the machine: %s", err.msg);
     // room for the inputs and what they derive: accepted
     snprintf(lim, sizeof lim, "%.0f", inputs * 3);
     setenv("MOESCOPE_MAX_MEMORY", lim, 1);
+    env_refresh();
     CHECK(ms_limits_check(&A, &B, NULL, MS_USE_WM | MS_USE_COST, &err) == 0, "fits: %s", err.msg);
     unsetenv("MOESCOPE_MAX_MEMORY");
+    env_refresh();
     moe_free(&A);
     moe_free(&B);
 }

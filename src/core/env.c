@@ -1,0 +1,65 @@
+/* env.c - every environment variable moescope reads (env.h), in one table. */
+#include "core/env.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+static const struct {
+    const char *name, *what;
+} vars[ENV_COUNT] = {
+    [ENV_MAX_MEMORY] = {"MOESCOPE_MAX_MEMORY",
+                        "lowers the memory limit below the machine's: bytes, or with a K, M or G suffix"},
+    [ENV_STREAM] = {"MOESCOPE_STREAM",
+                    "cost and align: 1 reads any family layout's routed experts one at a time from the "
+                    "files, 0 never (default: when the two layers would take more than a quarter of "
+                    "the memory limit)"},
+    [ENV_LS_MEM_MB] = {"MOESCOPE_LS_MEM_MB",
+                       "landscape: the megabytes of pair outputs held at once (default 1024)"},
+    [ENV_PROGRESS] = {"MOESCOPE_PROGRESS",
+                      "the progress line on stderr: 0 off, 1 at once (default: on a terminal, after a "
+                      "quarter of a second)"},
+    [ENV_TIMING] = {"MOESCOPE_TIMING", "1: the seconds of every phase on stderr at exit"},
+    [ENV_LS_DEBUG] = {"MOESCOPE_LS_DEBUG", "set: the landscape's phase times on stderr as they end"},
+    [ENV_MPI_STATS] = {"MOESCOPE_MPI_STATS",
+                       "set: each moescope-mpi process prints the bytes it sent, its seconds in MPI "
+                       "exchanges and its CPU time"},
+    [ENV_ASSETS] = {"MOESCOPE_ASSETS",
+                    "the folder holding fonts/ for figures, looked at first (then beside the binary "
+                    "and the install prefix)"},
+    [ENV_SOURCE_DATE_EPOCH] = {"SOURCE_DATE_EPOCH",
+                               "the date reports record, in seconds since 1970 (reproducible "
+                               "reports; default: now)"},
+    [ENV_TMPDIR] = {"TMPDIR", "where the lesson writes its scratch checkpoints (default /tmp)"},
+    [ENV_NO_COLOR] = {"NO_COLOR", "set: the explorer draws without colour (no-color.org)"},
+    [ENV_ESCDELAY] = {"ESCDELAY",
+                      "curses' wait after Esc, in milliseconds (the explorer's default: 25)"},
+    [ENV_TUI_BENCH] = {"MOESCOPE_TUI_BENCH",
+                       "a file: the explorer appends each key's time to its redraw (the benchmarks)"},
+    [ENV_TEST_STALL] = {"MOESCOPE_TEST_STALL",
+                        "tests: a phase name; its start waits for a signal, so a cancel lands "
+                        "mid-phase"},
+    [ENV_TEST_LOAD_GATE] = {"MOESCOPE_TEST_LOAD_GATE",
+                            "tests: a file; the explorer's layer loads wait, with A read, until it "
+                            "exists"},
+    [ENV_MPI_TEST_KILL] = {"MOESCOPE_MPI_TEST_KILL",
+                           "tests: a rank; that moescope-mpi process kills itself at its second "
+                           "exchange"},
+};
+
+static const char *values[ENV_COUNT];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+void env_refresh(void) {
+    for (int v = 0; v < ENV_COUNT; v++) {
+        const char *s = getenv(vars[v].name);
+        values[v] = s && *s ? s : NULL;
+    }
+}
+
+const char *env_get(env_var v) {
+    pthread_once(&once, env_refresh);
+    return v >= 0 && v < ENV_COUNT ? values[v] : NULL;
+}
+
+const char *env_name(env_var v) { return v >= 0 && v < ENV_COUNT ? vars[v].name : "?"; }
+const char *env_what(env_var v) { return v >= 0 && v < ENV_COUNT ? vars[v].what : "?"; }
