@@ -73,6 +73,9 @@ typedef struct {
 
 void dg_list_free(dg_list *l);
 const char *dg_severity_name(dg_severity s); /* "ok", "info", "warn", "bad" */
+/* Append a finding (text formatted from fmt) to l. */
+void dg_add(dg_list *l, dg_severity sev, const char *code, const char *who, double number,
+            const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* Findings at or above severity min. */
 int dg_count(const dg_list *l, dg_severity min);
 /* The first finding with this code (and who, unless who is NULL), or NULL. */

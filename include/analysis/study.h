@@ -46,6 +46,9 @@ typedef struct {
                             * estimate for the whole set (NaN past a double) */
     double best, worst, identity_rank, tau;
     int best_order[LS_MAX_N], worst_order[LS_MAX_N];
+    /* a network's landscape: the layer-only proxy's Spearman rho with the network
+     * barrier and the network rank of its best order (NaN without the proxy) */
+    double proxy_spearman, proxy_rank;
 } st_pair;
 
 /* A summary field: its JSON path ("methods.expert.rank") and where it lives. */
@@ -77,7 +80,19 @@ typedef struct {
     /* files of a directory left out of the pool, and why (borrowed; set by the caller) */
     int nleft;
     const char *const *left, *const *left_why;
+    char objective[160];   /* what the loss is when not the layer's own ("" then) */
 } study;
+
+/* The pairs measured on an objective (a network's loss) instead of the layers'
+ * own: make(ctx, i, j, &obj) before pair (i, j)'s landscape (the objective
+ * holds its end points), done(ctx) after it; proxy(ctx, i, j, L) (may be NULL)
+ * fills L's proxy fields from the finished landscape. */
+typedef struct {
+    int (*make)(void *ctx, int i, int j, const ls_objective **obj, ms_err *err);
+    void (*done)(void *ctx);
+    int (*proxy)(void *ctx, int i, int j, landscape *L, ms_err *err);
+    void *ctx;
+} study_objective;
 
 /* Mean and sample std of the finite values among v[0..n). */
 st_stat study_stat(const double *v, int n);
@@ -90,6 +105,10 @@ void study_pair_from(st_pair *p, const landscape *L, int ia, int ib);
  * evaluation lent to the landscapes of its npool - 1 pairs. */
 int study_run(const moe_model *models, const char *const *paths, int npool, const evalset *E,
               const ls_opts *o, void (*progress)(int done, int total), study *S, ms_err *err);
+/* The same on objectives (E is not read): every pair's landscape on so->make's. */
+int study_run_obj(const moe_model *models, const char *const *paths, int npool,
+                  const study_objective *so, const ls_opts *o, void (*progress)(int done, int total),
+                  study *S, ms_err *err);
 void study_free(study *S);
 
 /* Ratios of the mean barriers over the pairs: naive/gate, naive/expert,

@@ -53,10 +53,8 @@ const dg_finding *dg_find(const dg_list *l, const char *code, const char *who) {
     return NULL;
 }
 
-static void dg_add(dg_list *l, dg_severity sev, const char *code, const char *who, double number,
-                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static void dg_add(dg_list *l, dg_severity sev, const char *code, const char *who, double number,
-                   const char *fmt, ...) {
+void dg_add(dg_list *l, dg_severity sev, const char *code, const char *who, double number,
+            const char *fmt, ...) {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 16;
         l->items = ms_realloc(l->items, (size_t)l->cap * sizeof(dg_finding));

@@ -31,6 +31,7 @@ static const st_field FIELDS[] = {
     F("identity_rank", identity_rank),      F("orders_ranked", nranked),
     F("zero_tied", zero_tied),              F("zero_tied_percent", zero_pct),
     F("zero_tied_estimate", zero_est),
+    F("proxy.spearman", proxy_spearman),    F("proxy.best_network_rank", proxy_rank),
 };
 
 const st_field *study_fields(int *n) {
@@ -132,6 +133,8 @@ void study_pair_from(st_pair *p, const landscape *L, int ia, int ib) {
     for (long k = 0; k < L->ndone; k++) z += L->rows[k].barrier <= L->tau;
     p->zero_tied = (double)z;
     zero_share(p, L->ndone);
+    p->proxy_spearman = L->has_proxy ? L->proxy_spearman : NAN;
+    p->proxy_rank = L->has_proxy ? (double)L->proxy_best_rank : NAN;
 }
 
 
@@ -147,26 +150,42 @@ static void study_summarise(study *S) {
     free(v);
 }
 
-int study_run(const moe_model *models, const char *const *paths, int npool, const evalset *E,
-              const ls_opts *o, void (*progress)(int done, int total), study *S, ms_err *err) {
+/* every pair (i < j): its landscape on E (the end points lent), or on so's
+ * objective for the pair */
+static int study_pairs(const moe_model *models, const char *const *paths, int npool, const evalset *E,
+                       const study_objective *so, const ls_opts *o,
+                       void (*progress)(int done, int total), study *S, ms_err *err) {
     memset(S, 0, sizeof *S);
     S->npool = npool;
     S->paths = paths;
     S->T = o->T;
-    S->kind = npool ? (int)ls_kind_of(&models[0], E) : 0;
+    S->kind = so ? LS_CLASSIFY : npool ? (int)ls_kind_of(&models[0], E) : 0;
     int total = npool * (npool - 1) / 2, rc = 0;
     S->pairs = ms_calloc((size_t)(total > 0 ? total : 1), sizeof(st_pair));
-    // each checkpoint's end-point evaluation once, lent to all its pairs
+    // each checkpoint's end-point evaluation once, lent to all its pairs (an
+    // objective holds its own)
     ls_endpoint *ends = ms_calloc((size_t)(npool > 0 ? npool : 1), sizeof(ls_endpoint));
-    for (int i = 0; i < npool && !rc; i++)
+    for (int i = 0; i < npool && !rc && !so; i++)
         if (ls_endpoint_eval(&models[i], E, &ends[i], err)) rc = ms_prefix(err, "%s", paths[i]);
     S->nevals = npool;
     ls_opts po = *o;
     for (int i = 0; i < npool && !rc; i++)
         for (int j = i + 1; j < npool && !rc; j++) {
             landscape L;
-            po.end_a = &ends[i], po.end_b = &ends[j];
-            if (landscape_compute(&models[i], &models[j], E, &po, &L, err)) {
+            if (so) {
+                if (so->make(so->ctx, i, j, &po.objective, err)) {
+                    rc = ms_prefix(err, "pair %s, %s", paths[i], paths[j]);
+                    break;
+                }
+            } else {
+                po.end_a = &ends[i], po.end_b = &ends[j];
+            }
+            int bad = landscape_compute(&models[i], &models[j], E, &po, &L, err);
+            if (!bad && so && so->proxy) bad = so->proxy(so->ctx, i, j, &L, err);
+            if (so) so->done(so->ctx);
+            if (!bad && L.objective) snprintf(S->objective, sizeof S->objective, "%s", L.objective);
+            if (bad) {
+                landscape_free(&L); // a failed landscape_compute left L empty
                 ms_prefix(err, "pair %s, %s", paths[i], paths[j]);
                 rc = -1;
                 break;
@@ -184,6 +203,17 @@ int study_run(const moe_model *models, const char *const *paths, int npool, cons
     }
     study_summarise(S);
     return 0;
+}
+
+int study_run(const moe_model *models, const char *const *paths, int npool, const evalset *E,
+              const ls_opts *o, void (*progress)(int done, int total), study *S, ms_err *err) {
+    return study_pairs(models, paths, npool, E, NULL, o, progress, S, err);
+}
+
+int study_run_obj(const moe_model *models, const char *const *paths, int npool,
+                  const study_objective *so, const ls_opts *o, void (*progress)(int done, int total),
+                  study *S, ms_err *err) {
+    return study_pairs(models, paths, npool, NULL, so, o, progress, S, err);
 }
 
 void study_free(study *S) {

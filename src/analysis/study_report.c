@@ -191,7 +191,19 @@ void study_print(const study *S, FILE *f) {
     fprintf(f, "ratios of mean barriers: naive/gate %.1f, naive/expert %.1f, skip/gate %.1f, skip/expert %.1f\n",
             r[0], r[1], r[2], r[3]);
     if (p0) print_zero_tied(S, f);
-    fprintf(f, "each checkpoint evaluated once (%d evaluations for %d pairs)\n", S->nevals, S->npairs);
+    if (S->objective[0]) {
+        fprintf(f, "objective: %s\n", S->objective);
+        const st_stat *rho = stat_of(S, "proxy.spearman"), *rk = stat_of(S, "proxy.best_network_rank");
+        if (rho && rho->n) {
+            fputs("layer-only proxy at the block's own inputs: Spearman rho with the network barrier ", f);
+            mean_pm(f, rho, 2);
+            fputs(", its best order's network rank ", f);
+            mean_pm(f, rk, 2);
+            fputc('\n', f);
+        }
+    } else {
+        fprintf(f, "each checkpoint evaluated once (%d evaluations for %d pairs)\n", S->nevals, S->npairs);
+    }
     for (int i = 0; i < S->nleft; i++) fprintf(f, "left out: %s (%s)\n", S->left[i], S->left_why[i]);
 }
 
@@ -274,6 +286,7 @@ int study_write_json(const study *S, const char *e_path, const char *path, ms_er
     cJSON *ck = cJSON_AddArrayToObject(root, "checkpoints");
     for (int i = 0; i < S->npool; i++) cJSON_AddItemToArray(ck, cJSON_CreateString(S->paths[i]));
     cJSON_AddStringToObject(root, "eval", e_path ? e_path : "");
+    if (S->objective[0]) cJSON_AddStringToObject(root, "objective", S->objective);
     cJSON_AddNumberToObject(root, "points", S->T);
     if (S->npairs) {
         cJSON_AddNumberToObject(root, "n", S->pairs[0].n);

@@ -1,6 +1,7 @@
 /* cmd_diagnose.c - `moescope diagnose A B --eval E [--json F]`: the findings of
  * diagnostics for a pair of checkpoints, each number with its verdict in words. */
 #include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,10 +9,11 @@
 #include "cli/cli.h"
 #include "analysis/diagnose.h"
 #include "model/symmetry.h"
+#include "network/net_landscape.h"
 
 static const char *USAGE =
     "moescope diagnose A.safetensors B.safetensors [--eval E] [--json F] [--method gate|expert] "
-    "[--no-center] [--landscape|--no-landscape] [--points T] [--layer L]";
+    "[--no-center] [--landscape|--no-landscape] [--points T] [--layer L] [--interpolate-backbone]";
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -36,15 +38,105 @@ static void help(void) {
            "      --no-landscape  skip the landscape\n"
            "      --points T      interpolation points for the landscape (default 25)\n"
            "  -l, --layer L       layer prefix (default moe)\n"
+           "      --interpolate-backbone  networks: A and B may differ outside the MoE blocks\n"
+           "\nA network (E holds input_ids): one MoE block (--layer: its index), its routing\n"
+           "and outputs on the block's own inputs (ln_2 of network A's hidden states), the\n"
+           "chosen order ranked on the network's loss (by default when n! <= 120), and\n"
+           "whether the frozen backbones agree.\n"
            "  -h, --help          this help\n",
            USAGE);
+}
+
+/* the findings grouped by who: A, B, then the pair */
+static void print_findings(const diag_report *r) {
+    const char *groups[3] = {"A", "B", "A,B"};
+    const char *titles[3] = {"\ncheckpoint A", "\ncheckpoint B", "\nthe pair (B aligned to A)"};
+    for (int g = 0; g < 3; g++) {
+        printf("%s\n", titles[g]);
+        for (int i = 0; i < r->findings.n; i++) {
+            const dg_finding *f = &r->findings.items[i];
+            if (strcmp(f->who, groups[g])) continue;
+            printf("  [%-4s] %s%s\n", dg_severity_name(f->severity), f->text,
+                   f->next == DG_NEXT_EVAL        ? " (pass --eval E)"
+                   : f->next == DG_NEXT_LANDSCAPE ? "; pass --landscape to rank it"
+                                                  : "");
+        }
+    }
+    int nflags = dg_count(&r->findings, DG_WARN);
+    printf("\n%d finding%s flagged\n", nflags, nflags == 1 ? "" : "s");
+}
+
+/* A network's MoE block: the diagnostics on the block's own inputs (ln_2 of
+ * network A's hidden states there), the chosen order ranked on the network's
+ * loss, and whether the frozen backbones agree. */
+static int diagnose_network(const char *pa, const char *pb, const char *eval, const char *layer,
+                            diag_opts *o, int interp, const char *json) {
+    cli_net n;
+    if (cli_net_load(pa, pb, eval, layer, interp, &n)) return 1;
+    ms_err err;
+    int rc = 0, b = n.block;
+    const moe_model *A = &n.A.moe[b], *B = &n.B.moe[b];
+    evalset X;
+    memset(&X, 0, sizeof X);
+    landscape L;
+    memset(&L, 0, sizeof L);
+    net_objective *no = NULL;
+    net_par par = {0};
+    if (eval && net_block_inputs(&n.A, &n.E, b, &par, &X, &err)) rc = cli_error("%s", err.msg);
+    ls_opts lo;
+    ls_opts_default(&lo);
+    cli_net_landscape_defaults(&lo);
+    int exh, want = o->landscape;
+    if (want < 0) want = ls_orders_planned(&A->cfg, &lo, &exh, NULL) <= 120 && exh; // 5!: a few seconds
+    align_opts other;
+    align_opts_default(&other);
+    other.method = o->method, other.center = o->center;
+    if (!rc && eval && want) {
+        if (o->T >= 2) lo.T = o->T;
+        lo.center = o->center;
+        if (cli_net_objective(&n, &other, 0, NULL, &no)) rc = 1;
+        lo.objective = no ? net_objective_view(no) : NULL;
+        if (!rc && landscape_compute(A, B, NULL, &lo, &L, &err)) rc = cli_error("%s", err.msg);
+        if (!rc) o->L = &L;
+    }
+    diag_report r;
+    memset(&r, 0, sizeof r);
+    if (!rc && diag_pair(A, B, eval ? &X : NULL, o, &r, &err)) rc = cli_error("%s", err.msg);
+    if (!rc) {
+        for (int i = 0; i < r.findings.n; i++) // the block has no head of its own: the network is it
+            if (!strcmp(r.findings.items[i].code, "heads"))
+                snprintf(r.findings.items[i].text, sizeof r.findings.items[i].text,
+                         "the loss is the network's (its LM head, after the other blocks)");
+        if (n.backbone_diff[0])
+            dg_add(&r.findings, DG_WARN, "backbone", "A,B", NAN, "the backbones differ (%s): interpolated "
+                   "too, so these are not barriers of one frozen backbone", n.backbone_diff);
+        else
+            dg_add(&r.findings, DG_OK, "backbone", "A,B", NAN, "the frozen backbone (every tensor outside "
+                   "the MoE blocks) is equal in A and B");
+        printf("diagnose  A = %s\n          B = %s\n", pa, pb);
+        printf("          MoE block %d (%s) of a %d-block network: n = %d, d = %d, h = %d, router %s",
+               n.A.cfg.moe_layers[b], A->layer, n.A.cfg.nlayer, A->cfg.n, A->cfg.d, A->cfg.h,
+               moe_router_name(A->cfg.router));
+        if (A->cfg.router == ROUTER_TOPK) printf(" (k = %d)", A->cfg.k);
+        printf("\n          evaluation set %s%s\n", eval ? eval : "none",
+               eval ? " (routing and outputs on the block's own inputs; the rank on the network's loss)" : "");
+        print_findings(&r);
+        if (json && diag_write_json(&r, pa, pb, eval, json, &err)) rc = cli_error("%s", err.msg);
+    }
+    diag_report_free(&r);
+    landscape_free(&L);
+    net_objective_free(no);
+    evalset_free(&X);
+    cli_net_free(&n);
+    return rc;
 }
 
 int cmd_diagnose(int argc, char **argv) {
     const char *eval = NULL, *json = NULL, *layer = NULL;
     diag_opts o;
     diag_opts_default(&o);
-    enum { OPT_NOCENTER = 256, OPT_LS, OPT_NOLS, OPT_POINTS };
+    enum { OPT_NOCENTER = 256, OPT_LS, OPT_NOLS, OPT_POINTS, OPT_INTERP };
+    int interp = 0;
     static const struct option opts[] = {{"eval", required_argument, 0, 'e'},
                                          {"json", required_argument, 0, 'j'},
                                          {"method", required_argument, 0, 'm'},
@@ -53,6 +145,7 @@ int cmd_diagnose(int argc, char **argv) {
                                          {"no-landscape", no_argument, 0, OPT_NOLS},
                                          {"points", required_argument, 0, OPT_POINTS},
                                          {"layer", required_argument, 0, 'l'},
+                                         {"interpolate-backbone", no_argument, 0, OPT_INTERP},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     optind = 1;
@@ -71,6 +164,7 @@ int cmd_diagnose(int argc, char **argv) {
         case OPT_NOCENTER: o.center = 0; break;
         case OPT_LS: o.landscape = 1; break;
         case OPT_NOLS: o.landscape = 0; break;
+        case OPT_INTERP: interp = 1; break;
         case OPT_POINTS: {
             char *end;
             long t = strtol(optarg, &end, 10);
@@ -94,6 +188,8 @@ int cmd_diagnose(int argc, char **argv) {
     ms_err err;
     const char *inputs[3] = {pa, pb, eval};
     if (json && af_check_not_input(json, inputs, 3, &err)) return cli_error("%s", err.msg);
+    if (cli_net_wanted(pa, eval)) return diagnose_network(pa, pb, eval, layer, &o, interp, json);
+    if (interp) return cli_usage_error(USAGE, "diagnose: --interpolate-backbone is for networks");
     moe_model A, B;
     evalset E;
     int have_e = eval != NULL, rc = 0;
@@ -125,22 +221,7 @@ int cmd_diagnose(int argc, char **argv) {
     moe_symmetry sym;
     moe_symmetry_group(&A.cfg, &sym);
     printf("          symmetry group %s\n          %s\n", sym.name, sym.why);
-    // group by who: A, B, then the pair
-    const char *groups[3] = {"A", "B", "A,B"};
-    const char *titles[3] = {"\ncheckpoint A", "\ncheckpoint B", "\nthe pair (B aligned to A)"};
-    for (int g = 0; g < 3; g++) {
-        printf("%s\n", titles[g]);
-        for (int i = 0; i < r.findings.n; i++) {
-            const dg_finding *f = &r.findings.items[i];
-            if (strcmp(f->who, groups[g])) continue;
-            printf("  [%-4s] %s%s\n", dg_severity_name(f->severity), f->text,
-                   f->next == DG_NEXT_EVAL        ? " (pass --eval E)"
-                   : f->next == DG_NEXT_LANDSCAPE ? "; pass --landscape to rank it"
-                                                  : "");
-        }
-    }
-    int nflags = dg_count(&r.findings, DG_WARN);
-    printf("\n%d finding%s flagged\n", nflags, nflags == 1 ? "" : "s");
+    print_findings(&r);
     if (json && diag_write_json(&r, pa, pb, eval, json, &err)) rc = cli_error("%s", err.msg);
     diag_report_free(&r);
 done:

@@ -15,10 +15,12 @@
 #include "analysis/study.h"
 #include "io/model_io.h"
 #include "plot/study_png.h"
+#include "network/net_landscape.h"
 
 #define USAGE                                                                                    \
     "moescope study CKPT1 CKPT2 [CKPT3 ...] | DIR --eval E [--points 25] [--json F] [--csv F] " \
-    "[--latex F] [--png F] [--samples N] [--seed S] [--exhaustive] [--threads K] [--layer L] [--no-wm] [-q]"
+    "[--latex F] [--png F] [--samples N] [--seed S] [--exhaustive] [--threads K] [--layer L] [--no-wm] [-q] " \
+    "[--no-center] [--interpolate-backbone] [--no-proxy]"
 #define ST_MAX_POOL 64
 
 static void help(void) {
@@ -36,7 +38,13 @@ static void help(void) {
            "files and checkpoint subdirectories, sorted, less the evaluation set and any\n"
            "teacher (train.mode = teacher, as train --make-teacher writes); the reports\n"
            "list what was left out. Without --eval, DIR/eval.safetensors is used. For\n"
-           "n >= 10 each landscape is sampled (--samples) and ranks carry a 95%% interval.\n\n"
+           "n >= 10 each landscape is sampled (--samples) and ranks carry a 95%% interval.\n"
+           "A pool of networks (GPT-2 folders with MoE blocks sharing their frozen backbone,\n"
+           "E holding input_ids): every pair's landscape of one MoE block (--layer) on the\n"
+           "network's loss, as `landscape` computes it (exhaustive up to %d experts, else\n"
+           "%d sampled orders), with the layer-only proxy's Spearman rho and its best\n"
+           "order's network rank per pair; files beside the folders (their shared backbone\n"
+           "shard) and teachers (role = teacher) are left out.\n\n"
            "  -e, --eval E      evaluation set\n"
            "  -T, --points T    interpolation points (default 25)\n"
            "  -j, --json F      moescope.study/1: pairs (the landscape's keys, no order list)\n"
@@ -50,9 +58,13 @@ static void help(void) {
            "      --exhaustive  every order also for n = 10, 11 (3628800, 39916800 orders)\n"
            "      --threads K   worker threads (default: all CPUs, at most 8)\n"
            "      --no-wm       no weight matching inside each order\n"
+           "      --no-center   no gate centring for the gate cost\n"
+           "      --interpolate-backbone  networks: interpolate what the seeds do not share\n"
+           "      --no-proxy    networks: no layer-only proxy\n"
            "      --layer L     layer prefix (default moe)\n"
            "  -q, --quiet       no table on stdout\n"
-           "  -h, --help        this text\n");
+           "  -h, --help        this text\n",
+           CLI_NET_EXHAUSTIVE_MAX, CLI_NET_SAMPLES);
 }
 
 static int same_file(const char *a, const char *b) {
@@ -91,14 +103,20 @@ static void pool_leave(st_pool *P, char *path, const char *why) {
 }
 
 /* Is the file a teacher (train.mode = teacher, as `train --make-teacher`
- * writes)? A teacher is not one of the seeds a directory's pool stands for. */
+ * writes; a network folder: its MoE shard's role = teacher)? A teacher is not
+ * one of the seeds a directory's pool stands for. */
 static int is_teacher(const char *path) {
-    st_file f;
-    ms_err e;
-    if (st_open(&f, path, &e)) return 0; // loading it later says what is wrong
-    const char *mode = st_meta(&f, "train.mode");
-    int t = mode && !strcmp(mode, "teacher");
-    st_close(&f);
+    ckpt c;
+    if (ckpt_open(&c, path, NULL)) return 0; // loading it later says what is wrong
+    int t = 0;
+    for (int k = 0; k < c.ntensors && !t; k++) {
+        const st_file *f;
+        const st_tensor *te;
+        if ((k && !strstr(c.names[k], "gate.weight")) || ckpt_tensor(&c, c.names[k], &f, &te, NULL)) continue;
+        const char *mode = st_meta(f, "train.mode"), *role = st_meta(f, "role");
+        t = (mode && !strcmp(mode, "teacher")) || (role && !strcmp(role, "teacher"));
+    }
+    ckpt_close(&c);
     return t;
 }
 
@@ -159,6 +177,15 @@ static int add_dir(const char *arg, const char *e_path, st_pool *P, ms_err *err)
     }
     closedir(d);
     qsort(P->paths + first, (size_t)(P->np - first), sizeof(char *), by_name);
+    // a pool of network folders: files beside them (their shared backbone shard) are no seeds
+    int nets = 0;
+    for (int i = first; i < P->np; i++) nets += net_path_is_network(P->paths[i]);
+    for (int i = first; nets && i < P->np; i++)
+        if (!net_path_is_network(P->paths[i])) {
+            pool_leave(P, P->paths[i], "not a network checkpoint (a shard the seeds share?)");
+            memmove(&P->paths[i], &P->paths[i + 1], (size_t)(P->np - i - 1) * sizeof(char *));
+            P->np--, i--;
+        }
     if (P->np == first) return ms_fail(err, "%s: no checkpoints (*.safetensors) in the directory", arg);
     return 0;
 }
@@ -229,6 +256,90 @@ static int run_study(const st_pool *P, const char *e_path, const char *layer, ls
     return rc;
 }
 
+/* ---- a pool of networks: every pair's landscape on the network's loss ---- */
+
+typedef struct {
+    cli_net *nets;          /* (np) each with A loaded; E in nets[0] */
+    const ls_opts *lo;
+    align_opts other;
+    int interp, proxy;
+    net_objective *cur;
+    evalset *inputs;        /* (np) checkpoint i's block inputs for the proxy, made on first use */
+} net_study;
+
+static int ns_make(void *ctx, int i, int j, const ls_objective **obj, ms_err *err) {
+    net_study *s = ctx;
+    net_obj_opts o = {.chosen = s->nets[0].block, .other = s->other, .interp_backbone = s->interp,
+                      .par = {.threads = s->lo->nthreads}};
+    if (net_objective_new(&s->nets[i].A, &s->nets[j].A, &s->nets[0].E, &o, &s->cur, err)) return -1;
+    *obj = net_objective_view(s->cur);
+    return 0;
+}
+
+static void ns_done(void *ctx) {
+    net_study *s = ctx;
+    net_objective_free(s->cur);
+    s->cur = NULL;
+}
+
+static int ns_proxy(void *ctx, int i, int j, landscape *L, ms_err *err) {
+    net_study *s = ctx;
+    int b = s->nets[0].block;
+    net_par par = {.threads = s->lo->nthreads};
+    if (!s->inputs[i].inputs && net_block_inputs(&s->nets[i].A, &s->nets[0].E, b, &par, &s->inputs[i], err))
+        return -1;
+    return net_landscape_proxy(&s->nets[i].A.moe[b], &s->nets[j].A.moe[b], &s->inputs[i], s->lo, L, err);
+}
+
+/* the pool loaded as networks (the first with E), each checked against the first:
+ * one architecture, one frozen backbone (unless interp) */
+static int load_net_pool(const st_pool *P, const char *e_path, const char *layer, int interp, cli_net *nets) {
+    int rc = 0, i = 0;
+    for (; i < P->np && !rc; i++)
+        rc = cli_net_load(P->paths[i], i ? P->paths[0] : NULL, i ? NULL : e_path, layer, interp, &nets[i]);
+    for (int k = 1; k < P->np && !rc; k++) net_free(&nets[k].B); // the first, for the checks only
+    if (rc)
+        for (int k = 0; k < i - 1; k++) cli_net_free(&nets[k]);
+    return rc;
+}
+
+static int run_study_net(const st_pool *P, const char *e_path, const char *layer, ls_opts *lo,
+                         const char *const *outs, int show, int interp, int proxy) {
+    cli_net *nets = ms_calloc((size_t)P->np, sizeof(cli_net));
+    if (load_net_pool(P, e_path, layer, interp, nets)) {
+        free(nets);
+        return 1;
+    }
+    net_study ns = {.nets = nets, .lo = lo, .interp = interp, .proxy = proxy};
+    align_opts_default(&ns.other);
+    ns.other.center = lo->center, ns.other.wm_stage = lo->wm;
+    ns.inputs = ms_calloc((size_t)P->np, sizeof(evalset));
+    study_objective so = {ns_make, ns_done, proxy ? ns_proxy : NULL, &ns};
+    moe_model *M = ms_calloc((size_t)P->np, sizeof(moe_model)); // each one's chosen block
+    for (int i = 0; i < P->np; i++) M[i] = nets[i].A.moe[nets[0].block];
+    study S;
+    ms_err err;
+    int rc = 0, bar = isatty(2) && show;
+    lo->progress = NULL;
+    if (study_run_obj(M, (const char *const *)P->paths, P->np, &so, lo, bar ? on_pair : NULL, &S, &err)) {
+        cli_progress_end();
+        rc = cli_error("%s", err.msg);
+    } else {
+        cli_progress_end();
+        S.nleft = P->nleft;
+        S.left = (const char *const *)P->left;
+        S.left_why = P->why;
+        if (show) study_print(&S, stdout);
+        if (study_outputs(&S, e_path, outs, &err)) rc = cli_error("%s", err.msg);
+        study_free(&S);
+    }
+    for (int i = 0; i < P->np; i++) evalset_free(&ns.inputs[i]), cli_net_free(&nets[i]);
+    free(ns.inputs);
+    free(M);
+    free(nets);
+    return rc;
+}
+
 int cmd_study(int argc, char **argv) {
     static const struct option opts[] = {
         {"eval", required_argument, 0, 'e'},    {"points", required_argument, 0, 'T'},
@@ -238,11 +349,12 @@ int cmd_study(int argc, char **argv) {
         {"samples", required_argument, 0, 'S'}, {"seed", required_argument, 0, 's'},
         {"threads", required_argument, 0, 't'}, {"quiet", no_argument, 0, 'q'},
         {"exhaustive", no_argument, 0, 'E'},    {"help", no_argument, 0, 'h'},
-        CLI_FIGURE_OPTIONS,                     {0, 0, 0, 0}};
+        {"interpolate-backbone", no_argument, 0, 'I'}, {"no-proxy", no_argument, 0, 'N'},
+        {"no-center", no_argument, 0, 'C'},     CLI_FIGURE_OPTIONS, {0, 0, 0, 0}};
     ls_opts lo;
     ls_opts_default(&lo);
     const char *e_path = NULL, *layer = NULL, *outs[4] = {NULL, NULL, NULL, NULL};
-    int show = 1, ch;
+    int show = 1, ch, interp = 0, proxy = 1, sampled_given = 0;
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "e:T:j:c:p:l:qh", opts, NULL)) != -1) {
@@ -254,8 +366,12 @@ int cmd_study(int argc, char **argv) {
         case 'p': outs[3] = optarg; break;
         case 'l': layer = optarg; break;
         case 'q': show = 0; break;
+        case 'I': interp = 1; break;
+        case 'N': proxy = 0; break;
+        case 'C': lo.center = 0; break;
         case 'h': help(); return 0;
         default: {
+            sampled_given |= ch == 'S' || ch == 'E';
             int r = cli_landscape_option(&lo, ch, optarg, "study", USAGE);
             if (r < 0) r = cli_figure_option(ch, optarg, "study", USAGE);
             if (r > 0) return r;
@@ -281,7 +397,13 @@ int cmd_study(int argc, char **argv) {
         if (outs[i] && af_check_not_input(outs[i], ins, P.np + 1, &err)) rc = cli_error("%s", err.msg);
     }
     if (!rc && af_check_distinct(outs, labels, 4, &err)) rc = cli_usage_error(USAGE, "study: %s", err.msg);
-    if (!rc) rc = run_study(&P, e_path, layer, &lo, outs, show);
+    if (!rc && cli_net_wanted(P.paths[0], e_path)) {
+        if (!sampled_given) cli_net_landscape_defaults(&lo);
+        rc = run_study_net(&P, e_path, layer, &lo, outs, show, interp, proxy);
+    } else if (!rc) {
+        rc = interp ? cli_usage_error(USAGE, "study: --interpolate-backbone is for networks")
+                    : run_study(&P, e_path, layer, &lo, outs, show);
+    }
     pool_free(&P);
     return rc;
 }

@@ -1,0 +1,140 @@
+"""tests/commands/test_network_commands.py - study, diagnose and the options of the
+network commands, as a user runs them on a pool of GPT-2-layout seed folders
+(tests/lib/gen_gpt2.py) laid out as sample-checkpoints/gpt/POOL/ is: backbone.safetensors
+and eval.safetensors beside seed folders whose backbone shard links to it, and a teacher.
+
+  - `study DIR`: the seeds are the pool (the backbone file and the teacher left out, and
+    said so); each pair's numbers are what `landscape` gives for that pair; the proxy's
+    rho and rank per pair and in the summary; the objective named;
+  - `diagnose`: the block's findings, the backbone agreement, the chosen order's rank on
+    the network's loss; a pair with another backbone refused, and with
+    --interpolate-backbone a flag;
+  - usage: --interpolate-backbone on layer checkpoints, a --layer that is no MoE block.
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
+import gen_gpt2  # noqa: E402
+import oracle  # noqa: E402
+import testutil  # noqa: E402
+from testutil import check, run  # noqa: E402
+
+TMP = tempfile.mkdtemp(prefix="moescope_netcmd_")
+T = 5
+
+
+def p(*names):
+    return os.path.join(TMP, *names)
+
+
+def make_pool():
+    cfg = gen_gpt2.config(moe_layers=[0, 2])
+    back = gen_gpt2.backbone(cfg, 9)
+    m1 = gen_gpt2.moe_blocks(cfg, 1)
+    seeds = {"seed1": m1, "seed2": gen_gpt2.perturbed_copy(cfg, m1, 2)[0],
+             "seed3": gen_gpt2.perturbed_copy(cfg, m1, 3)[0], "teacher": gen_gpt2.moe_blocks(cfg, 8)}
+    gen_gpt2.write_pool(p("pool"), cfg, back, seeds, gen_gpt2.teacher_ids(cfg, {**back, **m1}, 2, N=8, T=10))
+    # the teacher's MoE shard says what it is, as make_gpt.py writes it
+    shard = p("pool", "teacher", "model-00002-of-00002.safetensors")
+    t, _ = oracle.read_safetensors(shard)
+    oracle.write_safetensors(shard, t, {"role": "teacher"})
+    return cfg
+
+
+def test_study():
+    r = run("study", p("pool"), "--points", T, "--json", p("study.json"), "--layer", 2)
+    check(r.returncode == 0, "study: %s" % r.stderr.strip())
+    if r.returncode:
+        return
+    check("layer-only proxy at the block's own inputs" in r.stdout and "objective: network loss" in r.stdout,
+          "the table names the objective and the proxy")
+    S = json.load(open(p("study.json")))
+    names = [os.path.basename(c) for c in S["checkpoints"]]
+    check(names == ["seed1", "seed2", "seed3"], "the pool is the seeds: %s" % names)
+    check("backbone.safetensors" in r.stdout and "teacher" in r.stdout, "what was left out is said: %s" % r.stdout[-300:])
+    check("network loss, MoE block 2" in S.get("objective", ""), "the objective: %s" % S.get("objective"))
+    check(len(S["pairs"]) == 3, "3 pairs")
+    for pr in S["pairs"]:
+        a, b = pr["a"], pr["b"]
+        out = p("ls_%s_%s.json" % (os.path.basename(a), os.path.basename(b)))
+        r = run("landscape", a, b, "--eval", p("pool", "eval.safetensors"), "--points", T, "--layer", 2,
+                "--json", out, "-q")
+        check(r.returncode == 0, "landscape of the pair: %s" % r.stderr)
+        if r.returncode:
+            continue
+        L = json.load(open(out))
+        for key in ("naive", "skip_order"):
+            check(abs(pr[key]["barrier"] - L[key]["barrier"]) < 1e-12, "study pair %s barrier = landscape's" % key)
+        for m in ("gate", "expert"):
+            check(pr["methods"][m]["rank"] == L["methods"][m]["rank"] and
+                  abs(pr["methods"][m]["barrier"] - L["methods"][m]["barrier"]) < 1e-12,
+                  "study pair %s rank and barrier = landscape's" % m)
+        px = pr.get("proxy", {})
+        check(px and abs(px["spearman"] - L["proxy"]["spearman"]) < 1e-12 and
+              px["best_network_rank"] == L["proxy"]["best_network_rank"], "study pair proxy = landscape's: %s" % px)
+    rho = [pr["proxy"]["spearman"] for pr in S["pairs"]]
+    check(abs(S["summary"]["proxy.spearman"]["mean"] - sum(rho) / 3) < 1e-12, "proxy rho in the summary")
+
+
+def test_diagnose():
+    a, b, ev = p("pool", "seed1"), p("pool", "seed2"), p("pool", "eval.safetensors")
+    r = run("diagnose", a, b, "--eval", ev, "--json", p("diag.json"), "--points", T)
+    check(r.returncode == 0, "diagnose: %s" % r.stderr)
+    if r.returncode == 0:
+        D = json.load(open(p("diag.json")))
+        codes = {f["code"]: f for f in D["findings"]}
+        check(codes.get("backbone", {}).get("severity") == "ok", "the backbone agrees: %s" % codes.get("backbone"))
+        check("MoE block 0" in r.stdout and "network" in r.stdout, "diagnose names the block and the network")
+        check(any("rank" in f["text"] and "orders" in f["text"] for f in D["findings"]),
+              "the chosen order ranked (on the network's loss)")
+    # B with another backbone
+    cfg = gen_gpt2.config(moe_layers=[0, 2])
+    back = gen_gpt2.backbone(cfg, 9)
+    back["transformer.ln_f.bias"] = back["transformer.ln_f.bias"] + 1.0
+    gen_gpt2.write_folder(p("other"), cfg, back, gen_gpt2.moe_blocks(cfg, 2), single=True)
+    r = run("diagnose", a, p("other"), "--eval", ev)
+    check(r.returncode == 1 and "transformer.ln_f.bias" in r.stderr, "another backbone refused: %s" % r.stderr)
+    r = run("diagnose", a, p("other"), "--eval", ev, "--interpolate-backbone", "--json", p("diag2.json"), "--no-landscape")
+    check(r.returncode == 0, "--interpolate-backbone: %s" % r.stderr)
+    if r.returncode == 0:
+        D = json.load(open(p("diag2.json")))
+        f = [x for x in D["findings"] if x["code"] == "backbone"]
+        check(f and f[0]["severity"] == "warn" and "ln_f.bias" in f[0]["text"], "the backbone flagged: %s" % f)
+
+
+def test_usage():
+    import gen_ckpt
+    lay = p("layer.safetensors")
+    gen_ckpt.write_layer(lay, seed=1)
+    gen_ckpt.write_evalset(p("lev.safetensors"), *gen_ckpt.make_layer(1), seed=1)
+    for cmd in ("landscape", "curve", "diagnose"):
+        r = run(cmd, lay, lay, "--eval", p("lev.safetensors"), "--interpolate-backbone")
+        check(r.returncode == 2 and "networks" in r.stderr, "%s --interpolate-backbone on layers: usage error: %s"
+              % (cmd, r.stderr.strip()))
+    a, b, ev = p("pool", "seed1"), p("pool", "seed2"), p("pool", "eval.safetensors")
+    r = run("landscape", a, b, "--eval", ev, "--layer", 1)
+    check(r.returncode == 1 and "MoE blocks are 0, 2" in r.stderr, "a dense block refused, the MoE ones listed: %s"
+          % r.stderr.strip())
+    r = run("eval", a, "--eval", ev, "--layer", "transformer.h.7.mlp")
+    check(r.returncode == 1 and "0, 2" in r.stderr, "a missing block refused: %s" % r.stderr.strip())
+    r = run("landscape", a, lay, "--eval", ev)
+    check(r.returncode == 1 and lay in r.stderr, "a network with a bare layer refused: %s" % r.stderr.strip())
+
+
+def main():
+    try:
+        make_pool()
+        test_study()
+        test_diagnose()
+        test_usage()
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+    return testutil.summary("test_network_commands")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
