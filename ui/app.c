@@ -494,6 +494,8 @@ static void router_words(const moe_config *c, char *buf, size_t cap, int brief) 
 static const char *layer_short(const char *layer, char *buf, size_t cap) {
     const char *p = strstr(layer, "layers.");
     if (!p) p = strstr(layer, "block.");
+    if (!p) p = strstr(layer, ".h."); // GPT-2's transformer.h.L.mlp
+    if (p && p[0] == '.') p++;
     if (!p) return layer;
     p = strchr(p, '.') + 1;
     int len = 0;
@@ -508,13 +510,16 @@ static const char *layer_short(const char *layer, char *buf, size_t cap) {
 static void render_title(grid *g, const ui_rect *r, const ui_info *in, const explore_snapshot *v) {
     grid_fill(g, r->x, r->y, r->w, r->h, ' ', ROLE_TITLE);
     /* the full wording when it fits, a compact one on narrow screens */
-    char l1[1024], l2[512], ends[160] = "", fam[40] = "", router[64], router_b[64], lbuf[32];
+    char l1[1024], l2[512], ends[320] = "", fam[40] = "", router[64], router_b[64], lbuf[32];
     const moe_config *c = &in->cfg;
     router_words(c, router, sizeof router, 0);
     router_words(c, router_b, sizeof router_b, 1);
     if (strcmp(moe_family(c), "native")) snprintf(fam, sizeof fam, " %s", moe_family(c));
     const char *lshort = layer_short(in->layer, lbuf, sizeof lbuf);
     if (in->no_eval[0]) snprintf(ends, sizeof ends, " | no eval set for this layer");
+    else if (v && v->have_naive && in->objective[0])
+        snprintf(ends, sizeof ends, " | %.128s: A %.4f B %.4f | acc A %.3f B %.3f", in->objective, v->loss_a,
+                 v->loss_b, v->acc_a, v->acc_b);
     else if (v && v->have_naive) {
         if (v->kind == LS_CLASSIFY)
             snprintf(ends, sizeof ends, " | loss A %.4f B %.4f | acc A %.3f B %.3f", v->loss_a, v->loss_b, v->acc_a,

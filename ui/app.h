@@ -23,6 +23,7 @@ typedef struct {
      * worker then has no set and the screen shows the data-free parts */
     char no_eval[200];
     char eval_layer[160]; /* the layer prefix the evaluation set was made for, "" unknown */
+    char objective[128];  /* a network's: what the loss is ("network loss, MoE block 0"), "" for a layer */
 } ui_info;
 
 typedef struct {

@@ -29,6 +29,7 @@
 #include "state_export.h"
 #include "keys.h"
 #include "layer_load.h"
+#include "network/net_landscape.h"
 #include "analysis/ms_limits.h"
 #include "core/env.h"
 #include "io/model_io.h"
@@ -38,7 +39,7 @@
 
 static const char *TUI_USAGE =
     "moescope A.safetensors B.safetensors [--eval E] [--layer L] [--points T] [--ascii] [--png-live FILE] "
-    "[--theme FILE]";
+    "[--theme FILE] [--interpolate-backbone]";
 
 static volatile sig_atomic_t got_signal;
 static int screen_open;
@@ -162,7 +163,7 @@ static int translate_key(int ch) {
 
 typedef struct {
     const char *pa, *pb, *e_path, *layer, *png_live, *theme_path;
-    int T, ascii;
+    int T, ascii, interp_backbone;
     char e_guess[4096];
 } tui_args;
 
@@ -172,7 +173,7 @@ static int parse_args(int argc, char **argv, tui_args *a) {
         {"eval", required_argument, 0, 'e'}, {"layer", required_argument, 0, 'l'},
         {"points", required_argument, 0, 'T'}, {"ascii", no_argument, 0, 'a'},
         {"png-live", required_argument, 0, 'P'}, {"theme", required_argument, 0, 't'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"interpolate-backbone", no_argument, 0, 'I'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
     a->T = 25;
     optind = 1;
@@ -192,11 +193,16 @@ static int parse_args(int argc, char **argv, tui_args *a) {
         case 'a': a->ascii = 1; break;
         case 'P': a->png_live = optarg; break;
         case 't': a->theme_path = optarg; break;
+        case 'I': a->interp_backbone = 1; break;
         case 'h':
             printf("usage: %s\n\nThe interactive explorer. Keys: ? on the screen (l: the checkpoint's MoE layers;\n"
                    "Tab, z, Z: move in and zoom out of the cost matrix). An evaluation set is used only at its\n"
                    "layer (its capture.layer metadata, else the layer it was opened with); other layers show\n"
-                   "the cost matrix, assignment and diagnostics without curves.\n", TUI_USAGE);
+                   "the cost matrix, assignment and diagnostics without curves.\n"
+                   "A network (a GPT-2 folder with MoE blocks, the evaluation set holding input_ids): the\n"
+                   "curves and the landscape are the network's loss; l switches the MoE block; the other\n"
+                   "blocks are interpolated at the same t (aligned by the expert cost);\n"
+                   "--interpolate-backbone lets A and B differ outside the MoE blocks.\n", TUI_USAGE);
             return 0;
         default: return cli_option_error(TUI_USAGE, "moescope", ch, argc, argv);
         }
@@ -226,9 +232,20 @@ typedef struct {
        block index, as capture_inputs.py writes it), else the layer it was
        opened with; "" while unknown */
     char eval_capture[64], eval_layer[160];
+    /* a network (its evaluation set holds input_ids): A and B whole, their token
+       set, the objective of the shown MoE block (its curves and landscape are the
+       network's loss) and E the block's own inputs (the diagnostics'); every MoE
+       block has data, so l never leaves the curves behind. NULL for a layer. */
+    cli_net *net;
+    net_objective *obj;
 } tui_inputs;
 
 static void inputs_free(tui_inputs *in) {
+    net_objective_free(in->obj);
+    in->obj = NULL;
+    if (in->net) cli_net_free(in->net);
+    free(in->net);
+    in->net = NULL;
     for (int i = 0; i < in->nlayers; i++) free(in->layers[i]);
     free(in->layers);
     free(in->blocks);
@@ -275,6 +292,7 @@ static void list_layers(const char *path, tui_inputs *in) {
 /* Does the evaluation set fit layer i? Empty why: yes; else why not, in words. */
 static void eval_fits(const tui_inputs *in, int i, const char *e_path, char *why, size_t cap) {
     why[0] = 0;
+    if (in->net) return; // a network's token set serves every MoE block
     const char *slash = strrchr(e_path, '/'), *name = slash ? slash + 1 : e_path;
     if (in->eval_capture[0]) {
         char blk[32] = "";
@@ -288,6 +306,38 @@ static void eval_fits(const tui_inputs *in, int i, const char *e_path, char *why
     }
 }
 
+/* A network's MoE block k (an index into moe_layers): the objective of its
+ * network loss, its own inputs (in->E) and copies of A's and B's block as the
+ * worker's layers. 0, or -1 with err set (nothing replaced). */
+static int net_block_setup(tui_inputs *in, int k, net_objective **obj, evalset *X, moe_model *A,
+                           moe_model *B, ms_err *err) {
+    cli_net *n = in->net;
+    net_obj_opts o = {.chosen = k, .interp_backbone = n->interp_backbone};
+    align_opts_default(&o.other);
+    net_par par = {0};
+    if (net_objective_new(&n->A, &n->B, &n->E, &o, obj, err)) return -1;
+    if (net_block_inputs(&n->A, &n->E, k, &par, X, err)) {
+        net_objective_free(*obj);
+        return -1;
+    }
+    moe_clone(A, &n->A.moe[k]);
+    moe_clone(B, &n->B.moe[k]);
+    return 0;
+}
+
+/* A network's inputs: A and B whole, the token set, the chosen block. */
+static int load_network(const tui_args *a, tui_inputs *in) {
+    in->net = ms_calloc(1, sizeof(cli_net));
+    if (cli_net_load(a->pa, a->pb, a->e_path, a->layer, a->interp_backbone, in->net)) {
+        free(in->net);
+        in->net = NULL;
+        return 1;
+    }
+    ms_err err;
+    if (net_block_setup(in, in->net->block, &in->obj, &in->E, in->A, in->B, &err)) return cli_error("%s", err.msg);
+    return 0;
+}
+
 /* Everything checked before the screen opens, each problem reported like the
  * command line. 0, or the exit code with nothing left to free. */
 static int load_inputs(const tui_args *a, tui_inputs *in) {
@@ -297,13 +347,22 @@ static int load_inputs(const tui_args *a, tui_inputs *in) {
     in->B = ms_calloc(1, sizeof(moe_model));
     int rc = 0;
     const family_overrides *fo = cli_overrides();
-    if (moe_load(in->A, a->pa, a->layer, fo, &err) || moe_load(in->B, a->pb, a->layer, fo, &err)) {
+    if (a->e_path && cli_net_wanted(a->pa, a->e_path)) {
+        if ((rc = load_network(a, in))) {
+            inputs_free(in);
+            return rc;
+        }
+    } else if (a->interp_backbone) {
+        inputs_free(in);
+        return cli_usage_error(TUI_USAGE, "--interpolate-backbone is for networks");
+    } else if (moe_load(in->A, a->pa, a->layer, fo, &err) || moe_load(in->B, a->pb, a->layer, fo, &err)) {
         rc = cli_error("%s", err.msg);
         inputs_free(in);
         return rc;
     }
     const moe_model *A = in->A;
-    if (moe_check_compatible(A, in->B, &err)) rc = cli_error("%s", err.msg);
+    if (in->net) rc = 0; // checked by cli_net_load
+    else if (moe_check_compatible(A, in->B, &err)) rc = cli_error("%s", err.msg);
     else if (!a->e_path)
         rc = cli_error("no evaluation set: pass --eval E (a safetensors file with 'inputs' [N, %d] and 'labels' or "
                        "'targets'), or put eval.safetensors beside %s", A->cfg.d, a->pa);
@@ -317,6 +376,8 @@ static int load_inputs(const tui_args *a, tui_inputs *in) {
         rc = cli_error("%s: %d experts; the explorer handles at most %d (use 'moescope landscape')", a->pa, A->cfg.n,
                        LS_MAX_N);
     const char *ins[3] = {a->pa, a->pb, a->e_path};
+    if (!rc && in->net && ms_limits_check(A, in->B, &in->E, MS_USE_WM | MS_USE_COST | MS_USE_DIAG, &err))
+        rc = cli_error("%s", err.msg);
     /* --png-live is rewritten again and again: never over an input */
     if (!rc && a->png_live && af_check_not_input(a->png_live, ins, 3, &err)) rc = cli_error("--png-live %s", err.msg);
     if (!rc && a->theme_path) {
@@ -555,10 +616,58 @@ static void screen_draw(tui_screen *s, app_state *app, const explore_snapshot *v
  * and a new worker started, with the evaluation set only when it belongs to
  * that layer (else the data-free parts, and the status line says why). The
  * view starts afresh. */
+/* A network's MoE block k in place of the shown one: its objective and inputs
+ * built here (three network evaluations), the old worker stopped first (it
+ * borrows the old objective). 0, or -1 with the reason on the status line and
+ * the shown block kept. */
+static int switch_network(tui_ctx *c, app_state *app, int k) {
+    tui_inputs *in = c->in;
+    int b = -1;
+    for (int i = 0; i < in->net->A.cfg.nmoe; i++)
+        if (!strcmp(in->net->A.moe[i].layer, in->layers[k])) b = i;
+    net_objective *obj = NULL;
+    evalset X;
+    moe_model *A = ms_calloc(1, sizeof *A), *B = ms_calloc(1, sizeof *B);
+    ms_err err;
+    if (b < 0 || net_block_setup(in, b, &obj, &X, A, B, &err)) {
+        app_message(app, 1, "block %s: %s", in->layers[k], b < 0 ? "not an MoE block of the network" : err.msg);
+        free(A);
+        free(B);
+        return -1;
+    }
+    explore_stop(c->g);
+    net_objective_free(in->obj);
+    evalset_free(&in->E);
+    moe_free(in->A);
+    moe_free(in->B);
+    free(in->A);
+    free(in->B);
+    in->A = A, in->B = B, in->obj = obj, in->E = X, in->net->block = b;
+    c->g = explore_start_obj(in->A, in->B, &in->E, net_objective_view(in->obj), &err);
+    if (!c->g) snprintf(c->fatal, sizeof c->fatal, "%.255s", err.msg);
+    return c->g ? 0 : -1;
+}
+
 static void switch_to(tui_ctx *c, app_state *app, explore_snapshot *v, int k, moe_model *A2, moe_model *B2) {
     tui_inputs *in = c->in;
     const char *name = in->layers[k];
     char why[200];
+    if (in->net) { // the loader read the block's layers; the network needs its objective too
+        moe_free(A2);
+        moe_free(B2);
+        if (switch_network(c, app, k)) return;
+        in->current = k;
+        explore_snapshot_free(v);
+        memset(v, 0, sizeof *v);
+        app_switched(app, name, &in->A->cfg, k, "");
+        snprintf(app->info.objective, sizeof app->info.objective, "%s", net_objective_view(in->obj)->what);
+        memset(c->flags_shown, 0, sizeof c->flags_shown);
+        c->landscape_pending = 0;
+        c->live_written = 0;
+        explore_submit(c->g, &app->req);
+        explore_request_diag(c->g, app->req.method, app->req.center);
+        return;
+    }
     eval_fits(in, k, c->args->e_path, why, sizeof why);
     if (!why[0] && in->E.d != A2->cfg.d)
         snprintf(why, sizeof why, "the evaluation set has width %d, layer %.60s has d = %d: no curves here", in->E.d,
@@ -749,6 +858,10 @@ static void app_setup(app_state *app, const tui_args *a, const tui_inputs *in) {
     info.cfg = in->A->cfg;
     info.N = in->E.N;
     snprintf(info.eval_layer, sizeof info.eval_layer, "%s", in->eval_layer);
+    if (in->obj) {
+        snprintf(info.objective, sizeof info.objective, "%s", net_objective_view(in->obj)->what);
+        info.N = in->net->E.N * (in->net->E.T - 1); // next-token positions
+    }
     eval_fits(in, in->current, a->e_path, info.no_eval, sizeof info.no_eval);
     app_init(app, &info, a->T);
     char **names = ms_malloc(sizeof(char *) * (size_t)(in->nlayers ? in->nlayers : 1));
@@ -769,7 +882,8 @@ int tui_main(int argc, char **argv) {
     ms_err err;
     char why[256];
     eval_fits(&in, in.current, a.e_path, why, sizeof why);
-    explore_worker *g = explore_start(in.A, in.B, why[0] ? NULL : &in.E, &err);
+    explore_worker *g = in.net ? explore_start_obj(in.A, in.B, &in.E, net_objective_view(in.obj), &err)
+                               : explore_start(in.A, in.B, why[0] ? NULL : &in.E, &err);
     app_state app;
     tui_screen scr;
     int have_app = 0, have_screen = 0;

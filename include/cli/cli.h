@@ -151,11 +151,8 @@ void cli_net_free(cli_net *n);
 /* The network objective of n's chosen block, the other blocks aligned by other. */
 int cli_net_objective(cli_net *n, const align_opts *other, int threads, atomic_int *cancel,
                       net_objective **out);
-/* A network's landscape evaluates the whole network per (order, t): exhaustive
- * only up to CLI_NET_EXHAUSTIVE_MAX experts (720 orders), above that
- * CLI_NET_SAMPLES sampled orders, unless --exhaustive / --samples are given. */
-#define CLI_NET_EXHAUSTIVE_MAX 6
-#define CLI_NET_SAMPLES 500
+/* lo's orders for a network (LS_OBJ_EXHAUSTIVE_MAX, LS_OBJ_SAMPLES), when
+ * --exhaustive / --samples did not say */
 void cli_net_landscape_defaults(ls_opts *lo);
 /* the chosen block's prefix, "transformer.h.L.mlp" */
 const char *cli_net_block_name(const cli_net *n);

@@ -18,6 +18,9 @@
  * seconds; its percentile's 95 % interval is then at most about +-2.2 points
  * wide (Wilson, p = 1/2), and a rank-1 order's is [0, 0.19 %]. */
 #define EXPLORE_SAMPLES 2000
+/* ... and on a network's loss (n > LS_OBJ_EXHAUSTIVE_MAX), where each order is
+ * whole network evaluations */
+#define EXPLORE_OBJ_SAMPLES 200
 
 typedef struct {
     int order_stage;        /* expert-order stage on/off */
@@ -132,6 +135,12 @@ typedef struct explore_worker explore_worker;
  * data-free (an evaluation set that does not fit the layer): costs,
  * assignments, diagnostics and the export, no curves and no landscape. */
 explore_worker *explore_start(const moe_model *A, const moe_model *B, const evalset *E, ms_err *err);
+/* The same for a network's MoE block: the curves and the landscape on obj (the
+ * network's loss, borrowed, outliving the worker; its eval() is called from
+ * two threads at once), E the block's own inputs for the diagnostics (may be
+ * NULL). */
+explore_worker *explore_start_obj(const moe_model *A, const moe_model *B, const evalset *E,
+                                  const ls_objective *obj, ms_err *err);
 void explore_submit(explore_worker *g, const explore_request *r);
 /* Ask for the diagnostics of (method, center). Never blocks: a result
  * computed before is published at once, otherwise the diagnostics thread

@@ -18,6 +18,10 @@
 
 /* `--exhaustive`: every order up to this many experts (11! = 39916800 rows) */
 #define LS_EXHAUSTIVE_FORCED_MAX 11
+/* On an objective (a network) each (order, t) is whole network evaluations:
+ * every order only up to this many experts (720 orders), above it a sample */
+#define LS_OBJ_EXHAUSTIVE_MAX 6
+#define LS_OBJ_SAMPLES 500
 
 /* One order's results. Its experts are not in the row (n up to 256 would make
  * every row 1 KB; an 11-expert table has 39.9M rows): id indexes the

@@ -42,9 +42,7 @@ void net_objective_free(net_objective *no);
 /* seconds spent building it, for the time split: the other blocks' alignments,
  * the frozen prefix, the two end points */
 void net_objective_times(const net_objective *no, double *align_s, double *prefix_s, double *ends_s);
-/* the other blocks of variant v at t, and the chosen one given: for callers
- * that evaluate the network themselves (diagnose's routing loads). blocks: (nmoe) */
-void net_objective_blocks(net_objective *no, const moe_model *chosen_layer, double t, int variant,
-                          const moe_model **blocks);
+/* eval() may be called from several threads at once (OBJ_SLOTS evaluate in
+ * parallel, more wait their turn). */
 
 #endif

@@ -84,6 +84,6 @@ int cli_net_objective(cli_net *n, const align_opts *other, int threads, atomic_i
 const char *cli_net_block_name(const cli_net *n) { return n->A.moe[n->block].layer; }
 
 void cli_net_landscape_defaults(ls_opts *lo) {
-    lo->exhaustive_max = CLI_NET_EXHAUSTIVE_MAX;
-    lo->nsample = CLI_NET_SAMPLES;
+    lo->exhaustive_max = LS_OBJ_EXHAUSTIVE_MAX;
+    lo->nsample = LS_OBJ_SAMPLES;
 }

@@ -73,7 +73,7 @@ static void help(void) {
            CLI_FIGURE_HELP
            "  -q, --quiet        no progress bar\n"
            "  -h, --help         this help\n",
-           USAGE, LS_EXHAUSTIVE_MAX, LS_EXHAUSTIVE_MAX, CLI_NET_EXHAUSTIVE_MAX, CLI_NET_SAMPLES);
+           USAGE, LS_EXHAUSTIVE_MAX, LS_EXHAUSTIVE_MAX, LS_OBJ_EXHAUSTIVE_MAX, LS_OBJ_SAMPLES);
 }
 
 /* what the orders of a group-limited router's landscape are */

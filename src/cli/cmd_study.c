@@ -64,7 +64,7 @@ static void help(void) {
            "      --layer L     layer prefix (default moe)\n"
            "  -q, --quiet       no table on stdout\n"
            "  -h, --help        this text\n",
-           CLI_NET_EXHAUSTIVE_MAX, CLI_NET_SAMPLES);
+           LS_OBJ_EXHAUSTIVE_MAX, LS_OBJ_SAMPLES);
 }
 
 static int same_file(const char *a, const char *b) {

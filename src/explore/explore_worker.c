@@ -54,14 +54,15 @@ static int ls_key_equal(ls_key a, ls_key b) { return a.wm == b.wm && a.T == b.T;
 typedef struct {
     int used;
     unsigned long stamp;      /* for eviction: least recently used goes */
-    int wm;
+    int wm, var;              /* var: the objective's variant (LS_VAR_*) */
     int order[LS_MAX_N];
     ls_curve c;
 } cached_curve;
 
 struct explore_worker {
     const moe_model *A, *B;
-    const evalset *E;
+    const evalset *E;             /* the layer's evaluation set; a network's: the block's inputs (diagnostics) */
+    const ls_objective *obj;      /* a network's loss for the curves and the landscape, NULL: E's */
     int n;
     ls_kind kind;
     pthread_t th_front, th_ls, th_diag;
@@ -302,7 +303,7 @@ static void pub_ranks(explore_worker *g) {
 
 /* ---- the cheap parts: costs and curves ---- */
 
-static cached_curve *curve_get(explore_worker *g, const int *order, int wm, int T, ms_err *err) {
+static cached_curve *curve_get(explore_worker *g, const int *order, int wm, int var, int T, ms_err *err) {
     int n = g->n;
     if (g->cache_T != T) {
         for (int i = 0; i < CURVE_CACHE; i++) {
@@ -314,7 +315,7 @@ static cached_curve *curve_get(explore_worker *g, const int *order, int wm, int 
     cached_curve *slot = NULL;
     for (int i = 0; i < CURVE_CACHE; i++) {
         cached_curve *c = &g->cache[i];
-        if (c->used && c->wm == wm && !memcmp(c->order, order, sizeof(int) * (size_t)n)) {
+        if (c->used && c->wm == wm && c->var == var && !memcmp(c->order, order, sizeof(int) * (size_t)n)) {
             c->stamp = ++g->stamp;
             return c;
         }
@@ -332,7 +333,8 @@ static cached_curve *curve_get(explore_worker *g, const int *order, int wm, int 
     memset(&res, 0, sizeof res);
     if (align_models(g->A, g->B, &ao, &Bp, &res, err)) return NULL;
     ls_curve cv;
-    int rc = curve_compute(g->A, &Bp, g->E, T, &cv, err);
+    int rc = g->obj ? curve_compute_obj(g->A, &Bp, g->obj, var, T, &cv, err)
+                    : curve_compute(g->A, &Bp, g->E, T, &cv, err);
     moe_free(&Bp);
     align_result_free(&res);
     if (rc) return NULL;
@@ -340,6 +342,7 @@ static cached_curve *curve_get(explore_worker *g, const int *order, int wm, int 
     if (slot->used) ls_curve_free(&slot->c);
     slot->used = 1;
     slot->wm = wm;
+    slot->var = var;
     memcpy(slot->order, order, sizeof slot->order);
     slot->c = cv;
     slot->stamp = ++g->stamp;
@@ -413,20 +416,21 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     pub_ranks(g);
     pub_bump(g);
     pthread_mutex_unlock(&g->mu);
-    if (!g->E) return 0; /* data-free (no evaluation set): costs and assignments only */
+    if (!g->E && !g->obj) return 0; /* data-free (no evaluation set): costs and assignments only */
 
     // 2. curves: naive (identity, no WM), skip-order (identity + WM), current, selected
+    // (a network's naive and skip-order curves move every MoE block that way: var)
     struct {
         const int *order;
-        int wm;
+        int wm, var;
         ls_curve *dst;
         int *have;
         const char *name;
     } want[4] = {
-        {id, 0, &g->pub.naive, &g->pub.have_naive, "naive"},
-        {id, 1, &g->pub.skip_order, &g->pub.have_skip, "skip-order"},
-        {cur, q->wm_stage, &g->pub.current, &g->pub.have_current, "current"},
-        {q->selected, q->wm_stage, &g->pub.selected, &g->pub.have_selected, "selected"},
+        {id, 0, LS_VAR_NAIVE, &g->pub.naive, &g->pub.have_naive, "naive"},
+        {id, 1, LS_VAR_SKIP, &g->pub.skip_order, &g->pub.have_skip, "skip-order"},
+        {cur, q->wm_stage, LS_VAR_MAIN, &g->pub.current, &g->pub.have_current, "current"},
+        {q->selected, q->wm_stage, LS_VAR_MAIN, &g->pub.selected, &g->pub.have_selected, "selected"},
     };
     for (int k = 0; k < 4; k++) {
         if (k == 3 && !q->has_selected) break;
@@ -435,7 +439,7 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
         char what[32];
         snprintf(what, sizeof what, "curve %s", want[k].name);
         front_phase(g, what);
-        cached_curve *c = curve_get(g, want[k].order, want[k].wm, T, err);
+        cached_curve *c = curve_get(g, want[k].order, want[k].wm, want[k].var, T, err);
         if (!c) return ms_prefix(err, "%s curve", want[k].name);
         pthread_mutex_lock(&g->mu);
         curve_assign(want[k].dst, &c->c);
@@ -687,6 +691,11 @@ static void *ls_worker(void *arg) {
         ls_opts o;
         ls_opts_default(&o);
         o.nsample = EXPLORE_SAMPLES;
+        if (g->obj) { // whole network evaluations per (order, t)
+            o.objective = g->obj;
+            o.exhaustive_max = LS_OBJ_EXHAUSTIVE_MAX;
+            o.nsample = EXPLORE_OBJ_SAMPLES;
+        }
         g->rows_key = k;
         rows_reset(g, orders_expected(g, &o)); /* the count is known before the first row */
         /* landscape_compute says nothing until rows finish (its last phase):
@@ -869,7 +878,7 @@ static void *diag_worker(void *arg) {
         o.method = (cost_method)m;
         o.center = c;
         /* the landscape thread computes the landscape; here only when it is instant */
-        o.landscape = g->n <= 5 ? 1 : 0;
+        o.landscape = g->n <= 5 && !g->obj ? 1 : 0; /* a network's: the orders pane ranks on its loss */
         dg_list l;
         memset(&l, 0, sizeof l);
         ms_err err;
@@ -951,7 +960,7 @@ static void *front_worker(void *arg) {
         pthread_mutex_lock(&g->mu);
         g->front_busy = 0;
         g->pub.front_phase[0] = 0;
-        if (rc == 0 && g->E) {
+        if (rc == 0 && (g->E || g->obj)) {
             /* the landscape for this request's key, unless it is there or coming */
             ls_key k = key_of(&q);
             int done = g->have_ls && ls_key_equal(g->done, k);
@@ -975,6 +984,11 @@ static void *front_worker(void *arg) {
 }
 
 explore_worker *explore_start(const moe_model *A, const moe_model *B, const evalset *E, ms_err *err) {
+    return explore_start_obj(A, B, E, NULL, err);
+}
+
+explore_worker *explore_start_obj(const moe_model *A, const moe_model *B, const evalset *E,
+                                  const ls_objective *obj, ms_err *err) {
     int n = A->cfg.n;
     if (n < 1 || n > LS_MAX_N) {
         ms_fail(err, "%s: %d experts; the explorer handles 1 to %d", A->path ? A->path : "A", n, LS_MAX_N);
@@ -985,8 +999,9 @@ explore_worker *explore_start(const moe_model *A, const moe_model *B, const eval
     g->A = A;
     g->B = B;
     g->E = E;
+    g->obj = obj;
     g->n = n;
-    g->kind = E ? ls_kind_of(A, E) : LS_LAYER;
+    g->kind = obj ? obj->kind : E ? ls_kind_of(A, E) : LS_LAYER;
     g->cost[0] = ms_malloc(sizeof(double) * (size_t)(n * n));
     g->cost[1] = ms_malloc(sizeof(double) * (size_t)(n * n));
     g->pub.generation = 1;

@@ -3,10 +3,23 @@
 #include "network/net_objective.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* The other blocks interpolated at (t, var), and the block pointers one
+ * evaluation reads: a slot per concurrent caller (the explorer evaluates
+ * curves and the landscape on two threads at once). */
+typedef struct {
+    moe_model *mix;           /* (nmoe), cloned on first use */
+    const moe_model **blocks; /* (nmoe) */
+    double t;
+    int var, busy;
+} obj_slot;
+
+#define OBJ_SLOTS 2
 
 struct net_objective {
     const net_model *A, *B;
@@ -15,12 +28,12 @@ struct net_objective {
     int nmoe;
     net_prefix prefix;     /* the frozen blocks' output (A's backbone, or M's at M_t) */
     moe_model *alt;        /* (3, nmoe) B's blocks aligned per variant (the chosen one unused) */
-    moe_model *mix;        /* (nmoe) the other blocks at (mix_t, mix_var) */
-    double mix_t;
-    int mix_var;
+    obj_slot slot[OBJ_SLOTS];
+    pthread_mutex_t mu;    /* the slots' busy flags */
+    pthread_cond_t cv;
+    pthread_mutex_t bb_mu; /* interp_backbone: M and the prefix, one evaluation at a time */
     net_model M;           /* interp_backbone: the backbone at M_t */
     double M_t;
-    const moe_model **blocks; /* (nmoe) what one evaluation uses */
     ls_objective view;
     char what[128];
     double align_s, prefix_s, ends_s;
@@ -32,15 +45,41 @@ static double now_secs(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void net_objective_blocks(net_objective *no, const moe_model *chosen_layer, double t, int variant,
-                          const moe_model **blocks) {
-    if (no->mix_var != variant || no->mix_t != t) {
+/* the blocks of slot s at (t, variant), the chosen one given */
+static void slot_blocks(net_objective *no, obj_slot *s, const moe_model *chosen_layer, double t, int variant) {
+    if (!s->mix) {
+        s->mix = ms_calloc((size_t)no->nmoe, sizeof(moe_model));
+        s->blocks = ms_calloc((size_t)no->nmoe, sizeof(moe_model *));
         for (int i = 0; i < no->nmoe; i++)
-            if (i != no->o.chosen)
-                moe_interpolate(&no->mix[i], &no->A->moe[i], &no->alt[variant * no->nmoe + i], t);
-        no->mix_t = t, no->mix_var = variant;
+            if (i != no->o.chosen) moe_clone(&s->mix[i], &no->A->moe[i]);
+        s->var = -1;
     }
-    for (int i = 0; i < no->nmoe; i++) blocks[i] = i == no->o.chosen ? chosen_layer : &no->mix[i];
+    if (s->var != variant || s->t != t) {
+        for (int i = 0; i < no->nmoe; i++)
+            if (i != no->o.chosen) moe_interpolate(&s->mix[i], &no->A->moe[i], &no->alt[variant * no->nmoe + i], t);
+        s->t = t, s->var = variant;
+    }
+    for (int i = 0; i < no->nmoe; i++) s->blocks[i] = i == no->o.chosen ? chosen_layer : &s->mix[i];
+}
+
+static obj_slot *slot_take(net_objective *no) {
+    pthread_mutex_lock(&no->mu);
+    obj_slot *s = NULL;
+    while (!s) {
+        for (int i = 0; i < OBJ_SLOTS && !s; i++)
+            if (!no->slot[i].busy) s = &no->slot[i];
+        if (!s) pthread_cond_wait(&no->cv, &no->mu);
+    }
+    s->busy = 1;
+    pthread_mutex_unlock(&no->mu);
+    return s;
+}
+
+static void slot_give(net_objective *no, obj_slot *s) {
+    pthread_mutex_lock(&no->mu);
+    s->busy = 0;
+    pthread_cond_signal(&no->cv);
+    pthread_mutex_unlock(&no->mu);
 }
 
 /* the backbone network at t: A's, or (interp_backbone) the interpolation, its
@@ -57,19 +96,29 @@ static const net_model *backbone_at(net_objective *no, double t, ms_err *err) {
     return &no->M;
 }
 
+/* Reentrant with a frozen backbone (the prefix is read-only; each caller its own
+ * slot); with interp_backbone one evaluation at a time (M and its prefix move). */
 static int obj_eval(void *ctx, const moe_model *layer, double t, int variant, double *loss,
                     double *acc, ms_err *err) {
     net_objective *no = ctx;
+    if (no->o.interp_backbone) pthread_mutex_lock(&no->bb_mu);
     const net_model *net = backbone_at(no, t, err);
-    if (!net) return -1;
-    net_objective_blocks(no, layer, t, variant, no->blocks);
-    net_run r = {.moe = no->blocks};
-    net_eval_result res;
-    if (net_evaluate(net, no->E, &no->prefix, &r, &no->o.par, &res, err)) return -1;
-    *loss = res.loss;
-    *acc = res.accuracy;
-    net_eval_result_free(&res);
-    return 0;
+    int rc = -1;
+    if (net) {
+        obj_slot *s = slot_take(no);
+        slot_blocks(no, s, layer, t, variant);
+        net_run r = {.moe = s->blocks};
+        net_eval_result res;
+        rc = net_evaluate(net, no->E, &no->prefix, &r, &no->o.par, &res, err);
+        slot_give(no, s);
+        if (!rc) {
+            *loss = res.loss;
+            *acc = res.accuracy;
+            net_eval_result_free(&res);
+        }
+    }
+    if (no->o.interp_backbone) pthread_mutex_unlock(&no->bb_mu);
+    return rc;
 }
 
 /* B's MoE blocks aligned to A's for each variant: MAIN as o->other, NAIVE
@@ -117,10 +166,10 @@ int net_objective_new(const net_model *A, const net_model *B, const net_evalset 
     net_objective *no = ms_calloc(1, sizeof *no);
     no->A = A, no->B = B, no->E = E, no->o = *o, no->nmoe = A->cfg.nmoe;
     no->alt = ms_calloc((size_t)3 * no->nmoe, sizeof(moe_model));
-    no->mix = ms_calloc((size_t)no->nmoe, sizeof(moe_model));
-    no->blocks = ms_calloc((size_t)no->nmoe, sizeof(moe_model *));
-    for (int i = 0; i < no->nmoe; i++) moe_clone(&no->mix[i], &A->moe[i]);
-    no->mix_t = NAN, no->M_t = NAN, no->mix_var = -1;
+    no->M_t = NAN;
+    pthread_mutex_init(&no->mu, NULL);
+    pthread_cond_init(&no->cv, NULL);
+    pthread_mutex_init(&no->bb_mu, NULL);
     if (o->interp_backbone) net_clone(&no->M, A);
     double t0 = now_secs();
     int rc = align_variants(no, err);
@@ -152,10 +201,15 @@ void net_objective_times(const net_objective *no, double *align_s, double *prefi
 void net_objective_free(net_objective *no) {
     if (!no) return;
     for (int i = 0; no->alt && i < 3 * no->nmoe; i++) moe_free(&no->alt[i]);
-    for (int i = 0; no->mix && i < no->nmoe; i++) moe_free(&no->mix[i]);
+    for (int k = 0; k < OBJ_SLOTS; k++) {
+        for (int i = 0; no->slot[k].mix && i < no->nmoe; i++) moe_free(&no->slot[k].mix[i]);
+        free(no->slot[k].mix);
+        free(no->slot[k].blocks);
+    }
     free(no->alt);
-    free(no->mix);
-    free(no->blocks);
+    pthread_mutex_destroy(&no->mu);
+    pthread_cond_destroy(&no->cv);
+    pthread_mutex_destroy(&no->bb_mu);
     net_prefix_free(&no->prefix);
     if (no->o.interp_backbone) net_free(&no->M);
     free(no);
