@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "align/align.h"
@@ -17,6 +18,8 @@
 #include "io/model_io.h"
 #include "model/model.h"
 #include "model/symmetry.h"
+#include "network/net_landscape.h"
+#include "network/net_objective.h"
 
 #define LESSON_T 25                /* interpolation points, as the commands' default */
 #define SCRAMBLE_SEED 7            /* step 2-3: moescope scramble A --seed 7 --translate */
@@ -28,21 +31,65 @@ struct lesson {
     char *a, *b, *e;               /* the paths, for messages and commands */
     char dir[64];                  /* private temporary directory */
     moe_model A, B;
-    evalset E;
+    evalset E;                     /* a network's: its first MoE block's own inputs */
+    /* a network (e holds input_ids): the curves are its loss, the layer its first MoE block */
+    net_model na, nb;
+    net_evalset ne;
+    net_objective *obj;
 };
+
+/* a and b as networks: their first MoE block as the lesson's layer, its own
+ * inputs as E, the curves on the network's loss */
+static int open_network(lesson *L, const char *a, const char *b, const char *e, const family_overrides *fo,
+                        ms_err *err) {
+    char what[512];
+    if (net_load(&L->na, a, fo, err) || net_load(&L->nb, b, fo, err) || net_check_compatible(&L->na, &L->nb, err))
+        return -1;
+    int d = net_backbone_diff(a, b, what, sizeof what, err);
+    if (d > 0) return ms_fail(err, "%s and %s do not share their frozen backbone: %s", a, b, what);
+    if (d < 0 || net_evalset_load(&L->ne, e, err) || net_evalset_check(&L->ne, &L->na, err)) return -1;
+    if (!L->na.cfg.nmoe) return ms_fail(err, "%s: the network has no MoE block", a);
+    net_obj_opts o = {.chosen = 0};
+    align_opts_default(&o.other);
+    net_par par = {0};
+    if (net_objective_new(&L->na, &L->nb, &L->ne, &o, &L->obj, err) ||
+        net_block_inputs(&L->na, &L->ne, 0, &par, &L->E, err))
+        return -1;
+    moe_clone(&L->A, &L->na.moe[0]);
+    moe_clone(&L->B, &L->nb.moe[0]);
+    return 0;
+}
+
+static void close_network(lesson *L) {
+    net_objective_free(L->obj);
+    net_free(&L->na);
+    net_free(&L->nb);
+    net_evalset_free(&L->ne);
+}
 
 lesson *lesson_open(const char *a, const char *b, const char *e, const family_overrides *o,
                     ms_err *err) {
     lesson *L = ms_calloc(1, sizeof *L);
-    if (moe_load(&L->A, a, NULL, o, err)) return free(L), NULL;
-    if (moe_load(&L->B, b, NULL, o, err)) return moe_free(&L->A), free(L), NULL;
-    if (moe_check_compatible(&L->A, &L->B, err) || evalset_load(&L->E, e, err)) {
+    if (e && net_evalset_is(e)) {
+        if (open_network(L, a, b, e, o, err)) {
+            close_network(L);
+            moe_free(&L->A);
+            moe_free(&L->B);
+            evalset_free(&L->E);
+            free(L);
+            return NULL;
+        }
+    } else if (moe_load(&L->A, a, NULL, o, err)) {
+        return free(L), NULL;
+    }
+    if (!L->obj && moe_load(&L->B, b, NULL, o, err)) return moe_free(&L->A), free(L), NULL;
+    if (!L->obj && (moe_check_compatible(&L->A, &L->B, err) || evalset_load(&L->E, e, err))) {
         moe_free(&L->A);
         moe_free(&L->B);
         free(L);
         return NULL;
     }
-    if (moe_eval_check(&L->A, &L->E, err)) {
+    if (!L->obj && moe_eval_check(&L->A, &L->E, err)) {
         lesson_close(L);
         return NULL;
     }
@@ -64,16 +111,35 @@ static const char *step_files[] = {"scrambled_A.safetensors", "translated_B.safe
                                    "top1_A.safetensors", "top1_A_scaled.safetensors",
                                    "grouped_A.safetensors", "grouped_A_swapped.safetensors"};
 
+/* a step's file, or the folder a network's layer is saved as (its files inside) */
+static void remove_step_file(const char *p) {
+    DIR *d = opendir(p);
+    if (d) {
+        struct dirent *de;
+        char q[400];
+        while ((de = readdir(d)))
+            if (de->d_name[0] != '.') {
+                snprintf(q, sizeof q, "%s/%s", p, de->d_name);
+                unlink(q);
+            }
+        closedir(d);
+        rmdir(p);
+        return;
+    }
+    unlink(p);
+}
+
 void lesson_close(lesson *L) {
     if (!L) return;
     if (L->dir[0]) {
         char p[128];
         for (size_t i = 0; i < sizeof step_files / sizeof step_files[0]; i++) {
             snprintf(p, sizeof p, "%s/%s", L->dir, step_files[i]);
-            unlink(p);
+            remove_step_file(p);
         }
         rmdir(L->dir);
     }
+    close_network(L);
     moe_free(&L->A);
     moe_free(&L->B);
     evalset_free(&L->E);
@@ -148,6 +214,25 @@ static void output_difference(const moe_model *A, const moe_model *B, const eval
     free(zb);
 }
 
+/* m saved at a step's path, over what an earlier step left there (a network's
+ * layer is saved as a folder, which a save never replaces) */
+static int lesson_save(const moe_model *m, const char *path, ms_err *err) {
+    remove_step_file(path);
+    return moe_save(m, path, err);
+}
+
+/* The curve from A to Bp on the lesson's loss: the layer's on E, or a network's
+ * (the other MoE blocks aligned as o says: var). */
+static int lesson_curve(const lesson *L, const moe_model *A, const moe_model *Bp, int var, ls_curve *cv,
+                        ms_err *err) {
+    if (L->obj) return curve_compute_obj(A, Bp, net_objective_view(L->obj), var, LESSON_T, cv, err);
+    return curve_compute(A, Bp, &L->E, LESSON_T, cv, err);
+}
+
+static int var_of(const align_opts *o) {
+    return o->order_stage ? LS_VAR_MAIN : o->wm_stage ? LS_VAR_SKIP : LS_VAR_NAIVE;
+}
+
 /* The curve from A to B aligned with o (order written to order_out if not
  * NULL); its barrier, or NaN with err set. */
 static double aligned_barrier(const lesson *L, const moe_model *A, const moe_model *B,
@@ -157,7 +242,7 @@ static double aligned_barrier(const lesson *L, const moe_model *A, const moe_mod
     if (align_models(A, B, o, &Bp, &res, err)) return NAN;
     ls_curve cv;
     double bar = NAN;
-    if (!curve_compute(A, &Bp, &L->E, LESSON_T, &cv, err)) {
+    if (!lesson_curve(L, A, &Bp, var_of(o), &cv, err)) {
         bar = cv.barrier;
         ls_curve_free(&cv);
     }
@@ -197,10 +282,15 @@ static int step_far_apart(lesson *L, lesson_step *s, ms_err *err) {
     align_result res;
     if (align_models(&L->A, &L->B, &o, &Bp, &res, err)) return -1;
     ls_curve cv;
-    int rc = curve_compute(&L->A, &Bp, &L->E, LESSON_T, &cv, err);
+    int rc = lesson_curve(L, &L->A, &Bp, LS_VAR_NAIVE, &cv, err);
     align_result_free(&res);
     moe_free(&Bp);
     if (rc) return -1;
+    if (L->obj)
+        say(s, "A and B are one network whose MoE block %d was fine-tuned from two seeds (the rest "
+               "frozen and shared); the loss here is the network's next-token loss, and the layer "
+               "numbers are at the block's own inputs.\n",
+            L->na.cfg.moe_layers[0]);
     say(s, "A and B are the same MoE layer trained from two seeds. Both fit the data: loss "
            "%.6g for A, %.6g for B.\n",
         cv.loss[0], cv.loss[cv.T - 1]);
@@ -223,7 +313,7 @@ static int make_scramble(lesson *L, moe_model *S, int *pi, char *path, size_t si
     moe_clone(S, &L->A);
     moe_scramble(S, SCRAMBLE_SEED, 1.0, pi);
     step_path(L, 0, path, size);
-    if (moe_save(S, path, err)) return moe_free(S), -1;
+    if (lesson_save(S, path, err)) return moe_free(S), -1;
     return 0;
 }
 
@@ -335,7 +425,7 @@ static int step_centring(lesson *L, lesson_step *s, ms_err *err) {
     moe_clone(&T, &L->B);
     moe_scramble(&T, CENTRE_SEED, CENTRE_SCALE, NULL);
     step_path(L, 1, path, sizeof path);
-    int rc = moe_save(&T, path, err);
+    int rc = lesson_save(&T, path, err);
     align_opts o;
     align_opts_default(&o);
     o.method = COST_GATE;
@@ -426,7 +516,7 @@ static int step_top1(lesson *L, lesson_step *s, ms_err *err) {
     step_path(L, 3, pb, sizeof pb);
     int n = P.cfg.n, rc = -1;
     double *C = ms_malloc((size_t)n * n * sizeof(double));
-    if (moe_save(&P, pa, err) || moe_save(&Q, pb, err) ||
+    if (lesson_save(&P, pa, err) || lesson_save(&Q, pb, err) ||
         cost_matrix(&P, &Q, COST_GATE, 1, C, err))
         goto done;
     double mx, rms, diag = 0;
@@ -478,7 +568,7 @@ static int step_groups(lesson *L, lesson_step *s, ms_err *err) {
     char pa[128], pb[128];
     step_path(L, 4, pa, sizeof pa);
     step_path(L, 5, pb, sizeof pb);
-    int rc = moe_save(&G, pa, err) || moe_save(&X, pb, err) ? -1 : 0;
+    int rc = lesson_save(&G, pa, err) || lesson_save(&X, pb, err) ? -1 : 0;
     if (!rc) {
         double mw, mx, rms;
         output_difference(&G, &W, &L->E, &mw, &rms);

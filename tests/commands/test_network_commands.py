@@ -9,6 +9,7 @@ and eval.safetensors beside seed folders whose backbone shard links to it, and a
   - `diagnose`: the block's findings, the backbone agreement, the chosen order's rank on
     the network's loss; a pair with another backbone refused, and with
     --interpolate-backbone a flag;
+  - `lesson --print` on a network: its barriers are the network's (as `curve` gives them);
   - usage: --interpolate-backbone on layer checkpoints, a --layer that is no MoE block.
 """
 import json
@@ -106,6 +107,19 @@ def test_diagnose():
         check(f and f[0]["severity"] == "warn" and "ln_f.bias" in f[0]["text"], "the backbone flagged: %s" % f)
 
 
+def test_lesson():
+    a, b, ev = p("pool", "seed1"), p("pool", "seed2"), p("pool", "eval.safetensors")
+    r = run("lesson", a, b, "--eval", ev, "--print")
+    check(r.returncode == 0 and "step 7/7" in r.stdout and "network's next-token loss" in r.stdout,
+          "the lesson on a network: %s %s" % (r.returncode, r.stderr.strip()))
+    c = run("curve", a, b, "--eval", ev, "--points", 25)
+    naive = [ln.split()[5] for ln in c.stdout.splitlines() if ln.startswith("naive ")]  # name, 4 experts, barrier
+    import re
+    m = re.search(r"the barrier is ([0-9.e-]+) above the chord", r.stdout)
+    check(naive and m and abs(float(m.group(1)) - float(naive[0])) < 1e-5,
+          "the lesson's naive barrier is the network's (curve): %s vs %s" % (m and m.group(1), naive))
+
+
 def test_usage():
     import gen_ckpt
     lay = p("layer.safetensors")
@@ -130,6 +144,7 @@ def main():
         make_pool()
         test_study()
         test_diagnose()
+        test_lesson()
         test_usage()
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
