@@ -16,6 +16,7 @@
 
 #include <math.h>
 
+#include "core/vexp.h"
 #include "model/model.h"
 
 /* Does expert (si, i) rank before expert (sj, j)? Larger score first; equal
@@ -29,8 +30,7 @@ static inline float moe_act_scalar(moe_act a, float v) {
     switch (a) {
     case ACT_RELU: return v > 0.0f ? v : 0.0f;
     case ACT_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-    case ACT_GELU_TANH: // GPT-2's gelu_new
-        return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+    case ACT_GELU_TANH: return vgelu_tanh1(v); // GPT-2's gelu_new (core/vexp.h)
     default: return v / (1.0f + expf(-v)); // silu
     }
 }

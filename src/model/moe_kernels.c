@@ -59,6 +59,16 @@ void moe_hidden_act(const moe_expert *e, const moe_config *c, float *H, const fl
         }
         return;
     }
+    if (c->act == ACT_GELU_TANH) { // 4 lanes at a time, the scalar form's values
+        for (int r = 0; r < m; r++) {
+            float *hr = H + (size_t)r * h;
+            int u = 0;
+            for (; u + 4 <= h; u += 4)
+                *(vf4 *)(hr + u) = vgelu_tanh4(*(const vf4 *)(hr + u) + *(const vf4 *)(e->fc1_b + u));
+            for (; u < h; u++) hr[u] = vgelu_tanh1(hr[u] + e->fc1_b[u]);
+        }
+        return;
+    }
     for (int r = 0; r < m; r++) {
         float *hr = H + (size_t)r * h;
         for (int u = 0; u < h; u++) hr[u] = moe_act_scalar(c->act, hr[u] + e->fc1_b[u]);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/vexp.h"
 #include "model/evaluator.h"
 #include "model/moe_kernels.h"
 #include "network/transformer.h"
@@ -74,15 +75,23 @@ void net_mlp_forward(const net_model *m, int L, const moe_model *moe, float *h, 
     for (int r = 0; r < M; r++) moe_row_add(h + (size_t)r * d, b->fcp_b, d);
 }
 
-/* -log softmax(lr)[y] by log-sum-exp in double, and the argmax (ties to the smaller id) */
+/* -log softmax(lr)[y] by log-sum-exp (the exponentials by vexp4, within 3 float
+ * ulp, summed in double), and the argmax (ties to the smaller id) */
 static double token_loss(const float *lr, int V, int y, int *am_out) {
     int am = 0;
     for (int q = 1; q < V; q++)
         if (lr[q] > lr[am]) am = q;
-    double mx = lr[am], se = 0.0;
-    for (int q = 0; q < V; q++) se += exp((double)lr[q] - mx);
+    float mx = lr[am];
+    double se = 0.0;
+    vexp_f4 m4 = vexp_splat(mx);
+    int q = 0;
+    for (; q + 4 <= V; q += 4) {
+        vexp_f4 e = vexp4(*(const vexp_f4 *)(lr + q) - m4);
+        se += (double)e[0] + (double)e[1] + (double)e[2] + (double)e[3];
+    }
+    for (; q < V; q++) se += vexp1(lr[q] - mx);
     *am_out = am;
-    return mx + log(se) - (double)lr[y];
+    return (double)mx + log(se) - (double)lr[y];
 }
 
 void net_head_loss(const net_model *m, const float *h, const int32_t *ids, int ns, int T, net_ws *w,
