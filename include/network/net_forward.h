@@ -17,8 +17,11 @@
 
 #include "network/net_model.h"
 
-/* rows of logits computed at once by the head (bounds its (rows, V) buffer) */
-#define NET_HEAD_ROWS 64
+/* rows of logits the head computes at once: as many as fit NET_HEAD_FLOATS
+ * (16 MB: the LM head's weights are packed once per slice, so slices as large
+ * as memory allows), between 64 and 512 */
+#define NET_HEAD_FLOATS (4 << 20)
+int net_head_rows(int V);
 
 /* One thread's workspace for batches of up to cap rows of sequences of T tokens. */
 typedef struct {
@@ -28,7 +31,8 @@ typedef struct {
     float *o;   // (cap, d) the heads' outputs side by side
     float *y;   // (cap, 4d) the dense MLP's hidden units, then its output
     float *S;   // (T, T) one head's attention weights
-    float *lg;  // (NET_HEAD_ROWS, V)
+    int head_rows; /* net_head_rows(V) */
+    float *lg;  // (head_rows, V)
 } net_ws;
 
 void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T);

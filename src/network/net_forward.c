@@ -12,6 +12,11 @@
 #include "model/moe_kernels.h"
 #include "network/transformer.h"
 
+int net_head_rows(int V) {
+    int r = NET_HEAD_FLOATS / (V > 0 ? V : 1);
+    return r < 64 ? 64 : r > 512 ? 512 : r;
+}
+
 void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
     size_t d = (size_t)c->d, M = (size_t)(cap > 0 ? cap : 1);
     w->cap = cap;
@@ -21,7 +26,8 @@ void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
     w->o = ms_malloc(M * d * sizeof(float));
     w->y = ms_malloc(M * 4 * d * sizeof(float));
     w->S = ms_malloc((size_t)T * T * sizeof(float));
-    w->lg = ms_malloc((size_t)NET_HEAD_ROWS * c->vocab * sizeof(float));
+    w->head_rows = net_head_rows(c->vocab);
+    w->lg = ms_malloc((size_t)w->head_rows * c->vocab * sizeof(float));
 }
 
 void net_ws_free(net_ws *w) {
@@ -99,8 +105,8 @@ void net_head_loss(const net_model *m, const float *h, const int32_t *ids, int n
     int d = m->cfg.d, V = m->cfg.vocab, M = ns * T;
     double ls = 0.0;
     long ok = 0;
-    for (int r0 = 0; r0 < M; r0 += NET_HEAD_ROWS) {
-        int rows = M - r0 < NET_HEAD_ROWS ? M - r0 : NET_HEAD_ROWS;
+    for (int r0 = 0; r0 < M; r0 += w->head_rows) {
+        int rows = M - r0 < w->head_rows ? M - r0 : w->head_rows;
         float *x = w->x + (size_t)r0 * d;
         tf_layernorm_forward(h + (size_t)r0 * d, rows, d, m->lnf_w, m->lnf_b, m->cfg.eps, x);
         float *lg = logits ? logits + (size_t)r0 * V : w->lg; // (rows, V)
