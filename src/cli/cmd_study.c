@@ -211,6 +211,19 @@ static int study_outputs(const study *S, const char *e_path, const char *const *
     return 0;
 }
 
+/* The finished study S with the pool's left-out files: the table, the reports; S freed. */
+static int study_report(study *S, const st_pool *P, const char *e_path, const char *const *outs, int show) {
+    ms_err err;
+    int rc = 0;
+    S->nleft = P->nleft;
+    S->left = (const char *const *)P->left;
+    S->left_why = P->why;
+    if (show) study_print(S, stdout);
+    if (study_outputs(S, e_path, outs, &err)) rc = cli_error("%s", err.msg);
+    study_free(S);
+    return rc;
+}
+
 static int run_study(const st_pool *P, const char *e_path, const char *layer, ls_opts *lo,
                      const char *const *outs, int show) {
     char *const *paths = P->paths;
@@ -242,12 +255,7 @@ static int run_study(const st_pool *P, const char *e_path, const char *layer, ls
             study_free(&S);
         } else {
             cli_progress_end();
-            S.nleft = P->nleft;
-            S.left = (const char *const *)P->left;
-            S.left_why = P->why;
-            if (show) study_print(&S, stdout);
-            if (study_outputs(&S, e_path, outs, &err)) rc = cli_error("%s", err.msg);
-            study_free(&S);
+            rc = study_report(&S, P, e_path, outs, show);
         }
         evalset_free(&E);
     }
@@ -326,12 +334,7 @@ static int run_study_net(const st_pool *P, const char *e_path, const char *layer
         rc = cli_error("%s", err.msg);
     } else {
         cli_progress_end();
-        S.nleft = P->nleft;
-        S.left = (const char *const *)P->left;
-        S.left_why = P->why;
-        if (show) study_print(&S, stdout);
-        if (study_outputs(&S, e_path, outs, &err)) rc = cli_error("%s", err.msg);
-        study_free(&S);
+        rc = study_report(&S, P, e_path, outs, show);
     }
     for (int i = 0; i < P->np; i++) evalset_free(&ns.inputs[i]), cli_net_free(&nets[i]);
     free(ns.inputs);
