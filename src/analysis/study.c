@@ -182,8 +182,10 @@ static int study_pairs(const moe_model *models, const char *const *paths, int np
             }
             int bad = landscape_compute(&models[i], &models[j], E, &po, &L, err);
             if (!bad && so && so->proxy) bad = so->proxy(so->ctx, i, j, &L, err);
-            if (so) so->done(so->ctx);
+            // L.objective is the objective's own string: kept before done() frees it
             if (!bad && L.objective) snprintf(S->objective, sizeof S->objective, "%s", L.objective);
+            L.objective = NULL;
+            if (so) so->done(so->ctx);
             if (bad) {
                 landscape_free(&L); // a failed landscape_compute left L empty
                 ms_prefix(err, "pair %s, %s", paths[i], paths[j]);
