@@ -55,16 +55,8 @@ static int eval_line(const char *name, const moe_model *m, const evalset *E) {
     return 0;
 }
 
-/* both soups over alpha in [0, 1]: the curves A -> B (naive) and A -> B' */
-static int alpha_sweep(const moe_model *A, const moe_model *B, const moe_model *Bp,
-                       const evalset *E, int K) {
-    ls_curve c[2];
-    ms_err err;
-    memset(c, 0, sizeof c);
-    if (curve_compute(A, B, E, K, &c[0], &err) || curve_compute(A, Bp, E, K, &c[1], &err)) {
-        ls_curve_free(&c[0]);
-        return cli_error("%s", err.msg);
-    }
+/* the two curves naive c[0] and aligned c[1] at K values of alpha */
+static void print_sweep(const ls_curve *c, int K) {
     printf("\n%8s %14s %10s %14s %10s\n", "alpha", "naive loss", "acc", "aligned loss", "acc");
     for (int m = 0; m < K; m++) {
         printf("%8.4f %14.6f", ls_t(m, K), c[0].loss[m]);
@@ -75,15 +67,84 @@ static int alpha_sweep(const moe_model *A, const moe_model *B, const moe_model *
         else printf(" %10s\n", "-");
     }
     printf("loss barrier: naive %.6f, aligned %.6f\n", c[0].barrier, c[1].barrier);
+}
+
+/* both soups over alpha in [0, 1]: the curves A -> B (naive) and A -> B' */
+static int alpha_sweep(const moe_model *A, const moe_model *B, const moe_model *Bp,
+                       const evalset *E, int K) {
+    ls_curve c[2];
+    ms_err err;
+    memset(c, 0, sizeof c);
+    if (curve_compute(A, B, E, K, &c[0], &err) || curve_compute(A, Bp, E, K, &c[1], &err)) {
+        ls_curve_free(&c[0]);
+        return cli_error("%s", err.msg);
+    }
+    print_sweep(c, K);
     ls_curve_free(&c[0]);
     ls_curve_free(&c[1]);
     return 0;
+}
+
+/* network n's loss and accuracy with its MoE block b replaced by layer */
+static int net_line(const char *name, const net_model *net, int b, const moe_model *layer, const net_evalset *E) {
+    const moe_model **blocks = ms_malloc((size_t)net->cfg.nmoe * sizeof(moe_model *));
+    for (int i = 0; i < net->cfg.nmoe; i++) blocks[i] = i == b && layer ? layer : &net->moe[i];
+    net_run r = {.moe = blocks};
+    net_eval_result res;
+    ms_err err;
+    int rc = net_evaluate(net, E, NULL, &r, NULL, &res, &err);
+    free(blocks);
+    if (rc) return cli_error("%s", err.msg);
+    printf("  %-32s loss %.6f  accuracy %.2f%%\n", name, res.loss, 100 * res.accuracy);
+    net_eval_result_free(&res);
+    return 0;
+}
+
+/* A network's soups on its token set: the network's loss with the block souped (the
+ * other blocks A's: the merge soups this block alone); the sweep moves every MoE
+ * block (the network objective: naive, and aligned by the expert cost) */
+static int merge_evaluate_net(const moe_model *A, const moe_model *B, const moe_model *Bp, const moe_model *M,
+                              const moe_model *N, double alpha, const char *e_path, int sweep) {
+    cli_net n;
+    if (cli_net_load(A->path, B->path, e_path, A->layer, 0, &n)) return 1;
+    char lab[64];
+    printf("\non %s (the network's next-token loss; the other MoE blocks A's):\n", e_path);
+    int b = n.block, rc = net_line("A", &n.A, b, NULL, &n.E) || net_line("B", &n.B, b, NULL, &n.E);
+    snprintf(lab, sizeof lab, "soup (1 - %g) A + %g B'", alpha, alpha);
+    rc = rc || net_line(lab, &n.A, b, M, &n.E) || net_line("naive soup, B not aligned", &n.A, b, N, &n.E);
+    net_objective *no = NULL;
+    align_opts other;
+    align_opts_default(&other);
+    if (!rc && sweep && !(rc = cli_net_objective(&n, &other, 0, NULL, &no))) {
+        ls_curve c[2];
+        memset(c, 0, sizeof c);
+        ms_err err;
+        const ls_objective *ob = net_objective_view(no);
+        if (curve_compute_obj(A, B, ob, LS_VAR_NAIVE, sweep, &c[0], &err) ||
+            curve_compute_obj(A, Bp, ob, LS_VAR_MAIN, sweep, &c[1], &err))
+            rc = cli_error("%s", err.msg);
+        else
+            print_sweep(c, sweep);
+        ls_curve_free(&c[0]);
+        ls_curve_free(&c[1]);
+    }
+    net_objective_free(no);
+    cli_net_free(&n);
+    return rc ? 1 : 0;
 }
 
 static int merge_evaluate(const moe_model *A, const moe_model *B, const moe_model *Bp,
                           const moe_model *M, double alpha, const char *e_path, int sweep) {
     evalset E;
     ms_err err;
+    if (net_evalset_is(e_path)) {
+        moe_model N;
+        moe_clone(&N, A);
+        moe_interpolate(&N, A, B, alpha);
+        int rc = merge_evaluate_net(A, B, Bp, M, &N, alpha, e_path, sweep);
+        moe_free(&N);
+        return rc;
+    }
     prov_add_input(e_path);
     if (evalset_load(&E, e_path, &err)) return cli_error("%s", err.msg);
     moe_model N; // the naive soup: B without alignment

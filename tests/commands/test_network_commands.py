@@ -9,6 +9,7 @@ and eval.safetensors beside seed folders whose backbone shard links to it, and a
   - `diagnose`: the block's findings, the backbone agreement, the chosen order's rank on
     the network's loss; a pair with another backbone refused, and with
     --interpolate-backbone a flag;
+  - `merge --eval` on a network: the soup's network loss is what `eval` gives the written soup;
   - `lesson --print` on a network: its barriers are the network's (as `curve` gives them);
   - usage: --interpolate-backbone on layer checkpoints, a --layer that is no MoE block.
 """
@@ -120,6 +121,18 @@ def test_lesson():
           "the lesson's naive barrier is the network's (curve): %s vs %s" % (m and m.group(1), naive))
 
 
+def test_merge():
+    a, b, ev = p("pool", "seed1"), p("pool", "seed2"), p("pool", "eval.safetensors")
+    r = run("merge", a, b, "--alpha", 0.5, "-o", p("soup"), "--eval", ev, "--alpha-sweep", 5)
+    check(r.returncode == 0 and "the network's next-token loss" in r.stdout, "merge --eval on a network: %s"
+          % r.stderr.strip())
+    e = run("eval", p("soup"), "--eval", ev, "--json", p("soup.json"))
+    import re
+    m = re.search(r"soup \(1 - 0.5\) A \+ 0.5 B'\s+loss ([0-9.]+)", r.stdout)
+    check(e.returncode == 0 and m and abs(float(m.group(1)) - json.load(open(p("soup.json")))["loss"]) < 1e-6,
+          "the soup's network loss is the written checkpoint's: %s" % (m and m.group(1)))
+
+
 def test_usage():
     import gen_ckpt
     lay = p("layer.safetensors")
@@ -145,6 +158,7 @@ def main():
         test_study()
         test_diagnose()
         test_lesson()
+        test_merge()
         test_usage()
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
