@@ -103,7 +103,8 @@ static void pool_leave(st_pool *P, char *path, const char *why) {
 }
 
 /* Is the file a teacher (train.mode = teacher, as `train --make-teacher`
- * writes; a network folder: its MoE shard's role = teacher)? A teacher is not
+ * writes; a network folder: its MoE shard's role says teacher, as
+ * sample-checkpoints/make_gpt.py writes "teacher (not a seed)")? A teacher is not
  * one of the seeds a directory's pool stands for. */
 static int is_teacher(const char *path) {
     ckpt c;
@@ -114,7 +115,7 @@ static int is_teacher(const char *path) {
         const st_tensor *te;
         if ((k && !strstr(c.names[k], "gate.weight")) || ckpt_tensor(&c, c.names[k], &f, &te, NULL)) continue;
         const char *mode = st_meta(f, "train.mode"), *role = st_meta(f, "role");
-        t = (mode && !strcmp(mode, "teacher")) || (role && !strcmp(role, "teacher"));
+        t = (mode && !strcmp(mode, "teacher")) || (role && !strncmp(role, "teacher", 7));
     }
     ckpt_close(&c);
     return t;
@@ -166,7 +167,7 @@ static int add_dir(const char *arg, const char *e_path, st_pool *P, ms_err *err)
             if (!ev) P->dir_eval = p; // the directory's evaluation set
             else pool_leave(P, p, "an evaluation set");
         } else if (is_teacher(p)) {
-            pool_leave(P, p, "train.mode = teacher: a teacher, not a seed");
+            pool_leave(P, p, "a teacher (train.mode or role = teacher), not a seed");
         } else if (P->np >= ST_MAX_POOL) {
             free(p);
             closedir(d);

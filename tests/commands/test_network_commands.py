@@ -43,7 +43,7 @@ def make_pool():
     # the teacher's MoE shard says what it is, as make_gpt.py writes it
     shard = p("pool", "teacher", "model-00002-of-00002.safetensors")
     t, _ = oracle.read_safetensors(shard)
-    oracle.write_safetensors(shard, t, {"role": "teacher"})
+    oracle.write_safetensors(shard, t, {"role": "teacher (not a seed)"})
     return cfg
 
 
