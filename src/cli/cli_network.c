@@ -53,7 +53,7 @@ int cli_net_load(const char *pa, const char *pb, const char *e_path, const char 
     }
     if (!rc && e_path) rc = net_evalset_load(&n->E, e_path, &err);
     if (!rc && e_path) rc = net_evalset_check(&n->E, &n->A, &err);
-    if (!rc && n->A.cfg.nmoe) rc = net_pick_block(&n->A, layer, &n->block, &err);
+    if (!rc && (n->A.cfg.nmoe || pb || layer)) rc = net_pick_block(&n->A, layer, &n->block, &err);
     if (rc) {
         cli_net_free(n);
         return cli_error("%s", err.msg);

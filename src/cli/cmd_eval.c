@@ -183,8 +183,8 @@ static int eval_network(const char *ck, const char *e_path, const char *layer, c
     }
     const net_config *c = &n.A.cfg;
     if (!rc) {
-        printf("checkpoint  %s (network: %d blocks, d = %d, %d heads, V = %d; MoE at block", ck,
-               c->nlayer, c->d, c->nhead, c->vocab);
+        printf("checkpoint  %s (network: %d blocks, d = %d, %d heads, V = %d; %s", ck, c->nlayer, c->d,
+               c->nhead, c->vocab, c->nmoe ? "MoE at block" : "no MoE block");
         for (int b = 0; b < c->nmoe; b++) printf("%s %d", b ? "," : "", c->moe_layers[b]);
         printf(")\neval set    %s (N = %d sequences of T = %d tokens: %ld next-token positions)\n",
                e_path, n.E.N, n.E.T, r.positions);
