@@ -3,6 +3,7 @@
  * layers, named by its "moe" object:
  *
  *   n_embd d, n_layer NL, n_head nh (d % nh == 0), n_positions P, vocab_size V,
+ *   n_inner (the dense MLPs' width, null or absent: 4d),
  *   layer_norm_epsilon (1e-5), activation_function of the dense MLPs
  *   ("gelu_new": the tanh form, the default; "gelu": the erf form),
  *   tie_word_embeddings (true: the LM head is wte),
@@ -22,6 +23,7 @@
 
 typedef struct {
     int d, nlayer, nhead, npos, vocab;
+    int ff;              /* the dense MLPs' width: n_inner, default 4d */
     double eps;          /* layer_norm_epsilon */
     moe_act act;         /* the dense MLPs' activation: ACT_GELU_TANH or ACT_GELU */
     int tied;            /* tie_word_embeddings */

@@ -29,7 +29,7 @@ typedef struct {
     float *x;   // (cap, d) a LayerNorm's output
     float *qkv; // (cap, 3d)
     float *o;   // (cap, d) the heads' outputs side by side
-    float *y;   // (cap, 4d) the dense MLP's hidden units, then its output
+    float *y;   // (cap, ff) the dense MLP's hidden units
     float *S;   // (T, T) one head's attention weights
     int head_rows; /* net_head_rows(V) */
     float *lg;  // (head_rows, V)

@@ -10,7 +10,8 @@
  *   transformer.wte.weight [V,d], transformer.wpe.weight [P,d]
  *   transformer.h.L.ln_1.{weight,bias} [d], attn.c_attn.{weight [d,3d], bias [3d]} (q|k|v),
  *     attn.c_proj.{weight [d,d], bias [d]}, ln_2.{weight,bias} [d]
- *   a dense block: mlp.c_fc.{weight [d,4d], bias [4d]}, mlp.c_proj.{weight [4d,d], bias [d]}
+ *   a dense block: mlp.c_fc.{weight [d,ff], bias [ff]}, mlp.c_proj.{weight [ff,d], bias [d]}
+ *     (ff = n_inner, 4d by default)
  *   an MoE block: mlp.gate.*, mlp.experts.E.*, mlp.shared_experts.S.* (the gpt2 family)
  *   transformer.ln_f.{weight,bias} [d]; lm_head.weight [V,d] unless tied, lm_head.bias [V]
  *
@@ -32,9 +33,9 @@ typedef struct {
     float *proj_w;        // (d, d)
     float *proj_b;        // (d)
     float *ln2_w, *ln2_b; // (d) each
-    float *fc_w;          // (d, 4d), a dense block's MLP; NULL for an MoE block
-    float *fc_b;          // (4d)
-    float *fcp_w;         // (4d, d)
+    float *fc_w;          // (d, ff), a dense block's MLP; NULL for an MoE block
+    float *fc_b;          // (ff)
+    float *fcp_w;         // (ff, d)
     float *fcp_b;         // (d)
 } net_block;
 

@@ -130,9 +130,9 @@ static int info_network(const char *path, cJSON *root, ms_err *err) {
     if (net_load(&net, path, cli_overrides(), err)) return -1;
     const net_config *c = &net.cfg;
     printf("network     gpt2: %d blocks, d = %d, %d heads of %d, V = %d, P = %d, LayerNorm eps %g,\n"
-           "            dense MLPs %s (width 4d = %d), LM head %s%s\n",
+           "            dense MLPs %s (width %d), LM head %s%s\n",
            c->nlayer, c->d, c->nhead, c->d / c->nhead, c->vocab, c->npos, c->eps,
-           c->act == ACT_GELU ? "gelu (erf form)" : "gelu_new (tanh form)", 4 * c->d,
+           c->act == ACT_GELU ? "gelu (erf form)" : "gelu_new (tanh form)", c->ff,
            c->tied ? "tied to wte" : "lm_head.weight", net.lm_b ? " + lm_head.bias" : "");
     size_t moe_total = 0;
     cJSON *nj = root ? cJSON_AddObjectToObject(root, "network") : NULL, *blocks = NULL;

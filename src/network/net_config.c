@@ -49,6 +49,9 @@ int net_config_read(const ckpt *c, net_config *nc, ms_err *err) {
         cfg_sub(&top, "moe", "moe.", &moe, err) < 0)
         return -1;
     nc->act = act ? ACT_GELU : ACT_GELU_TANH;
+    long ff;
+    if (cfg_int(&top, "n_inner", 1, 1 << 20, 4L * nc->d, &ff, err) < 0) return -1;
+    nc->ff = (int)ff;
     if (cfg_int_list(&moe, "layers", 0, nc->nlayer - 1, NET_MAX_LAYERS, nc->moe_layers, &nc->nmoe,
                      err) < 0)
         return -1;

@@ -24,7 +24,7 @@ void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
     w->x = ms_malloc(M * d * sizeof(float));
     w->qkv = ms_malloc(M * 3 * d * sizeof(float));
     w->o = ms_malloc(M * d * sizeof(float));
-    w->y = ms_malloc(M * 4 * d * sizeof(float));
+    w->y = ms_malloc(M * (size_t)c->ff * sizeof(float));
     w->S = ms_malloc((size_t)T * T * sizeof(float));
     w->head_rows = net_head_rows(c->vocab);
     w->lg = ms_malloc((size_t)w->head_rows * c->vocab * sizeof(float));
@@ -74,10 +74,10 @@ void net_mlp_forward(const net_model *m, int L, const moe_model *moe, float *h, 
         for (int r = 0; r < M; r++) moe_row_add(h + (size_t)r * d, w->o + (size_t)r * d, d);
         return;
     }
-    tf_conv1d_forward(w->x, M, d, 4 * d, b->fc_w, b->fc_b, w->y); // (M, 4d)
-    tf_act_forward(w->y, (size_t)M * 4 * d, m->cfg.act);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, d, 4 * d, 1.0f, w->y, 4 * d, b->fcp_w, d,
-                1.0f, h, d);
+    int ff = m->cfg.ff;
+    tf_conv1d_forward(w->x, M, d, ff, b->fc_w, b->fc_b, w->y); // (M, ff)
+    tf_act_forward(w->y, (size_t)M * ff, m->cfg.act);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, d, ff, 1.0f, w->y, ff, b->fcp_w, d, 1.0f, h, d);
     for (int r = 0; r < M; r++) moe_row_add(h + (size_t)r * d, b->fcp_b, d);
 }
 
@@ -188,7 +188,7 @@ void net_logits_ref(const net_model *m, const moe_model *const *moe, const int32
     float *h = ms_malloc((size_t)T * d * sizeof(float));
     float *x = ms_malloc((size_t)d * sizeof(float)), *y = ms_malloc((size_t)d * sizeof(float));
     float *qkv = ms_malloc((size_t)T * 3 * d * sizeof(float)), *o = ms_malloc((size_t)T * d * sizeof(float));
-    float *u = ms_malloc((size_t)4 * d * sizeof(float));
+    float *u = ms_malloc((size_t)c->ff * sizeof(float));
     for (int s = 0; s < N; s++) {
         net_embed(m, ids + (size_t)s * T, 1, T, h);
         for (int L = 0; L < c->nlayer; L++) {
@@ -201,9 +201,9 @@ void net_logits_ref(const net_model *m, const moe_model *const *moe, const int32
                 if (mi >= 0) {
                     moe_forward_ref(moe ? moe[mi] : &m->moe[mi], x, 1, y, NULL);
                 } else {
-                    conv_ref(x, d, 4 * d, b->fc_w, b->fc_b, u);
-                    for (int q = 0; q < 4 * d; q++) u[q] = moe_act_scalar(c->act, u[q]);
-                    conv_ref(u, 4 * d, d, b->fcp_w, b->fcp_b, y);
+                    conv_ref(x, d, c->ff, b->fc_w, b->fc_b, u);
+                    for (int q = 0; q < c->ff; q++) u[q] = moe_act_scalar(c->act, u[q]);
+                    conv_ref(u, c->ff, d, b->fcp_w, b->fcp_b, y);
                 }
                 for (int j = 0; j < d; j++) hr[j] += y[j];
             }

@@ -44,7 +44,7 @@ static size_t tl_floats(const tensor_list *l) {
  * state_dict; has_lm_b: lm_head.bias is in the file. */
 static void backbone_tensors(net_model *m, int has_lm_b, tensor_list *l) {
     const net_config *c = &m->cfg;
-    int64_t d = c->d, V = c->vocab;
+    int64_t d = c->d, V = c->vocab, ff = c->ff;
     char nm[96];
     tl_add(l, "transformer.wte.weight", 2, V, d, &m->wte);
     tl_add(l, "transformer.wpe.weight", 2, c->npos, d, &m->wpe);
@@ -55,8 +55,8 @@ static void backbone_tensors(net_model *m, int has_lm_b, tensor_list *l) {
             {"attn.c_attn.weight", 2, d, 3 * d, &b->attn_w}, {"attn.c_attn.bias", 1, 3 * d, 0, &b->attn_b},
             {"attn.c_proj.weight", 2, d, d, &b->proj_w},  {"attn.c_proj.bias", 1, d, 0, &b->proj_b},
             {"ln_2.weight", 1, d, 0, &b->ln2_w},          {"ln_2.bias", 1, d, 0, &b->ln2_b},
-            {"mlp.c_fc.weight", 2, d, 4 * d, &b->fc_w},   {"mlp.c_fc.bias", 1, 4 * d, 0, &b->fc_b},
-            {"mlp.c_proj.weight", 2, 4 * d, d, &b->fcp_w}, {"mlp.c_proj.bias", 1, d, 0, &b->fcp_b}};
+            {"mlp.c_fc.weight", 2, d, ff, &b->fc_w},   {"mlp.c_fc.bias", 1, ff, 0, &b->fc_b},
+            {"mlp.c_proj.weight", 2, ff, d, &b->fcp_w}, {"mlp.c_proj.bias", 1, d, 0, &b->fcp_b}};
         int nt = c->moe_of[L] >= 0 ? 8 : 12; // an MoE block's MLP is its moe_model
         for (int i = 0; i < nt; i++) {
             snprintf(nm, sizeof nm, "transformer.h.%d.%s", L, bt[i].sfx);
@@ -251,6 +251,7 @@ int net_check_compatible(const net_model *a, const net_model *b, ms_err *err) {
     const net_config *x = &a->cfg, *y = &b->cfg;
     const char *what = x->d != y->d             ? "n_embd"
                        : x->nlayer != y->nlayer ? "n_layer"
+                       : x->ff != y->ff         ? "n_inner"
                        : x->nhead != y->nhead   ? "n_head"
                        : x->npos != y->npos     ? "n_positions"
                        : x->vocab != y->vocab   ? "vocab_size"

@@ -38,7 +38,8 @@ import oracle  # noqa: E402
 
 
 def config(d=16, layers=3, heads=2, vocab=24, positions=16, moe_layers=(0,), n=4, k=2,
-           router="topk", shared=0, h=12, act="relu", net_act="gelu_new", tied=True, eps=1e-5):
+           router="topk", shared=0, h=12, act="relu", net_act="gelu_new", tied=True, eps=1e-5,
+           n_inner=None):
     cfg = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": d,
            "n_layer": layers, "n_head": heads, "n_positions": positions, "vocab_size": vocab,
            "layer_norm_epsilon": eps, "activation_function": net_act,
@@ -46,6 +47,8 @@ def config(d=16, layers=3, heads=2, vocab=24, positions=16, moe_layers=(0,), n=4
            "moe": {"layers": list(moe_layers), "num_experts": n, "top_k": k, "router": router,
                    "num_shared_experts": shared, "expert_activation": act,
                    "expert_intermediate_size": h}}
+    if n_inner:
+        cfg["n_inner"] = n_inner
     return cfg
 
 
@@ -77,8 +80,9 @@ def backbone(cfg, seed, lm_bias=False):
         t.update(_conv(rng, pre + "attn.c_proj", d, d, 0.5))
         t.update(_ln(rng, pre + "ln_2", d))
         if L not in moe:
-            t.update(_conv(rng, pre + "mlp.c_fc", d, 4 * d))
-            t.update(_conv(rng, pre + "mlp.c_proj", 4 * d, d, 0.5))
+            ff = cfg.get("n_inner") or 4 * d
+            t.update(_conv(rng, pre + "mlp.c_fc", d, ff))
+            t.update(_conv(rng, pre + "mlp.c_proj", ff, d, 0.5))
     t.update(_ln(rng, "transformer.ln_f", d))
     if not cfg.get("tie_word_embeddings", True):
         t["lm_head.weight"] = rng.standard_normal((V, d)) / np.sqrt(d) * 2.0

@@ -38,7 +38,7 @@ VARIANTS = [
      dict(moe_layers=[0, 1, 2], act="gelu_new", tied=False, net_act="gelu"), dict(lm_bias=True)),
     ("moe last, top-1, 8 experts, I32 ids", dict(moe_layers=[2], n=8, k=1, h=6), dict(i32=True)),
     ("single file, 2 shared, no gate bias", dict(moe_layers=[0, 2], shared=2), dict(single=True, gate_bias=False)),
-    ("no MoE block (a dense GPT-2)", dict(moe_layers=[]), {}),
+    ("no MoE block (a dense GPT-2), n_inner 24", dict(moe_layers=[], n_inner=24), {}),
 ]
 
 
