@@ -8,6 +8,8 @@
 #ifndef MS_CURVE_H
 #define MS_CURVE_H
 
+#include <stdatomic.h>
+
 #include "io/evalset.h"
 #include "model/model.h"
 
@@ -65,8 +67,9 @@ typedef struct ls_objective {
 int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int T,
                   ls_curve *out, ms_err *err);
 /* The same on an objective: L(t) = obj->eval of (1-t) A + t Bp under variant;
- * the end points are the objective's. */
+ * the end points are the objective's. cancel (may be NULL) is polled between
+ * the evaluations: non-zero stops with "cancelled". */
 int curve_compute_obj(const moe_model *A, const moe_model *Bp, const ls_objective *obj, int variant,
-                      int T, ls_curve *out, ms_err *err);
+                      int T, atomic_int *cancel, ls_curve *out, ms_err *err);
 
 #endif

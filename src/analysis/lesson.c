@@ -225,7 +225,7 @@ static int lesson_save(const moe_model *m, const char *path, ms_err *err) {
  * (the other MoE blocks aligned as o says: var). */
 static int lesson_curve(const lesson *L, const moe_model *A, const moe_model *Bp, int var, ls_curve *cv,
                         ms_err *err) {
-    if (L->obj) return curve_compute_obj(A, Bp, net_objective_view(L->obj), var, LESSON_T, cv, err);
+    if (L->obj) return curve_compute_obj(A, Bp, net_objective_view(L->obj), var, LESSON_T, NULL, cv, err);
     return curve_compute(A, Bp, &L->E, LESSON_T, cv, err);
 }
 

@@ -94,7 +94,7 @@ static int curves_compute(const moe_model *A, const moe_model *B, const evalset 
         }
         // a network's naive and skip-order curves move every MoE block that way
         int var = k == 0 ? LS_VAR_NAIVE : k == 1 ? LS_VAR_SKIP : LS_VAR_MAIN;
-        int c = obj ? curve_compute_obj(A, &Bp, obj, var, T, &curves[k], err)
+        int c = obj ? curve_compute_obj(A, &Bp, obj, var, T, NULL, &curves[k], err)
                     : curve_compute(A, &Bp, E, T, &curves[k], err);
         if (!c) memcpy(curves[k].order, res.order, (size_t)n * sizeof(int));
         moe_free(&Bp);

@@ -120,8 +120,8 @@ static int merge_evaluate_net(const moe_model *A, const moe_model *B, const moe_
         memset(c, 0, sizeof c);
         ms_err err;
         const ls_objective *ob = net_objective_view(no);
-        if (curve_compute_obj(A, B, ob, LS_VAR_NAIVE, sweep, &c[0], &err) ||
-            curve_compute_obj(A, Bp, ob, LS_VAR_MAIN, sweep, &c[1], &err))
+        if (curve_compute_obj(A, B, ob, LS_VAR_NAIVE, sweep, NULL, &c[0], &err) ||
+            curve_compute_obj(A, Bp, ob, LS_VAR_MAIN, sweep, NULL, &c[1], &err))
             rc = cli_error("%s", err.msg);
         else
             print_sweep(c, sweep);

@@ -333,7 +333,8 @@ static cached_curve *curve_get(explore_worker *g, const int *order, int wm, int 
     memset(&res, 0, sizeof res);
     if (align_models(g->A, g->B, &ao, &Bp, &res, err)) return NULL;
     ls_curve cv;
-    int rc = g->obj ? curve_compute_obj(g->A, &Bp, g->obj, var, T, &cv, err)
+    // a network's curve is seconds of evaluations: a newer request stops it between them
+    int rc = g->obj ? curve_compute_obj(g->A, &Bp, g->obj, var, T, &g->cancel_front, &cv, err)
                     : curve_compute(g->A, &Bp, g->E, T, &cv, err);
     moe_free(&Bp);
     align_result_free(&res);

@@ -159,7 +159,7 @@ int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int
 }
 
 int curve_compute_obj(const moe_model *A, const moe_model *Bp, const ls_objective *obj, int variant,
-                      int T, ls_curve *out, ms_err *err) {
+                      int T, atomic_int *cancel, ls_curve *out, ms_err *err) {
     memset(out, 0, sizeof *out);
     if (T < 2) return ms_fail(err, "curve: need at least 2 interpolation points, got %d", T);
     if (moe_check_compatible(A, Bp, err)) return -1;
@@ -175,6 +175,10 @@ int curve_compute_obj(const moe_model *A, const moe_model *Bp, const ls_objectiv
     int rc = 0;
     for (int m = 1; m < T - 1 && !rc; m++) {
         double t = ls_t(m, T), acc = NAN;
+        if (cancel && atomic_load(cancel)) {
+            rc = ms_fail(err, "cancelled");
+            break;
+        }
         moe_interpolate(&M, A, Bp, t);
         rc = obj->eval(obj->ctx, &M, t, variant, &out->loss[m], &acc, err);
         if (out->acc) out->acc[m] = acc;
