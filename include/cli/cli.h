@@ -157,6 +157,16 @@ void cli_net_landscape_defaults(ls_opts *lo);
 /* the chosen block's prefix, "transformer.h.L.mlp" */
 const char *cli_net_block_name(const cli_net *n);
 
+/* ---- `--layer all`: every MoE layer, each on its own (align, scramble) ---- */
+int cli_layer_is_all(const char *layer);
+/* step(ctx, i, layer, src, dst): write dst from src with MoE layer i (its prefix
+ * layer) rewritten; 0, or the exit code after its message */
+typedef int (*cli_layer_step)(void *ctx, int i, const char *layer, const char *src, const char *dst);
+/* Every MoE layer of checkpoint layers_of in turn: the first written from src0,
+ * each next from the one before (folders beside out, removed after), the last
+ * into out. */
+int cli_each_layer(const char *layers_of, const char *src0, const char *out, cli_layer_step step, void *ctx);
+
 /* `moescope lesson`: its arguments (the samples when A and B are not given),
  * and the steps printed (--print, or no terminal). The interactive screen is
  * ui/lesson_screen.c's. lesson_parse_args returns 0, -1 after --help, or the

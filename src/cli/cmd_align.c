@@ -6,6 +6,8 @@
 
 #include "align/align.h"
 #include "cli/cli.h"
+#include "io/atomic_file.h"
+#include "io/model_io.h"
 #include "model/symmetry.h"
 
 static const char *USAGE =
@@ -27,7 +29,8 @@ static void help(void) {
            "      --no-order    skip the expert-order step (identity order)\n"
            "      --no-wm       skip weight matching (identity hidden permutations)\n"
            "      --order LIST  use this expert order (e.g. 2,0,3,1) instead of solving\n"
-           "  -l, --layer L     layer prefix (default moe)\n"
+           "  -l, --layer L     layer prefix (default moe); all: every MoE layer (a network's\n"
+           "                    MoE blocks), each aligned on its own, in one output\n"
            "  -h, --help        this help\n",
            USAGE);
 }
@@ -59,6 +62,53 @@ static void explain_result(const moe_model *A, const moe_model *Bp, const align_
     printf(" and by %.4g per row beyond it\n", resid);
 }
 
+/* --layer all: each layer of B (from the previous step's output) aligned to A's */
+typedef struct {
+    const cli_align_args *a;
+} align_all;
+
+static int align_step(void *ctx, int i, const char *layer, const char *src, const char *dst) {
+    const cli_align_args *a = ((const align_all *)ctx)->a;
+    moe_model A, B;
+    ms_err err;
+    if (moe_load(&A, a->pa, layer, &err)) return cli_error("%s", err.msg);
+    if (moe_load(&B, src, layer, &err)) {
+        moe_free(&A);
+        return cli_error("%s", err.msg);
+    }
+    align_result res;
+    int rc = moe_check_compatible(&A, &B, &err) || align_models_inplace(&A, &B, &a->ao, &res, &err)
+                 ? cli_error("%s", err.msg)
+                 : 0;
+    if (!rc) {
+        rc = cli_save_checkpoint(&B, src, dst);
+        if (!rc) {
+            printf("layer %s: ", layer);
+            cli_print_order(a, &res, A.cfg.n);
+        }
+        align_result_free(&res);
+    }
+    moe_free(&A);
+    moe_free(&B);
+    return rc;
+}
+
+static int align_every_layer(cli_align_args *a, int argc, char **argv) {
+    if (argc - optind != 2)
+        return cli_usage_error(USAGE, "align: expected two checkpoints, got %d", argc - optind);
+    if (!a->out_path) return cli_usage_error(USAGE, "align: -o OUT is required");
+    if (a->order_str) return cli_usage_error(USAGE, "align: --order names one layer's order, not --layer all's");
+    a->pa = argv[optind];
+    a->pb = argv[optind + 1];
+    ms_err err;
+    const char *inputs[2] = {a->pa, a->pb};
+    if (af_check_not_input(a->out_path, inputs, 2, &err)) return cli_error("%s", err.msg);
+    align_all ctx = {a};
+    int rc = cli_each_layer(a->pa, a->pb, a->out_path, align_step, &ctx);
+    if (!rc) printf("weight matching %s\nwrote %s\n", a->ao.wm_stage ? "on" : "off", a->out_path);
+    return rc;
+}
+
 int cmd_align(int argc, char **argv) {
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'}, {"method", required_argument, 0, 'm'},
@@ -82,6 +132,7 @@ int cmd_align(int argc, char **argv) {
         if (r < 0)
             return cli_option_error(USAGE, "align", ch, argc, argv);
     }
+    if (cli_layer_is_all(a.layer)) return align_every_layer(&a, argc, argv);
     int rc = cli_align_inputs(&a, argc, argv, "align", USAGE);
     if (rc) return rc;
     const align_opts *ao = &a.ao;

@@ -35,9 +35,56 @@ static void help(void) {
            "  --translate-scale X  the same, X times larger (e.g. 20: a shift that swamps\n"
            "                    the rows; the function is still the same, and only the\n"
            "                    centred gate cost still finds the expert order)\n"
-           "  --layer L         layer prefix (default moe)\n"
+           "  --layer L         layer prefix (default moe); all: every MoE layer (a network's\n"
+           "                    MoE blocks), layer i with seed S + i\n"
            "  --help            this text\n",
            USAGE);
+}
+
+/* --layer all: layer i scrambled with seed + i */
+typedef struct {
+    unsigned long long seed;
+    double translate;
+} scramble_all;
+
+/* Scramble layer `layer` of in into out; report: print what was done in full
+ * (else one line, a step of --layer all). */
+static int scramble_one(const char *in, const char *out, const char *layer, unsigned long long seed,
+                        double translate, int report) {
+    ms_err err;
+    moe_model m;
+    if (moe_load(&m, in, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
+    int *pi = ms_malloc((size_t)m.cfg.n * sizeof(int));
+    moe_scramble(&m, (uint64_t)seed, translate, pi);
+    int rc = 0;
+    if (cli_save_checkpoint(&m, in, out)) {
+        rc = 1;
+    } else if (!report) {
+        printf("layer %s: expert order %s (seed %llu)\n", m.layer, moe_meta_get(&m, "moescope.scramble.order"),
+               seed);
+    } else {
+        printf("scrambled %s (layer %s, n = %d, seed %llu)\n", in, m.layer, m.cfg.n, seed);
+        printf("  expert order  %s  (slot i of the output holds expert pi[i] of the input)\n",
+               moe_meta_get(&m, "moescope.scramble.order"));
+        printf("  hidden units  permuted in %d expert(s)%s\n", m.cfg.n + m.cfg.s,
+               m.cfg.s ? " (shared included)" : "");
+        if (m.cfg.s)
+            printf("  shared order  %s\n", moe_meta_get(&m, "moescope.scramble.shared_order"));
+        if (translate > 0)
+            printf("  gate          translated by a random (c_W, c_b), %g x the rows' RMS\n",
+                   translate);
+        else
+            printf("  gate          not translated\n");
+        printf("wrote %s\n", out);
+    }
+    free(pi);
+    moe_free(&m);
+    return rc;
+}
+
+static int scramble_step(void *ctx, int i, const char *layer, const char *src, const char *dst) {
+    const scramble_all *s = ctx;
+    return scramble_one(src, dst, layer, s->seed + (unsigned long long)i, s->translate, 0);
 }
 
 int cmd_scramble(int argc, char **argv) {
@@ -91,29 +138,9 @@ int cmd_scramble(int argc, char **argv) {
     ms_err err;
     const char *inputs[1] = {in};
     if (af_check_not_input(out, inputs, 1, &err)) return cli_error("%s", err.msg);
-    moe_model m;
-    if (moe_load(&m, in, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
-    int *pi = ms_malloc((size_t)m.cfg.n * sizeof(int));
-    moe_scramble(&m, (uint64_t)seed, translate, pi);
-    int rc = 0;
-    if (cli_save_checkpoint(&m, in, out)) {
-        rc = 1;
-    } else {
-        printf("scrambled %s (layer %s, n = %d, seed %llu)\n", in, m.layer, m.cfg.n, seed);
-        printf("  expert order  %s  (slot i of the output holds expert pi[i] of the input)\n",
-               moe_meta_get(&m, "moescope.scramble.order"));
-        printf("  hidden units  permuted in %d expert(s)%s\n", m.cfg.n + m.cfg.s,
-               m.cfg.s ? " (shared included)" : "");
-        if (m.cfg.s)
-            printf("  shared order  %s\n", moe_meta_get(&m, "moescope.scramble.shared_order"));
-        if (translate > 0)
-            printf("  gate          translated by a random (c_W, c_b), %g x the rows' RMS\n",
-                   translate);
-        else
-            printf("  gate          not translated\n");
-        printf("wrote %s\n", out);
+    if (cli_layer_is_all(layer)) {
+        scramble_all ctx = {seed, translate};
+        return cli_each_layer(in, in, out, scramble_step, &ctx);
     }
-    free(pi);
-    moe_free(&m);
-    return rc;
+    return scramble_one(in, out, layer, seed, translate, 1);
 }

@@ -12,7 +12,8 @@ sharing their backbone:
     the block's inputs (ln_2 of block L's hidden states, computed here in numpy), its
     Spearman rho is scipy's, the network rank of its best order is right;
   - a scramble of block 0 (with a gate translation) is undone: the expert method finds
-    the inverse, its barrier is ~0 and it ranks first;
+    the inverse, its barrier is ~0 and it ranks first; so is a scramble of every block
+    (`scramble --layer all`), by each block's landscape and by `align --layer all`;
   - B with another backbone is refused naming the tensor; --interpolate-backbone runs,
     says so, and its end points are A's and B's own losses;
   - --threads 1 and 2 give the same barriers bit for bit.
@@ -233,6 +234,37 @@ def test_scramble():
     del cfg
 
 
+def test_scramble_every_block():
+    """MoE at every block, each scrambled (--layer all): the same network; aligned back
+    (--layer all) to A's tensors; each block's landscape undoes it, the others at their
+    expert alignment"""
+    make_pool("scrall", [0, 1, 2], seeds=(1,))
+    a, s, back, ev = p("scrall", "seed1"), p("scrall", "seed2"), p("scrall", "back"), p("scrall", "eval.safetensors")
+    r = run("scramble", a, "-o", s, "--layer", "all", "--seed", 11, "--translate")
+    check(r.returncode == 0 and r.stdout.count("layer transformer.h.") == 3, "scramble --layer all: %s" % r.stderr)
+    ids = gpt2_ref.read_safetensors(ev)[0]["input_ids"]
+    la, ls = gpt2_ref.evaluate(gpt2_ref.load(a), ids), gpt2_ref.evaluate(gpt2_ref.load(s), ids)
+    check(abs(la["loss"] - ls["loss"]) < 1e-6 * la["loss"] and la["accuracy"] == ls["accuracy"],
+          "every block scrambled: the same network (numpy %.9g vs %.9g)" % (la["loss"], ls["loss"]))
+    ta, ts = gen_gpt2.read_folder(a)[1], gen_gpt2.read_folder(s)[1]
+    check(all(np.abs(ta[k] - ts[k]).max() > 0 for k in ta if k.endswith("mlp.gate.weight")),
+          "every block's gate moved")
+    r = run("align", a, s, "-o", back, "--layer", "all")
+    check(r.returncode == 0, "align --layer all: %s" % r.stderr)
+    if r.returncode == 0:
+        tb = gen_gpt2.read_folder(back)[1]
+        worst = max(np.abs(ta[k] - tb[k]).max() for k in ta if ".gate." not in k)
+        check(worst < 1e-6, "aligned back, every block: experts equal A's (worst %g)" % worst)
+        check(not [x for x in os.listdir(TMP + "/scrall") if ".tmp" in x], "no intermediate folders left")
+    for L in (0, 2):
+        J, _ = landscape("scrall", "--layer", L)
+        if J:
+            e = J["methods"]["expert"]
+            check(e["barrier"] < 1e-5 and e["rank"] == 1,
+                  "block %d of an all-scrambled pair: expert barrier %g rank %d" % (L, e["barrier"], e["rank"]))
+            check(J["naive"]["barrier"] > 10 * max(e["barrier"], 1e-6), "block %d: naive (every block) far" % L)
+
+
 def test_backbones_and_threads():
     cfg = make_pool("bb", [1])
     J1, _ = landscape("bb", "--threads", 1)
@@ -273,6 +305,7 @@ def main():
         check_pool("two", [0, 2], chosen=1)
         check_pool("every", [0, 1, 2], chosen=0)
         test_scramble()
+        test_scramble_every_block()
         test_backbones_and_threads()
     finally:
         shutil.rmtree(TMP, ignore_errors=True)

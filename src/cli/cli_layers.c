@@ -1,0 +1,81 @@
+/* cli_layers.c - `--layer all` of align and scramble: every MoE layer of a
+ * checkpoint (a network's MoE blocks), each on its own. The writers rewrite
+ * one layer at a time, so the layers are chained: layer 1 is written from the
+ * input into a folder beside OUT, layer 2 from that into the next, ..., and the
+ * last becomes OUT; the folders between are removed. A shard no layer touches
+ * stays one file throughout (each step hard-links it). */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "io/family.h"
+#include "io/model_io.h"
+
+int cli_layer_is_all(const char *layer) { return layer && !strcmp(layer, "all"); }
+
+/* a step's output: a file, or a folder of shards (its files, then itself) */
+static void remove_output(const char *p) {
+    DIR *d = opendir(p);
+    if (!d) {
+        unlink(p);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+            char *q = ckpt_path_join(p, de->d_name);
+            unlink(q);
+            free(q);
+        }
+    closedir(d);
+    rmdir(p);
+}
+
+/* every MoE layer prefix of path (the family's, else moescope's own names) */
+static int layer_list(const char *path, char ***out, int *n, ms_err *err) {
+    ckpt c;
+    *out = NULL, *n = 0;
+    if (ckpt_open(&c, path, err)) return -1;
+    family_layer *ls = NULL;
+    int nl = 0, rc = family_find_layers(&c, family_opts.family, &ls, &nl, err);
+    ckpt_close(&c);
+    if (rc) return -1;
+    if (nl && ls[0].family == FAM_NATIVE) { // moescope's own names: every L.gate.weight
+        family_layers_free(ls, nl);
+        return moe_list_layers(path, out, n, err);
+    }
+    *out = ms_malloc((size_t)(nl ? nl : 1) * sizeof(char *));
+    for (int i = 0; i < nl; i++) (*out)[i] = ms_strdup(ls[i].prefix);
+    *n = nl;
+    family_layers_free(ls, nl);
+    return 0;
+}
+
+int cli_each_layer(const char *layers_of, const char *src0, const char *out, cli_layer_step step, void *ctx) {
+    char **layers = NULL;
+    int n = 0, rc = 0;
+    ms_err err;
+    if (layer_list(layers_of, &layers, &n, &err)) return cli_error("%s", err.msg);
+    if (!n) rc = cli_error("%s: no MoE layer", layers_of);
+    size_t ol = strlen(out) + 32;
+    char *prev = NULL;
+    for (int i = 0; i < n && !rc; i++) {
+        char *dst = ms_malloc(ol);
+        if (i == n - 1) snprintf(dst, ol, "%s", out);
+        else snprintf(dst, ol, "%s.layer-%d.tmp", out, i);
+        if (i < n - 1) remove_output(dst); // a leftover of an interrupted run
+        rc = step(ctx, i, layers[i], prev ? prev : src0, dst);
+        if (prev) remove_output(prev);
+        free(prev);
+        prev = dst;
+        if (rc && i < n - 1) remove_output(dst);
+    }
+    free(prev);
+    for (int i = 0; i < n; i++) free(layers[i]);
+    free(layers);
+    return rc;
+}
