@@ -41,7 +41,7 @@ static int layer_list(const char *path, char ***out, int *n, ms_err *err) {
     *out = NULL, *n = 0;
     if (ckpt_open(&c, path, err)) return -1;
     family_layer *ls = NULL;
-    int nl = 0, rc = family_find_layers(&c, family_opts.family, &ls, &nl, err);
+    int nl = 0, rc = family_find_layers(&c, cli_overrides()->family, &ls, &nl, err);
     ckpt_close(&c);
     if (rc) return -1;
     if (nl && ls[0].family == FAM_NATIVE) { // moescope's own names: every L.gate.weight

@@ -71,8 +71,8 @@ static int align_step(void *ctx, int i, const char *layer, const char *src, cons
     const cli_align_args *a = ((const align_all *)ctx)->a;
     moe_model A, B;
     ms_err err;
-    if (moe_load(&A, a->pa, layer, &err)) return cli_error("%s", err.msg);
-    if (moe_load(&B, src, layer, &err)) {
+    if (moe_load(&A, a->pa, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
+    if (moe_load(&B, src, layer, cli_overrides(), &err)) {
         moe_free(&A);
         return cli_error("%s", err.msg);
     }
