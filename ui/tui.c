@@ -184,9 +184,9 @@ static int parse_args(int argc, char **argv, tui_args *a) {
         case 'e': a->e_path = optarg; break;
         case 'l': a->layer = optarg; break;
         case 'T': {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (*end || v < 2 || v > 10001) return cli_usage_error(TUI_USAGE, "--points needs an integer >= 2, got '%s'", optarg);
+            long long v;
+            int rc = cli_int_option(TUI_USAGE, "moescope", "--points", optarg, 2, 10001, &v);
+            if (rc) return rc;
             a->T = (int)v;
             break;
         }

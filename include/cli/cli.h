@@ -42,6 +42,15 @@ void cli_blas_quiet(void);
  * typed (for "-dash.safetensors", the unknown '-d' in it, with a hint for file
  * names that start with '-'). Returns 2. */
 int cli_option_error(const char *usage, const char *cmd, int ch, int argc, char **argv);
+/* An integer option's value, the whole argument a decimal integer in lo..hi
+ * (out of range is refused, never clamped or wrapped: --points 4294967299 is not
+ * 3): 0 with *out set, else -1. cli_parse_u64: digits only, up to 2^64 - 1. */
+int cli_parse_int(const char *s, long long lo, long long hi, long long *out);
+int cli_parse_u64(const char *s, unsigned long long *out);
+/* cli_parse_int, or 2 after the usage error "CMD: OPT needs an integer in
+ * LO..HI, not 'ARG'". */
+int cli_int_option(const char *usage, const char *cmd, const char *opt, const char *arg,
+                   long long lo, long long hi, long long *out);
 /* Parse "2,0,3,1" or "2 0 3 1" into a permutation of 0..n-1; -1 if not one. */
 int cli_parse_order(const char *s, int *order, int n);
 /* Progress bar on stderr, only when stderr is a terminal; under moescope-mpi a

@@ -2,6 +2,8 @@
 #include "cli/cli.h"
 
 #include <cblas.h>
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -51,6 +53,37 @@ int cli_error(const char *fmt, ...) {
     va_end(ap);
     fputc('\n', stderr);
     return 1;
+}
+
+/* Digits only after an optional sign: strtoll alone would take " 7", "7 " is
+ * refused by *end, but a value past the range would come back clamped (ERANGE)
+ * and a caller's (int) cast would wrap 4294967299 to 3. */
+int cli_parse_int(const char *s, long long lo, long long hi, long long *out) {
+    if (!s || !*s || isspace((unsigned char)*s)) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_u64(const char *s, unsigned long long *out) {
+    // strtoull takes "-1" as 2^64 - 1: a seed is digits only
+    if (!s || !isdigit((unsigned char)*s)) return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_int_option(const char *usage, const char *cmd, const char *opt, const char *arg,
+                   long long lo, long long hi, long long *out) {
+    if (!cli_parse_int(arg, lo, hi, out)) return 0;
+    return cli_usage_error(usage, "%s: %s needs an integer in %lld..%lld, not '%s'", cmd, opt, lo,
+                           hi, arg ? arg : "");
 }
 
 int cli_option_error(const char *usage, const char *cmd, int ch, int argc, char **argv) {
@@ -263,28 +296,31 @@ const ls_partition *cli_partition;
 int cli_reports_here(void) { return !cli_partition || cli_partition->rank == 0; }
 
 int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, const char *usage) {
-    char *end;
+    long long v;
+    int rc;
     switch (ch) {
     case 'E': lo->exhaustive_max = LS_EXHAUSTIVE_FORCED_MAX; return 0;
     case 'T':
-        lo->T = (int)strtol(arg, &end, 10);
-        if (*end || lo->T < 3 || lo->T > 100000)
-            return cli_usage_error(usage, "%s: --points must be an integer >= 3, not '%s'", cmd, arg);
+        if ((rc = cli_int_option(usage, cmd, "--points", arg, 3, 100000, &v))) return rc;
+        lo->T = (int)v;
         return 0;
     case 'S':
-        lo->nsample = strtol(arg, &end, 10);
         // sampling draws distinct orders: far below n! (>= 3628800 for n >= 10)
-        if (*end || lo->nsample < 1 || lo->nsample > 1000000)
-            return cli_usage_error(usage, "%s: --samples must be an integer in 1..1000000, not '%s'", cmd, arg);
+        if ((rc = cli_int_option(usage, cmd, "--samples", arg, 1, 1000000, &v))) return rc;
+        lo->nsample = (long)v;
         return 0;
     case 's':
-        lo->seed = strtoull(arg, &end, 10);
-        if (*end) return cli_usage_error(usage, "%s: --seed must be an integer, not '%s'", cmd, arg);
+    {
+        unsigned long long seed;
+        if (cli_parse_u64(arg, &seed))
+            return cli_usage_error(usage, "%s: --seed needs an integer in 0..%llu, not '%s'", cmd,
+                                   (unsigned long long)UINT64_MAX, arg);
+        lo->seed = seed;
         return 0;
+    }
     case 't':
-        lo->nthreads = (int)strtol(arg, &end, 10);
-        if (*end || lo->nthreads < 1 || lo->nthreads > 8)
-            return cli_usage_error(usage, "%s: --threads must be 1..8, not '%s'", cmd, arg);
+        if ((rc = cli_int_option(usage, cmd, "--threads", arg, 1, 8, &v))) return rc;
+        lo->nthreads = (int)v;
         return 0;
     case 'W': lo->wm = 0; return 0;
     case 'G': lo->all_orders = 1; return 0;
@@ -298,19 +334,17 @@ static plot_size figure_size = {PLOT_W, PLOT_H, 0};
 const plot_size *cli_figure_size(void) { return &figure_size; }
 
 int cli_figure_option(int ch, const char *arg, const char *cmd, const char *usage) {
-    char *end;
+    long long k;
+    int rc;
     switch (ch) {
     case 'Z':
         if (plot_parse_size(arg, &figure_size))
             return cli_usage_error(usage, "%s: --size must be WxH in pixels, 160x120 .. 16384x16384, not '%s'", cmd, arg);
         return 0;
-    case 'F': {
-        long k = strtol(arg, &end, 10);
-        if (*end || k < 1 || k > 4)
-            return cli_usage_error(usage, "%s: --font-scale must be 1, 2, 3 or 4, not '%s'", cmd, arg);
+    case 'F':
+        if ((rc = cli_int_option(usage, cmd, "--font-scale", arg, 1, 4, &k))) return rc;
         figure_size.scale = (int)k;
         return 0;
-    }
     default: return -1;
     }
 }

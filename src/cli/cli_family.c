@@ -68,9 +68,9 @@ int cli_take_family_options(int *argc, char **argv) {
         }
         const char *v;
         int used = opt_value(argc, argv, i, &v);
+        long long iv = 0;
+        int int_ok = !cli_parse_int(v, 1, 4096, &iv) || (which == 2 && !cli_parse_int(v, 0, 1, &iv));
         char *end = NULL;
-        long iv = v ? strtol(v, &end, 10) : 0;
-        int int_ok = v && *v && end && !*end;
         switch (which) {
         case 0:
             if (!v || (fo.family = family_from_name(v)) < 0) {
@@ -80,11 +80,11 @@ int cli_take_family_options(int *argc, char **argv) {
             }
             break;
         case 1:
-            if (!int_ok || iv < 1 || iv > 4096) return bad_opt(names[1], v, "a positive integer");
+            if (!int_ok) return bad_opt(names[1], v, "an integer in 1..4096");
             fo.k = (int)iv;
             break;
         case 2:
-            if (!int_ok || (iv != 0 && iv != 1)) return bad_opt(names[2], v, "0 or 1");
+            if (!int_ok || iv > 1) return bad_opt(names[2], v, "0 or 1");
             fo.norm_topk_prob = (int)iv;
             break;
         case 3: {
@@ -94,7 +94,7 @@ int cli_take_family_options(int *argc, char **argv) {
             break;
         }
         default:
-            if (!int_ok || iv < 1 || iv > 4096) return bad_opt(names[which], v, "a positive integer");
+            if (!int_ok) return bad_opt(names[which], v, "an integer in 1..4096");
             if (which == 4) fo.n_group = (int)iv;
             else fo.topk_group = (int)iv;
         }

@@ -200,7 +200,6 @@ int cmd_curve(int argc, char **argv) {
     optind = 1;
     opterr = 0;
     int ch;
-    char *end;
     while ((ch = getopt_long(argc, argv, "e:o:T:m:p:c:l:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'e': e_path = optarg; break;
@@ -210,10 +209,13 @@ int cmd_curve(int argc, char **argv) {
             order_s[norder++] = optarg;
             break;
         case 'T':
-            T = (int)strtol(optarg, &end, 10);
-            if (*end || T < 2 || T > 100000)
-                return cli_usage_error(USAGE, "curve: --points must be an integer >= 2, not '%s'", optarg);
+        {
+            long long v;
+            int rc = cli_int_option(USAGE, "curve", "--points", optarg, 2, 100000, &v);
+            if (rc) return rc;
+            T = (int)v;
             break;
+        }
         case 'm':
             if (cost_method_parse(optarg, &method))
                 return cli_usage_error(USAGE, "curve: --method must be gate or expert, not '%s'", optarg);

@@ -166,11 +166,9 @@ int cmd_diagnose(int argc, char **argv) {
         case OPT_NOLS: o.landscape = 0; break;
         case OPT_INTERP: interp = 1; break;
         case OPT_POINTS: {
-            char *end;
-            long t = strtol(optarg, &end, 10);
-            if (*end || t < 2 || t > 10000)
-                return cli_usage_error(USAGE, "diagnose: --points needs an integer in 2..10000, "
-                                              "not '%s'", optarg);
+            long long t;
+            int rc = cli_int_option(USAGE, "diagnose", "--points", optarg, 2, 10000, &t);
+            if (rc) return rc;
             o.T = (int)t;
             break;
         }

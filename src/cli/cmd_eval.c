@@ -231,11 +231,10 @@ int cmd_eval(int argc, char **argv) {
         case 'j': json = optarg; break;
         case 'D': dump = optarg; break;
         case 'r': {
-            char *end;
-            repeat = strtol(optarg, &end, 10);
-            if (*end || repeat < 1 || repeat > 1000000)
-                return cli_usage_error(USAGE, "eval: --repeat needs a positive integer, got '%s'",
-                                       optarg);
+            long long v;
+            int rc = cli_int_option(USAGE, "eval", "--repeat", optarg, 1, 1000000, &v);
+            if (rc) return rc;
+            repeat = (long)v;
             break;
         }
         case 't': {

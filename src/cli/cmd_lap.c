@@ -166,12 +166,11 @@ int cmd_lap(int argc, char **argv) {
         } else if (!strcmp(s, "--time")) {
             timing = 1;
         } else if (!strcmp(s, "--repeat")) {
-            char *end;
+            long long v;
             if (++a >= argc) return cli_usage_error(USAGE, "lap: --repeat needs a count");
-            repeat = strtol(argv[a], &end, 10);
-            if (*end || end == argv[a] || repeat < 1 || repeat > 1000000)
-                return cli_usage_error(USAGE, "lap: --repeat '%s' is not a count 1..1000000",
-                                       argv[a]);
+            int rc = cli_int_option(USAGE, "lap", "--repeat", argv[a], 1, 1000000, &v);
+            if (rc) return rc;
+            repeat = (long)v;
         } else if (s[0] == '-' && s[1]) {
             return cli_usage_error(USAGE, "lap: unknown option '%s'", s);
         } else if (!in) {

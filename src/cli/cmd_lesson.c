@@ -63,11 +63,9 @@ int lesson_parse_args(lesson_args *a, int argc, char **argv) {
             if (i + 1 >= argc) return cli_usage_error(USAGE, "lesson: %s needs a value", s);
             const char *v = argv[++i];
             if (s[2] == 's') {
-                char *end;
-                long n = strtol(v, &end, 10);
-                if (*end || n < 1 || n > LESSON_STEPS)
-                    return cli_usage_error(USAGE, "lesson: --step needs 1..%d, got '%s'",
-                                           LESSON_STEPS, v);
+                long long n;
+                int rc = cli_int_option(USAGE, "lesson", "--step", v, 1, LESSON_STEPS, &n);
+                if (rc) return rc;
                 a->start = (int)n - 1;
             } else {
                 a->e = v;

@@ -186,11 +186,12 @@ int cmd_merge(int argc, char **argv) {
             return 0;
         }
         if (ch == 'e' || ch == 'S') {
-            char *end = NULL;
+            long long v;
+            int rc;
             if (ch == 'e') e_path = optarg;
-            else sweep = (int)strtol(optarg, &end, 10);
-            if (ch == 'S' && (*end || sweep < 2 || sweep > 1001))
-                return cli_usage_error(USAGE, "merge: --alpha-sweep needs 2..1001 points, not '%s'", optarg);
+            else if ((rc = cli_int_option(USAGE, "merge", "--alpha-sweep", optarg, 2, 1001, &v)))
+                return rc;
+            else sweep = (int)v;
             continue;
         }
         if (ch == 'a') {

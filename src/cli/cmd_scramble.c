@@ -105,12 +105,9 @@ int cmd_scramble(int argc, char **argv) {
         switch (ch) {
         case 'o': out = optarg; break;
         case 's': {
-            char *end;
-            errno = 0;
-            seed = strtoull(optarg, &end, 10);
-            if (errno || *end || !*optarg || optarg[0] == '-')
-                return cli_usage_error(USAGE, "scramble: --seed needs a non-negative integer, got '%s'",
-                                       optarg);
+            if (cli_parse_u64(optarg, &seed))
+                return cli_usage_error(USAGE, "scramble: --seed needs an integer in 0..%llu, not '%s'",
+                                       (unsigned long long)UINT64_MAX, optarg);
             break;
         }
         case 't': translate = 1; break;

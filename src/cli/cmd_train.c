@@ -78,11 +78,9 @@ typedef struct {
 } train_args;
 
 static int parse_long(const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = v;
+    long long v;
+    if (cli_parse_int(s, lo, hi, &v)) return -1;
+    *out = (long)v;
     return 0;
 }
 
@@ -280,10 +278,12 @@ static int load_head(train_args *t, moe_model *pre, int *teacher) {
                                       t->head);
         const char *ns = moe_meta_get(pre, "train.samples"), *ds = moe_meta_get(pre, "train.data_seed");
         if (!ns || !ds) return cli_error("%s: teacher without train.samples/data_seed", t->head);
-        t->samples = strtol(ns, NULL, 10);
-        t->embed_seed = strtol(ds, NULL, 10);
-        if (t->samples < 5 || t->samples > 10000000)
-            return cli_error("%s: train.samples %s out of range", t->head, ns);
+        if (parse_long(ns, 5, 10000000, &t->samples))
+            return cli_error("%s: metadata train.samples = '%s' is not an integer in 5..10000000",
+                             t->head, ns);
+        if (parse_long(ds, 0, INT64_MAX, &t->embed_seed))
+            return cli_error("%s: metadata train.data_seed = '%s' is not a non-negative integer",
+                             t->head, ds);
         t->d = pre->cfg.d;
         return 0;
     }
@@ -295,8 +295,12 @@ static int load_head(train_args *t, moe_model *pre, int *teacher) {
     if (!md || !ms || !mc)
         return cli_error("%s: no train.embed_* metadata (not made by 'train --pretrain')",
                          t->head);
-    long pd = strtol(md, NULL, 10), ps = strtol(ms, NULL, 10);
-    double pc = strtod(mc, NULL);
+    long pd, ps;
+    double pc;
+    if (parse_long(md, 1, 4096, &pd) || parse_long(ms, 0, INT64_MAX, &ps) ||
+        parse_double(mc, 1e-6, 1e6, &pc))
+        return cli_error("%s: train.embed_dim '%s', embed_seed '%s' or embed_scale '%s' is not "
+                         "a number in range", t->head, md, ms, mc);
     if ((t->have_d && pd != t->d) || (t->have_es && ps != t->embed_seed) ||
         (t->have_sc && pc != t->embed_scale))
         return cli_error("%s: embedding d=%s seed=%s scale=%s differs from the options",

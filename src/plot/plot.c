@@ -3,6 +3,8 @@
  * spec (plot_int.h). */
 #include "plot/plot.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,11 +29,16 @@ void plot_spec_init(plot_spec *p, const plot_size *size) {
 }
 
 int plot_parse_size(const char *s, plot_size *out) {
-    int w, h;
-    char tail;
-    if (sscanf(s, "%dx%d%c", &w, &h, &tail) != 2 || w < 160 || h < 120 || w > 16384 || h > 16384) return -1;
-    out->w = w;
-    out->h = h;
+    // strtol, not sscanf's %d: "4294967456x600" must not wrap to 160 x 600
+    char *x, *end;
+    if (!s || !isdigit((unsigned char)s[0])) return -1;
+    errno = 0;
+    long w = strtol(s, &x, 10);
+    if (errno || *x != 'x' || !isdigit((unsigned char)x[1])) return -1;
+    long h = strtol(x + 1, &end, 10);
+    if (errno || *end || w < 160 || h < 120 || w > 16384 || h > 16384) return -1;
+    out->w = (int)w;
+    out->h = (int)h;
     return 0;
 }
 
