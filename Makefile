@@ -27,7 +27,7 @@ OPT      ?= -O2 -march=x86-64-v2
 CPPFLAGS += -Iinclude
 LDLIBS   := $(PKG_LIBS) $(CURSES_LIBS) -lpthread -lm
 
-SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow -fno-omit-frame-pointer
 
 # The source tree, by area (each folder one concern; include/ mirrors it):
 #   src/core      errors, allocation limits, progress, RNG, BLAS threads

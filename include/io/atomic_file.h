@@ -18,6 +18,11 @@ typedef struct {
 } atomic_file;
 
 int af_open(atomic_file *af, const char *path, ms_err *err);
+/* The mkstemp / mkdtemp template of a temporary beside path: "DIR/.BASE.tmpXXXXXX"
+ * (hidden, a file's) or "DIR/BASE.tmp-XXXXXX" (a directory's), BASE cut to its first
+ * 200 bytes so that any legal name (up to 255 bytes) gets a legal temporary.
+ * Malloc'd. */
+char *af_temp_template(const char *path, int hidden);
 /* Returns -1 (and removes the temporary) if any write failed, e.g. disk full. */
 int af_commit(atomic_file *af, ms_err *err);
 void af_abort(atomic_file *af);

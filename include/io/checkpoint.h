@@ -16,6 +16,14 @@
 #include "core/ms_error.h"
 #include "io/safetensors.h"
 
+/* Bounds on what an index may declare (a 671B-parameter model's index lists about
+ * 150,000 tensors in 163 shards; the JSON is a few MiB): the index and config.json
+ * at most CKPT_MAX_JSON bytes, the weight_map at most CKPT_MAX_INDEX_TENSORS
+ * entries naming at most CKPT_MAX_SHARDS distinct shard files. */
+#define CKPT_MAX_JSON (64u << 20)
+#define CKPT_MAX_INDEX_TENSORS 1000000
+#define CKPT_MAX_SHARDS 65536
+
 typedef struct {
     char *arg;          /* the argument as given (for messages) */
     char *dir;          /* the directory of the index / file ("." for a bare name) */
@@ -56,6 +64,11 @@ int ckpt_shard(ckpt *c, int s, const st_file **f, ms_err *err);
  * starts with prefix, or NULL when every such tensor's shard is mapped (what
  * reading that layer would cost beyond the shards already open). */
 const char *ckpt_unmapped_under(const ckpt *c, const char *prefix);
+
+/* The whole of path, a regular file of at most cap bytes, NUL-terminated (its
+ * length in *len); never blocks on a FIFO or device (opened O_NONBLOCK, its kind
+ * checked on the descriptor). NULL with err naming the file and what it is. */
+char *ckpt_read_file(const char *path, size_t cap, size_t *len, ms_err *err);
 
 /* "dir/name", malloc'd. */
 char *ckpt_path_join(const char *dir, const char *name);

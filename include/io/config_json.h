@@ -21,6 +21,8 @@ int cfg_int(const cfg_obj *o, const char *key, long lo, long hi, long def, long 
 /* a finite number in lo..hi */
 int cfg_num(const cfg_obj *o, const char *key, double lo, double hi, double def, double *out,
             ms_err *err);
+/* a finite number in (0, hi]: zero and negatives refused */
+int cfg_pos(const cfg_obj *o, const char *key, double hi, double def, double *out, ms_err *err);
 /* true or false */
 int cfg_bool(const cfg_obj *o, const char *key, int def, int *out, ms_err *err);
 /* one of the strings names[0..count): its index into *out */

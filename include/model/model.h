@@ -36,6 +36,11 @@ typedef enum { RENORM_YES = 0, RENORM_NO = 1 } moe_renorm;
 /* How a group of experts is ranked in group-limited routing: by its largest
  * selection score (DeepSeek-V2) or by the sum of its two largest (V3). */
 typedef enum { GROUP_MAX = 0, GROUP_TOP2_SUM = 1 } moe_group_score;
+/* Bounds every source of these values shares (a native file's metadata,
+ * config.json, the command line): a routed scale past 1e6 or an activation limit
+ * past 1e30 only makes float32 overflow (every barrier inf). */
+#define MOE_MAX_ROUTED_SCALE 1e6
+#define MOE_MAX_ACT_LIMIT 1e30
 /* Where a router value came from (shown by `info`). */
 typedef enum { ORIGIN_DEFAULT = 0, ORIGIN_FILE, ORIGIN_CONFIG, ORIGIN_CLI } moe_origin;
 /* The router values whose origin is recorded (index into moe_config.origin). */

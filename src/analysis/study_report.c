@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ms_text.h"
 #include "io/atomic_file.h"
 #include "io/json_file.h"
 #include "io/provenance.h"
@@ -204,7 +205,12 @@ void study_print(const study *S, FILE *f) {
     } else {
         fprintf(f, "each checkpoint evaluated once (%d evaluations for %d pairs)\n", S->nevals, S->npairs);
     }
-    for (int i = 0; i < S->nleft; i++) fprintf(f, "left out: %s (%s)\n", S->left[i], S->left_why[i]);
+    for (int i = 0; i < S->nleft; i++) { // file names and reasons: escaped for the terminal
+        char *name = ms_escaped(S->left[i]), *why = ms_escaped(S->left_why[i]);
+        fprintf(f, "left out: %s (%s)\n", name, why);
+        free(name);
+        free(why);
+    }
 }
 
 void study_ratios(const study *S, double r[4]) {

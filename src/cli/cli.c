@@ -1,4 +1,5 @@
 /* cli.c - helpers shared by the subcommands. */
+#include "core/ms_text.h"
 #include "cli/cli.h"
 
 #include <cblas.h>
@@ -249,6 +250,13 @@ static const moe_expert *aligned_slot(void *ctx, int e, ms_err *err) {
     return &r->x;
 }
 
+/* A note of the writer's (it names tensors of the file): escaped for the terminal. */
+static void print_note(const char *out_path, const char *note) {
+    char *e = ms_escaped(note);
+    fprintf(stderr, "moescope: note: %s: %s\n", out_path, e);
+    free(e);
+}
+
 int cli_save_aligned_stream(const moe_model *m, const expert_source *sb, const align_result *res,
                             const char *src_path, const char *out_path) {
     slot_reader r = {.c = &m->cfg, .sb = sb, .res = res, .cur = -1};
@@ -260,7 +268,7 @@ int cli_save_aligned_stream(const moe_model *m, const expert_source *sb, const a
     int rc = family_save_with(m, &ex, src_path, out_path, &note, &err);
     free(r.mem);
     if (rc) return cli_error("%s", err.msg);
-    if (note) fprintf(stderr, "moescope: note: %s: %s\n", out_path, note);
+    if (note) print_note(out_path, note);
     free(note);
     return 0;
 }
@@ -272,7 +280,7 @@ int cli_save_checkpoint(const moe_model *m, const char *src_path, const char *ou
         // a real family: written back in its own names, dtypes and layout
         char *note = NULL;
         if (family_save(m, src_path, out_path, &note, &err)) return cli_error("%s", err.msg);
-        if (note) fprintf(stderr, "moescope: note: %s: %s\n", out_path, note);
+        if (note) print_note(out_path, note);
         free(note);
         return 0;
     }

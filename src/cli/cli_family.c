@@ -89,7 +89,8 @@ int cli_take_family_options(int *argc, char **argv) {
             break;
         case 3: {
             double x = v ? strtod(v, &end) : 0;
-            if (!v || !*v || *end || !(x > 0) || x > 1e6) return bad_opt(names[3], v, "a positive number");
+            if (!v || !*v || *end || !(x > 0) || x > MOE_MAX_ROUTED_SCALE)
+                return bad_opt(names[3], v, "a positive number of at most 1e6");
             fo.scaling = x;
             break;
         }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ms_text.h"
 #include "align/align.h"
 #include "io/atomic_file.h"
 #include "cli/cli.h"
@@ -199,8 +200,9 @@ int cmd_cost(int argc, char **argv) {
     // centring is a no-op where there is no translation symmetry (sigmoid scores)
     if (!moe_gate_centring_valid(&A.cfg)) center = 0;
 
-    printf("A: %s\nB: %s\nlayer %s: n=%d d=%d h=%d\n", pa, pb, A.layer ? A.layer : "moe", n,
-           A.cfg.d, A.cfg.h);
+    char *elayer = ms_escaped(A.layer ? A.layer : "moe"); // from the file
+    printf("A: %s\nB: %s\nlayer %s: n=%d d=%d h=%d\n", pa, pb, elayer, n, A.cfg.d, A.cfg.h);
+    free(elayer);
     printf("\ncost matrix, method %s%s (rows A0.., columns B0..; * = assigned):\n",
            cost_method_name(method),
            method == COST_GATE ? (center ? ", centred" : ", not centred") : "");

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/ms_text.h"
 #include "io/atomic_file.h"
 #include "io/json_file.h"
 #include "cli/cli.h"
@@ -292,7 +293,9 @@ int cmd_eval(int argc, char **argv) {
                 repeat, e.N, dt, dt / repeat, (double)repeat * e.N / dt);
 
     const moe_config *c = &m.cfg;
-    printf("checkpoint  %s (layer %s)\n", ck, m.layer);
+    char *elayer = ms_escaped(m.layer); // from the file
+    printf("checkpoint  %s (layer %s)\n", ck, elayer);
+    free(elayer);
     printf("eval set    %s (N = %d)\n", eval_path, e.N);
     if (!c->has_head) {
         printf("mode        layer only (no head): loss = mean of D(x)^2 over N*d\n");

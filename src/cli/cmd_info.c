@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/ms_text.h"
 #include "io/atomic_file.h"
 #include "cli/cli.h"
 #include "io/checkpoint.h"
@@ -59,13 +60,16 @@ static void info_layer_line(const family_layer *l, const moe_config *lc, const c
     if (lc)
         snprintf(router, sizeof router, "%s top-%d%s%s", moe_score_name(lc->score), lc->k,
                  lc->renorm == RENORM_YES ? " renorm" : "", lc->n_group > 1 ? " grouped" : "");
+    char *prefix = ms_escaped(l->prefix), *shard = unread ? ms_escaped(unread) : NULL;
     if (lc)
-        printf("  %-44s %-11s L%-3d n %-4d d %-5d h %-5d %s, shared %s%s\n", l->prefix,
+        printf("  %-44s %-11s L%-3d n %-4d d %-5d h %-5d %s, shared %s%s\n", prefix,
                family_name(l->family), l->block, lc->n, lc->d, lc->h, router,
                lc->s ? (lc->shared_gated ? "1 gated" : "1") : "none", chosen ? "  (this one)" : "");
     else
-        printf("  %-44s %-11s L%-3d (in %s, not read)\n", l->prefix, family_name(l->family),
-               l->block, unread);
+        printf("  %-44s %-11s L%-3d (in %s, not read)\n", prefix, family_name(l->family),
+               l->block, shard);
+    free(prefix);
+    free(shard);
     if (!arr) return;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "prefix", l->prefix);
@@ -235,9 +239,13 @@ int cmd_info(int argc, char **argv) {
         warning = "top-1 routing is outside the theory: positive scaling of the gate scores is an "
                   "extra symmetry, so expert orders may not be identifiable";
 
-    if (fsize >= 0 && S_ISDIR(sb.st_mode)) printf("file        %s (a directory)\n", path);
-    else printf("file        %s (%lld bytes)\n", path, fsize);
-    printf("layer       %s\n", m.layer);
+    // names, keys and values come from the file: escaped for the terminal (ms_text.h)
+    char *epath = ms_escaped(path), *elayer = ms_escaped(m.layer);
+    if (fsize >= 0 && S_ISDIR(sb.st_mode)) printf("file        %s (a directory)\n", epath);
+    else printf("file        %s (%lld bytes)\n", epath, fsize);
+    printf("layer       %s\n", elayer);
+    free(epath);
+    free(elayer);
     printf("shape       n = %d experts, d = %d, h = %d, s = %d shared\n", c->n, c->d, c->h, c->s);
     char rdesc[512];
     moe_router_describe(c, rdesc, sizeof rdesc);
@@ -259,12 +267,20 @@ int cmd_info(int argc, char **argv) {
            p_total, p_total * sizeof(float), p_gate, p_experts, es, p_shared, p_head);
     if (m.nmeta) {
         printf("metadata\n");
-        for (int i = 0; i < m.nmeta; i++) printf("  %-32s %s\n", m.meta[i].key, m.meta[i].value);
+        for (int i = 0; i < m.nmeta; i++) {
+            char *k = ms_escaped(m.meta[i].key), *v = ms_escaped(m.meta[i].value);
+            printf("  %-32s %s\n", k, v);
+            free(k);
+            free(v);
+        }
     }
     if (nlayers) {
         printf("MoE layers  ");
-        for (int i = 0; i < nlayers; i++)
-            printf("%s%s%s", i ? ", " : "", layers[i], !strcmp(layers[i], m.layer) ? " (this one)" : "");
+        for (int i = 0; i < nlayers; i++) {
+            char *l = ms_escaped(layers[i]);
+            printf("%s%s%s", i ? ", " : "", l, !strcmp(layers[i], m.layer) ? " (this one)" : "");
+            free(l);
+        }
         printf("\n");
     } else if (info_family_layers(path, &m, root, &err)) {
         moe_free(&m);

@@ -148,6 +148,23 @@ static int open_direct(atomic_file *af, const char *path, int desc, ms_err *err)
     return 0;
 }
 
+char *af_temp_template(const char *path, int hidden) {
+    // a legal base name of 248 bytes plus ".tmpXXXXXX" would pass NAME_MAX (255): the
+    // temporary keeps only the base's first AF_TEMP_BASE bytes (mkstemp makes it unique)
+    enum { AF_TEMP_BASE = 200 };
+    size_t n = strlen(path);
+    while (!hidden && n > 1 && path[n - 1] == '/') n--; // a directory named "out/"
+    size_t b = n;
+    while (b > 0 && path[b - 1] != '/') b--;
+    size_t keep = n - b > AF_TEMP_BASE ? AF_TEMP_BASE : n - b;
+    while (keep > 0 && keep < n - b && ((unsigned char)path[b + keep] & 0xc0) == 0x80) keep--;
+    size_t cap = b + keep + 16;
+    char *tmp = ms_malloc(cap);
+    snprintf(tmp, cap, hidden ? "%.*s.%.*s.tmpXXXXXX" : "%.*s%.*s.tmp-XXXXXX", (int)b, path,
+             (int)keep, path + b);
+    return tmp;
+}
+
 int af_open(atomic_file *af, const char *path, ms_err *err) {
     memset(af, 0, sizeof *af);
     if (!path || !*path) return ms_fail(err, "empty output file name");
@@ -168,7 +185,6 @@ int af_open(atomic_file *af, const char *path, ms_err *err) {
     // split into directory and base name
     const char *slash = strrchr(path, '/');
     size_t dirlen = slash ? (size_t)(slash - path) : 0;
-    const char *base = slash ? slash + 1 : path;
     char *dir = ms_malloc(dirlen + 2);
     if (!slash) strcpy(dir, ".");
     else if (dirlen == 0) strcpy(dir, "/");
@@ -177,10 +193,7 @@ int af_open(atomic_file *af, const char *path, ms_err *err) {
         dir[dirlen] = 0;
     }
 
-    size_t cap = dirlen + strlen(base) + 32;
-    char *tmp = ms_malloc(cap);
-    if (slash) snprintf(tmp, cap, "%.*s/.%s.tmpXXXXXX", (int)dirlen, path, base);
-    else snprintf(tmp, cap, ".%s.tmpXXXXXX", base);
+    char *tmp = af_temp_template(path, 1);
 
     int fd = mkstemp(tmp);
     if (fd < 0) {

@@ -5,12 +5,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-#define CKPT_MAX_JSON (64u << 20) /* an index of a 1000-shard model is a few MiB */
+#include <unistd.h>
 
 char *ckpt_path_join(const char *dir, const char *name) {
     size_t a = strlen(dir), b = strlen(name);
@@ -37,30 +37,55 @@ static int ends_with(const char *s, const char *suffix) {
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
-/* Read a whole (regular, bounded) file as a NUL-terminated string. */
-static char *read_text(const char *path, ms_err *err) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
+static const char *node_kind(mode_t m) {
+    return S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+           : S_ISSOCK(m) ? "a socket" : S_ISDIR(m) ? "a directory" : "not a regular file";
+}
+
+char *ckpt_read_file(const char *path, size_t cap, size_t *len, ms_err *err) {
+    // O_NONBLOCK: opening a FIFO for reading would wait for a writer; the kind is
+    // checked on the descriptor (fstat), so a name swapped after a stat cannot block
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
         ms_fail(err, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
     struct stat sb;
-    if (fstat(fileno(fp), &sb) || !S_ISREG(sb.st_mode) || (size_t)sb.st_size > CKPT_MAX_JSON) {
-        fclose(fp);
-        ms_fail(err, "%s: not a regular file of at most %u bytes", path, CKPT_MAX_JSON);
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > cap) {
+        int e = errno;
+        close(fd);
+        if (!S_ISREG(sb.st_mode)) ms_fail(err, "%s: is %s; refusing to read it (a regular file is "
+                                               "needed)", path, node_kind(sb.st_mode));
+        else if ((uint64_t)sb.st_size > cap)
+            ms_fail(err, "%s: %lld bytes, over the %zu-byte limit for this file", path,
+                    (long long)sb.st_size, cap);
+        else ms_fail(err, "%s: cannot stat: %s", path, strerror(e));
         return NULL;
     }
-    size_t n = (size_t)sb.st_size;
+    size_t n = (size_t)sb.st_size, got = 0;
     char *buf = ms_malloc(n + 1);
-    size_t got = fread(buf, 1, n, fp);
-    fclose(fp);
-    if (got != n) {
-        free(buf);
-        ms_fail(err, "%s: short read", path);
-        return NULL;
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            ms_fail(err, "%s: %s while reading", path, r < 0 ? strerror(errno) : "the file shrank");
+            close(fd);
+            free(buf);
+            return NULL;
+        }
+        got += (size_t)r;
     }
+    close(fd);
     buf[n] = 0;
-    if (memchr(buf, 0, n)) {
+    *len = n;
+    return buf;
+}
+
+/* Read a whole (regular, bounded) JSON file as a NUL-terminated string. */
+static char *read_text(const char *path, ms_err *err) {
+    size_t n;
+    char *buf = ckpt_read_file(path, CKPT_MAX_JSON, &n, err);
+    if (buf && memchr(buf, 0, n)) {
         free(buf);
         ms_fail(err, "%s: not JSON (contains a NUL byte)", path);
         return NULL;
@@ -96,12 +121,48 @@ static int cmp_by_name(const void *a, const void *b, void *names) {
     return strcmp(nm[*(const int *)a], nm[*(const int *)b]);
 }
 
-static int shard_number(ckpt *c, const char *name) {
-    for (int s = 0; s < c->nshards; s++)
-        if (!strcmp(c->shard_names[s], name)) return s;
-    c->shard_names = ms_realloc(c->shard_names, (size_t)(c->nshards + 1) * sizeof(char *));
-    c->shard_names[c->nshards] = ms_strdup(name);
-    return c->nshards++;
+/* By shard name, then by tensor number (so a run's first entry is where the
+ * name first appears). */
+static int cmp_by_shard(const void *a, const void *b, void *vals) {
+    const char **v = vals;
+    int x = *(const int *)a, y = *(const int *)b, r = strcmp(v[x], v[y]);
+    return r ? r : (x > y) - (x < y);
+}
+
+/* c->shard_of and c->shard_names from the shard name of each tensor (vals,
+ * n of them): shards numbered in the order they first appear, from one sort of
+ * the tensors by shard name, O(n log n) (a search per tensor was quadratic:
+ * 80,000 shard names took half a minute). */
+static int number_shards(ckpt *c, const char **vals, int n, ms_err *err) {
+    int *idx = ms_malloc((size_t)n * sizeof(int)), *group = ms_malloc((size_t)n * sizeof(int));
+    unsigned char *first = ms_calloc((size_t)n, 1);
+    for (int i = 0; i < n; i++) idx[i] = i;
+    qsort_r(idx, (size_t)n, sizeof(int), cmp_by_shard, vals);
+    int ngroups = 0;
+    for (int k = 0; k < n; k++) {
+        if (!k || strcmp(vals[idx[k]], vals[idx[k - 1]])) first[idx[k]] = 1, ngroups++;
+        group[idx[k]] = ngroups - 1;
+    }
+    int rc = 0;
+    if (ngroups > CKPT_MAX_SHARDS) {
+        rc = ms_fail(err, "%s: the index names %d shard files, at most %d supported", c->index_path,
+                     ngroups, CKPT_MAX_SHARDS);
+    } else {
+        int *id = ms_malloc((size_t)(ngroups ? ngroups : 1) * sizeof(int));
+        c->shard_names = ms_calloc((size_t)(ngroups ? ngroups : 1), sizeof(char *));
+        for (int i = 0; i < n; i++) {
+            if (first[i]) {
+                id[group[i]] = c->nshards;
+                c->shard_names[c->nshards++] = ms_strdup(vals[i]);
+            }
+            c->shard_of[i] = id[group[i]];
+        }
+        free(id);
+    }
+    free(idx);
+    free(group);
+    free(first);
+    return rc;
 }
 
 static int parse_index(ckpt *c, ms_err *err) {
@@ -113,29 +174,36 @@ static int parse_index(ckpt *c, ms_err *err) {
         return ms_fail(err, "%s: malformed index: no \"weight_map\" object", c->index_path);
     }
     int n = cJSON_GetArraySize(wm);
+    if (n > CKPT_MAX_INDEX_TENSORS) {
+        cJSON_Delete(j);
+        return ms_fail(err, "%s: the index lists %d tensors, at most %d supported", c->index_path,
+                       n, CKPT_MAX_INDEX_TENSORS);
+    }
     c->names = ms_calloc(n ? (size_t)n : 1, sizeof(char *));
     c->shard_of = ms_calloc(n ? (size_t)n : 1, sizeof(int));
+    const char **vals = ms_calloc(n ? (size_t)n : 1, sizeof(char *)); // borrowed from j
     const cJSON *it;
+    int rc = 0;
     cJSON_ArrayForEach(it, wm) {
         if (!cJSON_IsString(it) || !it->string) {
-            ms_fail(err, "%s: malformed index: weight_map['%s'] is not a file name", c->index_path,
-                    it->string ? it->string : "?");
-            cJSON_Delete(j);
-            return -1;
+            rc = ms_fail(err, "%s: malformed index: weight_map['%s'] is not a file name",
+                         c->index_path, it->string ? it->string : "?");
+            break;
         }
         if (bad_shard_name(it->valuestring)) {
-            ms_fail(err, "%s: weight_map['%s'] = '%s' points outside the checkpoint's directory "
-                         "(shards must be plain file names beside the index)",
-                    c->index_path, it->string, it->valuestring);
-            cJSON_Delete(j);
-            return -1;
+            rc = ms_fail(err, "%s: weight_map['%s'] = '%s' points outside the checkpoint's "
+                              "directory (shards must be plain file names beside the index)",
+                         c->index_path, it->string, it->valuestring);
+            break;
         }
-        c->shard_of[c->ntensors] = shard_number(c, it->valuestring);
+        vals[c->ntensors] = it->valuestring;
         c->names[c->ntensors++] = ms_strdup(it->string);
     }
+    if (!rc) rc = number_shards(c, vals, c->ntensors, err);
+    free(vals);
     cJSON_Delete(j);
-    if (c->ntensors == 0) return ms_fail(err, "%s: the index's weight_map is empty", c->index_path);
-    return 0;
+    if (!rc && c->ntensors == 0) return ms_fail(err, "%s: the index's weight_map is empty", c->index_path);
+    return rc;
 }
 
 /* An evaluation set (it holds "inputs"), not a checkpoint: passed over when a

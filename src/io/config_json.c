@@ -51,6 +51,20 @@ int cfg_num(const cfg_obj *o, const char *key, double lo, double hi, double def,
     return 1;
 }
 
+int cfg_pos(const cfg_obj *o, const char *key, double hi, double def, double *out, ms_err *err) {
+    const cJSON *v = item(o, key);
+    *out = def;
+    if (!v || cJSON_IsNull(v)) return 0;
+    double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!isfinite(x) || !(x > 0) || x > hi) {
+        char want[96];
+        snprintf(want, sizeof want, "a positive number of at most %g", hi);
+        return bad(o, key, v, want, err);
+    }
+    *out = x;
+    return 1;
+}
+
 int cfg_bool(const cfg_obj *o, const char *key, int def, int *out, ms_err *err) {
     const cJSON *v = item(o, key);
     *out = def;

@@ -349,22 +349,6 @@ static int layer_dims(ckpt *c, int fam, const char *prefix, dims *z, int *mx, ms
     return fam == FAM_GPT2 ? gpt2_shared_dims(c, prefix, z, err) : 0;
 }
 
-/* One router value: the command line, else config.json's key, else the default. */
-static double pick(const ckpt *c, const char *key, double cli, int cli_given, double def,
-                   unsigned char *origin) {
-    double v;
-    if (cli_given) {
-        *origin = ORIGIN_CLI;
-        return cli;
-    }
-    if (key && ckpt_config_num(c, key, &v)) {
-        *origin = ORIGIN_CONFIG;
-        return v;
-    }
-    *origin = ORIGIN_DEFAULT;
-    return def;
-}
-
 /* A GPT-2 MoE block's router and expert function: config.json's "moe" object
  * (router "topk" | "dense", top_k, expert_activation "relu" | "gelu" | "gelu_new",
  * default the network's activation_function), checked against the tensors:
@@ -416,11 +400,123 @@ static const family_overrides *overrides_or_none(const family_overrides *o) {
     return o ? o : &none;
 }
 
+/* config.json's top level, for the validated readers (config_json.h): every value
+ * is held to the rules the native metadata follows, refused with the file, the
+ * key and the value, never cast, clamped or dropped. */
+static cfg_obj config_top(const ckpt *c) {
+    cfg_obj top = {c->config_path ? c->config_path : c->arg, "", c->config};
+    return top;
+}
+
+/* top-k: --top-k, else num_experts_per_tok (an integer in 1..n), else the
+ * family's default (at most n). */
+static int config_k(const ckpt *c, int fam, const char *prefix, const family_overrides *o,
+                    moe_config *cfg, ms_err *err) {
+    cfg_obj top = config_top(c);
+    unsigned char *org = cfg->origin;
+    long k;
+    int r;
+    if (fam == FAM_SWITCH) { // Switch routes every token to its top expert, scaled by its probability
+        cfg->k = 1;
+        org[RP_K] = ORIGIN_DEFAULT;
+        return 0;
+    }
+    if (o->k > 0) {
+        if (o->k > cfg->n)
+            return ms_fail(err, "%s: --top-k %d is more than the %d experts of '%s'", c->arg,
+                           o->k, cfg->n, prefix);
+        cfg->k = o->k;
+        org[RP_K] = ORIGIN_CLI;
+        return 0;
+    }
+    int def = family_table[fam].k < cfg->n ? family_table[fam].k : cfg->n;
+    if ((r = cfg_int(&top, "num_experts_per_tok", 1, cfg->n, def, &k, err)) < 0) return -1;
+    cfg->k = (int)k;
+    org[RP_K] = r ? ORIGIN_CONFIG : ORIGIN_DEFAULT;
+    return 0;
+}
+
+/* DeepSeek's group-limited routing: n_group groups of n / n_group experts, the
+ * top topk_group groups kept. Given (command line, config.json) they must be a
+ * grouping of these n experts that leaves k experts to choose; the family's
+ * defaults that do not fit a layer (DeepSeek-V3's 8 groups of a 4-expert test
+ * layer, or keeping fewer than k experts) leave it ungrouped. */
+static int config_groups(const ckpt *c, int fam, const char *prefix, const family_overrides *o,
+                         moe_config *cfg, ms_err *err) {
+    static const char *const methods[] = {"greedy", "group_limited_greedy", "noaux_tc"};
+    cfg_obj top = config_top(c);
+    unsigned char *org = cfg->origin;
+    int method, r;
+    if (cfg_choice(&top, "topk_method", methods, 3, -1, &method, err) < 0) return -1;
+    int grouped = fam == FAM_DEEPSEEK_V3 || (fam == FAM_DEEPSEEK_V2 && method == 1) || o->n_group > 0;
+    if (!grouped || (fam != FAM_DEEPSEEK_V2 && fam != FAM_DEEPSEEK_V3)) return 0;
+    long G = fam == FAM_DEEPSEEK_V3 ? 8 : 1, T = fam == FAM_DEEPSEEK_V3 ? 4 : 1;
+    org[RP_GROUPS] = org[RP_TOPK_GROUP] = ORIGIN_DEFAULT;
+    if (o->n_group > 0) G = o->n_group, org[RP_GROUPS] = ORIGIN_CLI;
+    else if ((r = cfg_int(&top, "n_group", 1, cfg->n, G, &G, err)) < 0) return -1;
+    else if (r) org[RP_GROUPS] = ORIGIN_CONFIG;
+    if (o->topk_group > 0) T = o->topk_group, org[RP_TOPK_GROUP] = ORIGIN_CLI;
+    else if ((r = cfg_int(&top, "topk_group", 1, cfg->n, T, &T, err)) < 0) return -1;
+    else if (r) org[RP_TOPK_GROUP] = ORIGIN_CONFIG;
+    int given = org[RP_GROUPS] != ORIGIN_DEFAULT || org[RP_TOPK_GROUP] != ORIGIN_DEFAULT;
+    int fits = G >= 1 && G <= cfg->n && cfg->n % G == 0 && T >= 1 && T <= G;
+    if (!fits && given)
+        return ms_fail(err, "%s: n_group = %ld (%s) and topk_group = %ld (%s) are not a grouping of "
+                            "the %d experts of '%s' (n_group must divide n, topk_group be in "
+                            "1..n_group)", top.file, G, moe_origin_name(org[RP_GROUPS]), T,
+                       moe_origin_name(org[RP_TOPK_GROUP]), cfg->n, prefix);
+    if (!fits || G <= 1) return 0; // one group (or defaults that do not fit): not grouped
+    if (cfg->k > T * (cfg->n / G) && !given) return 0;
+    if (cfg->k > T * (cfg->n / G))
+        return ms_fail(err, "%s: top_k = %d is more than the %ld experts of the topk_group = %ld "
+                            "kept groups (n_group = %ld of '%s')", top.file, cfg->k,
+                       T * (cfg->n / G), T, G, prefix);
+    cfg->n_group = (int)G;
+    cfg->topk_group = (int)T;
+    cfg->group_score = fam == FAM_DEEPSEEK_V3 ? GROUP_TOP2_SUM : GROUP_MAX;
+    return 0;
+}
+
+/* renormalisation, the routed scale and GPT-OSS's activation limit */
+static int config_scales(const ckpt *c, int fam, const family_overrides *o, moe_config *cfg,
+                         ms_err *err) {
+    cfg_obj top = config_top(c);
+    unsigned char *org = cfg->origin;
+    int norm = 1, r;
+    double x;
+    org[RP_RENORM] = ORIGIN_DEFAULT;
+    if (fam == FAM_QWEN2_MOE || fam == FAM_QWEN3_MOE || fam == FAM_OLMOE || fam == FAM_DEEPSEEK_V3) {
+        if (o->norm_topk_prob >= 0) norm = o->norm_topk_prob, org[RP_RENORM] = ORIGIN_CLI;
+        else if ((r = cfg_bool(&top, "norm_topk_prob", family_table[fam].norm_topk_prob, &norm, err)) < 0)
+            return -1;
+        else if (r) org[RP_RENORM] = ORIGIN_CONFIG;
+    } else if (fam == FAM_SWITCH || fam == FAM_DEEPSEEK_V2) {
+        norm = 0; // the modelling code never renormalises these
+    }
+    cfg->renorm = norm ? RENORM_YES : RENORM_NO;
+    cfg->scale = 1.0f;
+    org[RP_SCALE] = ORIGIN_DEFAULT;
+    if (fam == FAM_DEEPSEEK_V2 || fam == FAM_DEEPSEEK_V3) {
+        // at most the command line's bound: a scale of 1e30 makes every barrier inf
+        if (o->scaling > 0) x = o->scaling, org[RP_SCALE] = ORIGIN_CLI;
+        else if ((r = cfg_pos(&top, "routed_scaling_factor", MOE_MAX_ROUTED_SCALE,
+                              family_table[fam].scaling, &x, err)) < 0)
+            return -1;
+        else if (r) org[RP_SCALE] = ORIGIN_CONFIG;
+        cfg->scale = (float)x;
+    }
+    if (fam == FAM_GPT_OSS) {
+        if ((r = cfg_pos(&top, "swiglu_limit", MOE_MAX_ACT_LIMIT, 7.0, &x, err)) < 0) return -1;
+        cfg->act_limit = (float)x;
+        org[RP_LIMIT] = r ? ORIGIN_CONFIG : ORIGIN_DEFAULT;
+    }
+    return 0;
+}
+
 /* The router and expert function of family fam, as its modelling code has
  * them, unless o overrides them. */
 static int family_config(const ckpt *c, int fam, const char *prefix, const dims *z,
                          const family_overrides *o, moe_config *cfg, ms_err *err) {
-    const family_desc *fd = &family_table[fam];
     o = overrides_or_none(o);
     unsigned char *org = cfg->origin;
     cfg->n = z->n;
@@ -430,49 +526,15 @@ static int family_config(const ckpt *c, int fam, const char *prefix, const dims 
     cfg->hs = z->hs;
     cfg->router = ROUTER_TOPK;
     cfg->residual = 0; // a real MoE block returns D(x); the residual is the decoder layer's
-    snprintf(cfg->family, sizeof cfg->family, "%s", fd->name);
+    snprintf(cfg->family, sizeof cfg->family, "%s", family_table[fam].name);
     cfg->act = fam == FAM_SWITCH ? ACT_RELU : fam == FAM_GPT_OSS ? ACT_GPT_OSS : ACT_SILU_GLU;
     org[RP_ACT] = ORIGIN_DEFAULT;
-    if (fam == FAM_GPT_OSS)
-        cfg->act_limit = (float)pick(c, "swiglu_limit", 0, 0, 7.0, &org[RP_LIMIT]);
-    if (fam == FAM_SWITCH) {
-        cfg->k = 1; // Switch routes every token to its top expert, scaled by its probability
-        org[RP_K] = ORIGIN_DEFAULT;
-    } else {
-        cfg->k = (int)pick(c, "num_experts_per_tok", o->k, o->k > 0, fd->k, &org[RP_K]);
-    }
-    if (cfg->k < 1) cfg->k = 1;
-    if (cfg->k > cfg->n) cfg->k = cfg->n;
-    int norm = 1;
-    org[RP_RENORM] = ORIGIN_DEFAULT;
-    if (fam == FAM_QWEN2_MOE || fam == FAM_QWEN3_MOE || fam == FAM_OLMOE || fam == FAM_DEEPSEEK_V3)
-        norm = (int)pick(c, "norm_topk_prob", o->norm_topk_prob, o->norm_topk_prob >= 0,
-                         fd->norm_topk_prob, &org[RP_RENORM]);
-    else if (fam == FAM_SWITCH || fam == FAM_DEEPSEEK_V2)
-        norm = 0; // the modelling code never renormalises these
-    cfg->renorm = norm ? RENORM_YES : RENORM_NO;
+    if ((fam != FAM_GPT2 && config_k(c, fam, prefix, o, cfg, err)) || config_scales(c, fam, o, cfg, err))
+        return -1;
     cfg->score = fam == FAM_DEEPSEEK_V3 ? SCORE_SIGMOID : SCORE_SOFTMAX;
     org[RP_SCORE] = ORIGIN_DEFAULT;
     if (fam == FAM_DEEPSEEK_V3) cfg->renorm_eps = 1e-20f;
-    cfg->scale = 1.0f;
-    org[RP_SCALE] = ORIGIN_DEFAULT;
-    if (fam == FAM_DEEPSEEK_V2 || fam == FAM_DEEPSEEK_V3)
-        cfg->scale = (float)pick(c, "routed_scaling_factor", o->scaling, o->scaling > 0, fd->scaling,
-                                 &org[RP_SCALE]);
-    const char *method = ckpt_config_str(c, "topk_method");
-    int grouped = fam == FAM_DEEPSEEK_V3 ||
-                  (fam == FAM_DEEPSEEK_V2 && method && !strcmp(method, "group_limited_greedy")) ||
-                  o->n_group > 0;
-    if (grouped && (fam == FAM_DEEPSEEK_V2 || fam == FAM_DEEPSEEK_V3)) {
-        cfg->n_group = (int)pick(c, "n_group", o->n_group, o->n_group > 0, fam == FAM_DEEPSEEK_V3 ? 8 : 1,
-                                 &org[RP_GROUPS]);
-        cfg->topk_group = (int)pick(c, "topk_group", o->topk_group, o->topk_group > 0,
-                                    fam == FAM_DEEPSEEK_V3 ? 4 : 1, &org[RP_TOPK_GROUP]);
-        cfg->group_score = fam == FAM_DEEPSEEK_V3 ? GROUP_TOP2_SUM : GROUP_MAX;
-        if (cfg->n_group <= 1 || cfg->n % cfg->n_group || cfg->topk_group < 1 ||
-            cfg->topk_group > cfg->n_group)
-            cfg->n_group = cfg->topk_group = 0; // not a valid grouping of these n experts
-    }
+    if (config_groups(c, fam, prefix, o, cfg, err)) return -1;
     cfg->has_corr_bias = fam == FAM_DEEPSEEK_V3;
     cfg->shared_gated = fam == FAM_QWEN2_MOE && z->hs;
     cfg->has_out_bias = fam == FAM_JETMOE;
@@ -1124,6 +1186,11 @@ static int fill_dir(ckpt *c, const int *enc_of, const enc_set *s, const char *tm
     for (int sh = 0; sh < c->nshards; sh++) {
         int touched = 0;
         for (int i = 0; i < s->n && !touched; i++) touched = c->shard_of[s->t[i].tensor] == sh;
+        struct stat sb;
+        if (!touched && stat(c->shard_paths[sh], &sb) && errno == ENOENT)
+            return ms_fail(err, "%s: shard '%s' named in the index is missing (it holds none of "
+                                "the layer's tensors, but the output links every shard)",
+                           c->index_path ? c->index_path : c->arg, c->shard_names[sh]);
         char *dst = ckpt_path_join(tmp, base_name(c->shard_names[sh]));
         int rc = touched ? write_shard(c, sh, enc_of, s, dst, err)
                          : link_file(c->shard_paths[sh], dst, err);
@@ -1145,13 +1212,15 @@ static int fill_dir(ckpt *c, const int *enc_of, const enc_set *s, const char *tm
  * never sees a half-written checkpoint. An existing out must be an empty directory. */
 static int save_dir(ckpt *c, const int *enc_of, const enc_set *s, const char *out, ms_err *err) {
     struct stat sb;
+    // a symbolic link is neither removed nor renamed over: the directory would land
+    // beside the link, not where it points
+    if (!lstat(out, &sb) && S_ISLNK(sb.st_mode))
+        return ms_fail(err, "%s: is a symbolic link; name the directory it points to, or a new "
+                            "name (a sharded checkpoint is written as a directory)", out);
     if (!stat(out, &sb) && !S_ISDIR(sb.st_mode))
         return ms_fail(err, "%s: exists and is not a directory (a sharded checkpoint is written as "
                             "a directory)", out);
-    size_t ol = strlen(out);
-    while (ol > 1 && out[ol - 1] == '/') ol--;
-    char *tmp = ms_malloc(ol + 16);
-    snprintf(tmp, ol + 16, "%.*s.tmp-XXXXXX", (int)ol, out);
+    char *tmp = af_temp_template(out, 0);
     if (!mkdtemp(tmp)) {
         int e = errno;
         free(tmp);
@@ -1163,7 +1232,9 @@ static int save_dir(ckpt *c, const int *enc_of, const enc_set *s, const char *ou
     chmod(tmp, 0777 & ~um);
     int rc = fill_dir(c, enc_of, s, tmp, err);
     if (!rc && !stat(out, &sb) && rmdir(out))
-        rc = ms_fail(err, "%s: exists and is not empty; remove it or choose another output", out);
+        rc = errno == ENOTEMPTY || errno == EEXIST
+                 ? ms_fail(err, "%s: exists and is not empty; remove it or choose another output", out)
+                 : ms_fail(err, "%s: cannot replace the existing directory: %s", out, strerror(errno));
     if (!rc && rename(tmp, out)) rc = ms_fail(err, "%s: cannot rename into place: %s", out, strerror(errno));
     if (rc) remove_tree(tmp, c);
     cancel_unregister(slot);

@@ -226,15 +226,17 @@ static int native_router_meta(const st_file *f, moe_config *c, ms_err *err) {
         c->origin[RP_RENORM] = ORIGIN_FILE;
     }
     if ((v = st_meta(f, "moescope.renorm_eps")) && (parse_float(v, &c->renorm_eps) || c->renorm_eps < 0))
-        return ms_fail(err, "%s: metadata moescope.renorm_eps = '%s' is not a number >= 0", path, v);
+        return ms_fail(err, "%s: metadata moescope.renorm_eps = '%s' is not a number in 0..1e30", path, v);
     if ((v = st_meta(f, "moescope.routed_scale"))) {
-        if (parse_float(v, &c->scale) || !(c->scale > 0))
-            return ms_fail(err, "%s: metadata moescope.routed_scale = '%s' is not a positive number", path, v);
+        if (parse_float(v, &c->scale) || !(c->scale > 0) || c->scale > MOE_MAX_ROUTED_SCALE)
+            return ms_fail(err, "%s: metadata moescope.routed_scale = '%s' is not a positive number "
+                                "of at most %g", path, v, MOE_MAX_ROUTED_SCALE);
         c->origin[RP_SCALE] = ORIGIN_FILE;
     }
     if ((v = st_meta(f, "moescope.act_limit"))) {
         if (parse_float(v, &c->act_limit) || !(c->act_limit > 0))
-            return ms_fail(err, "%s: metadata moescope.act_limit = '%s' is not a positive number", path, v);
+            return ms_fail(err, "%s: metadata moescope.act_limit = '%s' is not a positive number "
+                                "of at most %g", path, v, MOE_MAX_ACT_LIMIT);
         c->origin[RP_LIMIT] = ORIGIN_FILE;
     }
     if ((v = st_meta(f, "moescope.n_group"))) {

@@ -88,7 +88,7 @@ static range_max larger(const range_max *routed, const range_max *shared) {
 /* The magnitudes moescope computes with, bounded from the largest parameters
  * (X: the largest input, 1 without an evaluation set): gate scores
  * d X |G| + |g|; hidden units d X |W1| + |b1| (times the fc3 branch for
- * silu_glu); expert outputs h |H| |W2| + |b2| + X; the head's logits
+ * silu_glu); expert outputs s (h |H| |W2| + |b2|) + X (s the routed scale); the head's logits
  * d |Wh| z + |bh| (z: sqrt(d) |gamma| + |beta| after a LayerNorm), all below 1e30 (sums of
  * their squares must fit a double, and sums of them a float); the expert cost's
  * Gram entries (h + 1) |W|^2 below 1e36 (float32 ends at 3.4e38). Otherwise the
@@ -99,7 +99,8 @@ int range_judge(const value_range *r, const moe_model *m, range_finding *f) {
     memset(f, 0, sizeof *f);
     double d = c->d, h = c->h, X = r->X.v;
     double hid = d * X * W1.v + W1.v, hid2 = c->act == ACT_SILU_GLU ? hid * hid : hid;
-    double out = h * hid2 * W2.v + W2.v + X;
+    double scale = c->scale > 1 ? c->scale : 1; // the routed scale multiplies the experts' sum
+    double out = scale * (h * hid2 * W2.v + W2.v) + X;
     // the head: a LayerNorm's outputs are at most sqrt(d) |gamma| + |beta|
     double z = c->has_norm ? sqrt(d) * r->Ng.v + r->Nb.v : out;
     double logit = c->has_head ? d * r->Hw.v * z + r->Hb.v : 0;

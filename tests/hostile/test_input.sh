@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # test_input.sh - hostile input, round three (issue 30, the input side):
 #  (1) integer options are parsed whole and range-checked: 4294967299 is refused, not
-#      wrapped to 3 (--points, --threads, --alpha-sweep, --samples, --seed, --size, ...).
+#      wrapped to 3 (--points, --threads, --alpha-sweep, --samples, --seed, --size, ...);
+#  (2) text from a file reaches the terminal escaped: info's metadata, layer prefixes,
+#      error messages naming tensors and layers (no ESC, no C1 control, no raw \r, valid
+#      UTF-8), and a message with a 1000-character path keeps its reason;
+#  (3) config.json or the index a FIFO (or a device) is refused without blocking; an index
+#      naming 60,000 shards opens at once (numbering them was quadratic), 80,000 is over
+#      the documented cap of 65,536 shards.
 # Files come from tests/hostile/corpus/gen_hostile.py (`make OUTDIR`) or are made here;
 # hang guards use `timeout 60` and then check the message, never the time taken.
 source "$(dirname "$0")/../lib/lib.sh"
@@ -63,5 +69,65 @@ expect_usage "TUI --points 2^32+3" "--points needs an integer in 2\.\.10001" \
 # in range still runs
 check "--points 3 --threads 1 --seed 18446744073709551615 run" \
     "$MOESCOPE" "${LS[@]}" --points 3 --threads 1 --seed 18446744073709551615
+
+# ------------------------------------------------- (2) terminal injection
+CORPUS=$ROOT/tests/hostile/corpus
+# no control character but newline, no C1 control, valid UTF-8
+clean_text() { $PYTHON -c '
+import sys, re
+b = open(sys.argv[1], "rb").read()
+s = b.decode("utf-8")  # raises on invalid UTF-8
+bad = re.findall("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", s)
+sys.exit("control characters %r" % bad if bad else 0)' "$1"; }
+"$MOESCOPE" info "$CORPUS/inject_meta.safetensors" >"$D/info.out" 2>"$D/info.err"
+rc=$?
+[ $rc -eq 0 ] && pass || fail "info inject_meta: exit $rc"
+clean_text "$D/info.out" && pass || fail "info prints raw control bytes or invalid UTF-8 from the file"
+clean_text "$D/info.err" && pass || fail "info's stderr holds raw control bytes"
+grep -qF '\x1B]0;owned\x07key' "$D/info.out" && grep -qF '\x1B[2J\r\nmoescope: forged line' "$D/info.out" \
+    && pass || fail "info: the escaped metadata key and value are not shown"
+grep -qF '\xFF\xFE\xC0\xAF' "$D/info.out" && grep -qF '\xC2\x9B31mred' "$D/info.out" \
+    && pass || fail "info: invalid UTF-8 and the C1 CSI not shown as \\xHH"
+grep -qF 'evil\x1B[31m' "$D/info.out" && pass || fail "info: the hostile layer prefix is not listed escaped"
+# error messages: the tensor and layer names from the file escaped
+for cmd in info "cost $CORPUS/inject_layer.safetensors" "eval --eval $E"; do
+    # shellcheck disable=SC2086
+    "$MOESCOPE" $cmd "$CORPUS/inject_layer.safetensors" >"$D/o" 2>"$D/e"
+    rc=$?
+    [ $rc -eq 1 ] && pass || fail "$cmd inject_layer: exit $rc, expected 1"
+    clean_text "$D/e" && pass || fail "$cmd inject_layer: raw control bytes in the message"
+    grep -qF 'x\x1B]0;owned\x07\x1B[2J\r\nmoescope: forged' "$D/e" && pass || fail "$cmd inject_layer: the prefix not named escaped"
+done
+"$MOESCOPE" info "$CORPUS/inject_layer.safetensors" --layer "$(printf 'x\033]0;owned\007\033[2J\r\nmoescope: forged')" \
+    >"$D/o" 2>"$D/e" && pass || fail "info --layer with the hostile prefix (given exactly) reads it"
+clean_text "$D/o" && pass || fail "info of the hostile layer prints it raw"
+
+# a 1000-character path: the reason survives
+long=$D/$(printf 'p%.0s' $(seq 1 200))/$(printf 'q%.0s' $(seq 1 200))/$(printf 'r%.0s' $(seq 1 200))/$(printf 's%.0s' $(seq 1 200))/$(printf 't%.0s' $(seq 1 200))
+expect_fail "1000-character missing directory: the reason kept" "does not exist" \
+    "$MOESCOPE" align "$A" "$B" -o "$long/out.safetensors"
+expect_fail "1000-character missing input: the reason kept" "cannot open: No such file or directory" \
+    "$MOESCOPE" info "$long/in.safetensors"
+
+# ------------------------------------------------- (3) non-regular config.json / index
+mkdir -p "$D/fifo_cfg" "$D/fifo_idx" "$D/dev_cfg"
+cp "$A" "$D/fifo_cfg/model.safetensors"
+mkfifo "$D/fifo_cfg/config.json" "$D/fifo_idx/model.safetensors.index.json"
+ln -s /dev/zero "$D/dev_cfg/config.json"
+cp "$A" "$D/dev_cfg/model.safetensors"
+expect_fail "config.json a FIFO" "fifo_cfg/config.json: is a FIFO; refusing to read it" \
+    timeout 60 "$MOESCOPE" info "$D/fifo_cfg"
+expect_fail "index a FIFO (the directory)" "model.safetensors.index.json: is a FIFO" \
+    timeout 60 "$MOESCOPE" info "$D/fifo_idx"
+expect_fail "index a FIFO (named)" "model.safetensors.index.json: is a FIFO" \
+    timeout 60 "$MOESCOPE" cost "$D/fifo_idx/model.safetensors.index.json" "$B"
+expect_fail "config.json a symlink to /dev/zero" "config.json: is a character device" \
+    timeout 60 "$MOESCOPE" info "$D/dev_cfg"
+
+$PYTHON "$ROOT/tests/hostile/corpus/gen_hostile.py" make3 "$D/g" >/dev/null
+check "index of 60,000 shards: info" timeout 60 "$MOESCOPE" info "$D/g/shards_60k"
+grep -q "model.layers.0.block_sparse_moe" "$WORK/out" && pass || fail "60,000 shards: the layer not shown"
+expect_fail "index of 80,000 shards: over the cap" "names 80001 shard files, at most 65536 supported" \
+    timeout 60 "$MOESCOPE" info "$D/g/shards_80k"
 
 summary

@@ -26,6 +26,10 @@ OUTDIR at test time (tests/hostile/test_hostile.sh), so none is checked in:
   big_head          a head whose weights reach 3.4e38
   lap_1e308         a 3 x 3 F64 cost of 1e308 (the optimal total overflows)
   lap_sparse        cost [20000, 20000] F32 of zeros, 1.6 GB, sparse (holes)
+Round three (issue 30): `gen_hostile.py make3 OUTDIR` writes these directories:
+  shards_60k/, shards_80k/   an index whose layer lies in one real shard and which
+                    names 60,000 / 80,000 other (absent) shards, one per tensor: numbering
+                    the shards was quadratic; 80,000 is over the 65,536-shard cap
 """
 import json
 import os
@@ -81,7 +85,121 @@ ENTRIES = [
     ("eval_2_40.safetensors", "open", "needs 4398046511104 bytes", "eval",
      "needs 4398046511104 bytes",
      "evaluation set with inputs [2^40, 1] in a tiny file"),
+    # round three (issue 30): text from the file reaches the terminal escaped
+    ("inject_layer.safetensors", "ok", "", "info",
+     "x\\x1B]0;owned\\x07\\x1B[2J\\r\\nmoescope: forged",
+     "the only layer's prefix holds an OSC title, ESC[2J and a forged \\r\\n line: the "
+     "refusal (no layer 'moe') lists it escaped"),
 ]
+
+# config.json values held to the native metadata's rules (issue 30.7): directories
+# cfg_<case>/ with config.json and model.safetensors (a symlink to one of the shared
+# cfg_model_<family>.safetensors); listed in models.tsv only (they are not files)
+CONFIGS = [
+    ("cfg_k_zero", "qwen3", {"num_experts_per_tok": 0},
+     "key 'num_experts_per_tok' = 0 is not an integer in 1..4"),
+    ("cfg_k_negative", "qwen3", {"num_experts_per_tok": -1},
+     "key 'num_experts_per_tok' = -1 is not an integer in 1..4"),
+    ("cfg_k_true", "qwen3", {"num_experts_per_tok": True},
+     "key 'num_experts_per_tok' = true is not an integer in 1..4"),
+    ("cfg_k_1e9", "qwen3", {"num_experts_per_tok": 1e9},
+     "key 'num_experts_per_tok' = 1000000000 is not an integer in 1..4"),
+    ("cfg_k_1e300", "qwen3", {"num_experts_per_tok": 1e300},
+     "key 'num_experts_per_tok' = 1e+300 is not an integer in 1..4"),
+    ("cfg_k_fraction", "qwen3", {"num_experts_per_tok": 2.7},
+     "key 'num_experts_per_tok' = 2.7 is not an integer in 1..4"),
+    ("cfg_k_string", "qwen3", {"num_experts_per_tok": "2"},
+     "key 'num_experts_per_tok' = \"2\" is not an integer in 1..4"),
+    ("cfg_norm_number", "qwen3", {"norm_topk_prob": 2},
+     "key 'norm_topk_prob' = 2 is not true or false"),
+    ("cfg_groups_not_dividing", "deepseek_v3", {"n_group": 3, "topk_group": 2},
+     "n_group = 3 (config.json) and topk_group = 2 (config.json) are not a grouping of the 8 experts"),
+    ("cfg_topk_group_over", "deepseek_v3", {"n_group": 4, "topk_group": 5},
+     "n_group = 4 (config.json) and topk_group = 5 (config.json) are not a grouping"),
+    ("cfg_groups_fraction", "deepseek_v3", {"n_group": 2.5},
+     "key 'n_group' = 2.5 is not an integer in 1..8"),
+    ("cfg_k_over_groups", "deepseek_v3", {"n_group": 4, "topk_group": 1, "num_experts_per_tok": 3},
+     "top_k = 3 is more than the 2 experts of the topk_group = 1 kept groups"),
+    ("cfg_scale_zero", "deepseek_v3", {"routed_scaling_factor": 0},
+     "key 'routed_scaling_factor' = 0 is not a positive number of at most 1e+06"),
+    ("cfg_scale_1e39", "deepseek_v3", {"routed_scaling_factor": 1e39},
+     "key 'routed_scaling_factor' = 1e+39 is not a positive number"),
+    ("cfg_scale_1e30", "deepseek_v3", {"routed_scaling_factor": 1e30},
+     "key 'routed_scaling_factor' = 1e+30 is not a positive number"),
+    ("cfg_method_unknown", "deepseek_v3", {"topk_method": "gready"},
+     "key 'topk_method' = \"gready\" is not one of"),
+    ("cfg_limit_zero", "gpt_oss", {"swiglu_limit": 0},
+     "key 'swiglu_limit' = 0 is not a positive number"),
+    ("cfg_limit_negative", "gpt_oss", {"swiglu_limit": -7},
+     "key 'swiglu_limit' = -7 is not a positive number"),
+]
+
+
+def family_layer(fam, n=4, d=4, h=4, seed=31):
+    """A small layer of a model family in its own names (block 0)."""
+    import random
+    rnd = random.Random(seed)
+    vals = lambda k: f32([rnd.uniform(-1, 1) for _ in range(k)])
+    P = "model.layers.0.mlp"
+    if fam == "gpt_oss":
+        return [(P + ".router.weight", "F32", [n, d], vals(n * d)),
+                (P + ".router.bias", "F32", [n], vals(n)),
+                (P + ".experts.gate_up_proj", "F32", [n, d, 2 * h], vals(n * d * 2 * h)),
+                (P + ".experts.gate_up_proj_bias", "F32", [n, 2 * h], vals(n * 2 * h)),
+                (P + ".experts.down_proj", "F32", [n, h, d], vals(n * h * d)),
+                (P + ".experts.down_proj_bias", "F32", [n, d], vals(n * d))]
+    t = [(P + ".gate.weight", "F32", [n, d], vals(n * d))]
+    if fam == "deepseek_v3":
+        t.append((P + ".gate.e_score_correction_bias", "F32", [n], vals(n)))
+    for e in range(n):
+        t += [(P + ".experts.%d.gate_proj.weight" % e, "F32", [h, d], vals(h * d)),
+              (P + ".experts.%d.up_proj.weight" % e, "F32", [h, d], vals(h * d)),
+              (P + ".experts.%d.down_proj.weight" % e, "F32", [d, h], vals(d * h))]
+    return t
+
+
+def configs():
+    sizes = {"qwen3": 4, "deepseek_v3": 8, "gpt_oss": 4}
+    types = {"qwen3": "qwen3_moe", "deepseek_v3": "deepseek_v3", "gpt_oss": "gpt_oss"}
+    for fam, n in sizes.items():
+        write_st("cfg_model_%s.safetensors" % fam, family_layer(fam, n=n))
+    for name, fam, cfg, _ in CONFIGS:
+        d = os.path.join(HERE, name)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(dict({"model_type": types[fam]}, **cfg), f)
+        link = os.path.join(d, "model.safetensors")
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink("../cfg_model_%s.safetensors" % fam, link)
+
+
+# valid files whose text is hostile (stage ok; the test runs info on them)
+INJECT = [
+    ("inject_meta.safetensors",
+     "metadata keys and values with an OSC title, ESC[2J, a forged line, a C1 CSI and "
+     "invalid UTF-8; a second layer whose prefix holds ESC[31m"),
+]
+
+
+def inject():
+    """ESC sequences in metadata and layer prefixes (JSON escapes them as \\u001b, which
+    the reader decodes to the byte); raw invalid UTF-8 in a metadata value."""
+    write_st("inject_layer.safetensors", layer(2, 3, 4, 11, prefix="x\x1b]0;owned\x07\x1b[2J\r\nmoescope: forged"))
+    t = layer(2, 3, 4, 12) + layer(2, 3, 4, 13, prefix="evil\x1b[31m")
+    meta = {"\x1b]0;owned\x07key": "\x1b[2J\r\nmoescope: forged line",
+            "c1": "\u009b31mred", "moescope.router": "dense"}
+    header, data, off = {}, b"", 0
+    for tn, dt, shape, raw in t:
+        header[tn] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(raw)]}
+        data += raw
+        off += len(raw)
+    header["__metadata__"] = meta
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h = h[:-2] + b',"bad_utf8":"\xff\xfe\xc0\xaf"}}'  # raw bytes json.dumps cannot write
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(os.path.join(HERE, "inject_meta.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + data)
 
 
 def main():
@@ -90,6 +208,8 @@ def main():
     write_st("gate_2_40.safetensors", [("moe.gate.weight", "F32", [1, 1 << 40], f32([1.0] * 4))])
     write_st("eval_2_40.safetensors", [("inputs", "F32", [1 << 40, 1], f32([1.0] * 4)),
                                        ("labels", "I64", [1], struct.pack("<q", 0))])
+    inject()
+    configs()
     exp = os.path.join(HERE, "expected.tsv")
     have = set()
     with open(exp) as f:
@@ -100,10 +220,18 @@ def main():
         for name, stage, sub, _, _, _ in ENTRIES:
             if name not in have:
                 f.write("%s\t%s\t%s\n" % (name, stage, sub))
+        for name, _ in INJECT:
+            if name not in have:
+                f.write("%s\tok\t\n" % name)
+        for fam in ("qwen3", "deepseek_v3", "gpt_oss"):
+            if "cfg_model_%s.safetensors" % fam not in have:
+                f.write("cfg_model_%s.safetensors\tok\t\n" % fam)
     with open(os.path.join(HERE, "models.tsv"), "w") as f:
         f.write("# file\tcommand\texpected substring (written by tests/hostile/corpus/gen_hostile.py)\n")
         for name, _, _, cmd, sub, _ in ENTRIES:
             f.write("%s\t%s\t%s\n" % (name, cmd, sub))
+        for name, _, _, sub in CONFIGS:
+            f.write("%s\tinfo\t%s\n" % (name, sub))
 
 
 def write_to(path, tensors, meta=None, raw_header=None):
@@ -123,23 +251,57 @@ def write_to(path, tensors, meta=None, raw_header=None):
             f.write(raw)
 
 
-def layer(n, d, h, seed, scale=None):
+def layer(n, d, h, seed, scale=None, prefix="moe"):
     """A dense MoE layer (no head) with biases; scale=(expert, value) multiplies that
     expert's fc1.weight so its values reach value."""
     import random
     rnd = random.Random(seed)
     vals = lambda k: [rnd.uniform(-1, 1) for _ in range(k)]
-    t = [("moe.gate.weight", "F32", [n, d], f32(vals(n * d))),
-         ("moe.gate.bias", "F32", [n], f32(vals(n)))]
+    P = prefix
+    t = [(P + ".gate.weight", "F32", [n, d], f32(vals(n * d))),
+         (P + ".gate.bias", "F32", [n], f32(vals(n)))]
     for i in range(n):
         w1 = vals(h * d)
         if scale and scale[0] == i:
             w1 = [scale[1] * (0.5 + abs(v) / 2) for v in w1]
-        t += [("moe.experts.%d.fc1.weight" % i, "F32", [h, d], f32(w1)),
-              ("moe.experts.%d.fc1.bias" % i, "F32", [h], f32(vals(h))),
-              ("moe.experts.%d.fc2.weight" % i, "F32", [d, h], f32(vals(d * h))),
-              ("moe.experts.%d.fc2.bias" % i, "F32", [d], f32(vals(d)))]
+        t += [(P + ".experts.%d.fc1.weight" % i, "F32", [h, d], f32(w1)),
+              (P + ".experts.%d.fc1.bias" % i, "F32", [h], f32(vals(h))),
+              (P + ".experts.%d.fc2.weight" % i, "F32", [d, h], f32(vals(d * h))),
+              (P + ".experts.%d.fc2.bias" % i, "F32", [d], f32(vals(d)))]
     return t
+
+
+def mixtral_layer(n, d, h, seed, block=0):
+    """A Mixtral block's MoE layer (gate, experts.e.w1/w3 [h, d], w2 [d, h]), no biases."""
+    import random
+    rnd = random.Random(seed)
+    vals = lambda k: f32([rnd.uniform(-1, 1) for _ in range(k)])
+    P = "model.layers.%d.block_sparse_moe" % block
+    t = [(P + ".gate.weight", "F32", [n, d], vals(n * d))]
+    for e in range(n):
+        t += [(P + ".experts.%d.w1.weight" % e, "F32", [h, d], vals(h * d)),
+              (P + ".experts.%d.w2.weight" % e, "F32", [d, h], vals(d * h)),
+              (P + ".experts.%d.w3.weight" % e, "F32", [h, d], vals(h * d))]
+    return t
+
+
+def sharded_many(out, name, nshards):
+    """out/name/: model-real.safetensors holding a small layer, and an index that also
+    maps one tensor to each of nshards absent shard files."""
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    t = mixtral_layer(2, 3, 4, 21)
+    write_to(os.path.join(d, "model-real.safetensors"), t)
+    wm = {tn: "model-real.safetensors" for tn, _, _, _ in t}
+    for i in range(nshards):
+        wm["junk.%d.weight" % i] = "shard-%06d.safetensors" % i
+    with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {}, "weight_map": wm}, f)
+
+
+def make3(out):
+    sharded_many(out, "shards_60k", 60000)
+    sharded_many(out, "shards_80k", 80000)
 
 
 def make(out):
@@ -200,5 +362,7 @@ if __name__ == "__main__":
     import sys
     if len(sys.argv) == 3 and sys.argv[1] == "make":
         make(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "make3":
+        make3(sys.argv[2])
     else:
         main()
