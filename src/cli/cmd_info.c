@@ -183,6 +183,29 @@ static int info_network(const char *path, cJSON *root, ms_err *err) {
     return 0;
 }
 
+/* The metadata and a native file's layers, as the file has them: escaped for the
+ * terminal (an ESC sequence in a key would set the title or clear the screen). */
+static void print_meta(const moe_model *m) {
+    if (!m->nmeta) return;
+    printf("metadata\n");
+    for (int i = 0; i < m->nmeta; i++) {
+        char *k = ms_escaped(m->meta[i].key), *v = ms_escaped(m->meta[i].value);
+        printf("  %-32s %s\n", k, v);
+        free(k);
+        free(v);
+    }
+}
+
+static void print_native_layers(const moe_model *m, char **layers, int nlayers) {
+    printf("MoE layers  ");
+    for (int i = 0; i < nlayers; i++) {
+        char *l = ms_escaped(layers[i]);
+        printf("%s%s%s", i ? ", " : "", l, !strcmp(layers[i], m->layer) ? " (this one)" : "");
+        free(l);
+    }
+    printf("\n");
+}
+
 int cmd_info(int argc, char **argv) {
     const char *layer = NULL, *json = NULL;
     static const struct option opts[] = {{"layer", required_argument, 0, 'l'},
@@ -265,23 +288,9 @@ int cmd_info(int argc, char **argv) {
     printf("parameters  %zu total (%zu bytes as F32): gate %zu, experts %zu (%zu each), "
            "shared %zu, head %zu\n",
            p_total, p_total * sizeof(float), p_gate, p_experts, es, p_shared, p_head);
-    if (m.nmeta) {
-        printf("metadata\n");
-        for (int i = 0; i < m.nmeta; i++) {
-            char *k = ms_escaped(m.meta[i].key), *v = ms_escaped(m.meta[i].value);
-            printf("  %-32s %s\n", k, v);
-            free(k);
-            free(v);
-        }
-    }
+    print_meta(&m);
     if (nlayers) {
-        printf("MoE layers  ");
-        for (int i = 0; i < nlayers; i++) {
-            char *l = ms_escaped(layers[i]);
-            printf("%s%s%s", i ? ", " : "", l, !strcmp(layers[i], m.layer) ? " (this one)" : "");
-            free(l);
-        }
-        printf("\n");
+        print_native_layers(&m, layers, nlayers);
     } else if (info_family_layers(path, &m, root, &err)) {
         moe_free(&m);
         cJSON_Delete(root);
