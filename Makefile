@@ -128,7 +128,7 @@ $(patsubst %.c,$(REL)/%.o,$(TEST_SRC)) $(patsubst %.c,$(ASAN)/%.o,$(TEST_SRC)): 
 # Debian packages for build, tests and benchmarks. Root runs apt-get directly.
 DEB_PACKAGES := build-essential pkg-config libopenblas-dev libcjson-dev libpng-dev \
     libncurses-dev python3 python3-numpy python3-scipy python3-sklearn tmux clang \
-    libclang-rt-dev universal-ctags time openmpi-bin libopenmpi-dev
+    libclang-rt-dev universal-ctags time openmpi-bin libopenmpi-dev strace
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
 	$(SUDO) apt-get update -qq

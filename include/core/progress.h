@@ -23,7 +23,8 @@
  *
  * For tests: MOESCOPE_TEST_STALL=PREFIX makes the phase whose name starts with
  * PREFIX wait for a signal when it begins (a cancel then lands mid-command,
- * with its temporaries in place, without any timing). */
+ * with its temporaries in place, without any timing); SIGUSR1 resumes it (an
+ * input changed meanwhile is then read). */
 #ifndef MS_PROGRESS_H
 #define MS_PROGRESS_H
 

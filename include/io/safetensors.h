@@ -63,6 +63,18 @@ int st_read_f32(const st_file *f, const st_tensor *t, float *out, ms_err *err);
 /* Elements [first, first + count) of t (row-major) as float32 into out. */
 int st_read_f32_range(const st_file *f, const st_tensor *t, int64_t first, int64_t count,
                       float *out, ms_err *err);
+/* Reading a mapping whose file another program truncates or rewrites meanwhile:
+ * the pages past its new end are gone and touching one raises SIGBUS. Every
+ * reader here (and st_open, and the writer's copy of a mapped tensor) runs under
+ * a guard that turns that into -1 with err naming the file, what (e.g. "tensor
+ * 'w'") and the file's size then and now. st_guarded runs fn(ctx, err) under it:
+ * fn must only read the mapping and compute into memory it was given (no locks,
+ * nothing allocated that a jump out of it would leak). */
+typedef int (*st_guarded_fn)(void *ctx, ms_err *err);
+int st_guarded(const st_file *f, const char *what, st_guarded_fn fn, void *ctx, ms_err *err);
+/* Bytes [off, off + n) of t's data into dst, under the guard. */
+int st_copy_out(const st_file *f, const st_tensor *t, size_t off, size_t n, void *dst, ms_err *err);
+
 /* Drop the mapped pages of data bytes [begin, end) from the process's memory
  * (they are read again from the file if touched): a layer read tensor by
  * tensor then never holds the file's bytes and its float copy at once. */

@@ -36,8 +36,8 @@ static const struct {
     [ENV_TUI_BENCH] = {"MOESCOPE_TUI_BENCH",
                        "a file: the explorer appends each key's time to its redraw (the benchmarks)"},
     [ENV_TEST_STALL] = {"MOESCOPE_TEST_STALL",
-                        "tests: a phase name; its start waits for a signal, so a cancel lands "
-                        "mid-phase"},
+                        "tests: a phase name; its start says so on stderr and waits, so a cancel "
+                        "lands mid-phase (SIGUSR1 resumes it, to read an input changed meanwhile)"},
     [ENV_TEST_LOAD_GATE] = {"MOESCOPE_TEST_LOAD_GATE",
                             "tests: a file; the explorer's layer loads wait, with A read, until it "
                             "exists"},

@@ -133,11 +133,29 @@ static void tl_send(int force) {
     TL.fn(TL.ctx, TL.phase, TL.done, TL.total);
 }
 
+/* The tests' stall point: wait here until SIGUSR1 resumes the phase (after the
+ * test changed an input) or another signal ends the process. Polled: SIGUSR1 may
+ * be delivered to any thread. */
+static volatile sig_atomic_t stall_resumed;
+static void on_resume(int sig) { (void)sig, stall_resumed = 1; }
+
+static void stall_here(const char *phase) {
+    // said on stderr, so a test knows the command got here
+    fprintf(stderr, "moescope: test stall: phase '%s' waits for SIGUSR1\n", phase);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_resume;
+    sigemptyset(&sa.sa_mask);
+    stall_resumed = 0;
+    sigaction(SIGUSR1, &sa, NULL);
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    while (!stall_resumed) nanosleep(&ts, NULL);
+}
+
 void progress_begin(const char *phase, double total, const char *unit) {
-    // the tests' stall point: wait here for a signal, so a cancel lands mid-phase
+    // the tests' stall point, so a cancel (or a change to an input) lands mid-phase
     const char *stall = env_get(ENV_TEST_STALL);
-    if (stall && phase && !strncmp(phase, stall, strlen(stall)))
-        for (;;) pause();
+    if (stall && *stall && phase && !strncmp(phase, stall, strlen(stall))) stall_here(phase);
     if (TL.fn) {
         snprintf(TL.phase, sizeof TL.phase, "%s", phase ? phase : "");
         TL.total = total;

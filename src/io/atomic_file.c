@@ -31,11 +31,18 @@ typedef struct {
     int cancel_slot; // the temporary's entry in the cancel table (progress.h), -1 if none
 } af_stream;
 
+/* One write(2) to a regular file runs to its end before a signal handler does:
+ * a multi-GB write would hold off Ctrl-C or a supervisor's SIGTERM for seconds
+ * (until its SIGKILL, which leaves the temporary). At most AF_WRITE_CHUNK bytes a
+ * call, so the cancel handler (progress.h) runs within one chunk's time. */
+#define AF_WRITE_CHUNK ((size_t)8 << 20)
+
 static ssize_t stream_write(void *cookie, const char *buf, size_t len) {
     af_stream *s = cookie;
     size_t done = 0;
     while (done < len) {
-        ssize_t k = write(s->fd, buf + done, len - done);
+        size_t n = len - done < AF_WRITE_CHUNK ? len - done : AF_WRITE_CHUNK;
+        ssize_t k = write(s->fd, buf + done, n);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) {
             if (!s->err) s->err = k < 0 ? errno : EIO;

@@ -588,13 +588,35 @@ static int mx_pair(ckpt *c, const binding *b, const st_file **fb, const st_tenso
     return 0;
 }
 
+/* The binding's MXFP4 blocks (16 bytes each) and scales copied out of their
+ * mappings (under the guard that reports a file cut short meanwhile), malloc'd. */
+static int mx_copy(ckpt *c, const binding *b, uint8_t **blocks, uint8_t **scales, ms_err *err) {
+    const st_file *fb, *fs;
+    const st_tensor *tb, *ts;
+    *blocks = *scales = NULL;
+    if (mx_pair(c, b, &fb, &tb, &fs, &ts, err)) return -1;
+    size_t nblocks = (size_t)(b->numel / MX_BLOCK);
+    *blocks = ms_malloc(nblocks * 16);
+    *scales = ms_malloc(nblocks ? nblocks : 1);
+    if (st_copy_out(fb, tb, 0, nblocks * 16, *blocks, err) ||
+        st_copy_out(fs, ts, 0, nblocks, *scales, err)) {
+        free(*blocks);
+        free(*scales);
+        *blocks = *scales = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 /* The binding's values as floats (numel of them, row-major in its logical shape). */
 static int read_values(ckpt *c, const binding *b, float *out, ms_err *err) {
     if (b->mx) {
-        const st_file *fb, *fs;
-        const st_tensor *tb, *ts;
-        if (mx_pair(c, b, &fb, &tb, &fs, &ts, err)) return -1;
-        if (mxfp4_decode(fb->data + tb->begin, fs->data + ts->begin, (size_t)(b->numel / MX_BLOCK), out))
+        uint8_t *blocks, *scales;
+        if (mx_copy(c, b, &blocks, &scales, err)) return -1;
+        int bad = mxfp4_decode(blocks, scales, (size_t)(b->numel / MX_BLOCK), out);
+        free(blocks);
+        free(scales);
+        if (bad)
             return ms_fail(err, "%s: tensor '%s_scales': a scale makes values overflow float32", c->arg,
                            b->name);
         return 0;
@@ -1028,14 +1050,14 @@ static int gen_encoded(void *ctx, void *buf, ms_err *err) {
 }
 
 static int encode_mx(ckpt *c, const binding *b, const float *vals, enc_set *s, ms_err *err) {
-    const st_file *fb, *fs;
-    const st_tensor *tb, *ts;
-    if (mx_pair(c, b, &fb, &tb, &fs, &ts, err)) return -1;
+    uint8_t *sb, *ss; // the source's blocks and scales, copied out of the mapping
+    if (mx_copy(c, b, &sb, &ss, err)) return -1;
     size_t nblocks = (size_t)(b->numel / MX_BLOCK);
     float *dec = ms_malloc(nblocks * MX_BLOCK * sizeof(float));
-    const uint8_t *sb = fb->data + tb->begin, *ss = fs->data + ts->begin;
     if (mxfp4_decode(sb, ss, nblocks, dec)) {
         free(dec);
+        free(sb);
+        free(ss);
         return ms_fail(err, "%s: tensor '%s_scales': a scale makes values overflow float32", c->arg,
                        b->name);
     }
@@ -1045,6 +1067,8 @@ static int encode_mx(ckpt *c, const binding *b, const float *vals, enc_set *s, m
     s->mx_blocks += nblocks;
     mx_reuse_free(r);
     free(dec);
+    free(sb);
+    free(ss);
     char name[700];
     snprintf(name, sizeof name, "%s_blocks", b->name);
     enc_add(s, ckpt_find(c, name), "U8", blocks, nblocks * 16);

@@ -757,8 +757,7 @@ int moe_save_with(const moe_model *m, const char *src_path, const char *path, in
             continue;
         }
         if (head_written(t->name, &m->cfg)) continue;
-        st_writer_add_raw(w, t->name, t->dtype_name, t->ndim, t->shape, f.data + t->begin,
-                          t->end - t->begin);
+        st_writer_add_mapped(w, &f, t); // copied out under the mapping's guard
     }
     int rc = st_writer_write(w, path, err);
     st_writer_free(w);

@@ -10,6 +10,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +131,76 @@ static void free_contents(st_file *f) {
     if (f->map && f->size) munmap((void *)f->map, f->size);
     free(f->path);
     memset(f, 0, sizeof *f);
+}
+
+/* --------------------------------------------- a mapping that shrinks */
+
+/* A file truncated by another program while it is mapped takes its pages past
+ * the new end with it: touching one raises SIGBUS, which would end the process
+ * without a word and leave its temporaries. Every read of a mapping runs under
+ * a guard: the handler jumps back to the guard of the faulting thread (SIGBUS
+ * is delivered to the thread that touched the page), which reports the file and
+ * the tensor. A SIGBUS outside any guard is not ours: the default action, as
+ * without the handler. */
+static __thread sigjmp_buf *bus_jmp;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc) {
+    (void)si, (void)uc;
+    if (bus_jmp) siglongjmp(*bus_jmp, 1);
+    signal(sig, SIG_DFL); // the access faults again on return, now fatally
+}
+
+static void bus_install(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
+static int shrank(const char *path, size_t size, const char *what, ms_err *err) {
+    struct stat sb;
+    if (stat(path, &sb) == 0)
+        return ms_fail(err, "%s: %s: the file changed while being read (%zu bytes when opened, %lld "
+                            "now: truncated or rewritten by another program)",
+                       path, what, size, (long long)sb.st_size);
+    return ms_fail(err, "%s: %s: the file changed while being read (truncated, rewritten or "
+                        "removed by another program)", path, what);
+}
+
+int st_guarded(const st_file *f, const char *what, st_guarded_fn fn, void *ctx, ms_err *err) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, bus_install);
+    sigjmp_buf jb, *prev = bus_jmp;
+    if (sigsetjmp(jb, 1)) { // the mask is restored: SIGBUS is unblocked again
+        bus_jmp = prev;
+        return shrank(f->path, f->size, what, err);
+    }
+    bus_jmp = &jb;
+    int rc = fn(ctx, err);
+    bus_jmp = prev;
+    return rc;
+}
+
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t n;
+} copy_job;
+
+static int copy_run(void *ctx, ms_err *err) {
+    (void)err;
+    copy_job *j = ctx;
+    memcpy(j->dst, j->src, j->n);
+    return 0;
+}
+
+int st_copy_out(const st_file *f, const st_tensor *t, size_t off, size_t n, void *dst, ms_err *err) {
+    char what[260];
+    snprintf(what, sizeof what, "tensor '%.200s'", t->name);
+    copy_job j = {dst, f->data + t->begin + off, n};
+    return st_guarded(f, what, copy_run, &j, err);
 }
 
 /* ------------------------------------------------------------ validation */
@@ -392,18 +465,25 @@ int st_open(st_file *f, const char *path, ms_err *err) {
     f->path = ms_strdup(path);
     f->map = map;
     f->size = size;
+    // the first page is read now: a file cut to nothing meanwhile is reported, not a crash
+    unsigned char head8[8];
+    copy_job j8 = {head8, f->map, 8};
+    if (st_guarded(f, "its header", copy_run, &j8, err)) {
+        free_contents(f);
+        return -1;
+    }
 
     uint64_t hlen;
-    memcpy(&hlen, f->map, 8); // little-endian u64
+    memcpy(&hlen, head8, 8); // little-endian u64
     int is_text = 1; // a text file's first 8 bytes make an absurd length: say what it is
     for (int i = 0; i < 8; i++) {
-        unsigned char ch = ((const unsigned char *)f->map)[i];
+        unsigned char ch = head8[i];
         is_text &= (ch >= 0x20 && ch < 0x7f) || ch == '\n' || ch == '\r' || ch == '\t';
     }
     if (hlen > size - 8 && is_text) {
         char head[9];
         for (int i = 0; i < 8; i++) {
-            char ch = ((const char *)f->map)[i];
+            char ch = (char)head8[i];
             head[i] = ch == '\n' || ch == '\r' || ch == '\t' ? ' ' : ch;
         }
         head[8] = 0;
@@ -429,7 +509,12 @@ int st_open(st_file *f, const char *path, ms_err *err) {
 
     // cJSON wants a terminated string: copy the header out of the mapping
     char *text = ms_malloc((size_t)hlen + 1);
-    memcpy(text, f->map + 8, (size_t)hlen);
+    copy_job jh = {text, f->map + 8, (size_t)hlen};
+    if (st_guarded(f, "its header", copy_run, &jh, err)) {
+        free(text);
+        free_contents(f);
+        return -1;
+    }
     text[hlen] = 0;
     int rc = parse_header(f, text, (size_t)hlen, err);
     free(text);
@@ -529,9 +614,8 @@ static float half_at(const st_tensor *t, const uint8_t *src, int64_t i) {
     return t->dtype == ST_F16 ? st_half_to_float(h) : st_bf16_to_float(h);
 }
 
-int st_read_f32_range(const st_file *f, const st_tensor *t, int64_t first, int64_t count,
-                      float *out, ms_err *err) {
-    if (!t) return ms_fail(err, "%s: missing tensor", f->path);
+static int read_f32_range(const st_file *f, const st_tensor *t, int64_t first, int64_t count,
+                          float *out, ms_err *err) {
     const uint8_t *src = f->data + t->begin;
     int64_t end = first + count;
     switch (t->dtype) {
@@ -559,6 +643,42 @@ int st_read_f32_range(const st_file *f, const st_tensor *t, int64_t first, int64
     return 0;
 }
 
+/* The readers run under the mapping's guard (st_guarded): one job each. */
+typedef enum { READ_F32, READ_F64, READ_I64 } read_kind;
+typedef struct {
+    const st_file *f;
+    const st_tensor *t;
+    int64_t first, count;
+    void *out;
+    read_kind kind;
+} read_job;
+
+static int read_f64(const st_file *f, const st_tensor *t, double *out, ms_err *err);
+static int read_i64(const st_file *f, const st_tensor *t, int64_t *out, ms_err *err);
+
+static int read_run(void *ctx, ms_err *err) {
+    const read_job *j = ctx;
+    switch (j->kind) {
+    case READ_F32: return read_f32_range(j->f, j->t, j->first, j->count, j->out, err);
+    case READ_F64: return read_f64(j->f, j->t, j->out, err);
+    default: return read_i64(j->f, j->t, j->out, err);
+    }
+}
+
+static int read_guarded(const st_file *f, const st_tensor *t, read_kind kind, int64_t first,
+                        int64_t count, void *out, ms_err *err) {
+    if (!t) return ms_fail(err, "%s: missing tensor", f->path);
+    read_job j = {f, t, first, count, out, kind};
+    char what[260];
+    snprintf(what, sizeof what, "tensor '%.200s'", t->name);
+    return st_guarded(f, what, read_run, &j, err);
+}
+
+int st_read_f32_range(const st_file *f, const st_tensor *t, int64_t first, int64_t count,
+                      float *out, ms_err *err) {
+    return read_guarded(f, t, READ_F32, first, count, out, err);
+}
+
 int st_read_f32(const st_file *f, const st_tensor *t, float *out, ms_err *err) {
     return st_read_f32_range(f, t, 0, t ? t->numel : 0, out, err);
 }
@@ -573,7 +693,14 @@ void st_release(const st_file *f, size_t begin, size_t end) {
 }
 
 int st_read_f64(const st_file *f, const st_tensor *t, double *out, ms_err *err) {
-    if (!t) return ms_fail(err, "%s: missing tensor", f->path);
+    return read_guarded(f, t, READ_F64, 0, t ? t->numel : 0, out, err);
+}
+
+int st_read_i64(const st_file *f, const st_tensor *t, int64_t *out, ms_err *err) {
+    return read_guarded(f, t, READ_I64, 0, t ? t->numel : 0, out, err);
+}
+
+static int read_f64(const st_file *f, const st_tensor *t, double *out, ms_err *err) {
     const uint8_t *src = f->data + t->begin;
     int64_t n = t->numel;
     switch (t->dtype) {
@@ -599,8 +726,7 @@ int st_read_f64(const st_file *f, const st_tensor *t, double *out, ms_err *err) 
     return 0;
 }
 
-int st_read_i64(const st_file *f, const st_tensor *t, int64_t *out, ms_err *err) {
-    if (!t) return ms_fail(err, "%s: missing tensor", f->path);
+static int read_i64(const st_file *f, const st_tensor *t, int64_t *out, ms_err *err) {
     const uint8_t *src = f->data + t->begin;
     int64_t n = t->numel;
     switch (t->dtype) {
@@ -736,12 +862,34 @@ void st_writer_add_mapped(st_writer *w, const st_file *f, const st_tensor *t) {
     w->t[w->n - 1].src_begin = t->begin;
 }
 
+/* A tensor of a mapped input, copied out chunk by chunk under the mapping's guard
+ * into a buffer that is then written: write(2) never reads the mapping (a page
+ * gone there fails it with EFAULT, "Bad address", as if the output were to blame),
+ * and an input cut short while it is copied is named with the tensor. */
+#define ST_COPY_CHUNK ((size_t)8 << 20)
+static int write_mapped(const st_wtensor *t, size_t nbytes, FILE *fp, ms_err *err) {
+    const st_file *f = t->src;
+    size_t cap = nbytes < ST_COPY_CHUNK ? nbytes : ST_COPY_CHUNK;
+    char *buf = ms_malloc(cap), what[260];
+    snprintf(what, sizeof what, "tensor '%.200s'", t->name);
+    int rc = 0;
+    for (size_t at = 0; at < nbytes && !rc; at += cap) {
+        size_t n = nbytes - at < cap ? nbytes - at : cap;
+        copy_job j = {buf, f->data + t->src_begin + at, n};
+        rc = st_guarded(f, what, copy_run, &j, err);
+        if (!rc && fwrite(buf, 1, n, fp) != n) break; // the stream's error is af_commit's to report
+        st_release(f, t->src_begin + at, t->src_begin + at + n);
+    }
+    free(buf);
+    return rc;
+}
+
 /* Tensor i's bytes to fp: as given, or made by its generator into a buffer
  * that lives only while it is written (a layer is encoded tensor by tensor). */
 static int write_tensor(const st_wtensor *t, size_t nbytes, FILE *fp, ms_err *err) {
+    if (!t->gen && t->src) return write_mapped(t, nbytes, fp, err);
     if (!t->gen) {
         fwrite(t->data, 1, nbytes, fp);
-        if (t->src) st_release(t->src, t->src_begin, t->src_begin + nbytes);
         return 0;
     }
     void *buf = ms_malloc(nbytes);

@@ -7,7 +7,12 @@
 #      UTF-8), and a message with a 1000-character path keeps its reason;
 #  (3) config.json or the index a FIFO (or a device) is refused without blocking; an index
 #      naming 60,000 shards opens at once (numbering them was quadratic), 80,000 is over
-#      the documented cap of 65,536 shards.
+#      the documented cap of 65,536 shards;
+#  (4) an input truncated while it is read (held at a phase by MOESCOPE_TEST_STALL, cut,
+#      then resumed with SIGUSR1: no timing) is reported with the file and the tensor,
+#      exit 1, no crash (SIGBUS), no temporary left, never blamed on the output;
+#  (5) outputs are written in bounded chunks (every write(2) at most 8 MiB, seen with
+#      strace), so SIGTERM is acted on within one chunk, not after a multi-GB write.
 # Files come from tests/hostile/corpus/gen_hostile.py (`make OUTDIR`) or are made here;
 # hang guards use `timeout 60` and then check the message, never the time taken.
 source "$(dirname "$0")/../lib/lib.sh"
@@ -129,5 +134,68 @@ check "index of 60,000 shards: info" timeout 60 "$MOESCOPE" info "$D/g/shards_60
 grep -q "model.layers.0.block_sparse_moe" "$WORK/out" && pass || fail "60,000 shards: the layer not shown"
 expect_fail "index of 80,000 shards: over the cap" "names 80001 shard files, at most 65536 supported" \
     timeout 60 "$MOESCOPE" info "$D/g/shards_80k"
+
+# ------------------------------------------------- (4) an input cut short while read
+G3=$D/g
+read -r gate_end layer_end big_start <"$G3/passthrough_big.offsets"
+# run_stalled PHASE CMD...: CMD held at the phase PHASE; waits (up to 120 s) until it says
+# so on stderr ($D/st.err); its pid in STALLED
+run_stalled() {
+    local phase=$1 i; shift
+    MOESCOPE_TEST_STALL=$phase "$@" >"$D/st.out" 2>"$D/st.err" &
+    STALLED=$!
+    for ((i = 0; i < 1200; i++)); do
+        grep -q "test stall" "$D/st.err" && return 0
+        kill -0 $STALLED 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+# cut_while PHASE BYTES NAME PATTERN CMD...: truncate $D/P.safetensors to BYTES while CMD is
+# held at PHASE, resume it; exit 1 with PATTERN on stderr and nothing left in $D/out
+cut_while() {
+    local phase=$1 bytes=$2 name=$3 pat=$4; shift 4
+    rm -rf "$D/out"; mkdir -p "$D/out"
+    cp "$G3/passthrough_big.safetensors" "$D/P.safetensors"
+    if ! run_stalled "$phase" "$@"; then fail "$name: never reached '$phase'"; sed 's/^/    /' "$D/st.err" | tail -3; return; fi
+    truncate -s "$bytes" "$D/P.safetensors"
+    kill -USR1 $STALLED
+    wait $STALLED
+    local rc=$?
+    if [ $rc -ne 1 ]; then fail "$name: exit $rc, expected 1"; sed 's/^/    /' "$D/st.err" | tail -3
+    elif ! grep -Eq -- "$pat" "$D/st.err"; then fail "$name: message /$pat/ not in:"; sed 's/^/    /' "$D/st.err" | tail -3
+    elif grep -q "Bad address\|Sanitizer\|runtime error" "$D/st.err"; then fail "$name: blamed on the output or a sanitizer report"
+    else pass; fi
+    [ -z "$(ls -A "$D/out")" ] && pass || fail "$name: left $(ls -A "$D/out")"
+}
+P=$D/P.safetensors
+WHY="the file changed while being read \(67131496 bytes when opened"
+cut_while "load P" "$gate_end" "scramble, cut while loading the layer" \
+    "P\.safetensors: tensor 'moe\.experts\.[0-9]+\.[a-z0-9.]+': $WHY, $gate_end now" \
+    "$MOESCOPE" scramble "$P" -o "$D/out/s.safetensors"
+cut_while "write" "$layer_end" "scramble, cut while copying a small tensor" \
+    "P\.safetensors: tensor 'extra\.small': $WHY, $layer_end now" \
+    "$MOESCOPE" scramble "$P" -o "$D/out/s.safetensors"
+cut_while "write" "$((big_start + (1 << 20)))" "scramble, cut inside a 64 MiB tensor" \
+    "P\.safetensors: tensor 'extra\.big': $WHY" \
+    "$MOESCOPE" scramble "$P" -o "$D/out/s.safetensors"
+$GEN ckpt "$D/A4.safetensors" --seed 5 --n 4 --d 8 --h 16 --no-head
+cut_while "write" "$layer_end" "align, B cut while its other tensors are copied" \
+    "P\.safetensors: tensor 'extra\.small': $WHY" \
+    "$MOESCOPE" align "$D/A4.safetensors" "$P" -o "$D/out/al.safetensors"
+
+# ------------------------------------------------- (5) bounded writes
+if command -v strace >/dev/null && strace -o /dev/null true 2>/dev/null; then
+    rm -rf "$D/out"; mkdir -p "$D/out"
+    # LeakSanitizer does not run under ptrace
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -e trace=write -o "$D/strace.log" "$MOESCOPE" scramble "$G3/passthrough_big.safetensors" \
+        -o "$D/out/s.safetensors" >/dev/null 2>&1 && pass || fail "scramble of the 64 MiB tensor under strace"
+    biggest=$(sed -nE 's/.*write\([0-9]+, .*\) = ([0-9]+)$/\1/p' "$D/strace.log" | sort -n | tail -1)
+    [ -n "$biggest" ] && [ "$biggest" -le $((8 << 20)) ] && pass \
+        || fail "a write(2) of ${biggest:-?} bytes: over the 8 MiB chunk"
+    [ "$(stat -c %s "$D/out/s.safetensors")" -gt $((64 << 20)) ] && pass || fail "the 64 MiB tensor not written"
+else
+    skip "strace not available (or not permitted): bounded writes not checked"
+fi
 
 summary

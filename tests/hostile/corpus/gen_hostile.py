@@ -302,6 +302,29 @@ def sharded_many(out, name, nshards):
 def make3(out):
     sharded_many(out, "shards_60k", 60000)
     sharded_many(out, "shards_80k", 80000)
+    # a native layer, then tensors moescope passes through: 16 KiB, then 64 MiB of
+    # zeros (sparse); tests truncate it while it is read
+    t = layer(4, 8, 16, 41) + [("extra.small", "F32", [4096], f32([0.5] * 4096))]
+    path = os.path.join(out, "passthrough_big.safetensors")
+    header, off = {}, 0
+    for tn, dt, shape, raw in t:
+        header[tn] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+    header["extra.big"] = {"dtype": "F32", "shape": [1 << 24], "data_offsets": [off, off + (4 << 24)]}
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h)
+        for _, _, _, raw in t:
+            f.write(raw)
+        f.truncate(8 + len(h) + off + (4 << 24))
+    with open(os.path.join(out, "passthrough_big.offsets"), "w") as f:
+        # byte offsets in the file: the gate's end, the layer's end (extra.small's
+        # start), extra.big's start
+        base = 8 + len(h)
+        f.write("%d %d %d\n" % (base + header["moe.gate.bias"]["data_offsets"][1],
+                                base + header["extra.small"]["data_offsets"][0],
+                                base + header["extra.big"]["data_offsets"][0]))
 
 
 def make(out):
