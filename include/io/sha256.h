@@ -24,7 +24,9 @@ int sha256_hardware(int on);
 /* out: 64 lowercase hex digits and a NUL */
 void sha256_hex(const uint8_t dig[32], char out[65]);
 /* The digest of a whole file and its size in bytes; -1 with a message naming
- * the file when it cannot be read. */
+ * the file when it cannot be read. Only a regular file is read (opened without
+ * blocking: a FIFO or a device is refused, never read), and only the bytes it
+ * held when opened. */
 int sha256_file(const char *path, uint8_t out[32], long long *size, ms_err *err);
 /* The same, calling on_read(bytes) after each block read (a progress line). */
 int sha256_file_progress(const char *path, uint8_t out[32], long long *size, void (*on_read)(size_t),

@@ -3,8 +3,11 @@
 #include "io/sha256.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -156,18 +159,32 @@ int sha256_file(const char *path, uint8_t out[32], long long *size, ms_err *err)
 
 int sha256_file_progress(const char *path, uint8_t out[32], long long *size, void (*on_read)(size_t),
                          ms_err *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return ms_fail(err, "%s: cannot open for its SHA-256: %s", path, strerror(errno));
+    // a regular file only, read up to the size it had when opened: a FIFO would block,
+    // /dev/zero (or a file that grows) would never end
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return ms_fail(err, "%s: cannot open for its SHA-256: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return ms_fail(err, "%s: not a regular file; its SHA-256 is not taken", path);
+    }
     sha256_ctx c;
     sha256_init(&c);
     static __thread uint8_t buf[1 << 16];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0) {
-        sha256_update(&c, buf, got);
-        if (on_read) on_read(got);
+    uint64_t left = (uint64_t)sb.st_size;
+    int bad = 0;
+    while (left > 0) {
+        ssize_t got = read(fd, buf, left < sizeof buf ? (size_t)left : sizeof buf);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) { // an error, or the file shrank
+            bad = 1;
+            break;
+        }
+        sha256_update(&c, buf, (size_t)got);
+        left -= (uint64_t)got;
+        if (on_read) on_read((size_t)got);
     }
-    int bad = ferror(f);
-    fclose(f);
+    close(fd);
     if (bad) return ms_fail(err, "%s: read error while computing its SHA-256", path);
     if (size) *size = (long long)c.len;
     sha256_final(&c, out);

@@ -172,12 +172,25 @@ def folder_digest(d, names):
     return sum(os.path.getsize(os.path.join(d, f)) for f in names), hashlib.sha256(lines.encode()).hexdigest()
 
 
+def read_files(d):
+    """The files of folder d a report's digest covers: config.json, the index (if any)
+    and the shards holding the MoE layer (for a single model.safetensors: it)."""
+    idx = os.path.join(d, "model.safetensors.index.json")
+    names = [f for f in ("config.json", "model.safetensors") if os.path.exists(os.path.join(d, f))]
+    if os.path.exists(idx):
+        wm = json.load(open(idx))["weight_map"]
+        names += ["model.safetensors.index.json"] + sorted({s for t, s in wm.items() if ".block_sparse_moe." in t})
+    return names
+
+
 def test_folders(tmp):
     """A checkpoint folder (shards, index, config.json), given as the folder or
-    its index, records its total size and the digest of its files' sha256sum
-    lines; a folder holding one model.safetensors covers it and config.json; a
-    single file keeps its own SHA-256. Two folders differing in one shard's
-    bytes get different digests."""
+    its index, records its total size and the digest of the sha256sum lines of
+    the files read: the index, config.json and the shards holding the layer (the
+    other shards are never opened, so never hashed); a folder holding one
+    model.safetensors covers it and config.json; a single file keeps its own
+    SHA-256. Two folders differing only in a shard that is not read get the same
+    digest; differing in a layer's shard, different ones."""
     import numpy as np
     import family_fixtures as ff
     W, cfg = ff.random_layer("mixtral", np.random.default_rng(3))
@@ -202,7 +215,7 @@ def test_folders(tmp):
         if d is None:
             want = (os.path.getsize(arg), sha256sum(arg))
         else:
-            names = [f for f in os.listdir(d) if f.endswith((".safetensors", ".json"))]
+            names = read_files(d)
             want = folder_digest(d, names)
             check(got.get("files") == sorted(names), "%s: files %s" % (os.path.basename(arg), got.get("files")))
         check((got.get("bytes"), got.get("sha256")) == want, "%s: bytes and sha256 %s vs hashlib %s"
@@ -211,12 +224,22 @@ def test_folders(tmp):
     rs = [run("cost", a, b, "--json", j) for j in js]
     if all(x.returncode == 0 for x in rs):
         ins = [{x["path"]: x["sha256"] for x in json.load(open(j))["provenance"]["inputs"]} for j in js]
-        check(ins[0] == ins[1] and ins[0][a] != ins[0][b], "folder digests: deterministic, differ between folders")
+        check(ins[0] == ins[1] and ins[0][a] == ins[0][b],
+              "folder digests: deterministic, the same when only an unread shard differs")
+    # one value of B's layer changed (in its first shard): another digest
+    shard1 = os.path.join(b, "model-00001-of-00003.safetensors")
+    raw = bytearray(open(shard1, "rb").read())
+    raw[-1] ^= 1
+    open(shard1, "wb").write(bytes(raw))
+    r = run("cost", a, b, "--json", js[0])
+    if r.returncode == 0:
+        ins = {x["path"]: x["sha256"] for x in json.load(open(js[0]))["provenance"]["inputs"]}
+        check(ins[a] != ins[b], "folder digests differ when a layer's shard does")
     ev, ccsv = os.path.join(tmp, "fe.safetensors"), os.path.join(tmp, "fc.csv")
     ff.write_safetensors(ev, [("inputs", "F32", [8, W["gate"].shape[1]],
                                ff.encode(np.random.default_rng(4).standard_normal((8, W["gate"].shape[1])), "F32"))])
     r = run("curve", a, b, "--eval", ev, "--points", 3, "--csv", ccsv)
-    want = folder_digest(a, [f for f in os.listdir(a) if f.endswith((".safetensors", ".json"))])
+    want = folder_digest(a, read_files(a))
     line = "# input: %s %d %s" % (want[1], want[0], a)
     check(r.returncode == 0 and line in open(ccsv).read().splitlines(),
           "folder in the CSV's provenance lines (%s)" % r.stderr[-200:])

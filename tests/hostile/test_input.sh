@@ -11,6 +11,8 @@
 #  (4) an input truncated while it is read (held at a phase by MOESCOPE_TEST_STALL, cut,
 #      then resumed with SIGUSR1: no timing) is reported with the file and the tensor,
 #      exit 1, no crash (SIGBUS), no temporary left, never blamed on the output;
+#  (6) a report's provenance hashes the shards that were opened, never the others (a FIFO
+#      or a link to /dev/zero among them), and only regular files, bounded;
 #  (5) outputs are written in bounded chunks (every write(2) at most 8 MiB, seen with
 #      strace), so SIGTERM is acted on within one chunk, not after a multi-GB write.
 # Files come from tests/hostile/corpus/gen_hostile.py (`make OUTDIR`) or are made here;
@@ -197,5 +199,21 @@ if command -v strace >/dev/null && strace -o /dev/null true 2>/dev/null; then
 else
     skip "strace not available (or not permitted): bounded writes not checked"
 fi
+
+# ------------------------------------------------- (6) provenance reads what was read
+U=$D/g/unread_a
+rm -f "$U/model-00002-of-00003.safetensors" "$U/model-00003-of-00003.safetensors"
+mkfifo "$U/model-00002-of-00003.safetensors"
+ln -s /dev/zero "$U/model-00003-of-00003.safetensors"
+check "cost --json with a FIFO and /dev/zero among the unread shards" \
+    timeout 60 "$MOESCOPE" cost "$U" "$D/g/unread_b" --json "$D/cost.json"
+$PYTHON - "$D/cost.json" "$U" <<'EOF' && pass || fail "provenance of the folder: only the read shard and the index, config"
+import json, sys
+ins = {x["path"]: x for x in json.load(open(sys.argv[1]))["provenance"]["inputs"]}
+files = ins[sys.argv[2]]["files"]
+assert files == ["config.json", "model-00001-of-00003.safetensors", "model.safetensors.index.json"], files
+assert ins[sys.argv[2]]["sha256"], ins[sys.argv[2]]
+EOF
+check "info --json with them" timeout 60 "$MOESCOPE" info "$U" --json "$D/info2.json"
 
 summary

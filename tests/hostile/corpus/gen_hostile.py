@@ -30,6 +30,11 @@ Round three (issue 30): `gen_hostile.py make3 OUTDIR` writes these directories:
   shards_60k/, shards_80k/   an index whose layer lies in one real shard and which
                     names 60,000 / 80,000 other (absent) shards, one per tensor: numbering
                     the shards was quadratic; 80,000 is over the 65,536-shard cap
+  unread_a/, unread_b/  a Mixtral layer in the first of three shards (the test makes the
+                    other two a FIFO and a link to /dev/zero)
+  passthrough_big   a native layer and 16 KiB + 64 MiB (sparse) of other tensors, with
+                    passthrough_big.offsets (the gate's end, the layer's end, the big
+                    tensor's start): truncated while it is read
 """
 import json
 import os
@@ -299,9 +304,32 @@ def sharded_many(out, name, nshards):
         json.dump({"metadata": {}, "weight_map": wm}, f)
 
 
+def unread_shards(out, name, seed):
+    """out/name/: a Mixtral layer in model-00001-of-00003, tensors of the rest of the
+    model in model-00002 and -00003 (the test makes those a FIFO and a link to
+    /dev/zero: reports must not read them)."""
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    t = mixtral_layer(4, 8, 8, seed)
+    names = ["model-%05d-of-00003.safetensors" % i for i in (1, 2, 3)]
+    write_to(os.path.join(d, names[0]), t)
+    rest = [[("model.embed_tokens.weight", "F32", [4, 8], f32([0.25] * 32))],
+            [("lm_head.weight", "F32", [4, 8], f32([0.5] * 32))]]
+    for nm, part in zip(names[1:], rest):
+        write_to(os.path.join(d, nm), part)
+    wm = {tn: names[0] for tn, _, _, _ in t}
+    wm.update({part[0][0]: nm for nm, part in zip(names[1:], rest)})
+    with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {}, "weight_map": wm}, f)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump({"model_type": "mixtral", "num_experts_per_tok": 2}, f)
+
+
 def make3(out):
     sharded_many(out, "shards_60k", 60000)
     sharded_many(out, "shards_80k", 80000)
+    unread_shards(out, "unread_a", 51)
+    unread_shards(out, "unread_b", 52)
     # a native layer, then tensors moescope passes through: 16 KiB, then 64 MiB of
     # zeros (sparse); tests truncate it while it is read
     t = layer(4, 8, 16, 41) + [("extra.small", "F32", [4096], f32([0.5] * 4096))]
