@@ -108,9 +108,9 @@ int family_save(const moe_model *m, const char *src, const char *out, char **not
 /* Where a value of a family layer's expert lives in its files: expert e's (the
  * shared expert's when shared) native part sfx ("fc1.weight", "fc2.bias", ...),
  * element at of it, as "<shard>: tensor '<name>'" into out and the tensor's own
- * element number into *where; -1 when m is not a family layer (moescope's own
- * names are the file's) or the value is in MXFP4 blocks. Reopens m->path: for
- * error messages. */
+ * element number into *where (of an MXFP4 pair, the '_blocks' tensor and the
+ * element of its decoded values); -1 when m is not a family layer (moescope's own
+ * names are the file's). Reopens m->path: for error messages. */
 int family_value_name(const moe_model *m, int shared, int e, const char *sfx, size_t at, char *out,
                       size_t cap, long long *where);
 /* range_fail for f in the terms of m's files: a family layer's expert tensor by

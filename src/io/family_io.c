@@ -290,6 +290,32 @@ static int gpt2_shared_dims(ckpt *c, const char *prefix, dims *z, ms_err *err) {
     return 0;
 }
 
+/* A GPT-OSS layer's experts are either dense (experts.gate_up_proj, down_proj) or
+ * MXFP4 (their _blocks and _scales): a file holding both forms of a tensor, or
+ * one of each, is refused - which values are the layer's would be a guess (and
+ * the saved file would be written in the other form). *mx: MXFP4. */
+static int gpt_oss_form(const ckpt *c, const char *prefix, int *mx, ms_err *err) {
+    static const char *const parts[2] = {"gate_up_proj", "down_proj"};
+    int dense[2], blocks[2];
+    char name[700];
+    for (int i = 0; i < 2; i++) {
+        snprintf(name, sizeof name, "%s.experts.%s", prefix, parts[i]);
+        dense[i] = ckpt_find(c, name) >= 0;
+        snprintf(name, sizeof name, "%s.experts.%s_blocks", prefix, parts[i]);
+        blocks[i] = ckpt_find(c, name) >= 0;
+        if (dense[i] && blocks[i])
+            return ms_fail(err, "%s: '%s.experts.%s' is there both dense and as MXFP4 (%s_blocks): "
+                                "which is the layer is ambiguous; keep one", c->arg, prefix, parts[i],
+                           parts[i]);
+    }
+    if ((dense[0] && blocks[1]) || (blocks[0] && dense[1]))
+        return ms_fail(err, "%s: '%s.experts': gate_up_proj is %s but down_proj is %s; moescope reads "
+                            "a layer's experts in one form", c->arg, prefix,
+                       dense[0] ? "dense" : "MXFP4", dense[1] ? "dense" : "MXFP4");
+    *mx = blocks[0];
+    return 0;
+}
+
 /* n, d from the gate; h (and hs) from the first expert or the packed tensors. */
 static int layer_dims(ckpt *c, int fam, const char *prefix, dims *z, int *mx, ms_err *err) {
     char name[700];
@@ -316,9 +342,9 @@ static int layer_dims(ckpt *c, int fam, const char *prefix, dims *z, int *mx, ms
         z->packed = ckpt_find(c, name) >= 0;
         if (!z->packed) snprintf(name, sizeof name, "%s.%s", prefix, rel); // the error names it
     }
-    if (fam == FAM_GPT_OSS && ckpt_find(c, name) < 0) {
-        snprintf(name, sizeof name, "%s.experts.gate_up_proj_blocks", prefix);
-        *mx = 1;
+    if (fam == FAM_GPT_OSS) {
+        if (gpt_oss_form(c, prefix, mx, err)) return -1;
+        if (*mx) snprintf(name, sizeof name, "%s.experts.gate_up_proj_blocks", prefix);
     }
     if (shape_of(c, name, &t, err)) return -1;
     if (fam == FAM_GRANITEMOE || fam == FAM_JETMOE || z->packed || (fam == FAM_GPT_OSS && *mx)) {
@@ -748,13 +774,17 @@ int family_value_name(const moe_model *m, int shared, int e, const char *sfx, si
     for (int i = 0; i < l.n && rc; i++) {
         const binding *b = &l.b[i];
         // packed tensors hold two parts: the address search tells whether b holds this one
-        if (b->mx || (shared ? b->kind != K_SHARED : !routed(b)) ||
+        if ((shared ? b->kind != K_SHARED : !routed(b)) ||
             ((b->kind == K_EXP || b->kind == K_SHARED) && b->e != e))
             continue;
         int64_t k = binding_find(b, &v, e, target);
-        int t = k >= 0 ? ckpt_find(&c, b->name) : -1;
+        // MXFP4: the file holds b's values as blocks and scales; k counts the decoded values
+        char tn[720];
+        snprintf(tn, sizeof tn, "%s%s", b->name, b->mx ? "_blocks" : "");
+        int t = k >= 0 ? ckpt_find(&c, tn) : -1;
         if (t >= 0) {
-            snprintf(out, cap, "%s: tensor '%s'", c.shard_paths[c.shard_of[t]], b->name);
+            snprintf(out, cap, "%s: tensor '%s'%s", c.shard_paths[c.shard_of[t]], tn,
+                     b->mx ? " (MXFP4, decoded with its _scales)" : "");
             *where = (long long)k;
             rc = 0;
         }

@@ -13,6 +13,8 @@
 #      exit 1, no crash (SIGBUS), no temporary left, never blamed on the output;
 #  (6) a report's provenance hashes the shards that were opened, never the others (a FIFO
 #      or a link to /dev/zero among them), and only regular files, bounded;
+#  (7) messages that say what is wrong: -o a symlink to an empty directory, a missing shard
+#      of unrelated tensors, a 248-character -o (legal) written;
 #  (5) outputs are written in bounded chunks (every write(2) at most 8 MiB, seen with
 #      strace), so SIGTERM is acted on within one chunk, not after a multi-GB write.
 # Files come from tests/hostile/corpus/gen_hostile.py (`make OUTDIR`) or are made here;
@@ -215,5 +217,25 @@ assert files == ["config.json", "model-00001-of-00003.safetensors", "model.safet
 assert ins[sys.argv[2]]["sha256"], ins[sys.argv[2]]
 EOF
 check "info --json with them" timeout 60 "$MOESCOPE" info "$U" --json "$D/info2.json"
+
+# ------------------------------------------------- (7) clear messages
+UB=$D/g/unread_b
+mkdir -p "$D/empty_dir"
+ln -s "$D/empty_dir" "$D/link_out"
+expect_fail "align -o a symlink to an empty directory" "link_out: is a symbolic link; name the directory it points to" \
+    "$MOESCOPE" align "$UB" "$UB" -o "$D/link_out"
+[ -L "$D/link_out" ] && [ -z "$(ls -A "$D/empty_dir")" ] && pass || fail "the link or its directory changed"
+cp -r "$UB" "$D/miss"
+rm "$D/miss/model-00003-of-00003.safetensors"
+expect_fail "align: a missing shard of unrelated tensors" \
+    "index.json: shard 'model-00003-of-00003.safetensors' named in the index is missing" \
+    "$MOESCOPE" align "$UB" "$D/miss" -o "$D/miss_out"
+[ ! -e "$D/miss_out" ] && [ -z "$(find "$D" -maxdepth 1 -name 'miss_out.tmp*')" ] && pass || fail "missing shard: output or temporary left"
+long248=$D/$(printf 'x%.0s' $(seq 1 236)).safetensors
+check "align -o a 248-character name" "$MOESCOPE" align "$A" "$B" -o "$long248"
+[ -f "$long248" ] && pass || fail "the 248-character output is not there"
+long250=$D/$(printf 'y%.0s' $(seq 1 250))
+check "align -o a 250-character directory name (sharded)" "$MOESCOPE" align "$UB" "$UB" -o "$long250"
+[ -f "$long250/model.safetensors.index.json" ] && pass || fail "the 250-character output directory is not there"
 
 summary

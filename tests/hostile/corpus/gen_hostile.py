@@ -90,7 +90,18 @@ ENTRIES = [
     ("eval_2_40.safetensors", "open", "needs 4398046511104 bytes", "eval",
      "needs 4398046511104 bytes",
      "evaluation set with inputs [2^40, 1] in a tiny file"),
-    # round three (issue 30): text from the file reaches the terminal escaped
+    # round three (issue 30)
+    ("mxfp4_overflow.safetensors", "ok", "", "info",
+     "model.layers.0.mlp.experts.down_proj_blocks' (MXFP4, decoded with its _scales) holds values up to 1.7e+38",
+     "GPT-OSS MXFP4 experts, expert 0's down_proj scales 2^127: the overflow refusal names "
+     "the file's blocks tensor (it named moescope's experts.0.fc2.weight)"),
+    ("mxfp4_and_dense.safetensors", "ok", "", "info",
+     "'model.layers.0.mlp.experts.down_proj' is there both dense and as MXFP4 (down_proj_blocks)",
+     "GPT-OSS experts in MXFP4 and a dense down_proj too: ambiguous, refused (the dense one was ignored)"),
+    ("meta_routed_scale_3e38.safetensors", "ok", "", "info",
+     "moescope.routed_scale = '3e38' is not a positive number of at most 1e+06",
+     "native metadata routed_scale 3e38 (it said 'is not a positive number')"),
+    # text from the file reaches the terminal escaped
     ("inject_layer.safetensors", "ok", "", "info",
      "x\\x1B]0;owned\\x07\\x1B[2J\\r\\nmoescope: forged",
      "the only layer's prefix holds an OSC title, ESC[2J and a forged \\r\\n line: the "
@@ -179,6 +190,34 @@ def configs():
         os.symlink("../cfg_model_%s.safetensors" % fam, link)
 
 
+def gpt_oss_mx(n=2, d=32, h=32, big=False, dense_down=False, seed=61):
+    """A GPT-OSS layer with MXFP4 experts (blocks U8 [n, rows, in/32, 16], scales U8
+    [n, rows, in/32]; every FP4 value 1.0 or -0.5, scales 2^0); big: expert 0's
+    down_proj scales 2^127 (values 1.7e38: finite, but the arithmetic overflows);
+    dense_down: a dense experts.down_proj too."""
+    import random
+    rnd = random.Random(seed)
+    vals = lambda k: f32([rnd.uniform(-1, 1) for _ in range(k)])
+    P = "model.layers.0.mlp"
+    def mx(rows, cols, scale_of):
+        nb = cols // 32
+        blocks = bytes(rnd.choice([0x22, 0x9a, 0x2a]) for _ in range(n * rows * nb * 16))
+        scales = bytes(scale_of(e) for e in range(n) for _ in range(rows * nb))
+        return blocks, scales, nb
+    t = [(P + ".router.weight", "F32", [n, d], vals(n * d)), (P + ".router.bias", "F32", [n], vals(n))]
+    b, s, nb = mx(2 * h, d, lambda e: 127)
+    t += [(P + ".experts.gate_up_proj_blocks", "U8", [n, 2 * h, nb, 16], b),
+          (P + ".experts.gate_up_proj_scales", "U8", [n, 2 * h, nb], s),
+          (P + ".experts.gate_up_proj_bias", "F32", [n, 2 * h], vals(n * 2 * h))]
+    b, s, nb = mx(d, h, lambda e: 254 if big and e == 0 else 127)
+    t += [(P + ".experts.down_proj_blocks", "U8", [n, d, nb, 16], b),
+          (P + ".experts.down_proj_scales", "U8", [n, d, nb], s),
+          (P + ".experts.down_proj_bias", "F32", [n, d], vals(n * d))]
+    if dense_down:
+        t.append((P + ".experts.down_proj", "F32", [n, h, d], vals(n * h * d)))
+    return t
+
+
 # valid files whose text is hostile (stage ok; the test runs info on them)
 INJECT = [
     ("inject_meta.safetensors",
@@ -215,6 +254,10 @@ def main():
                                        ("labels", "I64", [1], struct.pack("<q", 0))])
     inject()
     configs()
+    write_st("mxfp4_overflow.safetensors", gpt_oss_mx(big=True))
+    write_st("mxfp4_and_dense.safetensors", gpt_oss_mx(dense_down=True))
+    write_st("meta_routed_scale_3e38.safetensors", layer(2, 3, 4, 71),
+             {"moescope.router": "topk", "moescope.top_k": "1", "moescope.routed_scale": "3e38"})
     exp = os.path.join(HERE, "expected.tsv")
     have = set()
     with open(exp) as f:
