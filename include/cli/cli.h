@@ -187,13 +187,16 @@ typedef struct {
 int lesson_parse_args(lesson_args *a, int argc, char **argv);
 int lesson_print(const lesson_args *a);
 
-/* Take --family, --top-k, --norm-topk-prob, --routed-scaling, --n-group and
- * --topk-group out of argv (they apply to every command that loads a
- * checkpoint). 0, or 2 after printing a usage error. */
+/* Take --family, --top-k, --norm-topk-prob, --routed-scaling, --n-group,
+ * --topk-group and --ignore-capture-layer out of argv (they apply to every
+ * command that loads a checkpoint). 0, or 2 after printing a usage error. */
 int cli_take_family_options(int *argc, char **argv);
 /* What they set, for every load the commands and the explorer make (moe_load,
  * family_load, ...): nothing overridden until cli_take_family_options ran. */
 const family_overrides *cli_overrides(void);
+/* evalset_check_layer unless --ignore-capture-layer was given (an evaluation set
+ * captured at another layer is then evaluated anyway): 0, or 1 after the message. */
+int cli_check_capture(const evalset *E, const moe_model *m);
 
 /* What every binary does first: no argument (usage on stderr, 2), --help / -h /
  * help (usage on stdout, 0), --version ("prog VERSION", 0), then the family

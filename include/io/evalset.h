@@ -9,5 +9,9 @@
 
 int evalset_load(evalset *e, const char *path, ms_err *err);
 void evalset_free(evalset *e);
+/* An evaluation set whose capture.layer names a block (or prefix) other than m's
+ * layer holds another layer's hidden states: -1 with a message naming both (the
+ * explorer shows such a layer without curves instead). 0 without the metadata. */
+int evalset_check_layer(const evalset *e, const moe_model *m, ms_err *err);
 
 #endif

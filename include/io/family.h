@@ -69,6 +69,9 @@ typedef struct {
  * No layer: an error naming the MoE-looking prefixes found. */
 int family_find_layers(const ckpt *c, int force, family_layer **out, int *nout, ms_err *err);
 void family_layers_free(family_layer *l, int n);
+/* The block index L of a layer prefix ("model.layers.3.mlp": 3; after "layers.",
+ * "block.", "blocks." or "h."), -1 if none. */
+int family_block_index(const char *prefix);
 /* Pick one: arg NULL = the first; a number = the block index; else the prefix
  * (with or without a trailing dot). */
 int family_pick(const ckpt *c, const family_layer *l, int n, const char *arg, int *which,

@@ -17,6 +17,8 @@ typedef struct {
     float *inputs;     // (N, d)
     int32_t *labels;   // (N), classification; NULL for regression
     float *targets;    // (N, C), regression; NULL for classification
+    char *capture_layer; /* its capture.layer metadata: the block (or layer prefix) whose
+                            inputs it holds (sample-checkpoints/capture_inputs.py); NULL if none */
 } evalset;
 
 /* Does e fit m (width d, label range / target width vs the head)? -1 with a

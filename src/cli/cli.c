@@ -175,6 +175,12 @@ int cli_load_models(const char *pa, const char *pb, const char *layer, const cha
         moe_free(B);
         return cli_error("%s", err.msg);
     }
+    if (e_path && cli_check_capture(E, A)) {
+        moe_free(A);
+        moe_free(B);
+        evalset_free(E);
+        return 1;
+    }
     // what the pair commands derive (weight matching, expert costs, forward passes),
     // bounded from the shapes before any of it is allocated
     unsigned uses = MS_USE_WM | MS_USE_COST | (e_path ? MS_USE_EVAL | MS_USE_DIAG : 0);

@@ -1,6 +1,6 @@
 /* cli_family.c - the options that choose a checkpoint's family and override its
  * router (--family, --top-k, --norm-topk-prob, --routed-scaling, --n-group,
- * --topk-group). They apply to every command that loads a checkpoint, so main
+ * --topk-group) and --ignore-capture-layer. They apply to every command that loads a checkpoint, so main
  * takes them out of argv before the subcommand parses the rest, into one
  * family_overrides that every load of the process is given (cli_overrides). */
 #include <stdio.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "io/evalset.h"
 #include "io/family.h"
 #include "io/provenance.h"
 
@@ -53,10 +54,25 @@ static family_overrides fo = FAMILY_OVERRIDES_NONE;
 
 const family_overrides *cli_overrides(void) { return &fo; }
 
+/* --ignore-capture-layer: an evaluation set captured at another layer is evaluated anyway */
+static int ignore_capture_layer;
+
+int cli_check_capture(const evalset *E, const moe_model *m) {
+    ms_err err;
+    if (ignore_capture_layer || !evalset_check_layer(E, m, &err)) return 0;
+    return cli_error("%s", err.msg);
+}
+
 int cli_take_family_options(int *argc, char **argv) {
     static const char *const names[] = {"--family", "--top-k", "--norm-topk-prob",
                                         "--routed-scaling", "--n-group", "--topk-group"};
     for (int i = 1; i < *argc;) {
+        if (!strcmp(argv[i], "--ignore-capture-layer")) { // a flag: no value
+            ignore_capture_layer = 1;
+            for (int j = i; j < *argc; j++) argv[j] = argv[j + 1];
+            (*argc)--;
+            continue;
+        }
         int which = -1;
         for (int j = 0; j < 6; j++) {
             size_t l = strlen(names[j]);

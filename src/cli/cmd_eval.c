@@ -271,6 +271,11 @@ int cmd_eval(int argc, char **argv) {
         moe_free(&m);
         return cli_error("%s", err.msg);
     }
+    if (cli_check_capture(&e, &m)) {
+        moe_free(&m);
+        evalset_free(&e);
+        return 1;
+    }
     int rc = 0;
     moe_eval_result r;
     memset(&r, 0, sizeof r);

@@ -147,6 +147,10 @@ static int merge_evaluate(const moe_model *A, const moe_model *B, const moe_mode
     }
     prov_add_input(e_path);
     if (evalset_load(&E, e_path, &err)) return cli_error("%s", err.msg);
+    if (cli_check_capture(&E, A)) {
+        evalset_free(&E);
+        return 1;
+    }
     moe_model N; // the naive soup: B without alignment
     moe_clone(&N, A);
     moe_interpolate(&N, A, B, alpha);

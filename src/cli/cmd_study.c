@@ -242,6 +242,10 @@ static int run_study(const st_pool *P, const char *e_path, const char *layer, ls
         }
     }
     if (!rc && evalset_load(&E, e_path, &err)) rc = cli_error("%s", err.msg);
+    else if (!rc && np > 0 && cli_check_capture(&E, &M[0])) {
+        evalset_free(&E);
+        rc = 1;
+    }
     if (!rc) {
         study S;
         lo->progress = NULL;

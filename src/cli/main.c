@@ -62,7 +62,9 @@ static void usage(FILE *fp) {
             "model.safetensors.index.json, or a directory holding either (config.json read).\n"
             "Every command also takes --family NAME (%s)\n"
             "and the router overrides --top-k K, --norm-topk-prob 0|1, --routed-scaling F,\n"
-            "--n-group G, --topk-group T (else config.json, else the family's defaults).\n\n"
+            "--n-group G, --topk-group T (else config.json, else the family's defaults).\n"
+            "An evaluation set whose capture.layer metadata names another layer than the one\n"
+            "evaluated is refused; --ignore-capture-layer evaluates on it anyway.\n\n"
             "commands:\n",
             ms_version(), family_names_list());
     for (size_t i = 0; i < NCOMMANDS; i++)

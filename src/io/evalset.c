@@ -2,10 +2,12 @@
  * classification or `targets` (N,C) for regression, or `inputs` alone: the
  * hidden states captured in front of a real model's MoE block, for layer-only
  * evaluation (no loss against a head, only the block's outputs). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/evalset.h"
+#include "io/family.h"
 #include "io/safetensors.h"
 
 static int load_from(evalset *e, const st_file *f, ms_err *err) {
@@ -76,6 +78,8 @@ int evalset_load(evalset *e, const char *path, ms_err *err) {
     st_file f;
     if (st_open(&f, path, err)) return -1;
     int rc = load_from(e, &f, err);
+    const char *cl = st_meta(&f, "capture.layer");
+    if (!rc && cl) e->capture_layer = ms_strdup(cl);
     st_close(&f);
     if (rc) evalset_free(e);
     return rc;
@@ -87,5 +91,19 @@ void evalset_free(evalset *e) {
     free(e->inputs);
     free(e->labels);
     free(e->targets);
+    free(e->capture_layer);
     memset(e, 0, sizeof *e);
+}
+
+int evalset_check_layer(const evalset *e, const moe_model *m, ms_err *err) {
+    if (!e->capture_layer || !m->layer || !strcmp(e->capture_layer, m->layer)) return 0;
+    int b = family_block_index(m->layer);
+    char blk[32] = "";
+    if (b >= 0) snprintf(blk, sizeof blk, "%d", b);
+    if (b >= 0 && !strcmp(blk, e->capture_layer)) return 0;
+    return ms_fail(err, "%s: captured at layer %s (its capture.layer metadata), but the layer "
+                        "evaluated is '%s'%s%s%s: these are another layer's inputs; pass --layer %s, "
+                        "or --ignore-capture-layer to evaluate on them anyway",
+                   e->path, e->capture_layer, m->layer, b >= 0 ? " (block " : "", blk,
+                   b >= 0 ? ")" : "", e->capture_layer);
 }

@@ -101,7 +101,7 @@ static int family_at(const ckpt *c, const char *prefix, const char *gate_rel) {
     return -1;
 }
 
-static int block_index(const char *prefix) {
+int family_block_index(const char *prefix) {
     static const char *const keys[] = {"layers.", "block.", "blocks.", "h."};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const char *p = strstr(prefix, keys[i]);
@@ -169,7 +169,7 @@ int family_find_layers(const ckpt *c, int force, family_layer **out, int *nout, 
             *out = ms_realloc(*out, (size_t)(*nout + 1) * sizeof(family_layer));
             (*out)[*nout].family = fam;
             (*out)[*nout].prefix = ms_strdup(prefix);
-            (*out)[*nout].block = block_index(prefix);
+            (*out)[*nout].block = family_block_index(prefix);
             (*nout)++;
         }
     }

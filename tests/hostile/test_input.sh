@@ -15,6 +15,8 @@
 #      or a link to /dev/zero among them), and only regular files, bounded;
 #  (7) messages that say what is wrong: -o a symlink to an empty directory, a missing shard
 #      of unrelated tensors, a 248-character -o (legal) written;
+#  (8) an evaluation set whose capture.layer names another layer is refused by eval,
+#      landscape, curve, merge --eval, diagnose and study (--ignore-capture-layer allows it);
 #  (5) outputs are written in bounded chunks (every write(2) at most 8 MiB, seen with
 #      strace), so SIGTERM is acted on within one chunk, not after a multi-GB write.
 # Files come from tests/hostile/corpus/gen_hostile.py (`make OUTDIR`) or are made here;
@@ -237,5 +239,47 @@ check "align -o a 248-character name" "$MOESCOPE" align "$A" "$B" -o "$long248"
 long250=$D/$(printf 'y%.0s' $(seq 1 250))
 check "align -o a 250-character directory name (sharded)" "$MOESCOPE" align "$UB" "$UB" -o "$long250"
 [ -f "$long250/model.safetensors.index.json" ] && pass || fail "the 250-character output directory is not there"
+
+# ------------------------------------------------- (8) capture.layer
+# set_meta IN OUT KEY VALUE: IN with one more metadata entry
+set_meta() { $PYTHON - "$@" <<'EOF'
+import json, struct, sys
+src, dst, key, val = sys.argv[1:5]
+b = open(src, "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+h.setdefault("__metadata__", {})[key] = val
+t = json.dumps(h, separators=(",", ":")).encode()
+t += b" " * ((8 - len(t) % 8) % 8)
+open(dst, "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+EOF
+}
+set_meta "$E" "$D/E3.safetensors" capture.layer 3
+CAP="E3\.safetensors: captured at layer 3 \(its capture\.layer metadata\), but the layer evaluated is 'moe'.*--ignore-capture-layer"
+expect_fail "eval: capture.layer 3, layer moe" "$CAP" "$MOESCOPE" eval "$A" --eval "$D/E3.safetensors"
+expect_fail "landscape: capture.layer 3" "$CAP" "$MOESCOPE" landscape "$A" "$B" --eval "$D/E3.safetensors" --points 3
+expect_fail "curve: capture.layer 3" "$CAP" "$MOESCOPE" curve "$A" "$B" --eval "$D/E3.safetensors" --points 3
+expect_fail "merge --eval: capture.layer 3" "$CAP" "$MOESCOPE" merge "$A" "$B" -o "$D/mg.safetensors" --eval "$D/E3.safetensors"
+expect_fail "diagnose: capture.layer 3" "$CAP" "$MOESCOPE" diagnose "$A" "$B" --eval "$D/E3.safetensors"
+expect_fail "study: capture.layer 3" "$CAP" "$MOESCOPE" study "$A" "$B" --eval "$D/E3.safetensors" --points 3
+check "eval --ignore-capture-layer" "$MOESCOPE" eval "$A" --eval "$D/E3.safetensors" --ignore-capture-layer
+check "landscape --ignore-capture-layer" "$MOESCOPE" landscape "$A" "$B" --eval "$D/E3.safetensors" --points 3 --ignore-capture-layer
+# a family layer at block 0: capture.layer 0 fits, 1 does not
+$PYTHON - "$UB/model-00001-of-00003.safetensors" "$D/EU.safetensors" <<'EOF'
+import json, struct, sys, random
+b = open(sys.argv[1], "rb").read()
+d = 8  # the unread_* layers: n = 4, d = 8
+rnd = random.Random(3)
+x = struct.pack("<%df" % (16 * d), *[rnd.uniform(-1, 1) for _ in range(16 * d)])
+h = {"__metadata__": {"capture.layer": "0"}, "inputs": {"dtype": "F32", "shape": [16, d], "data_offsets": [0, len(x)]}}
+t = json.dumps(h, separators=(",", ":")).encode()
+t += b" " * ((8 - len(t) % 8) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(t)) + t + x)
+EOF
+check "eval a block-0 layer on a capture.layer 0 set" "$MOESCOPE" eval "$UB" --eval "$D/EU.safetensors"
+set_meta "$D/EU.safetensors" "$D/EU1.safetensors" capture.layer 1
+expect_fail "eval a block-0 layer on a capture.layer 1 set" \
+    "captured at layer 1 .*the layer evaluated is 'model\.layers\.0\.block_sparse_moe' \(block 0\)" \
+    "$MOESCOPE" eval "$UB" --eval "$D/EU1.safetensors"
 
 summary
