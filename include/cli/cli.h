@@ -81,6 +81,11 @@ int cli_save_aligned_stream(const moe_model *m, const expert_source *sb, const a
  * (moe_save_with): a warning on stderr for tensors of the layer's namespace that
  * were dropped; 0 on success, else the message printed and 1 returned. */
 int cli_save_checkpoint(const moe_model *m, const char *src_path, const char *out_path);
+/* The same for experts moved by a permutation (slot i holds src_path's expert
+ * order[i]; shared_order for the shared experts; NULL: unmoved): a family's
+ * tensors keep the dtype of the expert whose values they hold (family_save_moved). */
+int cli_save_moved(const moe_model *m, const int *order, const int *shared_order,
+                   const char *src_path, const char *out_path);
 
 /* One getopt result of the landscape options landscape and study share: 'T'
  * --points, 'S' --samples, 's' --seed, 't' --threads, 'W' --no-wm, 'E' --exhaustive (cmd names

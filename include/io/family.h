@@ -142,5 +142,14 @@ typedef struct {
 } family_experts;
 int family_save_with(const moe_model *m, const family_experts *ex, const char *src, const char *out,
                      char **note, ms_err *err);
+/* family_save_with for experts moved by a permutation (align, scramble): slot i
+ * holds the source's routed expert order[i] (the shared experts: shared_order; NULL
+ * for either: unmoved). Each slot's tensors are written in the dtype of the source
+ * tensors its values came from, so an F32 expert moved into a slot where the file
+ * holds BF16 stays F32 and the output is exact. Anything rounded (a merge's BF16
+ * averages) is said in *note. */
+int family_save_moved(const moe_model *m, const family_experts *ex, const int *order,
+                      const int *shared_order, const char *src, const char *out, char **note,
+                      ms_err *err);
 
 #endif

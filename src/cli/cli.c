@@ -271,7 +271,7 @@ int cli_save_aligned_stream(const moe_model *m, const expert_source *sb, const a
     family_experts ex = {aligned_slot, &r};
     ms_err err;
     char *note = NULL;
-    int rc = family_save_with(m, &ex, src_path, out_path, &note, &err);
+    int rc = family_save_moved(m, &ex, res->order, res->shared_order, src_path, out_path, &note, &err);
     free(r.mem);
     if (rc) return cli_error("%s", err.msg);
     if (note) print_note(out_path, note);
@@ -280,12 +280,18 @@ int cli_save_aligned_stream(const moe_model *m, const expert_source *sb, const a
 }
 
 int cli_save_checkpoint(const moe_model *m, const char *src_path, const char *out_path) {
+    return cli_save_moved(m, NULL, NULL, src_path, out_path);
+}
+
+int cli_save_moved(const moe_model *m, const int *order, const int *shared_order,
+                   const char *src_path, const char *out_path) {
     ms_err err;
     int dropped = 0;
     if (src_path && strcmp(moe_family(&m->cfg), "native")) {
         // a real family: written back in its own names, dtypes and layout
         char *note = NULL;
-        if (family_save(m, src_path, out_path, &note, &err)) return cli_error("%s", err.msg);
+        if (family_save_moved(m, NULL, order, shared_order, src_path, out_path, &note, &err))
+            return cli_error("%s", err.msg);
         if (note) print_note(out_path, note);
         free(note);
         return 0;

@@ -149,7 +149,7 @@ int cmd_align(int argc, char **argv) {
         goto done;
     }
     if (a.sb.read ? cli_save_aligned_stream(&a.B, &a.sb, &res, a.pb, a.out_path)
-                  : cli_save_checkpoint(&a.B, a.pb, a.out_path)) {
+                  : cli_save_moved(&a.B, res.order, res.shared_order, a.pb, a.out_path)) {
         rc = 1;
     } else {
         cli_print_order(&a, &res, A->cfg.n);

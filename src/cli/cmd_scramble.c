@@ -57,7 +57,7 @@ static int scramble_one(const char *in, const char *out, const char *layer, unsi
     int *pi = ms_malloc((size_t)m.cfg.n * sizeof(int));
     moe_scramble(&m, (uint64_t)seed, translate, pi);
     int rc = 0;
-    if (cli_save_checkpoint(&m, in, out)) {
+    if (cli_save_moved(&m, pi, NULL, in, out)) {
         rc = 1;
     } else if (!report) {
         printf("layer %s: expert order %s (seed %llu)\n", m.layer, moe_meta_get(&m, "moescope.scramble.order"),

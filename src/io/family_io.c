@@ -993,11 +993,19 @@ int family_stream_read(family_stream *s, int e, unsigned parts, moe_expert *dst,
 
 /* A tensor of the layer encoded only when its shard is written (st_writer_add_gen):
  * gathered from the model and converted to the source's dtype one tensor at a time. */
+/* Values rounded on the way into a narrower dtype (F32 into a BF16 or F16 tensor):
+ * counted for the note the writer returns. */
+typedef struct {
+    size_t rounded, total;
+    double sq_err, sq_ref;
+} rounding;
+
 typedef struct {
     const moe_model *m;
     const family_experts *ex; /* the routed experts one slot at a time, or NULL: m's */
     binding b;
     st_dtype dtype;
+    rounding *rnd;            /* the enc_set's */
 } lazy_enc;
 
 typedef struct {
@@ -1013,6 +1021,7 @@ typedef struct {
     int n;
     size_t requant, mx_blocks; /* MXFP4 blocks quantised afresh / in all */
     double sq_err, sq_ref;
+    rounding *rnd;             /* BF16 / F16 tensors' rounding (heap: the lazy encoders point at it) */
 } enc_set;
 
 static enc_tensor *enc_add(enc_set *s, int tensor, const char *dtype, void *data, size_t nbytes) {
@@ -1032,22 +1041,32 @@ static void enc_free(enc_set *s) {
         free(s->t[i].lazy);
     }
     free(s->t);
+    free(s->rnd);
 }
 
 /* st_gen_fn: the binding's model values in the source's dtype (BF16/F16 rounded
  * to nearest even). */
 static void encode_run(const binding *b, const moe_model *m, st_dtype dtype, int64_t i0, int64_t i1,
-                       void *buf) {
+                       void *buf, rounding *r) {
     const float *run = contiguous(b) ? elem(b, m, 0) : NULL;
     for (int64_t i = i0; i < i1; i++) {
-        float v = run ? run[i] : *elem(b, m, i);
+        float v = run ? run[i] : *elem(b, m, i), back = v;
         switch (dtype) {
-        case ST_BF16: ((uint16_t *)buf)[i] = codec_f32_to_bf16(v); break;
-        case ST_F16: ((uint16_t *)buf)[i] = codec_f32_to_f16(v); break;
+        case ST_BF16:
+            ((uint16_t *)buf)[i] = codec_f32_to_bf16(v);
+            back = st_bf16_to_float(((uint16_t *)buf)[i]);
+            break;
+        case ST_F16:
+            ((uint16_t *)buf)[i] = codec_f32_to_f16(v);
+            back = st_half_to_float(((uint16_t *)buf)[i]);
+            break;
         case ST_F64: ((double *)buf)[i] = v; break;
         default: ((float *)buf)[i] = v; break;
         }
+        if (back != v) r->rounded++, r->sq_err += ((double)back - v) * ((double)back - v);
+        r->sq_ref += (double)v * v;
     }
+    r->total += (size_t)(i1 - i0);
 }
 
 /* st_gen_fn: the binding's model values in the source's dtype (BF16/F16 rounded
@@ -1057,7 +1076,7 @@ static int gen_encoded(void *ctx, void *buf, ms_err *err) {
     const lazy_enc *z = ctx;
     const binding *b = &z->b;
     if (!z->ex || !routed(b)) {
-        encode_run(b, z->m, z->dtype, 0, b->numel, buf);
+        encode_run(b, z->m, z->dtype, 0, b->numel, buf, z->rnd);
         return 0;
     }
     moe_model view = *z->m;
@@ -1072,7 +1091,7 @@ static int gen_encoded(void *ctx, void *buf, ms_err *err) {
         }
         view.experts[e] = *x;
         int64_t first = b->kind == K_EXP ? 0 : (int64_t)e * per;
-        encode_run(b, &view, z->dtype, first, first + per, buf);
+        encode_run(b, &view, z->dtype, first, first + per, buf, z->rnd);
         memset(&view.experts[e], 0, sizeof(moe_expert));
     }
     free(view.experts);
@@ -1109,8 +1128,28 @@ static int encode_mx(ckpt *c, const binding *b, const float *vals, enc_set *s, m
 
 /* Every binding of m's layer, to be gathered from m and encoded like the source
  * as its shard is written (MXFP4 now: its blocks reuse the source's). */
-static int encode_layer(const moe_model *m, const family_experts *ex, ckpt *c, enc_set *s,
-                        ms_err *err) {
+/* The binding in l whose tensor slot b's values came from when the experts were
+ * moved (src: slot i holds source expert src[i]; the shared experts by ssrc): the
+ * same place in the source expert's run of bindings (layer_bindings adds every
+ * expert's alike), or b itself. */
+static const binding *source_binding(const blist *l, const binding *b, const int *src,
+                                     const int *ssrc) {
+    const int *from = b->kind == K_EXP ? src : b->kind == K_SHARED ? ssrc : NULL;
+    if (!from || from[b->e] == b->e) return b;
+    int p0 = -1, q0 = -1;
+    for (int i = 0; i < l->n && (p0 < 0 || q0 < 0); i++) {
+        if (l->b[i].kind != b->kind) continue;
+        if (p0 < 0 && l->b[i].e == b->e) p0 = i;
+        if (q0 < 0 && l->b[i].e == from[b->e]) q0 = i;
+    }
+    int k = q0 + (int)(b - l->b) - p0;
+    if (p0 < 0 || q0 < 0 || k < 0 || k >= l->n) return b;
+    const binding *s = &l->b[k];
+    return s->kind == b->kind && s->part == b->part && s->e == from[b->e] ? s : b;
+}
+
+static int encode_layer(const moe_model *m, const family_experts *ex, const int *src,
+                        const int *ssrc, ckpt *c, enc_set *s, ms_err *err) {
     int fam = family_from_name(moe_family(&m->cfg));
     dims z = {m->cfg.n, m->cfg.d, m->cfg.h, m->cfg.s ? m->cfg.hs : 0, 0, m->cfg.s};
     char name[700];
@@ -1132,15 +1171,20 @@ static int encode_layer(const moe_model *m, const family_experts *ex, ckpt *c, e
             continue;
         }
         const st_file *f;
-        const st_tensor *t;
+        const st_tensor *t, *ts;
         if ((rc = ckpt_tensor(c, b->name, &f, &t, err))) break;
         if (!shape_is(t, b->ndim, b->shape)) {
             rc = shape_error(c, t, b->ndim, b->shape, err);
             break;
         }
+        // an expert moved to another slot keeps its own dtype: an F32 expert of B put
+        // where B held a BF16 one stays F32, so the output computes exactly B's function
+        const binding *sb = source_binding(&l, b, src, ssrc);
+        if (sb != b && (rc = ckpt_tensor(c, sb->name, &f, &ts, err))) break;
+        if (sb != b && shape_is(ts, t->ndim, t->shape)) t = ts;
         if (t->dtype != ST_BF16 && t->dtype != ST_F16 && t->dtype != ST_F64 && t->dtype != ST_F32) {
             rc = ms_fail(err, "%s: tensor '%s' has dtype %s, which moescope cannot write", c->arg,
-                         b->name, t->dtype_name);
+                         t->name, t->dtype_name);
             break;
         }
         size_t es = t->dtype == ST_F64 ? 8 : t->dtype == ST_F32 ? 4 : 2;
@@ -1150,6 +1194,7 @@ static int encode_layer(const moe_model *m, const family_experts *ex, ckpt *c, e
         e->lazy->ex = ex;
         e->lazy->b = *b;
         e->lazy->dtype = t->dtype;
+        e->lazy->rnd = s->rnd;
     }
     free(l.b);
     return rc;
@@ -1296,14 +1341,25 @@ static int save_dir(ckpt *c, const int *enc_of, const enc_set *s, const char *ou
     return rc;
 }
 
+/* What the output lost to its dtypes: MXFP4 blocks quantised afresh, values rounded
+ * into BF16 / F16 tensors (a merge's averages; never an aligned expert, which keeps
+ * its dtype). NULL when nothing was. */
 static char *requant_note(const enc_set *s) {
-    if (!s->requant) return NULL;
-    char *note = ms_malloc(400);
-    double rel = s->sq_ref > 0 ? sqrt(s->sq_err / s->sq_ref) : 0;
-    snprintf(note, 400,
-             "MXFP4: %zu of %zu blocks requantised (a hidden-unit permutation moves values across "
-             "down_proj's 32-wide scale blocks); relative RMS error added to those blocks %.3g",
-             s->requant, s->mx_blocks, rel);
+    const rounding *r = s->rnd;
+    if (!s->requant && !r->rounded) return NULL;
+    char *note = ms_calloc(1, 800);
+    size_t k = 0;
+    if (s->requant)
+        k += (size_t)snprintf(note, 400,
+                              "MXFP4: %zu of %zu blocks requantised (a hidden-unit permutation moves "
+                              "values across down_proj's 32-wide scale blocks); relative RMS error "
+                              "added to those blocks %.3g",
+                              s->requant, s->mx_blocks, s->sq_ref > 0 ? sqrt(s->sq_err / s->sq_ref) : 0);
+    if (r->rounded)
+        snprintf(note + k, 800 - k,
+                 "%s%zu of %zu values rounded to the BF16/F16 of the tensors they are written in "
+                 "(relative RMS error %.3g)", k ? "; " : "", r->rounded, r->total,
+                 r->sq_ref > 0 ? sqrt(r->sq_err / r->sq_ref) : 0);
     return note;
 }
 
@@ -1313,12 +1369,19 @@ int family_save(const moe_model *m, const char *src, const char *out, char **not
 
 int family_save_with(const moe_model *m, const family_experts *ex, const char *src, const char *out,
                      char **note, ms_err *err) {
+    return family_save_moved(m, ex, NULL, NULL, src, out, note, err);
+}
+
+int family_save_moved(const moe_model *m, const family_experts *ex, const int *order,
+                      const int *shared_order, const char *src, const char *out, char **note,
+                      ms_err *err) {
     if (note) *note = NULL;
     ckpt c;
     if (ckpt_open(&c, src, err)) return -1;
     enc_set s;
     memset(&s, 0, sizeof s);
-    int rc = encode_layer(m, ex, &c, &s, err);
+    s.rnd = ms_calloc(1, sizeof(rounding));
+    int rc = encode_layer(m, ex, order, shared_order, &c, &s, err);
     int *enc_of = ms_malloc((size_t)(c.ntensors ? c.ntensors : 1) * sizeof(int));
     for (int i = 0; i < c.ntensors; i++) enc_of[i] = -1;
     for (int i = 0; i < s.n; i++) enc_of[s.t[i].tensor] = i;

@@ -17,6 +17,9 @@
 #      of unrelated tensors, a 248-character -o (legal) written;
 #  (8) an evaluation set whose capture.layer names another layer is refused by eval,
 #      landscape, curve, merge --eval, diagnose and study (--ignore-capture-layer allows it);
+#  (9) an expert of B stored in F32 that the alignment moves into a slot where B holds BF16
+#      keeps its dtype (bytes exact: the output computes B's function); a merge that
+#      rounds its averages into BF16 says so;
 #  (5) outputs are written in bounded chunks (every write(2) at most 8 MiB, seen with
 #      strace), so SIGTERM is acted on within one chunk, not after a multi-GB write.
 # Files come from tests/hostile/corpus/gen_hostile.py (`make OUTDIR`) or are made here;
@@ -281,5 +284,67 @@ set_meta "$D/EU.safetensors" "$D/EU1.safetensors" capture.layer 1
 expect_fail "eval a block-0 layer on a capture.layer 1 set" \
     "captured at layer 1 .*the layer evaluated is 'model\.layers\.0\.block_sparse_moe' \(block 0\)" \
     "$MOESCOPE" eval "$UB" --eval "$D/EU1.safetensors"
+
+# ------------------------------------------------- (9) dtypes follow the experts
+mkdir -p "$D/dt"
+$PYTHON - "$D/dt" <<'EOF'
+import json, os, random, struct, sys
+out = sys.argv[1]
+rnd = random.Random(9)
+n, d, h = 4, 8, 8
+P = "model.layers.0.block_sparse_moe"
+def bf16(vals):  # round to nearest even, as bytes
+    o = b""
+    for v in vals:
+        u = struct.unpack("<I", struct.pack("<f", v))[0]
+        u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+        o += struct.pack("<H", u)
+    return o
+def write(path, t):
+    hd, off, data = {}, 0, b""
+    for nm, dt, shape, raw in t:
+        hd[nm] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(raw)]}
+        off += len(raw); data += raw
+    s = json.dumps(hd, separators=(",", ":")).encode(); s += b" " * ((8 - len(s) % 8) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(s)) + s + data)
+gate = [[rnd.uniform(-1, 1) for _ in range(d)] for _ in range(n)]
+W = [{w: [rnd.uniform(-1, 1) for _ in range(h * d)] for w in ("w1", "w2", "w3")} for _ in range(n)]
+def layer(order, f32_slot, noise):
+    t = [(P + ".gate.weight", "BF16", [n, d], bf16(sum((gate[j] for j in order), [])))]
+    for i, j in enumerate(order):
+        for w in ("w1", "w2", "w3"):
+            shape = [d, h] if w == "w2" else [h, d]
+            v = W[j][w]
+            if i == f32_slot:  # F32 values no BF16 holds
+                t.append((P + ".experts.%d.%s.weight" % (i, w), "F32", shape,
+                          struct.pack("<%df" % len(v), *[x * (1 + noise) for x in v])))
+            else:
+                t.append((P + ".experts.%d.%s.weight" % (i, w), "BF16", shape, bf16(v)))
+    return t
+write(os.path.join(out, "A.safetensors"), layer([0, 1, 2, 3], -1, 0))
+# B: A's experts in the order 2 0 3 1, its slot 0 (A's expert 2) stored in F32
+write(os.path.join(out, "B.safetensors"), layer([2, 0, 3, 1], 0, 1e-3))
+EOF
+check "align --no-wm of a B with an F32 expert among BF16 ones" \
+    "$MOESCOPE" align "$D/dt/A.safetensors" "$D/dt/B.safetensors" -o "$D/dt/out.safetensors" --no-wm
+grep -q "^order 1 3 0 2" "$WORK/out" && pass || fail "align found another order: $(grep '^order' "$WORK/out")"
+$PYTHON - "$D/dt" <<'EOF' && pass || fail "the aligned output does not hold B's experts in their own dtypes"
+import json, struct, sys, os
+def load(p):
+    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
+    return {k: (v["dtype"], b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]) for k, v in h.items() if k != "__metadata__"}
+B, O = load(os.path.join(sys.argv[1], "B.safetensors")), load(os.path.join(sys.argv[1], "out.safetensors"))
+order = [1, 3, 0, 2]  # slot i of the output holds B's expert order[i]
+for i, j in enumerate(order):
+    for w in ("w1", "w2", "w3"):
+        o = O["model.layers.0.block_sparse_moe.experts.%d.%s.weight" % (i, w)]
+        b = B["model.layers.0.block_sparse_moe.experts.%d.%s.weight" % (j, w)]
+        assert o == b, (i, j, w, o[0], b[0])
+EOF
+grep -q "rounded" "$WORK/out" && fail "align says it rounded values" || pass
+check "merge of them rounds into BF16 and says so" \
+    "$MOESCOPE" merge "$D/dt/A.safetensors" "$D/dt/B.safetensors" -o "$D/dt/merged.safetensors" --no-wm
+grep -q "note: .*values rounded to the BF16/F16 of the tensors they are written in (relative RMS error" "$WORK/out" \
+    && pass || fail "merge: no note of its rounding"
 
 summary
