@@ -104,6 +104,9 @@ $(shell mkdir -p build && v='$(MS_GIT_VERSION)'; \
     [ -f build/version.txt ] && [ "$$(cat build/version.txt)" = "$$v" ] || printf '%s' "$$v" > build/version.txt)
 $(REL)/src/io/provenance.o $(ASAN)/src/io/provenance.o: build/version.txt
 $(REL)/src/io/provenance.o $(ASAN)/src/io/provenance.o: CPPFLAGS += -DMS_GIT_VERSION='"$(MS_GIT_VERSION)"'
+# fonts are looked up beside the executable and under the install prefix (never the
+# current directory): the prefix is compiled in
+$(REL)/src/plot/bitmap_font.o $(ASAN)/src/plot/bitmap_font.o: CPPFLAGS += -DMS_DATADIR='"$(PREFIX)/share/moescope"'
 $(eval $(call BUILD_RULES,$(REL),$(OPT) -g))
 $(eval $(call BUILD_RULES,$(ASAN),$(SAN_FLAGS)))
 

@@ -8,7 +8,9 @@
  *   $MOESCOPE_ASSETS/fonts/NAME, then beside the executable (/proc/self/exe):
  *   <dir>/assets/fonts, <dir>/../assets/fonts (and up to three levels up, so
  *   build/rel/moescope finds the source tree's assets), <dir>/../share/moescope/fonts
- *   (make install), then ./assets/fonts/NAME. Not found: an error listing where
+ *   (make install), then $(PREFIX)/share/moescope/fonts (the prefix it was built
+ *   for). Never the current directory: run from a world-writable directory, a
+ *   binary would load fonts someone left there. Not found: an error listing where
  *   it looked; text is never silently dropped. */
 #ifndef MS_BITMAP_FONT_H
 #define MS_BITMAP_FONT_H

@@ -160,9 +160,13 @@ int bm_font_open(bm_font *f, const char *name, ms_err *err) {
             nd++;
         }
     }
-    snprintf(buf[nd], PATH_MAX, "./assets/fonts");
+    // the install prefix's; never the current directory (a binary run in a world-writable
+    // directory would load whatever fonts someone left there)
+#ifdef MS_DATADIR
+    snprintf(buf[nd], PATH_MAX, "%s/fonts", MS_DATADIR);
     dirs[nd] = buf[nd];
     nd++;
+#endif
     char path[PATH_MAX + 64];
     if (bm_font_find_in(name, dirs, nd, path, sizeof path, err)) return -1;
     return bm_font_load(f, path, err);

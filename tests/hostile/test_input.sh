@@ -20,6 +20,8 @@
 #  (9) an expert of B stored in F32 that the alignment moves into a slot where B holds BF16
 #      keeps its dtype (bytes exact: the output computes B's function); a merge that
 #      rounds its averages into BF16 says so;
+#  (10) fonts are never looked up in the current directory: a binary run where
+#      ./assets/fonts holds a planted font does not read it;
 #  (5) outputs are written in bounded chunks (every write(2) at most 8 MiB, seen with
 #      strace), so SIGTERM is acted on within one chunk, not after a multi-GB write.
 # Files come from tests/hostile/corpus/gen_hostile.py (`make OUTDIR`) or are made here;
@@ -346,5 +348,15 @@ check "merge of them rounds into BF16 and says so" \
     "$MOESCOPE" merge "$D/dt/A.safetensors" "$D/dt/B.safetensors" -o "$D/dt/merged.safetensors" --no-wm
 grep -q "note: .*values rounded to the BF16/F16 of the tensors they are written in (relative RMS error" "$WORK/out" \
     && pass || fail "merge: no note of its rounding"
+
+# ------------------------------------------------- (10) no fonts from the current directory
+mkdir -p "$D/bin" "$D/cwd/assets/fonts"
+cp "$MOESCOPE" "$D/bin/moescope"
+printf 'STARTFONT 2.1\nplanted\n' >"$D/cwd/assets/fonts/9x15.bdf"
+cp "$D/cwd/assets/fonts/9x15.bdf" "$D/cwd/assets/fonts/9x18B.bdf"
+(cd "$D/cwd" && MOESCOPE_ASSETS= "$D/bin/moescope" curve "$A" "$B" --eval "$E" --points 3 --png "$D/f.png") \
+    >/dev/null 2>"$D/font.err"
+if grep -q "font '9x15.bdf' not found" "$D/font.err" && ! grep -Eq "(: |, )\./assets/fonts" "$D/font.err"; then pass
+else fail "fonts: a font planted in ./assets/fonts was looked for or read: $(grep -v warning "$D/font.err" | head -1)"; fi
 
 summary
