@@ -16,8 +16,8 @@
 #include "core/ms_error.h"
 #include "io/safetensors.h"
 
-/* Bounds on what an index may declare (a 671B-parameter model's index lists about
- * 150,000 tensors in 163 shards; the JSON is a few MiB): the index and config.json
+/* Bounds on what an index may declare (far above any real model's; the shards are
+ * numbered by one sort, so even these open in a moment): the index and config.json
  * at most CKPT_MAX_JSON bytes, the weight_map at most CKPT_MAX_INDEX_TENSORS
  * entries naming at most CKPT_MAX_SHARDS distinct shard files. */
 #define CKPT_MAX_JSON (64u << 20)
