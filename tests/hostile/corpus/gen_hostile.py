@@ -91,11 +91,11 @@ ENTRIES = [
      "needs 4398046511104 bytes",
      "evaluation set with inputs [2^40, 1] in a tiny file"),
     # round three (issue 30)
-    ("mxfp4_overflow.safetensors", "ok", "", "info",
+    ("mxfp4_overflow.safetensors", "read", "unsupported dtype U8", "info",
      "model.layers.0.mlp.experts.down_proj_blocks' (MXFP4, decoded with its _scales) holds values up to 1.7e+38",
      "GPT-OSS MXFP4 experts, expert 0's down_proj scales 2^127: the overflow refusal names "
      "the file's blocks tensor (it named moescope's experts.0.fc2.weight)"),
-    ("mxfp4_and_dense.safetensors", "ok", "", "info",
+    ("mxfp4_and_dense.safetensors", "read", "unsupported dtype U8", "info",
      "'model.layers.0.mlp.experts.down_proj' is there both dense and as MXFP4 (down_proj_blocks)",
      "GPT-OSS experts in MXFP4 and a dense down_proj too: ambiguous, refused (the dense one was ignored)"),
     ("meta_routed_scale_3e38.safetensors", "ok", "", "info",
