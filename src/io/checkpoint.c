@@ -52,15 +52,16 @@ char *ckpt_read_file(const char *path, size_t cap, size_t *len, ms_err *err) {
         return NULL;
     }
     struct stat sb;
-    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > cap) {
-        int e = errno;
+    int bad = fstat(fd, &sb) ? errno : 0;
+    if (bad || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > cap) {
         close(fd);
-        if (!S_ISREG(sb.st_mode)) ms_fail(err, "%s: is %s; refusing to read it (a regular file is "
-                                               "needed)", path, node_kind(sb.st_mode));
-        else if ((uint64_t)sb.st_size > cap)
+        if (bad) ms_fail(err, "%s: cannot stat: %s", path, strerror(bad));
+        else if (!S_ISREG(sb.st_mode))
+            ms_fail(err, "%s: is %s; refusing to read it (a regular file is needed)", path,
+                    node_kind(sb.st_mode));
+        else
             ms_fail(err, "%s: %lld bytes, over the %zu-byte limit for this file", path,
                     (long long)sb.st_size, cap);
-        else ms_fail(err, "%s: cannot stat: %s", path, strerror(e));
         return NULL;
     }
     size_t n = (size_t)sb.st_size, got = 0;
