@@ -105,8 +105,11 @@ int family_block_index(const char *prefix) {
     static const char *const keys[] = {"layers.", "block.", "blocks.", "h."};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const char *p = strstr(prefix, keys[i]);
-        if (p && (p == prefix || p[-1] == '.') && isdigit((unsigned char)p[strlen(keys[i])]))
-            return atoi(p + strlen(keys[i]));
+        if (p && (p == prefix || p[-1] == '.') && isdigit((unsigned char)p[strlen(keys[i])])) {
+            errno = 0;
+            long b = strtol(p + strlen(keys[i]), NULL, 10); // a block number from a file: bounded
+            return errno || b > (1 << 20) ? -1 : (int)b;
+        }
     }
     return -1;
 }
