@@ -140,14 +140,14 @@ static volatile sig_atomic_t stall_resumed;
 static void on_resume(int sig) { (void)sig, stall_resumed = 1; }
 
 static void stall_here(const char *phase) {
-    // said on stderr, so a test knows the command got here
-    fprintf(stderr, "moescope: test stall: phase '%s' waits for SIGUSR1\n", phase);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_resume;
     sigemptyset(&sa.sa_mask);
     stall_resumed = 0;
     sigaction(SIGUSR1, &sa, NULL);
+    // said on stderr once SIGUSR1 is caught, so a test knows it may send it
+    fprintf(stderr, "moescope: test stall: phase '%s' waits for SIGUSR1\n", phase);
     struct timespec ts = {0, 10 * 1000 * 1000};
     while (!stall_resumed) nanosleep(&ts, NULL);
 }
