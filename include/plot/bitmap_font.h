@@ -6,8 +6,8 @@
  *
  * Lookup order for a font file NAME (e.g. "9x15.bdf"):
  *   $MOESCOPE_ASSETS/fonts/NAME, then beside the executable (/proc/self/exe):
- *   <dir>/assets/fonts, <dir>/../assets/fonts (and up to three levels up, so
- *   build/rel/moescope finds the source tree's assets), <dir>/../share/moescope/fonts
+ *   <dir>/assets/fonts, <dir>/../assets/fonts (and up to four levels up, so
+ *   build/rel/moescope and build/rel/tests/unit/test_x find the source tree's assets), <dir>/../share/moescope/fonts
  *   (make install), then $(PREFIX)/share/moescope/fonts (the prefix it was built
  *   for). Never the current directory: run from a world-writable directory, a
  *   binary would load fonts someone left there. Not found: an error listing where

@@ -153,8 +153,9 @@ int bm_font_open(bm_font *f, const char *name, ms_err *err) {
         snprintf(buf[nd], PATH_MAX, "%.3000s/../share/moescope/fonts", exe);
         dirs[nd] = buf[nd];
         nd++;
-        const char *ups[] = {"", "/..", "/../..", "/../../.."};
-        for (int u = 0; u < 4; u++) {
+        // build/<cfg>/tests/<kind>/ is four levels under the source tree
+        const char *ups[] = {"", "/..", "/../..", "/../../..", "/../../../.."};
+        for (int u = 0; u < 5; u++) {
             snprintf(buf[nd], PATH_MAX, "%.3000s%s/assets/fonts", exe, ups[u]);
             dirs[nd] = buf[nd];
             nd++;
