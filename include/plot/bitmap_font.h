@@ -6,10 +6,10 @@
  *
  * Lookup order for a font file NAME (e.g. "9x15.bdf"):
  *   $MOESCOPE_ASSETS/fonts/NAME, then beside the executable (/proc/self/exe):
- *   <dir>/assets/fonts, <dir>/../assets/fonts (and up to four levels up, so
- *   build/rel/moescope and build/rel/tests/unit/test_x find the source tree's assets), <dir>/../share/moescope/fonts
- *   (make install), then $(PREFIX)/share/moescope/fonts (the prefix it was built
- *   for). Never the current directory: run from a world-writable directory, a
+ *   <dir>/../share/moescope/fonts (make install), <dir>/assets/fonts,
+ *   <dir>/../assets/fonts and up to four levels up (so build/rel/moescope and
+ *   build/rel/tests/unit/test_x find the source tree's assets), then
+ *   $(PREFIX)/share/moescope/fonts (the prefix it was built for). Never the current directory: run from a world-writable directory, a
  *   binary would load fonts someone left there. Not found: an error listing where
  *   it looked; text is never silently dropped. */
 #ifndef MS_BITMAP_FONT_H

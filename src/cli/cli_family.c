@@ -1,8 +1,9 @@
 /* cli_family.c - the options that choose a checkpoint's family and override its
  * router (--family, --top-k, --norm-topk-prob, --routed-scaling, --n-group,
- * --topk-group) and --ignore-capture-layer. They apply to every command that loads a checkpoint, so main
- * takes them out of argv before the subcommand parses the rest, into one
- * family_overrides that every load of the process is given (cli_overrides). */
+ * --topk-group), and --ignore-capture-layer. They apply to every command that
+ * loads a checkpoint, so main takes them out of argv before the subcommand
+ * parses the rest, into one family_overrides that every load of the process is
+ * given (cli_overrides). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
