@@ -199,8 +199,10 @@ int cli_take_family_options(int *argc, char **argv);
 /* What they set, for every load the commands and the explorer make (moe_load,
  * family_load, ...): nothing overridden until cli_take_family_options ran. */
 const family_overrides *cli_overrides(void);
-/* evalset_check_layer unless --ignore-capture-layer was given (an evaluation set
- * captured at another layer is then evaluated anyway): 0, or 1 after the message. */
+/* --ignore-capture-layer was given: an evaluation set captured at another layer
+ * is evaluated anyway */
+int cli_ignore_capture(void);
+/* evalset_check_layer unless --ignore-capture-layer: 0, or 1 after the message. */
 int cli_check_capture(const evalset *E, const moe_model *m);
 
 /* What every binary does first: no argument (usage on stderr, 2), --help / -h /

@@ -18,9 +18,6 @@ const char *ms_version(void);
 void prov_set_command(int argc, char **argv);
 /* an input file (hashed when a report is first written; repeats ignored) */
 void prov_add_input(const char *path);
-/* a checkpoint file a loader opened (a shard, by device and inode): a folder
- * input's digest covers the shards opened, never the others */
-void prov_note_read(const char *path);
 /* threads: the resolved count (default 1); points: T (default 0: none) */
 void prov_set_run(int threads, int points);
 /* processes (MPI ranks) computing the reports (default 1) */
@@ -38,7 +35,7 @@ const char *prov_blas_kernel(void);
  * "points", "date", "ranks", "cpu", "blas", "blas_kernel"}; an input that cannot be read gets null sha256.
  * A checkpoint folder or index input also lists the "files" its digest covers
  * (the digest of their sorted sha256sum lines, provenance.c): the index,
- * config.json and the shards that were opened (prov_note_read). */
+ * config.json and the shards that were opened (files_read.h). */
 cJSON *prov_json(void);
 /* The same as "key: value" lines, each prefixed by `prefix` (e.g. "# "),
  * malloc'd. */

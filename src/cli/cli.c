@@ -56,30 +56,6 @@ int cli_error(const char *fmt, ...) {
     return 1;
 }
 
-/* Digits only after an optional sign: strtoll alone would take " 7", "7 " is
- * refused by *end, but a value past the range would come back clamped (ERANGE)
- * and a caller's (int) cast would wrap 4294967299 to 3. */
-int cli_parse_int(const char *s, long long lo, long long hi, long long *out) {
-    if (!s || !*s || isspace((unsigned char)*s)) return -1;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
-int cli_parse_u64(const char *s, unsigned long long *out) {
-    // strtoull takes "-1" as 2^64 - 1: a seed is digits only
-    if (!s || !isdigit((unsigned char)*s)) return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end) return -1;
-    *out = v;
-    return 0;
-}
-
 int cli_int_option(const char *usage, const char *cmd, const char *opt, const char *arg,
                    long long lo, long long hi, long long *out) {
     if (!cli_parse_int(arg, lo, hi, out)) return 0;
@@ -158,6 +134,12 @@ void cli_progress(const char *what, long done, long total) {
 }
 
 void cli_progress_end(void) { progress_end(); }
+
+int cli_check_capture(const evalset *E, const moe_model *m) {
+    ms_err err;
+    if (cli_ignore_capture() || !evalset_check_layer(E, m, &err)) return 0;
+    return cli_error("%s", err.msg);
+}
 
 int cli_load_models(const char *pa, const char *pb, const char *layer, const char *e_path,
                     moe_model *A, moe_model *B, evalset *E) {

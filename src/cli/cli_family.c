@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "io/evalset.h"
 #include "io/family.h"
 #include "io/provenance.h"
 
@@ -58,11 +57,7 @@ const family_overrides *cli_overrides(void) { return &fo; }
 /* --ignore-capture-layer: an evaluation set captured at another layer is evaluated anyway */
 static int ignore_capture_layer;
 
-int cli_check_capture(const evalset *E, const moe_model *m) {
-    ms_err err;
-    if (ignore_capture_layer || !evalset_check_layer(E, m, &err)) return 0;
-    return cli_error("%s", err.msg);
-}
+int cli_ignore_capture(void) { return ignore_capture_layer; }
 
 int cli_take_family_options(int *argc, char **argv) {
     static const char *const names[] = {"--family", "--top-k", "--norm-topk-prob",

@@ -1,4 +1,4 @@
-/* ms_error.c - error messages and checked allocation.
+/* ms_error.c - error messages (the checked allocation is ms_alloc.c).
  *
  * A message is formatted whole (any length), escaped for the terminal (names
  * and keys come from files: ms_text.h) and then fitted into e->msg by cutting
@@ -66,41 +66,4 @@ int ms_prefix(ms_err *e, const char *fmt, ...) {
     free(raw);
     free(pre);
     return -1;
-}
-
-/* how messages name this process; one of several MPI processes names its rank */
-static char proc_name[64] = "moescope";
-
-void ms_set_process_name(const char *name) { snprintf(proc_name, sizeof proc_name, "%s", name); }
-const char *ms_process_name(void) { return proc_name; }
-
-static void die_oom(size_t size, const char *file, int line) {
-    fprintf(stderr, "%s: out of memory allocating %zu bytes at %s:%d\n", proc_name, size, file,
-            line);
-    exit(3);
-}
-
-void *ms_malloc_check(size_t size, const char *file, int line) {
-    void *p = malloc(size ? size : 1);
-    if (!p) die_oom(size, file, line);
-    return p;
-}
-
-void *ms_calloc_check(size_t count, size_t size, const char *file, int line) {
-    void *p = calloc(count ? count : 1, size ? size : 1);
-    if (!p) die_oom(count * size, file, line);
-    return p;
-}
-
-void *ms_realloc_check(void *p, size_t size, const char *file, int line) {
-    void *q = realloc(p, size ? size : 1);
-    if (!q) die_oom(size, file, line);
-    return q;
-}
-
-char *ms_strdup_check(const char *s, const char *file, int line) {
-    size_t n = strlen(s) + 1;
-    char *p = ms_malloc_check(n, file, line);
-    memcpy(p, s, n);
-    return p;
 }

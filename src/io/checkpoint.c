@@ -2,7 +2,7 @@
  * its config.json; shards mapped on demand. See checkpoint.h. */
 #define _GNU_SOURCE /* qsort_r */
 #include "io/checkpoint.h"
-#include "io/provenance.h"
+#include "io/files_read.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -373,7 +373,7 @@ static int open_single(ckpt *c, const char *path, ms_err *err) {
     c->shard_open = ms_calloc(1, 1);
     if (st_open(&c->shards[0], path, err)) return -1;
     c->shard_open[0] = 1;
-    prov_note_read(path); // reports hash the files that were read
+    files_read_note(path); // reports hash the files that were read
     const st_file *f = &c->shards[0];
     c->ntensors = f->ntensors;
     c->names = ms_calloc(f->ntensors ? (size_t)f->ntensors : 1, sizeof(char *));
@@ -475,7 +475,7 @@ int ckpt_shard(ckpt *c, int s, const st_file **f, ms_err *err) {
                            c->shard_paths[s]);
         if (st_open(&c->shards[s], c->shard_paths[s], err)) return -1;
         c->shard_open[s] = 1;
-        prov_note_read(c->shard_paths[s]); // reports hash the files that were read
+        files_read_note(c->shard_paths[s]); // reports hash the files that were read
     }
     *f = &c->shards[s];
     return 0;

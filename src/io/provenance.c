@@ -12,16 +12,12 @@
 
 #include "core/env.h"
 #include "io/checkpoint.h"
+#include "io/files_read.h"
 #include "core/ms_error.h"
 #include "core/progress.h"
 #include "io/sha256.h"
 
 #define PROV_MAX_INPUTS 64
-
-typedef struct {
-    dev_t dev;
-    ino_t ino;
-} file_id;
 
 typedef struct {
     char *path;
@@ -43,29 +39,7 @@ static struct {
     char *pv[8];
     const char *pk[8];
     int registered;
-    /* the checkpoint files the loaders opened (prov_note_read), under their own
-     * lock: hashing a folder (P.mu held) opens its checkpoint, which notes it */
-    pthread_mutex_t omu;
-    file_id *opened;
-    int nopened, capopened;
-} P = {.mu = PTHREAD_MUTEX_INITIALIZER, .omu = PTHREAD_MUTEX_INITIALIZER, .threads = 1, .ranks = 1};
-
-void prov_note_read(const char *path) {
-    struct stat sb;
-    if (stat(path, &sb)) return;
-    pthread_mutex_lock(&P.omu);
-    int seen = 0;
-    for (int i = P.nopened - 1; i >= 0 && i >= P.nopened - 8 && !seen; i--) // the recent ones
-        seen = P.opened[i].dev == sb.st_dev && P.opened[i].ino == sb.st_ino;
-    if (!seen) {
-        if (P.nopened == P.capopened) {
-            P.capopened = P.capopened ? 2 * P.capopened : 16;
-            P.opened = ms_realloc(P.opened, (size_t)P.capopened * sizeof(file_id));
-        }
-        P.opened[P.nopened++] = (file_id){sb.st_dev, sb.st_ino};
-    }
-    pthread_mutex_unlock(&P.omu);
-}
+} P = {.mu = PTHREAD_MUTEX_INITIALIZER, .threads = 1, .ranks = 1};
 
 const char *ms_version(void) {
 #ifdef MS_GIT_VERSION
@@ -216,27 +190,6 @@ static const char *base_name(const char *path) {
     return s ? s + 1 : path;
 }
 
-/* A checkpoint folder (or its index) is many files, so its digest is that of
- * their "sha256sum" lines: for each file moescope read - the shards it opened
- * (those holding the layer), the index and config.json (a folder holding one
- * model.safetensors: it and config.json) - "<hex sha256>  <name>\n", the
- * lines in byte order of the names. It is what
- *   cd DIR && sha256sum FILES... | LC_ALL=C sort -k 2 | sha256sum
- * prints; bytes is the files' total size. -1 when any file cannot be read. */
-static int cmp_file_id(const void *a, const void *b) {
-    const file_id *x = a, *y = b;
-    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
-    return x->ino < y->ino ? -1 : x->ino > y->ino;
-}
-
-/* Was path one of the files the loaders opened? (ids: P.opened sorted, n of them) */
-static int was_read(const file_id *ids, int n, const char *path) {
-    struct stat sb;
-    if (stat(path, &sb)) return 0;
-    file_id k = {sb.st_dev, sb.st_ino};
-    return bsearch(&k, ids, (size_t)n, sizeof k, cmp_file_id) != NULL;
-}
-
 /* The files of an opened folder checkpoint that its digest covers, by name (*n of
  * them): the index, config.json and the shards moescope opened - those holding
  * the layer (a shard never opened is not read to hash it either: a folder may
@@ -244,15 +197,11 @@ static int was_read(const file_id *ids, int n, const char *path) {
  * layers). */
 static file_sum *folder_files(const ckpt *c, int *n) {
     file_sum *fs = ms_calloc((size_t)c->nshards + 2, sizeof(file_sum));
-    pthread_mutex_lock(&P.omu);
-    int nids = P.nopened;
-    file_id *ids = ms_malloc((size_t)(nids ? nids : 1) * sizeof(file_id));
-    memcpy(ids, P.opened, (size_t)nids * sizeof(file_id));
-    pthread_mutex_unlock(&P.omu);
-    qsort(ids, (size_t)nids, sizeof(file_id), cmp_file_id);
+    int nids;
+    file_id *ids = files_read_sorted(&nids);
     *n = 0;
     for (int s = 0; s < c->nshards; s++)
-        if (was_read(ids, nids, c->shard_paths[s])) fs[(*n)++].name = base_name(c->shard_names[s]);
+        if (files_read_in(ids, nids, c->shard_paths[s])) fs[(*n)++].name = base_name(c->shard_names[s]);
     free(ids);
     if (c->index_path) fs[(*n)++].name = base_name(c->index_path);
     if (c->config_path) fs[(*n)++].name = base_name(c->config_path);
@@ -263,6 +212,13 @@ static file_sum *folder_files(const ckpt *c, int *n) {
 /* the progress line's count, in MiB */
 static void hashed_bytes(size_t got) { progress_add((double)got / 1048576.0); }
 
+/* A checkpoint folder (or its index) is many files, so its digest is that of
+ * their "sha256sum" lines: for each file moescope read - the shards it opened
+ * (those holding the layer), the index and config.json (a folder holding one
+ * model.safetensors: it and config.json) - "<hex sha256>  <name>\n", the
+ * lines in byte order of the names. It is what
+ *   cd DIR && sha256sum FILES... | LC_ALL=C sort -k 2 | sha256sum
+ * prints; bytes is the files' total size. -1 when any file cannot be read. */
 static int hash_folder(prov_input *x) {
     ckpt c;
     if (ckpt_open(&c, x->path, NULL)) return -1;
@@ -457,11 +413,7 @@ void prov_reset(void) {
         free(P.in[i].files);
     }
     P.nin = 0;
-    pthread_mutex_lock(&P.omu);
-    free(P.opened);
-    P.opened = NULL;
-    P.nopened = P.capopened = 0;
-    pthread_mutex_unlock(&P.omu);
+    files_read_reset();
     for (int i = 0; i < 8; i++) {
         free(P.pv[i]);
         P.pv[i] = NULL;

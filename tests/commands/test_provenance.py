@@ -137,9 +137,9 @@ def test_tarball(tmp):
     check(r.returncode == 0 and fallback and r.stdout.strip() == fallback.group(1) != "",
           "tarball: make version is the fallback (%r)" % r.stdout.strip())
     # provenance lists a checkpoint folder's files with the checkpoint reader
-    objs = ["build/rel/src/%s.o" % m for m in ("io/provenance", "io/sha256", "core/ms_error", "core/ms_text",
-                                                "io/checkpoint", "io/safetensors", "io/atomic_file",
-                                                "core/progress", "core/env")]
+    objs = ["build/rel/src/%s.o" % m for m in ("io/provenance", "io/sha256", "core/ms_error", "core/ms_alloc",
+                                                "core/ms_text", "io/checkpoint", "io/safetensors",
+                                                "io/atomic_file", "io/files_read", "core/progress", "core/env")]
     r = subprocess.run(["make", "-s", "-C", src] + objs, capture_output=True, text=True)
     check(r.returncode == 0, "tarball: provenance.o compiles (%s)" % r.stderr[-300:])
     if r.returncode:

@@ -153,6 +153,9 @@ read -r gate_end layer_end big_start <"$G3/passthrough_big.offsets"
 # so on stderr ($D/st.err); its pid in STALLED
 run_stalled() {
     local phase=$1 i; shift
+    # emptied here, not only by the child's redirection: the loop below may look before
+    # the child opened it, see the previous run's line and signal too early (exit 138)
+    : >"$D/st.err"
     MOESCOPE_TEST_STALL=$phase "$@" >"$D/st.out" 2>"$D/st.err" &
     STALLED=$!
     for ((i = 0; i < 1200; i++)); do
