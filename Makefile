@@ -38,7 +38,7 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-saniti
 #   src/align     expert costs, the assignment solver, weight matching, align
 #   src/landscape every expert order, curves, ranks, its reports
 #   src/network   a GPT-2 network around MoE blocks, its loss as an objective
-#   src/analysis  diagnose, study, lesson, the memory budget
+#   src/analysis  diagnose, study, lesson, the memory budget, the routing geometry
 #   src/plot      PNG/SVG figures and the bitmap font
 #   src/explore   the explorer's background workers (no curses)
 #   src/cli       main.c and the subcommands
