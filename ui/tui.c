@@ -860,7 +860,7 @@ static void app_setup(app_state *app, const tui_args *a, const tui_inputs *in) {
     snprintf(info.eval_layer, sizeof info.eval_layer, "%s", in->eval_layer);
     if (in->obj) {
         snprintf(info.objective, sizeof info.objective, "%s", net_objective_view(in->obj)->what);
-        info.N = in->net->E.N * (in->net->E.T - 1); // next-token positions
+        info.N = (int)net_positions(&in->net->A, &in->net->E); // next-token positions, or images
     }
     eval_fits(in, in->current, a->e_path, info.no_eval, sizeof info.no_eval);
     app_init(app, &info, a->T);

@@ -27,6 +27,12 @@
  *                so W1 is its transpose) + c_fc.bias [h], experts.e.c_proj.weight [h,d]
  *                + c_proj.bias [d]; shared_experts.s.* alike (s of them, each of width hs);
  *                router, top-k, activation from config.json's "moe" object
+ *   vit          vit.encoder.layer.L.moe (a ViT block whose MLP became an MoE): gate.weight
+ *                [n,d] (+ gate.bias [n]), experts.e.fc1.weight [h,d] + fc1.bias [h],
+ *                experts.e.fc2.weight [d,h] + fc2.bias [d] (torch Linear, [out, in]);
+ *                shared_experts.s.* alike; router, top-k, activation as gpt2's (the
+ *                expert activation defaulting to hidden_act); told from a native layer,
+ *                whose names are the same, by config.json's model_type "vit"
  * A family's shared expert is one MLP of its own width hs (DeepSeek's n_shared_experts
  * of width h are stored, and held here, as one of width n_shared * h). */
 #ifndef MS_FAMILY_H
@@ -49,6 +55,7 @@ typedef enum {
     FAM_JETMOE,
     FAM_GPT_OSS,
     FAM_GPT2,
+    FAM_VIT,
     FAM_COUNT
 } family_id;
 

@@ -1,9 +1,11 @@
-/* net_eval.h - a network's held-out loss: the evaluation set of token ids and
- * the threaded evaluation (legend in net_model.h).
+/* net_eval.h - a network's held-out loss: the evaluation set (token ids, or
+ * images and their labels) and the threaded evaluation (legend in net_model.h).
  *
- * Loss = the mean next-token cross-entropy over the N (T - 1) positions (as
- * Hugging Face's labels = input_ids), accuracy = next-token top-1; both summed
- * in double. The blocks before the first MoE block are frozen and shared, so
+ * GPT-2: loss = the mean next-token cross-entropy over the N (T - 1) positions
+ * (as Hugging Face's labels = input_ids), accuracy = next-token top-1.
+ * ViT: loss = the mean class cross-entropy of the classifier on the CLS token
+ * over the N images, accuracy = top-1 (as ViTForImageClassification's loss with
+ * labels). Both summed in double; argmax ties go to the smaller index. The blocks before the first MoE block are frozen and shared, so
  * they are computed once per evaluation set (net_prefix) and every evaluation
  * starts from the residual stream entering that block's MLP.
  *
@@ -18,24 +20,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "network/net_model.h"
+#include "network/net_evalset.h"
 
 #define NET_ITEM_TOKENS 512
-
-typedef struct {
-    char *path;
-    int N, T;
-    int32_t *ids; // (N, T)
-} net_evalset;
-
-/* input_ids [N, T] (I32 or I64) of a safetensors file */
-int net_evalset_load(net_evalset *e, const char *path, ms_err *err);
-/* does path hold a tensor input_ids (a network's evaluation set)? */
-int net_evalset_is(const char *path);
-/* E fits m: T <= n_positions, 2 <= T, every id < vocab_size (errors name the
- * file, the tensor and the first offending id) */
-int net_evalset_check(const net_evalset *e, const net_model *m, ms_err *err);
-void net_evalset_free(net_evalset *e);
 
 /* The residual stream entering MoE block moe_layers[0]'s MLP (after its
  * attention), (N T, d); with no MoE block, the stream after the last block. */
@@ -57,14 +44,14 @@ void net_prefix_free(net_prefix *p);
 typedef struct {
     const moe_model *const *moe; /* (nmoe) the MoE blocks to use; NULL: m's own */
     int want_load;               /* each MoE block's routing load (below) */
-    float *logits;               /* (N T, V) when not NULL */
+    float *logits;               /* (N T, V) when not NULL; a ViT's (N, V), the CLS tokens' */
     float *inputs;               /* (N T, d) when not NULL: block capture's ln_2 h (its inputs) */
     int capture;                 /* the MoE block (index into moe_layers) inputs is of */
 } net_run;
 
 typedef struct {
     double loss, accuracy;
-    long positions;     /* N (T - 1) */
+    long positions;     /* net_positions: N (T - 1), a ViT's N */
     int nmoe, n;        /* the loads' shape (0 without want_load) */
     double *load_mean;  /* (nmoe, n) each expert's mean gate weight over the N T tokens */
     double *load_frac;  /* (nmoe, n) the share of tokens routed to it (g > 0) */

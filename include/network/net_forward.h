@@ -1,11 +1,17 @@
-/* net_forward.h - the GPT-2 network's forward pass on a batch of whole
- * sequences, one thread (legend in net_model.h):
+/* net_forward.h - the network's forward pass on a batch of whole sequences,
+ * one thread (legend in net_model.h):
  *
- *   h = wte[ids] + wpe[0..T)                               (M, d), M = ns T
- *   per block L:  h += c_proj(attn(ln_1 h))   causal, softmax(q k^T / sqrt(dh)) v
+ *   GPT-2: h = wte[ids] + wpe[0..T)                          (M, d), M = ns T
+ *   ViT:   h = [cls; patches W_patch^T + b_patch] + position_embeddings
+ *          (an image's P patches of K = C p p values each, row-major over the
+ *          image, each as [C, p, p]: the stride-p convolution)    T = P + 1
+ *   per block L:  h += c_proj(attn(ln_1 h))   softmax(q k^T / sqrt(dh)) v, causal
+ *                                             for GPT-2, bidirectional for a ViT
  *                 h += mlp(ln_2 h)            dense: c_proj(act(c_fc x)); MoE: D(x)
- *   logits = ln_f(h) lm_head^T (+ lm_head.bias)            (M, V)
- *   loss   = sum over each sequence's positions p < T-1 of -log softmax(logits_p)[ids_{p+1}]
+ *   GPT-2: logits = ln_f(h) lm_head^T (+ lm_head.bias)            (M, V)
+ *          loss   = sum over each sequence's positions p < T-1 of -log softmax(logits_p)[ids_{p+1}]
+ *   ViT:   logits = layernorm(h_CLS) classifier^T + bias          (ns, V)
+ *          loss   = sum over the images of -log softmax(logits)[label]
  *
  * LayerNorm statistics and the loss in double, everything else float32 with
  * OpenBLAS. net_logits_ref is the same network in plain loops, one token at a
@@ -15,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "network/net_model.h"
+#include "network/net_evalset.h"
 
 /* rows of logits the head computes at once: as many as fit NET_HEAD_FLOATS
  * (16 MB: the LM head's weights are packed once per slice, so slices as large
@@ -31,6 +37,7 @@ typedef struct {
     float *o;   // (cap, d) the heads' outputs side by side
     float *y;   // (cap, ff) the dense MLP's hidden units
     float *S;   // (T, T) one head's attention weights
+    float *pt;  // (P, K) a ViT's image as patches; NULL for GPT-2
     int head_rows; /* net_head_rows(V) */
     float *lg;  // (head_rows, V)
 } net_ws;
@@ -38,8 +45,9 @@ typedef struct {
 void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T);
 void net_ws_free(net_ws *w);
 
-/* h (ns T, d) = wte[ids] + wpe[0..T) for ids (ns, T) */
-void net_embed(const net_model *m, const int32_t *ids, int ns, int T, float *h);
+/* h (ns T, d) = the embedding of E's sequences s0 .. s0 + ns: wte[ids] + wpe[0..T),
+ * or a ViT's CLS and patches plus the position embeddings */
+void net_embed(const net_model *m, const net_evalset *E, int s0, int ns, float *h, net_ws *w);
 /* h += c_proj(attn(ln_1 h)) of block L, for ns sequences of T tokens */
 void net_attn_forward(const net_model *m, int L, float *h, int ns, int T, net_ws *w);
 /* h += mlp(ln_2 h) of block L over M rows: the dense MLP, or the MoE layer moe
@@ -48,16 +56,17 @@ void net_attn_forward(const net_model *m, int L, float *h, int ns, int T, net_ws
  * proxy). */
 void net_mlp_forward(const net_model *m, int L, const moe_model *moe, float *h, int M, net_ws *w,
                      float *G, float *X);
-/* ln_f, the LM head and the next-token loss of ns sequences (h (ns T, d), ids
- * (ns, T)): the cross-entropy summed over their ns (T - 1) positions into *loss
- * and the correct top-1 predictions (argmax, ties to the smaller id) into
- * *correct. logits (ns T, V) when not NULL. */
-void net_head_loss(const net_model *m, const float *h, const int32_t *ids, int ns, int T, net_ws *w,
+/* The head and the loss of E's sequences s0 .. s0 + ns (h (ns T, d)): GPT-2's
+ * ln_f, LM head and next-token cross-entropy summed over their ns (T - 1)
+ * positions, a ViT's layernorm, classifier and class cross-entropy of the CLS
+ * tokens, into *loss; the correct top-1 predictions (argmax, ties to the
+ * smaller index) into *correct. logits (ns T, V), a ViT's (ns, V), when not NULL. */
+void net_head_loss(const net_model *m, const float *h, const net_evalset *E, int s0, int ns, net_ws *w,
                    double *loss, long *correct, float *logits);
 
-/* Reference: logits (N T, V) of the whole network, one token at a time in plain
- * loops with double sums; moe[i] replaces MoE block i (NULL: m->moe). */
-void net_logits_ref(const net_model *m, const moe_model *const *moe, const int32_t *ids, int N,
-                    int T, float *logits);
+/* Reference: logits (N T, V), a ViT's (N, V), of the whole network on E, one
+ * token at a time in plain loops with double sums; moe[i] replaces MoE block i
+ * (NULL: m->moe). */
+void net_logits_ref(const net_model *m, const moe_model *const *moe, const net_evalset *E, float *logits);
 
 #endif

@@ -1,12 +1,14 @@
-/* net_model.h - a GPT-2-layout network whose feed-forward block(s) are MoE
- * layers: the frozen backbone and the MoE blocks.
+/* net_model.h - a GPT-2- or ViT-layout network whose feed-forward block(s) are
+ * MoE layers: the frozen backbone and the MoE blocks.
  *
  * Dimension legend (beside model.h's n, d, h, k, s):
- *   V  vocabulary       P  positions        NL blocks
- *   nh attention heads  dh = d / nh, the head width
- *   N  sequences        T  tokens per sequence   M tokens of a batch (whole sequences)
+ *   V  the head's outputs: the vocabulary (GPT-2), the classes (ViT)
+ *   P  positions (GPT-2); a ViT's patches, P = (image / p)^2, with T = P + 1 tokens
+ *   NL blocks           nh attention heads      dh = d / nh, the head width
+ *   N  sequences (a ViT's images)   T tokens per sequence   M tokens of a batch (whole sequences)
+ *   C  image channels   H, W image height and width   p patch side   K = C p p
  *
- * Tensors (Hugging Face's names; GPT-2's Conv1D weights are [in, out]: y = x W + b):
+ * GPT-2 tensors (Hugging Face's names; Conv1D weights are [in, out]: y = x W + b):
  *   transformer.wte.weight [V,d], transformer.wpe.weight [P,d]
  *   transformer.h.L.ln_1.{weight,bias} [d], attn.c_attn.{weight [d,3d], bias [3d]} (q|k|v),
  *     attn.c_proj.{weight [d,d], bias [d]}, ln_2.{weight,bias} [d]
@@ -15,6 +17,21 @@
  *   an MoE block: mlp.gate.*, mlp.experts.E.*, mlp.shared_experts.S.* (the gpt2 family)
  *   transformer.ln_f.{weight,bias} [d]; lm_head.weight [V,d] unless tied, lm_head.bias [V]
  *
+ * ViT tensors (Hugging Face's ViTForImageClassification; torch Linear weights are
+ * [out, in]: y = x W^T + b):
+ *   vit.embeddings.cls_token [1,1,d], vit.embeddings.position_embeddings [1,P+1,d],
+ *   vit.embeddings.patch_embeddings.projection.{weight [d,C,p,p], bias [d]}
+ *   vit.encoder.layer.L.layernorm_before.{weight,bias} [d],
+ *     attention.attention.{query,key,value}.{weight [d,d], bias [d]} (carved side by
+ *     side: one [3d,d] weight, q|k|v rows, and one [3d] bias),
+ *     attention.output.dense.{weight [d,d], bias [d]}, layernorm_after.{weight,bias} [d]
+ *   a dense block: intermediate.dense.{weight [ff,d], bias [ff]}, output.dense.{weight
+ *     [d,ff], bias [d]}
+ *   an MoE block: moe.gate.*, moe.experts.E.*, moe.shared_experts.S.* (the vit family)
+ *   vit.layernorm.{weight,bias} [d]; classifier.{weight [V,d], bias [V]} on the CLS token
+ *
+ * The block's pointers are the same for both (ln_1 = layernorm_before, ln_2 =
+ * layernorm_after, ...); cfg.arch says which layout the weights have.
  * The backbone lives in one float allocation (mem) carved into the pointers
  * below, llm.c style; the MoE blocks are moe_models, moe[i] being block
  * cfg.moe_layers[i]. */
@@ -28,26 +45,29 @@
 
 typedef struct {
     float *ln1_w, *ln1_b; // (d) each
-    float *attn_w;        // (d, 3d)
-    float *attn_b;        // (3d)
+    float *attn_w;        // (d, 3d) GPT-2; (3d, d) ViT
+    float *attn_b;        // (3d), NULL for a ViT without qkv_bias
     float *proj_w;        // (d, d)
     float *proj_b;        // (d)
     float *ln2_w, *ln2_b; // (d) each
-    float *fc_w;          // (d, ff), a dense block's MLP; NULL for an MoE block
+    float *fc_w;          // (d, ff) GPT-2, (ff, d) ViT: a dense block's MLP; NULL for an MoE block
     float *fc_b;          // (ff)
-    float *fcp_w;         // (ff, d)
+    float *fcp_w;         // (ff, d) GPT-2, (d, ff) ViT
     float *fcp_b;         // (d)
 } net_block;
 
 typedef struct {
     net_config cfg;
     char *path;          /* the checkpoint argument (messages) */
-    float *wte;          // (V, d)
-    float *wpe;          // (P, d)
+    float *wte;          // (V, d) GPT-2
+    float *wpe;          // (P, d) GPT-2; (T, d) ViT: position_embeddings
+    float *patch_w;      // (d, K) ViT: the patch projection, K = C p p as [C, p, p]
+    float *patch_b;      // (d) ViT
+    float *cls;          // (d) ViT: the CLS token
     net_block *blocks;   // (NL)
-    float *lnf_w, *lnf_b; // (d) each
-    float *lm_w;         // (V, d): wte when tied
-    float *lm_b;         // (V), NULL without lm_head.bias
+    float *lnf_w, *lnf_b; // (d) each: ln_f, vit.layernorm
+    float *lm_w;         // (V, d): wte when tied; a ViT's classifier.weight
+    float *lm_b;         // (V), NULL without lm_head.bias; a ViT's classifier.bias
     float *mem;          /* the one allocation of the backbone */
     size_t nparams;      /* floats in mem */
     moe_model *moe;      /* (cfg.nmoe) the MoE blocks */
@@ -70,8 +90,8 @@ void net_backbone_interpolate(net_model *out, const net_model *a, const net_mode
 void net_clone(net_model *dst, const net_model *src);
 
 /* The MoE block arg names: NULL the first, a block index L (one of moe.layers),
- * or a prefix "transformer.h.L.mlp" (a trailing dot allowed); into *which (an
- * index into moe_layers). The error lists the MoE blocks. */
+ * or a prefix "transformer.h.L.mlp" / "vit.encoder.layer.L.moe" (a trailing dot
+ * allowed); into *which (an index into moe_layers). The error lists the MoE blocks. */
 int net_pick_block(const net_model *m, const char *arg, int *which, ms_err *err);
 /* Do A and B have the same architecture (config, and each MoE block's n, d, h,
  * router, ...)? -1 with a message naming both otherwise. */

@@ -1,10 +1,10 @@
 /* transformer.h - the pieces of a pre-LN transformer block, on a batch of rows
- * in float32 with OpenBLAS: LayerNorm, a Conv1D / Linear, the activation, causal
- * multi-head self-attention. Shared by the GPT-2 network (net_forward.c) and
- * meant for the ViT's encoder too (which differs only in non-causal attention
- * and its own eps). Legend as in net_model.h: M rows, d width, nh heads, dh = d/nh,
- * T tokens of one sequence. Reference loops for each are in net_forward.c's
- * plain forward (net_logits_ref). */
+ * in float32 with OpenBLAS: LayerNorm, a Conv1D / Linear, the activation,
+ * multi-head self-attention (causal or bidirectional). Shared by the GPT-2
+ * network and the ViT's encoder (net_forward.c), which differ in the weights'
+ * layout, the attention's mask and the LayerNorm eps. Legend as in net_model.h:
+ * M rows, d width, nh heads, dh = d/nh, T tokens of one sequence. Reference
+ * loops for each are in net_forward.c's plain forward (net_logits_ref). */
 #ifndef MS_TRANSFORMER_H
 #define MS_TRANSFORMER_H
 
@@ -16,9 +16,14 @@
  * variance, the statistics in double. Y may be X. */
 void tf_layernorm_forward(const float *X, int M, int d, const float *w, const float *b, double eps,
                           float *Y);
-/* Y (M, out) = X (M, in) W + bias, W (in, out): GPT-2's Conv1D (x W + b). */
-void tf_conv1d_forward(const float *X, int M, int in, int out, const float *W, const float *bias,
-                       float *Y);
+/* How a weight is stored: GPT-2's Conv1D [in, out] (y = x W + b), or torch's
+ * Linear [out, in] (y = x W^T + b). */
+typedef enum { TF_CONV1D, TF_LINEAR } tf_layout;
+
+/* Y (M, out) = X (M, in) W + bias (accumulate: Y +=), W (in, out) as a Conv1D or
+ * (out, in) as a Linear; bias (out) may be NULL. */
+void tf_dense_forward(const float *X, int M, int in, int out, const float *W, tf_layout lay,
+                      const float *bias, int accumulate, float *Y);
 /* X (len) <- act(X) elementwise (moe_act_scalar: gelu, gelu_new, relu). */
 void tf_act_forward(float *X, size_t len, moe_act act);
 /* Self-attention of one sequence: QKV (T, 3d) holds q | k | v per token (head

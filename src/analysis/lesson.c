@@ -288,9 +288,9 @@ static int step_far_apart(lesson *L, lesson_step *s, ms_err *err) {
     if (rc) return -1;
     if (L->obj)
         say(s, "A and B are one network whose MoE block %d was fine-tuned from two seeds (the rest "
-               "frozen and shared); the loss here is the network's next-token loss, and the layer "
+               "frozen and shared); the loss here is the network's %s loss, and the layer "
                "numbers are at the block's own inputs.\n",
-            L->na.cfg.moe_layers[0]);
+            L->na.cfg.moe_layers[0], net_loss_kind(&L->na));
     say(s, "A and B are the same MoE layer trained from two seeds. Both fit the data: loss "
            "%.6g for A, %.6g for B.\n",
         cv.loss[0], cv.loss[cv.T - 1]);

@@ -19,9 +19,10 @@ static int load_one(const char *path, net_model *m, ms_err *err) {
         ckpt c;
         if (ckpt_open(&c, path, err)) return -1;
         const char *mt = ckpt_config_str(&c, "model_type");
-        int rc = ms_fail(err, "%s: not a network checkpoint: a network's evaluation set (input_ids) "
-                              "needs config.json with model_type \"gpt2\"%s%s%s and the tensor "
-                              "'transformer.wte.weight'",
+        int rc = ms_fail(err, "%s: not a network checkpoint: a network's evaluation set (input_ids or "
+                              "pixel_values) needs config.json with model_type \"gpt2\" (and the tensor "
+                              "'transformer.wte.weight') or \"vit\" (and "
+                              "'vit.embeddings.patch_embeddings.projection.weight')%s%s%s",
                          path, mt ? " (it says \"" : "", mt ? mt : "", mt ? "\")" : "");
         ckpt_close(&c);
         return rc;

@@ -128,24 +128,26 @@ static int net_write_json(const char *path, const cli_net *n, const net_eval_res
     cJSON_AddStringToObject(root, "mode", "network");
     cJSON_AddStringToObject(root, "checkpoint", n->A.path);
     cJSON_AddStringToObject(root, "eval", n->E.path);
-    cJSON_AddNumberToObject(root, "sequences", n->E.N);
-    cJSON_AddNumberToObject(root, "tokens_per_sequence", n->E.T);
+    cJSON_AddStringToObject(root, "architecture", net_arch_of(n->A.cfg.arch)->model_type);
+    cJSON_AddNumberToObject(root, n->A.cfg.arch == NET_VIT ? "images" : "sequences", n->E.N);
+    cJSON_AddNumberToObject(root, "tokens_per_sequence", net_tokens(&n->A, &n->E));
     cJSON_AddNumberToObject(root, "positions", (double)r->positions);
     return json_file_write(root, path, err);
 }
 
 static int net_dump(const char *path, const cli_net *n, int threads, ms_err *err) {
     const net_config *c = &n->A.cfg;
-    size_t rows = (size_t)n->E.N * n->E.T;
-    float *lg = ms_malloc(rows * c->vocab * sizeof(float)); // (N T, V)
+    int T = net_tokens(&n->A, &n->E), per = net_logit_rows(&n->A, T);
+    size_t rows = (size_t)n->E.N * per;
+    float *lg = ms_malloc(rows * c->vocab * sizeof(float)); // (N T, V); a ViT's (N, V)
     net_run r = {.logits = lg};
     net_par par = {.threads = threads};
     net_eval_result res;
     int rc = net_evaluate(&n->A, &n->E, NULL, &r, &par, &res, err);
     if (!rc) {
         st_writer *w = st_writer_new();
-        int64_t sh[3] = {n->E.N, n->E.T, c->vocab};
-        st_writer_add_f32(w, "logits", 3, sh, lg);
+        int64_t sh[3] = {n->E.N, T, c->vocab}, shv[2] = {n->E.N, c->vocab};
+        st_writer_add_f32(w, "logits", per > 1 ? 3 : 2, per > 1 ? sh : shv, lg);
         rc = st_writer_write(w, path, err);
         st_writer_free(w);
         net_eval_result_free(&res);
@@ -176,21 +178,27 @@ static int eval_network(const char *ck, const char *e_path, const char *layer, c
     double dt = now_sec() - t0;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     double cpu = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
+    int T = net_tokens(&n.A, &n.E), vit = n.A.cfg.arch == NET_VIT;
     if (!rc && repeat > 1) {
-        double tok = (double)n.E.N * n.E.T;
+        double tok = (double)n.E.N * T;
         fprintf(stderr, "eval: %ld runs of %d x %d tokens in %.6f s: %.6f s per run, %.0f tokens/s "
                         "(CPU %.6f s per run)\n",
-                repeat, n.E.N, n.E.T, dt, dt / repeat, (double)repeat * tok / dt, cpu / repeat);
+                repeat, n.E.N, T, dt, dt / repeat, (double)repeat * tok / dt, cpu / repeat);
     }
     const net_config *c = &n.A.cfg;
     if (!rc) {
-        printf("checkpoint  %s (network: %d blocks, d = %d, %d heads, V = %d; %s", ck, c->nlayer, c->d,
-               c->nhead, c->vocab, c->nmoe ? "MoE at block" : "no MoE block");
+        printf("checkpoint  %s (network %s: %d blocks, d = %d, %d heads, %s = %d; %s", ck,
+               net_arch_of(c->arch)->model_type, c->nlayer, c->d, c->nhead, vit ? "classes" : "V", c->vocab,
+               c->nmoe ? "MoE at block" : "no MoE block");
         for (int b = 0; b < c->nmoe; b++) printf("%s %d", b ? "," : "", c->moe_layers[b]);
-        printf(")\neval set    %s (N = %d sequences of T = %d tokens: %ld next-token positions)\n",
-               e_path, n.E.N, n.E.T, r.positions);
-        printf("loss        %.6f (mean next-token cross-entropy, nats)\n", r.loss);
-        printf("accuracy    %.4f (next-token top-1)\n", r.accuracy);
+        if (vit)
+            printf(")\neval set    %s (N = %d images of %d x %d x %d: %d patches + CLS = %d tokens each)\n",
+                   e_path, n.E.N, n.E.C, n.E.H, n.E.W, c->npatch, T);
+        else
+            printf(")\neval set    %s (N = %d sequences of T = %d tokens: %ld next-token positions)\n",
+                   e_path, n.E.N, T, r.positions);
+        printf("loss        %.6f (mean %s cross-entropy, nats)\n", r.loss, vit ? "class" : "next-token");
+        printf("accuracy    %.4f (%s top-1)\n", r.accuracy, vit ? "class" : "next-token");
     }
     for (int b = 0; b < c->nmoe && !rc; b++) {
         const moe_config *mc = &n.A.moe[b].cfg;

@@ -133,20 +133,37 @@ static int info_network(const char *path, cJSON *root, ms_err *err) {
     net_model net;
     if (net_load(&net, path, cli_overrides(), err)) return -1;
     const net_config *c = &net.cfg;
-    printf("network     gpt2: %d blocks, d = %d, %d heads of %d, V = %d, P = %d, LayerNorm eps %g,\n"
-           "            dense MLPs %s (width %d), LM head %s%s\n",
-           c->nlayer, c->d, c->nhead, c->d / c->nhead, c->vocab, c->npos, c->eps,
-           c->act == ACT_GELU ? "gelu (erf form)" : "gelu_new (tanh form)", c->ff,
-           c->tied ? "tied to wte" : "lm_head.weight", net.lm_b ? " + lm_head.bias" : "");
+    const char *act = c->act == ACT_GELU ? "gelu (erf form)" : c->act == ACT_RELU ? "relu" : "gelu_new (tanh form)";
+    if (c->arch == NET_VIT)
+        printf("network     vit: %d blocks, d = %d, %d heads of %d, %d classes; %d x %d images of %d channel(s)\n"
+               "            in %d patches of %d x %d + CLS = %d tokens, bidirectional attention,\n"
+               "            LayerNorm eps %g, dense MLPs %s (width %d), classifier on the CLS token\n",
+               c->nlayer, c->d, c->nhead, c->d / c->nhead, c->vocab, c->image, c->image, c->chans, c->npatch,
+               c->patch, c->patch, c->npos, c->eps, act, c->ff);
+    else
+        printf("network     gpt2: %d blocks, d = %d, %d heads of %d, V = %d, P = %d, LayerNorm eps %g,\n"
+               "            dense MLPs %s (width %d), LM head %s%s\n",
+               c->nlayer, c->d, c->nhead, c->d / c->nhead, c->vocab, c->npos, c->eps, act, c->ff,
+               c->tied ? "tied to wte" : "lm_head.weight", net.lm_b ? " + lm_head.bias" : "");
     size_t moe_total = 0;
     cJSON *nj = root ? cJSON_AddObjectToObject(root, "network") : NULL, *blocks = NULL;
     if (nj) {
-        cJSON_AddNumberToObject(nj, "n_layer", c->nlayer);
-        cJSON_AddNumberToObject(nj, "n_embd", c->d);
-        cJSON_AddNumberToObject(nj, "n_head", c->nhead);
-        cJSON_AddNumberToObject(nj, "vocab_size", c->vocab);
-        cJSON_AddNumberToObject(nj, "n_positions", c->npos);
-        cJSON_AddBoolToObject(nj, "tied", c->tied);
+        const net_arch_desc *A = net_arch_of(c->arch);
+        cJSON_AddStringToObject(nj, "model_type", A->model_type);
+        cJSON_AddNumberToObject(nj, A->k_layers, c->nlayer);
+        cJSON_AddNumberToObject(nj, A->k_d, c->d);
+        cJSON_AddNumberToObject(nj, A->k_heads, c->nhead);
+        if (c->arch == NET_VIT) {
+            cJSON_AddNumberToObject(nj, "num_labels", c->vocab);
+            cJSON_AddNumberToObject(nj, "image_size", c->image);
+            cJSON_AddNumberToObject(nj, "patch_size", c->patch);
+            cJSON_AddNumberToObject(nj, "num_channels", c->chans);
+            cJSON_AddNumberToObject(nj, "tokens", c->npos);
+        } else {
+            cJSON_AddNumberToObject(nj, "vocab_size", c->vocab);
+            cJSON_AddNumberToObject(nj, "n_positions", c->npos);
+            cJSON_AddBoolToObject(nj, "tied", c->tied);
+        }
         blocks = cJSON_AddArrayToObject(nj, "blocks");
     }
     printf("blocks     ");

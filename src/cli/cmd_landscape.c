@@ -278,8 +278,8 @@ static void print_summary(const landscape *L, const moe_config *c, const ls_opts
 
 /* the network's lines: what the loss is, and the layer-only proxy measured */
 static void print_network(const landscape *L) {
-    printf("objective: %s (mean next-token cross-entropy; the other MoE blocks interpolated at the "
-           "same t, each aligned on its own)\n", L->objective);
+    printf("objective: %s; the other MoE blocks interpolated at the same t, each aligned on its own\n",
+           L->objective);
     if (!L->has_proxy) return;
     int p[LS_MAX_N];
     ls_order_get(L->orders, L->n, L->proxy_best_id, p);

@@ -108,7 +108,7 @@ static int merge_evaluate_net(const moe_model *A, const moe_model *B, const moe_
     cli_net n;
     if (cli_net_load(A->path, B->path, e_path, A->layer, 0, &n)) return 1;
     char lab[64];
-    printf("\non %s (the network's next-token loss; the other MoE blocks A's):\n", e_path);
+    printf("\non %s (the network's %s loss; the other MoE blocks A's):\n", e_path, net_loss_kind(&n.A));
     int b = n.block, rc = net_line("A", &n.A, b, NULL, &n.E) || net_line("B", &n.B, b, NULL, &n.E);
     snprintf(lab, sizeof lab, "soup (1 - %g) A + %g B'", alpha, alpha);
     rc = rc || net_line(lab, &n.A, b, M, &n.E) || net_line("naive soup, B not aligned", &n.A, b, N, &n.E);

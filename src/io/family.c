@@ -31,6 +31,7 @@ const family_desc family_table[FAM_COUNT] = {
     [FAM_JETMOE] = {"jetmoe", "jetmoe", "router.layer.weight", "input_linear.weight", 2, 0, 1.0},
     [FAM_GPT_OSS] = {"gpt_oss", "gpt_oss", "router.weight", NULL, 4, 0, 1.0},
     [FAM_GPT2] = {"gpt2", "gpt2", "gate.weight", "experts.0.c_fc.weight", 2, 1, 1.0},
+    [FAM_VIT] = {"vit", "vit", "gate.weight", "experts.0.fc1.weight", 2, 1, 1.0},
 };
 
 const char *family_name(int fam) {
@@ -46,7 +47,7 @@ int family_from_name(const char *name) {
 
 const char *family_names_list(void) {
     return "native, mixtral, qwen2_moe, qwen3_moe, olmoe, deepseek_v2, deepseek_v3, switch, "
-           "granitemoe, jetmoe, gpt_oss, gpt2";
+           "granitemoe, jetmoe, gpt_oss, gpt2, vit";
 }
 
 /* ---- recognising layers ---- */
@@ -74,7 +75,10 @@ static int qwen_like(const ckpt *c, const char *prefix) {
  * "<prefix>.<gate>" exists for gate one of the families' gate names. */
 static int family_at(const ckpt *c, const char *prefix, const char *gate_rel) {
     if (!strcmp(gate_rel, "gate.weight")) {
-        if (has(c, prefix, "experts.0.fc1.weight")) return FAM_NATIVE;
+        if (has(c, prefix, "experts.0.fc1.weight")) { // moescope's names, or a ViT's MoE block
+            const char *mt = ckpt_config_str(c, "model_type");
+            return mt && !strcmp(mt, "vit") ? FAM_VIT : FAM_NATIVE;
+        }
         if (has(c, prefix, "experts.0.w1.weight")) return FAM_MIXTRAL;
         if (has(c, prefix, "experts.0.c_fc.weight")) return FAM_GPT2;
         if (has(c, prefix, "experts.0.gate_proj.weight")) return qwen_like(c, prefix);
@@ -102,7 +106,7 @@ static int family_at(const ckpt *c, const char *prefix, const char *gate_rel) {
 }
 
 int family_block_index(const char *prefix) {
-    static const char *const keys[] = {"layers.", "block.", "blocks.", "h."};
+    static const char *const keys[] = {"layers.", "block.", "blocks.", "h.", "layer."};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const char *p = strstr(prefix, keys[i]);
         if (p && (p == prefix || p[-1] == '.') && isdigit((unsigned char)p[strlen(keys[i])])) {
@@ -120,6 +124,7 @@ static int same_names(int forced, int found) {
     if (forced == found) return 1;
     int qa = forced >= FAM_QWEN2_MOE && forced <= FAM_DEEPSEEK_V3;
     int qb = found >= FAM_QWEN2_MOE && found <= FAM_DEEPSEEK_V3;
+    if ((forced == FAM_NATIVE || forced == FAM_VIT) && (found == FAM_NATIVE || found == FAM_VIT)) return 1;
     int ga = forced == FAM_GRANITEMOE || forced == FAM_JETMOE;
     int gb = found == FAM_GRANITEMOE || found == FAM_JETMOE;
     return (qa && qb) || (ga && gb);

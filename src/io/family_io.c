@@ -54,7 +54,7 @@ typedef struct {
     int n, d, h, hs; /* hs: the shared experts' width, 0 without one */
     int packed;      /* transformers >= 5 layout: experts.gate_up_proj [n,2h,d] (gate
                         rows first), experts.down_proj [n,d,h] instead of per-expert */
-    int ns;          /* shared experts (gpt2: shared_experts.0 ..; the others: 1 with hs) */
+    int ns;          /* shared experts (gpt2, vit: shared_experts.0 ..; the others: 1 with hs) */
 } dims;
 
 static float *part_ptr(const moe_expert *x, int part) {
@@ -173,15 +173,19 @@ static void shared_glu(blist *l, const char *prefix, const dims *z, const char *
     bshape(badd(l, K_SHARED, P_FC2W, 0, NULL, prefix, rel), 2, z->d, hs, 0);
 }
 
-/* A GPT-2 MLP's four tensors for expert e of kind (K_EXP or K_SHARED), named
- * fmt % (prefix, e, name): Conv1D weights [in, out], the transposes of fc1 [h,d]
- * and fc2 [d,h]; biases optional (zeros when absent, as everywhere). */
-static void conv1d_expert(blist *l, int kind, const char *prefix, int e, int64_t d, int64_t h,
-                          const char *fmt) {
-    bshape(badd(l, kind, P_FC1W, e, fmt, prefix, "c_fc.weight"), 2, d, h, 0)->trans = 1;
-    bshape(badd(l, kind, P_FC1B, e, fmt, prefix, "c_fc.bias"), 1, h, 0, 0)->optional = 1;
-    bshape(badd(l, kind, P_FC2W, e, fmt, prefix, "c_proj.weight"), 2, h, d, 0)->trans = 1;
-    bshape(badd(l, kind, P_FC2B, e, fmt, prefix, "c_proj.bias"), 1, d, 0, 0)->optional = 1;
+/* A network MLP's four tensors for expert e of kind (K_EXP or K_SHARED), named
+ * fmt % (prefix, e, name): GPT-2's c_fc / c_proj, Conv1D weights [in, out] (the
+ * transposes of fc1 [h,d] and fc2 [d,h]), or a ViT's fc1 / fc2, torch Linear
+ * [out, in]; biases optional (zeros when absent, as everywhere). */
+static void net_expert(blist *l, int fam, int kind, const char *prefix, int e, int64_t d, int64_t h,
+                       const char *fmt) {
+    int conv = fam == FAM_GPT2;
+    const char *nm[4] = {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"};
+    if (!conv) nm[0] = "fc1.weight", nm[1] = "fc1.bias", nm[2] = "fc2.weight", nm[3] = "fc2.bias";
+    bshape(badd(l, kind, P_FC1W, e, fmt, prefix, nm[0]), 2, conv ? d : h, conv ? h : d, 0)->trans = conv;
+    bshape(badd(l, kind, P_FC1B, e, fmt, prefix, nm[1]), 1, h, 0, 0)->optional = 1;
+    bshape(badd(l, kind, P_FC2W, e, fmt, prefix, nm[2]), 2, conv ? h : d, conv ? d : h, 0)->trans = conv;
+    bshape(badd(l, kind, P_FC2B, e, fmt, prefix, nm[3]), 1, d, 0, 0)->optional = 1;
 }
 
 /* Every tensor of a layer of family fam at prefix with dimensions z; mx: GPT-OSS
@@ -245,11 +249,12 @@ static void layer_bindings(blist *l, int fam, const char *prefix, const dims *z,
         bshape(badd(l, K_STACK, P_FC2B, 0, NULL, prefix, "experts.down_proj_bias"), 2, n, d, 0);
         break;
     case FAM_GPT2:
+    case FAM_VIT:
         bshape(badd(l, K_GATE_W, 0, 0, NULL, prefix, "gate.weight"), 2, n, d, 0);
         bshape(badd(l, K_GATE_B, 0, 0, NULL, prefix, "gate.bias"), 1, n, 0, 0)->optional = 1;
-        for (int e = 0; e < z->n; e++) conv1d_expert(l, K_EXP, prefix, e, d, h, qfmt);
+        for (int e = 0; e < z->n; e++) net_expert(l, fam, K_EXP, prefix, e, d, h, qfmt);
         for (int j = 0; j < z->ns; j++)
-            conv1d_expert(l, K_SHARED, prefix, j, d, z->hs, "%.500s.shared_experts.%d.%s");
+            net_expert(l, fam, K_SHARED, prefix, j, d, z->hs, "%.500s.shared_experts.%d.%s");
         break;
     default: break;
     }
@@ -268,25 +273,28 @@ static int want_ndim(const ckpt *c, const st_tensor *t, int ndim, ms_err *err) {
                    ndim);
 }
 
-/* A GPT-2 MoE block's shared experts shared_experts.0, 1, ... (as many as there
- * are), hs from the first one's c_fc [d, hs]. */
-static int gpt2_shared_dims(ckpt *c, const char *prefix, dims *z, ms_err *err) {
+/* A network MoE block's shared experts shared_experts.0, 1, ... (as many as
+ * there are), hs from the first one's c_fc [d, hs] (GPT-2) or fc1 [hs, d] (ViT). */
+static int net_shared_dims(ckpt *c, int fam, const char *prefix, dims *z, ms_err *err) {
     char name[700];
     const st_tensor *t;
+    const char *w1 = fam == FAM_GPT2 ? "c_fc" : "fc1";
+    int conv = fam == FAM_GPT2;
     for (;;) {
-        snprintf(name, sizeof name, "%s.shared_experts.%d.c_fc.weight", prefix, z->ns);
+        snprintf(name, sizeof name, "%s.shared_experts.%d.%s.weight", prefix, z->ns, w1);
         if (ckpt_find(c, name) < 0) break;
         if (z->ns >= 64)
             return ms_fail(err, "%s: '%s': more than 64 shared experts", c->arg, prefix);
         z->ns++;
     }
     if (!z->ns) return 0;
-    snprintf(name, sizeof name, "%s.shared_experts.0.c_fc.weight", prefix);
+    snprintf(name, sizeof name, "%s.shared_experts.0.%s.weight", prefix, w1);
     if (shape_of(c, name, &t, err) || want_ndim(c, t, 2, err)) return -1;
-    if (t->shape[0] != z->d || t->shape[1] < 1 || t->shape[1] > (1 << 22))
-        return ms_fail(err, "%s: tensor '%s' has an unusable shape (expected [%d, hs])", c->arg,
-                       name, z->d);
-    z->hs = (int)t->shape[1];
+    int64_t hs = t->shape[conv], din = t->shape[!conv];
+    if (din != z->d || hs < 1 || hs > (1 << 22))
+        return ms_fail(err, "%s: tensor '%s' has an unusable shape (expected %s)", c->arg, name,
+                       conv ? "[d, hs]" : "[hs, d]");
+    z->hs = (int)hs;
     return 0;
 }
 
@@ -331,12 +339,13 @@ static int layer_dims(ckpt *c, int fam, const char *prefix, dims *z, int *mx, ms
     int64_t h = 0;
     const char *rel = fam == FAM_MIXTRAL ? "experts.0.w1.weight"
                       : fam == FAM_GPT2 ? "experts.0.c_fc.weight"
+                      : fam == FAM_VIT ? "experts.0.fc1.weight"
                       : fam == FAM_SWITCH ? "experts.expert_0.wi.weight"
                       : fam == FAM_GRANITEMOE || fam == FAM_JETMOE ? "input_linear.weight"
                       : fam == FAM_GPT_OSS ? "experts.gate_up_proj"
                                             : "experts.0.gate_proj.weight";
     snprintf(name, sizeof name, "%s.%s", prefix, rel);
-    if (fam != FAM_GPT_OSS && fam != FAM_GRANITEMOE && fam != FAM_JETMOE && fam != FAM_GPT2 &&
+    if (fam != FAM_GPT_OSS && fam != FAM_GRANITEMOE && fam != FAM_JETMOE && fam != FAM_GPT2 && fam != FAM_VIT &&
         ckpt_find(c, name) < 0) {
         snprintf(name, sizeof name, "%s.experts.gate_up_proj", prefix); // transformers >= 5
         z->packed = ckpt_find(c, name) >= 0;
@@ -372,25 +381,27 @@ static int layer_dims(ckpt *c, int fam, const char *prefix, dims *z, int *mx, ms
         z->hs = (int)t->shape[0];
     }
     z->ns = z->hs ? 1 : 0;
-    return fam == FAM_GPT2 ? gpt2_shared_dims(c, prefix, z, err) : 0;
+    return fam == FAM_GPT2 || fam == FAM_VIT ? net_shared_dims(c, fam, prefix, z, err) : 0;
 }
 
-/* A GPT-2 MoE block's router and expert function: config.json's "moe" object
- * (router "topk" | "dense", top_k, expert_activation "relu" | "gelu" | "gelu_new",
- * default the network's activation_function), checked against the tensors:
- * num_experts, num_shared_experts and expert_intermediate_size, when given, must
- * be what the block holds. --top-k overrides top_k. */
-static int gpt2_config(const ckpt *c, const char *prefix, const dims *z, const family_overrides *o,
-                       moe_config *cfg, ms_err *err) {
+/* A network MoE block's (gpt2, vit) router and expert function: config.json's
+ * "moe" object (router "topk" | "dense", top_k, expert_activation "relu" | "gelu"
+ * | "gelu_new", default the network's own: GPT-2's activation_function, a ViT's
+ * hidden_act), checked against the tensors: num_experts, num_shared_experts and
+ * expert_intermediate_size, when given, must be what the block holds. --top-k
+ * overrides top_k. */
+static int net_moe_config(const ckpt *c, int fam, const char *prefix, const dims *z,
+                          const family_overrides *o, moe_config *cfg, ms_err *err) {
     static const char *const routers[] = {"topk", "dense"};
     static const char *const acts[] = {"relu", "gelu", "gelu_new"};
     static const moe_act act_of[] = {ACT_RELU, ACT_GELU, ACT_GELU_TANH};
     cfg_obj top = {c->config_path ? c->config_path : c->arg, "", c->config}, m;
     unsigned char *org = cfg->origin;
-    int router, act, net_act, r;
+    int router, act, net_act, r, vit = fam == FAM_VIT, off = !vit; // GPT-2's: gelu or gelu_new
     long k, v;
     if (cfg_sub(&top, "moe", "moe.", &m, err) < 0 ||
-        cfg_choice(&top, "activation_function", acts + 1, 2, 1, &net_act, err) < 0 ||
+        cfg_choice(&top, vit ? "hidden_act" : "activation_function", acts + off, 3 - off, 1, &net_act,
+                   err) < 0 ||
         cfg_choice(&m, "router", routers, 2, 0, &router, err) < 0)
         return -1;
     if ((r = cfg_int(&m, "top_k", 1, z->n, z->n < 2 ? z->n : 2, &k, err)) < 0) return -1;
@@ -402,12 +413,15 @@ static int gpt2_config(const ckpt *c, const char *prefix, const dims *z, const f
         k = o->k;
         org[RP_K] = ORIGIN_CLI;
     }
-    if ((r = cfg_choice(&m, "expert_activation", acts, 3, net_act + 1, &act, err)) < 0) return -1;
+    if ((r = cfg_choice(&m, "expert_activation", acts, 3, net_act + off, &act, err)) < 0) return -1;
     org[RP_ACT] = r ? ORIGIN_CONFIG : ORIGIN_DEFAULT;
+    char sh[64], w1[64];
+    snprintf(sh, sizeof sh, "shared_experts.S.%s.weight tensors are there", vit ? "fc1" : "c_fc");
+    snprintf(w1, sizeof w1, "is the width of experts.0.%s.weight", vit ? "fc1" : "c_fc");
     struct { const char *key; long have; const char *what; } chk[3] = {
         {"num_experts", z->n, "gate.weight has that many rows"},
-        {"num_shared_experts", z->ns, "shared_experts.S.c_fc.weight tensors are there"},
-        {"expert_intermediate_size", z->h, "is the width of experts.0.c_fc.weight"}};
+        {"num_shared_experts", z->ns, sh},
+        {"expert_intermediate_size", z->h, w1}};
     for (int i = 0; i < 3; i++) {
         if ((r = cfg_int(&m, chk[i].key, 0, 1L << 30, chk[i].have, &v, err)) < 0) return -1;
         if (r && v != chk[i].have)
@@ -566,7 +580,7 @@ static int family_config(const ckpt *c, int fam, const char *prefix, const dims 
     cfg->has_out_bias = fam == FAM_JETMOE;
     cfg->has_gate_bias = fam == FAM_GPT_OSS;
     cfg->has_expert_bias = fam == FAM_GPT_OSS;
-    return fam == FAM_GPT2 ? gpt2_config(c, prefix, z, o, cfg, err) : 0;
+    return fam == FAM_GPT2 || fam == FAM_VIT ? net_moe_config(c, fam, prefix, z, o, cfg, err) : 0;
 }
 
 /* ---- loading ---- */
@@ -659,6 +673,7 @@ static int check_expert_count(const ckpt *c, int fam, const char *prefix, int n,
     const char *fmt = fam == FAM_SWITCH ? "%s.experts.expert_%d.wi.weight"
                       : fam == FAM_MIXTRAL ? "%s.experts.%d.w1.weight"
                       : fam == FAM_GPT2 ? "%s.experts.%d.c_fc.weight"
+                      : fam == FAM_VIT ? "%s.experts.%d.fc1.weight"
                                            : "%s.experts.%d.gate_proj.weight";
     if (fam == FAM_GRANITEMOE || fam == FAM_JETMOE || fam == FAM_GPT_OSS) return 0;
     char name[700];

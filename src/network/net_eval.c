@@ -10,76 +10,6 @@
 #include "io/safetensors.h"
 #include "network/net_forward.h"
 
-/* ---- the evaluation set ---- */
-
-int net_evalset_load(net_evalset *e, const char *path, ms_err *err) {
-    memset(e, 0, sizeof *e);
-    st_file f;
-    if (st_open(&f, path, err)) return -1;
-    const st_tensor *t = st_find(&f, "input_ids");
-    int rc = 0;
-    if (!t)
-        rc = ms_fail(err, "%s: missing tensor 'input_ids' (a network's evaluation set: token ids [N, T])",
-                     path);
-    else if (t->ndim != 2 || t->shape[0] < 1 || t->shape[1] < 2 || t->shape[0] > (1 << 24) ||
-             t->shape[1] > (1 << 20) || t->shape[0] * t->shape[1] > (1LL << 31) - 1)
-        rc = ms_fail(err, "%s: tensor 'input_ids' should be [N, T] with N >= 1 sequences of T >= 2 "
-                          "tokens, has %d dimension(s)%s",
-                     path, t->ndim, t->ndim == 2 ? " of an unusable size" : "");
-    else if (t->dtype != ST_I32 && t->dtype != ST_I64)
-        rc = ms_fail(err, "%s: tensor 'input_ids' must be I32 or I64, is %s", path,
-                     st_dtype_name(t->dtype));
-    if (!rc) {
-        e->N = (int)t->shape[0];
-        e->T = (int)t->shape[1];
-        size_t cnt = (size_t)e->N * e->T;
-        int64_t *tmp = ms_malloc(cnt * sizeof(int64_t));
-        rc = st_read_i64(&f, t, tmp, err);
-        e->ids = ms_malloc(cnt * sizeof(int32_t));
-        for (size_t q = 0; q < cnt && !rc; q++) {
-            if (tmp[q] < 0 || tmp[q] > INT32_MAX) {
-                rc = ms_fail(err, "%s: tensor 'input_ids': id %lld at [%zu, %zu] is not a token id",
-                             path, (long long)tmp[q], q / e->T, q % e->T);
-                break;
-            }
-            e->ids[q] = (int32_t)tmp[q];
-        }
-        free(tmp);
-        e->path = ms_strdup(path);
-    }
-    st_close(&f);
-    if (rc) net_evalset_free(e);
-    return rc;
-}
-
-int net_evalset_is(const char *path) {
-    st_file f;
-    if (!path || st_open(&f, path, NULL)) return 0;
-    int yes = st_find(&f, "input_ids") != NULL;
-    st_close(&f);
-    return yes;
-}
-
-int net_evalset_check(const net_evalset *e, const net_model *m, ms_err *err) {
-    const net_config *c = &m->cfg;
-    if (e->T > c->npos)
-        return ms_fail(err, "%s: tensor 'input_ids' has T = %d tokens per sequence, more than the "
-                            "n_positions = %d of %s",
-                       e->path, e->T, c->npos, m->path);
-    for (size_t q = 0; q < (size_t)e->N * e->T; q++)
-        if (e->ids[q] >= c->vocab)
-            return ms_fail(err, "%s: tensor 'input_ids': id %d at [%zu, %zu] is not below the "
-                                "vocab_size = %d of %s",
-                           e->path, e->ids[q], q / e->T, q % e->T, c->vocab, m->path);
-    return 0;
-}
-
-void net_evalset_free(net_evalset *e) {
-    free(e->path);
-    free(e->ids);
-    memset(e, 0, sizeof *e);
-}
-
 /* ---- the threaded driver ---- */
 
 typedef struct {
@@ -88,6 +18,7 @@ typedef struct {
     const net_prefix *p;   /* NULL: computed per item */
     const net_run *r;      /* NULL: the prefix only (into prefix_out) */
     float *prefix_out;     /* (N T, d) the prefix job's output */
+    int T;                 /* tokens per sequence (net_tokens) */
     int L0, spi, items;    /* first MoE block, sequences per item, items */
     const moe_model *const *moe;
     int nmoe, nmax;
@@ -105,7 +36,7 @@ typedef struct {
  * item's load sums when they are asked for. */
 static void item_tail(const net_job *j, int it, float *h, int ns, net_ws *w, float *G) {
     const net_model *m = j->m;
-    int T = j->E->T, M = ns * T;
+    int T = j->T, M = ns * T;
     size_t r0 = (size_t)it * j->spi * T; // the item's first row
     for (int L = j->L0; L < m->cfg.nlayer; L++) {
         if (L > j->L0) net_attn_forward(m, L, h, ns, T, w);
@@ -131,14 +62,13 @@ static void item_tail(const net_job *j, int it, float *h, int ns, net_ws *w, flo
  * the head and the loss */
 static void run_item(net_job *j, int it, float *h, net_ws *w, float *G) {
     const net_model *m = j->m;
-    int T = j->E->T, d = m->cfg.d, N = j->E->N;
+    int T = j->T, d = m->cfg.d, N = j->E->N;
     int s0 = it * j->spi, ns = N - s0 < j->spi ? N - s0 : j->spi;
     size_t r0 = (size_t)s0 * T, M = (size_t)ns * T;
-    const int32_t *ids = j->E->ids + r0;
     if (j->p) {
         memcpy(h, j->p->h + r0 * d, M * d * sizeof(float));
     } else {
-        net_embed(m, ids, ns, T, h);
+        net_embed(m, j->E, s0, ns, h, w);
         for (int L = 0; L < j->L0; L++) {
             net_attn_forward(m, L, h, ns, T, w);
             net_mlp_forward(m, L, NULL, h, (int)M, w, NULL, NULL);
@@ -152,13 +82,14 @@ static void run_item(net_job *j, int it, float *h, net_ws *w, float *G) {
     item_tail(j, it, h, ns, w, G);
     j->loss[it] = 0.0;
     j->ok[it] = 0;
-    net_head_loss(m, h, ids, ns, T, w, &j->loss[it], &j->ok[it],
-                  j->r->logits ? j->r->logits + r0 * m->cfg.vocab : NULL);
+    size_t lrow = (size_t)s0 * net_logit_rows(m, T); // the item's first row of logits
+    net_head_loss(m, h, j->E, s0, ns, w, &j->loss[it], &j->ok[it],
+                  j->r->logits ? j->r->logits + lrow * m->cfg.vocab : NULL);
 }
 
 static void *net_worker(void *arg) {
     net_job *j = arg;
-    int T = j->E->T, cap = j->spi * T;
+    int T = j->T, cap = j->spi * T;
     net_ws w;
     net_ws_alloc(&w, &j->m->cfg, cap, T);
     float *h = ms_malloc((size_t)cap * j->m->cfg.d * sizeof(float));      // (cap, d)
@@ -200,7 +131,8 @@ static void job_init(net_job *j, const net_model *m, const net_evalset *E) {
     j->m = m;
     j->E = E;
     j->L0 = m->cfg.nmoe ? m->cfg.moe_layers[0] : m->cfg.nlayer;
-    j->spi = NET_ITEM_TOKENS / E->T > 1 ? NET_ITEM_TOKENS / E->T : 1;
+    j->T = net_tokens(m, E);
+    j->spi = NET_ITEM_TOKENS / j->T > 1 ? NET_ITEM_TOKENS / j->T : 1;
     j->items = (E->N + j->spi - 1) / j->spi;
 }
 
@@ -211,7 +143,7 @@ int net_prefix_compute(const net_model *m, const net_evalset *E, const net_par *
     net_job j;
     job_init(&j, m, E);
     p->L0 = j.L0;
-    p->h = ms_malloc((size_t)E->N * E->T * m->cfg.d * sizeof(float));
+    p->h = ms_malloc((size_t)E->N * j.T * m->cfg.d * sizeof(float));
     j.prefix_out = p->h;
     if (net_run_job(&j, par, err)) {
         net_prefix_free(p);
@@ -250,11 +182,11 @@ int net_evaluate(const net_model *m, const net_evalset *E, const net_prefix *p, 
         double ls = 0.0;
         long ok = 0;
         for (int it = 0; it < j.items; it++) ls += j.loss[it], ok += j.ok[it];
-        out->positions = (long)E->N * (E->T - 1);
+        out->positions = net_positions(m, E);
         out->loss = ls / (double)out->positions;
         out->accuracy = (double)ok / (double)out->positions;
         if (j.lmean) {
-            double tok = (double)E->N * E->T;
+            double tok = (double)E->N * j.T;
             out->nmoe = j.nmoe, out->n = j.nmax;
             out->load_mean = ms_calloc((size_t)j.nmoe * j.nmax, sizeof(double));
             out->load_frac = ms_calloc((size_t)j.nmoe * j.nmax, sizeof(double));

@@ -12,7 +12,7 @@
 int net_block_inputs(const net_model *A, const net_evalset *E, int block, const net_par *par,
                      evalset *out, ms_err *err) {
     memset(out, 0, sizeof *out);
-    size_t rows = (size_t)E->N * E->T;
+    size_t rows = (size_t)E->N * net_tokens(A, E);
     out->inputs = ms_malloc(rows * A->cfg.d * sizeof(float)); // (N T, d)
     net_run r = {.inputs = out->inputs, .capture = block};
     net_eval_result res;

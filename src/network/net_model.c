@@ -8,11 +8,13 @@
 
 #include "io/family.h"
 
-/* one backbone tensor: its name, shape and where it goes */
+/* one backbone tensor: its name, shape and where it goes (dst NULL: it follows
+ * the tensor before it in the allocation, as a ViT's key and value weights
+ * follow the query's) */
 typedef struct {
     char name[96];
     int ndim;
-    int64_t shape[2];
+    int64_t shape[4];
     float **dst;
 } net_tensor;
 
@@ -21,7 +23,15 @@ typedef struct {
     int n, cap;
 } tensor_list;
 
-static void tl_add(tensor_list *l, const char *name, int ndim, int64_t a, int64_t b, float **dst) {
+static int64_t tl_numel(const net_tensor *t) {
+    int64_t s = 1;
+    for (int i = 0; i < t->ndim; i++) s *= t->shape[i];
+    return s;
+}
+
+/* name of shape {a, b, c, e}: its first ndim */
+static void tl_add(tensor_list *l, const char *name, int ndim, int64_t a, int64_t b, int64_t c, int64_t e,
+                   float **dst) {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 64;
         l->t = ms_realloc(l->t, (size_t)l->cap * sizeof(net_tensor));
@@ -29,44 +39,99 @@ static void tl_add(tensor_list *l, const char *name, int ndim, int64_t a, int64_
     net_tensor *t = &l->t[l->n++];
     snprintf(t->name, sizeof t->name, "%s", name);
     t->ndim = ndim;
-    t->shape[0] = a;
-    t->shape[1] = b;
+    t->shape[0] = a, t->shape[1] = b, t->shape[2] = c, t->shape[3] = e;
     t->dst = dst;
 }
 
 static size_t tl_floats(const tensor_list *l) {
     size_t s = 0;
-    for (int i = 0; i < l->n; i++) s += (size_t)l->t[i].shape[0] * (l->t[i].ndim > 1 ? l->t[i].shape[1] : 1);
+    for (int i = 0; i < l->n; i++) s += (size_t)tl_numel(&l->t[i]);
     return s;
 }
 
-/* Every backbone tensor of m (shapes from m->cfg), in file order of a GPT-2
+/* a block's tensors: suffix, shape, destination */
+typedef struct {
+    const char *sfx;
+    int ndim;
+    int64_t a, b;
+    float **dst;
+} block_tensor;
+
+static void add_block(tensor_list *l, const char *fmt, int L, const block_tensor *bt, int nt) {
+    char nm[96], pre[64];
+    snprintf(pre, sizeof pre, fmt, L);
+    for (int i = 0; i < nt; i++) {
+        snprintf(nm, sizeof nm, "%s%s", pre, bt[i].sfx);
+        tl_add(l, nm, bt[i].ndim, bt[i].a, bt[i].b, 0, 0, bt[i].dst);
+    }
+}
+
+/* Every backbone tensor of a GPT-2 m (shapes from m->cfg), in file order of its
  * state_dict; has_lm_b: lm_head.bias is in the file. */
-static void backbone_tensors(net_model *m, int has_lm_b, tensor_list *l) {
+static void gpt2_tensors(net_model *m, int has_lm_b, tensor_list *l) {
     const net_config *c = &m->cfg;
     int64_t d = c->d, V = c->vocab, ff = c->ff;
-    char nm[96];
-    tl_add(l, "transformer.wte.weight", 2, V, d, &m->wte);
-    tl_add(l, "transformer.wpe.weight", 2, c->npos, d, &m->wpe);
+    tl_add(l, "transformer.wte.weight", 2, V, d, 0, 0, &m->wte);
+    tl_add(l, "transformer.wpe.weight", 2, c->npos, d, 0, 0, &m->wpe);
     for (int L = 0; L < c->nlayer; L++) {
         net_block *b = &m->blocks[L];
-        struct { const char *sfx; int ndim; int64_t a, b; float **dst; } bt[] = {
+        block_tensor bt[] = {
             {"ln_1.weight", 1, d, 0, &b->ln1_w},          {"ln_1.bias", 1, d, 0, &b->ln1_b},
             {"attn.c_attn.weight", 2, d, 3 * d, &b->attn_w}, {"attn.c_attn.bias", 1, 3 * d, 0, &b->attn_b},
             {"attn.c_proj.weight", 2, d, d, &b->proj_w},  {"attn.c_proj.bias", 1, d, 0, &b->proj_b},
             {"ln_2.weight", 1, d, 0, &b->ln2_w},          {"ln_2.bias", 1, d, 0, &b->ln2_b},
             {"mlp.c_fc.weight", 2, d, ff, &b->fc_w},   {"mlp.c_fc.bias", 1, ff, 0, &b->fc_b},
             {"mlp.c_proj.weight", 2, ff, d, &b->fcp_w}, {"mlp.c_proj.bias", 1, d, 0, &b->fcp_b}};
-        int nt = c->moe_of[L] >= 0 ? 8 : 12; // an MoE block's MLP is its moe_model
-        for (int i = 0; i < nt; i++) {
-            snprintf(nm, sizeof nm, "transformer.h.%d.%s", L, bt[i].sfx);
-            tl_add(l, nm, bt[i].ndim, bt[i].a, bt[i].b, bt[i].dst);
-        }
+        add_block(l, "transformer.h.%d.", L, bt, c->moe_of[L] >= 0 ? 8 : 12); // an MoE block's MLP is its moe_model
     }
-    tl_add(l, "transformer.ln_f.weight", 1, d, 0, &m->lnf_w);
-    tl_add(l, "transformer.ln_f.bias", 1, d, 0, &m->lnf_b);
-    if (!c->tied) tl_add(l, "lm_head.weight", 2, V, d, &m->lm_w);
-    if (has_lm_b) tl_add(l, "lm_head.bias", 1, V, 0, &m->lm_b);
+    tl_add(l, "transformer.ln_f.weight", 1, d, 0, 0, 0, &m->lnf_w);
+    tl_add(l, "transformer.ln_f.bias", 1, d, 0, 0, 0, &m->lnf_b);
+    if (!c->tied) tl_add(l, "lm_head.weight", 2, V, d, 0, 0, &m->lm_w);
+    if (has_lm_b) tl_add(l, "lm_head.bias", 1, V, 0, 0, 0, &m->lm_b);
+}
+
+/* Every backbone tensor of a ViT m: q, k and v side by side (one (3d, d) weight
+ * and one (3d) bias), so the attention's input projection is one product as
+ * GPT-2's c_attn. */
+static void vit_tensors(net_model *m, tensor_list *l) {
+    const net_config *c = &m->cfg;
+    int64_t d = c->d, V = c->vocab, ff = c->ff, p = c->patch;
+    // the projection first: a wrong patch_size is named by its weight
+    tl_add(l, "vit.embeddings.patch_embeddings.projection.weight", 4, d, c->chans, p, p, &m->patch_w);
+    tl_add(l, "vit.embeddings.patch_embeddings.projection.bias", 1, d, 0, 0, 0, &m->patch_b);
+    tl_add(l, "vit.embeddings.cls_token", 3, 1, 1, d, 0, &m->cls);
+    tl_add(l, "vit.embeddings.position_embeddings", 3, 1, c->npos, d, 0, &m->wpe);
+    for (int L = 0; L < c->nlayer; L++) {
+        net_block *b = &m->blocks[L];
+        block_tensor qkv[] = {
+            {"attention.attention.query.weight", 2, d, d, &b->attn_w},
+            {"attention.attention.key.weight", 2, d, d, NULL},
+            {"attention.attention.value.weight", 2, d, d, NULL},
+            {"attention.attention.query.bias", 1, d, 0, &b->attn_b},
+            {"attention.attention.key.bias", 1, d, 0, NULL},
+            {"attention.attention.value.bias", 1, d, 0, NULL}};
+        block_tensor bt[] = {
+            {"layernorm_before.weight", 1, d, 0, &b->ln1_w},  {"layernorm_before.bias", 1, d, 0, &b->ln1_b},
+            {"attention.output.dense.weight", 2, d, d, &b->proj_w},
+            {"attention.output.dense.bias", 1, d, 0, &b->proj_b},
+            {"layernorm_after.weight", 1, d, 0, &b->ln2_w},   {"layernorm_after.bias", 1, d, 0, &b->ln2_b},
+            {"intermediate.dense.weight", 2, ff, d, &b->fc_w}, {"intermediate.dense.bias", 1, ff, 0, &b->fc_b},
+            {"output.dense.weight", 2, d, ff, &b->fcp_w},     {"output.dense.bias", 1, d, 0, &b->fcp_b}};
+        add_block(l, "vit.encoder.layer.%d.", L, qkv, c->qkv_bias ? 6 : 3);
+        add_block(l, "vit.encoder.layer.%d.", L, bt, c->moe_of[L] >= 0 ? 6 : 10);
+    }
+    tl_add(l, "vit.layernorm.weight", 1, d, 0, 0, 0, &m->lnf_w);
+    tl_add(l, "vit.layernorm.bias", 1, d, 0, 0, 0, &m->lnf_b);
+    tl_add(l, "classifier.weight", 2, V, d, 0, 0, &m->lm_w);
+    tl_add(l, "classifier.bias", 1, V, 0, 0, 0, &m->lm_b);
+}
+
+/* "a, b, c" of the first ndim of shape */
+static void shape_str(int ndim, const int64_t *shape, char *out, size_t cap) {
+    size_t k = 0;
+    out[0] = 0;
+    for (int i = 0; i < ndim && k + 24 < cap; i++)
+        k += (size_t)snprintf(out + k, cap - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
 }
 
 static int read_tensor(ckpt *c, const net_tensor *nt, float *dst, ms_err *err) {
@@ -78,30 +143,44 @@ static int read_tensor(ckpt *c, const net_tensor *nt, float *dst, ms_err *err) {
     int ok = t->ndim == nt->ndim;
     for (int i = 0; ok && i < nt->ndim; i++) ok = t->shape[i] == nt->shape[i];
     if (!ok) {
-        char have[96] = "", want[64];
-        size_t k = 0;
-        for (int i = 0; i < t->ndim && k < sizeof have - 24; i++)
-            k += (size_t)snprintf(have + k, sizeof have - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-        if (nt->ndim == 2) snprintf(want, sizeof want, "%lld, %lld", (long long)nt->shape[0], (long long)nt->shape[1]);
-        else snprintf(want, sizeof want, "%lld", (long long)nt->shape[0]);
+        char have[96], want[96];
+        shape_str(t->ndim, t->shape, have, sizeof have);
+        shape_str(nt->ndim, nt->shape, want, sizeof want);
         return ms_fail(err, "%s: tensor '%s' has shape [%s], expected [%s] (from config.json)",
                        f->path, nt->name, have, want);
     }
     return st_read_f32(f, t, dst, err);
 }
 
+/* A ViT's classes when config.json does not say them: classifier.weight's rows. */
+static int vit_classes_from_head(ckpt *c, net_config *nc, ms_err *err) {
+    const st_file *f;
+    const st_tensor *t;
+    if (nc->arch != NET_VIT || nc->vocab) return 0;
+    if (ckpt_find(c, "classifier.weight") < 0)
+        return ms_fail(err, "%s: tensor 'classifier.weight' is missing (the ViT's classification head)", c->arg);
+    if (ckpt_tensor(c, "classifier.weight", &f, &t, err)) return -1;
+    if (t->ndim != 2 || t->shape[0] < 1 || t->shape[0] > (1 << 24))
+        return ms_fail(err, "%s: tensor 'classifier.weight' should be [classes, %d]", f->path, nc->d);
+    nc->vocab = (int)t->shape[0];
+    return 0;
+}
+
 /* every block's MLP is what config.json says: an MoE block holds its gate, a
  * dense one its c_fc (and not the other's) */
 static int check_blocks(const ckpt *c, const net_config *nc, ms_err *err) {
-    char g[96], f[96];
+    const net_arch_desc *A = net_arch_of(nc->arch);
+    char g[96], f[96], pre[64];
     for (int L = 0; L < nc->nlayer; L++) {
-        snprintf(g, sizeof g, "transformer.h.%d.mlp.gate.weight", L);
-        snprintf(f, sizeof f, "transformer.h.%d.mlp.c_fc.weight", L);
+        snprintf(pre, sizeof pre, A->block, L);
+        snprintf(g, sizeof g, "%s%s.gate.weight", pre, A->moe);
+        snprintf(f, sizeof f, "%s%s", pre, A->dense);
         int moe = nc->moe_of[L] >= 0, has_g = ckpt_find(c, g) >= 0, has_f = ckpt_find(c, f) >= 0;
         if (moe && !has_g)
             return ms_fail(err, "%s: config.json lists block %d in moe.layers, but the checkpoint has "
-                                "no tensor '%s'%s",
-                           c->arg, L, g, has_f ? " (block " "is a dense MLP: mlp.c_fc.weight is there)" : "");
+                                "no tensor '%s'%s%s%s",
+                           c->arg, L, g, has_f ? " (block is a dense MLP: " : "", has_f ? A->dense : "",
+                           has_f ? " is there)" : "");
         if (!moe && !has_f)
             return ms_fail(err, "%s: block %d is not in config.json's moe.layers, so it needs a dense "
                                 "MLP, but tensor '%s' is missing%s",
@@ -110,29 +189,31 @@ static int check_blocks(const ckpt *c, const net_config *nc, ms_err *err) {
     return 0;
 }
 
-/* the MoE blocks through the gpt2 family, each checked against config.json */
+/* the MoE blocks through the gpt2 or vit family, each checked against config.json */
 static int load_moe_blocks(net_model *m, ckpt *c, const family_overrides *o, ms_err *err) {
+    const net_arch_desc *A = net_arch_of(m->cfg.arch);
     family_layer *ls = NULL;
     int nl = 0;
-    if (m->cfg.nmoe && family_find_layers(c, FAM_GPT2, &ls, &nl, err)) return -1;
+    if (m->cfg.nmoe && family_find_layers(c, A->family, &ls, &nl, err)) return -1;
     m->moe = ms_calloc((size_t)(m->cfg.nmoe ? m->cfg.nmoe : 1), sizeof(moe_model));
     int rc = 0;
     for (int i = 0; i < m->cfg.nmoe && !rc; i++) {
-        char pre[64];
-        snprintf(pre, sizeof pre, "transformer.h.%d.mlp", m->cfg.moe_layers[i]);
+        char pre[64], blk[48];
+        snprintf(blk, sizeof blk, A->block, m->cfg.moe_layers[i]);
+        snprintf(pre, sizeof pre, "%s%s", blk, A->moe);
         int which = -1;
         for (int j = 0; j < nl; j++)
             if (!strcmp(ls[j].prefix, pre)) which = j;
         if (which < 0) {
             rc = ms_fail(err, "%s: block %d is in moe.layers but its MoE tensors are incomplete (no "
-                              "'%s.experts.0.c_fc.weight')",
-                         c->arg, m->cfg.moe_layers[i], pre);
+                              "'%s.experts.0.%s.weight')",
+                         c->arg, m->cfg.moe_layers[i], pre, m->cfg.arch == NET_VIT ? "fc1" : "c_fc");
             break;
         }
         rc = family_load(&m->moe[i], c, &ls[which], o, err);
         if (!rc && m->moe[i].cfg.d != m->cfg.d)
-            rc = ms_fail(err, "%s: tensor '%s.gate.weight' has width %d, but n_embd = %d", c->arg, pre,
-                         m->moe[i].cfg.d, m->cfg.d);
+            rc = ms_fail(err, "%s: tensor '%s.gate.weight' has width %d, but %s = %d", c->arg, pre,
+                         m->moe[i].cfg.d, A->k_d, m->cfg.d);
     }
     family_layers_free(ls, nl);
     return rc;
@@ -144,6 +225,7 @@ int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *
     if (ckpt_open(&c, path, err)) return -1;
     int rc = net_config_read(&c, &m->cfg, err);
     if (!rc) rc = check_blocks(&c, &m->cfg, err);
+    if (!rc) rc = vit_classes_from_head(&c, &m->cfg, err);
     if (rc) {
         ckpt_close(&c);
         return -1;
@@ -151,16 +233,17 @@ int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *
     m->path = ms_strdup(path);
     m->blocks = ms_calloc((size_t)m->cfg.nlayer, sizeof(net_block));
     tensor_list l = {0};
-    backbone_tensors(m, ckpt_find(&c, "lm_head.bias") >= 0, &l);
+    if (m->cfg.arch == NET_VIT) vit_tensors(m, &l);
+    else gpt2_tensors(m, ckpt_find(&c, "lm_head.bias") >= 0, &l);
     m->nparams = tl_floats(&l);
     m->mem = ms_malloc(m->nparams * sizeof(float));
     float *p = m->mem;
     for (int i = 0; i < l.n && !rc; i++) {
-        *l.t[i].dst = p;
+        if (l.t[i].dst) *l.t[i].dst = p;
         rc = read_tensor(&c, &l.t[i], p, err);
-        p += (size_t)l.t[i].shape[0] * (l.t[i].ndim > 1 ? l.t[i].shape[1] : 1);
+        p += tl_numel(&l.t[i]);
     }
-    if (m->cfg.tied) m->lm_w = m->wte;
+    if (m->cfg.arch == NET_GPT2 && m->cfg.tied) m->lm_w = m->wte;
     free(l.t);
     if (!rc) rc = load_moe_blocks(m, &c, o, err);
     ckpt_close(&c);
@@ -199,6 +282,9 @@ void net_clone(net_model *dst, const net_model *src) {
     memcpy(dst->mem, src->mem, src->nparams * sizeof(float));
     dst->wte = rebase(src, dst, src->wte);
     dst->wpe = rebase(src, dst, src->wpe);
+    dst->patch_w = rebase(src, dst, src->patch_w);
+    dst->patch_b = rebase(src, dst, src->patch_b);
+    dst->cls = rebase(src, dst, src->cls);
     dst->lnf_w = rebase(src, dst, src->lnf_w);
     dst->lnf_b = rebase(src, dst, src->lnf_b);
     dst->lm_w = rebase(src, dst, src->lm_w);
@@ -224,14 +310,17 @@ void net_backbone_interpolate(net_model *out, const net_model *a, const net_mode
 
 int net_pick_block(const net_model *m, const char *arg, int *which, ms_err *err) {
     const net_config *c = &m->cfg;
+    const net_arch_desc *A = net_arch_of(c->arch);
     *which = 0;
     if (!c->nmoe) return ms_fail(err, "%s: the network has no MoE block (config.json's moe.layers)", m->path);
     if (!arg) return 0;
     int L = -1, len = 0;
-    char *end;
+    char *end, fmt[64], pre[64];
+    snprintf(fmt, sizeof fmt, "%s%s%%n", A->block, A->moe); // "transformer.h.%d.mlp%n"
+    snprintf(pre, sizeof pre, A->block, 0);
     long v = strtol(arg, &end, 10);
     if (*arg && !*end && v >= 0 && v < c->nlayer) L = (int)v;
-    else if (sscanf(arg, "transformer.h.%d.mlp%n", &L, &len) < 1 || !len ||
+    else if (sscanf(arg, fmt, &L, &len) < 1 || !len ||
              !(arg[len] == 0 || (arg[len] == '.' && arg[len + 1] == 0)))
         L = -1;
     if (L >= 0 && L < c->nlayer && c->moe_of[L] >= 0) {
@@ -242,22 +331,30 @@ int net_pick_block(const net_model *m, const char *arg, int *which, ms_err *err)
     size_t k = 0;
     for (int i = 0; i < c->nmoe && k < sizeof list - 16; i++)
         k += (size_t)snprintf(list + k, sizeof list - k, "%s%d", i ? ", " : "", c->moe_layers[i]);
+    pre[strlen(pre) - 2] = 0; // "transformer.h." of "transformer.h.0."
     return ms_fail(err, "%s: no MoE block '%s'; its MoE blocks are %s (give the block index or "
-                        "'transformer.h.L.mlp')",
-                   m->path, arg, list);
+                        "'%sL.%s')",
+                   m->path, arg, list, pre, A->moe);
 }
 
 int net_check_compatible(const net_model *a, const net_model *b, ms_err *err) {
     const net_config *x = &a->cfg, *y = &b->cfg;
-    const char *what = x->d != y->d             ? "n_embd"
-                       : x->nlayer != y->nlayer ? "n_layer"
-                       : x->ff != y->ff         ? "n_inner"
-                       : x->nhead != y->nhead   ? "n_head"
+    const net_arch_desc *A = net_arch_of(x->arch);
+    int vit = x->arch == NET_VIT;
+    const char *what = x->arch != y->arch       ? "model_type"
+                       : x->d != y->d           ? A->k_d
+                       : x->nlayer != y->nlayer ? A->k_layers
+                       : x->ff != y->ff         ? A->k_ff
+                       : x->nhead != y->nhead   ? A->k_heads
+                       : x->image != y->image   ? "image_size"
+                       : x->patch != y->patch   ? "patch_size"
+                       : x->chans != y->chans   ? "num_channels"
                        : x->npos != y->npos     ? "n_positions"
-                       : x->vocab != y->vocab   ? "vocab_size"
-                       : x->eps != y->eps       ? "layer_norm_epsilon"
-                       : x->act != y->act       ? "activation_function"
+                       : x->vocab != y->vocab   ? (vit ? "number of classes" : "vocab_size")
+                       : x->eps != y->eps       ? A->k_eps
+                       : x->act != y->act       ? A->k_act
                        : x->tied != y->tied     ? "tie_word_embeddings"
+                       : x->qkv_bias != y->qkv_bias ? "qkv_bias"
                        : x->nmoe != y->nmoe || memcmp(x->moe_layers, y->moe_layers, (size_t)x->nmoe * sizeof(int))
                            ? "moe.layers"
                            : NULL;
@@ -273,10 +370,13 @@ int net_check_compatible(const net_model *a, const net_model *b, ms_err *err) {
 /* ---- the frozen backbone: A's and B's tensors outside the MoE blocks ---- */
 
 static int in_moe_block(const net_config *nc, const char *name) {
+    const net_arch_desc *A = net_arch_of(nc->arch);
     int L;
-    char rest[16];
-    if (sscanf(name, "transformer.h.%d.%15s", &L, rest) != 2 || L < 0 || L >= nc->nlayer) return 0;
-    return nc->moe_of[L] >= 0 && !strncmp(rest, "mlp.", 4);
+    char rest[16], fmt[64];
+    snprintf(fmt, sizeof fmt, "%s%%15s", A->block); // "transformer.h.%d.%15s"
+    if (sscanf(name, fmt, &L, rest) != 2 || L < 0 || L >= nc->nlayer) return 0;
+    size_t k = strlen(A->moe);
+    return nc->moe_of[L] >= 0 && !strncmp(rest, A->moe, k) && rest[k] == '.';
 }
 
 /* the backbone names of c (sorted by name), count into *n */

@@ -182,8 +182,9 @@ int net_objective_new(const net_model *A, const net_model *B, const net_evalset 
         net_objective_free(no);
         return -1;
     }
-    snprintf(no->what, sizeof no->what, "network loss, MoE block %d%s", A->cfg.moe_layers[o->chosen],
-             o->interp_backbone ? ", backbone interpolated too" : "");
+    snprintf(no->what, sizeof no->what, "network loss, MoE block %d%s (mean %s cross-entropy)",
+             A->cfg.moe_layers[o->chosen], o->interp_backbone ? ", backbone interpolated too" : "",
+             net_loss_kind(A));
     no->view.eval = obj_eval;
     no->view.ctx = no;
     no->view.kind = LS_CLASSIFY;

@@ -23,11 +23,12 @@ void tf_layernorm_forward(const float *X, int M, int d, const float *w, const fl
     }
 }
 
-void tf_conv1d_forward(const float *X, int M, int in, int out, const float *W, const float *bias,
-                       float *Y) {
-    // Y (M, out) = X (M, in) W (in, out)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, out, in, 1.0f, X, in, W, out, 0.0f, Y,
-                out);
+void tf_dense_forward(const float *X, int M, int in, int out, const float *W, tf_layout lay,
+                      const float *bias, int accumulate, float *Y) {
+    // Y (M, out) (+)= X (M, in) W (in, out), or X W^T for W (out, in)
+    int lin = lay == TF_LINEAR;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, lin ? CblasTrans : CblasNoTrans, M, out, in, 1.0f, X, in, W,
+                lin ? in : out, accumulate ? 1.0f : 0.0f, Y, out);
     if (bias)
         for (int r = 0; r < M; r++) moe_row_add(Y + (size_t)r * out, bias, out);
 }

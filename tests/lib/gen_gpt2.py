@@ -91,23 +91,24 @@ def backbone(cfg, seed, lm_bias=False):
     return _f32(t)
 
 
-def moe_blocks(cfg, seed, gate_bias=True):
-    """Every MoE block: a gate sharp enough that routing matters, experts of width h."""
+def moe_blocks(cfg, seed, gate_bias=True, layout=None):
+    """Every MoE block: a gate sharp enough that routing matters, experts of width h.
+    layout (gen_vit's): the block prefix format, the width's key, the expert's two
+    tensors and how one is drawn; default GPT-2's Conv1D c_fc / c_proj."""
+    fmt, dkey, names, mlp = layout or ("transformer.h.%d.mlp.", "n_embd", ("c_fc", "c_proj"), _conv)
     rng = np.random.default_rng(seed + 7919)
-    m, d = cfg["moe"], cfg["n_embd"]
+    m, d = cfg["moe"], cfg[dkey]
     h = m["expert_intermediate_size"]
     t = {}
     for L in m["layers"]:
-        pre = "transformer.h.%d.mlp." % L
+        pre = fmt % L
         t[pre + "gate.weight"] = 2.0 * rng.standard_normal((m["num_experts"], d)) / np.sqrt(d)
         if gate_bias:
             t[pre + "gate.bias"] = 0.3 * rng.standard_normal(m["num_experts"])
-        for e in range(m["num_experts"]):
-            t.update(_conv(rng, pre + "experts.%d.c_fc" % e, d, h, 1.5))
-            t.update(_conv(rng, pre + "experts.%d.c_proj" % e, h, d, 0.7))
-        for s in range(m["num_shared_experts"]):
-            t.update(_conv(rng, pre + "shared_experts.%d.c_fc" % s, d, h, 1.5))
-            t.update(_conv(rng, pre + "shared_experts.%d.c_proj" % s, h, d, 0.7))
+        for kind, cnt in (("experts", m["num_experts"]), ("shared_experts", m["num_shared_experts"])):
+            for e in range(cnt):
+                t.update(mlp(rng, pre + "%s.%d.%s" % (kind, e, names[0]), d, h, 1.5))
+                t.update(mlp(rng, pre + "%s.%d.%s" % (kind, e, names[1]), h, d, 0.7))
     return _f32(t)
 
 

@@ -9,7 +9,9 @@ Import it after putting tests/lib and tests/oracle on sys.path (the tests run as
     ...
     sys.exit(testutil.summary("test_x"))
 """
+import json
 import os
+import shutil
 import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,6 +42,51 @@ def run(*args, env=None):
         e.update(env)
     return subprocess.run([MOESCOPE] + [str(a) for a in args], capture_output=True, text=True,
                           env=e)
+
+
+def expect_error(what, args, *needles):
+    """moescope args exits 1 with every needle in its stderr"""
+    r = run(*args)
+    ok = r.returncode == 1 and all(str(n) in r.stderr for n in needles)
+    check(ok, "%s: exit 1 naming %s; got %d: %s" % (what, needles, r.returncode, r.stderr.strip()))
+
+
+def eval_json(out, ckpt, ev, *extra):
+    """`eval ckpt --eval ev --json out` (checked); its JSON, or None"""
+    r = run("eval", ckpt, "--eval", ev, "--json", out, *extra)
+    check(r.returncode == 0, "eval %s: %s" % (ckpt, r.stderr.strip()))
+    if r.returncode:
+        return None
+    with open(out) as f:
+        return json.load(f)
+
+
+def check_network_outputs(name, j, nblocks, ck, ev, dump, want):
+    """A network's `eval --json` j: every one of its nblocks MoE blocks' load (mean gates
+    summing to 1); `eval --dump-outputs dump`: logits within 1e-5 (of the largest) of
+    want() (numpy's, computed only when the dump was written)."""
+    import numpy as np
+    import oracle
+    check(len(j["blocks"]) == nblocks and all(abs(sum(e["mean_gate"] for e in b["load"]) - 1) < 1e-5
+                                              for b in j["blocks"]),
+          "%s: every MoE block's load, mean gates summing to 1" % name)
+    r = run("eval", ck, "--eval", ev, "--dump-outputs", dump)
+    check(r.returncode == 0, "%s: --dump-outputs: %s" % (name, r.stderr))
+    if r.returncode == 0:
+        got, ref = oracle.read_safetensors(dump)[0]["logits"], want()
+        rel = np.abs(got - ref).max() / np.abs(ref).max()
+        check(got.shape == ref.shape and rel < 1e-5, "%s: logits %s within 1e-5 of numpy (%.3g)"
+              % (name, got.shape, rel))
+
+
+def run_tests(name, tests, tmp):
+    """Run each test function, remove tmp whatever happens; the summary's exit status."""
+    try:
+        for t in tests:
+            t()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return summary(name)
 
 
 def skip_part(what):

@@ -143,18 +143,21 @@ def route(s, router, k):
     return g / g.sum(1, keepdims=True)
 
 
-def _moe(P, pre, x, m):
+def _moe(P, pre, x, m, ffn=None):
+    """D(x) of the MoE layer at pre; ffn(P, expert prefix, x, act) an expert (GPT-2's Conv1D
+    c_fc/c_proj by default; vit_ref passes its Linear fc1/fc2)."""
+    ffn = ffn or _ffn
     n, k = m["num_experts"], m.get("top_k", m["num_experts"])
     gb = P(pre + "gate.bias") if P.has(pre + "gate.bias") else 0.0
     g = route(x @ P(pre + "gate.weight").T + gb, m.get("router", "topk"), k)
     act = m.get("expert_activation", "relu")
     out = np.zeros_like(x)
     for j in range(m.get("num_shared_experts", 0)):
-        out += _ffn(P, pre + "shared_experts.%d." % j, x, act)
+        out += ffn(P, pre + "shared_experts.%d." % j, x, act)
     for i in range(n):
         sel = g[:, i] > 0  # an expert only matters where it is routed
         if sel.any():
-            out[sel] += g[sel, i:i + 1] * _ffn(P, pre + "experts.%d." % i, x[sel], act)
+            out[sel] += g[sel, i:i + 1] * ffn(P, pre + "experts.%d." % i, x[sel], act)
     return out
 
 

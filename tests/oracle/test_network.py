@@ -78,18 +78,8 @@ def test_oracle():
         check(abs(j["accuracy"] - ref["accuracy"]) <= 1.0 / npos + 1e-12,
               "%s: accuracy %.6g vs numpy %.6g" % (name, j["accuracy"], ref["accuracy"]))
         check(j["positions"] == npos and j["mode"] == "network", "%s: positions and mode in the JSON" % name)
-        nblocks = len(kw["moe_layers"])
-        check(len(j["blocks"]) == nblocks and all(abs(sum(e["mean_gate"] for e in b["load"]) - 1) < 1e-5
-                                                  for b in j["blocks"]),
-              "%s: every MoE block's load, mean gates summing to 1" % name)
-        r = run("eval", ck, "--eval", ev, "--dump-outputs", p(pool, "logits.safetensors"))
-        check(r.returncode == 0, "%s: --dump-outputs: %s" % (name, r.stderr))
-        if r.returncode == 0:
-            got = oracle.read_safetensors(p(pool, "logits.safetensors"))[0]["logits"]
-            want = gpt2_ref.logits(gpt2_ref.load(ck), ids)
-            rel = np.abs(got - want).max() / np.abs(want).max()
-            check(got.shape == want.shape and rel < 1e-5, "%s: logits %s within 1e-5 of numpy (%.3g)"
-                  % (name, got.shape, rel))
+        testutil.check_network_outputs(name, j, len(kw["moe_layers"]), ck, ev, p(pool, "logits.safetensors"),
+                                       lambda: gpt2_ref.logits(gpt2_ref.load(ck), ids))
         j1 = eval_json(ck, ev, "--threads", 1)
         j2 = eval_json(ck, ev, "--threads", 2)
         check(j1 and j2 and j1["loss"] == j2["loss"] == j["loss"], "%s: same loss on 1 and 2 threads" % name)

@@ -7,7 +7,10 @@
  *     untied heads with a bias; gelu_new and gelu; top-k and dense routers;
  *   - the loss is the mean next-token cross-entropy of those logits;
  *   - starting from the cached prefix changes no bit, nor does the thread count;
- *   - each MoE block's mean gate weights sum to 1 per token. */
+ *   - each MoE block's mean gate weights sum to 1 per token;
+ *   - the same for ViTs (patches, CLS, bidirectional attention, Linear weights,
+ *     the class loss on the CLS token): MoE first or last, 1 or 3 channels,
+ *     with and without qkv biases. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +130,102 @@ static void write_network(const variant *v, const char *dir, uint64_t seed) {
     fclose(f);
 }
 
+/* ---- ViTs ---- */
+
+typedef struct {
+    const char *name;
+    int layers, d, heads, image, patch, chans, classes, n, k, h, qkv_bias;
+    int moe; /* the MoE block */
+} vit_variant;
+
+static const vit_variant VIT_VARIANTS[] = {
+    {"vit: moe first, 8x8 one channel, 2x2 patches", 2, 16, 2, 8, 2, 1, 5, 4, 2, 8, 1, 0},
+    {"vit: moe last, 12x12 three channels, 4x4 patches, no qkv bias", 3, 12, 3, 12, 4, 3, 7, 3, 1, 6, 0, 2},
+};
+
+typedef struct {
+    st_writer *w;
+    rng_t r;
+    float *keep[512];
+    int nk;
+} tensor_sink;
+
+/* a random tensor name of shape sh (nd dims) into the sink */
+static void put(tensor_sink *t, const char *name, int nd, const int64_t *sh, double scale, double mean) {
+    size_t cnt = 1;
+    for (int i = 0; i < nd; i++) cnt *= (size_t)sh[i];
+    t->keep[t->nk] = rnd(&t->r, cnt, scale, mean);
+    st_writer_add_f32(t->w, name, nd, sh, t->keep[t->nk++]);
+}
+
+/* "vit.encoder.layer.L.<sfx>" a Linear [out, in] (+ bias [out]) */
+static void put_linear(tensor_sink *t, int L, const char *sfx, int64_t out, int64_t in, int bias) {
+    char nm[128];
+    int64_t sh[2] = {out, in};
+    snprintf(nm, sizeof nm, "vit.encoder.layer.%d.%s.weight", L, sfx);
+    put(t, nm, 2, sh, 1.0 / sqrt((double)in), 0);
+    snprintf(nm, sizeof nm, "vit.encoder.layer.%d.%s.bias", L, sfx);
+    if (bias) put(t, nm, 1, sh, 0.1, 0);
+}
+
+static void write_vit(const vit_variant *v, const char *dir, uint64_t seed) {
+    tensor_sink t = {.w = st_writer_new()};
+    rng_seed(&t.r, seed);
+    int64_t d = v->d, P = (v->image / v->patch) * (v->image / v->patch);
+    int64_t pw[4] = {d, v->chans, v->patch, v->patch}, cls[3] = {1, 1, d}, pos[3] = {1, P + 1, d};
+    int64_t dd[1] = {d}, head[2] = {v->classes, d};
+    put(&t, "vit.embeddings.patch_embeddings.projection.weight", 4, pw, 0.5, 0);
+    put(&t, "vit.embeddings.patch_embeddings.projection.bias", 1, dd, 0.1, 0);
+    put(&t, "vit.embeddings.cls_token", 3, cls, 0.5, 0);
+    put(&t, "vit.embeddings.position_embeddings", 3, pos, 0.3, 0);
+    char nm[128];
+    for (int L = 0; L < v->layers; L++) {
+        const char *ln[4] = {"layernorm_before.weight", "layernorm_before.bias", "layernorm_after.weight",
+                             "layernorm_after.bias"};
+        for (int i = 0; i < 4; i++) {
+            snprintf(nm, sizeof nm, "vit.encoder.layer.%d.%s", L, ln[i]);
+            put(&t, nm, 1, dd, 0.1, i % 2 ? 0.0 : 1.0);
+        }
+        put_linear(&t, L, "attention.attention.query", d, d, v->qkv_bias);
+        put_linear(&t, L, "attention.attention.key", d, d, v->qkv_bias);
+        put_linear(&t, L, "attention.attention.value", d, d, v->qkv_bias);
+        put_linear(&t, L, "attention.output.dense", d, d, 1);
+        if (L != v->moe) {
+            put_linear(&t, L, "intermediate.dense", 4 * d, d, 1);
+            put_linear(&t, L, "output.dense", d, 4 * d, 1);
+            continue;
+        }
+        int64_t g[2] = {v->n, d};
+        snprintf(nm, sizeof nm, "vit.encoder.layer.%d.moe.gate.weight", L);
+        put(&t, nm, 2, g, 2.0 / sqrt((double)d), 0);
+        for (int e = 0; e < v->n; e++) {
+            char sfx[64];
+            snprintf(sfx, sizeof sfx, "moe.experts.%d.fc1", e);
+            put_linear(&t, L, sfx, v->h, d, 1);
+            snprintf(sfx, sizeof sfx, "moe.experts.%d.fc2", e);
+            put_linear(&t, L, sfx, d, v->h, 1);
+        }
+    }
+    put(&t, "vit.layernorm.weight", 1, dd, 0.1, 1.0);
+    put(&t, "vit.layernorm.bias", 1, dd, 0.1, 0);
+    put(&t, "classifier.weight", 2, head, 2.0 / sqrt((double)d), 0);
+    put(&t, "classifier.bias", 1, head, 0.1, 0);
+    char path[600];
+    ms_err err;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    CHECK(st_writer_write(t.w, path, &err) == 0, "write %s: %s", path, err.msg);
+    st_writer_free(t.w);
+    for (int i = 0; i < t.nk; i++) free(t.keep[i]);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    fprintf(f, "{\"model_type\": \"vit\", \"hidden_size\": %d, \"num_hidden_layers\": %d, "
+               "\"num_attention_heads\": %d, \"image_size\": %d, \"patch_size\": %d, \"num_channels\": %d, "
+               "\"qkv_bias\": %s, \"moe\": {\"layers\": [%d], \"num_experts\": %d, \"top_k\": %d}}\n",
+            v->d, v->layers, v->heads, v->image, v->patch, v->chans, v->qkv_bias ? "true" : "false", v->moe,
+            v->n, v->k);
+    fclose(f);
+}
+
 static double max_rel(const float *a, const float *b, size_t n) {
     double worst = 0, big = 1e-30;
     for (size_t q = 0; q < n; q++) {
@@ -136,17 +235,31 @@ static double max_rel(const float *a, const float *b, size_t n) {
     return worst / big;
 }
 
-static void test_variant(const variant *v, const char *tmp, int idx) {
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/net%d", tmp, idx);
+/* dir = tmp/stemIDX, made */
+static void fresh_dir(char *dir, size_t cap, const char *tmp, const char *stem, int idx) {
+    snprintf(dir, cap, "%s/%s%d", tmp, stem, idx);
     CHECK(mkdir(dir, 0755) == 0, "mkdir %s", dir);
-    write_network(v, dir, 100 + idx);
+}
+
+/* a network written by write(v, dir, seed) into a fresh dir (tmp/stemIDX), loaded */
+static int make_net(net_model *m, void (*write)(const void *, const char *, uint64_t), const void *v,
+                    const char *what, const char *tmp, const char *stem, int idx, uint64_t seed) {
+    char dir[256];
+    fresh_dir(dir, sizeof dir, tmp, stem, idx);
+    write(v, dir, seed);
+    ms_err err;
+    if (!net_load(m, dir, NULL, &err)) return 0;
+    CHECK(0, "%s: net_load: %s", what, err.msg);
+    return -1;
+}
+
+static void write_gpt2_any(const void *v, const char *dir, uint64_t seed) { write_network(v, dir, seed); }
+static void write_vit_any(const void *v, const char *dir, uint64_t seed) { write_vit(v, dir, seed); }
+
+static void test_variant(const variant *v, const char *tmp, int idx) {
     net_model m;
     ms_err err;
-    if (net_load(&m, dir, NULL, &err)) {
-        CHECK(0, "%s: net_load: %s", v->name, err.msg);
-        return;
-    }
+    if (make_net(&m, write_gpt2_any, v, v->name, tmp, "net", idx, 100 + idx)) return;
     net_evalset E = {.path = "test", .N = 5, .T = v->P - 2};
     size_t rows = (size_t)E.N * E.T;
     E.ids = malloc(rows * sizeof(int32_t));
@@ -155,7 +268,7 @@ static void test_variant(const variant *v, const char *tmp, int idx) {
     for (size_t q = 0; q < rows; q++) E.ids[q] = (int32_t)rng_below(&r, (uint64_t)v->V);
     float *ref = malloc(rows * v->V * sizeof(float)), *lg = malloc(rows * v->V * sizeof(float));
     float *lg2 = malloc(rows * v->V * sizeof(float)), *lg3 = malloc(rows * v->V * sizeof(float));
-    net_logits_ref(&m, NULL, E.ids, E.N, E.T, ref);
+    net_logits_ref(&m, NULL, &E, ref);
     net_run run = {.logits = lg, .want_load = 1};
     net_par p1 = {.threads = 1}, p3 = {.threads = 3};
     net_eval_result a, b, c;
@@ -210,10 +323,71 @@ static void test_variant(const variant *v, const char *tmp, int idx) {
     net_free(&m);
 }
 
+static void test_vit_variant(const vit_variant *v, const char *tmp, int idx) {
+    net_model m;
+    ms_err err;
+    if (make_net(&m, write_vit_any, v, v->name, tmp, "vit", idx, 200 + idx)) return;
+    CHECK(m.cfg.vocab == v->classes && net_backbone_params(&m) > 0, "%s: classes from classifier.weight", v->name);
+    int C = v->classes;
+    net_evalset E = {.path = "test", .N = 37, .C = v->chans, .H = v->image, .W = v->image};
+    size_t npx = (size_t)E.N * v->chans * v->image * v->image;
+    rng_t r;
+    rng_seed(&r, 9 + idx);
+    E.pixels = rnd(&r, npx, 1.0, 0.0);
+    E.labels = malloc((size_t)E.N * sizeof(int32_t));
+    for (int q = 0; q < E.N; q++) E.labels[q] = (int32_t)rng_below(&r, (uint64_t)C);
+    CHECK(net_evalset_check(&E, &m, &err) == 0, "%s: check: %s", v->name, err.msg);
+    float *ref = malloc((size_t)E.N * C * sizeof(float)), *lg = malloc((size_t)E.N * C * sizeof(float));
+    float *lg2 = malloc((size_t)E.N * C * sizeof(float));
+    net_logits_ref(&m, NULL, &E, ref);
+    net_run run = {.logits = lg};
+    net_par p1 = {.threads = 1}, p2 = {.threads = 2};
+    net_eval_result a, b;
+    CHECK(net_evaluate(&m, &E, NULL, &run, &p1, &a, &err) == 0, "%s: evaluate: %s", v->name, err.msg);
+    double rel = max_rel(lg, ref, (size_t)E.N * C);
+    CHECK(rel < 1e-5, "%s: logits within 1e-5 of the reference (%.3g)", v->name, rel);
+    double ls = 0;
+    long ok = 0;
+    for (int s = 0; s < E.N; s++) {
+        const float *lr = ref + (size_t)s * C;
+        double mx = -INFINITY, se = 0;
+        int am = 0;
+        for (int q = 0; q < C; q++)
+            if (lr[q] > mx) mx = lr[q], am = q;
+        for (int q = 0; q < C; q++) se += exp(lr[q] - mx);
+        ls += mx + log(se) - lr[E.labels[s]];
+        ok += am == E.labels[s];
+    }
+    CHECK(a.positions == E.N, "%s: one position per image", v->name);
+    CHECK_CLOSE(a.loss, ls / E.N, 1e-5, "vit loss = mean class cross-entropy");
+    CHECK(fabs(a.accuracy - (double)ok / E.N) <= 1.0 / E.N + 1e-12, "%s: accuracy %g vs %g", v->name,
+          a.accuracy, (double)ok / E.N);
+    net_prefix pre;
+    CHECK(net_prefix_compute(&m, &E, &p2, &pre, &err) == 0, "%s: prefix: %s", v->name, err.msg);
+    run.logits = lg2;
+    CHECK(net_evaluate(&m, &E, &pre, &run, &p2, &b, &err) == 0, "%s: evaluate: %s", v->name, err.msg);
+    CHECK(a.loss == b.loss && !memcmp(lg, lg2, (size_t)E.N * C * sizeof(float)),
+          "%s: the same bits from the prefix on 2 threads", v->name);
+    E.H = v->image + v->patch;
+    CHECK(net_evalset_check(&E, &m, &err) < 0 && strstr(err.msg, "image_size"), "%s: a wrong image size "
+          "is refused: %s", v->name, err.msg);
+    net_eval_result_free(&a);
+    net_eval_result_free(&b);
+    net_prefix_free(&pre);
+    free(ref);
+    free(lg);
+    free(lg2);
+    free(E.pixels);
+    free(E.labels);
+    net_free(&m);
+}
+
 int main(void) {
     char tmp[] = "/tmp/test_net_forward.XXXXXX";
     if (!mkdtemp(tmp)) return 1;
     for (size_t i = 0; i < sizeof VARIANTS / sizeof VARIANTS[0]; i++) test_variant(&VARIANTS[i], tmp, (int)i);
+    for (size_t i = 0; i < sizeof VIT_VARIANTS / sizeof VIT_VARIANTS[0]; i++)
+        test_vit_variant(&VIT_VARIANTS[i], tmp, (int)i);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd)) return 1;
