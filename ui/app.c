@@ -293,24 +293,28 @@ static int heat_key(app_state *a, ui_action act) {
     return FX_REDRAW;
 }
 
+/* j/k, PgUp/PgDn, g/G in an overlay of h rows: 1 when act scrolled it. The
+ * renderers stop the scroll at the end of the text. */
+static int overlay_scroll(ui_action act, int h, int *scroll) {
+    int pg = h > 4 ? h - 3 : 1;
+    if (act == ACT_DOWN) (*scroll)++;
+    else if (act == ACT_UP) (*scroll)--;
+    else if (act == ACT_PGDN) *scroll += pg;
+    else if (act == ACT_PGUP) *scroll -= pg;
+    else if (act == ACT_TOP) *scroll = 0;
+    else if (act == ACT_BOTTOM) *scroll = INT_MAX / 2;
+    else return 0;
+    if (*scroll < 0) *scroll = 0;
+    return 1;
+}
+
 int app_key(app_state *a, int key, const explore_snapshot *v) {
     orders_update(&a->orders, v); /* the index must describe v */
-    if (a->show_help) {
-        a->show_help = 0;
-        return FX_REDRAW; /* any key, q too, only closes the help */
-    }
     ui_action act = keys_lookup(key);
-    if (a->show_diag) {
-        /* scroll counts wrapped rows; text_box_render stops at the end */
-        int pg = a->layout.overlay.h > 4 ? a->layout.overlay.h - 3 : 1;
-        if (act == ACT_DOWN) a->diag_scroll++;
-        else if (act == ACT_UP) a->diag_scroll--;
-        else if (act == ACT_PGDN) a->diag_scroll += pg;
-        else if (act == ACT_PGUP) a->diag_scroll -= pg;
-        else if (act == ACT_TOP) a->diag_scroll = 0;
-        else if (act == ACT_BOTTOM) a->diag_scroll = INT_MAX / 2;
-        else a->show_diag = 0;
-        if (a->diag_scroll < 0) a->diag_scroll = 0;
+    if (a->show_help || a->show_diag) {
+        /* the keys of less scroll an overlay; any other key, q too, only closes it */
+        int *scroll = a->show_help ? &a->help_scroll : &a->diag_scroll;
+        if (!overlay_scroll(act, a->layout.overlay.h, scroll)) a->show_help = a->show_diag = 0;
         return FX_REDRAW;
     }
     if (a->layers.open) return layer_key(a, act, key);
@@ -365,8 +369,13 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
         return FX_REDRAW;
     case ACT_SORT:
     case ACT_SORT_REVERSE:
-        if (act == ACT_SORT) a->orders.sort = (a->orders.sort + 1) % SORT_COUNT;
-        else a->orders.desc ^= 1;
+        if (act == ACT_SORT) {
+            a->orders.sort = (a->orders.sort + 1) % SORT_COUNT;
+            /* only the columns shown: no accuracy barrier without labels */
+            if (a->orders.sort == SORT_ACC && v && v->kind != LS_CLASSIFY) a->orders.sort = SORT_AUC;
+        } else {
+            a->orders.desc ^= 1;
+        }
         app_message(a, 0, "sorted by %s, %s", orders_sort_name(a->orders.sort),
                     a->orders.desc ? "descending" : "ascending");
         return FX_REDRAW;
@@ -384,6 +393,7 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
         return FX_DIAG | FX_REDRAW;
     case ACT_HELP:
         a->show_help = 1;
+        a->help_scroll = 0;
         return FX_REDRAW;
     case ACT_QUIT: return FX_QUIT;
     case ACT_UP: move(a, v, -1); return FX_REDRAW;
@@ -438,6 +448,12 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
 
 int app_mouse(app_state *a, int x, int y, int kind, const explore_snapshot *v) {
     orders_update(&a->orders, v);
+    if ((a->show_help || a->show_diag) && (kind == 2 || kind == 3)) { /* the wheel scrolls an overlay */
+        int *scroll = a->show_help ? &a->help_scroll : &a->diag_scroll;
+        *scroll += kind == 2 ? -3 : 3;
+        if (*scroll < 0) *scroll = 0;
+        return FX_REDRAW;
+    }
     if (a->show_help || a->show_diag || a->layers.open) {
         a->show_help = a->show_diag = a->layers.open = 0;
         return FX_REDRAW;
@@ -665,7 +681,7 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
                    room);
     if (room < L->message.w - 1) grid_text(g, L->message.x + room + 2, L->message.y, fl_len, frole, fl);
     if (a->layers.open) layers_render(g, &L->overlay, &a->layers, a->info.eval_layer);
-    else if (a->show_help) help_render(g, &L->overlay, &a->info.cfg);
+    else if (a->show_help) a->help_scroll = help_render(g, &L->overlay, &a->info.cfg, a->help_scroll);
     else if (a->show_diag) {
         app_sync_diag(a, v);
         char *none[] = {g->utf8 ? "computing diagnostics\u2026" : "computing diagnostics..."};

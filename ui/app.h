@@ -35,6 +35,7 @@ typedef struct {
     int scatter;                 /* the scatter view in the curves pane's place */
     int swaps;                   /* the two-slot swaps in the cost matrix's place */
     int show_help, show_diag, diag_scroll;
+    int help_scroll;             /* the help's first row shown (it scrolls when taller than its box) */
     char **diag_lines;           /* owned; app_render builds them from the view's
                                   * diagnostics (or app_set_diag sets them) */
     int ndiag;

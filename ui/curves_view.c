@@ -165,7 +165,7 @@ static void pin_digit(canvas *c, const series *S, const double *chord, int T, do
     int k = cy * c->pw + cx;
     c->bits[k] = (uint8_t)S->glyph;
     c->glyph[k] = 1;
-    c->role[k] = ROLE_CURVE_PINNED;
+    c->role[k] = (uint8_t)S->role;
 }
 
 void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, const pin_set *pins, int metric_acc) {
@@ -194,7 +194,8 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, const p
     series S[4 + PINS_MAX];
     int ns = 0;
     /* the pins first: the live curves are drawn over them and lead the legend */
-    for (int i = 0; pins && i < pins->n; i++) S[ns++] = (series){&pins->p[i].c, ROLE_CURVE_PINNED, pins_glyph(i), "", i};
+    for (int i = 0; pins && i < pins->n; i++)
+        S[ns++] = (series){&pins->p[i].c, ROLE_CURVE_PIN(i), pins_glyph(i), "", i};
     if (v->have_naive) S[ns++] = (series){&v->naive, ROLE_CURVE_NAIVE, 'x', "naive", -1};
     if (v->have_skip) S[ns++] = (series){&v->skip_order, ROLE_CURVE_SKIP, '+', "skip-order", -1};
     if (v->have_selected) S[ns++] = (series){&v->selected, ROLE_CURVE_SELECTED, 'o', sel_name, -1};

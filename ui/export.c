@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "io/atomic_file.h"
+#include "io/provenance.h"
 #include "plot/figures.h"
 #include "landscape/rank.h"
 #include "orders_view.h"
@@ -16,19 +17,20 @@
 /* Pins in the colours the live curves do not use (Okabe-Ito, as the rest). */
 static const uint32_t pin_rgb[PINS_MAX] = {0xCC79A7u, 0x56B4E9u, 0x000000u, 0xF0E442u};
 
-/* The pinned curves as series s[0..), named "pin 1 2 0 3 1 (barrier ...)"
+/* The pinned curves as series s[ns..) (returns the new count), named "pin 1 [2 0 3 1] (barrier ...)"
  * (", wm off" when computed under the other setting than cur_wm). */
 static int pin_series(const pin_set *pins, int metric_acc, int cur_wm, const double *t, plot_series *s,
-                      char (*names)[160]) {
-    int ns = 0;
+                      char (*names)[160], int ns) {
     for (int i = 0; pins && i < pins->n; i++) {
         const pin *p = &pins->p[i];
         char nm[32];
         snprintf(nm, sizeof nm, "pin %d%s", i + 1, p->wm == cur_wm ? "" : p->wm ? ", wm on" : ", wm off");
         fig_curve_label(names[ns], sizeof names[ns], nm, p->c.order, p->c.n,
                         metric_acc ? p->c.acc_barrier : p->c.barrier, metric_acc);
+        /* dashed with large markers, drawn over the live curves: a pin of the
+           plotted order shows over its curve instead of hiding under it */
         s[ns] = (plot_series){.label = names[ns], .x = t, .y = metric_acc ? p->c.acc : p->c.loss, .n = p->c.T,
-                              .rgb = pin_rgb[i], .markers = 1};
+                              .rgb = pin_rgb[i], .markers = 1, .dashed = 1, .marker_size = 5.0};
         ns++;
     }
     return ns;
@@ -38,11 +40,12 @@ int export_curves_png(const explore_snapshot *v, const pin_set *pins, int metric
                       const char *b_path, const char *path, ms_err *err) {
     int T = v->T;
     if (T < 2 || !v->have_naive) return ms_fail(err, "%s: no curves yet", path);
+    prov_date_now(); /* dated when written, not when the explorer started */
     if (metric_acc && v->kind != LS_CLASSIFY) return ms_fail(err, "%s: no accuracy without labels", path);
     plot_series s[5 + PINS_MAX];
     memset(s, 0, sizeof s);
     char names[4 + PINS_MAX][160];
-    int ns = pin_series(pins, metric_acc, v->req.wm_stage, v->t, s, names);
+    int ns = 0;
     const struct {
         int have;
         const ls_curve *c;
@@ -66,6 +69,7 @@ int export_curves_png(const explore_snapshot *v, const pin_set *pins, int metric
         s[ns].markers = 1;
         ns++;
     }
+    ns = pin_series(pins, metric_acc, v->req.wm_stage, v->t, s, names, ns);
     const double *y0 = metric_acc ? v->naive.acc : v->naive.loss;
     double chord[2] = {y0[0], y0[T - 1]}, tx[2] = {0.0, 1.0};
     s[ns].label = "chord";
@@ -94,6 +98,7 @@ int export_curves_png(const explore_snapshot *v, const pin_set *pins, int metric
 int export_landscape_png(const explore_snapshot *v, const char *a_path, const char *b_path, const char *path,
                          ms_err *err) {
     if (!v->have_landscape || v->ndone < 1) return ms_fail(err, "%s: the landscape is not complete yet", path);
+    prov_date_now();
     /* the worker publishes the final rows sorted by barrier; the same figure
        as landscape --png (figures.h) */
     fig_landscape f = {.rows = v->rows, .orders = v->orders, .nrows = v->ndone, .n = v->n, .exhaustive = v->exhaustive,

@@ -57,6 +57,95 @@ int footer_key_at(const footer_hits *hits, int x, int y) {
     return 0;
 }
 
+/* columns of UTF-8 text s (one a codepoint: the UI's text has no wide glyphs) */
+static int text_cols(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+/* the byte offset of column c in s */
+static int text_byte(const char *s, int c) {
+    int b = 0;
+    for (; s[b] && c > 0; c--) {
+        b++;
+        while (((unsigned char)s[b] & 0xC0) == 0x80) b++;
+    }
+    return b;
+}
+
+int text_fit(const char *s, int w, int utf8, char *out, int cap) {
+    out[0] = 0;
+    if (w <= 0 || cap < 8) return 0;
+    int cols = text_cols(s);
+    if (cols <= w) {
+        snprintf(out, (size_t)cap, "%s", s);
+        return cols;
+    }
+    const char *dots = utf8 ? "\u2026" : "...";
+    int dl = utf8 ? 1 : 3;
+    if (w <= dl) {
+        snprintf(out, (size_t)cap, "%.*s", text_byte(s, w), s);
+        return w;
+    }
+    /* cut at the last word boundary that leaves room for the ellipsis (a
+       word over half the room long is cut inside) */
+    int keep = w - dl, cut = text_byte(s, keep), b = cut;
+    while (b > 0 && s[b] != ' ') b--;
+    if (b > 0 && text_cols(s) - text_cols(s + b) > keep / 2) cut = b;
+    while (cut > 0 && (s[cut - 1] == ' ' || s[cut - 1] == ',' || s[cut - 1] == ';' || s[cut - 1] == '(')) cut--;
+    snprintf(out, (size_t)cap, "%.*s%s", cut, s, dots);
+    return text_cols(out);
+}
+
+/* replace every from in buf by to (buf holds cap bytes) */
+static void replace_all(char *buf, size_t cap, const char *from, const char *to) {
+    char tmp[512];
+    size_t fl = strlen(from), tl = strlen(to), o = 0;
+    for (const char *p = buf; *p && o + tl + 1 < sizeof tmp;) {
+        if (!strncmp(p, from, fl)) {
+            memcpy(tmp + o, to, tl);
+            o += tl;
+            p += fl;
+        } else {
+            tmp[o++] = *p++;
+        }
+    }
+    tmp[o] = 0;
+    snprintf(buf, cap, "%s", tmp);
+}
+
+int status_tiers(const char *s, char tiers[3][STATUS_TIER_CAP]) {
+    snprintf(tiers[0], STATUS_TIER_CAP, "%s", s);
+    /* 1: without its closing remark in parentheses */
+    snprintf(tiers[1], STATUS_TIER_CAP, "%s", s);
+    size_t l = strlen(tiers[1]);
+    char *open = strrchr(tiers[1], '(');
+    if (l && tiers[1][l - 1] == ')' && open && open > tiers[1] + 1 && open[-1] == ' ') open[-1] = 0;
+    /* 2: in few words: "expert rank 2433/40320", "landscape 120/40320" */
+    char *c = tiers[2];
+    snprintf(c, STATUS_TIER_CAP, "%s", !strncmp(tiers[1], "done: ", 6) ? tiers[1] + 6 : tiers[1]);
+    replace_all(c, STATUS_TIER_CAP, " order rank ", " rank ");
+    replace_all(c, STATUS_TIER_CAP, "computing landscape", "landscape");
+    replace_all(c, STATUS_TIER_CAP, " order at percentile ", " at ");
+    replace_all(c, STATUS_TIER_CAP, "; table ", ", table ");
+    /* "N of M" -> "N/M" */
+    char *p = c;
+    while ((p = strstr(p, " of ")) != NULL) {
+        if (p > c && p[-1] >= '0' && p[-1] <= '9' && p[4] >= '0' && p[4] <= '9') {
+            *p = '/';
+            memmove(p + 1, p + 4, strlen(p + 4) + 1);
+        }
+        p++;
+    }
+    int n = 1 + (strcmp(tiers[1], tiers[0]) != 0);
+    if (strcmp(tiers[2], tiers[n - 1])) {
+        if (n == 1) memcpy(tiers[1], tiers[2], STATUS_TIER_CAP);
+        n++;
+    }
+    return n;
+}
+
 void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, const explore_snapshot *v,
                     const char *load, const ui_rect *alt, int room) {
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_NORMAL);
@@ -68,18 +157,39 @@ void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, co
     } else if (v && v->status[0]) {
         snprintf(status, sizeof status, "%s%s", v->busy ? "busy: " : "", v->status);
     }
-    int sl = (int)strlen(status), ml = msg ? (int)strlen(msg) : 0;
     if (room > r->w - 1) room = r->w - 1; /* the screen's bottom-right cell is not drawn */
-    if (ml && sl && ml + 2 + sl > room && alt && alt->w >= sl) {
-        /* the message keeps its line, the status moves beside the footer */
-        grid_text(g, alt->x + alt->w - sl, alt->y, sl, srole, status);
-        sl = 0;
+    if (!msg) msg = "";
+    int ml = text_cols(msg), mrole = is_error ? ROLE_ERROR : ROLE_MESSAGE;
+    char tiers[3][STATUS_TIER_CAP], out[STATUS_TIER_CAP];
+    int nt = status[0] ? status_tiers(status, tiers) : 0;
+    /* the longest wording of the status beside the message, or beside the
+       footer (the free end of its last row) when the message takes the line */
+    for (int k = 0; k < nt; k++) {
+        int sl = text_cols(tiers[k]);
+        if ((ml ? ml + 2 : 0) + sl <= room) {
+            if (ml) grid_text(g, r->x, r->y, room, mrole, msg);
+            grid_text(g, r->x + room - sl, r->y, sl, srole, tiers[k]);
+            return;
+        }
+        if (ml && alt && alt->w >= sl) {
+            text_fit(msg, room, g->utf8, out, sizeof out);
+            grid_text(g, r->x, r->y, room, mrole, out);
+            grid_text(g, alt->x + alt->w - sl, alt->y, sl, srole, tiers[k]);
+            return;
+        }
     }
-    if (ml && sl && ml + 2 + sl > room) {
-        int keep = room - ml - 2; /* the status gets what the message leaves */
-        sl = keep >= 12 ? keep : 0;
+    /* neither fits whole: the message first, the status in what it leaves
+       (cut at a word, marked), or the message alone, marked where it is cut */
+    int left = room - ml - 2;
+    if (nt && ml && left >= 12) {
+        grid_text(g, r->x, r->y, ml, mrole, msg);
+        int sl = text_fit(tiers[nt - 1], left, g->utf8, out, sizeof out);
+        grid_text(g, r->x + room - sl, r->y, sl, srole, out);
+    } else if (ml) {
+        text_fit(msg, room, g->utf8, out, sizeof out);
+        grid_text(g, r->x, r->y, room, mrole, out);
+    } else if (nt) {
+        int sl = text_fit(tiers[nt - 1], room, g->utf8, out, sizeof out);
+        grid_text(g, r->x + room - sl, r->y, sl, srole, out);
     }
-    if (sl > room) sl = room;
-    if (ml) grid_text(g, r->x, r->y, sl ? room - sl - 2 : room, is_error ? ROLE_ERROR : ROLE_MESSAGE, msg);
-    if (sl) grid_text(g, r->x + room - sl, r->y, sl, srole, status);
 }

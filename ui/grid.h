@@ -30,7 +30,10 @@ typedef enum {
     ROLE_CURVE_SKIP,
     ROLE_CURVE_CURRENT,
     ROLE_CURVE_SELECTED,
-    ROLE_CURVE_PINNED,  /* orders pinned with P */
+    ROLE_CURVE_PINNED,  /* orders pinned with P: the first pin, */
+    ROLE_CURVE_PIN2,    /* then each pin a colour of its own (ROLE_CURVE_PIN(i)) */
+    ROLE_CURVE_PIN3,
+    ROLE_CURVE_PIN4,
     ROLE_CHORD,
     ROLE_KEY,           /* a key name in the footer / help */
     ROLE_ON,            /* toggle state on */
@@ -40,6 +43,9 @@ typedef enum {
     ROLE_GAUGE,
     ROLE_COUNT
 } ui_role;
+
+/* pin i's role (0-based, i < PINS_MAX = 4) */
+#define ROLE_CURVE_PIN(i) (ROLE_CURVE_PINNED + (i))
 
 #define HEAT_LEVELS 8   /* glyph ramp of the monochrome / ASCII heat map */
 #define HEAT_STEPS 16   /* colour heat scale: steps a cell can name (theme maps them) */

@@ -236,11 +236,14 @@ static void draw_header(grid *g, const ui_rect *r, const heat_geom *G, const hea
     int y = r->y + 1, x0 = r->x + G->label_w, right = r->x + r->w;
     int lab = 1 + digits(n - 1);
     char buf[16];
-    if (G->b == 1 && G->cw > lab) { /* a gap after each label */
+    if (G->b == 1 && G->cw > lab) { /* a gap after each label; the cursor's in its place, in its colours */
         for (int j = 0; j < G->cols_vis; j++) {
             snprintf(buf, sizeof buf, "B%d", s->col0 + j);
-            grid_printf(g, x0 + j * G->cw, y, G->cw, ROLE_DIM, "%*s", G->cw - 1 >= (int)strlen(buf) ? G->cw - 1 : G->cw, buf);
+            int len = (int)strlen(buf), wd = G->cw - 1 >= len ? G->cw - 1 : G->cw;
+            grid_printf(g, x0 + j * G->cw, y, G->cw, ROLE_DIM, "%*s", wd, buf);
+            if (s->focus && s->col == s->col0 + j) grid_role(g, x0 + j * G->cw + wd - len, y, len, ROLE_CURSOR);
         }
+        return;
     } else {
         static const int nice[] = {1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 128, 256};
         int k = 256;

@@ -28,15 +28,28 @@ void overlay_box(grid *g, const ui_rect *r, const char *title) {
     grid_printf(g, r->x + 2, r->y, r->w - 4, ROLE_PANE_TITLE, " %s ", title);
 }
 
-/* The symmetry group's name and its why, word-wrapped into rows y.. of r. */
-static void symmetry_render(grid *g, const ui_rect *r, int x, int y, const moe_config *c) {
+/* The help's rows drawn from virtual row `scroll` on: rows before it are
+ * counted, not drawn, so the one layout serves every scroll position. */
+typedef struct {
+    grid *g;
+    int y0, rows, scroll, row;
+} help_rows;
+
+/* the screen row of the next virtual row, or -1 when it is not shown */
+static int help_next(help_rows *h) {
+    int y = h->row++ - h->scroll;
+    return y >= 0 && y < h->rows ? h->y0 + y : -1;
+}
+
+/* The symmetry group's name and its why, word-wrapped to width w. */
+static void symmetry_rows(help_rows *h, int x, int w, const moe_config *c) {
     moe_symmetry s;
     moe_symmetry_group(c, &s);
-    int w = r->w - 4, bottom = r->y + r->h - 1;
-    if (y >= bottom || w < 10) return;
-    grid_printf(g, x, y++, w, ROLE_KEY, "symmetry group: %s", s.name);
+    if (w < 10) return;
+    int y = help_next(h);
+    if (y >= 0) grid_printf(h->g, x, y, w, ROLE_KEY, "symmetry group: %s", s.name);
     const char *p = s.why;
-    while (*p && y < bottom) {
+    while (*p) {
         int len = (int)strlen(p), cut = len <= w ? len : w;
         if (cut < len)
             for (int i = cut; i > w / 2; i--)
@@ -44,55 +57,66 @@ static void symmetry_render(grid *g, const ui_rect *r, int x, int y, const moe_c
                     cut = i;
                     break;
                 }
-        char line[512];
-        snprintf(line, sizeof line, "%.*s", cut, p);
-        grid_text(g, x, y++, w, ROLE_DIM, line);
+        if ((y = help_next(h)) >= 0) {
+            char line[512];
+            snprintf(line, sizeof line, "%.*s", cut, p);
+            grid_text(h->g, x, y, w, ROLE_DIM, line);
+        }
         p += cut;
         while (*p == ' ') p++;
     }
 }
 
-void help_render(grid *g, const ui_rect *r, const moe_config *c) {
-    if (r->w < 20 || r->h < 5) return;
-    overlay_box(g, r, "keys (any key closes)");
-    int x = r->x + 2, inner = r->h - 2, half = (r->w - 4) / 2;
-    /* one key a row when they all fit; else the keys with short help share
-       rows two by two, so every key of the table is listed */
-    int nkeys = 0, nshort = 0;
-    for (int i = 0; i < key_table_len; i++) {
-        if (!key_table[i].help) continue;
-        nkeys++;
-        nshort += (int)strlen(key_table[i].help) <= half - 11;
-    }
-    int pair = nkeys + 2 > inner;
-    int y = r->y + 1, col = 0;
+/* Every row of the help from h->row on (draws those in view). */
+static void help_rows_all(help_rows *h, const ui_rect *r, const moe_config *c, int pair) {
+    grid *g = h->g;
+    int x = r->x + 2, half = (r->w - 4) / 2, col = 0, y = -1;
     for (int i = 0; i < key_table_len; i++) {
         const key_binding *k = &key_table[i];
         if (!k->help) continue;
-        int is_short = (int)strlen(k->help) <= half - 11;
-        if (pair && is_short) continue; /* after the long ones */
-        if (y >= r->y + r->h - 1) break;
+        if (pair && (int)strlen(k->help) <= half - 11) continue; /* after the long ones */
+        if ((y = help_next(h)) < 0) continue;
         grid_printf(g, x, y, 10, ROLE_KEY, "%-9s", k->name);
         grid_text(g, x + 10, y, r->w - 13, ROLE_NORMAL, k->help);
-        y++;
     }
     for (int i = 0; pair && i < key_table_len; i++) {
         const key_binding *k = &key_table[i];
         if (!k->help || (int)strlen(k->help) > half - 11) continue;
-        if (y >= r->y + r->h - 1) break;
-        int cx = x + col * half;
-        grid_printf(g, cx, y, 10, ROLE_KEY, "%-9s", k->name);
-        grid_text(g, cx + 10, y, half - 11, ROLE_NORMAL, k->help);
-        if (++col == 2) {
-            col = 0;
-            y++;
+        if (col == 0) y = help_next(h);
+        if (y >= 0) {
+            int cx = x + col * half;
+            grid_printf(g, cx, y, 10, ROLE_KEY, "%-9s", k->name);
+            grid_text(g, cx + 10, y, half - 11, ROLE_NORMAL, k->help);
         }
+        col = (col + 1) % 2;
     }
-    if (col) y++;
-    (void)nshort;
-    if (y < r->y + r->h - 1) grid_text(g, x, y++, r->w - 4, ROLE_NORMAL, "mouse: click a row to plot it, click a footer item, wheel scrolls");
-    if (y < r->y + r->h - 1) grid_printf(g, x, y++, r->w - 4, ROLE_DIM, "marks: * best  G gate  E expert  I identity  > plotted  1-%d pinned (P)", PINS_MAX);
-    if (c) symmetry_render(g, r, x, y, c);
+    if ((y = help_next(h)) >= 0)
+        grid_text(g, x, y, r->w - 4, ROLE_NORMAL, "mouse: click a row to plot it, click a footer item, wheel scrolls");
+    if ((y = help_next(h)) >= 0)
+        grid_printf(g, x, y, r->w - 4, ROLE_DIM, "marks: * best  G gate  E expert  I identity  > plotted  1-%d pinned (P)",
+                    PINS_MAX);
+    if (c) symmetry_rows(h, x, r->w - 4, c);
+}
+
+int help_render(grid *g, const ui_rect *r, const moe_config *c, int scroll) {
+    if (r->w < 20 || r->h < 5) return 0;
+    int inner = r->h - 2, nkeys = 0;
+    for (int i = 0; i < key_table_len; i++) nkeys += key_table[i].help != NULL;
+    /* one key a row when they all fit; else the keys with short help share
+       rows two by two; what is still below the box scrolls into view */
+    int pair = nkeys + 2 > inner;
+    help_rows count = {g, 0, 0, 1 << 30, 0};
+    help_rows_all(&count, r, c, pair);
+    int total = count.row;
+    if (scroll > total - inner) scroll = total - inner;
+    if (scroll < 0) scroll = 0;
+    overlay_box(g, r, total > inner ? "keys (j/k PgUp/PgDn scroll, other keys close)" : "keys (any key closes)");
+    help_rows h = {g, r->y + 1, inner, scroll, 0};
+    help_rows_all(&h, r, c, pair);
+    if (total > inner) /* where we are */
+        grid_printf(g, r->x + r->w - 14, r->y + r->h - 1, 12, ROLE_DIM, " %d-%d/%d ", scroll + 1,
+                    scroll + inner < total ? scroll + inner : total, total);
+    return scroll;
 }
 
 /* Word-wrap lines to width; draw the rows [scroll, scroll + rows) at (x, y0)

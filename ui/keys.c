@@ -11,7 +11,7 @@ const key_binding key_table[] = {
     {'a', ACT_TOGGLE_METRIC, "a", "plot loss / accuracy"},
     {K_ENTER, ACT_PLOT_SELECTED, "Enter", "plot the selected order"},
     {'/', ACT_FILTER, "/", "filter orders by prefix (e.g. 2 0), Esc clears"},
-    {'s', ACT_SORT, "s", "sort column: rank, order, acc.barrier, AUC"},
+    {'s', ACT_SORT, "s", "sort: rank, order, acc.barrier (with labels), AUC"},
     {'S', ACT_SORT_REVERSE, "S", "reverse the sort"},
     {'p', ACT_PNG, "p", "write the figures (PNG)"},
     {'e', ACT_EXPORT, "e", "export the aligned B as a checkpoint"},

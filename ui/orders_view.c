@@ -451,7 +451,7 @@ static void table_row(grid *g, const ui_rect *r, const orders_state *s, const ex
     if (pi < 0 && s->pins) pi = pins_find(s->pins, ro, n, !v->req.wm_stage);
     if (pi >= 0) marks[4] = pins_glyph(pi);
     grid_text(g, r->x, y, 5, cur ? ROLE_CURSOR : ROLE_MARK, marks);
-    if (pi >= 0 && !cur) grid_role(g, r->x + 4, y, 1, ROLE_CURVE_PINNED);
+    if (pi >= 0 && !cur) grid_role(g, r->x + 4, y, 1, ROLE_CURVE_PIN(pi));
     char ord[LS_MAX_N * 4 + 8];
     if (C->compact) { /* digits without spaces, as the filter accepts them (n <= 10) */
         for (int k = 0; k < n; k++) ord[k] = (char)('0' + ro[k]);
@@ -485,30 +485,45 @@ static void table_row(grid *g, const ui_rect *r, const orders_state *s, const ex
     }
 }
 
-/* an estimated rank for people: "37", "1.1e+11", "10^84.3" */
+/* a count for people: "37", "40320", past a million "1.1x10^11" (two
+ * digits: an estimate of rank 0.77 x 10^89 then reads apart from the 1.3 x
+ * 10^89 orders) */
 static void est_words(double log10_x, char *buf, size_t cap) {
-    if (log10_x < 6) snprintf(buf, cap, "%.0f", floor(pow(10.0, log10_x) + 0.5));
-    else if (log10_x < 15) snprintf(buf, cap, "%.2g", pow(10.0, log10_x));
-    else snprintf(buf, cap, "10^%.1f", log10_x);
+    if (log10_x < 6) {
+        snprintf(buf, cap, "%.0f", floor(pow(10.0, log10_x) + 0.5));
+        return;
+    }
+    int e = (int)floor(log10_x);
+    double m = pow(10.0, log10_x - e);
+    if (m >= 9.95) m = 1.0, e++; /* 9.96 rounds to 10.0: 1.0 x 10^(e+1) */
+    snprintf(buf, cap, "%.1fx10^%d", m, e);
 }
 
-/* The sample line: the longest wording that fits w. */
+/* The sample line: the longest wording that fits w. An order in the better
+ * half is in the "top" share of the orders below it; one in the worse half
+ * in the "bottom" share of those above it, which reads the right way round
+ * (an order above 76.5% of the sample is in the bottom 23.5%). */
 static void sample_line(const explore_snapshot *v, const sample_rank *sr, int w, char *buf, size_t cap) {
     char est[48], all[48];
     est_words(sr->log10_est, est, sizeof est);
-    count_words(sr->log10_total, all, sizeof all);
+    est_words(sr->log10_total, all, sizeof all);
     /* which figures these are: the worker's, or the table's running estimate */
     const char *m = cost_method_name(sr->method);
     const char *label = sr->final ? "final" : v->have_landscape ? "estimate" : "estimate so far";
     const char *brief = sr->final ? " final" : v->have_landscape ? "" : " so far";
-    for (int k = 0; k < 3; k++) {
+    int top = sr->pct <= 50;
+    const char *side = top ? "top" : "bottom";
+    double pct = top ? sr->pct : 100 - sr->pct, lo = top ? sr->lo : 100 - sr->hi, hi = top ? sr->hi : 100 - sr->lo;
+    for (int k = 0; k < 4; k++) {
         if (k == 0)
-            snprintf(buf, cap, "%s order: top %.3g%% (95%% CI %.3g-%.3g%%), rank ~%s of %s, %s", m, sr->pct, sr->lo,
-                     sr->hi, est, all, label);
+            snprintf(buf, cap, "%s order: %s %.3g%% (95%% CI %.3g-%.3g%%), rank ~%s of %s, %s", m, side, pct, lo, hi,
+                     est, all, label);
         else if (k == 1)
-            snprintf(buf, cap, "%s: top %.3g%% (95%% CI %.3g-%.3g%%) rank ~%s%s", m, sr->pct, sr->lo, sr->hi, est,
+            snprintf(buf, cap, "%s: %s %.3g%% (95%% CI %.3g-%.3g%%) rank ~%s of %s%s", m, side, pct, lo, hi, est, all,
                      brief);
-        else snprintf(buf, cap, "%c top %.3g%% CI %.3g-%.3g%% ~%s%s", m[0] - 32, sr->pct, sr->lo, sr->hi, est, brief);
+        else if (k == 2)
+            snprintf(buf, cap, "%s: %s %.3g%% (95%% CI %.3g-%.3g%%) rank ~%s%s", m, side, pct, lo, hi, est, brief);
+        else snprintf(buf, cap, "%c %s %.3g%% CI %.3g-%.3g%% ~%s%s", m[0] - 32, side, pct, lo, hi, est, brief);
         if ((int)strlen(buf) <= w) return;
     }
 }

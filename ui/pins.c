@@ -38,6 +38,8 @@ char pins_glyph(int i) { return (char)('1' + i); }
 void pins_label(const pin_set *s, int i, int cur_wm, int brief, char *buf, int cap) {
     char o[64];
     order_abbrev(s->p[i].c.order, s->p[i].c.n, 32, 0, o, sizeof o);
-    snprintf(buf, (size_t)cap, "%s%d: %s%s", brief ? "" : "pin ", i + 1, o,
-             s->p[i].wm == cur_wm ? "" : s->p[i].wm ? " (wm on)" : " (wm off)");
+    const char *wm = s->p[i].wm == cur_wm ? "" : s->p[i].wm ? " (wm on)" : " (wm off)";
+    /* the order in brackets, apart from the pin's digit before it */
+    if (brief) snprintf(buf, (size_t)cap, "[%s]%s", o, wm);
+    else snprintf(buf, (size_t)cap, "pin %d [%s]%s", i + 1, o, wm);
 }

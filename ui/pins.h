@@ -31,8 +31,8 @@ int pins_find(const pin_set *s, const int *order, int n, int wm);
 void pins_clear(pin_set *s);
 /* The glyph that stands for pin i in the plot and the legend: '1', '2', ... */
 char pins_glyph(int i);
-/* "pin 1: 2 0 3 1" plus " (wm off)" when the pin's setting is not cur_wm;
- * brief: "1: 2 0 3 1". */
+/* "pin 1 [2 0 3 1]" plus " (wm off)" when the pin's setting is not cur_wm;
+ * brief: "[2 0 3 1]" (the legend puts the pin's digit, in its colour, before it). */
 void pins_label(const pin_set *s, int i, int cur_wm, int brief, char *buf, int cap);
 
 #endif

@@ -12,6 +12,7 @@
 #include "io/json_file.h"
 #include "orders_view.h"
 #include "io/provenance.h"
+#include "landscape/rank.h"
 #include "model/symmetry.h"
 
 static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
@@ -117,29 +118,35 @@ static cJSON *state_json(const explore_snapshot *v, const pin_set *pins, const o
     return root;
 }
 
+/* The table as landscape --csv writes it (ls_csv_row): the same columns, by
+ * barrier, with the same ranks, ties and tie classes (rank.h's tolerance);
+ * each order's cost is in the JSON state. */
 static int state_csv(const explore_snapshot *v, const orders_state *o, const char *path, ms_err *err) {
     atomic_file af;
     if (af_open(&af, path, err)) return -1;
     char *prov = prov_text("# ");
     fputs(prov, af.fp);
     free(prov);
-    fputs("rank,tied,order,barrier,acc_barrier,loss_auc,cost\n", af.fp);
+    ls_csv_header(af.fp, 0);
+    long nr = o->nidx > 0 ? o->nidx : 1;
+    double *sb = ms_malloc((size_t)nr * sizeof(double));
+    long *rk = ms_malloc((size_t)nr * 3 * sizeof(long)); // (3, nidx): rank, tied, class
+    for (long i = 0; i < o->nidx; i++) sb[i] = v->rows[o->idx[i]].barrier;
+    rank_view rv = rank_view_arrays(sb, NULL, NULL, v->n, o->nidx);
+    if (o->nidx > 0) rank_table(&rv, rank_tau(v->have_naive ? v->naive.barrier : NAN), rk, rk + nr, rk + 2 * nr);
     for (long i = 0; i < o->nidx; i++) {
-        long ri = o->idx[i];
-        const ls_row *r = &v->rows[ri];
-        char ord[LS_MAX_N * 4 + 1];
         int ro[LS_MAX_N];
-        explore_row_order(v, r, ro);
-        moe_order_format(ord, sizeof ord, ro, v->n);
-        fprintf(af.fp, "%ld,%ld,%s,%.9g,%.9g,%.9g,", o->rank[ri], o->tied[ri], ord, r->barrier, r->acc_barrier, r->auc);
-        if (v->cost) fprintf(af.fp, "%.9g", cost_of_order(v->cost, ro, v->n));
-        fputc('\n', af.fp);
+        explore_row_order(v, &v->rows[o->idx[i]], ro);
+        ls_csv_row(af.fp, rk[i], ro, v->n, &v->rows[o->idx[i]], rk[nr + i], rk[2 * nr + i], NULL);
     }
+    free(sb);
+    free(rk);
     return af_commit(&af, err);
 }
 
 int state_write(const explore_snapshot *v, const pin_set *pins, const char *a_path, const char *b_path,
                 const char *path, ms_err *err) {
+    prov_date_now(); /* dated when saved, not when the explorer started */
     orders_state o; /* the table by rank, as the orders pane ranks it */
     orders_init(&o);
     orders_update(&o, v);

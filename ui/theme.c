@@ -11,7 +11,8 @@ static const char *role_names[ROLE_COUNT] = {
     "normal", "title", "pane_title", "border", "dim",
     "heat_0", "heat_1", "heat_2", "heat_3", "heat_4", "heat_5", "heat_6", "heat_7",
     "assigned", "cursor", "mark",
-    "curve_naive", "curve_skip", "curve_current", "curve_selected", "curve_pinned", "chord",
+    "curve_naive", "curve_skip", "curve_current", "curve_selected", "curve_pinned",
+    "curve_pin2", "curve_pin3", "curve_pin4", "chord",
     "key", "on", "off", "message", "error", "gauge",
 };
 
@@ -124,7 +125,13 @@ void theme_init(theme *t, int color) {
     set(t, ROLE_CURVE_SKIP, 3, -1, 0);
     set(t, ROLE_CURVE_CURRENT, 2, -1, TA_BOLD);
     set(t, ROLE_CURVE_SELECTED, 6, -1, TA_BOLD);
-    set(t, ROLE_CURVE_PINNED, 5, -1, 0);
+    /* the pins apart from each other and from the live curves: magenta and
+       blue, then their bright (bold) shades; on 256 colours four hues */
+    static const int pin8[4] = {5, 4, 5, 4}, pin256[4] = {207, 75, 208, 130};
+    for (int i = 0; i < 4; i++) {
+        set(t, ROLE_CURVE_PIN(i), pin8[i], -1, i >= 2 ? TA_BOLD : 0);
+        t->style[ROLE_CURVE_PIN(i)].fg256 = pin256[i];
+    }
     set(t, ROLE_CHORD, 7, -1, TA_DIM);
     set(t, ROLE_KEY, 0, 6, TA_BOLD);
     set(t, ROLE_ON, 2, -1, TA_BOLD);

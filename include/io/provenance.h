@@ -20,6 +20,10 @@ void prov_set_command(int argc, char **argv);
 void prov_add_input(const char *path);
 /* threads: the resolved count (default 1); points: T (default 0: none) */
 void prov_set_run(int threads, int points);
+/* The reports from now on are dated now (SOURCE_DATE_EPOCH when set): the
+ * date is the command's start, and the explorer's exports, made long after
+ * it, each take their own moment. */
+void prov_date_now(void);
 /* processes (MPI ranks) computing the reports (default 1) */
 void prov_set_ranks(int ranks);
 

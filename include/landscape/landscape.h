@@ -9,6 +9,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "align/align.h"
 #include "landscape/curve.h"
@@ -209,6 +210,14 @@ void landscape_free(landscape *L);
 int landscape_write_json(const landscape *L, const char *a_path, const char *b_path,
                          const char *e_path, const char *layer, const char *path, ms_err *err);
 int landscape_write_csv(const landscape *L, const char *path, ms_err *err);
+/* The CSV table's header and one row, in the format landscape --csv writes
+ * and the explorer's saved table (x) too: rank, order ("2 0 3 1"), barrier,
+ * acc_barrier, loss_auc (%.9g, "nan"), tied, tie_class (the class of barriers
+ * within tau, from 0 in barrier order), and proxy_barrier when proxy is not
+ * NULL (has_proxy). */
+void ls_csv_header(FILE *f, int has_proxy);
+void ls_csv_row(FILE *f, long rank, const int *order, int n, const ls_row *r, long tied, long cls,
+                const double *proxy);
 /* Curves side by side: columns t, then <name>_loss (and <name>_acc when the
  * curve has accuracy) for each of the nc curves; written atomically. */
 int curves_write_csv(const ls_curve *curves, const char *const *names, int nc, const char *path,

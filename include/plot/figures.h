@@ -9,7 +9,7 @@
 #include "landscape/landscape.h"
 #include "plot/plot.h"
 
-/* "naive 0 1 2 3 (barrier 0.143)"; acc: "(acc. barrier 0.0123)". order may be
+/* "naive [0 1 2 3] (barrier 0.143)"; acc: "(acc. barrier 0.0123)". order may be
  * NULL (no order printed). */
 void fig_curve_label(char *buf, int cap, const char *name, const int *order, int n, double barrier, int acc);
 /* A checkpoint as a figure names it: "x/dense4/seed1.safetensors" -> "dense4/seed1". */

@@ -155,8 +155,11 @@ static int curves_png(const ls_curve *curves, char names[][48], int ncurves, int
     for (int m = 0; m < T; m++) tx[m] = ls_t(m, T);
     memset(s, 0, sizeof s);
     for (int k = 0; k < ncurves; k++) {
-        fig_curve_label(labels[k], sizeof labels[k], k == 0 ? "naive" : k == 1 ? "skip-order" : names[k],
-                        curves[k].order, n, curves[k].barrier, 0);
+        // one --order is "order", several "order #1", "order #2" (names[] are the CSV's columns)
+        char nm[48];
+        if (k >= 3) snprintf(nm, sizeof nm, ncurves == 4 ? "order" : "order #%d", k - 2);
+        else snprintf(nm, sizeof nm, "%s", k == 0 ? "naive" : k == 1 ? "skip-order" : names[k]);
+        fig_curve_label(labels[k], sizeof labels[k], nm, curves[k].order, n, curves[k].barrier, 0);
         s[k].label = labels[k];
         s[k].x = tx;
         s[k].y = curves[k].loss;

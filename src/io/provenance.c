@@ -139,6 +139,12 @@ static void append_arg(char **s, size_t *len, size_t *cap, const char *a) {
     *len = (size_t)(o - *s);
 }
 
+void prov_date_now(void) {
+    pthread_mutex_lock(&P.mu);
+    set_date();
+    pthread_mutex_unlock(&P.mu);
+}
+
 void prov_set_command(int argc, char **argv) {
     pthread_mutex_lock(&P.mu);
     register_exit();

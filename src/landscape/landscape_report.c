@@ -181,6 +181,27 @@ static void csv_provenance(FILE *f) {
     free(p);
 }
 
+void ls_csv_header(FILE *f, int has_proxy) {
+    fputs(has_proxy ? "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class,proxy_barrier\n"
+                    : "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class\n",
+          f);
+}
+
+void ls_csv_row(FILE *f, long rank, const int *order, int n, const ls_row *r, long tied, long cls,
+                const double *proxy) {
+    char ord[LS_MAX_N * 4 + 1];
+    moe_order_format(ord, sizeof ord, order, n);
+    fprintf(f, "%ld,%s,", rank, ord);
+    csv_num(f, r->barrier);
+    fputc(',', f);
+    csv_num(f, r->acc_barrier);
+    fputc(',', f);
+    csv_num(f, r->auc);
+    fprintf(f, ",%ld,%ld", tied, cls);
+    if (proxy) fputc(',', f), csv_num(f, *proxy);
+    fputc('\n', f);
+}
+
 int landscape_write_csv(const landscape *L, const char *path, ms_err *err) {
     char *buf = NULL;
     size_t len = 0;
@@ -189,9 +210,7 @@ int landscape_write_csv(const landscape *L, const char *path, ms_err *err) {
     // rank and tied with the tolerance tau (rank.h); tie_class numbers the
     // classes of barriers within tau from 0 (rows are sorted by barrier)
     csv_provenance(f);
-    fputs(L->has_proxy ? "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class,proxy_barrier\n"
-                       : "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class\n",
-          f);
+    ls_csv_header(f, L->has_proxy);
     long nr = L->ndone > 0 ? L->ndone : 1;
     long *rk = ms_malloc((size_t)nr * 3 * sizeof(long)); // (3, ndone): rank, tied, class
     if (L->ndone > 0) {
@@ -201,20 +220,9 @@ int landscape_write_csv(const landscape *L, const char *path, ms_err *err) {
     }
     for (long k = 0; k < L->ndone; k++) {
         const ls_row *r = &L->rows[k];
-        fprintf(f, "%ld,", rk[k]);
-        char ord[LS_MAX_N * 4 + 1];
         int p[LS_MAX_N];
         ls_order_get(L->orders, L->n, r->id, p);
-        moe_order_format(ord, sizeof ord, p, L->n);
-        fprintf(f, "%s,", ord);
-        csv_num(f, r->barrier);
-        fputc(',', f);
-        csv_num(f, r->acc_barrier);
-        fputc(',', f);
-        csv_num(f, r->auc);
-        fprintf(f, ",%ld,%ld", rk[nr + k], rk[2 * nr + k]);
-        if (L->has_proxy) fputc(',', f), csv_num(f, L->proxy_barrier[r->id]);
-        fputc('\n', f);
+        ls_csv_row(f, rk[k], p, L->n, r, rk[nr + k], rk[2 * nr + k], L->has_proxy ? &L->proxy_barrier[r->id] : NULL);
     }
     free(rk);
     fclose(f);

@@ -17,8 +17,9 @@ void fig_curve_label(char *buf, int cap, const char *name, const int *order, int
         size_t len = moe_order_format(ob, sizeof ob, order, n > 16 ? 8 : n);
         if (n > 16) snprintf(ob + len, sizeof ob - len, " ... (%d)", n);
     }
-    snprintf(buf, (size_t)cap, "%s%s%s (%s %.3g)", name, order ? " " : "", ob, acc ? "acc. barrier" : "barrier",
-             barrier);
+    // the order in brackets: a name ending in a digit ("pin 1") stays apart from it
+    snprintf(buf, (size_t)cap, "%s%s%s%s (%s %.3g)", name, order ? " [" : "", ob, order ? "]" : "",
+             acc ? "acc. barrier" : "barrier", barrier);
 }
 
 void fig_ckpt_name(const char *path, char *buf, int cap) {

@@ -64,6 +64,68 @@ double plot_line_px(const plot_spec *p, double s) {
     return (p->line_width > 0 ? p->line_width : PLOT_LINE_WIDTH) * s;
 }
 
+/* ---- titles ---- */
+
+/* the longest prefix of s (at most cap - 1 bytes) ending at a space, or where
+ * the text ends, that fits maxw; 0 when not even the first word fits */
+static int fit_words(const char *s, int maxw, int (*width)(const void *, const char *), const void *ctx) {
+    char buf[PLOT_TITLE_CAP];
+    int best = 0, len = (int)strlen(s);
+    for (int i = 1; i <= len && i < PLOT_TITLE_CAP; i++) {
+        if (i < len && s[i] != ' ') continue;
+        snprintf(buf, sizeof buf, "%.*s", i, s);
+        if (width(ctx, buf) > maxw) break;
+        best = i;
+    }
+    return best;
+}
+
+int plot_title_lines(const char *title, int maxw, int (*width)(const void *ctx, const char *s), const void *ctx,
+                     char lines[PLOT_TITLE_LINES][PLOT_TITLE_CAP]) {
+    if (!title || !title[0]) return 0;
+    snprintf(lines[0], PLOT_TITLE_CAP, "%s", title);
+    if (width(ctx, lines[0]) <= maxw) return 1;
+    /* "what from A to B: how" reads best split after its colon */
+    const char *colon = strstr(title, ": ");
+    if (colon) {
+        snprintf(lines[0], PLOT_TITLE_CAP, "%.*s", (int)(colon - title + 1), title);
+        snprintf(lines[1], PLOT_TITLE_CAP, "%s", colon + 2);
+        if (width(ctx, lines[0]) <= maxw && width(ctx, lines[1]) <= maxw) return 2;
+    }
+    const char *p = title;
+    int n = 0;
+    while (*p && n < PLOT_TITLE_LINES) {
+        while (*p == ' ') p++;
+        int take = fit_words(p, maxw, width, ctx);
+        if (take == 0) { /* one word wider than the line: as much of it as fits */
+            take = 1;
+            char buf[PLOT_TITLE_CAP];
+            while (p[take] && take + 1 < PLOT_TITLE_CAP) {
+                snprintf(buf, sizeof buf, "%.*s", take + 1, p);
+                if (width(ctx, buf) > maxw) break;
+                take++;
+            }
+        }
+        snprintf(lines[n++], PLOT_TITLE_CAP, "%.*s", take, p);
+        p += take;
+        while (*p == ' ') p++;
+    }
+    if (*p) { /* more than the lines hold: the last ends in "..." */
+        char *last = lines[n - 1];
+        int l = (int)strlen(last);
+        for (;;) {
+            char buf[PLOT_TITLE_CAP];
+            snprintf(buf, sizeof buf, "%.*s...", l, last);
+            if (width(ctx, buf) <= maxw || l == 0) {
+                snprintf(last, PLOT_TITLE_CAP, "%s", buf);
+                break;
+            }
+            l--;
+        }
+    }
+    return n;
+}
+
 /* ---- ranges and ticks ---- */
 
 static int auto_range(double lo, double hi) { return isnan(lo) || isnan(hi) || !(lo < hi); }

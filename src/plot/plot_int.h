@@ -39,6 +39,15 @@ int landscape_fig_build(const double *barriers_sorted, long n, const long *marke
                         ms_err *err);
 void landscape_fig_free(landscape_fig *b);
 
+/* A title in at most PLOT_TITLE_LINES lines no wider than maxw, width(ctx, s)
+ * measuring a line: whole when it fits, else split after its ": " when both
+ * parts fit, else wrapped at spaces; what the last line cannot hold ends in
+ * "...". Returns the lines (0 for an empty title). */
+#define PLOT_TITLE_LINES 3
+#define PLOT_TITLE_CAP 512
+int plot_title_lines(const char *title, int maxw, int (*width)(const void *ctx, const char *s), const void *ctx,
+                     char lines[PLOT_TITLE_LINES][PLOT_TITLE_CAP]);
+
 /* A PNG file of p (ex may be NULL), and of panels stacked. */
 int plot_png_file(const plot_spec *p, const plot_extra *ex, const char *path, ms_err *err);
 int plot_png_stack(const plot_spec *const *panels, int np, const char *path, ms_err *err);

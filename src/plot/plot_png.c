@@ -282,11 +282,23 @@ static int tick_values(double lo, double hi, double step, double *out, int max) 
     return n;
 }
 
+typedef struct {
+    const bm_font *f;
+    int scale;
+} title_measure;
+
+static int title_width(const void *ctx, const char *s) {
+    const title_measure *m = ctx;
+    return bm_text_width(m->f, s, m->scale);
+}
+
 #define MAX_TICKS 64
 
 typedef struct {
     frame f;
     int s, ts, lh, lht, ticklen, pad; /* ts: the title's scale, smaller when it would not fit */
+    char tl[PLOT_TITLE_LINES][PLOT_TITLE_CAP]; /* the title, wrapped to the canvas */
+    int ntl;
     double ystep, xstep, ymaxabs, xmaxabs;
     double yt[MAX_TICKS], xt[MAX_TICKS];
     int nyt, nxt;
@@ -303,6 +315,9 @@ static void layout_compute(const plot_spec *p, const plot_extra *ex, int W, int 
     L->ts = s;
     while (L->ts > 1 && p->title && bm_text_width(ft, p->title, L->ts) > W - 16 * s) L->ts--;
     L->lht = bm_line_height(ft, L->ts);
+    /* a title still too wide at the smallest scale goes on two or three lines */
+    title_measure tm = {ft, L->ts};
+    L->ntl = plot_title_lines(p->title, W - 16 * s, title_width, &tm, L->tl);
     plot_axis_range(p, 0, &f->xlo, &f->xhi);
     L->yauto = plot_axis_range(p, 1, &f->ylo, &f->yhi);
     if (L->yauto && headroom > 0 && headroom < 0.8) f->yhi = f->ylo + (f->yhi - f->ylo) / (1 - headroom);
@@ -323,7 +338,7 @@ static void layout_compute(const plot_spec *p, const plot_extra *ex, int W, int 
     L->ticklen = 5 * s, L->pad = 8 * s;
     int pad = L->pad, lh = L->lh;
     int left = pad + (p->ylabel && p->ylabel[0] ? lh + pad : 0) + ylabw + L->ticklen + 4 * s;
-    int top = (p->title && p->title[0]) ? pad + L->lht + pad + 2 * s : pad * 2;
+    int top = L->ntl ? pad + L->ntl * L->lht + pad + 2 * s : pad * 2;
     int bottom = L->ticklen + 4 * s + lh + (p->xlabel && p->xlabel[0] ? pad / 2 + lh : 0) + pad;
     int right = 24 * s;
     f->x0 = left;
@@ -503,12 +518,12 @@ static void render(const plot_spec *p, const plot_extra *ex, canvas *c, const bm
     }
 
     // title and axis labels
-    if (p->title && p->title[0]) {
-        int w = bm_text_width(ft, p->title, Ly.ts);
+    for (int i = 0; i < Ly.ntl; i++) { /* each line centred over the plot, inside the canvas */
+        int w = bm_text_width(ft, Ly.tl[i], Ly.ts);
         int tx = (f->x0 + f->x1) / 2 - w / 2;
         if (tx + w > W - pad) tx = W - pad - w;
         if (tx < pad) tx = pad;
-        cv_text(c, ft, p->title, tx, pad + s, Ly.ts, RGB_TEXT);
+        cv_text(c, ft, Ly.tl[i], tx, pad + s + i * Ly.lht, Ly.ts, RGB_TEXT);
     }
     if (p->xlabel && p->xlabel[0]) {
         int w = bm_text_width(fb, p->xlabel, s);

@@ -147,21 +147,33 @@ static void svg_legend(FILE *fp, const plot_spec *p, const svg_frame *f, double 
     fputs("</g>\n", fp);
 }
 
+/* a title line's width at font size *(double *)ctx: sans-serif averages
+ * about 0.56 em a character (the viewer's font decides the exact width) */
+static int svg_title_width(const void *ctx, const char *s) {
+    return (int)ceil(0.56 * *(const double *)ctx * (double)strlen(s));
+}
+
 static void svg_body(FILE *fp, const plot_spec *p, const plot_vline *g, int ng, int W, int H, int id) {
-    double s = plot_scale(p->scale, W, H), fs = 13 * s, lw = plot_line_px(p, s);
-    svg_frame f = {.x0 = 60 * s + (p->ylabel ? fs * 1.5 : 0), .y0 = p->title ? 40 * s : 16 * s, .x1 = W - 24 * s,
-                   .y1 = H - 36 * s - (p->xlabel ? fs * 1.5 : 0)};
+    double s = plot_scale(p->scale, W, H), fs = 13 * s, lw = plot_line_px(p, s), tfs = fs * 1.2;
+    char tl[PLOT_TITLE_LINES][PLOT_TITLE_CAP];
+    int ntl = plot_title_lines(p->title, (int)(W - 16 * s), svg_title_width, &tfs, tl);
+    svg_frame f = {.x0 = 60 * s + (p->ylabel ? fs * 1.5 : 0), .y0 = ntl ? 40 * s + (ntl - 1) * tfs * 1.25 : 16 * s,
+                   .x1 = W - 24 * s, .y1 = H - 36 * s - (p->xlabel ? fs * 1.5 : 0)};
     plot_axis_range(p, 0, &f.xlo, &f.xhi);
     plot_axis_range(p, 1, &f.ylo, &f.yhi);
     f.xlog = p->xlog && f.xlo > 0;
     fprintf(fp, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", W, H);
-    if (p->title) {
+    fprintf(fp, "<g font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" stroke-width=\"%.2f\">\n", s);
+    if (ntl) { /* inside the font's group, one tspan a line */
         fprintf(fp, "<text class=\"title\" x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"middle\">", W / 2.0,
-                24 * s, fs * 1.2);
-        xml_put(fp, p->title);
+                24 * s, tfs);
+        for (int i = 0; i < ntl; i++) {
+            fprintf(fp, "<tspan x=\"%.2f\" dy=\"%.2f\">", W / 2.0, i ? tfs * 1.25 : 0.0);
+            xml_put(fp, tl[i]);
+            fputs("</tspan>", fp);
+        }
         fputs("</text>\n", fp);
     }
-    fprintf(fp, "<g font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" stroke-width=\"%.2f\">\n", s);
     fprintf(fp, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" stroke=\"#000\"/>\n", f.x0,
             f.y0, f.x1 - f.x0, f.y1 - f.y0);
     svg_ticks(fp, &f, 1, fs);

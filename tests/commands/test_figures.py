@@ -1,6 +1,6 @@
 """tests/commands/test_figures.py - the figures as a talk or a paper needs them: titles
 name both checkpoints; curve --png and landscape --curves-png write one legend
-format ("name order (barrier x)", 3 significant figures, the numbers equal to
+format ("name [order] (barrier x)", 3 significant figures, the numbers equal to
 the landscape's JSON); landscape --png marks the identity and names the best
 last; --size sets the pixel size and --font-scale changes the drawing; a
 figure name ending in .svg writes SVG that parses as XML and holds the same
@@ -59,7 +59,7 @@ def svg_series(path):
     return root, out
 
 
-LABEL = re.compile(r"^(.+?) ((?:\d+ )*\d+) \((acc\. )?barrier (-?[0-9.e+-]+)\)$")
+LABEL = re.compile(r"^(.+?) \[((?:\d+ )*\d+)\] \((acc\. )?barrier (-?[0-9.e+-]+)\)$")
 
 
 def sig3(x):
@@ -121,6 +121,18 @@ def main():
               "curve --png legend in the same format, naive's entry identical: %r" % l2)
         check(t2.get("Title") == text.get("Title"), "curve --png title %r" % t2.get("Title"))
 
+    # curve --order: "order [2 0 3 1]" (the order apart from the name), several "order #1", "order #2"
+    oc = os.path.join(work, "oc.png")
+    r = run("curve", A, B, "--eval", E, "--png", oc, "--order", "2,0,3,1")
+    r2 = run("curve", A, B, "--eval", E, "--png", oc + ".2.png", "--order", "2,0,3,1", "--order", "1,0,3,2")
+    check(r.returncode == 0 and r2.returncode == 0, "curve --order --png: %s %s" % (r.stderr, r2.stderr))
+    if r.returncode == 0 and r2.returncode == 0:
+        l1 = png_info(oc)[2].get("Legend", "").split("\n")
+        l2 = png_info(oc + ".2.png")[2].get("Legend", "").split("\n")
+        check(any(x.startswith("order [2 0 3 1] (barrier ") for x in l1), "one --order: %r" % l1)
+        check(any(x.startswith("order #1 [2 0 3 1] (barrier ") for x in l2) and
+              any(x.startswith("order #2 [1 0 3 2] (barrier ") for x in l2), "two --order: %r" % l2)
+
     # the landscape figure: the identity marked, the best named last (drawn on top)
     ll = ltext.get("Legend", "").split("\n")
     check(any(x.startswith("identity order (rank ") for x in ll), "identity marked: %r" % ll)
@@ -138,7 +150,9 @@ def main():
         check([s[0] for s in series] == legend, "SVG series = PNG legend: %r vs %r" % (series, legend))
         T = L["points"]
         check(all(n == (2 if lab == "chord" else T) for lab, n in series), "points per series: %r" % series)
-        titles = [t.text for t in root.iter(SVG + "text") if t.get("class") == "title"]
+        # one line a tspan; the lines joined by a space are the title
+        titles = [" ".join(x.text for x in t.iter(SVG + "tspan")) for t in root.iter(SVG + "text")
+                  if t.get("class") == "title"]
         check(titles == [text.get("Title")], "SVG title %r" % titles)
 
     # --log-rank: ranks 1, 10 and 24 at log-spaced positions (SVG coordinates)

@@ -132,11 +132,11 @@ sel2=$(screen | grep -oE "plotting order [0-9 ]+" | head -1 | sed 's/plotting or
 check "the new order plotted ($sel2)" wait_re "order $sel2( barrier=| \(barrier |  ?)[0-9]+\.[0-9]+"
 tm send-keys -t t P
 check "P pins the second order" wait_for "pinned order $sel2 as 2"
-check "legend: pin 1" wait_re "1 1: $sel( [0-9]+\.[0-9]+)?"
-check "legend: pin 2" wait_re "2 2: $sel2( [0-9]+\.[0-9]+)?"
+check "legend: pin 1" wait_re "1 \[$sel\]( [0-9]+\.[0-9]+)?"
+check "legend: pin 2" wait_re "2 \[$sel2\]( [0-9]+\.[0-9]+)?"
 tm send-keys -t t U
 check "U unpins both" wait_for "unpinned 2 orders"
-check "the pins leave the legend" wait_gone "1: $sel"
+check "the pins leave the legend" wait_gone "1 [$sel]"
 
 # filter
 tm send-keys -t t / 2 Space 0 Enter

@@ -60,7 +60,7 @@ check "z again: the whole matrix (message)" wait_for "all of it shows"
 tm send-keys -t t Z Z Z Z Z Z Z Z
 check "Z: back to every cell" wait_for "every cell shown"
 tm send-keys -t t Escape
-check "orders: the chosen order's percentile with its 95% CI" wait_re "top [0-9.e-]+% \(95% CI [0-9.e-]+-[0-9.e-]+%\)"
+check "orders: the chosen order's percentile with its 95% CI" wait_re "(top|bottom) [0-9.e-]+% \(95% CI [0-9.e-]+-[0-9.e-]+%\)"
 if [ "$N" -ge 64 ]; then # the orders abbreviated, the selected one in full under the table
     check "orders: the selected order in full below" wait_re "│ *order [0-9]+ [0-9]+ [0-9]+"
 fi

@@ -315,6 +315,21 @@ static void test_sampled(void) {
     snprintf(want, sizeof want, "top %.3g%%", 100.0 * less / nrows);
     CHECK(grid_find(&g, want, NULL) < 0 && grid_find(&g, "so far", NULL) < 0,
           "the running estimate is gone (ranks early: the table still filling in)");
+    /* an order in the worse half: the bottom share, its interval turned round,
+       and an estimated rank that reads apart from the number of orders */
+    v.pct[m] = 76.5, v.pct_lo[m] = 75.9, v.pct_hi[m] = 77.1;
+    v.rank_est[m] = 1 + 0.765 * pow(10.0, l10);
+    grid_free(&g);
+    grid_init(&g, 100, 24, 1);
+    r.w = 100;
+    orders_render(&g, &r, &s, &v);
+    char e[32], t[32];
+    double le = l10 + log10(0.765);
+    snprintf(e, sizeof e, "%.1fx10^%d", pow(10.0, le - floor(le)), (int)floor(le));
+    snprintf(t, sizeof t, "%.1fx10^%d", pow(10.0, l10 - floor(l10)), (int)floor(l10));
+    snprintf(want, sizeof want, "bottom 23.5%% (95%% CI 22.9-24.1%%), rank ~%s of %s", e, t);
+    CHECK(grid_find(&g, want, NULL) >= 0 && grid_find(&g, "top 76", NULL) < 0, "worse half: %s", want);
+    CHECK(strcmp(e, t) != 0, "the estimate (%s) reads apart from the set's size (%s)", e, t);
     v.have_landscape = 1;
     v.req.order_stage = 0;
     CHECK(!orders_sample_rank(&v, &sr), "order stage off: no rank, not even the worker's");
@@ -578,7 +593,7 @@ static void test_keys_large(void) {
     app_key(&a, 'P', &v);
     CHECK(a.pins.n == 1 && strstr(a.msg, " as 1 (weight matching on)") && strlen(a.msg) < 90, "pin message: %s", a.msg);
     app_render(&a, &v, &g);
-    CHECK(grid_find(&g, "1: ", NULL) > a.layout.curves.y, "the pin in the legend");
+    CHECK(grid_find(&g, "1 [", NULL) > a.layout.curves.y, "the pin in the legend");
     app_key(&a, 'U', &v);
     free(v.selected.loss);
     v.have_selected = 0;

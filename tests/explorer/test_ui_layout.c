@@ -25,194 +25,9 @@
 #include "orders_view.h"
 #include "core/rng.h"
 #include "model/symmetry.h"
+#include "ui_fixture.h"
 #include "testlib.h"
 #include "theme.h"
-
-static void fake_curve(ls_curve *c, int n, int T, const int *order, double bump) {
-    memset(c, 0, sizeof *c);
-    c->n = n;
-    c->T = T;
-    memcpy(c->order, order, sizeof(int) * (size_t)n);
-    c->loss = calloc((size_t)T, sizeof(double));
-    c->acc = calloc((size_t)T, sizeof(double));
-    for (int m = 0; m < T; m++) {
-        double t = (double)m / (T - 1);
-        c->loss[m] = 0.3 + 0.02 * t + bump * 4 * t * (1 - t);
-        c->acc[m] = 0.9 - bump * t * (1 - t);
-    }
-    c->barrier = bump;
-    c->acc_barrier = bump / 4;
-    c->auc = bump * 2 / 3;
-}
-
-/* row k's order as ints (a few rotating buffers, so two may be compared) */
-static const int *row_ord(const explore_snapshot *v, long k) {
-    static int buf[4][LS_MAX_N];
-    static int next;
-    int *b = buf[next++ % 4];
-    explore_row_order(v, &v->rows[k], b);
-    return b;
-}
-
-/* every permutation of 0..n-1 in lexicographic order */
-static long all_orders(int n, int (*out)[LS_MAX_N]) {
-    int p[LS_MAX_N];
-    for (int i = 0; i < n; i++) p[i] = i;
-    long k = 0;
-    for (;;) {
-        memcpy(out[k++], p, sizeof p);
-        int i = n - 2;
-        while (i >= 0 && p[i] > p[i + 1]) i--;
-        if (i < 0) break;
-        int j = n - 1;
-        while (p[j] < p[i]) j--;
-        int t = p[i]; p[i] = p[j]; p[j] = t;
-        for (int a = i + 1, b = n - 1; a < b; a++, b--) { t = p[a]; p[a] = p[b]; p[b] = t; }
-    }
-    return k;
-}
-
-static void fake_view(explore_snapshot *v, int n) {
-    memset(v, 0, sizeof *v);
-    int T = 25;
-    v->generation = 7;
-    v->n = n;
-    v->T = T;
-    v->kind = LS_CLASSIFY;
-    v->t = calloc((size_t)T, sizeof(double));
-    for (int m = 0; m < T; m++) v->t[m] = (double)m / (T - 1);
-    v->req.order_stage = v->req.wm_stage = v->req.center = 1;
-    v->req.method = COST_EXPERT;
-    v->req.T = T;
-    v->cost = calloc((size_t)(n * n), sizeof(double));
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) v->cost[i * n + j] = 1.0 + ((i * 7 + j * 3) % n) * 0.5;
-    for (int i = 0; i < n; i++) v->cost_order[i] = (i + 1) % n;
-    v->cost_total = 4.5;
-    v->have_methods = 1;
-    for (int i = 0; i < n; i++) {
-        v->method_order[COST_GATE][i] = (i + 1) % n;
-        v->method_order[COST_EXPERT][i] = n - 1 - i;
-    }
-    int id[LS_MAX_N];
-    for (int i = 0; i < n; i++) id[i] = i;
-    fake_curve(&v->naive, n, T, id, 0.5);
-    fake_curve(&v->skip_order, n, T, id, 0.3);
-    fake_curve(&v->current, n, T, v->cost_order, 0.05);
-    int sel[LS_MAX_N];
-    for (int i = 0; i < n; i++) sel[i] = n - 1 - i;
-    fake_curve(&v->selected, n, T, sel, 0.2);
-    v->have_naive = v->have_skip = v->have_current = v->have_selected = 1;
-    long total = 1;
-    for (int i = 2; i <= n; i++) total *= i;
-    int (*ords)[LS_MAX_N] = calloc((size_t)total, sizeof *ords);
-    all_orders(n, ords);
-    v->rows = calloc((size_t)total, sizeof(ls_row));
-    v->orders = calloc((size_t)total * n, 1);
-    v->norders_held = total;
-    for (long r = 0; r < total; r++) {
-        v->rows[r].id = r;
-        for (int i = 0; i < n; i++) v->orders[r * n + i] = (uint8_t)ords[r][i];
-        v->rows[r].barrier = 0.01 + (double)((r * 7919) % total) / total; /* distinct */
-        v->rows[r].acc_barrier = 0.001 * (double)(r % 13);
-        v->rows[r].auc = 0.5 * v->rows[r].barrier;
-    }
-    free(ords);
-    v->norders = v->ndone = total;
-    v->have_landscape = 1;
-    v->exhaustive = 1;
-    v->loss_a = 0.3;
-    v->loss_b = 0.32;
-    v->acc_a = 0.9;
-    v->acc_b = 0.89;
-}
-
-static void free_view(explore_snapshot *v) {
-    ls_curve *c[4] = {&v->naive, &v->skip_order, &v->current, &v->selected};
-    for (int i = 0; i < 4; i++) {
-        free(c[i]->loss);
-        free(c[i]->acc);
-    }
-    free(v->t);
-    free(v->cost);
-    free(v->rows);
-    free(v->orders);
-}
-
-static ui_info fake_info(int n) {
-    ui_info in;
-    memset(&in, 0, sizeof in);
-    strcpy(in.a_name, "seed1.safetensors");
-    strcpy(in.b_name, "seed2.safetensors");
-    strcpy(in.e_name, "eval.safetensors");
-    strcpy(in.layer, "moe");
-    in.cfg = (moe_config){.n = n, .d = 16, .h = 32, .k = 2, .s = 1, .C = 4, .router = ROUTER_TOPK};
-    in.N = 512;
-    return in;
-}
-
-/* The set-up most tests share: a fake view of n experts, the app on it and a
- * w x h grid; each test then states only what differs. */
-typedef struct {
-    explore_snapshot v;
-    app_state a;
-    grid g;
-} ui_fix;
-
-static void fix_init(ui_fix *f, int n, int w, int h, int utf8) {
-    fake_view(&f->v, n);
-    ui_info in = fake_info(n);
-    app_init(&f->a, &in, 25);
-    grid_init(&f->g, w, h, utf8);
-}
-
-/* a new grid (another size or charset), same view and app */
-static void fix_grid(ui_fix *f, int w, int h, int utf8) {
-    grid_free(&f->g);
-    grid_init(&f->g, w, h, utf8);
-}
-
-static void fix_free(ui_fix *f) {
-    grid_free(&f->g);
-    app_free(&f->a);
-    free_view(&f->v);
-}
-
-/* UI_DUMP=1 prints the screens (for eyeballing) */
-static void dump(const grid *g) {
-    if (!getenv("UI_DUMP")) return;
-    char buf[8192];
-    printf("---- %dx%d %s\n", g->w, g->h, g->utf8 ? "utf8" : "ascii");
-    for (int y = 0; y < g->h; y++) printf("%s|\n", grid_row_utf8(g, y, buf, sizeof buf));
-}
-
-static int count_rows_with(const grid *g, const ui_rect *r, const char *s) {
-    char buf[8192];
-    int k = 0;
-    for (int y = r->y; y < r->y + r->h; y++) {
-        grid_row_utf8(g, y, buf, sizeof buf);
-        if (strstr(buf, s)) k++;
-    }
-    return k;
-}
-
-/* count cells of a rectangle holding a codepoint in [lo, hi] */
-static int count_cp(const grid *g, const ui_rect *r, uint32_t lo, uint32_t hi) {
-    int k = 0;
-    for (int y = r->y; y < r->y + r->h; y++)
-        for (int x = r->x; x < r->x + r->w; x++) {
-            uint32_t cp = g->cells[y * g->w + x].cp;
-            k += cp >= lo && cp <= hi;
-        }
-    return k;
-}
-
-static int count_role(const grid *g, const ui_rect *r, int role) {
-    int k = 0;
-    for (int y = r->y; y < r->y + r->h; y++)
-        for (int x = r->x; x < r->x + r->w; x++) k += g->cells[y * g->w + x].role == role;
-    return k;
-}
 
 static void test_sizes(void) {
     static const int sizes[][2] = {{80, 24}, {100, 30}, {132, 43}, {200, 60}};
@@ -1423,7 +1238,7 @@ static void test_pins(void) {
     app_render(&f.a, &f.v, &f.g);
     dump(&f.g);
     const ui_rect *cr = &f.a.layout.curves;
-    CHECK(grid_find(&f.g, "1: 3 2 1 0 0.2000", NULL) > cr->y && grid_find(&f.g, "2: 0 2 1 3 0.4000", NULL) > cr->y,
+    CHECK(grid_find(&f.g, "1 [3 2 1 0] 0.2000", NULL) > cr->y && grid_find(&f.g, "2 [0 2 1 3] 0.4000", NULL) > cr->y,
           "both pins in the legend with their barriers");
     CHECK(grid_find(&f.g, "current barrier=0.0500", NULL) > cr->y, "the live curves stay in the legend");
     /* each pin's digit sits on its curve's peak inside the plot */
@@ -1437,11 +1252,11 @@ static void test_pins(void) {
             if (ch == '2') found2 = 1, dx = x, dy = y;
         }
     CHECK(found1 && found2, "digits 1 and 2 in the plot (2 at %d,%d)", dx, dy);
-    CHECK(dy >= 0 && f.g.cells[dy * f.g.w + dx].role == ROLE_CURVE_PINNED, "the digit has the pinned role");
+    CHECK(dy >= 0 && f.g.cells[dy * f.g.w + dx].role == ROLE_CURVE_PIN(1), "the digit has its pin's role");
     /* another weight-matching setting: the pin says what it was computed under */
     f.v.req.wm_stage = 0;
     app_render(&f.a, &f.v, &f.g);
-    CHECK(grid_find(&f.g, "1: 3 2 1 0 (wm on)", NULL) > cr->y, "a pin of the other setting is labelled");
+    CHECK(grid_find(&f.g, "1 [3 2 1 0] (wm on)", NULL) > cr->y, "a pin of the other setting is labelled");
     f.v.req.wm_stage = 1;
     /* the live PNG changes with the pins */
     curves_key k0, k1;
@@ -1456,7 +1271,7 @@ static void test_pins(void) {
     ms_err err;
     CHECK(export_curves_png(&f.v, &f.a.pins, 0, "a/seed1.safetensors", "a/seed2.safetensors", png, &err) == 0,
           "export: %s", err.msg);
-    CHECK(file_has(png, "pin 1 3 2 1 0 (barrier 0.2)") && file_has(png, "pin 2 0 2 1 3 (barrier 0.4)"),
+    CHECK(file_has(png, "pin 1 [3 2 1 0] (barrier 0.2)") && file_has(png, "pin 2 [0 2 1 3] (barrier 0.4)"),
           "the PNG legend names the pins");
     CHECK(state_write(&f.v, &f.a.pins, "a.safetensors", "b.safetensors", js, &err) == 0, "state: %s", err.msg);
     CHECK(file_has(js, "\"pinned\"") && file_has(js, "\"wm_stage\""), "the state lists the pins");
@@ -1479,7 +1294,7 @@ static void test_pins(void) {
     app_render(&f.a, &f.v, &f.g);
     dump(&f.g);
     CHECK(grid_find(&f.g, "current", NULL) > cr->y && grid_find(&f.g, "chord", NULL) > 0 &&
-              grid_find(&f.g, "4: 2 3 0 1", NULL) > 0, "80x24 legend keeps current, chord and the pins");
+              grid_find(&f.g, "4 [2 3 0 1]", NULL) > 0, "80x24 legend keeps current, chord and the pins");
     app_key(&f.a, 'U', &f.v);
     CHECK(f.a.pins.n == 0 && !strcmp(f.a.msg, "unpinned 4 orders"), "U clears: %s", f.a.msg);
     free(f.v.selected.loss);
@@ -1522,7 +1337,7 @@ static void test_pins_table(void) {
             const grid_cell *other = &f.g.cells[(o->y + 3 + 1 - p) * f.g.w + o->x + 4];
             CHECK(c->cp == (uint32_t)('1' + q), "%s: pin %d's digit in its row's mark column (got '%c')",
                   pass ? "ASCII" : "colour", q + 1, (int)c->cp);
-            CHECK(pass || c->role == ROLE_CURVE_PINNED, "colour: the digit has the pinned curves' role (%d)", c->role);
+            CHECK(pass || c->role == ROLE_CURVE_PIN(q), "colour: the digit has its pin's role (%d)", c->role);
             CHECK(!(other->cp >= '1' && other->cp <= '9'), "the unpinned row has no digit");
         }
         f.a.orders.filter[0] = 0;
@@ -1598,7 +1413,8 @@ static void test_state_export(void) {
     char line[512];
     while (fp && fgets(line, sizeof line, fp)) {
         if (line[0] == '#') continue;
-        if (!header) header = !strncmp(line, "rank,tied,order,barrier,acc_barrier,loss_auc,cost", 49);
+        /* landscape --csv's columns (test_tui_newcomer compares the two files) */
+        if (!header) header = !strcmp(line, "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class\n");
         else lines++;
     }
     if (fp) fclose(fp);

@@ -402,6 +402,61 @@ static void test_ticks(void) {
     CHECK_CLOSE(plot_nice_step(1, 1, 5), 1, 1e-12, "step degenerate");
 }
 
+/* the rows of [0, y1) that hold a non-white pixel, as bands of consecutive
+ * rows; and whether any text pixel lies within margin of the left or right
+ * edge */
+static int text_bands(const uint8_t *buf, int w, int y1, int margin, int *at_edge) {
+    int bands = 0, in = 0;
+    *at_edge = 0;
+    for (int y = 0; y < y1; y++) {
+        int any = 0;
+        for (int x = 0; x < w; x++) {
+            const uint8_t *p = buf + ((size_t)y * w + x) * 3;
+            if (p[0] < 200 || p[1] < 200 || p[2] < 200) {
+                any = 1;
+                if (x < margin || x >= w - margin) *at_edge = 1;
+            }
+        }
+        if (any && !in) bands++;
+        in = any;
+    }
+    return bands;
+}
+
+/* A title too long for 960 pixels ("layer-output loss from mixtral4/seed1 ...
+ * weight matching on") goes on two lines inside the canvas instead of being
+ * cut at both edges; a short one stays on one line. */
+static void test_title_fit(void) {
+    double t[2] = {0, 1}, y[2] = {0.2, 0.3};
+    plot_series s = {.label = "naive [0 1 2 3] (barrier 0.1)", .x = t, .y = y, .n = 2, .rgb = PLOT_RGB_NAIVE};
+    const char *titles[2] = {"loss from dense4/seed1 (t = 0) to dense4/seed2 aligned (t = 1)",
+                             "layer-output loss from sample-checkpoints/mixtral4/seed1 (t = 0) to "
+                             "sample-checkpoints/mixtral4/seed2 aligned (t = 1): order expert, weight matching on"};
+    for (int k = 0; k < 2; k++) {
+        plot_spec p;
+        plot_spec_init(&p, NULL);
+        p.title = titles[k];
+        p.series = &s;
+        p.nseries = 1;
+        ms_err err = {{0}};
+        uint8_t *rgb = NULL;
+        int w = 0, h = 0;
+        if (plot_render_rgb(&p, &rgb, &w, &h, &err)) {
+            CHECK(0, "render: %s", err.msg);
+            continue;
+        }
+        /* the frame's top edge (a grey line across the plot) lies under the title's lines */
+        int top = -1;
+        for (int yy = 0; yy < h / 2 && top < 0; yy++)
+            if (count_near(rgb, w, yy, yy + 1, 0x555555u, 40) > w / 2) top = yy;
+        CHECK(k ? top > 50 : top > 30 && top < 50, "title %d: the frame starts at row %d", k, top);
+        int edge, bands = text_bands(rgb, w, top > 0 ? top : 1, 6, &edge);
+        CHECK(!edge, "title %d: nothing drawn within 6 px of the edges", k);
+        CHECK(bands == k + 1, "title %d: %d lines of text above the frame", k, bands);
+        free(rgb);
+    }
+}
+
 int main(void) {
     keep = getenv("PLOT_KEEP");
     snprintf(outdir, sizeof outdir, "/tmp/test_plot_png.XXXXXX");
@@ -415,6 +470,7 @@ int main(void) {
     test_dashes();
     test_atomic();
     test_landscape();
+    test_title_fit();
     // clean up
     const char *names[] = {"curves.png", "curves_big.png", "landscape.png", "landscape24.png"};
     for (int i = 0; i < 4; i++) {
