@@ -100,9 +100,9 @@ int text_fit(const char *s, int w, int utf8, char *out, int cap) {
 
 /* replace every from in buf by to (buf holds cap bytes) */
 static void replace_all(char *buf, size_t cap, const char *from, const char *to) {
-    char tmp[512];
+    char tmp[STATUS_TIER_CAP];
     size_t fl = strlen(from), tl = strlen(to), o = 0;
-    for (const char *p = buf; *p && o + tl + 1 < sizeof tmp;) {
+    for (const char *p = buf; *p && o + tl + 1 < sizeof tmp && o + tl + 1 < cap;) {
         if (!strncmp(p, from, fl)) {
             memcpy(tmp + o, to, tl);
             o += tl;
@@ -111,8 +111,8 @@ static void replace_all(char *buf, size_t cap, const char *from, const char *to)
             tmp[o++] = *p++;
         }
     }
-    tmp[o] = 0;
-    snprintf(buf, cap, "%s", tmp);
+    memcpy(buf, tmp, o);
+    buf[o] = 0;
 }
 
 int status_tiers(const char *s, char tiers[3][STATUS_TIER_CAP]) {

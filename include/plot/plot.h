@@ -45,6 +45,10 @@ typedef struct {
     double ymin, ymax;   /* NaN (or ymin >= ymax) = the data range plus a margin */
     double line_width;   /* pixels before scaling; 0 = PLOT_LINE_WIDTH */
     int xlog;            /* x on a log10 axis, ticks at the powers of ten (x > 0) */
+    /* categorical axes: category k (0-based) sits at x (or y) = k + 1 and its
+       tick is labelled xcat[k] (every few when they would collide); 0: numeric */
+    const char *const *xcat, *const *ycat;
+    int nxcat, nycat;
 } plot_spec;
 
 /* The size and text scale a figure starts from (plot_spec_init, the figures'
@@ -78,6 +82,10 @@ double plot_line_px(const plot_spec *p, double s);
 int plot_axis_range(const plot_spec *p, int want_y, double *lo, double *hi);
 /* Nice tick step (1, 2 or 5 x 10^k) for about `target` ticks over [lo, hi]. */
 double plot_nice_step(double lo, double hi, int target);
+/* Every how many categories of a categorical axis a label is written: the
+ * labels (widest maxw, in the units of len) take at most the axis length len
+ * over ncat categories, with gap between them. 0 when ncat is 0. */
+int plot_cat_stride(int ncat, double len, double maxw, double gap);
 int plot_is_svg(const char *path); /* ends in .svg */
 
 #endif

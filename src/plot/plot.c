@@ -64,6 +64,14 @@ double plot_line_px(const plot_spec *p, double s) {
     return (p->line_width > 0 ? p->line_width : PLOT_LINE_WIDTH) * s;
 }
 
+int plot_cat_stride(int ncat, double len, double maxw, double gap) {
+    if (ncat < 1) return 0;
+    double per = len / ncat;
+    int k = 1;
+    while (k < ncat && k * per < maxw + gap) k++;
+    return k;
+}
+
 /* ---- titles ---- */
 
 /* the longest prefix of s (at most cap - 1 bytes) ending at a space, or where

@@ -282,6 +282,8 @@ static int tick_values(double lo, double hi, double step, double *out, int max) 
     return n;
 }
 
+static int imax(int a, int b) { return a > b ? a : b; }
+
 typedef struct {
     const bm_font *f;
     int scale;
@@ -328,13 +330,15 @@ static void layout_compute(const plot_spec *p, const plot_extra *ex, int W, int 
     L->ystep = plot_nice_step(f->ylo, f->yhi, ytarget);
     L->ymaxabs = fmax(fabs(f->ylo), fabs(f->yhi));
     L->nyt = tick_values(f->ylo, f->yhi, L->ystep, L->yt, MAX_TICKS);
-    int ylabw = 0;
+    int ylabw = 0, xcatw = 0;
     char buf[64];
-    for (int i = 0; i < L->nyt; i++) {
+    for (int i = 0; i < L->nyt && !p->nycat; i++) {
         tick_label(buf, sizeof buf, L->yt[i], L->ystep, L->ymaxabs);
         int w = bm_text_width(fb, buf, s);
         if (w > ylabw) ylabw = w;
     }
+    for (int k = 0; k < p->nycat; k++) ylabw = imax(ylabw, bm_text_width(fb, p->ycat[k], s));
+    for (int k = 0; k < p->nxcat; k++) xcatw = imax(xcatw, bm_text_width(fb, p->xcat[k], s));
     L->ticklen = 5 * s, L->pad = 8 * s;
     int pad = L->pad, lh = L->lh;
     int left = pad + (p->ylabel && p->ylabel[0] ? lh + pad : 0) + ylabw + L->ticklen + 4 * s;
@@ -361,6 +365,30 @@ static void layout_compute(const plot_spec *p, const plot_extra *ex, int W, int 
             L->xt[L->nxt++] = t;
         L->xstep = 1;
     }
+    /* categories: a tick at each (every k-th where the labels would collide) */
+    double xspan = f->xhi - f->xlo > 0 ? f->xhi - f->xlo : 1, yspan = f->yhi - f->ylo > 0 ? f->yhi - f->ylo : 1;
+    if (p->nxcat) {
+        int k = plot_cat_stride(p->nxcat, (f->x1 - f->x0) * p->nxcat / xspan, xcatw, 8 * s);
+        L->nxt = 0;
+        for (int c = 0; c < p->nxcat && L->nxt < MAX_TICKS; c += k) L->xt[L->nxt++] = c + 1;
+        L->xstep = k;
+    }
+    if (p->nycat) {
+        int k = plot_cat_stride(p->nycat, (f->y1 - f->y0) * p->nycat / yspan, L->lh, 2 * s);
+        L->nyt = 0;
+        for (int c = 0; c < p->nycat && L->nyt < MAX_TICKS; c += k) L->yt[L->nyt++] = c + 1;
+        L->ystep = k;
+    }
+}
+
+/* A tick's label: its category on a categorical axis, else the number. */
+static void axis_text(const plot_spec *p, const layout *L, int y_axis, double v, char *buf, size_t cap) {
+    int ncat = y_axis ? p->nycat : p->nxcat, k = (int)lround(v) - 1;
+    const char *const *cat = y_axis ? p->ycat : p->xcat;
+    if (ncat && k >= 0 && k < ncat) snprintf(buf, cap, "%s", cat[k]);
+    else if (!y_axis && L->f.xlog) snprintf(buf, cap, "%.6g", v);
+    else if (y_axis) tick_label(buf, cap, v, L->ystep, L->ymaxabs);
+    else tick_label(buf, cap, v, L->xstep, L->xmaxabs);
 }
 
 /* Data points (and samples along segments) of all series inside the box. */
@@ -501,7 +529,7 @@ static void render(const plot_spec *p, const plot_extra *ex, canvas *c, const bm
         int y = (int)floor(map_y(f, Ly.yt[i]));
         if (y < f->y0 - 1 || y > f->y1 + 1) continue;
         cv_fill_rect(c, f->x0 - 1 - ticklen, y, f->x0 - 2, y + (s > 1 ? 1 : 0), RGB_FRAME, 1);
-        tick_label(buf, sizeof buf, Ly.yt[i], Ly.ystep, Ly.ymaxabs);
+        axis_text(p, &Ly, 1, Ly.yt[i], buf, sizeof buf);
         int w = bm_text_width(fb, buf, s);
         cv_text(c, fb, buf, f->x0 - 1 - ticklen - 4 * s - w, y - lh / 2, s, RGB_TEXT);
     }
@@ -509,8 +537,7 @@ static void render(const plot_spec *p, const plot_extra *ex, canvas *c, const bm
         int x = (int)floor(map_x(f, Ly.xt[i]));
         if (x < f->x0 - 1 || x > f->x1 + 1) continue;
         cv_fill_rect(c, x, f->y1 + 2, x + (s > 1 ? 1 : 0), f->y1 + 1 + ticklen, RGB_FRAME, 1);
-        if (f->xlog) snprintf(buf, sizeof buf, "%.6g", Ly.xt[i]);
-        else tick_label(buf, sizeof buf, Ly.xt[i], Ly.xstep, Ly.xmaxabs);
+        axis_text(p, &Ly, 0, Ly.xt[i], buf, sizeof buf);
         int w = bm_text_width(fb, buf, s);
         int tx = x - w / 2;
         if (tx + w > W - 2) tx = W - 2 - w;

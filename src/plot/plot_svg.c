@@ -49,6 +49,36 @@ static void svg_grid(FILE *fp, const svg_frame *f, int vertical, double at, int 
                 f->y1, col);
 }
 
+/* the widest of n labels at font size fs, as svg_title_width estimates it */
+static double svg_cat_width(const char *const *cat, int n, double fs) {
+    size_t w = 0;
+    for (int k = 0; k < n; k++) w = strlen(cat[k]) > w ? strlen(cat[k]) : w;
+    return 0.56 * fs * (double)w;
+}
+
+/* A categorical axis: category k at k + 1, labelled (every few when they would collide). */
+static void svg_cat_ticks(FILE *fp, const svg_frame *f, int vertical, double fs, const char *const *cat, int ncat) {
+    double span = vertical ? f->yhi - f->ylo : f->xhi - f->xlo, len = vertical ? f->y1 - f->y0 : f->x1 - f->x0;
+    int k = plot_cat_stride(ncat, len * ncat / (span > 0 ? span : 1), vertical ? fs * 1.2 : svg_cat_width(cat, ncat, fs),
+                            8);
+    for (int c = 0; c < ncat; c += k) {
+        if (vertical) {
+            double y = sy(f, c + 1);
+            svg_grid(fp, f, 1, y, 0);
+            fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\"/>\n", f->x0 - 5, y, f->x0, y);
+            fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"end\" dominant-baseline=\"middle\">",
+                    f->x0 - 8, y, fs);
+        } else {
+            double x = sx(f, c + 1);
+            svg_grid(fp, f, 0, x, 0);
+            fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\"/>\n", x, f->y1, x, f->y1 + 5);
+            fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"middle\">", x, f->y1 + 8 + fs, fs);
+        }
+        xml_put(fp, cat[c]);
+        fputs("</text>\n", fp);
+    }
+}
+
 /* Ticks, their grid lines and labels along one axis (y when vertical). */
 static void svg_ticks(FILE *fp, const svg_frame *f, int vertical, double fs) {
     double lo = vertical ? f->ylo : f->xlo, hi = vertical ? f->yhi : f->xhi;
@@ -157,7 +187,8 @@ static void svg_body(FILE *fp, const plot_spec *p, const plot_vline *g, int ng, 
     double s = plot_scale(p->scale, W, H), fs = 13 * s, lw = plot_line_px(p, s), tfs = fs * 1.2;
     char tl[PLOT_TITLE_LINES][PLOT_TITLE_CAP];
     int ntl = plot_title_lines(p->title, (int)(W - 16 * s), svg_title_width, &tfs, tl);
-    svg_frame f = {.x0 = 60 * s + (p->ylabel ? fs * 1.5 : 0), .y0 = ntl ? 40 * s + (ntl - 1) * tfs * 1.25 : 16 * s,
+    double ylabw = p->nycat ? fmax(60 * s, 20 * s + svg_cat_width(p->ycat, p->nycat, fs)) : 60 * s;
+    svg_frame f = {.x0 = ylabw + (p->ylabel ? fs * 1.5 : 0), .y0 = ntl ? 40 * s + (ntl - 1) * tfs * 1.25 : 16 * s,
                    .x1 = W - 24 * s, .y1 = H - 36 * s - (p->xlabel ? fs * 1.5 : 0)};
     plot_axis_range(p, 0, &f.xlo, &f.xhi);
     plot_axis_range(p, 1, &f.ylo, &f.yhi);
@@ -176,8 +207,10 @@ static void svg_body(FILE *fp, const plot_spec *p, const plot_vline *g, int ng, 
     }
     fprintf(fp, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" stroke=\"#000\"/>\n", f.x0,
             f.y0, f.x1 - f.x0, f.y1 - f.y0);
-    svg_ticks(fp, &f, 1, fs);
-    svg_ticks(fp, &f, 0, fs);
+    if (p->nycat) svg_cat_ticks(fp, &f, 1, fs, p->ycat, p->nycat);
+    else svg_ticks(fp, &f, 1, fs);
+    if (p->nxcat) svg_cat_ticks(fp, &f, 0, fs, p->xcat, p->nxcat);
+    else svg_ticks(fp, &f, 0, fs);
     if (p->xlabel) {
         fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"middle\">", (f.x0 + f.x1) / 2,
                 H - 10 * s, fs);

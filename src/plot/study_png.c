@@ -1,13 +1,16 @@
 /* study_png.c - the study as one PNG: on top, per pair, bars of the naive,
  * skip-order, gate and expert loss barriers (pairs along x); below, a strip of
  * each method's rank percentile per pair (0% = the best order; a sampled
- * landscape adds its 95% interval as a line). PNG, or SVG for a .svg path. */
+ * landscape adds its 95% interval as a line). Both name the pairs on a
+ * categorical axis ("seed1-seed2", in the order of the study's table).
+ * PNG, or SVG for a .svg path. */
 #include "plot/study_png.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "plot/figures.h"
 #include "plot/plot_write.h"
 
 /* The two panels and the arrays their series point into. */
@@ -18,7 +21,36 @@ typedef struct {
     plot_series strip_ser[2 + 2 * 64];
     double *strip_xy;     // (2, P) x, (2, P) y
     double ci[64][4];
+    char (*names)[96];    // (P) the pairs' names, in the table's order
+    const char **xcat;    // (P) the bars' axis: names[k] at k + 1
+    const char **ycat;    // (P) the strip's, top down: names[P - 1 - j] at j + 1
 } study_fig;
+
+/* "seed1-seed2": the pool's names without their folder and ".safetensors",
+ * with the folder when two members of the pool share a name */
+static void pair_names(const study *S, study_fig *F) {
+    int P = S->npairs, dup = 0;
+    char (*stem)[96] = ms_malloc((size_t)(S->npool ? S->npool : 1) * sizeof *stem);
+    for (int i = 0; i < S->npool; i++) {
+        char full[256];
+        fig_ckpt_name(S->paths[i], full, sizeof full);
+        const char *b = strrchr(full, '/');
+        snprintf(stem[i], sizeof stem[i], "%.95s", b ? b + 1 : full);
+    }
+    for (int i = 0; i < S->npool; i++)
+        for (int j = 0; j < i; j++) dup |= !strcmp(stem[i], stem[j]);
+    for (int i = 0; dup && i < S->npool; i++) fig_ckpt_name(S->paths[i], stem[i], sizeof stem[i]);
+    F->names = ms_malloc((size_t)P * sizeof *F->names);
+    F->xcat = ms_malloc((size_t)P * sizeof(char *));
+    F->ycat = ms_malloc((size_t)P * sizeof(char *));
+    for (int k = 0; k < P; k++)
+        snprintf(F->names[k], sizeof F->names[k], "%.46s-%.46s", stem[S->pairs[k].ia], stem[S->pairs[k].ib]);
+    for (int k = 0; k < P; k++) {
+        F->xcat[k] = F->names[k];
+        F->ycat[k] = F->names[P - 1 - k];
+    }
+    free(stem);
+}
 
 /* bars: each bar is a thick two-point line from 0 to its value */
 /* panel sizes from the figure size (--size; NULL 960 x 600): bars 0.9, strip 0.5 of its height */
@@ -46,6 +78,8 @@ static void bars_build(const study *S, const plot_size *size, study_fig *F) {
     plot_spec_init(&sp, size);
     sp.title = "loss barrier per pair: naive, skip-order and the two methods' orders";
     sp.xlabel = "pair (in the order of the study's table)";
+    sp.xcat = F->xcat;
+    sp.nxcat = P;
     sp.ylabel = "loss barrier";
     sp.height = sp.height * 9 / 10;
     sp.series = ser;
@@ -67,7 +101,7 @@ static void strip_build(const study *S, const plot_size *size, study_fig *F) {
         double *x = buf + (size_t)m * P, *y = buf + (size_t)(2 + m) * P;
         for (int k = 0; k < P; k++) {
             x[k] = S->pairs[k].m[m].rank_percentile;
-            y[k] = k + 1 + (m ? 0.12 : -0.12);
+            y[k] = P - k + (m ? -0.12 : 0.12); /* the first pair on top, the methods side by side */
         }
         ser[ns++] = (plot_series){.label = m ? "expert cost" : "gate cost", .x = x, .y = y, .n = P,
                                   .rgb = col[m], .markers = 1, .no_line = 1, .marker_size = 5};
@@ -79,7 +113,7 @@ static void strip_build(const study *S, const plot_size *size, study_fig *F) {
             if (p->exhaustive) continue;
             double *q = ci[2 * k + m];
             q[0] = p->m[m].pct_lo, q[1] = p->m[m].pct_hi;
-            q[2] = q[3] = k + 1 + (m ? 0.12 : -0.12);
+            q[2] = q[3] = P - k + (m ? -0.12 : 0.12);
             ser[ns++] = (plot_series){.x = q, .y = q + 2, .n = 2, .rgb = col[m]};
         }
     plot_spec sp;
@@ -92,12 +126,15 @@ static void strip_build(const study *S, const plot_size *size, study_fig *F) {
     sp.nseries = ns;
     sp.xmin = -2, sp.xmax = 102;
     sp.ymin = 0.4, sp.ymax = P + 0.6;
+    sp.ycat = F->ycat;
+    sp.nycat = P;
     F->strip = sp;
 }
 
 int study_write_png(const study *S, const plot_size *size, const char *path, ms_err *err) {
     if (S->npairs < 1) return ms_fail(err, "%s: no pairs to plot", path);
     study_fig *F = ms_calloc(1, sizeof *F);
+    pair_names(S, F);
     bars_build(S, size, F);
     strip_build(S, size, F);
     const plot_spec *panels[2] = {&F->bars, &F->strip};
@@ -105,6 +142,9 @@ int study_write_png(const study *S, const plot_size *size, const char *path, ms_
     free(F->bar_ser);
     free(F->bar_xy);
     free(F->strip_xy);
+    free(F->names);
+    free(F->xcat);
+    free(F->ycat);
     free(F);
     return rc;
 }

@@ -223,6 +223,13 @@ def main():
         r = run(*(args + [png, "--size", "1200x700"]))
         check(r.returncode == 0 and png_info(png)[0] == 1200, "%s: --size 1200x700 gives a 1200-pixel-wide figure: %s"
               % (what, r.stderr[-200:]))
+        if what == "study":
+            # both panels name the pairs on a categorical axis, not numbers 1..P
+            ticks = [t.text for p in panels for t in p.iter(SVG + "text") if t.text]
+            pairs = ["seed1-seed2", "seed1-seed3", "seed2-seed3"]
+            check(all(ticks.count(x) == 2 for x in pairs), "study: each pair named on both panels' axes: %r" % ticks)
+            check(not any(t in ("1", "2", "3", "4", "5", "6") for t in ticks[:ticks.index("rank percentile (%)")]
+                          if t not in ("0",)), "study: no numbered pairs: %r" % ticks)
 
 
 main()

@@ -201,23 +201,41 @@ def check_csv(paths, S):
         check(abs(float(R[6]["naive.barrier"]) - m) <= 1e-8 * abs(m), "CSV: mean row")
 
 
+def tex_visible(cell):
+    """the characters a LaTeX cell prints: commands, braces and $ dropped, -- one dash"""
+    cell = re.sub(r"\\[a-zA-Z]+\*?", "x", cell.replace("\\ ", " ").replace("--", "-"))
+    return re.sub(r"[{}$^\\]", "", cell).strip()
+
+
 def check_latex(paths):
+    """two booktabs tables, each narrow enough for one column of a two-column
+    paper (at most 8 columns, rows of at most 56 printed characters besides
+    the column gaps; the 14-column table of before was 150), together every
+    column once: header, 6 pairs, mean and std rows"""
     tex = open(paths["tex"]).read()
-    spec = re.search(r"\\begin\{tabular\}\{([lrc]+)\}", tex)
-    check(spec is not None, "LaTeX: a tabular")
-    if not spec:
-        return
-    ncol = len(spec.group(1))
-    body = tex[spec.end():tex.index("\\end{tabular}")]
-    rows = [l for l in body.splitlines() if l.rstrip().endswith("\\\\")]
-    check(len(rows) == 1 + 6 + 1, "LaTeX: header, 6 pairs, mean row (%d rows)" % len(rows))
-    counts = {l.count("&") + 1 - l.count("\\&") for l in rows}
-    check(counts == {ncol}, "LaTeX: every row has %d cells (%s)" % (ncol, counts))
-    check(tex.count("\\toprule") == 1 and tex.count("\\midrule") == 2 and tex.count("\\bottomrule") == 1,
-          "LaTeX: booktabs rules toprule, 2 midrule, bottomrule")
-    check(body.index("\\toprule") < body.index("\\midrule") < body.rindex("\\midrule") < body.index("\\bottomrule"),
-          "LaTeX: rules in order")
-    check("\\pm" in rows[-1] and rows[-1].startswith("Mean"), "LaTeX: mean +- std row last")
+    specs = list(re.finditer(r"\\begin\{tabular\}\{([lrc]+)\}", tex))
+    check(len(specs) == 2, "LaTeX: two tabulars (%d)" % len(specs))
+    heads = []
+    for spec in specs:
+        ncol = len(spec.group(1))
+        check(ncol <= 8, "LaTeX: %d columns fit a paper column" % ncol)
+        body = tex[spec.end():tex.index("\\end{tabular}", spec.end())]
+        rows = [l for l in body.splitlines() if l.rstrip().endswith("\\\\")]
+        check(len(rows) == 1 + 6 + 2, "LaTeX: header, 6 pairs, mean and std rows (%d rows)" % len(rows))
+        counts = {l.count("&") + 1 - l.count("\\&") for l in rows}
+        check(counts == {ncol}, "LaTeX: every row has %d cells (%s)" % (ncol, counts))
+        # a column is as wide as its widest cell
+        cells = [[tex_visible(c) for c in l.rstrip()[:-2].split("&")] for l in rows]
+        width = sum(max(len(r[c]) for r in cells) for c in range(ncol))
+        check(width <= 56, "LaTeX: %d printed characters a row fit a paper column" % width)
+        check(body.count("\\toprule") == 1 and body.count("\\midrule") == 2 and body.count("\\bottomrule") == 1,
+              "LaTeX: booktabs rules toprule, 2 midrule, bottomrule")
+        check(body.index("\\toprule") < body.index("\\midrule") < body.rindex("\\midrule") < body.index("\\bottomrule"),
+              "LaTeX: rules in order")
+        check(rows[-2].startswith("Mean") and rows[-1].startswith("Std"), "LaTeX: mean and std rows last")
+        check(all(re.match(r"^seed[0-9]--seed[0-9] ", r) for r in rows[1:7]), "LaTeX: pairs named seedI--seedJ")
+        heads += [tex_visible(c) for c in rows[0].rstrip()[:-2].split("&")][1:]
+    check(len(heads) == len(set(heads)) == 13, "LaTeX: the 13 columns, each once: %r" % heads)
     check("\\hline" not in tex, "LaTeX: booktabs, no \\hline")
 
 
