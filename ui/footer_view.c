@@ -74,7 +74,7 @@ static int text_byte(const char *s, int c) {
     return b;
 }
 
-int text_fit(const char *s, int w, int utf8, char *out, int cap) {
+int text_fit(const char *s, int w, int utf8, int at_word, char *out, int cap) {
     out[0] = 0;
     if (w <= 0 || cap < 8) return 0;
     int cols = text_cols(s);
@@ -82,9 +82,13 @@ int text_fit(const char *s, int w, int utf8, char *out, int cap) {
         snprintf(out, (size_t)cap, "%s", s);
         return cols;
     }
-    const char *dots = utf8 ? "\u2026" : "...";
-    int dl = utf8 ? 1 : 3;
-    if (w <= dl) {
+    const char *dots = utf8 ? "\u2026" : at_word ? "..." : "";
+    int dl = utf8 ? 1 : at_word ? 3 : 0;
+    if (w <= dl || !at_word) { /* as much as fits, the ellipsis where it has room */
+        if (w > dl) {
+            snprintf(out, (size_t)cap, "%.*s%s", text_byte(s, w - dl), s, dots);
+            return w;
+        }
         snprintf(out, (size_t)cap, "%.*s", text_byte(s, w), s);
         return w;
     }
@@ -172,7 +176,7 @@ void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, co
             return;
         }
         if (ml && alt && alt->w >= sl) {
-            text_fit(msg, room, g->utf8, out, sizeof out);
+            text_fit(msg, room, g->utf8, 0, out, sizeof out);
             grid_text(g, r->x, r->y, room, mrole, out);
             grid_text(g, alt->x + alt->w - sl, alt->y, sl, srole, tiers[k]);
             return;
@@ -183,13 +187,13 @@ void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, co
     int left = room - ml - 2;
     if (nt && ml && left >= 12) {
         grid_text(g, r->x, r->y, ml, mrole, msg);
-        int sl = text_fit(tiers[nt - 1], left, g->utf8, out, sizeof out);
+        int sl = text_fit(tiers[nt - 1], left, g->utf8, 1, out, sizeof out);
         grid_text(g, r->x + room - sl, r->y, sl, srole, out);
     } else if (ml) {
-        text_fit(msg, room, g->utf8, out, sizeof out);
+        text_fit(msg, room, g->utf8, 0, out, sizeof out);
         grid_text(g, r->x, r->y, room, mrole, out);
     } else if (nt) {
-        int sl = text_fit(tiers[nt - 1], room, g->utf8, out, sizeof out);
+        int sl = text_fit(tiers[nt - 1], room, g->utf8, 1, out, sizeof out);
         grid_text(g, r->x + room - sl, r->y, sl, srole, out);
     }
 }

@@ -23,10 +23,11 @@ typedef struct {
 void footer_render(grid *g, const ui_rect *r, const explore_request *q, int metric_acc, footer_hits *hits);
 /* The key of the footer item at (x, y), or 0. */
 int footer_key_at(const footer_hits *hits, int x, int y);
-/* s fitted to w columns: whole when it fits, else cut at a word boundary
- * (inside a long word) and marked with an ellipsis ("..." in ASCII). Returns
- * the columns of out. */
-int text_fit(const char *s, int w, int utf8, char *out, int cap);
+/* s fitted to w columns: whole when it fits, else cut and marked with an
+ * ellipsis; at_word: at a word boundary (inside a word over half the room
+ * long), "..." in ASCII; else as much as fits, the ellipsis only in UTF-8 (a
+ * message keeps every column of its reason). Returns the columns of out. */
+int text_fit(const char *s, int w, int utf8, int at_word, char *out, int cap);
 /* The worker's status in up to 3 wordings, longest first (returns how many):
  * as it is; without its closing remark in parentheses; in few words
  * ("done: expert order rank 2433 of 40320 (tied: 3; by AUC 12)" ->
@@ -38,7 +39,7 @@ int status_tiers(const char *s, char tiers[3][STATUS_TIER_CAP]);
  * that fits beside the message, or in alt (the free end of the footer) when
  * the message takes the line. When none fits, the message stays whole and
  * the status gets what it leaves, cut at a word with an ellipsis; a message
- * too long for the line is cut the same way. load not
+ * too long for the line keeps what fits (text_fit). load not
  * NULL or "": a layer load's progress, shown in the status's place (the
  * worker's status is of the layer about to be replaced). */
 void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, const explore_snapshot *v,
