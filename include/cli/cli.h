@@ -209,5 +209,8 @@ int cli_check_capture(const evalset *E, const moe_model *m);
  * help (usage on stdout, 0), --version ("prog VERSION", 0), then the family
  * options taken out of argv (2 on a bad one). -1: go on with argv[1]. */
 int cli_front(int *argc, char **argv, const char *prog, void (*usage)(FILE *fp));
+/* "simd: FORM (...)": the vector form moescope's own kernels run (core/simd.h), why,
+ * and the widest the CPU runs; --version's last line */
+void cli_print_simd(FILE *fp);
 
 #endif

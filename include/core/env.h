@@ -18,6 +18,7 @@ typedef enum {
     ENV_NO_COLOR,
     ENV_ESCDELAY,
     ENV_TUI_BENCH,
+    ENV_SIMD,
     ENV_TEST_STALL,
     ENV_TEST_LOAD_GATE,
     ENV_MPI_TEST_KILL,

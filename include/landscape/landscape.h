@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "align/align.h"
+#include "core/simd.h"
 #include "landscape/curve.h"
 #include "landscape/landscape_orders.h"
 #include "io/evalset.h"
@@ -122,10 +123,12 @@ typedef struct {
     const ls_objective *objective;
 
     /* tests: the shared-prefix path of the fused kernel (landscape_kernel.c):
-     * 0 where it applies and pays, -1 never, 1 wherever it applies; and
-     * prefix_narrow 1 runs its 8-float form even where the CPU has AVX-512.
-     * The numbers differ by float rounding only (the first), not at all (the second). */
-    int prefix, prefix_narrow;
+     * 0 where it applies and pays, -1 never, 1 wherever it applies (the
+     * numbers differ by float rounding only); and the kernel's vector form,
+     * MS_SIMD_AUTO for the widest this CPU runs (core/simd.h: AVX-512 and
+     * AVX2 give the same bits, plain the same numbers to float rounding). */
+    int prefix;
+    ms_simd simd;
 } ls_opts;
 
 void ls_opts_default(ls_opts *o);

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/env.h"
+#include "core/simd.h"
 #include "io/family.h"
 #include "io/provenance.h"
 
@@ -24,10 +26,20 @@ int cli_front(int *argc, char **argv, const char *prog, void (*usage)(FILE *fp))
     if (!strcmp(argv[1], "--version")) {
         printf("%s %s\nblas: %s (%s kernels)\ncpu: %s\n", prog, ms_version(), prov_blas(),
                prov_blas_kernel(), prov_cpu());
+        cli_print_simd(stdout);
         return 0;
     }
     int rc = cli_take_family_options(argc, argv); // --family and router overrides
     return rc ? rc : -1;
+}
+
+void cli_print_simd(FILE *fp) {
+    const char *want = env_get(ENV_SIMD);
+    int w = ms_simd_parse(want);
+    fprintf(fp, "simd: %s (", ms_simd_name(ms_simd_pick(MS_SIMD_AUTO)));
+    if (w < 0) fprintf(fp, "MOESCOPE_SIMD=%s is none of avx512, avx2, plain; ", want);
+    else if (w > 0) fprintf(fp, "MOESCOPE_SIMD=%s; ", want);
+    fprintf(fp, "the CPU runs %s)\n", ms_simd_name(ms_simd_cpu()));
 }
 
 static int opt_value(int *argc, char **argv, int i, const char **val) {

@@ -35,6 +35,9 @@ static const struct {
                       "curses' wait after Esc, in milliseconds (the explorer's default: 25)"},
     [ENV_TUI_BENCH] = {"MOESCOPE_TUI_BENCH",
                        "a file: the explorer appends each key's time to its redraw (the benchmarks)"},
+    [ENV_SIMD] = {"MOESCOPE_SIMD",
+                  "the vector instructions of moescope's own kernels: avx512, avx2 or plain "
+                  "(default: the widest this CPU runs; a wider one than it runs is not used)"},
     [ENV_TEST_STALL] = {"MOESCOPE_TEST_STALL",
                         "tests: a phase name; its start says so on stderr and waits, so a cancel "
                         "lands mid-phase (SIGUSR1 resumes it, to read an input changed meanwhile)"},

@@ -244,7 +244,8 @@ static void ls_plan_fill(lsx *x) {
     int d = pb->d, nint = pb->T - 2;
     pl->nb = (pb->N + LS_L - 1) / LS_L;
     pl->Cp = (pb->C + 3) / 4 * 4;
-    pl->head_floats = pb->kind == LS_LAYER ? 0 : (size_t)pl->Cp * d * LS_L + (size_t)pl->Cp;
+    pl->head_floats = pb->kind == LS_LAYER ? 0 : (size_t)pl->Cp * d + (size_t)pl->Cp;
+    pl->simd = ms_simd_pick(pb->o->simd);
     size_t per_block =
         (size_t)LS_L * ((size_t)pb->npairs * d + pb->nn + SH_COUNT * d) * sizeof(float);
     pl->prefix = ls_prefix_applies(x);
@@ -289,6 +290,18 @@ static void ls_plan_fill(lsx *x) {
     }
 }
 
+/* bytes rounded up to 64, 64-byte aligned; exits when out of memory, as ms_malloc */
+static void *lane_alloc(size_t bytes) {
+    bytes = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (!p) {
+        fprintf(stderr, "%s: out of memory allocating %zu bytes at %s:%d\n", ms_process_name(), bytes,
+                __FILE__, __LINE__);
+        exit(3);
+    }
+    return p;
+}
+
 static void ws_alloc(const lsx *x, ls_ws *w) {
     size_t N = x->pl.rows_held, d = (size_t)x->pb.d, n = (size_t)x->pb.n;
     size_t C = (size_t)(x->pb.C > 0 ? x->pb.C : 1);
@@ -302,17 +315,10 @@ static void ws_alloc(const lsx *x, ls_ws *w) {
     w->Zb = ms_malloc(N * d * sizeof(float));
     w->Sx = ms_malloc(N * n * n * sizeof(float));
     w->hraw = ms_malloc((2 * d + C * d + C) * sizeof(float));
-    w->z = ms_malloc(d * LS_L * sizeof(float));
-    w->lg = ms_malloc((size_t)(x->pl.Cp > 0 ? x->pl.Cp : 4) * LS_L * sizeof(float));
-    if (x->pl.prefix) { // 64-byte aligned: the kernel reads it 64 bytes at a time
-        size_t bytes = (ls_prefix_ws_bytes(x) + 63) / 64 * 64;
-        w->lev = aligned_alloc(64, bytes);
-        if (!w->lev) {
-            fprintf(stderr, "%s: out of memory allocating %zu bytes at %s:%d\n", ms_process_name(),
-                    bytes, __FILE__, __LINE__);
-            exit(3);
-        }
-    }
+    // 64-byte aligned: the kernel reads them 64 bytes at a time
+    w->z = lane_alloc(d * LS_L * sizeof(float));
+    w->lg = lane_alloc((size_t)(x->pl.Cp > 0 ? x->pl.Cp : 4) * LS_L * sizeof(float));
+    if (x->pl.prefix) w->lev = lane_alloc(ls_prefix_ws_bytes(x));
     w->ord = ms_malloc(LS_BLOCK * sizeof *w->ord);
     w->pair = ms_malloc(LS_BLOCK * sizeof *w->pair);
     w->lp = ms_malloc(LS_BLOCK * sizeof *w->lp);
@@ -345,25 +351,25 @@ static void ls_alloc(lsx *x, ls_named *nm) {
     ls_problem *pb = &x->pb;
     size_t Np = (size_t)pl->nb * LS_L;
     if (pb->kind == LS_CLASSIFY) {
-        pb->lab8 = ms_malloc(Np * sizeof(int32_t));
+        pb->lablanes = lane_alloc(Np * sizeof(int32_t));
         for (size_t r = 0; r < Np; r++)
-            pb->lab8[r] = r < (size_t)pb->N ? (int32_t)pb->E->labels[r] : -1;
+            pb->lablanes[r] = r < (size_t)pb->N ? (int32_t)pb->E->labels[r] : -1;
     } else if (pb->kind == LS_REGRESS) {
-        pb->tg8 = ms_malloc(Np * pb->C * sizeof(float));
-        ls_to_lanes(pb->tg8, pb->E->targets, pb->N, pb->C, pl->nb);
+        pb->tglanes = lane_alloc(Np * pb->C * sizeof(float));
+        ls_to_lanes(pb->tglanes, pb->E->targets, pb->N, pb->C, pl->nb);
     }
     if (pl->nsc > 1) {
         x->rs.acc_l = ms_malloc((size_t)x->rs.norders * sizeof(double));
         x->rs.acc_ok = ms_malloc((size_t)x->rs.norders * sizeof(long));
     }
     x->ck.tidx = ms_malloc((size_t)(pb->T - 2) * sizeof(int));
-    x->ck.S = ms_malloc(pl->S_floats * sizeof(float));
+    x->ck.S = lane_alloc(pl->S_floats * sizeof(float));
     x->ck.Y = big_alloc(pl->Y_bytes);
     x->ck.base = big_alloc(pl->base_floats * sizeof(float));
-    x->ck.head = ms_malloc(pl->head_total * sizeof(float));
+    x->ck.head = lane_alloc(pl->head_total * sizeof(float));
     if (pb->own_chord) { // t-independent: one sample chunk's B logits and expert outputs
-        x->ck.S1 = ms_malloc(pl->Nc * pb->n * sizeof(float));
-        x->ck.Y1 = ms_malloc((size_t)pb->n * pl->lane_d * sizeof(float));
+        x->ck.S1 = lane_alloc(pl->Nc * pb->n * sizeof(float));
+        x->ck.Y1 = lane_alloc((size_t)pb->n * pl->lane_d * sizeof(float));
     }
     if (pl->prefix) {
         // page-aligned, as Y and base: the kernel reads them 64 bytes at a time
@@ -777,7 +783,7 @@ static void ls_release(lsx *x, ls_named *nm) {
     if (x->ck.F3) big_free(x->ck.F3, x->pl.F_floats * sizeof(float));
     ls_endpoint_free(&x->pb.own[0]);
     ls_endpoint_free(&x->pb.own[1]);
-    void *pbuf[] = {x->pb.perm, x->pb.pj, x->pb.DBn, x->pb.lab8, x->pb.tg8, x->pb.shmem,
+    void *pbuf[] = {x->pb.perm, x->pb.pj, x->pb.DBn, x->pb.lablanes, x->pb.tglanes, x->pb.shmem,
                     x->pb.shx, x->rs.bar, x->rs.accb, x->rs.auc, x->rs.done,
                     x->rs.prog, x->rs.acc_l, x->rs.acc_ok, x->rs.lb, x->rs.ab, nm->ls, nm->ok};
     for (size_t i = 0; i < sizeof pbuf / sizeof pbuf[0]; i++) free(pbuf[i]);

@@ -5,7 +5,7 @@
  *                       scores, shared sums, head per t), the orders' sweep
  *                       over blocks of orders, and the thread pool running both
  *   landscape_kernel.c  the fused per-order kernel (routing, mix, LayerNorm,
- *                       head, loss for 8 samples per vector lane)
+ *                       head, loss for 16 samples per vector lane)
  *
  * The state is split by lifetime: the problem (inputs and what is derived
  * from them once, read-only during the sweeps), the plan (every buffer size,
@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/simd.h"
 #include "landscape/landscape.h"
 
 enum { SH_MAIN = 0, SH_NAIVE = 1, SH_SKIP = 2, SH_COUNT = 3 };
@@ -29,8 +30,10 @@ enum { NM_NAIVE = 0, NM_SKIP = 1, NM_GATE = 2, NM_EXPERT = 3, NM_COUNT = 4 };
  * e.g. Y of one pair at one t is (nb, d, LS_L). The kernel then computes
  * LS_L samples at once with plain vector arithmetic (one sample per lane) and
  * never reduces across a vector. The last block is padded with zeros and its
- * padding lanes are left out of every sum. */
-#define LS_L 8
+ * padding lanes are left out of every sum. 16: one AVX-512 register of
+ * floats (two AVX2 ones); the kernel's forms for narrower registers run the
+ * same lanes in pieces. */
+#define LS_L 16
 
 /* Sample-dependent GEMMs run on panels of LS_PANEL rows at fixed offsets in
  * the evaluation set, so a sample's numbers are the same whether its chunk
@@ -60,7 +63,7 @@ typedef struct {
     float *Zb;     // (Nc, d) the shared experts' sum (precompute)
     float *Sx;     // (Nc, nn) gate scores (precompute)
     float *hraw;   // (2d + C*d + C) the head at one t (precompute)
-    float *z;      // (d, LS_L) kernel: block output
+    float *z;      // (d, LS_L) kernel: block output (64-byte aligned, as lg and lev)
     float *lg;     // (Cp, LS_L) kernel: logits
     float *lev;    // kernel's prefix path: partial sums, loss sums (NULL: unused)
     int (*ord)[LS_MAX_N], (*pair)[LS_MAX_N]; // (LS_BLOCK) a block's orders and their pairs
@@ -102,8 +105,8 @@ typedef struct {
     int own_chord;
     float *DBn;      // (N, d) B's output without its routed experts (own_chord)
     ls_endpoint own[2];   // A's and B's evaluation when the caller lent none
-    int32_t *lab8;   // (nb*LS_L) labels, -1 in the padding
-    float *tg8;      // (nb, C, LS_L) regression targets
+    int32_t *lablanes;   // (nb*LS_L) labels, -1 in the padding
+    float *tglanes;      // (nb, C, LS_L) regression targets
     double loss_a, loss_b, acc_a, acc_b;
 } ls_problem;
 
@@ -117,11 +120,11 @@ typedef struct {
     int Cp;          /* classes padded to a multiple of 4 (the kernel's passes) */
     size_t Nc;       /* lane rows held: nbc * LS_L */
     size_t rows_held; /* samples held: min(N, Nc) (the workspaces' rows) */
-    size_t head_floats; /* one t's broadcast head (Cp, d, LS_L) + (Cp); 0 in layer mode */
+    size_t head_floats; /* one t's folded head H' (Cp, d) + c' (Cp); 0 in layer mode */
     size_t lane_d, lane_nn; /* one t's lane arrays of width d and nn: Nc * width */
     size_t S_floats, Y_bytes, base_floats, head_total; /* the chunk buffers */
     int prefix;      /* the kernel's prefix path is used (ls_prefix_applies) */
-    int prefix_wide; /* ... on 16-float vectors (set by ls_prefix_prepare) */
+    ms_simd simd;    /* the kernel's form: the widest this CPU runs, or ls_opts.simd */
     size_t E_floats, HY_floats; /* its chunk buffers (0 without it) */
     int first_once;  /* the pairs' first layers from per-expert products (ls_first_applies) */
     size_t F_floats; /* ... one of its chunk buffers F, F3: 2n Nc h (0 without it) */
@@ -137,7 +140,7 @@ typedef struct {
     float *S;        // (cap_t, nbc, nn, LS_L) gate scores of every (slot, B row)
     float *Y;        // (cap_t, npairs, nbc, d, LS_L) pair outputs
     float *base;     // (cap_t, SH_COUNT, nbc, d, LS_L) shared sums + residual or - chord
-    float *head;     // (cap_t, head_floats) interpolated head per t, broadcast
+    float *head;     // (cap_t, head_floats) interpolated head per t, folded
     float *corr;     // (cap_t, nn) selection biases of every (slot, B row) at t, NULL without
     float *S1;       // (nbc, n, LS_L) B's gate logits (own_chord), any t
     float *Y1;       // (n, nbc, d, LS_L) B's expert outputs E^B_j(x) (own_chord), any t
@@ -223,7 +226,7 @@ static inline float *ls_S_at(const lsx *x, int tc) { // (nbc, nn, LS_L)
 static inline const float *ls_corr_at(const lsx *x, int tc) { // (nn)
     return x->ck.corr + (size_t)tc * x->pb.nn;
 }
-static inline float *ls_head_at(const lsx *x, int tc) { // (Cp, d, LS_L) then (Cp)
+static inline float *ls_head_at(const lsx *x, int tc) { // (Cp, d) then (Cp)
     return x->ck.head + (size_t)tc * x->pl.head_floats;
 }
 
@@ -238,9 +241,6 @@ static inline float *ls_HY_at(const lsx *x, int tc, int p) { // (nbc, Cp, LS_L);
  * (ls_opts.prefix: off, or on wherever it applies, for the tests) */
 int ls_prefix_applies(const lsx *x);
 size_t ls_prefix_ws_bytes(const lsx *x); /* its workspace (ls_ws.lev) */
-/* the path's vector width: 16 floats when this CPU has AVX-512 (F, VL, BW,
- * DQ) and ls_opts.prefix_narrow is 0, else 8 */
-int ls_prefix_wide_cpu(void);
 /* its per-chunk precompute, once the chunk's S, Y, base and head are final */
 void ls_prefix_prepare(lsx *x);
 

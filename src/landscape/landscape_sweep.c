@@ -242,7 +242,7 @@ static void pre_base(lsx *x, ls_ws *w, int tc, double t, const float *X, int N, 
 /* Precompute item `item` of the current chunk: item < ntc*npairs is one pair
  * output Y; the rest, one per t, the common parts: the gate scores S of every
  * (slot, B row), the shared sums (+ residual, or - chord in layer mode) per
- * variant, and the head pre-broadcast, H8 (Cp, d, LS_L) with H8[c][q][:] =
+ * variant, and the folded head H' (Cp, d) with H'[c][q] =
  * W[c][q] * gamma[q] (LayerNorm's scale folded in), then c' (Cp) = b +
  * W beta (its shift folded in); without a norm, W and b as they are. The
  * classes are padded with zero rows to Cp (the kernel's four-class passes). */
@@ -321,14 +321,13 @@ static void pre_item(lsx *x, int tid, long item) {
         vlerp(Hw, x->pb.A->head_w, x->pb.B->head_w, (size_t)C * d, t);
         vlerp(Hb, x->pb.A->head_b, x->pb.B->head_b, (size_t)C, t);
         int Cp = x->pl.Cp;
-        float *H8 = ls_head_at(x, tc); // (Cp, d, LS_L)
-        float *cp = H8 + (size_t)Cp * d * LS_L;             // (Cp)
-        memset(H8, 0, x->pl.head_floats * sizeof(float));
+        float *Hf = ls_head_at(x, tc); // (Cp, d)
+        float *cp = Hf + (size_t)Cp * d; // (Cp)
+        memset(Hf, 0, x->pl.head_floats * sizeof(float));
         for (int k = 0; k < C; k++) {
             double acc = Hb[k];
             for (int q = 0; q < d; q++) {
-                float hq = Hw[(size_t)k * d + q] * gm[q];
-                for (int l = 0; l < LS_L; l++) H8[((size_t)k * d + q) * LS_L + l] = hq;
+                Hf[(size_t)k * d + q] = Hw[(size_t)k * d + q] * gm[q];
                 acc += (double)Hw[(size_t)k * d + q] * bt[q];
             }
             cp[k] = (float)acc;

@@ -157,12 +157,9 @@ static int same_order(const landscape *L, long j, long k) {
  * tests hold. The two sum the same float32 terms regrouped (the softmax
  * normalised once at the end, LayerNorm's centring and the head moved inside
  * the mix), so they agree to float rounding: every loss, barrier and AUC
- * within 2e-6 relative (measured: ~1e-7), the same ranks. The path's
- * 16-float (AVX-512) and 8-float vector forms do the same arithmetic per
- * lane: bit for bit. A gate whose logits spread wider than the path's exp
- * range takes the reference path at every t: bit for bit too. */
-int ls_prefix_wide_cpu(void); /* landscape_kernel.c: this CPU runs the 16-float form */
-
+ * within 2e-6 relative (measured: ~1e-7), the same ranks. A gate whose logits
+ * spread wider than the path's exp range takes the reference path at every t:
+ * bit for bit. Both paths in each vector form of the kernel (forms_case). */
 static double rel_diff(double a, double b) { return fabs(a - b) / fmax(1.0, fabs(b)); }
 
 /* Two runs of one landscape by different arithmetic: the largest relative
@@ -188,6 +185,37 @@ static double worst_rel_diff(const landscape *Lp, const landscape *Lr, int N, in
         for (int t = 0; t < Lr->T; t++)
             worst = fmax(worst, rel_diff(Lp->methods[m].loss[t], Lr->methods[m].loss[t]));
     return worst;
+}
+
+/* The kernel's vector forms (core/simd.h) on one landscape, each this CPU
+ * runs: AVX-512 (16 lanes a register) and AVX2 (8) do the same arithmetic on
+ * every lane, so bit for bit; plain (SSE, 4 lanes, no FMA: every product
+ * rounded apart) within float rounding, 2e-6 relative (measured ~1e-7). */
+static void forms_case(const char *what, const moe_model *A, const moe_model *B, const evalset *E,
+                       const ls_opts *base) {
+    const char *path = base->prefix < 0 ? "per-order path" : base->prefix > 0 ? "prefix path" : "";
+    ms_simd cpu = ms_simd_cpu();
+    landscape L[MS_SIMD_AVX512 + 1];
+    int ran[MS_SIMD_AVX512 + 1] = {0};
+    for (int s = MS_SIMD_PLAIN; s <= (int)cpu; s++) {
+        ls_opts o = *base;
+        o.simd = (ms_simd)s;
+        ms_err err;
+        ran[s] = landscape_compute(A, B, E, &o, &L[s], &err) == 0;
+        CHECK(ran[s], "%s %s: the %s form runs (%s)", what, path, ms_simd_name((ms_simd)s), ran[s] ? "" : err.msg);
+    }
+    if (ran[MS_SIMD_AVX512] && ran[MS_SIMD_AVX2])
+        CHECK(same_landscape(&L[MS_SIMD_AVX512], &L[MS_SIMD_AVX2]), "%s %s: AVX-512 and AVX2 forms bit for bit",
+              what, path);
+    if (ran[MS_SIMD_AVX2] && ran[MS_SIMD_PLAIN]) {
+        int missing = 0, acc_off = 0;
+        double worst = worst_rel_diff(&L[MS_SIMD_PLAIN], &L[MS_SIMD_AVX2], E->N, &missing, &acc_off);
+        CHECK(missing == 0 && acc_off == 0 && worst <= 2e-6,
+              "%s %s: plain vs AVX2 form: %d orders missing, %d accuracy barriers off, largest relative "
+              "difference %.3g", what, path, missing, acc_off, worst);
+    }
+    for (int s = MS_SIMD_PLAIN; s <= (int)cpu; s++)
+        if (ran[s]) landscape_free(&L[s]);
 }
 
 static void prefix_case(const char *what, const moe_model *A, const moe_model *B, const evalset *E,
@@ -220,16 +248,9 @@ static void prefix_case(const char *what, const moe_model *A, const moe_model *B
         CHECK(Lp.rank[0] == Lr.rank[0] && Lp.rank[1] == Lr.rank[1], "%s: same ranks (%d %d vs %d %d)", what,
               Lp.rank[0], Lp.rank[1], Lr.rank[0], Lr.rank[1]);
     }
-    if (ls_prefix_wide_cpu()) { // this CPU runs both vector forms
-        landscape L8;
-        o.prefix_narrow = 1;
-        int r8 = landscape_compute(A, B, E, &o, &L8, &err);
-        CHECK(r8 == 0, "%s: 8-float form runs", what);
-        if (r8 == 0) {
-            CHECK(same_landscape(&Lp, &L8), "%s: 16- and 8-float forms bit for bit", what);
-            landscape_free(&L8);
-        }
-    }
+    forms_case(what, A, B, E, &o);
+    o.prefix = -1;
+    forms_case(what, A, B, E, &o);
     landscape_free(&Lr);
     landscape_free(&Lp);
 }
@@ -238,7 +259,7 @@ static void test_prefix_path(void) {
     moe_model A, B;
     evalset E;
     make_models(&A, &B, 5, 8, 8, 3, 21);
-    make_evalset(&E, 45, 8, 3, 22); // 45: a padded last block of 8 lanes
+    make_evalset(&E, 45, 8, 3, 22); // 45: a padded last block of 16 lanes
     prefix_case("classification, n = 5", &A, &B, &E, 0);
     // regression targets instead of labels
     evalset R = E;
@@ -377,11 +398,54 @@ static void test_wreath_orders(void) {
     }
     if (rx == 0) landscape_free(&Lx);
     if (rs == 0) landscape_free(&Ls);
+    // the kernel's forms on the general router (sigmoid scores, groups,
+    // selection biases), on the head's loss and, headless, on the layer's
+    // chord; with any of the 8! orders (splitting groups), each order's own chord end
+    o.exhaustive_max = 0, o.nsample = 0, o.seed = 1;
+    o.prefix = -1;
+    forms_case("general router", &A2, &B2, &E, &o);
+    c.has_head = 0, c.has_norm = 0, c.C = 0;
+    moe_model A3, B3;
+    moe_alloc(&A3, &c);
+    moe_alloc(&B3, &c);
+    fill(A3.mem, A3.nparams, &r, 0.5);
+    fill(B3.mem, B3.nparams, &r, 0.5);
+    evalset El = E;
+    El.labels = NULL, El.C = 0;
+    forms_case("headless", &A3, &B3, &El, &o);
+    o.all_orders = 1, o.exhaustive_max = 5, o.nsample = 200; // 200 of the 8! orders
+    forms_case("headless, all orders (own chords)", &A3, &B3, &El, &o);
+    moe_free(&A3);
+    moe_free(&B3);
     moe_free(&A);
     moe_free(&B);
     moe_free(&A2);
     moe_free(&B2);
     free_evalset(&E);
+}
+
+/* The per-order path's top-k mix skips the slots no lane of a piece selects:
+ * the forms, whose pieces differ (16, 8, 4 lanes), agree (forms_case), with
+ * 8 experts, top-2, on 45 samples (a padded last block) and in sample chunks. */
+static void test_topk_forms(void) {
+    moe_model A, B;
+    evalset E;
+    make_models(&A, &B, 8, 16, 8, 5, 61);
+    A.cfg.router = B.cfg.router = ROUTER_TOPK; // k = 2 of 8
+    make_evalset(&E, 45, 16, 5, 62);
+    ls_opts o;
+    ls_opts_default(&o);
+    o.T = 4;
+    o.nthreads = 2;
+    o.exhaustive_max = 7, o.nsample = 300; // 300 sampled orders
+    forms_case("top-2 of 8", &A, &B, &E, &o);
+    free_evalset(&E);
+    make_evalset(&E, 200, 16, 5, 63);
+    o.mem_mb = 0.0001;
+    forms_case("top-2 of 8, in sample chunks", &A, &B, &E, &o);
+    free_evalset(&E);
+    moe_free(&A);
+    moe_free(&B);
 }
 
 int main(void) {
@@ -507,7 +571,7 @@ int main(void) {
         landscape_free(&L);
     }
 
-    // the phase hook, on N = 45 samples (not a multiple of the kernel's 8
+    // the phase hook, on N = 45 samples (not a multiple of the kernel's 16
     // lanes: the padding must not count) with 3 classes (padded to 4)
     {
         evalset E45;
@@ -630,5 +694,6 @@ int main(void) {
     test_wreath_orders();
     test_prefix_path();
     test_first_layers();
+    test_topk_forms();
     return test_summary("test_landscape_api");
 }

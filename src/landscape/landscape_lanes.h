@@ -1,0 +1,667 @@
+/* landscape_lanes.h - the landscape kernel's body for one vector width. Not a
+ * header of its own: landscape_kernel.c includes it once per form (see the
+ * kernel's comments for the shapes and the reasons), with
+ *   LK_VL    floats per register: 16 (AVX-512), 8 (AVX2), 4 (SSE)
+ *   LK_SUF   the form's name suffix (avx512, avx2, plain)
+ *   LK_FORM  its function attributes (target, optimisation)
+ * and it defines that form's static functions LK(name) = name_SUF. A sample
+ * block of LS_L lanes runs as LS_L / LK_VL pieces of LK_VL lanes, so every
+ * vector is a register of the form (GCC splits wider generic vectors, and
+ * lowers their integer compares lane by lane); every lane gets the same
+ * operations in every form, and every sum over lanes is made once per block,
+ * outside (landscape_kernel.c), in lane order. */
+
+#define LK_JOIN2(a, b) a##_##b
+#define LK_JOIN(a, b) LK_JOIN2(a, b)
+#define LK(name) LK_JOIN(name, LK_SUF)
+
+typedef float LK(vf) __attribute__((vector_size(LK_VL * 4), aligned(4), may_alias));
+typedef int32_t LK(vi) __attribute__((vector_size(LK_VL * 4), aligned(4), may_alias));
+typedef double LK(vd) __attribute__((vector_size(LK_VL * 8), aligned(8), may_alias));
+typedef int64_t LK(vl) __attribute__((vector_size(LK_VL * 8), aligned(8), may_alias));
+#define VF LK(vf)
+#define VI LK(vi)
+#define VD LK(vd)
+#define VL LK(vl)
+#define SEL(m, a, b) ((VF)(((m) & (VI)(a)) | (~(m) & (VI)(b))))
+/* lane vector i of a lane-major array p (already at the piece's first lane) */
+#define AT(p, i) (*(const VF *)((p) + (size_t)(i) * LS_L))
+#define ATW(p, i) (*(VF *)((p) + (size_t)(i) * LS_L))
+
+/* e^x per lane, branch-free (Cephes' polynomial, moe_kernels.h) */
+#define EXP(out, xin)                                                                    \
+    do {                                                                                 \
+        VF x_ = (xin);                                                                   \
+        const VF lo_ = (VF){0} - 87.0f, hi_ = (VF){0} + 88.0f;                           \
+        x_ = SEL(x_ < lo_, lo_, x_);                                                     \
+        x_ = SEL(x_ > hi_, hi_, x_);                                                     \
+        VEXP_CLAMPED(VF, VI, out, x_);                                                   \
+    } while (0)
+
+/* e^x for x <= 0 (or NaN): EXP's value without the upper clamp */
+#define EXP_NEG(out, xin)                                                                \
+    do {                                                                                 \
+        VF x_ = (xin);                                                                   \
+        const VF lo_ = (VF){0} - 87.0f;                                                  \
+        x_ = SEL(x_ < lo_, lo_, x_);                                                     \
+        VEXP_CLAMPED(VF, VI, out, x_);                                                   \
+    } while (0)
+
+/* sel[i] (lane mask) = expert i is among the k largest of q (n) in that lane,
+ * ranked by MOE_RANKS_BEFORE (larger first, ties to the smaller index: the
+ * rule of moe_topk); *top = the largest per lane. */
+LS_INLINE void LK(topk)(const VF *q, int n, int k, VI *sel, VF *top) {
+    *top = q[0];
+    for (int i = 0; i < n; i++) sel[i] = (VI){0};
+    for (int r = 0; r < k; r++) {
+        VF bv = q[0];
+        VI bi = (VI){0} - 1;
+        for (int i = 0; i < n; i++) {
+            // the first unselected expert, then any that ranks before the best so far
+            const VI iv = (VI){0} + i;
+            VI cand = ~sel[i] & (MOE_RANKS_BEFORE(q[i], iv, bv, bi) | (bi < 0));
+            bv = SEL(cand, q[i], bv);
+            bi = (cand & iv) | (~cand & bi);
+        }
+        for (int i = 0; i < n; i++) sel[i] |= bi == i;
+        if (r == 0) *top = bv;
+    }
+}
+
+/* p (n) = softmax over all n, per lane */
+LS_INLINE void LK(softmax)(const VF *s, int n, VF *p) {
+    VF mx = s[0], sum = (VF){0};
+    for (int i = 1; i < n; i++) mx = SEL(s[i] > mx, s[i], mx);
+    for (int i = 0; i < n; i++) {
+        EXP_NEG(p[i], s[i] - mx);
+        sum += p[i];
+    }
+    VF inv = 1.0f / sum;
+    for (int i = 0; i < n; i++) p[i] *= inv;
+}
+
+/* Group-limited selection per lane (evaluator.c's groups_mask): rank the
+ * n_group groups of q by their largest entry or the sum of their two largest,
+ * keep topk_group of them, q = 0 on the others. */
+LS_INLINE void LK(groups)(const moe_config *c, int n, VF *q) {
+    int G = c->n_group, m = n / G;
+    VF gs[LS_MAX_N];
+    VI gsel[LS_MAX_N];
+    for (int a = 0; a < G; a++) {
+        const VF *qa = q + a * m;
+        VF b1 = qa[0], b2 = (VF){0} - INFINITY;
+        for (int i = 1; i < m; i++) {
+            VI gt = qa[i] > b1;
+            b2 = SEL(gt, b1, SEL(qa[i] > b2, qa[i], b2));
+            b1 = SEL(gt, qa[i], b1);
+        }
+        gs[a] = b1;
+        if (c->group_score == GROUP_TOP2_SUM && m >= 2) gs[a] = b1 + b2;
+    }
+    VF top;
+    LK(topk)(gs, G, c->topk_group, gsel, &top);
+    for (int a = 0; a < G; a++)
+        for (int i = 0; i < m; i++) q[a * m + i] = (VF)(gsel[a] & (VI)q[a * m + i]);
+}
+
+/* Gate weights g (n) from the logits s (n) per lane under any router of
+ * moe_config (moe_route's rules: evaluator.c route_one): softmax or sigmoid
+ * scores p, selection scores q = p + e (e: the slots' selection biases, or
+ * NULL), groups, top-k on q, weights p renormalised or not, times the routed
+ * scale. The softmax top-k without bias or groups selects on the logits, as
+ * moe_route does. */
+LS_INLINE void LK(route_general)(const moe_config *c, int n, const float *e, const VF *s, VF *g) {
+    const int k = c->k, grouped = c->n_group > 1 && c->topk_group < c->n_group;
+    const int sig = c->score == SCORE_SIGMOID, renorm = c->renorm == RENORM_YES;
+    const float scale = c->scale != 0.0f ? c->scale : 1.0f;
+    if (n < 1) return; /* never; tells the compiler every q[0] below is set */
+    VF p[LS_MAX_N];
+    VI sel[LS_MAX_N];
+    if (sig) {
+        for (int i = 0; i < n; i++) {
+            VF ex;
+            EXP(ex, (VF){0} - s[i]);
+            p[i] = 1.0f / (1.0f + ex);
+        }
+    }
+    if (c->router != ROUTER_TOPK || (k >= n && !grouped)) {
+        // dense: every expert with its score (sigmoid + renormalisation: over all)
+        if (!sig) LK(softmax)(s, n, p);
+        VF mul = (VF){0} + scale;
+        if (c->router == ROUTER_TOPK && renorm && sig) {
+            VF sum = (VF){0} + c->renorm_eps;
+            for (int i = 0; i < n; i++) sum += p[i];
+            mul = scale / sum;
+        }
+        for (int i = 0; i < n; i++) g[i] = p[i] * mul;
+        return;
+    }
+    if (!sig && !e && !grouped) {
+        // softmax is monotone: select on the logits; the sum runs over the
+        // selected (renormalised) or over all n (mx, the top one, is the max of all)
+        VF mx, sum = (VF){0}, ex[LS_MAX_N];
+        LK(topk)(s, n, k, sel, &mx);
+        for (int i = 0; i < n; i++) {
+            EXP_NEG(ex[i], s[i] - mx);
+            if (renorm) sum += (VF)(sel[i] & (VI)ex[i]);
+            else sum += ex[i];
+        }
+        if (renorm) sum += c->renorm_eps;
+        VF mul = scale / sum;
+        for (int i = 0; i < n; i++) g[i] = (VF)(sel[i] & (VI)(ex[i] * mul));
+        return;
+    }
+    if (!sig) LK(softmax)(s, n, p);
+    VF q[LS_MAX_N];
+    for (int i = 0; i < n; i++) q[i] = p[i];
+    if (e)
+        for (int i = 0; i < n; i++) q[i] += e[i];
+    if (grouped) LK(groups)(c, n, q);
+    VF top;
+    LK(topk)(q, n, k, sel, &top);
+    VF mul = (VF){0} + scale;
+    if (renorm) {
+        VF sum = (VF){0} + c->renorm_eps;
+        for (int i = 0; i < n; i++) sum += (VF)(sel[i] & (VI)p[i]);
+        mul = scale / sum;
+    }
+    for (int i = 0; i < n; i++) g[i] = (VF)(sel[i] & (VI)(p[i] * mul));
+}
+
+/* Gate weights g (n) of an order's slots at the piece Sb of a block of the
+ * scores (nn, LS_L): slot i holds B's row cj[i] (its logit, and at t its
+ * selection bias corr). */
+LS_INLINE void LK(route_order)(const lsx *x, const float *Sb, const int *cj, const float *corr, VF *g) {
+    const moe_config *c = x->pb.cfg;
+    const int n = x->pb.n;
+    VF s[LS_MAX_N];
+    s[0] = AT(Sb, cj[0]); // n >= 1
+    for (int i = 1; i < n; i++) s[i] = AT(Sb, i * n + cj[i]);
+    if (x->pb.general) {
+        float e[LS_MAX_N];
+        if (corr)
+            for (int i = 0; i < n; i++) e[i] = corr[i * n + cj[i]];
+        LK(route_general)(c, n, corr ? e : NULL, s, g);
+    } else if (c->router == ROUTER_TOPK && c->k < n) {
+        // softmax over the top-k logits (moe_route's renormalised top-k)
+        VI sel[LS_MAX_N];
+        VF mx, sum = (VF){0};
+        LK(topk)(s, n, c->k, sel, &mx);
+        for (int i = 0; i < n; i++) {
+            VF e;
+            EXP_NEG(e, s[i] - mx);
+            g[i] = (VF)(sel[i] & (VI)e);
+            sum += g[i];
+        }
+        VF inv = 1.0f / sum;
+        for (int i = 0; i < n; i++) g[i] *= inv;
+    } else {
+        LK(softmax)(s, n, g);
+    }
+}
+
+/* Own chords (layer mode, ls_problem.own_chord): z (d) -= t sum_i g1_i
+ * E^B_col(i)(x), with g1 B's routing after the order's reordering (slot i
+ * holds B's row col[i]: its logit and selection bias), so z becomes D_t(x) -
+ * (1-t) D_A(x) - t D_B'(x); *z2 = the lane sums of z^2. Sample block b, its
+ * lanes from off. */
+LS_INLINE void LK(own_chord_end)(const lsx *x, const moe_config *c, const int *col, int b, int off,
+                                 float tt, VF *z, VF *z2) {
+    const int n = x->pb.n, d = x->pb.d;
+    const float *S1b = x->ck.S1 + (size_t)b * n * LS_L + off; // (n, LS_L)
+    VF s1[LS_MAX_N], g1[LS_MAX_N];
+    float e1[LS_MAX_N];
+    const float *y1[LS_MAX_N];
+    for (int i = 0; i < n; i++) {
+        s1[i] = AT(S1b, col[i]);
+        if (x->pb.B->corr_b) e1[i] = x->pb.B->corr_b[col[i]];
+        y1[i] = x->ck.Y1 + (size_t)col[i] * x->pl.lane_d + (size_t)b * d * LS_L + off;
+    }
+    LK(route_general)(c, n, x->pb.B->corr_b ? e1 : NULL, s1, g1);
+    for (int i = 0; i < n; i++) g1[i] *= -tt;
+    VF acc = (VF){0};
+    for (int q = 0; q < d; q++) {
+        VF a = z[q];
+        for (int i = 0; i < n; i++) a += g1[i] * AT(y1[i], q);
+        z[q] = a;
+        acc += a * a;
+    }
+    *z2 = acc;
+}
+
+/* The mix of one piece: z (d) = base + sum_i g_i Y_i in slot order (bb: the
+ * piece's base; Yb + pj[i] ystride: its Y of slot i's pair), its lane sums *zs
+ * and, in layer mode, those of z^2 (*z2). With sparse (a top-k router) only
+ * over the slots with a weight in some lane of the piece: the others are
+ * exactly 0 in every lane (64 experts, top-8: a third of the slots; 256: three
+ * quarters), and a zero term adds nothing, so skipping them changes no bit
+ * (and, as the evaluator, never reads an unselected expert's output); a piece
+ * of 8 lanes skips more than a block of 16. Eight q at a time: eight
+ * independent FMA chains (one per q), each summing base + g_0 Y_0 + g_1 Y_1 + ... */
+LS_INLINE void LK(mix)(const float *bb, const float *Yb, size_t ystride, const int *pj, const VF *g,
+                       int n, int sparse, int d, int layer, VF *z, VF *zs, VF *z2) {
+    const float *y_[LS_MAX_N];
+    VF g_[LS_MAX_N], s = (VF){0}, s2 = (VF){0};
+    int na = 0;
+    for (int i = 0; i < n; i++) {
+        if (sparse) {
+            int any = 0;
+            for (int l = 0; l < LK_VL; l++) any |= ((const VI *)&g[i])[0][l];
+            if (!any) continue;
+        }
+        g_[na] = g[i];
+        y_[na++] = Yb + (size_t)pj[i] * ystride;
+    }
+    int q = 0;
+    for (; q + 8 <= d; q += 8) {
+        const float *bq = bb + (size_t)q * LS_L;
+        VF a0 = AT(bq, 0), a1 = AT(bq, 1), a2 = AT(bq, 2), a3 = AT(bq, 3);
+        VF a4 = AT(bq, 4), a5 = AT(bq, 5), a6 = AT(bq, 6), a7 = AT(bq, 7);
+        for (int i = 0; i < na; i++) {
+            const VF gi = g_[i];
+            const float *y = y_[i] + (size_t)q * LS_L;
+            a0 += gi * AT(y, 0), a1 += gi * AT(y, 1), a2 += gi * AT(y, 2), a3 += gi * AT(y, 3);
+            a4 += gi * AT(y, 4), a5 += gi * AT(y, 5), a6 += gi * AT(y, 6), a7 += gi * AT(y, 7);
+        }
+        z[q] = a0, z[q + 1] = a1, z[q + 2] = a2, z[q + 3] = a3;
+        z[q + 4] = a4, z[q + 5] = a5, z[q + 6] = a6, z[q + 7] = a7;
+        s += ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
+        if (layer)
+            s2 += ((a0 * a0 + a1 * a1) + (a2 * a2 + a3 * a3)) + ((a4 * a4 + a5 * a5) + (a6 * a6 + a7 * a7));
+    }
+    for (; q < d; q++) {
+        VF a = AT(bb, q);
+        for (int i = 0; i < na; i++) a += g_[i] * AT(y_[i], q);
+        z[q] = a;
+        s += a;
+        s2 += a * a;
+    }
+    *zs = s, *z2 = s2;
+}
+
+/* *sc = LayerNorm's 1/sigma per lane for z (d) with lane sums zs; z is centred in
+ * place (biased variance, eps 1e-5, two passes as moe_forward; four chains
+ * for the variance). */
+LS_INLINE void LK(layernorm)(VF *z, int d, VF zs, VF *scp) {
+    VF mu = zs / (float)d, v0 = (VF){0}, v1 = v0, v2 = v0, v3 = v0;
+    int q = 0;
+    for (; q + 4 <= d; q += 4) {
+        VF c0 = z[q] - mu, c1 = z[q + 1] - mu, c2 = z[q + 2] - mu, c3 = z[q + 3] - mu;
+        z[q] = c0, z[q + 1] = c1, z[q + 2] = c2, z[q + 3] = c3;
+        v0 += c0 * c0, v1 += c1 * c1, v2 += c2 * c2, v3 += c3 * c3;
+    }
+    for (; q < d; q++) {
+        VF c0 = z[q] - mu;
+        z[q] = c0;
+        v0 += c0 * c0;
+    }
+    VF var = ((v0 + v1) + (v2 + v3)) / (float)d + 1e-5f;
+    // 1/sqrt(var) per lane: GCC leaves 1.0f/sqrtf on lanes scalar, so the
+    // bit-trick first guess (3.4e-3) and three Newton steps (-> ~1e-7,
+    // float's own rounding), all lane-parallel
+    VF hv = 0.5f * var;
+    VF sc = (VF)(0x5f375a86 - ((VI)var >> 1));
+    sc = sc * (1.5f - hv * sc * sc);
+    sc = sc * (1.5f - hv * sc * sc);
+    *scp = sc * (1.5f - hv * sc * sc);
+}
+
+/* logits lg (Cp) = sc (H' z) + c' for the folded head H' (Cp, d), read as
+ * scalars and broadcast: four classes at a time, each in two chains (even and
+ * odd q) summed at the end, so eight independent chains */
+LS_INLINE void LK(head)(const float *H, int Cp, int d, const VF *z, VF sc, const float *cp, VF *lg) {
+    for (int k = 0; k < Cp; k += 4) {
+        const float *h0 = H + (size_t)k * d, *h1 = h0 + d, *h2 = h1 + d, *h3 = h2 + d;
+        VF a0 = (VF){0}, a1 = a0, a2 = a0, a3 = a0, e0 = a0, e1 = a0, e2 = a0, e3 = a0;
+        int q = 0;
+        for (; q + 2 <= d; q += 2) {
+            const VF zq = z[q], zr = z[q + 1];
+            a0 += h0[q] * zq, a1 += h1[q] * zq, a2 += h2[q] * zq, a3 += h3[q] * zq;
+            e0 += h0[q + 1] * zr, e1 += h1[q + 1] * zr, e2 += h2[q + 1] * zr, e3 += h3[q + 1] * zr;
+        }
+        if (q < d) {
+            const VF zq = z[q];
+            a0 += h0[q] * zq, a1 += h1[q] * zq, a2 += h2[q] * zq, a3 += h3[q] * zq;
+        }
+        lg[k] = (a0 + e0) * sc + cp[k];
+        lg[k + 1] = (a1 + e1) * sc + cp[k + 1];
+        lg[k + 2] = (a2 + e2) * sc + cp[k + 2];
+        lg[k + 3] = (a3 + e3) * sc + cp[k + 3];
+    }
+}
+
+/* One piece's loss terms per lane from its logits lg (C), into the block's
+ * lane arrays at the piece's lanes (dl, se, good: landscape_kernel.c's
+ * block_loss): classification: max - logit_y, the softmax sum and whether the
+ * argmax is the label (ties to the smaller index, as moe_eval); regression:
+ * the squared error over C. y, tg: the piece's labels (LS_L apart: tg). */
+LS_INLINE void LK(loss_piece)(const lsx *x, const VF *lg, const int32_t *y, const float *tg,
+                              float *dl, float *se, int32_t *good) {
+    const int C = x->pb.C;
+    if (x->pb.kind == LS_CLASSIFY) {
+        const VI yv = *(const VI *)y;
+        VF best = lg[0], ly = (VF){0};
+        VI am = (VI){0};
+        for (int u = 0; u < C; u++) {
+            VI gt = lg[u] > best;
+            best = SEL(gt, lg[u], best);
+            am = (gt & ((VI){0} + u)) | (~gt & am);
+            ly = SEL(yv == u, lg[u], ly);
+        }
+        VF s = (VF){0};
+        for (int u = 0; u < C; u++) {
+            VF e;
+            EXP_NEG(e, lg[u] - best);
+            s += e;
+        }
+        *(VF *)dl = best - ly;
+        *(VF *)se = s;
+        *(VI *)good = (VI){0} - (am == yv);
+    } else {
+        VF s2 = (VF){0};
+        for (int u = 0; u < C; u++) {
+            VF e = lg[u] - AT(tg, u);
+            s2 += e * e;
+        }
+        *(VF *)dl = s2;
+    }
+}
+
+/* ls_eval_orders_t's per-order path (same arguments) */
+LK_FORM static void LK(orders)(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX_N],
+                               const int (*col)[LS_MAX_N], int v, int tc, double *lsum, long *ok) {
+    const moe_config *c = x->pb.cfg;
+    const int N = x->pb.N, d = x->pb.d, n = x->pb.n, nn = x->pb.nn, nb = x->ck.nbn, b0 = x->ck.b0;
+    const int sparse = x->pb.general || (c->router == ROUTER_TOPK && c->k < n);
+    const float *corr = x->ck.corr ? ls_corr_at(x, tc) : NULL; // (nn) selection biases at t
+    const int layer = x->pb.kind == LS_LAYER;
+    const float *S = ls_S_at(x, tc);          // (nb, nn, L)
+    const float *bs = ls_base_at(x, tc, v);   // (nb, d, L)
+    const float *H = layer ? NULL : ls_head_at(x, tc); // (Cp, d)
+    const int Cp = x->pl.Cp;
+    const float *cp = layer ? NULL : H + (size_t)Cp * d; // (Cp)
+    VF *z = (VF *)w->z;   // (d): a piece's block output, then centred
+    VF *lg = (VF *)w->lg; // (Cp): its logits
+    const size_t ystride = x->pl.lane_d;
+    const float *Y0 = ls_Y_at(x, tc, 0);
+    // layer mode, each order's own chord end: z -= t D_B'(x), its routed part here
+    const int own = layer && x->pb.own_chord;
+    const float tt = own ? (float)ls_t(x->ck.tidx[tc], x->pb.T) : 0.0f;
+    _Alignas(64) float dl[LS_L], se[LS_L];
+    _Alignas(64) int32_t good[LS_L];
+    for (int b = 0; b < nb; b++) { // b: block in the chunk, b0 + b in the set
+        const int gb = b0 + b;
+        const int nv = N - gb * LS_L < LS_L ? N - gb * LS_L : LS_L; // valid lanes
+        for (int j = 0; j < m; j++) {
+            for (int off = 0; off < LS_L; off += LK_VL) {
+                VF g[LS_MAX_N], zs, z2;
+                LK(route_order)(x, S + (size_t)b * nn * LS_L + off, col[j], corr, g); // moe_route's rules
+                LK(mix)(bs + (size_t)b * d * LS_L + off, Y0 + (size_t)b * d * LS_L + off, ystride, pair[j],
+                        g, n, sparse, d, layer, z, &zs, &z2);
+                if (own) LK(own_chord_end)(x, c, col[j], b, off, tt, z, &z2);
+                if (layer) {
+                    *(VF *)(dl + off) = z2;
+                    continue;
+                }
+                VF sc = (VF){0} + 1.0f;
+                if (c->has_norm) LK(layernorm)(z, d, zs, &sc);
+                LK(head)(H, Cp, d, z, sc, cp, lg);
+                LK(loss_piece)(x, lg, x->pb.lablanes ? x->pb.lablanes + (size_t)gb * LS_L + off : NULL,
+                               x->pb.tglanes ? x->pb.tglanes + (size_t)gb * x->pb.C * LS_L + off : NULL,
+                               dl + off, se + off, good + off);
+            }
+            block_loss(x, nv, dl, se, good, &lsum[j], &ok[j]);
+        }
+    }
+}
+
+/* src (d) centred over d in place (when norm); out (Cp) = H' (Cp, d) src
+ * (src, out: a piece's lanes of lane-major arrays) */
+LS_INLINE void LK(centre_head)(const float *H, int Cp, int d, int norm, float *src, float *out) {
+    if (norm) {
+        VF mu = (VF){0};
+        for (int q = 0; q < d; q++) mu += AT(src, q);
+        mu /= (float)d;
+        for (int q = 0; q < d; q++) ATW(src, q) -= mu;
+    }
+    for (int k = 0; k < Cp; k++) {
+        const float *h = H + (size_t)k * d;
+        VF a = (VF){0};
+        for (int q = 0; q < d; q++) a += h[q] * AT(src, q);
+        ATW(out, k) = a;
+    }
+}
+
+/* ls_prefix_prepare: the chunk's E, HY and pfx_ok at every t of the chunk;
+ * where the path holds, Y and base are centred in place (single-threaded: a
+ * few ms next to the orders' sweep). */
+LK_FORM static void LK(prepare)(lsx *x) {
+    const int n = x->pb.n, nn = x->pb.nn, d = x->pb.d, nb = x->ck.nbn, Cp = x->pl.Cp;
+    const int norm = x->pb.cfg->has_norm, np = x->pb.npairs;
+    for (int tc = 0; tc < x->ck.ntc; tc++) {
+        int ok = 1;
+        for (int b = 0; b < nb && ok; b++)
+            for (int off = 0; off < LS_L; off += LK_VL) {
+                const float *s = ls_S_at(x, tc) + (size_t)b * nn * LS_L + off;
+                float *e = ls_E_at(x, tc) + (size_t)b * nn * LS_L + off;
+                // mref per lane, and lo: no order's largest logit is below it
+                VF mref = AT(s, 0), lo = AT(s, 0);
+                for (int p = 1; p < nn; p++) mref = SEL(AT(s, p) > mref, AT(s, p), mref);
+                for (int i = 0; i < n; i++) {
+                    VF mn = AT(s, i * n);
+                    for (int c = 1; c < n; c++) mn = SEL(AT(s, i * n + c) < mn, AT(s, i * n + c), mn);
+                    lo = SEL(mn > lo, mn, lo);
+                }
+                VI fine = (mref - lo) <= LS_PREFIX_RANGE; // false for NaN too
+                for (int l = 0; l < LK_VL; l++) ok &= fine[l] != 0;
+                for (int p = 0; p < nn; p++) EXP_NEG(ATW(e, p), AT(s, p) - mref);
+            }
+        x->ck.pfx_ok[tc] = (unsigned char)ok;
+        if (!ok) continue; // Y and base stay as they are for the per-order path
+        const float *H = ls_head_at(x, tc);
+        for (int p = 0; p < np + SH_COUNT; p++) {
+            float *src = p < np ? ls_Y_at(x, tc, p) : ls_base_at(x, tc, p - np);
+            for (int b = 0; b < nb; b++)
+                for (int off = 0; off < LS_L; off += LK_VL)
+                    LK(centre_head)(H, Cp, d, norm, src + (size_t)b * d * LS_L + off,
+                                    ls_HY_at(x, tc, p) + (size_t)b * Cp * LS_L + off);
+        }
+    }
+}
+
+/* a <- a + v (floats into doubles) */
+LS_INLINE void LK(add_d)(double *a, VF v) { *(VD *)a += __builtin_convertvector(v, VD); }
+
+/* a <- a * v; with renorm, a's binary exponent is moved to ex (a in [1, 2));
+ * at the end of each panel of 4 blocks is enough (a <= C^4 before it) */
+LS_INLINE void LK(mul_d)(double *a, int64_t *ex, VF v, int renorm) {
+    VD p = *(VD *)a * __builtin_convertvector(v, VD);
+    if (renorm) { // p > 0: its bits as an integer are its exponent and mantissa
+        VL bits = (VL)p;
+        *(VL *)ex += (bits >> 52) - 1023;
+        p = (VD)((bits & 0x000FFFFFFFFFFFFFLL) | 0x3FF0000000000000LL);
+    }
+    *(VD *)a = p;
+}
+
+/* Phase 1 of an order's last slots (top..n-1: one or two; lt, the level of
+ * the slots before them) at one piece: hl (Cp) = H'base + H'U/S, the logits
+ * before LayerNorm's scale, and hl[Cp] = z's variance + eps (z = base + U/S,
+ * born centred; 1 without a norm). bb, y0, y1 (d) and hb, h0, h1 (Cp): the
+ * piece's lanes of lane-major arrays. */
+LS_INLINE void LK(leaf)(const lsx *x, const VF *lt, const float *bb, const float *hb, VF e0, VF e1,
+                        const float *y0, const float *y1, const float *h0, const float *h1, int two,
+                        VF *hl) {
+    const int d = x->pb.d, Cp = x->pl.Cp;
+    VF s = lt[d + Cp] + e0;
+    if (two) s += e1;
+    const VF inv = 1.0f / s;
+    VF var = (VF){0} + 1.0f;
+    if (x->pb.cfg->has_norm) {
+        // four chains (q = 0, 1, 2, 3 mod 4)
+        VF v0 = (VF){0}, v1 = v0, v2 = v0, v3 = v0;
+        int q = 0;
+        for (; q + 4 <= d; q += 4) {
+            VF u0 = lt[q] + e0 * AT(y0, q), u1 = lt[q + 1] + e0 * AT(y0, q + 1);
+            VF u2 = lt[q + 2] + e0 * AT(y0, q + 2), u3 = lt[q + 3] + e0 * AT(y0, q + 3);
+            if (two) {
+                u0 += e1 * AT(y1, q), u1 += e1 * AT(y1, q + 1);
+                u2 += e1 * AT(y1, q + 2), u3 += e1 * AT(y1, q + 3);
+            }
+            VF z0 = AT(bb, q) + u0 * inv, z1 = AT(bb, q + 1) + u1 * inv;
+            VF z2 = AT(bb, q + 2) + u2 * inv, z3 = AT(bb, q + 3) + u3 * inv;
+            v0 += z0 * z0, v1 += z1 * z1, v2 += z2 * z2, v3 += z3 * z3;
+        }
+        var = (v0 + v1) + (v2 + v3);
+        for (; q < d; q++) {
+            VF u = lt[q] + e0 * AT(y0, q);
+            if (two) u += e1 * AT(y1, q);
+            VF zq = AT(bb, q) + u * inv;
+            var += zq * zq;
+        }
+        var = var / (float)d + 1e-5f;
+    }
+    for (int c = 0; c < Cp; c++) {
+        VF hu = lt[d + c] + e0 * AT(h0, c);
+        if (two) hu += e1 * AT(h1, c);
+        hl[c] = AT(hb, c) + hu * inv;
+    }
+    hl[Cp] = var;
+}
+
+/* Phase 2 of no orders (1 or PFX_FIN, side by side so that their dependency
+ * chains, the argmax and the softmax sum over the classes, overlap) at one
+ * piece (lanes from off): LayerNorm's 1/sigma from the variance hl[Cp]
+ * (bit-trick guess and three Newton steps, as layernorm), the logits lg (C) =
+ * hl sc + c', and the loss terms into each order's acc (ties of the argmax to
+ * the smaller class, as moe_eval; the softmax sum in class order; padding
+ * lanes add 0 and multiply by 1). hl: the orders' phase 1, HS apart; lg
+ * (PFX_FIN, C). */
+LS_INLINE void LK(finish)(const lsx *x, const VF *hl, int HS, const int no, const float *cp, int gb,
+                          int off, int renorm, VI valid, VF *lg, pfx_acc *acc) {
+    const int C = x->pb.C, Cp = x->pl.Cp, classify = x->pb.kind == LS_CLASSIFY;
+    VF sc[PFX_FIN], dl[PFX_FIN], se[PFX_FIN];
+    VI good[PFX_FIN];
+    for (int o = 0; o < no; o++) {
+        sc[o] = (VF){0} + 1.0f, se[o] = (VF){0} + 1.0f, good[o] = (VI){0};
+        if (x->pb.cfg->has_norm) {
+            const VF var = hl[o * HS + Cp], hv = 0.5f * var;
+            VF r = (VF)(0x5f375a86 - ((VI)var >> 1));
+            r = r * (1.5f - hv * r * r);
+            r = r * (1.5f - hv * r * r);
+            sc[o] = r * (1.5f - hv * r * r);
+        }
+    }
+    for (int u = 0; u < C; u++)
+        for (int o = 0; o < no; o++) lg[o * C + u] = hl[o * HS + u] * sc[o] + cp[u];
+    if (classify) {
+        const VI y = *(const VI *)(x->pb.lablanes + (size_t)gb * LS_L + off);
+        VF best[PFX_FIN], ly[PFX_FIN];
+        VI am[PFX_FIN];
+        for (int o = 0; o < no; o++) best[o] = lg[o * C], ly[o] = (VF){0}, am[o] = (VI){0};
+        for (int u = 0; u < C; u++) {
+            const VI is = y == u;
+            for (int o = 0; o < no; o++) {
+                const VF l = lg[o * C + u];
+                const VI gt = l > best[o];
+                best[o] = SEL(gt, l, best[o]);
+                am[o] = (gt & ((VI){0} + u)) | (~gt & am[o]);
+                ly[o] = SEL(is, l, ly[o]);
+            }
+        }
+        for (int o = 0; o < no; o++) se[o] = (VF){0};
+        for (int u = 0; u < C; u++)
+            for (int o = 0; o < no; o++) {
+                VF ex;
+                EXP_NEG(ex, lg[o * C + u] - best[o]);
+                se[o] += ex;
+            }
+        for (int o = 0; o < no; o++) dl[o] = best[o] - ly[o], good[o] = am[o] == y;
+    } else {
+        const float *tg = x->pb.tglanes + (size_t)gb * C * LS_L + off;
+        for (int o = 0; o < no; o++) dl[o] = (VF){0};
+        for (int u = 0; u < C; u++)
+            for (int o = 0; o < no; o++) {
+                VF e = lg[o * C + u] - AT(tg, u);
+                dl[o] += e * e;
+            }
+    }
+    for (int o = 0; o < no; o++) {
+        LK(add_d)(acc[o].dl + off, (VF)(valid & (VI)dl[o]));
+        if (classify) {
+            LK(mul_d)(acc[o].pr + off, acc[o].ex + off, SEL(valid, se[o], (VF){0} + 1.0f), renorm);
+            *(VI *)(acc[o].good + off) -= valid & good[o];
+        }
+    }
+}
+
+/* ls_eval_orders_t's work by the prefix path (same arguments; m <= LS_BLOCK) */
+LK_FORM static void LK(prefix)(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX_N],
+                               const int (*col)[LS_MAX_N], int v, int tc, double *lsum, long *ok) {
+    const int N = x->pb.N, d = x->pb.d, n = x->pb.n, nn = x->pb.nn, nb = x->ck.nbn, b0 = x->ck.b0;
+    const int Cp = x->pl.Cp, W = PFX_W(d, Cp), HS = PFX_HS(Cp);
+    const int top = n >= 2 ? n - 2 : 0;      // levels 0..top kept; the last slots go into z
+    const float *E = ls_E_at(x, tc), *bs = ls_base_at(x, tc, v);
+    const float *cp = ls_head_at(x, tc) + (size_t)Cp * d; // (Cp)
+    const float *Y0 = ls_Y_at(x, tc, 0), *HY0 = ls_HY_at(x, tc, 0);
+    const float *HB = ls_HY_at(x, tc, x->pb.npairs + v);
+    const size_t ystride = x->pl.lane_d, hstride = x->pl.Nc * (size_t)Cp;
+    pfx_ws pw;
+    prefix_carve(x, w, m, pair, col, &pw);
+    VF *lev = (VF *)pw.lev, *hls = (VF *)pw.hls, *lg = (VF *)pw.lg;
+    const int *ords = pw.ords, os = 1 + 2 * n;
+    const int panel = LS_PANEL / LS_L; // blocks per panel
+    for (int b = 0; b < nb; b++) {
+        const int gb = b0 + b, fold = gb % panel == panel - 1 || gb == x->pl.nb - 1;
+        if (b + 1 < nb) prefix_fetch(x, &pw, Y0, HY0, b + 1);
+        // the block in pieces of LK_VL lanes, each over all m orders
+        for (int off = 0; off < LS_L; off += LK_VL) {
+            const VI valid = *(const VI *)(ls_lane_iota + off) < N - gb * LS_L; // lanes holding samples
+            const float *Eb = E + (size_t)b * nn * LS_L + off;
+            const float *bb = bs + (size_t)b * d * LS_L + off, *hb = HB + (size_t)b * Cp * LS_L + off;
+            const float *Yb = Y0 + (size_t)b * d * LS_L + off, *HYb = HY0 + (size_t)b * Cp * LS_L + off;
+            for (int j = 0; j < m; j++) {
+                // levels shared with the previous order stay (at the piece's first order none)
+                const int *o = ords + (size_t)j * os, *op = o + 1, *oc = o + 1 + n;
+                for (int k = j ? o[0] : 0; k < top; k++) { // level k+1 = level k + e_k (Y_k, H'Y_k, 1)
+                    const VF ek = AT(Eb, k * n + oc[k]);
+                    const float *y = Yb + op[k] * ystride, *hy = HYb + op[k] * hstride;
+                    const VF *src = lev + (size_t)k * W;
+                    VF *dst = lev + (size_t)(k + 1) * W;
+                    for (int q = 0; q < d; q++) dst[q] = src[q] + ek * AT(y, q);
+                    for (int c = 0; c < Cp; c++) dst[d + c] = src[d + c] + ek * AT(hy, c);
+                    dst[d + Cp] = src[d + Cp] + ek;
+                }
+                const int i0 = top, i1 = n - 1, two = i1 > i0; // i0 == i1 only when n == 1
+                const VF e0 = AT(Eb, i0 * n + oc[i0]), e1 = two ? AT(Eb, i1 * n + oc[i1]) : (VF){0};
+                LK(leaf)(x, lev + (size_t)top * W, bb, hb, e0, e1, Yb + op[i0] * ystride,
+                         Yb + op[i1] * ystride, HYb + op[i0] * hstride, HYb + op[i1] * hstride, two,
+                         hls + (size_t)(j % PFX_BATCH) * HS);
+                if (j % PFX_BATCH != PFX_BATCH - 1 && j != m - 1) continue;
+                // phase 2 of the batch, PFX_FIN orders at a time (the rest one by one)
+                const int j0 = j - j % PFX_BATCH;
+                int u = j0;
+                for (; u + PFX_FIN - 1 <= j; u += PFX_FIN)
+                    LK(finish)(x, hls + (size_t)(u - j0) * HS, HS, PFX_FIN, cp, gb, off, fold, valid, lg,
+                               &pw.acc[u]);
+                for (; u <= j; u++)
+                    LK(finish)(x, hls + (size_t)(u - j0) * HS, HS, 1, cp, gb, off, fold, valid, lg,
+                               &pw.acc[u]);
+            }
+        }
+        if (fold) fold_acc(x, pw.acc, m, lsum, ok);
+    }
+}
+
+#undef VF
+#undef VI
+#undef VD
+#undef VL
+#undef SEL
+#undef AT
+#undef ATW
+#undef EXP
+#undef EXP_NEG
+#undef LK
+#undef LK_JOIN
+#undef LK_JOIN2
