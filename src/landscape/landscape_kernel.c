@@ -16,6 +16,7 @@
  * commented instead. The plain reference for every number it makes is the
  * evaluator (moe_forward + moe_head + the loss), which the tests compare it
  * with. */
+#include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -58,12 +59,15 @@
 #define LS_INLINE static inline __attribute__((always_inline))
 
 /* Cephes' expf polynomial (~1 ulp) on a vector x already clamped to
- * [-87, 88], for a float vector type VF and its int type VI: every form
- * shares it, so they agree bit for bit */
-#define VEXP_CLAMPED(VF, VI, out, x)                                                     \
+ * [-87, 88], for a float vector type VF: k = round(x log2 e) by ROUND, then
+ * p(x - k ln 2) 2^k by SCALE(p, k). Every form shares the polynomial, so they
+ * agree bit for bit: AVX-512 rounds and scales in one instruction each
+ * (VEXP_ROUND16, VEXP_SCALE16), the others by float tricks
+ * (VEXP_ROUND_ADD, VEXP_SCALE_BITS), with the same results (round to
+ * nearest even; p 2^k is exact, or rounded once where it is subnormal). */
+#define VEXP_STEPS(VF, out, x, ROUND, SCALE)                                             \
     do {                                                                                 \
-        VF k_ = (x) * 1.44269504088896341f;                                              \
-        k_ = (k_ + 12582912.0f) - 12582912.0f; /* round to nearest */                    \
+        VF k_ = ROUND((x) * 1.44269504088896341f);                                       \
         VF r_ = (x) - k_ * 0.693359375f + k_ * 2.12194440e-4f;                           \
         VF p_ = (VF){0} + 1.9875691500e-4f;                                              \
         p_ = p_ * r_ + 1.3981999507e-3f;                                                 \
@@ -72,9 +76,12 @@
         p_ = p_ * r_ + 1.6666665459e-1f;                                                 \
         p_ = p_ * r_ + 5.0000001201e-1f;                                                 \
         p_ = p_ * r_ * r_ + r_ + 1.0f;                                                   \
-        VI e_ = (__builtin_convertvector(k_, VI) + 127) << 23;                           \
-        (out) = p_ * (VF)e_;                                                             \
+        (out) = SCALE(p_, k_);                                                           \
     } while (0)
+#define VEXP_ROUND_ADD(v) (((v) + 12582912.0f) - 12582912.0f)
+#define VEXP_ROUND16(v)                                                                  \
+    ((__typeof__(v))_mm512_roundscale_ps((__m512)(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
+#define VEXP_SCALE16(p, k) ((__typeof__(p))_mm512_scalef_ps((__m512)(p), (__m512)(k)))
 
 /* 0, 1, ..., LS_L - 1: a piece's lane numbers from its first */
 static const _Alignas(64) int32_t ls_lane_iota[LS_L] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
@@ -108,10 +115,14 @@ static void block_loss(const lsx *x, int nv, const float *dl, const float *se, c
  * lexicographic order) share their partial sums ("levels"): over a block of
  * orders the sums cost ~e = 2.7 slot terms per order instead of n.
  * LayerNorm's centring commutes with the mix (the weights sum to 1), so with
- * Y and base centred over d once per chunk, z is born centred; and the head is
- * linear: H'z = H' base + (sum_i e_i H'Y_i) / S with H' the folded head, so with
- * H'Y precomputed per pair the head costs Cp per slot term instead of Cp*d per
- * order. Only LayerNorm's variance needs z itself (d per order). Per sample
+ * Y and base centred over d once per chunk, z is born centred; and since the
+ * weights sum to 1, z S = sum_i e_i Y'_i with Y' = Y + base, each pair's
+ * output with the base added once per chunk (the main variant's: another
+ * variant's orders add S times the difference). The head is linear: H'z =
+ * (sum_i e_i H'Y'_i) / S with H' the folded head, so with H'Y' precomputed per
+ * pair the head costs Cp per slot term instead of Cp*d per order. Only
+ * LayerNorm's variance needs z itself (d per order: |z S|^2 / S^2, three FMAs
+ * per coordinate with the base inside Y'; four with it apart). Per sample
  * block, phase 1 (the levels and the last slots' sums) runs for a batch of
  * orders, then phase 2 (LayerNorm's scale, the logits, the loss) for the
  * batch, two orders side by side: their chains (the argmax and the softmax
@@ -152,7 +163,8 @@ typedef struct {
  * orders' phase 1 (PFX_BATCH, HS); PFX_FIN orders' logits (PFX_FIN, Cp); the
  * orders' sums (m); the orders compacted (m, 1 + 2n): the levels each shares
  * with the one before, its pairs and B's rows (read at every block: rows of
- * LS_MAX_N would spread them over MBs). used: the pairs the orders use. */
+ * LS_MAX_N would spread them over MBs). used: the pairs the orders use.
+ * Levels hold sum_{i<k} e_i Y'_i (d), its H' (Cp) and S. */
 typedef struct {
     float *lev, *hls, *lg;
     pfx_acc *acc;
@@ -251,27 +263,27 @@ static void fold_acc(const lsx *x, pfx_acc *acc, int m, double *lsum, long *ok) 
 
 #define LK_VL 16
 #define LK_SUF avx512
-#define LK_FORM __attribute__((target("arch=x86-64-v4"), LS_OPT))
+#define LK_TARGET __attribute__((target("arch=x86-64-v4")))
 #include "landscape_lanes.h"
 #undef LK_VL
 #undef LK_SUF
-#undef LK_FORM
+#undef LK_TARGET
 
 #define LK_VL 8
 #define LK_SUF avx2
-#define LK_FORM __attribute__((target("arch=x86-64-v3"), LS_OPT))
+#define LK_TARGET __attribute__((target("arch=x86-64-v3")))
 #include "landscape_lanes.h"
 #undef LK_VL
 #undef LK_SUF
-#undef LK_FORM
+#undef LK_TARGET
 
 #define LK_VL 4
 #define LK_SUF plain
-#define LK_FORM __attribute__((LS_OPT))
+#define LK_TARGET
 #include "landscape_lanes.h"
 #undef LK_VL
 #undef LK_SUF
-#undef LK_FORM
+#undef LK_TARGET
 
 void ls_prefix_prepare(lsx *x) {
     if (x->pl.simd == MS_SIMD_AVX512) prepare_avx512(x);

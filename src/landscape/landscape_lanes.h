@@ -3,8 +3,9 @@
  * kernel's comments for the shapes and the reasons), with
  *   LK_VL    floats per register: 16 (AVX-512), 8 (AVX2), 4 (SSE)
  *   LK_SUF   the form's name suffix (avx512, avx2, plain)
- *   LK_FORM  its function attributes (target, optimisation)
- * and it defines that form's static functions LK(name) = name_SUF. A sample
+ *   LK_TARGET  its target attribute (empty for the plain form)
+ * and it defines that form's static functions LK(name) = name_SUF, every one
+ * compiled for that target (its intrinsics need it). A sample
  * block of LS_L lanes runs as LS_L / LK_VL pieces of LK_VL lanes, so every
  * vector is a register of the form (GCC splits wider generic vectors, and
  * lowers their integer compares lane by lane); every lane gets the same
@@ -27,6 +28,14 @@ typedef int64_t LK(vl) __attribute__((vector_size(LK_VL * 8), aligned(8), may_al
 /* lane vector i of a lane-major array p (already at the piece's first lane) */
 #define AT(p, i) (*(const VF *)((p) + (size_t)(i) * LS_L))
 #define ATW(p, i) (*(VF *)((p) + (size_t)(i) * LS_L))
+#define LKI static inline __attribute__((always_inline)) LK_TARGET
+#define LK_FORM LK_TARGET __attribute__((LS_OPT))
+#if LK_VL == 16
+#define EXPC(out, x) VEXP_STEPS(VF, out, x, VEXP_ROUND16, VEXP_SCALE16)
+#else
+#define EXP_SCALE(p, k) ((p) * (VF)((__builtin_convertvector((k), VI) + 127) << 23))
+#define EXPC(out, x) VEXP_STEPS(VF, out, x, VEXP_ROUND_ADD, EXP_SCALE)
+#endif
 
 /* e^x per lane, branch-free (Cephes' polynomial, moe_kernels.h) */
 #define EXP(out, xin)                                                                    \
@@ -35,7 +44,7 @@ typedef int64_t LK(vl) __attribute__((vector_size(LK_VL * 8), aligned(8), may_al
         const VF lo_ = (VF){0} - 87.0f, hi_ = (VF){0} + 88.0f;                           \
         x_ = SEL(x_ < lo_, lo_, x_);                                                     \
         x_ = SEL(x_ > hi_, hi_, x_);                                                     \
-        VEXP_CLAMPED(VF, VI, out, x_);                                                   \
+        EXPC(out, x_);                                                   \
     } while (0)
 
 /* e^x for x <= 0 (or NaN): EXP's value without the upper clamp */
@@ -44,13 +53,13 @@ typedef int64_t LK(vl) __attribute__((vector_size(LK_VL * 8), aligned(8), may_al
         VF x_ = (xin);                                                                   \
         const VF lo_ = (VF){0} - 87.0f;                                                  \
         x_ = SEL(x_ < lo_, lo_, x_);                                                     \
-        VEXP_CLAMPED(VF, VI, out, x_);                                                   \
+        EXPC(out, x_);                                                   \
     } while (0)
 
 /* sel[i] (lane mask) = expert i is among the k largest of q (n) in that lane,
  * ranked by MOE_RANKS_BEFORE (larger first, ties to the smaller index: the
  * rule of moe_topk); *top = the largest per lane. */
-LS_INLINE void LK(topk)(const VF *q, int n, int k, VI *sel, VF *top) {
+LKI void LK(topk)(const VF *q, int n, int k, VI *sel, VF *top) {
     *top = q[0];
     for (int i = 0; i < n; i++) sel[i] = (VI){0};
     for (int r = 0; r < k; r++) {
@@ -69,7 +78,7 @@ LS_INLINE void LK(topk)(const VF *q, int n, int k, VI *sel, VF *top) {
 }
 
 /* p (n) = softmax over all n, per lane */
-LS_INLINE void LK(softmax)(const VF *s, int n, VF *p) {
+LKI void LK(softmax)(const VF *s, int n, VF *p) {
     VF mx = s[0], sum = (VF){0};
     for (int i = 1; i < n; i++) mx = SEL(s[i] > mx, s[i], mx);
     for (int i = 0; i < n; i++) {
@@ -83,7 +92,7 @@ LS_INLINE void LK(softmax)(const VF *s, int n, VF *p) {
 /* Group-limited selection per lane (evaluator.c's groups_mask): rank the
  * n_group groups of q by their largest entry or the sum of their two largest,
  * keep topk_group of them, q = 0 on the others. */
-LS_INLINE void LK(groups)(const moe_config *c, int n, VF *q) {
+LKI void LK(groups)(const moe_config *c, int n, VF *q) {
     int G = c->n_group, m = n / G;
     VF gs[LS_MAX_N];
     VI gsel[LS_MAX_N];
@@ -110,7 +119,7 @@ LS_INLINE void LK(groups)(const moe_config *c, int n, VF *q) {
  * NULL), groups, top-k on q, weights p renormalised or not, times the routed
  * scale. The softmax top-k without bias or groups selects on the logits, as
  * moe_route does. */
-LS_INLINE void LK(route_general)(const moe_config *c, int n, const float *e, const VF *s, VF *g) {
+LKI void LK(route_general)(const moe_config *c, int n, const float *e, const VF *s, VF *g) {
     const int k = c->k, grouped = c->n_group > 1 && c->topk_group < c->n_group;
     const int sig = c->score == SCORE_SIGMOID, renorm = c->renorm == RENORM_YES;
     const float scale = c->scale != 0.0f ? c->scale : 1.0f;
@@ -171,7 +180,7 @@ LS_INLINE void LK(route_general)(const moe_config *c, int n, const float *e, con
 /* Gate weights g (n) of an order's slots at the piece Sb of a block of the
  * scores (nn, LS_L): slot i holds B's row cj[i] (its logit, and at t its
  * selection bias corr). */
-LS_INLINE void LK(route_order)(const lsx *x, const float *Sb, const int *cj, const float *corr, VF *g) {
+LKI void LK(route_order)(const lsx *x, const float *Sb, const int *cj, const float *corr, VF *g) {
     const moe_config *c = x->pb.cfg;
     const int n = x->pb.n;
     VF s[LS_MAX_N];
@@ -205,7 +214,7 @@ LS_INLINE void LK(route_order)(const lsx *x, const float *Sb, const int *cj, con
  * holds B's row col[i]: its logit and selection bias), so z becomes D_t(x) -
  * (1-t) D_A(x) - t D_B'(x); *z2 = the lane sums of z^2. Sample block b, its
  * lanes from off. */
-LS_INLINE void LK(own_chord_end)(const lsx *x, const moe_config *c, const int *col, int b, int off,
+LKI void LK(own_chord_end)(const lsx *x, const moe_config *c, const int *col, int b, int off,
                                  float tt, VF *z, VF *z2) {
     const int n = x->pb.n, d = x->pb.d;
     const float *S1b = x->ck.S1 + (size_t)b * n * LS_L + off; // (n, LS_L)
@@ -238,7 +247,7 @@ LS_INLINE void LK(own_chord_end)(const lsx *x, const moe_config *c, const int *c
  * (and, as the evaluator, never reads an unselected expert's output); a piece
  * of 8 lanes skips more than a block of 16. Eight q at a time: eight
  * independent FMA chains (one per q), each summing base + g_0 Y_0 + g_1 Y_1 + ... */
-LS_INLINE void LK(mix)(const float *bb, const float *Yb, size_t ystride, const int *pj, const VF *g,
+LKI void LK(mix)(const float *bb, const float *Yb, size_t ystride, const int *pj, const VF *g,
                        int n, int sparse, int d, int layer, VF *z, VF *zs, VF *z2) {
     const float *y_[LS_MAX_N];
     VF g_[LS_MAX_N], s = (VF){0}, s2 = (VF){0};
@@ -282,7 +291,7 @@ LS_INLINE void LK(mix)(const float *bb, const float *Yb, size_t ystride, const i
 /* *sc = LayerNorm's 1/sigma per lane for z (d) with lane sums zs; z is centred in
  * place (biased variance, eps 1e-5, two passes as moe_forward; four chains
  * for the variance). */
-LS_INLINE void LK(layernorm)(VF *z, int d, VF zs, VF *scp) {
+LKI void LK(layernorm)(VF *z, int d, VF zs, VF *scp) {
     VF mu = zs / (float)d, v0 = (VF){0}, v1 = v0, v2 = v0, v3 = v0;
     int q = 0;
     for (; q + 4 <= d; q += 4) {
@@ -309,7 +318,7 @@ LS_INLINE void LK(layernorm)(VF *z, int d, VF zs, VF *scp) {
 /* logits lg (Cp) = sc (H' z) + c' for the folded head H' (Cp, d), read as
  * scalars and broadcast: four classes at a time, each in two chains (even and
  * odd q) summed at the end, so eight independent chains */
-LS_INLINE void LK(head)(const float *H, int Cp, int d, const VF *z, VF sc, const float *cp, VF *lg) {
+LKI void LK(head)(const float *H, int Cp, int d, const VF *z, VF sc, const float *cp, VF *lg) {
     for (int k = 0; k < Cp; k += 4) {
         const float *h0 = H + (size_t)k * d, *h1 = h0 + d, *h2 = h1 + d, *h3 = h2 + d;
         VF a0 = (VF){0}, a1 = a0, a2 = a0, a3 = a0, e0 = a0, e1 = a0, e2 = a0, e3 = a0;
@@ -335,7 +344,7 @@ LS_INLINE void LK(head)(const float *H, int Cp, int d, const VF *z, VF sc, const
  * block_loss): classification: max - logit_y, the softmax sum and whether the
  * argmax is the label (ties to the smaller index, as moe_eval); regression:
  * the squared error over C. y, tg: the piece's labels (LS_L apart: tg). */
-LS_INLINE void LK(loss_piece)(const lsx *x, const VF *lg, const int32_t *y, const float *tg,
+LKI void LK(loss_piece)(const lsx *x, const VF *lg, const int32_t *y, const float *tg,
                               float *dl, float *se, int32_t *good) {
     const int C = x->pb.C;
     if (x->pb.kind == LS_CLASSIFY) {
@@ -415,9 +424,12 @@ LK_FORM static void LK(orders)(const lsx *x, ls_ws *w, int m, const int (*pair)[
     }
 }
 
-/* src (d) centred over d in place (when norm); out (Cp) = H' (Cp, d) src
- * (src, out: a piece's lanes of lane-major arrays) */
-LS_INLINE void LK(centre_head)(const float *H, int Cp, int d, int norm, float *src, float *out) {
+/* src (d) centred over d in place (when norm); out (Cp) = H' (Cp, d) src;
+ * then, with add (a pair's output: add the main variant's centred base, hadd
+ * its H' base), src += add and out += hadd. src, out, add, hadd: a piece's
+ * lanes of lane-major arrays. */
+LKI void LK(centre_head)(const float *H, int Cp, int d, int norm, float *src, float *out,
+                         const float *add, const float *hadd) {
     if (norm) {
         VF mu = (VF){0};
         for (int q = 0; q < d; q++) mu += AT(src, q);
@@ -428,13 +440,18 @@ LS_INLINE void LK(centre_head)(const float *H, int Cp, int d, int norm, float *s
         const float *h = H + (size_t)k * d;
         VF a = (VF){0};
         for (int q = 0; q < d; q++) a += h[q] * AT(src, q);
+        if (add) a += AT(hadd, k);
         ATW(out, k) = a;
     }
+    if (add)
+        for (int q = 0; q < d; q++) ATW(src, q) += AT(add, q);
 }
 
 /* ls_prefix_prepare: the chunk's E, HY and pfx_ok at every t of the chunk;
- * where the path holds, Y and base are centred in place (single-threaded: a
- * few ms next to the orders' sweep). */
+ * where the path holds, the shared variants' bases are centred in place
+ * (HY: H' base), and each pair's Y becomes its centred output plus the main
+ * variant's centred base (HY: H' of that), the terms the path sums
+ * (single-threaded: a few ms next to the orders' sweep). */
 LK_FORM static void LK(prepare)(lsx *x) {
     const int n = x->pb.n, nn = x->pb.nn, d = x->pb.d, nb = x->ck.nbn, Cp = x->pl.Cp;
     const int norm = x->pb.cfg->has_norm, np = x->pb.npairs;
@@ -459,22 +476,31 @@ LK_FORM static void LK(prepare)(lsx *x) {
         x->ck.pfx_ok[tc] = (unsigned char)ok;
         if (!ok) continue; // Y and base stay as they are for the per-order path
         const float *H = ls_head_at(x, tc);
-        for (int p = 0; p < np + SH_COUNT; p++) {
-            float *src = p < np ? ls_Y_at(x, tc, p) : ls_base_at(x, tc, p - np);
+        const float *bm = ls_base_at(x, tc, SH_MAIN), *hm = ls_HY_at(x, tc, np + SH_MAIN);
+        for (int p = np; p < np + SH_COUNT; p++) { // the variants first: the pairs add the main one
+            float *src = ls_base_at(x, tc, p - np);
             for (int b = 0; b < nb; b++)
                 for (int off = 0; off < LS_L; off += LK_VL)
                     LK(centre_head)(H, Cp, d, norm, src + (size_t)b * d * LS_L + off,
-                                    ls_HY_at(x, tc, p) + (size_t)b * Cp * LS_L + off);
+                                    ls_HY_at(x, tc, p) + (size_t)b * Cp * LS_L + off, NULL, NULL);
+        }
+        for (int p = 0; p < np; p++) {
+            float *src = ls_Y_at(x, tc, p);
+            for (int b = 0; b < nb; b++)
+                for (int off = 0; off < LS_L; off += LK_VL) {
+                    const size_t o = (size_t)b * d * LS_L + off, oh = (size_t)b * Cp * LS_L + off;
+                    LK(centre_head)(H, Cp, d, norm, src + o, ls_HY_at(x, tc, p) + oh, bm + o, hm + oh);
+                }
         }
     }
 }
 
 /* a <- a + v (floats into doubles) */
-LS_INLINE void LK(add_d)(double *a, VF v) { *(VD *)a += __builtin_convertvector(v, VD); }
+LKI void LK(add_d)(double *a, VF v) { *(VD *)a += __builtin_convertvector(v, VD); }
 
 /* a <- a * v; with renorm, a's binary exponent is moved to ex (a in [1, 2));
  * at the end of each panel of 4 blocks is enough (a <= C^4 before it) */
-LS_INLINE void LK(mul_d)(double *a, int64_t *ex, VF v, int renorm) {
+LKI void LK(mul_d)(double *a, int64_t *ex, VF v, int renorm) {
     VD p = *(VD *)a * __builtin_convertvector(v, VD);
     if (renorm) { // p > 0: its bits as an integer are its exponent and mantissa
         VL bits = (VL)p;
@@ -485,13 +511,15 @@ LS_INLINE void LK(mul_d)(double *a, int64_t *ex, VF v, int renorm) {
 }
 
 /* Phase 1 of an order's last slots (top..n-1: one or two; lt, the level of
- * the slots before them) at one piece: hl (Cp) = H'base + H'U/S, the logits
- * before LayerNorm's scale, and hl[Cp] = z's variance + eps (z = base + U/S,
- * born centred; 1 without a norm). bb, y0, y1 (d) and hb, h0, h1 (Cp): the
- * piece's lanes of lane-major arrays. */
-LS_INLINE void LK(leaf)(const lsx *x, const VF *lt, const float *bb, const float *hb, VF e0, VF e1,
-                        const float *y0, const float *y1, const float *h0, const float *h1, int two,
-                        VF *hl) {
+ * the slots before them) at one piece: with zS = z S = lt + e0 Y'0 + e1 Y'1
+ * (Y' a pair's centred output plus the main variant's centred base: zS is
+ * the sum of e_i Y'_i, z born centred), hl (Cp) = H' zS / S, the logits
+ * before LayerNorm's scale, and hl[Cp] = z's variance |zS|^2 / (S^2 d) + eps
+ * (1 without a norm). dv (d), hdv (Cp) (another variant than the main one;
+ * else NULL): its base and H' base less the main one's, S times which z S
+ * gains. y0, y1 (d) and h0, h1 (Cp): a piece's lanes of lane-major arrays. */
+LKI void LK(leaf)(const lsx *x, const VF *lt, VF e0, VF e1, const float *y0, const float *y1,
+                  const float *h0, const float *h1, const VF *dv, const VF *hdv, int two, VF *hl) {
     const int d = x->pb.d, Cp = x->pl.Cp;
     VF s = lt[d + Cp] + e0;
     if (two) s += e1;
@@ -501,30 +529,30 @@ LS_INLINE void LK(leaf)(const lsx *x, const VF *lt, const float *bb, const float
         // four chains (q = 0, 1, 2, 3 mod 4)
         VF v0 = (VF){0}, v1 = v0, v2 = v0, v3 = v0;
         int q = 0;
-        for (; q + 4 <= d; q += 4) {
-            VF u0 = lt[q] + e0 * AT(y0, q), u1 = lt[q + 1] + e0 * AT(y0, q + 1);
-            VF u2 = lt[q + 2] + e0 * AT(y0, q + 2), u3 = lt[q + 3] + e0 * AT(y0, q + 3);
-            if (two) {
-                u0 += e1 * AT(y1, q), u1 += e1 * AT(y1, q + 1);
-                u2 += e1 * AT(y1, q + 2), u3 += e1 * AT(y1, q + 3);
+        var = v0;
+        if (!dv && two) {
+            for (; q + 4 <= d; q += 4) {
+                VF u0 = lt[q] + e0 * AT(y0, q) + e1 * AT(y1, q);
+                VF u1 = lt[q + 1] + e0 * AT(y0, q + 1) + e1 * AT(y1, q + 1);
+                VF u2 = lt[q + 2] + e0 * AT(y0, q + 2) + e1 * AT(y1, q + 2);
+                VF u3 = lt[q + 3] + e0 * AT(y0, q + 3) + e1 * AT(y1, q + 3);
+                v0 += u0 * u0, v1 += u1 * u1, v2 += u2 * u2, v3 += u3 * u3;
             }
-            VF z0 = AT(bb, q) + u0 * inv, z1 = AT(bb, q + 1) + u1 * inv;
-            VF z2 = AT(bb, q + 2) + u2 * inv, z3 = AT(bb, q + 3) + u3 * inv;
-            v0 += z0 * z0, v1 += z1 * z1, v2 += z2 * z2, v3 += z3 * z3;
+            var = (v0 + v1) + (v2 + v3);
         }
-        var = (v0 + v1) + (v2 + v3);
         for (; q < d; q++) {
             VF u = lt[q] + e0 * AT(y0, q);
             if (two) u += e1 * AT(y1, q);
-            VF zq = AT(bb, q) + u * inv;
-            var += zq * zq;
+            if (dv) u += s * dv[q];
+            var += u * u;
         }
-        var = var / (float)d + 1e-5f;
+        var = var * inv * inv / (float)d + 1e-5f;
     }
     for (int c = 0; c < Cp; c++) {
         VF hu = lt[d + c] + e0 * AT(h0, c);
         if (two) hu += e1 * AT(h1, c);
-        hl[c] = AT(hb, c) + hu * inv;
+        if (hdv) hu += s * hdv[c];
+        hl[c] = hu * inv;
     }
     hl[Cp] = var;
 }
@@ -537,7 +565,7 @@ LS_INLINE void LK(leaf)(const lsx *x, const VF *lt, const float *bb, const float
  * the smaller class, as moe_eval; the softmax sum in class order; padding
  * lanes add 0 and multiply by 1). hl: the orders' phase 1, HS apart; lg
  * (PFX_FIN, C). */
-LS_INLINE void LK(finish)(const lsx *x, const VF *hl, int HS, const int no, const float *cp, int gb,
+LKI void LK(finish)(const lsx *x, const VF *hl, int HS, const int no, const float *cp, int gb,
                           int off, int renorm, VI valid, VF *lg, pfx_acc *acc) {
     const int C = x->pb.C, Cp = x->pl.Cp, classify = x->pb.kind == LS_CLASSIFY;
     VF sc[PFX_FIN], dl[PFX_FIN], se[PFX_FIN];
@@ -601,10 +629,13 @@ LK_FORM static void LK(prefix)(const lsx *x, ls_ws *w, int m, const int (*pair)[
     const int N = x->pb.N, d = x->pb.d, n = x->pb.n, nn = x->pb.nn, nb = x->ck.nbn, b0 = x->ck.b0;
     const int Cp = x->pl.Cp, W = PFX_W(d, Cp), HS = PFX_HS(Cp);
     const int top = n >= 2 ? n - 2 : 0;      // levels 0..top kept; the last slots go into z
-    const float *E = ls_E_at(x, tc), *bs = ls_base_at(x, tc, v);
+    const float *E = ls_E_at(x, tc);
     const float *cp = ls_head_at(x, tc) + (size_t)Cp * d; // (Cp)
     const float *Y0 = ls_Y_at(x, tc, 0), *HY0 = ls_HY_at(x, tc, 0);
-    const float *HB = ls_HY_at(x, tc, x->pb.npairs + v);
+    // another variant than the main one: its base and H' base less the main one's
+    const float *bv = ls_base_at(x, tc, v), *bm = ls_base_at(x, tc, SH_MAIN);
+    const float *hv = ls_HY_at(x, tc, x->pb.npairs + v), *hm = ls_HY_at(x, tc, x->pb.npairs + SH_MAIN);
+    VF *dv = v != SH_MAIN ? (VF *)w->z : NULL, *hdv = v != SH_MAIN ? (VF *)w->lg : NULL; // (d), (Cp)
     const size_t ystride = x->pl.lane_d, hstride = x->pl.Nc * (size_t)Cp;
     pfx_ws pw;
     prefix_carve(x, w, m, pair, col, &pw);
@@ -618,12 +649,16 @@ LK_FORM static void LK(prefix)(const lsx *x, ls_ws *w, int m, const int (*pair)[
         for (int off = 0; off < LS_L; off += LK_VL) {
             const VI valid = *(const VI *)(ls_lane_iota + off) < N - gb * LS_L; // lanes holding samples
             const float *Eb = E + (size_t)b * nn * LS_L + off;
-            const float *bb = bs + (size_t)b * d * LS_L + off, *hb = HB + (size_t)b * Cp * LS_L + off;
+            if (dv) {
+                const size_t o = (size_t)b * d * LS_L + off, oh = (size_t)b * Cp * LS_L + off;
+                for (int q = 0; q < d; q++) dv[q] = AT(bv + o, q) - AT(bm + o, q);
+                for (int c = 0; c < Cp; c++) hdv[c] = AT(hv + oh, c) - AT(hm + oh, c);
+            }
             const float *Yb = Y0 + (size_t)b * d * LS_L + off, *HYb = HY0 + (size_t)b * Cp * LS_L + off;
             for (int j = 0; j < m; j++) {
                 // levels shared with the previous order stay (at the piece's first order none)
                 const int *o = ords + (size_t)j * os, *op = o + 1, *oc = o + 1 + n;
-                for (int k = j ? o[0] : 0; k < top; k++) { // level k+1 = level k + e_k (Y_k, H'Y_k, 1)
+                for (int k = j ? o[0] : 0; k < top; k++) { // level k+1 = level k + e_k (Y'_k, H'Y'_k, 1)
                     const VF ek = AT(Eb, k * n + oc[k]);
                     const float *y = Yb + op[k] * ystride, *hy = HYb + op[k] * hstride;
                     const VF *src = lev + (size_t)k * W;
@@ -634,8 +669,8 @@ LK_FORM static void LK(prefix)(const lsx *x, ls_ws *w, int m, const int (*pair)[
                 }
                 const int i0 = top, i1 = n - 1, two = i1 > i0; // i0 == i1 only when n == 1
                 const VF e0 = AT(Eb, i0 * n + oc[i0]), e1 = two ? AT(Eb, i1 * n + oc[i1]) : (VF){0};
-                LK(leaf)(x, lev + (size_t)top * W, bb, hb, e0, e1, Yb + op[i0] * ystride,
-                         Yb + op[i1] * ystride, HYb + op[i0] * hstride, HYb + op[i1] * hstride, two,
+                LK(leaf)(x, lev + (size_t)top * W, e0, e1, Yb + op[i0] * ystride, Yb + op[i1] * ystride,
+                         HYb + op[i0] * hstride, HYb + op[i1] * hstride, dv, hdv, two,
                          hls + (size_t)(j % PFX_BATCH) * HS);
                 if (j % PFX_BATCH != PFX_BATCH - 1 && j != m - 1) continue;
                 // phase 2 of the batch, PFX_FIN orders at a time (the rest one by one)
@@ -662,6 +697,10 @@ LK_FORM static void LK(prefix)(const lsx *x, ls_ws *w, int m, const int (*pair)[
 #undef ATW
 #undef EXP
 #undef EXP_NEG
+#undef EXPC
+#undef EXP_SCALE
+#undef LKI
+#undef LK_FORM
 #undef LK
 #undef LK_JOIN
 #undef LK_JOIN2

@@ -10,14 +10,15 @@ below: secs_total, the time from landscape_compute's start to its last row,
 as the command prints it); the whole process (loading, OpenBLAS start-up,
 output) is reported next to it as "process". Prints times, ratios and
 PASS/MISS. For the 8-expert sample also its arithmetic floor: the flops of
-a per-order mix and head (floor_flops) over one core's SGEMM rate measured in
-the same run, against the landscape process's CPU seconds (target: within 2x).
-The rate is the faster of two measurements, both printed: numpy's BLAS with
-this environment's settings (a machine may pin OPENBLAS_CORETYPE, e.g. to
-Haswell's 8-lane kernels on an AVX-512 CPU, which halves the rate and so would
-halve the floor's bar) and the same BLAS choosing its own kernels; the floor
-uses the faster, the machine's real rate. moescope's prefix path shares
-partial sums across orders, so it does less arithmetic than this count."""
+a per-order mix and head (floor_flops) at one core's FMA peak for the vector
+form that ran (tests/bench/fma_peak.c, measured in the same run), against the
+landscape process's CPU seconds (target: within 2x); where the CPU runs
+AVX-512, also the AVX2 form with OpenBLAS's Haswell kernels against the AVX2
+peak, as on an AVX2 machine. The one-core SGEMM rate is printed beside it
+(numpy's BLAS with this environment's settings, and choosing its own
+kernels): what a tuned GEMM reaches of that peak. moescope's prefix path
+shares partial sums across orders, so it does less arithmetic than this
+count."""
 import itertools
 import os
 import re
@@ -34,7 +35,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
+sys.path[:0] = [HERE] + [os.path.join(HERE, "..", d) for d in ("lib", "oracle")]
+import benchlib  # noqa: E402
 import gen_ckpt  # noqa: E402
 import oracle  # noqa: E402
 
@@ -54,15 +56,15 @@ def sample(name, n, tmp):
     return [a, b, e], name + " (generated)"
 
 
-def run_moescope(files, reps=1):
-    """(best process wall, its ranks time, its landscape time); the best run's
-    CPU seconds (user + system, every thread) go to run_moescope.cpu."""
-    best, out = None, ""
+def run_moescope(files, reps=1, env=None):
+    """(best process wall, its ranks time, its landscape time); the least CPU
+    seconds of the runs (user + system, every thread) go to run_moescope.cpu."""
+    best, out, run_moescope.cpu = None, "", None
     for _ in range(reps):
         t = time.perf_counter()
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         r = subprocess.run([MOESCOPE, "landscape", files[0], files[1], "--eval", files[2], "-q"],
-                           capture_output=True, text=True, env=MOESCOPE_ENV)
+                           capture_output=True, text=True, env=env or MOESCOPE_ENV)
         dt = time.perf_counter() - t
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
@@ -71,6 +73,7 @@ def run_moescope(files, reps=1):
             return None, None, None
         if best is None or dt < best:
             best, out = dt, r.stdout
+        if run_moescope.cpu is None or cpu < run_moescope.cpu:
             run_moescope.cpu = cpu
     m = re.search(r"ranks known after ([0-9.]+) s, all orders after ([0-9.]+) s", out)
     return best, float(m.group(1)), float(m.group(2))
@@ -132,9 +135,46 @@ def verdict(ok):
     return "PASS" if ok else "MISS"
 
 
+# an AVX2 machine's kernels on this one: moescope's AVX2 form and OpenBLAS's Haswell ones
+AVX2_ENV = dict(MOESCOPE_ENV, MOESCOPE_SIMD="avx2", OPENBLAS_CORETYPE="Haswell")
+
+
+def dense8_floor(files, label):
+    """dense8's whole landscape against its arithmetic floor at this machine's
+    FMA peak for the vector form that ran: the widest the CPU runs, and (where
+    that is AVX-512) the AVX2 form, as on an AVX2 machine (AVX2 kernels in
+    moescope and OpenBLAS). Best of 3 runs' CPU seconds each."""
+    fl, peaks = floor_flops(files, 40320), benchlib.fma_peaks()
+    r_env, r_own = sgemm_rates()
+    print("  %-22s one core: FMA peak %s GFLOP/s (tests/bench/fma_peak.c); SGEMM %.0f GFLOP/s "
+          "with this environment's BLAS settings, %.0f with the BLAS's own choice"
+          % ("", ", ".join("%s %.0f" % kv for kv in sorted(peaks.items())), r_env, r_own))
+    forms = [("", MOESCOPE_ENV)]
+    if "avx512" in peaks and "avx2" in peaks:
+        forms.append((" (AVX2 form)", AVX2_ENV))
+    for tag, env in forms:
+        wall, _, eng = run_moescope(files, reps=3, env=env)
+        if wall is None:
+            continue
+        simd, blas = benchlib.moescope_kernels(env)
+        peak = peaks.get(benchlib.simd_key(simd))
+        if not peak:
+            print("  %-22s no FMA peak measured for %s: no floor" % ("", simd))
+            continue
+        floor_s, cpu = fl / 1e9 / peak, run_moescope.cpu
+        print("  %-22s%s arithmetic floor %.0f GFLOP at the %s peak %.0f GFLOP/s = %.2f CPU s; "
+              "moescope %.2f CPU s (whole process, best of 3) = %.2fx the floor  target <= 2x: %s"
+              % (label, tag, fl / 1e9, simd, peak, floor_s, cpu, cpu / floor_s, verdict(cpu <= 2 * floor_s)))
+        benchlib.result("landscape dense8 all 40320 orders" + tag, "%.2f CPU s" % cpu,
+                        "%.0f GFLOP at %s's FMA peak %.0f GFLOP/s = %.2f s" % (fl / 1e9, simd, peak, floor_s),
+                        "%.2fx" % (cpu / floor_s), "<= 2x", cpu <= 2 * floor_s,
+                        "moescope %s, OpenBLAS %s" % (simd, blas))
+
+
 def main():
     print("bench_landscape: load average %s (the machine may be shared)" %
           " ".join(open("/proc/loadavg").read().split()[:3]))
+    kern = benchlib.kernel_text(MOESCOPE_ENV) + "; numpy OpenBLAS " + benchlib.numpy_blas()
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("dense4", "topk4", "shared4"):
             files, label = sample(name, 4, tmp)
@@ -146,6 +186,9 @@ def main():
             print("  %-22s 24 orders x 25 points: landscape %.3f s (process %.3f s), numpy %.2f s "
                   "(extrapolated from 4 orders), ratio %.0fx  target: landscape < 0.1 s: %s"
                   % (label, eng, wall, npt, npt / eng, verdict(eng < 0.1)))
+            benchlib.result("landscape %s 24 orders" % label, "%.3f s" % eng,
+                            "numpy landscape %.2f s" % npt, "%.0fx faster" % (npt / eng), "< 0.1 s",
+                            eng < 0.1, kern)
         files, label = sample("dense8", 8, tmp)
         wall, ranks, eng = run_moescope(files)
         if wall is not None:
@@ -156,18 +199,10 @@ def main():
                   % (label, eng, ranks, wall, npt, npt / eng))
             print("  %-22s landscape: exact ranks of both chosen orders < 5 s: %s; all orders < 60 s: %s"
                   % ("", verdict(ranks < 5), verdict(eng < 60)))
-            fl, (r_env, r_own) = floor_flops(files, 40320), sgemm_rates()
-            rate = max(r for r in (r_env, r_own) if r == r)
-            cpu = run_moescope.cpu
-            pinned = ", ".join("%s=%s" % (k, v) for k, v in sorted(os.environ.items())
-                               if k.startswith("OPENBLAS_") and k != "OPENBLAS_NUM_THREADS")
-            print("  %-22s SGEMM one core: %.0f GFLOP/s with this environment's BLAS settings (%s), "
-                  "%.0f GFLOP/s with the BLAS's own choice; the floor uses %.0f"
-                  % ("", r_env, pinned or "none set", r_own, rate))
-            print("  %-22s arithmetic floor %.0f GFLOP at %.0f GFLOP/s = %.2f CPU s; moescope %.2f CPU s "
-                  "(whole process) = %.2fx the floor  target <= 2x: %s"
-                  % ("", fl / 1e9, rate, fl / 1e9 / rate, cpu, cpu / (fl / 1e9 / rate),
-                     verdict(cpu <= 2 * fl / 1e9 / rate)))
+            benchlib.result("landscape dense8 40320 orders", "%.2f s (ranks %.2f s)" % (eng, ranks),
+                            "numpy landscape %.0f s" % npt, "%.0fx faster" % (npt / eng),
+                            "ranks < 5 s, all < 60 s", ranks < 5 and eng < 60, kern)
+            dense8_floor(files, label)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,81 @@
+"""tests/bench/benchlib.py - what every benchmark states beside its numbers, in
+one form: the floor a result is measured against (the arithmetic at this
+machine's measured peak for an instruction set, or a peer: scipy, numpy,
+PyTorch), the kernels that ran, and the ratio. Each result is one line
+
+  bench: NAME | MOESCOPE | floor: FLOOR | ratio R | target T: PASS | kernels: K
+
+which tests/bench/run.sh collects into the summary at the end of `make bench`.
+
+The peaks come from tests/bench/fma_peak.c (ten independent FMA chains per
+register width, one core, CPU time, best of five); the kernels from
+`moescope --version` (its own vector form and OpenBLAS's) and, for a numpy
+peer, from OpenBLAS's own report (OPENBLAS_VERBOSE=2)."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+MOESCOPE = os.path.abspath(os.environ.get("MOESCOPE", os.path.join(ROOT, "moescope")))
+PYTHON = os.environ.get("PYTHON", sys.executable)
+
+_peaks = None
+
+
+def fma_peaks():
+    """{'avx512': GFLOP/s, 'avx2': GFLOP/s} of one core, for the sets this CPU runs
+    (fma_peak.c, compiled once per process)."""
+    global _peaks
+    if _peaks is None:
+        _peaks = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            exe = os.path.join(tmp, "fma_peak")
+            r = subprocess.run(["cc", "-O2", "-o", exe, os.path.join(HERE, "fma_peak.c")],
+                               capture_output=True, text=True)
+            if r.returncode == 0:
+                out = subprocess.run([exe], capture_output=True, text=True).stdout
+                for m in re.finditer(r"^FMA_PEAK (\w+) ([0-9.]+)", out, re.M):
+                    _peaks[m.group(1)] = float(m.group(2))
+    return _peaks
+
+
+def moescope_kernels(env=None):
+    """(vector form, OpenBLAS kernels) `moescope --version` reports in env."""
+    r = subprocess.run([MOESCOPE, "--version"], capture_output=True, text=True, env=env)
+    simd = re.search(r"^simd: ([^(\n]+)", r.stdout, re.M)
+    blas = re.search(r"^blas: .*\((\w+) kernels\)", r.stdout, re.M)
+    return (simd.group(1).strip() if simd else "?", blas.group(1) if blas else "?")
+
+
+def kernel_text(env=None):
+    simd, blas = moescope_kernels(env)
+    return "moescope %s, OpenBLAS %s" % (simd, blas)
+
+
+def simd_key(simd):
+    """fma_peaks' key of a vector form's name ('AVX-512' -> 'avx512')"""
+    return "avx512" if "512" in simd else "avx2" if "AVX2" in simd else "plain"
+
+
+def numpy_blas(env=None):
+    """the OpenBLAS kernels numpy gets in env ('?' when not OpenBLAS)"""
+    e = dict(os.environ if env is None else env, OPENBLAS_VERBOSE="2")
+    r = subprocess.run([PYTHON, "-c", "import numpy"], capture_output=True, text=True, env=e)
+    m = re.search(r"Core: (\w+)", r.stdout + r.stderr)
+    return m.group(1) if m else "?"
+
+
+def load():
+    return "load %.1f" % os.getloadavg()[0]
+
+
+def result(name, mine, floor, ratio, target="", ok=None, kernels=""):
+    """one summary line; ratio: moescope's time over the floor's (<= target is a
+    PASS) or, for throughputs and peers, as the benchmark words it"""
+    verdict = "" if ok is None else ": PASS" if ok else ": MISS"
+    print("bench: %s | %s | floor: %s | ratio %s | target %s%s | kernels: %s | %s"
+          % (name, mine, floor, ratio, target or "-", verdict, kernels or "-", load()))
+    sys.stdout.flush()
