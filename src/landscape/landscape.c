@@ -318,7 +318,10 @@ static void ws_alloc(const lsx *x, ls_ws *w) {
     // 64-byte aligned: the kernel reads them 64 bytes at a time
     w->z = lane_alloc(d * LS_L * sizeof(float));
     w->lg = lane_alloc((size_t)(x->pl.Cp > 0 ? x->pl.Cp : 4) * LS_L * sizeof(float));
-    if (x->pl.prefix) w->lev = lane_alloc(ls_prefix_ws_bytes(x));
+    if (x->pl.prefix) {
+        w->lev = lane_alloc(ls_prefix_ws_bytes(x));
+        ls_prefix_ws_clear(x, w);
+    }
     w->ord = ms_malloc(LS_BLOCK * sizeof *w->ord);
     w->pair = ms_malloc(LS_BLOCK * sizeof *w->pair);
     w->lp = ms_malloc(LS_BLOCK * sizeof *w->lp);

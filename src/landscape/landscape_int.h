@@ -39,7 +39,7 @@ enum { NM_NAIVE = 0, NM_SKIP = 1, NM_GATE = 2, NM_EXPERT = 3, NM_COUNT = 4 };
  * the evaluation set, so a sample's numbers are the same whether its chunk
  * holds all samples or a few panels (OpenBLAS's result for a row may depend
  * on the row count of the call). Sample chunks are whole panels. */
-#define LS_PANEL 64
+#define LS_PANEL 128
 
 /* Orders per work item. Consecutive orders in lexicographic order share
  * their leading slots, so a block of 720 = 6! (n = 8: one 2-slot prefix)
@@ -241,6 +241,7 @@ static inline float *ls_HY_at(const lsx *x, int tc, int p) { // (nbc, Cp, LS_L);
  * (ls_opts.prefix: off, or on wherever it applies, for the tests) */
 int ls_prefix_applies(const lsx *x);
 size_t ls_prefix_ws_bytes(const lsx *x); /* its workspace (ls_ws.lev) */
+void ls_prefix_ws_clear(const lsx *x, ls_ws *w); /* ... its loss sums, once */
 /* its per-chunk precompute, once the chunk's S, Y, base and head are final */
 void ls_prefix_prepare(lsx *x);
 

@@ -179,6 +179,19 @@ size_t ls_prefix_ws_bytes(const lsx *x) { // as prefix_carve carves it
            (size_t)LS_BLOCK * (1 + 2 * n) * sizeof(int);
 }
 
+/* the sums of an order restart */
+static inline void acc_clear(pfx_acc *a) {
+    memset(a, 0, sizeof *a);
+    for (int l = 0; l < LS_L; l++) a->pr[l] = 1.0;
+}
+
+void ls_prefix_ws_clear(const lsx *x, ls_ws *w) {
+    const int n = x->pb.n, Cp = x->pl.Cp, top = n >= 2 ? n - 2 : 0;
+    const size_t vecs = (size_t)(top + 1) * PFX_W(x->pb.d, Cp) + PFX_BATCH * PFX_HS(Cp) + PFX_FIN * Cp;
+    pfx_acc *acc = (pfx_acc *)(w->lev + vecs * LS_L);
+    for (int j = 0; j < LS_BLOCK; j++) acc_clear(&acc[j]);
+}
+
 int ls_prefix_applies(const lsx *x) {
     const moe_config *c = x->pb.cfg;
     int on = x->pb.o->prefix; // 0: where it applies and pays (below); -1 never; 1 wherever it applies
@@ -191,8 +204,9 @@ int ls_prefix_applies(const lsx *x) {
     return on > 0 || x->rs.norders >= 4L * x->pb.nn;
 }
 
-/* the workspace of m orders carved, their compact rows filled, the sums and
- * level 0 zeroed */
+/* the workspace of m orders carved, their compact rows filled, level 0
+ * zeroed; the sums are clear (ls_prefix_ws_clear, then fold_acc at the end of
+ * every call: its last block ends a panel) */
 static void prefix_carve(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX_N],
                          const int (*col)[LS_MAX_N], pfx_ws *pw) {
     const int n = x->pb.n, Cp = x->pl.Cp, W = PFX_W(x->pb.d, Cp), HS = PFX_HS(Cp);
@@ -210,9 +224,6 @@ static void prefix_carve(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX
         o[0] = k;
         for (int i = 0; i < n; i++) o[1 + i] = pair[j][i], o[1 + n + i] = col[j][i];
     }
-    memset(pw->acc, 0, (size_t)m * sizeof *pw->acc);
-    for (int j = 0; j < m; j++)
-        for (int l = 0; l < LS_L; l++) pw->acc[j].pr[l] = 1.0;
     memset(pw->lev, 0, (size_t)W * LS_L * sizeof(float));
     unsigned char seen[LS_PREFIX_MAX_N * (LS_PREFIX_MAX_N + 1)] = {0};
     pw->nused = 0;
@@ -253,10 +264,8 @@ static void fold_acc(const lsx *x, pfx_acc *acc, int m, double *lsum, long *ok) 
         if (x->pb.kind == LS_CLASSIFY) s += log(p) + (double)e * 0.69314718055994530942;
         lsum[j] += s;
         ok[j] += good;
+        acc_clear(&acc[j]);
     }
-    memset(acc, 0, (size_t)m * sizeof *acc);
-    for (int j = 0; j < m; j++)
-        for (int l = 0; l < LS_L; l++) acc[j].pr[l] = 1.0;
 }
 
 /* ---------------- the three forms ---------------- */

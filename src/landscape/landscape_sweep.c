@@ -408,21 +408,26 @@ static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, dou
     for (int tc = t0; tc < x->ck.ntc; tc++) {
         if (ls_cancelled(x)) return;
         int m = 0;
-        for (int j = 0; j < cnt; j++) {
-            if (!active[j] || x->rs.prog[ks[j]] != tc) continue;
-            memcpy(lp[m], pair[j], (size_t)n * sizeof(int));
-            memcpy(lc[m], ord[j], (size_t)n * sizeof(int));
-            idx[m++] = j;
-        }
+        for (int j = 0; j < cnt; j++)
+            if (active[j] && x->rs.prog[ks[j]] == tc) idx[m++] = j;
         if (!m) continue;
+        // the orders at this point in a row: the block as it is when all are
+        // (the all-orders phase), else the active ones copied together
+        const int (*op)[LS_MAX_N] = (const int(*)[LS_MAX_N])pair, (*oc)[LS_MAX_N] = (const int(*)[LS_MAX_N])ord;
+        if (m < cnt) {
+            for (int u = 0; u < m; u++) {
+                memcpy(lp[u], pair[idx[u]], (size_t)n * sizeof(int));
+                memcpy(lc[u], ord[idx[u]], (size_t)n * sizeof(int));
+            }
+            op = (const int(*)[LS_MAX_N])lp, oc = (const int(*)[LS_MAX_N])lc;
+        }
         // sample chunks: carry each order's sums from the previous chunks
         for (int u = 0; u < m; u++) {
             long k = ks[idx[u]];
             lsum[u] = x->pl.nsc > 1 ? x->rs.acc_l[k] : 0.0;
             okc[u] = x->pl.nsc > 1 ? x->rs.acc_ok[k] : 0;
         }
-        ls_eval_orders_t(x, w, m, (const int(*)[LS_MAX_N])lp, (const int(*)[LS_MAX_N])lc, SH_MAIN, tc,
-                      lsum, okc);
+        ls_eval_orders_t(x, w, m, op, oc, SH_MAIN, tc, lsum, okc);
         if (!x->ck.sc_last) { // more samples to come: the values are not complete
             for (int u = 0; u < m; u++) {
                 long k = ks[idx[u]];
