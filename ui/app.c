@@ -511,6 +511,7 @@ static const char *layer_short(const char *layer, char *buf, size_t cap) {
     const char *p = strstr(layer, "layers.");
     if (!p) p = strstr(layer, "block.");
     if (!p) p = strstr(layer, ".h."); // GPT-2's transformer.h.L.mlp
+    if (!p) p = strstr(layer, ".layer."); // a ViT's vit.encoder.layer.L.moe
     if (p && p[0] == '.') p++;
     if (!p) return layer;
     p = strchr(p, '.') + 1;

@@ -199,7 +199,8 @@ static int parse_args(int argc, char **argv, tui_args *a) {
                    "Tab, z, Z: move in and zoom out of the cost matrix). An evaluation set is used only at its\n"
                    "layer (its capture.layer metadata, else the layer it was opened with); other layers show\n"
                    "the cost matrix, assignment and diagnostics without curves.\n"
-                   "A network (a GPT-2 folder with MoE blocks, the evaluation set holding input_ids): the\n"
+                   "A network (a GPT-2 or ViT folder with MoE blocks, the evaluation set holding input_ids,\n"
+                   "or pixel_values and labels): the\n"
                    "curves and the landscape are the network's loss; l switches the MoE block; the other\n"
                    "blocks are interpolated at the same t (aligned by the expert cost);\n"
                    "--interpolate-backbone lets A and B differ outside the MoE blocks.\n", TUI_USAGE);
@@ -232,7 +233,7 @@ typedef struct {
        block index, as capture_inputs.py writes it), else the layer it was
        opened with; "" while unknown */
     char eval_capture[64], eval_layer[160];
-    /* a network (its evaluation set holds input_ids): A and B whole, their token
+    /* a network (its evaluation set holds input_ids or pixel_values): A and B whole, their
        set, the objective of the shown MoE block (its curves and landscape are the
        network's loss) and E the block's own inputs (the diagnostics'); every MoE
        block has data, so l never leaves the curves behind. NULL for a layer. */

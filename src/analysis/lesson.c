@@ -32,7 +32,7 @@ struct lesson {
     char dir[64];                  /* private temporary directory */
     moe_model A, B;
     evalset E;                     /* a network's: its first MoE block's own inputs */
-    /* a network (e holds input_ids): the curves are its loss, the layer its first MoE block */
+    /* a network (e holds input_ids or pixel_values): the curves are its loss, the layer its first MoE block */
     net_model na, nb;
     net_evalset ne;
     net_objective *obj;

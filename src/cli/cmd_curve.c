@@ -43,8 +43,9 @@ static void help(void) {
            "  -l, --layer L     layer prefix (default moe)\n"
            "      --interpolate-backbone  networks: interpolate the tensors outside the MoE\n"
            "                    blocks too (they may then differ)\n"
-           "\nA network (E holds input_ids): the curves of one MoE block (--layer: its index)\n"
-           "on the network's next-token loss; the other MoE blocks are interpolated at the\n"
+           "\nA network (E holds input_ids or pixel_values): the curves of one MoE block\n"
+           "(--layer: its index) on the network's loss (a GPT-2's next-token, a ViT's class\n"
+           "cross-entropy); the other MoE blocks are interpolated at the\n"
            "same t, aligned as the curve says (naive, skip-order) or by --method.\n"
            "  -h, --help        this help\n",
            USAGE, MAX_ORDERS);
@@ -249,7 +250,7 @@ int cmd_curve(int argc, char **argv) {
     static const char *const out_opts[2] = {"--png", "--csv"};
     if (af_check_distinct(outs, out_opts, 2, &err)) return cli_usage_error(USAGE, "curve: %s", err.msg);
 
-    // a network (E holds input_ids): the curves of its chosen MoE block on the network's loss
+    // a network (E holds input_ids or pixel_values): the curves of its chosen MoE block on the network's loss
     moe_model A, B;
     evalset E;
     cli_net net;

@@ -39,8 +39,9 @@ static void help(void) {
            "      --points T      interpolation points for the landscape (default 25)\n"
            "  -l, --layer L       layer prefix (default moe)\n"
            "      --interpolate-backbone  networks: A and B may differ outside the MoE blocks\n"
-           "\nA network (E holds input_ids): one MoE block (--layer: its index), its routing\n"
-           "and outputs on the block's own inputs (ln_2 of network A's hidden states), the\n"
+           "\nA network (E holds input_ids or pixel_values): one MoE block (--layer: its\n"
+           "index), its routing and outputs on the block's own inputs (the LayerNorm before\n"
+           "its MLP, ln_2 / layernorm_after, of network A's hidden states), the\n"
            "chosen order ranked on the network's loss (by default when n! <= 120), and\n"
            "whether the frozen backbones agree.\n"
            "  -h, --help          this help\n",

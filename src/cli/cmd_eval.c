@@ -33,9 +33,11 @@ static const char *USAGE =
 static void help(void) {
     printf("usage: %s\n\n"
            "Loss, accuracy and per-expert routing load of one MoE layer on an evaluation set,\n"
-           "or of a network (a GPT-2 whose feed-forward block(s) are MoE) on token sequences.\n\n"
+           "or of a network whose feed-forward block(s) are MoE: a GPT-2 on token sequences,\n"
+           "a ViT (Hugging Face's ViTForImageClassification layout) on labelled images.\n\n"
            "  --eval E          evaluation set (safetensors: inputs [N,d], labels [N] or targets [N,C];\n"
-           "                    for a network input_ids [N,T], I32 or I64)\n"
+           "                    for a GPT-2 input_ids [N,T], I32 or I64; for a ViT pixel_values\n"
+           "                    [N,C,H,W] (float) and labels [N] (I32 or I64))\n"
            "  --layer L         layer prefix in the checkpoint (default moe)\n"
            "  --json F          write {\"loss\", \"accuracy\", \"load\": [...]} to F\n"
            "  --dump-outputs F  write the block outputs z (`outputs` [N,d]), the gate weights\n"
@@ -46,9 +48,11 @@ static void help(void) {
            "Classification: loss is the mean cross-entropy, accuracy the argmax accuracy.\n"
            "Regression: loss is the mean squared error over N*C, accuracy is absent.\n"
            "Without a head (layer-only mode): loss is the mean over N*d of D(x)^2.\n"
-           "A network: loss is the mean next-token cross-entropy over the N (T-1) positions,\n"
-           "accuracy the next-token top-1, and every MoE block's load is listed; --dump-outputs\n"
-           "writes `logits` [N,T,V].\n",
+           "A GPT-2: loss is the mean next-token cross-entropy over the N (T-1) positions,\n"
+           "accuracy the next-token top-1; --dump-outputs writes `logits` [N,T,V].\n"
+           "A ViT: loss is the mean class cross-entropy of the classifier on the CLS token\n"
+           "over the N images, accuracy the class top-1; --dump-outputs writes `logits` [N,C].\n"
+           "Either network lists every MoE block's load.\n",
            USAGE);
 }
 

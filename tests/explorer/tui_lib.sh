@@ -87,3 +87,47 @@ wait_file() { _poll _nonempty "$1"; }
 trap 'exit 143' TERM
 trap 'exit 130' INT
 trap 'exit 129' HUP
+
+# A landscape JSON's best row (its order's experts, then the barrier) and the
+# expert choice's rank, as the orders table shows them.
+ls_best() { "$PYTHON" -c "import json,sys; j=json.load(open(sys.argv[1])); print(' '.join(map(str, j['best']['order'])), '%.4f' % j['best']['barrier'])" "$1"; }
+ls_rank() { "$PYTHON" -c "import json,sys; j=json.load(open(sys.argv[1])); print(j['methods']['expert']['rank'])" "$1"; }
+
+# The orders table of a 4-expert network block shows landscape JSON $1's numbers
+# (checks labelled $2). Ties at barrier 0 share rank 1=; the JSON's best is one of them.
+check_network_table() {
+    local j=$1 what=$2 b
+    read -r -a b <<<"$(ls_best "$j")"
+    check "$what: the table is complete" wait_re "expert orders 24/24"
+    check "$what: the best row's barrier is the landscape's (${b[4]})" wait_re "│\*[^│]* 1=? +[0-9 ]+ +${b[4]} "
+    check "$what: the landscape's best order ranks first (${b[*]})" wait_re " 1=? +${b[0]} ${b[1]} ${b[2]} ${b[3]} +${b[4]} "
+    check "$what: the expert choice's rank" wait_re "expert order rank $(ls_rank "$j") of 24"
+}
+
+# network_landscapes A B E L...: each MoE block L's landscape (9 points) into $WORK/lL.json
+network_landscapes() {
+    local a=$1 b=$2 e=$3 L
+    shift 3
+    for L in "$@"; do
+        "$MOESCOPE" landscape "$a" "$b" --eval "$e" --points 9 --layer "$L" -q --json "$WORK/l$L.json" >/dev/null ||
+            fail "landscape of block $L"
+    done
+}
+# tui_explore W H A B E: the explorer on A and B (9 points) in a W x H session; its
+# exit status goes to $WORK/exit; check_quit then quits it with q and checks status 0
+tui_explore() {
+    tui_session "$1" "$2" "cd '$WORK' && '$MOESCOPE' '$3' '$4' --eval '$5' --points 9; echo EXIT=\$? > '$WORK/exit'; echo EXIT_SHOWN; sleep 600"
+}
+check_quit() {
+    tm send-keys -t t q
+    check "q exits" wait_for "EXIT_SHOWN"
+    check "exit status 0" grep -q "EXIT=0" "$WORK/exit"
+}
+# check_block_switch NAME TITLE: l lists the MoE blocks (NAME among them), j Enter
+# takes the next one (TITLE shows)
+check_block_switch() {
+    tm send-keys -t t l
+    check "l lists the MoE blocks ($1)" wait_for "$1"
+    tm send-keys -t t j Enter
+    check "Enter switches to the next block ($2)" wait_for "$2"
+}
