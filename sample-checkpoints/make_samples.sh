@@ -74,3 +74,13 @@ teacher_set teacher8 8 32
 # 5. a pair in a real family's layout: Mixtral names, BF16, two shards, index and
 #    config.json, and an inputs-only evaluation set (see make_mixtral.sh)
 MOESCOPE="$MOESCOPE" PYTHON="$PYTHON" bash make_mixtral.sh "$HERE/mixtral4"
+
+# 6. the ViT samples: a small ViT pretrained on the digits images, one MoE block
+#    fine-tuned from four seeds (PyTorch, one thread; see make_vit.py). Skipped,
+#    and said so, where Debian's python3-torch is not installed.
+if "$PYTHON" -c 'import torch' 2>/dev/null; then
+    "$PYTHON" make_vit.py --out "$HERE/vit"
+    echo "make_samples: vit done"
+else
+    echo "make_samples: vit skipped (no python3-torch: apt-get install python3-torch)"
+fi

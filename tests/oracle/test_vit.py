@@ -11,6 +11,8 @@ networks (tests/lib/gen_vit.py), and their refusals.
   - a scramble of one MoE block (experts, hidden units, gate translation) computes the
     same network, and its landscape undoes it: the expert alignment's barrier ~0, rank 1,
     and the naive barrier is numpy's (every MoE tensor interpolated, vit_ref's loss);
+  - the committed samples (sample-checkpoints/vit/, trained with PyTorch): every pool's
+    seeds load, share their backbone file, and evaluate to vit_ref's loss and accuracy;
   - clear errors naming the file and the tensor: a wrong image size, channel count,
     a patch size the image does not divide or the projection disagrees with, a missing
     tensor, labels missing or out of range, a GPT-2's evaluation set on a ViT.
@@ -189,5 +191,24 @@ def test_errors():
     expect_error("an unknown hidden_act", ("eval", ck, "--eval", ev), "config.json", "hidden_act")
 
 
+def test_samples():
+    root = os.path.join(testutil.ROOT, "sample-checkpoints", "vit")
+    pools = ("dense4", "topk4", "shared4", "topk4_last")
+    check(all(os.path.isdir(os.path.join(root, q, "seed4")) for q in pools), "the ViT samples are committed")
+    for q in pools:
+        ev = os.path.join(root, q, "eval.safetensors")
+        px, labels = read_eval(ev)
+        for s in (1, 4):
+            ck = os.path.join(root, q, "seed%d" % s)
+            j = eval_json(ck, ev)
+            ref = vit_ref.evaluate(vit_ref.load(ck), px, labels)
+            check(j and abs(j["loss"] - ref["loss"]) <= 1e-5 * ref["loss"] and
+                  abs(j["accuracy"] - ref["accuracy"]) <= 1.0 / len(labels) and j["accuracy"] > 0.9,
+                  "sample %s seed%d: loss %s vs numpy %.6f" % (q, s, j and j["loss"], ref["loss"]))
+            check(os.path.samefile(os.path.join(ck, "model-00001-of-00002.safetensors"),
+                                   os.path.join(root, "backbone_block%d.safetensors" % (1 if q.endswith("last") else 0))),
+                  "sample %s seed%d: the backbone shard is the shared file" % (q, s))
+
+
 if __name__ == "__main__":
-    sys.exit(testutil.run_tests("test_vit", (test_oracle, test_scramble, test_errors), TMP))
+    sys.exit(testutil.run_tests("test_vit", (test_oracle, test_scramble, test_errors, test_samples), TMP))
