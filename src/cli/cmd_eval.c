@@ -251,10 +251,10 @@ int cmd_eval(int argc, char **argv) {
             break;
         }
         case 't': {
-            char *end;
-            threads = (int)strtol(optarg, &end, 10);
-            if (*end || threads < 1 || threads > 8)
-                return cli_usage_error(USAGE, "eval: --threads must be 1..8, not '%s'", optarg);
+            long long v;
+            int rc = cli_int_option(USAGE, "eval", "--threads", optarg, 1, 8, &v);
+            if (rc) return rc;
+            threads = (int)v;
             break;
         }
         case 'h': help(); return 0;

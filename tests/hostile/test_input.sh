@@ -71,6 +71,10 @@ expect_usage "diagnose --points 2^32+3" "diagnose: --points needs an integer in 
     "$MOESCOPE" diagnose "$A" "$B" --eval "$E" --points 4294967299
 expect_usage "eval --repeat 2^32+1" "eval: --repeat needs an integer in 1\.\.1000000" \
     "$MOESCOPE" eval "$A" --eval "$E" --repeat 4294967297
+expect_usage "eval --threads 2^32+1" "eval: --threads needs an integer in 1\.\.8, not '4294967297'" \
+    "$MOESCOPE" eval "$A" --eval "$E" --threads 4294967297
+expect_usage "eval --threads 2^64+2" "eval: --threads needs an integer in 1\.\.8" \
+    "$MOESCOPE" eval "$A" --eval "$E" --threads 18446744073709551618
 expect_usage "--size 2^32+160 wide" "--size must be WxH" \
     "$MOESCOPE" curve "$A" "$B" --eval "$E" --size 4294967456x600 --png "$D/c.png"
 expect_usage "--font-scale 2^32+2" "--font-scale needs an integer in 1\.\.4" \
