@@ -200,6 +200,18 @@ static int info_network(const char *path, cJSON *root, ms_err *err) {
     return 0;
 }
 
+/* The layer of path could not be loaded: a network's own checks name what is wrong
+ * with it (a moe.layers block without its experts) better than the layer reader,
+ * which only sees a gate without experts. 1 after the message. */
+static int info_load_error(const char *path, const ms_err *layer_err) {
+    net_model net;
+    ms_err err;
+    if (!net_path_is_network(path)) return cli_error("%s", layer_err->msg);
+    if (net_load(&net, path, cli_overrides(), &err)) return cli_error("%s", err.msg);
+    net_free(&net);
+    return cli_error("%s", layer_err->msg);
+}
+
 /* The metadata and a native file's layers, as the file has them: escaped for the
  * terminal (an ESC sequence in a key would set the title or clear the screen). */
 static void print_meta(const moe_model *m) {
@@ -249,7 +261,7 @@ int cmd_info(int argc, char **argv) {
     const char *inputs[1] = {path};
     if (json && af_check_not_input(json, inputs, 1, &err)) return cli_error("%s", err.msg);
     moe_model m;
-    if (moe_load(&m, path, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
+    if (moe_load(&m, path, layer, cli_overrides(), &err)) return info_load_error(path, &err);
     if (ms_limits_check(&m, NULL, NULL, MS_USE_COST, &err)) { // the genericity diagnostics
         moe_free(&m);
         return cli_error("%s", err.msg);

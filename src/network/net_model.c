@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/progress.h"
 #include "io/family.h"
 
 /* one backbone tensor: its name, shape and where it goes (dst NULL: it follows
@@ -134,12 +135,16 @@ static void shape_str(int ndim, const int64_t *shape, char *out, size_t cap) {
         k += (size_t)snprintf(out + k, cap - k, "%s%lld", i ? ", " : "", (long long)shape[i]);
 }
 
-static int read_tensor(ckpt *c, const net_tensor *nt, float *dst, ms_err *err) {
-    const st_file *f;
-    const st_tensor *t;
+/* nt's tensor in c with its shape checked, nothing read: every shape is checked
+ * before the backbone is allocated, so a config.json that declares more than the
+ * files hold (n_embd 65536, vocab_size 2^24: 4 TiB) is refused, not allocated */
+static int find_tensor(ckpt *c, const net_tensor *nt, const st_file **fp, const st_tensor **tp,
+                       ms_err *err) {
     if (ckpt_find(c, nt->name) < 0)
         return ms_fail(err, "%s: tensor '%s' is missing", c->arg, nt->name);
-    if (ckpt_tensor(c, nt->name, &f, &t, err)) return -1;
+    if (ckpt_tensor(c, nt->name, fp, tp, err)) return -1;
+    const st_file *f = *fp;
+    const st_tensor *t = *tp;
     int ok = t->ndim == nt->ndim;
     for (int i = 0; ok && i < nt->ndim; i++) ok = t->shape[i] == nt->shape[i];
     if (!ok) {
@@ -149,7 +154,13 @@ static int read_tensor(ckpt *c, const net_tensor *nt, float *dst, ms_err *err) {
         return ms_fail(err, "%s: tensor '%s' has shape [%s], expected [%s] (from config.json)",
                        f->path, nt->name, have, want);
     }
-    return st_read_f32(f, t, dst, err);
+    return 0;
+}
+
+static int read_tensor(ckpt *c, const net_tensor *nt, float *dst, ms_err *err) {
+    const st_file *f;
+    const st_tensor *t;
+    return find_tensor(c, nt, &f, &t, err) || st_read_f32(f, t, dst, err) ? -1 : 0;
 }
 
 /* A ViT's classes when config.json does not say them: classifier.weight's rows. */
@@ -194,7 +205,8 @@ static int load_moe_blocks(net_model *m, ckpt *c, const family_overrides *o, ms_
     const net_arch_desc *A = net_arch_of(m->cfg.arch);
     family_layer *ls = NULL;
     int nl = 0;
-    if (m->cfg.nmoe && family_find_layers(c, A->family, &ls, &nl, err)) return -1;
+    // none found: the first block's message below says which block lacks its experts
+    if (m->cfg.nmoe && family_find_layers(c, A->family, &ls, &nl, NULL)) ls = NULL, nl = 0;
     m->moe = ms_calloc((size_t)(m->cfg.nmoe ? m->cfg.nmoe : 1), sizeof(moe_model));
     int rc = 0;
     for (int i = 0; i < m->cfg.nmoe && !rc; i++) {
@@ -235,6 +247,17 @@ int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *
     tensor_list l = {0};
     if (m->cfg.arch == NET_VIT) vit_tensors(m, &l);
     else gpt2_tensors(m, ckpt_find(&c, "lm_head.bias") >= 0, &l);
+    for (int i = 0; i < l.n && !rc; i++) {
+        const st_file *f;
+        const st_tensor *t;
+        rc = find_tensor(&c, &l.t[i], &f, &t, err);
+    }
+    if (rc) {
+        free(l.t);
+        ckpt_close(&c);
+        net_free(m);
+        return -1;
+    }
     m->nparams = tl_floats(&l);
     m->mem = ms_malloc(m->nparams * sizeof(float));
     float *p = m->mem;
@@ -390,6 +413,45 @@ static const char **backbone_names(const ckpt *c, const net_config *nc, int *n) 
     return out;
 }
 
+typedef struct {
+    const unsigned char *a, *b;
+    size_t n;
+    int same;
+} cmp_job;
+
+static int cmp_run(void *ctx, ms_err *err) {
+    (void)err;
+    cmp_job *j = ctx;
+    j->same = !memcmp(j->a, j->b, j->n);
+    return 0;
+}
+
+/* Do ta's bytes in fa equal tb's in fb? 1 yes, 0 no, -1 a file changed while read
+ * (tb's bytes are copied out a chunk at a time under fb's guard and compared with
+ * ta's under fa's: a truncated mapping is reported, never a SIGBUS). */
+static int same_bytes(const st_file *fa, const st_tensor *ta, const st_file *fb, const st_tensor *tb,
+                      ms_err *err) {
+    enum { CHUNK = 1 << 20 };
+    size_t len = ta->end - ta->begin;
+    if (len != tb->end - tb->begin) return 0;
+    unsigned char *buf = ms_malloc(len < CHUNK ? (len ? len : 1) : CHUNK);
+    char what[260];
+    snprintf(what, sizeof what, "tensor '%.200s'", ta->name);
+    cmp_job j = {.same = 1};
+    for (size_t off = 0; off < len && j.same; off += CHUNK) {
+        j.n = len - off < CHUNK ? len - off : CHUNK;
+        j.a = fa->data + ta->begin + off;
+        j.b = buf;
+        if (st_copy_out(fb, tb, off, j.n, buf, err) || st_guarded(fa, what, cmp_run, &j, err)) {
+            free(buf);
+            return -1;
+        }
+        progress_add((double)j.n / 1048576.0);
+    }
+    free(buf);
+    return j.same;
+}
+
 /* Do the tensors named name in a and b agree? 1 yes; 0 no (why in what); -1 error. */
 static int same_tensor(ckpt *a, ckpt *b, const char *name, char *what, size_t cap, ms_err *err) {
     const st_file *fa, *fb;
@@ -409,12 +471,10 @@ static int same_tensor(ckpt *a, ckpt *b, const char *name, char *what, size_t ca
     if (!stat(fa->path, &sa) && !stat(fb->path, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino &&
         ta->begin == tb->begin)
         return 1;
-    size_t len = ta->end - ta->begin;
-    if (len != tb->end - tb->begin || memcmp(fa->data + ta->begin, fb->data + tb->begin, len)) {
-        snprintf(what, cap, "tensor '%s' holds other values in B", name);
-        return 0;
-    }
-    return 1;
+    int same = same_bytes(fa, ta, fb, tb, err);
+    if (same < 0) return -1;
+    if (!same) snprintf(what, cap, "tensor '%s' holds other values in B", name);
+    return same;
 }
 
 int net_backbone_diff(const char *pa, const char *pb, char *what, size_t cap, ms_err *err) {
@@ -429,6 +489,15 @@ int net_backbone_diff(const char *pa, const char *pb, char *what, size_t cap, ms
     int na = 0, nb = 0;
     const char **an = rc ? NULL : backbone_names(&a, &nc, &na);
     const char **bn = rc ? NULL : backbone_names(&b, &nc, &nb);
+    // a phase of its own: a GPT-2's backbone is hundreds of MiB to read
+    double mib = 0;
+    for (int i = 0; i < na; i++) {
+        const st_file *f;
+        const st_tensor *t;
+        if (!ckpt_tensor(&a, an[i], &f, &t, NULL)) mib += (double)(t->end - t->begin) / 1048576.0;
+    }
+    int begun = !rc;
+    if (begun) progress_begin("compare backbones", mib, "MiB");
     for (int i = 0, j = 0; !rc && (i < na || j < nb);) {
         int c = i >= na ? 1 : j >= nb ? -1 : strcmp(an[i], bn[j]);
         if (c) {
@@ -443,6 +512,7 @@ int net_backbone_diff(const char *pa, const char *pb, char *what, size_t cap, ms
         }
         i++, j++;
     }
+    if (begun) progress_end();
     free(an);
     free(bn);
     ckpt_close(&a);

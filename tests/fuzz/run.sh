@@ -18,7 +18,7 @@ LIBS="$(pkg-config --libs libcjson openblas libpng) -lm -lpthread"
 # The library (every src/ folder but cli/ and mpi/) compiled once with the
 # fuzzer's instrumentation; the lap harness adds the command that reads its file.
 LIB_SRCS=$(find src -name '*.c' ! -path 'src/cli/*' ! -path 'src/mpi/*' | sort)
-declare -A EXTRA=([lap]="src/cli/cmd_lap.c src/cli/cli.c src/cli/cli_family.c")
+declare -A EXTRA=([lap]="src/cli/cmd_lap.c src/cli/cli.c src/cli/cli_family.c src/cli/cli_number.c")
 ORDER="safetensors evalset model lap header limits config"
 only=${FUZZ_ONLY:-$ORDER}
 

@@ -256,7 +256,11 @@ mark
 while IFS=$'\t' read -r file cmd want; do
     case "$file" in ''|'#'*) continue ;; esac
     f=$ROOT/tests/hostile/corpus/$file
-    if [ "$cmd" = eval ]; then args=(eval "$A" --eval "$f"); else args=("$cmd" "$f"); fi
+    case $cmd in # eval: an evaluation set for a layer; eval_net: a network's token ids, on net_ok
+    eval) args=(eval "$A" --eval "$f") ;;
+    eval_net) args=(eval "$ROOT/tests/hostile/corpus/net_ok" --eval "$f") ;;
+    *) args=("$cmd" "$f") ;;
+    esac
     pat=$(sed -e 's/[][\.*^$+?(){}|/]/\\&/g' <<<"$want")
     expect_fail "corpus $file" "$pat" "$MOESCOPE" "${args[@]}"
     if [ $IS_ASAN = 1 ]; then

@@ -10,7 +10,8 @@
 #      the documented cap of 65,536 shards;
 #  (4) an input truncated while it is read (held at a phase by MOESCOPE_TEST_STALL, cut,
 #      then resumed with SIGUSR1: no timing) is reported with the file and the tensor,
-#      exit 1, no crash (SIGBUS), no temporary left, never blamed on the output;
+#      exit 1, no crash (SIGBUS), no temporary left, never blamed on the output (a
+#      network's backbone compared with B's too);
 #  (6) a report's provenance hashes the shards that were opened, never the others (a FIFO
 #      or a link to /dev/zero among them), and only regular files, bounded;
 #  (7) messages that say what is wrong: -o a symlink to an empty directory, a missing shard
@@ -201,6 +202,24 @@ $GEN ckpt "$D/A4.safetensors" --seed 5 --n 4 --d 8 --h 16 --no-head
 cut_while "write" "$layer_end" "align, B cut while its other tensors are copied" \
     "P\.safetensors: tensor 'extra\.small': $WHY" \
     "$MOESCOPE" align "$D/A4.safetensors" "$P" -o "$D/out/al.safetensors"
+# a network's backbone compared with B's while B is cut (two copies of the corpus' network:
+# distinct files, so their bytes are compared)
+NC=$ROOT/tests/hostile/corpus
+for n in na nb; do
+    rm -rf "${D:?}/$n"; mkdir -p "$D/$n"
+    cp "$NC/net_ok/config.json" "$D/$n/"; cp "$NC/net_model.safetensors" "$D/$n/model.safetensors"
+done
+if ! run_stalled "compare backbones" "$MOESCOPE" landscape "$D/na" "$D/nb" --eval "$NC/net_eval.safetensors"; then
+    fail "network landscape: never reached 'compare backbones'"; sed 's/^/    /' "$D/st.err" | tail -3
+else
+    truncate -s 0 "$D/nb/model.safetensors"
+    kill -USR1 $STALLED
+    wait $STALLED
+    rc=$?
+    [ $rc -eq 1 ] && pass || fail "network landscape, B cut while the backbones are compared: exit $rc, expected 1"
+    grep -Eq "nb/model\.safetensors: tensor 'transformer\.[a-z0-9_.]+': the file changed while being read \(9360 bytes when opened, 0 now" "$D/st.err" \
+        && pass || { fail "network landscape, B cut: message"; sed 's/^/    /' "$D/st.err" | tail -3; }
+fi
 
 # ------------------------------------------------- (5) bounded writes
 if command -v strace >/dev/null && strace -o /dev/null true 2>/dev/null; then

@@ -26,6 +26,13 @@ OUTDIR at test time (tests/hostile/test_hostile.sh), so none is checked in:
   big_head          a head whose weights reach 3.4e38
   lap_1e308         a 3 x 3 F64 cost of 1e308 (the optimal total overflows)
   lap_sparse        cost [20000, 20000] F32 of zeros, 1.6 GB, sparse (holes)
+Networks (a GPT-2 whose feed-forward blocks are MoE layers: config.json model_type gpt2
+with a "moe" object, evaluation sets of input_ids) are checked in as folders net_<case>/
+(config.json beside a symlink to net_model.safetensors, a 2-block network of n_embd 8)
+and net_eval_<case>.safetensors (NETWORKS below): n_embd not a multiple of n_head,
+n_layer 1e9 or more than the file holds, n_embd and vocab_size that would be 4 TiB, a
+moe.layers block that holds a dense MLP or no MLP at all, a NaN in a backbone tensor,
+token ids past vocab_size or negative, sequences longer than n_positions.
 Round three (issue 30): `gen_hostile.py make3 OUTDIR` writes these directories:
   shards_60k/, shards_80k/   an index whose layer lies in one real shard and which
                     names 60,000 / 80,000 other (absent) shards, one per tensor: numbering
@@ -190,6 +197,111 @@ def configs():
         os.symlink("../cfg_model_%s.safetensors" % fam, link)
 
 
+# network checkpoints (folders net_<case>/: config.json beside a symlink to MODEL, the
+# base config NET_CFG with EDIT applied) and evaluation sets (net_eval_<case>.safetensors,
+# run on net_ok); listed in models.tsv only:
+# (name, model file, config edit or input_ids edit, command, substring)
+NET_CFG = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 8, "n_layer": 2,
+           "n_head": 2, "n_positions": 8, "vocab_size": 16, "layer_norm_epsilon": 1e-5,
+           "activation_function": "gelu_new", "tie_word_embeddings": True,
+           "moe": {"layers": [0], "num_experts": 2, "top_k": 1, "router": "topk",
+                   "num_shared_experts": 0, "expert_activation": "relu",
+                   "expert_intermediate_size": 4}}
+
+
+def _set(path, value):
+    def edit(c):
+        o = c
+        for k in path[:-1]:
+            o = o[k]
+        o[path[-1]] = value
+    return edit
+
+
+def _many(*edits):
+    def edit(c):
+        for e in edits:
+            e(c)
+    return edit
+
+
+NETWORKS = [
+    ("net_ok", "net_model", None, None, None),
+    ("net_head_not_dividing", "net_model", _set(["n_head"], 3), "info",
+     "net_head_not_dividing/config.json: n_embd = 8 is not a multiple of n_head = 3"),
+    ("net_layers_1e9", "net_model", _set(["n_layer"], 10 ** 9), "info",
+     "net_layers_1e9/config.json: key 'n_layer' = 1000000000 is not an integer in 1..256"),
+    ("net_layers_256", "net_model", _set(["n_layer"], 256), "info",
+     "net_layers_256: block 2 is not in config.json's moe.layers, so it needs a dense MLP, but "
+     "tensor 'transformer.h.2.mlp.c_fc.weight' is missing"),
+    ("net_embd_huge", "net_model", _many(_set(["n_embd"], 65536), _set(["n_head"], 1),
+                                         _set(["vocab_size"], 1 << 24)), "info",
+     "net_embd_huge/model.safetensors: tensor 'transformer.wte.weight' has shape [16, 8], "
+     "expected [16777216, 65536] (from config.json)"),
+    ("net_moe_dense_block", "net_model", _set(["moe", "layers"], [0, 1]), "info",
+     "net_moe_dense_block: config.json lists block 1 in moe.layers, but the checkpoint has no "
+     "tensor 'transformer.h.1.mlp.gate.weight' (block is a dense MLP"),
+    ("net_moe_no_mlp", "net_no_mlp_model", _set(["moe", "layers"], [0, 1]), "info",
+     "net_moe_no_mlp: config.json lists block 1 in moe.layers, but the checkpoint has no "
+     "tensor 'transformer.h.1.mlp.gate.weight'"),
+    ("net_moe_no_experts", "net_no_experts_model", None, "info",
+     "net_moe_no_experts: block 0 is in moe.layers but its MoE tensors are incomplete (no "
+     "'transformer.h.0.mlp.experts.0.c_fc.weight')"),
+    ("net_nan_backbone", "net_nan_model", None, "info",
+     "net_nan_backbone/model.safetensors: tensor 'transformer.h.1.attn.c_attn.weight': "
+     "non-finite value nan at element 53 [2, 5]"),
+    ("net_eval_id_vocab", None, (1, 4, 16), "eval_net",
+     "net_eval_id_vocab.safetensors: tensor 'input_ids': id 16 at [1, 4] is not below the "
+     "vocab_size = 16 of"),
+    ("net_eval_id_negative", None, (2, 0, -1), "eval_net",
+     "net_eval_id_negative.safetensors: tensor 'input_ids': id -1 at [2, 0] is not a token id"),
+    ("net_eval_T_over", None, "T9", "eval_net",
+     "net_eval_T_over.safetensors: tensor 'input_ids' has T = 9 tokens per sequence, more than "
+     "the n_positions = 8 of"),
+]
+
+
+def networks():
+    """The network cases' files: the models (numpy's generator of tests/lib/gen_gpt2.py,
+    seeded), the folders and the evaluation sets."""
+    import copy
+    import sys
+    sys.path[:0] = [os.path.join(HERE, "..", "..", d) for d in ("lib", "oracle")]
+    import gen_gpt2
+    import numpy as np
+    import oracle
+    back, moe = gen_gpt2.backbone(NET_CFG, 3), gen_gpt2.moe_blocks(NET_CFG, 3)
+    t = {k: v.astype(np.float32) for k, v in sorted({**back, **moe}.items())}
+    nan = dict(t)
+    nan["transformer.h.1.attn.c_attn.weight"] = t["transformer.h.1.attn.c_attn.weight"].copy()
+    nan["transformer.h.1.attn.c_attn.weight"][2, 5] = np.nan
+    models = {"net_model": t, "net_nan_model": nan,
+              "net_no_mlp_model": {k: v for k, v in t.items() if not k.startswith("transformer.h.1.mlp.")},
+              "net_no_experts_model": {k: v for k, v in t.items() if ".mlp.experts." not in k}}
+    for name, tensors in models.items():
+        oracle.write_safetensors(os.path.join(HERE, name + ".safetensors"), tensors)
+    ids = gen_gpt2.eval_ids(NET_CFG, 5, N=3, T=6)
+    oracle.write_safetensors(os.path.join(HERE, "net_eval.safetensors"), {"input_ids": ids})
+    for name, model, edit, _, _ in NETWORKS:
+        if model is None:  # an evaluation set: one id changed, or longer sequences
+            x = gen_gpt2.eval_ids(NET_CFG, 5, N=2, T=9) if edit == "T9" else ids.copy()
+            if edit != "T9":
+                x[edit[0], edit[1]] = edit[2]
+            oracle.write_safetensors(os.path.join(HERE, name + ".safetensors"), {"input_ids": x})
+            continue
+        d = os.path.join(HERE, name)
+        os.makedirs(d, exist_ok=True)
+        cfg = copy.deepcopy(NET_CFG)
+        if edit:
+            edit(cfg)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        link = os.path.join(d, "model.safetensors")
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink("../%s.safetensors" % model, link)
+
+
 def gpt_oss_mx(n=2, d=32, h=32, big=False, dense_down=False, seed=61):
     """A GPT-OSS layer with MXFP4 experts (blocks U8 [n, rows, in/32, 16], scales U8
     [n, rows, in/32]; every FP4 value 1.0 or -0.5, scales 2^0); big: expert 0's
@@ -254,6 +366,7 @@ def main():
                                        ("labels", "I64", [1], struct.pack("<q", 0))])
     inject()
     configs()
+    networks()
     write_st("mxfp4_overflow.safetensors", gpt_oss_mx(big=True))
     write_st("mxfp4_and_dense.safetensors", gpt_oss_mx(dense_down=True))
     write_st("meta_routed_scale_3e38.safetensors", layer(2, 3, 4, 71),
@@ -274,12 +387,21 @@ def main():
         for fam in ("qwen3", "deepseek_v3", "gpt_oss"):
             if "cfg_model_%s.safetensors" % fam not in have:
                 f.write("cfg_model_%s.safetensors\tok\t\n" % fam)
+        net_files = [("net_model", "ok", ""), ("net_no_mlp_model", "ok", ""), ("net_no_experts_model", "ok", ""),
+                     ("net_nan_model", "read", "element 53 [2, 5]"), ("net_eval", "ok", "")]
+        net_files += [(name, "ok", "") for name, model, _, _, _ in NETWORKS if model is None]
+        for name, stage, sub in net_files:
+            if name + ".safetensors" not in have:
+                f.write("%s.safetensors\t%s\t%s\n" % (name, stage, sub))
     with open(os.path.join(HERE, "models.tsv"), "w") as f:
         f.write("# file\tcommand\texpected substring (written by tests/hostile/corpus/gen_hostile.py)\n")
         for name, _, _, cmd, sub, _ in ENTRIES:
             f.write("%s\t%s\t%s\n" % (name, cmd, sub))
         for name, _, _, sub in CONFIGS:
             f.write("%s\tinfo\t%s\n" % (name, sub))
+        for name, model, _, cmd, sub in NETWORKS:
+            if cmd:
+                f.write("%s%s\t%s\t%s\n" % (name, "" if model else ".safetensors", cmd, sub))
 
 
 def write_to(path, tensors, meta=None, raw_header=None):
