@@ -1,6 +1,7 @@
 /* net_model.c - a GPT-2-layout network in and out of memory (net_model.h). */
 #include "network/net_model.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,20 +332,45 @@ void net_backbone_interpolate(net_model *out, const net_model *a, const net_mode
     for (size_t q = 0; q < a->nparams; q++) out->mem[q] = ta * a->mem[q] + tb * b->mem[q];
 }
 
+/* L of a name "<block>L..." (block: the layout's "transformer.h.%d." or
+ * "vit.encoder.layer.%d."; digits only, at most NET_MAX_LAYERS: no %d that overflows,
+ * so "transformer.h.4294967296.mlp" is no block 0), *rest after the digits; -1 if none */
+static int block_of(const char *block, const char *name, const char **rest) {
+    const char *d = strstr(block, "%d");
+    size_t np = (size_t)(d - block);
+    if (strncmp(name, block, np)) return -1;
+    const char *p = name + np;
+    long L = 0;
+    int nd = 0;
+    for (; *p >= '0' && *p <= '9'; p++, nd++)
+        if ((L = L * 10 + (*p - '0')) > NET_MAX_LAYERS) return -1;
+    *rest = p;
+    return nd ? (int)L : -1;
+}
+
+/* Is rest (after a block's number) ".<moe>" - the MoE layer itself, "." after it
+ * allowed (tensor: ".<moe>.<name>", a tensor inside it)? */
+static int moe_rest(const char *rest, const char *moe, int tensor) {
+    size_t k = strlen(moe);
+    if (rest[0] != '.' || strncmp(rest + 1, moe, k)) return 0;
+    const char *t = rest + 1 + k;
+    return tensor ? t[0] == '.' && t[1] : !t[0] || !strcmp(t, ".");
+}
+
 int net_pick_block(const net_model *m, const char *arg, int *which, ms_err *err) {
     const net_config *c = &m->cfg;
     const net_arch_desc *A = net_arch_of(c->arch);
     *which = 0;
     if (!c->nmoe) return ms_fail(err, "%s: the network has no MoE block (config.json's moe.layers)", m->path);
     if (!arg) return 0;
-    int L = -1, len = 0;
-    char *end, fmt[64], pre[64];
-    snprintf(fmt, sizeof fmt, "%s%s%%n", A->block, A->moe); // "transformer.h.%d.mlp%n"
+    int L = -1;
+    const char *rest;
+    char *end, pre[64];
     snprintf(pre, sizeof pre, A->block, 0);
+    errno = 0;
     long v = strtol(arg, &end, 10);
-    if (*arg && !*end && v >= 0 && v < c->nlayer) L = (int)v;
-    else if (sscanf(arg, fmt, &L, &len) < 1 || !len ||
-             !(arg[len] == 0 || (arg[len] == '.' && arg[len + 1] == 0)))
+    if (*arg && !*end && !errno && v >= 0 && v < c->nlayer) L = (int)v;
+    else if ((L = block_of(A->block, arg, &rest)) >= 0 && !moe_rest(rest, A->moe, 0))
         L = -1;
     if (L >= 0 && L < c->nlayer && c->moe_of[L] >= 0) {
         *which = c->moe_of[L];
@@ -394,12 +420,9 @@ int net_check_compatible(const net_model *a, const net_model *b, ms_err *err) {
 
 static int in_moe_block(const net_config *nc, const char *name) {
     const net_arch_desc *A = net_arch_of(nc->arch);
-    int L;
-    char rest[16], fmt[64];
-    snprintf(fmt, sizeof fmt, "%s%%15s", A->block); // "transformer.h.%d.%15s"
-    if (sscanf(name, fmt, &L, rest) != 2 || L < 0 || L >= nc->nlayer) return 0;
-    size_t k = strlen(A->moe);
-    return nc->moe_of[L] >= 0 && !strncmp(rest, A->moe, k) && rest[k] == '.';
+    const char *rest;
+    int L = block_of(A->block, name, &rest);
+    return L >= 0 && L < nc->nlayer && nc->moe_of[L] >= 0 && moe_rest(rest, A->moe, 1);
 }
 
 /* the backbone names of c (sorted by name), count into *n */

@@ -23,6 +23,7 @@
 #      rounds its averages into BF16 says so;
 #  (10) fonts are never looked up in the current directory: a binary run where
 #      ./assets/fonts holds a planted font does not read it;
+#  (11) a network's block numbers past int (--layer, tensor names) are no block;
 #  (5) outputs are written in bounded chunks (every write(2) at most 8 MiB, seen with
 #      strace), so SIGTERM is acted on within one chunk, not after a multi-GB write.
 # Files come from tests/hostile/corpus/gen_hostile.py (`make OUTDIR`) or are made here;
@@ -384,5 +385,26 @@ cp "$D/cwd/assets/fonts/9x15.bdf" "$D/cwd/assets/fonts/9x18B.bdf"
     >/dev/null 2>"$D/font.err"
 if grep -q "font '9x15.bdf' not found" "$D/font.err" && ! grep -Eq "(: |, )\./assets/fonts" "$D/font.err"; then pass
 else fail "fonts: a font planted in ./assets/fonts was looked for or read: $(grep -v warning "$D/font.err" | head -1)"; fi
+
+# ------------------------------------------------- (11) a network's block numbers
+# a block number past int in --layer or in a tensor name is no block (sscanf's %d took
+# 4294967296 as block 0: --layer picked it, and a tensor named so was left out of the
+# backbone the two networks must share)
+expect_fail "network --layer transformer.h.2^32.mlp" "no MoE block 'transformer\.h\.4294967296\.mlp'" \
+    "$MOESCOPE" eval "$NC/net_ok" --eval "$NC/net_eval.safetensors" --layer transformer.h.4294967296.mlp
+check "network --layer transformer.h.0.mlp" \
+    "$MOESCOPE" eval "$NC/net_ok" --eval "$NC/net_eval.safetensors" --layer transformer.h.0.mlp
+rm -rf "${D:?}/nx"; mkdir -p "$D/nx"; cp "$NC/net_ok/config.json" "$D/nx/"
+$PYTHON - "$NC/net_model.safetensors" "$D/nx/model.safetensors" <<'EOF' || fail "writing the network with an extra tensor"
+import json, struct, sys
+b = open(sys.argv[1], "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
+end = max(v["data_offsets"][1] for k, v in h.items() if k != "__metadata__")
+h["transformer.h.4294967296.mlp.extra"] = {"dtype": "F32", "shape": [1], "data_offsets": [end, end + 4]}
+t = json.dumps(h).encode(); t += b" " * (-len(t) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:] + struct.pack("<f", 1.0))
+EOF
+expect_fail "network B with a tensor of block 2^32" \
+    "do not share their frozen backbone: tensor 'transformer\.h\.4294967296\.mlp\.extra' is only in B" \
+    "$MOESCOPE" landscape "$NC/net_ok" "$D/nx" --eval "$NC/net_eval.safetensors"
 
 summary
