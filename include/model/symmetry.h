@@ -68,6 +68,10 @@ int moe_order_in_group(const moe_config *c, const int *pi);
  * must find the expert order sigma = pi^{-1}, i.e. sigma[pi[i]] = i: slot j
  * of the aligned S holds S's expert sigma[j], which is O's expert j. */
 void moe_scramble(moe_model *m, uint64_t seed, double translate, int *order_out);
+/* The same, with the shared experts' order too (shared_out: s ints, slot j holding
+ * the source's shared expert shared_out[j]; NULL: not wanted). */
+void moe_scramble_orders(moe_model *m, uint64_t seed, double translate, int *order_out,
+                         int *shared_out);
 
 /* A fingerprint of m's parameters (FNV-1a over the float bits of the layer
  * and head as loaded): moe_scramble records the source's as

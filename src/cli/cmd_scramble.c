@@ -55,9 +55,11 @@ static int scramble_one(const char *in, const char *out, const char *layer, unsi
     moe_model m;
     if (moe_load(&m, in, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
     int *pi = ms_malloc((size_t)m.cfg.n * sizeof(int));
-    moe_scramble(&m, (uint64_t)seed, translate, pi);
+    int *sp = ms_malloc((size_t)(m.cfg.s ? m.cfg.s : 1) * sizeof(int));
+    moe_scramble_orders(&m, (uint64_t)seed, translate, pi, sp);
     int rc = 0;
-    if (cli_save_moved(&m, pi, NULL, in, out)) {
+    // the shared experts move too: each keeps its own dtype where it lands
+    if (cli_save_moved(&m, pi, m.cfg.s ? sp : NULL, in, out)) {
         rc = 1;
     } else if (!report) {
         printf("layer %s: expert order %s (seed %llu)\n", m.layer, moe_meta_get(&m, "moescope.scramble.order"),
@@ -78,6 +80,7 @@ static int scramble_one(const char *in, const char *out, const char *layer, unsi
         printf("wrote %s\n", out);
     }
     free(pi);
+    free(sp);
     moe_free(&m);
     return rc;
 }

@@ -151,6 +151,11 @@ static void scramble_order(const moe_config *c, rng_t *r, int *pi) {
 }
 
 void moe_scramble(moe_model *m, uint64_t seed, double translate, int *order_out) {
+    moe_scramble_orders(m, seed, translate, order_out, NULL);
+}
+
+void moe_scramble_orders(moe_model *m, uint64_t seed, double translate, int *order_out,
+                         int *shared_out) {
     const moe_config *c = &m->cfg;
     moe_config sc = moe_shared_config(c);
     int n = c->n, d = c->d, h = c->h, s = c->s;
@@ -179,6 +184,7 @@ void moe_scramble(moe_model *m, uint64_t seed, double translate, int *order_out)
             moe_expert_permute_hidden(&m->shared[j], &sc, P);
         }
         shared_str = moe_order_string(sp, s);
+        if (shared_out) memcpy(shared_out, sp, (size_t)s * sizeof(int));
         free(sp);
     }
     // 4. gate translation: translate times the scale of the gate rows (RMS of

@@ -20,7 +20,7 @@
 #      landscape, curve, merge --eval, diagnose and study (--ignore-capture-layer allows it);
 #  (9) an expert of B stored in F32 that the alignment moves into a slot where B holds BF16
 #      keeps its dtype (bytes exact: the output computes B's function); a merge that
-#      rounds its averages into BF16 says so;
+#      rounds its averages into BF16 says so; scramble's shared experts keep theirs;
 #  (10) fonts are never looked up in the current directory: a binary run where
 #      ./assets/fonts holds a planted font does not read it;
 #  (11) a network's block numbers past int (--layer, tensor names) are no block;
@@ -375,6 +375,69 @@ check "merge of them rounds into BF16 and says so" \
     "$MOESCOPE" merge "$D/dt/A.safetensors" "$D/dt/B.safetensors" -o "$D/dt/merged.safetensors" --no-wm
 grep -q "note: .*values rounded to the BF16/F16 of the tensors they are written in (relative RMS error" "$WORK/out" \
     && pass || fail "merge: no note of its rounding"
+
+# scramble moves the shared experts too: each keeps its own dtype where it lands (a gpt2
+# layer of three shared experts, the middle one BF16, the others F32)
+$PYTHON - "$D/dts" <<'EOF' || fail "writing the layer of shared experts"
+import json, os, random, struct, sys
+out = sys.argv[1]
+rnd = random.Random(12)
+n, d, h, S = 3, 4, 4, 3
+P = "transformer.h.0.mlp"
+def f32(v): return struct.pack("<%df" % len(v), *v)
+def bf16(vals):
+    o = b""
+    for v in vals:
+        u = struct.unpack("<I", struct.pack("<f", v))[0]
+        o += struct.pack("<H", (u + 0x7FFF + ((u >> 16) & 1)) >> 16)
+    return o
+vals = lambda k: [rnd.uniform(-1, 1) for _ in range(k)]
+t = [(P + ".gate.weight", "F32", [n, d], f32(vals(n * d)))]
+def mlp(pre, dt):
+    enc = f32 if dt == "F32" else bf16
+    return [(pre + ".c_fc.weight", dt, [d, h], enc(vals(d * h))), (pre + ".c_fc.bias", dt, [h], enc(vals(h))),
+            (pre + ".c_proj.weight", dt, [h, d], enc(vals(h * d))), (pre + ".c_proj.bias", dt, [d], enc(vals(d)))]
+for e in range(n): t += mlp(P + ".experts.%d" % e, "BF16")
+for s in range(S): t += mlp(P + ".shared_experts.%d" % s, "BF16" if s == 1 else "F32")
+hd, off, data = {}, 0, b""
+for nm, dt, shape, raw in t:
+    hd[nm] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(raw)]}; off += len(raw); data += raw
+s = json.dumps(hd, separators=(",", ":")).encode(); s += b" " * ((8 - len(s) % 8) % 8)
+os.makedirs(out, exist_ok=True)
+open(os.path.join(out, "model.safetensors"), "wb").write(struct.pack("<Q", len(s)) + s + data)
+json.dump({"model_type": "gpt2", "n_embd": d, "moe": {"layers": [0], "num_experts": n, "top_k": 2,
+           "num_shared_experts": S, "expert_activation": "relu", "expert_intermediate_size": h}},
+          open(os.path.join(out, "config.json"), "w"))
+EOF
+sorder=
+for seed in 1 2 3 4 5 6 7 8 9 10; do # a seed that moves the BF16 shared expert
+    rm -rf "$D/dts_out"
+    "$MOESCOPE" scramble "$D/dts" -o "$D/dts_out" --seed $seed >"$WORK/out" 2>&1 || break
+    sorder=$(sed -n 's/^  shared order  //p' "$WORK/out")
+    [ "$(cut -d' ' -f2 <<<"$sorder")" != 1 ] && break
+done
+[ -n "$sorder" ] && [ "$(cut -d' ' -f2 <<<"$sorder")" != 1 ] && pass \
+    || fail "scramble of the shared experts: no seed moved shared expert 1 ($sorder; $(tail -1 "$WORK/out"))"
+$PYTHON - "$D/dts/model.safetensors" "$D/dts_out/model.safetensors" "$sorder" <<'EOF' \
+    && pass || fail "scramble: a shared expert moved did not keep its dtype and values (order $sorder)"
+import json, struct, sys
+def load(p):
+    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
+    out = {}
+    for k, v in h.items():
+        if k == "__metadata__": continue
+        raw = b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]
+        if v["dtype"] == "F32": vals = struct.unpack("<%df" % (len(raw) // 4), raw)
+        else: vals = [struct.unpack("<f", struct.pack("<I", u << 16))[0] for u in struct.unpack("<%dH" % (len(raw) // 2), raw)]
+        out[k] = (v["dtype"], sorted(vals))  # a hidden permutation keeps the values, not their places
+    return out
+src, dst = load(sys.argv[1]), load(sys.argv[2])
+P = "transformer.h.0.mlp.shared_experts."
+for j, i in enumerate(int(x) for x in sys.argv[3].split()):
+    for w in ("c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"):
+        a, b = src[P + "%d.%s" % (i, w)], dst[P + "%d.%s" % (j, w)]
+        assert a == b, ("slot %d holds shared expert %d: %s is %s, was %s" % (j, i, w, b[0], a[0]))
+EOF
 
 # ------------------------------------------------- (10) no fonts from the current directory
 mkdir -p "$D/bin" "$D/cwd/assets/fonts"
