@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/ms_text.h"
 #include "io/provenance.h"
 
 int cli_net_wanted(const char *path, const char *e_path) {
@@ -59,10 +60,13 @@ int cli_net_load(const char *pa, const char *pb, const char *e_path, const char 
         cli_net_free(n);
         return cli_error("%s", err.msg);
     }
-    if (pb && interp_backbone && n->backbone_diff[0] && cli_reports_here())
+    if (pb && interp_backbone && n->backbone_diff[0] && cli_reports_here()) {
+        char *why = ms_escaped(n->backbone_diff); // it names a tensor of the file
         fprintf(stderr, "moescope: note: the backbones differ (%s): interpolating them too, as every "
                         "report says\n",
-                n->backbone_diff);
+                why);
+        free(why);
+    }
     return 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include "align/align.h"
 #include "cli/cli.h"
+#include "core/ms_text.h"
 #include "io/atomic_file.h"
 #include "io/model_io.h"
 #include "model/symmetry.h"
@@ -81,9 +82,12 @@ static int align_step(void *ctx, int i, const char *layer, const char *src, cons
                  ? cli_error("%s", err.msg)
                  : 0;
     if (!rc) {
-        rc = cli_save_checkpoint(&B, src, dst);
+        // moved experts keep their dtypes, as a one-layer align's do (family_save_moved)
+        rc = cli_save_moved(&B, res.order, res.shared_order, src, dst);
         if (!rc) {
-            printf("layer %s: ", layer);
+            char *el = ms_escaped(layer); // a prefix from the file
+            printf("layer %s: ", el);
+            free(el);
             cli_print_order(a, &res, A.cfg.n);
         }
         align_result_free(&res);

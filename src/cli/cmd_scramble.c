@@ -11,6 +11,7 @@
 
 #include "io/atomic_file.h"
 #include "cli/cli.h"
+#include "core/ms_text.h"
 #include "io/model_io.h"
 #include "model/model.h"
 #include "model/symmetry.h"
@@ -58,14 +59,15 @@ static int scramble_one(const char *in, const char *out, const char *layer, unsi
     int *sp = ms_malloc((size_t)(m.cfg.s ? m.cfg.s : 1) * sizeof(int));
     moe_scramble_orders(&m, (uint64_t)seed, translate, pi, sp);
     int rc = 0;
+    char *el = ms_escaped(m.layer), *ein = ms_escaped(in); // text from the file, for the terminal
     // the shared experts move too: each keeps its own dtype where it lands
     if (cli_save_moved(&m, pi, m.cfg.s ? sp : NULL, in, out)) {
         rc = 1;
     } else if (!report) {
-        printf("layer %s: expert order %s (seed %llu)\n", m.layer, moe_meta_get(&m, "moescope.scramble.order"),
+        printf("layer %s: expert order %s (seed %llu)\n", el, moe_meta_get(&m, "moescope.scramble.order"),
                seed);
     } else {
-        printf("scrambled %s (layer %s, n = %d, seed %llu)\n", in, m.layer, m.cfg.n, seed);
+        printf("scrambled %s (layer %s, n = %d, seed %llu)\n", ein, el, m.cfg.n, seed);
         printf("  expert order  %s  (slot i of the output holds expert pi[i] of the input)\n",
                moe_meta_get(&m, "moescope.scramble.order"));
         printf("  hidden units  permuted in %d expert(s)%s\n", m.cfg.n + m.cfg.s,
@@ -79,6 +81,8 @@ static int scramble_one(const char *in, const char *out, const char *layer, unsi
             printf("  gate          not translated\n");
         printf("wrote %s\n", out);
     }
+    free(el);
+    free(ein);
     free(pi);
     free(sp);
     moe_free(&m);

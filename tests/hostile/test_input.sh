@@ -123,6 +123,19 @@ done
 "$MOESCOPE" info "$CORPUS/inject_layer.safetensors" --layer "$(printf 'x\033]0;owned\007\033[2J\r\nmoescope: forged')" \
     >"$D/o" 2>"$D/e" && pass || fail "info --layer with the hostile prefix (given exactly) reads it"
 clean_text "$D/o" && pass || fail "info of the hostile layer prints it raw"
+# the commands that name the layers they wrote (scramble, align --layer all) escape them too
+INJ=$CORPUS/inject_layer.safetensors
+inj_prints() { # NAME CMD...: CMD runs and names the hostile layer escaped on stdout
+    local name=$1; shift
+    rm -rf "$D/inj_out"
+    "$@" >"$D/o" 2>"$D/e" && pass || fail "$name: exit $? ($(tail -1 "$D/e"))"
+    clean_text "$D/o" && grep -qF 'x\x1B]0;owned\x07\x1B[2J\r\nmoescope: forged' "$D/o" && pass \
+        || fail "$name: the hostile layer printed raw (or not at all)"
+}
+inj_prints "scramble --layer all" "$MOESCOPE" scramble "$INJ" --layer all -o "$D/inj_out"
+inj_prints "scramble --layer PREFIX" "$MOESCOPE" scramble "$INJ" -o "$D/inj_out" \
+    --layer "$(printf 'x\033]0;owned\007\033[2J\r\nmoescope: forged')"
+inj_prints "align --layer all" "$MOESCOPE" align "$INJ" "$INJ" --layer all --no-wm -o "$D/inj_out"
 
 # a 1000-character path: the reason survives
 long=$D/$(printf 'p%.0s' $(seq 1 200))/$(printf 'q%.0s' $(seq 1 200))/$(printf 'r%.0s' $(seq 1 200))/$(printf 's%.0s' $(seq 1 200))/$(printf 't%.0s' $(seq 1 200))
@@ -371,6 +384,12 @@ for i, j in enumerate(order):
         assert o == b, (i, j, w, o[0], b[0])
 EOF
 grep -q "rounded" "$WORK/out" && fail "align says it rounded values" || pass
+# align --layer all alike: each layer's moved experts keep their dtypes
+check "align --layer all --no-wm of the same pair" \
+    "$MOESCOPE" align "$D/dt/A.safetensors" "$D/dt/B.safetensors" -o "$D/dt/all.safetensors" --no-wm --layer all
+grep -q "rounded" "$WORK/out" && fail "align --layer all rounded values: $(grep rounded "$WORK/out")" || pass
+cmp -s "$D/dt/out.safetensors" "$D/dt/all.safetensors" && pass \
+    || fail "align --layer all wrote another file than the one-layer align"
 check "merge of them rounds into BF16 and says so" \
     "$MOESCOPE" merge "$D/dt/A.safetensors" "$D/dt/B.safetensors" -o "$D/dt/merged.safetensors" --no-wm
 grep -q "note: .*values rounded to the BF16/F16 of the tensors they are written in (relative RMS error" "$WORK/out" \
@@ -469,5 +488,20 @@ EOF
 expect_fail "network B with a tensor of block 2^32" \
     "do not share their frozen backbone: tensor 'transformer\.h\.4294967296\.mlp\.extra' is only in B" \
     "$MOESCOPE" landscape "$NC/net_ok" "$D/nx" --eval "$NC/net_eval.safetensors"
+
+# a backbone tensor's name in the note that the backbones differ: escaped
+rm -rf "${D:?}/ne"; mkdir -p "$D/ne"; cp "$NC/net_ok/config.json" "$D/ne/"
+$PYTHON - "$NC/net_model.safetensors" "$D/ne/model.safetensors" <<'EOF' || fail "writing the network with a hostile tensor name"
+import json, struct, sys
+b = open(sys.argv[1], "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
+end = max(v["data_offsets"][1] for k, v in h.items() if k != "__metadata__")
+h["evil\x1b]0;owned\x07\x1b[2J\r\nmoescope: forged"] = {"dtype": "F32", "shape": [1], "data_offsets": [end, end + 4]}
+t = json.dumps(h).encode(); t += b" " * (-len(t) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:] + struct.pack("<f", 1.0))
+EOF
+check "network landscape --interpolate-backbone, B with a hostile extra tensor" \
+    "$MOESCOPE" landscape "$NC/net_ok" "$D/ne" --eval "$NC/net_eval.safetensors" --interpolate-backbone --points 3
+grep -qF "the backbones differ (tensor 'evil\x1B]0;owned\x07\x1B[2J\r\nmoescope: forged' is only in B)" "$WORK/out" \
+    && clean_text "$WORK/out" && pass || fail "the backbones' note: the tensor name not escaped ($(grep -a 'backbones differ' "$WORK/out" | cat -v))"
 
 summary
