@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ms_text.h"
 #include "core/rng.h"
 
 /* A scratch model-free copy of `count` experts: one buffer, carved. */
@@ -252,18 +253,21 @@ int moe_scramble_check(const moe_model *A, const moe_model *B, const int *order,
     }
     int inverse = 1;
     for (int i = 0; i < n; i++) inverse &= order[pi[i]] == i;
-    const char *seed = moe_meta_get(B, "moescope.scramble.seed");
+    // the seed is the file's text: escaped for the terminal the message is printed on
+    const char *raw_seed = moe_meta_get(B, "moescope.scramble.seed");
+    char *seed = ms_escaped(raw_seed ? raw_seed : "?");
     if (inverse)
         snprintf(msg, size,
                  "B is a scramble of A (seed %s): the scramble put A's expert pi[i] in slot i "
                  "(pi = %s); the order found is its inverse, so every expert is back in its "
                  "own slot",
-                 seed ? seed : "?", ord);
+                 seed, ord);
     else
         snprintf(msg, size,
                  "B is a scramble of A (seed %s, pi = %s), but the order found is NOT its "
                  "inverse: the alignment did not undo the scramble",
-                 seed ? seed : "?", ord);
+                 seed, ord);
+    free(seed);
     free(pi);
     return inverse ? 1 : 2;
 }

@@ -137,6 +137,19 @@ inj_prints "scramble --layer PREFIX" "$MOESCOPE" scramble "$INJ" -o "$D/inj_out"
     --layer "$(printf 'x\033]0;owned\007\033[2J\r\nmoescope: forged')"
 inj_prints "align --layer all" "$MOESCOPE" align "$INJ" "$INJ" --layer all --no-wm -o "$D/inj_out"
 
+# diagnose names B's scramble seed, a string of the file: escaped
+"$MOESCOPE" scramble "$A" -o "$D/s3.safetensors" --seed 3 >/dev/null 2>&1 || fail "scramble A"
+$PYTHON - "$D/s3.safetensors" "$D/s3_evil.safetensors" <<'EOF' || fail "writing B with a hostile scramble seed"
+import json, struct, sys
+b = open(sys.argv[1], "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
+h["__metadata__"]["moescope.scramble.seed"] = "3\x1b]0;owned\x07\x1b[2J"
+t = json.dumps(h).encode(); t += b" " * (-len(t) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+EOF
+"$MOESCOPE" diagnose "$A" "$D/s3_evil.safetensors" >"$D/o" 2>"$D/e"
+grep -qF 'B is a scramble of A (seed 3\x1B]0;owned\x07\x1B[2J)' "$D/o" && clean_text "$D/o" && pass \
+    || fail "diagnose: the scramble seed of B printed raw ($(grep -a 'scramble of A' "$D/o" | cat -v | cut -c1-120))"
+
 # a 1000-character path: the reason survives
 long=$D/$(printf 'p%.0s' $(seq 1 200))/$(printf 'q%.0s' $(seq 1 200))/$(printf 'r%.0s' $(seq 1 200))/$(printf 's%.0s' $(seq 1 200))/$(printf 't%.0s' $(seq 1 200))
 expect_fail "1000-character missing directory: the reason kept" "does not exist" \
