@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "core/simd.h"
+#include "core/vexp.h"
 #include "landscape_int.h"
 #include "model/moe_kernels.h"
 
@@ -57,31 +58,6 @@
  * not be reassociated. */
 #define LS_OPT optimize("O3", "no-math-errno", "no-trapping-math")
 #define LS_INLINE static inline __attribute__((always_inline))
-
-/* Cephes' expf polynomial (~1 ulp) on a vector x already clamped to
- * [-87, 88], for a float vector type VF: k = round(x log2 e) by ROUND, then
- * p(x - k ln 2) 2^k by SCALE(p, k). Every form shares the polynomial, so they
- * agree bit for bit: AVX-512 rounds and scales in one instruction each
- * (VEXP_ROUND16, VEXP_SCALE16), the others by float tricks
- * (VEXP_ROUND_ADD, VEXP_SCALE_BITS), with the same results (round to
- * nearest even; p 2^k is exact, or rounded once where it is subnormal). */
-#define VEXP_STEPS(VF, out, x, ROUND, SCALE)                                             \
-    do {                                                                                 \
-        VF k_ = ROUND((x) * 1.44269504088896341f);                                       \
-        VF r_ = (x) - k_ * 0.693359375f + k_ * 2.12194440e-4f;                           \
-        VF p_ = (VF){0} + 1.9875691500e-4f;                                              \
-        p_ = p_ * r_ + 1.3981999507e-3f;                                                 \
-        p_ = p_ * r_ + 8.3334519073e-3f;                                                 \
-        p_ = p_ * r_ + 4.1665795894e-2f;                                                 \
-        p_ = p_ * r_ + 1.6666665459e-1f;                                                 \
-        p_ = p_ * r_ + 5.0000001201e-1f;                                                 \
-        p_ = p_ * r_ * r_ + r_ + 1.0f;                                                   \
-        (out) = SCALE(p_, k_);                                                           \
-    } while (0)
-#define VEXP_ROUND_ADD(v) (((v) + 12582912.0f) - 12582912.0f)
-#define VEXP_ROUND16(v)                                                                  \
-    ((__typeof__(v))_mm512_roundscale_ps((__m512)(v), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
-#define VEXP_SCALE16(p, k) ((__typeof__(p))_mm512_scalef_ps((__m512)(p), (__m512)(k)))
 
 /* 0, 1, ..., LS_L - 1: a piece's lane numbers from its first */
 static const _Alignas(64) int32_t ls_lane_iota[LS_L] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};

@@ -33,11 +33,11 @@ typedef int64_t LK(vl) __attribute__((vector_size(LK_VL * 8), aligned(8), may_al
 #if LK_VL == 16
 #define EXPC(out, x) VEXP_STEPS(VF, out, x, VEXP_ROUND16, VEXP_SCALE16)
 #else
-#define EXP_SCALE(p, k) ((p) * (VF)((__builtin_convertvector((k), VI) + 127) << 23))
+#define EXP_SCALE(p, k) VEXP_SCALE_BITS(VI, p, k)
 #define EXPC(out, x) VEXP_STEPS(VF, out, x, VEXP_ROUND_ADD, EXP_SCALE)
 #endif
 
-/* e^x per lane, branch-free (Cephes' polynomial, moe_kernels.h) */
+/* e^x per lane, branch-free (Cephes' polynomial, core/vexp.h) */
 #define EXP(out, xin)                                                                    \
     do {                                                                                 \
         VF x_ = (xin);                                                                   \

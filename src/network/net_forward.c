@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/vexp.h"
+#include "core/vrows.h"
 #include "model/evaluator.h"
 #include "model/moe_kernels.h"
 #include "network/transformer.h"
@@ -107,23 +107,10 @@ void net_mlp_forward(const net_model *m, int L, const moe_model *moe, float *h, 
     tf_dense_forward(w->y, M, ff, d, b->fcp_w, lay, b->fcp_b, 1, h);
 }
 
-/* -log softmax(lr)[y] by log-sum-exp (the exponentials by vexp4, within 3 float
- * ulp, summed in double), and the argmax (ties to the smaller id) */
+/* -log softmax(lr)[y] by log-sum-exp (core/vrows.h: the exponentials about
+ * 1 float ulp, summed in double), and the argmax (ties to the smaller id) */
 static double token_loss(const float *lr, int V, int y, int *am_out) {
-    int am = 0;
-    for (int q = 1; q < V; q++)
-        if (lr[q] > lr[am]) am = q;
-    float mx = lr[am];
-    double se = 0.0;
-    vexp_f4 m4 = vexp_splat(mx);
-    int q = 0;
-    for (; q + 4 <= V; q += 4) {
-        vexp_f4 e = vexp4(*(const vexp_f4 *)(lr + q) - m4);
-        se += (double)e[0] + (double)e[1] + (double)e[2] + (double)e[3];
-    }
-    for (; q < V; q++) se += vexp1(lr[q] - mx);
-    *am_out = am;
-    return (double)mx + log(se) - (double)lr[y];
+    return vr_logsumexp(lr, V, am_out) - (double)lr[y];
 }
 
 /* the target of head row r of the sequences from s0 (T tokens each): the next

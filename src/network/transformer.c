@@ -5,22 +5,12 @@
 #include <cblas.h>
 #include <math.h>
 
-#include "core/vexp.h"
+#include "core/vrows.h"
 #include "model/moe_kernels.h"
 
 void tf_layernorm_forward(const float *X, int M, int d, const float *w, const float *b, double eps,
                           float *Y) {
-    for (int r = 0; r < M; r++) {
-        const float *x = X + (size_t)r * d;
-        float *y = Y + (size_t)r * d;
-        double mu = 0.0, var = 0.0;
-        for (int j = 0; j < d; j++) mu += x[j];
-        mu /= d;
-        for (int j = 0; j < d; j++) var += (x[j] - mu) * (x[j] - mu);
-        var /= d;
-        double inv = 1.0 / sqrt(var + eps);
-        for (int j = 0; j < d; j++) y[j] = (float)((x[j] - mu) * inv) * w[j] + b[j];
-    }
+    for (int r = 0; r < M; r++) vr_layernorm(X + (size_t)r * d, d, w, b, eps, Y + (size_t)r * d);
 }
 
 void tf_dense_forward(const float *X, int M, int in, int out, const float *W, tf_layout lay,
@@ -34,30 +24,11 @@ void tf_dense_forward(const float *X, int M, int in, int out, const float *W, tf
 }
 
 void tf_act_forward(float *X, size_t len, moe_act act) {
-    size_t q = 0;
-    if (act == ACT_GELU_TANH) // 4 lanes at a time (core/vexp.h), the scalar form's values
-        for (; q + 4 <= len; q += 4) *(vexp_f4 *)(X + q) = vgelu_tanh4(*(const vexp_f4 *)(X + q));
-    for (; q < len; q++) X[q] = moe_act_scalar(act, X[q]);
-}
-
-/* s (n) <- softmax(s) in place: exp by vexp4 (4 lanes), the sum of up to a
- * few thousand floats in float lanes, then in double */
-static void softmax_row(float *s, int n) {
-    float mx = s[0];
-    for (int c = 1; c < n; c++) mx = s[c] > mx ? s[c] : mx;
-    vexp_f4 m4 = vexp_splat(mx), acc = vexp_splat(0.0f);
-    int c = 0;
-    for (; c + 4 <= n; c += 4) {
-        vexp_f4 e = vexp4(*(const vexp_f4 *)(s + c) - m4);
-        *(vexp_f4 *)(s + c) = e;
-        acc += e;
+    if (act == ACT_GELU_TANH) { // in the vector form that runs (core/vrows.h)
+        vr_gelu_tanh(X, len);
+        return;
     }
-    double sum = (double)acc[0] + acc[1] + acc[2] + acc[3];
-    for (; c < n; c++) sum += (s[c] = vexp1(s[c] - mx));
-    float inv = (float)(1.0 / sum);
-    vexp_f4 i4 = vexp_splat(inv);
-    for (c = 0; c + 4 <= n; c += 4) *(vexp_f4 *)(s + c) *= i4;
-    for (; c < n; c++) s[c] *= inv;
+    for (size_t q = 0; q < len; q++) X[q] = moe_act_scalar(act, X[q]);
 }
 
 /* Rows are taken in blocks of ATT_BLOCK: a causal block [r0, r1) attends to
@@ -78,7 +49,7 @@ void tf_attention_forward(const float *QKV, int T, int d, int nh, int causal, fl
             for (int i = 0; i < rows; i++) {
                 float *s = S + (size_t)i * cols;
                 int n = causal ? r0 + i + 1 : cols; // the rest is masked: weight exactly 0
-                softmax_row(s, n);
+                vr_softmax(s, n); // core/vrows.h
                 for (int c = n; c < cols; c++) s[c] = 0.0f;
             }
             // O[r0..r1), head j's columns (rows, dh) = S (rows, cols) v[0..cols) (cols, dh)
