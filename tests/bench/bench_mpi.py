@@ -28,6 +28,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE]
+import benchlib  # noqa: E402
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
 MPI = os.environ.get("MOESCOPE_MPI", "")
@@ -87,6 +89,9 @@ def scaling(tag, args):
     t64 = sum(c1) * (s + (1 - s) / 64) + sent64 / NET
     print("  each rank sent %.1f MB at P=2; at 64 ranks %.1f MB: projected %.2f s, efficiency %.0f%% "
           "(%.0f GB/s links)" % (sent2 / 1e6, sent64 / 1e6, t64, 100 * sum(c1) / (64 * t64), NET / 1e9))
+    benchlib.result("moescope-mpi %s, 2 ranks" % tag.split(":")[0], "%.2f CPU s of work (exchanges left out)"
+                    % sum(useful), "1 rank's %.2f CPU s" % sum(c1), "work efficiency %.0f%%" % (100 * work),
+                    "- (MPI is for clusters)", None, benchlib.kernel_text())
     return s
 
 

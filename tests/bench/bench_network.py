@@ -28,7 +28,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [os.path.join(HERE, "..", d) for d in ("lib", "oracle")]
+sys.path[:0] = [HERE] + [os.path.join(HERE, "..", d) for d in ("lib", "oracle")]
+import benchlib  # noqa: E402
 import gen_gpt2  # noqa: E402
 
 MOESCOPE = os.path.abspath(os.environ.get("MOESCOPE", "./moescope"))
@@ -91,6 +92,7 @@ def throughput(tmp):
           "CPU s per evaluation; load average %.2f %.2f %.2f" % os.getloadavg())
     print("%-26s %-7s %10s %10s %7s %9s %9s %7s   %s" % ("network", "threads", "moescope", "pytorch", "ratio",
                                                      "CPU ms", "torch ms", "ratio", "loss (moescope, pytorch)"))
+    kern = "%s; PyTorch %s" % (benchlib.kernel_text(), torch_kernels())
     for name, ck, ev in cases:
         ids = gen_gpt2.oracle.read_safetensors(ev)[0]["input_ids"]
         tokens = ids.shape[0] * ids.shape[1]
@@ -99,6 +101,18 @@ def throughput(tmp):
             tr, tcpu, tl = torch_rate(ck, ev, threads, tokens)
             print("%-26s %-7d %10.0f %10.0f %6.2fx %9.1f %9.1f %6.2fx   %.6f %.6f" %
                   (name, threads, cr, tr, cr / tr, 1e3 * ccpu, 1e3 * tcpu, tcpu / ccpu, cl, tl))
+            benchlib.result("network %s, %d thread%s" % (name, threads, "s" if threads > 1 else ""),
+                            "%.0f tokens/s (%.0f CPU ms)" % (cr, 1e3 * ccpu),
+                            "PyTorch CPU forward %.0f tokens/s (%.0f CPU ms)" % (tr, 1e3 * tcpu),
+                            "%.2fx (CPU %.2fx)" % (cr / tr, tcpu / ccpu), ">= 2x", cr / tr >= 2, kern)
+
+
+def torch_kernels():
+    """PyTorch's CPU capability and oneDNN's version, as it reports them"""
+    r = subprocess.run([PYTHON, "-c", "import torch; print(torch.__config__.show())"], capture_output=True, text=True)
+    cap = re.search(r"CPU capability usage: (\S+)", r.stdout)
+    dnn = re.search(r"MKL-DNN (v[0-9.]+)", r.stdout)
+    return "%s%s" % (cap.group(1) if cap else "?", ", oneDNN " + dnn.group(1) if dnn else "")
 
 
 def landscape(tmp):
@@ -130,6 +144,10 @@ def landscape(tmp):
     evals = J["norders"] * (J["points"] - 2) + 4 * (J["points"] - 2)
     print("  at most %d network evaluations (every order's interior points and the 4 named curves): %.1f ms each"
           % (evals, 1e3 * sec["orders"] / evals))
+    benchlib.result("network landscape, %d orders x %d points" % (J["norders"], J["points"]),
+                    "all orders after %s s (ranks %s s)" % (m.group(2), m.group(1)),
+                    "none: each order is whole network evaluations (%.1f ms each)" % (1e3 * sec["orders"] / evals),
+                    "-", "", None, benchlib.kernel_text())
 
 
 def main():

@@ -6,7 +6,8 @@
 #
 #   floor(cost)  = the expert cost's GEMM flops (5 h d^2 per expert for SiLU-GLU:
 #                  W1'W1, W3'W3 on their upper triangles, W1'W3, W2 W2') over the
-#                  machine's SGEMM rate (tests/bench/sgemm_rate.c, a plain sgemm)
+#                  machine's SGEMM rate (tests/bench/sgemm_rate.c, a plain sgemm, on
+#                  the OpenBLAS kernels moescope runs)
 #   floor(align) = floor(cost) + weight matching's GEMMs (3 x 2 h^2 d per slot) over
 #                  the same rate + the assignments' own time (the h x h solves,
 #                  as align measured them: MOESCOPE_TIMING)
@@ -49,6 +50,10 @@ trap 'rm -rf "$TMP"; [ "${REALSIZE_KEEP:-0}" = 1 ] || rm -rf "$DIR"/bench-*' EXI
 PKGS="openblas"
 cc -std=gnu11 -O2 -march=x86-64-v2 -Wall -Wextra $(pkg-config --cflags $PKGS) \
     -o "$TMP/sgemm_rate" tests/bench/sgemm_rate.c $(pkg-config --libs $PKGS) || exit 1
+# the floors' SGEMM rate on the OpenBLAS kernels moescope runs (it may choose them
+# itself where OpenBLAS does not know the CPU: --version says)
+CORE=$("$MOESCOPE" --version | sed -n 's/^blas: .*(\([A-Za-z0-9]*\) kernels)$/\1/p')
+KERNELS="moescope $("$MOESCOPE" --version | sed -n 's/^simd: \([^(]*\) (.*/\1/p' | sed 's/ *$//'), OpenBLAS ${CORE:-?}"
 
 avail_gib() { awk '/^MemAvailable:/ {printf "%.1f", $2 / 1048576}' /proc/meminfo; }
 total_gib() { awk '/^MemTotal:/ {printf "%.1f", $2 / 1048576}' /proc/meminfo; }
@@ -63,6 +68,14 @@ run() {
     WALL=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, p, ":"); s = 0;
         for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s}' "$TMP/$name.time")
     RSS_KB=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$TMP/$name.time")
+}
+# summary NAME SECONDS FLOOR_S RSS_KB LAYERS_KB: the time and memory lines of the
+# summary (tests/bench/benchlib.py's form); the floor is the GEMMs at the SGEMM rate
+# of this run (and the assignments' own time, for align)
+summary() {
+    awk -v n="$1" -v w="$2" -v f="$3" -v r="$4" -v l="$5" -v k="$KERNELS" -v ld="$(cut -d' ' -f1 /proc/loadavg)" \
+        'BEGIN { printf "bench: %s | %.1f s | floor: its GEMMs at the SGEMM rate %.1f s | ratio %.2fx | target - | kernels: %s | load %s\n", n, w, f, w / f, k, ld;
+                 printf "bench: %s, peak memory | %.2f GiB | floor: the two layers in float32 %.2f GiB | ratio %.2fx | target - | kernels: - | load %s\n", n, r / 1048576, l / 1048576, r / l, ld }'
 }
 timing() { awk -v w="$2" '$1 == "timing:" { k = $2; for (i = 3; i < NF; i++) k = k " " $i;
     if (k == w) s += $NF } END { printf "%.3f", s + 0 }' "$TMP/$1.err"; }
@@ -100,7 +113,7 @@ for size in $SIZES; do
         echo "  wrote the pair in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b - a}') s ($(du -sh "$ck" | cut -f1))"
     fi
     hh=$(( h < 4096 ? (h > 2048 ? h : 2048) : 4096 ))
-    rate=$("$TMP/sgemm_rate" "$hh" "$hh" "$d" 2 | awk '{print $2}')
+    rate=$(OPENBLAS_CORETYPE=${CORE:-$OPENBLAS_CORETYPE} "$TMP/sgemm_rate" "$hh" "$hh" "$d" 2 | awk '{print $2}')
     gram=$(awk -v n="$n" -v d="$d" -v h="$h" 'BEGIN { print 2 * n * 5 * h * d * d }')
     wmf=$(awk -v n="$n" -v d="$d" -v h="$h" 'BEGIN { print n * 3 * 2 * h * h * d }')
     layers_kb=$(awk -v l="$layer_gib" 'BEGIN { print 2 * l * 1048576 }')
@@ -119,6 +132,7 @@ for size in $SIZES; do
     awk -v w="$cw" -v f="$floor" -v r="$crss" -v l="$layers_kb" -v g="$(timing cost 'expert cost')" \
         -v x="$(timing cost 'expert reads')" \
         'BEGIN { printf "  cost (both methods) %8.1f s  floor %7.1f s  time/floor %5.2f x   (expert cost %.1f s, of it reading experts %.1f s)   peak RSS %6.2f GiB = %4.2f x the layers\n", w, f, w / f, g, x, r / 1048576, r / l }'
+    summary "cost $fam-sized$tag" "$cw" "$floor" "$crss" "$layers_kb"
     fi
 
     out=$DIR/bench-out-$fam
@@ -131,6 +145,7 @@ for size in $SIZES; do
         -v x="$(timing align 'expert reads')" -v m="${method[*]}" \
         'BEGIN { printf "  align %-13s %8.1f s  floor %7.1f s  time/floor %5.2f x   peak RSS %6.2f GiB = %4.3f x the layers\n", m, w, f, w / f, r / 1048576, r / l;
                  printf "    split: expert cost %.1f s, weight-matching GEMMs %.1f s, %d assignments of %dx%d %.1f s (%.2f s each), rest %.1f s; reading streamed experts %.1f s in all (inside those and the writing)\n", ec, sim, n, h, h, lap, lap / n, w - ec - sim - lap, x }'
+    summary "align $fam-sized$tag" "$WALL" "$floor" "$RSS_KB" "$layers_kb"
     grep -q "^order $(cat "$ck/order" 2>/dev/null || echo x)" "$TMP/align.out" 2>/dev/null &&
         echo "    the order found undoes the generator's expert permutation"
     sed -n 's/^timing: /    timing: /p' "$TMP/align.err"

@@ -9,6 +9,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE]
+import benchlib  # noqa: E402
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 MOESCOPE = os.environ.get("MOESCOPE", os.path.join(ROOT, "moescope"))
 D4 = os.path.join(ROOT, "sample-checkpoints", "dense4")
@@ -42,6 +44,8 @@ def main():
     print("study dense4 (6 pairs, 24 orders x 25 points each): %.3f s   [%s: target < 1 s]"
           % (t_study, "PASS" if t_study < 1.0 else "MISS"))
     print("  peer: 6 landscape processes %.3f s; ratio study/peer %.2f" % (t_peer, t_study / t_peer))
+    benchlib.result("study dense4, 6 pairs", "%.3f s" % t_study, "6 landscape processes %.3f s" % t_peer,
+                    "%.2fx their time" % (t_study / t_peer), "< 1 s", t_study < 1.0, benchlib.kernel_text())
     return 0
 
 
