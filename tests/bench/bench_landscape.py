@@ -15,8 +15,8 @@ form that ran (tests/bench/fma_peak.c, measured in the same run), against the
 landscape process's CPU seconds (target: within 2x); where the CPU runs
 AVX-512, also the AVX2 form with OpenBLAS's Haswell kernels against the AVX2
 peak, as on an AVX2 machine. The one-core SGEMM rate is printed beside it
-(numpy's BLAS with this environment's settings, and choosing its own
-kernels): what a tuned GEMM reaches of that peak. moescope's prefix path
+(numpy's BLAS on the kernels moescope runs, and choosing its own): what a
+tuned GEMM reaches of that peak. moescope's prefix path
 shares partial sums across orders, so it does less arithmetic than this
 count."""
 import itertools
@@ -106,12 +106,14 @@ print(2 * 1024 ** 3 / best / 1e9)
 
 def sgemm_rates():
     """GFLOP/s of one core's float32 GEMM (1024^3, numpy's BLAS, one thread,
-    best of 5, CPU time): (with this environment's OPENBLAS_* settings, with
-    none of them: the BLAS picks its kernels for this CPU)."""
+    best of 5, CPU time): (on the OpenBLAS kernels moescope runs, as its
+    --version names them; with no OPENBLAS_* setting: the BLAS's own choice
+    for this CPU)."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     own = {k: v for k, v in env.items() if not k.startswith("OPENBLAS_") or k == "OPENBLAS_NUM_THREADS"}
+    mine = dict(own, OPENBLAS_CORETYPE=benchlib.moescope_kernels(MOESCOPE_ENV)[1])
     rates = []
-    for e in (env, own):
+    for e in (mine, own):
         r = subprocess.run([sys.executable, "-c", SGEMM], capture_output=True, text=True, env=e)
         rates.append(float(r.stdout) if r.returncode == 0 else float("nan"))
     return rates
@@ -145,10 +147,10 @@ def dense8_floor(files, label):
     that is AVX-512) the AVX2 form, as on an AVX2 machine (AVX2 kernels in
     moescope and OpenBLAS). Best of 3 runs' CPU seconds each."""
     fl, peaks = floor_flops(files, 40320), benchlib.fma_peaks()
-    r_env, r_own = sgemm_rates()
+    r_mine, r_own = sgemm_rates()
     print("  %-22s one core: FMA peak %s GFLOP/s (tests/bench/fma_peak.c); SGEMM %.0f GFLOP/s "
-          "with this environment's BLAS settings, %.0f with the BLAS's own choice"
-          % ("", ", ".join("%s %.0f" % kv for kv in sorted(peaks.items())), r_env, r_own))
+          "on the OpenBLAS kernels moescope runs, %.0f with OpenBLAS's own choice"
+          % ("", ", ".join("%s %.0f" % kv for kv in sorted(peaks.items())), r_mine, r_own))
     forms = [("", MOESCOPE_ENV)]
     if "avx512" in peaks and "avx2" in peaks:
         forms.append((" (AVX2 form)", AVX2_ENV))
