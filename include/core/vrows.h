@@ -24,6 +24,13 @@ typedef struct {
     /* y (n) += g x, the product rounded before the add (the scalar loop's
      * values, never an FMA) */
     void (*axpy)(float *y, float g, const float *x, int n);
+    /* h (n) <- max(h + b, 0) (NaN and -0 to +0): the scalar rule's values */
+    void (*relu_bias)(float *h, const float *b, int n);
+    /* H (m, h) <- gelu(H + b), the exact-erf GELU through erfc (within 2.4e-7
+     * of the double formula on [-12, 12], the negative tail relatively close) */
+    void (*gelu_bias)(float *H, const float *b, int m, int h);
+    /* H (m, h) <- silu(H + b1) (H3 + b3) */
+    void (*silu_glu_bias)(float *H, const float *H3, const float *b1, const float *b3, int m, int h);
     /* s (n) <- softmax(s): max subtracted, exp, the sum in double */
     void (*softmax)(float *s, int n);
     /* log sum_i exp(x_i) (n >= 1), the exps summed in double; *argmax: the
@@ -42,6 +49,9 @@ const vr_ops *vr_ops_for(ms_simd s);
 /* the running form's loops */
 void vr_add(float *y, const float *b, int n);
 void vr_axpy(float *y, float g, const float *x, int n);
+void vr_relu_bias(float *h, const float *b, int n);
+void vr_gelu_bias(float *H, const float *b, int m, int h);
+void vr_silu_glu_bias(float *H, const float *H3, const float *b1, const float *b3, int m, int h);
 void vr_softmax(float *s, int n);
 double vr_logsumexp(const float *x, int n, int *argmax);
 void vr_gelu_tanh(float *x, size_t n);

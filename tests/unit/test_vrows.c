@@ -1,7 +1,8 @@
 /* test_vrows.c - core/vrows.h's row loops in every vector form this CPU runs:
- * against plain double formulas (softmax, log-sum-exp, gelu_new, LayerNorm:
- * float rounding), against the scalar loops bit for bit (the bias add and
- * g x + y, never an FMA), the argmax's ties and NaNs as a scalar loop has
+ * against plain double formulas (softmax, log-sum-exp, gelu_new, the exact-erf
+ * GELU and its negative tail, SiLU-GLU, LayerNorm: float rounding), against
+ * the scalar loops bit for bit (the bias add, relu with its bias, g x + y,
+ * never an FMA), the argmax's ties and NaNs as a scalar loop has
  * them; AVX-512 and AVX2 the same bits, plain within float rounding; and a
  * value's bits independent of its place in a row (rows of every length up
  * to 40, the tail through the same lanes). */
@@ -65,6 +66,27 @@ static void test_formulas(const vr_ops *o, const char *name) {
             wn = fmax(wn, fabs(Y0[i] - y) / fmax(1.0, fabs(y)));
         }
     }
+    // the exact-erf GELU and SiLU-GLU with their biases, over [-12, 12]
+    enum { NV = 4801 };
+    double wa = 0, wt = 0, wsg = 0;
+    for (int i = 0; i < NV; i++) X[i] = (float)(-12.0 + 24.0 * i / (NV - 1)), B[i] = 0.0f;
+    memcpy(Y0, X, NV * sizeof(float));
+    o->gelu_bias(Y0, B, 1, NV);
+    for (int i = 0; i < NV; i++) {
+        double v = X[i], g = 0.5 * v * erfc(-v / sqrt(2.0));
+        wa = fmax(wa, fabs(Y0[i] - g));
+        if (v < -1 && fabs(g) > 1e-20) wt = fmax(wt, fabs(Y0[i] - g) / fabs(g));
+    }
+    for (int i = 0; i < NV; i++) W[i] = 1.0f - X[i] / 7, Y1[i] = 0.0f;
+    memcpy(Y0, X, NV * sizeof(float));
+    o->silu_glu_bias(Y0, W, B, Y1, 1, NV);
+    for (int i = 0; i < NV; i++) {
+        double a = X[i], y = a / (1 + exp(-a)) * W[i];
+        wsg = fmax(wsg, fabs(Y0[i] - y) / fmax(1.0, fabs(y)));
+    }
+    CHECK(wa < 3e-7, "%s: GELU within 3e-7 of the double formula on [-12, 12] (%.3g)", name, wa);
+    CHECK(wt < 2e-5, "%s: GELU's negative tail relatively close (%.3g)", name, wt);
+    CHECK(wsg < 1e-6, "%s: SiLU-GLU within 1e-6 of the double formula (%.3g)", name, wsg);
     CHECK(ws < 1e-6, "%s: softmax within 1e-6 relative of double (%.3g)", name, ws);
     CHECK(wl < 1e-7, "%s: log-sum-exp within 1e-7 of double (%.3g)", name, wl);
     CHECK(wg < 1e-6, "%s: gelu_new within 1e-6 of double (%.3g)", name, wg);
@@ -75,7 +97,7 @@ static void test_formulas(const vr_ops *o, const char *name) {
 static void test_exact(const vr_ops *o, const char *name) {
     rng_t r;
     rng_seed(&r, 5);
-    int bad_add = 0, bad_axpy = 0, bad_am = 0;
+    int bad_add = 0, bad_axpy = 0, bad_am = 0, bad_relu = 0;
     for (int n = 1; n <= 70; n++) {
         fill(&r, X, n, 1.0);
         fill(&r, B, n, 1.0);
@@ -84,6 +106,15 @@ static void test_exact(const vr_ops *o, const char *name) {
         o->add(Y0, B, n);
         for (int i = 0; i < n; i++) Y1[i] += B[i];
         bad_add += memcmp(Y0, Y1, (size_t)n * sizeof(float)) != 0;
+        memcpy(Y0, X, (size_t)n * sizeof(float));
+        if (n % 5 == 0) Y0[0] = NAN, Y0[n - 1] = -0.0f, B[n - 1] = 0.0f;
+        memcpy(Y1, Y0, (size_t)n * sizeof(float));
+        o->relu_bias(Y0, B, n);
+        for (int i = 0; i < n; i++) {
+            float v = Y1[i] + B[i];
+            Y1[i] = v > 0.0f ? v : 0.0f;
+        }
+        bad_relu += memcmp(Y0, Y1, (size_t)n * sizeof(float)) != 0;
         memcpy(Y0, X, (size_t)n * sizeof(float));
         o->axpy(Y0, 0.37f, B, n);
         for (int i = 0; i < n; i++) {
@@ -103,6 +134,8 @@ static void test_exact(const vr_ops *o, const char *name) {
         bad_am += am != want;
     }
     CHECK(bad_add == 0, "%s: add as the scalar loop (%d rows differ)", name, bad_add);
+    CHECK(bad_relu == 0, "%s: relu with its bias as the scalar rule, NaN and -0 to +0 (%d rows differ)", name,
+          bad_relu);
     CHECK(bad_axpy == 0, "%s: axpy as the scalar loop, no FMA (%d values differ)", name, bad_axpy);
     CHECK(bad_am == 0, "%s: argmax as a scalar loop, ties and NaNs (%d rows differ)", name, bad_am);
 }
@@ -123,6 +156,27 @@ static void test_places(const vr_ops *o, const char *name) {
             bad += memcmp(Y1, Y0 + s, (size_t)n * sizeof(float)) != 0;
         }
     CHECK(bad == 0, "%s: gelu_new's values do not depend on their place in a row (%d rows differ)", name, bad);
+    // the GELU and SiLU-GLU rows: rows of every width, each a prefix of the long one
+    memset(B, 0, 64 * sizeof(float));
+    for (int i = 0; i < 64; i++) W[i] = 0.5f + X[i] / 4;
+    float g[64], sg[64];
+    memcpy(g, X, sizeof g);
+    o->gelu_bias(g, B, 1, 64);
+    memcpy(sg, X, sizeof sg);
+    o->silu_glu_bias(sg, W, B, B, 1, 64);
+    int bad_g = 0, bad_s = 0;
+    for (int n = 1; n <= 40; n++) {
+        memcpy(Y1, X, (size_t)n * sizeof(float));
+        o->gelu_bias(Y1, B, 1, n);
+        bad_g += memcmp(Y1, g, (size_t)n * sizeof(float)) != 0;
+        // and as rows of a matrix (m rows of width n: the same bits)
+        float M[3 * 40], S3[3 * 40];
+        for (int r2 = 0; r2 < 3; r2++) memcpy(M + r2 * n, X, (size_t)n * sizeof(float)), memcpy(S3 + r2 * n, W, (size_t)n * sizeof(float));
+        o->silu_glu_bias(M, S3, B, B, 3, n);
+        for (int r2 = 0; r2 < 3; r2++) bad_s += memcmp(M + r2 * n, sg, (size_t)n * sizeof(float)) != 0;
+    }
+    CHECK(bad_g == 0, "%s: GELU rows of every width give the long row's bits (%d differ)", name, bad_g);
+    CHECK(bad_s == 0, "%s: SiLU-GLU rows of a matrix give the long row's bits (%d differ)", name, bad_s);
 }
 
 /* two forms on the same rows: bit for bit (same arithmetic) or within tol */
@@ -150,6 +204,16 @@ static void test_pair(const vr_ops *a, const vr_ops *b, const char *what, double
             f[k]->gelu_tanh(ys[k], (size_t)n);
         }
         for (int i = 0; i < n; i++) worst = fmax(worst, fabs(Y0[i] - Y1[i])), bits &= Y0[i] == Y1[i];
+        for (int k = 0; k < 2; k++) {
+            memcpy(ys[k], X, (size_t)n * sizeof(float));
+            f[k]->gelu_bias(ys[k], B, 1, n);
+        }
+        for (int i = 0; i < n; i++) worst = fmax(worst, fabs(Y0[i] - Y1[i])), bits &= Y0[i] == Y1[i];
+        for (int k = 0; k < 2; k++) {
+            memcpy(ys[k], X, (size_t)n * sizeof(float));
+            f[k]->silu_glu_bias(ys[k], W, B, B, 1, n);
+        }
+        for (int i = 0; i < n; i++) worst = fmax(worst, fabs(Y0[i] - Y1[i]) / fmax(1.0, fabs(Y1[i]))), bits &= Y0[i] == Y1[i];
         for (int k = 0; k < 2; k++) f[k]->layernorm(X, n, W, B, 1e-5, ys[k]);
         for (int i = 0; i < n; i++) worst = fmax(worst, fabs(Y0[i] - Y1[i])), bits &= Y0[i] == Y1[i];
         int am[2];
