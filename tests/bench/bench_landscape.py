@@ -141,6 +141,38 @@ def verdict(ok):
 AVX2_ENV = dict(MOESCOPE_ENV, MOESCOPE_SIMD="avx2", OPENBLAS_CORETYPE="Haswell")
 
 
+def topk8_floor(tmp):
+    """The per-order path (a router the prefix path does not serve): 40320
+    orders of a generated top-2-of-8 pair of dense8's shape, against the
+    arithmetic a per-order evaluation needs (the k = 2 selected experts' mix and
+    the head: 2 d (k + C) per order and sample) at the FMA peak of the form
+    that ran; AVX-512 and, as on an AVX2 machine, AVX2. No target: the kernel
+    mixes every slot some lane of a register selects, so it does more than
+    this count (with 16 lanes nearly all 8)."""
+    a, b, e = (os.path.join(tmp, "topk8_%s.safetensors" % s) for s in "abe")
+    ta, meta = gen_ckpt.write_layer(a, seed=1, n=8, d=32, h=32, classes=10, router="topk", k=2)
+    gen_ckpt.write_layer(b, seed=2, n=8, d=32, h=32, classes=10, router="topk", k=2)
+    gen_ckpt.write_evalset(e, ta, meta, seed=3, N=360)
+    fl = 40320 * 23 * 360 * 2 * 32 * (2 + 10) + 64 * 23 * 360 * 4 * 32 * 32
+    peaks = benchlib.fma_peaks()
+    forms = [("", MOESCOPE_ENV)] + ([(" (AVX2 form)", AVX2_ENV)] if "avx512" in peaks and "avx2" in peaks else [])
+    for tag, env in forms:
+        wall, _, eng = run_moescope([a, b, e], reps=2, env=env)
+        if wall is None:
+            continue
+        simd, blas = benchlib.moescope_kernels(env)
+        peak = peaks.get(benchlib.simd_key(simd))
+        if not peak:
+            continue
+        floor_s, cpu = fl / 1e9 / peak, run_moescope.cpu
+        print("  %-22s%s top-2 of 8, 40320 orders (the per-order path): %.2f CPU s; its arithmetic %.0f GFLOP at "
+              "the %s peak = %.2f CPU s: %.2fx" % ("topk8 (generated)", tag, cpu, fl / 1e9, simd, floor_s,
+                                                  cpu / floor_s))
+        benchlib.result("landscape top-2 of 8 all 40320 orders (per-order path)" + tag, "%.2f CPU s" % cpu,
+                        "%.0f GFLOP at %s's FMA peak %.0f GFLOP/s = %.2f s" % (fl / 1e9, simd, peak, floor_s),
+                        "%.2fx" % (cpu / floor_s), "", None, "moescope %s, OpenBLAS %s" % (simd, blas))
+
+
 def dense8_floor(files, label):
     """dense8's whole landscape against its arithmetic floor at this machine's
     FMA peak for the vector form that ran: the widest the CPU runs, and (where
@@ -205,6 +237,7 @@ def main():
                             "numpy landscape %.0f s" % npt, "%.0fx faster" % (npt / eng),
                             "ranks < 5 s, all < 60 s", ranks < 5 and eng < 60, kern)
             dense8_floor(files, label)
+        topk8_floor(tmp)
 
 
 if __name__ == "__main__":
