@@ -48,6 +48,26 @@ static inline float moe_act_gated(const moe_config *c, float a, float u) {
     return moe_act_scalar(ACT_SILU_GLU, a) * u;
 }
 
+/* Cephes' expf polynomial (~1 ulp) on a vector x already clamped to
+ * [-87, 88], for a float vector type VF and its int type VI: every vector
+ * width shares it (the landscape's 8 and 16 lanes, the activations), so they
+ * agree bit for bit */
+#define MOE_VEXP_CLAMPED(VF, VI, out, x)                                                     \
+    do {                                                                                 \
+        VF k_ = (x) * 1.44269504088896341f;                                              \
+        k_ = (k_ + 12582912.0f) - 12582912.0f; /* round to nearest */                    \
+        VF r_ = (x) - k_ * 0.693359375f + k_ * 2.12194440e-4f;                           \
+        VF p_ = (VF){0} + 1.9875691500e-4f;                                              \
+        p_ = p_ * r_ + 1.3981999507e-3f;                                                 \
+        p_ = p_ * r_ + 8.3334519073e-3f;                                                 \
+        p_ = p_ * r_ + 4.1665795894e-2f;                                                 \
+        p_ = p_ * r_ + 1.6666665459e-1f;                                                 \
+        p_ = p_ * r_ + 5.0000001201e-1f;                                                 \
+        p_ = p_ * r_ * r_ + r_ + 1.0f;                                                   \
+        VI e_ = (__builtin_convertvector(k_, VI) + 127) << 23;                           \
+        (out) = p_ * (VF)e_;                                                             \
+    } while (0)
+
 /* y (d) += b, and dr (d) += g * y: vector loops with the scalar loops' values. */
 void moe_row_add(float *restrict y, const float *restrict b, int d);
 void moe_row_axpy(float *restrict dr, float g, const float *restrict y, int d);

@@ -1,7 +1,9 @@
 /* test_kernels.c - the shared kernels (moe_kernels.h): top-k selection and its
  * tie rule against brute force on tie-heavy scores, the boundary-tie test,
- * the activations against their formulas in double, and the expert forward
- * against plain loops. */
+ * the activations against their formulas in double (the scalar ones, and the
+ * 8-lane GELU and SiLU-GLU rows of moe_hidden_act: close to the formula over
+ * [-12, 12], the negative GELU tail relatively too, and the same bits for a
+ * value wherever it sits in a row), and the expert forward against plain loops. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +110,49 @@ static void test_act(void) {
     CHECK(moe_act_scalar(ACT_RELU, -1.0f) == 0.0f && moe_act_scalar(ACT_RELU, 2.5f) == 2.5f, "relu");
 }
 
+/* moe_hidden_act's GELU and SiLU-GLU rows against the double formulas */
+static void test_act_rows(void) {
+    enum { NV = 9601 };
+    static float H[NV], H3[NV], Z[NV], b[NV];
+    moe_config c;
+    memset(&c, 0, sizeof c);
+    c.h = NV;
+    moe_expert e;
+    memset(&e, 0, sizeof e);
+    e.fc1_b = e.fc3_b = Z; // zero biases
+    double wa = 0, wt = 0, ws = 0;
+    for (int i = 0; i < NV; i++) H[i] = (float)(-12.0 + 24.0 * i / (NV - 1));
+    memcpy(b, H, sizeof H);
+    c.act = ACT_GELU;
+    moe_hidden_act(&e, &c, H, NULL, 1);
+    for (int i = 0; i < NV; i++) {
+        double v = b[i], g = 0.5 * v * erfc(-v / sqrt(2.0));
+        wa = fmax(wa, fabs(H[i] - g));
+        if (v < -1 && fabs(g) > 1e-20) wt = fmax(wt, fabs(H[i] - g) / fabs(g));
+    }
+    CHECK(wa < 3e-7, "GELU rows within 3e-7 of the double formula on [-12, 12] (%.3g)", wa);
+    CHECK(wt < 2e-5, "GELU rows: the negative tail relatively close (%.3g)", wt);
+    // a value's bits do not depend on its place in the row or the row's width
+    float one[3] = {b[100], b[5000], b[9000]}, row[13];
+    for (int w = 1; w <= 13; w++) {
+        for (int q = 0; q < w; q++) row[q] = one[q % 3];
+        c.h = w;
+        moe_hidden_act(&e, &c, row, NULL, 1);
+        int same = 1;
+        for (int q = 0; q < w; q++) same &= row[q] == H[q % 3 == 0 ? 100 : q % 3 == 1 ? 5000 : 9000];
+        CHECK(same, "GELU rows of width %d: the same bits as in the long row", w);
+    }
+    c.h = NV;
+    c.act = ACT_SILU_GLU;
+    for (int i = 0; i < NV; i++) H[i] = b[i], H3[i] = 1.0f - b[i] / 7;
+    moe_hidden_act(&e, &c, H, H3, 1);
+    for (int i = 0; i < NV; i++) {
+        double a = b[i], u = (double)(1.0f - b[i] / 7), y = a / (1 + exp(-a)) * u;
+        ws = fmax(ws, fabs(H[i] - y) / fmax(1.0, fabs(y)));
+    }
+    CHECK(ws < 1e-6, "SiLU-GLU rows within 1e-6 of the double formula (%.3g)", ws);
+}
+
 static void test_expert(void) {
     for (int act = ACT_RELU; act <= ACT_GELU_TANH; act++) {
         moe_config c;
@@ -159,6 +204,7 @@ static void test_expert(void) {
 int main(void) {
     test_topk();
     test_act();
+    test_act_rows();
     test_expert();
     return test_summary("test_kernels");
 }
