@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "io/atomic_file.h"
+#include "io/checkpoint.h"
 #include "io/provenance.h"
 #include "plot/figures.h"
 #include "landscape/rank.h"
@@ -138,7 +139,9 @@ static const char *order_stage_name(const explore_request *q) {
 void export_aligned_name(const char *b_path, const explore_request *q, char *out, int cap) {
     char stem[512];
     path_stem(b_path, 1, stem, sizeof stem);
-    snprintf(out, (size_t)cap, "%s.aligned-%s-%s.safetensors", stem, order_stage_name(q), q->wm_stage ? "wm" : "nowm");
+    snprintf(out, (size_t)cap, "%s.aligned-%s-%s", stem, order_stage_name(q), q->wm_stage ? "wm" : "nowm");
+    // a sharded B is written as a directory (its shards, index and config.json): no file suffix
+    if (!ckpt_output_is_dir(b_path, out)) snprintf(out + strlen(out), (size_t)cap - strlen(out), ".safetensors");
 }
 
 /* the folder of a path ("" for none) */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "lesson_view.h"
+#include "terminal.h"
 
 typedef struct {
     lesson *L;
@@ -114,6 +115,7 @@ static int draw(lesson_ctx *c, grid *g, int utf8) {
     if (r == 1) s = c->steps[i];
     char status[1200] = "";
     if (r < 0) snprintf(status, sizeof status, "step %d failed: %s", i + 1, c->error[i]);
+    else snprintf(status, sizeof status, "the lesson's files: %s (kept)", lesson_dir(c->L));
     pthread_mutex_unlock(&c->mu);
     lesson_render(g, r == 1 ? &s : NULL, i, status[0] ? status : NULL);
     blit(g);
@@ -142,8 +144,15 @@ static int on_key(lesson_ctx *c, int ch, int shown, const char *eval) {
 
 int lesson_screen(const lesson_args *a) {
     ms_err err;
+    char why[200];
+    if (!terminal_usable(why, sizeof why)) {
+        fprintf(stderr, "moescope: the lesson's screen needs a full-screen terminal, and %s. Run it in "
+                        "a terminal emulator (e.g. TERM=xterm-256color), or print the lesson: "
+                        "moescope lesson --print\n", why);
+        return 1;
+    }
     lesson_ctx *c = calloc(1, sizeof *c);
-    c->L = lesson_open(a->a, a->b, a->e, cli_overrides(), &err);
+    c->L = lesson_open(a->a, a->b, a->e, cli_overrides(), a->dir, cli_program(), &err);
     if (!c->L) {
         fprintf(stderr, "moescope: %s\n", err.msg);
         free(c);

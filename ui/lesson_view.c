@@ -62,7 +62,7 @@ void lesson_render(grid *g, const lesson_step *s, int index, const char *status)
             p += len + (nl != NULL);
         }
         if (s->cli[0] && y < ymax) {
-            char buf[600];
+            char buf[2200];
             snprintf(buf, sizeof buf, "reproduce: %s", s->cli);
             wrap(g, 2, y, w, ymax, ROLE_DIM, buf, strlen(buf));
         }

@@ -34,6 +34,7 @@
 #include "core/env.h"
 #include "io/model_io.h"
 #include "io/provenance.h"
+#include "terminal.h"
 #include "theme.h"
 #include "tui.h"
 
@@ -346,7 +347,25 @@ static int load_inputs(const tui_args *a, tui_inputs *in) {
     memset(in, 0, sizeof *in);
     in->A = ms_calloc(1, sizeof(moe_model));
     in->B = ms_calloc(1, sizeof(moe_model));
-    int rc = 0;
+    /* a terminal that cannot draw the screen: said before anything loads */
+    char tw[200];
+    if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) && !terminal_usable(tw, sizeof tw)) {
+        inputs_free(in);
+        return cli_error("the explorer needs a full-screen terminal, and %s. Run it in a terminal "
+                         "emulator (xterm, GNOME Terminal, tmux; e.g. TERM=xterm-256color), or use the "
+                         "commands, which print text: moescope landscape A B --eval E, moescope curve "
+                         "A B --eval E (moescope --help lists them)",
+                         tw);
+    }
+    const char *ins[3] = {a->pa, a->pb, a->e_path};
+    /* --png-live is rewritten again and again: checked before anything loads */
+    const out_spec live[1] = {{a->png_live, "--png-live", OUT_FILE}};
+    int rc = cli_check_outputs("explorer", "moescope A B [--eval E] [--png-live FILE]", live, 1, ins,
+                               a->e_path ? 3 : 2);
+    if (rc) {
+        inputs_free(in);
+        return rc;
+    }
     const family_overrides *fo = cli_overrides();
     if (a->e_path && cli_net_wanted(a->pa, a->e_path)) {
         if ((rc = load_network(a, in))) {
@@ -376,11 +395,10 @@ static int load_inputs(const tui_args *a, tui_inputs *in) {
     else if (A->cfg.n > LS_MAX_N)
         rc = cli_error("%s: %d experts; the explorer handles at most %d (use 'moescope landscape')", a->pa, A->cfg.n,
                        LS_MAX_N);
-    const char *ins[3] = {a->pa, a->pb, a->e_path};
     if (!rc && in->net && ms_limits_check(A, in->B, &in->E, MS_USE_WM | MS_USE_COST | MS_USE_DIAG, &err))
         rc = cli_error("%s", err.msg);
-    /* --png-live is rewritten again and again: never over an input */
-    if (!rc && a->png_live && af_check_not_input(a->png_live, ins, 3, &err)) rc = cli_error("--png-live %s", err.msg);
+    if (!rc && a->png_live && outputs_check_one(a->png_live, "--png-live", OUT_FILE, ins, 3, &err))
+        rc = cli_error("%s", err.msg); // the default evaluation set, known only now
     if (!rc && a->theme_path) {
         theme tmp;
         theme_init(&tmp, 1);
@@ -438,7 +456,7 @@ static int write_landscape(const explore_snapshot *v, const tui_ctx *c, char *ou
     char want[512];
     export_plot_name(c->paths[0], c->paths[1], &v->req, 1, 0, want, sizeof want);
     if (af_free_name(want, out, (size_t)cap)) return ms_fail(err, "%s: every numbered name is taken", want);
-    if (af_check_not_input(out, c->paths, 3, err)) return -1;
+    if (outputs_check_one(out, NULL, OUT_FILE, c->paths, 3, err)) return -1;
     return export_landscape_png(v, c->paths[0], c->paths[1], out, err);
 }
 
@@ -452,7 +470,7 @@ static void do_png(app_state *a, const explore_snapshot *v, tui_ctx *c) {
         app_message(a, 1, "%s: every numbered name is taken", want);
         return;
     }
-    if (af_check_not_input(cur, c->paths, 3, &err) || export_curves_png(v, &a->pins, a->metric_acc, c->paths[0], c->paths[1], cur, &err)) {
+    if (outputs_check_one(cur, NULL, OUT_FILE, c->paths, 3, &err) || export_curves_png(v, &a->pins, a->metric_acc, c->paths[0], c->paths[1], cur, &err)) {
         app_message(a, 1, "%s", err.msg);
         return;
     }
@@ -475,7 +493,7 @@ static void do_state(app_state *a, const explore_snapshot *v, const tui_ctx *c) 
         app_message(a, 1, "%s: every numbered name is taken", a->prompt_buf);
         return;
     }
-    if (af_check_not_input(out, c->paths, 3, &err) || state_write(v, &a->pins, c->paths[0], c->paths[1], out, &err))
+    if (outputs_check_one(out, NULL, OUT_FILE, c->paths, 3, &err) || state_write(v, &a->pins, c->paths[0], c->paths[1], out, &err))
         app_message(a, 1, "%s", err.msg);
     else
         app_message(a, 0, "saved %s (%ld of %ld orders%s)", out, v->ndone, v->norders,

@@ -85,6 +85,7 @@ const dg_finding *dg_find(const dg_list *l, const char *code, const char *who);
 #define DG_MARGIN_TINY 0.01  /* relative assignment margin below which it is ambiguous */
 #define DG_MARGIN_LOW 0.05   /* a margin below this is named beside a poor rank */
 #define DG_REL_UNRELATED 0.9 /* median relative slot residual from which the experts do not correspond */
+#define DG_SPREAD_LOW 0.1    /* the orders' barriers within this fraction of the worst: the order hardly matters */
 #define DG_OUTPUT_SAMPLES 2048
 #define DG_WM_MAX_H 512      /* larger experts: Gram distances instead of n^2/2 assignments */
 #define DG_WM_MAX_PAIRS 20000 /* more pairs of experts (n > 200): Gram distances too */
@@ -161,7 +162,7 @@ typedef struct {
     long rank, norders;
     long tied, rank_auc;    /* tie class size and AUC tie-break rank (rank.h) */
     int exhaustive;
-    double barrier_chosen, barrier_best;
+    double barrier_chosen, barrier_best, barrier_worst;
     int barrier_tie;        /* chosen and best barriers equal within 1e-6 of the loss scale */
     int *best_order;        /* (n) */
     dg_list findings;

@@ -7,11 +7,11 @@
  * the barrier high; top-1 routing has an extra scaling symmetry; a
  * group-limited router only allows group-preserving orders.
  *
- * The models the steps build (scrambles, a top-1 copy, a grouped copy) are
- * written to a private temporary directory, so a front end can open any step
- * in the explorer; lesson_close removes them. The seeds are fixed, so the
- * same commands on the command line give the same numbers (each step says
- * which). */
+ * The models the steps build (scrambles, a top-1 copy, grouped copies) are
+ * written to a directory that is kept (lesson_open's dir), in moescope's own
+ * format (so a changed router is kept with them), so a front end can open any
+ * step in the explorer and each step's commands run as printed after the
+ * lesson ends. The seeds are fixed, so those commands give the same numbers. */
 #ifndef MS_LESSON_H
 #define MS_LESSON_H
 
@@ -27,19 +27,23 @@ typedef struct {
     int index;                /* 0 .. LESSON_STEPS-1 */
     char title[96];
     char text[LESSON_TEXT];   /* sentences with the step's numbers; '\n' ends a paragraph */
-    char cli[512];            /* the commands that reproduce the numbers */
+    char cli[2048];           /* the commands that reproduce the numbers (a shell line) */
     char explore_a[1024];     /* the pair to open in the explorer for this step */
     char explore_b[1024];
 } lesson_step;
 
 /* Load A, B (read as o says, may be NULL) and the evaluation set E (A and B:
- * two seeds of one layer).
- * Returns NULL with a message in err on failure. */
+ * two seeds of one layer); the files the steps build go to dir (created when
+ * absent; the lesson's names in it are replaced), and the commands printed
+ * start with prog (the binary as the user runs it: "moescope", or "./moescope"
+ * where it is not installed). Returns NULL with a message in err on failure. */
 lesson *lesson_open(const char *a, const char *b, const char *e, const family_overrides *o,
-                    ms_err *err);
+                    const char *dir, const char *prog, ms_err *err);
+/* The directory the lesson's files are in. */
+const char *lesson_dir(const lesson *L);
 /* Compute step i (0-based) into *out: 0 or -1 with a message. */
 int lesson_step_compute(lesson *L, int i, lesson_step *out, ms_err *err);
-/* Free everything and remove the temporary files. */
+/* Free everything (the files stay in the lesson's directory). */
 void lesson_close(lesson *L);
 
 #endif

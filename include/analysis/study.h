@@ -22,6 +22,7 @@ typedef struct {
 typedef struct {
     st_curve c;
     double cost, rank, tied, rank_auc, l_hat, rank_percentile, spearman;
+    double l_hat_median;   /* L-hat scaled by the median barrier (labelling-free, landscape.h) */
     double rank_est;       /* = rank when exhaustive; sampled: 1 + percentile x the set's
                             * orders, the rank among all of them (NaN past a double) */
     double pct_lo, pct_hi; /* 95% interval of the rank percentile (= it when exhaustive) */

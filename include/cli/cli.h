@@ -11,6 +11,7 @@
 #include "align/align.h"
 #include "io/evalset.h"
 #include "io/family.h"
+#include "io/outputs.h"
 #include "landscape/landscape.h"
 #include "model/model.h"
 #include "network/net_objective.h"
@@ -31,6 +32,19 @@ int cmd_study(int argc, char **argv);
 
 /* Print "moescope CMD: msg" and the usage line to stderr; returns 2. */
 int cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* At start-up: a closed stdin, stdout or stderr (`>&-`) gets /dev/null, so the
+ * next file opened cannot become fd 1 and receive the printed text; a closed
+ * stdout is then reported by cli_stdout_done. */
+void cli_stdio_guard(void);
+/* At the end of a command: stdout flushed; when anything printed there was lost
+ * (a full disk, a closed descriptor: `info > /dev/full`) the message says so
+ * and the exit code is 1 (else rc). */
+int cli_stdout_done(int rc);
+/* The binary as the user ran it, for commands printed to be run again:
+ * "moescope" when it was found on PATH, else the path given ("./moescope").
+ * main records argv[0]. */
+void cli_set_program(const char *argv0);
+const char *cli_program(void);
 /* Print "moescope: msg" to stderr; returns 1. */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -57,6 +71,12 @@ int cli_parse_order(const char *s, int *order, int n);
  * line at every tenth (rank 0: the rows of every rank). */
 void cli_progress(const char *what, long done, long total);
 void cli_progress_end(void);
+
+/* Every output of command cmd checked before any work (io/outputs.h): 0, else
+ * the message printed and the exit code (2 when two outputs name one file, a
+ * usage error; else 1). */
+int cli_check_outputs(const char *cmd, const char *usage, const out_spec *outs, int nout,
+                      const char *const *inputs, int nin);
 
 /* Load checkpoints A (pa) and B (pb), layer `layer` (NULL means "moe"), then,
  * when e_path is not NULL, the evaluation set E. 0 on success; on failure the
@@ -122,6 +142,8 @@ typedef struct {
     moe_model A, B;
     int *order;         /* --order parsed (n), NULL without it; ao.order points here */
     int stream_ok;      /* set before cli_align_inputs: A and B may be streamed (align) */
+    int out_like_a;     /* set before cli_align_inputs: -o is written in A's layout (merge), else B's */
+    const char *e_path; /* set before cli_align_inputs: an evaluation set -o must not touch */
     expert_source sa, sb; /* their routed experts when streamed (cli_load_models_stream) */
 } cli_align_args;
 
@@ -187,6 +209,7 @@ int cli_each_layer(const char *layers_of, const char *src0, const char *out, cli
  * exit code of a usage error. */
 typedef struct {
     const char *a, *b, *e;
+    const char *dir;  /* --dir: where the lesson's files go (default moescope-lesson), kept */
     int start, print;
 } lesson_args;
 int lesson_parse_args(lesson_args *a, int argc, char **argv);

@@ -14,7 +14,7 @@ typedef enum {
     ENV_MPI_STATS,
     ENV_ASSETS,
     ENV_SOURCE_DATE_EPOCH,
-    ENV_TMPDIR,
+    ENV_TERM,
     ENV_NO_COLOR,
     ENV_ESCDELAY,
     ENV_TUI_BENCH,

@@ -27,10 +27,6 @@ char *af_temp_template(const char *path, int hidden);
 int af_commit(atomic_file *af, ms_err *err);
 void af_abort(atomic_file *af);
 
-/* Refuse to write over an input: -1 with a message if out names the same file
- * (same device and inode) as any of inputs[0..ninputs). */
-int af_check_not_input(const char *out, const char *const *inputs, int ninputs, ms_err *err);
-
 /* Refuse two outputs that would land in one file: -1 with a message if any two
  * of outs[0..n) (NULL entries skipped) are the same existing file (same device
  * and inode, so also through a symlink or a hard link) or the same directory
@@ -42,6 +38,19 @@ int af_check_distinct(const char *const *outs, const char *const *labels, int n,
  * "DIR/x.3.ext", ... into out: for outputs that must never replace a file.
  * 0, or -1 when none of the first 999 is free. */
 int af_free_name(const char *want, char *out, size_t cap);
+
+/* "a block device", "a socket", "a FIFO", ...: a node's kind for messages */
+const char *af_node_kind(unsigned mode);
+
+/* 1 when writing path goes straight into an existing node, without a temporary
+ * or a rename: a character device or FIFO (/dev/null, a pipe), or one of the
+ * process's own descriptors (/dev/stdout, /dev/fd/N, /proc/self/fd/N). */
+int af_writes_in_place(const char *path);
+
+/* Where writing path lands: "<realpath of its directory>/<base name>" (the
+ * directory entry af_commit renames onto), or a copy of path when the
+ * directory cannot be resolved. Trailing slashes are ignored. The caller frees it. */
+char *af_destination(const char *path);
 
 /* Convenience: write a whole buffer atomically. */
 int af_write_all(const char *path, const void *buf, size_t len, ms_err *err);

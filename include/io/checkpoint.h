@@ -69,6 +69,13 @@ const char *ckpt_unmapped_under(const ckpt *c, const char *prefix);
  * length in *len); never blocks on a FIFO or device (opened O_NONBLOCK, its kind
  * checked on the descriptor). NULL with err naming the file and what it is. */
 char *ckpt_read_file(const char *path, size_t cap, size_t *len, ms_err *err);
+/* Is the checkpoint written from src (align, merge, scramble) to out a directory?
+ * A sharded src (an index, or a folder holding one) gives a sharded directory;
+ * a src that is one file gives one file at out, unless out is directory-like
+ * (ends with '/' or is an existing directory): then the directory out holding
+ * the file under its own name (and config.json). Cheap: reads the index, maps
+ * nothing. A src that does not open counts as one file (loading it will say why). */
+int ckpt_output_is_dir(const char *src, const char *out);
 
 /* "dir/name", malloc'd. */
 char *ckpt_path_join(const char *dir, const char *name);

@@ -15,4 +15,15 @@ cJSON *json_number(double v);
 /* An array of n of them (empty when v is NULL). */
 cJSON *json_numbers(const double *v, int n);
 
+/* root printed (formatted or not) with a final newline, as valid UTF-8 (cJSON
+ * passes bytes through: a file name that is not UTF-8 would make the JSON
+ * invalid; each byte of an invalid sequence becomes U+FFFD). root is deleted;
+ * NULL when it cannot be printed. The caller frees it; *len its length. */
+char *json_print(cJSON *root, int formatted, size_t *len);
+
+/* The length (1..4) of the valid UTF-8 sequence at s, 0 when the bytes there
+ * are not one (a stray continuation byte, an overlong form, a surrogate, a
+ * sequence cut short). s is NUL-terminated. */
+int utf8_seq_len(const unsigned char *s);
+
 #endif

@@ -164,6 +164,13 @@ typedef struct landscape {
     int rank_auc[2];            /* position with ties at tau broken by loss AUC (rank.h) */
     double tau;                 /* 1e-6 * max(B(naive), 1e-3) */
     double l_hat[2];            /* NaN when the denominator is <= 0 */
+    /* L-hat scaled by the median barrier over the orders instead of the naive one:
+     * 100 (B(chosen) - B(best)) / (B(median) - B(best)). The naive barrier is that
+     * of B's identity order, which depends on how B's seed happened to label its
+     * experts; the orders' median does not (NaN when the denominator is <= 0;
+     * set once every order is done) */
+    double l_hat_median[2];
+    double median_barrier;
     long norders;               /* n! or the number sampled */
     long ndone;                 /* rows filled so far */
     ls_row *rows;               /* (norders), sorted by barrier once complete */

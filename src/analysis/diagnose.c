@@ -760,6 +760,7 @@ static void pair_from_landscape(diag_report *r, const landscape *L, cost_method 
     const ls_row *best = &L->rows[L->best];
     ls_order_get(L->orders, n, best->id, r->best_order);
     r->barrier_best = best->barrier;
+    r->barrier_worst = L->rows[L->worst].barrier;
     // barriers closer than float noise of the loss are ties, not a worse order
     double scale = fmax(1.0, fmax(fabs(L->loss_a), fabs(L->loss_b)));
     r->barrier_tie = r->barrier_chosen - r->barrier_best <= 1e-6 * scale;
@@ -862,7 +863,11 @@ static void pair_methods(diag_report *r, dg_list *out) {
  * matching found nothing to match, so B's experts are not A's experts in
  * another basis (two independently trained seeds give this: about 1x and
  * more, against near 0 for a scrambled copy), and no expert order can make
- * the pair correspond; the order then hardly matters for the barrier. */
+ * the pair correspond as weights. Whether the order still matters for the
+ * barrier is the landscape's to say: with one, the verdict follows the spread
+ * of its barriers (within DG_SPREAD_LOW of the worst: the order hardly
+ * matters; else it does, and the residuals are only a note); without one, it
+ * says the landscape would tell. */
 static void pair_unrelated(const diag_report *r, int n, const char *mname, dg_list *out) {
     double *tmp = ms_malloc((size_t)n * sizeof(double));
     memcpy(tmp, r->slot_rel, (size_t)n * sizeof(double));
@@ -875,11 +880,31 @@ static void pair_unrelated(const diag_report *r, int n, const char *mname, dg_li
     double med = n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
     free(tmp);
     if (med < DG_REL_UNRELATED) return;
-    dg_add(out, DG_WARN, "experts_unrelated", "A,B", med,
-           "the experts do not correspond: after weight matching the median slot of the %s order "
-           "is still %.2gx the experts' own norm (a scrambled copy gives 0), so no expert order "
-           "makes B's experts A's, and the order can hardly change the barrier",
-           mname, med);
+    if (!r->have_landscape) {
+        dg_add(out, DG_WARN, "experts_unrelated", "A,B", med,
+               "the experts do not correspond as weights: after weight matching the median slot of "
+               "the %s order is still %.2gx the experts' own norm (a scrambled copy gives 0), so no "
+               "expert order makes B's experts A's; whether the order still changes the barrier, "
+               "the landscape says (diagnose --landscape)",
+               mname, med);
+        return;
+    }
+    double lo = r->barrier_best, hi = r->barrier_worst, spread = hi - lo;
+    const char *sampled = r->exhaustive ? "" : " sampled";
+    if (spread <= DG_SPREAD_LOW * hi || spread <= 0)
+        dg_add(out, DG_WARN, "experts_unrelated", "A,B", med,
+               "the experts do not correspond: after weight matching the median slot of the %s order "
+               "is still %.2gx the experts' own norm (a scrambled copy gives 0), and the order can "
+               "hardly change the barrier: the %ld%s orders' barriers run from %.4g to %.4g (a spread "
+               "of %.3g%% of the worst)",
+               mname, med, r->norders, sampled, lo, hi, hi > 0 ? 100 * spread / hi : 0.0);
+    else
+        dg_add(out, DG_INFO, "experts_unrelated", "A,B", med,
+               "the experts differ as weights (after weight matching the median slot of the %s order "
+               "is still %.2gx the experts' own norm; a scrambled copy gives 0), yet the order "
+               "matters: the %ld%s orders' barriers run from %.4g (best) to %.4g (worst), the chosen "
+               "order's is %.4g",
+               mname, med, r->norders, sampled, lo, hi, r->barrier_chosen);
 }
 
 /* Per-slot weight-matching residuals of the chosen order, and the worst slot. */
@@ -1190,6 +1215,7 @@ int diag_write_json(const diag_report *r, const char *a_path, const char *b_path
         cJSON_AddBoolToObject(l, "exhaustive", r->exhaustive);
         cJSON_AddItemToObject(l, "barrier", json_num(r->barrier_chosen));
         cJSON_AddItemToObject(l, "best_barrier", json_num(r->barrier_best));
+        cJSON_AddItemToObject(l, "worst_barrier", json_num(r->barrier_worst));
         cJSON_AddBoolToObject(l, "tie", r->barrier_tie);
         cJSON_AddItemToObject(l, "best_order", json_iarr(r->best_order, n));
     } else {

@@ -8,9 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "align/align.h"
+#include "io/checkpoint.h"
 #include "model/evaluator.h"
 #include "landscape/landscape.h"
 #include "align/lap.h"
@@ -29,7 +32,10 @@
 
 struct lesson {
     char *a, *b, *e;               /* the paths, for messages and commands */
-    char dir[64];                  /* private temporary directory */
+    char *qa, *qb, *qe, *prog;     /* the same, quoted for a shell; the binary as run */
+    char *dir;                     /* where the steps' files go (kept) */
+    char *native_a;                /* A in moescope's format, beside the files built from it */
+    int have_scramble;             /* scrambled_A written */
     moe_model A, B;
     evalset E;                     /* a network's: its first MoE block's own inputs */
     /* a network (e holds input_ids or pixel_values): the curves are its loss, the layer its first MoE block */
@@ -37,6 +43,86 @@ struct lesson {
     net_evalset ne;
     net_objective *obj;
 };
+
+/* The files the steps build, in the lesson's directory. */
+enum { F_SCRAMBLED, F_TRANSLATED, F_TOP1, F_TOP1_SCALED, F_GROUPED, F_GROUPED_WITHIN,
+       F_GROUPED_ACROSS, F_NATIVE_A };
+static const char *step_files[] = {"scrambled_A.safetensors", "translated_B.safetensors",
+                                   "top1_A.safetensors", "top1_A_scaled.safetensors",
+                                   "grouped_A.safetensors", "grouped_A_within.safetensors",
+                                   "grouped_A_across.safetensors", "A.safetensors"};
+
+/* printf into a new string (malloc'd) */
+static char *fmt_new(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *fmt_new(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *out = ms_malloc((size_t)(n > 0 ? n : 0) + 1);
+    va_start(ap, fmt);
+    vsnprintf(out, (size_t)(n > 0 ? n : 0) + 1, fmt, ap);
+    va_end(ap);
+    return out;
+}
+
+/* p as a shell word: bare when safe, else single-quoted (malloc'd) */
+static char *sh_word(const char *p) {
+    int safe = *p != '\0';
+    for (const char *c = p; *c; c++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%", *c)) safe = 0;
+    if (safe) return ms_strdup(p);
+    char *q = ms_malloc(4 * strlen(p) + 3), *o = q;
+    *o++ = '\'';
+    for (; *p; p++) {
+        if (*p == '\'') memcpy(o, "'\\''", 4), o += 4;
+        else *o++ = *p;
+    }
+    *o++ = '\'';
+    *o = 0;
+    return q;
+}
+
+/* a step's file; a network's is a folder (the network with that block), named
+ * without the file suffix */
+static void step_path(const lesson *L, int file, char *out, size_t size) {
+    const char *f = step_files[file];
+    int stem = L->obj ? (int)(strlen(f) - strlen(".safetensors")) : (int)strlen(f);
+    snprintf(out, size, "%s/%.*s", L->dir, stem, f);
+}
+
+/* a network step's folder left by an earlier lesson in the same directory (a
+ * save never replaces a folder): its files, then the folder */
+static void remove_step_folder(const char *p) {
+    DIR *d = opendir(p);
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (de->d_name[0] != '.') {
+            char *q = fmt_new("%s/%s", p, de->d_name);
+            unlink(q);
+            free(q);
+        }
+    closedir(d);
+    rmdir(p);
+}
+
+/* m at the lesson's file: in moescope's own format (its router as m has it: a
+ * real family's layout would take the router from A's config.json instead), or
+ * for a network the network with this block, so the printed commands run on
+ * the network's loss */
+static int lesson_save(const moe_model *m, const lesson *L, int file, char *path, size_t size, ms_err *err) {
+    step_path(L, file, path, size);
+    if (L->obj) {
+        remove_step_folder(path);
+        return moe_save(m, path, err);
+    }
+    moe_model c = *m; // a shallow view with the family and the layer name of the native format
+    c.cfg.family[0] = '\0';
+    c.layer = "moe";
+    c.path = NULL;
+    return moe_save(&c, path, err);
+}
 
 /* a and b as networks: their first MoE block as the lesson's layer, its own
  * inputs as E, the curves on the network's loss */
@@ -68,6 +154,7 @@ static void close_network(lesson *L) {
 }
 
 lesson *lesson_open(const char *a, const char *b, const char *e, const family_overrides *o,
+                    const char *dir, const char *prog,
                     ms_err *err) {
     lesson *L = ms_calloc(1, sizeof *L);
     if (e && net_evalset_is(e)) {
@@ -89,56 +176,38 @@ lesson *lesson_open(const char *a, const char *b, const char *e, const family_ov
         free(L);
         return NULL;
     }
+    L->a = ms_strdup(a);
+    L->b = ms_strdup(b);
+    L->e = ms_strdup(e);
+    L->qa = sh_word(a), L->qb = sh_word(b), L->qe = sh_word(e), L->prog = sh_word(prog);
+    L->dir = ms_strdup(dir);
     if (!L->obj && moe_eval_check(&L->A, &L->E, err)) {
         lesson_close(L);
         return NULL;
     }
-    const char *tmp = env_get(ENV_TMPDIR);
-    snprintf(L->dir, sizeof L->dir, "%s/moescope-lesson-XXXXXX", tmp && strlen(tmp) < 32 ? tmp : "/tmp");
-    if (!mkdtemp(L->dir)) {
-        ms_fail(err, "lesson: cannot create a temporary directory in %s", L->dir);
-        L->dir[0] = '\0';
+    struct stat sb;
+    if (mkdir(dir, 0777) && (errno != EEXIST || stat(dir, &sb) || !S_ISDIR(sb.st_mode))) {
+        ms_fail(err, "lesson: cannot create the directory %s for its files: %s (give --dir DIR)", dir,
+                strerror(errno));
         lesson_close(L);
         return NULL;
     }
-    L->a = ms_strdup(a);
-    L->b = ms_strdup(b);
-    L->e = ms_strdup(e);
+    // a real family's A beside the files built from it, in the same format, for the explorer
+    char path[1024];
+    if (!L->obj && strcmp(moe_family(&L->A.cfg), "native")) {
+        if (lesson_save(&L->A, L, F_NATIVE_A, path, sizeof path, err)) {
+            lesson_close(L);
+            return NULL;
+        }
+        L->native_a = ms_strdup(path);
+    }
     return L;
 }
 
-static const char *step_files[] = {"scrambled_A.safetensors", "translated_B.safetensors",
-                                   "top1_A.safetensors", "top1_A_scaled.safetensors",
-                                   "grouped_A.safetensors", "grouped_A_swapped.safetensors"};
-
-/* a step's file, or the folder a network's layer is saved as (its files inside) */
-static void remove_step_file(const char *p) {
-    DIR *d = opendir(p);
-    if (d) {
-        struct dirent *de;
-        char q[400];
-        while ((de = readdir(d)))
-            if (de->d_name[0] != '.') {
-                snprintf(q, sizeof q, "%s/%s", p, de->d_name);
-                unlink(q);
-            }
-        closedir(d);
-        rmdir(p);
-        return;
-    }
-    unlink(p);
-}
+const char *lesson_dir(const lesson *L) { return L->dir; }
 
 void lesson_close(lesson *L) {
     if (!L) return;
-    if (L->dir[0]) {
-        char p[128];
-        for (size_t i = 0; i < sizeof step_files / sizeof step_files[0]; i++) {
-            snprintf(p, sizeof p, "%s/%s", L->dir, step_files[i]);
-            remove_step_file(p);
-        }
-        rmdir(L->dir);
-    }
     close_network(L);
     moe_free(&L->A);
     moe_free(&L->B);
@@ -146,7 +215,43 @@ void lesson_close(lesson *L) {
     free(L->a);
     free(L->b);
     free(L->e);
+    free(L->qa);
+    free(L->qb);
+    free(L->qe);
+    free(L->prog);
+    free(L->dir);
+    free(L->native_a);
     free(L);
+}
+
+/* A for a pair with one of the lesson's files (the same format as those) */
+static const char *pair_a(const lesson *L) { return L->native_a ? L->native_a : L->a; }
+
+/* a lesson file's path as a shell word (malloc'd) */
+static char *qfile(const lesson *L, int file) {
+    char *path = fmt_new("%s/%s", L->dir, step_files[file]), *q = sh_word(path);
+    free(path);
+    return q;
+}
+
+/* a name in the lesson's directory for an output in src's layout (a sharded src
+ * is written as a directory: no file suffix), as a shell word (malloc'd) */
+static char *qout(const lesson *L, const char *src, const char *stem) {
+    char *probe = fmt_new("%s/%s", L->dir, stem);
+    char *path = fmt_new("%s%s", probe, ckpt_output_is_dir(src, probe) ? "" : ".safetensors");
+    char *q = sh_word(path);
+    free(probe);
+    free(path);
+    return q;
+}
+
+/* the step's commands: a shell line */
+static void cli_line(lesson_step *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void cli_line(lesson_step *s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->cli, sizeof s->cli, fmt, ap);
+    va_end(ap);
 }
 
 /* ---------------------------------------------------------------- numbers */
@@ -214,13 +319,6 @@ static void output_difference(const moe_model *A, const moe_model *B, const eval
     free(zb);
 }
 
-/* m saved at a step's path, over what an earlier step left there (a network's
- * layer is saved as a folder, which a save never replaces) */
-static int lesson_save(const moe_model *m, const char *path, ms_err *err) {
-    remove_step_file(path);
-    return moe_save(m, path, err);
-}
-
 /* The curve from A to Bp on the lesson's loss: the layer's on E, or a network's
  * (the other MoE blocks aligned as o says: var). */
 static int lesson_curve(const lesson *L, const moe_model *A, const moe_model *Bp, int var, ls_curve *cv,
@@ -261,10 +359,6 @@ static void say(lesson_step *s, const char *fmt, ...) {
     va_end(ap);
 }
 
-static void step_path(const lesson *L, int file, char *out, size_t size) {
-    snprintf(out, size, "%s/%s", L->dir, step_files[file]);
-}
-
 static void explore(lesson_step *s, const char *a, const char *b) {
     snprintf(s->explore_a, sizeof s->explore_a, "%s", a);
     snprintf(s->explore_b, sizeof s->explore_b, "%s", b);
@@ -291,29 +385,41 @@ static int step_far_apart(lesson *L, lesson_step *s, ms_err *err) {
                "frozen and shared); the loss here is the network's %s loss, and the layer "
                "numbers are at the block's own inputs.\n",
             L->na.cfg.moe_layers[0], net_loss_kind(&L->na));
-    say(s, "A and B are the same MoE layer trained from two seeds. Both fit the data: loss "
-           "%.6g for A, %.6g for B.\n",
-        cv.loss[0], cv.loss[cv.T - 1]);
-    say(s, "Walk the straight line between their parameters (the naive interpolation) and the "
-           "loss climbs: the barrier is %.6g above the chord between the end points.\n",
-        cv.barrier);
+    if (L->obj || L->A.cfg.has_head) {
+        say(s, "A and B are the same MoE layer trained from two seeds. Both fit the data: loss "
+               "%.6g for A, %.6g for B.\n",
+            cv.loss[0], cv.loss[cv.T - 1]);
+        say(s, "Walk the straight line between their parameters (the naive interpolation) and the "
+               "loss climbs: the barrier is %.6g above the chord between the end points.\n",
+            cv.barrier);
+    } else { // layer only: the loss is the distance from the chord of the two outputs
+        say(s, "A and B are the same MoE layer trained from two seeds. Without a head the loss is "
+               "the layer's own: the mean squared distance of the interpolated layer's output from "
+               "the straight line between A's and B's outputs, 0 at both ends.\n");
+        say(s, "Walk the straight line between their parameters (the naive interpolation) and that "
+               "loss climbs: the barrier is %.6g.\n",
+            cv.barrier);
+    }
     say(s, "Their parameters are far apart: ||A - B|| / ||A|| = %.4g. Is that distance real, or "
            "only the way each seed happened to label its experts and hidden units?\n",
         param_distance(&L->A, &L->B, 0));
-    snprintf(s->cli, sizeof s->cli, "moescope curve %s %s --eval %s   (the naive row)", L->a,
-             L->b, L->e);
+    cli_line(s, "%s curve %s %s --eval %s   # the naive row", L->prog, L->qa,
+             L->qb, L->qe);
     explore(s, L->a, L->b);
     ls_curve_free(&cv);
     return 0;
 }
 
 /* S = A scrambled with SCRAMBLE_SEED (and a translation), saved for the explorer. */
-static int make_scramble(lesson *L, moe_model *S, int *pi, char *path, size_t size,
-                         ms_err *err) {
+static int make_scramble(lesson *L, moe_model *S, int *pi, char *path, size_t size, ms_err *err) {
     moe_clone(S, &L->A);
     moe_scramble(S, SCRAMBLE_SEED, 1.0, pi);
-    step_path(L, 0, path, size);
-    if (lesson_save(S, path, err)) return moe_free(S), -1;
+    if (L->have_scramble) { // the same seed: the same file as a step before
+        step_path(L, F_SCRAMBLED, path, size);
+        return 0;
+    }
+    if (lesson_save(S, L, F_SCRAMBLED, path, size, err)) return moe_free(S), -1;
+    L->have_scramble = 1;
     return 0;
 }
 
@@ -321,7 +427,7 @@ static int step_scramble(lesson *L, lesson_step *s, ms_err *err) {
     snprintf(s->title, sizeof s->title, "A scramble computes the same function");
     moe_model S;
     int pi[64];
-    char path[128], os[512];
+    char path[1024], os[512];
     if (make_scramble(L, &S, pi, path, sizeof path, err)) return -1;
     double mx, rms;
     output_difference(&L->A, &S, &L->E, &mx, &rms);
@@ -330,17 +436,20 @@ static int step_scramble(lesson *L, lesson_step *s, ms_err *err) {
            "permute the hidden units inside every expert, and add one common shift to all gate "
            "rows (softmax ignores it).\n",
         os);
+    // float32 rounding of a sum over the experts: a few 1e-7 of the outputs' size
     say(s, "The parameters move far: ||A - S|| / ||A|| = %.4g. The function does not: over the "
-           "%d evaluation inputs the outputs differ by at most %.3g (the outputs' RMS is %.4g) - "
-           "float rounding, nothing else.\n",
-        param_distance(&L->A, &S, 0), L->E.N, mx, rms);
+           "%d evaluation inputs the outputs differ by at most %.3g (the outputs' RMS is %.4g)%s\n",
+        param_distance(&L->A, &S, 0), L->E.N, mx, rms,
+        mx <= 1e-4 * rms ? " - float rounding, nothing else." : ", more than float rounding.");
     say(s, "These moves form the layer's symmetry group: expert permutations, a common gate "
            "translation, and hidden-unit permutations inside each expert.\n");
-    snprintf(s->cli, sizeof s->cli,
-             "moescope scramble %s -o S.safetensors --seed %d --translate; "
-             "moescope eval S.safetensors --eval %s",
-             L->a, SCRAMBLE_SEED, L->e);
-    explore(s, L->a, path);
+    char *qs = qout(L, L->a, "S");
+    cli_line(s,
+             "%s scramble %s -o %s --seed %d --translate; %s eval %s --eval %s; %s eval %s --eval %s"
+             "   # the order pi; the same loss for both",
+             L->prog, L->qa, qs, SCRAMBLE_SEED, L->prog, qs, L->qe, L->prog, L->qa, L->qe);
+    free(qs);
+    explore(s, pair_a(L), path);
     moe_free(&S);
     return 0;
 }
@@ -349,7 +458,7 @@ static int step_recover(lesson *L, lesson_step *s, ms_err *err) {
     snprintf(s->title, sizeof s->title, "Aligning recovers the scramble");
     moe_model S;
     int pi[64], n = L->A.cfg.n;
-    char path[128], os[512], msg[512];
+    char path[1024], os[512], msg[512];
     if (make_scramble(L, &S, pi, path, sizeof path, err)) return -1;
     double *C = ms_malloc((size_t)n * n * sizeof(double));
     align_opts o;
@@ -377,10 +486,12 @@ static int step_recover(lesson *L, lesson_step *s, ms_err *err) {
     say(s, "After weight matching inside each pair, S in A's basis is %.3g away from A "
            "(relative distance, the common gate shift set aside: it changes no output).\n",
         param_distance(&L->A, &Sp, 1));
-    snprintf(s->cli, sizeof s->cli, "moescope cost %s S.safetensors; moescope align %s "
-                                    "S.safetensors -o S_aligned.safetensors",
-             L->a, L->a);
-    explore(s, L->a, path);
+    char *qs = qout(L, L->a, "S"), *qal = qout(L, L->a, "S_aligned");
+    cli_line(s, "%s cost %s %s; %s align %s %s -o %s   # S from step 2's commands",
+             L->prog, L->qa, qs, L->prog, L->qa, qs, qal);
+    free(qs);
+    free(qal);
+    explore(s, pair_a(L), path);
     rc = 0;
     moe_free(&Sp);
     align_result_free(&res);
@@ -413,7 +524,7 @@ static int gate_margin(const moe_model *A, const moe_model *B, int center, doubl
 static int step_centring(lesson *L, lesson_step *s, ms_err *err) {
     snprintf(s->title, sizeof s->title, "Why gate centring matters");
     int n = L->A.cfg.n, ou[64], oc[64];
-    char path[128], su[256], sc[256];
+    char path[1024], su[256], sc[256];
     if (L->A.cfg.score != SCORE_SOFTMAX) {
         say(s, "This router scores experts with a sigmoid, which has no translation symmetry: "
                "a common shift of the gate rows changes the outputs, so the gate cost must not "
@@ -424,8 +535,7 @@ static int step_centring(lesson *L, lesson_step *s, ms_err *err) {
     moe_model T;
     moe_clone(&T, &L->B);
     moe_scramble(&T, CENTRE_SEED, CENTRE_SCALE, NULL);
-    step_path(L, 1, path, sizeof path);
-    int rc = lesson_save(&T, path, err);
+    int rc = lesson_save(&T, L, F_TRANSLATED, path, sizeof path, err);
     align_opts o;
     align_opts_default(&o);
     o.method = COST_GATE;
@@ -456,14 +566,13 @@ static int step_centring(lesson *L, lesson_step *s, ms_err *err) {
            "more than the best, on a total of %.4g: a %.3g%% margin. Centred it costs %.4g "
            "more, on a total of %.4g.\n",
         mu, tu, 100 * mu / tu, mc, tc);
-    say(s, "On a scramble of one model nothing can fool even the uncentred cost: the matched "
-           "rows differ by exactly the shift, and by convexity no other order does better. "
-           "Centring matters between two different models.\n");
-    snprintf(s->cli, sizeof s->cli,
-             "moescope scramble %s -o T.safetensors --seed %d --translate-scale %g; "
-             "moescope cost %s T.safetensors --method gate [--no-center]",
-             L->b, CENTRE_SEED, CENTRE_SCALE, L->a);
-    explore(s, L->a, path);
+    char *qt = qout(L, L->b, "T");
+    cli_line(s,
+             "%s scramble %s -o %s --seed %d --translate-scale %g; %s cost %s %s --method gate "
+             "--no-center; %s cost %s %s --method gate",
+             L->prog, L->qb, qt, CENTRE_SEED, CENTRE_SCALE, L->prog, L->qa, qt, L->prog, L->qa, qt);
+    free(qt);
+    explore(s, pair_a(L), path);
     return 0;
 }
 
@@ -485,13 +594,20 @@ static int step_skip_order(lesson *L, lesson_step *s, ms_err *err) {
     say(s, "Back to A and B. Weight matching alone (identity expert order, hidden units matched "
            "inside each slot) takes the barrier from %.6g to %.6g.\n",
         naive, skip);
-    say(s, "First matching the experts (the expert cost picks the order %s), then the hidden "
-           "units, takes it to %.6g: %.3g times lower than weight matching alone.\n",
-        os, full, full > 0 ? skip / full : INFINITY);
-    say(s, "Experts trained from different seeds play the same roles in different slots: "
-           "without the expert order, weight matching aligns the wrong pairs.\n");
-    snprintf(s->cli, sizeof s->cli, "moescope curve %s %s --eval %s   (naive, skip_order, expert)",
-             L->a, L->b, L->e);
+    if (full < skip) {
+        say(s, "First matching the experts (the expert cost picks the order %s), then the hidden "
+               "units, takes it to %.6g: %.3g times lower than weight matching alone.\n",
+            os, full, full > 0 ? skip / full : INFINITY);
+        say(s, "Experts trained from different seeds play the same roles in different slots: "
+               "without the expert order, weight matching aligns the wrong pairs.\n");
+    } else {
+        say(s, "First matching the experts (the expert cost picks the order %s), then the hidden "
+               "units, gives %.6g: no lower than weight matching alone here - the expert order "
+               "the cost picked does not help this pair.\n",
+            os, full);
+    }
+    cli_line(s, "%s curve %s %s --eval %s   # the naive, skip_order and expert rows",
+             L->prog, L->qa, L->qb, L->qe);
     explore(s, L->a, L->b);
     return 0;
 }
@@ -502,44 +618,82 @@ static void scale_gate(moe_model *m, double f) {
     for (int i = 0; i < m->cfg.n; i++) m->gate_b[i] *= (float)f;
 }
 
+/* The order the assignment of method picks between A and B (n ints). */
+static int assigned_order(const moe_model *A, const moe_model *B, cost_method method, int *order, ms_err *err) {
+    int n = A->cfg.n;
+    double *C = ms_malloc((size_t)n * n * sizeof(double)), total;
+    int rc = cost_matrix(A, B, method, 1, C, err) || lap_solve(C, n, n, 0, order, &total, err) ? -1 : 0;
+    free(C);
+    return rc;
+}
+
 static int step_top1(lesson *L, lesson_step *s, ms_err *err) {
     snprintf(s->title, sizeof s->title, "Top-1 routing has an extra symmetry");
-    moe_model P, Q;
+    moe_model P, Q, Qp;
     moe_clone(&P, &L->A);
     P.cfg.router = ROUTER_TOPK;
     P.cfg.k = 1;
     P.cfg.renorm = RENORM_YES;
     moe_clone(&Q, &P);
     scale_gate(&Q, TOP1_SCALE);
-    char pa[128], pb[128];
-    step_path(L, 2, pa, sizeof pa);
-    step_path(L, 3, pb, sizeof pb);
-    int n = P.cfg.n, rc = -1;
+    memset(&Qp, 0, sizeof Qp);
+    char pa[1024], pb[1024], og[256], oe[256];
+    int n = P.cfg.n, rc = -1, ordg[64], orde[64];
     double *C = ms_malloc((size_t)n * n * sizeof(double));
-    if (lesson_save(&P, pa, err) || lesson_save(&Q, pb, err) ||
-        cost_matrix(&P, &Q, COST_GATE, 1, C, err))
+    align_opts o;
+    align_opts_default(&o);
+    align_result res;
+    memset(&res, 0, sizeof res);
+    if (lesson_save(&P, L, F_TOP1, pa, sizeof pa, err) || lesson_save(&Q, L, F_TOP1_SCALED, pb, sizeof pb, err) ||
+        cost_matrix(&P, &Q, COST_GATE, 1, C, err) || assigned_order(&P, &Q, COST_GATE, ordg, err) ||
+        assigned_order(&P, &Q, COST_EXPERT, orde, err) || align_models(&P, &Q, &o, &Qp, &res, err))
         goto done;
-    double mx, rms, diag = 0;
+    ls_curve cv;
+    if (curve_compute(&P, &Q, &L->E, LESSON_T, &cv, err)) goto done;
+    double mx, rms, diag = 0, bar = cv.barrier;
+    ls_curve_free(&cv);
     output_difference(&P, &Q, &L->E, &mx, &rms);
     for (int i = 0; i < n; i++) diag += C[(size_t)i * n + i];
+    moe_order_format(og, sizeof og, ordg, n);
+    moe_order_format(oe, sizeof oe, orde, n);
     say(s, "Give A top-1 routing: each input goes to its single best-scoring expert, with weight "
            "1. Now multiply every gate score by %g.\n",
         TOP1_SCALE);
     say(s, "The best expert stays the best, so the function does not change: the outputs differ "
-           "by at most %.3g (RMS %.4g; 0 means bit for bit). Yet the centred gate cost between the two copies, slot "
-           "by slot, totals %.4g: the alignment cannot see this scaling symmetry.\n",
-        mx, rms, diag);
+           "by at most %.3g (RMS %.4g; 0 means bit for bit), and the straight path between the two "
+           "copies has barrier %.3g.\n",
+        mx, rms, bar);
+    say(s, "Yet the centred gate cost between them, slot by slot, totals %.4g: a cost that is not "
+           "zero between two copies of one function. The assignments still find the order here "
+           "(the gate cost picks %s, the expert cost %s), but no step of the alignment undoes the "
+           "scaling: aligned to the first copy, the second is still %.3g away (relative distance).\n",
+        diag, og, oe, param_distance(&P, &Qp, 1));
     say(s, "That is why the theory (and moescope's verdicts) assume dense routing or top-k "
            "with k >= 2, where the gate's softmax weights pin the scale down.\n");
-    snprintf(s->cli, sizeof s->cli, "moescope cost %s %s --method gate   (the lesson's files)",
-             pa, pb);
+    char *qa = qfile(L, F_TOP1), *qb = qfile(L, F_TOP1_SCALED);
+    cli_line(s, "%s cost %s %s --method gate; %s cost %s %s; %s curve %s %s --eval %s   # the naive row",
+             L->prog, qa, qb, L->prog, qa, qb, L->prog, qa, qb, L->qe);
+    free(qa);
+    free(qb);
     explore(s, pa, pb);
     rc = 0;
 done:
     free(C);
+    align_result_free(&res);
+    moe_free(&Qp);
     moe_free(&P);
     moe_free(&Q);
     return rc;
+}
+
+/* The loss of m on E (layer-only statistics without a head), NaN on failure. */
+static double loss_of(const moe_model *m, const evalset *E, ms_err *err) {
+    moe_eval_result r;
+    memset(&r, 0, sizeof r);
+    int fail = m->cfg.has_head ? moe_eval(m, E, &r, err) : moe_eval_layer(m, E, &r, err);
+    double v = fail ? NAN : r.loss;
+    moe_eval_result_free(&r);
+    return v;
 }
 
 static int step_groups(lesson *L, lesson_step *s, ms_err *err) {
@@ -565,10 +719,15 @@ static int step_groups(lesson *L, lesson_step *s, ms_err *err) {
     moe_permute_experts(&W, within);
     moe_clone(&X, &G);
     moe_permute_experts(&X, across);
-    char pa[128], pb[128];
-    step_path(L, 4, pa, sizeof pa);
-    step_path(L, 5, pb, sizeof pb);
-    int rc = lesson_save(&G, pa, err) || lesson_save(&X, pb, err) ? -1 : 0;
+    char pa[1024], pw[1024], px[1024];
+    int rc = lesson_save(&G, L, F_GROUPED, pa, sizeof pa, err) ||
+                     lesson_save(&W, L, F_GROUPED_WITHIN, pw, sizeof pw, err) ||
+                     lesson_save(&X, L, F_GROUPED_ACROSS, px, sizeof px, err)
+                 ? -1
+                 : 0;
+    double lg = rc ? NAN : loss_of(&G, &L->E, err), lw = isnan(lg) ? NAN : loss_of(&W, &L->E, err);
+    double lx = isnan(lw) ? NAN : loss_of(&X, &L->E, err);
+    if (!rc && isnan(lx)) rc = -1;
     if (!rc) {
         double mw, mx, rms;
         output_difference(&G, &W, &L->E, &mw, &rms);
@@ -576,14 +735,22 @@ static int step_groups(lesson *L, lesson_step *s, ms_err *err) {
         say(s, "Split A's %d experts into 2 groups of %d, and route like DeepSeek: keep the "
                "group holding the best expert, then the top 2 experts inside it.\n",
             n, n / 2);
-        say(s, "Swap two experts of the same group: the outputs differ by at most %.3g. Swap "
-               "expert %d with expert %d across the groups: they differ by up to %.4g (RMS "
-               "%.4g). Only orders that move whole groups keep the function: the group is the "
-               "wreath product S_%d wr S_2, (%d!)^2 * 2! orders instead of %d!.\n",
-            mw, n / 2 - 1, n / 2, mx, rms, n / 2, n / 2, n);
-        snprintf(s->cli, sizeof s->cli, "moescope eval %s / %s --eval %s --dump-outputs F",
-                 pa, pb, L->e);
-        explore(s, pa, pb);
+        // eval's "loss" as eval prints it: a head's loss, or (layer only) the mean squared output
+        const char *what = G.cfg.has_head ? "loss" : "eval's loss, the mean squared output,";
+        say(s, "Swap two experts of the same group: the outputs differ by at most %.3g (%s %.6f, "
+               "as before the swap: %.6f). Swap expert %d with expert %d across the groups: they "
+               "differ by up to %.4g (RMS %.4g; %s %.6f). Only orders that move whole groups keep "
+               "the function: the group is the wreath product S_%d wr S_2, (%d!)^2 * 2! orders "
+               "instead of %d!.\n",
+            mw, what, lw, lg, n / 2 - 1, n / 2, mx, rms, what, lx, n / 2, n / 2, n);
+        char *qa = qfile(L, F_GROUPED), *qw = qfile(L, F_GROUPED_WITHIN), *qx = qfile(L, F_GROUPED_ACROSS);
+        cli_line(s, "%s eval %s --eval %s; %s eval %s --eval %s; %s eval %s --eval %s"
+                 "   # the losses: the same, the same, another",
+                 L->prog, qa, L->qe, L->prog, qw, L->qe, L->prog, qx, L->qe);
+        free(qa);
+        free(qw);
+        free(qx);
+        explore(s, pa, px);
     }
     moe_free(&G);
     moe_free(&W);

@@ -16,6 +16,7 @@
     F("methods." name ".loss_auc", m[i].c.loss_auc), F("methods." name ".cost", m[i].cost),           \
     F("methods." name ".rank", m[i].rank), F("methods." name ".tied", m[i].tied),                     \
     F("methods." name ".rank_auc", m[i].rank_auc), F("methods." name ".l_hat", m[i].l_hat),           \
+    F("methods." name ".l_hat_median", m[i].l_hat_median),                                            \
     F("methods." name ".rank_percentile", m[i].rank_percentile),                                      \
     F("methods." name ".rank_estimate", m[i].rank_est),                                               \
     F("methods." name ".spearman", m[i].spearman)
@@ -108,6 +109,7 @@ void study_pair_from(st_pair *p, const landscape *L, int ia, int ib) {
         s->tied = L->tied[m];
         s->rank_auc = L->rank_auc[m];
         s->l_hat = L->l_hat[m];
+        s->l_hat_median = L->l_hat_median[m];
         s->rank_percentile = 100.0 * (L->rank[m] - 1) / (double)L->norders;
         s->rank_est = isfinite(L->rank_est[m]) ? L->rank_est[m] : NAN;
         s->pct_lo = L->pct_lo[m];

@@ -24,6 +24,29 @@ static void short_name(const char *path, char *out, size_t cap) {
     if (dot && dot[12] == '\0') *dot = '\0';
 }
 
+/* The name of checkpoint i in the tables: its short name, or the path as given
+ * when another checkpoint of the pool has the same short name (a/seed1, b/seed1). */
+static void pool_name(const study *S, int i, char *out, size_t cap) {
+    char other[512];
+    short_name(S->paths[i], out, cap);
+    for (int j = 0; j < S->npool; j++) {
+        if (j == i) continue;
+        short_name(S->paths[j], other, sizeof other);
+        if (!strcmp(other, out)) {
+            snprintf(out, cap, "%s", S->paths[i]);
+            return;
+        }
+    }
+}
+
+/* "A / B": the whole label, never cut */
+static void pair_label(const study *S, const st_pair *p, char *out, size_t cap) {
+    char a[512], b[512];
+    pool_name(S, p->ia, a, sizeof a);
+    pool_name(S, p->ib, b, sizeof b);
+    snprintf(out, cap, "%s / %s", a, b);
+}
+
 static const st_stat *stat_of(const study *S, const char *path) {
     int nf;
     const st_field *fs = study_fields(&nf);
@@ -50,8 +73,9 @@ static const struct {
     {"methods.expert.barrier", "expert", "Expert", 4},
     {"best.barrier", "best", "Best", 4},
     {"methods.gate.rank", "rank g", "Rk.\\ g", 1},
+    {"methods.gate.tied", "tied g", "Ties g", 0},
     {"methods.expert.rank", "rank e", "Rk.\\ e", 1},
-    {"methods.expert.tied", "tied e", "Ties", 0},
+    {"methods.expert.tied", "tied e", "Ties e", 0},
     {"methods.gate.l_hat", "L-hat g", "$\\hat{L}$ g", 1},
     {"methods.expert.l_hat", "L-hat e", "$\\hat{L}$ e", 1},
     {"methods.gate.spearman", "rho g", "$\\rho$ g", 2},
@@ -138,15 +162,18 @@ void study_print(const study *S, FILE *f) {
                    "order too); the JSON and CSV add each rank_estimate among all of them\n",
                 p0->nranked);
     fputc('\n', f);
-    fprintf(f, "%-24s", "pair");
+    int lw = 24; // the pair column: as wide as the longest label
+    char lab[1100];
+    for (int k = 0; k < S->npairs; k++) {
+        pair_label(S, &S->pairs[k], lab, sizeof lab);
+        if ((int)strlen(lab) > lw) lw = (int)strlen(lab);
+    }
+    fprintf(f, "%-*s", lw, "pair");
     for (int c = 0; c < NCOLS; c++) fprintf(f, " %8s", COLS[c].head);
     fputc('\n', f);
     for (int k = 0; k < S->npairs; k++) {
-        char a[64], b[64], lab[140];
-        short_name(S->paths[S->pairs[k].ia], a, sizeof a);
-        short_name(S->paths[S->pairs[k].ib], b, sizeof b);
-        snprintf(lab, sizeof lab, "%s / %s", a, b);
-        fprintf(f, "%-24.24s", lab);
+        pair_label(S, &S->pairs[k], lab, sizeof lab);
+        fprintf(f, "%-*s", lw, lab);
         for (int c = 0; c < NCOLS; c++) {
             double v = field_value(&S->pairs[k], COLS[c].path);
             fputc(' ', f);
@@ -159,7 +186,7 @@ void study_print(const study *S, FILE *f) {
         fputc('\n', f);
     }
     for (int row = 0; row < 2; row++) {
-        fprintf(f, "%-24s", row == 0 ? "mean" : "std");
+        fprintf(f, "%-*s", lw, row == 0 ? "mean" : "std");
         for (int c = 0; c < NCOLS; c++) {
             const st_stat *s = stat_of(S, COLS[c].path);
             double v = s ? (row == 0 ? s->mean : s->std) : NAN;
@@ -186,6 +213,13 @@ void study_print(const study *S, FILE *f) {
     mean_pm(f, stat_of(S, "methods.expert.rank_auc"), 2);
     fputs("; worst barrier ", f);
     mean_pm(f, stat_of(S, "worst.barrier"), 4);
+    fputc('\n', f);
+    // L-hat divides by the naive barrier, B's identity order: it moves when B's seed labels its
+    // experts otherwise; the orders' median barrier does not
+    fputs("L-hat against the median order, labelling-free (mean +- std): gate ", f);
+    mean_pm(f, stat_of(S, "methods.gate.l_hat_median"), 2);
+    fputs(", expert ", f);
+    mean_pm(f, stat_of(S, "methods.expert.l_hat_median"), 2);
     fputc('\n', f);
     double r[4];
     study_ratios(S, r);
@@ -332,6 +366,21 @@ static void csv_num(FILE *f, double v) {
     else fprintf(f, "%.9g", v);
 }
 
+/* a text field as RFC 4180 has it: quoted (quotes doubled) when it holds a
+ * comma, a quote or a line break, else as it is */
+static void csv_field(FILE *f, const char *s) {
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
 /* close the memory stream (which sets *buf and *len) and write it out */
 static int finish_memstream(FILE *f, char **buf, size_t *len, const char *path, const char *what,
                             ms_err *err) {
@@ -365,7 +414,10 @@ int study_write_csv(const study *S, const char *path, ms_err *err) {
     fputs(",zero_tied_percent_lo,zero_tied_percent_hi\n", f);
     for (int k = 0; k < S->npairs; k++) {
         const st_pair *p = &S->pairs[k];
-        fprintf(f, "pair,%s,%s", S->paths[p->ia], S->paths[p->ib]);
+        fputs("pair,", f);
+        csv_field(f, S->paths[p->ia]);
+        fputc(',', f);
+        csv_field(f, S->paths[p->ib]);
         for (int c = 0; c < nf; c++) {
             fputc(',', f);
             csv_num(f, st_get(p, &fs[c]));
@@ -414,9 +466,9 @@ static void tex_table(FILE *f, const study *S, const int *cols, int nc, const ch
     for (int c = 0; c < nc; c++) fprintf(f, " & %s", COLS[cols[c]].tex);
     fputs(" \\\\\n\\midrule\n", f);
     for (int k = 0; k < S->npairs; k++) {
-        char a[64], b[64];
-        short_name(S->paths[S->pairs[k].ia], a, sizeof a);
-        short_name(S->paths[S->pairs[k].ib], b, sizeof b);
+        char a[512], b[512];
+        pool_name(S, S->pairs[k].ia, a, sizeof a);
+        pool_name(S, S->pairs[k].ib, b, sizeof b);
         tex_escape(f, a);
         fputs("--", f);
         tex_escape(f, b);
@@ -444,7 +496,7 @@ static void tex_table(FILE *f, const study *S, const int *cols, int nc, const ch
 /* Two tables narrow enough for one column of a two-column paper: the
  * barriers with the ranks, then the finer numbers. */
 int study_write_latex(const study *S, const char *path, ms_err *err) {
-    static const int first[] = {0, 1, 2, 3, 5, 6}, second[] = {4, 7, 8, 9, 10, 11, 12};
+    static const int first[] = {0, 1, 2, 3, 5, 7}, second[] = {4, 6, 8, 9, 10, 11, 12, 13};
     char *buf = NULL;
     size_t len = 0;
     FILE *f = report_open(&buf, &len, "% ");
@@ -455,7 +507,7 @@ int study_write_latex(const study *S, const char *path, ms_err *err) {
              "(Rk.) of each method's order, over %d pairs of %d checkpoints; g: gate cost, e: expert cost.",
              S->npairs, S->npool);
     tex_table(f, S, first, (int)(sizeof first / sizeof first[0]), cap);
-    snprintf(cap, sizeof cap, "The best barrier, the orders tied with the expert cost's (Ties), $\\hat{L}$, the "
+    snprintf(cap, sizeof cap, "The best barrier, the orders tied with each method's (Ties), $\\hat{L}$, the "
              "cost--barrier rank correlation $\\rho$ and the identity order's rank (Id.), over the same %d pairs; "
              "g: gate cost, e: expert cost.", S->npairs);
     tex_table(f, S, second, (int)(sizeof second / sizeof second[0]), cap);

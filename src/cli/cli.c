@@ -6,12 +6,16 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/atomic_file.h"
+#include "io/checkpoint.h"
 #include "core/blas_threads.h"
 #include "io/family.h"
 #include "analysis/ms_limits.h"
@@ -261,6 +265,20 @@ int cli_save_aligned_stream(const moe_model *m, const expert_source *sb, const a
     return 0;
 }
 
+/* A native layer into a directory-like -o: the directory holding the file under
+ * its source's name (model.safetensors for a folder), as a family layer's is. */
+static char *native_dir_target(const char *src, const char *out, ms_err *err) {
+    struct stat sb;
+    if (stat(out, &sb) && mkdir(out, 0777) && errno != EEXIST) {
+        ms_fail(err, "%s: cannot create the directory: %s", out, strerror(errno));
+        return NULL;
+    }
+    const char *base = strrchr(src, '/');
+    base = base ? base + 1 : src;
+    if (!stat(src, &sb) && S_ISDIR(sb.st_mode)) base = "model.safetensors";
+    return ckpt_path_join(out, base);
+}
+
 int cli_save_checkpoint(const moe_model *m, const char *src_path, const char *out_path) {
     return cli_save_moved(m, NULL, NULL, src_path, out_path);
 }
@@ -278,7 +296,13 @@ int cli_save_moved(const moe_model *m, const int *order, const int *shared_order
         free(note);
         return 0;
     }
-    if (moe_save_with(m, src_path, out_path, &dropped, &err)) return cli_error("%s", err.msg);
+    char *target = NULL;
+    if (src_path && ckpt_output_is_dir(src_path, out_path) &&
+        !(target = native_dir_target(src_path, out_path, &err)))
+        return cli_error("%s", err.msg);
+    int rc = moe_save_with(m, src_path, target ? target : out_path, &dropped, &err);
+    free(target);
+    if (rc) return cli_error("%s", err.msg);
     if (dropped)
         fprintf(stderr,
                 "moescope: warning: %s: dropped %d tensor(s) under '%s.gate.', '%s.experts.' or "
@@ -351,6 +375,48 @@ int cli_figure_option(int ch, const char *arg, const char *cmd, const char *usag
     }
 }
 
+static const char *program = "moescope";
+
+void cli_set_program(const char *argv0) {
+    if (argv0 && strchr(argv0, '/')) program = argv0;
+}
+
+const char *cli_program(void) { return program; }
+
+static int stdout_was_closed;
+
+void cli_stdio_guard(void) {
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+            // open returns the lowest free descriptor: this one
+            int got = open("/dev/null", fd ? O_WRONLY : O_RDONLY);
+            if (got != fd && got >= 0) close(got);
+            if (fd == 1) stdout_was_closed = 1;
+        }
+}
+
+int cli_stdout_done(int rc) {
+    if (stdout_was_closed) {
+        cli_error("stdout is closed: the output was lost");
+        return rc ? rc : 1;
+    }
+    errno = 0;
+    int bad = fflush(stdout) != 0;
+    int e = errno;
+    bad |= ferror(stdout) != 0;
+    if (!bad) return rc;
+    cli_error("cannot write the output to stdout: %s", e ? strerror(e) : "a write failed");
+    return rc ? rc : 1;
+}
+
+int cli_check_outputs(const char *cmd, const char *usage, const out_spec *outs, int nout,
+                      const char *const *inputs, int nin) {
+    ms_err err;
+    int rc = outputs_check(outs, nout, inputs, nin, &err);
+    if (rc == -2) return cli_usage_error(usage, "%s: %s", cmd, err.msg);
+    return rc ? cli_error("%s", err.msg) : 0;
+}
+
 int cli_align_option(cli_align_args *a, int ch, const char *arg, const char *cmd,
                      const char *usage) {
     switch (ch) {
@@ -375,9 +441,12 @@ int cli_align_inputs(cli_align_args *a, int argc, char **argv, const char *cmd,
     if (!a->out_path) return cli_usage_error(usage, "%s: -o OUT is required", cmd);
     a->pa = argv[optind];
     a->pb = argv[optind + 1];
-    ms_err err;
-    const char *inputs[2] = {a->pa, a->pb};
-    if (af_check_not_input(a->out_path, inputs, 2, &err)) return cli_error("%s", err.msg);
+    const char *inputs[3] = {a->pa, a->pb, a->e_path};
+    // align writes B re-expressed, merge A's layout: the output follows that checkpoint's
+    const char *like = a->out_like_a ? a->pa : a->pb;
+    const out_spec outs[1] = {{a->out_path, "-o", ckpt_output_is_dir(like, a->out_path) ? OUT_DIR : OUT_FILE}};
+    int orc = cli_check_outputs(cmd, usage, outs, 1, inputs, a->e_path ? 3 : 2);
+    if (orc) return orc;
     int rc = a->stream_ok ? cli_load_models_stream(a->pa, a->pb, a->layer, &a->A, &a->B, &a->sa, &a->sb)
                           : cli_load_models(a->pa, a->pb, a->layer, NULL, &a->A, &a->B, NULL);
     if (rc) return rc;

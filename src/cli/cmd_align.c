@@ -104,9 +104,10 @@ static int align_every_layer(cli_align_args *a, int argc, char **argv) {
     if (a->order_str) return cli_usage_error(USAGE, "align: --order names one layer's order, not --layer all's");
     a->pa = argv[optind];
     a->pb = argv[optind + 1];
-    ms_err err;
     const char *inputs[2] = {a->pa, a->pb};
-    if (af_check_not_input(a->out_path, inputs, 2, &err)) return cli_error("%s", err.msg);
+    const out_spec outs[1] = {{a->out_path, "-o", ckpt_output_is_dir(a->pb, a->out_path) ? OUT_DIR : OUT_FILE}};
+    int orc = cli_check_outputs("align", USAGE, outs, 1, inputs, 2);
+    if (orc) return orc;
     align_all ctx = {a};
     int rc = cli_each_layer(a->pa, a->pb, a->out_path, align_step, &ctx);
     if (!rc) printf("weight matching %s\nwrote %s\n", a->ao.wm_stage ? "on" : "off", a->out_path);

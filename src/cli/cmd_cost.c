@@ -173,7 +173,9 @@ int cmd_cost(int argc, char **argv) {
 
     ms_err err;
     const char *inputs[2] = {pa, pb};
-    if (json && af_check_not_input(json, inputs, 2, &err)) return cli_error("%s", err.msg);
+    const out_spec outs[1] = {{json, "--json", OUT_FILE}};
+    int orc = cli_check_outputs("cost", USAGE, outs, 1, inputs, 2);
+    if (orc) return orc;
     moe_model A, B;
     expert_source sa, sb; // a layer too large to hold twice: its experts read one at a time
     if (cli_load_models_stream(pa, pb, layer, &A, &B, &sa, &sb)) return 1;

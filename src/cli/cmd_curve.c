@@ -243,12 +243,10 @@ int cmd_curve(int argc, char **argv) {
     if (!e_path) return cli_usage_error(USAGE, "curve: --eval E is required");
     const char *pa = argv[optind], *pb = argv[optind + 1];
     const char *inputs[3] = {pa, pb, e_path};
+    const out_spec outs[2] = {{png, "--png", OUT_FILE}, {csv, "--csv", OUT_FILE}};
+    int orc = cli_check_outputs("curve", USAGE, outs, 2, inputs, 3);
+    if (orc) return orc;
     ms_err err;
-    if (png && af_check_not_input(png, inputs, 3, &err)) return cli_error("%s", err.msg);
-    if (csv && af_check_not_input(csv, inputs, 3, &err)) return cli_error("%s", err.msg);
-    const char *outs[2] = {png, csv};
-    static const char *const out_opts[2] = {"--png", "--csv"};
-    if (af_check_distinct(outs, out_opts, 2, &err)) return cli_usage_error(USAGE, "curve: %s", err.msg);
 
     // a network (E holds input_ids or pixel_values): the curves of its chosen MoE block on the network's loss
     moe_model A, B;

@@ -186,7 +186,9 @@ int cmd_diagnose(int argc, char **argv) {
 
     ms_err err;
     const char *inputs[3] = {pa, pb, eval};
-    if (json && af_check_not_input(json, inputs, 3, &err)) return cli_error("%s", err.msg);
+    const out_spec outs[1] = {{json, "--json", OUT_FILE}};
+    int orc = cli_check_outputs("diagnose", USAGE, outs, 1, inputs, 3);
+    if (orc) return orc;
     if (cli_net_wanted(pa, eval)) return diagnose_network(pa, pb, eval, layer, &o, interp, json);
     if (interp) return cli_usage_error(USAGE, "diagnose: --interpolate-backbone is for networks");
     moe_model A, B;

@@ -270,11 +270,9 @@ int cmd_eval(int argc, char **argv) {
     ms_err err;
     // refuse before any work: an output must never replace an input
     const char *inputs[2] = {ck, eval_path};
-    if (json && af_check_not_input(json, inputs, 2, &err)) return cli_error("%s", err.msg);
-    if (dump && af_check_not_input(dump, inputs, 2, &err)) return cli_error("%s", err.msg);
-    const char *outs[2] = {json, dump};
-    static const char *const labels[2] = {"--json", "--dump-outputs"};
-    if (af_check_distinct(outs, labels, 2, &err)) return cli_usage_error(USAGE, "eval: %s", err.msg);
+    const out_spec outs[2] = {{json, "--json", OUT_FILE}, {dump, "--dump-outputs", OUT_FILE}};
+    int orc = cli_check_outputs("eval", USAGE, outs, 2, inputs, 2);
+    if (orc) return orc;
     if (cli_net_wanted(ck, eval_path)) return eval_network(ck, eval_path, layer, json, dump, repeat, threads);
     moe_model m;
     evalset e;

@@ -259,7 +259,9 @@ int cmd_info(int argc, char **argv) {
 
     ms_err err;
     const char *inputs[1] = {path};
-    if (json && af_check_not_input(json, inputs, 1, &err)) return cli_error("%s", err.msg);
+    const out_spec outs[1] = {{json, "--json", OUT_FILE}};
+    int orc = cli_check_outputs("info", USAGE, outs, 1, inputs, 1);
+    if (orc) return orc;
     moe_model m;
     if (moe_load(&m, path, layer, cli_overrides(), &err)) return info_load_error(path, &err);
     if (ms_limits_check(&m, NULL, NULL, MS_USE_COST, &err)) { // the genericity diagnostics

@@ -145,7 +145,7 @@ static void print_row(const char *name, const int *order, int n, double bar, dou
     print_num(bar, " %11.6f");
     print_num(accb, " %11.4f");
     print_num(auc, " %11.6f");
-    printf(" %14s", rank ? rank : "");
+    printf(" %20s", rank ? rank : "");
     if (rank) print_num(lhat, " %8.2f");
     printf("\n");
 }
@@ -253,14 +253,16 @@ static void print_summary(const landscape *L, const moe_config *c, const ls_opts
                L->loss_a, 100 * L->acc_a, L->loss_b, 100 * L->acc_b);
     else
         printf("end points: loss A %.6g, loss B %.6g\n", L->loss_a, L->loss_b);
-    printf("\n%-11s %-*s %11s %11s %11s %14s %8s\n", "alignment", order_width(n), "order",
+    printf("\n%-11s %-*s %11s %11s %11s %20s %8s\n", "alignment", order_width(n), "order",
            "barrier", "acc barrier", "loss AUC", "rank", "L-hat");
     print_row("naive", L->naive.order, n, L->naive.barrier, L->naive.acc_barrier, L->naive.auc, NULL, 0);
     print_row("skip-order", L->skip_order.order, n, L->skip_order.barrier, L->skip_order.acc_barrier,
               L->skip_order.auc, NULL, 0);
     for (int m = 0; m < 2; m++) {
         char rank[48];
-        if (L->exhaustive) snprintf(rank, sizeof rank, "%d/%ld", L->rank[m], L->norders);
+        if (L->exhaustive && L->tied[m] > 1)
+            snprintf(rank, sizeof rank, "%d/%ld (%d tied)", L->rank[m], L->norders, L->tied[m]);
+        else if (L->exhaustive) snprintf(rank, sizeof rank, "%d/%ld", L->rank[m], L->norders);
         else snprintf(rank, sizeof rank, "~%.3g%%", 100.0 * (L->rank[m] - 1) / L->norders);
         const ls_curve *cv = &L->methods[m];
         print_row(m == 0 ? "gate" : "expert", cv->order, n, cv->barrier, cv->acc_barrier, cv->auc, rank,
@@ -270,9 +272,17 @@ static void print_summary(const landscape *L, const moe_config *c, const ls_opts
     int bo[LS_MAX_N], wo[LS_MAX_N];
     ls_order_get(L->orders, n, b->id, bo);
     ls_order_get(L->orders, n, w->id, wo);
-    print_row("best", bo, n, b->barrier, b->acc_barrier, b->auc, "1", NAN);
-    char wr[32];
-    snprintf(wr, sizeof wr, "%d", L->worst + 1);
+    // the best and the worst ranked as the methods are: with ties at tau (all 24 tied at 0:
+    // the worst is rank 1 too)
+    rank_view v = {.count = L->ndone, .width = n, .barrier = &L->rows[0].barrier, .stride = sizeof(ls_row)};
+    char br[48], wr[48];
+    long bt = rank_tied_count(&v, b->barrier, L->tau), wt = rank_tied_count(&v, w->barrier, L->tau);
+    long wk = rank_of(&v, w->barrier, L->tau);
+    if (bt > 1) snprintf(br, sizeof br, "1 (%ld tied)", bt);
+    else snprintf(br, sizeof br, "1");
+    if (wt > 1) snprintf(wr, sizeof wr, "%ld (%ld tied)", wk, wt);
+    else snprintf(wr, sizeof wr, "%ld", wk);
+    print_row("best", bo, n, b->barrier, b->acc_barrier, b->auc, br, NAN);
     print_row("worst", wo, n, w->barrier, w->acc_barrier, w->auc, wr, NAN);
     if (!L->exhaustive) print_sampled(L);
 }
@@ -406,12 +416,11 @@ int cmd_landscape(int argc, char **argv) {
     const char *pa = argv[optind], *pb = argv[optind + 1];
     const char *inputs[3] = {pa, pb, e_path};
     const char *outs[5] = {json, csv, png, cpng, spng};
+    const out_spec ospec[5] = {{json, "--json", OUT_FILE}, {csv, "--csv", OUT_FILE}, {png, "--png", OUT_FILE},
+                               {cpng, "--curves-png", OUT_FILE}, {spng, "--scatter-png", OUT_FILE}};
+    int orc = cli_check_outputs("landscape", USAGE, ospec, 5, inputs, 3);
+    if (orc) return orc;
     ms_err err;
-    for (int i = 0; i < 5; i++)
-        if (outs[i] && af_check_not_input(outs[i], inputs, 3, &err)) return cli_error("%s", err.msg);
-    static const char *const labels[5] = {"--json", "--csv", "--png", "--curves-png", "--scatter-png"};
-    if (af_check_distinct(outs, labels, 5, &err))
-        return cli_usage_error(USAGE, "landscape: %s", err.msg);
 
     lo.progress = on_progress;
     lo.phase = on_phase;
@@ -450,6 +459,9 @@ int cmd_landscape(int argc, char **argv) {
             printf("%s: rank %d (tied: %d at %.4f; by AUC %d), tolerance %.3g\n",
                    m == 0 ? "gate" : "expert", L.rank[m], L.tied[m], L.methods[m].barrier,
                    L.rank_auc[m], L.tau);
+    printf("L-hat against the median order (labelling-free): gate %.2f, expert %.2f (median barrier %.6f; "
+           "L-hat above is against the naive, B's identity order)\n",
+           L.l_hat_median[0], L.l_hat_median[1], L.median_barrier);
     printf("\nranks known after %.3f s, all orders after %.3f s\n", L.secs_ranks, L.secs_total);
     if (show && L.secs_load + L.secs_total >= 1.0) print_split(&L); // a quick run's split is noise
 

@@ -182,7 +182,9 @@ int cmd_lap(int argc, char **argv) {
     if (!in) return cli_usage_error(USAGE, "lap: missing COST.safetensors");
 
     ms_err err;
-    if (json && af_check_not_input(json, &in, 1, &err)) return cli_error("%s", err.msg);
+    const out_spec outs[1] = {{json, "--json", OUT_FILE}};
+    int orc = cli_check_outputs("lap", USAGE, outs, 1, &in, 1);
+    if (orc) return orc;
     st_file f;
     if (st_open(&f, in, &err)) return cli_error("%s", err.msg);
     const st_tensor *t = st_find(&f, "cost");

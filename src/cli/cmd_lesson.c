@@ -9,7 +9,8 @@
 #include "cli/cli.h"
 #include "analysis/lesson.h"
 
-static const char *USAGE = "moescope lesson [A.safetensors B.safetensors --eval E] [--step N] [--print]";
+static const char *USAGE =
+    "moescope lesson [A.safetensors B.safetensors --eval E] [--dir DIR] [--step N] [--print]";
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -23,6 +24,9 @@ static void help(void) {
            "Without A and B: the teacher4 samples (sample-checkpoints/teacher4).\n"
            "Keys: n / right / space next, b / left back, x open this step's pair in the\n"
            "explorer (quit it to come back), q quit.\n\n"
+           "  --dir DIR  where the lesson writes the checkpoints it builds (scrambles, a\n"
+           "             top-1 copy, grouped copies; default moescope-lesson in the working\n"
+           "             directory). They are kept: each step's commands use them.\n"
            "  --step N   start at step N (1..%d)\n"
            "  --print    print the steps instead of the interactive screen (also without a\n"
            "             terminal)\n",
@@ -53,16 +57,19 @@ static int find_samples(lesson_args *a) {
 
 int lesson_parse_args(lesson_args *a, int argc, char **argv) {
     memset(a, 0, sizeof *a);
+    a->dir = "moescope-lesson";
     const char *pos[2] = {NULL, NULL};
     int npos = 0;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (!strcmp(s, "--help") || !strcmp(s, "-h")) return help(), -1;
         if (!strcmp(s, "--print")) { a->print = 1; continue; }
-        if (!strcmp(s, "--eval") || !strcmp(s, "-e") || !strcmp(s, "--step")) {
+        if (!strcmp(s, "--eval") || !strcmp(s, "-e") || !strcmp(s, "--step") || !strcmp(s, "--dir")) {
             if (i + 1 >= argc) return cli_usage_error(USAGE, "lesson: %s needs a value", s);
             const char *v = argv[++i];
-            if (s[2] == 's') {
+            if (!strcmp(s, "--dir")) {
+                a->dir = v;
+            } else if (s[2] == 's') {
                 long long n;
                 int rc = cli_int_option(USAGE, "lesson", "--step", v, 1, LESSON_STEPS, &n);
                 if (rc) return rc;
@@ -86,9 +93,11 @@ int lesson_parse_args(lesson_args *a, int argc, char **argv) {
 
 int lesson_print(const lesson_args *a) {
     ms_err err;
-    lesson *L = lesson_open(a->a, a->b, a->e, cli_overrides(), &err);
+    lesson *L = lesson_open(a->a, a->b, a->e, cli_overrides(), a->dir, cli_program(), &err);
     if (!L) return cli_error("%s", err.msg);
     int rc = 0;
+    printf("The lesson writes the checkpoints it builds to %s (kept: the commands below use them).\n\n",
+           lesson_dir(L));
     lesson_step *s = ms_malloc(sizeof *s);
     for (int i = a->start; i < LESSON_STEPS; i++) {
         if (lesson_step_compute(L, i, s, &err)) {

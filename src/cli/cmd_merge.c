@@ -218,6 +218,8 @@ int cmd_merge(int argc, char **argv) {
             return cli_option_error(USAGE, "merge", ch, argc, argv);
     }
     if (sweep && !e_path) return cli_usage_error(USAGE, "merge: --alpha-sweep needs --eval E");
+    a.out_like_a = 1;
+    a.e_path = e_path;
     int rc = cli_align_inputs(&a, argc, argv, "merge", USAGE);
     if (rc) return rc;
     const char *pa = a.pa, *pb = a.pb;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "io/atomic_file.h"
+#include "io/checkpoint.h"
 #include "cli/cli.h"
 #include "core/ms_text.h"
 #include "io/model_io.h"
@@ -138,10 +139,10 @@ int cmd_scramble(int argc, char **argv) {
         return cli_usage_error(USAGE, "scramble: unexpected argument '%s'", argv[optind + 1]);
     if (!out) return cli_usage_error(USAGE, "scramble: -o OUT is required");
     const char *in = argv[optind];
-
-    ms_err err;
     const char *inputs[1] = {in};
-    if (af_check_not_input(out, inputs, 1, &err)) return cli_error("%s", err.msg);
+    const out_spec outs[1] = {{out, "-o", ckpt_output_is_dir(in, out) ? OUT_DIR : OUT_FILE}};
+    int orc = cli_check_outputs("scramble", USAGE, outs, 1, inputs, 1);
+    if (orc) return orc;
     if (cli_layer_is_all(layer)) {
         scramble_all ctx = {seed, translate};
         return cli_each_layer(in, in, out, scramble_step, &ctx);

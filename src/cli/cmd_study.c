@@ -398,14 +398,14 @@ int cmd_study(int argc, char **argv) {
     if (!e_path) e_path = P.dir_eval;
     if (!rc && !e_path) rc = cli_usage_error(USAGE, "study: --eval E is required");
     if (!rc && P.np < 2) rc = cli_usage_error(USAGE, "study: need at least two checkpoints, got %d", P.np);
-    static const char *const labels[4] = {"--json", "--csv", "--latex", "--png"};
-    for (int i = 0; i < 4 && !rc; i++) {
+    if (!rc) {
         const char *ins[ST_MAX_POOL + 1];
         for (int k = 0; k < P.np; k++) ins[k] = P.paths[k];
         ins[P.np] = e_path;
-        if (outs[i] && af_check_not_input(outs[i], ins, P.np + 1, &err)) rc = cli_error("%s", err.msg);
+        const out_spec op[4] = {{outs[0], "--json", OUT_FILE}, {outs[1], "--csv", OUT_FILE},
+                                {outs[2], "--latex", OUT_FILE}, {outs[3], "--png", OUT_FILE}};
+        rc = cli_check_outputs("study", USAGE, op, 4, ins, P.np + 1);
     }
-    if (!rc && af_check_distinct(outs, labels, 4, &err)) rc = cli_usage_error(USAGE, "study: %s", err.msg);
     if (!rc && cli_net_wanted(P.paths[0], e_path)) {
         if (!sampled_given) cli_net_landscape_defaults(&lo);
         rc = run_study_net(&P, e_path, layer, &lo, outs, show, interp, proxy);

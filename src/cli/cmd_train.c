@@ -178,16 +178,10 @@ static int parse_args(train_args *t, int argc, char **argv) {
         return cli_usage_error(USAGE, "train: --k %ld is larger than --n %ld", t->k, t->n);
     if (t->gate_scale == 0) t->gate_scale = 2.0 * sqrt((double)(t->have_d ? t->d : 8));
     // never write over an input (or one output over the other)
-    ms_err ierr;
     int nin = !!t->data + !!t->head;
     const char *ins[2] = {t->data ? t->data : t->head, t->head};
-    const char *outs[2] = {t->out, t->eval_out}, *out_opts[2] = {"-o", "--eval-out"};
-    if (nin && (af_check_not_input(t->out, ins, nin, &ierr) ||
-                (t->eval_out && af_check_not_input(t->eval_out, ins, nin, &ierr))))
-        return cli_error("%s", ierr.msg);
-    if (t->eval_out && af_check_distinct(outs, out_opts, 2, &ierr))
-        return cli_usage_error(USAGE, "train: %s", ierr.msg);
-    return 0;
+    const out_spec outs[2] = {{t->out, "-o", OUT_FILE}, {t->eval_out, "--eval-out", OUT_FILE}};
+    return cli_check_outputs("train", USAGE, outs, 2, ins, nin);
 }
 
 static int write_evalset(const train_set *te, const char *path, const char *variant,

@@ -115,16 +115,18 @@ static int unknown_command(const char *w) {
 
 int main(int argc, char **argv) {
     signal(SIGXFSZ, SIG_IGN); // past a file-size limit, write(2) fails with EFBIG and we report it
+    cli_stdio_guard();
+    cli_set_program(argv[0]);
     prov_set_command(argc, argv); // every report records the command line
     int rc = cli_front(&argc, argv, "moescope", usage);
-    if (rc >= 0) return rc;
+    if (rc >= 0) return cli_stdout_done(rc);
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (!strcmp(argv[1], commands[i].name)) {
             if (commands[i].own_threads) cli_blas_quiet();
             // Ctrl-C ends a subcommand with its unfinished outputs removed (the lesson's
             // screen, like the TUI, reads keys itself)
             if (strcmp(argv[1], "lesson")) progress_install_cancel();
-            return commands[i].run(argc - 1, argv + 1);
+            return cli_stdout_done(commands[i].run(argc - 1, argv + 1));
         }
     if (unknown_command(argv[1])) return 2;
     return tui_main(argc, argv);

@@ -29,7 +29,9 @@ static const struct {
     [ENV_SOURCE_DATE_EPOCH] = {"SOURCE_DATE_EPOCH",
                                "the date reports record, in seconds since 1970 (reproducible "
                                "reports; default: now)"},
-    [ENV_TMPDIR] = {"TMPDIR", "where the lesson writes its scratch checkpoints (default /tmp)"},
+    [ENV_TERM] = {"TERM",
+                  "the terminal type: the explorer and the lesson's screen refuse one that cannot "
+                  "move the cursor (unset, unknown to terminfo, dumb), saying what to do instead"},
     [ENV_NO_COLOR] = {"NO_COLOR", "set: the explorer draws without colour (no-color.org)"},
     [ENV_ESCDELAY] = {"ESCDELAY",
                       "curses' wait after Esc, in milliseconds (the explorer's default: 25)"},

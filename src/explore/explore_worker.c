@@ -34,6 +34,8 @@
 #include <unistd.h>
 
 #include "io/atomic_file.h"
+#include "io/checkpoint.h"
+#include "io/outputs.h"
 #include "align/lap.h"
 #include "core/progress.h"
 #include "io/model_io.h"
@@ -816,7 +818,8 @@ static int export_run(explore_worker *g, const explore_request *q, const char *w
     for (int i = 0; i < 3; i++)
         if (ins[i]) ins[nin++] = ins[i];
     if (af_free_name(want, path, cap)) return ms_fail(err, "%s: every numbered name is taken", want);
-    if (af_check_not_input(path, ins, nin, err)) return -1;
+    if (outputs_check_one(path, NULL, ckpt_output_is_dir(g->B->path, path) ? OUT_DIR : OUT_FILE, ins, nin, err))
+        return -1;
     align_opts o;
     align_opts_default(&o);
     o.order_stage = q->order_stage;

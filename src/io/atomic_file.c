@@ -114,7 +114,7 @@ static int named_descriptor(const char *path) {
     return *end || v > 1 << 20 ? -1 : (int)v;
 }
 
-static const char *node_kind(mode_t m) {
+const char *af_node_kind(unsigned m) {
     if (S_ISBLK(m)) return "a block device";
     if (S_ISSOCK(m)) return "a socket";
     if (S_ISCHR(m)) return "a character device";
@@ -187,7 +187,7 @@ int af_open(atomic_file *af, const char *path, ms_err *err) {
     if (exists && !S_ISREG(st.st_mode))
         return ms_fail(err, "%s: is %s; refusing to write into it (outputs are regular files, "
                             "character devices such as /dev/null, or FIFOs)",
-                       path, node_kind(st.st_mode));
+                       path, af_node_kind(st.st_mode));
 
     // split into directory and base name
     const char *slash = strrchr(path, '/');
@@ -294,43 +294,35 @@ int af_commit(atomic_file *af, ms_err *err) {
     return 0;
 }
 
-int af_check_not_input(const char *out, const char *const *inputs, int ninputs, ms_err *err) {
-    struct stat so;
-    if (stat(out, &so) != 0) return 0; // does not exist yet: cannot be an input
-    if (!S_ISREG(so.st_mode) && !S_ISDIR(so.st_mode) && !S_ISCHR(so.st_mode) &&
-        !S_ISFIFO(so.st_mode))
-        return ms_fail(err, "%s: is %s; refusing to write into it (outputs are regular files, "
-                            "character devices such as /dev/null, or FIFOs)",
-                       out, node_kind(so.st_mode));
-    for (int i = 0; i < ninputs; i++) {
-        struct stat si;
-        if (!inputs[i] || stat(inputs[i], &si) != 0) continue;
-        if (si.st_dev == so.st_dev && si.st_ino == so.st_ino)
-            return ms_fail(err, "%s: refusing to overwrite the input file %s", out, inputs[i]);
-    }
-    return 0;
+int af_writes_in_place(const char *path) {
+    struct stat st;
+    if (named_descriptor(path) >= 0) return 1;
+    return stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
 }
 
-/* Where writing `path` lands: "<realpath of its directory>/<base name>" (the
- * directory entry af_commit renames onto), or path itself when the directory
- * cannot be resolved (af_open will report that). The caller frees it. */
-static char *resolved_dest(const char *path) {
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
+char *af_destination(const char *path) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    char *p = ms_malloc(n + 1);
+    memcpy(p, path, n);
+    p[n] = 0;
+    const char *slash = strrchr(p, '/');
+    const char *base = slash ? slash + 1 : p;
     char *dir;
     if (!slash) dir = ms_strdup(".");
-    else if (slash == path) dir = ms_strdup("/");
+    else if (slash == p) dir = ms_strdup("/");
     else {
-        dir = ms_strdup(path);
-        dir[slash - path] = 0;
+        dir = ms_strdup(p);
+        dir[slash - p] = 0;
     }
     char *real = realpath(dir, NULL);
     free(dir);
-    if (!real) return ms_strdup(path);
+    if (!real) return p;
     size_t cap = strlen(real) + strlen(base) + 2;
     char *out = ms_malloc(cap);
     snprintf(out, cap, "%s%s%s", real, strcmp(real, "/") ? "/" : "", base);
     free(real);
+    free(p);
     return out;
 }
 
@@ -338,7 +330,7 @@ int af_check_distinct(const char *const *outs, const char *const *labels, int n,
     int rc = 0;
     char **res = ms_calloc((size_t)(n > 0 ? n : 1), sizeof(char *));
     for (int i = 0; i < n; i++)
-        if (outs[i]) res[i] = resolved_dest(outs[i]);
+        if (outs[i]) res[i] = af_destination(outs[i]);
     for (int i = 0; i < n && rc == 0; i++) {
         if (!outs[i]) continue;
         struct stat si;

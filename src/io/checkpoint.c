@@ -432,6 +432,18 @@ int ckpt_open(ckpt *c, const char *arg, ms_err *err) {
     return rc;
 }
 
+int ckpt_output_is_dir(const char *src, const char *out) {
+    size_t n = strlen(out);
+    struct stat sb;
+    if (n && out[n - 1] == '/') return 1;
+    if (!stat(out, &sb) && S_ISDIR(sb.st_mode)) return 1;
+    ckpt c;
+    if (ckpt_open(&c, src, NULL)) return 0;
+    int sharded = ckpt_sharded(&c);
+    ckpt_close(&c);
+    return sharded;
+}
+
 void ckpt_close(ckpt *c) {
     if (!c) return;
     for (int s = 0; s < c->nshards; s++) {

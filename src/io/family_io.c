@@ -1243,15 +1243,21 @@ static const char *base_name(const char *p) {
     return s ? s + 1 : p;
 }
 
-/* dst as a link to src: a hard link (same bytes, no copy), else a symbolic link
- * to src's absolute path (another file system). A src that is itself a symbolic
- * link (a seed folder's shard pointing at ../backbone.safetensors) is followed:
- * a hard link to the link would keep its relative target, wrong beside dst. */
+/* dst as a link to the file src names: a hard link to the resolved file (same
+ * bytes, no copy; a shard that is a symbolic link - a Hugging Face cache's
+ * relative link into its blobs, a seed folder's to ../backbone.safetensors -
+ * would dangle or point elsewhere beside dst), else a symbolic link to its
+ * absolute path (another file system). Only a regular file is linked: a FIFO
+ * or a device in a checkpoint folder is refused. */
 static int link_file(const char *src, const char *dst, ms_err *err) {
-    if (!linkat(AT_FDCWD, src, AT_FDCWD, dst, AT_SYMLINK_FOLLOW)) return 0;
     char *abs = realpath(src, NULL);
     if (!abs) return ms_fail(err, "%s: cannot resolve: %s", src, strerror(errno));
-    int rc = symlink(abs, dst);
+    struct stat sb;
+    if (stat(abs, &sb) || !S_ISREG(sb.st_mode)) {
+        free(abs);
+        return ms_fail(err, "%s: not a regular file; refusing to link it into the output %s", src, dst);
+    }
+    int rc = link(abs, dst) ? symlink(abs, dst) : 0;
     int e = errno;
     free(abs);
     return rc ? ms_fail(err, "%s: cannot link to %s: %s", dst, src, strerror(e)) : 0;
@@ -1356,6 +1362,36 @@ static int save_dir(ckpt *c, const int *enc_of, const enc_set *s, const char *ou
     return rc;
 }
 
+/* A one-file output loads with the config.json beside it (k, scaling, groups):
+ * the input's is copied there when there is none; one already there is kept
+ * (*kept set when it differs from the input's). */
+static int config_beside(const ckpt *c, const char *out, int *kept, ms_err *err) {
+    *kept = 0;
+    if (!c->config_path) return 0;
+    const char *slash = strrchr(out, '/');
+    char *dir = ms_strdup(!slash ? "." : slash == out ? "/" : out);
+    if (slash && slash != out) dir[slash - out] = 0;
+    char *dst = ckpt_path_join(dir, "config.json");
+    free(dir);
+    int rc = 0;
+    FILE *fp = fopen(dst, "rb");
+    if (!fp) {
+        rc = copy_file(c->config_path, dst, err);
+    } else { // the same bytes as the input's?
+        FILE *src = fopen(c->config_path, "rb");
+        int a, b;
+        do {
+            a = getc(fp);
+            b = src ? getc(src) : -2;
+        } while (a == b && a != EOF);
+        *kept = a != b;
+        if (src) fclose(src);
+        fclose(fp);
+    }
+    free(dst);
+    return rc;
+}
+
 /* What the output lost to its dtypes: MXFP4 blocks quantised afresh, values rounded
  * into BF16 / F16 tensors (a merge's averages; never an aligned expert, which keeps
  * its dtype). NULL when nothing was. */
@@ -1400,10 +1436,17 @@ int family_save_moved(const moe_model *m, const family_experts *ex, const int *o
     int *enc_of = ms_malloc((size_t)(c.ntensors ? c.ntensors : 1) * sizeof(int));
     for (int i = 0; i < c.ntensors; i++) enc_of[i] = -1;
     for (int i = 0; i < s.n; i++) enc_of[s.t[i].tensor] = i;
-    struct stat sb;
-    int as_dir = ckpt_sharded(&c) || (!stat(src, &sb) && S_ISDIR(sb.st_mode));
+    int as_dir = ckpt_output_is_dir(src, out), kept = 0;
     if (!rc) rc = as_dir ? save_dir(&c, enc_of, &s, out, err) : write_shard(&c, 0, enc_of, &s, out, err);
+    if (!rc && !as_dir) rc = config_beside(&c, out, &kept, err);
     if (!rc && note) *note = requant_note(&s);
+    if (!rc && note && kept) {
+        char *old = *note, *k = ms_malloc(strlen(out) + (old ? strlen(old) : 0) + 160);
+        sprintf(k, "%s%sthe config.json beside it is not the input's and was kept (it loads with that one)",
+                old ? old : "", old ? "; " : "");
+        free(old);
+        *note = k;
+    }
     free(enc_of);
     enc_free(&s);
     ckpt_close(&c);

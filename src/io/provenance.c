@@ -345,15 +345,24 @@ cJSON *prov_json(void) {
     return o;
 }
 
+/* a path on one line of a "# " comment or a tEXt chunk: control characters
+ * (a newline or ESC in a file name) shown as '?', as in the command line */
+static void put_path(FILE *f, const char *p) {
+    for (; *p; p++) fputc((unsigned char)*p < 32 || *p == 127 ? '?' : *p, f);
+}
+
 /* the inputs as "sha256 bytes path" lines joined by sep (malloc'd) */
 static char *inputs_text(const char *sep) {
-    size_t cap = 16;
-    for (int i = 0; i < P.nin; i++) cap += strlen(P.in[i].path) + 100 + strlen(sep);
-    char *s = ms_malloc(cap), *o = s;
-    *o = '\0';
-    for (int i = 0; i < P.nin; i++)
-        o += sprintf(o, "%s%s %lld %s", i ? sep : "", P.in[i].ok ? P.in[i].hex : "unreadable",
-                     P.in[i].ok ? P.in[i].bytes : -1LL, P.in[i].path);
+    char *s = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&s, &len);
+    if (!f) return ms_strdup("");
+    for (int i = 0; i < P.nin; i++) {
+        fprintf(f, "%s%s %lld ", i ? sep : "", P.in[i].ok ? P.in[i].hex : "unreadable",
+                P.in[i].ok ? P.in[i].bytes : -1LL);
+        put_path(f, P.in[i].path);
+    }
+    fclose(f);
     return s;
 }
 
@@ -369,9 +378,12 @@ char *prov_text(const char *prefix) {
     }
     fprintf(f, "%smoescope: %s\n%scommand: %s\n", prefix, ms_version(), prefix,
             P.command ? P.command : "");
-    for (int i = 0; i < P.nin; i++)
-        fprintf(f, "%sinput: %s %lld %s\n", prefix, P.in[i].ok ? P.in[i].hex : "unreadable",
-                P.in[i].ok ? P.in[i].bytes : -1LL, P.in[i].path);
+    for (int i = 0; i < P.nin; i++) {
+        fprintf(f, "%sinput: %s %lld ", prefix, P.in[i].ok ? P.in[i].hex : "unreadable",
+                P.in[i].ok ? P.in[i].bytes : -1LL);
+        put_path(f, P.in[i].path);
+        fputc('\n', f);
+    }
     fprintf(f, "%sthreads: %d\n%spoints: %d\n%sranks: %d\n%sdate: %s\n", prefix, P.threads, prefix,
             P.points, prefix, P.ranks, prefix, P.date);
     fprintf(f, "%scpu: %s\n%sblas: %s (%s kernels)\n", prefix, prov_cpu(), prefix, prov_blas(),

@@ -448,6 +448,7 @@ static void ls_problem_init(lsx *x, const moe_model *A, const moe_model *B, cons
     L->n_fact = ls_factorial(pb->n);
     L->n_fact_log10 = ls_factorial_log10(pb->n);
     L->best = L->worst = -1;
+    L->median_barrier = L->l_hat_median[0] = L->l_hat_median[1] = NAN;
 }
 
 /* The four named alignments, as `align` and `curve` choose them: the two cost

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "io/atomic_file.h"
+#include "io/json_file.h"
 #include "landscape/landscape.h"
 #include "io/provenance.h"
 #include "landscape/rank.h"
@@ -96,6 +97,7 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
         cJSON_AddNumberToObject(o, "tied", L->tied[m]);
         cJSON_AddNumberToObject(o, "rank_auc", L->rank_auc[m]);
         cJSON_AddItemToObject(o, "l_hat", jnum(L->l_hat[m]));
+        cJSON_AddItemToObject(o, "l_hat_median", jnum(L->l_hat_median[m]));
         if (L->cost[m]) {
             cJSON *cm = cJSON_CreateArray();
             for (int i = 0; i < n; i++) cJSON_AddItemToArray(cm, jarr(L->cost[m] + (size_t)i * n, n));
@@ -112,6 +114,7 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
     }
     cJSON_AddItemToObject(root, "methods", methods);
     cJSON_AddItemToObject(root, "tau", jnum(L->tau));
+    cJSON_AddItemToObject(root, "median_barrier", jnum(L->median_barrier));
     cJSON *best = cJSON_CreateObject(), *worst = cJSON_CreateObject();
     if (L->best >= 0 && L->norders > 0) {
         cJSON_AddItemToObject(best, "order", jorder8(L->orders, n, L->rows[L->best].id));
@@ -154,17 +157,10 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
     for (int s = 0; s < LS_STEPS; s++) cJSON_AddNumberToObject(cpu, ls_step_name(s, 1), L->cpu_step[s]);
     cJSON_AddItemToObject(prov, "cpu_seconds", cpu);
     cJSON_AddItemToObject(root, "provenance", prov);
-    char *text = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    if (!text) return ms_fail(err, "%s: could not format the JSON report", path);
-    size_t len = strlen(text);
-    text[len] = '\0';
-    // end with a newline, as text files do
-    char *buf = ms_malloc(len + 2);
-    memcpy(buf, text, len);
-    buf[len] = '\n';
-    cJSON_free(text);
-    int rc = write_text(path, buf, len + 1, "JSON report", err);
+    size_t len;
+    char *buf = json_print(root, 0, &len);
+    if (!buf) return ms_fail(err, "%s: could not format the JSON report", path);
+    int rc = write_text(path, buf, len, "JSON report", err);
     free(buf);
     return rc;
 }

@@ -85,6 +85,12 @@ void ls_sort_rows(landscape *L) {
     for (long k = 0; k < L->norders; k++)
         if (!isnan(L->rows[k].barrier)) L->worst = (int)k;
     L->ndone = L->norders;
+    // the median of the finite barriers (NaN sort last), and L-hat against it
+    long nf = L->worst + 1;
+    L->median_barrier = nf % 2 ? L->rows[nf / 2].barrier
+                               : 0.5 * (L->rows[nf / 2 - 1].barrier + L->rows[nf / 2].barrier);
+    for (int m = 0; m < 2; m++)
+        L->l_hat_median[m] = rank_l_hat(L->methods[m].barrier, L->best_barrier, L->median_barrier);
 }
 
 long ls_rows_find(const ls_row *rows, long count, const uint8_t *orders, int n, const int *p) {

@@ -57,6 +57,7 @@ static int run(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     signal(SIGXFSZ, SIG_IGN); // past a file-size limit, write(2) fails with EFBIG and we report it
+    cli_stdio_guard();
     int provided = 0, rank = 0, size = 1;
     LSAN_OFF();
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
@@ -76,8 +77,7 @@ int main(int argc, char **argv) {
     landscape_mpi_init(&part, MPI_COMM_WORLD);
     cli_partition = &part;
     if (rank && !freopen("/dev/null", "w", stdout)) fclose(stdout); // rank 0 prints
-    int rc = run(argc, argv);
-    fflush(stdout);
+    int rc = cli_stdout_done(run(argc, argv));
     if (rc) {
         fprintf(stderr, "%s: failed (exit status %d), stopping all %d ranks\n", name, rc, size);
         MPI_Abort(MPI_COMM_WORLD, rc);

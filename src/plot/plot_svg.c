@@ -10,12 +10,24 @@
 #include <string.h>
 
 #include "io/atomic_file.h"
+#include "io/json_file.h"
 #include "io/provenance.h"
 #include "plot_int.h"
 
-/* s with the five XML specials escaped */
+/* s with the five XML specials escaped; what XML cannot hold - a control
+ * character (ESC from a file name), bytes that are not UTF-8 - as U+FFFD */
 static void xml_put(FILE *fp, const char *s) {
     for (; s && *s; s++) {
+        int k = utf8_seq_len((const unsigned char *)s);
+        if (!k || ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t') || *s == 0x7f) {
+            fputs("&#xFFFD;", fp);
+            continue;
+        }
+        if (k > 1) {
+            fwrite(s, 1, (size_t)k, fp);
+            s += k - 1;
+            continue;
+        }
         switch (*s) {
         case '&': fputs("&amp;", fp); break;
         case '<': fputs("&lt;", fp); break;

@@ -48,7 +48,8 @@ cat >"$T/bin/moescope" <<'S'
 echo "moescope test"; echo "blas: OpenBLAS x (${OPENBLAS_CORETYPE:-Prescott} kernels)"; echo "cpu: test"
 S
 chmod +x "$T/bin/moescope"
-run_runner() { env -u CI MOESCOPE="$T/bin/moescope" TESTBIN="$T/bin" bash "$T/tests/run.sh" "$@"; }
+# the scratch runner sees none of this run's selections (TESTS, SECOND_KERNEL, CI)
+run_runner() { env -u CI -u TESTS -u SECOND_KERNEL MOESCOPE="$T/bin/moescope" TESTBIN="$T/bin" bash "$T/tests/run.sh" "$@"; }
 
 run_runner >"$WORK/r1" 2>&1
 rc=$?
@@ -74,12 +75,13 @@ else
     check "no second kernel: a skip says so" grep -q "second kernel" "$WORK/r1"
 fi
 
-check "SECOND_KERNEL=none: one run" bash -c "SECOND_KERNEL=none MOESCOPE='$T/bin/moescope' TESTBIN='$T/bin' bash '$T/tests/run.sh' 2>&1 | grep -c '^time: test_golden' | grep -qx 1"
-TESTS="test_ok test_nosuch" run_runner >"$WORK/r3" 2>&1
+check "SECOND_KERNEL=none: one run" bash -c "env -u TESTS SECOND_KERNEL=none MOESCOPE='$T/bin/moescope' TESTBIN='$T/bin' bash '$T/tests/run.sh' 2>&1 | grep -c '^time: test_golden' | grep -qx 1"
+run_sel() { local sel=$1; shift; env -u CI -u SECOND_KERNEL TESTS="$sel" MOESCOPE="$T/bin/moescope" TESTBIN="$T/bin" bash "$T/tests/run.sh" "$@"; }
+run_sel "test_ok test_nosuch" >"$WORK/r3" 2>&1
 check "TESTS: an unknown name fails" grep -q "FAIL: TESTS names 'test_nosuch', which is no test" "$WORK/r3"
 check "TESTS: only the named one runs" test "$(grep -c '^time: ' "$WORK/r3")" -eq 1
 check "TESTS: total" test "$(tail -1 "$WORK/r3")" = "2 passed, 1 failed"
-TESTS="test_ok" run_runner >"$WORK/r4" 2>&1
+run_sel "test_ok" >"$WORK/r4" 2>&1
 check "TESTS: all good exits 0" test $? -eq 0
 # under CI a missing tool fails instead of skipping
 cat >"$T/tests/commands/test_tool.sh" <<'S'
@@ -88,8 +90,8 @@ need_tool no-such-tool-here
 check "ran" true
 summary
 S
-TESTS="test_tool" run_runner >"$WORK/r5" 2>&1
+run_sel "test_tool" >"$WORK/r5" 2>&1
 check "need_tool: skipped on a user's machine" grep -q "^skipped: 1" "$WORK/r5"
-TESTS="test_tool" CI=1 MOESCOPE="$T/bin/moescope" TESTBIN="$T/bin" bash "$T/tests/run.sh" >"$WORK/r6" 2>&1
+env -u SECOND_KERNEL TESTS="test_tool" CI=1 MOESCOPE="$T/bin/moescope" TESTBIN="$T/bin" bash "$T/tests/run.sh" >"$WORK/r6" 2>&1
 check "need_tool: fails under CI" grep -q "FAIL: no-such-tool-here is not installed (CI is set" "$WORK/r6"
 summary

@@ -5,14 +5,7 @@
 source "$(dirname "$0")/../lib/lib.sh"
 S=$ROOT/sample-checkpoints
 source "$TESTS_DIR/lib/blas_kernels.sh"
-# byte for byte only under the kernels make_mixtral.sh made the files with (Haswell)
-if blas_cpu_can Haswell; then
-    export OPENBLAS_CORETYPE=Haswell
-    same() { check "$1" cmp "$2" "$3"; }
-else
-    skip_part "byte-identical regeneration (made with OpenBLAS's Haswell kernels; this CPU has no AVX2)"
-    same() { :; }
-fi
+samples_kernels # byte for byte only under the kernels make_mixtral.sh made the files with
 check "regenerate" env MOESCOPE="$MOESCOPE" PYTHON="$PYTHON" bash "$S/make_mixtral.sh" "$WORK/m"
 for f in eval.safetensors seed1/config.json seed1/model.safetensors.index.json \
          seed1/model-00001-of-00002.safetensors seed1/model-00002-of-00002.safetensors \

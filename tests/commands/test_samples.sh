@@ -6,16 +6,7 @@
 source "$(dirname "$0")/../lib/lib.sh"
 S=$ROOT/sample-checkpoints
 source "$TESTS_DIR/lib/blas_kernels.sh"
-# Retraining gives the committed files byte for byte only under the OpenBLAS
-# kernels they were made with (make_samples.sh: Haswell), whatever this
-# environment chose: a bit-for-bit invariant of one kernel set, not of the CPU.
-if blas_cpu_can Haswell; then
-    export OPENBLAS_CORETYPE=Haswell
-    same() { check "$1" cmp "$2" "$3"; }
-else
-    skip_part "byte-identical retraining (the samples were made with OpenBLAS's Haswell kernels; this CPU has no AVX2)"
-    same() { :; }
-fi
+samples_kernels # byte for byte only under the kernels the samples were made with
 
 if [ ! -f "$S/dense4/seed1.safetensors" ]; then
     echo "no sample checkpoints committed yet"; fail "sample-checkpoints/dense4/seed1.safetensors missing"

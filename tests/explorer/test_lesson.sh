@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # test_lesson.sh - `moescope lesson`: every step's live numbers agree with the
-# commands that the step says reproduce them (run here on the same inputs), and
-# the interactive screen, driven in tmux, walks through every step showing the
-# same numbers, goes back, opens a step's pair in the explorer and returns.
+# commands that the step says reproduce them (run here on the same inputs); the
+# files the steps build stay in the lesson's directory (--dir, default
+# moescope-lesson) and every printed command runs as printed after the lesson
+# exits; the lesson runs end to end on every bundled sample, mixtral4's sharded
+# folders too; the interactive screen, driven in tmux, walks through every step
+# showing the same numbers, goes back, opens a step's pair in the explorer and
+# returns, and walks mixtral4's steps too.
 source "$(dirname "$0")/../lib/lib.sh"
 source "$TESTS_DIR/explorer/tui_lib.sh"
 S=$ROOT/sample-checkpoints/teacher4
 A=$S/seed1.safetensors B=$S/seed2.safetensors E=$S/eval.safetensors
 cd "$WORK"
 
-out=$("$MOESCOPE" lesson "$A" "$B" --eval "$E" --print 2>&1)
+out=$("$MOESCOPE" lesson "$A" "$B" --eval "$E" --print --dir "$WORK/L" 2>&1)
 check "--print: exit 0" test $? -eq 0
 check "--print: 7 steps" test "$(grep -c '^step [1-7]/7: ' <<<"$out")" -eq 7
+check "--print: says where its files are" grep -qF "checkpoints it builds to $WORK/L (kept" <<<"$out"
 
 # first float after a phrase in the printed lesson
 NUM='-?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?'
@@ -60,7 +65,42 @@ w7=$(num_after 'Swap two experts of the same group: the outputs differ by at mos
 x7=$(num_after 'across the groups: they differ by up to')
 check "step 7: a swap inside a group keeps the function ($w7)" "$PYTHON" -c "import sys; sys.exit(not float('$w7') < 1e-5)"
 check "step 7: a swap across groups changes it ($x7)" "$PYTHON" -c "import sys; sys.exit(not float('$x7') > 1e-2)"
-check "no temporary files left" bash -c "! ls -d \${TMPDIR:-/tmp}/moescope-lesson-* 2>/dev/null | grep -q ."
+# the files stay, and every step's commands run as printed after the lesson has exited
+check "the lesson's files are kept in --dir" test -f "$WORK/L/scrambled_A.safetensors" -a -f "$WORK/L/top1_A_scaled.safetensors" \
+    -a -f "$WORK/L/grouped_A_across.safetensors"
+run_reproduce() { # run_reproduce TAG OUT: every "reproduce:" line of OUT, in $WORK, exits 0
+    local tag=$1 line k=0
+    while IFS= read -r line; do
+        k=$((k + 1))
+        (cd "$WORK" && bash -c "$line") >"$WORK/rep.out" 2>&1 && pass ||
+            { fail "$tag: step $k's commands fail as printed: $line"; tail -3 "$WORK/rep.out" | sed 's/^/    /'; }
+    done < <(sed -n 's/^  reproduce: //p' <<<"$2")
+    [ "$k" -eq 7 ] && pass || fail "$tag: $k reproduce lines, expected 7"
+}
+run_reproduce teacher4 "$out"
+# step 6: the gate cost's total is the text's; step 7: eval's three losses are the text's
+g6=$("$MOESCOPE" cost "$WORK/L/top1_A.safetensors" "$WORK/L/top1_A_scaled.safetensors" --method gate |
+     sed -nE 's/^gate \(centred\) +order 0 1 2 3 +total ([^ ]+).*/\1/p')
+check "step 6: the gate cost total as cost prints it ($g6)" close "$(num_after 'slot by slot, totals')" "$g6"
+l7=()
+for f in grouped_A grouped_A_within grouped_A_across; do
+    l7+=("$("$MOESCOPE" eval "$WORK/L/$f.safetensors" --eval "$E" | awk '$1 == "loss" {print $2}')")
+done
+check "step 7: the loss before the swaps is eval's (${l7[0]})" grep -qF "as before the swap: ${l7[0]})" <<<"$out"
+check "step 7: a swap inside a group keeps eval's loss (${l7[1]})" test "${l7[0]}" = "${l7[1]}"
+check "step 7: a swap across the groups changes it (${l7[2]})" grep -qF "loss ${l7[2]})" <<<"$out"
+# the default directory: moescope-lesson in the working directory
+(cd "$WORK" && "$MOESCOPE" lesson "$A" "$B" --eval "$E" --print --step 7 >/dev/null 2>&1)
+check "without --dir: moescope-lesson in the working directory" test -f "$WORK/moescope-lesson/grouped_A.safetensors"
+# every bundled sample, end to end, its commands as printed
+for s in dense4 topk4 shared4 dense8 teacher8 mixtral4; do
+    D=$ROOT/sample-checkpoints/$s
+    a=$D/seed1.safetensors b=$D/seed2.safetensors
+    [ -d "$D/seed1" ] && a=$D/seed1 b=$D/seed2
+    o=$("$MOESCOPE" lesson "$a" "$b" --eval "$D/eval.safetensors" --print --dir "$WORK/L_$s" 2>&1)
+    check "$s: --print runs every step" test $? -eq 0 -a "$(grep -c '^step [1-7]/7: ' <<<"$o")" -eq 7
+    run_reproduce "$s" "$o"
+done
 
 # errors
 expect_fail "A without B" "both A and B" "$MOESCOPE" lesson "$A"
@@ -87,12 +127,30 @@ tm send-keys -t t b b b b
 check "b goes back to step 3" wait_for "step 3/7:"
 tm send-keys -t t x
 # the title names each checkpoint with its folder (dense4/seed1 and topk4/seed1 differ)
-check "x opens the explorer on A and the scramble" wait_re "B moescope-lesson-[^ /]*/scrambled_A(\.safetensors)? "
+check "x opens the explorer on A and the scramble" wait_re "B [^ ]*moescope-lesson/scrambled_A(\.safetensors)? "
 tm send-keys -t t q
 check "quitting the explorer returns to the lesson" wait_for "step 3/7:"
 tm send-keys -t t q
 check "q quits" wait_for "EXIT_SHOWN"
 check "q exits 0" grep -qx "EXIT=0" "$WORK/exit"
+
+# mixtral4 (sharded folders, no head) on the screen: every step computes, x opens one
+M=$ROOT/sample-checkpoints/mixtral4
+tui_session 100 32 "cd '$WORK' && '$MOESCOPE' lesson '$M/seed1' '$M/seed2' --eval '$M/eval.safetensors' --dir L_screen; echo EXIT=\$? > '$WORK/exit'; echo EXIT_SHOWN; sleep 600"
+for i in 1 2 3 4 5 6 7; do
+    # the title gets ": <the step's title>" once the step is computed (a failure says so instead)
+    check "mixtral4 screen: step $i/7 computed" wait_for "step $i/7:"
+    [ $i -lt 7 ] && tm send-keys -t t n
+done
+tm send-keys -t t b b b b
+check "mixtral4 screen: back to step 3" wait_for "step 3/7:"
+tm send-keys -t t x
+check "mixtral4 screen: x opens the explorer" wait_re "B [^ ]*L_screen/scrambled_A(\.safetensors)? "
+tm send-keys -t t q
+check "mixtral4 screen: back in the lesson" wait_for "step 3/7:"
+tm send-keys -t t q
+check "mixtral4 screen: q quits" wait_for "EXIT_SHOWN"
+check "mixtral4 screen: q exits 0" grep -qx "EXIT=0" "$WORK/exit"
 
 tui_session 30 8 "cd '$WORK' && '$MOESCOPE' lesson '$A' '$B' --eval '$E'; echo EXIT_SHOWN; sleep 600"
 check "small terminal: says so" wait_for "terminal too small"

@@ -60,6 +60,20 @@ expect_fail "missing file" "moescope: .*nope.safetensors" "$MOESCOPE" "$WORK/nop
 check "same message as the CLI (unreadable file)" diff <(head -1 "$WORK/tui.err") <(head -1 "$WORK/cli.err")
 # no terminal: refused with a reason instead of waiting forever (timeout only guards a hang)
 expect_fail "no terminal: refused" "needs a terminal" timeout 120 "$MOESCOPE" "$A" "$B" --eval "$E" </dev/null
+# a terminal that cannot draw the screen (dumb, unknown, unset TERM): said, with what to do,
+# and a non-zero exit, before the screen would open (the lesson's screen alike)
+for t in dumb nosuch-term-type unset; do
+    tenv="TERM=$t"; [ $t = unset ] && tenv="-u TERM"
+    tui_session 200 10 "cd '$WORK' && env $tenv '$MOESCOPE' '$A' '$B' --eval '$E' 2>'$WORK/term.err'; echo EXIT=\$? > '$WORK/exit'; echo EXIT_SHOWN; sleep 600"
+    check "TERM $t: the explorer exits" wait_for "EXIT_SHOWN"
+    check "TERM $t: a non-zero exit" grep -qx "EXIT=1" "$WORK/exit"
+    check "TERM $t: says why and what to do" grep -q "needs a full-screen terminal.*Run it in a terminal emulator.*moescope landscape" "$WORK/term.err"
+    tm kill-server 2>/dev/null
+done
+tui_session 200 10 "cd '$WORK' && env TERM=dumb '$MOESCOPE' lesson '$A' '$B' --eval '$E' 2>'$WORK/term.err'; echo EXIT=\$? > '$WORK/exit'; echo EXIT_SHOWN; sleep 600"
+check "TERM dumb: the lesson's screen exits" wait_for "EXIT_SHOWN"
+check "TERM dumb: the lesson exits non-zero, naming --print" bash -c "grep -qx EXIT=1 '$WORK/exit' && grep -q 'lesson --print' '$WORK/term.err'"
+tm kill-server 2>/dev/null
 if [ -f "$ROOT/sample-checkpoints/dense8/seed1.safetensors" ]; then
     expect_fail "mismatched layers" "moescope: " "$MOESCOPE" "$A" "$ROOT/sample-checkpoints/dense8/seed1.safetensors" --eval "$E"
     "$MOESCOPE" "$A" "$ROOT/sample-checkpoints/dense8/seed1.safetensors" --eval "$E" 2>"$WORK/tui.err" </dev/null

@@ -960,6 +960,9 @@ static void test_export_name(void) {
     q.order_stage = 0;
     export_aligned_name("./seed2.safetensors", &q, out, sizeof out);
     CHECK(!strcmp(out, "seed2.aligned-identity-nowm.safetensors"), "identity name %s", out);
+    /* a sharded B is exported as a directory: no .safetensors suffix on its name */
+    export_aligned_name("sample-checkpoints/mixtral4/seed2", &q, out, sizeof out);
+    CHECK(!strcmp(out, "mixtral4-seed2.aligned-identity-nowm"), "sharded B: a directory name %s", out);
     /* the figures of `p`: both checkpoints, B's folder only when it differs */
     q.order_stage = q.wm_stage = q.center = 1;
     q.method = COST_EXPERT;

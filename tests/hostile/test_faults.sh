@@ -180,7 +180,9 @@ expect_fail "info --json into a missing directory" "nodir.*does not exist" \
     "$MOESCOPE" info "$A" --json "$D/nodir/info.json"
 expect_fail "cost --json into a missing directory" "nodir.*does not exist" \
     "$MOESCOPE" cost "$A" "$B" --json "$D/nodir/cost.json"
-expect_fail "output path is a directory" "is a directory" "$MOESCOPE" align "$A" "$B" -o "$D"
+# an existing directory is a directory-like -o: the checkpoint folder, which must be empty
+expect_fail "output path is a non-empty directory" "is not empty" "$MOESCOPE" align "$A" "$B" -o "$D"
+expect_fail "--json is a directory" "is a directory" "$MOESCOPE" cost "$A" "$B" --json "$D"
 check "nothing created for the missing directory" test ! -e "$D/nodir"
 
 mark
@@ -374,6 +376,46 @@ collide "train -o X --eval-out X" "$MOESCOPE" train --data "$ROOT/sample-checkpo
 in_dir() { local dir=$1; shift; (cd "$dir" && "$@"); }
 check "eval: distinct relative outputs accepted" in_dir "$G" "$MOESCOPE" eval "$A" --eval "$E" --json e.json --dump-outputs sub/e.json
 [ -s "$G/e.json" ] && [ -s "$G/sub/e.json" ] && pass || fail "eval: distinct relative outputs both written"
+
+# ---------------------------------------------------------------- (h) stdout full or closed
+# text_out NAME CMD...: CMD with stdout on /dev/full, then closed (>&-): a non-zero exit
+# (not a crash) and a message that says the output was lost
+text_out() {
+    local name=$1; shift
+    "$@" >/dev/full 2>"$WORK/err"
+    local rc=$?
+    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -q "cannot write the output to stdout: No space left" "$WORK/err"; then pass
+    else fail "$name > /dev/full: exit $rc: $(tail -2 "$WORK/err")"; fi
+    "$@" >&- 2>"$WORK/err"
+    rc=$?
+    if [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -q "stdout is closed" "$WORK/err"; then pass
+    else fail "$name >&-: exit $rc: $(tail -2 "$WORK/err")"; fi
+}
+if [ -c /dev/full ]; then
+    H=$WORK/h; mkdir -p "$H"
+    text_out "--help" "$MOESCOPE" --help
+    text_out "--version" "$MOESCOPE" --version
+    text_out "info" "$MOESCOPE" info "$A"
+    text_out "info --help" "$MOESCOPE" info --help
+    text_out "eval" "$MOESCOPE" eval "$A" --eval "$E"
+    text_out "cost" "$MOESCOPE" cost "$A" "$B"
+    text_out "align" "$MOESCOPE" align "$A" "$B" -o "$H/al.safetensors"
+    text_out "merge" "$MOESCOPE" merge "$A" "$B" -o "$H/m.safetensors"
+    text_out "curve" "$MOESCOPE" curve "$A" "$B" --eval "$E" --points 5
+    text_out "landscape" "$MOESCOPE" landscape "$A" "$B" --eval "$E" --points 5
+    text_out "scramble" "$MOESCOPE" scramble "$A" -o "$H/s.safetensors"
+    text_out "lap" "$MOESCOPE" lap "$C"
+    text_out "diagnose" "$MOESCOPE" diagnose "$A" "$B" --eval "$E"
+    $GEN ckpt "$H/A3.safetensors" --seed 5 --n 4 --d 8 --h 16
+    text_out "study" "$MOESCOPE" study "$A" "$B" "$H/A3.safetensors" --eval "$E" --points 5
+    text_out "lesson --print" "$MOESCOPE" lesson --print
+    # a file opened while stdout is closed must not receive the printed text
+    "$MOESCOPE" cost "$A" "$B" --json "$H/c.json" >&- 2>/dev/null
+    "$PYTHON" -c "import json,sys; json.load(open(sys.argv[1]))" "$H/c.json" && pass ||
+        fail "cost --json with stdout closed: the JSON holds printed text"
+else
+    skip "stdout full (no /dev/full here)"
+fi
 
 mark
 summary

@@ -23,6 +23,21 @@ blas_cpu_can() {
     for f in $need; do [[ $flags == *" $f "* ]] || return 1; done
 }
 
+# samples_kernels: what retraining the committed samples byte for byte needs, the
+# OpenBLAS kernels they were made with (make_samples.sh, make_mixtral.sh: Haswell),
+# whatever this environment chose; defines same NAME FILE1 FILE2, a byte-for-byte
+# check, or a skip when the CPU cannot run those kernels (a bit-for-bit invariant of
+# one kernel set, not of the CPU). Needs tests/lib/lib.sh.
+samples_kernels() {
+    if blas_cpu_can Haswell; then
+        export OPENBLAS_CORETYPE=Haswell
+        same() { check "$1" cmp "$2" "$3"; }
+    else
+        skip_part "byte-identical regeneration of the samples (made with OpenBLAS's Haswell kernels; this CPU has no AVX2)"
+        same() { :; }
+    fi
+}
+
 # the family a set belongs to (sets of one family share their sgemm kernels)
 blas_family() {
     case ${1,,} in

@@ -114,6 +114,19 @@ BAD_KINDS = {
 }
 
 
+def write_one_expert(src, dst):
+    """src (a native checkpoint) with every expert expert 0 and every gate row row 0:
+    all expert orders then compute one function, so no order can change a barrier."""
+    t, meta = oracle.read_safetensors(src)
+    for k in list(t):
+        if k.startswith("moe.experts.") and not k.startswith("moe.experts.0."):
+            t[k] = t["moe.experts.0." + k.split(".", 3)[3]].copy()
+    t["moe.gate.weight"][:] = t["moe.gate.weight"][0]
+    if "moe.gate.bias" in t:
+        t["moe.gate.bias"][:] = t["moe.gate.bias"][0]
+    oracle.write_safetensors(dst, t, meta)
+
+
 def write_bad(kind, out, eval_out=None, seed=7):
     t, meta = make_layer(seed, n=4, d=8, h=16)
     ev = make_evalset(seed, t, meta, N=50)

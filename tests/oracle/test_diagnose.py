@@ -1,7 +1,10 @@
 """tests/oracle/test_diagnose.py - `moescope diagnose --json` and `moescope info` against
 the numpy oracle (tests/oracle/oracle.py diag_* functions): every number to 1e-4
 relative, on top-k, dense, GELU and SiLU-GLU layers; plus the flags of a broken
-checkpoint in `info` and in the CLI's exit codes."""
+checkpoint in `info` and in the CLI's exit codes. The "experts do not correspond"
+verdict agrees with the landscape's spread of barriers, with its numbers, on samples
+where the order matters (teacher4, mixtral4: the barriers over the 24 orders run
+far apart) and on a pair where it cannot (B's experts and gate rows all one)."""
 import json
 import os
 import sys
@@ -102,8 +105,54 @@ def compare_pair(work, tag, pa, pb, pe):
               tag + ": finding %s" % f)
 
 
+def spread_verdict(work, tag, a, b, e):
+    """diagnose's experts_unrelated finding against landscape --json's barriers."""
+    dj, lj = os.path.join(work, tag + "_d.json"), os.path.join(work, tag + "_l.json")
+    r = run("diagnose", a, b, "--eval", e, "--json", dj)
+    r2 = run("landscape", a, b, "--eval", e, "-q", "--json", lj)
+    check(r.returncode == 0 and r2.returncode == 0, "%s: diagnose and landscape run: %s %s" %
+          (tag, r.stderr[-200:], r2.stderr[-200:]))
+    if r.returncode or r2.returncode:
+        return None
+    L = json.load(open(lj))
+    bars = [o["barrier"] for o in L["orders"]]
+    lo, hi = min(bars), max(bars)
+    matters = hi - lo > 0.1 * hi
+    f = [x for x in json.load(open(dj))["findings"] if x["code"] == "experts_unrelated"]
+    text = " ".join(x["text"] for x in f)
+    check("hardly" not in text or not matters, "%s: says the order hardly matters, but the barriers run %.4g..%.4g: %s"
+          % (tag, lo, hi, text))
+    if f:
+        check(("%.4g" % lo) in text and ("%.4g" % hi) in text, "%s: the verdict names the barriers' range "
+              "%.4g..%.4g: %s" % (tag, lo, hi, text))
+        check((f[0]["severity"] == "info") == matters and ("yet the order matters" in text) == matters,
+              "%s: severity %s with the barriers %.4g..%.4g" % (tag, f[0]["severity"], lo, hi))
+    return matters, f
+
+
+def test_spread(work):
+    S = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sample-checkpoints")
+    t4 = [os.path.join(S, "teacher4", x) for x in ("seed1.safetensors", "seed2.safetensors", "eval.safetensors")]
+    v = spread_verdict(work, "teacher4", *t4)
+    check(v is not None and v[0], "teacher4: the order matters (the barriers spread)")
+    m4 = os.path.join(S, "mixtral4")
+    v = spread_verdict(work, "mixtral4", os.path.join(m4, "seed1"), os.path.join(m4, "seed2"),
+                       os.path.join(m4, "eval.safetensors"))
+    check(v is not None and v[0] and v[1], "mixtral4: the order matters, and the unrelated experts are put so")
+    # B's experts all expert 0, its gate rows all row 0: every order gives one function
+    d4 = os.path.join(S, "dense4")
+    one = os.path.join(work, "one_expert.safetensors")
+    gen_ckpt.write_one_expert(os.path.join(d4, "seed2.safetensors"), one)
+    v = spread_verdict(work, "one expert", os.path.join(d4, "seed1.safetensors"), one,
+                       os.path.join(d4, "eval.safetensors"))
+    check(v is not None and not v[0] and v[1] and "hardly change the barrier" in v[1][0]["text"]
+          and v[1][0]["severity"] == "warn", "one expert copied: the order hardly matters, said so: %s" %
+          (v[1] if v else None))
+
+
 def main():
     with tempfile.TemporaryDirectory() as work:
+        test_spread(work)
         pa, pb, pe = make_pair(work, "topk", 11, n=4, d=6, h=8, router="topk", k=2)
         compare_pair(work, "topk-relu", pa, pb, pe)
         pa, pb, pe = make_pair(work, "dense", 21, n=4, d=5, h=6, router="dense", act="gelu")

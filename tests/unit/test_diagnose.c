@@ -365,9 +365,50 @@ static void test_pairs(void) {
                 }
             med = 0.5 * (t[1] + t[2]);
         }
-        CHECK(med >= DG_REL_UNRELATED && u && u->severity == DG_WARN && strstr(u->text, "do not correspond"),
-              "unrelated experts (median relative residual %g) flagged", med);
+        // with the landscape known, the verdict follows the spread of its barriers
+        double lo = r.barrier_best, hi = r.barrier_worst, spread = hi - lo;
+        int hardly = spread <= DG_SPREAD_LOW * hi;
+        char nums[64];
+        snprintf(nums, sizeof nums, "run from %.4g", lo);
+        CHECK(med >= DG_REL_UNRELATED && u && r.have_landscape, "unrelated experts (median relative residual %g) "
+              "said", med);
+        if (u && hardly)
+            CHECK(u->severity == DG_WARN && strstr(u->text, "do not correspond") && strstr(u->text, "hardly") &&
+                  strstr(u->text, nums), "unrelated, barriers %g..%g: %s", lo, hi, u->text);
+        else if (u)
+            CHECK(u->severity == DG_INFO && strstr(u->text, "yet the order matters") && !strstr(u->text, "hardly") &&
+                  strstr(u->text, nums), "unrelated, barriers %g..%g: %s", lo, hi, u->text);
         diag_report_free(&r);
+        // without a landscape the verdict on the barrier is left to one
+        diag_opts nol = o;
+        nol.landscape = 0;
+        rc = diag_pair(&A, &U, &E, &nol, &r, &err);
+        u = dg_find(&r.findings, "experts_unrelated", NULL);
+        CHECK(rc == 0 && u && u->severity == DG_WARN && strstr(u->text, "the landscape says") &&
+                  !strstr(u->text, "hardly"),
+              "unrelated without a landscape: %s", u ? u->text : "(none)");
+        diag_report_free(&r);
+        // B's experts all one expert, its gate rows all one row: every order is the same
+        // function, so the order cannot change the barrier (spread 0), and that is said
+        moe_model Q;
+        moe_clone(&Q, &U);
+        for (int i = 1; i < 4; i++) {
+            moe_expert *x = &Q.experts[i], *e0 = &Q.experts[0];
+            memcpy(x->fc1_w, e0->fc1_w, sizeof(float) * 6 * 8);
+            memcpy(x->fc1_b, e0->fc1_b, sizeof(float) * 6);
+            memcpy(x->fc2_w, e0->fc2_w, sizeof(float) * 8 * 6);
+            memcpy(x->fc2_b, e0->fc2_b, sizeof(float) * 8);
+            memcpy(Q.gate_w + i * 8, Q.gate_w, sizeof(float) * 8);
+            Q.gate_b[i] = Q.gate_b[0];
+        }
+        rc = diag_pair(&A, &Q, &E, &o, &r, &err);
+        u = dg_find(&r.findings, "experts_unrelated", NULL);
+        CHECK(rc == 0 && r.have_landscape && r.barrier_worst - r.barrier_best <= DG_SPREAD_LOW * r.barrier_worst,
+              "one expert copied: barriers %g..%g", r.barrier_best, r.barrier_worst);
+        CHECK(u && u->severity == DG_WARN && strstr(u->text, "hardly change the barrier"),
+              "one expert copied: the order hardly matters, said: %s", u ? u->text : "(none)");
+        diag_report_free(&r);
+        moe_free(&Q);
         moe_free(&U);
     }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "io/atomic_file.h"
+#include "io/outputs.h"
 #include "io/safetensors.h"
 #include "testlib.h"
 
@@ -467,7 +468,7 @@ static void test_atomic(void) {
     }
     CHECK(access(tmp_path("rel.bin"), F_OK) == 0, "relative file written");
 
-    // af_check_not_input: same file by any name is refused, others are fine
+    // outputs_check: the same file as an input by any name is refused, others are fine
     const char *in = tmp_path("in.safetensors"), *other = tmp_path("other.safetensors");
     CHECK(af_write_all(in, "i", 1, &err) == 0 && af_write_all(other, "o", 1, &err) == 0, "inputs");
     CHECK(link(in, tmp_path("hard.safetensors")) == 0, "link: %s", strerror(errno));
@@ -475,13 +476,13 @@ static void test_atomic(void) {
     char dotted[600];
     snprintf(dotted, sizeof dotted, "%s/./in.safetensors", tmpdir);
     const char *inputs[2] = {other, in};
-    CHECK(af_check_not_input(in, inputs, 2, &err) == -1 && strstr(err.msg, "refusing to overwrite the input"),
+    CHECK(outputs_check_one(in, NULL, OUT_FILE, inputs, 2, &err) == -1 && strstr(err.msg, "refusing to overwrite the input"),
           "same path refused: %s", err.msg);
-    CHECK(af_check_not_input(dotted, inputs, 2, &err) == -1, "other spelling refused");
-    CHECK(af_check_not_input(tmp_path("hard.safetensors"), inputs, 2, &err) == -1, "hard link refused");
-    CHECK(af_check_not_input(tmp_path("soft.safetensors"), inputs, 2, &err) == -1, "symlink refused");
-    CHECK(af_check_not_input(out, inputs, 2, &err) == 0, "other file accepted");
-    CHECK(af_check_not_input(tmp_path("new.safetensors"), inputs, 2, &err) == 0, "new file accepted");
+    CHECK(outputs_check_one(dotted, NULL, OUT_FILE, inputs, 2, &err) == -1, "other spelling refused");
+    CHECK(outputs_check_one(tmp_path("hard.safetensors"), NULL, OUT_FILE, inputs, 2, &err) == -1, "hard link refused");
+    CHECK(outputs_check_one(tmp_path("soft.safetensors"), NULL, OUT_FILE, inputs, 2, &err) == -1, "symlink refused");
+    CHECK(outputs_check_one(out, NULL, OUT_FILE, inputs, 2, &err) == 0, "other file accepted");
+    CHECK(outputs_check_one(tmp_path("new.safetensors"), NULL, OUT_FILE, inputs, 2, &err) == 0, "new file accepted");
 }
 
 static void rm_tree(void) {
