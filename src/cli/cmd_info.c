@@ -258,9 +258,8 @@ int cmd_info(int argc, char **argv) {
     const char *path = argv[optind];
 
     ms_err err;
-    const char *inputs[1] = {path};
     const out_spec outs[1] = {{json, "--json", OUT_FILE}};
-    int orc = cli_check_outputs("info", USAGE, outs, 1, inputs, 1);
+    int orc = cli_check_outputs("info", USAGE, outs, 1, &path, 1);
     if (orc) return orc;
     moe_model m;
     if (moe_load(&m, path, layer, cli_overrides(), &err)) return info_load_error(path, &err);
