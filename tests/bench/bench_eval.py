@@ -7,7 +7,9 @@ single-threaded inside them); its time is measured in-process with
 `eval --repeat 2` (evaluation passes only, loading excluded, wall clock),
 best of 3 processes.
 The peer is numpy as shipped (OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE removed
-from its environment if this machine sets them; its BLAS uses every core),
+from its environment if this machine sets them; its BLAS uses every core;
+PEER_CORETYPE=SkylakeX gives it OpenBLAS's AVX-512 kernels where OpenBLAS does
+not recognise the CPU and falls back to SSE3 ones, as 0.3.21 does on newer Xeons),
 best of a few whole-set evaluations, wall clock. Both losses are printed; they
 agree to float32 rounding. "busy": a spinning process holds one core during
 both measurements (a workstation doing something else). The load average
@@ -51,6 +53,8 @@ def np_rate(ck, ev, reps):
     env = dict(os.environ)
     env.pop("OPENBLAS_CORETYPE", None)
     env.pop("OPENBLAS_L2_SIZE", None)
+    if os.environ.get("PEER_CORETYPE"):
+        env["OPENBLAS_CORETYPE"] = os.environ["PEER_CORETYPE"]
     r = subprocess.run([PYTHON, os.path.join(HERE, "peer_eval.py"), ck, ev, str(reps)],
                        capture_output=True, text=True, env=env)
     if r.returncode:
@@ -74,6 +78,15 @@ class Busy:
 def main():
     print("bench_eval: N = %d samples, d = %d, h = %d; samples/s (higher is better); "
           "load average %.2f %.2f %.2f" % ((N, D, H) + os.getloadavg()))
+    kern = lambda env: subprocess.run([PYTHON, "-c", "import numpy, threadpoolctl; print([x.get('architecture') "  # noqa: E731
+                                       "for x in threadpoolctl.threadpool_info()])"],
+                                      capture_output=True, text=True, env=env).stdout.strip()
+    penv = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    if os.environ.get("PEER_CORETYPE"):
+        penv["OPENBLAS_CORETYPE"] = os.environ["PEER_CORETYPE"]
+    mine = subprocess.run([MOESCOPE, "--version"], capture_output=True, text=True).stdout.split("\n")
+    print("BLAS kernels: moescope %s; numpy %s" % (
+        next((x[6:] for x in mine if x.startswith("blas: ")), "?"), kern(penv) or "?"))
     print("%-26s %-6s %10s %12s %7s   %s" % ("layer", "cores", "moescope", "numpy f32",
                                              "ratio", "loss (moescope, numpy)"))
     with tempfile.TemporaryDirectory() as tmp:
