@@ -32,6 +32,15 @@ int cmd_study(int argc, char **argv);
 
 /* Print "moescope CMD: msg" and the usage line to stderr; returns 2. */
 int cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* At start-up, before any BLAS call: OpenBLAS 0.3.21 (Debian 12's) does not know
+ * newer CPUs (an Emerald Rapids Xeon, family 6 model 207) and falls back to its
+ * SSE3 "Prescott" kernels, a third of the speed the CPU has. When the user chose
+ * none (OPENBLAS_CORETYPE unset) and OpenBLAS fell back so on a CPU with AVX-512
+ * (or AVX2 and FMA), the binary runs itself again with OPENBLAS_CORETYPE=SkylakeX
+ * (Haswell): OpenBLAS picks its kernels once, as it is loaded.
+ * MOESCOPE_OPENBLAS_OWN=1 keeps OpenBLAS's own choice. Returns when nothing is to
+ * be done (or the exec failed). */
+void cli_blas_prefer_cpu(char **argv);
 /* At start-up: a closed stdin, stdout or stderr (`>&-`) gets /dev/null, so the
  * next file opened cannot become fd 1 and receive the printed text; a closed
  * stdout is then reported by cli_stdout_done. */

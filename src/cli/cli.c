@@ -375,6 +375,40 @@ int cli_figure_option(int ch, const char *arg, const char *cmd, const char *usag
     }
 }
 
+/* 1 when every flag of want (space-separated) is in /proc/cpuinfo's first flags line */
+static int cpu_has(const char *want) {
+    FILE *fp = fopen("/proc/cpuinfo", "r");
+    char line[8192];
+    int found = 0;
+    while (fp && !found && fgets(line, sizeof line, fp))
+        if (!strncmp(line, "flags", 5)) found = 1;
+    if (fp) fclose(fp);
+    if (!found) return 0;
+    line[strcspn(line, "\n")] = ' ';
+    char w[64];
+    for (const char *p = want; sscanf(p, "%63s", w) == 1; p = strstr(p, w) + strlen(w)) {
+        char pad[80];
+        snprintf(pad, sizeof pad, " %s ", w);
+        if (!strstr(line, pad)) return 0;
+    }
+    return 1;
+}
+
+void cli_blas_prefer_cpu(char **argv) {
+    const char *own = getenv("MOESCOPE_OPENBLAS_OWN"), *set = getenv("OPENBLAS_CORETYPE");
+    const char *core = openblas_get_corename();
+    if ((own && *own && strcmp(own, "0")) || (set && *set) || !core || strcmp(core, "Prescott")) return;
+    const char *k = cpu_has("avx512f avx512dq avx512cd avx512bw avx512vl") ? "SkylakeX"
+                    : cpu_has("avx2 fma")                                  ? "Haswell"
+                                                                           : NULL;
+    if (!k) return; // an SSE3 CPU: Prescott is its kernel
+    setenv("OPENBLAS_CORETYPE", k, 1);
+    setenv("MOESCOPE_OPENBLAS_FALLBACK", core, 1); // --version says whose choice it was
+    execv("/proc/self/exe", argv);
+    unsetenv("OPENBLAS_CORETYPE"); // not run again: go on with OpenBLAS's choice
+    unsetenv("MOESCOPE_OPENBLAS_FALLBACK");
+}
+
 static const char *program = "moescope";
 
 void cli_set_program(const char *argv0) {

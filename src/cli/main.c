@@ -115,6 +115,7 @@ static int unknown_command(const char *w) {
 
 int main(int argc, char **argv) {
     signal(SIGXFSZ, SIG_IGN); // past a file-size limit, write(2) fails with EFBIG and we report it
+    cli_blas_prefer_cpu(argv); // before anything else: it may run the binary again
     cli_stdio_guard();
     cli_set_program(argv[0]);
     prov_set_command(argc, argv); // every report records the command line

@@ -164,6 +164,29 @@ def test_tarball(tmp):
             check(v.startswith(g.stdout.strip()), "--version %r starts with git describe %r" % (v, g.stdout.strip()))
 
 
+def test_kernel_pick():
+    """Where OpenBLAS does not know the CPU and falls back to its SSE3 kernels on a
+    CPU with AVX-512 or AVX2, moescope runs on the CPU's own (and --version says
+    so); MOESCOPE_OPENBLAS_OWN=1 and a user's OPENBLAS_CORETYPE keep their choice."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "MOESCOPE_OPENBLAS_FALLBACK")}
+    ver = lambda **kw: subprocess.run([testutil.MOESCOPE, "--version"], capture_output=True, text=True,  # noqa: E731
+                                      env=dict(env, **kw)).stdout
+    own = ver(MOESCOPE_OPENBLAS_OWN="1")
+    flags = " " + next((ln.split(":", 1)[1] for ln in open("/proc/cpuinfo") if ln.startswith("flags")), "") + " "
+    avx512 = all(" %s " % f in flags for f in ("avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl"))
+    avx2 = " avx2 " in flags and " fma " in flags
+    if "(Prescott kernels)" not in own or not (avx512 or avx2):
+        testutil.skip_part("moescope's choice of BLAS kernels (OpenBLAS chooses well for this CPU)")
+        return
+    want = "SkylakeX" if avx512 else "Haswell"
+    mine = ver()
+    check("(%s kernels)" % want in mine and "OpenBLAS did not know this CPU and took its Prescott" in mine,
+          "OpenBLAS fell back to Prescott on an %s CPU: moescope takes %s: %s" % (
+              "AVX-512" if avx512 else "AVX2", want, mine))
+    check("(Haswell kernels)" in ver(OPENBLAS_CORETYPE="Haswell") and "note:" not in ver(OPENBLAS_CORETYPE="Haswell"),
+          "a user's OPENBLAS_CORETYPE is kept")
+
+
 def folder_digest(d, names):
     """bytes and SHA-256 of a checkpoint folder: the digest of the "sha256sum"
     lines ("<hex>  <name>\\n") of its files, sorted by name (hashlib here)."""
@@ -250,6 +273,7 @@ def main():
         test_reports(tmp)
         test_folders(tmp)
         test_tarball(tmp)
+        test_kernel_pick()
     return testutil.summary("test_provenance")
 
 
