@@ -395,9 +395,9 @@ static int cpu_has(const char *want) {
 }
 
 void cli_blas_prefer_cpu(char **argv) {
-    const char *own = getenv("MOESCOPE_OPENBLAS_OWN"), *set = getenv("OPENBLAS_CORETYPE");
+    const char *own = env_get(ENV_OPENBLAS_OWN), *set = env_get(ENV_OPENBLAS_CORETYPE);
     const char *core = openblas_get_corename();
-    if ((own && *own && strcmp(own, "0")) || (set && *set) || !core || strcmp(core, "Prescott")) return;
+    if ((own && strcmp(own, "0")) || set || !core || strcmp(core, "Prescott")) return;
     const char *k = cpu_has("avx512f avx512dq avx512cd avx512bw avx512vl") ? "SkylakeX"
                     : cpu_has("avx2 fma")                                  ? "Haswell"
                                                                            : NULL;
@@ -407,6 +407,7 @@ void cli_blas_prefer_cpu(char **argv) {
     execv("/proc/self/exe", argv);
     unsetenv("OPENBLAS_CORETYPE"); // not run again: go on with OpenBLAS's choice
     unsetenv("MOESCOPE_OPENBLAS_FALLBACK");
+    env_refresh();
 }
 
 static const char *program = "moescope";

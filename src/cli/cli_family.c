@@ -27,8 +27,8 @@ int cli_front(int *argc, char **argv, const char *prog, void (*usage)(FILE *fp))
         printf("%s %s\nblas: %s (%s kernels)\ncpu: %s\n", prog, ms_version(), prov_blas(),
                prov_blas_kernel(), prov_cpu());
         cli_print_simd(stdout);
-        const char *fb = getenv("MOESCOPE_OPENBLAS_FALLBACK");
-        if (fb && *fb)
+        const char *fb = env_get(ENV_OPENBLAS_FALLBACK);
+        if (fb)
             printf("note: OpenBLAS did not know this CPU and took its %s kernels; moescope chose these "
                    "(MOESCOPE_OPENBLAS_OWN=1 keeps OpenBLAS's choice)\n", fb);
         return 0;

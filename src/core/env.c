@@ -49,6 +49,16 @@ static const struct {
     [ENV_MPI_TEST_KILL] = {"MOESCOPE_MPI_TEST_KILL",
                            "tests: a rank; that moescope-mpi process kills itself at its second "
                            "exchange"},
+    [ENV_OPENBLAS_CORETYPE] = {"OPENBLAS_CORETYPE",
+                               "OpenBLAS's kernel set (Haswell, SkylakeX, ...): when set, moescope "
+                               "keeps it; when unset and OpenBLAS falls back to its SSE3 Prescott "
+                               "kernels on a CPU with AVX2 or AVX-512, moescope runs itself again "
+                               "with the kernels the CPU has"},
+    [ENV_OPENBLAS_OWN] = {"MOESCOPE_OPENBLAS_OWN",
+                          "1: keep OpenBLAS's own kernel choice, even its Prescott fallback"},
+    [ENV_OPENBLAS_FALLBACK] = {"MOESCOPE_OPENBLAS_FALLBACK",
+                               "set by moescope for the run it starts again: the kernels OpenBLAS "
+                               "had taken (--version says so)"},
 };
 
 static const char *values[ENV_COUNT];
