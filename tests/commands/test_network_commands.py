@@ -16,6 +16,7 @@ and eval.safetensors beside seed folders whose backbone shard links to it, and a
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -110,9 +111,17 @@ def test_diagnose():
 
 def test_lesson():
     a, b, ev = p("pool", "seed1"), p("pool", "seed2"), p("pool", "eval.safetensors")
-    r = run("lesson", a, b, "--eval", ev, "--print")
+    r = run("lesson", a, b, "--eval", ev, "--print", "--dir", p("lesson"))
     check(r.returncode == 0 and "step 7/7" in r.stdout and "network's next-token loss" in r.stdout,
           "the lesson on a network: %s %s" % (r.returncode, r.stderr.strip()))
+    # every printed command runs as printed (the steps' files are networks, kept in --dir)
+    lines = [ln.split("reproduce:", 1)[1] for ln in r.stdout.splitlines() if "reproduce:" in ln]
+    check(len(lines) >= 6, "the lesson prints its commands: %d lines" % len(lines))
+    for ln in lines:
+        sh = subprocess.run(["bash", "-e", "-c", ln], capture_output=True, text=True)
+        check(sh.returncode == 0, "the lesson's command runs: %s -> %s" % (ln.strip()[:120], sh.stderr.strip()[-300:]))
+    check(os.path.isdir(p("lesson", "scrambled_A")) and not os.path.exists(p("lesson", "grouped_A")),
+          "a network lesson's files: network folders, none for the group step: %s" % os.listdir(p("lesson")))
     c = run("curve", a, b, "--eval", ev, "--points", 25)
     naive = [ln.split()[5] for ln in c.stdout.splitlines() if ln.startswith("naive ")]  # name, 4 experts, barrier
     import re
