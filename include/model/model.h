@@ -131,6 +131,23 @@ void moe_router_describe(const moe_config *c, char *buf, size_t len);
 
 /* floats one expert takes: fc1 (h,d)+(h), fc2 (d,h)+(d), [fc3 (h,d)+(h)] */
 size_t moe_expert_size(const moe_config *c);
+/* The floats of each part of a layer, in the order of its one allocation
+ * (moe_alloc): what info counts and what the allocation carves. */
+typedef struct {
+    size_t gate;        /* router (n, d) + bias (n), zeros when the file has none */
+    size_t corr;        /* the router's selection (correction) bias (n), or 0 */
+    size_t expert;      /* one routed expert (moe_expert_size) */
+    size_t experts;     /* the n routed experts */
+    size_t shared;      /* the s shared experts (their width hs) */
+    size_t shared_gate; /* the shared experts' sigmoid gate (d), or 0 */
+    size_t out_bias;    /* the output bias (d), or 0 */
+    size_t norm;        /* the head's LayerNorm (d) + (d), or 0 */
+    size_t head;        /* the head (C, d) + (C), or 0 */
+    size_t total;       /* the floats moescope holds */
+    size_t stored;      /* of them, what the layer's tensors hold: total without the zero
+                         * biases moescope keeps where the layout has none (gate, experts) */
+} moe_layout;
+void moe_layout_of(const moe_config *c, moe_layout *l);
 /* Point e's tensors into p (moe_expert_size(c) floats, in the order above);
  * fc3_* are NULL unless silu_glu. Returns the pointer just past the expert. */
 float *moe_expert_carve(moe_expert *e, const moe_config *c, float *p);

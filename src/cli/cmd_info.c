@@ -235,6 +235,35 @@ static void print_native_layers(const moe_model *m, char **layers, int nlayers) 
     printf("\n");
 }
 
+/* "parameters  T total (B bytes as F32): gate G, experts E (e each), ..." - the
+ * parts the layer has, the router's selection bias, the shared experts' gate and
+ * the output bias among them */
+static void print_layout(const moe_layout *l) {
+    printf("parameters  %zu total (%zu bytes as F32): gate %zu", l->total, l->total * sizeof(float), l->gate);
+    if (l->corr) printf(" + selection bias %zu", l->corr);
+    printf(", experts %zu (%zu each), shared %zu", l->experts, l->expert, l->shared);
+    if (l->shared_gate) printf(" + shared gate %zu", l->shared_gate);
+    if (l->out_bias) printf(", output bias %zu", l->out_bias);
+    printf(", head %zu\n", l->norm + l->head);
+    if (l->stored != l->total)
+        printf("            %zu in the file's tensors (the layout has no biases where moescope holds zeros)\n",
+               l->stored);
+}
+
+static void layout_json(cJSON *par, const moe_layout *l) {
+    cJSON_AddNumberToObject(par, "total", (double)l->total);
+    cJSON_AddNumberToObject(par, "stored", (double)l->stored);
+    cJSON_AddNumberToObject(par, "bytes", (double)(l->total * sizeof(float)));
+    cJSON_AddNumberToObject(par, "gate", (double)l->gate);
+    cJSON_AddNumberToObject(par, "selection_bias", (double)l->corr);
+    cJSON_AddNumberToObject(par, "experts", (double)l->experts);
+    cJSON_AddNumberToObject(par, "per_expert", (double)l->expert);
+    cJSON_AddNumberToObject(par, "shared", (double)l->shared);
+    cJSON_AddNumberToObject(par, "shared_gate", (double)l->shared_gate);
+    cJSON_AddNumberToObject(par, "output_bias", (double)l->out_bias);
+    cJSON_AddNumberToObject(par, "head", (double)(l->norm + l->head));
+}
+
 int cmd_info(int argc, char **argv) {
     const char *layer = NULL, *json = NULL;
     static const struct option opts[] = {{"layer", required_argument, 0, 'l'},
@@ -274,11 +303,8 @@ int cmd_info(int argc, char **argv) {
         return cli_error("%s", err.msg);
     }
     const moe_config *c = &m.cfg;
-    size_t n = (size_t)c->n, d = (size_t)c->d, es = moe_expert_size(c);
-    moe_config sc = moe_shared_config(c); // shared experts may be wider (hs)
-    size_t p_gate = n * d + n, p_experts = n * es, p_shared = (size_t)c->s * moe_expert_size(&sc);
-    size_t p_head = (c->has_head ? (size_t)c->C * d + (size_t)c->C : 0) + (c->has_norm ? 2 * d : 0);
-    size_t p_total = p_gate + p_experts + p_shared + p_head;
+    moe_layout pl; // the counts of the allocation itself, every part the layer holds
+    moe_layout_of(c, &pl);
     struct stat sb;
     long long fsize = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
     cJSON *root = json ? cJSON_CreateObject() : NULL;
@@ -315,9 +341,7 @@ int cmd_info(int argc, char **argv) {
         printf("head        %sLinear to C = %d outputs\n", c->has_norm ? "LayerNorm, " : "", c->C);
     else
         printf("head        none (layer-only mode)\n");
-    printf("parameters  %zu total (%zu bytes as F32): gate %zu, experts %zu (%zu each), "
-           "shared %zu, head %zu\n",
-           p_total, p_total * sizeof(float), p_gate, p_experts, es, p_shared, p_head);
+    print_layout(&pl);
     print_meta(&m);
     if (nlayers) {
         print_native_layers(&m, layers, nlayers);
@@ -362,14 +386,7 @@ int cmd_info(int argc, char **argv) {
         } else {
             cJSON_AddNullToObject(root, "head");
         }
-        cJSON *par = cJSON_AddObjectToObject(root, "parameters");
-        cJSON_AddNumberToObject(par, "total", (double)p_total);
-        cJSON_AddNumberToObject(par, "bytes", (double)(p_total * sizeof(float)));
-        cJSON_AddNumberToObject(par, "gate", (double)p_gate);
-        cJSON_AddNumberToObject(par, "experts", (double)p_experts);
-        cJSON_AddNumberToObject(par, "per_expert", (double)es);
-        cJSON_AddNumberToObject(par, "shared", (double)p_shared);
-        cJSON_AddNumberToObject(par, "head", (double)p_head);
+        layout_json(cJSON_AddObjectToObject(root, "parameters"), &pl);
         cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
         for (int i = 0; i < m.nmeta; i++) cJSON_AddStringToObject(meta, m.meta[i].key, m.meta[i].value);
         cJSON *ls = cJSON_AddArrayToObject(root, "layers");

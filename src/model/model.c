@@ -107,6 +107,26 @@ void moe_expert_copy(moe_expert *dst, const moe_expert *src, const moe_config *c
     }
 }
 
+void moe_layout_of(const moe_config *c, moe_layout *l) {
+    moe_config sc = moe_shared_config(c);
+    size_t n = (size_t)c->n, d = (size_t)c->d, C = (size_t)c->C;
+    memset(l, 0, sizeof *l);
+    l->gate = n * d + n;
+    l->corr = c->has_corr_bias ? n : 0;
+    l->expert = moe_expert_size(c);
+    l->experts = n * l->expert;
+    l->shared = (size_t)c->s * moe_expert_size(&sc);
+    l->shared_gate = c->shared_gated ? d : 0;
+    l->out_bias = c->has_out_bias ? d : 0;
+    l->norm = c->has_norm ? 2 * d : 0;
+    l->head = c->has_head ? C * d + C : 0;
+    l->total = l->gate + l->corr + l->experts + l->shared + l->shared_gate + l->out_bias + l->norm + l->head;
+    // an expert's biases: fc1 (h), fc2 (d), [fc3 (h)]
+    size_t glu = moe_act_glu(c->act) ? 1 : 0, hb = (size_t)c->h, hs = (size_t)sc.h;
+    size_t biases = n * ((1 + glu) * hb + d) + (size_t)c->s * ((1 + glu) * hs + d);
+    l->stored = l->total - (c->has_gate_bias ? 0 : n) - (c->has_expert_bias ? 0 : biases);
+}
+
 static void alloc_layer(moe_model *m, const moe_config *cfg, int routed);
 
 void moe_alloc(moe_model *m, const moe_config *cfg) { alloc_layer(m, cfg, 1); }
@@ -122,15 +142,11 @@ static void alloc_layer(moe_model *m, const moe_config *cfg, int routed) {
     if (c->act_limit == 0.0f) c->act_limit = 7.0f;
     moe_config sc = moe_shared_config(c);
     size_t n = (size_t)c->n, d = (size_t)c->d, C = (size_t)c->C;
-    size_t es = moe_expert_size(c), ss = moe_expert_size(&sc);
     // layout: gate (n,d)+(n) | [corr (n)] | n experts | s shared | [shared gate (d)]
     //         | [out bias (d)] | norm (d)+(d) | head (C,d)+(C)
-    size_t total = n * d + n + (routed ? n * es : 0) + (size_t)c->s * ss;
-    if (c->has_corr_bias) total += n;
-    if (c->shared_gated) total += d;
-    if (c->has_out_bias) total += d;
-    if (c->has_norm) total += 2 * d;
-    if (c->has_head) total += C * d + C;
+    moe_layout l;
+    moe_layout_of(c, &l);
+    size_t total = l.total - (routed ? 0 : l.experts);
     m->nparams = total;
     m->mem = ms_calloc(total ? total : 1, sizeof(float));
     float *p = m->mem;

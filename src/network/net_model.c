@@ -288,10 +288,9 @@ void net_free(net_model *m) {
 size_t net_backbone_params(const net_model *m) { return m->nparams; }
 
 size_t net_moe_params(const moe_model *b) {
-    const moe_config *c = &b->cfg;
-    moe_config sc = moe_shared_config(c);
-    return (size_t)c->n * c->d + (size_t)c->n + (size_t)c->n * moe_expert_size(c) +
-           (size_t)c->s * moe_expert_size(&sc);
+    moe_layout l;
+    moe_layout_of(&b->cfg, &l);
+    return l.total - l.norm - l.head; // a block has no head of its own
 }
 
 /* the pointer of dst's allocation at the offset p has in src's */

@@ -89,6 +89,11 @@ def roundtrip(fam, dtype, shards, seed, packed=False):
         check(fam_seen == want, "%s: info says family %s" % (tag, fam_seen))
         check((j.get("n"), j.get("d"), j.get("h")) == (n, d, h),
               "%s: info n, d, h = %s" % (tag, (j.get("n"), j.get("d"), j.get("h"))))
+        # info counts what the layer's tensors hold: the router's biases, the shared
+        # experts' gate and the output bias included
+        want_n = sum(int(np.prod(shape)) for _, _, shape, _ in ff.hf_tensors(fam, W, dtype=dtype, packed=packed))
+        got_n = j.get("parameters", {}).get("stored")
+        check(got_n == want_n, "%s: info counts %s parameters in the layer, its tensors hold %d" % (tag, got_n, want_n))
     r = run("cost", a, b, "--json", p("cost.json"))
     check(r.returncode == 0, "%s: cost failed: %s" % (tag, r.stderr))
     if r.returncode == 0:
