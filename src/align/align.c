@@ -397,37 +397,56 @@ static int align_start(const moe_model *A, const moe_model *B, const expert_sour
     return 0;
 }
 
-int align_models_inplace(const moe_model *A, moe_model *B, const align_opts *o,
-                         align_result *res, ms_err *err) {
-    if (align_start(A, B, NULL, NULL, o, res, err)) return -1;
-    const moe_config *c = &A->cfg;
+/* Step 2's workspace, one (hmax, hmax) matrix for every slot, and its progress
+ * line; NULL without weight matching. */
+static double *wm_begin(const align_opts *o, const moe_config *c) {
     moe_config sc = moe_shared_config(c);
-    int n = c->n, h = c->h, s = c->s, hmax = sc.h > h ? sc.h : h;
-    // step 2: B's experts moved into their slots, then weight-matched one slot at a
-    // time with one (h,h) workspace, each permuted where it lies
-    experts_reorder(B->experts, n, res->order, moe_expert_size(c));
-    gate_reorder(B, res->order);
-    if (s > 0) experts_reorder(B->shared, s, res->shared_order, moe_expert_size(&sc));
-    double *S = o->wm_stage ? ms_malloc((size_t)hmax * hmax * sizeof(double)) : NULL; // (h,h)
-    if (o->wm_stage) progress_begin("weight matching", n + s, "experts");
-    int rc = match_experts(A->experts, B->experts, n, res->order, res->hidden_perm, o->wm_stage, c,
-                           S, "expert", err);
+    size_t hmax = (size_t)(sc.h > c->h ? sc.h : c->h);
+    if (!o->wm_stage) return NULL;
+    progress_begin("weight matching", c->n + c->s, "experts");
+    return ms_malloc(hmax * hmax * sizeof(double)); // (h,h)
+}
+
+/* Both paths' end, rc what the routed experts' step gave: the shared experts
+ * (already in their slots) weight-matched where they lie, their differences
+ * noted, the record written into B's metadata; on failure res holds nothing. */
+static int align_finish(const moe_model *A, moe_model *B, const align_opts *o, double *S, int rc,
+                        align_result *res, ms_err *err) {
+    moe_config sc = moe_shared_config(&A->cfg);
+    int s = A->cfg.s;
     if (!rc && s > 0)
-        rc = match_experts(A->shared, B->shared, s, res->shared_order, res->shared_perm,
-                           o->wm_stage, &sc, S, "shared expert", err);
-    progress_end();
+        rc = match_experts(A->shared, B->shared, s, res->shared_order, res->shared_perm, o->wm_stage, &sc, S,
+                           "shared expert", err);
+    if (o->wm_stage) progress_end();
     free(S);
     if (rc) {
         align_result_free(res);
         return -1;
     }
-    if (o->wm_stage) {
-        res->expert_diff = res->expert_scale = 0;
-        for (int i = 0; i < n; i++) note_diff(res, &A->experts[i], &B->experts[i], c, NULL);
-        note_shared(res, A, B);
-    }
+    if (o->wm_stage) note_shared(res, A, B);
     record_meta(B, A, o, res);
     return 0;
+}
+
+int align_models_inplace(const moe_model *A, moe_model *B, const align_opts *o,
+                         align_result *res, ms_err *err) {
+    if (align_start(A, B, NULL, NULL, o, res, err)) return -1;
+    const moe_config *c = &A->cfg;
+    moe_config sc = moe_shared_config(c);
+    int n = c->n, s = c->s;
+    // step 2: B's experts moved into their slots, then weight-matched one slot at a
+    // time with one (h,h) workspace, each permuted where it lies
+    experts_reorder(B->experts, n, res->order, moe_expert_size(c));
+    gate_reorder(B, res->order);
+    if (s > 0) experts_reorder(B->shared, s, res->shared_order, moe_expert_size(&sc));
+    double *S = wm_begin(o, c);
+    int rc = match_experts(A->experts, B->experts, n, res->order, res->hidden_perm, o->wm_stage, c,
+                           S, "expert", err);
+    if (!rc && o->wm_stage) {
+        res->expert_diff = res->expert_scale = 0;
+        for (int i = 0; i < n; i++) note_diff(res, &A->experts[i], &B->experts[i], c, NULL);
+    }
+    return align_finish(A, B, o, S, rc, res, err);
 }
 
 int align_models_stream(const moe_model *A, const expert_source *sa, moe_model *B,
@@ -436,7 +455,7 @@ int align_models_stream(const moe_model *A, const expert_source *sa, moe_model *
     if (align_start(A, B, sa, sb, o, res, err)) return -1;
     const moe_config *c = &A->cfg;
     moe_config sc = moe_shared_config(c);
-    int n = c->n, h = c->h, s = c->s, hmax = sc.h > h ? sc.h : h;
+    int n = c->n, h = c->h, s = c->s;
     // B's gate rows and shared experts in memory, as align_models_inplace aligns them
     gate_reorder(B, res->order);
     if (s > 0) experts_reorder(B->shared, s, res->shared_order, moe_expert_size(&sc));
@@ -447,8 +466,7 @@ int align_models_stream(const moe_model *A, const expert_source *sa, moe_model *
     moe_expert ea, eb;
     moe_expert_carve(&ea, c, mem);
     moe_expert_carve(&eb, c, mem + es);
-    double *S = o->wm_stage ? ms_malloc((size_t)hmax * hmax * sizeof(double)) : NULL; // (h,h)
-    if (o->wm_stage) progress_begin("weight matching", n + s, "experts");
+    double *S = wm_begin(o, c);
     int rc = 0;
     if (o->wm_stage) res->expert_diff = res->expert_scale = 0;
     for (int i = 0; i < n && !rc; i++) {
@@ -477,18 +495,7 @@ int align_models_stream(const moe_model *A, const expert_source *sa, moe_model *
         free(tmp);
         free(seen);
     }
-    if (!rc && s > 0)
-        rc = match_experts(A->shared, B->shared, s, res->shared_order, res->shared_perm,
-                           o->wm_stage, &sc, S, "shared expert", err);
-    progress_end();
-    free(S);
-    if (rc) {
-        align_result_free(res);
-        return -1;
-    }
-    if (o->wm_stage) note_shared(res, A, B);
-    record_meta(B, A, o, res);
-    return 0;
+    return align_finish(A, B, o, S, rc, res, err);
 }
 
 int align_stream_slot(const moe_config *c, const expert_source *sb, const align_result *res,
