@@ -126,6 +126,13 @@ int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, 
  * (text and strokes), for every PNG or SVG the command writes
  * (cli_figure_size). 0 if handled, 2 after a usage error, -1 otherwise. */
 #define CLI_FIGURE_OPTIONS {"size", required_argument, 0, 'Z'}, {"font-scale", required_argument, 0, 'F'}
+/* The landscape's options (cli_landscape_option takes their letters), for every
+ * command that computes landscapes, and a network's two. */
+#define CLI_LANDSCAPE_OPTIONS                                                                                \
+    {"points", required_argument, 0, 'T'}, {"no-wm", no_argument, 0, 'W'},                                   \
+        {"samples", required_argument, 0, 'S'}, {"exhaustive", no_argument, 0, 'E'},                         \
+        {"seed", required_argument, 0, 's'}, {"threads", required_argument, 0, 't'}
+#define CLI_NETWORK_OPTIONS {"interpolate-backbone", no_argument, 0, 'I'}, {"no-proxy", no_argument, 0, 'N'}
 #define CLI_FIGURE_HELP                                                                                     \
     "      --size WxH    figure size in pixels (default 960x600); a figure name ending\n"                   \
     "                    in .svg writes SVG (vector) instead of PNG\n"                                        \

@@ -366,16 +366,13 @@ out:
 
 int cmd_landscape(int argc, char **argv) {
     static const struct option opts[] = {
-        {"eval", required_argument, 0, 'e'},  {"points", required_argument, 0, 'T'},
-        {"json", required_argument, 0, 'j'},  {"csv", required_argument, 0, 'c'},
-        {"png", required_argument, 0, 'p'},   {"curves-png", required_argument, 0, 'P'},
-        {"scatter-png", required_argument, 0, 'X'}, {"log-rank", no_argument, 0, 'R'},
-        {"layer", required_argument, 0, 'l'}, {"no-wm", no_argument, 0, 'W'},
-        {"no-center", no_argument, 0, 'C'},   {"samples", required_argument, 0, 'S'},
-        {"all-orders", no_argument, 0, 'G'},  {"exhaustive", no_argument, 0, 'E'},
-        {"seed", required_argument, 0, 's'},  {"threads", required_argument, 0, 't'},
+        {"eval", required_argument, 0, 'e'},  {"json", required_argument, 0, 'j'},
+        {"csv", required_argument, 0, 'c'},   {"png", required_argument, 0, 'p'},
+        {"curves-png", required_argument, 0, 'P'}, {"scatter-png", required_argument, 0, 'X'},
+        {"log-rank", no_argument, 0, 'R'},    {"layer", required_argument, 0, 'l'},
+        {"no-center", no_argument, 0, 'C'},   {"all-orders", no_argument, 0, 'G'},
         {"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
-        {"interpolate-backbone", no_argument, 0, 'I'}, {"no-proxy", no_argument, 0, 'N'},
+        CLI_LANDSCAPE_OPTIONS,                CLI_NETWORK_OPTIONS,
         CLI_FIGURE_OPTIONS,                   {0, 0, 0, 0}};
     ls_opts lo;
     ls_opts_default(&lo);

@@ -351,15 +351,13 @@ static int run_study_net(const st_pool *P, const char *e_path, const char *layer
 
 int cmd_study(int argc, char **argv) {
     static const struct option opts[] = {
-        {"eval", required_argument, 0, 'e'},    {"points", required_argument, 0, 'T'},
-        {"json", required_argument, 0, 'j'},    {"csv", required_argument, 0, 'c'},
-        {"latex", required_argument, 0, 'L'},   {"png", required_argument, 0, 'p'},
-        {"layer", required_argument, 0, 'l'},   {"no-wm", no_argument, 0, 'W'},
-        {"samples", required_argument, 0, 'S'}, {"seed", required_argument, 0, 's'},
-        {"threads", required_argument, 0, 't'}, {"quiet", no_argument, 0, 'q'},
-        {"exhaustive", no_argument, 0, 'E'},    {"help", no_argument, 0, 'h'},
-        {"interpolate-backbone", no_argument, 0, 'I'}, {"no-proxy", no_argument, 0, 'N'},
-        {"no-center", no_argument, 0, 'C'},     CLI_FIGURE_OPTIONS, {0, 0, 0, 0}};
+        {"eval", required_argument, 0, 'e'},  {"json", required_argument, 0, 'j'},
+        {"csv", required_argument, 0, 'c'},   {"latex", required_argument, 0, 'L'},
+        {"png", required_argument, 0, 'p'},   {"layer", required_argument, 0, 'l'},
+        {"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
+        {"no-center", no_argument, 0, 'C'},   CLI_LANDSCAPE_OPTIONS,
+        CLI_NETWORK_OPTIONS,                  CLI_FIGURE_OPTIONS,
+        {0, 0, 0, 0}};
     ls_opts lo;
     ls_opts_default(&lo);
     const char *e_path = NULL, *layer = NULL, *outs[4] = {NULL, NULL, NULL, NULL};
