@@ -145,8 +145,8 @@ run: moescope
 	else echo "no sample checkpoints yet"; fi
 
 # Every test, under AddressSanitizer + UBSan. The last line is "N passed, N failed".
-check: $(ASAN)/moescope $(ASAN_TESTS) $(call MPI_BIN,$(ASAN))
-	@MOESCOPE=$(ASAN)/moescope MOESCOPE_MPI=$(call MPI_BIN,$(ASAN)) TESTBIN=$(ASAN)/tests PYTHON=$(PYTHON) bash tests/run.sh
+check: $(ASAN)/moescope $(ASAN_TESTS) $(call MPI_BIN,$(ASAN)) $(REL)/moescope
+	@MOESCOPE=$(ASAN)/moescope MOESCOPE_RETRAIN=$(REL)/moescope MOESCOPE_MPI=$(call MPI_BIN,$(ASAN)) TESTBIN=$(ASAN)/tests PYTHON=$(PYTHON) bash tests/run.sh
 
 # The same tests against the release build (faster, no sanitizers).
 test: $(REL)/moescope $(REL_TESTS) $(call MPI_BIN,$(REL))
