@@ -720,7 +720,7 @@ static int step_groups(lesson *L, lesson_step *s, ms_err *err) {
     moe_clone(&X, &G);
     moe_permute_experts(&X, across);
     char pa[1024], pw[1024], px[1024];
-    // a GPT-2 network's config.json has no group-limited router: no files for it
+    // a network's config.json has no group-limited router: no files for it
     int rc = !L->obj && (lesson_save(&G, L, F_GROUPED, pa, sizeof pa, err) ||
                          lesson_save(&W, L, F_GROUPED_WITHIN, pw, sizeof pw, err) ||
                          lesson_save(&X, L, F_GROUPED_ACROSS, px, sizeof px, err))
@@ -745,7 +745,7 @@ static int step_groups(lesson *L, lesson_step *s, ms_err *err) {
                "instead of %d!.\n",
             mw, what, lw, lg, n / 2 - 1, n / 2, mx, rms, what, lx, n / 2, n / 2, n);
         if (L->obj) {
-            cli_line(s, "# a GPT-2 network's config.json has no group-limited router: these numbers are "
+            cli_line(s, "# a network's config.json has no group-limited router: these numbers are "
                         "its MoE block's alone, at the block's own inputs, with no files to reproduce them");
             explore(s, L->a, L->b);
             goto done;
