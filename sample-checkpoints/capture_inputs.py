@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """capture_inputs.py - capture the hidden states entering one MoE block of a real
-model, for `moescope eval/landscape --eval`.
+model, for `moescope eval/landscape --eval`, or every MoE block's at once, for
+`moescope geometry`.
 
     python3 capture_inputs.py --model mistralai/Mixtral-8x7B-v0.1 --layer 3 \\
         --text some.txt [--max-tokens 4096] -o inputs.safetensors
+    python3 capture_inputs.py --model allenai/OLMoE-1B-7B-0924 --layers all \\
+        --text some.txt -o capture.safetensors
 
 Runs the model (Hugging Face transformers, PyTorch) on the text with a forward
 pre-hook on the MoE block of decoder layer L (the module whose output moescope
@@ -14,6 +17,12 @@ row of `inputs` [N, d] (float32), written as safetensors (a file with just that
 tensor is a complete moescope evaluation set, layer-only). Use the same inputs for
 both checkpoints of a pair: capture them once, from either model (or from the
 base model both were fine-tuned from).
+
+--layers all (or a list, "0,4,8") hooks every MoE block in one forward pass and
+writes one tensor per block, `inputs.L` [N, d], all of the same N tokens (what
+`moescope geometry CKPT --eval capture.safetensors` reads); the metadata
+capture.layers lists them. "all" takes every decoder layer whose MoE module has
+experts (dense layers, such as DeepSeek's first, are left out).
 
 Only the capture needs torch and transformers; the hook and the writer below are
 plain Python + numpy, so they can be tested without them (tests/commands/test_capture.py).
@@ -79,7 +88,23 @@ def safetensors_bytes(tensors, metadata=None):
 
 def write_inputs(path, inputs, metadata=None):
     """`inputs` [N, d] to path, atomically (a temporary file renamed into place)."""
-    data = safetensors_bytes({"inputs": inputs}, metadata)
+    write_tensors(path, {"inputs": inputs}, metadata)
+
+
+def write_layers(path, captures, metadata=None):
+    """{L: InputCapture} -> `inputs.L` [N, d] for every L, atomically; every layer must
+    have captured the same number of tokens."""
+    t = {"inputs.%d" % L: c.inputs() for L, c in sorted(captures.items())}
+    counts = {k: len(v) for k, v in t.items()}
+    if len(set(counts.values())) != 1:
+        raise ValueError("the layers captured different numbers of tokens: %s" % counts)
+    meta = dict(metadata or {})
+    meta["capture.layers"] = ",".join(str(L) for L in sorted(captures))
+    write_tensors(path, t, meta)
+
+
+def write_tensors(path, tensors, metadata=None):
+    data = safetensors_bytes(tensors, metadata)
     tmp = "%s.tmp-%d" % (path, os.getpid())
     with open(tmp, "wb") as f:
         f.write(data)
@@ -104,10 +129,38 @@ def find_moe_block(model, layer):
     raise ValueError("cannot find the decoder layers of %s" % type(model).__name__)
 
 
+def is_moe(module):
+    """an MoE module (experts, or Switch's router), not a dense MLP"""
+    return hasattr(module, "experts") or hasattr(module, "router")
+
+
+def moe_layers(model, spec):
+    """the decoder layers --layers names: "all" (every layer with an MoE module) or "0,4,8"."""
+    if spec != "all":
+        return [int(x) for x in spec.split(",") if x.strip()]
+    base = getattr(model, "model", model)
+    layers = getattr(base, "layers", None)
+    if layers is None:
+        enc = getattr(model, "encoder", None)
+        layers = enc.block if enc is not None and hasattr(enc, "block") else []
+    out = []
+    for L in range(len(layers)):
+        try:
+            if is_moe(find_moe_block(model, L)):
+                out.append(L)
+        except (ValueError, AttributeError, IndexError):
+            pass
+    if not out:
+        raise ValueError("no MoE layer found in %s" % type(model).__name__)
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", required=True, help="a Hugging Face model name or directory")
-    ap.add_argument("--layer", type=int, required=True, help="the decoder layer L")
+    which = ap.add_mutually_exclusive_group(required=True)
+    which.add_argument("--layer", type=int, help="the decoder layer L (writes `inputs`)")
+    which.add_argument("--layers", help='"all" or "L,L,...": every named MoE layer in one pass (writes inputs.L)')
     ap.add_argument("--text", required=True, help="a UTF-8 text file to run the model on")
     ap.add_argument("--max-tokens", type=int, default=4096)
     ap.add_argument("-o", "--output", required=True)
@@ -118,16 +171,24 @@ def main(argv=None):
     tok = AutoTokenizer.from_pretrained(a.model)
     model = AutoModelForCausalLM.from_pretrained(a.model, torch_dtype="auto")
     model.eval()
-    cap = InputCapture(max_rows=a.max_tokens)
-    handle = find_moe_block(model, a.layer).register_forward_pre_hook(cap)
+    layers = [a.layer] if a.layers is None else moe_layers(model, a.layers)
+    caps = {L: InputCapture(max_rows=a.max_tokens) for L in layers}
+    handles = [find_moe_block(model, L).register_forward_pre_hook(caps[L]) for L in layers]
     with open(a.text, encoding="utf-8") as f:
         ids = tok(f.read(), return_tensors="pt").input_ids[:, : a.max_tokens]
     with torch.no_grad():
         model(ids)
-    handle.remove()
-    write_inputs(a.output, cap.inputs(), {"capture.model": a.model, "capture.layer": str(a.layer),
-                                          "capture.text": os.path.basename(a.text)})
-    print("wrote %s: inputs [%d, %d]" % ((a.output,) + cap.inputs().shape))
+    for h in handles:
+        h.remove()
+    meta = {"capture.model": a.model, "capture.text": os.path.basename(a.text)}
+    if a.layers is None:
+        meta["capture.layer"] = str(a.layer)
+        write_inputs(a.output, caps[a.layer].inputs(), meta)
+        print("wrote %s: inputs [%d, %d]" % ((a.output,) + caps[a.layer].inputs().shape))
+    else:
+        write_layers(a.output, caps, meta)
+        print("wrote %s: inputs.L [%d, %d] for the %d MoE layers %s" % (
+            (a.output,) + caps[layers[0]].inputs().shape + (len(layers), ",".join(map(str, layers)))))
 
 
 if __name__ == "__main__":

@@ -24,8 +24,10 @@
 #include "core/ms_error.h"
 #include "core/rng.h"
 
-/* Z_l (N, r) = Y_l R_l for every layer, R_l = la_random_orthogonal(g). */
-int geo_random_gauge(const double *const *Y, int L, int N, int r, rng_t *g, double *const *Z, ms_err *err);
+/* Z_l (N, r) = Y_l R_l for every layer, R_l = la_random_orthogonal(g), the
+ * rotations into R (L, r, r). */
+int geo_random_gauge(const double *const *Y, int L, int N, int r, rng_t *g, double *const *Z, double *R,
+                     ms_err *err);
 
 /* The inputs' training mean mu (d) and covariance S (d, d) (over ntrain). */
 void geo_input_covariance(const float *X, int N, int ntrain, int d, double *mu, double *S);

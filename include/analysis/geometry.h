@@ -92,6 +92,7 @@ typedef struct {
     double *mean_angle;    // (L, L) degrees
     double *overlap;       // (L, L) mean cos^2 of the angles (1: one subspace, ~r/d: unrelated)
     geo_gpa gpa;
+    double *rand_R;        // (L, r, r) the random gauge's rotations: z = y R_l
     geo_fit fit[GEO_NMETHODS];
 } geometry;
 

@@ -29,6 +29,7 @@ int cmd_train(int argc, char **argv);
 int cmd_lap(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
 int cmd_study(int argc, char **argv);
+int cmd_geometry(int argc, char **argv);
 
 /* Print "moescope CMD: msg" and the usage line to stderr; returns 2. */
 int cli_usage_error(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -40,6 +40,11 @@ int moe_save_with(const moe_model *m, const char *src_path, const char *path, in
 /* Every layer prefix L in the file (a tensor "L.gate.weight" exists), in file
  * order; the caller frees each string and the array. */
 int moe_list_layers(const char *path, char ***layers, int *nlayers, ms_err *err);
+/* Every MoE layer of the checkpoint argument path, in checkpoint order: a
+ * family's (family_find_layers; the family forced unless force < 0), or for
+ * moescope's own names one per prefix L with a tensor L.gate.weight (family
+ * FAM_NATIVE, block -1). Free with family_layers_free. */
+int moe_find_layers(const char *path, int force, family_layer **out, int *n, ms_err *err);
 
 /* Finite values so large that the arithmetic would overflow (value_range.h), in
  * m and the inputs of E (may be NULL): -1 with a message naming the file and

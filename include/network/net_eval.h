@@ -40,13 +40,26 @@ int net_prefix_compute(const net_model *m, const net_evalset *E, const net_par *
                        ms_err *err);
 void net_prefix_free(net_prefix *p);
 
+/* A change to the MoE blocks' inputs as the evaluation runs: before MoE block
+ * i (an index into moe_layers) computes, fn may rewrite its input X (M, d)
+ * (ln_2 h, what its router and experts read) in place; prev (M, d) is the
+ * input the MoE block before it was given in this pass (after its own edit),
+ * NULL for the first. M rows of whole sequences, row0 the first's index into
+ * the evaluation set's N T tokens. Called from the evaluation's threads, each
+ * on its own rows. */
+typedef struct {
+    void (*fn)(void *ctx, int i, float *X, const float *prev, int M, size_t row0);
+    void *ctx;
+} net_edit;
+
 /* What one evaluation computes beyond the loss. */
 typedef struct {
     const moe_model *const *moe; /* (nmoe) the MoE blocks to use; NULL: m's own */
     int want_load;               /* each MoE block's routing load (below) */
     float *logits;               /* (N T, V) when not NULL; a ViT's (N, V), the CLS tokens' */
-    float *inputs;               /* (N T, d) when not NULL: block capture's ln_2 h (its inputs) */
-    int capture;                 /* the MoE block (index into moe_layers) inputs is of */
+    float *const *block_inputs;  /* (nmoe) when not NULL: MoE block i's inputs (N T, d) into
+                                    block_inputs[i] (after an edit), where that is not NULL */
+    const net_edit *edit;        /* NULL: none */
 } net_run;
 
 typedef struct {

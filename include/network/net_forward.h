@@ -56,6 +56,10 @@ void net_attn_forward(const net_model *m, int L, float *h, int ns, int T, net_ws
  * proxy). */
 void net_mlp_forward(const net_model *m, int L, const moe_model *moe, float *h, int M, net_ws *w,
                      float *G, float *X);
+/* net_mlp_forward in two steps, for a caller that looks at (or changes) the
+ * MLP's input between them: w->x (M, d) = ln_2 h of block L, then h += mlp(w->x). */
+void net_mlp_input(const net_model *m, int L, const float *h, int M, net_ws *w);
+void net_mlp_apply(const net_model *m, int L, const moe_model *moe, float *h, int M, net_ws *w, float *G);
 /* The head and the loss of E's sequences s0 .. s0 + ns (h (ns T, d)): GPT-2's
  * ln_f, LM head and next-token cross-entropy summed over their ns (T - 1)
  * positions, a ViT's layernorm, classifier and class cross-entropy of the CLS

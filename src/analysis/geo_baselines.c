@@ -9,15 +9,15 @@
 
 #include "analysis/geo_linalg.h"
 
-int geo_random_gauge(const double *const *Y, int L, int N, int r, rng_t *g, double *const *Z, ms_err *err) {
-    double *R = ms_malloc((size_t)r * r * sizeof(double));
+int geo_random_gauge(const double *const *Y, int L, int N, int r, rng_t *g, double *const *Z, double *R,
+                     ms_err *err) {
     int rc = 0;
     for (int l = 0; l < L && !rc; l++) {
-        rc = la_random_orthogonal(g, r, R, err);
+        double *Rl = R + (size_t)l * r * r;
+        rc = la_random_orthogonal(g, r, Rl, err);
         if (!rc)
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, r, r, 1.0, Y[l], r, R, r, 0.0, Z[l], r);
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, r, r, 1.0, Y[l], r, Rl, r, 0.0, Z[l], r);
     }
-    free(R);
     return rc;
 }
 

@@ -1,9 +1,12 @@
-/* geo_report.c - the routing geometry as JSON (geo_report.h). */
+/* geo_report.c - the routing geometry as text, JSON and CSV (geo_report.h). */
 #include "analysis/geo_report.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "io/atomic_file.h"
 #include "io/json_file.h"
 #include "io/provenance.h"
 
@@ -115,4 +118,182 @@ int geometry_write_json(const geometry *G, cJSON *run, const char *path, ms_err 
     cJSON *root = geometry_json(G, run);
     cJSON_AddItemToObject(root, "provenance", prov_json());
     return json_file_write(root, path, err);
+}
+
+/* ---- the text report ---- */
+
+/* a layer's short label for the tables: "h.3" for block 3, else its index */
+static void short_label(const geo_layer *y, int l, char *buf, size_t cap) {
+    if (y->block >= 0) snprintf(buf, cap, "L%d", y->block);
+    else snprintf(buf, cap, "#%d", l);
+}
+
+static void print_routers(FILE *fp, const geometry *G) {
+    int w = 5;
+    for (int l = 0; l < G->L; l++) w = (int)strlen(G->layers[l].name) > w ? (int)strlen(G->layers[l].name) : w;
+    fprintf(fp, "\nrouters (W~ = W minus its mean row: the translation removed)\n");
+    fprintf(fp, "  %-*s  experts  rank  s_min/s_max  logits from states  inputs' variance in: control  top-r PCs\n", w,
+            "layer");
+    for (int l = 0; l < G->L; l++) {
+        const geo_layer *y = &G->layers[l];
+        const geo_control *c = &y->ctl;
+        fprintf(fp, "  %-*s  %7d  %2d/%-2d %12.3g  %18.1e  %27.1f%%  %8.1f%%\n", w, y->name, y->n, c->r, c->rmax,
+                c->sv[c->r - 1] / c->sv[0], y->logit_error, 100 * y->var_control, 100 * y->var_pca);
+    }
+    for (int l = 0; l < G->L; l++) {
+        const geo_layer *y = &G->layers[l];
+        const geo_control *c = &y->ctl;
+        if (c->r < c->rmax && c->dup_i >= 0)
+            fprintf(fp, "  [warn] %s: rank %d < %d: gate rows %d and %d are equal after centring\n", y->name, c->r,
+                    c->rmax, c->dup_i, c->dup_j);
+        else if (c->r < c->rmax)
+            fprintf(fp, "  [warn] %s: rank %d < %d: its centred gate rows are linearly dependent\n", y->name, c->r,
+                    c->rmax);
+        if (y->n - 1 > y->d)
+            fprintf(fp, "  [info] %s: n - 1 = %d > d = %d: the width bounds the rank\n", y->name, y->n - 1, y->d);
+        if (c->r > G->r)
+            fprintf(fp, "  [info] %s: the states keep its first %d of %d directions (the common rank)\n", y->name,
+                    G->r, c->r);
+        if (y->logit_error > 1e-6)
+            fprintf(fp, "  [warn] %s: the states give the centred logits back only to %.1e\n", y->name, y->logit_error);
+        if (y->cfg.score == SCORE_SIGMOID)
+            fprintf(fp, "  [warn] %s: sigmoid scores: adding a vector to every gate row is no symmetry of them, so "
+                        "the centred router drops a direction its scores read\n",
+                    y->name);
+    }
+}
+
+static void print_angles(FILE *fp, const geometry *G) {
+    int L = G->L;
+    char lab[32];
+    fprintf(fp, "\nprincipal angles between the control subspaces: the mean, degrees (0: one subspace, 90: "
+                "orthogonal)\n      ");
+    for (int b = 0; b < L; b++) short_label(&G->layers[b], b, lab, sizeof lab), fprintf(fp, " %6s", lab);
+    fprintf(fp, "\n");
+    for (int a = 0; a < L; a++) {
+        short_label(&G->layers[a], a, lab, sizeof lab);
+        fprintf(fp, "  %-4s", lab);
+        for (int b = 0; b < L; b++) fprintf(fp, " %6.1f", G->mean_angle[a * L + b]);
+        fprintf(fp, "\n");
+    }
+    fprintf(fp, "  mean cos^2 of consecutive layers:");
+    for (int a = 0; a + 1 < L; a++) fprintf(fp, " %.3f", G->overlap[a * L + a + 1]);
+    fprintf(fp, "  (two unrelated %d-dimensional subspaces of R^%d: about %.3f)\n", G->r, G->d, (double)G->r / G->d);
+}
+
+static void print_transitions(FILE *fp, const geometry *G) {
+    const geo_gpa *g = &G->gpa;
+    fprintf(fp, "\ncanonical gauge (GPA over the %d training tokens): residual %.4f of the states' energy "
+                "(identity gauge %.4f), from the %s start (the other: %.4f), %d rounds%s\n",
+            G->ntrain, g->residual, g->residual0, geo_gpa_start_name(g->start), g->residual_other, g->iterations,
+            g->converged ? "" : ", NOT settled");
+    if (!g->converged) fprintf(fp, "  [warn] GPA stopped after %d rounds before its rotations settled\n", g->iterations);
+    fprintf(fp, "\ntransitions y_{l+1} ~ y_l A, held-out R^2 pooled over the %d steps\n", G->L - 1);
+    fprintf(fp, "  %-30s %8s %9s %9s %10s\n", "coordinates", "shared", "specific", "identity", "eta_share");
+    for (int m = 0; m < GEO_NMETHODS; m++) {
+        const geo_fit *f = &G->fit[m];
+        fprintf(fp, "  %-30s %8.4f %9.4f %9.4f %10.3f\n", geo_method_title(m), f->shared, f->specific, f->identity,
+                f->eta);
+    }
+    const geo_fit *f = &G->fit[GEO_CANONICAL];
+    fprintf(fp, "  per step, canonical shared / specific:");
+    for (int l = 0; l + 1 < G->L; l++) fprintf(fp, "  %d->%d %.3f/%.3f", l, l + 1, f->r2_shared[l], f->r2_specific[l]);
+    fprintf(fp, "\n");
+}
+
+static void print_recall(FILE *fp, const geometry *G) {
+    int w = 5;
+    for (int l = 0; l < G->L; l++) w = (int)strlen(G->layers[l].name) > w ? (int)strlen(G->layers[l].name) : w;
+    fprintf(fp, "\nexpert choices recalled on the %d held-out tokens (top-k; a dense router's top-1), from\n",
+            G->N - G->ntrain);
+    fprintf(fp, "  %-*s  %2s  %11s  %12s  %18s  %8s\n", w, "layer", "k", "the states", "residual PCA",
+            "transported shared", "specific");
+    for (int l = 0; l < G->L; l++) {
+        const geo_layer *y = &G->layers[l];
+        fprintf(fp, "  %-*s  %2d  %11.4f  %12.4f", w, y->name, y->k, y->recall_states, y->recall_pca);
+        if (l) fprintf(fp, "  %18.4f  %8.4f\n", y->recall_shared, y->recall_specific);
+        else fprintf(fp, "  %18s  %8s\n", "-", "-");
+    }
+}
+
+static void print_transport(FILE *fp, const geometry *G, const geo_transport *T) {
+    fprintf(fp, "\ntransport: the network's loss on the %d held-out sequences (%.6f with nothing replaced) when MoE "
+                "block l+1's control component is replaced by the one transported from block l: dNLL\n",
+            T->heldout_seqs, T->loss);
+    fprintf(fp, "  %-10s", "step");
+    for (int t = 0; t < GT_COUNT; t++) fprintf(fp, " %10s", geo_transport_name(t));
+    fprintf(fp, "\n");
+    int S = G->L - 1;
+    for (int l = 0; l < S; l++) {
+        char st[32];
+        snprintf(st, sizeof st, "%d->%d", l, l + 1);
+        fprintf(fp, "  %-10s", st);
+        for (int t = 0; t < GT_COUNT; t++) fprintf(fp, " %10.5f", T->dnll[(size_t)t * S + l]);
+        fprintf(fp, "\n");
+    }
+    fprintf(fp, "  %-10s", "all");
+    for (int t = 0; t < GT_COUNT; t++) fprintf(fp, " %10.5f", T->all[t]);
+    fprintf(fp, "\n  (specific: the layer-specific transitions, a ceiling; mean: the states' training mean, the "
+                "routing information removed)\n");
+}
+
+void geometry_print(FILE *fp, const geometry *G, const geo_transport *T) {
+    fprintf(fp, "routing geometry: %d MoE layers, width d = %d, common rank r = %d; %d tokens, the first %d train, "
+                "%d held out\n",
+            G->L, G->d, G->r, G->N, G->ntrain, G->N - G->ntrain);
+    print_routers(fp, G);
+    print_angles(fp, G);
+    print_transitions(fp, G);
+    print_recall(fp, G);
+    if (T) print_transport(fp, G, T);
+}
+
+void geo_transport_json(cJSON *root, const geometry *G, const geo_transport *T) {
+    cJSON *o = cJSON_AddObjectToObject(root, "transport");
+    cJSON_AddNumberToObject(o, "train_sequences", T->ntrain_seqs);
+    cJSON_AddNumberToObject(o, "heldout_sequences", T->heldout_seqs);
+    cJSON_AddItemToObject(o, "loss", json_number(T->loss));
+    int S = G->L - 1;
+    for (int t = 0; t < GT_COUNT; t++) {
+        cJSON *m = cJSON_AddObjectToObject(o, geo_transport_name(t));
+        cJSON_AddItemToObject(m, "steps", json_numbers(T->dnll + (size_t)t * S, S));
+        cJSON_AddItemToObject(m, "all", json_number(T->all[t]));
+    }
+}
+
+/* ---- CSV ---- */
+
+static void csv_num(FILE *f, double v) {
+    if (isnan(v)) fputs(",nan", f);
+    else fprintf(f, ",%.9g", v);
+}
+
+int geometry_write_csv(const geometry *G, const geo_transport *T, const char *path, ms_err *err) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return ms_fail(err, "%s: out of memory formatting the CSV", path);
+    char *p = prov_text("# ");
+    fputs(p, f);
+    free(p);
+    fputs("from,to,from_layer,to_layer", f);
+    for (int m = 0; m < GEO_NMETHODS; m++) fprintf(f, ",%s_shared,%s_specific", geo_method_name(m), geo_method_name(m));
+    fputs(",identity,recall_states,recall_pca,recall_shared,recall_specific", f);
+    for (int t = 0; t < GT_COUNT; t++) fprintf(f, ",dnll_%s", geo_transport_name(t));
+    fputs("\n", f);
+    int S = G->L - 1;
+    for (int l = 0; l < S; l++) {
+        const geo_layer *y = &G->layers[l + 1];
+        fprintf(f, "%d,%d,%s,%s", l, l + 1, G->layers[l].name, y->name);
+        for (int m = 0; m < GEO_NMETHODS; m++) csv_num(f, G->fit[m].r2_shared[l]), csv_num(f, G->fit[m].r2_specific[l]);
+        csv_num(f, G->fit[GEO_CANONICAL].r2_identity[l]);
+        csv_num(f, y->recall_states), csv_num(f, y->recall_pca), csv_num(f, y->recall_shared);
+        csv_num(f, y->recall_specific);
+        for (int t = 0; t < GT_COUNT; t++) csv_num(f, T ? T->dnll[(size_t)t * S + l] : NAN);
+        fputs("\n", f);
+    }
+    fclose(f);
+    int rc = af_write_all(path, buf, len, err);
+    free(buf);
+    return rc;
 }

@@ -182,7 +182,10 @@ static int fits_compute(geometry *G, const geo_opts *o, ms_err *err) {
     for (int m = 0; m < GEO_NMETHODS && !rc; m++) {
         const double *const *raw = (const double *const *)Y;
         for (int l = 0; l < L; l++) Y[l] = G->layers[l].Y;
-        if (m == GEO_RANDOM) rc = geo_random_gauge(raw, L, N, r, &g, tmp, err);
+        if (m == GEO_RANDOM) {
+            G->rand_R = ms_malloc((size_t)L * r * r * sizeof(double));
+            rc = geo_random_gauge(raw, L, N, r, &g, tmp, G->rand_R, err);
+        }
         if (m == GEO_CCA) rc = geo_cca_chain(raw, L, N, G->ntrain, r, tmp, err);
         for (int l = 0; l < L && !rc; l++)
             Y[l] = m == GEO_CANONICAL ? G->layers[l].Z
@@ -232,6 +235,10 @@ int geometry_compute(const geo_layer_in *in, int L, geo_inputs_fn get, void *ctx
                      G->N, G->ntrain, G->N - G->ntrain, G->r, G->r + 1);
     progress_begin("geometry: layers", L, "layers");
     for (int l = 0; l < L && !rc; l++) {
+        if (progress_cancelled()) { // a listener's cancel (progress.h)
+            rc = ms_fail(err, "cancelled");
+            break;
+        }
         const float *X = get(ctx, l, err);
         if (!X) rc = -1;
         if (!rc) rc = layer_coordinates(G, l, X, err);
@@ -264,6 +271,7 @@ void geometry_free(geometry *G) {
     free(G->angles);
     free(G->mean_angle);
     free(G->overlap);
+    free(G->rand_R);
     geo_gpa_free(&G->gpa);
     for (int m = 0; m < GEO_NMETHODS; m++) geo_fit_free(&G->fit[m]);
     memset(G, 0, sizeof *G);

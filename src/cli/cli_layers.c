@@ -37,17 +37,10 @@ static void remove_output(const char *p) {
 
 /* every MoE layer prefix of path (the family's, else moescope's own names) */
 static int layer_list(const char *path, char ***out, int *n, ms_err *err) {
-    ckpt c;
-    *out = NULL, *n = 0;
-    if (ckpt_open(&c, path, err)) return -1;
     family_layer *ls = NULL;
-    int nl = 0, rc = family_find_layers(&c, cli_overrides()->family, &ls, &nl, err);
-    ckpt_close(&c);
-    if (rc) return -1;
-    if (nl && ls[0].family == FAM_NATIVE) { // moescope's own names: every L.gate.weight
-        family_layers_free(ls, nl);
-        return moe_list_layers(path, out, n, err);
-    }
+    int nl = 0;
+    *out = NULL, *n = 0;
+    if (moe_find_layers(path, cli_overrides()->family, &ls, &nl, err)) return -1;
     *out = ms_malloc((size_t)(nl ? nl : 1) * sizeof(char *));
     for (int i = 0; i < nl; i++) (*out)[i] = ms_strdup(ls[i].prefix);
     *n = nl;

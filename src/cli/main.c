@@ -41,6 +41,7 @@ static const struct {
     {"diagnose", cmd_diagnose, "why an alignment fails, in numbers", 0},
     {"lesson", run_lesson, "a guided walk through MoE symmetry, with live numbers", 0},
     {"study", cmd_study, "every pair of a pool of checkpoints: mean +- std tables", 0},
+    {"geometry", cmd_geometry, "routing geometry across depth: control subspaces, one gauge, a shared transition", 0},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

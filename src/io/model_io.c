@@ -70,6 +70,25 @@ int moe_list_layers(const char *path, char ***layers, int *nlayers, ms_err *err)
     return 0;
 }
 
+int moe_find_layers(const char *path, int force, family_layer **out, int *n, ms_err *err) {
+    ckpt c;
+    *out = NULL, *n = 0;
+    if (ckpt_open(&c, path, err)) return -1;
+    int rc = family_find_layers(&c, force, out, n, err);
+    ckpt_close(&c);
+    if (rc || !*n || (*out)[0].family != FAM_NATIVE) return rc;
+    family_layers_free(*out, *n); // moescope's own names: every L.gate.weight
+    *out = NULL, *n = 0;
+    char **names = NULL;
+    int nn = 0;
+    if (moe_list_layers(path, &names, &nn, err)) return -1;
+    *out = ms_calloc((size_t)(nn ? nn : 1), sizeof(family_layer));
+    for (int i = 0; i < nn; i++) (*out)[i] = (family_layer){.family = FAM_NATIVE, .prefix = names[i], .block = -1};
+    free(names);
+    *n = nn;
+    return 0;
+}
+
 /* A 2-D tensor's shape, or an error naming it. */
 static int shape2(const st_file *f, const char *name, int64_t *r, int64_t *c, ms_err *err) {
     const st_tensor *t = st_find(f, name);

@@ -32,19 +32,29 @@ typedef struct {
 
 /* The blocks from the first MoE block L0 on, for one item's rows h (ns
  * sequences): L0's attention is done (the prefix ends after it), so its MLP
- * comes first. The MoE blocks' gate weights go through G ((M, nmax)) into the
- * item's load sums when they are asked for. */
-static void item_tail(const net_job *j, int it, float *h, int ns, net_ws *w, float *G) {
+ * comes first. An MoE block's input may be edited, then captured, before it
+ * computes (prev (M, d): the previous MoE block's input, kept when there is an
+ * edit). The MoE blocks' gate weights go through G ((M, nmax)) into the item's
+ * load sums when they are asked for. */
+static void item_tail(const net_job *j, int it, float *h, int ns, net_ws *w, float *G, float *prev) {
     const net_model *m = j->m;
-    int T = j->T, M = ns * T;
+    const net_run *r = j->r;
+    int T = j->T, M = ns * T, d = m->cfg.d, have_prev = 0;
     size_t r0 = (size_t)it * j->spi * T; // the item's first row
     for (int L = j->L0; L < m->cfg.nlayer; L++) {
         if (L > j->L0) net_attn_forward(m, L, h, ns, T, w);
         int mi = m->cfg.moe_of[L];
         const moe_model *moe = mi >= 0 ? j->moe[mi] : NULL;
-        float *X = j->r->inputs && mi == j->r->capture ? j->r->inputs + r0 * m->cfg.d : NULL;
         float *g = moe && j->lmean ? G : NULL;
-        net_mlp_forward(m, L, moe, h, M, w, g, X);
+        net_mlp_input(m, L, h, M, w);
+        if (moe && r->edit) r->edit->fn(r->edit->ctx, mi, w->x, have_prev ? prev : NULL, M, r0);
+        if (moe && r->block_inputs && r->block_inputs[mi])
+            memcpy(r->block_inputs[mi] + r0 * d, w->x, (size_t)M * d * sizeof(float));
+        if (moe && r->edit) {
+            memcpy(prev, w->x, (size_t)M * d * sizeof(float));
+            have_prev = 1;
+        }
+        net_mlp_apply(m, L, moe, h, M, w, g);
         if (!g) continue;
         int n = moe->cfg.n;
         double *lm = j->lmean + ((size_t)it * j->nmoe + mi) * j->nmax;
@@ -60,7 +70,7 @@ static void item_tail(const net_job *j, int it, float *h, int ns, net_ws *w, flo
 
 /* one item: the prefix (from the embedding, or copied from p), then the tail,
  * the head and the loss */
-static void run_item(net_job *j, int it, float *h, net_ws *w, float *G) {
+static void run_item(net_job *j, int it, float *h, net_ws *w, float *G, float *prev) {
     const net_model *m = j->m;
     int T = j->T, d = m->cfg.d, N = j->E->N;
     int s0 = it * j->spi, ns = N - s0 < j->spi ? N - s0 : j->spi;
@@ -79,7 +89,7 @@ static void run_item(net_job *j, int it, float *h, net_ws *w, float *G) {
         memcpy(j->prefix_out + r0 * d, h, M * d * sizeof(float));
         return;
     }
-    item_tail(j, it, h, ns, w, G);
+    item_tail(j, it, h, ns, w, G, prev);
     j->loss[it] = 0.0;
     j->ok[it] = 0;
     size_t lrow = (size_t)s0 * net_logit_rows(m, T); // the item's first row of logits
@@ -94,6 +104,7 @@ static void *net_worker(void *arg) {
     net_ws_alloc(&w, &j->m->cfg, cap, T);
     float *h = ms_malloc((size_t)cap * j->m->cfg.d * sizeof(float));      // (cap, d)
     float *G = ms_malloc((size_t)cap * (j->nmax ? j->nmax : 1) * sizeof(float)); // (cap, nmax)
+    float *prev = j->r && j->r->edit ? ms_malloc((size_t)cap * j->m->cfg.d * sizeof(float)) : NULL; // (cap, d)
     for (;;) {
         if (j->cancel && atomic_load(j->cancel)) {
             __atomic_store_n(&j->stopped, 1, __ATOMIC_RELAXED);
@@ -101,11 +112,12 @@ static void *net_worker(void *arg) {
         }
         long it = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
         if (it >= j->items) break;
-        run_item(j, (int)it, h, &w, G);
+        run_item(j, (int)it, h, &w, G, prev);
     }
     net_ws_free(&w);
     free(h);
     free(G);
+    free(prev);
     return NULL;
 }
 

@@ -89,12 +89,14 @@ void net_attn_forward(const net_model *m, int L, float *h, int ns, int T, net_ws
     tf_dense_forward(w->o, M, d, d, b->proj_w, lay, b->proj_b, 1, h);
 }
 
-void net_mlp_forward(const net_model *m, int L, const moe_model *moe, float *h, int M, net_ws *w,
-                     float *G, float *X) {
+void net_mlp_input(const net_model *m, int L, const float *h, int M, net_ws *w) {
+    const net_block *b = &m->blocks[L];
+    tf_layernorm_forward(h, M, m->cfg.d, b->ln2_w, b->ln2_b, m->cfg.eps, w->x);
+}
+
+void net_mlp_apply(const net_model *m, int L, const moe_model *moe, float *h, int M, net_ws *w, float *G) {
     const net_block *b = &m->blocks[L];
     int d = m->cfg.d;
-    tf_layernorm_forward(h, M, d, b->ln2_w, b->ln2_b, m->cfg.eps, w->x);
-    if (X) memcpy(X, w->x, (size_t)M * d * sizeof(float));
     if (moe) {
         moe_forward(moe, w->x, M, w->o, G); // D(x): the family's block has no residual
         for (int r = 0; r < M; r++) moe_row_add(h + (size_t)r * d, w->o + (size_t)r * d, d);
@@ -105,6 +107,13 @@ void net_mlp_forward(const net_model *m, int L, const moe_model *moe, float *h, 
     tf_dense_forward(w->x, M, d, ff, b->fc_w, lay, b->fc_b, 0, w->y); // (M, ff)
     tf_act_forward(w->y, (size_t)M * ff, m->cfg.act);
     tf_dense_forward(w->y, M, ff, d, b->fcp_w, lay, b->fcp_b, 1, h);
+}
+
+void net_mlp_forward(const net_model *m, int L, const moe_model *moe, float *h, int M, net_ws *w,
+                     float *G, float *X) {
+    net_mlp_input(m, L, h, M, w);
+    if (X) memcpy(X, w->x, (size_t)M * m->cfg.d * sizeof(float));
+    net_mlp_apply(m, L, moe, h, M, w, G);
 }
 
 /* -log softmax(lr)[y] by log-sum-exp (core/vrows.h: the exponentials about

@@ -14,7 +14,9 @@ int net_block_inputs(const net_model *A, const net_evalset *E, int block, const 
     memset(out, 0, sizeof *out);
     size_t rows = (size_t)E->N * net_tokens(A, E);
     out->inputs = ms_malloc(rows * A->cfg.d * sizeof(float)); // (N T, d)
-    net_run r = {.inputs = out->inputs, .capture = block};
+    float *in[NET_MAX_LAYERS] = {0};
+    in[block] = out->inputs;
+    net_run r = {.block_inputs = in};
     net_eval_result res;
     if (net_evaluate(A, E, NULL, &r, par, &res, err)) {
         evalset_free(out);

@@ -5,7 +5,10 @@ arrays and an object with torch's .detach().float().cpu().numpy() chain, batches
 of [B, T, d] hidden states; find_moe_block walks stand-in model trees shaped like
 Mixtral, Qwen-MoE and Switch; the written file is read back with the tests' own
 reader and used as an inputs-only evaluation set by `moescope eval` on the
-Mixtral-layout sample."""
+Mixtral-layout sample. --layers: moe_layers finds the MoE layers of a stand-in
+tree (dense ones left out), write_layers writes inputs.L for each and refuses
+layers that captured different numbers of tokens, and `moescope geometry` on the
+one-layer Mixtral sample says there is nothing to compare."""
 import os
 import sys
 import tempfile
@@ -90,6 +93,34 @@ def main():
     r = run("eval", os.path.join(SAMPLE, "seed1"), "--eval", out)
     check(r.returncode == 1 and "16" in r.stderr and "32" in r.stderr,
           "a capture of the wrong width: %s" % r.stderr.strip())
+
+    # --layers: every MoE layer's hook in one pass, one tensor each
+    experts = NS(experts=[1, 2])
+    tree = NS(model=NS(layers=[NS(mlp=NS(c_fc=1)), NS(mlp=experts), NS(block_sparse_moe=experts)]))
+    check(ci.moe_layers(tree, "all") == [1, 2], "moe_layers(all): %s" % ci.moe_layers(tree, "all"))
+    check(ci.moe_layers(tree, "0,2") == [0, 2], "moe_layers(0,2)")
+    caps = {0: ci.InputCapture(), 3: ci.InputCapture()}
+    caps[0](block, (b1,))
+    caps[3](block, (b1 * 2,))
+    multi = os.path.join(tmp, "layers.safetensors")
+    ci.write_layers(multi, caps, {"capture.model": "test"})
+    t, meta = ff.read_safetensors(multi)
+    check(set(t) == {"inputs.0", "inputs.3"} and meta.get("capture.layers") == "0,3",
+          "write_layers: %s %s" % (sorted(t), meta))
+    check(np.array_equal(np.frombuffer(t["inputs.3"][2], np.float32).reshape(10, d), 2 * b1.reshape(-1, d)),
+          "write_layers: the values")
+    caps[3](block, (b1,))
+    try:
+        ci.write_layers(multi + ".2", caps)
+        check(False, "layers with different token counts must be refused")
+    except ValueError as e:
+        check("different numbers of tokens" in str(e), "different token counts: %s" % e)
+    mix = {0: ci.InputCapture()}
+    mix[0](block, (rng.standard_normal((1, 9, d)).astype(np.float32),))
+    ci.write_layers(multi, mix)
+    r = run("geometry", os.path.join(SAMPLE, "seed1"), "--eval", multi)
+    check(r.returncode == 1 and "the only MoE layer" in r.stderr and "two or more" in r.stderr,
+          "geometry on a one-layer model: %s" % r.stderr.strip())
     for f in os.listdir(tmp):
         os.remove(os.path.join(tmp, f))
     os.rmdir(tmp)

@@ -202,4 +202,43 @@ def geometry(layers, ntrain):
             res["layers"][l]["recall"][name] = readout_recall(Ys[l], S, ch, ntrain, layers[l]["k"],
                                                               Ypred=zp @ A @ Q[l].T)
     res["d"] = d
+    res["internal"] = {"U": [c["U"][:, :r] for c in ctl], "mu": [], "Q": Q,
+                       "A": {m: res["transitions"][m]["A"] for m in ("canonical", "raw")},
+                       "Al": [np.linalg.lstsq(Zs[l][:ntrain], Zs[l + 1][:ntrain], rcond=None)[0] for l in range(L - 1)]}
+    for lay, c in zip(layers, ctl):
+        X = np.asarray(lay["X"], np.float64)
+        res["internal"]["mu"].append((X[:ntrain] @ c["U"][:, :r]).mean(0))
     return res
+
+
+def transport_maps(res, method):
+    """K_i (r, r) into layer i from layer i - 1 (i >= 1; K[0] unused)"""
+    it, L, r = res["internal"], len(res["layers"]), res["r"]
+    K = [np.zeros((r, r))]
+    for i in range(1, L):
+        if method == "canonical":
+            K.append(it["Q"][i - 1] @ it["A"]["canonical"] @ it["Q"][i].T)
+        elif method == "specific":
+            K.append(it["Q"][i - 1] @ it["Al"][i - 1] @ it["Q"][i].T)
+        elif method == "raw":
+            K.append(it["A"]["raw"])
+        else:  # "mean"
+            K.append(np.zeros((r, r)))
+    return K
+
+
+def transport_hook(res, K, only):
+    """gpt2_ref.logits' hook: MoE block `only`'s (every block after the first when only
+    is None) control component replaced by the one transported from the block before:
+    x + U (mu + (U_prev^T x_prev - mu_prev) K - U^T x)"""
+    it = res["internal"]
+    state = {}
+
+    def hook(i, x):
+        if i > 0 and (only is None or i == only):
+            y = state["prev"] @ it["U"][i - 1] - it["mu"][i - 1]
+            c = x @ it["U"][i]
+            x = x + (it["mu"][i] + y @ K[i] - c) @ it["U"][i].T
+        state["prev"] = x
+        return x
+    return hook

@@ -25,9 +25,12 @@ API
     ckpt = load(path)                 a checkpoint folder (config.json + model.safetensors
                                       or a sharded index) -> {"config", "tensors"}
     read_safetensors(path)            -> ({name: ndarray}, metadata); F32/F16/BF16/F64/I32/I64
-    logits(ckpt, ids, params=None)    [N, T, V]; params: {name: array} overriding tensors
-                                      (e.g. interpolated, aligned MoE parameters)
-    evaluate(ckpt, ids, params=None)  -> {"loss", "accuracy"}
+    logits(ckpt, ids, params=None, hook=None)
+                                      [N, T, V]; params: {name: array} overriding tensors
+                                      (e.g. interpolated, aligned MoE parameters); hook(i, x)
+                                      sees MoE block i's input x [N T, d] (ln_2 h) and returns
+                                      the input the block computes on
+    evaluate(ckpt, ids, params=None, hook=None)  -> {"loss", "accuracy"}
     moe_names(ckpt)                   names of every MoE tensor (the interpolated ones)
 CLI
     python3 gpt2_ref.py CKPT EVAL      prints {"loss": ..., "accuracy": ...} as JSON
@@ -176,7 +179,7 @@ class _Params:
         return np.asarray(self.t[k], np.float64)
 
 
-def logits(ckpt, ids, params=None):
+def logits(ckpt, ids, params=None, hook=None):
     cfg = ckpt["config"]
     P = _Params(ckpt["tensors"], params)
     ids = np.asarray(ids, np.int64)
@@ -188,7 +191,7 @@ def logits(ckpt, ids, params=None):
     if T > cfg["n_positions"]:
         raise ValueError("T = %d > n_positions = %d" % (T, cfg["n_positions"]))
     m = cfg.get("moe") or {}
-    moe_layers = set(m.get("layers", []))
+    moe_layers = sorted(set(m.get("layers", [])))
     hd = d // nh
     h = P("transformer.wte.weight")[ids] + P("transformer.wpe.weight")[:T][None]
     causal = np.tril(np.ones((T, T), bool))
@@ -203,6 +206,8 @@ def logits(ckpt, ids, params=None):
         h = h + o @ P(pre + "attn.c_proj.weight") + P(pre + "attn.c_proj.bias")
         x = _ln(h, P(pre + "ln_2.weight"), P(pre + "ln_2.bias"), eps).reshape(N * T, d)
         if L in moe_layers:
+            if hook is not None:
+                x = hook(moe_layers.index(L), x)
             y = _moe(P, pre + "mlp.", x, m)
         else:
             y = _ffn(P, pre + "mlp.", x, cfg.get("activation_function", "gelu_new"))
@@ -216,13 +221,13 @@ def logits(ckpt, ids, params=None):
     return out
 
 
-def evaluate(ckpt, ids, params=None, batch=16):
+def evaluate(ckpt, ids, params=None, batch=16, hook=None):
     """Mean next-token cross-entropy (log-sum-exp) and top-1 accuracy, in double."""
     ids = np.asarray(ids, np.int64)
     nll, hit, cnt = 0.0, 0, 0
     for i in range(0, len(ids), batch):
         x = ids[i:i + batch]
-        z = logits(ckpt, x, params)[:, :-1]
+        z = logits(ckpt, x, params, hook)[:, :-1]
         y = x[:, 1:]
         zmax = z.max(-1, keepdims=True)
         lse = (zmax[..., 0] + np.log(np.exp(z - zmax).sum(-1)))
