@@ -38,6 +38,13 @@ void app_set_diag(app_state *a, char **lines, int n) {
     a->diag_scroll = 0;
 }
 
+void app_set_geometry(app_state *a, char **lines, int n) {
+    for (int i = 0; i < a->ngeo; i++) free(a->geo_lines[i]);
+    free(a->geo_lines);
+    a->geo_lines = lines;
+    a->ngeo = n;
+}
+
 /* One line per finding, the flags (bad, warn) first, then info and ok, each
  * in the report's order, under a count. */
 static void diag_build(app_state *a, const explore_snapshot *v) {
@@ -147,6 +154,7 @@ void app_free(app_state *a) {
     orders_free(&a->orders);
     pins_clear(&a->pins);
     app_set_diag(a, NULL, 0);
+    app_set_geometry(a, NULL, 0);
     app_set_layers(a, NULL, 0, -1);
 }
 
@@ -311,10 +319,10 @@ static int overlay_scroll(ui_action act, int h, int *scroll) {
 int app_key(app_state *a, int key, const explore_snapshot *v) {
     orders_update(&a->orders, v); /* the index must describe v */
     ui_action act = keys_lookup(key);
-    if (a->show_help || a->show_diag) {
+    if (a->show_help || a->show_diag || a->show_geo) {
         /* the keys of less scroll an overlay; any other key, q too, only closes it */
-        int *scroll = a->show_help ? &a->help_scroll : &a->diag_scroll;
-        if (!overlay_scroll(act, a->layout.overlay.h, scroll)) a->show_help = a->show_diag = 0;
+        int *scroll = a->show_help ? &a->help_scroll : a->show_diag ? &a->diag_scroll : &a->geo_scroll;
+        if (!overlay_scroll(act, a->layout.overlay.h, scroll)) a->show_help = a->show_diag = a->show_geo = 0;
         return FX_REDRAW;
     }
     if (a->layers.open) return layer_key(a, act, key);
@@ -391,6 +399,10 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
         a->show_diag = 1;
         a->diag_scroll = 0;
         return FX_DIAG | FX_REDRAW;
+    case ACT_GEOMETRY:
+        a->show_geo = 1;
+        a->geo_scroll = 0;
+        return FX_GEOMETRY | FX_REDRAW;
     case ACT_HELP:
         a->show_help = 1;
         a->help_scroll = 0;
@@ -448,14 +460,14 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
 
 int app_mouse(app_state *a, int x, int y, int kind, const explore_snapshot *v) {
     orders_update(&a->orders, v);
-    if ((a->show_help || a->show_diag) && (kind == 2 || kind == 3)) { /* the wheel scrolls an overlay */
-        int *scroll = a->show_help ? &a->help_scroll : &a->diag_scroll;
+    if ((a->show_help || a->show_diag || a->show_geo) && (kind == 2 || kind == 3)) { /* the wheel scrolls an overlay */
+        int *scroll = a->show_help ? &a->help_scroll : a->show_diag ? &a->diag_scroll : &a->geo_scroll;
         *scroll += kind == 2 ? -3 : 3;
         if (*scroll < 0) *scroll = 0;
         return FX_REDRAW;
     }
-    if (a->show_help || a->show_diag || a->layers.open) {
-        a->show_help = a->show_diag = a->layers.open = 0;
+    if (a->show_help || a->show_diag || a->show_geo || a->layers.open) {
+        a->show_help = a->show_diag = a->show_geo = a->layers.open = 0;
         return FX_REDRAW;
     }
     if ((kind == 2 || kind == 3) && rect_contains(&a->layout.heat, x, y)) {
@@ -689,5 +701,11 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
         if (a->ndiag) a->diag_scroll = text_box_render(g, &L->overlay, "diagnostics (j/k PgUp/PgDn scroll, other keys close)",
                                              a->diag_lines, a->ndiag, a->diag_scroll);
         else text_box_render(g, &L->overlay, "diagnostics (any key closes)", none, 1, 0);
+    } else if (a->show_geo) {
+        char *wait[] = {g->utf8 ? "computing the routing geometry of A\u2026" : "computing the routing geometry of A..."};
+        if (a->ngeo)
+            a->geo_scroll = text_box_render(g, &L->overlay, "routing geometry of A across depth (j/k PgUp/PgDn scroll, "
+                                            "other keys close)", a->geo_lines, a->ngeo, a->geo_scroll);
+        else text_box_render(g, &L->overlay, "routing geometry (any key closes)", wait, 1, 0);
     }
 }

@@ -40,6 +40,9 @@ typedef struct {
                                   * diagnostics (or app_set_diag sets them) */
     int ndiag;
     double diag_sig;             /* what diag_lines were built from (app_sync_diag) */
+    int show_geo, geo_scroll;    /* r: the routing geometry's report (explore_geometry.h) */
+    char **geo_lines;            /* owned; NULL while it computes */
+    int ngeo;
     char msg[256];
     int msg_error;
     orders_state orders;
@@ -56,7 +59,8 @@ typedef struct {
 
 enum { FX_SUBMIT = 1, FX_QUIT = 2, FX_PNG = 4, FX_EXPORT = 8, FX_DIAG = 16, FX_REDRAW = 32, FX_STATE = 64,
        FX_LAYER = 128 /* switch to a->layers.names[a->layers.cursor] (or, while another
-                         layer loads, cancel that load when it is the shown one) */ };
+                         layer loads, cancel that load when it is the shown one) */,
+       FX_GEOMETRY = 256 /* the routing geometry is shown: start computing it (once) */ };
 
 void app_init(app_state *a, const ui_info *info, int T);
 void app_free(app_state *a);
@@ -68,6 +72,9 @@ int app_mouse(app_state *a, int x, int y, int kind, const explore_snapshot *v);
 void app_render(app_state *a, const explore_snapshot *v, grid *g);
 void app_message(app_state *a, int is_error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void app_set_diag(app_state *a, char **lines, int n); /* takes ownership */
+/* The routing geometry's report (or why there is none), takes ownership;
+ * NULL: computing. */
+void app_set_geometry(app_state *a, char **lines, int n);
 /* A and B now show layer (index current in the list), cfg its configuration;
  * no_eval "" or why the evaluation set does not fit it. The view starts
  * afresh (selection, table, matrix cursor, diagnostics). */

@@ -41,6 +41,7 @@ const key_binding key_table[] = {
     {K_LEFT, ACT_LEFT, "Left", NULL},
     {K_RIGHT, ACT_RIGHT, "Right", NULL},
     {'l', ACT_LAYER, "l", "switch layer (A and B)"},
+    {'r', ACT_GEOMETRY, "r", "routing geometry of A"},
     {12, ACT_REDRAW, "Ctrl-L", "redraw"},
     {'\n', ACT_PLOT_SELECTED, "Enter", NULL},
     {'\r', ACT_PLOT_SELECTED, "Enter", NULL},

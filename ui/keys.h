@@ -39,6 +39,7 @@ typedef enum {
     ACT_ZOOM_IN,        /* Z */
     ACT_LEFT, ACT_RIGHT,/* cost matrix cursor (with the keys) */
     ACT_LAYER,          /* l: the layers of the checkpoint, switch A and B to one */
+    ACT_GEOMETRY,       /* r: the routing geometry of A's MoE layers across depth */
     ACT_COUNT
 } ui_action;
 

@@ -22,6 +22,7 @@
 #include "app.h"
 #include "io/atomic_file.h"
 #include "cli/cli.h"
+#include "explore/explore_geometry.h"
 #include "explore/explore_worker.h"
 #include "export.h"
 #include "io/family.h"
@@ -448,6 +449,8 @@ typedef struct {
     int landscape_pending;
     explore_request landscape_req;
     layer_switch sw;            /* l: the layer loading off the UI thread */
+    explore_geometry *geo;      /* r: the routing geometry, started the first time it is shown */
+    int geo_done;               /* its report is the app's */
 } tui_ctx;
 
 /* The landscape figure under a free name (never over a file or an input);
@@ -788,6 +791,36 @@ static int input_event(int c, app_state *app, const explore_snapshot *v) {
     return app_key(app, translate_key(c), v);
 }
 
+/* r: the routing geometry of A, computed once: a network's MoE blocks on its
+ * evaluation set, else A's MoE layers on the --eval file as a capture of every
+ * layer's inputs (inputs.L; otherwise the report says why there is none) */
+static void geometry_start(tui_ctx *ctx, app_state *app) {
+    if (ctx->geo || ctx->geo_done) return;
+    const tui_inputs *in = ctx->in;
+    if (in->net) {
+        ctx->geo = explore_geometry_network(&in->net->A, &in->net->E);
+    } else if (ctx->paths[2]) {
+        ctx->geo = explore_geometry_capture(ctx->paths[0], ctx->paths[2], cli_overrides());
+    } else {
+        char **l = ms_malloc(sizeof(char *));
+        l[0] = ms_strdup("no evaluation set: the routing geometry needs a network's input_ids or a capture of "
+                         "every MoE layer's inputs (--eval)");
+        app_set_geometry(app, l, 1);
+        ctx->geo_done = 1;
+    }
+}
+
+/* its report, once ready */
+static int geometry_poll(tui_ctx *ctx, app_state *app) {
+    if (!ctx->geo || ctx->geo_done) return 0;
+    char **lines;
+    int n;
+    if (explore_geometry_poll(ctx->geo, &lines, &n) == EXPLORE_GEO_COMPUTING) return 0;
+    app_set_geometry(app, lines, n);
+    ctx->geo_done = 1;
+    return 1;
+}
+
 /* ---- the loop ---- */
 
 static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
@@ -800,6 +833,7 @@ static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
     double key_t = -1;
     while (!quit && !got_signal && ctx->g) {
         if (layer_poll(ctx, app, &v)) dirty = 1;
+        if (geometry_poll(ctx, app)) dirty = 1;
         if (!ctx->g) break;
         explore_worker *g = ctx->g;
         if (explore_poll(g, &v)) {
@@ -844,6 +878,7 @@ static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
         }
         if (fx & FX_DIAG) explore_request_diag(g, app->req.method, app->req.center);
         if (fx & FX_LAYER) layer_request(ctx, app);
+        if (fx & FX_GEOMETRY) geometry_start(ctx, app);
         if (fx & FX_QUIT) quit = 1;
         live_png(ctx, app, &v); /* a toggle of the metric changes the figure at once */
     }
@@ -930,6 +965,7 @@ int tui_main(int argc, char **argv) {
             ctx.sw.fo = cli_overrides();
             run_loop(&app, &scr, &ctx);
             layer_switch_free(&ctx.sw); /* a load under way is cancelled and joined */
+            explore_geometry_stop(ctx.geo);
             g = ctx.g;
             if (ctx.fatal[0]) rc = cli_error("%s", ctx.fatal);
         }

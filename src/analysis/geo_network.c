@@ -80,7 +80,7 @@ static void transport_fn(void *ctx, int i, float *X, const float *prev, int M, s
     int r = G->r, d = G->d;
     const geo_layer *a = &G->layers[i - 1], *b = &G->layers[i];
     const double *K = t->K + (size_t)i * r * r;
-    double *y = ms_malloc((size_t)r * 3 * sizeof(double)), *yh = y + r, *dc = y + 2 * r;
+    double *y = ms_malloc((size_t)r * 2 * sizeof(double)), *dc = y + r;
     for (int row = 0; row < M; row++) {
         const float *xp = prev + (size_t)row * d;
         float *x = X + (size_t)row * d;
@@ -96,7 +96,6 @@ static void transport_fn(void *ctx, int i, float *X, const float *prev, int M, s
         for (int q = 0; q < r; q++) {
             double s = 0.0;
             for (int p = 0; p < r; p++) s += y[p] * K[(size_t)p * r + q];
-            yh[q] = s;
             dc[q] += s; // c_hat - c = (mu + y K) - c
         }
         for (int j = 0; j < d; j++) {
@@ -105,7 +104,6 @@ static void transport_fn(void *ctx, int i, float *X, const float *prev, int M, s
             x[j] = (float)(x[j] + s);
         }
     }
-    (void)row0;
     free(y);
 }
 

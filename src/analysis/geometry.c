@@ -235,7 +235,7 @@ int geometry_compute(const geo_layer_in *in, int L, geo_inputs_fn get, void *ctx
                      G->N, G->ntrain, G->N - G->ntrain, G->r, G->r + 1);
     progress_begin("geometry: layers", L, "layers");
     for (int l = 0; l < L && !rc; l++) {
-        if (progress_cancelled()) { // a listener's cancel (progress.h)
+        if (progress_cancelled()) { // a listener's cancel (progress.h): the explorer stopping
             rc = ms_fail(err, "cancelled");
             break;
         }

@@ -15,10 +15,11 @@
 #include "io/atomic_file.h"
 #include "io/json_file.h"
 #include "io/provenance.h"
+#include "plot/geometry_fig.h"
 
 static const char *USAGE =
-    "moescope geometry CKPT --eval E [--json F] [--csv F] [--train-frac F] [--seed S] [--no-transport] "
-    "[--threads K]";
+    "moescope geometry CKPT --eval E [--json F] [--csv F] [--angles-png F] [--r2-png F] [--train-frac F] "
+    "[--seed S] [--no-transport] [--threads K] [--size WxH] [--font-scale K]";
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -47,12 +48,14 @@ static void help(void) {
            "  -e, --eval E        the evaluation set or the capture (required)\n"
            "      --json F        every number as JSON\n"
            "      --csv F         one row per step l -> l+1: R^2 of every method, recalls, dNLL\n"
-
+           "      --angles-png F  the layers x layers heat map of the mean principal angle\n"
+           "      --r2-png F      held-out R^2 per step: shared (canonical), specific, baselines\n"
            "      --train-frac F  the share of sequences (a capture: tokens) that train, the\n"
            "                      rest held out (default 0.8)\n"
            "      --seed S        the random gauge's rotations (default 1)\n"
            "      --no-transport  networks: skip the transport test\n"
            "  -t, --threads K     network evaluation threads 1..8 (default: one per CPU)\n"
+           CLI_FIGURE_HELP
            "  -h, --help          this help\n"
            "The exit code is 1 for a checkpoint with fewer than two MoE layers, inputs that do\n"
            "not match the layers, or too few tokens for the split.\n",
@@ -60,7 +63,7 @@ static void help(void) {
 }
 
 typedef struct {
-    const char *ckpt, *eval, *json, *csv;
+    const char *ckpt, *eval, *json, *csv, *angles_png, *r2_png;
     double frac;
     unsigned long long seed;
     int transport, threads;
@@ -78,6 +81,8 @@ static int write_outputs(const geo_args *a, const geometry *G, const geo_transpo
         cJSON_Delete(run);
     }
     if (a->csv && geometry_write_csv(G, T, a->csv, &err)) return cli_error("%s", err.msg);
+    if (a->angles_png && geometry_write_angles(G, cli_figure_size(), a->angles_png, &err)) return cli_error("%s", err.msg);
+    if (a->r2_png && geometry_write_r2(G, cli_figure_size(), a->r2_png, &err)) return cli_error("%s", err.msg);
     return 0;
 }
 
@@ -163,6 +168,8 @@ static int take_option(geo_args *a, int ch, const char *arg) {
     case 'e': a->eval = arg; return 0;
     case 'j': a->json = arg; return 0;
     case 'c': a->csv = arg; return 0;
+    case 'A': a->angles_png = arg; return 0;
+    case 'R': a->r2_png = arg; return 0;
     case 'T': a->transport = 0; return 0;
     case 'f':
         a->frac = strtod(arg, &end);
@@ -189,7 +196,8 @@ int cmd_geometry(int argc, char **argv) {
                                          {"csv", required_argument, 0, 'c'},       {"train-frac", required_argument, 0, 'f'},
                                          {"seed", required_argument, 0, 's'},      {"no-transport", no_argument, 0, 'T'},
                                          {"threads", required_argument, 0, 't'},   {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+                                         {"angles-png", required_argument, 0, 'A'}, {"r2-png", required_argument, 0, 'R'},
+                                         CLI_FIGURE_OPTIONS,                       {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
     int ch;
@@ -199,6 +207,7 @@ int cmd_geometry(int argc, char **argv) {
             return 0;
         }
         int rc = take_option(&a, ch, optarg);
+        if (rc < 0) rc = cli_figure_option(ch, optarg, "geometry", USAGE);
         if (rc > 0) return rc;
         if (rc < 0) return cli_option_error(USAGE, "geometry", ch, argc, argv);
     }
@@ -209,9 +218,10 @@ int cmd_geometry(int argc, char **argv) {
                                       "inputs)");
     a.ckpt = argv[optind];
     ms_err err;
-    const char *inputs[2] = {a.ckpt, a.eval}, *outs[2] = {a.json, a.csv}, *labels[2] = {"--json", "--csv"};
-    for (int i = 0; i < 2; i++)
+    const char *inputs[2] = {a.ckpt, a.eval}, *outs[4] = {a.json, a.csv, a.angles_png, a.r2_png};
+    const char *labels[4] = {"--json", "--csv", "--angles-png", "--r2-png"};
+    for (int i = 0; i < 4; i++)
         if (outs[i] && af_check_not_input(outs[i], inputs, 2, &err)) return cli_error("%s", err.msg);
-    if (af_check_distinct(outs, labels, 2, &err)) return cli_error("%s", err.msg);
+    if (af_check_distinct(outs, labels, 4, &err)) return cli_error("%s", err.msg);
     return cli_net_wanted(a.ckpt, a.eval) ? geometry_of_network(&a) : geometry_of_capture(&a);
 }

@@ -6,6 +6,7 @@
 #define MS_PLOT_INT_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/ms_error.h"
 #include "plot/plot.h"
@@ -54,5 +55,11 @@ int plot_png_stack(const plot_spec *const *panels, int np, const char *path, ms_
 /* An SVG file of panels stacked, the first with the guide lines g (ng of them). */
 int plot_svg_file(const plot_spec *const *panels, int np, const plot_vline *g, int ng,
                   const char *path, ms_err *err);
+
+/* s with the five XML specials escaped */
+void plot_xml_put(FILE *fp, const char *s);
+/* An SVG document's opening: the XML declaration, <svg> of W x H and the
+ * provenance as <metadata> (the PNG's text chunks). */
+void plot_svg_head(FILE *fp, int W, int H);
 
 #endif

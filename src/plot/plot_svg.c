@@ -16,7 +16,7 @@
 
 /* s with the five XML specials escaped; what XML cannot hold - a control
  * character (ESC from a file name), bytes that are not UTF-8 - as U+FFFD */
-static void xml_put(FILE *fp, const char *s) {
+void plot_xml_put(FILE *fp, const char *s) {
     for (; s && *s; s++) {
         int k = utf8_seq_len((const unsigned char *)s);
         if (!k || ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t') || *s == 0x7f) {
@@ -86,7 +86,7 @@ static void svg_cat_ticks(FILE *fp, const svg_frame *f, int vertical, double fs,
             fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\"/>\n", x, f->y1, x, f->y1 + 5);
             fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"middle\">", x, f->y1 + 8 + fs, fs);
         }
-        xml_put(fp, cat[c]);
+        plot_xml_put(fp, cat[c]);
         fputs("</text>\n", fp);
     }
 }
@@ -129,7 +129,7 @@ static void svg_ticks(FILE *fp, const svg_frame *f, int vertical, double fs) {
 /* One series: polylines split at NaN gaps, then its markers. */
 static void svg_series(FILE *fp, const svg_frame *f, const plot_series *se, double lw) {
     fputs("<g class=\"series\" data-label=\"", fp);
-    xml_put(fp, se->label ? se->label : "");
+    plot_xml_put(fp, se->label ? se->label : "");
     fprintf(fp, "\" data-points=\"%d\">\n", se->n);
     if (!se->no_line) {
         int open = 0;
@@ -183,7 +183,7 @@ static void svg_legend(FILE *fp, const plot_spec *p, const svg_frame *f, double 
             fprintf(fp, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#%06X\" stroke-width=\"%.2f\"%s/>\n",
                     bx + 6, y, bx + 30, y, se->rgb, lw, se->dashed ? " stroke-dasharray=\"8 6\"" : "");
         fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" dominant-baseline=\"middle\">", bx + 36, y, fs);
-        xml_put(fp, se->label);
+        plot_xml_put(fp, se->label);
         fputs("</text>\n", fp);
     }
     fputs("</g>\n", fp);
@@ -212,7 +212,7 @@ static void svg_body(FILE *fp, const plot_spec *p, const plot_vline *g, int ng, 
                 24 * s, tfs);
         for (int i = 0; i < ntl; i++) {
             fprintf(fp, "<tspan x=\"%.2f\" dy=\"%.2f\">", W / 2.0, i ? tfs * 1.25 : 0.0);
-            xml_put(fp, tl[i]);
+            plot_xml_put(fp, tl[i]);
             fputs("</tspan>", fp);
         }
         fputs("</text>\n", fp);
@@ -226,13 +226,13 @@ static void svg_body(FILE *fp, const plot_spec *p, const plot_vline *g, int ng, 
     if (p->xlabel) {
         fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"middle\">", (f.x0 + f.x1) / 2,
                 H - 10 * s, fs);
-        xml_put(fp, p->xlabel);
+        plot_xml_put(fp, p->xlabel);
         fputs("</text>\n", fp);
     }
     if (p->ylabel) {
         fprintf(fp, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 %.2f %.2f)\">",
                 fs, (f.y0 + f.y1) / 2, fs, fs, (f.y0 + f.y1) / 2);
-        xml_put(fp, p->ylabel);
+        plot_xml_put(fp, p->ylabel);
         fputs("</text>\n", fp);
     }
     fputs("</g>\n", fp);
@@ -249,6 +249,25 @@ static void svg_body(FILE *fp, const plot_spec *p, const plot_vline *g, int ng, 
     fputs("</g>\n", fp);
 }
 
+void plot_svg_head(FILE *fp, int W, int H) {
+    fprintf(fp, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
+            W, H, W, H);
+    /* how the figure was made (provenance.h), as in the PNG's text chunks */
+    const char **pk, **pv;
+    int npv;
+    prov_pairs(&pk, &pv, &npv);
+    fputs("<metadata>\n", fp);
+    for (int i = 0; i < npv; i++) {
+        fputs("<moescope:item xmlns:moescope=\"https://github.com/moescope\" key=\"", fp);
+        plot_xml_put(fp, pk[i]);
+        fputs("\">", fp);
+        plot_xml_put(fp, pv[i]);
+        fputs("</moescope:item>\n", fp);
+    }
+    fputs("</metadata>\n", fp);
+}
+
 /* panels stacked, the first with guide lines */
 int plot_svg_file(const plot_spec *const *panels, int np, const plot_vline *g, int ng, const char *path,
                   ms_err *err) {
@@ -262,22 +281,7 @@ int plot_svg_file(const plot_spec *const *panels, int np, const plot_vline *g, i
     atomic_file af;
     if (af_open(&af, path, err)) return -1;
     FILE *fp = af.fp;
-    fprintf(fp, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
-            W, H, W, H);
-    /* how the figure was made (provenance.h), as in the PNG's text chunks */
-    const char **pk, **pv;
-    int npv;
-    prov_pairs(&pk, &pv, &npv);
-    fputs("<metadata>\n", fp);
-    for (int i = 0; i < npv; i++) {
-        fputs("<moescope:item xmlns:moescope=\"https://github.com/moescope\" key=\"", fp);
-        xml_put(fp, pk[i]);
-        fputs("\">", fp);
-        xml_put(fp, pv[i]);
-        fputs("</moescope:item>\n", fp);
-    }
-    fputs("</metadata>\n", fp);
+    plot_svg_head(fp, W, H);
     // panels top to bottom, each in its own coordinates (clip ids differ)
     for (int k = 0, y = 0; k < np; k++) {
         int w, h;

@@ -9,40 +9,19 @@ read from the PNG's text chunks ("Title", "Legend")."""
 import json
 import os
 import re
-import struct
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
-import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
 import testutil  # noqa: E402
-from testutil import check, run  # noqa: E402
+from testutil import check, png_info, run  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 D4 = os.path.join(ROOT, "sample-checkpoints", "dense4")
 A, B, E = (os.path.join(D4, f) for f in ("seed1.safetensors", "seed2.safetensors", "eval.safetensors"))
 SVG = "{http://www.w3.org/2000/svg}"
-
-
-def png_info(path):
-    """(width, height, {text key: value}, decoded pixel bytes)"""
-    b = open(path, "rb").read()
-    assert b[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, text, w, h = 8, b"", {}, 0, 0
-    while pos < len(b):
-        n, = struct.unpack(">I", b[pos:pos + 4])
-        typ, data = b[pos + 4:pos + 8], b[pos + 8:pos + 8 + n]
-        if typ == b"IHDR":
-            w, h = struct.unpack(">II", data[:8])
-        elif typ == b"tEXt":
-            k, v = data.split(b"\0", 1)
-            text[k.decode("latin-1")] = v.decode("latin-1")
-        elif typ == b"IDAT":
-            idat += data
-        pos += 12 + n
-    return w, h, text, zlib.decompress(idat)
 
 
 def svg_series(path):

@@ -12,7 +12,11 @@ parts, its outputs, and every refusal with a clear message and exit code 1 (2 fo
     (`inputs`), token ids for a checkpoint that is no network, too few tokens, --eval
     missing, an output over an input, bad option values;
   - a network of one sequence is split by tokens and says there is no transport test;
-  - the CSV has one row per step; `moescope --help` lists the command.
+    a ViT's images are split whole, each its patches and CLS token;
+  - the figures: the angle heat map and the R^2 per step, PNG (size, title, legend,
+    provenance in its text chunks) and SVG (a cell per pair holding the JSON's mean
+    angle; every series); the CSV has one row per step; `moescope --help` lists the
+    command.
 """
 import csv
 import json
@@ -20,17 +24,20 @@ import os
 import shutil
 import sys
 import tempfile
+import xml.etree.ElementTree as ET
 
 import numpy as np
 
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
 import gen_ckpt  # noqa: E402
 import gen_gpt2  # noqa: E402
+import gen_vit  # noqa: E402
 import oracle  # noqa: E402
 import testutil  # noqa: E402
-from testutil import check, run  # noqa: E402
+from testutil import check, png_info, run  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="moescope_geocmd_")
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def p(*names):
@@ -96,6 +103,27 @@ def test_planted():
                  "expert choices recalled"):
         check(part in r.stdout, "planted report: '%s'\n%s" % (part, r.stdout))
     check("\ntransport: " not in r.stdout, "a capture has no transport test")
+    # the figures: PNG and SVG
+    figs = {k: p("planted_%s" % k) for k in ("angles.png", "r2.png", "angles.svg", "r2.svg")}
+    r = geometry(ck, "--eval", cap, "--angles-png", figs["angles.png"], "--r2-png", figs["r2.png"], "--size", "800x500")
+    check(r.returncode == 0, "figures: %s" % r.stderr)
+    if r.returncode == 0:
+        w, h, text, _ = png_info(figs["angles.png"])
+        check((w, h) == (800, 500) and "principal angle" in text.get("Title", "") and "moescope" in text.get("Software", ""),
+              "angles PNG: %dx%d %s" % (w, h, text))
+        w, h, text, _ = png_info(figs["r2.png"])
+        check("shared, canonical gauge (GPA)" in text.get("Legend", "") and "R^2" in text.get("Title", ""),
+              "R^2 PNG: %s" % text)
+    r = geometry(ck, "--eval", cap, "--angles-png", figs["angles.svg"], "--r2-png", figs["r2.svg"])
+    check(r.returncode == 0, "SVG figures: %s" % r.stderr)
+    if r.returncode == 0:
+        root = ET.parse(figs["angles.svg"]).getroot()
+        cells = [float(e.get("data-value")) for e in root.iter(SVG + "rect") if e.get("class") == "cell"]
+        check(np.allclose(cells, np.asarray(j["angles"]["mean_deg"]).ravel(), atol=1e-6),
+              "angles SVG: one cell per pair, the JSON's means: %s" % cells)
+        labels = [g.get("data-label") for g in ET.parse(figs["r2.svg"]).getroot().iter(SVG + "g")
+                  if g.get("class") == "series"]
+        check(len(labels) == 7 and "layer-specific" in labels, "R^2 SVG series: %s" % labels)
     refused([ck, "--eval", cap, "--json", p("same.x"), "--csv", p("same.x")], ["same"], "two outputs in one file")
     rows = list(csv.reader(l for l in open(cs) if not l.startswith("#")))
     check(len(rows) == 4 and rows[0][:4] == ["from", "to", "from_layer", "to_layer"] and "canonical_shared" in rows[0],
@@ -184,8 +212,26 @@ def test_one_sequence():
         check(json.load(open(js))["train"] == 51 and "transport" not in json.load(open(js)), "one sequence: the split")
 
 
+def test_vit():
+    """a ViT with an MoE at every block: its images' tokens (patches and the CLS), split by images"""
+    cfg = gen_vit.config(layers=3, moe_layers=[0, 1, 2])
+    back = gen_vit.backbone(cfg, 1)
+    moe = gen_vit.moe_blocks(cfg, 1)
+    px, labels = gen_vit.images(cfg, 2, 40)
+    gen_vit.write_pool(p("vit"), cfg, back, {"seed1": moe}, px, labels)
+    js = p("vit.json")
+    r = geometry(p("vit", "seed1"), "--eval", p("vit", "eval.safetensors"), "--json", js)
+    check(r.returncode == 0 and "40 images of 17 tokens, the first 32 images train" in r.stdout,
+          "ViT:\n%s%s" % (r.stdout[:400], r.stderr))
+    if r.returncode == 0:
+        j = json.load(open(js))
+        check(j["tokens"] == 40 * 17 and j["train"] == 32 * 17 and j["transport"]["heldout_sequences"] == 8
+              and len(j["transport"]["canonical"]["steps"]) == 2, "ViT: tokens, split, transport")
+
+
 def main():
     test_planted()
+    test_vit()
     test_ranks()
     test_refusals()
     test_one_sequence()

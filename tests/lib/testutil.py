@@ -12,7 +12,9 @@ Import it after putting tests/lib and tests/oracle on sys.path (the tests run as
 import json
 import os
 import shutil
+import struct
 import subprocess
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(HERE)          # tests/
@@ -104,3 +106,22 @@ def summary(name):
     """Print "name: N passed, N failed" (tests/run.sh adds these up); the exit status."""
     print("%s: %d passed, %d failed" % (name, passed, failed))
     return 1 if failed else 0
+
+
+def png_info(path):
+    """(width, height, {text key: value}, decoded pixel bytes) of a PNG file"""
+    b = open(path, "rb").read()
+    assert b[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, text, w, h = 8, b"", {}, 0, 0
+    while pos < len(b):
+        n, = struct.unpack(">I", b[pos:pos + 4])
+        typ, data = b[pos + 4:pos + 8], b[pos + 8:pos + 8 + n]
+        if typ == b"IHDR":
+            w, h = struct.unpack(">II", data[:8])
+        elif typ == b"tEXt":
+            k, v = data.split(b"\0", 1)
+            text[k.decode("latin-1")] = v.decode("latin-1")
+        elif typ == b"IDAT":
+            idat += data
+        pos += 12 + n
+    return w, h, text, zlib.decompress(idat)
