@@ -164,8 +164,18 @@ class MoE(nn.Module):
             self.aux = self.n * (f * p.reshape(-1, self.n).mean(0)).sum()
         else:
             self.aux = torch.zeros(())
-        y = torch.stack([e(x) for e in self.experts], -2)  # [..., n, d]
-        out = (g.unsqueeze(-1) * y).sum(-2)
+        if self.router == "dense":
+            y = torch.stack([e(x) for e in self.experts], -2)  # [..., n, d]
+            out = (g.unsqueeze(-1) * y).sum(-2)
+        else:  # each expert only on the tokens routed to it (k/n of the work)
+            shape = x.shape
+            xf, gf = x.reshape(-1, shape[-1]), g.reshape(-1, self.n)
+            out = torch.zeros_like(xf)
+            for i, e in enumerate(self.experts):
+                idx = torch.nonzero(gf[:, i] > 0).squeeze(1)
+                if len(idx):
+                    out = out.index_add(0, idx, gf[idx, i:i + 1] * e(xf[idx]))
+            out = out.reshape(shape)
         for e in getattr(self, "shared_experts", []):
             out = out + e(x)
         return out

@@ -11,11 +11,11 @@ usage: /usr/bin/python3 make_gpt.py [--out DIR] [POOL ...]     (default: every p
 Deterministic for the same seeds (one thread, fixed seeds) on the same PyTorch
 build. Needs Debian's python3-torch and fortunes packages."""
 import argparse
-import copy
 import json
 import math
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -39,8 +39,12 @@ POOLS = {
     "every4": dict(layers=[0, 1, 2]),
 }
 SEEDS = [1, 2, 3, 4]
-RECIPE = dict(pre_steps=3000, pre_lr=3e-3, ft_steps=3000, ft_lr=3e-3, batch=32, T=129, aux=0.01,
-              teacher=True, expert_std=None)
+RECIPE = dict(
+    pre_steps=2000, pre_lr=3e-3,         # 1. the teacher GPT, every weight trained
+    teacher_hidden=64,                   #    the teacher's expert width (students: MOE's)
+    distill_windows=2048,                # 2. students: the teacher block's inputs/outputs on these
+    st_steps=10000, st_lr=3e-3, st_tokens=2048, st_wd=0.1,
+    batch=32, T=129, aux=0.01)
 
 
 def batches(data, B, T, gen):
@@ -51,17 +55,24 @@ def batches(data, B, T, gen):
         yield torch.stack([torch.from_numpy(data[o:o + T].astype(np.int64)) for o in off.tolist()])
 
 
-def train(model, params, data, steps, lr, B, T, aux, seed, log=None, tag=""):
-    """AdamW (no weight decay on LayerNorm/bias), linear warm-up then cosine decay."""
+def lr_at(step, steps, lr):
+    """Linear warm-up over 5% of the steps, then cosine decay to 0."""
+    warm = max(1, steps // 20)
+    if step < warm:
+        return lr * (step + 1) / warm
+    return lr * 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, steps - warm)))
+
+
+def train_lm(model, params, data, steps, lr, B, T, aux, seed, log, tag):
+    """Next-token cross-entropy (+ aux x the Switch load-balancing loss), AdamW
+    without weight decay, gradient clipping at 1."""
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
-    warm = max(1, steps // 20)
     it = batches(data, B, T, gen)
     t0, run = time.time(), None
     for step in range(steps):
-        f = (step + 1) / warm if step < warm else 0.5 * (1 + math.cos(math.pi * (step - warm) / (steps - warm)))
         for g in opt.param_groups:
-            g["lr"] = lr * f
+            g["lr"] = lr_at(step, steps, lr)
         ids = next(it)
         loss = G.lm_loss(model(ids), ids)
         a = sum(m.aux for m in model.moe_blocks()) if model.moe_blocks() else 0.0
@@ -70,7 +81,7 @@ def train(model, params, data, steps, lr, B, T, aux, seed, log=None, tag=""):
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         run = loss.item() if run is None else 0.98 * run + 0.02 * loss.item()
-        if log and (step % 200 == 0 or step == steps - 1):
+        if step % 250 == 0 or step == steps - 1:
             print("%s step %d loss %.4f (%.0f s)" % (tag, step, run, time.time() - t0), file=log, flush=True)
     return run
 
@@ -83,22 +94,57 @@ def evaluate(model, ids):
     return loss, acc
 
 
-def moe_params(model):
-    return [p for b in model.moe_blocks() for p in b.parameters()]
-
-
-def reinit_moe(model, cfg, seed):
-    """Replace every MoE block by a fresh, randomly initialised one (torch's default
-    Linear init for the gate; GPT-2's N(0, 0.02) for the experts unless
-    expert_std is set)."""
+def fresh_moe(cfg, seed):
+    """A randomly initialised MoE block from its own seed: GPT-2's init for the
+    experts (c_fc N(0, 0.02), c_proj N(0, 0.02 / sqrt(2 n_layer))), torch's default
+    Linear init for the gate."""
     torch.manual_seed(seed)
-    fresh = G.GPT(cfg)
-    for L in cfg["moe"]["layers"]:
-        model.transformer.h[L].mlp = fresh.transformer.h[L].mlp
-    return model
+    m = cfg["moe"]
+    moe = G.MoE(cfg["n_embd"], m["expert_hidden"], m["num_experts"], m["top_k"], m["router"],
+                m["num_shared_experts"], m["expert_activation"])
+    for name, p in moe.named_parameters():
+        if name.endswith("c_proj.weight"):
+            torch.nn.init.normal_(p, std=0.02 / math.sqrt(2 * cfg["n_layer"]))
+    return moe
 
 
-def write_pool(out, cfg, backbone_sd, seeds, ev, meta):
+@torch.no_grad()
+def block_io(model, ids, L):
+    """Inputs ln_2(x) and outputs mlp(ln_2(x)) of block L's MLP/MoE, [tokens, d]."""
+    X, Y = [], []
+    for i in range(0, len(ids), 128):
+        h = model.embed(ids[i:i + 128])
+        for b in model.transformer.h[:L]:
+            h = b(h)
+        b = model.transformer.h[L]
+        x = b.ln_2(h + b.attn(b.ln_1(h)))
+        X.append(x.reshape(-1, x.shape[-1]))
+        Y.append(b.mlp(x).reshape(-1, x.shape[-1]))
+    return torch.cat(X), torch.cat(Y)
+
+
+def distill(student, X, Y, r, seed, log, tag):
+    """Train a student MoE to reproduce the teacher block's output on the teacher's
+    inputs: mean squared error (summed over d) + aux x load balancing, AdamW."""
+    gen = torch.Generator().manual_seed(seed)
+    params = list(student.parameters())
+    opt = torch.optim.AdamW(params, lr=r["st_lr"], weight_decay=r["st_wd"])
+    t0, steps = time.time(), r["st_steps"]
+    for step in range(steps):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, steps, r["st_lr"])
+        idx = torch.randint(0, len(X), (r["st_tokens"],), generator=gen)
+        mse = ((student(X[idx]) - Y[idx]) ** 2).sum(-1).mean()
+        opt.zero_grad(set_to_none=True)
+        (mse + r["aux"] * student.aux).backward()
+        opt.step()
+        if step % 1000 == 0 or step == steps - 1:
+            print("%s step %d mse %.5f (%.0f s)" % (tag, step, mse.item(), time.time() - t0), file=log, flush=True)
+    with torch.no_grad():
+        return float(((student(X) - Y) ** 2).sum(-1).mean() / Y.var(0).sum())
+
+
+def write_pool(out, cfg, backbone_sd, seeds, ev, meta, tcfg):
     """gpt/POOL/: backbone.safetensors (every tensor outside the MoE blocks),
     eval.safetensors, and per seed a sharded HF folder whose first shard is a
     relative symlink to ../backbone.safetensors."""
@@ -122,7 +168,7 @@ def write_pool(out, cfg, backbone_sd, seeds, ev, meta):
             json.dump({"metadata": {"total_size": size}, "weight_map": dict(sorted(wmap.items()))}, f, indent=2)
             f.write("\n")
         with open(os.path.join(d, "config.json"), "w") as f:
-            json.dump(G.hf_config(cfg), f, indent=2)
+            json.dump(G.hf_config(tcfg if name == "teacher" else cfg), f, indent=2)
             f.write("\n")
 
 
@@ -133,46 +179,77 @@ def split_sd(model, cfg):
     return back, moe
 
 
-def make_pool(name, out, recipe, log):
+def cached(work, key, make):
+    """A torch state kept in the work folder between runs (tuning the students
+    reuses the teachers); same recipe -> same key -> same state."""
+    path = os.path.join(work, key + ".pt")
+    if os.path.exists(path):
+        return torch.load(path)
+    state = make()
+    os.makedirs(work, exist_ok=True)
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
+    return state
+
+
+def make_pool(name, out, r, work, log):
     cfg = dict(BASE, moe=dict(MOE, **POOLS[name]))
+    tcfg = dict(cfg, moe=dict(cfg["moe"], expert_hidden=r["teacher_hidden"]))
+    layers = cfg["moe"]["layers"]
     train_b, test_b = G.corpus()
     ev = G.eval_windows(test_b)
     ev_t = torch.from_numpy(ev.astype(np.int64))
-    r = recipe
-    # 1. pretraining: the whole GPT, with the teacher MoE in place (teacher=True)
-    #    or with GPT-2's dense MLP there (teacher=False)
-    torch.manual_seed(0)
-    pcfg = cfg if r["teacher"] else dict(cfg, moe=None)
-    model = G.GPT(pcfg)
-    train(model, list(model.parameters()), train_b, r["pre_steps"], r["pre_lr"], r["batch"], r["T"],
-          r["aux"], seed=0, log=log, tag=name + " pretrain")
-    pl, pa = evaluate(model, ev_t)
-    print("%s pretrained: test loss %.4f acc %.4f" % (name, pl, pa), file=log, flush=True)
-    seeds = {}
-    if r["teacher"]:
-        seeds["teacher"] = (split_sd(model, cfg)[1], {"role": "teacher", "test_loss": "%.6f" % pl})
+    key = lambda *ks: "-".join("%s%s" % (k, r[k]) for k in ks)
+
+    # 1. the teacher: the whole GPT trained from scratch with the teacher MoE in
+    #    block(s) `layers`, so the backbone relies on it (switching it off costs ~2 nats)
+    def teacher():
+        torch.manual_seed(0)
+        m = G.GPT(tcfg)
+        train_lm(m, list(m.parameters()), train_b, r["pre_steps"], r["pre_lr"], r["batch"], r["T"], r["aux"],
+                 seed=0, log=log, tag=name + " pretrain")
+        return m.state_dict()
+    tstate = cached(work, name + "-teacher-" + key("pre_steps", "pre_lr", "batch", "teacher_hidden", "aux"), teacher)
+    model = G.GPT(tcfg)
+    model.load_state_dict(tstate)
     for p in model.parameters():
         p.requires_grad_(False)
-    base_state = copy.deepcopy(model.state_dict())
+    tl, ta = evaluate(model, ev_t)
+    print("%s teacher: test loss %.4f acc %.4f" % (name, tl, ta), file=log, flush=True)
+    seeds = {"teacher": (split_sd(model, tcfg)[1], {"role": "teacher (not a seed)", "test_loss": "%.6f" % tl})}
+    back = split_sd(model, tcfg)[0]
+
+    # 2. the students: each MoE block re-initialised from the seed, distilled from
+    #    the teacher's block on the teacher's inputs; the backbone frozen
+    gen = torch.Generator().manual_seed(123)
+    off = torch.randint(0, len(train_b) - r["T"], (r["distill_windows"],), generator=gen).tolist()
+    ids = torch.stack([torch.from_numpy(train_b[o:o + r["T"]].astype(np.int64)) for o in off])
+    io = {L: block_io(model, ids, L) for L in layers}
+    teachers = {L: model.transformer.h[L].mlp for L in layers}
     for s in r.get("seeds", SEEDS):
-        model.load_state_dict(base_state)
-        reinit_moe(model, cfg, s)
-        ps = moe_params(model)
-        train(model, ps, train_b, r["ft_steps"], r["ft_lr"], r["batch"], r["T"], r["aux"], seed=s,
-              log=log, tag="%s seed%d" % (name, s))
+        fit = {}
+        for L in layers:
+            st = fresh_moe(cfg, 100 * s + L)
+            fit[L] = distill(st, *io[L], r, seed=100 * s + L, log=log, tag="%s seed%d block %d" % (name, s, L))
+            model.transformer.h[L].mlp = st
+        model.cfg = cfg
         l, a = evaluate(model, ev_t)
-        print("%s seed%d: test loss %.4f acc %.4f" % (name, s, l, a), file=log, flush=True)
-        back, moe = split_sd(model, cfg)
-        seeds["seed%d" % s] = (moe, {"seed": s, "test_loss": "%.6f" % l, "test_acc": "%.6f" % a,
-                                     "recipe": json.dumps(r, sort_keys=True)})
-    write_pool(out, cfg, back, seeds, ev,
-               {"recipe": json.dumps(r, sort_keys=True), "pretrain_test_loss": "%.6f" % pl})
+        print("%s seed%d: test loss %.4f acc %.4f; relative mse %s" % (name, s, l, a, fit), file=log, flush=True)
+        seeds["seed%d" % s] = (split_sd(model, cfg)[1], {
+            "seed": s, "test_loss": "%.6f" % l, "test_acc": "%.6f" % a,
+            "distill_relative_mse": json.dumps(fit), "recipe": json.dumps(r, sort_keys=True)})
+        for L in layers:
+            model.transformer.h[L].mlp = teachers[L]
+    write_pool(out, cfg, back, seeds, ev, {"recipe": json.dumps(r, sort_keys=True), "teacher_test_loss": "%.6f" % tl},
+               tcfg)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("pools", nargs="*", default=list(POOLS))
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpt"))
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "make_gpt-work"),
+                    help="cache of the teachers between runs")
     ap.add_argument("--set", action="append", default=[], help="recipe override KEY=VALUE (tuning)")
     a = ap.parse_args()
     r = dict(RECIPE)
@@ -181,7 +258,7 @@ def main():
         r[k] = json.loads(v)
     for p in a.pools:
         t0 = time.time()
-        make_pool(p, os.path.join(a.out, p), r, sys.stdout)
+        make_pool(p, os.path.join(a.out, p), r, a.work, sys.stdout)
         print("%s done in %.0f s" % (p, time.time() - t0), flush=True)
 
 

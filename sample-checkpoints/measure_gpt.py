@@ -88,7 +88,7 @@ def align(A, B, order, wm=True):
     the expert cost, then matched."""
     ex = [B["experts"][j] for j in order]
     sh = list(B["shared"])
-    if sh:
+    if sh and wm:
         r, c = linear_sum_assignment(expert_cost(A["shared"], B["shared"]))
         sh = [B["shared"][j] for j in c]
     if wm:
