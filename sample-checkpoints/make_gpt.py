@@ -210,6 +210,8 @@ def make_pool(name, out, r, work, log):
                  seed=0, log=log, tag=name + " pretrain")
         return m.state_dict()
     tstate = cached(work, name + "-teacher-" + key("pre_steps", "pre_lr", "batch", "teacher_hidden", "aux"), teacher)
+    if r.get("teachers_only"):
+        return
     model = G.GPT(tcfg)
     model.load_state_dict(tstate)
     for p in model.parameters():
@@ -251,8 +253,11 @@ def main():
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "make_gpt-work"),
                     help="cache of the teachers between runs")
     ap.add_argument("--set", action="append", default=[], help="recipe override KEY=VALUE (tuning)")
+    ap.add_argument("--teachers-only", action="store_true", help="pretrain (and cache) the teachers, no students")
     a = ap.parse_args()
     r = dict(RECIPE)
+    if a.teachers_only:
+        r["teachers_only"] = True
     for kv in a.set:
         k, v = kv.split("=", 1)
         r[k] = json.loads(v)
