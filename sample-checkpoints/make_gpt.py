@@ -32,18 +32,21 @@ MOE = dict(layers=[0], num_experts=4, top_k=2, router="topk", num_shared_experts
            expert_activation="relu", expert_hidden=64)
 # pool name -> the MoE of that pool (overrides of MOE)
 POOLS = {
-    "dense4": dict(router="dense", top_k=4),
     "topk4": dict(),
+    "dense4": dict(router="dense", top_k=4),
     "shared4": dict(num_shared_experts=1),
     "topk8": dict(num_experts=8),
     "every4": dict(layers=[0, 1, 2]),
 }
+BASE_POOL = "topk4"  # its teacher is the base GPT whose backbone the others share
 SEEDS = [1, 2, 3, 4]
 RECIPE = dict(
-    pre_steps=2000, pre_lr=3e-3,         # 1. the teacher GPT, every weight trained
-    teacher_hidden=64,                   #    the teacher's expert width (students: MOE's)
-    distill_windows=2048,                # 2. students: the teacher block's inputs/outputs on these
-    st_steps=10000, st_lr=3e-3, st_tokens=2048, st_wd=0.1,
+    pre_steps=2000, pre_lr=3e-3,         # 1. the base GPT (topk4's teacher), every weight trained
+    teacher_hidden=64,                   #    the teachers' expert width
+    expert_hidden=64,                    #    the students' expert width
+    up_steps=600, up_lr=3e-3,            # 2. other teachers: only their MoE trained in the base
+    distill_windows=2048,                # 3. students: the teacher block's inputs/outputs on these
+    st_steps=6000, st_lr=3e-3, st_tokens=2048, st_wd=0.1,
     batch=32, T=129, aux=0.01)
 
 
@@ -144,31 +147,40 @@ def distill(student, X, Y, r, seed, log, tag):
         return float(((student(X) - Y) ** 2).sum(-1).mean() / Y.var(0).sum())
 
 
-def write_pool(out, cfg, backbone_sd, seeds, ev, meta, tcfg):
-    """gpt/POOL/: backbone.safetensors (every tensor outside the MoE blocks),
-    eval.safetensors, and per seed a sharded HF folder whose first shard is a
-    relative symlink to ../backbone.safetensors."""
+def write_pool(root, name, back, shared_back, seeds, meta, cfgs):
+    """gpt/POOL/: backbone.safetensors (every tensor outside the MoE blocks; a link to
+    the shared ../backbone.safetensors when the pool's backbone is the base's),
+    eval.safetensors (a link to ../eval.safetensors), and per seed a sharded HF folder
+    whose first shard is a relative symlink to ../backbone.safetensors."""
+    out = os.path.join(root, name)
     os.makedirs(out, exist_ok=True)
-    G.st_write(os.path.join(out, "backbone.safetensors"), backbone_sd, meta)
-    G.st_write(os.path.join(out, "eval.safetensors"), {"input_ids": ev},
-               {"data": "fortunes held-out fortunes (i % 10 == 0)", "windows": "64 x 129 bytes, evenly spaced"})
-    for name, (sd, m) in seeds.items():
-        d = os.path.join(out, name)
+
+    def link(target, path):
+        if os.path.lexists(path):
+            os.remove(path)
+        os.symlink(target, path)
+    bpath = os.path.join(out, "backbone.safetensors")
+    if shared_back:
+        link("../backbone.safetensors", bpath)
+    else:
+        if os.path.islink(bpath):
+            os.remove(bpath)
+        G.st_write(bpath, back, meta)
+    link("../eval.safetensors", os.path.join(out, "eval.safetensors"))
+    for sname, (sd, m) in seeds.items():
+        d = os.path.join(out, sname)
         os.makedirs(d, exist_ok=True)
         s1, s2 = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
-        link = os.path.join(d, s1)
-        if os.path.lexists(link):
-            os.remove(link)
-        os.symlink("../backbone.safetensors", link)
+        link("../backbone.safetensors", os.path.join(d, s1))
         G.st_write(os.path.join(d, s2), sd, m)
-        wmap = {k: s1 for k in backbone_sd}
+        wmap = {k: s1 for k in back}
         wmap.update({k: s2 for k in sd})
-        size = sum(v.nbytes for v in backbone_sd.values()) + sum(v.nbytes for v in sd.values())
+        size = sum(v.nbytes for v in back.values()) + sum(v.nbytes for v in sd.values())
         with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
             json.dump({"metadata": {"total_size": size}, "weight_map": dict(sorted(wmap.items()))}, f, indent=2)
             f.write("\n")
         with open(os.path.join(d, "config.json"), "w") as f:
-            json.dump(G.hf_config(tcfg if name == "teacher" else cfg), f, indent=2)
+            json.dump(G.hf_config(cfgs[sname == "teacher"]), f, indent=2)
             f.write("\n")
 
 
@@ -192,24 +204,77 @@ def cached(work, key, make):
     return state
 
 
-def make_pool(name, out, r, work, log):
-    cfg = dict(BASE, moe=dict(MOE, **POOLS[name]))
-    tcfg = dict(cfg, moe=dict(cfg["moe"], expert_hidden=r["teacher_hidden"]))
+def pool_cfgs(name, r):
+    """(students' config, teacher's config) of a pool"""
+    cfg = dict(BASE, moe=dict(MOE, **POOLS[name], expert_hidden=r["expert_hidden"]))
+    return cfg, dict(cfg, moe=dict(cfg["moe"], expert_hidden=r["teacher_hidden"]))
+
+
+def moefy(sd, base, L, m):
+    """Block L's dense MLP (ff hidden units) cut into the n experts of an MoE, expert e
+    holding units e*h .. (e+1)*h - 1 (n h = ff) and the MLP's output bias."""
+    p = "transformer.h.%d.mlp." % L
+    h = m["expert_hidden"]
+    for e in range(m["num_experts"]):
+        q, u = p + "experts.%d." % e, slice(e * h, (e + 1) * h)
+        sd[q + "c_fc.weight"] = base[p + "c_fc.weight"][:, u].clone()
+        sd[q + "c_fc.bias"] = base[p + "c_fc.bias"][u].clone()
+        sd[q + "c_proj.weight"] = base[p + "c_proj.weight"][u, :].clone()
+        sd[q + "c_proj.bias"] = base[p + "c_proj.bias"].clone()
+
+
+def teacher_state(name, r, work, log, train_b):
+    """The pool's teacher GPT. BASE_POOL's: the whole GPT trained from scratch with its
+    MoE block, so the backbone relies on it. Every other pool's: the base GPT with the
+    pool's MoE block(s) (a tensor of the base's shape copied, a dense MLP that becomes
+    an MoE cut into experts, the rest freshly initialised), only the MoE trained, the
+    backbone frozen: the pools share the base's backbone."""
+    key = lambda *ks: "-".join("%s%s" % (k, r[k]) for k in ks)
+    bcfg = pool_cfgs(BASE_POOL, r)[1]
+
+    def pretrain():
+        torch.manual_seed(0)
+        m = G.GPT(bcfg)
+        train_lm(m, list(m.parameters()), train_b, r["pre_steps"], r["pre_lr"], r["batch"], r["T"], r["aux"],
+                 seed=0, log=log, tag=BASE_POOL + " pretrain")
+        return m.state_dict()
+    bkey = BASE_POOL + "-teacher-" + key("pre_steps", "pre_lr", "batch", "teacher_hidden", "aux")
+    base = cached(work, bkey, pretrain)
+    if name == BASE_POOL:
+        return base
+    tcfg = pool_cfgs(name, r)[1]
+
+    def derive():
+        torch.manual_seed(0)
+        m = G.GPT(tcfg)
+        sd = m.state_dict()
+        for k, v in base.items():
+            if k in sd and sd[k].shape == v.shape:
+                sd[k] = v.clone()
+        for L in tcfg["moe"]["layers"]:
+            if "transformer.h.%d.mlp.c_fc.weight" % L in base:
+                moefy(sd, base, L, tcfg["moe"])
+        m.load_state_dict(sd)
+        params = [p for b in m.moe_blocks() for p in b.parameters()]
+        for p in m.parameters():
+            p.requires_grad_(False)
+        for p in params:
+            p.requires_grad_(True)
+        train_lm(m, params, train_b, r["up_steps"], r["up_lr"], r["batch"], r["T"], r["aux"],
+                 seed=0, log=log, tag=name + " teacher")
+        return m.state_dict()
+    return cached(work, name + "-teacher-" + bkey + "-" + key("up_steps", "up_lr"), derive)
+
+
+def make_pool(name, root, r, work, log):
+    cfg, tcfg = pool_cfgs(name, r)
     layers = cfg["moe"]["layers"]
     train_b, test_b = G.corpus()
     ev = G.eval_windows(test_b)
     ev_t = torch.from_numpy(ev.astype(np.int64))
-    key = lambda *ks: "-".join("%s%s" % (k, r[k]) for k in ks)
 
-    # 1. the teacher: the whole GPT trained from scratch with the teacher MoE in
-    #    block(s) `layers`, so the backbone relies on it (switching it off costs ~2 nats)
-    def teacher():
-        torch.manual_seed(0)
-        m = G.GPT(tcfg)
-        train_lm(m, list(m.parameters()), train_b, r["pre_steps"], r["pre_lr"], r["batch"], r["T"], r["aux"],
-                 seed=0, log=log, tag=name + " pretrain")
-        return m.state_dict()
-    tstate = cached(work, name + "-teacher-" + key("pre_steps", "pre_lr", "batch", "teacher_hidden", "aux"), teacher)
+    # 1. the teacher (cached between runs)
+    tstate = teacher_state(name, r, work, log, train_b)
     if r.get("teachers_only"):
         return
     model = G.GPT(tcfg)
@@ -218,8 +283,9 @@ def make_pool(name, out, r, work, log):
         p.requires_grad_(False)
     tl, ta = evaluate(model, ev_t)
     print("%s teacher: test loss %.4f acc %.4f" % (name, tl, ta), file=log, flush=True)
-    seeds = {"teacher": (split_sd(model, tcfg)[1], {"role": "teacher (not a seed)", "test_loss": "%.6f" % tl})}
-    back = split_sd(model, tcfg)[0]
+    back, tmoe = split_sd(model, tcfg)
+    seeds = {"teacher": (tmoe, {"role": "teacher (not a seed)", "test_loss": "%.6f" % tl,
+                                "test_acc": "%.6f" % ta})}
 
     # 2. the students: each MoE block re-initialised from the seed, distilled from
     #    the teacher's block on the teacher's inputs; the backbone frozen
@@ -234,7 +300,6 @@ def make_pool(name, out, r, work, log):
             st = fresh_moe(cfg, 100 * s + L)
             fit[L] = distill(st, *io[L], r, seed=100 * s + L, log=log, tag="%s seed%d block %d" % (name, s, L))
             model.transformer.h[L].mlp = st
-        model.cfg = cfg
         l, a = evaluate(model, ev_t)
         print("%s seed%d: test loss %.4f acc %.4f; relative mse %s" % (name, s, l, a, fit), file=log, flush=True)
         seeds["seed%d" % s] = (split_sd(model, cfg)[1], {
@@ -242,8 +307,20 @@ def make_pool(name, out, r, work, log):
             "distill_relative_mse": json.dumps(fit), "recipe": json.dumps(r, sort_keys=True)})
         for L in layers:
             model.transformer.h[L].mlp = teachers[L]
-    write_pool(out, cfg, back, seeds, ev, {"recipe": json.dumps(r, sort_keys=True), "teacher_test_loss": "%.6f" % tl},
-               tcfg)
+    meta = {"recipe": json.dumps(r, sort_keys=True), "teacher_test_loss": "%.6f" % tl}
+    os.makedirs(root, exist_ok=True)
+    G.st_write(os.path.join(root, "eval.safetensors"), {"input_ids": ev},
+               {"data": "fortunes, held-out fortunes (i % 10 == 0)", "windows": "64 x 129 bytes, evenly spaced"})
+    shared = layers == pool_cfgs(BASE_POOL, r)[0]["moe"]["layers"]
+    if shared:  # the base GPT's backbone, frozen in every pool that shares it
+        path = os.path.join(root, "backbone.safetensors")
+        if os.path.exists(path):
+            old = G.st_read(path)[0]
+            assert sorted(old) == sorted(back) and all(np.array_equal(old[k], back[k]) for k in back), \
+                "%s: the backbone differs from %s" % (name, path)
+        G.st_write(path, back, {"recipe": json.dumps(r, sort_keys=True),
+                                "role": "the frozen backbone of the pools with MoE block 0"})
+    write_pool(root, name, back, shared, seeds, meta, {False: cfg, True: tcfg})
 
 
 def main():
@@ -263,7 +340,7 @@ def main():
         r[k] = json.loads(v)
     for p in a.pools:
         t0 = time.time()
-        make_pool(p, os.path.join(a.out, p), r, a.work, sys.stdout)
+        make_pool(p, a.out, r, a.work, sys.stdout)
         print("%s done in %.0f s" % (p, time.time() - t0), flush=True)
 
 

@@ -84,3 +84,14 @@ if "$PYTHON" -c 'import torch' 2>/dev/null; then
 else
     echo "make_samples: vit skipped (no python3-torch: apt-get install python3-torch)"
 fi
+
+# 7. the GPT network samples (gpt/): a character-level GPT-2-layout network
+#    pretrained on Debian's fortunes with MoE block(s), the MoE re-initialised per
+#    seed and only it fine-tuned (make_gpt.py; PyTorch, one thread). Needs Debian's
+#    python3-torch and fortunes; without them the committed gpt/ is kept.
+if "$PYTHON" -c 'import torch' 2>/dev/null && [ -d /usr/share/games/fortunes ]; then
+    "$PYTHON" make_gpt.py --out "$HERE/gpt"
+    echo "make_samples: gpt done"
+else
+    echo "make_samples: gpt/ not remade (needs python3-torch and fortunes: make deps)" >&2
+fi
