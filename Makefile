@@ -128,10 +128,11 @@ ASAN_TESTS := $(patsubst tests/%.c,$(ASAN)/tests/%,$(TEST_SRC))
 # the C tests share tests/lib (testlib.h, lap_reference.h)
 $(patsubst %.c,$(REL)/%.o,$(TEST_SRC)) $(patsubst %.c,$(ASAN)/%.o,$(TEST_SRC)): CPPFLAGS += -Itests/lib
 
-# Debian packages for build, tests and benchmarks. Root runs apt-get directly.
+# Debian packages for build, tests and benchmarks (python3-torch and fortunes: only
+# to remake the GPT samples and for the network benchmark). Root runs apt-get directly.
 DEB_PACKAGES := build-essential pkg-config libopenblas-dev libcjson-dev libpng-dev \
     libncurses-dev python3 python3-numpy python3-scipy python3-sklearn tmux clang \
-    libclang-rt-dev universal-ctags time openmpi-bin libopenmpi-dev strace
+    libclang-rt-dev universal-ctags time openmpi-bin libopenmpi-dev strace python3-torch fortunes
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
 	$(SUDO) apt-get update -qq

@@ -46,8 +46,11 @@ RECIPE = dict(
     expert_hidden=64,                    #    the students' expert width
     up_steps=600, up_lr=3e-3,            # 2. other teachers: only their MoE trained in the base
     distill_windows=2048,                # 3. students: the teacher block's inputs/outputs on these
-    st_steps=6000, st_lr=3e-3, st_tokens=2048, st_wd=0.1,
+    st_steps=16000, st_lr=3e-3, st_tokens=1024, st_wd=0.1,
     batch=32, T=129, aux=0.01)
+
+
+STUDENT_KEYS = ("expert_hidden", "distill_windows", "st_steps", "st_lr", "st_tokens", "st_wd", "aux")
 
 
 def batches(data, B, T, gen):
@@ -241,7 +244,7 @@ def teacher_state(name, r, work, log, train_b):
     bkey = BASE_POOL + "-teacher-" + key("pre_steps", "pre_lr", "batch", "teacher_hidden", "aux")
     base = cached(work, bkey, pretrain)
     if name == BASE_POOL:
-        return base
+        return base, bkey
     tcfg = pool_cfgs(name, r)[1]
 
     def derive():
@@ -263,7 +266,8 @@ def teacher_state(name, r, work, log, train_b):
         train_lm(m, params, train_b, r["up_steps"], r["up_lr"], r["batch"], r["T"], r["aux"],
                  seed=0, log=log, tag=name + " teacher")
         return m.state_dict()
-    return cached(work, name + "-teacher-" + bkey + "-" + key("up_steps", "up_lr"), derive)
+    tkey = name + "-teacher-" + bkey + "-" + key("up_steps", "up_lr")
+    return cached(work, tkey, derive), tkey
 
 
 def make_pool(name, root, r, work, log):
@@ -272,9 +276,10 @@ def make_pool(name, root, r, work, log):
     train_b, test_b = G.corpus()
     ev = G.eval_windows(test_b)
     ev_t = torch.from_numpy(ev.astype(np.int64))
+    key = lambda *ks: "-".join("%s%s" % (k, r[k]) for k in ks)  # noqa: E731
 
     # 1. the teacher (cached between runs)
-    tstate = teacher_state(name, r, work, log, train_b)
+    tstate, tkey = teacher_state(name, r, work, log, train_b)
     if r.get("teachers_only"):
         return
     model = G.GPT(tcfg)
@@ -298,7 +303,14 @@ def make_pool(name, root, r, work, log):
         fit = {}
         for L in layers:
             st = fresh_moe(cfg, 100 * s + L)
-            fit[L] = distill(st, *io[L], r, seed=100 * s + L, log=log, tag="%s seed%d block %d" % (name, s, L))
+
+            def student():
+                f = distill(st, *io[L], r, seed=100 * s + L, log=log, tag="%s seed%d block %d" % (name, s, L))
+                return {"state": st.state_dict(), "fit": f}
+            skey = "%s-seed%d-block%d-%s-%s" % (name, s, L, key(*STUDENT_KEYS), tkey)
+            got = cached(work, skey, student)
+            st.load_state_dict(got["state"])
+            fit[L] = got["fit"]
             model.transformer.h[L].mlp = st
         l, a = evaluate(model, ev_t)
         print("%s seed%d: test loss %.4f acc %.4f; relative mse %s" % (name, s, l, a, fit), file=log, flush=True)
