@@ -15,10 +15,20 @@ in the best 10% of orders, fewer than 1% of orders tied at 0). "full" is the
 expert cost method's order + weight matching. tests/commands/test_samples_table.py
 checks the README against a fresh study.
 
-usage: measure.py [--update-readme] [--json-dir DIR] [--baseline] [set ...]
+With --gpt, the GPT network pools instead (gpt/topk4 ... gpt/every4): for each
+
+    moescope study gpt/POOL --points 11 --no-proxy --json F     (topk8: --samples 100)
+
+a table per pool (every pair: end-point losses, naive, skip-order, the expert and
+gate methods' barriers and ranks, best, worst, L-hat, full / naive) and a summary
+beside the paper's numbers (its Tables 10, 3 and 2), between the README's
+"gpt study tables" markers.
+
+usage: measure.py [--update-readme] [--json-dir DIR] [--baseline] [--gpt] [set ...]
   --json-dir DIR   keep (or, with --from-json, read) each set's study JSON there
   --from-json      format the tables from DIR's JSON instead of running study
-  --baseline       also print the frozen features + head alone (MoE switched off)"""
+  --baseline       also print the frozen features + head alone (MoE switched off)
+  --gpt            the GPT network pools"""
 import argparse
 import json
 import math
@@ -32,6 +42,10 @@ SETS = ["teacher4", "teacher8", "dense4", "topk4", "shared4", "dense8"]
 SEEDS = [1, 2, 3, 4]
 T = 25
 BEGIN, END = "<!-- study tables begin -->", "<!-- study tables end -->"
+GPT_SETS = ["topk4", "dense4", "shared4", "topk8", "every4"]
+GPT_T = 11
+GPT_SAMPLES = 100  # orders sampled per pair when n! > 720 (each order is 11 network evaluations)
+GPT_BEGIN, GPT_END = "<!-- gpt study tables begin -->", "<!-- gpt study tables end -->"
 
 
 def run_study(moescope, name, out):
@@ -40,6 +54,15 @@ def run_study(moescope, name, out):
     subprocess.run([moescope, "study", *seeds, "--eval", os.path.join(name, "eval.safetensors"),
                     "--points", str(T), "--json", out, "-q"], check=True, cwd=HERE)
     assert os.path.isdir(d)
+    return json.load(open(out))
+
+
+def run_gpt_study(moescope, name, out):
+    pool = os.path.join("gpt", name)
+    extra = ["--samples", str(GPT_SAMPLES)] if json.load(open(os.path.join(
+        HERE, pool, "seed1", "config.json")))["moe"]["num_experts"] > 6 else []
+    subprocess.run([moescope, "study", pool, "--points", str(GPT_T), "--no-proxy", "--json", out, "-q", *extra],
+                   check=True, cwd=HERE)
     return json.load(open(out))
 
 
@@ -100,6 +123,55 @@ def targets(S):
     return sk, nv, rank, 100.0 * rank / N, zeros, total, missed
 
 
+def gpt_table(name, S):
+    """Markdown: every pair of GPT pool `name` from its study JSON S, then the mean row."""
+    P = S["pairs"]
+    N = P[0]["orders_in_set"]
+    head = ["seeds", "loss A", "loss B", "naive", "skip-order", "full (rank)", "gate (rank)", "best", "worst",
+            "L̂ (full)", "full / naive"]
+    sampled = "" if S["exhaustive"] else ", %d sampled per pair (ranks among them)" % P[0]["orders_ranked"]
+    lines = ["`gpt/%s/` (n = %d, %d orders%s):" % (name, S["n"], N, sampled), "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for p in P:
+        e, g = p["methods"]["expert"], p["methods"]["gate"]
+        nr = p["orders_ranked"]
+        lines.append("| " + " | ".join([
+            "%s–%s" % (seed_of(p["a"]), seed_of(p["b"])), "%.4f" % p["endpoints"]["loss_a"],
+            "%.4f" % p["endpoints"]["loss_b"], "%.4f" % p["naive"]["barrier"], "%.4f" % p["skip_order"]["barrier"],
+            fmt_rank(e["barrier"], e["rank"], nr), fmt_rank(g["barrier"], g["rank"], nr),
+            "%.4f" % p["best"]["barrier"], "%.4f" % p["worst"]["barrier"],
+            "-" if e["l_hat"] is None else "%.2f" % e["l_hat"],
+            "%.1f%%" % (100 * e["barrier"] / p["naive"]["barrier"])]) + " |")
+    m = lambda k: S["summary"][k]["mean"]  # noqa: E731
+    lines.append("| " + " | ".join([
+        "mean", "%.4f" % m("endpoints.loss_a"), "%.4f" % m("endpoints.loss_b"), "%.4f" % m("naive.barrier"),
+        "%.4f" % m("skip_order.barrier"), "%.4f (%.2f)" % (m("methods.expert.barrier"), m("methods.expert.rank")),
+        "%.4f (%.2f)" % (m("methods.gate.barrier"), m("methods.gate.rank")), "%.4f" % m("best.barrier"),
+        "%.4f" % m("worst.barrier"), "%.2f" % m("methods.expert.l_hat"),
+        "%.1f%%" % (100 * m("methods.expert.barrier") / m("naive.barrier"))]) + " |")
+    return "\n".join(lines)
+
+
+def gpt_summary(studies):
+    """One row per pool beside the paper's: skip-order / full and the barrier ranges
+    (its Table 10), full / naive (Table 3), the expert method's ranks and L-hat (Table 2)."""
+    lines = ["| pool | full barrier | skip-order barrier | skip-order / full | full / naive | full's rank | "
+             "L̂ (full) |", "|---|---|---|---|---|---|---|"]
+    for name, S in studies:
+        P = S["pairs"]
+        full = [p["methods"]["expert"]["barrier"] for p in P]
+        skip = [p["skip_order"]["barrier"] for p in P]
+        share = [100 * p["methods"]["expert"]["barrier"] / p["naive"]["barrier"] for p in P]
+        ranks = [p["methods"]["expert"]["rank"] for p in P]
+        lh = [p["methods"]["expert"]["l_hat"] for p in P if p["methods"]["expert"]["l_hat"] is not None]
+        sk = S["ratios"]["skip_order/expert"]
+        lines.append("| gpt/%s | %.4f–%.4f | %.4f–%.4f | %s | %.1f–%.1f%% | %d–%d of %d | %.2f–%.2f |" % (
+            name, min(full), max(full), min(skip), max(skip), ratio(sk), min(share), max(share), min(ranks),
+            max(ranks), P[0]["orders_ranked"], min(lh) if lh else 0, max(lh) if lh else 0))
+    lines.append("| the paper (GPT-2) | 0.0044–0.0066 | 0.14–0.86 | — | ≈ 4–11% | 2–5 of 24 | 0.07–3.42 |")
+    return "\n".join(lines)
+
+
 def ratio(v):
     return "∞" if v is None else "%.1f" % v
 
@@ -121,8 +193,11 @@ def main():
     ap.add_argument("--json-dir")
     ap.add_argument("--from-json", action="store_true")
     ap.add_argument("--baseline", action="store_true")
-    ap.add_argument("sets", nargs="*", default=SETS)
+    ap.add_argument("--gpt", action="store_true")
+    ap.add_argument("sets", nargs="*")
     args = ap.parse_args()
+    every = GPT_SETS if args.gpt else SETS
+    args.sets = args.sets or every
     moescope = os.path.abspath(os.environ.get("MOESCOPE", os.path.join(HERE, "..", "moescope")))
     studies = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -132,18 +207,22 @@ def main():
                 S = json.load(open(out))
             else:
                 print("measure: study %s ..." % name, file=sys.stderr)
-                S = run_study(moescope, name, out)
+                S = (run_gpt_study if args.gpt else run_study)(moescope, name, out)
             studies.append((name, S))
-    body = "\n\n".join(set_table(n, S) for n, S in studies) + "\n\n" + summary_table(studies)
+    if args.gpt:
+        body = "\n\n".join(gpt_table(n, S) for n, S in studies) + "\n\n" + gpt_summary(studies)
+    else:
+        body = "\n\n".join(set_table(n, S) for n, S in studies) + "\n\n" + summary_table(studies)
     print(body)
     if args.baseline:
         print("MoE switched off (D = 0): test accuracy %.1f%%, loss %.2f" % no_moe_baseline())
     if args.update_readme:
-        if [n for n, _ in studies] != SETS:
-            sys.exit("measure: --update-readme needs every set (%s)" % " ".join(SETS))
+        if [n for n, _ in studies] != every:
+            sys.exit("measure: --update-readme needs every set (%s)" % " ".join(every))
         path = os.path.join(HERE, "README.md")
         text = open(path).read()
-        i, j = text.index(BEGIN) + len(BEGIN), text.index(END)
+        b, e = (GPT_BEGIN, GPT_END) if args.gpt else (BEGIN, END)
+        i, j = text.index(b) + len(b), text.index(e)
         text = text[:i] + "\n" + body + "\n" + text[j:]
         tmp = path + ".tmp"
         open(tmp, "w").write(text)
