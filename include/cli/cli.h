@@ -204,9 +204,13 @@ void cli_net_free(cli_net *n);
 /* The network objective of n's chosen block, the other blocks aligned by other. */
 int cli_net_objective(cli_net *n, const align_opts *other, int threads, atomic_int *cancel,
                       net_objective **out);
-/* lo's orders for a network (LS_OBJ_EXHAUSTIVE_MAX, LS_OBJ_SAMPLES), when
- * --exhaustive / --samples did not say */
-void cli_net_landscape_defaults(ls_opts *lo);
+/* lo's orders for a network: exhaustive up to LS_OBJ_EXHAUSTIVE_MAX experts unless
+ * --exhaustive was given, LS_OBJ_SAMPLES sampled orders unless --samples was (so
+ * --samples N alone samples N orders of n = 7..9 instead of enumerating all n!) */
+enum { CLI_GIVEN_SAMPLES = 1, CLI_GIVEN_EXHAUSTIVE = 2 };
+void cli_net_landscape_defaults(ls_opts *lo, int given);
+/* the CLI_GIVEN_* bit of a landscape option (0 for any other) */
+int cli_orders_given(int ch);
 /* the chosen block's prefix, "transformer.h.L.mlp" */
 const char *cli_net_block_name(const cli_net *n);
 

@@ -86,9 +86,11 @@ int cli_net_objective(cli_net *n, const align_opts *other, int threads, atomic_i
     return 0;
 }
 
+int cli_orders_given(int ch) { return ch == 'S' ? CLI_GIVEN_SAMPLES : ch == 'E' ? CLI_GIVEN_EXHAUSTIVE : 0; }
+
 const char *cli_net_block_name(const cli_net *n) { return n->A.moe[n->block].layer; }
 
-void cli_net_landscape_defaults(ls_opts *lo) {
-    lo->exhaustive_max = LS_OBJ_EXHAUSTIVE_MAX;
-    lo->nsample = LS_OBJ_SAMPLES;
+void cli_net_landscape_defaults(ls_opts *lo, int given) {
+    if (!(given & CLI_GIVEN_EXHAUSTIVE)) lo->exhaustive_max = LS_OBJ_EXHAUSTIVE_MAX;
+    if (!(given & CLI_GIVEN_SAMPLES)) lo->nsample = LS_OBJ_SAMPLES;
 }

@@ -86,7 +86,7 @@ static int diagnose_network(const char *pa, const char *pb, const char *eval, co
     if (eval && net_block_inputs(&n.A, &n.E, b, &par, &X, &err)) rc = cli_error("%s", err.msg);
     ls_opts lo;
     ls_opts_default(&lo);
-    cli_net_landscape_defaults(&lo);
+    cli_net_landscape_defaults(&lo, 0);
     int exh, want = o->landscape;
     if (want < 0) want = ls_orders_planned(&A->cfg, &lo, &exh, NULL) <= 120 && exh; // 5!: a few seconds
     align_opts other;

@@ -64,7 +64,7 @@ static void help(void) {
            "the same t, each aligned by the expert cost (naive and skip-order move every\n"
            "block together). Every tensor outside the MoE blocks must be equal in A and B.\n"
            "Exhaustive up to %d experts (each order is whole network evaluations), else %d\n"
-           "sampled orders unless --samples / --exhaustive say otherwise. Beside it, each\n"
+           "sampled orders (--samples N: N of them; --exhaustive: every order). Beside it, each\n"
            "order's layer-only barrier at the block's own inputs (the proxy a real layer\n"
            "allows): its Spearman rho with the network barrier and the network rank of its\n"
            "best order.\n"
@@ -381,7 +381,7 @@ int cmd_landscape(int argc, char **argv) {
     if (mem) lo.mem_mb = atof(mem);
     const char *e_path = NULL, *json = NULL, *csv = NULL, *png = NULL, *cpng = NULL, *layer = NULL;
     const char *spng = NULL;
-    int show = 1, log_rank = 0, ch, interp = 0, proxy = 1, sampled_given = 0;
+    int show = 1, log_rank = 0, ch, interp = 0, proxy = 1, orders_given = 0;
     optind = 1, opterr = 0;
     while ((ch = getopt_long(argc, argv, "e:T:j:c:p:l:qh", opts, NULL)) != -1) {
         switch (ch) {
@@ -399,7 +399,7 @@ int cmd_landscape(int argc, char **argv) {
         case 'N': proxy = 0; break;
         case 'h': help(); return 0;
         default: {
-            sampled_given |= ch == 'S' || ch == 'E';
+            orders_given |= cli_orders_given(ch);
             int r = cli_landscape_option(&lo, ch, optarg, "landscape", USAGE);
             if (r < 0) r = cli_figure_option(ch, optarg, "landscape", USAGE);
             if (r > 0) return r;
@@ -423,7 +423,7 @@ int cmd_landscape(int argc, char **argv) {
     lo.phase = on_phase;
     lo.ctx = &show;
     if (cli_net_wanted(pa, e_path)) {
-        if (!sampled_given) cli_net_landscape_defaults(&lo);
+        cli_net_landscape_defaults(&lo, orders_given);
         return landscape_network(pa, pb, e_path, layer, &lo, interp, proxy, outs, show, log_rank);
     }
     if (interp) return cli_usage_error(USAGE, "landscape: --interpolate-backbone is for networks");

@@ -43,9 +43,9 @@ static void help(void) {
            "backbone, E holding input_ids, or pixel_values and labels): every pair's\n"
            "landscape of one MoE block (--layer) on the\n"
            "network's loss, as `landscape` computes it (exhaustive up to %d experts, else\n"
-           "%d sampled orders), with the layer-only proxy's Spearman rho and its best\n"
-           "order's network rank per pair; files beside the folders (their shared backbone\n"
-           "shard) and teachers (role = teacher) are left out.\n\n"
+           "%d sampled orders, or --samples N), with the layer-only proxy's Spearman rho\n"
+           "and its best order's network rank per pair; files beside the folders (their\n"
+           "shared backbone shard) and teachers (role = teacher) are left out.\n\n"
            "  -e, --eval E      evaluation set\n"
            "  -T, --points T    interpolation points (default 25)\n"
            "  -j, --json F      moescope.study/1: pairs (the landscape's keys, no order list)\n"
@@ -361,7 +361,7 @@ int cmd_study(int argc, char **argv) {
     ls_opts lo;
     ls_opts_default(&lo);
     const char *e_path = NULL, *layer = NULL, *outs[4] = {NULL, NULL, NULL, NULL};
-    int show = 1, ch, interp = 0, proxy = 1, sampled_given = 0;
+    int show = 1, ch, interp = 0, proxy = 1, orders_given = 0;
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "e:T:j:c:p:l:qh", opts, NULL)) != -1) {
@@ -378,7 +378,7 @@ int cmd_study(int argc, char **argv) {
         case 'C': lo.center = 0; break;
         case 'h': help(); return 0;
         default: {
-            sampled_given |= ch == 'S' || ch == 'E';
+            orders_given |= cli_orders_given(ch);
             int r = cli_landscape_option(&lo, ch, optarg, "study", USAGE);
             if (r < 0) r = cli_figure_option(ch, optarg, "study", USAGE);
             if (r > 0) return r;
@@ -405,7 +405,7 @@ int cmd_study(int argc, char **argv) {
         rc = cli_check_outputs("study", USAGE, op, 4, ins, P.np + 1);
     }
     if (!rc && cli_net_wanted(P.paths[0], e_path)) {
-        if (!sampled_given) cli_net_landscape_defaults(&lo);
+        cli_net_landscape_defaults(&lo, orders_given);
         rc = run_study_net(&P, e_path, layer, &lo, outs, show, interp, proxy);
     } else if (!rc) {
         rc = interp ? cli_usage_error(USAGE, "study: --interpolate-backbone is for networks")

@@ -11,6 +11,8 @@ and eval.safetensors beside seed folders whose backbone shard links to it, and a
     --interpolate-backbone a flag;
   - `merge --eval` on a network: the soup's network loss is what `eval` gives the written soup;
   - `lesson --print` on a network: its barriers are the network's (as `curve` gives them);
+  - the orders: n = 8 is sampled (500 orders by default; `--samples N`: N, in landscape
+    and study alike; `--exhaustive`: all 40320 are not asked here), n = 4 exhaustive;
   - usage: --interpolate-backbone on layer checkpoints, a --layer that is no MoE block.
 """
 import json
@@ -161,9 +163,28 @@ def test_usage():
     check(r.returncode == 1 and lay in r.stderr, "a network with a bare layer refused: %s" % r.stderr.strip())
 
 
+def test_sampled_orders():
+    """n = 8 experts: --samples N samples N orders (it enumerated all 40320 before)"""
+    cfg = gen_gpt2.config(moe_layers=[0], n=8)
+    back = gen_gpt2.backbone(cfg, 9)
+    m1 = gen_gpt2.moe_blocks(cfg, 1)
+    gen_gpt2.write_pool(p("eight"), cfg, back, {"seed1": m1, "seed2": gen_gpt2.perturbed_copy(cfg, m1, 2)[0]},
+                        gen_gpt2.teacher_ids(cfg, {**back, **m1}, 2, N=4, T=8))
+    a, b, ev = p("eight", "seed1"), p("eight", "seed2"), p("eight", "eval.safetensors")
+    for cmd, args in (("landscape", (a, b, "--eval", ev)), ("study", (p("eight"),))):
+        r = run(cmd, *args, "--points", 3, "--samples", 7, "--no-proxy", "-q", "--json", p("eight.json"))
+        check(r.returncode == 0, "%s --samples 7 on n = 8: %s" % (cmd, r.stderr.strip()))
+        if r.returncode == 0:
+            J = json.load(open(p("eight.json")))
+            got = (J["pairs"][0]["orders_ranked"], J["pairs"][0]["orders_in_set"], J["exhaustive"]) \
+                if cmd == "study" else (J["norders"], J["orders_in_set"], J["exhaustive"])
+            check(got == (7, 40320, False), "%s --samples 7: (ranked, of, exhaustive) %s" % (cmd, got))
+
+
 def main():
     try:
         make_pool()
+        test_sampled_orders()
         test_study()
         test_diagnose()
         test_lesson()

@@ -31,6 +31,7 @@ from scipy.stats import spearmanr
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
 import gen_gpt2  # noqa: E402
 import gpt2_ref  # noqa: E402
+from net_oracle import aligned, barrier, block_layer, net_curve  # noqa: E402
 import oracle  # noqa: E402
 import testutil  # noqa: E402
 from testutil import check, run  # noqa: E402
@@ -41,59 +42,6 @@ T = 5
 
 def p(*names):
     return os.path.join(TMP, *names)
-
-
-def block_layer(t, L, cfg):
-    """MoE block L's tensors as an oracle layer (weights [out, in], no residual)"""
-    m = cfg["moe"]
-    pre = "transformer.h.%d.mlp." % L
-
-    def ex(q):
-        return {"w1": t[q + "c_fc.weight"].T, "b1": t[q + "c_fc.bias"], "w2": t[q + "c_proj.weight"].T,
-                "b2": t[q + "c_proj.bias"]}
-    n = m["num_experts"]
-    return {"n": n, "d": cfg["n_embd"], "h": m["expert_intermediate_size"], "router": m["router"],
-            "k": m["top_k"], "act": m["expert_activation"], "residual": False, "C": 0,
-            "gate_w": t[pre + "gate.weight"], "gate_b": t.get(pre + "gate.bias", np.zeros(n)),
-            "experts": [ex(pre + "experts.%d." % e) for e in range(n)],
-            "shared": [ex(pre + "shared_experts.%d." % s) for s in range(m["num_shared_experts"])],
-            "s": m["num_shared_experts"]}
-
-
-def layer_tensors(Ld, L):
-    pre = "transformer.h.%d.mlp." % L
-    out = {pre + "gate.weight": Ld["gate_w"], pre + "gate.bias": Ld["gate_b"]}
-    for kind, es in (("experts", Ld["experts"]), ("shared_experts", Ld["shared"])):
-        for e, x in enumerate(es):
-            q = "%s%s.%d." % (pre, kind, e)
-            out.update({q + "c_fc.weight": x["w1"].T, q + "c_fc.bias": x["b1"], q + "c_proj.weight": x["w2"].T,
-                        q + "c_proj.bias": x["b2"]})
-    return out
-
-
-def aligned(A, B, order=None, order_stage=True, wm=True):
-    return oracle.align(A, B, order=order, order_stage=order_stage, wm_stage=wm)["layer"]
-
-
-def net_curve(ck, tb_layers, ta_layers, ids, backbone_b=None):
-    """losses at the T points: every MoE tensor interpolated between A's layers and the
-    aligned B's (and the backbone too when backbone_b)"""
-    out = []
-    for m in range(T):
-        t = m / (T - 1)
-        params = {}
-        for L in ta_layers:
-            a, b = layer_tensors(ta_layers[L], L), layer_tensors(tb_layers[L], L)
-            params.update({k: (1 - t) * a[k] + t * b[k] for k in a})
-        if backbone_b is not None:
-            for k, v in backbone_b.items():
-                params[k] = (1 - t) * ck["tensors"][k] + t * v
-        out.append(gpt2_ref.evaluate(ck, ids, params)["loss"])
-    return out
-
-
-def barrier(loss):
-    return max(loss[m] - ((1 - m / (T - 1)) * loss[0] + m / (T - 1) * loss[-1]) for m in range(T))
 
 
 def order_key(o):
@@ -175,12 +123,12 @@ def check_pool(pool, moe_layers, chosen=0):
     for o in orders:
         tb = dict(others)
         tb[C] = aligned(A[C], B[C], order=o)
-        want = barrier(net_curve(cka, tb, A, ids))
+        want = barrier(net_curve(cka, tb, A, ids, T))
         got = by[order_key(o)]["barrier"]
         check(abs(got - max(0.0, want)) < tol(want), "%s: order %s barrier %.8g vs numpy %.8g" % (pool, o, got, want))
     for name, os_, wm in (("naive", False, False), ("skip_order", False, True)):
         tb = {L: aligned(A[L], B[L], order_stage=os_, wm=wm) for L in moe_layers}
-        want = barrier(net_curve(cka, tb, A, ids))
+        want = barrier(net_curve(cka, tb, A, ids, T))
         got = J[name]["barrier"]
         check(abs(got - max(0.0, want)) < tol(want), "%s: %s barrier %.8g vs numpy %.8g (every block %s)"
               % (pool, name, got, want, name))
@@ -292,7 +240,7 @@ def test_backbones_and_threads():
         A = {1: block_layer(cka["tensors"], 1, cfg)}
         Bl = block_layer(ckb["tensors"], 1, cfg)
         o = J["methods"]["expert"]["order"]
-        want = barrier(net_curve(cka, {1: aligned(A[1], Bl, order=o)}, A, ids,
+        want = barrier(net_curve(cka, {1: aligned(A[1], Bl, order=o)}, A, ids, T,
                                  backbone_b={k: v for k, v in ckb["tensors"].items() if ".mlp.gate" not in k
                                              and not k.startswith("transformer.h.1.mlp.")}))
         got = J["methods"]["expert"]["barrier"]
