@@ -1,0 +1,137 @@
+"""tests/oracle/test_gpt_samples.py - the committed GPT network samples
+(sample-checkpoints/gpt/) load, and their barriers are what numpy computes.
+
+  - every pool: `info --json` names the MoE blocks, n, k, router and shared experts
+    its config.json says; 4 seeds and a teacher (left out by study); every seed's
+    first shard is the pool's backbone (one file); the evaluation set holds >= 8192
+    next-token positions; seed1's loss and accuracy (`eval --json`) are gpt2_ref's
+    (numpy, float64) to 1e-5 relative; every seed is near its teacher's loss;
+  - topk4 seeds 1 and 2: `landscape --points 3`: the naive, skip-order and expert
+    (full alignment) barriers equal numpy's (B's block aligned by oracle.align, every
+    MoE parameter interpolated, gpt2_ref's loss at each t) within float32 tolerance;
+    the samples show the order matters (full < skip-order / 5 < naive / 5);
+  - a scramble of seed1 (every MoE block, with a gate translation) computes the same
+    loss and aligns back: the expert method's barrier ~0, rank 1.
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
+import gpt2_ref  # noqa: E402
+import net_oracle as N  # noqa: E402
+import testutil  # noqa: E402
+from testutil import check, run  # noqa: E402
+
+GPT = os.path.join(testutil.ROOT, "sample-checkpoints", "gpt")
+POOLS = {  # pool: (MoE blocks, n, top_k, router, shared experts)
+    "topk4": ([0], 4, 2, "topk", 0),
+}
+T = 3
+TMP = tempfile.mkdtemp(prefix="moescope_gptsamples_")
+
+
+def jrun(*args):
+    out = os.path.join(TMP, "out.json")
+    r = run(*args, "--json", out)
+    check(r.returncode == 0, "%s: %s" % (" ".join(map(str, args[:2])), r.stderr.strip()))
+    return json.load(open(out)) if r.returncode == 0 else None
+
+
+def check_pool(name, want):
+    layers, n, k, router, shared = want
+    pool = os.path.join(GPT, name)
+    seeds = ["seed%d" % s for s in (1, 2, 3, 4)]
+    if not all(os.path.isdir(os.path.join(pool, s)) for s in seeds + ["teacher"]):
+        check(False, "%s: seed1..seed4 and teacher are committed" % pool)
+        return
+    back = {os.path.realpath(os.path.join(pool, s, "model-00001-of-00002.safetensors")) for s in seeds}
+    check(back == {os.path.realpath(os.path.join(pool, "backbone.safetensors"))},
+          "%s: every seed's first shard is the pool's backbone (%s)" % (name, back))
+    cfg = json.load(open(os.path.join(pool, "seed1", "config.json")))["moe"]
+    check((cfg["layers"], cfg["num_experts"], cfg["top_k"], cfg["router"], cfg["num_shared_experts"]) == want,
+          "%s: config.json's moe %s" % (name, cfg))
+    J = jrun("info", os.path.join(pool, "seed1"))
+    if J:
+        blocks = J["network"]["blocks"]
+        check([b["block"] for b in blocks if b["moe"]] == layers, "%s: info's MoE blocks %s" % (name, blocks))
+    ev = os.path.join(pool, "eval.safetensors")
+    ids = gpt2_ref.read_safetensors(ev)[0]["input_ids"]
+    check(ids.shape[0] * (ids.shape[1] - 1) >= 8192, "%s: %s evaluation windows" % (name, ids.shape))
+    E = jrun("eval", os.path.join(pool, "seed1"), "--eval", ev)
+    ref = gpt2_ref.evaluate(gpt2_ref.load(os.path.join(pool, "seed1")), ids)
+    if E:
+        check(abs(E["loss"] - ref["loss"]) < 1e-5 * ref["loss"] and abs(E["accuracy"] - ref["accuracy"]) < 1e-4,
+              "%s seed1: moescope %.8g %.6f vs numpy %.8g %.6f" % (name, E["loss"], E["accuracy"],
+                                                               ref["loss"], ref["accuracy"]))
+    teacher = gpt2_ref.evaluate(gpt2_ref.load(os.path.join(pool, "teacher")), ids)["loss"]
+    for s in seeds[1:]:
+        loss = gpt2_ref.evaluate(gpt2_ref.load(os.path.join(pool, s)), ids)["loss"]
+        check(loss - teacher < 0.05, "%s %s: loss %.4f near the teacher's %.4f" % (name, s, loss, teacher))
+
+
+def check_barriers(name, chosen):
+    """landscape of seeds 1, 2 (block `chosen`) against numpy's barriers"""
+    pool = os.path.join(GPT, name)
+    a, b, ev = os.path.join(pool, "seed1"), os.path.join(pool, "seed2"), os.path.join(pool, "eval.safetensors")
+    J = jrun("landscape", a, b, "--eval", ev, "--points", T, "--layer", chosen, "--no-proxy", "-q")
+    if not J:
+        return
+    cka, ckb = gpt2_ref.load(a), gpt2_ref.load(b)
+    ids = gpt2_ref.read_safetensors(ev)[0]["input_ids"]
+    layers = cka["config"]["moe"]["layers"]
+    A = {L: N.block_layer(cka["tensors"], L, cka["config"]) for L in layers}
+    B = {L: N.block_layer(ckb["tensors"], L, ckb["config"]) for L in layers}
+    la = J["endpoints"]["loss_a"]
+    tol = 2e-5 * la
+    others = {L: N.aligned(A[L], B[L]) for L in layers if L != chosen}
+    cases = {"naive": {L: N.aligned(A[L], B[L], order_stage=False, wm=False) for L in layers},
+             "skip_order": {L: N.aligned(A[L], B[L], order_stage=False) for L in layers},
+             "expert": {**others, chosen: N.aligned(A[chosen], B[chosen], order=J["methods"]["expert"]["order"])}}
+    got = {"naive": J["naive"]["barrier"], "skip_order": J["skip_order"]["barrier"],
+           "expert": J["methods"]["expert"]["barrier"]}
+    for case, tb in cases.items():
+        want = max(0.0, N.barrier(N.net_curve(cka, tb, A, ids, T)))
+        check(abs(got[case] - want) < tol, "%s block %d: %s barrier %.8g vs numpy %.8g"
+              % (name, chosen, case, got[case], want))
+    check(got["expert"] < got["skip_order"] / 5 < got["naive"] / 5,
+          "%s block %d: full %.4f < skip-order %.4f / 5 < naive %.4f / 5" % (name, chosen, got["expert"],
+                                                                           got["skip_order"], got["naive"]))
+
+
+def check_scramble(name, block):
+    pool = os.path.join(GPT, name)
+    a, s, ev = os.path.join(pool, "seed1"), os.path.join(TMP, "scrambled"), os.path.join(pool, "eval.safetensors")
+    r = run("scramble", a, "-o", s, "--layer", "all", "--seed", 5, "--translate")
+    check(r.returncode == 0, "scramble --layer all: %s" % r.stderr.strip())
+    if r.returncode:
+        return
+    ids = gpt2_ref.read_safetensors(ev)[0]["input_ids"]
+    la, ls = gpt2_ref.evaluate(gpt2_ref.load(a), ids)["loss"], gpt2_ref.evaluate(gpt2_ref.load(s), ids)["loss"]
+    check(abs(la - ls) < 1e-6 * la, "the scrambled seed1 computes its loss (numpy %.9g vs %.9g)" % (la, ls))
+    J = jrun("landscape", a, s, "--eval", ev, "--points", T, "--layer", block, "--no-proxy", "-q")
+    if J:
+        e = J["methods"]["expert"]
+        check(e["barrier"] < 1e-5 and e["rank"] == 1, "aligned back: expert barrier %g, rank %d"
+              % (e["barrier"], e["rank"]))
+        check(J["naive"]["barrier"] > 0.05, "the scramble moved the experts: naive %g" % J["naive"]["barrier"])
+
+
+def main():
+    if not os.path.isdir(GPT):
+        check(False, "sample-checkpoints/gpt is committed")
+        return testutil.summary("test_gpt_samples")
+    try:
+        for name, want in POOLS.items():
+            check_pool(name, want)
+        check_barriers("topk4", 0)
+        check_scramble("topk4", 0)
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+    return testutil.summary("test_gpt_samples")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
