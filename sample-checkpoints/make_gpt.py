@@ -2,8 +2,11 @@
 """make_gpt.py - the GPT-2-layout network samples under sample-checkpoints/gpt/.
 
 The paper's setting in miniature: a character-level GPT (bytes, V = 256) is
-pretrained on the fortunes corpus; then, for each seed, the MoE block(s) are
-re-initialised randomly and ONLY they are fine-tuned, every other weight frozen.
+pretrained on the fortunes corpus with an MoE at block 0 (the base GPT, topk4's
+teacher); each other pool's teacher is that network with the pool's MoE block(s),
+only they trained. Then, for each seed, the MoE block(s) are re-initialised randomly
+and ONLY they are trained, distilled from the teacher's block on its own inputs,
+every other weight frozen (one backbone file for the block-0 pools).
 Recipe and measured numbers: sample-checkpoints/README.md, "GPT network samples".
 
 usage: /usr/bin/python3 make_gpt.py [--out DIR] [POOL ...]     (default: every pool)
