@@ -17,6 +17,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -33,12 +34,13 @@ BASE = dict(model_type="gpt2", n_embd=64, n_layer=3, n_head=4, n_positions=160, 
             layer_norm_epsilon=1e-5, activation_function="gelu_new", tie_word_embeddings=True)
 MOE = dict(layers=[0], num_experts=4, top_k=2, router="topk", num_shared_experts=0,
            expert_activation="relu", expert_hidden=64)
-# pool name -> the MoE of that pool (overrides of MOE)
+# pool name -> the MoE of that pool (overrides of MOE; "hidden": the teacher's and the
+# students' expert width, else the recipe's). The cache keys name the pool, not this.
 POOLS = {
     "topk4": dict(),
     "dense4": dict(router="dense", top_k=4),
     "shared4": dict(num_shared_experts=1),
-    "topk8": dict(num_experts=8),
+    "topk8": dict(num_experts=8, hidden=32),  # 8 x 32 units, the dense MLP's 256 (and small files)
     "every4": dict(layers=[0, 1, 2]),
 }
 BASE_POOL = "topk4"  # its teacher is the base GPT whose backbone the others share
@@ -53,7 +55,7 @@ RECIPE = dict(
     batch=32, T=129, aux=0.01)
 
 
-STUDENT_KEYS = ("expert_hidden", "distill_windows", "st_steps", "st_lr", "st_tokens", "st_wd", "aux")
+STUDENT_KEYS = ("distill_windows", "st_steps", "st_lr", "st_tokens", "st_wd", "aux")
 
 
 def batches(data, B, T, gen):
@@ -173,6 +175,8 @@ def write_pool(root, name, back, shared_back, seeds, meta, cfgs):
             os.remove(bpath)
         G.st_write(bpath, back, meta)
     link("../eval.safetensors", os.path.join(out, "eval.safetensors"))
+    if "teacher" not in seeds and os.path.isdir(os.path.join(out, "teacher")):
+        shutil.rmtree(os.path.join(out, "teacher"))  # from a run --with-teachers
     for sname, (sd, m) in seeds.items():
         d = os.path.join(out, sname)
         os.makedirs(d, exist_ok=True)
@@ -212,8 +216,10 @@ def cached(work, key, make):
 
 def pool_cfgs(name, r):
     """(students' config, teacher's config) of a pool"""
-    cfg = dict(BASE, moe=dict(MOE, **POOLS[name], expert_hidden=r["expert_hidden"]))
-    return cfg, dict(cfg, moe=dict(cfg["moe"], expert_hidden=r["teacher_hidden"]))
+    m = dict(MOE, **POOLS[name])
+    h = m.pop("hidden", None)
+    cfg = dict(BASE, moe=dict(m, expert_hidden=h or r["expert_hidden"]))
+    return cfg, dict(cfg, moe=dict(cfg["moe"], expert_hidden=h or r["teacher_hidden"]))
 
 
 def moefy(sd, base, L, m):
@@ -273,7 +279,7 @@ def teacher_state(name, r, work, log, train_b):
     return cached(work, tkey, derive), tkey
 
 
-def make_pool(name, root, r, work, log):
+def make_pool(name, root, r, work, log, with_teacher=False):
     cfg, tcfg = pool_cfgs(name, r)
     layers = cfg["moe"]["layers"]
     train_b, test_b = G.corpus()
@@ -292,8 +298,9 @@ def make_pool(name, root, r, work, log):
     tl, ta = evaluate(model, ev_t)
     print("%s teacher: test loss %.4f acc %.4f" % (name, tl, ta), file=log, flush=True)
     back, tmoe = split_sd(model, tcfg)
-    seeds = {"teacher": (tmoe, {"role": "teacher (not a seed)", "test_loss": "%.6f" % tl,
-                                "test_acc": "%.6f" % ta})}
+    seeds = {}
+    if with_teacher:
+        seeds["teacher"] = (tmoe, {"role": "teacher (not a seed)", "test_loss": "%.6f" % tl, "test_acc": "%.6f" % ta})
 
     # 2. the students: each MoE block re-initialised from the seed, distilled from
     #    the teacher's block on the teacher's inputs; the backbone frozen
@@ -310,7 +317,8 @@ def make_pool(name, root, r, work, log):
             def student():
                 f = distill(st, *io[L], r, seed=100 * s + L, log=log, tag="%s seed%d block %d" % (name, s, L))
                 return {"state": st.state_dict(), "fit": f}
-            skey = "%s-seed%d-block%d-%s-%s" % (name, s, L, key(*STUDENT_KEYS), tkey)
+            skey = "%s-seed%d-block%d-expert_hidden%d-%s-%s" % (name, s, L, cfg["moe"]["expert_hidden"],
+                                                                 key(*STUDENT_KEYS), tkey)
             got = cached(work, skey, student)
             st.load_state_dict(got["state"])
             fit[L] = got["fit"]
@@ -318,7 +326,7 @@ def make_pool(name, root, r, work, log):
         l, a = evaluate(model, ev_t)
         print("%s seed%d: test loss %.4f acc %.4f; relative mse %s" % (name, s, l, a, fit), file=log, flush=True)
         seeds["seed%d" % s] = (split_sd(model, cfg)[1], {
-            "seed": s, "test_loss": "%.6f" % l, "test_acc": "%.6f" % a,
+            "seed": s, "test_loss": "%.6f" % l, "test_acc": "%.6f" % a, "teacher_test_loss": "%.6f" % tl,
             "distill_relative_mse": json.dumps(fit), "recipe": json.dumps(r, sort_keys=True)})
         for L in layers:
             model.transformer.h[L].mlp = teachers[L]
@@ -346,6 +354,8 @@ def main():
                     help="cache of the teachers between runs")
     ap.add_argument("--set", action="append", default=[], help="recipe override KEY=VALUE (tuning)")
     ap.add_argument("--teachers-only", action="store_true", help="pretrain (and cache) the teachers, no students")
+    ap.add_argument("--with-teachers", action="store_true",
+                    help="also write each teacher as POOL/teacher/ (role = teacher; not committed: size)")
     a = ap.parse_args()
     r = dict(RECIPE)
     if a.teachers_only:
@@ -355,7 +365,7 @@ def main():
         r[k] = json.loads(v)
     for p in a.pools:
         t0 = time.time()
-        make_pool(p, a.out, r, a.work, sys.stdout)
+        make_pool(p, a.out, r, a.work, sys.stdout, a.with_teachers)
         print("%s done in %.0f s" % (p, time.time() - t0), flush=True)
 
 
