@@ -4,7 +4,7 @@
 #   make check      AddressSanitizer + UBSan build under build/asan, then every test
 #   make bench      benchmarks, side by side with numpy/scipy, as ratios
 #   make moescope-mpi   ./moescope-mpi, landscape and study over MPI (needs mpicc)
-#   make run        the TUI on the bundled sample checkpoints
+#   make run        the TUI on the bundled sample checkpoints (exports in build/exports)
 #   make samples    regenerate sample-checkpoints/ (byte-identical for the same seeds)
 #   make fuzz       libFuzzer harnesses for a bounded time (clang)
 #   make mutants    mutation check: small deliberate bugs, each must fail a test
@@ -141,8 +141,10 @@ deps:
 SAMPLE_A := sample-checkpoints/teacher4/seed1.safetensors
 SAMPLE_B := sample-checkpoints/teacher4/seed2.safetensors
 SAMPLE_E := sample-checkpoints/teacher4/eval.safetensors
+# where the explorer's p, e and x write under make run (kept by make clean)
+RUN_OUT  ?= build/exports
 run: moescope
-	@if [ -f $(SAMPLE_A) ]; then ./moescope $(SAMPLE_A) $(SAMPLE_B) --eval $(SAMPLE_E); \
+	@if [ -f $(SAMPLE_A) ]; then ./moescope $(SAMPLE_A) $(SAMPLE_B) --eval $(SAMPLE_E) --out-dir $(RUN_OUT); \
 	else echo "no sample checkpoints yet"; fi
 
 # Every test, under AddressSanitizer + UBSan. The last line is "N passed, N failed".
@@ -176,7 +178,9 @@ install: moescope
 version:
 	@v='$(MS_GIT_VERSION)'; [ -n "$$v" ] || v=$$(sed -n 's/^#define MS_VERSION_FALLBACK "\(.*\)"/\1/p' include/io/provenance.h); echo "$$v"
 
+# everything built; the explorer's exports of make run (build/exports) stay
 clean:
-	rm -rf build moescope moescope-mpi
+	@if [ -d build ]; then find build -mindepth 1 -maxdepth 1 ! -name exports -exec rm -rf {} +; fi
+	rm -f moescope moescope-mpi
 
 -include $(shell find build -name '*.d' 2>/dev/null)

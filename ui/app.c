@@ -216,21 +216,51 @@ static int filter_key(app_state *a, int key) {
     return FX_REDRAW;
 }
 
-/* x's name prompt: printable keys edit, Enter saves (FX_STATE), Esc cancels. */
+/* x's name prompt, offered with the pair's and the stages' name */
+static void open_state_prompt(app_state *a) {
+    char name[LINE_EDIT_CAP];
+    export_pair_name(a->info.a_path ? a->info.a_path : a->info.a_name, a->info.b_path ? a->info.b_path : a->info.b_name,
+                     &a->req, "state", "json", name, sizeof name);
+    a->prompt = PROMPT_STATE;
+    line_edit_set(&a->line, name);
+}
+
+/* The export directory's prompt (the first p, e or x; O), then the export then. */
+static int open_dir_prompt(app_state *a, int then) {
+    a->prompt = PROMPT_DIR;
+    a->prompt_then = then;
+    line_edit_set(&a->line, a->export_dir[0] ? a->export_dir : a->dir_default);
+    return FX_REDRAW;
+}
+
+int app_export_dir(app_state *a, const char *dir, const char *why) {
+    int then = a->prompt_then;
+    a->prompt_then = 0;
+    if (why && why[0]) {
+        app_message(a, 1, "%s", why);
+        return 0;
+    }
+    snprintf(a->export_dir, sizeof a->export_dir, "%s", dir);
+    app_message(a, 0, "exports go to %s (O changes it)", dir);
+    if (then == FX_STATE) {
+        open_state_prompt(a);
+        return FX_REDRAW;
+    }
+    return then;
+}
+
+/* A prompt's keys: line editing (line_edit.h), Enter takes the line, Esc cancels. */
 static int prompt_key(app_state *a, int key) {
-    size_t len = strlen(a->prompt_buf);
+    int dir = a->prompt == PROMPT_DIR;
     if (key == K_ESC) {
-        a->prompt = 0;
-        app_message(a, 0, "not saved");
+        a->prompt = PROMPT_NONE;
+        app_message(a, 0, "%s", dir ? "export directory unchanged" : "not saved");
     } else if (key == K_ENTER || key == '\n' || key == '\r') {
-        a->prompt = 0;
-        if (len) return FX_STATE;
-        app_message(a, 1, "no name: not saved");
-    } else if (key == K_BACKSPACE || key == 127 || key == 8) {
-        if (len) a->prompt_buf[len - 1] = 0;
-    } else if (key >= 32 && key < 127 && len + 1 < sizeof a->prompt_buf) {
-        a->prompt_buf[len] = (char)key;
-        a->prompt_buf[len + 1] = 0;
+        a->prompt = PROMPT_NONE;
+        if (a->line.len) return dir ? FX_OUT_DIR : FX_STATE;
+        app_message(a, 1, "%s", dir ? "no directory: nothing exported" : "no name: not saved");
+    } else {
+        line_edit_key(&a->line, key);
     }
     return FX_REDRAW;
 }
@@ -393,8 +423,10 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
         else app_message(a, 0, "no pinned orders");
         pins_clear(&a->pins);
         return FX_REDRAW;
-    case ACT_PNG: return FX_PNG;
-    case ACT_EXPORT: return FX_EXPORT;
+    /* the first export asks where exports go */
+    case ACT_PNG: return a->export_dir[0] ? FX_PNG : open_dir_prompt(a, FX_PNG);
+    case ACT_EXPORT: return a->export_dir[0] ? FX_EXPORT : open_dir_prompt(a, FX_EXPORT);
+    case ACT_OUT_DIR: return open_dir_prompt(a, 0);
     case ACT_DIAG:
         a->show_diag = 1;
         a->diag_scroll = 0;
@@ -439,10 +471,9 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
         return FX_REDRAW;
     case ACT_REDRAW: return FX_REDRAW;
     case ACT_STATE:
-        /* the name is offered, in the current directory; any path may be typed */
-        a->prompt = 1;
-        export_pair_name(a->info.a_path ? a->info.a_path : a->info.a_name, a->info.b_path ? a->info.b_path : a->info.b_name,
-                         &a->req, "state", "json", a->prompt_buf, sizeof a->prompt_buf);
+        /* the name is offered, in the export directory; any path may be typed */
+        if (!a->export_dir[0]) return open_dir_prompt(a, FX_STATE);
+        open_state_prompt(a);
         return FX_REDRAW;
     case ACT_SWAP:
         a->swaps ^= 1;
@@ -545,7 +576,7 @@ static void render_title(grid *g, const ui_rect *r, const ui_info *in, const exp
     router_words(c, router_b, sizeof router_b, 1);
     if (strcmp(moe_family(c), "native")) snprintf(fam, sizeof fam, " %s", moe_family(c));
     const char *lshort = layer_short(in->layer, lbuf, sizeof lbuf);
-    if (in->no_eval[0]) snprintf(ends, sizeof ends, " | no eval set for this layer");
+    if (in->no_eval[0]) snprintf(ends, sizeof ends, in->e_name[0] ? " | no eval set for this layer" : "");
     else if (v && v->have_naive && in->objective[0])
         snprintf(ends, sizeof ends, " | %.128s: A %.4f B %.4f | acc A %.3f B %.3f", in->objective, v->loss_a,
                  v->loss_b, v->acc_a, v->acc_b);
@@ -567,16 +598,19 @@ static void render_title(grid *g, const ui_rect *r, const ui_info *in, const exp
         int cut = l > el && !strcmp(src[i] + l - el, ext) ? (int)(l - el) : (int)l;
         snprintf(dst[i], 256, "%.*s", cut, src[i]);
     }
+    /* the evaluation set, or that there is none (the data-free parts) */
+    char evf[300], evb[300], evc[300];
+    snprintf(evf, sizeof evf, in->e_name[0] ? "eval %s (N=%d)" : "no evaluation set", in->e_name, in->N);
+    snprintf(evb, sizeof evb, in->e_name[0] ? "eval %s N=%d" : "no eval set", in->e_name, in->N);
+    snprintf(evc, sizeof evc, in->e_name[0] ? "eval %s N=%d" : "no eval set", en, in->N);
     /* each row its own longest wording that fits */
     for (int t = 0; t <= 3; t++) {
         if (!t)
-            snprintf(l1, sizeof l1, " moescope  A %s  B %s  layer %s  eval %s (N=%d)", in->a_name, in->b_name, in->layer,
-                     in->e_name, in->N);
+            snprintf(l1, sizeof l1, " moescope  A %s  B %s  layer %s  %s", in->a_name, in->b_name, in->layer, evf);
         else if (t == 1)
-            snprintf(l1, sizeof l1, " A %s B %s layer %s eval %s N=%d", in->a_name, in->b_name, in->layer,
-                     in->e_name, in->N);
+            snprintf(l1, sizeof l1, " A %s B %s layer %s %s", in->a_name, in->b_name, in->layer, evb);
         else
-            snprintf(l1, sizeof l1, " A %s B %s layer %s eval %s N=%d", an, bn, t == 3 ? lshort : in->layer, en, in->N);
+            snprintf(l1, sizeof l1, " A %s B %s layer %s %s", an, bn, t == 3 ? lshort : in->layer, evc);
         if ((int)strlen(l1) <= r->w) break;
     }
     for (int t = 0; t <= 3; t++) {
@@ -618,6 +652,21 @@ static void note_pane(grid *g, const ui_rect *r, const char *title, const char *
     }
 }
 
+/* A prompt on the message line: what it asks, then the line typed so far
+ * with the cursor (a reversed cell), scrolled to keep the cursor in view. */
+static void prompt_render(grid *g, const ui_rect *r, const app_state *a) {
+    const char *ask = a->prompt == PROMPT_DIR
+                          ? (r->w >= 90 ? "export directory for p, e and x (Enter, Esc): " : "export directory: ")
+                          : (r->w >= 90 ? "save as (.json state, .csv table; Enter, Esc): " : "save as (.json, .csv): ");
+    int room = r->w - 1; /* the screen's bottom-right cell is not drawn */
+    grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_NORMAL);
+    int x = r->x + grid_text(g, r->x, r->y, room, ROLE_MESSAGE, ask);
+    int from, cc, w = r->x + room - x;
+    line_edit_view(&a->line, w, &from, &cc);
+    grid_text(g, x, r->y, w, ROLE_NORMAL, a->line.buf + from);
+    if (x + cc < r->x + room) grid_role(g, x + cc, r->y, 1, ROLE_CURSOR);
+}
+
 void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     int n = v && v->n ? v->n : a->info.cfg.n;
     ui_layout *L = &a->layout;
@@ -657,9 +706,12 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     if (a->info.no_eval[0]) { /* data-free: say why there is nothing to evaluate */
         note_pane(g, &L->curves, "curves", a->info.no_eval);
         note_pane(g, &L->orders, "expert orders",
-                  "no landscape for this layer: the evaluation set belongs to another one (l lists the layers; "
-                  "capture inputs for this one with sample-checkpoints/capture_inputs.py --layer). The cost "
-                  "matrix, its assignment, the diagnostics (d) and the export (e) need no data.");
+                  a->info.e_name[0]
+                      ? "no landscape for this layer: the evaluation set belongs to another one (l lists the layers; "
+                        "capture inputs for this one with sample-checkpoints/capture_inputs.py --layer). The cost "
+                        "matrix, its assignment, the diagnostics (d) and the export (e) need no data."
+                      : "no landscape without an evaluation set: every order's barrier is a loss on data (--eval E). "
+                        "The cost matrix, its assignment, the diagnostics (d) and the export (e) need none.");
     } else {
         if (a->scatter) scatter_render(g, &L->curves, v, a->orders.best_row);
         else curves_render(g, &L->curves, v, &a->pins, a->metric_acc);
@@ -688,10 +740,8 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     /* the free end of the footer's last row can hold the status */
     ui_rect alt = {a->hits.end_x + 2, a->hits.end_y, L->footer.x + L->footer.w - 1 - (a->hits.end_x + 2), 1};
     if (room < L->message.w - 1) alt.w = 0; /* the status stays on the message line, before the flags */
-    char pm[700];
-    if (a->prompt) snprintf(pm, sizeof pm, "save as (.json state, .csv table; Enter, Esc): %s_", a->prompt_buf);
-    message_render(g, &L->message, a->prompt ? pm : a->msg, a->prompt ? 0 : a->msg_error, v, a->load_status, &alt,
-                   room);
+    if (a->prompt) prompt_render(g, &L->message, a);
+    else message_render(g, &L->message, a->msg, a->msg_error, v, a->load_status, &alt, room);
     if (room < L->message.w - 1) grid_text(g, L->message.x + room + 2, L->message.y, fl_len, frole, fl);
     if (a->layers.open) layers_render(g, &L->overlay, &a->layers, a->info.eval_layer);
     else if (a->show_help) a->help_scroll = help_render(g, &L->overlay, &a->info.cfg, a->help_scroll);

@@ -11,6 +11,7 @@
 #include "heatmap_view.h"
 #include "layers_view.h"
 #include "layout.h"
+#include "line_edit.h"
 #include "orders_view.h"
 #include "pins.h"
 
@@ -30,8 +31,14 @@ typedef struct {
     ui_info info;
     explore_request req;          /* the toggles as the user set them */
     int metric_acc;              /* plot accuracy instead of loss */
-    int prompt;                  /* x: typing the name to save the state as */
-    char prompt_buf[512];
+    int prompt;                  /* PROMPT_*: a line typed on the message line */
+    line_edit line;              /* what is typed (line_edit.h: the keys of readline) */
+    int prompt_then;             /* PROMPT_DIR: the export it was asked for (FX_PNG, FX_EXPORT,
+                                  * FX_STATE: x's name prompt next), 0 for O */
+    char export_dir[LINE_EDIT_CAP];  /* where p, e and x write; "" until chosen (--out-dir,
+                                      * or the prompt at the first export) */
+    char dir_default[LINE_EDIT_CAP]; /* what that prompt offers (tui.c: the current
+                                      * directory when writable, else home) */
     int scatter;                 /* the scatter view in the curves pane's place */
     int swaps;                   /* the two-slot swaps in the cost matrix's place */
     int show_help, show_diag, diag_scroll;
@@ -58,9 +65,12 @@ typedef struct {
 } app_state;
 
 enum { FX_SUBMIT = 1, FX_QUIT = 2, FX_PNG = 4, FX_EXPORT = 8, FX_DIAG = 16, FX_REDRAW = 32, FX_STATE = 64,
-       FX_LAYER = 128 /* switch to a->layers.names[a->layers.cursor] (or, while another
-                         layer loads, cancel that load when it is the shown one) */,
-       FX_GEOMETRY = 256 /* the routing geometry is shown: start computing it (once) */ };
+       FX_LAYER = 128, /* switch to a->layers.names[a->layers.cursor] (or, while another
+                          layer loads, cancel that load when it is the shown one) */
+       FX_GEOMETRY = 256, /* the routing geometry is shown: start computing it (once) */
+       FX_OUT_DIR = 512 /* a->line.buf is the export directory typed: the caller checks it
+                           (app_export_dir) */ };
+enum { PROMPT_NONE = 0, PROMPT_STATE = 1, PROMPT_DIR = 2 };
 
 void app_init(app_state *a, const ui_info *info, int T);
 void app_free(app_state *a);
@@ -75,6 +85,10 @@ void app_set_diag(app_state *a, char **lines, int n); /* takes ownership */
 /* The routing geometry's report (or why there is none), takes ownership;
  * NULL: computing. */
 void app_set_geometry(app_state *a, char **lines, int n);
+/* The export directory is dir (checked: it exists and is writable, or why is
+ * the reason it is not): returns the FX_* of the export that asked for it
+ * (x: its name prompt opens, FX_REDRAW), 0 when none did or dir was refused. */
+int app_export_dir(app_state *a, const char *dir, const char *why);
 /* A and B now show layer (index current in the list), cfg its configuration;
  * no_eval "" or why the evaluation set does not fit it. The view starts
  * afresh (selection, table, matrix cursor, diagnostics). */

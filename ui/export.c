@@ -1,10 +1,14 @@
 /* export.c - see export.h. */
 #include "export.h"
 
+#include <errno.h>
 #include <math.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "io/atomic_file.h"
 #include "io/checkpoint.h"
@@ -171,6 +175,59 @@ void export_plot_name(const char *a_path, const char *b_path, const explore_requ
     } else {
         export_pair_name(a_path, b_path, q, metric_acc ? "curves-acc" : "curves", "png", out, cap);
     }
+}
+
+/* ---- the export directory ---- */
+
+static void home_dir(char *out, size_t cap) {
+    const struct passwd *pw = getpwuid(getuid());
+    snprintf(out, cap, "%s", pw && pw->pw_dir ? pw->pw_dir : "/");
+}
+
+int export_dir_ready(const char *dir, char *out, int cap, char *why, int wcap) {
+    why[0] = 0;
+    char home[4096] = "";
+    if (dir[0] == '~' && (dir[1] == 0 || dir[1] == '/')) home_dir(home, sizeof home);
+    snprintf(out, (size_t)cap, "%s%s", home, home[0] ? dir + 1 : dir);
+    size_t l = strlen(out);
+    while (l > 1 && out[l - 1] == '/') out[--l] = 0;
+    /* each missing component in turn, as mkdir -p */
+    for (size_t i = 1; i <= l; i++) {
+        if (out[i] != '/' && out[i] != 0) continue;
+        char c = out[i];
+        out[i] = 0;
+        struct stat st;
+        if (stat(out, &st) != 0 && mkdir(out, 0777) != 0 && errno != EEXIST) {
+            snprintf(why, (size_t)wcap, "%.400s: cannot make the export directory: %s", out, strerror(errno));
+            out[i] = c;
+            return -1;
+        }
+        out[i] = c;
+    }
+    struct stat st;
+    if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(why, (size_t)wcap, "%.400s: not a directory: nothing exported (O chooses another)", out);
+        return -1;
+    }
+    if (access(out, W_OK | X_OK) != 0) {
+        snprintf(why, (size_t)wcap, "%.400s: cannot write there (%s): nothing exported (O chooses another)", out,
+                 strerror(errno));
+        return -1;
+    }
+    /* the current directory: "." (the files are then named as they are) */
+    char cwd[4096], rd[4096];
+    if (getcwd(cwd, sizeof cwd) && realpath(out, rd) && !strcmp(cwd, rd)) snprintf(out, (size_t)cap, ".");
+    return 0;
+}
+
+void export_dir_default(char *out, int cap) {
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd) && access(cwd, W_OK | X_OK) == 0) {
+        snprintf(out, (size_t)cap, "%s", cwd);
+        return;
+    }
+    home_dir(cwd, sizeof cwd);
+    snprintf(out, (size_t)cap, "%s", access(cwd, W_OK | X_OK) == 0 ? cwd : "/tmp");
 }
 
 /* ---- --png-live: what the curves figure shows ---- */

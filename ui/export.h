@@ -34,6 +34,16 @@ void export_plot_name(const char *a_path, const char *b_path, const explore_requ
 void export_pair_name(const char *a_path, const char *b_path, const explore_request *q, const char *what,
                       const char *ext, char *out, int cap);
 
+/* The export directory dir ready: "~" and "~/..." are the home directory,
+ * made with its parents when missing; out the path as used (no trailing
+ * '/'). 0, or -1 with why saying what is in the way (not a directory, cannot
+ * be made, not writable). */
+int export_dir_ready(const char *dir, char *out, int cap, char *why, int wcap);
+/* The directory the export prompt offers: the current one when it can be
+ * written, else the home directory, else /tmp (absolute, so the prompt says
+ * where the files go). */
+void export_dir_default(char *out, int cap);
+
 /* What the curves figure shows, for --png-live to rewrite it exactly when
  * that changes: the toggles, the metric, and each curve's order and numbers. */
 typedef struct {

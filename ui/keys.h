@@ -6,7 +6,7 @@
 
 enum {
     K_UP = 0x110001, K_DOWN, K_LEFT, K_RIGHT, K_PGUP, K_PGDN, K_HOME, K_END,
-    K_ENTER, K_ESC, K_BACKSPACE, K_RESIZE, K_MOUSE,
+    K_ENTER, K_ESC, K_BACKSPACE, K_RESIZE, K_MOUSE, K_DELETE,
 };
 
 typedef enum {
@@ -40,6 +40,7 @@ typedef enum {
     ACT_LEFT, ACT_RIGHT,/* cost matrix cursor (with the keys) */
     ACT_LAYER,          /* l: the layers of the checkpoint, switch A and B to one */
     ACT_GEOMETRY,       /* r: the routing geometry of A's MoE layers across depth */
+    ACT_OUT_DIR,        /* O: the directory p, e and x write into */
     ACT_COUNT
 } ui_action;
 

@@ -41,7 +41,7 @@
 
 static const char *TUI_USAGE =
     "moescope A.safetensors B.safetensors [--eval E] [--layer L] [--points T] [--ascii] [--png-live FILE] "
-    "[--theme FILE] [--interpolate-backbone]";
+    "[--theme FILE] [--out-dir DIR] [--interpolate-backbone]";
 
 static volatile sig_atomic_t got_signal;
 static int screen_open;
@@ -157,6 +157,7 @@ static int translate_key(int ch) {
     case KEY_ENTER: case '\n': case '\r': return K_ENTER;
     case 27: return K_ESC;
     case KEY_BACKSPACE: case 127: case 8: return K_BACKSPACE;
+    case KEY_DC: return K_DELETE;
     default: return ch;
     }
 }
@@ -165,6 +166,7 @@ static int translate_key(int ch) {
 
 typedef struct {
     const char *pa, *pb, *e_path, *layer, *png_live, *theme_path;
+    const char *out_dir;        /* --out-dir: where p, e and x write (else asked at the first) */
     int T, ascii, interp_backbone;
     char e_guess[4096];
 } tui_args;
@@ -175,7 +177,8 @@ static int parse_args(int argc, char **argv, tui_args *a) {
         {"eval", required_argument, 0, 'e'}, {"layer", required_argument, 0, 'l'},
         {"points", required_argument, 0, 'T'}, {"ascii", no_argument, 0, 'a'},
         {"png-live", required_argument, 0, 'P'}, {"theme", required_argument, 0, 't'},
-        {"interpolate-backbone", no_argument, 0, 'I'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"interpolate-backbone", no_argument, 0, 'I'}, {"help", no_argument, 0, 'h'},
+        {"out-dir", required_argument, 0, 'O'}, {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
     a->T = 25;
     optind = 1;
@@ -194,6 +197,7 @@ static int parse_args(int argc, char **argv, tui_args *a) {
         }
         case 'a': a->ascii = 1; break;
         case 'P': a->png_live = optarg; break;
+        case 'O': a->out_dir = optarg; break;
         case 't': a->theme_path = optarg; break;
         case 'I': a->interp_backbone = 1; break;
         case 'h':
@@ -201,6 +205,8 @@ static int parse_args(int argc, char **argv, tui_args *a) {
                    "Tab, z, Z: move in and zoom out of the cost matrix). An evaluation set is used only at its\n"
                    "layer (its capture.layer metadata, else the layer it was opened with); other layers show\n"
                    "the cost matrix, assignment and diagnostics without curves.\n"
+                   "p, e and x write into one export directory: --out-dir DIR, else asked at the first of\n"
+                   "them (the current directory offered when it can be written); O changes it.\n"
                    "A network (a GPT-2 or ViT folder with MoE blocks, the evaluation set holding input_ids,\n"
                    "or pixel_values and labels): the\n"
                    "curves and the landscape are the network's loss; l switches the MoE block; the other\n"
@@ -213,14 +219,8 @@ static int parse_args(int argc, char **argv, tui_args *a) {
     if (argc - optind != 2) return cli_usage_error(TUI_USAGE, "expected two checkpoints A and B");
     a->pa = argv[optind];
     a->pb = argv[optind + 1];
-    if (!a->e_path) {
-        /* eval.safetensors beside A */
-        const char *slash = strrchr(a->pa, '/');
-        int dl = slash ? (int)(slash - a->pa) + 1 : 0;
-        snprintf(a->e_guess, sizeof a->e_guess, "%.*seval.safetensors", dl, a->pa);
-        struct stat st;
-        if (stat(a->e_guess, &st) == 0) a->e_path = a->e_guess;
-    }
+    /* the commands' rule: eval.safetensors beside A, else none (the data-free parts) */
+    if (!a->e_path) a->e_path = cli_default_eval(a->pa, a->e_guess, sizeof a->e_guess);
     return -1;
 }
 
@@ -296,6 +296,11 @@ static void list_layers(const char *path, tui_inputs *in) {
 static void eval_fits(const tui_inputs *in, int i, const char *e_path, char *why, size_t cap) {
     why[0] = 0;
     if (in->net) return; // a network's token set serves every MoE block
+    if (!e_path) {
+        snprintf(why, cap, "no evaluation set (--eval E, or eval.safetensors beside A): the cost matrix, the "
+                 "assignment, the diagnostics and the export need none");
+        return;
+    }
     const char *slash = strrchr(e_path, '/'), *name = slash ? slash + 1 : e_path;
     if (in->eval_capture[0]) {
         char blk[32] = "";
@@ -378,16 +383,19 @@ static int load_inputs(const tui_args *a, tui_inputs *in) {
         return cli_usage_error(TUI_USAGE, "--interpolate-backbone is for networks");
     } else if (moe_load(in->A, a->pa, a->layer, fo, &err) || moe_load(in->B, a->pb, a->layer, fo, &err)) {
         rc = cli_error("%s", err.msg);
+        cli_hint_swapped("", a->pa, a->pb, a->e_path);
         inputs_free(in);
         return rc;
     }
     const moe_model *A = in->A;
     if (in->net) rc = 0; // checked by cli_net_load
     else if (moe_check_compatible(A, in->B, &err)) rc = cli_error("%s", err.msg);
-    else if (!a->e_path)
-        rc = cli_error("no evaluation set: pass --eval E (a safetensors file with 'inputs' [N, %d] and 'labels' or "
-                       "'targets'), or put eval.safetensors beside %s", A->cfg.d, a->pa);
-    else if (evalset_load(&in->E, a->e_path, &err)) rc = cli_error("%s", err.msg);
+    else if (!a->e_path) { /* no set: what needs no data */
+        if (ms_limits_check(A, in->B, NULL, MS_USE_WM | MS_USE_COST | MS_USE_DIAG, &err)) rc = cli_error("%s", err.msg);
+        else if (A->cfg.n > LS_MAX_N)
+            rc = cli_error("%s: %d experts; the explorer handles at most %d (use 'moescope landscape')", a->pa,
+                           A->cfg.n, LS_MAX_N);
+    } else if (evalset_load(&in->E, a->e_path, &err)) rc = cli_error("%s", err.msg);
     else if (A->cfg.has_head && moe_eval_check(A, &in->E, &err)) rc = cli_error("%s", err.msg);
     else if (ms_limits_check(A, in->B, &in->E, MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG, &err))
         rc = cli_error("%s", err.msg);
@@ -417,7 +425,7 @@ static int load_inputs(const tui_args *a, tui_inputs *in) {
     for (int i = 0; i < 3; i++) prov_add_input(ins[i]);
     list_layers(a->pa, in);
     st_file f;
-    if (!st_open(&f, a->e_path, &err)) {
+    if (a->e_path && !st_open(&f, a->e_path, &err)) {
         const char *cl = st_meta(&f, "capture.layer");
         if (cl) snprintf(in->eval_capture, sizeof in->eval_capture, "%.63s", cl);
         st_close(&f);
@@ -453,11 +461,19 @@ typedef struct {
     int geo_done;               /* its report is the app's */
 } tui_ctx;
 
+/* name in the export directory (an absolute name as it is) */
+static void in_export_dir(const app_state *a, const char *name, char *out, size_t cap) {
+    if (name[0] == '/' || !a->export_dir[0] || !strcmp(a->export_dir, ".")) snprintf(out, cap, "%s", name);
+    else snprintf(out, cap, "%s/%s", a->export_dir, name);
+}
+
 /* The landscape figure under a free name (never over a file or an input);
  * the name written in out. */
-static int write_landscape(const explore_snapshot *v, const tui_ctx *c, char *out, int cap, ms_err *err) {
-    char want[512];
-    export_plot_name(c->paths[0], c->paths[1], &v->req, 1, 0, want, sizeof want);
+static int write_landscape(const app_state *a, const explore_snapshot *v, const tui_ctx *c, char *out, int cap,
+                           ms_err *err) {
+    char name[512], want[1100];
+    export_plot_name(c->paths[0], c->paths[1], &v->req, 1, 0, name, sizeof name);
+    in_export_dir(a, name, want, sizeof want);
     if (af_free_name(want, out, (size_t)cap)) return ms_fail(err, "%s: every numbered name is taken", want);
     if (outputs_check_one(out, NULL, OUT_FILE, c->paths, 3, err)) return -1;
     return export_landscape_png(v, c->paths[0], c->paths[1], out, err);
@@ -467,8 +483,14 @@ static int write_landscape(const explore_snapshot *v, const tui_ctx *c, char *ou
  * the landscape now when it is complete, else when it completes. */
 static void do_png(app_state *a, const explore_snapshot *v, tui_ctx *c) {
     ms_err err;
-    char want[512], cur[512], land[512];
-    export_plot_name(c->paths[0], c->paths[1], &v->req, 0, a->metric_acc, want, sizeof want);
+    char name[512], want[1100], cur[1100], land[1100];
+    if (a->info.no_eval[0] && !v->have_naive) {
+        app_message(a, 1, "no figures without curves (%s); e exports B aligned, x saves the state",
+                    a->info.e_name[0] ? "the evaluation set belongs to another layer" : "no evaluation set");
+        return;
+    }
+    export_plot_name(c->paths[0], c->paths[1], &v->req, 0, a->metric_acc, name, sizeof name);
+    in_export_dir(a, name, want, sizeof want);
     if (af_free_name(want, cur, sizeof cur)) {
         app_message(a, 1, "%s: every numbered name is taken", want);
         return;
@@ -479,7 +501,7 @@ static void do_png(app_state *a, const explore_snapshot *v, tui_ctx *c) {
     }
     c->landscape_pending = 0;
     if (v->have_landscape) {
-        if (write_landscape(v, c, land, sizeof land, &err)) app_message(a, 1, "saved %s; %s", cur, err.msg);
+        if (write_landscape(a, v, c, land, sizeof land, &err)) app_message(a, 1, "saved %s; %s", cur, err.msg);
         else app_message(a, 0, "saved %s and %s", cur, land);
     } else {
         c->landscape_pending = 1;
@@ -491,9 +513,10 @@ static void do_png(app_state *a, const explore_snapshot *v, tui_ctx *c) {
 /* x: the state at the name typed, numbered when taken, never over an input. */
 static void do_state(app_state *a, const explore_snapshot *v, const tui_ctx *c) {
     ms_err err;
-    char out[600];
-    if (af_free_name(a->prompt_buf, out, sizeof out)) {
-        app_message(a, 1, "%s: every numbered name is taken", a->prompt_buf);
+    char want[1100], out[1100];
+    in_export_dir(a, a->line.buf, want, sizeof want);
+    if (af_free_name(want, out, sizeof out)) {
+        app_message(a, 1, "%s: every numbered name is taken", want);
         return;
     }
     if (outputs_check_one(out, NULL, OUT_FILE, c->paths, 3, &err) || state_write(v, &a->pins, c->paths[0], c->paths[1], out, &err))
@@ -509,7 +532,7 @@ static void pending_landscape(tui_ctx *c, app_state *a, const explore_snapshot *
     c->landscape_pending = 0;
     ms_err err;
     char land[512];
-    if (write_landscape(v, c, land, sizeof land, &err)) app_message(a, 1, "%s", err.msg);
+    if (write_landscape(a, v, c, land, sizeof land, &err)) app_message(a, 1, "%s", err.msg);
     else app_message(a, 0, "saved %s (the landscape is complete)", land);
 }
 
@@ -691,7 +714,7 @@ static void switch_to(tui_ctx *c, app_state *app, explore_snapshot *v, int k, mo
         return;
     }
     eval_fits(in, k, c->args->e_path, why, sizeof why);
-    if (!why[0] && in->E.d != A2->cfg.d)
+    if (!why[0] && c->args->e_path && in->E.d != A2->cfg.d)
         snprintf(why, sizeof why, "the evaluation set has width %d, layer %.60s has d = %d: no curves here", in->E.d,
                  name, A2->cfg.d);
     /* the old worker borrows the old models: both go to a thread that stops
@@ -821,6 +844,14 @@ static int geometry_poll(tui_ctx *ctx, app_state *app) {
     return 1;
 }
 
+/* The directory typed at the prompt: made when missing, refused when it
+ * cannot be written; the FX_* of the export that asked for it. */
+static int out_dir_chosen(app_state *app) {
+    char dir[LINE_EDIT_CAP], why[600];
+    export_dir_ready(app->line.buf, dir, sizeof dir, why, sizeof why);
+    return app_export_dir(app, dir, why);
+}
+
 /* ---- the loop ---- */
 
 static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
@@ -869,11 +900,13 @@ static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
             explore_submit(g, &app->req);
             explore_request_diag(g, app->req.method, app->req.center); /* its flags reach the status line */
         }
+        if (fx & FX_OUT_DIR) fx |= out_dir_chosen(app); /* then the export that asked for it */
         if (fx & FX_PNG) do_png(app, &v, ctx);
         if (fx & FX_STATE) do_state(app, &v, ctx);
         if (fx & FX_EXPORT) {
-            char path[512];
-            export_aligned_name(ctx->paths[1], &app->req, path, sizeof path);
+            char name[512], path[1100];
+            export_aligned_name(ctx->paths[1], &app->req, name, sizeof name);
+            in_export_dir(app, name, path, sizeof path);
             explore_export(g, &app->req, path);
         }
         if (fx & FX_DIAG) explore_request_diag(g, app->req.method, app->req.center);
@@ -905,7 +938,7 @@ static void app_setup(app_state *app, const tui_args *a, const tui_inputs *in) {
     memset(&info, 0, sizeof info);
     folder_name(a->pa, info.a_name, sizeof info.a_name);
     folder_name(a->pb, info.b_name, sizeof info.b_name);
-    snprintf(info.e_name, sizeof info.e_name, "%.255s", base_name(a->e_path));
+    snprintf(info.e_name, sizeof info.e_name, "%.255s", a->e_path ? base_name(a->e_path) : "");
     snprintf(info.layer, sizeof info.layer, "%s", in->A->layer ? in->A->layer : (a->layer ? a->layer : "moe"));
     info.a_path = a->pa;
     info.b_path = a->pb;
@@ -931,6 +964,9 @@ int tui_main(int argc, char **argv) {
     tui_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0) return rc;
+    char out_dir[LINE_EDIT_CAP] = "", why_dir[600];
+    if (a.out_dir && export_dir_ready(a.out_dir, out_dir, sizeof out_dir, why_dir, sizeof why_dir))
+        return cli_error("--out-dir %s", why_dir);
     tui_inputs in;
     if ((rc = load_inputs(&a, &in))) return rc;
     ms_err err;
@@ -945,6 +981,8 @@ int tui_main(int argc, char **argv) {
         rc = cli_error("%s", err.msg);
     } else {
         app_setup(&app, &a, &in);
+        snprintf(app.export_dir, sizeof app.export_dir, "%s", out_dir); /* "": asked at the first export */
+        export_dir_default(app.dir_default, sizeof app.dir_default);
         have_app = 1;
         explore_submit(g, &app.req);
         explore_request_diag(g, app.req.method, app.req.center);

@@ -87,6 +87,16 @@ void cli_progress_end(void);
  * usage error; else 1). */
 int cli_check_outputs(const char *cmd, const char *usage, const out_spec *outs, int nout,
                       const char *const *inputs, int nin);
+/* The one rule for a left-out evaluation set: eval.safetensors beside the
+ * checkpoint A (in the folder that holds A's file, A's folder, or the folder of
+ * A's index), returned in buf when it exists, else NULL. cli_eval_or_default:
+ * e_path when given, else that default, said on stderr when used. */
+const char *cli_default_eval(const char *a_path, char *buf, size_t cap);
+const char *cli_eval_or_default(const char *e_path, const char *a_path, char *buf, size_t cap);
+/* After a failed load: a hint on stderr when checkpoint a (or b, NULL for a
+ * one-checkpoint command) is an evaluation set or a data set, with the
+ * command line that swaps it with e_path when that looks like the checkpoint. */
+void cli_hint_swapped(const char *cmd, const char *a, const char *b, const char *e_path);
 
 /* Load checkpoints A (pa) and B (pb), layer `layer` (NULL means "moe"), then,
  * when e_path is not NULL, the evaluation set E. 0 on success; on failure the

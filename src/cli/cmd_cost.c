@@ -3,6 +3,7 @@
  * matrix is printed, with both orders, totals and margins. */
 #include <cJSON.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +142,23 @@ static int write_json(const char *path, const moe_model *A, const moe_model *B,
     return json_file_write(root, path, err);
 }
 
+/* One format for every cell of the matrix, so the columns line up and read
+ * alike: the decimals that give the largest magnitude 5 significant digits
+ * (*dec), or, when the cells span more than the 11 columns hold (beyond 1e6,
+ * or every cell below 1e-3), scientific notation with 4 decimals (returns 1). */
+static int cost_cell_format(const double *C, size_t len, int *dec) {
+    double big = 0;
+    for (size_t k = 0; k < len; k++)
+        if (isfinite(C[k]) && fabs(C[k]) > big) big = fabs(C[k]);
+    if (big >= 1e6 || (big > 0 && big < 1e-3)) {
+        *dec = 4;
+        return 1;
+    }
+    int digits = big > 0 ? (int)floor(log10(big)) + 1 : 1; /* 0.0034: -2 */
+    *dec = digits >= 5 ? 0 : 5 - digits;
+    return 0;
+}
+
 int cmd_cost(int argc, char **argv) {
     static const struct option opts[] = {
         {"method", required_argument, 0, 'm'}, {"no-center", no_argument, 0, 'C'},
@@ -215,10 +233,11 @@ int cmd_cost(int argc, char **argv) {
         printf(" %11s ", lab);
     }
     printf("\n");
+    int dec, sci = cost_cell_format(r->C, (size_t)n * n, &dec);
     for (int i = 0; i < n; i++) {
         printf("A%-3d ", i);
         for (int j = 0; j < n; j++)
-            printf(" %11.5g%c", r->C[(size_t)i * n + j], r->order[i] == j ? '*' : ' ');
+            printf(sci ? " %11.*e%c" : " %11.*f%c", dec, r->C[(size_t)i * n + j], r->order[i] == j ? '*' : ' ');
         printf("\n");
     }
     printf("\n");

@@ -17,7 +17,7 @@
 #include "plot/plot_write.h"
 
 static const char *USAGE =
-    "moescope curve A.safetensors B.safetensors --eval E [--order 2,0,3,1]... [--points 25] "
+    "moescope curve A.safetensors B.safetensors [--eval E] [--order 2,0,3,1]... [--points 25] "
     "[--method gate|expert] [--no-center] [--no-wm] [--png F] [--csv F] [--layer L] [--size WxH] [--font-scale K] "
     "[--interpolate-backbone]";
 
@@ -31,7 +31,7 @@ static void help(void) {
            "alignment (--method, default expert) and each --order given (with weight\n"
            "matching), with the loss barrier, accuracy barrier and loss AUC of each.\n\n"
            "options:\n"
-           "  -e, --eval E      evaluation set (required)\n"
+           "  -e, --eval E      evaluation set (default: eval.safetensors beside A)\n"
            "  -o, --order LIST  also plot this expert order (repeatable, up to %d)\n"
            "  -T, --points T    interpolation points (default 25)\n"
            "  -m, --method M    gate | expert: the chosen alignment's cost (default expert)\n"
@@ -240,8 +240,10 @@ int cmd_curve(int argc, char **argv) {
     }
     if (argc - optind != 2)
         return cli_usage_error(USAGE, "curve: expected two checkpoints, got %d", argc - optind);
-    if (!e_path) return cli_usage_error(USAGE, "curve: --eval E is required");
     const char *pa = argv[optind], *pb = argv[optind + 1];
+    char guess[4096];
+    e_path = cli_eval_or_default(e_path, pa, guess, sizeof guess);
+    if (!e_path) return cli_usage_error(USAGE, "curve: --eval E is required (no eval.safetensors beside %s)", pa);
     const char *inputs[3] = {pa, pb, e_path};
     const out_spec outs[2] = {{png, "--png", OUT_FILE}, {csv, "--csv", OUT_FILE}};
     int orc = cli_check_outputs("curve", USAGE, outs, 2, inputs, 3);
@@ -270,6 +272,7 @@ int cmd_curve(int argc, char **argv) {
     } else if (interp) {
         return cli_usage_error(USAGE, "curve: --interpolate-backbone is for networks");
     } else if (cli_load_models(pa, pb, layer, e_path, &A, &B, &E)) {
+        cli_hint_swapped("curve", pa, pb, e_path);
         return 1;
     }
     prov_set_run(1, T);

@@ -13,7 +13,7 @@
 
 static const char *USAGE =
     "moescope diagnose A.safetensors B.safetensors [--eval E] [--json F] [--method gate|expert] "
-    "[--no-center] [--landscape|--no-landscape] [--points T] [--layer L] [--interpolate-backbone]";
+    "[--no-center] [--landscape|--no-landscape] [--points T] [--layer L] [--interpolate-backbone] [--no-eval]";
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -30,7 +30,9 @@ static void help(void) {
            "    is the best (landscape), and whether the heads are identical.\n"
            "Lines marked [warn] are flags. The exit code is 0 whenever the report was made.\n\n"
            "options:\n"
-           "  -e, --eval E        evaluation set (routing, outputs, landscape)\n"
+           "  -e, --eval E        evaluation set (routing, outputs, landscape; default:\n"
+           "                      eval.safetensors beside A)\n"
+           "      --no-eval       none: only what the weights say\n"
            "      --json F        write the findings and every number as JSON\n"
            "  -m, --method M      gate | expert: the chosen alignment (default expert)\n"
            "      --no-center     no gate centring for the gate cost\n"
@@ -136,14 +138,15 @@ int cmd_diagnose(int argc, char **argv) {
     const char *eval = NULL, *json = NULL, *layer = NULL;
     diag_opts o;
     diag_opts_default(&o);
-    enum { OPT_NOCENTER = 256, OPT_LS, OPT_NOLS, OPT_POINTS, OPT_INTERP };
-    int interp = 0;
+    enum { OPT_NOCENTER = 256, OPT_LS, OPT_NOLS, OPT_POINTS, OPT_INTERP, OPT_NOEVAL };
+    int interp = 0, no_eval = 0;
     static const struct option opts[] = {{"eval", required_argument, 0, 'e'},
                                          {"json", required_argument, 0, 'j'},
                                          {"method", required_argument, 0, 'm'},
                                          {"no-center", no_argument, 0, OPT_NOCENTER},
                                          {"landscape", no_argument, 0, OPT_LS},
                                          {"no-landscape", no_argument, 0, OPT_NOLS},
+                                         {"no-eval", no_argument, 0, OPT_NOEVAL},
                                          {"points", required_argument, 0, OPT_POINTS},
                                          {"layer", required_argument, 0, 'l'},
                                          {"interpolate-backbone", no_argument, 0, OPT_INTERP},
@@ -165,6 +168,7 @@ int cmd_diagnose(int argc, char **argv) {
         case OPT_NOCENTER: o.center = 0; break;
         case OPT_LS: o.landscape = 1; break;
         case OPT_NOLS: o.landscape = 0; break;
+        case OPT_NOEVAL: no_eval = 1; break;
         case OPT_INTERP: interp = 1; break;
         case OPT_POINTS: {
             long long t;
@@ -183,6 +187,9 @@ int cmd_diagnose(int argc, char **argv) {
     if (argc - optind > 2)
         return cli_usage_error(USAGE, "diagnose: unexpected argument '%s'", argv[optind + 2]);
     const char *pa = argv[optind], *pb = argv[optind + 1];
+    if (no_eval && eval) return cli_usage_error(USAGE, "diagnose: --no-eval and --eval exclude each other");
+    char guess[4096];
+    if (!no_eval) eval = cli_eval_or_default(eval, pa, guess, sizeof guess);
 
     ms_err err;
     const char *inputs[3] = {pa, pb, eval};
@@ -194,7 +201,10 @@ int cmd_diagnose(int argc, char **argv) {
     moe_model A, B;
     evalset E;
     int have_e = eval != NULL, rc = 0;
-    if (cli_load_models(pa, pb, layer, eval, &A, &B, &E)) return 1;
+    if (cli_load_models(pa, pb, layer, eval, &A, &B, &E)) {
+        cli_hint_swapped("diagnose", pa, pb, eval);
+        return 1;
+    }
     if (have_e) {
         // the head is optional for the diagnostics, but labels must fit it when present
         if (A.cfg.has_head && moe_eval_check(&A, &E, &err)) {

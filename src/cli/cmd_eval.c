@@ -28,7 +28,7 @@
 #include "io/safetensors.h"
 
 static const char *USAGE =
-    "moescope eval CKPT --eval E [--layer L] [--json F] [--dump-outputs F] [--repeat R] [--threads K]";
+    "moescope eval CKPT [--eval E] [--layer L] [--json F] [--dump-outputs F] [--repeat R] [--threads K]";
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -37,7 +37,8 @@ static void help(void) {
            "a ViT (Hugging Face's ViTForImageClassification layout) on labelled images.\n\n"
            "  --eval E          evaluation set (safetensors: inputs [N,d], labels [N] or targets [N,C];\n"
            "                    for a GPT-2 input_ids [N,T], I32 or I64; for a ViT pixel_values\n"
-           "                    [N,C,H,W] (float) and labels [N] (I32 or I64))\n"
+           "                    [N,C,H,W] (float) and labels [N] (I32 or I64); default:\n"
+           "                    eval.safetensors beside CKPT)\n"
            "  --layer L         layer prefix in the checkpoint (default moe)\n"
            "  --json F          write {\"loss\", \"accuracy\", \"load\": [...]} to F\n"
            "  --dump-outputs F  write the block outputs z (`outputs` [N,d]), the gate weights\n"
@@ -264,8 +265,11 @@ int cmd_eval(int argc, char **argv) {
     }
     if (optind >= argc) return cli_usage_error(USAGE, "eval: missing the checkpoint");
     if (optind + 1 < argc) return cli_usage_error(USAGE, "eval: unexpected argument '%s'", argv[optind + 1]);
-    if (!eval_path) return cli_usage_error(USAGE, "eval: --eval E is required");
     const char *ck = argv[optind];
+    char guess[4096];
+    eval_path = cli_eval_or_default(eval_path, ck, guess, sizeof guess);
+    if (!eval_path)
+        return cli_usage_error(USAGE, "eval: --eval E is required (no eval.safetensors beside %s)", ck);
 
     ms_err err;
     // refuse before any work: an output must never replace an input
@@ -276,7 +280,11 @@ int cmd_eval(int argc, char **argv) {
     if (cli_net_wanted(ck, eval_path)) return eval_network(ck, eval_path, layer, json, dump, repeat, threads);
     moe_model m;
     evalset e;
-    if (moe_load(&m, ck, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
+    if (moe_load(&m, ck, layer, cli_overrides(), &err)) {
+        cli_error("%s", err.msg);
+        cli_hint_swapped("eval", ck, NULL, eval_path);
+        return 1;
+    }
     if (evalset_load(&e, eval_path, &err)) {
         moe_free(&m);
         return cli_error("%s", err.msg);

@@ -20,7 +20,7 @@
 #include "plot/scatter_png.h"
 
 static const char *USAGE =
-    "moescope landscape A.safetensors B.safetensors --eval E [--points 25] [--json F] [--csv F] "
+    "moescope landscape A.safetensors B.safetensors [--eval E] [--points 25] [--json F] [--csv F] "
     "[--png F] [--curves-png F] [--scatter-png F] [--layer L] [--no-wm] [--no-center] [--all-orders] [--samples N] "
     "[--seed S] [--exhaustive] [--threads K] [--size WxH] [--font-scale K] [--log-rank] "
     "[--interpolate-backbone] [--no-proxy]";
@@ -37,7 +37,7 @@ static void help(void) {
            "function only under orders that map whole groups onto groups: by default the\n"
            "landscape ranges over those (m!)^g g! orders and ranks among them.\n\n"
            "options:\n"
-           "  -e, --eval E       evaluation set (required)\n"
+           "  -e, --eval E       evaluation set (default: eval.safetensors beside A)\n"
            "  -T, --points T     interpolation points (default 25)\n"
            "  -j, --json F       the full report as JSON (format moescope.landscape/1)\n"
            "  -c, --csv F        every order: rank, order, barrier, acc_barrier, loss_auc\n"
@@ -73,6 +73,8 @@ static void help(void) {
            "      --no-proxy     skip the layer-only proxy\n"
            CLI_FIGURE_HELP
            "  -q, --quiet        no progress bar\n"
+           "  -v, --verbose      where the time went (load, each step, in wall and CPU\n"
+           "                     time) on stderr; MOESCOPE_TIMING=1 too\n"
            "  -h, --help         this help\n",
            USAGE, LS_EXHAUSTIVE_MAX, LS_EXHAUSTIVE_MAX, LS_OBJ_EXHAUSTIVE_MAX, LS_OBJ_SAMPLES);
 }
@@ -101,9 +103,12 @@ static void on_phase(void *ctx, const char *what, long done, long total) {
     if (*(int *)ctx && !cli_partition) cli_progress(what, done, total); // MPI: rows only
 }
 
+/* -v or MOESCOPE_TIMING: print_split is wanted */
+static int split_wanted;
+
 /* where the time went (on stderr, beside the progress: stdout is the report):
- * loading, then the landscape's steps in wall and CPU time; for runs of a
- * second or more, unless -q (the JSON's provenance records it always) */
+ * loading, then the landscape's steps in wall and CPU time; with -v or
+ * MOESCOPE_TIMING (the JSON's provenance records it always) */
 static void print_split(const landscape *L) {
     double rest = L->secs_total;
     fprintf(stderr, "landscape time: load %.3g s", L->secs_load);
@@ -350,7 +355,7 @@ static int landscape_network(const char *pa, const char *pb, const char *e_path,
     print_summary(&L, &A->cfg, lo);
     print_network(&L);
     printf("\nranks known after %.3f s, all orders after %.3f s\n", L.secs_ranks, L.secs_total);
-    if (show && L.secs_load + L.secs_total >= 1.0) print_split(&L);
+    if (split_wanted) print_split(&L);
     if (json && landscape_write_json(&L, pa, pb, e_path, A->layer, json, &err)) rc = cli_error("%s", err.msg);
     if (!rc && csv && landscape_write_csv(&L, csv, &err)) rc = cli_error("%s", err.msg);
     if (!rc && png && write_landscape_png(&L, pa, pb, log_rank, png, &err)) rc = cli_error("%s", err.msg);
@@ -373,6 +378,7 @@ int cmd_landscape(int argc, char **argv) {
         {"no-center", no_argument, 0, 'C'},   {"all-orders", no_argument, 0, 'G'},
         {"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
         CLI_LANDSCAPE_OPTIONS,                CLI_NETWORK_OPTIONS,
+        {"verbose", no_argument, 0, 'v'},
         CLI_FIGURE_OPTIONS,                   {0, 0, 0, 0}};
     ls_opts lo;
     ls_opts_default(&lo);
@@ -382,8 +388,10 @@ int cmd_landscape(int argc, char **argv) {
     const char *e_path = NULL, *json = NULL, *csv = NULL, *png = NULL, *cpng = NULL, *layer = NULL;
     const char *spng = NULL;
     int show = 1, log_rank = 0, ch, interp = 0, proxy = 1, orders_given = 0;
+    const char *tm = env_get(ENV_TIMING);
+    split_wanted = tm && strcmp(tm, "0");
     optind = 1, opterr = 0;
-    while ((ch = getopt_long(argc, argv, "e:T:j:c:p:l:qh", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "e:T:j:c:p:l:qvh", opts, NULL)) != -1) {
         switch (ch) {
         case 'e': e_path = optarg; break;
         case 'j': json = optarg; break;
@@ -395,6 +403,7 @@ int cmd_landscape(int argc, char **argv) {
         case 'l': layer = optarg; break;
         case 'C': lo.center = 0; break;
         case 'q': show = 0; break;
+        case 'v': split_wanted = 1; break;
         case 'I': interp = 1; break;
         case 'N': proxy = 0; break;
         case 'h': help(); return 0;
@@ -409,8 +418,11 @@ int cmd_landscape(int argc, char **argv) {
     }
     if (argc - optind != 2)
         return cli_usage_error(USAGE, "landscape: expected two checkpoints, got %d", argc - optind);
-    if (!e_path) return cli_usage_error(USAGE, "landscape: --eval E is required");
     const char *pa = argv[optind], *pb = argv[optind + 1];
+    char guess[4096];
+    e_path = cli_eval_or_default(e_path, pa, guess, sizeof guess);
+    if (!e_path)
+        return cli_usage_error(USAGE, "landscape: --eval E is required (no eval.safetensors beside %s)", pa);
     const char *inputs[3] = {pa, pb, e_path};
     const char *outs[5] = {json, csv, png, cpng, spng};
     const out_spec ospec[5] = {{json, "--json", OUT_FILE}, {csv, "--csv", OUT_FILE}, {png, "--png", OUT_FILE},
@@ -430,7 +442,10 @@ int cmd_landscape(int argc, char **argv) {
     moe_model A, B;
     evalset E;
     double t_load = timing_now();
-    if (cli_load_models(pa, pb, layer, e_path, &A, &B, &E)) return 1;
+    if (cli_load_models(pa, pb, layer, e_path, &A, &B, &E)) {
+        cli_hint_swapped("landscape", pa, pb, e_path);
+        return 1;
+    }
     t_load = timing_now() - t_load;
     int rc = 0;
     if (cli_reports_here() && A.cfg.has_head && B.cfg.has_head && !moe_heads_equal(&A, &B))
@@ -460,7 +475,7 @@ int cmd_landscape(int argc, char **argv) {
            "L-hat above is against the naive, B's identity order)\n",
            L.l_hat_median[0], L.l_hat_median[1], L.median_barrier);
     printf("\nranks known after %.3f s, all orders after %.3f s\n", L.secs_ranks, L.secs_total);
-    if (show && L.secs_load + L.secs_total >= 1.0) print_split(&L); // a quick run's split is noise
+    if (split_wanted) print_split(&L);
 
     if (json && landscape_write_json(&L, pa, pb, e_path, layer ? layer : "moe", json, &err))
         rc = cli_error("%s", err.msg);

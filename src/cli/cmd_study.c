@@ -37,7 +37,8 @@ static void help(void) {
            "is one checkpoint; any other directory stands for its seeds: its *.safetensors\n"
            "files and checkpoint subdirectories, sorted, less the evaluation set and any\n"
            "teacher (train.mode = teacher, as train --make-teacher writes); the reports\n"
-           "list what was left out. Without --eval, DIR/eval.safetensors is used. For\n"
+           "list what was left out. Without --eval, DIR/eval.safetensors is used (for\n"
+           "checkpoints named one by one, eval.safetensors beside the first). For\n"
            "n >= 10 each landscape is sampled (--samples) and ranks carry a 95%% interval.\n"
            "A pool of networks (GPT-2 or ViT folders with MoE blocks sharing their frozen\n"
            "backbone, E holding input_ids, or pixel_values and labels): every pair's\n"
@@ -394,7 +395,9 @@ int cmd_study(int argc, char **argv) {
     for (int i = optind; i < argc && !rc; i++)
         if (add_input(argv[i], e_path, &P, &err)) rc = cli_error("%s", err.msg);
     if (!e_path) e_path = P.dir_eval;
-    if (!rc && !e_path) rc = cli_usage_error(USAGE, "study: --eval E is required");
+    char guess[4096]; /* checkpoints named one by one: the rule of every command, beside the first */
+    if (!rc && !e_path && P.np > 0) e_path = cli_eval_or_default(NULL, P.paths[0], guess, sizeof guess);
+    if (!rc && !e_path) rc = cli_usage_error(USAGE, "study: --eval E is required (no eval.safetensors beside the checkpoints)");
     if (!rc && P.np < 2) rc = cli_usage_error(USAGE, "study: need at least two checkpoints, got %d", P.np);
     if (!rc) {
         const char *ins[ST_MAX_POOL + 1];

@@ -57,6 +57,7 @@ static void usage(FILE *fp) {
             "  --ascii           ASCII only (no braille, no half blocks)\n"
             "  --png-live FILE   rewrite a PNG of the curves whenever they change\n"
             "  --theme FILE      colours (a theme file); NO_COLOR=1 turns colour off\n"
+            "  --out-dir DIR     where p, e and x write (made when missing; else asked at the first)\n"
             "  --interpolate-backbone  networks: A and B may differ outside the MoE blocks\n"
             "                    (interpolated too)\n\n"
             "A checkpoint is a .safetensors file, a sharded checkpoint's\n"
@@ -114,6 +115,25 @@ static int unknown_command(const char *w) {
     return 1;
 }
 
+/* `moescope seed1.safetensors info`: a command after a checkpoint (a word no
+ * file is named, not an option's value) is a command in the wrong place. */
+static int command_after(int argc, char **argv) {
+    static const char *const valued[] = {"--eval", "-e", "--layer", "-l", "--points", "-T", "--png-live", "-P",
+                                         "--theme", "-t", "--out-dir"};
+    struct stat st;
+    for (int i = 2; i < argc; i++) {
+        int is_value = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) is_value |= !strcmp(argv[i - 1], valued[k]);
+        for (size_t c = 0; c < NCOMMANDS && !is_value; c++)
+            if (!strcmp(argv[i], commands[c].name) && stat(argv[i], &st) != 0) {
+                fprintf(stderr, "moescope: '%s' is a command: it comes first (moescope %s %s%s; moescope %s --help)\n",
+                        argv[i], argv[i], argv[1], argc > 3 ? " ..." : "", argv[i]);
+                return 1;
+            }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     signal(SIGXFSZ, SIG_IGN); // past a file-size limit, write(2) fails with EFBIG and we report it
     cli_blas_prefer_cpu(argv); // before anything else: it may run the binary again
@@ -130,6 +150,6 @@ int main(int argc, char **argv) {
             if (strcmp(argv[1], "lesson")) progress_install_cancel();
             return cli_stdout_done(commands[i].run(argc - 1, argv + 1));
         }
-    if (unknown_command(argv[1])) return 2;
+    if (unknown_command(argv[1]) || command_after(argc, argv)) return 2;
     return tui_main(argc, argv);
 }

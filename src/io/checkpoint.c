@@ -17,8 +17,8 @@ char *ckpt_path_join(const char *dir, const char *name) {
     size_t a = strlen(dir), b = strlen(name);
     char *p = ms_malloc(a + b + 2);
     memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
+    if (a == 0 || dir[a - 1] != '/') p[a++] = '/'; /* "dir/" + "x": one slash */
+    memcpy(p + a, name, b + 1);
     return p;
 }
 
@@ -208,58 +208,126 @@ static int parse_index(ckpt *c, ms_err *err) {
     return rc;
 }
 
-/* An evaluation set (it holds "inputs"), not a checkpoint: passed over when a
- * directory is searched for one. */
-static int is_evalset(const char *path) {
+/* What a .safetensors file is when a directory is searched: a checkpoint
+ * (an MoE layer: a gate or router of two or more experts), an evaluation set
+ * (it holds "inputs"), or something else (a data set, a dense model, a cost
+ * matrix): only checkpoints are candidates. Unreadable: a candidate, with its
+ * own error later. */
+enum { SF_CHECKPOINT, SF_EVALSET, SF_OTHER };
+static int file_kind(const char *path) {
     st_file f;
     ms_err e;
-    if (st_open(&f, path, &e)) return 0; // unreadable: a candidate, with its own error later
-    int ev = st_find(&f, "inputs") != NULL;
+    if (st_open(&f, path, &e)) return SF_CHECKPOINT;
+    int kind = st_find(&f, "inputs") || st_find(&f, "input_ids") ? SF_EVALSET : SF_OTHER;
+    for (int i = 0; kind == SF_OTHER && i < f.ntensors; i++) {
+        const st_tensor *t = &f.tensors[i];
+        if ((ends_with(t->name, "gate.weight") || strstr(t->name, "router")) && t->ndim == 2 && t->shape[0] >= 2)
+            kind = SF_CHECKPOINT;
+    }
     st_close(&f);
-    return ev;
+    return kind;
 }
 
-/* Does the sub-directory dir/name hold a checkpoint: "sharded" (an index),
- * "file" (a .safetensors that is not an evaluation set), or NULL? */
-static const char *subdir_checkpoint(const char *dir, const char *name) {
+/* What the sub-directory dir/name holds, in words for a list of candidates
+ * (NULL: no checkpoint): "sharded" (an index: one checkpoint), the one
+ * checkpoint file it holds ("model.safetensors"), "4 checkpoints" or "2
+ * checkpoint folders" (a folder of seeds, not itself one checkpoint). *one:
+ * it is one checkpoint; example: a path inside it that is one (or "" when it
+ * is one itself), for the suggestion. */
+static const char *subdir_checkpoint(const char *dir, const char *name, char *words, size_t cap, int *one,
+                                     char *example, size_t ecap) {
     char *sub = ckpt_path_join(dir, name);
     struct stat sb;
-    const char *kind = NULL;
+    int nfile = 0, nfold = 0, idx = 0;
+    char first_file[256] = "", first_fold[256] = "";
     DIR *d = !stat(sub, &sb) && S_ISDIR(sb.st_mode) ? opendir(sub) : NULL;
     struct dirent *e;
-    while (d && !kind && (e = readdir(d))) {
-        if (ends_with(e->d_name, ".safetensors.index.json")) {
-            kind = "sharded";
-        } else if (ends_with(e->d_name, ".safetensors")) {
-            char *p = ckpt_path_join(sub, e->d_name);
-            if (!is_evalset(p)) kind = "file";
+    while (d && (e = readdir(d))) {
+        const char *nm = e->d_name;
+        if (nm[0] == '.') continue;
+        if (ends_with(nm, ".safetensors.index.json")) {
+            idx = 1;
+        } else if (ends_with(nm, ".safetensors")) {
+            char *p = ckpt_path_join(sub, nm);
+            if (file_kind(p) == SF_CHECKPOINT && (!nfile++ || strcmp(nm, first_file) < 0))
+                snprintf(first_file, sizeof first_file, "%s", nm);
             free(p);
+        } else {
+            char *p = ckpt_path_join(sub, nm), *q = ckpt_path_join(p, "model.safetensors.index.json"),
+                 *r = ckpt_path_join(p, "model.safetensors");
+            struct stat s2;
+            if ((!stat(q, &s2) || !stat(r, &s2)) && (!nfold++ || strcmp(nm, first_fold) < 0))
+                snprintf(first_fold, sizeof first_fold, "%s", nm);
+            free(p);
+            free(q);
+            free(r);
         }
     }
     if (d) closedir(d);
     free(sub);
-    return kind;
+    *one = idx || nfile == 1;
+    example[0] = 0;
+    if (idx) return snprintf(words, cap, "sharded"), words;
+    if (nfile == 1) return snprintf(words, cap, "%s", first_file), words;
+    if (nfile > 1) {
+        snprintf(example, ecap, "%s", first_file);
+        return snprintf(words, cap, "%d checkpoints", nfile), words;
+    }
+    if (nfold) {
+        snprintf(example, ecap, "%s", first_fold);
+        return snprintf(words, cap, "%d checkpoint folder%s", nfold, nfold > 1 ? "s" : ""), words;
+    }
+    return NULL;
 }
 
 /* What a directory holds: indexes, checkpoint files (model.safetensors
- * preferred as the file), evaluation sets, and sub-directories holding a
- * checkpoint; every candidate named in cand (sorted, "seed1/ (sharded)"). */
+ * preferred as the file), evaluation sets, other files, and sub-directories
+ * holding checkpoints; every candidate named (sorted, "seed1/ (sharded)",
+ * "dense4/ (4 checkpoints)") with a path inside the directory that is one
+ * checkpoint, for the suggestion. */
 typedef struct {
-    int nidx, nst, nev, nsub, ncand;
+    char *label, *example;
+} scan_cand;
+
+typedef struct {
+    int nidx, nst, nev, nsub, ncand, nother, npool;
     char *idx, *st;
-    char **cand;
+    scan_cand *cand;
+    char other[256]; /* the files passed over (neither checkpoints nor evaluation sets) */
 } dir_scan;
 
-static void scan_add(dir_scan *s, const char *name, const char *kind) {
+static void scan_add(dir_scan *s, const char *name, const char *kind, const char *example) {
     char buf[600];
     if (kind) snprintf(buf, sizeof buf, "%.500s/ (%s)", name, kind);
     else snprintf(buf, sizeof buf, "%.500s", name);
-    s->cand = ms_realloc(s->cand, (size_t)(s->ncand + 1) * sizeof(char *));
-    s->cand[s->ncand++] = ms_strdup(buf);
+    s->cand = ms_realloc(s->cand, (size_t)(s->ncand + 1) * sizeof(scan_cand));
+    s->cand[s->ncand].label = ms_strdup(buf);
+    s->cand[s->ncand++].example = example[0] ? ckpt_path_join(name, example) : ms_strdup(name);
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
+static int cmp_cand(const void *a, const void *b) {
+    return strcmp(((const scan_cand *)a)->label, ((const scan_cand *)b)->label);
+}
+
+static void scan_file(const char *dir, const char *nm, dir_scan *s) {
+    char *p = ckpt_path_join(dir, nm);
+    int kind = file_kind(p);
+    free(p);
+    if (kind == SF_EVALSET) {
+        s->nev++;
+    } else if (kind == SF_OTHER) {
+        size_t l = strlen(s->other);
+        if (l + strlen(nm) + 8 < sizeof s->other) snprintf(s->other + l, sizeof s->other - l, "%s%s", l ? ", " : "", nm);
+        else if (!strstr(s->other, "...")) snprintf(s->other + l, sizeof s->other - l, ", ...");
+        s->nother++;
+    } else {
+        if (!strcmp(nm, "model.safetensors") || !s->nst) {
+            free(s->st);
+            s->st = ms_strdup(nm);
+        }
+        s->nst++;
+        scan_add(s, nm, NULL, "");
+    }
 }
 
 static int scan_dir(const char *dir, dir_scan *s, ms_err *err) {
@@ -268,37 +336,31 @@ static int scan_dir(const char *dir, dir_scan *s, ms_err *err) {
     if (!d) return ms_fail(err, "%s: cannot read the directory: %s", dir, strerror(errno));
     struct dirent *e;
     while ((e = readdir(d))) {
-        const char *nm = e->d_name, *kind;
+        const char *nm = e->d_name;
+        char words[300], example[300];
+        int one;
         if (nm[0] == '.') continue;
         if (ends_with(nm, ".safetensors.index.json")) {
             if (!s->nidx++) s->idx = ms_strdup(nm);
-            scan_add(s, nm, NULL);
+            scan_add(s, nm, NULL, "");
         } else if (ends_with(nm, ".safetensors")) {
-            char *p = ckpt_path_join(dir, nm);
-            int ev = is_evalset(p);
-            free(p);
-            if (ev) {
-                s->nev++;
-                continue;
-            }
-            if (!strcmp(nm, "model.safetensors") || !s->nst) {
-                free(s->st);
-                s->st = ms_strdup(nm);
-            }
-            s->nst++;
-            scan_add(s, nm, NULL);
-        } else if ((kind = subdir_checkpoint(dir, nm))) {
+            scan_file(dir, nm, s);
+        } else if (subdir_checkpoint(dir, nm, words, sizeof words, &one, example, sizeof example)) {
             s->nsub++;
-            scan_add(s, nm, kind);
+            s->npool += !one;
+            scan_add(s, nm, words, example);
         }
     }
     closedir(d);
-    if (s->ncand > 1) qsort(s->cand, (size_t)s->ncand, sizeof(char *), cmp_str);
+    if (s->ncand > 1) qsort(s->cand, (size_t)s->ncand, sizeof(scan_cand), cmp_cand);
     return 0;
 }
 
 static void scan_free(dir_scan *s) {
-    for (int i = 0; i < s->ncand; i++) free(s->cand[i]);
+    for (int i = 0; i < s->ncand; i++) {
+        free(s->cand[i].label);
+        free(s->cand[i].example);
+    }
     free(s->cand);
     free(s->idx);
     free(s->st);
@@ -309,14 +371,32 @@ static void join_candidates(const dir_scan *s, char *buf, size_t cap) {
     size_t len = 0;
     buf[0] = '\0';
     for (int i = 0; i < s->ncand && len < cap; i++)
-        len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? ", " : "",
-                                i < 12 ? s->cand[i] : "...");
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", i < 12 ? s->cand[i].label : "...");
+}
+
+/* Several candidates: each listed with what it is, a path that names one
+ * checkpoint suggested, the files passed over named. */
+static int ambiguous_dir(const char *dir, const dir_scan *s, ms_err *err) {
+    char list[1024], *ex = ckpt_path_join(dir, s->cand[0].example), other[400] = "";
+    join_candidates(s, list, sizeof list);
+    if (s->nother)
+        snprintf(other, sizeof other, "; passed over (no MoE layer of two or more experts): %s", s->other);
+    int rc;
+    if (s->npool == s->ncand) /* only folders of seeds */
+        rc = ms_fail(err, "%s: a folder of checkpoint folders, not one checkpoint: %s; name one checkpoint (e.g. %s)%s",
+                     dir, list, ex, other);
+    else
+        rc = ms_fail(err, "%s: holds %d candidate checkpoint%s: %s; name one (e.g. %s)%s", dir, s->ncand,
+                     s->ncand > 1 ? "s" : "", list, ex, other);
+    free(ex);
+    return rc;
 }
 
 /* Decide what a directory argument holds: model.safetensors.index.json, else
  * the one index, model.safetensors, or the one checkpoint file in it.
- * Evaluation sets are passed over; several candidates (files, indexes,
- * sub-directories holding a checkpoint) are listed in the error, to name one. */
+ * Evaluation sets and files without an MoE layer are passed over; several
+ * candidates (files, indexes, sub-directories holding checkpoints) are listed
+ * in the error, to name one. */
 static int resolve_dir(const char *dir, char **file, ms_err *err) {
     char *p = ckpt_path_join(dir, "model.safetensors.index.json");
     struct stat sb;
@@ -335,17 +415,12 @@ static int resolve_dir(const char *dir, char **file, ms_err *err) {
     } else if (hf && !s.nidx) { // the Hugging Face name wins over other files
         *file = ckpt_path_join(dir, s.st);
     } else if (s.ncand > 0) {
-        char list[1024], first[600];
-        join_candidates(&s, list, sizeof list);
-        snprintf(first, sizeof first, "%s", s.cand[0]);
-        char *cut = strstr(first, "/ (");
-        if (cut) *cut = '\0';
-        rc = ms_fail(err, "%s: holds %d candidate checkpoint%s: %s; name one (e.g. %s/%s)", dir,
-                     s.ncand, s.ncand > 1 ? "s" : "", list, dir, first);
+        rc = ambiguous_dir(dir, &s, err);
     } else {
         rc = ms_fail(err, "%s: no checkpoint in it (no model .safetensors file, no "
-                          "*.safetensors.index.json, no sub-directory holding one)%s",
-                     dir, s.nev ? "; its .safetensors files are evaluation sets" : "");
+                          "*.safetensors.index.json, no sub-directory holding one)%s%s%s",
+                     dir, s.nev ? "; its .safetensors files are evaluation sets" : "",
+                     s.nother ? "; passed over (no MoE layer of two or more experts): " : "", s.other);
     }
     scan_free(&s);
     return rc;

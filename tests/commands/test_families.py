@@ -303,7 +303,7 @@ def directories_and_layers():
     ff.write_safetensors(os.path.join(pool, "eval.safetensors"), [("inputs", "F32", X.shape, X.tobytes())])
     r = run("info", pool)
     check(r.returncode == 1 and "2 candidate checkpoints" in r.stderr and "seed1/ (sharded)" in r.stderr
-          and "seed2/ (file)" in r.stderr and "eval.safetensors" not in r.stderr,
+          and "seed2/ (model.safetensors)" in r.stderr and "eval.safetensors" not in r.stderr,
           "a pool directory: the candidates listed: %s" % r.stderr.strip())
     one = p("one")
     os.makedirs(one)

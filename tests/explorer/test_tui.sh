@@ -229,6 +229,9 @@ CPNG=dense4-seed1-seed2.curves-expert-wm; LPNG=dense4-seed1-seed2.landscape-wm
 [ "$S" = "$ROOT/sample-checkpoints/dense4" ] || { CPNG=ckpt-seed1-seed2.curves-expert-wm; LPNG=ckpt-seed1-seed2.landscape-wm; }
 check "no PNG before p" test -z "$(ls "$WORK"/*.png 2>/dev/null)"
 tm send-keys -t t p
+# the first export asks where exports go, the current directory offered (test_tui_newcomer tests the rest)
+check "p: the export directory asked, the current one offered" wait_for "export directory for p, e and x (Enter, Esc): $WORK"
+tm send-keys -t t Enter
 check "p: saved message names both figures" wait_for "saved $CPNG.png and $LPNG.png"
 check "curves figure decodes" png_ok "$WORK/$CPNG.png"
 check "landscape figure decodes" png_ok "$WORK/$LPNG.png"
@@ -416,6 +419,8 @@ if [ -f "$D8/seed1.safetensors" ]; then
     wait_for "current barrier=" >/dev/null
     rm -f "$WORK"/dense8-seed1-seed2.*.png
     tm send-keys -t t p
+    wait_for "export directory for p, e and x" >/dev/null
+    tm send-keys -t t Enter
     # (on a machine fast enough to have finished, both at once)
     check "n=8: p while the table fills: the curves now, the landscape promised" \
         wait_re "saved dense8-seed1-seed2\.curves-expert-wm\.png( \(the landscape figure when the table is complete\)| and )"

@@ -5,8 +5,11 @@
 # 120x40; the status line shows one of its wordings whole beside a long
 # message at 100 and 120 columns; s on a regression set never sorts by a column that
 # is not there; pins in colours of their own with a legend that reads
-# "1 [2 0 3 1] 0.0123". Every wait polls the screen until a deadline
-# (tests/explorer/tui_lib.sh).
+# "1 [2 0 3 1] 0.0123"; p, e and x write into one export directory, asked at
+# the first of them (line editing in the prompt) or given with --out-dir, and
+# x's CSV has landscape --csv's columns; without an evaluation set the
+# explorer starts, and the data-free parts work. Every wait polls the screen
+# until a deadline (tests/explorer/tui_lib.sh).
 source "$(dirname "$0")/../lib/lib.sh"
 
 need_tool tmux
@@ -114,4 +117,90 @@ pin_colour() {
 c1=$(pin_colour 1 "${sel[0]}"); c2=$(pin_colour 2 "${sel[1]}")
 check "the two pins in two colours ('$c1', '$c2')" test -n "$c1" -a -n "$c2" -a "$c1" != "$c2"
 quit
+
+# --- exports: one directory, asked at the first of p, e, x, kept; --out-dir ---
+OUT=$WORK/figs/new
+start 100 30 dense4 LANG=C.UTF-8 LC_ALL=C.UTF-8
+check "exports: the table complete" wait_for "expert orders 24/24"
+tm send-keys -t t p
+check "p: asks where exports go, the current directory offered" \
+    wait_for "export directory for p, e and x (Enter, Esc): $WORK"
+check "p: nothing written before the answer" test -z "$(ls "$WORK"/*.png 2>/dev/null)"
+# line editing: Ctrl-U clears, the arrows and Home move, Ctrl-W deletes a component
+tm send-keys -t t C-u
+tm send-keys -t t -l "$WORK/figs/typo"
+tm send-keys -t t C-w
+tm send-keys -t t -l "new"
+tm send-keys -t t Home Right Right
+check "the prompt edited ($OUT)" wait_for "(Enter, Esc): $OUT"
+tm send-keys -t t Enter
+check "p: the directory made, the figures in it" wait_for "saved $OUT/dense4-seed1-seed2.curves-expert-wm.png and"
+check "p: the curves figure is there" test -s "$OUT/dense4-seed1-seed2.curves-expert-wm.png"
+check "p: nothing in the current directory" test -z "$(ls "$WORK"/*.png 2>/dev/null)"
+tm send-keys -t t e
+check "e: no second question, B aligned in the same directory" \
+    wait_re "saved $OUT/dense4-seed2\.aligned-expert-wm\.safetensors"
+tm send-keys -t t x
+check "x: its name prompt at once" wait_for "save as (.json state, .csv table; Enter, Esc): dense4-seed1-seed2.state-expert-wm.json"
+# Ctrl-W takes the whole name (no '/' in it); the table as CSV
+tm send-keys -t t C-w
+tm send-keys -t t -l "t.csv"
+tm send-keys -t t Enter
+check "x: the table saved in the export directory" wait_for "saved $OUT/t.csv (24 of 24 orders)"
+# the x CSV has landscape --csv's columns and the same rows
+"$MOESCOPE" landscape "$SC/dense4/seed1.safetensors" "$SC/dense4/seed2.safetensors" \
+    --eval "$SC/dense4/eval.safetensors" --csv "$WORK/l.csv" -q >/dev/null 2>&1
+check "x CSV = landscape --csv: columns, orders, ranks, ties and barriers" "$PYTHON" - "$OUT/t.csv" "$WORK/l.csv" <<'PY'
+import csv, sys
+def rows(p):
+    return list(csv.DictReader(l for l in open(p) if not l.startswith("#")))
+x, l = rows(sys.argv[1]), rows(sys.argv[2])
+assert list(x[0].keys()) == list(l[0].keys()), (list(x[0].keys()), list(l[0].keys()))
+assert len(x) == len(l) == 24
+bx = {r["order"]: r for r in x}
+for r in l:
+    q = bx[r["order"]]
+    for k in ("rank", "tied", "tie_class"):
+        assert q[k] == r[k], (r["order"], k, q[k], r[k])
+    for k in ("barrier", "acc_barrier", "loss_auc"):
+        a, b = float(q[k]), float(r[k])
+        assert abs(a - b) <= 1e-5 * max(abs(b), 1e-3), (r["order"], k, a, b)
+PY
+# O: another directory; Esc keeps this one
+tm send-keys -t t O
+check "O: the directory asked again, the current one offered" wait_for "(Enter, Esc): $OUT"
+tm send-keys -t t Escape
+check "Esc: unchanged" wait_for "export directory unchanged"
+quit
+# --out-dir: no question, the directory made
+TUI_ARGS="--out-dir '$WORK/given'" start 100 30 dense4 LANG=C.UTF-8 LC_ALL=C.UTF-8
+check "--out-dir: the table complete" wait_for "expert orders 24/24"
+tm send-keys -t t p
+check "--out-dir: p writes there at once" wait_for "saved $WORK/given/dense4-seed1-seed2.curves-expert-wm.png and"
+check "--out-dir: the figure is there" test -s "$WORK/given/dense4-seed1-seed2.curves-expert-wm.png"
+quit
+expect_fail "--out-dir under a file: refused before the screen" "moescope: --out-dir .*: cannot make the export directory" \
+    "$MOESCOPE" "$SC/dense4/seed1.safetensors" "$SC/dense4/seed2.safetensors" --out-dir "$OUT/t.csv/sub"
+
+# --- no evaluation set: the data-free parts work, the curves say what is missing ---
+mkdir -p "$WORK/noeval"
+cp "$SC/dense4/seed1.safetensors" "$SC/dense4/seed2.safetensors" "$WORK/noeval/"
+rm -f "$WORK/exit"
+tui_session 100 30 "cd '$WORK/noeval' && env LANG=C.UTF-8 LC_ALL=C.UTF-8 '$MOESCOPE' seed1.safetensors seed2.safetensors --out-dir .; echo EXIT=\$? > '$WORK/exit'; echo EXIT_SHOWN; sleep 600"
+check "no set: the explorer starts" wait_for "no evaluation set"
+check "no set: the cost matrix and its assignment" wait_re "A0 +[0-9.]+\*?"
+check "no set: the curves pane says what is missing" wait_for "--eval E, or eval.safetensors"
+tm send-keys -t t d
+check "no set: the diagnostics" wait_for "(warn or bad) first"
+tm send-keys -t t q
+tm send-keys -t t e
+check "no set: e exports B aligned" wait_re "saved \./?seed2\.aligned-expert-wm\.safetensors|saved seed2\.aligned-expert-wm\.safetensors"
+check "no set: the export loads" "$MOESCOPE" info "$WORK/noeval/seed2.aligned-expert-wm.safetensors"
+tm send-keys -t t p
+check "no set: p says why there are no figures" wait_for "no figures without curves (no evaluation set)"
+tm send-keys -t t x Enter
+check "no set: x saves the state" wait_re "saved seed1-seed2\.state-expert-wm\.json"
+tm send-keys -t t q
+check "no set: q exits 0" wait_for "EXIT_SHOWN"
+check "no set: exit 0" grep -qx "EXIT=0" "$WORK/exit"
 summary

@@ -179,6 +179,7 @@ static void test_keys(void) {
         CHECK(grid_find(&f.g, "current barrier=0.0500", NULL) >= 0, "loss barrier back in the legend");
         app_key(&f.a, 'a', &f.v);
     }
+    snprintf(f.a.export_dir, sizeof f.a.export_dir, "."); /* chosen: test_ui_newcomer asks for it */
     CHECK(app_key(&f.a, 'p', &f.v) == FX_PNG, "p asks for a PNG");
     CHECK(app_key(&f.a, 'e', &f.v) == FX_EXPORT, "e asks for an export");
     CHECK(app_key(&f.a, 'q', &f.v) == FX_QUIT, "q quits");
@@ -1369,24 +1370,27 @@ static void test_state_export(void) {
     fix_init(&f, 4, 100, 30, 1);
     f.a.info.a_path = "s/dense4/seed1.safetensors";
     f.a.info.b_path = "s/dense4/seed2.safetensors";
-    CHECK(app_key(&f.a, 'x', &f.v) == FX_REDRAW && f.a.prompt, "x opens the prompt");
-    CHECK(!strcmp(f.a.prompt_buf, "dense4-seed1-seed2.state-expert-wm.json"), "default name %s", f.a.prompt_buf);
+    snprintf(f.a.export_dir, sizeof f.a.export_dir, "."); /* chosen (test_ui_newcomer: the prompt for it) */
+    CHECK(app_key(&f.a, 'x', &f.v) == FX_REDRAW && f.a.prompt == PROMPT_STATE, "x opens the prompt");
+    CHECK(!strcmp(f.a.line.buf, "dense4-seed1-seed2.state-expert-wm.json"), "default name %s", f.a.line.buf);
     app_render(&f.a, &f.v, &f.g);
-    CHECK(grid_find(&f.g, "save as (.json state, .csv table; Enter, Esc): dense4-seed1-seed2.state-expert-wm.json_", NULL) ==
+    CHECK(grid_find(&f.g, "save as (.json state, .csv table; Enter, Esc): dense4-seed1-seed2.state-expert-wm.json", NULL) ==
               f.g.h - 1, "the prompt on the message line");
     CHECK(app_key(&f.a, 'o', &f.v) == FX_REDRAW && f.a.req.order_stage == 1, "keys type into the prompt, not toggles");
     app_key(&f.a, K_BACKSPACE, &f.v);
-    CHECK(!strcmp(f.a.prompt_buf, "dense4-seed1-seed2.state-expert-wm.json"), "backspace");
+    CHECK(!strcmp(f.a.line.buf, "dense4-seed1-seed2.state-expert-wm.json"), "backspace");
     app_key(&f.a, K_ESC, &f.v);
     CHECK(!f.a.prompt && !strcmp(f.a.msg, "not saved"), "Esc cancels");
     app_key(&f.a, 'x', &f.v);
     char dir[] = "/tmp/moescope-state-XXXXXX";
     CHECK(mkdtemp(dir) != NULL, "temp dir");
-    snprintf(f.a.prompt_buf, sizeof f.a.prompt_buf, "%s/s.json", dir);
+    char typed[600];
+    snprintf(typed, sizeof typed, "%s/s.json", dir);
+    line_edit_set(&f.a.line, typed);
     CHECK(app_key(&f.a, K_ENTER, &f.v) == FX_STATE && !f.a.prompt, "Enter saves");
     ms_err err;
-    CHECK(state_write(&f.v, NULL, "a.safetensors", "b.safetensors", f.a.prompt_buf, &err) == 0, "state_write: %s", err.msg);
-    FILE *fp = fopen(f.a.prompt_buf, "r");
+    CHECK(state_write(&f.v, NULL, "a.safetensors", "b.safetensors", f.a.line.buf, &err) == 0, "state_write: %s", err.msg);
+    FILE *fp = fopen(f.a.line.buf, "r");
     char *txt = calloc(1, 1 << 20);
     size_t nr = fp ? fread(txt, 1, (1 << 20) - 1, fp) : 0;
     if (fp) fclose(fp);
@@ -1428,7 +1432,7 @@ static void test_state_export(void) {
     if (fp) fclose(fp);
     CHECK(header && lines == 24, "CSV: header and 24 rows (%d)", lines);
     remove(csv);
-    remove(f.a.prompt_buf);
+    remove(f.a.line.buf);
     rmdir(dir);
     fix_free(&f);
 }

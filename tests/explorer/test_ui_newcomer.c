@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "app.h"
@@ -15,6 +16,7 @@
 #include "footer_view.h"
 #include "heatmap_view.h"
 #include "keys.h"
+#include "line_edit.h"
 #include "theme.h"
 #include "model/symmetry.h"
 #include "ui_fixture.h"
@@ -296,6 +298,129 @@ static void test_pin_colours(void) {
     fix_free(&f);
 }
 
+/* the prompts' line editing (readline's keys) */
+static void test_line_edit(void) {
+    line_edit e;
+    line_edit_set(&e, "out/figs/name.json");
+    CHECK(e.cur == e.len && e.len == 18, "set: the cursor at the end");
+    line_edit_key(&e, 23); /* Ctrl-W: the last path component */
+    CHECK(!strcmp(e.buf, "out/figs/"), "Ctrl-W: one component (%s)", e.buf);
+    line_edit_key(&e, 23);
+    CHECK(!strcmp(e.buf, "out/"), "Ctrl-W again: the next (%s)", e.buf);
+    line_edit_key(&e, K_HOME);
+    line_edit_key(&e, '/');
+    CHECK(!strcmp(e.buf, "/out/") && e.cur == 1, "Home, then typing inserts at the start (%s)", e.buf);
+    line_edit_key(&e, K_END);
+    line_edit_key(&e, 'a');
+    line_edit_key(&e, 'b');
+    line_edit_key(&e, K_LEFT);
+    line_edit_key(&e, K_LEFT);
+    line_edit_key(&e, 'X');
+    CHECK(!strcmp(e.buf, "/out/Xab") && e.cur == 6, "arrows move, typing inserts at the cursor (%s)", e.buf);
+    line_edit_key(&e, K_DELETE);
+    CHECK(!strcmp(e.buf, "/out/Xb"), "Delete: the character at the cursor (%s)", e.buf);
+    line_edit_key(&e, K_BACKSPACE);
+    CHECK(!strcmp(e.buf, "/out/b") && e.cur == 5, "Backspace: the one before (%s)", e.buf);
+    line_edit_key(&e, 11); /* Ctrl-K */
+    CHECK(!strcmp(e.buf, "/out/"), "Ctrl-K: to the end (%s)", e.buf);
+    line_edit_key(&e, K_LEFT);
+    line_edit_key(&e, 21); /* Ctrl-U */
+    CHECK(!strcmp(e.buf, "/") && e.cur == 0, "Ctrl-U: to the start (%s)", e.buf);
+    line_edit_key(&e, 5); /* Ctrl-E */
+    line_edit_key(&e, 1); /* Ctrl-A */
+    CHECK(e.cur == 0, "Ctrl-A, Ctrl-E: the ends");
+    CHECK(!line_edit_key(&e, K_ENTER) && !line_edit_key(&e, K_ESC), "Enter and Esc are the caller's");
+    /* a line longer than its room scrolls to keep the cursor in view */
+    line_edit_set(&e, "abcdefghijklmnopqrstuvwxyz");
+    int from, cc;
+    line_edit_view(&e, 10, &from, &cc);
+    CHECK(from == 17 && cc == 9, "the end in view (%d, %d)", from, cc);
+    line_edit_key(&e, K_HOME);
+    line_edit_view(&e, 10, &from, &cc);
+    CHECK(from == 0 && cc == 0, "the start in view");
+}
+
+/* One export directory: the first p, e or x asks for it (the default
+ * offered), the answer is kept for the others, O asks again, Esc keeps it;
+ * x's name prompt comes after the directory. */
+static void test_export_dir_prompt(void) {
+    ui_fix f;
+    fix_init(&f, 4, 100, 30, 1);
+    snprintf(f.a.dir_default, sizeof f.a.dir_default, "/home/me");
+    CHECK(app_key(&f.a, 'p', &f.v) == FX_REDRAW && f.a.prompt == PROMPT_DIR && !strcmp(f.a.line.buf, "/home/me"),
+          "p: the directory asked first, the default offered (%s)", f.a.line.buf);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(grid_find(&f.g, "export directory for p, e and x (Enter, Esc): /home/me", NULL) == f.g.h - 1,
+          "the prompt on the message line");
+    int cx = -1;
+    grid_find(&f.g, "/home/me", &cx);
+    CHECK(cx >= 0 && f.g.cells[(f.g.h - 1) * f.g.w + cx + 8].role == ROLE_CURSOR, "the cursor after the text");
+    app_key(&f.a, K_LEFT, &f.v);
+    app_render(&f.a, &f.v, &f.g);
+    CHECK(f.g.cells[(f.g.h - 1) * f.g.w + cx + 7].role == ROLE_CURSOR, "Left: the cursor on the last character");
+    app_key(&f.a, 21, &f.v); /* Ctrl-U */
+    app_key(&f.a, K_END, &f.v);
+    for (const char *c = "/tmp/figs"; *c; c++) app_key(&f.a, *c, &f.v);
+    CHECK(!strcmp(f.a.line.buf, "e/tmp/figs"), "edited: %s", f.a.line.buf); /* Ctrl-U kept what was after the cursor */
+    app_key(&f.a, K_HOME, &f.v);
+    app_key(&f.a, K_DELETE, &f.v);
+    CHECK(app_key(&f.a, K_ENTER, &f.v) == FX_OUT_DIR && !f.a.prompt, "Enter: the caller checks the directory");
+    CHECK(app_export_dir(&f.a, "/nope", "/nope: cannot write there") == 0 && f.a.msg_error && !f.a.export_dir[0],
+          "a refused directory: said, nothing kept, nothing exported");
+    app_key(&f.a, 'p', &f.v);
+    CHECK(f.a.prompt == PROMPT_DIR && f.a.prompt_then == FX_PNG, "asked again");
+    app_key(&f.a, K_ENTER, &f.v);
+    CHECK(app_export_dir(&f.a, "/tmp/figs", "") == FX_PNG && !strcmp(f.a.export_dir, "/tmp/figs"),
+          "accepted: the figure asked for is written next");
+    CHECK(app_key(&f.a, 'p', &f.v) == FX_PNG && app_key(&f.a, 'e', &f.v) == FX_EXPORT, "then p and e at once");
+    CHECK(app_key(&f.a, 'x', &f.v) == FX_REDRAW && f.a.prompt == PROMPT_STATE, "x: its name prompt at once");
+    app_key(&f.a, K_ESC, &f.v);
+    CHECK(app_key(&f.a, 'O', &f.v) == FX_REDRAW && f.a.prompt == PROMPT_DIR && !strcmp(f.a.line.buf, "/tmp/figs"),
+          "O: the directory asked again, the current one offered");
+    app_key(&f.a, 23, &f.v); /* Ctrl-W */
+    app_key(&f.a, K_ESC, &f.v);
+    CHECK(!f.a.prompt && !strcmp(f.a.export_dir, "/tmp/figs"), "Esc: unchanged");
+    /* x before any directory: the directory, then the name */
+    f.a.export_dir[0] = 0;
+    app_key(&f.a, 'x', &f.v);
+    CHECK(f.a.prompt == PROMPT_DIR, "x first: the directory");
+    app_key(&f.a, K_ENTER, &f.v);
+    CHECK(app_export_dir(&f.a, "/tmp/figs", "") == FX_REDRAW && f.a.prompt == PROMPT_STATE &&
+              strstr(f.a.line.buf, ".state-expert-wm.json"), "then the name (%s)", f.a.line.buf);
+    fix_free(&f);
+}
+
+/* export_dir_ready: made with its parents, "~" the home directory, a file refused */
+static void test_export_dir_ready(void) {
+    char dir[] = "/tmp/moescope-outdir-XXXXXX", want[600], out[600], why[600];
+    CHECK(mkdtemp(dir) != NULL, "temp dir");
+    snprintf(want, sizeof want, "%s/a/b/", dir);
+    CHECK(export_dir_ready(want, out, sizeof out, why, sizeof why) == 0 && !why[0], "made with its parents: %s", why);
+    snprintf(want, sizeof want, "%s/a/b", dir);
+    CHECK(!strcmp(out, want), "no trailing '/' (%s)", out);
+    struct stat st;
+    CHECK(stat(want, &st) == 0 && S_ISDIR(st.st_mode), "the directory exists");
+    snprintf(want, sizeof want, "%s/f", dir);
+    FILE *fp = fopen(want, "w");
+    if (fp) fclose(fp);
+    CHECK(export_dir_ready(want, out, sizeof out, why, sizeof why) != 0 && strstr(why, "not a directory"),
+          "a file: refused (%s)", why);
+    snprintf(want, sizeof want, "%s/f/sub", dir);
+    CHECK(export_dir_ready(want, out, sizeof out, why, sizeof why) != 0 && strstr(why, "cannot make"),
+          "under a file: refused (%s)", why);
+    CHECK(export_dir_ready("~", out, sizeof out, why, sizeof why) == 0 && out[0] == '/', "~: home (%s)", out);
+    char def[600];
+    export_dir_default(def, sizeof def);
+    CHECK(def[0] == '/' && access(def, W_OK) == 0, "the default is absolute and writable (%s)", def);
+    snprintf(want, sizeof want, "%s/a/b", dir);
+    rmdir(want);
+    snprintf(want, sizeof want, "%s/a", dir);
+    rmdir(want);
+    snprintf(want, sizeof want, "%s/f", dir);
+    remove(want);
+    rmdir(dir);
+}
+
 int main(void) {
     test_heat_header();
     test_help_scroll();
@@ -303,5 +428,8 @@ int main(void) {
     test_status_fit();
     test_figure_pins_time();
     test_pin_colours();
+    test_line_edit();
+    test_export_dir_prompt();
+    test_export_dir_ready();
     return test_summary("test_ui_newcomer");
 }

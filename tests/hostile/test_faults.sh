@@ -301,7 +301,7 @@ if need_tool tmux "the TUI's refusals" && [ -f "$ROOT/sample-checkpoints/dense4/
     tstart() { # tstart ARGS...: the TUI on a.safetensors b.safetensors in tmux
         rm -f "$T/exit"
         tui_session 100 30 \
-            "cd '$T' && env LANG=C.UTF-8 LC_ALL=C.UTF-8 '$MOESCOPE' a.safetensors b.safetensors --eval e.safetensors $* 2>'$T/stderr'; echo EXIT=\$? > '$T/exit'; echo EXIT_SHOWN; sleep 600"
+            "cd '$T' && env LANG=C.UTF-8 LC_ALL=C.UTF-8 '$MOESCOPE' a.safetensors b.safetensors --eval e.safetensors --out-dir . $* 2>'$T/stderr'; echo EXIT=\$? > '$T/exit'; echo EXIT_SHOWN; sleep 600"
     }
     tstart
     check "TUI: starts" wait_for "order:ON"

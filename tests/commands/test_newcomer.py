@@ -1,0 +1,147 @@
+"""tests/commands/test_newcomer.py - the command line as a new user meets it
+(round three): one rule for a left-out evaluation set (eval.safetensors beside
+A) in eval, curve, landscape, diagnose and study; hints for swapped arguments
+(an evaluation set where the checkpoint goes, a command after the checkpoint);
+`info DIR` naming what each entry of a directory is and suggesting a path that
+is one checkpoint; the cost table in one precision; a landscape's split of its
+time only with -v or MOESCOPE_TIMING."""
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
+import testutil  # noqa: E402
+from testutil import check, run  # noqa: E402
+
+SC = os.path.join(testutil.ROOT, "sample-checkpoints")
+D4, D8, MX = (os.path.join(SC, d) for d in ("dense4", "dense8", "mixtral4"))
+A, B, C, E = (os.path.join(D4, f) for f in ("seed1.safetensors", "seed2.safetensors", "seed3.safetensors",
+                                             "eval.safetensors"))
+NOTE = "using the evaluation set %s (beside %s"
+
+
+def eval_default(work):
+    # eval, curve, landscape, diagnose: the set beside A, said on stderr, the same numbers as --eval
+    r0, r1 = run("eval", A, "--eval", E), run("eval", A)
+    check(r1.returncode == 0 and r1.stdout == r0.stdout, "eval A: the set beside A, the same report: %s" % r1.stderr)
+    check(NOTE % (E, A) in r1.stderr, "eval A: says which set it used: %r" % r1.stderr)
+    check(NOTE % (E, A) not in r0.stderr, "eval A --eval E: no note")
+    r = run("curve", A, B)
+    check(r.returncode == 0 and NOTE % (E, A) in r.stderr, "curve A B: the set beside A: %s" % r.stderr[-300:])
+    r = run("landscape", A, B, "-q")
+    check(r.returncode == 0 and NOTE % (E, A) in r.stderr and "rank" in r.stdout, "landscape A B: %s" % r.stderr[-300:])
+    r = run("diagnose", A, B, "--no-landscape")
+    check(r.returncode == 0 and "evaluation set %s" % E in r.stdout, "diagnose A B: looks beside A: %s" % r.stdout[:300])
+    r = run("diagnose", A, B, "--no-landscape", "--no-eval")
+    check(r.returncode == 0 and "evaluation set none" in r.stdout, "diagnose --no-eval: none: %s" % r.stdout[:300])
+    r = run("study", A, B, C, "-q")
+    check(r.returncode == 0 and NOTE % (E, A) in r.stderr, "study A B C: beside the first: %s" % r.stderr[-300:])
+    # a checkpoint folder and its index: beside the folder
+    me = os.path.join(MX, "eval.safetensors")
+    for a in (os.path.join(MX, "seed1"), os.path.join(MX, "seed1") + "/",
+              os.path.join(MX, "seed1", "model.safetensors.index.json")):
+        r = run("eval", a)
+        check(r.returncode == 0 and (NOTE % (me, a)) in r.stderr, "eval %s: the set beside the folder: %s"
+              % (a, r.stderr[-300:]))
+    # none beside A: a usage error that says where it looked
+    lone = os.path.join(work, "lone")
+    os.makedirs(lone)
+    shutil.copy(A, lone)
+    la = os.path.join(lone, "seed1.safetensors")
+    for cmd in (["eval", la], ["curve", la, la], ["landscape", la, la]):
+        r = run(*cmd)
+        check(r.returncode == 2 and "no eval.safetensors beside %s" % la in r.stderr,
+              "%s without a set beside A: exit 2, says so: %s" % (cmd[0], r.stderr.strip()))
+
+
+def hints():
+    r = run("eval", E, "--eval", A)
+    check(r.returncode == 1 and "hint: %s is an evaluation set" % E in r.stderr and
+          "(moescope eval %s --eval %s)" % (A, E) in r.stderr, "eval E --eval A: the swap named: %s" % r.stderr)
+    r = run("curve", E, B, "--eval", A)
+    check(r.returncode == 1 and "(moescope curve %s %s --eval %s)" % (A, B, E) in r.stderr,
+          "curve E B --eval A: the swap named: %s" % r.stderr)
+    r = run("landscape", A, E, "--eval", B)
+    check(r.returncode == 1 and "(moescope landscape %s %s --eval %s)" % (A, B, E) in r.stderr,
+          "landscape A E --eval B: the swap named: %s" % r.stderr)
+    digits = os.path.join(SC, "digits.safetensors")
+    r = run("eval", digits, "--eval", E)
+    check(r.returncode == 1 and "hint: %s is a data set, not a checkpoint" % digits in r.stderr,
+          "eval DATA: a data set, not a checkpoint: %s" % r.stderr)
+    r = run(A, "info")
+    check(r.returncode == 2 and "'info' is a command: it comes first (moescope info %s" % A in r.stderr,
+          "moescope A info: the command comes first: %s" % r.stderr)
+    r = run(A, B, "landscape")
+    check(r.returncode == 2 and "'landscape' is a command" in r.stderr, "moescope A B landscape: %s" % r.stderr)
+    # a right command line gets no hint
+    r = run("eval", A, "--eval", E)
+    check(r.returncode == 0 and "hint" not in r.stderr, "no hint when nothing is swapped")
+
+
+def info_dir():
+    r = run("info", SC + "/")
+    err = r.stderr
+    check(r.returncode == 1, "info sample-checkpoints/: not one checkpoint (%d)" % r.returncode)
+    check("(file)" not in err, "no folder labelled '(file)': %s" % err)
+    for want in ("dense4/ (4 checkpoints)", "teacher4/ (5 checkpoints)", "mixtral4/ (2 checkpoint folders)"):
+        check(want in err, "labelled %r: %s" % (want, err))
+    listed = err.split("passed over")[0]
+    check("digits.safetensors" not in listed and "pretrained.safetensors" not in listed,
+          "the data set and the one-expert model are not candidates: %s" % err)
+    check("passed over" in err and "digits.safetensors" in err and "pretrained.safetensors" in err,
+          "they are named as passed over: %s" % err)
+    m = re.search(r"\(e\.g\. ([^)]+)\)", err)
+    check(m is not None and "//" not in (m.group(1) if m else "//"), "a suggestion without '//': %s" % err)
+    if m:
+        r2 = run("info", m.group(1))
+        check(r2.returncode == 0, "the suggested path is one checkpoint: %s" % r2.stderr)
+    r = run("info", MX)
+    check("seed1/ (sharded)" in r.stderr and "seed2/ (sharded)" in r.stderr, "mixtral4: its shards: %s" % r.stderr)
+    m = re.search(r"\(e\.g\. ([^)]+)\)", r.stderr)
+    check(m is not None and run("info", m.group(1)).returncode == 0, "mixtral4: the suggestion opens: %s" % r.stderr)
+
+
+def cost_precision():
+    for d, method in ((D4, "expert"), (D4, "gate"), (D8, "gate")):
+        r = run("cost", os.path.join(d, "seed1.safetensors"), os.path.join(d, "seed2.safetensors"), "--method", method)
+        rows = [l for l in r.stdout.splitlines() if re.match(r"^A[0-9]+ ", l)]
+        cells = [c.rstrip("*") for l in rows for c in l.split()[1:]]
+        decimals = {len(c.split(".")[1]) if "." in c else 0 for c in cells}
+        check(r.returncode == 0 and len(rows) >= 4 and len(decimals) == 1,
+              "cost %s %s: every cell in one precision (%s): %r" % (os.path.basename(d), method, decimals, rows[:2]))
+        sig = [len(c.replace(".", "").lstrip("0")) for c in cells]
+        check(max(sig) == 5, "cost %s %s: the largest cells with 5 significant digits (%r)" % (os.path.basename(d), method,
+                                                                                           cells[:4]))
+
+
+def timing():
+    args = ["landscape", os.path.join(D8, "seed1.safetensors"), os.path.join(D8, "seed2.safetensors"),
+            "--eval", os.path.join(D8, "eval.safetensors"), "--points", "3"]
+    r = run(*args)
+    check(r.returncode == 0 and "landscape time" not in r.stderr and "CPU time" not in r.stderr,
+          "landscape: no phase timings by default: %r" % r.stderr[-300:])
+    r = run(*(args + ["-v"]))
+    check(r.returncode == 0 and "landscape time: load " in r.stderr, "landscape -v: the split: %r" % r.stderr[-300:])
+    r = run(*args, env={"MOESCOPE_TIMING": "1"})
+    check(r.returncode == 0 and "landscape time: load " in r.stderr, "MOESCOPE_TIMING=1: the split too")
+
+
+def main():
+    if not os.path.exists(A) or not os.path.isdir(MX):
+        check(False, "sample checkpoints present")
+        return
+    work = tempfile.mkdtemp()
+    try:
+        eval_default(work)
+        hints()
+        info_dir()
+        cost_precision()
+        timing()
+    finally:
+        shutil.rmtree(work)
+
+
+main()
+sys.exit(testutil.summary("test_newcomer"))
