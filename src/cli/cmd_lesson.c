@@ -10,7 +10,7 @@
 #include "analysis/lesson.h"
 
 static const char *USAGE =
-    "moescope lesson [A.safetensors B.safetensors --eval E] [--dir DIR] [--step N] [--print]";
+    "moescope lesson [A.safetensors B.safetensors [--eval E]] [--dir DIR] [--step N] [--print]";
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -86,7 +86,11 @@ int lesson_parse_args(lesson_args *a, int argc, char **argv) {
     if (npos == 1) return cli_usage_error(USAGE, "lesson: give both A and B, or neither");
     if (npos == 0) return a->e ? cli_usage_error(USAGE, "lesson: --eval without A and B")
                                : find_samples(a);
-    if (!a->e) return cli_usage_error(USAGE, "lesson: --eval E is required with A and B");
+    static char guess[4096]; /* the commands' rule: eval.safetensors beside A */
+    if (!a->e) a->e = cli_eval_or_default(NULL, pos[0], guess, sizeof guess);
+    if (!a->e)
+        return cli_usage_error(USAGE, "lesson: --eval E is required with A and B (no eval.safetensors beside %s)",
+                               pos[0]);
     a->a = pos[0], a->b = pos[1];
     return 0;
 }

@@ -104,7 +104,12 @@ done
 
 # errors
 expect_fail "A without B" "both A and B" "$MOESCOPE" lesson "$A"
-expect_fail "no --eval" "--eval E is required" "$MOESCOPE" lesson "$A" "$B"
+# without --eval: the set beside A (the rule of every command), else a usage error
+"$MOESCOPE" lesson "$A" "$B" --print --step 1 >"$WORK/l1.out" 2>"$WORK/l1.err"
+check "no --eval: the set beside A, said on stderr" grep -qF "using the evaluation set $E" "$WORK/l1.err"
+mkdir -p "$WORK/lone" && cp "$A" "$B" "$WORK/lone/"
+expect_fail "no --eval, none beside A" "--eval E is required with A and B \(no eval.safetensors beside" \
+    "$MOESCOPE" lesson "$WORK/lone/seed1.safetensors" "$WORK/lone/seed2.safetensors"
 expect_fail "bad step" "--step needs" "$MOESCOPE" lesson --step 9
 expect_fail "missing file" "nosuch" "$MOESCOPE" lesson nosuch.safetensors "$B" --eval "$E" --print
 
