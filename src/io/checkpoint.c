@@ -316,9 +316,13 @@ static void scan_file(const char *dir, const char *nm, dir_scan *s) {
     if (kind == SF_EVALSET) {
         s->nev++;
     } else if (kind == SF_OTHER) {
-        size_t l = strlen(s->other);
-        if (l + strlen(nm) + 8 < sizeof s->other) snprintf(s->other + l, sizeof s->other - l, "%s%s", l ? ", " : "", nm);
-        else if (!strstr(s->other, "...")) snprintf(s->other + l, sizeof s->other - l, ", ...");
+        size_t l = strlen(s->other), k = strlen(nm);
+        if (l + k + 8 < sizeof s->other) { /* "a, b", then "..." once full */
+            if (l) memcpy(s->other + l, ", ", 2), l += 2;
+            memcpy(s->other + l, nm, k + 1);
+        } else if (!strstr(s->other, "...") && l + 6 < sizeof s->other) {
+            memcpy(s->other + l, ", ...", 6);
+        }
         s->nother++;
     } else {
         if (!strcmp(nm, "model.safetensors") || !s->nst) {
