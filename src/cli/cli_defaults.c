@@ -46,7 +46,7 @@ const char *cli_eval_or_default(const char *e_path, const char *a_path, char *bu
 }
 
 /* What a safetensors file at path is, when it is not a checkpoint: "an
- * evaluation set" (inputs, or a network's input_ids) or "a data set"
+ * evaluation set" (inputs, a network's input_ids, a ViT's pixel_values) or "a data set"
  * (labels or pixels without a layer); NULL for anything else. */
 static const char *not_a_checkpoint(const char *path) {
     st_file f;
@@ -54,7 +54,7 @@ static const char *not_a_checkpoint(const char *path) {
     struct stat sb;
     if (stat(path, &sb) || !S_ISREG(sb.st_mode) || st_open(&f, path, &e)) return NULL;
     const char *what = NULL;
-    if (st_find(&f, "inputs") || st_find(&f, "input_ids")) what = "an evaluation set";
+    if (st_find(&f, "inputs") || st_find(&f, "input_ids") || st_find(&f, "pixel_values")) what = "an evaluation set";
     else if (st_find(&f, "labels") || st_find(&f, "pixels")) what = "a data set";
     for (int i = 0; what && i < f.ntensors; i++)
         if (strstr(f.tensors[i].name, "gate") || strstr(f.tensors[i].name, "router")) what = NULL; /* a layer after all */

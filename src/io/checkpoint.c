@@ -210,7 +210,7 @@ static int parse_index(ckpt *c, ms_err *err) {
 
 /* What a .safetensors file is when a directory is searched: a checkpoint
  * (an MoE layer: a gate or router of two or more experts), an evaluation set
- * (it holds "inputs"), or something else (a data set, a dense model, a cost
+ * (it holds "inputs", a network's "input_ids" or a ViT's "pixel_values"), or something else (a data set, a dense model, a cost
  * matrix): only checkpoints are candidates. Unreadable: a candidate, with its
  * own error later. */
 enum { SF_CHECKPOINT, SF_EVALSET, SF_OTHER };
@@ -218,7 +218,7 @@ static int file_kind(const char *path) {
     st_file f;
     ms_err e;
     if (st_open(&f, path, &e)) return SF_CHECKPOINT;
-    int kind = st_find(&f, "inputs") || st_find(&f, "input_ids") ? SF_EVALSET : SF_OTHER;
+    int kind = st_find(&f, "inputs") || st_find(&f, "input_ids") || st_find(&f, "pixel_values") ? SF_EVALSET : SF_OTHER;
     for (int i = 0; kind == SF_OTHER && i < f.ntensors; i++) {
         const st_tensor *t = &f.tensors[i];
         if ((ends_with(t->name, "gate.weight") || strstr(t->name, "router")) && t->ndim == 2 && t->shape[0] >= 2)
