@@ -19,13 +19,15 @@
 /* One form's loops. */
 typedef struct {
     ms_simd simd;
+    /* x (n) <- e^x, x clamped to [-87, 88] (core/vexp.h: about 1 float ulp) */
+    void (*exp)(float *x, int n);
     /* y (n) += b: the scalar adds' values */
     void (*add)(float *y, const float *b, int n);
     /* y (n) += g x, the product rounded before the add (the scalar loop's
      * values, never an FMA) */
     void (*axpy)(float *y, float g, const float *x, int n);
-    /* h (n) <- max(h + b, 0) (NaN and -0 to +0): the scalar rule's values */
-    void (*relu_bias)(float *h, const float *b, int n);
+    /* H (m, h) <- max(H + b, 0) (NaN and -0 to +0): the scalar rule's values */
+    void (*relu_bias)(float *H, const float *b, int m, int h);
     /* H (m, h) <- gelu(H + b), the exact-erf GELU through erfc (within 2.4e-7
      * of the double formula on [-12, 12], the negative tail relatively close) */
     void (*gelu_bias)(float *H, const float *b, int m, int h);
@@ -49,7 +51,7 @@ const vr_ops *vr_ops_for(ms_simd s);
 /* the running form's loops */
 void vr_add(float *y, const float *b, int n);
 void vr_axpy(float *y, float g, const float *x, int n);
-void vr_relu_bias(float *h, const float *b, int n);
+void vr_relu_bias(float *H, const float *b, int m, int h);
 void vr_gelu_bias(float *H, const float *b, int m, int h);
 void vr_silu_glu_bias(float *H, const float *H3, const float *b1, const float *b3, int m, int h);
 void vr_softmax(float *s, int n);

@@ -16,7 +16,6 @@
 
 #include <math.h>
 
-#include "core/vexp.h"
 #include "model/model.h"
 
 /* Does expert (si, i) rank before expert (sj, j)? Larger score first; equal
@@ -30,7 +29,8 @@ static inline float moe_act_scalar(moe_act a, float v) {
     switch (a) {
     case ACT_RELU: return v > 0.0f ? v : 0.0f;
     case ACT_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-    case ACT_GELU_TANH: return vgelu_tanh1(v); // GPT-2's gelu_new (core/vexp.h)
+    case ACT_GELU_TANH: // GPT-2's gelu_new
+        return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
     default: return v / (1.0f + expf(-v)); // silu
     }
 }
@@ -47,26 +47,6 @@ static inline float moe_act_gated(const moe_config *c, float a, float u) {
     }
     return moe_act_scalar(ACT_SILU_GLU, a) * u;
 }
-
-/* Cephes' expf polynomial (~1 ulp) on a vector x already clamped to
- * [-87, 88], for a float vector type VF and its int type VI: every vector
- * width shares it (the landscape's 8 and 16 lanes, the activations), so they
- * agree bit for bit */
-#define MOE_VEXP_CLAMPED(VF, VI, out, x)                                                     \
-    do {                                                                                 \
-        VF k_ = (x) * 1.44269504088896341f;                                              \
-        k_ = (k_ + 12582912.0f) - 12582912.0f; /* round to nearest */                    \
-        VF r_ = (x) - k_ * 0.693359375f + k_ * 2.12194440e-4f;                           \
-        VF p_ = (VF){0} + 1.9875691500e-4f;                                              \
-        p_ = p_ * r_ + 1.3981999507e-3f;                                                 \
-        p_ = p_ * r_ + 8.3334519073e-3f;                                                 \
-        p_ = p_ * r_ + 4.1665795894e-2f;                                                 \
-        p_ = p_ * r_ + 1.6666665459e-1f;                                                 \
-        p_ = p_ * r_ + 5.0000001201e-1f;                                                 \
-        p_ = p_ * r_ * r_ + r_ + 1.0f;                                                   \
-        VI e_ = (__builtin_convertvector(k_, VI) + 127) << 23;                           \
-        (out) = p_ * (VF)e_;                                                             \
-    } while (0)
 
 /* y (d) += b, and dr (d) += g * y: vector loops with the scalar loops' values. */
 void moe_row_add(float *restrict y, const float *restrict b, int d);

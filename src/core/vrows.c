@@ -53,7 +53,7 @@ const vr_ops *vr_ops_for(ms_simd s) {
 
 void vr_add(float *y, const float *b, int n) { vr_ops_for(MS_SIMD_AUTO)->add(y, b, n); }
 void vr_axpy(float *y, float g, const float *x, int n) { vr_ops_for(MS_SIMD_AUTO)->axpy(y, g, x, n); }
-void vr_relu_bias(float *h, const float *b, int n) { vr_ops_for(MS_SIMD_AUTO)->relu_bias(h, b, n); }
+void vr_relu_bias(float *H, const float *b, int m, int h) { vr_ops_for(MS_SIMD_AUTO)->relu_bias(H, b, m, h); }
 void vr_gelu_bias(float *H, const float *b, int m, int h) { vr_ops_for(MS_SIMD_AUTO)->gelu_bias(H, b, m, h); }
 void vr_silu_glu_bias(float *H, const float *H3, const float *b1, const float *b3, int m, int h) {
     vr_ops_for(MS_SIMD_AUTO)->silu_glu_bias(H, H3, b1, b3, m, h);

@@ -79,6 +79,16 @@ VRI float VR(lanes_max)(const VF *m) {
     return mx;
 }
 
+VR_FORM static void VR(exp_row)(float *x, int n) {
+    for (int c = 0; c < n; c += 16) {
+        VF v[NR];
+        int nv = n - c < 16 ? n - c : 16;
+        VR(load)(x + c, nv, 0.0f, v);
+        for (int k = 0; k < NR; k++) v[k] = VR(exp)(v[k]);
+        VR(store)(x + c, nv, v);
+    }
+}
+
 VR_FORM static void VR(add)(float *y, const float *b, int n) {
     int j = 0;
     for (; j + VR_VL <= n; j += VR_VL) *(VF *)(y + j) = *(const VF *)(y + j) + *(const VF *)(b + j);
@@ -193,17 +203,20 @@ VR_FORM static void VR(gelu_tanh)(float *x, size_t n) {
     }
 }
 
-/* v > 0 ? v : 0 per value of v = h + b (NaN and -0 give +0, as the scalar
- * rule); exact, so the tail runs as scalars */
-VR_FORM static void VR(relu_bias)(float *h, const float *b, int n) {
-    int u = 0;
-    for (; u + VR_VL <= n; u += VR_VL) {
-        VF v = *(const VF *)(h + u) + *(const VF *)(b + u);
-        *(VF *)(h + u) = (VF)((VI)v & (v > (VF){0}));
-    }
-    for (; u < n; u++) {
-        float v = h[u] + b[u];
-        h[u] = v > 0.0f ? v : 0.0f;
+/* H (m, h): v > 0 ? v : 0 per value of v = H + b (NaN and -0 give +0, as the
+ * scalar rule); exact, so a row's tail runs as scalars */
+VR_FORM static void VR(relu_bias)(float *H, const float *b, int m, int h) {
+    for (int r = 0; r < m; r++) {
+        float *hr = H + (size_t)r * h;
+        int u = 0;
+        for (; u + VR_VL <= h; u += VR_VL) {
+            VF v = *(const VF *)(hr + u) + *(const VF *)(b + u);
+            *(VF *)(hr + u) = (VF)((VI)v & (v > (VF){0}));
+        }
+        for (; u < h; u++) {
+            float v = hr[u] + b[u];
+            hr[u] = v > 0.0f ? v : 0.0f;
+        }
     }
 }
 
@@ -298,7 +311,7 @@ VR_FORM static void VR(layernorm)(const float *x, int d, const float *w, const f
     for (int j = c; j < d; j++) y[j] = (float)((x[j] - mu) * inv) * w[j] + b[j];
 }
 
-static const vr_ops VR(ops) = {.simd = VR_SIMD, .add = VR(add), .axpy = VR(axpy), .relu_bias = VR(relu_bias),
+static const vr_ops VR(ops) = {.simd = VR_SIMD, .exp = VR(exp_row), .add = VR(add), .axpy = VR(axpy), .relu_bias = VR(relu_bias),
                                .gelu_bias = VR(gelu_bias), .silu_glu_bias = VR(silu_glu_bias),
                                .softmax = VR(softmax), .logsumexp = VR(logsumexp),
                                .gelu_tanh = VR(gelu_tanh), .layernorm = VR(layernorm)};

@@ -12,6 +12,7 @@
  * renormalised or raw top-k weights, a routed scaling factor. */
 #include "model/evaluator.h"
 #include "core/blas_threads.h"
+#include "core/vrows.h"
 #include "model/moe_kernels.h"
 
 #include <cblas.h>
@@ -24,13 +25,14 @@
 
 #define MOE_CHUNK 256
 
-/* p (n) = softmax(s) over all experts, stable (max subtracted), in double. */
-static void softmax_all(const float *s, int n, float *p) {
+/* p (n) = softmax(s) over all experts, stable (max subtracted), in double;
+ * e (n) scratch, the exponentials computed once. */
+static void softmax_all(const float *s, int n, float *p, double *e) {
     float mx = s[0];
     for (int i = 1; i < n; i++) mx = s[i] > mx ? s[i] : mx;
     double sum = 0.0;
-    for (int i = 0; i < n; i++) sum += exp((double)(s[i] - mx));
-    for (int i = 0; i < n; i++) p[i] = (float)(exp((double)(s[i] - mx)) / sum);
+    for (int i = 0; i < n; i++) sum += e[i] = exp((double)(s[i] - mx));
+    for (int i = 0; i < n; i++) p[i] = (float)(e[i] / sum);
 }
 
 /* Group-limited selection: rank the groups of q (n) by their largest entry
@@ -58,10 +60,10 @@ static void groups_mask(const moe_config *c, float *q, float *gs, int *gsel) {
     }
 }
 
-/* One sample's gate weights g (n) from its logits s (n); p, q (n), gs, gsel
+/* One sample's gate weights g (n) from its logits s (n); p, q, e (n), gs, gsel
  * (n_group) and sel (k) are scratch. */
 static void route_one(const moe_config *c, const float *corr, const float *s, float *g, float *p,
-                      float *q, float *gs, int *gsel, int *sel) {
+                      float *q, double *e, float *gs, int *gsel, int *sel) {
     int n = c->n, k = c->k;
     float scale = c->scale != 0.0f ? c->scale : 1.0f; // 0: a zero-initialised config
     int grouped = c->n_group > 1 && c->topk_group < c->n_group;
@@ -69,7 +71,7 @@ static void route_one(const moe_config *c, const float *corr, const float *s, fl
         // dense: every expert with its score
         if (c->score == SCORE_SIGMOID)
             for (int i = 0; i < n; i++) g[i] = (float)(1.0 / (1.0 + exp(-(double)s[i])));
-        else softmax_all(s, n, g);
+        else softmax_all(s, n, g, e);
         if (c->router == ROUTER_TOPK && c->renorm == RENORM_YES && c->score == SCORE_SIGMOID) {
             double sum = c->renorm_eps;
             for (int i = 0; i < n; i++) sum += g[i];
@@ -99,7 +101,7 @@ static void route_one(const moe_config *c, const float *corr, const float *s, fl
     // general: scores p, selection scores q = p + e, groups, top-k on q, weights from p
     if (c->score == SCORE_SIGMOID)
         for (int i = 0; i < n; i++) p[i] = (float)(1.0 / (1.0 + exp(-(double)s[i])));
-    else softmax_all(s, n, p);
+    else softmax_all(s, n, p, e);
     for (int i = 0; i < n; i++) q[i] = corr ? p[i] + corr[i] : p[i];
     if (grouped) groups_mask(c, q, gs, gsel);
     moe_topk(q, n, k, sel);
@@ -114,11 +116,13 @@ static void route_one(const moe_config *c, const float *corr, const float *s, fl
 void moe_route_full(const moe_config *c, const float *corr, const float *scores, int B, float *g) {
     int n = c->n, G = c->n_group > 1 ? c->n_group : 1, k = c->k > 0 ? c->k : 1;
     float *p = ms_malloc((size_t)n * 2 * sizeof(float)), *q = p + n; // (n), (n)
+    double *e = ms_malloc((size_t)n * sizeof(double));                // (n)
     float *gs = ms_malloc((size_t)G * sizeof(float));                 // (n_group)
     int *gsel = ms_malloc((size_t)(G + k) * sizeof(int)), *sel = gsel + G;
     for (int b = 0; b < B; b++)
-        route_one(c, corr, scores + (size_t)b * n, g + (size_t)b * n, p, q, gs, gsel, sel);
+        route_one(c, corr, scores + (size_t)b * n, g + (size_t)b * n, p, q, e, gs, gsel, sel);
     free(p);
+    free(e);
     free(gs);
     free(gsel);
 }
@@ -131,9 +135,11 @@ int moe_route_tie(const moe_config *c, const float *corr, const float *s) {
     float *p = ms_malloc((size_t)n * 2 * sizeof(float)), *q = p + n; // (n), (n)
     float *gs = ms_malloc((size_t)G * sizeof(float));                 // (n_group)
     int *gsel = ms_malloc((size_t)G * sizeof(int));
+    double *e = ms_malloc((size_t)n * sizeof(double)); // (n)
     if (c->score == SCORE_SIGMOID)
         for (int i = 0; i < n; i++) p[i] = (float)(1.0 / (1.0 + exp(-(double)s[i])));
-    else softmax_all(s, n, p);
+    else softmax_all(s, n, p, e);
+    free(e);
     for (int i = 0; i < n; i++) q[i] = corr ? p[i] + corr[i] : p[i];
     int tie = 0;
     if (grouped) {
@@ -346,18 +352,8 @@ void moe_head(const moe_model *m, const float *Z, int B, float *logits) {
     if (c->has_norm) {
         // LayerNorm over d, biased variance, eps 1e-5; statistics in double
         Y = ms_malloc((size_t)B * d * sizeof(float)); // (B, d)
-        for (int b = 0; b < B; b++) {
-            const float *z = Z + (size_t)b * d;
-            double mu = 0.0, var = 0.0;
-            for (int j = 0; j < d; j++) mu += z[j];
-            mu /= d;
-            for (int j = 0; j < d; j++) var += (z[j] - mu) * (z[j] - mu);
-            var /= d;
-            double inv = 1.0 / sqrt(var + 1e-5);
-            float *yr = Y + (size_t)b * d;
-            for (int j = 0; j < d; j++)
-                yr[j] = (float)((z[j] - mu) * inv) * m->norm_w[j] + m->norm_b[j];
-        }
+        for (int b = 0; b < B; b++) // core/vrows.h, in the vector form that runs
+            vr_layernorm(Z + (size_t)b * d, d, m->norm_w, m->norm_b, 1e-5, Y + (size_t)b * d);
         in = Y;
     }
     // logits (B, C) = Y (B, d) H^T + c, H is (C, d)

@@ -1,5 +1,5 @@
 /* test_vrows.c - core/vrows.h's row loops in every vector form this CPU runs:
- * against plain double formulas (softmax, log-sum-exp, gelu_new, the exact-erf
+ * against plain double formulas (exp within 2 ulp, softmax, log-sum-exp, gelu_new, the exact-erf
  * GELU and its negative tail, SiLU-GLU, LayerNorm: float rounding), against
  * the scalar loops bit for bit (the bias add, relu with its bias, g x + y,
  * never an FMA), the argmax's ties and NaNs as a scalar loop has
@@ -93,6 +93,26 @@ static void test_formulas(const vr_ops *o, const char *name) {
     CHECK(wn < 1e-6, "%s: LayerNorm within 1e-6 of double (%.3g)", name, wn);
 }
 
+/* e^x within 2 float ulp of exp over [-87, 88], clamped outside */
+static void test_exp(const vr_ops *o, const char *name) {
+    double ulp = 0;
+    for (int i0 = -87000; i0 <= 88000; i0 += 7 * NMAX) {
+        int n = 0;
+        for (int i = i0; i <= 88000 && n < NMAX; i += 7) X[n++] = (float)(i / 1000.0);
+        memcpy(Y0, X, (size_t)n * sizeof(float));
+        o->exp(Y0, n);
+        for (int i = 0; i < n; i++) {
+            double ref = exp((double)X[i]);
+            ulp = fmax(ulp, fabs(Y0[i] - ref) / (nextafterf((float)ref, INFINITY) - (float)ref));
+        }
+    }
+    CHECK(ulp <= 2.0, "%s: exp within 2 ulp over [-87, 88] (%.3g ulp)", name, ulp);
+    float e[2] = {-200.0f, 200.0f};
+    o->exp(e, 2);
+    CHECK(e[0] > 0 && e[0] < 2e-38f && e[1] > 1e38f && isfinite(e[1]),
+          "%s: exp clamps: exp(-200) tiny, exp(200) large and finite", name);
+}
+
 /* the add and axpy as the scalar loops, bit for bit; the argmax as a scalar loop */
 static void test_exact(const vr_ops *o, const char *name) {
     rng_t r;
@@ -109,7 +129,7 @@ static void test_exact(const vr_ops *o, const char *name) {
         memcpy(Y0, X, (size_t)n * sizeof(float));
         if (n % 5 == 0) Y0[0] = NAN, Y0[n - 1] = -0.0f, B[n - 1] = 0.0f;
         memcpy(Y1, Y0, (size_t)n * sizeof(float));
-        o->relu_bias(Y0, B, n);
+        o->relu_bias(Y0, B, 1, n);
         for (int i = 0; i < n; i++) {
             float v = Y1[i] + B[i];
             Y1[i] = v > 0.0f ? v : 0.0f;
@@ -230,6 +250,7 @@ int main(void) {
     for (int s = MS_SIMD_PLAIN; s <= (int)cpu; s++) {
         const vr_ops *o = vr_ops_for((ms_simd)s);
         CHECK((int)o->simd == s, "the %s form is the one asked for", ms_simd_name((ms_simd)s));
+        test_exp(o, ms_simd_name((ms_simd)s));
         test_formulas(o, ms_simd_name((ms_simd)s));
         test_exact(o, ms_simd_name((ms_simd)s));
         test_places(o, ms_simd_name((ms_simd)s));
