@@ -213,15 +213,18 @@ int cmd_geometry(int argc, char **argv) {
     }
     if (argc - optind < 1) return cli_usage_error(USAGE, "geometry: needs a checkpoint");
     if (argc - optind > 1) return cli_usage_error(USAGE, "geometry: unexpected argument '%s'", argv[optind + 1]);
+    a.ckpt = argv[optind];
+    char guess[4096];
+    a.eval = cli_eval_or_default(a.eval, a.ckpt, guess, sizeof guess);
     if (!a.eval)
         return cli_usage_error(USAGE, "geometry: needs --eval E (a network's input_ids, or every MoE layer's captured "
-                                      "inputs)");
-    a.ckpt = argv[optind];
-    ms_err err;
-    const char *inputs[2] = {a.ckpt, a.eval}, *outs[4] = {a.json, a.csv, a.angles_png, a.r2_png};
-    const char *labels[4] = {"--json", "--csv", "--angles-png", "--r2-png"};
-    for (int i = 0; i < 4; i++)
-        if (outs[i] && af_check_not_input(outs[i], inputs, 2, &err)) return cli_error("%s", err.msg);
-    if (af_check_distinct(outs, labels, 4, &err)) return cli_error("%s", err.msg);
+                                      "inputs; no eval.safetensors beside %s)", a.ckpt);
+    const char *inputs[2] = {a.ckpt, a.eval};
+    const out_spec outs[4] = {{a.json, "--json", OUT_FILE},
+                              {a.csv, "--csv", OUT_FILE},
+                              {a.angles_png, "--angles-png", OUT_FILE},
+                              {a.r2_png, "--r2-png", OUT_FILE}};
+    int orc = cli_check_outputs("geometry", USAGE, outs, 4, inputs, 2);
+    if (orc) return orc;
     return cli_net_wanted(a.ckpt, a.eval) ? geometry_of_network(&a) : geometry_of_capture(&a);
 }

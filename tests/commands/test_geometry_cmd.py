@@ -124,7 +124,7 @@ def test_planted():
         labels = [g.get("data-label") for g in ET.parse(figs["r2.svg"]).getroot().iter(SVG + "g")
                   if g.get("class") == "series"]
         check(len(labels) == 7 and "layer-specific" in labels, "R^2 SVG series: %s" % labels)
-    refused([ck, "--eval", cap, "--json", p("same.x"), "--csv", p("same.x")], ["same"], "two outputs in one file")
+    refused([ck, "--eval", cap, "--json", p("same.x"), "--csv", p("same.x")], ["same"], "two outputs in one file", code=2)
     rows = list(csv.reader(l for l in open(cs) if not l.startswith("#")))
     check(len(rows) == 4 and rows[0][:4] == ["from", "to", "from_layer", "to_layer"] and "canonical_shared" in rows[0],
           "CSV: a header and one row per step: %s" % rows[:1])
