@@ -72,8 +72,9 @@ char *ckpt_read_file(const char *path, size_t cap, size_t *len, ms_err *err);
 /* Is the checkpoint written from src (align, merge, scramble) to out a directory?
  * A sharded src (an index, or a folder holding one) gives a sharded directory;
  * a src that is one file gives one file at out, unless out is directory-like
- * (ends with '/' or is an existing directory): then the directory out holding
- * the file under its own name (and config.json). Cheap: reads the index, maps
+ * (ends with '/', is an existing directory, or src is a folder and out does not
+ * end in ".safetensors"): then the directory out holding the file under its
+ * own name (and config.json). Cheap: reads the index, maps
  * nothing. A src that does not open counts as one file (loading it will say why). */
 int ckpt_output_is_dir(const char *src, const char *out);
 

@@ -516,6 +516,10 @@ int ckpt_output_is_dir(const char *src, const char *out) {
     struct stat sb;
     if (n && out[n - 1] == '/') return 1;
     if (!stat(out, &sb) && S_ISDIR(sb.st_mode)) return 1;
+    // a folder (config.json and weights) written to a name without the file
+    // suffix is a folder again: "scramble A_dir -o B_dir"
+    int suffixed = n >= 12 && !strcmp(out + n - 12, ".safetensors");
+    if (!suffixed && !stat(src, &sb) && S_ISDIR(sb.st_mode)) return 1;
     ckpt c;
     if (ckpt_open(&c, src, NULL)) return 0;
     int sharded = ckpt_sharded(&c);

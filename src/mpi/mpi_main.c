@@ -57,6 +57,7 @@ static int run(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     signal(SIGXFSZ, SIG_IGN); // past a file-size limit, write(2) fails with EFBIG and we report it
+    cli_blas_prefer_cpu(argv); // the plain moescope's BLAS kernels, so both give the same numbers
     cli_stdio_guard();
     int provided = 0, rank = 0, size = 1;
     LSAN_OFF();

@@ -217,6 +217,12 @@ def test_one_file_or_dir(cfg):
     r = run("align", p("A"), B, "-o", p("asdir") + "/")
     check(r.returncode == 0 and sorted(os.listdir(p("asdir"))) == ["config.json", "model.safetensors"],
           "-o OUT/: a folder %s (%s)" % (os.listdir(p("asdir")) if os.path.isdir(p("asdir")) else None, r.stderr))
+    # a folder to a name without the file suffix: a folder again
+    r = run("scramble", B, "-o", p("asdir2"))
+    check(r.returncode == 0 and os.path.isdir(p("asdir2")) and
+          sorted(os.listdir(p("asdir2"))) == ["config.json", "model.safetensors"],
+          "folder -o NAME: a folder %s (%s)" % (os.listdir(p("asdir2")) if os.path.isdir(p("asdir2")) else None,
+                                               r.stderr))
     # a native single file into a directory-like -o
     r = run("align", os.path.join(S, "dense4", "seed1.safetensors"), os.path.join(S, "dense4", "seed2.safetensors"),
             "-o", p("native") + "/")
