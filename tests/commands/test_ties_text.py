@@ -120,8 +120,8 @@ def test_study():
                                                                      pr["methods"]["expert"]["tied"]))
     check(k == 6, "six pair rows read: %d" % k)
     tex = open(p("s.tex")).read()
-    check("Tied (gate)" in tex and "Tied (expert)" in tex, "LaTeX: a tied column for each method")
-    check("wine-quality-red-classifier-seed-1 / wine-quality-red-classifier-seed-2" in tex, "LaTeX: whole labels")
+    check("Ties g" in tex and "Ties e" in tex, "LaTeX: a tied column for each method")
+    check("wine-quality-red-classifier-seed-1--wine-quality-red-classifier-seed-2" in tex, "LaTeX: whole labels")
     check(all("l_hat_median" in pr["methods"][m] for pr in J["pairs"] for m in ("gate", "expert")),
           "study JSON: l_hat_median for both methods")
     check("L-hat against the median order" in r.stdout, "study text: the median L-hat line")

@@ -235,7 +235,7 @@ def check_latex(paths):
         check(rows[-2].startswith("Mean") and rows[-1].startswith("Std"), "LaTeX: mean and std rows last")
         check(all(re.match(r"^seed[0-9]--seed[0-9] ", r) for r in rows[1:7]), "LaTeX: pairs named seedI--seedJ")
         heads += [tex_visible(c) for c in rows[0].rstrip()[:-2].split("&")][1:]
-    check(len(heads) == len(set(heads)) == 13, "LaTeX: the 13 columns, each once: %r" % heads)
+    check(len(heads) == len(set(heads)) == 14, "LaTeX: the 14 columns, each once: %r" % heads)
     check("\\hline" not in tex, "LaTeX: booktabs, no \\hline")
 
 
