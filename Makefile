@@ -1,4 +1,5 @@
-# moescope - see README.md.  `make deps run` on a fresh Debian machine, `make check` for tests.
+# moescope - see README.md and the manual (man assets/moescope.1).  `make deps run` on a fresh
+# Debian machine, `make check` for tests.
 #
 #   make            ./moescope (release build, objects under build/rel)
 #   make check      AddressSanitizer + UBSan build under build/asan, then every test
@@ -8,13 +9,16 @@
 #   make samples    regenerate sample-checkpoints/ (byte-identical for the same seeds)
 #   make fuzz       libFuzzer harnesses for a bounded time (clang)
 #   make mutants    mutation check: small deliberate bugs, each must fail a test
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR=: the binary, fonts and themes, the manual
+#                   (man moescope) and bash completion; make install-docs: those two alone
 
 .DEFAULT_GOAL := all
 CC      ?= cc
 PYTHON  ?= /usr/bin/python3
 PREFIX  ?= /usr/local
 DESTDIR ?=
+MANDIR  ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 
 PKGS        := openblas libcjson libpng
 PKG_CFLAGS  := $(shell pkg-config --cflags $(PKGS) ncursesw 2>/dev/null)
@@ -110,7 +114,7 @@ $(REL)/src/plot/bitmap_font.o $(ASAN)/src/plot/bitmap_font.o: CPPFLAGS += -DMS_D
 $(eval $(call BUILD_RULES,$(REL),$(OPT) -g))
 $(eval $(call BUILD_RULES,$(ASAN),$(SAN_FLAGS)))
 
-.PHONY: all deps run check test bench samples fuzz mutants install clean version moescope-mpi
+.PHONY: all deps run check test bench samples fuzz mutants install install-docs clean version moescope-mpi
 .SECONDARY:
 
 all: moescope
@@ -132,7 +136,8 @@ $(patsubst %.c,$(REL)/%.o,$(TEST_SRC)) $(patsubst %.c,$(ASAN)/%.o,$(TEST_SRC)): 
 # to remake the GPT samples and for the network benchmark). Root runs apt-get directly.
 DEB_PACKAGES := build-essential pkg-config libopenblas-dev libcjson-dev libpng-dev \
     libncurses-dev python3 python3-numpy python3-scipy python3-sklearn tmux clang \
-    libclang-rt-dev universal-ctags time openmpi-bin libopenmpi-dev strace python3-torch fortunes
+    libclang-rt-dev universal-ctags time openmpi-bin libopenmpi-dev strace python3-torch fortunes \
+    groff-base man-db
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
 	$(SUDO) apt-get update -qq
@@ -168,11 +173,19 @@ fuzz:
 mutants:
 	@$(PYTHON) tests/mutants.py $(MUTANTS)
 
-install: moescope
+install: moescope install-docs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/moescope
 	install -m 755 moescope $(DESTDIR)$(PREFIX)/bin/moescope
-	if [ -f moescope-mpi ]; then install -m 755 moescope-mpi $(DESTDIR)$(PREFIX)/bin/moescope-mpi; fi
-	cp -r assets/. $(DESTDIR)$(PREFIX)/share/moescope/
+	if [ -f moescope-mpi ]; then install -m 755 moescope-mpi $(DESTDIR)$(PREFIX)/bin/moescope-mpi; \
+	    ln -sf moescope.1 $(DESTDIR)$(MANDIR)/man1/moescope-mpi.1; \
+	    ln -sf moescope $(DESTDIR)$(BASHCOMPDIR)/moescope-mpi; fi
+	cp -r assets/fonts assets/themes $(DESTDIR)$(PREFIX)/share/moescope/
+
+# the manual (man moescope) and the bash completion, as htop and ncdu ship them; no build
+install-docs:
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(BASHCOMPDIR)
+	install -m 644 assets/moescope.1 $(DESTDIR)$(MANDIR)/man1/moescope.1
+	install -m 644 assets/moescope.bash $(DESTDIR)$(BASHCOMPDIR)/moescope
 
 # the version string the binary reports (git describe, else the fallback)
 version:
