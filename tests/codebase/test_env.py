@@ -1,12 +1,11 @@
 """test_env.py - every environment variable is read in one place and documented
 from it: src/core/env.c's table names each one and what it does, no other file
 of src/ or ui/ calls getenv, every env_var of include/core/env.h has its row,
-and the README's "Environment variables" list is that table, in its order and
-words (on a mismatch the list to paste is printed)."""
+and the manual's ENVIRONMENT section (assets/moescope.1) is that table, in its
+order and words (on a mismatch the section to paste is printed)."""
 import os
 import re
 import sys
-import textwrap
 
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
 import testutil  # noqa: E402
@@ -29,31 +28,35 @@ def enum_names(text):
     return [n for n in re.findall(r"\b(ENV_\w+)\b", body) if n != "ENV_COUNT"]
 
 
-def readme_list(text):
-    """[(name, what)] of the README's section: "- `NAME`: what", wrapped lines joined"""
-    m = re.search(r"^## Environment variables\n(.*?)(?=^## )", text, re.S | re.M)
+def roff_text(s):
+    """roff as printed, for the table's words: the escapes the manual uses undone"""
+    for a, b in (("\\-", "-"), ("\\&", ""), ("\\e", "\\"), ("\\(em", "\u2014")):
+        s = s.replace(a, b)
+    return re.sub(r"\\f[BIRP]", "", s)
+
+
+def man_list(text):
+    """[(name, what)] of the manual's ENVIRONMENT section: ".TP", ".B NAME", then its words"""
+    m = re.search(r"^\.SH ENVIRONMENT\n(.*?)(?=^\.SH |\Z)", text, re.S | re.M)
     if not m:
         return None
     items = []
-    for block in re.split(r"\n(?=- `)", m.group(1)):
-        b = re.match(r"- `([^`]+)`: (.*)", block.strip(), re.S)
+    for block in re.split(r"^\.TP\n", m.group(1), flags=re.M)[1:]:
+        b = re.match(r"\.B (\S+)\n(.*)", block, re.S)
         if b:
-            items.append((b.group(1), " ".join(b.group(2).split())))
+            items.append((b.group(1), " ".join(roff_text(b.group(2)).split())))
     return items
 
 
-def readme_block(table):
-    lines = []
-    for _, name, what in table:
-        lines += textwrap.wrap("- `%s`: %s" % (name, what), 88, subsequent_indent="  ")
-    return "\n".join(lines)
+def man_block(table):
+    return "\n".join(".TP\n.B %s\n%s" % (name, what.replace("\\", "\\e").replace("-", "\\-")) for _, name, what in table)
 
 
 # the parsers bite
 planted = '[ENV_A] = {"A_VAR", "one " "two"},\n    [ENV_B] = {"B", "x"},'
 check(c_table(planted) == [("ENV_A", "A_VAR", "one two"), ("ENV_B", "B", "x")], "c_table: %s" % c_table(planted))
-planted_md = "## Environment variables\n\nintro\n\n- `A_VAR`: one\n  two\n- `B`: x\n\n## Next\n"
-check(readme_list(planted_md) == [("A_VAR", "one two"), ("B", "x")], "readme_list: %s" % readme_list(planted_md))
+planted_man = ".SH ENVIRONMENT\n.PP\nintro\n.TP\n.B A_VAR\none\ntwo \\-1\n.TP\n.B B\nx\n.SH EXIT STATUS\n"
+check(man_list(planted_man) == [("A_VAR", "one two -1"), ("B", "x")], "man_list: %s" % man_list(planted_man))
 
 env_c = open(os.path.join(ROOT, "src/core/env.c")).read()
 env_h = open(os.path.join(ROOT, "include/core/env.h")).read()
@@ -77,10 +80,10 @@ for top in ("src", "ui"):
                     stray.append("%s:%d" % (path, i))
 check(not stray, "getenv outside src/core/env.c: %s" % stray)
 
-readme = readme_list(open(os.path.join(ROOT, "README.md")).read())
+man = man_list(open(os.path.join(ROOT, "assets", "moescope.1")).read())
 want = [(n, " ".join(w.split())) for _, n, w in table]
-ok = readme == want
-check(ok, "the README's \"Environment variables\" list is env.c's table")
+ok = man == want
+check(ok, "the manual's ENVIRONMENT section is env.c's table")
 if not ok:
-    print("the README's list should read:\n" + readme_block(table))
+    print("the manual's ENVIRONMENT section should read:\n" + man_block(table))
 sys.exit(testutil.summary("test_env"))
