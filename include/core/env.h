@@ -1,6 +1,7 @@
 /* env.h - the environment variables moescope reads: each named once, with what
- * it does, in env.c's table (the README's list is checked against it), and read
- * once: the first env_get takes the values of them all. */
+ * it does, in env.c's table (the manual's ENVIRONMENT section, assets/moescope.1,
+ * is checked against it), and read once: the first env_get takes the values of
+ * them all. */
 #ifndef MS_ENV_H
 #define MS_ENV_H
 

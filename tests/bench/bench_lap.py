@@ -201,7 +201,7 @@ def main():
                 os.unlink(st)
                 os.unlink(npy)
     print("worst ratio per family: " + ", ".join("%s %.2fx" % kv for kv in worst.items()))
-    # the README's targets: uniform >= 5x faster, the other families never slower
+    # the manual's targets (PERFORMANCE): uniform >= 5x faster, the other families never slower
     for name, r in worst.items():
         goal = 5.0 if name == "uniform" else 1.0
         benchlib.result("assignment %s, worst over n = %s" % (name, " ".join(map(str, sizes))), "the solve's CPU s",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench_tui.sh - key-to-redraw latency of the TUI while the worker computes a
-# landscape (the README's formulas: a key answered within 50 ms), on the
+# landscape (the manual's PERFORMANCE targets: a key answered within 50 ms), on the
 # 8-expert sample pair and on a synthetic OLMoE-like pair of 64 experts (or the
 # most the explorer takes; tests/lib/gen_tui_family.py), where the keys scroll and
 # zoom the cost matrix. The binary logs, for each key, the milliseconds from

@@ -1,5 +1,5 @@
 """tests/oracle/geometry_ref.py - an independent numpy/scipy version of moescope's
-routing geometry (the README's "Routing geometry across depth"), float64 throughout:
+routing geometry (the manual's ROUTING GEOMETRY ACROSS DEPTH), float64 throughout:
 numpy.linalg.svd / eigh / lstsq, scipy.linalg.subspace_angles and
 scipy.linalg.orthogonal_procrustes. Written from the formulas, sharing no code with
 src/analysis/.
@@ -11,7 +11,7 @@ src/analysis/.
             "gpa": {"residual", "residual_identity", "iterations"},
             "transitions": {method: {"shared", "specific", "identity", "eta", "steps"}}}
 
-Conventions (as the README states them): the centred router W - mean row; rank =
+Conventions (as the manual states them): the centred router W - mean row; rank =
 singular values above sigma_1 max(n, d) eps32; a basis vector's largest entry is
 positive (svd_flip); states on the first r (the common rank) directions, centred on
 the training rows' mean; GPA by alternation from the first layer's gauge and from the spectral start (the top

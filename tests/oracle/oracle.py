@@ -1,6 +1,6 @@
 """tests/oracle/oracle.py - the shared numpy oracle for moescope (float64, pure numpy).
 
-Written straight from the README's formulas, independently of the C code, so tests can
+Written straight from the manual's formulas, independently of the C code, so tests can
 compare the two. Other test modules add their own oracle functions here.
 
     read_safetensors(path)               -> (tensors: dict name -> ndarray, metadata: dict)
@@ -14,7 +14,7 @@ compare the two. Other test modules add their own oracle functions here.
     head(layer, Z)                       -> logits (N, C)
     eval(layer, evalset)                 -> {"loss", "accuracy", "load_mean", "load_frac"}
 
-Conventions (match the README and the C evaluator):
+Conventions (match the manual and the C evaluator):
   * top-k: the k largest scores, ties to the smaller index; softmax over them;
   * GELU is the exact erf form 0.5 x (1 + erf(x / sqrt 2));
   * LayerNorm: biased variance, eps = 1e-5;
@@ -271,7 +271,7 @@ def eval(L, ev):  # noqa: A001 - the name the tests use
 
 # ---------------------------------------------------------------- alignment
 # Added by the alignment helper: gate_cost, expert_cost, wm_similarity,
-# permute_expert, align. Plain numpy/scipy in float64, written from the README.
+# permute_expert, align. Plain numpy/scipy in float64, written from the manual.
 
 def gate_cost(A, B, center=True):
     """C (n, n): C[i, j] = |[W|b]bar^A_i - [W|b]bar^B_j|, rows centred over experts."""
@@ -477,7 +477,7 @@ def diag_slot_residuals(A, B, order):
 
 # ---------------------------------------------------------------- curves and landscapes
 # Added by the landscape helper: interpolate, curve, curve_stats, landscape.
-# Plain float64 numpy written from the README: every order is aligned with
+# Plain float64 numpy written from the manual: every order is aligned with
 # align(order=pi) and evaluated point by point, with no sharing of work.
 
 def _lerp_tree(a, b, t):
@@ -514,7 +514,7 @@ def _loss_acc(L, ev, Z):
 
 
 def curve_stats(loss, acc=None):
-    """(barrier, acc_barrier, auc) of the README's formulas for a curve over t_m = m/(T-1)."""
+    """(barrier, acc_barrier, auc) of the manual's formulas for a curve over t_m = m/(T-1)."""
     loss = np.asarray(loss, dtype=np.float64)
     T = len(loss)
     t = np.arange(T) / (T - 1)
@@ -627,7 +627,7 @@ def spearman(x, y):
 
 
 def landscape(A, B, ev, T=25, orders=None, wm=True, center=True):
-    """The landscape of the README's formulas. orders: list of orders to evaluate (default: all n!).
+    """The landscape of the manual's formulas. orders: list of orders to evaluate (default: all n!).
     Returns dict rows [(order tuple, barrier, acc_barrier, auc)] sorted by
     (barrier, order), named curves naive/skip_order/gate/expert, and for the two
     methods rank and l_hat computed over the evaluated orders."""

@@ -10,7 +10,7 @@ numpy oracle (tests/oracle/oracle.py: curve, curve_stats, landscape) and propert
     scrambled (random element of G(n) + hidden permutations);
   * thread count and t-chunking (MOESCOPE_LS_MEM_MB) do not change a number;
   * sampled mode (n >= 10): distinct orders, correct barriers, a CI;
-  * the JSON keys of the README's formulas and the CSV.
+  * the JSON keys of the manual's formulas and the CSV.
 Run with Debian's python3 (numpy, scipy); $MOESCOPE is the binary."""
 import json
 import math

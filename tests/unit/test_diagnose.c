@@ -1,6 +1,7 @@
 /* test_diagnose.c - constructed checkpoints that each break one condition of
- * the README's formulas are flagged with the right finding; healthy ones flag nothing. The
- * numbers themselves are checked against numpy in tests/oracle/test_diagnose.py. */
+ * the manual's formulas (assets/moescope.1) are flagged with the right finding;
+ * healthy ones flag nothing. The numbers themselves are checked against numpy
+ * in tests/oracle/test_diagnose.py. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
