@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import unicodedata
 
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
 import testutil  # noqa: E402
@@ -227,8 +228,10 @@ def manual_checks(man, commands):
                            env=dict(os.environ, MANWIDTH="80", MANPAGER="cat", PAGER="cat", LANG="C.UTF-8"))
         check(r.returncode == 0 and r.stderr.strip() == "" and "MOESCOPE(1)" in r.stdout
               and "ENVIRONMENT" in r.stdout, "man -l reads the manual without warnings: %s" % r.stderr[:300])
-        wide = [l for l in r.stdout.splitlines() if len(l) > 80 and not l.startswith(" " * 11)]
-        check(len(wide) < 40, "at 80 columns the manual's text fits (%d lines wider): %s" % (len(wide), wide[:3]))
+        # the text fits 80 columns (the examples' command lines, indented 11, may not)
+        wide = [l for l in r.stdout.splitlines() if not l.startswith(" " * 11)
+                and len([c for c in l if not unicodedata.combining(c)]) > 80]
+        check(not wide, "at 80 columns the manual's text fits (%d lines wider): %s" % (len(wide), wide[:3]))
     elif os.environ.get("CI"):
         check(False, "man is installed (CI is set; make deps installs man-db)")
     else:
