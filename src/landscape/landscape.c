@@ -249,8 +249,12 @@ static void ls_plan_fill(lsx *x) {
     size_t per_block =
         (size_t)LS_L * ((size_t)pb->npairs * d + pb->nn + SH_COUNT * d) * sizeof(float);
     pl->prefix = ls_prefix_applies(x);
-    if (pl->prefix) // the prefix path's exps and head products
-        per_block += (size_t)LS_L * (pb->nn + (size_t)(pb->npairs + SH_COUNT) * pl->Cp) * sizeof(float);
+    if (pl->prefix) { // the prefix path's exps, head products and Gram products
+        pl->gsize = ls_prefix_gsize(x);
+        pl->gram = pl->gsize > 0;
+        per_block += (size_t)LS_L * (pb->nn + (size_t)(pb->npairs + SH_COUNT) * pl->Cp + pl->gsize) *
+                     sizeof(float);
+    }
     size_t per_head = pl->head_floats * sizeof(float);
     size_t per_t = (size_t)pl->nb * per_block + per_head;
     // the first layers once: per held block, whatever the number of points
@@ -287,6 +291,7 @@ static void ls_plan_fill(lsx *x) {
     if (pl->prefix) {
         pl->E_floats = pl->S_floats;
         pl->HY_floats = (size_t)pl->cap_t * (pb->npairs + SH_COUNT) * pl->Nc * pl->Cp;
+        pl->G_floats = (size_t)pl->cap_t * pl->Nc * pl->gsize;
     }
 }
 
@@ -378,6 +383,7 @@ static void ls_alloc(lsx *x, ls_named *nm) {
         // page-aligned, as Y and base: the kernel reads them 64 bytes at a time
         x->ck.E = big_alloc(pl->E_floats * sizeof(float));
         x->ck.HY = big_alloc(pl->HY_floats * sizeof(float));
+        if (pl->gram) x->ck.G = big_alloc(pl->G_floats * sizeof(float));
         x->ck.pfx_ok = ms_calloc((size_t)pl->cap_t, 1);
     }
     if (pl->first_once) {
@@ -782,6 +788,7 @@ static void ls_release(lsx *x, ls_named *nm) {
     free(x->ck.Y1);
     big_free(x->ck.E, x->pl.E_floats * sizeof(float));
     big_free(x->ck.HY, x->pl.HY_floats * sizeof(float));
+    big_free(x->ck.G, x->pl.G_floats * sizeof(float));
     free(x->ck.pfx_ok);
     big_free(x->ck.F, x->pl.F_floats * sizeof(float));
     if (x->ck.F3) big_free(x->ck.F3, x->pl.F_floats * sizeof(float));

@@ -126,6 +126,8 @@ typedef struct {
     int prefix;      /* the kernel's prefix path is used (ls_prefix_applies) */
     ms_simd simd;    /* the kernel's form: the widest this CPU runs, or ls_opts.simd */
     size_t E_floats, HY_floats; /* its chunk buffers (0 without it) */
+    int gram;        /* ... with LayerNorm: the pair outputs' Gram products G (ls_prefix_gram) */
+    size_t gsize, G_floats; /* ... one sample's G entries (ls_prefix_gsize), the chunk's G */
     int first_once;  /* the pairs' first layers from per-expert products (ls_first_applies) */
     size_t F_floats; /* ... one of its chunk buffers F, F3: 2n Nc h (0 without it) */
 } ls_plan;
@@ -148,6 +150,8 @@ typedef struct {
     float *E;        // (cap_t, nbc, nn, LS_L) exp(S - the sample's largest S)
     float *HY;       // (cap_t, npairs + SH_COUNT, nbc, Cp, LS_L) folded head times the
                      // centred pair outputs, then times the centred shared variants
+    float *G;        // (cap_t, nbc, gsize, LS_L) the centred pair outputs' Gram products
+                     // (ls_prefix_gsize), NULL without LayerNorm
     unsigned char *pfx_ok; // (cap_t) the prefix path holds at that t (no exp underflows)
     /* first layers once (ls_plan.first_once), NULL without: X W1^T + 0 of A's
      * slots (rows 0..n-1) and of B's experts as stored (n..2n-1), any t */
@@ -237,10 +241,18 @@ static inline float *ls_HY_at(const lsx *x, int tc, int p) { // (nbc, Cp, LS_L);
     return x->ck.HY + ((size_t)tc * (x->pb.npairs + SH_COUNT) + p) * x->pl.Nc * x->pl.Cp;
 }
 
+static inline float *ls_G_at(const lsx *x, int tc) { // (nbc, gsize, LS_L)
+    return x->ck.G + (size_t)tc * x->pl.Nc * x->pl.gsize;
+}
+
 /* landscape_kernel.c: the prefix path (see there) applies to this problem
  * (ls_opts.prefix: off, or on wherever it applies, for the tests) */
 int ls_prefix_applies(const lsx *x);
 size_t ls_prefix_ws_bytes(const lsx *x); /* its workspace (ls_ws.lev) */
+/* its Gram products' entries per sample (n^2 (n (n-1)/2 + 1): the pairs of
+ * pairs in two slots, and each pair with itself); 0 where they are not used
+ * (no LayerNorm: no variance to find) */
+size_t ls_prefix_gsize(const lsx *x);
 void ls_prefix_ws_clear(const lsx *x, ls_ws *w); /* ... its loss sums, once */
 /* its per-chunk precompute, once the chunk's S, Y, base and head are final */
 void ls_prefix_prepare(lsx *x);

@@ -97,8 +97,18 @@ static void block_loss(const lsx *x, int nv, const float *dl, const float *se, c
  * variant's orders add S times the difference). The head is linear: H'z =
  * (sum_i e_i H'Y'_i) / S with H' the folded head, so with H'Y' precomputed per
  * pair the head costs Cp per slot term instead of Cp*d per order. Only
- * LayerNorm's variance needs z itself (d per order: |z S|^2 / S^2, three FMAs
- * per coordinate with the base inside Y'; four with it apart). Per sample
+ * LayerNorm's variance needs more: |z S|^2 = |sum_i e_i Y'_i|^2 (the direct
+ * form: three FMAs per coordinate of every order, and d-wide levels), or, the
+ * Gram form, sum_ij e_i e_j <Y'_i, Y'_j> from the pair outputs' Gram products
+ * G (n^2 (n(n-1)/2 + 1) per sample and t, made once per chunk), shared across
+ * orders through the levels like U: a few lane operations per order instead
+ * of ~4d (dense8, d = 32: the sweep's CPU time from 4.4 to about 3 s; the
+ * d-wide sums, their loads from L2 and their stores had been half of it). G
+ * costs memory about Y's size (n^2 vs d per pair), and the direct form stays
+ * for the orders G does not cover (a named curve of another variant or on
+ * pairs without weight matching). And no division: LayerNorm's 1/sigma
+ * over S is 1/sqrt(|zS|^2 / d + eps S^2), one Newton-refined square root per
+ * order for both. Per sample
  * block, phase 1 (the levels and the last slots' sums) runs for a batch of
  * orders, then phase 2 (LayerNorm's scale, the logits, the loss) for the
  * batch, two orders side by side: their chains (the argmax and the softmax
@@ -106,23 +116,43 @@ static void block_loss(const lsx *x, int nv, const float *dl, const float *se, c
  * other (two at a time took dense8's sweep from 1.7-2.1 to 1.15-1.24 CPU s
  * at 8 points; four, no faster).
  * The per-order path is the reference; the two differ by float rounding only
- * (the same sums regrouped; see tests/unit/test_landscape_api.c). */
+ * (the same sums regrouped, the squares grouped by pairs; see
+ * tests/unit/test_landscape_api.c: within 2e-6 relative, measured ~1.4e-7). */
 
 /* the largest n served (the workspace keeps a level per slot) */
 #define LS_PREFIX_MAX_N 12
 /* mref - (the least an order's largest logit can be) must stay below this, so
- * that every order's S >= e^-64 stays a normal float far from underflow; a t
- * where some sample exceeds it takes the per-order path */
-#define LS_PREFIX_RANGE 64.0f
+ * that every order's S >= e^-30 and S^2 >= e^-60 (LayerNorm's scale comes from
+ * |zS|^2 / d + eps S^2) stay normal floats far from underflow; a t where some
+ * sample exceeds it takes the per-order path */
+#define LS_PREFIX_RANGE 30.0f
 
 /* orders whose phase 1 runs before their phase 2 runs */
 #define PFX_BATCH 16
 /* orders whose phase 2 runs side by side */
 #define PFX_FIN 2
-/* strides in the workspace, in lane vectors (LS_L floats): a level (U (d),
- * H'U (Cp), S) and a phase 1 (H'base + H'U/S (Cp), the variance) */
-#define PFX_W(d, Cp) ((d) + (Cp) + 1)
+/* a phase 1's stride in lane vectors (LS_L floats): H'U, unnormalised (Cp),
+ * and w, whose 1/sqrt scales it into the logits */
 #define PFX_HS(Cp) ((Cp) + 1)
+
+/* A level's stride in lane vectors: H'U (Cp), S, Q, then U (d: the direct
+ * form) or R (n^2: the Gram form; see "the Gram form" below) */
+static int pfx_w(const lsx *x) {
+    const int n = x->pb.n, d = x->pb.d, wide = x->pl.gram && n * n > d ? n * n : d;
+    return x->pl.Cp + 2 + wide;
+}
+
+/* the offset in G's rows (after D) of the row of pair (slot s, B's row e):
+ * the rows of the slots before s, n (n-1-s0) entries each for n rows, then e
+ * rows of slot s */
+static inline int gram_row(int n, int s, int e) {
+    return n * n * (s * (n - 1) - s * (s - 1) / 2) + e * n * (n - 1 - s);
+}
+
+size_t ls_prefix_gsize(const lsx *x) {
+    const size_t n = (size_t)x->pb.n;
+    return x->pb.cfg->has_norm ? n * n * (n * (n - 1) / 2 + 1) : 0;
+}
 
 /* An order's running loss over the sample blocks of one panel, per lane:
  * the summed (max - logit_y) or squared errors, the product of the softmax
@@ -146,11 +176,12 @@ typedef struct {
     pfx_acc *acc;
     int *ords;
     int used[LS_PREFIX_MAX_N * (LS_PREFIX_MAX_N + 1)], nused;
+    int high; // some order uses a pair past the nn of the landscape (a named curve's)
 } pfx_ws;
 
 size_t ls_prefix_ws_bytes(const lsx *x) { // as prefix_carve carves it
     int n = x->pb.n, Cp = x->pl.Cp;
-    size_t vecs = (size_t)(n > 1 ? n - 1 : 1) * PFX_W(x->pb.d, Cp) + PFX_BATCH * PFX_HS(Cp) + PFX_FIN * Cp;
+    size_t vecs = (size_t)(n > 1 ? n - 1 : 1) * pfx_w(x) + PFX_BATCH * PFX_HS(Cp) + PFX_FIN * Cp;
     return vecs * LS_L * sizeof(float) + (size_t)LS_BLOCK * sizeof(pfx_acc) +
            (size_t)LS_BLOCK * (1 + 2 * n) * sizeof(int);
 }
@@ -163,7 +194,7 @@ static inline void acc_clear(pfx_acc *a) {
 
 void ls_prefix_ws_clear(const lsx *x, ls_ws *w) {
     const int n = x->pb.n, Cp = x->pl.Cp, top = n >= 2 ? n - 2 : 0;
-    const size_t vecs = (size_t)(top + 1) * PFX_W(x->pb.d, Cp) + PFX_BATCH * PFX_HS(Cp) + PFX_FIN * Cp;
+    const size_t vecs = (size_t)(top + 1) * pfx_w(x) + PFX_BATCH * PFX_HS(Cp) + PFX_FIN * Cp;
     pfx_acc *acc = (pfx_acc *)(w->lev + vecs * LS_L);
     for (int j = 0; j < LS_BLOCK; j++) acc_clear(&acc[j]);
 }
@@ -185,7 +216,7 @@ int ls_prefix_applies(const lsx *x) {
  * every call: its last block ends a panel) */
 static void prefix_carve(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX_N],
                          const int (*col)[LS_MAX_N], pfx_ws *pw) {
-    const int n = x->pb.n, Cp = x->pl.Cp, W = PFX_W(x->pb.d, Cp), HS = PFX_HS(Cp);
+    const int n = x->pb.n, Cp = x->pl.Cp, W = pfx_w(x), HS = PFX_HS(Cp);
     const int top = n >= 2 ? n - 2 : 0;
     pw->lev = w->lev;
     pw->hls = pw->lev + (size_t)(top + 1) * W * LS_L;
@@ -202,23 +233,33 @@ static void prefix_carve(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX
     }
     memset(pw->lev, 0, (size_t)W * LS_L * sizeof(float));
     unsigned char seen[LS_PREFIX_MAX_N * (LS_PREFIX_MAX_N + 1)] = {0};
-    pw->nused = 0;
+    pw->nused = 0, pw->high = 0;
     for (int j = 0; j < m; j++)
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             if (!seen[pair[j][i]]) seen[pair[j][i]] = 1, pw->used[pw->nused++] = pair[j][i];
+            pw->high |= pair[j][i] >= x->pb.nn;
+        }
 }
 
-/* sample block b's slices of the pairs the orders use fetched (to L2) while
- * the block before runs: one t's slices of all pairs outgrow L2 */
-static inline void prefix_fetch(const lsx *x, const pfx_ws *pw, const float *Y0, const float *HY0, int b) {
+/* sample block b's slices the orders read fetched (to L2) while the block
+ * before runs (one t's slices of all pairs outgrow L2): of the pairs they
+ * use, H'Y' and, in the direct form, Y'; in the Gram form the block's G */
+static inline void prefix_fetch(const lsx *x, const pfx_ws *pw, const float *Y0, const float *HY0,
+                                const float *G0, int b) {
     const int d = x->pb.d, Cp = x->pl.Cp;
     const size_t ystride = x->pl.lane_d, hstride = x->pl.Nc * (size_t)Cp;
     const size_t yn = (size_t)b * d * LS_L, hn = (size_t)b * Cp * LS_L;
     for (int u = 0; u < pw->nused; u++) {
         const char *py = (const char *)(Y0 + pw->used[u] * ystride + yn);
         const char *ph = (const char *)(HY0 + pw->used[u] * hstride + hn);
-        for (size_t o = 0; o < (size_t)d * LS_L * sizeof(float); o += 64) __builtin_prefetch(py + o, 0, 2);
+        if (!G0)
+            for (size_t o = 0; o < (size_t)d * LS_L * sizeof(float); o += 64) __builtin_prefetch(py + o, 0, 2);
         for (size_t o = 0; o < (size_t)Cp * LS_L * sizeof(float); o += 64) __builtin_prefetch(ph + o, 0, 2);
+    }
+    if (G0) {
+        const size_t gs = x->pl.gsize * LS_L * sizeof(float);
+        const char *pg = (const char *)(G0 + (size_t)b * x->pl.gsize * LS_L);
+        for (size_t o = 0; o < gs; o += 64) __builtin_prefetch(pg + o, 0, 2);
     }
 }
 

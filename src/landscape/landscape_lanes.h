@@ -30,6 +30,19 @@ typedef int64_t LK(vl) __attribute__((vector_size(LK_VL * 8), aligned(8), may_al
 #define ATW(p, i) (*(VF *)((p) + (size_t)(i) * LS_L))
 #define LKI static inline __attribute__((always_inline)) LK_TARGET
 #define LK_FORM LK_TARGET __attribute__((LS_OPT))
+/* SEL(x < lo, lo, x) and SEL(x > hi, hi, x) in one instruction: MAXPS (a, b)
+ * is a > b ? a : b and MINPS a < b ? a : b, b when either is NaN, so x's NaN
+ * stays, as with the selects */
+#if LK_VL == 16
+#define CLAMP_LO(lo, x) ((VF)_mm512_max_ps((__m512)(lo), (__m512)(x)))
+#define CLAMP_HI(hi, x) ((VF)_mm512_min_ps((__m512)(hi), (__m512)(x)))
+#elif LK_VL == 8
+#define CLAMP_LO(lo, x) ((VF)_mm256_max_ps((__m256)(lo), (__m256)(x)))
+#define CLAMP_HI(hi, x) ((VF)_mm256_min_ps((__m256)(hi), (__m256)(x)))
+#else
+#define CLAMP_LO(lo, x) ((VF)_mm_max_ps((__m128)(lo), (__m128)(x)))
+#define CLAMP_HI(hi, x) ((VF)_mm_min_ps((__m128)(hi), (__m128)(x)))
+#endif
 #if LK_VL == 16
 #define EXPC(out, x) VEXP_STEPS(VF, out, x, VEXP_ROUND16, VEXP_SCALE16)
 #else
@@ -42,8 +55,8 @@ typedef int64_t LK(vl) __attribute__((vector_size(LK_VL * 8), aligned(8), may_al
     do {                                                                                 \
         VF x_ = (xin);                                                                   \
         const VF lo_ = (VF){0} - 87.0f, hi_ = (VF){0} + 88.0f;                           \
-        x_ = SEL(x_ < lo_, lo_, x_);                                                     \
-        x_ = SEL(x_ > hi_, hi_, x_);                                                     \
+        x_ = CLAMP_LO(lo_, x_);                                                          \
+        x_ = CLAMP_HI(hi_, x_);                                                          \
         EXPC(out, x_);                                                   \
     } while (0)
 
@@ -52,7 +65,7 @@ typedef int64_t LK(vl) __attribute__((vector_size(LK_VL * 8), aligned(8), may_al
     do {                                                                                 \
         VF x_ = (xin);                                                                   \
         const VF lo_ = (VF){0} - 87.0f;                                                  \
-        x_ = SEL(x_ < lo_, lo_, x_);                                                     \
+        x_ = CLAMP_LO(lo_, x_);                                                          \
         EXPC(out, x_);                                                   \
     } while (0)
 
@@ -447,11 +460,45 @@ LKI void LK(centre_head)(const float *H, int Cp, int d, int norm, float *src, fl
         for (int q = 0; q < d; q++) ATW(src, q) += AT(add, q);
 }
 
-/* ls_prefix_prepare: the chunk's E, HY and pfx_ok at every t of the chunk;
+/* The Gram products of one piece of sample block b at tc, from the pairs'
+ * final Y' (the main variant's centred base inside): first D (n^2), |Y'_p|^2
+ * for each pair p = s n + e (slot s, B's row e); then for each pair in slot
+ * order its products with every pair of a later slot, (s', e') for s' > s in
+ * that order: the row of (s, e), n (n-1-s) entries (gram_row), which the
+ * level adding that pair reads whole. Each is one chain over q in order. */
+LKI void LK(gram)(const lsx *x, int tc, int b, int off) {
+    const int n = x->pb.n, d = x->pb.d;
+    const size_t yo = (size_t)b * d * LS_L + off, ystride = x->pl.lane_d;
+    float *g = ls_G_at(x, tc) + (size_t)b * x->pl.gsize * LS_L + off;
+    for (int p = 0; p < n * n; p++) {
+        const float *yp = ls_Y_at(x, tc, p) + yo;
+        VF a = (VF){0};
+        for (int q = 0; q < d; q++) a += AT(yp, q) * AT(yp, q);
+        ATW(g, p) = a;
+    }
+    float *row = g + (size_t)n * n * LS_L;
+    for (int s = 0; s + 1 < n; s++)
+        for (int e = 0; e < n; e++) {
+            const float *yp = ls_Y_at(x, tc, s * n + e) + yo;
+            for (int s2 = s + 1; s2 < n; s2++, row += (size_t)n * LS_L) {
+                const float *y2 = ls_Y_at(x, tc, s2 * n) + yo; // its n pairs ystride apart
+                VF acc[LS_PREFIX_MAX_N];
+                for (int e2 = 0; e2 < n; e2++) acc[e2] = (VF){0};
+                for (int q = 0; q < d; q++) {
+                    const VF yq = AT(yp, q);
+                    for (int e2 = 0; e2 < n; e2++) acc[e2] += yq * AT(y2 + e2 * ystride, q);
+                }
+                for (int e2 = 0; e2 < n; e2++) ATW(row, e2) = acc[e2];
+            }
+        }
+}
+
+/* ls_prefix_prepare: the chunk's E, HY, G and pfx_ok at every t of the chunk;
  * where the path holds, the shared variants' bases are centred in place
  * (HY: H' base), and each pair's Y becomes its centred output plus the main
- * variant's centred base (HY: H' of that), the terms the path sums
- * (single-threaded: a few ms next to the orders' sweep). */
+ * variant's centred base (HY: H' of that), the terms the path sums, and G
+ * their Gram products (single-threaded: tens of ms next to the orders'
+ * sweep). */
 LK_FORM static void LK(prepare)(lsx *x) {
     const int n = x->pb.n, nn = x->pb.nn, d = x->pb.d, nb = x->ck.nbn, Cp = x->pl.Cp;
     const int norm = x->pb.cfg->has_norm, np = x->pb.npairs;
@@ -492,6 +539,9 @@ LK_FORM static void LK(prepare)(lsx *x) {
                     LK(centre_head)(H, Cp, d, norm, src + o, ls_HY_at(x, tc, p) + oh, bm + o, hm + oh);
                 }
         }
+        if (x->pl.gram)
+            for (int b = 0; b < nb; b++)
+                for (int off = 0; off < LS_L; off += LK_VL) LK(gram)(x, tc, b, off);
     }
 }
 
@@ -511,57 +561,96 @@ LKI void LK(mul_d)(double *a, int64_t *ex, VF v, int renorm) {
 }
 
 /* Phase 1 of an order's last slots (top..n-1: one or two; lt, the level of
- * the slots before them) at one piece: with zS = z S = lt + e0 Y'0 + e1 Y'1
- * (Y' a pair's centred output plus the main variant's centred base: zS is
- * the sum of e_i Y'_i, z born centred), hl (Cp) = H' zS / S, the logits
- * before LayerNorm's scale, and hl[Cp] = z's variance |zS|^2 / (S^2 d) + eps
- * (1 without a norm). dv (d), hdv (Cp) (another variant than the main one;
+ * the slots before them) at one piece, the direct form: with zS = z S = lt +
+ * e0 Y'0 + e1 Y'1 (Y' a pair's centred output plus the main variant's centred
+ * base: zS is the sum of e_i Y'_i, z born centred), hl (C) = H' zS, the
+ * logits before the 1/S and LayerNorm's scale, and hl[Cp] = w = |zS|^2 / d +
+ * eps S^2 (S^2 without a norm): LayerNorm's 1/sigma over S is 1/sqrt(w)
+ * (sigma^2 = |z|^2 / d + eps), so the logits are hl / sqrt(w) + c', with no
+ * division. rd = 1/d. dv (d), hdv (Cp) (another variant than the main one;
  * else NULL): its base and H' base less the main one's, S times which z S
- * gains. y0, y1 (d) and h0, h1 (Cp): a piece's lanes of lane-major arrays. */
+ * gains. y0, y1 (d) and h0, h1 (Cp): a piece's lanes of lane-major arrays. A
+ * level: H'U (Cp), S, Q, U (d). */
 LKI void LK(leaf)(const lsx *x, const VF *lt, VF e0, VF e1, const float *y0, const float *y1,
-                  const float *h0, const float *h1, const VF *dv, const VF *hdv, int two, VF *hl) {
-    const int d = x->pb.d, Cp = x->pl.Cp;
-    VF s = lt[d + Cp] + e0;
+                  const float *h0, const float *h1, const VF *dv, const VF *hdv, int two, float rd,
+                  VF *hl) {
+    const int d = x->pb.d, C = x->pb.C, Cp = x->pl.Cp;
+    const VF *lu = lt + Cp + 2;
+    VF s = lt[Cp] + e0;
     if (two) s += e1;
-    const VF inv = 1.0f / s;
-    VF var = (VF){0} + 1.0f;
+    VF w = s * s;
     if (x->pb.cfg->has_norm) {
         // four chains (q = 0, 1, 2, 3 mod 4)
-        VF v0 = (VF){0}, v1 = v0, v2 = v0, v3 = v0;
+        VF v0 = (VF){0}, v1 = v0, v2 = v0, v3 = v0, Q = v0;
         int q = 0;
-        var = v0;
         if (!dv && two) {
             for (; q + 4 <= d; q += 4) {
-                VF u0 = lt[q] + e0 * AT(y0, q) + e1 * AT(y1, q);
-                VF u1 = lt[q + 1] + e0 * AT(y0, q + 1) + e1 * AT(y1, q + 1);
-                VF u2 = lt[q + 2] + e0 * AT(y0, q + 2) + e1 * AT(y1, q + 2);
-                VF u3 = lt[q + 3] + e0 * AT(y0, q + 3) + e1 * AT(y1, q + 3);
+                VF u0 = lu[q] + e0 * AT(y0, q) + e1 * AT(y1, q);
+                VF u1 = lu[q + 1] + e0 * AT(y0, q + 1) + e1 * AT(y1, q + 1);
+                VF u2 = lu[q + 2] + e0 * AT(y0, q + 2) + e1 * AT(y1, q + 2);
+                VF u3 = lu[q + 3] + e0 * AT(y0, q + 3) + e1 * AT(y1, q + 3);
                 v0 += u0 * u0, v1 += u1 * u1, v2 += u2 * u2, v3 += u3 * u3;
             }
-            var = (v0 + v1) + (v2 + v3);
+            Q = (v0 + v1) + (v2 + v3);
         }
         for (; q < d; q++) {
-            VF u = lt[q] + e0 * AT(y0, q);
+            VF u = lu[q] + e0 * AT(y0, q);
             if (two) u += e1 * AT(y1, q);
             if (dv) u += s * dv[q];
-            var += u * u;
+            Q += u * u;
         }
-        var = var * inv * inv / (float)d + 1e-5f;
+        w = Q * rd + 1e-5f * w;
     }
-    for (int c = 0; c < Cp; c++) {
-        VF hu = lt[d + c] + e0 * AT(h0, c);
+    for (int c = 0; c < C; c++) {
+        VF hu = lt[c] + e0 * AT(h0, c);
         if (two) hu += e1 * AT(h1, c);
         if (hdv) hu += s * hdv[c];
-        hl[c] = hu * inv;
+        hl[c] = hu;
     }
-    hl[Cp] = var;
+    hl[Cp] = w;
+}
+
+/* The Gram form of the same (the main variant, LayerNorm or not): |zS|^2 =
+ * sum_ij e_i e_j <Y'_i, Y'_j> from the Gram products instead of d
+ * coordinates. A level of k slots holds, besides H'U and S, Q = |U|^2 and R,
+ * the products <U, Y'_p> with the pairs p of the slots k..n-1 (R[(s - k) n +
+ * e], kept for the B rows e the later slots can still hold); the leaf adds
+ * the last two slots' pairs, a (slot n-2) and b (n-1):
+ *   Q' = Q + e0 (2 R[a] + e0 D_a) + e1 (2 (R[n + b] + e0 G_ab) + e1 D_b),
+ * a few lane operations instead of 3d (and no d-wide level below it). Q is the
+ * same sum of squares, its terms grouped by pairs; float rounding leaves a
+ * tiny negative Q where z is 0 to rounding: clamped to 0 (a NaN stays NaN).
+ * Gb: the piece's block of G (ls_prefix_gsize), a, b: the last slots' rows. */
+LKI void LK(leaf_gram)(const lsx *x, const VF *lt, VF e0, VF e1, int a, int b, const float *Gb,
+                       const float *h0, const float *h1, int two, float rd, VF *hl) {
+    const int n = x->pb.n, C = x->pb.C, Cp = x->pl.Cp;
+    VF s = lt[Cp] + e0;
+    if (two) s += e1;
+    VF w = s * s;
+    if (x->pb.cfg->has_norm) {
+        const VF *R = lt + Cp + 2;
+        const int s0 = two ? n - 2 : n - 1;
+        VF Q = lt[Cp + 1] + e0 * (2.0f * R[a] + e0 * AT(Gb, s0 * n + a));
+        if (two) {
+            const VF r = R[n + b] + e0 * AT(Gb, n * n + gram_row(n, n - 2, a) + b);
+            Q += e1 * (2.0f * r + e1 * AT(Gb, (n - 1) * n + b));
+        }
+        Q = SEL(Q < 0.0f, (VF){0}, Q);
+        w = Q * rd + 1e-5f * w;
+    }
+    for (int c = 0; c < C; c++) {
+        VF hu = lt[c] + e0 * AT(h0, c);
+        if (two) hu += e1 * AT(h1, c);
+        hl[c] = hu;
+    }
+    hl[Cp] = w;
 }
 
 /* Phase 2 of no orders (1 or PFX_FIN, side by side so that their dependency
  * chains, the argmax and the softmax sum over the classes, overlap) at one
- * piece (lanes from off): LayerNorm's 1/sigma from the variance hl[Cp]
- * (bit-trick guess and three Newton steps, as layernorm), the logits lg (C) =
- * hl sc + c', and the loss terms into each order's acc (ties of the argmax to
+ * piece (lanes from off): the scale sc = 1/sqrt(w) from hl[Cp] = w (leaf:
+ * LayerNorm's 1/sigma over S; bit-trick guess and three Newton steps, as
+ * layernorm), the logits lg (C) = hl sc + c', and the loss terms into each order's acc (ties of the argmax to
  * the smaller class, as moe_eval; the softmax sum in class order; padding
  * lanes add 0 and multiply by 1). hl: the orders' phase 1, HS apart; lg
  * (PFX_FIN, C). */
@@ -571,14 +660,12 @@ LKI void LK(finish)(const lsx *x, const VF *hl, int HS, const int no, const floa
     VF sc[PFX_FIN], dl[PFX_FIN], se[PFX_FIN];
     VI good[PFX_FIN];
     for (int o = 0; o < no; o++) {
-        sc[o] = (VF){0} + 1.0f, se[o] = (VF){0} + 1.0f, good[o] = (VI){0};
-        if (x->pb.cfg->has_norm) {
-            const VF var = hl[o * HS + Cp], hv = 0.5f * var;
-            VF r = (VF)(0x5f375a86 - ((VI)var >> 1));
-            r = r * (1.5f - hv * r * r);
-            r = r * (1.5f - hv * r * r);
-            sc[o] = r * (1.5f - hv * r * r);
-        }
+        const VF w = hl[o * HS + Cp], hw = 0.5f * w;
+        VF r = (VF)(0x5f375a86 - ((VI)w >> 1));
+        r = r * (1.5f - hw * r * r);
+        r = r * (1.5f - hw * r * r);
+        sc[o] = r * (1.5f - hw * r * r);
+        se[o] = (VF){0} + 1.0f, good[o] = (VI){0};
     }
     for (int u = 0; u < C; u++)
         for (int o = 0; o < no; o++) lg[o * C + u] = hl[o * HS + u] * sc[o] + cp[u];
@@ -623,12 +710,16 @@ LKI void LK(finish)(const lsx *x, const VF *hl, int HS, const int no, const floa
     }
 }
 
-/* ls_eval_orders_t's work by the prefix path (same arguments; m <= LS_BLOCK) */
+/* ls_eval_orders_t's work by the prefix path (same arguments; m <= LS_BLOCK).
+ * Its levels in the Gram form wherever the orders are the main variant's on
+ * the landscape's pairs (every order of the sweep; a named curve on others
+ * takes the direct form), or when there is no LayerNorm (no variance: no U). */
 LK_FORM static void LK(prefix)(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX_N],
                                const int (*col)[LS_MAX_N], int v, int tc, double *lsum, long *ok) {
     const int N = x->pb.N, d = x->pb.d, n = x->pb.n, nn = x->pb.nn, nb = x->ck.nbn, b0 = x->ck.b0;
-    const int Cp = x->pl.Cp, W = PFX_W(d, Cp), HS = PFX_HS(Cp);
+    const int C = x->pb.C, Cp = x->pl.Cp, W = pfx_w(x), HS = PFX_HS(Cp);
     const int top = n >= 2 ? n - 2 : 0;      // levels 0..top kept; the last slots go into z
+    const float rd = 1.0f / (float)d;
     const float *E = ls_E_at(x, tc);
     const float *cp = ls_head_at(x, tc) + (size_t)Cp * d; // (Cp)
     const float *Y0 = ls_Y_at(x, tc, 0), *HY0 = ls_HY_at(x, tc, 0);
@@ -639,39 +730,62 @@ LK_FORM static void LK(prefix)(const lsx *x, ls_ws *w, int m, const int (*pair)[
     const size_t ystride = x->pl.lane_d, hstride = x->pl.Nc * (size_t)Cp;
     pfx_ws pw;
     prefix_carve(x, w, m, pair, col, &pw);
+    const int norm = x->pb.cfg->has_norm, gram = norm && x->pl.gram && !dv && !pw.high;
+    const int lean = gram || !norm;            // no U in the levels
+    const int gleaf = gram || (!norm && !hdv); // the leaf of the Gram form
+    if (!norm) dv = NULL;                      // without a norm only H' dv counts
+    const float *G0 = gram ? ls_G_at(x, tc) : NULL;
     VF *lev = (VF *)pw.lev, *hls = (VF *)pw.hls, *lg = (VF *)pw.lg;
     const int *ords = pw.ords, os = 1 + 2 * n;
     const int panel = LS_PANEL / LS_L; // blocks per panel
     for (int b = 0; b < nb; b++) {
         const int gb = b0 + b, fold = gb % panel == panel - 1 || gb == x->pl.nb - 1;
-        if (b + 1 < nb) prefix_fetch(x, &pw, Y0, HY0, b + 1);
+        if (b + 1 < nb) prefix_fetch(x, &pw, Y0, HY0, G0, b + 1);
         // the block in pieces of LK_VL lanes, each over all m orders
         for (int off = 0; off < LS_L; off += LK_VL) {
             const VI valid = *(const VI *)(ls_lane_iota + off) < N - gb * LS_L; // lanes holding samples
             const float *Eb = E + (size_t)b * nn * LS_L + off;
-            if (dv) {
+            if (hdv) {
                 const size_t o = (size_t)b * d * LS_L + off, oh = (size_t)b * Cp * LS_L + off;
-                for (int q = 0; q < d; q++) dv[q] = AT(bv + o, q) - AT(bm + o, q);
+                if (dv)
+                    for (int q = 0; q < d; q++) dv[q] = AT(bv + o, q) - AT(bm + o, q);
                 for (int c = 0; c < Cp; c++) hdv[c] = AT(hv + oh, c) - AT(hm + oh, c);
             }
             const float *Yb = Y0 + (size_t)b * d * LS_L + off, *HYb = HY0 + (size_t)b * Cp * LS_L + off;
+            const float *Gb = gram ? G0 + (size_t)b * x->pl.gsize * LS_L + off : NULL;
             for (int j = 0; j < m; j++) {
                 // levels shared with the previous order stay (at the piece's first order none)
                 const int *o = ords + (size_t)j * os, *op = o + 1, *oc = o + 1 + n;
-                for (int k = j ? o[0] : 0; k < top; k++) { // level k+1 = level k + e_k (Y'_k, H'Y'_k, 1)
+                for (int k = j ? o[0] : 0; k < top; k++) { // level k+1 = level k + e_k (H'Y'_k, 1, ...)
                     const VF ek = AT(Eb, k * n + oc[k]);
-                    const float *y = Yb + op[k] * ystride, *hy = HYb + op[k] * hstride;
+                    const float *hy = HYb + op[k] * hstride;
                     const VF *src = lev + (size_t)k * W;
                     VF *dst = lev + (size_t)(k + 1) * W;
-                    for (int q = 0; q < d; q++) dst[q] = src[q] + ek * AT(y, q);
-                    for (int c = 0; c < Cp; c++) dst[d + c] = src[d + c] + ek * AT(hy, c);
-                    dst[d + Cp] = src[d + Cp] + ek;
+                    for (int c = 0; c < C; c++) dst[c] = src[c] + ek * AT(hy, c);
+                    dst[Cp] = src[Cp] + ek;
+                    if (gram) { // Q and R (see leaf_gram): R's slot k leaves, the rest gains e_k G's row
+                        // (only the B rows left to the later slots: this order's, oc[k+1..n-1])
+                        const int e = op[k] - k * n;
+                        const float *gr = Gb + (size_t)(n * n + gram_row(n, k, e)) * LS_L;
+                        const VF *sr = src + Cp + 2 + n;
+                        VF *dr = dst + Cp + 2;
+                        dst[Cp + 1] = src[Cp + 1] + ek * (2.0f * src[Cp + 2 + e] + ek * AT(Gb, op[k]));
+                        for (int r = 0; r < n - 1 - k; r++, sr += n, dr += n, gr += (size_t)n * LS_L)
+                            for (int i = k + 1; i < n; i++) dr[oc[i]] = sr[oc[i]] + ek * AT(gr, oc[i]);
+                    } else if (!lean) {
+                        const float *y = Yb + op[k] * ystride;
+                        for (int q = 0; q < d; q++) dst[Cp + 2 + q] = src[Cp + 2 + q] + ek * AT(y, q);
+                    }
                 }
                 const int i0 = top, i1 = n - 1, two = i1 > i0; // i0 == i1 only when n == 1
                 const VF e0 = AT(Eb, i0 * n + oc[i0]), e1 = two ? AT(Eb, i1 * n + oc[i1]) : (VF){0};
-                LK(leaf)(x, lev + (size_t)top * W, e0, e1, Yb + op[i0] * ystride, Yb + op[i1] * ystride,
-                         HYb + op[i0] * hstride, HYb + op[i1] * hstride, dv, hdv, two,
-                         hls + (size_t)(j % PFX_BATCH) * HS);
+                VF *hl = hls + (size_t)(j % PFX_BATCH) * HS;
+                if (gleaf)
+                    LK(leaf_gram)(x, lev + (size_t)top * W, e0, e1, op[i0] - i0 * n, op[i1] - i1 * n, Gb,
+                                  HYb + op[i0] * hstride, HYb + op[i1] * hstride, two, rd, hl);
+                else
+                    LK(leaf)(x, lev + (size_t)top * W, e0, e1, Yb + op[i0] * ystride, Yb + op[i1] * ystride,
+                             HYb + op[i0] * hstride, HYb + op[i1] * hstride, dv, hdv, two, rd, hl);
                 if (j % PFX_BATCH != PFX_BATCH - 1 && j != m - 1) continue;
                 // phase 2 of the batch, PFX_FIN orders at a time (the rest one by one)
                 const int j0 = j - j % PFX_BATCH;
@@ -698,6 +812,8 @@ LK_FORM static void LK(prefix)(const lsx *x, ls_ws *w, int m, const int (*pair)[
 #undef EXP
 #undef EXP_NEG
 #undef EXPC
+#undef CLAMP_LO
+#undef CLAMP_HI
 #undef EXP_SCALE
 #undef LKI
 #undef LK_FORM

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "landscape/landscape.h"
+#include "landscape/rank.h"
 #include "core/rng.h"
 #include "testlib.h"
 
@@ -156,8 +157,9 @@ static int same_order(const landscape *L, long j, long k) {
  * against its per-order reference path, which the numpy-oracle and golden
  * tests hold. The two sum the same float32 terms regrouped (the softmax
  * normalised once at the end, LayerNorm's centring and the head moved inside
- * the mix), so they agree to float rounding: every loss, barrier and AUC
- * within 2e-6 relative (measured: ~1e-7), the same ranks. A gate whose logits
+ * the mix, its variance from the pair outputs' Gram products), so they agree
+ * to float rounding: every loss, barrier and AUC within 2e-6 relative
+ * (measured: ~1.4e-7), the same ranks but where a near-tie swaps. A gate whose logits
  * spread wider than the path's exp range takes the reference path at every t:
  * bit for bit. Both paths in each vector form of the kernel (forms_case). */
 static double rel_diff(double a, double b) { return fabs(a - b) / fmax(1.0, fabs(b)); }
@@ -218,6 +220,18 @@ static void forms_case(const char *what, const moe_model *A, const moe_model *B,
         if (ran[s]) landscape_free(&L[s]);
 }
 
+/* Lp's rank of method m is Lr's, or differs only by orders at the rank's edge:
+ * rank = 1 + #{B < b - tau} moves when some barrier lies within the float
+ * rounding between the two runs (eps relative) of that edge (a near-tie may
+ * swap; every other order must count the same) */
+static int same_rank_but_near_ties(const landscape *Lp, const landscape *Lr, int m, double eps) {
+    double edge = Lr->methods[m].barrier - rank_tau(Lr->naive.barrier);
+    double slack = 2.0 * eps * fmax(1.0, fabs(edge));
+    long near = 0;
+    for (long k = 0; k < Lr->norders; k++) near += fabs(Lr->rows[k].barrier - edge) <= slack;
+    return labs((long)Lp->rank[m] - (long)Lr->rank[m]) <= near;
+}
+
 static void prefix_case(const char *what, const moe_model *A, const moe_model *B, const evalset *E,
                         int fallback) {
     ls_opts o;
@@ -245,8 +259,9 @@ static void prefix_case(const char *what, const moe_model *A, const moe_model *B
     } else {
         CHECK(worst <= 2e-6 && worst > 0.0, "%s: prefix vs per-order path, largest relative difference %.3g",
               what, worst);
-        CHECK(Lp.rank[0] == Lr.rank[0] && Lp.rank[1] == Lr.rank[1], "%s: same ranks (%d %d vs %d %d)", what,
-              Lp.rank[0], Lp.rank[1], Lr.rank[0], Lr.rank[1]);
+        CHECK(same_rank_but_near_ties(&Lp, &Lr, 0, worst) && same_rank_but_near_ties(&Lp, &Lr, 1, worst),
+              "%s: same ranks but for near-ties (%d %d vs %d %d)", what, Lp.rank[0], Lp.rank[1], Lr.rank[0],
+              Lr.rank[1]);
     }
     forms_case(what, A, B, E, &o);
     o.prefix = -1;
