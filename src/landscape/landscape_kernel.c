@@ -175,6 +175,7 @@ typedef struct {
     float *lev, *hls, *lg;
     pfx_acc *acc;
     int *ords;
+    float *cl; // (Cp) the folded head's shift c' in base 2 (classification: times log2 e)
     int used[LS_PREFIX_MAX_N * (LS_PREFIX_MAX_N + 1)], nused;
     int high; // some order uses a pair past the nn of the landscape (a named curve's)
 } pfx_ws;
@@ -183,7 +184,7 @@ size_t ls_prefix_ws_bytes(const lsx *x) { // as prefix_carve carves it
     int n = x->pb.n, Cp = x->pl.Cp;
     size_t vecs = (size_t)(n > 1 ? n - 1 : 1) * pfx_w(x) + PFX_BATCH * PFX_HS(Cp) + PFX_FIN * Cp;
     return vecs * LS_L * sizeof(float) + (size_t)LS_BLOCK * sizeof(pfx_acc) +
-           (size_t)LS_BLOCK * (1 + 2 * n) * sizeof(int);
+           (size_t)LS_BLOCK * (1 + 2 * n) * sizeof(int) + (size_t)Cp * sizeof(float);
 }
 
 /* the sums of an order restart */
@@ -224,6 +225,7 @@ static void prefix_carve(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX
     pw->acc = (pfx_acc *)(pw->lg + (size_t)PFX_FIN * Cp * LS_L);
     pw->ords = (int *)(pw->acc + LS_BLOCK);
     const int os = 1 + 2 * n;
+    pw->cl = (float *)(pw->ords + (size_t)LS_BLOCK * os);
     for (int j = 0; j < m; j++) {
         int *o = pw->ords + (size_t)j * os, k = 0;
         if (j > 0)
@@ -278,7 +280,8 @@ static void fold_acc(const lsx *x, pfx_acc *acc, int m, double *lsum, long *ok) 
             e += acc[j].ex[l];
             good += acc[j].good[l];
         }
-        if (x->pb.kind == LS_CLASSIFY) s += log(p) + (double)e * 0.69314718055994530942;
+        // classification: the loss terms came in bits (base-2 logits, see finish)
+        if (x->pb.kind == LS_CLASSIFY) s = (s + (double)e) * 0.69314718055994530942 + log(p);
         lsum[j] += s;
         ok[j] += good;
         acc_clear(&acc[j]);

@@ -69,6 +69,32 @@ typedef int64_t LK(vl) __attribute__((vector_size(LK_VL * 8), aligned(8), may_al
         EXPC(out, x_);                                                   \
     } while (0)
 
+/* 2^x for x <= 0 (or NaN) per lane: x clamped at -125 (2^x and every step
+ * stay normal floats), k = round(x) (to nearest even, as EXPC), f = x - k
+ * exact in [-1/2, 1/2], 2^f = 1 + f P(f) by Cephes' exp2f polynomial (within
+ * 0.7 float ulp of 2^x: 7.9e-8 relative over [-125, 0]), times 2^k exactly;
+ * the same steps in every form, so AVX-512 and AVX2 agree bit for bit */
+#if LK_VL == 16
+#define EXP2_ROUND VEXP_ROUND16
+#define EXP2_SCALE VEXP_SCALE16
+#else
+#define EXP2_ROUND VEXP_ROUND_ADD
+#define EXP2_SCALE EXP_SCALE
+#endif
+#define EXP2_NEG(out, xin)                                                               \
+    do {                                                                                 \
+        const VF x_ = CLAMP_LO((VF){0} - 125.0f, (xin));                                 \
+        const VF k_ = EXP2_ROUND(x_), f_ = x_ - k_;                                      \
+        VF p_ = (VF){0} + 1.535336188319500e-4f;                                         \
+        p_ = p_ * f_ + 1.339887440266574e-3f;                                            \
+        p_ = p_ * f_ + 9.618437357674640e-3f;                                            \
+        p_ = p_ * f_ + 5.550332471162809e-2f;                                            \
+        p_ = p_ * f_ + 2.402264791363012e-1f;                                            \
+        p_ = p_ * f_ + 6.931472028550421e-1f;                                            \
+        p_ = p_ * f_ + 1.0f;                                                             \
+        (out) = EXP2_SCALE(p_, k_);                                                      \
+    } while (0)
+
 /* sel[i] (lane mask) = expert i is among the k largest of q (n) in that lane,
  * ranked by MOE_RANKS_BEFORE (larger first, ties to the smaller index: the
  * rule of moe_topk); *top = the largest per lane. */
@@ -319,7 +345,7 @@ LKI void LK(layernorm)(VF *z, int d, VF zs, VF *scp) {
     }
     VF var = ((v0 + v1) + (v2 + v3)) / (float)d + 1e-5f;
     // 1/sqrt(var) per lane: GCC leaves 1.0f/sqrtf on lanes scalar, so the
-    // bit-trick first guess (3.4e-3) and three Newton steps (-> ~1e-7,
+    // bit-trick first guess (3.4e-2) and three Newton steps (-> ~1e-7,
     // float's own rounding), all lane-parallel
     VF hv = 0.5f * var;
     VF sc = (VF)(0x5f375a86 - ((VI)var >> 1));
@@ -649,14 +675,20 @@ LKI void LK(leaf_gram)(const lsx *x, const VF *lt, VF e0, VF e1, int a, int b, c
 /* Phase 2 of no orders (1 or PFX_FIN, side by side so that their dependency
  * chains, the argmax and the softmax sum over the classes, overlap) at one
  * piece (lanes from off): the scale sc = 1/sqrt(w) from hl[Cp] = w (leaf:
- * LayerNorm's 1/sigma over S; bit-trick guess and three Newton steps, as
- * layernorm), the logits lg (C) = hl sc + c', and the loss terms into each order's acc (ties of the argmax to
- * the smaller class, as moe_eval; the softmax sum in class order; padding
- * lanes add 0 and multiply by 1). hl: the orders' phase 1, HS apart; lg
- * (PFX_FIN, C). */
+ * LayerNorm's 1/sigma over S; bit-trick guess and three Newton steps: 3.4e-2,
+ * 1.75e-3, 4.6e-6, 3e-11, below float's rounding), the logits lg (C) = hl sc + c',
+ * and the loss terms into each order's acc (ties of the argmax to the smaller
+ * class, as moe_eval; the softmax sum in class order; padding lanes add 0 and
+ * multiply by 1). Classification takes the logits in base 2 (sc and c' times
+ * log2 e, cl2 = c' log2 e): the softmax terms are then 2^(l - max), a third
+ * fewer operations than e^x's (no product by log2 e, no two-part ln 2; half
+ * of this phase's time is these exponentials), and the loss term max - l_y
+ * comes in bits (fold_acc multiplies by ln 2). hl: the orders' phase 1, HS
+ * apart; lg (PFX_FIN, C). */
 LKI void LK(finish)(const lsx *x, const VF *hl, int HS, const int no, const float *cp, int gb,
                           int off, int renorm, VI valid, VF *lg, pfx_acc *acc) {
     const int C = x->pb.C, Cp = x->pl.Cp, classify = x->pb.kind == LS_CLASSIFY;
+    const float unit = classify ? 1.44269504088896341f : 1.0f; // log2 e: base-2 logits
     VF sc[PFX_FIN], dl[PFX_FIN], se[PFX_FIN];
     VI good[PFX_FIN];
     for (int o = 0; o < no; o++) {
@@ -664,7 +696,7 @@ LKI void LK(finish)(const lsx *x, const VF *hl, int HS, const int no, const floa
         VF r = (VF)(0x5f375a86 - ((VI)w >> 1));
         r = r * (1.5f - hw * r * r);
         r = r * (1.5f - hw * r * r);
-        sc[o] = r * (1.5f - hw * r * r);
+        sc[o] = r * (1.5f - hw * r * r) * unit;
         se[o] = (VF){0} + 1.0f, good[o] = (VI){0};
     }
     for (int u = 0; u < C; u++)
@@ -688,7 +720,7 @@ LKI void LK(finish)(const lsx *x, const VF *hl, int HS, const int no, const floa
         for (int u = 0; u < C; u++)
             for (int o = 0; o < no; o++) {
                 VF ex;
-                EXP_NEG(ex, lg[o * C + u] - best[o]);
+                EXP2_NEG(ex, lg[o * C + u] - best[o]);
                 se[o] += ex;
             }
         for (int o = 0; o < no; o++) dl[o] = best[o] - ly[o], good[o] = am[o] == y;
@@ -730,6 +762,10 @@ LK_FORM static void LK(prefix)(const lsx *x, ls_ws *w, int m, const int (*pair)[
     const size_t ystride = x->pl.lane_d, hstride = x->pl.Nc * (size_t)Cp;
     pfx_ws pw;
     prefix_carve(x, w, m, pair, col, &pw);
+    if (x->pb.kind == LS_CLASSIFY) { // base-2 logits (finish)
+        for (int c = 0; c < Cp; c++) pw.cl[c] = cp[c] * 1.44269504088896341f;
+        cp = pw.cl;
+    }
     const int norm = x->pb.cfg->has_norm, gram = norm && x->pl.gram && !dv && !pw.high;
     const int lean = gram || !norm;            // no U in the levels
     const int gleaf = gram || (!norm && !hdv); // the leaf of the Gram form
@@ -812,6 +848,9 @@ LK_FORM static void LK(prefix)(const lsx *x, ls_ws *w, int m, const int (*pair)[
 #undef EXP
 #undef EXP_NEG
 #undef EXPC
+#undef EXP2_NEG
+#undef EXP2_ROUND
+#undef EXP2_SCALE
 #undef CLAMP_LO
 #undef CLAMP_HI
 #undef EXP_SCALE
