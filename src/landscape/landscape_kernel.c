@@ -59,6 +59,12 @@
 #define LS_OPT optimize("O3", "no-math-errno", "no-trapping-math")
 #define LS_INLINE static inline __attribute__((always_inline))
 
+/* Cephes' exp2f: 2^f = 1 + f P(f) on [-1/2, 1/2], as Horner's coefficients
+ * from f^6's (landscape_lanes.h's EXP2_NEG) */
+static const float ls_exp2_poly[7] = {1.535336188319500e-4f, 1.339887440266574e-3f, 9.618437357674640e-3f,
+                                      5.550332471162809e-2f, 2.402264791363012e-1f, 6.931472028550421e-1f,
+                                      1.0f};
+
 /* 0, 1, ..., LS_L - 1: a piece's lane numbers from its first */
 static const _Alignas(64) int32_t ls_lane_iota[LS_L] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 

@@ -85,13 +85,8 @@ typedef int64_t LK(vl) __attribute__((vector_size(LK_VL * 8), aligned(8), may_al
     do {                                                                                 \
         const VF x_ = CLAMP_LO((VF){0} - 125.0f, (xin));                                 \
         const VF k_ = EXP2_ROUND(x_), f_ = x_ - k_;                                      \
-        VF p_ = (VF){0} + 1.535336188319500e-4f;                                         \
-        p_ = p_ * f_ + 1.339887440266574e-3f;                                            \
-        p_ = p_ * f_ + 9.618437357674640e-3f;                                            \
-        p_ = p_ * f_ + 5.550332471162809e-2f;                                            \
-        p_ = p_ * f_ + 2.402264791363012e-1f;                                            \
-        p_ = p_ * f_ + 6.931472028550421e-1f;                                            \
-        p_ = p_ * f_ + 1.0f;                                                             \
+        VF p_ = (VF){0} + ls_exp2_poly[0];                                               \
+        for (int i_ = 1; i_ < 7; i_++) p_ = p_ * f_ + ls_exp2_poly[i_];                  \
         (out) = EXP2_SCALE(p_, k_);                                                      \
     } while (0)
 
