@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ms_text.h"
 #include "io/atomic_file.h"
+#include "io/csv.h"
 #include "io/json_file.h"
 #include "io/provenance.h"
 
@@ -128,38 +130,44 @@ static void short_label(const geo_layer *y, int l, char *buf, size_t cap) {
     else snprintf(buf, cap, "#%d", l);
 }
 
-static void print_routers(FILE *fp, const geometry *G) {
+/* the width of the layer column: the longest name (nm: the names as printed) */
+static int name_width(const geometry *G, char *const *nm) {
     int w = 5;
-    for (int l = 0; l < G->L; l++) w = (int)strlen(G->layers[l].name) > w ? (int)strlen(G->layers[l].name) : w;
+    for (int l = 0; l < G->L; l++) w = (int)strlen(nm[l]) > w ? (int)strlen(nm[l]) : w;
+    return w;
+}
+
+static void print_routers(FILE *fp, const geometry *G, char *const *nm) {
+    int w = name_width(G, nm);
     fprintf(fp, "\nrouters (W~ = W minus its mean row: the translation removed)\n");
     fprintf(fp, "  %-*s  experts  rank  s_min/s_max  logits from states  inputs' variance in: control  top-r PCs\n", w,
             "layer");
     for (int l = 0; l < G->L; l++) {
         const geo_layer *y = &G->layers[l];
         const geo_control *c = &y->ctl;
-        fprintf(fp, "  %-*s  %7d  %2d/%-2d %12.3g  %18.1e  %27.1f%%  %8.1f%%\n", w, y->name, y->n, c->r, c->rmax,
+        fprintf(fp, "  %-*s  %7d  %2d/%-2d %12.3g  %18.1e  %27.1f%%  %8.1f%%\n", w, nm[l], y->n, c->r, c->rmax,
                 c->sv[c->r - 1] / c->sv[0], y->logit_error, 100 * y->var_control, 100 * y->var_pca);
     }
     for (int l = 0; l < G->L; l++) {
         const geo_layer *y = &G->layers[l];
         const geo_control *c = &y->ctl;
         if (c->r < c->rmax && c->dup_i >= 0)
-            fprintf(fp, "  [warn] %s: rank %d < %d: gate rows %d and %d are equal after centring\n", y->name, c->r,
+            fprintf(fp, "  [warn] %s: rank %d < %d: gate rows %d and %d are equal after centring\n", nm[l], c->r,
                     c->rmax, c->dup_i, c->dup_j);
         else if (c->r < c->rmax)
-            fprintf(fp, "  [warn] %s: rank %d < %d: its centred gate rows are linearly dependent\n", y->name, c->r,
+            fprintf(fp, "  [warn] %s: rank %d < %d: its centred gate rows are linearly dependent\n", nm[l], c->r,
                     c->rmax);
         if (y->n - 1 > y->d)
-            fprintf(fp, "  [info] %s: n - 1 = %d > d = %d: the width bounds the rank\n", y->name, y->n - 1, y->d);
+            fprintf(fp, "  [info] %s: n - 1 = %d > d = %d: the width bounds the rank\n", nm[l], y->n - 1, y->d);
         if (c->r > G->r)
-            fprintf(fp, "  [info] %s: the states keep its first %d of %d directions (the common rank)\n", y->name,
+            fprintf(fp, "  [info] %s: the states keep its first %d of %d directions (the common rank)\n", nm[l],
                     G->r, c->r);
         if (y->logit_error > 1e-6)
-            fprintf(fp, "  [warn] %s: the states give the centred logits back only to %.1e\n", y->name, y->logit_error);
+            fprintf(fp, "  [warn] %s: the states give the centred logits back only to %.1e\n", nm[l], y->logit_error);
         if (y->cfg.score == SCORE_SIGMOID)
             fprintf(fp, "  [warn] %s: sigmoid scores: adding a vector to every gate row is no symmetry of them, so "
                         "the centred router drops a direction its scores read\n",
-                    y->name);
+                    nm[l]);
     }
 }
 
@@ -201,16 +209,15 @@ static void print_transitions(FILE *fp, const geometry *G) {
     fprintf(fp, "\n");
 }
 
-static void print_recall(FILE *fp, const geometry *G) {
-    int w = 5;
-    for (int l = 0; l < G->L; l++) w = (int)strlen(G->layers[l].name) > w ? (int)strlen(G->layers[l].name) : w;
+static void print_recall(FILE *fp, const geometry *G, char *const *nm) {
+    int w = name_width(G, nm);
     fprintf(fp, "\nexpert choices recalled on the %d held-out tokens (top-k; a dense router's top-1), from\n",
             G->N - G->ntrain);
     fprintf(fp, "  %-*s  %2s  %11s  %12s  %18s  %8s\n", w, "layer", "k", "the states", "residual PCA",
             "transported shared", "specific");
     for (int l = 0; l < G->L; l++) {
         const geo_layer *y = &G->layers[l];
-        fprintf(fp, "  %-*s  %2d  %11.4f  %12.4f", w, y->name, y->k, y->recall_states, y->recall_pca);
+        fprintf(fp, "  %-*s  %2d  %11.4f  %12.4f", w, nm[l], y->k, y->recall_states, y->recall_pca);
         if (l) fprintf(fp, "  %18.4f  %8.4f\n", y->recall_shared, y->recall_specific);
         else fprintf(fp, "  %18s  %8s\n", "-", "-");
     }
@@ -237,15 +244,21 @@ static void print_transport(FILE *fp, const geometry *G, const geo_transport *T)
                 "routing information removed)\n");
 }
 
+/* The layer names come from the checkpoint (a native file's prefixes): escaped
+ * for the terminal (ms_text.h). */
 void geometry_print(FILE *fp, const geometry *G, const geo_transport *T) {
+    char **nm = ms_malloc(sizeof(char *) * (size_t)(G->L > 0 ? G->L : 1));
+    for (int l = 0; l < G->L; l++) nm[l] = ms_escaped(G->layers[l].name);
     fprintf(fp, "routing geometry: %d MoE layers, width d = %d, common rank r = %d; %d tokens, the first %d train, "
                 "%d held out\n",
             G->L, G->d, G->r, G->N, G->ntrain, G->N - G->ntrain);
-    print_routers(fp, G);
+    print_routers(fp, G, nm);
     print_angles(fp, G);
     print_transitions(fp, G);
-    print_recall(fp, G);
+    print_recall(fp, G, nm);
     if (T) print_transport(fp, G, T);
+    for (int l = 0; l < G->L; l++) free(nm[l]);
+    free(nm);
 }
 
 void geo_transport_json(cJSON *root, const geometry *G, const geo_transport *T) {
@@ -284,7 +297,10 @@ int geometry_write_csv(const geometry *G, const geo_transport *T, const char *pa
     int S = G->L - 1;
     for (int l = 0; l < S; l++) {
         const geo_layer *y = &G->layers[l + 1];
-        fprintf(f, "%d,%d,%s,%s", l, l + 1, G->layers[l].name, y->name);
+        fprintf(f, "%d,%d,", l, l + 1);
+        csv_field(f, G->layers[l].name);
+        fputc(',', f);
+        csv_field(f, y->name);
         for (int m = 0; m < GEO_NMETHODS; m++) csv_num(f, G->fit[m].r2_shared[l]), csv_num(f, G->fit[m].r2_specific[l]);
         csv_num(f, G->fit[GEO_CANONICAL].r2_identity[l]);
         csv_num(f, y->recall_states), csv_num(f, y->recall_pca), csv_num(f, y->recall_shared);

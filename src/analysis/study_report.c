@@ -10,6 +10,7 @@
 
 #include "core/ms_text.h"
 #include "io/atomic_file.h"
+#include "io/csv.h"
 #include "io/json_file.h"
 #include "io/provenance.h"
 #include "landscape/rank.h"
@@ -163,17 +164,20 @@ void study_print(const study *S, FILE *f) {
                 p0->nranked);
     fputc('\n', f);
     int lw = 24; // the pair column: as wide as the longest label
-    char lab[1100];
+    char lab[1100], shown[4400];
     for (int k = 0; k < S->npairs; k++) {
         pair_label(S, &S->pairs[k], lab, sizeof lab);
-        if ((int)strlen(lab) > lw) lw = (int)strlen(lab);
+        int w = (int)ms_escape(shown, sizeof shown, lab);
+        if (w > lw) lw = w;
     }
     fprintf(f, "%-*s", lw, "pair");
     for (int c = 0; c < NCOLS; c++) fprintf(f, " %8s", COLS[c].head);
     fputc('\n', f);
     for (int k = 0; k < S->npairs; k++) {
+        // a directory's pool is named by its listing: the names escaped for the terminal
         pair_label(S, &S->pairs[k], lab, sizeof lab);
-        fprintf(f, "%-*s", lw, lab);
+        ms_escape(shown, sizeof shown, lab);
+        fprintf(f, "%-*s", lw, shown);
         for (int c = 0; c < NCOLS; c++) {
             double v = field_value(&S->pairs[k], COLS[c].path);
             fputc(' ', f);
@@ -364,21 +368,6 @@ int study_write_json(const study *S, const char *e_path, const char *path, ms_er
 static void csv_num(FILE *f, double v) {
     if (isnan(v)) fputs("nan", f);
     else fprintf(f, "%.9g", v);
-}
-
-/* a text field as RFC 4180 has it: quoted (quotes doubled) when it holds a
- * comma, a quote or a line break, else as it is */
-static void csv_field(FILE *f, const char *s) {
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
 }
 
 /* close the memory stream (which sets *buf and *len) and write it out */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "io/atomic_file.h"
+#include "io/checkpoint.h"
 #include "cli/cli.h"
 #include "io/provenance.h"
 #include "io/safetensors.h"
@@ -84,21 +85,21 @@ typedef struct {
     char *paths[ST_MAX_POOL];
     int np;
     char *left[ST_MAX_POOL];
-    const char *why[ST_MAX_POOL];
+    char *why[ST_MAX_POOL]; /* malloc'd */
     int nleft;
     char *dir_eval; /* a directory's eval.safetensors, when --eval was not given */
 } st_pool;
 
 static void pool_free(st_pool *P) {
     for (int i = 0; i < P->np; i++) free(P->paths[i]);
-    for (int i = 0; i < P->nleft; i++) free(P->left[i]);
+    for (int i = 0; i < P->nleft; i++) free(P->left[i]), free(P->why[i]);
     free(P->dir_eval);
 }
 
 static void pool_leave(st_pool *P, char *path, const char *why) {
     if (P->nleft < ST_MAX_POOL) {
         P->left[P->nleft] = path;
-        P->why[P->nleft++] = why;
+        P->why[P->nleft++] = ms_strdup(why);
     } else {
         free(path);
     }
@@ -185,7 +186,17 @@ static int add_dir(const char *arg, const char *e_path, st_pool *P, ms_err *err)
     for (int i = first; i < P->np; i++) nets += net_path_is_network(P->paths[i]);
     for (int i = first; nets && i < P->np; i++)
         if (!net_path_is_network(P->paths[i])) {
-            pool_leave(P, P->paths[i], "not a network checkpoint (a shard the seeds share?)");
+            // a folder that does not open says why (a seed whose config.json is a FIFO is
+            // not "a shard the seeds share")
+            ckpt c;
+            ms_err e;
+            struct stat sb;
+            int broken = 0;
+            if (!stat(P->paths[i], &sb) && S_ISDIR(sb.st_mode)) {
+                if (ckpt_open(&c, P->paths[i], &e)) broken = 1;
+                else ckpt_close(&c);
+            }
+            pool_leave(P, P->paths[i], broken ? e.msg : "not a network checkpoint (a shard the seeds share?)");
             memmove(&P->paths[i], &P->paths[i + 1], (size_t)(P->np - i - 1) * sizeof(char *));
             P->np--, i--;
         }
@@ -220,7 +231,7 @@ static int study_report(study *S, const st_pool *P, const char *e_path, const ch
     int rc = 0;
     S->nleft = P->nleft;
     S->left = (const char *const *)P->left;
-    S->left_why = P->why;
+    S->left_why = (const char *const *)P->why;
     if (show) study_print(S, stdout);
     if (study_outputs(S, e_path, outs, &err)) rc = cli_error("%s", err.msg);
     study_free(S);

@@ -415,18 +415,20 @@ static int net_moe_config(const ckpt *c, int fam, const char *prefix, const dims
     }
     if ((r = cfg_choice(&m, "expert_activation", acts, 3, net_act + off, &act, err)) < 0) return -1;
     org[RP_ACT] = r ? ORIGIN_CONFIG : ORIGIN_DEFAULT;
-    char sh[64], w1[64];
-    snprintf(sh, sizeof sh, "shared_experts.S.%s.weight tensors are there", vit ? "fc1" : "c_fc");
-    snprintf(w1, sizeof w1, "is the width of experts.0.%s.weight", vit ? "fc1" : "c_fc");
-    struct { const char *key; long have; const char *what; } chk[3] = {
-        {"num_experts", z->n, "gate.weight has that many rows"},
-        {"num_shared_experts", z->ns, sh},
-        {"expert_intermediate_size", z->h, w1}};
+    // what the file holds, said as it is ("gate.weight has 2 rows", not "only 2")
+    const char *fc1 = vit ? "fc1" : "c_fc";
+    struct { const char *key; long have; const char *fmt; } chk[3] = {
+        {"num_experts", z->n, "gate.weight has %ld rows"},
+        {"num_shared_experts", z->ns, "%ld shared_experts.S.%s.weight tensors are there"},
+        {"expert_intermediate_size", z->h, "experts.0.%2$s.weight is %1$ld wide"}};
     for (int i = 0; i < 3; i++) {
         if ((r = cfg_int(&m, chk[i].key, 0, 1L << 30, chk[i].have, &v, err)) < 0) return -1;
-        if (r && v != chk[i].have)
-            return ms_fail(err, "%s: key 'moe.%s' = %ld, but in %s only %ld %s (under '%s.')",
-                           top.file, chk[i].key, v, c->arg, chk[i].have, chk[i].what, prefix);
+        if (r && v != chk[i].have) {
+            char what[128];
+            snprintf(what, sizeof what, chk[i].fmt, chk[i].have, fc1);
+            return ms_fail(err, "%s: key 'moe.%s' = %ld, but in %s %s (under '%s.')", top.file, chk[i].key, v,
+                           c->arg, what, prefix);
+        }
     }
     cfg->router = router ? ROUTER_DENSE : ROUTER_TOPK;
     cfg->k = (int)k;
