@@ -17,6 +17,7 @@
 #include "landscape/rank.h"
 #include "orders_view.h"
 #include "model/symmetry.h"
+#include "io/outputs.h"
 #include "plot/plot_write.h"
 
 /* Pins in the colours the live curves do not use (Okabe-Ito, as the rest). */
@@ -184,13 +185,19 @@ static void home_dir(char *out, size_t cap) {
     snprintf(out, cap, "%s", pw && pw->pw_dir ? pw->pw_dir : "/");
 }
 
-int export_dir_ready(const char *dir, char *out, int cap, char *why, int wcap) {
+int export_dir_ready(const char *dir, const char *const *ins, int nin, char *out, int cap, char *why, int wcap) {
     why[0] = 0;
     char home[4096] = "";
     if (dir[0] == '~' && (dir[1] == 0 || dir[1] == '/')) home_dir(home, sizeof home);
     snprintf(out, (size_t)cap, "%s%s", home, home[0] ? dir + 1 : dir);
     size_t l = strlen(out);
     while (l > 1 && out[l - 1] == '/') out[--l] = 0;
+    /* never inside an input's folder, checked before anything is made there */
+    ms_err err;
+    if (outputs_check_dir(out, NULL, ins, nin, &err)) {
+        snprintf(why, (size_t)wcap, "%s", err.msg);
+        return -1;
+    }
     /* each missing component in turn, as mkdir -p */
     for (size_t i = 1; i <= l; i++) {
         if (out[i] != '/' && out[i] != 0) continue;

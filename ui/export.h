@@ -37,8 +37,9 @@ void export_pair_name(const char *a_path, const char *b_path, const explore_requ
 /* The export directory dir ready: "~" and "~/..." are the home directory,
  * made with its parents when missing; out the path as used (no trailing
  * '/'). 0, or -1 with why saying what is in the way (not a directory, cannot
- * be made, not writable). */
-int export_dir_ready(const char *dir, char *out, int cap, char *why, int wcap);
+ * be made, not writable, inside the folder of one of the nin inputs ins -
+ * refused before anything is made). */
+int export_dir_ready(const char *dir, const char *const *ins, int nin, char *out, int cap, char *why, int wcap);
 /* The directory the export prompt offers: the current one when it can be
  * written, else the home directory, else /tmp (absolute, so the prompt says
  * where the files go). */

@@ -846,9 +846,9 @@ static int geometry_poll(tui_ctx *ctx, app_state *app) {
 
 /* The directory typed at the prompt: made when missing, refused when it
  * cannot be written; the FX_* of the export that asked for it. */
-static int out_dir_chosen(app_state *app) {
+static int out_dir_chosen(app_state *app, const tui_ctx *c) {
     char dir[LINE_EDIT_CAP], why[600];
-    export_dir_ready(app->line.buf, dir, sizeof dir, why, sizeof why);
+    export_dir_ready(app->line.buf, c->paths, c->paths[2] ? 3 : 2, dir, sizeof dir, why, sizeof why);
     return app_export_dir(app, dir, why);
 }
 
@@ -900,7 +900,7 @@ static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
             explore_submit(g, &app->req);
             explore_request_diag(g, app->req.method, app->req.center); /* its flags reach the status line */
         }
-        if (fx & FX_OUT_DIR) fx |= out_dir_chosen(app); /* then the export that asked for it */
+        if (fx & FX_OUT_DIR) fx |= out_dir_chosen(app, ctx); /* then the export that asked for it */
         if (fx & FX_PNG) do_png(app, &v, ctx);
         if (fx & FX_STATE) do_state(app, &v, ctx);
         if (fx & FX_EXPORT) {
@@ -965,7 +965,9 @@ int tui_main(int argc, char **argv) {
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0) return rc;
     char out_dir[LINE_EDIT_CAP] = "", why_dir[600];
-    if (a.out_dir && export_dir_ready(a.out_dir, out_dir, sizeof out_dir, why_dir, sizeof why_dir))
+    const char *ins[3] = {a.pa, a.pb, a.e_path};
+    if (a.out_dir && export_dir_ready(a.out_dir, ins, a.e_path ? 3 : 2, out_dir, sizeof out_dir, why_dir,
+                                      sizeof why_dir))
         return cli_error("--out-dir %s", why_dir);
     tui_inputs in;
     if ((rc = load_inputs(&a, &in))) return rc;

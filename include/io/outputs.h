@@ -41,4 +41,14 @@ int outputs_check(const out_spec *outs, int nout, const char *const *inputs, int
 int outputs_check_one(const char *path, const char *label, out_kind kind, const char *const *inputs,
                       int nin, ms_err *err);
 
+/* Only the check against the inputs (no input by any name, nor inside an input's
+ * folder), for an output whose directory is made later or that replaces a
+ * folder it wrote before (the lesson's files). */
+int outputs_check_not_input(const char *path, const char *label, const char *const *inputs, int nin, ms_err *err);
+
+/* A directory that outputs will go into (the explorer's export directory, made
+ * when missing, parents too): 0 unless it is or lies inside a checkpoint folder
+ * given as input; checked before anything is made. label names it in the message (NULL: the path alone). */
+int outputs_check_dir(const char *dir, const char *label, const char *const *inputs, int nin, ms_err *err);
+
 #endif

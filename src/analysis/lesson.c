@@ -19,6 +19,7 @@
 #include "align/lap.h"
 #include "core/env.h"
 #include "io/model_io.h"
+#include "io/outputs.h"
 #include "model/model.h"
 #include "model/symmetry.h"
 #include "network/net_landscape.h"
@@ -153,6 +154,48 @@ static void close_network(lesson *L) {
     net_evalset_free(&L->ne);
 }
 
+/* DIR's mark: the lesson wrote there, so a rerun may replace its files */
+#define LESSON_MARK ".moescope-lesson"
+
+/* Before anything is written: DIR not inside an input's folder, no step file an
+ * input, and a step file or folder already there replaced only when DIR is a
+ * lesson's (its mark) - never a file of the user's that has the step's name
+ * (a scrambled_A.safetensors of their own, an input named so). */
+static int check_dir(const lesson *L, ms_err *err) {
+    const char *ins[3] = {L->a, L->b, L->e};
+    if (outputs_check_dir(L->dir, "lesson: --dir", ins, 3, err)) return -1;
+    char *mark = fmt_new("%s/%s", L->dir, LESSON_MARK), path[1024];
+    struct stat sb;
+    int ours = !lstat(mark, &sb), rc = 0;
+    free(mark);
+    int native_a = !L->obj && strcmp(moe_family(&L->A.cfg), "native"); // A.safetensors written too
+    for (int f = 0; f < F_NATIVE_A + native_a && !rc; f++) {
+        step_path(L, f, path, sizeof path);
+        if (outputs_check_not_input(path, "lesson: its file", ins, 3, err)) rc = -1;
+        else if (!ours && !lstat(path, &sb))
+            rc = ms_fail(err, "lesson: %s is there and %s is no lesson's directory (no %s in it): refusing to replace "
+                              "it; give --dir a new directory",
+                         path, L->dir, LESSON_MARK);
+    }
+    return rc;
+}
+
+/* DIR made (when missing) and marked as the lesson's */
+static int make_dir(const lesson *L, ms_err *err) {
+    struct stat sb;
+    if (mkdir(L->dir, 0777) && (errno != EEXIST || stat(L->dir, &sb) || !S_ISDIR(sb.st_mode)))
+        return ms_fail(err, "lesson: cannot create the directory %s for its files: %s (give --dir DIR)", L->dir,
+                       strerror(errno));
+    char *mark = fmt_new("%s/%s", L->dir, LESSON_MARK);
+    FILE *fp = fopen(mark, "wx"); // there already: a lesson's directory
+    if (fp) {
+        fputs("moescope lesson's files: a lesson run with --dir here replaces them\n", fp);
+        fclose(fp);
+    }
+    free(mark);
+    return 0;
+}
+
 lesson *lesson_open(const char *a, const char *b, const char *e, const family_overrides *o,
                     const char *dir, const char *prog,
                     ms_err *err) {
@@ -185,10 +228,7 @@ lesson *lesson_open(const char *a, const char *b, const char *e, const family_ov
         lesson_close(L);
         return NULL;
     }
-    struct stat sb;
-    if (mkdir(dir, 0777) && (errno != EEXIST || stat(dir, &sb) || !S_ISDIR(sb.st_mode))) {
-        ms_fail(err, "lesson: cannot create the directory %s for its files: %s (give --dir DIR)", dir,
-                strerror(errno));
+    if (check_dir(L, err) || make_dir(L, err)) {
         lesson_close(L);
         return NULL;
     }

@@ -152,6 +152,67 @@ static int check_input(const out_spec *o, const char *w, const char *in, ms_err 
     return rc;
 }
 
+/* path made absolute through its deepest existing ancestor, the rest (not yet
+ * made) appended with its "." and ".." taken as mkdir -p takes them (a made
+ * directory is no symlink), then resolved again; malloc'd: where a directory
+ * made with its parents would be */
+static char *resolve_loose(const char *path) {
+    char *real = realpath(path, NULL); // there already (a symlink to it resolved)
+    if (real) return real;
+    size_t n = strlen(path), k = n;
+    char *p = ms_strdup(path);
+    while (!real) {
+        while (k > 0 && p[k - 1] == '/') k--; // the component before the trailing slashes
+        while (k > 0 && p[k - 1] != '/') k--;
+        char save = p[k];
+        p[k] = 0;
+        real = realpath(k ? p : ".", NULL);
+        p[k] = save;
+        if (!real && k == 0) { // nothing of it exists, not even "." (a removed cwd)
+            free(p);
+            return ms_strdup(path);
+        }
+    }
+    size_t cap = strlen(real) + (n - k) + 2, len = strlen(real);
+    char *out = ms_malloc(cap);
+    memcpy(out, real, len + 1);
+    free(real);
+    int dotdot = 0;
+    for (char *c = strtok(p + k, "/"); c; c = strtok(NULL, "/")) {
+        if (!strcmp(c, ".")) continue;
+        if (!strcmp(c, "..")) { // up from a directory mkdir made: its parent, as written
+            dotdot = 1;
+            while (len > 1 && out[len - 1] != '/') len--;
+            if (len > 1) len--;
+            out[len] = 0;
+            continue;
+        }
+        len += (size_t)snprintf(out + len, cap - len, "%s%s", len > 1 ? "/" : "", c);
+    }
+    free(p);
+    if (!dotdot) return out;
+    char *again = resolve_loose(out); // back in existing directories: their symlinks count
+    free(out);
+    return again;
+}
+
+int outputs_check_dir(const char *dir, const char *label, const char *const *inputs, int nin, ms_err *err) {
+    char *dest = resolve_loose(dir);
+    int rc = 0;
+    for (int i = 0; i < nin && !rc; i++) {
+        struct stat si;
+        if (!inputs[i] || stat(inputs[i], &si)) continue;
+        char *folder = input_folder(inputs[i], &si);
+        if (folder && is_inside(dest, folder))
+            rc = ms_fail(err, "%s%s%s: is inside the folder of the input checkpoint %s; writing there could "
+                              "replace its files or change what it loads as: choose another directory",
+                         label ? label : "", label ? " " : "", dir, inputs[i]);
+        free(folder);
+    }
+    free(dest);
+    return rc;
+}
+
 int outputs_check(const out_spec *outs, int nout, const char *const *inputs, int nin, ms_err *err) {
     const char **paths = ms_calloc((size_t)(nout > 0 ? nout : 1), sizeof(char *));
     const char **labels = ms_calloc((size_t)(nout > 0 ? nout : 1), sizeof(char *));
@@ -177,4 +238,13 @@ int outputs_check_one(const char *path, const char *label, out_kind kind, const 
                       int nin, ms_err *err) {
     out_spec o = {path, label, kind};
     return outputs_check(&o, 1, inputs, nin, err);
+}
+
+int outputs_check_not_input(const char *path, const char *label, const char *const *inputs, int nin, ms_err *err) {
+    out_spec o = {path, label, OUT_FILE};
+    char w[600];
+    who(&o, w, sizeof w);
+    for (int k = 0; k < nin; k++)
+        if (check_input(&o, w, inputs[k], err)) return -1;
+    return 0;
 }
