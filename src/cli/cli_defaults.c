@@ -3,10 +3,13 @@
  * the evaluation set (eval.safetensors beside A), and a hint after a failed
  * load when the "checkpoint" is an evaluation set or a data file. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "core/ms_text.h"
+#include "io/atomic_file.h"
 #include "io/safetensors.h"
 
 /* the folder a checkpoint path sits in: "d/seed1.safetensors" -> "d/", "d/seed1"
@@ -40,6 +43,13 @@ const char *cli_default_eval(const char *a_path, char *buf, size_t cap) {
 const char *cli_eval_or_default(const char *e_path, const char *a_path, char *buf, size_t cap) {
     if (e_path) return e_path;
     const char *d = cli_default_eval(a_path, buf, cap);
+    struct stat st;
+    if (!d && !stat(buf, &st) && !S_ISREG(st.st_mode) && cli_reports_here()) { // never opened: a FIFO would block
+        char *p = ms_escaped(buf);
+        fprintf(stderr, "moescope: note: %s beside %s is %s, not a regular file: not used as the evaluation set\n", p,
+                a_path, af_node_kind(st.st_mode));
+        free(p);
+    }
     if (d && cli_reports_here())
         fprintf(stderr, "moescope: using the evaluation set %s (beside %s; --eval E chooses another)\n", d, a_path);
     return d;
