@@ -32,7 +32,12 @@ with a "moe" object, evaluation sets of input_ids) are checked in as folders net
 and net_eval_<case>.safetensors (NETWORKS below): n_embd not a multiple of n_head,
 n_layer 1e9 or more than the file holds, n_embd and vocab_size that would be 4 TiB, a
 moe.layers block that holds a dense MLP or no MLP at all, a NaN in a backbone tensor,
-token ids past vocab_size or negative, sequences longer than n_positions.
+token ids past vocab_size or negative, sequences longer than n_positions; and config.json's
+numbers (net_cfg_<case>/: moe.top_k 0, true, 1.5 or 1e9, n_embd 1e300, moe.layers [0, 0] or
+["0"], layer_norm_epsilon 0, moe.num_experts 0, a moe.router with terminal escapes). ViT
+folders vit_<case>/ (beside vit_model.safetensors, tests/lib/gen_vit.py's layout): image_size
+1e300, a patch_size that does not divide it, num_labels against id2label, num_channels 0,
+moe.top_k "1".
 Round three (issue 30): `gen_hostile.py make3 OUTDIR` writes these directories:
   shards_60k/, shards_80k/   an index whose layer lies in one real shard and which
                     names 60,000 / 80,000 other (absent) shards, one per tensor: numbering
@@ -250,6 +255,28 @@ NETWORKS = [
     ("net_nan_backbone", "net_nan_model", None, "info",
      "net_nan_backbone/model.safetensors: tensor 'transformer.h.1.attn.c_attn.weight': "
      "non-finite value nan at element 53 [2, 5]"),
+    # config.json's numbers on a network (issue 30.7): never cast, clamped or dropped
+    ("net_cfg_k_zero", "net_model", _set(["moe", "top_k"], 0), "info",
+     "net_cfg_k_zero/config.json: key 'moe.top_k' = 0 is not an integer in 1..2"),
+    ("net_cfg_k_true", "net_model", _set(["moe", "top_k"], True), "info",
+     "net_cfg_k_true/config.json: key 'moe.top_k' = true is not an integer in 1..2"),
+    ("net_cfg_k_fraction", "net_model", _set(["moe", "top_k"], 1.5), "info",
+     "net_cfg_k_fraction/config.json: key 'moe.top_k' = 1.5 is not an integer in 1..2"),
+    ("net_cfg_k_1e9", "net_model", _set(["moe", "top_k"], 10 ** 9), "info",
+     "net_cfg_k_1e9/config.json: key 'moe.top_k' = 1000000000 is not an integer in 1..2"),
+    ("net_cfg_embd_1e300", "net_model", _set(["n_embd"], 1e300), "info",
+     "net_cfg_embd_1e300/config.json: key 'n_embd' = 1e+300 is not an integer in 1..65536"),
+    ("net_cfg_layers_twice", "net_model", _set(["moe", "layers"], [0, 0]), "info",
+     "net_cfg_layers_twice/config.json: key 'moe.layers' = [0,0] is not a list of distinct integers in 0..1"),
+    ("net_cfg_layers_string", "net_model", _set(["moe", "layers"], ["0"]), "info",
+     "net_cfg_layers_string/config.json: key 'moe.layers' = [\"0\"] is not a list of distinct integers"),
+    ("net_cfg_eps_zero", "net_model", _set(["layer_norm_epsilon"], 0), "info",
+     "net_cfg_eps_zero/config.json: key 'layer_norm_epsilon' = 0 is not a number in 1e-30..1"),
+    ("net_cfg_experts_zero", "net_model", _set(["moe", "num_experts"], 0), "info",
+     "net_cfg_experts_zero/config.json: key 'moe.num_experts' = 0, but in "
+     "tests/hostile/corpus/net_cfg_experts_zero gate.weight has 2 rows"),
+    ("net_cfg_router_inject", "net_model", _set(["moe", "router"], "\x1b]0;owned\x07\x1b[2J"), "info",
+     "net_cfg_router_inject/config.json: key 'moe.router' = \"\\u001b]0;owned\\u0007\\u001b[2J\" is not one of"),
     ("net_eval_id_vocab", None, (1, 4, 16), "eval_net",
      "net_eval_id_vocab.safetensors: tensor 'input_ids': id 16 at [1, 4] is not below the "
      "vocab_size = 16 of"),
@@ -259,6 +286,57 @@ NETWORKS = [
      "net_eval_T_over.safetensors: tensor 'input_ids' has T = 9 tokens per sequence, more than "
      "the n_positions = 8 of"),
 ]
+
+
+# ViT folders (vit_<case>/: config.json beside a symlink to vit_model.safetensors, the
+# base VIT_CFG with EDIT applied; tests/lib/gen_vit.py's layout): the ViT reader's keys
+VIT_CFG = {"model_type": "vit", "architectures": ["ViTForImageClassification"], "hidden_size": 8,
+           "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 16, "image_size": 4,
+           "patch_size": 2, "num_channels": 1, "layer_norm_eps": 1e-12, "hidden_act": "gelu", "qkv_bias": True,
+           "id2label": {"0": "a", "1": "b", "2": "c"},
+           "moe": {"layers": [0], "num_experts": 2, "top_k": 1, "router": "topk", "num_shared_experts": 0,
+                   "expert_activation": "gelu", "expert_intermediate_size": 4}}
+VITS = [
+    ("vit_ok", None, None, None),
+    ("vit_image_1e300", _set(["image_size"], 1e300), "info",
+     "vit_image_1e300/config.json: key 'image_size' = 1e+300 is not an integer in 1..16384"),
+    ("vit_patch_not_dividing", _set(["patch_size"], 3), "info",
+     "vit_patch_not_dividing/config.json: image_size = 4 is not a multiple of patch_size = 3"),
+    ("vit_labels_differ", _set(["num_labels"], 7), "info",
+     "vit_labels_differ/config.json: key 'num_labels' = 7, but 'id2label' names 3 classes"),
+    ("vit_channels_zero", _set(["num_channels"], 0), "info",
+     "vit_channels_zero/config.json: key 'num_channels' = 0 is not an integer in 1..4096"),
+    ("vit_k_string", _set(["moe", "top_k"], "1"), "info",
+     "vit_k_string/config.json: key 'moe.top_k' = \"1\" is not an integer in 1..2"),
+]
+
+
+def _folder(name, model, cfg):
+    d = os.path.join(HERE, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    link = os.path.join(d, "model.safetensors")
+    if os.path.lexists(link):
+        os.remove(link)
+    os.symlink("../%s.safetensors" % model, link)
+
+
+def vits():
+    import copy
+    import sys
+    sys.path[:0] = [os.path.join(HERE, "..", "..", d) for d in ("lib", "oracle")]
+    import gen_vit
+    import numpy as np
+    import oracle
+    t = {**gen_vit.backbone(VIT_CFG, 4), **gen_vit.moe_blocks(VIT_CFG, 4)}
+    oracle.write_safetensors(os.path.join(HERE, "vit_model.safetensors"),
+                             {k: v.astype(np.float32) for k, v in sorted(t.items())})
+    for name, edit, _, _ in VITS:
+        cfg = copy.deepcopy(VIT_CFG)
+        if edit:
+            edit(cfg)
+        _folder(name, "vit_model", cfg)
 
 
 def networks():
@@ -367,6 +445,7 @@ def main():
     inject()
     configs()
     networks()
+    vits()
     write_st("mxfp4_overflow.safetensors", gpt_oss_mx(big=True))
     write_st("mxfp4_and_dense.safetensors", gpt_oss_mx(dense_down=True))
     write_st("meta_routed_scale_3e38.safetensors", layer(2, 3, 4, 71),
@@ -388,6 +467,7 @@ def main():
             if "cfg_model_%s.safetensors" % fam not in have:
                 f.write("cfg_model_%s.safetensors\tok\t\n" % fam)
         net_files = [("net_model", "ok", ""), ("net_no_mlp_model", "ok", ""), ("net_no_experts_model", "ok", ""),
+                     ("vit_model", "ok", ""),
                      ("net_nan_model", "read", "element 53 [2, 5]"), ("net_eval", "ok", "")]
         net_files += [(name, "ok", "") for name, model, _, _, _ in NETWORKS if model is None]
         for name, stage, sub in net_files:
@@ -402,6 +482,9 @@ def main():
         for name, model, _, cmd, sub in NETWORKS:
             if cmd:
                 f.write("%s%s\t%s\t%s\n" % (name, "" if model else ".safetensors", cmd, sub))
+        for name, _, cmd, sub in VITS:
+            if cmd:
+                f.write("%s\t%s\t%s\n" % (name, cmd, sub))
 
 
 def write_to(path, tensors, meta=None, raw_header=None):
