@@ -32,6 +32,9 @@ typedef struct {
     char explore_b[1024];
 } lesson_step;
 
+/* --dir's default: the lesson's own directory by its name */
+#define LESSON_DIR_DEFAULT "moescope-lesson"
+
 /* Load A, B (read as o says, may be NULL) and the evaluation set E (A and B:
  * two seeds of one layer); the files the steps build go to dir (created when
  * absent; the lesson's names in it are replaced), and the commands printed

@@ -159,14 +159,15 @@ static void close_network(lesson *L) {
 
 /* Before anything is written: DIR not inside an input's folder, no step file an
  * input, and a step file or folder already there replaced only when DIR is a
- * lesson's (its mark) - never a file of the user's that has the step's name
+ * lesson's (its mark, or the default moescope-lesson) - never a file of the user's that has the step's name
  * (a scrambled_A.safetensors of their own, an input named so). */
 static int check_dir(const lesson *L, ms_err *err) {
     const char *ins[3] = {L->a, L->b, L->e};
     if (outputs_check_dir(L->dir, "lesson: --dir", ins, 3, err)) return -1;
     char *mark = fmt_new("%s/%s", L->dir, LESSON_MARK), path[1024];
     struct stat sb;
-    int ours = !lstat(mark, &sb), rc = 0;
+    // marked, or the default directory (a lesson's by its name, from before the mark too)
+    int ours = !lstat(mark, &sb) || !strcmp(L->dir, LESSON_DIR_DEFAULT), rc = 0;
     free(mark);
     int native_a = !L->obj && strcmp(moe_family(&L->A.cfg), "native"); // A.safetensors written too
     for (int f = 0; f < F_NATIVE_A + native_a && !rc; f++) {

@@ -57,7 +57,7 @@ static int find_samples(lesson_args *a) {
 
 int lesson_parse_args(lesson_args *a, int argc, char **argv) {
     memset(a, 0, sizeof *a);
-    a->dir = "moescope-lesson";
+    a->dir = LESSON_DIR_DEFAULT;
     const char *pos[2] = {NULL, NULL};
     int npos = 0;
     for (int i = 1; i < argc; i++) {

@@ -78,6 +78,27 @@ refuse "landscape --json B" "$B" "$MOESCOPE" landscape "$A" "$B" --eval "$E" --p
 refuse "landscape --csv E" "$E" "$MOESCOPE" landscape "$A" "$B" --eval "$E" --points 5 --csv "$E"
 refuse "landscape --png hard link" "$A" "$MOESCOPE" landscape "$A" "$B" --eval "$E" --points 5 --png "$D/hardA.safetensors"
 refuse "diagnose --json A" "$A" "$MOESCOPE" diagnose "$A" "$B" --eval "$E" --json "$A"
+# the lesson writes its steps' files into --dir: never over an input, never over a file
+# of the user's under a step's name (only a lesson's directory, marked, is rewritten)
+mkdir -p "$D/les"
+cp "$A" "$D/les/scrambled_A.safetensors"
+refuse "lesson A=DIR/scrambled_A.safetensors --dir DIR" "$D/les/scrambled_A.safetensors" \
+    "$MOESCOPE" lesson "$D/les/scrambled_A.safetensors" "$B" --eval "$E" --dir "$D/les" --print
+mkdir -p "$D/les1"
+cp "$B" "$D/les1/top1_A.safetensors"
+before=$(sha "$D/les1/top1_A.safetensors")
+expect_fail "lesson --dir holding a file of the user's under a step's name" \
+    "lesson: .*les1/top1_A\.safetensors is there and .*les1 is no lesson's directory \(no \.moescope-lesson in it\)" \
+    "$MOESCOPE" lesson "$A" "$B" --eval "$E" --dir "$D/les1" --print
+[ "$(sha "$D/les1/top1_A.safetensors")" = "$before" ] && [ "$(ls -A "$D/les1")" = top1_A.safetensors ] && pass \
+    || fail "lesson: the user's top1_A.safetensors was replaced (or the directory marked)"
+check "lesson into a new directory" "$MOESCOPE" lesson "$A" "$B" --eval "$E" --dir "$D/les2" --print
+check "the lesson again into its own directory" "$MOESCOPE" lesson "$A" "$B" --eval "$E" --dir "$D/les2" --print
+[ -f "$D/les2/.moescope-lesson" ] && [ -f "$D/les2/top1_A.safetensors" ] && pass || fail "lesson: its directory unmarked"
+mkdir -p "$D/lesA"; cp "$A" "$D/lesA/model.safetensors"
+expect_fail "lesson --dir inside A's folder" "lesson: --dir .*lesA/steps: is inside the folder of the input checkpoint" \
+    "$MOESCOPE" lesson "$D/lesA" "$B" --eval "$E" --dir "$D/lesA/steps" --print
+[ ! -e "$D/lesA/steps" ] && pass || fail "lesson: its directory made inside A's folder"
 TD=$ROOT/sample-checkpoints/digits.safetensors TP=$ROOT/sample-checkpoints/pretrained.safetensors
 HAVE_TRAIN=0
 check "sample-checkpoints/digits.safetensors and pretrained.safetensors exist" test -f "$TD" -a -f "$TP"
@@ -408,7 +429,10 @@ if [ -c /dev/full ]; then
     text_out "diagnose" "$MOESCOPE" diagnose "$A" "$B" --eval "$E"
     $GEN ckpt "$H/A3.safetensors" --seed 5 --n 4 --d 8 --h 16
     text_out "study" "$MOESCOPE" study "$A" "$B" "$H/A3.safetensors" --eval "$E" --points 5
-    text_out "lesson --print" "$MOESCOPE" lesson --print
+    text_out "lesson --print" "$MOESCOPE" lesson --print --dir "$H/lesson"
+    $PYTHON "$TESTS_DIR/lib/gen_gpt2.py" "$H/gp" --moe all --seeds 1,2 --N 4 --T 8 >/dev/null
+    text_out "geometry of a network" "$MOESCOPE" geometry "$H/gp/seed1" --eval "$H/gp/eval.safetensors"
+    text_out "study of a network pool" "$MOESCOPE" study "$H/gp" --points 3
     # a file opened while stdout is closed must not receive the printed text
     "$MOESCOPE" cost "$A" "$B" --json "$H/c.json" >&- 2>/dev/null
     "$PYTHON" -c "import json,sys; json.load(open(sys.argv[1]))" "$H/c.json" && pass ||

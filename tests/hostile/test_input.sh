@@ -25,7 +25,15 @@
 #      ./assets/fonts holds a planted font does not read it;
 #  (11) a network's block numbers past int (--layer, tensor names) are no block;
 #  (5) outputs are written in bounded chunks (every write(2) at most 8 MiB, seen with
-#      strace), so SIGTERM is acted on within one chunk, not after a multi-GB write.
+#      strace), so SIGTERM is acted on within one chunk, not after a multi-GB write;
+#  (12) the newer commands and inputs under the same rules: `geometry` (its four outputs,
+#      a capture of every layer's inputs, a network), network folders (GPT-2 and ViT, their
+#      backbone shard a symlink to ../backbone.safetensors), `study` pools of network
+#      folders, the explorer's export directory: no output over or inside an input, FIFOs
+#      and devices refused or passed over by name, only the files read hashed, a capture
+#      cut while read reported, names from files and directory listings escaped, a moved
+#      F32 expert kept F32 in a ViT, the backbone shard linked as the file itself, another
+#      block's capture refused.
 # Files come from tests/hostile/corpus/gen_hostile.py (`make OUTDIR`) or are made here;
 # hang guards use `timeout 60` and then check the message, never the time taken.
 source "$(dirname "$0")/../lib/lib.sh"
@@ -87,6 +95,14 @@ expect_usage "--n-group 2^32+2" "--n-group needs an integer in 1\.\.4096" \
     "$MOESCOPE" info "$A" --n-group 4294967298
 expect_usage "TUI --points 2^32+3" "--points needs an integer in 2\.\.10001" \
     "$MOESCOPE" "$A" "$B" --points 4294967299
+expect_usage "geometry --threads 2^32+1" "geometry: --threads needs an integer in 1\.\.8, not '4294967297'" \
+    "$MOESCOPE" geometry "$A" --eval "$E" --threads 4294967297
+expect_usage "geometry --seed 2^64" "geometry: --seed needs a non-negative integer, not '18446744073709551616'" \
+    "$MOESCOPE" geometry "$A" --eval "$E" --seed 18446744073709551616
+expect_usage "geometry --train-frac nan" "geometry: --train-frac needs a number between 0 and 1, not 'nan'" \
+    "$MOESCOPE" geometry "$A" --eval "$E" --train-frac nan
+expect_usage "geometry --font-scale 2^32+2" "--font-scale needs an integer in 1\.\.4" \
+    "$MOESCOPE" geometry "$A" --eval "$E" --font-scale 4294967298 --angles-png "$D/g.png"
 [ ! -e "$D/s.safetensors" ] && [ ! -e "$D/m.safetensors" ] && pass || fail "a refused command wrote its output"
 # in range still runs
 check "--points 3 --threads 1 --seed 18446744073709551615 run" \
@@ -516,5 +532,180 @@ check "network landscape --interpolate-backbone, B with a hostile extra tensor" 
     "$MOESCOPE" landscape "$NC/net_ok" "$D/ne" --eval "$NC/net_eval.safetensors" --interpolate-backbone --points 3
 grep -qF "the backbones differ (tensor 'evil\x1B]0;owned\x07\x1B[2J\r\nmoescope: forged' is only in B)" "$WORK/out" \
     && clean_text "$WORK/out" && pass || fail "the backbones' note: the tensor name not escaped ($(grep -a 'backbones differ' "$WORK/out" | cat -v))"
+
+
+# ------------------------------------------------- (12) the newer commands and inputs
+GP=$D/gp VP=$D/vp
+$PYTHON "$TESTS_DIR/lib/gen_gpt2.py" "$GP" --moe all --seeds 1,2,3 --N 8 --T 12 >/dev/null || fail "gen_gpt2 pool"
+$PYTHON "$TESTS_DIR/lib/gen_vit.py" "$VP" --moe all --seeds 1,2 >/dev/null || fail "gen_vit pool"
+GE=$GP/eval.safetensors
+mkdir -p "$D/pristine12"
+cp -L "$GP/backbone.safetensors" "$GE" "$GP/seed1/config.json" "$D/pristine12/"
+unchanged() { cmp -s "$GP/backbone.safetensors" "$D/pristine12/backbone.safetensors" && cmp -s "$GE" "$D/pristine12/eval.safetensors" \
+    && cmp -s "$GP/seed1/config.json" "$D/pristine12/config.json"; }
+# no output over or inside a network input: the shared backbone (another name for every
+# seed's model-00001 shard), the evaluation set, a file inside a seed's folder
+ANOTHER="is the file 'model-00001-of-00002\.safetensors' of the input checkpoint"
+INSIDE="is inside the folder of the input checkpoint"
+expect_fail "geometry --json over the backbone" "--json .*backbone\.safetensors: $ANOTHER" \
+    "$MOESCOPE" geometry "$GP/seed1" --eval "$GE" --json "$GP/backbone.safetensors"
+expect_fail "geometry --csv in a seed's folder" "--csv .*seed1/g\.csv: $INSIDE" \
+    "$MOESCOPE" geometry "$GP/seed1" --eval "$GE" --csv "$GP/seed1/g.csv"
+expect_fail "geometry --angles-png over the evaluation set" "--angles-png .*: refusing to overwrite the input" \
+    "$MOESCOPE" geometry "$GP/seed1" --eval "$GE" --angles-png "$GE"
+expect_fail "geometry --r2-png over the seed's config.json" "--r2-png .*seed1/config\.json: $INSIDE" \
+    "$MOESCOPE" geometry "$GP/seed1" --eval "$GE" --r2-png "$GP/seed1/config.json"
+expect_fail "study of a pool: --csv over the backbone" "$ANOTHER" \
+    "$MOESCOPE" study "$GP/seed1" "$GP/seed2" --eval "$GE" --points 3 --csv "$GP/backbone.safetensors"
+expect_fail "study DIR: --json in a seed's folder" "--json .*seed3/s\.json: $INSIDE" \
+    "$MOESCOPE" study "$GP" --points 3 --json "$GP/seed3/s.json"
+expect_fail "cost of ViTs: --json over the ViT backbone" "$ANOTHER" \
+    "$MOESCOPE" cost "$VP/seed1" "$VP/seed2" --json "$VP/backbone.safetensors"
+expect_fail "scramble a ViT: -o over the backbone" "$ANOTHER" \
+    "$MOESCOPE" scramble "$VP/seed1" -o "$VP/backbone.safetensors"
+# the explorer's export directory: refused before the screen and before anything is made
+expect_fail "explorer --out-dir in A's folder" "--out-dir .*seed1/exports: $INSIDE .*seed1" \
+    "$MOESCOPE" "$GP/seed1" "$GP/seed2" --out-dir "$GP/seed1/exports"
+expect_fail "explorer --out-dir into B's folder by another way" "--out-dir .*: $INSIDE .*seed2" \
+    "$MOESCOPE" "$GP/seed1" "$GP/seed2" --out-dir "$GP/nothing/../seed2/x/y"
+ln -s seed1 "$GP/link1"
+expect_fail "explorer --out-dir through a symlink to A's folder" "--out-dir .*link1/e: $INSIDE" \
+    "$MOESCOPE" "$GP/seed1" "$GP/seed2" --out-dir "$GP/link1/e"
+rm "$GP/link1"
+[ ! -e "$GP/seed1/exports" ] && [ ! -e "$GP/nothing" ] && [ ! -e "$GP/seed2/x" ] && [ ! -e "$GP/seed1/e" ] && pass \
+    || fail "a refused export directory was made: $(ls "$GP" "$GP/seed1" "$GP/seed2" | tr '\n' ' ')"
+unchanged && pass || fail "a network input changed"
+[ -z "$(ls "$GP/seed1" | grep -v '^config.json$\|^model')" ] && pass || fail "a file joined seed1: $(ls "$GP/seed1")"
+
+# a ViT's config.json a FIFO, a capture a FIFO or /dev/zero, an evaluation set beside A a FIFO
+cp -rL "$VP/seed1" "$D/vfifo"
+rm "$D/vfifo/config.json"; mkfifo "$D/vfifo/config.json"
+expect_fail "ViT config.json a FIFO" "vfifo/config\.json: is a FIFO; refusing to read it" \
+    timeout 60 "$MOESCOPE" eval "$D/vfifo" --eval "$VP/eval.safetensors"
+mkfifo "$D/cap_fifo.safetensors"; ln -s /dev/zero "$D/cap_zero.safetensors"
+expect_fail "geometry: the capture a FIFO" "cap_fifo\.safetensors: not a regular file" \
+    timeout 60 "$MOESCOPE" geometry "$GP/seed1" --eval "$D/cap_fifo.safetensors"
+expect_fail "geometry: the capture /dev/zero" "cap_zero\.safetensors: not a regular file" \
+    timeout 60 "$MOESCOPE" geometry "$GP/seed1" --eval "$D/cap_zero.safetensors"
+mkdir -p "$D/fe"; cp -rL "$GP/seed1" "$D/fe/s1"; mkfifo "$D/fe/eval.safetensors"
+expect_usage "eval.safetensors beside A a FIFO: named, passed over" "eval: --eval E is required" \
+    timeout 60 "$MOESCOPE" eval "$D/fe/s1"
+grep -q "note: .*fe/eval\.safetensors beside .*fe/s1 is a FIFO, not a regular file: not used as the evaluation set" \
+    "$WORK/err" && pass || fail "the FIFO beside A not named: $(head -1 "$WORK/err")"
+# a pool's seed folder whose config.json is a FIFO: left out with that reason
+cp -a "$GP" "$D/gp2"
+rm "$D/gp2/seed3/config.json"; mkfifo "$D/gp2/seed3/config.json"
+check "study DIR with a seed's config.json a FIFO" timeout 120 "$MOESCOPE" study "$D/gp2" --points 3
+grep -q "left out: .*gp2/seed3 (.*gp2/seed3/config\.json: is a FIFO; refusing to read it" "$WORK/out" && pass \
+    || fail "the broken seed not left out with its reason: $(grep 'left out' "$WORK/out" | tr '\n' ' ')"
+
+# geometry's provenance: the files the network was read from, not a FIFO or /dev/zero beside
+cp -a "$GP" "$D/gp3"
+mkfifo "$D/gp3/seed1/extra.fifo"; ln -s /dev/zero "$D/gp3/seed1/zero.safetensors"
+check "geometry --json with a FIFO and /dev/zero in the seed's folder" \
+    timeout 120 "$MOESCOPE" geometry "$D/gp3/seed1" --eval "$D/gp3/eval.safetensors" --json "$D/geo.json" --no-transport
+$PYTHON - "$D/geo.json" "$D/gp3/seed1" <<'EOF' && pass || fail "geometry's provenance: not the files read"
+import json, sys
+ins = {x["path"]: x for x in json.load(open(sys.argv[1]))["provenance"]["inputs"]}
+assert ins[sys.argv[2]]["files"] == ["config.json", "model-00001-of-00002.safetensors",
+                                     "model-00002-of-00002.safetensors", "model.safetensors.index.json"], ins
+EOF
+
+# geometry on a capture (any checkpoint's layers, here a native file's two layers with
+# hostile prefixes): the prefixes escaped; the capture cut while read is reported
+TESTS_DIR=$TESTS_DIR $PYTHON - "$D/g12" <<'EOF' || fail "writing the capture-mode files"
+import os, sys
+sys.path[:0] = [os.path.join(os.environ["TESTS_DIR"], d) for d in ("lib", "oracle")]
+import numpy as np, gen_ckpt, oracle
+out = sys.argv[1]; os.makedirs(out, exist_ok=True)
+prefs = ["x\x1b]0;owned\x07\x1b[2J\r\nmoescope: forged", "b\u00e9,\u202e\x01y"]
+t = {}
+for l, pf in enumerate(prefs):
+    tl, meta = gen_ckpt.make_layer(1 + l, n=4, d=8, h=4, router="topk", k=2, head=False, prefix=pf)
+    t.update(tl)
+oracle.write_safetensors(os.path.join(out, "two.safetensors"), t, meta)
+x = np.random.default_rng(0).standard_normal((3000, 8))
+oracle.write_safetensors(os.path.join(out, "cap.safetensors"), {"inputs." + pf: x + l for l, pf in enumerate(prefs)})
+EOF
+check "geometry on a capture, hostile layer names" "$MOESCOPE" geometry "$D/g12/two.safetensors" --eval "$D/g12/cap.safetensors"
+clean_text "$WORK/out" && grep -qF 'x\x1B]0;owned\x07\x1B[2J\r\nmoescope: forged' "$WORK/out" && pass \
+    || fail "geometry prints the file's layer names raw ($(grep -a owned "$WORK/out" | head -1 | cat -v))"
+cp "$D/g12/cap.safetensors" "$D/g12/cut.safetensors"
+if run_stalled "geometry: layers" "$MOESCOPE" geometry "$D/g12/two.safetensors" --eval "$D/g12/cut.safetensors"; then
+    truncate -s 4096 "$D/g12/cut.safetensors"
+    kill -USR1 $STALLED
+    wait $STALLED
+    rc=$?
+    [ $rc -eq 1 ] && grep -q "cut\.safetensors: tensor 'inputs\..*': the file changed while being read ([0-9]* bytes when opened, 4096 now" \
+        "$D/st.err" && pass || { fail "geometry, the capture cut while read: exit $rc"; tail -2 "$D/st.err"; }
+else
+    fail "geometry: never reached 'geometry: layers'"
+fi
+# study DIR: its pool is named by the directory's listing; the table escapes the names
+mkdir -p "$D/pool"
+cp -rL "$GP/seed1" "$D/pool/s1$(printf '\033]0;owned\007')"
+cp -rL "$GP/seed2" "$D/pool/s2$(printf '\033[2J\r\nforged')"
+cp "$GE" "$D/pool/eval.safetensors"
+check "study of a pool with hostile folder names" "$MOESCOPE" study "$D/pool" --points 3
+clean_text "$WORK/out" && grep -qF 's1\x1B]0;owned\x07 / s2\x1B[2J\r\nforged' "$WORK/out" && pass \
+    || fail "study prints the pool's names raw ($(grep -a ' / ' "$WORK/out" | head -1 | cat -v))"
+
+# a ViT aligned: the F32 expert among BF16 ones stays F32 where it lands; the backbone
+# shard of the output is the file (a hard link), not the seed's relative symlink
+$PYTHON - "$VP" <<'EOF' || fail "writing the ViT with an F32 expert"
+import json, os, shutil, struct, sys
+pool = sys.argv[1]
+def bf16(raw):
+    return b"".join(struct.pack("<H", ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF) for (u,) in struct.iter_unpack("<I", raw))
+for src, dst, keep in (("seed1", "dtA", None), ("seed2", "dtB", ".experts.1.")):
+    shutil.copytree(os.path.join(pool, src), os.path.join(pool, dst), symlinks=True)
+    p = os.path.join(pool, dst, "model-00002-of-00002.safetensors")
+    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n]); data = b[8 + n:]
+    out, off, hd = b"", 0, {}
+    for k, v in h.items():
+        if k == "__metadata__": hd[k] = v; continue
+        raw, dt = data[v["data_offsets"][0]:v["data_offsets"][1]], v["dtype"]
+        if ".experts." in k and not (keep and keep in k): raw, dt = bf16(raw), "BF16"
+        hd[k] = {"dtype": dt, "shape": v["shape"], "data_offsets": [off, off + len(raw)]}
+        out += raw; off += len(raw)
+    s = json.dumps(hd).encode(); s += b" " * (-len(s) % 8)
+    open(p, "wb").write(struct.pack("<Q", len(s)) + s + out)
+EOF
+check "align --layer all of ViTs, B's expert 1 F32 among BF16" \
+    "$MOESCOPE" align "$VP/dtA" "$VP/dtB" -o "$D/vit_al" --no-wm --layer all
+$PYTHON - "$VP/dtB" "$D/vit_al" "$WORK/out" <<'EOF' && pass || fail "the ViT's moved experts did not keep their dtypes"
+import json, re, struct, sys
+def hdr(p):
+    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; return json.loads(b[8:8 + n])
+B = hdr(sys.argv[1] + "/model-00002-of-00002.safetensors"); O = hdr(sys.argv[2] + "/model-00002-of-00002.safetensors")
+orders = {int(m.group(1)): [int(x) for x in m.group(2).split()]
+          for m in re.finditer(r"layer vit\.encoder\.layer\.(\d)\.moe: order ([\d ]+?)  ", open(sys.argv[3]).read())}
+assert sorted(orders) == [0, 1], orders
+assert any(o != sorted(o) for o in orders.values()), orders  # an expert moved
+f32 = 0
+for L, order in orders.items():
+    for i, j in enumerate(order):  # slot i holds B's expert j
+        for w in ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"):
+            o, b = O["vit.encoder.layer.%d.moe.experts.%d.%s" % (L, i, w)], B["vit.encoder.layer.%d.moe.experts.%d.%s" % (L, j, w)]
+            assert o["dtype"] == b["dtype"], (L, i, j, w, o["dtype"], b["dtype"])
+            f32 += o["dtype"] == "F32"
+assert f32 == 8, f32
+EOF
+sh=$D/vit_al/model-00001-of-00002.safetensors
+[ -f "$sh" ] && [ ! -L "$sh" ] && [ "$(stat -c %i "$sh")" = "$(stat -c %i "$VP/backbone.safetensors")" ] && pass \
+    || fail "the ViT output's backbone shard is not the file itself ($(ls -la "$sh" 2>&1))"
+check "the aligned ViT evaluates" "$MOESCOPE" eval "$D/vit_al" --eval "$VP/eval.safetensors"
+
+# a network's MoE block evaluated on another block's captured inputs: refused
+TESTS_DIR=$TESTS_DIR $PYTHON - "$D/cap_l2.safetensors" <<'EOF' || fail "writing the capture of block 2"
+import os, sys
+sys.path[:0] = [os.path.join(os.environ["TESTS_DIR"], "oracle")]
+import numpy as np, oracle
+oracle.write_safetensors(sys.argv[1], {"inputs": np.random.default_rng(2).standard_normal((40, 16))}, {"capture.layer": "2"})
+EOF
+expect_fail "network eval on block 2's capture" "cap_l2\.safetensors: captured at layer 2 .*'transformer\.h\.0\.mlp' \(block 0\)" \
+    "$MOESCOPE" eval "$GP/seed1" --eval "$D/cap_l2.safetensors"
+check "network eval --layer transformer.h.2.mlp on it" \
+    "$MOESCOPE" eval "$GP/seed1" --layer transformer.h.2.mlp --eval "$D/cap_l2.safetensors"
 
 summary

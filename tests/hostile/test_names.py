@@ -9,7 +9,11 @@ checkpoints' and the evaluation set's names. Every report stays well-formed:
     UTF-8 and parses (a byte that is not UTF-8 becomes U+FFFD);
   * SVG figures (landscape, curve, study) parse as XML (control characters and
     stray bytes become U+FFFD);
-  * the landscape CSV's comment lines stay comment lines."""
+  * the landscape CSV's comment lines stay comment lines;
+  * geometry (on a capture of a native file's two layers whose prefixes hold a comma,
+    a quote, a line break, an ESC and bidi and C1 characters, the files under hostile
+    names): its CSV reads back with the layer names whole in their columns, its JSON
+    is valid UTF-8, its SVG figures parse."""
 import csv
 import io
 import json
@@ -78,6 +82,40 @@ def comments_intact(path, first_field, tag):
           (tag, lines[k][:60] if k < len(lines) else None))
 
 
+def geometry(out):
+    import numpy as np
+    import gen_ckpt
+    import oracle
+    prefs = ['x,"q"\r\n\x1b]0;owned\x07', "b\u00e9,\u202e\x01\u0085y"]
+    t = {}
+    for l, pf in enumerate(prefs):
+        tl, meta = gen_ckpt.make_layer(1 + l, n=4, d=8, h=4, router="topk", k=2, head=False, prefix=pf)
+        t.update(tl)
+    ck, cap = bpath(b"g,eo\x1b[2J\xff.safetensors"), bpath(b"c\nap.safetensors")
+    oracle.write_safetensors(os.fsdecode(ck), t, meta)
+    x = np.random.default_rng(0).standard_normal((400, 8))
+    oracle.write_safetensors(os.fsdecode(cap), {"inputs." + pf: x + l for l, pf in enumerate(prefs)})
+    r = run_b("geometry", ck, "--eval", cap, "--csv", out("g.csv"), "--json", out("g.json"), "--angles-png",
+              out("a.svg"), "--r2-png", out("r.svg"))
+    check(r.returncode == 0, "geometry runs on hostile names: %s" % r.stderr[-300:])
+    if r.returncode != 0:
+        return
+    text = open(out("g.csv"), "rb").read().decode("utf-8", "surrogateescape")
+    body = "".join(line for line in io.StringIO(text, newline="") if not line.startswith("#"))
+    rows = list(csv.reader(io.StringIO(body, newline="")))
+    check(len(rows) == 2 and len(rows[1]) == len(rows[0]), "geometry CSV: a header and one step of its %d fields: %s"
+          % (len(rows[0]) if rows else 0, [len(x) for x in rows]))
+    if len(rows) == 2:
+        check(rows[1][2:4] == prefs, "geometry CSV: the layer names read back whole: %r" % rows[1][2:4])
+    comments_intact(out("g.csv"), b"from,", "geometry --csv")
+    valid_json(out("g.json"), "geometry --json")
+    if os.path.exists(out("g.json")):
+        names = [y["name"] for y in json.load(open(out("g.json"), encoding="utf-8"))["layers"]]
+        check(names == prefs, "geometry JSON: the layer names as the file has them: %r" % names)
+    valid_xml(out("a.svg"), "geometry --angles-png .svg")
+    valid_xml(out("r.svg"), "geometry --r2-png .svg")
+
+
 def main():
     try:
         for name, seed in zip(NAMES, ("seed1", "seed2", "seed3")):
@@ -122,6 +160,7 @@ def main():
             check(r.returncode == 0, "%s runs: %s" % (tag, r.stderr[-300:]))
             if r.returncode == 0:
                 valid_json(out(tag + ".json"), tag + " --json")
+        geometry(out)
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
     return testutil.summary("test_names")

@@ -273,8 +273,7 @@ NETWORKS = [
     ("net_cfg_eps_zero", "net_model", _set(["layer_norm_epsilon"], 0), "info",
      "net_cfg_eps_zero/config.json: key 'layer_norm_epsilon' = 0 is not a number in 1e-30..1"),
     ("net_cfg_experts_zero", "net_model", _set(["moe", "num_experts"], 0), "info",
-     "net_cfg_experts_zero/config.json: key 'moe.num_experts' = 0, but in "
-     "tests/hostile/corpus/net_cfg_experts_zero gate.weight has 2 rows"),
+     "net_cfg_experts_zero gate.weight has 2 rows (under 'transformer.h.0.mlp.')"),
     ("net_cfg_router_inject", "net_model", _set(["moe", "router"], "\x1b]0;owned\x07\x1b[2J"), "info",
      "net_cfg_router_inject/config.json: key 'moe.router' = \"\\u001b]0;owned\\u0007\\u001b[2J\" is not one of"),
     ("net_eval_id_vocab", None, (1, 4, 16), "eval_net",
