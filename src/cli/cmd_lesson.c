@@ -26,7 +26,10 @@ static void help(void) {
            "explorer (quit it to come back), q quit.\n\n"
            "  --dir DIR  where the lesson writes the checkpoints it builds (scrambles, a\n"
            "             top-1 copy, grouped copies; default moescope-lesson in the working\n"
-           "             directory). They are kept: each step's commands use them.\n"
+           "             directory). They are kept: each step's commands use them. A rerun\n"
+           "             rewrites them; a file of a step's name the lesson did not write (DIR\n"
+           "             lacks its .moescope-lesson mark) or that is an input is never replaced,\n"
+           "             and DIR is never inside an input's folder.\n"
            "  --step N   start at step N (1..%d)\n"
            "  --print    print the steps instead of the interactive screen (also without a\n"
            "             terminal)\n",
