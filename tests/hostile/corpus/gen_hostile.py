@@ -366,17 +366,10 @@ def networks():
                 x[edit[0], edit[1]] = edit[2]
             oracle.write_safetensors(os.path.join(HERE, name + ".safetensors"), {"input_ids": x})
             continue
-        d = os.path.join(HERE, name)
-        os.makedirs(d, exist_ok=True)
         cfg = copy.deepcopy(NET_CFG)
         if edit:
             edit(cfg)
-        with open(os.path.join(d, "config.json"), "w") as f:
-            json.dump(cfg, f)
-        link = os.path.join(d, "model.safetensors")
-        if os.path.lexists(link):
-            os.remove(link)
-        os.symlink("../%s.safetensors" % model, link)
+        _folder(name, model, cfg)
 
 
 def gpt_oss_mx(n=2, d=32, h=32, big=False, dense_down=False, seed=61):
