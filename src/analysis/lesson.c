@@ -159,8 +159,8 @@ static void close_network(lesson *L) {
 
 /* Before anything is written: DIR not inside an input's folder, no step file an
  * input, and a step file or folder already there replaced only when DIR is a
- * lesson's (its mark, or the default moescope-lesson) - never a file of the user's that has the step's name
- * (a scrambled_A.safetensors of their own, an input named so). */
+ * lesson's (its mark, or the default moescope-lesson) - never a file of the
+ * user's that has a step's name (a scrambled_A.safetensors of their own). */
 static int check_dir(const lesson *L, ms_err *err) {
     const char *ins[3] = {L->a, L->b, L->e};
     if (outputs_check_dir(L->dir, "lesson: --dir", ins, 3, err)) return -1;

@@ -178,7 +178,8 @@ static char *resolve_loose(const char *path) {
     memcpy(out, real, len + 1);
     free(real);
     int dotdot = 0;
-    for (char *c = strtok(p + k, "/"); c; c = strtok(NULL, "/")) {
+    char *tok = NULL;
+    for (char *c = strtok_r(p + k, "/", &tok); c; c = strtok_r(NULL, "/", &tok)) {
         if (!strcmp(c, ".")) continue;
         if (!strcmp(c, "..")) { // up from a directory mkdir made: its parent, as written
             dotdot = 1;
