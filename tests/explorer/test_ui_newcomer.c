@@ -390,12 +390,13 @@ static void test_export_dir_prompt(void) {
     fix_free(&f);
 }
 
-/* export_dir_ready: made with its parents, "~" the home directory, a file refused */
+/* export_dir_ready: made with its parents, "~" the home directory, a file refused, an
+ * input's folder refused */
 static void test_export_dir_ready(void) {
     char dir[] = "/tmp/moescope-outdir-XXXXXX", want[600], out[600], why[600];
     CHECK(mkdtemp(dir) != NULL, "temp dir");
     snprintf(want, sizeof want, "%s/a/b/", dir);
-    CHECK(export_dir_ready(want, out, sizeof out, why, sizeof why) == 0 && !why[0], "made with its parents: %s", why);
+    CHECK(export_dir_ready(want, NULL, 0, out, sizeof out, why, sizeof why) == 0 && !why[0], "made with its parents: %s", why);
     snprintf(want, sizeof want, "%s/a/b", dir);
     CHECK(!strcmp(out, want), "no trailing '/' (%s)", out);
     struct stat st;
@@ -403,12 +404,29 @@ static void test_export_dir_ready(void) {
     snprintf(want, sizeof want, "%s/f", dir);
     FILE *fp = fopen(want, "w");
     if (fp) fclose(fp);
-    CHECK(export_dir_ready(want, out, sizeof out, why, sizeof why) != 0 && strstr(why, "not a directory"),
+    CHECK(export_dir_ready(want, NULL, 0, out, sizeof out, why, sizeof why) != 0 && strstr(why, "not a directory"),
           "a file: refused (%s)", why);
     snprintf(want, sizeof want, "%s/f/sub", dir);
-    CHECK(export_dir_ready(want, out, sizeof out, why, sizeof why) != 0 && strstr(why, "cannot make"),
+    CHECK(export_dir_ready(want, NULL, 0, out, sizeof out, why, sizeof why) != 0 && strstr(why, "cannot make"),
           "under a file: refused (%s)", why);
-    CHECK(export_dir_ready("~", out, sizeof out, why, sizeof why) == 0 && out[0] == '/', "~: home (%s)", out);
+    CHECK(export_dir_ready("~", NULL, 0, out, sizeof out, why, sizeof why) == 0 && out[0] == '/', "~: home (%s)", out);
+    /* never a checkpoint folder given as input nor inside one: refused before anything is
+     * made (also by a path through a directory it would make and "..") */
+    char ck[600];
+    snprintf(ck, sizeof ck, "%s/ck", dir);
+    CHECK(mkdir(ck, 0777) == 0, "the input folder");
+    const char *ins[2] = {ck, NULL};
+    snprintf(want, sizeof want, "%s/new/../ck/exports", dir);
+    CHECK(export_dir_ready(want, ins, 2, out, sizeof out, why, sizeof why) != 0 &&
+              strstr(why, "is inside the folder of the input checkpoint"), "inside the input's folder: refused (%s)", why);
+    snprintf(want, sizeof want, "%s/new", dir);
+    CHECK(stat(want, &st) != 0, "nothing made for the refused directory");
+    CHECK(export_dir_ready(ck, ins, 2, out, sizeof out, why, sizeof why) != 0, "the input's folder itself: refused");
+    snprintf(want, sizeof want, "%s/beside", dir);
+    CHECK(export_dir_ready(want, ins, 2, out, sizeof out, why, sizeof why) == 0 && stat(want, &st) == 0,
+          "beside it: made (%s)", why);
+    rmdir(want);
+    rmdir(ck);
     char def[600];
     export_dir_default(def, sizeof def);
     CHECK(def[0] == '/' && access(def, W_OK) == 0, "the default is absolute and writable (%s)", def);
