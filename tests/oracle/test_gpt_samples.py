@@ -30,6 +30,7 @@ GPT = os.path.join(testutil.ROOT, "sample-checkpoints", "gpt")
 POOLS = {  # pool: (MoE blocks, n, top_k, router, shared experts)
     "topk4": ([0], 4, 2, "topk", 0),
     "dense4": ([0], 4, 4, "dense", 0),
+    "shared4": ([0], 4, 2, "topk", 1),
 }
 T = 3
 TMP = tempfile.mkdtemp(prefix="moescope_gptsamples_")
