@@ -196,7 +196,8 @@ def main():
     ap.add_argument("--gpt", action="store_true")
     ap.add_argument("sets", nargs="*")
     args = ap.parse_args()
-    every = GPT_SETS if args.gpt else SETS
+    # the GPT pools that are made (make_gpt.py POOL adds one)
+    every = [g for g in GPT_SETS if os.path.isdir(os.path.join(HERE, "gpt", g))] if args.gpt else SETS
     args.sets = args.sets or every
     moescope = os.path.abspath(os.environ.get("MOESCOPE", os.path.join(HERE, "..", "moescope")))
     studies = []

@@ -19,7 +19,7 @@
 #include "network/net_landscape.h"
 
 #define USAGE                                                                                    \
-    "moescope study CKPT1 CKPT2 [CKPT3 ...] | DIR --eval E [--points 25] [--json F] [--csv F] " \
+    "moescope study CKPT1 CKPT2 [CKPT3 ...] | DIR [--eval E] [--points 25] [--json F] [--csv F] " \
     "[--latex F] [--png F] [--samples N] [--seed S] [--exhaustive] [--threads K] [--layer L] [--no-wm] [-q] " \
     "[--no-center] [--interpolate-backbone] [--no-proxy]"
 #define ST_MAX_POOL 64
