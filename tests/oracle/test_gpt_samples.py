@@ -33,6 +33,7 @@ POOLS = {  # pool: (MoE blocks, n, top_k, router, shared experts)
     "topk4": ([0], 4, 2, "topk", 0),
     "dense4": ([0], 4, 4, "dense", 0),
     "shared4": ([0], 4, 2, "topk", 1),
+    "topk8": ([0], 8, 2, "topk", 0),
     "every4": ([0, 1, 2], 4, 2, "topk", 0),
 }
 # how far above its teacher's test loss a student may be: every4's students were
