@@ -46,6 +46,14 @@ void moe_forward_ref(const moe_model *m, const float *X, int B, float *Z, float 
 /* Head: logits (B,C) = H LayerNorm(z) + c (LayerNorm only if present). */
 void moe_head(const moe_model *m, const float *Z, int B, float *logits);
 
+/* The loss terms of N rows of logits (N, C) added to *loss_sum: with labels
+ * (N), each row's cross-entropy by log-sum-exp in double and, to *correct
+ * (may be NULL), the rows whose argmax (ties to the smaller class) is the
+ * label; else the squared errors against targets (N, C), in double. The
+ * evaluator's loss and the landscape's end points and curves both. */
+void moe_loss_rows(const float *logits, int N, int C, const int32_t *labels, const float *targets,
+                   double *loss_sum, long *correct);
+
 typedef struct {
     double loss;       /* cross-entropy (classification) or MSE (regression) */
     double accuracy;   /* in [0,1]; -1 when not classification */

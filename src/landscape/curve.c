@@ -71,29 +71,8 @@ ls_kind ls_kind_of(const moe_model *m, const evalset *E) {
 
 void ls_loss_logits(const evalset *E, int r0, const float *logits, int N, int C,
                     double *loss_sum, long *correct) {
-    double loss = 0.0;
-    long ok = 0;
-    for (int b = 0; b < N; b++) {
-        const float *lr = logits + (size_t)b * C; // (C)
-        if (E->labels) {
-            // cross-entropy by log-sum-exp in double; argmax ties to the smaller index
-            int y = E->labels[r0 + b], am = 0;
-            for (int q = 1; q < C; q++)
-                if (lr[q] > lr[am]) am = q;
-            double mx = lr[am], se = 0.0;
-            for (int q = 0; q < C; q++) se += exp((double)lr[q] - mx);
-            loss += mx + log(se) - (double)lr[y];
-            ok += am == y;
-        } else {
-            const float *t = E->targets + (size_t)(r0 + b) * C; // (C)
-            for (int q = 0; q < C; q++) {
-                double df = (double)lr[q] - t[q];
-                loss += df * df;
-            }
-        }
-    }
-    *loss_sum += loss;
-    if (correct) *correct += ok;
+    moe_loss_rows(logits, N, C, E->labels ? E->labels + r0 : NULL,
+                  E->targets ? E->targets + (size_t)r0 * C : NULL, loss_sum, correct);
 }
 
 int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int T,

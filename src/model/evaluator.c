@@ -199,8 +199,8 @@ static float shared_gate(const moe_model *m, const float *x) {
     return (float)(1.0 / (1.0 + exp(-a)));
 }
 
-/* Add the shared experts' (gated) sum to w->D for X (B, d). */
-static void shared_chunk(const moe_model *m, const float *X, int B, workspace *w) {
+/* Add the shared experts' (gated) sum to D (B, d) for X (B, d). */
+static void shared_chunk(const moe_model *m, const float *X, int B, workspace *w, float *D) {
     const moe_config *c = &m->cfg;
     moe_config sc = moe_shared_config(c);
     int d = c->d;
@@ -209,24 +209,24 @@ static void shared_chunk(const moe_model *m, const float *X, int B, workspace *w
         if (c->shared_gated) {
             for (int b = 0; b < B; b++) {
                 float gb = shared_gate(m, X + (size_t)b * d);
-                float *dr = w->D + (size_t)b * d, *yr = w->Y + (size_t)b * d;
+                float *dr = D + (size_t)b * d, *yr = w->Y + (size_t)b * d;
                 for (int q = 0; q < d; q++) dr[q] += gb * yr[q];
             }
         } else {
-            for (size_t q = 0; q < (size_t)B * d; q++) w->D[q] += w->Y[q];
+            for (size_t q = 0; q < (size_t)B * d; q++) D[q] += w->Y[q];
         }
     }
 }
 
-/* D (B, d) = [sig(v.x)] sum_j E^sh_j(x) + sum_i g_i(x) E_i(x) [+ o] for X (B, d);
- * G (B, n) in w->G. */
-static void layer_chunk(const moe_model *m, const float *X, int B, workspace *w) {
+/* D (B, d) = [sig(v.x)] sum_j E^sh_j(x) + sum_i g_i(x) E_i(x) [+ o] for X (B, d)
+ * into D (B, d); G (B, n) in w->G. */
+static void layer_chunk(const moe_model *m, const float *X, int B, workspace *w, float *D) {
     const moe_config *c = &m->cfg;
     int n = c->n, d = c->d;
     moe_gate_logits(m, X, B, w->S); // S (B, n)
     moe_route_full(c, m->corr_b, w->S, B, w->G);
-    memset(w->D, 0, (size_t)B * d * sizeof(float));
-    shared_chunk(m, X, B, w);
+    memset(D, 0, (size_t)B * d * sizeof(float));
+    shared_chunk(m, X, B, w, D);
     for (int i = 0; i < n; i++) {
         // rows with g_i > 0; under dense routing that is (nearly) every row
         int cnt = 0;
@@ -243,20 +243,21 @@ static void layer_chunk(const moe_model *m, const float *X, int B, workspace *w)
         for (int r = 0; r < cnt; r++) {
             int b = cnt < B ? w->rows[r] : r;
             float gi = w->G[(size_t)b * n + i];
-            moe_row_axpy(w->D + (size_t)b * d, gi, w->Y + (size_t)r * d, d);
+            moe_row_axpy(D + (size_t)b * d, gi, w->Y + (size_t)r * d, d);
         }
     }
     if (m->out_b)
-        for (int b = 0; b < B; b++) moe_row_add(w->D + (size_t)b * d, m->out_b, d);
+        for (int b = 0; b < B; b++) moe_row_add(D + (size_t)b * d, m->out_b, d);
 }
 
-/* Z (B, d) and optionally G (B, n) for B <= MOE_CHUNK rows, with workspace w. */
+/* Z (B, d) and optionally G (B, n) for B <= MOE_CHUNK rows, with workspace w:
+ * D(x) made in Z, then x added (D + x: the bits of x + D) */
 static void forward_chunk(const moe_model *m, const float *X, int B, float *Z, float *G,
                           workspace *w) {
     const moe_config *c = &m->cfg;
     int n = c->n, d = c->d;
-    layer_chunk(m, X, B, w);
-    for (size_t q = 0; q < (size_t)B * d; q++) Z[q] = c->residual ? X[q] + w->D[q] : w->D[q];
+    layer_chunk(m, X, B, w, Z);
+    if (c->residual) vr_add(Z, X, B * d);
     if (G) memcpy(G, w->G, (size_t)B * n * sizeof(float));
 }
 
@@ -364,6 +365,35 @@ void moe_head(const moe_model *m, const float *Z, int B, float *logits) {
     free(Y);
 }
 
+void moe_loss_rows(const float *logits, int N, int C, const int32_t *labels, const float *targets,
+                   double *loss_sum, long *correct) {
+    double loss = 0.0;
+    long ok = 0;
+    for (int b = 0; b < N; b++) {
+        const float *lr = logits + (size_t)b * C; // (C)
+        if (labels) {
+            // cross-entropy by log-sum-exp in double; argmax ties to the smaller index
+            // (a row at a time: core/vrows.h's log-sum-exp, its lanes along a row, is
+            // no faster at these C)
+            int y = labels[b], am = 0;
+            for (int q = 1; q < C; q++)
+                if (lr[q] > lr[am]) am = q;
+            double mx = lr[am], se = 0.0;
+            for (int q = 0; q < C; q++) se += exp((double)lr[q] - mx);
+            loss += mx + log(se) - (double)lr[y];
+            ok += am == y;
+        } else {
+            const float *t = targets + (size_t)b * C; // (C)
+            for (int q = 0; q < C; q++) {
+                double df = (double)lr[q] - t[q];
+                loss += df * df;
+            }
+        }
+    }
+    *loss_sum += loss;
+    if (correct) *correct += ok;
+}
+
 static void result_init(moe_eval_result *r, int n) {
     r->loss = 0.0;
     r->accuracy = -1.0;
@@ -425,7 +455,7 @@ static void *ev_worker(void *arg) {
             forward_chunk(j->m, X, bs, Z, j->G + (size_t)b0 * n, &w);
             moe_head(j->m, Z, bs, j->L + (size_t)b0 * C);
         } else {
-            layer_chunk(j->m, X, bs, &w);
+            layer_chunk(j->m, X, bs, &w, w.D);
             memcpy(j->G + (size_t)b0 * n, w.G, (size_t)bs * n * sizeof(float));
             for (int b = 0; b < bs; b++) {
                 const float *dr = w.D + (size_t)b * d;
@@ -501,25 +531,7 @@ int moe_eval_par(const moe_model *m, const evalset *e, const moe_par *p, moe_eva
     load_accumulate(r, j.G, N, n);
     double loss = 0.0;
     long correct = 0;
-    for (int b = 0; b < N; b++) {
-        const float *lr = j.L + (size_t)b * C;
-        if (e->labels) {
-            // cross-entropy by log-sum-exp in double; argmax ties to the smaller index
-            int y = e->labels[b], am = 0;
-            for (int q = 1; q < C; q++)
-                if (lr[q] > lr[am]) am = q;
-            double mx = lr[am], se = 0.0;
-            for (int q = 0; q < C; q++) se += exp((double)lr[q] - mx);
-            loss += mx + log(se) - (double)lr[y];
-            correct += am == y;
-        } else {
-            const float *t = e->targets + (size_t)b * C;
-            for (int q = 0; q < C; q++) {
-                double df = (double)lr[q] - t[q];
-                loss += df * df;
-            }
-        }
-    }
+    moe_loss_rows(j.L, N, C, e->labels, e->targets, &loss, &correct);
     if (e->labels) {
         r->loss = loss / N;
         r->accuracy = (double)correct / N;
