@@ -45,6 +45,11 @@ int moe_list_layers(const char *path, char ***layers, int *nlayers, ms_err *err)
  * moescope's own names one per prefix L with a tensor L.gate.weight (family
  * FAM_NATIVE, block -1). Free with family_layers_free. */
 int moe_find_layers(const char *path, int force, family_layer **out, int *n, ms_err *err);
+/* The most MoE layers taken one by one (--layer all, the routing geometry): a
+ * real checkpoint has about a hundred at most (as a network's blocks, 256); a
+ * file declaring thousands of tiny ones would take hours (each layer of
+ * --layer all rewrites the checkpoint, the geometry compares every pair). */
+#define MOE_MAX_LAYERS_EACH 256
 
 /* Finite values so large that the arithmetic would overflow (value_range.h), in
  * m and the inputs of E (may be NULL): -1 with a message naming the file and

@@ -71,6 +71,12 @@ int geo_capture_open(geo_capture *c, const char *ckpt_path, const char *capture_
     family_layer *ls = NULL;
     int nl = 0;
     if (moe_find_layers(ckpt_path, o ? o->family : -1, &ls, &nl, err)) return -1;
+    if (nl > MOE_MAX_LAYERS_EACH) {
+        int rc = ms_fail(err, "%s holds %d MoE layers: the routing geometry compares at most %d", ckpt_path, nl,
+                         MOE_MAX_LAYERS_EACH);
+        family_layers_free(ls, nl);
+        return rc;
+    }
     if (nl == 1) { // before the capture: nothing to compare whatever it holds
         int rc = ms_fail(err, "%s: %s is the only MoE layer: the routing geometry compares MoE layers across depth, "
                               "so it needs two or more",

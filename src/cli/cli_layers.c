@@ -41,6 +41,12 @@ static int layer_list(const char *path, char ***out, int *n, ms_err *err) {
     int nl = 0;
     *out = NULL, *n = 0;
     if (moe_find_layers(path, cli_overrides()->family, &ls, &nl, err)) return -1;
+    if (nl > MOE_MAX_LAYERS_EACH) {
+        family_layers_free(ls, nl);
+        return ms_fail(err, "%s holds %d MoE layers: --layer all takes at most %d (each is written in turn); "
+                            "name one with --layer",
+                       path, nl, MOE_MAX_LAYERS_EACH);
+    }
     *out = ms_malloc((size_t)(nl ? nl : 1) * sizeof(char *));
     for (int i = 0; i < nl; i++) (*out)[i] = ms_strdup(ls[i].prefix);
     *n = nl;

@@ -33,7 +33,8 @@
 #      and devices refused or passed over by name, only the files read hashed, a capture
 #      cut while read reported, names from files and directory listings escaped, a moved
 #      F32 expert kept F32 in a ViT, the backbone shard linked as the file itself, another
-#      block's capture refused.
+#      block's capture refused, a file of 300 MoE layers refused by --layer all and the
+#      geometry (at most 256 taken one by one).
 # Files come from tests/hostile/corpus/gen_hostile.py (`make OUTDIR`) or are made here;
 # hang guards use `timeout 60` and then check the message, never the time taken.
 source "$(dirname "$0")/../lib/lib.sh"
@@ -707,5 +708,30 @@ expect_fail "network eval on block 2's capture" "cap_l2\.safetensors: captured a
     "$MOESCOPE" eval "$GP/seed1" --eval "$D/cap_l2.safetensors"
 check "network eval --layer transformer.h.2.mlp on it" \
     "$MOESCOPE" eval "$GP/seed1" --layer transformer.h.2.mlp --eval "$D/cap_l2.safetensors"
+
+# a file of 300 tiny MoE layers: --layer all rewrote the checkpoint once per layer and the
+# geometry compares every pair (3000 layers of a 4 MB file ran for hours): refused
+TESTS_DIR=$TESTS_DIR $PYTHON - "$D/many" <<'EOF' || fail "writing the file of 300 layers"
+import os, sys
+sys.path[:0] = [os.path.join(os.environ["TESTS_DIR"], d) for d in ("lib", "oracle")]
+import numpy as np, gen_ckpt, oracle
+out = sys.argv[1]; os.makedirs(out, exist_ok=True)
+t = {}
+for l in range(300):
+    tl, meta = gen_ckpt.make_layer(1 + l, n=3, d=4, h=1, router="topk", k=1, head=False, prefix="l%d" % l)
+    t.update(tl)
+oracle.write_safetensors(os.path.join(out, "m.safetensors"), t, meta)
+rng = np.random.default_rng(0)
+oracle.write_safetensors(os.path.join(out, "cap.safetensors"), {"inputs.l%d" % l: rng.standard_normal((20, 4)) for l in range(300)})
+EOF
+MANY="m\.safetensors holds 300 MoE layers"
+expect_fail "scramble --layer all of 300 layers" "$MANY: --layer all takes at most 256 \(each is written in turn\)" \
+    timeout 120 "$MOESCOPE" scramble "$D/many/m.safetensors" --layer all -o "$D/many/s.safetensors"
+expect_fail "align --layer all of 300 layers" "$MANY: --layer all takes at most 256" \
+    timeout 120 "$MOESCOPE" align "$D/many/m.safetensors" "$D/many/m.safetensors" --layer all -o "$D/many/a.safetensors"
+expect_fail "geometry of 300 layers" "$MANY: the routing geometry compares at most 256" \
+    timeout 120 "$MOESCOPE" geometry "$D/many/m.safetensors" --eval "$D/many/cap.safetensors"
+[ "$(ls "$D/many")" = "$(printf 'cap.safetensors\nm.safetensors')" ] && pass || fail "300 layers: something written: $(ls -A "$D/many")"
+check "scramble --layer l7 of them" "$MOESCOPE" scramble "$D/many/m.safetensors" --layer l7 -o "$D/many/one.safetensors"
 
 summary
