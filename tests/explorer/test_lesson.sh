@@ -105,7 +105,7 @@ done
 # errors
 expect_fail "A without B" "both A and B" "$MOESCOPE" lesson "$A"
 # without --eval: the set beside A (the rule of every command), else a usage error
-"$MOESCOPE" lesson "$A" "$B" --print --step 1 >"$WORK/l1.out" 2>"$WORK/l1.err"
+"$MOESCOPE" lesson "$A" "$B" --print --step 1 --dir "$WORK/L1" >"$WORK/l1.out" 2>"$WORK/l1.err"
 check "no --eval: the set beside A, said on stderr" grep -qF "using the evaluation set $E" "$WORK/l1.err"
 mkdir -p "$WORK/lone" && cp "$A" "$B" "$WORK/lone/"
 expect_fail "no --eval, none beside A" "--eval E is required with A and B \(no eval.safetensors beside" \
