@@ -964,8 +964,11 @@ static void *front_worker(void *arg) {
         pthread_mutex_lock(&g->mu);
         g->front_busy = 0;
         g->pub.front_phase[0] = 0;
-        if (rc == 0 && (g->E || g->obj)) {
-            /* the landscape for this request's key, unless it is there or coming */
+        if (rc == 0 && (g->E || g->obj) && !g->has_pending) {
+            /* the landscape for this request's key, unless it is there or coming; not
+               for a request a newer one superseded while it ran (its cheap part can end
+               before it sees the cancel: w twice then left the first w's key wanted,
+               started once the landscape shown again finished) */
             ls_key k = key_of(&q);
             int done = g->have_ls && ls_key_equal(g->done, k);
             int running = g->ls_running && !g->cancel_ls && ls_key_equal(g->run, k);
