@@ -125,6 +125,23 @@ static void block_loss(const lsx *x, int nv, const float *dl, const float *se, c
  * (the same sums regrouped, the squares grouped by pairs; see
  * tests/unit/test_landscape_api.c: within 2e-6 relative, measured ~1.4e-7). */
 
+/* ---------------- the selected form ----------------
+ * A softmax top-k router (renormalised: the selected weights sum to 1) takes
+ * the prefix path's precompute too, at every t where it holds, but not its
+ * levels (which slots an order selects depends on all of them): per order
+ * and sample, the routing on the logits as the per-order path (the k largest,
+ * ties to the smaller slot), the weights w_i = e_i = exp(s_i - mref) on the
+ * selected slots (their ratios are the softmax's), and then from the pairs'
+ * products the head and the variance: H'zS = sum_i w_i H'Y'_i (C per slot
+ * instead of the d-wide mix and the Cp x d head), |zS|^2 = sum_i w_i (w_i D_i
+ * + 2 sum_{j > i} w_j G_ij), and phase 2 as the prefix path's. With 16
+ * samples a register nearly every slot is some sample's choice, so each order
+ * sums over about n slots where the arithmetic needs k; still n C + n^2/2 in
+ * place of n d + Cp d. A slot no sample of a piece selects is skipped (as the
+ * per-order mix: a zero term adds nothing). Another variant than the main
+ * one, or pairs outside G (a named curve's), sum the selected Y' over d for
+ * the variance instead (the prefix path's direct form). */
+
 /* the largest n served (the workspace keeps a level per slot) */
 #define LS_PREFIX_MAX_N 12
 /* mref - (the least an order's largest logit can be) must stay below this, so
@@ -206,12 +223,14 @@ void ls_prefix_ws_clear(const lsx *x, ls_ws *w) {
     for (int j = 0; j < LS_BLOCK; j++) acc_clear(&acc[j]);
 }
 
+/* the router is a top-k of fewer than n (the selected form, below, where the
+ * prefix path's precompute holds) */
+static int pfx_topk(const lsx *x) { return x->pb.cfg->router == ROUTER_TOPK && x->pb.cfg->k < x->pb.n; }
+
 int ls_prefix_applies(const lsx *x) {
-    const moe_config *c = x->pb.cfg;
     int on = x->pb.o->prefix; // 0: where it applies and pays (below); -1 never; 1 wherever it applies
-    if (on < 0 || x->pb.kind == LS_LAYER || x->pb.general || x->pb.n > LS_PREFIX_MAX_N ||
-        (c->router == ROUTER_TOPK && c->k < x->pb.n))
-        return 0;
+    // a softmax over all n, or over the top k (renormalised; !general), with a head
+    if (on < 0 || x->pb.kind == LS_LAYER || x->pb.general || x->pb.n > LS_PREFIX_MAX_N) return 0;
     // its precompute (H'Y: Cp*d per pair, sample and t, on one thread) pays
     // back what an order saves (~(n + Cp)*d) once there are a few n^2 orders:
     // not at n = 4 (24 orders, 16 pairs)
@@ -251,16 +270,17 @@ static void prefix_carve(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX
 
 /* sample block b's slices the orders read fetched (to L2) while the block
  * before runs (one t's slices of all pairs outgrow L2): of the pairs they
- * use, H'Y' and, in the direct form, Y'; in the Gram form the block's G */
+ * use, H'Y' and, in the direct form, Y' (Y0; NULL: none); in the Gram form
+ * the block's G */
 static inline void prefix_fetch(const lsx *x, const pfx_ws *pw, const float *Y0, const float *HY0,
                                 const float *G0, int b) {
     const int d = x->pb.d, Cp = x->pl.Cp;
     const size_t ystride = x->pl.lane_d, hstride = x->pl.Nc * (size_t)Cp;
     const size_t yn = (size_t)b * d * LS_L, hn = (size_t)b * Cp * LS_L;
     for (int u = 0; u < pw->nused; u++) {
-        const char *py = (const char *)(Y0 + pw->used[u] * ystride + yn);
+        const char *py = Y0 ? (const char *)(Y0 + pw->used[u] * ystride + yn) : NULL;
         const char *ph = (const char *)(HY0 + pw->used[u] * hstride + hn);
-        if (!G0)
+        if (!G0 && Y0)
             for (size_t o = 0; o < (size_t)d * LS_L * sizeof(float); o += 64) __builtin_prefetch(py + o, 0, 2);
         for (size_t o = 0; o < (size_t)Cp * LS_L * sizeof(float); o += 64) __builtin_prefetch(ph + o, 0, 2);
     }
@@ -344,9 +364,16 @@ void ls_eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX_N]
     }
     // the prefix path's workspace holds LS_BLOCK orders' sums: more come in
     // turns (an order's value does not depend on which orders share its call)
+    const int topk = pfx_topk(x);
     for (int j0 = 0; j0 < m; j0 += LS_BLOCK) {
         int mj = m - j0 < LS_BLOCK ? m - j0 : LS_BLOCK;
-        if (simd == MS_SIMD_AVX512)
+        if (topk && simd == MS_SIMD_AVX512)
+            selected_avx512(x, w, mj, pair + j0, col + j0, v, tc, lsum + j0, ok + j0);
+        else if (topk && simd == MS_SIMD_AVX2)
+            selected_avx2(x, w, mj, pair + j0, col + j0, v, tc, lsum + j0, ok + j0);
+        else if (topk)
+            selected_plain(x, w, mj, pair + j0, col + j0, v, tc, lsum + j0, ok + j0);
+        else if (simd == MS_SIMD_AVX512)
             prefix_avx512(x, w, mj, pair + j0, col + j0, v, tc, lsum + j0, ok + j0);
         else if (simd == MS_SIMD_AVX2)
             prefix_avx2(x, w, mj, pair + j0, col + j0, v, tc, lsum + j0, ok + j0);

@@ -43,6 +43,17 @@ typedef int64_t LK(vl) __attribute__((vector_size(LK_VL * 8), aligned(8), may_al
 #define CLAMP_LO(lo, x) ((VF)_mm_max_ps((__m128)(lo), (__m128)(x)))
 #define CLAMP_HI(hi, x) ((VF)_mm_min_ps((__m128)(hi), (__m128)(x)))
 #endif
+/* some bit of m is set (in one test, not lane by lane) */
+LKI int LK(any)(VI m) {
+#if LK_VL == 16
+    return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) != 0;
+#elif LK_VL == 8
+    return !_mm256_testz_si256((__m256i)m, (__m256i)m);
+#else
+    return !_mm_testz_si128((__m128i)m, (__m128i)m);
+#endif
+}
+
 #if LK_VL == 16
 #define EXPC(out, x) VEXP_STEPS(VF, out, x, VEXP_ROUND16, VEXP_SCALE16)
 #else
@@ -287,11 +298,7 @@ LKI void LK(mix)(const float *bb, const float *Yb, size_t ystride, const int *pj
     VF g_[LS_MAX_N], s = (VF){0}, s2 = (VF){0};
     int na = 0;
     for (int i = 0; i < n; i++) {
-        if (sparse) {
-            int any = 0;
-            for (int l = 0; l < LK_VL; l++) any |= ((const VI *)&g[i])[0][l];
-            if (!any) continue;
-        }
+        if (sparse && !LK(any)((VI)g[i])) continue;
         g_[na] = g[i];
         y_[na++] = Yb + (size_t)pj[i] * ystride;
     }
@@ -737,6 +744,32 @@ LKI void LK(finish)(const lsx *x, const VF *hl, int HS, const int no, const floa
     }
 }
 
+/* After order j's phase 1: at the end of a batch (PFX_BATCH orders, or the
+ * last order m - 1), the batch's phase 2, PFX_FIN orders at a time (the rest
+ * one by one); hls: the batch's phase 1, HS apart; acc: every order's sums.
+ * A macro, not a function: inlined through one more function, GCC fused the
+ * logits' products into their adds in one form and not the other (AVX-512
+ * and AVX2 then differed in the last bits) */
+#define BATCH_END(x, hls, HS, j, m, cp, gb, off, fold, valid, lg, acc)                                     \
+    do {                                                                                                 \
+        if ((j) % PFX_BATCH != PFX_BATCH - 1 && (j) != (m) - 1) break;                                   \
+        const int j0_ = (j) - (j) % PFX_BATCH;                                                           \
+        int u_ = j0_;                                                                                    \
+        for (; u_ + PFX_FIN - 1 <= (j); u_ += PFX_FIN)                                                   \
+            LK(finish)(x, (hls) + (size_t)(u_ - j0_) * (HS), HS, PFX_FIN, cp, gb, off, fold, valid, lg, \
+                       &(acc)[u_]);                                                                      \
+        for (; u_ <= (j); u_++)                                                                          \
+            LK(finish)(x, (hls) + (size_t)(u_ - j0_) * (HS), HS, 1, cp, gb, off, fold, valid, lg, &(acc)[u_]); \
+    } while (0)
+
+/* the folded head's shift c' (Cp) for finish: in base 2 for classification
+ * (times log2 e, into cl), as it is otherwise */
+LKI const float *LK(shift_for)(const lsx *x, const float *cp, float *cl) {
+    if (x->pb.kind != LS_CLASSIFY) return cp;
+    for (int c = 0; c < x->pl.Cp; c++) cl[c] = cp[c] * 1.44269504088896341f;
+    return cl;
+}
+
 /* ls_eval_orders_t's work by the prefix path (same arguments; m <= LS_BLOCK).
  * Its levels in the Gram form wherever the orders are the main variant's on
  * the landscape's pairs (every order of the sweep; a named curve on others
@@ -757,10 +790,7 @@ LK_FORM static void LK(prefix)(const lsx *x, ls_ws *w, int m, const int (*pair)[
     const size_t ystride = x->pl.lane_d, hstride = x->pl.Nc * (size_t)Cp;
     pfx_ws pw;
     prefix_carve(x, w, m, pair, col, &pw);
-    if (x->pb.kind == LS_CLASSIFY) { // base-2 logits (finish)
-        for (int c = 0; c < Cp; c++) pw.cl[c] = cp[c] * 1.44269504088896341f;
-        cp = pw.cl;
-    }
+    cp = LK(shift_for)(x, cp, pw.cl); // base-2 logits (finish)
     const int norm = x->pb.cfg->has_norm, gram = norm && x->pl.gram && !dv && !pw.high;
     const int lean = gram || !norm;            // no U in the levels
     const int gleaf = gram || (!norm && !hdv); // the leaf of the Gram form
@@ -817,16 +847,103 @@ LK_FORM static void LK(prefix)(const lsx *x, ls_ws *w, int m, const int (*pair)[
                 else
                     LK(leaf)(x, lev + (size_t)top * W, e0, e1, Yb + op[i0] * ystride, Yb + op[i1] * ystride,
                              HYb + op[i0] * hstride, HYb + op[i1] * hstride, dv, hdv, two, rd, hl);
-                if (j % PFX_BATCH != PFX_BATCH - 1 && j != m - 1) continue;
-                // phase 2 of the batch, PFX_FIN orders at a time (the rest one by one)
-                const int j0 = j - j % PFX_BATCH;
-                int u = j0;
-                for (; u + PFX_FIN - 1 <= j; u += PFX_FIN)
-                    LK(finish)(x, hls + (size_t)(u - j0) * HS, HS, PFX_FIN, cp, gb, off, fold, valid, lg,
-                               &pw.acc[u]);
-                for (; u <= j; u++)
-                    LK(finish)(x, hls + (size_t)(u - j0) * HS, HS, 1, cp, gb, off, fold, valid, lg,
-                               &pw.acc[u]);
+                BATCH_END(x, hls, HS, j, m, cp, gb, off, fold, valid, lg, pw.acc);
+            }
+        }
+        if (fold) fold_acc(x, pw.acc, m, lsum, ok);
+    }
+}
+
+/* ls_eval_orders_t's work by the selected form (landscape_kernel.c; same
+ * arguments; m <= LS_BLOCK) */
+LK_FORM static void LK(selected)(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX_N],
+                                 const int (*col)[LS_MAX_N], int v, int tc, double *lsum, long *ok) {
+    const int N = x->pb.N, d = x->pb.d, n = x->pb.n, nn = x->pb.nn, nb = x->ck.nbn, b0 = x->ck.b0;
+    const int C = x->pb.C, Cp = x->pl.Cp, HS = PFX_HS(Cp), k = x->pb.cfg->k, norm = x->pb.cfg->has_norm;
+    const float rd = 1.0f / (float)d;
+    pfx_ws pw;
+    prefix_carve(x, w, m, pair, col, &pw);
+    // the variance from G, or (another variant, pairs outside G) from the
+    // selected outputs Y' over d, S times the variant's difference dv added
+    const int gram = norm && x->pl.gram && v == SH_MAIN && !pw.high, direct = norm && !gram;
+    const float *S = ls_S_at(x, tc), *E = ls_E_at(x, tc), *HY0 = ls_HY_at(x, tc, 0);
+    const float *G0 = gram ? ls_G_at(x, tc) : NULL, *Y0 = ls_Y_at(x, tc, 0);
+    const float *bv = ls_base_at(x, tc, v), *bm = ls_base_at(x, tc, SH_MAIN);
+    const float *hv = ls_HY_at(x, tc, x->pb.npairs + v), *hm = ls_HY_at(x, tc, x->pb.npairs + SH_MAIN);
+    VF *dv = v != SH_MAIN && norm ? (VF *)w->z : NULL, *hdv = v != SH_MAIN ? (VF *)w->lg : NULL; // (d), (Cp)
+    const size_t ystride = x->pl.lane_d;
+    const float *cp = ls_head_at(x, tc) + (size_t)Cp * d; // (Cp)
+    cp = LK(shift_for)(x, cp, pw.cl); // base-2 logits (finish)
+    const size_t hstride = x->pl.Nc * (size_t)Cp;
+    VF *hls = (VF *)pw.hls, *lg = (VF *)pw.lg;
+    const int *ords = pw.ords, os = 1 + 2 * n;
+    const int panel = LS_PANEL / LS_L; // blocks per panel
+    int grow[LS_PREFIX_MAX_N * LS_PREFIX_MAX_N]; // pair p = s n + e: gram_row(s, e) - (s + 1) n
+    for (int p = 0; p < nn; p++) grow[p] = gram_row(n, p / n, p % n) - (p / n + 1) * n;
+    for (int b = 0; b < nb; b++) {
+        const int gb = b0 + b, fold = gb % panel == panel - 1 || gb == x->pl.nb - 1;
+        if (b + 1 < nb) prefix_fetch(x, &pw, direct ? Y0 : NULL, HY0, G0, b + 1);
+        for (int off = 0; off < LS_L; off += LK_VL) {
+            const VI valid = *(const VI *)(ls_lane_iota + off) < N - gb * LS_L; // lanes holding samples
+            const float *Sb = S + (size_t)b * nn * LS_L + off, *Eb = E + (size_t)b * nn * LS_L + off;
+            const float *HYb = HY0 + (size_t)b * Cp * LS_L + off, *Yb = Y0 + (size_t)b * d * LS_L + off;
+            const float *Gb = gram ? G0 + (size_t)b * x->pl.gsize * LS_L + off : NULL;
+            if (hdv) {
+                const size_t o = (size_t)b * d * LS_L + off, oh = (size_t)b * Cp * LS_L + off;
+                if (dv)
+                    for (int q = 0; q < d; q++) dv[q] = AT(bv + o, q) - AT(bm + o, q);
+                for (int c = 0; c < Cp; c++) hdv[c] = AT(hv + oh, c) - AT(hm + oh, c);
+            }
+            for (int j = 0; j < m; j++) {
+                const int *op = ords + (size_t)j * os + 1, *oc = op + n;
+                VF s[LS_PREFIX_MAX_N], top;
+                VI sel[LS_PREFIX_MAX_N];
+                s[0] = AT(Sb, oc[0]); // n >= 1
+                for (int i = 1; i < n; i++) s[i] = AT(Sb, i * n + oc[i]);
+                LK(topk)(s, n, k, sel, &top); // moe_route's rules
+                // the slots some lane selects: their weights, pairs and H'Y'
+                int pa[LS_PREFIX_MAX_N], na = 0;
+                VF wa[LS_PREFIX_MAX_N];
+                const float *hy[LS_PREFIX_MAX_N];
+                for (int i = 0; i < n; i++) {
+                    if (!LK(any)(sel[i])) continue;
+                    wa[na] = (VF)(sel[i] & (VI)AT(Eb, i * n + oc[i]));
+                    hy[na] = HYb + op[i] * hstride, pa[na++] = op[i];
+                }
+                VF *hl = hls + (size_t)(j % PFX_BATCH) * HS, sum = (VF){0};
+                for (int a = 0; a < na; a++) sum += wa[a];
+                for (int c = 0; c < C; c++) { // H'zS in slot order, a class at a time in a register
+                    VF acc = (VF){0};
+                    for (int a = 0; a < na; a++) acc += wa[a] * AT(hy[a], c);
+                    hl[c] = acc;
+                }
+                if (hdv)
+                    for (int c = 0; c < C; c++) hl[c] += sum * hdv[c];
+                VF wv = sum * sum;
+                if (direct) { // |zS|^2 over d
+                    VF Q = (VF){0};
+                    for (int q = 0; q < d; q++) {
+                        VF u = (VF){0};
+                        for (int a = 0; a < na; a++) u += wa[a] * AT(Yb + pa[a] * ystride, q);
+                        if (dv) u += sum * dv[q];
+                        Q += u * u;
+                    }
+                    wv = Q * rd + 1e-5f * wv;
+                } else if (gram) { // |zS|^2 from D and G (the rows of slot i, then slot j's block)
+                    VF Q = (VF){0};
+                    for (int a = 0; a < na; a++) {
+                        // pair p = s n + e's row less its slots before s + 1: its entry
+                        // for a pair q of a later slot at q
+                        const float *gr = Gb + (size_t)(n * n + grow[pa[a]]) * LS_L;
+                        VF r = (VF){0};
+                        for (int a2 = a + 1; a2 < na; a2++) r += wa[a2] * AT(gr, pa[a2]);
+                        Q += wa[a] * (wa[a] * AT(Gb, pa[a]) + 2.0f * r);
+                    }
+                    Q = SEL(Q < 0.0f, (VF){0}, Q);
+                    wv = Q * rd + 1e-5f * wv;
+                }
+                hl[Cp] = wv;
+                BATCH_END(x, hls, HS, j, m, cp, gb, off, fold, valid, lg, pw.acc);
             }
         }
         if (fold) fold_acc(x, pw.acc, m, lsum, ok);
@@ -843,6 +960,7 @@ LK_FORM static void LK(prefix)(const lsx *x, ls_ws *w, int m, const int (*pair)[
 #undef EXP
 #undef EXP_NEG
 #undef EXPC
+#undef BATCH_END
 #undef EXP2_NEG
 #undef EXP2_ROUND
 #undef EXP2_SCALE

@@ -142,13 +142,15 @@ AVX2_ENV = dict(MOESCOPE_ENV, MOESCOPE_SIMD="avx2", OPENBLAS_CORETYPE="Haswell")
 
 
 def topk8_floor(tmp):
-    """The per-order path (a router the prefix path does not serve): 40320
-    orders of a generated top-2-of-8 pair of dense8's shape, against the
+    """A top-2 router (the kernel's selected form: the prefix path's precompute,
+    each order's selected slots summed per sample; the per-order path before):
+    40320 orders of a generated top-2-of-8 pair of dense8's shape, against the
     arithmetic a per-order evaluation needs (the k = 2 selected experts' mix and
     the head: 2 d (k + C) per order and sample) at the FMA peak of the form
-    that ran; AVX-512 and, as on an AVX2 machine, AVX2. No target: the kernel
-    mixes every slot some lane of a register selects, so it does more than
-    this count (with 16 lanes nearly all 8)."""
+    that ran; AVX-512 and, as on an AVX2 machine, AVX2. No target: with 16
+    samples a register nearly every slot is some sample's choice, and the form
+    sums the head products of each such slot (n C + n^2/2 per order and sample
+    where this count has k d + C d)."""
     a, b, e = (os.path.join(tmp, "topk8_%s.safetensors" % s) for s in "abe")
     ta, meta = gen_ckpt.write_layer(a, seed=1, n=8, d=32, h=32, classes=10, router="topk", k=2)
     gen_ckpt.write_layer(b, seed=2, n=8, d=32, h=32, classes=10, router="topk", k=2)
@@ -165,10 +167,10 @@ def topk8_floor(tmp):
         if not peak:
             continue
         floor_s, cpu = fl / 1e9 / peak, run_moescope.cpu
-        print("  %-22s%s top-2 of 8, 40320 orders (the per-order path): %.2f CPU s; its arithmetic %.0f GFLOP at "
+        print("  %-22s%s top-2 of 8, 40320 orders (the selected form): %.2f CPU s; its arithmetic %.0f GFLOP at "
               "the %s peak = %.2f CPU s: %.2fx" % ("topk8 (generated)", tag, cpu, fl / 1e9, simd, floor_s,
                                                   cpu / floor_s))
-        benchlib.result("landscape top-2 of 8 all 40320 orders (per-order path)" + tag, "%.2f CPU s" % cpu,
+        benchlib.result("landscape top-2 of 8 all 40320 orders (selected form)" + tag, "%.2f CPU s" % cpu,
                         "%.0f GFLOP at %s's FMA peak %.0f GFLOP/s = %.2f s" % (fl / 1e9, simd, peak, floor_s),
                         "%.2fx" % (cpu / floor_s), "", None, "moescope %s, OpenBLAS %s" % (simd, blas))
 

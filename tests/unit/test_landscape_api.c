@@ -282,7 +282,6 @@ static void test_prefix_path(void) {
     R.targets = ms_malloc((size_t)R.N * R.C * sizeof(float));
     for (int i = 0; i < R.N * R.C; i++) R.targets[i] = (float)((i * 37) % 11) / 5.0f - 1.0f;
     prefix_case("regression, n = 5", &A, &B, &R, 0);
-    free(R.targets);
     // a gate whose logits span more than the path's exp range at every t
     for (int i = 0; i < 5 * 8; i++) A.gate_w[i] *= 400.0f, B.gate_w[i] *= 400.0f;
     prefix_case("wide gate logits, n = 5", &A, &B, &E, 1);
@@ -298,6 +297,18 @@ static void test_prefix_path(void) {
     prefix_case("classification, n = 2", &A, &B, &E, 0);
     moe_free(&A);
     moe_free(&B);
+    // a softmax top-2 router: the selected form (the same precompute, each
+    // order's selected slots), with and without LayerNorm, classification and
+    // regression
+    for (int norm = 1; norm >= 0; norm--) {
+        make_models_norm(&A, &B, 5, 8, 8, 3, 25 + norm, norm);
+        A.cfg.router = B.cfg.router = ROUTER_TOPK; // k = 2 of 5
+        prefix_case(norm ? "top-2 of 5" : "top-2 of 5, no norm", &A, &B, &E, 0);
+        if (norm) prefix_case("top-2 of 5, regression", &A, &B, &R, 0);
+        moe_free(&A);
+        moe_free(&B);
+    }
+    free(R.targets);
     free_evalset(&E);
 }
 
@@ -454,6 +465,9 @@ static void test_topk_forms(void) {
     o.nthreads = 2;
     o.exhaustive_max = 7, o.nsample = 300; // 300 sampled orders
     forms_case("top-2 of 8", &A, &B, &E, &o);
+    o.prefix = -1; // the per-order path (the selected form above)
+    forms_case("top-2 of 8", &A, &B, &E, &o);
+    o.prefix = 0;
     free_evalset(&E);
     make_evalset(&E, 200, 16, 5, 63);
     o.mem_mb = 0.0001;
