@@ -49,8 +49,8 @@ LKI int LK(any)(VI m) {
     return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) != 0;
 #elif LK_VL == 8
     return !_mm256_testz_si256((__m256i)m, (__m256i)m);
-#else
-    return !_mm_testz_si128((__m128i)m, (__m128i)m);
+#else // SSE2: a lane not 0
+    return _mm_movemask_epi8(_mm_cmpeq_epi32((__m128i)m, _mm_setzero_si128())) != 0xFFFF;
 #endif
 }
 
