@@ -173,8 +173,11 @@ static inline int gram_row(int n, int s, int e) {
 }
 
 size_t ls_prefix_gsize(const lsx *x) {
-    const size_t n = (size_t)x->pb.n;
-    return x->pb.cfg->has_norm ? n * n * (n * (n - 1) / 2 + 1) : 0;
+    const size_t n = (size_t)x->pb.n, g = n * n * (n * (n - 1) / 2 + 1);
+    // G costs g d multiply-adds per sample and t (on one thread); each order
+    // saves ~4d there (its d-wide sums): worth it from g / 4 orders (dense8:
+    // 464 of 40320; 12 experts: 2412)
+    return x->pb.cfg->has_norm && 4 * (size_t)x->rs.norders >= g ? g : 0;
 }
 
 /* An order's running loss over the sample blocks of one panel, per lane:
