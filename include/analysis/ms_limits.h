@@ -10,7 +10,7 @@
  * The budget: at most MS_MEM_RATIO times the bytes of the inputs' parameters
  * and samples (as float32), but at least MS_MEM_FLOOR, and never more than
  * the machine's physical memory or the environment variable
- * MOESCOPE_MAX_MEMORY (bytes, or with a K, M or G suffix). The inputs are
+ * MOESCOPE_MAX_MEMORY (bytes, or with a K, M, G or T suffix). The inputs are
  * held while the derived allocations are made, so inputs + the largest of them
  * must fit the machine as well (a Mixtral-sized pair is 11 GiB of float32
  * before anything is derived).
@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 
+#include "core/mem_budget.h"
 #include "model/evaluator.h"
 #include "model/model.h"
 
@@ -36,16 +37,9 @@ enum {
     MS_USE_DIAG = 8, /* diagnostics: every expert's outputs on up to 2048 samples */
 };
 
-/* The machine's limit in bytes: physical memory or the cgroup's memory.max,
- * whichever is lower, lowered further by MOESCOPE_MAX_MEMORY. */
-double ms_mem_machine(void);
-
 /* Check the derived allocations `uses` of A (and B, E when not NULL) against
  * the budget. -1 with a message naming the file, the shape and the bytes. */
 int ms_limits_check(const moe_model *A, const moe_model *B, const evalset *E, unsigned uses,
                     ms_err *err);
-
-/* "8.0 GiB" into buf. */
-const char *ms_bytes_str(char *buf, size_t cap, double bytes);
 
 #endif

@@ -12,37 +12,6 @@
 #include "core/env.h"
 #include "io/model_io.h"
 
-const char *ms_bytes_str(char *buf, size_t cap, double bytes) {
-    static const char *unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    int u = 0;
-    while (bytes >= 1024 && u < 6) bytes /= 1024, u++;
-    if (u == 0) snprintf(buf, cap, "%.0f bytes", bytes);
-    else snprintf(buf, cap, "%.1f %s", bytes, unit[u]);
-    return buf;
-}
-
-double ms_mem_machine(void) {
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    double m = pages > 0 && psz > 0 ? (double)pages * (double)psz : 1e300;
-    // a container's memory limit (cgroup v2) is the machine as far as we are concerned
-    FILE *fp = fopen("/sys/fs/cgroup/memory.max", "r");
-    if (fp) {
-        double v;
-        if (fscanf(fp, "%lf", &v) == 1 && v > 0 && v < m) m = v; // "max" reads as no number
-        fclose(fp);
-    }
-    const char *env = env_get(ENV_MAX_MEMORY);
-    if (env) {
-        char *end;
-        double v = strtod(env, &end);
-        if (*end == 'K' || *end == 'k') v *= 1024.0, end++;
-        else if (*end == 'M' || *end == 'm') v *= 1048576.0, end++;
-        else if (*end == 'G' || *end == 'g') v *= 1073741824.0, end++;
-        if (end != env && (*end == 0 || *end == 'B' || *end == 'b') && v > 0 && v < m) m = v;
-    }
-    return m;
-}
-
 /* The largest derived allocation found so far, and what causes it. */
 typedef struct {
     double bytes;

@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "core/env.h"
+#include "core/mem_budget.h"
 #include "core/simd.h"
 #include "io/family.h"
 #include "io/provenance.h"
@@ -32,6 +33,12 @@ int cli_front(int *argc, char **argv, const char *prog, void (*usage)(FILE *fp))
             printf("note: OpenBLAS did not know this CPU and took its %s kernels; moescope chose these "
                    "(MOESCOPE_OPENBLAS_OWN=1 keeps OpenBLAS's choice)\n", fb);
         return 0;
+    }
+    ms_err err;
+    double limit;
+    if (ms_mem_env(&limit, &err)) { // a limit that is not one is never taken for no limit
+        fprintf(stderr, "%s: %s\n", ms_process_name(), err.msg);
+        return 2;
     }
     int rc = cli_take_family_options(argc, argv); // --family and router overrides
     return rc ? rc : -1;

@@ -8,7 +8,9 @@ static const struct {
     const char *name, *what;
 } vars[ENV_COUNT] = {
     [ENV_MAX_MEMORY] = {"MOESCOPE_MAX_MEMORY",
-                        "lowers the memory limit below the machine's: bytes, or with a K, M or G suffix"},
+                        "lowers the memory limit below the machine's: a positive number of bytes, "
+                        "optionally with a suffix K, M, G or T (or KB, KiB, ...: all powers of "
+                        "1024), as 512M; anything else is refused at the start (exit 2)"},
     [ENV_STREAM] = {"MOESCOPE_STREAM",
                     "cost and align: 1 reads any family layout's routed experts one at a time from the "
                     "files, 0 never (default: when the two layers would take more than a quarter of "
