@@ -38,7 +38,8 @@ total_p=0; total_f=0; total_s=0; skipped=()
 only="${TESTS:-}"   # TESTS="test_lap test_model" runs just those
 # the tests that compare floats (against numpy, stored numbers, other paths)
 NUMERIC="test_golden test_eval_oracle test_landscape test_realsize test_family_eval test_family_landscape
-    test_evaluator test_kernels test_landscape_api test_align test_study test_geometry test_geometry_network"
+    test_evaluator test_kernels test_landscape_api test_align test_study test_geometry test_geometry_network
+    test_decoder_oracle"
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
