@@ -43,7 +43,7 @@ import family_fixtures as ff  # noqa: E402
 import family_ref  # noqa: E402
 
 FAMILIES = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "deepseek_v2",
-            "deepseek_v3", "gpt_oss"]
+            "deepseek_v3", "gpt_oss", "phimoe"]
 
 
 # ---------------------------------------------------------------- files
@@ -88,6 +88,16 @@ def load(folder):
 
 def rms_norm(x, w, eps):
     return w * (x / np.sqrt((x * x).mean(-1, keepdims=True) + eps))
+
+
+def norm(c, t, name, x):
+    """The decoder's norms: RMSNorm, PhiMoE's LayerNorm with bias (eps rms_norm_eps)."""
+    eps = c["rms_norm_eps"]
+    if c["model_type"] != "phimoe":
+        return rms_norm(x, t[name + ".weight"], eps)
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * t[name + ".weight"] + t[name + ".bias"]
 
 
 def linear(t, name, x):
@@ -169,6 +179,10 @@ def yarn(c, p, base, dim):
 def cos_sin(c, dim, T):
     """cos, sin [T, dim] for rotate_half (frequencies repeated), times the factor."""
     f, att = inv_freq(c, dim, T)
+    kind, p = rope_params(c)
+    if c["model_type"] == "phimoe" and kind != "default":  # PhimoeRotaryEmbedding's mscale
+        orig = p.get("original_max_position_embeddings") or c["original_max_position_embeddings"]
+        att = p["long_mscale"] if T > orig else p["short_mscale"]
     fr = np.arange(T, dtype=np.float64)[:, None] * f[None, :]
     emb = np.concatenate([fr, fr], -1)
     return np.cos(emb) * att, np.sin(emb) * att
@@ -238,7 +252,7 @@ def window_of(c, i):
         return c["sliding_window"] if types[i] == "sliding_attention" else None
     if fam in ("qwen2_moe", "qwen3_moe") and c.get("use_sliding_window"):
         raise ValueError("%s with use_sliding_window is not modelled" % fam)
-    if fam in ("mixtral", "qwen3_moe"):
+    if fam in ("mixtral", "qwen3_moe", "phimoe"):
         return c.get("sliding_window")
     return None
 
@@ -317,7 +331,8 @@ def is_moe(c, i):
 
 
 def moe_prefix(c, i):
-    return "model.layers.%d.%s." % (i, "block_sparse_moe" if c["model_type"] in ("mixtral", "granitemoe") else "mlp")
+    bsm = c["model_type"] in ("mixtral", "granitemoe", "phimoe")
+    return "model.layers.%d.%s." % (i, "block_sparse_moe" if bsm else "mlp")
 
 
 def ffn(c, t, i, x, moe=None):
@@ -358,12 +373,11 @@ def forward(c, t, ids, moe=None):
     if gran:
         h = h * c["embedding_multiplier"]
     rm = c["residual_multiplier"] if gran else 1.0
-    eps = c["rms_norm_eps"]
     for i in range(c["num_hidden_layers"]):
         P = "model.layers.%d." % i
-        h = h + rm * self_attention(c, t, P + "self_attn.", rms_norm(h, t[P + "input_layernorm.weight"], eps), i)
-        h = h + rm * ffn(c, t, i, rms_norm(h, t[P + "post_attention_layernorm.weight"], eps), moe)
-    h = rms_norm(h, t["model.norm.weight"], eps)
+        h = h + rm * self_attention(c, t, P + "self_attn.", norm(c, t, P + "input_layernorm", h), i)
+        h = h + rm * ffn(c, t, i, norm(c, t, P + "post_attention_layernorm", h), moe)
+    h = norm(c, t, "model.norm", h)
     W = E if c.get("tie_word_embeddings", False) else t["lm_head.weight"]
     logits = h @ W.T
     if t.get("lm_head.bias") is not None and not c.get("tie_word_embeddings", False):

@@ -10,7 +10,7 @@ forward), so the loss sits well below log V.
 Every model has three layers, at least one MoE layer and, where the family has them, a
 dense one (Qwen2/3-MoE by mlp_only_layers, DeepSeek by first_k_dense_replace). The MoE
 layers are the logical arrays of tests/lib/family_fixtures.py written in the family's
-tensor names by its hf_tensors. --scramble writes the same function: every MoE layer's
+tensor names by its hf_tensors (PhiMoE's are Mixtral's). --scramble writes the same function: every MoE layer's
 experts permuted (for group-limited routers whole groups and experts within groups), each
 expert's hidden units permuted, the shared expert's too, and (F32 softmax routers) a
 common vector added to every gate row; DIR/scramble.json holds each layer's order (slot i
@@ -32,7 +32,8 @@ FAMILIES = decoder_ref.FAMILIES
 ARCH = {"mixtral": "MixtralForCausalLM", "qwen2_moe": "Qwen2MoeForCausalLM",
         "qwen3_moe": "Qwen3MoeForCausalLM", "olmoe": "OlmoeForCausalLM",
         "granitemoe": "GraniteMoeForCausalLM", "deepseek_v2": "DeepseekV2ForCausalLM",
-        "deepseek_v3": "DeepseekV3ForCausalLM", "gpt_oss": "GptOssForCausalLM"}
+        "deepseek_v3": "DeepseekV3ForCausalLM", "gpt_oss": "GptOssForCausalLM",
+        "phimoe": "PhimoeForCausalLM"}
 SOFTMAX_ROUTED = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "deepseek_v2", "gpt_oss"}
 D, H, KV, HD, V, L = 32, 4, 2, 8, 64, 3
 
@@ -95,7 +96,15 @@ def config(fam, rope):
                  sliding_window=4, layer_types=["sliding_attention", "full_attention", "sliding_attention"],
                  attention_bias=True, swiglu_limit=7.0, rope_theta=150000.0)
         rope = "yarn" if rope is None else rope
+    elif fam == "phimoe":
+        c.update(intermediate_size=24, num_local_experts=4, num_experts_per_tok=2, sliding_window=8,
+                 router_jitter_noise=0.3, input_jitter_noise=0.0, attention_bias=True, lm_head_bias=True,
+                 rms_norm_eps=1e-5, original_max_position_embeddings=16)
+        rope = "longrope" if rope is None else rope
     c["rope_scaling"] = rope_scaling(rope, c["max_position_embeddings"])
+    if fam == "phimoe" and rope == "longrope":  # as Phi-3.5-MoE ships it
+        c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0, 1.1, 1.3, 1.6],
+                             "long_factor": [1.0, 1.5, 2.5, 4.0], "short_mscale": 1.1, "long_mscale": 1.2}
     if fam == "gpt_oss" and rope == "yarn":  # as gpt-oss ships it: rope_type, truncate false
         c["rope_scaling"] = {"rope_type": "yarn", "factor": 8.0, "beta_fast": 32.0, "beta_slow": 1.0,
                              "original_max_position_embeddings": 16, "truncate": False}
@@ -118,8 +127,10 @@ class Maker:
         if bias:
             self.t[name + ".bias"] = self.rnd(self.rng.standard_normal(nout) * 0.3)
 
-    def norm(self, name, n):
+    def norm(self, name, n, bias=False):
         self.t[name + ".weight"] = self.rnd(1.0 + 0.2 * self.rng.standard_normal(n))
+        if bias:
+            self.vec(name + ".bias", (n,), 0.1)
 
     def vec(self, name, shape, std):
         self.t[name] = self.rnd(self.rng.standard_normal(shape) * std)
@@ -217,8 +228,8 @@ def build(fam, seed, dtype, rope=None, scramble=False):
     srng = np.random.default_rng(seed + 7777)
     for i in range(L):
         P = "model.layers.%d." % i
-        m.norm(P + "input_layernorm", D)
-        m.norm(P + "post_attention_layernorm", D)
+        m.norm(P + "input_layernorm", D, fam == "phimoe")
+        m.norm(P + "post_attention_layernorm", D, fam == "phimoe")
         attention(m, c, P + "self_attn.")
         if decoder_ref.is_moe(c, i):
             moe[i] = moe_layer(m, c)
@@ -228,12 +239,12 @@ def build(fam, seed, dtype, rope=None, scramble=False):
             for nm, no, ni in (("gate_proj", c["intermediate_size"], D), ("up_proj", c["intermediate_size"], D),
                                ("down_proj", D, c["intermediate_size"])):
                 m.lin(P + "mlp." + nm, no, ni, 1.5)
-    m.norm("model.norm", D)
+    m.norm("model.norm", D, fam == "phimoe")
     if not c["tie_word_embeddings"]:
-        m.lin("lm_head", V, D, 4.0)
+        m.lin("lm_head", V, D, 4.0, c.get("lm_head_bias", False))
     out = [(k, dtype, v.shape, ff.encode(v, dtype)) for k, v in m.t.items()]
     for i, W in moe.items():
-        out += ff.hf_tensors(fam, W, L=i, dtype=dtype)
+        out += ff.hf_tensors("mixtral" if fam == "phimoe" else fam, W, L=i, dtype=dtype)  # Mixtral's names
     out.sort(key=lambda e: e[0])
     return c, out, (orders if scramble else None)
 

@@ -3,7 +3,7 @@ family, written from the Hugging Face transformers modelling code
 (modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py,
 modeling_olmoe.py, modeling_deepseek_v2.py, modeling_deepseek_v3.py,
 modeling_switch_transformers.py, modeling_granitemoe.py, modeling_jetmoe.py,
-modeling_gpt_oss.py), independently of moescope.
+modeling_gpt_oss.py, modular_phimoe.py), independently of moescope.
 
     forward(family, tensors, config, prefix, X) -> (N, d) float64
 
@@ -173,6 +173,36 @@ def deepseek_v3(t, c, p, X):
     return out
 
 
+def _sparsemixer_pick(scores, masked, eps):
+    """One step of PhiMoE's sparsemixer at inference: the arg-max of `masked`; logits
+    whose gap below it, relative to max(|logit|, that max), exceeds 2 eps are dropped;
+    the weight is the pick's softmax probability over the rest."""
+    idx = masked.argmax(-1)
+    top = np.take_along_axis(masked, idx[:, None], -1)
+    factor = np.maximum(np.abs(scores), top)
+    kept = np.where((top - scores) / factor > 2 * eps, -np.inf, masked)
+    return idx, np.take_along_axis(softmax(kept), idx[:, None], -1)[:, 0]
+
+
+def phimoe(t, c, p, X):
+    """PhiMoE: Mixtral's tensors, routed by sparsemixer (always two experts: the
+    second picked with the first masked out)."""
+    gw = t[p + "gate.weight"]
+    n = gw.shape[0]
+    eps = float(c.get("router_jitter_noise", 0.01))
+    s = linear(X, gw)
+    i1, w1 = _sparsemixer_pick(s, s, eps)
+    s2 = s.copy()
+    s2[np.arange(len(s)), i1] = -np.inf
+    i2, w2 = _sparsemixer_pick(s, s2, eps)
+    idx, w = np.stack([i1, i2], 1), np.stack([w1, w2], 1)
+
+    def expert(e, x):
+        b = p + "experts.%d." % e
+        return linear(silu(linear(x, t[b + "w1.weight"])) * linear(x, t[b + "w3.weight"]), t[b + "w2.weight"])
+    return _combine(n, X, idx, w, expert)
+
+
 def switch(t, c, p, X):
     cw = t[p + "router.classifier.weight"]
     n = cw.shape[0]
@@ -234,6 +264,7 @@ FAMILIES = {
     "granitemoe": lambda t, c, p, X: _packed_glu("granitemoe", t, c, p, X),
     "jetmoe": lambda t, c, p, X: _packed_glu("jetmoe", t, c, p, X),
     "gpt_oss": gpt_oss,
+    "phimoe": phimoe,
 }
 
 
