@@ -5,7 +5,8 @@ eval.safetensors of input_ids [N,T] I64 the model itself samples (tests/lib/deco
 forward), so the loss sits well below log V.
 
     python3 tests/lib/gen_decoders.py --family F --out DIR [--dtype f32|bf16] [--shards K]
-        [--seed S] [--scramble] [--rope-scaling none|linear|dynamic|yarn|KIND] [--N N] [--T T]
+        [--seed S] [--scramble] [--rope-scaling none|linear|dynamic|yarn|llama3|longrope|KIND]
+        [--mxfp4] [--N N] [--T T]
 
 Every model has three layers, at least one MoE layer and, where the family has them, a
 dense one (Qwen2/3-MoE by mlp_only_layers, DeepSeek by first_k_dense_replace). The MoE
@@ -38,17 +39,24 @@ SOFTMAX_ROUTED = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "d
 D, H, KV, HD, V, L = 32, 4, 2, 8, 64, 3
 
 
-def rope_scaling(kind, max_pos):
-    """A rope_scaling object as the families' config.json files ship them."""
+def rope_scaling(kind, max_pos, hd=8):
+    """A rope_scaling object as the families' config.json files ship them (hd: the
+    rotated width, for longrope's per-frequency factors)."""
+    orig = max_pos // 4
     if kind in (None, "none"):
         return None
-    if kind == "linear":
-        return {"type": "linear", "factor": 2.0}
-    if kind == "dynamic":
-        return {"type": "dynamic", "factor": 2.0}
+    if kind in ("linear", "dynamic"):
+        return {"type": kind, "factor": 2.0}
     if kind == "yarn":
-        return {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": max_pos // 4,
+        return {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": orig,
                 "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}
+    if kind == "llama3":
+        return {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                "original_max_position_embeddings": orig}
+    if kind == "longrope":
+        return {"type": "longrope", "original_max_position_embeddings": orig,
+                "short_factor": [1.0 + 0.1 * i for i in range(hd // 2)],
+                "long_factor": [1.0 + 0.5 * i for i in range(hd // 2)]}
     return {"type": kind, "factor": 2.0}
 
 
@@ -101,7 +109,8 @@ def config(fam, rope):
                  router_jitter_noise=0.3, input_jitter_noise=0.0, attention_bias=True, lm_head_bias=True,
                  rms_norm_eps=1e-5, original_max_position_embeddings=16)
         rope = "longrope" if rope is None else rope
-    c["rope_scaling"] = rope_scaling(rope, c["max_position_embeddings"])
+    hd = c.get("qk_rope_head_dim") or c.get("head_dim") or D // H
+    c["rope_scaling"] = rope_scaling(rope, c["max_position_embeddings"], hd)
     if fam == "phimoe" and rope == "longrope":  # as Phi-3.5-MoE ships it
         c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0, 1.1, 1.3, 1.6],
                              "long_factor": [1.0, 1.5, 2.5, 4.0], "short_mscale": 1.1, "long_mscale": 1.2}
@@ -114,9 +123,9 @@ def config(fam, rope):
 class Maker:
     """Random tensors (name -> float32, already rounded to the file's dtype)."""
 
-    def __init__(self, seed, dtype):
+    def __init__(self, seed, dtype, mx=False):
         self.rng = np.random.default_rng(seed)
-        self.dtype = dtype
+        self.dtype, self.mx = dtype, mx
         self.t = {}
 
     def rnd(self, x):
@@ -191,6 +200,10 @@ def moe_layer(m, c):
         W["b1"], W["b3"] = m.rnd(m.rng.standard_normal((n, h)) * 0.3), m.rnd(m.rng.standard_normal((n, h)) * 0.3)
         W["b2"] = m.rnd(m.rng.standard_normal((n, D)) * 0.3)
         W["w1"] *= 2  # reach the clamps at 7 now and then
+        if m.mx:  # MXFP4 experts: the codes are the truth, the logical arrays their values
+            W["_gu_mx"], W["_dn_mx"] = ff.mx_random(m.rng, (n, 2 * h, D)), ff.mx_random(m.rng, (n, D, h))
+            gu = ff.mx_decode(*W["_gu_mx"])
+            W["w1"], W["w3"], W["w2"] = gu[:, 0::2].copy(), gu[:, 1::2].copy(), ff.mx_decode(*W["_dn_mx"])
     if fam == "deepseek_v3":
         W["corr"] = (m.rng.standard_normal(n) * 0.1).astype(np.float32)
     if hs:
@@ -211,18 +224,21 @@ def scramble_layer(W, c, rng, dtype):
         groups = c["n_group"]
     order = ff.group_perm(rng, n, groups) if groups > 1 else rng.permutation(n)
     perms = [rng.permutation(h) for _ in range(n)] + ([rng.permutation(hs)] if hs else [])
-    S = ff.scramble(W, list(order), perms)
+    if "_gu_mx" in W:  # whole 32-unit blocks move, every code stays exact
+        S = ff.scramble_mx(W, list(order), [rng.permutation(h // 32) for _ in range(n)])
+    else:
+        S = ff.scramble(W, list(order), perms)
     if dtype == "F32" and fam in SOFTMAX_ROUTED:
         S["gate"] = S["gate"] + rng.standard_normal(D).astype(np.float32)[None, :]
     return S, [int(e) for e in order]
 
 
-def build(fam, seed, dtype, rope=None, scramble=False):
+def build(fam, seed, dtype, rope=None, scramble=False, mx=False):
     """(config, [(name, dtype, shape, bytes)], scramble orders or None)"""
     c = config(fam, rope)
     if dtype == "BF16":
         c["torch_dtype"] = "bfloat16"
-    m = Maker(seed, dtype)
+    m = Maker(seed, dtype, mx and fam == "gpt_oss")
     m.vec("model.embed_tokens.weight", (V, D), 1.0)
     moe, orders = {}, {}
     srng = np.random.default_rng(seed + 7777)
@@ -293,14 +309,14 @@ def write_eval(path, ids):
     ff.write_safetensors(path, [("input_ids", "I64", ids.shape, ids.tobytes())])
 
 
-def generate(fam, out, dtype="F32", shards=1, seed=1, scramble=False, rope=None, N=4, T=12):
+def generate(fam, out, dtype="F32", shards=1, seed=1, scramble=False, rope=None, N=4, T=12, mxfp4=False):
     """Write the model (and, unscrambled, sample its evaluation set) into out."""
-    c, tensors, orders = build(fam, seed, dtype, rope, scramble)
+    c, tensors, orders = build(fam, seed, dtype, rope, scramble, mxfp4)
     write_model(out, c, tensors, shards)
     if scramble:
         with open(os.path.join(out, "scramble.json"), "w") as f:
             json.dump({str(k): v for k, v in orders.items()}, f)
-        c0, t0, _ = build(fam, seed, dtype, rope, False)
+        c0, t0, _ = build(fam, seed, dtype, rope, False, mxfp4)
         tmp = out + ".plain"
         write_model(tmp, c0, t0)
         write_eval(os.path.join(out, "eval.safetensors"), sample_ids(tmp, seed, N, T))
@@ -321,10 +337,11 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--scramble", action="store_true")
     ap.add_argument("--rope-scaling", default=None, help="none, linear, dynamic, yarn or any other kind")
+    ap.add_argument("--mxfp4", action="store_true", help="gpt_oss: the experts as MXFP4 blocks and scales")
     ap.add_argument("--N", type=int, default=4)
     ap.add_argument("--T", type=int, default=12)
     a = ap.parse_args(argv)
-    generate(a.family, a.out, a.dtype.upper(), a.shards, a.seed, a.scramble, a.rope_scaling, a.N, a.T)
+    generate(a.family, a.out, a.dtype.upper(), a.shards, a.seed, a.scramble, a.rope_scaling, a.N, a.T, a.mxfp4)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ modelling code) on tiny random models of tests/lib/gen_decoders.py.
     loss within 1e-5 relative of the oracle's (BF16 files 1e-3), accuracy within one
     position, F32 single-file and BF16 sharded; `scramble --layer all` computes the same
     loss and `align --layer all` puts it back; `landscape` of the scrambled pair finds a
-    barrier ~0; an unknown model_type, a missing tensor, an unknown rope_scaling kind,
+    barrier ~0; rope_scaling kinds computed as the oracle does or refused by name
+    (DeepSeek: linear and yarn computed); an unknown model_type, a missing tensor, an unknown rope_scaling kind,
     heads that do not divide and token ids >= vocab_size refused naming the file and key;
   - every other family is refused by eval with exit status 1 naming its model_type (so
     this test changes when a family lands: add it to COVERED).
@@ -36,8 +37,10 @@ from testutil import check, run  # noqa: E402
 TMP = tempfile.mkdtemp(prefix="moescope_decoders_")
 # the families moescope evaluates as networks (grows as they land)
 COVERED = []
-# (dtype, shards) per covered family: F32 in one file, BF16 over two shards
-VARIANTS = [("F32", 1), ("BF16", 2)]
+# (dtype, shards, generator options) per covered family: F32 in one file, BF16 over two
+# shards; GPT-OSS also with MXFP4 experts
+VARIANTS = [("F32", 1, {}), ("BF16", 2, {})]
+EXTRA = {"gpt_oss": [("BF16", 2, {"mxfp4": True})]}
 
 
 def p(*names):
@@ -55,19 +58,20 @@ def gen(fam, name, **kw):
 
 def test_oracle_scramble():
     """A scrambled model computes the same loss (the oracle sees the symmetry)."""
-    for fam in gen_decoders.FAMILIES:
-        for dt in ("F32", "BF16"):
-            a = gen(fam, "%s_%s" % (fam, dt), dtype=dt)
-            s = gen(fam, "%s_%s_scr" % (fam, dt), dtype=dt, scramble=True)
-            la, aa, ga = decoder_ref.evaluate(a)
-            ls, as_, gs = decoder_ref.evaluate(s, os.path.join(a, "eval.safetensors"))
-            tol = 1e-9 if dt == "BF16" else 1e-6  # F32: the translated gate rounds
-            check(abs(la - ls) <= tol * la and aa == as_,
-                  "oracle %s %s: scrambled loss %.10g vs %.10g" % (fam, dt, ls, la))
-            orders = json.load(open(os.path.join(s, "scramble.json")))
-            check(any(o != sorted(o) for o in orders.values()), "oracle %s %s: the scramble moved experts" % (fam, dt))
-            check(0.05 < la < 0.6 * math.log(64) and 0.2 < aa < 0.99,
-                  "oracle %s %s: loss %.4g, accuracy %.3g: far from log V and from 0" % (fam, dt, la, aa))
+    cases = [(fam, dt, {}) for fam in gen_decoders.FAMILIES for dt in ("F32", "BF16")]
+    for fam, dt, kw in cases + [("gpt_oss", "BF16", {"mxfp4": True})]:
+        tag = "%s_%s%s" % (fam, dt, "_mx" if kw else "")
+        a = gen(fam, tag, dtype=dt, **kw)
+        s = gen(fam, tag + "_scr", dtype=dt, scramble=True, **kw)
+        la, aa, ga = decoder_ref.evaluate(a)
+        ls, as_, gs = decoder_ref.evaluate(s, os.path.join(a, "eval.safetensors"))
+        tol = 1e-9 if dt == "BF16" else 1e-6  # F32: the translated gate rounds
+        check(abs(la - ls) <= tol * la and aa == as_,
+              "oracle %s %s: scrambled loss %.10g vs %.10g" % (fam, dt, ls, la))
+        orders = json.load(open(os.path.join(s, "scramble.json")))
+        check(any(o != sorted(o) for o in orders.values()), "oracle %s %s: the scramble moved experts" % (fam, dt))
+        check(0.05 < la < 0.6 * math.log(64) and 0.2 < aa < 0.99,
+              "oracle %s %s: loss %.4g, accuracy %.3g: far from log V and from 0" % (fam, dt, la, aa))
 
 
 def test_oracle_causal():
@@ -195,9 +199,9 @@ def compare(name, ck, ev, dtype):
 
 def test_covered():
     for fam in COVERED:
-        for dt, shards in VARIANTS:
-            name = "%s %s %d shard(s)" % (fam, dt, shards)
-            ck = gen(fam, "net_%s_%s_%d" % (fam, dt, shards), dtype=dt, shards=shards)
+        for dt, shards, kw in VARIANTS + EXTRA.get(fam, []):
+            name = "%s %s%s %d shard(s)" % (fam, dt, " MXFP4" if kw else "", shards)
+            ck = gen(fam, "net_%s_%s_%d%s" % (fam, dt, shards, "_mx" if kw else ""), dtype=dt, shards=shards, **kw)
             ev = os.path.join(ck, "eval.safetensors")
             if not compare(name, ck, ev, dt):
                 continue
@@ -217,6 +221,27 @@ def test_covered():
             if r.returncode == 0:
                 e = json.load(open(out))["methods"]["expert"]
                 check(e["barrier"] < 1e-4, "%s: the scramble's landscape: expert barrier %g" % (name, e["barrier"]))
+
+
+ROPE_KINDS = ["linear", "dynamic", "yarn", "llama3", "longrope"]
+# kinds a family must compute (its shipped configs use them), not just refuse
+ROPE_MUST = {"deepseek_v2": {"linear", "yarn"}, "deepseek_v3": {"linear", "yarn"}}
+
+
+def test_covered_rope():
+    """rope_scaling kinds (linear and one more per family, in turn): computed as the
+    oracle does, or refused naming config.json, rope_scaling and the kind."""
+    for i, fam in enumerate(COVERED):
+        for kind in sorted({"linear", ROPE_KINDS[i % len(ROPE_KINDS)]} | ROPE_MUST.get(fam, set())):
+            ck = gen(fam, "rope_%s_%s" % (fam, kind), rope=kind)
+            ev = os.path.join(ck, "eval.safetensors")
+            r = run("eval", ck, "--eval", ev)
+            if r.returncode == 1 and kind not in ROPE_MUST.get(fam, ()):
+                check(all(n in r.stderr for n in ("config.json", "rope_scaling", kind)),
+                      "%s: rope_scaling %s refused naming config.json, the key and the kind: %s"
+                      % (fam, kind, r.stderr.strip()))
+            else:
+                compare("%s rope_scaling %s" % (fam, kind), ck, ev, "F32")
 
 
 def rewrite_without(folder, tensor):
@@ -284,4 +309,4 @@ def test_not_covered():
 if __name__ == "__main__":
     sys.exit(testutil.run_tests("test_decoder_oracle",
                                 [test_oracle_scramble, test_oracle_causal, test_oracle_equal_experts, test_oracle_routing,
-                                 test_oracle_refusals, test_covered, test_refusals, test_not_covered], TMP))
+                                 test_oracle_refusals, test_covered, test_covered_rope, test_refusals, test_not_covered], TMP))
