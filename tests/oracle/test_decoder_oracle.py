@@ -10,7 +10,7 @@ modelling code) on tiny random models of tests/lib/gen_decoders.py.
     rope_scaling kind and heads that do not divide are refused;
   - for each family in COVERED (the ones moescope evaluates as networks): `eval --json`
     loss within 1e-5 relative of the oracle's (BF16 files 1e-3), accuracy within one
-    position, F32 single-file and BF16 sharded; `scramble --layer all` computes the same
+    position, `--dump-outputs` logits within as much of the largest, F32 single-file and BF16 sharded; `scramble --layer all` computes the same
     loss and `align --layer all` puts it back; `landscape` of the scrambled pair finds a
     barrier ~0; rope_scaling kinds computed as the oracle does or refused by name
     (DeepSeek: linear and yarn computed); an unknown model_type, a missing tensor, an unknown rope_scaling kind,
@@ -184,8 +184,10 @@ def eval_json(ck, ev, *extra):
     return json.load(open(out)) if r.returncode == 0 else None
 
 
-def compare(name, ck, ev, dtype):
-    loss, acc, _ = decoder_ref.evaluate(ck, ev)
+def compare(name, ck, ev, dtype, logits=False):
+    """eval --json's loss and accuracy against the oracle's; with logits, also
+    eval --dump-outputs' logits (within tol of the largest)."""
+    loss, acc, ref = decoder_ref.evaluate(ck, ev)
     j = eval_json(ck, ev)
     if not j:
         return None
@@ -194,6 +196,14 @@ def compare(name, ck, ev, dtype):
     npos = ids.shape[0] * (ids.shape[1] - 1)
     check(abs(j["loss"] - loss) <= tol * loss, "%s: loss %.9g vs the oracle's %.9g" % (name, j["loss"], loss))
     check(abs(j["accuracy"] - acc) <= 1.0 / npos + 1e-12, "%s: accuracy %.6g vs %.6g" % (name, j["accuracy"], acc))
+    if logits:
+        dump = p("dump_%d.safetensors" % abs(hash((ck, ev))))
+        r = run("eval", ck, "--eval", ev, "--dump-outputs", dump)
+        check(r.returncode == 0, "%s: --dump-outputs: %s" % (name, r.stderr.strip()))
+        if r.returncode == 0:
+            got = decoder_ref.read_tensors(dump)["logits"]
+            rel = np.abs(got.reshape(ref.shape) - ref).max() / np.abs(ref).max() if got.size == ref.size else np.inf
+            check(rel < tol, "%s: logits %s within %g of the oracle's (%.3g)" % (name, got.shape, tol, rel))
     return j
 
 
@@ -203,7 +213,7 @@ def test_covered():
             name = "%s %s%s %d shard(s)" % (fam, dt, " MXFP4" if kw else "", shards)
             ck = gen(fam, "net_%s_%s_%d%s" % (fam, dt, shards, "_mx" if kw else ""), dtype=dt, shards=shards, **kw)
             ev = os.path.join(ck, "eval.safetensors")
-            if not compare(name, ck, ev, dt):
+            if not compare(name, ck, ev, dt, logits=True):
                 continue
             s, back = ck + ".scr", ck + ".back"
             r = run("scramble", ck, "-o", s, "--layer", "all", "--seed", 3)
