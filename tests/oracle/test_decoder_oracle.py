@@ -225,6 +225,7 @@ def test_covered():
             check(r.returncode == 0, "%s: align --layer all: %s" % (name, r.stderr.strip()))
             if r.returncode == 0:
                 compare(name + ", aligned back", back, ev, dt)
+                check_aligned_back(name, ck, back)
             out = p("ls_%s_%s.json" % (fam, dt))
             r = run("landscape", ck, s, "--eval", ev, "--points", 5, "--json", out, "-q")
             check(r.returncode == 0, "%s: landscape: %s" % (name, r.stderr.strip()))
@@ -252,6 +253,17 @@ def test_covered_rope():
                       % (fam, kind, r.stderr.strip()))
             else:
                 compare("%s rope_scaling %s" % (fam, kind), ck, ev, "F32")
+
+
+def check_aligned_back(name, a, back):
+    """align undid the scramble: every expert tensor of every MoE layer is A's again
+    (the gate rows may differ by the common translation the alignment leaves)."""
+    ta, tb = decoder_ref.load(a)[1], decoder_ref.load(back)[1]
+    keys = [k for k in ta if (".experts." in k or "_linear." in k or "shared_expert" in k)
+            and "gate.weight" not in k]
+    worst = max((np.abs(ta[k] - tb[k]).max() / max(np.abs(ta[k]).max(), 1e-30) for k in keys), default=np.inf)
+    check(keys and worst < 1e-6, "%s: aligned back, %d expert tensors equal A's (worst %.3g)"
+          % (name, len(keys), worst))
 
 
 def rewrite_without(folder, tensor):
