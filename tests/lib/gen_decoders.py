@@ -35,6 +35,8 @@ ARCH = {"mixtral": "MixtralForCausalLM", "qwen2_moe": "Qwen2MoeForCausalLM",
         "granitemoe": "GraniteMoeForCausalLM", "deepseek_v2": "DeepseekV2ForCausalLM",
         "deepseek_v3": "DeepseekV3ForCausalLM", "gpt_oss": "GptOssForCausalLM",
         "phimoe": "PhimoeForCausalLM"}
+# the rope_scaling kind a family's configs ship when none is asked for
+DEFAULT_ROPE = {"deepseek_v3": "yarn", "gpt_oss": "yarn", "phimoe": "longrope"}
 SOFTMAX_ROUTED = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "deepseek_v2", "gpt_oss"}
 D, H, KV, HD, V, L = 32, 4, 2, 8, 64, 3
 
@@ -98,17 +100,15 @@ def config(fam, rope):
             c.update(q_lora_rank=16, n_shared_experts=1, n_group=4, topk_group=2,
                      topk_method="noaux_tc", scoring_func="sigmoid", norm_topk_prob=True,
                      routed_scaling_factor=2.5, rope_interleave=True)
-            rope = "yarn" if rope is None else rope
     elif fam == "gpt_oss":
         c.update(head_dim=HD, intermediate_size=32, num_local_experts=4, num_experts_per_tok=2,
                  sliding_window=4, layer_types=["sliding_attention", "full_attention", "sliding_attention"],
                  attention_bias=True, swiglu_limit=7.0, rope_theta=150000.0)
-        rope = "yarn" if rope is None else rope
     elif fam == "phimoe":
         c.update(intermediate_size=24, num_local_experts=4, num_experts_per_tok=2, sliding_window=8,
                  router_jitter_noise=0.3, input_jitter_noise=0.0, attention_bias=True, lm_head_bias=True,
                  rms_norm_eps=1e-5, original_max_position_embeddings=16)
-        rope = "longrope" if rope is None else rope
+    rope = DEFAULT_ROPE.get(fam) if rope is None else rope
     hd = c.get("qk_rope_head_dim") or c.get("head_dim") or D // H
     c["rope_scaling"] = rope_scaling(rope, c["max_position_embeddings"], hd)
     if fam == "phimoe" and rope == "longrope":  # as Phi-3.5-MoE ships it
