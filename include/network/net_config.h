@@ -1,6 +1,6 @@
 /* net_config.h - a network checkpoint's hyper-parameters: config.json of a
  * Hugging Face transformer whose feed-forward block(s) became MoE layers,
- * named by its "moe" object. Two architectures:
+ * named by its "moe" object, or a Hugging Face MoE decoder. The architectures:
  *
  * GPT-2 (model_type "gpt2", a causal language model):
  *   n_embd d, n_layer NL, n_head nh (d % nh == 0), n_positions P, vocab_size V,
@@ -19,9 +19,23 @@
  *   "moe": {"layers": [..], "num_experts", "top_k", "router", "num_shared_experts",
  *           "expert_activation", "expert_intermediate_size"}
  *
+ * decoders (model_type mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe: a causal
+ * language model as Hugging Face's <Family>ForCausalLM):
+ *   hidden_size d, num_hidden_layers NL, num_attention_heads nh,
+ *   num_key_value_heads (nh; nh % it == 0), head_dim (d / nh), intermediate_size
+ *   (the dense MLPs' width), max_position_embeddings P, vocab_size V, rms_norm_eps,
+ *   hidden_act ("silu"), rope_theta (or rope_parameters.rope_theta), rope_scaling
+ *   (null, "default" or "linear"; any other kind refused by name),
+ *   partial_rotary_factor (1), attention_bias, sliding_window (with
+ *   use_sliding_window where the family has it), tie_word_embeddings (false);
+ *   OLMoE's clip_qkv; Qwen's mlp_only_layers and decoder_sparse_step; Granite's
+ *   embedding_multiplier, residual_multiplier, attention_multiplier, logits_scaling.
+ *   The MoE blocks' router keys (num_experts_per_tok, norm_topk_prob, ...) are
+ *   read by the family (family_io.c).
+ *
  * Every number is validated (an integer in range, named in the error with the
- * file); the MoE layers' own keys are read by the gpt2 / vit family
- * (family_io.c), which checks them against the tensors. */
+ * file); the MoE layers' own keys are read by the family (family_io.c), which
+ * checks them against the tensors. */
 #ifndef MS_NET_CONFIG_H
 #define MS_NET_CONFIG_H
 
@@ -30,19 +44,57 @@
 
 #define NET_MAX_LAYERS 256
 
-typedef enum { NET_GPT2, NET_VIT } net_arch;
+/* The architectures, one row each of net_config.c's table: every difference
+ * between them is a field of the row (a name, or which form of an operation it
+ * uses), and every operation switches on that field in one place. */
+typedef enum {
+    NET_GPT2,
+    NET_VIT,
+    NET_MIXTRAL,
+    NET_QWEN2_MOE,
+    NET_QWEN3_MOE,
+    NET_OLMOE,
+    NET_GRANITEMOE,
+    NET_ARCH_COUNT
+} net_arch;
 
-/* What the two architectures name differently: tensors and config.json keys. */
+/* the forms of the operations (net_forward.c switches on them) */
+typedef enum { NET_NORM_LAYER, NET_NORM_RMS } net_norm;             /* LayerNorm with bias; RMSNorm */
+typedef enum { NET_EMBED_LEARNED, NET_EMBED_PATCHES, NET_EMBED_TOKENS } net_embed_kind;
+/* learned positions added to wte (GPT-2); a ViT's patches and CLS; token embeddings
+ * alone (decoders: the positions enter as rotary embeddings) */
+typedef enum { NET_ATTN_MHA, NET_ATTN_ROPE } net_attn_kind;
+/* MHA: q|k|v of d each, learned positions; ROPE: grouped-query q|k|v with rotary
+ * embeddings and the row's q/k norms */
+typedef enum { NET_MLP_ACT, NET_MLP_GLU } net_mlp_kind;   /* c_proj(act(c_fc x)); down(silu(gate x) up x) */
+typedef enum { NET_TARGET_NEXT, NET_TARGET_CLASS } net_target; /* next token; the CLS token's class */
+typedef enum { NET_QKN_NONE, NET_QKN_HEAD, NET_QKN_WHOLE } net_qk_norm; /* per head; the whole projection */
+typedef enum { NET_SPARSE_LISTED, NET_SPARSE_ALL, NET_SPARSE_STEP } net_sparse;
+/* which blocks are MoE: config.json's "moe.layers" (moescope's GPT-2 / ViT); every
+ * block; Qwen's mlp_only_layers and decoder_sparse_step */
+
+/* One architecture: its names (tensors, config.json keys) and its operations. */
 typedef struct {
     const char *model_type; /* config.json's */
     const char *probe;      /* a tensor every such network has */
     const char *block;      /* block L's tensor prefix, a printf format with %d */
     const char *moe;        /* an MoE block's layer prefix, relative to the block: "mlp" */
+    const char *gate;       /* its router's weight, relative to the layer prefix */
     const char *dense;      /* a dense block's first MLP weight, relative to the block */
-    int family;             /* the family of its MoE blocks (FAM_GPT2, FAM_VIT) */
-    /* config.json's names of d, NL, nh, the dense width, LayerNorm eps, activation */
+    int family;             /* the family of its MoE blocks (FAM_GPT2, FAM_MIXTRAL, ...) */
+    /* config.json's names of d, NL, nh, the dense width, the norms' eps, activation */
     const char *k_d, *k_layers, *k_heads, *k_ff, *k_eps, *k_act;
+    const char *k_pos;      /* of the positions: "n_positions", "max_position_embeddings" */
     const char *head;       /* the head's weight: "lm_head.weight", "classifier.weight" */
+    net_norm norm;
+    net_embed_kind embed;
+    net_attn_kind attn;
+    net_mlp_kind mlp;
+    net_target target;
+    net_qk_norm qk_norm;
+    net_sparse sparse;
+    int qkv_bias;           /* q, k, v projections carry biases (Qwen2-MoE) */
+    int multipliers;        /* Granite's embedding / residual / attention multipliers, logits scaling */
 } net_arch_desc;
 
 typedef struct {
@@ -51,12 +103,22 @@ typedef struct {
     int npos;            /* tokens per sequence: GPT-2's n_positions (at most), a ViT's P + 1 (exactly) */
     int vocab;           /* the head's outputs: GPT-2's vocab_size V, a ViT's classes */
     int ff;              /* the dense MLPs' width: n_inner / intermediate_size, default 4d */
-    double eps;          /* layer_norm_epsilon / layer_norm_eps */
+    double eps;          /* layer_norm_epsilon / layer_norm_eps / rms_norm_eps */
     moe_act act;         /* the dense MLPs' activation */
-    int tied;            /* GPT-2's tie_word_embeddings */
+    int tied;            /* tie_word_embeddings */
     int image, patch, chans; /* ViT: image_size, patch_size, num_channels */
     int npatch;          /* ViT: (image_size / patch_size)^2 */
-    int qkv_bias;        /* ViT: query/key/value have biases */
+    int qkv_bias;        /* ViT: query/key/value have biases; decoders: q, k, v do */
+    /* decoders (NET_ATTN_ROPE): */
+    int nkv, hd;         /* key/value heads (nhead % nkv == 0), the head width */
+    int o_bias;          /* o_proj carries a bias (attention_bias) */
+    int rot;             /* the rotated dims of a head (even, <= hd) */
+    double theta;        /* rope_theta */
+    double rope_linear;  /* rope_scaling "linear"'s factor: positions divided by it (1: none) */
+    double clip_qkv;     /* OLMoE: q, k, v clamped to +-clip_qkv (0: not) */
+    int window;          /* sliding window: query i sees keys i - window < j <= i (0: none) */
+    double emb_mult, res_mult, logit_div; /* Granite's multipliers (1 otherwise) */
+    double attn_scale;   /* the attention's scale: 1/sqrt(hd), Granite's attention_multiplier */
     int nmoe;            /* MoE blocks, ascending in moe_layers */
     int moe_layers[NET_MAX_LAYERS];
     int moe_of[NET_MAX_LAYERS]; /* block L -> its index in moe_layers, -1 for a dense block */
@@ -64,9 +126,13 @@ typedef struct {
 
 const net_arch_desc *net_arch_of(net_arch a);
 
-/* Is c a network checkpoint: config.json with model_type "gpt2" (and the tensor
- * transformer.wte.weight) or "vit" (vit.embeddings.patch_embeddings.projection.weight)?
- * (A bare MoE layer file is not.) */
+/* The row of a model_type ("gpt2", "mixtral", ...), -1 if none. */
+int net_arch_find(const char *model_type);
+/* "gpt2, vit, mixtral, ..." for messages */
+const char *net_arch_names(void);
+/* Is c a network checkpoint: config.json whose model_type is a row of the table,
+ * with the row's probe tensor (transformer.wte.weight, model.embed_tokens.weight,
+ * ...)? (A bare MoE layer file is not.) */
 int net_is_network(const ckpt *c);
 /* The same for a checkpoint argument (opens and closes it; 0 when it cannot be opened). */
 int net_path_is_network(const char *path);

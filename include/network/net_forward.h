@@ -8,6 +8,12 @@
  *   per block L:  h += c_proj(attn(ln_1 h))   softmax(q k^T / sqrt(dh)) v, causal
  *                                             for GPT-2, bidirectional for a ViT
  *                 h += mlp(ln_2 h)            dense: c_proj(act(c_fc x)); MoE: D(x)
+ * A decoder (net_model.h) embeds h = embed_tokens[ids] (x Granite's
+ * embedding_multiplier); its blocks' norms are RMSNorms, its attention the
+ * grouped-query one with rotary embeddings (q/k norms, biases, a window as its
+ * config says), its dense MLP down(silu(gate x) up x), both branches x Granite's
+ * residual_multiplier; logits = norm(h) lm_head^T (/ Granite's logits_scaling),
+ * the loss GPT-2's.
  *   GPT-2: logits = ln_f(h) lm_head^T (+ lm_head.bias)            (M, V)
  *          loss   = sum over each sequence's positions p < T-1 of -log softmax(logits_p)[ids_{p+1}]
  *   ViT:   logits = layernorm(h_CLS) classifier^T + bias          (ns, V)
@@ -32,10 +38,11 @@ int net_head_rows(int V);
 /* One thread's workspace for batches of up to cap rows of sequences of T tokens. */
 typedef struct {
     int cap, T;
-    float *x;   // (cap, d) a LayerNorm's output
-    float *qkv; // (cap, 3d)
-    float *o;   // (cap, d) the heads' outputs side by side
-    float *y;   // (cap, ff) the dense MLP's hidden units
+    float *x;   // (cap, d) a norm's output
+    float *qkv; // (cap, 3d); a decoder's (cap, (nh + 2 nkv) hd)
+    float *o;   // (cap, max(d, nh hd)) the heads' outputs side by side
+    float *y;   // (cap, ff) the dense MLP's hidden units; (cap, 2ff) a gated MLP's
+    float *cs;  // (T, rot) a decoder's rotary table (tf_rope_table); NULL otherwise
     float *S;   // (T, T) one head's attention weights
     float *pt;  // (P, K) a ViT's image as patches; NULL for GPT-2
     int head_rows; /* net_head_rows(V) */

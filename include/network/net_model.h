@@ -30,8 +30,22 @@
  *   an MoE block: moe.gate.*, moe.experts.E.*, moe.shared_experts.S.* (the vit family)
  *   vit.layernorm.{weight,bias} [d]; classifier.{weight [V,d], bias [V]} on the CLS token
  *
- * The block's pointers are the same for both (ln_1 = layernorm_before, ln_2 =
- * layernorm_after, ...); cfg.arch says which layout the weights have.
+ * Decoder tensors (Hugging Face's <Family>ForCausalLM; torch Linear [out, in]):
+ *   model.embed_tokens.weight [V,d]
+ *   model.layers.L.input_layernorm.weight [d] (RMSNorm),
+ *     self_attn.{q_proj [nh hd, d], k_proj [nkv hd, d], v_proj [nkv hd, d]}.weight (carved
+ *     side by side: one [(nh + 2 nkv) hd, d] weight, q|k|v rows; Qwen2-MoE's and an
+ *     attention_bias' .bias likewise), self_attn.o_proj.weight [d, nh hd] (+ .bias),
+ *     Qwen3-MoE's self_attn.{q_norm,k_norm}.weight [hd], OLMoE's [nh hd] and [nkv hd],
+ *     post_attention_layernorm.weight [d]
+ *   a dense block: mlp.{gate_proj [ff,d], up_proj [ff,d]} (carved as one [2ff, d], gate
+ *     rows first), mlp.down_proj [d,ff] .weight
+ *   an MoE block: the family's layer at model.layers.L.<block_sparse_moe | mlp>
+ *   model.norm.weight [d]; lm_head.weight [V,d] unless tied
+ *
+ * The block's pointers are the same for all (ln_1 = layernorm_before =
+ * input_layernorm, ln_2 = ...; an RMSNorm has no bias: NULL); cfg.arch says
+ * which layout the weights have.
  * The backbone lives in one float allocation (mem) carved into the pointers
  * below, llm.c style; the MoE blocks are moe_models, moe[i] being block
  * cfg.moe_layers[i]. */
@@ -45,12 +59,14 @@
 
 typedef struct {
     float *ln1_w, *ln1_b; // (d) each
-    float *attn_w;        // (d, 3d) GPT-2; (3d, d) ViT
+    float *attn_w;        // (d, 3d) GPT-2; (3d, d) ViT; ((nh + 2 nkv) hd, d) a decoder
     float *attn_b;        // (3d), NULL for a ViT without qkv_bias
-    float *proj_w;        // (d, d)
+    float *proj_w;        // (d, d); a decoder's (d, nh hd)
     float *proj_b;        // (d)
     float *ln2_w, *ln2_b; // (d) each
-    float *fc_w;          // (d, ff) GPT-2, (ff, d) ViT: a dense block's MLP; NULL for an MoE block
+    float *qn_w, *kn_w;   // decoders' q/k norms: (hd) each per head, or (nh hd), (nkv hd); NULL: none
+    float *fc_w;          // (d, ff) GPT-2, (ff, d) ViT, (2ff, d) a decoder's gate|up: a dense
+                          // block's MLP; NULL for an MoE block
     float *fc_b;          // (ff)
     float *fcp_w;         // (ff, d) GPT-2, (d, ff) ViT
     float *fcp_b;         // (d)
@@ -59,7 +75,7 @@ typedef struct {
 typedef struct {
     net_config cfg;
     char *path;          /* the checkpoint argument (messages) */
-    float *wte;          // (V, d) GPT-2
+    float *wte;          // (V, d) GPT-2, a decoder's embed_tokens
     float *wpe;          // (P, d) GPT-2; (T, d) ViT: position_embeddings
     float *patch_w;      // (d, K) ViT: the patch projection, K = C p p as [C, p, p]
     float *patch_b;      // (d) ViT

@@ -20,11 +20,20 @@ static int load_one(const char *path, net_model *m, ms_err *err) {
         ckpt c;
         if (ckpt_open(&c, path, err)) return -1;
         const char *mt = ckpt_config_str(&c, "model_type");
-        int rc = ms_fail(err, "%s: not a network checkpoint: a network's evaluation set (input_ids or "
-                              "pixel_values) needs config.json with model_type \"gpt2\" (and the tensor "
-                              "'transformer.wte.weight') or \"vit\" (and "
-                              "'vit.embeddings.patch_embeddings.projection.weight')%s%s%s",
-                         path, mt ? " (it says \"" : "", mt ? mt : "", mt ? "\")" : "");
+        int a = net_arch_find(mt);
+        int rc;
+        if (a >= 0)
+            rc = ms_fail(err, "%s: not a network checkpoint: config.json says model_type \"%s\", but the tensor "
+                              "'%s' is missing",
+                         path, mt, net_arch_of((net_arch)a)->probe);
+        else {
+            char said[320] = "";
+            if (mt) snprintf(said, sizeof said, "; %.200s's key 'model_type' is \"%.64s\"", c.config_path, mt);
+            rc = ms_fail(err, "%s: not a network checkpoint: a network's evaluation set (input_ids or "
+                              "pixel_values) needs config.json with a model_type moescope computes as a "
+                              "network (%s)%s",
+                         path, net_arch_names(), said);
+        }
         ckpt_close(&c);
         return rc;
     }

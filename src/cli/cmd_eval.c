@@ -134,7 +134,7 @@ static int net_write_json(const char *path, const cli_net *n, const net_eval_res
     cJSON_AddStringToObject(root, "checkpoint", n->A.path);
     cJSON_AddStringToObject(root, "eval", n->E.path);
     cJSON_AddStringToObject(root, "architecture", net_arch_of(n->A.cfg.arch)->model_type);
-    cJSON_AddNumberToObject(root, n->A.cfg.arch == NET_VIT ? "images" : "sequences", n->E.N);
+    cJSON_AddNumberToObject(root, net_arch_of(n->A.cfg.arch)->target == NET_TARGET_CLASS ? "images" : "sequences", n->E.N);
     cJSON_AddNumberToObject(root, "tokens_per_sequence", net_tokens(&n->A, &n->E));
     cJSON_AddNumberToObject(root, "positions", (double)r->positions);
     return json_file_write(root, path, err);
@@ -183,7 +183,7 @@ static int eval_network(const char *ck, const char *e_path, const char *layer, c
     double dt = now_sec() - t0;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     double cpu = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
-    int T = net_tokens(&n.A, &n.E), vit = n.A.cfg.arch == NET_VIT;
+    int T = net_tokens(&n.A, &n.E), vit = net_arch_of(n.A.cfg.arch)->target == NET_TARGET_CLASS;
     if (!rc && repeat > 1) {
         double tok = (double)n.E.N * T;
         fprintf(stderr, "eval: %ld runs of %d x %d tokens in %.6f s: %.6f s per run, %.0f tokens/s "

@@ -127,6 +127,21 @@ static int info_family_layers(const char *path, const moe_model *m, cJSON *root,
     return rc;
 }
 
+/* a decoder's attention, norms and head, in the terms of its config.json */
+static void info_decoder(const net_model *net) {
+    const net_config *c = &net->cfg;
+    const net_arch_desc *A = net_arch_of(c->arch);
+    static const char *const qkn[] = {"", ", q/k RMSNorms per head", ", q/k RMSNorms over the projection"};
+    printf("network     %s: %d blocks, d = %d, %d heads of %d (%d key/value heads), V = %d, P = %d,\n"
+           "            RMSNorm eps %g, rotary embeddings (theta %g, %d of %d dims%s)%s%s%s,\n"
+           "            dense MLPs SiLU-gated (width %d), LM head %s%s\n",
+           A->model_type, c->nlayer, c->d, c->nhead, c->hd, c->nkv, c->vocab, c->npos, c->eps, c->theta, c->rot,
+           c->hd, c->rope_linear != 1.0 ? ", linear scaling" : "", qkn[A->qk_norm],
+           c->qkv_bias ? ", q/k/v biases" : "", c->window ? ", sliding window" : "", c->ff,
+           c->tied ? "tied to embed_tokens" : "lm_head.weight",
+           c->res_mult != 1.0 || c->emb_mult != 1.0 || c->logit_div != 1.0 ? " (Granite's multipliers)" : "");
+}
+
 /* A network checkpoint's architecture: its blocks, which are MoE, the
  * parameter counts (printed before the chosen block's layer facts). */
 static int info_network(const char *path, cJSON *root, ms_err *err) {
@@ -134,12 +149,15 @@ static int info_network(const char *path, cJSON *root, ms_err *err) {
     if (net_load(&net, path, cli_overrides(), err)) return -1;
     const net_config *c = &net.cfg;
     const char *act = c->act == ACT_GELU ? "gelu (erf form)" : c->act == ACT_RELU ? "relu" : "gelu_new (tanh form)";
-    if (c->arch == NET_VIT)
+    const net_arch_desc *A = net_arch_of(c->arch);
+    if (A->embed == NET_EMBED_PATCHES)
         printf("network     vit: %d blocks, d = %d, %d heads of %d, %d classes; %d x %d images of %d channel(s)\n"
                "            in %d patches of %d x %d + CLS = %d tokens, bidirectional attention,\n"
                "            LayerNorm eps %g, dense MLPs %s (width %d), classifier on the CLS token\n",
                c->nlayer, c->d, c->nhead, c->d / c->nhead, c->vocab, c->image, c->image, c->chans, c->npatch,
                c->patch, c->patch, c->npos, c->eps, act, c->ff);
+    else if (A->embed == NET_EMBED_TOKENS)
+        info_decoder(&net);
     else
         printf("network     gpt2: %d blocks, d = %d, %d heads of %d, V = %d, P = %d, LayerNorm eps %g,\n"
                "            dense MLPs %s (width %d), LM head %s%s\n",
@@ -148,12 +166,11 @@ static int info_network(const char *path, cJSON *root, ms_err *err) {
     size_t moe_total = 0;
     cJSON *nj = root ? cJSON_AddObjectToObject(root, "network") : NULL, *blocks = NULL;
     if (nj) {
-        const net_arch_desc *A = net_arch_of(c->arch);
         cJSON_AddStringToObject(nj, "model_type", A->model_type);
         cJSON_AddNumberToObject(nj, A->k_layers, c->nlayer);
         cJSON_AddNumberToObject(nj, A->k_d, c->d);
         cJSON_AddNumberToObject(nj, A->k_heads, c->nhead);
-        if (c->arch == NET_VIT) {
+        if (A->target == NET_TARGET_CLASS) {
             cJSON_AddNumberToObject(nj, "num_labels", c->vocab);
             cJSON_AddNumberToObject(nj, "image_size", c->image);
             cJSON_AddNumberToObject(nj, "patch_size", c->patch);
@@ -161,7 +178,7 @@ static int info_network(const char *path, cJSON *root, ms_err *err) {
             cJSON_AddNumberToObject(nj, "tokens", c->npos);
         } else {
             cJSON_AddNumberToObject(nj, "vocab_size", c->vocab);
-            cJSON_AddNumberToObject(nj, "n_positions", c->npos);
+            cJSON_AddNumberToObject(nj, A->k_pos, c->npos);
             cJSON_AddBoolToObject(nj, "tied", c->tied);
         }
         blocks = cJSON_AddArrayToObject(nj, "blocks");

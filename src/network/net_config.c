@@ -1,30 +1,62 @@
 /* net_config.c - config.json of a GPT-2- or ViT-layout network (net_config.h). */
 #include "network/net_config.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/config_json.h"
 #include "io/family.h"
 
-static const net_arch_desc ARCHS[] = {
-    [NET_GPT2] = {"gpt2", "transformer.wte.weight", "transformer.h.%d.", "mlp", "mlp.c_fc.weight", FAM_GPT2,
+/* The table: one row per architecture. */
+#define DECODER_KEYS                                                                                     \
+    "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "rms_norm_eps",   \
+        "hidden_act", "max_position_embeddings", "lm_head.weight", NET_NORM_RMS, NET_EMBED_TOKENS,     \
+        NET_ATTN_ROPE, NET_MLP_GLU, NET_TARGET_NEXT
+static const net_arch_desc ARCHS[NET_ARCH_COUNT] = {
+    [NET_GPT2] = {"gpt2", "transformer.wte.weight", "transformer.h.%d.", "mlp", "gate.weight","mlp.c_fc.weight", FAM_GPT2,
                   "n_embd", "n_layer", "n_head", "n_inner", "layer_norm_epsilon", "activation_function",
-                  "lm_head.weight"},
-    [NET_VIT] = {"vit", "vit.embeddings.patch_embeddings.projection.weight", "vit.encoder.layer.%d.", "moe",
+                  "n_positions", "lm_head.weight", NET_NORM_LAYER, NET_EMBED_LEARNED, NET_ATTN_MHA, NET_MLP_ACT,
+                  NET_TARGET_NEXT, NET_QKN_NONE, NET_SPARSE_LISTED, 0, 0},
+    [NET_VIT] = {"vit", "vit.embeddings.patch_embeddings.projection.weight", "vit.encoder.layer.%d.", "moe", "gate.weight",
                  "intermediate.dense.weight", FAM_VIT, "hidden_size", "num_hidden_layers",
-                 "num_attention_heads", "intermediate_size", "layer_norm_eps", "hidden_act",
-                 "classifier.weight"},
+                 "num_attention_heads", "intermediate_size", "layer_norm_eps", "hidden_act", "image_size",
+                 "classifier.weight", NET_NORM_LAYER, NET_EMBED_PATCHES, NET_ATTN_MHA, NET_MLP_ACT,
+                 NET_TARGET_CLASS, NET_QKN_NONE, NET_SPARSE_LISTED, 0, 0},
+    [NET_MIXTRAL] = {"mixtral", "model.embed_tokens.weight", "model.layers.%d.", "block_sparse_moe",
+                     "gate.weight", "mlp.gate_proj.weight", FAM_MIXTRAL, DECODER_KEYS, NET_QKN_NONE, NET_SPARSE_ALL, 0, 0},
+    [NET_QWEN2_MOE] = {"qwen2_moe", "model.embed_tokens.weight", "model.layers.%d.", "mlp",
+                       "gate.weight", "mlp.gate_proj.weight", FAM_QWEN2_MOE, DECODER_KEYS, NET_QKN_NONE, NET_SPARSE_STEP, 1, 0},
+    [NET_QWEN3_MOE] = {"qwen3_moe", "model.embed_tokens.weight", "model.layers.%d.", "mlp",
+                       "gate.weight", "mlp.gate_proj.weight", FAM_QWEN3_MOE, DECODER_KEYS, NET_QKN_HEAD, NET_SPARSE_STEP, 0, 0},
+    [NET_OLMOE] = {"olmoe", "model.embed_tokens.weight", "model.layers.%d.", "mlp", "gate.weight",
+                   "mlp.gate_proj.weight", FAM_OLMOE, DECODER_KEYS, NET_QKN_WHOLE, NET_SPARSE_ALL, 0, 0},
+    [NET_GRANITEMOE] = {"granitemoe", "model.embed_tokens.weight", "model.layers.%d.", "block_sparse_moe",
+                        "router.layer.weight", "mlp.gate_proj.weight", FAM_GRANITEMOE, DECODER_KEYS, NET_QKN_NONE, NET_SPARSE_ALL, 0,
+                        1},
 };
 
 const net_arch_desc *net_arch_of(net_arch a) { return &ARCHS[a]; }
 
+int net_arch_find(const char *model_type) {
+    for (int a = 0; model_type && a < NET_ARCH_COUNT; a++)
+        if (!strcmp(model_type, ARCHS[a].model_type)) return a;
+    return -1;
+}
+
+const char *net_arch_names(void) {
+    static char buf[256];
+    if (!buf[0])
+        for (int a = 0; a < NET_ARCH_COUNT; a++)
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", a ? ", " : "", ARCHS[a].model_type);
+    return buf;
+}
+
 /* the architecture config.json names (and whose probe tensor c has), -1 if none */
 static int arch_of_ckpt(const ckpt *c) {
-    const char *mt = ckpt_config_str(c, "model_type");
-    for (int a = 0; mt && a < 2; a++)
-        if (!strcmp(mt, ARCHS[a].model_type)) return ckpt_find(c, ARCHS[a].probe) >= 0 ? a : -1;
-    return -1;
+    int a = net_arch_find(ckpt_config_str(c, "model_type"));
+    return a >= 0 && ckpt_find(c, ARCHS[a].probe) >= 0 ? a : -1;
 }
 
 int net_is_network(const ckpt *c) { return arch_of_ckpt(c) >= 0; }
@@ -109,26 +141,160 @@ static int vit_read(const cfg_obj *top, net_config *nc, ms_err *err) {
     return 0;
 }
 
+/* rope_scaling (or rope_parameters' rope_type): none, "default", or "linear"
+ * (positions divided by its factor); any other kind refused by name */
+static int rope_read(const cfg_obj *top, net_config *nc, ms_err *err) {
+    cfg_obj rs, rp;
+    nc->rope_linear = 1.0;
+    if (cfg_sub(top, "rope_scaling", "rope_scaling.", &rs, err) < 0 ||
+        cfg_sub(top, "rope_parameters", "rope_parameters.", &rp, err) < 0 ||
+        cfg_pos(&rp, "rope_theta", 1e30, 10000.0, &nc->theta, err) < 0 ||
+        cfg_pos(top, "rope_theta", 1e30, nc->theta, &nc->theta, err) < 0)
+        return -1;
+    const cfg_obj *o = rs.obj ? &rs : &rp;
+    if (!o->obj) return 0;
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(o->obj, "rope_type");
+    if (!k) k = cJSON_GetObjectItemCaseSensitive(o->obj, "type");
+    const char *kind = cJSON_IsString(k) ? k->valuestring : "default";
+    if (!strcmp(kind, "default")) return 0;
+    if (!strcmp(kind, "linear"))
+        return cfg_pos(o, "factor", 1e6, 1.0, &nc->rope_linear, err) < 0 ? -1 : 0;
+    return ms_fail(err, "%s: key '%srope_type' = \"%s\": this rotary embedding scaling is not implemented "
+                        "(moescope computes none, \"default\" and \"linear\")",
+                   top->file, o->scope, kind);
+}
+
+/* the attention's shape: key/value heads, head width, rotated dims, biases */
+static int decoder_attn_read(const cfg_obj *top, const net_arch_desc *A, net_config *nc, ms_err *err) {
+    long nkv, hd;
+    double prf, mult;
+    int bias;
+    if (cfg_int(top, "num_key_value_heads", 1, nc->nhead, nc->nhead, &nkv, err) < 0) return -1;
+    if (nc->nhead % nkv)
+        return ms_fail(err, "%s: key 'num_key_value_heads' = %ld does not divide num_attention_heads = %d",
+                       top->file, nkv, nc->nhead);
+    int has_hd = cfg_int(top, "head_dim", 1, 1 << 12, 0, &hd, err);
+    if (has_hd < 0) return -1;
+    if (!has_hd && nc->d % nc->nhead)
+        return ms_fail(err, "%s: key 'hidden_size' = %d is not a multiple of num_attention_heads = %d",
+                       top->file, nc->d, nc->nhead);
+    nc->nkv = (int)nkv;
+    nc->hd = has_hd ? (int)hd : nc->d / nc->nhead;
+    if (cfg_num(top, "partial_rotary_factor", 1e-6, 1.0, 1.0, &prf, err) < 0 ||
+        cfg_bool(top, "attention_bias", 0, &bias, err) < 0 ||
+        cfg_num(top, "clip_qkv", 0.0, 1e30, 0.0, &nc->clip_qkv, err) < 0)
+        return -1;
+    nc->rot = ((int)(nc->hd * prf)) & ~1;
+    nc->qkv_bias = A->qkv_bias || bias;
+    nc->o_bias = bias && !A->qkv_bias; // Qwen2-MoE: q, k, v only
+    nc->attn_scale = 1.0 / sqrt((double)nc->hd);
+    nc->emb_mult = nc->res_mult = nc->logit_div = 1.0;
+    if (!A->multipliers) return rope_read(top, nc, err);
+    if (cfg_num(top, "embedding_multiplier", -1e30, 1e30, 1.0, &nc->emb_mult, err) < 0 ||
+        cfg_num(top, "residual_multiplier", -1e30, 1e30, 1.0, &nc->res_mult, err) < 0 ||
+        cfg_pos(top, "logits_scaling", 1e30, 1.0, &nc->logit_div, err) < 0)
+        return -1;
+    int r = cfg_pos(top, "attention_multiplier", 1e30, 1.0, &mult, err);
+    if (r < 0) return -1;
+    if (r) nc->attn_scale = mult;
+    return rope_read(top, nc, err);
+}
+
+/* the sliding window: Mixtral's sliding_window when set; Qwen's only with
+ * use_sliding_window (not implemented: its per-layer windows) */
+static int decoder_window_read(const cfg_obj *top, const net_arch_desc *A, net_config *nc, ms_err *err) {
+    long w;
+    int use;
+    if (A->sparse == NET_SPARSE_STEP) {
+        if (cfg_bool(top, "use_sliding_window", 0, &use, err) < 0) return -1;
+        if (use)
+            return ms_fail(err, "%s: key 'use_sliding_window' = true: Qwen's per-layer sliding windows are "
+                                "not implemented",
+                           top->file);
+        return 0;
+    }
+    if (A->family != FAM_MIXTRAL) return 0;
+    if (cfg_int(top, "sliding_window", 1, 1L << 30, 0, &w, err) < 0) return -1;
+    nc->window = (int)w;
+    return 0;
+}
+
+static int decoder_read(const cfg_obj *top, const net_arch_desc *A, net_config *nc, ms_err *err) {
+    static const char *const acts[] = {"silu"};
+    static const char *const keys[5] = {"hidden_size", "num_hidden_layers", "num_attention_heads",
+                                        "max_position_embeddings", "vocab_size"};
+    static const long hi[5] = {1 << 16, NET_MAX_LAYERS, 1 << 12, 1 << 24, 1 << 24};
+    long v[5];
+    int act;
+    if (required_ints(top, keys, hi, 5, v, err)) return -1;
+    nc->d = (int)v[0], nc->nlayer = (int)v[1], nc->nhead = (int)v[2];
+    nc->npos = (int)v[3], nc->vocab = (int)v[4];
+    if (cfg_num(top, "rms_norm_eps", 1e-30, 1.0, 1e-6, &nc->eps, err) < 0 ||
+        cfg_choice(top, "hidden_act", acts, 1, 0, &act, err) < 0 ||
+        cfg_bool(top, "tie_word_embeddings", 0, &nc->tied, err) < 0)
+        return -1;
+    nc->act = ACT_SILU_GLU;
+    return decoder_attn_read(top, A, nc, err) || decoder_window_read(top, A, nc, err) ? -1 : 0;
+}
+
+/* the MoE blocks: moescope's "moe.layers", every block, or Qwen's rule (block L
+ * is sparse iff L is not in mlp_only_layers and (L + 1) % decoder_sparse_step == 0) */
+static int moe_layers_read(const cfg_obj *top, const net_arch_desc *A, net_config *nc, ms_err *err) {
+    cfg_obj moe;
+    nc->nmoe = 0;
+    if (A->sparse == NET_SPARSE_LISTED)
+        return cfg_sub(top, "moe", "moe.", &moe, err) < 0 ||
+                       cfg_int_list(&moe, "layers", 0, nc->nlayer - 1, NET_MAX_LAYERS, nc->moe_layers,
+                                    &nc->nmoe, err) < 0
+                   ? -1
+                   : 0;
+    int only[NET_MAX_LAYERS], nonly = 0, dense[NET_MAX_LAYERS] = {0};
+    long step = 1;
+    if (A->sparse == NET_SPARSE_STEP &&
+        (cfg_int_list(top, "mlp_only_layers", 0, nc->nlayer - 1, NET_MAX_LAYERS, only, &nonly, err) < 0 ||
+         cfg_int(top, "decoder_sparse_step", 1, NET_MAX_LAYERS, 1, &step, err) < 0))
+        return -1;
+    for (int i = 0; i < nonly; i++) dense[only[i]] = 1;
+    for (int L = 0; L < nc->nlayer; L++)
+        if (!dense[L] && (L + 1) % step == 0) nc->moe_layers[nc->nmoe++] = L;
+    return 0;
+}
+
+/* config.json's dialect: each embedding comes with its architecture's keys */
+static int arch_read(const cfg_obj *top, const net_arch_desc *A, net_config *nc, ms_err *err) {
+    switch (A->embed) {
+    case NET_EMBED_LEARNED: return gpt2_read(top, nc, err);
+    case NET_EMBED_PATCHES: return vit_read(top, nc, err);
+    case NET_EMBED_TOKENS: return decoder_read(top, A, nc, err);
+    }
+    return -1;
+}
+
 int net_config_read(const ckpt *c, net_config *nc, ms_err *err) {
     memset(nc, 0, sizeof *nc);
+    nc->emb_mult = nc->res_mult = nc->logit_div = nc->rope_linear = 1.0;
     if (!c->config)
-        return ms_fail(err, "%s: a network checkpoint needs its config.json (model_type \"gpt2\" or \"vit\")",
-                       c->arg);
-    cfg_obj top = {c->config_path, "", c->config}, moe;
+        return ms_fail(err, "%s: a network checkpoint needs its config.json (model_type one of %s)", c->arg,
+                       net_arch_names());
+    cfg_obj top = {c->config_path, "", c->config};
     const char *mt = ckpt_config_str(c, "model_type");
-    nc->arch = mt && !strcmp(mt, "vit") ? NET_VIT : NET_GPT2;
+    int a = net_arch_find(mt);
+    if (a < 0)
+        return ms_fail(err, "%s: key 'model_type' = \"%s\" is not a network architecture moescope computes "
+                            "(it knows %s)",
+                       c->config_path, mt ? mt : "(absent)", net_arch_names());
+    nc->arch = (net_arch)a;
     const net_arch_desc *A = net_arch_of(nc->arch);
-    if ((nc->arch == NET_VIT ? vit_read(&top, nc, err) : gpt2_read(&top, nc, err)) < 0) return -1;
-    if (nc->d % nc->nhead)
+    if (arch_read(&top, A, nc, err) < 0) return -1;
+    if (A->attn == NET_ATTN_MHA && nc->d % nc->nhead)
         return ms_fail(err, "%s: %s = %d is not a multiple of %s = %d", c->config_path, A->k_d, nc->d,
                        A->k_heads, nc->nhead);
+    if (A->attn == NET_ATTN_MHA)
+        nc->nkv = nc->nhead, nc->hd = nc->d / nc->nhead, nc->attn_scale = 1.0 / sqrt((double)nc->hd);
     long ff;
-    if (cfg_int(&top, A->k_ff, 1, 1 << 20, 4L * nc->d, &ff, err) < 0 || cfg_sub(&top, "moe", "moe.", &moe, err) < 0)
+    if (cfg_int(&top, A->k_ff, 1, 1 << 20, 4L * nc->d, &ff, err) < 0 || moe_layers_read(&top, A, nc, err) < 0)
         return -1;
     nc->ff = (int)ff;
-    if (cfg_int_list(&moe, "layers", 0, nc->nlayer - 1, NET_MAX_LAYERS, nc->moe_layers, &nc->nmoe,
-                     err) < 0)
-        return -1;
     qsort(nc->moe_layers, (size_t)nc->nmoe, sizeof(int), cmp_int);
     for (int L = 0; L < nc->nlayer; L++) nc->moe_of[L] = -1;
     for (int i = 0; i < nc->nmoe; i++) nc->moe_of[nc->moe_layers[i]] = i;

@@ -122,15 +122,16 @@ static int check_images(const net_evalset *e, const net_model *m, ms_err *err) {
 
 int net_evalset_check(const net_evalset *e, const net_model *m, ms_err *err) {
     const net_config *c = &m->cfg;
-    if (c->arch == NET_VIT) return check_images(e, m, err);
+    const net_arch_desc *A = net_arch_of(c->arch);
+    if (A->target == NET_TARGET_CLASS) return check_images(e, m, err);
     if (!e->ids)
-        return ms_fail(err, "%s: holds pixel_values (a ViT's evaluation set), but %s is a GPT-2: its "
-                            "evaluation set holds input_ids [N, T]",
-                       e->path, m->path);
+        return ms_fail(err, "%s: holds pixel_values (a ViT's evaluation set), but %s is a %s language "
+                            "model: its evaluation set holds input_ids [N, T]",
+                       e->path, m->path, A->model_type);
     if (e->T > c->npos)
         return ms_fail(err, "%s: tensor 'input_ids' has T = %d tokens per sequence, more than the "
-                            "n_positions = %d of %s",
-                       e->path, e->T, c->npos, m->path);
+                            "%s = %d of %s",
+                       e->path, e->T, A->k_pos, c->npos, m->path);
     for (size_t q = 0; q < (size_t)e->N * e->T; q++)
         if (e->ids[q] >= c->vocab)
             return ms_fail(err, "%s: tensor 'input_ids': id %d at [%zu, %zu] is not below the "
@@ -147,13 +148,15 @@ void net_evalset_free(net_evalset *e) {
     memset(e, 0, sizeof *e);
 }
 
-const char *net_loss_kind(const net_model *m) { return m->cfg.arch == NET_VIT ? "class" : "next-token"; }
+static int is_class(const net_model *m) { return net_arch_of(m->cfg.arch)->target == NET_TARGET_CLASS; }
 
-int net_logit_rows(const net_model *m, int T) { return m->cfg.arch == NET_VIT ? 1 : T; }
+const char *net_loss_kind(const net_model *m) { return is_class(m) ? "class" : "next-token"; }
 
-int net_tokens(const net_model *m, const net_evalset *E) { return m->cfg.arch == NET_VIT ? m->cfg.npos : E->T; }
+int net_logit_rows(const net_model *m, int T) { return is_class(m) ? 1 : T; }
+
+int net_tokens(const net_model *m, const net_evalset *E) { return is_class(m) ? m->cfg.npos : E->T; }
 
 long net_positions(const net_model *m, const net_evalset *E) {
-    return m->cfg.arch == NET_VIT ? (long)E->N : (long)E->N * (E->T - 1);
+    return is_class(m) ? (long)E->N : (long)E->N * (E->T - 1);
 }
 

@@ -16,21 +16,35 @@ int net_head_rows(int V) {
     return r < 64 ? 64 : r > 512 ? 512 : r;
 }
 
-/* the weights' layout of m's blocks */
-static tf_layout layout_of(const net_model *m) { return m->cfg.arch == NET_VIT ? TF_LINEAR : TF_CONV1D; }
+static const net_arch_desc *arch(const net_model *m) { return net_arch_of(m->cfg.arch); }
+
+/* the weights' layout of m's blocks: GPT-2's Conv1D, everyone else's Linear */
+static tf_layout layout_of(const net_model *m) {
+    return arch(m)->embed == NET_EMBED_LEARNED ? TF_CONV1D : TF_LINEAR;
+}
 
 static int patch_values(const net_config *c) { return c->chans * c->patch * c->patch; }
 
+/* the widths of q|k|v and of the heads' outputs */
+static int qkv_width(const net_config *c) { return (c->nhead + 2 * c->nkv) * c->hd; }
+static int heads_width(const net_config *c) { return c->nhead * c->hd; }
+
 void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
-    size_t d = (size_t)c->d, M = (size_t)(cap > 0 ? cap : 1);
+    const net_arch_desc *A = net_arch_of(c->arch);
+    size_t d = (size_t)c->d, M = (size_t)(cap > 0 ? cap : 1), ow = (size_t)heads_width(c);
     w->cap = cap;
     w->T = T;
     w->x = ms_malloc(M * d * sizeof(float));
-    w->qkv = ms_malloc(M * 3 * d * sizeof(float));
-    w->o = ms_malloc(M * d * sizeof(float));
-    w->y = ms_malloc(M * (size_t)c->ff * sizeof(float));
+    w->qkv = ms_malloc(M * (size_t)qkv_width(c) * sizeof(float));
+    w->o = ms_malloc(M * (ow > d ? ow : d) * sizeof(float));
+    w->y = ms_malloc(M * (size_t)c->ff * (A->mlp == NET_MLP_GLU ? 2 : 1) * sizeof(float));
     w->S = ms_malloc((size_t)T * T * sizeof(float));
-    w->pt = c->arch == NET_VIT ? ms_malloc((size_t)c->npatch * patch_values(c) * sizeof(float)) : NULL;
+    w->pt = A->embed == NET_EMBED_PATCHES ? ms_malloc((size_t)c->npatch * patch_values(c) * sizeof(float)) : NULL;
+    w->cs = NULL;
+    if (A->attn == NET_ATTN_ROPE && c->rot > 0) {
+        w->cs = ms_malloc((size_t)T * c->rot * sizeof(float));
+        tf_rope_table(T, c->rot, c->theta, c->rope_linear, w->cs);
+    }
     w->head_rows = net_head_rows(c->vocab);
     w->lg = ms_malloc((size_t)w->head_rows * c->vocab * sizeof(float));
 }
@@ -42,7 +56,26 @@ void net_ws_free(net_ws *w) {
     free(w->y);
     free(w->S);
     free(w->pt);
+    free(w->cs);
     free(w->lg);
+}
+
+/* Y (M, d) = the architecture's norm of X (M, d): LayerNorm (w, b) or RMSNorm (w) */
+static void norm_forward(const net_model *m, const float *X, int M, const float *w, const float *b, float *Y) {
+    int d = m->cfg.d;
+    switch (arch(m)->norm) {
+    case NET_NORM_LAYER: tf_layernorm_forward(X, M, d, w, b, m->cfg.eps, Y); break;
+    case NET_NORM_RMS: tf_rmsnorm_forward(X, M, d, d, w, m->cfg.eps, Y); break;
+    }
+}
+
+/* h (M, d) += mult Y (M, d): a branch's output into the residual stream (Granite's
+ * residual_multiplier; 1 adds as moe_row_add) */
+static void residual_add(float *h, const float *Y, int M, int d, double mult) {
+    for (int r = 0; r < M; r++) {
+        if (mult == 1.0) moe_row_add(h + (size_t)r * d, Y + (size_t)r * d, d);
+        else moe_row_axpy(h + (size_t)r * d, (float)mult, Y + (size_t)r * d, d);
+    }
 }
 
 /* pt (P, K) = image img (C, H, H)'s patches, row-major over the image, each
@@ -63,7 +96,7 @@ void net_embed(const net_model *m, const net_evalset *E, int s0, int ns, float *
     int d = c->d, T = net_tokens(m, E);
     for (int s = 0; s < ns; s++) {
         float *hs = h + (size_t)s * T * d; // (T, d)
-        if (c->arch == NET_VIT) {
+        if (arch(m)->embed == NET_EMBED_PATCHES) {
             vit_patches(c, E->pixels + (size_t)(s0 + s) * c->chans * c->image * c->image, w->pt);
             // rows 1..P (P, d) = patches (P, K) W_patch^T + b, W_patch (d, K)
             tf_dense_forward(w->pt, c->npatch, patch_values(c), d, m->patch_w, TF_LINEAR, m->patch_b, 0, hs + d);
@@ -72,15 +105,68 @@ void net_embed(const net_model *m, const net_evalset *E, int s0, int ns, float *
             const int32_t *ids = E->ids + (size_t)(s0 + s) * T;
             for (int p = 0; p < T; p++) memcpy(hs + (size_t)p * d, m->wte + (size_t)ids[p] * d, (size_t)d * sizeof(float));
         }
+        if (arch(m)->embed == NET_EMBED_TOKENS) { // no learned positions: the rotary embedding's
+            if (c->emb_mult != 1.0)
+                for (size_t q = 0; q < (size_t)T * d; q++) hs[q] *= (float)c->emb_mult;
+            continue;
+        }
         for (int p = 0; p < T; p++) moe_row_add(hs + (size_t)p * d, m->wpe + (size_t)p * d, d);
     }
 }
 
-void net_attn_forward(const net_model *m, int L, float *h, int ns, int T, net_ws *w) {
+/* a decoder's q and k after the projection: the q/k norms, OLMoE's clip, the rotation */
+static void qk_prepare(const net_model *m, const net_block *b, float *qkv, int M, int T) {
+    const net_config *c = &m->cfg;
+    int hd = c->hd, q = heads_width(c), kv = c->nkv * hd, ld = qkv_width(c);
+    switch (arch(m)->qk_norm) {
+    case NET_QKN_NONE: break;
+    case NET_QKN_WHOLE: // over the whole projection, before the heads are split
+        tf_rmsnorm_forward(qkv, M, q, ld, b->qn_w, c->eps, qkv);
+        tf_rmsnorm_forward(qkv + q, M, kv, ld, b->kn_w, c->eps, qkv + q);
+        break;
+    case NET_QKN_HEAD: // per head over hd
+        for (int r = 0; r < M; r++) {
+            float *row = qkv + (size_t)r * ld;
+            tf_rmsnorm_forward(row, c->nhead, hd, hd, b->qn_w, c->eps, row);
+            tf_rmsnorm_forward(row + q, c->nkv, hd, hd, b->kn_w, c->eps, row + q);
+        }
+        break;
+    }
+    if (c->clip_qkv > 0) {
+        float lim = (float)c->clip_qkv;
+        for (size_t i = 0; i < (size_t)M * ld; i++) qkv[i] = qkv[i] < -lim ? -lim : qkv[i] > lim ? lim : qkv[i];
+    }
+}
+
+/* h += o_proj(attn(norm h)) of a decoder's block L: grouped-query, rotary */
+static void rope_attn_forward(const net_model *m, int L, float *h, int ns, int T, net_ws *w) {
+    const net_config *c = &m->cfg;
     const net_block *b = &m->blocks[L];
-    int d = m->cfg.d, M = ns * T, causal = m->cfg.arch == NET_GPT2;
+    int d = c->d, M = ns * T, ld = qkv_width(c), q = heads_width(c);
+    tf_attn_shape a = {c->nhead, c->nkv, c->hd, (float)c->attn_scale, 1, c->window};
+    norm_forward(m, h, M, b->ln1_w, b->ln1_b, w->x);
+    tf_dense_forward(w->x, M, d, ld, b->attn_w, TF_LINEAR, b->attn_b, 0, w->qkv); // (M, (nh + 2 nkv) hd)
+    qk_prepare(m, b, w->qkv, M, T);
+    if (w->cs) tf_rope_forward(w->qkv, M, ld, T, c->nhead + c->nkv, c->hd, c->rot, w->cs);
+    for (int s = 0; s < ns; s++)
+        tf_attention_gqa(w->qkv + (size_t)s * T * ld, T, &a, w->S, w->o + (size_t)s * T * q);
+    if (c->res_mult == 1.0) {
+        tf_dense_forward(w->o, M, q, d, b->proj_w, TF_LINEAR, b->proj_b, 1, h);
+        return;
+    }
+    tf_dense_forward(w->o, M, q, d, b->proj_w, TF_LINEAR, b->proj_b, 0, w->x);
+    residual_add(h, w->x, M, d, c->res_mult);
+}
+
+void net_attn_forward(const net_model *m, int L, float *h, int ns, int T, net_ws *w) {
+    if (arch(m)->attn == NET_ATTN_ROPE) {
+        rope_attn_forward(m, L, h, ns, T, w);
+        return;
+    }
+    const net_block *b = &m->blocks[L];
+    int d = m->cfg.d, M = ns * T, causal = arch(m)->target == NET_TARGET_NEXT;
     tf_layout lay = layout_of(m);
-    tf_layernorm_forward(h, M, d, b->ln1_w, b->ln1_b, m->cfg.eps, w->x);
+    norm_forward(m, h, M, b->ln1_w, b->ln1_b, w->x);
     tf_dense_forward(w->x, M, d, 3 * d, b->attn_w, lay, b->attn_b, 0, w->qkv); // (M, 3d)
     for (int s = 0; s < ns; s++)
         tf_attention_forward(w->qkv + (size_t)s * T * 3 * d, T, d, m->cfg.nhead, causal, w->S,
@@ -91,7 +177,24 @@ void net_attn_forward(const net_model *m, int L, float *h, int ns, int T, net_ws
 
 void net_mlp_input(const net_model *m, int L, const float *h, int M, net_ws *w) {
     const net_block *b = &m->blocks[L];
-    tf_layernorm_forward(h, M, m->cfg.d, b->ln2_w, b->ln2_b, m->cfg.eps, w->x);
+    norm_forward(m, h, M, b->ln2_w, b->ln2_b, w->x);
+}
+
+/* h += down(silu(gate x) up x) of a decoder's dense block, x = w->x (M, d) */
+static void glu_forward(const net_model *m, const net_block *b, float *h, int M, net_ws *w) {
+    int d = m->cfg.d, ff = m->cfg.ff;
+    tf_dense_forward(w->x, M, d, 2 * ff, b->fc_w, TF_LINEAR, NULL, 0, w->y); // (M, 2ff): gate | up
+    for (int r = 0; r < M; r++) { // row r's silu(gate) up into (M, ff), packed in place
+        const float *g = w->y + (size_t)r * 2 * ff, *u = g + ff;
+        float *out = w->y + (size_t)r * ff;
+        for (int j = 0; j < ff; j++) out[j] = moe_act_scalar(ACT_SILU_GLU, g[j]) * u[j];
+    }
+    if (m->cfg.res_mult == 1.0) {
+        tf_dense_forward(w->y, M, ff, d, b->fcp_w, TF_LINEAR, NULL, 1, h);
+        return;
+    }
+    tf_dense_forward(w->y, M, ff, d, b->fcp_w, TF_LINEAR, NULL, 0, w->o);
+    residual_add(h, w->o, M, d, m->cfg.res_mult);
 }
 
 void net_mlp_apply(const net_model *m, int L, const moe_model *moe, float *h, int M, net_ws *w, float *G) {
@@ -99,7 +202,11 @@ void net_mlp_apply(const net_model *m, int L, const moe_model *moe, float *h, in
     int d = m->cfg.d;
     if (moe) {
         moe_forward(moe, w->x, M, w->o, G); // D(x): the family's block has no residual
-        for (int r = 0; r < M; r++) moe_row_add(h + (size_t)r * d, w->o + (size_t)r * d, d);
+        residual_add(h, w->o, M, d, m->cfg.res_mult);
+        return;
+    }
+    if (arch(m)->mlp == NET_MLP_GLU) {
+        glu_forward(m, b, h, M, w);
         return;
     }
     int ff = m->cfg.ff;
@@ -125,7 +232,7 @@ static double token_loss(const float *lr, int V, int y, int *am_out) {
 /* the target of head row r of the sequences from s0 (T tokens each): the next
  * token (-1 at a sequence's last), or a ViT's label */
 static int head_target(const net_model *m, const net_evalset *E, int s0, int T, int r) {
-    if (m->cfg.arch == NET_VIT) return E->labels[s0 + r];
+    if (arch(m)->target == NET_TARGET_CLASS) return E->labels[s0 + r];
     return r % T == T - 1 ? -1 : E->ids[(size_t)s0 * T + r + 1];
 }
 
@@ -139,11 +246,12 @@ void net_head_loss(const net_model *m, const float *h, const net_evalset *E, int
         int rows = R - r0 < w->head_rows ? R - r0 : w->head_rows;
         float *x = w->x + (size_t)r0 * d;
         for (int r = 0; r < rows; r++)
-            tf_layernorm_forward(h + (size_t)(r0 + r) * step * d, 1, d, m->lnf_w, m->lnf_b, m->cfg.eps,
-                                 x + (size_t)r * d);
+            norm_forward(m, h + (size_t)(r0 + r) * step * d, 1, m->lnf_w, m->lnf_b, x + (size_t)r * d);
         float *lg = logits ? logits + (size_t)r0 * V : w->lg; // (rows, V)
         // logits (rows, V) = x (rows, d) lm_head^T, lm_head (V, d)
         tf_dense_forward(x, rows, d, V, m->lm_w, TF_LINEAR, m->lm_b, 0, lg);
+        if (m->cfg.logit_div != 1.0) // Granite's logits_scaling
+            for (size_t q = 0; q < (size_t)rows * V; q++) lg[q] = (float)(lg[q] / m->cfg.logit_div);
         for (int r = 0; r < rows; r++) {
             int y = head_target(m, E, s0, T, r0 + r), am;
             if (y < 0) continue; // the last token predicts nothing
@@ -196,40 +304,102 @@ static void vit_embed_ref(const net_model *m, const float *img, float *h) {
     }
 }
 
+/* y (d) = the architecture's norm of x (d), in double */
+static void norm_ref(const net_model *m, const float *x, int d, const float *w, const float *b, float *y) {
+    if (arch(m)->norm == NET_NORM_LAYER) {
+        ln_ref(x, d, w, b, m->cfg.eps, y);
+        return;
+    }
+    double ss = 0.0;
+    for (int j = 0; j < d; j++) ss += (double)x[j] * x[j];
+    for (int j = 0; j < d; j++) y[j] = (float)(w[j] * (x[j] / sqrt(ss / d + m->cfg.eps)));
+}
+
+/* one token's q|k (row) of a decoder: q/k norms, clip, rotation at position p */
+static void qk_ref(const net_model *m, const net_block *b, float *row, int p) {
+    const net_config *c = &m->cfg;
+    int hd = c->hd, q = heads_width(c), kv = c->nkv * hd, nq = arch(m)->qk_norm;
+    float *t = ms_malloc((size_t)(q > kv ? q : kv) * sizeof(float));
+    if (nq == NET_QKN_WHOLE) {
+        norm_ref(m, row, q, b->qn_w, NULL, row);
+        norm_ref(m, row + q, kv, b->kn_w, NULL, row + q);
+    }
+    for (int j = 0; nq == NET_QKN_HEAD && j < c->nhead + c->nkv; j++)
+        norm_ref(m, row + (size_t)j * hd, hd, j < c->nhead ? b->qn_w : b->kn_w, NULL, row + (size_t)j * hd);
+    for (int i = 0; c->clip_qkv > 0 && i < qkv_width(c); i++)
+        row[i] = (float)fmin(fmax(row[i], -c->clip_qkv), c->clip_qkv);
+    int half = c->rot / 2;
+    for (int j = 0; j < c->nhead + c->nkv; j++) { // rotate_half: i pairs with i + rot/2
+        float *x = row + (size_t)j * hd;
+        memcpy(t, x, (size_t)hd * sizeof(float));
+        for (int i = 0; i < half; i++) {
+            double ang = p * (pow(c->theta, -2.0 * i / c->rot) / c->rope_linear);
+            x[i] = (float)(t[i] * cos(ang) - t[i + half] * sin(ang));
+            x[i + half] = (float)(t[i + half] * cos(ang) + t[i] * sin(ang));
+        }
+    }
+    free(t);
+}
+
+/* o (hd) = head j's attention of query token p over qkv (T, ld) */
+static void head_ref(const net_model *m, const float *qkv, int T, int p, int j, double *wt, float *o) {
+    const net_config *c = &m->cfg;
+    int hd = c->hd, ld = qkv_width(c), q = heads_width(c), g = j / (c->nhead / c->nkv);
+    int causal = arch(m)->target == NET_TARGET_NEXT, last = causal ? p : T - 1;
+    int first = c->window > 0 && p - c->window + 1 > 0 ? p - c->window + 1 : 0;
+    const float *qr = qkv + (size_t)p * ld + (size_t)j * hd;
+    double mx = -INFINITY, se = 0.0;
+    for (int t = first; t <= last; t++) {
+        const float *k = qkv + (size_t)t * ld + q + (size_t)g * hd;
+        double s = 0.0;
+        for (int u = 0; u < hd; u++) s += (double)qr[u] * k[u];
+        wt[t] = s * c->attn_scale;
+        mx = wt[t] > mx ? wt[t] : mx;
+    }
+    for (int t = first; t <= last; t++) se += (wt[t] = exp(wt[t] - mx));
+    for (int u = 0; u < hd; u++) {
+        double a = 0.0;
+        for (int t = first; t <= last; t++)
+            a += wt[t] / se * qkv[(size_t)t * ld + q + (size_t)(c->nkv + g) * hd + u];
+        o[u] = (float)a;
+    }
+}
+
 /* h (T, d) of one sequence += attention of block b (causal: token p sees 0..p) */
 static void attn_ref(const net_model *m, const net_block *b, float *h, int T, float *x, float *qkv,
                      float *o) {
-    int d = m->cfg.d, nh = m->cfg.nhead, dh = d / nh, causal = m->cfg.arch == NET_GPT2;
+    const net_config *c = &m->cfg;
+    int d = c->d, ld = qkv_width(c), q = heads_width(c);
     tf_layout lay = layout_of(m);
     for (int p = 0; p < T; p++) {
-        ln_ref(h + (size_t)p * d, d, b->ln1_w, b->ln1_b, m->cfg.eps, x);
-        dense_ref(x, d, 3 * d, b->attn_w, lay, b->attn_b, qkv + (size_t)p * 3 * d);
+        norm_ref(m, h + (size_t)p * d, d, b->ln1_w, b->ln1_b, x);
+        dense_ref(x, d, ld, b->attn_w, lay, b->attn_b, qkv + (size_t)p * ld);
+        if (arch(m)->attn == NET_ATTN_ROPE) qk_ref(m, b, qkv + (size_t)p * ld, p);
     }
     double *wt = ms_malloc((size_t)T * sizeof(double));
     for (int p = 0; p < T; p++)
-        for (int j = 0; j < nh; j++) {
-            const float *q = qkv + (size_t)p * 3 * d + j * dh;
-            int last = causal ? p : T - 1;
-            double mx = -INFINITY, se = 0.0;
-            for (int c = 0; c <= last; c++) {
-                const float *k = qkv + (size_t)c * 3 * d + d + j * dh;
-                double s = 0.0;
-                for (int u = 0; u < dh; u++) s += (double)q[u] * k[u];
-                wt[c] = s / sqrt((double)dh);
-                mx = wt[c] > mx ? wt[c] : mx;
-            }
-            for (int c = 0; c <= last; c++) se += (wt[c] = exp(wt[c] - mx));
-            for (int u = 0; u < dh; u++) {
-                double a = 0.0;
-                for (int c = 0; c <= last; c++) a += wt[c] / se * qkv[(size_t)c * 3 * d + 2 * d + j * dh + u];
-                o[(size_t)p * d + j * dh + u] = (float)a;
-            }
-        }
+        for (int j = 0; j < c->nhead; j++) head_ref(m, qkv, T, p, j, wt, o + (size_t)p * q + (size_t)j * c->hd);
     free(wt);
     for (int p = 0; p < T; p++) {
-        dense_ref(o + (size_t)p * d, d, d, b->proj_w, lay, b->proj_b, x);
-        for (int j = 0; j < d; j++) h[(size_t)p * d + j] += x[j];
+        dense_ref(o + (size_t)p * q, q, d, b->proj_w, lay, b->proj_b, x);
+        for (int j = 0; j < d; j++) h[(size_t)p * d + j] += (float)(c->res_mult * x[j]);
     }
+}
+
+/* y (d) = a dense block's MLP of x (d); u (2ff) a workspace */
+static void dense_mlp_ref(const net_model *m, const net_block *b, const float *x, float *u, float *y) {
+    const net_config *c = &m->cfg;
+    int d = c->d, ff = c->ff;
+    tf_layout lay = layout_of(m);
+    if (arch(m)->mlp == NET_MLP_GLU) {
+        dense_ref(x, d, 2 * ff, b->fc_w, TF_LINEAR, NULL, u);
+        for (int q = 0; q < ff; q++) u[q] = moe_act_scalar(ACT_SILU_GLU, u[q]) * u[ff + q];
+        dense_ref(u, ff, d, b->fcp_w, TF_LINEAR, NULL, y);
+        return;
+    }
+    dense_ref(x, d, ff, b->fc_w, lay, b->fc_b, u);
+    for (int q = 0; q < ff; q++) u[q] = moe_act_scalar(c->act, u[q]);
+    dense_ref(u, ff, d, b->fcp_w, lay, b->fcp_b, y);
 }
 
 /* h (T, d) of one sequence += mlp(ln_2 h) of block L, token by token */
@@ -238,42 +408,50 @@ static void mlp_ref(const net_model *m, const moe_model *const *moe, int L, floa
     const net_config *c = &m->cfg;
     const net_block *b = &m->blocks[L];
     int d = c->d, mi = c->moe_of[L];
-    tf_layout lay = layout_of(m);
     for (int p = 0; p < T; p++) {
         float *hr = h + (size_t)p * d;
-        ln_ref(hr, d, b->ln2_w, b->ln2_b, c->eps, x);
-        if (mi >= 0) {
-            moe_forward_ref(moe ? moe[mi] : &m->moe[mi], x, 1, y, NULL);
-        } else {
-            dense_ref(x, d, c->ff, b->fc_w, lay, b->fc_b, u);
-            for (int q = 0; q < c->ff; q++) u[q] = moe_act_scalar(c->act, u[q]);
-            dense_ref(u, c->ff, d, b->fcp_w, lay, b->fcp_b, y);
-        }
-        for (int j = 0; j < d; j++) hr[j] += y[j];
+        norm_ref(m, hr, d, b->ln2_w, b->ln2_b, x);
+        if (mi >= 0) moe_forward_ref(moe ? moe[mi] : &m->moe[mi], x, 1, y, NULL);
+        else dense_mlp_ref(m, b, x, u, y);
+        for (int j = 0; j < d; j++) hr[j] += (float)(c->res_mult * y[j]);
     }
+}
+
+/* h (T, d) = the embedding of sequence s */
+static void embed_ref(const net_model *m, const net_evalset *E, int s, int T, float *h) {
+    const net_config *c = &m->cfg;
+    int d = c->d;
+    if (arch(m)->embed == NET_EMBED_PATCHES) {
+        vit_embed_ref(m, E->pixels + (size_t)s * c->chans * c->image * c->image, h);
+        return;
+    }
+    for (int p = 0; p < T; p++)
+        for (int j = 0; j < d; j++) {
+            float e = m->wte[(size_t)E->ids[(size_t)s * T + p] * d + j];
+            h[(size_t)p * d + j] = arch(m)->embed == NET_EMBED_TOKENS ? (float)(e * c->emb_mult)
+                                                                       : e + m->wpe[(size_t)p * d + j];
+        }
 }
 
 void net_logits_ref(const net_model *m, const moe_model *const *moe, const net_evalset *E, float *logits) {
     const net_config *c = &m->cfg;
     int d = c->d, V = c->vocab, T = net_tokens(m, E), per = net_logit_rows(m, T);
+    int ow = heads_width(c) > d ? heads_width(c) : d;
     float *h = ms_malloc((size_t)T * d * sizeof(float));
     float *x = ms_malloc((size_t)d * sizeof(float)), *y = ms_malloc((size_t)d * sizeof(float));
-    float *qkv = ms_malloc((size_t)T * 3 * d * sizeof(float)), *o = ms_malloc((size_t)T * d * sizeof(float));
-    float *u = ms_malloc((size_t)c->ff * sizeof(float));
+    float *qkv = ms_malloc((size_t)T * qkv_width(c) * sizeof(float)), *o = ms_malloc((size_t)T * ow * sizeof(float));
+    float *u = ms_malloc((size_t)c->ff * 2 * sizeof(float));
     for (int s = 0; s < E->N; s++) {
-        if (c->arch == NET_VIT)
-            vit_embed_ref(m, E->pixels + (size_t)s * c->chans * c->image * c->image, h);
-        else
-            for (int p = 0; p < T; p++)
-                for (int j = 0; j < d; j++)
-                    h[(size_t)p * d + j] = m->wte[(size_t)E->ids[(size_t)s * T + p] * d + j] + m->wpe[(size_t)p * d + j];
+        embed_ref(m, E, s, T, h);
         for (int L = 0; L < c->nlayer; L++) {
             attn_ref(m, &m->blocks[L], h, T, x, qkv, o);
             mlp_ref(m, moe, L, h, T, x, y, u);
         }
         for (int p = 0; p < per; p++) { // every position, or a ViT's CLS token
-            ln_ref(h + (size_t)p * d, d, m->lnf_w, m->lnf_b, c->eps, x);
-            dense_ref(x, d, V, m->lm_w, TF_LINEAR, m->lm_b, logits + ((size_t)s * per + p) * V);
+            float *lr = logits + ((size_t)s * per + p) * V;
+            norm_ref(m, h + (size_t)p * d, d, m->lnf_w, m->lnf_b, x);
+            dense_ref(x, d, V, m->lm_w, TF_LINEAR, m->lm_b, lr);
+            for (int v = 0; v < V; v++) lr[v] = (float)(lr[v] / c->logit_div);
         }
     }
     free(h);

@@ -128,6 +128,49 @@ static void vit_tensors(net_model *m, tensor_list *l) {
     tl_add(l, "classifier.bias", 1, V, 0, 0, 0, &m->lm_b);
 }
 
+/* Every backbone tensor of a decoder m: q, k and v side by side (one Linear
+ * weight of (nh + 2 nkv) hd rows), a dense MLP's gate and up likewise. */
+static void decoder_tensors(net_model *m, tensor_list *l) {
+    const net_config *c = &m->cfg;
+    const net_arch_desc *A = net_arch_of(c->arch);
+    int64_t d = c->d, V = c->vocab, ff = c->ff, q = (int64_t)c->nhead * c->hd, kv = (int64_t)c->nkv * c->hd;
+    int head = A->qk_norm == NET_QKN_HEAD;
+    tl_add(l, "model.embed_tokens.weight", 2, V, d, 0, 0, &m->wte);
+    for (int L = 0; L < c->nlayer; L++) {
+        net_block *b = &m->blocks[L];
+        block_tensor qkv[] = {
+            {"self_attn.q_proj.weight", 2, q, d, &b->attn_w}, {"self_attn.k_proj.weight", 2, kv, d, NULL},
+            {"self_attn.v_proj.weight", 2, kv, d, NULL},      {"self_attn.q_proj.bias", 1, q, 0, &b->attn_b},
+            {"self_attn.k_proj.bias", 1, kv, 0, NULL},         {"self_attn.v_proj.bias", 1, kv, 0, NULL}};
+        block_tensor bt[] = {
+            {"input_layernorm.weight", 1, d, 0, &b->ln1_w},
+            {"post_attention_layernorm.weight", 1, d, 0, &b->ln2_w},
+            {"self_attn.o_proj.weight", 2, d, q, &b->proj_w},
+            {"self_attn.o_proj.bias", 1, d, 0, &b->proj_b}};
+        block_tensor qk[] = {{"self_attn.q_norm.weight", 1, head ? c->hd : q, 0, &b->qn_w},
+                             {"self_attn.k_norm.weight", 1, head ? c->hd : kv, 0, &b->kn_w}};
+        block_tensor mlp[] = {{"mlp.gate_proj.weight", 2, ff, d, &b->fc_w},
+                              {"mlp.up_proj.weight", 2, ff, d, NULL},
+                              {"mlp.down_proj.weight", 2, d, ff, &b->fcp_w}};
+        const char *fmt = A->block;
+        add_block(l, fmt, L, qkv, c->qkv_bias ? 6 : 3);
+        add_block(l, fmt, L, bt, c->o_bias ? 4 : 3);
+        if (A->qk_norm != NET_QKN_NONE) add_block(l, fmt, L, qk, 2);
+        if (c->moe_of[L] < 0) add_block(l, fmt, L, mlp, 3);
+    }
+    tl_add(l, "model.norm.weight", 1, d, 0, 0, 0, &m->lnf_w);
+    if (!c->tied) tl_add(l, "lm_head.weight", 2, V, d, 0, 0, &m->lm_w);
+}
+
+/* the backbone's tensors of m's architecture */
+static void arch_tensors(net_model *m, const ckpt *c, tensor_list *l) {
+    switch (net_arch_of(m->cfg.arch)->embed) {
+    case NET_EMBED_LEARNED: gpt2_tensors(m, ckpt_find(c, "lm_head.bias") >= 0, l); break;
+    case NET_EMBED_PATCHES: vit_tensors(m, l); break;
+    case NET_EMBED_TOKENS: decoder_tensors(m, l); break;
+    }
+}
+
 /* "a, b, c" of the first ndim of shape */
 static void shape_str(int ndim, const int64_t *shape, char *out, size_t cap) {
     size_t k = 0;
@@ -168,7 +211,7 @@ static int read_tensor(ckpt *c, const net_tensor *nt, float *dst, ms_err *err) {
 static int vit_classes_from_head(ckpt *c, net_config *nc, ms_err *err) {
     const st_file *f;
     const st_tensor *t;
-    if (nc->arch != NET_VIT || nc->vocab) return 0;
+    if (net_arch_of(nc->arch)->target != NET_TARGET_CLASS || nc->vocab) return 0;
     if (ckpt_find(c, "classifier.weight") < 0)
         return ms_fail(err, "%s: tensor 'classifier.weight' is missing (the ViT's classification head)", c->arg);
     if (ckpt_tensor(c, "classifier.weight", &f, &t, err)) return -1;
@@ -185,7 +228,7 @@ static int check_blocks(const ckpt *c, const net_config *nc, ms_err *err) {
     char g[96], f[96], pre[64];
     for (int L = 0; L < nc->nlayer; L++) {
         snprintf(pre, sizeof pre, A->block, L);
-        snprintf(g, sizeof g, "%s%s.gate.weight", pre, A->moe);
+        snprintf(g, sizeof g, "%s%s.%s", pre, A->moe, A->gate);
         snprintf(f, sizeof f, "%s%s", pre, A->dense);
         int moe = nc->moe_of[L] >= 0, has_g = ckpt_find(c, g) >= 0, has_f = ckpt_find(c, f) >= 0;
         if (moe && !has_g)
@@ -214,13 +257,19 @@ static int load_moe_blocks(net_model *m, ckpt *c, const family_overrides *o, ms_
         char pre[64], blk[48];
         snprintf(blk, sizeof blk, A->block, m->cfg.moe_layers[i]);
         snprintf(pre, sizeof pre, "%s%s", blk, A->moe);
-        int which = -1;
-        for (int j = 0; j < nl; j++)
-            if (!strcmp(ls[j].prefix, pre)) which = j;
+        int which = -1, L = m->cfg.moe_layers[i];
+        for (int j = 0; j < nl; j++) // the table's prefix, or the family's own at block L
+            if (!strcmp(ls[j].prefix, pre) || (which < 0 && ls[j].block == L)) which = j;
+        if (which < 0 && A->embed == NET_EMBED_TOKENS) {
+            rc = ms_fail(err, "%s: block %d should hold an MoE layer of the %s family at '%s' (tensor '%s.%s'), "
+                              "but its MoE tensors are incomplete",
+                         c->arg, L, family_name(A->family), pre, pre, A->gate);
+            break;
+        }
         if (which < 0) {
             rc = ms_fail(err, "%s: block %d is in moe.layers but its MoE tensors are incomplete (no "
                               "'%s.experts.0.%s.weight')",
-                         c->arg, m->cfg.moe_layers[i], pre, m->cfg.arch == NET_VIT ? "fc1" : "c_fc");
+                         c->arg, L, pre, m->cfg.arch == NET_VIT ? "fc1" : "c_fc");
             break;
         }
         rc = family_load(&m->moe[i], c, &ls[which], o, err);
@@ -246,8 +295,7 @@ int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *
     m->path = ms_strdup(path);
     m->blocks = ms_calloc((size_t)m->cfg.nlayer, sizeof(net_block));
     tensor_list l = {0};
-    if (m->cfg.arch == NET_VIT) vit_tensors(m, &l);
-    else gpt2_tensors(m, ckpt_find(&c, "lm_head.bias") >= 0, &l);
+    arch_tensors(m, &c, &l);
     for (int i = 0; i < l.n && !rc; i++) {
         const st_file *f;
         const st_tensor *t;
@@ -267,7 +315,7 @@ int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *
         rc = read_tensor(&c, &l.t[i], p, err);
         p += tl_numel(&l.t[i]);
     }
-    if (m->cfg.arch == NET_GPT2 && m->cfg.tied) m->lm_w = m->wte;
+    if (m->cfg.tied && m->wte) m->lm_w = m->wte;
     free(l.t);
     if (!rc) rc = load_moe_blocks(m, &c, o, err);
     ckpt_close(&c);
@@ -317,9 +365,11 @@ void net_clone(net_model *dst, const net_model *src) {
         const net_block *s = &src->blocks[L];
         net_block *b = &dst->blocks[L];
         float *const *sp[] = {&s->ln1_w, &s->ln1_b, &s->attn_w, &s->attn_b, &s->proj_w, &s->proj_b,
-                              &s->ln2_w, &s->ln2_b, &s->fc_w,   &s->fc_b,   &s->fcp_w,  &s->fcp_b};
+                              &s->ln2_w, &s->ln2_b, &s->fc_w,   &s->fc_b,   &s->fcp_w,  &s->fcp_b,
+                              &s->qn_w,  &s->kn_w};
         float **dp[] = {&b->ln1_w, &b->ln1_b, &b->attn_w, &b->attn_b, &b->proj_w, &b->proj_b,
-                        &b->ln2_w, &b->ln2_b, &b->fc_w,   &b->fc_b,   &b->fcp_w,  &b->fcp_b};
+                        &b->ln2_w, &b->ln2_b, &b->fc_w,   &b->fc_b,   &b->fcp_w,  &b->fcp_b,
+                        &b->qn_w,  &b->kn_w};
         for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) *dp[i] = rebase(src, dst, *sp[i]);
     }
     dst->moe = ms_calloc((size_t)(src->cfg.nmoe ? src->cfg.nmoe : 1), sizeof(moe_model));
@@ -388,7 +438,7 @@ int net_pick_block(const net_model *m, const char *arg, int *which, ms_err *err)
 int net_check_compatible(const net_model *a, const net_model *b, ms_err *err) {
     const net_config *x = &a->cfg, *y = &b->cfg;
     const net_arch_desc *A = net_arch_of(x->arch);
-    int vit = x->arch == NET_VIT;
+    int vit = A->target == NET_TARGET_CLASS;
     const char *what = x->arch != y->arch       ? "model_type"
                        : x->d != y->d           ? A->k_d
                        : x->nlayer != y->nlayer ? A->k_layers
@@ -397,12 +447,22 @@ int net_check_compatible(const net_model *a, const net_model *b, ms_err *err) {
                        : x->image != y->image   ? "image_size"
                        : x->patch != y->patch   ? "patch_size"
                        : x->chans != y->chans   ? "num_channels"
-                       : x->npos != y->npos     ? "n_positions"
+                       : x->npos != y->npos     ? A->k_pos
                        : x->vocab != y->vocab   ? (vit ? "number of classes" : "vocab_size")
                        : x->eps != y->eps       ? A->k_eps
                        : x->act != y->act       ? A->k_act
                        : x->tied != y->tied     ? "tie_word_embeddings"
                        : x->qkv_bias != y->qkv_bias ? "qkv_bias"
+                       : x->nkv != y->nkv           ? "num_key_value_heads"
+                       : x->hd != y->hd             ? "head_dim"
+                       : x->o_bias != y->o_bias     ? "attention_bias"
+                       : x->rot != y->rot           ? "partial_rotary_factor"
+                       : x->theta != y->theta || x->rope_linear != y->rope_linear ? "rope_theta / rope_scaling"
+                       : x->clip_qkv != y->clip_qkv ? "clip_qkv"
+                       : x->window != y->window     ? "sliding_window"
+                       : x->emb_mult != y->emb_mult || x->res_mult != y->res_mult || x->logit_div != y->logit_div ||
+                               x->attn_scale != y->attn_scale
+                           ? "embedding_multiplier / residual_multiplier / attention_multiplier / logits_scaling"
                        : x->nmoe != y->nmoe || memcmp(x->moe_layers, y->moe_layers, (size_t)x->nmoe * sizeof(int))
                            ? "moe.layers"
                            : NULL;

@@ -13,6 +13,17 @@ void tf_layernorm_forward(const float *X, int M, int d, const float *w, const fl
     for (int r = 0; r < M; r++) vr_layernorm(X + (size_t)r * d, d, w, b, eps, Y + (size_t)r * d);
 }
 
+void tf_rmsnorm_forward(const float *X, int M, int d, int ldx, const float *w, double eps, float *Y) {
+    for (int r = 0; r < M; r++) {
+        const float *x = X + (size_t)r * ldx;
+        float *y = Y + (size_t)r * ldx;
+        double ss = 0.0;
+        for (int j = 0; j < d; j++) ss += (double)x[j] * x[j];
+        float inv = (float)(1.0 / sqrt(ss / d + eps));
+        for (int j = 0; j < d; j++) y[j] = w[j] * (x[j] * inv);
+    }
+}
+
 void tf_dense_forward(const float *X, int M, int in, int out, const float *W, tf_layout lay,
                       const float *bias, int accumulate, float *Y) {
     // Y (M, out) (+)= X (M, in) W (in, out), or X W^T for W (out, in)
@@ -36,25 +47,57 @@ void tf_act_forward(float *X, size_t len, moe_act act) {
  * the T x T work at T = 128) instead of the whole square. */
 #define ATT_BLOCK 32
 
-void tf_attention_forward(const float *QKV, int T, int d, int nh, int causal, float *S, float *O) {
-    int dh = d / nh, ld = 3 * d;
-    float scale = (float)(1.0 / sqrt((double)dh));
-    for (int j = 0; j < nh; j++) {
-        const float *q = QKV + (size_t)j * dh, *k = q + d, *v = q + 2 * d;
+void tf_attention_gqa(const float *QKV, int T, const tf_attn_shape *a, float *S, float *O) {
+    int dh = a->hd, rep = a->nh / a->nkv, qw = a->nh * dh, ld = qw + 2 * a->nkv * dh;
+    for (int j = 0; j < a->nh; j++) {
+        const float *q = QKV + (size_t)j * dh, *k = QKV + qw + (size_t)(j / rep) * dh;
+        const float *v = k + (size_t)a->nkv * dh;
         for (int r0 = 0; r0 < T; r0 += ATT_BLOCK) {
-            int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T, rows = r1 - r0, cols = causal ? r1 : T;
-            // S (rows, cols) = scale q[r0..r1) k[0..cols)^T, q and k (., dh) at stride 3d
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, dh, scale, q + (size_t)r0 * ld,
+            int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T, rows = r1 - r0, cols = a->causal ? r1 : T;
+            // S (rows, cols) = scale q[r0..r1) k[0..cols)^T, q and k (., dh) at stride ld
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, dh, a->scale, q + (size_t)r0 * ld,
                         ld, k, ld, 0.0f, S, cols);
             for (int i = 0; i < rows; i++) {
                 float *s = S + (size_t)i * cols;
-                int n = causal ? r0 + i + 1 : cols; // the rest is masked: weight exactly 0
-                vr_softmax(s, n); // core/vrows.h
+                int n = a->causal ? r0 + i + 1 : cols; // the rest is masked: weight exactly 0
+                int lo = a->window > 0 && n > a->window ? n - a->window : 0;
+                vr_softmax(s + lo, n - lo); // core/vrows.h
+                for (int c = 0; c < lo; c++) s[c] = 0.0f;
                 for (int c = n; c < cols; c++) s[c] = 0.0f;
             }
             // O[r0..r1), head j's columns (rows, dh) = S (rows, cols) v[0..cols) (cols, dh)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, dh, cols, 1.0f, S, cols, v, ld, 0.0f,
-                        O + (size_t)r0 * d + (size_t)j * dh, d);
+                        O + (size_t)r0 * qw + (size_t)j * dh, qw);
+        }
+    }
+}
+
+void tf_attention_forward(const float *QKV, int T, int d, int nh, int causal, float *S, float *O) {
+    tf_attn_shape a = {nh, nh, d / nh, (float)(1.0 / sqrt((double)(d / nh))), causal, 0};
+    tf_attention_gqa(QKV, T, &a, S, O);
+}
+
+void tf_rope_table(int T, int rot, double theta, double linear, float *cs) {
+    int half = rot / 2;
+    for (int p = 0; p < T; p++)
+        for (int i = 0; i < half; i++) {
+            double ang = p * (pow(theta, -2.0 * i / rot) / linear);
+            cs[(size_t)p * rot + i] = (float)cos(ang);
+            cs[(size_t)p * rot + half + i] = (float)sin(ang);
+        }
+}
+
+void tf_rope_forward(float *X, int M, int ld, int T, int nr, int hd, int rot, const float *cs) {
+    int half = rot / 2;
+    for (int r = 0; r < M; r++) {
+        const float *c = cs + (size_t)(r % T) * rot, *s = c + half;
+        for (int j = 0; j < nr; j++) {
+            float *x = X + (size_t)r * ld + (size_t)j * hd;
+            for (int i = 0; i < half; i++) {
+                float x1 = x[i], x2 = x[i + half];
+                x[i] = x1 * c[i] - x2 * s[i];
+                x[i + half] = x2 * c[i] + x1 * s[i];
+            }
         }
     }
 }
