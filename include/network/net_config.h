@@ -95,6 +95,8 @@ typedef struct {
     net_sparse sparse;
     int qkv_bias;           /* q, k, v projections carry biases (Qwen2-MoE) */
     int multipliers;        /* Granite's embedding / residual / attention multipliers, logits scaling */
+    int eval_only;          /* a network only beside a network's evaluation set (input_ids): a real
+                               Hugging Face checkpoint, without one, opens one MoE layer at a time */
 } net_arch_desc;
 
 typedef struct {
@@ -136,6 +138,8 @@ const char *net_arch_names(void);
 int net_is_network(const ckpt *c);
 /* The same for a checkpoint argument (opens and closes it; 0 when it cannot be opened). */
 int net_path_is_network(const char *path);
+/* The architecture of a network checkpoint argument, -1 if it is none. */
+int net_path_arch(const char *path);
 /* config.json of c into nc, validated (a ViT's classes 0 when config.json does
  * not say them: net_load takes them from the classifier). */
 int net_config_read(const ckpt *c, net_config *nc, ms_err *err);

@@ -12,7 +12,8 @@
 
 int cli_net_wanted(const char *path, const char *e_path) {
     if (e_path) return net_evalset_is(e_path);
-    return net_path_is_network(path);
+    int a = net_path_arch(path); // a real decoder without token ids: its layers, one at a time
+    return a >= 0 && !net_arch_of((net_arch)a)->eval_only;
 }
 
 static int load_one(const char *path, net_model *m, ms_err *err) {

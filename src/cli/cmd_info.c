@@ -128,8 +128,7 @@ static int info_family_layers(const char *path, const moe_model *m, cJSON *root,
 }
 
 /* a decoder's attention, norms and head, in the terms of its config.json */
-static void info_decoder(const net_model *net) {
-    const net_config *c = &net->cfg;
+static void info_decoder(const net_config *c) {
     const net_arch_desc *A = net_arch_of(c->arch);
     static const char *const qkn[] = {"", ", q/k RMSNorms per head", ", q/k RMSNorms over the projection"};
     printf("network     %s: %d blocks, d = %d, %d heads of %d (%d key/value heads), V = %d, P = %d,\n"
@@ -142,9 +141,46 @@ static void info_decoder(const net_model *net) {
            c->res_mult != 1.0 || c->emb_mult != 1.0 || c->logit_div != 1.0 ? " (Granite's multipliers)" : "");
 }
 
+/* A Hugging Face decoder's network from its config.json alone (its weights are
+ * read only by a network command: eval with token ids, ...); a config moescope
+ * cannot compute as a network is said, and the layer's facts follow. */
+static int info_decoder_config(const char *path, cJSON *root) {
+    ckpt ck;
+    net_config c;
+    ms_err e;
+    if (ckpt_open(&ck, path, &e)) return 0;
+    int rc = net_config_read(&ck, &c, &e);
+    ckpt_close(&ck);
+    if (rc) {
+        printf("network     not computable as a network: %s\n\n", e.msg);
+        return 0;
+    }
+    info_decoder(&c);
+    printf("blocks      MoE at");
+    for (int i = 0; i < c.nmoe; i++) printf("%s %d", i ? "," : "", c.moe_layers[i]);
+    printf(" of %d; the others dense\n", c.nlayer);
+    printf("            (a network with an evaluation set of input_ids: eval, landscape, curve, ... --eval E)\n");
+    printf("\nthe chosen MoE block (--layer):\n");
+    if (root) {
+        cJSON *nj = cJSON_AddObjectToObject(root, "network");
+        cJSON_AddStringToObject(nj, "model_type", net_arch_of(c.arch)->model_type);
+        cJSON_AddNumberToObject(nj, "num_hidden_layers", c.nlayer);
+        cJSON_AddNumberToObject(nj, "hidden_size", c.d);
+        cJSON_AddNumberToObject(nj, "num_attention_heads", c.nhead);
+        cJSON_AddNumberToObject(nj, "num_key_value_heads", c.nkv);
+        cJSON_AddNumberToObject(nj, "head_dim", c.hd);
+        cJSON_AddNumberToObject(nj, "vocab_size", c.vocab);
+        cJSON *ml = cJSON_AddArrayToObject(nj, "moe_layers");
+        for (int i = 0; i < c.nmoe; i++) cJSON_AddItemToArray(ml, cJSON_CreateNumber(c.moe_layers[i]));
+    }
+    return 0;
+}
+
 /* A network checkpoint's architecture: its blocks, which are MoE, the
  * parameter counts (printed before the chosen block's layer facts). */
 static int info_network(const char *path, cJSON *root, ms_err *err) {
+    int a = net_path_arch(path);
+    if (a >= 0 && net_arch_of((net_arch)a)->eval_only) return info_decoder_config(path, root);
     net_model net;
     if (net_load(&net, path, cli_overrides(), err)) return -1;
     const net_config *c = &net.cfg;
@@ -157,7 +193,7 @@ static int info_network(const char *path, cJSON *root, ms_err *err) {
                c->nlayer, c->d, c->nhead, c->d / c->nhead, c->vocab, c->image, c->image, c->chans, c->npatch,
                c->patch, c->patch, c->npos, c->eps, act, c->ff);
     else if (A->embed == NET_EMBED_TOKENS)
-        info_decoder(&net);
+        info_decoder(c);
     else
         printf("network     gpt2: %d blocks, d = %d, %d heads of %d, V = %d, P = %d, LayerNorm eps %g,\n"
                "            dense MLPs %s (width %d), LM head %s%s\n",
@@ -223,7 +259,8 @@ static int info_network(const char *path, cJSON *root, ms_err *err) {
 static int info_load_error(const char *path, const ms_err *layer_err) {
     net_model net;
     ms_err err;
-    if (!net_path_is_network(path)) return cli_error("%s", layer_err->msg);
+    int a = net_path_arch(path); // a decoder's layers open without its network
+    if (a < 0 || net_arch_of((net_arch)a)->eval_only) return cli_error("%s", layer_err->msg);
     if (net_load(&net, path, cli_overrides(), &err)) return cli_error("%s", err.msg);
     net_free(&net);
     return cli_error("%s", layer_err->msg);

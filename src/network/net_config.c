@@ -14,27 +14,31 @@
     "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "rms_norm_eps",   \
         "hidden_act", "max_position_embeddings", "lm_head.weight", NET_NORM_RMS, NET_EMBED_TOKENS,     \
         NET_ATTN_ROPE, NET_MLP_GLU, NET_TARGET_NEXT
+#define DECODER_ROW(qkn, sparse, qkv_bias, mult) qkn, sparse, qkv_bias, mult, 1
 static const net_arch_desc ARCHS[NET_ARCH_COUNT] = {
     [NET_GPT2] = {"gpt2", "transformer.wte.weight", "transformer.h.%d.", "mlp", "gate.weight","mlp.c_fc.weight", FAM_GPT2,
                   "n_embd", "n_layer", "n_head", "n_inner", "layer_norm_epsilon", "activation_function",
                   "n_positions", "lm_head.weight", NET_NORM_LAYER, NET_EMBED_LEARNED, NET_ATTN_MHA, NET_MLP_ACT,
-                  NET_TARGET_NEXT, NET_QKN_NONE, NET_SPARSE_LISTED, 0, 0},
+                  NET_TARGET_NEXT, NET_QKN_NONE, NET_SPARSE_LISTED, 0, 0, 0},
     [NET_VIT] = {"vit", "vit.embeddings.patch_embeddings.projection.weight", "vit.encoder.layer.%d.", "moe", "gate.weight",
                  "intermediate.dense.weight", FAM_VIT, "hidden_size", "num_hidden_layers",
                  "num_attention_heads", "intermediate_size", "layer_norm_eps", "hidden_act", "image_size",
                  "classifier.weight", NET_NORM_LAYER, NET_EMBED_PATCHES, NET_ATTN_MHA, NET_MLP_ACT,
-                 NET_TARGET_CLASS, NET_QKN_NONE, NET_SPARSE_LISTED, 0, 0},
+                 NET_TARGET_CLASS, NET_QKN_NONE, NET_SPARSE_LISTED, 0, 0, 0},
     [NET_MIXTRAL] = {"mixtral", "model.embed_tokens.weight", "model.layers.%d.", "block_sparse_moe",
-                     "gate.weight", "mlp.gate_proj.weight", FAM_MIXTRAL, DECODER_KEYS, NET_QKN_NONE, NET_SPARSE_ALL, 0, 0},
-    [NET_QWEN2_MOE] = {"qwen2_moe", "model.embed_tokens.weight", "model.layers.%d.", "mlp",
-                       "gate.weight", "mlp.gate_proj.weight", FAM_QWEN2_MOE, DECODER_KEYS, NET_QKN_NONE, NET_SPARSE_STEP, 1, 0},
-    [NET_QWEN3_MOE] = {"qwen3_moe", "model.embed_tokens.weight", "model.layers.%d.", "mlp",
-                       "gate.weight", "mlp.gate_proj.weight", FAM_QWEN3_MOE, DECODER_KEYS, NET_QKN_HEAD, NET_SPARSE_STEP, 0, 0},
+                     "gate.weight", "mlp.gate_proj.weight", FAM_MIXTRAL, DECODER_KEYS,
+                     DECODER_ROW(NET_QKN_NONE, NET_SPARSE_ALL, 0, 0)},
+    [NET_QWEN2_MOE] = {"qwen2_moe", "model.embed_tokens.weight", "model.layers.%d.", "mlp", "gate.weight",
+                       "mlp.gate_proj.weight", FAM_QWEN2_MOE, DECODER_KEYS,
+                       DECODER_ROW(NET_QKN_NONE, NET_SPARSE_STEP, 1, 0)},
+    [NET_QWEN3_MOE] = {"qwen3_moe", "model.embed_tokens.weight", "model.layers.%d.", "mlp", "gate.weight",
+                       "mlp.gate_proj.weight", FAM_QWEN3_MOE, DECODER_KEYS,
+                       DECODER_ROW(NET_QKN_HEAD, NET_SPARSE_STEP, 0, 0)},
     [NET_OLMOE] = {"olmoe", "model.embed_tokens.weight", "model.layers.%d.", "mlp", "gate.weight",
-                   "mlp.gate_proj.weight", FAM_OLMOE, DECODER_KEYS, NET_QKN_WHOLE, NET_SPARSE_ALL, 0, 0},
+                   "mlp.gate_proj.weight", FAM_OLMOE, DECODER_KEYS, DECODER_ROW(NET_QKN_WHOLE, NET_SPARSE_ALL, 0, 0)},
     [NET_GRANITEMOE] = {"granitemoe", "model.embed_tokens.weight", "model.layers.%d.", "block_sparse_moe",
-                        "router.layer.weight", "mlp.gate_proj.weight", FAM_GRANITEMOE, DECODER_KEYS, NET_QKN_NONE, NET_SPARSE_ALL, 0,
-                        1},
+                        "router.layer.weight", "mlp.gate_proj.weight", FAM_GRANITEMOE, DECODER_KEYS,
+                        DECODER_ROW(NET_QKN_NONE, NET_SPARSE_ALL, 0, 1)},
 };
 
 const net_arch_desc *net_arch_of(net_arch a) { return &ARCHS[a]; }
@@ -61,13 +65,15 @@ static int arch_of_ckpt(const ckpt *c) {
 
 int net_is_network(const ckpt *c) { return arch_of_ckpt(c) >= 0; }
 
-int net_path_is_network(const char *path) {
+int net_path_arch(const char *path) {
     ckpt c;
-    if (!path || ckpt_open(&c, path, NULL)) return 0;
-    int yes = net_is_network(&c);
+    if (!path || ckpt_open(&c, path, NULL)) return -1;
+    int a = arch_of_ckpt(&c);
     ckpt_close(&c);
-    return yes;
+    return a;
 }
+
+int net_path_is_network(const char *path) { return net_path_arch(path) >= 0; }
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
