@@ -30,6 +30,9 @@
  *   use_sliding_window where the family has it), tie_word_embeddings (false);
  *   OLMoE's clip_qkv; Qwen's mlp_only_layers and decoder_sparse_step; Granite's
  *   embedding_multiplier, residual_multiplier, attention_multiplier, logits_scaling.
+ *   deepseek_v2, deepseek_v3: the heads' shape from q_lora_rank (null: q_proj),
+ *   kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim (the rotated dims), v_head_dim;
+ *   rope_interleave (V3; V2 always pairs adjacent dims); first_k_dense_replace.
  *   The MoE blocks' router keys (num_experts_per_tok, norm_topk_prob, ...) are
  *   read by the family (family_io.c).
  *
@@ -55,6 +58,8 @@ typedef enum {
     NET_QWEN3_MOE,
     NET_OLMOE,
     NET_GRANITEMOE,
+    NET_DEEPSEEK_V2,
+    NET_DEEPSEEK_V3,
     NET_ARCH_COUNT
 } net_arch;
 
@@ -63,15 +68,16 @@ typedef enum { NET_NORM_LAYER, NET_NORM_RMS } net_norm;             /* LayerNorm
 typedef enum { NET_EMBED_LEARNED, NET_EMBED_PATCHES, NET_EMBED_TOKENS } net_embed_kind;
 /* learned positions added to wte (GPT-2); a ViT's patches and CLS; token embeddings
  * alone (decoders: the positions enter as rotary embeddings) */
-typedef enum { NET_ATTN_MHA, NET_ATTN_ROPE } net_attn_kind;
+typedef enum { NET_ATTN_MHA, NET_ATTN_ROPE, NET_ATTN_MLA } net_attn_kind;
 /* MHA: q|k|v of d each, learned positions; ROPE: grouped-query q|k|v with rotary
- * embeddings and the row's q/k norms */
+ * embeddings and the row's q/k norms; MLA: DeepSeek's multi-head latent attention */
 typedef enum { NET_MLP_ACT, NET_MLP_GLU } net_mlp_kind;   /* c_proj(act(c_fc x)); down(silu(gate x) up x) */
 typedef enum { NET_TARGET_NEXT, NET_TARGET_CLASS } net_target; /* next token; the CLS token's class */
 typedef enum { NET_QKN_NONE, NET_QKN_HEAD, NET_QKN_WHOLE } net_qk_norm; /* per head; the whole projection */
-typedef enum { NET_SPARSE_LISTED, NET_SPARSE_ALL, NET_SPARSE_STEP } net_sparse;
+typedef enum { NET_SPARSE_LISTED, NET_SPARSE_ALL, NET_SPARSE_STEP, NET_SPARSE_FIRST_K } net_sparse;
 /* which blocks are MoE: config.json's "moe.layers" (moescope's GPT-2 / ViT); every
- * block; Qwen's mlp_only_layers and decoder_sparse_step */
+ * block; Qwen's mlp_only_layers and decoder_sparse_step; DeepSeek's blocks from
+ * first_k_dense_replace on */
 
 /* One architecture: its names (tensors, config.json keys) and its operations. */
 typedef struct {
@@ -112,7 +118,10 @@ typedef struct {
     int npatch;          /* ViT: (image_size / patch_size)^2 */
     int qkv_bias;        /* ViT: query/key/value have biases; decoders: q, k, v do */
     /* decoders (NET_ATTN_ROPE): */
-    int nkv, hd;         /* key/value heads (nhead % nkv == 0), the head width */
+    int nkv, hd;         /* key/value heads (nhead % nkv == 0), the head width (of q and k) */
+    int vd;              /* the width of a head's v (DeepSeek's v_head_dim; hd otherwise) */
+    int q_lora, kv_lora, nope; /* DeepSeek's q_lora_rank (0: q_proj), kv_lora_rank, qk_nope_head_dim */
+    int interleave;      /* rotary pairs 2i, 2i + 1 (DeepSeek) instead of i, i + rot/2 */
     int o_bias;          /* o_proj carries a bias (attention_bias) */
     int rot;             /* the rotated dims of a head (even, <= hd) */
     double theta;        /* rope_theta */

@@ -43,6 +43,7 @@ typedef struct {
     float *o;   // (cap, max(d, nh hd)) the heads' outputs side by side
     float *y;   // (cap, ff) the dense MLP's hidden units; (cap, 2ff) a gated MLP's
     float *cs;  // (T, rot) a decoder's rotary table (tf_rope_table); NULL otherwise
+    float *mla; // (cap, mla width) DeepSeek's latent attention's intermediates; NULL otherwise
     float *S;   // (T, T) one head's attention weights
     float *pt;  // (P, K) a ViT's image as patches; NULL for GPT-2
     int head_rows; /* net_head_rows(V) */

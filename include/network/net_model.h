@@ -42,6 +42,10 @@
  *     rows first), mlp.down_proj [d,ff] .weight
  *   an MoE block: the family's layer at model.layers.L.<block_sparse_moe | mlp>
  *   model.norm.weight [d]; lm_head.weight [V,d] unless tied
+ *   DeepSeek's attention instead: self_attn.q_proj [nh hd, d] or q_a_proj [q_lora, d],
+ *     q_a_layernorm [q_lora], q_b_proj [nh hd, q_lora]; kv_a_proj_with_mqa
+ *     [kv_lora + rope, d], kv_a_layernorm [kv_lora], kv_b_proj [nh (nope + vd), kv_lora],
+ *     o_proj [d, nh vd] (.weight); hd = nope + rope
  *
  * The block's pointers are the same for all (ln_1 = layernorm_before =
  * input_layernorm, ln_2 = ...; an RMSNorm has no bias: NULL); cfg.arch says
@@ -59,12 +63,16 @@
 
 typedef struct {
     float *ln1_w, *ln1_b; // (d) each
-    float *attn_w;        // (d, 3d) GPT-2; (3d, d) ViT; ((nh + 2 nkv) hd, d) a decoder
+    float *attn_w;        // (d, 3d) GPT-2; (3d, d) ViT; ((nh + 2 nkv) hd, d) a decoder; DeepSeek's
+                          // q_proj (nh hd, d) or q_b_proj (nh hd, q_lora)
     float *attn_b;        // (3d), NULL for a ViT without qkv_bias
     float *proj_w;        // (d, d); a decoder's (d, nh hd)
     float *proj_b;        // (d)
     float *ln2_w, *ln2_b; // (d) each
     float *qn_w, *kn_w;   // decoders' q/k norms: (hd) each per head, or (nh hd), (nkv hd); NULL: none
+    float *qa_w, *qa_n;   // DeepSeek: q_a_proj (q_lora, d), q_a_layernorm (q_lora); NULL: q_proj
+    float *kva_w, *kva_n; // kv_a_proj_with_mqa (kv_lora + rope, d), kv_a_layernorm (kv_lora)
+    float *kvb_w;         // kv_b_proj (nh (nope + vd), kv_lora)
     float *fc_w;          // (d, ff) GPT-2, (ff, d) ViT, (2ff, d) a decoder's gate|up: a dense
                           // block's MLP; NULL for an MoE block
     float *fc_b;          // (ff)

@@ -31,25 +31,27 @@ void tf_dense_forward(const float *X, int M, int in, int out, const float *W, tf
 void tf_act_forward(float *X, size_t len, moe_act act);
 /* The shape of a grouped-query attention: nh query heads, nkv key/value heads
  * (kv head g serves query heads g rep .. g rep + rep - 1, rep = nh / nkv), hd the
- * head width; scores scaled by scale; causal: token i sees tokens <= i, and with
- * a window > 0 only those j with i - window < j. A row of QKV holds q (nh hd) |
- * k (nkv hd) | v (nkv hd). */
+ * head width of q and k, vd of v (DeepSeek's v_head_dim; 0: hd); scores scaled by
+ * scale; causal: token i sees tokens <= i, and with a window > 0 only those j with
+ * i - window < j. A row of QKV holds q (nh hd) | k (nkv hd) | v (nkv vd). */
 typedef struct {
     int nh, nkv, hd;
     float scale;
     int causal, window;
+    int vd;
 } tf_attn_shape;
 
-/* O (T, nh hd) = every head's softmax(q k^T scale) v, of one sequence's QKV (T,
- * (nh + 2 nkv) hd). S is a (T, T) workspace. */
+/* O (T, nh vd) = every head's softmax(q k^T scale) v, of one sequence's QKV (T,
+ * (nh + nkv) hd + nkv vd). S is a (T, T) workspace. */
 void tf_attention_gqa(const float *QKV, int T, const tf_attn_shape *a, float *S, float *O);
 /* cs (T, rot) = cos | sin of position p times theta^(-2i/rot) / linear for i <
  * rot/2: the rotary embedding's table */
 void tf_rope_table(int T, int rot, double theta, double linear, float *cs);
 /* Rotate the first nr heads (hd wide) of each of M rows of X (row stride ld), row
  * r at position r % T, by transformers' rotate_half: dimension i < rot/2 pairs
- * with i + rot/2; dimensions from rot on are left alone. */
-void tf_rope_forward(float *X, int M, int ld, int T, int nr, int hd, int rot, const float *cs);
+ * with i + rot/2 (interleave: 2i with 2i + 1, DeepSeek's); dimensions from rot on
+ * are left alone. */
+void tf_rope_forward(float *X, int M, int ld, int T, int nr, int hd, int rot, const float *cs, int interleave);
 /* Self-attention of one sequence: QKV (T, 3d) holds q | k | v per token (head
  * j's slice is columns j dh .. (j+1) dh of each third); O (T, d) = the heads'
  * softmax(q k^T / sqrt(dh)) v side by side. causal: token i sees tokens <= i.

@@ -15,6 +15,10 @@
         "hidden_act", "max_position_embeddings", "lm_head.weight", NET_NORM_RMS, NET_EMBED_TOKENS,     \
         NET_ATTN_ROPE, NET_MLP_GLU, NET_TARGET_NEXT
 #define DECODER_ROW(qkn, sparse, qkv_bias, mult) qkn, sparse, qkv_bias, mult, 1
+#define MLA_KEYS                                                                                         \
+    "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "rms_norm_eps",   \
+        "hidden_act", "max_position_embeddings", "lm_head.weight", NET_NORM_RMS, NET_EMBED_TOKENS,     \
+        NET_ATTN_MLA, NET_MLP_GLU, NET_TARGET_NEXT, NET_QKN_NONE, NET_SPARSE_FIRST_K, 0, 0, 1
 static const net_arch_desc ARCHS[NET_ARCH_COUNT] = {
     [NET_GPT2] = {"gpt2", "transformer.wte.weight", "transformer.h.%d.", "mlp", "gate.weight","mlp.c_fc.weight", FAM_GPT2,
                   "n_embd", "n_layer", "n_head", "n_inner", "layer_norm_epsilon", "activation_function",
@@ -39,6 +43,10 @@ static const net_arch_desc ARCHS[NET_ARCH_COUNT] = {
     [NET_GRANITEMOE] = {"granitemoe", "model.embed_tokens.weight", "model.layers.%d.", "block_sparse_moe",
                         "router.layer.weight", "mlp.gate_proj.weight", FAM_GRANITEMOE, DECODER_KEYS,
                         DECODER_ROW(NET_QKN_NONE, NET_SPARSE_ALL, 0, 1)},
+    [NET_DEEPSEEK_V2] = {"deepseek_v2", "model.embed_tokens.weight", "model.layers.%d.", "mlp", "gate.weight",
+                         "mlp.gate_proj.weight", FAM_DEEPSEEK_V2, MLA_KEYS},
+    [NET_DEEPSEEK_V3] = {"deepseek_v3", "model.embed_tokens.weight", "model.layers.%d.", "mlp", "gate.weight",
+                         "mlp.gate_proj.weight", FAM_DEEPSEEK_V3, MLA_KEYS},
 };
 
 const net_arch_desc *net_arch_of(net_arch a) { return &ARCHS[a]; }
@@ -206,6 +214,30 @@ static int decoder_attn_read(const cfg_obj *top, const net_arch_desc *A, net_con
     return rope_read(top, nc, err);
 }
 
+/* DeepSeek's multi-head latent attention: the heads' widths, the rotation */
+static int mla_attn_read(const cfg_obj *top, const net_arch_desc *A, net_config *nc, ms_err *err) {
+    static const char *const keys[4] = {"kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"};
+    static const long hi[4] = {1 << 16, 1 << 12, 1 << 12, 1 << 12};
+    long v[4], ql;
+    int bias;
+    if (required_ints(top, keys, hi, 4, v, err) || cfg_int(top, "q_lora_rank", 1, 1 << 16, 0, &ql, err) < 0 ||
+        cfg_bool(top, "attention_bias", 0, &bias, err) < 0 ||
+        cfg_bool(top, "rope_interleave", 1, &nc->interleave, err) < 0)
+        return -1;
+    if (bias)
+        return ms_fail(err, "%s: key 'attention_bias' = true: DeepSeek's attention biases are not implemented",
+                       top->file);
+    if (v[2] % 2)
+        return ms_fail(err, "%s: key 'qk_rope_head_dim' = %ld is odd: the rotation turns pairs", top->file, v[2]);
+    nc->kv_lora = (int)v[0], nc->nope = (int)v[1], nc->rot = (int)v[2], nc->vd = (int)v[3];
+    nc->q_lora = (int)ql;
+    nc->nkv = nc->nhead; // each head its own k: num_key_value_heads plays no part
+    nc->hd = nc->nope + nc->rot;
+    if (A->family == FAM_DEEPSEEK_V2) nc->interleave = 1; // V2's complex rotation: adjacent pairs
+    nc->attn_scale = 1.0 / sqrt((double)nc->hd);
+    return rope_read(top, nc, err);
+}
+
 /* the sliding window: Mixtral's sliding_window when set; Qwen's only with
  * use_sliding_window (not implemented: its per-layer windows) */
 static int decoder_window_read(const cfg_obj *top, const net_arch_desc *A, net_config *nc, ms_err *err) {
@@ -240,7 +272,10 @@ static int decoder_read(const cfg_obj *top, const net_arch_desc *A, net_config *
         cfg_bool(top, "tie_word_embeddings", 0, &nc->tied, err) < 0)
         return -1;
     nc->act = ACT_SILU_GLU;
-    return decoder_attn_read(top, A, nc, err) || decoder_window_read(top, A, nc, err) ? -1 : 0;
+    if (A->attn == NET_ATTN_MLA) return mla_attn_read(top, A, nc, err);
+    if (decoder_attn_read(top, A, nc, err) || decoder_window_read(top, A, nc, err)) return -1;
+    nc->vd = nc->hd;
+    return 0;
 }
 
 /* the MoE blocks: moescope's "moe.layers", every block, or Qwen's rule (block L
@@ -255,7 +290,11 @@ static int moe_layers_read(const cfg_obj *top, const net_arch_desc *A, net_confi
                    ? -1
                    : 0;
     int only[NET_MAX_LAYERS], nonly = 0, dense[NET_MAX_LAYERS] = {0};
-    long step = 1;
+    long step = 1, first = 0;
+    if (A->sparse == NET_SPARSE_FIRST_K &&
+        cfg_int(top, "first_k_dense_replace", 0, nc->nlayer, 0, &first, err) < 0)
+        return -1;
+    for (int L = 0; L < first; L++) dense[L] = 1;
     if (A->sparse == NET_SPARSE_STEP &&
         (cfg_int_list(top, "mlp_only_layers", 0, nc->nlayer - 1, NET_MAX_LAYERS, only, &nonly, err) < 0 ||
          cfg_int(top, "decoder_sparse_step", 1, NET_MAX_LAYERS, 1, &step, err) < 0))
@@ -296,7 +335,7 @@ int net_config_read(const ckpt *c, net_config *nc, ms_err *err) {
         return ms_fail(err, "%s: %s = %d is not a multiple of %s = %d", c->config_path, A->k_d, nc->d,
                        A->k_heads, nc->nhead);
     if (A->attn == NET_ATTN_MHA)
-        nc->nkv = nc->nhead, nc->hd = nc->d / nc->nhead, nc->attn_scale = 1.0 / sqrt((double)nc->hd);
+        nc->nkv = nc->nhead, nc->hd = nc->vd = nc->d / nc->nhead, nc->attn_scale = 1.0 / sqrt((double)nc->hd);
     long ff;
     if (cfg_int(&top, A->k_ff, 1, 1 << 20, 4L * nc->d, &ff, err) < 0 || moe_layers_read(&top, A, nc, err) < 0)
         return -1;

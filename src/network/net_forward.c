@@ -2,6 +2,7 @@
  * (net_forward.h). */
 #include "network/net_forward.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +27,13 @@ static tf_layout layout_of(const net_model *m) {
 static int patch_values(const net_config *c) { return c->chans * c->patch * c->patch; }
 
 /* the widths of q|k|v and of the heads' outputs */
-static int qkv_width(const net_config *c) { return (c->nhead + 2 * c->nkv) * c->hd; }
-static int heads_width(const net_config *c) { return c->nhead * c->hd; }
+static int q_width(const net_config *c) { return c->nhead * c->hd; }
+static int qkv_width(const net_config *c) { return q_width(c) + c->nkv * (c->hd + c->vd); }
+static int heads_width(const net_config *c) { return c->nhead * c->vd; }
+/* DeepSeek's latent attention's intermediates per row: q_a, the latent, k_nope | v, q */
+static size_t mla_width(const net_config *c) {
+    return (size_t)c->q_lora + c->kv_lora + c->rot + (size_t)c->nhead * (c->nope + c->vd) + (size_t)q_width(c);
+}
 
 void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
     const net_arch_desc *A = net_arch_of(c->arch);
@@ -40,8 +46,9 @@ void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
     w->y = ms_malloc(M * (size_t)c->ff * (A->mlp == NET_MLP_GLU ? 2 : 1) * sizeof(float));
     w->S = ms_malloc((size_t)T * T * sizeof(float));
     w->pt = A->embed == NET_EMBED_PATCHES ? ms_malloc((size_t)c->npatch * patch_values(c) * sizeof(float)) : NULL;
+    w->mla = A->attn == NET_ATTN_MLA ? ms_malloc(M * mla_width(c) * sizeof(float)) : NULL;
     w->cs = NULL;
-    if (A->attn == NET_ATTN_ROPE && c->rot > 0) {
+    if (A->attn != NET_ATTN_MHA && c->rot > 0) {
         w->cs = ms_malloc((size_t)T * c->rot * sizeof(float));
         tf_rope_table(T, c->rot, c->theta, c->rope_linear, w->cs);
     }
@@ -57,6 +64,7 @@ void net_ws_free(net_ws *w) {
     free(w->S);
     free(w->pt);
     free(w->cs);
+    free(w->mla);
     free(w->lg);
 }
 
@@ -117,7 +125,7 @@ void net_embed(const net_model *m, const net_evalset *E, int s0, int ns, float *
 /* a decoder's q and k after the projection: the q/k norms, OLMoE's clip, the rotation */
 static void qk_prepare(const net_model *m, const net_block *b, float *qkv, int M, int T) {
     const net_config *c = &m->cfg;
-    int hd = c->hd, q = heads_width(c), kv = c->nkv * hd, ld = qkv_width(c);
+    int hd = c->hd, q = q_width(c), kv = c->nkv * hd, ld = qkv_width(c);
     switch (arch(m)->qk_norm) {
     case NET_QKN_NONE: break;
     case NET_QKN_WHOLE: // over the whole projection, before the heads are split
@@ -138,16 +146,68 @@ static void qk_prepare(const net_model *m, const net_block *b, float *qkv, int M
     }
 }
 
+static void attn_out(const net_model *m, const net_block *b, float *h, int ns, int T, net_ws *w);
+
+/* DeepSeek's multi-head latent attention's q | k | v rows (M, nh hd + nh hd + nh
+ * vd) into w->qkv from x = w->x: q = q_b(norm(q_a x)) (or q_proj x), the latent
+ * [c | k_rope] = kv_a x, [k_nope | v] per head = kv_b(norm c); each head's k is
+ * [k_nope | k_rope], the one k_rope shared; q's and k's rope parts rotated */
+static void mla_qkv(const net_model *m, const net_block *b, int M, int T, net_ws *w) {
+    const net_config *c = &m->cfg;
+    int d = c->d, nh = c->nhead, hd = c->hd, ql = c->q_lora, kl = c->kv_lora, la = kl + c->rot;
+    int kvw = nh * (c->nope + c->vd), qw = q_width(c), ld = qkv_width(c);
+    float *ta = w->mla, *lat = ta + (size_t)M * ql, *kv = lat + (size_t)M * la, *q = kv + (size_t)M * kvw;
+    if (ql) {
+        tf_dense_forward(w->x, M, d, ql, b->qa_w, TF_LINEAR, NULL, 0, ta);
+        tf_rmsnorm_forward(ta, M, ql, ql, b->qa_n, 1e-6, ta);
+        tf_dense_forward(ta, M, ql, qw, b->attn_w, TF_LINEAR, NULL, 0, q);
+    } else {
+        tf_dense_forward(w->x, M, d, qw, b->attn_w, TF_LINEAR, NULL, 0, q);
+    }
+    tf_dense_forward(w->x, M, d, la, b->kva_w, TF_LINEAR, NULL, 0, lat);
+    tf_rmsnorm_forward(lat, M, kl, la, b->kva_n, 1e-6, lat);
+    // kv (M, nh (nope + vd)) = c (M, kv_lora; rows la apart) kv_b^T
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, kvw, kl, 1.0f, lat, la, b->kvb_w, kl, 0.0f, kv, kvw);
+    tf_rope_forward(q + c->nope, M, qw, T, nh, hd, c->rot, w->cs, c->interleave);
+    tf_rope_forward(lat + kl, M, la, T, 1, c->rot, c->rot, w->cs, c->interleave);
+    size_t fl = sizeof(float);
+    for (int r = 0; r < M; r++) {
+        float *row = w->qkv + (size_t)r * ld, *kr = kv + (size_t)r * kvw;
+        memcpy(row, q + (size_t)r * qw, (size_t)qw * fl);
+        for (int j = 0; j < nh; j++) {
+            float *k = row + qw + (size_t)j * hd, *v = row + 2 * qw + (size_t)j * c->vd;
+            memcpy(k, kr + (size_t)j * (c->nope + c->vd), (size_t)c->nope * fl);
+            memcpy(k + c->nope, lat + (size_t)r * la + kl, (size_t)c->rot * fl);
+            memcpy(v, kr + (size_t)j * (c->nope + c->vd) + c->nope, (size_t)c->vd * fl);
+        }
+    }
+}
+
+/* h += o_proj(attn(norm h)) of a DeepSeek block L */
+static void mla_attn_forward(const net_model *m, int L, float *h, int ns, int T, net_ws *w) {
+    const net_block *b = &m->blocks[L];
+    norm_forward(m, h, ns * T, b->ln1_w, b->ln1_b, w->x);
+    mla_qkv(m, b, ns * T, T, w);
+    attn_out(m, b, h, ns, T, w);
+}
+
 /* h += o_proj(attn(norm h)) of a decoder's block L: grouped-query, rotary */
 static void rope_attn_forward(const net_model *m, int L, float *h, int ns, int T, net_ws *w) {
     const net_config *c = &m->cfg;
     const net_block *b = &m->blocks[L];
-    int d = c->d, M = ns * T, ld = qkv_width(c), q = heads_width(c);
-    tf_attn_shape a = {c->nhead, c->nkv, c->hd, (float)c->attn_scale, 1, c->window};
+    int d = c->d, M = ns * T, ld = qkv_width(c);
     norm_forward(m, h, M, b->ln1_w, b->ln1_b, w->x);
     tf_dense_forward(w->x, M, d, ld, b->attn_w, TF_LINEAR, b->attn_b, 0, w->qkv); // (M, (nh + 2 nkv) hd)
     qk_prepare(m, b, w->qkv, M, T);
-    if (w->cs) tf_rope_forward(w->qkv, M, ld, T, c->nhead + c->nkv, c->hd, c->rot, w->cs);
+    if (w->cs) tf_rope_forward(w->qkv, M, ld, T, c->nhead + c->nkv, c->hd, c->rot, w->cs, 0);
+    attn_out(m, b, h, ns, T, w);
+}
+
+/* the heads' attention over w->qkv, then h += o_proj of it (x Granite's residual_multiplier) */
+static void attn_out(const net_model *m, const net_block *b, float *h, int ns, int T, net_ws *w) {
+    const net_config *c = &m->cfg;
+    int d = c->d, M = ns * T, ld = qkv_width(c), q = heads_width(c);
+    tf_attn_shape a = {c->nhead, c->nkv, c->hd, (float)c->attn_scale, 1, c->window, c->vd};
     for (int s = 0; s < ns; s++)
         tf_attention_gqa(w->qkv + (size_t)s * T * ld, T, &a, w->S, w->o + (size_t)s * T * q);
     if (c->res_mult == 1.0) {
@@ -159,9 +219,10 @@ static void rope_attn_forward(const net_model *m, int L, float *h, int ns, int T
 }
 
 void net_attn_forward(const net_model *m, int L, float *h, int ns, int T, net_ws *w) {
-    if (arch(m)->attn == NET_ATTN_ROPE) {
-        rope_attn_forward(m, L, h, ns, T, w);
-        return;
+    switch (arch(m)->attn) {
+    case NET_ATTN_ROPE: rope_attn_forward(m, L, h, ns, T, w); return;
+    case NET_ATTN_MLA: mla_attn_forward(m, L, h, ns, T, w); return;
+    case NET_ATTN_MHA: break;
     }
     const net_block *b = &m->blocks[L];
     int d = m->cfg.d, M = ns * T, causal = arch(m)->target == NET_TARGET_NEXT;
@@ -304,22 +365,34 @@ static void vit_embed_ref(const net_model *m, const float *img, float *h) {
     }
 }
 
+/* y (n) = w x / sqrt(mean(x^2) + eps), in double */
+static void rms_ref(const float *x, int n, const float *w, double eps, float *y) {
+    double ss = 0.0;
+    for (int j = 0; j < n; j++) ss += (double)x[j] * x[j];
+    for (int j = 0; j < n; j++) y[j] = (float)(w[j] * (x[j] / sqrt(ss / n + eps)));
+}
+
 /* y (d) = the architecture's norm of x (d), in double */
 static void norm_ref(const net_model *m, const float *x, int d, const float *w, const float *b, float *y) {
-    if (arch(m)->norm == NET_NORM_LAYER) {
-        ln_ref(x, d, w, b, m->cfg.eps, y);
-        return;
+    if (arch(m)->norm == NET_NORM_LAYER) ln_ref(x, d, w, b, m->cfg.eps, y);
+    else rms_ref(x, d, w, m->cfg.eps, y);
+}
+
+/* x (rot) turned for position p: pair i is (i, i + rot/2), or (2i, 2i + 1) interleaved */
+static void rotate_ref(const net_config *c, float *x, int p) {
+    int half = c->rot / 2;
+    for (int i = 0; i < half; i++) {
+        int u = c->interleave ? 2 * i : i, v = c->interleave ? 2 * i + 1 : i + half;
+        double ang = p * (pow(c->theta, -2.0 * i / c->rot) / c->rope_linear), a = x[u], b = x[v];
+        x[u] = (float)(a * cos(ang) - b * sin(ang));
+        x[v] = (float)(b * cos(ang) + a * sin(ang));
     }
-    double ss = 0.0;
-    for (int j = 0; j < d; j++) ss += (double)x[j] * x[j];
-    for (int j = 0; j < d; j++) y[j] = (float)(w[j] * (x[j] / sqrt(ss / d + m->cfg.eps)));
 }
 
 /* one token's q|k (row) of a decoder: q/k norms, clip, rotation at position p */
 static void qk_ref(const net_model *m, const net_block *b, float *row, int p) {
     const net_config *c = &m->cfg;
-    int hd = c->hd, q = heads_width(c), kv = c->nkv * hd, nq = arch(m)->qk_norm;
-    float *t = ms_malloc((size_t)(q > kv ? q : kv) * sizeof(float));
+    int hd = c->hd, q = q_width(c), kv = c->nkv * hd, nq = arch(m)->qk_norm;
     if (nq == NET_QKN_WHOLE) {
         norm_ref(m, row, q, b->qn_w, NULL, row);
         norm_ref(m, row + q, kv, b->kn_w, NULL, row + q);
@@ -328,23 +401,39 @@ static void qk_ref(const net_model *m, const net_block *b, float *row, int p) {
         norm_ref(m, row + (size_t)j * hd, hd, j < c->nhead ? b->qn_w : b->kn_w, NULL, row + (size_t)j * hd);
     for (int i = 0; c->clip_qkv > 0 && i < qkv_width(c); i++)
         row[i] = (float)fmin(fmax(row[i], -c->clip_qkv), c->clip_qkv);
-    int half = c->rot / 2;
-    for (int j = 0; j < c->nhead + c->nkv; j++) { // rotate_half: i pairs with i + rot/2
-        float *x = row + (size_t)j * hd;
-        memcpy(t, x, (size_t)hd * sizeof(float));
-        for (int i = 0; i < half; i++) {
-            double ang = p * (pow(c->theta, -2.0 * i / c->rot) / c->rope_linear);
-            x[i] = (float)(t[i] * cos(ang) - t[i + half] * sin(ang));
-            x[i + half] = (float)(t[i + half] * cos(ang) + t[i] * sin(ang));
-        }
+    for (int j = 0; j < c->nhead + c->nkv; j++) rotate_ref(c, row + (size_t)j * hd, p);
+}
+
+/* one token's q|k|v (row) of a DeepSeek block from x (d), at position p */
+static void mla_ref(const net_model *m, const net_block *b, const float *x, int p, float *row) {
+    const net_config *c = &m->cfg;
+    int d = c->d, ql = c->q_lora, kl = c->kv_lora, la = kl + c->rot, qw = q_width(c), kw = c->nope + c->vd;
+    float *t = ms_malloc((size_t)(ql + la + c->nhead * kw + 1) * sizeof(float)), *lat = t + ql, *kv = lat + la;
+    if (ql) {
+        dense_ref(x, d, ql, b->qa_w, TF_LINEAR, NULL, t);
+        rms_ref(t, ql, b->qa_n, 1e-6, t);
+        dense_ref(t, ql, qw, b->attn_w, TF_LINEAR, NULL, row);
+    } else {
+        dense_ref(x, d, qw, b->attn_w, TF_LINEAR, NULL, row);
+    }
+    dense_ref(x, d, la, b->kva_w, TF_LINEAR, NULL, lat);
+    rms_ref(lat, kl, b->kva_n, 1e-6, lat);
+    dense_ref(lat, kl, c->nhead * kw, b->kvb_w, TF_LINEAR, NULL, kv);
+    rotate_ref(c, lat + kl, p);
+    for (int j = 0; j < c->nhead; j++) {
+        float *qh = row + (size_t)j * c->hd, *k = row + qw + (size_t)j * c->hd;
+        rotate_ref(c, qh + c->nope, p);
+        memcpy(k, kv + (size_t)j * kw, (size_t)c->nope * sizeof(float));
+        memcpy(k + c->nope, lat + kl, (size_t)c->rot * sizeof(float));
+        memcpy(row + 2 * qw + (size_t)j * c->vd, kv + (size_t)j * kw + c->nope, (size_t)c->vd * sizeof(float));
     }
     free(t);
 }
 
-/* o (hd) = head j's attention of query token p over qkv (T, ld) */
+/* o (vd) = head j's attention of query token p over qkv (T, ld) */
 static void head_ref(const net_model *m, const float *qkv, int T, int p, int j, double *wt, float *o) {
     const net_config *c = &m->cfg;
-    int hd = c->hd, ld = qkv_width(c), q = heads_width(c), g = j / (c->nhead / c->nkv);
+    int hd = c->hd, ld = qkv_width(c), q = q_width(c), g = j / (c->nhead / c->nkv);
     int causal = arch(m)->target == NET_TARGET_NEXT, last = causal ? p : T - 1;
     int first = c->window > 0 && p - c->window + 1 > 0 ? p - c->window + 1 : 0;
     const float *qr = qkv + (size_t)p * ld + (size_t)j * hd;
@@ -357,10 +446,10 @@ static void head_ref(const net_model *m, const float *qkv, int T, int p, int j, 
         mx = wt[t] > mx ? wt[t] : mx;
     }
     for (int t = first; t <= last; t++) se += (wt[t] = exp(wt[t] - mx));
-    for (int u = 0; u < hd; u++) {
+    for (int u = 0; u < c->vd; u++) {
         double a = 0.0;
         for (int t = first; t <= last; t++)
-            a += wt[t] / se * qkv[(size_t)t * ld + q + (size_t)(c->nkv + g) * hd + u];
+            a += wt[t] / se * qkv[(size_t)t * ld + q + (size_t)c->nkv * hd + (size_t)g * c->vd + u];
         o[u] = (float)a;
     }
 }
@@ -373,12 +462,16 @@ static void attn_ref(const net_model *m, const net_block *b, float *h, int T, fl
     tf_layout lay = layout_of(m);
     for (int p = 0; p < T; p++) {
         norm_ref(m, h + (size_t)p * d, d, b->ln1_w, b->ln1_b, x);
+        if (arch(m)->attn == NET_ATTN_MLA) {
+            mla_ref(m, b, x, p, qkv + (size_t)p * ld);
+            continue;
+        }
         dense_ref(x, d, ld, b->attn_w, lay, b->attn_b, qkv + (size_t)p * ld);
         if (arch(m)->attn == NET_ATTN_ROPE) qk_ref(m, b, qkv + (size_t)p * ld, p);
     }
     double *wt = ms_malloc((size_t)T * sizeof(double));
     for (int p = 0; p < T; p++)
-        for (int j = 0; j < c->nhead; j++) head_ref(m, qkv, T, p, j, wt, o + (size_t)p * q + (size_t)j * c->hd);
+        for (int j = 0; j < c->nhead; j++) head_ref(m, qkv, T, p, j, wt, o + (size_t)p * q + (size_t)j * c->vd);
     free(wt);
     for (int p = 0; p < T; p++) {
         dense_ref(o + (size_t)p * q, q, d, b->proj_w, lay, b->proj_b, x);

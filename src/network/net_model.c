@@ -128,6 +128,23 @@ static void vit_tensors(net_model *m, tensor_list *l) {
     tl_add(l, "classifier.bias", 1, V, 0, 0, 0, &m->lm_b);
 }
 
+/* a DeepSeek block's attention: multi-head latent */
+static void mla_block_tensors(const net_config *c, net_block *b, int L, tensor_list *l) {
+    const char *fmt = net_arch_of(c->arch)->block;
+    int64_t d = c->d, nh = c->nhead, hd = c->hd, ql = c->q_lora, kvl = c->kv_lora;
+    block_tensor q_lora[] = {{"self_attn.q_a_proj.weight", 2, ql, d, &b->qa_w},
+                             {"self_attn.q_a_layernorm.weight", 1, ql, 0, &b->qa_n},
+                             {"self_attn.q_b_proj.weight", 2, nh * hd, ql, &b->attn_w}};
+    block_tensor q_plain[] = {{"self_attn.q_proj.weight", 2, nh * hd, d, &b->attn_w}};
+    block_tensor kv[] = {{"self_attn.kv_a_proj_with_mqa.weight", 2, kvl + c->rot, d, &b->kva_w},
+                         {"self_attn.kv_a_layernorm.weight", 1, kvl, 0, &b->kva_n},
+                         {"self_attn.kv_b_proj.weight", 2, nh * (c->nope + c->vd), kvl, &b->kvb_w},
+                         {"self_attn.o_proj.weight", 2, d, nh * c->vd, &b->proj_w}};
+    if (ql) add_block(l, fmt, L, q_lora, 3);
+    else add_block(l, fmt, L, q_plain, 1);
+    add_block(l, fmt, L, kv, 4);
+}
+
 /* Every backbone tensor of a decoder m: q, k and v side by side (one Linear
  * weight of (nh + 2 nkv) hd rows), a dense MLP's gate and up likewise. */
 static void decoder_tensors(net_model *m, tensor_list *l) {
@@ -153,8 +170,13 @@ static void decoder_tensors(net_model *m, tensor_list *l) {
                               {"mlp.up_proj.weight", 2, ff, d, NULL},
                               {"mlp.down_proj.weight", 2, d, ff, &b->fcp_w}};
         const char *fmt = A->block;
-        add_block(l, fmt, L, qkv, c->qkv_bias ? 6 : 3);
-        add_block(l, fmt, L, bt, c->o_bias ? 4 : 3);
+        if (A->attn == NET_ATTN_MLA) {
+            mla_block_tensors(c, b, L, l);
+            add_block(l, fmt, L, bt, 2); // the norms
+        } else {
+            add_block(l, fmt, L, qkv, c->qkv_bias ? 6 : 3);
+            add_block(l, fmt, L, bt, c->o_bias ? 4 : 3);
+        }
         if (A->qk_norm != NET_QKN_NONE) add_block(l, fmt, L, qk, 2);
         if (c->moe_of[L] < 0) add_block(l, fmt, L, mlp, 3);
     }
@@ -366,10 +388,12 @@ void net_clone(net_model *dst, const net_model *src) {
         net_block *b = &dst->blocks[L];
         float *const *sp[] = {&s->ln1_w, &s->ln1_b, &s->attn_w, &s->attn_b, &s->proj_w, &s->proj_b,
                               &s->ln2_w, &s->ln2_b, &s->fc_w,   &s->fc_b,   &s->fcp_w,  &s->fcp_b,
-                              &s->qn_w,  &s->kn_w};
+                              &s->qn_w,  &s->kn_w,   &s->qa_w,   &s->qa_n,   &s->kva_w, &s->kva_n,
+                              &s->kvb_w};
         float **dp[] = {&b->ln1_w, &b->ln1_b, &b->attn_w, &b->attn_b, &b->proj_w, &b->proj_b,
                         &b->ln2_w, &b->ln2_b, &b->fc_w,   &b->fc_b,   &b->fcp_w,  &b->fcp_b,
-                        &b->qn_w,  &b->kn_w};
+                        &b->qn_w,  &b->kn_w,   &b->qa_w,   &b->qa_n,   &b->kva_w, &b->kva_n,
+                        &b->kvb_w};
         for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) *dp[i] = rebase(src, dst, *sp[i]);
     }
     dst->moe = ms_calloc((size_t)(src->cfg.nmoe ? src->cfg.nmoe : 1), sizeof(moe_model));
@@ -457,6 +481,9 @@ int net_check_compatible(const net_model *a, const net_model *b, ms_err *err) {
                        : x->hd != y->hd             ? "head_dim"
                        : x->o_bias != y->o_bias     ? "attention_bias"
                        : x->rot != y->rot           ? "partial_rotary_factor"
+                       : x->vd != y->vd || x->q_lora != y->q_lora || x->kv_lora != y->kv_lora ||
+                               x->nope != y->nope || x->interleave != y->interleave
+                           ? "the latent attention's widths"
                        : x->theta != y->theta || x->rope_linear != y->rope_linear ? "rope_theta / rope_scaling"
                        : x->clip_qkv != y->clip_qkv ? "clip_qkv"
                        : x->window != y->window     ? "sliding_window"

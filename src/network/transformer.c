@@ -48,10 +48,11 @@ void tf_act_forward(float *X, size_t len, moe_act act) {
 #define ATT_BLOCK 32
 
 void tf_attention_gqa(const float *QKV, int T, const tf_attn_shape *a, float *S, float *O) {
-    int dh = a->hd, rep = a->nh / a->nkv, qw = a->nh * dh, ld = qw + 2 * a->nkv * dh;
+    int dh = a->hd, vd = a->vd ? a->vd : dh, rep = a->nh / a->nkv, qw = a->nh * dh;
+    int ld = qw + a->nkv * (dh + vd), ow = a->nh * vd;
     for (int j = 0; j < a->nh; j++) {
         const float *q = QKV + (size_t)j * dh, *k = QKV + qw + (size_t)(j / rep) * dh;
-        const float *v = k + (size_t)a->nkv * dh;
+        const float *v = QKV + qw + (size_t)a->nkv * dh + (size_t)(j / rep) * vd;
         for (int r0 = 0; r0 < T; r0 += ATT_BLOCK) {
             int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T, rows = r1 - r0, cols = a->causal ? r1 : T;
             // S (rows, cols) = scale q[r0..r1) k[0..cols)^T, q and k (., dh) at stride ld
@@ -65,15 +66,15 @@ void tf_attention_gqa(const float *QKV, int T, const tf_attn_shape *a, float *S,
                 for (int c = 0; c < lo; c++) s[c] = 0.0f;
                 for (int c = n; c < cols; c++) s[c] = 0.0f;
             }
-            // O[r0..r1), head j's columns (rows, dh) = S (rows, cols) v[0..cols) (cols, dh)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, dh, cols, 1.0f, S, cols, v, ld, 0.0f,
-                        O + (size_t)r0 * qw + (size_t)j * dh, qw);
+            // O[r0..r1), head j's columns (rows, vd) = S (rows, cols) v[0..cols) (cols, vd)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, vd, cols, 1.0f, S, cols, v, ld, 0.0f,
+                        O + (size_t)r0 * ow + (size_t)j * vd, ow);
         }
     }
 }
 
 void tf_attention_forward(const float *QKV, int T, int d, int nh, int causal, float *S, float *O) {
-    tf_attn_shape a = {nh, nh, d / nh, (float)(1.0 / sqrt((double)(d / nh))), causal, 0};
+    tf_attn_shape a = {nh, nh, d / nh, (float)(1.0 / sqrt((double)(d / nh))), causal, 0, 0};
     tf_attention_gqa(QKV, T, &a, S, O);
 }
 
@@ -87,16 +88,16 @@ void tf_rope_table(int T, int rot, double theta, double linear, float *cs) {
         }
 }
 
-void tf_rope_forward(float *X, int M, int ld, int T, int nr, int hd, int rot, const float *cs) {
-    int half = rot / 2;
+void tf_rope_forward(float *X, int M, int ld, int T, int nr, int hd, int rot, const float *cs, int interleave) {
+    int half = rot / 2, a = interleave ? 2 : 1, b = interleave ? 1 : half; // pair i: a i and a i + b
     for (int r = 0; r < M; r++) {
         const float *c = cs + (size_t)(r % T) * rot, *s = c + half;
         for (int j = 0; j < nr; j++) {
             float *x = X + (size_t)r * ld + (size_t)j * hd;
             for (int i = 0; i < half; i++) {
-                float x1 = x[i], x2 = x[i + half];
-                x[i] = x1 * c[i] - x2 * s[i];
-                x[i + half] = x2 * c[i] + x1 * s[i];
+                float x1 = x[a * i], x2 = x[a * i + b];
+                x[a * i] = x1 * c[i] - x2 * s[i];
+                x[a * i + b] = x2 * c[i] + x1 * s[i];
             }
         }
     }

@@ -28,7 +28,8 @@ from family_fixtures import write_safetensors  # noqa: E402
 from testutil import check, expect_error, run  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="moescope_decoders_")
-FAMILIES = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe"]
+FAMILIES = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "deepseek_v2", "deepseek_v3"]
+MLA = dict(kv_lora_rank=6, qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=5)
 
 
 def gen(fam, out, seed=0, extra=None, seq=9):
@@ -48,6 +49,12 @@ def gen(fam, out, seed=0, extra=None, seq=9):
                                        logits_scaling=2.5, tie_word_embeddings=True)
     if fam == "mixtral": cfg.update(sliding_window=5)
     if fam == "olmoe": cfg.update(clip_qkv=1.2)
+    if fam.startswith("deepseek"):
+        del cfg["num_experts"], cfg["head_dim"]
+        cfg.update(MLA, n_routed_experts=n, n_shared_experts=2, first_k_dense_replace=1,
+                   q_lora_rank=None if fam == "deepseek_v2" else 7)
+    if fam == "deepseek_v3": cfg.update(n_group=2, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5)
+    if fam == "deepseek_v2": cfg.update(routed_scaling_factor=1.5)
     cfg.update(extra or {})
     T = {}
     def add(name, *shape, s=0.3, mean=0.0):
@@ -57,10 +64,13 @@ def gen(fam, out, seed=0, extra=None, seq=9):
         p = f"model.layers.{L}."
         add(p + "input_layernorm.weight", d, s=0.1, mean=1)
         add(p + "post_attention_layernorm.weight", d, s=0.1, mean=1)
-        add(p + "self_attn.q_proj.weight", nh * hd, d, s=0.5)
-        add(p + "self_attn.k_proj.weight", nkv * hd, d, s=0.5)
-        add(p + "self_attn.v_proj.weight", nkv * hd, d)
-        add(p + "self_attn.o_proj.weight", d, nh * hd)
+        if fam.startswith("deepseek"):
+            mla_tensors(cfg, add, p)
+        else:
+            add(p + "self_attn.q_proj.weight", nh * hd, d, s=0.5)
+            add(p + "self_attn.k_proj.weight", nkv * hd, d, s=0.5)
+            add(p + "self_attn.v_proj.weight", nkv * hd, d)
+            add(p + "self_attn.o_proj.weight", d, nh * hd)
         if fam == "qwen2_moe":
             add(p + "self_attn.q_proj.bias", nh * hd); add(p + "self_attn.k_proj.bias", nkv * hd); add(p + "self_attn.v_proj.bias", nkv * hd)
         if fam == "qwen3_moe":
@@ -85,6 +95,12 @@ def gen(fam, out, seed=0, extra=None, seq=9):
             add(m + "gate.weight", n, d)
             for e in range(n):
                 add(m + f"experts.{e}.gate_proj.weight", h, d); add(m + f"experts.{e}.up_proj.weight", h, d); add(m + f"experts.{e}.down_proj.weight", d, h)
+            if fam == "deepseek_v3":
+                add(m + "gate.e_score_correction_bias", n, s=0.1)
+            if fam.startswith("deepseek"):
+                hs = h * cfg["n_shared_experts"]
+                add(m + "shared_experts.gate_proj.weight", hs, d); add(m + "shared_experts.up_proj.weight", hs, d)
+                add(m + "shared_experts.down_proj.weight", d, hs)
             if fam == "qwen2_moe":
                 hs = cfg["shared_expert_intermediate_size"]
                 add(m + "shared_expert.gate_proj.weight", hs, d); add(m + "shared_expert.up_proj.weight", hs, d)
@@ -98,7 +114,58 @@ def gen(fam, out, seed=0, extra=None, seq=9):
     write_safetensors(f"{out}/eval.safetensors", [("input_ids", "I64", ids.shape, ids.tobytes())])
     return cfg, T, ids
 
+def mla_tensors(cfg, add, p):
+    """DeepSeek's latent attention: q_a/q_b (or q_proj), kv_a_proj_with_mqa, kv_b, o"""
+    d, nh, ql = cfg["hidden_size"], cfg["num_attention_heads"], cfg["q_lora_rank"]
+    kl, nope, rope, vd = (cfg[k] for k in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
+    if ql:
+        add(p + "self_attn.q_a_proj.weight", ql, d, s=0.5)
+        add(p + "self_attn.q_a_layernorm.weight", ql, s=0.1, mean=1)
+        add(p + "self_attn.q_b_proj.weight", nh * (nope + rope), ql, s=0.5)
+    else:
+        add(p + "self_attn.q_proj.weight", nh * (nope + rope), d, s=0.5)
+    add(p + "self_attn.kv_a_proj_with_mqa.weight", kl + rope, d, s=0.5)
+    add(p + "self_attn.kv_a_layernorm.weight", kl, s=0.1, mean=1)
+    add(p + "self_attn.kv_b_proj.weight", nh * (nope + vd), kl, s=0.5)
+    add(p + "self_attn.o_proj.weight", d, nh * vd)
+
+
+def mla_qkv(cfg, t, p, hN, pos):
+    """q (nh, T, nope + rope), k (same), v (nh, T, vd) of DeepSeek's attention"""
+    Tn, nh, ql = hN.shape[0], cfg["num_attention_heads"], cfg["q_lora_rank"]
+    kl, nope, rope, vd = (cfg[k] for k in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
+    if ql:
+        q = rms(hN @ t[p + "self_attn.q_a_proj.weight"].T, t[p + "self_attn.q_a_layernorm.weight"], 1e-6)
+        q = q @ t[p + "self_attn.q_b_proj.weight"].T
+    else:
+        q = hN @ t[p + "self_attn.q_proj.weight"].T
+    q = q.reshape(Tn, nh, nope + rope).transpose(1, 0, 2)
+    ckv = hN @ t[p + "self_attn.kv_a_proj_with_mqa.weight"].T
+    kv = rms(ckv[:, :kl], t[p + "self_attn.kv_a_layernorm.weight"], 1e-6) @ t[p + "self_attn.kv_b_proj.weight"].T
+    kv = kv.reshape(Tn, nh, nope + vd).transpose(1, 0, 2)
+    qr, kr = q[..., nope:], ckv[None, :, kl:]
+    inv = 1.0 / cfg.get("rope_theta", 10000.0) ** (np.arange(0, rope, 2) / rope)
+    ang = np.outer(pos, inv)
+    if cfg["model_type"] == "deepseek_v2":  # view_as_complex: adjacent pairs times e^{i ang}
+        z = lambda x: (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * ang)  # noqa: E731
+        unz = lambda c: np.stack([c.real, c.imag], -1).reshape(*c.shape[:-1], -1)  # noqa: E731
+        qr, kr = unz(z(qr)), unz(z(kr))
+    else:  # apply_rotary_pos_emb_interleave: [evens, odds], then rotate_half
+        perm = np.concatenate([np.arange(0, rope, 2), np.arange(1, rope, 2)])
+        qr, kr = rope_half(qr[..., perm], ang), rope_half(kr[..., perm], ang)
+    k = np.concatenate([kv[..., :nope], np.broadcast_to(kr, (nh, Tn, rope))], -1)
+    return np.concatenate([q[..., :nope], qr], -1), k, kv[..., nope:]
+
+
+def rope_half(x, ang):
+    emb = np.concatenate([ang, ang], -1)
+    h = x.shape[-1] // 2
+    return x * np.cos(emb) + np.concatenate([-x[..., h:], x[..., :h]], -1) * np.sin(emb)
+
+
 def moe_layer(cfg, L):
+    if cfg["model_type"].startswith("deepseek"):
+        return L >= cfg["first_k_dense_replace"]
     if cfg["model_type"] in ("qwen2_moe", "qwen3_moe"):
         return L not in cfg.get("mlp_only_layers", []) and (L + 1) % cfg.get("decoder_sparse_step", 1) == 0
     return True
@@ -114,6 +181,32 @@ def rope(x, pos, theta, rot):
     rh = np.concatenate([-xr[..., rot // 2:], xr[..., :rot // 2]], -1)
     return np.concatenate([xr * cos + rh * sin, xp], -1)
 
+def attention(q, k, v, pos, W, scale):
+    """(T, heads vd): causal softmax(q k^T scale) v per head, a window W when set"""
+    S = q @ k.transpose(0, 2, 1) * scale
+    mask = np.tril(np.ones((len(pos), len(pos)), bool))
+    if W:
+        mask &= (pos[:, None] - pos[None, :]) < W
+    S = np.where(mask, S, -np.inf)
+    S = np.exp(S - S.max(-1, keepdims=True))
+    S /= S.sum(-1, keepdims=True)
+    return (S @ v).transpose(1, 0, 2).reshape(len(pos), -1)
+
+
+def mlp_step(cfg, t, p, L, x, eps, rm):
+    """x + rm mlp(post_attention_layernorm x): the family's MoE block or a dense SiLU-GLU"""
+    fam = cfg["model_type"]
+    hN = rms(x, t[p + "post_attention_layernorm.weight"], eps)
+    if moe_layer(cfg, L):
+        pre = p + ("block_sparse_moe." if fam in ("mixtral", "granitemoe") else "mlp.")
+        y = family_ref.forward(fam, t, cfg, pre, hN)
+    else:
+        g = hN @ t[p + "mlp.gate_proj.weight"].T
+        u = hN @ t[p + "mlp.up_proj.weight"].T
+        y = (g / (1 + np.exp(-g)) * u) @ t[p + "mlp.down_proj.weight"].T
+    return x + rm * y
+
+
 def forward(cfg, T, ids):
     fam = cfg["model_type"]; t = {k: v.astype(np.float64) for k, v in T.items()}
     d, nh, nkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
@@ -127,6 +220,11 @@ def forward(cfg, T, ids):
         for L in range(cfg["num_hidden_layers"]):
             p = f"model.layers.{L}."
             hN = rms(x, t[p + "input_layernorm.weight"], eps)
+            if fam.startswith("deepseek"):
+                q, k, v = mla_qkv(cfg, t, p, hN, pos)
+                x = x + attention(q, k, v, pos, None, (q.shape[-1]) ** -0.5) @ t[p + "self_attn.o_proj.weight"].T
+                x = mlp_step(cfg, t, p, L, x, eps, 1.0)
+                continue
             q = hN @ t[p + "self_attn.q_proj.weight"].T; k = hN @ t[p + "self_attn.k_proj.weight"].T; v = hN @ t[p + "self_attn.v_proj.weight"].T
             if fam == "qwen2_moe":
                 q += t[p + "self_attn.q_proj.bias"]; k += t[p + "self_attn.k_proj.bias"]; v += t[p + "self_attn.v_proj.bias"]
@@ -139,20 +237,8 @@ def forward(cfg, T, ids):
                 q = rms(q, t[p + "self_attn.q_norm.weight"], eps); k = rms(k, t[p + "self_attn.k_norm.weight"], eps)
             q = rope(q, pos, cfg["rope_theta"], hd); k = rope(k, pos, cfg["rope_theta"], hd)
             rep = nh // nkv; k = np.repeat(k, rep, 0); v = np.repeat(v, rep, 0)
-            S = q @ k.transpose(0, 2, 1) * scale
-            mask = np.tril(np.ones((Tn, Tn), bool))
-            if W: mask &= (pos[:, None] - pos[None, :]) < W
-            S = np.where(mask, S, -np.inf); S = np.exp(S - S.max(-1, keepdims=True)); S /= S.sum(-1, keepdims=True)
-            o = (S @ v).transpose(1, 0, 2).reshape(Tn, nh * hd) @ t[p + "self_attn.o_proj.weight"].T
-            x = x + rm * o
-            hN = rms(x, t[p + "post_attention_layernorm.weight"], eps)
-            if moe_layer(cfg, L):
-                pre = p + ("block_sparse_moe." if fam in ("mixtral", "granitemoe") else "mlp.")
-                y = family_ref.forward(fam, t, cfg, pre, hN)
-            else:
-                g = hN @ t[p + "mlp.gate_proj.weight"].T; u = hN @ t[p + "mlp.up_proj.weight"].T
-                y = (g / (1 + np.exp(-g)) * u) @ t[p + "mlp.down_proj.weight"].T
-            x = x + rm * y
+            x = x + rm * (attention(q, k, v, pos, W, scale) @ t[p + "self_attn.o_proj.weight"].T)
+            x = mlp_step(cfg, t, p, L, x, eps, rm)
         x = rms(x, t["model.norm.weight"], eps)
         lm = t["lm_head.weight"] if "lm_head.weight" in t else t["model.embed_tokens.weight"]
         lg = x @ lm.T / cfg.get("logits_scaling", 1.0)
