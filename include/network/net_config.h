@@ -33,6 +33,8 @@
  *   deepseek_v2, deepseek_v3: the heads' shape from q_lora_rank (null: q_proj),
  *   kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim (the rotated dims), v_head_dim;
  *   rope_interleave (V3; V2 always pairs adjacent dims); first_k_dense_replace.
+ *   gpt_oss: layer_types ("sliding_attention" | "full_attention" per block; default
+ *   alternating, sliding first), sliding_window (128), attention_bias (true).
  *   The MoE blocks' router keys (num_experts_per_tok, norm_topk_prob, ...) are
  *   read by the family (family_io.c).
  *
@@ -60,6 +62,7 @@ typedef enum {
     NET_GRANITEMOE,
     NET_DEEPSEEK_V2,
     NET_DEEPSEEK_V3,
+    NET_GPT_OSS,
     NET_ARCH_COUNT
 } net_arch;
 
@@ -101,6 +104,8 @@ typedef struct {
     net_sparse sparse;
     int qkv_bias;           /* q, k, v projections carry biases (Qwen2-MoE) */
     int multipliers;        /* Granite's embedding / residual / attention multipliers, logits scaling */
+    int sinks;              /* GPT-OSS: per-head sink logits (self_attn.sinks), per-layer windows
+                               (layer_types), attention_bias true by default */
     int eval_only;          /* a network only beside a network's evaluation set (input_ids): a real
                                Hugging Face checkpoint, without one, opens one MoE layer at a time */
 } net_arch_desc;
@@ -128,6 +133,7 @@ typedef struct {
     double rope_linear;  /* rope_scaling "linear"'s factor: positions divided by it (1: none) */
     double clip_qkv;     /* OLMoE: q, k, v clamped to +-clip_qkv (0: not) */
     int window;          /* sliding window: query i sees keys i - window < j <= i (0: none) */
+    int layer_window[NET_MAX_LAYERS]; /* block L's window: window or 0 (GPT-OSS's full layers) */
     double emb_mult, res_mult, logit_div; /* Granite's multipliers (1 otherwise) */
     double attn_scale;   /* the attention's scale: 1/sqrt(hd), Granite's attention_multiplier */
     int nmoe;            /* MoE blocks, ascending in moe_layers */

@@ -41,6 +41,7 @@
  *   a dense block: mlp.{gate_proj [ff,d], up_proj [ff,d]} (carved as one [2ff, d], gate
  *     rows first), mlp.down_proj [d,ff] .weight
  *   an MoE block: the family's layer at model.layers.L.<block_sparse_moe | mlp>
+ *   GPT-OSS's self_attn.sinks [nh]
  *   model.norm.weight [d]; lm_head.weight [V,d] unless tied
  *   DeepSeek's attention instead: self_attn.q_proj [nh hd, d] or q_a_proj [q_lora, d],
  *     q_a_layernorm [q_lora], q_b_proj [nh hd, q_lora]; kv_a_proj_with_mqa
@@ -73,6 +74,7 @@ typedef struct {
     float *qa_w, *qa_n;   // DeepSeek: q_a_proj (q_lora, d), q_a_layernorm (q_lora); NULL: q_proj
     float *kva_w, *kva_n; // kv_a_proj_with_mqa (kv_lora + rope, d), kv_a_layernorm (kv_lora)
     float *kvb_w;         // kv_b_proj (nh (nope + vd), kv_lora)
+    float *sinks;         // (nh) GPT-OSS's sink logits; NULL otherwise
     float *fc_w;          // (d, ff) GPT-2, (ff, d) ViT, (2ff, d) a decoder's gate|up: a dense
                           // block's MLP; NULL for an MoE block
     float *fc_b;          // (ff)

@@ -39,6 +39,7 @@ typedef struct {
     float scale;
     int causal, window;
     int vd;
+    const float *sinks; /* (nh) a sink logit per head joining each row's softmax (GPT-OSS); NULL: none */
 } tf_attn_shape;
 
 /* O (T, nh vd) = every head's softmax(q k^T scale) v, of one sequence's QKV (T,

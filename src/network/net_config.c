@@ -14,21 +14,21 @@
     "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "rms_norm_eps",   \
         "hidden_act", "max_position_embeddings", "lm_head.weight", NET_NORM_RMS, NET_EMBED_TOKENS,     \
         NET_ATTN_ROPE, NET_MLP_GLU, NET_TARGET_NEXT
-#define DECODER_ROW(qkn, sparse, qkv_bias, mult) qkn, sparse, qkv_bias, mult, 1
+#define DECODER_ROW(qkn, sparse, qkv_bias, mult) qkn, sparse, qkv_bias, mult, 0, 1
 #define MLA_KEYS                                                                                         \
     "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "rms_norm_eps",   \
         "hidden_act", "max_position_embeddings", "lm_head.weight", NET_NORM_RMS, NET_EMBED_TOKENS,     \
-        NET_ATTN_MLA, NET_MLP_GLU, NET_TARGET_NEXT, NET_QKN_NONE, NET_SPARSE_FIRST_K, 0, 0, 1
+        NET_ATTN_MLA, NET_MLP_GLU, NET_TARGET_NEXT, NET_QKN_NONE, NET_SPARSE_FIRST_K, 0, 0, 0, 1
 static const net_arch_desc ARCHS[NET_ARCH_COUNT] = {
     [NET_GPT2] = {"gpt2", "transformer.wte.weight", "transformer.h.%d.", "mlp", "gate.weight","mlp.c_fc.weight", FAM_GPT2,
                   "n_embd", "n_layer", "n_head", "n_inner", "layer_norm_epsilon", "activation_function",
                   "n_positions", "lm_head.weight", NET_NORM_LAYER, NET_EMBED_LEARNED, NET_ATTN_MHA, NET_MLP_ACT,
-                  NET_TARGET_NEXT, NET_QKN_NONE, NET_SPARSE_LISTED, 0, 0, 0},
+                  NET_TARGET_NEXT, NET_QKN_NONE, NET_SPARSE_LISTED, 0, 0, 0, 0},
     [NET_VIT] = {"vit", "vit.embeddings.patch_embeddings.projection.weight", "vit.encoder.layer.%d.", "moe", "gate.weight",
                  "intermediate.dense.weight", FAM_VIT, "hidden_size", "num_hidden_layers",
                  "num_attention_heads", "intermediate_size", "layer_norm_eps", "hidden_act", "image_size",
                  "classifier.weight", NET_NORM_LAYER, NET_EMBED_PATCHES, NET_ATTN_MHA, NET_MLP_ACT,
-                 NET_TARGET_CLASS, NET_QKN_NONE, NET_SPARSE_LISTED, 0, 0, 0},
+                 NET_TARGET_CLASS, NET_QKN_NONE, NET_SPARSE_LISTED, 0, 0, 0, 0},
     [NET_MIXTRAL] = {"mixtral", "model.embed_tokens.weight", "model.layers.%d.", "block_sparse_moe",
                      "gate.weight", "mlp.gate_proj.weight", FAM_MIXTRAL, DECODER_KEYS,
                      DECODER_ROW(NET_QKN_NONE, NET_SPARSE_ALL, 0, 0)},
@@ -47,6 +47,8 @@ static const net_arch_desc ARCHS[NET_ARCH_COUNT] = {
                          "mlp.gate_proj.weight", FAM_DEEPSEEK_V2, MLA_KEYS},
     [NET_DEEPSEEK_V3] = {"deepseek_v3", "model.embed_tokens.weight", "model.layers.%d.", "mlp", "gate.weight",
                          "mlp.gate_proj.weight", FAM_DEEPSEEK_V3, MLA_KEYS},
+    [NET_GPT_OSS] = {"gpt_oss", "model.embed_tokens.weight", "model.layers.%d.", "mlp", "router.weight",
+                     "mlp.gate_proj.weight", FAM_GPT_OSS, DECODER_KEYS, NET_QKN_NONE, NET_SPARSE_ALL, 0, 0, 1, 1},
 };
 
 const net_arch_desc *net_arch_of(net_arch a) { return &ARCHS[a]; }
@@ -195,7 +197,7 @@ static int decoder_attn_read(const cfg_obj *top, const net_arch_desc *A, net_con
     nc->nkv = (int)nkv;
     nc->hd = has_hd ? (int)hd : nc->d / nc->nhead;
     if (cfg_num(top, "partial_rotary_factor", 1e-6, 1.0, 1.0, &prf, err) < 0 ||
-        cfg_bool(top, "attention_bias", 0, &bias, err) < 0 ||
+        cfg_bool(top, "attention_bias", A->sinks, &bias, err) < 0 ||
         cfg_num(top, "clip_qkv", 0.0, 1e30, 0.0, &nc->clip_qkv, err) < 0)
         return -1;
     nc->rot = ((int)(nc->hd * prf)) & ~1;
@@ -238,11 +240,31 @@ static int mla_attn_read(const cfg_obj *top, const net_arch_desc *A, net_config 
     return rope_read(top, nc, err);
 }
 
-/* the sliding window: Mixtral's sliding_window when set; Qwen's only with
- * use_sliding_window (not implemented: its per-layer windows) */
+/* GPT-OSS's windows: layer_types' "sliding_attention" blocks get sliding_window */
+static int layer_types_read(const cfg_obj *top, net_config *nc, ms_err *err) {
+    long w;
+    if (cfg_int(top, "sliding_window", 1, 1L << 30, 128, &w, err) < 0) return -1;
+    nc->window = (int)w;
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(top->obj, "layer_types");
+    if (lt && !cJSON_IsNull(lt) && (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != nc->nlayer))
+        return ms_fail(err, "%s: key 'layer_types' should list the %d blocks' attention", top->file, nc->nlayer);
+    for (int L = 0; L < nc->nlayer; L++) {
+        const cJSON *t = lt && cJSON_IsArray(lt) ? cJSON_GetArrayItem(lt, L) : NULL;
+        const char *kind = t ? cJSON_GetStringValue(t) : (L % 2 ? "full_attention" : "sliding_attention");
+        if (!kind || (strcmp(kind, "sliding_attention") && strcmp(kind, "full_attention")))
+            return ms_fail(err, "%s: key 'layer_types[%d]' is not \"sliding_attention\" or \"full_attention\"",
+                           top->file, L);
+        nc->layer_window[L] = strcmp(kind, "sliding_attention") ? 0 : nc->window;
+    }
+    return 0;
+}
+
+/* the sliding window: Mixtral's sliding_window when set; GPT-OSS's per layer_types;
+ * Qwen's only with use_sliding_window (not implemented: its per-layer windows) */
 static int decoder_window_read(const cfg_obj *top, const net_arch_desc *A, net_config *nc, ms_err *err) {
     long w;
     int use;
+    if (A->sinks) return layer_types_read(top, nc, err);
     if (A->sparse == NET_SPARSE_STEP) {
         if (cfg_bool(top, "use_sliding_window", 0, &use, err) < 0) return -1;
         if (use)
@@ -254,6 +276,7 @@ static int decoder_window_read(const cfg_obj *top, const net_arch_desc *A, net_c
     if (A->family != FAM_MIXTRAL) return 0;
     if (cfg_int(top, "sliding_window", 1, 1L << 30, 0, &w, err) < 0) return -1;
     nc->window = (int)w;
+    for (int L = 0; L < nc->nlayer; L++) nc->layer_window[L] = nc->window;
     return 0;
 }
 

@@ -146,7 +146,7 @@ static void qk_prepare(const net_model *m, const net_block *b, float *qkv, int M
     }
 }
 
-static void attn_out(const net_model *m, const net_block *b, float *h, int ns, int T, net_ws *w);
+static void attn_out(const net_model *m, int L, float *h, int ns, int T, net_ws *w);
 
 /* DeepSeek's multi-head latent attention's q | k | v rows (M, nh hd + nh hd + nh
  * vd) into w->qkv from x = w->x: q = q_b(norm(q_a x)) (or q_proj x), the latent
@@ -188,7 +188,7 @@ static void mla_attn_forward(const net_model *m, int L, float *h, int ns, int T,
     const net_block *b = &m->blocks[L];
     norm_forward(m, h, ns * T, b->ln1_w, b->ln1_b, w->x);
     mla_qkv(m, b, ns * T, T, w);
-    attn_out(m, b, h, ns, T, w);
+    attn_out(m, L, h, ns, T, w);
 }
 
 /* h += o_proj(attn(norm h)) of a decoder's block L: grouped-query, rotary */
@@ -200,14 +200,15 @@ static void rope_attn_forward(const net_model *m, int L, float *h, int ns, int T
     tf_dense_forward(w->x, M, d, ld, b->attn_w, TF_LINEAR, b->attn_b, 0, w->qkv); // (M, (nh + 2 nkv) hd)
     qk_prepare(m, b, w->qkv, M, T);
     if (w->cs) tf_rope_forward(w->qkv, M, ld, T, c->nhead + c->nkv, c->hd, c->rot, w->cs, 0);
-    attn_out(m, b, h, ns, T, w);
+    attn_out(m, L, h, ns, T, w);
 }
 
 /* the heads' attention over w->qkv, then h += o_proj of it (x Granite's residual_multiplier) */
-static void attn_out(const net_model *m, const net_block *b, float *h, int ns, int T, net_ws *w) {
+static void attn_out(const net_model *m, int L, float *h, int ns, int T, net_ws *w) {
     const net_config *c = &m->cfg;
+    const net_block *b = &m->blocks[L];
     int d = c->d, M = ns * T, ld = qkv_width(c), q = heads_width(c);
-    tf_attn_shape a = {c->nhead, c->nkv, c->hd, (float)c->attn_scale, 1, c->window, c->vd};
+    tf_attn_shape a = {c->nhead, c->nkv, c->hd, (float)c->attn_scale, 1, c->layer_window[L], c->vd, b->sinks};
     for (int s = 0; s < ns; s++)
         tf_attention_gqa(w->qkv + (size_t)s * T * ld, T, &a, w->S, w->o + (size_t)s * T * q);
     if (c->res_mult == 1.0) {
@@ -431,11 +432,13 @@ static void mla_ref(const net_model *m, const net_block *b, const float *x, int 
 }
 
 /* o (vd) = head j's attention of query token p over qkv (T, ld) */
-static void head_ref(const net_model *m, const float *qkv, int T, int p, int j, double *wt, float *o) {
+static void head_ref(const net_model *m, int L, const float *qkv, int T, int p, int j, double *wt, float *o) {
     const net_config *c = &m->cfg;
+    const float *sink = m->blocks[L].sinks;
+    int window = c->layer_window[L];
     int hd = c->hd, ld = qkv_width(c), q = q_width(c), g = j / (c->nhead / c->nkv);
     int causal = arch(m)->target == NET_TARGET_NEXT, last = causal ? p : T - 1;
-    int first = c->window > 0 && p - c->window + 1 > 0 ? p - c->window + 1 : 0;
+    int first = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
     const float *qr = qkv + (size_t)p * ld + (size_t)j * hd;
     double mx = -INFINITY, se = 0.0;
     for (int t = first; t <= last; t++) {
@@ -445,6 +448,8 @@ static void head_ref(const net_model *m, const float *qkv, int T, int p, int j, 
         wt[t] = s * c->attn_scale;
         mx = wt[t] > mx ? wt[t] : mx;
     }
+    if (sink) mx = fmax(mx, sink[j]);
+    if (sink) se = exp(sink[j] - mx); // the sink joins the denominator only
     for (int t = first; t <= last; t++) se += (wt[t] = exp(wt[t] - mx));
     for (int u = 0; u < c->vd; u++) {
         double a = 0.0;
@@ -454,10 +459,10 @@ static void head_ref(const net_model *m, const float *qkv, int T, int p, int j, 
     }
 }
 
-/* h (T, d) of one sequence += attention of block b (causal: token p sees 0..p) */
-static void attn_ref(const net_model *m, const net_block *b, float *h, int T, float *x, float *qkv,
-                     float *o) {
+/* h (T, d) of one sequence += attention of block L (causal: token p sees 0..p) */
+static void attn_ref(const net_model *m, int L, float *h, int T, float *x, float *qkv, float *o) {
     const net_config *c = &m->cfg;
+    const net_block *b = &m->blocks[L];
     int d = c->d, ld = qkv_width(c), q = heads_width(c);
     tf_layout lay = layout_of(m);
     for (int p = 0; p < T; p++) {
@@ -471,7 +476,7 @@ static void attn_ref(const net_model *m, const net_block *b, float *h, int T, fl
     }
     double *wt = ms_malloc((size_t)T * sizeof(double));
     for (int p = 0; p < T; p++)
-        for (int j = 0; j < c->nhead; j++) head_ref(m, qkv, T, p, j, wt, o + (size_t)p * q + (size_t)j * c->vd);
+        for (int j = 0; j < c->nhead; j++) head_ref(m, L, qkv, T, p, j, wt, o + (size_t)p * q + (size_t)j * c->vd);
     free(wt);
     for (int p = 0; p < T; p++) {
         dense_ref(o + (size_t)p * q, q, d, b->proj_w, lay, b->proj_b, x);
@@ -537,7 +542,7 @@ void net_logits_ref(const net_model *m, const moe_model *const *moe, const net_e
     for (int s = 0; s < E->N; s++) {
         embed_ref(m, E, s, T, h);
         for (int L = 0; L < c->nlayer; L++) {
-            attn_ref(m, &m->blocks[L], h, T, x, qkv, o);
+            attn_ref(m, L, h, T, x, qkv, o);
             mlp_ref(m, moe, L, h, T, x, y, u);
         }
         for (int p = 0; p < per; p++) { // every position, or a ViT's CLS token

@@ -178,6 +178,8 @@ static void decoder_tensors(net_model *m, tensor_list *l) {
             add_block(l, fmt, L, bt, c->o_bias ? 4 : 3);
         }
         if (A->qk_norm != NET_QKN_NONE) add_block(l, fmt, L, qk, 2);
+        block_tensor sk[] = {{"self_attn.sinks", 1, c->nhead, 0, &b->sinks}};
+        if (A->sinks) add_block(l, fmt, L, sk, 1);
         if (c->moe_of[L] < 0) add_block(l, fmt, L, mlp, 3);
     }
     tl_add(l, "model.norm.weight", 1, d, 0, 0, 0, &m->lnf_w);
@@ -389,11 +391,11 @@ void net_clone(net_model *dst, const net_model *src) {
         float *const *sp[] = {&s->ln1_w, &s->ln1_b, &s->attn_w, &s->attn_b, &s->proj_w, &s->proj_b,
                               &s->ln2_w, &s->ln2_b, &s->fc_w,   &s->fc_b,   &s->fcp_w,  &s->fcp_b,
                               &s->qn_w,  &s->kn_w,   &s->qa_w,   &s->qa_n,   &s->kva_w, &s->kva_n,
-                              &s->kvb_w};
+                              &s->kvb_w, &s->sinks};
         float **dp[] = {&b->ln1_w, &b->ln1_b, &b->attn_w, &b->attn_b, &b->proj_w, &b->proj_b,
                         &b->ln2_w, &b->ln2_b, &b->fc_w,   &b->fc_b,   &b->fcp_w,  &b->fcp_b,
                         &b->qn_w,  &b->kn_w,   &b->qa_w,   &b->qa_n,   &b->kva_w, &b->kva_n,
-                        &b->kvb_w};
+                        &b->kvb_w, &b->sinks};
         for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) *dp[i] = rebase(src, dst, *sp[i]);
     }
     dst->moe = ms_calloc((size_t)(src->cfg.nmoe ? src->cfg.nmoe : 1), sizeof(moe_model));
@@ -486,7 +488,8 @@ int net_check_compatible(const net_model *a, const net_model *b, ms_err *err) {
                            ? "the latent attention's widths"
                        : x->theta != y->theta || x->rope_linear != y->rope_linear ? "rope_theta / rope_scaling"
                        : x->clip_qkv != y->clip_qkv ? "clip_qkv"
-                       : x->window != y->window     ? "sliding_window"
+                       : x->window != y->window || memcmp(x->layer_window, y->layer_window, sizeof x->layer_window)
+                           ? "sliding_window / layer_types"
                        : x->emb_mult != y->emb_mult || x->res_mult != y->res_mult || x->logit_div != y->logit_div ||
                                x->attn_scale != y->attn_scale
                            ? "embedding_multiplier / residual_multiplier / attention_multiplier / logits_scaling"

@@ -47,6 +47,17 @@ void tf_act_forward(float *X, size_t len, moe_act act) {
  * the T x T work at T = 128) instead of the whole square. */
 #define ATT_BLOCK 32
 
+/* s (n) <- exp(s - m) / (sum exp(s - m) + exp(z - m)), m = max(s, z): a softmax
+ * whose denominator holds the sink logit z too (its weight dropped) */
+static void softmax_sink(float *s, int n, float z) {
+    float m = z;
+    for (int i = 0; i < n; i++) m = s[i] > m ? s[i] : m;
+    double sum = exp((double)z - m);
+    for (int i = 0; i < n; i++) sum += (s[i] = expf(s[i] - m));
+    float inv = (float)(1.0 / sum);
+    for (int i = 0; i < n; i++) s[i] *= inv;
+}
+
 void tf_attention_gqa(const float *QKV, int T, const tf_attn_shape *a, float *S, float *O) {
     int dh = a->hd, vd = a->vd ? a->vd : dh, rep = a->nh / a->nkv, qw = a->nh * dh;
     int ld = qw + a->nkv * (dh + vd), ow = a->nh * vd;
@@ -62,7 +73,8 @@ void tf_attention_gqa(const float *QKV, int T, const tf_attn_shape *a, float *S,
                 float *s = S + (size_t)i * cols;
                 int n = a->causal ? r0 + i + 1 : cols; // the rest is masked: weight exactly 0
                 int lo = a->window > 0 && n > a->window ? n - a->window : 0;
-                vr_softmax(s + lo, n - lo); // core/vrows.h
+                if (a->sinks) softmax_sink(s + lo, n - lo, a->sinks[j]);
+                else vr_softmax(s + lo, n - lo); // core/vrows.h
                 for (int c = 0; c < lo; c++) s[c] = 0.0f;
                 for (int c = n; c < cols; c++) s[c] = 0.0f;
             }
@@ -74,7 +86,7 @@ void tf_attention_gqa(const float *QKV, int T, const tf_attn_shape *a, float *S,
 }
 
 void tf_attention_forward(const float *QKV, int T, int d, int nh, int causal, float *S, float *O) {
-    tf_attn_shape a = {nh, nh, d / nh, (float)(1.0 / sqrt((double)(d / nh))), causal, 0, 0};
+    tf_attn_shape a = {nh, nh, d / nh, (float)(1.0 / sqrt((double)(d / nh))), causal, 0, 0, NULL};
     tf_attention_gqa(QKV, T, &a, S, O);
 }
 

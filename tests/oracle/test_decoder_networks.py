@@ -28,7 +28,7 @@ from family_fixtures import write_safetensors  # noqa: E402
 from testutil import check, expect_error, run  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="moescope_decoders_")
-FAMILIES = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "deepseek_v2", "deepseek_v3"]
+FAMILIES = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss"]
 MLA = dict(kv_lora_rank=6, qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=5)
 
 
@@ -41,7 +41,7 @@ def gen(fam, out, seed=0, extra=None, seq=9):
                intermediate_size=ff, rms_norm_eps=1e-6, rope_theta=10000.0, hidden_act="silu",
                num_experts_per_tok=2, tie_word_embeddings=False)
     if fam == "olmoe": del cfg["head_dim"]
-    if fam in ("mixtral", "granitemoe"): cfg["num_local_experts"] = n
+    if fam in ("mixtral", "granitemoe", "gpt_oss"): cfg["num_local_experts"] = n
     else: cfg["num_experts"] = n; cfg["moe_intermediate_size"] = h
     if fam == "qwen2_moe": cfg.update(shared_expert_intermediate_size=10, mlp_only_layers=[1], norm_topk_prob=False)
     if fam == "qwen3_moe": cfg.update(decoder_sparse_step=2, norm_topk_prob=True)
@@ -55,6 +55,9 @@ def gen(fam, out, seed=0, extra=None, seq=9):
                    q_lora_rank=None if fam == "deepseek_v2" else 7)
     if fam == "deepseek_v3": cfg.update(n_group=2, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5)
     if fam == "deepseek_v2": cfg.update(routed_scaling_factor=1.5)
+    if fam == "gpt_oss":
+        cfg.update(sliding_window=4, attention_bias=True, swiglu_limit=7.0, rms_norm_eps=1e-5,
+                   layer_types=["sliding_attention", "full_attention", "sliding_attention"])
     cfg.update(extra or {})
     T = {}
     def add(name, *shape, s=0.3, mean=0.0):
@@ -71,8 +74,10 @@ def gen(fam, out, seed=0, extra=None, seq=9):
             add(p + "self_attn.k_proj.weight", nkv * hd, d, s=0.5)
             add(p + "self_attn.v_proj.weight", nkv * hd, d)
             add(p + "self_attn.o_proj.weight", d, nh * hd)
-        if fam == "qwen2_moe":
+        if fam in ("qwen2_moe", "gpt_oss"):
             add(p + "self_attn.q_proj.bias", nh * hd); add(p + "self_attn.k_proj.bias", nkv * hd); add(p + "self_attn.v_proj.bias", nkv * hd)
+        if fam == "gpt_oss":
+            add(p + "self_attn.o_proj.bias", d); add(p + "self_attn.sinks", nh, s=1.0)
         if fam == "qwen3_moe":
             add(p + "self_attn.q_norm.weight", hd, s=0.1, mean=1); add(p + "self_attn.k_norm.weight", hd, s=0.1, mean=1)
         if fam == "olmoe":
@@ -86,6 +91,11 @@ def gen(fam, out, seed=0, extra=None, seq=9):
             add(m + "gate.weight", n, d)
             for e in range(n):
                 add(m + f"experts.{e}.w1.weight", h, d); add(m + f"experts.{e}.w3.weight", h, d); add(m + f"experts.{e}.w2.weight", d, h)
+        elif fam == "gpt_oss":
+            m = p + "mlp."
+            add(m + "router.weight", n, d); add(m + "router.bias", n, s=0.1)
+            add(m + "experts.gate_up_proj", n, d, 2 * h); add(m + "experts.gate_up_proj_bias", n, 2 * h, s=0.1)
+            add(m + "experts.down_proj", n, h, d); add(m + "experts.down_proj_bias", n, d, s=0.1)
         elif fam == "granitemoe":
             m = p + "block_sparse_moe."
             add(m + "router.layer.weight", n, d)
@@ -181,15 +191,20 @@ def rope(x, pos, theta, rot):
     rh = np.concatenate([-xr[..., rot // 2:], xr[..., :rot // 2]], -1)
     return np.concatenate([xr * cos + rh * sin, xp], -1)
 
-def attention(q, k, v, pos, W, scale):
-    """(T, heads vd): causal softmax(q k^T scale) v per head, a window W when set"""
+def attention(q, k, v, pos, W, scale, sinks=None):
+    """(T, heads vd): causal softmax(q k^T scale) v per head, a window W when set; GPT-OSS's
+    sink logit per head joins each row's softmax and is dropped"""
     S = q @ k.transpose(0, 2, 1) * scale
     mask = np.tril(np.ones((len(pos), len(pos)), bool))
     if W:
         mask &= (pos[:, None] - pos[None, :]) < W
     S = np.where(mask, S, -np.inf)
+    if sinks is not None:
+        S = np.concatenate([S, np.broadcast_to(sinks[:, None, None], (S.shape[0], S.shape[1], 1))], -1)
     S = np.exp(S - S.max(-1, keepdims=True))
     S /= S.sum(-1, keepdims=True)
+    if sinks is not None:
+        S = S[..., :-1]
     return (S @ v).transpose(1, 0, 2).reshape(len(pos), -1)
 
 
@@ -198,7 +213,7 @@ def mlp_step(cfg, t, p, L, x, eps, rm):
     fam = cfg["model_type"]
     hN = rms(x, t[p + "post_attention_layernorm.weight"], eps)
     if moe_layer(cfg, L):
-        pre = p + ("block_sparse_moe." if fam in ("mixtral", "granitemoe") else "mlp.")
+        pre = p + ("block_sparse_moe." if fam in ("mixtral", "granitemoe") else "mlp.")  # noqa
         y = family_ref.forward(fam, t, cfg, pre, hN)
     else:
         g = hN @ t[p + "mlp.gate_proj.weight"].T
@@ -226,8 +241,10 @@ def forward(cfg, T, ids):
                 x = mlp_step(cfg, t, p, L, x, eps, 1.0)
                 continue
             q = hN @ t[p + "self_attn.q_proj.weight"].T; k = hN @ t[p + "self_attn.k_proj.weight"].T; v = hN @ t[p + "self_attn.v_proj.weight"].T
-            if fam == "qwen2_moe":
+            if fam in ("qwen2_moe", "gpt_oss"):
                 q += t[p + "self_attn.q_proj.bias"]; k += t[p + "self_attn.k_proj.bias"]; v += t[p + "self_attn.v_proj.bias"]
+            if fam == "gpt_oss":
+                W = cfg["sliding_window"] if cfg["layer_types"][L] == "sliding_attention" else None
             if fam == "olmoe":
                 q = rms(q, t[p + "self_attn.q_norm.weight"], eps); k = rms(k, t[p + "self_attn.k_norm.weight"], eps)
                 c = cfg.get("clip_qkv")
@@ -237,7 +254,8 @@ def forward(cfg, T, ids):
                 q = rms(q, t[p + "self_attn.q_norm.weight"], eps); k = rms(k, t[p + "self_attn.k_norm.weight"], eps)
             q = rope(q, pos, cfg["rope_theta"], hd); k = rope(k, pos, cfg["rope_theta"], hd)
             rep = nh // nkv; k = np.repeat(k, rep, 0); v = np.repeat(v, rep, 0)
-            x = x + rm * (attention(q, k, v, pos, W, scale) @ t[p + "self_attn.o_proj.weight"].T)
+            o = attention(q, k, v, pos, W, scale, t.get(p + "self_attn.sinks")) @ t[p + "self_attn.o_proj.weight"].T
+            x = x + rm * (o + t.get(p + "self_attn.o_proj.bias", 0.0))
             x = mlp_step(cfg, t, p, L, x, eps, rm)
         x = rms(x, t["model.norm.weight"], eps)
         lm = t["lm_head.weight"] if "lm_head.weight" in t else t["model.embed_tokens.weight"]

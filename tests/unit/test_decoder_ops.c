@@ -5,8 +5,9 @@
  *   - rotary embeddings: each pair (i, i + rot/2) turned as one complex number
  *     by p theta^(-2i/rot) / linear; dimensions from rot on untouched;
  *   - grouped-query attention: kv head j / rep serves query head j (interleaved,
- *     not tiled), causal, with and without a sliding window, over more rows than
- *     one of the kernel's blocks, against a double softmax per query;
+ *     not tiled), causal, with and without a sliding window and GPT-OSS's sink
+ *     logits, over more rows than one of the kernel's blocks, against a double
+ *     softmax per query;
  *   - a Qwen3-MoE-layout decoder (a dense block, then MoE; per-head q/k norms,
  *     head_dim != d / heads, 2 key/value heads) written here: logits within 1e-5
  *     of net_logits_ref, the same bits from the cached prefix and on 3 threads. */
@@ -81,13 +82,14 @@ static void attn_naive(const float *QKV, int T, const tf_attn_shape *a, int tile
     for (int i = 0; i < T; i++)
         for (int j = 0; j < a->nh; j++) {
             int g = tiled ? j % a->nkv : j / rep, lo = a->window > 0 && i - a->window + 1 > 0 ? i - a->window + 1 : 0;
-            double mx = -INFINITY, se = 0;
+            double mx = a->sinks ? a->sinks[j] : -INFINITY, se = 0;
             for (int t = lo; t <= i; t++) {
                 double dot = 0;
                 for (int u = 0; u < hd; u++) dot += (double)QKV[i * ld + j * hd + u] * QKV[t * ld + q + g * hd + u];
                 s[t] = dot * a->scale;
                 mx = fmax(mx, s[t]);
             }
+            if (a->sinks) se = exp(a->sinks[j] - mx); // in the denominator only
             for (int t = lo; t <= i; t++) se += (s[t] = exp(s[t] - mx));
             for (int u = 0; u < hd; u++) {
                 double acc = 0;
@@ -102,8 +104,10 @@ static void test_gqa(void) {
     rng_t r;
     rng_seed(&r, 3);
     int T = 45; // more than one 32-row block
-    for (int window = 0; window <= 7; window += 7) {
-        tf_attn_shape a = {6, 2, 5, 0.37f, 1, window, 0};
+    float sinks[6] = {0.5f, -1.0f, 2.0f, 0.0f, 1.5f, -0.3f};
+    for (int variant = 0; variant < 3; variant++) { // full; a window; a window and sinks
+        int window = variant ? 7 : 0;
+        tf_attn_shape a = {6, 2, 5, 0.37f, 1, window, 0, variant == 2 ? sinks : NULL};
         int q = a.nh * a.hd, ld = q + 2 * a.nkv * a.hd;
         float *QKV = rnd(&r, (size_t)T * ld, 1.0, 0), *S = malloc((size_t)T * T * sizeof(float));
         float *O = malloc((size_t)T * q * sizeof(float));
@@ -111,7 +115,8 @@ static void test_gqa(void) {
         tf_attention_gqa(QKV, T, &a, S, O);
         attn_naive(QKV, T, &a, 0, R);
         for (int i = 0; i < T * q; i++) worst = fmax(worst, fabs(O[i] - R[i]));
-        CHECK(worst < 1e-5, "grouped-query attention, window %d: max error %.3g", window, worst);
+        CHECK(worst < 1e-5, "grouped-query attention, window %d%s: max error %.3g", window,
+              a.sinks ? ", sinks" : "", worst);
         attn_naive(QKV, T, &a, 1, R); // tiling the kv heads differs: the check can tell
         worst = 0;
         for (int i = 0; i < T * q; i++) worst = fmax(worst, fabs(O[i] - R[i]));
