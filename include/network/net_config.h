@@ -25,7 +25,7 @@
  *   num_key_value_heads (nh; nh % it == 0), head_dim (d / nh), intermediate_size
  *   (the dense MLPs' width), max_position_embeddings P, vocab_size V, rms_norm_eps,
  *   hidden_act ("silu"), rope_theta (or rope_parameters.rope_theta), rope_scaling
- *   (null, "default" or "linear"; any other kind refused by name),
+ *   (net_rope.h: default, dynamic, linear, llama3, yarn; any other kind refused by name),
  *   partial_rotary_factor (1), attention_bias, sliding_window (with
  *   use_sliding_window where the family has it), tie_word_embeddings (false);
  *   OLMoE's clip_qkv; Qwen's mlp_only_layers and decoder_sparse_step; Granite's
@@ -48,6 +48,7 @@
 #include "model/model.h"
 
 #define NET_MAX_LAYERS 256
+#define NET_MAX_ROT 2048 /* rotated dims per head */
 
 /* The architectures, one row each of net_config.c's table: every difference
  * between them is a field of the row (a name, or which form of an operation it
@@ -130,7 +131,10 @@ typedef struct {
     int o_bias;          /* o_proj carries a bias (attention_bias) */
     int rot;             /* the rotated dims of a head (even, <= hd) */
     double theta;        /* rope_theta */
-    double rope_linear;  /* rope_scaling "linear"'s factor: positions divided by it (1: none) */
+    char rope_kind[16];  /* rope_scaling's kind: "default", "linear", "yarn", ... (net_rope.h) */
+    double inv_freq[NET_MAX_ROT / 2]; /* pair i turns by p inv_freq[i] at position p */
+    double rope_af;      /* the attention factor multiplying cos and sin (yarn's; 1 otherwise) */
+    double rope_factor, rope_mscale_all; /* yarn's factor and mscale_all_dim (DeepSeek's scale) */
     double clip_qkv;     /* OLMoE: q, k, v clamped to +-clip_qkv (0: not) */
     int window;          /* sliding window: query i sees keys i - window < j <= i (0: none) */
     int layer_window[NET_MAX_LAYERS]; /* block L's window: window or 0 (GPT-OSS's full layers) */

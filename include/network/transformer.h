@@ -45,9 +45,9 @@ typedef struct {
 /* O (T, nh vd) = every head's softmax(q k^T scale) v, of one sequence's QKV (T,
  * (nh + nkv) hd + nkv vd). S is a (T, T) workspace. */
 void tf_attention_gqa(const float *QKV, int T, const tf_attn_shape *a, float *S, float *O);
-/* cs (T, rot) = cos | sin of position p times theta^(-2i/rot) / linear for i <
- * rot/2: the rotary embedding's table */
-void tf_rope_table(int T, int rot, double theta, double linear, float *cs);
+/* cs (T, rot) = af cos | af sin of position p times inv_freq[i] for i < rot/2:
+ * the rotary embedding's table */
+void tf_rope_table(int T, int rot, const double *inv_freq, double af, float *cs);
 /* Rotate the first nr heads (hd wide) of each of M rows of X (row stride ld), row
  * r at position r % T, by transformers' rotate_half: dimension i < rot/2 pairs
  * with i + rot/2 (interleave: 2i with 2i + 1, DeepSeek's); dimensions from rot on

@@ -132,10 +132,10 @@ static void info_decoder(const net_config *c) {
     const net_arch_desc *A = net_arch_of(c->arch);
     static const char *const qkn[] = {"", ", q/k RMSNorms per head", ", q/k RMSNorms over the projection"};
     printf("network     %s: %d blocks, d = %d, %d heads of %d (%d key/value heads), V = %d, P = %d,\n"
-           "            RMSNorm eps %g, rotary embeddings (theta %g, %d of %d dims%s)%s%s%s,\n"
+           "            RMSNorm eps %g, rotary embeddings (theta %g, %d of %d dims%s%s)%s%s%s,\n"
            "            dense MLPs SiLU-gated (width %d), LM head %s%s\n",
            A->model_type, c->nlayer, c->d, c->nhead, c->hd, c->nkv, c->vocab, c->npos, c->eps, c->theta, c->rot,
-           c->hd, c->rope_linear != 1.0 ? ", linear scaling" : "", qkn[A->qk_norm],
+           c->hd, strcmp(c->rope_kind, "default") ? ", scaling " : "", strcmp(c->rope_kind, "default") ? c->rope_kind : "", qkn[A->qk_norm],
            c->qkv_bias ? ", q/k/v biases" : "", c->window ? ", sliding window" : "", c->ff,
            c->tied ? "tied to embed_tokens" : "lm_head.weight",
            c->res_mult != 1.0 || c->emb_mult != 1.0 || c->logit_div != 1.0 ? " (Granite's multipliers)" : "");

@@ -8,6 +8,7 @@
 
 #include "io/config_json.h"
 #include "io/family.h"
+#include "network/net_rope.h"
 
 /* The table: one row per architecture. */
 #define DECODER_KEYS                                                                                     \
@@ -157,29 +158,6 @@ static int vit_read(const cfg_obj *top, net_config *nc, ms_err *err) {
     return 0;
 }
 
-/* rope_scaling (or rope_parameters' rope_type): none, "default", or "linear"
- * (positions divided by its factor); any other kind refused by name */
-static int rope_read(const cfg_obj *top, net_config *nc, ms_err *err) {
-    cfg_obj rs, rp;
-    nc->rope_linear = 1.0;
-    if (cfg_sub(top, "rope_scaling", "rope_scaling.", &rs, err) < 0 ||
-        cfg_sub(top, "rope_parameters", "rope_parameters.", &rp, err) < 0 ||
-        cfg_pos(&rp, "rope_theta", 1e30, 10000.0, &nc->theta, err) < 0 ||
-        cfg_pos(top, "rope_theta", 1e30, nc->theta, &nc->theta, err) < 0)
-        return -1;
-    const cfg_obj *o = rs.obj ? &rs : &rp;
-    if (!o->obj) return 0;
-    const cJSON *k = cJSON_GetObjectItemCaseSensitive(o->obj, "rope_type");
-    if (!k) k = cJSON_GetObjectItemCaseSensitive(o->obj, "type");
-    const char *kind = cJSON_IsString(k) ? k->valuestring : "default";
-    if (!strcmp(kind, "default")) return 0;
-    if (!strcmp(kind, "linear"))
-        return cfg_pos(o, "factor", 1e6, 1.0, &nc->rope_linear, err) < 0 ? -1 : 0;
-    return ms_fail(err, "%s: key '%srope_type' = \"%s\": this rotary embedding scaling is not implemented "
-                        "(moescope computes none, \"default\" and \"linear\")",
-                   top->file, o->scope, kind);
-}
-
 /* the attention's shape: key/value heads, head width, rotated dims, biases */
 static int decoder_attn_read(const cfg_obj *top, const net_arch_desc *A, net_config *nc, ms_err *err) {
     long nkv, hd;
@@ -205,7 +183,7 @@ static int decoder_attn_read(const cfg_obj *top, const net_arch_desc *A, net_con
     nc->o_bias = bias && !A->qkv_bias; // Qwen2-MoE: q, k, v only
     nc->attn_scale = 1.0 / sqrt((double)nc->hd);
     nc->emb_mult = nc->res_mult = nc->logit_div = 1.0;
-    if (!A->multipliers) return rope_read(top, nc, err);
+    if (!A->multipliers) return net_rope_read(top, nc, err);
     if (cfg_num(top, "embedding_multiplier", -1e30, 1e30, 1.0, &nc->emb_mult, err) < 0 ||
         cfg_num(top, "residual_multiplier", -1e30, 1e30, 1.0, &nc->res_mult, err) < 0 ||
         cfg_pos(top, "logits_scaling", 1e30, 1.0, &nc->logit_div, err) < 0)
@@ -213,7 +191,7 @@ static int decoder_attn_read(const cfg_obj *top, const net_arch_desc *A, net_con
     int r = cfg_pos(top, "attention_multiplier", 1e30, 1.0, &mult, err);
     if (r < 0) return -1;
     if (r) nc->attn_scale = mult;
-    return rope_read(top, nc, err);
+    return net_rope_read(top, nc, err);
 }
 
 /* DeepSeek's multi-head latent attention: the heads' widths, the rotation */
@@ -237,7 +215,12 @@ static int mla_attn_read(const cfg_obj *top, const net_arch_desc *A, net_config 
     nc->hd = nc->nope + nc->rot;
     if (A->family == FAM_DEEPSEEK_V2) nc->interleave = 1; // V2's complex rotation: adjacent pairs
     nc->attn_scale = 1.0 / sqrt((double)nc->hd);
-    return rope_read(top, nc, err);
+    if (net_rope_read(top, nc, err)) return -1;
+    if (A->family == FAM_DEEPSEEK_V3 && nc->rope_mscale_all > 0 && nc->rope_factor > 1.0) {
+        double s = 0.1 * nc->rope_mscale_all * log(nc->rope_factor) + 1.0; // yarn's mscale, squared
+        nc->attn_scale *= s * s;
+    }
+    return 0;
 }
 
 /* GPT-OSS's windows: layer_types' "sliding_attention" blocks get sliding_window */
@@ -340,7 +323,7 @@ static int arch_read(const cfg_obj *top, const net_arch_desc *A, net_config *nc,
 
 int net_config_read(const ckpt *c, net_config *nc, ms_err *err) {
     memset(nc, 0, sizeof *nc);
-    nc->emb_mult = nc->res_mult = nc->logit_div = nc->rope_linear = 1.0;
+    nc->emb_mult = nc->res_mult = nc->logit_div = 1.0;
     if (!c->config)
         return ms_fail(err, "%s: a network checkpoint needs its config.json (model_type one of %s)", c->arg,
                        net_arch_names());

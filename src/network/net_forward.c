@@ -50,7 +50,7 @@ void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
     w->cs = NULL;
     if (A->attn != NET_ATTN_MHA && c->rot > 0) {
         w->cs = ms_malloc((size_t)T * c->rot * sizeof(float));
-        tf_rope_table(T, c->rot, c->theta, c->rope_linear, w->cs);
+        tf_rope_table(T, c->rot, c->inv_freq, c->rope_af, w->cs);
     }
     w->head_rows = net_head_rows(c->vocab);
     w->lg = ms_malloc((size_t)w->head_rows * c->vocab * sizeof(float));
@@ -384,9 +384,9 @@ static void rotate_ref(const net_config *c, float *x, int p) {
     int half = c->rot / 2;
     for (int i = 0; i < half; i++) {
         int u = c->interleave ? 2 * i : i, v = c->interleave ? 2 * i + 1 : i + half;
-        double ang = p * (pow(c->theta, -2.0 * i / c->rot) / c->rope_linear), a = x[u], b = x[v];
-        x[u] = (float)(a * cos(ang) - b * sin(ang));
-        x[v] = (float)(b * cos(ang) + a * sin(ang));
+        double ang = p * c->inv_freq[i], a = x[u], b = x[v], f = c->rope_af;
+        x[u] = (float)(f * (a * cos(ang) - b * sin(ang)));
+        x[v] = (float)(f * (b * cos(ang) + a * sin(ang)));
     }
 }
 

@@ -486,7 +486,9 @@ int net_check_compatible(const net_model *a, const net_model *b, ms_err *err) {
                        : x->vd != y->vd || x->q_lora != y->q_lora || x->kv_lora != y->kv_lora ||
                                x->nope != y->nope || x->interleave != y->interleave
                            ? "the latent attention's widths"
-                       : x->theta != y->theta || x->rope_linear != y->rope_linear ? "rope_theta / rope_scaling"
+                       : x->theta != y->theta || x->rope_af != y->rope_af ||
+                               memcmp(x->inv_freq, y->inv_freq, sizeof x->inv_freq)
+                           ? "rope_theta / rope_scaling"
                        : x->clip_qkv != y->clip_qkv ? "clip_qkv"
                        : x->window != y->window || memcmp(x->layer_window, y->layer_window, sizeof x->layer_window)
                            ? "sliding_window / layer_types"

@@ -90,13 +90,13 @@ void tf_attention_forward(const float *QKV, int T, int d, int nh, int causal, fl
     tf_attention_gqa(QKV, T, &a, S, O);
 }
 
-void tf_rope_table(int T, int rot, double theta, double linear, float *cs) {
+void tf_rope_table(int T, int rot, const double *inv_freq, double af, float *cs) {
     int half = rot / 2;
     for (int p = 0; p < T; p++)
         for (int i = 0; i < half; i++) {
-            double ang = p * (pow(theta, -2.0 * i / rot) / linear);
-            cs[(size_t)p * rot + i] = (float)cos(ang);
-            cs[(size_t)p * rot + half + i] = (float)sin(ang);
+            double ang = p * inv_freq[i];
+            cs[(size_t)p * rot + i] = (float)(af * cos(ang));
+            cs[(size_t)p * rot + half + i] = (float)(af * sin(ang));
         }
 }
 

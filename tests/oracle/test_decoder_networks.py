@@ -10,8 +10,10 @@ qwen3_moe, olmoe and granitemoe (three blocks each):
   - `eval --json` loss within 1e-5 relative of numpy's;
   - a scramble of every MoE block computes the same loss, and the aligned curve's
     barrier is ~0;
+  - rope_scaling yarn (Qwen, GPT-OSS untruncated, DeepSeek's mscales), llama3, linear
+    and dynamic against numpy's transformation of the frequencies;
   - refusals naming the file and the key: an unknown model_type, a rope_scaling kind
-    not implemented, key/value heads that do not divide the heads, a missing tensor,
+    not implemented (longrope), key/value heads that do not divide the heads, a missing tensor,
     token ids >= vocab_size, T > max_position_embeddings.
 """
 import json
@@ -154,17 +156,27 @@ def mla_qkv(cfg, t, p, hN, pos):
     kv = rms(ckv[:, :kl], t[p + "self_attn.kv_a_layernorm.weight"], 1e-6) @ t[p + "self_attn.kv_b_proj.weight"].T
     kv = kv.reshape(Tn, nh, nope + vd).transpose(1, 0, 2)
     qr, kr = q[..., nope:], ckv[None, :, kl:]
-    inv = 1.0 / cfg.get("rope_theta", 10000.0) ** (np.arange(0, rope, 2) / rope)
+    inv, af = inv_freq(cfg, rope)
     ang = np.outer(pos, inv)
-    if cfg["model_type"] == "deepseek_v2":  # view_as_complex: adjacent pairs times e^{i ang}
-        z = lambda x: (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * ang)  # noqa: E731
+    if cfg["model_type"] == "deepseek_v2":  # view_as_complex: adjacent pairs times af e^{i ang}
+        z = lambda x: (x[..., 0::2] + 1j * x[..., 1::2]) * af * np.exp(1j * ang)  # noqa: E731
         unz = lambda c: np.stack([c.real, c.imag], -1).reshape(*c.shape[:-1], -1)  # noqa: E731
         qr, kr = unz(z(qr)), unz(z(kr))
     else:  # apply_rotary_pos_emb_interleave: [evens, odds], then rotate_half
         perm = np.concatenate([np.arange(0, rope, 2), np.arange(1, rope, 2)])
-        qr, kr = rope_half(qr[..., perm], ang), rope_half(kr[..., perm], ang)
+        qr, kr = af * rope_half(qr[..., perm], ang), af * rope_half(kr[..., perm], ang)
     k = np.concatenate([kv[..., :nope], np.broadcast_to(kr, (nh, Tn, rope))], -1)
     return np.concatenate([q[..., :nope], qr], -1), k, kv[..., nope:]
+
+
+def mla_scale(cfg, qk_head):
+    """DeepseekV3Attention.scaling: qk_head^-0.5, times yarn's mscale(factor, mscale_all_dim)^2"""
+    import math
+    s, rs = qk_head ** -0.5, cfg.get("rope_scaling") or {}
+    if cfg["model_type"] == "deepseek_v3" and rs.get("rope_type", "default") != "default" and rs.get("mscale_all_dim"):
+        m = 0.1 * rs["mscale_all_dim"] * math.log(rs["factor"]) + 1.0 if rs["factor"] > 1 else 1.0
+        s *= m * m
+    return s
 
 
 def rope_half(x, ang):
@@ -183,10 +195,47 @@ def moe_layer(cfg, L):
 def rms(x, w, eps):
     return w * (x / np.sqrt((x * x).mean(-1, keepdims=True) + eps))
 
-def rope(x, pos, theta, rot):
-    inv = 1.0 / theta ** (np.arange(0, rot, 2) / rot)
+def inv_freq(cfg, dim):
+    """transformers' ROPE_INIT_FUNCTIONS (modeling_rope_utils.py): (inv_freq, attention factor)"""
+    import math
+    base = cfg.get("rope_theta", 10000.0)
+    inv = 1.0 / base ** (np.arange(0, dim, 2) / dim)
+    rs = cfg.get("rope_scaling") or {}
+    kind = rs.get("rope_type", rs.get("type", "default"))
+    if kind in ("default", "dynamic"):
+        return inv, 1.0
+    if kind == "linear":
+        return inv / rs["factor"], 1.0
+    if kind == "llama3":
+        f, lo, hi, orig = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"], rs["original_max_position_embeddings"]
+        wl = 2 * math.pi / inv
+        out = np.where(wl > orig / lo, inv / f, inv)
+        smooth = (orig / wl - lo) / (hi - lo)
+        mid = ~(wl < orig / hi) & ~(wl > orig / lo)
+        return np.where(mid, (1 - smooth) * out / f + smooth * out, out), 1.0
+    assert kind == "yarn"
+    f = rs["factor"]
+    orig = rs.get("original_max_position_embeddings") or cfg["max_position_embeddings"]
+    ms = lambda s, m=1: 1.0 if s <= 1 else 0.1 * m * math.log(s) + 1.0  # noqa: E731
+    af = rs.get("attention_factor")
+    if af is None:
+        af = ms(f, rs["mscale"]) / ms(f, rs["mscale_all_dim"]) if rs.get("mscale") and rs.get("mscale_all_dim") else ms(f)
+    fast, slow = rs.get("beta_fast") or 32, rs.get("beta_slow") or 1
+    cd = lambda r: dim * math.log(orig / (r * 2 * math.pi)) / (2 * math.log(base))  # noqa: E731
+    lo, hi = cd(fast), cd(slow)
+    if rs.get("truncate", True):
+        lo, hi = math.floor(lo), math.ceil(hi)
+    lo, hi = max(lo, 0), min(hi, dim - 1)
+    if lo == hi:
+        hi += 0.001
+    ext = 1 - np.clip((np.arange(dim // 2) - lo) / (hi - lo), 0, 1)
+    return (inv / f) * (1 - ext) + inv * ext, af
+
+
+def rope(x, pos, cfg, rot):
+    inv, af = inv_freq(cfg, rot)
     f = np.outer(pos, inv); emb = np.concatenate([f, f], -1)
-    cos, sin = np.cos(emb), np.sin(emb)
+    cos, sin = af * np.cos(emb), af * np.sin(emb)
     xr, xp = x[..., :rot], x[..., rot:]
     rh = np.concatenate([-xr[..., rot // 2:], xr[..., :rot // 2]], -1)
     return np.concatenate([xr * cos + rh * sin, xp], -1)
@@ -237,7 +286,7 @@ def forward(cfg, T, ids):
             hN = rms(x, t[p + "input_layernorm.weight"], eps)
             if fam.startswith("deepseek"):
                 q, k, v = mla_qkv(cfg, t, p, hN, pos)
-                x = x + attention(q, k, v, pos, None, (q.shape[-1]) ** -0.5) @ t[p + "self_attn.o_proj.weight"].T
+                x = x + attention(q, k, v, pos, None, mla_scale(cfg, q.shape[-1])) @ t[p + "self_attn.o_proj.weight"].T
                 x = mlp_step(cfg, t, p, L, x, eps, 1.0)
                 continue
             q = hN @ t[p + "self_attn.q_proj.weight"].T; k = hN @ t[p + "self_attn.k_proj.weight"].T; v = hN @ t[p + "self_attn.v_proj.weight"].T
@@ -252,7 +301,7 @@ def forward(cfg, T, ids):
             q = q.reshape(Tn, nh, hd).transpose(1, 0, 2); k = k.reshape(Tn, nkv, hd).transpose(1, 0, 2); v = v.reshape(Tn, nkv, hd).transpose(1, 0, 2)
             if fam == "qwen3_moe":
                 q = rms(q, t[p + "self_attn.q_norm.weight"], eps); k = rms(k, t[p + "self_attn.k_norm.weight"], eps)
-            q = rope(q, pos, cfg["rope_theta"], hd); k = rope(k, pos, cfg["rope_theta"], hd)
+            q = rope(q, pos, cfg, hd); k = rope(k, pos, cfg, hd)
             rep = nh // nkv; k = np.repeat(k, rep, 0); v = np.repeat(v, rep, 0)
             o = attention(q, k, v, pos, W, scale, t.get(p + "self_attn.sinks")) @ t[p + "self_attn.o_proj.weight"].T
             x = x + rm * (o + t.get(p + "self_attn.o_proj.bias", 0.0))
@@ -293,6 +342,31 @@ def test_families():
               "%s: the aligned curve's barrier ~0: %s" % (fam, rows))
 
 
+SCALED = [
+    ("qwen3_moe", {"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8}}),
+    ("gpt_oss", {"rope_scaling": {"rope_type": "yarn", "factor": 8.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                                  "truncate": False, "original_max_position_embeddings": 16}}),
+    ("deepseek_v3", {"rope_scaling": {"rope_type": "yarn", "factor": 40.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                      "original_max_position_embeddings": 4}}),
+    ("deepseek_v2", {"rope_scaling": {"type": "yarn", "factor": 4.0, "mscale": 0.707, "mscale_all_dim": 0.5}}),
+    ("mixtral", {"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                  "high_freq_factor": 4.0, "original_max_position_embeddings": 16}}),
+    ("olmoe", {"rope_scaling": {"type": "linear", "factor": 2.0}}),
+    ("granitemoe", {"rope_scaling": {"type": "dynamic", "factor": 2.0}}),
+]
+
+
+def test_rope_scaling():
+    """rope_scaling kinds the shipped configs use, against numpy's ROPE_INIT_FUNCTIONS"""
+    for fam, edit in SCALED:
+        name = fam + "_" + edit["rope_scaling"].get("rope_type", edit["rope_scaling"].get("type"))
+        out = os.path.join(TMP, name)
+        cfg, T, ids = gen(fam, out, extra=edit, seq=12)
+        want, got = forward(cfg, T, ids), loss_of(out, os.path.join(out, "eval.safetensors"), name)
+        check(got is not None and abs(got - want) < 1e-5 * abs(want),
+              "%s: loss %s within 1e-5 of numpy's %.8f" % (name, got, want))
+
+
 def edited(fam, name, edit=None, drop=None, T=9):
     """a copy of fam's tiny model with config.json edited (edit: dict) or a tensor dropped"""
     out = os.path.join(TMP, name)
@@ -306,8 +380,9 @@ def edited(fam, name, edit=None, drop=None, T=9):
 def test_refusals():
     ck, ev = edited("mixtral", "unknown_type", {"model_type": "dbrx"})
     expect_error("unknown model_type", ["eval", ck, "--eval", ev], "model_type", "dbrx", "config.json")
-    ck, ev = edited("qwen3_moe", "yarn", {"rope_scaling": {"rope_type": "yarn", "factor": 4.0}})
-    expect_error("rope_scaling yarn", ["eval", ck, "--eval", ev], "config.json", "rope_scaling.rope_type", "yarn")
+    ck, ev = edited("qwen3_moe", "longrope", {"rope_scaling": {"rope_type": "longrope", "factor": 4.0}})
+    expect_error("rope_scaling longrope", ["eval", ck, "--eval", ev], "config.json", "rope_scaling.rope_type",
+                 "longrope")
     ck, ev = edited("olmoe", "kv_heads", {"num_key_value_heads": 3})
     expect_error("kv heads", ["eval", ck, "--eval", ev], "config.json", "num_key_value_heads")
     ck, ev = edited("mixtral", "missing", drop="model.layers.1.self_attn.k_proj.weight")
@@ -322,4 +397,4 @@ def test_refusals():
 
 
 if __name__ == "__main__":
-    sys.exit(testutil.run_tests("test_decoder_networks", [test_families, test_refusals], TMP))
+    sys.exit(testutil.run_tests("test_decoder_networks", [test_families, test_rope_scaling, test_refusals], TMP))

@@ -58,7 +58,9 @@ static void test_rope(void) {
     float *X = rnd(&r, (size_t)M * ld, 1.0, 0), *Y = malloc((size_t)M * ld * sizeof(float));
     float *cs = malloc((size_t)T * rot * sizeof(float));
     memcpy(Y, X, (size_t)M * ld * sizeof(float));
-    tf_rope_table(T, rot, theta, lin, cs);
+    double inv[4];
+    for (int i = 0; i < rot / 2; i++) inv[i] = pow(theta, -2.0 * i / rot) / lin;
+    tf_rope_table(T, rot, inv, 1.0, cs);
     tf_rope_forward(Y, M, ld, T, nr, hd, rot, cs, 0);
     double worst = 0;
     for (int m = 0; m < M; m++)
