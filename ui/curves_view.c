@@ -178,7 +178,10 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, const p
     if ((int)strlen(title) > r->w - 1) snprintf(title, sizeof title, "curves: %s (a: %s)", metric, metric_acc ? "loss" : "accuracy");
     grid_text(g, r->x + 1, r->y, r->w - 1, ROLE_PANE_TITLE, title);
     if (!v || T < 2 || !(v->have_naive || v->have_skip || v->have_current || v->have_selected)) {
-        grid_text(g, r->x + 1, r->y + 2, r->w - 1, ROLE_DIM, v && v->failed ? v->status : "computing curves...");
+        if (v && !v->failed && v->prep[0]) // a network's frozen prefix and end points come first
+            grid_printf(g, r->x + 1, r->y + 2, r->w - 1, ROLE_DIM, "preparing the network: %s", v->prep);
+        else
+            grid_text(g, r->x + 1, r->y + 2, r->w - 1, ROLE_DIM, v && v->failed ? v->status : "computing curves...");
         return;
     }
     if (metric_acc && v->kind != LS_CLASSIFY) {

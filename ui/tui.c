@@ -316,22 +316,23 @@ static void eval_fits(const tui_inputs *in, int i, const char *e_path, char *why
 }
 
 /* A network's MoE block k (an index into moe_layers): the objective of its
- * network loss, its own inputs (in->E) and copies of A's and B's block as the
- * worker's layers. 0, or -1 with err set (nothing replaced). */
-static int net_block_setup(tui_inputs *in, int k, net_objective **obj, evalset *X, moe_model *A,
-                           moe_model *B, ms_err *err) {
+ * network loss, not yet prepared (the worker computes its frozen prefix and end
+ * points, explore_start_net: the screen does not wait for them), and copies of
+ * A's and B's block as the worker's layers. 0, or -1 with err set (nothing
+ * replaced). */
+static int net_block_setup(tui_inputs *in, int k, net_objective **obj, moe_model *A, moe_model *B, ms_err *err) {
     cli_net *n = in->net;
     net_obj_opts o = {.chosen = k, .interp_backbone = n->interp_backbone};
     align_opts_default(&o.other);
-    net_par par = {0};
-    if (net_objective_new(&n->A, &n->B, &n->E, &o, obj, err)) return -1;
-    if (net_block_inputs(&n->A, &n->E, k, &par, X, err)) {
-        net_objective_free(*obj);
-        return -1;
-    }
+    if (net_objective_create(&n->A, &n->B, &n->E, &o, obj, err)) return -1;
     moe_clone(A, &n->A.moe[k]);
     moe_clone(B, &n->B.moe[k]);
     return 0;
+}
+
+/* The worker of the shown network block. */
+static explore_worker *net_worker_start(tui_inputs *in, ms_err *err) {
+    return explore_start_net(in->A, in->B, in->obj, &in->net->A, &in->net->E, in->net->block, err);
 }
 
 /* A network's inputs: A and B whole, the token set, the chosen block. */
@@ -343,7 +344,7 @@ static int load_network(const tui_args *a, tui_inputs *in) {
         return 1;
     }
     ms_err err;
-    if (net_block_setup(in, in->net->block, &in->obj, &in->E, in->A, in->B, &err)) return cli_error("%s", err.msg);
+    if (net_block_setup(in, in->net->block, &in->obj, in->A, in->B, &err)) return cli_error("%s", err.msg);
     return 0;
 }
 
@@ -405,7 +406,7 @@ static int load_inputs(const tui_args *a, tui_inputs *in) {
     else if (A->cfg.n > LS_MAX_N)
         rc = cli_error("%s: %d experts; the explorer handles at most %d (use 'moescope landscape')", a->pa, A->cfg.n,
                        LS_MAX_N);
-    if (!rc && in->net && ms_limits_check(A, in->B, &in->E, MS_USE_WM | MS_USE_COST | MS_USE_DIAG, &err))
+    if (!rc && in->net && ms_limits_check(A, in->B, NULL, MS_USE_WM | MS_USE_COST | MS_USE_DIAG, &err))
         rc = cli_error("%s", err.msg);
     if (!rc && a->png_live && outputs_check_one(a->png_live, "--png-live", OUT_FILE, ins, 3, &err))
         rc = cli_error("%s", err.msg); // the default evaluation set, known only now
@@ -662,20 +663,19 @@ static void screen_draw(tui_screen *s, app_state *app, const explore_snapshot *v
  * and a new worker started, with the evaluation set only when it belongs to
  * that layer (else the data-free parts, and the status line says why). The
  * view starts afresh. */
-/* A network's MoE block k in place of the shown one: its objective and inputs
- * built here (three network evaluations), the old worker stopped first (it
- * borrows the old objective). 0, or -1 with the reason on the status line and
- * the shown block kept. */
+/* A network's MoE block k in place of the shown one: its objective made here
+ * (the new worker prepares it), the old worker stopped first (it borrows the
+ * old objective; a preparation or evaluation in flight stops within a panel of
+ * rows). 0, or -1 with the reason on the status line and the shown block kept. */
 static int switch_network(tui_ctx *c, app_state *app, int k) {
     tui_inputs *in = c->in;
     int b = -1;
     for (int i = 0; i < in->net->A.cfg.nmoe; i++)
         if (!strcmp(in->net->A.moe[i].layer, in->layers[k])) b = i;
     net_objective *obj = NULL;
-    evalset X;
     moe_model *A = ms_calloc(1, sizeof *A), *B = ms_calloc(1, sizeof *B);
     ms_err err;
-    if (b < 0 || net_block_setup(in, b, &obj, &X, A, B, &err)) {
+    if (b < 0 || net_block_setup(in, b, &obj, A, B, &err)) {
         app_message(app, 1, "block %s: %s", in->layers[k], b < 0 ? "not an MoE block of the network" : err.msg);
         free(A);
         free(B);
@@ -683,13 +683,12 @@ static int switch_network(tui_ctx *c, app_state *app, int k) {
     }
     explore_stop(c->g);
     net_objective_free(in->obj);
-    evalset_free(&in->E);
     moe_free(in->A);
     moe_free(in->B);
     free(in->A);
     free(in->B);
-    in->A = A, in->B = B, in->obj = obj, in->E = X, in->net->block = b;
-    c->g = explore_start_obj(in->A, in->B, &in->E, net_objective_view(in->obj), &err);
+    in->A = A, in->B = B, in->obj = obj, in->net->block = b;
+    c->g = net_worker_start(in, &err);
     if (!c->g) snprintf(c->fatal, sizeof c->fatal, "%.255s", err.msg);
     return c->g ? 0 : -1;
 }
@@ -975,8 +974,7 @@ int tui_main(int argc, char **argv) {
     ms_err err;
     char why[256];
     eval_fits(&in, in.current, a.e_path, why, sizeof why);
-    explore_worker *g = in.net ? explore_start_obj(in.A, in.B, &in.E, net_objective_view(in.obj), &err)
-                               : explore_start(in.A, in.B, why[0] ? NULL : &in.E, &err);
+    explore_worker *g = in.net ? net_worker_start(&in, &err) : explore_start(in.A, in.B, why[0] ? NULL : &in.E, &err);
     app_state app;
     tui_screen scr;
     int have_app = 0, have_screen = 0;

@@ -51,6 +51,14 @@ int progress_enabled(void);
 typedef void (*progress_listener)(void *ctx, const char *phase, double done, double total);
 void progress_listen(progress_listener fn, void *ctx, atomic_int *cancel);
 int progress_cancelled(void);
+/* That flag itself (NULL when the thread has none): a library call that hands
+ * its work to threads of its own passes it on to them (net_eval.c). */
+atomic_int *progress_cancel_flag(void);
+/* A count below the phase, for the thread's listener only (the phase and the
+ * command line's line are left alone): fn(ctx, what, done, total), e.g. the
+ * rows of the network evaluation in flight; sent when done is 0 or total, else
+ * at most every 50 ms. Nothing without a listener. */
+void progress_inner(const char *what, double done, double total);
 
 /* Seconds spent per named part ("wm lap"; every progress phase is one), summed
  * and printed on stderr as "timing: WHAT SECONDS" lines at exit when the

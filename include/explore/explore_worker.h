@@ -12,6 +12,7 @@
 #include "io/evalset.h"
 #include "landscape/landscape.h"
 #include "model/model.h"
+#include "network/net_objective.h"
 
 /* Orders the explorer samples when the landscape is not exhaustive (n > 9):
  * fewer than the command's 20000, so that at n = 64 the table comes in tens of
@@ -101,6 +102,10 @@ typedef struct {
      * "expert cost 1.2/3.4 GFlop", "weight matching 12/64 experts", "curve
      * naive"; "" when it is idle. A newer request cancels it mid-phase. */
     char front_phase[96];
+    /* a network's preparation in flight (explore_start_net): the step and the
+     * rows of its evaluation with the time left, "frozen prefix: rows
+     * 512/8192, 0:42 left"; "" when there is none (or it ended) */
+    char prep[128];
     /* the ranks came early (landscape on_ranks): rank/l_hat above are final
      * although the table is still filling in */
     int ranks_early;
@@ -141,6 +146,18 @@ explore_worker *explore_start(const moe_model *A, const moe_model *B, const eval
  * NULL). */
 explore_worker *explore_start_obj(const moe_model *A, const moe_model *B, const evalset *E,
                                   const ls_objective *obj, ms_err *err);
+/* A network's MoE block without waiting for the network: A and B the block's
+ * layers, no the objective of its loss as net_objective_create left it (the
+ * worker prepares it: the frozen prefix and the end points), net and set the
+ * network A and its evaluation set, for the block's own inputs (the
+ * diagnostics'; data-free until they are in). All borrowed, outliving the
+ * worker. The costs, assignments and data-free diagnostics come at once; the
+ * curves and the landscape once the preparation is done (snapshot.prep says
+ * how far it is); explore_stop cancels it within one panel of rows. */
+explore_worker *explore_start_net(const moe_model *A, const moe_model *B, net_objective *no,
+                                  const net_model *net, const net_evalset *set, int block, ms_err *err);
+/* the preparation's last step, after net_objective_prepare's (NET_PREP_*) */
+#define EXPLORE_PREP_INPUTS "the block's own inputs"
 void explore_submit(explore_worker *g, const explore_request *r);
 /* Ask for the diagnostics of (method, center). Never blocks: a result
  * computed before is published at once, otherwise the diagnostics thread

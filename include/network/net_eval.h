@@ -23,6 +23,19 @@
 #include "network/net_evalset.h"
 
 #define NET_ITEM_TOKENS 512
+/* An MLP runs over an item's rows in panels this tall (moe_forward's chunks),
+ * with a cancel check between panels, as between blocks and the head's slices:
+ * a cancel stops an evaluation of long sequences within one panel's work. */
+#define NET_PANEL_ROWS 256
+/* What an evaluation tells the calling thread's progress listener
+ * (progress_inner): NET_EVAL_ROWS, the rows of the evaluation set done (a
+ * fraction while a row is between blocks) of all of them. Only the caller's
+ * thread reports; the others' rows count in it.
+ *
+ * For the tests: MOESCOPE_TEST_EVAL_GATE=FILE makes every item of an
+ * evaluation but its first wait until FILE exists (or the cancel): an
+ * evaluation then stays in flight, with progress, as long as a test wants. */
+#define NET_EVAL_ROWS "evaluation rows"
 
 /* The residual stream entering MoE block moe_layers[0]'s MLP (after its
  * attention), (N T, d); with no MoE block, the stream after the last block. */
@@ -33,7 +46,8 @@ typedef struct {
 
 typedef struct {
     int threads;          /* workers (0: one per CPU, at most 8) */
-    atomic_int *cancel;   /* polled between items; non-zero: stop, return -1 "cancelled" */
+    atomic_int *cancel;   /* polled between items, blocks and row panels; non-zero: stop, return -1
+                             "cancelled". NULL: the calling thread's (progress_cancel_flag) */
 } net_par;
 
 int net_prefix_compute(const net_model *m, const net_evalset *E, const net_par *par, net_prefix *p,

@@ -25,6 +25,7 @@
 #ifndef MS_NET_FORWARD_H
 #define MS_NET_FORWARD_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "network/net_evalset.h"
@@ -48,6 +49,8 @@ typedef struct {
     float *pt;  // (P, K) a ViT's image as patches; NULL for GPT-2
     int head_rows; /* net_head_rows(V) */
     float *lg;  // (head_rows, V)
+    atomic_int *cancel; /* not NULL: net_head_loss stops between row slices once it is set
+                           (its sums are then partial: the caller discards them) */
 } net_ws;
 
 void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T);

@@ -34,9 +34,23 @@ typedef struct {
 } net_obj_opts;
 
 /* A, B and E are borrowed and must outlive the objective. Computes the prefix,
- * the other blocks' alignments and both end points. */
+ * the other blocks' alignments and both end points: net_objective_create,
+ * then net_objective_prepare. */
 int net_objective_new(const net_model *A, const net_model *B, const net_evalset *E,
                       const net_obj_opts *o, net_objective **out, ms_err *err);
+/* The two steps apart, for a caller that shows a screen first (the explorer):
+ * create checks and allocates (no evaluation; the view's end points NaN),
+ * prepare does the work (seconds to minutes on a large network), naming each
+ * step (NET_PREP_*) to the thread's progress listener (progress_inner);
+ * cancelled by o->par.cancel or the calling thread's (progress.h). eval() fails until prepare succeeded; a failed or
+ * cancelled prepare may be called again. */
+int net_objective_create(const net_model *A, const net_model *B, const net_evalset *E,
+                         const net_obj_opts *o, net_objective **out, ms_err *err);
+int net_objective_prepare(net_objective *no, ms_err *err);
+#define NET_PREP_ALIGN "aligning the other MoE blocks"
+#define NET_PREP_PREFIX "frozen prefix"
+#define NET_PREP_A "end point A"
+#define NET_PREP_B "end point B"
 const ls_objective *net_objective_view(const net_objective *no);
 void net_objective_free(net_objective *no);
 /* seconds spent building it, for the time split: the other blocks' alignments,

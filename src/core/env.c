@@ -48,6 +48,9 @@ static const struct {
     [ENV_TEST_LOAD_GATE] = {"MOESCOPE_TEST_LOAD_GATE",
                             "tests: a file; the explorer's layer loads wait, with A read, until it "
                             "exists"},
+    [ENV_TEST_EVAL_GATE] = {"MOESCOPE_TEST_EVAL_GATE",
+                            "tests: a file; every part of a network evaluation but its first "
+                            "waits until it exists (or the evaluation is cancelled)"},
     [ENV_MPI_TEST_KILL] = {"MOESCOPE_MPI_TEST_KILL",
                            "tests: a rank; that moescope-mpi process kills itself at its second "
                            "exchange"},

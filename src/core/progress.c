@@ -36,6 +36,7 @@ static __thread struct {
     atomic_int *cancel;
     char phase[64];
     double total, done, t_sent;
+    double t_inner; /* progress_inner's last send */
 } TL;
 
 static double now_s(void) {
@@ -124,6 +125,16 @@ void progress_listen(progress_listener fn, void *ctx, atomic_int *cancel) {
 }
 
 int progress_cancelled(void) { return TL.cancel && atomic_load_explicit(TL.cancel, memory_order_relaxed); }
+
+atomic_int *progress_cancel_flag(void) { return TL.cancel; }
+
+void progress_inner(const char *what, double done, double total) {
+    if (!TL.fn) return;
+    double t = now_s();
+    if (done > 0 && done < total && t - TL.t_inner < 0.05) return;
+    TL.t_inner = t;
+    TL.fn(TL.ctx, what, done, total);
+}
 
 /* the listener's update: forced at a phase's begin and end, else every 50 ms */
 static void tl_send(int force) {

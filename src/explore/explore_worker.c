@@ -40,6 +40,7 @@
 #include "core/progress.h"
 #include "io/model_io.h"
 #include "landscape/rank.h"
+#include "network/net_landscape.h"
 
 #define CURVE_CACHE 32
 
@@ -134,6 +135,21 @@ struct explore_worker {
     int diag_have[2][2], diag_fail[2][2];
     dg_list diag_res[2][2];
     char diag_err[2][2][256];
+    /* a network (explore_start_net): its objective and the block's own inputs,
+       prepared on the prep thread before the curves; prep_state under mu */
+    net_objective *prep_no;
+    const net_model *prep_net;
+    const net_evalset *prep_set;
+    int prep_block, prep_state;
+    pthread_t th_prep;
+    int started_prep;
+    atomic_int cancel_prep;   /* explore_stop only: a toggle never restarts the preparation */
+    char prep_err[256];
+    evalset own_E;            /* the block's own inputs, g->E once they are in */
+    char prep_step[64];       /* prep thread only: its current step, and when it began */
+    double prep_t0;
+    char front_what[48];      /* front thread only: the curve in flight, and its evaluation's start */
+    double front_t0, ls_t0;   /* ... and the landscape thread's evaluation's start */
     /* the aligned-checkpoint export asked for (mu), run on the diag thread */
     int export_want;
     explore_request export_req;
@@ -147,6 +163,18 @@ double explore_clock(void) {
 }
 
 static double now_s(void) { return explore_clock(); }
+
+enum { PREP_NONE = 0, PREP_RUNNING, PREP_READY, PREP_FAILED };
+
+/* "rows 512/8192, 0:42 left" of an evaluation begun at t0 (rows the evaluator
+ * reported, NET_EVAL_ROWS) */
+static void rows_text(char *buf, size_t cap, double done, double total, double t0) {
+    double el = now_s() - t0, left = done > 0 ? el / done * (total - done) : -1;
+    if (left >= 0 && left < 360000)
+        snprintf(buf, cap, "rows %.0f/%.0f, %ld:%02ld left", done, total, (long)left / 60, (long)left % 60);
+    else
+        snprintf(buf, cap, "rows %.0f/%.0f", done, total);
+}
 
 /* ---- publishing (call with mu held) ---- */
 
@@ -166,9 +194,14 @@ static void curve_assign(ls_curve *dst, const ls_curve *src) {
 /* busy, failed and status from both threads' states. mu held. */
 static void pub_status(explore_worker *g) {
     explore_snapshot *p = &g->pub;
-    p->busy = g->front_busy || g->has_pending || g->ls_running || g->ls_want;
+    p->busy = g->front_busy || g->has_pending || g->ls_running || g->ls_want || g->prep_state == PREP_RUNNING;
     p->failed = 0;
-    if (g->front_failed) {
+    if (g->prep_state == PREP_FAILED) {
+        p->failed = 1;
+        snprintf(p->status, sizeof p->status, "%s", g->prep_err);
+    } else if (g->prep_state == PREP_RUNNING && !g->front_failed) {
+        snprintf(p->status, sizeof p->status, "preparing the network: %s", p->prep);
+    } else if (g->front_failed) {
         p->failed = 1;
         snprintf(p->status, sizeof p->status, "%s", g->front_status);
     } else if (g->front_busy || g->has_pending) {
@@ -361,24 +394,81 @@ static void front_phase(explore_worker *g, const char *what) {
 }
 
 /* Progress of the library calls on the front thread (cost matrices, weight
- * matching; progress.h's listener, at most every 50 ms): "expert cost 1.2/3.4". */
+ * matching; progress.h's listener, at most every 50 ms): "expert cost 1.2/3.4";
+ * a network evaluation's rows (NET_EVAL_ROWS) on the status line with the
+ * curve they are for and the time left. */
 static void front_listener(void *ctx, const char *phase, double done, double total) {
+    explore_worker *g = ctx;
     char buf[96];
-    if (phase[0] && total > 0) snprintf(buf, sizeof buf, "%.60s %.3g/%.3g", phase, done, total);
-    else snprintf(buf, sizeof buf, "%.60s", phase);
-    front_phase(ctx, buf);
+    if (!strcmp(phase, NET_EVAL_ROWS)) {
+        char r[64];
+        if (done == 0) g->front_t0 = now_s();
+        rows_text(r, sizeof r, done, total, g->front_t0);
+        snprintf(buf, sizeof buf, "%.30s: %s", g->front_what, r);
+        front_status(g, "%s", buf);
+    } else if (phase[0] && total > 0) {
+        snprintf(buf, sizeof buf, "%.60s %.3g/%.3g", phase, done, total);
+    } else {
+        snprintf(buf, sizeof buf, "%.60s", phase);
+    }
+    front_phase(g, buf);
 }
 
 /* The same on the landscape thread (its named alignments before the pairs):
- * the orders pane's phase_detail, unless the landscape runs hidden. */
+ * the orders pane's phase_detail, unless the landscape runs hidden; a network
+ * evaluation's rows there and on the status line. */
 static void ls_listener(void *ctx, const char *phase, double done, double total) {
     explore_worker *g = ctx;
+    int rows = !strcmp(phase, NET_EVAL_ROWS);
+    char r[64] = "";
+    if (rows && done == 0) g->ls_t0 = now_s();
+    if (rows) rows_text(r, sizeof r, done, total, g->ls_t0);
     pthread_mutex_lock(&g->mu);
-    if (!g->ls_hidden && phase[0]) {
-        snprintf(g->pub.phase_detail, sizeof g->pub.phase_detail, "%.60s %.3g/%.3g", phase, done, total);
+    explore_snapshot *p = &g->pub;
+    if (!g->ls_hidden && rows) {
+        if (p->ndone == 0) snprintf(p->phase_detail, sizeof p->phase_detail, "evaluation %s", r);
+        snprintf(g->ls_status, sizeof g->ls_status, "computing landscape %ld/%ld; evaluation %s", p->ndone,
+                 p->norders, r);
+        pub_status(g);
+        pub_bump(g);
+    } else if (!g->ls_hidden && phase[0]) {
+        snprintf(p->phase_detail, sizeof p->phase_detail, "%.60s %.3g/%.3g", phase, done, total);
         pub_bump(g);
     }
     pthread_mutex_unlock(&g->mu);
+}
+
+/* The prep thread's steps (NET_PREP_*) and its evaluations' rows: the
+ * snapshot's prep, and the orders pane's phase until the landscape begins. */
+static void prep_listener(void *ctx, const char *phase, double done, double total) {
+    explore_worker *g = ctx;
+    char buf[128], r[64];
+    if (!phase[0]) return;
+    if (strcmp(phase, NET_EVAL_ROWS)) {
+        snprintf(g->prep_step, sizeof g->prep_step, "%s", phase);
+        snprintf(buf, sizeof buf, "%s", phase);
+    } else {
+        if (done == 0) g->prep_t0 = now_s();
+        rows_text(r, sizeof r, done, total, g->prep_t0);
+        snprintf(buf, sizeof buf, "%.60s: %s", g->prep_step, r);
+    }
+    pthread_mutex_lock(&g->mu);
+    snprintf(g->pub.prep, sizeof g->pub.prep, "%s", buf);
+    snprintf(g->pub.phase_detail, sizeof g->pub.phase_detail, "%.95s", buf);
+    pub_status(g);
+    pub_bump(g);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* The front waits for the network's preparation (the prep thread) before its
+ * curves; a newer request or the stop ends the wait. 0 ready, else -1. */
+static int prep_wait(explore_worker *g, ms_err *err) {
+    pthread_mutex_lock(&g->mu);
+    while (g->prep_state == PREP_RUNNING && !g->cancel_front && !g->stop) pthread_cond_wait(&g->cv_front, &g->mu);
+    int st = g->prep_state;
+    if (st == PREP_FAILED) ms_fail(err, "%s", g->prep_err);
+    pthread_mutex_unlock(&g->mu);
+    return st == PREP_READY || st == PREP_NONE ? 0 : st == PREP_FAILED ? -1 : ms_fail(err, "cancelled");
 }
 
 /* Costs, assignments and curves of q; -1 on error (err) or cancel. */
@@ -420,6 +510,7 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     pub_bump(g);
     pthread_mutex_unlock(&g->mu);
     if (!g->E && !g->obj) return 0; /* data-free (no evaluation set): costs and assignments only */
+    if (prep_wait(g, err)) return -1;
 
     // 2. curves: naive (identity, no WM), skip-order (identity + WM), current, selected
     // (a network's naive and skip-order curves move every MoE block that way: var)
@@ -438,13 +529,16 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     for (int k = 0; k < 4; k++) {
         if (k == 3 && !q->has_selected) break;
         if (g->cancel_front) return ms_fail(err, "cancelled");
-        front_status(g, "curve %s", want[k].name);
-        char what[32];
-        snprintf(what, sizeof what, "curve %s", want[k].name);
-        front_phase(g, what);
+        snprintf(g->front_what, sizeof g->front_what, "curve %s", want[k].name);
+        front_status(g, "%s", g->front_what);
+        front_phase(g, g->front_what);
         cached_curve *c = curve_get(g, want[k].order, want[k].wm, want[k].var, T, err);
         if (!c) return ms_prefix(err, "%s curve", want[k].name);
         pthread_mutex_lock(&g->mu);
+        if (g->cancel_front) { // superseded as it finished: kept in the cache, not drawn
+            pthread_mutex_unlock(&g->mu);
+            return ms_fail(err, "cancelled");
+        }
         curve_assign(want[k].dst, &c->c);
         *want[k].have = 1;
         if (k == 0) {
@@ -811,9 +905,9 @@ static void diag_publish(explore_worker *g, int m, int c) {
 
 /* B aligned with q's stages, saved under a free name near want (written to
  * path). Never over an input nor any existing file. */
-static int export_run(explore_worker *g, const explore_request *q, const char *want, char *path,
-                      size_t cap, ms_err *err) {
-    const char *ins[3] = {g->A->path, g->B->path, g->E ? g->E->path : NULL};
+static int export_run(explore_worker *g, const evalset *E, const explore_request *q, const char *want,
+                      char *path, size_t cap, ms_err *err) {
+    const char *ins[3] = {g->A->path, g->B->path, E ? E->path : NULL};
     int nin = 0;
     for (int i = 0; i < 3; i++)
         if (ins[i]) ins[nin++] = ins[i];
@@ -839,6 +933,7 @@ static int export_run(explore_worker *g, const explore_request *q, const char *w
 /* Take the asked export and run it, publishing the outcome. mu held. */
 static void export_step(explore_worker *g) {
     explore_request q = g->export_req;
+    const evalset *E = g->E;
     char want[512], path[512];
     snprintf(want, sizeof want, "%s", g->export_path);
     g->export_want = 0;
@@ -846,7 +941,7 @@ static void export_step(explore_worker *g) {
     ms_err err;
     err.msg[0] = 0;
     path[0] = 0;
-    int rc = export_run(g, &q, want, path, sizeof path, &err);
+    int rc = export_run(g, E, &q, want, path, sizeof path, &err);
     pthread_mutex_lock(&g->mu);
     explore_snapshot *p = &g->pub;
     p->export_state = rc ? EXPLORE_EXPORT_FAILED : EXPLORE_EXPORT_DONE;
@@ -876,6 +971,7 @@ static void *diag_worker(void *arg) {
             diag_publish(g, m, c);
             continue;
         }
+        const evalset *E = g->E; // a network's block inputs arrive later (prep thread)
         pthread_mutex_unlock(&g->mu);
         diag_opts o;
         diag_opts_default(&o);
@@ -890,9 +986,13 @@ static void *diag_worker(void *arg) {
         /* cancellable: at 64 experts the expert distances are thousands of
            weight matchings, and explore_stop (quit, a layer switch) waits */
         progress_listen(diag_listener, g, &g->cancel_diag);
-        int rc = diag_findings(g->A, g->B, g->E, &o, &l, &err);
+        int rc = diag_findings(g->A, g->B, E, &o, &l, &err);
         progress_listen(NULL, NULL, NULL);
         pthread_mutex_lock(&g->mu);
+        if (E != g->E) { // data-free findings of a set that came in meanwhile: asked again (prep_finish)
+            dg_list_free(&l);
+            continue;
+        }
         dg_list_free(&g->diag_res[m][c]);
         g->diag_res[m][c] = l;
         g->diag_fail[m][c] = rc != 0;
@@ -945,6 +1045,60 @@ void explore_request_diag(explore_worker *g, cost_method method, int center) {
     pthread_mutex_unlock(&g->mu);
 }
 
+/* The preparation's end: the block's inputs become the diagnostics' set
+ * (their findings, data-free so far, computed again), the front goes on to
+ * its curves. mu held. */
+static void prep_finish(explore_worker *g, int rc, evalset *X, const ms_err *err) {
+    explore_snapshot *p = &g->pub;
+    if (rc) {
+        g->prep_state = PREP_FAILED;
+        snprintf(g->prep_err, sizeof g->prep_err, "preparing the network: %.200s", err->msg);
+    } else {
+        g->own_E = *X;
+        g->E = &g->own_E;
+        g->prep_state = PREP_READY;
+        for (int m = 0; m < 2; m++)
+            for (int c = 0; c < 2; c++) {
+                dg_list_free(&g->diag_res[m][c]);
+                g->diag_have[m][c] = g->diag_fail[m][c] = 0;
+            }
+        if (p->diag_state != EXPLORE_DIAG_NONE && !g->diag_want) {
+            g->diag_want = 1;
+            g->diag_want_m = p->diag_method;
+            g->diag_want_c = p->diag_center;
+            pthread_cond_signal(&g->cv_diag);
+        }
+    }
+    p->prep[0] = 0;
+    if (!g->ls_running) p->phase[0] = p->phase_detail[0] = 0;
+    pthread_cond_broadcast(&g->cv_front);
+    pub_status(g);
+    pub_bump(g);
+}
+
+/* A network's objective (the frozen prefix, the end points) and the block's
+ * own inputs, once, off the other threads: the screen and the data-free parts
+ * do not wait for them; only explore_stop cancels them. */
+static void *prep_worker(void *arg) {
+    explore_worker *g = arg;
+    progress_listen(prep_listener, g, &g->cancel_prep);
+    ms_err err;
+    err.msg[0] = 0;
+    evalset X;
+    memset(&X, 0, sizeof X);
+    int rc = net_objective_prepare(g->prep_no, &err);
+    if (!rc) {
+        net_par par = {0}; // the cancel: this thread's (cancel_prep)
+        progress_inner(EXPLORE_PREP_INPUTS, 0, 0);
+        rc = net_block_inputs(g->prep_net, g->prep_set, g->prep_block, &par, &X, &err);
+    }
+    progress_listen(NULL, NULL, NULL);
+    pthread_mutex_lock(&g->mu);
+    prep_finish(g, rc, &X, &err);
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
 static void *front_worker(void *arg) {
     explore_worker *g = arg;
     progress_listen(front_listener, g, &g->cancel_front); /* cost and matching: cancellable */
@@ -994,7 +1148,8 @@ explore_worker *explore_start(const moe_model *A, const moe_model *B, const eval
     return explore_start_obj(A, B, E, NULL, err);
 }
 
-explore_worker *explore_start_obj(const moe_model *A, const moe_model *B, const evalset *E,
+/* The worker's state, no thread started yet; NULL with err. */
+static explore_worker *worker_new(const moe_model *A, const moe_model *B, const evalset *E,
                                   const ls_objective *obj, ms_err *err) {
     int n = A->cfg.n;
     if (n < 1 || n > LS_MAX_N) {
@@ -1020,15 +1175,43 @@ explore_worker *explore_start_obj(const moe_model *A, const moe_model *B, const 
     pthread_cond_init(&g->cv_front, NULL);
     pthread_cond_init(&g->cv_ls, NULL);
     pthread_cond_init(&g->cv_diag, NULL);
+    return g;
+}
+
+static explore_worker *worker_run(explore_worker *g, ms_err *err) {
     g->started_front = pthread_create(&g->th_front, NULL, front_worker, g) == 0;
     g->started_ls = g->started_front && pthread_create(&g->th_ls, NULL, ls_worker, g) == 0;
     g->started_diag = g->started_ls && pthread_create(&g->th_diag, NULL, diag_worker, g) == 0;
-    if (!g->started_diag) {
+    int ok = g->started_diag;
+    if (ok && g->prep_no) ok = g->started_prep = pthread_create(&g->th_prep, NULL, prep_worker, g) == 0;
+    if (!ok) {
         ms_fail(err, "cannot start the worker threads");
         explore_stop(g);
         return NULL;
     }
     return g;
+}
+
+explore_worker *explore_start_obj(const moe_model *A, const moe_model *B, const evalset *E,
+                                  const ls_objective *obj, ms_err *err) {
+    explore_worker *g = worker_new(A, B, E, obj, err);
+    return g ? worker_run(g, err) : NULL;
+}
+
+explore_worker *explore_start_net(const moe_model *A, const moe_model *B, net_objective *no,
+                                  const net_model *net, const net_evalset *set, int block, ms_err *err) {
+    explore_worker *g = worker_new(A, B, NULL, net_objective_view(no), err);
+    if (!g) return NULL;
+    g->prep_no = no;
+    g->prep_net = net;
+    g->prep_set = set;
+    g->prep_block = block;
+    g->prep_state = PREP_RUNNING;
+    snprintf(g->pub.prep, sizeof g->pub.prep, "starting");
+    snprintf(g->pub.phase, sizeof g->pub.phase, "preparing the network");
+    g->pub.phase_since = now_s();
+    pub_status(g);
+    return worker_run(g, err);
 }
 
 void explore_submit(explore_worker *g, const explore_request *r) {
@@ -1147,6 +1330,7 @@ void explore_stop(explore_worker *g) {
     g->cancel_front = 1;
     g->cancel_ls = 1;
     g->cancel_diag = 1;
+    g->cancel_prep = 1;
     pthread_cond_signal(&g->cv_front);
     pthread_cond_signal(&g->cv_ls);
     pthread_cond_signal(&g->cv_diag);
@@ -1154,6 +1338,8 @@ void explore_stop(explore_worker *g) {
     if (g->started_front) pthread_join(g->th_front, NULL);
     if (g->started_ls) pthread_join(g->th_ls, NULL);
     if (g->started_diag) pthread_join(g->th_diag, NULL);
+    if (g->started_prep) pthread_join(g->th_prep, NULL);
+    if (g->E == &g->own_E) evalset_free(&g->own_E);
     for (int m = 0; m < 2; m++)
         for (int c = 0; c < 2; c++) dg_list_free(&g->diag_res[m][c]);
     for (int i = 0; i < CURVE_CACHE; i++)

@@ -4,9 +4,12 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/blas_threads.h"
+#include "core/env.h"
+#include "core/progress.h"
 #include "io/safetensors.h"
 #include "network/net_forward.h"
 
@@ -28,20 +31,64 @@ typedef struct {
     atomic_int *cancel;
     long next;             /* the next item, atomic */
     int stopped;           /* a worker saw the cancel */
+    pthread_t owner;       /* the caller's thread: the one that reports progress */
+    long units, nunits;    /* rows x stages done (atomic) and in all; a stage is a
+                              block or the head */
+    int stages;            /* stages per row */
 } net_job;
+
+/* Stop at the next check? (marks the job stopped) */
+static int job_cancelled(net_job *j) {
+    if (!j->cancel || !atomic_load(j->cancel)) return 0;
+    __atomic_store_n(&j->stopped, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* k more rows x stages done; the caller's thread tells its listener the rows
+ * (progress_inner): the explorer shows the evaluation in flight */
+static void job_advance(net_job *j, long k) {
+    long u = __atomic_add_fetch(&j->units, k, __ATOMIC_RELAXED);
+    if (pthread_equal(pthread_self(), j->owner))
+        progress_inner(NET_EVAL_ROWS, (double)u / j->stages, (double)j->nunits / j->stages);
+}
+
+/* MOESCOPE_TEST_EVAL_GATE (net_eval.h): every item but the first waits for the
+ * file, or the cancel */
+static void test_gate(net_job *j, long it) {
+    const char *gate = env_get(ENV_TEST_EVAL_GATE);
+    if (!gate || it == 0) return;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    while (access(gate, F_OK) != 0 && !job_cancelled(j)) nanosleep(&ts, NULL);
+}
+
+/* h += mlp(w->x) of block L over M rows, in panels of NET_PANEL_ROWS with a
+ * cancel check between them (moe_forward's own chunks are as wide: the same
+ * sums). w's row buffers are viewed from each panel's first row. */
+static int mlp_panels(net_job *j, int L, const moe_model *moe, float *h, int M, const net_ws *w, float *G) {
+    int d = j->m->cfg.d, ff = j->m->cfg.ff, n = moe ? moe->cfg.n : 0;
+    for (int r = 0; r < M; r += NET_PANEL_ROWS) {
+        if (r > 0 && job_cancelled(j)) return -1;
+        int rows = M - r < NET_PANEL_ROWS ? M - r : NET_PANEL_ROWS;
+        net_ws v = *w;
+        v.x += (size_t)r * d, v.o += (size_t)r * d, v.y += (size_t)r * ff;
+        net_mlp_apply(j->m, L, moe, h + (size_t)r * d, rows, &v, G ? G + (size_t)r * n : NULL);
+    }
+    return 0;
+}
 
 /* The blocks from the first MoE block L0 on, for one item's rows h (ns
  * sequences): L0's attention is done (the prefix ends after it), so its MLP
  * comes first. An MoE block's input may be edited, then captured, before it
  * computes (prev (M, d): the previous MoE block's input, kept when there is an
  * edit). The MoE blocks' gate weights go through G ((M, nmax)) into the item's
- * load sums when they are asked for. */
-static void item_tail(const net_job *j, int it, float *h, int ns, net_ws *w, float *G, float *prev) {
+ * load sums when they are asked for. -1: cancelled between blocks or panels. */
+static int item_tail(net_job *j, int it, float *h, int ns, net_ws *w, float *G, float *prev) {
     const net_model *m = j->m;
     const net_run *r = j->r;
     int T = j->T, M = ns * T, d = m->cfg.d, have_prev = 0;
     size_t r0 = (size_t)it * j->spi * T; // the item's first row
     for (int L = j->L0; L < m->cfg.nlayer; L++) {
+        if (L > j->L0 && job_cancelled(j)) return -1;
         if (L > j->L0) net_attn_forward(m, L, h, ns, T, w);
         int mi = m->cfg.moe_of[L];
         const moe_model *moe = mi >= 0 ? j->moe[mi] : NULL;
@@ -54,7 +101,8 @@ static void item_tail(const net_job *j, int it, float *h, int ns, net_ws *w, flo
             memcpy(prev, w->x, (size_t)M * d * sizeof(float));
             have_prev = 1;
         }
-        net_mlp_apply(m, L, moe, h, M, w, g);
+        if (mlp_panels(j, L, moe, h, M, w, g)) return -1;
+        job_advance(j, M);
         if (!g) continue;
         int n = moe->cfg.n;
         double *lm = j->lmean + ((size_t)it * j->nmoe + mi) * j->nmax;
@@ -66,6 +114,7 @@ static void item_tail(const net_job *j, int it, float *h, int ns, net_ws *w, flo
                 lf[i] += gv > 0.0f;
             }
     }
+    return 0;
 }
 
 /* one item: the prefix (from the embedding, or copied from p), then the tail,
@@ -80,21 +129,26 @@ static void run_item(net_job *j, int it, float *h, net_ws *w, float *G, float *p
     } else {
         net_embed(m, j->E, s0, ns, h, w);
         for (int L = 0; L < j->L0; L++) {
+            if (job_cancelled(j)) return;
             net_attn_forward(m, L, h, ns, T, w);
-            net_mlp_forward(m, L, NULL, h, (int)M, w, NULL, NULL);
+            net_mlp_input(m, L, h, (int)M, w);
+            if (mlp_panels(j, L, NULL, h, (int)M, w, NULL)) return;
+            job_advance(j, (long)M);
         }
         if (j->L0 < m->cfg.nlayer) net_attn_forward(m, j->L0, h, ns, T, w);
     }
     if (!j->r) { // the prefix job
         memcpy(j->prefix_out + r0 * d, h, M * d * sizeof(float));
+        job_advance(j, (long)M);
         return;
     }
-    item_tail(j, it, h, ns, w, G, prev);
+    if (item_tail(j, it, h, ns, w, G, prev) || job_cancelled(j)) return;
     j->loss[it] = 0.0;
     j->ok[it] = 0;
     size_t lrow = (size_t)s0 * net_logit_rows(m, T); // the item's first row of logits
     net_head_loss(m, h, j->E, s0, ns, w, &j->loss[it], &j->ok[it],
                   j->r->logits ? j->r->logits + lrow * m->cfg.vocab : NULL);
+    job_advance(j, (long)M);
 }
 
 static void *net_worker(void *arg) {
@@ -102,16 +156,16 @@ static void *net_worker(void *arg) {
     int T = j->T, cap = j->spi * T;
     net_ws w;
     net_ws_alloc(&w, &j->m->cfg, cap, T);
+    w.cancel = j->cancel; // the head polls it between its row slices
     float *h = ms_malloc((size_t)cap * j->m->cfg.d * sizeof(float));      // (cap, d)
     float *G = ms_malloc((size_t)cap * (j->nmax ? j->nmax : 1) * sizeof(float)); // (cap, nmax)
     float *prev = j->r && j->r->edit ? ms_malloc((size_t)cap * j->m->cfg.d * sizeof(float)) : NULL; // (cap, d)
     for (;;) {
-        if (j->cancel && atomic_load(j->cancel)) {
-            __atomic_store_n(&j->stopped, 1, __ATOMIC_RELAXED);
-            break;
-        }
+        if (job_cancelled(j)) break;
         long it = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
         if (it >= j->items) break;
+        test_gate(j, it);
+        if (job_cancelled(j)) break;
         run_item(j, (int)it, h, &w, G, prev);
     }
     net_ws_free(&w);
@@ -126,7 +180,11 @@ static int net_run_job(net_job *j, const net_par *par, ms_err *err) {
     long nt = par && par->threads > 0 ? par->threads : sysconf(_SC_NPROCESSORS_ONLN);
     nt = nt < 1 ? 1 : nt > 8 ? 8 : nt;
     nt = nt < j->items ? nt : j->items;
-    j->cancel = par ? par->cancel : NULL;
+    // the caller's own cancel (progress_listen's) when none is given: the explorer's threads
+    j->cancel = par && par->cancel ? par->cancel : progress_cancel_flag();
+    j->owner = pthread_self();
+    j->units = 0;
+    progress_inner(NET_EVAL_ROWS, 0, (double)j->nunits / j->stages);
     blas_single_enter();
     pthread_t th[8];
     int started = 0;
@@ -148,6 +206,13 @@ static void job_init(net_job *j, const net_model *m, const net_evalset *E) {
     j->items = (E->N + j->spi - 1) / j->spi;
 }
 
+/* the stages each row goes through: the blocks to run (and the head), or the prefix's */
+static void job_stages(net_job *j, int prefix_only, int from_prefix) {
+    int nl = j->m->cfg.nlayer;
+    j->stages = prefix_only ? j->L0 + 1 : (from_prefix ? 0 : j->L0) + (nl - j->L0) + 1;
+    j->nunits = (long)j->E->N * j->T * j->stages;
+}
+
 int net_prefix_compute(const net_model *m, const net_evalset *E, const net_par *par, net_prefix *p,
                        ms_err *err) {
     memset(p, 0, sizeof *p);
@@ -157,6 +222,7 @@ int net_prefix_compute(const net_model *m, const net_evalset *E, const net_par *
     p->L0 = j.L0;
     p->h = ms_malloc((size_t)E->N * j.T * m->cfg.d * sizeof(float));
     j.prefix_out = p->h;
+    job_stages(&j, 1, 0);
     if (net_run_job(&j, par, err)) {
         net_prefix_free(p);
         return -1;
@@ -183,6 +249,7 @@ int net_evaluate(const net_model *m, const net_evalset *E, const net_prefix *p, 
     j.moe = own;
     j.nmoe = m->cfg.nmoe;
     for (int i = 0; i < j.nmoe; i++) j.nmax = own[i]->cfg.n > j.nmax ? own[i]->cfg.n : j.nmax;
+    job_stages(&j, 0, p != NULL);
     j.loss = ms_calloc((size_t)j.items, sizeof(double));
     j.ok = ms_calloc((size_t)j.items, sizeof(long));
     if (rr.want_load && j.nmoe) {

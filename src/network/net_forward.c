@@ -54,6 +54,7 @@ void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
     }
     w->head_rows = net_head_rows(c->vocab);
     w->lg = ms_malloc((size_t)w->head_rows * c->vocab * sizeof(float));
+    w->cancel = NULL;
 }
 
 void net_ws_free(net_ws *w) {
@@ -305,6 +306,7 @@ void net_head_loss(const net_model *m, const float *h, const net_evalset *E, int
     double ls = 0.0;
     long ok = 0;
     for (int r0 = 0; r0 < R; r0 += w->head_rows) {
+        if (r0 > 0 && w->cancel && atomic_load(w->cancel)) break;
         int rows = R - r0 < w->head_rows ? R - r0 : w->head_rows;
         float *x = w->x + (size_t)r0 * d;
         for (int r = 0; r < rows; r++)

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/progress.h"
+
 /* The other blocks interpolated at (t, var), and the block pointers one
  * evaluation reads: a slot per concurrent caller (the explorer evaluates
  * curves and the landscape on two threads at once). */
@@ -34,6 +36,7 @@ struct net_objective {
     pthread_mutex_t bb_mu; /* interp_backbone: M and the prefix, one evaluation at a time */
     net_model M;           /* interp_backbone: the backbone at M_t */
     double M_t;
+    int ready;             /* net_objective_prepare finished */
     ls_objective view;
     char what[128];
     double align_s, prefix_s, ends_s;
@@ -101,6 +104,7 @@ static const net_model *backbone_at(net_objective *no, double t, ms_err *err) {
 static int obj_eval(void *ctx, const moe_model *layer, double t, int variant, double *loss,
                     double *acc, ms_err *err) {
     net_objective *no = ctx;
+    if (!no->ready) return ms_fail(err, "%s: the network is not prepared (net_objective_prepare)", no->A->path);
     if (no->o.interp_backbone) pthread_mutex_lock(&no->bb_mu);
     const net_model *net = backbone_at(no, t, err);
     int rc = -1;
@@ -148,8 +152,10 @@ static int align_variants(net_objective *no, ms_err *err) {
 /* the end points: A and B each with their own blocks (and backbone) */
 static int end_points(net_objective *no, ms_err *err) {
     net_eval_result ra, rb;
+    progress_inner(NET_PREP_A, 0, 0);
     if (net_evaluate(no->A, no->E, no->o.interp_backbone ? NULL : &no->prefix, NULL, &no->o.par, &ra, err))
         return -1;
+    progress_inner(NET_PREP_B, 0, 0);
     if (net_evaluate(no->B, no->E, no->o.interp_backbone ? NULL : &no->prefix, NULL, &no->o.par, &rb, err))
         return -1;
     no->view.loss_a = ra.loss, no->view.acc_a = ra.accuracy;
@@ -157,8 +163,8 @@ static int end_points(net_objective *no, ms_err *err) {
     return 0;
 }
 
-int net_objective_new(const net_model *A, const net_model *B, const net_evalset *E,
-                      const net_obj_opts *o, net_objective **out, ms_err *err) {
+int net_objective_create(const net_model *A, const net_model *B, const net_evalset *E,
+                         const net_obj_opts *o, net_objective **out, ms_err *err) {
     *out = NULL;
     if (o->chosen < 0 || o->chosen >= A->cfg.nmoe)
         return ms_fail(err, "%s: MoE block %d of %d", A->path, o->chosen, A->cfg.nmoe);
@@ -171,17 +177,6 @@ int net_objective_new(const net_model *A, const net_model *B, const net_evalset 
     pthread_cond_init(&no->cv, NULL);
     pthread_mutex_init(&no->bb_mu, NULL);
     if (o->interp_backbone) net_clone(&no->M, A);
-    double t0 = now_secs();
-    int rc = align_variants(no, err);
-    no->align_s = now_secs() - t0, t0 = now_secs();
-    if (!rc && !o->interp_backbone) rc = net_prefix_compute(A, E, &no->o.par, &no->prefix, err);
-    no->prefix_s = now_secs() - t0, t0 = now_secs();
-    if (!rc) rc = end_points(no, err);
-    no->ends_s = now_secs() - t0;
-    if (rc) {
-        net_objective_free(no);
-        return -1;
-    }
     snprintf(no->what, sizeof no->what, "network loss, MoE block %d%s (mean %s cross-entropy)",
              A->cfg.moe_layers[o->chosen], o->interp_backbone ? ", backbone interpolated too" : "",
              net_loss_kind(A));
@@ -189,7 +184,41 @@ int net_objective_new(const net_model *A, const net_model *B, const net_evalset 
     no->view.ctx = no;
     no->view.kind = LS_CLASSIFY;
     no->view.what = no->what;
+    no->view.loss_a = no->view.loss_b = no->view.acc_a = no->view.acc_b = NAN;
     *out = no;
+    return 0;
+}
+
+/* each step named to the thread's listener (progress_inner; the explorer shows it with the rows) */
+int net_objective_prepare(net_objective *no, ms_err *err) {
+    if (no->ready) return 0;
+    double t0 = now_secs();
+    progress_inner(NET_PREP_ALIGN, 0, 0);
+    int rc = align_variants(no, err);
+    no->align_s = now_secs() - t0, t0 = now_secs();
+    progress_inner(NET_PREP_PREFIX, 0, 0);
+    if (!rc && !no->o.interp_backbone) rc = net_prefix_compute(no->A, no->E, &no->o.par, &no->prefix, err);
+    no->prefix_s = now_secs() - t0, t0 = now_secs();
+    if (!rc) rc = end_points(no, err);
+    no->ends_s = now_secs() - t0;
+    if (rc) {
+        for (int i = 0; i < 3 * no->nmoe; i++) moe_free(&no->alt[i]);
+        memset(no->alt, 0, (size_t)3 * no->nmoe * sizeof(moe_model));
+        net_prefix_free(&no->prefix);
+        return -1;
+    }
+    no->ready = 1;
+    return 0;
+}
+
+int net_objective_new(const net_model *A, const net_model *B, const net_evalset *E,
+                      const net_obj_opts *o, net_objective **out, ms_err *err) {
+    if (net_objective_create(A, B, E, o, out, err)) return -1;
+    if (net_objective_prepare(*out, err)) {
+        net_objective_free(*out);
+        *out = NULL;
+        return -1;
+    }
     return 0;
 }
 
