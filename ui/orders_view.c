@@ -509,8 +509,11 @@ static void sample_line(const explore_snapshot *v, const sample_rank *sr, int w,
     est_words(sr->log10_total, all, sizeof all);
     /* which figures these are: the worker's, or the table's running estimate */
     const char *m = cost_method_name(sr->method);
-    const char *label = sr->final ? "final" : v->have_landscape ? "estimate" : "estimate so far";
-    const char *brief = sr->final ? " final" : v->have_landscape ? "" : " so far";
+    /* "final" only once the table is: ranks that came early (the middle-point
+       bound) still await the rest of the rows the table shows */
+    const char *label = !v->have_landscape ? (sr->final ? "ranked, table filling" : "estimate so far")
+                        : sr->final ? "final" : "estimate";
+    const char *brief = !v->have_landscape ? (sr->final ? " filling" : " so far") : sr->final ? " final" : "";
     int top = sr->pct <= 50;
     const char *side = top ? "top" : "bottom";
     double pct = top ? sr->pct : 100 - sr->pct, lo = top ? sr->lo : 100 - sr->hi, hi = top ? sr->hi : 100 - sr->lo;
@@ -528,6 +531,33 @@ static void sample_line(const explore_snapshot *v, const sample_rank *sr, int w,
     }
 }
 
+/* A sample need not hold the methods' orders nor the identity (the
+ * skip-order with weight matching on, the naive order without): those it
+ * lacks, with their barriers, and the best order found (the table's best row,
+ * or one of these when lower) with how it was found. 0 when there is none. */
+static int outside_line(const explore_snapshot *v, char *buf, size_t cap) {
+    if (!orders_sampled(v) || v->ndone < 1) return 0;
+    double best = INFINITY, bar[3];
+    for (long k = 0; k < v->ndone; k++) best = v->rows[k].barrier < best ? v->rows[k].barrier : best;
+    const char *name[3] = {"G gate", "E expert", "I identity"}, *how = "sampled";
+    int id[LS_MAX_N], idin = 0, len = 0;
+    for (int i = 0; i < v->n; i++) id[i] = i;
+    for (long k = 0; k < v->ndone && !idin; k++) idin = explore_row_is(v, &v->rows[k], id);
+    bar[0] = v->method_in_rows[0] ? NAN : v->method_bar[0];
+    bar[1] = v->method_in_rows[1] ? NAN : v->method_bar[1];
+    bar[2] = idin ? NAN : v->req.wm_stage ? (v->have_skip ? v->skip_order.barrier : NAN)
+                                          : (v->have_naive ? v->naive.barrier : NAN);
+    for (int q = 0; q < 3; q++) {
+        if (isnan(bar[q])) continue;
+        len += snprintf(buf + len, cap - (size_t)len, "%s%s %.4f", len ? ", " : "not sampled: ", name[q], bar[q]);
+        if (bar[q] < best) best = bar[q], how = q == 0 ? "the gate method" : q == 1 ? "the expert method" : "the identity";
+        if ((size_t)len >= cap) return 1;
+    }
+    if (!len) return 0;
+    snprintf(buf + len, cap - (size_t)len, "; best found %.4f (%s)", best, how);
+    return 1;
+}
+
 /* The lines under the table: for a sample, the chosen order's estimated
  * percentile with its 95% interval (and a grouped router's order set); for
  * abbreviated orders, the selected row's whole order, wrapped. Returns the
@@ -542,6 +572,7 @@ static int table_details(grid *g, const ui_rect *r, const orders_state *s, const
     if (orders_sample_rank(v, &sr)) sample_line(v, &sr, w, line[nl++], sizeof line[0]);
     else if (orders_sampled(v) && v->ndone > 0)
         snprintf(line[nl++], sizeof line[0], "sampled: a rank estimate needs the order stage (o)");
+    if (outside_line(v, line[nl], sizeof line[0])) nl++;
     if (v->groups > 1 && v->n % v->groups == 0) {
         char all[48];
         count_words(orders_total_log10(v->n, v->groups), all, sizeof all);

@@ -20,8 +20,9 @@
  * wide (Wilson, p = 1/2), and a rank-1 order's is [0, 0.19 %]. */
 #define EXPLORE_SAMPLES 2000
 /* ... and on a network's loss (n > LS_OBJ_EXHAUSTIVE_MAX), where each order is
- * whole network evaluations */
-#define EXPLORE_OBJ_SAMPLES 200
+ * whole network evaluations: the landscape command's LS_OBJ_SAMPLES (one
+ * default, said in the table's title) */
+#define EXPLORE_OBJ_SAMPLES LS_OBJ_SAMPLES
 
 typedef struct {
     int order_stage;        /* expert-order stage on/off */
@@ -85,6 +86,11 @@ typedef struct {
      * its log10 is log10(pct/100) + orders_in_set_log10). Exhaustive tables:
      * pct = pct_lo = pct_hi = the exact percentile, rank_est = rank. */
     double pct[2], pct_lo[2], pct_hi[2], rank_est[2];
+    /* each method's order's barrier for the table's key (NaN unknown), and
+     * whether it is among the rows (a sample need not hold it: the orders
+     * pane lists it under the table then) */
+    double method_bar[2];
+    int method_in_rows[2];
     int failed;               /* the last request ended in an error (status says) */
     int rank[2];              /* [COST_GATE], [COST_EXPERT], from the complete rows */
     int tied[2], rank_auc[2]; /* tie class size and AUC tie-break rank (rank.h); 0 unknown */

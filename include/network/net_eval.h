@@ -12,8 +12,11 @@
  * Threads as the layer evaluator's (evaluator.c): fixed items of whole
  * sequences (about NET_ITEM_TOKENS tokens each) go to one worker per CPU (at
  * most 8), BLAS single-threaded inside them; each item's sums are kept and
- * reduced in item order, so the numbers are the same, bit for bit, for any
- * thread count. */
+ * reduced in item order. When items are fewer than threads (one long sequence,
+ * a few), the threads without an item take panels of the items' MLPs (fixed
+ * rows, NET_PANEL_ROWS, each computed whole by whichever thread takes it), so
+ * those use every core. The numbers are the same, bit for bit, for any thread
+ * count. */
 #ifndef MS_NET_EVAL_H
 #define MS_NET_EVAL_H
 

@@ -294,6 +294,12 @@ static void pub_ranks(explore_worker *g) {
     }
     p->ranks_early = 0;
     ls_key key = key_of(&p->req);
+    for (int m = 0; m < 2; m++) { // the methods' barriers, whatever the ranks below
+        double b, auc;
+        int ok = p->have_methods && ls_key_equal(g->rows_key, key) && method_barrier(g, m, &b, &auc);
+        p->method_bar[m] = ok ? b : NAN;
+        p->method_in_rows[m] = ok && p->orders && ls_rows_find(p->rows, p->ndone, p->orders, g->n, p->method_order[m]) >= 0;
+    }
     if (!p->have_landscape && g->have_early && p->have_methods && ls_key_equal(g->early, key) &&
         ls_key_equal(g->rows_key, key)) {
         /* final ranks before the table is: valid for the orders they were
@@ -1171,6 +1177,7 @@ static explore_worker *worker_new(const moe_model *A, const moe_model *B, const 
     g->pub.kind = g->kind;
     g->pub.cost = ms_calloc((size_t)(n * n), sizeof(double));
     g->pub.l_hat[0] = g->pub.l_hat[1] = NAN;
+    g->pub.method_bar[0] = g->pub.method_bar[1] = NAN;
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv_front, NULL);
     pthread_cond_init(&g->cv_ls, NULL);

@@ -35,7 +35,26 @@ typedef struct {
     long units, nunits;    /* rows x stages done (atomic) and in all; a stage is a
                               block or the head */
     int stages;            /* stages per row */
+    /* the panels of MLPs in flight, shared with the threads that have no item
+       left (one long sequence then uses every core): under pmu */
+    pthread_mutex_t pmu;
+    pthread_cond_t pcv;    /* a task posted, or the last item taken */
+    pthread_cond_t pdone;  /* a panel finished */
+    struct panel_task *tasks; /* (threads) one per item owner; NULL while unused */
+    int ntasks, owners;    /* slots, threads still running items */
 } net_job;
+
+/* one MLP's panels: any thread computes any of them on the owner's buffers
+ * (disjoint rows of h, w's x, o, y and G), so the result is the same whoever
+ * does which */
+typedef struct panel_task {
+    int open, next, finished, npanels;
+    int L;
+    const moe_model *moe;
+    float *h, *G;
+    const net_ws *w;
+    int M;
+} panel_task;
 
 /* Stop at the next check? (marks the job stopped) */
 static int job_cancelled(net_job *j) {
@@ -61,19 +80,71 @@ static void test_gate(net_job *j, long it) {
     while (access(gate, F_OK) != 0 && !job_cancelled(j)) nanosleep(&ts, NULL);
 }
 
-/* h += mlp(w->x) of block L over M rows, in panels of NET_PANEL_ROWS with a
- * cancel check between them (moe_forward's own chunks are as wide: the same
- * sums). w's row buffers are viewed from each panel's first row. */
-static int mlp_panels(net_job *j, int L, const moe_model *moe, float *h, int M, const net_ws *w, float *G) {
-    int d = j->m->cfg.d, ff = j->m->cfg.ff, n = moe ? moe->cfg.n : 0;
-    for (int r = 0; r < M; r += NET_PANEL_ROWS) {
-        if (r > 0 && job_cancelled(j)) return -1;
-        int rows = M - r < NET_PANEL_ROWS ? M - r : NET_PANEL_ROWS;
-        net_ws v = *w;
-        v.x += (size_t)r * d, v.o += (size_t)r * d, v.y += (size_t)r * ff;
-        net_mlp_apply(j->m, L, moe, h + (size_t)r * d, rows, &v, G ? G + (size_t)r * n : NULL);
+/* panel p of task t: h += mlp(w->x) over its rows, w's row buffers viewed from
+ * the panel's first row (moe_forward's own chunks are as wide: the same sums) */
+static void panel_run(const net_job *j, const panel_task *t, int p) {
+    int d = j->m->cfg.d, ff = j->m->cfg.ff, n = t->moe ? t->moe->cfg.n : 0;
+    int r = p * NET_PANEL_ROWS, rows = t->M - r < NET_PANEL_ROWS ? t->M - r : NET_PANEL_ROWS;
+    net_ws v = *t->w;
+    v.x += (size_t)r * d, v.o += (size_t)r * d, v.y += (size_t)r * ff;
+    net_mlp_apply(j->m, t->L, t->moe, t->h + (size_t)r * d, rows, &v, t->G ? t->G + (size_t)r * n : NULL);
+}
+
+/* Take and run task t's panels until none is left (the cancel skips the
+ * rest); pmu held, released while a panel runs. */
+static void panels_take(net_job *j, panel_task *t) {
+    while (t->next < t->npanels) {
+        int p = t->next++;
+        int skip = job_cancelled(j);
+        pthread_mutex_unlock(&j->pmu);
+        if (!skip) panel_run(j, t, p);
+        pthread_mutex_lock(&j->pmu);
+        if (++t->finished == t->npanels) pthread_cond_broadcast(&j->pdone);
     }
-    return 0;
+}
+
+/* h += mlp(w->x) of block L over M rows, in panels of NET_PANEL_ROWS with a
+ * cancel check between them; threads without an item left help (posted as
+ * the task of slot `slot`). -1: cancelled. */
+static int mlp_panels(net_job *j, int slot, int L, const moe_model *moe, float *h, int M, const net_ws *w,
+                      float *G) {
+    panel_task t = {.open = 1, .npanels = (M + NET_PANEL_ROWS - 1) / NET_PANEL_ROWS, .L = L, .moe = moe,
+                    .h = h, .G = G, .w = w, .M = M};
+    if (t.npanels < 2 || !j->tasks) {
+        for (int p = 0; p < t.npanels; p++) {
+            if (p > 0 && job_cancelled(j)) return -1;
+            panel_run(j, &t, p);
+        }
+        return job_cancelled(j) ? -1 : 0;
+    }
+    pthread_mutex_lock(&j->pmu);
+    j->tasks[slot] = t;
+    pthread_cond_broadcast(&j->pcv);
+    panels_take(j, &j->tasks[slot]);
+    while (j->tasks[slot].finished < t.npanels) pthread_cond_wait(&j->pdone, &j->pmu);
+    j->tasks[slot].open = 0;
+    pthread_mutex_unlock(&j->pmu);
+    return job_cancelled(j) ? -1 : 0;
+}
+
+/* A thread with no item left: the other items' panels until every item is
+ * done. */
+static void panels_help(net_job *j) {
+    pthread_mutex_lock(&j->pmu);
+    j->owners--;
+    pthread_cond_broadcast(&j->pcv);
+    for (;;) {
+        panel_task *t = NULL;
+        for (int i = 0; i < j->ntasks && !t; i++)
+            if (j->tasks[i].open && j->tasks[i].next < j->tasks[i].npanels) t = &j->tasks[i];
+        if (t) {
+            panels_take(j, t);
+            continue;
+        }
+        if (j->owners == 0) break;
+        pthread_cond_wait(&j->pcv, &j->pmu);
+    }
+    pthread_mutex_unlock(&j->pmu);
 }
 
 /* The blocks from the first MoE block L0 on, for one item's rows h (ns
@@ -82,7 +153,7 @@ static int mlp_panels(net_job *j, int L, const moe_model *moe, float *h, int M, 
  * computes (prev (M, d): the previous MoE block's input, kept when there is an
  * edit). The MoE blocks' gate weights go through G ((M, nmax)) into the item's
  * load sums when they are asked for. -1: cancelled between blocks or panels. */
-static int item_tail(net_job *j, int it, float *h, int ns, net_ws *w, float *G, float *prev) {
+static int item_tail(net_job *j, int slot, int it, float *h, int ns, net_ws *w, float *G, float *prev) {
     const net_model *m = j->m;
     const net_run *r = j->r;
     int T = j->T, M = ns * T, d = m->cfg.d, have_prev = 0;
@@ -101,7 +172,7 @@ static int item_tail(net_job *j, int it, float *h, int ns, net_ws *w, float *G, 
             memcpy(prev, w->x, (size_t)M * d * sizeof(float));
             have_prev = 1;
         }
-        if (mlp_panels(j, L, moe, h, M, w, g)) return -1;
+        if (mlp_panels(j, slot, L, moe, h, M, w, g)) return -1;
         job_advance(j, M);
         if (!g) continue;
         int n = moe->cfg.n;
@@ -119,7 +190,7 @@ static int item_tail(net_job *j, int it, float *h, int ns, net_ws *w, float *G, 
 
 /* one item: the prefix (from the embedding, or copied from p), then the tail,
  * the head and the loss */
-static void run_item(net_job *j, int it, float *h, net_ws *w, float *G, float *prev) {
+static void run_item(net_job *j, int slot, int it, float *h, net_ws *w, float *G, float *prev) {
     const net_model *m = j->m;
     int T = j->T, d = m->cfg.d, N = j->E->N;
     int s0 = it * j->spi, ns = N - s0 < j->spi ? N - s0 : j->spi;
@@ -132,7 +203,7 @@ static void run_item(net_job *j, int it, float *h, net_ws *w, float *G, float *p
             if (job_cancelled(j)) return;
             net_attn_forward(m, L, h, ns, T, w);
             net_mlp_input(m, L, h, (int)M, w);
-            if (mlp_panels(j, L, NULL, h, (int)M, w, NULL)) return;
+            if (mlp_panels(j, slot, L, NULL, h, (int)M, w, NULL)) return;
             job_advance(j, (long)M);
         }
         if (j->L0 < m->cfg.nlayer) net_attn_forward(m, j->L0, h, ns, T, w);
@@ -142,7 +213,7 @@ static void run_item(net_job *j, int it, float *h, net_ws *w, float *G, float *p
         job_advance(j, (long)M);
         return;
     }
-    if (item_tail(j, it, h, ns, w, G, prev) || job_cancelled(j)) return;
+    if (item_tail(j, slot, it, h, ns, w, G, prev) || job_cancelled(j)) return;
     j->loss[it] = 0.0;
     j->ok[it] = 0;
     size_t lrow = (size_t)s0 * net_logit_rows(m, T); // the item's first row of logits
@@ -151,48 +222,85 @@ static void run_item(net_job *j, int it, float *h, net_ws *w, float *G, float *p
     job_advance(j, (long)M);
 }
 
+typedef struct {
+    net_job *j;
+    int slot; /* the thread's panel task slot */
+} net_thread;
+
 static void *net_worker(void *arg) {
-    net_job *j = arg;
-    int T = j->T, cap = j->spi * T;
+    const net_thread *me = arg;
+    net_job *j = me->j;
+    int T = j->T, cap = j->spi * T, have = 0;
     net_ws w;
-    net_ws_alloc(&w, &j->m->cfg, cap, T);
-    w.cancel = j->cancel; // the head polls it between its row slices
-    float *h = ms_malloc((size_t)cap * j->m->cfg.d * sizeof(float));      // (cap, d)
-    float *G = ms_malloc((size_t)cap * (j->nmax ? j->nmax : 1) * sizeof(float)); // (cap, nmax)
-    float *prev = j->r && j->r->edit ? ms_malloc((size_t)cap * j->m->cfg.d * sizeof(float)) : NULL; // (cap, d)
+    float *h = NULL, *G = NULL, *prev = NULL;
     for (;;) {
         if (job_cancelled(j)) break;
         long it = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
         if (it >= j->items) break;
+        if (!have) { // a thread that only helps with panels needs none of this
+            net_ws_alloc(&w, &j->m->cfg, cap, T);
+            w.cancel = j->cancel; // the head polls it between its row slices
+            h = ms_malloc((size_t)cap * j->m->cfg.d * sizeof(float));                // (cap, d)
+            G = ms_malloc((size_t)cap * (j->nmax ? j->nmax : 1) * sizeof(float));     // (cap, nmax)
+            if (j->r && j->r->edit) prev = ms_malloc((size_t)cap * j->m->cfg.d * sizeof(float)); // (cap, d)
+            have = 1;
+        }
         test_gate(j, it);
         if (job_cancelled(j)) break;
-        run_item(j, (int)it, h, &w, G, prev);
+        run_item(j, me->slot, (int)it, h, &w, G, prev);
     }
-    net_ws_free(&w);
+    if (j->tasks) panels_help(j);
+    if (have) net_ws_free(&w);
     free(h);
     free(G);
     free(prev);
     return NULL;
 }
 
+/* Threads: one per item up to par->threads; more (up to par->threads) when
+ * fewer items than threads have MLPs of several panels, the extra threads
+ * helping with the panels. */
 static int net_run_job(net_job *j, const net_par *par, ms_err *err) {
     j->next = 0;
-    long nt = par && par->threads > 0 ? par->threads : sysconf(_SC_NPROCESSORS_ONLN);
-    nt = nt < 1 ? 1 : nt > 8 ? 8 : nt;
-    nt = nt < j->items ? nt : j->items;
+    long want = par && par->threads > 0 ? par->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    want = want < 1 ? 1 : want > 8 ? 8 : want;
+    long nt = want < j->items ? want : j->items;
+    if (nt < want && j->spi * j->T > NET_PANEL_ROWS) nt = want;
     // the caller's own cancel (progress_listen's) when none is given: the explorer's threads
     j->cancel = par && par->cancel ? par->cancel : progress_cancel_flag();
     j->owner = pthread_self();
     j->units = 0;
     progress_inner(NET_EVAL_ROWS, 0, (double)j->nunits / j->stages);
+    if (nt > 1) {
+        pthread_mutex_init(&j->pmu, NULL);
+        pthread_cond_init(&j->pcv, NULL);
+        pthread_cond_init(&j->pdone, NULL);
+        j->tasks = ms_calloc((size_t)nt, sizeof(panel_task));
+        j->ntasks = (int)nt;
+        j->owners = (int)nt;
+    }
     blas_single_enter();
     pthread_t th[8];
+    net_thread me[8];
     int started = 0;
+    for (long t = 0; t < nt; t++) me[t] = (net_thread){j, (int)t};
     for (long t = 1; t < nt; t++)
-        if (pthread_create(&th[started], NULL, net_worker, j) == 0) started++;
-    net_worker(j);
+        if (pthread_create(&th[started], NULL, net_worker, &me[t]) == 0) started++;
+        else if (j->tasks) { // never started: it runs no item and helps with no panel
+            pthread_mutex_lock(&j->pmu);
+            j->owners--;
+            pthread_mutex_unlock(&j->pmu);
+        }
+    net_worker(&me[0]);
     for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
     blas_single_leave();
+    if (j->tasks) {
+        free(j->tasks);
+        j->tasks = NULL;
+        pthread_mutex_destroy(&j->pmu);
+        pthread_cond_destroy(&j->pcv);
+        pthread_cond_destroy(&j->pdone);
+    }
     return j->stopped ? ms_fail(err, "cancelled") : 0;
 }
 

@@ -311,7 +311,16 @@ static void test_sampled(void) {
     CHECK_CLOSE(sr.log10_est, log10(v.rank_est[m]), 1e-12, "log10 of the worker's rank estimate");
     grid_clear(&g);
     orders_render(&g, &r, &s, &v);
-    CHECK(grid_find(&g, "top 0.3% (95% CI 0.1-0.7%)", NULL) >= 0 && grid_find(&g, "final", NULL) >= 0, "final line shown");
+    CHECK(grid_find(&g, "top 0.3% (95% CI 0.1-0.7%)", NULL) >= 0 && grid_find(&g, "filling", NULL) >= 0 &&
+              grid_find(&g, "final", NULL) < 0,
+          "the worker's figures shown, not called final before the table is");
+    v.have_landscape = 1;
+    grid_clear(&g);
+    orders_render(&g, &r, &s, &v);
+    CHECK(grid_find(&g, "final", NULL) >= 0, "final once the table is complete");
+    v.have_landscape = 0;
+    grid_clear(&g);
+    orders_render(&g, &r, &s, &v);
     snprintf(want, sizeof want, "top %.3g%%", 100.0 * less / nrows);
     CHECK(grid_find(&g, want, NULL) < 0 && grid_find(&g, "so far", NULL) < 0,
           "the running estimate is gone (ranks early: the table still filling in)");
