@@ -26,7 +26,7 @@ _moescope_options() { # _moescope_options CMD: the options of CMD ("" the explor
         merge) echo "--output --alpha --method --no-center --no-order --no-wm --order --layer --eval --alpha-sweep
                      -o -a -m -l -e -h" ;;
         curve) echo "--eval --order --points --method --no-center --no-wm --png --csv --size --font-scale --layer
-                     --interpolate-backbone -e -o -T -m -p -c -l -h" ;;
+                     --interpolate-backbone --adaptive -e -o -T -m -p -c -l -h" ;;
         landscape) echo "--eval --points --json --csv --png --log-rank --curves-png --scatter-png --layer --no-wm
                          --no-center --all-orders --samples --seed --exhaustive --threads --interpolate-backbone
                          --no-proxy --size --font-scale --quiet --verbose -e -T -j -c -p -l -q -v -h" ;;

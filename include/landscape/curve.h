@@ -72,4 +72,20 @@ int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int
 int curve_compute_obj(const moe_model *A, const moe_model *Bp, const ls_objective *obj, int variant,
                       int T, atomic_int *cancel, ls_curve *out, ms_err *err);
 
+/* Fewer evaluations for the same barrier (a network's point is whole
+ * evaluations): golden-section search for the maximum of the gap L(t) -
+ * chord(t) inside the bracket [t_{m-1}, t_{m+1}] of c's best grid point m
+ * (c: curve_compute_obj's grid of A to Bp under variant), until the bracket is
+ * narrower than tol (in t). Assumes the gap has one peak in that bracket. */
+typedef struct {
+    double barrier;   /* the largest gap seen (>= the grid's barrier) */
+    double t;         /* where */
+    int points;       /* evaluations made beyond the grid */
+    double tol;       /* the t bracket reached (<= the tol asked) */
+    double spread;    /* the gap's range over the points in that bracket: how far
+                         the barrier may still be from the peak's */
+} ls_refined;
+int curve_refine_obj(const moe_model *A, const moe_model *Bp, const ls_objective *obj, int variant,
+                     const ls_curve *c, double tol, ls_refined *out, ms_err *err);
+
 #endif

@@ -19,9 +19,11 @@
 static const char *USAGE =
     "moescope curve A.safetensors B.safetensors [--eval E] [--order 2,0,3,1]... [--points 25] "
     "[--method gate|expert] [--no-center] [--no-wm] [--png F] [--csv F] [--layer L] [--size WxH] [--font-scale K] "
-    "[--interpolate-backbone]";
+    "[--interpolate-backbone] [--adaptive]";
 
 #define MAX_ORDERS 8
+/* --adaptive: the t bracket the golden-section search narrows the peak to */
+#define ADAPTIVE_TOL 0.005
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -47,6 +49,9 @@ static void help(void) {
            "(--layer: its index) on the network's loss (a GPT-2's next-token, a ViT's class\n"
            "cross-entropy); the other MoE blocks are interpolated at the\n"
            "same t, aligned as the curve says (naive, skip-order) or by --method.\n"
+           "      --adaptive    networks: each barrier refined past the grid by golden-section\n"
+           "                    search in its best grid point's bracket, to t within 0.005\n"
+           "                    (a coarse --points 9 and a few more evaluations for the peak)\n"
            "  -h, --help        this help\n",
            USAGE, MAX_ORDERS);
 }
@@ -61,7 +66,7 @@ static void print_num(double v, const char *fmt) {
 static int curves_compute(const moe_model *A, const moe_model *B, const evalset *E,
                           const ls_objective *obj, int T, cost_method method, int center, int wm,
                           int orders[][LS_MAX_N], int norder, ls_curve *curves, char names[][48],
-                          ms_err *err) {
+                          ls_refined *ref, ms_err *err) {
     int n = A->cfg.n, ncurves = 0;
     for (int k = 0; k < 3 + norder; k++) {
         align_opts ao;
@@ -98,10 +103,11 @@ static int curves_compute(const moe_model *A, const moe_model *B, const evalset 
         int c = obj ? curve_compute_obj(A, &Bp, obj, var, T, NULL, &curves[k], err)
                     : curve_compute(A, &Bp, E, T, &curves[k], err);
         if (!c) memcpy(curves[k].order, res.order, (size_t)n * sizeof(int));
+        if (!c && ref) c = curve_refine_obj(A, &Bp, obj, var, &curves[k], ADAPTIVE_TOL, &ref[k], err);
         moe_free(&Bp);
         align_result_free(&res);
         if (c) {
-            for (int i = 0; i < ncurves; i++) ls_curve_free(&curves[i]);
+            for (int i = 0; i <= k; i++) ls_curve_free(&curves[i]);
             return -1;
         }
         ncurves = k + 1;
@@ -142,6 +148,16 @@ static void curves_print(const ls_curve *curves, char names[][48], int ncurves, 
         }
         printf("\n");
     }
+}
+
+/* --adaptive: each curve's refined barrier, where, what it cost and how close. */
+static void refined_print(const ls_refined *ref, char names[][48], int ncurves, int T) {
+    printf("\nadaptive barriers (golden-section search in the best grid point's bracket, to t within %g):\n",
+           ADAPTIVE_TOL);
+    printf("%-12s %12s %8s %8s %10s %12s\n", "curve", "barrier", "t", "points", "t_bracket", "gap_spread");
+    for (int k = 0; k < ncurves; k++)
+        printf("%-12s %12.9f %8.5f %8d %10.6f %12.9f\n", names[k], ref[k].barrier, ref[k].t, T + ref[k].points,
+               ref[k].tol, ref[k].spread);
 }
 
 /* The curves and the chord as a PNG at png. */
@@ -196,10 +212,11 @@ int cmd_curve(int argc, char **argv) {
         {"no-center", no_argument, 0, 'C'},    {"no-wm", no_argument, 0, 'W'},
         {"png", required_argument, 0, 'p'},    {"csv", required_argument, 0, 'c'},
         {"layer", required_argument, 0, 'l'},  {"help", no_argument, 0, 'h'},
-        {"interpolate-backbone", no_argument, 0, 'I'}, CLI_FIGURE_OPTIONS, {0, 0, 0, 0}};
+        {"interpolate-backbone", no_argument, 0, 'I'}, {"adaptive", no_argument, 0, 'A'},
+        CLI_FIGURE_OPTIONS, {0, 0, 0, 0}};
     const char *e_path = NULL, *png = NULL, *csv = NULL, *layer = NULL;
     const char *order_s[MAX_ORDERS];
-    int norder = 0, T = 25, wm = 1, center = 1, interp = 0;
+    int norder = 0, T = 25, wm = 1, center = 1, interp = 0, adaptive = 0;
     cost_method method = COST_EXPERT;
     optind = 1;
     opterr = 0;
@@ -230,6 +247,7 @@ int cmd_curve(int argc, char **argv) {
         case 'c': csv = optarg; break;
         case 'l': layer = optarg; break;
         case 'I': interp = 1; break;
+        case 'A': adaptive = 1; break;
         case 'h': help(); return 0;
         default: {
             int r = cli_figure_option(ch, optarg, "curve", USAGE);
@@ -269,8 +287,8 @@ int cmd_curve(int argc, char **argv) {
         obj = net_objective_view(no);
         moe_clone(&A, &net.A.moe[net.block]);
         moe_clone(&B, &net.B.moe[net.block]);
-    } else if (interp) {
-        return cli_usage_error(USAGE, "curve: --interpolate-backbone is for networks");
+    } else if (interp || adaptive) {
+        return cli_usage_error(USAGE, "curve: %s is for networks", interp ? "--interpolate-backbone" : "--adaptive");
     } else if (cli_load_models(pa, pb, layer, e_path, &A, &B, &E)) {
         cli_hint_swapped("curve", pa, pb, e_path);
         return 1;
@@ -279,6 +297,7 @@ int cmd_curve(int argc, char **argv) {
     int rc = 0, n = A.cfg.n, ncurves = 0;
     int orders[MAX_ORDERS][LS_MAX_N];
     ls_curve curves[3 + MAX_ORDERS];
+    ls_refined ref[3 + MAX_ORDERS];
     char names[3 + MAX_ORDERS][48];
     const char *name_p[3 + MAX_ORDERS];
     memset(curves, 0, sizeof curves);
@@ -295,7 +314,8 @@ int cmd_curve(int argc, char **argv) {
     if (A.cfg.has_head && B.cfg.has_head && !moe_heads_equal(&A, &B))
         fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them too\n",
                 pa, pb);
-    ncurves = curves_compute(&A, &B, &E, obj, T, method, center, wm, orders, norder, curves, names, &err);
+    ncurves = curves_compute(&A, &B, &E, obj, T, method, center, wm, orders, norder, curves, names,
+                              adaptive ? ref : NULL, &err);
     if (ncurves < 0) {
         ncurves = 0;
         rc = cli_error("%s", err.msg);
@@ -307,6 +327,7 @@ int cmd_curve(int argc, char **argv) {
     ls_kind kind = obj ? obj->kind : ls_kind_of(&A, &E);
     if (obj) printf("objective: %s (the other MoE blocks at the same t)\n\n", obj->what);
     curves_print(curves, names, ncurves, n, T, kind);
+    if (adaptive) refined_print(ref, names, ncurves, T);
     if (csv && curves_write_csv(curves, name_p, ncurves, csv, &err)) rc = cli_error("%s", err.msg);
     if (!rc && png && curves_png(curves, names, ncurves, n, T, kind, pa, pb, png, &err)) rc = cli_error("%s", err.msg);
 out:

@@ -170,3 +170,49 @@ int curve_compute_obj(const moe_model *A, const moe_model *Bp, const ls_objectiv
     ls_curve_stats(out);
     return 0;
 }
+
+/* the gap L(t) - chord(t) of the curve c's interpolation at t (M: scratch) */
+static int gap_at(const moe_model *A, const moe_model *Bp, const ls_objective *obj, int variant,
+                  const ls_curve *c, double t, moe_model *M, double *gap, ms_err *err) {
+    double loss, acc;
+    moe_interpolate(M, A, Bp, t);
+    if (obj->eval(obj->ctx, M, t, variant, &loss, &acc, err)) return -1;
+    *gap = loss - ((1.0 - t) * c->loss[0] + t * c->loss[c->T - 1]);
+    return 0;
+}
+
+int curve_refine_obj(const moe_model *A, const moe_model *Bp, const ls_objective *obj, int variant,
+                     const ls_curve *c, double tol, ls_refined *out, ms_err *err) {
+    int T = c->T, best = 0;
+    double g[2], x[2], l0 = c->loss[0], l1 = c->loss[T - 1];
+    for (int m = 1; m < T; m++)
+        if (c->loss[m] - ((1.0 - ls_t(m, T)) * l0 + ls_t(m, T) * l1) >
+            c->loss[best] - ((1.0 - ls_t(best, T)) * l0 + ls_t(best, T) * l1))
+            best = m;
+    *out = (ls_refined){.barrier = c->barrier, .t = ls_t(best, T), .tol = 1.0 / (T - 1), .spread = 0};
+    if (best == 0 || best == T - 1) return 0; // no peak inside: the barrier is an end's 0
+    const double phi = 0.6180339887498949;
+    double a = ls_t(best - 1, T), b = ls_t(best + 1, T), lo = c->barrier, hi = c->barrier;
+    moe_model M;
+    moe_clone(&M, A);
+    x[0] = b - phi * (b - a), x[1] = a + phi * (b - a);
+    int rc = gap_at(A, Bp, obj, variant, c, x[0], &M, &g[0], err) || gap_at(A, Bp, obj, variant, c, x[1], &M, &g[1], err);
+    out->points = 2;
+    while (!rc && b - a > tol) {
+        int k = g[0] > g[1] ? 0 : 1; // keep the side of the higher probe
+        if (k == 0) b = x[1], x[1] = x[0], g[1] = g[0], x[0] = b - phi * (b - a);
+        else a = x[0], x[0] = x[1], g[0] = g[1], x[1] = a + phi * (b - a);
+        rc = gap_at(A, Bp, obj, variant, c, x[k], &M, &g[k], err);
+        out->points++;
+    }
+    moe_free(&M);
+    if (rc) return -1;
+    for (int k = 0; k < 2; k++) {
+        if (g[k] > out->barrier) out->barrier = g[k], out->t = x[k];
+        lo = g[k] < lo ? g[k] : lo;
+        hi = g[k] > hi ? g[k] : hi;
+    }
+    out->tol = b - a;
+    out->spread = (hi > out->barrier ? hi : out->barrier) - lo;
+    return 0;
+}
