@@ -42,10 +42,15 @@ POOLS = {
     "shared4": dict(num_shared_experts=1),
     "topk8": dict(num_experts=8, hidden=32),  # 8 x 32 units, the dense MLP's 256 (and small files)
     "every4": dict(layers=[0, 1, 2]),
+    "paper4": dict(),  # topk4's block, but trained the paper's way (POOL_RECIPE)
 }
 # recipe overrides per pool: every4 distils three blocks per seed, so a quarter of the
 # steps each (the session's compute; its students end 0.04-0.08 nats above the teacher)
-POOL_RECIPE = {"every4": dict(st_steps=4000)}
+# paper4 is the paper's own recipe, no teacher: each seed's MoE initialised at random and
+# trained on the LM loss alone in the base GPT's frozen backbone; its own seed range
+# (5000 + 100 s + L), so no seed shares an initialisation or batch order with another pool
+POOL_RECIPE = {"every4": dict(st_steps=4000),
+               "paper4": dict(student="lm", lm_steps=600, batch=16, lm_lr=3e-3, seed_base=5000)}
 BASE_POOL = "topk4"  # its teacher is the base GPT whose backbone the others share
 SEEDS = [1, 2, 3, 4]
 RECIPE = dict(
@@ -59,6 +64,19 @@ RECIPE = dict(
 
 
 STUDENT_KEYS = ("distill_windows", "st_steps", "st_lr", "st_tokens", "st_wd", "aux")
+
+
+def recipe_meta(name, r):
+    """What a seed of the pool is, in words ("recipe", shown by `moescope info`), and the
+    recipe's settings ("recipe_settings")."""
+    if r.get("student") == "lm":
+        what = ("the paper's recipe: a fresh MoE (torch seed %d + 100 s + L) in the base GPT's frozen "
+                "backbone, trained on the next-token (LM) loss alone, no teacher" % r["seed_base"])
+    else:
+        what = ("teacher-student distillation, not the paper's recipe: a fresh MoE (torch seed 100 s + L) "
+                "trained by mean squared error to reproduce one teacher MoE block's outputs on its inputs, "
+                "the LM loss never used, so all seeds approximate one function")
+    return {"recipe": what, "recipe_settings": json.dumps(r, sort_keys=True)}
 
 
 def batches(data, B, T, gen):
@@ -95,7 +113,7 @@ def train_lm(model, params, data, steps, lr, B, T, aux, seed, log, tag):
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         run = loss.item() if run is None else 0.98 * run + 0.02 * loss.item()
-        if step % 250 == 0 or step == steps - 1:
+        if step % 50 == 0 or step == steps - 1:
             print("%s step %d loss %.4f (%.0f s)" % (tag, step, run, time.time() - t0), file=log, flush=True)
     return run
 
@@ -282,7 +300,52 @@ def teacher_state(name, r, work, log, train_b):
     return cached(work, tkey, derive), tkey
 
 
+def base_backbone(root, r, work, log, train_b):
+    """The frozen backbone every block-0 pool shares: the committed
+    ROOT/backbone.safetensors when it is there, else the base GPT (remade or cached)."""
+    path = os.path.join(root, "backbone.safetensors")
+    if os.path.exists(path):
+        return {k: torch.from_numpy(v) for k, v in G.st_read(path)[0].items()}
+    base = teacher_state(BASE_POOL, r, work, log, train_b)[0]
+    return {k: v for k, v in base.items() if not G.is_moe_tensor(k, pool_cfgs(BASE_POOL, r)[1])}
+
+
+def make_lm_pool(name, root, r, work, log):
+    """The paper's recipe: per seed a fresh MoE block in the base GPT's frozen backbone,
+    trained on the next-token loss alone (+ aux x load balancing), no teacher."""
+    cfg = pool_cfgs(name, r)[0]
+    train_b, test_b = G.corpus()
+    ev_t = torch.from_numpy(G.eval_windows(test_b).astype(np.int64))
+    back = base_backbone(root, r, work, log, train_b)
+    model = G.GPT(cfg)
+    sd = model.state_dict()
+    sd.update(back)
+    model.load_state_dict(sd)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    key = "-".join("%s%s" % (k, r[k]) for k in ("lm_steps", "lm_lr", "batch", "aux", "seed_base"))
+    seeds = {}
+    for s in r.get("seeds", SEEDS):
+        for L in cfg["moe"]["layers"]:
+            sid = r["seed_base"] + 100 * s + L
+            st = fresh_moe(cfg, sid)
+            model.transformer.h[L].mlp = st
+
+            def student():
+                train_lm(model, list(st.parameters()), train_b, r["lm_steps"], r["lm_lr"], r["batch"], r["T"],
+                         r["aux"], seed=sid, log=log, tag="%s seed%d block %d" % (name, s, L))
+                return {"state": st.state_dict()}
+            st.load_state_dict(cached(work, "%s-seed%d-block%d-%s" % (name, s, L, key), student)["state"])
+        l, a = evaluate(model, ev_t)
+        print("%s seed%d: test loss %.4f acc %.4f" % (name, s, l, a), file=log, flush=True)
+        seeds["seed%d" % s] = (split_sd(model, cfg)[1], dict(
+            recipe_meta(name, r), seed=s, test_loss="%.6f" % l, test_acc="%.6f" % a))
+    write_pool(root, name, {k: v.numpy() for k, v in back.items()}, True, seeds, {}, {False: cfg, True: cfg})
+
+
 def make_pool(name, root, r, work, log, with_teacher=False):
+    if r.get("student") == "lm":
+        return make_lm_pool(name, root, r, work, log)
     cfg, tcfg = pool_cfgs(name, r)
     layers = cfg["moe"]["layers"]
     train_b, test_b = G.corpus()
@@ -330,7 +393,7 @@ def make_pool(name, root, r, work, log, with_teacher=False):
         print("%s seed%d: test loss %.4f acc %.4f; relative mse %s" % (name, s, l, a, fit), file=log, flush=True)
         seeds["seed%d" % s] = (split_sd(model, cfg)[1], {
             "seed": s, "test_loss": "%.6f" % l, "test_acc": "%.6f" % a, "teacher_test_loss": "%.6f" % tl,
-            "distill_relative_mse": json.dumps(fit), "recipe": json.dumps(r, sort_keys=True)})
+            "distill_relative_mse": json.dumps(fit), **recipe_meta(name, r)})
         for L in layers:
             model.transformer.h[L].mlp = teachers[L]
     meta = {"recipe": json.dumps(r, sort_keys=True), "teacher_test_loss": "%.6f" % tl}

@@ -45,6 +45,15 @@ def bf16(x):
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
 
 
+def shard_meta(meta):
+    """The first shard's (the gate's) metadata: what the layer is, as moescope's
+    metadata "recipe" says, in Mixtral's layout."""
+    out = {"format": "pt"}
+    if "recipe" in meta:
+        out["recipe"] = meta["recipe"] + "; converted to Mixtral's layout (BF16) by to_mixtral.py"
+    return out
+
+
 def write(path, items, meta):
     header = {"__metadata__": meta}
     off = 0
@@ -84,7 +93,7 @@ def convert(src, out_dir):
     names = ["model-%05d-of-%05d.safetensors" % (i + 1, len(shards)) for i in range(len(shards))]
     wm, total = {}, 0
     for nm, items in zip(names, shards):
-        write(os.path.join(out_dir, nm), items, {"format": "pt"})
+        write(os.path.join(out_dir, nm), items, shard_meta(meta) if nm == names[0] else {"format": "pt"})
         for it in items:
             wm[it[0]] = nm
             total += len(it[3])

@@ -214,6 +214,10 @@ def train(model, params, px, y, epochs, lr, batch, seed):
             sched.step()
 
 
+RECIPE = ("the paper's recipe at the digits' scale: a fresh MoE block (torch seed s) in the pretrained "
+          "ViT, only it fine-tuned on the class loss, no teacher")
+
+
 def write_seed(folder, cfg, back, moe, role=None):
     """A seed's folder as Hugging Face shards it: the backbone shard a relative link to
     ../backbone.safetensors, the MoE blocks in the second shard, the index, config.json."""
@@ -226,7 +230,7 @@ def write_seed(folder, cfg, back, moe, role=None):
     if os.path.lexists(link):
         os.remove(link)
     os.symlink("../backbone.safetensors", link)
-    write_safetensors(os.path.join(folder, s2), moe, {"format": "pt", **({"role": role} if role else {})})
+    write_safetensors(os.path.join(folder, s2), moe, {"format": "pt", **({"role": role} if role else {"recipe": RECIPE})})
     wmap = {**{k: s1 for k in back}, **{k: s2 for k in moe}}
     with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
         json.dump({"metadata": {"total_size": 4 * sum(v.size for v in {**back, **moe}.values())},

@@ -60,6 +60,11 @@ int ckpt_tensor(ckpt *c, const char *name, const st_file **f, const st_tensor **
 /* Map shard s (if not yet). */
 int ckpt_shard(ckpt *c, int s, const st_file **f, ms_err *err);
 
+/* The shard (mapped) holding the gate of the MoE layer named layer (the first tensor
+ * "layer.*gate*"), where a sharded checkpoint's metadata says what the layer is; NULL
+ * when there is none or it cannot be read. */
+const st_file *ckpt_layer_shard(ckpt *c, const char *layer);
+
 /* The file name of a shard not mapped yet that holds a tensor whose name
  * starts with prefix, or NULL when every such tensor's shard is mapped (what
  * reading that layer would cost beyond the shards already open). */

@@ -18,6 +18,7 @@
 #include "landscape/landscape.h"
 #include "align/lap.h"
 #include "core/env.h"
+#include "core/ms_text.h"
 #include "io/model_io.h"
 #include "io/outputs.h"
 #include "model/model.h"
@@ -407,6 +408,31 @@ static void explore(lesson_step *s, const char *a, const char *b) {
 
 /* ------------------------------------------------------------------ steps */
 
+/* What the samples are (their metadata "recipe": a native file's, or the shard holding a
+ * folder's MoE gate), malloc'd; NULL when they do not say. */
+static char *recipe_of(const char *path, const moe_model *m) {
+    const char *r = moe_meta_get(m, "recipe");
+    if (r) return ms_strdup(r);
+    ckpt c;
+    if (ckpt_open(&c, path, NULL)) return NULL;
+    const st_file *f = ckpt_layer_shard(&c, m->layer);
+    char *out = f && st_meta(f, "recipe") ? ms_strdup(st_meta(f, "recipe")) : NULL;
+    ckpt_close(&c);
+    return out;
+}
+
+static void say_recipe(lesson *L, lesson_step *s) {
+    char *r = recipe_of(L->a, &L->A);
+    if (!r) return;
+    char *e = ms_escaped(r);
+    say(s, "How they were made (the recipe in A's metadata): %s.\n", e);
+    if (strstr(r, "approximate one function"))
+        say(s, "So a correspondence between their experts is partly built in by the recipe; seeds "
+               "trained on the task's own loss need not share one.\n");
+    free(e);
+    free(r);
+}
+
 static int step_far_apart(lesson *L, lesson_step *s, ms_err *err) {
     snprintf(s->title, sizeof s->title, "Two seeds, far apart");
     align_opts o;
@@ -426,6 +452,7 @@ static int step_far_apart(lesson *L, lesson_step *s, ms_err *err) {
                "frozen and shared); the loss here is the network's %s loss, and the layer "
                "numbers are at the block's own inputs.\n",
             L->na.cfg.moe_layers[0], net_loss_kind(&L->na));
+    say_recipe(L, s);
     if (L->obj || L->A.cfg.has_head) {
         say(s, "A and B are the same MoE layer trained from two seeds. Both fit the data: loss "
                "%.6g for A, %.6g for B.\n",

@@ -279,6 +279,29 @@ static void print_meta(const moe_model *m) {
     }
 }
 
+/* A sharded checkpoint's layer: the metadata of the shard holding its gate (where
+ * the sample generators write what a seed is: its recipe, seed, losses), as
+ * print_meta shows a native file's; into root's "metadata" too with --json. */
+static void print_shard_meta(const char *path, const moe_model *m, cJSON *root) {
+    ckpt c;
+    if (m->nmeta || ckpt_open(&c, path, NULL)) return;
+    const st_file *f = ckpt_layer_shard(&c, m->layer);
+    if (f && f->nmeta) {
+        char *sh = ms_escaped(f->path);
+        printf("metadata    (of %s)\n", sh);
+        free(sh);
+        cJSON *mj = root ? cJSON_AddObjectToObject(root, "metadata") : NULL;
+        for (int i = 0; i < f->nmeta; i++) {
+            char *k = ms_escaped(f->meta_keys[i]), *v = ms_escaped(f->meta_vals[i]);
+            printf("  %-32s %s\n", k, v);
+            free(k);
+            free(v);
+            if (mj) cJSON_AddStringToObject(mj, f->meta_keys[i], f->meta_vals[i]);
+        }
+    }
+    ckpt_close(&c);
+}
+
 static void print_native_layers(const moe_model *m, char **layers, int nlayers) {
     printf("MoE layers  ");
     for (int i = 0; i < nlayers; i++) {
@@ -397,6 +420,7 @@ int cmd_info(int argc, char **argv) {
         printf("head        none (layer-only mode)\n");
     print_layout(&pl);
     print_meta(&m);
+    print_shard_meta(path, &m, root);
     if (nlayers) {
         print_native_layers(&m, layers, nlayers);
     } else if (info_family_layers(path, &m, root, &err)) {
@@ -441,8 +465,10 @@ int cmd_info(int argc, char **argv) {
             cJSON_AddNullToObject(root, "head");
         }
         layout_json(cJSON_AddObjectToObject(root, "parameters"), &pl);
-        cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
-        for (int i = 0; i < m.nmeta; i++) cJSON_AddStringToObject(meta, m.meta[i].key, m.meta[i].value);
+        if (m.nmeta || !cJSON_GetObjectItem(root, "metadata")) {
+            cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+            for (int i = 0; i < m.nmeta; i++) cJSON_AddStringToObject(meta, m.meta[i].key, m.meta[i].value);
+        }
         cJSON *ls = cJSON_AddArrayToObject(root, "layers");
         for (int i = 0; i < nlayers; i++) cJSON_AddItemToArray(ls, cJSON_CreateString(layers[i]));
         cJSON *warn = cJSON_AddArrayToObject(root, "warnings");

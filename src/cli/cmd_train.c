@@ -233,6 +233,17 @@ static void base_config(moe_config *c, const train_args *t, int d, int C) {
     if (t->no_bias && !t->pretrain) c->has_gate_bias = c->has_expert_bias = 0;
 }
 
+/* What a file is, in words (metadata "recipe", shown by `info`): the students of a
+ * teacher all approximate one function, which builds correspondence in; seeds trained
+ * on the task's own loss each find their own. */
+#define RECIPE_TEACHER "a random teacher MoE layer (not trained): the function its students learn"
+#define RECIPE_STUDENT "teacher-student: a fresh MoE layer trained by mean squared error to " \
+    "reproduce a random teacher layer's outputs (its head frozen), so all seeds approximate one function"
+#define RECIPE_PRETRAIN "pretraining: a dense layer trained with its LayerNorm and head on the " \
+    "class loss; the MoE seeds keep its LayerNorm and head, frozen"
+#define RECIPE_MOE "a fresh MoE layer trained on the class loss alone, the embedding, LayerNorm " \
+    "and head frozen, no teacher: each seed finds its own function"
+
 /* --make-teacher: a random teacher, no training. */
 static int make_teacher(const train_args *t) {
     moe_config c;
@@ -250,6 +261,7 @@ static int make_teacher(const train_args *t) {
     meta_double(&m, "train.gate_scale", t->gate_scale);
     meta_double(&m, "train.out_scale", t->out_scale);
     moe_meta_set(&m, "train.data", "x ~ N(0, I); targets = this model's head outputs");
+    moe_meta_set(&m, "recipe", RECIPE_TEACHER);
     ms_err err;
     int rc = moe_save(&m, t->out, &err) ? cli_error("%s", err.msg) : 0;
     if (!rc && !t->quiet)
@@ -309,6 +321,7 @@ static int load_head(train_args *t, moe_model *pre, int *teacher) {
 
 static void record_meta(moe_model *m, const train_args *t, int teacher, const train_result *r) {
     moe_meta_set(m, "train.mode", t->pretrain ? "pretrain" : teacher ? "student" : "moe");
+    moe_meta_set(m, "recipe", t->pretrain ? RECIPE_PRETRAIN : teacher ? RECIPE_STUDENT : RECIPE_MOE);
     if (t->variant) moe_meta_set(m, "train.variant", t->variant);
     if (teacher) {
         moe_meta_set(m, "train.data", "the teacher's: x ~ N(0, I), its head outputs (MSE)");

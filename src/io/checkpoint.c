@@ -606,6 +606,18 @@ const char *ckpt_config_str(const ckpt *c, const char *key) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->config, key);
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
+const st_file *ckpt_layer_shard(ckpt *c, const char *layer) {
+    size_t l = strlen(layer);
+    for (int k = 0; k < c->ntensors; k++) {
+        const char *nm = c->names[k];
+        const st_file *f;
+        const st_tensor *te;
+        if (strncmp(nm, layer, l) || nm[l] != '.' || !strstr(nm + l, "gate")) continue;
+        return ckpt_tensor(c, nm, &f, &te, NULL) ? NULL : f;
+    }
+    return NULL;
+}
+
 const char *ckpt_unmapped_under(const ckpt *c, const char *prefix) {
     size_t len = strlen(prefix);
     // the names under prefix are one run of the sorted names: find its start
