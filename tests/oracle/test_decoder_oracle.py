@@ -14,7 +14,8 @@ modelling code) on tiny random models of tests/lib/gen_decoders.py.
     loss and `align --layer all` puts it back; `landscape` of the scrambled pair finds a
     barrier ~0; rope_scaling kinds computed as the oracle does or refused by name
     (DeepSeek: linear and yarn computed); an unknown model_type, a missing tensor, an unknown rope_scaling kind,
-    heads that do not divide and token ids >= vocab_size refused naming the file and key;
+    heads that do not divide, T > max_position_embeddings and token ids >= vocab_size
+    refused naming the file and key;
   - every other family is refused by eval with exit status 1 naming its model_type (so
     this test changes when a family lands: add it to COVERED).
 """
@@ -327,6 +328,9 @@ def test_refusals():
             ck = fresh("heads")
             edit_config(ck, num_key_value_heads=3)
             refused("%s: heads that do not divide" % fam, ck, ev, "config.json", "num_key_value_heads")
+        ck = fresh("positions")
+        edit_config(ck, max_position_embeddings=8)
+        refused("%s: T > max_position_embeddings" % fam, ck, ev, "max_position_embeddings", "8")
         ids = decoder_ref.read_tensors(ev)["input_ids"].copy()
         ids[1, 3] = gen_decoders.V
         bad = p("bad_ids_%s.safetensors" % fam)
