@@ -17,15 +17,18 @@
 # a missing tool fails too (tests/lib: need_tool). After each program its
 # seconds ("time: name 12.3 s").
 #
-# The numerical tests (NUMERIC below) run twice: under the BLAS kernels of the
-# environment (OPENBLAS_CORETYPE, or OpenBLAS's own choice) and under a second
-# set the CPU can run (tests/lib/blas_kernels.sh), as "name[Kernel]": float32
-# results differ in their last bits between kernels, and the tests' tolerances
-# must hold on every one.
+# The numerical tests (NUMERIC below, named by folder: two tests may share a
+# name) run twice: under the BLAS kernels of the environment (OPENBLAS_CORETYPE,
+# or OpenBLAS's own choice) and under a second set the CPU can run
+# (tests/lib/blas_kernels.sh), as "name[Kernel]": float32 results differ in
+# their last bits between kernels, and the tests' tolerances must hold on every
+# one. The second run is about the numbers alone (the first ran them under the
+# sanitizers): it uses the release binary, MOESCOPE_REL, when there is one.
 #
-# Env: MOESCOPE (binary), TESTBIN (C test binaries), PYTHON; TESTS="test_a
-# test_b" runs just those (a name that is no test fails); SECOND_KERNEL=none
-# turns the second run off, SECOND_KERNEL=SkylakeX picks it.
+# Env: MOESCOPE (binary), MOESCOPE_REL (its release build, if MOESCOPE is not),
+# TESTBIN (C test binaries), PYTHON; TESTS="test_a test_b" runs just those (a name
+# that is no test fails); SECOND_KERNEL=none turns the second run off,
+# SECOND_KERNEL=SkylakeX picks it.
 set -u
 cd "$(dirname "$0")/.."
 : "${MOESCOPE:?}" "${TESTBIN:?}"
@@ -37,9 +40,10 @@ source tests/lib/blas_kernels.sh
 total_p=0; total_f=0; total_s=0; skipped=()
 only="${TESTS:-}"   # TESTS="test_lap test_model" runs just those
 # the tests that compare floats (against numpy, stored numbers, other paths)
-NUMERIC="test_golden test_eval_oracle test_landscape test_realsize test_family_eval test_family_landscape
-    test_evaluator test_kernels test_landscape_api test_align test_study test_geometry test_geometry_network
-    test_decoder_oracle"
+NUMERIC="golden/test_golden oracle/test_eval_oracle oracle/test_landscape unit/test_realsize
+    oracle/test_family_eval oracle/test_family_landscape unit/test_evaluator unit/test_kernels
+    unit/test_landscape_api unit/test_align oracle/test_align oracle/test_study unit/test_geometry
+    oracle/test_geometry oracle/test_geometry_network oracle/test_decoder_oracle"
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
@@ -75,21 +79,25 @@ run_one() {
     rm -f "$log"
 }
 
-# every program, as "name command..." lines: C tests (tests/KIND/test_x.c is
-# built as $TESTBIN/KIND/test_x), shell, python
+# every program, as "name kind/name command..." lines: C tests (tests/KIND/test_x.c
+# is built as $TESTBIN/KIND/test_x), shell, python
 programs() {
-    for src in tests/*/test_*.c; do
-        t=$TESTBIN/${src#tests/}; t=${t%.c}
-        echo "$(basename "$t") $t $src"
+    local t kind
+    for src in tests/*/test_*.c tests/*/test_*.sh tests/*/test_*.py; do
+        [ -f "$src" ] || continue
+        t=${src#tests/}; t=${t%.*}; kind=${t%%/*}
+        case $src in
+            *.c) echo "${t#*/} $t $TESTBIN/$t $src" ;;
+            *.sh) echo "${t#*/} $t bash $src" ;;
+            *.py) echo "${t#*/} $t $PYTHON $src" ;;
+        esac
     done
-    for t in tests/*/test_*.sh; do [ -f "$t" ] && echo "$(basename "$t" .sh) bash $t"; done
-    for t in tests/*/test_*.py; do [ -f "$t" ] && echo "$(basename "$t" .py) $PYTHON $t"; done
 }
 
 run_all() { # run_all SUFFIX: every selected program (SUFFIX "[Kernel]" for the numeric ones only)
-    local suffix=$1 name cmd rest
-    while read -r name cmd rest; do
-        if [ -n "$suffix" ] && [[ " $NUMERIC " != *" $name "* ]]; then continue; fi
+    local suffix=$1 name key cmd rest
+    while read -r name key cmd rest; do
+        if [ -n "$suffix" ] && [[ " $NUMERIC " != *" $key "* ]]; then continue; fi
         if [[ $cmd == "$TESTBIN"/* ]]; then
             if [ -x "$cmd" ]; then run_one "$name$suffix" "$cmd"
             elif [ -z "$only" ] || [[ " $only " == *" $name "* ]]; then
@@ -108,7 +116,7 @@ for want in $only; do
     fi
 done
 
-any_numeric() { local t; for t in $only; do [[ " $NUMERIC " == *" $t "* ]] && return 0; done; return 1; }
+any_numeric() { local t; for t in $only; do [[ " $NUMERIC " == *"/$t "* ]] && return 0; done; return 1; }
 
 first=$(blas_kernel_now)
 echo "BLAS kernels: ${first:-unknown} (OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset})"
@@ -125,7 +133,7 @@ else
     echo "BLAS kernels, second run: $second"
     keep=${OPENBLAS_CORETYPE-}; had=${OPENBLAS_CORETYPE+1}
     export OPENBLAS_CORETYPE=$second
-    run_all "[$second]"
+    MOESCOPE=${MOESCOPE_REL:-$MOESCOPE} run_all "[$second]"
     if [ -n "$had" ]; then OPENBLAS_CORETYPE=$keep; else unset OPENBLAS_CORETYPE; fi
 fi
 if [ "$total_s" -gt 0 ]; then

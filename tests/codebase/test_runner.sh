@@ -5,10 +5,12 @@
 # the total, each with its reason), as is each "SKIP: what" line of one that ran;
 # a program that crashes, exits non-zero or prints no summary fails; each
 # program's seconds are printed; a TESTS name that is no test fails; the numeric
-# tests run a second time under another kernel set as "name[Kernel]".
+# tests (named by folder) run a second time under another kernel set as
+# "name[Kernel]", on MOESCOPE_REL when it is set; a test of another folder with the
+# same name as a numeric one runs once.
 source "$(dirname "$0")/../lib/lib.sh"
 T=$WORK/tree
-mkdir -p "$T/tests/unit" "$T/tests/commands" "$T/tests/lib" "$T/bin"
+mkdir -p "$T/tests/unit" "$T/tests/commands" "$T/tests/golden" "$T/tests/lib" "$T/bin"
 cp "$ROOT/tests/run.sh" "$T/tests/"
 cp "$ROOT/tests/lib/blas_kernels.sh" "$ROOT/tests/lib/lib.sh" "$T/tests/lib/"
 cat >"$T/tests/commands/test_ok.sh" <<'S'
@@ -34,10 +36,17 @@ cat >"$T/tests/commands/test_crash.sh" <<'S'
 echo "test_crash: 3 passed, 0 failed"
 kill -SEGV $$
 S
-cat >"$T/tests/commands/test_golden.sh" <<'S'
+cat >"$T/tests/golden/test_golden.sh" <<'S'
 source "$(dirname "$0")/../lib/lib.sh"
 check "numbers" true
-echo "golden under ${OPENBLAS_CORETYPE:-unset}"
+echo "golden under ${OPENBLAS_CORETYPE:-unset} with $(basename "$(dirname "$MOESCOPE")")"
+summary
+S
+# the same name in another folder: not a numeric test
+cat >"$T/tests/commands/test_golden.sh" <<'S'
+source "$(dirname "$0")/../lib/lib.sh"
+check "commands" true
+echo "commands golden under ${OPENBLAS_CORETYPE:-unset}"
 summary
 S
 # a C test without its binary fails
@@ -48,16 +57,18 @@ cat >"$T/bin/moescope" <<'S'
 echo "moescope test"; echo "blas: OpenBLAS x (${OPENBLAS_CORETYPE:-Prescott} kernels)"; echo "cpu: test"
 S
 chmod +x "$T/bin/moescope"
+mkdir -p "$T/rel" && cp "$T/bin/moescope" "$T/rel/moescope"
 # the scratch runner sees none of this run's selections (TESTS, SECOND_KERNEL, CI)
-run_runner() { env -u CI -u TESTS -u SECOND_KERNEL MOESCOPE="$T/bin/moescope" TESTBIN="$T/bin" bash "$T/tests/run.sh" "$@"; }
+run_runner() { env -u CI -u TESTS -u SECOND_KERNEL MOESCOPE="$T/bin/moescope" MOESCOPE_REL="$T/rel/moescope" \
+    TESTBIN="$T/bin" bash "$T/tests/run.sh" "$@"; }
 
 run_runner >"$WORK/r1" 2>&1
 rc=$?
 last=$(tail -1 "$WORK/r1")
 check "exits non-zero (failures)" test $rc -ne 0
-# ok 2 + part 1 + crash 3 + golden 1 (twice when a second kernel runs)
+# ok 2 + part 1 + crash 3 + golden 1 (twice when a second kernel runs) + commands' golden 1
 second=$(grep -c '^time: test_golden\[' "$WORK/r1")
-want_p=$((7 + second))
+want_p=$((8 + second))
 check "total line last: $want_p passed, 3 failed (got '$last')" test "$last" = "$want_p passed, 3 failed"
 check "the skip count before the total and its two reasons" test "$(tail -4 "$WORK/r1" | head -1)" = "skipped: 2"
 check "a whole skip with its reason" grep -q "  test_cannot: (frobnicator is not installed)" "$WORK/r1"
@@ -65,17 +76,19 @@ check "a part skip with its reason" grep -q "  test_part: the device checks (mkn
 check "no summary fails" grep -q "FAIL: test_silent printed no" "$WORK/r1"
 check "a crash fails" grep -q "FAIL: test_crash exited with status" "$WORK/r1"
 check "a C test without its binary fails" grep -q "FAIL: tests/unit/test_nobinary.c has no binary" "$WORK/r1"
-check "each program's seconds" test "$(grep -cE '^time: test_[a-z]+ [0-9]+\.[0-9] s$' "$WORK/r1")" -eq 6
-check "the numeric test under the environment's kernels" grep -q "golden under ${OPENBLAS_CORETYPE:-unset}" "$WORK/r1"
+check "each program's seconds" test "$(grep -cE '^time: test_[a-z]+ [0-9]+\.[0-9] s$' "$WORK/r1")" -eq 7
+check "the numeric test under the environment's kernels" grep -q "golden under ${OPENBLAS_CORETYPE:-unset} with bin" "$WORK/r1"
 if [ "$second" -gt 0 ]; then
     k=$(sed -n 's/^time: test_golden\[\(.*\)\].*/\1/p' "$WORK/r1")
-    check "the numeric test again under $k" grep -q "golden under $k" "$WORK/r1"
+    check "the numeric test again under $k, on MOESCOPE_REL" grep -q "golden under $k with rel" "$WORK/r1"
     check "only the numeric tests run twice" test "$(grep -c '^kernel ' "$WORK/r1")" -eq 1
+    check "a test named like a numeric one in another folder runs once" \
+        test "$(grep -c '^commands golden under' "$WORK/r1")" -eq 1
 else
     check "no second kernel: a skip says so" grep -q "second kernel" "$WORK/r1"
 fi
 
-check "SECOND_KERNEL=none: one run" bash -c "env -u TESTS SECOND_KERNEL=none MOESCOPE='$T/bin/moescope' TESTBIN='$T/bin' bash '$T/tests/run.sh' 2>&1 | grep -c '^time: test_golden' | grep -qx 1"
+check "SECOND_KERNEL=none: one run" bash -c "env -u TESTS SECOND_KERNEL=none MOESCOPE='$T/bin/moescope' TESTBIN='$T/bin' bash '$T/tests/run.sh' 2>&1 | grep -c '^golden under' | grep -qx 1"
 run_sel() { local sel=$1; shift; env -u CI -u SECOND_KERNEL TESTS="$sel" MOESCOPE="$T/bin/moescope" TESTBIN="$T/bin" bash "$T/tests/run.sh" "$@"; }
 run_sel "test_ok test_nosuch" >"$WORK/r3" 2>&1
 check "TESTS: an unknown name fails" grep -q "FAIL: TESTS names 'test_nosuch', which is no test" "$WORK/r3"

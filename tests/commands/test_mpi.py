@@ -10,8 +10,16 @@ likewise; a rank killed mid-run (SIGKILL, the test hook MOESCOPE_MPI_TEST_KILL)
 ends the job with an error naming the rank and no report; an error on the ranks
 names them and stops the job; rank 0's progress lines count every rank's rows.
 
+Under the sanitizers, LeakSanitizer needs the slow unwinder to see (and suppress)
+OpenMPI's own allocations, which costs each process seconds at MPI_Init and exit:
+the leak check is on for the runs marked leaks=True (dense4 at every P, the
+families, the chunks, the study: every code path of the ranks), the other ranks
+keep AddressSanitizer and UBSan without it. The exhaustive n = 10 landscape (3.6 M
+orders, the same code as dense8's 40320) runs on the release binaries.
+
 Env: MOESCOPE (the plain binary), MOESCOPE_MPI (moescope-mpi; empty when MPI is
-not installed: then the test only says so)."""
+not installed: then the test only says so), MOESCOPE_REL and MOESCOPE_MPI_REL (their
+release builds, defaults MOESCOPE and MOESCOPE_MPI)."""
 import json
 import os
 import re
@@ -29,29 +37,32 @@ from testutil import check, run  # noqa: E402
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 SC = os.path.join(ROOT, "sample-checkpoints")
 MPI = os.environ.get("MOESCOPE_MPI", "")
+MPI_REL = os.environ.get("MOESCOPE_MPI_REL") or MPI
+PLAIN_REL = os.environ.get("MOESCOPE_REL") or testutil.MOESCOPE
 
 
-def mpi_env():
+def mpi_env(leaks):
     e = dict(os.environ)
     # OpenMPI keeps memory until exit; with the slow unwinder LeakSanitizer sees its
     # progress thread's frames and tests/lib/lsan.supp suppresses them (our own leaks still
-    # fail); without MPI_Init/MPI_Finalize's allocations (mpi_main.c)
+    # fail); without MPI_Init/MPI_Finalize's allocations (mpi_main.c). Without leaks,
+    # no leak check and the fast unwinder (AddressSanitizer and UBSan stay on).
     if "ASAN_OPTIONS" in e:
-        e["ASAN_OPTIONS"] += ":fast_unwind_on_malloc=0"
+        e["ASAN_OPTIONS"] += ":fast_unwind_on_malloc=0" if leaks else ":detect_leaks=0"
     # containers often forbid the cross-process memory copy OpenMPI's shared-memory
     # transport tries first; plain copies work everywhere
     e["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"
     return e
 
 
-def mpirun(P, *args, env=None):
+def mpirun(P, *args, env=None, leaks=False, binary=None):
     cmd = ["mpirun", "--oversubscribe", "-np", str(P)]
     if os.getuid() == 0:  # CI runs as root
         cmd.append("--allow-run-as-root")
-    e = mpi_env()
+    e = mpi_env(leaks)
     if env:
         e.update(env)
-    cmd += [MPI] + [str(a) for a in args]
+    cmd += [binary or MPI] + [str(a) for a in args]
     # a hang guard only: a lost rank must end the job, not leave it waiting
     return subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=900)
 
@@ -84,12 +95,12 @@ def first_diff(a, b, path=""):
     return None if a == b else "%s: %r vs %r" % (path, a, b)
 
 
-def same_as_plain(tag, plain_json, tmp, Ps, args, env=None):
+def same_as_plain(tag, plain_json, tmp, Ps, args, env=None, leaks=False):
     ref, prov = report(plain_json)
     check(prov.get("ranks") == 1, "%s: the plain binary's provenance has ranks 1" % tag)
     for P in Ps:
         out = os.path.join(tmp, "mpi%d.json" % P)
-        r = mpirun(P, *(args + ["--json", out]), env=env)
+        r = mpirun(P, *(args + ["--json", out]), env=env, leaks=leaks)
         ok = r.returncode == 0 and os.path.exists(out)
         check(ok, "%s P=%d: exit %d: %s" % (tag, P, r.returncode, r.stderr[-600:]))
         if not ok:
@@ -101,13 +112,13 @@ def same_as_plain(tag, plain_json, tmp, Ps, args, env=None):
         os.unlink(out)
 
 
-def landscape_case(tag, tmp, a, b, e, extra, Ps, env=None):
+def landscape_case(tag, tmp, a, b, e, extra, Ps, env=None, leaks=False):
     plain = os.path.join(tmp, "plain.json")
     args = ["landscape", a, b, "--eval", e, "-q"] + extra
     r = run(*(args + ["--json", plain]), env=env)
     check(r.returncode == 0, "%s: plain run: %s" % (tag, r.stderr[-400:]))
     if r.returncode == 0:
-        same_as_plain(tag, plain, tmp, Ps, args + ["--threads", "1"], env=env)
+        same_as_plain(tag, plain, tmp, Ps, args + ["--threads", "1"], env=env, leaks=leaks)
 
 
 def head_eval(src, dst, N):
@@ -132,7 +143,8 @@ def test_sample_sets(tmp):
             head_eval(os.path.join(SC, s, "eval.safetensors"), e, 100)
         # every split on the small set; the uneven three-way split on the others
         Ps = {"dense4": (1, 2, 3), "dense8": (2, 3)}.get(s, (3,))
-        landscape_case(s, tmp, a, b, e, ["--points", "5" if s.endswith("4") else "3"], Ps)
+        landscape_case(s, tmp, a, b, e, ["--points", "5" if s.endswith("4") else "3"], Ps,
+                       leaks=s == "dense4")
 
 
 def family_pair(tmp, fam, seed):
@@ -161,7 +173,7 @@ def test_families(tmp):
     (deepseek_v3: the group-preserving orders), gated shared experts (qwen2_moe)."""
     for seed, fam in enumerate(("deepseek_v3", "qwen2_moe")):
         a, b, e = family_pair(tmp, fam, 40 + seed)
-        landscape_case(fam, tmp, a, b, e, ["--points", "5"], (3,))
+        landscape_case(fam, tmp, a, b, e, ["--points", "5"], (3,), leaks=True)
 
 
 def test_progress(tmp):
@@ -188,7 +200,7 @@ def test_chunked(tmp):
     e = os.path.join(SC, "dense4", "eval.safetensors")
     for mb in ("2.5", "0.5"):
         landscape_case("dense4 in chunks of %s MB" % mb, tmp, a, b, e, ["--points", "7"], (2,),
-                       env={"MOESCOPE_LS_MEM_MB": mb})
+                       env={"MOESCOPE_LS_MEM_MB": mb}, leaks=True)
 
 
 def train_n10(tmp):
@@ -218,12 +230,12 @@ def test_n10(tmp):
         return
     # sampled: every rank draws the same sample from the seed; P does not matter
     landscape_case("sampled n = 10", tmp, a, b, e, ["--points", "3", "--samples", "3000"], (1, 3))
-    # exhaustive: 3628800 orders
+    # exhaustive: 3628800 orders, on the release binaries
     args = ["landscape", a, b, "--eval", e, "--points", "3", "--exhaustive", "-q"]
-    plain = run(*args)
+    plain = subprocess.run([PLAIN_REL] + [str(x) for x in args], capture_output=True, text=True)
     check(plain.returncode == 0 and "all 3628800 expert orders" in plain.stdout,
           "exhaustive n = 10, plain: %s%s" % (plain.stdout[:200], plain.stderr[-300:]))
-    r = mpirun(2, *(args + ["--threads", "1"]))
+    r = mpirun(2, *(args + ["--threads", "1"]), binary=MPI_REL)
     check(r.returncode == 0, "exhaustive n = 10, P=2: exit %d: %s" % (r.returncode, r.stderr[-400:]))
     check(text_without_timing(r.stdout) == text_without_timing(plain.stdout),
           "exhaustive n = 10: P=2's report differs from the plain one:\n%s\n---\n%s"
@@ -284,7 +296,8 @@ def test_study(tmp):
     for P in (2, 3):
         out = os.path.join(tmp, "study%d.json" % P)
         csv = os.path.join(tmp, "study%d.csv" % P)
-        r = mpirun(P, "study", d4, "--points", "5", "-q", "--threads", "1", "--json", out, "--csv", csv)
+        r = mpirun(P, "study", d4, "--points", "5", "-q", "--threads", "1", "--json", out, "--csv", csv,
+                   leaks=True)
         check(r.returncode == 0, "study P=%d: %s" % (P, r.stderr[-400:]))
         if r.returncode:
             continue

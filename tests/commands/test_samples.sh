@@ -9,10 +9,10 @@ source "$TESTS_DIR/lib/blas_kernels.sh"
 samples_kernels # byte for byte only under the kernels the samples were made with
 
 # Retraining every sample is the suite's longest part: under the sanitizers most of
-# it runs on the release binary make check also builds (MOESCOPE_RETRAIN), the
+# it runs on the release binary make check also builds (MOESCOPE_REL), the
 # same code and arithmetic (no fast-math; the bytes are compared), and one
 # variant's seed 1 and one teacher's student stay on $MOESCOPE to check memory.
-RETRAIN=${MOESCOPE_RETRAIN:-$MOESCOPE}
+RETRAIN=${MOESCOPE_REL:-$MOESCOPE}
 RETRAIN=$(cd "$(dirname "$RETRAIN")" && pwd)/$(basename "$RETRAIN")
 
 if [ ! -f "$S/dense4/seed1.safetensors" ]; then

@@ -9,6 +9,10 @@
 TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)   # tests/
 ROOT=$(cd "$TESTS_DIR/.." && pwd)
 MOESCOPE=$(cd "$(dirname "$MOESCOPE")" && pwd)/$(basename "$MOESCOPE")
+# the release build (make check builds it too), for the few data-heavy parts where the
+# same code runs under the sanitizers on smaller inputs; else $MOESCOPE
+MOESCOPE_REL=${MOESCOPE_REL:-$MOESCOPE}
+MOESCOPE_REL=$(cd "$(dirname "$MOESCOPE_REL")" && pwd)/$(basename "$MOESCOPE_REL")
 T_PASSED=0
 T_FAILED=0
 WORK=$(mktemp -d)

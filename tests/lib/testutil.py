@@ -21,6 +21,9 @@ TESTS = os.path.dirname(HERE)          # tests/
 ROOT = os.path.dirname(TESTS)          # the repository
 # $MOESCOPE (set by tests/run.sh), else the release binary at the repo root
 MOESCOPE = os.path.abspath(os.environ.get("MOESCOPE", os.path.join(ROOT, "moescope")))
+# its release build ($MOESCOPE_REL, which make check builds too), for the data-heavy
+# parts whose code the sanitizers see elsewhere on smaller inputs; else $MOESCOPE
+MOESCOPE_REL = os.path.abspath(os.environ.get("MOESCOPE_REL") or MOESCOPE)
 
 passed = failed = 0
 
@@ -35,14 +38,14 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def run(*args, env=None):
+def run(*args, env=None, binary=None):
     """Run moescope with args (each str()'d); stdout and stderr captured as text.
-    env: extra environment variables on top of ours."""
+    env: extra environment variables on top of ours; binary: MOESCOPE_REL, say."""
     e = None
     if env:
         e = dict(os.environ)
         e.update(env)
-    return subprocess.run([MOESCOPE] + [str(a) for a in args], capture_output=True, text=True,
+    return subprocess.run([binary or MOESCOPE] + [str(a) for a in args], capture_output=True, text=True,
                           env=e)
 
 

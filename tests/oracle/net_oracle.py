@@ -47,11 +47,12 @@ def aligned(A, B, order=None, order_stage=True, wm=True):
     return oracle.align(A, B, order=order, order_stage=order_stage, wm_stage=wm)["layer"]
 
 
-def net_curve(ck, tb_layers, ta_layers, ids, T, backbone_b=None):
+def net_curve(ck, tb_layers, ta_layers, ids, T, backbone_b=None, loss_a=None):
     """losses at the T points: every MoE tensor interpolated between A's layers and the
-    aligned B's (and the backbone too when backbone_b)"""
-    out = []
-    for m in range(T):
+    aligned B's (and the backbone too when backbone_b); loss_a: A's own loss, known
+    (the point t = 0 is A exactly)"""
+    out = [] if loss_a is None else [loss_a]
+    for m in range(len(out), T):
         t = m / (T - 1)
         params = {}
         for L in ta_layers:
