@@ -19,7 +19,10 @@ from a scratch directory that sees the samples as sample-checkpoints/ (outputs
 go there) and must exit 0, but for the explorer (it needs a terminal), `train`
 (minutes; tests/commands/test_samples.sh trains) and the network commands that
 evaluate every order or point (minutes under the sanitizers;
-tests/commands/test_network_commands.py runs them on small fixtures).
+tests/commands/test_network_commands.py runs them on small fixtures). Those that
+sweep every order (landscape, study: dense8's 40320 orders on its whole evaluation
+set) run on the release build, MOESCOPE_REL: test_landscape and test_study sweep on
+the sanitizers' build.
 
 The bash completion is valid bash, completes the commands, gives each command
 the options its --help names (and no others) and a method's values; `make
@@ -51,6 +54,8 @@ COMMON = {"--family", "--top-k", "--norm-topk-prob", "--routed-scaling", "--n-gr
           "--ignore-capture-layer", "--help", "-h"}
 # network commands that evaluate every order or every point: minutes under the sanitizers
 HEAVY_NETWORK = {"landscape", "study", "curve", "diagnose", "merge", "lesson", "geometry"}
+# commands that sweep every order: on the release build
+SWEEPS = {"landscape", "study"}
 
 
 def roff_plain(s):
@@ -166,7 +171,8 @@ def check_command(line, where, commands, work):
     key = " ".join([cmd] + args)
     if key in RAN:  # the README and the manual show it alike: once is enough
         return
-    r = subprocess.run([testutil.MOESCOPE, cmd] + argv, cwd=work, capture_output=True, text=True)
+    binary = testutil.MOESCOPE_REL if cmd in SWEEPS else testutil.MOESCOPE
+    r = subprocess.run([binary, cmd] + argv, cwd=work, capture_output=True, text=True)
     RAN.append(key)
     check(r.returncode == 0, "%s: `%s` runs (exit %d): %s" % (where, line, r.returncode, r.stderr.strip()[-400:]))
     return r
