@@ -142,6 +142,10 @@ typedef struct {
                            * -1 (default): only when n! <= 5040 */
     int T;                /* points for the landscape (default 25) */
     const landscape *L;   /* if not NULL, a finished landscape of (A, B) to use */
+    /* the landscape's progress (ls_opts' progress, phase, ctx); may be NULL */
+    void (*progress)(void *ctx, long done, long total);
+    void (*phase)(void *ctx, const char *what, long done, long total);
+    void *ctx;
 } diag_opts;
 
 void diag_opts_default(diag_opts *o);

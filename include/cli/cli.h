@@ -81,6 +81,11 @@ int cli_parse_order(const char *s, int *order, int n);
  * line at every tenth (rank 0: the rows of every rank). */
 void cli_progress(const char *what, long done, long total);
 void cli_progress_end(void);
+/* a study's line: pair (done so far) of npairs, that pair's landscape rows */
+void cli_progress_pairs(int pair, int npairs, long done, long total);
+/* ls_opts' progress and phase for a landscape inside another command (ctx unused) */
+void cli_progress_rows(void *ctx, long done, long total);
+void cli_progress_step(void *ctx, const char *what, long done, long total);
 
 /* Every output of command cmd checked before any work (io/outputs.h): 0, else
  * the message printed and the exit code (2 when two outputs name one file, a

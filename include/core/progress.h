@@ -34,6 +34,11 @@
 /* Start a phase ("load B", "Gram matrices") of total units (0: unknown). Ends
  * the previous phase. unit: "MiB", "experts", ... */
 void progress_begin(const char *phase, double total, const char *unit);
+/* The same, but the rate and the ETA count from since (timing_now()): a phase
+ * that resumes after others interrupted it (a study's orders, pair after pair). */
+void progress_begin_since(const char *phase, double total, const char *unit, double since);
+/* Is phase the one on the line now (begun and not ended)? */
+int progress_is(const char *phase);
 /* Units done so far in the phase / add k to them. */
 void progress_set(double done);
 void progress_add(double k);

@@ -1060,6 +1060,7 @@ int diag_pair(const moe_model *A, const moe_model *B, const evalset *E, const di
     if (!L && want && E) {
         if (o->T >= 2) lo.T = o->T;
         lo.center = o->center;
+        lo.progress = o->progress, lo.phase = o->phase, lo.ctx = o->ctx;
         if (landscape_compute(A, B, E, &lo, &own, err)) return ms_prefix(err, "landscape");
         L = &own;
         own_used = 1;

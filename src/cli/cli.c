@@ -129,7 +129,8 @@ void cli_progress(const char *what, long done, long total) {
         progress_lines(what, done, total);
         return;
     }
-    if (strcmp(phase, what) || total != phase_total) {
+    // another phase (a library's: loading, weight matching) may have taken the line
+    if (strcmp(phase, what) || total != phase_total || !progress_is(what)) {
         snprintf(phase, sizeof phase, "%s", what);
         phase_total = total;
         progress_begin(what, (double)total, strstr(what, "pairs") ? "pairs" : "orders");
@@ -138,6 +139,29 @@ void cli_progress(const char *what, long done, long total) {
 }
 
 void cli_progress_end(void) { progress_end(); }
+
+/* A study's line: the pair in the phase, every pair's orders in the count, the
+ * rate and the ETA over the whole study (pair: the pairs done) */
+void cli_progress_pairs(int pair, int npairs, long done, long total) {
+    static double since = -1;
+    if (cli_partition || total <= 0 || npairs <= 0) return; // MPI: a line per pair
+    if (since < 0) since = timing_now();
+    char phase[64];
+    snprintf(phase, sizeof phase, "study pair %d/%d", pair + 1 < npairs ? pair + 1 : npairs, npairs);
+    if (!progress_is(phase)) progress_begin_since(phase, (double)npairs * (double)total, "orders", since);
+    progress_set((double)pair * (double)total + (double)done);
+}
+
+/* A landscape's progress inside another command (diagnose, study): ctx unused */
+void cli_progress_rows(void *ctx, long done, long total) {
+    (void)ctx;
+    cli_progress("landscape", done, total);
+}
+
+void cli_progress_step(void *ctx, const char *what, long done, long total) {
+    (void)ctx;
+    if (!cli_partition) cli_progress(what, done, total);
+}
 
 int cli_check_capture(const evalset *E, const moe_model *m) {
     ms_err err;

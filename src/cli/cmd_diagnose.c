@@ -97,6 +97,7 @@ static int diagnose_network(const char *pa, const char *pb, const char *eval, co
     if (!rc && eval && want) {
         if (o->T >= 2) lo.T = o->T;
         lo.center = o->center;
+        lo.progress = o->progress, lo.phase = o->phase, lo.ctx = o->ctx;
         if (cli_net_objective(&n, &other, 0, NULL, &no)) rc = 1;
         lo.objective = no ? net_objective_view(no) : NULL;
         if (!rc && landscape_compute(A, B, NULL, &lo, &L, &err)) rc = cli_error("%s", err.msg);
@@ -196,6 +197,8 @@ int cmd_diagnose(int argc, char **argv) {
     const out_spec outs[1] = {{json, "--json", OUT_FILE}};
     int orc = cli_check_outputs("diagnose", USAGE, outs, 1, inputs, 3);
     if (orc) return orc;
+    // the landscape that ranks the chosen order: its rows on the progress line
+    o.progress = cli_progress_rows, o.phase = cli_progress_step;
     if (cli_net_wanted(pa, eval)) return diagnose_network(pa, pb, eval, layer, &o, interp, json);
     if (interp) return cli_usage_error(USAGE, "diagnose: --interpolate-backbone is for networks");
     moe_model A, B;

@@ -215,7 +215,27 @@ static int add_input(const char *arg, const char *e_path, st_pool *P, ms_err *er
     return 0;
 }
 
-static void on_pair(int done, int total) { cli_progress("pairs", done, total); }
+/* the study's line (cli_progress_pairs): the pairs done, then each pair's rows;
+ * moescope-mpi prints a line per pair */
+static struct {
+    int pair, npairs;
+} SP;
+static void on_pair(int done, int total) {
+    SP.pair = done, SP.npairs = total;
+    if (cli_partition) cli_progress("pairs", done, total);
+}
+static void on_rows(void *ctx, long done, long total) { cli_progress_pairs(SP.pair, SP.npairs, done, total); }
+static void on_step(void *ctx, const char *what, long done, long total) {
+    char phase[64];
+    snprintf(phase, sizeof phase, "study pair %d/%d: %s", SP.pair + 1, SP.npairs, what);
+    cli_progress_step(ctx, phase, done, total);
+}
+/* the progress of study_run: on_pair, and on a terminal each pair's rows */
+static void study_progress(ls_opts *lo, int npool, int on) {
+    SP.pair = 0, SP.npairs = npool * (npool - 1) / 2;
+    lo->progress = on && !cli_partition ? on_rows : NULL;
+    lo->phase = on && !cli_partition ? on_step : NULL;
+}
 
 static int study_outputs(const study *S, const char *e_path, const char *const *outs, ms_err *err) {
     if (outs[0] && study_write_json(S, e_path, outs[0], err)) return -1;
@@ -261,10 +281,10 @@ static int run_study(const st_pool *P, const char *e_path, const char *layer, ls
     }
     if (!rc) {
         study S;
-        lo->progress = NULL;
         lo->part = cli_partition; // moescope-mpi: every landscape split over its processes
         int here = cli_reports_here(); // rank 0 of moescope-mpi alone reports
         int bar = isatty(2) || (cli_partition && show); // moescope-mpi: lines (cli_progress)
+        study_progress(lo, np, bar && here);
         if (study_run(M, (const char *const *)paths, np, &E, lo, bar && here ? on_pair : NULL,
                       &S, &err)) {
             cli_progress_end();
@@ -346,7 +366,7 @@ static int run_study_net(const st_pool *P, const char *e_path, const char *layer
     study S;
     ms_err err;
     int rc = 0, bar = isatty(2) && show;
-    lo->progress = NULL;
+    study_progress(lo, P->np, bar);
     if (study_run_obj(M, (const char *const *)P->paths, P->np, &so, lo, bar ? on_pair : NULL, &S, &err)) {
         cli_progress_end();
         rc = cli_error("%s", err.msg);

@@ -163,7 +163,25 @@ static void stall_here(const char *phase) {
     while (!stall_resumed) nanosleep(&ts, NULL);
 }
 
+static void begin_at(const char *phase, double total, const char *unit, double since);
+
 void progress_begin(const char *phase, double total, const char *unit) {
+    begin_at(phase, total, unit, -1);
+}
+
+void progress_begin_since(const char *phase, double total, const char *unit, double since) {
+    begin_at(phase, total, unit, since);
+}
+
+int progress_is(const char *phase) {
+    if (TL.fn) return !strcmp(TL.phase, phase);
+    pthread_mutex_lock(&P.mu);
+    int is = P.phase[0] && !strcmp(P.phase, phase);
+    pthread_mutex_unlock(&P.mu);
+    return is;
+}
+
+static void begin_at(const char *phase, double total, const char *unit, double since) {
     // the tests' stall point, so a cancel (or a change to an input) lands mid-phase
     const char *stall = env_get(ENV_TEST_STALL);
     if (stall && *stall && phase && !strncmp(phase, stall, strlen(stall))) stall_here(phase);
@@ -180,7 +198,7 @@ void progress_begin(const char *phase, double total, const char *unit) {
     snprintf(P.unit, sizeof P.unit, "%s", unit ? unit : "");
     P.total = total;
     P.done = 0;
-    P.t_phase = now_s();
+    P.t_phase = since >= 0 ? since : now_s();
     maybe_draw_locked(1);
     pthread_mutex_unlock(&P.mu);
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_progress.sh - the progress line and Ctrl-C: the line appears when stderr is
-# a terminal (a pty from script(1)) and never in a file; SIGINT or SIGTERM in the
+# a terminal (a pty from script(1)) and never in a file, also for the orders that
+# study and diagnose rank; SIGINT or SIGTERM in the
 # middle of writing an output (held there by MOESCOPE_TEST_STALL, so no timing is
 # involved) ends the command with status 128 + signal, and leaves neither the
 # output nor a temporary file or directory; an existing output stays as it was.
@@ -22,6 +23,14 @@ if command -v script >/dev/null; then
     MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' cost '$MA' '$MB' --json '$WORK/tty_cost.json'" "$WORK/tty2.log" >/dev/null 2>&1
     check "tty: cost wrote its report" test -s "$WORK/tty_cost.json"
     check "tty: hashing the inputs shows MiB done/total" grep -aEq "hash inputs  [0-9.]+/[0-9.]+ MiB" "$WORK/tty2.log"
+    # commands that rank orders inside: study (every pair's landscape), diagnose (its own)
+    MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' study '$S/teacher4' --points 5" "$WORK/tty3.log" >/dev/null 2>&1
+    check "tty: study ran" grep -aq "pairs" "$WORK/tty3.log"
+    check "tty: study's line names the pair, counts every pair's orders, rate and ETA" \
+        grep -aEq "study pair [1-6]/6  [0-9]+/144 orders +[0-9]+%  [0-9.]+ orders/s  ETA" "$WORK/tty3.log"
+    MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' diagnose '$S/topk4/seed1.safetensors' '$S/topk4/seed2.safetensors'" \
+        "$WORK/tty4.log" >/dev/null 2>&1
+    check "tty: diagnose's landscape counts its orders" grep -aEq "landscape  [0-9]+/24 orders .*ETA" "$WORK/tty4.log"
 else
     fail "script(1) is needed for the terminal checks"
 fi
