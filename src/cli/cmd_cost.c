@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/ms_text.h"
 #include "align/align.h"
@@ -159,6 +160,15 @@ static int cost_cell_format(const double *C, size_t len, int *dec) {
     return 0;
 }
 
+/* cost A A: a matrix of every expert against itself says nothing; say so */
+static void note_same_checkpoint(const char *pa, const char *pb) {
+    struct stat a, b;
+    if (stat(pa, &a) || stat(pb, &b) || a.st_dev != b.st_dev || a.st_ino != b.st_ino) return;
+    fprintf(stderr, "moescope: note: A and B are the same checkpoint (%s): each expert costs 0 against "
+                    "itself and the identity order is the answer; compare two checkpoints trained from "
+                    "different seeds\n", pa);
+}
+
 int cmd_cost(int argc, char **argv) {
     static const struct option opts[] = {
         {"method", required_argument, 0, 'm'}, {"no-center", no_argument, 0, 'C'},
@@ -197,6 +207,7 @@ int cmd_cost(int argc, char **argv) {
     moe_model A, B;
     expert_source sa, sb; // a layer too large to hold twice: its experts read one at a time
     if (cli_load_models_stream(pa, pb, layer, &A, &B, &sa, &sb)) return 1;
+    note_same_checkpoint(pa, pb);
     int rc = 0;
     method_result res[2];
     memset(res, 0, sizeof res);

@@ -48,6 +48,12 @@ expect_rc "merge without -o" 2 "-o OUT" "$MOESCOPE" merge "$A" "$B"
 # load errors and incompatible pairs: exit 1 with the reason
 expect_rc "cost missing file" 1 "nope.st" "$MOESCOPE" cost "$A" "$WORK/nope.st"
 expect_rc "cost non-finite" 1 "nan.st.*(NaN|non-finite|finite)" "$MOESCOPE" cost "$A" "$WORK/nan.st"
+# cost A A runs, and says the comparison is empty (also through another name of the file)
+expect_rc "cost A A: a note" 0 "A and B are the same checkpoint .*a.st.*different seeds" "$MOESCOPE" cost "$A" "$A"
+ln -s "$A" "$WORK/a_link.st"
+expect_rc "cost A and a link to A: a note" 0 "same checkpoint" "$MOESCOPE" cost "$A" "$WORK/a_link.st"
+"$MOESCOPE" cost "$A" "$B" >/dev/null 2>"$WORK/err"
+grep -q "same checkpoint" "$WORK/err" && fail "cost A B: no same-checkpoint note" || pass
 expect_rc "cost different n" 1 "differ: n = 4 vs 5" "$MOESCOPE" cost "$A" "$WORK/n5.st"
 expect_rc "align different d" 1 "differ: d = 8 vs 9" "$MOESCOPE" align "$A" "$WORK/d9.st" -o "$WORK/o.st"
 expect_rc "align different h" 1 "differ: h = 16 vs 12" "$MOESCOPE" align "$A" "$WORK/h12.st" -o "$WORK/o.st"
