@@ -244,6 +244,8 @@ int app_export_dir(app_state *a, const char *dir, const char *why) {
     app_message(a, 0, "exports go to %s (O changes it)", dir);
     if (then == FX_STATE) {
         open_state_prompt(a);
+        if (a->export_name[0]) line_edit_set(&a->line, a->export_name); // typed at the directory prompt
+        a->export_name[0] = 0;
         return FX_REDRAW;
     }
     return then;

@@ -37,6 +37,8 @@ typedef struct {
                                   * FX_STATE: x's name prompt next), 0 for O */
     char export_dir[LINE_EDIT_CAP];  /* where p, e and x write; "" until chosen (--out-dir,
                                       * or the prompt at the first export) */
+    char export_name[LINE_EDIT_CAP]; /* a file name typed at that prompt ("exports/d8.csv"):
+                                      * the name of the export that asked, once */
     char dir_default[LINE_EDIT_CAP]; /* what that prompt offers (tui.c: the current
                                       * directory when writable, else home) */
     int scatter;                 /* the scatter view in the curves pane's place */

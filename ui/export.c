@@ -227,6 +227,23 @@ int export_dir_ready(const char *dir, const char *const *ins, int nin, char *out
     return 0;
 }
 
+int export_split_file(const char *typed, char *dir, int dcap, char *file, int fcap) {
+    static const char *const ext[] = {".png", ".svg", ".csv", ".json", ".safetensors"};
+    const char *slash = strrchr(typed, '/'), *base = slash ? slash + 1 : typed;
+    size_t bl = strlen(base);
+    int is_file = 0;
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0] && !is_file; i++) {
+        size_t el = strlen(ext[i]);
+        is_file = bl > el && !strcmp(base + bl - el, ext[i]);
+    }
+    if (!is_file) return 0;
+    snprintf(file, (size_t)fcap, "%s", base);
+    if (!slash) snprintf(dir, (size_t)dcap, ".");
+    else if (slash == typed) snprintf(dir, (size_t)dcap, "/");
+    else snprintf(dir, (size_t)dcap, "%.*s", (int)(slash - typed), typed);
+    return 1;
+}
+
 void export_dir_default(char *out, int cap) {
     char cwd[4096];
     if (getcwd(cwd, sizeof cwd) && access(cwd, W_OK | X_OK) == 0) {

@@ -40,6 +40,10 @@ void export_pair_name(const char *a_path, const char *b_path, const explore_requ
  * be made, not writable, inside the folder of one of the nin inputs ins -
  * refused before anything is made). */
 int export_dir_ready(const char *dir, const char *const *ins, int nin, char *out, int cap, char *why, int wcap);
+/* A file name typed where the export directory is asked ("exports/d8.csv": its last
+ * component ends in .png, .svg, .csv, .json or .safetensors): 1 with dir its folder
+ * ("." for none) and file its name; else 0. */
+int export_split_file(const char *typed, char *dir, int dcap, char *file, int fcap);
 /* The directory the export prompt offers: the current one when it can be
  * written, else the home directory, else /tmp (absolute, so the prompt says
  * where the files go). */

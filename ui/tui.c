@@ -483,6 +483,16 @@ static int write_landscape(const app_state *a, const explore_snapshot *v, const 
 
 /* `p`: the curves now, named by the pair and the stages, never over a file;
  * the landscape now when it is complete, else when it completes. */
+/* the name typed at the directory prompt, once, if it ends in ext; else dflt */
+static const char *typed_name(app_state *a, const char *ext, const char *dflt) {
+    static char name[LINE_EDIT_CAP];
+    size_t l = strlen(a->export_name), el = strlen(ext);
+    int ok = l > el && !strcmp(a->export_name + l - el, ext);
+    snprintf(name, sizeof name, "%s", ok ? a->export_name : dflt);
+    a->export_name[0] = 0;
+    return name;
+}
+
 static void do_png(app_state *a, const explore_snapshot *v, tui_ctx *c) {
     ms_err err;
     char name[512], want[1100], cur[1100], land[1100];
@@ -492,7 +502,7 @@ static void do_png(app_state *a, const explore_snapshot *v, tui_ctx *c) {
         return;
     }
     export_plot_name(c->paths[0], c->paths[1], &v->req, 0, a->metric_acc, name, sizeof name);
-    in_export_dir(a, name, want, sizeof want);
+    in_export_dir(a, typed_name(a, ".png", name), want, sizeof want);
     if (af_free_name(want, cur, sizeof cur)) {
         app_message(a, 1, "%s: every numbered name is taken", want);
         return;
@@ -847,10 +857,17 @@ static int geometry_poll(tui_ctx *ctx, app_state *app) {
 /* The directory typed at the prompt: made when missing, refused when it
  * cannot be written; the FX_* of the export that asked for it. */
 static int out_dir_chosen(app_state *app, const tui_ctx *c) {
-    char dir[LINE_EDIT_CAP], why[600];
-    export_dir_ready(app->line.buf, c->paths, c->paths[2] ? 3 : 2, dir, sizeof dir, why, sizeof why);
+    char typed[LINE_EDIT_CAP], dir[LINE_EDIT_CAP], why[600];
+    // a file name where the directory is asked: its folder, and the name for the export
+    if (!export_split_file(app->line.buf, typed, sizeof typed, app->export_name, sizeof app->export_name)) {
+        snprintf(typed, sizeof typed, "%s", app->line.buf);
+        app->export_name[0] = 0;
+    }
+    export_dir_ready(typed, c->paths, c->paths[2] ? 3 : 2, dir, sizeof dir, why, sizeof why);
+    if (why[0]) app->export_name[0] = 0;
     return app_export_dir(app, dir, why);
 }
+
 
 /* ---- the loop ---- */
 
@@ -906,7 +923,7 @@ static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
         if (fx & FX_EXPORT) {
             char name[512], path[1100];
             export_aligned_name(ctx->paths[1], &app->req, name, sizeof name);
-            in_export_dir(app, name, path, sizeof path);
+            in_export_dir(app, typed_name(app, ".safetensors", name), path, sizeof path);
             explore_export(g, &app->req, path);
         }
         if (fx & FX_DIAG) explore_request_diag(g, app->req.method, app->req.center);

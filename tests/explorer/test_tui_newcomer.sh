@@ -179,6 +179,26 @@ tm send-keys -t t p
 check "--out-dir: p writes there at once" wait_for "saved $WORK/given/dense4-seed1-seed2.curves-expert-wm.png and"
 check "--out-dir: the figure is there" test -s "$WORK/given/dense4-seed1-seed2.curves-expert-wm.png"
 quit
+# a file name typed where the directory is asked: its folder, and that name for the export
+start 100 30 dense4 LANG=C.UTF-8 LC_ALL=C.UTF-8
+check "file at the prompt: the table complete" wait_for "expert orders 24/24"
+tm send-keys -t t x
+check "x: the directory asked first" wait_for "export directory for p, e and x (Enter, Esc): $WORK"
+tm send-keys -t t C-u
+tm send-keys -t t -l "$WORK/typed/d8.csv"
+tm send-keys -t t Enter
+check "x: the typed name offered in the save-as prompt" wait_for "save as (.json state, .csv table; Enter, Esc): d8.csv"
+tm send-keys -t t Enter
+check "x: saved under the typed name" wait_for "saved $WORK/typed/d8.csv (24 of 24 orders)"
+check "x: a file, not a directory d8.csv/" test -f "$WORK/typed/d8.csv"
+tm send-keys -t t O
+tm send-keys -t t C-u
+tm send-keys -t t -l "$WORK/typed2/fig.png"
+tm send-keys -t t Enter
+tm send-keys -t t p
+check "p after O with a file name: the figure under that name" wait_for "saved $WORK/typed2/fig.png and"
+check "p: a file, not a directory fig.png/" test -f "$WORK/typed2/fig.png"
+quit
 expect_fail "--out-dir under a file: refused before the screen" "moescope: --out-dir .*: cannot make the export directory" \
     "$MOESCOPE" "$SC/dense4/seed1.safetensors" "$SC/dense4/seed2.safetensors" --out-dir "$OUT/t.csv/sub"
 
