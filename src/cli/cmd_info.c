@@ -385,7 +385,8 @@ int cmd_info(int argc, char **argv) {
     struct stat sb;
     long long fsize = stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
     cJSON *root = json ? cJSON_CreateObject() : NULL;
-    if (net_path_is_network(path) && info_network(path, root, &err)) {
+    int is_net = net_path_is_network(path);
+    if (is_net && info_network(path, root, &err)) {
         moe_free(&m);
         cJSON_Delete(root);
         return cli_error("%s", err.msg);
@@ -416,6 +417,8 @@ int cmd_info(int argc, char **argv) {
            c->has_expert_bias ? "yes" : "no (zeros)");
     if (c->has_head)
         printf("head        %sLinear to C = %d outputs\n", c->has_norm ? "LayerNorm, " : "", c->C);
+    else if (is_net) // the loss is the network's: its LM head, after the other blocks
+        printf("head        none of the block's own (the network's LM head, above)\n");
     else
         printf("head        none (layer-only mode)\n");
     print_layout(&pl);

@@ -128,6 +128,18 @@ def timing():
     check(r.returncode == 0 and "landscape time: load " in r.stderr, "MOESCOPE_TIMING=1: the split too")
 
 
+def network_words():
+    """a network's MoE block has no head of its own: info says the network's, not
+    'layer-only mode' under 'LM head tied to wte'"""
+    r = run("info", os.path.join(SC, "gpt", "topk4", "seed1"))
+    check(r.returncode == 0 and "LM head tied to wte" in r.stdout, "info gpt/topk4: %s" % r.stderr[-300:])
+    check("layer-only" not in r.stdout and "the network's LM head" in r.stdout,
+          "info on a network: the head line says the network's: %s" %
+          [x for x in r.stdout.splitlines() if x.startswith("head")])
+    r = run("info", A)
+    check("head" in r.stdout and "network" not in r.stdout, "info on a layer: no network words")
+
+
 def main():
     if not os.path.exists(A) or not os.path.isdir(MX):
         check(False, "sample checkpoints present")
@@ -139,6 +151,7 @@ def main():
         info_dir()
         cost_precision()
         timing()
+        network_words()
     finally:
         shutil.rmtree(work)
 
