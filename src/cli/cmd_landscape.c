@@ -209,8 +209,10 @@ static int write_curves_png(const landscape *L, const char *pa, const char *pb, 
 /* the orders ranked and the sampled estimates, for people */
 static void print_header(const landscape *L, const ls_opts *lo) {
     int n = L->n;
-    const char *kind = L->kind == LS_CLASSIFY ? "classification" : L->kind == LS_REGRESS ? "regression"
-                                                                                         : "layer-output";
+    const char *kind = L->objective            ? "network" // its own line below says which
+                       : L->kind == LS_CLASSIFY ? "classification"
+                       : L->kind == LS_REGRESS  ? "regression"
+                                                : "layer-output";
     char set[160] = "", all[48], cnt[48];
     ls_factorial_format(all, sizeof all, n);
     ls_count_format(cnt, sizeof cnt, L->n_fact_log10);

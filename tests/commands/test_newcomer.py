@@ -138,6 +138,11 @@ def network_words():
           [x for x in r.stdout.splitlines() if x.startswith("head")])
     r = run("info", A)
     check("head" in r.stdout and "network" not in r.stdout, "info on a layer: no network words")
+    g = os.path.join(SC, "gpt", "topk4")
+    r = run("landscape", g + "/seed1", g + "/seed2", "--points", "3", "-q")
+    head = r.stdout.splitlines()[0] if r.stdout else ""
+    check(r.returncode == 0 and "network loss" in head and "classification" not in head,
+          "landscape on a GPT: its first line says network loss: %r %s" % (head, r.stderr[-300:]))
 
 
 def main():
