@@ -258,6 +258,9 @@ static void print_summary(const landscape *L, const moe_config *c, const ls_opts
     if (L->kind == LS_CLASSIFY)
         printf("end points: loss A %.6f (accuracy %.2f%%), loss B %.6f (accuracy %.2f%%)\n",
                L->loss_a, 100 * L->acc_a, L->loss_b, 100 * L->acc_b);
+    else if (L->kind == LS_LAYER && L->loss_a == 0 && L->loss_b == 0)
+        printf("end points: loss 0 at A and at B (the layer-output loss: the distance from the "
+               "line between A's and B's outputs)\n");
     else
         printf("end points: loss A %.6g, loss B %.6g\n", L->loss_a, L->loss_b);
     printf("\n%-11s %-*s %11s %11s %11s %20s %8s\n", "alignment", order_width(n), "order",

@@ -128,6 +128,15 @@ def timing():
     check(r.returncode == 0 and "landscape time: load " in r.stderr, "MOESCOPE_TIMING=1: the split too")
 
 
+def layer_words():
+    """a layer-only landscape's end points are 0 by definition: said so, not 'loss A 0, loss B 0'"""
+    m = os.path.join(SC, "mixtral4")
+    r = run("landscape", m + "/seed1", m + "/seed2", "--points", "3", "-q")
+    ends = [x for x in r.stdout.splitlines() if x.startswith("end points")]
+    check(r.returncode == 0 and ends and "loss A 0," not in ends[0] and "layer-output loss" in ends[0],
+          "layer-only landscape: the end points explained: %s %s" % (ends, r.stderr[-300:]))
+
+
 def network_words():
     """a network's MoE block has no head of its own: info says the network's, not
     'layer-only mode' under 'LM head tied to wte'"""
@@ -157,6 +166,7 @@ def main():
         cost_precision()
         timing()
         network_words()
+        layer_words()
     finally:
         shutil.rmtree(work)
 
