@@ -492,6 +492,15 @@ int st_open(st_file *f, const char *path, ms_err *err) {
         free_contents(f);
         return -1;
     }
+    // torch.save: a zip archive, or (the legacy format) a pickle
+    int zip = !memcmp(head8, "PK\x03\x04", 4), pickle = head8[0] == 0x80 && head8[1] >= 2 && head8[1] <= 5;
+    if (hlen > size - 8 && (zip || pickle)) {
+        ms_fail(err, "%s: a PyTorch checkpoint (torch.save, %s), not safetensors: convert it with "
+                "python3 sample-checkpoints/torch_to_safetensors.py %s -o model.safetensors "
+                "(the manual: Bringing your own checkpoint)", path, zip ? "zip" : "legacy pickle", path);
+        free_contents(f);
+        return -1;
+    }
     if (hlen > size - 8) {
         ms_fail(err, "%s: header length %llu runs past the end of the file (%zu bytes)", path,
                 (unsigned long long)hlen, size);
