@@ -35,4 +35,9 @@ int cfg_int_list(const cfg_obj *o, const char *key, long lo, long hi, int cap, i
  * else. scope: the sub-object's key path for messages ("moe."), kept by pointer */
 int cfg_sub(const cfg_obj *o, const char *key, const char *scope, cfg_obj *sub, ms_err *err);
 
+/* -1 when an object anywhere in root holds one key twice: "FILE: key 'moe.top_k' is
+ * given twice". cJSON keeps the first, Python and Hugging Face the last: the same file
+ * would be two different models. Every config.json and index read goes through it. */
+int cfg_unique_keys(const cJSON *root, const char *file, ms_err *err);
+
 #endif

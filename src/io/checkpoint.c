@@ -2,6 +2,7 @@
  * its config.json; shards mapped on demand. See checkpoint.h. */
 #define _GNU_SOURCE /* qsort_r */
 #include "io/checkpoint.h"
+#include "io/config_json.h"
 #include "io/files_read.h"
 
 #include <dirent.h>
@@ -107,6 +108,10 @@ static cJSON *read_json(const char *path, const char *what, ms_err *err) {
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
         ms_fail(err, "%s: malformed %s (expected a JSON object)", path, what);
+        return NULL;
+    }
+    if (cfg_unique_keys(j, path, err)) {
+        cJSON_Delete(j);
         return NULL;
     }
     return j;

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const cJSON *item(const cfg_obj *o, const char *key) {
@@ -120,4 +121,49 @@ int cfg_sub(const cfg_obj *o, const char *key, const char *scope, cfg_obj *sub, 
     if (!cJSON_IsObject(v)) return bad(o, key, v, "an object", err);
     sub->obj = v;
     return 1;
+}
+
+static int cmp_key(const void *a, const void *b) {
+    return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
+}
+
+/* The duplicate key of o's own members (sorted pointers, neighbours compared), or NULL. */
+static const char *duplicate_member(const cJSON *o) {
+    size_t n = 0, k = 0;
+    for (const cJSON *c = o->child; c; c = c->next) n++;
+    if (n < 2) return NULL;
+    const cJSON **v = ms_malloc(n * sizeof *v);
+    for (const cJSON *c = o->child; c; c = c->next) v[k++] = c;
+    qsort(v, n, sizeof *v, cmp_key);
+    const char *dup = NULL;
+    for (size_t i = 1; i < n && !dup; i++)
+        if (!strcmp(v[i - 1]->string, v[i]->string)) dup = v[i]->string;
+    free(v);
+    return dup;
+}
+
+/* path: the key path of j ("moe." inside "moe", "layers[2]." in an array's object) */
+static int unique_under(const cJSON *j, char *path, size_t len, size_t cap, const char *file,
+                        ms_err *err) {
+    const char *dup = cJSON_IsObject(j) ? duplicate_member(j) : NULL;
+    if (dup) return ms_fail(err, "%s: key '%.*s%s' is given twice (JSON readers differ on which "
+                                 "one counts: say it once)", file, (int)len, path, dup);
+    int i = 0;
+    for (const cJSON *c = j->child; c; c = c->next, i++) {
+        if (!cJSON_IsObject(c) && !cJSON_IsArray(c)) continue;
+        size_t base = len - (!c->string && len > 0); // "layers." -> "layers[2]."
+        int w = c->string ? snprintf(path + base, cap - base, "%s.", c->string)
+                          : snprintf(path + base, cap - base, "[%d].", i);
+        size_t sub = base + (size_t)(w > 0 ? w : 0);
+        if (sub >= cap) sub = cap - 1; // a deep path is cut in the message, still checked
+        if (unique_under(c, path, sub, cap, file, err)) return -1;
+        if (base < len) path[base] = '.';
+        path[len] = 0;
+    }
+    return 0;
+}
+
+int cfg_unique_keys(const cJSON *root, const char *file, ms_err *err) {
+    char path[256] = "";
+    return unique_under(root, path, 0, sizeof path, file, err);
 }

@@ -4,6 +4,9 @@
 # silently (or destroyed files) before its fix:
 #  (6) MOESCOPE_MAX_MEMORY parsed strictly: 64MiB is taken, '64 M', garbage, -1, 0 are
 #      refused (exit 2) naming the variable, never read as no limit;
+#  (4) a key twice in one JSON object (config.json, a sharded index) is refused naming the
+#      key's path (the corpus' net_cfg_dup_*, vit_dup_label run in test_faults; here an
+#      index's weight_map and an object inside an array);
 # Networks come from tests/hostile/corpus/gen_hostile.py (checked in) or are made here.
 source "$(dirname "$0")/../lib/lib.sh"
 D=$WORK/g
@@ -33,5 +36,30 @@ done
 MOESCOPE_MAX_MEMORY=1K expect_rc "MOESCOPE_MAX_MEMORY=1K: a layer's landscape over the limit" 1 \
     "over the limit of 1\.0 KiB" "$MOESCOPE" landscape "$ROOT/sample-checkpoints/dense4/seed1.safetensors" \
     "$ROOT/sample-checkpoints/dense4/seed2.safetensors" --eval "$ROOT/sample-checkpoints/dense4/eval.safetensors" --points 3
+
+# ------------------------------------------------- (4) duplicate keys
+mkdir -p "$D/dupidx" "$D/duparr"
+cp "$C/cfg_model_qwen3.safetensors" "$D/dupidx/model-00001-of-00001.safetensors"
+g=model.layers.0.mlp.gate.weight
+"$PYTHON" - "$D/dupidx" "$g" <<'PY'
+import json, struct, sys
+d, g = sys.argv[1], sys.argv[2]
+raw = open(d + "/model-00001-of-00001.safetensors", "rb").read()
+hdr = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+wm = {k: "model-00001-of-00001.safetensors" for k in hdr if k != "__metadata__"}
+t = json.dumps({"metadata": {}, "weight_map": wm})
+t = t.replace('"%s": "model-00001-of-00001.safetensors"' % g,
+              '"%s": "model-00001-of-00001.safetensors", "%s": "other.safetensors"' % (g, g))
+open(d + "/model.safetensors.index.json", "w").write(t)
+open(d + "/config.json", "w").write('{"model_type": "qwen3_moe", "num_experts_per_tok": 2}')
+PY
+expect_rc "an index naming a tensor twice" 1 \
+    "dupidx/model\.safetensors\.index\.json: key 'weight_map\.$g' is given twice" "$MOESCOPE" info "$D/dupidx"
+cp "$C/cfg_model_qwen3.safetensors" "$D/duparr/model.safetensors"
+echo '{"model_type": "qwen3_moe", "x": [1, {"a": 1}, {"b": 1, "b": 2}]}' >"$D/duparr/config.json"
+expect_rc "an object in an array holding a key twice" 1 "duparr/config\.json: key 'x\[2\]\.b' is given twice" \
+    "$MOESCOPE" info "$D/duparr"
+echo '{"model_type": "qwen3_moe", "x": [1, {"a": 1}, {"b": 1}], "y": {"b": 2}}' >"$D/duparr/config.json"
+check "the same key in different objects is no duplicate" "$MOESCOPE" info "$D/duparr"
 
 summary

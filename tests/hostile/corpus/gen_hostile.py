@@ -223,6 +223,14 @@ def _set(path, value):
     return edit
 
 
+def _dup(key, first, second):
+    """config.json's text holds `"key": first` and then `"key": second` in one object
+    (json.dump cannot write it: the folder's writer replaces the marker)"""
+    def edit(c):
+        c["__dup__"] = (key, first, second)
+    return edit
+
+
 def _many(*edits):
     def edit(c):
         for e in edits:
@@ -276,6 +284,11 @@ NETWORKS = [
      "net_cfg_experts_zero gate.weight has 2 rows (under 'transformer.h.0.mlp.')"),
     ("net_cfg_router_inject", "net_model", _set(["moe", "router"], "\x1b]0;owned\x07\x1b[2J"), "info",
      "net_cfg_router_inject/config.json: key 'moe.router' = \"\\u001b]0;owned\\u0007\\u001b[2J\" is not one of"),
+    # round four (issue 41): a key twice in one object; cJSON kept the first, Python the last
+    ("net_cfg_dup_top_k", "net_model", _many(_set(["moe", "top_k"], 1), _dup("top_k", 1, 2)), "info",
+     "net_cfg_dup_top_k/config.json: key 'moe.top_k' is given twice"),
+    ("net_cfg_dup_n_embd", "net_model", _dup("n_embd", 8, 16), "info",
+     "net_cfg_dup_n_embd/config.json: key 'n_embd' is given twice"),
     ("net_eval_id_vocab", None, (1, 4, 16), "eval_net",
      "net_eval_id_vocab.safetensors: tensor 'input_ids': id 16 at [1, 4] is not below the "
      "vocab_size = 16 of"),
@@ -307,14 +320,23 @@ VITS = [
      "vit_channels_zero/config.json: key 'num_channels' = 0 is not an integer in 1..4096"),
     ("vit_k_string", _set(["moe", "top_k"], "1"), "info",
      "vit_k_string/config.json: key 'moe.top_k' = \"1\" is not an integer in 1..2"),
+    ("vit_dup_label", _dup("0", "\"a\"", "\"z\""), "info",
+     "vit_dup_label/config.json: key 'id2label.0' is given twice"),
 ]
 
 
 def _folder(name, model, cfg):
     d = os.path.join(HERE, name)
     os.makedirs(d, exist_ok=True)
+    dup = cfg.pop("__dup__", None)
+    text = json.dumps(cfg)
+    if dup:  # the key's one place in the text, written twice
+        key, first, second = dup
+        one = '"%s": %s' % (key, first)
+        assert text.count(one) == 1, one
+        text = text.replace(one, '%s, "%s": %s' % (one, key, second))
     with open(os.path.join(d, "config.json"), "w") as f:
-        json.dump(cfg, f)
+        f.write(text)
     link = os.path.join(d, "model.safetensors")
     if os.path.lexists(link):
         os.remove(link)
