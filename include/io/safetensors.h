@@ -45,6 +45,7 @@ typedef struct {
      * a header of 99,000 expert tensors must not make a lookup per expert linear) */
     int *by_name;  /* ntensors indices into tensors */
     int *by_key;   /* nmeta indices into meta_keys */
+    unsigned char *read_marks; /* ntensors: 1 once a reader took the tensor's values */
 } st_file;
 
 /* Open and validate. On failure f is left closed (nothing to free). The JSON
@@ -56,6 +57,9 @@ void st_close(st_file *f);
 const st_tensor *st_find(const st_file *f, const char *name);
 const char *st_meta(const st_file *f, const char *key); /* NULL if absent */
 const char *st_dtype_name(st_dtype d);
+/* Has a reader (st_read_*, st_copy_out) taken t's values since st_open? What a
+ * model ignores is found by it (net_check_unused). */
+int st_was_read(const st_file *f, const st_tensor *t);
 
 /* Read any float dtype as float32 into out (t->numel floats). Fails, naming
  * the file, tensor and element index, if a value is NaN or infinite. */
@@ -123,6 +127,13 @@ void st_writer_add_mapped(st_writer *w, const st_file *f, const st_tensor *t);
 typedef int (*st_gen_fn)(void *ctx, void *buf, ms_err *err);
 void st_writer_add_gen(st_writer *w, const char *name, const char *dtype_name, int ndim,
                        const int64_t *shape, size_t nbytes, st_gen_fn gen, void *ctx);
+/* An F32 tensor of shape[0] rows made panel_rows rows at a time when the file is
+ * written: gen(ctx, row0, nrows, buf, err) fills rows [row0, row0 + nrows) into buf
+ * (0, or -1 with err set, which abandons the file). Only one panel is ever held (a
+ * network's logits [N, T, V] are gigabytes). */
+typedef int (*st_panel_fn)(void *ctx, int64_t row0, int64_t nrows, float *buf, ms_err *err);
+void st_writer_add_panels(st_writer *w, const char *name, int ndim, const int64_t *shape, size_t panel_rows,
+                          st_panel_fn gen, void *ctx);
 void st_writer_meta(st_writer *w, const char *key, const char *value); /* copies; last wins */
 /* Tensors are written in the order added; the header is deterministic so the
  * same content gives byte-identical files. Atomic (see atomic_file.h). */

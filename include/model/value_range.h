@@ -40,8 +40,17 @@ typedef struct {
     range_max culprit;       /* culprit.v 0: no tensor to blame */
 } range_finding;
 
+/* The bounds every computation keeps (a network's forward too, net_range.h): sums of
+ * squares of activations must fit a double and sums of them a float. */
+#define RANGE_ACT_MAX 1e30
+#define RANGE_GRAM_MAX 1e36
+
 void range_held(value_range *r, const moe_model *m, const evalset *E);
 void range_expert(value_range *r, const moe_model *m, int i, const moe_expert *e);
+/* The largest activation the layer computes with from r (its input bound r->X.v);
+ * *mix: a bound on the experts' mixture (the layer's output before a residual),
+ * *gram: on the expert cost's Gram entries. */
+double range_bounds(const value_range *r, const moe_model *m, double *mix, double *gram);
 /* 0 when every bound holds; 1 when one does not, *f saying which and why. */
 int range_judge(const value_range *r, const moe_model *m, range_finding *f);
 /* The refusal of f: -1 with "<where> holds values up to V (element at): with n =

@@ -4,9 +4,11 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/mem_budget.h"
 #include "core/progress.h"
 
 void geo_network_split(int N, int T, double frac, int *train_seqs, int *train_tokens) {
@@ -28,6 +30,22 @@ typedef struct {
 
 static const float *net_inputs_get(void *ctx, int l, ms_err *err) { return ((net_inputs *)ctx)->X[l]; }
 
+/* Every block's inputs (N T, d) floats are held at once, and each block's states and
+ * PCA coordinates (N T, r) doubles with its choices: checked against the memory limit
+ * before any is made (64 blocks of a long set are gigabytes). */
+static int network_fits(const net_model *m, const net_evalset *E, size_t rows, ms_err *err) {
+    double need = 0;
+    for (int l = 0; l < m->cfg.nmoe; l++) {
+        const moe_config *c = &m->moe[l].cfg;
+        double r = c->n - 1 < c->d ? c->n - 1 : c->d;
+        need += (double)rows * (4.0 * c->d + 8.0 * 2 * r + 4.0 * c->k);
+    }
+    char what[700];
+    snprintf(what, sizeof what, "%s: the routing geometry of its %d MoE blocks on the %zu tokens of %s (every "
+             "block's inputs, states and choices)", m->path, m->cfg.nmoe, rows, E->path);
+    return ms_mem_fits(need, what, err);
+}
+
 int geometry_network(const net_model *m, const net_evalset *E, double frac, geo_opts *o, const net_par *par,
                      geometry *G, ms_err *err) {
     int L = m->cfg.nmoe, d = m->cfg.d, T = net_tokens(m, E), ts;
@@ -37,6 +55,7 @@ int geometry_network(const net_model *m, const net_evalset *E, double frac, geo_
         return ms_fail(err, "%s has %s: the routing geometry compares MoE layers across depth, so it needs "
                             "two or more (config.json's moe.layers)",
                        m->path, L ? "one MoE block only" : "no MoE block");
+    if (network_fits(m, E, rows, err)) return -1;
     net_inputs in = {.X = ms_calloc((size_t)L, sizeof(float *))};
     for (int l = 0; l < L; l++) in.X[l] = ms_malloc(rows * d * sizeof(float)); // (N T, d)
     net_run r = {.block_inputs = in.X};

@@ -21,6 +21,7 @@
 #include "io/atomic_file.h"
 #include "io/json_file.h"
 #include "cli/cli.h"
+#include "core/mem_budget.h"
 #include "model/evaluator.h"
 #include "model/model.h"
 #include "analysis/ms_limits.h"
@@ -142,24 +143,48 @@ static int net_write_json(const char *path, const cli_net *n, const net_eval_res
     return json_file_write(root, path, err);
 }
 
+/* sequences [row0, row0 + nrows) of E evaluated alone: their logits */
+typedef struct {
+    const cli_net *n;
+    int threads;
+} dump_ctx;
+
+static int dump_panel(void *ctx, int64_t row0, int64_t nrows, float *buf, ms_err *err) {
+    const dump_ctx *x = ctx;
+    const net_evalset *E = &x->n->E;
+    net_evalset part = *E; // a view of the rows: no copy
+    part.N = (int)nrows;
+    if (E->ids) part.ids = E->ids + (size_t)row0 * E->T;
+    if (E->pixels) part.pixels = E->pixels + (size_t)row0 * E->C * E->H * E->W;
+    if (E->labels) part.labels = E->labels + row0;
+    net_run r = {.logits = buf};
+    net_par par = {.threads = x->threads};
+    net_eval_result res;
+    if (net_evaluate(&x->n->A, &part, NULL, &r, &par, &res, err)) return -1;
+    net_eval_result_free(&res);
+    return 0;
+}
+
+/* `logits` [N, T, V] (a ViT's [N, V]) written in panels of sequences of at most
+ * DUMP_PANEL_BYTES (a sixteenth of the memory limit when that is less): never held
+ * whole (a small checkpoint with a large vocabulary and set makes gigabytes) */
+#define DUMP_PANEL_BYTES ((size_t)8 << 20)
 static int net_dump(const char *path, const cli_net *n, int threads, ms_err *err) {
     const net_config *c = &n->A.cfg;
     int T = net_tokens(&n->A, &n->E), per = net_logit_rows(&n->A, T);
-    size_t rows = (size_t)n->E.N * per;
-    float *lg = ms_malloc(rows * c->vocab * sizeof(float)); // (N T, V); a ViT's (N, V)
-    net_run r = {.logits = lg};
-    net_par par = {.threads = threads};
-    net_eval_result res;
-    int rc = net_evaluate(&n->A, &n->E, NULL, &r, &par, &res, err);
-    if (!rc) {
-        st_writer *w = st_writer_new();
-        int64_t sh[3] = {n->E.N, T, c->vocab}, shv[2] = {n->E.N, c->vocab};
-        st_writer_add_f32(w, "logits", per > 1 ? 3 : 2, per > 1 ? sh : shv, lg);
-        rc = st_writer_write(w, path, err);
-        st_writer_free(w);
-        net_eval_result_free(&res);
-    }
-    free(lg);
+    size_t seq = (size_t)per * c->vocab * sizeof(float), cap = DUMP_PANEL_BYTES;
+    if (ms_mem_machine() / 16 < (double)cap) cap = (size_t)(ms_mem_machine() / 16); // a low limit: smaller panels
+    size_t panel = cap / (seq ? seq : 1);
+    char what[600];
+    snprintf(what, sizeof what, "%s: --dump-outputs' panel of one sequence's logits (%d x %d)", n->A.path, per,
+             c->vocab);
+    if (ms_mem_fits((double)seq, what, err)) return -1;
+    dump_ctx x = {n, threads};
+    st_writer *w = st_writer_new();
+    int64_t sh[3] = {n->E.N, T, c->vocab}, shv[2] = {n->E.N, c->vocab};
+    st_writer_add_panels(w, "logits", per > 1 ? 3 : 2, per > 1 ? sh : shv, panel ? panel : 1, dump_panel, &x);
+    int rc = st_writer_write(w, path, err);
+    st_writer_free(w);
     return rc;
 }
 

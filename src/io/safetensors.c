@@ -118,6 +118,7 @@ static int cmp_keyref(const void *a, const void *b) {
 }
 
 static void free_contents(st_file *f) {
+    free(f->read_marks);
     free(f->by_name);
     free(f->by_key);
     for (int i = 0; i < f->ntensors; i++) free(f->tensors[i].name);
@@ -196,7 +197,17 @@ static int copy_run(void *ctx, ms_err *err) {
     return 0;
 }
 
+/* t was read (a tensor of f's own; the marks are the file's, not the tensor's) */
+static void mark_read(const st_file *f, const st_tensor *t) {
+    if (f->read_marks && t >= f->tensors && t < f->tensors + f->ntensors) f->read_marks[t - f->tensors] = 1;
+}
+
+int st_was_read(const st_file *f, const st_tensor *t) {
+    return f->read_marks && t >= f->tensors && t < f->tensors + f->ntensors && f->read_marks[t - f->tensors];
+}
+
 int st_copy_out(const st_file *f, const st_tensor *t, size_t off, size_t n, void *dst, ms_err *err) {
+    mark_read(f, t);
     char what[260];
     snprintf(what, sizeof what, "tensor '%.200s'", t->name);
     copy_job j = {dst, f->data + t->begin + off, n};
@@ -409,6 +420,7 @@ static int parse_header(st_file *f, const char *text, size_t len, ms_err *err) {
     for (int i = 0; i < n; i++) ord[i] = &f->tensors[i];
     qsort(ord, (size_t)n, sizeof *ord, cmp_name);
     f->by_name = ms_malloc((size_t)n * sizeof(int));
+    f->read_marks = ms_calloc((size_t)n, 1);
     for (int i = 0; i < n; i++) f->by_name[i] = (int)(ord[i] - f->tensors);
     for (int i = 1; i < n && rc == 0; i++)
         if (!strcmp(ord[i]->name, ord[i - 1]->name))
@@ -677,6 +689,7 @@ static int read_run(void *ctx, ms_err *err) {
 static int read_guarded(const st_file *f, const st_tensor *t, read_kind kind, int64_t first,
                         int64_t count, void *out, ms_err *err) {
     if (!t) return ms_fail(err, "%s: missing tensor", f->path);
+    mark_read(f, t);
     read_job j = {f, t, first, count, out, kind};
     char what[260];
     snprintf(what, sizeof what, "tensor '%.200s'", t->name);
@@ -783,6 +796,8 @@ typedef struct {
     size_t raw_bytes;
     st_gen_fn gen;    // st_writer_add_gen: the bytes are made at write time
     void *gen_ctx;
+    st_panel_fn panel; // st_writer_add_panels: made panel_rows rows at a time
+    size_t panel_rows, row_bytes;
     const st_file *src; // st_writer_add_mapped: pages released once written
     size_t src_begin;
 } st_wtensor;
@@ -864,6 +879,30 @@ void st_writer_add_gen(st_writer *w, const char *name, const char *dtype_name, i
     w->t[w->n - 1].gen_ctx = ctx;
 }
 
+void st_writer_add_panels(st_writer *w, const char *name, int ndim, const int64_t *shape, size_t panel_rows,
+                          st_panel_fn gen, void *ctx) {
+    size_t rows = ndim > 0 && shape[0] > 0 ? (size_t)shape[0] : 0, row = 4;
+    for (int i = 1; i < ndim; i++) row *= (size_t)(shape[i] > 0 ? shape[i] : 0);
+    st_writer_add_raw(w, name, "F32", ndim, shape, ctx, rows * row);
+    st_wtensor *t = &w->t[w->n - 1];
+    t->panel = gen, t->gen_ctx = ctx, t->row_bytes = row;
+    t->panel_rows = panel_rows ? panel_rows : 1;
+}
+
+/* Tensor t made and written panel by panel: one panel's buffer at a time. */
+static int write_panels(const st_wtensor *t, size_t nbytes, FILE *fp, ms_err *err) {
+    size_t rows = t->row_bytes ? nbytes / t->row_bytes : 0, per = t->panel_rows < rows ? t->panel_rows : rows;
+    float *buf = ms_malloc(per * t->row_bytes + 1);
+    int rc = 0;
+    for (size_t r0 = 0; r0 < rows && !rc; r0 += per) {
+        size_t n = rows - r0 < per ? rows - r0 : per;
+        rc = t->panel(t->gen_ctx, (int64_t)r0, (int64_t)n, buf, err);
+        if (!rc && fwrite(buf, t->row_bytes, n, fp) != n) break; // af_commit reports the stream's error
+    }
+    free(buf);
+    return rc;
+}
+
 void st_writer_add_mapped(st_writer *w, const st_file *f, const st_tensor *t) {
     st_writer_add_raw(w, t->name, t->dtype_name, t->ndim, t->shape, f->data + t->begin,
                       t->end - t->begin);
@@ -896,6 +935,7 @@ static int write_mapped(const st_wtensor *t, size_t nbytes, FILE *fp, ms_err *er
 /* Tensor i's bytes to fp: as given, or made by its generator into a buffer
  * that lives only while it is written (a layer is encoded tensor by tensor). */
 static int write_tensor(const st_wtensor *t, size_t nbytes, FILE *fp, ms_err *err) {
+    if (t->panel) return write_panels(t, nbytes, fp, err);
     if (!t->gen && t->src) return write_mapped(t, nbytes, fp, err);
     if (!t->gen) {
         fwrite(t->data, 1, nbytes, fp);

@@ -93,22 +93,28 @@ static range_max larger(const range_max *routed, const range_max *shared) {
  * their squares must fit a double, and sums of them a float); the expert cost's
  * Gram entries (h + 1) |W|^2 below 1e36 (float32 ends at 3.4e38). Otherwise the
  * input whose values are largest is the culprit. */
-int range_judge(const value_range *r, const moe_model *m, range_finding *f) {
+double range_bounds(const value_range *r, const moe_model *m, double *mix, double *gram) {
     const moe_config *c = &m->cfg;
     range_max W1 = larger(&r->W1, &r->SW1), W2 = larger(&r->W2, &r->SW2);
-    memset(f, 0, sizeof *f);
     double d = c->d, h = c->h, X = r->X.v;
     double hid = d * X * W1.v + W1.v, hid2 = c->act == ACT_SILU_GLU ? hid * hid : hid;
     double scale = c->scale > 1 ? c->scale : 1; // the routed scale multiplies the experts' sum
-    double out = scale * (h * hid2 * W2.v + W2.v) + X;
+    *mix = scale * (h * hid2 * W2.v + W2.v);
+    double out = *mix + X;
     // the head: a LayerNorm's outputs are at most sqrt(d) |gamma| + |beta|
     double z = c->has_norm ? sqrt(d) * r->Ng.v + r->Nb.v : out;
     double logit = c->has_head ? d * r->Hw.v * z + r->Hb.v : 0;
-    double act = fmax(fmax(d * X * r->G.v + r->G.v, hid2), fmax(out, logit));
-    double gram = (h + 1) * fmax(W1.v * W1.v, W2.v * W2.v);
-    if (act <= 1e30 && gram <= 1e36) return 0;
-    f->magnitude = act > 1e30 ? act : gram;
-    f->limit = act > 1e30 ? 1e30 : 1e36;
+    *gram = (h + 1) * fmax(W1.v * W1.v, W2.v * W2.v);
+    return fmax(fmax(d * X * r->G.v + r->G.v, hid2), fmax(out, logit));
+}
+
+int range_judge(const value_range *r, const moe_model *m, range_finding *f) {
+    range_max W1 = larger(&r->W1, &r->SW1), W2 = larger(&r->W2, &r->SW2);
+    memset(f, 0, sizeof *f);
+    double mix, gram, act = range_bounds(r, m, &mix, &gram);
+    if (act <= RANGE_ACT_MAX && gram <= RANGE_GRAM_MAX) return 0;
+    f->magnitude = act > RANGE_ACT_MAX ? act : gram;
+    f->limit = act > RANGE_ACT_MAX ? RANGE_ACT_MAX : RANGE_GRAM_MAX;
     // blame the largest contributor
     const range_max *cand[8] = {&r->G, &W1, &W2, &r->X, &r->Ng, &r->Nb, &r->Hw, &r->Hb};
     for (int k = 0; k < 8; k++)

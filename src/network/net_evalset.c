@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "io/safetensors.h"
+#include "network/net_range.h"
 
 /* an I32 / I64 tensor of cnt values as non-negative int32 into out (row > 1:
  * token ids in rows of row, else classes) */
@@ -28,13 +29,17 @@ static int read_ids(const st_file *f, const st_tensor *t, size_t cnt, size_t row
 }
 
 static int load_ids(net_evalset *e, const st_file *f, const st_tensor *t, ms_err *err) {
-    if (t->ndim != 2 || t->shape[0] < 1 || t->shape[1] < 2 || t->shape[0] > (1 << 24) ||
-        t->shape[1] > (1 << 20) || t->shape[0] * t->shape[1] > (1LL << 31) - 1)
+    if (t->ndim != 2)
         return ms_fail(err, "%s: tensor 'input_ids' should be [N, T] with N >= 1 sequences of T >= 2 "
-                            "tokens, has %d dimension(s)%s",
-                       f->path, t->ndim, t->ndim == 2 ? " of an unusable size" : "");
+                            "tokens, has %d dimension(s)",
+                       f->path, t->ndim);
+    if (t->shape[0] < 1 || t->shape[1] < 2 || t->shape[0] > (1 << 24) || t->shape[1] > (1 << 20) ||
+        t->shape[0] * t->shape[1] > (1LL << 31) - 1)
+        return ms_fail(err, "%s: tensor 'input_ids' has shape [%lld, %lld]: it needs N >= 1 sequences of "
+                            "T >= 2 tokens (at most 2^24 sequences, 2^31 tokens in all)",
+                       f->path, (long long)t->shape[0], (long long)t->shape[1]);
     if (t->dtype != ST_I32 && t->dtype != ST_I64)
-        return ms_fail(err, "%s: tensor 'input_ids' must be I32 or I64, is %s", f->path, st_dtype_name(t->dtype));
+        return ms_fail(err, "%s: tensor 'input_ids' must be I32 or I64, is %s", f->path, t->dtype_name);
     e->N = (int)t->shape[0];
     e->T = (int)t->shape[1];
     size_t cnt = (size_t)e->N * e->T;
@@ -59,7 +64,7 @@ static int load_images(net_evalset *e, const st_file *f, const st_tensor *t, ms_
         return ms_fail(err, "%s: tensor 'labels' should be [%lld], one class per image of pixel_values", f->path,
                        (long long)t->shape[0]);
     if (lt->dtype != ST_I32 && lt->dtype != ST_I64)
-        return ms_fail(err, "%s: tensor 'labels' must be I32 or I64, is %s", f->path, st_dtype_name(lt->dtype));
+        return ms_fail(err, "%s: tensor 'labels' must be I32 or I64, is %s", f->path, lt->dtype_name);
     e->N = (int)t->shape[0];
     e->C = (int)t->shape[1], e->H = (int)t->shape[2], e->W = (int)t->shape[3];
     e->pixels = ms_malloc((size_t)t->numel * sizeof(float));
@@ -120,7 +125,7 @@ static int check_images(const net_evalset *e, const net_model *m, ms_err *err) {
     return 0;
 }
 
-int net_evalset_check(const net_evalset *e, const net_model *m, ms_err *err) {
+static int evalset_fits(const net_evalset *e, const net_model *m, ms_err *err) {
     const net_config *c = &m->cfg;
     const net_arch_desc *A = net_arch_of(c->arch);
     if (A->target == NET_TARGET_CLASS) return check_images(e, m, err);
@@ -138,6 +143,12 @@ int net_evalset_check(const net_evalset *e, const net_model *m, ms_err *err) {
                                 "vocab_size = %d of %s",
                            e->path, e->ids[q], q / e->T, q % e->T, c->vocab, m->path);
     return 0;
+}
+
+/* E's tokens or images for m, then the magnitudes m's forward on them reaches */
+int net_evalset_check(const net_evalset *e, const net_model *m, ms_err *err) {
+    if (evalset_fits(e, m, err)) return -1;
+    return net_range_check(m, e, err);
 }
 
 void net_evalset_free(net_evalset *e) {

@@ -1,5 +1,6 @@
 /* net_model.c - a GPT-2-layout network in and out of memory (net_model.h). */
 #include "network/net_model.h"
+#include "network/net_unused.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -342,6 +343,7 @@ int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *
     if (m->cfg.tied && m->wte) m->lm_w = m->wte;
     free(l.t);
     if (!rc) rc = load_moe_blocks(m, &c, o, err);
+    if (!rc) rc = net_check_unused(&c, &m->cfg, err);
     ckpt_close(&c);
     if (rc) net_free(m);
     return rc;

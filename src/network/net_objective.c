@@ -168,7 +168,7 @@ int net_objective_create(const net_model *A, const net_model *B, const net_evals
     *out = NULL;
     if (o->chosen < 0 || o->chosen >= A->cfg.nmoe)
         return ms_fail(err, "%s: MoE block %d of %d", A->path, o->chosen, A->cfg.nmoe);
-    if (net_evalset_check(E, A, err)) return -1;
+    if (net_evalset_check(E, A, err) || net_evalset_check(E, B, err)) return -1;
     net_objective *no = ms_calloc(1, sizeof *no);
     no->A = A, no->B = B, no->E = E, no->o = *o, no->nmoe = A->cfg.nmoe;
     no->alt = ms_calloc((size_t)3 * no->nmoe, sizeof(moe_model));

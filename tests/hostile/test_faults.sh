@@ -282,6 +282,10 @@ while IFS=$'\t' read -r file cmd want; do
     case $cmd in # eval: an evaluation set for a layer; eval_net: a network's token ids, on net_ok
     eval) args=(eval "$A" --eval "$f") ;;
     eval_net) args=(eval "$ROOT/tests/hostile/corpus/net_ok" --eval "$f") ;;
+    # a network (a ViT) evaluated on the corpus' own set; a ViT set on vit_ok
+    eval_on) args=(eval "$f" --eval "$ROOT/tests/hostile/corpus/net_eval.safetensors") ;;
+    eval_vit) args=(eval "$f" --eval "$ROOT/tests/hostile/corpus/vit_eval.safetensors") ;;
+    eval_vit_set) args=(eval "$ROOT/tests/hostile/corpus/vit_ok" --eval "$f") ;;
     *) args=("$cmd" "$f") ;;
     esac
     pat=$(sed -e 's/[][\.*^$+?(){}|/]/\\&/g' <<<"$want")

@@ -223,6 +223,13 @@ def _set(path, value):
     return edit
 
 
+def _model(name):
+    """the folder links to another model file"""
+    def edit(c):
+        c["__model__"] = name
+    return edit
+
+
 def _dup(key, first, second):
     """config.json's text holds `"key": first` and then `"key": second` in one object
     (json.dump cannot write it: the folder's writer replaces the marker)"""
@@ -284,6 +291,19 @@ NETWORKS = [
      "net_cfg_experts_zero gate.weight has 2 rows (under 'transformer.h.0.mlp.')"),
     ("net_cfg_router_inject", "net_model", _set(["moe", "router"], "\x1b]0;owned\x07\x1b[2J"), "info",
      "net_cfg_router_inject/config.json: key 'moe.router' = \"\\u001b]0;owned\\u0007\\u001b[2J\" is not one of"),
+    # round four (issue 41): finite values whose forward overflows (loss nan or 0, exit 0)
+    ("net_big_attn", "net_big_attn_model", None, "eval_on",
+     "net_big_attn: tensor 'transformer.h.0.attn.c_attn.weight' holds values up to 1e+19: the network's "
+     "attention scores in block 0 would reach"),
+    ("net_big_wte", "net_big_wte_model", None, "eval_on",
+     "net_big_wte: tensor 'transformer.wte.weight' holds values up to 3e+38: the network's embeddings would reach"),
+    # round four (issue 41): tensors no part of the network reads (they were dropped)
+    ("net_dense_with_moe", "net_stray_moe_model", None, "info",
+     "net_dense_with_moe: tensor 'transformer.h.1.mlp.experts.0.c_fc.bias' (and 9 more) is not part of "
+     "the network config.json describes: nothing reads it (an expert past the gate's rows, or a block's "
+     "MoE tensors when config.json's moe.layers does not list the block)"),
+    ("net_expert_9", "net_expert9_model", None, "info",
+     "net_expert_9: tensor 'transformer.h.0.mlp.experts.9.c_fc.bias' (and 3 more) is not part of the network"),
     # round four (issue 41): a key twice in one object; cJSON kept the first, Python the last
     ("net_cfg_dup_top_k", "net_model", _many(_set(["moe", "top_k"], 1), _dup("top_k", 1, 2)), "info",
      "net_cfg_dup_top_k/config.json: key 'moe.top_k' is given twice"),
@@ -320,6 +340,11 @@ VITS = [
      "vit_channels_zero/config.json: key 'num_channels' = 0 is not an integer in 1..4096"),
     ("vit_k_string", _set(["moe", "top_k"], "1"), "info",
      "vit_k_string/config.json: key 'moe.top_k' = \"1\" is not an integer in 1..2"),
+    ("vit_qkv_bias_false", _set(["qkv_bias"], False), "info",
+     "vit_qkv_bias_false: tensor 'vit.encoder.layer.0.attention.attention.key.bias' (and 5 more) is not part "
+     "of the network config.json describes: nothing reads it (config.json's qkv_bias is false"),
+    ("vit_big_classifier", _model("vit_big_head_model"), "eval_vit",
+     "vit_big_classifier: tensor 'classifier.weight' holds values up to 3e+38: the network's logits would reach"),
     ("vit_dup_label", _dup("0", "\"a\"", "\"z\""), "info",
      "vit_dup_label/config.json: key 'id2label.0' is given twice"),
 ]
@@ -329,6 +354,7 @@ def _folder(name, model, cfg):
     d = os.path.join(HERE, name)
     os.makedirs(d, exist_ok=True)
     dup = cfg.pop("__dup__", None)
+    model = cfg.pop("__model__", model)
     text = json.dumps(cfg)
     if dup:  # the key's one place in the text, written twice
         key, first, second = dup
@@ -353,6 +379,14 @@ def vits():
     t = {**gen_vit.backbone(VIT_CFG, 4), **gen_vit.moe_blocks(VIT_CFG, 4)}
     oracle.write_safetensors(os.path.join(HERE, "vit_model.safetensors"),
                              {k: v.astype(np.float32) for k, v in sorted(t.items())})
+    big = {k: v.astype(np.float32) for k, v in sorted(t.items())}
+    big["classifier.weight"] = np.full_like(big["classifier.weight"], 3e38)
+    oracle.write_safetensors(os.path.join(HERE, "vit_big_head_model.safetensors"), big)
+    px, labels = gen_vit.images(VIT_CFG, 6, N=3)
+    oracle.write_safetensors(os.path.join(HERE, "vit_eval.safetensors"), {"pixel_values": px, "labels": labels})
+    px[1, 0, 2, 3] = 3e38
+    oracle.write_safetensors(os.path.join(HERE, "vit_eval_big_pixels.safetensors"),
+                             {"pixel_values": px, "labels": labels})
     for name, edit, _, _ in VITS:
         cfg = copy.deepcopy(VIT_CFG)
         if edit:
@@ -376,7 +410,16 @@ def networks():
     nan["transformer.h.1.attn.c_attn.weight"][2, 5] = np.nan
     models = {"net_model": t, "net_nan_model": nan,
               "net_no_mlp_model": {k: v for k, v in t.items() if not k.startswith("transformer.h.1.mlp.")},
-              "net_no_experts_model": {k: v for k, v in t.items() if ".mlp.experts." not in k}}
+              "net_no_experts_model": {k: v for k, v in t.items() if ".mlp.experts." not in k},
+              # round four: tensors the network would ignore (block 1 is dense; 2 experts)
+              "net_stray_moe_model": {**t, **{k.replace("h.0.mlp.", "h.1.mlp."): v for k, v in t.items()
+                                              if k.startswith("transformer.h.0.mlp.")}},
+              "net_expert9_model": {**t, **{k.replace("experts.0.", "experts.9."): v for k, v in t.items()
+                                            if k.startswith("transformer.h.0.mlp.experts.0.")}},
+              # finite, but the forward would overflow (issue 41.1)
+              "net_big_attn_model": {**t, "transformer.h.0.attn.c_attn.weight":
+                                     np.full_like(t["transformer.h.0.attn.c_attn.weight"], 1e19)},
+              "net_big_wte_model": {**t, "transformer.wte.weight": np.full_like(t["transformer.wte.weight"], 3e38)}}
     for name, tensors in models.items():
         oracle.write_safetensors(os.path.join(HERE, name + ".safetensors"), tensors)
     ids = gen_gpt2.eval_ids(NET_CFG, 5, N=3, T=6)
@@ -481,6 +524,9 @@ def main():
             if "cfg_model_%s.safetensors" % fam not in have:
                 f.write("cfg_model_%s.safetensors\tok\t\n" % fam)
         net_files = [("net_model", "ok", ""), ("net_no_mlp_model", "ok", ""), ("net_no_experts_model", "ok", ""),
+                     ("net_stray_moe_model", "ok", ""), ("net_expert9_model", "ok", ""),
+                     ("net_big_attn_model", "ok", ""), ("net_big_wte_model", "ok", ""),
+                     ("vit_big_head_model", "ok", ""), ("vit_eval", "ok", ""), ("vit_eval_big_pixels", "ok", ""),
                      ("vit_model", "ok", ""),
                      ("net_nan_model", "read", "element 53 [2, 5]"), ("net_eval", "ok", "")]
         net_files += [(name, "ok", "") for name, model, _, _, _ in NETWORKS if model is None]
@@ -499,6 +545,8 @@ def main():
         for name, _, cmd, sub in VITS:
             if cmd:
                 f.write("%s\t%s\t%s\n" % (name, cmd, sub))
+        f.write("vit_eval_big_pixels.safetensors\teval_vit_set\tvit_eval_big_pixels.safetensors: tensor "
+                "'pixel_values' holds values up to 3e+38: the network's patch embeddings would reach\n")
 
 
 def write_to(path, tensors, meta=None, raw_header=None):
