@@ -1,10 +1,13 @@
 /* cli_layers.c - `--layer all` of align and scramble: every MoE layer of a
  * checkpoint (a network's MoE blocks), each on its own. The writers rewrite
  * one layer at a time, so the layers are chained: layer 1 is written from the
- * input into a folder beside OUT, layer 2 from that into the next, ..., and the
- * last becomes OUT; the folders between are removed. A shard no layer touches
+ * input into a directory of this run's own beside OUT (mkdtemp: .OUT.layers-XXXXXX),
+ * layer 2 from that into the next, ..., and the last becomes OUT; the steps between
+ * and their directory are removed (nothing else is: a fixed name there deleted what
+ * a symlink or another run had put under it). A shard no layer touches
  * stays one file throughout (each step hard-links it). */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,19 +57,39 @@ static int layer_list(const char *path, char ***out, int *n, ms_err *err) {
     return 0;
 }
 
+/* A directory of this run's own for the steps between: beside OUT (same file system,
+ * so a shard is hard-linked, not copied), under a unique name (mkdtemp), so nothing
+ * there is anyone else's; NULL with err set when it cannot be made. */
+static char *steps_dir(const char *out, ms_err *err) {
+    const char *slash = strrchr(out, '/');
+    const char *base = slash ? slash + 1 : out;
+    int dl = slash ? (int)(slash - out) + 1 : 0;
+    size_t cap = strlen(out) + 32;
+    char *t = ms_malloc(cap);
+    snprintf(t, cap, "%.*s.%s.layers-XXXXXX", dl, out, base);
+    if (!mkdtemp(t)) {
+        ms_fail(err, "%s: cannot make a directory for the steps between the layers beside it (%s)", out,
+                strerror(errno));
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
 int cli_each_layer(const char *layers_of, const char *src0, const char *out, cli_layer_step step, void *ctx) {
     char **layers = NULL;
     int n = 0, rc = 0;
     ms_err err;
     if (layer_list(layers_of, &layers, &n, &err)) return cli_error("%s", err.msg);
     if (!n) rc = cli_error("%s: no MoE layer", layers_of);
-    size_t ol = strlen(out) + 32;
+    char *tmp = n > 1 && !rc ? steps_dir(out, &err) : NULL;
+    if (n > 1 && !rc && !tmp) rc = cli_error("%s", err.msg);
+    size_t ol = (tmp ? strlen(tmp) : 0) + strlen(out) + 32;
     char *prev = NULL;
     for (int i = 0; i < n && !rc; i++) {
         char *dst = ms_malloc(ol);
         if (i == n - 1) snprintf(dst, ol, "%s", out);
-        else snprintf(dst, ol, "%s.layer-%d.tmp", out, i);
-        if (i < n - 1) remove_output(dst); // a leftover of an interrupted run
+        else snprintf(dst, ol, "%s/layer-%d", tmp, i); // only this run's steps are ever removed
         rc = step(ctx, i, layers[i], prev ? prev : src0, dst);
         if (prev) remove_output(prev);
         free(prev);
@@ -74,6 +97,8 @@ int cli_each_layer(const char *layers_of, const char *src0, const char *out, cli
         if (rc && i < n - 1) remove_output(dst);
     }
     free(prev);
+    if (tmp) rmdir(tmp);
+    free(tmp);
     for (int i = 0; i < n; i++) free(layers[i]);
     free(layers);
     return rc;

@@ -88,6 +88,8 @@ typedef struct {
     char *why[ST_MAX_POOL]; /* malloc'd */
     int nleft;
     char *dir_eval; /* a directory's eval.safetensors, when --eval was not given */
+    const char *dirs[ST_MAX_POOL]; /* the pool directories named (inputs: no report inside) */
+    int ndirs;
 } st_pool;
 
 static void pool_free(st_pool *P) {
@@ -209,7 +211,10 @@ static int add_dir(const char *arg, const char *e_path, st_pool *P, ms_err *err)
 static int add_input(const char *arg, const char *e_path, st_pool *P, ms_err *err) {
     struct stat st;
     if (stat(arg, &st)) return ms_fail(err, "%s: no such file or directory", arg);
-    if (S_ISDIR(st.st_mode) && !is_ckpt_dir(arg)) return add_dir(arg, e_path, P, err);
+    if (S_ISDIR(st.st_mode) && !is_ckpt_dir(arg)) {
+        if (P->ndirs < ST_MAX_POOL) P->dirs[P->ndirs++] = arg;
+        return add_dir(arg, e_path, P, err);
+    }
     if (P->np >= ST_MAX_POOL) return ms_fail(err, "more than %d checkpoints", ST_MAX_POOL);
     P->paths[P->np++] = ms_strdup(arg);
     return 0;
@@ -431,12 +436,16 @@ int cmd_study(int argc, char **argv) {
     if (!rc && !e_path) rc = cli_usage_error(USAGE, "study: --eval E is required (no eval.safetensors beside the checkpoints)");
     if (!rc && P.np < 2) rc = cli_usage_error(USAGE, "study: need at least two checkpoints, got %d", P.np);
     if (!rc) {
-        const char *ins[ST_MAX_POOL + 1];
-        for (int k = 0; k < P.np; k++) ins[k] = P.paths[k];
-        ins[P.np] = e_path;
+        // the pool's directories are inputs too: a report never replaces a file there
+        // (a backbone, a checkpoint the study left out, a README)
+        const char *ins[2 * ST_MAX_POOL + 1];
+        int nin = 0;
+        for (int k = 0; k < P.np; k++) ins[nin++] = P.paths[k];
+        for (int k = 0; k < P.ndirs; k++) ins[nin++] = P.dirs[k];
+        ins[nin++] = e_path;
         const out_spec op[4] = {{outs[0], "--json", OUT_FILE}, {outs[1], "--csv", OUT_FILE},
                                 {outs[2], "--latex", OUT_FILE}, {outs[3], "--png", OUT_FILE}};
-        rc = cli_check_outputs("study", USAGE, op, 4, ins, P.np + 1);
+        rc = cli_check_outputs("study", USAGE, op, 4, ins, nin);
     }
     if (!rc && cli_net_wanted(P.paths[0], e_path)) {
         cli_net_landscape_defaults(&lo, orders_given);
