@@ -138,6 +138,9 @@ void ls_opts_default(ls_opts *o);
  * when they are a group-limited router's group-preserving orders (the
  * default for such routers unless o->all_orders), else 0. */
 long ls_orders_planned(const moe_config *c, const ls_opts *o, int *exhaustive, int *groups);
+/* -1 when --exhaustive asked for every order and n has too many to take them all:
+ * refused before any work (never sampled in its place). path names the checkpoint. */
+int ls_check_orders(const moe_config *c, const ls_opts *o, const char *path, ms_err *err);
 
 /* Where a landscape's wall time goes (landscape.secs_step), in the order the
  * steps run: the two cost matrices and the methods' orders; weight matching of

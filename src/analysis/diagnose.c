@@ -371,7 +371,7 @@ static int gd_cmp(const void *a, const void *b) {
  * pairs further apart than the best found so far is never examined. Exact; the work
  * is bounded by DG_GATE_DIFF_WORK distance evaluations, beyond which the minimum
  * found so far is reported as an upper bound (s->gate_diff_exhaustive = 0). */
-static void gate_diff_sweep(const double *r, int n, int D, diag_ckpt *s) {
+static int gate_diff_sweep(const double *r, int n, int D, diag_ckpt *s) {
     size_t M = (size_t)n * (n - 1) / 2;
     double *u = ms_malloc((size_t)D * sizeof(double));
     double un = 0;
@@ -388,7 +388,11 @@ static void gate_diff_sweep(const double *r, int n, int D, diag_ckpt *s) {
         for (int j = i + 1; j < n; j++) P[m++] = (gd_pair){(float)fabs(proj[i] - proj[j]), (uint16_t)i, (uint16_t)j};
     qsort(P, M, sizeof *P, gd_cmp);
     double best = INFINITY, work = 0;
+    // a phase of its own: the explorer's listener sees it and its cancel is polled
+    progress_begin("diagnose: gate differences", DG_GATE_DIFF_WORK, "distances");
+    int cancelled = progress_cancelled();
     s->gate_diff_exhaustive = 1;
+    if (cancelled) goto stop;
     for (size_t a = 0; a < M && best > 0; a++) {
         for (size_t b = a; b < M; b++) {
             // the float keys are rounded: a margin keeps the pruning exact
@@ -396,6 +400,11 @@ static void gate_diff_sweep(const double *r, int n, int D, diag_ckpt *s) {
             if (++work > DG_GATE_DIFF_WORK) {
                 s->gate_diff_exhaustive = 0;
                 goto stop;
+            }
+            // up to 5e7 distances of d + 1 (seconds at n = 256): the explorer's quit waits on it
+            if (fmod(work, 65536.0) == 0) {
+                progress_add(65536.0);
+                if ((cancelled = progress_cancelled())) goto stop;
             }
             int i = P[a].i, j = P[a].j, k = P[b].i, l = P[b].j;
             const double *ri = r + (size_t)i * D, *rj = r + (size_t)j * D, *rk = r + (size_t)k * D,
@@ -420,13 +429,16 @@ static void gate_diff_sweep(const double *r, int n, int D, diag_ckpt *s) {
         }
     }
 stop:
+    progress_end();
     s->gate_diff_min = best;
     free(u);
     free(proj);
     free(P);
+    return cancelled ? -1 : 0;
 }
 
-static void ckpt_gate(const moe_model *m, diag_ckpt *s) {
+/* -1 when cancelled (progress_cancelled) in the sweep */
+static int ckpt_gate(const moe_model *m, diag_ckpt *s) {
     const moe_config *c = &m->cfg;
     int n = c->n, d = c->d, D = d + 1;
     double *r = ms_malloc((size_t)n * D * sizeof(double)); // (n, d+1)
@@ -466,7 +478,7 @@ static void ckpt_gate(const moe_model *m, diag_ckpt *s) {
     s->gate_diff_min = INFINITY;
     s->gate_diff_exhaustive = 1;
     for (int q = 0; q < 4; q++) s->gate_diff_pairs[q] = -1;
-    if (n > DG_GATE_DIFF_PLAIN_N) gate_diff_sweep(r, n, D, s);
+    int rc = n > DG_GATE_DIFF_PLAIN_N ? gate_diff_sweep(r, n, D, s) : 0;
     for (int i = 0; i < n && n <= DG_GATE_DIFF_PLAIN_N; i++)
         for (int j = 0; j < n; j++) {
             if (i == j) continue;
@@ -492,6 +504,7 @@ static void ckpt_gate(const moe_model *m, diag_ckpt *s) {
     s->gate_diff_min_rel = scale > 0 ? s->gate_diff_min / scale : 0;
     free(r);
     free(mean);
+    return rc;
 }
 
 static void ckpt_topk_rank(const moe_model *m, diag_ckpt *s) {
@@ -667,7 +680,7 @@ int diag_checkpoint(const moe_model *m, const evalset *E, const char *who, diag_
     }
     // 3./4. gate rows and gate differences
     if (n >= 2) {
-        ckpt_gate(m, s);
+        if (ckpt_gate(m, s)) return ms_fail(err, "cancelled");
         int i = s->gate_row_pair[0], j = s->gate_row_pair[1];
         if (s->gate_row_min_rel < DG_REL_TINY)
             dg_add(out, DG_WARN, "gate_rows_distinct", W, s->gate_row_min,

@@ -47,9 +47,12 @@ static int layer_open(geo_capture *c, int l, const family_layer *ly, const char 
     if (moe_load_stream(&c->moe[l], ckpt_path, ly->prefix, o, &src, err)) return -1;
     moe_source_close(&src);
     int d = c->moe[l].cfg.d;
-    if (t->ndim != 2 || t->shape[0] < 1 || t->shape[0] > (1 << 30))
+    if (t->ndim != 2)
         return ms_fail(err, "%s: tensor '%s' should be [N, %d] (one row per token), has %d dimension(s)",
                        c->f.path, c->names[l], d, t->ndim);
+    if (t->shape[0] < 1 || t->shape[0] > (1 << 30))
+        return ms_fail(err, "%s: tensor '%s' holds %lld tokens: a capture needs 1 to 2^30 of them", c->f.path,
+                       c->names[l], (long long)t->shape[0]);
     if (t->shape[1] != d)
         return ms_fail(err, "%s: tensor '%s' has width %lld but MoE layer %s has d = %d", c->f.path, c->names[l],
                        (long long)t->shape[1], ly->prefix, d);

@@ -80,6 +80,17 @@ static double variance_share(const double *S, int d, const double *U, int q) {
     return tr > 0 ? in / tr : NAN;
 }
 
+/* -1 when the training inputs do not vary (a constant or all-zero capture): every
+ * share and R^2 would be 0/0. S (d, d) their covariance, mu (d) their mean. */
+static int inputs_vary(const double *S, const double *mu, int d, int ntr, ms_err *err) {
+    double tr = 0.0, m2 = 0.0;
+    for (int j = 0; j < d; j++) tr += S[(size_t)j * d + j], m2 += mu[j] * mu[j];
+    if (tr > 1e-20 * (1.0 + m2)) return 0;
+    return ms_fail(err, "its inputs do not vary (every one of the %d training tokens is the same vector%s): "
+                        "the routing geometry needs inputs that do (a capture of constant or zero inputs?)",
+                   ntr, m2 == 0.0 ? ", all zero" : "");
+}
+
 /* Layer l's states (the logit check on all r_l directions, then the first r
  * kept) and residual PCA, from its inputs X (N, d). */
 static int layer_coordinates(geometry *G, int l, const float *X, ms_err *err) {
@@ -96,8 +107,9 @@ static int layer_coordinates(geometry *G, int l, const float *X, ms_err *err) {
     double *mux = ms_malloc((size_t)d * sizeof(double)), *S = ms_malloc((size_t)d * d * sizeof(double));
     double *V = ms_malloc((size_t)d * r * sizeof(double)), *pmu = ms_malloc((size_t)r * sizeof(double));
     geo_input_covariance(X, N, ntr, d, mux, S);
-    y->var_control = variance_share(S, d, y->ctl.U, rl);
-    int rc = geo_pca_directions(S, d, r, V, &y->var_pca, err);
+    int rc = inputs_vary(S, mux, d, ntr, err);
+    if (!rc) y->var_control = variance_share(S, d, y->ctl.U, rl);
+    if (!rc) rc = geo_pca_directions(S, d, r, V, &y->var_pca, err);
     if (!rc) {
         y->P = ms_malloc((size_t)N * r * sizeof(double));
         geo_project(X, N, d, V, r, r, y->P);

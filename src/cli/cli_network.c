@@ -9,9 +9,22 @@
 #include "cli/cli.h"
 #include "core/ms_text.h"
 #include "io/provenance.h"
+#include "io/safetensors.h"
+
+/* does the file hold a layer's evaluation set ('inputs', a block's captured inputs)? */
+static int layer_evalset_is(const char *path) {
+    st_file f;
+    if (st_open(&f, path, NULL)) return 0;
+    int yes = st_find(&f, "inputs") != NULL;
+    st_close(&f);
+    return yes;
+}
 
 int cli_net_wanted(const char *path, const char *e_path) {
-    if (e_path) return net_evalset_is(e_path);
+    if (e_path && net_evalset_is(e_path)) return 1;
+    // a set that is neither (empty, or another file): the checkpoint decides, so a
+    // network's run says what its set lacks instead of asking for a layer's 'inputs'
+    if (e_path && layer_evalset_is(e_path)) return 0;
     int a = net_path_arch(path); // a real decoder without token ids: its layers, one at a time
     return a >= 0 && !net_arch_of((net_arch)a)->eval_only;
 }

@@ -321,6 +321,11 @@ static int landscape_network(const char *pa, const char *pb, const char *e_path,
     cli_net n;
     if (cli_net_load(pa, pb, e_path, layer, interp, &n)) return 1;
     t_load = timing_now() - t_load;
+    ms_err err;
+    if (ls_check_orders(&n.A.moe[n.block].cfg, lo, pa, &err)) { // before the other blocks' alignment
+        cli_net_free(&n);
+        return cli_error("%s", err.msg);
+    }
     align_opts other;
     align_opts_default(&other);
     other.center = lo->center, other.wm_stage = lo->wm;
@@ -332,7 +337,6 @@ static int landscape_network(const char *pa, const char *pb, const char *e_path,
     lo->objective = net_objective_view(no);
     const moe_model *A = &n.A.moe[n.block], *B = &n.B.moe[n.block];
     landscape L;
-    ms_err err;
     int rc = 0;
     if (landscape_compute(A, B, NULL, lo, &L, &err)) {
         cli_progress_end();

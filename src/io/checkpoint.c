@@ -296,6 +296,7 @@ typedef struct {
 
 typedef struct {
     int nidx, nst, nev, nsub, ncand, nother, npool;
+    int hf_other; /* model.safetensors is there, but holds no MoE layer of two or more experts */
     char *idx, *st;
     scan_cand *cand;
     char other[256]; /* the files passed over (neither checkpoints nor evaluation sets) */
@@ -321,6 +322,7 @@ static void scan_file(const char *dir, const char *nm, dir_scan *s) {
     if (kind == SF_EVALSET) {
         s->nev++;
     } else if (kind == SF_OTHER) {
+        s->hf_other |= !strcmp(nm, "model.safetensors");
         size_t l = strlen(s->other), k = strlen(nm);
         if (l + k + 8 < sizeof s->other) { /* "a, b", then "..." once full */
             if (l) memcpy(s->other + l, ", ", 2), l += 2;
@@ -425,6 +427,8 @@ static int resolve_dir(const char *dir, char **file, ms_err *err) {
         *file = ckpt_path_join(dir, s.st);
     } else if (s.ncand > 0) {
         rc = ambiguous_dir(dir, &s, err);
+    } else if (s.hf_other) { // the Hugging Face name: what it lacks is for its loader to say
+        *file = ckpt_path_join(dir, "model.safetensors");
     } else {
         rc = ms_fail(err, "%s: no checkpoint in it (no model .safetensors file, no "
                           "*.safetensors.index.json, no sub-directory holding one)%s%s%s",

@@ -40,7 +40,7 @@ static int load_from(evalset *e, const st_file *f, ms_err *err) {
                            tl->ndim == 1 ? " of another length" : "");
         if (tl->dtype != ST_I64 && tl->dtype != ST_I32)
             return ms_fail(err, "%s: tensor 'labels' must be I64 or I32, is %s", path,
-                           st_dtype_name(tl->dtype));
+                           tl->dtype_name);
         int64_t *tmp = ms_malloc((size_t)N * sizeof(int64_t));
         if (st_read_i64(f, tl, tmp, err)) {
             free(tmp);

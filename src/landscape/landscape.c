@@ -409,14 +409,18 @@ static int ls_check(const moe_model *A, const moe_model *B, const evalset *E, co
         return ms_fail(err, "%s: %d experts; the landscape handles at most %d",
                        A->path ? A->path : "A", c->n, LS_MAX_N);
     if (o->T < 3) return ms_fail(err, "landscape: need at least 3 interpolation points, got %d", o->T);
+    if (ls_check_orders(c, o, A->path, err)) return -1;
+    return ls_check_evalset(A, E, err);
+}
+
+int ls_check_orders(const moe_config *c, const ls_opts *o, const char *path, ms_err *err) {
     int exhaustive;
     ls_orders_planned(c, o, &exhaustive, NULL);
     if (o->exhaustive_max > LS_EXHAUSTIVE_MAX && !exhaustive) // asked for every order
         return ms_fail(err, "%s: n = %d experts have more than %.0f orders; --exhaustive goes up to "
                             "%d experts, above that the orders are sampled (--samples)",
-                       A->path ? A->path : "A", c->n, ls_factorial(o->exhaustive_max),
-                       o->exhaustive_max);
-    return ls_check_evalset(A, E, err);
+                       path ? path : "A", c->n, ls_factorial(o->exhaustive_max), o->exhaustive_max);
+    return 0;
 }
 
 static void ls_problem_init(lsx *x, const moe_model *A, const moe_model *B, const evalset *E,

@@ -242,6 +242,7 @@ static int ox_setup(ox *x, const moe_model *A, const moe_model *B, const ls_opts
         return ms_fail(err, "%s: %d experts; the landscape handles at most %d", A->path ? A->path : "A",
                        A->cfg.n, LS_MAX_N);
     if (o->T < 3) return ms_fail(err, "landscape: need at least 3 interpolation points, got %d", o->T);
+    if (ls_check_orders(&A->cfg, o, A->path, err)) return -1;
     x->A = A, x->B = B, x->c = &A->cfg, x->obj = o->objective, x->o = o, x->L = L;
     x->n = A->cfg.n, x->h = A->cfg.h, x->T = o->T;
     x->norders = ls_orders_planned(x->c, o, &x->exhaustive, &x->groups);

@@ -7,6 +7,22 @@
 #  (4) a key twice in one JSON object (config.json, a sharded index) is refused naming the
 #      key's path (the corpus' net_cfg_dup_*, vit_dup_label run in test_faults; here an
 #      index's weight_map and an object inside an array);
+#  (3) study's reports never replace a file in (or add one to) a pool directory it was
+#      given: --csv DIR/README.txt, --json over a file the study left out, --latex DIR/new;
+#  (7) --layer all's steps between layers go into a directory of the run's own
+#      (mkdtemp): a symlink or a directory at the old fixed name OUT.layer-0.tmp, and
+#      another run's steps, are left alone;
+#  (10) landscape --exhaustive on a 12-expert network is refused before any work (it
+#      sampled 500 orders with --no-proxy; without, it was refused after the landscape);
+#  (9) geometry on a capture whose inputs are constant or all zero at one layer is
+#      refused naming the layer, no NaN report;
+#  (8) messages that say what is wrong: a one-expert network (its model.safetensors is
+#      there), input_ids of I16 or U8 (named, not "OTHER"), an empty evaluation set for
+#      a network (it asked for a layer's 'inputs'), 0 tokens or sequences ("has 2
+#      dimension(s)");
+#  (11) memory: eval --dump-outputs on a network writes its logits [N, T, V] in panels
+#      (the peak memory grows by far less than the dump; the same bytes as one panel);
+#      geometry on a 64-block network is checked against MOESCOPE_MAX_MEMORY first;
 # Networks come from tests/hostile/corpus/gen_hostile.py (checked in) or are made here.
 source "$(dirname "$0")/../lib/lib.sh"
 D=$WORK/g
@@ -61,5 +77,161 @@ expect_rc "an object in an array holding a key twice" 1 "duparr/config\.json: ke
     "$MOESCOPE" info "$D/duparr"
 echo '{"model_type": "qwen3_moe", "x": [1, {"a": 1}, {"b": 1}], "y": {"b": 2}}' >"$D/duparr/config.json"
 check "the same key in different objects is no duplicate" "$MOESCOPE" info "$D/duparr"
+
+# ------------------------------------------------- (3) study reports in the pool
+GEN="$PYTHON $TESTS_DIR/lib/gen_ckpt.py"
+P=$D/pool
+mkdir -p "$P"
+$GEN ckpt "$P/s1.safetensors" --seed 1 --n 3 --d 4 --h 8
+$GEN ckpt "$P/s2.safetensors" --seed 2 --n 3 --d 4 --h 8
+$GEN evalset "$P/eval.safetensors" --ckpt "$P/s1.safetensors" --N 16
+echo "my notes" >"$P/README.txt"
+cp "$P/s1.safetensors" "$P/left.safetensors.bak"
+before=$(sha256sum "$P"/* | sha256sum)
+for o in "--csv $P/README.txt" "--json $P/left.safetensors.bak" "--latex $P/new.tex" "--png $P/fig.png"; do
+    set -- $o
+    expect_rc "study DIR $o refused" 1 "^moescope: $1 .*pool/.*: is inside the folder of the input .*pool" \
+        "$MOESCOPE" study "$P" --points 3 "$1" "$2"
+done
+[ "$(sha256sum "$P"/* | sha256sum)" = "$before" ] && [ ! -e "$P/new.tex" ] && [ ! -e "$P/fig.png" ] && pass \
+    || fail "study: a file in the pool was replaced or added"
+check "study DIR --csv beside the pool" "$MOESCOPE" study "$P" --points 3 --csv "$D/pool.csv"
+
+# ------------------------------------------------- (7) --layer all's steps
+"$PYTHON" - "$D/two.safetensors" <<PY
+import sys
+sys.path.insert(0, "$C")
+import gen_hostile as g
+g.write_to(sys.argv[1], g.layer(3, 4, 8, 1, prefix="a") + g.layer(3, 4, 8, 2, prefix="b"))
+PY
+mkdir -p "$D/victim" "$D/lay"
+echo keep >"$D/victim/precious.txt"
+ln -s "$D/victim" "$D/lay/out.safetensors.layer-0.tmp"
+check "scramble --layer all beside a symlink at the old step name" \
+    "$MOESCOPE" scramble "$D/two.safetensors" --layer all -o "$D/lay/out.safetensors"
+[ -f "$D/victim/precious.txt" ] && pass || fail "--layer all: a file behind the symlink was deleted"
+[ -L "$D/lay/out.safetensors.layer-0.tmp" ] && pass || fail "--layer all: the symlink was removed"
+[ -z "$(find "$D/lay" -name '.*layers-*')" ] && pass || fail "--layer all: its steps' directory left behind"
+rm "$D/lay/out.safetensors" "$D/lay/out.safetensors.layer-0.tmp"
+mkdir -p "$D/lay/out.safetensors.layer-0.tmp"
+echo keep >"$D/lay/out.safetensors.layer-0.tmp/mine.txt"
+check "align --layer all beside a directory at the old step name" \
+    "$MOESCOPE" align "$D/two.safetensors" "$D/two.safetensors" --layer all --no-wm -o "$D/lay/out.safetensors"
+[ -f "$D/lay/out.safetensors.layer-0.tmp/mine.txt" ] && pass || fail "--layer all: a directory of the user's emptied"
+# two runs with one -o: each finishes from its own steps (one of them replaces the other's output)
+rm -f "$D/lay/out.safetensors"
+"$MOESCOPE" scramble "$D/two.safetensors" --layer all -o "$D/lay/out.safetensors" --seed 1 >"$D/r1" 2>&1 &
+p1=$!
+"$MOESCOPE" scramble "$D/two.safetensors" --layer all -o "$D/lay/out.safetensors" --seed 2 >"$D/r2" 2>&1
+r2=$?
+wait $p1
+r1=$?
+[ $r1 -eq 0 ] && [ $r2 -eq 0 ] && pass || fail "two --layer all runs with one -o: exit $r1, $r2 ($(tail -1 "$D/r1") $(tail -1 "$D/r2"))"
+
+# ------------------------------------------------- (10) --exhaustive on 12 experts
+"$PYTHON" "$TESTS_DIR/lib/gen_gpt2.py" "$D/n12" --n 12 --k 2 --d 8 --layers 2 --h 4 --N 2 --T 4 >/dev/null
+for px in "" --no-proxy; do
+    expect_rc "network landscape --exhaustive of n = 12 $px refused" 1 \
+        "n = 12 experts have more than 39916800 orders; --exhaustive goes up to 11" \
+        "$MOESCOPE" landscape "$D/n12/seed1" "$D/n12/seed2" --eval "$D/n12/eval.safetensors" --points 3 \
+        --exhaustive $px --json "$D/n12.json"
+    grep -qi "sampl\|order" "$WORK/out" && fail "--exhaustive $px: it ran ($(head -2 "$WORK/out"))" || pass
+    [ ! -e "$D/n12.json" ] && pass || fail "--exhaustive $px: a report was written"
+done
+expect_rc "study --exhaustive of n = 12 networks refused" 1 "n = 12 experts have more than 39916800 orders" \
+    "$MOESCOPE" study "$D/n12/seed1" "$D/n12/seed2" --eval "$D/n12/eval.safetensors" --points 3 --exhaustive --no-proxy
+
+# ------------------------------------------------- (9) geometry on constant inputs
+TESTS_DIR=$TESTS_DIR "$PYTHON" - "$D" <<'PY'
+import os, sys
+import numpy as np
+sys.path[:0] = [os.path.join(os.environ["TESTS_DIR"], d) for d in ("lib", "oracle")]
+import gen_ckpt, oracle
+D = sys.argv[1]
+g = np.random.default_rng(5)
+t, meta = {}, None
+for l in range(3):
+    tl, meta = gen_ckpt.make_layer(1 + l, n=4, d=6, h=4, router="topk", k=2, head=False, prefix="layer%d" % l)
+    t.update(tl)
+oracle.write_safetensors(D + "/three.safetensors", t, meta)
+X = {"inputs.layer%d" % l: g.standard_normal((100, 6)).astype(np.float32) for l in range(3)}
+oracle.write_safetensors(D + "/cap_ok.safetensors", X)
+oracle.write_safetensors(D + "/cap_zero.safetensors", {**X, "inputs.layer1": np.zeros((100, 6), np.float32)})
+oracle.write_safetensors(D + "/cap_const.safetensors", {**X, "inputs.layer2": np.full((100, 6), 0.1, np.float32)})
+PY
+check "geometry of a capture that varies" "$MOESCOPE" geometry "$D/three.safetensors" --eval "$D/cap_ok.safetensors"
+for c in zero:layer1:'all zero' const:layer2:'is the same vector'; do
+    IFS=: read -r k L want <<<"$c"
+    expect_rc "geometry of a $k capture refused" 1 "$L: .*$want" \
+        "$MOESCOPE" geometry "$D/three.safetensors" --eval "$D/cap_$k.safetensors" --json "$D/g_$k.json"
+    grep -qi nan "$WORK/out" && fail "geometry $k: NaN printed" || pass
+    [ ! -e "$D/g_$k.json" ] && pass || fail "geometry $k: a report was written"
+done
+
+# ------------------------------------------------- (8) messages
+"$PYTHON" "$TESTS_DIR/lib/gen_gpt2.py" "$D/n1" --n 1 --k 1 --d 8 --layers 2 --h 4 --N 2 --T 4 --single >/dev/null
+check "a one-expert network evaluates (its model.safetensors was 'no model .safetensors file')" \
+    "$MOESCOPE" eval "$D/n1/seed1" --eval "$D/n1/eval.safetensors"
+check "a one-expert network's landscape (one order)" \
+    "$MOESCOPE" landscape "$D/n1/seed1" "$D/n1/seed2" --eval "$D/n1/eval.safetensors" --points 3
+TESTS_DIR=$TESTS_DIR "$PYTHON" - "$D" <<'PY'
+import os, sys
+import numpy as np
+sys.path[:0] = [os.path.join(os.environ["TESTS_DIR"], d) for d in ("lib", "oracle")]
+import oracle
+D = sys.argv[1]
+ids = np.array([[1, 2, 3, 4], [5, 6, 7, 8]])
+sys.path.insert(0, os.path.join(os.environ["TESTS_DIR"], "hostile", "corpus"))
+import gen_hostile  # oracle writes integers as I32 or I64
+gen_hostile.write_to(D + "/ids_i16.safetensors", [("input_ids", "I16", [2, 4], ids.astype("<i2").tobytes())])
+gen_hostile.write_to(D + "/ids_u8.safetensors", [("input_ids", "U8", [2, 4], ids.astype("u1").tobytes())])
+oracle.write_safetensors(D + "/ids_none.safetensors", {"input_ids": np.zeros((0, 4), np.int64)})
+oracle.write_safetensors(D + "/empty.safetensors", {})
+oracle.write_safetensors(D + "/cap_none.safetensors", {"inputs.layer%d" % l: np.zeros((0, 6), np.float32) for l in range(3)})
+PY
+for t in i16:I16 u8:U8; do
+    IFS=: read -r f want <<<"$t"
+    expect_rc "input_ids of $want named" 1 "tensor 'input_ids' must be I32 or I64, is $want\b" \
+        "$MOESCOPE" eval "$NET" --eval "$D/ids_$f.safetensors"
+done
+expect_rc "input_ids of 0 sequences" 1 "tensor 'input_ids' has shape \[0, 4\]: it needs N >= 1" \
+    "$MOESCOPE" eval "$NET" --eval "$D/ids_none.safetensors"
+expect_rc "an empty evaluation set for a network" 1 "empty\.safetensors: missing tensor 'input_ids'" \
+    "$MOESCOPE" eval "$NET" --eval "$D/empty.safetensors"
+expect_rc "a capture of 0 tokens" 1 "tensor 'inputs\.layer0' holds 0 tokens" \
+    "$MOESCOPE" geometry "$D/three.safetensors" --eval "$D/cap_none.safetensors"
+
+# ------------------------------------------------- (11) memory
+"$PYTHON" "$TESTS_DIR/lib/gen_gpt2.py" "$D/wide" --vocab 4096 --d 8 --layers 2 --h 4 --positions 32 --N 64 --T 32 \
+    --single >/dev/null
+maxrss() { # the peak resident KiB of CMD...
+    "$PYTHON" -c 'import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if r.returncode == 0 else -1)' "$@"
+}
+base=$(maxrss "$MOESCOPE" eval "$D/wide/seed1" --eval "$D/wide/eval.safetensors")
+dump=$(maxrss "$MOESCOPE" eval "$D/wide/seed1" --eval "$D/wide/eval.safetensors" --dump-outputs "$D/wide.st")
+# the logits are 64 x 32 x 4096 floats, 32 MiB: held whole they would add all of it
+[ "$base" -gt 0 ] && [ "$dump" -gt 0 ] && [ $((dump - base)) -lt 16384 ] && pass \
+    || fail "eval --dump-outputs of a network: peak $dump KiB against $base KiB without it (32 MiB of logits)"
+MOESCOPE_MAX_MEMORY=8M check "eval --dump-outputs in panels of 512 KiB" \
+    "$MOESCOPE" eval "$D/wide/seed1" --eval "$D/wide/eval.safetensors" --dump-outputs "$D/wide_small.st"
+TESTS_DIR=$TESTS_DIR "$PYTHON" - "$D/wide.st" "$D/wide_small.st" <<'PY' && pass || fail "--dump-outputs: panels of another size differ"
+import os, sys
+import numpy as np
+sys.path[:0] = [os.path.join(os.environ["TESTS_DIR"], d) for d in ("lib", "oracle")]
+import oracle
+a, b = (oracle.read_safetensors(p)[0]["logits"] for p in sys.argv[1:3])
+assert a.shape == (64, 32, 4096) and b.shape == a.shape, (a.shape, b.shape)
+# the same sequences in batches of another size: float32 sums in another order
+assert np.abs(a - b).max() <= 1e-4 * (1 + np.abs(a).max()), np.abs(a - b).max()
+PY
+"$PYTHON" "$TESTS_DIR/lib/gen_gpt2.py" "$D/deep" --layers 64 --moe all --n 4 --k 2 --d 8 --h 4 --N 8 --T 16 \
+    --positions 16 --single >/dev/null
+MOESCOPE_MAX_MEMORY=512K expect_rc "geometry of 64 MoE blocks over MOESCOPE_MAX_MEMORY=512K" 1 \
+    "deep/seed1: the routing geometry of its 64 MoE blocks on the 128 tokens .*over the memory limit of 512\.0 KiB" \
+    "$MOESCOPE" geometry "$D/deep/seed1" --eval "$D/deep/eval.safetensors"
+check "geometry of 64 MoE blocks within the machine's memory" \
+    "$MOESCOPE" geometry "$D/deep/seed1" --eval "$D/deep/eval.safetensors"
 
 summary

@@ -3,11 +3,13 @@
  * healthy ones flag nothing. The numbers themselves are checked against numpy
  * in tests/oracle/test_diagnose.py. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/diagnose.h"
 #include "model/evaluator.h"
+#include "core/progress.h"
 #include "core/rng.h"
 #include "model/symmetry.h"
 #include "testlib.h"
@@ -464,7 +466,34 @@ static void test_pairs(void) {
     evalset_free(&E);
 }
 
+/* the explorer's quit cancels the diagnostics (progress_listen): a cancel that lands
+ * after the expert distances stops the gate differences' sweep of a many-expert layer
+ * (up to 5e7 distances; the explorer's q waited a minute on it at n = 256) */
+static void on_phase(void *ctx, const char *phase, double done, double total) {
+    (void)done, (void)total;
+    if (strstr(phase, "gate differences")) atomic_store((atomic_int *)ctx, 1); // the sweep began
+}
+
+static void test_cancel_gate_sweep(void) {
+    moe_model m;
+    make_model(&m, 256, 4, 2, ROUTER_TOPK, 2, ACT_RELU, 41);
+    atomic_int cancel = 0;
+    progress_listen(on_phase, &cancel, &cancel);
+    dg_list l = {0};
+    diag_ckpt s;
+    ms_err err = {{0}};
+    int rc = diag_checkpoint(&m, NULL, "A", &s, &l, &err);
+    progress_listen(NULL, NULL, NULL);
+    CHECK(atomic_load(&cancel) == 1, "the gate differences' sweep reported no phase (no cancel reaches it)");
+    CHECK(rc == -1 && strstr(err.msg, "cancelled"), "cancelled in the gate sweep: rc %d '%s' (it ran to its end)",
+          rc, err.msg);
+    dg_list_free(&l);
+    diag_ckpt_free(&s);
+    moe_free(&m);
+}
+
 int main(void) {
+    test_cancel_gate_sweep();
     test_healthy();
     test_identical_experts();
     test_equal_gate_rows();
