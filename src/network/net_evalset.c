@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "io/safetensors.h"
+#include "network/net_budget.h"
 #include "network/net_range.h"
 
 /* an I32 / I64 tensor of cnt values as non-negative int32 into out (row > 1:
@@ -145,10 +146,10 @@ static int evalset_fits(const net_evalset *e, const net_model *m, ms_err *err) {
     return 0;
 }
 
-/* E's tokens or images for m, then the magnitudes m's forward on them reaches */
+/* E's tokens or images for m, the magnitudes m's forward on them reaches, the memory it takes */
 int net_evalset_check(const net_evalset *e, const net_model *m, ms_err *err) {
-    if (evalset_fits(e, m, err)) return -1;
-    return net_range_check(m, e, err);
+    if (evalset_fits(e, m, err) || net_range_check(m, e, err)) return -1;
+    return net_mem_check(m, e, err);
 }
 
 void net_evalset_free(net_evalset *e) {

@@ -21,7 +21,8 @@
 #      a network (it asked for a layer's 'inputs'), 0 tokens or sequences ("has 2
 #      dimension(s)");
 #  (11) memory: eval --dump-outputs on a network writes its logits [N, T, V] in panels
-#      (the peak memory grows by far less than the dump; the same bytes as one panel);
+#      (the peak memory grows by far less than the dump; the same logits as one panel);
+#      a network's evaluation is checked against MOESCOPE_MAX_MEMORY before it runs;
 #      geometry on a 64-block network is checked against MOESCOPE_MAX_MEMORY first;
 # Networks come from tests/hostile/corpus/gen_hostile.py (checked in) or are made here.
 source "$(dirname "$0")/../lib/lib.sh"
@@ -214,7 +215,7 @@ dump=$(maxrss "$MOESCOPE" eval "$D/wide/seed1" --eval "$D/wide/eval.safetensors"
 # the logits are 64 x 32 x 4096 floats, 32 MiB: held whole they would add all of it
 [ "$base" -gt 0 ] && [ "$dump" -gt 0 ] && [ $((dump - base)) -lt 16384 ] && pass \
     || fail "eval --dump-outputs of a network: peak $dump KiB against $base KiB without it (32 MiB of logits)"
-MOESCOPE_MAX_MEMORY=8M check "eval --dump-outputs in panels of 512 KiB" \
+MOESCOPE_MAX_MEMORY=64M check "eval --dump-outputs in panels of 4 MiB" \
     "$MOESCOPE" eval "$D/wide/seed1" --eval "$D/wide/eval.safetensors" --dump-outputs "$D/wide_small.st"
 TESTS_DIR=$TESTS_DIR "$PYTHON" - "$D/wide.st" "$D/wide_small.st" <<'PY' && pass || fail "--dump-outputs: panels of another size differ"
 import os, sys
@@ -226,6 +227,10 @@ assert a.shape == (64, 32, 4096) and b.shape == a.shape, (a.shape, b.shape)
 # the same sequences in batches of another size: float32 sums in another order
 assert np.abs(a - b).max() <= 1e-4 * (1 + np.abs(a).max()), np.abs(a - b).max()
 PY
+# each worker holds a panel of logits of the 4096-token vocabulary (8 MiB): over 4M, refused
+MOESCOPE_MAX_MEMORY=4M expect_rc "a network's evaluation over MOESCOPE_MAX_MEMORY=4M" 1 \
+    "wide/seed1 on .*eval\.safetensors: an evaluation of 64 x 32 tokens \(d = 8, vocabulary 4096\): needs .*over the memory limit of 4\.0 MiB" \
+    "$MOESCOPE" eval "$D/wide/seed1" --eval "$D/wide/eval.safetensors"
 "$PYTHON" "$TESTS_DIR/lib/gen_gpt2.py" "$D/deep" --layers 64 --moe all --n 4 --k 2 --d 8 --h 4 --N 8 --T 16 \
     --positions 16 --single >/dev/null
 MOESCOPE_MAX_MEMORY=512K expect_rc "geometry of 64 MoE blocks over MOESCOPE_MAX_MEMORY=512K" 1 \
