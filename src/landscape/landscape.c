@@ -413,16 +413,6 @@ static int ls_check(const moe_model *A, const moe_model *B, const evalset *E, co
     return ls_check_evalset(A, E, err);
 }
 
-int ls_check_orders(const moe_config *c, const ls_opts *o, const char *path, ms_err *err) {
-    int exhaustive;
-    ls_orders_planned(c, o, &exhaustive, NULL);
-    if (o->exhaustive_max > LS_EXHAUSTIVE_MAX && !exhaustive) // asked for every order
-        return ms_fail(err, "%s: n = %d experts have more than %.0f orders; --exhaustive goes up to "
-                            "%d experts, above that the orders are sampled (--samples)",
-                       path ? path : "A", c->n, ls_factorial(o->exhaustive_max), o->exhaustive_max);
-    return 0;
-}
-
 static void ls_problem_init(lsx *x, const moe_model *A, const moe_model *B, const evalset *E,
                             const ls_opts *o, landscape *L) {
     ls_problem *pb = &x->pb;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ms_error.h"
 #include "landscape/rank.h"
 #include "landscape_int.h"
 #include "model/symmetry.h"
@@ -30,6 +31,16 @@ long ls_orders_planned(const moe_config *c, const ls_opts *o, int *exhaustive, i
     *exhaustive = total <= ls_factorial(emax) || total < 2.0 * (double)nsample;
     if (groups) *groups = G > 1 ? G : 0;
     return *exhaustive ? (long)total : nsample;
+}
+
+int ls_check_orders(const moe_config *c, const ls_opts *o, const char *path, ms_err *err) {
+    int exhaustive;
+    ls_orders_planned(c, o, &exhaustive, NULL);
+    if (o->exhaustive_max > LS_EXHAUSTIVE_MAX && !exhaustive) // asked for every order
+        return ms_fail(err, "%s: n = %d experts have more than %.0f orders; --exhaustive goes up to "
+                            "%d experts, above that the orders are sampled (--samples)",
+                       path ? path : "A", c->n, ls_factorial(o->exhaustive_max), o->exhaustive_max);
+    return 0;
 }
 
 void ls_ranks(landscape *L, long filled, int exhaustive, long norders) {
