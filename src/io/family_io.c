@@ -1039,6 +1039,8 @@ typedef struct {
     size_t requant, mx_blocks; /* MXFP4 blocks quantised afresh / in all */
     double sq_err, sq_ref;
     rounding *rnd;             /* BF16 / F16 tensors' rounding (heap: the lazy encoders point at it) */
+    const moe_model *m;        /* the layer written: its moescope.* metadata (what scramble, align
+                                * or merge did) goes into the shards holding it */
 } enc_set;
 
 static enc_tensor *enc_add(enc_set *s, int tensor, const char *dtype, void *data, size_t nbytes) {
@@ -1217,6 +1219,13 @@ static int encode_layer(const moe_model *m, const family_experts *ex, const int 
     return rc;
 }
 
+/* Does shard sh hold one of the encoded (the layer's) tensors? */
+static int shard_holds_layer(const ckpt *c, int sh, const int *enc_of) {
+    for (int k = 0; k < c->ntensors; k++)
+        if (enc_of[k] >= 0 && c->shard_of[k] == sh) return 1;
+    return 0;
+}
+
 /* Shard sh of c, with the encoded tensors replacing theirs, to path. */
 static int write_shard(ckpt *c, int sh, const int *enc_of, const enc_set *s, const char *path,
                        ms_err *err) {
@@ -1234,7 +1243,12 @@ static int write_shard(ckpt *c, int sh, const int *enc_of, const enc_set *s, con
         else
             st_writer_add_mapped(w, f, t);
     }
-    for (int i = 0; i < f->nmeta; i++) st_writer_meta(w, f->meta_keys[i], f->meta_vals[i]);
+    // the shard's metadata, the layer's moescope.* keys (if it holds the layer) replacing its own
+    const moe_model *m = s->m && shard_holds_layer(c, sh, enc_of) ? s->m : NULL;
+    for (int i = 0; i < f->nmeta; i++)
+        if (!m || !moe_meta_get(m, f->meta_keys[i])) st_writer_meta(w, f->meta_keys[i], f->meta_vals[i]);
+    for (int i = 0; m && i < m->nmeta; i++)
+        if (!strncmp(m->meta[i].key, "moescope.", 9)) st_writer_meta(w, m->meta[i].key, m->meta[i].value);
     int rc = st_writer_write(w, path, err);
     st_writer_free(w);
     return rc;
@@ -1434,6 +1448,7 @@ int family_save_moved(const moe_model *m, const family_experts *ex, const int *o
     enc_set s;
     memset(&s, 0, sizeof s);
     s.rnd = ms_calloc(1, sizeof(rounding));
+    s.m = m;
     int rc = encode_layer(m, ex, order, shared_order, &c, &s, err);
     int *enc_of = ms_malloc((size_t)(c.ntensors ? c.ntensors : 1) * sizeof(int));
     for (int i = 0; i < c.ntensors; i++) enc_of[i] = -1;

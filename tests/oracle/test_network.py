@@ -8,7 +8,8 @@ blocks (tests/lib/gen_gpt2.py), and its refusals.
     gelu and gelu_new dense MLPs; tied and untied heads with lm_head.bias; I32 and I64
     ids; sharded (backbone a symlinked shard) and single-file folders;
   - the same loss for 1 and 2 threads, bit for bit;
-  - a scramble of one MoE block (experts, hidden units, gate translation) computes the
+  - a scramble of one MoE block (experts, hidden units, gate translation) records its seed,
+    order and translation in the block's metadata, and computes the
     same network loss and logits;
   - clear errors naming the file and the tensor: a missing block tensor, input_ids >=
     vocab_size, T > n_positions, a moe.layers entry without its tensors, a block with MoE
@@ -93,6 +94,14 @@ def test_scramble():
         s = p("sc", "scr%d" % L)
         r = run("scramble", ck, "-o", s, "--layer", L, "--seed", 5 + L, "--translate")
         check(r.returncode == 0, "scramble block %d: %s" % (L, r.stderr))
+        # the record --help and the manual promise: seed, order, translation, in the
+        # metadata of the file holding the block (info shows it)
+        r = run("info", s, "--layer", L, "--json", s + ".json")
+        meta = json.load(open(s + ".json")).get("metadata", {}) if r.returncode == 0 else {}
+        order = meta.get("moescope.scramble.order", "").split()
+        check(meta.get("moescope.scramble.seed") == str(5 + L) and meta.get("moescope.scramble.translate") == "1"
+              and sorted(order) == [str(i) for i in range(len(order))] and len(order) > 1
+              and "moescope.scramble.source" in meta, "block %d scrambled: metadata records the scramble: %s" % (L, meta))
         j = eval_json(s, ev)
         if base and j:
             check(abs(j["loss"] - base["loss"]) <= 1e-6 * abs(base["loss"]),
