@@ -298,9 +298,12 @@ static void print_summary(const landscape *L, const moe_config *c, const ls_opts
 }
 
 /* the network's lines: what the loss is, and the layer-only proxy measured */
-static void print_network(const landscape *L) {
-    printf("objective: %s; the other MoE blocks interpolated at the same t, each aligned on its own\n",
-           L->objective);
+static void print_network(const landscape *L, int nmoe) {
+    if (nmoe > 1)
+        printf("objective: %s; the other MoE blocks interpolated at the same t, each aligned on its own\n",
+               L->objective);
+    else
+        printf("objective: %s\n", L->objective);
     if (!L->has_proxy) return;
     int p[LS_MAX_N];
     ls_order_get(L->orders, L->n, L->proxy_best_id, p);
@@ -362,7 +365,7 @@ static int landscape_network(const char *pa, const char *pb, const char *e_path,
         }
     }
     print_summary(&L, &A->cfg, lo);
-    print_network(&L);
+    print_network(&L, n.A.cfg.nmoe);
     printf("\nranks known after %.3f s, all orders after %.3f s\n", L.secs_ranks, L.secs_total);
     if (split_wanted) print_split(&L);
     if (json && landscape_write_json(&L, pa, pb, e_path, A->layer, json, &err)) rc = cli_error("%s", err.msg);

@@ -110,6 +110,10 @@ def check_pool(pool, moe_layers, chosen=0):
     J, _ = landscape(pool, "--layer", moe_layers[chosen])
     if not J:
         return
+    r = run("landscape", p(pool, "seed1"), p(pool, "seed2"), "--eval", p(pool, "eval.safetensors"), "--points", 3,
+            "--layer", moe_layers[chosen])
+    check(r.returncode == 0 and ("other MoE blocks interpolated" in r.stdout) == (len(moe_layers) > 1),
+          "%s: the objective line names other MoE blocks only where there are some" % pool)
     la, lb = gpt2_ref.evaluate(cka, ids)["loss"], gpt2_ref.evaluate(ckb, ids)["loss"]
     check(abs(J["endpoints"]["loss_a"] - la) < 1e-5 * la and abs(J["endpoints"]["loss_b"] - lb) < 1e-5 * lb,
           "%s: end points %s vs numpy %g %g" % (pool, J["endpoints"], la, lb))
