@@ -167,6 +167,8 @@ typedef struct {
     long tied, rank_auc;    /* tie class size and AUC tie-break rank (rank.h) */
     int exhaustive;
     double barrier_chosen, barrier_best, barrier_worst;
+    long rank_other;        /* the other cost method's order: its rank and barrier */
+    double barrier_other;
     int barrier_tie;        /* chosen and best barriers equal within 1e-6 of the loss scale */
     int *best_order;        /* (n) */
     dg_list findings;

@@ -769,6 +769,9 @@ static void pair_from_landscape(diag_report *r, const landscape *L, cost_method 
     r->norders = L->norders;
     r->exhaustive = L->exhaustive;
     r->barrier_chosen = L->methods[method].barrier;
+    cost_method other = method == COST_GATE ? COST_EXPERT : COST_GATE;
+    r->rank_other = L->rank[other];
+    r->barrier_other = L->methods[other].barrier;
     r->best_order = ms_malloc((size_t)n * sizeof(int));
     const ls_row *best = &L->rows[L->best];
     ls_order_get(L->orders, n, best->id, r->best_order);
@@ -985,6 +988,22 @@ static int pair_slots(const moe_model *A, const moe_model *B, const diag_opts *o
     return 0;
 }
 
+/* The chosen cost's order is not the best: when the other cost's order ranks better,
+ * name it, say what to run and, for dense routing, why the costs can part. */
+static void other_method_advice(const moe_config *c, const diag_opts *o, const diag_report *r,
+                                dg_list *out) {
+    if (r->rank_other < 1 || r->rank_other >= r->rank) return;
+    const char *other = cost_method_name(o->method == COST_GATE ? COST_EXPERT : COST_GATE);
+    dg_add(out, DG_WARN, "better_method", "A,B", (double)r->rank_other,
+           "the %s cost's order ranks %ld of %ld (barrier %.4g against %.4g): align with --method %s%s",
+           other, r->rank_other, r->norders, r->barrier_other, r->barrier_chosen, other,
+           c->router == ROUTER_DENSE
+               ? ". Under dense routing every expert is weighted on every token, so two seeds can "
+                 "split the function among their experts differently: the experts' weights need "
+                 "not match one to one while the gate still says which expert plays which role"
+               : "");
+}
+
 /* Is the chosen order the best (from the landscape, when there is one)? */
 static void pair_best_order(const moe_config *c, const evalset *E, const diag_opts *o,
                             diag_report *r, dg_list *out) {
@@ -1021,6 +1040,7 @@ static void pair_best_order(const moe_config *c, const evalset *E, const diag_op
                    "the best order %s (slots %s differ)%s",
                    mname, oc, r->rank, r->norders, r->exhaustive ? "" : " sampled",
                    r->barrier_chosen, r->barrier_best, ob, slots, why);
+            other_method_advice(c, o, r, out);
         }
     } else if (!E) {
         dg_add(out, DG_INFO, "best_order", "A,B", NAN,

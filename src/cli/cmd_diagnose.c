@@ -98,6 +98,11 @@ static int diagnose_network(const char *pa, const char *pb, const char *eval, co
         if (o->T >= 2) lo.T = o->T;
         lo.center = o->center;
         lo.progress = o->progress, lo.phase = o->phase, lo.ctx = o->ctx;
+        // said up front: this is the long part (on a busy machine, minutes)
+        long planned = ls_orders_planned(&A->cfg, &lo, &exh, NULL);
+        fprintf(stderr, "diagnose: ranking %s%ld orders of MoE block %d on the network's loss: %ld "
+                        "orders x %d interior points, each a network forward over the %d evaluation sequences\n",
+                exh ? "all " : "", planned, n.A.cfg.moe_layers[b], planned, lo.T - 2, n.E.N);
         if (cli_net_objective(&n, &other, 0, NULL, &no)) rc = 1;
         lo.objective = no ? net_objective_view(no) : NULL;
         if (!rc && landscape_compute(A, B, NULL, &lo, &L, &err)) rc = cli_error("%s", err.msg);

@@ -150,9 +150,29 @@ def test_spread(work):
           (v[1] if v else None))
 
 
+def test_better_method(work):
+    """dense4 seeds 1-2: the expert cost's order ranks 10 of 24, the gate cost's is the
+    best; diagnose names the gate method, says to use it, and why dense routing allows it."""
+    S = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sample-checkpoints")
+    d4 = os.path.join(S, "dense4")
+    out = os.path.join(work, "better.json")
+    r = run("diagnose", os.path.join(d4, "seed1.safetensors"), os.path.join(d4, "seed2.safetensors"),
+            "--eval", os.path.join(d4, "eval.safetensors"), "--json", out)
+    check(r.returncode == 0, "diagnose dense4 1-2: exit 0 (%s)" % r.stderr.strip()[-200:])
+    js = json.load(open(out)) if r.returncode == 0 else {}
+    f = [x for x in js.get("findings", []) if x.get("code") == "better_method"]
+    check(len(f) == 1 and f[0]["number"] == 1 and "--method gate" in f[0]["text"]
+          and "dense routing" in f[0]["text"], "dense4 1-2: the gate method named as better: %s" % f)
+    check("--method gate" in r.stdout, "dense4 1-2: the advice is printed")
+    t4 = [os.path.join(S, "teacher4", x) for x in ("seed1.safetensors", "seed2.safetensors", "eval.safetensors")]
+    r = run("diagnose", t4[0], t4[1], "--eval", t4[2])
+    check(r.returncode == 0 and "--method gate" not in r.stdout, "teacher4: no method advice where the order is best")
+
+
 def main():
     with tempfile.TemporaryDirectory() as work:
         test_spread(work)
+        test_better_method(work)
         pa, pb, pe = make_pair(work, "topk", 11, n=4, d=6, h=8, router="topk", k=2)
         compare_pair(work, "topk-relu", pa, pb, pe)
         pa, pb, pe = make_pair(work, "dense", 21, n=4, d=5, h=6, router="dense", act="gelu")
