@@ -240,15 +240,17 @@ typedef struct {
        set, the objective of the shown MoE block (its curves and landscape are the
        network's loss) and E the block's own inputs (the diagnostics'); every MoE
        block has data, so l never leaves the curves behind. NULL for a layer. */
-    cli_net *net;
+    subject_net *net;  /* in subj */
+    subject *subj;     /* what was loaded: a network's stays here, a layer's moved to A, B and E */
     net_objective *obj;
 } tui_inputs;
 
 static void inputs_free(tui_inputs *in) {
     net_objective_free(in->obj);
     in->obj = NULL;
-    if (in->net) cli_net_free(in->net);
-    free(in->net);
+    if (in->subj) subject_free(in->subj);
+    free(in->subj);
+    in->subj = NULL;
     in->net = NULL;
     for (int i = 0; i < in->nlayers; i++) free(in->layers[i]);
     free(in->layers);
@@ -321,7 +323,7 @@ static void eval_fits(const tui_inputs *in, int i, const char *e_path, char *why
  * A's and B's block as the worker's layers. 0, or -1 with err set (nothing
  * replaced). */
 static int net_block_setup(tui_inputs *in, int k, net_objective **obj, moe_model *A, moe_model *B, ms_err *err) {
-    cli_net *n = in->net;
+    subject_net *n = in->net;
     net_obj_opts o = {.chosen = k, .interp_backbone = n->interp_backbone};
     align_opts_default(&o.other);
     if (net_objective_create(&n->A, &n->B, &n->E, &o, obj, err)) return -1;
@@ -333,19 +335,6 @@ static int net_block_setup(tui_inputs *in, int k, net_objective **obj, moe_model
 /* The worker of the shown network block. */
 static explore_worker *net_worker_start(tui_inputs *in, ms_err *err) {
     return explore_start_net(in->A, in->B, in->obj, &in->net->A, &in->net->E, in->net->block, err);
-}
-
-/* A network's inputs: A and B whole, the token set, the chosen block. */
-static int load_network(const tui_args *a, tui_inputs *in) {
-    in->net = ms_calloc(1, sizeof(cli_net));
-    if (cli_net_load(a->pa, a->pb, a->e_path, a->layer, a->interp_backbone, in->net)) {
-        free(in->net);
-        in->net = NULL;
-        return 1;
-    }
-    ms_err err;
-    if (net_block_setup(in, in->net->block, &in->obj, in->A, in->B, &err)) return cli_error("%s", err.msg);
-    return 0;
 }
 
 /* Everything checked before the screen opens, each problem reported like the
@@ -374,36 +363,30 @@ static int load_inputs(const tui_args *a, tui_inputs *in) {
         inputs_free(in);
         return rc;
     }
-    const family_overrides *fo = cli_overrides();
-    if (a->e_path && cli_net_wanted(a->pa, a->e_path)) {
-        if ((rc = load_network(a, in))) {
-            inputs_free(in);
-            return rc;
-        }
-    } else if (a->interp_backbone) {
-        inputs_free(in);
-        return cli_usage_error(TUI_USAGE, "--interpolate-backbone is for networks");
-    } else if (moe_load(in->A, a->pa, a->layer, fo, &err) || moe_load(in->B, a->pb, a->layer, fo, &err)) {
-        rc = cli_error("%s", err.msg);
-        cli_hint_swapped("", a->pa, a->pb, a->e_path);
+    /* without an evaluation set a network's checkpoint shows its MoE layers as layers */
+    subject_spec sp = {.kind = a->e_path ? SUBJECT_DETECT : SUBJECT_LAYER, .pa = a->pa, .pb = a->pb,
+                       .e_path = a->e_path, .layer = a->layer, .interp_backbone = a->interp_backbone,
+                       .uses = MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG,
+                       .ignore_capture = 1}; // a set of another layer: that layer without curves
+    in->subj = ms_calloc(1, sizeof(subject));
+    if ((rc = cli_subject_load(in->subj, &sp, "", TUI_USAGE))) {
         inputs_free(in);
         return rc;
     }
+    if (in->subj->kind == SUBJECT_NETWORK) {
+        in->net = &in->subj->net;
+        if (net_block_setup(in, in->net->block, &in->obj, in->A, in->B, &err)) {
+            rc = cli_error("%s", err.msg);
+            inputs_free(in);
+            return rc;
+        }
+    } else { // the layers are the explorer's own from here (a worker may swap them)
+        *in->A = in->subj->A, *in->B = in->subj->B, in->E = in->subj->E;
+        memset(&in->subj->A, 0, sizeof(moe_model)), memset(&in->subj->B, 0, sizeof(moe_model));
+        memset(&in->subj->E, 0, sizeof(evalset));
+    }
     const moe_model *A = in->A;
-    if (in->net) rc = 0; // checked by cli_net_load
-    else if (moe_check_compatible(A, in->B, &err)) rc = cli_error("%s", err.msg);
-    else if (!a->e_path) { /* no set: what needs no data */
-        if (ms_limits_check(A, in->B, NULL, MS_USE_WM | MS_USE_COST | MS_USE_DIAG, &err)) rc = cli_error("%s", err.msg);
-        else if (A->cfg.n > LS_MAX_N)
-            rc = cli_error("%s: %d experts; the explorer handles at most %d (use 'moescope landscape')", a->pa,
-                           A->cfg.n, LS_MAX_N);
-    } else if (evalset_load(&in->E, a->e_path, &err)) rc = cli_error("%s", err.msg);
-    else if (A->cfg.has_head && moe_eval_check(A, &in->E, &err)) rc = cli_error("%s", err.msg);
-    else if (ms_limits_check(A, in->B, &in->E, MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG, &err))
-        rc = cli_error("%s", err.msg);
-    else if (!A->cfg.has_head && in->E.d != A->cfg.d)
-        rc = cli_error("%s: inputs have width %d but the layer has d = %d", a->e_path, in->E.d, A->cfg.d);
-    else if (A->cfg.n > LS_MAX_N)
+    if (A->cfg.n > LS_MAX_N)
         rc = cli_error("%s: %d experts; the explorer handles at most %d (use 'moescope landscape')", a->pa, A->cfg.n,
                        LS_MAX_N);
     if (!rc && in->net && ms_limits_check(A, in->B, NULL, MS_USE_WM | MS_USE_COST | MS_USE_DIAG, &err))

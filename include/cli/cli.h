@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "align/align.h"
+#include "analysis/subject.h"
 #include "io/evalset.h"
 #include "io/family.h"
 #include "io/outputs.h"
@@ -103,12 +104,10 @@ const char *cli_eval_or_default(const char *e_path, const char *a_path, char *bu
  * command line that swaps it with e_path when that looks like the checkpoint. */
 void cli_hint_swapped(const char *cmd, const char *a, const char *b, const char *e_path);
 
-/* Load checkpoints A (pa) and B (pb), layer `layer` (NULL means "moe"), then,
- * when e_path is not NULL, the evaluation set E. 0 on success; on failure the
- * message is printed (cli_error), whatever was loaded is freed and the exit
- * code 1 returned. */
-int cli_load_models(const char *pa, const char *pb, const char *layer, const char *e_path,
-                    moe_model *A, moe_model *B, evalset *E);
+/* Layer `layer` (NULL means "moe") of checkpoints A (pa) and B (pb), as
+ * cli_subject_load loads a layer pair without an evaluation set. 0 on success;
+ * on failure the message is printed, nothing is left to free and 1 returned. */
+int cli_load_models(const char *pa, const char *pb, const char *layer, moe_model *A, moe_model *B);
 /* The same for cost and align, without an evaluation set: a pair of layers
  * whose float32 copies would take more than a quarter of the machine's memory
  * (ms_mem_machine) is opened expert by expert (moe_load_stream: sa and sb read
@@ -197,28 +196,16 @@ void cli_align_args_free(cli_align_args *a);
  * was not solved) for an alignment made with a's options. */
 void cli_print_order(const cli_align_args *a, const align_result *res, int n);
 
-/* ---- networks: a GPT-2 whose feed-forward block(s) are MoE layers ---- */
-/* Is this a network's run: the evaluation set holds input_ids, or (no
- * evaluation set) the checkpoint is a network? */
-int cli_net_wanted(const char *path, const char *e_path);
-typedef struct {
-    net_model A, B;          /* B zeroed when one checkpoint was loaded */
-    net_evalset E;           /* zeroed without an evaluation set */
-    int block;               /* the chosen MoE block: an index into moe_layers */
-    int interp_backbone;     /* --interpolate-backbone */
-    char backbone_diff[512]; /* how the backbones differ, "" when equal */
-} cli_net;
-/* Load networks pa and pb (pb may be NULL), the evaluation set e_path (may be
- * NULL) and the MoE block named by layer (NULL: the first; its index L or its
- * prefix), checking that A and B are one architecture, that their frozen
- * backbones are equal (unless interp_backbone: then a note says they differ)
- * and that E fits. 0, or the exit code after the message (nothing to free). */
-int cli_net_load(const char *pa, const char *pb, const char *e_path, const char *layer,
-                 int interp_backbone, cli_net *n);
-void cli_net_free(cli_net *n);
-/* The network objective of n's chosen block, the other blocks aligned by other. */
-int cli_net_objective(cli_net *n, const align_opts *other, int threads, atomic_int *cancel,
-                      net_objective **out);
+/* ---- what a command works on: a layer pair or a network pair (analysis/subject.h) ---- */
+/* subject_load with the command line's overrides (--family, ..., --ignore-capture-layer):
+ * 0; else the exit code after the message ("CMD: ..." and the usage line for a usage
+ * error, 2; 1 otherwise, with a hint when a layer's checkpoint is an evaluation set).
+ * A note on stderr says when the networks' backbones differ and are interpolated. */
+int cli_subject_load(subject *s, subject_spec *sp, const char *cmd, const char *usage);
+/* A network's objective for its chosen block, the other blocks aligned by other;
+ * *out NULL for a layer. 0, or 1 after the message. */
+int cli_subject_objective(subject *s, const align_opts *other, int threads, atomic_int *cancel,
+                          net_objective **out);
 /* lo's orders for a network: exhaustive up to LS_OBJ_EXHAUSTIVE_MAX experts unless
  * --exhaustive was given, LS_OBJ_SAMPLES sampled orders unless --samples was (so
  * --samples N alone samples N orders of n = 7..9 instead of enumerating all n!) */
@@ -226,8 +213,6 @@ enum { CLI_GIVEN_SAMPLES = 1, CLI_GIVEN_EXHAUSTIVE = 2 };
 void cli_net_landscape_defaults(ls_opts *lo, int given);
 /* the CLI_GIVEN_* bit of a landscape option (0 for any other) */
 int cli_orders_given(int ch);
-/* the chosen block's prefix, "transformer.h.L.mlp" */
-const char *cli_net_block_name(const cli_net *n);
 
 /* ---- `--layer all`: every MoE layer, each on its own (align, scramble) ---- */
 int cli_layer_is_all(const char *layer);

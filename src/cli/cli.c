@@ -169,37 +169,15 @@ int cli_check_capture(const evalset *E, const moe_model *m) {
     return cli_error("%s", err.msg);
 }
 
-int cli_load_models(const char *pa, const char *pb, const char *layer, const char *e_path,
-                    moe_model *A, moe_model *B, evalset *E) {
-    prov_add_input(pa); // reports record each input's size and SHA-256
-    prov_add_input(pb);
-    prov_add_input(e_path);
+int cli_load_models(const char *pa, const char *pb, const char *layer, moe_model *A, moe_model *B) {
+    subject_spec sp = {.kind = SUBJECT_LAYER, .pa = pa, .pb = pb, .layer = layer,
+                       .uses = MS_USE_WM | MS_USE_COST, .ov = cli_overrides()};
+    subject s;
     ms_err err;
-    if (moe_load(A, pa, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
-    if (moe_load(B, pb, layer, cli_overrides(), &err)) {
-        moe_free(A);
-        return cli_error("%s", err.msg);
-    }
-    if (e_path && evalset_load(E, e_path, &err)) {
-        moe_free(A);
-        moe_free(B);
-        return cli_error("%s", err.msg);
-    }
-    if (e_path && cli_check_capture(E, A)) {
-        moe_free(A);
-        moe_free(B);
-        evalset_free(E);
-        return 1;
-    }
-    // what the pair commands derive (weight matching, expert costs, forward passes),
-    // bounded from the shapes before any of it is allocated
-    unsigned uses = MS_USE_WM | MS_USE_COST | (e_path ? MS_USE_EVAL | MS_USE_DIAG : 0);
-    if (ms_limits_check(A, B, e_path ? E : NULL, uses, &err)) {
-        moe_free(A);
-        moe_free(B);
-        if (e_path) evalset_free(E);
-        return cli_error("%s", err.msg);
-    }
+    if (subject_load(&s, &sp, &err)) return cli_error("%s", err.msg);
+    *A = s.A, *B = s.B; // theirs now
+    memset(&s.A, 0, sizeof s.A), memset(&s.B, 0, sizeof s.B);
+    subject_free(&s);
     return 0;
 }
 
@@ -507,7 +485,7 @@ int cli_align_inputs(cli_align_args *a, int argc, char **argv, const char *cmd,
     int orc = cli_check_outputs(cmd, usage, outs, 1, inputs, a->e_path ? 3 : 2);
     if (orc) return orc;
     int rc = a->stream_ok ? cli_load_models_stream(a->pa, a->pb, a->layer, &a->A, &a->B, &a->sa, &a->sb)
-                          : cli_load_models(a->pa, a->pb, a->layer, NULL, &a->A, &a->B, NULL);
+                          : cli_load_models(a->pa, a->pb, a->layer, &a->A, &a->B);
     if (rc) return rc;
     if (a->order_str) {
         // checked against A's n, so only after loading

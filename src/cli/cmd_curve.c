@@ -269,32 +269,27 @@ int cmd_curve(int argc, char **argv) {
     ms_err err;
 
     // a network (E holds input_ids or pixel_values): the curves of its chosen MoE block on the network's loss
-    moe_model A, B;
-    evalset E;
-    cli_net net;
+    subject S;
+    subject_spec sp = {.pa = pa, .pb = pb, .e_path = e_path, .layer = layer, .interp_backbone = interp,
+                       .uses = MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG};
+    if ((orc = cli_subject_load(&S, &sp, "curve", USAGE))) return orc;
     net_objective *no = NULL;
-    const ls_objective *obj = NULL;
-    memset(&A, 0, sizeof A), memset(&B, 0, sizeof B), memset(&E, 0, sizeof E), memset(&net, 0, sizeof net);
-    if (cli_net_wanted(pa, e_path)) {
-        align_opts other;
-        align_opts_default(&other);
-        other.method = method, other.center = center, other.wm_stage = wm;
-        if (cli_net_load(pa, pb, e_path, layer, interp, &net)) return 1;
-        if (cli_net_objective(&net, &other, 0, NULL, &no)) {
-            cli_net_free(&net);
-            return 1;
-        }
-        obj = net_objective_view(no);
-        moe_clone(&A, &net.A.moe[net.block]);
-        moe_clone(&B, &net.B.moe[net.block]);
-    } else if (interp || adaptive) {
-        return cli_usage_error(USAGE, "curve: %s is for networks", interp ? "--interpolate-backbone" : "--adaptive");
-    } else if (cli_load_models(pa, pb, layer, e_path, &A, &B, &E)) {
-        cli_hint_swapped("curve", pa, pb, e_path);
+    if (adaptive && S.kind != SUBJECT_NETWORK) {
+        subject_free(&S);
+        return cli_usage_error(USAGE, "curve: --adaptive is for networks");
+    }
+    align_opts other;
+    align_opts_default(&other);
+    other.method = method, other.center = center, other.wm_stage = wm;
+    if (cli_subject_objective(&S, &other, 0, NULL, &no)) {
+        subject_free(&S);
         return 1;
     }
+    const ls_objective *obj = no ? net_objective_view(no) : NULL;
+    const moe_model *A = S.a, *B = S.b;
+    const evalset *E = obj ? NULL : &S.E;
     prov_set_run(1, T);
-    int rc = 0, n = A.cfg.n, ncurves = 0;
+    int rc = 0, n = A->cfg.n, ncurves = 0;
     int orders[MAX_ORDERS][LS_MAX_N];
     ls_curve curves[3 + MAX_ORDERS];
     ls_refined ref[3 + MAX_ORDERS];
@@ -311,10 +306,10 @@ int cmd_curve(int argc, char **argv) {
                                  order_s[k], n - 1);
             goto out;
         }
-    if (A.cfg.has_head && B.cfg.has_head && !moe_heads_equal(&A, &B))
+    if (A->cfg.has_head && B->cfg.has_head && !moe_heads_equal(A, B))
         fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them too\n",
                 pa, pb);
-    ncurves = curves_compute(&A, &B, &E, obj, T, method, center, wm, orders, norder, curves, names,
+    ncurves = curves_compute(A, B, E, obj, T, method, center, wm, orders, norder, curves, names,
                               adaptive ? ref : NULL, &err);
     if (ncurves < 0) {
         ncurves = 0;
@@ -324,7 +319,7 @@ int cmd_curve(int argc, char **argv) {
     for (int k = 0; k < ncurves; k++) name_p[k] = names[k];
 
     // summary, then the curves themselves
-    ls_kind kind = obj ? obj->kind : ls_kind_of(&A, &E);
+    ls_kind kind = obj ? obj->kind : ls_kind_of(A, E);
     if (obj) printf("objective: %s (the other MoE blocks at the same t)\n\n", obj->what);
     curves_print(curves, names, ncurves, n, T, kind);
     if (adaptive) refined_print(ref, names, ncurves, T);
@@ -332,10 +327,7 @@ int cmd_curve(int argc, char **argv) {
     if (!rc && png && curves_png(curves, names, ncurves, n, T, kind, pa, pb, png, &err)) rc = cli_error("%s", err.msg);
 out:
     for (int k = 0; k < ncurves; k++) ls_curve_free(&curves[k]);
-    moe_free(&A);
-    moe_free(&B);
-    evalset_free(&E);
     net_objective_free(no);
-    if (obj) cli_net_free(&net);
+    subject_free(&S);
     return rc;
 }

@@ -72,20 +72,19 @@ static void print_findings(const diag_report *r) {
 /* A network's MoE block: the diagnostics on the block's own inputs (ln_2 of
  * network A's hidden states there), the chosen order ranked on the network's
  * loss, and whether the frozen backbones agree. */
-static int diagnose_network(const char *pa, const char *pb, const char *eval, const char *layer,
-                            diag_opts *o, int interp, const char *json) {
-    cli_net n;
-    if (cli_net_load(pa, pb, eval, layer, interp, &n)) return 1;
+static int diagnose_network(subject *S, diag_opts *o, const char *json) {
+    const char *pa = S->pa, *pb = S->pb, *eval = S->e_path;
+    const subject_net *n = &S->net;
     ms_err err;
-    int rc = 0, b = n.block;
-    const moe_model *A = &n.A.moe[b], *B = &n.B.moe[b];
+    int rc = 0, b = n->block;
+    const moe_model *A = S->a, *B = S->b;
     evalset X;
     memset(&X, 0, sizeof X);
     landscape L;
     memset(&L, 0, sizeof L);
     net_objective *no = NULL;
     net_par par = {0};
-    if (eval && net_block_inputs(&n.A, &n.E, b, &par, &X, &err)) rc = cli_error("%s", err.msg);
+    if (eval && net_block_inputs(&n->A, &n->E, b, &par, &X, &err)) rc = cli_error("%s", err.msg);
     ls_opts lo;
     ls_opts_default(&lo);
     cli_net_landscape_defaults(&lo, 0);
@@ -102,8 +101,8 @@ static int diagnose_network(const char *pa, const char *pb, const char *eval, co
         long planned = ls_orders_planned(&A->cfg, &lo, &exh, NULL);
         fprintf(stderr, "diagnose: ranking %s%ld orders of MoE block %d on the network's loss: %ld "
                         "orders x %d interior points, each a network forward over the %d evaluation sequences\n",
-                exh ? "all " : "", planned, n.A.cfg.moe_layers[b], planned, lo.T - 2, n.E.N);
-        if (cli_net_objective(&n, &other, 0, NULL, &no)) rc = 1;
+                exh ? "all " : "", planned, n->A.cfg.moe_layers[b], planned, lo.T - 2, n->E.N);
+        if (cli_subject_objective(S, &other, 0, NULL, &no)) rc = 1;
         lo.objective = no ? net_objective_view(no) : NULL;
         if (!rc && landscape_compute(A, B, NULL, &lo, &L, &err)) rc = cli_error("%s", err.msg);
         if (!rc) o->L = &L;
@@ -116,15 +115,15 @@ static int diagnose_network(const char *pa, const char *pb, const char *eval, co
             if (!strcmp(r.findings.items[i].code, "heads"))
                 snprintf(r.findings.items[i].text, sizeof r.findings.items[i].text,
                          "the loss is the network's (its LM head, after the other blocks)");
-        if (n.backbone_diff[0])
+        if (n->backbone_diff[0])
             dg_add(&r.findings, DG_WARN, "backbone", "A,B", NAN, "the backbones differ (%s): interpolated "
-                   "too, so these are not barriers of one frozen backbone", n.backbone_diff);
+                   "too, so these are not barriers of one frozen backbone", n->backbone_diff);
         else
             dg_add(&r.findings, DG_OK, "backbone", "A,B", NAN, "the frozen backbone (every tensor outside "
                    "the MoE blocks) is equal in A and B");
         printf("diagnose  A = %s\n          B = %s\n", pa, pb);
         printf("          MoE block %d (%s) of a %d-block network: n = %d, d = %d, h = %d, router %s",
-               n.A.cfg.moe_layers[b], A->layer, n.A.cfg.nlayer, A->cfg.n, A->cfg.d, A->cfg.h,
+               n->A.cfg.moe_layers[b], A->layer, n->A.cfg.nlayer, A->cfg.n, A->cfg.d, A->cfg.h,
                moe_router_name(A->cfg.router));
         if (A->cfg.router == ROUTER_TOPK) printf(" (k = %d)", A->cfg.k);
         printf("\n          evaluation set %s%s\n", eval ? eval : "none",
@@ -136,7 +135,6 @@ static int diagnose_network(const char *pa, const char *pb, const char *eval, co
     landscape_free(&L);
     net_objective_free(no);
     evalset_free(&X);
-    cli_net_free(&n);
     return rc;
 }
 
@@ -204,48 +202,35 @@ int cmd_diagnose(int argc, char **argv) {
     if (orc) return orc;
     // the landscape that ranks the chosen order: its rows on the progress line
     o.progress = cli_progress_rows, o.phase = cli_progress_step;
-    if (cli_net_wanted(pa, eval)) return diagnose_network(pa, pb, eval, layer, &o, interp, json);
-    if (interp) return cli_usage_error(USAGE, "diagnose: --interpolate-backbone is for networks");
-    moe_model A, B;
-    evalset E;
-    int have_e = eval != NULL, rc = 0;
-    if (cli_load_models(pa, pb, layer, eval, &A, &B, &E)) {
-        cli_hint_swapped("diagnose", pa, pb, eval);
-        return 1;
+    subject S;
+    subject_spec sp = {.pa = pa, .pb = pb, .e_path = eval, .layer = layer, .interp_backbone = interp,
+                       .uses = MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG};
+    if ((orc = cli_subject_load(&S, &sp, "diagnose", USAGE))) return orc;
+    int rc = 0;
+    if (S.kind == SUBJECT_NETWORK) {
+        rc = diagnose_network(&S, &o, json);
+        subject_free(&S);
+        return rc;
     }
-    if (have_e) {
-        // the head is optional for the diagnostics, but labels must fit it when present
-        if (A.cfg.has_head && moe_eval_check(&A, &E, &err)) {
-            rc = cli_error("%s", err.msg);
-            goto done;
-        }
-        if (!A.cfg.has_head && E.d != A.cfg.d) {
-            rc = cli_error("%s: inputs have width %d but the layer has d = %d", eval, E.d,
-                           A.cfg.d);
-            goto done;
-        }
-    }
-
+    const moe_model *A = S.a, *B = S.b;
     diag_report r;
-    if (diag_pair(&A, &B, have_e ? &E : NULL, &o, &r, &err)) {
+    if (diag_pair(A, B, eval ? &S.E : NULL, &o, &r, &err)) {
         rc = cli_error("%s", err.msg);
         diag_report_free(&r);
         goto done;
     }
     printf("diagnose  A = %s\n          B = %s\n", pa, pb);
-    printf("          n = %d, d = %d, h = %d, router %s", A.cfg.n, A.cfg.d, A.cfg.h,
-           moe_router_name(A.cfg.router));
-    if (A.cfg.router == ROUTER_TOPK) printf(" (k = %d)", A.cfg.k);
+    printf("          n = %d, d = %d, h = %d, router %s", A->cfg.n, A->cfg.d, A->cfg.h,
+           moe_router_name(A->cfg.router));
+    if (A->cfg.router == ROUTER_TOPK) printf(" (k = %d)", A->cfg.k);
     printf(", evaluation set %s\n", eval ? eval : "none");
     moe_symmetry sym;
-    moe_symmetry_group(&A.cfg, &sym);
+    moe_symmetry_group(&A->cfg, &sym);
     printf("          symmetry group %s\n          %s\n", sym.name, sym.why);
     print_findings(&r);
     if (json && diag_write_json(&r, pa, pb, eval, json, &err)) rc = cli_error("%s", err.msg);
     diag_report_free(&r);
 done:
-    if (have_e) evalset_free(&E);
-    moe_free(&A);
-    moe_free(&B);
+    subject_free(&S);
     return rc;
 }

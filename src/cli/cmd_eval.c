@@ -112,7 +112,7 @@ static int dump_outputs(const char *path, const moe_model *m, const evalset *e, 
 
 /* ---- a network checkpoint on its token evaluation set ---- */
 
-static int net_write_json(const char *path, const cli_net *n, const net_eval_result *r, ms_err *err) {
+static int net_write_json(const char *path, const subject_net *n, const net_eval_result *r, ms_err *err) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddNumberToObject(root, "loss", r->loss);
     cJSON_AddNumberToObject(root, "accuracy", r->accuracy);
@@ -145,7 +145,7 @@ static int net_write_json(const char *path, const cli_net *n, const net_eval_res
 
 /* sequences [row0, row0 + nrows) of E evaluated alone: their logits */
 typedef struct {
-    const cli_net *n;
+    const subject_net *n;
     int threads;
 } dump_ctx;
 
@@ -169,7 +169,7 @@ static int dump_panel(void *ctx, int64_t row0, int64_t nrows, float *buf, ms_err
  * DUMP_PANEL_BYTES (a sixteenth of the memory limit when that is less): never held
  * whole (a small checkpoint with a large vocabulary and set makes gigabytes) */
 #define DUMP_PANEL_BYTES ((size_t)8 << 20)
-static int net_dump(const char *path, const cli_net *n, int threads, ms_err *err) {
+static int net_dump(const char *path, const subject_net *n, int threads, ms_err *err) {
     const net_config *c = &n->A.cfg;
     int T = net_tokens(&n->A, &n->E), per = net_logit_rows(&n->A, T);
     size_t seq = (size_t)per * c->vocab * sizeof(float), cap = DUMP_PANEL_BYTES;
@@ -190,10 +190,8 @@ static int net_dump(const char *path, const cli_net *n, int threads, ms_err *err
 
 /* loss, accuracy and every MoE block's routing load; --repeat times whole
  * evaluations (the frozen prefix included: what a forward pass costs) */
-static int eval_network(const char *ck, const char *e_path, const char *layer, const char *json,
+static int eval_network(const subject_net *n, const char *ck, const char *e_path, const char *json,
                         const char *dump, long repeat, int threads) {
-    cli_net n;
-    if (cli_net_load(ck, NULL, e_path, layer, 0, &n)) return 1;
     ms_err err;
     net_eval_result r;
     memset(&r, 0, sizeof r);
@@ -205,19 +203,19 @@ static int eval_network(const char *ck, const char *e_path, const char *layer, c
     double t0 = now_sec();
     for (long it = 0; it < repeat && !rc; it++) {
         net_eval_result_free(&r);
-        if (net_evaluate(&n.A, &n.E, NULL, &run, &par, &r, &err)) rc = cli_error("%s", err.msg);
+        if (net_evaluate(&n->A, &n->E, NULL, &run, &par, &r, &err)) rc = cli_error("%s", err.msg);
     }
     double dt = now_sec() - t0;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     double cpu = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
-    int T = net_tokens(&n.A, &n.E), vit = net_arch_of(n.A.cfg.arch)->target == NET_TARGET_CLASS;
+    int T = net_tokens(&n->A, &n->E), vit = net_arch_of(n->A.cfg.arch)->target == NET_TARGET_CLASS;
     if (!rc && repeat > 1) {
-        double tok = (double)n.E.N * T;
+        double tok = (double)n->E.N * T;
         fprintf(stderr, "eval: %ld runs of %d x %d tokens in %.6f s: %.6f s per run, %.0f tokens/s "
                         "(CPU %.6f s per run)\n",
-                repeat, n.E.N, T, dt, dt / repeat, (double)repeat * tok / dt, cpu / repeat);
+                repeat, n->E.N, T, dt, dt / repeat, (double)repeat * tok / dt, cpu / repeat);
     }
-    const net_config *c = &n.A.cfg;
+    const net_config *c = &n->A.cfg;
     if (!rc) {
         printf("checkpoint  %s (network %s: %d blocks, d = %d, %d heads, %s = %d; %s", ck,
                net_arch_of(c->arch)->model_type, c->nlayer, c->d, c->nhead, vit ? "classes" : "V", c->vocab,
@@ -225,19 +223,19 @@ static int eval_network(const char *ck, const char *e_path, const char *layer, c
         for (int b = 0; b < c->nmoe; b++) printf("%s %d", b ? "," : "", c->moe_layers[b]);
         if (vit)
             printf(")\neval set    %s (N = %d images of %d x %d x %d: %d patches + CLS = %d tokens each)\n",
-                   e_path, n.E.N, n.E.C, n.E.H, n.E.W, c->npatch, T);
+                   e_path, n->E.N, n->E.C, n->E.H, n->E.W, c->npatch, T);
         else
             printf(")\neval set    %s (N = %d sequences of T = %d tokens: %ld next-token positions)\n",
-                   e_path, n.E.N, T, r.positions);
+                   e_path, n->E.N, T, r.positions);
         printf("loss        %.6f (mean %s cross-entropy, nats)\n", r.loss, vit ? "class" : "next-token");
         printf("accuracy    %.4f (%s top-1)\n", r.accuracy, vit ? "class" : "next-token");
     }
     for (int b = 0; b < c->nmoe && !rc; b++) {
-        const moe_config *mc = &n.A.moe[b].cfg;
+        const moe_config *mc = &n->A.moe[b].cfg;
         char rdesc[512];
         moe_router_describe(mc, rdesc, sizeof rdesc);
         int dense = mc->router == ROUTER_DENSE;
-        printf("\nblock %d (%s): %s\nexpert  mean gate%s\n", c->moe_layers[b], n.A.moe[b].layer, rdesc,
+        printf("\nblock %d (%s): %s\nexpert  mean gate%s\n", c->moe_layers[b], n->A.moe[b].layer, rdesc,
                dense ? "" : "  fraction routed");
         for (int i = 0; i < mc->n; i++) {
             printf("%6d  %9.4f", i, r.load_mean[b * r.n + i]);
@@ -245,10 +243,9 @@ static int eval_network(const char *ck, const char *e_path, const char *layer, c
             printf("\n");
         }
     }
-    if (!rc && json && net_write_json(json, &n, &r, &err)) rc = cli_error("%s", err.msg);
-    if (!rc && dump && net_dump(dump, &n, threads, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && json && net_write_json(json, n, &r, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && dump && net_dump(dump, n, threads, &err)) rc = cli_error("%s", err.msg);
     net_eval_result_free(&r);
-    cli_net_free(&n);
     return rc;
 }
 
@@ -304,30 +301,19 @@ int cmd_eval(int argc, char **argv) {
     const out_spec outs[2] = {{json, "--json", OUT_FILE}, {dump, "--dump-outputs", OUT_FILE}};
     int orc = cli_check_outputs("eval", USAGE, outs, 2, inputs, 2);
     if (orc) return orc;
-    if (cli_net_wanted(ck, eval_path)) return eval_network(ck, eval_path, layer, json, dump, repeat, threads);
-    moe_model m;
-    evalset e;
-    if (moe_load(&m, ck, layer, cli_overrides(), &err)) {
-        cli_error("%s", err.msg);
-        cli_hint_swapped("eval", ck, NULL, eval_path);
-        return 1;
+    subject S;
+    subject_spec sp = {.pa = ck, .e_path = eval_path, .layer = layer, .uses = MS_USE_EVAL};
+    if ((orc = cli_subject_load(&S, &sp, "eval", USAGE))) return orc;
+    if (S.kind == SUBJECT_NETWORK) {
+        orc = eval_network(&S.net, ck, eval_path, json, dump, repeat, threads);
+        subject_free(&S);
+        return orc;
     }
-    if (evalset_load(&e, eval_path, &err)) {
-        moe_free(&m);
-        return cli_error("%s", err.msg);
-    }
-    if (cli_check_capture(&e, &m)) {
-        moe_free(&m);
-        evalset_free(&e);
-        return 1;
-    }
+    const moe_model m = S.A; // views: S owns them
+    const evalset e = S.E;
     int rc = 0;
     moe_eval_result r;
     memset(&r, 0, sizeof r);
-    if (moe_eval_check(&m, &e, &err) || ms_limits_check(&m, NULL, &e, MS_USE_EVAL, &err)) {
-        rc = cli_error("%s", err.msg);
-        goto done;
-    }
     double t0 = now_sec();
     for (long it = 0; it < repeat; it++) {
         moe_eval_result_free(&r);
@@ -378,7 +364,6 @@ int cmd_eval(int argc, char **argv) {
     }
 done:
     moe_eval_result_free(&r);
-    evalset_free(&e);
-    moe_free(&m);
+    subject_free(&S);
     return rc;
 }

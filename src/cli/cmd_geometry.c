@@ -98,8 +98,11 @@ static cJSON *run_json(const geo_args *a, const char *mode) {
 }
 
 static int geometry_of_network(const geo_args *a) {
-    cli_net n;
-    if (cli_net_load(a->ckpt, NULL, a->eval, NULL, 0, &n)) return 1;
+    subject S;
+    subject_spec sp = {.kind = SUBJECT_NETWORK, .pa = a->ckpt, .e_path = a->eval};
+    int rc = cli_subject_load(&S, &sp, "geometry", USAGE);
+    if (rc) return rc;
+    const subject_net *n = &S.net;
     ms_err err;
     geo_opts o;
     geo_opts_default(&o);
@@ -108,33 +111,33 @@ static int geometry_of_network(const geo_args *a) {
     geometry G;
     geo_transport T;
     memset(&T, 0, sizeof T);
-    int rc = 0, ts, tt, ntok = net_tokens(&n.A, &n.E);
-    geo_network_split(n.E.N, ntok, a->frac, &ts, &tt);
-    if (geometry_network(&n.A, &n.E, a->frac, &o, &par, &G, &err)) {
-        cli_net_free(&n);
+    int ts, tt, ntok = net_tokens(&n->A, &n->E);
+    geo_network_split(n->E.N, ntok, a->frac, &ts, &tt);
+    if (geometry_network(&n->A, &n->E, a->frac, &o, &par, &G, &err)) {
+        subject_free(&S);
         return cli_error("%s", err.msg);
     }
     int transport = a->transport && ts >= 1;
-    if (transport && geo_transport_run(&G, &n.A, &n.E, ts, &par, &T, &err)) rc = cli_error("%s", err.msg);
+    if (transport && geo_transport_run(&G, &n->A, &n->E, ts, &par, &T, &err)) rc = cli_error("%s", err.msg);
     if (!rc) {
-        const char *unit = n.E.pixels ? "images" : "sequences"; // a ViT's: its patches and the CLS token
-        printf("geometry  %s\n          evaluation set %s: %d %s of %d tokens", a->ckpt, a->eval, n.E.N, unit, ntok);
-        if (ts) printf(", the first %d %s train, %d held out\n", ts, unit, n.E.N - ts);
+        const char *unit = n->E.pixels ? "images" : "sequences"; // a ViT's: its patches and the CLS token
+        printf("geometry  %s\n          evaluation set %s: %d %s of %d tokens", a->ckpt, a->eval, n->E.N, unit, ntok);
+        if (ts) printf(", the first %d %s train, %d held out\n", ts, unit, n->E.N - ts);
         else printf(" (one sequence: its first %d tokens train)\n", tt);
-        printf("          a %d-block network, MoE blocks", n.A.cfg.nlayer);
-        for (int i = 0; i < n.A.cfg.nmoe; i++) printf(" %d", n.A.cfg.moe_layers[i]);
+        printf("          a %d-block network, MoE blocks", n->A.cfg.nlayer);
+        for (int i = 0; i < n->A.cfg.nmoe; i++) printf(" %d", n->A.cfg.moe_layers[i]);
         printf("\n\n");
         geometry_print(stdout, &G, transport ? &T : NULL);
         if (a->transport && !ts) printf("\n(no transport test: one sequence leaves none held out)\n");
         cJSON *run = run_json(a, "network");
-        cJSON_AddNumberToObject(run, "sequences", n.E.N);
+        cJSON_AddNumberToObject(run, "sequences", n->E.N);
         cJSON_AddNumberToObject(run, "sequence_length", ntok);
         cJSON_AddNumberToObject(run, "train_sequences", ts);
         rc = write_outputs(a, &G, transport ? &T : NULL, run);
     }
     geo_transport_free(&T);
     geometry_free(&G);
-    cli_net_free(&n);
+    subject_free(&S);
     return rc;
 }
 
@@ -228,5 +231,6 @@ int cmd_geometry(int argc, char **argv) {
                               {a.r2_png, "--r2-png", OUT_FILE}};
     int orc = cli_check_outputs("geometry", USAGE, outs, 4, inputs, 2);
     if (orc) return orc;
-    return cli_net_wanted(a.ckpt, a.eval) ? geometry_of_network(&a) : geometry_of_capture(&a);
+    // a network's router inputs come from its own forward; a layer's were captured
+    return subject_detect(a.ckpt, a.eval) == SUBJECT_NETWORK ? geometry_of_network(&a) : geometry_of_capture(&a);
 }

@@ -316,29 +316,21 @@ static void print_network(const landscape *L, int nmoe) {
 }
 
 /* `landscape` on networks: every order of one MoE block on the network's loss */
-static int landscape_network(const char *pa, const char *pb, const char *e_path, const char *layer,
-                             ls_opts *lo, int interp, int proxy, const char *const outs[5], int show,
-                             int log_rank) {
+static int landscape_network(subject *S, double t_load, ls_opts *lo, int proxy, const char *const outs[5],
+                             int show, int log_rank) {
     const char *json = outs[0], *csv = outs[1], *png = outs[2], *cpng = outs[3], *spng = outs[4];
-    double t_load = timing_now();
-    cli_net n;
-    if (cli_net_load(pa, pb, e_path, layer, interp, &n)) return 1;
-    t_load = timing_now() - t_load;
+    const char *pa = S->pa, *pb = S->pb, *e_path = S->e_path;
+    subject_net *n = &S->net;
     ms_err err;
-    if (ls_check_orders(&n.A.moe[n.block].cfg, lo, pa, &err)) { // before the other blocks' alignment
-        cli_net_free(&n);
+    if (ls_check_orders(&n->A.moe[n->block].cfg, lo, pa, &err)) // before the other blocks' alignment
         return cli_error("%s", err.msg);
-    }
     align_opts other;
     align_opts_default(&other);
     other.center = lo->center, other.wm_stage = lo->wm;
     net_objective *no;
-    if (cli_net_objective(&n, &other, lo->nthreads, NULL, &no)) {
-        cli_net_free(&n);
-        return 1;
-    }
+    if (cli_subject_objective(S, &other, lo->nthreads, NULL, &no)) return 1;
     lo->objective = net_objective_view(no);
-    const moe_model *A = &n.A.moe[n.block], *B = &n.B.moe[n.block];
+    const moe_model *A = S->a, *B = S->b;
     landscape L;
     int rc = 0;
     if (landscape_compute(A, B, NULL, lo, &L, &err)) {
@@ -354,7 +346,7 @@ static int landscape_network(const char *pa, const char *pb, const char *e_path,
     if (proxy) {
         evalset X;
         net_par par = {.threads = lo->nthreads};
-        rc = net_block_inputs(&n.A, &n.E, n.block, &par, &X, &err);
+        rc = net_block_inputs(&n->A, &n->E, n->block, &par, &X, &err);
         if (!rc) {
             rc = net_landscape_proxy(A, B, &X, lo, &L, &err);
             evalset_free(&X);
@@ -365,7 +357,7 @@ static int landscape_network(const char *pa, const char *pb, const char *e_path,
         }
     }
     print_summary(&L, &A->cfg, lo);
-    print_network(&L, n.A.cfg.nmoe);
+    print_network(&L, n->A.cfg.nmoe);
     printf("\nranks known after %.3f s, all orders after %.3f s\n", L.secs_ranks, L.secs_total);
     if (split_wanted) print_split(&L);
     if (json && landscape_write_json(&L, pa, pb, e_path, A->layer, json, &err)) rc = cli_error("%s", err.msg);
@@ -377,7 +369,6 @@ done:
     landscape_free(&L);
 out:
     net_objective_free(no);
-    cli_net_free(&n);
     return rc;
 }
 
@@ -446,29 +437,30 @@ int cmd_landscape(int argc, char **argv) {
     lo.progress = on_progress;
     lo.phase = on_phase;
     lo.ctx = &show;
-    if (cli_net_wanted(pa, e_path)) {
-        cli_net_landscape_defaults(&lo, orders_given);
-        return landscape_network(pa, pb, e_path, layer, &lo, interp, proxy, outs, show, log_rank);
-    }
-    if (interp) return cli_usage_error(USAGE, "landscape: --interpolate-backbone is for networks");
-    moe_model A, B;
-    evalset E;
+    subject S;
+    subject_spec sp = {.pa = pa, .pb = pb, .e_path = e_path, .layer = layer, .interp_backbone = interp,
+                       .uses = MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG};
     double t_load = timing_now();
-    if (cli_load_models(pa, pb, layer, e_path, &A, &B, &E)) {
-        cli_hint_swapped("landscape", pa, pb, e_path);
-        return 1;
-    }
+    if ((orc = cli_subject_load(&S, &sp, "landscape", USAGE))) return orc;
     t_load = timing_now() - t_load;
+    if (S.kind == SUBJECT_NETWORK) {
+        cli_net_landscape_defaults(&lo, orders_given);
+        orc = landscape_network(&S, t_load, &lo, proxy, outs, show, log_rank);
+        subject_free(&S);
+        return orc;
+    }
+    const moe_model *A = S.a, *B = S.b;
+    const evalset *E = &S.E;
     int rc = 0;
-    if (cli_reports_here() && A.cfg.has_head && B.cfg.has_head && !moe_heads_equal(&A, &B))
+    if (cli_reports_here() && A->cfg.has_head && B->cfg.has_head && !moe_heads_equal(A, B))
         fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them too\n",
                 pa, pb);
-    if (cli_reports_here() && A.cfg.router == ROUTER_TOPK && A.cfg.k == 1) // once under MPI
+    if (cli_reports_here() && A->cfg.router == ROUTER_TOPK && A->cfg.k == 1) // once under MPI
         fprintf(stderr, "moescope: warning: top-1 routing is outside the theory (positive scaling "
                         "of the scores is an extra symmetry)\n");
     lo.part = cli_partition; // moescope-mpi: split over its processes
     landscape L;
-    if (landscape_compute(&A, &B, &E, &lo, &L, &err)) {
+    if (landscape_compute(A, B, E, &lo, &L, &err)) {
         cli_progress_end();
         rc = cli_error("%s", err.msg);
         goto out;
@@ -477,7 +469,7 @@ int cmd_landscape(int argc, char **argv) {
     L.secs_load = t_load;
     if (!cli_reports_here()) goto done; // rank 0 of moescope-mpi alone reports
 
-    print_summary(&L, &A.cfg, &lo);
+    print_summary(&L, &A->cfg, &lo);
     for (int m = 0; m < 2; m++) // ties (rank.h): rank counts only orders more than tau below
         if (L.tied[m] > 1)
             printf("%s: rank %d (tied: %d at %.4f; by AUC %d), tolerance %.3g\n",
@@ -498,8 +490,6 @@ int cmd_landscape(int argc, char **argv) {
 done:
     landscape_free(&L);
 out:
-    moe_free(&A);
-    moe_free(&B);
-    evalset_free(&E);
+    subject_free(&S);
     return rc;
 }

@@ -105,17 +105,19 @@ static int net_line(const char *name, const net_model *net, int b, const moe_mod
  * block (the network objective: naive, and aligned by the expert cost) */
 static int merge_evaluate_net(const moe_model *A, const moe_model *B, const moe_model *Bp, const moe_model *M,
                               const moe_model *N, double alpha, const char *e_path, int sweep) {
-    cli_net n;
-    if (cli_net_load(A->path, B->path, e_path, A->layer, 0, &n)) return 1;
+    subject S;
+    subject_spec sp = {.kind = SUBJECT_NETWORK, .pa = A->path, .pb = B->path, .e_path = e_path, .layer = A->layer};
+    if (cli_subject_load(&S, &sp, "merge", "")) return 1;
+    const subject_net *n = &S.net;
     char lab[64];
-    printf("\non %s (the network's %s loss; the other MoE blocks A's):\n", e_path, net_loss_kind(&n.A));
-    int b = n.block, rc = net_line("A", &n.A, b, NULL, &n.E) || net_line("B", &n.B, b, NULL, &n.E);
+    printf("\non %s (the network's %s loss; the other MoE blocks A's):\n", e_path, net_loss_kind(&n->A));
+    int b = n->block, rc = net_line("A", &n->A, b, NULL, &n->E) || net_line("B", &n->B, b, NULL, &n->E);
     snprintf(lab, sizeof lab, "soup (1 - %g) A + %g B'", alpha, alpha);
-    rc = rc || net_line(lab, &n.A, b, M, &n.E) || net_line("naive soup, B not aligned", &n.A, b, N, &n.E);
+    rc = rc || net_line(lab, &n->A, b, M, &n->E) || net_line("naive soup, B not aligned", &n->A, b, N, &n->E);
     net_objective *no = NULL;
     align_opts other;
     align_opts_default(&other);
-    if (!rc && sweep && !(rc = cli_net_objective(&n, &other, 0, NULL, &no))) {
+    if (!rc && sweep && !(rc = cli_subject_objective(&S, &other, 0, NULL, &no))) {
         ls_curve c[2];
         memset(c, 0, sizeof c);
         ms_err err;
@@ -129,7 +131,7 @@ static int merge_evaluate_net(const moe_model *A, const moe_model *B, const moe_
         ls_curve_free(&c[1]);
     }
     net_objective_free(no);
-    cli_net_free(&n);
+    subject_free(&S);
     return rc ? 1 : 0;
 }
 

@@ -263,46 +263,44 @@ static int study_report(study *S, const st_pool *P, const char *e_path, const ch
     return rc;
 }
 
-static int run_study(const st_pool *P, const char *e_path, const char *layer, ls_opts *lo,
+/* the pool as subjects of S0's kind: S[0] is S0 (with the evaluation set), each
+ * next one loaded alone (a network's checked against the first: one architecture,
+ * one frozen backbone unless --interpolate-backbone) */
+static int load_pool(const st_pool *P, subject *S0, const char *layer, int interp, subject *S) {
+    S[0] = *S0;
+    for (int i = 1; i < P->np; i++) {
+        int net = S0->kind == SUBJECT_NETWORK;
+        subject_spec sp = {.kind = S0->kind, .pa = P->paths[i], .pb = net ? P->paths[0] : NULL, .layer = layer,
+                           .interp_backbone = interp};
+        int rc = cli_subject_load(&S[i], &sp, "study", USAGE);
+        if (rc) return rc; // the caller frees those before
+        if (net) net_free(&S[i].net.B), S[i].b = NULL; // the first, for the checks only
+    }
+    return 0;
+}
+
+static int run_study(const st_pool *P, const subject *S, const char *e_path, ls_opts *lo,
                      const char *const *outs, int show) {
     char *const *paths = P->paths;
     int np = P->np;
     ms_err err;
     moe_model *M = ms_calloc((size_t)np, sizeof(moe_model));
-    evalset E;
-    int rc = 0, nl = 0;
-    prov_add_input(e_path);
-    for (; nl < np; nl++) {
-        prov_add_input(paths[nl]);
-        if (moe_load(&M[nl], paths[nl], layer, cli_overrides(), &err)) {
-            rc = cli_error("%s", err.msg);
-            break;
-        }
+    for (int i = 0; i < np; i++) M[i] = S[i].A; // views
+    study Sd;
+    int rc = 0;
+    lo->part = cli_partition; // moescope-mpi: every landscape split over its processes
+    int here = cli_reports_here(); // rank 0 of moescope-mpi alone reports
+    int bar = isatty(2) || (cli_partition && show); // moescope-mpi: lines (cli_progress)
+    study_progress(lo, np, bar && here);
+    if (study_run(M, (const char *const *)paths, np, &S[0].E, lo, bar && here ? on_pair : NULL, &Sd, &err)) {
+        cli_progress_end();
+        rc = cli_error("%s", err.msg);
+    } else if (!here) {
+        study_free(&Sd);
+    } else {
+        cli_progress_end();
+        rc = study_report(&Sd, P, e_path, outs, show);
     }
-    if (!rc && evalset_load(&E, e_path, &err)) rc = cli_error("%s", err.msg);
-    else if (!rc && np > 0 && cli_check_capture(&E, &M[0])) {
-        evalset_free(&E);
-        rc = 1;
-    }
-    if (!rc) {
-        study S;
-        lo->part = cli_partition; // moescope-mpi: every landscape split over its processes
-        int here = cli_reports_here(); // rank 0 of moescope-mpi alone reports
-        int bar = isatty(2) || (cli_partition && show); // moescope-mpi: lines (cli_progress)
-        study_progress(lo, np, bar && here);
-        if (study_run(M, (const char *const *)paths, np, &E, lo, bar && here ? on_pair : NULL,
-                      &S, &err)) {
-            cli_progress_end();
-            rc = cli_error("%s", err.msg);
-        } else if (!here) {
-            study_free(&S);
-        } else {
-            cli_progress_end();
-            rc = study_report(&S, P, e_path, outs, show);
-        }
-        evalset_free(&E);
-    }
-    for (int i = 0; i < nl; i++) moe_free(&M[i]);
     free(M);
     return rc;
 }
@@ -310,7 +308,7 @@ static int run_study(const st_pool *P, const char *e_path, const char *layer, ls
 /* ---- a pool of networks: every pair's landscape on the network's loss ---- */
 
 typedef struct {
-    cli_net *nets;          /* (np) each with A loaded; E in nets[0] */
+    subject *nets;          /* (np) each with its network A loaded; E in nets[0] */
     const ls_opts *lo;
     align_opts other;
     int interp, proxy;
@@ -320,9 +318,9 @@ typedef struct {
 
 static int ns_make(void *ctx, int i, int j, const ls_objective **obj, ms_err *err) {
     net_study *s = ctx;
-    net_obj_opts o = {.chosen = s->nets[0].block, .other = s->other, .interp_backbone = s->interp,
+    net_obj_opts o = {.chosen = s->nets[0].net.block, .other = s->other, .interp_backbone = s->interp,
                       .par = {.threads = s->lo->nthreads}};
-    if (net_objective_new(&s->nets[i].A, &s->nets[j].A, &s->nets[0].E, &o, &s->cur, err)) return -1;
+    if (net_objective_new(&s->nets[i].net.A, &s->nets[j].net.A, &s->nets[0].net.E, &o, &s->cur, err)) return -1;
     *obj = net_objective_view(s->cur);
     return 0;
 }
@@ -335,39 +333,22 @@ static void ns_done(void *ctx) {
 
 static int ns_proxy(void *ctx, int i, int j, landscape *L, ms_err *err) {
     net_study *s = ctx;
-    int b = s->nets[0].block;
+    int b = s->nets[0].net.block;
     net_par par = {.threads = s->lo->nthreads};
-    if (!s->inputs[i].inputs && net_block_inputs(&s->nets[i].A, &s->nets[0].E, b, &par, &s->inputs[i], err))
+    if (!s->inputs[i].inputs && net_block_inputs(&s->nets[i].net.A, &s->nets[0].net.E, b, &par, &s->inputs[i], err))
         return -1;
-    return net_landscape_proxy(&s->nets[i].A.moe[b], &s->nets[j].A.moe[b], &s->inputs[i], s->lo, L, err);
+    return net_landscape_proxy(s->nets[i].a, s->nets[j].a, &s->inputs[i], s->lo, L, err);
 }
 
-/* the pool loaded as networks (the first with E), each checked against the first:
- * one architecture, one frozen backbone (unless interp) */
-static int load_net_pool(const st_pool *P, const char *e_path, const char *layer, int interp, cli_net *nets) {
-    int rc = 0, i = 0;
-    for (; i < P->np && !rc; i++)
-        rc = cli_net_load(P->paths[i], i ? P->paths[0] : NULL, i ? NULL : e_path, layer, interp, &nets[i]);
-    for (int k = 1; k < P->np && !rc; k++) net_free(&nets[k].B); // the first, for the checks only
-    if (rc)
-        for (int k = 0; k < i - 1; k++) cli_net_free(&nets[k]);
-    return rc;
-}
-
-static int run_study_net(const st_pool *P, const char *e_path, const char *layer, ls_opts *lo,
+static int run_study_net(const st_pool *P, subject *nets, const char *e_path, ls_opts *lo,
                          const char *const *outs, int show, int interp, int proxy) {
-    cli_net *nets = ms_calloc((size_t)P->np, sizeof(cli_net));
-    if (load_net_pool(P, e_path, layer, interp, nets)) {
-        free(nets);
-        return 1;
-    }
     net_study ns = {.nets = nets, .lo = lo, .interp = interp, .proxy = proxy};
     align_opts_default(&ns.other);
     ns.other.center = lo->center, ns.other.wm_stage = lo->wm;
     ns.inputs = ms_calloc((size_t)P->np, sizeof(evalset));
     study_objective so = {ns_make, ns_done, proxy ? ns_proxy : NULL, &ns};
     moe_model *M = ms_calloc((size_t)P->np, sizeof(moe_model)); // each one's chosen block
-    for (int i = 0; i < P->np; i++) M[i] = nets[i].A.moe[nets[0].block];
+    for (int i = 0; i < P->np; i++) M[i] = *nets[i].a;
     study S;
     ms_err err;
     int rc = 0, bar = isatty(2) && show;
@@ -379,10 +360,9 @@ static int run_study_net(const st_pool *P, const char *e_path, const char *layer
         cli_progress_end();
         rc = study_report(&S, P, e_path, outs, show);
     }
-    for (int i = 0; i < P->np; i++) evalset_free(&ns.inputs[i]), cli_net_free(&nets[i]);
+    for (int i = 0; i < P->np; i++) evalset_free(&ns.inputs[i]);
     free(ns.inputs);
     free(M);
-    free(nets);
     return rc;
 }
 
@@ -447,13 +427,21 @@ int cmd_study(int argc, char **argv) {
                                 {outs[2], "--latex", OUT_FILE}, {outs[3], "--png", OUT_FILE}};
         rc = cli_check_outputs("study", USAGE, op, 4, ins, nin);
     }
-    if (!rc && cli_net_wanted(P.paths[0], e_path)) {
-        cli_net_landscape_defaults(&lo, orders_given);
-        rc = run_study_net(&P, e_path, layer, &lo, outs, show, interp, proxy);
-    } else if (!rc) {
-        rc = interp ? cli_usage_error(USAGE, "study: --interpolate-backbone is for networks")
-                    : run_study(&P, e_path, layer, &lo, outs, show);
+    subject S0, *S = NULL;
+    subject_spec sp = {.pa = P.np ? P.paths[0] : NULL, .e_path = e_path, .layer = layer, .interp_backbone = interp};
+    if (!rc) rc = cli_subject_load(&S0, &sp, "study", USAGE);
+    if (!rc) {
+        S = ms_calloc((size_t)P.np, sizeof(subject));
+        rc = load_pool(&P, &S0, layer, interp, S);
     }
+    if (!rc && S[0].kind == SUBJECT_NETWORK) {
+        cli_net_landscape_defaults(&lo, orders_given);
+        rc = run_study_net(&P, S, e_path, &lo, outs, show, interp, proxy);
+    } else if (!rc) {
+        rc = run_study(&P, S, e_path, &lo, outs, show);
+    }
+    for (int i = 0; S && i < P.np && S[i].pa; i++) subject_free(&S[i]);
+    free(S);
     pool_free(&P);
     return rc;
 }

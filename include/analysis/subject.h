@@ -1,0 +1,80 @@
+/* subject.h - what a command works on, loaded and checked in one place.
+ *
+ * A subject is one MoE layer pair (A's and B's layer, an evaluation set of
+ * inputs) or a whole network pair (a GPT-2- or ViT-layout network around MoE
+ * blocks, an evaluation set of input_ids or pixel_values, the chosen block).
+ * subject_load decides which once, from the files, and runs every check the
+ * commands and the explorer share: A and B of one shape, the evaluation set
+ * fitting A, the frozen backbones equal (or --interpolate-backbone), the
+ * derived allocations within the memory budget. Its callers branch on kind for
+ * what they compute, never to load. */
+#ifndef MS_SUBJECT_H
+#define MS_SUBJECT_H
+
+#include "align/align.h"
+#include "analysis/ms_limits.h"
+#include "io/evalset.h"
+#include "io/family.h"
+#include "model/model.h"
+#include "network/net_evalset.h"
+#include "network/net_model.h"
+#include "network/net_objective.h"
+
+/* SUBJECT_DETECT: decided from the files (subject_detect) */
+typedef enum { SUBJECT_DETECT, SUBJECT_LAYER, SUBJECT_NETWORK } subject_kind;
+
+/* What subject_load returns for a request that cannot be met whatever the files
+ * hold (--interpolate-backbone on layers): the command's usage error. */
+enum { SUBJECT_USAGE = -2 };
+
+typedef struct {
+    subject_kind kind;          /* SUBJECT_DETECT, or what the caller knows it is */
+    const char *pa, *pb;        /* the checkpoints; pb NULL: one (eval, geometry, a pool's first) */
+    const char *e_path;         /* the evaluation set, NULL: none */
+    const char *layer;          /* --layer: a layer's prefix (NULL: "moe"), a network's block */
+    int interp_backbone;        /* --interpolate-backbone: a network's backbones may differ */
+    unsigned uses;              /* MS_USE_* the command derives (analysis/ms_limits.h) */
+    const family_overrides *ov; /* the router overrides of every load (family.h) */
+    int ignore_capture;         /* a layer's set captured at another layer is taken anyway */
+} subject_spec;
+
+/* A network pair: A and B whole, the token or image set, the chosen block. */
+typedef struct {
+    net_model A, B;          /* B zeroed when one checkpoint was loaded */
+    net_evalset E;           /* zeroed without an evaluation set */
+    int block;               /* the chosen MoE block: an index into cfg.moe_layers */
+    int interp_backbone;     /* --interpolate-backbone */
+    char backbone_diff[512]; /* how the backbones differ, "" when equal */
+} subject_net;
+
+typedef struct {
+    subject_kind kind;
+    const char *pa, *pb, *e_path;
+    moe_model A, B;     /* a layer pair (B zeroed without pb) */
+    evalset E;          /* a layer's inputs, zeroed without an evaluation set */
+    subject_net net;    /* a network pair */
+    const moe_model *a, *b; /* the layer worked on: &A and &B, or the networks' chosen block (b NULL without pb) */
+} subject;
+
+/* The kind of run: a network when the evaluation set holds input_ids or
+ * pixel_values, or (no set) when checkpoint pa is a network; a layer otherwise. */
+subject_kind subject_detect(const char *pa, const char *e_path);
+
+/* Load and check what sp names into s (a network's checkpoint loaded as a layer
+ * when sp->kind says SUBJECT_LAYER; a layer's refused by name as a network's
+ * when it says SUBJECT_NETWORK). 0; -1 with err set; SUBJECT_USAGE with
+ * err set to the usage problem (without the command's name). Nothing is left
+ * to free on failure, s->kind still saying what was tried. Every input is recorded for the reports' provenance. */
+int subject_load(subject *s, const subject_spec *sp, ms_err *err);
+/* Everything s holds freed, s zeroed but its kind. */
+void subject_free(subject *s);
+
+/* The network loss as the objective of block `block` (an index into
+ * moe_layers) of n, the other blocks aligned by other (its order ignored: an
+ * order names the chosen block's experts); par's threads and cancel flag. */
+int subject_net_objective(const subject_net *n, int block, const align_opts *other, const net_par *par,
+                          net_objective **out, ms_err *err);
+/* The chosen block's prefix, "transformer.h.L.mlp" */
+const char *subject_block_name(const subject *s);
+
+#endif

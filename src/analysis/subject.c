@@ -1,0 +1,146 @@
+/* subject.c - what a command works on, loaded and checked once (subject.h). */
+#include "analysis/subject.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/ms_limits.h"
+#include "io/checkpoint.h"
+#include "io/model_io.h"
+#include "io/provenance.h"
+#include "io/safetensors.h"
+#include "model/evaluator.h"
+
+/* does the file hold a layer's evaluation set ('inputs', a block's captured inputs)? */
+static int layer_evalset_is(const char *path) {
+    st_file f;
+    if (st_open(&f, path, NULL)) return 0;
+    int yes = st_find(&f, "inputs") != NULL;
+    st_close(&f);
+    return yes;
+}
+
+subject_kind subject_detect(const char *pa, const char *e_path) {
+    if (e_path && net_evalset_is(e_path)) return SUBJECT_NETWORK;
+    // a set that is neither (empty, or another file): the checkpoint decides, so a
+    // network's run says what its set lacks instead of asking for a layer's 'inputs'
+    if (e_path && layer_evalset_is(e_path)) return SUBJECT_LAYER;
+    int a = net_path_arch(pa); // a real decoder without token ids: its layers, one at a time
+    return a >= 0 && !net_arch_of((net_arch)a)->eval_only ? SUBJECT_NETWORK : SUBJECT_LAYER;
+}
+
+/* ---- a layer pair ---- */
+
+static int load_layer(subject *s, const subject_spec *sp, ms_err *err) {
+    if (moe_load(&s->A, sp->pa, sp->layer, sp->ov, err)) return -1;
+    if (sp->pb && moe_load(&s->B, sp->pb, sp->layer, sp->ov, err)) return -1;
+    if (sp->pb && moe_check_compatible(&s->A, &s->B, err)) return -1;
+    if (sp->e_path) {
+        if (evalset_load(&s->E, sp->e_path, err)) return -1;
+        if (!sp->ignore_capture && evalset_check_layer(&s->E, &s->A, err)) return -1;
+        // the head is optional, but its labels or targets must fit it when present
+        if (moe_eval_check(&s->A, &s->E, err)) return -1;
+    }
+    // what the commands derive (weight matching, expert costs, forward passes),
+    // bounded from the shapes before any of it is allocated
+    unsigned uses = sp->e_path ? sp->uses : sp->uses & ~(unsigned)(MS_USE_EVAL | MS_USE_DIAG);
+    return ms_limits_check(&s->A, sp->pb ? &s->B : NULL, sp->e_path ? &s->E : NULL, uses, err);
+}
+
+/* ---- a network pair ---- */
+
+static int load_net_one(const char *path, net_model *m, const family_overrides *ov, ms_err *err) {
+    if (net_path_is_network(path)) return net_load(m, path, ov, err);
+    ckpt c;
+    if (ckpt_open(&c, path, err)) return -1;
+    const char *mt = ckpt_config_str(&c, "model_type");
+    int a = net_arch_find(mt);
+    int rc;
+    if (a >= 0)
+        rc = ms_fail(err, "%s: not a network checkpoint: config.json says model_type \"%s\", but the tensor "
+                          "'%s' is missing",
+                     path, mt, net_arch_of((net_arch)a)->probe);
+    else {
+        char said[320] = "";
+        if (mt) snprintf(said, sizeof said, "; %.200s's key 'model_type' is \"%.64s\"", c.config_path, mt);
+        rc = ms_fail(err, "%s: not a network checkpoint: a network's evaluation set (input_ids or "
+                          "pixel_values) needs config.json with a model_type moescope computes as a "
+                          "network (%s)%s",
+                     path, net_arch_names(), said);
+    }
+    ckpt_close(&c);
+    return rc;
+}
+
+/* A and B one architecture whose frozen backbones are equal, unless they may differ */
+static int check_backbones(subject_net *n, const subject_spec *sp, ms_err *err) {
+    if (net_check_compatible(&n->A, &n->B, err)) return -1;
+    int d = net_backbone_diff(sp->pa, sp->pb, n->backbone_diff, sizeof n->backbone_diff, err);
+    if (d < 0) return -1;
+    if (d > 0 && !sp->interp_backbone)
+        return ms_fail(err, "%s and %s do not share their frozen backbone: %s (every tensor outside "
+                            "the MoE blocks must be equal; --interpolate-backbone interpolates them too)",
+                       sp->pa, sp->pb, n->backbone_diff);
+    if (d == 0) n->backbone_diff[0] = 0;
+    return 0;
+}
+
+static int load_network(subject *s, const subject_spec *sp, ms_err *err) {
+    subject_net *n = &s->net;
+    n->interp_backbone = sp->interp_backbone;
+    if (load_net_one(sp->pa, &n->A, sp->ov, err)) return -1;
+    if (sp->pb && (load_net_one(sp->pb, &n->B, sp->ov, err) || check_backbones(n, sp, err))) return -1;
+    if (sp->e_path && (net_evalset_load(&n->E, sp->e_path, err) || net_evalset_check(&n->E, &n->A, err)))
+        return -1;
+    if (!n->A.cfg.nmoe && !sp->pb && !sp->layer) return 0; // a network without MoE block: eval alone
+    if (net_pick_block(&n->A, sp->layer, &n->block, err)) return -1;
+    s->a = &n->A.moe[n->block];
+    s->b = sp->pb ? &n->B.moe[n->block] : NULL;
+    // the chosen block's derived allocations (its inputs are the network's: made later)
+    unsigned uses = sp->uses & ~(unsigned)(MS_USE_EVAL | MS_USE_DIAG);
+    return ms_limits_check(s->a, s->b, NULL, uses, err);
+}
+
+int subject_load(subject *s, const subject_spec *sp, ms_err *err) {
+    memset(s, 0, sizeof *s);
+    s->pa = sp->pa, s->pb = sp->pb, s->e_path = sp->e_path;
+    prov_add_input(sp->pa); // reports record each input's size and SHA-256
+    prov_add_input(sp->pb);
+    prov_add_input(sp->e_path);
+    s->kind = sp->kind != SUBJECT_DETECT ? sp->kind : subject_detect(sp->pa, sp->e_path);
+    if (s->kind == SUBJECT_LAYER && sp->interp_backbone) {
+        ms_fail(err, "--interpolate-backbone is for networks");
+        return SUBJECT_USAGE;
+    }
+    int rc;
+    if (s->kind == SUBJECT_NETWORK) {
+        rc = load_network(s, sp, err);
+    } else {
+        rc = load_layer(s, sp, err);
+        s->a = &s->A;
+        s->b = sp->pb ? &s->B : NULL;
+    }
+    if (rc) subject_free(s);
+    return rc;
+}
+
+void subject_free(subject *s) {
+    moe_free(&s->A);
+    moe_free(&s->B);
+    evalset_free(&s->E);
+    net_free(&s->net.A);
+    net_free(&s->net.B);
+    net_evalset_free(&s->net.E);
+    subject_kind kind = s->kind; // what was tried, for the caller's messages
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+}
+
+int subject_net_objective(const subject_net *n, int block, const align_opts *other, const net_par *par,
+                          net_objective **out, ms_err *err) {
+    net_obj_opts o = {.chosen = block, .other = *other, .interp_backbone = n->interp_backbone, .par = *par};
+    o.other.order = NULL; // --order names the chosen block's order, never the others'
+    return net_objective_new(&n->A, &n->B, &n->E, &o, out, err);
+}
+
+const char *subject_block_name(const subject *s) { return s->a ? s->a->layer : ""; }
