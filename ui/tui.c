@@ -188,13 +188,9 @@ static int parse_args(int argc, char **argv, tui_args *a) {
         switch (ch) {
         case 'e': a->e_path = optarg; break;
         case 'l': a->layer = optarg; break;
-        case 'T': {
-            long long v;
-            int rc = cli_int_option(TUI_USAGE, "moescope", "--points", optarg, 2, 10001, &v);
-            if (rc) return rc;
-            a->T = (int)v;
+        case 'T':
+            if (cli_points_option(TUI_USAGE, "moescope", optarg, &a->T)) return 2;
             break;
-        }
         case 'a': a->ascii = 1; break;
         case 'P': a->png_live = optarg; break;
         case 'O': a->out_dir = optarg; break;

@@ -76,6 +76,9 @@ int cli_parse_u64(const char *s, unsigned long long *out);
  * LO..HI, not 'ARG'". */
 int cli_int_option(const char *usage, const char *cmd, const char *opt, const char *arg,
                    long long lo, long long hi, long long *out);
+/* --points T of every command and the explorer, LS_POINTS_MIN..LS_POINTS_MAX
+ * (landscape.h): 0 with *T set, else 2 after the usage error. */
+int cli_points_option(const char *usage, const char *cmd, const char *arg, int *T);
 /* Parse "2,0,3,1" or "2 0 3 1" into a permutation of 0..n-1; -1 if not one. */
 int cli_parse_order(const char *s, int *order, int n);
 /* Progress bar on stderr, only when stderr is a terminal; under moescope-mpi a

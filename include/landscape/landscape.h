@@ -44,6 +44,11 @@ struct landscape;
  * takes part in (a study's pairs share it): loss and accuracy (NaN unless
  * classifying; layer-only sets: loss 0) and, for layer-only sets, the layer's
  * contribution D(x) = layer(x) - x (residual) or layer(x), (N, d). */
+/* --points of every command and the explorer: the interpolation points t = 0 .. 1,
+ * at least one between the end points (a barrier needs a middle), at most what a
+ * curve's table holds in reason */
+enum { LS_POINTS_MIN = 3, LS_POINTS_MAX = 100000 };
+
 typedef struct {
     double loss, acc;
     float *D;            /* (N, d) layer mode only, else NULL */
@@ -78,7 +83,7 @@ typedef struct ls_partition {
 } ls_partition;
 
 typedef struct {
-    int T;               /* points, default 25 */
+    int T;               /* points, default 25, LS_POINTS_MIN..LS_POINTS_MAX */
     int wm;              /* weight matching inside each order (default 1) */
     int center;          /* gate centring for the gate method (default 1) */
     long nsample;        /* n > exhaustive_max: orders to sample (default 20000) */

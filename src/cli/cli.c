@@ -323,15 +323,19 @@ const ls_partition *cli_partition;
 
 int cli_reports_here(void) { return !cli_partition || cli_partition->rank == 0; }
 
+int cli_points_option(const char *usage, const char *cmd, const char *arg, int *T) {
+    long long v;
+    int rc = cli_int_option(usage, cmd, "--points", arg, LS_POINTS_MIN, LS_POINTS_MAX, &v);
+    if (!rc) *T = (int)v;
+    return rc;
+}
+
 int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, const char *usage) {
     long long v;
     int rc;
     switch (ch) {
     case 'E': lo->exhaustive_max = LS_EXHAUSTIVE_FORCED_MAX; return 0;
-    case 'T':
-        if ((rc = cli_int_option(usage, cmd, "--points", arg, 3, 100000, &v))) return rc;
-        lo->T = (int)v;
-        return 0;
+    case 'T': return cli_points_option(usage, cmd, arg, &lo->T);
     case 'S':
         // sampling draws distinct orders: far below n! (>= 3628800 for n >= 10)
         if ((rc = cli_int_option(usage, cmd, "--samples", arg, 1, 1000000, &v))) return rc;

@@ -35,7 +35,7 @@ static void help(void) {
            "options:\n"
            "  -e, --eval E      evaluation set (default: eval.safetensors beside A)\n"
            "  -o, --order LIST  also plot this expert order (repeatable, up to %d)\n"
-           "  -T, --points T    interpolation points (default 25)\n"
+           "  -T, --points T    interpolation points, 3..100000 (default 25)\n"
            "  -m, --method M    gate | expert: the chosen alignment's cost (default expert)\n"
            "      --no-center   no gate centring (gate method)\n"
            "      --no-wm       no weight matching in the chosen alignment and the orders\n"
@@ -230,13 +230,8 @@ int cmd_curve(int argc, char **argv) {
             order_s[norder++] = optarg;
             break;
         case 'T':
-        {
-            long long v;
-            int rc = cli_int_option(USAGE, "curve", "--points", optarg, 2, 100000, &v);
-            if (rc) return rc;
-            T = (int)v;
+            if (cli_points_option(USAGE, "curve", optarg, &T)) return 2;
             break;
-        }
         case 'm':
             if (cost_method_parse(optarg, &method))
                 return cli_usage_error(USAGE, "curve: --method must be gate or expert, not '%s'", optarg);

@@ -38,7 +38,7 @@ static void help(void) {
            "      --no-center     no gate centring for the gate cost\n"
            "      --landscape     rank the chosen order among all orders (default when n! <= 5040)\n"
            "      --no-landscape  skip the landscape\n"
-           "      --points T      interpolation points for the landscape (default 25)\n"
+           "      --points T      interpolation points for the landscape, 3..100000 (default 25)\n"
            "  -l, --layer L       layer prefix (default moe)\n"
            "      --interpolate-backbone  networks: A and B may differ outside the MoE blocks\n"
            "\nA network (E holds input_ids or pixel_values): one MoE block (--layer: its\n"
@@ -174,13 +174,9 @@ int cmd_diagnose(int argc, char **argv) {
         case OPT_NOLS: o.landscape = 0; break;
         case OPT_NOEVAL: no_eval = 1; break;
         case OPT_INTERP: interp = 1; break;
-        case OPT_POINTS: {
-            long long t;
-            int rc = cli_int_option(USAGE, "diagnose", "--points", optarg, 2, 10000, &t);
-            if (rc) return rc;
-            o.T = (int)t;
+        case OPT_POINTS:
+            if (cli_points_option(USAGE, "diagnose", optarg, &o.T)) return 2;
             break;
-        }
         case 'h': help(); return 0;
         case ':':
             return cli_option_error(USAGE, "diagnose", ch, argc, argv);

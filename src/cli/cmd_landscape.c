@@ -38,7 +38,7 @@ static void help(void) {
            "landscape ranges over those (m!)^g g! orders and ranks among them.\n\n"
            "options:\n"
            "  -e, --eval E       evaluation set (default: eval.safetensors beside A)\n"
-           "  -T, --points T     interpolation points (default 25)\n"
+           "  -T, --points T     interpolation points, 3..100000 (default 25)\n"
            "  -j, --json F       the full report as JSON (format moescope.landscape/1)\n"
            "  -c, --csv F        every order: rank, order, barrier, acc_barrier, loss_auc\n"
            "  -p, --png F        plot of every order's barrier, sorted, chosen orders marked\n"

@@ -49,7 +49,7 @@ static void help(void) {
            "and its best order's network rank per pair; files beside the folders (their\n"
            "shared backbone shard) and teachers (role = teacher) are left out.\n\n"
            "  -e, --eval E      evaluation set\n"
-           "  -T, --points T    interpolation points (default 25)\n"
+           "  -T, --points T    interpolation points, 3..100000 (default 25)\n"
            "  -j, --json F      moescope.study/1: pairs (the landscape's keys, no order list)\n"
            "                    and summary {\"naive.barrier\": {mean, std, n}, ...}\n"
            "  -c, --csv F       one row per pair, then mean and std rows\n"

@@ -53,7 +53,7 @@ static void usage(FILE *fp) {
             "The TUI (an interactive explorer; ? on its screen lists the keys) also takes:\n"
             "  --eval E          evaluation set (default: eval.safetensors beside A)\n"
             "  --layer L         layer prefix (default moe)\n"
-            "  --points T        interpolation points (default 25)\n"
+            "  --points T        interpolation points, 3..100000 (default 25)\n"
             "  --ascii           ASCII only (no braille, no half blocks)\n"
             "  --png-live FILE   rewrite a PNG of the curves whenever they change\n"
             "  --theme FILE      colours (a theme file); NO_COLOR=1 turns colour off\n"

@@ -1,12 +1,10 @@
-/* ms_alloc.c - checked allocation (ms_malloc and its kin: out of memory is
- * reported with file:line and ends the process) and the name messages give the
- * process. Apart from ms_error.c, which escapes messages with ms_text.c: the
- * escaper allocates, and the two would otherwise need each other. */
+/* ms_alloc.c - checked allocation and the name messages give the process
+ * (ms_alloc.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ms_error.h"
+#include "core/ms_alloc.h"
 
 /* how messages name this process; one of several MPI processes names its rank */
 static char proc_name[64] = "moescope";

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/ms_error.h"
+#include "core/ms_alloc.h"
 
 /* Length of the valid, printable UTF-8 character at p (1..4), or 0 when the byte
  * at p must be escaped: a control character, DEL, a C1 control, a bidirectional

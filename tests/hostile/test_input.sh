@@ -76,9 +76,9 @@ expect_usage "scramble --seed 2^64" "scramble: --seed needs an integer" \
     "$MOESCOPE" scramble "$A" -o "$D/s.safetensors" --seed 18446744073709551616
 expect_usage "--alpha-sweep 2^32+3" "merge: --alpha-sweep needs an integer in 2\.\.1001" \
     "$MOESCOPE" merge "$A" "$B" -o "$D/m.safetensors" --eval "$E" --alpha-sweep 4294967299
-expect_usage "curve --points 2^32+3" "curve: --points needs an integer in 2\.\.100000" \
+expect_usage "curve --points 2^32+3" "curve: --points needs an integer in 3\.\.100000" \
     "$MOESCOPE" curve "$A" "$B" --eval "$E" --points 4294967299
-expect_usage "diagnose --points 2^32+3" "diagnose: --points needs an integer in 2\.\.10000" \
+expect_usage "diagnose --points 2^32+3" "diagnose: --points needs an integer in 3\.\.100000" \
     "$MOESCOPE" diagnose "$A" "$B" --eval "$E" --points 4294967299
 expect_usage "eval --repeat 2^32+1" "eval: --repeat needs an integer in 1\.\.1000000" \
     "$MOESCOPE" eval "$A" --eval "$E" --repeat 4294967297
@@ -94,7 +94,14 @@ expect_usage "--top-k 2^32+1" "--top-k needs an integer in 1\.\.4096, got '42949
     "$MOESCOPE" info "$A" --top-k 4294967297
 expect_usage "--n-group 2^32+2" "--n-group needs an integer in 1\.\.4096" \
     "$MOESCOPE" info "$A" --n-group 4294967298
-expect_usage "TUI --points 2^32+3" "--points needs an integer in 2\.\.10001" \
+# one range for every --points, refused before anything loads (the files do not exist)
+for cmd in landscape curve diagnose study; do
+    expect_usage "$cmd --points 2" "$cmd: --points needs an integer in 3\.\.100000, not '2'" \
+        "$MOESCOPE" $cmd "$WORK/none-a" "$WORK/none-b" --eval "$WORK/none-e" --points 2
+done
+expect_usage "TUI --points 2" "--points needs an integer in 3\.\.100000, not '2'" \
+    "$MOESCOPE" "$WORK/none-a" "$WORK/none-b" --points 2
+expect_usage "TUI --points 2^32+3" "--points needs an integer in 3\.\.100000" \
     "$MOESCOPE" "$A" "$B" --points 4294967299
 expect_usage "geometry --threads 2^32+1" "geometry: --threads needs an integer in 1\.\.8, not '4294967297'" \
     "$MOESCOPE" geometry "$A" --eval "$E" --threads 4294967297
