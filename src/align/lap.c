@@ -178,6 +178,27 @@ static double lap_relax_plain(const double *restrict ri, double sg, const double
     return lap_relax_body(ri, sg, vv, dd, NULL, h, m, jmin, 0);
 }
 
+/* The smallest (value, index) pair seen, a at ia, and the next, b at ib (by
+ * value, then index; an index < 0 is no candidate and ignored) */
+typedef struct {
+    double a, ia, b, ib;
+} lap_two;
+static inline __attribute__((always_inline)) void lap_two_push(lap_two *t, double pv, double pi) {
+    if (pi < 0) return;
+    if (pv < t->a || (pv == t->a && pi < t->ia) || t->ia < 0) {
+        t->b = t->a, t->ib = t->ia, t->a = pv, t->ia = pi;
+    } else if (pv < t->b || (pv == t->b && pi < t->ib) || t->ib < 0) {
+        t->b = pv, t->ib = pi;
+    }
+}
+/* the smallest pair alone, f at fi */
+typedef struct {
+    double f, fi;
+} lap_one;
+static inline __attribute__((always_inline)) void lap_one_push(lap_one *t, double pv, double pi) {
+    if (pi >= 0 && (pv < t->f || (pv == t->f && pi < t->fi) || t->fi < 0)) t->f = pv, t->fi = pi;
+}
+
 /* The two smallest of sg * ri[j] - v[j]: umin at *j1 (lowest index on ties) and
  * usubmin at *j2 (lowest index among the rest); m >= 2. *jf gets the lowest free
  * column (fm = -1) whose value equals umin, or -1 if no free column attains
@@ -207,40 +228,23 @@ lap_two_min_body(const double *restrict ri, double sg, const double *restrict v,
         idx += four;
     }
     // merge: (value, index) pairs, lexicographic; the tail comes last
-    double a = INFINITY, b = INFINITY, f = INFINITY;
-    double ia = -1, ib = -1, fi = -1;
-#define LAP_PUSH(val, ix)                                                              \
-    do {                                                                               \
-        double pv = (val), pi = (ix);                                                  \
-        if (pi < 0) break;                                                             \
-        if (pv < a || (pv == a && pi < ia) || ia < 0) {                                \
-            b = a, ib = ia, a = pv, ia = pi;                                           \
-        } else if (pv < b || (pv == b && pi < ib) || ib < 0) {                         \
-            b = pv, ib = pi;                                                           \
-        }                                                                              \
-    } while (0)
-#define LAP_PUSHF(val, ix)                                                             \
-    do {                                                                               \
-        double pv = (val), pi = (ix);                                                  \
-        if (pi >= 0 && (pv < f || (pv == f && pi < fi) || fi < 0)) f = pv, fi = pi;    \
-    } while (0)
+    lap_two t2 = {INFINITY, -1, INFINITY, -1};
+    lap_one t1 = {INFINITY, -1};
     for (int l = 0; l < 4; l++) {
-        LAP_PUSH(m1[l], i1[l]);
-        LAP_PUSH(m2[l], i2[l]);
-        LAP_PUSHF(mf[l], iff[l]);
+        lap_two_push(&t2, m1[l], i1[l]);
+        lap_two_push(&t2, m2[l], i2[l]);
+        lap_one_push(&t1, mf[l], iff[l]);
     }
     for (; j < m; j++) {
         double x = ri[j] * sg - v[j];
-        LAP_PUSH(x, (double)j);
-        if (masked && fm[j]) LAP_PUSHF(x, (double)j);
+        lap_two_push(&t2, x, (double)j);
+        if (masked && fm[j]) lap_one_push(&t1, x, (double)j);
     }
-#undef LAP_PUSH
-#undef LAP_PUSHF
-    *j1 = (int)ia;
-    *j2 = (int)ib;
-    *jf = fi >= 0 && f == a ? (int)fi : -1;
-    *usubmin = b;
-    return a;
+    *j1 = (int)t2.ia;
+    *j2 = (int)t2.ib;
+    *jf = t1.fi >= 0 && t1.f == t2.a ? (int)t1.fi : -1;
+    *usubmin = t2.b;
+    return t2.a;
 }
 
 LAP_CLONES

@@ -246,6 +246,7 @@ static void ls_plan_fill(lsx *x) {
     pl->Cp = (pb->C + 3) / 4 * 4;
     pl->head_floats = pb->kind == LS_LAYER ? 0 : (size_t)pl->Cp * d + (size_t)pl->Cp;
     pl->simd = ms_simd_pick(pb->o->simd);
+    pl->form = ls_form_for(pl->simd);
     size_t per_block =
         (size_t)LS_L * ((size_t)pb->npairs * d + pb->nn + SH_COUNT * d) * sizeof(float);
     pl->prefix = ls_prefix_applies(x);

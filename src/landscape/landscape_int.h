@@ -125,6 +125,7 @@ typedef struct {
     size_t S_floats, Y_bytes, base_floats, head_total; /* the chunk buffers */
     int prefix;      /* the kernel's prefix path is used (ls_prefix_applies) */
     ms_simd simd;    /* the kernel's form: the widest this CPU runs, or ls_opts.simd */
+    const struct ls_form *form; /* ... its functions (ls_form_for), picked once */
     size_t E_floats, HY_floats; /* its chunk buffers (0 without it) */
     int gram;        /* ... with LayerNorm: the pair outputs' Gram products G (ls_prefix_gram) */
     size_t gsize, G_floats; /* ... one sample's G entries (ls_prefix_gsize), the chunk's G */
@@ -198,6 +199,21 @@ typedef struct {
     ls_results rs;
     ls_pool pool;
 } lsx;
+
+/* One vector form of the kernel (landscape_kernel.c: AVX-512, AVX2 or plain),
+ * its functions in one row, picked once per landscape (ls_plan.form) as
+ * core/vrows picks its loops. orders: the per-order path; prefix and
+ * selected: the prefix path's two forms (m <= LS_BLOCK); prepare: the prefix
+ * path's per-chunk precompute. */
+typedef void ls_orders_fn(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX_N],
+                          const int (*col)[LS_MAX_N], int v, int tc, double *lsum, long *ok);
+struct ls_form {
+    ms_simd simd;
+    void (*prepare)(lsx *x);
+    ls_orders_fn *orders, *prefix, *selected;
+};
+/* the row of form s (capped at the CPU's, ms_simd_pick) */
+const struct ls_form *ls_form_for(ms_simd s);
 
 /* One job for the pool: precompute items or blocks of orders. */
 typedef struct {

@@ -321,33 +321,41 @@ static void fold_acc(const lsx *x, pfx_acc *acc, int m, double *lsum, long *ok) 
 
 #define LK_VL 16
 #define LK_SUF avx512
+#define LK_SIMD MS_SIMD_AVX512
 #define LK_TARGET __attribute__((target("arch=x86-64-v4")))
 #include "landscape_lanes.h"
 #undef LK_VL
 #undef LK_SUF
+#undef LK_SIMD
 #undef LK_TARGET
 
 #define LK_VL 8
 #define LK_SUF avx2
+#define LK_SIMD MS_SIMD_AVX2
 #define LK_TARGET __attribute__((target("arch=x86-64-v3")))
 #include "landscape_lanes.h"
 #undef LK_VL
 #undef LK_SUF
+#undef LK_SIMD
 #undef LK_TARGET
 
 #define LK_VL 4
 #define LK_SUF plain
+#define LK_SIMD MS_SIMD_PLAIN
 #define LK_TARGET
 #include "landscape_lanes.h"
 #undef LK_VL
 #undef LK_SUF
+#undef LK_SIMD
 #undef LK_TARGET
 
-void ls_prefix_prepare(lsx *x) {
-    if (x->pl.simd == MS_SIMD_AVX512) prepare_avx512(x);
-    else if (x->pl.simd == MS_SIMD_AVX2) prepare_avx2(x);
-    else prepare_plain(x);
+const struct ls_form *ls_form_for(ms_simd s) {
+    static const struct ls_form *const forms[] = {[MS_SIMD_PLAIN] = &form_plain, [MS_SIMD_AVX2] = &form_avx2,
+                                                  [MS_SIMD_AVX512] = &form_avx512};
+    return forms[ms_simd_pick(s)];
 }
+
+void ls_prefix_prepare(lsx *x) { x->pl.form->prepare(x); }
 
 /* Loss sums of m orders at the chunk's t index tc, over the held samples,
  * added to lsum[j] and ok[j] (the caller zeroes them, or carries the sums of
@@ -358,30 +366,17 @@ void ls_prefix_prepare(lsx *x) {
  * correct argmaxes (ties to the smaller index, as moe_eval). */
 void ls_eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX_N],
                       const int (*col)[LS_MAX_N], int v, int tc, double *lsum, long *ok) {
-    const int simd = x->pl.simd;
+    const struct ls_form *f = x->pl.form;
     if (!(x->ck.pfx_ok && x->ck.pfx_ok[tc])) {
-        if (simd == MS_SIMD_AVX512) orders_avx512(x, w, m, pair, col, v, tc, lsum, ok);
-        else if (simd == MS_SIMD_AVX2) orders_avx2(x, w, m, pair, col, v, tc, lsum, ok);
-        else orders_plain(x, w, m, pair, col, v, tc, lsum, ok);
+        f->orders(x, w, m, pair, col, v, tc, lsum, ok);
         return;
     }
     // the prefix path's workspace holds LS_BLOCK orders' sums: more come in
     // turns (an order's value does not depend on which orders share its call)
-    const int topk = pfx_topk(x);
+    ls_orders_fn *run = pfx_topk(x) ? f->selected : f->prefix;
     for (int j0 = 0; j0 < m; j0 += LS_BLOCK) {
         int mj = m - j0 < LS_BLOCK ? m - j0 : LS_BLOCK;
-        if (topk && simd == MS_SIMD_AVX512)
-            selected_avx512(x, w, mj, pair + j0, col + j0, v, tc, lsum + j0, ok + j0);
-        else if (topk && simd == MS_SIMD_AVX2)
-            selected_avx2(x, w, mj, pair + j0, col + j0, v, tc, lsum + j0, ok + j0);
-        else if (topk)
-            selected_plain(x, w, mj, pair + j0, col + j0, v, tc, lsum + j0, ok + j0);
-        else if (simd == MS_SIMD_AVX512)
-            prefix_avx512(x, w, mj, pair + j0, col + j0, v, tc, lsum + j0, ok + j0);
-        else if (simd == MS_SIMD_AVX2)
-            prefix_avx2(x, w, mj, pair + j0, col + j0, v, tc, lsum + j0, ok + j0);
-        else
-            prefix_plain(x, w, mj, pair + j0, col + j0, v, tc, lsum + j0, ok + j0);
+        run(x, w, mj, pair + j0, col + j0, v, tc, lsum + j0, ok + j0);
     }
 }
 

@@ -234,51 +234,53 @@ void moe_meta_set(moe_model *m, const char *key, const char *value) {
 
 /* ---- comparing and interpolating ---- */
 
+/* -1 with the message when one integer field of A's and B's configs differs */
+static int field_differs(ms_err *err, const char *pa, const char *pb, const char *label, int x, int y) {
+    if (x == y) return 0;
+    return ms_fail(err, "%s and %s differ: %s = %d vs %d", pa, pb, label, x, y);
+}
+
 int moe_check_compatible(const moe_model *a, const moe_model *b, ms_err *err) {
     const moe_config *x = &a->cfg, *y = &b->cfg;
     const char *pa = a->path ? a->path : "(A)", *pb = b->path ? b->path : "(B)";
-#define CMP_INT(field, label)                                                              \
-    if (x->field != y->field)                                                              \
-        return ms_fail(err, "%s and %s differ: %s = %d vs %d", pa, pb, label, x->field, y->field);
-    CMP_INT(n, "n");
-    CMP_INT(d, "d");
-    CMP_INT(h, "h");
-    CMP_INT(s, "s (shared experts)");
+    if (field_differs(err, pa, pb, "n", x->n, y->n) || field_differs(err, pa, pb, "d", x->d, y->d) ||
+        field_differs(err, pa, pb, "h", x->h, y->h) || field_differs(err, pa, pb, "s (shared experts)", x->s, y->s))
+        return -1;
     if (x->router != y->router)
         return ms_fail(err, "%s and %s differ: router = %s vs %s", pa, pb,
                        moe_router_name(x->router), moe_router_name(y->router));
-    if (x->router == ROUTER_TOPK) CMP_INT(k, "top_k");
+    if (x->router == ROUTER_TOPK && field_differs(err, pa, pb, "top_k", x->k, y->k)) return -1;
     if (x->act != y->act)
         return ms_fail(err, "%s and %s differ: activation = %s vs %s", pa, pb, moe_act_name(x->act),
                        moe_act_name(y->act));
-    CMP_INT(residual, "residual");
+    if (field_differs(err, pa, pb, "residual", x->residual, y->residual)) return -1;
     if (strcmp(moe_family(x), moe_family(y)))
         return ms_fail(err, "%s and %s differ: family = %s vs %s", pa, pb, moe_family(x),
                        moe_family(y));
-    CMP_INT(hs, "shared expert width");
+    if (field_differs(err, pa, pb, "shared expert width", x->hs, y->hs)) return -1;
     if (x->score != y->score)
         return ms_fail(err, "%s and %s differ: router scores = %s vs %s", pa, pb,
                        moe_score_name(x->score), moe_score_name(y->score));
-    CMP_INT(renorm, "renormalise (0 yes, 1 no)");
-    CMP_INT(n_group, "n_group");
-    if (x->n_group > 1) {
-        CMP_INT(topk_group, "topk_group");
-        CMP_INT(group_score, "group score (0 max, 1 top-2 sum)");
-    }
-    CMP_INT(has_corr_bias, "selection bias present");
-    CMP_INT(shared_gated, "sigmoid-gated shared expert");
-    CMP_INT(has_out_bias, "output bias present");
+    if (field_differs(err, pa, pb, "renormalise (0 yes, 1 no)", x->renorm, y->renorm) ||
+        field_differs(err, pa, pb, "n_group", x->n_group, y->n_group))
+        return -1;
+    if (x->n_group > 1 &&
+        (field_differs(err, pa, pb, "topk_group", x->topk_group, y->topk_group) ||
+         field_differs(err, pa, pb, "group score (0 max, 1 top-2 sum)", x->group_score, y->group_score)))
+        return -1;
+    if (field_differs(err, pa, pb, "selection bias present", x->has_corr_bias, y->has_corr_bias) ||
+        field_differs(err, pa, pb, "sigmoid-gated shared expert", x->shared_gated, y->shared_gated) ||
+        field_differs(err, pa, pb, "output bias present", x->has_out_bias, y->has_out_bias))
+        return -1;
     if (x->scale != y->scale || x->renorm_eps != y->renorm_eps || x->act_limit != y->act_limit)
         return ms_fail(err, "%s and %s differ: routed scaling %g vs %g, renormalising epsilon %g "
                             "vs %g, activation limit %g vs %g",
                        pa, pb, x->scale, y->scale, x->renorm_eps, y->renorm_eps, x->act_limit,
                        y->act_limit);
-    CMP_INT(has_head, "head present");
-    if (x->has_head) {
-        CMP_INT(C, "C (head outputs)");
-        CMP_INT(has_norm, "head LayerNorm present");
-    }
-#undef CMP_INT
+    if (field_differs(err, pa, pb, "head present", x->has_head, y->has_head)) return -1;
+    if (x->has_head && (field_differs(err, pa, pb, "C (head outputs)", x->C, y->C) ||
+                        field_differs(err, pa, pb, "head LayerNorm present", x->has_norm, y->has_norm)))
+        return -1;
     return 0;
 }
 
