@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "analysis/ms_limits.h"
-#include "core/env.h"
+#include "core/test_hooks.h"
 #include "core/progress.h"
 #include "io/model_io.h"
 
@@ -46,7 +46,7 @@ static void on_progress(void *ctx, const char *phase, double done, double total)
 
 /* MOESCOPE_TEST_LOAD_GATE (layer_load.h): wait for the file or a cancel */
 static void test_gate(layer_load *l) {
-    const char *gate = env_get(ENV_TEST_LOAD_GATE);
+    const char *gate = test_hook_get(HOOK_LOAD_GATE);
     if (!gate) return;
     struct timespec ts = {0, 10 * 1000 * 1000};
     while (access(gate, F_OK) != 0 && !atomic_load(&l->cancel)) nanosleep(&ts, NULL);

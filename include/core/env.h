@@ -20,10 +20,6 @@ typedef enum {
     ENV_ESCDELAY,
     ENV_TUI_BENCH,
     ENV_SIMD,
-    ENV_TEST_STALL,
-    ENV_TEST_LOAD_GATE,
-    ENV_TEST_EVAL_GATE,
-    ENV_MPI_TEST_KILL,
     ENV_OPENBLAS_CORETYPE,
     ENV_OPENBLAS_OWN,
     ENV_OPENBLAS_FALLBACK,
@@ -35,8 +31,9 @@ const char *env_get(env_var v);
 /* Its name ("MOESCOPE_STREAM") and what it does, in a sentence. */
 const char *env_name(env_var v);
 const char *env_what(env_var v);
-/* Read them all again: for a test that sets one in its own process (setenv)
- * before the code under test reads it. Not while other threads read them. */
+/* Read them all again (and the test hooks, core/test_hooks.h): for a test that
+ * sets one in its own process (setenv) before the code under test reads it. Not
+ * while other threads read them. */
 void env_refresh(void);
 
 #endif

@@ -1,5 +1,7 @@
-/* env.c - every environment variable moescope reads (env.h), in one table. */
+/* env.c - every environment variable moescope reads (env.h), in one table;
+ * and the test suite's switches (test_hooks.h), in another. */
 #include "core/env.h"
+#include "core/test_hooks.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -42,18 +44,6 @@ static const struct {
     [ENV_SIMD] = {"MOESCOPE_SIMD",
                   "the vector instructions of moescope's own kernels: avx512, avx2 or plain "
                   "(default: the widest this CPU runs; a wider one than it runs is not used)"},
-    [ENV_TEST_STALL] = {"MOESCOPE_TEST_STALL",
-                        "tests: a phase name; its start says so on stderr and waits, so a cancel "
-                        "lands mid-phase (SIGUSR1 resumes it, to read an input changed meanwhile)"},
-    [ENV_TEST_LOAD_GATE] = {"MOESCOPE_TEST_LOAD_GATE",
-                            "tests: a file; the explorer's layer loads wait, with A read, until it "
-                            "exists"},
-    [ENV_TEST_EVAL_GATE] = {"MOESCOPE_TEST_EVAL_GATE",
-                            "tests: a file; every part of a network evaluation but its first "
-                            "waits until it exists (or the evaluation is cancelled)"},
-    [ENV_MPI_TEST_KILL] = {"MOESCOPE_MPI_TEST_KILL",
-                           "tests: a rank; that moescope-mpi process kills itself at its second "
-                           "exchange"},
     [ENV_OPENBLAS_CORETYPE] = {"OPENBLAS_CORETYPE",
                                "OpenBLAS's kernel set (Haswell, SkylakeX, ...): when set, moescope "
                                "keeps it; when unset and OpenBLAS falls back to its SSE3 Prescott "
@@ -66,20 +56,38 @@ static const struct {
                                "had taken (--version says so)"},
 };
 
-static const char *values[ENV_COUNT];
+/* the test suite's switches (core/test_hooks.h): read here, listed to no user */
+static const char *const hooks[HOOK_COUNT] = {
+    [HOOK_STALL] = "MOESCOPE_TEST_STALL",
+    [HOOK_LOAD_GATE] = "MOESCOPE_TEST_LOAD_GATE",
+    [HOOK_EVAL_GATE] = "MOESCOPE_TEST_EVAL_GATE",
+    [HOOK_MPI_KILL] = "MOESCOPE_MPI_TEST_KILL",
+};
+
+static const char *values[ENV_COUNT], *hook_values[HOOK_COUNT];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+static const char *value_of(const char *name) {
+    const char *s = getenv(name);
+    return s && *s ? s : NULL;
+}
+
 void env_refresh(void) {
-    for (int v = 0; v < ENV_COUNT; v++) {
-        const char *s = getenv(vars[v].name);
-        values[v] = s && *s ? s : NULL;
-    }
+    for (int v = 0; v < ENV_COUNT; v++) values[v] = value_of(vars[v].name);
+    for (int h = 0; h < HOOK_COUNT; h++) hook_values[h] = value_of(hooks[h]);
 }
 
 const char *env_get(env_var v) {
     pthread_once(&once, env_refresh);
     return v >= 0 && v < ENV_COUNT ? values[v] : NULL;
 }
+
+const char *test_hook_get(test_hook h) {
+    pthread_once(&once, env_refresh);
+    return h >= 0 && h < HOOK_COUNT ? hook_values[h] : NULL;
+}
+
+const char *test_hook_name(test_hook h) { return h >= 0 && h < HOOK_COUNT ? hooks[h] : "?"; }
 
 const char *env_name(env_var v) { return v >= 0 && v < ENV_COUNT ? vars[v].name : "?"; }
 const char *env_what(env_var v) { return v >= 0 && v < ENV_COUNT ? vars[v].what : "?"; }

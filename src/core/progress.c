@@ -1,6 +1,7 @@
 /* progress.c - the progress line and the cancel handler (see progress.h). */
 #define _GNU_SOURCE // getdents64
 #include "core/env.h"
+#include "core/test_hooks.h"
 #include "core/progress.h"
 
 #include <dirent.h>
@@ -183,7 +184,7 @@ int progress_is(const char *phase) {
 
 static void begin_at(const char *phase, double total, const char *unit, double since) {
     // the tests' stall point, so a cancel (or a change to an input) lands mid-phase
-    const char *stall = env_get(ENV_TEST_STALL);
+    const char *stall = test_hook_get(HOOK_STALL);
     if (stall && *stall && phase && !strncmp(phase, stall, strlen(stall))) stall_here(phase);
     if (TL.fn) {
         snprintf(TL.phase, sizeof TL.phase, "%s", phase ? phase : "");

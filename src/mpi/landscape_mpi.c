@@ -16,6 +16,7 @@
  * the gather, so rank 0 has drained every message of this landscape before the
  * next one starts (a study runs many). */
 #include "core/env.h"
+#include "core/test_hooks.h"
 #include "mpi/landscape_mpi.h"
 
 #include <limits.h>
@@ -73,7 +74,7 @@ static int lsm_allgather(const ls_partition *p, void *buf, long total, size_t it
     lsm_state *st = p->ctx;
     // test hook: MOESCOPE_MPI_TEST_KILL=R kills rank R at its second exchange (the first
     // pair outputs, mid-run) as the kernel's out-of-memory killer would
-    const char *kill_at = env_get(ENV_MPI_TEST_KILL);
+    const char *kill_at = test_hook_get(HOOK_MPI_KILL);
     if (++st->exchanges == 2 && kill_at && atoi(kill_at) == st->rank) raise(SIGKILL);
     if (item_bytes > INT_MAX) return ms_fail(err, "MPI exchange: an item of %zu bytes", item_bytes);
     int *cnt = ms_malloc(2 * (size_t)st->size * sizeof(int)), *dsp = cnt + st->size;

@@ -10,6 +10,7 @@
 #include "core/blas_threads.h"
 #include "core/env.h"
 #include "core/progress.h"
+#include "core/test_hooks.h"
 #include "io/safetensors.h"
 #include "network/net_forward.h"
 
@@ -74,7 +75,7 @@ static void job_advance(net_job *j, long k) {
 /* MOESCOPE_TEST_EVAL_GATE (net_eval.h): every item but the first waits for the
  * file, or the cancel */
 static void test_gate(net_job *j, long it) {
-    const char *gate = env_get(ENV_TEST_EVAL_GATE);
+    const char *gate = test_hook_get(HOOK_EVAL_GATE);
     if (!gate || it == 0) return;
     struct timespec ts = {0, 10 * 1000 * 1000};
     while (access(gate, F_OK) != 0 && !job_cancelled(j)) nanosleep(&ts, NULL);

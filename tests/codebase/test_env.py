@@ -2,7 +2,10 @@
 from it: src/core/env.c's table names each one and what it does, no other file
 of src/ or ui/ calls getenv, every env_var of include/core/env.h has its row,
 and the manual's ENVIRONMENT section (assets/moescope.1) is that table, in its
-order and words (on a mismatch the section to paste is printed)."""
+order and words (on a mismatch the section to paste is printed). The test
+suite's own switches (core/test_hooks.h) are read there too, from a table of
+their own: named MOESCOPE_TEST_* or MOESCOPE_MPI_TEST_*, and in neither the
+users' table nor the manual."""
 import os
 import re
 import sys
@@ -80,7 +83,22 @@ for top in ("src", "ui"):
                     stray.append("%s:%d" % (path, i))
 check(not stray, "getenv outside src/core/env.c: %s" % stray)
 
-man = man_list(open(os.path.join(ROOT, "assets", "moescope.1")).read())
+# the test hooks: their own table, none of them in what users see
+hooks = re.findall(r'\[(HOOK_\w+)\]\s*=\s*"([^"]+)"', env_c)
+hooks_h = open(os.path.join(ROOT, "include/core/test_hooks.h")).read()
+hook_enum = [n for n in re.findall(r"\b(HOOK_\w+)\b", re.search(r"typedef enum \{(.*?)\} test_hook;", hooks_h, re.S).group(1))
+             if n != "HOOK_COUNT"]
+check(len(hooks) >= 3 and [h for h, _ in hooks] == hook_enum, "env.c's hook rows are test_hooks.h's: %s vs %s"
+      % (hooks, hook_enum))
+for _, name in hooks:
+    check(re.match(r"MOESCOPE_(MPI_)?TEST_", name), "hook %s is named as a test switch" % name)
+    check(name not in [n for _, n, _ in table], "hook %s is not in the users' table" % name)
+man_text = open(os.path.join(ROOT, "assets", "moescope.1")).read()
+for _, n, _ in table:
+    check(not re.match(r"MOESCOPE_(MPI_)?TEST_", n), "the users' table holds no test switch (%s)" % n)
+check(not re.search(r"MOESCOPE_(MPI_)?TEST_", man_text), "the manual names no test switch")
+
+man = man_list(man_text)
 want = [(n, " ".join(w.split())) for _, n, w in table]
 ok = man == want
 check(ok, "the manual's ENVIRONMENT section is env.c's table")

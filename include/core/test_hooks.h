@@ -1,0 +1,28 @@
+/* test_hooks.h - switches for the test suite alone, kept out of the
+ * environment users see (core/env.h, whose table the manual's ENVIRONMENT
+ * section is): each holds or breaks a run at a point a test must reach. Read
+ * with the environment (env.c: once, again at env_refresh); the names start
+ * with MOESCOPE_TEST_ or MOESCOPE_MPI_TEST_ (tests/codebase/test_env.py). */
+#ifndef MS_TEST_HOOKS_H
+#define MS_TEST_HOOKS_H
+
+typedef enum {
+    /* a phase name: its start says so on stderr and waits, so a cancel lands
+     * mid-phase (SIGUSR1 resumes it, to read an input changed meanwhile) */
+    HOOK_STALL,
+    /* a file: the explorer's layer loads wait, with A read, until it exists */
+    HOOK_LOAD_GATE,
+    /* a file: every part of a network evaluation but its first waits until it
+     * exists (or the evaluation is cancelled) */
+    HOOK_EVAL_GATE,
+    /* a rank: that moescope-mpi process kills itself at its second exchange */
+    HOOK_MPI_KILL,
+    HOOK_COUNT
+} test_hook;
+
+/* h's value, NULL when unset or empty */
+const char *test_hook_get(test_hook h);
+/* its variable's name */
+const char *test_hook_name(test_hook h);
+
+#endif
