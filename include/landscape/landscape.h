@@ -126,14 +126,6 @@ typedef struct {
      * landscape_obj.c: each (order, t) one evaluation of the objective, the
      * middle point first for early ranks as below. */
     const ls_objective *objective;
-
-    /* tests: the shared-prefix path of the fused kernel (landscape_kernel.c):
-     * 0 where it applies and pays, -1 never, 1 wherever it applies (the
-     * numbers differ by float rounding only); and the kernel's vector form,
-     * MS_SIMD_AUTO for the widest this CPU runs (core/simd.h: AVX-512 and
-     * AVX2 give the same bits, plain the same numbers to float rounding). */
-    int prefix;
-    ms_simd simd;
 } ls_opts;
 
 void ls_opts_default(ls_opts *o);

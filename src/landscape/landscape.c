@@ -245,7 +245,7 @@ static void ls_plan_fill(lsx *x) {
     pl->nb = (pb->N + LS_L - 1) / LS_L;
     pl->Cp = (pb->C + 3) / 4 * 4;
     pl->head_floats = pb->kind == LS_LAYER ? 0 : (size_t)pl->Cp * d + (size_t)pl->Cp;
-    pl->simd = ms_simd_pick(pb->o->simd);
+    pl->simd = ms_simd_pick(pb->tune.simd);
     pl->form = ls_form_for(pl->simd);
     size_t per_block =
         (size_t)LS_L * ((size_t)pb->npairs * d + pb->nn + SH_COUNT * d) * sizeof(float);
@@ -800,6 +800,11 @@ static void ls_release(lsx *x, ls_named *nm) {
  * and the sorted table. */
 int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
                       const ls_opts *o, landscape *L, ms_err *err) {
+    return landscape_compute_tuned(A, B, E, o, NULL, L, err);
+}
+
+int landscape_compute_tuned(const moe_model *A, const moe_model *B, const evalset *E, const ls_opts *o,
+                            const ls_tuning *t, landscape *L, ms_err *err) {
     memset(L, 0, sizeof *L);
     ls_opts od;
     if (!o) {
@@ -817,6 +822,7 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
     memset(&x, 0, sizeof x);
     ls_named nm = {.curve = {&L->naive, &L->skip_order, &L->methods[0], &L->methods[1]}};
     ls_problem_init(&x, A, B, E, o, L);
+    if (t) x.pb.tune = *t;
     // real-sized experts (one pair's weight-matching GEMMs >= 6 GFLOP): the cost
     // matrices' and the pairs' big GEMMs on BLAS's threads (one at a time, so no
     // worker competes for the cores), the rest single-threaded as above

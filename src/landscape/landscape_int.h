@@ -21,6 +21,7 @@
 
 #include "core/simd.h"
 #include "landscape/landscape.h"
+#include "landscape/landscape_tuning.h"
 
 enum { SH_MAIN = 0, SH_NAIVE = 1, SH_SKIP = 2, SH_COUNT = 3 };
 enum { NM_NAIVE = 0, NM_SKIP = 1, NM_GATE = 2, NM_EXPERT = 3, NM_COUNT = 4 };
@@ -76,6 +77,7 @@ typedef struct {
     const evalset *E;
     const moe_config *cfg;
     const ls_opts *o;
+    ls_tuning tune;   /* the kernel's path and form (landscape_tuning.h) */
     int n, d, h, N, C, T, nn; /* nn = n*n; C = 0 without a head */
     ls_kind kind;
     size_t esize;             /* floats of one expert (the larger of routed and shared) */

@@ -231,7 +231,7 @@ void ls_prefix_ws_clear(const lsx *x, ls_ws *w) {
 static int pfx_topk(const lsx *x) { return x->pb.cfg->router == ROUTER_TOPK && x->pb.cfg->k < x->pb.n; }
 
 int ls_prefix_applies(const lsx *x) {
-    int on = x->pb.o->prefix; // 0: where it applies and pays (below); -1 never; 1 wherever it applies
+    int on = x->pb.tune.prefix; // 0: where it applies and pays (below); -1 never; 1 wherever it applies
     // a softmax over all n, or over the top k (renormalised; !general), with a head
     if (on < 0 || x->pb.kind == LS_LAYER || x->pb.general || x->pb.n > LS_PREFIX_MAX_N) return 0;
     // its precompute (H'Y: Cp*d per pair, sample and t, on one thread) pays

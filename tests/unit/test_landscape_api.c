@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "landscape/landscape.h"
+#include "landscape/landscape_tuning.h"
 #include "landscape/rank.h"
 #include "core/rng.h"
 #include "testlib.h"
@@ -194,16 +195,15 @@ static double worst_rel_diff(const landscape *Lp, const landscape *Lr, int N, in
  * every lane, so bit for bit; plain (SSE, 4 lanes, no FMA: every product
  * rounded apart) within float rounding, 2e-6 relative (measured ~1e-7). */
 static void forms_case(const char *what, const moe_model *A, const moe_model *B, const evalset *E,
-                       const ls_opts *base) {
-    const char *path = base->prefix < 0 ? "per-order path" : base->prefix > 0 ? "prefix path" : "";
+                       const ls_opts *base, int prefix) {
+    const char *path = prefix < 0 ? "per-order path" : prefix > 0 ? "prefix path" : "";
     ms_simd cpu = ms_simd_cpu();
     landscape L[MS_SIMD_AVX512 + 1];
     int ran[MS_SIMD_AVX512 + 1] = {0};
     for (int s = MS_SIMD_PLAIN; s <= (int)cpu; s++) {
-        ls_opts o = *base;
-        o.simd = (ms_simd)s;
+        ls_tuning t = {.prefix = prefix, .simd = (ms_simd)s};
         ms_err err;
-        ran[s] = landscape_compute(A, B, E, &o, &L[s], &err) == 0;
+        ran[s] = landscape_compute_tuned(A, B, E, base, &t, &L[s], &err) == 0;
         CHECK(ran[s], "%s %s: the %s form runs (%s)", what, path, ms_simd_name((ms_simd)s), ran[s] ? "" : err.msg);
     }
     if (ran[MS_SIMD_AVX512] && ran[MS_SIMD_AVX2])
@@ -240,10 +240,9 @@ static void prefix_case(const char *what, const moe_model *A, const moe_model *B
     o.nthreads = 2;
     ms_err err;
     landscape Lp, Lr;
-    o.prefix = -1;
-    int rr = landscape_compute(A, B, E, &o, &Lr, &err);
-    o.prefix = 1; // also at n = 2 (2 orders), where it does not pay
-    int rp = landscape_compute(A, B, E, &o, &Lp, &err);
+    const ls_tuning never = {.prefix = -1}, always = {.prefix = 1}; // also at n = 2 (2 orders), where it does not pay
+    int rr = landscape_compute_tuned(A, B, E, &o, &never, &Lr, &err);
+    int rp = landscape_compute_tuned(A, B, E, &o, &always, &Lp, &err);
     CHECK(rr == 0 && rp == 0, "%s: both paths run (%s)", what, rr || rp ? err.msg : "");
     if (rr || rp) {
         if (!rr) landscape_free(&Lr);
@@ -263,9 +262,8 @@ static void prefix_case(const char *what, const moe_model *A, const moe_model *B
               "%s: same ranks but for near-ties (%d %d vs %d %d)", what, Lp.rank[0], Lp.rank[1], Lr.rank[0],
               Lr.rank[1]);
     }
-    forms_case(what, A, B, E, &o);
-    o.prefix = -1;
-    forms_case(what, A, B, E, &o);
+    forms_case(what, A, B, E, &o, 0);
+    forms_case(what, A, B, E, &o, -1);
     landscape_free(&Lr);
     landscape_free(&Lp);
 }
@@ -428,8 +426,7 @@ static void test_wreath_orders(void) {
     // selection biases), on the head's loss and, headless, on the layer's
     // chord; with any of the 8! orders (splitting groups), each order's own chord end
     o.exhaustive_max = 0, o.nsample = 0, o.seed = 1;
-    o.prefix = -1;
-    forms_case("general router", &A2, &B2, &E, &o);
+    forms_case("general router", &A2, &B2, &E, &o, -1);
     c.has_head = 0, c.has_norm = 0, c.C = 0;
     moe_model A3, B3;
     moe_alloc(&A3, &c);
@@ -438,9 +435,9 @@ static void test_wreath_orders(void) {
     fill(B3.mem, B3.nparams, &r, 0.5);
     evalset El = E;
     El.labels = NULL, El.C = 0;
-    forms_case("headless", &A3, &B3, &El, &o);
+    forms_case("headless", &A3, &B3, &El, &o, -1);
     o.all_orders = 1, o.exhaustive_max = 5, o.nsample = 200; // 200 of the 8! orders
-    forms_case("headless, all orders (own chords)", &A3, &B3, &El, &o);
+    forms_case("headless, all orders (own chords)", &A3, &B3, &El, &o, -1);
     moe_free(&A3);
     moe_free(&B3);
     moe_free(&A);
@@ -464,14 +461,12 @@ static void test_topk_forms(void) {
     o.T = 4;
     o.nthreads = 2;
     o.exhaustive_max = 7, o.nsample = 300; // 300 sampled orders
-    forms_case("top-2 of 8", &A, &B, &E, &o);
-    o.prefix = -1; // the per-order path (the selected form above)
-    forms_case("top-2 of 8", &A, &B, &E, &o);
-    o.prefix = 0;
+    forms_case("top-2 of 8", &A, &B, &E, &o, 0);
+    forms_case("top-2 of 8", &A, &B, &E, &o, -1); // the per-order path (the selected form above)
     free_evalset(&E);
     make_evalset(&E, 200, 16, 5, 63);
     o.mem_mb = 0.0001;
-    forms_case("top-2 of 8, in sample chunks", &A, &B, &E, &o);
+    forms_case("top-2 of 8, in sample chunks", &A, &B, &E, &o, 0);
     free_evalset(&E);
     moe_free(&A);
     moe_free(&B);
