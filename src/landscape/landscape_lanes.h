@@ -744,6 +744,23 @@ LKI void LK(finish)(const lsx *x, const VF *hl, int HS, const int no, const floa
     }
 }
 
+/* At the end of a batch (PFX_BATCH orders, or the last order m - 1; the caller
+ * tests it), after order j's phase 1: the batch's phase 2, PFX_FIN orders at a
+ * time (the rest one by one); hls: the batch's phase 1, HS apart; acc: every
+ * order's sums. A macro, not a function: inlined through one more function,
+ * GCC fused the logits' products into their adds in one form and not the
+ * other (AVX-512 and AVX2 then differed in the last bits) */
+#define BATCH_FINISH(x, hls, HS, j, cp, gb, off, fold, valid, lg, acc)                                       \
+    do {                                                                                                  \
+        const int j0_ = (j) - (j) % PFX_BATCH;                                                            \
+        int u_ = j0_;                                                                                     \
+        for (; u_ + PFX_FIN - 1 <= (j); u_ += PFX_FIN)                                                    \
+            LK(finish)(x, (hls) + (size_t)(u_ - j0_) * (HS), HS, PFX_FIN, cp, gb, off, fold, valid, lg,  \
+                       &(acc)[u_]);                                                                       \
+        for (; u_ <= (j); u_++)                                                                           \
+            LK(finish)(x, (hls) + (size_t)(u_ - j0_) * (HS), HS, 1, cp, gb, off, fold, valid, lg, &(acc)[u_]); \
+    } while (0)
+
 /* the folded head's shift c' (Cp) for finish: in base 2 for classification
  * (times log2 e, into cl), as it is otherwise */
 LKI const float *LK(shift_for)(const lsx *x, const float *cp, float *cl) {
@@ -829,20 +846,8 @@ LK_FORM static void LK(prefix)(const lsx *x, ls_ws *w, int m, const int (*pair)[
                 else
                     LK(leaf)(x, lev + (size_t)top * W, e0, e1, Yb + op[i0] * ystride, Yb + op[i1] * ystride,
                              HYb + op[i0] * hstride, HYb + op[i1] * hstride, dv, hdv, two, rd, hl);
-                // at the end of a batch (PFX_BATCH orders, or the last order), its phase 2,
-                // PFX_FIN orders at a time (the rest one by one). Written here, not as a
-                // function: inlined through one more function, GCC fused the logits'
-                // products into their adds in one form and not the other (AVX-512 and
-                // AVX2 then differed in the last bits)
-                if (j % PFX_BATCH == PFX_BATCH - 1 || j == m - 1) {
-                    const int j0 = j - j % PFX_BATCH;
-                    int u = j0;
-                    for (; u + PFX_FIN - 1 <= j; u += PFX_FIN)
-                        LK(finish)(x, hls + (size_t)(u - j0) * HS, HS, PFX_FIN, cp, gb, off, fold, valid, lg,
-                                   &pw.acc[u]);
-                    for (; u <= j; u++)
-                        LK(finish)(x, hls + (size_t)(u - j0) * HS, HS, 1, cp, gb, off, fold, valid, lg, &pw.acc[u]);
-                }
+                if (j % PFX_BATCH == PFX_BATCH - 1 || j == m - 1) // the end of a batch
+                    BATCH_FINISH(x, hls, HS, j, cp, gb, off, fold, valid, lg, pw.acc);
             }
         }
         if (fold) fold_acc(x, pw.acc, m, lsum, ok);
@@ -938,20 +943,8 @@ LK_FORM static void LK(selected)(const lsx *x, ls_ws *w, int m, const int (*pair
                     wv = Q * rd + 1e-5f * wv;
                 }
                 hl[Cp] = wv;
-                // at the end of a batch (PFX_BATCH orders, or the last order), its phase 2,
-                // PFX_FIN orders at a time (the rest one by one). Written here, not as a
-                // function: inlined through one more function, GCC fused the logits'
-                // products into their adds in one form and not the other (AVX-512 and
-                // AVX2 then differed in the last bits)
-                if (j % PFX_BATCH == PFX_BATCH - 1 || j == m - 1) {
-                    const int j0 = j - j % PFX_BATCH;
-                    int u = j0;
-                    for (; u + PFX_FIN - 1 <= j; u += PFX_FIN)
-                        LK(finish)(x, hls + (size_t)(u - j0) * HS, HS, PFX_FIN, cp, gb, off, fold, valid, lg,
-                                   &pw.acc[u]);
-                    for (; u <= j; u++)
-                        LK(finish)(x, hls + (size_t)(u - j0) * HS, HS, 1, cp, gb, off, fold, valid, lg, &pw.acc[u]);
-                }
+                if (j % PFX_BATCH == PFX_BATCH - 1 || j == m - 1) // the end of a batch
+                    BATCH_FINISH(x, hls, HS, j, cp, gb, off, fold, valid, lg, pw.acc);
             }
         }
         if (fold) fold_acc(x, pw.acc, m, lsum, ok);
@@ -972,6 +965,7 @@ static const struct ls_form LK(form) = {.simd = LK_SIMD, .prepare = LK(prepare),
 #undef EXP
 #undef EXP_NEG
 #undef EXPC
+#undef BATCH_FINISH
 #undef EXP2_NEG
 #undef EXP2_ROUND
 #undef EXP2_SCALE
