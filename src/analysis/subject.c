@@ -35,16 +35,16 @@ static int load_layer(subject *s, const subject_spec *sp, ms_err *err) {
     if (moe_load(&s->A, sp->pa, sp->layer, sp->ov, err)) return -1;
     if (sp->pb && moe_load(&s->B, sp->pb, sp->layer, sp->ov, err)) return -1;
     if (sp->pb && moe_check_compatible(&s->A, &s->B, err)) return -1;
-    if (sp->e_path) {
-        if (evalset_load(&s->E, sp->e_path, err)) return -1;
-        if (!sp->ignore_capture && evalset_check_layer(&s->E, &s->A, err)) return -1;
-        // the head is optional, but its labels or targets must fit it when present
-        if (moe_eval_check(&s->A, &s->E, err)) return -1;
-    }
+    if (sp->e_path && evalset_load(&s->E, sp->e_path, err)) return -1;
     // what the commands derive (weight matching, expert costs, forward passes),
-    // bounded from the shapes before any of it is allocated
+    // bounded from the shapes before any of it is allocated; said first, since a
+    // layer too large to work on is the answer whatever its set holds
     unsigned uses = sp->e_path ? sp->uses : sp->uses & ~(unsigned)(MS_USE_EVAL | MS_USE_DIAG);
-    return ms_limits_check(&s->A, sp->pb ? &s->B : NULL, sp->e_path ? &s->E : NULL, uses, err);
+    if (ms_limits_check(&s->A, sp->pb ? &s->B : NULL, sp->e_path ? &s->E : NULL, uses, err)) return -1;
+    if (!sp->e_path) return 0;
+    if (!sp->ignore_capture && evalset_check_layer(&s->E, &s->A, err)) return -1;
+    // the head is optional, but its labels or targets must fit it when present
+    return moe_eval_check(&s->A, &s->E, err);
 }
 
 /* ---- a network pair ---- */
