@@ -139,7 +139,8 @@ def test_tarball(tmp):
     # provenance lists a checkpoint folder's files with the checkpoint reader
     objs = ["build/rel/src/%s.o" % m for m in ("io/provenance", "io/sha256", "core/ms_error", "core/ms_alloc",
                                                 "core/ms_text", "io/checkpoint", "io/safetensors",
-                                                "io/atomic_file", "io/files_read", "core/progress", "core/env")]
+                                                "io/atomic_file", "io/files_read", "io/config_json", "core/progress",
+                                                "core/env")]
     r = subprocess.run(["make", "-s", "-C", src] + objs, capture_output=True, text=True)
     check(r.returncode == 0, "tarball: provenance.o compiles (%s)" % r.stderr[-300:])
     if r.returncode:
