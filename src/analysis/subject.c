@@ -11,11 +11,13 @@
 #include "io/safetensors.h"
 #include "model/evaluator.h"
 
-/* does the file hold a layer's evaluation set ('inputs', a block's captured inputs)? */
+/* does the file hold a layer's evaluation set ('inputs', a block's captured inputs)
+ * or a capture of every MoE layer ('inputs.L' each, geometry's)? */
 static int layer_evalset_is(const char *path) {
     st_file f;
     if (st_open(&f, path, NULL)) return 0;
     int yes = st_find(&f, "inputs") != NULL;
+    for (int i = 0; i < f.ntensors && !yes; i++) yes = !strncmp(f.tensors[i].name, "inputs.", 7);
     st_close(&f);
     return yes;
 }
