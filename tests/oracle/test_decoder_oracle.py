@@ -38,10 +38,6 @@ from testutil import check, run  # noqa: E402
 TMP = tempfile.mkdtemp(prefix="moescope_decoders_")
 # the families moescope evaluates as networks (grows as they land)
 COVERED = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss"]
-# rope_scaling kinds a covered family's configs ship that moescope still refuses: its
-# models here use the plain rotation instead, and the refusal by name is checked (so this
-# test changes when the kind lands)
-ROPE_PENDING = {}
 # (dtype, shards, generator options) per covered family: F32 in one file, BF16 over two
 # shards; GPT-OSS also with MXFP4 experts
 VARIANTS = [("F32", 1, {}), ("BF16", 2, {})]
@@ -53,8 +49,6 @@ def p(*names):
 
 
 def gen(fam, name, **kw):
-    if fam in COVERED and kw.get("rope") is None and gen_decoders.DEFAULT_ROPE.get(fam) in ROPE_PENDING.get(fam, ()):
-        kw["rope"] = "none"
     out = p(name)
     if not os.path.exists(out):
         gen_decoders.generate(fam, out, **kw)
@@ -250,26 +244,24 @@ def check_scramble(name, ck, ev, dt, landscape):
         check(e["barrier"] < 1e-4, "%s: the scramble's landscape: expert barrier %g" % (name, e["barrier"]))
 
 
-ROPE_KINDS = ["linear", "dynamic", "yarn", "llama3", "longrope"]
 # kinds a family must compute (its shipped configs use them), not just refuse
-ROPE_MUST = {"deepseek_v2": {"linear", "yarn"}, "deepseek_v3": {"linear", "yarn"}}
+# the kinds moescope computes (as transformers does) and the ones it refuses by name
+ROPE_COMPUTED = {"linear", "dynamic", "yarn", "llama3"}
+ROPE_REFUSED = {"longrope"}
+ROPE_KINDS = sorted(ROPE_COMPUTED | ROPE_REFUSED)
 
 
 def test_covered_rope():
-    """rope_scaling kinds (linear and one more per family, in turn): computed as the
-    oracle does, or refused naming config.json, rope_scaling and the kind."""
+    """rope_scaling kinds (linear, yarn and one more per family, in turn): each one
+    moescope computes agrees with the oracle, each other one is refused naming
+    config.json, rope_scaling and the kind."""
     for i, fam in enumerate(COVERED):
-        pending = ROPE_PENDING.get(fam, set())
-        for kind in sorted({"linear", ROPE_KINDS[i % len(ROPE_KINDS)]} | ROPE_MUST.get(fam, set()) | pending):
+        for kind in sorted({"linear", "yarn", ROPE_KINDS[i % len(ROPE_KINDS)]}):
             ck = gen(fam, "rope_%s_%s" % (fam, kind), rope=kind)
             ev = os.path.join(ck, "eval.safetensors")
-            r = run("eval", ck, "--eval", ev)
-            if kind in pending:
+            if kind in ROPE_REFUSED:
+                r = run("eval", ck, "--eval", ev)
                 check(r.returncode == 1 and all(n in r.stderr for n in ("config.json", "rope_scaling", kind)),
-                      "%s: rope_scaling %s (pending) refused by name: %s" % (fam, kind, r.stderr.strip()))
-                print("%s: rope_scaling %s refused (pending)" % (fam, kind))
-            elif r.returncode == 1 and kind not in ROPE_MUST.get(fam, ()):
-                check(all(n in r.stderr for n in ("config.json", "rope_scaling", kind)),
                       "%s: rope_scaling %s refused naming config.json, the key and the kind: %s"
                       % (fam, kind, r.stderr.strip()))
             else:
