@@ -39,7 +39,10 @@ typedef struct {
     int converged;      /* its last round moved no rotation's entry by more than tol */
     double residual;    /* its relative residual */
     double residual_other; /* the other start's */
-    double residual0;   /* the same with every Q_l = I */
+    double residual0;   /* the same with every Q_l = I but for signs: each layer's
+                           axis a signed like the layer before's (the sign of
+                           its training product with it), so that no sign
+                           convention of the bases moves it */
 } geo_gpa;
 
 #define GEO_GPA_MAX_ITER 1000

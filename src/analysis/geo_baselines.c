@@ -21,6 +21,16 @@ int geo_random_gauge(const double *const *Y, int L, int N, int r, rng_t *g, doub
     return rc;
 }
 
+void geo_align_signs(double *const *Y, int L, int N, int ntrain, int r) {
+    for (int l = 1; l < L; l++)
+        for (int a = 0; a < r; a++) {
+            double c = 0.0;
+            for (int t = 0; t < ntrain; t++) c += Y[l][(size_t)t * r + a] * Y[l - 1][(size_t)t * r + a];
+            if (c < 0)
+                for (int t = 0; t < N; t++) Y[l][(size_t)t * r + a] = -Y[l][(size_t)t * r + a];
+        }
+}
+
 #define COV_ROWS 512 /* rows per rank-k update */
 
 void geo_input_covariance(const float *X, int N, int ntrain, int d, double *mu, double *S) {

@@ -78,6 +78,20 @@ static int alternate(const gpa_grams *G, double *Q, int max_iter, double tol, in
     return rc;
 }
 
+/* Q (L, r, r): the identity gauge up to signs, each layer's axis a turned to
+ * agree with the layer before's (the sign of (Y_l^T Y_{l-1})_aa) */
+static void signed_identity(const gpa_grams *G, double *Q) {
+    int r = G->r;
+    size_t rr = (size_t)r * r;
+    memset(Q, 0, (size_t)G->L * rr * sizeof(double));
+    for (int a = 0; a < r; a++) Q[(size_t)a * r + a] = 1.0;
+    for (int l = 1; l < G->L; l++)
+        for (int a = 0; a < r; a++) {
+            double prev = Q[(l - 1) * rr + (size_t)a * r + a];
+            Q[l * rr + (size_t)a * r + a] = block(G, l, l - 1)[(size_t)a * r + a] < 0 ? -prev : prev;
+        }
+}
+
 /* the first round of the "first" start: each layer onto Y_0 */
 static int start_first(const gpa_grams *G, double *Q, ms_err *err) {
     int r = G->r;
@@ -132,9 +146,8 @@ int geo_gpa_fit(const double *const *Y, int L, int m, int r, int max_iter, doubl
     int it[2], cv[2], rc = 0;
     for (int s = 0; s < 2; s++) {
         Q[s] = ms_calloc((size_t)L * rr, sizeof(double));
-        if (s == 0) { // the identity gauge's spread first
-            for (int l = 0; l < L; l++)
-                for (int a = 0; a < r; a++) Q[0][l * rr + (size_t)a * r + a] = 1.0;
+        if (s == 0) { // the (signed) identity gauge's spread first
+            signed_identity(&G, Q[0]);
             g->residual0 = G.total > 0 ? spread(&G, Q[0], T) / G.total : 0.0;
         }
         if (!rc) rc = s == GEO_START_FIRST ? start_first(&G, Q[s], err) : start_spectral(&G, Q[s], err);

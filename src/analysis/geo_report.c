@@ -192,7 +192,7 @@ static void print_angles(FILE *fp, const geometry *G) {
 static void print_transitions(FILE *fp, const geometry *G) {
     const geo_gpa *g = &G->gpa;
     fprintf(fp, "\ncanonical gauge (GPA over the %d training tokens): residual %.4f of the states' energy "
-                "(identity gauge %.4f), from the %s start (the other: %.4f), %d rounds%s\n",
+                "(identity gauge, axis signs aligned: %.4f), from the %s start (the other: %.4f), %d rounds%s\n",
             G->ntrain, g->residual, g->residual0, geo_gpa_start_name(g->start), g->residual_other, g->iterations,
             g->converged ? "" : ", NOT settled");
     if (!g->converged) fprintf(fp, "  [warn] GPA stopped after %d rounds before its rotations settled\n", g->iterations);

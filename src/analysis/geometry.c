@@ -144,6 +144,15 @@ static int layer_choices(geometry *G, int l, const moe_model *m, const float *X,
     return rc ? ms_prefix(err, "%s", y->name) : 0;
 }
 
+/* residual PCA's axes signed along the depth (geo_align_signs); its recall,
+ * an affine readout, is the same either way */
+static void align_pca_signs(geometry *G) {
+    double **P = ms_malloc((size_t)G->L * sizeof(double *));
+    for (int l = 0; l < G->L; l++) P[l] = G->layers[l].P;
+    geo_align_signs(P, G->L, G->N, G->ntrain, G->r);
+    free(P);
+}
+
 /* every pair's principal angles, their mean (degrees) and mean cos^2 */
 static int angles_compute(geometry *G, ms_err *err) {
     int L = G->L, R = G->rmax;
@@ -258,6 +267,7 @@ int geometry_compute(const geo_layer_in *in, int L, geo_inputs_fn get, void *ctx
         progress_set(l + 1);
     }
     progress_end();
+    if (!rc) align_pca_signs(G);
     if (!rc) rc = angles_compute(G, err);
     if (!rc) rc = gauge_compute(G, o, err);
     if (!rc) rc = fits_compute(G, o, err);

@@ -85,13 +85,23 @@ def _alternate(Ys, Q, tol, max_iter):
     return Q, sum(((z - M) ** 2).sum() for z in Z), it
 
 
+def align_signs(Ys, ntrain):
+    """each layer's columns negated where their training product with the layer
+    before's (already aligned) is negative"""
+    out = [Ys[0]]
+    for Y in Ys[1:]:
+        c = (Y[:ntrain] * out[-1][:ntrain]).sum(0)
+        out.append(Y * np.where(c < 0, -1.0, 1.0))
+    return out
+
+
 def gpa(Ys, tol=1e-10, max_iter=1000):
     """from the first layer's gauge and from the spectral (synchronisation) start; the
-    lower residual kept"""
+    lower residual kept; the identity gauge's residual with the axes' signs aligned"""
     L, r = len(Ys), Ys[0].shape[1]
     total = sum((Y ** 2).sum() for Y in Ys)
-    M0 = sum(Ys) / L
-    res0 = sum(((Y - M0) ** 2).sum() for Y in Ys) / total
+    M0 = sum(align_signs(Ys, len(Ys[0]))) / L
+    res0 = sum(((Y - M0) ** 2).sum() for Y in align_signs(Ys, len(Ys[0]))) / total
     first = [scipy.linalg.orthogonal_procrustes(Y, Ys[0])[0] for Y in Ys]
     big = np.block([[a.T @ b for b in Ys] for a in Ys])
     V = np.linalg.eigh(big)[1][:, ::-1][:, :r]
@@ -192,7 +202,7 @@ def geometry(layers, ntrain):
                   "residual_other_start": other}
     Zs = [Y @ q for Y, q in zip(Ys, Q)]
     res["transitions"] = {"canonical": transitions(Zs, ntrain), "raw": transitions(Ys, ntrain),
-                          "pca": transitions(Ps, ntrain), "cca": transitions(cca_chain(Ys, ntrain), ntrain)}
+                          "pca": transitions(align_signs(Ps, ntrain), ntrain), "cca": transitions(cca_chain(Ys, ntrain), ntrain)}
     can = res["transitions"]["canonical"]
     for l in range(1, L):
         S, ch = extra[l]

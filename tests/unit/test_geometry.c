@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "analysis/geo_angles.h"
+#include "analysis/geo_baselines.h"
 #include "analysis/geo_linalg.h"
 #include "analysis/geo_report.h"
 #include "analysis/geometry.h"
@@ -293,13 +294,51 @@ static void same_invariants(const geometry *G, const geometry *G2, double tol, u
     }
     for (size_t q = 0; ok && q < (size_t)L * L; q++) worst = fmax(worst, fabs(G->mean_angle[q] - G2->mean_angle[q]) / 90);
     worst = fmax(worst, fabs(G->gpa.residual - G2->gpa.residual));
+    worst = fmax(worst, fabs(G->gpa.residual0 - G2->gpa.residual0));
     for (int m = 0; ok && m < GEO_NMETHODS; m++) {
         if (!(mask >> m & 1)) continue;
         const geo_fit *f = &G->fit[m], *f2 = &G2->fit[m];
         worst = fmax(worst, fmax(fabs(f->shared - f2->shared), fabs(f->specific - f2->specific)));
+        worst = fmax(worst, fmax(fabs(f->identity - f2->identity), fabs(f->eta - f2->eta)));
         for (int l = 0; l + 1 < L; l++) worst = fmax(worst, fabs(f->r2_shared[l] - f2->r2_shared[l]));
     }
     CHECK(ok && worst <= tol, "%s: every invariant unchanged (worst %.3g, tol %.3g)", what, worst, tol);
+}
+
+/* Every layer's axes negated at random (the signs an eigensolver or SVD may give):
+ * residual PCA's transitions and the identity gauge's residual stay put. */
+static void test_sign_flips(const geometry *G) {
+    int L = G->L, N = G->N, ntr = G->ntrain, r = G->r;
+    rng_t g;
+    rng_seed(&g, 9);
+    double *P[8], *Y[8];
+    for (int l = 0; l < L; l++) {
+        P[l] = ms_malloc((size_t)N * r * sizeof(double));
+        Y[l] = ms_malloc((size_t)N * r * sizeof(double));
+        for (int a = 0; a < r; a++) {
+            double sp = rng_uniform(&g) < 0.5 ? -1.0 : 1.0, sy = rng_uniform(&g) < 0.5 ? -1.0 : 1.0;
+            for (int t = 0; t < N; t++) {
+                P[l][(size_t)t * r + a] = sp * G->layers[l].P[(size_t)t * r + a];
+                Y[l][(size_t)t * r + a] = sy * G->layers[l].Y[(size_t)t * r + a];
+            }
+        }
+    }
+    ms_err err;
+    geo_align_signs(P, L, N, ntr, r);
+    geo_fit f;
+    geo_gpa gp;
+    CHECK(geo_fit_transitions((const double *const *)P, L, N, ntr, r, &f, &err) == 0, "fit: %s", err.msg);
+    CHECK(geo_gpa_fit((const double *const *)Y, L, ntr, r, GEO_GPA_MAX_ITER, GEO_GPA_TOL, &gp, &err) == 0, "gpa: %s",
+          err.msg);
+    const geo_fit *f0 = &G->fit[GEO_PCA];
+    double w = fmax(fmax(fabs(f.shared - f0->shared), fabs(f.identity - f0->identity)), fabs(f.eta - f0->eta));
+    CHECK(w < 1e-9, "residual PCA's axes negated at random: shared, identity R^2, eta unchanged (%.3g)", w);
+    CHECK(fabs(gp.residual0 - G->gpa.residual0) < 1e-9 && fabs(gp.residual - G->gpa.residual) < 1e-9,
+          "the states' axes negated at random: GPA's residual and the identity gauge's unchanged (%.3g, %.3g)",
+          fabs(gp.residual0 - G->gpa.residual0), fabs(gp.residual - G->gpa.residual));
+    geo_fit_free(&f);
+    geo_gpa_free(&gp);
+    for (int l = 0; l < L; l++) free(P[l]), free(Y[l]);
 }
 
 static void test_gauge_exact(void) {
@@ -311,6 +350,7 @@ static void test_gauge_exact(void) {
     plant(&s, r, 0.1, 21, A, z0);
     geometry G;
     CHECK(sys_geometry(&s, ntr, &G, &err) == 0, "gauge: %s", err.msg);
+    test_sign_flips(&G);
     // one layer's states turned by a random Q: GPA and the fits on them again
     rng_t g;
     rng_seed(&g, 5);
@@ -357,8 +397,10 @@ static void test_gauge_exact(void) {
     }
     geometry G2;
     CHECK(sys_geometry(&s2, ntr, &G2, &err) == 0, "rotated stream: %s", err.msg);
-    // (PCA's axes are its own gauge: signs, and any turn among equal variances)
-    same_invariants(&G, &G2, 2e-5, 1u << GEO_CANONICAL | 1u << GEO_CCA, "the residual stream turned");
+    // the bases' signs come out otherwise (each layer's SVD and PCA axes), and
+    // residual PCA and the identity gauge's residual must not see it
+    same_invariants(&G, &G2, 2e-5, 1u << GEO_CANONICAL | 1u << GEO_PCA | 1u << GEO_CCA,
+                    "the residual stream turned");
     geometry_free(&G2);
     // one vector added to every gate row of every layer
     for (int l = 0; l < L; l++) {
