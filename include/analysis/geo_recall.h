@@ -12,7 +12,9 @@
  * For the control states the readout is exact (s = W~ U c + the common part +
  * b: the common part changes no softmax choice), so their recall is 1 up to
  * ties; residual PCA at the same width keeps what its directions happen to
- * share with the router's. */
+ * share with the router's. geo_recall_by_rank reads the choices out of the
+ * first q columns only (q = 1 .. r: the states' leading directions, PCA's
+ * top ones), which compares the two at a matched, reduced rank. */
 #ifndef MS_GEO_RECALL_H
 #define MS_GEO_RECALL_H
 
@@ -29,5 +31,11 @@ int geo_readout_fit(const double *Y, int ntrain, int q, const float *S, int n, d
 /* The recall of choice (rows t0 .. t1) from Y (rows t0 .. t1 of (., q)) through B. */
 double geo_recall(const moe_config *c, const float *corr, const double *Y, int t0, int t1, int q,
                   const double *B, const int *choice, int k);
+
+/* R (r): the recall of choice (held-out rows ntrain .. N) from the first q =
+ * 1 .. r columns of Y (N, r), each through its own readout of S (N, n) fitted
+ * on the training rows. */
+int geo_recall_by_rank(const moe_config *c, const float *corr, const double *Y, int N, int ntrain, int r,
+                       const float *S, const int *choice, int k, double *R, ms_err *err);
 
 #endif

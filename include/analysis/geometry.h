@@ -75,6 +75,9 @@ typedef struct {
     double recall_pca;     /* ... from residual PCA at rank r */
     double recall_shared;  /* ... from the states the shared transition predicts (NaN for l = 0) */
     double recall_specific; /* ... the layer-specific one predicts (NaN for l = 0) */
+    double *recall_rank;   // (2, r) held-out recall read out of the first q = 1 .. r states (row 0)
+                           // and the top q principal directions (row 1): at q = r_l the states'
+                           // is 1 by construction, below it the comparison measures something
     double *mu;            // (r) the states' training mean
     double *Y;             // (N, r) the states on the first r directions, centred (the raw gauge)
     double *Z;             // (N, r) in the canonical gauge: Y Q_l

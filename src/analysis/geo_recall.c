@@ -59,3 +59,17 @@ double geo_recall(const moe_config *c, const float *corr, const double *Y, int t
     free(sel);
     return hits / ((double)m * k);
 }
+
+int geo_recall_by_rank(const moe_config *c, const float *corr, const double *Y, int N, int ntrain, int r,
+                       const float *S, const int *choice, int k, double *R, ms_err *err) {
+    int n = c->n, rc = 0;
+    double *Yq = ms_malloc((size_t)N * r * sizeof(double)), *B = ms_malloc((size_t)(r + 1) * n * sizeof(double));
+    for (int q = 1; q <= r && !rc; q++) {
+        for (int t = 0; t < N; t++) memcpy(Yq + (size_t)t * q, Y + (size_t)t * r, (size_t)q * sizeof(double));
+        rc = geo_readout_fit(Yq, ntrain, q, S, n, B, err);
+        if (!rc) R[q - 1] = geo_recall(c, corr, Yq + (size_t)ntrain * q, ntrain, N, q, B, choice, k);
+    }
+    free(Yq);
+    free(B);
+    return rc;
+}

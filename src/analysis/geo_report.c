@@ -12,7 +12,7 @@
 #include "io/json_file.h"
 #include "io/provenance.h"
 
-static cJSON *layer_json(const geo_layer *y) {
+static cJSON *layer_json(const geo_layer *y, int rank) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", y->name);
     if (y->block >= 0) cJSON_AddNumberToObject(o, "block", y->block);
@@ -37,6 +37,9 @@ static cJSON *layer_json(const geo_layer *y) {
     cJSON_AddItemToObject(r, "pca", json_number(y->recall_pca));
     cJSON_AddItemToObject(r, "shared", json_number(y->recall_shared));
     cJSON_AddItemToObject(r, "specific", json_number(y->recall_specific));
+    cJSON *br = cJSON_AddObjectToObject(r, "by_rank"); // readout rank q = 1 .. r
+    cJSON_AddItemToObject(br, "states", json_numbers(y->recall_rank, rank));
+    cJSON_AddItemToObject(br, "pca", json_numbers(y->recall_rank + rank, rank));
     return o;
 }
 
@@ -101,7 +104,7 @@ cJSON *geometry_json(const geometry *G, cJSON *run) {
     cJSON_AddNumberToObject(root, "rank", G->r);
     cJSON_AddNumberToObject(root, "seed", (double)G->seed);
     cJSON *ls = cJSON_AddArrayToObject(root, "layers");
-    for (int l = 0; l < G->L; l++) cJSON_AddItemToArray(ls, layer_json(&G->layers[l]));
+    for (int l = 0; l < G->L; l++) cJSON_AddItemToArray(ls, layer_json(&G->layers[l], G->r));
     cJSON_AddItemToObject(root, "angles", angles_json(G));
     cJSON *g = cJSON_AddObjectToObject(root, "gpa");
     cJSON_AddNumberToObject(g, "iterations", G->gpa.iterations);
@@ -220,6 +223,14 @@ static void print_recall(FILE *fp, const geometry *G, char *const *nm) {
         fprintf(fp, "  %-*s  %2d  %11.4f  %12.4f", w, nm[l], y->k, y->recall_states, y->recall_pca);
         if (l) fprintf(fp, "  %18.4f  %8.4f\n", y->recall_shared, y->recall_specific);
         else fprintf(fp, "  %18s  %8s\n", "-", "-");
+    }
+    fprintf(fp, "  by readout rank q = 1 .. %d, states/PCA (each from its first q coordinates; at full rank "
+                "the states' is 1 by construction):\n", G->r);
+    for (int l = 0; l < G->L; l++) {
+        const geo_layer *y = &G->layers[l];
+        fprintf(fp, "  %-*s ", w, nm[l]);
+        for (int q = 0; q < G->r; q++) fprintf(fp, " %.3f/%.3f", y->recall_rank[q], y->recall_rank[G->r + q]);
+        fprintf(fp, "\n");
     }
 }
 

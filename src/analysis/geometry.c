@@ -137,7 +137,10 @@ static int layer_choices(geometry *G, int l, const moe_model *m, const float *X,
     if (!rc) {
         y->recall_states = geo_recall(&y->cfg, y->corr, y->Y + (size_t)ntr * r, ntr, N, r, y->B, y->choice, k);
         y->recall_pca = geo_recall(&y->cfg, y->corr, y->P + (size_t)ntr * r, ntr, N, r, Bp, y->choice, k);
+        y->recall_rank = ms_malloc((size_t)2 * r * sizeof(double));
+        rc = geo_recall_by_rank(&y->cfg, y->corr, y->Y, N, ntr, r, S, y->choice, k, y->recall_rank, err);
     }
+    if (!rc) rc = geo_recall_by_rank(&y->cfg, y->corr, y->P, N, ntr, r, S, y->choice, k, y->recall_rank + r, err);
     y->recall_shared = y->recall_specific = NAN;
     free(S);
     free(Bp);
@@ -287,6 +290,7 @@ void geometry_free(geometry *G) {
         free(y->Z);
         free(y->P);
         free(y->B);
+        free(y->recall_rank);
         free(y->choice);
     }
     free(G->layers);

@@ -183,7 +183,9 @@ def geometry(layers, ntrain):
             "variance_control": np.trace(c["U"].T @ Sx @ c["U"]) / np.trace(Sx),
             "variance_pca": w[::-1][:r].sum() / np.trace(Sx),
             "recall": {"states": readout_recall(Y, S, ch, ntrain, lay["k"]),
-                       "pca": readout_recall(P, S, ch, ntrain, lay["k"])}})
+                       "pca": readout_recall(P, S, ch, ntrain, lay["k"]),
+                       "by_rank": {"states": [readout_recall(Y[:, :q], S, ch, ntrain, lay["k"]) for q in range(1, r + 1)],
+                                   "pca": [readout_recall(P[:, :q], S, ch, ntrain, lay["k"]) for q in range(1, r + 1)]}}})
         Ys.append(Y)
         Ps.append(P)
         extra.append((S, ch))

@@ -88,6 +88,11 @@ def compare(name, j, ref, layers, ntrain):
         for key in ("states", "pca", "shared", "specific"):
             if key in b["recall"]:
                 close(a["recall"][key], b["recall"][key], 2.0 / held + 1e-12, "%s recall from %s" % (tag, key))
+        for key in ("states", "pca"):  # q = 1 .. r: the first q coordinates
+            close(a["recall"]["by_rank"][key], b["recall"]["by_rank"][key], 2.0 / held + 1e-12,
+                  "%s recall from %s by readout rank" % (tag, key))
+        check(abs(a["recall"]["by_rank"]["states"][-1] - a["recall"]["states"]) < 1e-12,
+              "%s: at rank r the by-rank recall is the states' own" % tag)
     L = len(layers)
     close(j["angles"]["mean_deg"], ref["mean_deg"], 1e-6, name + " mean angles")
     close(j["angles"]["overlap"], ref["overlap"], 1e-9, name + " overlaps")

@@ -84,7 +84,11 @@ def compare(tag, j, ref, held, tol_r2, tol_var):
         close([a["variance_control"], a["variance_pca"]], [b["variance_control"], b["variance_pca"]], tol_var,
               "%s layer %d variance shares" % (tag, l))
         for key in b["recall"]:
-            close(a["recall"][key], b["recall"][key], 3.0 / held + 1e-12, "%s layer %d recall %s" % (tag, l, key))
+            if key != "by_rank":
+                close(a["recall"][key], b["recall"][key], 3.0 / held + 1e-12, "%s layer %d recall %s" % (tag, l, key))
+        for key in ("states", "pca"):  # readout rank q = 1 .. r
+            close(a["recall"]["by_rank"][key], b["recall"]["by_rank"][key], 3.0 / held + 1e-12,
+                  "%s layer %d recall %s by readout rank" % (tag, l, key))
     close(j["angles"]["mean_deg"], ref["mean_deg"], 1e-6, tag + " mean angles")
     close(j["gpa"]["residual"], ref["gpa"]["residual"], tol_r2, tag + " GPA residual")
     check(j["gpa"]["start"] == ref["gpa"]["start"], "%s: GPA start %s vs %s" % (tag, j["gpa"]["start"], ref["gpa"]["start"]))
