@@ -13,10 +13,12 @@
  * sequences (about NET_ITEM_TOKENS tokens each) go to one worker per CPU (at
  * most 8), BLAS single-threaded inside them; each item's sums are kept and
  * reduced in item order. When items are fewer than threads (one long sequence,
- * a few), the threads without an item take panels of the items' MLPs (fixed
- * rows, NET_PANEL_ROWS, each computed whole by whichever thread takes it), so
- * those use every core. The numbers are the same, bit for bit, for any thread
- * count. */
+ * a few), the threads without an item take pieces of the items' steps: row
+ * panels (NET_PANEL_ROWS) of the attention's projections and of the MLPs, the
+ * attention's heads, the head's vocabulary column slices and its rows' losses
+ * (net_forward.h), each piece computed whole by whichever thread takes it and
+ * the losses summed in row order, so those use every core. The numbers are the
+ * same, bit for bit, for any thread count. */
 #ifndef MS_NET_EVAL_H
 #define MS_NET_EVAL_H
 
@@ -26,8 +28,9 @@
 #include "network/net_evalset.h"
 
 #define NET_ITEM_TOKENS 512
-/* An MLP runs over an item's rows in panels this tall (moe_forward's chunks),
- * with a cancel check between panels, as between blocks and the head's slices:
+/* An MLP and the attention's projections run over an item's rows in panels
+ * this tall (moe_forward's chunks), with a cancel check between pieces, as
+ * between blocks and the head's slices:
  * a cancel stops an evaluation of long sequences within one panel's work. */
 #define NET_PANEL_ROWS 256
 /* What an evaluation tells the calling thread's progress listener

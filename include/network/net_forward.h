@@ -45,12 +45,11 @@ typedef struct {
     float *y;   // (cap, ff) the dense MLP's hidden units; (cap, 2ff) a gated MLP's
     float *cs;  // (T, rot) a decoder's rotary table (tf_rope_table); NULL otherwise
     float *mla; // (cap, mla width) DeepSeek's latent attention's intermediates; NULL otherwise
-    float *S;   // (T, T) one head's attention weights
     float *pt;  // (P, K) a ViT's image as patches; NULL for GPT-2
     int head_rows; /* net_head_rows(V) */
     float *lg;  // (head_rows, V)
-    atomic_int *cancel; /* not NULL: net_head_loss stops between row slices once it is set
-                           (its sums are then partial: the caller discards them) */
+    double *rl; // (head_rows) each logit row's loss
+    char *rh;   // (head_rows) each logit row's top-1 hit
 } net_ws;
 
 void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T);
@@ -59,8 +58,16 @@ void net_ws_free(net_ws *w);
 /* h (ns T, d) = the embedding of E's sequences s0 .. s0 + ns: wte[ids] + wpe[0..T),
  * or a ViT's CLS and patches plus the position embeddings */
 void net_embed(const net_model *m, const net_evalset *E, int s0, int ns, float *h, net_ws *w);
-/* h += c_proj(attn(ln_1 h)) of block L, for ns sequences of T tokens */
-void net_attn_forward(const net_model *m, int L, float *h, int ns, int T, net_ws *w);
+/* h += c_proj(attn(ln_1 h)) of block L over ns sequences of T tokens (h (ns T,
+ * d)), in three steps whose pieces are independent, so that any thread may
+ * compute any piece with the same bits (net_eval.c spreads them):
+ *   net_attn_in   rows r0 .. r0 + M: w->qkv = the heads' q | k | v of ln_1 h
+ *                 (a decoder's rotated for positions (r0 + r) % T)
+ *   net_attn_head sequence s's head j: its columns of w->o; S a (T, T) workspace
+ *   net_attn_out  rows r0 .. r0 + M: h += o_proj(w->o) */
+void net_attn_in(const net_model *m, int L, const float *h, int r0, int M, int T, const net_ws *w);
+void net_attn_head(const net_model *m, int L, int s, int j, int T, const net_ws *w, float *S);
+void net_attn_out(const net_model *m, int L, float *h, int r0, int M, const net_ws *w);
 /* h += mlp(ln_2 h) of block L over M rows: the dense MLP, or the MoE layer moe
  * (an MoE block's). G (M, n): its gate weights, when not NULL; X (M, d): the
  * MLP's input ln_2 h, when not NULL (the block's own inputs, for the layer-only
@@ -72,12 +79,23 @@ void net_mlp_forward(const net_model *m, int L, const moe_model *moe, float *h, 
 void net_mlp_input(const net_model *m, int L, const float *h, int M, net_ws *w);
 void net_mlp_apply(const net_model *m, int L, const moe_model *moe, float *h, int M, net_ws *w, float *G);
 /* The head and the loss of E's sequences s0 .. s0 + ns (h (ns T, d)): GPT-2's
- * ln_f, LM head and next-token cross-entropy summed over their ns (T - 1)
- * positions, a ViT's layernorm, classifier and class cross-entropy of the CLS
- * tokens, into *loss; the correct top-1 predictions (argmax, ties to the
- * smaller index) into *correct. logits (ns T, V), a ViT's (ns, V), when not NULL. */
-void net_head_loss(const net_model *m, const float *h, const net_evalset *E, int s0, int ns, net_ws *w,
-                   double *loss, long *correct, float *logits);
+ * ln_f, LM head and next-token cross-entropy of their ns (T - 1) positions, a
+ * ViT's layernorm, classifier and class cross-entropy of the CLS tokens; the
+ * top-1 hits (argmax, ties to the smaller index). Its logit rows (ns T, a ViT's
+ * ns) go in slices of at most w->head_rows rows r0 .. r0 + rows, each in steps
+ * whose pieces are independent (any thread, the same bits):
+ *   net_head_norm   w->x (rows, d) = the final norm of the slice's rows
+ *   net_head_cols   column slice sl (NET_HEAD_COLS wide, net_head_slices(V) of
+ *                   them) of lg (rows, V) = x lm_head^T (+ bias, / logits_scaling)
+ *   net_head_losses rows ra .. rb of the slice: w->rl[r] = row r's loss (0 at a
+ *                   sequence's last token), w->rh[r] its hit
+ * The caller sums w->rl in row order. */
+#define NET_HEAD_COLS 4096
+int net_head_slices(int V);
+void net_head_norm(const net_model *m, const float *h, int T, int r0, int rows, const net_ws *w);
+void net_head_cols(const net_model *m, int rows, int sl, const net_ws *w, float *lg);
+void net_head_losses(const net_model *m, const net_evalset *E, int s0, int r0, int ra, int rb, const float *lg,
+                     const net_ws *w);
 
 /* Reference: logits (N T, V), a ViT's (N, V), of the whole network on E, one
  * token at a time in plain loops with double sums; moe[i] replaces MoE block i

@@ -45,14 +45,18 @@ typedef struct {
 /* O (T, nh vd) = every head's softmax(q k^T scale) v, of one sequence's QKV (T,
  * (nh + nkv) hd + nkv vd). S is a (T, T) workspace. */
 void tf_attention_gqa(const float *QKV, int T, const tf_attn_shape *a, float *S, float *O);
+/* tf_attention_gqa's head j alone: its vd columns of O (the heads are independent,
+ * so any thread may compute any of them with the same result) */
+void tf_attention_head(const float *QKV, int T, const tf_attn_shape *a, int j, float *S, float *O);
 /* cs (T, rot) = af cos | af sin of position p times inv_freq[i] for i < rot/2:
  * the rotary embedding's table */
 void tf_rope_table(int T, int rot, const double *inv_freq, double af, float *cs);
 /* Rotate the first nr heads (hd wide) of each of M rows of X (row stride ld), row
- * r at position r % T, by transformers' rotate_half: dimension i < rot/2 pairs
+ * r at position (p0 + r) % T, by transformers' rotate_half: dimension i < rot/2 pairs
  * with i + rot/2 (interleave: 2i with 2i + 1, DeepSeek's); dimensions from rot on
  * are left alone. */
-void tf_rope_forward(float *X, int M, int ld, int T, int nr, int hd, int rot, const float *cs, int interleave);
+void tf_rope_forward(float *X, int M, int p0, int ld, int T, int nr, int hd, int rot, const float *cs,
+                     int interleave);
 /* Self-attention of one sequence: QKV (T, 3d) holds q | k | v per token (head
  * j's slice is columns j dh .. (j+1) dh of each third); O (T, d) = the heads'
  * softmax(q k^T / sqrt(dh)) v side by side. causal: token i sees tokens <= i.

@@ -36,25 +36,30 @@ typedef struct {
     long units, nunits;    /* rows x stages done (atomic) and in all; a stage is a
                               block or the head */
     int stages;            /* stages per row */
-    /* the panels of MLPs in flight, shared with the threads that have no item
-       left (one long sequence then uses every core): under pmu */
+    /* the pieces of the steps in flight (MLP panels, attention heads, the
+       head's column slices), shared with the threads that have no item left
+       (one long sequence then uses every core): under pmu */
     pthread_mutex_t pmu;
     pthread_cond_t pcv;    /* a task posted, or the last item taken */
-    pthread_cond_t pdone;  /* a panel finished */
+    pthread_cond_t pdone;  /* a piece finished */
     struct panel_task *tasks; /* (threads) one per item owner; NULL while unused */
     int ntasks, owners;    /* slots, threads still running items */
+    float **S;             /* (threads) each thread's (T, T) attention workspace, made on first use */
 } net_job;
 
-/* one MLP's panels: any thread computes any of them on the owner's buffers
- * (disjoint rows of h, w's x, o, y and G), so the result is the same whoever
- * does which */
+struct panel_task;
+typedef void (*panel_fn)(net_job *j, const struct panel_task *t, int p, int slot);
+
+/* one step's pieces: any thread computes any of them (fn, on the owner's
+ * buffers: disjoint rows or columns), so the result is the same whoever does
+ * which */
 typedef struct panel_task {
     int open, next, finished, npanels;
-    int L;
+    panel_fn fn;
+    int L, M, T, ns, s0, r0, rows;
     const moe_model *moe;
-    float *h, *G;
+    float *h, *G, *lg;
     const net_ws *w;
-    int M;
 } panel_task;
 
 /* Stop at the next check? (marks the job stopped) */
@@ -81,9 +86,10 @@ static void test_gate(net_job *j, long it) {
     while (access(gate, F_OK) != 0 && !job_cancelled(j)) nanosleep(&ts, NULL);
 }
 
-/* panel p of task t: h += mlp(w->x) over its rows, w's row buffers viewed from
- * the panel's first row (moe_forward's own chunks are as wide: the same sums) */
-static void panel_run(const net_job *j, const panel_task *t, int p) {
+/* MLP panel p: h += mlp(w->x) over its rows, w's row buffers viewed from the
+ * panel's first row (moe_forward's own chunks are as wide: the same sums) */
+static void mlp_piece(net_job *j, const panel_task *t, int p, int slot) {
+    (void)slot;
     int d = j->m->cfg.d, ff = j->m->cfg.ff, n = t->moe ? t->moe->cfg.n : 0;
     int r = p * NET_PANEL_ROWS, rows = t->M - r < NET_PANEL_ROWS ? t->M - r : NET_PANEL_ROWS;
     net_ws v = *t->w;
@@ -91,46 +97,118 @@ static void panel_run(const net_job *j, const panel_task *t, int p) {
     net_mlp_apply(j->m, t->L, t->moe, t->h + (size_t)r * d, rows, &v, t->G ? t->G + (size_t)r * n : NULL);
 }
 
-/* Take and run task t's panels until none is left (the cancel skips the
- * rest); pmu held, released while a panel runs. */
-static void panels_take(net_job *j, panel_task *t) {
+/* the rows of panel p of M */
+static int panel_rows(int M, int p) { return M - p * NET_PANEL_ROWS < NET_PANEL_ROWS ? M - p * NET_PANEL_ROWS : NET_PANEL_ROWS; }
+
+static void attn_in_piece(net_job *j, const panel_task *t, int p, int slot) {
+    (void)slot;
+    net_attn_in(j->m, t->L, t->h, p * NET_PANEL_ROWS, panel_rows(t->M, p), t->T, t->w);
+}
+
+/* piece p: sequence p / nh's head p % nh, in the running thread's workspace */
+static void attn_head_piece(net_job *j, const panel_task *t, int p, int slot) {
+    if (!j->S[slot]) j->S[slot] = ms_malloc((size_t)t->T * t->T * sizeof(float));
+    int nh = j->m->cfg.nhead;
+    net_attn_head(j->m, t->L, p / nh, p % nh, t->T, t->w, j->S[slot]);
+}
+
+static void attn_out_piece(net_job *j, const panel_task *t, int p, int slot) {
+    (void)slot;
+    net_attn_out(j->m, t->L, t->h, p * NET_PANEL_ROWS, panel_rows(t->M, p), t->w);
+}
+
+static void head_cols_piece(net_job *j, const panel_task *t, int p, int slot) {
+    (void)slot;
+    net_head_cols(j->m, t->rows, p, t->w, t->lg);
+}
+
+#define LOSS_ROWS 16 /* logit rows per piece of the loss */
+static void head_loss_piece(net_job *j, const panel_task *t, int p, int slot) {
+    (void)slot;
+    int ra = p * LOSS_ROWS, rb = ra + LOSS_ROWS < t->rows ? ra + LOSS_ROWS : t->rows;
+    net_head_losses(j->m, j->E, t->s0, t->r0, ra, rb, t->lg, t->w);
+}
+
+/* Take and run task t's pieces until none is left (the cancel skips the
+ * rest), as the thread of slot `slot`; pmu held, released while a piece runs. */
+static void panels_take(net_job *j, panel_task *t, int slot) {
     while (t->next < t->npanels) {
         int p = t->next++;
         int skip = job_cancelled(j);
         pthread_mutex_unlock(&j->pmu);
-        if (!skip) panel_run(j, t, p);
+        if (!skip) t->fn(j, t, p, slot);
         pthread_mutex_lock(&j->pmu);
         if (++t->finished == t->npanels) pthread_cond_broadcast(&j->pdone);
     }
 }
 
-/* h += mlp(w->x) of block L over M rows, in panels of NET_PANEL_ROWS with a
- * cancel check between them; threads without an item left help (posted as
- * the task of slot `slot`). -1: cancelled. */
-static int mlp_panels(net_job *j, int slot, int L, const moe_model *moe, float *h, int M, const net_ws *w,
-                      float *G) {
-    panel_task t = {.open = 1, .npanels = (M + NET_PANEL_ROWS - 1) / NET_PANEL_ROWS, .L = L, .moe = moe,
-                    .h = h, .G = G, .w = w, .M = M};
+/* Run task t's pieces, with a cancel check between them; threads without an
+ * item left help (posted as the task of slot `slot`). -1: cancelled. */
+static int run_pieces(net_job *j, int slot, panel_task t) {
+    t.open = 1;
     if (t.npanels < 2 || !j->tasks) {
         for (int p = 0; p < t.npanels; p++) {
             if (p > 0 && job_cancelled(j)) return -1;
-            panel_run(j, &t, p);
+            t.fn(j, &t, p, slot);
         }
         return job_cancelled(j) ? -1 : 0;
     }
     pthread_mutex_lock(&j->pmu);
     j->tasks[slot] = t;
     pthread_cond_broadcast(&j->pcv);
-    panels_take(j, &j->tasks[slot]);
+    panels_take(j, &j->tasks[slot], slot);
     while (j->tasks[slot].finished < t.npanels) pthread_cond_wait(&j->pdone, &j->pmu);
     j->tasks[slot].open = 0;
     pthread_mutex_unlock(&j->pmu);
     return job_cancelled(j) ? -1 : 0;
 }
 
+static int npanels(int M) { return (M + NET_PANEL_ROWS - 1) / NET_PANEL_ROWS; }
+
+/* h += mlp(w->x) of block L over M rows, in panels of NET_PANEL_ROWS */
+static int mlp_panels(net_job *j, int slot, int L, const moe_model *moe, float *h, int M, const net_ws *w,
+                      float *G) {
+    return run_pieces(j, slot, (panel_task){.fn = mlp_piece, .npanels = npanels(M), .L = L, .moe = moe, .h = h,
+                                            .G = G, .w = w, .M = M});
+}
+
+/* h += attention of block L over ns sequences: q | k | v by row panels, the
+ * heads one piece each, the output projection by row panels */
+static int attn_pieces(net_job *j, int slot, int L, float *h, int ns, const net_ws *w) {
+    int M = ns * j->T;
+    panel_task t = {.fn = attn_in_piece, .npanels = npanels(M), .L = L, .M = M, .T = j->T, .h = h, .w = w};
+    if (run_pieces(j, slot, t)) return -1;
+    t.fn = attn_head_piece, t.npanels = ns * j->m->cfg.nhead;
+    if (run_pieces(j, slot, t)) return -1;
+    t.fn = attn_out_piece, t.npanels = npanels(M);
+    return run_pieces(j, slot, t);
+}
+
+/* The head and the loss of the item's ns sequences from s0 (h (ns T, d)) into
+ * *loss and *ok: slices of w->head_rows logit rows, each normed, then its
+ * column slices and its rows' losses as pieces, summed in row order. -1:
+ * cancelled. */
+static int head_pieces(net_job *j, int slot, const float *h, int s0, int ns, const net_ws *w, float *logits,
+                       double *loss, long *ok) {
+    const net_model *m = j->m;
+    int V = m->cfg.vocab, R = ns * net_logit_rows(m, j->T);
+    for (int r0 = 0; r0 < R; r0 += w->head_rows) {
+        if (r0 > 0 && job_cancelled(j)) return -1;
+        int rows = R - r0 < w->head_rows ? R - r0 : w->head_rows;
+        net_head_norm(m, h, j->T, r0, rows, w);
+        panel_task t = {.fn = head_cols_piece, .npanels = net_head_slices(V), .rows = rows, .r0 = r0, .s0 = s0,
+                        .lg = logits ? logits + (size_t)r0 * V : w->lg, .w = w};
+        if (run_pieces(j, slot, t)) return -1;
+        t.fn = head_loss_piece, t.npanels = (rows + LOSS_ROWS - 1) / LOSS_ROWS;
+        if (run_pieces(j, slot, t)) return -1;
+        for (int r = 0; r < rows; r++) *loss += w->rl[r], *ok += w->rh[r];
+    }
+    return 0;
+}
+
 /* A thread with no item left: the other items' panels until every item is
  * done. */
-static void panels_help(net_job *j) {
+static void panels_help(net_job *j, int slot) {
     pthread_mutex_lock(&j->pmu);
     j->owners--;
     pthread_cond_broadcast(&j->pcv);
@@ -139,7 +217,7 @@ static void panels_help(net_job *j) {
         for (int i = 0; i < j->ntasks && !t; i++)
             if (j->tasks[i].open && j->tasks[i].next < j->tasks[i].npanels) t = &j->tasks[i];
         if (t) {
-            panels_take(j, t);
+            panels_take(j, t, slot);
             continue;
         }
         if (j->owners == 0) break;
@@ -161,7 +239,7 @@ static int item_tail(net_job *j, int slot, int it, float *h, int ns, net_ws *w, 
     size_t r0 = (size_t)it * j->spi * T; // the item's first row
     for (int L = j->L0; L < m->cfg.nlayer; L++) {
         if (L > j->L0 && job_cancelled(j)) return -1;
-        if (L > j->L0) net_attn_forward(m, L, h, ns, T, w);
+        if (L > j->L0 && attn_pieces(j, slot, L, h, ns, w)) return -1;
         int mi = m->cfg.moe_of[L];
         const moe_model *moe = mi >= 0 ? j->moe[mi] : NULL;
         float *g = moe && j->lmean ? G : NULL;
@@ -202,12 +280,12 @@ static void run_item(net_job *j, int slot, int it, float *h, net_ws *w, float *G
         net_embed(m, j->E, s0, ns, h, w);
         for (int L = 0; L < j->L0; L++) {
             if (job_cancelled(j)) return;
-            net_attn_forward(m, L, h, ns, T, w);
+            if (attn_pieces(j, slot, L, h, ns, w)) return;
             net_mlp_input(m, L, h, (int)M, w);
             if (mlp_panels(j, slot, L, NULL, h, (int)M, w, NULL)) return;
             job_advance(j, (long)M);
         }
-        if (j->L0 < m->cfg.nlayer) net_attn_forward(m, j->L0, h, ns, T, w);
+        if (j->L0 < m->cfg.nlayer && attn_pieces(j, slot, j->L0, h, ns, w)) return;
     }
     if (!j->r) { // the prefix job
         memcpy(j->prefix_out + r0 * d, h, M * d * sizeof(float));
@@ -218,8 +296,9 @@ static void run_item(net_job *j, int slot, int it, float *h, net_ws *w, float *G
     j->loss[it] = 0.0;
     j->ok[it] = 0;
     size_t lrow = (size_t)s0 * net_logit_rows(m, T); // the item's first row of logits
-    net_head_loss(m, h, j->E, s0, ns, w, &j->loss[it], &j->ok[it],
-                  j->r->logits ? j->r->logits + lrow * m->cfg.vocab : NULL);
+    if (head_pieces(j, slot, h, s0, ns, w, j->r->logits ? j->r->logits + lrow * m->cfg.vocab : NULL, &j->loss[it],
+                    &j->ok[it]))
+        return;
     job_advance(j, (long)M);
 }
 
@@ -240,7 +319,6 @@ static void *net_worker(void *arg) {
         if (it >= j->items) break;
         if (!have) { // a thread that only helps with panels needs none of this
             net_ws_alloc(&w, &j->m->cfg, cap, T);
-            w.cancel = j->cancel; // the head polls it between its row slices
             h = ms_malloc((size_t)cap * j->m->cfg.d * sizeof(float));                // (cap, d)
             G = ms_malloc((size_t)cap * (j->nmax ? j->nmax : 1) * sizeof(float));     // (cap, nmax)
             if (j->r && j->r->edit) prev = ms_malloc((size_t)cap * j->m->cfg.d * sizeof(float)); // (cap, d)
@@ -250,7 +328,7 @@ static void *net_worker(void *arg) {
         if (job_cancelled(j)) break;
         run_item(j, me->slot, (int)it, h, &w, G, prev);
     }
-    if (j->tasks) panels_help(j);
+    if (j->tasks) panels_help(j, me->slot);
     if (have) net_ws_free(&w);
     free(h);
     free(G);
@@ -258,15 +336,14 @@ static void *net_worker(void *arg) {
     return NULL;
 }
 
-/* Threads: one per item up to par->threads; more (up to par->threads) when
- * fewer items than threads have MLPs of several panels, the extra threads
- * helping with the panels. */
+/* Threads: one per item up to par->threads; when items are fewer, the other
+ * threads help with the pieces of their steps. */
 static int net_run_job(net_job *j, const net_par *par, ms_err *err) {
     j->next = 0;
     long want = par && par->threads > 0 ? par->threads : sysconf(_SC_NPROCESSORS_ONLN);
     want = want < 1 ? 1 : want > 8 ? 8 : want;
     long nt = want < j->items ? want : j->items;
-    if (nt < want && j->spi * j->T > NET_PANEL_ROWS) nt = want;
+    if (nt < want) nt = want; // the extra threads take pieces of the items' steps
     // the caller's own cancel (progress_listen's) when none is given: the explorer's threads
     j->cancel = par && par->cancel ? par->cancel : progress_cancel_flag();
     j->owner = pthread_self();
@@ -280,6 +357,7 @@ static int net_run_job(net_job *j, const net_par *par, ms_err *err) {
         j->ntasks = (int)nt;
         j->owners = (int)nt;
     }
+    j->S = ms_calloc((size_t)nt, sizeof(float *));
     blas_single_enter();
     pthread_t th[8];
     net_thread me[8];
@@ -295,6 +373,8 @@ static int net_run_job(net_job *j, const net_par *par, ms_err *err) {
     net_worker(&me[0]);
     for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
     blas_single_leave();
+    for (long t = 0; t < nt; t++) free(j->S[t]);
+    free(j->S);
     if (j->tasks) {
         free(j->tasks);
         j->tasks = NULL;

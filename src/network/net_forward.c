@@ -44,7 +44,6 @@ void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
     w->qkv = ms_malloc(M * (size_t)qkv_width(c) * sizeof(float));
     w->o = ms_malloc(M * (ow > d ? ow : d) * sizeof(float));
     w->y = ms_malloc(M * (size_t)c->ff * (A->mlp == NET_MLP_GLU ? 2 : 1) * sizeof(float));
-    w->S = ms_malloc((size_t)T * T * sizeof(float));
     w->pt = A->embed == NET_EMBED_PATCHES ? ms_malloc((size_t)c->npatch * patch_values(c) * sizeof(float)) : NULL;
     w->mla = A->attn == NET_ATTN_MLA ? ms_malloc(M * mla_width(c) * sizeof(float)) : NULL;
     w->cs = NULL;
@@ -54,7 +53,8 @@ void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
     }
     w->head_rows = net_head_rows(c->vocab);
     w->lg = ms_malloc((size_t)w->head_rows * c->vocab * sizeof(float));
-    w->cancel = NULL;
+    w->rl = ms_malloc((size_t)w->head_rows * sizeof(double));
+    w->rh = ms_malloc((size_t)w->head_rows);
 }
 
 void net_ws_free(net_ws *w) {
@@ -62,11 +62,12 @@ void net_ws_free(net_ws *w) {
     free(w->qkv);
     free(w->o);
     free(w->y);
-    free(w->S);
     free(w->pt);
     free(w->cs);
     free(w->mla);
     free(w->lg);
+    free(w->rl);
+    free(w->rh);
 }
 
 /* Y (M, d) = the architecture's norm of X (M, d): LayerNorm (w, b) or RMSNorm (w) */
@@ -147,33 +148,33 @@ static void qk_prepare(const net_model *m, const net_block *b, float *qkv, int M
     }
 }
 
-static void attn_out(const net_model *m, int L, float *h, int ns, int T, net_ws *w);
-
 /* DeepSeek's multi-head latent attention's q | k | v rows (M, nh hd + nh hd + nh
- * vd) into w->qkv from x = w->x: q = q_b(norm(q_a x)) (or q_proj x), the latent
+ * vd) into qkv from x (M, d): q = q_b(norm(q_a x)) (or q_proj x), the latent
  * [c | k_rope] = kv_a x, [k_nope | v] per head = kv_b(norm c); each head's k is
- * [k_nope | k_rope], the one k_rope shared; q's and k's rope parts rotated */
-static void mla_qkv(const net_model *m, const net_block *b, int M, int T, net_ws *w) {
+ * [k_nope | k_rope], the one k_rope shared; q's and k's rope parts rotated (row
+ * r at position (p0 + r) % T); mla (M, mla width) the intermediates */
+static void mla_qkv(const net_model *m, const net_block *b, const float *x, int M, int p0, int T, float *mla,
+                    const float *cs, float *qkv) {
     const net_config *c = &m->cfg;
     int d = c->d, nh = c->nhead, hd = c->hd, ql = c->q_lora, kl = c->kv_lora, la = kl + c->rot;
     int kvw = nh * (c->nope + c->vd), qw = q_width(c), ld = qkv_width(c);
-    float *ta = w->mla, *lat = ta + (size_t)M * ql, *kv = lat + (size_t)M * la, *q = kv + (size_t)M * kvw;
+    float *ta = mla, *lat = ta + (size_t)M * ql, *kv = lat + (size_t)M * la, *q = kv + (size_t)M * kvw;
     if (ql) {
-        tf_dense_forward(w->x, M, d, ql, b->qa_w, TF_LINEAR, NULL, 0, ta);
+        tf_dense_forward(x, M, d, ql, b->qa_w, TF_LINEAR, NULL, 0, ta);
         tf_rmsnorm_forward(ta, M, ql, ql, b->qa_n, 1e-6, ta);
         tf_dense_forward(ta, M, ql, qw, b->attn_w, TF_LINEAR, NULL, 0, q);
     } else {
-        tf_dense_forward(w->x, M, d, qw, b->attn_w, TF_LINEAR, NULL, 0, q);
+        tf_dense_forward(x, M, d, qw, b->attn_w, TF_LINEAR, NULL, 0, q);
     }
-    tf_dense_forward(w->x, M, d, la, b->kva_w, TF_LINEAR, NULL, 0, lat);
+    tf_dense_forward(x, M, d, la, b->kva_w, TF_LINEAR, NULL, 0, lat);
     tf_rmsnorm_forward(lat, M, kl, la, b->kva_n, 1e-6, lat);
     // kv (M, nh (nope + vd)) = c (M, kv_lora; rows la apart) kv_b^T
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, kvw, kl, 1.0f, lat, la, b->kvb_w, kl, 0.0f, kv, kvw);
-    tf_rope_forward(q + c->nope, M, qw, T, nh, hd, c->rot, w->cs, c->interleave);
-    tf_rope_forward(lat + kl, M, la, T, 1, c->rot, c->rot, w->cs, c->interleave);
+    tf_rope_forward(q + c->nope, M, p0, qw, T, nh, hd, c->rot, cs, c->interleave);
+    tf_rope_forward(lat + kl, M, p0, la, T, 1, c->rot, c->rot, cs, c->interleave);
     size_t fl = sizeof(float);
     for (int r = 0; r < M; r++) {
-        float *row = w->qkv + (size_t)r * ld, *kr = kv + (size_t)r * kvw;
+        float *row = qkv + (size_t)r * ld, *kr = kv + (size_t)r * kvw;
         memcpy(row, q + (size_t)r * qw, (size_t)qw * fl);
         for (int j = 0; j < nh; j++) {
             float *k = row + qw + (size_t)j * hd, *v = row + 2 * qw + (size_t)j * c->vd;
@@ -184,58 +185,42 @@ static void mla_qkv(const net_model *m, const net_block *b, int M, int T, net_ws
     }
 }
 
-/* h += o_proj(attn(norm h)) of a DeepSeek block L */
-static void mla_attn_forward(const net_model *m, int L, float *h, int ns, int T, net_ws *w) {
-    const net_block *b = &m->blocks[L];
-    norm_forward(m, h, ns * T, b->ln1_w, b->ln1_b, w->x);
-    mla_qkv(m, b, ns * T, T, w);
-    attn_out(m, L, h, ns, T, w);
-}
-
-/* h += o_proj(attn(norm h)) of a decoder's block L: grouped-query, rotary */
-static void rope_attn_forward(const net_model *m, int L, float *h, int ns, int T, net_ws *w) {
+void net_attn_in(const net_model *m, int L, const float *h, int r0, int M, int T, const net_ws *w) {
     const net_config *c = &m->cfg;
     const net_block *b = &m->blocks[L];
-    int d = c->d, M = ns * T, ld = qkv_width(c);
-    norm_forward(m, h, M, b->ln1_w, b->ln1_b, w->x);
-    tf_dense_forward(w->x, M, d, ld, b->attn_w, TF_LINEAR, b->attn_b, 0, w->qkv); // (M, (nh + 2 nkv) hd)
-    qk_prepare(m, b, w->qkv, M, T);
-    if (w->cs) tf_rope_forward(w->qkv, M, ld, T, c->nhead + c->nkv, c->hd, c->rot, w->cs, 0);
-    attn_out(m, L, h, ns, T, w);
+    int d = c->d, ld = qkv_width(c);
+    float *x = w->x + (size_t)r0 * d, *qkv = w->qkv + (size_t)r0 * ld;
+    norm_forward(m, h + (size_t)r0 * d, M, b->ln1_w, b->ln1_b, x);
+    switch (arch(m)->attn) {
+    case NET_ATTN_MLA: mla_qkv(m, b, x, M, r0, T, w->mla + (size_t)r0 * mla_width(c), w->cs, qkv); return;
+    case NET_ATTN_ROPE: // grouped-query, rotary
+        tf_dense_forward(x, M, d, ld, b->attn_w, TF_LINEAR, b->attn_b, 0, qkv); // (M, (nh + 2 nkv) hd)
+        qk_prepare(m, b, qkv, M, T);
+        if (w->cs) tf_rope_forward(qkv, M, r0, ld, T, c->nhead + c->nkv, c->hd, c->rot, w->cs, 0);
+        return;
+    case NET_ATTN_MHA: tf_dense_forward(x, M, d, 3 * d, b->attn_w, layout_of(m), b->attn_b, 0, qkv); return;
+    }
 }
 
-/* the heads' attention over w->qkv, then h += o_proj of it (x Granite's residual_multiplier) */
-static void attn_out(const net_model *m, int L, float *h, int ns, int T, net_ws *w) {
+void net_attn_head(const net_model *m, int L, int s, int j, int T, const net_ws *w, float *S) {
+    const net_config *c = &m->cfg;
+    int causal = arch(m)->target == NET_TARGET_NEXT;
+    tf_attn_shape a = {c->nhead, c->nkv, c->hd, (float)c->attn_scale, causal, c->layer_window[L], c->vd,
+                       m->blocks[L].sinks};
+    tf_attention_head(w->qkv + (size_t)s * T * qkv_width(c), T, &a, j, S, w->o + (size_t)s * T * heads_width(c));
+}
+
+void net_attn_out(const net_model *m, int L, float *h, int r0, int M, const net_ws *w) {
     const net_config *c = &m->cfg;
     const net_block *b = &m->blocks[L];
-    int d = c->d, M = ns * T, ld = qkv_width(c), q = heads_width(c);
-    tf_attn_shape a = {c->nhead, c->nkv, c->hd, (float)c->attn_scale, 1, c->layer_window[L], c->vd, b->sinks};
-    for (int s = 0; s < ns; s++)
-        tf_attention_gqa(w->qkv + (size_t)s * T * ld, T, &a, w->S, w->o + (size_t)s * T * q);
-    if (c->res_mult == 1.0) {
-        tf_dense_forward(w->o, M, q, d, b->proj_w, TF_LINEAR, b->proj_b, 1, h);
+    int d = c->d, q = heads_width(c);
+    float *o = w->o + (size_t)r0 * q, *hr = h + (size_t)r0 * d, *x = w->x + (size_t)r0 * d;
+    if (c->res_mult == 1.0) { // the projection's product added straight into the stream
+        tf_dense_forward(o, M, q, d, b->proj_w, layout_of(m), b->proj_b, 1, hr);
         return;
     }
-    tf_dense_forward(w->o, M, q, d, b->proj_w, TF_LINEAR, b->proj_b, 0, w->x);
-    residual_add(h, w->x, M, d, c->res_mult);
-}
-
-void net_attn_forward(const net_model *m, int L, float *h, int ns, int T, net_ws *w) {
-    switch (arch(m)->attn) {
-    case NET_ATTN_ROPE: rope_attn_forward(m, L, h, ns, T, w); return;
-    case NET_ATTN_MLA: mla_attn_forward(m, L, h, ns, T, w); return;
-    case NET_ATTN_MHA: break;
-    }
-    const net_block *b = &m->blocks[L];
-    int d = m->cfg.d, M = ns * T, causal = arch(m)->target == NET_TARGET_NEXT;
-    tf_layout lay = layout_of(m);
-    norm_forward(m, h, M, b->ln1_w, b->ln1_b, w->x);
-    tf_dense_forward(w->x, M, d, 3 * d, b->attn_w, lay, b->attn_b, 0, w->qkv); // (M, 3d)
-    for (int s = 0; s < ns; s++)
-        tf_attention_forward(w->qkv + (size_t)s * T * 3 * d, T, d, m->cfg.nhead, causal, w->S,
-                             w->o + (size_t)s * T * d);
-    // h += o c_proj: the projection's product added straight into the stream
-    tf_dense_forward(w->o, M, d, d, b->proj_w, lay, b->proj_b, 1, h);
+    tf_dense_forward(o, M, q, d, b->proj_w, layout_of(m), b->proj_b, 0, x); // x Granite's residual_multiplier
+    residual_add(hr, x, M, d, c->res_mult);
 }
 
 void net_mlp_input(const net_model *m, int L, const float *h, int M, net_ws *w) {
@@ -299,32 +284,37 @@ static int head_target(const net_model *m, const net_evalset *E, int s0, int T, 
     return r % T == T - 1 ? -1 : E->ids[(size_t)s0 * T + r + 1];
 }
 
-void net_head_loss(const net_model *m, const float *h, const net_evalset *E, int s0, int ns, net_ws *w,
-                   double *loss, long *correct, float *logits) {
-    int d = m->cfg.d, V = m->cfg.vocab, T = net_tokens(m, E);
-    int per = net_logit_rows(m, T), R = ns * per, step = T / per; // a ViT's rows: every T-th, the CLS
-    double ls = 0.0;
-    long ok = 0;
-    for (int r0 = 0; r0 < R; r0 += w->head_rows) {
-        if (r0 > 0 && w->cancel && atomic_load(w->cancel)) break;
-        int rows = R - r0 < w->head_rows ? R - r0 : w->head_rows;
-        float *x = w->x + (size_t)r0 * d;
-        for (int r = 0; r < rows; r++)
-            norm_forward(m, h + (size_t)(r0 + r) * step * d, 1, m->lnf_w, m->lnf_b, x + (size_t)r * d);
-        float *lg = logits ? logits + (size_t)r0 * V : w->lg; // (rows, V)
-        // logits (rows, V) = x (rows, d) lm_head^T, lm_head (V, d)
-        tf_dense_forward(x, rows, d, V, m->lm_w, TF_LINEAR, m->lm_b, 0, lg);
+void net_head_norm(const net_model *m, const float *h, int T, int r0, int rows, const net_ws *w) {
+    int d = m->cfg.d, step = T / net_logit_rows(m, T); // a ViT's rows: every T-th, the CLS
+    for (int r = 0; r < rows; r++)
+        norm_forward(m, h + (size_t)(r0 + r) * step * d, 1, m->lnf_w, m->lnf_b, w->x + (size_t)r * d);
+}
+
+int net_head_slices(int V) { return (V + NET_HEAD_COLS - 1) / NET_HEAD_COLS; }
+
+void net_head_cols(const net_model *m, int rows, int sl, const net_ws *w, float *lg) {
+    int d = m->cfg.d, V = m->cfg.vocab, c0 = sl * NET_HEAD_COLS, nc = V - c0 < NET_HEAD_COLS ? V - c0 : NET_HEAD_COLS;
+    // lg[:, c0..c0 + nc) (rows, nc; rows V apart) = x (rows, d) lm_head[c0..c0 + nc)^T, lm_head (V, d)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, nc, d, 1.0f, w->x, d, m->lm_w + (size_t)c0 * d, d,
+                0.0f, lg + c0, V);
+    for (int r = 0; r < rows; r++) {
+        float *row = lg + (size_t)r * V + c0;
+        if (m->lm_b) moe_row_add(row, m->lm_b + c0, nc);
         if (m->cfg.logit_div != 1.0) // Granite's logits_scaling
-            for (size_t q = 0; q < (size_t)rows * V; q++) lg[q] = (float)(lg[q] / m->cfg.logit_div);
-        for (int r = 0; r < rows; r++) {
-            int y = head_target(m, E, s0, T, r0 + r), am;
-            if (y < 0) continue; // the last token predicts nothing
-            ls += token_loss(lg + (size_t)r * V, V, y, &am);
-            ok += am == y;
-        }
+            for (int q = 0; q < nc; q++) row[q] = (float)(row[q] / m->cfg.logit_div);
     }
-    *loss += ls;
-    *correct += ok;
+}
+
+void net_head_losses(const net_model *m, const net_evalset *E, int s0, int r0, int ra, int rb, const float *lg,
+                     const net_ws *w) {
+    int V = m->cfg.vocab, T = net_tokens(m, E);
+    for (int r = ra; r < rb; r++) {
+        int y = head_target(m, E, s0, T, r0 + r), am;
+        w->rl[r] = 0.0, w->rh[r] = 0;
+        if (y < 0) continue; // the last token predicts nothing
+        w->rl[r] = token_loss(lg + (size_t)r * V, V, y, &am);
+        w->rh[r] = am == y;
+    }
 }
 
 /* ---- the reference: one token at a time, plain loops ---- */

@@ -58,31 +58,33 @@ static void softmax_sink(float *s, int n, float z) {
     for (int i = 0; i < n; i++) s[i] *= inv;
 }
 
-void tf_attention_gqa(const float *QKV, int T, const tf_attn_shape *a, float *S, float *O) {
+void tf_attention_head(const float *QKV, int T, const tf_attn_shape *a, int j, float *S, float *O) {
     int dh = a->hd, vd = a->vd ? a->vd : dh, rep = a->nh / a->nkv, qw = a->nh * dh;
     int ld = qw + a->nkv * (dh + vd), ow = a->nh * vd;
-    for (int j = 0; j < a->nh; j++) {
-        const float *q = QKV + (size_t)j * dh, *k = QKV + qw + (size_t)(j / rep) * dh;
-        const float *v = QKV + qw + (size_t)a->nkv * dh + (size_t)(j / rep) * vd;
-        for (int r0 = 0; r0 < T; r0 += ATT_BLOCK) {
-            int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T, rows = r1 - r0, cols = a->causal ? r1 : T;
-            // S (rows, cols) = scale q[r0..r1) k[0..cols)^T, q and k (., dh) at stride ld
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, dh, a->scale, q + (size_t)r0 * ld,
-                        ld, k, ld, 0.0f, S, cols);
-            for (int i = 0; i < rows; i++) {
-                float *s = S + (size_t)i * cols;
-                int n = a->causal ? r0 + i + 1 : cols; // the rest is masked: weight exactly 0
-                int lo = a->window > 0 && n > a->window ? n - a->window : 0;
-                if (a->sinks) softmax_sink(s + lo, n - lo, a->sinks[j]);
-                else vr_softmax(s + lo, n - lo); // core/vrows.h
-                for (int c = 0; c < lo; c++) s[c] = 0.0f;
-                for (int c = n; c < cols; c++) s[c] = 0.0f;
-            }
-            // O[r0..r1), head j's columns (rows, vd) = S (rows, cols) v[0..cols) (cols, vd)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, vd, cols, 1.0f, S, cols, v, ld, 0.0f,
-                        O + (size_t)r0 * ow + (size_t)j * vd, ow);
+    const float *q = QKV + (size_t)j * dh, *k = QKV + qw + (size_t)(j / rep) * dh;
+    const float *v = QKV + qw + (size_t)a->nkv * dh + (size_t)(j / rep) * vd;
+    for (int r0 = 0; r0 < T; r0 += ATT_BLOCK) {
+        int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T, rows = r1 - r0, cols = a->causal ? r1 : T;
+        // S (rows, cols) = scale q[r0..r1) k[0..cols)^T, q and k (., dh) at stride ld
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, dh, a->scale, q + (size_t)r0 * ld, ld, k,
+                    ld, 0.0f, S, cols);
+        for (int i = 0; i < rows; i++) {
+            float *s = S + (size_t)i * cols;
+            int n = a->causal ? r0 + i + 1 : cols; // the rest is masked: weight exactly 0
+            int lo = a->window > 0 && n > a->window ? n - a->window : 0;
+            if (a->sinks) softmax_sink(s + lo, n - lo, a->sinks[j]);
+            else vr_softmax(s + lo, n - lo); // core/vrows.h
+            for (int c = 0; c < lo; c++) s[c] = 0.0f;
+            for (int c = n; c < cols; c++) s[c] = 0.0f;
         }
+        // O[r0..r1), head j's columns (rows, vd) = S (rows, cols) v[0..cols) (cols, vd)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, vd, cols, 1.0f, S, cols, v, ld, 0.0f,
+                    O + (size_t)r0 * ow + (size_t)j * vd, ow);
     }
+}
+
+void tf_attention_gqa(const float *QKV, int T, const tf_attn_shape *a, float *S, float *O) {
+    for (int j = 0; j < a->nh; j++) tf_attention_head(QKV, T, a, j, S, O);
 }
 
 void tf_attention_forward(const float *QKV, int T, int d, int nh, int causal, float *S, float *O) {
@@ -100,10 +102,11 @@ void tf_rope_table(int T, int rot, const double *inv_freq, double af, float *cs)
         }
 }
 
-void tf_rope_forward(float *X, int M, int ld, int T, int nr, int hd, int rot, const float *cs, int interleave) {
+void tf_rope_forward(float *X, int M, int p0, int ld, int T, int nr, int hd, int rot, const float *cs,
+                     int interleave) {
     int half = rot / 2, a = interleave ? 2 : 1, b = interleave ? 1 : half; // pair i: a i and a i + b
     for (int r = 0; r < M; r++) {
-        const float *c = cs + (size_t)(r % T) * rot, *s = c + half;
+        const float *c = cs + (size_t)((p0 + r) % T) * rot, *s = c + half;
         for (int j = 0; j < nr; j++) {
             float *x = X + (size_t)r * ld + (size_t)j * hd;
             for (int i = 0; i < half; i++) {

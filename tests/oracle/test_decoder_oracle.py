@@ -220,6 +220,23 @@ def test_covered():
                 check_scramble(name, ck, ev, dt, landscape=i == 0)
 
 
+def test_threads():
+    """One evaluation on 1, 2 and 3 threads (five sequences of 64 tokens: one item of
+    two row panels, so the threads share its attention panels, heads and head slices):
+    the same loss bit for bit, and the oracle's; DeepSeek-V2's latent attention (its
+    intermediates per row panel, rotated from the panel's positions)."""
+    ck = gen("deepseek_v2", "threads_deepseek_v2", N=5, T=64)
+    ev = os.path.join(ck, "eval.safetensors")
+    loss = decoder_ref.evaluate(ck, ev)[0]
+    got = [eval_json(ck, ev, "--threads", str(t)) for t in (1, 2, 3)]
+    if None in got:
+        return
+    bits = [j["loss"].hex() for j in got]
+    check(len(set(bits)) == 1, "deepseek_v2, 5 x 64 tokens: the same loss bits on 1, 2, 3 threads: %s" % bits)
+    check(abs(got[0]["loss"] - loss) <= 1e-5 * loss, "deepseek_v2 threaded: loss %.9g vs the oracle's %.9g"
+          % (got[0]["loss"], loss))
+
+
 def check_scramble(name, ck, ev, dt, landscape):
     """scramble --layer all: the same loss; align --layer all: A's experts again (in
     A's dtype and sharding); landscape: the scramble's expert order at barrier ~0."""
@@ -347,4 +364,4 @@ def test_not_covered():
 if __name__ == "__main__":
     sys.exit(testutil.run_tests("test_decoder_oracle",
                                 [test_oracle_scramble, test_oracle_causal, test_oracle_equal_experts, test_oracle_routing,
-                                 test_oracle_refusals, test_covered, test_covered_rope, test_refusals, test_not_covered], TMP))
+                                 test_oracle_refusals, test_covered, test_threads, test_covered_rope, test_refusals, test_not_covered], TMP))

@@ -61,7 +61,7 @@ static void test_rope(void) {
     double inv[4];
     for (int i = 0; i < rot / 2; i++) inv[i] = pow(theta, -2.0 * i / rot) / lin;
     tf_rope_table(T, rot, inv, 1.0, cs);
-    tf_rope_forward(Y, M, ld, T, nr, hd, rot, cs, 0);
+    tf_rope_forward(Y, M, 0, ld, T, nr, hd, rot, cs, 0);
     double worst = 0;
     for (int m = 0; m < M; m++)
         for (int j = 0; j < nr; j++) {

@@ -383,50 +383,60 @@ static void test_vit_variant(const vit_variant *v, const char *tmp, int idx) {
 }
 
 /* Sequences longer than an MLP panel (NET_PANEL_ROWS), fewer than the threads:
- * the threads without an item take panels of the others' MLPs; the same bits
- * on 1, 2 and 3 threads, and the reference's logits. A cancel set before the
- * evaluation stops it with "cancelled". */
+ * the threads without an item take pieces of the others' steps (MLP and
+ * attention panels, heads, the head's column slices: a vocabulary wider than
+ * NET_HEAD_COLS has several); the same bits on 1, 2 and 3 threads, and the
+ * reference's logits. A cancel set before the evaluation stops it with
+ * "cancelled". */
+static void long_case(const net_model *m, const variant *v, int N, int T) {
+    ms_err err;
+    net_evalset E = {.path = "test", .N = N, .T = T};
+    size_t rows = (size_t)E.N * E.T, nl = rows * v->V;
+    E.ids = malloc(rows * sizeof(int32_t));
+    rng_t r;
+    rng_seed(&r, 40 + N);
+    for (size_t q = 0; q < rows; q++) E.ids[q] = (int32_t)rng_below(&r, (uint64_t)v->V);
+    float *ref = malloc(nl * sizeof(float)), *lg[3];
+    net_logits_ref(m, NULL, &E, ref);
+    net_eval_result res[3];
+    for (int t = 0; t < 3; t++) {
+        lg[t] = malloc(nl * sizeof(float));
+        net_run run = {.logits = lg[t], .want_load = 1};
+        net_par par = {.threads = t + 1};
+        CHECK(net_evaluate(m, &E, NULL, &run, &par, &res[t], &err) == 0, "N=%d: evaluate: %s", N, err.msg);
+    }
+    double rel = max_rel(lg[0], ref, nl);
+    CHECK(rel < 1e-5, "V=%d, N=%d x T=%d: logits within 1e-5 of the reference (%.3g)", v->V, N, E.T, rel);
+    CHECK(res[0].loss == res[1].loss && res[1].loss == res[2].loss && !memcmp(lg[0], lg[1], nl * sizeof(float)) &&
+              !memcmp(lg[0], lg[2], nl * sizeof(float)) &&
+              !memcmp(res[0].load_mean, res[2].load_mean, (size_t)res[0].nmoe * res[0].n * sizeof(double)),
+          "V=%d, N=%d x T=%d: the same loss, logits and loads bit for bit on 1, 2, 3 threads (%.17g %.17g %.17g)",
+          v->V, N, E.T, res[0].loss, res[1].loss, res[2].loss);
+    atomic_int stop = 1;
+    net_par pc = {.threads = 3, .cancel = &stop};
+    net_eval_result rc;
+    CHECK(net_evaluate(m, &E, NULL, NULL, &pc, &rc, &err) < 0 && strstr(err.msg, "cancelled"),
+          "N=%d: a cancel stops it: %s", N, err.msg);
+    for (int t = 0; t < 3; t++) {
+        net_eval_result_free(&res[t]);
+        free(lg[t]);
+    }
+    free(ref);
+    free(E.ids);
+}
+
 static void test_long(const char *tmp) {
     static const variant v = {"long sequences, moe first and last", 2, 8, 2, 11, 700, 4, 2, 5, 0, {0, 1}, 2,
                               "topk", "relu", "gelu_new", 1, 0};
+    static const variant wide = {"a vocabulary of three column slices", 2, 8, 2, 2 * NET_HEAD_COLS + 500, 300, 4, 2,
+                                 5, 0, {1}, 1, "topk", "relu", "gelu_new", 0, 1};
     net_model m;
-    ms_err err;
     if (make_net(&m, write_gpt2_any, &v, v.name, tmp, "long", 0, 300)) return;
-    for (int N = 1; N <= 2; N++) {
-        net_evalset E = {.path = "test", .N = N, .T = N == 1 ? 700 : 600};
-        size_t rows = (size_t)E.N * E.T, nl = rows * v.V;
-        E.ids = malloc(rows * sizeof(int32_t));
-        rng_t r;
-        rng_seed(&r, 40 + N);
-        for (size_t q = 0; q < rows; q++) E.ids[q] = (int32_t)rng_below(&r, (uint64_t)v.V);
-        float *ref = malloc(nl * sizeof(float)), *lg[3];
-        net_logits_ref(&m, NULL, &E, ref);
-        net_eval_result res[3];
-        for (int t = 0; t < 3; t++) {
-            lg[t] = malloc(nl * sizeof(float));
-            net_run run = {.logits = lg[t], .want_load = 1};
-            net_par par = {.threads = t + 1};
-            CHECK(net_evaluate(&m, &E, NULL, &run, &par, &res[t], &err) == 0, "N=%d: evaluate: %s", N, err.msg);
-        }
-        double rel = max_rel(lg[0], ref, nl);
-        CHECK(rel < 1e-5, "N=%d x T=%d: logits within 1e-5 of the reference (%.3g)", N, E.T, rel);
-        CHECK(res[0].loss == res[1].loss && res[1].loss == res[2].loss && !memcmp(lg[0], lg[1], nl * sizeof(float)) &&
-                  !memcmp(lg[0], lg[2], nl * sizeof(float)) &&
-                  !memcmp(res[0].load_mean, res[2].load_mean, (size_t)res[0].nmoe * res[0].n * sizeof(double)),
-              "N=%d x T=%d: the same loss, logits and loads bit for bit on 1, 2, 3 threads (%.17g %.17g %.17g)", N,
-              E.T, res[0].loss, res[1].loss, res[2].loss);
-        atomic_int stop = 1;
-        net_par pc = {.threads = 3, .cancel = &stop};
-        net_eval_result rc;
-        CHECK(net_evaluate(&m, &E, NULL, NULL, &pc, &rc, &err) < 0 && strstr(err.msg, "cancelled"),
-              "N=%d: a cancel stops it: %s", N, err.msg);
-        for (int t = 0; t < 3; t++) {
-            net_eval_result_free(&res[t]);
-            free(lg[t]);
-        }
-        free(ref);
-        free(E.ids);
-    }
+    long_case(&m, &v, 1, 700);
+    long_case(&m, &v, 2, 600);
+    net_free(&m);
+    if (make_net(&m, write_gpt2_any, &wide, wide.name, tmp, "wide", 0, 301)) return;
+    long_case(&m, &wide, 1, 300);
     net_free(&m);
 }
 
