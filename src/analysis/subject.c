@@ -33,11 +33,25 @@ subject_kind subject_detect(const char *pa, const char *e_path) {
 
 /* ---- a layer pair ---- */
 
+/* a layer's evaluation set ('inputs' [N, d]) of another width beside a network:
+ * the network's own set is what was meant */
+static int layer_set_on_network(const subject *s, const subject_spec *sp, ms_err *err) {
+    int a = net_path_arch(sp->pa);
+    if (a < 0 || s->E.d == s->A.cfg.d) return 0;
+    const net_arch_desc *D = net_arch_of((net_arch)a);
+    return ms_fail(err, "%s: holds a single layer's inputs [N, %d], but %s is a %s network: its evaluation "
+                        "set holds %s (a capture of its MoE layer's own inputs would have width d = %d)",
+                   sp->e_path, s->E.d, sp->pa, D->model_type,
+                   D->target == NET_TARGET_CLASS ? "pixel_values [N, C, H, W] and labels [N]" : "input_ids [N, T]",
+                   s->A.cfg.d);
+}
+
 static int load_layer(subject *s, const subject_spec *sp, ms_err *err) {
     if (moe_load(&s->A, sp->pa, sp->layer, sp->ov, err)) return -1;
     if (sp->pb && moe_load(&s->B, sp->pb, sp->layer, sp->ov, err)) return -1;
     if (sp->pb && moe_check_compatible(&s->A, &s->B, err)) return -1;
     if (sp->e_path && evalset_load(&s->E, sp->e_path, err)) return -1;
+    if (sp->e_path && layer_set_on_network(s, sp, err)) return -1;
     // what the commands derive (weight matching, expert costs, forward passes),
     // bounded from the shapes before any of it is allocated; said first, since a
     // layer too large to work on is the answer whatever its set holds

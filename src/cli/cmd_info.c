@@ -417,8 +417,9 @@ int cmd_info(int argc, char **argv) {
            c->has_expert_bias ? "yes" : "no (zeros)");
     if (c->has_head)
         printf("head        %sLinear to C = %d outputs\n", c->has_norm ? "LayerNorm, " : "", c->C);
-    else if (is_net) // the loss is the network's: its LM head, after the other blocks
-        printf("head        none of the block's own (the network's LM head, above)\n");
+    else if (is_net) // the loss is the network's: its LM head or classifier, after the other blocks
+        printf("head        none of the block's own (the network's %s, above)\n",
+               !strcmp(moe_family(c), "vit") ? "classifier" : "LM head");
     else
         printf("head        none (layer-only mode)\n");
     print_layout(&pl);

@@ -240,9 +240,24 @@ static int field_differs(ms_err *err, const char *pa, const char *pb, const char
     return ms_fail(err, "%s and %s differ: %s = %d vs %d", pa, pb, label, x, y);
 }
 
+/* what a family's layer is part of, for the message of a mix-up */
+static const char *family_kind(const moe_config *c) {
+    const char *f = moe_family(c);
+    return !strcmp(f, "native") ? "a single MoE layer file"
+           : !strcmp(f, "gpt2") ? "a GPT-2 network's MoE block"
+           : !strcmp(f, "vit")  ? "a ViT's MoE block"
+                                : "a decoder's MoE layer";
+}
+
 int moe_check_compatible(const moe_model *a, const moe_model *b, ms_err *err) {
     const moe_config *x = &a->cfg, *y = &b->cfg;
     const char *pa = a->path ? a->path : "(A)", *pb = b->path ? b->path : "(B)";
+    // two kinds of model (a layer file against a network, a ViT against a GPT-2): said
+    // first, with both kinds, rather than the first width that differs
+    if (strcmp(moe_family(x), moe_family(y)))
+        return ms_fail(err, "%s and %s are different kinds of model: family %s (%s) vs %s (%s); compare two "
+                            "checkpoints of one model trained from different seeds",
+                       pa, pb, moe_family(x), family_kind(x), moe_family(y), family_kind(y));
     if (field_differs(err, pa, pb, "n", x->n, y->n) || field_differs(err, pa, pb, "d", x->d, y->d) ||
         field_differs(err, pa, pb, "h", x->h, y->h) || field_differs(err, pa, pb, "s (shared experts)", x->s, y->s))
         return -1;
@@ -254,9 +269,6 @@ int moe_check_compatible(const moe_model *a, const moe_model *b, ms_err *err) {
         return ms_fail(err, "%s and %s differ: activation = %s vs %s", pa, pb, moe_act_name(x->act),
                        moe_act_name(y->act));
     if (field_differs(err, pa, pb, "residual", x->residual, y->residual)) return -1;
-    if (strcmp(moe_family(x), moe_family(y)))
-        return ms_fail(err, "%s and %s differ: family = %s vs %s", pa, pb, moe_family(x),
-                       moe_family(y));
     if (field_differs(err, pa, pb, "shared expert width", x->hs, y->hs)) return -1;
     if (x->score != y->score)
         return ms_fail(err, "%s and %s differ: router scores = %s vs %s", pa, pb,

@@ -467,8 +467,10 @@ int net_check_compatible(const net_model *a, const net_model *b, ms_err *err) {
     const net_config *x = &a->cfg, *y = &b->cfg;
     const net_arch_desc *A = net_arch_of(x->arch);
     int vit = A->target == NET_TARGET_CLASS;
-    const char *what = x->arch != y->arch       ? "model_type"
-                       : x->d != y->d           ? A->k_d
+    if (x->arch != y->arch)
+        return ms_fail(err, "%s and %s are different networks: config.json's model_type is \"%s\" vs \"%s\"",
+                       a->path, b->path, A->model_type, net_arch_of(y->arch)->model_type);
+    const char *what = x->d != y->d           ? A->k_d
                        : x->nlayer != y->nlayer ? A->k_layers
                        : x->ff != y->ff         ? A->k_ff
                        : x->nhead != y->nhead   ? A->k_heads

@@ -154,6 +154,26 @@ def network_words():
           "landscape on a GPT: its first line says network loss: %r %s" % (head, r.stderr[-300:]))
 
 
+def mixups():
+    """round four: two kinds of model, or a layer's set beside a network, said with both kinds"""
+    vit, gpt = os.path.join(SC, "vit", "topk4", "seed1"), os.path.join(SC, "gpt", "topk4", "seed1")
+    r = run("cost", vit, gpt)
+    check(r.returncode == 1 and 'family vit' in r.stderr and 'gpt2' in r.stderr and "d = 32 vs 64" not in r.stderr,
+          "cost ViT GPT: names both kinds: %s" % r.stderr.strip())
+    r = run("curve", vit, gpt)
+    check(r.returncode == 1 and 'model_type is "vit" vs "gpt2"' in r.stderr,
+          "curve ViT GPT (networks): both model_types: %s" % r.stderr.strip())
+    r = run("cost", A, os.path.join(SC, "gpt", "dense4", "seed1"))
+    check(r.returncode == 1 and "a single MoE layer file" in r.stderr and "GPT-2 network" in r.stderr,
+          "cost layer-file GPT: says which is which: %s" % r.stderr.strip())
+    r = run("eval", gpt, "--eval", E)
+    check(r.returncode == 1 and "is a gpt2 network: its evaluation set holds input_ids" in r.stderr,
+          "eval GPT with a layer's set: the GPT needs input_ids: %s" % r.stderr.strip())
+    r = run("info", os.path.join(SC, "vit", "topk4", "seed1"))
+    check("the network's classifier" in r.stdout and "LM head" not in r.stdout,
+          "info on a ViT: its head is a classifier: %s" % [x for x in r.stdout.splitlines() if "head" in x])
+
+
 def main():
     if not os.path.exists(A) or not os.path.isdir(MX):
         check(False, "sample checkpoints present")
@@ -167,6 +187,7 @@ def main():
         timing()
         network_words()
         layer_words()
+        mixups()
     finally:
         shutil.rmtree(work)
 
