@@ -123,6 +123,10 @@ int family_save(const moe_model *m, const char *src, const char *out, char **not
  * names are the file's). Reopens m->path: for error messages. */
 int family_value_name(const moe_model *m, int shared, int e, const char *sfx, size_t at, char *out,
                       size_t cap, long long *where);
+/* The same for any float p of m's allocation (its router, experts, shared expert,
+ * biases): "<shard>: tensor '<name>'" and p's element of it; -1 when p is none of the
+ * file's (a bias moescope keeps as zeros) or m is not a family layer. */
+int family_tensor_at(const moe_model *m, const float *p, char *out, size_t cap, long long *where);
 /* range_fail for f in the terms of m's files: a family layer's expert tensor by
  * its own name, shard and element (family_value_name), else as moescope names
  * it. -1. */

@@ -106,6 +106,9 @@ typedef struct {
  * blocks are read as o (may be NULL) says (family.h: the router overrides). */
 int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *err);
 void net_free(net_model *m);
+/* The backbone tensor (its name in the file) holding the float p of m's allocation, and
+ * p's element in it; -1 when p is not in the backbone. */
+int net_tensor_at(const net_model *m, const float *p, char *name, size_t cap, size_t *at);
 /* Parameter counts: the backbone's, and every MoE block's (gate, experts, shared). */
 size_t net_backbone_params(const net_model *m);
 size_t net_moe_params(const moe_model *b);

@@ -815,6 +815,35 @@ done:
     return rc;
 }
 
+int family_tensor_at(const moe_model *m, const float *p, char *out, size_t cap, long long *where) {
+    int fam = family_from_name(m->cfg.family), rc = -1;
+    if (fam < 0 || fam == FAM_NATIVE || !m->path || !m->layer || !m->experts || p < m->mem ||
+        p >= m->mem + m->nparams)
+        return -1;
+    ckpt c;
+    if (ckpt_open(&c, m->path, NULL)) return -1;
+    dims z;
+    int mx = 0;
+    blist l = {NULL, 0, 0};
+    if (!layer_dims(&c, fam, m->layer, &z, &mx, NULL)) layer_bindings(&l, fam, m->layer, &z, mx);
+    for (int i = 0; i < l.n && rc; i++) { // by address: every layout inverts as elem maps it
+        const binding *b = &l.b[i];
+        char tn[720];
+        snprintf(tn, sizeof tn, "%s%s", b->name, b->mx ? "_blocks" : "");
+        int t = ckpt_find(&c, tn);
+        for (int64_t k = 0; t >= 0 && k < b->numel && rc; k++)
+            if (elem(b, m, k) == p) {
+                snprintf(out, cap, "%s: tensor '%s'%s", c.shard_paths[c.shard_of[t]], tn,
+                         b->mx ? " (MXFP4, decoded with its _scales)" : "");
+                *where = (long long)k;
+                rc = 0;
+            }
+    }
+    free(l.b);
+    ckpt_close(&c);
+    return rc;
+}
+
 int family_range_fail(const moe_model *m, const range_finding *f, ms_err *err) {
     const range_max *x = &f->culprit;
     char where[400];

@@ -40,7 +40,8 @@ static void scan_part(range_max *acc, const float *p, size_t k, const moe_model 
 /* expert j's tensors into the fc1/fc3 and fc2 maxima */
 static void scan_expert(range_max *W1, range_max *W2, const moe_model *m, const char *kind, int j,
                         const moe_expert *e) {
-    const moe_config *c = &m->cfg;
+    moe_config sc = moe_shared_config(&m->cfg); // a shared expert's width is hs
+    const moe_config *c = kind[0] == 's' ? &sc : &m->cfg;
     size_t hd = (size_t)c->h * c->d;
     scan_part(W1, e->fc1_w, hd, m, kind, j, "fc1.weight");
     scan_part(W1, e->fc1_b, (size_t)c->h, m, kind, j, "fc1.bias");
@@ -59,6 +60,11 @@ void range_held(value_range *r, const moe_model *m, const evalset *E) {
     scan(&r->G, m->gate_b, (size_t)c->n, f, "%.100s.gate.bias%.0d", L, 0);
     for (int i = 0; i < c->n && m->experts; i++) scan_expert(&r->W1, &r->W2, m, "experts", i, &m->experts[i]);
     for (int j = 0; j < c->s; j++) scan_expert(&r->SW1, &r->SW2, m, "shared", j, &m->shared[j]);
+    // the router's selection bias and the shared experts' gate are scores too; the
+    // output bias is added to the experts' sum as their fc2 biases are
+    scan(&r->G, m->corr_b, m->corr_b ? (size_t)c->n : 0, f, "%.100s.gate.correction_bias%.0d", L, 0);
+    scan(&r->G, m->shared_gate_w, m->shared_gate_w ? (size_t)c->d : 0, f, "%.100s.shared.gate.weight%.0d", L, 0);
+    scan(&r->W2, m->out_b, m->out_b ? (size_t)c->d : 0, f, "%.100s.output.bias%.0d", L, 0);
     if (c->has_norm) {
         scan(&r->Ng, m->norm_w, (size_t)c->d, f, "head.norm.weight%.0s%.0d", "", 0);
         scan(&r->Nb, m->norm_b, (size_t)c->d, f, "head.norm.bias%.0s%.0d", "", 0);
@@ -99,12 +105,13 @@ double range_bounds(const value_range *r, const moe_model *m, double *mix, doubl
     double d = c->d, h = c->h, X = r->X.v;
     double hid = d * X * W1.v + W1.v, hid2 = c->act == ACT_SILU_GLU ? hid * hid : hid;
     double scale = c->scale > 1 ? c->scale : 1; // the routed scale multiplies the experts' sum
-    *mix = scale * (h * hid2 * W2.v + W2.v);
+    double hs = c->s ? (double)c->hs : 0; // the shared experts' width, each added whole
+    *mix = scale * (h * hid2 * W2.v + W2.v) + c->s * (hs * hid2 * W2.v + W2.v);
     double out = *mix + X;
     // the head: a LayerNorm's outputs are at most sqrt(d) |gamma| + |beta|
     double z = c->has_norm ? sqrt(d) * r->Ng.v + r->Nb.v : out;
     double logit = c->has_head ? d * r->Hw.v * z + r->Hb.v : 0;
-    *gram = (h + 1) * fmax(W1.v * W1.v, W2.v * W2.v);
+    *gram = (fmax(h, hs) + 1) * fmax(W1.v * W1.v, W2.v * W2.v);
     return fmax(fmax(d * X * r->G.v + r->G.v, hid2), fmax(out, logit));
 }
 

@@ -187,10 +187,10 @@ static void decoder_tensors(net_model *m, tensor_list *l) {
     if (!c->tied) tl_add(l, "lm_head.weight", 2, V, d, 0, 0, &m->lm_w);
 }
 
-/* the backbone's tensors of m's architecture */
-static void arch_tensors(net_model *m, const ckpt *c, tensor_list *l) {
+/* the backbone's tensors of m's architecture (has_lm_b: GPT-2's lm_head.bias is there) */
+static void arch_tensors(net_model *m, int has_lm_b, tensor_list *l) {
     switch (net_arch_of(m->cfg.arch)->embed) {
-    case NET_EMBED_LEARNED: gpt2_tensors(m, ckpt_find(c, "lm_head.bias") >= 0, l); break;
+    case NET_EMBED_LEARNED: gpt2_tensors(m, has_lm_b, l); break;
     case NET_EMBED_PATCHES: vit_tensors(m, l); break;
     case NET_EMBED_TOKENS: decoder_tensors(m, l); break;
     }
@@ -320,7 +320,7 @@ int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *
     m->path = ms_strdup(path);
     m->blocks = ms_calloc((size_t)m->cfg.nlayer, sizeof(net_block));
     tensor_list l = {0};
-    arch_tensors(m, &c, &l);
+    arch_tensors(m, ckpt_find(&c, "lm_head.bias") >= 0, &l);
     for (int i = 0; i < l.n && !rc; i++) {
         const st_file *f;
         const st_tensor *t;
@@ -346,6 +346,26 @@ int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *
     if (!rc) rc = net_check_unused(&c, &m->cfg, err);
     ckpt_close(&c);
     if (rc) net_free(m);
+    return rc;
+}
+
+int net_tensor_at(const net_model *m, const float *p, char *name, size_t cap, size_t *at) {
+    if (!m->mem || p < m->mem || p >= m->mem + m->nparams) return -1;
+    net_model v = *m; // the list only notes where each tensor would go: nothing is written
+    tensor_list l = {0};
+    arch_tensors(&v, m->lm_b != NULL, &l);
+    size_t off = (size_t)(p - m->mem), start = 0;
+    int rc = -1;
+    for (int i = 0; i < l.n && rc; i++) { // the list is the allocation's order
+        size_t k = (size_t)tl_numel(&l.t[i]);
+        if (off < start + k) {
+            snprintf(name, cap, "%s", l.t[i].name);
+            *at = off - start;
+            rc = 0;
+        }
+        start += k;
+    }
+    free(l.t);
     return rc;
 }
 

@@ -5,133 +5,210 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "io/family.h"
 #include "model/value_range.h"
 
-/* The walk: the largest tensor met so far (the one to blame) and where it is. */
+/* where the float to blame is: the backbone, an MoE block, the set's pixel_values */
+typedef enum { AT_BACKBONE, AT_MOE, AT_PIXELS } nr_source;
+
+/* The walk: the largest |value| met so far (the one to blame) and where it is. */
 typedef struct {
     const net_model *m;
-    double top;         /* its largest |value| */
-    char file[400];
-    char tensor[200];
+    const net_evalset *E;
+    double top;
+    const float *at;      /* the float holding it */
+    nr_source src;
+    const moe_model *moe; /* AT_MOE: its block */
 } nr_walk;
 
-static const char *arch_name(const nr_walk *w, const char *gpt2, const char *vit) {
-    return w->m->cfg.arch == NET_VIT ? vit : gpt2;
-}
-
-/* GPT-2 and ViT are walked whole; a decoder's attention and dense MLPs are laid out
- * per family (grouped heads, latent attention): there the embeddings, the MoE blocks
- * and the head are bounded, the rest is the forward's */
-static int walked_whole(const net_model *m) { return m->cfg.arch == NET_GPT2 || m->cfg.arch == NET_VIT; }
-
-/* max |p[0..k)|, the tensor named fmt (block L) blamed when it is the largest yet */
-static double take(nr_walk *w, const float *p, size_t k, const char *file, const char *fmt, int L) {
+/* max |p[0..k)| (p NULL: 0), its float blamed when it is the largest yet */
+static double take_in(nr_walk *w, const float *p, size_t k, nr_source src, const moe_model *moe) {
     double v = 0;
-    for (size_t q = 0; p && q < k; q++) v = fmax(v, fabs(p[q]));
-    if (v > w->top) {
-        w->top = v;
-        snprintf(w->file, sizeof w->file, "%s", file);
-        snprintf(w->tensor, sizeof w->tensor, fmt, L);
-    }
+    size_t at = 0;
+    for (size_t q = 0; p && q < k; q++)
+        if (fabs(p[q]) > v) v = fabs(p[q]), at = q;
+    if (v > w->top) w->top = v, w->at = p + at, w->src = src, w->moe = moe;
     return v;
 }
 
-static int over(const nr_walk *w, double mag, const char *what, int L, ms_err *err) {
-    if (mag <= RANGE_ACT_MAX) return 0;
-    char where[48] = "";
-    if (L >= 0) snprintf(where, sizeof where, " in block %d", L);
-    return ms_fail(err, "%s: tensor '%s' holds values up to %.3g: the network's %s%s would reach %.3g, "
-                        "over the %.0e moescope computes within (float32 overflows at 3.4e38)",
-                   w->file, w->tensor, w->top, what, where, mag, RANGE_ACT_MAX);
+static double take(nr_walk *w, const float *p, size_t k) { return take_in(w, p, k, AT_BACKBONE, NULL); }
+
+/* the file of a checkpoint argument holding tensor name (path itself if none) */
+static void shard_of(const char *path, const char *name, char *file, size_t cap) {
+    ckpt c;
+    const st_file *f;
+    const st_tensor *t;
+    snprintf(file, cap, "%s", path);
+    if (ckpt_open(&c, path, NULL)) return;
+    if (!ckpt_tensor(&c, name, &f, &t, NULL)) snprintf(file, cap, "%s", f->path);
+    ckpt_close(&c);
 }
 
-/* a LayerNorm's outputs: at most sqrt(d) |gamma| + |beta| */
-static double norm_bound(nr_walk *w, const float *g, const float *b, const char *fg, const char *fb, int L) {
-    int d = w->m->cfg.d;
-    return sqrt((double)d) * take(w, g, (size_t)d, w->m->path, fg, L) + take(w, b, (size_t)d, w->m->path, fb, L);
+/* "<file>: tensor '<name>'" of the float blamed, in the file's own names */
+static void blame(const nr_walk *w, char *out, size_t cap) {
+    char name[200], file[600];
+    size_t at;
+    long long el;
+    if (w->src == AT_PIXELS) snprintf(out, cap, "%s: tensor 'pixel_values'", w->E->path);
+    else if (w->src == AT_MOE && !family_tensor_at(w->moe, w->at, out, cap, &el)) return;
+    else if (w->src == AT_BACKBONE && !net_tensor_at(w->m, w->at, name, sizeof name, &at)) {
+        shard_of(w->m->path, name, file, sizeof file);
+        snprintf(out, cap, "%s: tensor '%s'", file, name);
+    }
+    else snprintf(out, cap, "%s: MoE block '%s'", w->m->path, w->moe ? w->moe->layer : "?");
+}
+
+/* mag over limit: refused naming the float blamed, what reaches it and the block L */
+static int over_limit(const nr_walk *w, double mag, double limit, const char *what, int L, ms_err *err) {
+    if (mag <= limit) return 0;
+    char where[48] = "", held[900];
+    if (L >= 0) snprintf(where, sizeof where, " in block %d", L);
+    blame(w, held, sizeof held);
+    return ms_fail(err, "%s holds values up to %.3g: the network's %s%s would reach %.3g, "
+                        "over the %.0e moescope computes within (float32 overflows at 3.4e38)",
+                   held, w->top, what, where, mag, limit);
+}
+
+static int over(const nr_walk *w, double mag, const char *what, int L, ms_err *err) {
+    return over_limit(w, mag, RANGE_ACT_MAX, what, L, err);
+}
+
+/* a norm's outputs: a LayerNorm's at most sqrt(d) |gamma| + |beta|, an RMSNorm's
+ * sqrt(d) |gamma| (b NULL), over d features */
+static double norm_bound(nr_walk *w, const float *g, const float *b, size_t d) {
+    return sqrt((double)d) * take(w, g, d) + take(w, b, d);
 }
 
 /* the residual stream's bound after the embeddings */
-static int embeddings(nr_walk *w, const net_evalset *E, double *x, ms_err *err) {
+static int embeddings(nr_walk *w, double *x, ms_err *err) {
     const net_model *m = w->m;
     const net_config *c = &m->cfg;
+    const net_evalset *E = w->E;
     size_t d = (size_t)c->d;
-    if (c->arch == NET_GPT2) {
-        *x = take(w, m->wte, (size_t)c->vocab * d, m->path, "transformer.wte.weight%.0d", 0) +
-             take(w, m->wpe, (size_t)c->npos * d, m->path, "transformer.wpe.weight%.0d", 0);
-        return over(w, *x, "embeddings", -1, err);
+    switch (net_arch_of(c->arch)->embed) {
+    case NET_EMBED_LEARNED: *x = take(w, m->wte, (size_t)c->vocab * d) + take(w, m->wpe, (size_t)c->npos * d); break;
+    case NET_EMBED_TOKENS: *x = fabs(c->emb_mult) * take(w, m->wte, (size_t)c->vocab * d); break;
+    case NET_EMBED_PATCHES: {
+        size_t K = (size_t)c->chans * c->patch * c->patch;
+        double px = E && E->pixels ? take_in(w, E->pixels, (size_t)E->N * E->C * E->H * E->W, AT_PIXELS, NULL) : 1.0;
+        double patch = (double)K * px * take(w, m->patch_w, d * K) + take(w, m->patch_b, d);
+        *x = fmax(patch, take(w, m->cls, d)) + take(w, m->wpe, (size_t)c->npos * d);
     }
-    size_t K = (size_t)c->chans * c->patch * c->patch;
-    double px = E && E->pixels ? take(w, E->pixels, (size_t)E->N * E->C * E->H * E->W, E->path,
-                                      "pixel_values%.0d", 0)
-                               : 1.0;
-    double patch = (double)K * px * take(w, m->patch_w, d * K, m->path,
-                                          "vit.embeddings.patch_embeddings.projection.weight%.0d", 0) +
-                   take(w, m->patch_b, d, m->path, "vit.embeddings.patch_embeddings.projection.bias%.0d", 0);
-    double cls = take(w, m->cls, d, m->path, "vit.embeddings.cls_token%.0d", 0);
-    *x = fmax(patch, cls) + take(w, m->wpe, (size_t)c->npos * d, m->path, "vit.embeddings.position_embeddings%.0d", 0);
-    return over(w, *x, "patch embeddings", -1, err);
+    }
+    return over(w, *x, c->patch ? "patch embeddings" : "embeddings", -1, err);
 }
 
-/* attention: q, k, v from the LayerNorm, the scores dh |q| |k|, the projection */
+/* q or k after its norm (Qwen3's per head, OLMoE's over the whole projection) and
+ * the rotation (a pair turned, times the attention factor) */
+static double qk_after(nr_walk *w, const float *n, size_t width, double raw) {
+    const net_config *c = &w->m->cfg;
+    double v = n ? sqrt((double)width) * take(w, n, width) : raw;
+    return c->rot ? v * sqrt(2.0) * fmax(c->rope_af, 1.0) : v;
+}
+
+/* the scores' bound dh |q| |k| scale, GPT-OSS's sink logits beside them */
+static int scores(nr_walk *w, const net_block *b, int L, double q, double k, ms_err *err) {
+    const net_config *c = &w->m->cfg;
+    double s = (double)c->hd * q * k * fmax(c->attn_scale, 1.0);
+    s = fmax(s, take(w, b->sinks, b->sinks ? (size_t)c->nhead : 0));
+    return over(w, s, "attention scores", L, err);
+}
+
+/* multi-head attention and grouped-query attention with rotary embeddings: q|k|v
+ * from the norm's outputs z (OLMoE's clipped), the scores, *v the values */
+static int attn_qkv(nr_walk *w, const net_block *b, int L, double z, double *v, ms_err *err) {
+    const net_config *c = &w->m->cfg;
+    size_t d = (size_t)c->d, rows = (size_t)(c->nhead + 2 * c->nkv) * c->hd;
+    const net_arch_desc *A = net_arch_of(c->arch);
+    int head = A->qk_norm == NET_QKN_HEAD;
+    double qkv = (double)d * z * take(w, b->attn_w, rows * d) + take(w, b->attn_b, b->attn_b ? rows : 0);
+    if (c->clip_qkv > 0) qkv = fmin(qkv, c->clip_qkv);
+    if (over(w, qkv, "attention's queries, keys and values", L, err)) return -1;
+    size_t qw = head ? (size_t)c->hd : (size_t)c->nhead * c->hd, kw = head ? (size_t)c->hd : (size_t)c->nkv * c->hd;
+    double q = qk_after(w, b->qn_w, qw, qkv), k = qk_after(w, b->kn_w, kw, qkv);
+    *v = qkv;
+    return scores(w, b, L, q, k, err);
+}
+
+/* DeepSeek's latent attention: q (through q_lora and its norm, or q_proj), the
+ * compressed kv and its norm, kv_b's keys and values, the rotated key */
+static int attn_mla(nr_walk *w, const net_block *b, int L, double z, double *v, ms_err *err) {
+    const net_config *c = &w->m->cfg;
+    size_t d = (size_t)c->d, ql = (size_t)c->q_lora, kvl = (size_t)c->kv_lora, qrows = (size_t)c->nhead * c->hd;
+    double qin = z, qd = (double)d;
+    if (b->qa_w) {
+        double a = qd * z * take(w, b->qa_w, ql * d);
+        if (over(w, a, "attention's compressed queries", L, err)) return -1;
+        qin = norm_bound(w, b->qa_n, NULL, ql), qd = (double)ql;
+    }
+    double q = qd * qin * take(w, b->attn_w, qrows * (b->qa_w ? ql : d));
+    double ckv = (double)d * z * take(w, b->kva_w, (kvl + (size_t)c->rot) * d);
+    if (over(w, fmax(q, ckv), "attention's queries and compressed keys and values", L, err)) return -1;
+    double kv = (double)kvl * norm_bound(w, b->kva_n, NULL, kvl) *
+                take(w, b->kvb_w, (size_t)c->nhead * (c->nope + c->vd) * kvl);
+    if (over(w, kv, "attention's keys and values", L, err)) return -1;
+    double rot = sqrt(2.0) * fmax(c->rope_af, 1.0);
+    *v = kv;
+    return scores(w, b, L, q * rot, fmax(kv, ckv * rot), err);
+}
+
+/* attention from the first norm, its output projection added to the stream *x */
 static int attention(nr_walk *w, const net_block *b, int L, double *x, ms_err *err) {
     const net_config *c = &w->m->cfg;
-    size_t d = (size_t)c->d;
-    const char *p = w->m->path;
-    double z = norm_bound(w, b->ln1_w, b->ln1_b, arch_name(w, "transformer.h.%d.ln_1.weight", "vit.encoder.layer.%d.layernorm_before.weight"),
-                          arch_name(w, "transformer.h.%d.ln_1.bias", "vit.encoder.layer.%d.layernorm_before.bias"), L);
-    double q = (double)d * z * take(w, b->attn_w, 3 * d * d, p, arch_name(w, "transformer.h.%d.attn.c_attn.weight", "vit.encoder.layer.%d.attention.attention.query/key/value.weight"), L) +
-               take(w, b->attn_b, b->attn_b ? 3 * d : 0, p, arch_name(w, "transformer.h.%d.attn.c_attn.bias", "vit.encoder.layer.%d.attention.attention.query/key/value.bias"), L);
-    double dh = (double)d / c->nhead;
-    if (over(w, q, "attention's queries, keys and values", L, err) || over(w, dh * q * q, "attention scores", L, err)) return -1;
-    *x += (double)d * q * take(w, b->proj_w, d * d, p, arch_name(w, "transformer.h.%d.attn.c_proj.weight", "vit.encoder.layer.%d.attention.output.dense.weight"), L) +
-          take(w, b->proj_b, d, p, arch_name(w, "transformer.h.%d.attn.c_proj.bias", "vit.encoder.layer.%d.attention.output.dense.bias"), L);
+    size_t d = (size_t)c->d, in = (size_t)c->nhead * c->vd;
+    double z = norm_bound(w, b->ln1_w, b->ln1_b, d), v;
+    int rc = net_arch_of(c->arch)->attn == NET_ATTN_MLA ? attn_mla(w, b, L, z, &v, err)
+                                                        : attn_qkv(w, b, L, z, &v, err);
+    if (rc) return -1;
+    *x += fabs(c->res_mult) * ((double)in * v * take(w, b->proj_w, d * in) + take(w, b->proj_b, d));
     return over(w, *x, "residual stream after the attention", L, err);
 }
 
-/* the block's MLP, dense or MoE (its layer's own bounds, from the LayerNorm's) */
+/* an MoE block by its layer's own bounds from its input z; every float of its
+ * allocation (router, experts, shared experts, biases) may be blamed */
+static int moe_block(nr_walk *w, const moe_model *moe, double z, int L, double *mix, ms_err *err) {
+    value_range r;
+    double gram;
+    take_in(w, moe->mem, moe->nparams, AT_MOE, moe);
+    range_held(&r, moe, NULL);
+    r.X.v = fmax(z, 1.0);
+    double act = range_bounds(&r, moe, mix, &gram);
+    return over(w, act, "MoE layer's arithmetic", L, err) ||
+                   over_limit(w, gram, RANGE_GRAM_MAX, "expert cost's Gram entries", L, err)
+               ? -1
+               : 0;
+}
+
+/* the block's MLP from the second norm: dense (an activation, or a GLU) or MoE */
 static int mlp(nr_walk *w, int L, double *x, ms_err *err) {
     const net_model *m = w->m;
     const net_config *c = &m->cfg;
     const net_block *b = &m->blocks[L];
     size_t d = (size_t)c->d, ff = (size_t)c->ff;
-    const char *p = m->path;
-    double z = norm_bound(w, b->ln2_w, b->ln2_b, arch_name(w, "transformer.h.%d.ln_2.weight", "vit.encoder.layer.%d.layernorm_after.weight"),
-                          arch_name(w, "transformer.h.%d.ln_2.bias", "vit.encoder.layer.%d.layernorm_after.bias"), L);
+    int glu = net_arch_of(c->arch)->mlp == NET_MLP_GLU;
+    double z = norm_bound(w, b->ln2_w, b->ln2_b, d), out;
     if (c->moe_of[L] >= 0) {
-        const moe_model *moe = &m->moe[c->moe_of[L]];
-        value_range r;
-        range_finding f;
-        range_held(&r, moe, NULL);
-        r.X.v = fmax(z, 1.0);
-        if (range_judge(&r, moe, &f)) return range_fail(&f, moe, NULL, 0, err);
-        double mix, gram;
-        range_bounds(&r, moe, &mix, &gram);
-        *x += mix;
+        if (moe_block(w, &m->moe[c->moe_of[L]], z, L, &out, err)) return -1;
     } else {
-        double hid = (double)d * z * take(w, b->fc_w, d * ff, p, arch_name(w, "transformer.h.%d.mlp.c_fc.weight", "vit.encoder.layer.%d.intermediate.dense.weight"), L) +
-                     take(w, b->fc_b, ff, p, arch_name(w, "transformer.h.%d.mlp.c_fc.bias", "vit.encoder.layer.%d.intermediate.dense.bias"), L);
+        // GLU: gate|up side by side, silu(g) u at most |g| |u|
+        double hid = (double)d * z * take(w, b->fc_w, (glu ? 2 : 1) * ff * d) + take(w, b->fc_b, b->fc_b ? ff : 0);
+        if (glu) hid *= hid;
         if (over(w, hid, "MLP's hidden units", L, err)) return -1;
-        *x += (double)ff * hid * take(w, b->fcp_w, d * ff, p, arch_name(w, "transformer.h.%d.mlp.c_proj.weight", "vit.encoder.layer.%d.output.dense.weight"), L) +
-              take(w, b->fcp_b, d, p, arch_name(w, "transformer.h.%d.mlp.c_proj.bias", "vit.encoder.layer.%d.output.dense.bias"), L);
+        out = (double)ff * hid * take(w, b->fcp_w, d * ff) + take(w, b->fcp_b, b->fcp_b ? d : 0);
     }
+    *x += fabs(c->res_mult) * out;
     return over(w, *x, "residual stream after the MLP", L, err);
 }
 
 int net_range_check(const net_model *m, const net_evalset *E, ms_err *err) {
     const net_config *c = &m->cfg;
-    nr_walk w = {.m = m};
-    double x;
-    if (embeddings(&w, E, &x, err)) return -1;
-    for (int L = 0; L < c->nlayer; L++) {
-        if (walked_whole(m) && attention(&w, &m->blocks[L], L, &x, err)) return -1;
-        if ((walked_whole(m) || c->moe_of[L] >= 0) && mlp(&w, L, &x, err)) return -1;
-    }
-    double z = norm_bound(&w, m->lnf_w, m->lnf_b, arch_name(&w, "transformer.ln_f.weight%.0d", "vit.layernorm.weight%.0d"),
-                          arch_name(&w, "transformer.ln_f.bias%.0d", "vit.layernorm.bias%.0d"), 0);
-    const char *head = c->arch == NET_VIT ? "classifier.weight%.0d" : c->tied ? "transformer.wte.weight%.0d" : "lm_head.weight%.0d";
-    double logit = (double)c->d * z * take(&w, m->lm_w, (size_t)c->vocab * c->d, m->path, head, 0) +
-                   take(&w, m->lm_b, m->lm_b ? (size_t)c->vocab : 0, m->path,
-                        c->arch == NET_VIT ? "classifier.bias%.0d" : "lm_head.bias%.0d", 0);
-    return over(&w, logit, "logits", -1, err);
+    nr_walk w = {.m = m, .E = E};
+    double x = 0;
+    if (embeddings(&w, &x, err)) return -1;
+    for (int L = 0; L < c->nlayer; L++)
+        if (attention(&w, &m->blocks[L], L, &x, err) || mlp(&w, L, &x, err)) return -1;
+    double z = norm_bound(&w, m->lnf_w, m->lnf_b, (size_t)c->d);
+    double logit = (double)c->d * z * take(&w, m->lm_w, (size_t)c->vocab * c->d) +
+                   take(&w, m->lm_b, m->lm_b ? (size_t)c->vocab : 0);
+    return over(&w, logit / c->logit_div, "logits", -1, err);
 }

@@ -24,6 +24,11 @@
 #      (the peak memory grows by far less than the dump; the same logits as one panel);
 #      a network's evaluation is checked against MOESCOPE_MAX_MEMORY before it runs;
 #      geometry on a 64-block network is checked against MOESCOPE_MAX_MEMORY first;
+#  (1) a huge but finite value (1e30) in any tensor a network's forward reads, for every
+#      architecture (GPT-2, ViT, each decoder family: attention, q/k norms, latent
+#      attention, sinks, dense MLPs, routers, experts, shared experts, embeddings, head)
+#      is refused (exit 1) naming that tensor as the file calls it (it named GPT-2's
+#      tensors, and a decoder's attention and dense MLPs were not bounded: loss nan);
 # Networks come from tests/hostile/corpus/gen_hostile.py (checked in) or are made here.
 source "$(dirname "$0")/../lib/lib.sh"
 D=$WORK/g
@@ -40,6 +45,79 @@ expect_rc() {
     elif ! grep -Eq -- "$pat" "$WORK/err"; then fail "$name: message does not match /$pat/:"; sed 's/^/    /' "$WORK/err" | tail -5
     else pass; fi
 }
+
+# ------------------------------------------------- (1) overflow, every tensor of every architecture
+"$PYTHON" "$TESTS_DIR/lib/gen_gpt2.py" "$D/ov_gpt2" --n 4 --k 2 --d 8 --layers 2 --h 4 --N 2 --T 4 --single >/dev/null
+"$PYTHON" "$TESTS_DIR/lib/gen_vit.py" "$D/ov_vit" --N 4 --single >/dev/null
+# the decoders of the architecture table (src/network/net_config.c), one each
+DECODERS="mixtral qwen2_moe qwen3_moe olmoe granitemoe deepseek_v2 deepseek_v3 gpt_oss"
+# each tensor kind (block and expert numbers aside) with its last float set to 1e30, on
+# the release build: this part is about the bound, the sanitizers run the three below
+while IFS= read -r line; do
+    case $line in PASS*) pass ;; *) fail "$line" ;; esac
+done < <(TESTS_DIR=$TESTS_DIR "$PYTHON" - "$MOESCOPE_REL" "$D" $DECODERS <<'PY'
+import json, os, re, shutil, struct, subprocess, sys
+sys.path[:0] = [os.path.join(os.environ["TESTS_DIR"], "lib")]
+import gen_decoders
+exe, D, fams = sys.argv[1], sys.argv[2], sys.argv[3:]
+nets = [("gpt2", D + "/ov_gpt2/seed1", D + "/ov_gpt2/eval.safetensors"),
+        ("vit", D + "/ov_vit/seed1", D + "/ov_vit/eval.safetensors")]
+for f in fams:
+    gen_decoders.generate(f, "%s/ov_%s" % (D, f), N=2, T=6)
+    nets.append((f, "%s/ov_%s" % (D, f), "%s/ov_%s/eval.safetensors" % (D, f)))
+for fam, src, ev in nets:
+    raw = open(src + "/model.safetensors", "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    hdr = json.loads(raw[8:8 + n])
+    seen = set()
+    for name in sorted(k for k in hdr if k != "__metadata__"):
+        kind = re.sub(r"\.\d+\.", ".N.", name)
+        if kind in seen:
+            continue
+        seen.add(kind)
+        b, e = hdr[name]["data_offsets"]
+        assert hdr[name]["dtype"] == "F32", name
+        buf = bytearray(raw)
+        struct.pack_into("<f", buf, 8 + n + e - 4, 1e30)
+        x = "%s/ov_x" % D
+        shutil.rmtree(x, ignore_errors=True)
+        os.makedirs(x)
+        shutil.copy(src + "/config.json", x)
+        open(x + "/model.safetensors", "wb").write(buf)
+        r = subprocess.run([exe, "eval", x, "--eval", ev], capture_output=True, text=True)
+        want = "ov_x/model.safetensors: tensor '%s' holds values up to 1e+30: the network's " % name
+        if r.returncode == 1 and want in r.stderr:
+            print("PASS")
+        else:
+            err = (r.stderr.strip().splitlines() or ["(no message)"])[-1]
+            print("%s: 1e30 in %s: exit %d, %s" % (fam, name, r.returncode, err[:300]))
+PY
+)
+# the same under the sanitizers: a q_proj, an expert, embed_tokens
+"$PYTHON" - "$D" <<'PY'
+import json, os, shutil, struct, sys
+D = sys.argv[1]
+for fam, name in (("mixtral", "model.layers.0.self_attn.q_proj.weight"),
+                  ("qwen2_moe", "model.layers.0.mlp.experts.1.up_proj.weight"),
+                  ("deepseek_v3", "model.embed_tokens.weight")):
+    src, x = "%s/ov_%s" % (D, fam), "%s/ovs_%s" % (D, fam)
+    raw = open(src + "/model.safetensors", "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    b, e = json.loads(raw[8:8 + n])[name]["data_offsets"]
+    buf = bytearray(raw)
+    struct.pack_into("<f", buf, 8 + n + b + 4, 1e30)
+    os.makedirs(x)
+    shutil.copy(src + "/config.json", x)
+    open(x + "/model.safetensors", "wb").write(buf)
+PY
+for c in mixtral:model.layers.0.self_attn.q_proj.weight:"attention's queries, keys and values in block 0" \
+         qwen2_moe:model.layers.0.mlp.experts.1.up_proj.weight:"MoE layer's arithmetic in block 0" \
+         deepseek_v3:model.embed_tokens.weight:embeddings; do
+    IFS=: read -r f t what <<<"$c"
+    expect_rc "1e30 in $f's $t refused" 1 \
+        "ovs_$f/model\.safetensors: tensor '$t' holds values up to 1e\+30: the network's $what would reach" \
+        "$MOESCOPE" eval "$D/ovs_$f" --eval "$D/ov_$f/eval.safetensors"
+done
 
 # ------------------------------------------------- (6) MOESCOPE_MAX_MEMORY
 for v in '64 M' garbage -1 0 1e9 inf 0x10 64Q; do

@@ -293,10 +293,10 @@ NETWORKS = [
      "net_cfg_router_inject/config.json: key 'moe.router' = \"\\u001b]0;owned\\u0007\\u001b[2J\" is not one of"),
     # round four (issue 41): finite values whose forward overflows (loss nan or 0, exit 0)
     ("net_big_attn", "net_big_attn_model", None, "eval_on",
-     "net_big_attn: tensor 'transformer.h.0.attn.c_attn.weight' holds values up to 1e+19: the network's "
+     "net_big_attn/model.safetensors: tensor 'transformer.h.0.attn.c_attn.weight' holds values up to 1e+19: the network's "
      "attention scores in block 0 would reach"),
     ("net_big_wte", "net_big_wte_model", None, "eval_on",
-     "net_big_wte: tensor 'transformer.wte.weight' holds values up to 3e+38: the network's embeddings would reach"),
+     "net_big_wte/model.safetensors: tensor 'transformer.wte.weight' holds values up to 3e+38: the network's embeddings would reach"),
     # round four (issue 41): tensors no part of the network reads (they were dropped)
     ("net_dense_with_moe", "net_stray_moe_model", None, "info",
      "net_dense_with_moe: tensor 'transformer.h.1.mlp.experts.0.c_fc.bias' (and 9 more) is not part of "
@@ -344,7 +344,7 @@ VITS = [
      "vit_qkv_bias_false: tensor 'vit.encoder.layer.0.attention.attention.key.bias' (and 5 more) is not part "
      "of the network config.json describes: nothing reads it (config.json's qkv_bias is false"),
     ("vit_big_classifier", _model("vit_big_head_model"), "eval_vit",
-     "vit_big_classifier: tensor 'classifier.weight' holds values up to 3e+38: the network's logits would reach"),
+     "vit_big_classifier/model.safetensors: tensor 'classifier.weight' holds values up to 3e+38: the network's logits would reach"),
     ("vit_dup_label", _dup("0", "\"a\"", "\"z\""), "info",
      "vit_dup_label/config.json: key 'id2label.0' is given twice"),
 ]
