@@ -105,18 +105,25 @@ int cli_parse_order(const char *s, int *order, int n) {
 }
 
 /* moescope-mpi: its ranks' stderr reaches mpirun through a pipe (and batch jobs
- * write it to a log), so rank 0 prints a line at every tenth of the work instead
- * of a bar */
+ * write it to a log), so rank 0 prints a line at every tenth of the work (the
+ * counts it gathers from every process) with the time left, instead of a bar */
 static void progress_lines(const char *what, long done, long total) {
     static long last_done = -1;
     static int last_step = -1;
+    static double since;
     int step = (int)(10.0 * (double)done / (double)total);
-    if (done < last_done) last_step = -1; // a new landscape
+    if (done < last_done || last_done < 0) last_step = -1, since = timing_now(); // a new landscape
     last_done = done;
     if (step == last_step) return;
     last_step = step;
-    fprintf(stderr, "%s: %s %ld/%ld (%d%%) over %d ranks\n", ms_process_name(), what, done, total,
-            (int)(100.0 * (double)done / (double)total), cli_partition->size);
+    double el = timing_now() - since;
+    char left[64] = "";
+    if (done > 0 && done < total && el >= 1.0) {
+        long s = (long)(el * (double)(total - done) / (double)done + 0.5);
+        snprintf(left, sizeof left, ", %ld:%02ld:%02ld left", s / 3600, s / 60 % 60, s % 60);
+    }
+    fprintf(stderr, "%s: %s %ld/%ld (%d%%) over %d ranks%s\n", ms_process_name(), what, done, total,
+            (int)(100.0 * (double)done / (double)total), cli_partition->size, left);
 }
 
 /* The landscape's and the study's progress: on the shared progress line (a

@@ -201,7 +201,7 @@ static int eval_network(const subject_net *n, const char *ck, const char *e_path
     struct timespec c0, c1; // the process's CPU time too: on a shared machine wall time is its share
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     double t0 = now_sec();
-    for (long it = 0; it < repeat && !rc; it++) {
+    for (long it = 0; it < (repeat ? repeat : 1) && !rc; it++) {
         net_eval_result_free(&r);
         if (net_evaluate(&n->A, &n->E, NULL, &run, &par, &r, &err)) rc = cli_error("%s", err.msg);
     }
@@ -209,7 +209,7 @@ static int eval_network(const subject_net *n, const char *ck, const char *e_path
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     double cpu = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
     int T = net_tokens(&n->A, &n->E), vit = net_arch_of(n->A.cfg.arch)->target == NET_TARGET_CLASS;
-    if (!rc && repeat > 1) {
+    if (!rc && repeat > 0) {
         double tok = (double)n->E.N * T;
         fprintf(stderr, "eval: %ld runs of %d x %d tokens in %.6f s: %.6f s per run, %.0f tokens/s "
                         "(CPU %.6f s per run)\n",
@@ -251,7 +251,7 @@ static int eval_network(const subject_net *n, const char *ck, const char *e_path
 
 int cmd_eval(int argc, char **argv) {
     const char *eval_path = NULL, *layer = NULL, *json = NULL, *dump = NULL;
-    long repeat = 1;
+    long repeat = 0; // 0: not asked for (one evaluation, no timing)
     int threads = 0;
     static const struct option opts[] = {
         {"eval", required_argument, 0, 'e'},   {"layer", required_argument, 0, 'l'},
@@ -315,7 +315,7 @@ int cmd_eval(int argc, char **argv) {
     moe_eval_result r;
     memset(&r, 0, sizeof r);
     double t0 = now_sec();
-    for (long it = 0; it < repeat; it++) {
+    for (long it = 0; it < (repeat ? repeat : 1); it++) {
         moe_eval_result_free(&r);
         int fail = m.cfg.has_head ? moe_eval(&m, &e, &r, &err) : moe_eval_layer(&m, &e, &r, &err);
         if (fail) {
@@ -324,7 +324,7 @@ int cmd_eval(int argc, char **argv) {
         }
     }
     double dt = now_sec() - t0;
-    if (repeat > 1)
+    if (repeat > 0)
         fprintf(stderr, "eval: %ld runs of %d samples in %.6f s: %.6f s per run, %.0f samples/s\n",
                 repeat, e.N, dt, dt / repeat, (double)repeat * e.N / dt);
 

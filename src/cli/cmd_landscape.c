@@ -330,6 +330,7 @@ static int landscape_network(subject *S, double t_load, ls_opts *lo, int proxy, 
     net_objective *no;
     if (cli_subject_objective(S, &other, lo->nthreads, NULL, &no)) return 1;
     lo->objective = net_objective_view(no);
+    lo->part = cli_partition; // moescope-mpi: the (point, order) evaluations split over its processes
     const moe_model *A = S->a, *B = S->b;
     landscape L;
     int rc = 0;
@@ -339,6 +340,7 @@ static int landscape_network(subject *S, double t_load, ls_opts *lo, int proxy, 
         goto out;
     }
     cli_progress_end();
+    if (!cli_reports_here()) goto done; // rank 0 of moescope-mpi alone reports
     L.secs_load = t_load;
     double align_s, prefix_s;
     net_objective_times(no, &align_s, &prefix_s, &L.secs_step[LS_STEP_ENDS]);

@@ -229,16 +229,25 @@ static void on_pair(int done, int total) {
     SP.pair = done, SP.npairs = total;
     if (cli_partition) cli_progress("pairs", done, total);
 }
-static void on_rows(void *ctx, long done, long total) { cli_progress_pairs(SP.pair, SP.npairs, done, total); }
+static void on_rows(void *ctx, long done, long total) {
+    if (!cli_partition) {
+        cli_progress_pairs(SP.pair, SP.npairs, done, total);
+        return;
+    }
+    char what[64]; // moescope-mpi: a network pair's evaluations, over every process
+    snprintf(what, sizeof what, "study pair %d/%d", SP.pair + 1, SP.npairs);
+    cli_progress(what, done, total);
+}
 static void on_step(void *ctx, const char *what, long done, long total) {
     char phase[64];
     snprintf(phase, sizeof phase, "study pair %d/%d: %s", SP.pair + 1, SP.npairs, what);
     cli_progress_step(ctx, phase, done, total);
 }
-/* the progress of study_run: on_pair, and on a terminal each pair's rows */
-static void study_progress(ls_opts *lo, int npool, int on) {
+/* the progress of study_run: on_pair, and on a terminal each pair's rows
+ * (moescope-mpi: a network pair's evaluations, as lines) */
+static void study_progress(ls_opts *lo, int npool, int on, int net) {
     SP.pair = 0, SP.npairs = npool * (npool - 1) / 2;
-    lo->progress = on && !cli_partition ? on_rows : NULL;
+    lo->progress = on && (!cli_partition || net) ? on_rows : NULL;
     lo->phase = on && !cli_partition ? on_step : NULL;
 }
 
@@ -291,7 +300,7 @@ static int run_study(const st_pool *P, const subject *S, const char *e_path, ls_
     lo->part = cli_partition; // moescope-mpi: every landscape split over its processes
     int here = cli_reports_here(); // rank 0 of moescope-mpi alone reports
     int bar = isatty(2) || (cli_partition && show); // moescope-mpi: lines (cli_progress)
-    study_progress(lo, np, bar && here);
+    study_progress(lo, np, bar && here, 0);
     if (study_run(M, (const char *const *)paths, np, &S[0].E, lo, bar && here ? on_pair : NULL, &Sd, &err)) {
         cli_progress_end();
         rc = cli_error("%s", err.msg);
@@ -333,6 +342,7 @@ static void ns_done(void *ctx) {
 
 static int ns_proxy(void *ctx, int i, int j, landscape *L, ms_err *err) {
     net_study *s = ctx;
+    if (!cli_reports_here()) return 0; // moescope-mpi: only rank 0 holds the table
     int b = s->nets[0].net.block;
     net_par par = {.threads = s->lo->nthreads};
     if (!s->inputs[i].inputs && net_block_inputs(&s->nets[i].net.A, &s->nets[0].net.E, b, &par, &s->inputs[i], err))
@@ -351,11 +361,14 @@ static int run_study_net(const st_pool *P, subject *nets, const char *e_path, ls
     for (int i = 0; i < P->np; i++) M[i] = *nets[i].a;
     study S;
     ms_err err;
-    int rc = 0, bar = isatty(2) && show;
-    study_progress(lo, P->np, bar);
+    lo->part = cli_partition; // moescope-mpi: each pair's evaluations split over its processes
+    int here = cli_reports_here(), rc = 0, bar = (isatty(2) || cli_partition) && show && here;
+    study_progress(lo, P->np, bar, 1);
     if (study_run_obj(M, (const char *const *)P->paths, P->np, &so, lo, bar ? on_pair : NULL, &S, &err)) {
         cli_progress_end();
         rc = cli_error("%s", err.msg);
+    } else if (!here) {
+        study_free(&S);
     } else {
         cli_progress_end();
         rc = study_report(&S, P, e_path, outs, show);

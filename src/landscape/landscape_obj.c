@@ -43,7 +43,7 @@ typedef struct {
     int n, h, T, exhaustive, groups;
     long norders;
     int *perm;        // (n n, h) pair (slot i, B's expert j): unit u is B's unit perm[u], o->wm's setting
-    int *perm_other;  // (n, h) pair (i, i) with the other setting (naive or skip-order)
+    int *perm_other;  // (n, h) pair (i, i) with the other setting (naive or skip-order), after perm
     float *shmem;     // (SH_COUNT, s, esize) B's shared experts as each variant aligns them
     moe_expert *shx;  // (SH_COUNT, s)
     moe_model Bp, M;  // B aligned with one order; the interpolated layer
@@ -146,14 +146,12 @@ static int ox_sweep(ox *x, const long *ks, long cnt, double bmax, const char *wh
     return 0;
 }
 
-/* the four named curves at every interior point: naive and skip-order move
- * every MoE layer together (their own variants), the methods' orders are
- * rows of the table */
-static int ox_named(ox *x, ms_err *err) {
+/* the four named curves, naive, skip-order and the two methods' orders, their
+ * ends set; 1 when both methods chose one order (then one curve) */
+static int ox_named_init(ox *x, ls_curve **cv) {
     landscape *L = x->L;
-    ls_curve *cv[4] = {&L->naive, &L->skip_order, &L->methods[0], &L->methods[1]};
     const ls_objective *ob = x->obj;
-    int wm = x->o->wm;
+    cv[0] = &L->naive, cv[1] = &L->skip_order, cv[2] = &L->methods[0], cv[3] = &L->methods[1];
     for (int a = 0; a < 4; a++) {
         cv[a]->n = x->n;
         cv[a]->T = x->T;
@@ -162,23 +160,38 @@ static int ox_named(ox *x, ms_err *err) {
         cv[a]->loss[0] = ob->loss_a, cv[a]->loss[x->T - 1] = ob->loss_b;
         if (cv[a]->acc) cv[a]->acc[0] = ob->acc_a, cv[a]->acc[x->T - 1] = ob->acc_b;
     }
-    int same = !memcmp(cv[2]->order, cv[3]->order, (size_t)x->n * sizeof(int));
+    return !memcmp(cv[2]->order, cv[3]->order, (size_t)x->n * sizeof(int));
+}
+
+/* named curve a (of ox_named_init) at point m: naive and skip-order move every
+ * MoE layer together (their own variants), the methods' orders are rows of the
+ * table */
+static int ox_named_eval(ox *x, ls_curve *const *cv, int a, int m, double *loss, double *acc, ms_err *err) {
+    int wm = x->o->wm;
+    int other = a == 0 ? wm : a == 1 ? !wm : 0;
+    int sh = a == 0 ? SH_NAIVE : a == 1 ? SH_SKIP : SH_MAIN;
+    int var = a == 0 ? LS_VAR_NAIVE : a == 1 ? LS_VAR_SKIP : LS_VAR_MAIN;
+    return ox_eval(x, cv[a]->order, other, sh, var, m, loss, acc, err);
+}
+
+/* named curve a's value at point m; both methods' one order: curve 3 is curve 2 */
+static void ox_named_set(ls_curve *const *cv, int same, int a, int m, double loss, double acc) {
+    if (a == 3 && same) loss = cv[2]->loss[m], acc = cv[2]->acc ? cv[2]->acc[m] : acc;
+    cv[a]->loss[m] = loss;
+    if (cv[a]->acc) cv[a]->acc[m] = acc;
+}
+
+/* the four named curves at every interior point */
+static int ox_named(ox *x, ms_err *err) {
+    ls_curve *cv[4];
+    int same = ox_named_init(x, cv);
     for (int q = 0; q < x->npts; q++)
         for (int a = 0; a < 4; a++) {
             int m = x->pts[q];
-            if (a == 3 && same) { // both methods chose one order: one curve
-                cv[3]->loss[m] = cv[2]->loss[m];
-                if (cv[3]->acc) cv[3]->acc[m] = cv[2]->acc[m];
-                continue;
-            }
+            double loss = NAN, acc = NAN;
             if (ox_cancelled(x)) return ms_fail(err, "cancelled");
-            double loss, acc;
-            int other = a == 0 ? wm : a == 1 ? !wm : 0;
-            int sh = a == 0 ? SH_NAIVE : a == 1 ? SH_SKIP : SH_MAIN;
-            int var = a == 0 ? LS_VAR_NAIVE : a == 1 ? LS_VAR_SKIP : LS_VAR_MAIN;
-            if (ox_eval(x, cv[a]->order, other, sh, var, m, &loss, &acc, err)) return -1;
-            cv[a]->loss[m] = loss;
-            if (cv[a]->acc) cv[a]->acc[m] = acc;
+            if (!(a == 3 && same) && ox_named_eval(x, cv, a, m, &loss, &acc, err)) return -1;
+            ox_named_set(cv, same, a, m, loss, acc);
             ox_phase(x, "named curves", (long)q * 4 + a + 1, 4L * x->npts);
         }
     for (int a = 0; a < 4; a++) ls_curve_stats(cv[a]);
@@ -216,22 +229,27 @@ static int ox_alignments(ox *x, ms_err *err) {
 }
 
 /* weight matching once per (slot i, B's expert j) with o->wm, and the diagonal
- * with the other setting */
+ * with the other setting: pair p's hidden order at perm + p h (perm_other
+ * follows perm); split over processes, each matches its share and all get all */
 static int ox_pairs(ox *x, ms_err *err) {
     int n = x->n, h = x->h, wm = x->o->wm;
-    x->perm = ms_malloc((size_t)n * n * h * sizeof(int));
-    x->perm_other = ms_malloc((size_t)n * h * sizeof(int));
-    for (int p = 0; p < n * n + n; p++) {
-        int i = p < n * n ? p / n : p - n * n, j = p < n * n ? p % n : i;
-        int *P = p < n * n ? x->perm + (size_t)p * h : x->perm_other + (size_t)i * h;
+    long np = (long)n * n + n, lo = 0, hi = np;
+    const ls_partition *part = x->o->part;
+    x->perm = ms_malloc((size_t)np * h * sizeof(int));
+    x->perm_other = x->perm + (size_t)n * n * h;
+    if (part && part->size > 1) ls_share(np, part->rank, part->size, &lo, &hi);
+    for (long p = lo; p < hi; p++) {
+        int i = p < n * n ? (int)p / n : (int)p - n * n, j = p < n * n ? (int)p % n : i;
+        int *P = x->perm + (size_t)p * h;
         if (!(p < n * n ? wm : !wm)) {
             for (int u = 0; u < h; u++) P[u] = u;
         } else if (wm_match(&x->A->experts[i], &x->B->experts[j], x->c, P, NULL, err)) {
             return ms_prefix(err, "weight matching slot %d with B's expert %d", i, j);
         }
-        ox_phase(x, "weight-matching pairs", p + 1, n * n + n);
+        ox_phase(x, "weight-matching pairs", p + 1 - lo, hi - lo);
         if (ox_cancelled(x)) return ms_fail(err, "cancelled");
     }
+    if (part && part->size > 1) return part->allgather(part, x->perm, np, (size_t)h * sizeof(int), err);
     return 0;
 }
 
@@ -282,8 +300,7 @@ static int ox_setup(ox *x, const moe_model *A, const moe_model *B, const ls_opts
 }
 
 static void ox_free(ox *x) {
-    free(x->perm);
-    free(x->perm_other);
+    free(x->perm); // perm_other with it
     free(x->shmem);
     free(x->shx);
     moe_free(&x->Bp);
@@ -294,6 +311,20 @@ static void ox_free(ox *x) {
     free(x->done);
     free(x->prog);
     free(x->pts);
+}
+
+/* a chosen order's row is its curve (the same evaluations) */
+static void ox_method_rows(ox *x) {
+    landscape *L = x->L;
+    for (int m = 0; m < 2; m++) {
+        long k = ls_order_index(L, x->exhaustive, x->groups, x->norders, L->methods[m].order);
+        if (k < 0 || x->done[k]) continue;
+        x->bar[k] = L->methods[m].barrier;
+        x->accb[k] = L->methods[m].acc_barrier;
+        x->auc[k] = L->methods[m].auc;
+        x->prog[k] = x->npts;
+        ox_emit(x, k);
+    }
 }
 
 /* the middle point of every order; the named curves; the methods' orders as
@@ -313,15 +344,7 @@ static int ox_orders(ox *x, ms_err *err) {
     }
     if (!rc) rc = ox_named(x, err);
     if (!rc) {
-        for (int m = 0; m < 2; m++) { // a chosen order's row is its curve (the same evaluations)
-            long k = ls_order_index(L, x->exhaustive, x->groups, x->norders, L->methods[m].order);
-            if (k < 0 || x->done[k]) continue;
-            x->bar[k] = L->methods[m].barrier;
-            x->accb[k] = L->methods[m].acc_barrier;
-            x->auc[k] = L->methods[m].auc;
-            x->prog[k] = x->npts;
-            ox_emit(x, k);
-        }
+        ox_method_rows(x);
         double bmax = fmax(L->methods[0].barrier, L->methods[1].barrier);
         bmax = nextafter(bmax + rank_tau(L->naive.barrier), INFINITY);
         if (isnan(L->methods[0].barrier) || isnan(L->methods[1].barrier)) bmax = INFINITY;
@@ -340,6 +363,77 @@ static int ox_orders(ox *x, ms_err *err) {
     return rc;
 }
 
+/* ---- split over processes (ls_opts.part) ----
+ * Every value is an item: interior point pts[q] of a named curve or an order,
+ * item q W + r with W = 4 + norders (r < 4: named curve r, else order r - 4),
+ * t-major so that a process's share spans few points. Each process evaluates
+ * its share (ls_share) and rank 0 gathers the values (as rows: id the item,
+ * barrier its loss, acc_barrier its accuracy), then folds every order's points
+ * in pts order, as the single process does: the same table, bit for bit. The
+ * progress is the items done over all processes (rank 0's line). */
+
+/* item i's loss and accuracy; NaN for the items whose value is another's: the
+ * second method's curve when both chose one order, the methods' orders' rows
+ * (their curves' values: ox_method_rows), mk[2] */
+static int ox_item(ox *x, ls_curve *const *cv, int same, const long *mk, long i, double *loss, double *acc,
+                   ms_err *err) {
+    long W = 4 + x->norders, r = i % W;
+    int m = x->pts[i / W], p[LS_MAX_N];
+    *loss = *acc = NAN;
+    if (r < 4) return r == 3 && same ? 0 : ox_named_eval(x, cv, (int)r, m, loss, acc, err);
+    if (r - 4 == mk[0] || r - 4 == mk[1]) return 0;
+    ls_order_get(x->L->orders, x->n, r - 4, p);
+    return ox_eval(x, p, 0, SH_MAIN, LS_VAR_MAIN, m, loss, acc, err);
+}
+
+/* rank 0: the gathered values into the named curves and the orders' rows */
+static void ox_split_fold(ox *x, ls_curve *const *cv, int same, const ls_row *v) {
+    long W = 4 + x->norders;
+    for (int q = 0; q < x->npts; q++)
+        for (int a = 0; a < 4; a++) {
+            const ls_row *r = &v[q * W + a];
+            ox_named_set(cv, same, a, x->pts[q], r->barrier, r->acc_barrier);
+        }
+    for (int a = 0; a < 4; a++) ls_curve_stats(cv[a]);
+    for (long k = 0; k < x->norders; k++)
+        for (int q = 0; q < x->npts; q++) {
+            const ls_row *r = &v[q * W + 4 + k];
+            ox_fold(x, k, x->pts[q], r->barrier, r->acc_barrier);
+        }
+    const ls_opts *o = x->o;
+    ls_opts quiet = *o;
+    quiet.progress = NULL; // the rows are known at once
+    x->o = &quiet;
+    ox_method_rows(x);
+    for (long k = 0; k < x->norders; k++)
+        if (!x->done[k]) ox_emit(x, k);
+    x->o = o;
+}
+
+static int ox_split(ox *x, ms_err *err) {
+    const ls_partition *part = x->o->part;
+    ls_curve *cv[4];
+    int same = ox_named_init(x, cv), rc = 0;
+    long total = (4 + x->norders) * x->npts, lo, hi, mk[2];
+    for (int m = 0; m < 2; m++)
+        mk[m] = ls_order_index(x->L, x->exhaustive, x->groups, x->norders, x->L->methods[m].order);
+    ls_share(total, part->rank, part->size, &lo, &hi);
+    ls_row *v = ms_calloc((size_t)(part->rank ? hi - lo : total) + 1, sizeof(ls_row));
+    for (long i = lo; i < hi && !rc; i++) {
+        ls_row *r = &v[i - lo];
+        if (ox_cancelled(x)) rc = ms_fail(err, "cancelled");
+        if (!rc) rc = ox_item(x, cv, same, mk, i, &r->barrier, &r->acc_barrier, err);
+        r->id = i;
+        long all = part->rows_done(part, i + 1 - lo);
+        if (all >= 0 && x->o->progress) x->o->progress(x->o->ctx, all, total);
+    }
+    // a failed process stops the job (moescope-mpi aborts): no gather to wait for
+    if (!rc) rc = part->gather_rows(part, v, hi - lo, total, x->o->progress, x->o->ctx, err);
+    if (!rc && part->rank == 0) ox_split_fold(x, cv, same, v);
+    free(v);
+    return rc;
+}
+
 int ls_obj_compute(const moe_model *A, const moe_model *B, const ls_opts *o, landscape *L,
                    ms_err *err) {
     ox x;
@@ -352,7 +446,14 @@ int ls_obj_compute(const moe_model *A, const moe_model *B, const ls_opts *o, lan
     if (!rc) rc = ox_pairs(&x, err);
     st[LS_STEP_WM] = ls_now() - t1, ct[LS_STEP_WM] = ls_cpu_now() - c1;
     t1 = ls_now(), c1 = ls_cpu_now();
-    if (!rc) rc = ox_orders(&x, err);
+    int remote = o->part && o->part->size > 1; // split over processes
+    if (!rc) rc = remote ? ox_split(&x, err) : ox_orders(&x, err);
+    if (remote && o->part->rank) { // only rank 0 holds the table
+        ox_free(&x);
+        if (rc) landscape_free(L);
+        return rc;
+    }
+    if (remote) L->secs_ranks = ls_now(); // the ranks come with the last value
     st[LS_STEP_ORDERS] = ls_now() - t1, ct[LS_STEP_ORDERS] = ls_cpu_now() - c1;
     L->secs_ranks -= t0;
     if (!rc && x.filled != x.norders)

@@ -310,6 +310,57 @@ def test_study(tmp):
         check(body[0] == body[1] and len(body[0]) > 6, "study P=%d: CSV rows differ" % P)
 
 
+def untimed(d):
+    """A report without what the clock says (the proxy's seconds)."""
+    if isinstance(d, dict):
+        return {k: untimed(v) for k, v in d.items() if k != "seconds"}
+    if isinstance(d, list):
+        return [untimed(v) for v in d]
+    return d
+
+
+def test_network(tmp):
+    """A network's landscape and study split over 2 ranks, every (point, order) evaluation
+    an item of its own: the same JSON (and CSV) as the plain binary's, the layer-only
+    proxy included; the progress from rank 0 alone, over every rank's evaluations."""
+    a, b = pair_of("gpt/topk4")
+    e = os.path.join(tmp, "gpt_eval.safetensors")
+    head_eval(os.path.join(SC, "gpt", "topk4", "eval.safetensors"), e, 4)
+    args = ["landscape", a, b, "--eval", e, "--points", "4", "-q"]
+    plain, out = os.path.join(tmp, "net_plain.json"), os.path.join(tmp, "net2.json")
+    r = run(*(args + ["--json", plain]))
+    r2 = mpirun(2, *(args + ["--threads", "1", "--json", out]))
+    check(r.returncode == 0 and r2.returncode == 0, "network landscape: plain %s; P=2 %s"
+          % (r.stderr[-300:], r2.stderr[-300:]))
+    if r.returncode or r2.returncode:
+        return
+    ref, got = (untimed(report(f)[0]) for f in (plain, out))
+    d = first_diff(ref, got)
+    check(d is None and "proxy" in got, "network landscape P=2: JSON differs from the plain run at %s" % d)
+    plain, pcsv = os.path.join(tmp, "netstudy_plain.json"), os.path.join(tmp, "netstudy_plain.csv")
+    args = ["study", a, b, "--eval", e, "--points", "4"]
+    r = run(*(args + ["-q", "--json", plain, "--csv", pcsv]))
+    check(r.returncode == 0, "network study plain: %s" % r.stderr[-300:])
+    if r.returncode:
+        return
+    out, csv = os.path.join(tmp, "netstudy2.json"), os.path.join(tmp, "netstudy2.csv")
+    r = mpirun(2, *(args + ["--threads", "1", "--json", out, "--csv", csv]))
+    check(r.returncode == 0, "network study P=2: %s" % r.stderr[-400:])
+    if r.returncode:
+        return
+    ref, got = (untimed(report(f)[0]) for f in (plain, out))
+    d = first_diff(ref, got)
+    check(d is None, "network study P=2: JSON differs at %s" % d)
+    body = [[x for x in open(f).read().splitlines() if not x.startswith("#")] for f in (pcsv, csv)]
+    check(body[0] == body[1] and len(body[0]) > 1, "network study P=2: CSV rows differ")
+    lines = [x for x in r.stderr.splitlines() if " over 2 ranks" in x]
+    check(lines and all(x.startswith("moescope-mpi rank 0 of 2: ") for x in lines),
+          "network study P=2: progress lines from rank 0 only: %s" % r.stderr[-600:])
+    # 24 orders and 4 named curves at 2 interior points
+    check(any("study pair 1/1 56/56 (100%)" in x for x in lines),
+          "network study P=2: every rank's evaluations counted: %s" % lines)
+
+
 def main():
     if not MPI:
         # MPI installed means make check builds moescope-mpi: not testing it is a failure
@@ -325,7 +376,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="moescope_mpi_")
     try:
         for t in (test_sample_sets, test_families, test_progress, test_chunked, test_n10,
-                  test_killed_rank, test_errors, test_study):
+                  test_killed_rank, test_errors, test_study, test_network):
             t(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
