@@ -90,10 +90,11 @@ static void test_gate(net_job *j, long it) {
  * panel's first row (moe_forward's own chunks are as wide: the same sums) */
 static void mlp_piece(net_job *j, const panel_task *t, int p, int slot) {
     (void)slot;
-    int d = j->m->cfg.d, ff = j->m->cfg.ff, n = t->moe ? t->moe->cfg.n : 0;
+    int d = j->m->cfg.d, n = t->moe ? t->moe->cfg.n : 0;
     int r = p * NET_PANEL_ROWS, rows = t->M - r < NET_PANEL_ROWS ? t->M - r : NET_PANEL_ROWS;
     net_ws v = *t->w;
-    v.x += (size_t)r * d, v.o += (size_t)r * d, v.y += (size_t)r * ff;
+    // each panel its own rows of every buffer: y's are 2 ff wide for a gated MLP
+    v.x += (size_t)r * d, v.o += (size_t)r * d, v.y += (size_t)r * net_ws_y_width(&j->m->cfg);
     net_mlp_apply(j->m, t->L, t->moe, t->h + (size_t)r * d, rows, &v, t->G ? t->G + (size_t)r * n : NULL);
 }
 

@@ -35,6 +35,10 @@ static size_t mla_width(const net_config *c) {
     return (size_t)c->q_lora + c->kv_lora + c->rot + (size_t)c->nhead * (c->nope + c->vd) + (size_t)q_width(c);
 }
 
+size_t net_ws_y_width(const net_config *c) {
+    return (size_t)c->ff * (net_arch_of(c->arch)->mlp == NET_MLP_GLU ? 2 : 1);
+}
+
 void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
     const net_arch_desc *A = net_arch_of(c->arch);
     size_t d = (size_t)c->d, M = (size_t)(cap > 0 ? cap : 1), ow = (size_t)heads_width(c);
@@ -43,7 +47,7 @@ void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
     w->x = ms_malloc(M * d * sizeof(float));
     w->qkv = ms_malloc(M * (size_t)qkv_width(c) * sizeof(float));
     w->o = ms_malloc(M * (ow > d ? ow : d) * sizeof(float));
-    w->y = ms_malloc(M * (size_t)c->ff * (A->mlp == NET_MLP_GLU ? 2 : 1) * sizeof(float));
+    w->y = ms_malloc(M * net_ws_y_width(c) * sizeof(float));
     w->pt = A->embed == NET_EMBED_PATCHES ? ms_malloc((size_t)c->npatch * patch_values(c) * sizeof(float)) : NULL;
     w->mla = A->attn == NET_ATTN_MLA ? ms_malloc(M * mla_width(c) * sizeof(float)) : NULL;
     w->cs = NULL;
