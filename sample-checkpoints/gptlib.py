@@ -1,5 +1,6 @@
-"""gptlib.py - the pieces make_gpt.py and measure_gpt.py share: a tiny safetensors
-reader/writer, the fortunes corpus, and a GPT-2-layout PyTorch model whose
+"""gptlib.py - the pieces make_gpt.py and make_qwen3moe.py share: a tiny safetensors
+reader/writer, the learning-rate schedule and the cache of trained states, the fortunes
+corpus, and a GPT-2-layout PyTorch model whose
 state_dict() names and layouts are Hugging Face's (Conv1D weights [in, out]), with
 MoE blocks (dense or top-k router, optional shared experts).
 
@@ -73,6 +74,28 @@ def read_folder(folder):
     else:
         tensors.update(st_read(os.path.join(folder, "model.safetensors"))[0])
     return cfg, tensors
+
+
+# ---------------------------------------------------------------- training
+def lr_at(step, steps, lr):
+    """Linear warm-up over 5% of the steps, then cosine decay to 0."""
+    warm = max(1, steps // 20)
+    if step < warm:
+        return lr * (step + 1) / warm
+    return lr * 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, steps - warm)))
+
+
+def cached(work, key, make):
+    """A torch state kept in the work folder between runs (a remake resumes, tuning
+    the students reuses the teachers); same recipe -> same key -> same state."""
+    path = os.path.join(work, key + ".pt")
+    if os.path.exists(path):
+        return torch.load(path)
+    state = make()
+    os.makedirs(work, exist_ok=True)
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
+    return state
 
 
 # ---------------------------------------------------------------- corpus

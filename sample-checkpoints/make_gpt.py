@@ -87,14 +87,6 @@ def batches(data, B, T, gen):
         yield torch.stack([torch.from_numpy(data[o:o + T].astype(np.int64)) for o in off.tolist()])
 
 
-def lr_at(step, steps, lr):
-    """Linear warm-up over 5% of the steps, then cosine decay to 0."""
-    warm = max(1, steps // 20)
-    if step < warm:
-        return lr * (step + 1) / warm
-    return lr * 0.5 * (1 + math.cos(math.pi * (step - warm) / max(1, steps - warm)))
-
-
 def train_lm(model, params, data, steps, lr, B, T, aux, seed, log, tag):
     """Next-token cross-entropy (+ aux x the Switch load-balancing loss), AdamW
     without weight decay, gradient clipping at 1."""
@@ -104,7 +96,7 @@ def train_lm(model, params, data, steps, lr, B, T, aux, seed, log, tag):
     t0, run = time.time(), None
     for step in range(steps):
         for g in opt.param_groups:
-            g["lr"] = lr_at(step, steps, lr)
+            g["lr"] = G.lr_at(step, steps, lr)
         ids = next(it)
         loss = G.lm_loss(model(ids), ids)
         a = sum(m.aux for m in model.moe_blocks()) if model.moe_blocks() else 0.0
@@ -164,7 +156,7 @@ def distill(student, X, Y, r, seed, log, tag):
     t0, steps = time.time(), r["st_steps"]
     for step in range(steps):
         for g in opt.param_groups:
-            g["lr"] = lr_at(step, steps, r["st_lr"])
+            g["lr"] = G.lr_at(step, steps, r["st_lr"])
         idx = torch.randint(0, len(X), (r["st_tokens"],), generator=gen)
         mse = ((student(X[idx]) - Y[idx]) ** 2).sum(-1).mean()
         opt.zero_grad(set_to_none=True)
@@ -222,19 +214,6 @@ def split_sd(model, cfg):
     return back, moe
 
 
-def cached(work, key, make):
-    """A torch state kept in the work folder between runs (tuning the students
-    reuses the teachers); same recipe -> same key -> same state."""
-    path = os.path.join(work, key + ".pt")
-    if os.path.exists(path):
-        return torch.load(path)
-    state = make()
-    os.makedirs(work, exist_ok=True)
-    torch.save(state, path + ".tmp")
-    os.replace(path + ".tmp", path)
-    return state
-
-
 def pool_cfgs(name, r):
     """(students' config, teacher's config) of a pool"""
     m = dict(MOE, **POOLS[name])
@@ -272,7 +251,7 @@ def teacher_state(name, r, work, log, train_b):
                  seed=0, log=log, tag=BASE_POOL + " pretrain")
         return m.state_dict()
     bkey = BASE_POOL + "-teacher-" + key("pre_steps", "pre_lr", "batch", "teacher_hidden", "aux")
-    base = cached(work, bkey, pretrain)
+    base = G.cached(work, bkey, pretrain)
     if name == BASE_POOL:
         return base, bkey
     tcfg = pool_cfgs(name, r)[1]
@@ -297,7 +276,7 @@ def teacher_state(name, r, work, log, train_b):
                  seed=0, log=log, tag=name + " teacher")
         return m.state_dict()
     tkey = name + "-teacher-" + bkey + "-" + key("up_steps", "up_lr")
-    return cached(work, tkey, derive), tkey
+    return G.cached(work, tkey, derive), tkey
 
 
 def base_backbone(root, r, work, log, train_b):
@@ -335,7 +314,7 @@ def make_lm_pool(name, root, r, work, log):
                 train_lm(model, list(st.parameters()), train_b, r["lm_steps"], r["lm_lr"], r["batch"], r["T"],
                          r["aux"], seed=sid, log=log, tag="%s seed%d block %d" % (name, s, L))
                 return {"state": st.state_dict()}
-            st.load_state_dict(cached(work, "%s-seed%d-block%d-%s" % (name, s, L, key), student)["state"])
+            st.load_state_dict(G.cached(work, "%s-seed%d-block%d-%s" % (name, s, L, key), student)["state"])
         l, a = evaluate(model, ev_t)
         print("%s seed%d: test loss %.4f acc %.4f" % (name, s, l, a), file=log, flush=True)
         seeds["seed%d" % s] = (split_sd(model, cfg)[1], dict(
@@ -385,7 +364,7 @@ def make_pool(name, root, r, work, log, with_teacher=False):
                 return {"state": st.state_dict(), "fit": f}
             skey = "%s-seed%d-block%d-expert_hidden%d-%s-%s" % (name, s, L, cfg["moe"]["expert_hidden"],
                                                                  key(*STUDENT_KEYS), tkey)
-            got = cached(work, skey, student)
+            got = G.cached(work, skey, student)
             st.load_state_dict(got["state"])
             fit[L] = got["fit"]
             model.transformer.h[L].mlp = st

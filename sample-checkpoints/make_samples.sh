@@ -95,3 +95,13 @@ if "$PYTHON" -c 'import torch' 2>/dev/null && [ -d /usr/share/games/fortunes ]; 
 else
     echo "make_samples: gpt/ not remade (needs python3-torch and fortunes: make deps)" >&2
 fi
+
+# 8. a pool in a real decoder family's layout (qwen3moe/): a small Qwen3-MoE
+#    pretrained on the fortunes bytes, its MoE drawn afresh per seed and only it
+#    trained on the next-token loss (make_qwen3moe.py; PyTorch, one thread).
+if "$PYTHON" -c 'import torch' 2>/dev/null && [ -d /usr/share/games/fortunes ]; then
+    nice -n 19 "$PYTHON" make_qwen3moe.py --out "$HERE/qwen3moe"
+    echo "make_samples: qwen3moe done"
+else
+    echo "make_samples: qwen3moe/ not remade (needs python3-torch and fortunes: make deps)" >&2
+fi

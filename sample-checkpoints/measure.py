@@ -24,11 +24,18 @@ gate methods' barriers and ranks, best, worst, L-hat, full / naive) and a summar
 beside the paper's numbers (its Tables 10, 3 and 2), between the README's
 "gpt study tables" markers.
 
-usage: measure.py [--update-readme] [--json-dir DIR] [--baseline] [--gpt] [set ...]
+With --qwen3moe, the Qwen3-MoE pool (qwen3moe/, the same columns):
+
+    moescope study qwen3moe --points 11 --no-proxy --json F
+
+between the README's "qwen3moe study table" markers.
+
+usage: measure.py [--update-readme] [--json-dir DIR] [--baseline] [--gpt | --qwen3moe] [set ...]
   --json-dir DIR   keep (or, with --from-json, read) each set's study JSON there
   --from-json      format the tables from DIR's JSON instead of running study
   --baseline       also print the frozen features + head alone (MoE switched off)
-  --gpt            the GPT network pools"""
+  --gpt            the GPT network pools
+  --qwen3moe       the Qwen3-MoE pool"""
 import argparse
 import json
 import math
@@ -46,6 +53,7 @@ GPT_SETS = ["topk4", "dense4", "shared4", "topk8", "every4", "paper4"]  # paper4
 GPT_T = 11
 GPT_SAMPLES = 100  # orders sampled per pair when n! > 720 (each order is 11 network evaluations)
 GPT_BEGIN, GPT_END = "<!-- gpt study tables begin -->", "<!-- gpt study tables end -->"
+QWEN_BEGIN, QWEN_END = "<!-- qwen3moe study table begin -->", "<!-- qwen3moe study table end -->"
 
 
 def run_study(moescope, name, out):
@@ -58,9 +66,10 @@ def run_study(moescope, name, out):
 
 
 def run_gpt_study(moescope, name, out):
-    pool = os.path.join("gpt", name)
-    extra = ["--samples", str(GPT_SAMPLES)] if json.load(open(os.path.join(
-        HERE, pool, "seed1", "config.json")))["moe"]["num_experts"] > 6 else []
+    pool = name if name == "qwen3moe" else os.path.join("gpt", name)
+    cfg = json.load(open(os.path.join(HERE, pool, "seed1", "config.json")))
+    n = cfg["moe"]["num_experts"] if "moe" in cfg else cfg["num_experts"]
+    extra = ["--samples", str(GPT_SAMPLES)] if n > 6 else []
     subprocess.run([moescope, "study", pool, "--points", str(GPT_T), "--no-proxy", "--json", out, "-q", *extra],
                    check=True, cwd=HERE)
     return json.load(open(out))
@@ -130,7 +139,7 @@ def gpt_table(name, S):
     head = ["seeds", "loss A", "loss B", "naive", "skip-order", "full (rank)", "gate (rank)", "best", "worst",
             "L̂ (full)", "full / naive"]
     sampled = "" if S["exhaustive"] else ", %d sampled per pair (ranks among them)" % P[0]["orders_ranked"]
-    lines = ["`gpt/%s/` (n = %d, %d orders%s):" % (name, S["n"], N, sampled), "",
+    lines = ["`%s/` (n = %d, %d orders%s):" % (pool_path(name), S["n"], N, sampled), "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for p in P:
         e, g = p["methods"]["expert"], p["methods"]["gate"]
@@ -152,6 +161,10 @@ def gpt_table(name, S):
     return "\n".join(lines)
 
 
+def pool_path(name):
+    return name if name == "qwen3moe" else "gpt/" + name
+
+
 def gpt_summary(studies):
     """One row per pool beside the paper's: skip-order / full and the barrier ranges
     (its Table 10), full / naive (Table 3), the expert method's ranks and L-hat (Table 2)."""
@@ -165,8 +178,8 @@ def gpt_summary(studies):
         ranks = [p["methods"]["expert"]["rank"] for p in P]
         lh = [p["methods"]["expert"]["l_hat"] for p in P if p["methods"]["expert"]["l_hat"] is not None]
         sk = S["ratios"]["skip_order/expert"]
-        lines.append("| gpt/%s | %.4f–%.4f | %.4f–%.4f | %s | %.1f–%.1f%% | %d–%d of %d | %.2f–%.2f |" % (
-            name, min(full), max(full), min(skip), max(skip), ratio(sk), min(share), max(share), min(ranks),
+        lines.append("| %s | %.4f–%.4f | %.4f–%.4f | %s | %.1f–%.1f%% | %d–%d of %d | %.2f–%.2f |" % (
+            pool_path(name), min(full), max(full), min(skip), max(skip), ratio(sk), min(share), max(share), min(ranks),
             max(ranks), P[0]["orders_ranked"], min(lh) if lh else 0, max(lh) if lh else 0))
     lines.append("| the paper (GPT-2) | 0.0044–0.0066 | 0.14–0.86 | — | ≈ 4–11% | 2–5 of 24 | 0.07–3.42 |")
     return "\n".join(lines)
@@ -194,10 +207,13 @@ def main():
     ap.add_argument("--from-json", action="store_true")
     ap.add_argument("--baseline", action="store_true")
     ap.add_argument("--gpt", action="store_true")
+    ap.add_argument("--qwen3moe", action="store_true")
     ap.add_argument("sets", nargs="*")
     args = ap.parse_args()
     # the GPT pools that are made (make_gpt.py POOL adds one)
     every = [g for g in GPT_SETS if os.path.isdir(os.path.join(HERE, "gpt", g))] if args.gpt else SETS
+    if args.qwen3moe:
+        args.gpt, every = True, ["qwen3moe"]
     args.sets = args.sets or every
     moescope = os.path.abspath(os.environ.get("MOESCOPE", os.path.join(HERE, "..", "moescope")))
     studies = []
@@ -222,7 +238,7 @@ def main():
             sys.exit("measure: --update-readme needs every set (%s)" % " ".join(every))
         path = os.path.join(HERE, "README.md")
         text = open(path).read()
-        b, e = (GPT_BEGIN, GPT_END) if args.gpt else (BEGIN, END)
+        b, e = (QWEN_BEGIN, QWEN_END) if args.qwen3moe else (GPT_BEGIN, GPT_END) if args.gpt else (BEGIN, END)
         i, j = text.index(b) + len(b), text.index(e)
         text = text[:i] + "\n" + body + "\n" + text[j:]
         tmp = path + ".tmp"

@@ -5,7 +5,7 @@ for a sharded network the shard holding the MoE block's gate) names how it was
 made: the teacher-student students (teacher4/8 and the distilled gpt/ pools) say
 they approximate one teacher's function and, for gpt/, that this is not the paper's
 recipe; seeds trained on the task's own loss (the digits layers, mixtral4, vit/,
-gpt/paper4) say so. The README and the manual label every gpt/ pool the same way
+gpt/paper4, qwen3moe) say so. The README and the manual label every gpt/ pool the same way
 and never call the distilled pools the paper's own experiment.
 """
 import glob
@@ -74,6 +74,10 @@ def test_networks():
           "info on a network folder prints its MoE shard's metadata")
     for s in sorted(glob.glob(os.path.join(S, "vit", "*", "seed*"))):
         want(s, "the paper's recipe", "class loss", "no teacher")
+    seeds = sorted(glob.glob(os.path.join(S, "qwen3moe", "seed*")))
+    check(len(seeds) == 4, "qwen3moe/: 4 seeds")
+    for s in seeds:
+        want(s, "the paper's recipe", "LM) loss alone", "no teacher")
 
 
 def test_docs():
@@ -86,6 +90,7 @@ def test_docs():
               "%s: says the gpt/ pools are teacher-student distillation" % name)
         if os.path.isdir(os.path.join(S, "gpt", "paper4")):
             check("paper4" in flat, "%s: names gpt/paper4" % name)
+        check("qwen3moe" in flat, "%s: names the qwen3moe pool" % name)
 
 
 def main():

@@ -6,7 +6,10 @@
 #     best row's order and barrier, the expert choice's rank);
 #   - l lists the MoE blocks, Enter on block 2 switches to it: the title names block
 #     2, its table is block 2's landscape;
-#   - q quits with status 0.
+#   - q quits with status 0;
+#   - the committed Qwen3-MoE pool (sample-checkpoints/qwen3moe) opens out of the box:
+#     its title names the family, the MoE layer and the network loss, and its table
+#     is the network landscape `landscape` computes.
 source "$(dirname "$0")/../lib/lib.sh"
 need_tool tmux
 source "$TESTS_DIR/explorer/tui_lib.sh"
@@ -31,5 +34,14 @@ check "the title: network loss, block 0" wait_for "network loss, MoE block 0"
 check_network_table "$WORK/l0.json" "block 0"
 check_block_switch "transformer.h.2.mlp" "network loss, MoE block 2"
 check_network_table "$WORK/l2.json" "block 2"
+check_quit
+
+Q=$ROOT/sample-checkpoints/qwen3moe
+network_landscapes "$Q/seed1" "$Q/seed2" "$Q/eval.safetensors" 1
+tui_explore 130 40 "$Q/seed1" "$Q/seed2" "$Q/eval.safetensors"
+check "qwen3moe: the title names the family" wait_for "qwen3_moe n=4 d=64"
+check "qwen3moe: and the MoE layer" wait_for "layer model.layers.1.mlp"
+check "qwen3moe: the loss is the network's, block 1" wait_for "network loss, MoE block 1"
+check_network_table "$WORK/l1.json" "qwen3moe block 1"
 check_quit
 summary
