@@ -17,10 +17,22 @@
 2. The 4-expert landscape on the network's loss: 24 orders x 25 points, >= 8192 tokens,
    on that sample pair (or the generated one), with the time split the JSON records
    (alignments, prefix, end points, orders) and the layer-only proxy's time.
-Needs python3-torch for part 1 (a peer only; skipped with a note when missing)."""
+3. The paper's size: GPT-2 small (d 768, 12 blocks, 12 heads, V 50257, 1024 positions,
+   tied head) with block 0 a 4-expert top-2 MoE of width 3072, random weights in the
+   samples' layout (tests/lib/gen_gpt2.py, written to a temporary folder: about 0.5 GB,
+   3 minutes), 8 x 1024 tokens: one `eval` beside PyTorch's forward (one run each, the
+   same threads: every CPU, at most 8), its CPU time against the floor (its arithmetic,
+   2.26 TFLOP, at benchlib.gemm_rate: the one-core SGEMM rate measured in this run; the
+   floor of every benchmark), targets >= 1.5x PyTorch's CPU time and <= 1.5x the floor;
+   a `curve` of 3 orders (naive, skip-order, the expert method's) at 3 points; the
+   explorer on the pair in tmux: its first screen (target < 1 s) and q while it
+   computes (target < 100 ms). BENCH_PAPER=0 leaves this part out (the long one);
+   BENCH_PAPER_DIR=D writes the network to D once and reuses it.
+Needs python3-torch for the peers (skipped with a note when missing)."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -150,10 +162,142 @@ def landscape(tmp):
                     "-", "", None, benchlib.kernel_text())
 
 
+# ---- 3. the paper's size: GPT-2 small with an MoE block ----
+
+PAPER = dict(d=768, layers=12, heads=12, vocab=50257, positions=1024, moe_layers=[0], n=4, k=2, h=3072)
+
+
+def gpt2_flops(cfg, N, T):
+    """The forward's arithmetic (2 FLOPs per multiply-add of its products): per token
+    and block q|k|v and the output projection (8 d^2), causal attention (q k^T and the
+    weights times v over the p + 1 tokens a token sees: 4 d (p + 1)), the dense MLP
+    (4 d ff) or the MoE block's router and top-k experts (2 d n + 4 k d h); the LM head
+    (2 d V) at every position."""
+    d, L, V = cfg["n_embd"], cfg["n_layer"], cfg["vocab_size"]
+    ff = cfg.get("n_inner") or 4 * d
+    m = cfg["moe"]
+    moe = set(m["layers"])
+    per_tok = 2 * d * V
+    for b in range(L):
+        per_tok += 8 * d * d
+        if b in moe:
+            per_tok += 2 * d * m["num_experts"] + 4 * m["top_k"] * d * m["expert_intermediate_size"]
+        else:
+            per_tok += 4 * d * ff
+    attn = L * 4 * d * T * (T + 1) / 2  # per sequence
+    return N * (T * per_tok + attn)
+
+
+def paper_size(tmp):
+    """One evaluation at 8 x 1024 tokens beside PyTorch's forward at the same threads, a
+    curve of 3 orders at 3 points, the floor; the explorer's first screen and q in tmux."""
+    threads = min(8, os.cpu_count() or 1)
+    cfg = gen_gpt2.config(**PAPER)
+    out = os.environ.get("BENCH_PAPER_DIR") or os.path.join(tmp, "paper")
+    t0 = time.time()
+    if not os.path.exists(os.path.join(out, "seed2", "config.json")):
+        back = gen_gpt2.backbone(cfg, 9)
+        m1 = gen_gpt2.moe_blocks(cfg, 1)
+        gen_gpt2.write_pool(out, cfg, back, {"seed1": m1, "seed2": gen_gpt2.perturbed_copy(cfg, m1, 2)[0]},
+                            gen_gpt2.eval_ids(cfg, 3, 8, 1024))
+        del back, m1
+    a, b, e = (os.path.join(out, s) for s in ("seed1", "seed2", "eval.safetensors"))
+    cfg = json.load(open(os.path.join(a, "config.json")))
+    fl = gpt2_flops(cfg, 8, 1024)
+    print("\nbench_network: the paper's size, GPT-2 small (d 768, 12 blocks, V 50257, tied head) with "
+          "block 0 a 4-expert top-2 MoE of width 3072, random weights, 8 x 1024 tokens (made in %.0f s); "
+          "%d threads; load average %.1f" % (time.time() - t0, threads, os.getloadavg()[0]))
+    print("  floor: %s" % benchlib.floor_text(fl))
+    r = subprocess.run([MOESCOPE, "eval", a, "--eval", e, "--threads", str(threads), "--repeat", "1"], capture_output=True,
+                       text=True)
+    m = re.search(r"([0-9.]+) s per run, [0-9]+ tokens/s \(CPU ([0-9.]+) s per run\)", r.stderr)
+    if r.returncode or not m:
+        raise SystemExit("moescope eval failed: " + r.stderr)
+    wall, cpu = float(m.group(1)), float(m.group(2))
+    loss = float(re.search(r"^loss\s+(\S+)", r.stdout, re.M).group(1))
+    pr = subprocess.run([PYTHON, os.path.join(HERE, "peer_gpt2_torch.py"), a, e, str(threads), "1"],
+                        capture_output=True, text=True)
+    pm = re.search(r"PEER_NET_SECONDS (\S+) CPU (\S+) LOSS (\S+)", pr.stdout)
+    kern = "%s; PyTorch %s" % (benchlib.kernel_text(), torch_kernels())
+    floor = benchlib.gemm_floor(fl)
+    print("  moescope eval: %.1f s wall, %.1f CPU s (%.2fx the floor), loss %.8f" % (wall, cpu, cpu / floor, loss))
+    if pm:
+        pw, pc, pl = float(pm.group(1)), float(pm.group(2)), float(pm.group(3))
+        print("  PyTorch forward: %.1f s wall, %.1f CPU s, loss %.8f: moescope %.2fx faster (CPU %.2fx)"
+              % (pw, pc, pl, pw / wall, pc / cpu))
+        benchlib.result("GPT-2 small, 8 x 1024 tokens, %d threads, vs PyTorch" % threads,
+                        "%.1f s (%.1f CPU s)" % (wall, cpu), "PyTorch CPU forward %.1f s (%.1f CPU s)" % (pw, pc),
+                        "%.2fx faster (CPU %.2fx)" % (pw / wall, pc / cpu), ">= 1.5x", pc / cpu >= 1.5, kern)
+    else:
+        print("  PyTorch peer failed or missing: " + pr.stderr[-300:])
+    benchlib.result("GPT-2 small, 8 x 1024 tokens, one evaluation", "%.1f CPU s" % cpu, benchlib.floor_text(fl),
+                    "%.2fx" % (cpu / floor), "<= 1.5x", cpu / floor <= 1.5, kern)
+    c0 = time.time()
+    r = subprocess.run([MOESCOPE, "curve", a, b, "--eval", e, "--points", "3"], capture_output=True, text=True)
+    cw = time.time() - c0
+    if r.returncode:
+        print("  moescope curve failed: " + r.stderr[-300:])
+    else:
+        # naive, skip-order and the expert method's order at t = 0.5, and the end points
+        print("  curve of 3 orders at 3 points (5 evaluations: A, B and each order's middle; the prefix "
+              "shared; every CPU): %.1f s wall = %.2f evaluations' time" % (cw, cw / wall))
+        benchlib.result("GPT-2 small, curve of 3 orders x 3 points", "%.1f s" % cw,
+                        "5 x PyTorch's forward %.1f s" % (5 * pw) if pm else "-",
+                        "%.2fx faster" % (5 * pw / cw) if pm else "-", ">= 1.5x", 5 * pw / cw >= 1.5 if pm else None,
+                        kern)
+    explorer_at_size(a, b, e)
+
+
+def tmux(sock, *args):
+    return subprocess.run(["tmux", "-L", sock] + list(args), capture_output=True, text=True)
+
+
+def explorer_at_size(a, b, e):
+    """The explorer on the pair in tmux: seconds from its start to the first screen (the
+    title, which names the network loss), then from q to the process's end."""
+    if not shutil.which("tmux"):
+        print("  explorer: skipped (needs tmux)")
+        return
+    sock = "moescope-bench-%d" % os.getpid()
+    done = os.path.join(os.path.dirname(e), "explorer.done")
+    cmd = "LANG=C.UTF-8 '%s' '%s' '%s' --eval '%s'; touch '%s'; sleep 600" % (MOESCOPE, a, b, e, done)
+    try:
+        t0 = time.time()
+        tmux(sock, "new-session", "-d", "-s", "b", "-x", "120", "-y", "40", cmd)
+        first = None
+        while time.time() - t0 < 120:
+            if "network loss" in tmux(sock, "capture-pane", "-p", "-t", "b").stdout:
+                first = time.time() - t0
+                break
+            time.sleep(0.01)
+        time.sleep(2)  # the explorer busy on the prefix, the end points or a curve
+        t1 = time.time()
+        tmux(sock, "send-keys", "-t", "b", "q")
+        quit_s = None
+        while time.time() - t1 < 300:
+            if os.path.exists(done):
+                quit_s = time.time() - t1
+                break
+            time.sleep(0.005)
+    finally:
+        tmux(sock, "kill-server")
+    kern = benchlib.kernel_text()
+    fs = "%.2f s" % first if first is not None else "none in 120 s"
+    qs = "%.0f ms" % (1e3 * quit_s) if quit_s is not None else "not in 300 s"
+    print("  explorer in tmux: first screen (its title) after %s; q, sent 2 s later, ended it after %s"
+          % (fs, qs))
+    benchlib.result("explorer at GPT-2 small, first screen", fs, "none: a latency target",
+                    "-", "< 1 s", first is not None and first < 1, kern)
+    benchlib.result("explorer at GPT-2 small, q while computing", qs, "none: a latency target",
+                    "-", "< 100 ms", quit_s is not None and quit_s < 0.1, kern)
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         throughput(tmp)
         landscape(tmp)
+        if os.environ.get("BENCH_PAPER", "1") != "0":
+            paper_size(tmp)
 
 
 if __name__ == "__main__":

@@ -79,3 +79,40 @@ def result(name, mine, floor, ratio, target="", ok=None, kernels=""):
     print("bench: %s | %s | floor: %s | ratio %s | target %s%s | kernels: %s | %s"
           % (name, mine, floor, ratio, target or "-", verdict, kernels or "-", load()))
     sys.stdout.flush()
+
+
+_gemm = None
+
+
+def gemm_rate():
+    """The floor's rate, one definition for every benchmark and machine: GFLOP/s of one
+    core's plain cblas_sgemm, C (1024, 1024) = A (1024, 1024) B^T, in CPU time (a shared
+    machine's preemption left out), best of 5, OpenBLAS single-threaded on the kernels
+    moescope runs (tests/bench/sgemm_rate.c; measured once per process, in the run it
+    is used in). A benchmark's floor is its arithmetic (the FLOPs of its products) at
+    this rate: gemm_floor(flops), seconds of CPU."""
+    global _gemm
+    if _gemm is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            exe = os.path.join(tmp, "sgemm_rate")
+            flags = subprocess.run(["pkg-config", "--cflags", "--libs", "openblas"], capture_output=True,
+                                   text=True).stdout.split()
+            r = subprocess.run(["cc", "-O2", "-o", exe, os.path.join(HERE, "sgemm_rate.c")] + flags,
+                               capture_output=True, text=True)
+            if r.returncode:
+                raise SystemExit("sgemm_rate.c: " + r.stderr)
+            env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+            out = subprocess.run([exe, "1024", "1024", "1024", "5", "cpu"], capture_output=True, text=True,
+                                 env=env).stdout
+            _gemm = float(re.search(r"SGEMM_GFLOPS ([0-9.]+)", out).group(1))
+    return _gemm
+
+
+def gemm_floor(flops):
+    """CPU seconds of flops at gemm_rate()"""
+    return flops / (gemm_rate() * 1e9)
+
+
+def floor_text(flops):
+    return "%.2f TFLOP at the one-core SGEMM rate %.1f GFLOP/s: %.1f CPU s" % (flops / 1e12, gemm_rate(),
+                                                                           gemm_floor(flops))
