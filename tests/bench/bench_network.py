@@ -194,19 +194,20 @@ def paper_size(tmp):
     threads = min(8, os.cpu_count() or 1)
     cfg = gen_gpt2.config(**PAPER)
     out = os.environ.get("BENCH_PAPER_DIR") or os.path.join(tmp, "paper")
-    t0 = time.time()
+    t0, made = time.time(), "reused from BENCH_PAPER_DIR"
     if not os.path.exists(os.path.join(out, "seed2", "config.json")):
         back = gen_gpt2.backbone(cfg, 9)
         m1 = gen_gpt2.moe_blocks(cfg, 1)
         gen_gpt2.write_pool(out, cfg, back, {"seed1": m1, "seed2": gen_gpt2.perturbed_copy(cfg, m1, 2)[0]},
                             gen_gpt2.eval_ids(cfg, 3, 8, 1024))
         del back, m1
+        made = "written in %.0f s" % (time.time() - t0)
     a, b, e = (os.path.join(out, s) for s in ("seed1", "seed2", "eval.safetensors"))
     cfg = json.load(open(os.path.join(a, "config.json")))
     fl = gpt2_flops(cfg, 8, 1024)
     print("\nbench_network: the paper's size, GPT-2 small (d 768, 12 blocks, V 50257, tied head) with "
-          "block 0 a 4-expert top-2 MoE of width 3072, random weights, 8 x 1024 tokens (made in %.0f s); "
-          "%d threads; load average %.1f" % (time.time() - t0, threads, os.getloadavg()[0]))
+          "block 0 a 4-expert top-2 MoE of width 3072, random weights, 8 x 1024 tokens (%s); "
+          "%d threads; load average %.1f" % (made, threads, os.getloadavg()[0]))
     print("  floor: %s" % benchlib.floor_text(fl))
     r = subprocess.run([MOESCOPE, "eval", a, "--eval", e, "--threads", str(threads), "--repeat", "1"], capture_output=True,
                        text=True)

@@ -87,7 +87,7 @@ _gemm = None
 def gemm_rate():
     """The floor's rate, one definition for every benchmark and machine: GFLOP/s of one
     core's plain cblas_sgemm, C (1024, 1024) = A (1024, 1024) B^T, in CPU time (a shared
-    machine's preemption left out), best of 5, OpenBLAS single-threaded on the kernels
+    machine's preemption left out), best of 20, OpenBLAS single-threaded on the kernels
     moescope runs (tests/bench/sgemm_rate.c; measured once per process, in the run it
     is used in). A benchmark's floor is its arithmetic (the FLOPs of its products) at
     this rate: gemm_floor(flops), seconds of CPU."""
@@ -102,7 +102,7 @@ def gemm_rate():
             if r.returncode:
                 raise SystemExit("sgemm_rate.c: " + r.stderr)
             env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-            out = subprocess.run([exe, "1024", "1024", "1024", "5", "cpu"], capture_output=True, text=True,
+            out = subprocess.run([exe, "1024", "1024", "1024", "20", "cpu"], capture_output=True, text=True,
                                  env=env).stdout
             _gemm = float(re.search(r"SGEMM_GFLOPS ([0-9.]+)", out).group(1))
     return _gemm
