@@ -5,29 +5,11 @@ and `labels` I64 [1797], in file order. Deterministic: same input, same bytes.
 
 usage: convert_digits.py digits.csv.gz digits.safetensors"""
 import gzip
-import json
-import struct
 import sys
 
 import numpy as np
 
-
-def write_safetensors(path, tensors, metadata):
-    header, blobs, off = {}, [], 0
-    for name, arr in tensors:
-        dt = {np.float32: "F32", np.int64: "I64"}[arr.dtype.type]
-        raw = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": dt, "shape": list(arr.shape), "data_offsets": [off, off + len(raw)]}
-        blobs.append(raw)
-        off += len(raw)
-    header["__metadata__"] = metadata
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
+import stlib
 
 
 def main():
@@ -37,7 +19,7 @@ def main():
     assert rows.shape == (1797, 65), rows.shape
     pixels = (rows[:, :64] / 16.0).astype(np.float32)
     labels = rows[:, 64].astype(np.int64)
-    write_safetensors(dst, [("pixels", pixels), ("labels", labels)], {
+    stlib.st_write(dst, stlib.arrays([("pixels", pixels), ("labels", labels)]), {
         "source": "UCI ML hand-written digits (optdigits test part), 8x8, via scikit-learn",
         "license": "CC BY 4.0",
         "converted_from": "digits.csv.gz (Debian python3-sklearn 1.2.1+dfsg-1)",

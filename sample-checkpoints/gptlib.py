@@ -1,5 +1,5 @@
-"""gptlib.py - the pieces make_gpt.py and make_qwen3moe.py share: a tiny safetensors
-reader/writer, the learning-rate schedule and the cache of trained states, the fortunes
+"""gptlib.py - the pieces make_gpt.py and make_qwen3moe.py share: safetensors in and
+out (stlib), the learning-rate schedule and the cache of trained states, the fortunes
 corpus, and a GPT-2-layout PyTorch model whose
 state_dict() names and layouts are Hugging Face's (Conv1D weights [in, out]), with
 MoE blocks (dense or top-k router, optional shared experts).
@@ -9,57 +9,25 @@ tests use the committed files and tests/oracle/gpt2_ref.py (numpy only)."""
 import json
 import math
 import os
-import struct
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import stlib
+
 FORTUNES = "/usr/share/games/fortunes"
 
 # ---------------------------------------------------------------- safetensors
-DT = {"F32": np.float32, "F16": np.float16, "I32": np.int32, "I64": np.int64, "F64": np.float64}
-NAME = {np.dtype(v): k for k, v in DT.items()}
-
-
 def st_write(path, tensors, metadata=None):
-    """Write {name: ndarray} as safetensors: sorted keys, header padded to 8 bytes
-    (as the reference writer does), so the same arrays give the same bytes."""
-    header, off, blobs = {}, 0, []
-    for k in sorted(tensors):
-        a = np.ascontiguousarray(tensors[k])
-        a = a.astype(a.dtype.newbyteorder("<"), copy=False)
-        b = a.tobytes()
-        header[k] = {"dtype": NAME[a.dtype], "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    if metadata:
-        header["__metadata__"] = {k: str(v) for k, v in sorted(metadata.items())}
-    h = json.dumps(header, separators=(",", ":"), sort_keys=True).encode()
-    h += b" " * (-len(h) % 8)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
-    os.replace(tmp, path)
+    """Write {name: ndarray} as safetensors: sorted keys, metadata values as strings
+    (stlib; the same arrays give the same bytes)."""
+    meta = {k: str(v) for k, v in sorted(metadata.items())} if metadata else None
+    stlib.st_write(path, stlib.arrays(tensors), meta, sort_keys=True)
 
 
-def st_read(path):
-    """{name: ndarray} and the metadata of one safetensors file (F32/F16/I32/I64/F64)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    meta = header.pop("__metadata__", {})
-    base = 8 + n
-    out = {}
-    for k, v in header.items():
-        a, b = v["data_offsets"]
-        out[k] = np.frombuffer(data[base + a:base + b], dtype=DT[v["dtype"]]).reshape(v["shape"]).copy()
-    return out, meta
+st_read = stlib.st_read
 
 
 def read_folder(folder):

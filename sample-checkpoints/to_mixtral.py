@@ -17,27 +17,16 @@ same bytes. Needs numpy only.
 """
 import json
 import os
-import struct
 import sys
 
 import numpy as np
 
+import stlib
+
 PREFIX = "model.layers.0.block_sparse_moe."
 
 
-def read(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (hl,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + hl])
-    meta = header.pop("__metadata__", {})
-    data = raw[8 + hl:]
-    out = {}
-    for name, v in header.items():
-        b, e = v["data_offsets"]
-        dt = {"F32": np.float32, "I64": np.int64, "I32": np.int32}[v["dtype"]]
-        out[name] = np.frombuffer(data[b:e], dt).reshape(v["shape"])
-    return out, meta
+read = stlib.st_read
 
 
 def bf16(x):
@@ -55,19 +44,8 @@ def shard_meta(meta):
 
 
 def write(path, items, meta):
-    header = {"__metadata__": meta}
-    off = 0
-    for name, dt, shape, b in items:
-        header[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + len(b)]}
-        off += len(b)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h)
-        for it in items:
-            f.write(it[3])
-    os.replace(tmp, path)
+    """items (name, dtype, shape, bytes) after the metadata, as the committed files are"""
+    stlib.st_write(path, items, meta, meta_first=True)
 
 
 def convert(src, out_dir):

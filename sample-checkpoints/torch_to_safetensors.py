@@ -7,8 +7,9 @@ safetensors file moescope reads.
     python3 sample-checkpoints/torch_to_safetensors.py hf_folder/pytorch_model.bin \\
         -o hf_folder/model.safetensors
 
-Needs only PyTorch (Debian's python3-torch; it has no safetensors module, so the
-writer is here: an 8-byte little-endian header length, the JSON header with each
+Needs only PyTorch (Debian's python3-torch, with the numpy it brings; it has no
+safetensors module, so the writer is stlib.py beside this script, the one the samples
+are written with: an 8-byte little-endian header length, the JSON header with each
 tensor's dtype, shape and byte offsets, then the raw bytes). The file is loaded with
 torch.load(weights_only=True): no code from the checkpoint runs.
 
@@ -22,11 +23,11 @@ names; a Linear of your own is (out, in). Written to a temporary file, renamed i
 place; an existing output is refused unless --force.
 """
 import argparse
-import json
 import os
-import struct
 import sys
 import tempfile
+
+import stlib
 
 DTYPES = {  # torch dtype name -> safetensors dtype
     "float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64",
@@ -56,21 +57,15 @@ def state_dict_of(obj):
 def safetensors_bytes(tensors, metadata):
     """the whole file: header length, JSON header, the tensors' bytes in name order"""
     import torch
-    header, blobs, off = {}, [], 0
+    items = []
     for name in sorted(tensors):
         t = tensors[name].detach().cpu().contiguous()
         dt = DTYPES.get(str(t.dtype).replace("torch.", ""))
         if dt is None:
             raise ValueError("tensor '%s' has dtype %s, which safetensors cannot hold" % (name, t.dtype))
         # numpy has no bfloat16: its bytes through int16
-        raw = (t.view(torch.int16) if dt == "BF16" else t).numpy().tobytes()
-        header[name] = {"dtype": dt, "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
-        blobs.append(raw)
-        off += len(raw)
-    header["__metadata__"] = metadata
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    return struct.pack("<Q", len(h)) + h + b"".join(blobs)
+        items.append((name, dt, tuple(t.shape), (t.view(torch.int16) if dt == "BF16" else t).numpy().tobytes()))
+    return stlib.st_bytes(items, metadata)
 
 
 def main(argv=None):

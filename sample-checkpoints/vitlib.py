@@ -19,49 +19,20 @@ elsewhere, ties to the smaller index), as moescope's vit family reads config.jso
 """
 import json
 import os
-import struct
 
 import numpy as np
 import torch
 from torch import nn
 
-_DT = {"F32": np.float32, "I64": np.int64, "F64": np.float64, "I32": np.int32}
-
+import stlib
 
 def read_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    meta = header.pop("__metadata__", {}) or {}
-    out = {}
-    for name, v in header.items():
-        a, b = v["data_offsets"]
-        out[name] = np.frombuffer(raw[8 + n + a:8 + n + b], np.dtype(_DT[v["dtype"]]).newbyteorder("<")).reshape(v["shape"])
-    return out, meta
+    return stlib.st_read(path)
 
 
 def write_safetensors(path, tensors, metadata=None):
     """tensors: {name: array} written in name order (F32 / I64), 8-byte aligned header."""
-    header, blobs, off = {}, [], 0
-    for name in sorted(tensors):
-        arr = np.ascontiguousarray(tensors[name])
-        dt = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64"}[arr.dtype]
-        raw = arr.astype(arr.dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": dt, "shape": list(arr.shape), "data_offsets": [off, off + len(raw)]}
-        blobs.append(raw)
-        off += len(raw)
-    if metadata:
-        header["__metadata__"] = metadata
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
-    os.replace(tmp, path)
+    stlib.st_write(path, stlib.arrays(tensors), metadata or None)
 
 
 def digits(path):
