@@ -25,8 +25,9 @@ static void help(void) {
     printf("usage: %s\n\n"
            "Architecture (n, d, h, k, s, C, router, activation, residual, biases, head),\n"
            "parameter counts, metadata and the MoE layers present in a checkpoint. For a\n"
-           "network (a GPT-2 or ViT whose feed-forward block(s) are MoE) first its blocks, which\n"
-           "are MoE, and the parameters of the backbone and of the MoE blocks.\n\n"
+           "network (a GPT-2, ViT or Hugging Face decoder whose feed-forward block(s) are MoE)\n"
+           "first its blocks, which are MoE, and the parameters of the backbone and of the\n"
+           "MoE blocks.\n\n"
            "  --layer L   layer prefix (default moe; a network's: the MoE block's index)\n"
            "  --json F    write the same facts as JSON to F\n"
            "  --help      this text\n",
