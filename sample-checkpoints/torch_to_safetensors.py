@@ -20,7 +20,8 @@ is then opened with `moescope info model.safetensors`, which lists the MoE layer
 finds and the --layer that opens each. A GPT-2 Conv1D weight is stored (in, out):
 moescope reads the Hugging Face GPT-2 layout as it is (c_fc, c_proj), so keep its
 names; a Linear of your own is (out, in). Written to a temporary file, renamed into
-place; an existing output is refused unless --force.
+place; an existing output is refused unless --force, and the input (or another name
+for it) always.
 """
 import argparse
 import os
@@ -79,6 +80,13 @@ def main(argv=None):
     except ImportError:
         print("torch_to_safetensors.py: needs PyTorch (Debian: apt-get install python3-torch)", file=sys.stderr)
         return 1
+    if os.path.isdir(a.output):
+        print("torch_to_safetensors.py: %s is a directory; name the file to write" % a.output, file=sys.stderr)
+        return 1
+    if os.path.exists(a.output) and os.path.exists(a.input) and os.path.samefile(a.input, a.output):
+        print("torch_to_safetensors.py: %s is the input %s (another name for it counts too); --force never "
+              "replaces the checkpoint being converted: write elsewhere" % (a.output, a.input), file=sys.stderr)
+        return 1
     if os.path.exists(a.output) and not a.force:
         print("torch_to_safetensors.py: %s exists; --force replaces it" % a.output, file=sys.stderr)
         return 1
@@ -89,10 +97,19 @@ def main(argv=None):
         print("torch_to_safetensors.py: %s: %s" % (a.input, e), file=sys.stderr)
         return 1
     d = os.path.dirname(os.path.abspath(a.output))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(a.output) + ".tmp", dir=d)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, a.output)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(a.output) + ".tmp", dir=d)
+    except OSError as e:
+        print("torch_to_safetensors.py: %s: cannot write there (%s)" % (a.output, e.strerror), file=sys.stderr)
+        return 1
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, a.output)
+    except OSError as e:  # a full disk: the temporary goes, an existing output stays as it was
+        os.unlink(tmp)
+        print("torch_to_safetensors.py: %s: %s" % (a.output, e.strerror), file=sys.stderr)
+        return 1
     print("wrote %s" % a.output)
     return 0
 

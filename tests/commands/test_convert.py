@@ -2,7 +2,8 @@
 recognises a torch.save file (zip, and the legacy pickle) by its first bytes and
 names the command that converts it; sample-checkpoints/torch_to_safetensors.py
 turns a state dict (under "state_dict", with DataParallel's "module.") into the
-safetensors file moescope loads, every tensor byte for byte; refuses to overwrite."""
+safetensors file moescope loads, every tensor byte for byte; refuses to overwrite, and
+never writes over its input (--force, a symlink) or a directory."""
 import os
 import shutil
 import subprocess
@@ -54,6 +55,16 @@ def main(tmp):
     check(r.returncode == 0 and "n = 4 experts, d = 8, h = 16" in r.stdout, "info on the converted file: %s" % r.stderr)
     r = subprocess.run([sys.executable, CONV, old, "-o", out], capture_output=True, text=True)
     check(r.returncode == 1 and "exists" in r.stderr, "convert: an existing output refused: %s" % r.stderr)
+    # never over the input, --force or not, by its name or another (it replaced the .pt)
+    before = open(pt, "rb").read()
+    link = os.path.join(tmp, "link.pt")
+    os.symlink(pt, link)
+    for o in (pt, link):
+        r = subprocess.run([sys.executable, CONV, pt, "-o", o, "--force"], capture_output=True, text=True)
+        check(r.returncode == 1 and "is the input" in r.stderr, "convert: -o %s --force refused: %s" % (o, r.stderr))
+    check(open(pt, "rb").read() == before, "convert: the input is as it was")
+    r = subprocess.run([sys.executable, CONV, pt, "-o", tmp], capture_output=True, text=True)
+    check(r.returncode == 1 and "is a directory" in r.stderr, "convert: a directory as -o refused: %s" % r.stderr)
 
 
 tmp = tempfile.mkdtemp()
