@@ -12,26 +12,26 @@
 #include "family_table.h"
 
 const family_desc family_table[FAM_COUNT] = {
-    // name          model_types                     gate (rel. to prefix)        probe (rel.)                      k  norm scale
-    [FAM_NATIVE] = {"native", "", "gate.weight", "experts.0.fc1.weight", 2, 1, 1.0},
-    [FAM_MIXTRAL] = {"mixtral", "mixtral", "gate.weight", "experts.0.w1.weight", 2, 1, 1.0},
+    // name          model_types                     gate (rel. to prefix)        probe (rel.)                      k  norm scale  n_key
+    [FAM_NATIVE] = {"native", "", "gate.weight", "experts.0.fc1.weight", 2, 1, 1.0, NULL},
+    [FAM_MIXTRAL] = {"mixtral", "mixtral", "gate.weight", "experts.0.w1.weight", 2, 1, 1.0, "num_local_experts"},
     [FAM_QWEN2_MOE] = {"qwen2_moe", "qwen2_moe", "gate.weight", "experts.0.gate_proj.weight", 4, 0,
-                       1.0},
+                       1.0, "num_experts"},
     [FAM_QWEN3_MOE] = {"qwen3_moe", "qwen3_moe", "gate.weight", "experts.0.gate_proj.weight", 8, 0,
-                       1.0},
-    [FAM_OLMOE] = {"olmoe", "olmoe", "gate.weight", "experts.0.gate_proj.weight", 8, 0, 1.0},
+                       1.0, "num_experts"},
+    [FAM_OLMOE] = {"olmoe", "olmoe", "gate.weight", "experts.0.gate_proj.weight", 8, 0, 1.0, "num_experts"},
     [FAM_DEEPSEEK_V2] = {"deepseek_v2", "deepseek_v2", "gate.weight", "experts.0.gate_proj.weight",
-                         6, 0, 1.0},
+                         6, 0, 1.0, "n_routed_experts"},
     [FAM_DEEPSEEK_V3] = {"deepseek_v3", "deepseek_v3", "gate.weight", "experts.0.gate_proj.weight",
-                         8, 1, 2.5},
+                         8, 1, 2.5, "n_routed_experts"},
     [FAM_SWITCH] = {"switch", "switch_transformers", "router.classifier.weight",
-                    "experts.expert_0.wi.weight", 1, 0, 1.0},
+                    "experts.expert_0.wi.weight", 1, 0, 1.0, "num_experts"},
     [FAM_GRANITEMOE] = {"granitemoe", "granitemoe", "router.layer.weight", "input_linear.weight", 2,
-                        0, 1.0},
-    [FAM_JETMOE] = {"jetmoe", "jetmoe", "router.layer.weight", "input_linear.weight", 2, 0, 1.0},
-    [FAM_GPT_OSS] = {"gpt_oss", "gpt_oss", "router.weight", NULL, 4, 0, 1.0},
-    [FAM_GPT2] = {"gpt2", "gpt2", "gate.weight", "experts.0.c_fc.weight", 2, 1, 1.0},
-    [FAM_VIT] = {"vit", "vit", "gate.weight", "experts.0.fc1.weight", 2, 1, 1.0},
+                        0, 1.0, "num_local_experts"},
+    [FAM_JETMOE] = {"jetmoe", "jetmoe", "router.layer.weight", "input_linear.weight", 2, 0, 1.0, "num_local_experts"},
+    [FAM_GPT_OSS] = {"gpt_oss", "gpt_oss", "router.weight", NULL, 4, 0, 1.0, "num_local_experts"},
+    [FAM_GPT2] = {"gpt2", "gpt2", "gate.weight", "experts.0.c_fc.weight", 2, 1, 1.0, NULL},
+    [FAM_VIT] = {"vit", "vit", "gate.weight", "experts.0.fc1.weight", 2, 1, 1.0, NULL},
 };
 
 const char *family_name(int fam) {

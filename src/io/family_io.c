@@ -557,9 +557,25 @@ static int config_scales(const ckpt *c, int fam, const family_overrides *o, moe_
 
 /* The router and expert function of family fam, as its modelling code has
  * them, unless o overrides them. */
+/* config.json's count of routed experts, when it says one, is what the gate holds: a
+ * different count is another model (transformers refuses the shapes), not one to
+ * compute silently with the file's */
+static int config_count(const ckpt *c, int fam, const char *prefix, const dims *z, ms_err *err) {
+    const char *key = family_table[fam].n_key;
+    cfg_obj top = config_top(c);
+    long n;
+    int r = key && c->config ? cfg_int(&top, key, 1, 1L << 30, z->n, &n, err) : 0;
+    if (r < 0) return -1;
+    if (r && n != z->n)
+        return ms_fail(err, "%s: key '%s' = %ld, but in %s the router of '%s' has %d rows (experts)", top.file, key,
+                       n, c->arg, prefix, z->n);
+    return 0;
+}
+
 static int family_config(const ckpt *c, int fam, const char *prefix, const dims *z,
                          const family_overrides *o, moe_config *cfg, ms_err *err) {
     o = overrides_or_none(o);
+    if (config_count(c, fam, prefix, z, err)) return -1;
     unsigned char *org = cfg->origin;
     cfg->n = z->n;
     cfg->d = z->d;

@@ -12,6 +12,7 @@ typedef struct {
     int k;                   /* defaults when config.json is silent */
     int norm_topk_prob;
     double scaling;
+    const char *n_key;       /* config.json's count of routed experts (NULL: none at its top) */
 } family_desc;
 
 extern const family_desc family_table[FAM_COUNT];

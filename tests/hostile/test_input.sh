@@ -24,6 +24,8 @@
 #  (10) fonts are never looked up in the current directory: a binary run where
 #      ./assets/fonts holds a planted font does not read it;
 #  (11) a network's block numbers past int (--layer, tensor names) are no block;
+#  config.json's count of routed experts (num_experts, n_routed_experts, num_local_experts)
+#      must be the router's rows (it was ignored: another model computed silently);
 #  (5) outputs are written in bounded chunks (every write(2) at most 8 MiB, seen with
 #      strace), so SIGTERM is acted on within one chunk, not after a multi-GB write;
 #  (12) the newer commands and inputs under the same rules: `geometry` (its four outputs,
@@ -741,5 +743,20 @@ expect_fail "geometry of 300 layers" "$MANY: the routing geometry compares at mo
     timeout 120 "$MOESCOPE" geometry "$D/many/m.safetensors" --eval "$D/many/cap.safetensors"
 [ "$(ls "$D/many")" = "$(printf 'cap.safetensors\nm.safetensors')" ] && pass || fail "300 layers: something written: $(ls -A "$D/many")"
 check "scramble --layer l7 of them" "$MOESCOPE" scramble "$D/many/m.safetensors" --layer l7 -o "$D/many/one.safetensors"
+
+# config.json's count of routed experts against the router's rows (the count was
+# ignored: config.json's model and the one computed differed, silently)
+C=$ROOT/tests/hostile/corpus
+for c in qwen3:qwen3_moe:num_experts:4:8 deepseek_v3:deepseek_v3:n_routed_experts:8:4 gpt_oss:gpt_oss:num_local_experts:4:2; do
+    IFS=: read -r f mt key have say <<<"$c"
+    mkdir -p "$D/count_$f"
+    cp "$C/cfg_model_$f.safetensors" "$D/count_$f/model.safetensors"
+    echo "{\"model_type\": \"$mt\", \"$key\": $say}" >"$D/count_$f/config.json"
+    expect_fail "$mt: $key = $say beside a router of $have rows" \
+        "count_$f/config\.json: key '$key' = $say, but in .*count_$f the router of 'model\.layers\.0\.mlp' has $have rows \(experts\)" \
+        "$MOESCOPE" info "$D/count_$f"
+    echo "{\"model_type\": \"$mt\", \"$key\": $have}" >"$D/count_$f/config.json"
+    check "$mt: $key = $have, as the router" "$MOESCOPE" info "$D/count_$f"
+done
 
 summary
