@@ -204,8 +204,9 @@ static int parse_args(int argc, char **argv, tui_args *a) {
                    "p, e and x write into one export directory: --out-dir DIR, else asked at the first of\n"
                    "them (the current directory offered when it can be written); O changes it. It is never\n"
                    "a checkpoint folder given as input, nor inside one.\n"
-                   "A network (a GPT-2 or ViT folder with MoE blocks, the evaluation set holding input_ids,\n"
-                   "or pixel_values and labels): the\n"
+                   "A network (moescope's GPT-2 or ViT layout with MoE blocks, or a Hugging Face MoE decoder\n"
+                   "of any family `moescope --help` lists; the evaluation set holding input_ids, or a ViT's\n"
+                   "pixel_values and labels): the\n"
                    "curves and the landscape are the network's loss; l switches the MoE block; the other\n"
                    "blocks are interpolated at the same t (aligned by the expert cost);\n"
                    "--interpolate-backbone lets A and B differ outside the MoE blocks.\n", TUI_USAGE);

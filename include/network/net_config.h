@@ -155,6 +155,8 @@ const char *net_arch_names(void);
  * with the row's probe tensor (transformer.wte.weight, model.embed_tokens.weight,
  * ...)? (A bare MoE layer file is not.) */
 int net_is_network(const ckpt *c);
+/* Its architecture (a net_arch), -1 if it is none. */
+int net_ckpt_arch(const ckpt *c);
 /* The same for a checkpoint argument (opens and closes it; 0 when it cannot be opened). */
 int net_path_is_network(const char *path);
 /* The architecture of a network checkpoint argument, -1 if it is none. */

@@ -20,8 +20,11 @@ typedef struct {
 /* A safetensors file of input_ids [N, T] (I32 or I64; a GPT-2's), or of
  * pixel_values [N, C, H, W] (float) and labels [N] (I32 or I64; a ViT's). */
 int net_evalset_load(net_evalset *e, const char *path, ms_err *err);
+/* The same from a file the caller opened (and closes). */
+int net_evalset_load_file(net_evalset *e, const st_file *f, ms_err *err);
 /* does path hold a tensor input_ids or pixel_values (a network's evaluation set)? */
 int net_evalset_is(const char *path);
+int net_evalset_file_is(const st_file *f);
 /* E fits m (errors name the file, the tensor and the first offending value):
  * GPT-2: token ids, T <= n_positions, every id < vocab_size; ViT: images of
  * num_channels channels, image_size high and wide, every label < the classes */

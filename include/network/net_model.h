@@ -105,6 +105,9 @@ typedef struct {
  * listed a dense MLP; errors name the file, the tensor and the block. The MoE
  * blocks are read as o (may be NULL) says (family.h: the router overrides). */
 int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *err);
+/* The same from c, a checkpoint the caller opened (and closes): path names it in
+ * messages. */
+int net_load_ckpt(net_model *m, ckpt *c, const char *path, const family_overrides *o, ms_err *err);
 void net_free(net_model *m);
 /* The backbone tensor (its name in the file) holding the float p of m's allocation, and
  * p's element in it; -1 when p is not in the backbone. */

@@ -13,22 +13,47 @@
 
 /* does the file hold a layer's evaluation set ('inputs', a block's captured inputs)
  * or a capture of every MoE layer ('inputs.L' each, geometry's)? */
-static int layer_evalset_is(const char *path) {
-    st_file f;
-    if (st_open(&f, path, NULL)) return 0;
-    int yes = st_find(&f, "inputs") != NULL;
-    for (int i = 0; i < f.ntensors && !yes; i++) yes = !strncmp(f.tensors[i].name, "inputs.", 7);
-    st_close(&f);
+static int layer_evalset_is(const st_file *f) {
+    int yes = st_find(f, "inputs") != NULL;
+    for (int i = 0; i < f->ntensors && !yes; i++) yes = !strncmp(f->tensors[i].name, "inputs.", 7);
     return yes;
 }
 
-subject_kind subject_detect(const char *pa, const char *e_path) {
-    if (e_path && net_evalset_is(e_path)) return SUBJECT_NETWORK;
+/* the kind from the open checkpoint a and set e (NULL: none, or not readable) */
+static subject_kind detect_open(const ckpt *a, const st_file *e) {
+    if (e && net_evalset_file_is(e)) return SUBJECT_NETWORK;
     // a set that is neither (empty, or another file): the checkpoint decides, so a
     // network's run says what its set lacks instead of asking for a layer's 'inputs'
-    if (e_path && layer_evalset_is(e_path)) return SUBJECT_LAYER;
-    int a = net_path_arch(pa); // a real decoder without token ids: its layers, one at a time
-    return a >= 0 && !net_arch_of((net_arch)a)->eval_only ? SUBJECT_NETWORK : SUBJECT_LAYER;
+    if (e && layer_evalset_is(e)) return SUBJECT_LAYER;
+    int arch = a ? net_ckpt_arch(a) : -1; // a real decoder without token ids: its layers, one at a time
+    return arch >= 0 && !net_arch_of((net_arch)arch)->eval_only ? SUBJECT_NETWORK : SUBJECT_LAYER;
+}
+
+/* A and E opened once, for the kind and then (a network's) for the loading */
+typedef struct {
+    ckpt a;
+    st_file e;
+    int has_a, has_e;
+} subject_files;
+
+static void files_open(subject_files *f, const char *pa, const char *e_path) {
+    memset(f, 0, sizeof *f);
+    f->has_a = pa && !ckpt_open(&f->a, pa, NULL);
+    f->has_e = e_path && !st_open(&f->e, e_path, NULL);
+}
+
+static void files_close(subject_files *f) {
+    if (f->has_a) ckpt_close(&f->a);
+    if (f->has_e) st_close(&f->e);
+    f->has_a = f->has_e = 0;
+}
+
+subject_kind subject_detect(const char *pa, const char *e_path) {
+    subject_files f;
+    files_open(&f, pa, e_path);
+    subject_kind k = detect_open(f.has_a ? &f.a : NULL, f.has_e ? &f.e : NULL);
+    files_close(&f);
+    return k;
 }
 
 /* ---- a layer pair ---- */
@@ -65,11 +90,10 @@ static int load_layer(subject *s, const subject_spec *sp, ms_err *err) {
 
 /* ---- a network pair ---- */
 
-static int load_net_one(const char *path, net_model *m, const family_overrides *ov, ms_err *err) {
-    if (net_path_is_network(path)) return net_load(m, path, ov, err);
-    ckpt c;
-    if (ckpt_open(&c, path, err)) return -1;
-    const char *mt = ckpt_config_str(&c, "model_type");
+/* the network at path from c, its checkpoint opened by the caller */
+static int load_net_ckpt(ckpt *c, const char *path, net_model *m, const family_overrides *ov, ms_err *err) {
+    if (net_is_network(c)) return net_load_ckpt(m, c, path, ov, err);
+    const char *mt = ckpt_config_str(c, "model_type");
     int a = net_arch_find(mt);
     int rc;
     if (a >= 0)
@@ -78,12 +102,19 @@ static int load_net_one(const char *path, net_model *m, const family_overrides *
                      path, mt, net_arch_of((net_arch)a)->probe);
     else {
         char said[320] = "";
-        if (mt) snprintf(said, sizeof said, "; %.200s's key 'model_type' is \"%.64s\"", c.config_path, mt);
+        if (mt) snprintf(said, sizeof said, "; %.200s's key 'model_type' is \"%.64s\"", c->config_path, mt);
         rc = ms_fail(err, "%s: not a network checkpoint: a network's evaluation set (input_ids or "
                           "pixel_values) needs config.json with a model_type moescope computes as a "
                           "network (%s)%s",
                      path, net_arch_names(), said);
     }
+    return rc;
+}
+
+static int load_net_one(const char *path, net_model *m, const family_overrides *ov, ms_err *err) {
+    ckpt c;
+    if (ckpt_open(&c, path, err)) return -1;
+    int rc = load_net_ckpt(&c, path, m, ov, err);
     ckpt_close(&c);
     return rc;
 }
@@ -101,13 +132,17 @@ static int check_backbones(subject_net *n, const subject_spec *sp, ms_err *err) 
     return 0;
 }
 
-static int load_network(subject *s, const subject_spec *sp, ms_err *err) {
+/* A from f's checkpoint and E from f's set when they opened (else opened again,
+ * for the message that says why they do not) */
+static int load_network(subject *s, const subject_spec *sp, subject_files *f, ms_err *err) {
     subject_net *n = &s->net;
     n->interp_backbone = sp->interp_backbone;
-    if (load_net_one(sp->pa, &n->A, sp->ov, err)) return -1;
-    if (sp->pb && (load_net_one(sp->pb, &n->B, sp->ov, err) || check_backbones(n, sp, err))) return -1;
-    if (sp->e_path && (net_evalset_load(&n->E, sp->e_path, err) || net_evalset_check(&n->E, &n->A, err)))
+    if (f->has_a ? load_net_ckpt(&f->a, sp->pa, &n->A, sp->ov, err) : load_net_one(sp->pa, &n->A, sp->ov, err))
         return -1;
+    if (sp->pb && (load_net_one(sp->pb, &n->B, sp->ov, err) || check_backbones(n, sp, err))) return -1;
+    if (sp->e_path && (f->has_e ? net_evalset_load_file(&n->E, &f->e, err) : net_evalset_load(&n->E, sp->e_path, err)))
+        return -1;
+    if (sp->e_path && net_evalset_check(&n->E, &n->A, err)) return -1;
     if (!n->A.cfg.nmoe && !sp->pb && !sp->layer) return 0; // a network without MoE block: eval alone
     if (net_pick_block(&n->A, sp->layer, &n->block, err)) return -1;
     s->a = &n->A.moe[n->block];
@@ -123,15 +158,20 @@ int subject_load(subject *s, const subject_spec *sp, ms_err *err) {
     prov_add_input(sp->pa); // reports record each input's size and SHA-256
     prov_add_input(sp->pb);
     prov_add_input(sp->e_path);
-    s->kind = sp->kind != SUBJECT_DETECT ? sp->kind : subject_detect(sp->pa, sp->e_path);
+    subject_files f; // each opened once: the kind, then a network's loading
+    files_open(&f, sp->pa, sp->e_path);
+    s->kind = sp->kind != SUBJECT_DETECT ? sp->kind : detect_open(f.has_a ? &f.a : NULL, f.has_e ? &f.e : NULL);
     if (s->kind == SUBJECT_LAYER && sp->interp_backbone) {
+        files_close(&f);
         ms_fail(err, "--interpolate-backbone is for networks");
         return SUBJECT_USAGE;
     }
     int rc;
     if (s->kind == SUBJECT_NETWORK) {
-        rc = load_network(s, sp, err);
+        rc = load_network(s, sp, &f, err);
+        files_close(&f);
     } else {
+        files_close(&f); // a layer's loaders open their files themselves
         rc = load_layer(s, sp, err);
         s->a = &s->A;
         s->b = sp->pb ? &s->B : NULL;

@@ -62,7 +62,7 @@ static void usage(FILE *fp) {
             "                    (interpolated too)\n\n"
             "A checkpoint is a .safetensors file, a sharded checkpoint's\n"
             "model.safetensors.index.json, or a directory holding either (config.json read).\n"
-            "A network (a GPT-2 or ViT folder whose feed-forward block(s) are MoE, with an\n"
+            "A network (moescope's GPT-2 or ViT folder whose feed-forward blocks are MoE, with an\n"
             "evaluation set of input_ids, or of pixel_values and labels) is measured on its\n"
             "own loss (next-token or class cross-entropy) by every command and the TUI; so is\n"
             "a Hugging Face MoE decoder (mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe,\n"

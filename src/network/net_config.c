@@ -1,4 +1,4 @@
-/* net_config.c - config.json of a GPT-2- or ViT-layout network (net_config.h). */
+/* net_config.c - config.json of a network of any architecture in the table (net_config.h). */
 #include "network/net_config.h"
 
 #include <math.h>
@@ -69,17 +69,17 @@ const char *net_arch_names(void) {
 }
 
 /* the architecture config.json names (and whose probe tensor c has), -1 if none */
-static int arch_of_ckpt(const ckpt *c) {
+int net_ckpt_arch(const ckpt *c) {
     int a = net_arch_find(ckpt_config_str(c, "model_type"));
     return a >= 0 && ckpt_find(c, ARCHS[a].probe) >= 0 ? a : -1;
 }
 
-int net_is_network(const ckpt *c) { return arch_of_ckpt(c) >= 0; }
+int net_is_network(const ckpt *c) { return net_ckpt_arch(c) >= 0; }
 
 int net_path_arch(const char *path) {
     ckpt c;
     if (!path || ckpt_open(&c, path, NULL)) return -1;
-    int a = arch_of_ckpt(&c);
+    int a = net_ckpt_arch(&c);
     ckpt_close(&c);
     return a;
 }

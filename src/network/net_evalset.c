@@ -75,23 +75,30 @@ static int load_images(net_evalset *e, const st_file *f, const st_tensor *t, ms_
 }
 
 int net_evalset_load(net_evalset *e, const char *path, ms_err *err) {
-    memset(e, 0, sizeof *e);
     st_file f;
+    memset(e, 0, sizeof *e);
     if (st_open(&f, path, err)) return -1;
-    const st_tensor *t = st_find(&f, "input_ids"), *px = st_find(&f, "pixel_values");
+    int rc = net_evalset_load_file(e, &f, err);
+    st_close(&f);
+    return rc;
+}
+
+int net_evalset_load_file(net_evalset *e, const st_file *f, ms_err *err) {
+    memset(e, 0, sizeof *e);
+    const char *path = f->path;
+    const st_tensor *t = st_find(f, "input_ids"), *px = st_find(f, "pixel_values");
     int rc;
     if (t && px)
         rc = ms_fail(err, "%s: holds both input_ids (a GPT-2's evaluation set) and pixel_values (a ViT's)", path);
     else if (t)
-        rc = load_ids(e, &f, t, err);
+        rc = load_ids(e, f, t, err);
     else if (px)
-        rc = load_images(e, &f, px, err);
+        rc = load_images(e, f, px, err);
     else
         rc = ms_fail(err, "%s: missing tensor 'input_ids' (a network's evaluation set: token ids [N, T]) or "
                           "'pixel_values' (images [N, C, H, W], with their 'labels' [N])",
                      path);
     e->path = ms_strdup(path);
-    st_close(&f);
     if (rc) net_evalset_free(e);
     return rc;
 }
@@ -99,9 +106,13 @@ int net_evalset_load(net_evalset *e, const char *path, ms_err *err) {
 int net_evalset_is(const char *path) {
     st_file f;
     if (!path || st_open(&f, path, NULL)) return 0;
-    int yes = st_find(&f, "input_ids") != NULL || st_find(&f, "pixel_values") != NULL;
+    int yes = net_evalset_file_is(&f);
     st_close(&f);
     return yes;
+}
+
+int net_evalset_file_is(const st_file *f) {
+    return st_find(f, "input_ids") != NULL || st_find(f, "pixel_values") != NULL;
 }
 
 static int check_images(const net_evalset *e, const net_model *m, ms_err *err) {

@@ -307,28 +307,31 @@ static int load_moe_blocks(net_model *m, ckpt *c, const family_overrides *o, ms_
 }
 
 int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *err) {
-    memset(m, 0, sizeof *m);
     ckpt c;
+    memset(m, 0, sizeof *m);
     if (ckpt_open(&c, path, err)) return -1;
-    int rc = net_config_read(&c, &m->cfg, err);
-    if (!rc) rc = check_blocks(&c, &m->cfg, err);
-    if (!rc) rc = vit_classes_from_head(&c, &m->cfg, err);
-    if (rc) {
-        ckpt_close(&c);
-        return -1;
-    }
+    int rc = net_load_ckpt(m, &c, path, o, err);
+    ckpt_close(&c);
+    return rc;
+}
+
+int net_load_ckpt(net_model *m, ckpt *c, const char *path, const family_overrides *o, ms_err *err) {
+    memset(m, 0, sizeof *m);
+    int rc = net_config_read(c, &m->cfg, err);
+    if (!rc) rc = check_blocks(c, &m->cfg, err);
+    if (!rc) rc = vit_classes_from_head(c, &m->cfg, err);
+    if (rc) return -1;
     m->path = ms_strdup(path);
     m->blocks = ms_calloc((size_t)m->cfg.nlayer, sizeof(net_block));
     tensor_list l = {0};
-    arch_tensors(m, ckpt_find(&c, "lm_head.bias") >= 0, &l);
+    arch_tensors(m, ckpt_find(c, "lm_head.bias") >= 0, &l);
     for (int i = 0; i < l.n && !rc; i++) {
         const st_file *f;
         const st_tensor *t;
-        rc = find_tensor(&c, &l.t[i], &f, &t, err);
+        rc = find_tensor(c, &l.t[i], &f, &t, err);
     }
     if (rc) {
         free(l.t);
-        ckpt_close(&c);
         net_free(m);
         return -1;
     }
@@ -337,14 +340,13 @@ int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *
     float *p = m->mem;
     for (int i = 0; i < l.n && !rc; i++) {
         if (l.t[i].dst) *l.t[i].dst = p;
-        rc = read_tensor(&c, &l.t[i], p, err);
+        rc = read_tensor(c, &l.t[i], p, err);
         p += tl_numel(&l.t[i]);
     }
     if (m->cfg.tied && m->wte) m->lm_w = m->wte;
     free(l.t);
-    if (!rc) rc = load_moe_blocks(m, &c, o, err);
-    if (!rc) rc = net_check_unused(&c, &m->cfg, err);
-    ckpt_close(&c);
+    if (!rc) rc = load_moe_blocks(m, c, o, err);
+    if (!rc) rc = net_check_unused(c, &m->cfg, err);
     if (rc) net_free(m);
     return rc;
 }
