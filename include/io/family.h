@@ -56,6 +56,7 @@ typedef enum {
     FAM_GPT_OSS,
     FAM_GPT2,
     FAM_VIT,
+    FAM_PHIMOE, /* Mixtral's tensor names, routed by sparsemixer */
     FAM_COUNT
 } family_id;
 

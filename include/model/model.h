@@ -27,8 +27,10 @@ typedef enum { ROUTER_DENSE = 0, ROUTER_TOPK = 1 } moe_router;
  * W2 ((u + 1) * g * sigmoid(1.702 g)) + b2, L = act_limit (7). */
 typedef enum { ACT_RELU = 0, ACT_GELU = 1, ACT_SILU_GLU = 2, ACT_GPT_OSS = 3, ACT_GELU_TANH = 4 } moe_act;
 /* Scores p from the gate logits s = W x + b: softmax over all n experts, or an
- * independent sigmoid per expert (DeepSeek-V3). */
-typedef enum { SCORE_SOFTMAX = 0, SCORE_SIGMOID = 1 } moe_score;
+ * independent sigmoid per expert (DeepSeek-V3), or PhiMoE's sparsemixer as
+ * transformers evaluates it (moe_sparsemixer in moe_kernels.h: two experts, each
+ * weighted by its softmax over the logits within jitter_eps of it). */
+typedef enum { SCORE_SOFTMAX = 0, SCORE_SIGMOID = 1, SCORE_SPARSEMIXER = 2 } moe_score;
 /* Top-k weights: the selected scores renormalised to sum 1 (for softmax this
  * equals top-k of the logits followed by a softmax over them), or the scores
  * as they are (Switch's top-1 scaled by its probability, DeepSeek-V2). */
@@ -69,6 +71,7 @@ typedef struct {
     moe_score score;
     moe_renorm renorm;
     float renorm_eps;      /* added to the renormalising sum (DeepSeek-V3: 1e-20) */
+    float jitter_eps;      /* sparsemixer's router_jitter_noise (PhiMoE: 0.01) */
     float scale;           /* routed_scaling_factor on the routed experts (0: 1) */
     int n_group, topk_group; /* group-limited top-k when n_group > 1 */
     moe_group_score group_score;

@@ -68,6 +68,14 @@ void moe_expert_finish(const moe_expert *e, const moe_config *c, float *H, const
 void moe_expert_forward(const moe_expert *e, const moe_config *c, const float *X, int m, float *H,
                         float *H3, float *Y);
 
+/* g (n) = PhiMoE's sparsemixer at evaluation (transformers' sparsemixer, not
+ * training) for the logits s (n), n >= 2: i1 = argmax s (ties to the smaller
+ * index); the logits s_j with (s_i1 - s_j) / max(|s_j|, s_i1) > 2 eps are masked
+ * out, and g_i1 = the softmax of the rest at i1; then i2 = the argmax of the
+ * others, masked alike from s_i2 (i1 stays out), g_i2 its softmax there. Every
+ * other g is 0. Sums in double. */
+void moe_sparsemixer(const float *s, int n, float eps, float *g);
+
 /* S (m, n) = X W^T + b, the gate logits of X (m, d) under m's gate. */
 void moe_gate_logits(const moe_model *m, const float *X, int B, float *S);
 

@@ -64,6 +64,7 @@ typedef enum {
     NET_DEEPSEEK_V2,
     NET_DEEPSEEK_V3,
     NET_GPT_OSS,
+    NET_PHIMOE,
     NET_ARCH_COUNT
 } net_arch;
 
@@ -134,6 +135,11 @@ typedef struct {
     char rope_kind[16];  /* rope_scaling's kind: "default", "linear", "yarn", ... (net_rope.h) */
     double inv_freq[NET_MAX_ROT / 2]; /* pair i turns by p inv_freq[i] at position p */
     double rope_af;      /* the attention factor multiplying cos and sin (yarn's; 1 otherwise) */
+    /* longrope: sequences longer than rope_orig tokens turn by inv_freq_long and
+     * rope_af_long instead (rope_orig 0: one set for every length; net_rope_at) */
+    int rope_orig;
+    double inv_freq_long[NET_MAX_ROT / 2], rope_af_long;
+    int lm_bias;         /* decoders: lm_head carries a bias (PhiMoE's lm_head_bias) */
     double rope_factor, rope_mscale_all; /* yarn's factor and mscale_all_dim (DeepSeek's scale) */
     double clip_qkv;     /* OLMoE: q, k, v clamped to +-clip_qkv (0: not) */
     int window;          /* sliding window: query i sees keys i - window < j <= i (0: none) */

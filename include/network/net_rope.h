@@ -14,7 +14,12 @@
  *                     (truncated to whole dims unless truncate: false), attention
  *                     factor 0.1 mscale ln(factor) + 1 (or mscale / mscale_all_dim's
  *                     ratio, or attention_factor)
- * and any other kind (longrope, ...) is refused by name. */
+ *   "longrope"        Phi-3's: inv_freq_i / short_factor_i for sequences of at most
+ *                     original_max_position_embeddings tokens, / long_factor_i
+ *                     beyond; attention factor attention_factor, else
+ *                     sqrt(1 + ln(factor) / ln(original)) (factor: max_position_embeddings
+ *                     / original); PhiMoE's: short_mscale / long_mscale instead
+ * and any other kind is refused by name. */
 #ifndef MS_NET_ROPE_H
 #define MS_NET_ROPE_H
 
@@ -23,5 +28,7 @@
 
 /* nc's theta, rope kind, inv_freq and rope_af (nc->rot and nc->npos set). */
 int net_rope_read(const cfg_obj *top, net_config *nc, ms_err *err);
+/* The frequencies and attention factor of sequences of T tokens. */
+void net_rope_at(const net_config *c, int T, const double **inv_freq, double *af);
 
 #endif

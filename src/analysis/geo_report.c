@@ -167,10 +167,10 @@ static void print_routers(FILE *fp, const geometry *G, char *const *nm) {
                     G->r, c->r);
         if (y->logit_error > 1e-6)
             fprintf(fp, "  [warn] %s: the states give the centred logits back only to %.1e\n", nm[l], y->logit_error);
-        if (y->cfg.score == SCORE_SIGMOID)
-            fprintf(fp, "  [warn] %s: sigmoid scores: adding a vector to every gate row is no symmetry of them, so "
+        if (y->cfg.score != SCORE_SOFTMAX)
+            fprintf(fp, "  [warn] %s: %s scores: adding a vector to every gate row is no symmetry of them, so "
                         "the centred router drops a direction its scores read\n",
-                    nm[l]);
+                    nm[l], moe_score_name(y->cfg.score));
     }
 }
 

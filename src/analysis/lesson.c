@@ -594,9 +594,9 @@ static int step_centring(lesson *L, lesson_step *s, ms_err *err) {
     int n = L->A.cfg.n, ou[64], oc[64];
     char path[1024], su[256], sc[256];
     if (L->A.cfg.score != SCORE_SOFTMAX) {
-        say(s, "This router scores experts with a sigmoid, which has no translation symmetry: "
+        say(s, "This router (%s scores) has no translation symmetry: "
                "a common shift of the gate rows changes the outputs, so the gate cost must not "
-               "centre, and there is nothing to show here.\n");
+               "centre, and there is nothing to show here.\n", moe_score_name(L->A.cfg.score));
         explore(s, L->a, L->b);
         return 0;
     }

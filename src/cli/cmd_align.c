@@ -59,7 +59,8 @@ static void explain_result(const moe_model *A, const moe_model *Bp, const align_
     if (A->cfg.score == SCORE_SOFTMAX)
         printf(" - a translation, which softmax ignores: it changes no output -");
     else
-        printf(" - sigmoid scores have no translation symmetry: this shift is a real difference -");
+        printf(" - %s scores have no translation symmetry: this shift is a real difference -",
+               moe_score_name(A->cfg.score));
     printf(" and by %.4g per row beyond it\n", resid);
 }
 

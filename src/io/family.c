@@ -32,6 +32,7 @@ const family_desc family_table[FAM_COUNT] = {
     [FAM_GPT_OSS] = {"gpt_oss", "gpt_oss", "router.weight", NULL, 4, 0, 1.0, "num_local_experts"},
     [FAM_GPT2] = {"gpt2", "gpt2", "gate.weight", "experts.0.c_fc.weight", 2, 1, 1.0, NULL},
     [FAM_VIT] = {"vit", "vit", "gate.weight", "experts.0.fc1.weight", 2, 1, 1.0, NULL},
+    [FAM_PHIMOE] = {"phimoe", "phimoe", "gate.weight", "experts.0.w1.weight", 2, 1, 1.0, "num_local_experts"},
 };
 
 const char *family_name(int fam) {
@@ -47,7 +48,7 @@ int family_from_name(const char *name) {
 
 const char *family_names_list(void) {
     return "native, mixtral, qwen2_moe, qwen3_moe, olmoe, deepseek_v2, deepseek_v3, switch, "
-           "granitemoe, jetmoe, gpt_oss, gpt2, vit";
+           "granitemoe, jetmoe, gpt_oss, gpt2, vit, phimoe";
 }
 
 /* ---- recognising layers ---- */
@@ -71,6 +72,12 @@ static int qwen_like(const ckpt *c, const char *prefix) {
     return FAM_QWEN3_MOE;
 }
 
+/* Mixtral's names: PhiMoE's too, told apart by config.json's model_type */
+static int mixtral_like(const ckpt *c) {
+    const char *mt = ckpt_config_str(c, "model_type");
+    return mt && !strcmp(mt, "phimoe") ? FAM_PHIMOE : FAM_MIXTRAL;
+}
+
 /* Which family (if any) has a MoE layer at prefix, given that the tensor
  * "<prefix>.<gate>" exists for gate one of the families' gate names. */
 static int family_at(const ckpt *c, const char *prefix, const char *gate_rel) {
@@ -79,14 +86,14 @@ static int family_at(const ckpt *c, const char *prefix, const char *gate_rel) {
             const char *mt = ckpt_config_str(c, "model_type");
             return mt && !strcmp(mt, "vit") ? FAM_VIT : FAM_NATIVE;
         }
-        if (has(c, prefix, "experts.0.w1.weight")) return FAM_MIXTRAL;
+        if (has(c, prefix, "experts.0.w1.weight")) return mixtral_like(c);
         if (has(c, prefix, "experts.0.c_fc.weight")) return FAM_GPT2;
         if (has(c, prefix, "experts.0.gate_proj.weight")) return qwen_like(c, prefix);
         if (has(c, prefix, "experts.gate_up_proj") && has(c, prefix, "experts.down_proj")) {
             // transformers >= 5 packs every expert into two tensors and names
             // Mixtral's block "mlp" too: only config.json tells Mixtral apart
             const char *mt = ckpt_config_str(c, "model_type");
-            return mt && !strcmp(mt, "mixtral") ? FAM_MIXTRAL : qwen_like(c, prefix);
+            return mt && (!strcmp(mt, "mixtral") || !strcmp(mt, "phimoe")) ? mixtral_like(c) : qwen_like(c, prefix);
         }
         return -1;
     }
@@ -127,7 +134,8 @@ static int same_names(int forced, int found) {
     if ((forced == FAM_NATIVE || forced == FAM_VIT) && (found == FAM_NATIVE || found == FAM_VIT)) return 1;
     int ga = forced == FAM_GRANITEMOE || forced == FAM_JETMOE;
     int gb = found == FAM_GRANITEMOE || found == FAM_JETMOE;
-    return (qa && qb) || (ga && gb);
+    int ma = forced == FAM_MIXTRAL || forced == FAM_PHIMOE, mb = found == FAM_MIXTRAL || found == FAM_PHIMOE;
+    return (qa && qb) || (ga && gb) || (ma && mb);
 }
 
 /* ", "-joined prefixes of tensors containing ".experts." (at most 8), for the
@@ -169,8 +177,8 @@ int family_find_layers(const ckpt *c, int force, family_layer **out, int *nout, 
             if (force >= 0) {
                 // packed (transformers >= 5) Mixtral and Qwen-like layers look alike
                 int packed = has(c, prefix, "experts.gate_up_proj") && fam != FAM_GPT_OSS;
-                int mixq = packed && (force == FAM_MIXTRAL || same_names(FAM_QWEN3_MOE, force)) &&
-                           (fam == FAM_MIXTRAL || same_names(FAM_QWEN3_MOE, fam));
+                int mixq = packed && (same_names(FAM_MIXTRAL, force) || same_names(FAM_QWEN3_MOE, force)) &&
+                           (same_names(FAM_MIXTRAL, fam) || same_names(FAM_QWEN3_MOE, fam));
                 if (!same_names(force, fam) && !mixq) continue;
                 fam = force;
             }

@@ -195,6 +195,7 @@ static void layer_bindings(blist *l, int fam, const char *prefix, const dims *z,
     int64_t n = z->n, d = z->d, h = z->h;
     switch (fam) {
     case FAM_MIXTRAL:
+    case FAM_PHIMOE:
         bshape(badd(l, K_GATE_W, 0, 0, NULL, prefix, "gate.weight"), 2, n, d, 0);
         if (z->packed) packed_experts(l, prefix, z);
         else glu_experts(l, prefix, z, qfmt, "w1.weight", "w3.weight", "w2.weight");
@@ -337,7 +338,7 @@ static int layer_dims(ckpt *c, int fam, const char *prefix, dims *z, int *mx, ms
     if (t->shape[0] < 1 || t->shape[0] > 4096 || t->shape[1] < 1 || t->shape[1] > (1 << 20))
         return ms_fail(err, "%s: tensor '%s' has an unusable shape", c->arg, name);
     int64_t h = 0;
-    const char *rel = fam == FAM_MIXTRAL ? "experts.0.w1.weight"
+    const char *rel = fam == FAM_MIXTRAL || fam == FAM_PHIMOE ? "experts.0.w1.weight"
                       : fam == FAM_GPT2 ? "experts.0.c_fc.weight"
                       : fam == FAM_VIT ? "experts.0.fc1.weight"
                       : fam == FAM_SWITCH ? "experts.expert_0.wi.weight"
@@ -555,6 +556,19 @@ static int config_scales(const ckpt *c, int fam, const family_overrides *o, moe_
     return 0;
 }
 
+/* PhiMoE's sparsemixer: router_jitter_noise (PhimoeConfig's default 0.01); it
+ * always picks two experts, whatever num_experts_per_tok says */
+static int config_sparsemixer(const ckpt *c, const char *prefix, moe_config *cfg, ms_err *err) {
+    cfg_obj top = config_top(c);
+    double eps;
+    if (cfg_num(&top, "router_jitter_noise", 0.0, 1e6, 0.01, &eps, err) < 0) return -1;
+    if (cfg->n < 2)
+        return ms_fail(err, "%s: '%s' has %d expert: PhiMoE's sparsemixer picks two", c->arg, prefix, cfg->n);
+    cfg->jitter_eps = (float)eps;
+    cfg->k = 2;
+    return 0;
+}
+
 /* The router and expert function of family fam, as its modelling code has
  * them, unless o overrides them. */
 /* config.json's count of routed experts, when it says one, is what the gate holds: a
@@ -589,8 +603,9 @@ static int family_config(const ckpt *c, int fam, const char *prefix, const dims 
     org[RP_ACT] = ORIGIN_DEFAULT;
     if ((fam != FAM_GPT2 && config_k(c, fam, prefix, o, cfg, err)) || config_scales(c, fam, o, cfg, err))
         return -1;
-    cfg->score = fam == FAM_DEEPSEEK_V3 ? SCORE_SIGMOID : SCORE_SOFTMAX;
+    cfg->score = fam == FAM_DEEPSEEK_V3 ? SCORE_SIGMOID : fam == FAM_PHIMOE ? SCORE_SPARSEMIXER : SCORE_SOFTMAX;
     org[RP_SCORE] = ORIGIN_DEFAULT;
+    if (fam == FAM_PHIMOE && config_sparsemixer(c, prefix, cfg, err)) return -1;
     if (fam == FAM_DEEPSEEK_V3) cfg->renorm_eps = 1e-20f;
     if (config_groups(c, fam, prefix, o, cfg, err)) return -1;
     cfg->has_corr_bias = fam == FAM_DEEPSEEK_V3;
@@ -689,7 +704,7 @@ static int read_values(ckpt *c, const binding *b, float *out, ms_err *err) {
 /* Per-expert families: exactly n experts, no expert n. */
 static int check_expert_count(const ckpt *c, int fam, const char *prefix, int n, ms_err *err) {
     const char *fmt = fam == FAM_SWITCH ? "%s.experts.expert_%d.wi.weight"
-                      : fam == FAM_MIXTRAL ? "%s.experts.%d.w1.weight"
+                      : fam == FAM_MIXTRAL || fam == FAM_PHIMOE ? "%s.experts.%d.w1.weight"
                       : fam == FAM_GPT2 ? "%s.experts.%d.c_fc.weight"
                       : fam == FAM_VIT ? "%s.experts.%d.fc1.weight"
                                            : "%s.experts.%d.gate_proj.weight";

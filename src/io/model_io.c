@@ -209,7 +209,7 @@ static int count_experts(const st_file *f, const char *layer, const char *kind) 
 static const char *const ROUTER_KEYS[] = {
     "moescope.score",     "moescope.renormalize", "moescope.renorm_eps", "moescope.routed_scale",
     "moescope.act_limit", "moescope.n_group",     "moescope.topk_group", "moescope.group_score",
-    "moescope.shared_hidden"};
+    "moescope.shared_hidden", "moescope.jitter_eps"};
 
 static int is_router_key(const char *k) {
     for (size_t i = 0; i < sizeof ROUTER_KEYS / sizeof *ROUTER_KEYS; i++)
@@ -235,7 +235,9 @@ static int native_router_meta(const st_file *f, moe_config *c, ms_err *err) {
     if ((v = st_meta(f, "moescope.score"))) {
         if (!strcmp(v, "softmax")) c->score = SCORE_SOFTMAX;
         else if (!strcmp(v, "sigmoid")) c->score = SCORE_SIGMOID;
-        else return ms_fail(err, "%s: metadata moescope.score = '%s' (expected softmax or sigmoid)", path, v);
+        else if (!strcmp(v, "sparsemixer")) c->score = SCORE_SPARSEMIXER;
+        else return ms_fail(err, "%s: metadata moescope.score = '%s' (expected softmax, sigmoid or sparsemixer)",
+                            path, v);
         c->origin[RP_SCORE] = ORIGIN_FILE;
     }
     if ((v = st_meta(f, "moescope.renormalize"))) {
@@ -246,6 +248,8 @@ static int native_router_meta(const st_file *f, moe_config *c, ms_err *err) {
     }
     if ((v = st_meta(f, "moescope.renorm_eps")) && (parse_float(v, &c->renorm_eps) || c->renorm_eps < 0))
         return ms_fail(err, "%s: metadata moescope.renorm_eps = '%s' is not a number in 0..1e30", path, v);
+    if ((v = st_meta(f, "moescope.jitter_eps")) && (parse_float(v, &c->jitter_eps) || c->jitter_eps < 0))
+        return ms_fail(err, "%s: metadata moescope.jitter_eps = '%s' is not a number in 0..1e30", path, v);
     if ((v = st_meta(f, "moescope.routed_scale"))) {
         if (parse_float(v, &c->scale) || !(c->scale > 0) || c->scale > MOE_MAX_ROUTED_SCALE)
             return ms_fail(err, "%s: metadata moescope.routed_scale = '%s' is not a positive number "
@@ -650,6 +654,10 @@ static void router_meta_write(st_writer *w, const moe_config *c) {
     if (c->renorm_eps != 0.0f) {
         snprintf(b, sizeof b, "%.9g", c->renorm_eps);
         st_writer_meta(w, "moescope.renorm_eps", b);
+    }
+    if (c->score == SCORE_SPARSEMIXER) {
+        snprintf(b, sizeof b, "%.9g", c->jitter_eps);
+        st_writer_meta(w, "moescope.jitter_eps", b);
     }
     if (c->scale != 1.0f && c->scale != 0.0f) {
         snprintf(b, sizeof b, "%.9g", c->scale);

@@ -169,6 +169,15 @@ LKI void LK(route_general)(const moe_config *c, int n, const float *e, const VF 
     const int sig = c->score == SCORE_SIGMOID, renorm = c->renorm == RENORM_YES;
     const float scale = c->scale != 0.0f ? c->scale : 1.0f;
     if (n < 1) return; /* never; tells the compiler every q[0] below is set */
+    if (c->score == SCORE_SPARSEMIXER) { // lane by lane: moe_route's very numbers
+        for (int l = 0; l < LK_VL; l++) {
+            float sl[LS_MAX_N], gl[LS_MAX_N];
+            for (int i = 0; i < n; i++) sl[i] = s[i][l];
+            moe_sparsemixer(sl, n, c->jitter_eps, gl);
+            for (int i = 0; i < n; i++) g[i][l] = gl[i] * scale;
+        }
+        return;
+    }
     VF p[LS_MAX_N];
     VI sel[LS_MAX_N];
     if (sig) {

@@ -67,6 +67,11 @@ static void route_one(const moe_config *c, const float *corr, const float *s, fl
     int n = c->n, k = c->k;
     float scale = c->scale != 0.0f ? c->scale : 1.0f; // 0: a zero-initialised config
     int grouped = c->n_group > 1 && c->topk_group < c->n_group;
+    if (c->score == SCORE_SPARSEMIXER) { // its own two picks, whatever k says
+        moe_sparsemixer(s, n, c->jitter_eps, g);
+        for (int i = 0; scale != 1.0f && i < n; i++) g[i] *= scale;
+        return;
+    }
     if (c->router != ROUTER_TOPK || (k >= n && !grouped)) {
         // dense: every expert with its score
         if (c->score == SCORE_SIGMOID)
@@ -129,6 +134,8 @@ void moe_route_full(const moe_config *c, const float *corr, const float *scores,
 
 int moe_route_tie(const moe_config *c, const float *corr, const float *s) {
     int n = c->n, k = c->k, grouped = c->n_group > 1 && c->topk_group < c->n_group;
+    if (c->score == SCORE_SPARSEMIXER) // its picks: the first and second largest logits
+        return moe_topk_boundary_tie(s, n, 1) || moe_topk_boundary_tie(s, n, 2);
     if (c->router != ROUTER_TOPK || (k >= n && !grouped)) return 0; // dense: no selection
     if (c->score == SCORE_SOFTMAX && !corr && !grouped) return moe_topk_boundary_tie(s, n, k);
     int G = grouped ? c->n_group : 1;

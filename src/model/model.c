@@ -44,7 +44,10 @@ void moe_router_describe(const moe_config *c, char *buf, size_t len) {
 #define OUT(...) k += (size_t)snprintf(buf + k, k < len ? len - k : 0, __VA_ARGS__)
     buf[0] = '\0';
     int topk = c->router == ROUTER_TOPK && (c->k < c->n || c->n_group > 1);
-    if (!topk) {
+    if (c->score == SCORE_SPARSEMIXER) {
+        OUT("sparsemixer (PhiMoE, evaluation): the top expert, then the best of the others, each "
+            "weighted by its softmax over the logits within 2 x %g (relative) of it", c->jitter_eps);
+    } else if (!topk) {
         OUT("%s over all %d experts", c->score == SCORE_SIGMOID ? "sigmoid" : "softmax", c->n);
     } else {
         OUT("%s scores", moe_score_name(c->score));
@@ -70,7 +73,9 @@ void moe_router_describe(const moe_config *c, char *buf, size_t len) {
 #undef OUT
 }
 
-const char *moe_score_name(moe_score s) { return s == SCORE_SIGMOID ? "sigmoid" : "softmax"; }
+const char *moe_score_name(moe_score s) {
+    return s == SCORE_SIGMOID ? "sigmoid" : s == SCORE_SPARSEMIXER ? "sparsemixer" : "softmax";
+}
 
 size_t moe_expert_size(const moe_config *c) {
     size_t h = (size_t)c->h, d = (size_t)c->d;
@@ -273,6 +278,9 @@ int moe_check_compatible(const moe_model *a, const moe_model *b, ms_err *err) {
     if (x->score != y->score)
         return ms_fail(err, "%s and %s differ: router scores = %s vs %s", pa, pb,
                        moe_score_name(x->score), moe_score_name(y->score));
+    if (x->jitter_eps != y->jitter_eps)
+        return ms_fail(err, "%s and %s differ: router_jitter_noise = %g vs %g", pa, pb, x->jitter_eps,
+                       y->jitter_eps);
     if (field_differs(err, pa, pb, "renormalise (0 yes, 1 no)", x->renorm, y->renorm) ||
         field_differs(err, pa, pb, "n_group", x->n_group, y->n_group))
         return -1;

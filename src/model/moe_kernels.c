@@ -61,6 +61,33 @@ void moe_expert_finish(const moe_expert *e, const moe_config *c, float *H, const
     for (int r = 0; r < m; r++) moe_row_add(Y + (size_t)r * d, e->fc2_b, d);
 }
 
+/* the argmax of s (n) without index skip (-1: none), ties to the smaller index */
+static int argmax_but(const float *s, int n, int skip) {
+    int b = -1;
+    for (int i = 0; i < n; i++)
+        if (i != skip && (b < 0 || s[i] > s[b])) b = i;
+    return b;
+}
+
+/* the softmax at i of s (n) with skip and the logits too far below s_i masked out */
+static float sparsemixer_weight(const float *s, int n, float eps, int i, int skip) {
+    float top = s[i];
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) {
+        float factor = fabsf(s[j]) > top ? fabsf(s[j]) : top; // abs().clamp(min = top)
+        if (j == skip || (top - s[j]) / factor > 2.0f * eps) continue;
+        sum += exp((double)s[j] - top);
+    }
+    return (float)(1.0 / sum);
+}
+
+void moe_sparsemixer(const float *s, int n, float eps, float *g) {
+    for (int i = 0; i < n; i++) g[i] = 0.0f;
+    int i1 = argmax_but(s, n, -1), i2 = argmax_but(s, n, i1);
+    g[i1] = sparsemixer_weight(s, n, eps, i1, -1);
+    if (i2 >= 0) g[i2] = sparsemixer_weight(s, n, eps, i2, i1);
+}
+
 void moe_gate_logits(const moe_model *m, const float *X, int B, float *S) {
     int n = m->cfg.n, d = m->cfg.d;
     // S (B, n) = X (B, d) W^T + b, W is (n, d)

@@ -326,7 +326,7 @@ void moe_symmetry_group(const moe_config *c, moe_symmetry *g) {
     memset(g, 0, sizeof *g);
     int n = c->n, G = moe_groups_active(c) ? c->n_group : 1, m = n / G;
     int sig = c->score == SCORE_SIGMOID, topk = c->router == ROUTER_TOPK && c->k < n;
-    g->translation = !sig;
+    g->translation = c->score == SCORE_SOFTMAX;
     g->groups = G > 1 ? G : 0;
     g->group_size = G > 1 ? m : n;
     g->top1 = topk && c->k == 1;
@@ -344,6 +344,10 @@ void moe_symmetry_group(const moe_config *c, moe_symmetry *g) {
         WHY("Sigmoid scores each expert on its own: adding the same vector to every gate row "
             "changes sigmoid(s), so there is no translation symmetry and the gate cost is not "
             "centred. ");
+    else if (c->score == SCORE_SPARSEMIXER)
+        WHY("Sparsemixer masks the logits by their gap relative to max(|s|, the top logit): adding "
+            "the same vector to every gate row changes which are masked, so there is no "
+            "translation symmetry and the gate cost is not centred. ");
     else
         WHY("Softmax only sees differences of scores: adding the same vector to every gate row "
             "(a common translation) changes nothing, so the gate cost may centre the rows. ");

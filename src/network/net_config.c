@@ -50,6 +50,12 @@ static const net_arch_desc ARCHS[NET_ARCH_COUNT] = {
                          "mlp.gate_proj.weight", FAM_DEEPSEEK_V3, MLA_KEYS},
     [NET_GPT_OSS] = {"gpt_oss", "model.embed_tokens.weight", "model.layers.%d.", "mlp", "router.weight",
                      "mlp.gate_proj.weight", FAM_GPT_OSS, DECODER_KEYS, NET_QKN_NONE, NET_SPARSE_ALL, 0, 0, 1, 1},
+    // Mixtral's layout with LayerNorms (bias, eps rms_norm_eps), longrope, sparsemixer
+    [NET_PHIMOE] = {"phimoe", "model.embed_tokens.weight", "model.layers.%d.", "block_sparse_moe", "gate.weight",
+                    "mlp.gate_proj.weight", FAM_PHIMOE, "hidden_size", "num_hidden_layers", "num_attention_heads",
+                    "intermediate_size", "rms_norm_eps", "hidden_act", "max_position_embeddings", "lm_head.weight",
+                    NET_NORM_LAYER, NET_EMBED_TOKENS, NET_ATTN_ROPE, NET_MLP_GLU, NET_TARGET_NEXT,
+                    DECODER_ROW(NET_QKN_NONE, NET_SPARSE_ALL, 0, 0)},
 };
 
 const net_arch_desc *net_arch_of(net_arch a) { return &ARCHS[a]; }
@@ -256,7 +262,7 @@ static int decoder_window_read(const cfg_obj *top, const net_arch_desc *A, net_c
                            top->file);
         return 0;
     }
-    if (A->family != FAM_MIXTRAL) return 0;
+    if (A->family != FAM_MIXTRAL && A->family != FAM_PHIMOE) return 0;
     if (cfg_int(top, "sliding_window", 1, 1L << 30, 0, &w, err) < 0) return -1;
     nc->window = (int)w;
     for (int L = 0; L < nc->nlayer; L++) nc->layer_window[L] = nc->window;
@@ -275,7 +281,8 @@ static int decoder_read(const cfg_obj *top, const net_arch_desc *A, net_config *
     nc->npos = (int)v[3], nc->vocab = (int)v[4];
     if (cfg_num(top, "rms_norm_eps", 1e-30, 1.0, 1e-6, &nc->eps, err) < 0 ||
         cfg_choice(top, "hidden_act", acts, 1, 0, &act, err) < 0 ||
-        cfg_bool(top, "tie_word_embeddings", 0, &nc->tied, err) < 0)
+        cfg_bool(top, "tie_word_embeddings", 0, &nc->tied, err) < 0 ||
+        (A->family == FAM_PHIMOE && cfg_bool(top, "lm_head_bias", 0, &nc->lm_bias, err) < 0))
         return -1;
     nc->act = ACT_SILU_GLU;
     if (A->attn == NET_ATTN_MLA) return mla_attn_read(top, A, nc, err);

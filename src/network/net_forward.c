@@ -10,6 +10,7 @@
 #include "core/vrows.h"
 #include "model/evaluator.h"
 #include "model/moe_kernels.h"
+#include "network/net_rope.h"
 #include "network/transformer.h"
 
 int net_head_rows(int V) {
@@ -53,7 +54,10 @@ void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
     w->cs = NULL;
     if (A->attn != NET_ATTN_MHA && c->rot > 0) {
         w->cs = ms_malloc((size_t)T * c->rot * sizeof(float));
-        tf_rope_table(T, c->rot, c->inv_freq, c->rope_af, w->cs);
+        const double *inv;
+        double af;
+        net_rope_at(c, T, &inv, &af); // longrope: the set of T tokens
+        tf_rope_table(T, c->rot, inv, af, w->cs);
     }
     w->head_rows = net_head_rows(c->vocab);
     w->lg = ms_malloc((size_t)w->head_rows * c->vocab * sizeof(float));
@@ -527,7 +531,11 @@ static void embed_ref(const net_model *m, const net_evalset *E, int s, int T, fl
         }
 }
 
-void net_logits_ref(const net_model *m, const moe_model *const *moe, const net_evalset *E, float *logits) {
+void net_logits_ref(const net_model *m0, const moe_model *const *moe, const net_evalset *E, float *logits) {
+    net_model mt = *m0, *m = &mt; // its rotation that of T tokens (longrope's short or long set)
+    const double *inv;
+    net_rope_at(&m0->cfg, net_tokens(m0, E), &inv, &mt.cfg.rope_af);
+    memmove(mt.cfg.inv_freq, inv, sizeof mt.cfg.inv_freq);
     const net_config *c = &m->cfg;
     int d = c->d, V = c->vocab, T = net_tokens(m, E), per = net_logit_rows(m, T);
     int ow = heads_width(c) > d ? heads_width(c) : d;

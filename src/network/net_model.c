@@ -167,6 +167,8 @@ static void decoder_tensors(net_model *m, tensor_list *l) {
             {"self_attn.o_proj.bias", 1, d, 0, &b->proj_b}};
         block_tensor qk[] = {{"self_attn.q_norm.weight", 1, head ? c->hd : q, 0, &b->qn_w},
                              {"self_attn.k_norm.weight", 1, head ? c->hd : kv, 0, &b->kn_w}};
+        block_tensor lnb[] = {{"input_layernorm.bias", 1, d, 0, &b->ln1_b},
+                              {"post_attention_layernorm.bias", 1, d, 0, &b->ln2_b}};
         block_tensor mlp[] = {{"mlp.gate_proj.weight", 2, ff, d, &b->fc_w},
                               {"mlp.up_proj.weight", 2, ff, d, NULL},
                               {"mlp.down_proj.weight", 2, d, ff, &b->fcp_w}};
@@ -178,13 +180,16 @@ static void decoder_tensors(net_model *m, tensor_list *l) {
             add_block(l, fmt, L, qkv, c->qkv_bias ? 6 : 3);
             add_block(l, fmt, L, bt, c->o_bias ? 4 : 3);
         }
+        if (A->norm == NET_NORM_LAYER) add_block(l, fmt, L, lnb, 2); // PhiMoE's LayerNorms
         if (A->qk_norm != NET_QKN_NONE) add_block(l, fmt, L, qk, 2);
         block_tensor sk[] = {{"self_attn.sinks", 1, c->nhead, 0, &b->sinks}};
         if (A->sinks) add_block(l, fmt, L, sk, 1);
         if (c->moe_of[L] < 0) add_block(l, fmt, L, mlp, 3);
     }
     tl_add(l, "model.norm.weight", 1, d, 0, 0, 0, &m->lnf_w);
+    if (A->norm == NET_NORM_LAYER) tl_add(l, "model.norm.bias", 1, d, 0, 0, 0, &m->lnf_b);
     if (!c->tied) tl_add(l, "lm_head.weight", 2, V, d, 0, 0, &m->lm_w);
+    if (c->lm_bias) tl_add(l, "lm_head.bias", 1, V, 0, 0, 0, &m->lm_b);
 }
 
 /* the backbone's tensors of m's architecture (has_lm_b: GPT-2's lm_head.bias is there) */
@@ -512,8 +517,9 @@ int net_check_compatible(const net_model *a, const net_model *b, ms_err *err) {
                        : x->vd != y->vd || x->q_lora != y->q_lora || x->kv_lora != y->kv_lora ||
                                x->nope != y->nope || x->interleave != y->interleave
                            ? "the latent attention's widths"
-                       : x->theta != y->theta || x->rope_af != y->rope_af ||
-                               memcmp(x->inv_freq, y->inv_freq, sizeof x->inv_freq)
+                       : x->theta != y->theta || x->rope_af != y->rope_af || x->rope_af_long != y->rope_af_long ||
+                               x->rope_orig != y->rope_orig || memcmp(x->inv_freq, y->inv_freq, sizeof x->inv_freq) ||
+                               memcmp(x->inv_freq_long, y->inv_freq_long, sizeof x->inv_freq_long)
                            ? "rope_theta / rope_scaling"
                        : x->clip_qkv != y->clip_qkv ? "clip_qkv"
                        : x->window != y->window || memcmp(x->layer_window, y->layer_window, sizeof x->layer_window)

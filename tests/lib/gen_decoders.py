@@ -114,6 +114,8 @@ def config(fam, rope):
     if fam == "phimoe" and rope == "longrope":  # as Phi-3.5-MoE ships it
         c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0, 1.1, 1.3, 1.6],
                              "long_factor": [1.0, 1.5, 2.5, 4.0], "short_mscale": 1.1, "long_mscale": 1.2}
+    elif fam == "phimoe" and c["rope_scaling"]:  # PhiMoE scales cos, sin by these for any kind
+        c["rope_scaling"].update(short_mscale=1.1, long_mscale=1.2)
     if fam == "gpt_oss" and rope == "yarn":  # as gpt-oss ships it: rope_type, truncate false
         c["rope_scaling"] = {"rope_type": "yarn", "factor": 8.0, "beta_fast": 32.0, "beta_slow": 1.0,
                              "original_max_position_embeddings": 16, "truncate": False}

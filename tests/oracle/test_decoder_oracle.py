@@ -37,7 +37,8 @@ from testutil import check, run  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="moescope_decoders_")
 # the families moescope evaluates as networks (grows as they land)
-COVERED = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss"]
+COVERED = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss",
+           "phimoe"]
 # (dtype, shards, generator options) per covered family: F32 in one file, BF16 over two
 # shards; GPT-OSS also with MXFP4 experts
 VARIANTS = [("F32", 1, {}), ("BF16", 2, {})]
@@ -263,8 +264,8 @@ def check_scramble(name, ck, ev, dt, landscape):
 
 # kinds a family must compute (its shipped configs use them), not just refuse
 # the kinds moescope computes (as transformers does) and the ones it refuses by name
-ROPE_COMPUTED = {"linear", "dynamic", "yarn", "llama3"}
-ROPE_REFUSED = {"longrope"}
+ROPE_COMPUTED = {"linear", "dynamic", "yarn", "llama3", "longrope"}
+ROPE_REFUSED = set()
 ROPE_KINDS = sorted(ROPE_COMPUTED | ROPE_REFUSED)
 
 
@@ -283,6 +284,14 @@ def test_covered_rope():
                       % (fam, kind, r.stderr.strip()))
             else:
                 compare("%s rope_scaling %s" % (fam, kind), ck, ev, "F32")
+
+
+def test_phimoe_long_rope():
+    """PhiMoE past original_max_position_embeddings: longrope's long factors and
+    long_mscale (the oracle's switch on T), not the short ones the other tests use."""
+    ck = gen("phimoe", "phimoe_long")
+    edit_config(ck, original_max_position_embeddings=8)  # T = 12 > 8
+    compare("phimoe longrope, long factors", ck, os.path.join(ck, "eval.safetensors"), "F32", logits=True)
 
 
 def check_aligned_back(name, a, back):
@@ -364,4 +373,5 @@ def test_not_covered():
 if __name__ == "__main__":
     sys.exit(testutil.run_tests("test_decoder_oracle",
                                 [test_oracle_scramble, test_oracle_causal, test_oracle_equal_experts, test_oracle_routing,
-                                 test_oracle_refusals, test_covered, test_threads, test_covered_rope, test_refusals, test_not_covered], TMP))
+                                 test_oracle_refusals, test_covered, test_threads, test_covered_rope,
+                                 test_phimoe_long_rope, test_refusals, test_not_covered], TMP))
