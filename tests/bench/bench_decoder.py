@@ -1,0 +1,119 @@
+"""tests/bench/bench_decoder.py - a real-sized Hugging Face MoE decoder's evaluation:
+`moescope eval` of a Granite-3.0-1B-A400M-shaped granitemoe checkpoint (random BF16
+weights, tests/bench/gen_decoder_realsize.py: written at bench time, deleted after
+unless BENCH_DECODER_DIR names where to keep it) on N x T = 4 x 512 = 2048 tokens,
+beside PyTorch's CPU forward of the same checkpoint (tests/bench/peer_granitemoe_torch.py,
+float32, the same tokens, the same threads; one forward each: at 1.75 TFLOP a warm-up
+would double the bench), and against the arithmetic floor:
+
+  floor = 2 x (the active parameters per token) x tokens / (the SGEMM rate x threads)
+
+the active parameters being q, k, v, o, the router, top-k of the experts (3 h d
+each) and the head (V d) per block and token; the SGEMM rate that of a plain
+cblas_sgemm of (512 x 1024) x (1024 x 1024)^T on one thread (tests/bench/sgemm_rate.c,
+the OpenBLAS kernels moescope runs). Peak resident memory (/usr/bin/time -v) is
+shown beside the BF16 weights' size (what a mapping of the shards holds).
+Targets: moescope's time <= PyTorch's and <= 2x the floor.
+
+  BENCH_DECODER_THREADS=2   threads for both (default: the online CPUs, at most 8)
+  BENCH_DECODER_LAYERS=24   fewer blocks for a quick look (the shape otherwise kept)"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE]
+import benchlib  # noqa: E402
+import gen_decoder_realsize as gen  # noqa: E402
+
+MOESCOPE = os.path.abspath(os.environ.get("MOESCOPE", "./moescope"))
+PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
+
+
+def sgemm_rate(tmp, threads):
+    exe = os.path.join(tmp, "sgemm_rate")
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "openblas"], capture_output=True, text=True).stdout.split()
+    subprocess.run(["cc", "-O2", "-o", exe, os.path.join(HERE, "sgemm_rate.c")] + flags, check=True)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    out = subprocess.run([exe, "512", "1024", "1024", "5"], capture_output=True, text=True, env=env).stdout
+    return float(out.split()[1])
+
+
+def active_params(c):
+    d, nh, nkv = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"]
+    hd = d // nh
+    per_block = d * nh * hd * 2 + d * nkv * hd * 2 + d * c["num_local_experts"] + \
+        c["num_experts_per_tok"] * 3 * c["intermediate_size"] * d
+    return c["num_hidden_layers"] * per_block + c["vocab_size"] * d
+
+
+def run_moescope(ck, ev, threads):
+    """(s per evaluation, its CPU s, peak RSS KiB, loss): eval --repeat 1 times the
+    evaluation alone (the load not counted, as the peer's is not)"""
+    r = subprocess.run(["/usr/bin/time", "-v", MOESCOPE, "eval", ck, "--eval", ev, "--threads", str(threads),
+                        "--repeat", "1"], capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit("moescope eval failed: " + r.stderr[-2000:])
+    m = re.search(r"([0-9.]+) s per run, [0-9]+ tokens/s \(CPU ([0-9.]+) s per run\)", r.stderr)
+    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", r.stderr).group(1))
+    loss = float(re.search(r"^loss\s+(\S+)", r.stdout, re.M).group(1))
+    return float(m.group(1)), float(m.group(2)), rss, loss
+
+
+def main():
+    threads = int(os.environ.get("BENCH_DECODER_THREADS", min(os.cpu_count() or 1, 8)))
+    layers = int(os.environ.get("BENCH_DECODER_LAYERS", gen.SHAPE["layers"]))
+    keep = os.environ.get("BENCH_DECODER_DIR")
+    tmp = tempfile.mkdtemp(prefix="bench_decoder_")
+    ck = keep or os.path.join(tmp, "granite")
+    try:
+        if not os.path.exists(os.path.join(ck, "config.json")):
+            subprocess.run([PYTHON, os.path.join(HERE, "gen_decoder_realsize.py"), ck, "--layers", str(layers)],
+                           check=True)
+        c = json.load(open(os.path.join(ck, "config.json")))
+        ev = os.path.join(ck, "eval.safetensors")
+        tokens = 4 * 512
+        weights = sum(os.path.getsize(os.path.join(ck, f)) for f in os.listdir(ck) if f.startswith("model-"))
+        rate = sgemm_rate(tmp, threads)
+        floor = 2.0 * active_params(c) * tokens / (rate * 1e9 * threads)
+        ms, mcpu, rss, mloss = run_moescope(ck, ev, threads)
+        print("bench_decoder: granitemoe, Granite-3.0-1B-A400M's shape (%d blocks), %d tokens, %d thread(s); "
+              "load average %.2f %.2f %.2f" % (c["num_hidden_layers"], tokens, threads, *os.getloadavg()))
+        print("  active parameters %.3g per token; floor %.2f s at the SGEMM rate %.1f GFLOP/s per thread"
+              % (active_params(c), floor, rate))
+        print("  moescope eval: %.2f s wall, %.2f s CPU, peak RSS %.2f GiB (the BF16 weights: %.2f GiB), loss %.6f"
+              % (ms, mcpu, rss / 2**20, weights / 2**30, mloss))
+        peer = None
+        try:
+            r = subprocess.run([PYTHON, os.path.join(HERE, "peer_granitemoe_torch.py"), ck, ev, str(threads), "1"],
+                               capture_output=True, text=True)
+            m = re.search(r"PEER_DECODER_SECONDS (\S+) CPU (\S+) LOSS (\S+)", r.stdout)
+            if m:
+                peer = float(m.group(1))
+                print("  PyTorch CPU forward (float32): %.2f s wall, %.2f s CPU, loss %.6f"
+                      % (peer, float(m.group(2)), float(m.group(3))))
+            else:
+                print("  PyTorch peer failed: " + r.stderr[-500:])
+        except OSError as e:
+            print("  PyTorch peer not run: %s" % e)
+        kern = benchlib.kernel_text()
+        benchlib.result("decoder eval, Granite-1B-shaped, %d tokens" % tokens, "%.2f s" % ms,
+                        "2 x active params x tokens at the SGEMM rate %.2f s" % floor, "%.2fx" % (ms / floor),
+                        "<= 2x", ms / floor <= 2.0, kern)
+        if peer:
+            benchlib.result("decoder eval vs PyTorch, Granite-1B-shaped", "%.2f s" % ms,
+                            "PyTorch CPU forward %.2f s" % peer, "%.2fx" % (ms / peer), "<= 1x", ms <= peer, kern)
+        benchlib.result("decoder eval memory, Granite-1B-shaped", "peak RSS %.2f GiB" % (rss / 2**20),
+                        "the BF16 weights %.2f GiB + 1 GiB" % (weights / 2**30),
+                        "%.2fx" % (rss / 2**20 / (weights / 2**30 + 1)), "<= 1x",
+                        rss / 2**20 <= weights / 2**30 + 1, kern)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

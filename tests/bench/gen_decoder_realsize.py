@@ -1,0 +1,109 @@
+"""tests/bench/gen_decoder_realsize.py - a real-sized Hugging Face MoE decoder with
+random weights, for tests/bench/bench_decoder.py (written at bench time, never
+committed): Granite-3.0-1B-A400M's shape (granitemoe: 24 layers, d 1024, 16 heads
+of 64 with 8 key/value heads, 32 experts of 512, top-8, vocab 49155, tied head,
+Granite's multipliers), BF16 in transformers' layout, one shard per 4 layers plus
+the index; and an evaluation set of input_ids [N, T].
+
+  gen_decoder_realsize.py OUT [--layers 24] [--N 4] [--T 512] [--seed 1]
+
+Weights are drawn N(0, 1/fan_in) in float32 a tensor at a time and rounded to
+BF16 (round to nearest even), so the script holds one tensor, never the model."""
+import argparse
+import json
+import os
+import struct
+
+import numpy as np
+
+SHAPE = dict(d=1024, heads=16, kv=8, n=32, h=512, k=8, vocab=49155, layers=24)
+
+
+def config(layers):
+    s = SHAPE
+    return {"architectures": ["GraniteMoeForCausalLM"], "model_type": "granitemoe",
+            "hidden_size": s["d"], "num_hidden_layers": layers, "num_attention_heads": s["heads"],
+            "num_key_value_heads": s["kv"], "intermediate_size": s["h"], "num_local_experts": s["n"],
+            "num_experts_per_tok": s["k"], "vocab_size": s["vocab"], "max_position_embeddings": 4096,
+            "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "hidden_act": "silu", "tie_word_embeddings": True,
+            "embedding_multiplier": 12.0, "attention_multiplier": 0.015625, "residual_multiplier": 0.22,
+            "logits_scaling": 6.0, "attention_bias": False, "torch_dtype": "bfloat16"}
+
+
+def tensors_of_layer(i):
+    """(name, shape, fan_in or 0 for a norm's ones) of block i"""
+    s = SHAPE
+    d, hd, n, h = s["d"], s["d"] // s["heads"], s["n"], s["h"]
+    P = "model.layers.%d." % i
+    return [(P + "input_layernorm.weight", (d,), 0),
+            (P + "self_attn.q_proj.weight", (s["heads"] * hd, d), d),
+            (P + "self_attn.k_proj.weight", (s["kv"] * hd, d), d),
+            (P + "self_attn.v_proj.weight", (s["kv"] * hd, d), d),
+            (P + "self_attn.o_proj.weight", (d, s["heads"] * hd), s["heads"] * hd),
+            (P + "post_attention_layernorm.weight", (d,), 0),
+            (P + "block_sparse_moe.router.layer.weight", (n, d), d),
+            (P + "block_sparse_moe.input_linear.weight", (n, 2 * h, d), d),
+            (P + "block_sparse_moe.output_linear.weight", (n, d, h), h)]
+
+
+def bf16_bytes(x):
+    u = np.ascontiguousarray(x, np.float32).view(np.uint32)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16).tobytes()
+
+
+def write_shard(path, specs, rng):
+    """specs: (name, shape, fan_in); the header first (sizes known), then each tensor"""
+    header, off = {}, 0
+    for name, shape, _ in specs:
+        size = 2 * int(np.prod(shape))
+        header[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [off, off + size]}
+        off += size
+    hb = json.dumps(header).encode()
+    hb += b" " * (-len(hb) % 8)
+    with open(path + ".tmp", "wb") as f:
+        f.write(struct.pack("<Q", len(hb)) + hb)
+        for name, shape, fan in specs:
+            if fan == 0:
+                x = np.ones(shape, np.float32)
+            else:
+                x = rng.standard_normal(shape, dtype=np.float32) / np.float32(np.sqrt(fan))
+            f.write(bf16_bytes(x))
+    os.replace(path + ".tmp", path)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--layers", type=int, default=SHAPE["layers"])
+    ap.add_argument("--N", type=int, default=4)
+    ap.add_argument("--T", type=int, default=512)
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    rng = np.random.default_rng(a.seed)
+    d, V = SHAPE["d"], SHAPE["vocab"]
+    groups = [list(range(i, min(i + 4, a.layers))) for i in range(0, a.layers, 4)]
+    shards = [[("model.embed_tokens.weight", (V, d), d)]]
+    for g in groups:
+        shards.append([t for i in g for t in tensors_of_layer(i)])
+    shards[-1].append(("model.norm.weight", (d,), 0))
+    wmap, total = {}, 0
+    for j, specs in enumerate(shards):
+        fn = "model-%05d-of-%05d.safetensors" % (j + 1, len(shards))
+        write_shard(os.path.join(a.out, fn), specs, rng)
+        for name, shape, _ in specs:
+            wmap[name] = fn
+            total += 2 * int(np.prod(shape))
+    with open(os.path.join(a.out, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": wmap}, f)
+    with open(os.path.join(a.out, "config.json"), "w") as f:
+        json.dump(config(a.layers), f, indent=1)
+    ids = rng.integers(0, V, size=(a.N, a.T), dtype=np.int64)
+    hb = json.dumps({"input_ids": {"dtype": "I64", "shape": [a.N, a.T], "data_offsets": [0, ids.nbytes]}}).encode()
+    hb += b" " * (-len(hb) % 8)
+    with open(os.path.join(a.out, "eval.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(hb)) + hb + ids.tobytes())
+
+
+if __name__ == "__main__":
+    main()
