@@ -26,12 +26,21 @@ typedef struct {
     double *loss;  // (T)
     double *acc;   // (T), NULL unless classification
     double barrier, acc_barrier, auc; /* acc_barrier NaN unless classification */
+    /* the evaluation set's units (a network's sequences or images, a layer's
+     * samples): nseq of them, their losses at each point (loss[m] is their mean),
+     * and the barrier's bootstrap interval (bootstrap.h); nseq 0: not kept */
+    int nseq;
+    double *seq;   // (T, nseq)
+    double bar_lo, bar_hi;
 } ls_curve;
 
 void ls_curve_free(ls_curve *c);
 void ls_curve_copy(ls_curve *dst, const ls_curve *src);
 /* Fill barrier, acc_barrier and auc from loss/acc (the formulas in the header above). */
 void ls_curve_stats(ls_curve *c);
+/* bar_lo, bar_hi from seq (bootstrap.h), widened to hold the barrier itself (a
+ * maximum's resamples lean one way); NaN without seq */
+void ls_curve_interval(ls_curve *c);
 double ls_t(int m, int T); /* m/(T-1) */
 
 /* What the loss means for this model and evaluation set. */
@@ -55,11 +64,15 @@ void ls_loss_logits(const evalset *E, int r0, const float *logits, int N, int C,
  * alignment computes B's function). */
 enum { LS_VAR_MAIN = 0, LS_VAR_NAIVE = 1, LS_VAR_SKIP = 2 };
 typedef struct ls_objective {
+    /* seq (nseq), when not NULL: each unit's own mean loss (loss is their mean) */
     int (*eval)(void *ctx, const moe_model *layer, double t, int variant, double *loss, double *acc,
-                ms_err *err);
+                double *seq, ms_err *err);
     void *ctx;
     ls_kind kind;          /* LS_CLASSIFY: a network's next-token loss and accuracy */
     double loss_a, loss_b, acc_a, acc_b;
+    int nseq;              /* the evaluation set's sequences (or images) */
+    const char *unit;      /* what they are: "sequences", "images" */
+    const double *seq_a, *seq_b; /* (nseq) the end points' per-unit losses */
     const char *what;      /* what the loss is, e.g. "network loss, MoE block 0" */
 } ls_objective;
 

@@ -208,7 +208,20 @@ typedef struct landscape {
     double proxy_spearman;
     long proxy_best_id, proxy_best_rank;
     double proxy_secs;             /* its wall time */
+    /* Error bars (bootstrap.h), when every order's per-unit losses were kept (an
+     * objective's landscape, e.g. a network's): boot_resamples resamples of the
+     * nseq units (boot_unit: "sequences", "images"); each row's barrier interval
+     * by order id; each method's rank interval (its rank among the table's rows
+     * in each resample, as rank). boot_resamples 0: none (boot_why says why). */
+    int nseq, boot_resamples;
+    const char *boot_unit, *boot_why;
+    double *bar_lo, *bar_hi;       // (norders) by order id
+    double rank_lo[2], rank_hi[2];
+    double *unit_loss;             // (norders, T, nseq) by order id: each unit's loss at each point
 } landscape;
+
+/* the JSON holds every row's per-unit losses ("unit_loss") up to this many values */
+#define LS_JSON_UNITS_MAX (1L << 20)
 
 /* Every order's curve, barrier and rank for the pair (A, B). Partial progress goes through
  * o->progress; a cancel returns -1 with "cancelled" in err. */
@@ -220,6 +233,13 @@ void landscape_free(landscape *L);
 int landscape_write_json(const landscape *L, const char *a_path, const char *b_path,
                          const char *e_path, const char *layer, const char *path, ms_err *err);
 int landscape_write_csv(const landscape *L, const char *path, ms_err *err);
+/* the "bootstrap" object of every JSON report with error bars: units, count,
+ * resamples, level, seed; or {"none": why} when resamples is 0 (a cJSON *) */
+struct cJSON *ls_json_bootstrap(int nseq, int resamples, const char *unit, const char *why);
+/* a curve as the landscape's JSON writes it: order, barrier, barrier_ci95 (with
+ * per-unit losses), acc_barrier, loss_auc, loss, acc, and with units its
+ * per-unit losses "unit_loss" (T arrays of nseq) */
+struct cJSON *ls_json_curve(const ls_curve *c, int n, int units);
 /* The CSV table's header and one row, in the format landscape --csv writes
  * and the explorer's saved table (x) too: rank, order ("2 0 3 1"), barrier,
  * acc_barrier, loss_auc (%.9g, "nan"), tied, tie_class (the class of barriers

@@ -80,6 +80,7 @@ typedef struct {
     float *const *block_inputs;  /* (nmoe) when not NULL: MoE block i's inputs (N T, d) into
                                     block_inputs[i] (after an edit), where that is not NULL */
     const net_edit *edit;        /* NULL: none */
+    double *seq_loss;            /* (N) when not NULL: each sequence's (image's) summed loss */
 } net_run;
 
 typedef struct {

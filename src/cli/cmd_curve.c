@@ -9,6 +9,8 @@
 
 #include "align/align.h"
 #include "io/atomic_file.h"
+#include "io/json_file.h"
+#include "landscape/bootstrap.h"
 #include "cli/cli.h"
 #include "plot/figures.h"
 #include "io/provenance.h"
@@ -19,7 +21,7 @@
 static const char *USAGE =
     "moescope curve A.safetensors B.safetensors [--eval E] [--order 2,0,3,1]... [--points 25] "
     "[--method gate|expert] [--no-center] [--no-wm] [--png F] [--csv F] [--layer L] [--size WxH] [--font-scale K] "
-    "[--interpolate-backbone] [--adaptive]";
+    "[--interpolate-backbone] [--adaptive] [--json F]";
 
 #define MAX_ORDERS 8
 /* --adaptive: the t bracket the golden-section search narrows the peak to */
@@ -41,6 +43,9 @@ static void help(void) {
            "      --no-wm       no weight matching in the chosen alignment and the orders\n"
            "  -p, --png F       plot the loss curves (with the chord) as PNG\n"
            "  -c, --csv F       the curves as CSV: t, <name>_loss, <name>_acc, ...\n"
+           "  -j, --json F      the curves as JSON, each with its barrier's 95%% bootstrap\n"
+           "                    interval over the evaluation set's units (barrier_ci95) and\n"
+           "                    every unit's loss at every point (unit_loss)\n"
            CLI_FIGURE_HELP
            "  -l, --layer L     layer prefix (default moe)\n"
            "      --interpolate-backbone  networks: interpolate the tensors outside the MoE\n"
@@ -160,6 +165,51 @@ static void refined_print(const ls_refined *ref, char names[][48], int ncurves, 
                ref[k].tol, ref[k].spread);
 }
 
+/* --json: the curves (ls_json_curve, with their per-unit losses), the resampling,
+ * and with --adaptive each refined barrier */
+static int curves_json(const ls_curve *curves, char names[][48], int ncurves, const ls_refined *ref,
+                       const char *unit, const char *what, const char *const paths[3], const char *path,
+                       ms_err *err) {
+    int T = curves[0].T, S = curves[0].nseq;
+    cJSON *root = cJSON_CreateObject(), *cs = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "moescope.curve/1");
+    cJSON_AddStringToObject(root, "a", paths[0]);
+    cJSON_AddStringToObject(root, "b", paths[1]);
+    cJSON_AddStringToObject(root, "eval", paths[2]);
+    if (what) cJSON_AddStringToObject(root, "objective", what);
+    cJSON_AddNumberToObject(root, "points", T);
+    cJSON *t = cJSON_CreateArray();
+    for (int m = 0; m < T; m++) cJSON_AddItemToArray(t, json_number(ls_t(m, T)));
+    cJSON_AddItemToObject(root, "t", t);
+    cJSON_AddItemToObject(root, "bootstrap", ls_json_bootstrap(S, curves[0].seq ? LS_BOOT_RESAMPLES : 0, unit,
+                                                               "too many units to keep"));
+    for (int k = 0; k < ncurves; k++) {
+        cJSON *c = ls_json_curve(&curves[k], curves[k].n, 1);
+        if (ref) {
+            cJSON *a = cJSON_CreateObject();
+            cJSON_AddItemToObject(a, "barrier", json_number(ref[k].barrier));
+            cJSON_AddItemToObject(a, "t", json_number(ref[k].t));
+            cJSON_AddNumberToObject(a, "points", T + ref[k].points);
+            cJSON_AddItemToObject(a, "t_bracket", json_number(ref[k].tol));
+            cJSON_AddItemToObject(a, "gap_spread", json_number(ref[k].spread));
+            cJSON_AddItemToObject(c, "adaptive", a);
+        }
+        cJSON_AddItemToObject(cs, names[k], c);
+    }
+    cJSON_AddItemToObject(root, "curves", cs);
+    return json_file_write(root, path, err);
+}
+
+/* the barriers' intervals, below the curves */
+static void intervals_print(const ls_curve *curves, char names[][48], int ncurves, const char *unit) {
+    if (!curves[0].seq) return;
+    printf("\nbarrier 95%% bootstrap intervals over the evaluation set's %d %s (%d resamples):\n",
+           curves[0].nseq, unit, LS_BOOT_RESAMPLES);
+    printf("%-12s %12s %12s %12s\n", "curve", "barrier_ci_lo", "barrier", "barrier_ci_hi");
+    for (int k = 0; k < ncurves; k++)
+        printf("%-12s %12.9f %12.9f %12.9f\n", names[k], curves[k].bar_lo, curves[k].barrier, curves[k].bar_hi);
+}
+
 /* The curves and the chord as a PNG at png. */
 static int curves_png(const ls_curve *curves, char names[][48], int ncurves, int n, int T, ls_kind kind,
                       const char *pa, const char *pb, const char *png, ms_err *err) {
@@ -213,15 +263,16 @@ int cmd_curve(int argc, char **argv) {
         {"png", required_argument, 0, 'p'},    {"csv", required_argument, 0, 'c'},
         {"layer", required_argument, 0, 'l'},  {"help", no_argument, 0, 'h'},
         {"interpolate-backbone", no_argument, 0, 'I'}, {"adaptive", no_argument, 0, 'A'},
+        {"json", required_argument, 0, 'j'},
         CLI_FIGURE_OPTIONS, {0, 0, 0, 0}};
-    const char *e_path = NULL, *png = NULL, *csv = NULL, *layer = NULL;
+    const char *e_path = NULL, *png = NULL, *csv = NULL, *layer = NULL, *json = NULL;
     const char *order_s[MAX_ORDERS];
     int norder = 0, T = 25, wm = 1, center = 1, interp = 0, adaptive = 0;
     cost_method method = COST_EXPERT;
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "e:o:T:m:p:c:l:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "e:o:T:m:p:c:j:l:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'e': e_path = optarg; break;
         case 'o':
@@ -240,6 +291,7 @@ int cmd_curve(int argc, char **argv) {
         case 'W': wm = 0; break;
         case 'p': png = optarg; break;
         case 'c': csv = optarg; break;
+        case 'j': json = optarg; break;
         case 'l': layer = optarg; break;
         case 'I': interp = 1; break;
         case 'A': adaptive = 1; break;
@@ -258,8 +310,8 @@ int cmd_curve(int argc, char **argv) {
     e_path = cli_eval_or_default(e_path, pa, guess, sizeof guess);
     if (!e_path) return cli_usage_error(USAGE, "curve: --eval E is required (no eval.safetensors beside %s)", pa);
     const char *inputs[3] = {pa, pb, e_path};
-    const out_spec outs[2] = {{png, "--png", OUT_FILE}, {csv, "--csv", OUT_FILE}};
-    int orc = cli_check_outputs("curve", USAGE, outs, 2, inputs, 3);
+    const out_spec outs[3] = {{png, "--png", OUT_FILE}, {csv, "--csv", OUT_FILE}, {json, "--json", OUT_FILE}};
+    int orc = cli_check_outputs("curve", USAGE, outs, 3, inputs, 3);
     if (orc) return orc;
     ms_err err;
 
@@ -318,7 +370,12 @@ int cmd_curve(int argc, char **argv) {
     if (obj) printf("objective: %s (the other MoE blocks at the same t)\n\n", obj->what);
     curves_print(curves, names, ncurves, n, T, kind);
     if (adaptive) refined_print(ref, names, ncurves, T);
+    const char *unit = obj ? obj->unit : "samples";
+    intervals_print(curves, names, ncurves, unit);
     if (csv && curves_write_csv(curves, name_p, ncurves, csv, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && json && curves_json(curves, names, ncurves, adaptive ? ref : NULL, unit, obj ? obj->what : NULL,
+                                   inputs, json, &err))
+        rc = cli_error("%s", err.msg);
     if (!rc && png && curves_png(curves, names, ncurves, n, T, kind, pa, pb, png, &err)) rc = cli_error("%s", err.msg);
 out:
     for (int k = 0; k < ncurves; k++) ls_curve_free(&curves[k]);

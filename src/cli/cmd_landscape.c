@@ -251,6 +251,25 @@ static void print_sampled(const landscape *L) {
     }
 }
 
+/* the error bars: each named curve's barrier and each method's rank with its
+ * bootstrap interval (bootstrap.h), when every order's per-unit losses were kept */
+static void print_error_bars(const landscape *L) {
+    if (!L->boot_resamples) return;
+    printf("\nerror bars: 95%% bootstrap intervals over the evaluation set's %d %s (%d resamples, "
+           "the same evaluations):\n", L->nseq, L->boot_unit, L->boot_resamples);
+    const ls_curve *cv[4] = {&L->naive, &L->skip_order, &L->methods[0], &L->methods[1]};
+    static const char *names[4] = {"naive", "skip-order", "gate", "expert"};
+    for (int a = 0; a < 4; a++) {
+        printf("  %-11s barrier %.6g [%.6g, %.6g]", names[a], cv[a]->barrier, cv[a]->bar_lo, cv[a]->bar_hi);
+        if (a >= 2)
+            printf("  rank %d [%.0f, %.0f] of %ld orders", L->rank[a - 2], L->rank_lo[a - 2],
+                   L->rank_hi[a - 2], L->norders);
+        printf("\n");
+    }
+    const ls_row *b = &L->rows[L->best];
+    printf("  %-11s barrier %.6g [%.6g, %.6g]\n", "best", b->barrier, L->bar_lo[b->id], L->bar_hi[b->id]);
+}
+
 /* the summary table: named alignments, both methods' ranks, best and worst */
 static void print_summary(const landscape *L, const moe_config *c, const ls_opts *lo) {
     int n = L->n;
@@ -296,6 +315,7 @@ static void print_summary(const landscape *L, const moe_config *c, const ls_opts
     print_row("best", bo, n, b->barrier, b->acc_barrier, b->auc, br, NAN);
     print_row("worst", wo, n, w->barrier, w->acc_barrier, w->auc, wr, NAN);
     if (!L->exhaustive) print_sampled(L);
+    print_error_bars(L);
 }
 
 /* the network's lines: what the loss is, and the layer-only proxy measured */

@@ -6,8 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/evaluator.h"
+#include "landscape/bootstrap.h"
 #include "landscape/curve.h"
+#include "model/evaluator.h"
+
+/* per-unit losses kept up to this many values (T * units); past it no interval */
+#define SEQ_MAX_VALUES (64L << 20)
 
 double ls_t(int m, int T) { return T > 1 ? (double)m / (double)(T - 1) : 0.0; }
 
@@ -15,13 +19,20 @@ void ls_curve_free(ls_curve *c) {
     if (!c) return;
     free(c->loss);
     free(c->acc);
-    c->loss = c->acc = NULL;
+    free(c->seq);
+    c->loss = c->acc = c->seq = NULL;
 }
 
 void ls_curve_copy(ls_curve *dst, const ls_curve *src) {
     *dst = *src;
     dst->loss = NULL;
     dst->acc = NULL;
+    dst->seq = NULL;
+    if (src->seq) {
+        size_t sz = (size_t)src->T * src->nseq * sizeof(double);
+        dst->seq = ms_malloc(sz);
+        memcpy(dst->seq, src->seq, sz);
+    }
     if (src->loss) {
         dst->loss = ms_malloc((size_t)src->T * sizeof(double));
         memcpy(dst->loss, src->loss, (size_t)src->T * sizeof(double));
@@ -37,7 +48,7 @@ void ls_curve_copy(ls_curve *dst, const ls_curve *src) {
  * anywhere makes the statistic NaN (never silently skipped). */
 void ls_curve_stats(ls_curve *c) {
     int T = c->T;
-    c->barrier = c->acc_barrier = c->auc = NAN;
+    c->barrier = c->acc_barrier = c->auc = c->bar_lo = c->bar_hi = NAN;
     if (!c->loss || T < 1) return;
     double l0 = c->loss[0], l1 = c->loss[T - 1];
     double bar = -INFINITY, auc = 0.0;
@@ -62,6 +73,16 @@ void ls_curve_stats(ls_curve *c) {
         }
         c->acc_barrier = abad ? NAN : ab;
     }
+}
+
+void ls_curve_interval(ls_curve *c) {
+    c->bar_lo = c->bar_hi = NAN;
+    if (!c->seq || c->nseq < 1 || isnan(c->barrier)) return;
+    ls_boot b;
+    ls_boot_init(&b, c->nseq, LS_BOOT_RESAMPLES, LS_BOOT_SEED);
+    ls_boot_curve(&b, c->seq, c->T, &c->bar_lo, &c->bar_hi);
+    ls_boot_free(&b);
+    if (!isnan(c->bar_lo)) c->bar_lo = fmin(c->bar_lo, c->barrier), c->bar_hi = fmax(c->bar_hi, c->barrier);
 }
 
 ls_kind ls_kind_of(const moe_model *m, const evalset *E) {
@@ -94,6 +115,10 @@ int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int
     for (int i = 0; i < c->n && i < LS_MAX_N; i++) out->order[i] = i;
     out->loss = ms_malloc((size_t)T * sizeof(double));
     out->acc = kind == LS_CLASSIFY ? ms_malloc((size_t)T * sizeof(double)) : NULL;
+    if ((long)T * N <= SEQ_MAX_VALUES) {
+        out->nseq = N;
+        out->seq = ms_malloc((size_t)T * N * sizeof(double));
+    }
 
     moe_model M;
     moe_alloc(&M, c);
@@ -114,9 +139,14 @@ int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int
         moe_forward(&M, E->inputs, N, Z, NULL);
         if (kind == LS_LAYER) {
             double ss = 0.0;
-            for (size_t q = 0; q < (size_t)N * d; q++) {
-                double df = (double)Z[q] - ((1.0 - t) * ZA[q] + t * ZB[q]);
-                ss += df * df;
+            for (int i = 0; i < N; i++) {
+                double si = 0.0;
+                for (size_t q = (size_t)i * d; q < (size_t)(i + 1) * d; q++) {
+                    double df = (double)Z[q] - ((1.0 - t) * ZA[q] + t * ZB[q]);
+                    si += df * df;
+                }
+                ss += si;
+                if (out->seq) out->seq[(size_t)m * N + i] = si / d;
             }
             out->loss[m] = ss / ((double)N * d);
         } else {
@@ -126,9 +156,16 @@ int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int
             ls_loss_logits(E, 0, logits, N, C, &ls, &ok);
             out->loss[m] = kind == LS_CLASSIFY ? ls / N : ls / ((double)N * C);
             if (out->acc) out->acc[m] = (double)ok / N;
+            for (int i = 0; out->seq && i < N; i++) { // each sample's own loss
+                double li = 0.0;
+                long oki = 0;
+                ls_loss_logits(E, i, logits + (size_t)i * C, 1, C, &li, &oki);
+                out->seq[(size_t)m * N + i] = kind == LS_CLASSIFY ? li : li / C;
+            }
         }
     }
     ls_curve_stats(out);
+    ls_curve_interval(out);
     free(Z);
     free(ZA);
     free(ZB);
@@ -149,6 +186,13 @@ int curve_compute_obj(const moe_model *A, const moe_model *Bp, const ls_objectiv
     out->acc = obj->kind == LS_CLASSIFY ? ms_malloc((size_t)T * sizeof(double)) : NULL;
     out->loss[0] = obj->loss_a, out->loss[T - 1] = obj->loss_b;
     if (out->acc) out->acc[0] = obj->acc_a, out->acc[T - 1] = obj->acc_b;
+    int S = obj->nseq;
+    if (S > 0 && obj->seq_a && (long)T * S <= SEQ_MAX_VALUES) {
+        out->nseq = S;
+        out->seq = ms_malloc((size_t)T * S * sizeof(double));
+        memcpy(out->seq, obj->seq_a, (size_t)S * sizeof(double));
+        memcpy(out->seq + (size_t)(T - 1) * S, obj->seq_b, (size_t)S * sizeof(double));
+    }
     moe_model M;
     moe_clone(&M, A);
     int rc = 0;
@@ -159,7 +203,8 @@ int curve_compute_obj(const moe_model *A, const moe_model *Bp, const ls_objectiv
             break;
         }
         moe_interpolate(&M, A, Bp, t);
-        rc = obj->eval(obj->ctx, &M, t, variant, &out->loss[m], &acc, err);
+        rc = obj->eval(obj->ctx, &M, t, variant, &out->loss[m], &acc,
+                       out->seq ? out->seq + (size_t)m * S : NULL, err);
         if (out->acc) out->acc[m] = acc;
     }
     moe_free(&M);
@@ -168,6 +213,7 @@ int curve_compute_obj(const moe_model *A, const moe_model *Bp, const ls_objectiv
         return -1;
     }
     ls_curve_stats(out);
+    ls_curve_interval(out);
     return 0;
 }
 
@@ -176,7 +222,7 @@ static int gap_at(const moe_model *A, const moe_model *Bp, const ls_objective *o
                   const ls_curve *c, double t, moe_model *M, double *gap, ms_err *err) {
     double loss, acc;
     moe_interpolate(M, A, Bp, t);
-    if (obj->eval(obj->ctx, M, t, variant, &loss, &acc, err)) return -1;
+    if (obj->eval(obj->ctx, M, t, variant, &loss, &acc, NULL, err)) return -1;
     *gap = loss - ((1.0 - t) * c->loss[0] + t * c->loss[c->T - 1]);
     return 0;
 }

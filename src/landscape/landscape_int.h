@@ -323,6 +323,13 @@ long ls_order_index(const landscape *L, int exhaustive, int groups, long norders
 void ls_ranks(landscape *L, long filled, int exhaustive, long norders);
 /* L's rows sorted by barrier (NaN last, then by order), best and worst set, ndone = norders */
 void ls_sort_rows(landscape *L);
+/* landscape_boot.c: the error bars (L->bar_lo .. rank_hi, bootstrap.h) from every
+ * order's per-unit losses seq (norders, T, S) by order id, once ls_ranks is done;
+ * -1 only when cancelled */
+#define LS_BOOT_MAX_MB 256
+#define LS_BOOT_MAX_MB_S "256"
+int ls_boot_landscape(landscape *L, const double *seq, int S, const char *unit, atomic_int *cancel,
+                      ms_err *err);
 /* landscape_obj.c: landscape_compute on o->objective */
 int ls_obj_compute(const moe_model *A, const moe_model *B, const ls_opts *o, landscape *L,
                    ms_err *err);

@@ -51,6 +51,8 @@ typedef struct {
     unsigned char *done;      // (norders)
     int *prog;                // (norders) points of pts folded in
     int *pts, npts;           // interior points: the middle first, then the nearest to it
+    int S;                    // the objective's units kept per value (0: none)
+    double *seq;              // (norders, T, S) every order's per-unit losses, for the error bars
     long filled;
     double last_phase;
 } ox;
@@ -86,13 +88,18 @@ static void ox_aligned(ox *x, const int *order, int other_diag, int sh) {
     for (int q = 0; q < c->s; q++) moe_expert_copy(&Bp->shared[q], &x->shx[(size_t)sh * c->s + q], &sc);
 }
 
-/* L(t) and Acc(t) of order (n) at point m */
+/* L(t) and Acc(t) of order (n) at point m; seq (S): its per-unit losses, may be NULL */
 static int ox_eval(ox *x, const int *order, int other_diag, int sh, int variant, int m, double *loss,
-                   double *acc, ms_err *err) {
+                   double *acc, double *seq, ms_err *err) {
     double t = ls_t(m, x->T);
     ox_aligned(x, order, other_diag, sh);
     moe_interpolate(&x->M, x->A, &x->Bp, t);
-    return x->obj->eval(x->obj->ctx, &x->M, t, variant, loss, acc, err);
+    return x->obj->eval(x->obj->ctx, &x->M, t, variant, loss, acc, seq, err);
+}
+
+/* where order k's per-unit losses at point m go (NULL when not kept) */
+static double *ox_seq(const ox *x, long k, int m) {
+    return x->seq ? x->seq + ((size_t)k * x->T + m) * x->S : NULL;
 }
 
 /* fold one value of order k into its running statistics (as ls_curve_stats) */
@@ -135,7 +142,8 @@ static int ox_sweep(ox *x, const long *ks, long cnt, double bmax, const char *wh
                 if (ox_cancelled(x)) return ms_fail(err, "cancelled");
                 double loss, acc;
                 ls_order_get(x->L->orders, x->n, k, p);
-                if (ox_eval(x, p, 0, SH_MAIN, LS_VAR_MAIN, x->pts[q], &loss, &acc, err)) return -1;
+                if (ox_eval(x, p, 0, SH_MAIN, LS_VAR_MAIN, x->pts[q], &loss, &acc, ox_seq(x, k, x->pts[q]), err))
+                    return -1;
                 ox_fold(x, k, x->pts[q], loss, acc);
                 x->prog[k]++;
             }
@@ -159,6 +167,12 @@ static int ox_named_init(ox *x, ls_curve **cv) {
         cv[a]->acc = ob->kind == LS_CLASSIFY ? ms_malloc((size_t)x->T * sizeof(double)) : NULL;
         cv[a]->loss[0] = ob->loss_a, cv[a]->loss[x->T - 1] = ob->loss_b;
         if (cv[a]->acc) cv[a]->acc[0] = ob->acc_a, cv[a]->acc[x->T - 1] = ob->acc_b;
+        if (x->seq) {
+            cv[a]->nseq = x->S;
+            cv[a]->seq = ms_malloc((size_t)x->T * x->S * sizeof(double));
+            memcpy(cv[a]->seq, ob->seq_a, (size_t)x->S * sizeof(double));
+            memcpy(cv[a]->seq + (size_t)(x->T - 1) * x->S, ob->seq_b, (size_t)x->S * sizeof(double));
+        }
     }
     return !memcmp(cv[2]->order, cv[3]->order, (size_t)x->n * sizeof(int));
 }
@@ -171,12 +185,15 @@ static int ox_named_eval(ox *x, ls_curve *const *cv, int a, int m, double *loss,
     int other = a == 0 ? wm : a == 1 ? !wm : 0;
     int sh = a == 0 ? SH_NAIVE : a == 1 ? SH_SKIP : SH_MAIN;
     int var = a == 0 ? LS_VAR_NAIVE : a == 1 ? LS_VAR_SKIP : LS_VAR_MAIN;
-    return ox_eval(x, cv[a]->order, other, sh, var, m, loss, acc, err);
+    return ox_eval(x, cv[a]->order, other, sh, var, m, loss, acc, x->seq ? cv[a]->seq + (size_t)m * x->S : NULL, err);
 }
 
 /* named curve a's value at point m; both methods' one order: curve 3 is curve 2 */
 static void ox_named_set(ls_curve *const *cv, int same, int a, int m, double loss, double acc) {
     if (a == 3 && same) loss = cv[2]->loss[m], acc = cv[2]->acc ? cv[2]->acc[m] : acc;
+    if (a == 3 && same && cv[3]->seq) // the per-unit losses too
+        memcpy(cv[3]->seq + (size_t)m * cv[3]->nseq, cv[2]->seq + (size_t)m * cv[3]->nseq,
+               (size_t)cv[3]->nseq * sizeof(double));
     cv[a]->loss[m] = loss;
     if (cv[a]->acc) cv[a]->acc[m] = acc;
 }
@@ -194,7 +211,7 @@ static int ox_named(ox *x, ms_err *err) {
             ox_named_set(cv, same, a, m, loss, acc);
             ox_phase(x, "named curves", (long)q * 4 + a + 1, 4L * x->npts);
         }
-    for (int a = 0; a < 4; a++) ls_curve_stats(cv[a]);
+    for (int a = 0; a < 4; a++) ls_curve_stats(cv[a]), ls_curve_interval(cv[a]);
     return 0;
 }
 
@@ -253,6 +270,30 @@ static int ox_pairs(ox *x, ms_err *err) {
     return 0;
 }
 
+/* every order's per-unit losses, the end points' filled in, when the objective
+ * gives them and they fit LS_BOOT_MAX_MB; else L->boot_why says why not */
+static void ox_seq_alloc(ox *x) {
+    int S = x->obj->nseq, T = x->T;
+    if (S < 1 || !x->obj->seq_a) {
+        x->L->boot_why = "the objective gives no per-unit losses";
+        return;
+    }
+    if (x->o->part) { // each process's values travel as rows: their per-unit losses stay there
+        x->L->boot_why = "split over processes (moescope-mpi): the per-unit losses are not gathered";
+        return;
+    }
+    if ((double)x->norders * T * S * sizeof(double) > LS_BOOT_MAX_MB * 1048576.0) {
+        x->L->boot_why = "every order's per-unit losses would take more than " LS_BOOT_MAX_MB_S " MB";
+        return;
+    }
+    x->S = S;
+    x->seq = ms_malloc((size_t)x->norders * T * S * sizeof(double));
+    for (long k = 0; k < x->norders; k++) {
+        memcpy(ox_seq(x, k, 0), x->obj->seq_a, (size_t)S * sizeof(double));
+        memcpy(ox_seq(x, k, T - 1), x->obj->seq_b, (size_t)S * sizeof(double));
+    }
+}
+
 static int ox_setup(ox *x, const moe_model *A, const moe_model *B, const ls_opts *o, landscape *L,
                     ms_err *err) {
     if (moe_check_compatible(A, B, err)) return -1;
@@ -292,6 +333,7 @@ static int ox_setup(ox *x, const moe_model *A, const moe_model *B, const ls_opts
             int m = mid + sg * dist;
             if (m >= 1 && m <= x->T - 2) x->pts[x->npts++] = m;
         }
+    ox_seq_alloc(x);
     moe_clone(&x->Bp, B);
     moe_clone(&x->M, A);
     long nt = o->nthreads > 0 ? o->nthreads : sysconf(_SC_NPROCESSORS_ONLN);
@@ -311,6 +353,7 @@ static void ox_free(ox *x) {
     free(x->done);
     free(x->prog);
     free(x->pts);
+    free(x->seq);
 }
 
 /* a chosen order's row is its curve (the same evaluations) */
@@ -323,6 +366,7 @@ static void ox_method_rows(ox *x) {
         x->accb[k] = L->methods[m].acc_barrier;
         x->auc[k] = L->methods[m].auc;
         x->prog[k] = x->npts;
+        if (x->seq) memcpy(ox_seq(x, k, 0), L->methods[m].seq, (size_t)x->T * x->S * sizeof(double));
         ox_emit(x, k);
     }
 }
@@ -338,7 +382,7 @@ static int ox_orders(ox *x, ms_err *err) {
         double loss, acc;
         if (ox_cancelled(x)) rc = ms_fail(err, "cancelled");
         ls_order_get(L->orders, x->n, k, p);
-        if (!rc) rc = ox_eval(x, p, 0, SH_MAIN, LS_VAR_MAIN, x->pts[0], &loss, &acc, err);
+        if (!rc) rc = ox_eval(x, p, 0, SH_MAIN, LS_VAR_MAIN, x->pts[0], &loss, &acc, ox_seq(x, k, x->pts[0]), err);
         if (!rc) ox_fold(x, k, x->pts[0], loss, acc), x->prog[k] = 1;
         ox_phase(x, "middle point", k + 1, x->norders);
     }
@@ -383,7 +427,7 @@ static int ox_item(ox *x, ls_curve *const *cv, int same, const long *mk, long i,
     if (r < 4) return r == 3 && same ? 0 : ox_named_eval(x, cv, (int)r, m, loss, acc, err);
     if (r - 4 == mk[0] || r - 4 == mk[1]) return 0;
     ls_order_get(x->L->orders, x->n, r - 4, p);
-    return ox_eval(x, p, 0, SH_MAIN, LS_VAR_MAIN, m, loss, acc, err);
+    return ox_eval(x, p, 0, SH_MAIN, LS_VAR_MAIN, m, loss, acc, NULL, err);
 }
 
 /* rank 0: the gathered values into the named curves and the orders' rows */
@@ -460,6 +504,10 @@ int ls_obj_compute(const moe_model *A, const moe_model *B, const ls_opts *o, lan
         rc = ms_fail(err, "landscape: internal error, %ld of %ld orders done", x.filled, x.norders);
     if (!rc) {
         ls_ranks(L, x.filled, x.exhaustive, x.norders);
+        if (x.seq) rc = ls_boot_landscape(L, x.seq, x.S, x.obj->unit, o->cancel, err);
+        if (!rc && x.seq) L->unit_loss = x.seq, x.seq = NULL; // the JSON's
+    }
+    if (!rc) {
         ls_sort_rows(L);
         L->secs_total = ls_now() - t0;
     }

@@ -11,6 +11,7 @@
 #include "io/json_file.h"
 #include "landscape/landscape.h"
 #include "io/provenance.h"
+#include "landscape/bootstrap.h"
 #include "landscape/rank.h"
 #include "model/symmetry.h"
 
@@ -36,15 +37,45 @@ static cJSON *jarr(const double *v, int cnt) {
     return a;
 }
 
-/* {"order", "barrier", "acc_barrier", "loss_auc", "loss", "acc"} */
-static cJSON *jcurve(const ls_curve *c, int n) {
+static cJSON *jpair(double lo, double hi) {
+    cJSON *a = cJSON_CreateArray();
+    cJSON_AddItemToArray(a, jnum(lo));
+    cJSON_AddItemToArray(a, jnum(hi));
+    return a;
+}
+
+cJSON *ls_json_bootstrap(int nseq, int resamples, const char *unit, const char *why) {
+    cJSON *b = cJSON_CreateObject();
+    if (resamples <= 0) {
+        cJSON_AddStringToObject(b, "none", why ? why : "no per-unit losses");
+        return b;
+    }
+    cJSON_AddStringToObject(b, "units", unit ? unit : "samples");
+    cJSON_AddNumberToObject(b, "count", nseq);
+    cJSON_AddNumberToObject(b, "resamples", resamples);
+    cJSON_AddNumberToObject(b, "level", LS_BOOT_LEVEL);
+    cJSON_AddNumberToObject(b, "seed", LS_BOOT_SEED);
+    cJSON_AddStringToObject(b, "interval", "percentile, widened to hold the estimate");
+    return b;
+}
+
+/* (T, S) per-unit losses as T arrays */
+static cJSON *junits(const double *seq, int T, int S) {
+    cJSON *a = cJSON_CreateArray();
+    for (int m = 0; m < T; m++) cJSON_AddItemToArray(a, jarr(seq + (size_t)m * S, S));
+    return a;
+}
+
+cJSON *ls_json_curve(const ls_curve *c, int n, int units) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "order", jorder(c->order, n));
     cJSON_AddItemToObject(o, "barrier", jnum(c->barrier));
+    if (c->seq) cJSON_AddItemToObject(o, "barrier_ci95", jpair(c->bar_lo, c->bar_hi));
     cJSON_AddItemToObject(o, "acc_barrier", jnum(c->acc_barrier));
     cJSON_AddItemToObject(o, "loss_auc", jnum(c->auc));
     cJSON_AddItemToObject(o, "loss", jarr(c->loss, c->T));
     cJSON_AddItemToObject(o, "acc", jarr(c->acc, c->T));
+    if (units && c->seq) cJSON_AddItemToObject(o, "unit_loss", junits(c->seq, c->T, c->nseq));
     return o;
 }
 
@@ -87,11 +118,11 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
     cJSON_AddItemToObject(ep, "acc_a", jnum(L->acc_a));
     cJSON_AddItemToObject(ep, "acc_b", jnum(L->acc_b));
     cJSON_AddItemToObject(root, "endpoints", ep);
-    cJSON_AddItemToObject(root, "naive", jcurve(&L->naive, n));
-    cJSON_AddItemToObject(root, "skip_order", jcurve(&L->skip_order, n));
+    cJSON_AddItemToObject(root, "naive", ls_json_curve(&L->naive, n, 1));
+    cJSON_AddItemToObject(root, "skip_order", ls_json_curve(&L->skip_order, n, 1));
     cJSON *methods = cJSON_CreateObject();
     for (int m = 0; m < 2; m++) {
-        cJSON *o = jcurve(&L->methods[m], n);
+        cJSON *o = ls_json_curve(&L->methods[m], n, 1);
         cJSON_AddItemToObject(o, "cost", jnum(L->cost_total[m]));
         cJSON_AddNumberToObject(o, "rank", L->rank[m]);
         cJSON_AddNumberToObject(o, "tied", L->tied[m]);
@@ -110,9 +141,19 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
             cJSON_AddItemToArray(ci, jnum(L->pct_hi[m]));
             cJSON_AddItemToObject(o, "rank_percentile_ci95", ci);
         }
+        if (L->boot_resamples) {
+            cJSON_AddItemToObject(o, "barrier_ci95", jpair(L->methods[m].bar_lo, L->methods[m].bar_hi));
+            cJSON_AddItemToObject(o, "rank_ci95", jpair(L->rank_lo[m], L->rank_hi[m]));
+        }
         cJSON_AddItemToObject(methods, m == 0 ? "gate" : "expert", o);
     }
     cJSON_AddItemToObject(root, "methods", methods);
+    // the error bars' resampling (bootstrap.h); "none" with the reason when not computed
+    cJSON *boot = ls_json_bootstrap(L->nseq, L->boot_resamples, L->boot_unit,
+                                    L->boot_why ? L->boot_why : "the layer's fused kernel keeps no per-sample losses");
+    int units = L->unit_loss && (double)L->ndone * L->T * L->nseq <= (double)LS_JSON_UNITS_MAX;
+    if (L->boot_resamples) cJSON_AddBoolToObject(boot, "unit_loss_per_order", units);
+    cJSON_AddItemToObject(root, "bootstrap", boot);
     cJSON_AddItemToObject(root, "tau", jnum(L->tau));
     cJSON_AddItemToObject(root, "median_barrier", jnum(L->median_barrier));
     cJSON *best = cJSON_CreateObject(), *worst = cJSON_CreateObject();
@@ -130,6 +171,8 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
         cJSON *o = cJSON_CreateObject();
         cJSON_AddItemToObject(o, "order", jorder8(L->orders, n, r->id));
         cJSON_AddItemToObject(o, "barrier", jnum(r->barrier));
+        if (L->bar_lo) cJSON_AddItemToObject(o, "barrier_ci95", jpair(L->bar_lo[r->id], L->bar_hi[r->id]));
+        if (units) cJSON_AddItemToObject(o, "unit_loss", junits(L->unit_loss + (size_t)r->id * L->T * L->nseq, L->T, L->nseq));
         cJSON_AddItemToObject(o, "acc_barrier", jnum(r->acc_barrier));
         cJSON_AddItemToObject(o, "loss_auc", jnum(r->auc));
         if (L->has_proxy) cJSON_AddItemToObject(o, "proxy_barrier", jnum(L->proxy_barrier[r->id]));

@@ -186,13 +186,13 @@ static int attn_pieces(net_job *j, int slot, int L, float *h, int ns, const net_
 }
 
 /* The head and the loss of the item's ns sequences from s0 (h (ns T, d)) into
- * *loss and *ok: slices of w->head_rows logit rows, each normed, then its
- * column slices and its rows' losses as pieces, summed in row order. -1:
- * cancelled. */
+ * *loss and *ok (and each sequence's own sum into seq (ns) when not NULL):
+ * slices of w->head_rows logit rows, each normed, then its column slices and
+ * its rows' losses as pieces, summed in row order. -1: cancelled. */
 static int head_pieces(net_job *j, int slot, const float *h, int s0, int ns, const net_ws *w, float *logits,
-                       double *loss, long *ok) {
+                       double *loss, long *ok, double *seq) {
     const net_model *m = j->m;
-    int V = m->cfg.vocab, R = ns * net_logit_rows(m, j->T);
+    int V = m->cfg.vocab, per = net_logit_rows(m, j->T), R = ns * per;
     for (int r0 = 0; r0 < R; r0 += w->head_rows) {
         if (r0 > 0 && job_cancelled(j)) return -1;
         int rows = R - r0 < w->head_rows ? R - r0 : w->head_rows;
@@ -203,6 +203,7 @@ static int head_pieces(net_job *j, int slot, const float *h, int s0, int ns, con
         t.fn = head_loss_piece, t.npanels = (rows + LOSS_ROWS - 1) / LOSS_ROWS;
         if (run_pieces(j, slot, t)) return -1;
         for (int r = 0; r < rows; r++) *loss += w->rl[r], *ok += w->rh[r];
+        for (int r = 0; seq && r < rows; r++) seq[(r0 + r) / per] += w->rl[r];
     }
     return 0;
 }
@@ -297,8 +298,10 @@ static void run_item(net_job *j, int slot, int it, float *h, net_ws *w, float *G
     j->loss[it] = 0.0;
     j->ok[it] = 0;
     size_t lrow = (size_t)s0 * net_logit_rows(m, T); // the item's first row of logits
+    double *seq = j->r->seq_loss ? j->r->seq_loss + s0 : NULL;
+    if (seq) memset(seq, 0, (size_t)ns * sizeof(double));
     if (head_pieces(j, slot, h, s0, ns, w, j->r->logits ? j->r->logits + lrow * m->cfg.vocab : NULL, &j->loss[it],
-                    &j->ok[it]))
+                    &j->ok[it], seq))
         return;
     job_advance(j, (long)M);
 }

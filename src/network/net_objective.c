@@ -38,6 +38,7 @@ struct net_objective {
     double M_t;
     int ready;             /* net_objective_prepare finished */
     ls_objective view;
+    double *seq_ab;        /* (2, N) the end points' per-sequence losses */
     char what[128];
     double align_s, prefix_s, ends_s;
 };
@@ -99,10 +100,16 @@ static const net_model *backbone_at(net_objective *no, double t, ms_err *err) {
     return &no->M;
 }
 
+/* each sequence's summed loss (N) into its mean: every sequence has the same
+ * number of positions, so the mean of these is the loss */
+static void seq_means(double *seq, int N, long positions) {
+    for (int i = 0; seq && i < N; i++) seq[i] /= (double)positions / N;
+}
+
 /* Reentrant with a frozen backbone (the prefix is read-only; each caller its own
  * slot); with interp_backbone one evaluation at a time (M and its prefix move). */
 static int obj_eval(void *ctx, const moe_model *layer, double t, int variant, double *loss,
-                    double *acc, ms_err *err) {
+                    double *acc, double *seq, ms_err *err) {
     net_objective *no = ctx;
     if (!no->ready) return ms_fail(err, "%s: the network is not prepared (net_objective_prepare)", no->A->path);
     if (no->o.interp_backbone) pthread_mutex_lock(&no->bb_mu);
@@ -111,13 +118,14 @@ static int obj_eval(void *ctx, const moe_model *layer, double t, int variant, do
     if (net) {
         obj_slot *s = slot_take(no);
         slot_blocks(no, s, layer, t, variant);
-        net_run r = {.moe = s->blocks};
+        net_run r = {.moe = s->blocks, .seq_loss = seq};
         net_eval_result res;
         rc = net_evaluate(net, no->E, &no->prefix, &r, &no->o.par, &res, err);
         slot_give(no, s);
         if (!rc) {
             *loss = res.loss;
             *acc = res.accuracy;
+            seq_means(seq, no->E->N, res.positions);
             net_eval_result_free(&res);
         }
     }
@@ -152,12 +160,17 @@ static int align_variants(net_objective *no, ms_err *err) {
 /* the end points: A and B each with their own blocks (and backbone) */
 static int end_points(net_objective *no, ms_err *err) {
     net_eval_result ra, rb;
+    int N = no->E->N;
+    net_run run_a = {.seq_loss = no->seq_ab}, run_b = {.seq_loss = no->seq_ab + N};
     progress_inner(NET_PREP_A, 0, 0);
-    if (net_evaluate(no->A, no->E, no->o.interp_backbone ? NULL : &no->prefix, NULL, &no->o.par, &ra, err))
+    if (net_evaluate(no->A, no->E, no->o.interp_backbone ? NULL : &no->prefix, &run_a, &no->o.par, &ra, err))
         return -1;
     progress_inner(NET_PREP_B, 0, 0);
-    if (net_evaluate(no->B, no->E, no->o.interp_backbone ? NULL : &no->prefix, NULL, &no->o.par, &rb, err))
+    if (net_evaluate(no->B, no->E, no->o.interp_backbone ? NULL : &no->prefix, &run_b, &no->o.par, &rb, err))
         return -1;
+    seq_means(no->seq_ab, N, ra.positions);
+    seq_means(no->seq_ab + N, N, rb.positions);
+    no->view.seq_a = no->seq_ab, no->view.seq_b = no->seq_ab + N;
     no->view.loss_a = ra.loss, no->view.acc_a = ra.accuracy;
     no->view.loss_b = rb.loss, no->view.acc_b = rb.accuracy;
     return 0;
@@ -185,6 +198,9 @@ int net_objective_create(const net_model *A, const net_model *B, const net_evals
     no->view.kind = LS_CLASSIFY;
     no->view.what = no->what;
     no->view.loss_a = no->view.loss_b = no->view.acc_a = no->view.acc_b = NAN;
+    no->seq_ab = ms_calloc((size_t)2 * E->N, sizeof(double));
+    no->view.nseq = E->N;
+    no->view.unit = net_arch_of(A->cfg.arch)->target == NET_TARGET_CLASS ? "images" : "sequences";
     *out = no;
     return 0;
 }
@@ -242,5 +258,6 @@ void net_objective_free(net_objective *no) {
     pthread_mutex_destroy(&no->bb_mu);
     net_prefix_free(&no->prefix);
     if (no->o.interp_backbone) net_free(&no->M);
+    free(no->seq_ab);
     free(no);
 }

@@ -1,0 +1,66 @@
+/* landscape_boot.c - a landscape's error bars: every order's barrier and each
+ * method's rank in each bootstrap resample of the evaluation set's units
+ * (bootstrap.h), from the per-unit losses kept at every point (nothing is
+ * evaluated again). A method's rank in a resample is its rank among the
+ * table's orders there, as landscape.rank: 1 + #{orders with a barrier below
+ * the method's - tau}. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "landscape/bootstrap.h"
+#include "landscape_int.h"
+
+/* vals (norders, R): order k's barrier in resample r; rk (2, R): the methods' ranks */
+static int boot_resample(const landscape *L, const ls_boot *b, const double *seq, int r, double *vals,
+                         double *rk, double *means) {
+    int T = L->T, S = b->S, R = b->R;
+    for (long k = 0; k < L->norders; k++) {
+        ls_boot_means(b, seq + (size_t)k * T * S, T, r, means);
+        vals[(size_t)k * R + r] = ls_boot_barrier_of(means, T);
+    }
+    for (int m = 0; m < 2; m++) {
+        ls_boot_means(b, L->methods[m].seq, T, r, means);
+        double bm = ls_boot_barrier_of(means, T) - L->tau;
+        long below = 0;
+        for (long k = 0; k < L->norders; k++) below += vals[(size_t)k * R + r] < bm;
+        rk[(size_t)m * R + r] = 1.0 + (double)below;
+    }
+    return 0;
+}
+
+int ls_boot_landscape(landscape *L, const double *seq, int S, const char *unit, atomic_int *cancel,
+                      ms_err *err) {
+    if (!L->methods[0].seq || !L->methods[1].seq) return 0;
+    int R = LS_BOOT_RESAMPLES, T = L->T;
+    ls_boot b;
+    ls_boot_init(&b, S, R, LS_BOOT_SEED);
+    double *vals = ms_malloc((size_t)L->norders * R * sizeof(double));
+    double *rk = ms_malloc((size_t)2 * R * sizeof(double)), *means = ms_malloc((size_t)T * sizeof(double));
+    int rc = 0;
+    for (int r = 0; r < R && !rc; r++) {
+        if (cancel && atomic_load(cancel)) rc = ms_fail(err, "cancelled");
+        else boot_resample(L, &b, seq, r, vals, rk, means);
+    }
+    if (!rc) {
+        L->bar_lo = ms_malloc((size_t)L->norders * sizeof(double));
+        L->bar_hi = ms_malloc((size_t)L->norders * sizeof(double));
+        for (long i = 0; i < L->norders; i++) {
+            long k = L->rows[i].id;
+            double lo, hi, est = L->rows[i].barrier;
+            ls_boot_interval(vals + (size_t)k * R, R, LS_BOOT_LEVEL, &lo, &hi);
+            L->bar_lo[k] = isnan(lo) ? lo : fmin(lo, est);
+            L->bar_hi[k] = isnan(hi) ? hi : fmax(hi, est);
+        }
+        for (int m = 0; m < 2; m++) {
+            ls_boot_interval(rk + (size_t)m * R, R, LS_BOOT_LEVEL, &L->rank_lo[m], &L->rank_hi[m]);
+            L->rank_lo[m] = fmin(L->rank_lo[m], L->rank[m]);
+            L->rank_hi[m] = fmax(L->rank_hi[m], L->rank[m]);
+        }
+        L->nseq = S, L->boot_resamples = R, L->boot_unit = unit;
+    }
+    free(vals);
+    free(rk);
+    free(means);
+    ls_boot_free(&b);
+    return rc;
+}

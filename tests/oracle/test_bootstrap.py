@@ -1,0 +1,133 @@
+"""tests/oracle/test_bootstrap.py - the error bars (bootstrap intervals over the
+evaluation set's units) against numpy (bootstrap_oracle.py replays the resampling).
+
+  - a network's landscape (a small random GPT-2 pair, tests/lib/gen_gpt2.py): the JSON's
+    per-sequence losses ("unit_loss") average to each curve's loss, the end points' are
+    numpy's loss of each sequence alone (gpt2_ref), and every order's barrier_ci95 and
+    each method's rank_ci95 are the numpy replay's; every interval holds its estimate;
+    the text output gives each method's rank interval;
+  - an evaluation set of one sequence repeated: every interval has width ~0;
+  - `curve --json` on a layer (sample-checkpoints/dense4): per-sample losses average to
+    the loss, barrier_ci95 is the replay's, and the text prints the intervals.
+"""
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
+import bootstrap_oracle as bo  # noqa: E402
+import gen_gpt2  # noqa: E402
+import gpt2_ref  # noqa: E402
+import testutil  # noqa: E402
+from testutil import check, run  # noqa: E402
+
+TMP = tempfile.mkdtemp(prefix="moescope_boot_")
+T = 5
+
+
+def make_pool(name, repeat=False):
+    cfg = gen_gpt2.config()
+    back = gen_gpt2.backbone(cfg, 9)
+    moe1 = gen_gpt2.moe_blocks(cfg, 1)
+    moe2 = gen_gpt2.perturbed_copy(cfg, moe1, 2)[0]
+    ids = gen_gpt2.teacher_ids(cfg, {**back, **moe1}, 2, N=8, T=10)
+    if repeat:
+        ids = np.repeat(ids[:1], 6, axis=0)
+    out = os.path.join(TMP, name)
+    gen_gpt2.write_pool(out, cfg, back, {"seed1": moe1, "seed2": moe2}, ids)
+    return out, ids
+
+
+def landscape(pool):
+    js = os.path.join(pool, "ls.json")
+    r = run("landscape", os.path.join(pool, "seed1"), os.path.join(pool, "seed2"), "--eval",
+            os.path.join(pool, "eval.safetensors"), "--points", T, "--json", js, "--no-proxy")
+    check(r.returncode == 0, "landscape runs: %s" % r.stderr.strip())
+    return (json.load(open(js)), r.stdout) if r.returncode == 0 else (None, "")
+
+
+def close(a, b, tol=1e-9):
+    return abs(a - b) <= tol * max(1.0, abs(b))
+
+
+def check_curve(name, c, C):
+    U = np.array(c["unit_loss"])
+    check(np.allclose(U.mean(1), c["loss"], rtol=1e-12, atol=1e-12), "%s: unit losses average to the loss" % name)
+    lo, hi = bo.interval(bo.barriers(U, C), c["barrier"])
+    got = c["barrier_ci95"]
+    check(close(got[0], lo) and close(got[1], hi), "%s: barrier_ci95 %s vs numpy [%.9g, %.9g]" % (name, got, lo, hi))
+    check(got[0] <= c["barrier"] <= got[1], "%s: the interval holds the barrier" % name)
+
+
+def test_network():
+    pool, ids = make_pool("net")
+    J, out = landscape(pool)
+    if not J:
+        return
+    b = J["bootstrap"]
+    check(b.get("units") == "sequences" and b.get("count") == len(ids) and b.get("resamples") == bo.RESAMPLES
+          and b.get("level") == bo.LEVEL and b.get("seed") == bo.SEED and b.get("unit_loss_per_order"),
+          "the resampling is described: %s" % b)
+    C = bo.counts(len(ids))
+    ck = gpt2_ref.load(os.path.join(pool, "seed1"))
+    U = np.array(J["naive"]["unit_loss"])
+    own = [gpt2_ref.evaluate(ck, ids[i:i + 1])["loss"] for i in range(len(ids))]
+    check(np.allclose(U[0], own, rtol=1e-5), "A's per-sequence losses are numpy's: %s vs %s" % (U[0], own))
+    for name in ("naive", "skip_order"):
+        check_curve(name, J[name], C)
+    rows = J["orders"]
+    bars = {tuple(o["order"]): bo.barriers(o["unit_loss"], C) for o in rows}
+    for o in rows:
+        lo, hi = bo.interval(bars[tuple(o["order"])], o["barrier"])
+        check(close(o["barrier_ci95"][0], lo) and close(o["barrier_ci95"][1], hi),
+              "order %s: barrier_ci95 %s vs numpy [%.9g, %.9g]" % (o["order"], o["barrier_ci95"], lo, hi))
+    allb = np.array(list(bars.values()))  # (orders, R)
+    for m in ("gate", "expert"):
+        M = J["methods"][m]
+        check_curve(m, M, C)
+        mb = bo.barriers(M["unit_loss"], C)
+        ranks = 1 + (allb < (mb - J["tau"])[None]).sum(0)
+        lo, hi = bo.interval(ranks.astype(float), M["rank"])
+        check(M["rank_ci95"] == [lo, hi], "%s: rank_ci95 %s vs numpy [%g, %g]" % (m, M["rank_ci95"], lo, hi))
+        check("rank %d [%.0f, %.0f] of %d orders" % (M["rank"], lo, hi, len(rows)) in out,
+              "%s: the text gives the rank interval" % m)
+    check("error bars: 95% bootstrap intervals over the evaluation set's 8 sequences" in out,
+          "the text names the error bars' units")
+
+
+def test_identical_units():
+    pool, _ = make_pool("same", repeat=True)
+    J, _ = landscape(pool)
+    if not J:
+        return
+    widths = [o["barrier_ci95"][1] - o["barrier_ci95"][0] for o in J["orders"]]
+    widths += [J[k]["barrier_ci95"][1] - J[k]["barrier_ci95"][0] for k in ("naive", "skip_order")]
+    check(max(widths) < 1e-6, "one sequence repeated: every interval ~0 wide (max %.3g)" % max(widths))
+    for m in ("gate", "expert"):
+        M = J["methods"][m]
+        check(M["rank_ci95"] == [M["rank"], M["rank"]], "%s: rank interval a point: %s" % (m, M["rank_ci95"]))
+
+
+def test_layer_curve():
+    d = os.path.join(testutil.ROOT, "sample-checkpoints", "dense4")
+    js = os.path.join(TMP, "curve.json")
+    r = run("curve", os.path.join(d, "seed1.safetensors"), os.path.join(d, "seed2.safetensors"), "--points", 7,
+            "--json", js)
+    check(r.returncode == 0, "curve runs: %s" % r.stderr.strip())
+    if r.returncode:
+        return
+    J = json.load(open(js))
+    S = J["bootstrap"]["count"]
+    check(J["bootstrap"]["units"] == "samples" and S > 1, "layer units are samples: %s" % J["bootstrap"])
+    C = bo.counts(S)
+    for name, c in J["curves"].items():
+        check_curve(name, c, C)
+        lo, hi = c["barrier_ci95"]
+        check(any(ln.split()[:1] == [name] and abs(float(ln.split()[1]) - lo) < 1e-8 for ln in r.stdout.splitlines()),
+              "%s: the text prints the interval" % name)
+
+
+sys.exit(testutil.run_tests("test_bootstrap", [test_network, test_identical_units, test_layer_curve], TMP))
