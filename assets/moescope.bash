@@ -26,7 +26,7 @@ _moescope_options() { # _moescope_options CMD: the options of CMD ("" the explor
         merge) echo "--output --alpha --method --no-center --no-order --no-wm --order --layer --eval --alpha-sweep
                      -o -a -m -l -e -h" ;;
         curve) echo "--eval --order --points --method --no-center --no-wm --png --csv --size --font-scale --layer
-                     --interpolate-backbone --adaptive -e -o -T -m -p -c -l -h" ;;
+                     --interpolate-backbone --adaptive --json -e -o -T -m -p -c -j -l -h" ;;
         landscape) echo "--eval --points --json --csv --png --log-rank --curves-png --scatter-png --layer --no-wm
                          --no-center --all-orders --samples --seed --exhaustive --threads --interpolate-backbone
                          --no-proxy --size --font-scale --quiet --verbose -e -T -j -c -p -l -q -v -h" ;;
@@ -61,7 +61,7 @@ _moescope_value() { # _moescope_value CMD OPTION: file, dir, png, json, csv, tex
         *:--theme) echo theme ;;
         *:--png | *:--png-live | *:--curves-png | *:--scatter-png | *:--angles-png | *:--r2-png | curve:-p | \
             landscape:-p | study:-p) echo png ;;
-        *:--json | landscape:-j | study:-j) echo json ;;
+        *:--json | curve:-j | landscape:-j | study:-j) echo json ;;
         *:--csv | curve:-c | landscape:-c | study:-c) echo csv ;;
         *:--latex) echo tex ;;
         *:--eval | *:--output | *:--data | *:--head | *:--eval-out | *:--dump-outputs | *:-e | align:-o | \
