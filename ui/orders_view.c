@@ -426,6 +426,22 @@ static void table_header(grid *g, const ui_rect *r, const orders_state *s, const
     }
 }
 
+int orders_undistinguished(const explore_snapshot *v, long ri, long best_row) {
+    if (!v || v->ci_units <= 0 || best_row < 0 || ri == best_row || ri < 0 || ri >= v->ndone) return 0;
+    const ls_row *a = &v->rows[ri], *b = &v->rows[best_row];
+    return a->bar_lo <= b->bar_hi && b->bar_lo <= a->bar_hi;
+}
+
+/* the legend of the ~ mark with its count (0: no intervals) */
+static int ci_line(const orders_state *s, const explore_snapshot *v, char *buf, size_t cap) {
+    if (!v || v->ci_units <= 0 || s->best_row < 0) return 0;
+    long cnt = 0;
+    for (long k = 0; k < v->ndone; k++) cnt += orders_undistinguished(v, k, s->best_row);
+    snprintf(buf, cap, "~ not distinguished from the best *: %ld order%s whose 95%% interval overlaps its "
+             "(bootstrap over %d units)", cnt, cnt == 1 ? "" : "s", v->ci_units);
+    return 1;
+}
+
 /* One row of the table: marks, rank, order (abbreviated for large n), values. */
 static void table_row(grid *g, const ui_rect *r, const orders_state *s, const explore_snapshot *v, const table_geom *T,
                       long pos, int y) {
@@ -442,6 +458,7 @@ static void table_row(grid *g, const ui_rect *r, const orders_state *s, const ex
     for (int k = 0; k < n; k++) is_id &= ro[k] == k;
     char marks[6] = "     ";
     if (ri == s->best_row) marks[0] = '*';
+    else if (orders_undistinguished(v, ri, s->best_row)) marks[0] = '~';
     if (v->have_methods && !memcmp(ro, v->method_order[COST_GATE], sizeof(int) * (size_t)n)) marks[1] = 'G';
     if (v->have_methods && !memcmp(ro, v->method_order[COST_EXPERT], sizeof(int) * (size_t)n)) marks[2] = 'E';
     if (is_id) marks[3] = 'I';
@@ -573,6 +590,7 @@ static int table_details(grid *g, const ui_rect *r, const orders_state *s, const
     else if (orders_sampled(v) && v->ndone > 0)
         snprintf(line[nl++], sizeof line[0], "sampled: a rank estimate needs the order stage (o)");
     if (outside_line(v, line[nl], sizeof line[0])) nl++;
+    if (ci_line(s, v, line[nl], sizeof line[0])) nl++;
     if (v->groups > 1 && v->n % v->groups == 0) {
         char all[48];
         count_words(orders_total_log10(v->n, v->groups), all, sizeof all);

@@ -64,6 +64,10 @@ int orders_width(int n, int has_acc);
 double orders_total_log10(int n, int groups);
 /* Are the rows a sample of the orders (fewer than all of them)? */
 int orders_sampled(const explore_snapshot *v);
+/* 1 when row ri (an index into v->rows) is not distinguished from row best_row:
+ * the table carries bootstrap intervals (v->ci_units > 0) and theirs overlap;
+ * the table marks it '~' beside the best's '*' */
+int orders_undistinguished(const explore_snapshot *v, long ri, long best_row);
 /* The shown method's order ranked against a sampled landscape: the share of
  * sampled orders whose barrier is below it (beyond the tie tolerance tau,
  * rank.h) estimates its percentile among all orders; lo..hi is the Wilson

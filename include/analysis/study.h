@@ -17,6 +17,7 @@
 /* one pair; every number is a double so the summary can walk them by offset */
 typedef struct {
     double barrier, acc_barrier, loss_auc;
+    double bar_lo, bar_hi; /* the barrier's 95% bootstrap interval (NaN: not computed) */
 } st_curve;
 
 typedef struct {
@@ -26,6 +27,8 @@ typedef struct {
     double rank_est;       /* = rank when exhaustive; sampled: 1 + percentile x the set's
                             * orders, the rank among all of them (NaN past a double) */
     double pct_lo, pct_hi; /* 95% interval of the rank percentile (= it when exhaustive) */
+    double rank_lo, rank_hi; /* the rank's 95% bootstrap interval over the evaluation set's
+                              * units (NaN: not computed, a layer's landscape) */
     int order[LS_MAX_N];
 } st_method;
 
@@ -50,6 +53,8 @@ typedef struct {
     /* a network's landscape: the layer-only proxy's Spearman rho with the network
      * barrier and the network rank of its best order (NaN without the proxy) */
     double proxy_spearman, proxy_rank;
+    int nseq;              /* the units the intervals resample (0: no intervals) */
+    const char *unit;      /* what they are (static) */
 } st_pair;
 
 /* A summary field: its JSON path ("methods.expert.rank") and where it lives. */

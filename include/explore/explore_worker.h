@@ -68,6 +68,10 @@ typedef struct {
     long rows_cap;            /* allocated rows (snapshot copies) */
     unsigned long rows_epoch; /* changes when rows are reset or reordered */
     int have_landscape;       /* all rows done: ranks below are valid */
+    /* > 0: the complete table's rows carry their barrier's 95% bootstrap
+     * interval (ls_row.bar_lo, bar_hi) over this many units of the evaluation
+     * set (a network's landscape; bootstrap.h); 0: none */
+    int ci_units;
     int exhaustive;           /* 0: the rows are a sample of the orders */
     int groups;               /* > 1: the orders are a group-limited router's group-preserving ones */
     /* the orders the table ranks over: orders_in_set of them (n!, or (m!)^g g!

@@ -32,6 +32,8 @@
  * the ids go with them. */
 typedef struct ls_row {
     double barrier, acc_barrier, auc;
+    double bar_lo, bar_hi; /* the barrier's bootstrap interval, valid when the
+                              landscape's boot_resamples > 0 (bootstrap.h) */
     long id;
 } ls_row;
 
@@ -211,11 +213,11 @@ typedef struct landscape {
     /* Error bars (bootstrap.h), when every order's per-unit losses were kept (an
      * objective's landscape, e.g. a network's): boot_resamples resamples of the
      * nseq units (boot_unit: "sequences", "images"); each row's barrier interval
-     * by order id; each method's rank interval (its rank among the table's rows
-     * in each resample, as rank). boot_resamples 0: none (boot_why says why). */
+     * (ls_row.bar_lo, bar_hi); each method's rank interval (its rank among the
+     * table's rows in each resample, as rank). boot_resamples 0: none (boot_why
+     * says why). */
     int nseq, boot_resamples;
     const char *boot_unit, *boot_why;
-    double *bar_lo, *bar_hi;       // (norders) by order id
     double rank_lo[2], rank_hi[2];
     double *unit_loss;             // (norders, T, nseq) by order id: each unit's loss at each point
 } landscape;
@@ -228,6 +230,12 @@ typedef struct landscape {
 int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
                       const ls_opts *o, landscape *L, ms_err *err);
 void landscape_free(landscape *L);
+/* A layer's landscape (not an objective's): its four named curves computed again
+ * the plain way (curve_compute: 4 T layer evaluations) for their per-sample
+ * losses and barrier intervals (bootstrap.h); the orders' rows and the ranks get
+ * none (the fused kernel keeps no per-sample losses). wm: the landscape's. */
+int ls_named_intervals(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
+                       ms_err *err);
 
 /* JSON (the documented keys exactly) and CSV reports, written atomically. */
 int landscape_write_json(const landscape *L, const char *a_path, const char *b_path,

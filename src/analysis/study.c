@@ -58,7 +58,9 @@ st_stat study_stat(const double *v, int n) {
     return s;
 }
 
-static st_curve curve_of(const ls_curve *c) { return (st_curve){c->barrier, c->acc_barrier, c->auc}; }
+static st_curve curve_of(const ls_curve *c) {
+    return (st_curve){c->barrier, c->acc_barrier, c->auc, c->seq ? c->bar_lo : NAN, c->seq ? c->bar_hi : NAN};
+}
 
 /* Spearman's rho between sum_i C[i][pi(i)] and the barrier over the rows */
 static double cost_barrier_rho(const landscape *L, const double *C) {
@@ -115,7 +117,11 @@ void study_pair_from(st_pair *p, const landscape *L, int ia, int ib) {
         s->pct_lo = L->pct_lo[m];
         s->pct_hi = L->pct_hi[m];
         s->spearman = cost_barrier_rho(L, L->cost[m]);
+        s->rank_lo = L->boot_resamples ? L->rank_lo[m] : NAN;
+        s->rank_hi = L->boot_resamples ? L->rank_hi[m] : NAN;
     }
+    p->nseq = L->methods[0].seq ? L->methods[0].nseq : 0;
+    p->unit = L->boot_unit ? L->boot_unit : "samples";
     const ls_row *b = &L->rows[L->best], *w = &L->rows[L->worst];
     p->best = b->barrier;
     p->worst = w->barrier;
@@ -183,6 +189,8 @@ static int study_pairs(const moe_model *models, const char *const *paths, int np
                 po.end_a = &ends[i], po.end_b = &ends[j];
             }
             int bad = landscape_compute(&models[i], &models[j], E, &po, &L, err);
+            if (!bad && !so && (!o->part || !o->part->rank)) // the named curves' intervals
+                bad = ls_named_intervals(&models[i], &models[j], E, o->wm, &L, err);
             if (!bad && so && so->proxy) bad = so->proxy(so->ctx, i, j, &L, err);
             // L.objective is the objective's own string: kept before done() frees it
             if (!bad && L.objective) snprintf(S->objective, sizeof S->objective, "%s", L.objective);

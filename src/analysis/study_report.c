@@ -13,6 +13,7 @@
 #include "io/csv.h"
 #include "io/json_file.h"
 #include "io/provenance.h"
+#include "landscape/bootstrap.h"
 #include "landscape/rank.h"
 #include "analysis/study.h"
 
@@ -147,6 +148,45 @@ static void print_zero_tied(const study *S, FILE *f) {
             100.0 * lo, 100.0 * hi, el, eh);
 }
 
+/* "[lo, hi]" of an interval, "-" without one, in a column w wide */
+static void ci_cell(FILE *f, double lo, double hi, const char *fmt, int w) {
+    char buf[64];
+    if (isfinite(lo) && isfinite(hi)) snprintf(buf, sizeof buf, fmt, lo, hi);
+    else snprintf(buf, sizeof buf, "-");
+    fprintf(f, " %-*s", w, buf);
+}
+
+/* The barriers as the paper prints them, mean +- std over the pairs, then each
+ * pair's 95% bootstrap intervals (barriers, and ranks where every order's
+ * per-unit losses were kept) */
+static void print_intervals(const study *S, FILE *f, int lw) {
+    static const char *bars[5] = {"naive.barrier", "skip_order.barrier", "methods.gate.barrier",
+                                  "methods.expert.barrier", "best.barrier"};
+    fputs("\nbarriers, mean +- std over the pairs:", f);
+    for (int i = 0; i < 5; i++) {
+        fprintf(f, " %s ", COLS[i].head);
+        mean_pm(f, stat_of(S, bars[i]), 4);
+        fputs(i < 4 ? "," : "\n", f);
+    }
+    const st_pair *p0 = &S->pairs[0];
+    if (!p0->nseq) return;
+    fprintf(f, "95%% bootstrap intervals over the evaluation set's %d %s (%d resamples), per pair:\n",
+            p0->nseq, p0->unit, LS_BOOT_RESAMPLES);
+    fprintf(f, "%-*s %-18s %-18s %-18s %-18s %-10s %-10s\n", lw, "pair", "naive", "skip", "gate", "expert",
+            "rank g", "rank e");
+    char lab[1100], shown[4400];
+    for (int k = 0; k < S->npairs; k++) {
+        const st_pair *p = &S->pairs[k];
+        pair_label(S, p, lab, sizeof lab);
+        ms_escape(shown, sizeof shown, lab);
+        fprintf(f, "%-*s", lw, shown);
+        const st_curve *c[4] = {&p->naive, &p->skip, &p->m[0].c, &p->m[1].c};
+        for (int i = 0; i < 4; i++) ci_cell(f, c[i]->bar_lo, c[i]->bar_hi, "[%.4f, %.4f]", 18);
+        for (int m = 0; m < 2; m++) ci_cell(f, p->m[m].rank_lo, p->m[m].rank_hi, "[%.0f, %.0f]", 10);
+        fputc('\n', f);
+    }
+}
+
 void study_print(const study *S, FILE *f) {
     const st_pair *p0 = S->npairs ? &S->pairs[0] : NULL;
     fprintf(f, "study: %d checkpoints, %d pairs", S->npool, S->npairs);
@@ -199,6 +239,7 @@ void study_print(const study *S, FILE *f) {
         }
         fputc('\n', f);
     }
+    if (p0) print_intervals(S, f, lw);
     static const char *acc[4] = {"naive.acc_barrier", "skip_order.acc_barrier",
                                  "methods.gate.acc_barrier", "methods.expert.acc_barrier"};
     fprintf(f, "\naccuracy barriers (mean +- std):");
@@ -271,6 +312,13 @@ static cJSON *jorder(const int *p, int n) {
     return a;
 }
 
+static cJSON *jpair(double lo, double hi) {
+    cJSON *a = cJSON_CreateArray();
+    cJSON_AddItemToArray(a, jnum(lo));
+    cJSON_AddItemToArray(a, jnum(hi));
+    return a;
+}
+
 /* obj["a"]["b"]...["z"] = item for the dotted path "a.b...z", creating objects */
 static void json_put(cJSON *obj, const char *path, cJSON *item) {
     char key[96];
@@ -308,6 +356,16 @@ static cJSON *pair_json(const study *S, const st_pair *p) {
             json_put(o, path, ci);
         }
     }
+    if (p->nseq) {
+        const st_curve *c[4] = {&p->naive, &p->skip, &p->m[0].c, &p->m[1].c};
+        static const char *cp[4] = {"naive.barrier_ci95", "skip_order.barrier_ci95",
+                                    "methods.gate.barrier_ci95", "methods.expert.barrier_ci95"};
+        for (int i = 0; i < 4; i++) json_put(o, cp[i], jpair(c[i]->bar_lo, c[i]->bar_hi));
+        for (int m = 0; m < 2; m++)
+            if (isfinite(p->m[m].rank_lo))
+                json_put(o, m ? "methods.expert.rank_ci95" : "methods.gate.rank_ci95",
+                         jpair(p->m[m].rank_lo, p->m[m].rank_hi));
+    }
     json_put(o, "best.order", jorder(p->best_order, n));
     json_put(o, "worst.order", jorder(p->worst_order, n));
     for (int f = 0; f < nf; f++) json_put(o, fs[f].path, jnum(st_get(p, &fs[f])));
@@ -336,6 +394,10 @@ int study_write_json(const study *S, const char *e_path, const char *path, ms_er
         cJSON_AddNumberToObject(root, "n", S->pairs[0].n);
         cJSON_AddBoolToObject(root, "exhaustive", S->pairs[0].exhaustive);
     }
+    if (S->npairs) // the intervals' resampling, or why there are none
+        cJSON_AddItemToObject(root, "bootstrap",
+                              ls_json_bootstrap(S->pairs[0].nseq, S->pairs[0].nseq ? LS_BOOT_RESAMPLES : 0,
+                                                S->pairs[0].unit, "no per-unit losses kept"));
     cJSON *pairs = cJSON_AddArrayToObject(root, "pairs");
     for (int k = 0; k < S->npairs; k++) cJSON_AddItemToArray(pairs, pair_json(S, &S->pairs[k]));
     cJSON *sum = cJSON_AddObjectToObject(root, "summary");

@@ -13,6 +13,7 @@
 #include "plot/figures.h"
 #include "landscape/landscape.h"
 #include "core/progress.h"
+#include "landscape/bootstrap.h"
 #include "landscape/rank.h"
 #include "model/symmetry.h"
 #include "network/net_landscape.h"
@@ -57,6 +58,9 @@ static void help(void) {
            "      --seed S       seed for the sampling (default 1)\n"
            "      --exhaustive   every order also for n = 10, 11 (3628800, 39916800 orders)\n"
            "      --threads K    worker threads, 1..8 (default: the online CPUs, at most 8)\n"
+           "\nError bars: each named curve's barrier with its 95%% bootstrap interval over\n"
+           "the evaluation set's samples (a network's sequences or images); on a network\n"
+           "also every order's (JSON barrier_ci95) and each method's rank interval.\n"
            "\nA network (a GPT-2, ViT or Hugging Face decoder whose feed-forward block(s) are\n"
            "MoE, E holding input_ids, or pixel_values and labels): the orders of one MoE\n"
            "block (--layer: its index; default the first) are ranked on the network's\n"
@@ -254,20 +258,25 @@ static void print_sampled(const landscape *L) {
 /* the error bars: each named curve's barrier and each method's rank with its
  * bootstrap interval (bootstrap.h), when every order's per-unit losses were kept */
 static void print_error_bars(const landscape *L) {
-    if (!L->boot_resamples) return;
-    printf("\nerror bars: 95%% bootstrap intervals over the evaluation set's %d %s (%d resamples, "
-           "the same evaluations):\n", L->nseq, L->boot_unit, L->boot_resamples);
+    if (!L->nseq) return;
+    printf("\nerror bars: 95%% bootstrap intervals over the evaluation set's %d %s (%d resamples):\n", L->nseq,
+           L->boot_unit, LS_BOOT_RESAMPLES);
     const ls_curve *cv[4] = {&L->naive, &L->skip_order, &L->methods[0], &L->methods[1]};
     static const char *names[4] = {"naive", "skip-order", "gate", "expert"};
     for (int a = 0; a < 4; a++) {
         printf("  %-11s barrier %.6g [%.6g, %.6g]", names[a], cv[a]->barrier, cv[a]->bar_lo, cv[a]->bar_hi);
-        if (a >= 2)
+        if (a >= 2 && L->boot_resamples)
             printf("  rank %d [%.0f, %.0f] of %ld orders", L->rank[a - 2], L->rank_lo[a - 2],
                    L->rank_hi[a - 2], L->norders);
         printf("\n");
     }
+    if (!L->boot_resamples) {
+        printf("  (no rank intervals: a layer's landscape runs every order through a fused kernel "
+               "that keeps no per-sample losses)\n");
+        return;
+    }
     const ls_row *b = &L->rows[L->best];
-    printf("  %-11s barrier %.6g [%.6g, %.6g]\n", "best", b->barrier, L->bar_lo[b->id], L->bar_hi[b->id]);
+    printf("  %-11s barrier %.6g [%.6g, %.6g]\n", "best", b->barrier, b->bar_lo, b->bar_hi);
 }
 
 /* the summary table: named alignments, both methods' ranks, best and worst */
@@ -491,6 +500,10 @@ int cmd_landscape(int argc, char **argv) {
     cli_progress_end();
     L.secs_load = t_load;
     if (!cli_reports_here()) goto done; // rank 0 of moescope-mpi alone reports
+    if (ls_named_intervals(A, B, E, lo.wm, &L, &err)) {
+        rc = cli_error("%s", err.msg);
+        goto done;
+    }
 
     print_summary(&L, &A->cfg, &lo);
     for (int m = 0; m < 2; m++) // ties (rank.h): rank counts only orders more than tau below

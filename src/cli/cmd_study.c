@@ -41,6 +41,8 @@ static void help(void) {
            "list what was left out. Without --eval, DIR/eval.safetensors is used (for\n"
            "checkpoints named one by one, eval.safetensors beside the first). For\n"
            "n >= 10 each landscape is sampled (--samples) and ranks carry a 95%% interval.\n"
+           "Each pair's named barriers carry a 95%% bootstrap interval over the evaluation\n"
+           "set's samples (a network's sequences or images; ranks too on networks).\n"
            "A pool of networks (GPT-2, ViT or Hugging Face decoder folders such as\n"
            "Qwen3-MoE's, with MoE blocks sharing their frozen backbone, E holding\n"
            "input_ids, or pixel_values and labels): every pair's landscape of one MoE\n"

@@ -105,7 +105,7 @@ struct explore_worker {
         uint8_t *orders;      /* (n, g->n) their orders */
         long n;
         ls_key key;
-        int exhaustive;
+        int exhaustive, ci_units;
     } saved[2];
     /* front thread only */
     cached_curve cache[CURVE_CACHE];
@@ -182,13 +182,16 @@ static void pub_bump(explore_worker *g) { g->pub.generation++; }
 
 static void curve_assign(ls_curve *dst, const ls_curve *src) {
     /* copy into dst, reusing its buffers */
-    double *loss = dst->loss, *acc = dst->acc;
+    double *loss = dst->loss, *acc = dst->acc, *seq = dst->seq;
     int T = src->T;
+    size_t sq = (size_t)T * src->nseq * sizeof(double);
     *dst = *src;
     dst->loss = src->loss ? ms_realloc(loss, (size_t)T * sizeof(double)) : (free(loss), NULL);
     dst->acc = src->acc ? ms_realloc(acc, (size_t)T * sizeof(double)) : (free(acc), NULL);
+    dst->seq = src->seq ? ms_realloc(seq, sq) : (free(seq), NULL);
     if (src->loss) memcpy(dst->loss, src->loss, (size_t)T * sizeof(double));
     if (src->acc) memcpy(dst->acc, src->acc, (size_t)T * sizeof(double));
+    if (src->seq) memcpy(dst->seq, src->seq, sq);
 }
 
 /* busy, failed and status from both threads' states. mu held. */
@@ -676,6 +679,7 @@ static void rows_reset(explore_worker *g, long norders) {
     g->pub.ndone = 0;
     g->pub.norders = norders;
     g->pub.have_landscape = 0;
+    g->pub.ci_units = 0;
     g->pub.progress = 0;
     g->pub.rows_epoch++;
     g->have_early = 0;
@@ -691,6 +695,7 @@ static void ls_save(explore_worker *g, int wm, ls_key k, const landscape *L) {
     g->saved[wm].n = L->norders;
     g->saved[wm].key = k;
     g->saved[wm].exhaustive = L->exhaustive;
+    g->saved[wm].ci_units = L->boot_resamples ? L->nseq : 0;
 }
 
 /* Publish the kept table of key k if there is one (1), else 0. mu held. */
@@ -710,6 +715,7 @@ static int ls_publish_saved(explore_worker *g, ls_key k) {
     p->rows_epoch++;
     p->have_landscape = 1;
     p->exhaustive = g->saved[wm].exhaustive;
+    p->ci_units = g->saved[wm].ci_units;
     p->progress = 1;
     p->phase[0] = 0;
     p->phase_detail[0] = 0;
@@ -737,6 +743,7 @@ static void ls_redirect(explore_worker *g, ls_key k) {
         g->have_ls = 0;
         g->rows_key = k;
         p->have_landscape = 0;
+        p->ci_units = 0;
         p->ndone = 0;
         p->rows_epoch++;
         p->phase_detail[0] = 0;
@@ -753,6 +760,7 @@ static void ls_redirect(explore_worker *g, ls_key k) {
         g->rows_key = k;
         p->ndone = 0;
         p->have_landscape = 0;
+        p->ci_units = 0;
         p->progress = 0;
         p->rows_epoch++;
         snprintf(p->phase, sizeof p->phase, "queued: the wm %s landscape finishes first", g->run.wm ? "on" : "off");
@@ -862,6 +870,7 @@ static void *ls_worker(void *arg) {
             p->rows_epoch++;
             p->have_landscape = 1;
             p->exhaustive = L.exhaustive;
+            p->ci_units = L.boot_resamples ? L.nseq : 0;
             p->progress = 1;
             g->have_ls = 1;
             g->done = k;

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "align/align.h"
 #include "landscape/bootstrap.h"
 #include "landscape_int.h"
 
@@ -42,14 +43,12 @@ int ls_boot_landscape(landscape *L, const double *seq, int S, const char *unit, 
         else boot_resample(L, &b, seq, r, vals, rk, means);
     }
     if (!rc) {
-        L->bar_lo = ms_malloc((size_t)L->norders * sizeof(double));
-        L->bar_hi = ms_malloc((size_t)L->norders * sizeof(double));
         for (long i = 0; i < L->norders; i++) {
-            long k = L->rows[i].id;
-            double lo, hi, est = L->rows[i].barrier;
-            ls_boot_interval(vals + (size_t)k * R, R, LS_BOOT_LEVEL, &lo, &hi);
-            L->bar_lo[k] = isnan(lo) ? lo : fmin(lo, est);
-            L->bar_hi[k] = isnan(hi) ? hi : fmax(hi, est);
+            ls_row *w = &L->rows[i];
+            double lo, hi;
+            ls_boot_interval(vals + (size_t)w->id * R, R, LS_BOOT_LEVEL, &lo, &hi);
+            w->bar_lo = isnan(lo) ? lo : fmin(lo, w->barrier);
+            w->bar_hi = isnan(hi) ? hi : fmax(hi, w->barrier);
         }
         for (int m = 0; m < 2; m++) {
             ls_boot_interval(rk + (size_t)m * R, R, LS_BOOT_LEVEL, &L->rank_lo[m], &L->rank_hi[m]);
@@ -62,5 +61,37 @@ int ls_boot_landscape(landscape *L, const double *seq, int S, const char *unit, 
     free(rk);
     free(means);
     ls_boot_free(&b);
+    return rc;
+}
+
+/* one named curve of a layer's landscape again, the plain way (curve.c), for its
+ * per-sample losses: B aligned by order (NULL: identity) and weight matching wm */
+static int named_units(const moe_model *A, const moe_model *B, const evalset *E, const int *order, int wm,
+                       ls_curve *c, ms_err *err) {
+    align_opts ao;
+    align_opts_default(&ao);
+    ao.order_stage = order != NULL, ao.order = order, ao.wm_stage = wm, ao.any_order = 1;
+    moe_model Bp;
+    align_result res;
+    if (align_models(A, B, &ao, &Bp, &res, err)) return -1;
+    ls_curve pc;
+    int rc = curve_compute(A, &Bp, E, c->T, &pc, err);
+    moe_free(&Bp);
+    align_result_free(&res);
+    if (rc) return -1;
+    free(c->seq);
+    c->seq = pc.seq, c->nseq = pc.nseq, pc.seq = NULL;
+    ls_curve_free(&pc);
+    ls_curve_interval(c);
+    return 0;
+}
+
+int ls_named_intervals(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
+                       ms_err *err) {
+    if (L->naive.seq || L->objective) return 0;
+    int rc = named_units(A, B, E, NULL, 0, &L->naive, err);
+    if (!rc) rc = named_units(A, B, E, NULL, 1, &L->skip_order, err);
+    for (int m = 0; m < 2 && !rc; m++) rc = named_units(A, B, E, L->methods[m].order, wm, &L->methods[m], err);
+    if (!rc) L->nseq = L->naive.nseq, L->boot_unit = "samples";
     return rc;
 }

@@ -149,10 +149,11 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
     }
     cJSON_AddItemToObject(root, "methods", methods);
     // the error bars' resampling (bootstrap.h); "none" with the reason when not computed
-    cJSON *boot = ls_json_bootstrap(L->nseq, L->boot_resamples, L->boot_unit,
-                                    L->boot_why ? L->boot_why : "the layer's fused kernel keeps no per-sample losses");
+    const char *why = L->boot_why ? L->boot_why : "the layer's fused kernel keeps no per-sample losses";
+    cJSON *boot = ls_json_bootstrap(L->nseq, L->nseq ? LS_BOOT_RESAMPLES : 0, L->boot_unit, why);
     int units = L->unit_loss && (double)L->ndone * L->T * L->nseq <= (double)LS_JSON_UNITS_MAX;
     if (L->boot_resamples) cJSON_AddBoolToObject(boot, "unit_loss_per_order", units);
+    else if (L->nseq) cJSON_AddStringToObject(boot, "orders_and_ranks", why); // the named curves alone
     cJSON_AddItemToObject(root, "bootstrap", boot);
     cJSON_AddItemToObject(root, "tau", jnum(L->tau));
     cJSON_AddItemToObject(root, "median_barrier", jnum(L->median_barrier));
@@ -171,7 +172,7 @@ int landscape_write_json(const landscape *L, const char *a_path, const char *b_p
         cJSON *o = cJSON_CreateObject();
         cJSON_AddItemToObject(o, "order", jorder8(L->orders, n, r->id));
         cJSON_AddItemToObject(o, "barrier", jnum(r->barrier));
-        if (L->bar_lo) cJSON_AddItemToObject(o, "barrier_ci95", jpair(L->bar_lo[r->id], L->bar_hi[r->id]));
+        if (L->boot_resamples) cJSON_AddItemToObject(o, "barrier_ci95", jpair(r->bar_lo, r->bar_hi));
         if (units) cJSON_AddItemToObject(o, "unit_loss", junits(L->unit_loss + (size_t)r->id * L->T * L->nseq, L->T, L->nseq));
         cJSON_AddItemToObject(o, "acc_barrier", jnum(r->acc_barrier));
         cJSON_AddItemToObject(o, "loss_auc", jnum(r->auc));

@@ -123,8 +123,6 @@ void landscape_free(landscape *L) {
     free(L->rows);
     free(L->orders);
     free(L->proxy_barrier);
-    free(L->bar_lo);
-    free(L->bar_hi);
     free(L->unit_loss);
     memset(L, 0, sizeof *L);
 }

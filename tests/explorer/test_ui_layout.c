@@ -1365,6 +1365,40 @@ static void test_pins_table(void) {
     fix_free(&f);
 }
 
+/* Error bars in the orders table: rows whose bootstrap interval overlaps the
+ * best's are marked '~' (brute force over every row), the legend counts them;
+ * without intervals nothing is marked. */
+static void test_ci_marks(void) {
+    ui_fix f;
+    fix_init(&f, 4, 100, 30, 0);
+    const double half = 0.03; /* barriers are 1/24 apart: only the second-best overlaps the best */
+    for (long k = 0; k < f.v.ndone; k++)
+        f.v.rows[k].bar_lo = f.v.rows[k].barrier - half, f.v.rows[k].bar_hi = f.v.rows[k].barrier + half;
+    for (int pass = 0; pass < 2; pass++) {
+        f.v.ci_units = pass ? 0 : 8;
+        app_render(&f.a, &f.v, &f.g);
+        const orders_state *os = &f.a.orders;
+        long best = os->best_row, want = 0, got = 0;
+        for (long k = 0; k < f.v.ndone; k++) {
+            int overlap = !pass && k != best && fabs(f.v.rows[k].barrier - f.v.rows[best].barrier) <= 2 * half + 1e-12;
+            want += overlap;
+            got += orders_undistinguished(&f.v, k, best);
+            CHECK(orders_undistinguished(&f.v, k, best) == overlap, "row %ld: not distinguished iff the intervals "
+                  "overlap (%d)", k, overlap);
+        }
+        CHECK(got == want && want == (pass ? 0 : 1), "%ld rows not distinguished from the best (want %ld)", got, want);
+        const ui_rect *o = &f.a.layout.orders;
+        CHECK(f.g.cells[(o->y + 3) * f.g.w + o->x].cp == '*', "the best row is marked *");
+        CHECK(f.g.cells[(o->y + 4) * f.g.w + o->x].cp == (uint32_t)(pass ? ' ' : '~'),
+              "%s: the second-best row %s '~' (got '%c')", pass ? "no intervals" : "intervals", pass ? "lacks" : "has",
+              (int)f.g.cells[(o->y + 4) * f.g.w + o->x].cp);
+        CHECK(f.g.cells[(o->y + 5) * f.g.w + o->x].cp != '~', "the third row is distinguished");
+        CHECK((grid_find(&f.g, "~ not distinguished from the best *: 1 order ", NULL) >= 0) == !pass,
+              "%s: the legend %s", pass ? "no intervals" : "intervals", pass ? "is absent" : "counts one order");
+    }
+    fix_free(&f);
+}
+
 static void test_state_export(void) {
     ui_fix f;
     fix_init(&f, 4, 100, 30, 1);
@@ -1505,6 +1539,7 @@ int main(void) {
     test_pins_table();
     test_state_export();
     test_swaps();
+    test_ci_marks();
     test_pins();
     return test_summary("test_ui_layout");
 }

@@ -8,7 +8,9 @@ evaluation set's units) against numpy (bootstrap_oracle.py replays the resamplin
     the text output gives each method's rank interval;
   - an evaluation set of one sequence repeated: every interval has width ~0;
   - `curve --json` on a layer (sample-checkpoints/dense4): per-sample losses average to
-    the loss, barrier_ci95 is the replay's, and the text prints the intervals.
+    the loss, barrier_ci95 is the replay's, and the text prints the intervals;
+  - `study` of three dense4 seeds: each pair's named intervals are curve's, and the
+    barriers' mean +- std over the pairs are numpy's.
 """
 import json
 import os
@@ -130,4 +132,35 @@ def test_layer_curve():
               "%s: the text prints the interval" % name)
 
 
-sys.exit(testutil.run_tests("test_bootstrap", [test_network, test_identical_units, test_layer_curve], TMP))
+def test_layer_study():
+    """a layer pool's study: each pair's named barriers with their intervals (those of
+    `curve --json` for the pair), mean +- std over the pairs as numpy's"""
+    d = os.path.join(testutil.ROOT, "sample-checkpoints", "dense4")
+    seeds = [os.path.join(d, "seed%d.safetensors" % i) for i in (1, 2, 3)]
+    js = os.path.join(TMP, "study.json")
+    r = run("study", *seeds, "--points", 7, "--json", js)
+    check(r.returncode == 0, "study runs: %s" % r.stderr.strip())
+    if r.returncode:
+        return
+    J = json.load(open(js))
+    check(J["bootstrap"].get("units") == "samples", "the study names its units: %s" % J["bootstrap"])
+    cj = os.path.join(TMP, "pair.json")
+    run("curve", seeds[0], seeds[1], "--points", 7, "--json", cj)
+    C = json.load(open(cj))["curves"]
+    P = J["pairs"][0]
+    for name, key in (("naive", "naive"), ("skip_order", "skip_order")):
+        check(P[key]["barrier_ci95"] == C[name]["barrier_ci95"], "pair 1-2 %s: the study's interval %s is curve's %s"
+              % (name, P[key]["barrier_ci95"], C[name]["barrier_ci95"]))
+    for p in J["pairs"]:
+        for key in ("naive", "skip_order"):
+            lo, hi = p[key]["barrier_ci95"]
+            check(lo <= p[key]["barrier"] <= hi, "%s: the interval holds the barrier" % key)
+    for key, col in (("naive", "naive"), ("methods.expert", "expert")):
+        v = [p["naive"]["barrier"] if key == "naive" else p["methods"]["expert"]["barrier"] for p in J["pairs"]]
+        want = "%s %.4f +- %.4f" % (col, np.mean(v), np.std(v, ddof=1))
+        check(want in r.stdout, "mean +- std as the paper prints it: %r" % want)
+    check("95% bootstrap intervals over the evaluation set's" in r.stdout, "the per-pair intervals are printed")
+
+
+sys.exit(testutil.run_tests("test_bootstrap", [test_network, test_identical_units, test_layer_curve, test_layer_study],
+                            TMP))
