@@ -278,7 +278,7 @@ static void ox_seq_alloc(ox *x) {
         x->L->boot_why = "the objective gives no per-unit losses";
         return;
     }
-    if (x->o->part) { // each process's values travel as rows: their per-unit losses stay there
+    if (x->o->part && x->o->part->size > 1) { // each process's values travel as rows: their per-unit losses stay there
         x->L->boot_why = "split over processes (moescope-mpi): the per-unit losses are not gathered";
         return;
     }
