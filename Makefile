@@ -13,6 +13,10 @@
 #                   (man moescope) and bash completion; make install-docs: those two alone
 
 .DEFAULT_GOAL := all
+# every CPU unless -j says otherwise: a fresh `make check` builds two trees
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
 CC      ?= cc
 PYTHON  ?= /usr/bin/python3
 PREFIX  ?= /usr/local

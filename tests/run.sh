@@ -47,14 +47,48 @@ NUMERIC="golden/test_golden oracle/test_eval_oracle oracle/test_landscape unit/t
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-run_one() {
+# The programs run JOBS at a time (TEST_JOBS, default one per CPU): each writes
+# its output to a log of its own, printed whole when it ends, so the output of
+# two programs never interleaves. The tests are written for a loaded machine
+# (tmp files, tmux servers and ports of their own; deadlines, no sleeps).
+JOBS=${TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
+[[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "TEST_JOBS must be a positive number, not '$JOBS'"; exit 2; }
+declare -A running=()   # pid -> "name log result"
+
+# cpu_seconds FILE: user + system seconds of the children line `times` wrote to FILE
+cpu_seconds() {
+    tail -1 "$1" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } printf "%.1f", s }'
+}
+
+run_one() { # run_one NAME CMD...: start it in the background once a slot is free
     local name=$1; shift
     local base=${name%%\[*}
     if [ -n "$only" ] && [[ " $only " != *" $base "* ]]; then return; fi
-    local log t0 ms; log=$(mktemp); t0=$(now_ms)
-    "$@" >"$log" 2>&1 </dev/null
-    local rc=$?
-    ms=$(($(now_ms) - t0))
+    while ((${#running[@]} >= JOBS)); do reap_one; done
+    local log res; log=$(mktemp); res=$(mktemp)
+    (
+        t0=$(now_ms)
+        "$@" >"$log" 2>&1 </dev/null
+        rc=$?
+        times >"$res"   # in this subshell, not in a $(...): its children are the program
+        echo "$rc $(($(now_ms) - t0)) $(cpu_seconds "$res")" >"$res"
+    ) &
+    running[$!]="$name $log $res"
+}
+
+reap_one() { # wait for any running program and report it
+    local pid
+    wait -n -p pid "${!running[@]}"
+    [ -n "${pid:-}" ] || return 0
+    report_one ${running[$pid]}
+    unset "running[$pid]"
+}
+reap_all() { while ((${#running[@]} > 0)); do reap_one; done; }
+
+report_one() { # report_one NAME LOG RESULT: print its output, count it
+    local name=$1 log=$2 res=$3
+    local base=${name%%\[*} rc ms cpu
+    read -r rc ms cpu <"$res"
     cat "$log"
     local line p f s why
     line=$(grep -E '^([A-Za-z0-9_.-]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
@@ -64,9 +98,9 @@ run_one() {
     else p=0; f=0; fi
     s=$(grep -c '^SKIP: ' "$log")
     why=$(grep -E "^$base: skipped \(" "$log" | tail -1)
-    if [ -n "$why" ] && [ -z "$line" ] && [ $rc -eq 0 ]; then
+    if [ -n "$why" ] && [ -z "$line" ] && [ "$rc" -eq 0 ]; then
         s=$((s + 1)); skipped+=("$name: ${why#*: skipped }")
-    elif [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+    elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         echo "FAIL: $name exited with status $rc"
         f=1
     elif [ -z "$line" ]; then
@@ -74,9 +108,9 @@ run_one() {
         f=1
     fi
     while IFS= read -r x; do skipped+=("$name: ${x#SKIP: }"); done < <(grep '^SKIP: ' "$log")
-    printf 'time: %s %d.%d s\n' "$name" $((ms / 1000)) $((ms % 1000 / 100))
+    printf 'time: %s %d.%d s (cpu %s s)\n' "$name" $((ms / 1000)) $((ms % 1000 / 100)) "$cpu"
     total_p=$((total_p + p)); total_f=$((total_f + f)); total_s=$((total_s + s))
-    rm -f "$log"
+    rm -f "$log" "$res"
 }
 
 # every program, as "name kind/name command..." lines: C tests (tests/KIND/test_x.c
@@ -106,7 +140,17 @@ run_all() { # run_all SUFFIX: every selected program (SUFFIX "[Kernel]" for the 
         else
             run_one "$name$suffix" "$cmd" $rest
         fi
-    done < <(programs)
+    done < <(programs_longest_first)
+}
+
+# the longest programs start first, so that two slots end together rather than
+# one long program running alone at the end
+LONGEST="test_mpi test_samples test_hostile test_tui test_gpt_samples test_decoder_oracle
+    test_faults test_tui_large test_lesson test_golden test_curve_adaptive test_input test_stream"
+programs_longest_first() {
+    local all name; all=$(programs)
+    for name in $LONGEST; do grep "^$name " <<<"$all"; done
+    grep -v -x -F -f <(for name in $LONGEST; do grep "^$name " <<<"$all"; done) <<<"$all"
 }
 
 # a TESTS name that selects nothing is a mistake (a renamed test), not a pass
@@ -136,6 +180,7 @@ else
     MOESCOPE=${MOESCOPE_REL:-$MOESCOPE} run_all "[$second]"
     if [ -n "$had" ]; then OPENBLAS_CORETYPE=$keep; else unset OPENBLAS_CORETYPE; fi
 fi
+reap_all
 if [ "$total_s" -gt 0 ]; then
     echo "skipped: $total_s"
     for x in "${skipped[@]}"; do echo "  $x"; done

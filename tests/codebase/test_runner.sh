@@ -76,7 +76,9 @@ check "a part skip with its reason" grep -q "  test_part: the device checks (mkn
 check "no summary fails" grep -q "FAIL: test_silent printed no" "$WORK/r1"
 check "a crash fails" grep -q "FAIL: test_crash exited with status" "$WORK/r1"
 check "a C test without its binary fails" grep -q "FAIL: tests/unit/test_nobinary.c has no binary" "$WORK/r1"
-check "each program's seconds" test "$(grep -cE '^time: test_[a-z]+ [0-9]+\.[0-9] s$' "$WORK/r1")" -eq 7
+check "each program's seconds and CPU seconds" test "$(grep -cE '^time: test_[a-z]+ [0-9]+\.[0-9] s \(cpu [0-9]+\.[0-9] s\)$' "$WORK/r1")" -eq 7
+check "each program's output whole, before its time line" bash -c "grep -B3 '^time: test_ok ' '$WORK/r1' | grep -q '^kernel '"
+
 check "the numeric test under the environment's kernels" grep -q "golden under ${OPENBLAS_CORETYPE:-unset} with bin" "$WORK/r1"
 if [ "$second" -gt 0 ]; then
     k=$(sed -n 's/^time: test_golden\[\(.*\)\].*/\1/p' "$WORK/r1")
@@ -96,6 +98,21 @@ check "TESTS: only the named one runs" test "$(grep -c '^time: ' "$WORK/r3")" -e
 check "TESTS: total" test "$(tail -1 "$WORK/r3")" = "2 passed, 1 failed"
 run_sel "test_ok" >"$WORK/r4" 2>&1
 check "TESTS: all good exits 0" test $? -eq 0
+# programs run side by side (TEST_JOBS at a time): two that each wait for the
+# other to start can only both pass when they do
+for x in a b; do y=$([ $x = a ] && echo b || echo a)
+cat >"$T/tests/commands/test_meet$x.sh" <<S
+source "\$(dirname "\$0")/../lib/lib.sh"
+: >"$WORK/meet.$x"
+met() { for ((i = 0; i < 600; i++)); do [ -e "$WORK/meet.$y" ] && return 0; sleep 0.1; done; return 1; }
+check "meets $y" met
+summary
+S
+done
+TEST_JOBS=2 run_sel "test_meeta test_meetb" >"$WORK/r7" 2>&1
+check "TEST_JOBS=2: two programs at once" test "$(tail -1 "$WORK/r7")" = "2 passed, 0 failed"
+TEST_JOBS=x run_sel "test_ok" >"$WORK/r8" 2>&1
+check "TEST_JOBS must be a number" grep -q "TEST_JOBS must be a positive number" "$WORK/r8"
 # under CI a missing tool fails instead of skipping
 cat >"$T/tests/commands/test_tool.sh" <<'S'
 source "$(dirname "$0")/../lib/lib.sh"
