@@ -98,12 +98,13 @@ static mode_t current_umask(void) {
     return m;
 }
 
-/* The process's own descriptor a path names (/dev/stdout, /dev/stderr,
- * /dev/fd/N, /proc/self/fd/N), or -1. Such an output is written through a
+/* The process's own descriptor a path names ("-" and /dev/stdout, /dev/stderr,
+ * /dev/fd/N, /proc/self/fd/N), or -1. "-" is standard output, as in most tools:
+ * `--json -` must not leave a file named "-" behind. Such an output is written through a
  * duplicate of that descriptor, exactly as the shell set it up (a redirection's
  * file at its offset, a pipe, a terminal), and never renamed over. */
 static int named_descriptor(const char *path) {
-    if (!strcmp(path, "/dev/stdout")) return STDOUT_FILENO;
+    if (!strcmp(path, "-") || !strcmp(path, "/dev/stdout")) return STDOUT_FILENO;
     if (!strcmp(path, "/dev/stderr")) return STDERR_FILENO;
     const char *num = !strncmp(path, "/dev/fd/", 8)         ? path + 8
                       : !strncmp(path, "/proc/self/fd/", 14) ? path + 14

@@ -117,6 +117,10 @@ EOF
 [ -L /dev/stdout ] && pass || fail "/dev/stdout is no longer a symlink"
 "$MOESCOPE" info "$A" --json /dev/stdout | $PYTHON -c 'import sys; s=sys.stdin.read(); assert "\"n\"" in s' \
     && pass || fail "info --json /dev/stdout into a pipe"
+# "-" is standard output too: no file named "-" is left behind
+(cd "$D" && "$MOESCOPE" info "$A" --json - | $PYTHON -c 'import sys,json; s=sys.stdin.read(); json.loads(s[s.index("{"):])') \
+    && pass || fail "info --json - into a pipe"
+[ ! -e "$D/-" ] && pass || fail "info --json - made a file named '-'"
 
 # ------------------------------------------------- generated hostile files
 H=$WORK/gen
