@@ -56,6 +56,8 @@ void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T);
 /* the floats per row of w->y: ff, or 2 ff (gate | up) for a gated MLP; a panel
  * of rows from r on owns y's rows from r on at this width */
 size_t net_ws_y_width(const net_config *c);
+/* the floats net_ws_alloc allocates for cap rows of T tokens (the memory limit's count) */
+double net_ws_floats(const net_config *c, int cap, int T);
 void net_ws_free(net_ws *w);
 
 /* h (ns T, d) = the embedding of E's sequences s0 .. s0 + ns: wte[ids] + wpe[0..T),

@@ -4,7 +4,7 @@
  * input into a directory of this run's own beside OUT (mkdtemp: .OUT.layers-XXXXXX),
  * layer 2 from that into the next, ..., and the last becomes OUT; the steps between
  * and their directory are removed (nothing else is: a fixed name there deleted what
- * a symlink or another run had put under it). A shard no layer touches
+ * a symlink or another run had put under it), by a cancel (Ctrl-C) too. A shard no layer touches
  * stays one file throughout (each step hard-links it). */
 #include <dirent.h>
 #include <errno.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/progress.h"
 #include "io/family.h"
 #include "io/model_io.h"
 
@@ -84,6 +85,8 @@ int cli_each_layer(const char *layers_of, const char *src0, const char *out, cli
     if (!n) rc = cli_error("%s: no MoE layer", layers_of);
     char *tmp = n > 1 && !rc ? steps_dir(out, &err) : NULL;
     if (n > 1 && !rc && !tmp) rc = cli_error("%s", err.msg);
+    // Ctrl-C removes the directory with the steps in it: this run made it and all it holds
+    int slot = tmp ? cancel_register(tmp, 1) : -1;
     size_t ol = (tmp ? strlen(tmp) : 0) + strlen(out) + 32;
     char *prev = NULL;
     for (int i = 0; i < n && !rc; i++) {
@@ -97,6 +100,7 @@ int cli_each_layer(const char *layers_of, const char *src0, const char *out, cli
         if (rc && i < n - 1) remove_output(dst);
     }
     free(prev);
+    if (slot >= 0) cancel_unregister(slot);
     if (tmp) rmdir(tmp);
     free(tmp);
     for (int i = 0; i < n; i++) free(layers[i]);

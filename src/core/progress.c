@@ -302,8 +302,11 @@ void cancel_unregister(int slot) {
 }
 
 /* The files directly inside dir, then dir (async-signal-safe calls only). */
-static void remove_dir_now(const char *dir) {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+/* dir (relative to the directory at) and what it holds, depth levels of directories
+ * down (a run's directory of steps holds a step's folder of shards): getdents64,
+ * unlinkat and close only. A symlink is unlinked, never followed. */
+static void remove_dir_at(int at, const char *dir, int depth) {
+    int fd = openat(at, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd >= 0) {
         char buf[4096] __attribute__((aligned(8)));
         ssize_t got;
@@ -311,13 +314,16 @@ static void remove_dir_now(const char *dir) {
             for (ssize_t off = 0; off < got;) {
                 struct dirent64 *e = (struct dirent64 *)(void *)(buf + off);
                 off += e->d_reclen;
-                if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlinkat(fd, e->d_name, 0);
+                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+                if (unlinkat(fd, e->d_name, 0) && depth > 0) remove_dir_at(fd, e->d_name, depth - 1);
             }
         }
         close(fd);
     }
-    rmdir(dir);
+    unlinkat(at, dir, AT_REMOVEDIR);
 }
+
+static void remove_dir_now(const char *dir) { remove_dir_at(AT_FDCWD, dir, 1); }
 
 static void on_cancel(int sig) {
     for (int pass = 0; pass < 2; pass++) // files first: some live in a registered directory

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/mem_budget.h"
+#include "network/net_eval.h"
 #include "network/net_forward.h"
 
 /* the workers an evaluation starts by default: one per CPU, at most 8 */
@@ -16,13 +17,20 @@ static double workers(void) {
 
 int net_mem_check(const net_model *m, const net_evalset *E, ms_err *err) {
     const net_config *c = &m->cfg;
-    // (net_tokens' and net_head_rows' values, spelled out: net_evalset.c calls this)
-    double T = c->arch == NET_VIT ? c->npos : E->T, d = c->d, nmax = 1;
-    double rows = fmin(512, fmax(64, (double)(NET_HEAD_FLOATS / (c->vocab > 0 ? c->vocab : 1))));
-    for (int i = 0; i < c->nmoe; i++) nmax = m->moe[i].cfg.n > nmax ? m->moe[i].cfg.n : nmax;
-    // a worker: one sequence's activations (x, q|k|v, o, the MLP, h, gates), its scores,
-    // a panel of logits; the prefix: every token's (N T, d)
-    double worker = 4.0 * (T * (7 * d + c->ff + nmax) + T * T + rows * c->vocab);
+    // (net_tokens' value, spelled out: net_evalset.c calls this)
+    double T = c->arch == NET_VIT ? c->npos : E->T, d = c->d, nmax = 1, hmax = 1;
+    for (int i = 0; i < c->nmoe; i++) {
+        const moe_config *b = &m->moe[i].cfg;
+        nmax = fmax(nmax, b->n), hmax = fmax(hmax, fmax(b->h, b->hs));
+    }
+    // a worker: its items' rows (whole sequences of about NET_ITEM_TOKENS tokens), the
+    // forward's workspace for them (net_ws: a decoder's q|k|v, latent attention, gated
+    // MLP, rotary table, a sequence's scores, a panel of logits), the residual stream,
+    // the gates and the block's inputs, an MoE block's own workspace; the prefix: every
+    // token's (N T, d)
+    double spi = fmax(1, floor(NET_ITEM_TOKENS / T)), cap = spi * T, chunk = fmin(cap, 256);
+    double worker = 4.0 * (net_ws_floats(c, (int)cap, (int)T) + cap * (2 * d + nmax) +
+                           chunk * (2 * nmax + 2 * hmax + 4 * d));
     double need = 4.0 * (double)E->N * T * d + workers() * worker;
     char what[700];
     snprintf(what, sizeof what, "%s on %s: an evaluation of %d x %.0f tokens (d = %d, vocabulary %d)", m->path,

@@ -40,27 +40,54 @@ size_t net_ws_y_width(const net_config *c) {
     return (size_t)c->ff * (net_arch_of(c->arch)->mlp == NET_MLP_GLU ? 2 : 1);
 }
 
-void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
+/* the floats of each of a workspace's buffers (net_ws), decided once: net_ws_alloc
+ * allocates them, net_ws_floats counts them for the memory limit */
+typedef struct {
+    size_t x, qkv, o, y, pt, mla, cs, lg, rows; /* rows: the head's rows (rl, rh) */
+} ws_sizes;
+
+static void ws_sizes_of(const net_config *c, int cap, int T, ws_sizes *z) {
     const net_arch_desc *A = net_arch_of(c->arch);
     size_t d = (size_t)c->d, M = (size_t)(cap > 0 ? cap : 1), ow = (size_t)heads_width(c);
+    z->x = M * d;
+    z->qkv = M * (size_t)qkv_width(c);
+    z->o = M * (ow > d ? ow : d);
+    z->y = M * net_ws_y_width(c);
+    z->pt = A->embed == NET_EMBED_PATCHES ? (size_t)c->npatch * patch_values(c) : 0;
+    z->mla = A->attn == NET_ATTN_MLA ? M * mla_width(c) : 0;
+    z->cs = A->attn != NET_ATTN_MHA && c->rot > 0 ? (size_t)T * c->rot : 0;
+    z->rows = (size_t)net_head_rows(c->vocab);
+    z->lg = z->rows * c->vocab;
+}
+
+double net_ws_floats(const net_config *c, int cap, int T) {
+    ws_sizes z;
+    ws_sizes_of(c, cap, T, &z);
+    return (double)z.x + z.qkv + z.o + z.y + z.pt + z.mla + z.cs + z.lg + 2.25 * z.rows; // rl, rh
+}
+
+static float *buf_or_null(size_t n) { return n ? ms_malloc(n * sizeof(float)) : NULL; }
+
+void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
+    ws_sizes z;
+    ws_sizes_of(c, cap, T, &z);
     w->cap = cap;
     w->T = T;
-    w->x = ms_malloc(M * d * sizeof(float));
-    w->qkv = ms_malloc(M * (size_t)qkv_width(c) * sizeof(float));
-    w->o = ms_malloc(M * (ow > d ? ow : d) * sizeof(float));
-    w->y = ms_malloc(M * net_ws_y_width(c) * sizeof(float));
-    w->pt = A->embed == NET_EMBED_PATCHES ? ms_malloc((size_t)c->npatch * patch_values(c) * sizeof(float)) : NULL;
-    w->mla = A->attn == NET_ATTN_MLA ? ms_malloc(M * mla_width(c) * sizeof(float)) : NULL;
-    w->cs = NULL;
-    if (A->attn != NET_ATTN_MHA && c->rot > 0) {
-        w->cs = ms_malloc((size_t)T * c->rot * sizeof(float));
+    w->x = buf_or_null(z.x);
+    w->qkv = buf_or_null(z.qkv);
+    w->o = buf_or_null(z.o);
+    w->y = buf_or_null(z.y);
+    w->pt = buf_or_null(z.pt);
+    w->mla = buf_or_null(z.mla);
+    w->cs = buf_or_null(z.cs);
+    if (w->cs) {
         const double *inv;
         double af;
         net_rope_at(c, T, &inv, &af); // longrope: the set of T tokens
         tf_rope_table(T, c->rot, inv, af, w->cs);
     }
     w->head_rows = net_head_rows(c->vocab);
-    w->lg = ms_malloc((size_t)w->head_rows * c->vocab * sizeof(float));
+    w->lg = buf_or_null(z.lg);
     w->rl = ms_malloc((size_t)w->head_rows * sizeof(double));
     w->rh = ms_malloc((size_t)w->head_rows);
 }

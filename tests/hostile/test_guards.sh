@@ -11,7 +11,7 @@
 #      given: --csv DIR/README.txt, --json over a file the study left out, --latex DIR/new;
 #  (7) --layer all's steps between layers go into a directory of the run's own
 #      (mkdtemp): a symlink or a directory at the old fixed name OUT.layer-0.tmp, and
-#      another run's steps, are left alone;
+#      another run's steps, are left alone; Ctrl-C removes that directory (it stayed);
 #  (10) landscape --exhaustive on a 12-expert network is refused before any work (it
 #      sampled 500 orders with --no-proxy; without, it was refused after the landscape);
 #  (9) geometry on a capture whose inputs are constant or all zero at one layer is
@@ -29,6 +29,12 @@
 #      attention, sinks, dense MLPs, routers, experts, shared experts, embeddings, head)
 #      is refused (exit 1) naming that tensor as the file calls it (it named GPT-2's
 #      tensors, and a decoder's attention and dense MLPs were not bounded: loss nan);
+#  the decoder families (they came after the issue): (5) a stray tensor (an expert past
+#      num_local_experts, an attention bias the config has not, a dense MLP in an MoE
+#      block, a router in a first_k_dense_replace block) is refused saying which rule of
+#      config.json leaves it unread (it named moe.layers, a key no decoder has); (11) a
+#      decoder's evaluation is held to MOESCOPE_MAX_MEMORY by what its forward allocates
+#      (a gated MLP's 2 intermediate_size per row of a worker's items);
 # Networks come from tests/hostile/corpus/gen_hostile.py (checked in) or are made here.
 source "$(dirname "$0")/../lib/lib.sh"
 D=$WORK/g
@@ -197,6 +203,24 @@ echo keep >"$D/lay/out.safetensors.layer-0.tmp/mine.txt"
 check "align --layer all beside a directory at the old step name" \
     "$MOESCOPE" align "$D/two.safetensors" "$D/two.safetensors" --layer all --no-wm -o "$D/lay/out.safetensors"
 [ -f "$D/lay/out.safetensors.layer-0.tmp/mine.txt" ] && pass || fail "--layer all: a directory of the user's emptied"
+# Ctrl-C (SIGINT) while the last layer is written: the run's directory of steps goes
+# with it (a step's file; a step's folder of shards and a step's temporary folder), and
+# nothing else in the output's directory (MOESCOPE_TEST_STALL holds the write)
+"$PYTHON" "$TESTS_DIR/lib/gen_decoders.py" --family mixtral --out "$D/mx2" --shards 2 --N 2 --T 6 >/dev/null
+for c in "write out:$D/two.safetensors:out.safetensors" "write model-00002:$D/mx2:out"; do
+    IFS=: read -r stall src o <<<"$c"
+    rm -rf "$D/int" && mkdir -p "$D/int" && echo keep >"$D/int/keep.txt"
+    MOESCOPE_TEST_STALL=$stall "$MOESCOPE" scramble "$src" --layer all -o "$D/int/$o" >/dev/null 2>"$D/int.err" &
+    pid=$!
+    for ((i = 0; i < 1200; i++)); do grep -q "test stall" "$D/int.err" && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+    during=$(ls -A "$D/int" | tr '\n' ' ')
+    kill -INT $pid
+    wait $pid
+    rc=$?
+    [ $rc -eq 130 ] && pass || fail "SIGINT in --layer all ($src): exit $rc ($(tail -1 "$D/int.err"))"
+    [[ $during == *.layers-* ]] && pass || fail "SIGINT in --layer all ($src): no steps' directory when stalled ($during)"
+    [ "$(ls -A "$D/int")" = keep.txt ] && pass || fail "SIGINT in --layer all ($src): left $(ls -A "$D/int" | tr '\n' ' ')"
+done
 # two runs with one -o: each finishes from its own steps (one of them replaces the other's output)
 rm -f "$D/lay/out.safetensors"
 "$MOESCOPE" scramble "$D/two.safetensors" --layer all -o "$D/lay/out.safetensors" --seed 1 >"$D/r1" 2>&1 &
@@ -311,10 +335,88 @@ MOESCOPE_MAX_MEMORY=4M expect_rc "a network's evaluation over MOESCOPE_MAX_MEMOR
     "$MOESCOPE" eval "$D/wide/seed1" --eval "$D/wide/eval.safetensors"
 "$PYTHON" "$TESTS_DIR/lib/gen_gpt2.py" "$D/deep" --layers 64 --moe all --n 4 --k 2 --d 8 --h 4 --N 8 --T 16 \
     --positions 16 --single >/dev/null
-MOESCOPE_MAX_MEMORY=512K expect_rc "geometry of 64 MoE blocks over MOESCOPE_MAX_MEMORY=512K" 1 \
-    "deep/seed1: the routing geometry of its 64 MoE blocks on the 128 tokens .*over the memory limit of 512\.0 KiB" \
-    "$MOESCOPE" geometry "$D/deep/seed1" --eval "$D/deep/eval.safetensors"
+# 1024 tokens: the geometry's 5.5 MiB over 4M, its evaluation's workers (up to 8) within
+"$PYTHON" "$TESTS_DIR/lib/gen_gpt2.py" "$D/deep64" --layers 64 --moe all --n 4 --k 2 --d 8 --h 4 --N 64 --T 16 \
+    --positions 16 --single >/dev/null
+MOESCOPE_MAX_MEMORY=4M expect_rc "geometry of 64 MoE blocks over MOESCOPE_MAX_MEMORY=4M" 1 \
+    "deep64/seed1: the routing geometry of its 64 MoE blocks on the 1024 tokens .*over the memory limit of 4\.0 MiB" \
+    "$MOESCOPE" geometry "$D/deep64/seed1" --eval "$D/deep64/eval.safetensors"
 check "geometry of 64 MoE blocks within the machine's memory" \
     "$MOESCOPE" geometry "$D/deep/seed1" --eval "$D/deep/eval.safetensors"
 
+
+# ------------------------------------------------- the decoder families
+# (5) tensors nothing reads, with why: the message named moe.layers, a key no decoder has
+"$PYTHON" - "$D" <<'PY'
+import json, os, shutil, struct, sys
+D = sys.argv[1]
+def add(fam, out, *tensors):  # a copy of ov_<fam> with tensors of 0.01 added
+    src, dst = "%s/ov_%s" % (D, fam), "%s/%s" % (D, out)
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst)
+    raw = open(dst + "/model.safetensors", "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    hdr, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+    extra = b""
+    for name, shape in tensors:
+        k = 4 * shape[0] * (shape[1] if len(shape) > 1 else 1)
+        hdr[name] = {"dtype": "F32", "shape": shape, "data_offsets": [len(data) + len(extra), len(data) + len(extra) + k]}
+        extra += struct.pack("<f", 0.01) * (k // 4)
+    h = json.dumps(hdr).encode()
+    h += b" " * (-len(h) % 8)
+    open(dst + "/model.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + data + extra)
+e9 = "model.layers.0.block_sparse_moe.experts.9."
+add("mixtral", "un_e9", (e9 + "w1.weight", [16, 32]), (e9 + "w2.weight", [32, 16]), (e9 + "w3.weight", [16, 32]))
+add("mixtral", "un_bias", ("model.layers.0.self_attn.q_proj.bias", [32]))
+add("mixtral", "un_dense", ("model.layers.1.mlp.gate_proj.weight", [64, 32]))
+add("deepseek_v2", "un_gate", ("model.layers.0.mlp.gate.weight", [8, 32]))
+add("qwen3_moe", "un_obias", ("model.layers.2.self_attn.o_proj.bias", [32]))
+PY
+for c in "un_e9:mixtral:model.layers.0.block_sparse_moe.experts.9.w1.weight' \(and 2 more\):an expert past the gate's rows" \
+         "un_bias:mixtral:model.layers.0.self_attn.q_proj.bias':config\\.json's attention_bias is false or absent" \
+         "un_dense:mixtral:model.layers.1.mlp.gate_proj.weight':block 1 is an MoE block by its architecture, whose blocks are all MoE" \
+         "un_gate:deepseek_v2:model.layers.0.mlp.gate.weight':block 0 is dense by config.json's first_k_dense_replace" \
+         "un_obias:qwen3_moe:model.layers.2.self_attn.o_proj.bias':config\\.json's attention_bias is false or absent"; do
+    IFS=: read -r dir fam t why <<<"$c"
+    expect_rc "$fam: a stray tensor ($dir) refused, saying why" 1 \
+        "$dir: tensor '$t is not part of the network config\.json describes: nothing reads it \($why" \
+        "$MOESCOPE" eval "$D/$dir" --eval "$D/ov_$fam/eval.safetensors"
+done
+# (11) a decoder's evaluation against MOESCOPE_MAX_MEMORY counts what its forward holds:
+# the gated MLP's 2 intermediate_size per row of a worker's 512-token items (the check
+# counted intermediate_size per token of one sequence, 6 here: 64 MiB a worker passed 48M)
+"$PYTHON" - "$D" <<'PY'
+import json, os, shutil, struct, sys
+import numpy as np
+D = sys.argv[1]
+src, dst, F = D + "/ov_deepseek_v2", D + "/wide_ff", 16384
+shutil.rmtree(dst, ignore_errors=True)
+shutil.copytree(src, dst)
+c = json.load(open(dst + "/config.json"))
+c["intermediate_size"] = F
+json.dump(c, open(dst + "/config.json", "w"))
+raw = open(dst + "/model.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+hdr, data = json.loads(raw[8:8 + n]), raw[8 + n:]
+t = {k: np.frombuffer(data[v["data_offsets"][0]:v["data_offsets"][1]], np.float32).reshape(v["shape"])
+     for k, v in hdr.items() if k != "__metadata__"}
+g = np.random.default_rng(1)
+d = c["hidden_size"]
+for k, shape in (("gate_proj", (F, d)), ("up_proj", (F, d)), ("down_proj", (d, F))):
+    t["model.layers.0.mlp.%s.weight" % k] = (0.02 * g.standard_normal(shape)).astype(np.float32)
+off, h, blobs = 0, {}, []
+for k in sorted(t):
+    b = np.ascontiguousarray(t[k]).tobytes()
+    h[k] = {"dtype": "F32", "shape": list(t[k].shape), "data_offsets": [off, off + len(b)]}
+    off += len(b)
+    blobs.append(b)
+hb = json.dumps(h).encode()
+hb += b" " * (-len(hb) % 8)
+open(dst + "/model.safetensors", "wb").write(struct.pack("<Q", len(hb)) + hb + b"".join(blobs))
+PY
+MOESCOPE_MAX_MEMORY=48M expect_rc "a decoder's gated MLP of 16384 over MOESCOPE_MAX_MEMORY=48M" 1 \
+    "wide_ff on .*eval\.safetensors: an evaluation of 2 x 6 tokens \(d = 32, vocabulary 64\): needs .*over the memory limit of 48\.0 MiB" \
+    "$MOESCOPE" eval "$D/wide_ff" --eval "$D/ov_deepseek_v2/eval.safetensors"
+MOESCOPE_MAX_MEMORY=2G check "the same decoder within 2G" \
+    "$MOESCOPE" eval "$D/wide_ff" --eval "$D/ov_deepseek_v2/eval.safetensors"
 summary

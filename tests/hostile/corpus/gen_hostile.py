@@ -300,8 +300,8 @@ NETWORKS = [
     # round four (issue 41): tensors no part of the network reads (they were dropped)
     ("net_dense_with_moe", "net_stray_moe_model", None, "info",
      "net_dense_with_moe: tensor 'transformer.h.1.mlp.experts.0.c_fc.bias' (and 9 more) is not part of "
-     "the network config.json describes: nothing reads it (an expert past the gate's rows, or a block's "
-     "MoE tensors when config.json's moe.layers does not list the block)"),
+     "the network config.json describes: nothing reads it (block 1 is dense by config.json's moe.layers, "
+     "so nothing reads MoE tensors there)"),
     ("net_expert_9", "net_expert9_model", None, "info",
      "net_expert_9: tensor 'transformer.h.0.mlp.experts.9.c_fc.bias' (and 3 more) is not part of the network"),
     # round four (issue 41): a key twice in one object; cJSON kept the first, Python the last
