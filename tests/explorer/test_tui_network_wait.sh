@@ -10,7 +10,12 @@
 #     reaches the evaluation in flight);
 #   - gate open: the curves come; gate shut again and w (a new request): the
 #     current curve's evaluation is in flight (its rows on the status line); q
-#     exits with status 0 (it and the landscape's were cancelled mid-evaluation).
+#     exits with status 0 (it and the landscape's were cancelled mid-evaluation);
+#   - many experts (128 in each of 3 blocks: q once took 4-11 s to end the process
+#     there, 55-64 s at 256): q while a block switch is in flight (the new block's
+#     prefix held by the gate) and after a re-alignment (m: the other cost; the
+#     landscape it restarts held by the gate) ends the process, exit 0, the
+#     terminal's settings as they were before (stty -g) and the explorer's screen gone.
 source "$(dirname "$0")/../lib/lib.sh"
 need_tool tmux
 source "$TESTS_DIR/explorer/tui_lib.sh"
@@ -53,4 +58,47 @@ check "w: weight matching off" wait_for "wm:OFF"
 check "w: the current curve's evaluation in flight, its rows on the status line" \
     wait_re "curve current: rows [0-9]+/1024"
 check_quit
+
+# --- many experts: q with a block switch or a re-alignment in flight ---
+M=$WORK/many
+"$PYTHON" - "$M" "$TESTS_DIR" <<'PY'
+import sys
+sys.path[:0] = [sys.argv[2] + "/lib", sys.argv[2] + "/oracle"]
+import gen_gpt2
+cfg = gen_gpt2.config(d=8, moe_layers=[0, 1, 2], n=128, h=4, positions=512)
+back = gen_gpt2.backbone(cfg, 9)
+m1 = gen_gpt2.moe_blocks(cfg, 1)
+m2 = gen_gpt2.perturbed_copy(cfg, m1, 2)[0]
+gen_gpt2.write_pool(sys.argv[1], cfg, back, {"seed1": m1, "seed2": m2}, gen_gpt2.eval_ids(cfg, 3, 2, 512))
+PY
+# explore_many: the explorer on it with the gate, stty's settings before and after it
+explore_many() {
+    rm -f "$WORK/exit" "$WORK/stty0" "$WORK/stty1"
+    tui_session 160 40 "cd '$WORK' && stty -g > '$WORK/stty0'; MOESCOPE_TEST_EVAL_GATE='$GATE' '$MOESCOPE' '$M/seed1' '$M/seed2' --eval '$M/eval.safetensors' --points 5; echo EXIT=\$? > '$WORK/exit'; stty -g > '$WORK/stty1'; echo EXIT_SHOWN; sleep 600"
+}
+# check_quit_restored WHAT: q ends the process, exit 0, the terminal restored
+check_quit_restored() {
+    tm send-keys -t t q
+    check "$1: q ends the process" wait_for "EXIT_SHOWN"
+    check "$1: exit status 0" grep -q "EXIT=0" "$WORK/exit"
+    check "$1: the terminal's settings restored" cmp -s "$WORK/stty0" "$WORK/stty1"
+    check "$1: the explorer's screen has gone" _lacks "q quit"
+}
+touch "$GATE"
+explore_many
+check "128 experts: the curves come" wait_re "current barrier=[0-9.]+"
+rm -f "$GATE"
+tm send-keys -t t l
+check "128 experts: l lists the blocks" wait_for "transformer.h.1.mlp"
+tm send-keys -t t j Enter
+check "128 experts: block 1's prefix in flight" wait_re "frozen prefix: rows [0-9]+/1024"
+check_quit_restored "a block switch in flight"
+touch "$GATE"
+explore_many
+check "128 experts again: the curves come" wait_re "current barrier=[0-9.]+"
+rm -f "$GATE"
+tm send-keys -t t m
+check "m: the gate cost, B re-aligned by it" wait_for "m cost:gate"
+check "m: the re-aligned landscape's evaluation in flight" wait_re "computing landscape .*rows [0-9]+/1024"
+check_quit_restored "a re-alignment's evaluation in flight"
 summary
