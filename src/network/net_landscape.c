@@ -8,10 +8,12 @@
 #include <time.h>
 
 #include "landscape/rank.h"
+#include "network/net_budget.h"
 
 int net_block_inputs(const net_model *A, const net_evalset *E, int block, const net_par *par,
                      evalset *out, ms_err *err) {
     memset(out, 0, sizeof *out);
+    if (net_inputs_mem_check(A, E, block, err)) return -1;
     size_t rows = (size_t)E->N * net_tokens(A, E);
     out->inputs = ms_malloc(rows * A->cfg.d * sizeof(float)); // (N T, d)
     float *in[NET_MAX_LAYERS] = {0};

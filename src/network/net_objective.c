@@ -9,7 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/mem_budget.h"
 #include "core/progress.h"
+#include "network/net_budget.h"
 
 /* The other blocks interpolated at (t, var), and the block pointers one
  * evaluation reads: a slot per concurrent caller (the explorer evaluates
@@ -176,12 +178,29 @@ static int end_points(net_objective *no, ms_err *err) {
     return 0;
 }
 
+/* the copies the objective keeps beside an evaluation: B's blocks aligned per variant
+ * (alt), A's other blocks interpolated per slot, the interpolated network (M) */
+static int copies_fit(const net_model *A, const net_model *B, const net_evalset *E, const net_obj_opts *o,
+                      ms_err *err) {
+    double a = 0, b = 0, all = (double)A->nparams;
+    for (int i = 0; i < A->cfg.nmoe; i++) {
+        b += (double)B->moe[i].nparams, all += (double)A->moe[i].nparams;
+        if (i != o->chosen) a += (double)A->moe[i].nparams;
+    }
+    double need = 4.0 * (3 * b + OBJ_SLOTS * a + (o->interp_backbone ? all : 0)) + net_eval_bytes(A, E);
+    char what[900];
+    snprintf(what, sizeof what, "%s and %s on %s: the network landscape's copies of the MoE blocks (B's "
+             "aligned 3 ways, A's other %d interpolated for %d evaluations at once%s) beside an evaluation",
+             A->path, B->path, E->path, A->cfg.nmoe - 1, OBJ_SLOTS, o->interp_backbone ? ", the network" : "");
+    return ms_mem_fits(need, what, err);
+}
+
 int net_objective_create(const net_model *A, const net_model *B, const net_evalset *E,
                          const net_obj_opts *o, net_objective **out, ms_err *err) {
     *out = NULL;
     if (o->chosen < 0 || o->chosen >= A->cfg.nmoe)
         return ms_fail(err, "%s: MoE block %d of %d", A->path, o->chosen, A->cfg.nmoe);
-    if (net_evalset_check(E, A, err) || net_evalset_check(E, B, err)) return -1;
+    if (net_evalset_check(E, A, err) || net_evalset_check(E, B, err) || copies_fit(A, B, E, o, err)) return -1;
     net_objective *no = ms_calloc(1, sizeof *no);
     no->A = A, no->B = B, no->E = E, no->o = *o, no->nmoe = A->cfg.nmoe;
     no->alt = ms_calloc((size_t)3 * no->nmoe, sizeof(moe_model));

@@ -23,6 +23,8 @@
 #  (11) memory: eval --dump-outputs on a network writes its logits [N, T, V] in panels
 #      (the peak memory grows by far less than the dump; the same logits as one panel);
 #      a network's evaluation is checked against MOESCOPE_MAX_MEMORY before it runs;
+#      so are a network landscape's copies of the MoE blocks and a block's inputs for its
+#      layer alone (the proxy, diagnose);
 #      geometry on a 64-block network is checked against MOESCOPE_MAX_MEMORY first;
 #  (1) a huge but finite value (1e30) in any tensor a network's forward reads, for every
 #      architecture (GPT-2, ViT, each decoder family: attention, q/k norms, latent
@@ -333,6 +335,25 @@ PY
 MOESCOPE_MAX_MEMORY=4M expect_rc "a network's evaluation over MOESCOPE_MAX_MEMORY=4M" 1 \
     "wide/seed1 on .*eval\.safetensors: an evaluation of 64 x 32 tokens \(d = 8, vocabulary 4096\): needs .*over the memory limit of 4\.0 MiB" \
     "$MOESCOPE" eval "$D/wide/seed1" --eval "$D/wide/eval.safetensors"
+# a network landscape keeps copies of the MoE blocks (B's aligned 3 ways, A's other
+# blocks per evaluation slot): 16 MiB here, over 10M while an evaluation fits
+"$PYTHON" "$TESTS_DIR/lib/gen_gpt2.py" "$D/obj" --d 32 --layers 3 --moe all --n 64 --h 64 --N 2 --T 8 >/dev/null
+MOESCOPE_MAX_MEMORY=10M check "an evaluation of the 3-block network within 10M" \
+    "$MOESCOPE" eval "$D/obj/seed1" --eval "$D/obj/eval.safetensors"
+MOESCOPE_MAX_MEMORY=10M expect_rc "a network landscape's copies of the blocks over 10M" 1 \
+    "obj/seed1 and .*obj/seed2 on .*: the network landscape's copies of the MoE blocks .*over the memory limit of 10\.0 MiB" \
+    "$MOESCOPE" landscape "$D/obj/seed1" "$D/obj/seed2" --eval "$D/obj/eval.safetensors" --points 3
+# a block's inputs for its layer alone (the layer-only proxy, diagnose): (N T, d) and the
+# layer's per-row scores and outputs, 24 MiB for 32768 tokens, over 16M while an evaluation fits
+"$PYTHON" "$TESTS_DIR/lib/gen_gpt2.py" "$D/inp" --d 8 --layers 2 --moe all --n 64 --h 4 --N 64 --T 512 \
+    --positions 512 >/dev/null
+MOESCOPE_MAX_MEMORY=16M check "an evaluation of 32768 tokens within 16M" \
+    "$MOESCOPE" eval "$D/inp/seed1" --eval "$D/inp/eval.safetensors"
+for cmd in diagnose landscape; do
+    MOESCOPE_MAX_MEMORY=16M expect_rc "$cmd: a block's inputs of 32768 tokens over 16M" 1 \
+        "inp/seed1 on .*: MoE block 0's inputs, 32768 tokens of d = 8, for its layer computed alone \(n = 64 experts\): needs .*over the memory limit of 16\.0 MiB" \
+        "$MOESCOPE" $cmd "$D/inp/seed1" "$D/inp/seed2" --eval "$D/inp/eval.safetensors" --points 3
+done
 "$PYTHON" "$TESTS_DIR/lib/gen_gpt2.py" "$D/deep" --layers 64 --moe all --n 4 --k 2 --d 8 --h 4 --N 8 --T 16 \
     --positions 16 --single >/dev/null
 # 1024 tokens: the geometry's 5.5 MiB over 4M, its evaluation's workers (up to 8) within
