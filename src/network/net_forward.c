@@ -25,6 +25,12 @@ static tf_layout layout_of(const net_model *m) {
     return arch(m)->embed == NET_EMBED_LEARNED ? TF_CONV1D : TF_LINEAR;
 }
 
+/* net_tokens' and net_logit_rows' values (net_evalset.h), spelled out: net_evalset.c
+ * checks a set against the memory limit, which counts this file's workspace */
+static int is_class(const net_model *m) { return arch(m)->target == NET_TARGET_CLASS; }
+static int tokens_of(const net_model *m, const net_evalset *E) { return is_class(m) ? m->cfg.npos : E->T; }
+static int rows_per_seq(const net_model *m, int T) { return is_class(m) ? 1 : T; }
+
 static int patch_values(const net_config *c) { return c->chans * c->patch * c->patch; }
 
 /* the widths of q|k|v and of the heads' outputs */
@@ -138,7 +144,7 @@ static void vit_patches(const net_config *c, const float *img, float *pt) {
 
 void net_embed(const net_model *m, const net_evalset *E, int s0, int ns, float *h, net_ws *w) {
     const net_config *c = &m->cfg;
-    int d = c->d, T = net_tokens(m, E);
+    int d = c->d, T = tokens_of(m, E);
     for (int s = 0; s < ns; s++) {
         float *hs = h + (size_t)s * T * d; // (T, d)
         if (arch(m)->embed == NET_EMBED_PATCHES) {
@@ -320,7 +326,7 @@ static int head_target(const net_model *m, const net_evalset *E, int s0, int T, 
 }
 
 void net_head_norm(const net_model *m, const float *h, int T, int r0, int rows, const net_ws *w) {
-    int d = m->cfg.d, step = T / net_logit_rows(m, T); // a ViT's rows: every T-th, the CLS
+    int d = m->cfg.d, step = T / rows_per_seq(m, T); // a ViT's rows: every T-th, the CLS
     for (int r = 0; r < rows; r++)
         norm_forward(m, h + (size_t)(r0 + r) * step * d, 1, m->lnf_w, m->lnf_b, w->x + (size_t)r * d);
 }
@@ -342,7 +348,7 @@ void net_head_cols(const net_model *m, int rows, int sl, const net_ws *w, float 
 
 void net_head_losses(const net_model *m, const net_evalset *E, int s0, int r0, int ra, int rb, const float *lg,
                      const net_ws *w) {
-    int V = m->cfg.vocab, T = net_tokens(m, E);
+    int V = m->cfg.vocab, T = tokens_of(m, E);
     for (int r = ra; r < rb; r++) {
         int y = head_target(m, E, s0, T, r0 + r), am;
         w->rl[r] = 0.0, w->rh[r] = 0;
@@ -564,7 +570,7 @@ void net_logits_ref(const net_model *m0, const moe_model *const *moe, const net_
     net_rope_at(&m0->cfg, net_tokens(m0, E), &inv, &mt.cfg.rope_af);
     memmove(mt.cfg.inv_freq, inv, sizeof mt.cfg.inv_freq);
     const net_config *c = &m->cfg;
-    int d = c->d, V = c->vocab, T = net_tokens(m, E), per = net_logit_rows(m, T);
+    int d = c->d, V = c->vocab, T = tokens_of(m, E), per = rows_per_seq(m, T);
     int ow = heads_width(c) > d ? heads_width(c) : d;
     float *h = ms_malloc((size_t)T * d * sizeof(float));
     float *x = ms_malloc((size_t)d * sizeof(float)), *y = ms_malloc((size_t)d * sizeof(float));
