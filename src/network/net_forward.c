@@ -567,7 +567,7 @@ static void embed_ref(const net_model *m, const net_evalset *E, int s, int T, fl
 void net_logits_ref(const net_model *m0, const moe_model *const *moe, const net_evalset *E, float *logits) {
     net_model mt = *m0, *m = &mt; // its rotation that of T tokens (longrope's short or long set)
     const double *inv;
-    net_rope_at(&m0->cfg, net_tokens(m0, E), &inv, &mt.cfg.rope_af);
+    net_rope_at(&m0->cfg, tokens_of(m0, E), &inv, &mt.cfg.rope_af);
     memmove(mt.cfg.inv_freq, inv, sizeof mt.cfg.inv_freq);
     const net_config *c = &m->cfg;
     int d = c->d, V = c->vocab, T = tokens_of(m, E), per = rows_per_seq(m, T);
