@@ -62,7 +62,9 @@ atomic_int *progress_cancel_flag(void);
 /* A count below the phase, for the thread's listener only (the phase and the
  * command line's line are left alone): fn(ctx, what, done, total), e.g. the
  * rows of the network evaluation in flight; sent when done is 0 or total, else
- * at most every 50 ms. Nothing without a listener. */
+ * at most every 50 ms. Without a listener it moves the line only when the line's
+ * phase is named what (a command that began that phase to show, say, the rows of
+ * its network evaluation); else nothing. */
 void progress_inner(const char *what, double done, double total);
 
 /* Seconds spent per named part ("wm lap"; every progress phase is one), summed

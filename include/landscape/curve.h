@@ -76,6 +76,10 @@ typedef struct ls_objective {
     const char *what;      /* what the loss is, e.g. "network loss, MoE block 0" */
 } ls_objective;
 
+/* The progress phase a command begins to show its curves' points (one per inner
+ * point: both functions below add to it when it is the line's phase). */
+#define CURVE_PHASE "curves"
+
 /* The curve from A to Bp, where Bp is B already aligned (any order/WM). */
 int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int T,
                   ls_curve *out, ms_err *err);

@@ -12,6 +12,7 @@
 #include "io/json_file.h"
 #include "landscape/bootstrap.h"
 #include "cli/cli.h"
+#include "core/progress.h"
 #include "plot/figures.h"
 #include "io/provenance.h"
 #include "landscape/landscape.h"
@@ -73,6 +74,9 @@ static int curves_compute(const moe_model *A, const moe_model *B, const evalset 
                           int orders[][LS_MAX_N], int norder, ls_curve *curves, char names[][48],
                           ls_refined *ref, ms_err *err) {
     int n = A->cfg.n, ncurves = 0;
+    // one line over every curve's inner points (the ends are the end points' losses);
+    // a network's evaluations take seconds each, weight matching interrupts it between curves
+    double since = timing_now(), total = (double)(3 + norder) * (T - 2);
     for (int k = 0; k < 3 + norder; k++) {
         align_opts ao;
         align_opts_default(&ao);
@@ -105,6 +109,8 @@ static int curves_compute(const moe_model *A, const moe_model *B, const evalset 
         }
         // a network's naive and skip-order curves move every MoE block that way
         int var = k == 0 ? LS_VAR_NAIVE : k == 1 ? LS_VAR_SKIP : LS_VAR_MAIN;
+        progress_begin_since(CURVE_PHASE, total, "points", since);
+        progress_set((double)k * (T - 2));
         int c = obj ? curve_compute_obj(A, &Bp, obj, var, T, NULL, &curves[k], err)
                     : curve_compute(A, &Bp, E, T, &curves[k], err);
         if (!c) memcpy(curves[k].order, res.order, (size_t)n * sizeof(int));
@@ -117,6 +123,7 @@ static int curves_compute(const moe_model *A, const moe_model *B, const evalset 
         }
         ncurves = k + 1;
     }
+    progress_end();
     return ncurves;
 }
 

@@ -22,6 +22,7 @@
 #include "io/json_file.h"
 #include "cli/cli.h"
 #include "core/mem_budget.h"
+#include "core/progress.h"
 #include "model/evaluator.h"
 #include "model/model.h"
 #include "analysis/ms_limits.h"
@@ -203,7 +204,9 @@ static int eval_network(const subject_net *n, const char *ck, const char *e_path
     double t0 = now_sec();
     for (long it = 0; it < (repeat ? repeat : 1) && !rc; it++) {
         net_eval_result_free(&r);
+        progress_begin(NET_EVAL_ROWS, 0, "rows"); // the evaluation's own count moves it
         if (net_evaluate(&n->A, &n->E, NULL, &run, &par, &r, &err)) rc = cli_error("%s", err.msg);
+        progress_end();
     }
     double dt = now_sec() - t0;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);

@@ -130,7 +130,15 @@ int progress_cancelled(void) { return TL.cancel && atomic_load_explicit(TL.cance
 atomic_int *progress_cancel_flag(void) { return TL.cancel; }
 
 void progress_inner(const char *what, double done, double total) {
-    if (!TL.fn) return;
+    if (!TL.fn) { // the line, when its phase is this count (a command's network evaluation)
+        pthread_mutex_lock(&P.mu);
+        if (P.phase[0] && !strcmp(P.phase, what)) {
+            P.done = done, P.total = total;
+            maybe_draw_locked(0);
+        }
+        pthread_mutex_unlock(&P.mu);
+        return;
+    }
     double t = now_s();
     if (done > 0 && done < total && t - TL.t_inner < 0.05) return;
     TL.t_inner = t;

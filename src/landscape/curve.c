@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/progress.h"
 #include "landscape/bootstrap.h"
 #include "landscape/curve.h"
 #include "model/evaluator.h"
@@ -163,6 +164,7 @@ int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int
                 out->seq[(size_t)m * N + i] = kind == LS_CLASSIFY ? li : li / C;
             }
         }
+        if (m > 0 && m < T - 1 && progress_is(CURVE_PHASE)) progress_add(1);
     }
     ls_curve_stats(out);
     ls_curve_interval(out);
@@ -206,6 +208,7 @@ int curve_compute_obj(const moe_model *A, const moe_model *Bp, const ls_objectiv
         rc = obj->eval(obj->ctx, &M, t, variant, &out->loss[m], &acc,
                        out->seq ? out->seq + (size_t)m * S : NULL, err);
         if (out->acc) out->acc[m] = acc;
+        if (progress_is(CURVE_PHASE)) progress_add(1); // the command line's line, when it shows it
     }
     moe_free(&M);
     if (rc) {

@@ -31,6 +31,14 @@ if command -v script >/dev/null; then
     MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' diagnose '$S/topk4/seed1.safetensors' '$S/topk4/seed2.safetensors'" \
         "$WORK/tty4.log" >/dev/null 2>&1
     check "tty: diagnose's landscape counts its orders" grep -aEq "landscape  [0-9]+/24 orders .*ETA" "$WORK/tty4.log"
+    # a network's curves: one line over every curve's points; a network's eval: its rows
+    G=$S/gpt/topk4
+    MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' curve '$G/seed1' '$G/seed2' --points 3" "$WORK/tty5.log" >/dev/null 2>&1
+    check "tty: curve on a network counts the points of all its curves, rate and ETA" \
+        grep -aEq "curves  [0-9]/3 points .*points/s  ETA" "$WORK/tty5.log"
+    MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' eval '$G/seed1'" "$WORK/tty6.log" >/dev/null 2>&1
+    check "tty: eval on a network counts its rows" grep -aEq "evaluation rows  [0-9]+/[0-9]+ rows .*ETA" "$WORK/tty6.log"
+    check "tty: eval on a network printed its report" grep -aq "next-token" "$WORK/tty6.log"
 else
     fail "script(1) is needed for the terminal checks"
 fi
