@@ -13,11 +13,15 @@ are written with: an 8-byte little-endian header length, the JSON header with ea
 tensor's dtype, shape and byte offsets, then the raw bytes). The file is loaded with
 torch.load(weights_only=True): no code from the checkpoint runs.
 
-Names: DataParallel's "module." prefix is dropped; every other name is kept, so
-Hugging Face names (model.layers.3.block_sparse_moe.experts.0.w1.weight) stay what
-moescope's families read, and a layer of your own (blocks.0.moe.gate.weight, ...)
-is then opened with `moescope info model.safetensors`, which lists the MoE layers it
-finds and the --layer that opens each. A GPT-2 Conv1D weight is stored (in, out):
+Names: the wrappers' prefixes are dropped - DataParallel's and
+DistributedDataParallel's "module.", torch.compile's "_orig_mod." (in any nesting),
+and a "model." around a whole Hugging Face layout (a Lightning module's
+model.transformer.h.0..., model.model.layers.0...); the script says what it dropped.
+Every other name is kept, so Hugging Face names
+(model.layers.3.block_sparse_moe.experts.0.w1.weight) stay what moescope's families
+read. A layer of your own (blocks.0.moe.gate.weight, ...) is opened with --layer and
+its prefix: the script lists the MoE layers it sees (a '*.gate.weight') with the
+command that opens each. A GPT-2 Conv1D weight is stored (in, out):
 moescope reads the Hugging Face GPT-2 layout as it is (c_fc, c_proj), so keep its
 names; a Linear of your own is (out, in). Written to a temporary file, renamed into
 place; an existing output is refused unless --force, and the input (or another name
@@ -36,6 +40,38 @@ DTYPES = {  # torch dtype name -> safetensors dtype
 }
 
 
+WRAPPERS = (("module.", "DataParallel / DistributedDataParallel"), ("_orig_mod.", "torch.compile"))
+# what a Hugging Face layout's names begin with: a "model." around them is a wrapper's
+HF_ROOTS = ("transformer.", "vit.", "model.", "lm_head.", "classifier.")
+
+
+def unwrap_names(names):
+    """{old: new} with the wrappers' prefixes dropped, and what was dropped (messages)"""
+    cur, said = {k: k for k in names}, []
+    while True:
+        for p, why in WRAPPERS:
+            hits = [k for k, v in cur.items() if v.startswith(p)]
+            if hits:
+                for k in hits:
+                    cur[k] = cur[k][len(p):]
+                said.append("'%s' (%s) from %d names" % (p, why, len(hits)))
+                break
+        else:
+            vals = list(cur.values())
+            if vals and all(v.startswith("model.") for v in vals) and \
+                    any(v[len("model."):].startswith(HF_ROOTS) for v in vals):
+                cur = {k: v[len("model."):] for k, v in cur.items()}
+                said.append("'model.' around a Hugging Face layout from %d names" % len(vals))
+                continue
+            break
+    seen = {}
+    for k, v in cur.items():
+        if v in seen:
+            raise ValueError("'%s' and '%s' are both '%s' without their prefixes" % (seen[v], k, v))
+        seen[v] = k
+    return cur, said
+
+
 def state_dict_of(obj):
     """the tensor dict inside what torch.load returned"""
     import torch
@@ -46,13 +82,16 @@ def state_dict_of(obj):
     if not isinstance(obj, dict):
         raise ValueError("holds a %s, not a state dict (torch.save(model.state_dict(), ...) makes one)"
                          % type(obj).__name__)
-    out = {}
-    for k, v in obj.items():
-        if isinstance(v, torch.Tensor):
-            out[k[len("module."):] if k.startswith("module.") else k] = v
-    if not out:
+    tensors = {k: v for k, v in obj.items() if isinstance(v, torch.Tensor)}
+    if not tensors:
         raise ValueError("holds no tensors")
-    return out
+    names, said = unwrap_names(tensors)
+    return {names[k]: v for k, v in tensors.items()}, said
+
+
+def layers_of(names):
+    """the prefixes of the MoE layers among names (each has a '<prefix>.gate.weight')"""
+    return sorted(n[:-len(".gate.weight")] for n in names if n.endswith(".gate.weight"))
 
 
 def safetensors_bytes(tensors, metadata):
@@ -92,7 +131,8 @@ def main(argv=None):
         return 1
     try:
         obj = torch.load(a.input, map_location="cpu", weights_only=True)
-        data = safetensors_bytes(state_dict_of(obj), {"format": "pt", "converted_from": os.path.basename(a.input)})
+        sd, said = state_dict_of(obj)
+        data = safetensors_bytes(sd, {"format": "pt", "converted_from": os.path.basename(a.input)})
     except Exception as e:  # noqa: BLE001 - one message naming the file
         print("torch_to_safetensors.py: %s: %s" % (a.input, e), file=sys.stderr)
         return 1
@@ -110,7 +150,12 @@ def main(argv=None):
         os.unlink(tmp)
         print("torch_to_safetensors.py: %s: %s" % (a.output, e.strerror), file=sys.stderr)
         return 1
-    print("wrote %s" % a.output)
+    print("wrote %s (%d tensors)" % (a.output, len(sd)))
+    for x in said:
+        print("  dropped the prefix %s" % x)
+    for p in layers_of(sd):  # moescope's own layout: the prefix is the --layer
+        if not p.startswith(("transformer.", "model.", "vit.")):
+            print("  MoE layer %s: moescope info %s --layer %s" % (p, a.output, p))
     return 0
 
 

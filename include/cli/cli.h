@@ -205,6 +205,9 @@ void cli_print_order(const cli_align_args *a, const align_result *res, int n);
  * error, 2; 1 otherwise, with a hint when a layer's checkpoint is an evaluation set).
  * A note on stderr says when the networks' backbones differ and are interpolated. */
 int cli_subject_load(subject *s, subject_spec *sp, const char *cmd, const char *usage);
+/* The warning for a layer read without routing metadata (moe_router_defaulted):
+ * evaluated as dense, and how to say top-k; once for a file given twice. */
+void cli_note_router_defaults(const moe_model *a, const moe_model *b);
 /* A network's objective for its chosen block, the other blocks aligned by other;
  * *out NULL for a layer. 0, or 1 after the message. */
 int cli_subject_objective(subject *s, const align_opts *other, int threads, atomic_int *cancel,

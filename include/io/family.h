@@ -99,6 +99,10 @@ typedef struct {
     int n_group, topk_group;
 } family_overrides;
 
+/* The hint for a 2-D weight whose shape is the transpose of the one expected,
+ * when its name is a GPT-2 Conv1D's (c_fc, c_proj, c_attn); "" otherwise. */
+const char *family_conv1d_hint(const char *name, int ndim, const int64_t *have, const int64_t *want);
+
 /* Nothing overridden. */
 #define FAMILY_OVERRIDES_NONE {.family = -1, .norm_topk_prob = -1}
 

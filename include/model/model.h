@@ -126,6 +126,10 @@ int moe_act_glu(moe_act a);
 moe_config moe_shared_config(const moe_config *c);
 /* The family name ("native" for ""). */
 const char *moe_family(const moe_config *c);
+/* moescope's own layer read without routing metadata (moescope.router) nor
+ * --top-k: evaluated as the default, a dense softmax over every expert with a
+ * residual, which a top-k model is not: the commands say so. */
+int moe_router_defaulted(const moe_config *c);
 const char *moe_origin_name(moe_origin o);
 const char *moe_score_name(moe_score s);
 /* The routing in words, e.g. "softmax scores, top-2 of 8, renormalised (=

@@ -185,6 +185,7 @@ int cli_load_models(const char *pa, const char *pb, const char *layer, moe_model
     *A = s.A, *B = s.B; // theirs now
     memset(&s.A, 0, sizeof s.A), memset(&s.B, 0, sizeof s.B);
     subject_free(&s);
+    cli_note_router_defaults(A, B);
     return 0;
 }
 
@@ -229,6 +230,8 @@ int cli_load_models_stream(const char *pa, const char *pb, const char *layer, mo
         moe_free(B);
         moe_source_close(sa);
         moe_source_close(sb);
+    } else {
+        cli_note_router_defaults(A, B);
     }
     return rc;
 }

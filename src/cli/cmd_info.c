@@ -410,6 +410,9 @@ int cmd_info(int argc, char **argv) {
     moe_symmetry sym;
     moe_symmetry_group(c, &sym);
     printf("router      %s\n", rdesc);
+    if (moe_router_defaulted(c)) // said loudly: a top-k model read this way is another function
+        printf("            (no routing metadata moescope.router: read as this default; a top-k model\n"
+               "            needs --top-k K, or the metadata moescope.router = topk, moescope.top_k = K)\n");
     printf("symmetry    %s\n            %s\n", sym.name, sym.why);
     printf("activation  %s%s\n", moe_act_name(c->act),
            c->act == ACT_GELU ? " (exact erf form)" : c->act == ACT_GELU_TANH ? " (GPT-2's tanh form)" : "");

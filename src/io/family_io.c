@@ -625,6 +625,14 @@ static int shape_is(const st_tensor *t, int ndim, const int64_t *want) {
     return 1;
 }
 
+const char *family_conv1d_hint(const char *name, int ndim, const int64_t *have, const int64_t *want) {
+    int swapped = ndim == 2 && have[0] == want[1] && have[1] == want[0] && have[0] != have[1];
+    if (!swapped || !(strstr(name, ".c_fc.") || strstr(name, ".c_proj.") || strstr(name, ".c_attn.")))
+        return "";
+    return " - the transpose: GPT-2's Conv1D stores its weight as [in, out], torch Linear's is [out, in] "
+           "(write weight.t() for a Linear)";
+}
+
 static int shape_error(const ckpt *c, const st_tensor *t, int ndim, const int64_t *want,
                        ms_err *err) {
     char hb[160] = "", wb[160] = "";
@@ -634,7 +642,8 @@ static int shape_error(const ckpt *c, const st_tensor *t, int ndim, const int64_
     k = 0;
     for (int i = 0; i < ndim && k < sizeof wb - 24; i++)
         k += (size_t)snprintf(wb + k, sizeof wb - k, "%s%lld", i ? ", " : "", (long long)want[i]);
-    return ms_fail(err, "%s: tensor '%s' has shape [%s], expected [%s]", c->arg, t->name, hb, wb);
+    return ms_fail(err, "%s: tensor '%s' has shape [%s], expected [%s]%s", c->arg, t->name, hb, wb,
+                   t->ndim == ndim ? family_conv1d_hint(t->name, ndim, t->shape, want) : "");
 }
 
 /* The MXFP4 pair of a binding: blocks [.., out, in/32, 16] and scales [.., out, in/32]. */

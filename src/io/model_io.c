@@ -337,6 +337,7 @@ static int native_base_meta(const st_file *f, moe_config *c, ms_err *err) {
     c->residual = 1;
     const char *v;
     if ((v = st_meta(f, "moescope.router"))) {
+        c->origin[RP_K] = ORIGIN_FILE; // the router's kind and k (moe_router_defaulted)
         if (!strcmp(v, "dense")) c->router = ROUTER_DENSE;
         else if (!strcmp(v, "topk")) c->router = ROUTER_TOPK;
         else
@@ -410,8 +411,9 @@ static int load_from(moe_model *m, const st_file *f, const char *layer, ms_err *
     snprintf(name, sizeof name, "%s.gate.weight", layer);
     if (!st_find(f, name)) {
         char *have = layers_joined(f);
-        int rc = have ? ms_fail(err, "%s: no MoE layer '%s' (no tensor '%s'); layers in the file: %s",
-                                path, layer, name, have)
+        int rc = have ? ms_fail(err, "%s: no MoE layer '%s' (no tensor '%s'); layers in the file: %s "
+                                     "(open one with --layer %.*s)",
+                                path, layer, name, have, (int)strcspn(have, ", "), have)
                       : ms_fail(err, "%s: no MoE layer '%s' (no tensor '%s'), and no tensor "
                                      "named '*.gate.weight' at all",
                                 path, layer, name);
@@ -561,6 +563,18 @@ void moe_source_close(expert_source *src) {
     if (src) memset(src, 0, sizeof *src);
 }
 
+/* --top-k K on moescope's own layer: a top-k router keeping K (a file without
+ * routing metadata is otherwise read as dense) */
+static int native_top_k(moe_model *m, const family_overrides *o, ms_err *err) {
+    if (!o || o->k <= 0) return 0;
+    if (o->k > m->cfg.n)
+        return ms_fail(err, "--top-k %d: the layer %s of %s has %d experts", o->k, m->layer, m->path, m->cfg.n);
+    m->cfg.router = ROUTER_TOPK;
+    m->cfg.k = o->k;
+    m->cfg.origin[RP_K] = ORIGIN_CLI;
+    return 0;
+}
+
 /* moe_load; with src, a family layer (not MXFP4) is opened expert by expert:
  * src->read set, the checkpoint kept open by the stream */
 static int load_layer_of(moe_model *m, const char *path, const char *layer,
@@ -574,6 +588,7 @@ static int load_layer_of(moe_model *m, const char *path, const char *layer,
     if (family_find_layers(&c, force, &ls, &nl, &ferr)) {
         if (single && (force < 0 || force == FAM_NATIVE) && looks_native(&c))
             rc = load_from(m, &c.shards[0], layer ? layer : "moe", err); // its own messages
+        if (!rc && (rc = native_top_k(m, o, err))) moe_free(m);
         else if (err)
             *err = ferr;
         goto done;
@@ -586,6 +601,7 @@ static int load_layer_of(moe_model *m, const char *path, const char *layer,
         int picked = layer && !family_pick(&c, ls, nl, layer, &which, NULL);
         if (!picked || ls[which].family == FAM_NATIVE) {
             rc = load_from(m, &c.shards[0], picked ? ls[which].prefix : layer ? layer : "moe", err);
+            if (!rc && (rc = native_top_k(m, o, err))) moe_free(m);
             goto done;
         }
     } else if (family_pick(&c, ls, nl, layer, &which, err)) {

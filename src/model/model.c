@@ -30,6 +30,8 @@ moe_config moe_shared_config(const moe_config *c) {
 
 const char *moe_family(const moe_config *c) { return c->family[0] ? c->family : "native"; }
 
+int moe_router_defaulted(const moe_config *c) { return !c->family[0] && c->origin[RP_K] == ORIGIN_DEFAULT; }
+
 const char *moe_origin_name(moe_origin o) {
     switch (o) {
     case ORIGIN_FILE: return "file";

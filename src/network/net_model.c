@@ -225,8 +225,9 @@ static int find_tensor(ckpt *c, const net_tensor *nt, const st_file **fp, const 
         char have[96], want[96];
         shape_str(t->ndim, t->shape, have, sizeof have);
         shape_str(nt->ndim, nt->shape, want, sizeof want);
-        return ms_fail(err, "%s: tensor '%s' has shape [%s], expected [%s] (from config.json)",
-                       f->path, nt->name, have, want);
+        return ms_fail(err, "%s: tensor '%s' has shape [%s], expected [%s] (from config.json)%s",
+                       f->path, nt->name, have, want,
+                       t->ndim == nt->ndim ? family_conv1d_hint(nt->name, t->ndim, t->shape, nt->shape) : "");
     }
     return 0;
 }

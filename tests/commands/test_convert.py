@@ -1,7 +1,8 @@
 """tests/commands/test_convert.py - a PyTorch checkpoint is no dead end: moescope
 recognises a torch.save file (zip, and the legacy pickle) by its first bytes and
 names the command that converts it; sample-checkpoints/torch_to_safetensors.py
-turns a state dict (under "state_dict", with DataParallel's "module.") into the
+turns a state dict (under "state_dict", with DataParallel's "module.", torch.compile's
+"_orig_mod.", a "model." around a Hugging Face layout, each said) into the
 safetensors file moescope loads, every tensor byte for byte; refuses to overwrite, and
 never writes over its input (--force, a symlink) or a directory."""
 import os
@@ -65,6 +66,41 @@ def main(tmp):
     check(open(pt, "rb").read() == before, "convert: the input is as it was")
     r = subprocess.run([sys.executable, CONV, pt, "-o", tmp], capture_output=True, text=True)
     check(r.returncode == 1 and "is a directory" in r.stderr, "convert: a directory as -o refused: %s" % r.stderr)
+    wrappers(tmp, sd)
+
+
+def wrappers(tmp, sd):
+    """torch.compile inside DDP, a layer of one's own names, a 'model.' around a GPT-2 layout"""
+    import torch
+    own = {"_orig_mod.module." + k.replace("module.moe.", "blocks.0.moe."): v for k, v in sd.items()}
+    pt, out = os.path.join(tmp, "own.pt"), os.path.join(tmp, "own.safetensors")
+    torch.save(own, pt)
+    r = subprocess.run([sys.executable, CONV, pt, "-o", out], capture_output=True, text=True)
+    check(r.returncode == 0, "convert compiled+DDP: %s" % r.stderr.strip())
+    if r.returncode:
+        return
+    t, _ = oracle.read_safetensors(out)
+    check(sorted(t) == sorted(k[len("_orig_mod.module."):] for k in own),
+          "convert: '_orig_mod.' and 'module.' both dropped: %s" % sorted(t)[:2])
+    check("'_orig_mod.' (torch.compile)" in r.stdout and "'module.' (DataParallel" in r.stdout,
+          "convert: says which prefixes it dropped: %s" % r.stdout)
+    check("moescope info %s --layer blocks.0.moe" % out in r.stdout,
+          "convert: a layer of one's own names its --layer: %s" % r.stdout)
+    r = run("info", out, "--layer", "blocks.0.moe")
+    check(r.returncode == 0 and "n = 4 experts" in r.stdout, "info with that --layer: %s" % r.stderr)
+    hf = {"model.transformer.wte.weight": torch.zeros(8, 4), "model.transformer.h.0.mlp.c_fc.weight": torch.zeros(4, 16)}
+    pt, out = os.path.join(tmp, "hf.pt"), os.path.join(tmp, "hf.safetensors")
+    torch.save(hf, pt)
+    r = subprocess.run([sys.executable, CONV, pt, "-o", out], capture_output=True, text=True)
+    t, _ = oracle.read_safetensors(out) if r.returncode == 0 else ({}, None)
+    check(sorted(t) == ["transformer.h.0.mlp.c_fc.weight", "transformer.wte.weight"] and "'model.'" in r.stdout,
+          "convert: a 'model.' around a GPT-2 layout dropped, said: %s %s" % (sorted(t), r.stderr))
+    dec = {"model.layers.0.mlp.gate.weight": torch.zeros(4, 8), "model.embed_tokens.weight": torch.zeros(9, 8)}
+    pt, out = os.path.join(tmp, "dec.pt"), os.path.join(tmp, "dec.safetensors")
+    torch.save(dec, pt)
+    r = subprocess.run([sys.executable, CONV, pt, "-o", out], capture_output=True, text=True)
+    t, _ = oracle.read_safetensors(out) if r.returncode == 0 else ({}, None)
+    check(sorted(t) == sorted(dec), "convert: a decoder's own 'model.' kept: %s %s" % (sorted(t), r.stderr))
 
 
 tmp = tempfile.mkdtemp()

@@ -174,6 +174,43 @@ def mixups():
           "info on a ViT: its head is a classifier: %s" % [x for x in r.stdout.splitlines() if "head" in x])
 
 
+def own_layer(work):
+    """round four: a layer of one's own names and no routing metadata; a GPT-2 Conv1D stored as a Linear"""
+    import numpy as np
+    import oracle
+    g = np.random.default_rng(0)
+    t = {"blocks.0.moe.gate.weight": g.standard_normal((4, 8)), "blocks.0.moe.gate.bias": g.standard_normal(4)}
+    for i in range(4):
+        for w, shape in (("fc1.weight", (16, 8)), ("fc1.bias", (16,)), ("fc2.weight", (8, 16)), ("fc2.bias", (8,))):
+            t["blocks.0.moe.experts.%d.%s" % (i, w)] = g.standard_normal(shape)
+    f = os.path.join(work, "own.safetensors")
+    oracle.write_safetensors(f, {k: v.astype(np.float32) for k, v in t.items()})
+    r = run("info", f)
+    check(r.returncode == 1 and "(open one with --layer blocks.0.moe)" in r.stderr,
+          "info on custom names: the --layer to use: %s" % r.stderr.strip())
+    r = run("info", f, "--layer", "blocks.0.moe")
+    check(r.returncode == 0 and "no routing metadata moescope.router" in r.stdout and "--top-k K" in r.stdout,
+          "info without routing metadata: says it is read as dense, and --top-k: %s" % r.stdout[:400])
+    r = run("cost", f, f, "--layer", "blocks.0.moe")
+    check(r.returncode == 0 and r.stderr.count("evaluated as a dense softmax over all 4 experts with a residual") == 1,
+          "cost without routing metadata: one warning on stderr: %s" % r.stderr.strip())
+    r = run("info", f, "--layer", "blocks.0.moe", "--top-k", "2")
+    check(r.returncode == 0 and "top-2 of 4" in r.stdout and "no routing metadata" not in r.stdout,
+          "--top-k on a layer of one's own: a top-2 router: %s" % r.stdout[:400])
+    r = run("info", A)
+    check("no routing metadata" not in r.stdout, "info on a sample (it has the metadata): no warning")
+    # a GPT-2 whose dense c_fc was written as a torch Linear [out, in]
+    gpt = os.path.join(work, "gpt")
+    shutil.copytree(os.path.join(SC, "gpt", "topk4"), gpt, symlinks=False)
+    shard = os.path.join(gpt, "seed1", "model-00001-of-00002.safetensors")
+    t, _ = oracle.read_safetensors(shard)
+    t["transformer.h.1.mlp.c_fc.weight"] = t["transformer.h.1.mlp.c_fc.weight"].T.copy()
+    oracle.write_safetensors(shard, t)
+    r = run("eval", os.path.join(gpt, "seed1"))
+    check(r.returncode == 1 and "has shape [256, 64], expected [64, 256]" in r.stderr and "Conv1D" in r.stderr
+          and "[in, out]" in r.stderr, "a Conv1D weight stored transposed: the hint: %s" % r.stderr.strip())
+
+
 def main():
     if not os.path.exists(A) or not os.path.isdir(MX):
         check(False, "sample checkpoints present")
@@ -188,6 +225,7 @@ def main():
         network_words()
         layer_words()
         mixups()
+        own_layer(work)
     finally:
         shutil.rmtree(work)
 
