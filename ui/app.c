@@ -745,7 +745,7 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     if (a->prompt) prompt_render(g, &L->message, a);
     else message_render(g, &L->message, a->msg, a->msg_error, v, a->load_status, &alt, room);
     if (room < L->message.w - 1) grid_text(g, L->message.x + room + 2, L->message.y, fl_len, frole, fl);
-    if (a->layers.open) layers_render(g, &L->overlay, &a->layers, a->info.eval_layer);
+    if (a->layers.open) layers_render(g, &L->overlay, &a->layers, a->info.eval_layer, a->info.objective[0] != 0);
     else if (a->show_help) a->help_scroll = help_render(g, &L->overlay, &a->info.cfg, a->help_scroll);
     else if (a->show_diag) {
         app_sync_diag(a, v);

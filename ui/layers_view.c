@@ -6,7 +6,7 @@
 
 #include "help_view.h"
 
-void layers_render(grid *g, const ui_rect *area, layer_list *l, const char *eval_layer) {
+void layers_render(grid *g, const ui_rect *area, layer_list *l, const char *eval_layer, int network) {
     /* as tall as the list and a note need */
     ui_rect box = *area;
     if (box.h > l->n + 4) box.h = l->n + 4;
@@ -17,9 +17,12 @@ void layers_render(grid *g, const ui_rect *area, layer_list *l, const char *eval
     if ((int)strlen(title) + 6 > r->w) snprintf(title, sizeof title, "layers: %d (Enter, Esc)", l->n);
     overlay_box(g, r, title);
     int rows = r->h - 4, x = r->x + 2, w = r->w - 4;
+    // a network's set is its tokens or images: every block is measured on the network's loss
+    if (network) eval_layer = NULL;
     grid_text(g, x, r->y + r->h - 2, w, ROLE_DIM,
-              eval_layer && eval_layer[0] ? "[eval set]: curves and landscape; others: the data-free parts"
-                                          : "the evaluation set's layer is unknown: curves only for the layer it came with");
+              network ? "every block: curves and landscape on the network loss"
+              : eval_layer && eval_layer[0] ? "[eval set]: curves and landscape; others: the data-free parts"
+                                            : "the evaluation set's layer is unknown: curves only for the layer it came with");
     if (l->cursor < l->top) l->top = l->cursor;
     if (l->cursor >= l->top + rows) l->top = l->cursor - rows + 1;
     if (l->top > l->n - rows) l->top = l->n - rows;

@@ -20,6 +20,6 @@ typedef struct {
     double load_frac; /* how far, 0..1 */
 } layer_list;
 
-void layers_render(grid *g, const ui_rect *r, layer_list *l, const char *eval_layer);
+void layers_render(grid *g, const ui_rect *r, layer_list *l, const char *eval_layer, int network);
 
 #endif

@@ -128,6 +128,7 @@ check_quit() {
 check_block_switch() {
     tm send-keys -t t l
     check "l lists the MoE blocks ($1)" wait_for "$1"
+    check "l: every block is measured on the network loss" wait_for "every block: curves and landscape on the network loss"
     tm send-keys -t t j Enter
     check "Enter switches to the next block ($2)" wait_for "$2"
 }
