@@ -567,29 +567,45 @@ static const char *layer_short(const char *layer, char *buf, size_t cap) {
     return buf;
 }
 
+#define TITLE_ENDS 3
+/* Title row 2's end: the end points' losses (and accuracies), in TITLE_ENDS
+ * wordings, longest first: a network's objective named whole, then short, then
+ * the losses alone. */
+static void title_ends(const ui_info *in, const explore_snapshot *v, char ends[][320]) {
+    for (int e = 0; e < TITLE_ENDS; e++) ends[e][0] = 0;
+    if (in->no_eval[0]) {
+        for (int e = 0; e < TITLE_ENDS; e++)
+            snprintf(ends[e], 320, in->e_name[0] ? (e ? " | no eval set" : " | no eval set for this layer") : "");
+    } else if (v && v->have_naive && in->objective[0]) {
+        snprintf(ends[0], 320, " | %.128s: A %.4f B %.4f | acc A %.3f B %.3f", in->objective, v->loss_a, v->loss_b,
+                 v->acc_a, v->acc_b);
+        snprintf(ends[1], 320, " | network loss A %.4f B %.4f | acc A %.3f B %.3f", v->loss_a, v->loss_b, v->acc_a,
+                 v->acc_b);
+        snprintf(ends[2], 320, " | net loss A %.4f B %.4f", v->loss_a, v->loss_b);
+    } else if (v && v->have_naive) {
+        if (v->kind == LS_CLASSIFY)
+            snprintf(ends[0], 320, " | loss A %.4f B %.4f | acc A %.3f B %.3f", v->loss_a, v->loss_b, v->acc_a,
+                     v->acc_b);
+        else
+            snprintf(ends[0], 320, " | %s loss A %.4g B %.4g", v->kind == LS_LAYER ? "layer-output" : "mse",
+                     v->loss_a, v->loss_b);
+        snprintf(ends[1], 320, "%s", ends[0]);
+        snprintf(ends[2], 320, " | loss A %.4g B %.4g", v->loss_a, v->loss_b);
+    }
+}
+
 /* Title row 1: the checkpoints, layer and evaluation set; row 2: family,
  * dimensions, router (score, top-k, groups) and the end points' losses. */
 static void render_title(grid *g, const ui_rect *r, const ui_info *in, const explore_snapshot *v) {
     grid_fill(g, r->x, r->y, r->w, r->h, ' ', ROLE_TITLE);
     /* the full wording when it fits, a compact one on narrow screens */
-    char l1[1024], l2[512], ends[320] = "", fam[40] = "", router[64], router_b[64], lbuf[32];
+    char l1[1024], l2[512], ends[TITLE_ENDS][320], fam[40] = "", router[64], router_b[64], lbuf[32];
     const moe_config *c = &in->cfg;
     router_words(c, router, sizeof router, 0);
     router_words(c, router_b, sizeof router_b, 1);
     if (strcmp(moe_family(c), "native")) snprintf(fam, sizeof fam, " %s", moe_family(c));
     const char *lshort = layer_short(in->layer, lbuf, sizeof lbuf);
-    if (in->no_eval[0]) snprintf(ends, sizeof ends, in->e_name[0] ? " | no eval set for this layer" : "");
-    else if (v && v->have_naive && in->objective[0])
-        snprintf(ends, sizeof ends, " | %.128s: A %.4f B %.4f | acc A %.3f B %.3f", in->objective, v->loss_a,
-                 v->loss_b, v->acc_a, v->acc_b);
-    else if (v && v->have_naive) {
-        if (v->kind == LS_CLASSIFY)
-            snprintf(ends, sizeof ends, " | loss A %.4f B %.4f | acc A %.3f B %.3f", v->loss_a, v->loss_b, v->acc_a,
-                     v->acc_b);
-        else
-            snprintf(ends, sizeof ends, " | %s loss A %.4g B %.4g", v->kind == LS_LAYER ? "layer-output" : "mse",
-                     v->loss_a, v->loss_b);
-    }
+    title_ends(in, v, ends);
     /* names without ".safetensors" on the narrowest tiers */
     char an[256], bn[256], en[256];
     const char *ext = ".safetensors";
@@ -602,9 +618,12 @@ static void render_title(grid *g, const ui_rect *r, const ui_info *in, const exp
     }
     /* the evaluation set, or that there is none (the data-free parts) */
     char evf[300], evb[300], evc[300];
-    snprintf(evf, sizeof evf, in->e_name[0] ? "eval %s (N=%d)" : "no evaluation set", in->e_name, in->N);
-    snprintf(evb, sizeof evb, in->e_name[0] ? "eval %s N=%d" : "no eval set", in->e_name, in->N);
-    snprintf(evc, sizeof evc, in->e_name[0] ? "eval %s N=%d" : "no eval set", en, in->N);
+    char nf[80], ns[48];
+    if (in->n_full[0]) snprintf(nf, sizeof nf, "%s", in->n_full), snprintf(ns, sizeof ns, "%s", in->n_short);
+    else snprintf(nf, sizeof nf, "N=%d", in->N), snprintf(ns, sizeof ns, "N=%d", in->N);
+    snprintf(evf, sizeof evf, in->e_name[0] ? "eval %s (%s)" : "no evaluation set", in->e_name, nf);
+    snprintf(evb, sizeof evb, in->e_name[0] ? "eval %s %s" : "no eval set", in->e_name, ns);
+    snprintf(evc, sizeof evc, in->e_name[0] ? "eval %s %s" : "no eval set", en, ns);
     /* each row its own longest wording that fits */
     for (int t = 0; t <= 3; t++) {
         if (!t)
@@ -615,19 +634,24 @@ static void render_title(grid *g, const ui_rect *r, const ui_info *in, const exp
             snprintf(l1, sizeof l1, " A %s B %s layer %s %s", an, bn, t == 3 ? lshort : in->layer, evc);
         if ((int)strlen(l1) <= r->w) break;
     }
-    for (int t = 0; t <= 3; t++) {
-        if (!t)
-            snprintf(l2, sizeof l2, "%s n=%d d=%d h=%d router %s shared %d %s%s", fam, c->n, c->d, c->h, router, c->s,
-                     moe_act_name(c->act), ends);
-        else if (t == 1)
-            snprintf(l2, sizeof l2, "%s n=%d d=%d h=%d %s s=%d %s%s", fam, c->n, c->d, c->h, router, c->s,
-                     moe_act_name(c->act), ends);
-        else if (t == 2)
-            snprintf(l2, sizeof l2, "%s n=%d d=%d h=%d %s s=%d%s", fam, c->n, c->d, c->h, router, c->s, ends);
-        else
-            snprintf(l2, sizeof l2, "%s n=%d d=%d h=%d %s%s", fam, c->n, c->d, c->h, router_b, ends);
-        if ((int)strlen(l2) <= r->w) break;
-    }
+    /* the losses outlast the dimensions: each wording of the ends with every
+     * wording of the dimensions, the longest ends first */
+    int fit = 0;
+    for (int e = 0; e < TITLE_ENDS && !fit; e++)
+        for (int t = 0; t <= 3 && !fit; t++) {
+            const char *x = ends[e];
+            if (!t)
+                snprintf(l2, sizeof l2, "%s n=%d d=%d h=%d router %s shared %d %s%.319s", fam, c->n, c->d, c->h, router,
+                         c->s, moe_act_name(c->act), x);
+            else if (t == 1)
+                snprintf(l2, sizeof l2, "%s n=%d d=%d h=%d %s s=%d %s%.319s", fam, c->n, c->d, c->h, router, c->s,
+                         moe_act_name(c->act), x);
+            else if (t == 2)
+                snprintf(l2, sizeof l2, "%s n=%d d=%d h=%d %s s=%d%.319s", fam, c->n, c->d, c->h, router, c->s, x);
+            else
+                snprintf(l2, sizeof l2, "%s n=%d d=%d h=%d %s%.319s", fam, c->n, c->d, c->h, router_b, x);
+            fit = (int)strlen(l2) <= r->w;
+        }
     grid_text(g, r->x, r->y, r->w, ROLE_TITLE, l1);
     grid_text(g, r->x, r->y + 1, r->w, ROLE_TITLE, l2);
 }

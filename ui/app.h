@@ -20,6 +20,8 @@ typedef struct {
     const char *a_path, *b_path; /* as given (borrowed): default names of saved files */
     moe_config cfg;
     int N; /* evaluation samples */
+    char n_full[64], n_short[32]; /* a network's set: "64 sequences, 8256 tokens", "64 seq"
+                                   * (its blocks see tokens: the routing load's count); "" a layer's */
     /* not "": the evaluation set does not fit this layer (why, in words); the
      * worker then has no set and the screen shows the data-free parts */
     char no_eval[200];

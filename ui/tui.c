@@ -945,6 +945,12 @@ static void app_setup(app_state *app, const tui_args *a, const tui_inputs *in) {
     if (in->obj) {
         snprintf(info.objective, sizeof info.objective, "%s", net_objective_view(in->obj)->what);
         info.N = (int)net_positions(&in->net->A, &in->net->E); // next-token positions, or images
+        // the blocks route tokens: the routing load counts them, the title says both
+        int vit = net_arch_of(in->net->A.cfg.arch)->target == NET_TARGET_CLASS;
+        long tokens = (long)in->net->E.N * net_tokens(&in->net->A, &in->net->E);
+        snprintf(info.n_full, sizeof info.n_full, "%d %s, %ld tokens", in->net->E.N, vit ? "images" : "sequences",
+                 tokens);
+        snprintf(info.n_short, sizeof info.n_short, "%d %s", in->net->E.N, vit ? "img" : "seq");
     }
     eval_fits(in, in->current, a->e_path, info.no_eval, sizeof info.no_eval);
     app_init(app, &info, a->T);

@@ -19,6 +19,8 @@ typedef struct {
     float *targets;    // (N, C), regression; NULL for classification
     char *capture_layer; /* its capture.layer metadata: the block (or layer prefix) whose
                             inputs it holds (sample-checkpoints/capture_inputs.py); NULL if none */
+    const char *row_unit; /* what a row is, for messages: NULL "samples", "tokens" (a network
+                             block's inputs, net_block_inputs) */
 } evalset;
 
 /* Does e fit m (width d, label range / target width vs the head)? -1 with a

@@ -597,7 +597,8 @@ static void ckpt_routing_findings(const moe_model *m, const evalset *E, diag_ckp
             if (s->load_frac[i] < fmin) fmin = s->load_frac[i];
         }
         dg_add(out, DG_INFO, "routing", W, fmin,
-               "routing load%s on %d samples: mean gate weight%s; %s share%s", of, E->N, lm,
+               "routing load%s on %d %s: mean gate weight%s; %s share%s", of, E->N,
+               E->row_unit ? E->row_unit : "samples", lm,
                topname, lf);
         int ndead = 0;
         for (int i = 0; i < n; i++) {
@@ -606,10 +607,10 @@ static void ckpt_routing_findings(const moe_model *m, const evalset *E, diag_ckp
             ndead++;
             if (s->topk)
                 dg_add(out, DG_WARN, "dead_expert", W, s->load_frac[i],
-                       "expert %d%s is never routed (in the top-%d for 0 of %d samples): dead, "
+                       "expert %d%s is never routed (in the top-%d for 0 of %d %s): dead, "
                        "its parameters do not change the output and its slot in any order is "
                        "arbitrary",
-                       i, of, c->k, E->N);
+                       i, of, c->k, E->N, E->row_unit ? E->row_unit : "samples");
             else
                 dg_add(out, DG_WARN, "dead_expert", W, s->load_mean[i],
                        "expert %d%s is practically never used (mean gate weight %.3g < 0.01/n): "

@@ -28,6 +28,7 @@ int net_block_inputs(const net_model *A, const net_evalset *E, int block, const 
     out->N = (int)rows;
     out->d = A->cfg.d;
     out->path = ms_strdup(E->path);
+    out->row_unit = "tokens";
     return 0;
 }
 

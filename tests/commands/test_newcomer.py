@@ -152,6 +152,9 @@ def network_words():
     head = r.stdout.splitlines()[0] if r.stdout else ""
     check(r.returncode == 0 and "network loss" in head and "classification" not in head,
           "landscape on a GPT: its first line says network loss: %r %s" % (head, r.stderr[-300:]))
+    r = run("diagnose", g + "/seed1", g + "/seed2", "--no-landscape")
+    check(r.returncode == 0 and re.search(r"routing load of A on \d+ tokens", r.stdout) and " samples" not in r.stdout,
+          "diagnose on a GPT: its routing load counts tokens: %s" % [x for x in r.stdout.splitlines() if "routing" in x])
 
 
 def mixups():

@@ -439,6 +439,39 @@ static void test_export_dir_ready(void) {
     rmdir(dir);
 }
 
+/* A network's title at 80 and 120 columns (and between): row 2 keeps both end
+ * points' losses, shortening the objective's name and the dimensions first;
+ * row 1 says the set's sequences and the tokens the blocks route (the routing
+ * load's count), or "64 seq" when narrow. */
+static void test_network_title(void) {
+    int bad = 0;
+    for (int w = 80; w <= 160; w += 10) {
+        ui_fix f;
+        fake_view(&f.v, 4);
+        ui_info in = fake_info(4);
+        strcpy(in.layer, "transformer.h.0.mlp");
+        strcpy(in.a_name, "every4/seed1");
+        strcpy(in.b_name, "every4/seed2");
+        strcpy(in.cfg.family, "gpt2");
+        strcpy(in.objective, "network loss, MoE block 0 (mean next-token cross-entropy)");
+        strcpy(in.n_full, "64 sequences, 8256 tokens");
+        strcpy(in.n_short, "64 seq");
+        in.N = 8192;
+        app_init(&f.a, &in, 25);
+        grid_init(&f.g, w, 24, 1);
+        app_render(&f.a, &f.v, &f.g);
+        char r1[4096], r2[4096];
+        line_text(&f.g, 0, r1, sizeof r1);
+        line_text(&f.g, 1, r2, sizeof r2);
+        int ok = strstr(r2, "A 0.3000 B 0.3200") && (int)strlen(r2) <= w && strstr(r2, "loss") &&
+                 (strstr(r1, "64 sequences, 8256 tokens") || strstr(r1, "64 seq")) && !strstr(r1, "N=");
+        if (w >= 120) ok = ok && strstr(r2, "acc A 0.900 B 0.890");
+        if (!ok && bad++ < 3) printf("  %d cols:\n  |%s|\n  |%s|\n", w, r1, r2);
+        fix_free(&f);
+    }
+    CHECK(bad == 0, "%d widths lose a network title's losses or its set's count", bad);
+}
+
 int main(void) {
     test_heat_header();
     test_help_scroll();
@@ -449,5 +482,6 @@ int main(void) {
     test_line_edit();
     test_export_dir_prompt();
     test_export_dir_ready();
+    test_network_title();
     return test_summary("test_ui_newcomer");
 }
