@@ -219,7 +219,7 @@ static void intervals_print(const ls_curve *curves, char names[][48], int ncurve
 
 /* The curves and the chord as a PNG at png. */
 static int curves_png(const ls_curve *curves, char names[][48], int ncurves, int n, int T, ls_kind kind,
-                      const char *pa, const char *pb, const char *png, ms_err *err) {
+                      const char *what, const char *pa, const char *pb, const char *png, ms_err *err) {
     static const uint32_t cols[3] = {PLOT_RGB_NAIVE, PLOT_RGB_SKIP, PLOT_RGB_ALIGNED};
     static const uint32_t extra[4] = {PLOT_RGB_SELECTED, PLOT_RGB_GATE, PLOT_RGB_OTHER,
                                       PLOT_RGB_BEST};
@@ -251,10 +251,11 @@ static int curves_png(const ls_curve *curves, char names[][48], int ncurves, int
     plot_spec p;
     plot_spec_init(&p, cli_figure_size());
     char title[600];
-    fig_pair_title(title, sizeof title, kind == LS_LAYER ? "layer-output loss" : "loss", pa, pb, NULL);
+    // a network's: "network loss, MoE block 1 (mean next-token cross-entropy)"
+    fig_pair_title(title, sizeof title, what ? what : kind == LS_LAYER ? "layer-output loss" : "loss", pa, pb, NULL);
     p.title = title;
     p.xlabel = "t";
-    p.ylabel = kind == LS_LAYER ? "layer-output loss" : "loss";
+    p.ylabel = what ? "network loss" : kind == LS_LAYER ? "layer-output loss" : "loss";
     p.series = s;
     p.nseries = ncurves + 1;
     int rc = plot_write(&p, png, err);
@@ -383,7 +384,7 @@ int cmd_curve(int argc, char **argv) {
     if (!rc && json && curves_json(curves, names, ncurves, adaptive ? ref : NULL, unit, obj ? obj->what : NULL,
                                    inputs, json, &err))
         rc = cli_error("%s", err.msg);
-    if (!rc && png && curves_png(curves, names, ncurves, n, T, kind, pa, pb, png, &err)) rc = cli_error("%s", err.msg);
+    if (!rc && png && curves_png(curves, names, ncurves, n, T, kind, obj ? obj->what : NULL, pa, pb, png, &err)) rc = cli_error("%s", err.msg);
 out:
     for (int k = 0; k < ncurves; k++) ls_curve_free(&curves[k]);
     net_objective_free(no);

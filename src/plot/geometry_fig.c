@@ -53,19 +53,19 @@ int geometry_write_r2(const geometry *G, const plot_size *size, const char *path
         {.label = "shared, random gauge", .y = G->fit[GEO_RANDOM].r2_shared, .rgb = PLOT_RGB_SKIP, .markers = 1},
         {.label = "shared, residual PCA", .y = G->fit[GEO_PCA].r2_shared, .rgb = PLOT_RGB_GATE, .markers = 1},
         {.label = "shared, CCA chain", .y = G->fit[GEO_CCA].r2_shared, .rgb = PLOT_RGB_SELECTED, .markers = 1},
-        {.label = "identity (y_{l+1} = y_l)", .y = c->r2_identity, .rgb = PLOT_RGB_CHORD, .dashed = 1},
+        {.label = "identity (y(l+1) = y(l))", .y = c->r2_identity, .rgb = PLOT_RGB_CHORD, .dashed = 1},
     };
     for (int k = 0; k < 7; k++) {
         ser[k].x = x, ser[k].n = S;
         ser[k].no_line = S < 2 && ser[k].markers; // one step: points
     }
     char title[160];
-    snprintf(title, sizeof title, "held-out R^2 of the transition into each MoE layer (eta_share %.2f)", c->eta);
+    snprintf(title, sizeof title, "held-out R\u00b2 of the transition into each MoE layer (eta_share %.2f)", c->eta);
     plot_spec p;
     plot_spec_init(&p, size);
     p.title = title;
     p.xlabel = "step into the next MoE layer";
-    p.ylabel = "held-out R^2";
+    p.ylabel = "held-out R\u00b2"; // the fonts are Latin-1: the superscript two draws
     p.series = ser;
     p.nseries = 7;
     p.xmin = 0.5, p.xmax = S + 0.5;

@@ -25,6 +25,27 @@
 #define RGB_GRID 0xE6E6E6u
 #define RGB_ZERO 0xB0B0B0u
 
+/* s (UTF-8) in Latin-1, as tEXt holds it: the code points up to 255 as bytes
+ * (R\u00b2 as R and 0xB2), any other as '?'. Allocated. */
+static char *latin1_of(const char *s) {
+    char *out = ms_malloc(strlen(s) + 1), *o = out;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        if (*p < 0x80) *o++ = (char)*p++;
+        else if ((*p & 0xE0) == 0xC0 && (p[1] & 0xC0) == 0x80) {
+            unsigned cp = ((unsigned)(p[0] & 0x1F) << 6) | (p[1] & 0x3F);
+            *o++ = cp < 256 ? (char)cp : '?';
+            p += 2;
+        } else {
+            *o++ = '?';
+            p++;
+            while ((*p & 0xC0) == 0x80) p++;
+        }
+    }
+    *o = 0;
+    return out;
+}
+
 /* ---- canvas ---- */
 
 typedef struct {
@@ -700,12 +721,13 @@ int plot_write_png_meta(const uint8_t *rgb, int w, int h, const char *title, con
     for (int i = 0; i < npv && i < 8; i++)
         txt[nt++] = (png_text){.compression = PNG_TEXT_COMPRESSION_NONE, .key = (png_charp)pk[i],
                                .text = (png_charp)pv[i]};
-    // what the figure shows, for scripts and tests: its title and legend
-    if (title && title[0])
-        txt[nt++] = (png_text){.compression = PNG_TEXT_COMPRESSION_NONE, .key = "Title", .text = (png_charp)title};
-    if (legend && legend[0])
-        txt[nt++] = (png_text){.compression = PNG_TEXT_COMPRESSION_NONE, .key = "Legend", .text = (png_charp)legend};
+    // what the figure shows, for scripts and tests: its title and legend (tEXt is Latin-1)
+    char *t1 = title && title[0] ? latin1_of(title) : NULL, *l1 = legend && legend[0] ? latin1_of(legend) : NULL;
+    if (t1) txt[nt++] = (png_text){.compression = PNG_TEXT_COMPRESSION_NONE, .key = "Title", .text = t1};
+    if (l1) txt[nt++] = (png_text){.compression = PNG_TEXT_COMPRESSION_NONE, .key = "Legend", .text = l1};
     png_set_text(png, info, txt, nt);
+    free(t1);
+    free(l1);
     png_write_info(png, info);
     for (int y = 0; y < h; y++) png_write_row(png, (png_const_bytep)(rgb + (size_t)y * w * 3));
     png_write_end(png, info);

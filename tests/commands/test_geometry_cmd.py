@@ -112,8 +112,9 @@ def test_planted():
         check((w, h) == (800, 500) and "principal angle" in text.get("Title", "") and "moescope" in text.get("Software", ""),
               "angles PNG: %dx%d %s" % (w, h, text))
         w, h, text, _ = png_info(figs["r2.png"])
-        check("shared, canonical gauge (GPA)" in text.get("Legend", "") and "R^2" in text.get("Title", ""),
-              "R^2 PNG: %s" % text)
+        check("shared, canonical gauge (GPA)" in text.get("Legend", "") and "R\u00b2" in text.get("Title", "")
+              and "R^2" not in text.get("Title", "") and "y(l+1) = y(l)" in text.get("Legend", ""),
+              "R^2 PNG: typeset R\u00b2 and y(l+1), not raw R^2 and y_{l+1}: %s" % text)
     r = geometry(ck, "--eval", cap, "--angles-png", figs["angles.svg"], "--r2-png", figs["r2.svg"])
     check(r.returncode == 0, "SVG figures: %s" % r.stderr)
     if r.returncode == 0:

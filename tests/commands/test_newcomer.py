@@ -152,6 +152,12 @@ def network_words():
     head = r.stdout.splitlines()[0] if r.stdout else ""
     check(r.returncode == 0 and "network loss" in head and "classification" not in head,
           "landscape on a GPT: its first line says network loss: %r %s" % (head, r.stderr[-300:]))
+    png = os.path.join(tempfile.gettempdir(), "nc_curves_%d.png" % os.getpid())
+    r = run("curve", g + "/seed1", g + "/seed2", "--points", "3", "--png", png, "--layer", "0")
+    title = testutil.png_info(png)[2].get("Title", "") if r.returncode == 0 else r.stderr
+    check("network loss, MoE block 0" in title, "curve --png on a GPT: its title says network loss and the block: %s" % title)
+    if os.path.exists(png):
+        os.remove(png)
     r = run("diagnose", g + "/seed1", g + "/seed2", "--no-landscape")
     check(r.returncode == 0 and re.search(r"routing load of A on \d+ tokens", r.stdout) and " samples" not in r.stdout,
           "diagnose on a GPT: its routing load counts tokens: %s" % [x for x in r.stdout.splitlines() if "routing" in x])
