@@ -27,6 +27,50 @@ static int wrap(grid *g, int x, int y, int w, int ymax, int role, const char *te
     return y;
 }
 
+/* One shell command t[0..len) on rows of at most w columns from row y, broken
+ * at spaces with a trailing " \\" on every row but the last, so the rows copied
+ * from the terminal are still the command (the shell joins them); returns the
+ * row after the last. */
+static int command_rows(grid *g, int x, int y, int w, int ymax, const char *t, size_t len) {
+    size_t i = 0;
+    while (i < len && y < ymax) {
+        while (i < len && t[i] == ' ') i++;
+        size_t start = i, br = start;
+        if (len - start <= (size_t)w) {
+            grid_printf(g, x, y++, w, ROLE_DIM, "%.*s", (int)(len - start), t + start);
+            break;
+        }
+        for (size_t k = start; k < len && k - start <= (size_t)w - 2; k++)
+            if (t[k] == ' ') br = k;
+        if (br == start) br = start + (size_t)w - 2; // one word longer than the row: cut
+        grid_printf(g, x, y++, w, ROLE_DIM, "%.*s \\", (int)(br - start), t + start);
+        i = br;
+    }
+    return y;
+}
+
+/* "reproduce:" on a row of its own, the step's comment ("# the naive row") as
+ * comment rows, then each command of cli (separated by "; ") on rows of its own
+ * (command_rows): never a command wrapped the way text is. */
+static void reproduce_rows(grid *g, int y, int w, int ymax, const char *cli) {
+    grid_text(g, 2, y++, w, ROLE_DIM, "reproduce:");
+    const char *hash = strstr(cli, " # ");
+    size_t cmds = hash ? (size_t)(hash - cli) : strlen(cli);
+    if (hash) {
+        const char *c = hash + 1;
+        y = wrap(g, 4, y, w - 2, ymax, ROLE_DIM, c, strlen(c));
+    }
+    const char *p = cli, *end = cli + cmds;
+    while (p < end && y < ymax) {
+        const char *semi = strstr(p, "; ");
+        size_t len = semi && semi < end ? (size_t)(semi - p) : (size_t)(end - p);
+        while (len > 0 && p[len - 1] == ' ') len--;
+        y = command_rows(g, 4, y, w - 2, ymax, p, len);
+        p += len;
+        while (p < end && (*p == ';' || *p == ' ')) p++;
+    }
+}
+
 static void keys_line(grid *g, int y) {
     static const char *keys[][2] = {{"n", "next"}, {"b", "back"}, {"x", "explore this pair"},
                                     {"q", "quit"}};
@@ -61,11 +105,7 @@ void lesson_render(grid *g, const lesson_step *s, int index, const char *status)
             y = wrap(g, 2, y, w, ymax, ROLE_NORMAL, p, len) + 1;
             p += len + (nl != NULL);
         }
-        if (s->cli[0] && y < ymax) {
-            char buf[2200];
-            snprintf(buf, sizeof buf, "reproduce: %s", s->cli);
-            wrap(g, 2, y, w, ymax, ROLE_DIM, buf, strlen(buf));
-        }
+        if (s->cli[0] && y < ymax) reproduce_rows(g, y, w, ymax, s->cli);
     }
     if (status) grid_text(g, 1, g->h - 2, g->w - 2, ROLE_MESSAGE, status);
     keys_line(g, g->h - 1);

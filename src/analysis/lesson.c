@@ -454,8 +454,10 @@ static int step_far_apart(lesson *L, lesson_step *s, ms_err *err) {
             L->na.cfg.moe_layers[0], net_loss_kind(&L->na));
     say_recipe(L, s);
     if (L->obj || L->A.cfg.has_head) {
-        say(s, "A and B are the same MoE layer trained from two seeds. Both fit the data: loss "
-               "%.6g for A, %.6g for B.\n",
+        // a network was introduced just above: its block, not "the same MoE layer"
+        say(s, L->obj ? "Both fit the data: loss %.6g for A, %.6g for B.\n"
+                      : "A and B are the same MoE layer trained from two seeds. Both fit the data: loss "
+                        "%.6g for A, %.6g for B.\n",
             cv.loss[0], cv.loss[cv.T - 1]);
         say(s, "Walk the straight line between their parameters (the naive interpolation) and the "
                "loss climbs: the barrier is %.6g above the chord between the end points.\n",

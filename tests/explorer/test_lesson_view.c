@@ -25,7 +25,48 @@ static int words_in_order(const grid *g, const char *text) {
     return 1;
 }
 
+/* The reproduce rows of a long cli at 80 columns, copied as a terminal would
+ * (each row, trailing blanks dropped): each command whole once the shell joins
+ * the rows ending in " \\", the comment on rows starting with '#'. */
+static void test_reproduce_copyable(void) {
+    lesson_step s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.title, sizeof s.title, "A scramble computes the same function");
+    snprintf(s.text, sizeof s.text, "Take A and shuffle it.\n");
+    const char *c1 = "/home/someone/moescope/moescope scramble /home/someone/moescope/sample-checkpoints/gpt/"
+                     "topk4/seed1 -o /home/someone/moescope-lesson/S --seed 7 --translate";
+    const char *c2 = "moescope eval /home/someone/moescope-lesson/S --eval /home/someone/moescope/"
+                     "sample-checkpoints/gpt/topk4/eval.safetensors";
+    snprintf(s.cli, sizeof s.cli, "%s; %s   # the order pi; the same loss for both", c1, c2);
+    grid g;
+    grid_init(&g, 80, 30, 1);
+    lesson_render(&g, &s, 1, NULL);
+    int x, y = grid_find(&g, "reproduce:", &x) + 1;
+    char cmds[4][2048] = {{0}}, row[1024];
+    int nc = 0, comment = 0, joined = 0;
+    for (; y > 0 && y < g.h - 3 && nc < 4; y++) {
+        grid_row_utf8(&g, y, row, sizeof row);
+        int n = (int)strlen(row);
+        while (n > 0 && row[n - 1] == ' ') row[--n] = 0;
+        char *t = row;
+        while (*t == ' ') t++;
+        if (!*t) break;
+        if (*t == '#') { comment = comment || strstr(t, "the order pi") != NULL; continue; }
+        int cont = n >= 2 && !strcmp(row + n - 2, " \\");
+        if (cont) row[n - 2] = 0;
+        if (joined) strcat(cmds[nc], " ");
+        strcat(cmds[nc], t);
+        joined = cont;
+        if (!cont) nc++;
+    }
+    CHECK(nc == 2 && !strcmp(cmds[0], c1) && !strcmp(cmds[1], c2), "the commands copied whole (%d):\n%s\n%s", nc,
+          cmds[0], cmds[1]);
+    CHECK(comment, "the comment on a row of its own, starting with #");
+    grid_free(&g);
+}
+
 int main(void) {
+    test_reproduce_copyable();
     lesson_step s;
     memset(&s, 0, sizeof s);
     s.index = 2;
@@ -41,7 +82,9 @@ int main(void) {
     int x;
     CHECK(grid_find(&g, "step 3/7: Aligning recovers", &x) == 0, "title row");
     CHECK(words_in_order(&g, s.text), "a word of the text is lost or out of order");
-    CHECK(grid_find(&g, "reproduce: moescope cost", &x) >= 0, "reproduce line");
+    int yr = grid_find(&g, "reproduce:", &x);
+    CHECK(yr >= 0 && grid_find(&g, "moescope cost A.safetensors S.safetensors", &x) == yr + 1,
+          "reproduce: the command whole on the row after it");
     CHECK(grid_find(&g, "x explore this pair", &x) == g.h - 1, "keys on the last row");
     char row[1024];
     for (int y = 3; y < g.h; y++) { // wrapped at spaces: no row ends inside a word
