@@ -37,6 +37,9 @@ void progress_begin(const char *phase, double total, const char *unit);
 /* The same, but the rate and the ETA count from since (timing_now()): a phase
  * that resumes after others interrupted it (a study's orders, pair after pair). */
 void progress_begin_since(const char *phase, double total, const char *unit, double since);
+/* Text shown before every phase's name until changed ("layer 3/24": a command
+ * that repeats its phases for each layer); NULL or "" for none. */
+void progress_context(const char *text);
 /* Is phase the one on the line now (begun and not ended)? */
 int progress_is(const char *phase);
 /* Units done so far in the phase / add k to them. */

@@ -93,12 +93,16 @@ int cli_each_layer(const char *layers_of, const char *src0, const char *out, cli
         char *dst = ms_malloc(ol);
         if (i == n - 1) snprintf(dst, ol, "%s", out);
         else snprintf(dst, ol, "%s/layer-%d", tmp, i); // only this run's steps are ever removed
+        char where[48]; // the line says which layer the phases are of
+        snprintf(where, sizeof where, "layer %d/%d", i + 1, n);
+        progress_context(n > 1 ? where : NULL);
         rc = step(ctx, i, layers[i], prev ? prev : src0, dst);
         if (prev) remove_output(prev);
         free(prev);
         prev = dst;
         if (rc && i < n - 1) remove_output(dst);
     }
+    progress_context(NULL);
     free(prev);
     if (slot >= 0) cancel_unregister(slot);
     if (tmp) rmdir(tmp);

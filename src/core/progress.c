@@ -24,6 +24,7 @@ static struct {
     pthread_mutex_t mu;
     int init, enabled, immediate;
     char phase[64], unit[16];
+    char context[48]; /* progress_context: "layer 3/24", before the phase */
     double total, done;
     double t_first, t_phase, t_drawn; /* first phase of the process, this phase, last draw */
 } P = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -82,18 +83,19 @@ static const char *fmt_num(char *buf, size_t cap, double v) {
 }
 
 static void draw_locked(double t) {
-    char line[256], eta[24], a[32], b[32], r[32];
+    char line[320], eta[24], a[32], b[32], r[32], ph[120];
+    snprintf(ph, sizeof ph, "%s%s%s", P.context, P.context[0] ? ": " : "", P.phase);
     double el = t - P.t_phase, rate = el > 0 ? P.done / el : 0;
     int len;
     if (P.total > 0) {
         double left = rate > 0 ? (P.total - P.done) / rate : -1;
         fmt_time(eta, sizeof eta, left);
         len = snprintf(line, sizeof line, "\r%s  %s/%s %s  %3.0f%%  %s %s/s  ETA %s\033[K",
-                       P.phase, fmt_num(a, sizeof a, P.done), fmt_num(b, sizeof b, P.total), P.unit,
+                       ph, fmt_num(a, sizeof a, P.done), fmt_num(b, sizeof b, P.total), P.unit,
                        100.0 * P.done / P.total, fmt_num(r, sizeof r, rate), P.unit, eta);
     } else {
         fmt_time(eta, sizeof eta, el);
-        len = snprintf(line, sizeof line, "\r%s  %s %s  %s %s/s  %s elapsed\033[K", P.phase,
+        len = snprintf(line, sizeof line, "\r%s  %s %s  %s %s/s  %s elapsed\033[K", ph,
                        fmt_num(a, sizeof a, P.done), P.unit, fmt_num(r, sizeof r, rate), P.unit, eta);
     }
     if (len > (int)sizeof line - 1) len = (int)sizeof line - 1;
@@ -180,6 +182,12 @@ void progress_begin(const char *phase, double total, const char *unit) {
 
 void progress_begin_since(const char *phase, double total, const char *unit, double since) {
     begin_at(phase, total, unit, since);
+}
+
+void progress_context(const char *text) {
+    pthread_mutex_lock(&P.mu);
+    snprintf(P.context, sizeof P.context, "%s", text ? text : "");
+    pthread_mutex_unlock(&P.mu);
 }
 
 int progress_is(const char *phase) {

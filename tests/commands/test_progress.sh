@@ -39,6 +39,11 @@ if command -v script >/dev/null; then
     MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' eval '$G/seed1'" "$WORK/tty6.log" >/dev/null 2>&1
     check "tty: eval on a network counts its rows" grep -aEq "evaluation rows  [0-9]+/[0-9]+ rows .*ETA" "$WORK/tty6.log"
     check "tty: eval on a network printed its report" grep -aq "next-token" "$WORK/tty6.log"
+    # --layer all repeats its phases per layer: the line says which layer of how many
+    MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' align '$S/gpt/every4/seed1' '$S/gpt/every4/seed2' --layer all -o '$WORK/tty_all'" \
+        "$WORK/tty7.log" >/dev/null 2>&1
+    check "tty: align --layer all wrote its output" test -d "$WORK/tty_all"
+    check "tty: align --layer all: the phases of layer 3/3" grep -aEq "layer 3/3: weight matching  [0-9]/4 experts" "$WORK/tty7.log"
 else
     fail "script(1) is needed for the terminal checks"
 fi
