@@ -740,7 +740,7 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
                         "The cost matrix, its assignment, the diagnostics (d) and the export (e) need none.");
     } else {
         if (a->scatter) scatter_render(g, &L->curves, v, a->orders.best_row);
-        else curves_render(g, &L->curves, v, &a->pins, a->metric_acc);
+        else curves_render(g, &L->curves, v, &a->pins, a->metric_acc, a->info.objective[0] ? a->layers.n : 0);
         a->orders.now = a->now;
         a->orders.pins = &a->pins;
         orders_render(g, &L->orders, &a->orders, v);

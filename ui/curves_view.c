@@ -168,7 +168,8 @@ static void pin_digit(canvas *c, const series *S, const double *chord, int T, do
     c->role[k] = (uint8_t)S->role;
 }
 
-void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, const pin_set *pins, int metric_acc) {
+void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, const pin_set *pins, int metric_acc,
+                   int net_blocks) {
     if (r->w < 20 || r->h < 6) return;
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_PANE_TITLE);
     const char *metric = metric_acc ? "accuracy" : "loss";
@@ -200,7 +201,11 @@ void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, const p
     for (int i = 0; pins && i < pins->n; i++)
         S[ns++] = (series){&pins->p[i].c, ROLE_CURVE_PIN(i), pins_glyph(i), "", i};
     if (v->have_naive) S[ns++] = (series){&v->naive, ROLE_CURVE_NAIVE, 'x', "naive", -1};
-    if (v->have_skip) S[ns++] = (series){&v->skip_order, ROLE_CURVE_SKIP, '+', "skip-order", -1};
+    // on a network of several MoE blocks skip-order aligns them all (identity order, weight
+    // matching): why it can sit above the identity row of the chosen block's table
+    char skip_name[48];
+    snprintf(skip_name, sizeof skip_name, net_blocks > 1 ? "skip-order, all %d blocks" : "skip-order", net_blocks);
+    if (v->have_skip) S[ns++] = (series){&v->skip_order, ROLE_CURVE_SKIP, '+', skip_name, -1};
     if (v->have_selected) S[ns++] = (series){&v->selected, ROLE_CURVE_SELECTED, 'o', sel_name, -1};
     if (v->have_current) S[ns++] = (series){&v->current, ROLE_CURVE_CURRENT, '*', "current", -1};
     /* the chord between the endpoints (all alignments share them) */

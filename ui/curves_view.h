@@ -12,6 +12,9 @@
 
 /* metric_acc: plot accuracy instead of loss. pins (may be NULL): pinned
  * curves overlaid, each with its digit. */
-void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, const pin_set *pins, int metric_acc);
+/* net_blocks: a network's MoE blocks when more than one (their skip-order moves
+ * every block, which its legend entry says), else 0 */
+void curves_render(grid *g, const ui_rect *r, const explore_snapshot *v, const pin_set *pins, int metric_acc,
+                   int net_blocks);
 
 #endif

@@ -458,8 +458,17 @@ static void test_network_title(void) {
         strcpy(in.n_short, "64 seq");
         in.N = 8192;
         app_init(&f.a, &in, 25);
+        char **names = malloc(3 * sizeof(char *));
+        for (int i = 0; i < 3; i++) {
+            names[i] = malloc(32);
+            snprintf(names[i], 32, "transformer.h.%d.mlp", i);
+        }
+        app_set_layers(&f.a, names, 3, 0);
         grid_init(&f.g, w, 24, 1);
         app_render(&f.a, &f.v, &f.g);
+        /* skip-order moves every block of the network: its legend entry says so */
+        if (count_rows_with(&f.g, &f.a.layout.curves, "skip-order, all 3 blocks 0.3000") != 1 && bad++ < 3)
+            printf("  %d cols: skip-order's legend entry does not say it moves all 3 blocks\n", w);
         char r1[4096], r2[4096];
         line_text(&f.g, 0, r1, sizeof r1);
         line_text(&f.g, 1, r2, sizeof r2);
@@ -469,7 +478,7 @@ static void test_network_title(void) {
         if (!ok && bad++ < 3) printf("  %d cols:\n  |%s|\n  |%s|\n", w, r1, r2);
         fix_free(&f);
     }
-    CHECK(bad == 0, "%d widths lose a network title's losses or its set's count", bad);
+    CHECK(bad == 0, "%d widths lose a network title's losses or its set's count, or skip-order's blocks", bad);
 }
 
 int main(void) {
