@@ -176,6 +176,20 @@ int cli_check_capture(const evalset *E, const moe_model *m) {
     return cli_error("%s", err.msg);
 }
 
+static void note_router_default(const moe_model *m) {
+    if (!m || !moe_router_defaulted(&m->cfg)) return;
+    fprintf(stderr, "moescope: warning: %s has no routing metadata (moescope.router): its layer %s is "
+                    "evaluated as a dense softmax over all %d experts %s; a top-k model: --top-k K, or "
+                    "the file's metadata moescope.router = topk and moescope.top_k = K\n",
+            m->path, m->layer, m->cfg.n,
+            m->cfg.residual ? "with a residual (z = x + D(x))" : "without a residual (z = D(x))");
+}
+
+void cli_note_router_defaults(const moe_model *a, const moe_model *b) {
+    note_router_default(a);
+    if (b && (!a || !a->path || !b->path || strcmp(a->path, b->path))) note_router_default(b);
+}
+
 int cli_load_models(const char *pa, const char *pb, const char *layer, moe_model *A, moe_model *B) {
     subject_spec sp = {.kind = SUBJECT_LAYER, .pa = pa, .pb = pb, .layer = layer,
                        .uses = MS_USE_WM | MS_USE_COST, .ov = cli_overrides()};

@@ -9,20 +9,6 @@
 #include "cli/cli.h"
 #include "core/ms_text.h"
 
-static void note_router_default(const moe_model *m) {
-    if (!m || !moe_router_defaulted(&m->cfg)) return;
-    fprintf(stderr, "moescope: warning: %s has no routing metadata (moescope.router): its layer %s is "
-                    "evaluated as a dense softmax over all %d experts %s; a top-k model: --top-k K, or "
-                    "the file's metadata moescope.router = topk and moescope.top_k = K\n",
-            m->path, m->layer, m->cfg.n,
-            m->cfg.residual ? "with a residual (z = x + D(x))" : "without a residual (z = D(x))");
-}
-
-void cli_note_router_defaults(const moe_model *a, const moe_model *b) {
-    note_router_default(a);
-    if (b && (!a || !a->path || !b->path || strcmp(a->path, b->path))) note_router_default(b);
-}
-
 int cli_subject_load(subject *s, subject_spec *sp, const char *cmd, const char *usage) {
     sp->ov = cli_overrides();
     sp->ignore_capture |= cli_ignore_capture();
