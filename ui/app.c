@@ -589,7 +589,7 @@ static void title_ends(const ui_info *in, const explore_snapshot *v, char ends[]
         else
             snprintf(ends[0], 320, " | %s loss A %.4g B %.4g", v->kind == LS_LAYER ? "layer-output" : "mse",
                      v->loss_a, v->loss_b);
-        snprintf(ends[1], 320, "%s", ends[0]);
+        memcpy(ends[1], ends[0], 320);
         snprintf(ends[2], 320, " | loss A %.4g B %.4g", v->loss_a, v->loss_b);
     }
 }
