@@ -579,9 +579,12 @@ static void title_ends(const ui_info *in, const explore_snapshot *v, char ends[]
     } else if (v && v->have_naive && in->objective[0]) {
         snprintf(ends[0], 320, " | %.128s: A %.4f B %.4f | acc A %.3f B %.3f", in->objective, v->loss_a, v->loss_b,
                  v->acc_a, v->acc_b);
-        snprintf(ends[1], 320, " | network loss A %.4f B %.4f | acc A %.3f B %.3f", v->loss_a, v->loss_b, v->acc_a,
-                 v->acc_b);
-        snprintf(ends[2], 320, " | net loss A %.4f B %.4f", v->loss_a, v->loss_b);
+        // the objective without its parenthesis: "network loss, MoE block 0" (which block stays said)
+        int nl = (int)strcspn(in->objective, "(");
+        while (nl > 0 && in->objective[nl - 1] == ' ') nl--;
+        snprintf(ends[1], 320, " | %.*s: A %.4f B %.4f | acc A %.3f B %.3f", nl < 128 ? nl : 128, in->objective,
+                 v->loss_a, v->loss_b, v->acc_a, v->acc_b);
+        snprintf(ends[2], 320, " | %.*s: A %.4f B %.4f", nl < 128 ? nl : 128, in->objective, v->loss_a, v->loss_b);
     } else if (v && v->have_naive) {
         if (v->kind == LS_CLASSIFY)
             snprintf(ends[0], 320, " | loss A %.4f B %.4f | acc A %.3f B %.3f", v->loss_a, v->loss_b, v->acc_a,
