@@ -152,6 +152,8 @@ typedef struct {
 } net_config;
 
 const net_arch_desc *net_arch_of(net_arch a);
+/* the rule that makes a block of A's networks MoE or dense, as a message names it */
+const char *net_arch_sparse_rule(const net_arch_desc *A);
 
 /* The row of a model_type ("gpt2", "mixtral", ...), -1 if none. */
 int net_arch_find(const char *model_type);

@@ -60,6 +60,16 @@ static const net_arch_desc ARCHS[NET_ARCH_COUNT] = {
 
 const net_arch_desc *net_arch_of(net_arch a) { return &ARCHS[a]; }
 
+const char *net_arch_sparse_rule(const net_arch_desc *A) {
+    switch (A->sparse) {
+    case NET_SPARSE_LISTED: return "config.json's moe.layers";
+    case NET_SPARSE_STEP: return "config.json's mlp_only_layers and decoder_sparse_step";
+    case NET_SPARSE_FIRST_K: return "config.json's first_k_dense_replace";
+    case NET_SPARSE_ALL: break;
+    }
+    return "its architecture, whose blocks are all MoE";
+}
+
 int net_arch_find(const char *model_type) {
     for (int a = 0; model_type && a < NET_ARCH_COUNT; a++)
         if (!strcmp(model_type, ARCHS[a].model_type)) return a;

@@ -252,8 +252,17 @@ static int vit_classes_from_head(ckpt *c, net_config *nc, ms_err *err) {
     return 0;
 }
 
+/* does c hold any tensor under prefix pre ("model.layers.3.") */
+static int has_prefix(const ckpt *c, const char *pre) {
+    size_t k = strlen(pre);
+    for (int i = 0; i < c->ntensors; i++)
+        if (!strncmp(c->names[i], pre, k)) return 1;
+    return 0;
+}
+
 /* every block's MLP is what config.json says: an MoE block holds its gate, a
- * dense one its c_fc (and not the other's) */
+ * dense one its c_fc (and not the other's); a block config.json counts but the
+ * file lacks whole is said as that */
 static int check_blocks(const ckpt *c, const net_config *nc, ms_err *err) {
     const net_arch_desc *A = net_arch_of(nc->arch);
     char g[96], f[96], pre[64];
@@ -262,15 +271,20 @@ static int check_blocks(const ckpt *c, const net_config *nc, ms_err *err) {
         snprintf(g, sizeof g, "%s%s.%s", pre, A->moe, A->gate);
         snprintf(f, sizeof f, "%s%s", pre, A->dense);
         int moe = nc->moe_of[L] >= 0, has_g = ckpt_find(c, g) >= 0, has_f = ckpt_find(c, f) >= 0;
+        if (!has_g && !has_f && !has_prefix(c, pre))
+            return ms_fail(err, "%s: config.json's %s = %d, but the checkpoint has no block %d (no tensor "
+                                "'%s...')",
+                           c->arg, A->k_layers, nc->nlayer, L, pre);
         if (moe && !has_g)
-            return ms_fail(err, "%s: config.json lists block %d in moe.layers, but the checkpoint has "
-                                "no tensor '%s'%s%s%s",
-                           c->arg, L, g, has_f ? " (block is a dense MLP: " : "", has_f ? A->dense : "",
-                           has_f ? " is there)" : "");
+            return ms_fail(err, "%s: block %d is an MoE block by %s, but the checkpoint has no tensor "
+                                "'%s'%s%s%s",
+                           c->arg, L, net_arch_sparse_rule(A), g, has_f ? " (block is a dense MLP: " : "",
+                           has_f ? A->dense : "", has_f ? " is there)" : "");
         if (!moe && !has_f)
-            return ms_fail(err, "%s: block %d is not in config.json's moe.layers, so it needs a dense "
-                                "MLP, but tensor '%s' is missing%s",
-                           c->arg, L, f, has_g ? " (it holds an MoE layer: add it to moe.layers)" : "");
+            return ms_fail(err, "%s: block %d is dense by %s, so it needs a dense MLP, but tensor '%s' is "
+                                "missing%s",
+                           c->arg, L, net_arch_sparse_rule(A), f,
+                           has_g ? " (it holds an MoE layer: make it an MoE block there)" : "");
     }
     return 0;
 }

@@ -29,17 +29,6 @@ static int block_of(const net_arch_desc *A, const char *name, const char **rest)
     return (int)L;
 }
 
-/* the rule that makes a block MoE or dense, by the row */
-static const char *sparse_rule(const net_arch_desc *A) {
-    switch (A->sparse) {
-    case NET_SPARSE_LISTED: return "config.json's moe.layers";
-    case NET_SPARSE_STEP: return "config.json's mlp_only_layers and decoder_sparse_step";
-    case NET_SPARSE_FIRST_K: return "config.json's first_k_dense_replace";
-    case NET_SPARSE_ALL: break;
-    }
-    return "its architecture, whose blocks are all MoE";
-}
-
 /* why a tensor of this name is likely left over, for the message (buf: its room) */
 static const char *guess(const char *name, const net_config *nc, char *buf, size_t cap) {
     const net_arch_desc *A = net_arch_of(nc->arch);
@@ -53,14 +42,14 @@ static const char *guess(const char *name, const net_config *nc, char *buf, size
     if (in && A->embed == NET_EMBED_TOKENS && !strncmp(rest, "self_attn.", 10) && ends_with(name, "_proj.bias"))
         return " (config.json's attention_bias is false or absent, so the attention has no biases)";
     if (in && nc->moe_of[L] < 0 && in_moe)
-        snprintf(buf, cap, " (block %d is dense by %s, so nothing reads MoE tensors there)", L, sparse_rule(A));
+        snprintf(buf, cap, " (block %d is dense by %s, so nothing reads MoE tensors there)", L, net_arch_sparse_rule(A));
     else if (in && nc->moe_of[L] >= 0 && !in_moe && !strncmp(rest, A->dense, stem))
         snprintf(buf, cap, " (block %d is an MoE block by %s, so nothing reads a dense MLP there)", L,
-                 sparse_rule(A));
+                 net_arch_sparse_rule(A));
+    else if (L >= nc->nlayer) // before the experts: a whole block past the count, not an expert
+        snprintf(buf, cap, " (a block past config.json's %s = %d)", A->k_layers, nc->nlayer);
     else if (in_moe || strstr(name, ".experts.") || strstr(name, ".shared_experts."))
         return " (an expert past the gate's rows, or a part the block's MoE layer does not have)";
-    else if (L >= nc->nlayer)
-        snprintf(buf, cap, " (a block past config.json's %s = %d)", A->k_layers, nc->nlayer);
     else if (nc->arch == NET_GPT2 && nc->tied && !strcmp(name, "lm_head.weight"))
         return " (tie_word_embeddings is true, so the head is transformer.wte.weight: say false, or "
                "drop it)";

@@ -402,6 +402,25 @@ for c in "un_e9:mixtral:model.layers.0.block_sparse_moe.experts.9.w1.weight' \(a
         "$dir: tensor '$t is not part of the network config\.json describes: nothing reads it \($why" \
         "$MOESCOPE" eval "$D/$dir" --eval "$D/ov_$fam/eval.safetensors"
 done
+# a block count that disagrees with the file: fewer (whole blocks left over, not
+# "an expert past the gate's rows") or more (no such block, not a moe.layers key)
+"$PYTHON" - "$D" <<'PY'
+import json, shutil, sys
+D = sys.argv[1]
+for out, delta in (("nl_low", -1), ("nl_high", 1)):
+    shutil.rmtree("%s/%s" % (D, out), ignore_errors=True)
+    shutil.copytree(D + "/ov_mixtral", "%s/%s" % (D, out))
+    c = json.load(open("%s/%s/config.json" % (D, out)))
+    c["num_hidden_layers"] += delta
+    json.dump(c, open("%s/%s/config.json" % (D, out), "w"))
+PY
+nl=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["num_hidden_layers"])' "$D/ov_mixtral/config.json")
+expect_rc "mixtral: num_hidden_layers below the file's blocks names the count" 1 \
+    "nl_low: tensor 'model\.layers\.$((nl - 1))\..* \(a block past config\.json's num_hidden_layers = $((nl - 1))\)" \
+    "$MOESCOPE" eval "$D/nl_low" --eval "$D/ov_mixtral/eval.safetensors"
+expect_rc "mixtral: num_hidden_layers above the file's blocks names the missing block" 1 \
+    "nl_high: config\.json's num_hidden_layers = $((nl + 1)), but the checkpoint has no block $nl" \
+    "$MOESCOPE" eval "$D/nl_high" --eval "$D/ov_mixtral/eval.safetensors"
 # (11) a decoder's evaluation against MOESCOPE_MAX_MEMORY counts what its forward holds:
 # the gated MLP's 2 intermediate_size per row of a worker's 512-token items (the check
 # counted intermediate_size per token of one sequence, 6 here: 64 MiB a worker passed 48M)

@@ -252,17 +252,18 @@ NETWORKS = [
     ("net_layers_1e9", "net_model", _set(["n_layer"], 10 ** 9), "info",
      "net_layers_1e9/config.json: key 'n_layer' = 1000000000 is not an integer in 1..256"),
     ("net_layers_256", "net_model", _set(["n_layer"], 256), "info",
-     "net_layers_256: block 2 is not in config.json's moe.layers, so it needs a dense MLP, but "
-     "tensor 'transformer.h.2.mlp.c_fc.weight' is missing"),
+     "net_layers_256: config.json's n_layer = 256, but the checkpoint has no block 2 (no tensor "
+     "'transformer.h.2....')"),
     ("net_embd_huge", "net_model", _many(_set(["n_embd"], 65536), _set(["n_head"], 1),
                                          _set(["vocab_size"], 1 << 24)), "info",
      "net_embd_huge/model.safetensors: tensor 'transformer.wte.weight' has shape [16, 8], "
      "expected [16777216, 65536] (from config.json)"),
     ("net_moe_dense_block", "net_model", _set(["moe", "layers"], [0, 1]), "info",
-     "net_moe_dense_block: config.json lists block 1 in moe.layers, but the checkpoint has no "
+     "net_moe_dense_block: block 1 is an MoE block by config.json's moe.layers, but the checkpoint "
+     "has no "
      "tensor 'transformer.h.1.mlp.gate.weight' (block is a dense MLP"),
     ("net_moe_no_mlp", "net_no_mlp_model", _set(["moe", "layers"], [0, 1]), "info",
-     "net_moe_no_mlp: config.json lists block 1 in moe.layers, but the checkpoint has no "
+     "net_moe_no_mlp: block 1 is an MoE block by config.json's moe.layers, but the checkpoint has no "
      "tensor 'transformer.h.1.mlp.gate.weight'"),
     ("net_moe_no_experts", "net_no_experts_model", None, "info",
      "net_moe_no_experts: block 0 is in moe.layers but its MoE tensors are incomplete (no "
