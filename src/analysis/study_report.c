@@ -85,6 +85,7 @@ static const struct {
     {"identity_rank", "id rank", "Id.", 1},
 };
 #define NCOLS (int)(sizeof COLS / sizeof COLS[0])
+#define STUDY_BARRIER_COLS 5 /* naive .. best: the first text table */
 
 static double field_value(const st_pair *p, const char *path) {
     int nf;
@@ -187,6 +188,40 @@ static void print_intervals(const study *S, FILE *f, int lw) {
     }
 }
 
+/* columns [c0, c1) of the text table: a row per pair, then mean and std */
+static void study_table(const study *S, FILE *f, int lw, int c0, int c1) {
+    char lab[1100], shown[4400];
+    fprintf(f, "%-*s", lw, "pair");
+    for (int c = c0; c < c1; c++) fprintf(f, " %8s", COLS[c].head);
+    fputc('\n', f);
+    for (int k = 0; k < S->npairs; k++) {
+        // a directory's pool is named by its listing: the names escaped for the terminal
+        pair_label(S, &S->pairs[k], lab, sizeof lab);
+        ms_escape(shown, sizeof shown, lab);
+        fprintf(f, "%-*s", lw, shown);
+        for (int c = c0; c < c1; c++) {
+            double v = field_value(&S->pairs[k], COLS[c].path);
+            fputc(' ', f);
+            if (COLS[c].decimals == 0 || (COLS[c].decimals == 1 && strstr(COLS[c].path, "rank")))
+                cell(f, v, "%*.0f", 8);
+            else if (COLS[c].decimals == 4) cell(f, v, "%*.4f", 8);
+            else if (COLS[c].decimals == 2) cell(f, v, "%*.2f", 8);
+            else cell(f, v, "%*.1f", 8);
+        }
+        fputc('\n', f);
+    }
+    for (int row = 0; row < 2; row++) {
+        fprintf(f, "%-*s", lw, row == 0 ? "mean" : "std");
+        for (int c = c0; c < c1; c++) {
+            const st_stat *s = stat_of(S, COLS[c].path);
+            double v = s ? (row == 0 ? s->mean : s->std) : NAN;
+            fputc(' ', f);
+            cell(f, v, COLS[c].decimals == 4 ? "%*.4f" : "%*.2f", 8);
+        }
+        fputc('\n', f);
+    }
+}
+
 void study_print(const study *S, FILE *f) {
     const st_pair *p0 = S->npairs ? &S->pairs[0] : NULL;
     fprintf(f, "study: %d checkpoints, %d pairs", S->npool, S->npairs);
@@ -210,35 +245,11 @@ void study_print(const study *S, FILE *f) {
         int w = (int)ms_escape(shown, sizeof shown, lab);
         if (w > lw) lw = w;
     }
-    fprintf(f, "%-*s", lw, "pair");
-    for (int c = 0; c < NCOLS; c++) fprintf(f, " %8s", COLS[c].head);
-    fputc('\n', f);
-    for (int k = 0; k < S->npairs; k++) {
-        // a directory's pool is named by its listing: the names escaped for the terminal
-        pair_label(S, &S->pairs[k], lab, sizeof lab);
-        ms_escape(shown, sizeof shown, lab);
-        fprintf(f, "%-*s", lw, shown);
-        for (int c = 0; c < NCOLS; c++) {
-            double v = field_value(&S->pairs[k], COLS[c].path);
-            fputc(' ', f);
-            if (COLS[c].decimals == 0 || (COLS[c].decimals == 1 && strstr(COLS[c].path, "rank")))
-                cell(f, v, "%*.0f", 8);
-            else if (COLS[c].decimals == 4) cell(f, v, "%*.4f", 8);
-            else if (COLS[c].decimals == 2) cell(f, v, "%*.2f", 8);
-            else cell(f, v, "%*.1f", 8);
-        }
-        fputc('\n', f);
-    }
-    for (int row = 0; row < 2; row++) {
-        fprintf(f, "%-*s", lw, row == 0 ? "mean" : "std");
-        for (int c = 0; c < NCOLS; c++) {
-            const st_stat *s = stat_of(S, COLS[c].path);
-            double v = s ? (row == 0 ? s->mean : s->std) : NAN;
-            fputc(' ', f);
-            cell(f, v, COLS[c].decimals == 4 ? "%*.4f" : "%*.2f", 8);
-        }
-        fputc('\n', f);
-    }
+    // two tables, the barriers then the ranks, so that a long pair label stays
+    // within 120 columns (one table of every column was 150 wide)
+    study_table(S, f, lw, 0, STUDY_BARRIER_COLS);
+    fprintf(f, "\nranks (of the gate and expert orders), L-hat, rho, the identity's rank:\n");
+    study_table(S, f, lw, STUDY_BARRIER_COLS, NCOLS);
     if (p0) print_intervals(S, f, lw);
     static const char *acc[4] = {"naive.acc_barrier", "skip_order.acc_barrier",
                                  "methods.gate.acc_barrier", "methods.expert.acc_barrier"};
@@ -246,8 +257,8 @@ void study_print(const study *S, FILE *f) {
     if (S->kind != LS_CLASSIFY) {
         fprintf(f, " n/a (%s)\n", S->kind == LS_REGRESS ? "regression" : "layer only");
     } else {
-        for (int i = 0; i < 4; i++) {
-            fprintf(f, " %s ", COLS[i].head);
+        for (int i = 0; i < 4; i++) { // on a row of their own: the row stays within 120 columns
+            fprintf(f, "%s%s ", i ? " " : "\n  ", COLS[i].head);
             mean_pm(f, stat_of(S, acc[i]), 4);
             fputs(i < 3 ? "," : "\n", f);
         }

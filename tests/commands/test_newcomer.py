@@ -163,6 +163,14 @@ def network_words():
           "diagnose on a GPT: its routing load counts tokens: %s" % [x for x in r.stdout.splitlines() if "routing" in x])
 
 
+def study_width():
+    """round four: study's tables fit 120 columns (the barriers, then the ranks)"""
+    r = run("study", A, B, C, "--points", "3")
+    wide = [ln for ln in r.stdout.splitlines() if len(ln) > 120]
+    check(r.returncode == 0 and not wide and "ranks (of the gate and expert orders)" in r.stdout,
+          "study's lines within 120 columns: %s %s" % (wide[:2], r.stderr[-300:]))
+
+
 def mixups():
     """round four: two kinds of model, or a layer's set beside a network, said with both kinds"""
     vit, gpt = os.path.join(SC, "vit", "topk4", "seed1"), os.path.join(SC, "gpt", "topk4", "seed1")
@@ -234,6 +242,7 @@ def main():
         network_words()
         layer_words()
         mixups()
+        study_width()
         own_layer(work)
     finally:
         shutil.rmtree(work)
