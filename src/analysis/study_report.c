@@ -163,7 +163,7 @@ static void ci_cell(FILE *f, double lo, double hi, const char *fmt, int w) {
 static void print_intervals(const study *S, FILE *f, int lw) {
     static const char *bars[5] = {"naive.barrier", "skip_order.barrier", "methods.gate.barrier",
                                   "methods.expert.barrier", "best.barrier"};
-    fputs("\nbarriers, mean +- std over the pairs:", f);
+    fputs("\nbarriers, mean +- std over the pairs:\n ", f); // its own row: within 120 columns
     for (int i = 0; i < 5; i++) {
         fprintf(f, " %s ", COLS[i].head);
         mean_pm(f, stat_of(S, bars[i]), 4);
@@ -173,7 +173,7 @@ static void print_intervals(const study *S, FILE *f, int lw) {
     if (!p0->nseq) return;
     fprintf(f, "95%% bootstrap intervals over the evaluation set's %d %s (%d resamples), per pair:\n",
             p0->nseq, p0->unit, LS_BOOT_RESAMPLES);
-    fprintf(f, "%-*s %-18s %-18s %-18s %-18s %-10s %-10s\n", lw, "pair", "naive", "skip", "gate", "expert",
+    fprintf(f, "%-*s %-16s %-16s %-16s %-16s %-8s %s\n", lw, "pair", "naive", "skip", "gate", "expert",
             "rank g", "rank e");
     char lab[1100], shown[4400];
     for (int k = 0; k < S->npairs; k++) {
@@ -182,8 +182,8 @@ static void print_intervals(const study *S, FILE *f, int lw) {
         ms_escape(shown, sizeof shown, lab);
         fprintf(f, "%-*s", lw, shown);
         const st_curve *c[4] = {&p->naive, &p->skip, &p->m[0].c, &p->m[1].c};
-        for (int i = 0; i < 4; i++) ci_cell(f, c[i]->bar_lo, c[i]->bar_hi, "[%.4f, %.4f]", 18);
-        for (int m = 0; m < 2; m++) ci_cell(f, p->m[m].rank_lo, p->m[m].rank_hi, "[%.0f, %.0f]", 10);
+        for (int i = 0; i < 4; i++) ci_cell(f, c[i]->bar_lo, c[i]->bar_hi, "[%.4f, %.4f]", 16);
+        for (int m = 0; m < 2; m++) ci_cell(f, p->m[m].rank_lo, p->m[m].rank_hi, "[%.0f, %.0f]", m ? 0 : 8);
         fputc('\n', f);
     }
 }
