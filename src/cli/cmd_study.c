@@ -291,6 +291,21 @@ static int load_pool(const st_pool *P, subject *S0, const char *layer, int inter
     return 0;
 }
 
+/* after study_run: the error, or (rank 0 of moescope-mpi, or the one process) the report */
+static int study_finish(int failed, study *S, int here, const st_pool *P, const char *e_path,
+                        const char *const *outs, int show, const ms_err *err) {
+    if (failed) {
+        cli_progress_end();
+        return cli_error("%s", err->msg);
+    }
+    if (!here) {
+        study_free(S);
+        return 0;
+    }
+    cli_progress_end();
+    return study_report(S, P, e_path, outs, show);
+}
+
 static int run_study(const st_pool *P, const subject *S, const char *e_path, ls_opts *lo,
                      const char *const *outs, int show) {
     char *const *paths = P->paths;
@@ -299,20 +314,12 @@ static int run_study(const st_pool *P, const subject *S, const char *e_path, ls_
     moe_model *M = ms_calloc((size_t)np, sizeof(moe_model));
     for (int i = 0; i < np; i++) M[i] = S[i].A; // views
     study Sd;
-    int rc = 0;
     lo->part = cli_partition; // moescope-mpi: every landscape split over its processes
     int here = cli_reports_here(); // rank 0 of moescope-mpi alone reports
     int bar = isatty(2) || (cli_partition && show); // moescope-mpi: lines (cli_progress)
     study_progress(lo, np, bar && here, 0);
-    if (study_run(M, (const char *const *)paths, np, &S[0].E, lo, bar && here ? on_pair : NULL, &Sd, &err)) {
-        cli_progress_end();
-        rc = cli_error("%s", err.msg);
-    } else if (!here) {
-        study_free(&Sd);
-    } else {
-        cli_progress_end();
-        rc = study_report(&Sd, P, e_path, outs, show);
-    }
+    int failed = study_run(M, (const char *const *)paths, np, &S[0].E, lo, bar && here ? on_pair : NULL, &Sd, &err);
+    int rc = study_finish(failed, &Sd, here, P, e_path, outs, show, &err);
     free(M);
     return rc;
 }
@@ -367,15 +374,8 @@ static int run_study_net(const st_pool *P, subject *nets, const char *e_path, ls
     lo->part = cli_partition; // moescope-mpi: each pair's evaluations split over its processes
     int here = cli_reports_here(), rc = 0, bar = (isatty(2) || cli_partition) && show && here;
     study_progress(lo, P->np, bar, 1);
-    if (study_run_obj(M, (const char *const *)P->paths, P->np, &so, lo, bar ? on_pair : NULL, &S, &err)) {
-        cli_progress_end();
-        rc = cli_error("%s", err.msg);
-    } else if (!here) {
-        study_free(&S);
-    } else {
-        cli_progress_end();
-        rc = study_report(&S, P, e_path, outs, show);
-    }
+    int failed = study_run_obj(M, (const char *const *)P->paths, P->np, &so, lo, bar ? on_pair : NULL, &S, &err);
+    rc = study_finish(failed, &S, here, P, e_path, outs, show, &err);
     for (int i = 0; i < P->np; i++) evalset_free(&ns.inputs[i]);
     free(ns.inputs);
     free(M);
