@@ -84,6 +84,11 @@ int cli_parse_order(const char *s, int *order, int n);
 /* Progress bar on stderr, only when stderr is a terminal; under moescope-mpi a
  * line at every tenth (rank 0: the rows of every rank). */
 void cli_progress(const char *what, long done, long total);
+/* Does this command show its progress at all: not -q (show 0), the process that
+ * reports (rank 0 of moescope-mpi), and there the line on a terminal
+ * (progress_enabled) or, under moescope-mpi, its lines (MOESCOPE_PROGRESS=0: none).
+ * Every command with a -q decides with this one test. */
+int cli_progress_wanted(int show);
 void cli_progress_end(void);
 /* a study's line: pair (done so far) of npairs, that pair's landscape rows */
 void cli_progress_pairs(int pair, int npairs, long done, long total);

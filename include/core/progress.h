@@ -49,6 +49,8 @@ void progress_add(double k);
 void progress_end(void);
 /* Would a line be drawn at all (stderr is a terminal, not turned off)? */
 int progress_enabled(void);
+/* No line for the rest of the process, whatever the phase (a command's -q). */
+void progress_silence(void);
 
 /* A thread's own listener, for threads that own no terminal (the explorer's):
  * the progress calls made on that thread go to fn(ctx, phase, done, total) -

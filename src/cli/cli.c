@@ -147,6 +147,13 @@ void cli_progress(const char *what, long done, long total) {
 
 void cli_progress_end(void) { progress_end(); }
 
+int cli_progress_wanted(int show) {
+    if (!show || !cli_reports_here()) return 0;
+    if (!cli_partition) return progress_enabled();
+    const char *env = env_get(ENV_PROGRESS); // a pipe to mpirun: lines, unless turned off
+    return !(env && !strcmp(env, "0"));
+}
+
 /* A study's line: the pair in the phase, every pair's orders in the count, the
  * rate and the ETA over the whole study (pair: the pairs done) */
 void cli_progress_pairs(int pair, int npairs, long done, long total) {

@@ -77,7 +77,7 @@ static void help(void) {
            "                     those tensors too (every report says so)\n"
            "      --no-proxy     skip the layer-only proxy\n"
            CLI_FIGURE_HELP
-           "  -q, --quiet        no progress bar\n"
+           "  -q, --quiet        no progress line (loading included)\n"
            "  -v, --verbose      where the time went (load, each step, in wall and CPU\n"
            "                     time) on stderr; MOESCOPE_TIMING=1 too\n"
            "  -h, --help         this help\n",
@@ -437,7 +437,7 @@ int cmd_landscape(int argc, char **argv) {
         case 'R': log_rank = 1; break;
         case 'l': layer = optarg; break;
         case 'C': lo.center = 0; break;
-        case 'q': show = 0; break;
+        case 'q': show = 0, progress_silence(); break; // the library's phases too
         case 'v': split_wanted = 1; break;
         case 'I': interp = 1; break;
         case 'N': proxy = 0; break;
@@ -466,9 +466,10 @@ int cmd_landscape(int argc, char **argv) {
     if (orc) return orc;
     ms_err err;
 
+    int bar = cli_progress_wanted(show);
     lo.progress = on_progress;
     lo.phase = on_phase;
-    lo.ctx = &show;
+    lo.ctx = &bar;
     subject S;
     subject_spec sp = {.pa = pa, .pb = pb, .e_path = e_path, .layer = layer, .interp_backbone = interp,
                        .uses = MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG};

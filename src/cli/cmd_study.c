@@ -12,6 +12,7 @@
 #include "io/checkpoint.h"
 #include "cli/cli.h"
 #include "io/provenance.h"
+#include "core/progress.h"
 #include "io/safetensors.h"
 #include "analysis/study.h"
 #include "io/model_io.h"
@@ -68,7 +69,7 @@ static void help(void) {
            "      --interpolate-backbone  networks: interpolate what the seeds do not share\n"
            "      --no-proxy    networks: no layer-only proxy\n"
            "      --layer L     layer prefix (default moe)\n"
-           "  -q, --quiet       no table on stdout\n"
+           "  -q, --quiet       no table on stdout, no progress line\n"
            "  -h, --help        this text\n",
            LS_OBJ_EXHAUSTIVE_MAX, LS_OBJ_SAMPLES);
 }
@@ -316,9 +317,9 @@ static int run_study(const st_pool *P, const subject *S, const char *e_path, ls_
     study Sd;
     lo->part = cli_partition; // moescope-mpi: every landscape split over its processes
     int here = cli_reports_here(); // rank 0 of moescope-mpi alone reports
-    int bar = isatty(2) || (cli_partition && show); // moescope-mpi: lines (cli_progress)
-    study_progress(lo, np, bar && here, 0);
-    int failed = study_run(M, (const char *const *)paths, np, &S[0].E, lo, bar && here ? on_pair : NULL, &Sd, &err);
+    int bar = cli_progress_wanted(show); // moescope-mpi: lines (cli_progress)
+    study_progress(lo, np, bar, 0);
+    int failed = study_run(M, (const char *const *)paths, np, &S[0].E, lo, bar ? on_pair : NULL, &Sd, &err);
     int rc = study_finish(failed, &Sd, here, P, e_path, outs, show, &err);
     free(M);
     return rc;
@@ -372,7 +373,7 @@ static int run_study_net(const st_pool *P, subject *nets, const char *e_path, ls
     study S;
     ms_err err;
     lo->part = cli_partition; // moescope-mpi: each pair's evaluations split over its processes
-    int here = cli_reports_here(), rc = 0, bar = (isatty(2) || cli_partition) && show && here;
+    int here = cli_reports_here(), rc = 0, bar = cli_progress_wanted(show);
     study_progress(lo, P->np, bar, 1);
     int failed = study_run_obj(M, (const char *const *)P->paths, P->np, &so, lo, bar ? on_pair : NULL, &S, &err);
     rc = study_finish(failed, &S, here, P, e_path, outs, show, &err);
@@ -405,7 +406,7 @@ int cmd_study(int argc, char **argv) {
         case 'L': outs[2] = optarg; break;
         case 'p': outs[3] = optarg; break;
         case 'l': layer = optarg; break;
-        case 'q': show = 0; break;
+        case 'q': show = 0, progress_silence(); break; // the library's phases too
         case 'I': interp = 1; break;
         case 'N': proxy = 0; break;
         case 'C': lo.center = 0; break;

@@ -30,6 +30,7 @@ static struct {
 } P = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static volatile sig_atomic_t line_shown; /* a line is on the terminal (the handler ends it) */
+static void erase_locked(void);
 
 /* this thread's listener (progress_listen), if any */
 static __thread struct {
@@ -63,6 +64,14 @@ int progress_enabled(void) {
     int e = P.enabled;
     pthread_mutex_unlock(&P.mu);
     return e;
+}
+
+void progress_silence(void) {
+    pthread_mutex_lock(&P.mu);
+    init_locked();
+    erase_locked();
+    P.enabled = 0;
+    pthread_mutex_unlock(&P.mu);
 }
 
 /* "1:02:03" or "2:03" */

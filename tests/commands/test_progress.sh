@@ -28,6 +28,15 @@ if command -v script >/dev/null; then
     check "tty: study ran" grep -aq "pairs" "$WORK/tty3.log"
     check "tty: study's line names the pair, counts every pair's orders, rate and ETA" \
         grep -aEq "study pair [1-6]/6  [0-9]+/144 orders +[0-9]+%  [0-9.]+ orders/s  ETA" "$WORK/tty3.log"
+    # -q: no line at all, the pairs' nor the loading's (before, a layer study drew its pairs)
+    T4=$S/topk4
+    for c in "study '$T4/seed1.safetensors' '$T4/seed2.safetensors' --points 5 -q --json '$WORK/q.json'" \
+        "landscape '$T4/seed1.safetensors' '$T4/seed2.safetensors' -q --json '$WORK/q.json'"; do
+        rm -f "$WORK/q.json"
+        MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' $c" "$WORK/ttyq.log" >/dev/null 2>&1
+        check "tty: ${c%% *} -q wrote its report" test -s "$WORK/q.json"
+        check "tty: ${c%% *} -q shows no progress line" bash -c "! grep -aq 'ETA' '$WORK/ttyq.log'"
+    done
     MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' diagnose '$S/topk4/seed1.safetensors' '$S/topk4/seed2.safetensors'" \
         "$WORK/tty4.log" >/dev/null 2>&1
     check "tty: diagnose's landscape counts its orders" grep -aEq "landscape  [0-9]+/24 orders .*ETA" "$WORK/tty4.log"
