@@ -358,11 +358,17 @@ int net_load_ckpt(net_model *m, ckpt *c, const char *path, const family_override
     m->nparams = tl_floats(&l);
     m->mem = ms_malloc(m->nparams * sizeof(float));
     float *p = m->mem;
+    char phase[96]; // a large network's backbone is gigabytes: its own phase on the line
+    const char *slash = strrchr(path, '/');
+    snprintf(phase, sizeof phase, "load %.60s backbone", slash && slash[1] ? slash + 1 : path);
+    progress_begin(phase, (double)m->nparams * sizeof(float) / 1048576.0, "MiB");
     for (int i = 0; i < l.n && !rc; i++) {
         if (l.t[i].dst) *l.t[i].dst = p;
         rc = read_tensor(c, &l.t[i], p, err);
         p += tl_numel(&l.t[i]);
+        progress_add((double)tl_numel(&l.t[i]) * sizeof(float) / 1048576.0);
     }
+    progress_end();
     if (m->cfg.tied && m->wte) m->lm_w = m->wte;
     free(l.t);
     if (!rc) rc = load_moe_blocks(m, c, o, err);

@@ -48,6 +48,10 @@ if command -v script >/dev/null; then
     MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' eval '$G/seed1'" "$WORK/tty6.log" >/dev/null 2>&1
     check "tty: eval on a network counts its rows" grep -aEq "evaluation rows  [0-9]+/[0-9]+ rows .*ETA" "$WORK/tty6.log"
     check "tty: eval on a network printed its report" grep -aq "next-token" "$WORK/tty6.log"
+    # a network's backbone (gigabytes for a real one) is read in a phase of its own
+    MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' info '$G/seed1'" "$WORK/tty8.log" >/dev/null 2>&1
+    check "tty: info on a network counts the backbone's MiB" \
+        grep -aEq "load seed1 backbone  [0-9.]+/[0-9.]+ MiB .*ETA" "$WORK/tty8.log"
     # --layer all repeats its phases per layer: the line says which layer of how many
     MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' align '$S/gpt/every4/seed1' '$S/gpt/every4/seed2' --layer all -o '$WORK/tty_all'" \
         "$WORK/tty7.log" >/dev/null 2>&1
