@@ -126,6 +126,13 @@ static void progress_lines(const char *what, long done, long total) {
             (int)(100.0 * (double)done / (double)total), cli_partition->size, left);
 }
 
+/* what a landscape's phase counts, from its name (ls_opts.phase names no unit) */
+static const char *progress_unit_of(const char *what) {
+    if (strstr(what, "at points")) return "points";
+    if (strstr(what, "first layers")) return "experts";
+    return strstr(what, "pairs") ? "pairs" : "orders";
+}
+
 /* The landscape's and the study's progress: on the shared progress line (a
  * terminal only), or as lines under MPI. */
 void cli_progress(const char *what, long done, long total) {
@@ -140,7 +147,7 @@ void cli_progress(const char *what, long done, long total) {
     if (strcmp(phase, what) || total != phase_total || !progress_is(what)) {
         snprintf(phase, sizeof phase, "%s", what);
         phase_total = total;
-        progress_begin(what, (double)total, strstr(what, "pairs") ? "pairs" : "orders");
+        progress_begin(what, (double)total, progress_unit_of(what));
     }
     progress_set((double)done);
 }

@@ -620,7 +620,7 @@ static void on_progress(void *ctx, long done, long total) {
 }
 
 /* The landscape's steps before its rows (ls_opts.phase, <= every 20 ms):
- * "precomputing pairs 40/73" under the spinner of the orders pane
+ * "precomputing experts at points 3/22" under the spinner of the orders pane
  * (pub.phase_detail; pub.phase keeps naming the whole preparation and its
  * elapsed time) and in the status line. */
 static void on_phase(void *ctx, const char *what, long done, long total) {

@@ -142,6 +142,7 @@ typedef struct {
     int b0, nbn;     /* sample blocks [b0, b0+nbn) are precomputed */
     int cur_sc;      /* that sample chunk (-1: none) */
     int sc_last;     /* it is the last one: the orders' sums are complete */
+    char pre_what[80]; /* the precompute's phase: "precomputing experts at points (samples 2/3)" */
     float *S;        // (cap_t, nbc, nn, LS_L) gate scores of every (slot, B row)
     float *Y;        // (cap_t, npairs, nbc, d, LS_L) pair outputs
     float *base;     // (cap_t, SH_COUNT, nbc, d, LS_L) shared sums + residual or - chord
@@ -231,6 +232,7 @@ typedef struct {
     const char *what;    /* phase name for o->phase, NULL: none */
     long unit;           /* o->phase counts items * unit, at most ptotal */
     long ptotal;
+    long shown;          /* > 0: o->phase counts in these (a chunk's points), the items scaled */
     long pre_first, pre_count; /* kind 0: pair items [pre_first, +pre_count) of the
                                   chunk's, then its ntc per-t items */
 } ls_job;

@@ -517,7 +517,7 @@ int ls_run_job(lsx *x, ls_job *job) {
     job->running = x->pool.nthreads;
     job->next = 0;
     job->ndone = 0;
-    if (job->what) ls_phase(x, job->what, 0, job->ptotal);
+    if (job->what) ls_phase(x, job->what, 0, job->shown > 0 ? job->shown : job->ptotal);
     int started = 0;
     for (int i = 0; i < x->pool.nthreads; i++) {
         args[i].job = job;
@@ -552,7 +552,9 @@ int ls_run_job(lsx *x, ls_job *job) {
         if (job->kind == 1 && job->finish) ls_report_progress(x);
         if (job->what) {
             long dn = __atomic_load_n(&job->ndone, __ATOMIC_RELAXED) * job->unit;
-            ls_phase(x, job->what, dn < job->ptotal ? dn : job->ptotal, job->ptotal);
+            if (dn > job->ptotal) dn = job->ptotal;
+            if (job->shown > 0) ls_phase(x, job->what, dn * job->shown / job->ptotal, job->shown);
+            else ls_phase(x, job->what, dn, job->ptotal);
         }
         pthread_mutex_lock(&x->pool.mu);
     }
@@ -576,12 +578,18 @@ int ls_load_samples(lsx *x, int sc) {
     long npi = (long)x->ck.ntc * x->pb.npairs, lo = 0, hi = npi;
     if (part) ls_share(npi, part->rank, part->size, &lo, &hi);
     long rest = x->ck.ntc + (x->pb.own_chord ? x->pb.n + 1 : 0);
+    // said in the points of the chunk: each point's every (slot, expert) pair of
+    // interpolated experts on the samples and its gates (n^2 + n + 1 items a point)
+    if (x->pl.nsc > 1)
+        snprintf(x->ck.pre_what, sizeof x->ck.pre_what, "precomputing experts at points (samples %d/%d)",
+                 sc + 1, x->pl.nsc);
+    else snprintf(x->ck.pre_what, sizeof x->ck.pre_what, "precomputing experts at points");
     ls_job job = {.x = x, .nitems = hi - lo + rest, .grain = 1, .kind = 0,
-                  .what = "precomputing pairs", .unit = 1, .ptotal = hi - lo + rest,
+                  .what = x->ck.pre_what, .unit = 1, .ptotal = hi - lo + rest, .shown = x->ck.ntc,
                   .pre_first = lo, .pre_count = hi - lo};
     // the first layers of A's slots and B's experts, for every pair (every process: 2n GEMMs)
     ls_job first = {.x = x, .nitems = 2L * x->pb.n, .grain = 1, .kind = 2,
-                    .what = "precomputing first layers", .unit = 1, .ptotal = 2L * x->pb.n};
+                    .what = "precomputing experts' first layers", .unit = 1, .ptotal = 2L * x->pb.n};
     x->ck.cur_sc = -1;
     double t0 = ls_now(), c0 = ls_cpu_now();
     int rc = x->pl.first_once ? ls_run_job(x, &first) : 0;

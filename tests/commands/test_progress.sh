@@ -48,6 +48,13 @@ if command -v script >/dev/null; then
     MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' eval '$G/seed1'" "$WORK/tty6.log" >/dev/null 2>&1
     check "tty: eval on a network counts its rows" grep -aEq "evaluation rows  [0-9]+/[0-9]+ rows .*ETA" "$WORK/tty6.log"
     check "tty: eval on a network printed its report" grep -aq "next-token" "$WORK/tty6.log"
+    # a landscape's precompute counts the points it is computed at (with --no-wm, 4 experts
+    # and 25 points: 22 interior points, not 462 items called pairs)
+    MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' landscape '$S/topk4/seed1.safetensors' '$S/topk4/seed2.safetensors' --no-wm" \
+        "$WORK/tty9.log" >/dev/null 2>&1
+    check "tty: the precompute counts points, of the 22 interior ones" \
+        grep -aEq "precomputing experts at points  [0-9]+/22 points .*ETA" "$WORK/tty9.log"
+    check "tty: no precompute counted in anything but points" bash -c "! grep -aq 'precomputing pairs' '$WORK/tty9.log'"
     # a network's backbone (gigabytes for a real one) is read in a phase of its own
     MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' info '$G/seed1'" "$WORK/tty8.log" >/dev/null 2>&1
     check "tty: info on a network counts the backbone's MiB" \

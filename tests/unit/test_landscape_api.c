@@ -128,7 +128,7 @@ static void on_phase(void *ctx, const char *what, long done, long total) {
     p->calls++;
     if (!pthread_equal(pthread_self(), p->caller)) p->other_thread++;
     if (!what || total <= 0 || done < 0 || done > total) p->bad++;
-    if (what && (!strcmp(what, "weight-matching pairs") || !strcmp(what, "precomputing pairs") ||
+    if (what && (!strcmp(what, "weight-matching pairs") || !strncmp(what, "precomputing experts at points", 30) ||
                  !strcmp(what, "middle point") || !strcmp(what, "orders on a chunk of points")))
         p->names++;
 }
