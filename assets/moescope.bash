@@ -29,7 +29,8 @@ _moescope_options() { # _moescope_options CMD: the options of CMD ("" the explor
                      --interpolate-backbone --adaptive --json -e -o -T -m -p -c -j -l -h" ;;
         landscape) echo "--eval --points --json --csv --png --log-rank --curves-png --scatter-png --layer --no-wm
                          --no-center --all-orders --samples --seed --exhaustive --threads --interpolate-backbone
-                         --no-proxy --size --font-scale --quiet --verbose -e -T -j -c -p -l -q -v -h" ;;
+                         --no-proxy --screen --screen-units --size --font-scale --quiet --verbose
+                         -e -T -j -c -p -l -q -v -h" ;;
         scramble) echo "--output --seed --translate --translate-scale --layer -o" ;;
         train) echo "--data --pretrain --head --make-teacher --output --n --h --router --k --shared --act
                      --no-residual --no-bias --epochs --lr --schedule --aux --batch --seed --embed-dim --embed-seed

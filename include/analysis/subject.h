@@ -74,6 +74,10 @@ void subject_free(subject *s);
  * order names the chosen block's experts); par's threads and cancel flag. */
 int subject_net_objective(const subject_net *n, int block, const align_opts *other, const net_par *par,
                           net_objective **out, ms_err *err);
+/* The same on another evaluation set E of n's networks (a screening's subset;
+ * borrowed: it must outlive the objective) */
+int subject_net_objective_on(const subject_net *n, const net_evalset *E, int block, const align_opts *other,
+                             const net_par *par, net_objective **out, ms_err *err);
 /* The chosen block's prefix, "transformer.h.L.mlp" */
 const char *subject_block_name(const subject *s);
 

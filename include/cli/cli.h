@@ -14,6 +14,7 @@
 #include "io/family.h"
 #include "io/outputs.h"
 #include "landscape/landscape.h"
+#include "landscape/landscape_screen.h"
 #include "model/model.h"
 #include "network/net_objective.h"
 #include "plot/plot.h"
@@ -155,6 +156,9 @@ int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, 
     {"points", required_argument, 0, 'T'}, {"no-wm", no_argument, 0, 'W'},                                   \
         {"samples", required_argument, 0, 'S'}, {"exhaustive", no_argument, 0, 'E'},                         \
         {"seed", required_argument, 0, 's'}, {"threads", required_argument, 0, 't'}
+/* screening (landscape_screen.h): 'K' --screen K, 'U' --screen-units M */
+#define CLI_SCREEN_OPTIONS {"screen", required_argument, 0, 'K'}, {"screen-units", required_argument, 0, 'U'}
+int cli_screen_option(ls_screen_opts *so, int ch, const char *arg, const char *cmd, const char *usage);
 #define CLI_NETWORK_OPTIONS {"interpolate-backbone", no_argument, 0, 'I'}, {"no-proxy", no_argument, 0, 'N'}
 #define CLI_FIGURE_HELP                                                                                     \
     "      --size WxH    figure size in pixels (default 960x600); a figure name ending\n"                   \
@@ -217,6 +221,9 @@ void cli_note_router_defaults(const moe_model *a, const moe_model *b);
  * *out NULL for a layer. 0, or 1 after the message. */
 int cli_subject_objective(subject *s, const align_opts *other, int threads, atomic_int *cancel,
                           net_objective **out);
+/* the same on another evaluation set of s's networks (borrowed, as subject_net_objective_on) */
+int cli_subject_objective_on(subject *s, const net_evalset *E, const align_opts *other, int threads,
+                             atomic_int *cancel, net_objective **out);
 /* lo's orders for a network: exhaustive up to LS_OBJ_EXHAUSTIVE_MAX experts unless
  * --exhaustive was given, LS_OBJ_SAMPLES sampled orders unless --samples was (so
  * --samples N alone samples N orders of n = 7..9 instead of enumerating all n!) */

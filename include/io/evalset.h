@@ -14,4 +14,11 @@ void evalset_free(evalset *e);
  * explorer shows such a layer without curves instead). 0 without the metadata. */
 int evalset_check_layer(const evalset *e, const moe_model *m, ms_err *err);
 
+/* A subset of an evaluation set's units, for screening (landscape_screen.h): m
+ * of N spread evenly, unit u of the subset being unit evalset_pick(N, m, u) =
+ * floor(u N / m) of the whole (every 4th for m = N/4), whatever the set's order. */
+long evalset_pick(long N, long m, long u);
+/* out: E's rows evalset_pick(N, m, .) copied (path and metadata too); m in 1..N */
+void evalset_subset(const evalset *E, int m, evalset *out);
+
 #endif

@@ -128,6 +128,12 @@ typedef struct {
      * landscape_obj.c: each (order, t) one evaluation of the objective, the
      * middle point first for early ranks as below. */
     const ls_objective *objective;
+
+    /* NULL, or exactly the orders to range over, ngiven of them ((ngiven, n)
+     * bytes, distinct): a screening's survivors (landscape_screen.h). The table
+     * is then theirs alone, ranked as a sample (not exhaustive). */
+    const uint8_t *given;
+    long ngiven;
 } ls_opts;
 
 void ls_opts_default(ls_opts *o);
@@ -240,6 +246,11 @@ int ls_named_intervals(const moe_model *A, const moe_model *B, const evalset *E,
 /* JSON (the documented keys exactly) and CSV reports, written atomically. */
 int landscape_write_json(const landscape *L, const char *a_path, const char *b_path,
                          const char *e_path, const char *layer, const char *path, ms_err *err);
+struct cJSON;
+/* the same with a "screening" object (landscape_screen.h: ls_screen_json, taken
+ * over) when screening is not NULL */
+int landscape_write_json_with(const landscape *L, const char *a_path, const char *b_path, const char *e_path,
+                              const char *layer, struct cJSON *screening, const char *path, ms_err *err);
 int landscape_write_csv(const landscape *L, const char *path, ms_err *err);
 /* the "bootstrap" object of every JSON report with error bars: units, count,
  * resamples, level, seed; or {"none": why} when resamples is 0 (a cJSON *) */

@@ -30,6 +30,9 @@ int net_evalset_file_is(const st_file *f);
  * num_channels channels, image_size high and wide, every label < the classes */
 int net_evalset_check(const net_evalset *e, const net_model *m, ms_err *err);
 void net_evalset_free(net_evalset *e);
+/* out: m of E's sequences (or images and their labels), spread evenly as a
+ * layer's subset is (evalset_pick); m in 1..N */
+void net_evalset_subset(const net_evalset *E, int m, net_evalset *out);
 /* tokens per sequence of E on m: GPT-2's T, a ViT's P + 1 (its patches and CLS) */
 int net_tokens(const net_model *m, const net_evalset *E);
 /* the positions the loss averages over: GPT-2's N (T - 1) next tokens, a ViT's N images */

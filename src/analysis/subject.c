@@ -194,9 +194,14 @@ void subject_free(subject *s) {
 
 int subject_net_objective(const subject_net *n, int block, const align_opts *other, const net_par *par,
                           net_objective **out, ms_err *err) {
+    return subject_net_objective_on(n, &n->E, block, other, par, out, err);
+}
+
+int subject_net_objective_on(const subject_net *n, const net_evalset *E, int block, const align_opts *other,
+                             const net_par *par, net_objective **out, ms_err *err) {
     net_obj_opts o = {.chosen = block, .other = *other, .interp_backbone = n->interp_backbone, .par = *par};
     o.other.order = NULL; // --order names the chosen block's order, never the others'
-    return net_objective_new(&n->A, &n->B, &n->E, &o, out, err);
+    return net_objective_new(&n->A, &n->B, E, &o, out, err);
 }
 
 const char *subject_block_name(const subject *s) { return s->a ? s->a->layer : ""; }

@@ -398,6 +398,17 @@ int cli_landscape_option(ls_opts *lo, int ch, const char *arg, const char *cmd, 
     }
 }
 
+int cli_screen_option(ls_screen_opts *so, int ch, const char *arg, const char *cmd, const char *usage) {
+    long long v;
+    int rc;
+    if (ch != 'K' && ch != 'U') return -1;
+    if ((rc = cli_int_option(usage, cmd, ch == 'K' ? "--screen" : "--screen-units", arg, ch == 'K' ? 1 : 2,
+                             1 << 30, &v)))
+        return rc;
+    *(ch == 'K' ? &so->keep : &so->units) = (int)v;
+    return 0;
+}
+
 /* --size and --font-scale, for every figure of the command */
 static plot_size figure_size = {PLOT_W, PLOT_H, 0};
 

@@ -34,11 +34,16 @@ int cli_subject_load(subject *s, subject_spec *sp, const char *cmd, const char *
 
 int cli_subject_objective(subject *s, const align_opts *other, int threads, atomic_int *cancel,
                           net_objective **out) {
+    return cli_subject_objective_on(s, &s->net.E, other, threads, cancel, out);
+}
+
+int cli_subject_objective_on(subject *s, const net_evalset *E, const align_opts *other, int threads,
+                             atomic_int *cancel, net_objective **out) {
     *out = NULL;
     if (s->kind != SUBJECT_NETWORK) return 0;
     net_par par = {.threads = threads, .cancel = cancel};
     ms_err err;
-    if (subject_net_objective(&s->net, s->net.block, other, &par, out, &err)) return cli_error("%s", err.msg);
+    if (subject_net_objective_on(&s->net, E, s->net.block, other, &par, out, &err)) return cli_error("%s", err.msg);
     return 0;
 }
 

@@ -24,7 +24,7 @@ static const char *USAGE =
     "moescope landscape A.safetensors B.safetensors [--eval E] [--points 25] [--json F] [--csv F] "
     "[--png F] [--curves-png F] [--scatter-png F] [--layer L] [--no-wm] [--no-center] [--all-orders] [--samples N] "
     "[--seed S] [--exhaustive] [--threads K] [--size WxH] [--font-scale K] [--log-rank] "
-    "[--interpolate-backbone] [--no-proxy]";
+    "[--interpolate-backbone] [--no-proxy] [--screen K] [--screen-units M]";
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -58,6 +58,14 @@ static void help(void) {
            "      --seed S       seed for the sampling (default 1)\n"
            "      --exhaustive   every order also for n = 10, 11 (3628800, 39916800 orders)\n"
            "      --threads K    worker threads, 1..8 (default: the online CPUs, at most 8)\n"
+           "      --screen K     screening: every order on a subset of the evaluation set,\n"
+           "                     then only the best K on it, both methods' orders and the\n"
+           "                     skip-order on the whole set (their barriers exactly the\n"
+           "                     plain landscape's); the table says which orders were\n"
+           "                     evaluated fully, and which screened-out orders the\n"
+           "                     subset's bootstrap intervals cannot tell from its best\n"
+           "      --screen-units M  the subset: M of the set's sequences, images or samples,\n"
+           "                     spread evenly (default: a quarter, at least 2)\n"
            "\nError bars: each named curve's barrier with its 95%% bootstrap interval over\n"
            "the evaluation set's samples (a network's sequences or images); on a network\n"
            "also every order's (JSON barrier_ci95) and each method's rank interval.\n"
@@ -212,7 +220,7 @@ static int write_curves_png(const landscape *L, const char *pa, const char *pb, 
 }
 
 /* the orders ranked and the sampled estimates, for people */
-static void print_header(const landscape *L, const ls_opts *lo) {
+static void print_header(const landscape *L, const ls_opts *lo, const ls_screen *scr) {
     int n = L->n;
     const char *kind = L->objective            ? "network" // its own line below says which
                        : L->kind == LS_CLASSIFY ? "classification"
@@ -224,7 +232,12 @@ static void print_header(const landscape *L, const ls_opts *lo) {
     if (L->groups)
         snprintf(set, sizeof set, " group-preserving (S_%d wr S_%d, of %s in S_%d)", L->group_size,
                  L->groups, all, n);
-    if (L->exhaustive)
+    if (scr)
+        printf("landscape: %ld expert orders on the whole set, the survivors of %ld screened on %d of its %d "
+               "%s (%s), %d points, %s loss\n",
+               L->norders, scr->sub.norders, scr->units, scr->total_units, scr->unit,
+               scr->sub.exhaustive ? "all orders" : "sampled", L->T, kind);
+    else if (L->exhaustive)
         printf("landscape: all %ld%s expert orders (n = %d), %d points, %s loss%s\n", L->norders,
                set, n, L->T, kind, lo->wm ? ", weight matching in every order" : ", no weight matching");
     else
@@ -280,9 +293,9 @@ static void print_error_bars(const landscape *L) {
 }
 
 /* the summary table: named alignments, both methods' ranks, best and worst */
-static void print_summary(const landscape *L, const moe_config *c, const ls_opts *lo) {
+static void print_summary(const landscape *L, const moe_config *c, const ls_opts *lo, const ls_screen *scr) {
     int n = L->n;
-    print_header(L, lo);
+    print_header(L, lo, scr);
     print_order_set(L, c);
     if (L->kind == LS_CLASSIFY)
         printf("end points: loss A %.6f (accuracy %.2f%%), loss B %.6f (accuracy %.2f%%)\n",
@@ -301,7 +314,7 @@ static void print_summary(const landscape *L, const moe_config *c, const ls_opts
         char rank[48];
         if (L->exhaustive && L->tied[m] > 1)
             snprintf(rank, sizeof rank, "%d/%ld (%d tied)", L->rank[m], L->norders, L->tied[m]);
-        else if (L->exhaustive) snprintf(rank, sizeof rank, "%d/%ld", L->rank[m], L->norders);
+        else if (L->exhaustive || scr) snprintf(rank, sizeof rank, "%d/%ld", L->rank[m], L->norders);
         else snprintf(rank, sizeof rank, "~%.3g%%", 100.0 * (L->rank[m] - 1) / L->norders);
         const ls_curve *cv = &L->methods[m];
         print_row(m == 0 ? "gate" : "expert", cv->order, n, cv->barrier, cv->acc_barrier, cv->auc, rank,
@@ -323,7 +336,7 @@ static void print_summary(const landscape *L, const moe_config *c, const ls_opts
     else snprintf(wr, sizeof wr, "%ld", wk);
     print_row("best", bo, n, b->barrier, b->acc_barrier, b->auc, br, NAN);
     print_row("worst", wo, n, w->barrier, w->acc_barrier, w->auc, wr, NAN);
-    if (!L->exhaustive) print_sampled(L);
+    if (!L->exhaustive && !scr) print_sampled(L);
     print_error_bars(L);
 }
 
@@ -345,9 +358,149 @@ static void print_network(const landscape *L, int nmoe) {
     free(os);
 }
 
+/* ---- --screen (landscape_screen.h) ---- */
+
+static void on_screen_progress(void *ctx, long done, long total) {
+    if (*(int *)ctx) cli_progress("screening", done, total);
+}
+
+/* which named alignment an order is, for the table's last column */
+static const char *screen_mark(const landscape *L, const uint8_t *o, char *buf, size_t cap) {
+    int p[LS_MAX_N], n = L->n, len = 0;
+    for (int i = 0; i < n; i++) p[i] = o[i];
+    buf[0] = 0;
+    const ls_curve *cv[3] = {&L->methods[0], &L->methods[1], &L->skip_order};
+    static const char *names[3] = {"gate", "expert", "skip-order"};
+    for (int a = 0; a < 3; a++)
+        if (!memcmp(p, cv[a]->order, (size_t)n * sizeof(int)) && len < (int)cap)
+            len += snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", names[a]);
+    return buf;
+}
+
+enum { SCREEN_SHOWN = 5 }; /* screened-only orders printed below the survivors */
+
+static void print_screen_row(const ls_screen *S, const ls_screen_row *w, long rank) {
+    int p[LS_MAX_N], n = S->sub.n;
+    char mark[64], rk[24], ci[64];
+    for (int i = 0; i < n; i++) p[i] = w->order[i];
+    if (rank > 0) snprintf(rk, sizeof rk, "%ld", rank);
+    else snprintf(rk, sizeof rk, "-");
+    printf("%5s  ", rk);
+    print_order(p, n);
+    print_num(w->bar, " %11.6f");
+    if (isnan(w->sub_lo)) snprintf(ci, sizeof ci, "%.6f", w->sub_bar);
+    else snprintf(ci, sizeof ci, "%.6f [%.6f, %.6f]", w->sub_bar, w->sub_lo, w->sub_hi);
+    printf("  %-34s %6ld  %-8s %-9s %s\n", ci, w->sub_rank,
+           w->undistinguished < 0 ? "" : w->undistinguished ? "no" : "yes",
+           w->full_id >= 0 ? "whole set" : "subset", screen_mark(&S->full, w->order, mark, sizeof mark));
+}
+
+/* every survivor by its barrier on the whole set, then the best few screened out */
+static void print_screen_table(const ls_screen *S) {
+    long nfull = S->full.norders, shown = 0;
+    printf("\nscreening: every order on %d of the %d %s (spread evenly), then the best %d on that subset, "
+           "both methods' orders and the skip-order (%ld orders) on all %d\n",
+           S->units, S->total_units, S->unit, S->keep, nfull, S->total_units);
+    printf("%5s  %-*s %11s  %-34s %6s  %-8s %-9s\n", "rank", order_width(S->sub.n), "order", "barrier",
+           "subset barrier [95% interval]", "subset", "distinct", "evaluated");
+    for (long i = 0; i < S->nrows; i++) {
+        const ls_screen_row *w = &S->rows[i];
+        if (w->full_id < 0 && shown++ >= SCREEN_SHOWN) continue;
+        print_screen_row(S, w, w->full_id >= 0 ? i + 1 : 0);
+    }
+    if (S->nrows - nfull > SCREEN_SHOWN)
+        printf("  ... %ld more orders screened out (--csv, --json: every order)\n", S->nrows - nfull - SCREEN_SHOWN);
+    printf("(rank: among the orders evaluated on the whole set; subset: the rank on the subset; distinct: "
+           "its subset interval lies above that of the subset's best)\n");
+}
+
+/* how far the cut can be trusted: the orders the subset cannot tell from its best */
+static void print_screen_confidence(const ls_screen *S, int layer) {
+    printf("subset confidence: %ld of the %ld orders with an interval on the subset overlap its best's "
+           "(not distinguished from it); %ld of those were screened out%s\n",
+           S->undistinguished, S->with_ci, S->undistinguished_out,
+           S->undistinguished_out ? ": a larger --screen or --screen-units would evaluate them" : "");
+    if (layer)
+        printf("(a layer: intervals for the survivors and the next %d orders on the subset, computed again "
+               "the plain way; the fused kernel keeps no per-sample losses)\n",
+               S->keep);
+}
+
+/* the reports of a screening: the survivors' landscape with a "screening"
+ * object (every order), the CSV of every order, the figures of the survivors */
+static int screen_reports(const ls_screen *S, const char *const outs[5], const char *pa, const char *pb,
+                          const char *e_path, const char *layer, int log_rank) {
+    ms_err err;
+    const landscape *L = &S->full;
+    if (outs[0] && landscape_write_json_with(L, pa, pb, e_path, layer, ls_screen_json(S), outs[0], &err))
+        return cli_error("%s", err.msg);
+    if (outs[1] && ls_screen_write_csv(S, outs[1], &err)) return cli_error("%s", err.msg);
+    if (outs[2] && write_landscape_png(L, pa, pb, log_rank, outs[2], &err)) return cli_error("%s", err.msg);
+    if (outs[3] && write_curves_png(L, pa, pb, outs[3], &err)) return cli_error("%s", err.msg);
+    if (outs[4] && landscape_write_scatter_png(L, cli_figure_size(), outs[4], &err)) return cli_error("%s", err.msg);
+    return 0;
+}
+
+static void print_screen(const ls_screen *S, const moe_config *c, const ls_opts *lo) {
+    print_summary(&S->full, c, lo, S);
+    print_screen_table(S);
+    print_screen_confidence(S, !S->full.objective);
+}
+
+/* --screen on a layer: the subset is rows of E */
+static int screen_layer(subject *Sj, const ls_opts *lo, const ls_screen_opts *so, const char *const outs[5],
+                        const char *layer, int log_rank) {
+    evalset Es;
+    evalset_subset(&Sj->E, ls_screen_units(Sj->E.N, so), &Es);
+    ls_opts sub = *lo;
+    sub.progress = on_screen_progress;
+    ls_screen R;
+    ms_err err;
+    int rc = landscape_screen(Sj->a, Sj->b, &Es, &Sj->E, &sub, lo, so, &R, &err);
+    cli_progress_end();
+    if (!rc && ls_named_intervals(Sj->a, Sj->b, &Sj->E, lo->wm, &R.full, &err)) rc = -1;
+    if (rc) rc = cli_error("%s", err.msg);
+    if (!rc) {
+        print_screen(&R, &Sj->a->cfg, lo);
+        rc = screen_reports(&R, outs, Sj->pa, Sj->pb, Sj->e_path, layer ? layer : "moe", log_rank);
+    }
+    ls_screen_free(&R); // zeroed when it failed
+    evalset_free(&Es);
+    return rc;
+}
+
+/* --screen on a network: the subset is sequences (or images), its own objective */
+static int screen_network(subject *Sj, ls_opts *lo, const ls_screen_opts *so, net_objective *whole,
+                          const align_opts *other, const char *const outs[5], int log_rank) {
+    net_evalset Es;
+    net_evalset_subset(&Sj->net.E, ls_screen_units(Sj->net.E.N, so), &Es);
+    net_objective *part;
+    int rc = cli_subject_objective_on(Sj, &Es, other, lo->nthreads, NULL, &part);
+    if (!rc) {
+        ls_opts sub = *lo;
+        sub.objective = net_objective_view(part);
+        sub.progress = on_screen_progress;
+        lo->objective = net_objective_view(whole);
+        ls_screen R;
+        ms_err err;
+        rc = landscape_screen(Sj->a, Sj->b, NULL, NULL, &sub, lo, so, &R, &err);
+        cli_progress_end();
+        if (rc) rc = cli_error("%s", err.msg);
+        if (!rc) {
+            print_screen(&R, &Sj->a->cfg, lo);
+            print_network(&R.full, Sj->net.A.cfg.nmoe);
+            rc = screen_reports(&R, outs, Sj->pa, Sj->pb, Sj->e_path, Sj->a->layer, log_rank);
+            ls_screen_free(&R);
+        }
+        net_objective_free(part);
+    }
+    net_evalset_free(&Es);
+    return rc;
+}
+
 /* `landscape` on networks: every order of one MoE block on the network's loss */
-static int landscape_network(subject *S, double t_load, ls_opts *lo, int proxy, const char *const outs[5],
-                             int show, int log_rank) {
+static int landscape_network(subject *S, double t_load, ls_opts *lo, const ls_screen_opts *so, int proxy,
+                             const char *const outs[5], int show, int log_rank) {
     const char *json = outs[0], *csv = outs[1], *png = outs[2], *cpng = outs[3], *spng = outs[4];
     const char *pa = S->pa, *pb = S->pb, *e_path = S->e_path;
     subject_net *n = &S->net;
@@ -359,6 +512,11 @@ static int landscape_network(subject *S, double t_load, ls_opts *lo, int proxy, 
     other.center = lo->center, other.wm_stage = lo->wm;
     net_objective *no;
     if (cli_subject_objective(S, &other, lo->nthreads, NULL, &no)) return 1;
+    if (so->keep) {
+        int src = screen_network(S, lo, so, no, &other, outs, log_rank);
+        net_objective_free(no);
+        return src;
+    }
     lo->objective = net_objective_view(no);
     lo->part = cli_partition; // moescope-mpi: the (point, order) evaluations split over its processes
     const moe_model *A = S->a, *B = S->b;
@@ -388,7 +546,7 @@ static int landscape_network(subject *S, double t_load, ls_opts *lo, int proxy, 
             goto done;
         }
     }
-    print_summary(&L, &A->cfg, lo);
+    print_summary(&L, &A->cfg, lo, NULL);
     print_network(&L, n->A.cfg.nmoe);
     printf("\nranks known after %.3f s, all orders after %.3f s\n", L.secs_ranks, L.secs_total);
     if (split_wanted) print_split(&L);
@@ -413,10 +571,12 @@ int cmd_landscape(int argc, char **argv) {
         {"no-center", no_argument, 0, 'C'},   {"all-orders", no_argument, 0, 'G'},
         {"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
         CLI_LANDSCAPE_OPTIONS,                CLI_NETWORK_OPTIONS,
+        CLI_SCREEN_OPTIONS,
         {"verbose", no_argument, 0, 'v'},
         CLI_FIGURE_OPTIONS,                   {0, 0, 0, 0}};
     ls_opts lo;
     ls_opts_default(&lo);
+    ls_screen_opts so = {0, 0};
     // the memory budget for the per-point buffers (MB), for tests and benchmarks
     const char *mem = env_get(ENV_LS_MEM_MB);
     if (mem) lo.mem_mb = atof(mem);
@@ -445,6 +605,7 @@ int cmd_landscape(int argc, char **argv) {
         default: {
             orders_given |= cli_orders_given(ch);
             int r = cli_landscape_option(&lo, ch, optarg, "landscape", USAGE);
+            if (r < 0) r = cli_screen_option(&so, ch, optarg, "landscape", USAGE);
             if (r < 0) r = cli_figure_option(ch, optarg, "landscape", USAGE);
             if (r > 0) return r;
             if (r < 0) return cli_option_error(USAGE, "landscape", ch, argc, argv);
@@ -453,6 +614,9 @@ int cmd_landscape(int argc, char **argv) {
     }
     if (argc - optind != 2)
         return cli_usage_error(USAGE, "landscape: expected two checkpoints, got %d", argc - optind);
+    if (so.units && !so.keep) return cli_usage_error(USAGE, "landscape: --screen-units needs --screen K");
+    if (so.keep && cli_partition)
+        return cli_usage_error(USAGE, "landscape: --screen runs in one process, not under moescope-mpi");
     const char *pa = argv[optind], *pb = argv[optind + 1];
     char guess[4096];
     e_path = cli_eval_or_default(e_path, pa, guess, sizeof guess);
@@ -478,7 +642,7 @@ int cmd_landscape(int argc, char **argv) {
     t_load = timing_now() - t_load;
     if (S.kind == SUBJECT_NETWORK) {
         cli_net_landscape_defaults(&lo, orders_given);
-        orc = landscape_network(&S, t_load, &lo, proxy, outs, show, log_rank);
+        orc = landscape_network(&S, t_load, &lo, &so, proxy, outs, show, log_rank);
         subject_free(&S);
         return orc;
     }
@@ -491,6 +655,11 @@ int cmd_landscape(int argc, char **argv) {
     if (cli_reports_here() && A->cfg.router == ROUTER_TOPK && A->cfg.k == 1) // once under MPI
         fprintf(stderr, "moescope: warning: top-1 routing is outside the theory (positive scaling "
                         "of the scores is an extra symmetry)\n");
+    if (so.keep) {
+        rc = screen_layer(&S, &lo, &so, outs, layer, log_rank);
+        subject_free(&S);
+        return rc;
+    }
     lo.part = cli_partition; // moescope-mpi: split over its processes
     landscape L;
     if (landscape_compute(A, B, E, &lo, &L, &err)) {
@@ -506,7 +675,7 @@ int cmd_landscape(int argc, char **argv) {
         goto done;
     }
 
-    print_summary(&L, &A->cfg, &lo);
+    print_summary(&L, &A->cfg, &lo, NULL);
     for (int m = 0; m < 2; m++) // ties (rank.h): rank counts only orders more than tau below
         if (L.tied[m] > 1)
             printf("%s: rank %d (tied: %d at %.4f; by AUC %d), tolerance %.3g\n",

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ms_alloc.h"
 #include "io/evalset.h"
 #include "io/family.h"
 #include "io/safetensors.h"
@@ -93,6 +94,27 @@ void evalset_free(evalset *e) {
     free(e->targets);
     free(e->capture_layer);
     memset(e, 0, sizeof *e);
+}
+
+long evalset_pick(long N, long m, long u) { return u * N / m; } // N, m < 2^31: no overflow
+
+static char *dup_or_null(const char *s) { return s ? ms_strdup(s) : NULL; }
+
+void evalset_subset(const evalset *E, int m, evalset *out) {
+    *out = *E;
+    out->N = m;
+    out->path = dup_or_null(E->path);
+    out->capture_layer = dup_or_null(E->capture_layer);
+    out->inputs = ms_malloc((size_t)m * E->d * sizeof(float));
+    out->labels = E->labels ? ms_malloc((size_t)m * sizeof(int32_t)) : NULL;
+    out->targets = E->targets ? ms_malloc((size_t)m * E->C * sizeof(float)) : NULL;
+    for (int u = 0; u < m; u++) {
+        long r = evalset_pick(E->N, m, u);
+        memcpy(out->inputs + (size_t)u * E->d, E->inputs + (size_t)r * E->d, (size_t)E->d * sizeof(float));
+        if (E->labels) out->labels[u] = E->labels[r];
+        if (E->targets)
+            memcpy(out->targets + (size_t)u * E->C, E->targets + (size_t)r * E->C, (size_t)E->C * sizeof(float));
+    }
 }
 
 int evalset_check_layer(const evalset *e, const moe_model *m, ms_err *err) {

@@ -514,8 +514,7 @@ static void ls_orders_init(lsx *x) {
     // unrank their own; a process that is not rank 0 keeps none)
     if (!rs->exhaustive || !o->part || !o->part->rank)
         rs->L->orders = ms_malloc((size_t)rs->norders * n + 1);
-    if (!rs->exhaustive) ls_orders_sample(rs->L->orders, n, rs->groups, rs->norders, o->seed);
-    else if (rs->L->orders) ls_orders_all(rs->L->orders, n, rs->groups, rs->norders);
+    if (rs->L->orders) ls_orders_fill(rs->L->orders, n, rs->groups, rs->norders, rs->exhaustive, o);
     // split over processes: whole blocks of orders each (the blocks of one process)
     rs->k0 = 0, rs->k1 = rs->norders;
     long nrows = rs->norders; // rank 0 receives every row at the end

@@ -64,9 +64,7 @@ int ls_boot_landscape(landscape *L, const double *seq, int S, const char *unit, 
     return rc;
 }
 
-/* one named curve of a layer's landscape again, the plain way (curve.c), for its
- * per-sample losses: B aligned by order (NULL: identity) and weight matching wm */
-static int named_units(const moe_model *A, const moe_model *B, const evalset *E, const int *order, int wm,
+int ls_order_units(const moe_model *A, const moe_model *B, const evalset *E, const int *order, int wm,
                        ls_curve *c, ms_err *err) {
     align_opts ao;
     align_opts_default(&ao);
@@ -89,9 +87,9 @@ static int named_units(const moe_model *A, const moe_model *B, const evalset *E,
 int ls_named_intervals(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
                        ms_err *err) {
     if (L->naive.seq || L->objective) return 0;
-    int rc = named_units(A, B, E, NULL, 0, &L->naive, err);
-    if (!rc) rc = named_units(A, B, E, NULL, 1, &L->skip_order, err);
-    for (int m = 0; m < 2 && !rc; m++) rc = named_units(A, B, E, L->methods[m].order, wm, &L->methods[m], err);
+    int rc = ls_order_units(A, B, E, NULL, 0, &L->naive, err);
+    if (!rc) rc = ls_order_units(A, B, E, NULL, 1, &L->skip_order, err);
+    for (int m = 0; m < 2 && !rc; m++) rc = ls_order_units(A, B, E, L->methods[m].order, wm, &L->methods[m], err);
     if (!rc) L->nseq = L->naive.nseq, L->boot_unit = "samples";
     return rc;
 }

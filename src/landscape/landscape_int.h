@@ -317,6 +317,9 @@ void ls_order_of(const lsx *x, long k, int *p);
 void ls_orders_all(uint8_t *o, int n, int groups, long norders);
 /* nsample distinct uniformly random orders of that set into out (nsample, n), from seed */
 void ls_orders_sample(uint8_t *out, int n, int groups, long nsample, uint64_t seed);
+/* landscape_table.c: the orders planned into dst (norders, n): o->given's, every
+ * one (exhaustive), or a sample drawn from o->seed */
+void ls_orders_fill(uint8_t *dst, int n, int groups, long norders, int exhaustive, const ls_opts *o);
 /* the index of order p among L's orders, -1 if not there */
 long ls_order_index(const landscape *L, int exhaustive, int groups, long norders, const int *p);
 /* landscape_table.c: ranks (rank.h: tolerance tau, tie class, AUC tie-break), L-hat and the best
@@ -332,6 +335,11 @@ void ls_sort_rows(landscape *L);
 #define LS_BOOT_MAX_MB_S "256"
 int ls_boot_landscape(landscape *L, const double *seq, int S, const char *unit, atomic_int *cancel,
                       ms_err *err);
+/* landscape_boot.c: c (its T set) again the plain way (curve.c) for its per-sample
+ * losses and barrier interval: B aligned by order (NULL: identity) and weight
+ * matching wm, on a layer's E */
+int ls_order_units(const moe_model *A, const moe_model *B, const evalset *E, const int *order, int wm,
+                   ls_curve *c, ms_err *err);
 /* landscape_obj.c: landscape_compute on o->objective */
 int ls_obj_compute(const moe_model *A, const moe_model *B, const ls_opts *o, landscape *L,
                    ms_err *err);

@@ -316,8 +316,7 @@ static int ox_setup(ox *x, const moe_model *A, const moe_model *B, const ls_opts
     L->n_fact_log10 = x->groups ? ls_wreath_log10(x->groups, x->n / x->groups) : ls_factorial_log10(x->n);
     L->best = L->worst = -1;
     L->orders = ms_malloc((size_t)x->norders * x->n + 1);
-    if (x->exhaustive) ls_orders_all(L->orders, x->n, x->groups, x->norders);
-    else ls_orders_sample(L->orders, x->n, x->groups, x->norders, o->seed);
+    ls_orders_fill(L->orders, x->n, x->groups, x->norders, x->exhaustive, o);
     L->rows = ms_calloc((size_t)x->norders, sizeof(ls_row));
     x->bar = ms_calloc((size_t)x->norders, sizeof(double)); // 0: the end points
     x->accb = ms_calloc((size_t)x->norders, sizeof(double));

@@ -1,4 +1,5 @@
-/* report.c - the landscape as JSON (the documented keys, cJSON) and CSV, and curves
+/* landscape_report.c - the landscape (and a screening, landscape_screen.h) as JSON
+ * (the documented keys, cJSON) and CSV, and curves
  * as CSV. Every file is written atomically (atomic_file.h); non-finite
  * numbers become JSON null (CSV: "nan"). */
 #include <cJSON.h>
@@ -12,6 +13,7 @@
 #include "landscape/landscape.h"
 #include "io/provenance.h"
 #include "landscape/bootstrap.h"
+#include "landscape/landscape_screen.h"
 #include "landscape/rank.h"
 #include "model/symmetry.h"
 
@@ -90,8 +92,14 @@ static int write_text(const char *path, const char *text, size_t len, const char
 
 int landscape_write_json(const landscape *L, const char *a_path, const char *b_path,
                          const char *e_path, const char *layer, const char *path, ms_err *err) {
+    return landscape_write_json_with(L, a_path, b_path, e_path, layer, NULL, path, err);
+}
+
+int landscape_write_json_with(const landscape *L, const char *a_path, const char *b_path, const char *e_path,
+                              const char *layer, struct cJSON *screening, const char *path, ms_err *err) {
     int n = L->n;
     cJSON *root = cJSON_CreateObject();
+    if (screening) cJSON_AddItemToObject(root, "screening", screening);
     cJSON_AddStringToObject(root, "format", "moescope.landscape/1");
     cJSON_AddStringToObject(root, "a", a_path ? a_path : "");
     cJSON_AddStringToObject(root, "b", b_path ? b_path : "");
@@ -220,6 +228,65 @@ static void csv_provenance(FILE *f) {
     fputs(p, f);
     free(p);
 }
+
+cJSON *ls_screen_json(const ls_screen *S) {
+    cJSON *o = cJSON_CreateObject();
+    long nfull = S->full.norders;
+    cJSON_AddNumberToObject(o, "units", S->units);
+    cJSON_AddNumberToObject(o, "of_units", S->total_units);
+    cJSON_AddStringToObject(o, "unit", S->unit ? S->unit : "samples");
+    cJSON_AddStringToObject(o, "subset", "units floor(u N / m), u = 0 .. m-1");
+    cJSON_AddNumberToObject(o, "keep", S->keep);
+    cJSON_AddNumberToObject(o, "evaluated_fully", (double)nfull);
+    cJSON_AddNumberToObject(o, "screened_only", (double)(S->nrows - nfull));
+    cJSON_AddNumberToObject(o, "with_subset_interval", (double)S->with_ci);
+    cJSON_AddNumberToObject(o, "undistinguished_from_best", (double)S->undistinguished);
+    cJSON_AddNumberToObject(o, "undistinguished_screened_out", (double)S->undistinguished_out);
+    cJSON *rows = cJSON_CreateArray();
+    for (long i = 0; i < S->nrows; i++) {
+        const ls_screen_row *w = &S->rows[i];
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddItemToObject(r, "order", jorder8(w->order, S->sub.n, 0));
+        cJSON_AddStringToObject(r, "evaluated", w->full_id >= 0 ? "whole set" : "subset");
+        cJSON_AddItemToObject(r, "subset_barrier", jnum(w->sub_bar));
+        cJSON_AddItemToObject(r, "subset_ci95", isnan(w->sub_lo) ? cJSON_CreateNull() : jpair(w->sub_lo, w->sub_hi));
+        cJSON_AddNumberToObject(r, "subset_rank", (double)w->sub_rank);
+        cJSON_AddItemToObject(r, "barrier", jnum(w->bar));
+        if (w->full_id >= 0 && S->full.boot_resamples) cJSON_AddItemToObject(r, "barrier_ci95", jpair(w->bar_lo, w->bar_hi));
+        if (w->undistinguished >= 0) cJSON_AddBoolToObject(r, "undistinguished_from_best", w->undistinguished);
+        cJSON_AddItemToArray(rows, r);
+    }
+    cJSON_AddItemToObject(o, "orders", rows);
+    return o;
+}
+
+int ls_screen_write_csv(const ls_screen *S, const char *path, ms_err *err) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return ms_fail(err, "%s: out of memory formatting the CSV", path);
+    csv_provenance(f);
+    fputs("subset_rank,order,subset_barrier,subset_lo,subset_hi,barrier,barrier_lo,barrier_hi,evaluated,"
+          "undistinguished\n",
+          f);
+    for (long i = 0; i < S->nrows; i++) {
+        const ls_screen_row *w = &S->rows[i];
+        int p[LS_MAX_N];
+        char ord[LS_MAX_N * 4 + 1];
+        ls_order_get(w->order, S->sub.n, 0, p);
+        moe_order_format(ord, sizeof ord, p, S->sub.n);
+        fprintf(f, "%ld,%s", w->sub_rank, ord);
+        const double v[6] = {w->sub_bar, w->sub_lo, w->sub_hi, w->bar, w->bar_lo, w->bar_hi};
+        for (int k = 0; k < 6; k++) fputc(',', f), csv_num(f, v[k]);
+        fprintf(f, ",%s,%s\n", w->full_id >= 0 ? "whole set" : "subset",
+                w->undistinguished < 0 ? "" : w->undistinguished ? "yes" : "no");
+    }
+    fclose(f);
+    int rc = write_text(path, buf, len, "CSV report", err);
+    free(buf);
+    return rc;
+}
+
 
 void ls_csv_header(FILE *f, int has_proxy) {
     fputs(has_proxy ? "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class,proxy_barrier\n"

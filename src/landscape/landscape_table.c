@@ -27,13 +27,21 @@ long ls_orders_planned(const moe_config *c, const ls_opts *o, int *exhaustive, i
     long nsample = o->nsample > 0 ? o->nsample : 20000;
     int G = o->all_orders ? 0 : moe_groups_active(c);
     double total = G > 1 ? ls_wreath_count(G, c->n / G) : ls_factorial(c->n);
+    if (groups) *groups = G > 1 ? G : 0;
+    if (o->given) return *exhaustive = 0, o->ngiven;
     // exhaustive up to emax! orders, or when a sample would be half the set
     *exhaustive = total <= ls_factorial(emax) || total < 2.0 * (double)nsample;
-    if (groups) *groups = G > 1 ? G : 0;
     return *exhaustive ? (long)total : nsample;
 }
 
+void ls_orders_fill(uint8_t *dst, int n, int groups, long norders, int exhaustive, const ls_opts *o) {
+    if (o->given) memcpy(dst, o->given, (size_t)norders * n);
+    else if (exhaustive) ls_orders_all(dst, n, groups, norders);
+    else ls_orders_sample(dst, n, groups, norders, o->seed);
+}
+
 int ls_check_orders(const moe_config *c, const ls_opts *o, const char *path, ms_err *err) {
+    if (o->given) return 0;
     int exhaustive;
     ls_orders_planned(c, o, &exhaustive, NULL);
     if (o->exhaustive_max > LS_EXHAUSTIVE_MAX && !exhaustive) // asked for every order

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ms_alloc.h"
+#include "io/evalset.h"
 #include "io/safetensors.h"
 #include "network/net_budget.h"
 #include "network/net_range.h"
@@ -169,6 +171,22 @@ void net_evalset_free(net_evalset *e) {
     free(e->pixels);
     free(e->labels);
     memset(e, 0, sizeof *e);
+}
+
+void net_evalset_subset(const net_evalset *E, int m, net_evalset *out) {
+    *out = *E;
+    out->N = m;
+    out->path = E->path ? ms_strdup(E->path) : NULL;
+    size_t img = (size_t)E->C * E->H * E->W;
+    out->ids = E->ids ? ms_malloc((size_t)m * E->T * sizeof(int32_t)) : NULL;
+    out->pixels = E->pixels ? ms_malloc((size_t)m * img * sizeof(float)) : NULL;
+    out->labels = E->labels ? ms_malloc((size_t)m * sizeof(int32_t)) : NULL;
+    for (int u = 0; u < m; u++) {
+        long r = evalset_pick(E->N, m, u);
+        if (E->ids) memcpy(out->ids + (size_t)u * E->T, E->ids + (size_t)r * E->T, (size_t)E->T * sizeof(int32_t));
+        if (E->pixels) memcpy(out->pixels + (size_t)u * img, E->pixels + (size_t)r * img, img * sizeof(float));
+        if (E->labels) out->labels[u] = E->labels[r];
+    }
 }
 
 static int is_class(const net_model *m) { return net_arch_of(m->cfg.arch)->target == NET_TARGET_CLASS; }
