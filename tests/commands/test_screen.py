@@ -83,7 +83,7 @@ def test_layer():
     d = os.path.join(SAMPLES, "teacher4")
     a, b, ev = (os.path.join(d, f) for f in ("seed1.safetensors", "seed2.safetensors", "eval.safetensors"))
     base = (a, b, "--eval", ev, "--points", 9)
-    plain_j, _ = landscape("layer_plain", base)
+    plain_j, _ = landscape("layer_plain", base, binary=testutil.MOESCOPE_REL)  # the references: release
     j, rows = landscape("layer_screen", base + ("--screen", 3))
     if not plain_j or not j:
         return
@@ -99,7 +99,8 @@ def test_layer():
     N, m = t["inputs"].shape[0], 1000
     pick = [u * N // m for u in range(m)]
     oracle.write_safetensors(p("subset.safetensors"), {k: v[pick] for k, v in t.items()}, meta)
-    sub_j, _ = landscape("layer_subset", (a, b, "--eval", p("subset.safetensors"), "--points", 9))
+    sub_j, _ = landscape("layer_subset", (a, b, "--eval", p("subset.safetensors"), "--points", 9),
+                         binary=testutil.MOESCOPE_REL)
     if sub_j:
         sub = barriers(sub_j)
         check(all(abs(r["subset_barrier"] - sub[tuple(r["order"])]) <= 1e-12 * max(1.0, sub[tuple(r["order"])])
