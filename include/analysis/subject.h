@@ -36,6 +36,8 @@ typedef struct {
     unsigned uses;              /* MS_USE_* the command derives (analysis/ms_limits.h) */
     const family_overrides *ov; /* the router overrides of every load (family.h) */
     int ignore_capture;         /* a layer's set captured at another layer is taken anyway */
+    int mapped;                 /* one network only evaluated: its MoE blocks' weights stay
+                                   mapped in their dtype (net_load_mapped) */
 } subject_spec;
 
 /* A network pair: A and B whole, the token or image set, the chosen block. */

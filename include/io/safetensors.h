@@ -67,6 +67,9 @@ int st_read_f32(const st_file *f, const st_tensor *t, float *out, ms_err *err);
 /* Elements [first, first + count) of t (row-major) as float32 into out. */
 int st_read_f32_range(const st_file *f, const st_tensor *t, int64_t first, int64_t count,
                       float *out, ms_err *err);
+/* st_read_f32's checks (a float dtype, every value finite; the same messages) on t
+ * read where it is mapped, a chunk at a time: a tensor used in place (core/wpanel.h). */
+int st_check_finite(const st_file *f, const st_tensor *t, ms_err *err);
 /* Reading a mapping whose file another program truncates or rewrites meanwhile:
  * the pages past its new end are gone and touching one raises SIGBUS. Every
  * reader here (and st_open, and the writer's copy of a mapped tensor) runs under

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "core/ms_error.h"
+#include "core/wpanel.h"
 
 typedef enum { ROUTER_DENSE = 0, ROUTER_TOPK = 1 } moe_router;
 /* relu/gelu/gelu_new: E(x) = W2 act(W1 x + b1) + b2 (gelu: the exact erf form
@@ -93,6 +94,9 @@ typedef struct {
     float *fc2_b; // (d)
     float *fc3_w; // (h, d), gated activations only, else NULL
     float *fc3_b; // (h),    gated activations only, else NULL
+    /* a mapped layer's (moe_alloc_mapped) weights where the checkpoint stores them, in
+     * its dtype, the fc*_w above NULL: W1 (h, d), W2 (d, h), W3 (h, d) (core/wpanel.h) */
+    wref w1, w2, w3;
 } moe_expert;
 
 typedef struct {
@@ -166,6 +170,13 @@ void moe_alloc(moe_model *m, const moe_config *cfg);
 /* moe_alloc without the routed experts' floats (experts[e] all NULL): a layer
  * whose experts are read one at a time through an expert_source. */
 void moe_alloc_shell(moe_model *m, const moe_config *cfg);
+
+/* moe_alloc_shell with the routed experts' biases (zeroed) in the allocation: a layer
+ * whose routed weights stay in the checkpoint's mapping (moe_expert's w1, w2, w3), only
+ * evaluated (moe_forward), never changed, copied or saved. */
+void moe_alloc_mapped(moe_model *m, const moe_config *cfg);
+/* Are m's routed experts' weights mapped? */
+int moe_is_mapped(const moe_model *m);
 
 /* Routed experts read on demand: read(ctx, e, parts, dst) fills the parts of dst
  * (carved by the caller with moe_expert_carve) that parts names (EXPERT_W1: fc1

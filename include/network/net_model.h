@@ -97,6 +97,8 @@ typedef struct {
     float *mem;          /* the one allocation of the backbone */
     size_t nparams;      /* floats in mem */
     moe_model *moe;      /* (cfg.nmoe) the MoE blocks */
+    ckpt *map;           /* net_load_mapped: the open checkpoint whose pages are the MoE
+                            blocks' routed weights (NULL: every weight is in floats) */
 } net_model;
 
 /* Load a network checkpoint (a folder, its index or a single file with
@@ -108,6 +110,14 @@ int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *
 /* The same from c, a checkpoint the caller opened (and closes): path names it in
  * messages. */
 int net_load_ckpt(net_model *m, ckpt *c, const char *path, const family_overrides *o, ms_err *err);
+/* net_load with the MoE blocks' routed expert weights left in the checkpoint's
+ * mapping, in their stored dtype (F32, F16, BF16), converted a panel at a time
+ * inside the products (core/wpanel.h): the resident memory of an evaluation is
+ * the file's pages plus the backbone's floats, not a float32 copy of every expert.
+ * For a network that is only evaluated (its MoE blocks are never changed, copied
+ * out or saved). A block whose weights are not stored row by row (MXFP4, an [in,
+ * out] layout) is read into floats as net_load reads it. */
+int net_load_mapped(net_model *m, const char *path, const family_overrides *o, ms_err *err);
 void net_free(net_model *m);
 /* The backbone tensor (its name in the file) holding the float p of m's allocation, and
  * p's element in it; -1 when p is not in the backbone. */

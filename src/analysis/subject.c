@@ -137,8 +137,12 @@ static int check_backbones(subject_net *n, const subject_spec *sp, ms_err *err) 
 static int load_network(subject *s, const subject_spec *sp, subject_files *f, ms_err *err) {
     subject_net *n = &s->net;
     n->interp_backbone = sp->interp_backbone;
-    if (f->has_a ? load_net_ckpt(&f->a, sp->pa, &n->A, sp->ov, err) : load_net_one(sp->pa, &n->A, sp->ov, err))
+    if (sp->mapped && !sp->pb && f->has_a && net_is_network(&f->a)) {
+        if (net_load_mapped(&n->A, sp->pa, sp->ov, err)) return -1;
+    } else if (f->has_a ? load_net_ckpt(&f->a, sp->pa, &n->A, sp->ov, err)
+                        : load_net_one(sp->pa, &n->A, sp->ov, err)) {
         return -1;
+    }
     if (sp->pb && (load_net_one(sp->pb, &n->B, sp->ov, err) || check_backbones(n, sp, err))) return -1;
     if (sp->e_path && (f->has_e ? net_evalset_load_file(&n->E, &f->e, err) : net_evalset_load(&n->E, sp->e_path, err)))
         return -1;

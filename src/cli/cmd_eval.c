@@ -305,7 +305,8 @@ int cmd_eval(int argc, char **argv) {
     int orc = cli_check_outputs("eval", USAGE, outs, 2, inputs, 2);
     if (orc) return orc;
     subject S;
-    subject_spec sp = {.pa = ck, .e_path = eval_path, .layer = layer, .uses = MS_USE_EVAL};
+    // a network is only evaluated here: its experts' weights are used where the file keeps them
+    subject_spec sp = {.pa = ck, .e_path = eval_path, .layer = layer, .uses = MS_USE_EVAL, .mapped = 1};
     if ((orc = cli_subject_load(&S, &sp, "eval", USAGE))) return orc;
     if (S.kind == SUBJECT_NETWORK) {
         orc = eval_network(&S.net, ck, eval_path, json, dump, repeat, threads);

@@ -895,8 +895,72 @@ int family_range_fail(const moe_model *m, const range_finding *f, ms_err *err) {
 
 /* family_load, or with shell the layer without its routed experts (moe_alloc_shell)
  * and the bindings kept in *keep (NULL: freed) for reading them later. */
+/* Is b a routed expert's weight matrix (not a bias)? */
+static int routed_weight(const binding *b) {
+    return routed(b) && b->kind != K_IL_BIAS && b->part != P_FC1B && b->part != P_FC2B && b->part != P_FC3B;
+}
+
+/* t's dtype as a mapped weight's, -1 if it has none */
+static int wp_dtype_of(const st_tensor *t) {
+    return t->dtype == ST_F32 ? WP_F32 : t->dtype == ST_F16 ? WP_F16 : t->dtype == ST_BF16 ? WP_BF16 : -1;
+}
+
+/* Can a mapped layer use b where the file keeps it: rows of a routed weight stored
+ * as they are multiplied (per expert, stacked, gate | up halves or interleaved rows),
+ * in F32, F16 or BF16, aligned to its element? (MXFP4 and the [in, out] layouts:
+ * no.) */
+static int mappable(ckpt *c, const binding *b) {
+    const st_file *f;
+    const st_tensor *t;
+    ms_err e;
+    if (b->mx || b->trans || b->kind == K_STACK_T || b->kind == K_IL_T || ckpt_tensor(c, b->name, &f, &t, &e))
+        return 0;
+    int dt = wp_dtype_of(t);
+    return dt >= 0 && (uintptr_t)(f->data + t->begin) % wp_dtype_size((wp_dtype)dt) == 0;
+}
+
+/* The part of expert x that binding part `part` names (P_FC1W ...) */
+static wref *wpart(moe_expert *x, int part) { return part == P_FC1W ? &x->w1 : part == P_FC2W ? &x->w2 : &x->w3; }
+
+/* b's rows, where the file keeps them, as the routed experts' w1, w2, w3 (its
+ * values checked finite as a read checks them) */
+static int map_binding(ckpt *c, const binding *b, moe_model *m, ms_err *err) {
+    const st_file *f;
+    const st_tensor *t;
+    if (ckpt_tensor(c, b->name, &f, &t, err) || st_check_finite(f, t, err)) return -1;
+    int64_t h = m->cfg.h, d = m->cfg.d;
+    wref base = {f->data + t->begin, (wp_dtype)wp_dtype_of(t), (size_t)b->shape[b->ndim - 1]};
+    switch (b->kind) {
+    case K_EXP: *wpart(&m->experts[b->e], b->part) = base; break;
+    case K_STACK: // [n, rows, cols]
+        for (int e = 0; e < m->cfg.n; e++)
+            *wpart(&m->experts[e], b->part) = wp_offset(base, (size_t)(e * (b->numel / b->shape[0])));
+        break;
+    case K_HALVES: // [n, 2h, d]: gate rows, then up rows
+        for (int e = 0; e < m->cfg.n; e++) {
+            m->experts[e].w1 = wp_offset(base, (size_t)(e * 2 * h * d));
+            m->experts[e].w3 = wp_offset(base, (size_t)(e * 2 * h * d + h * d));
+        }
+        break;
+    default: // K_IL_ROWS [n, 2h, d]: rows 2j gate, 2j + 1 up: every other row, 2d apart
+        for (int e = 0; e < m->cfg.n; e++) {
+            m->experts[e].w1 = wp_offset(base, (size_t)(e * 2 * h * d));
+            m->experts[e].w3 = wp_offset(base, (size_t)(e * 2 * h * d + d));
+            m->experts[e].w1.ld = m->experts[e].w3.ld = (size_t)(2 * d);
+        }
+        break;
+    }
+    progress_add(4.0 * (double)b->numel / 1048576.0);
+    return 0;
+}
+
+/* the ways load_layer holds the routed experts: read into floats; left to a stream
+ * (family_stream); their weights mapped where the file keeps them (map_binding) */
+enum { LOAD_ALL, LOAD_SHELL, LOAD_MAPPED };
+
 static int load_layer(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o,
-                      int shell, blist *keep, dims *zout, ms_err *err) {
+                      int mode, blist *keep, dims *zout, ms_err *err) {
+    int shell = mode == LOAD_SHELL;
     memset(m, 0, sizeof *m);
     dims z;
     int mx;
@@ -921,12 +985,13 @@ static int load_layer(moe_model *m, ckpt *c, const family_layer *L, const family
         }
         if (b->kind == K_GATE_B) cfg.has_gate_bias = 1;
         if (b->kind == K_EXP && (b->part == P_FC1B || b->part == P_FC2B)) cfg.has_expert_bias = 1;
-        if (shell && b->mx) { // MXFP4 experts are decoded whole: the caller loads the layer
-            free(l.b);
+        if ((shell && b->mx) || (mode == LOAD_MAPPED && routed_weight(b) && !mappable(c, b))) {
+            free(l.b); // MXFP4 experts are decoded whole, a transposed layout too: the caller loads the layer
             return 1;
         }
     }
     if (shell) moe_alloc_shell(m, &cfg);
+    else if (mode == LOAD_MAPPED) moe_alloc_mapped(m, &cfg);
     else moe_alloc(m, &cfg);
     m->path = ms_strdup(c->arg);
     m->layer = ms_strdup(L->prefix);
@@ -941,7 +1006,7 @@ static int load_layer(moe_model *m, ckpt *c, const family_layer *L, const family
         const binding *b = &l.b[i];
         if (b->optional && ckpt_find(c, b->name) < 0) continue;
         if (shell && routed(b)) continue;
-        rc = load_binding(c, b, m, err);
+        rc = mode == LOAD_MAPPED && routed_weight(b) ? map_binding(c, b, m, err) : load_binding(c, b, m, err);
     }
     progress_end();
     if (keep && !rc) *keep = l;
@@ -952,7 +1017,11 @@ static int load_layer(moe_model *m, ckpt *c, const family_layer *L, const family
 }
 
 int family_load(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o, ms_err *err) {
-    return load_layer(m, c, L, o, 0, NULL, NULL, err);
+    return load_layer(m, c, L, o, LOAD_ALL, NULL, NULL, err);
+}
+
+int family_load_mapped(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o, ms_err *err) {
+    return load_layer(m, c, L, o, LOAD_MAPPED, NULL, NULL, err);
 }
 
 /* ---- a layer read expert by expert ---- */
@@ -974,7 +1043,7 @@ int family_load_stream(moe_model *m, ckpt *c, const family_layer *L, const famil
                        family_stream **out, ms_err *err) {
     blist l = {NULL, 0, 0};
     dims z;
-    int rc = load_layer(m, c, L, o, 1, &l, &z, err);
+    int rc = load_layer(m, c, L, o, LOAD_SHELL, &l, &z, err);
     if (rc) return rc;
     family_stream *s = ms_calloc(1, sizeof *s);
     s->c = *c;

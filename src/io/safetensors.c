@@ -705,6 +705,14 @@ int st_read_f32(const st_file *f, const st_tensor *t, float *out, ms_err *err) {
     return st_read_f32_range(f, t, 0, t ? t->numel : 0, out, err);
 }
 
+int st_check_finite(const st_file *f, const st_tensor *t, ms_err *err) {
+    enum { CHUNK = 16384 };
+    float buf[CHUNK];
+    for (int64_t i = 0; t && i < t->numel; i += CHUNK)
+        if (read_guarded(f, t, READ_F32, i, t->numel - i < CHUNK ? t->numel - i : CHUNK, buf, err)) return -1;
+    return t ? 0 : read_guarded(f, t, READ_F32, 0, 0, buf, err);
+}
+
 void st_release(const st_file *f, size_t begin, size_t end) {
     // whole pages inside [begin, end) of the data section; their neighbours may still be read
     size_t pg = (size_t)sysconf(_SC_PAGESIZE);

@@ -134,12 +134,27 @@ void moe_layout_of(const moe_config *c, moe_layout *l) {
     l->stored = l->total - (c->has_gate_bias ? 0 : n) - (c->has_expert_bias ? 0 : biases);
 }
 
+/* how alloc_layer holds the routed experts: floats, none, their biases alone */
+enum { ROUTED_ALL, ROUTED_NONE, ROUTED_BIASES };
 static void alloc_layer(moe_model *m, const moe_config *cfg, int routed);
 
-void moe_alloc(moe_model *m, const moe_config *cfg) { alloc_layer(m, cfg, 1); }
-void moe_alloc_shell(moe_model *m, const moe_config *cfg) { alloc_layer(m, cfg, 0); }
+void moe_alloc(moe_model *m, const moe_config *cfg) { alloc_layer(m, cfg, ROUTED_ALL); }
+void moe_alloc_shell(moe_model *m, const moe_config *cfg) { alloc_layer(m, cfg, ROUTED_NONE); }
+void moe_alloc_mapped(moe_model *m, const moe_config *cfg) { alloc_layer(m, cfg, ROUTED_BIASES); }
+int moe_is_mapped(const moe_model *m) { return m->cfg.n > 0 && m->experts && !m->experts[0].fc1_w && m->experts[0].w1.p; }
 
-/* routed 0: no floats for the n routed experts (experts[e] all NULL) */
+/* an expert's biases fc1 (h), fc2 (d), [fc3 (h)] carved from p: the weights stay mapped */
+static float *carve_biases(moe_expert *e, const moe_config *c, float *p) {
+    memset(e, 0, sizeof *e);
+    e->fc1_b = p; p += c->h;
+    e->fc2_b = p; p += c->d;
+    if (moe_act_glu(c->act)) {
+        e->fc3_b = p; p += c->h;
+    }
+    return p;
+}
+
+/* routed: ROUTED_ALL, ROUTED_NONE (experts[e] all NULL), ROUTED_BIASES (their biases) */
 static void alloc_layer(moe_model *m, const moe_config *cfg, int routed) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
@@ -153,7 +168,8 @@ static void alloc_layer(moe_model *m, const moe_config *cfg, int routed) {
     //         | [out bias (d)] | norm (d)+(d) | head (C,d)+(C)
     moe_layout l;
     moe_layout_of(c, &l);
-    size_t total = l.total - (routed ? 0 : l.experts);
+    size_t biases = n * ((moe_act_glu(c->act) ? 2 : 1) * (size_t)c->h + d);
+    size_t total = l.total - (routed == ROUTED_ALL ? 0 : l.experts) + (routed == ROUTED_BIASES ? biases : 0);
     m->nparams = total;
     m->mem = ms_calloc(total ? total : 1, sizeof(float));
     float *p = m->mem;
@@ -163,7 +179,8 @@ static void alloc_layer(moe_model *m, const moe_config *cfg, int routed) {
         m->corr_b = p; p += n;
     }
     m->experts = ms_calloc(n ? n : 1, sizeof(moe_expert));
-    for (size_t i = 0; i < n && routed; i++) p = moe_expert_carve(&m->experts[i], c, p);
+    for (size_t i = 0; i < n && routed == ROUTED_ALL; i++) p = moe_expert_carve(&m->experts[i], c, p);
+    for (size_t i = 0; i < n && routed == ROUTED_BIASES; i++) p = carve_biases(&m->experts[i], c, p);
     m->shared = ms_calloc(c->s ? (size_t)c->s : 1, sizeof(moe_expert));
     for (int j = 0; j < c->s; j++) p = moe_expert_carve(&m->shared[j], &sc, p);
     if (c->shared_gated) {
@@ -198,8 +215,15 @@ void moe_free(moe_model *m) {
 }
 
 void moe_clone(moe_model *dst, const moe_model *src) {
-    moe_alloc(dst, &src->cfg);
+    int mapped = moe_is_mapped(src);
+    if (mapped) moe_alloc_mapped(dst, &src->cfg);
+    else moe_alloc(dst, &src->cfg);
     memcpy(dst->mem, src->mem, src->nparams * sizeof(float));
+    for (int e = 0; mapped && e < src->cfg.n; e++) { // the same mapping (its owner outlives both)
+        dst->experts[e].w1 = src->experts[e].w1;
+        dst->experts[e].w2 = src->experts[e].w2;
+        dst->experts[e].w3 = src->experts[e].w3;
+    }
     dst->path = src->path ? ms_strdup(src->path) : NULL;
     dst->layer = src->layer ? ms_strdup(src->layer) : NULL;
     moe_meta_copy(dst, src);

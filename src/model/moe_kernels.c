@@ -39,16 +39,18 @@ void moe_hidden_act(const moe_expert *e, const moe_config *c, float *H, const fl
     }
 }
 
+/* an expert's weight: its floats (cols wide), or where a mapped layer keeps it */
+static wref weight_of(const float *w, wref mapped, int cols) {
+    return w ? (wref){w, WP_F32, (size_t)cols} : mapped;
+}
+
 void moe_expert_forward(const moe_expert *e, const moe_config *c, const float *X, int m, float *H,
                         float *H3, float *Y) {
     int d = c->d, h = c->h;
     // H (m, h) = X (m, d) W1^T, W1 is (h, d)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, h, d, 1.0f, X, d, e->fc1_w, d, 0.0f,
-                H, h);
+    wp_gemm_nt(m, h, d, X, d, weight_of(e->fc1_w, e->w1, d), 0.0f, H, h);
     // H3 (m, h) = X W3^T for the gated forms
-    if (moe_act_glu(c->act))
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, h, d, 1.0f, X, d, e->fc3_w, d,
-                    0.0f, H3, h);
+    if (moe_act_glu(c->act)) wp_gemm_nt(m, h, d, X, d, weight_of(e->fc3_w, e->w3, d), 0.0f, H3, h);
     moe_expert_finish(e, c, H, H3, m, Y);
 }
 
@@ -56,8 +58,7 @@ void moe_expert_finish(const moe_expert *e, const moe_config *c, float *H, const
     int d = c->d, h = c->h;
     moe_hidden_act(e, c, H, H3, m);
     // Y (m, d) = H (m, h) W2^T + b2, W2 is (d, h)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, d, h, 1.0f, H, h, e->fc2_w, h, 0.0f, Y,
-                d);
+    wp_gemm_nt(m, d, h, H, h, weight_of(e->fc2_w, e->w2, h), 0.0f, Y, d);
     for (int r = 0; r < m; r++) moe_row_add(Y + (size_t)r * d, e->fc2_b, d);
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/mem_budget.h"
+#include "core/wpanel.h"
 #include "network/net_eval.h"
 #include "network/net_forward.h"
 
@@ -26,11 +27,12 @@ double net_eval_bytes(const net_model *m, const net_evalset *E) {
     // a worker: its items' rows (whole sequences of about NET_ITEM_TOKENS tokens), the
     // forward's workspace for them (net_ws: a decoder's q|k|v, latent attention, gated
     // MLP, rotary table, a panel of logits), a head's scores (T, T), the residual stream,
-    // the gates and the block's inputs, an MoE block's own workspace; the prefix: every
+    // the gates and the block's inputs, an MoE block's own workspace, a panel of mapped
+    // weights converted to float32 (core/wpanel.h); the prefix: every
     // token's (N T, d)
     double spi = fmax(1, floor(NET_ITEM_TOKENS / T)), cap = spi * T, chunk = fmin(cap, 256);
     double worker = 4.0 * (net_ws_floats(c, (int)cap, (int)T) + T * T + cap * (2 * d + nmax) +
-                           chunk * (2 * nmax + 2 * hmax + 4 * d));
+                           chunk * (2 * nmax + 2 * hmax + 4 * d) + WP_PANEL_FLOATS);
     return 4.0 * (double)E->N * T * d + workers() * worker;
 }
 

@@ -290,7 +290,7 @@ static int check_blocks(const ckpt *c, const net_config *nc, ms_err *err) {
 }
 
 /* the MoE blocks through the gpt2 or vit family, each checked against config.json */
-static int load_moe_blocks(net_model *m, ckpt *c, const family_overrides *o, ms_err *err) {
+static int load_moe_blocks(net_model *m, ckpt *c, const family_overrides *o, int mapped, ms_err *err) {
     const net_arch_desc *A = net_arch_of(m->cfg.arch);
     family_layer *ls = NULL;
     int nl = 0;
@@ -317,7 +317,8 @@ static int load_moe_blocks(net_model *m, ckpt *c, const family_overrides *o, ms_
                          c->arg, L, pre, m->cfg.arch == NET_VIT ? "fc1" : "c_fc");
             break;
         }
-        rc = family_load(&m->moe[i], c, &ls[which], o, err);
+        rc = mapped ? family_load_mapped(&m->moe[i], c, &ls[which], o, err) : 1; // 1: not mappable
+        if (rc == 1) rc = family_load(&m->moe[i], c, &ls[which], o, err);
         if (!rc && m->moe[i].cfg.d != m->cfg.d)
             rc = ms_fail(err, "%s: tensor '%s.gate.weight' has width %d, but %s = %d", c->arg, pre,
                          m->moe[i].cfg.d, A->k_d, m->cfg.d);
@@ -335,7 +336,27 @@ int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *
     return rc;
 }
 
+static int load_ckpt(net_model *m, ckpt *c, const char *path, const family_overrides *o, int mapped,
+                     ms_err *err);
+
 int net_load_ckpt(net_model *m, ckpt *c, const char *path, const family_overrides *o, ms_err *err) {
+    return load_ckpt(m, c, path, o, 0, err);
+}
+
+int net_load_mapped(net_model *m, const char *path, const family_overrides *o, ms_err *err) {
+    ckpt *c = ms_calloc(1, sizeof *c);
+    memset(m, 0, sizeof *m);
+    if (ckpt_open(c, path, err) || load_ckpt(m, c, path, o, 1, err)) {
+        if (c->arg) ckpt_close(c);
+        free(c);
+        return -1;
+    }
+    m->map = c; // the MoE blocks' weights are its pages
+    return 0;
+}
+
+static int load_ckpt(net_model *m, ckpt *c, const char *path, const family_overrides *o, int mapped,
+                     ms_err *err) {
     memset(m, 0, sizeof *m);
     int rc = net_config_read(c, &m->cfg, err);
     if (!rc) rc = check_blocks(c, &m->cfg, err);
@@ -371,7 +392,7 @@ int net_load_ckpt(net_model *m, ckpt *c, const char *path, const family_override
     progress_end();
     if (m->cfg.tied && m->wte) m->lm_w = m->wte;
     free(l.t);
-    if (!rc) rc = load_moe_blocks(m, c, o, err);
+    if (!rc) rc = load_moe_blocks(m, c, o, mapped, err);
     if (!rc) rc = net_check_unused(c, &m->cfg, err);
     if (rc) net_free(m);
     return rc;
@@ -404,6 +425,8 @@ void net_free(net_model *m) {
     free(m->blocks);
     free(m->mem);
     free(m->path);
+    if (m->map) ckpt_close(m->map);
+    free(m->map);
     memset(m, 0, sizeof *m);
 }
 
@@ -450,6 +473,7 @@ void net_clone(net_model *dst, const net_model *src) {
     }
     dst->moe = ms_calloc((size_t)(src->cfg.nmoe ? src->cfg.nmoe : 1), sizeof(moe_model));
     for (int i = 0; i < src->cfg.nmoe; i++) moe_clone(&dst->moe[i], &src->moe[i]);
+    dst->map = NULL; // src's mapping, which src owns: the clone must not outlive it
 }
 
 void net_backbone_interpolate(net_model *out, const net_model *a, const net_model *b, double t) {

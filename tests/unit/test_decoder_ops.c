@@ -10,7 +10,9 @@
  *     softmax per query;
  *   - a Qwen3-MoE-layout decoder (a dense block, then MoE; per-head q/k norms,
  *     head_dim != d / heads, 2 key/value heads) written here: logits within 1e-5
- *     of net_logits_ref, the same bits from the cached prefix and on 3 threads. */
+ *     of net_logits_ref, the same bits from the cached prefix and on 3 threads;
+ *   - the same decoder in BF16 with its experts left in the file's mapping
+ *     (net_load_mapped): the logits of the whole float32 conversion (net_load). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,18 +138,30 @@ typedef struct {
     rng_t r;
     float *keep[256];
     int nk;
+    int bf16; /* the tensors as BF16 (rounded to nearest even) */
 } sink;
 
 static void put(sink *s, const char *fmt, int L, int e, int nd, int64_t a, int64_t b, double sc, double mean) {
     char nm[128];
     snprintf(nm, sizeof nm, fmt, L, e);
     int64_t sh[2] = {a, b};
-    s->keep[s->nk] = rnd(&s->r, (size_t)a * (nd > 1 ? b : 1), sc, mean);
-    st_writer_add_f32(s->w, nm, nd, sh, s->keep[s->nk++]);
+    size_t n = (size_t)a * (nd > 1 ? b : 1);
+    float *v = s->keep[s->nk++] = rnd(&s->r, n, sc, mean);
+    if (!s->bf16) {
+        st_writer_add_f32(s->w, nm, nd, sh, v);
+        return;
+    }
+    uint16_t *h = (uint16_t *)(void *)v; // in place: the first half of v's bytes
+    for (size_t q = 0; q < n; q++) {
+        uint32_t bits;
+        memcpy(&bits, &v[q], 4);
+        h[q] = (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+    }
+    st_writer_add_raw(s->w, nm, "BF16", nd, sh, h, n * 2);
 }
 
-static int write_decoder(const char *dir) {
-    sink s = {.w = st_writer_new()};
+static int write_decoder(const char *dir, int bf16) {
+    sink s = {.w = st_writer_new(), .bf16 = bf16};
     rng_seed(&s.r, 4);
     put(&s, "model.embed_tokens.weight", 0, 0, 2, V, D, 1.0, 0);
     for (int L = 0; L < NL; L++) {
@@ -198,7 +212,7 @@ static int write_decoder(const char *dir) {
 static void test_decoder(const char *tmp) {
     char dir[300];
     snprintf(dir, sizeof dir, "%s/qwen3", tmp);
-    if (mkdir(dir, 0755) || write_decoder(dir)) {
+    if (mkdir(dir, 0755) || write_decoder(dir, 0)) {
         CHECK(0, "write the decoder into %s", dir);
         return;
     }
@@ -240,6 +254,49 @@ static void test_decoder(const char *tmp) {
     net_free(&m);
 }
 
+/* The same decoder in BF16: its experts evaluated where the file maps them, panel by
+ * panel (net_load_mapped), against the weights converted whole (net_load) */
+static void test_mapped(const char *tmp) {
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/qwen3_bf16", tmp);
+    if (mkdir(dir, 0755) || write_decoder(dir, 1)) {
+        CHECK(0, "write the BF16 decoder into %s", dir);
+        return;
+    }
+    net_model f, m;
+    ms_err err;
+    if (net_load(&f, dir, NULL, &err) || net_load_mapped(&m, dir, NULL, &err)) {
+        CHECK(0, "load: %s", err.msg);
+        return;
+    }
+    CHECK(m.map && moe_is_mapped(&m.moe[0]) && moe_is_mapped(&m.moe[1]) && !moe_is_mapped(&f.moe[0]),
+          "net_load_mapped keeps the experts mapped, net_load in floats");
+    CHECK(m.moe[0].nparams < f.moe[0].nparams, "the mapped layer holds fewer floats (%zu < %zu)", m.moe[0].nparams,
+          f.moe[0].nparams);
+    net_evalset E = {.path = "test", .N = 3, .T = 29};
+    size_t rows = (size_t)E.N * E.T;
+    E.ids = malloc(rows * sizeof(int32_t));
+    rng_t r;
+    rng_seed(&r, 6);
+    for (size_t q = 0; q < rows; q++) E.ids[q] = (int32_t)rng_below(&r, V);
+    float *la = malloc(rows * V * sizeof(float)), *lb = malloc(rows * V * sizeof(float));
+    net_run ra = {.logits = la}, rb = {.logits = lb};
+    net_par p2 = {.threads = 2};
+    net_eval_result a, b;
+    CHECK(net_evaluate(&f, &E, NULL, &ra, &p2, &a, &err) == 0, "evaluate: %s", err.msg);
+    CHECK(net_evaluate(&m, &E, NULL, &rb, &p2, &b, &err) == 0, "evaluate mapped: %s", err.msg);
+    double worst = 0, big = 1e-30;
+    for (size_t q = 0; q < rows * V; q++) worst = fmax(worst, fabs(la[q] - lb[q])), big = fmax(big, fabs(la[q]));
+    CHECK(worst / big < 1e-6 && fabs(a.loss - b.loss) < 1e-6 * a.loss,
+          "mapped BF16 experts: logits within 1e-6 of the whole conversion's (%.3g), loss %.9g vs %.9g", worst / big,
+          b.loss, a.loss);
+    net_eval_result_free(&a);
+    net_eval_result_free(&b);
+    free(la), free(lb), free(E.ids);
+    net_free(&f);
+    net_free(&m);
+}
+
 int main(void) {
     char tmp[] = "/tmp/test_decoder_ops.XXXXXX";
     if (!mkdtemp(tmp)) return 1;
@@ -247,6 +304,7 @@ int main(void) {
     test_rope();
     test_gqa();
     test_decoder(tmp);
+    test_mapped(tmp);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd)) return 1;
