@@ -464,6 +464,10 @@ static int config_k(const ckpt *c, int fam, const char *prefix, const family_ove
         org[RP_K] = ORIGIN_DEFAULT;
         return 0;
     }
+    if (fam == FAM_PHIMOE && o->k > 0 && o->k != 2) // sparsemixer: a max, then a max without it
+        return ms_fail(err, "%s: --top-k %d: PhiMoE's sparsemixer router ('%s') picks exactly two experts per "
+                            "token by construction (--top-k 2, or leave it out)",
+                       c->arg, o->k, prefix);
     if (o->k > 0) {
         if (o->k > cfg->n)
             return ms_fail(err, "%s: --top-k %d is more than the %d experts of '%s'", c->arg,

@@ -139,6 +139,8 @@ def dims_for(fam):
                "routed_scaling_factor": 2.5, "n_shared_experts": 1, "moe_intermediate_size": h}
     elif fam == "switch":
         cfg = {"num_experts": n, "expert_capacity": 1 << 20}
+    elif fam == "phimoe":  # sparsemixer: two experts by construction
+        cfg = {"num_experts_per_tok": 2, "router_jitter_noise": 0.01}
     elif fam == "gpt_oss":
         h = 64  # two 32-wide MXFP4 blocks along down_proj's input
         cfg = {"num_experts_per_tok": 2, "num_local_experts": n, "swiglu_limit": 7.0}
@@ -192,7 +194,7 @@ PACKABLE = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "deepseek_v2", "deepse
 def prefix_of(fam, L, packed=False):
     if fam == "mixtral" and packed:
         return "model.layers.%d.mlp" % L
-    if fam in ("mixtral", "granitemoe"):
+    if fam in ("mixtral", "granitemoe", "phimoe"):
         return "model.layers.%d.block_sparse_moe" % L
     if fam == "switch":
         return "encoder.block.%d.layer.1.mlp" % L
@@ -228,7 +230,7 @@ def hf_tensors(fam, W, L=1, dtype="F32", packed=False):
             add(sh + ".down_proj.weight", W["s2"])
         if fam == "qwen2_moe":
             add("shared_expert_gate.weight", W["sgate"])
-    elif fam == "mixtral":
+    elif fam in ("mixtral", "phimoe"):
         add("gate.weight", W["gate"])
         for e in range(n):
             add("experts.%d.w1.weight" % e, W["w1"][e])

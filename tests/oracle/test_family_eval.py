@@ -10,7 +10,9 @@ does: [n, out, in] transposed to gate_up_proj's [n, d, 2h] / down_proj's [n, h, 
 relative; so must a copy scrambled by a random element of the router's group
 (written by the fixtures, not by moescope) and `align`'s output of that copy. For
 DeepSeek's group-limited routers, swapping two experts of different groups changes
-the output. The experts packed as transformers >= 5 holds them compute the same.
+the output. The experts packed as transformers >= 5 holds them compute the same. PhiMoE (whose
+fixtures are Mixtral's tensors with its sparsemixer router) refuses a --top-k other
+than 2.
 """
 import json
 import os
@@ -127,6 +129,18 @@ def one(fam, dtype, shards, mx, seed):
         close(dump(out, e, name + "_al"), want, tag + ": aligned copy vs family_ref")
 
 
+def phimoe_top_k():
+    """PhiMoE's sparsemixer picks two experts by construction: another --top-k is
+    refused by name, 2 is taken."""
+    d = os.path.join(TMP, "phimoe_F32")
+    a, e = os.path.join(d, "a.safetensors"), os.path.join(d, "eval.safetensors")
+    r = run("eval", a, "--eval", e, "--top-k", "3")
+    check(r.returncode == 1 and "sparsemixer" in r.stderr and "--top-k 3" in r.stderr and a in r.stderr,
+          "phimoe --top-k 3: refused naming the file and the router (%d: %s)" % (r.returncode, r.stderr.strip()))
+    r = run("eval", a, "--eval", e, "--top-k", "2")
+    check(r.returncode == 0, "phimoe --top-k 2 taken: %s" % r.stderr.strip())
+
+
 def packed(fam, seed):
     """transformers >= 5 packs the experts (experts.gate_up_proj [n,2h,d], gate rows
     first; experts.down_proj [n,d,h]) and names Mixtral's block mlp: the same
@@ -147,10 +161,11 @@ def packed(fam, seed):
 def main():
     try:
         seed = 300
-        for fam in ff.FAMILIES:
+        for fam in ff.FAMILIES + ["phimoe"]:
             for dtype, shards in (("F32", 1), ("BF16", 2)):
                 one(fam, dtype, shards, False, seed)
                 seed += 1
+        phimoe_top_k()
         one("gpt_oss", "BF16", 2, True, seed)
         for fam in ff.PACKABLE:
             seed += 1
