@@ -4,20 +4,17 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "core/ms_alloc.h"
 
 static const char *file_of(const moe_model *m) { return m->path ? m->path : "(model)"; }
 static const char *layer_of(const moe_model *m) { return m->layer ? m->layer : "moe"; }
 
-/* 1 when p[0..k) holds a larger |value| than x had (x then says where: tensor
+/* 1 when best (at element at) is larger than what x had (x then says where: tensor
  * fmt with the layer L and index i filled in) */
-static int scan(range_max *x, const float *p, size_t k, const char *file, const char *fmt,
-                const char *L, int i) {
-    if (!p) return 0;
-    double best = 0;
-    size_t at = 0;
-    for (size_t q = 0; q < k; q++)
-        if (fabs(p[q]) > best) best = fabs(p[q]), at = q;
+static int note(range_max *x, double best, size_t at, const char *file, const char *fmt, const char *L, int i) {
     if (!(best > x->v)) return 0;
     x->v = best;
     x->at = at;
@@ -27,14 +24,50 @@ static int scan(range_max *x, const float *p, size_t k, const char *file, const 
     return 1;
 }
 
+/* note() of p[0..k)'s largest |value| */
+static int scan(range_max *x, const float *p, size_t k, const char *file, const char *fmt,
+                const char *L, int i) {
+    if (!p) return 0;
+    double best = 0;
+    size_t at = 0;
+    for (size_t q = 0; q < k; q++)
+        if (fabs(p[q]) > best) best = fabs(p[q]), at = q;
+    return note(x, best, at, file, fmt, L, i);
+}
+
+/* the same of a weight (rows, cols) where a mapped layer keeps it, a row at a time */
+static int scan_mapped(range_max *x, wref w, size_t rows, size_t cols, const char *file, const char *fmt,
+                       const char *L, int i) {
+    if (!w.p) return 0;
+    float *row = ms_malloc((cols ? cols : 1) * sizeof(float)); // (cols)
+    double best = 0;
+    size_t at = 0;
+    for (size_t r = 0; r < rows; r++) {
+        wp_rows_f32(w, cols, r, 1, row);
+        for (size_t q = 0; q < cols; q++)
+            if (fabs(row[q]) > best) best = fabs(row[q]), at = r * cols + q;
+    }
+    free(row);
+    return note(x, best, at, file, fmt, L, i);
+}
+
+/* one part (sfx "fc1.weight") of expert j of kind "experts" or "shared" into acc: its
+ * rows x cols floats at p, or where a mapped layer keeps them (w) */
+static void scan_part_w(range_max *acc, const float *p, wref w, size_t rows, size_t cols, const moe_model *m,
+                        const char *kind, int j, const char *sfx) {
+    char fmt[64];
+    snprintf(fmt, sizeof fmt, "%%.100s.%s.%%d.%s", kind, sfx);
+    int larger = p ? scan(acc, p, rows * cols, file_of(m), fmt, layer_of(m), j)
+                   : scan_mapped(acc, w, rows, cols, file_of(m), fmt, layer_of(m), j);
+    if (!larger) return;
+    acc->expert = 1, acc->shared = kind[0] == 's', acc->e = j;
+    snprintf(acc->part, sizeof acc->part, "%s", sfx);
+}
+
 /* one part (sfx "fc1.weight") of expert j of kind "experts" or "shared" into acc */
 static void scan_part(range_max *acc, const float *p, size_t k, const moe_model *m, const char *kind,
                       int j, const char *sfx) {
-    char fmt[64];
-    snprintf(fmt, sizeof fmt, "%%.100s.%s.%%d.%s", kind, sfx);
-    if (!scan(acc, p, k, file_of(m), fmt, layer_of(m), j)) return;
-    acc->expert = 1, acc->shared = kind[0] == 's', acc->e = j;
-    snprintf(acc->part, sizeof acc->part, "%s", sfx);
+    scan_part_w(acc, p, (wref){0}, k, 1, m, kind, j, sfx);
 }
 
 /* expert j's tensors into the fc1/fc3 and fc2 maxima */
@@ -42,12 +75,12 @@ static void scan_expert(range_max *W1, range_max *W2, const moe_model *m, const 
                         const moe_expert *e) {
     moe_config sc = moe_shared_config(&m->cfg); // a shared expert's width is hs
     const moe_config *c = kind[0] == 's' ? &sc : &m->cfg;
-    size_t hd = (size_t)c->h * c->d;
-    scan_part(W1, e->fc1_w, hd, m, kind, j, "fc1.weight");
-    scan_part(W1, e->fc1_b, (size_t)c->h, m, kind, j, "fc1.bias");
-    scan_part(W1, e->fc3_w, e->fc3_w ? hd : 0, m, kind, j, "fc3.weight");
-    scan_part(W1, e->fc3_b, e->fc3_b ? (size_t)c->h : 0, m, kind, j, "fc3.bias");
-    scan_part(W2, e->fc2_w, hd, m, kind, j, "fc2.weight");
+    size_t h = (size_t)c->h, d = (size_t)c->d;
+    scan_part_w(W1, e->fc1_w, e->w1, h, d, m, kind, j, "fc1.weight");
+    scan_part(W1, e->fc1_b, h, m, kind, j, "fc1.bias");
+    scan_part_w(W1, e->fc3_w, e->w3, h, d, m, kind, j, "fc3.weight");
+    scan_part(W1, e->fc3_b, e->fc3_b ? h : 0, m, kind, j, "fc3.bias");
+    scan_part_w(W2, e->fc2_w, e->w2, d, h, m, kind, j, "fc2.weight");
     scan_part(W2, e->fc2_b, (size_t)c->d, m, kind, j, "fc2.bias");
 }
 

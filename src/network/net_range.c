@@ -9,7 +9,7 @@
 #include "model/value_range.h"
 
 /* where the float to blame is: the backbone, an MoE block, the set's pixel_values */
-typedef enum { AT_BACKBONE, AT_MOE, AT_PIXELS } nr_source;
+typedef enum { AT_BACKBONE, AT_MOE, AT_MAPPED, AT_PIXELS } nr_source; /* AT_MAPPED: a mapped expert's weight */
 
 /* The walk: the largest |value| met so far (the one to blame) and where it is. */
 typedef struct {
@@ -18,7 +18,8 @@ typedef struct {
     double top;
     const float *at;      /* the float holding it */
     nr_source src;
-    const moe_model *moe; /* AT_MOE: its block */
+    const moe_model *moe; /* AT_MOE, AT_MAPPED: its block */
+    range_max mapped;     /* AT_MAPPED: the expert, part and element (value_range.h) */
 } nr_walk;
 
 /* max |p[0..k)| (p NULL: 0), its float blamed when it is the largest yet */
@@ -51,6 +52,9 @@ static void blame(const nr_walk *w, char *out, size_t cap) {
     long long el;
     if (w->src == AT_PIXELS) snprintf(out, cap, "%s: tensor 'pixel_values'", w->E->path);
     else if (w->src == AT_MOE && !family_tensor_at(w->moe, w->at, out, cap, &el)) return;
+    else if (w->src == AT_MAPPED && !family_value_name(w->moe, w->mapped.shared, w->mapped.e, w->mapped.part,
+                                                       w->mapped.at, out, cap, &el))
+        return;
     else if (w->src == AT_BACKBONE && !net_tensor_at(w->m, w->at, name, sizeof name, &at)) {
         shard_of(w->m->path, name, file, sizeof file);
         snprintf(out, cap, "%s: tensor '%s'", file, name);
@@ -171,6 +175,11 @@ static int moe_block(nr_walk *w, const moe_model *moe, double z, int L, double *
     double gram;
     take_in(w, moe->mem, moe->nparams, AT_MOE, moe);
     range_held(&r, moe, NULL);
+    // a mapped layer's routed weights are not in its floats: blamed by expert and part
+    const range_max *routed[2] = {&r.W1, &r.W2};
+    for (int i = 0; i < 2 && moe_is_mapped(moe); i++)
+        if (routed[i]->expert && !routed[i]->shared && routed[i]->v > w->top)
+            w->top = routed[i]->v, w->src = AT_MAPPED, w->moe = moe, w->mapped = *routed[i];
     r.X.v = fmax(z, 1.0);
     double act = range_bounds(&r, moe, mix, &gram);
     return over(w, act, "MoE layer's arithmetic", L, err) ||
