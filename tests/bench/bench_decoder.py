@@ -12,7 +12,8 @@ the active parameters being q, k, v, o, the router, top-k of the experts (3 h d
 each) and the head (V d) per block and token; the SGEMM rate that of a plain
 cblas_sgemm of (512 x 1024) x (1024 x 1024)^T on one thread (tests/bench/sgemm_rate.c,
 the OpenBLAS kernels moescope runs). Peak resident memory (/usr/bin/time -v) is
-shown beside the BF16 weights' size (what a mapping of the shards holds).
+shown beside the BF16 weights' size (what a mapping of the shards holds: eval keeps the
+experts there, converted a panel at a time inside the products).
 Targets: moescope's time <= PyTorch's and <= 2x the floor.
 
   BENCH_DECODER_THREADS=2   threads for both (default: the online CPUs, at most 8)
@@ -85,8 +86,9 @@ def main():
               "load average %.2f %.2f %.2f" % (c["num_hidden_layers"], tokens, threads, *os.getloadavg()))
         print("  active parameters %.3g per token; floor %.2f s at the SGEMM rate %.1f GFLOP/s per thread"
               % (active_params(c), floor, rate))
-        print("  moescope eval: %.2f s wall, %.2f s CPU, peak RSS %.2f GiB (the BF16 weights: %.2f GiB), loss %.6f"
-              % (ms, mcpu, rss / 2**20, weights / 2**30, mloss))
+        print("  moescope eval: %.2f s wall, %.2f s CPU, peak RSS %.2f GiB (the BF16 weights: %.2f GiB, mapped; "
+              "beyond them %.2f GiB), loss %.6f" % (ms, mcpu, rss / 2**20, weights / 2**30,
+                                                    rss / 2**20 - weights / 2**30, mloss))
         peer = None
         try:
             r = subprocess.run([PYTHON, os.path.join(HERE, "peer_granitemoe_torch.py"), ck, ev, str(threads), "1"],
