@@ -748,7 +748,6 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
         a->orders.pins = &a->pins;
         orders_render(g, &L->orders, &a->orders, v);
     }
-    footer_render(g, &L->footer, &a->req, a->metric_acc, &a->hits);
     /* the diagnostics' flags of the shown method, counted beside the footer,
        or at the end of the message line when the footer is full */
     int room = L->message.w - 1, nf = 0, frole = ROLE_MESSAGE;
@@ -758,16 +757,22 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
         if (dg_count(&v->diag, DG_BAD)) frole = ROLE_ERROR;
         snprintf(fl, sizeof fl, "%d flag%s: d", nf, nf == 1 ? "" : "s");
     }
-    int fx = a->hits.end_x + 2, fl_len = (int)strlen(fl);
-    if (nf && fx + fl_len >= L->footer.x + L->footer.w && a->hits.end_y + 1 < L->footer.y + L->footer.h) {
-        a->hits.end_y++; /* a free footer row */
+    int fl_len = (int)strlen(fl);
+    footer_render(g, &L->footer, &a->req, a->metric_acc, &a->hits);
+    /* below 116 columns the row below the hints is free: the flags when they do not
+       fit beside the hints, and the status when a long message has its line */
+    int fx = a->hits.end_x + 2, spare = L->footer.h > 1;
+    if (nf && fx + fl_len >= L->footer.x + L->footer.w && spare) {
+        a->hits.end_y = L->footer.y + 1;
         a->hits.end_x = L->footer.x - 2;
         fx = L->footer.x;
+        spare = 0;
     }
     if (nf && fx + fl_len < L->footer.x + L->footer.w) a->hits.end_x = fx + grid_text(g, fx, a->hits.end_y, fl_len, frole, fl);
     else if (nf) room -= fl_len + 2;
-    /* the free end of the footer's last row can hold the status */
+    /* the free row, or the free end of the row the flags or hints end on */
     ui_rect alt = {a->hits.end_x + 2, a->hits.end_y, L->footer.x + L->footer.w - 1 - (a->hits.end_x + 2), 1};
+    if (spare) alt = (ui_rect){L->footer.x, L->footer.y + 1, L->footer.w - 1, 1};
     if (room < L->message.w - 1) alt.w = 0; /* the status stays on the message line, before the flags */
     if (a->prompt) prompt_render(g, &L->message, a);
     else message_render(g, &L->message, a->msg, a->msg_error, v, a->load_status, &alt, room);

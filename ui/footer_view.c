@@ -4,20 +4,30 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef struct {
-    int key;
-    const char *label; /* "order:" */
-    const char *value; /* "ON", NULL for plain actions */
-    int on;
-} item;
+/* the steps that shorten the footer, in the order they are taken */
+enum { FS_DROP_V, FS_DROP_D, FS_CENTRE, FS_ORDER, FS_COST, FS_DROP_P, FS_DROP_E, FS_METRIC, FS_COUNT };
 
-void footer_render(grid *g, const ui_rect *r, const explore_request *q, int metric_acc, footer_hits *hits) {
-    item it[] = {
-        {'o', "order:", q->order_stage ? "ON" : "OFF", q->order_stage},
-        {'w', "wm:", q->wm_stage ? "ON" : "OFF", q->wm_stage},
-        {'c', "centre:", q->center ? "ON" : "OFF", q->center},
-        {'m', "cost:", cost_method_name(q->method), 1},
-        {'a', "", metric_acc ? "accuracy" : "loss", 1},
+static int item_cols(const footer_item *it) {
+    return 2 + (int)strlen(it->label) + (it->value ? (int)strlen(it->value) : 0);
+}
+
+int footer_width(const footer_item *it, int n) {
+    int w = 0;
+    for (int i = 0; i < n; i++) w += item_cols(&it[i]) + (i == 0 ? 0 : it[i - 1].key == 'a' ? 3 : 1);
+    return w;
+}
+
+/* the items after the first `level` steps; widest: the longest values */
+static int footer_items(int level, const explore_request *q, int metric_acc, int widest, footer_item *out) {
+    const char *method = widest ? "expert" : cost_method_name(q->method);
+    int acc = widest || metric_acc;
+#define ONOFF(x) (widest || !(x) ? "OFF" : "ON")
+    footer_item all[] = {
+        {'o', level > FS_ORDER ? "ord:" : "order:", ONOFF(q->order_stage), q->order_stage},
+        {'w', "wm:", ONOFF(q->wm_stage), q->wm_stage},
+        {'c', level > FS_CENTRE ? "ctr:" : "centre:", ONOFF(q->center), q->center},
+        {'m', level > FS_COST ? "" : "cost:", method, 1},
+        {'a', "", acc ? (level > FS_METRIC ? "acc" : "accuracy") : "loss", 1},
         {'p', "png", NULL, 0},
         {'e', "export", NULL, 0},
         {'d', "diag", NULL, 0},
@@ -25,29 +35,44 @@ void footer_render(grid *g, const ui_rect *r, const explore_request *q, int metr
         {'?', "help", NULL, 0},
         {'q', "quit", NULL, 0},
     };
-    int nit = (int)(sizeof it / sizeof it[0]);
+#undef ONOFF
+    int n = 0;
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        int k = all[i].key;
+        if ((k == 'v' && level > FS_DROP_V) || (k == 'd' && level > FS_DROP_D) ||
+            (k == 'p' && level > FS_DROP_P) || (k == 'e' && level > FS_DROP_E))
+            continue;
+        out[n++] = all[i];
+    }
+    return n;
+}
+
+int footer_plan(int w, const explore_request *q, int metric_acc, footer_item *out) {
+    int level = 0;
+    while (level < FS_COUNT && footer_width(out, footer_items(level, q, metric_acc, 1, out)) > w) level++;
+    return footer_items(level, q, metric_acc, 0, out);
+}
+
+void footer_render(grid *g, const ui_rect *r, const explore_request *q, int metric_acc, footer_hits *hits) {
+    footer_item it[FOOTER_MAX];
+    int nit = footer_plan(r->w, q, metric_acc, it);
     hits->nhit = 0;
     grid_fill(g, r->x, r->y, r->w, r->h, ' ', ROLE_NORMAL);
-    int x = r->x, y = r->y;
-    for (int i = 0; i < nit; i++) {
+    int x = r->x, y = r->y, right = r->x + r->w;
+    for (int i = 0; i < nit && x < right; i++) {
         char key[2] = {(char)it[i].key, 0};
-        int len = 2 + (int)strlen(it[i].label) + (it[i].value ? (int)strlen(it[i].value) : 0);
-        if (x + len > r->x + r->w && x > r->x) {
-            if (y + 1 >= r->y + r->h) break;
-            y++;
-            x = r->x;
-        }
         int x0 = x;
         x += grid_text(g, x, y, 1, ROLE_KEY, key);
-        x += grid_text(g, x, y, 1, ROLE_NORMAL, " ");
-        x += grid_text(g, x, y, r->x + r->w - x, ROLE_NORMAL, it[i].label);
-        if (it[i].value) x += grid_text(g, x, y, r->x + r->w - x, it[i].on ? ROLE_ON : ROLE_OFF, it[i].value);
+        x += grid_text(g, x, y, right - x, ROLE_NORMAL, " ");
+        x += grid_text(g, x, y, right - x, ROLE_NORMAL, it[i].label);
+        if (it[i].value) x += grid_text(g, x, y, right - x, it[i].on ? ROLE_ON : ROLE_OFF, it[i].value);
         if (hits->nhit < (int)(sizeof hits->hit / sizeof hits->hit[0]))
             hits->hit[hits->nhit++] = (footer_hit){x0, x, y, it[i].key};
         hits->end_x = x;
         hits->end_y = y;
-        x += i == 4 ? 3 : 1;
-        if (i == 4 && x - 2 < r->x + r->w) grid_put(g, x - 2, y, g->utf8 ? 0x2502 : '|', ROLE_BORDER);
+        int sep = it[i].key == 'a';
+        x += sep ? 3 : 1;
+        if (sep && x - 2 < right) grid_put(g, x - 2, y, g->utf8 ? 0x2502 : '|', ROLE_BORDER);
     }
 }
 
@@ -150,17 +175,19 @@ int status_tiers(const char *s, char tiers[3][STATUS_TIER_CAP]) {
     return n;
 }
 
+/* the status the message line shows: a layer load's progress, else the worker's */
+static void status_text(const explore_snapshot *v, const char *load, char *status, size_t cap) {
+    status[0] = 0;
+    if (load && load[0]) snprintf(status, cap, "%s", load);
+    else if (v && v->status[0]) snprintf(status, cap, "%s%s", v->busy ? "busy: " : "", v->status);
+}
+
 void message_render(grid *g, const ui_rect *r, const char *msg, int is_error, const explore_snapshot *v,
                     const char *load, const ui_rect *alt, int room) {
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_NORMAL);
-    char status[300] = "";
-    int srole = v && v->failed && !v->busy ? ROLE_ERROR : ROLE_DIM;
-    if (load && load[0]) {
-        snprintf(status, sizeof status, "%s", load);
-        srole = ROLE_MESSAGE;
-    } else if (v && v->status[0]) {
-        snprintf(status, sizeof status, "%s%s", v->busy ? "busy: " : "", v->status);
-    }
+    char status[300];
+    status_text(v, load, status, sizeof status);
+    int srole = load && load[0] ? ROLE_MESSAGE : v && v->failed && !v->busy ? ROLE_ERROR : ROLE_DIM;
     if (room > r->w - 1) room = r->w - 1; /* the screen's bottom-right cell is not drawn */
     if (!msg) msg = "";
     int ml = text_cols(msg), mrole = is_error ? ROLE_ERROR : ROLE_MESSAGE;

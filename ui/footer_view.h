@@ -20,6 +20,28 @@ typedef struct {
     int end_x, end_y;  /* where the last item ended: the rest of that row is free */
 } footer_hits;
 
+/* One footer item as drawn: "o order:ON" is key 'o', label "order:", value "ON". */
+typedef struct {
+    int key;
+    const char *label;
+    const char *value; /* NULL for plain actions */
+    int on;
+} footer_item;
+
+/* The footer's items for a width of w columns, in one row (curses-free): the
+ * toggles with their states, then the actions. What does not fit goes by
+ * priority - first the actions the help (?) and the flag count name (v scatter,
+ * d diag), then the toggles' labels shorten (ord:, ctr:, the cost's value
+ * alone), then the exports (p, e), then "accuracy" to "acc"; ? help and q quit
+ * always stay. Decided with the longest values (OFF, accuracy), so a toggle
+ * never reflows the row. Returns how many items out[FOOTER_MAX] holds. */
+#define FOOTER_MAX 12
+int footer_plan(int w, const explore_request *q, int metric_acc, footer_item *out);
+/* Columns the items take in one row (the separator after the toggles included). */
+int footer_width(const footer_item *it, int n);
+
+/* The footer's items in the first row of r (footer_plan); a row below it is the
+ * caller's (the flags, the status). */
 void footer_render(grid *g, const ui_rect *r, const explore_request *q, int metric_acc, footer_hits *hits);
 /* The key of the footer item at (x, y), or 0. */
 int footer_key_at(const footer_hits *hits, int x, int y);

@@ -32,8 +32,9 @@ void layout_compute(ui_layout *L, int w, int h, int n) {
         return;
     }
     L->title = (ui_rect){0, 0, w, 2};
-    /* the footer wraps onto a second row unless it fits in one with its
-       longest values (OFF, accuracy) and the diagnostics' flag count */
+    /* the footer's hints in one row (footer_plan shortens them, never wraps); below
+       116 columns a row below them holds the diagnostics' flag count and the status
+       when neither fits beside the hints or a long message */
     int fh = w >= 116 ? 1 : 2;
     L->footer = (ui_rect){0, h - 1 - fh, w, fh};
     L->message = (ui_rect){0, h - 1, w, 1};

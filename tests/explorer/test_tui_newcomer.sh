@@ -82,6 +82,21 @@ for w in 100 120; do
     quit
 done
 
+# --- the footer in one row at 80x24 and 90x30 (it wrapped onto two) ---
+# _footer_row H TOGGLE: the footer's first row (H-3) holds the toggles from o to a and
+# ? help, q quit, and the row below it (the flags', the status's) none of its keys
+_footer_row() {
+    local s; s=$(screen)
+    sed -n "$(($1 - 2))p" <<<"$s" | grep -qE "^o $2 w wm:(ON|OFF) .*a (loss|accuracy) .*\? help q quit" &&
+        ! sed -n "$(($1 - 1))p" <<<"$s" | grep -qE "(\? help|q quit|v scatter|d diag)"
+}
+start 80 24 dense4 LANG=C.UTF-8 LC_ALL=C.UTF-8
+check "80x24: the table complete" wait_for "expert orders 24/24"
+check "80x24: the footer one row, its labels shortened" _poll _footer_row 24 "ord:ON"
+tm resize-window -t t -x 90 -y 30
+check "90x30: the footer one row, whole labels" _poll _footer_row 30 "order:ON"
+quit
+
 # --- s on a regression set: rank, order, AUC (no acc.barrier column) ---
 start 100 30 teacher4 LANG=C.UTF-8 LC_ALL=C.UTF-8
 check "teacher4: a regression set (mse)" wait_for "mse loss A"

@@ -85,11 +85,14 @@ static void test_sizes(void) {
             CHECK(rows == want, "%dx%d order rows %d want %d", w, h, rows, want);
             /* rank 1 row is first and marked best */
             CHECK(count_rows_with(&f.g, &L->orders, "*") >= 1, "%dx%d best mark", w, h);
-            CHECK(grid_find(&f.g, "order:ON", NULL) >= h - 3, "%dx%d footer order", w, h);
-            CHECK(grid_find(&f.g, "wm:ON", NULL) >= h - 3, "%dx%d footer wm", w, h);
-            CHECK(grid_find(&f.g, "centre:ON", NULL) >= h - 3, "%dx%d footer centre", w, h);
-            CHECK(grid_find(&f.g, "cost:expert", NULL) >= h - 3, "%dx%d footer method", w, h);
-            CHECK(grid_find(&f.g, "quit", NULL) >= h - 3, "%dx%d footer quit", w, h);
+            /* the footer's hints: one row, shortened below 90 columns */
+            CHECK(grid_find(&f.g, w >= 90 ? "o order:ON" : "o ord:ON", NULL) == L->footer.y, "%dx%d footer order", w, h);
+            CHECK(grid_find(&f.g, "wm:ON", NULL) == L->footer.y, "%dx%d footer wm", w, h);
+            CHECK(grid_find(&f.g, w >= 90 ? "c centre:ON" : "c ctr:ON", NULL) == L->footer.y, "%dx%d footer centre", w, h);
+            CHECK(grid_find(&f.g, w >= 90 ? "m cost:expert" : "m expert", NULL) == L->footer.y, "%dx%d footer method", w, h);
+            CHECK(grid_find(&f.g, "? help q quit", NULL) == L->footer.y, "%dx%d footer quit", w, h);
+            CHECK(L->footer.y + L->footer.h == h - 1 && grid_find(&f.g, "scatter", NULL) < L->footer.y + (w >= 100),
+                  "%dx%d the footer's hints in one row", w, h);
             CHECK(grid_find(&f.g, "current barrier=0.0500", NULL) >= 0, "%dx%d current barrier", w, h);
             CHECK(grid_find(&f.g, "skip-order", NULL) >= 0 && grid_find(&f.g, "naive", NULL) >= 0 &&
                       grid_find(&f.g, "chord", NULL) >= 0 && grid_find(&f.g, "3 2 1 0", NULL) >= 0,
@@ -1515,7 +1518,38 @@ static void test_swaps(void) {
     fix_free(&f);
 }
 
+/* the footer's hints at every width: one row, ? and q always, more with more room */
+static void test_footer_plan(void) {
+    explore_request q;
+    memset(&q, 0, sizeof q);
+    q.order_stage = q.wm_stage = q.center = 1;
+    footer_item it[FOOTER_MAX];
+    int prev = 0, bad = 0;
+    for (int w = UI_MIN_W; w <= 200; w++)
+        for (int acc = 0; acc <= 1; acc++) {
+            int n = footer_plan(w, &q, acc, it), has_q = 0, has_help = 0, has_v = 0;
+            for (int i = 0; i < n; i++) {
+                has_q += it[i].key == 'q', has_help += it[i].key == '?', has_v += it[i].key == 'v';
+                if (it[i].key == 'o' && w >= 90 && strcmp(it[i].label, "order:")) bad++;
+            }
+            if (footer_width(it, n) > w || !has_q || !has_help || n < prev || (w >= 106 && (n != 11 || !has_v))) {
+                bad++;
+                printf("  footer at %d cols (acc %d): %d items, %d columns\n", w, acc, n, footer_width(it, n));
+            }
+            if (!acc) prev = n;
+        }
+    CHECK(!bad, "the footer fits one row at every width, ? and q kept, full wording from 90 (%d bad)", bad);
+    /* a toggle never reflows it: the same items with every value at its longest or shortest */
+    int n1 = footer_plan(80, &q, 0, it);
+    q.order_stage = q.wm_stage = q.center = 0, q.method = COST_GATE;
+    int n2 = footer_plan(80, &q, 1, it);
+    CHECK(n1 == n2 && n1 == 9, "80 columns: 9 hints whatever the toggles (%d, %d)", n1, n2);
+    CHECK(footer_plan(90, &q, 1, it) == 9 && footer_plan(100, &q, 1, it) == 10,
+          "90 columns drop v and d, 100 only v");
+}
+
 int main(void) {
+    test_footer_plan();
     test_units();
     test_sizes();
     test_too_small();
