@@ -788,8 +788,8 @@ void app_render(app_state *a, const explore_snapshot *v, grid *g) {
     } else if (a->show_geo) {
         char *wait[] = {g->utf8 ? "computing the routing geometry of A\u2026" : "computing the routing geometry of A..."};
         if (a->ngeo)
-            a->geo_scroll = text_box_render(g, &L->overlay, "routing geometry of A across depth (j/k PgUp/PgDn scroll, "
+            a->geo_scroll = text_box_render(g, &L->overlay_wide, "routing geometry of A across depth (j/k PgUp/PgDn scroll, "
                                             "other keys close)", a->geo_lines, a->ngeo, a->geo_scroll);
-        else text_box_render(g, &L->overlay, "routing geometry (any key closes)", wait, 1, 0);
+        else text_box_render(g, &L->overlay_wide, "routing geometry (any key closes)", wait, 1, 0);
     }
 }

@@ -42,8 +42,8 @@ static int pin_series(const pin_set *pins, int metric_acc, int cur_wm, const dou
     return ns;
 }
 
-int export_curves_png(const explore_snapshot *v, const pin_set *pins, int metric_acc, const char *a_path,
-                      const char *b_path, const char *path, ms_err *err) {
+int export_curves_png(const explore_snapshot *v, const pin_set *pins, int metric_acc, const char *objective,
+                      const char *a_path, const char *b_path, const char *path, ms_err *err) {
     int T = v->T;
     if (T < 2 || !v->have_naive) return ms_fail(err, "%s: no curves yet", path);
     prov_date_now(); /* dated when written, not when the explorer started */
@@ -90,11 +90,19 @@ int export_curves_png(const explore_snapshot *v, const pin_set *pins, int metric
     char title[600], how[96];
     snprintf(how, sizeof how, "order %s, weight matching %s",
              v->req.order_stage ? cost_method_name(v->req.method) : "identity", v->req.wm_stage ? "on" : "off");
-    fig_pair_title(title, sizeof title, metric_acc ? "accuracy" : v->kind == LS_LAYER ? "layer-output loss" : "loss",
-                   a_path, b_path, how);
+    /* a network's curves say so, and which block, as curve --png's */
+    int net = objective && objective[0];
+    char what[160];
+    if (net && metric_acc) { /* "network accuracy, MoE block 2": the loss's wording without its loss */
+        const char *blk = strchr(objective, ',');
+        int len = blk ? (int)strcspn(blk, "(") : 0;
+        while (len > 0 && blk[len - 1] == ' ') len--;
+        snprintf(what, sizeof what, "network accuracy%.*s", len, blk ? blk : "");
+    } else snprintf(what, sizeof what, "%s", net ? objective : metric_acc ? "accuracy" : v->kind == LS_LAYER ? "layer-output loss" : "loss");
+    fig_pair_title(title, sizeof title, what, a_path, b_path, how);
     p.title = title;
     p.xlabel = "t";
-    p.ylabel = metric_acc ? "accuracy" : v->kind == LS_LAYER ? "layer-output loss" : "loss";
+    p.ylabel = metric_acc ? "accuracy" : net ? "network loss" : v->kind == LS_LAYER ? "layer-output loss" : "loss";
     p.series = s;
     p.nseries = ns;
     if (metric_acc) fig_accuracy_range(&p); /* the axis stops at 1 */

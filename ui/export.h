@@ -9,9 +9,10 @@
 
 /* The curves of v and the pinned ones (pins may be NULL) as a PNG at path
  * (SVG when it ends in .svg); metric_acc plots accuracy. The title names the
- * checkpoints a_path and b_path. */
-int export_curves_png(const explore_snapshot *v, const pin_set *pins, int metric_acc, const char *a_path,
-                      const char *b_path, const char *path, ms_err *err);
+ * checkpoints a_path and b_path, and what the loss is: objective, a network's
+ * ("network loss, MoE block 2 (...)"), or NULL or "" for a layer's. */
+int export_curves_png(const explore_snapshot *v, const pin_set *pins, int metric_acc, const char *objective,
+                      const char *a_path, const char *b_path, const char *path, ms_err *err);
 /* Every order's barrier over its rank, marked as landscape --png marks it
  * (figures.h; v must hold the complete landscape). */
 int export_landscape_png(const explore_snapshot *v, const char *a_path, const char *b_path, const char *path,

@@ -64,4 +64,5 @@ void layout_compute(ui_layout *L, int w, int h, int n) {
 
     int ovw = w - 8 < 90 ? w - 8 : 90, ovh = h - 4;
     L->overlay = (ui_rect){(w - ovw) / 2, 2, ovw, ovh};
+    L->overlay_wide = (ui_rect){4, 2, w - 8, ovh};
 }

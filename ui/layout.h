@@ -21,6 +21,7 @@ typedef struct {
     ui_rect title, heat, curves, orders, footer, message;
     int sep_x;          /* column of the separator between left and right */
     ui_rect overlay;    /* help / diagnostics box */
+    ui_rect overlay_wide; /* the routing geometry's box (r): as wide as the screen allows, for its tables */
 } ui_layout;
 
 /* n: experts (the orders pane is as wide as its rows need). */

@@ -487,7 +487,7 @@ static void do_png(app_state *a, const explore_snapshot *v, tui_ctx *c) {
         app_message(a, 1, "%s: every numbered name is taken", want);
         return;
     }
-    if (outputs_check_one(cur, NULL, OUT_FILE, c->paths, 3, &err) || export_curves_png(v, &a->pins, a->metric_acc, c->paths[0], c->paths[1], cur, &err)) {
+    if (outputs_check_one(cur, NULL, OUT_FILE, c->paths, 3, &err) || export_curves_png(v, &a->pins, a->metric_acc, a->info.objective, c->paths[0], c->paths[1], cur, &err)) {
         app_message(a, 1, "%s", err.msg);
         return;
     }
@@ -559,7 +559,7 @@ static void live_png(tui_ctx *c, app_state *a, const explore_snapshot *v) {
     curves_key_of(v, &a->pins, a->metric_acc, &k);
     if (c->live_written && curves_key_equal(&k, &c->live_last)) return;
     ms_err err;
-    if (export_curves_png(v, &a->pins, a->metric_acc, c->paths[0], c->paths[1], c->png_live, &err))
+    if (export_curves_png(v, &a->pins, a->metric_acc, a->info.objective, c->paths[0], c->paths[1], c->png_live, &err))
         app_message(a, 1, "%s", err.msg);
     c->live_last = k;
     c->live_written = 1;

@@ -143,14 +143,16 @@ static int name_width(const geometry *G, char *const *nm) {
 static void print_routers(FILE *fp, const geometry *G, char *const *nm) {
     int w = name_width(G, nm);
     fprintf(fp, "\nrouters (W~ = W minus its mean row: the translation removed)\n");
-    fprintf(fp, "  %-*s  experts  rank  s_min/s_max  logits from states  inputs' variance in: control  top-r PCs\n", w,
-            "layer");
+    // within 100 columns for a GPT-2's names (the explorer's r pane at 120 columns)
+    fprintf(fp, "  %-*s  experts  rank  s_min/s_max  logit error  variance: control  top-r PCs\n", w, "layer");
     for (int l = 0; l < G->L; l++) {
         const geo_layer *y = &G->layers[l];
         const geo_control *c = &y->ctl;
-        fprintf(fp, "  %-*s  %7d  %2d/%-2d %12.3g  %18.1e  %27.1f%%  %8.1f%%\n", w, nm[l], y->n, c->r, c->rmax,
+        fprintf(fp, "  %-*s  %7d  %2d/%-2d %12.3g  %11.1e  %16.1f%%  %8.1f%%\n", w, nm[l], y->n, c->r, c->rmax,
                 c->sv[c->r - 1] / c->sv[0], y->logit_error, 100 * y->var_control, 100 * y->var_pca);
     }
+    fprintf(fp, "  (logit error: the centred logits rebuilt from the states, largest relative deviation;\n"
+                "  variance: the inputs' share in the control subspace, and in the top r principal components)\n");
     for (int l = 0; l < G->L; l++) {
         const geo_layer *y = &G->layers[l];
         const geo_control *c = &y->ctl;

@@ -36,6 +36,10 @@ check "r: the routing geometry view" wait_for "routing geometry of A across dept
 check "its routers" wait_for "transformer.h.2.mlp"
 check "its canonical gauge's shared R^2 and eta_share are the command's ($SHARED, $ETA)" \
     wait_re "canonical gauge \(GPA\) +$SHARED +[-0-9.]+ +[-0-9.]+ +$ETA"
+# at 120 columns the routers' table keeps each row on one line (it wrapped in a 90-column box)
+tm resize-window -t t -x 120 -y 50
+check "120 columns: the routers' header on one line" wait_re "layer +experts +rank +s_min/s_max .* top-r PCs"
+check "120 columns: a router's row on one line" wait_re "transformer\.h\.2\.mlp +[0-9]+ +[0-9]+/[0-9]+ .*% +[0-9.]+%"
 tm send-keys -t t x
 check "another key closes it" wait_gone "routing geometry of A across depth"
 tm send-keys -t t r

@@ -34,6 +34,14 @@ check "the title: network loss, block 0" wait_for "network loss, MoE block 0"
 check_network_table "$WORK/l0.json" "block 0"
 check_block_switch "transformer.h.2.mlp" "network loss, MoE block 2"
 check_network_table "$WORK/l2.json" "block 2"
+# p: the curves figure says the loss is the network's, and of block 2
+tm send-keys -t t p
+check "p: the export directory asked" wait_for "export directory for p, e and x"
+tm send-keys -t t Enter
+check "p: the figure saved" wait_re "saved .*\.png"
+png=$(ls "$WORK"/*.png 2>/dev/null | head -1)
+title=$("$PYTHON" -c "import sys; sys.path.insert(0, sys.argv[2]); import testutil; print(testutil.png_info(sys.argv[1])[2].get('Title', ''))" "$png" "$TESTS_DIR/lib" 2>/dev/null)
+check "p: its title names the network loss and block 2 ($title)" grep -q "^network loss, MoE block 2 " <<<"$title"
 check_quit
 
 Q=$ROOT/sample-checkpoints/qwen3moe

@@ -1281,7 +1281,7 @@ static void test_pins(void) {
     snprintf(png, sizeof png, "%s/c.png", dir);
     snprintf(js, sizeof js, "%s/s.json", dir);
     ms_err err;
-    CHECK(export_curves_png(&f.v, &f.a.pins, 0, "a/seed1.safetensors", "a/seed2.safetensors", png, &err) == 0,
+    CHECK(export_curves_png(&f.v, &f.a.pins, 0, NULL, "a/seed1.safetensors", "a/seed2.safetensors", png, &err) == 0,
           "export: %s", err.msg);
     CHECK(file_has(png, "pin 1 [3 2 1 0] (barrier 0.2)") && file_has(png, "pin 2 [0 2 1 3] (barrier 0.4)"),
           "the PNG legend names the pins");

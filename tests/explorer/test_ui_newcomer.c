@@ -223,8 +223,8 @@ static void test_figure_pins_time(void) {
     ms_err err;
     setenv("SOURCE_DATE_EPOCH", "2000000000", 1); /* time passes in the explorer */
     env_refresh();
-    CHECK(export_curves_png(&f.v, &f.a.pins, 0, "d/seed1.safetensors", "d/seed2.safetensors", svg, &err) == 0 &&
-              export_curves_png(&f.v, &f.a.pins, 0, "d/seed1.safetensors", "d/seed2.safetensors", png, &err) == 0,
+    CHECK(export_curves_png(&f.v, &f.a.pins, 0, NULL, "d/seed1.safetensors", "d/seed2.safetensors", svg, &err) == 0 &&
+              export_curves_png(&f.v, &f.a.pins, 0, NULL, "d/seed1.safetensors", "d/seed2.safetensors", png, &err) == 0,
           "export: %s", err.msg);
     CHECK(file_has(png, "2033-05-18T03:33:20Z") && !file_has(png, "2001-09-09"), "PNG: Creation Time of the export");
     CHECK(file_has(png, "pin 1 [3 2 1 0] (barrier 0.2)") && file_has(png, "order [3 2 1 0] (barrier 0.2)"),
