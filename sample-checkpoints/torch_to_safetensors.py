@@ -23,7 +23,11 @@ read. A layer of your own (blocks.0.moe.gate.weight, ...) is opened with --layer
 its prefix: the script lists the MoE layers it sees (a '*.gate.weight') with the
 command that opens each. A GPT-2 Conv1D weight is stored (in, out):
 moescope reads the Hugging Face GPT-2 layout as it is (c_fc, c_proj), so keep its
-names; a Linear of your own is (out, in). Written to a temporary file, renamed into
+names; a Linear of your own is (out, in). The routing is metadata of the file
+(moescope.router, moescope.top_k): --top-k K for a top-k router, --dense for a dense
+softmax; without either moescope reads a layer of your own as dense (and says so at every
+load), so a top-2 model would be evaluated as another function. Hugging Face layouts take
+theirs from config.json. Written to a temporary file, renamed into
 place; an existing output is refused unless --force, and the input (or another name
 for it) always.
 """
@@ -108,11 +112,30 @@ def safetensors_bytes(tensors, metadata):
     return stlib.st_bytes(items, metadata)
 
 
+def routing_metadata(a, sd):
+    """moescope.router / moescope.top_k for --top-k / --dense, checked against every
+    MoE layer's n (the rows of its gate); raises ValueError"""
+    if a.top_k is None and not a.dense:
+        return {}
+    if a.top_k is not None:
+        for p in layers_of(sd):
+            n = sd[p + ".gate.weight"].shape[0]
+            if not 1 <= a.top_k <= n:
+                raise ValueError("--top-k %d: layer %s has n = %d experts (K must be 1..n)" % (a.top_k, p, n))
+        return {"moescope.router": "topk", "moescope.top_k": str(a.top_k)}
+    return {"moescope.router": "dense"}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("input", help="a torch.save file (.pt, .pth, .bin)")
     ap.add_argument("-o", "--output", required=True, help="the safetensors file to write")
     ap.add_argument("--force", action="store_true", help="replace an existing output")
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--top-k", type=int, metavar="K", help="the layers route each input to their top K experts "
+                   "(metadata moescope.router = topk, moescope.top_k = K)")
+    g.add_argument("--dense", action="store_true", help="the layers are dense softmax routers (metadata "
+                   "moescope.router = dense: moescope then reads them without a warning)")
     a = ap.parse_args(argv)
     try:
         import torch
@@ -132,7 +155,9 @@ def main(argv=None):
     try:
         obj = torch.load(a.input, map_location="cpu", weights_only=True)
         sd, said = state_dict_of(obj)
-        data = safetensors_bytes(sd, {"format": "pt", "converted_from": os.path.basename(a.input)})
+        meta = {"format": "pt", "converted_from": os.path.basename(a.input)}
+        meta.update(routing_metadata(a, sd))
+        data = safetensors_bytes(sd, meta)
     except Exception as e:  # noqa: BLE001 - one message naming the file
         print("torch_to_safetensors.py: %s: %s" % (a.input, e), file=sys.stderr)
         return 1
@@ -153,9 +178,17 @@ def main(argv=None):
     print("wrote %s (%d tensors)" % (a.output, len(sd)))
     for x in said:
         print("  dropped the prefix %s" % x)
-    for p in layers_of(sd):  # moescope's own layout: the prefix is the --layer
-        if not p.startswith(("transformer.", "model.", "vit.")):
-            print("  MoE layer %s: moescope info %s --layer %s" % (p, a.output, p))
+    own = [p for p in layers_of(sd) if not p.startswith(("transformer.", "model.", "vit."))]
+    for p in own:  # moescope's own layout: the prefix is the --layer
+        print("  MoE layer %s: moescope info %s --layer %s" % (p, a.output, p))
+    if a.top_k is not None:
+        print("  routing: top-%d of each layer's experts (metadata moescope.router = topk, moescope.top_k = %d)"
+              % (a.top_k, a.top_k))
+    elif a.dense:
+        print("  routing: dense softmax over every expert (metadata moescope.router = dense)")
+    elif own:  # said here, where it can still be given: a top-k model read as dense is another function
+        print("  routing: none given, so moescope reads %s as a dense softmax over every expert (and warns at "
+              "each load); a top-k model: convert again with --top-k K" % ("it" if len(own) == 1 else "each layer"))
     return 0
 
 

@@ -5,6 +5,7 @@ turns a state dict (under "state_dict", with DataParallel's "module.", torch.com
 "_orig_mod.", a "model." around a Hugging Face layout, each said) into the
 safetensors file moescope loads, every tensor byte for byte; refuses to overwrite, and
 never writes over its input (--force, a symlink) or a directory."""
+import json
 import os
 import shutil
 import subprocess
@@ -54,6 +55,8 @@ def main(tmp):
     check(all((t[k] == want[k]).all() for k in want if k in t), "convert: every tensor byte for byte")
     r = run("info", out)
     check(r.returncode == 0 and "n = 4 experts, d = 8, h = 16" in r.stdout, "info on the converted file: %s" % r.stderr)
+    check("no routing metadata" in r.stdout, "info: a layer without routing metadata says it is read as dense")
+    routing(tmp, pt)
     r = subprocess.run([sys.executable, CONV, old, "-o", out], capture_output=True, text=True)
     check(r.returncode == 1 and "exists" in r.stderr, "convert: an existing output refused: %s" % r.stderr)
     # never over the input, --force or not, by its name or another (it replaced the .pt)
@@ -67,6 +70,33 @@ def main(tmp):
     r = subprocess.run([sys.executable, CONV, pt, "-o", tmp], capture_output=True, text=True)
     check(r.returncode == 1 and "is a directory" in r.stderr, "convert: a directory as -o refused: %s" % r.stderr)
     wrappers(tmp, sd)
+
+
+def routing(tmp, pt):
+    """the converter says when no routing was given; --top-k K writes it, checked against n"""
+    out = os.path.join(tmp, "plain.safetensors")
+    r = subprocess.run([sys.executable, CONV, pt, "-o", out], capture_output=True, text=True)
+    check(r.returncode == 0 and "routing: none given" in r.stdout and "--top-k K" in r.stdout,
+          "convert without --top-k: says the layer will be read as dense: %s" % r.stdout)
+    out = os.path.join(tmp, "top2.safetensors")
+    r = subprocess.run([sys.executable, CONV, pt, "-o", out, "--top-k", "2"], capture_output=True, text=True)
+    check(r.returncode == 0 and "top-2" in r.stdout, "convert --top-k 2: %s %s" % (r.stdout, r.stderr))
+    _, meta = oracle.read_safetensors(out) if r.returncode == 0 else ({}, {})
+    check(meta.get("moescope.router") == "topk" and meta.get("moescope.top_k") == "2",
+          "convert --top-k 2: the routing metadata: %s" % meta)
+    r = run("info", out, "--json", os.path.join(tmp, "top2.json"))
+    j = json.load(open(os.path.join(tmp, "top2.json"))) if r.returncode == 0 else {}
+    check(j.get("router") == "topk" and j.get("k") == 2 and "no routing metadata" not in r.stdout,
+          "info on the --top-k 2 file: a top-2 router, no default: %s %s" % (j.get("router"), j.get("k")))
+    r = subprocess.run([sys.executable, CONV, pt, "-o", os.path.join(tmp, "top5.safetensors"), "--top-k", "5"],
+                       capture_output=True, text=True)
+    check(r.returncode == 1 and "n = 4 experts" in r.stderr and not os.path.exists(os.path.join(tmp, "top5.safetensors")),
+          "convert --top-k 5 of 4 experts refused, nothing written: %s" % r.stderr)
+    out = os.path.join(tmp, "dense.safetensors")
+    r = subprocess.run([sys.executable, CONV, pt, "-o", out, "--dense"], capture_output=True, text=True)
+    r2 = run("info", out) if r.returncode == 0 else r
+    check(r.returncode == 0 and "no routing metadata" not in r2.stdout and "warning" not in r2.stderr,
+          "convert --dense: read as dense without a warning: %s" % r2.stderr)
 
 
 def wrappers(tmp, sd):
