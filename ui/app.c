@@ -385,13 +385,13 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
         if (!moe_gate_centring_valid(&a->info.cfg)) // say why the toggle changes nothing
             app_message(a, 0, "gate centring %s - no effect: sigmoid scores have no translation "
                               "symmetry, so the gate cost never centres", a->req.center ? "on" : "off");
-        else if (a->req.method == COST_EXPERT)
-            app_message(a, 0, "gate centring %s: no effect on the expert cost (m switches to the gate cost)",
-                        a->req.center ? "on" : "off");
+        else if (!cost_methods[a->req.method].centres)
+            app_message(a, 0, "gate centring %s: no effect on the %s cost (m switches to the gate cost)",
+                        a->req.center ? "on" : "off", cost_method_name(a->req.method));
         else app_message(a, 0, "gate centring %s", a->req.center ? "on" : "off");
         return FX_SUBMIT;
     case ACT_TOGGLE_METHOD:
-        a->req.method = a->req.method == COST_GATE ? COST_EXPERT : COST_GATE;
+        a->req.method = (cost_method)((a->req.method + 1) % COST_NMETHODS); // the table's next row
         app_message(a, 0, "cost method %s", cost_method_name(a->req.method));
         return FX_SUBMIT;
     case ACT_TOGGLE_METRIC:

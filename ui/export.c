@@ -118,7 +118,7 @@ int export_landscape_png(const explore_snapshot *v, const char *a_path, const ch
     fig_landscape f = {.rows = v->rows, .orders = v->orders, .nrows = v->ndone, .n = v->n, .exhaustive = v->exhaustive,
                        .tau = rank_tau(v->have_naive ? v->naive.barrier : NAN), .a_path = a_path, .b_path = b_path,
                        .log_rank = v->ndone > 1000}; /* 40320 orders: the top ranks need the room */
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
         f.chosen[m] = v->have_methods ? v->method_order[m] : NULL;
         f.rank[m] = v->rank[m];
         f.tied[m] = v->tied[m];
@@ -146,7 +146,9 @@ static void path_stem(const char *path, int with_dir, char *out, int cap) {
 }
 
 static const char *order_stage_name(const explore_request *q) {
-    return !q->order_stage ? "identity" : q->method == COST_GATE ? (q->center ? "gate" : "gate-uncentred") : "expert";
+    if (!q->order_stage) return "identity";
+    if (cost_methods[q->method].centres && !q->center) return "gate-uncentred";
+    return cost_method_name(q->method);
 }
 
 void export_aligned_name(const char *b_path, const explore_request *q, char *out, int cap) {

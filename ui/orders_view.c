@@ -456,18 +456,21 @@ static void table_row(grid *g, const ui_rect *r, const orders_state *s, const ex
     row_order(v, row, ro);
     int is_id = 1;
     for (int k = 0; k < n; k++) is_id &= ro[k] == k;
-    char marks[6] = "     ";
+    enum { MK_ID = 1 + COST_NMETHODS, MK_SEL, MK_W }; // best, each method, identity, selected
+    char marks[MK_W + 1];
+    memset(marks, ' ', MK_W);
+    marks[MK_W] = 0;
     if (ri == s->best_row) marks[0] = '*';
     else if (orders_undistinguished(v, ri, s->best_row)) marks[0] = '~';
-    if (v->have_methods && !memcmp(ro, v->method_order[COST_GATE], sizeof(int) * (size_t)n)) marks[1] = 'G';
-    if (v->have_methods && !memcmp(ro, v->method_order[COST_EXPERT], sizeof(int) * (size_t)n)) marks[2] = 'E';
-    if (is_id) marks[3] = 'I';
-    if (v->have_selected && !memcmp(ro, v->selected.order, sizeof(int) * (size_t)n)) marks[4] = '>';
+    for (int m = 0; m < COST_NMETHODS; m++)
+        if (v->have_methods && !memcmp(ro, v->method_order[m], sizeof(int) * (size_t)n)) marks[1 + m] = cost_methods[m].mark;
+    if (is_id) marks[MK_ID] = 'I';
+    if (v->have_selected && !memcmp(ro, v->selected.order, sizeof(int) * (size_t)n)) marks[MK_SEL] = '>';
     /* a pin of this order: under the table's weight-matching setting first */
     int pi = s->pins ? pins_find(s->pins, ro, n, v->req.wm_stage) : -1;
     if (pi < 0 && s->pins) pi = pins_find(s->pins, ro, n, !v->req.wm_stage);
-    if (pi >= 0) marks[4] = pins_glyph(pi);
-    grid_text(g, r->x, y, 5, cur ? ROLE_CURSOR : ROLE_MARK, marks);
+    if (pi >= 0) marks[MK_SEL] = pins_glyph(pi);
+    grid_text(g, r->x, y, MK_W, cur ? ROLE_CURSOR : ROLE_MARK, marks);
     if (pi >= 0 && !cur) grid_role(g, r->x + 4, y, 1, ROLE_CURVE_PIN(pi));
     char ord[LS_MAX_N * 4 + 8];
     if (C->compact) { /* digits without spaces, as the filter accepts them (n <= 10) */
@@ -554,20 +557,27 @@ static void sample_line(const explore_snapshot *v, const sample_rank *sr, int w,
  * or one of these when lower) with how it was found. 0 when there is none. */
 static int outside_line(const explore_snapshot *v, char *buf, size_t cap) {
     if (!orders_sampled(v) || v->ndone < 1) return 0;
-    double best = INFINITY, bar[3];
+    enum { NQ = COST_NMETHODS + 1 }; // each method's order, the identity
+    double best = INFINITY, bar[NQ];
     for (long k = 0; k < v->ndone; k++) best = v->rows[k].barrier < best ? v->rows[k].barrier : best;
-    const char *name[3] = {"G gate", "E expert", "I identity"}, *how = "sampled";
+    char name[NQ][32], hows[NQ][48];
+    const char *how = "sampled";
     int id[LS_MAX_N], idin = 0, len = 0;
     for (int i = 0; i < v->n; i++) id[i] = i;
     for (long k = 0; k < v->ndone && !idin; k++) idin = explore_row_is(v, &v->rows[k], id);
-    bar[0] = v->method_in_rows[0] ? NAN : v->method_bar[0];
-    bar[1] = v->method_in_rows[1] ? NAN : v->method_bar[1];
-    bar[2] = idin ? NAN : v->req.wm_stage ? (v->have_skip ? v->skip_order.barrier : NAN)
-                                          : (v->have_naive ? v->naive.barrier : NAN);
-    for (int q = 0; q < 3; q++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
+        bar[m] = v->method_in_rows[m] ? NAN : v->method_bar[m];
+        snprintf(name[m], sizeof name[m], "%c %s", cost_methods[m].mark, cost_methods[m].name);
+        snprintf(hows[m], sizeof hows[m], "the %s method", cost_methods[m].name);
+    }
+    bar[NQ - 1] = idin ? NAN : v->req.wm_stage ? (v->have_skip ? v->skip_order.barrier : NAN)
+                                               : (v->have_naive ? v->naive.barrier : NAN);
+    snprintf(name[NQ - 1], sizeof name[NQ - 1], "I identity");
+    snprintf(hows[NQ - 1], sizeof hows[NQ - 1], "the identity");
+    for (int q = 0; q < NQ; q++) {
         if (isnan(bar[q])) continue;
         len += snprintf(buf + len, cap - (size_t)len, "%s%s %.4f", len ? ", " : "not sampled: ", name[q], bar[q]);
-        if (bar[q] < best) best = bar[q], how = q == 0 ? "the gate method" : q == 1 ? "the expert method" : "the identity";
+        if (bar[q] < best) best = bar[q], how = hows[q];
         if ((size_t)len >= cap) return 1;
     }
     if (!len) return 0;

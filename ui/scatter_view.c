@@ -77,8 +77,8 @@ static void draw_points(grid *g, const scatter_geom *G, const explore_snapshot *
     put_mark(g, G, x, y, best_row, '*');
     if (v->have_selected) put_mark(g, G, x, y, find_order(v, v->selected.order), '>');
     if (v->have_methods) {
-        put_mark(g, G, x, y, find_order(v, v->method_order[COST_GATE]), 'G');
-        put_mark(g, G, x, y, find_order(v, v->method_order[COST_EXPERT]), 'E');
+        for (int m = 0; m < COST_NMETHODS; m++)
+            put_mark(g, G, x, y, find_order(v, v->method_order[m]), cost_methods[m].mark);
     }
 }
 

@@ -106,7 +106,7 @@ static cJSON *state_json(const explore_snapshot *v, const pin_set *pins, const o
     cJSON_AddBoolToObject(ls, "exhaustive", v->exhaustive);
     cJSON_AddNumberToObject(ls, "norders", (double)v->norders);
     cJSON_AddNumberToObject(ls, "ndone", (double)v->ndone);
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
         cJSON *mo = cJSON_AddObjectToObject(ls, cost_method_name((cost_method)m));
         if (v->have_methods) cJSON_AddItemToObject(mo, "order", jorder(v->method_order[m], n));
         cJSON_AddItemToObject(mo, "rank", v->rank[m] > 0 ? cJSON_CreateNumber(v->rank[m]) : cJSON_CreateNull());

@@ -434,7 +434,7 @@ typedef struct {
     curves_key live_last;
     int live_written;
     unsigned long export_epoch; /* the export outcome last reported */
-    int flags_shown[2][2];      /* [method][centring]: its flags were on the status line */
+    int flags_shown[COST_NMETHODS][2]; /* [method][centring]: its flags were on the status line */
     /* `p` promised the landscape figure of these stages when it completes */
     int landscape_pending;
     explore_request landscape_req;
@@ -535,7 +535,7 @@ static void pending_landscape(tui_ctx *c, app_state *a, const explore_snapshot *
 static void diag_flags(tui_ctx *c, app_state *a, const explore_snapshot *v) {
     if (v->diag_state != EXPLORE_DIAG_READY) return;
     if (v->diag_method != a->req.method || v->diag_center != a->req.center) return;
-    int *shown = &c->flags_shown[v->diag_method == COST_GATE ? 0 : 1][v->diag_center ? 1 : 0];
+    int *shown = &c->flags_shown[v->diag_method][v->diag_center ? 1 : 0];
     if (*shown) return;
     *shown = 1;
     if (a->msg[0] && strncmp(a->msg, "top-1 routing", 13)) return;

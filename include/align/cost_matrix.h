@@ -5,12 +5,8 @@
 
 #include <stddef.h>
 
+#include "align/cost_method.h"
 #include "model/model.h"
-
-typedef enum { COST_GATE = 0, COST_EXPERT = 1 } cost_method;
-
-const char *cost_method_name(cost_method m);
-int cost_method_parse(const char *s, cost_method *m); /* "gate" | "expert" */
 
 /* C (n,n): C[i*n+j] = cost of putting B's expert j in A's slot i.
  * gate: sqrt(|Wbar^A_i - Wbar^B_j|^2 + (bbar^A_i - bbar^B_j)^2), centred over
@@ -27,7 +23,7 @@ int cost_matrix_src(const moe_model *A, const expert_source *sa, const moe_model
 /* The assignment cost of an order: sum_i C[i][order[i]] (C is (n,n)). */
 double cost_of_order(const double *C, const int *order, int n);
 /* How the expert cost is computed (tests, benchmarks); zero: the defaults. */
-typedef struct {
+typedef struct cost_tuning {
     int side;           /* 0 the cheaper side of the Gram products by their flops,
                          * 1 d x d Grams, 2 h x h products per pair */
     double block_bytes; /* d x d Grams formed in row blocks of at most this (0: 256 MiB) */
@@ -52,6 +48,9 @@ double cost_expert_flops(const moe_config *c, int na, int nb);
 int cost_expert_offered(const moe_config *c, int na, int nb, int streamed, char *why, size_t cap);
 /* Bytes the expert cost of na x nb experts of c allocates (on the side it picks). */
 double cost_expert_bytes(const moe_config *c, int na, int nb);
+/* The rows of cost_methods[] (cost_method.h): the gate and expert costs above. */
+int cost_gate(const cost_input *in, double *C, ms_err *err);
+int cost_expert(const cost_input *in, double *C, ms_err *err);
 /* Same for the shared experts (s,s), expert method. */
 int cost_matrix_shared(const moe_model *A, const moe_model *B, double *C, ms_err *err);
 

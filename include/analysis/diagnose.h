@@ -154,9 +154,10 @@ typedef struct {
     int n;
     diag_ckpt a, b;
     int heads_equal;
-    int *order[2];          /* (n) [COST_GATE], [COST_EXPERT] */
-    int *second_order[2];   /* (n) best assignment different from order */
-    double total[2], second[2], margin[2], margin_rel[2], cost_mean[2];
+    int *order[COST_NMETHODS];        /* (n) by cost_method */
+    int *second_order[COST_NMETHODS]; /* (n) best assignment different from order */
+    double total[COST_NMETHODS], second[COST_NMETHODS], margin[COST_NMETHODS];
+    double margin_rel[COST_NMETHODS], cost_mean[COST_NMETHODS];
     int methods_agree;
     cost_method method;     /* the chosen one */
     double *slot_resid;     // (n) WM residual of slot i: A's expert i vs B's expert order[i]

@@ -42,7 +42,7 @@ typedef struct {
                             * sample (a sampled landscape) */
     double loss_a, loss_b, acc_a, acc_b; /* the end points (accuracy NaN unless classifying) */
     st_curve naive, skip;
-    st_method m[2];        /* [COST_GATE], [COST_EXPERT] */
+    st_method m[COST_NMETHODS]; /* by cost_method */
     double zero_tied;      /* orders among the nranked tied at barrier 0 (B <= tau) */
     double zero_pct;       /* 100 zero_tied / nranked */
     double zero_lo, zero_hi; /* sampled: its 95% Wilson interval (percent); else = zero_pct */

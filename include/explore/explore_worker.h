@@ -50,7 +50,7 @@ typedef struct {
     double cost_total;
     /* the orders both methods choose (gate with req.center), for the marks */
     int have_methods;
-    int method_order[2][LS_MAX_N];
+    int method_order[COST_NMETHODS][LS_MAX_N];
     /* curves: valid when have_* is set */
     int have_naive, have_skip, have_current, have_selected;
     ls_curve naive, skip_order, current, selected;
@@ -89,16 +89,17 @@ typedef struct {
      * orders_in_set the estimated rank among all of them (inf when the set is;
      * its log10 is log10(pct/100) + orders_in_set_log10). Exhaustive tables:
      * pct = pct_lo = pct_hi = the exact percentile, rank_est = rank. */
-    double pct[2], pct_lo[2], pct_hi[2], rank_est[2];
+    double pct[COST_NMETHODS], pct_lo[COST_NMETHODS], pct_hi[COST_NMETHODS], rank_est[COST_NMETHODS];
     /* each method's order's barrier for the table's key (NaN unknown), and
      * whether it is among the rows (a sample need not hold it: the orders
      * pane lists it under the table then) */
-    double method_bar[2];
-    int method_in_rows[2];
+    double method_bar[COST_NMETHODS];
+    int method_in_rows[COST_NMETHODS];
     int failed;               /* the last request ended in an error (status says) */
-    int rank[2];              /* [COST_GATE], [COST_EXPERT], from the complete rows */
-    int tied[2], rank_auc[2]; /* tie class size and AUC tie-break rank (rank.h); 0 unknown */
-    double l_hat[2];          /* NaN when undefined */
+    int rank[COST_NMETHODS];  /* by cost_method, from the complete rows */
+    /* tie class size and AUC tie-break rank (rank.h); 0 unknown */
+    int tied[COST_NMETHODS], rank_auc[COST_NMETHODS];
+    double l_hat[COST_NMETHODS];  /* NaN when undefined */
     double loss_a, loss_b, acc_a, acc_b;
     /* what the landscape is doing while no row is out yet (it reports rows
      * only in its last phase): "" when idle; phase_since is the monotonic

@@ -164,20 +164,20 @@ typedef struct landscape {
     double *t;                  // (T)
     double loss_a, loss_b, acc_a, acc_b;
     ls_curve naive, skip_order;
-    ls_curve methods[2];        /* [COST_GATE], [COST_EXPERT] */
-    double *cost[2];            /* (n,n) each */
-    double cost_total[2];
-    int rank[2];                /* 1 + #{pi : B(pi) < B(chosen) - tau} (rank.h) */
-    int tied[2];                /* #{pi : |B(pi) - B(chosen)| <= tau}, the chosen included */
-    int rank_auc[2];            /* position with ties at tau broken by loss AUC (rank.h) */
+    ls_curve methods[COST_NMETHODS]; /* by cost_method (cost_method.h) */
+    double *cost[COST_NMETHODS];   /* (n,n) each */
+    double cost_total[COST_NMETHODS];
+    int rank[COST_NMETHODS];    /* 1 + #{pi : B(pi) < B(chosen) - tau} (rank.h) */
+    int tied[COST_NMETHODS];    /* #{pi : |B(pi) - B(chosen)| <= tau}, the chosen included */
+    int rank_auc[COST_NMETHODS];/* position with ties at tau broken by loss AUC (rank.h) */
     double tau;                 /* 1e-6 * max(B(naive), 1e-3) */
-    double l_hat[2];            /* NaN when the denominator is <= 0 */
+    double l_hat[COST_NMETHODS];            /* NaN when the denominator is <= 0 */
     /* L-hat scaled by the median barrier over the orders instead of the naive one:
      * 100 (B(chosen) - B(best)) / (B(median) - B(best)). The naive barrier is that
      * of B's identity order, which depends on how B's seed happened to label its
      * experts; the orders' median does not (NaN when the denominator is <= 0;
      * set once every order is done) */
-    double l_hat_median[2];
+    double l_hat_median[COST_NMETHODS];
     double median_barrier;
     long norders;               /* n! or the number sampled */
     long ndone;                 /* rows filled so far */
@@ -185,13 +185,13 @@ typedef struct landscape {
     uint8_t *orders;            /* (norders, n) every order, set before the first row:
                                  * row r's is orders + r.id * n (ls_order_get) */
     int exhaustive;             /* 0: sampled estimate */
-    double pct_lo[2], pct_hi[2];/* sampled: 95% CI of each method's rank percentile */
+    double pct_lo[COST_NMETHODS], pct_hi[COST_NMETHODS]; /* sampled: 95% CI of each method's rank percentile */
     int best, worst;            /* row indices (in the sorted rows) */
     /* In progress callbacks rows[0..done) are final (in the
      * order they finished); the rows are sorted only when all are done. */
     int ranks_ready;            /* rank, l_hat, best_barrier valid */
     double best_barrier;        /* B(best) (exhaustive: exact; sampled: over the sample) */
-    double rank_est[2];         /* sampled: estimated rank among all n! orders, 1 +
+    double rank_est[COST_NMETHODS]; /* sampled: estimated rank among all n! orders, 1 +
                                  * percentile * n_fact (inf when n_fact is) */
     double n_fact;              /* the orders ranked over: n!, or (m!)^g g! (groups);
                                  * inf past a double (all orders of n > 170) */
@@ -224,7 +224,7 @@ typedef struct landscape {
      * says why). */
     int nseq, boot_resamples;
     const char *boot_unit, *boot_why;
-    double rank_lo[2], rank_hi[2];
+    double rank_lo[COST_NMETHODS], rank_hi[COST_NMETHODS];
     double *unit_loss;             // (norders, T, nseq) by order id: each unit's loss at each point
 } landscape;
 

@@ -21,6 +21,9 @@ void fig_pair_title(char *buf, int cap, const char *metric, const char *a_path, 
  * above 1 nor below 0 (set on p, whose series must be set). */
 void fig_accuracy_range(plot_spec *p);
 
+/* The colour of method m's order and curve in every figure. */
+uint32_t fig_method_rgb(cost_method m);
+
 /* The landscape figure: rows sorted by barrier ascending. */
 typedef struct {
     const ls_row *rows;
@@ -28,8 +31,8 @@ typedef struct {
     long nrows;
     int n;                 /* experts */
     int exhaustive;
-    const int *chosen[2];  /* [COST_GATE], [COST_EXPERT] orders, NULL when unknown */
-    int rank[2], tied[2], rank_auc[2];
+    const int *chosen[COST_NMETHODS]; /* by cost_method, NULL when unknown */
+    int rank[COST_NMETHODS], tied[COST_NMETHODS], rank_auc[COST_NMETHODS];
     double tau;            /* tie tolerance (rank.h) */
     const char *a_path, *b_path; /* for the title; may be NULL */
     int log_rank;          /* the rank on a log axis */

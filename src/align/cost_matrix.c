@@ -21,27 +21,10 @@
 #include "core/progress.h"
 #include "model/symmetry.h"
 
-const char *cost_method_name(cost_method m) {
-    return m == COST_GATE ? "gate" : "expert";
-}
-
 double cost_of_order(const double *C, const int *order, int n) {
     double s = 0;
     for (int i = 0; i < n; i++) s += C[(size_t)i * n + order[i]];
     return s;
-}
-
-int cost_method_parse(const char *s, cost_method *m) {
-    if (!s) return -1;
-    if (!strcmp(s, "gate")) {
-        *m = COST_GATE;
-        return 0;
-    }
-    if (!strcmp(s, "expert")) {
-        *m = COST_EXPERT;
-        return 0;
-    }
-    return -1;
 }
 
 static const char *path_or(const moe_model *m, const char *dflt) {
@@ -520,17 +503,17 @@ int cost_matrix_src(const moe_model *A, const expert_source *sa, const moe_model
     return cost_matrix_tuned(A, sa, B, sb, method, center, NULL, C, err);
 }
 
-int cost_matrix_tuned(const moe_model *A, const expert_source *sa, const moe_model *B,
-                      const expert_source *sb, cost_method method, int center,
-                      const cost_tuning *tuning, double *C, ms_err *err) {
-    cost_tuning t = tuning_of(tuning);
-    if (check_shapes(A, B, err)) return -1;
-    if (method == COST_GATE) {
-        // centring removes a common translation: meaningful only where it is a
-        // symmetry (softmax scores); a sigmoid router's gate rows are compared as they are
-        gate_cost(A, B, center && moe_gate_centring_valid(&A->cfg), C);
-        return 0;
-    }
+int cost_gate(const cost_input *in, double *C, ms_err *err) {
+    // centring removes a common translation: meaningful only where it is a
+    // symmetry (softmax scores); a sigmoid router's gate rows are compared as they are
+    gate_cost(in->A, in->B, in->center && moe_gate_centring_valid(&in->A->cfg), C);
+    return 0;
+}
+
+int cost_expert(const cost_input *in, double *C, ms_err *err) {
+    const moe_model *A = in->A, *B = in->B;
+    const expert_source *sa = in->sa, *sb = in->sb;
+    cost_tuning t = tuning_of(in->tuning);
     char why[600];
     if (!expert_offered(&A->cfg, A->cfg.n, B->cfg.n, (sa && sa->read) || (sb && sb->read), &t, why,
                         sizeof why))
@@ -538,6 +521,14 @@ int cost_matrix_tuned(const moe_model *A, const expert_source *sa, const moe_mod
     if (expert_cost(A->experts, A->cfg.n, B->experts, B->cfg.n, sa, sb, &A->cfg, &t, C, err)) return -1;
     if (progress_cancelled()) return ms_fail(err, "cancelled"); // a listener's cancel (progress.h)
     return 0;
+}
+
+int cost_matrix_tuned(const moe_model *A, const expert_source *sa, const moe_model *B,
+                      const expert_source *sb, cost_method method, int center,
+                      const cost_tuning *tuning, double *C, ms_err *err) {
+    if (check_shapes(A, B, err)) return -1;
+    cost_input in = {.A = A, .B = B, .sa = sa, .sb = sb, .center = center, .tuning = tuning};
+    return cost_methods[method].cost(&in, C, err);
 }
 
 int cost_matrix_shared(const moe_model *A, const moe_model *B, double *C, ms_err *err) {

@@ -749,7 +749,7 @@ void diag_opts_default(diag_opts *o) {
 void diag_report_free(diag_report *r) {
     diag_ckpt_free(&r->a);
     diag_ckpt_free(&r->b);
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
         free(r->order[m]);
         free(r->second_order[m]);
     }
@@ -812,7 +812,7 @@ static int pair_margins(const moe_model *A, const moe_model *B, const diag_opts 
                         dg_list *out, ms_err *err) {
     int n = A->cfg.n;
     double *C = ms_malloc((size_t)n * n * sizeof(double)); // (n,n)
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
         r->order[m] = ms_malloc((size_t)n * sizeof(int));
         r->second_order[m] = ms_malloc((size_t)n * sizeof(int));
         r->total[m] = r->second[m] = r->margin[m] = r->margin_rel[m] = NAN;
@@ -1226,7 +1226,7 @@ int diag_write_json(const diag_report *r, const char *a_path, const char *b_path
     cJSON *p = cJSON_AddObjectToObject(root, "pair");
     cJSON_AddBoolToObject(p, "heads_equal", r->heads_equal);
     cJSON *ms = cJSON_AddObjectToObject(p, "methods");
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
         cJSON *o = cJSON_AddObjectToObject(ms, cost_method_name((cost_method)m));
         cJSON_AddItemToObject(o, "order", json_iarr(r->order[m], n));
         cJSON_AddItemToObject(o, "total", json_num(r->total[m]));

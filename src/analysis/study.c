@@ -102,7 +102,7 @@ void study_pair_from(st_pair *p, const landscape *L, int ia, int ib) {
     p->naive = curve_of(&L->naive);
     p->skip = curve_of(&L->skip_order);
     p->tau = L->tau;
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
         st_method *s = &p->m[m];
         s->c = curve_of(&L->methods[m]);
         memcpy(s->order, L->methods[m].order, sizeof s->order);

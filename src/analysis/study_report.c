@@ -183,7 +183,7 @@ static void print_intervals(const study *S, FILE *f, int lw) {
         fprintf(f, "%-*s", lw, shown);
         const st_curve *c[4] = {&p->naive, &p->skip, &p->m[0].c, &p->m[1].c};
         for (int i = 0; i < 4; i++) ci_cell(f, c[i]->bar_lo, c[i]->bar_hi, "[%.4f, %.4f]", 16);
-        for (int m = 0; m < 2; m++) ci_cell(f, p->m[m].rank_lo, p->m[m].rank_hi, "[%.0f, %.0f]", m ? 0 : 8);
+        for (int m = 0; m < COST_NMETHODS; m++) ci_cell(f, p->m[m].rank_lo, p->m[m].rank_hi, "[%.0f, %.0f]", m ? 0 : 8);
         fputc('\n', f);
     }
 }
@@ -354,8 +354,8 @@ static cJSON *pair_json(const study *S, const st_pair *p) {
     for (int i = 0; i < n; i++) id[i] = i;
     json_put(o, "naive.order", jorder(id, n));
     json_put(o, "skip_order.order", jorder(id, n));
-    for (int m = 0; m < 2; m++) {
-        const char *mn = m == 0 ? "gate" : "expert";
+    for (int m = 0; m < COST_NMETHODS; m++) {
+        const char *mn = cost_method_name((cost_method)m);
         char path[64];
         snprintf(path, sizeof path, "methods.%s.order", mn);
         json_put(o, path, jorder(p->m[m].order, n));
@@ -368,14 +368,19 @@ static cJSON *pair_json(const study *S, const st_pair *p) {
         }
     }
     if (p->nseq) {
-        const st_curve *c[4] = {&p->naive, &p->skip, &p->m[0].c, &p->m[1].c};
-        static const char *cp[4] = {"naive.barrier_ci95", "skip_order.barrier_ci95",
-                                    "methods.gate.barrier_ci95", "methods.expert.barrier_ci95"};
-        for (int i = 0; i < 4; i++) json_put(o, cp[i], jpair(c[i]->bar_lo, c[i]->bar_hi));
-        for (int m = 0; m < 2; m++)
-            if (isfinite(p->m[m].rank_lo))
-                json_put(o, m ? "methods.expert.rank_ci95" : "methods.gate.rank_ci95",
-                         jpair(p->m[m].rank_lo, p->m[m].rank_hi));
+        json_put(o, "naive.barrier_ci95", jpair(p->naive.bar_lo, p->naive.bar_hi));
+        json_put(o, "skip_order.barrier_ci95", jpair(p->skip.bar_lo, p->skip.bar_hi));
+        for (int m = 0; m < COST_NMETHODS; m++) {
+            char path[64];
+            snprintf(path, sizeof path, "methods.%s.barrier_ci95", cost_method_name((cost_method)m));
+            json_put(o, path, jpair(p->m[m].c.bar_lo, p->m[m].c.bar_hi));
+        }
+        for (int m = 0; m < COST_NMETHODS; m++)
+            if (isfinite(p->m[m].rank_lo)) {
+                char path[64];
+                snprintf(path, sizeof path, "methods.%s.rank_ci95", cost_method_name((cost_method)m));
+                json_put(o, path, jpair(p->m[m].rank_lo, p->m[m].rank_hi));
+            }
     }
     json_put(o, "best.order", jorder(p->best_order, n));
     json_put(o, "worst.order", jorder(p->worst_order, n));

@@ -513,7 +513,7 @@ int cli_align_option(cli_align_args *a, int ch, const char *arg, const char *cmd
     case 'o': a->out_path = arg; return 0;
     case 'm':
         if (cost_method_parse(arg, &a->ao.method))
-            return cli_usage_error(usage, "%s: --method must be gate or expert, not '%s'", cmd, arg);
+            return cli_usage_error(usage, "%s: --method must be %s, not '%s'", cmd, cost_method_choices(), arg);
         return 0;
     case 'C': a->ao.center = 0; return 0;
     case 'O': a->ao.order_stage = 0; return 0;
@@ -576,5 +576,5 @@ void cli_print_order(const cli_align_args *a, const align_result *res, int n) {
         printf("   (identity: expert-order step off)\n");
     else
         printf("   cost total %.6g (%s%s)\n", res->cost_total, cost_method_name(ao->method),
-               ao->method == COST_GATE ? (ao->center ? ", centred" : ", not centred") : "");
+               cost_methods[ao->method].centres ? (ao->center ? ", centred" : ", not centred") : "");
 }

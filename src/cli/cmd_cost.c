@@ -1,6 +1,7 @@
 /* cmd_cost.c - `moescope cost A B`: the n*n expert cost matrix and its
- * assignment. Both methods (gate, expert) are always computed; the chosen one's
- * matrix is printed, with both orders, totals and margins. */
+ * assignment. Every method of the table (cost_method.h) offered at the layer's
+ * size is computed; the chosen one's matrix is printed, with every order, total
+ * and margin. */
 #include <cJSON.h>
 #include <getopt.h>
 #include <math.h>
@@ -84,6 +85,21 @@ static void print_order_line(const char *name, const method_result *r, int n, in
     printf("%s\n", chosen ? "   (chosen)" : "");
 }
 
+/* the method's name, and for the gate whether its rows were centred */
+static void method_label(cost_method m, int center, const moe_config *c, char *buf, size_t cap) {
+    if (!cost_methods[m].centres) snprintf(buf, cap, "%s", cost_methods[m].name);
+    else
+        snprintf(buf, cap, "%s (%s)", cost_methods[m].name,
+                 center ? "centred" : moe_gate_centring_valid(c) ? "no centre" : "sigmoid");
+}
+
+/* 1 when every method picked the same order */
+static int orders_agree(const method_result *res, int n) {
+    for (int m = 1; m < COST_NMETHODS; m++)
+        if (memcmp(res[0].order, res[m].order, (size_t)n * sizeof(int))) return 0;
+    return 1;
+}
+
 static cJSON *order_json(const int *o, int n) {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(o[i]));
@@ -134,8 +150,8 @@ static int write_json(const char *path, const moe_model *A, const moe_model *B,
     cJSON_AddStringToObject(root, "b", B->path ? B->path : "");
     cJSON_AddStringToObject(root, "layer", A->layer ? A->layer : "moe");
     cJSON *methods = cJSON_CreateObject();
-    cJSON_AddItemToObject(methods, "gate", method_json(&res[COST_GATE], n));
-    cJSON_AddItemToObject(methods, "expert", method_json(&res[COST_EXPERT], n));
+    for (int m = 0; m < COST_NMETHODS; m++)
+        cJSON_AddItemToObject(methods, cost_methods[m].name, method_json(&res[m], n));
     cJSON_AddItemToObject(root, "methods", methods);
     if (agree < 0) cJSON_AddNullToObject(root, "agree");
     else cJSON_AddBoolToObject(root, "agree", agree);
@@ -184,8 +200,8 @@ int cmd_cost(int argc, char **argv) {
         switch (ch) {
         case 'm':
             if (cost_method_parse(optarg, &method))
-                return cli_usage_error(USAGE, "cost: --method must be gate or expert, not '%s'",
-                                       optarg);
+                return cli_usage_error(USAGE, "cost: --method must be %s, not '%s'",
+                                       cost_method_choices(), optarg);
             break;
         case 'C': center = 0; break;
         case 'l': layer = optarg; break;
@@ -209,24 +225,32 @@ int cmd_cost(int argc, char **argv) {
     if (cli_load_models_stream(pa, pb, layer, &A, &B, &sa, &sb)) return 1;
     note_same_checkpoint(pa, pb);
     int rc = 0;
-    method_result res[2];
+    method_result res[COST_NMETHODS];
     memset(res, 0, sizeof res);
-    // the exact expert cost is not offered past COST_EXPERT_MAX_FLOPS (DeepSeek-V3 sizes):
-    // the gate cost alone, and why
-    char why[600];
-    int expert_ok = cost_expert_offered(&A.cfg, A.cfg.n, B.cfg.n, sa.read || sb.read, why, sizeof why);
-    if (!expert_ok && method == COST_EXPERT) {
-        fprintf(stderr, "moescope: note: %s; showing the gate cost\n", why);
+    // a method not offered at this size (the exact expert cost past DeepSeek-V3 sizes):
+    // the others, and why
+    char why[COST_NMETHODS][600];
+    int offered[COST_NMETHODS], all = 1;
+    for (int m = 0; m < COST_NMETHODS; m++) {
+        offered[m] = cost_method_offered((cost_method)m, &A.cfg, A.cfg.n, B.cfg.n, sa.read || sb.read,
+                                         why[m], sizeof why[m]);
+        all = all && offered[m];
+    }
+    if (!offered[method]) {
+        fprintf(stderr, "moescope: note: %s; showing the gate cost\n", why[method]);
         method = COST_GATE;
     }
-    if (moe_check_compatible(&A, &B, &err) ||
-        solve_method(&A, &sa, &B, &sb, COST_GATE, center, &res[COST_GATE], &err) ||
-        (expert_ok && solve_method(&A, &sa, &B, &sb, COST_EXPERT, center, &res[COST_EXPERT], &err))) {
+    if (moe_check_compatible(&A, &B, &err)) {
         rc = cli_error("%s", err.msg);
         goto done;
     }
+    for (int m = 0; m < COST_NMETHODS; m++)
+        if (offered[m] && solve_method(&A, &sa, &B, &sb, (cost_method)m, center, &res[m], &err)) {
+            rc = cli_error("%s", err.msg);
+            goto done;
+        }
     int n = A.cfg.n;
-    int agree = expert_ok ? !memcmp(res[0].order, res[1].order, (size_t)n * sizeof(int)) : -1;
+    int agree = all ? orders_agree(res, n) : -1;
     const method_result *r = &res[method];
     // centring is a no-op where there is no translation symmetry (sigmoid scores)
     if (!moe_gate_centring_valid(&A.cfg)) center = 0;
@@ -236,7 +260,7 @@ int cmd_cost(int argc, char **argv) {
     free(elayer);
     printf("\ncost matrix, method %s%s (rows A0.., columns B0..; * = assigned):\n",
            cost_method_name(method),
-           method == COST_GATE ? (center ? ", centred" : ", not centred") : "");
+           cost_methods[method].centres ? (center ? ", centred" : ", not centred") : "");
     printf("     ");
     for (int j = 0; j < n; j++) {
         char lab[16];
@@ -252,24 +276,19 @@ int cmd_cost(int argc, char **argv) {
         printf("\n");
     }
     printf("\n");
-    print_order_line(center                              ? "gate (centred)"
-                     : moe_gate_centring_valid(&A.cfg) ? "gate (no centre)"
-                                                       : "gate (sigmoid)",
-                     &res[COST_GATE], n,
-                     method == COST_GATE);
-    if (expert_ok) {
-        print_order_line("expert", &res[COST_EXPERT], n, method == COST_EXPERT);
-        printf("methods agree:   %s\n", agree ? "yes" : "no");
-    } else {
-        printf("expert           not offered: %s\n", why);
+    for (int m = 0; m < COST_NMETHODS; m++) {
+        char label[64];
+        method_label((cost_method)m, center, &A.cfg, label, sizeof label);
+        if (offered[m]) print_order_line(label, &res[m], n, method == (cost_method)m);
+        else printf("%-16s not offered: %s\n", label, why[m]);
     }
+    if (all) printf("methods agree:   %s\n", agree ? "yes" : "no");
     if (A.cfg.s > 0) printf("(%d shared experts are ordered separately by align)\n", A.cfg.s);
 
     if (json && write_json(json, &A, &B, method, center, res, agree, &err))
         rc = cli_error("%s", err.msg);
 done:
-    method_free(&res[0]);
-    method_free(&res[1]);
+    for (int m = 0; m < COST_NMETHODS; m++) method_free(&res[m]);
     moe_free(&A);
     moe_free(&B);
     moe_source_close(&sa);

@@ -293,7 +293,7 @@ int cmd_curve(int argc, char **argv) {
             break;
         case 'm':
             if (cost_method_parse(optarg, &method))
-                return cli_usage_error(USAGE, "curve: --method must be gate or expert, not '%s'", optarg);
+                return cli_usage_error(USAGE, "curve: --method must be %s, not '%s'", cost_method_choices(), optarg);
             break;
         case 'C': center = 0; break;
         case 'W': wm = 0; break;

@@ -166,8 +166,8 @@ int cmd_diagnose(int argc, char **argv) {
         case 'l': layer = optarg; break;
         case 'm':
             if (cost_method_parse(optarg, &o.method))
-                return cli_usage_error(USAGE, "diagnose: --method must be gate or expert, not '%s'",
-                                       optarg);
+                return cli_usage_error(USAGE, "diagnose: --method must be %s, not '%s'",
+                                       cost_method_choices(), optarg);
             break;
         case OPT_NOCENTER: o.center = 0; break;
         case OPT_LS: o.landscape = 1; break;

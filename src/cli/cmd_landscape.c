@@ -173,9 +173,10 @@ static void print_row(const char *name, const int *order, int n, double bar, dou
 static int write_landscape_png(const landscape *L, const char *pa, const char *pb, int log_rank, const char *path,
                                ms_err *err) {
     fig_landscape f = {.rows = L->rows, .orders = L->orders, .nrows = L->norders, .n = L->n, .exhaustive = L->exhaustive,
-                       .chosen = {L->methods[0].order, L->methods[1].order}, .tau = L->tau, .a_path = pa, .b_path = pb,
+                       .tau = L->tau, .a_path = pa, .b_path = pb,
                        .log_rank = log_rank, .size = cli_figure_size()};
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
+        f.chosen[m] = L->methods[m].order;
         f.rank[m] = L->rank[m];
         f.tied[m] = L->tied[m];
         f.rank_auc[m] = L->rank_auc[m];
@@ -185,14 +186,20 @@ static int write_landscape_png(const landscape *L, const char *pa, const char *p
 
 /* loss curves of naive, skip-order and both methods, with the chord */
 static int write_curves_png(const landscape *L, const char *pa, const char *pb, const char *path, ms_err *err) {
-    const ls_curve *cv[4] = {&L->naive, &L->skip_order, &L->methods[0], &L->methods[1]};
-    const char *names[4] = {"naive", "skip-order", "gate cost", "expert cost"};
-    uint32_t cols[4] = {PLOT_RGB_NAIVE, PLOT_RGB_SKIP, PLOT_RGB_GATE, PLOT_RGB_EXPERT};
-    plot_series s[5];
-    char labels[4][160];
+    enum { NC = 2 + COST_NMETHODS }; // naive, skip-order, each method's order
+    const ls_curve *cv[NC] = {&L->naive, &L->skip_order};
+    char names[NC][48] = {"naive", "skip-order"};
+    uint32_t cols[NC] = {PLOT_RGB_NAIVE, PLOT_RGB_SKIP};
+    for (int m = 0; m < COST_NMETHODS; m++) {
+        cv[2 + m] = &L->methods[m];
+        snprintf(names[2 + m], sizeof names[2 + m], "%s cost", cost_method_name((cost_method)m));
+        cols[2 + m] = fig_method_rgb((cost_method)m);
+    }
+    plot_series s[NC + 1];
+    char labels[NC][160];
     memset(s, 0, sizeof s);
     double chord[2] = {L->loss_a, L->loss_b}, tx[2] = {0.0, 1.0};
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < NC; i++) {
         fig_curve_label(labels[i], sizeof labels[i], names[i], cv[i]->order, L->n, cv[i]->barrier, 0);
         s[i].label = labels[i];
         s[i].x = L->t;
@@ -201,12 +208,12 @@ static int write_curves_png(const landscape *L, const char *pa, const char *pb, 
         s[i].rgb = cols[i];
         s[i].markers = 1;
     }
-    s[4].label = "chord";
-    s[4].x = tx;
-    s[4].y = chord;
-    s[4].n = 2;
-    s[4].rgb = PLOT_RGB_CHORD;
-    s[4].dashed = 1;
+    s[NC].label = "chord";
+    s[NC].x = tx;
+    s[NC].y = chord;
+    s[NC].n = 2;
+    s[NC].rgb = PLOT_RGB_CHORD;
+    s[NC].dashed = 1;
     plot_spec p;
     plot_spec_init(&p, cli_figure_size());
     char title[600];
@@ -215,7 +222,7 @@ static int write_curves_png(const landscape *L, const char *pa, const char *pb, 
     p.xlabel = "t";
     p.ylabel = L->kind == LS_LAYER ? "layer-output loss" : "loss";
     p.series = s;
-    p.nseries = 5;
+    p.nseries = NC + 1;
     return plot_write(&p, path, err);
 }
 
@@ -253,17 +260,17 @@ static void print_sampled(const landscape *L) {
     ls_count_format(cnt, sizeof cnt, L->n_fact_log10);
     // the chosen orders are evaluated beside the sample, not drawn into it, so
     // they can lie below its best (L-hat is then 0: the best known is theirs)
+    int below = 0;
+    for (int m = 0; m < COST_NMETHODS; m++) below = below || L->methods[m].barrier < L->rows[L->best].barrier;
     printf("best, worst: of the %ld sampled orders%s\n", L->norders,
-           L->methods[0].barrier < L->rows[L->best].barrier || L->methods[1].barrier < L->rows[L->best].barrier
-               ? "; a chosen order lies below the sample's best"
-               : "");
-    for (int m = 0; m < 2; m++) {
+           below ? "; a chosen order lies below the sample's best" : "");
+    for (int m = 0; m < COST_NMETHODS; m++) {
         double p = (double)(L->rank[m] - 1) / L->norders;
         if (p > 0) ls_count_format(est, sizeof est, log10(p) + L->n_fact_log10);
         else snprintf(est, sizeof est, "1");
         printf("%s: %ld of %ld sampled orders are better; rank percentile %.2f%% (95%% CI "
                "%.2f%%..%.2f%%), estimated rank %s of %s\n",
-               m == 0 ? "gate" : "expert", (long)L->rank[m] - 1, L->norders, 100.0 * p,
+               cost_method_name((cost_method)m), (long)L->rank[m] - 1, L->norders, 100.0 * p,
                L->pct_lo[m], L->pct_hi[m], est, cnt);
     }
 }
@@ -274,9 +281,10 @@ static void print_error_bars(const landscape *L) {
     if (!L->nseq) return;
     printf("\nerror bars: 95%% bootstrap intervals over the evaluation set's %d %s (%d resamples):\n", L->nseq,
            L->boot_unit, LS_BOOT_RESAMPLES);
-    const ls_curve *cv[4] = {&L->naive, &L->skip_order, &L->methods[0], &L->methods[1]};
-    static const char *names[4] = {"naive", "skip-order", "gate", "expert"};
-    for (int a = 0; a < 4; a++) {
+    const ls_curve *cv[2 + COST_NMETHODS] = {&L->naive, &L->skip_order};
+    const char *names[2 + COST_NMETHODS] = {"naive", "skip-order"};
+    for (int m = 0; m < COST_NMETHODS; m++) cv[2 + m] = &L->methods[m], names[2 + m] = cost_method_name((cost_method)m);
+    for (int a = 0; a < 2 + COST_NMETHODS; a++) {
         printf("  %-11s barrier %.6g [%.6g, %.6g]", names[a], cv[a]->barrier, cv[a]->bar_lo, cv[a]->bar_hi);
         if (a >= 2 && L->boot_resamples)
             printf("  rank %d [%.0f, %.0f] of %ld orders", L->rank[a - 2], L->rank_lo[a - 2],
@@ -310,14 +318,14 @@ static void print_summary(const landscape *L, const moe_config *c, const ls_opts
     print_row("naive", L->naive.order, n, L->naive.barrier, L->naive.acc_barrier, L->naive.auc, NULL, 0);
     print_row("skip-order", L->skip_order.order, n, L->skip_order.barrier, L->skip_order.acc_barrier,
               L->skip_order.auc, NULL, 0);
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
         char rank[48];
         if (L->exhaustive && L->tied[m] > 1)
             snprintf(rank, sizeof rank, "%d/%ld (%d tied)", L->rank[m], L->norders, L->tied[m]);
         else if (L->exhaustive || scr) snprintf(rank, sizeof rank, "%d/%ld", L->rank[m], L->norders);
         else snprintf(rank, sizeof rank, "~%.3g%%", 100.0 * (L->rank[m] - 1) / L->norders);
         const ls_curve *cv = &L->methods[m];
-        print_row(m == 0 ? "gate" : "expert", cv->order, n, cv->barrier, cv->acc_barrier, cv->auc, rank,
+        print_row(cost_method_name((cost_method)m), cv->order, n, cv->barrier, cv->acc_barrier, cv->auc, rank,
                   L->l_hat[m]);
     }
     const ls_row *b = &L->rows[L->best], *w = &L->rows[L->worst];
@@ -369,9 +377,11 @@ static const char *screen_mark(const landscape *L, const uint8_t *o, char *buf, 
     int p[LS_MAX_N], n = L->n, len = 0;
     for (int i = 0; i < n; i++) p[i] = o[i];
     buf[0] = 0;
-    const ls_curve *cv[3] = {&L->methods[0], &L->methods[1], &L->skip_order};
-    static const char *names[3] = {"gate", "expert", "skip-order"};
-    for (int a = 0; a < 3; a++)
+    const ls_curve *cv[COST_NMETHODS + 1];
+    const char *names[COST_NMETHODS + 1];
+    for (int m = 0; m < COST_NMETHODS; m++) cv[m] = &L->methods[m], names[m] = cost_method_name((cost_method)m);
+    cv[COST_NMETHODS] = &L->skip_order, names[COST_NMETHODS] = "skip-order";
+    for (int a = 0; a <= COST_NMETHODS; a++)
         if (!memcmp(p, cv[a]->order, (size_t)n * sizeof(int)) && len < (int)cap)
             len += snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", names[a]);
     return buf;
@@ -676,14 +686,15 @@ int cmd_landscape(int argc, char **argv) {
     }
 
     print_summary(&L, &A->cfg, &lo, NULL);
-    for (int m = 0; m < 2; m++) // ties (rank.h): rank counts only orders more than tau below
+    for (int m = 0; m < COST_NMETHODS; m++) // ties (rank.h): rank counts only orders more than tau below
         if (L.tied[m] > 1)
             printf("%s: rank %d (tied: %d at %.4f; by AUC %d), tolerance %.3g\n",
-                   m == 0 ? "gate" : "expert", L.rank[m], L.tied[m], L.methods[m].barrier,
+                   cost_method_name((cost_method)m), L.rank[m], L.tied[m], L.methods[m].barrier,
                    L.rank_auc[m], L.tau);
-    printf("L-hat against the median order (labelling-free): gate %.2f, expert %.2f (median barrier %.6f; "
-           "L-hat above is against the naive, B's identity order)\n",
-           L.l_hat_median[0], L.l_hat_median[1], L.median_barrier);
+    printf("L-hat against the median order (labelling-free):");
+    for (int m = 0; m < COST_NMETHODS; m++)
+        printf("%s %s %.2f", m ? "," : "", cost_method_name((cost_method)m), L.l_hat_median[m]);
+    printf(" (median barrier %.6f; L-hat above is against the naive, B's identity order)\n", L.median_barrier);
     printf("\nranks known after %.3f s, all orders after %.3f s\n", L.secs_ranks, L.secs_total);
     if (split_wanted) print_split(&L);
 

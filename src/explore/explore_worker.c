@@ -111,30 +111,30 @@ struct explore_worker {
     cached_curve cache[CURVE_CACHE];
     int cache_T;
     unsigned long stamp;
-    double *cost[2];          /* (n, n) each */
+    double *cost[COST_NMETHODS]; /* (n, n) each */
     /* landscape thread only */
     landscape *cur_L;         /* the landscape being computed (for the callbacks) */
     double last_pub;
     /* ranks from the landscape's on_ranks, before every row is done (mu) */
     int have_early;
     ls_key early;
-    int early_order[2][LS_MAX_N];
-    int early_rank[2], early_tied[2], early_rank_auc[2];
-    double early_lhat[2];
-    double early_pct[2][4];   /* pct, pct_lo, pct_hi, rank_est */
+    int early_order[COST_NMETHODS][LS_MAX_N];
+    int early_rank[COST_NMETHODS], early_tied[COST_NMETHODS], early_rank_auc[COST_NMETHODS];
+    double early_lhat[COST_NMETHODS];
+    double early_pct[COST_NMETHODS][4]; /* pct, pct_lo, pct_hi, rank_est */
     /* each finished landscape's own method curves (a sample need not hold the
        method orders among its rows), per weight-matching stage (mu) */
     struct fin_curves {
         int valid;
         ls_key key;
-        int order[2][LS_MAX_N];
-        double bar[2], auc[2];
+        int order[COST_NMETHODS][LS_MAX_N];
+        double bar[COST_NMETHODS], auc[COST_NMETHODS];
     } fin[2];
     /* diagnostics (mu): the newest ask, and the results per [method][center] */
     int diag_want, diag_want_m, diag_want_c;
-    int diag_have[2][2], diag_fail[2][2];
-    dg_list diag_res[2][2];
-    char diag_err[2][2][256];
+    int diag_have[COST_NMETHODS][2], diag_fail[COST_NMETHODS][2];
+    dg_list diag_res[COST_NMETHODS][2];
+    char diag_err[COST_NMETHODS][2][256];
     /* a network (explore_start_net): its objective and the block's own inputs,
        prepared on the prep thread before the curves; prep_state under mu */
     net_objective *prep_no;
@@ -258,7 +258,7 @@ static int method_barrier(explore_worker *g, int m, double *b, double *auc) {
         return 1;
     }
     const struct fin_curves *f = &g->fin[g->rows_key.wm];
-    for (int q = 0; q < 2; q++)
+    for (int q = 0; q < COST_NMETHODS; q++)
         if (f->valid && ls_key_equal(f->key, g->rows_key) && !memcmp(f->order[q], o, sizeof(int) * (size_t)g->n)) {
             *b = f->bar[q], *auc = f->auc[q];
             return 1;
@@ -291,13 +291,13 @@ static void pub_estimate(explore_snapshot *p, int m) {
  * from complete rows. mu held. */
 static void pub_ranks(explore_worker *g) {
     explore_snapshot *p = &g->pub;
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
         p->rank[m] = p->tied[m] = p->rank_auc[m] = 0;
         p->l_hat[m] = p->pct[m] = p->pct_lo[m] = p->pct_hi[m] = p->rank_est[m] = NAN;
     }
     p->ranks_early = 0;
     ls_key key = key_of(&p->req);
-    for (int m = 0; m < 2; m++) { // the methods' barriers, whatever the ranks below
+    for (int m = 0; m < COST_NMETHODS; m++) { // the methods' barriers, whatever the ranks below
         double b, auc;
         int ok = p->have_methods && ls_key_equal(g->rows_key, key) && method_barrier(g, m, &b, &auc);
         p->method_bar[m] = ok ? b : NAN;
@@ -307,7 +307,7 @@ static void pub_ranks(explore_worker *g) {
         ls_key_equal(g->rows_key, key)) {
         /* final ranks before the table is: valid for the orders they were
            computed for (gate centring may have changed since) */
-        for (int m = 0; m < 2; m++)
+        for (int m = 0; m < COST_NMETHODS; m++)
             if (!memcmp(g->early_order[m], p->method_order[m], sizeof(int) * (size_t)g->n)) {
                 p->rank[m] = g->early_rank[m];
                 p->tied[m] = g->early_tied[m];
@@ -323,17 +323,17 @@ static void pub_ranks(explore_worker *g) {
     }
     if (!p->have_landscape || !p->have_methods || !p->have_naive || p->ndone < 1 || !ls_key_equal(g->rows_key, key)) return;
     if (!p->orders) return;
-    double b[2], auc[2], best = INFINITY;
-    int have[2];
-    for (int m = 0; m < 2; m++) have[m] = method_barrier(g, m, &b[m], &auc[m]);
+    double b[COST_NMETHODS], auc[COST_NMETHODS], best = INFINITY;
+    int have[COST_NMETHODS];
+    for (int m = 0; m < COST_NMETHODS; m++) have[m] = method_barrier(g, m, &b[m], &auc[m]);
     for (long k = 0; k < p->ndone; k++)
         if (p->rows[k].barrier < best) best = p->rows[k].barrier;
-    for (int m = 0; m < 2 && !p->exhaustive; m++) // a sample's best includes the chosen orders
+    for (int m = 0; m < COST_NMETHODS && !p->exhaustive; m++) // a sample's best includes the chosen orders
         if (have[m] && b[m] < best) best = b[m];
     rank_view rv = {.count = p->ndone, .width = g->n, .barrier = &p->rows[0].barrier,
                     .auc = &p->rows[0].auc, .orders8 = p->orders, .id = &p->rows[0].id,
                     .stride = sizeof(ls_row)};
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
         if (!have[m]) continue;
         rank_info ri;
         rank_chosen(&rv, b[m], auc[m], p->method_order[m], rank_tau(p->naive.barrier), &ri);
@@ -494,9 +494,9 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     pthread_mutex_unlock(&g->mu);
 
     // 1. both cost matrices (n, n) and their assignments
-    int order[2][LS_MAX_N];
-    double total[2];
-    for (int m = 0; m < 2; m++) {
+    int order[COST_NMETHODS][LS_MAX_N];
+    double total[COST_NMETHODS];
+    for (int m = 0; m < COST_NMETHODS; m++) {
         if (g->cancel_front) return ms_fail(err, "cancelled");
         char what[32];
         snprintf(what, sizeof what, "%s cost", cost_method_name((cost_method)m));
@@ -644,7 +644,7 @@ static void on_ranks(void *ctx, const landscape *L) {
     pthread_mutex_lock(&g->mu);
     g->have_early = 1;
     g->early = g->run;
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
         memcpy(g->early_order[m], L->methods[m].order, sizeof g->early_order[m]);
         g->early_rank[m] = L->rank[m];
         g->early_tied[m] = L->tied[m];
@@ -849,7 +849,7 @@ static void *ls_worker(void *arg) {
             struct fin_curves *f = &g->fin[wm];
             f->valid = 1;
             f->key = k;
-            for (int m = 0; m < 2; m++) {
+            for (int m = 0; m < COST_NMETHODS; m++) {
                 memcpy(f->order[m], L.methods[m].order, sizeof f->order[m]);
                 f->bar[m] = L.methods[m].barrier;
                 f->auc[m] = L.methods[m].auc;
@@ -1038,7 +1038,7 @@ void explore_export(explore_worker *g, const explore_request *q, const char *pat
 }
 
 void explore_request_diag(explore_worker *g, cost_method method, int center) {
-    int m = method == COST_GATE ? COST_GATE : COST_EXPERT, c = center ? 1 : 0;
+    int m = method >= 0 && method < COST_NMETHODS ? method : COST_EXPERT, c = center ? 1 : 0;
     pthread_mutex_lock(&g->mu);
     if (g->diag_have[m][c]) {
         g->diag_want = 0;
@@ -1072,7 +1072,7 @@ static void prep_finish(explore_worker *g, int rc, evalset *X, const ms_err *err
         g->own_E = *X;
         g->E = &g->own_E;
         g->prep_state = PREP_READY;
-        for (int m = 0; m < 2; m++)
+        for (int m = 0; m < COST_NMETHODS; m++)
             for (int c = 0; c < 2; c++) {
                 dg_list_free(&g->diag_res[m][c]);
                 g->diag_have[m][c] = g->diag_fail[m][c] = 0;
@@ -1179,14 +1179,14 @@ static explore_worker *worker_new(const moe_model *A, const moe_model *B, const 
     g->obj = obj;
     g->n = n;
     g->kind = obj ? obj->kind : E ? ls_kind_of(A, E) : LS_LAYER;
-    g->cost[0] = ms_malloc(sizeof(double) * (size_t)(n * n));
-    g->cost[1] = ms_malloc(sizeof(double) * (size_t)(n * n));
+    for (int m = 0; m < COST_NMETHODS; m++) {
+        g->cost[m] = ms_malloc(sizeof(double) * (size_t)(n * n));
+        g->pub.l_hat[m] = g->pub.method_bar[m] = NAN;
+    }
     g->pub.generation = 1;
     g->pub.n = n;
     g->pub.kind = g->kind;
     g->pub.cost = ms_calloc((size_t)(n * n), sizeof(double));
-    g->pub.l_hat[0] = g->pub.l_hat[1] = NAN;
-    g->pub.method_bar[0] = g->pub.method_bar[1] = NAN;
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv_front, NULL);
     pthread_cond_init(&g->cv_ls, NULL);
@@ -1356,13 +1356,12 @@ void explore_stop(explore_worker *g) {
     if (g->started_diag) pthread_join(g->th_diag, NULL);
     if (g->started_prep) pthread_join(g->th_prep, NULL);
     if (g->E == &g->own_E) evalset_free(&g->own_E);
-    for (int m = 0; m < 2; m++)
+    for (int m = 0; m < COST_NMETHODS; m++)
         for (int c = 0; c < 2; c++) dg_list_free(&g->diag_res[m][c]);
     for (int i = 0; i < CURVE_CACHE; i++)
         if (g->cache[i].used) ls_curve_free(&g->cache[i].c);
     explore_snapshot_free(&g->pub);
-    free(g->cost[0]);
-    free(g->cost[1]);
+    for (int m = 0; m < COST_NMETHODS; m++) free(g->cost[m]);
     free(g->saved[0].rows);
     free(g->saved[1].rows);
     free(g->saved[0].orders);

@@ -449,7 +449,8 @@ static void ls_problem_init(lsx *x, const moe_model *A, const moe_model *B, cons
     L->n_fact = ls_factorial(pb->n);
     L->n_fact_log10 = ls_factorial_log10(pb->n);
     L->best = L->worst = -1;
-    L->median_barrier = L->l_hat_median[0] = L->l_hat_median[1] = NAN;
+    L->median_barrier = NAN;
+    for (int m = 0; m < COST_NMETHODS; m++) L->l_hat_median[m] = NAN;
 }
 
 /* The four named alignments, as `align` and `curve` choose them: the two cost
@@ -465,11 +466,11 @@ static int ls_named_alignments(lsx *x, ls_named *nm, ms_err *err) {
     const ls_opts *o = x->pb.o;
     landscape *L = x->rs.L;
     int rc = 0;
-    for (int m = 0; m < 2 && !rc; m++) {
+    for (int m = 0; m < COST_NMETHODS && !rc; m++) {
         L->cost[m] = ms_malloc((size_t)c->n * c->n * sizeof(double));
-        rc = cost_matrix(A, B, m == 0 ? COST_GATE : COST_EXPERT, o->center, L->cost[m], err);
+        rc = cost_matrix(A, B, (cost_method)m, o->center, L->cost[m], err);
         if (!rc)
-            rc = align_order(c, L->cost[m], nm->curve[NM_GATE + m]->order, &L->cost_total[m], err);
+            rc = align_order(c, L->cost[m], nm->curve[NM_METHOD + m]->order, &L->cost_total[m], err);
     }
     for (int a = NM_NAIVE; a <= NM_SKIP; a++)
         for (int i = 0; i < c->n; i++) nm->curve[a]->order[i] = i;
@@ -696,9 +697,7 @@ static int ls_ranks_then_rest(lsx *x, ls_named *nm, ms_err *err) {
         ls_emit_row(x, k);
     }
     ls_report_progress(x);
-    double bmax = fmax(L->methods[0].barrier, L->methods[1].barrier);
-    bmax = nextafter(bmax + rank_tau(L->naive.barrier), INFINITY);
-    if (isnan(L->methods[0].barrier) || isnan(L->methods[1].barrier)) bmax = INFINITY;
+    double bmax = ls_methods_bound(L);
     long ncand = 0;
     long *cand = ms_malloc((size_t)rs->norders * sizeof(long));
     for (long k = rs->k0; k < rs->k1; k++)
@@ -819,7 +818,8 @@ int landscape_compute_tuned(const moe_model *A, const moe_model *B, const evalse
     blas_single_enter();
     lsx x;
     memset(&x, 0, sizeof x);
-    ls_named nm = {.curve = {&L->naive, &L->skip_order, &L->methods[0], &L->methods[1]}};
+    ls_named nm = {.curve = {&L->naive, &L->skip_order}};
+    for (int m = 0; m < COST_NMETHODS; m++) nm.curve[NM_METHOD + m] = &L->methods[m];
     ls_problem_init(&x, A, B, E, o, L);
     if (t) x.pb.tune = *t;
     // real-sized experts (one pair's weight-matching GEMMs >= 6 GFLOP): the cost

@@ -11,7 +11,7 @@
 #include "landscape/bootstrap.h"
 #include "landscape_int.h"
 
-/* vals (norders, R): order k's barrier in resample r; rk (2, R): the methods' ranks */
+/* vals (norders, R): order k's barrier in resample r; rk (COST_NMETHODS, R): the methods' ranks */
 static int boot_resample(const landscape *L, const ls_boot *b, const double *seq, int r, double *vals,
                          double *rk, double *means) {
     int T = L->T, S = b->S, R = b->R;
@@ -19,7 +19,7 @@ static int boot_resample(const landscape *L, const ls_boot *b, const double *seq
         ls_boot_means(b, seq + (size_t)k * T * S, T, r, means);
         vals[(size_t)k * R + r] = ls_boot_barrier_of(means, T);
     }
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
         ls_boot_means(b, L->methods[m].seq, T, r, means);
         double bm = ls_boot_barrier_of(means, T) - L->tau;
         long below = 0;
@@ -31,12 +31,13 @@ static int boot_resample(const landscape *L, const ls_boot *b, const double *seq
 
 int ls_boot_landscape(landscape *L, const double *seq, int S, const char *unit, atomic_int *cancel,
                       ms_err *err) {
-    if (!L->methods[0].seq || !L->methods[1].seq) return 0;
+    for (int m = 0; m < COST_NMETHODS; m++)
+        if (!L->methods[m].seq) return 0;
     int R = LS_BOOT_RESAMPLES, T = L->T;
     ls_boot b;
     ls_boot_init(&b, S, R, LS_BOOT_SEED);
     double *vals = ms_malloc((size_t)L->norders * R * sizeof(double));
-    double *rk = ms_malloc((size_t)2 * R * sizeof(double)), *means = ms_malloc((size_t)T * sizeof(double));
+    double *rk = ms_malloc((size_t)COST_NMETHODS * R * sizeof(double)), *means = ms_malloc((size_t)T * sizeof(double));
     int rc = 0;
     for (int r = 0; r < R && !rc; r++) {
         if (cancel && atomic_load(cancel)) rc = ms_fail(err, "cancelled");
@@ -50,7 +51,7 @@ int ls_boot_landscape(landscape *L, const double *seq, int S, const char *unit, 
             w->bar_lo = isnan(lo) ? lo : fmin(lo, w->barrier);
             w->bar_hi = isnan(hi) ? hi : fmax(hi, w->barrier);
         }
-        for (int m = 0; m < 2; m++) {
+        for (int m = 0; m < COST_NMETHODS; m++) {
             ls_boot_interval(rk + (size_t)m * R, R, LS_BOOT_LEVEL, &L->rank_lo[m], &L->rank_hi[m]);
             L->rank_lo[m] = fmin(L->rank_lo[m], L->rank[m]);
             L->rank_hi[m] = fmax(L->rank_hi[m], L->rank[m]);
@@ -89,7 +90,7 @@ int ls_named_intervals(const moe_model *A, const moe_model *B, const evalset *E,
     if (L->naive.seq || L->objective) return 0;
     int rc = ls_order_units(A, B, E, NULL, 0, &L->naive, err);
     if (!rc) rc = ls_order_units(A, B, E, NULL, 1, &L->skip_order, err);
-    for (int m = 0; m < 2 && !rc; m++) rc = ls_order_units(A, B, E, L->methods[m].order, wm, &L->methods[m], err);
+    for (int m = 0; m < COST_NMETHODS && !rc; m++) rc = ls_order_units(A, B, E, L->methods[m].order, wm, &L->methods[m], err);
     if (!rc) L->nseq = L->naive.nseq, L->boot_unit = "samples";
     return rc;
 }

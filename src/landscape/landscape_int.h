@@ -24,7 +24,8 @@
 #include "landscape/landscape_tuning.h"
 
 enum { SH_MAIN = 0, SH_NAIVE = 1, SH_SKIP = 2, SH_COUNT = 3 };
-enum { NM_NAIVE = 0, NM_SKIP = 1, NM_GATE = 2, NM_EXPERT = 3, NM_COUNT = 4 };
+/* the named curves: naive, skip-order, then each method's order (cost_method.h) */
+enum { NM_NAIVE = 0, NM_SKIP = 1, NM_METHOD = 2, NM_COUNT = NM_METHOD + COST_NMETHODS };
 
 /* Everything the per-order kernel reads is stored "lane-major": samples in
  * blocks of LS_L, and within a block a value for every sample side by side,
@@ -324,8 +325,11 @@ void ls_orders_fill(uint8_t *dst, int n, int groups, long norders, int exhaustiv
 long ls_order_index(const landscape *L, int exhaustive, int groups, long norders, const int *p);
 /* landscape_table.c: ranks (rank.h: tolerance tau, tie class, AUC tie-break), L-hat and the best
  * barrier from L's first filled rows; valid when every order not done has a
- * lower bound above both chosen barriers + tau */
+ * lower bound above every chosen barrier + tau */
 void ls_ranks(landscape *L, long filled, int exhaustive, long norders);
+/* the bound an order's lower bound must reach to rank no method differently: the
+ * largest method barrier + tau, just above (INFINITY when one is NaN) */
+double ls_methods_bound(const landscape *L);
 /* L's rows sorted by barrier (NaN last, then by order), best and worst set, ndone = norders */
 void ls_sort_rows(landscape *L);
 /* landscape_boot.c: the error bars (L->bar_lo .. rank_hi, bootstrap.h) from every

@@ -154,13 +154,17 @@ static int ox_sweep(ox *x, const long *ks, long cnt, double bmax, const char *wh
     return 0;
 }
 
-/* the four named curves, naive, skip-order and the two methods' orders, their
- * ends set; 1 when both methods chose one order (then one curve) */
-static int ox_named_init(ox *x, ls_curve **cv) {
+/* the named curves, naive, skip-order and each method's order, their ends set;
+ * same[a]: an earlier method's curve with a's order (then one curve), else -1 */
+static void ox_named_init(ox *x, ls_curve **cv, int *same) {
     landscape *L = x->L;
     const ls_objective *ob = x->obj;
-    cv[0] = &L->naive, cv[1] = &L->skip_order, cv[2] = &L->methods[0], cv[3] = &L->methods[1];
-    for (int a = 0; a < 4; a++) {
+    cv[NM_NAIVE] = &L->naive, cv[NM_SKIP] = &L->skip_order;
+    for (int m = 0; m < COST_NMETHODS; m++) cv[NM_METHOD + m] = &L->methods[m];
+    for (int a = 0; a < NM_COUNT; a++) {
+        same[a] = -1;
+        for (int b = NM_METHOD; a >= NM_METHOD && b < a && same[a] < 0; b++)
+            if (!memcmp(cv[a]->order, cv[b]->order, (size_t)x->n * sizeof(int))) same[a] = b;
         cv[a]->n = x->n;
         cv[a]->T = x->T;
         cv[a]->loss = ms_malloc((size_t)x->T * sizeof(double));
@@ -174,7 +178,6 @@ static int ox_named_init(ox *x, ls_curve **cv) {
             memcpy(cv[a]->seq + (size_t)(x->T - 1) * x->S, ob->seq_b, (size_t)x->S * sizeof(double));
         }
     }
-    return !memcmp(cv[2]->order, cv[3]->order, (size_t)x->n * sizeof(int));
 }
 
 /* named curve a (of ox_named_init) at point m: naive and skip-order move every
@@ -182,36 +185,38 @@ static int ox_named_init(ox *x, ls_curve **cv) {
  * table */
 static int ox_named_eval(ox *x, ls_curve *const *cv, int a, int m, double *loss, double *acc, ms_err *err) {
     int wm = x->o->wm;
-    int other = a == 0 ? wm : a == 1 ? !wm : 0;
-    int sh = a == 0 ? SH_NAIVE : a == 1 ? SH_SKIP : SH_MAIN;
-    int var = a == 0 ? LS_VAR_NAIVE : a == 1 ? LS_VAR_SKIP : LS_VAR_MAIN;
+    int other = a == NM_NAIVE ? wm : a == NM_SKIP ? !wm : 0;
+    int sh = a == NM_NAIVE ? SH_NAIVE : a == NM_SKIP ? SH_SKIP : SH_MAIN;
+    int var = a == NM_NAIVE ? LS_VAR_NAIVE : a == NM_SKIP ? LS_VAR_SKIP : LS_VAR_MAIN;
     return ox_eval(x, cv[a]->order, other, sh, var, m, loss, acc, x->seq ? cv[a]->seq + (size_t)m * x->S : NULL, err);
 }
 
-/* named curve a's value at point m; both methods' one order: curve 3 is curve 2 */
-static void ox_named_set(ls_curve *const *cv, int same, int a, int m, double loss, double acc) {
-    if (a == 3 && same) loss = cv[2]->loss[m], acc = cv[2]->acc ? cv[2]->acc[m] : acc;
-    if (a == 3 && same && cv[3]->seq) // the per-unit losses too
-        memcpy(cv[3]->seq + (size_t)m * cv[3]->nseq, cv[2]->seq + (size_t)m * cv[3]->nseq,
-               (size_t)cv[3]->nseq * sizeof(double));
+/* named curve a's value at point m; a method's order another chose first: that curve */
+static void ox_named_set(ls_curve *const *cv, const int *same, int a, int m, double loss, double acc) {
+    int b = same[a];
+    if (b >= 0) loss = cv[b]->loss[m], acc = cv[b]->acc ? cv[b]->acc[m] : acc;
+    if (b >= 0 && cv[a]->seq) // the per-unit losses too
+        memcpy(cv[a]->seq + (size_t)m * cv[a]->nseq, cv[b]->seq + (size_t)m * cv[a]->nseq,
+               (size_t)cv[a]->nseq * sizeof(double));
     cv[a]->loss[m] = loss;
     if (cv[a]->acc) cv[a]->acc[m] = acc;
 }
 
-/* the four named curves at every interior point */
+/* the named curves at every interior point */
 static int ox_named(ox *x, ms_err *err) {
-    ls_curve *cv[4];
-    int same = ox_named_init(x, cv);
+    ls_curve *cv[NM_COUNT];
+    int same[NM_COUNT];
+    ox_named_init(x, cv, same);
     for (int q = 0; q < x->npts; q++)
-        for (int a = 0; a < 4; a++) {
+        for (int a = 0; a < NM_COUNT; a++) {
             int m = x->pts[q];
             double loss = NAN, acc = NAN;
             if (ox_cancelled(x)) return ms_fail(err, "cancelled");
-            if (!(a == 3 && same) && ox_named_eval(x, cv, a, m, &loss, &acc, err)) return -1;
+            if (same[a] < 0 && ox_named_eval(x, cv, a, m, &loss, &acc, err)) return -1;
             ox_named_set(cv, same, a, m, loss, acc);
-            ox_phase(x, "named curves", (long)q * 4 + a + 1, 4L * x->npts);
+            ox_phase(x, "named curves", (long)q * NM_COUNT + a + 1, (long)NM_COUNT * x->npts);
         }
-    for (int a = 0; a < 4; a++) ls_curve_stats(cv[a]), ls_curve_interval(cv[a]);
+    for (int a = 0; a < NM_COUNT; a++) ls_curve_stats(cv[a]), ls_curve_interval(cv[a]);
     return 0;
 }
 
@@ -221,11 +226,10 @@ static int ox_alignments(ox *x, ms_err *err) {
     const moe_config *c = x->c;
     landscape *L = x->L;
     int rc = 0;
-    ls_curve *mc[2] = {&L->methods[0], &L->methods[1]};
-    for (int m = 0; m < 2 && !rc; m++) {
+    for (int m = 0; m < COST_NMETHODS && !rc; m++) {
         L->cost[m] = ms_malloc((size_t)c->n * c->n * sizeof(double));
-        rc = cost_matrix(x->A, x->B, m == 0 ? COST_GATE : COST_EXPERT, x->o->center, L->cost[m], err);
-        if (!rc) rc = align_order(c, L->cost[m], mc[m]->order, &L->cost_total[m], err);
+        rc = cost_matrix(x->A, x->B, (cost_method)m, x->o->center, L->cost[m], err);
+        if (!rc) rc = align_order(c, L->cost[m], L->methods[m].order, &L->cost_total[m], err);
     }
     for (int i = 0; i < c->n; i++) L->naive.order[i] = L->skip_order.order[i] = i;
     moe_config sc = moe_shared_config(c);
@@ -358,7 +362,7 @@ static void ox_free(ox *x) {
 /* a chosen order's row is its curve (the same evaluations) */
 static void ox_method_rows(ox *x) {
     landscape *L = x->L;
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
         long k = ls_order_index(L, x->exhaustive, x->groups, x->norders, L->methods[m].order);
         if (k < 0 || x->done[k]) continue;
         x->bar[k] = L->methods[m].barrier;
@@ -388,9 +392,7 @@ static int ox_orders(ox *x, ms_err *err) {
     if (!rc) rc = ox_named(x, err);
     if (!rc) {
         ox_method_rows(x);
-        double bmax = fmax(L->methods[0].barrier, L->methods[1].barrier);
-        bmax = nextafter(bmax + rank_tau(L->naive.barrier), INFINITY);
-        if (isnan(L->methods[0].barrier) || isnan(L->methods[1].barrier)) bmax = INFINITY;
+        double bmax = ls_methods_bound(L);
         for (long k = 0; k < x->norders; k++)
             if (!x->done[k] && x->bar[k] < bmax) ks[ncand++] = k;
         rc = ox_sweep(x, ks, ncand, bmax, "orders that can rank first", err);
@@ -408,39 +410,41 @@ static int ox_orders(ox *x, ms_err *err) {
 
 /* ---- split over processes (ls_opts.part) ----
  * Every value is an item: interior point pts[q] of a named curve or an order,
- * item q W + r with W = 4 + norders (r < 4: named curve r, else order r - 4),
+ * item q W + r with W = NM_COUNT + norders (r < NM_COUNT: named curve r, else
+ * order r - NM_COUNT),
  * t-major so that a process's share spans few points. Each process evaluates
  * its share (ls_share) and rank 0 gathers the values (as rows: id the item,
  * barrier its loss, acc_barrier its accuracy), then folds every order's points
  * in pts order, as the single process does: the same table, bit for bit. The
  * progress is the items done over all processes (rank 0's line). */
 
-/* item i's loss and accuracy; NaN for the items whose value is another's: the
- * second method's curve when both chose one order, the methods' orders' rows
- * (their curves' values: ox_method_rows), mk[2] */
-static int ox_item(ox *x, ls_curve *const *cv, int same, const long *mk, long i, double *loss, double *acc,
-                   ms_err *err) {
-    long W = 4 + x->norders, r = i % W;
+/* item i's loss and accuracy; NaN for the items whose value is another's: a
+ * method's curve when an earlier one chose its order, the methods' orders' rows
+ * (their curves' values: ox_method_rows), mk[COST_NMETHODS] */
+static int ox_item(ox *x, ls_curve *const *cv, const int *same, const long *mk, long i, double *loss,
+                   double *acc, ms_err *err) {
+    long W = NM_COUNT + x->norders, r = i % W;
     int m = x->pts[i / W], p[LS_MAX_N];
     *loss = *acc = NAN;
-    if (r < 4) return r == 3 && same ? 0 : ox_named_eval(x, cv, (int)r, m, loss, acc, err);
-    if (r - 4 == mk[0] || r - 4 == mk[1]) return 0;
-    ls_order_get(x->L->orders, x->n, r - 4, p);
+    if (r < NM_COUNT) return same[r] >= 0 ? 0 : ox_named_eval(x, cv, (int)r, m, loss, acc, err);
+    for (int k = 0; k < COST_NMETHODS; k++)
+        if (r - NM_COUNT == mk[k]) return 0;
+    ls_order_get(x->L->orders, x->n, r - NM_COUNT, p);
     return ox_eval(x, p, 0, SH_MAIN, LS_VAR_MAIN, m, loss, acc, NULL, err);
 }
 
 /* rank 0: the gathered values into the named curves and the orders' rows */
-static void ox_split_fold(ox *x, ls_curve *const *cv, int same, const ls_row *v) {
-    long W = 4 + x->norders;
+static void ox_split_fold(ox *x, ls_curve *const *cv, const int *same, const ls_row *v) {
+    long W = NM_COUNT + x->norders;
     for (int q = 0; q < x->npts; q++)
-        for (int a = 0; a < 4; a++) {
+        for (int a = 0; a < NM_COUNT; a++) {
             const ls_row *r = &v[q * W + a];
             ox_named_set(cv, same, a, x->pts[q], r->barrier, r->acc_barrier);
         }
-    for (int a = 0; a < 4; a++) ls_curve_stats(cv[a]);
+    for (int a = 0; a < NM_COUNT; a++) ls_curve_stats(cv[a]);
     for (long k = 0; k < x->norders; k++)
         for (int q = 0; q < x->npts; q++) {
-            const ls_row *r = &v[q * W + 4 + k];
+            const ls_row *r = &v[q * W + NM_COUNT + k];
             ox_fold(x, k, x->pts[q], r->barrier, r->acc_barrier);
         }
     const ls_opts *o = x->o;
@@ -455,10 +459,11 @@ static void ox_split_fold(ox *x, ls_curve *const *cv, int same, const ls_row *v)
 
 static int ox_split(ox *x, ms_err *err) {
     const ls_partition *part = x->o->part;
-    ls_curve *cv[4];
-    int same = ox_named_init(x, cv), rc = 0;
-    long total = (4 + x->norders) * x->npts, lo, hi, mk[2];
-    for (int m = 0; m < 2; m++)
+    ls_curve *cv[NM_COUNT];
+    int same[NM_COUNT], rc = 0;
+    ox_named_init(x, cv, same);
+    long total = (NM_COUNT + x->norders) * x->npts, lo, hi, mk[COST_NMETHODS];
+    for (int m = 0; m < COST_NMETHODS; m++)
         mk[m] = ls_order_index(x->L, x->exhaustive, x->groups, x->norders, x->L->methods[m].order);
     ls_share(total, part->rank, part->size, &lo, &hi);
     ls_row *v = ms_calloc((size_t)(part->rank ? hi - lo : total) + 1, sizeof(ls_row));

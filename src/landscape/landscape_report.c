@@ -129,7 +129,7 @@ int landscape_write_json_with(const landscape *L, const char *a_path, const char
     cJSON_AddItemToObject(root, "naive", ls_json_curve(&L->naive, n, 1));
     cJSON_AddItemToObject(root, "skip_order", ls_json_curve(&L->skip_order, n, 1));
     cJSON *methods = cJSON_CreateObject();
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
         cJSON *o = ls_json_curve(&L->methods[m], n, 1);
         cJSON_AddItemToObject(o, "cost", jnum(L->cost_total[m]));
         cJSON_AddNumberToObject(o, "rank", L->rank[m]);
@@ -153,7 +153,7 @@ int landscape_write_json_with(const landscape *L, const char *a_path, const char
             cJSON_AddItemToObject(o, "barrier_ci95", jpair(L->methods[m].bar_lo, L->methods[m].bar_hi));
             cJSON_AddItemToObject(o, "rank_ci95", jpair(L->rank_lo[m], L->rank_hi[m]));
         }
-        cJSON_AddItemToObject(methods, m == 0 ? "gate" : "expert", o);
+        cJSON_AddItemToObject(methods, cost_method_name((cost_method)m), o);
     }
     cJSON_AddItemToObject(root, "methods", methods);
     // the error bars' resampling (bootstrap.h); "none" with the reason when not computed

@@ -51,6 +51,15 @@ int ls_check_orders(const moe_config *c, const ls_opts *o, const char *path, ms_
     return 0;
 }
 
+double ls_methods_bound(const landscape *L) {
+    double bmax = -INFINITY;
+    for (int m = 0; m < COST_NMETHODS; m++) {
+        if (isnan(L->methods[m].barrier)) return INFINITY;
+        bmax = fmax(bmax, L->methods[m].barrier);
+    }
+    return nextafter(bmax + rank_tau(L->naive.barrier), INFINITY);
+}
+
 void ls_ranks(landscape *L, long filled, int exhaustive, long norders) {
     rank_view v = {.count = filled, .width = L->n, .barrier = &L->rows[0].barrier,
                    .auc = &L->rows[0].auc, .orders8 = L->orders, .id = &L->rows[0].id,
@@ -59,11 +68,11 @@ void ls_ranks(landscape *L, long filled, int exhaustive, long norders) {
     for (long k = 0; k < filled; k++)
         if (L->rows[k].barrier < best) best = L->rows[k].barrier;
     if (!exhaustive)
-        for (int m = 0; m < 2; m++)
+        for (int m = 0; m < COST_NMETHODS; m++)
             if (L->methods[m].barrier < best) best = L->methods[m].barrier;
     L->best_barrier = best;
     L->tau = rank_tau(L->naive.barrier);
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
         const ls_curve *c = &L->methods[m];
         rank_info ri;
         rank_chosen(&v, c->barrier, c->auc, c->order, L->tau, &ri);
@@ -108,7 +117,7 @@ void ls_sort_rows(landscape *L) {
     long nf = L->worst + 1;
     L->median_barrier = nf % 2 ? L->rows[nf / 2].barrier
                                : 0.5 * (L->rows[nf / 2 - 1].barrier + L->rows[nf / 2].barrier);
-    for (int m = 0; m < 2; m++)
+    for (int m = 0; m < COST_NMETHODS; m++)
         L->l_hat_median[m] = rank_l_hat(L->methods[m].barrier, L->best_barrier, L->median_barrier);
 }
 
@@ -124,10 +133,10 @@ void landscape_free(landscape *L) {
     free(L->t);
     ls_curve_free(&L->naive);
     ls_curve_free(&L->skip_order);
-    ls_curve_free(&L->methods[0]);
-    ls_curve_free(&L->methods[1]);
-    free(L->cost[0]);
-    free(L->cost[1]);
+    for (int m = 0; m < COST_NMETHODS; m++) {
+        ls_curve_free(&L->methods[m]);
+        free(L->cost[m]);
+    }
     free(L->rows);
     free(L->orders);
     free(L->proxy_barrier);

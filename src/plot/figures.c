@@ -64,25 +64,30 @@ static long find_row(const fig_landscape *f, const int *order) {
     return -1;
 }
 
+uint32_t fig_method_rgb(cost_method m) {
+    static const uint32_t rgb[COST_NMETHODS] = {[COST_GATE] = PLOT_RGB_GATE, [COST_EXPERT] = PLOT_RGB_EXPERT};
+    return rgb[m];
+}
+
 int fig_landscape_write(const fig_landscape *f, const char *path, ms_err *err) {
     if (f->nrows < 1) return ms_fail(err, "%s: no orders to plot", path);
     double *bars = ms_malloc((size_t)f->nrows * sizeof(double)); // (nrows)
     for (long k = 0; k < f->nrows; k++) bars[k] = f->rows[k].barrier;
-    long idx[5];
-    uint32_t rgb[5];
-    char lbuf[5][112];
-    const char *labels[5];
+    long idx[COST_NMETHODS + 3]; // the methods' orders, identity, plateau, best
+    uint32_t rgb[COST_NMETHODS + 3];
+    char lbuf[COST_NMETHODS + 3][112];
+    const char *labels[COST_NMETHODS + 3];
     int nm = 0;
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < COST_NMETHODS; m++) {
         long k = find_row(f, f->chosen[m]);
         if (k < 0) continue;
         idx[nm] = k;
         if (f->tied[m] > 1)
-            snprintf(lbuf[nm], sizeof lbuf[nm], "%s cost (rank %d, tied %d, by AUC %d)", m == 0 ? "gate" : "expert",
+            snprintf(lbuf[nm], sizeof lbuf[nm], "%s cost (rank %d, tied %d, by AUC %d)", cost_method_name((cost_method)m),
                      f->rank[m], f->tied[m], f->rank_auc[m]);
         else
-            snprintf(lbuf[nm], sizeof lbuf[nm], "%s cost (rank %d)", m == 0 ? "gate" : "expert", f->rank[m]);
-        rgb[nm++] = m == 0 ? PLOT_RGB_GATE : PLOT_RGB_EXPERT;
+            snprintf(lbuf[nm], sizeof lbuf[nm], "%s cost (rank %d)", cost_method_name((cost_method)m), f->rank[m]);
+        rgb[nm++] = fig_method_rgb((cost_method)m);
     }
     int id[LS_MAX_N];
     for (int i = 0; i < f->n; i++) id[i] = i;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "landscape/rank.h"
+#include "plot/figures.h"
 #include "plot/plot_write.h"
 
 /* One panel's spec and the arrays it points into (x: 2 nr doubles, free it). */
@@ -35,18 +36,18 @@ static void panel_build(const landscape *L, int m, const plot_size *size, panel 
     P->cx = cost_of_order(L->cost[m], L->methods[m].order, n), P->cy = L->methods[m].barrier;
     P->bx = x[L->best], P->by = y[L->best];
     snprintf(P->lab_all, sizeof P->lab_all, "%s %ld orders", L->exhaustive ? "all" : "sampled", nr);
-    snprintf(P->lab_ch, sizeof P->lab_ch, "the %s-cost order (rank %d)", m == 0 ? "gate" : "expert",
+    snprintf(P->lab_ch, sizeof P->lab_ch, "the %s-cost order (rank %d)", cost_method_name((cost_method)m),
              L->rank[m]);
     snprintf(P->lab_best, sizeof P->lab_best, "best order (barrier %.3g)", P->by);
     snprintf(P->title, sizeof P->title, "%s cost against loss barrier: Spearman rho = %.3f",
-             m == 0 ? "gate" : "expert", rank_spearman(x, y, nr));
+             cost_method_name((cost_method)m), rank_spearman(x, y, nr));
     P->s[0] = (plot_series){.label = P->lab_all, .x = x, .y = y, .n = (int)nr,
                             .rgb = PLOT_RGB_OTHER, .markers = 1, .no_line = 1,
                             .marker_size = nr > 2000 ? 1.5 : 3};
     P->s[1] = (plot_series){.label = P->lab_best, .x = &P->bx, .y = &P->by, .n = 1,
                             .rgb = PLOT_RGB_BEST, .markers = 1, .no_line = 1, .marker_size = 8};
     P->s[2] = (plot_series){.label = P->lab_ch, .x = &P->cx, .y = &P->cy, .n = 1,
-                            .rgb = m == 0 ? PLOT_RGB_GATE : PLOT_RGB_EXPERT, .markers = 1,
+                            .rgb = fig_method_rgb((cost_method)m), .markers = 1,
                             .no_line = 1, .marker_size = 6};
     plot_spec *p = &P->p;
     plot_spec_init(p, size);
@@ -64,13 +65,14 @@ static void panel_build(const landscape *L, int m, const plot_size *size, panel 
 }
 
 int landscape_write_scatter_png(const landscape *L, const plot_size *size, const char *path, ms_err *err) {
-    if (L->ndone < 1 || !L->cost[0] || !L->cost[1]) return ms_fail(err, "%s: no orders to plot", path);
-    panel *P = ms_calloc(2, sizeof(panel));
-    for (int m = 0; m < 2; m++) panel_build(L, m, size, &P[m]);
-    const plot_spec *panels[2] = {&P[0].p, &P[1].p};
-    int rc = plot_write_stack(panels, 2, path, err);
-    free(P[0].x);
-    free(P[1].x);
+    int ok = L->ndone >= 1;
+    for (int m = 0; m < COST_NMETHODS; m++) ok = ok && L->cost[m];
+    if (!ok) return ms_fail(err, "%s: no orders to plot", path);
+    panel *P = ms_calloc(COST_NMETHODS, sizeof(panel)); // a panel per method, stacked
+    const plot_spec *panels[COST_NMETHODS];
+    for (int m = 0; m < COST_NMETHODS; m++) panel_build(L, m, size, &P[m]), panels[m] = &P[m].p;
+    int rc = plot_write_stack(panels, COST_NMETHODS, path, err);
+    for (int m = 0; m < COST_NMETHODS; m++) free(P[m].x);
     free(P);
     return rc;
 }

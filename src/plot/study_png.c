@@ -16,11 +16,12 @@
 /* The two panels and the arrays their series point into. */
 typedef struct {
     plot_spec bars, strip;
-    plot_series *bar_ser; // (4 P)
-    double *bar_xy;       // (4 P, 4): x0 x1 y0 y1
-    plot_series strip_ser[2 + 2 * 64];
-    double *strip_xy;     // (2, P) x, (2, P) y
-    double ci[64][4];
+    plot_series *bar_ser; // (NB P), NB = 2 + COST_NMETHODS
+    double *bar_xy;       // (NB P, 4): x0 x1 y0 y1
+    plot_series strip_ser[COST_NMETHODS * (1 + 32)];
+    double *strip_xy;     // (COST_NMETHODS, P) x, (COST_NMETHODS, P) y
+    double ci[COST_NMETHODS * 32][4];
+    char labels[2 + COST_NMETHODS][48]; // the bars' legend: naive, skip-order, each method
     char (*names)[96];    // (P) the pairs' names, in the table's order
     const char **xcat;    // (P) the bars' axis: names[k] at k + 1
     const char **ycat;    // (P) the strip's, top down: names[P - 1 - j] at j + 1
@@ -55,22 +56,30 @@ static void pair_names(const study *S, study_fig *F) {
 /* bars: each bar is a thick two-point line from 0 to its value */
 /* panel sizes from the figure size (--size; NULL 960 x 600): bars 0.9, strip 0.5 of its height */
 static void bars_build(const study *S, const plot_size *size, study_fig *F) {
-    static const uint32_t col[4] = {PLOT_RGB_NAIVE, PLOT_RGB_SKIP, PLOT_RGB_GATE, PLOT_RGB_EXPERT};
-    static const char *lab[4] = {"naive", "skip-order", "gate cost", "expert cost"};
-    int P = S->npairs, ns = 4 * P;
+    enum { NB = 2 + COST_NMETHODS }; // naive, skip-order, each method's order
+    uint32_t col[NB] = {PLOT_RGB_NAIVE, PLOT_RGB_SKIP};
+    char (*labs)[48] = F->labels;
+    snprintf(labs[0], sizeof labs[0], "naive");
+    snprintf(labs[1], sizeof labs[1], "skip-order");
+    for (int m = 0; m < COST_NMETHODS; m++) {
+        col[2 + m] = fig_method_rgb((cost_method)m);
+        snprintf(labs[2 + m], sizeof labs[2 + m], "%s cost", cost_method_name((cost_method)m));
+    }
+    int P = S->npairs, ns = NB * P;
     plot_series *ser = F->bar_ser = ms_calloc((size_t)ns, sizeof(plot_series));
     double *xy = F->bar_xy = ms_malloc((size_t)ns * 4 * sizeof(double));
     double ymax = 0;
     for (int k = 0; k < P; k++) {
         const st_pair *p = &S->pairs[k];
-        double v[4] = {p->naive.barrier, p->skip.barrier, p->m[0].c.barrier, p->m[1].c.barrier};
-        for (int b = 0; b < 4; b++) {
-            double *q = xy + (size_t)(4 * k + b) * 4;
-            q[0] = q[1] = (k + 1) + (b - 1.5) * 0.18;
+        double v[NB] = {p->naive.barrier, p->skip.barrier};
+        for (int m = 0; m < COST_NMETHODS; m++) v[2 + m] = p->m[m].c.barrier;
+        for (int b = 0; b < NB; b++) {
+            double *q = xy + (size_t)(NB * k + b) * 4;
+            q[0] = q[1] = (k + 1) + (b - (NB - 1) / 2.0) * (0.72 / NB); // NB bars in 0.72 of a pair
             q[2] = 0;
             q[3] = isfinite(v[b]) ? v[b] : NAN;
             if (isfinite(v[b]) && v[b] > ymax) ymax = v[b];
-            ser[4 * k + b] = (plot_series){.label = k == 0 ? lab[b] : NULL, .x = q, .y = q + 2,
+            ser[NB * k + b] = (plot_series){.label = k == 0 ? labs[b] : NULL, .x = q, .y = q + 2,
                                            .n = 2, .rgb = col[b]};
         }
     }
@@ -90,31 +99,36 @@ static void bars_build(const study *S, const plot_size *size, study_fig *F) {
     F->bars = sp;
 }
 
+/* method m's row within a pair's band of the strip: 0.24 between methods */
+static double strip_offset(int m) {
+    return ((COST_NMETHODS - 1) / 2.0 - m) * 0.24;
+}
+
 static void strip_build(const study *S, const plot_size *size, study_fig *F) {
     int P = S->npairs;
     plot_series *ser = F->strip_ser;
     int ns = 0;
-    double *buf = F->strip_xy = ms_malloc((size_t)P * 4 * sizeof(double));
-    static const uint32_t col[2] = {PLOT_RGB_GATE, PLOT_RGB_EXPERT};
+    double *buf = F->strip_xy = ms_malloc((size_t)P * 2 * COST_NMETHODS * sizeof(double));
     double (*ci)[4] = F->ci;
-    for (int m = 0; m < 2; m++) {
-        double *x = buf + (size_t)m * P, *y = buf + (size_t)(2 + m) * P;
+    for (int m = 0; m < COST_NMETHODS; m++) {
+        double *x = buf + (size_t)m * P, *y = buf + (size_t)(COST_NMETHODS + m) * P;
         for (int k = 0; k < P; k++) {
             x[k] = S->pairs[k].m[m].rank_percentile;
-            y[k] = P - k + (m ? -0.12 : 0.12); /* the first pair on top, the methods side by side */
+            y[k] = P - k + strip_offset(m); /* the first pair on top, the methods side by side */
         }
-        ser[ns++] = (plot_series){.label = m ? "expert cost" : "gate cost", .x = x, .y = y, .n = P,
-                                  .rgb = col[m], .markers = 1, .no_line = 1, .marker_size = 5};
+        ser[ns++] = (plot_series){.label = F->labels[2 + m], .x = x, .y = y, .n = P,
+                                  .rgb = fig_method_rgb((cost_method)m), .markers = 1, .no_line = 1,
+                                  .marker_size = 5};
     }
     // sampled landscapes: the 95% interval of each percentile (first 32 pairs)
     for (int k = 0; k < P && k < 32; k++)
-        for (int m = 0; m < 2; m++) {
+        for (int m = 0; m < COST_NMETHODS; m++) {
             const st_pair *p = &S->pairs[k];
             if (p->exhaustive) continue;
-            double *q = ci[2 * k + m];
+            double *q = ci[COST_NMETHODS * k + m];
             q[0] = p->m[m].pct_lo, q[1] = p->m[m].pct_hi;
-            q[2] = q[3] = P - k + (m ? -0.12 : 0.12);
-            ser[ns++] = (plot_series){.x = q, .y = q + 2, .n = 2, .rgb = col[m]};
+            q[2] = q[3] = P - k + strip_offset(m);
+            ser[ns++] = (plot_series){.x = q, .y = q + 2, .n = 2, .rgb = fig_method_rgb((cost_method)m)};
         }
     plot_spec sp;
     plot_spec_init(&sp, size);
