@@ -48,6 +48,8 @@ double cost_expert_flops(const moe_config *c, int na, int nb);
 int cost_expert_offered(const moe_config *c, int na, int nb, int streamed, char *why, size_t cap);
 /* Bytes the expert cost of na x nb experts of c allocates (on the side it picks). */
 double cost_expert_bytes(const moe_config *c, int na, int nb);
+/* -1 with a message naming both files when A's and B's experts cannot be compared. */
+int cost_check_shapes(const moe_model *A, const moe_model *B, ms_err *err);
 /* The rows of cost_methods[] (cost_method.h): the gate and expert costs above. */
 int cost_gate(const cost_input *in, double *C, ms_err *err);
 int cost_expert(const cost_input *in, double *C, ms_err *err);

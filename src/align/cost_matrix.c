@@ -32,7 +32,7 @@ static const char *path_or(const moe_model *m, const char *dflt) {
 }
 
 /* Shapes the costs need; moe_check_compatible checks the rest (head, router). */
-static int check_shapes(const moe_model *A, const moe_model *B, ms_err *err) {
+int cost_check_shapes(const moe_model *A, const moe_model *B, ms_err *err) {
     const moe_config *a = &A->cfg, *b = &B->cfg;
     if (a->n != b->n || a->d != b->d || a->h != b->h || a->s != b->s || a->act != b->act)
         return ms_fail(err,
@@ -492,17 +492,6 @@ static int expert_cost(const moe_expert *ea, int na, const moe_expert *eb, int n
     return P.failed ? -1 : 0;
 }
 
-int cost_matrix(const moe_model *A, const moe_model *B, cost_method method, int center,
-                double *C, ms_err *err) {
-    return cost_matrix_src(A, NULL, B, NULL, method, center, C, err);
-}
-
-int cost_matrix_src(const moe_model *A, const expert_source *sa, const moe_model *B,
-                    const expert_source *sb, cost_method method, int center, double *C,
-                    ms_err *err) {
-    return cost_matrix_tuned(A, sa, B, sb, method, center, NULL, C, err);
-}
-
 int cost_gate(const cost_input *in, double *C, ms_err *err) {
     // centring removes a common translation: meaningful only where it is a
     // symmetry (softmax scores); a sigmoid router's gate rows are compared as they are
@@ -523,16 +512,8 @@ int cost_expert(const cost_input *in, double *C, ms_err *err) {
     return 0;
 }
 
-int cost_matrix_tuned(const moe_model *A, const expert_source *sa, const moe_model *B,
-                      const expert_source *sb, cost_method method, int center,
-                      const cost_tuning *tuning, double *C, ms_err *err) {
-    if (check_shapes(A, B, err)) return -1;
-    cost_input in = {.A = A, .B = B, .sa = sa, .sb = sb, .center = center, .tuning = tuning};
-    return cost_methods[method].cost(&in, C, err);
-}
-
 int cost_matrix_shared(const moe_model *A, const moe_model *B, double *C, ms_err *err) {
-    if (check_shapes(A, B, err)) return -1;
+    if (cost_check_shapes(A, B, err)) return -1;
     moe_config sc = moe_shared_config(&A->cfg); // shared experts have their own width
     cost_tuning t = tuning_of(NULL);
     if (A->cfg.s > 0) return expert_cost(A->shared, A->cfg.s, B->shared, B->cfg.s, NULL, NULL, &sc, &t, C, err);

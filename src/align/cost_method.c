@@ -41,3 +41,23 @@ const char *cost_method_choices(void) {
     }
     return buf;
 }
+
+/* The entry points of cost_matrix.h: every method through its row. */
+int cost_matrix(const moe_model *A, const moe_model *B, cost_method method, int center, double *C,
+                ms_err *err) {
+    return cost_matrix_src(A, NULL, B, NULL, method, center, C, err);
+}
+
+int cost_matrix_src(const moe_model *A, const expert_source *sa, const moe_model *B,
+                    const expert_source *sb, cost_method method, int center, double *C,
+                    ms_err *err) {
+    return cost_matrix_tuned(A, sa, B, sb, method, center, NULL, C, err);
+}
+
+int cost_matrix_tuned(const moe_model *A, const expert_source *sa, const moe_model *B,
+                      const expert_source *sb, cost_method method, int center,
+                      const cost_tuning *tuning, double *C, ms_err *err) {
+    if (cost_check_shapes(A, B, err)) return -1;
+    cost_input in = {.A = A, .B = B, .sa = sa, .sb = sb, .center = center, .tuning = tuning};
+    return cost_methods[method].cost(&in, C, err);
+}
