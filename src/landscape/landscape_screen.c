@@ -24,16 +24,16 @@ static void survivor_add(uint8_t *given, long *cnt, int n, const int *p) {
     (*cnt)++;
 }
 
-/* the survivors: the best keep on the subset, both methods' orders, the identity */
+/* the survivors: the best keep on the subset, every method's order, the identity */
 static uint8_t *survivors(const landscape *sub, int keep, long *cnt) {
     int n = sub->n, p[LS_MAX_N];
-    uint8_t *given = ms_malloc(((size_t)keep + 3) * n);
+    uint8_t *given = ms_malloc(((size_t)keep + COST_NMETHODS + 1) * n);
     *cnt = 0;
     for (long r = 0; r < keep && r < sub->norders; r++) {
         ls_order_get(sub->orders, n, sub->rows[r].id, p);
         survivor_add(given, cnt, n, p);
     }
-    for (int m = 0; m < 2; m++) survivor_add(given, cnt, n, sub->methods[m].order);
+    for (int m = 0; m < COST_NMETHODS; m++) survivor_add(given, cnt, n, sub->methods[m].order);
     for (int i = 0; i < n; i++) p[i] = i;
     survivor_add(given, cnt, n, p);
     return given;
@@ -44,7 +44,7 @@ static uint8_t *survivors(const landscape *sub, int keep, long *cnt) {
 static const ls_curve *sub_named(const landscape *sub, const uint8_t *order, int wm) {
     int n = sub->n, p[LS_MAX_N];
     for (int i = 0; i < n; i++) p[i] = order[i];
-    for (int m = 0; m < 2; m++)
+    for (int m = 0; m < COST_NMETHODS; m++)
         if (!memcmp(p, sub->methods[m].order, (size_t)n * sizeof(int))) return &sub->methods[m];
     return wm ? &sub->skip_order : &sub->naive;
 }
