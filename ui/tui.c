@@ -2,8 +2,8 @@
  * load and check the inputs (errors reported like the command line, before
  * the screen opens; no terminal is refused), then loop: poll explore_poll,
  * render the app into a grid, blit the grid, wait up to 30 ms for a key.
- * Everything slow (curves, landscape, diagnostics, the aligned export) runs
- * on the worker. One teardown restores the terminal on every exit path
+ * Everything slow (curves, landscape, diagnostics, the aligned export, a
+ * network's backbone values) runs on the worker. One teardown restores the terminal on every exit path
  * (normal, error, SIGINT/SIGTERM/SIGHUP, exit()). */
 #define NCURSES_WIDECHAR 1
 #include <curses.h>
@@ -321,7 +321,7 @@ static void eval_fits(const tui_inputs *in, int i, const char *e_path, char *why
  * replaced). */
 static int net_block_setup(tui_inputs *in, int k, net_objective **obj, moe_model *A, moe_model *B, ms_err *err) {
     subject_net *n = in->net;
-    net_obj_opts o = {.chosen = k, .interp_backbone = n->interp_backbone};
+    net_obj_opts o = {.chosen = k, .interp_backbone = n->interp_backbone, .values_later = 1};
     align_opts_default(&o.other);
     if (net_objective_create(&n->A, &n->B, &n->E, &o, obj, err)) return -1;
     moe_clone(A, &n->A.moe[k]);
@@ -331,7 +331,7 @@ static int net_block_setup(tui_inputs *in, int k, net_objective **obj, moe_model
 
 /* The worker of the shown network block. */
 static explore_worker *net_worker_start(tui_inputs *in, ms_err *err) {
-    return explore_start_net(in->A, in->B, in->obj, &in->net->A, &in->net->E, in->net->block, err);
+    return explore_start_net(in->A, in->B, in->obj, &in->net->A, &in->net->B, &in->net->E, in->net->block, err);
 }
 
 /* Everything checked before the screen opens, each problem reported like the
@@ -364,7 +364,8 @@ static int load_inputs(const tui_args *a, tui_inputs *in) {
     subject_spec sp = {.kind = a->e_path ? SUBJECT_DETECT : SUBJECT_LAYER, .pa = a->pa, .pb = a->pb,
                        .e_path = a->e_path, .layer = a->layer, .interp_backbone = a->interp_backbone,
                        .uses = MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG,
-                       .ignore_capture = 1}; // a set of another layer: that layer without curves
+                       .ignore_capture = 1,  // a set of another layer: that layer without curves
+                       .values_later = 1};   // a network's backbones: read by the worker, the screen first
     in->subj = ms_calloc(1, sizeof(subject));
     if ((rc = cli_subject_load(in->subj, &sp, "", TUI_USAGE))) {
         inputs_free(in);
@@ -441,6 +442,7 @@ typedef struct {
     layer_switch sw;            /* l: the layer loading off the UI thread */
     explore_geometry *geo;      /* r: the routing geometry, started the first time it is shown */
     int geo_done;               /* its report is the app's */
+    int geo_waiting;            /* asked for on a network whose backbones are still being read */
 } tui_ctx;
 
 /* name in the export directory (an absolute name as it is) */
@@ -807,9 +809,11 @@ static int input_event(int c, app_state *app, const explore_snapshot *v) {
 /* r: the routing geometry of A, computed once: a network's MoE blocks on its
  * evaluation set, else A's MoE layers on the --eval file as a capture of every
  * layer's inputs (inputs.L; otherwise the report says why there is none) */
-static void geometry_start(tui_ctx *ctx, app_state *app) {
+static void geometry_start(tui_ctx *ctx, app_state *app, const explore_snapshot *v) {
     if (ctx->geo || ctx->geo_done) return;
     const tui_inputs *in = ctx->in;
+    ctx->geo_waiting = in->net && !v->net_values; // the worker reads them: started once they are in
+    if (ctx->geo_waiting) return;
     if (in->net) {
         ctx->geo = explore_geometry_network(&in->net->A, &in->net->E);
     } else if (ctx->paths[2]) {
@@ -870,6 +874,7 @@ static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
             live_png(ctx, app, &v);
             pending_landscape(ctx, app, &v);
             diag_flags(ctx, app, &v);
+            if (ctx->geo_waiting) geometry_start(ctx, app, &v);
         }
         if (dirty) {
             screen_draw(scr, app, &v);
@@ -908,7 +913,7 @@ static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
         }
         if (fx & FX_DIAG) explore_request_diag(g, app->req.method, app->req.center);
         if (fx & FX_LAYER) layer_request(ctx, app);
-        if (fx & FX_GEOMETRY) geometry_start(ctx, app);
+        if (fx & FX_GEOMETRY) geometry_start(ctx, app, &v);
         if (fx & FX_QUIT) quit = 1;
         live_png(ctx, app, &v); /* a toggle of the metric changes the figure at once */
     }

@@ -38,6 +38,9 @@ typedef struct {
     int ignore_capture;         /* a layer's set captured at another layer is taken anyway */
     int mapped;                 /* one network only evaluated: its MoE blocks' weights stay
                                    mapped in their dtype (net_load_mapped) */
+    int values_later;           /* a network's backbones without their values (net_load_ckpt_later):
+                                   the caller reads and checks them later (the explorer, off its
+                                   screen); every shape, the MoE blocks and the set checked now */
 } subject_spec;
 
 /* A network pair: A and B whole, the token or image set, the chosen block. */

@@ -117,6 +117,9 @@ typedef struct {
      * rows of its evaluation with the time left, "frozen prefix: rows
      * 512/8192, 0:42 left"; "" when there is none (or it ended) */
     char prep[128];
+    /* a network's backbones are read and checked (explore_start_net): the
+     * routing geometry may read them; 0 before, and for a layer */
+    int net_values;
     /* the ranks came early (landscape on_ranks): rank/l_hat above are final
      * although the table is still filling in */
     int ranks_early;
@@ -159,15 +162,20 @@ explore_worker *explore_start_obj(const moe_model *A, const moe_model *B, const 
                                   const ls_objective *obj, ms_err *err);
 /* A network's MoE block without waiting for the network: A and B the block's
  * layers, no the objective of its loss as net_objective_create left it (the
- * worker prepares it: the frozen prefix and the end points), net and set the
- * network A and its evaluation set, for the block's own inputs (the
- * diagnostics'; data-free until they are in). All borrowed, outliving the
- * worker. The costs, assignments and data-free diagnostics come at once; the
- * curves and the landscape once the preparation is done (snapshot.prep says
- * how far it is); explore_stop cancels it within one panel of rows. */
-explore_worker *explore_start_net(const moe_model *A, const moe_model *B, net_objective *no,
-                                  const net_model *net, const net_evalset *set, int block, ms_err *err);
-/* the preparation's last step, after net_objective_prepare's (NET_PREP_*) */
+ * worker prepares it: the frozen prefix and the end points), net and net_b the
+ * networks A and B (their backbones' values read by the worker when they are
+ * not in, net_load_backbone, and checked on set) and set their evaluation set,
+ * for the block's own inputs (the diagnostics'; data-free until they are in).
+ * All borrowed, outliving the worker; nothing else touches net and net_b until
+ * explore_stop. The costs, assignments and data-free diagnostics come at once;
+ * the curves and the landscape once the preparation is done (snapshot.prep
+ * says how far it is, net_values when the backbones are in); explore_stop
+ * cancels it within one tensor, block or panel of rows. */
+explore_worker *explore_start_net(const moe_model *A, const moe_model *B, net_objective *no, net_model *net,
+                                  net_model *net_b, const net_evalset *set, int block, ms_err *err);
+/* the preparation's steps: the backbones' reading ("load seed1 backbone") and
+ * check before net_objective_prepare's (NET_PREP_*), and its last after them */
+#define EXPLORE_PREP_CHECK "checking the magnitudes"
 #define EXPLORE_PREP_INPUTS "the block's own inputs"
 void explore_submit(explore_worker *g, const explore_request *r);
 /* Ask for the diagnostics of (method, center). Never blocks: a result

@@ -60,6 +60,9 @@ const char *st_dtype_name(st_dtype d);
 /* Has a reader (st_read_*, st_copy_out) taken t's values since st_open? What a
  * model ignores is found by it (net_check_unused). */
 int st_was_read(const st_file *f, const st_tensor *t);
+/* Count t as read: a reader takes its values later, from a file opened again
+ * (a network loaded without its backbone's values, net_load_ckpt_later). */
+void st_mark_read(const st_file *f, const st_tensor *t);
 
 /* Read any float dtype as float32 into out (t->numel floats). Fails, naming
  * the file, tensor and element index, if a value is NaN or infinite. */

@@ -29,6 +29,10 @@ int net_evalset_file_is(const st_file *f);
  * GPT-2: token ids, T <= n_positions, every id < vocab_size; ViT: images of
  * num_channels channels, image_size high and wide, every label < the classes */
 int net_evalset_check(const net_evalset *e, const net_model *m, ms_err *err);
+/* The same but the magnitudes of m's values (net_range.h): for a network
+ * loaded without its backbone's values (net_load_ckpt_later), whose reader
+ * calls net_evalset_check once they are in. */
+int net_evalset_check_shape(const net_evalset *e, const net_model *m, ms_err *err);
 void net_evalset_free(net_evalset *e);
 /* out: m of E's sequences (or images and their labels), spread evenly as a
  * layer's subset is (evalset_pick); m in 1..N */

@@ -118,6 +118,18 @@ int net_load_ckpt(net_model *m, ckpt *c, const char *path, const family_override
  * out or saved). A block whose weights are not stored row by row (MXFP4, an [in,
  * out] layout) is read into floats as net_load reads it. */
 int net_load_mapped(net_model *m, const char *path, const family_overrides *o, ms_err *err);
+/* The same without the backbone's values (mem and the backbone's pointers
+ * NULL, nparams counted; every shape, the MoE blocks and the unused tensors
+ * checked): a caller that shows something first (the explorer) reads them later,
+ * off its screen's thread, with net_load_backbone. */
+int net_load_ckpt_later(net_model *m, ckpt *c, const char *path, const family_overrides *o, ms_err *err);
+/* The backbone's values of a network loaded without them (a no-op when they are
+ * in), its checkpoint opened again at m->path and every shape checked again;
+ * cancelled between tensors by the calling thread's cancel (progress.h), its
+ * progress told to the thread's listener as NET_BACKBONE_MIB. 0, or -1 with err
+ * (m as it was). */
+int net_load_backbone(net_model *m, ms_err *err);
+#define NET_BACKBONE_MIB "backbone MiB"
 void net_free(net_model *m);
 /* The backbone tensor (its name in the file) holding the float p of m's allocation, and
  * p's element in it; -1 when p is not in the backbone. */

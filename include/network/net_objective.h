@@ -31,6 +31,9 @@ typedef struct {
     align_opts other;      /* how the other MoE blocks are aligned for LS_VAR_MAIN */
     int interp_backbone;   /* interpolate the backbones too (else they must be equal) */
     net_par par;           /* threads, cancel */
+    int values_later;      /* A's and B's backbones are read after create (net_load_backbone) and
+                              checked then by the caller (net_evalset_check): create checks
+                              their shapes alone; prepare needs them in */
 } net_obj_opts;
 
 /* A, B and E are borrowed and must outlive the objective. Computes the prefix,

@@ -275,7 +275,8 @@ static void dside_dist2(pool *P, const moe_config *c, double *dist2) {
             int m = d - r0 < rb ? d - r0 : rb, c0 = term_sym(t) ? r0 : 0, w = d - c0;
             size_t L = (size_t)m * w;
             static const unsigned need[4] = {EXPERT_W1, EXPERT_W2, EXPERT_W3, EXPERT_W1 | EXPERT_W3};
-            for (int x = 0; x < nx; x++) {
+            int x = 0;
+            for (; x < nx && !progress_cancelled(); x++) { // the explorer's q: between experts
                 term_block(pool_get(P, x, need[t]), c, t, r0, m, c0, F);
                 double *v = V + (size_t)x * L;
                 for (int i = 0; i < m; i++)
@@ -287,6 +288,7 @@ static void dside_dist2(pool *P, const moe_config *c, double *dist2) {
                 norm[x] += sumsq(v, L);
                 progress_add(2.0 * c->h * (double)L / 1e9);
             }
+            if (x < nx) break; // cancelled: the caller discards dist2
             // dist2 (na, nb) -= 2 Va (na, L) Vb^T (L, nb): a skinny product whose threads
             // would only wait for each other (badly so on a busy machine): one thread
             blas_single_enter();

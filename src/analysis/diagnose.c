@@ -937,6 +937,10 @@ static int pair_slots(const moe_model *A, const moe_model *B, const diag_opts *o
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         const moe_expert *ea = &A->experts[i], *eb = &B->experts[ord[i]];
+        if (progress_cancelled()) { // a listener's cancel: the explorer stopping
+            rc = ms_fail(err, "cancelled");
+            break;
+        }
         if (expert_wm_dist(ea, eb, c, P, S, &r->slot_resid[i], err)) {
             rc = ms_prefix(err, "slot %d", i);
             break;

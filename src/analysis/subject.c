@@ -91,8 +91,9 @@ static int load_layer(subject *s, const subject_spec *sp, ms_err *err) {
 /* ---- a network pair ---- */
 
 /* the network at path from c, its checkpoint opened by the caller */
-static int load_net_ckpt(ckpt *c, const char *path, net_model *m, const family_overrides *ov, ms_err *err) {
-    if (net_is_network(c)) return net_load_ckpt(m, c, path, ov, err);
+static int load_net_ckpt(ckpt *c, const char *path, net_model *m, const family_overrides *ov, int later,
+                         ms_err *err) {
+    if (net_is_network(c)) return (later ? net_load_ckpt_later : net_load_ckpt)(m, c, path, ov, err);
     const char *mt = ckpt_config_str(c, "model_type");
     int a = net_arch_find(mt);
     int rc;
@@ -111,10 +112,10 @@ static int load_net_ckpt(ckpt *c, const char *path, net_model *m, const family_o
     return rc;
 }
 
-static int load_net_one(const char *path, net_model *m, const family_overrides *ov, ms_err *err) {
+static int load_net_one(const char *path, net_model *m, const family_overrides *ov, int later, ms_err *err) {
     ckpt c;
     if (ckpt_open(&c, path, err)) return -1;
-    int rc = load_net_ckpt(&c, path, m, ov, err);
+    int rc = load_net_ckpt(&c, path, m, ov, later, err);
     ckpt_close(&c);
     return rc;
 }
@@ -137,16 +138,17 @@ static int check_backbones(subject_net *n, const subject_spec *sp, ms_err *err) 
 static int load_network(subject *s, const subject_spec *sp, subject_files *f, ms_err *err) {
     subject_net *n = &s->net;
     n->interp_backbone = sp->interp_backbone;
+    int later = sp->values_later;
     if (sp->mapped && !sp->pb && f->has_a && net_is_network(&f->a)) {
         if (net_load_mapped(&n->A, sp->pa, sp->ov, err)) return -1;
-    } else if (f->has_a ? load_net_ckpt(&f->a, sp->pa, &n->A, sp->ov, err)
-                        : load_net_one(sp->pa, &n->A, sp->ov, err)) {
+    } else if (f->has_a ? load_net_ckpt(&f->a, sp->pa, &n->A, sp->ov, later, err)
+                        : load_net_one(sp->pa, &n->A, sp->ov, later, err)) {
         return -1;
     }
-    if (sp->pb && (load_net_one(sp->pb, &n->B, sp->ov, err) || check_backbones(n, sp, err))) return -1;
+    if (sp->pb && (load_net_one(sp->pb, &n->B, sp->ov, later, err) || check_backbones(n, sp, err))) return -1;
     if (sp->e_path && (f->has_e ? net_evalset_load_file(&n->E, &f->e, err) : net_evalset_load(&n->E, sp->e_path, err)))
         return -1;
-    if (sp->e_path && net_evalset_check(&n->E, &n->A, err)) return -1;
+    if (sp->e_path && (later ? net_evalset_check_shape : net_evalset_check)(&n->E, &n->A, err)) return -1;
     if (!n->A.cfg.nmoe && !sp->pb && !sp->layer) return 0; // a network without MoE block: eval alone
     if (net_pick_block(&n->A, sp->layer, &n->block, err)) return -1;
     s->a = &n->A.moe[n->block];

@@ -138,7 +138,7 @@ struct explore_worker {
     /* a network (explore_start_net): its objective and the block's own inputs,
        prepared on the prep thread before the curves; prep_state under mu */
     net_objective *prep_no;
-    const net_model *prep_net;
+    net_model *prep_net, *prep_net_b; /* A and B: their backbones' values read here when not yet */
     const net_evalset *prep_set;
     int prep_block, prep_state;
     pthread_t th_prep;
@@ -167,13 +167,17 @@ static double now_s(void) { return explore_clock(); }
 enum { PREP_NONE = 0, PREP_RUNNING, PREP_READY, PREP_FAILED };
 
 /* "rows 512/8192, 0:42 left" of an evaluation begun at t0 (rows the evaluator
- * reported, NET_EVAL_ROWS) */
-static void rows_text(char *buf, size_t cap, double done, double total, double t0) {
+ * reported, NET_EVAL_ROWS); "MiB 120/340, 0:02 left" of a backbone's values */
+static void count_text(char *buf, size_t cap, const char *unit, double done, double total, double t0) {
     double el = now_s() - t0, left = done > 0 ? el / done * (total - done) : -1;
     if (left >= 0 && left < 360000)
-        snprintf(buf, cap, "rows %.0f/%.0f, %ld:%02ld left", done, total, (long)left / 60, (long)left % 60);
+        snprintf(buf, cap, "%s %.0f/%.0f, %ld:%02ld left", unit, done, total, (long)left / 60, (long)left % 60);
     else
-        snprintf(buf, cap, "rows %.0f/%.0f", done, total);
+        snprintf(buf, cap, "%s %.0f/%.0f", unit, done, total);
+}
+
+static void rows_text(char *buf, size_t cap, double done, double total, double t0) {
+    count_text(buf, cap, "rows", done, total, t0);
 }
 
 /* ---- publishing (call with mu held) ---- */
@@ -453,12 +457,15 @@ static void prep_listener(void *ctx, const char *phase, double done, double tota
     explore_worker *g = ctx;
     char buf[128], r[64];
     if (!phase[0]) return;
-    if (strcmp(phase, NET_EVAL_ROWS)) {
+    int rows = !strcmp(phase, NET_EVAL_ROWS), mib = !strcmp(phase, NET_BACKBONE_MIB);
+    if (!rows && !mib) {
+        if (!strcmp(phase, g->prep_step)) return; // a phase's own updates: its counts come as MiB or rows
         snprintf(g->prep_step, sizeof g->prep_step, "%s", phase);
         snprintf(buf, sizeof buf, "%s", phase);
+        g->prep_t0 = now_s();
     } else {
-        if (done == 0) g->prep_t0 = now_s();
-        rows_text(r, sizeof r, done, total, g->prep_t0);
+        if (rows && done == 0) g->prep_t0 = now_s();
+        count_text(r, sizeof r, rows ? "rows" : "MiB", done, total, g->prep_t0);
         snprintf(buf, sizeof buf, "%.60s: %s", g->prep_step, r);
     }
     pthread_mutex_lock(&g->mu);
@@ -1094,6 +1101,22 @@ static void prep_finish(explore_worker *g, int rc, evalset *X, const ms_err *err
 /* A network's objective (the frozen prefix, the end points) and the block's
  * own inputs, once, off the other threads: the screen and the data-free parts
  * do not wait for them; only explore_stop cancels them. */
+/* A's and B's backbones (the screen came up without their values, tui.c) and
+ * their magnitudes on the set; each step cancelled by explore_stop within a
+ * tensor or a block. The curves and the routing geometry wait for them. */
+static int prep_backbones(explore_worker *g, ms_err *err) {
+    net_model *nets[2] = {g->prep_net, g->prep_net_b};
+    for (int i = 0; i < 2; i++) // its phase: "load seed1 backbone"
+        if (net_load_backbone(nets[i], err)) return -1;
+    progress_inner(EXPLORE_PREP_CHECK, 0, 0);
+    if (net_evalset_check(g->prep_set, nets[0], err) || net_evalset_check(g->prep_set, nets[1], err)) return -1;
+    pthread_mutex_lock(&g->mu);
+    g->pub.net_values = 1;
+    pub_bump(g);
+    pthread_mutex_unlock(&g->mu);
+    return 0;
+}
+
 static void *prep_worker(void *arg) {
     explore_worker *g = arg;
     progress_listen(prep_listener, g, &g->cancel_prep);
@@ -1101,7 +1124,8 @@ static void *prep_worker(void *arg) {
     err.msg[0] = 0;
     evalset X;
     memset(&X, 0, sizeof X);
-    int rc = net_objective_prepare(g->prep_no, &err);
+    int rc = prep_backbones(g, &err);
+    if (!rc) rc = net_objective_prepare(g->prep_no, &err);
     if (!rc) {
         net_par par = {0}; // the cancel: this thread's (cancel_prep)
         progress_inner(EXPLORE_PREP_INPUTS, 0, 0);
@@ -1214,12 +1238,13 @@ explore_worker *explore_start_obj(const moe_model *A, const moe_model *B, const 
     return g ? worker_run(g, err) : NULL;
 }
 
-explore_worker *explore_start_net(const moe_model *A, const moe_model *B, net_objective *no,
-                                  const net_model *net, const net_evalset *set, int block, ms_err *err) {
+explore_worker *explore_start_net(const moe_model *A, const moe_model *B, net_objective *no, net_model *net,
+                                  net_model *net_b, const net_evalset *set, int block, ms_err *err) {
     explore_worker *g = worker_new(A, B, NULL, net_objective_view(no), err);
     if (!g) return NULL;
     g->prep_no = no;
     g->prep_net = net;
+    g->prep_net_b = net_b;
     g->prep_set = set;
     g->prep_block = block;
     g->prep_state = PREP_RUNNING;

@@ -744,6 +744,33 @@ static int contiguous(const binding *b) {
  * pages are released once read, so loading holds no copy of the layer beside
  * the model. MXFP4 tensors are decoded whole (their blocks pack two experts'
  * rows only at the ends). */
+/* A transposed part (GPT-2's Conv1D [in, out] into the model's [out, in]) in
+ * blocks of TR rows of the file: each block read once, then each of the part's
+ * rows written TR floats at a time (elem's index arithmetic per float made a
+ * GPT-2-small expert's load seconds long). */
+static int load_transposed(ckpt *c, const st_file *f, const st_tensor *t, const binding *b, moe_model *m,
+                           ms_err *err) {
+    enum { TR = 32 };
+    int64_t a0 = b->shape[0], a1 = b->shape[1];
+    size_t es = (size_t)(t->end - t->begin) / (size_t)(t->numel ? t->numel : 1);
+    float *part = elem(b, m, 0), *buf = ms_malloc((size_t)(TR * a1) * sizeof(float)); // part (a1, a0)
+    int rc = 0;
+    for (int64_t r0 = 0; r0 < a0 && !rc; r0 += TR) {
+        if (progress_cancelled()) {
+            rc = ms_fail(err, "%s: cancelled", c->arg);
+            break;
+        }
+        int64_t nr = a0 - r0 < TR ? a0 - r0 : TR;
+        rc = st_read_f32_range(f, t, r0 * a1, nr * a1, buf, err);
+        for (int64_t j = 0; j < a1 && !rc; j++)
+            for (int64_t r = 0; r < nr; r++) part[j * a0 + r0 + r] = buf[r * a1 + j];
+        st_release(f, t->begin + (size_t)(r0 * a1) * es, t->begin + (size_t)((r0 + nr) * a1) * es);
+        progress_add(4.0 * (double)(nr * a1) / 1048576.0);
+    }
+    free(buf);
+    return rc;
+}
+
 static int load_binding(ckpt *c, const binding *b, moe_model *m, ms_err *err) {
     if (b->mx) {
         float *buf = ms_malloc((size_t)b->numel * sizeof(float));
@@ -757,6 +784,8 @@ static int load_binding(ckpt *c, const binding *b, moe_model *m, ms_err *err) {
     const st_tensor *t;
     if (ckpt_tensor(c, b->name, &f, &t, err)) return -1;
     if (!shape_is(t, b->ndim, b->shape)) return shape_error(c, t, b->ndim, b->shape, err);
+    if (b->trans && b->ndim == 2 && (b->kind == K_EXP || b->kind == K_SHARED))
+        return load_transposed(c, f, t, b, m, err);
     int64_t nchunk = contiguous(b) ? 1 : b->shape[0], per = b->numel / nchunk;
     size_t es = (size_t)(t->end - t->begin) / (size_t)(t->numel ? t->numel : 1);
     float *buf = contiguous(b) || b->kind == K_STACK ? NULL : ms_malloc((size_t)per * sizeof(float));

@@ -202,6 +202,8 @@ static void mark_read(const st_file *f, const st_tensor *t) {
     if (f->read_marks && t >= f->tensors && t < f->tensors + f->ntensors) f->read_marks[t - f->tensors] = 1;
 }
 
+void st_mark_read(const st_file *f, const st_tensor *t) { mark_read(f, t); }
+
 int st_was_read(const st_file *f, const st_tensor *t) {
     return f->read_marks && t >= f->tensors && t < f->tensors + f->ntensors && f->read_marks[t - f->tensors];
 }

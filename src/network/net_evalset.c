@@ -165,6 +165,10 @@ int net_evalset_check(const net_evalset *e, const net_model *m, ms_err *err) {
     return net_mem_check(m, e, err);
 }
 
+int net_evalset_check_shape(const net_evalset *e, const net_model *m, ms_err *err) {
+    return evalset_fits(e, m, err) || net_mem_check(m, e, err) ? -1 : 0;
+}
+
 void net_evalset_free(net_evalset *e) {
     free(e->path);
     free(e->ids);

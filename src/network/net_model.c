@@ -336,26 +336,51 @@ int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *
     return rc;
 }
 
-static int load_ckpt(net_model *m, ckpt *c, const char *path, const family_overrides *o, int mapped,
-                     ms_err *err);
-
-int net_load_ckpt(net_model *m, ckpt *c, const char *path, const family_overrides *o, ms_err *err) {
-    return load_ckpt(m, c, path, o, 0, err);
-}
-
-int net_load_mapped(net_model *m, const char *path, const family_overrides *o, ms_err *err) {
-    ckpt *c = ms_calloc(1, sizeof *c);
-    memset(m, 0, sizeof *m);
-    if (ckpt_open(c, path, err) || load_ckpt(m, c, path, o, 1, err)) {
-        if (c->arg) ckpt_close(c);
-        free(c);
-        return -1;
+/* The backbone's values from c into one allocation carved into m's pointers,
+ * every shape checked again (the file may have changed since its header was
+ * read); the cancel of the calling thread (progress.h) is polled between
+ * tensors. On failure m's backbone pointers are NULL again. */
+static int read_backbone(net_model *m, ckpt *c, ms_err *err) {
+    tensor_list l = {0};
+    arch_tensors(m, ckpt_find(c, "lm_head.bias") >= 0, &l);
+    int rc = 0;
+    for (int i = 0; i < l.n && !rc; i++) {
+        const st_file *f;
+        const st_tensor *t;
+        rc = find_tensor(c, &l.t[i], &f, &t, err);
     }
-    m->map = c; // the MoE blocks' weights are its pages
-    return 0;
+    if (!rc && tl_floats(&l) != m->nparams) rc = ms_fail(err, "%s: its tensors changed while it was read", c->arg);
+    float *mem = rc ? NULL : ms_malloc(m->nparams * sizeof(float)), *p = mem;
+    double mib = (double)m->nparams * 4 / 1048576.0, done = 0;
+    char phase[96]; // a large network's backbone is gigabytes: its own phase on the line
+    const char *slash = strrchr(m->path, '/');
+    snprintf(phase, sizeof phase, "load %.60s backbone", slash && slash[1] ? slash + 1 : m->path);
+    if (!rc) progress_begin(phase, mib, "MiB");
+    for (int i = 0; i < l.n && !rc; i++) {
+        if (l.t[i].dst) *l.t[i].dst = p;
+        if (progress_cancelled()) rc = ms_fail(err, "cancelled");
+        else rc = read_tensor(c, &l.t[i], p, err);
+        p += tl_numel(&l.t[i]);
+        done += (double)tl_numel(&l.t[i]) * sizeof(float) / 1048576.0;
+        progress_add((double)tl_numel(&l.t[i]) * sizeof(float) / 1048576.0);
+        progress_inner(NET_BACKBONE_MIB, done, mib); // a listener's (the explorer's) count
+    }
+    if (mem) progress_end();
+    if (rc) { // the pointers the list set: none stays pointing into the freed values
+        for (int i = 0; i < l.n; i++)
+            if (l.t[i].dst) *l.t[i].dst = NULL;
+        free(mem);
+        mem = NULL;
+    }
+    m->mem = mem;
+    if (m->cfg.tied && m->wte) m->lm_w = m->wte;
+    free(l.t);
+    return rc;
 }
 
-static int load_ckpt(net_model *m, ckpt *c, const char *path, const family_overrides *o, int mapped,
+/* Everything of the network at c: the MoE blocks' experts left mapped (mapped,
+ * where they can be), the backbone's values read or not (values 0: later). */
+static int load_ckpt(net_model *m, ckpt *c, const char *path, const family_overrides *o, int mapped, int values,
                      ms_err *err) {
     memset(m, 0, sizeof *m);
     int rc = net_config_read(c, &m->cfg, err);
@@ -364,37 +389,49 @@ static int load_ckpt(net_model *m, ckpt *c, const char *path, const family_overr
     if (rc) return -1;
     m->path = ms_strdup(path);
     m->blocks = ms_calloc((size_t)m->cfg.nlayer, sizeof(net_block));
-    tensor_list l = {0};
+    tensor_list l = {0}; // every shape checked before anything is allocated or read
     arch_tensors(m, ckpt_find(c, "lm_head.bias") >= 0, &l);
     for (int i = 0; i < l.n && !rc; i++) {
         const st_file *f;
         const st_tensor *t;
         rc = find_tensor(c, &l.t[i], &f, &t, err);
-    }
-    if (rc) {
-        free(l.t);
-        net_free(m);
-        return -1;
+        if (!rc && !values) st_mark_read(f, t); // read later (net_load_backbone): not unused
     }
     m->nparams = tl_floats(&l);
-    m->mem = ms_malloc(m->nparams * sizeof(float));
-    float *p = m->mem;
-    char phase[96]; // a large network's backbone is gigabytes: its own phase on the line
-    const char *slash = strrchr(path, '/');
-    snprintf(phase, sizeof phase, "load %.60s backbone", slash && slash[1] ? slash + 1 : path);
-    progress_begin(phase, (double)m->nparams * sizeof(float) / 1048576.0, "MiB");
-    for (int i = 0; i < l.n && !rc; i++) {
-        if (l.t[i].dst) *l.t[i].dst = p;
-        rc = read_tensor(c, &l.t[i], p, err);
-        p += tl_numel(&l.t[i]);
-        progress_add((double)tl_numel(&l.t[i]) * sizeof(float) / 1048576.0);
-    }
-    progress_end();
-    if (m->cfg.tied && m->wte) m->lm_w = m->wte;
     free(l.t);
+    if (!rc && values) rc = read_backbone(m, c, err);
     if (!rc) rc = load_moe_blocks(m, c, o, mapped, err);
     if (!rc) rc = net_check_unused(c, &m->cfg, err);
     if (rc) net_free(m);
+    return rc;
+}
+
+int net_load_ckpt(net_model *m, ckpt *c, const char *path, const family_overrides *o, ms_err *err) {
+    return load_ckpt(m, c, path, o, 0, 1, err);
+}
+
+int net_load_ckpt_later(net_model *m, ckpt *c, const char *path, const family_overrides *o, ms_err *err) {
+    return load_ckpt(m, c, path, o, 0, 0, err);
+}
+
+int net_load_mapped(net_model *m, const char *path, const family_overrides *o, ms_err *err) {
+    ckpt *c = ms_calloc(1, sizeof *c);
+    memset(m, 0, sizeof *m);
+    if (ckpt_open(c, path, err) || load_ckpt(m, c, path, o, 1, 1, err)) {
+        if (c->arg) ckpt_close(c);
+        free(c);
+        return -1;
+    }
+    m->map = c; // the MoE blocks' weights are its pages
+    return 0;
+}
+
+int net_load_backbone(net_model *m, ms_err *err) {
+    if (m->mem) return 0;
+    ckpt c;
+    if (ckpt_open(&c, m->path, err)) return -1;
+    int rc = read_backbone(m, &c, err);
+    ckpt_close(&c);
     return rc;
 }
 

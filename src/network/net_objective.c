@@ -200,7 +200,9 @@ int net_objective_create(const net_model *A, const net_model *B, const net_evals
     *out = NULL;
     if (o->chosen < 0 || o->chosen >= A->cfg.nmoe)
         return ms_fail(err, "%s: MoE block %d of %d", A->path, o->chosen, A->cfg.nmoe);
-    if (net_evalset_check(E, A, err) || net_evalset_check(E, B, err) || copies_fit(A, B, E, o, err)) return -1;
+    int (*check)(const net_evalset *, const net_model *, ms_err *) =
+        o->values_later ? net_evalset_check_shape : net_evalset_check;
+    if (check(E, A, err) || check(E, B, err) || copies_fit(A, B, E, o, err)) return -1;
     net_objective *no = ms_calloc(1, sizeof *no);
     no->A = A, no->B = B, no->E = E, no->o = *o, no->nmoe = A->cfg.nmoe;
     no->alt = ms_calloc((size_t)3 * no->nmoe, sizeof(moe_model));
@@ -208,7 +210,7 @@ int net_objective_create(const net_model *A, const net_model *B, const net_evals
     pthread_mutex_init(&no->mu, NULL);
     pthread_cond_init(&no->cv, NULL);
     pthread_mutex_init(&no->bb_mu, NULL);
-    if (o->interp_backbone) net_clone(&no->M, A);
+    if (o->interp_backbone && A->mem) net_clone(&no->M, A); // else once prepare has the values
     snprintf(no->what, sizeof no->what, "network loss, MoE block %d%s (mean %s cross-entropy)",
              A->cfg.moe_layers[o->chosen], o->interp_backbone ? ", backbone interpolated too" : "",
              net_loss_kind(A));
@@ -227,6 +229,8 @@ int net_objective_create(const net_model *A, const net_model *B, const net_evals
 /* each step named to the thread's listener (progress_inner; the explorer shows it with the rows) */
 int net_objective_prepare(net_objective *no, ms_err *err) {
     if (no->ready) return 0;
+    if (!no->A->mem || !no->B->mem) return ms_fail(err, "the backbones' values are not read yet");
+    if (no->o.interp_backbone && !no->M.mem) net_clone(&no->M, no->A);
     double t0 = now_secs();
     progress_inner(NET_PREP_ALIGN, 0, 0);
     int rc = align_variants(no, err);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/progress.h"
 #include "io/family.h"
 #include "model/value_range.h"
 
@@ -214,8 +215,10 @@ int net_range_check(const net_model *m, const net_evalset *E, ms_err *err) {
     nr_walk w = {.m = m, .E = E};
     double x = 0;
     if (embeddings(&w, &x, err)) return -1;
-    for (int L = 0; L < c->nlayer; L++)
+    for (int L = 0; L < c->nlayer; L++) {
+        if (progress_cancelled()) return ms_fail(err, "cancelled"); // the explorer's q: between blocks
         if (attention(&w, &m->blocks[L], L, &x, err) || mlp(&w, L, &x, err)) return -1;
+    }
     double z = norm_bound(&w, m->lnf_w, m->lnf_b, (size_t)c->d);
     double logit = (double)c->d * z * take(&w, m->lm_w, (size_t)c->vocab * c->d) +
                    take(&w, m->lm_b, m->lm_b ? (size_t)c->vocab : 0);

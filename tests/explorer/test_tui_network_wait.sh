@@ -11,6 +11,9 @@
 #   - gate open: the curves come; gate shut again and w (a new request): the
 #     current curve's evaluation is in flight (its rows on the status line); q
 #     exits with status 0 (it and the landscape's were cancelled mid-evaluation);
+#   - the backbone's values are read by the worker, after the first screen: a NaN in a
+#     backbone tensor is reported on the status line (the file, the tensor) under the
+#     cost matrix, which came without it; q exits 0 with the terminal restored;
 #   - many experts (128 in each of 3 blocks: q once took 4-11 s to end the process
 #     there, 55-64 s at 256): q while a block switch is in flight (the new block's
 #     prefix held by the gate) and after a re-alignment (m: the other cost; the
@@ -58,6 +61,29 @@ check "w: weight matching off" wait_for "wm:OFF"
 check "w: the current curve's evaluation in flight, its rows on the status line" \
     wait_re "curve current: rows [0-9]+/1024"
 check_quit
+
+# --- a NaN in the backbone: the screen first, then the reader's error on it ---
+NP=$WORK/nanpool
+"$PYTHON" - "$NP" "$TESTS_DIR" <<'PY'
+import sys
+sys.path[:0] = [sys.argv[2] + "/lib", sys.argv[2] + "/oracle"]
+import gen_gpt2
+cfg = gen_gpt2.config(moe_layers=[0, 2], n=8, positions=256)
+back = gen_gpt2.backbone(cfg, 9)
+back["transformer.h.1.attn.c_proj.weight"][3, 5] = float("nan")
+m1 = gen_gpt2.moe_blocks(cfg, 1)
+m2 = gen_gpt2.perturbed_copy(cfg, m1, 2)[0]
+gen_gpt2.write_pool(sys.argv[1], cfg, back, {"seed1": m1, "seed2": m2}, gen_gpt2.eval_ids(cfg, 3, 4, 256))
+PY
+rm -f "$WORK/exit" "$WORK/stty0" "$WORK/stty1"
+tui_session 200 40 "cd '$WORK' && stty -g > '$WORK/stty0'; '$MOESCOPE' '$NP/seed1' '$NP/seed2' --eval '$NP/eval.safetensors' --points 5; echo EXIT=\$? > '$WORK/exit'; stty -g > '$WORK/stty1'; echo EXIT_SHOWN; sleep 600"
+check "NaN in the backbone: the cost matrix and its assignment" wait_re "^A7 .*[0-9]\*"
+check "NaN in the backbone: the reader's error on the status line" wait_re "preparing the network: .*c_proj\.weight.*non-finite value nan"
+check "NaN in the backbone: no curve" _lacks "barrier="
+tm send-keys -t t q
+check "NaN in the backbone: q ends the process" wait_for "EXIT_SHOWN"
+check "NaN in the backbone: exit status 0" grep -q "EXIT=0" "$WORK/exit"
+check "NaN in the backbone: the terminal's settings restored" cmp -s "$WORK/stty0" "$WORK/stty1"
 
 # --- many experts: q with a block switch or a re-alignment in flight ---
 M=$WORK/many

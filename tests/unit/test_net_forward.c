@@ -10,7 +10,11 @@
  *   - each MoE block's mean gate weights sum to 1 per token;
  *   - the same for ViTs (patches, CLS, bidirectional attention, Linear weights,
  *     the class loss on the CLS token): MoE first or last, 1 or 3 channels,
- *     with and without qkv biases. */
+ *     with and without qkv biases;
+ *   - a network loaded without its backbone's values (net_load_ckpt_later, the
+ *     explorer's first screen) and given them later (net_load_backbone) holds the
+ *     same floats at the same places as net_load's, and a cancel before that read
+ *     leaves it without them. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/progress.h"
 #include "core/rng.h"
 #include "io/safetensors.h"
 #include "network/net_eval.h"
@@ -440,6 +445,52 @@ static void test_long(const char *tmp) {
     net_free(&m);
 }
 
+static void no_listen(void *ctx, const char *phase, double done, double total) {
+    (void)ctx, (void)phase, (void)done, (void)total;
+}
+
+/* the backbone pointer p of a (NULL or into a->mem) is at the offset of b's q */
+static int same_at(const net_model *a, const float *p, const net_model *b, const float *q) {
+    return (!p && !q) || (p && q && p - a->mem == q - b->mem);
+}
+
+/* dir's network read in two steps equals net_load's, float for float */
+static void test_later(const char *dir) {
+    net_model a, b;
+    ms_err err;
+    ckpt c;
+    if (net_load(&a, dir, NULL, &err) || ckpt_open(&c, dir, &err)) {
+        CHECK(0, "%s: %s", dir, err.msg);
+        return;
+    }
+    int rc = net_load_ckpt_later(&b, &c, dir, NULL, &err);
+    ckpt_close(&c);
+    CHECK(rc == 0, "%s: loaded without the backbone's values: %s", dir, rc ? err.msg : "");
+    if (rc) {
+        net_free(&a);
+        return;
+    }
+    CHECK(!b.mem && !b.wte && !b.lnf_w && !b.blocks[0].ln1_w && b.nparams == a.nparams && b.cfg.nmoe == a.cfg.nmoe,
+          "%s: no values yet, the same count", dir);
+    atomic_int stop = 1;
+    progress_listen(no_listen, NULL, &stop);
+    CHECK(net_load_backbone(&b, &err) != 0 && !b.mem && !b.wte && !b.lm_w, "%s: a cancelled read leaves none", dir);
+    progress_listen(NULL, NULL, NULL);
+    CHECK(net_load_backbone(&b, &err) == 0, "%s: the values read: %s", dir, err.msg);
+    int same = b.mem && !memcmp(a.mem, b.mem, a.nparams * sizeof(float)) && same_at(&a, a.wte, &b, b.wte) &&
+               same_at(&a, a.wpe, &b, b.wpe) && same_at(&a, a.lm_w, &b, b.lm_w) && same_at(&a, a.lm_b, &b, b.lm_b) &&
+               same_at(&a, a.lnf_w, &b, b.lnf_w) && same_at(&a, a.cls, &b, b.cls);
+    for (int L = 0; L < a.cfg.nlayer; L++) {
+        const net_block *x = &a.blocks[L], *y = &b.blocks[L];
+        same = same && same_at(&a, x->ln1_w, &b, y->ln1_w) && same_at(&a, x->attn_w, &b, y->attn_w) &&
+               same_at(&a, x->proj_b, &b, y->proj_b) && same_at(&a, x->fc_w, &b, y->fc_w) &&
+               same_at(&a, x->fcp_b, &b, y->fcp_b);
+    }
+    CHECK(same, "%s: the same floats at the same places as net_load's", dir);
+    net_free(&a);
+    net_free(&b);
+}
+
 int main(void) {
     char tmp[] = "/tmp/test_net_forward.XXXXXX";
     if (!mkdtemp(tmp)) return 1;
@@ -447,6 +498,13 @@ int main(void) {
     for (size_t i = 0; i < sizeof VIT_VARIANTS / sizeof VIT_VARIANTS[0]; i++)
         test_vit_variant(&VIT_VARIANTS[i], tmp, (int)i);
     test_long(tmp);
+    char dir[300];
+    for (size_t i = 0; i < sizeof VARIANTS / sizeof VARIANTS[0]; i++) {
+        snprintf(dir, sizeof dir, "%s/net%d", tmp, (int)i);
+        test_later(dir);
+    }
+    snprintf(dir, sizeof dir, "%s/vit0", tmp);
+    test_later(dir);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd)) return 1;
