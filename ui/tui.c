@@ -331,7 +331,9 @@ static int net_block_setup(tui_inputs *in, int k, net_objective **obj, moe_model
 
 /* The worker of the shown network block. */
 static explore_worker *net_worker_start(tui_inputs *in, ms_err *err) {
-    return explore_start_net(in->A, in->B, in->obj, &in->net->A, &in->net->B, &in->net->E, in->net->block, err);
+    subject_net *n = in->net; // equal backbones (not interpolated): one copy of their values
+    int same = !n->interp_backbone && !n->backbone_diff[0];
+    return explore_start_net(in->A, in->B, in->obj, &n->A, &n->B, same, &n->E, n->block, err);
 }
 
 /* Everything checked before the screen opens, each problem reported like the

@@ -6,6 +6,7 @@
 #ifndef MS_EVALUATOR_H
 #define MS_EVALUATOR_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "model/model.h"
@@ -42,6 +43,10 @@ void moe_route(const moe_config *c, const float *scores, int B, float *g);
 /* Block output z = [x +] D(x) for X (B,d) into Z (B,d); if G is not NULL the
  * gate weights (B,n) are stored there too. Uses an internal workspace. */
 void moe_forward(const moe_model *m, const float *X, int B, float *Z, float *G);
+/* The same, stopping between two experts once *stop (NULL: never) is set: Z is
+ * then incomplete and the caller discards it (a network evaluation cancelled
+ * mid-panel, net_eval.c). Not stopped, the same bits as moe_forward. */
+void moe_forward_until(const moe_model *m, const float *X, int B, float *Z, float *G, atomic_int *stop);
 /* The same computed one sample at a time with plain loops (reference). */
 void moe_forward_ref(const moe_model *m, const float *X, int B, float *Z, float *G);
 

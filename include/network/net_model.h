@@ -95,6 +95,8 @@ typedef struct {
     float *lm_w;         // (V, d): wte when tied; a ViT's classifier.weight
     float *lm_b;         // (V), NULL without lm_head.bias; a ViT's classifier.bias
     float *mem;          /* the one allocation of the backbone */
+    int shared;          /* the backbone's pointers are another network's values (net_share_backbone):
+                            mem NULL, nothing of them to free */
     size_t nparams;      /* floats in mem */
     moe_model *moe;      /* (cfg.nmoe) the MoE blocks */
     ckpt *map;           /* net_load_mapped: the open checkpoint whose pages are the MoE
@@ -130,6 +132,12 @@ int net_load_ckpt_later(net_model *m, ckpt *c, const char *path, const family_ov
  * (m as it was). */
 int net_load_backbone(net_model *m, ms_err *err);
 #define NET_BACKBONE_MIB "backbone MiB"
+/* Are m's backbone values in (read, or shared)? */
+int net_has_backbone(const net_model *m);
+/* b's backbone pointers into a's values (b loaded without them, a with them, both of
+ * one config; their backbones equal, net_backbone_diff): one copy of a GPT-2's
+ * backbone instead of two. a must outlive b's use of them; b's mem stays NULL. */
+void net_share_backbone(net_model *b, const net_model *a);
 void net_free(net_model *m);
 /* The backbone tensor (its name in the file) holding the float p of m's allocation, and
  * p's element in it; -1 when p is not in the backbone. */

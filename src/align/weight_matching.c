@@ -32,24 +32,46 @@ static void widen_in_place(double *S, size_t count) {
     }
 }
 
-void wm_similarity(const moe_expert *a, const moe_expert *b, const moe_config *c, double *S) {
+/* Rows [r0, r0 + m) of Sf (h, h): each row's sums are those of the whole
+ * product (the BLAS splits a product by rows and columns, never along d). */
+static void similarity_rows(const moe_expert *a, const moe_expert *b, const moe_config *c, int r0, int m,
+                            float *Sf) {
     int d = c->d, h = c->h;
+    float *R = Sf + (size_t)r0 * h;
+    // R = W1a[r0..) (m,d) W1b^T (d,h)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, h, d, 1.0f, a->fc1_w + (size_t)r0 * d, d, b->fc1_w,
+                d, 0.0f, R, h);
+    // R += W2a^T[r0..) (m,d) W2b (d,h); W2 is (d,h)
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, h, d, 1.0f, a->fc2_w + r0, h, b->fc2_w, h, 1.0f, R,
+                h);
+    // R += b1a[r0..) b1b^T
+    cblas_sger(CblasRowMajor, m, h, 1.0f, a->fc1_b + r0, 1, b->fc1_b, 1, R, h);
+    if (moe_act_glu(c->act)) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, h, d, 1.0f, a->fc3_w + (size_t)r0 * d, d,
+                    b->fc3_w, d, 1.0f, R, h);
+        cblas_sger(CblasRowMajor, m, h, 1.0f, a->fc3_b + r0, 1, b->fc3_b, 1, R, h);
+    }
+}
+
+/* S, in panels of WM_PANEL rows with a cancel check between them (the calling
+ * thread's, progress.h: the explorer's q within a panel at h = 3072); -1 when
+ * cancelled (S then incomplete). */
+#define WM_PANEL 512
+static int similarity(const moe_expert *a, const moe_expert *b, const moe_config *c, double *S) {
+    int h = c->h;
     // Sf (h,h) floats in the first half of S's h*h doubles: no second buffer
     float *Sf = (float *)(void *)S;
-    // Sf = W1a (h,d) W1b^T (d,h)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, h, h, d, 1.0f, a->fc1_w, d, b->fc1_w, d,
-                0.0f, Sf, h);
-    // Sf += W2a^T (h,d) W2b (d,h); W2 is (d,h)
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, h, d, 1.0f, a->fc2_w, h, b->fc2_w, h,
-                1.0f, Sf, h);
-    // Sf += b1a b1b^T
-    cblas_sger(CblasRowMajor, h, h, 1.0f, a->fc1_b, 1, b->fc1_b, 1, Sf, h);
-    if (moe_act_glu(c->act)) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, h, h, d, 1.0f, a->fc3_w, d,
-                    b->fc3_w, d, 1.0f, Sf, h);
-        cblas_sger(CblasRowMajor, h, h, 1.0f, a->fc3_b, 1, b->fc3_b, 1, Sf, h);
+    for (int r0 = 0; r0 < h; r0 += WM_PANEL) {
+        if (r0 && progress_cancelled()) return -1;
+        similarity_rows(a, b, c, r0, h - r0 < WM_PANEL ? h - r0 : WM_PANEL, Sf);
     }
     widen_in_place(S, (size_t)h * h);
+    return 0;
+}
+
+void wm_similarity(const moe_expert *a, const moe_expert *b, const moe_config *c, double *S) {
+    // the calling thread's cancel leaves S incomplete: its callers check it (progress.h)
+    (void)similarity(a, b, c, S);
 }
 
 /* wm_match with a caller-provided S (h*h doubles), so align_models reuses one. */
@@ -57,7 +79,7 @@ int wm_match_into(const moe_expert *a, const moe_expert *b, const moe_config *c,
                   double *score, double *S, ms_err *err) {
     int h = c->h;
     double t0 = timing_now();
-    wm_similarity(a, b, c, S);
+    if (similarity(a, b, c, S)) return ms_fail(err, "cancelled");
     double t1 = timing_now(), total = 0.0;
     timing_add("wm similarity", t1 - t0);
     int rc = lap_solve(S, h, h, 1, P, &total, err);

@@ -139,6 +139,7 @@ struct explore_worker {
        prepared on the prep thread before the curves; prep_state under mu */
     net_objective *prep_no;
     net_model *prep_net, *prep_net_b; /* A and B: their backbones' values read here when not yet */
+    int prep_same;            /* their backbones are equal: B's pointers into A's values */
     const net_evalset *prep_set;
     int prep_block, prep_state;
     pthread_t th_prep;
@@ -1106,8 +1107,10 @@ static void prep_finish(explore_worker *g, int rc, evalset *X, const ms_err *err
  * tensor or a block. The curves and the routing geometry wait for them. */
 static int prep_backbones(explore_worker *g, ms_err *err) {
     net_model *nets[2] = {g->prep_net, g->prep_net_b};
-    for (int i = 0; i < 2; i++) // its phase: "load seed1 backbone"
-        if (net_load_backbone(nets[i], err)) return -1;
+    if (net_load_backbone(nets[0], err)) return -1; // its phase: "load seed1 backbone"
+    // B's backbone equal to A's (the samples' shared shard): A's values serve both
+    if (g->prep_same && !net_has_backbone(nets[1])) net_share_backbone(nets[1], nets[0]);
+    if (net_load_backbone(nets[1], err)) return -1;
     progress_inner(EXPLORE_PREP_CHECK, 0, 0);
     if (net_evalset_check(g->prep_set, nets[0], err) || net_evalset_check(g->prep_set, nets[1], err)) return -1;
     pthread_mutex_lock(&g->mu);
@@ -1239,12 +1242,13 @@ explore_worker *explore_start_obj(const moe_model *A, const moe_model *B, const 
 }
 
 explore_worker *explore_start_net(const moe_model *A, const moe_model *B, net_objective *no, net_model *net,
-                                  net_model *net_b, const net_evalset *set, int block, ms_err *err) {
+                                  net_model *net_b, int same, const net_evalset *set, int block, ms_err *err) {
     explore_worker *g = worker_new(A, B, NULL, net_objective_view(no), err);
     if (!g) return NULL;
     g->prep_no = no;
     g->prep_net = net;
     g->prep_net_b = net_b;
+    g->prep_same = same;
     g->prep_set = set;
     g->prep_block = block;
     g->prep_state = PREP_RUNNING;

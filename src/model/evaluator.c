@@ -19,6 +19,7 @@
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -226,8 +227,10 @@ static void shared_chunk(const moe_model *m, const float *X, int B, workspace *w
 }
 
 /* D (B, d) = [sig(v.x)] sum_j E^sh_j(x) + sum_i g_i(x) E_i(x) [+ o] for X (B, d)
- * into D (B, d); G (B, n) in w->G. */
-static void layer_chunk(const moe_model *m, const float *X, int B, workspace *w, float *D) {
+ * into D (B, d); G (B, n) in w->G. stop (NULL: none) set: D is left between
+ * two experts, incomplete (moe_forward_until's caller discards it). */
+static void layer_chunk_until(const moe_model *m, const float *X, int B, workspace *w, float *D,
+                              atomic_int *stop) {
     const moe_config *c = &m->cfg;
     int n = c->n, d = c->d;
     moe_gate_logits(m, X, B, w->S); // S (B, n)
@@ -235,6 +238,7 @@ static void layer_chunk(const moe_model *m, const float *X, int B, workspace *w,
     memset(D, 0, (size_t)B * d * sizeof(float));
     shared_chunk(m, X, B, w, D);
     for (int i = 0; i < n; i++) {
+        if (stop && atomic_load_explicit(stop, memory_order_relaxed)) return;
         // rows with g_i > 0; under dense routing that is (nearly) every row
         int cnt = 0;
         for (int b = 0; b < B; b++)
@@ -259,16 +263,20 @@ static void layer_chunk(const moe_model *m, const float *X, int B, workspace *w,
 
 /* Z (B, d) and optionally G (B, n) for B <= MOE_CHUNK rows, with workspace w:
  * D(x) made in Z, then x added (D + x: the bits of x + D) */
+static void layer_chunk(const moe_model *m, const float *X, int B, workspace *w, float *D) {
+    layer_chunk_until(m, X, B, w, D, NULL);
+}
+
 static void forward_chunk(const moe_model *m, const float *X, int B, float *Z, float *G,
-                          workspace *w) {
+                          workspace *w, atomic_int *stop) {
     const moe_config *c = &m->cfg;
     int n = c->n, d = c->d;
-    layer_chunk(m, X, B, w, Z);
+    layer_chunk_until(m, X, B, w, Z, stop);
     if (c->residual) vr_add(Z, X, B * d);
     if (G) memcpy(G, w->G, (size_t)B * n * sizeof(float));
 }
 
-void moe_forward(const moe_model *m, const float *X, int B, float *Z, float *G) {
+void moe_forward_until(const moe_model *m, const float *X, int B, float *Z, float *G, atomic_int *stop) {
     const moe_config *c = &m->cfg;
     int n = c->n, d = c->d;
     workspace w;
@@ -276,9 +284,13 @@ void moe_forward(const moe_model *m, const float *X, int B, float *Z, float *G) 
     for (int b0 = 0; b0 < B; b0 += MOE_CHUNK) {
         int bs = B - b0 < MOE_CHUNK ? B - b0 : MOE_CHUNK;
         forward_chunk(m, X + (size_t)b0 * d, bs, Z + (size_t)b0 * d, G ? G + (size_t)b0 * n : NULL,
-                      &w);
+                      &w, stop);
     }
     ws_free(&w);
+}
+
+void moe_forward(const moe_model *m, const float *X, int B, float *Z, float *G) {
+    moe_forward_until(m, X, B, Z, G, NULL);
 }
 
 /* e(x) for one sample with plain loops, accumulating dot products in double;
@@ -459,7 +471,7 @@ static void *ev_worker(void *arg) {
         int bs = j->N - b0 < EV_ITEM ? (int)(j->N - b0) : EV_ITEM;
         const float *X = j->X + (size_t)b0 * d;
         if (j->L) {
-            forward_chunk(j->m, X, bs, Z, j->G + (size_t)b0 * n, &w);
+            forward_chunk(j->m, X, bs, Z, j->G + (size_t)b0 * n, &w, NULL);
             moe_head(j->m, Z, bs, j->L + (size_t)b0 * C);
         } else {
             layer_chunk(j->m, X, bs, &w, w.D);

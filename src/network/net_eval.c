@@ -93,6 +93,7 @@ static void mlp_piece(net_job *j, const panel_task *t, int p, int slot) {
     int d = j->m->cfg.d, n = t->moe ? t->moe->cfg.n : 0;
     int r = p * NET_PANEL_ROWS, rows = t->M - r < NET_PANEL_ROWS ? t->M - r : NET_PANEL_ROWS;
     net_ws v = *t->w;
+    v.stop = j->cancel; // a cancel stops the panel between two experts: q within ~1/n of a panel
     // each panel its own rows of every buffer: y's are 2 ff wide for a gated MLP
     v.x += (size_t)r * d, v.o += (size_t)r * d, v.y += (size_t)r * net_ws_y_width(&j->m->cfg);
     net_mlp_apply(j->m, t->L, t->moe, t->h + (size_t)r * d, rows, &v, t->G ? t->G + (size_t)r * n : NULL);

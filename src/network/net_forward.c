@@ -79,6 +79,7 @@ void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
     ws_sizes_of(c, cap, T, &z);
     w->cap = cap;
     w->T = T;
+    w->stop = NULL;
     w->x = buf_or_null(z.x);
     w->qkv = buf_or_null(z.qkv);
     w->o = buf_or_null(z.o);
@@ -290,7 +291,7 @@ void net_mlp_apply(const net_model *m, int L, const moe_model *moe, float *h, in
     const net_block *b = &m->blocks[L];
     int d = m->cfg.d;
     if (moe) {
-        moe_forward(moe, w->x, M, w->o, G); // D(x): the family's block has no residual
+        moe_forward_until(moe, w->x, M, w->o, G, w->stop); // D(x): the family's block has no residual
         residual_add(h, w->o, M, d, m->cfg.res_mult);
         return;
     }

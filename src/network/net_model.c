@@ -426,8 +426,23 @@ int net_load_mapped(net_model *m, const char *path, const family_overrides *o, m
     return 0;
 }
 
+int net_has_backbone(const net_model *m) { return m->mem || m->shared; }
+
+void net_share_backbone(net_model *b, const net_model *a) {
+    net_model va = *a; // the list notes where a's pointers are: they are read, never written
+    tensor_list la = {0}, lb = {0};
+    arch_tensors(&va, a->lm_b != NULL, &la);
+    arch_tensors(b, a->lm_b != NULL, &lb);
+    for (int i = 0; i < la.n && i < lb.n; i++)
+        if (lb.t[i].dst) *lb.t[i].dst = *la.t[i].dst;
+    if (b->cfg.tied && b->wte) b->lm_w = b->wte;
+    b->shared = 1;
+    free(la.t);
+    free(lb.t);
+}
+
 int net_load_backbone(net_model *m, ms_err *err) {
-    if (m->mem) return 0;
+    if (net_has_backbone(m)) return 0;
     ckpt c;
     if (ckpt_open(&c, m->path, err)) return -1;
     int rc = read_backbone(m, &c, err);

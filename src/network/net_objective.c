@@ -210,7 +210,7 @@ int net_objective_create(const net_model *A, const net_model *B, const net_evals
     pthread_mutex_init(&no->mu, NULL);
     pthread_cond_init(&no->cv, NULL);
     pthread_mutex_init(&no->bb_mu, NULL);
-    if (o->interp_backbone && A->mem) net_clone(&no->M, A); // else once prepare has the values
+    if (o->interp_backbone && net_has_backbone(A)) net_clone(&no->M, A); // else once prepare has the values
     snprintf(no->what, sizeof no->what, "network loss, MoE block %d%s (mean %s cross-entropy)",
              A->cfg.moe_layers[o->chosen], o->interp_backbone ? ", backbone interpolated too" : "",
              net_loss_kind(A));
@@ -229,7 +229,8 @@ int net_objective_create(const net_model *A, const net_model *B, const net_evals
 /* each step named to the thread's listener (progress_inner; the explorer shows it with the rows) */
 int net_objective_prepare(net_objective *no, ms_err *err) {
     if (no->ready) return 0;
-    if (!no->A->mem || !no->B->mem) return ms_fail(err, "the backbones' values are not read yet");
+    if (!net_has_backbone(no->A) || !net_has_backbone(no->B))
+        return ms_fail(err, "the backbones' values are not read yet");
     if (no->o.interp_backbone && !no->M.mem) net_clone(&no->M, no->A);
     double t0 = now_secs();
     progress_inner(NET_PREP_ALIGN, 0, 0);

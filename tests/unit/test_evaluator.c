@@ -119,6 +119,15 @@ static void test_forward_vs_ref(void) {
                 moe_forward(&m, X + 100 * V->d, B - 100, Z3 + 100 * V->d, NULL);
                 CHECK(max_abs_diff(Z1, Z3, (size_t)B * V->d) < 1e-5, "%s: batch split changes Z",
                       V->name);
+                // moe_forward_until: not stopped, moe_forward's bits; stopped, before its experts
+                atomic_int stop = 0;
+                moe_forward_until(&m, X, B, Z3, NULL, &stop);
+                CHECK(!memcmp(Z1, Z3, (size_t)B * V->d * sizeof(float)), "%s: moe_forward_until not stopped "
+                      "gives moe_forward's bits", V->name);
+                atomic_store(&stop, 1);
+                moe_forward_until(&m, X, B, Z3, NULL, &stop);
+                CHECK(memcmp(Z1, Z3, (size_t)B * V->d * sizeof(float)), "%s: stopped, it leaves its experts out",
+                      V->name);
                 free(Z3);
             }
             free(X); free(Z1); free(Z2); free(G1); free(G2);
