@@ -13,10 +13,19 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* float -> bfloat16 / IEEE half, round to nearest even (NaN stays NaN, overflow
- * to infinity). Exact for a value that came from that format. */
-uint16_t codec_f32_to_bf16(float x);
+ * to infinity). Exact for a value that came from that format. BF16 inline: a
+ * real checkpoint's writer calls it once per weight. */
+static inline uint16_t codec_f32_to_bf16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu)) return (uint16_t)((u >> 16) | 0x40u);
+    // round to nearest even on the 16 bits dropped
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
 uint16_t codec_f32_to_f16(float x);
 
 #define MX_BLOCK 32

@@ -7,15 +7,6 @@
 
 #include "core/ms_error.h"
 
-uint16_t codec_f32_to_bf16(float x) {
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu)) return (uint16_t)((u >> 16) | 0x40u);
-    // round to nearest even on the 16 bits dropped
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
 uint16_t codec_f32_to_f16(float x) {
     uint32_t u;
     memcpy(&u, &x, 4);
