@@ -83,7 +83,7 @@ static int cmp_by_auc(const void *x, const void *y) {
 }
 
 void orders_update(orders_state *s, const explore_snapshot *v) {
-    long nrows = v ? v->ndone : 0;
+    long nrows = v ? v->ndone + v->nextra : 0; /* a sample's rows and those beside it */
     /* only when the rows changed: progress updates alone do not sort again */
     if (s->built && s->built_epoch == (v ? v->rows_epoch : 0) && s->built_ndone == nrows &&
         s->built_rows == (v ? v->rows : NULL) && s->built_sort == s->sort && s->built_desc == s->desc &&
@@ -186,7 +186,7 @@ void orders_move(orders_state *s, long delta) {
 }
 
 const ls_row *orders_selected(const orders_state *s, const explore_snapshot *v) {
-    if (!v || s->cursor < 0 || s->cursor >= s->nidx || s->nidx > v->ndone) return NULL;
+    if (!v || s->cursor < 0 || s->cursor >= s->nidx || s->nidx > v->ndone + v->nextra) return NULL;
     return &v->rows[s->idx[s->cursor]];
 }
 
@@ -551,37 +551,47 @@ static void sample_line(const explore_snapshot *v, const sample_rank *sr, int w,
     }
 }
 
+/* What an extra row is (explore_snapshot.nextra): the methods whose order it
+ * is ("E expert", "GE both methods"), else the identity; how: "the expert
+ * method", "both methods", "the identity" */
+static void extra_names(const explore_snapshot *v, const ls_row *row, char *mark, size_t mcap, char *how,
+                        size_t hcap) {
+    int ro[LS_MAX_N], n = v->n, cnt = 0;
+    char marks[COST_NMETHODS + 1];
+    const char *one = "";
+    explore_row_order(v, row, ro);
+    for (int m = 0; m < COST_NMETHODS; m++)
+        if (v->have_methods && !memcmp(ro, v->method_order[m], sizeof(int) * (size_t)n))
+            marks[cnt++] = cost_methods[m].mark, one = cost_methods[m].name;
+    marks[cnt] = 0;
+    if (!cnt) snprintf(mark, mcap, "I identity"), snprintf(how, hcap, "the identity");
+    else if (cnt == 1) snprintf(mark, mcap, "%s %s", marks, one), snprintf(how, hcap, "the %s method", one);
+    else snprintf(mark, mcap, "%s %d methods", marks, cnt), snprintf(how, hcap, "%d methods", cnt);
+}
+
 /* A sample need not hold the methods' orders nor the identity (the
  * skip-order with weight matching on, the naive order without): those it
- * lacks, with their barriers, and the best order found (the table's best row,
- * or one of these when lower) with how it was found. 0 when there is none. */
+ * lacks are rows all the same, evaluated beside it (rows ndone..). The line
+ * naming them (0 when there are none). */
 static int outside_line(const explore_snapshot *v, char *buf, size_t cap) {
+    if (!orders_sampled(v) || v->ndone < 1 || v->nextra < 1) return 0;
+    int len = snprintf(buf, cap, "beside the sample (rows, not drawn into it):");
+    for (long k = v->ndone; k < v->ndone + v->nextra && (size_t)len < cap; k++) {
+        char mark[64], how[64];
+        extra_names(v, &v->rows[k], mark, sizeof mark, how, sizeof how);
+        len += snprintf(buf + len, cap - (size_t)len, "%s %s", k > v->ndone ? "," : "", mark);
+    }
+    return 1;
+}
+
+/* A sample's best order found, sampled or beside it, and how (0: none yet) */
+static int best_line(const explore_snapshot *v, char *buf, size_t cap) {
     if (!orders_sampled(v) || v->ndone < 1) return 0;
-    enum { NQ = COST_NMETHODS + 1 }; // each method's order, the identity
-    double best = INFINITY, bar[NQ];
-    for (long k = 0; k < v->ndone; k++) best = v->rows[k].barrier < best ? v->rows[k].barrier : best;
-    char name[NQ][32], hows[NQ][48];
-    const char *how = "sampled";
-    int id[LS_MAX_N], idin = 0, len = 0;
-    for (int i = 0; i < v->n; i++) id[i] = i;
-    for (long k = 0; k < v->ndone && !idin; k++) idin = explore_row_is(v, &v->rows[k], id);
-    for (int m = 0; m < COST_NMETHODS; m++) {
-        bar[m] = v->method_in_rows[m] ? NAN : v->method_bar[m];
-        snprintf(name[m], sizeof name[m], "%c %s", cost_methods[m].mark, cost_methods[m].name);
-        snprintf(hows[m], sizeof hows[m], "the %s method", cost_methods[m].name);
-    }
-    bar[NQ - 1] = idin ? NAN : v->req.wm_stage ? (v->have_skip ? v->skip_order.barrier : NAN)
-                                               : (v->have_naive ? v->naive.barrier : NAN);
-    snprintf(name[NQ - 1], sizeof name[NQ - 1], "I identity");
-    snprintf(hows[NQ - 1], sizeof hows[NQ - 1], "the identity");
-    for (int q = 0; q < NQ; q++) {
-        if (isnan(bar[q])) continue;
-        len += snprintf(buf + len, cap - (size_t)len, "%s%s %.4f", len ? ", " : "not sampled: ", name[q], bar[q]);
-        if (bar[q] < best) best = bar[q], how = hows[q];
-        if ((size_t)len >= cap) return 1;
-    }
-    if (!len) return 0;
-    snprintf(buf + len, cap - (size_t)len, "; best found %.4f (%s)", best, how);
+    long best = 0;
+    for (long k = 1; k < v->ndone + v->nextra; k++) best = v->rows[k].barrier < v->rows[best].barrier ? k : best;
+    char mark[64], how[64] = "sampled";
+    if (best >= v->ndone) extra_names(v, &v->rows[best], mark, sizeof mark, how, sizeof how);
+    snprintf(buf, cap, "best found %.4f (%s)", v->rows[best].barrier, how);
     return 1;
 }
 
@@ -600,6 +610,7 @@ static int table_details(grid *g, const ui_rect *r, const orders_state *s, const
     else if (orders_sampled(v) && v->ndone > 0)
         snprintf(line[nl++], sizeof line[0], "sampled: a rank estimate needs the order stage (o)");
     if (outside_line(v, line[nl], sizeof line[0])) nl++;
+    if (best_line(v, line[nl], sizeof line[0])) nl++;
     if (ci_line(s, v, line[nl], sizeof line[0])) nl++;
     if (v->groups > 1 && v->n % v->groups == 0) {
         char all[48];

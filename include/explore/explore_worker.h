@@ -24,6 +24,9 @@
  * default, said in the table's title) */
 #define EXPLORE_OBJ_SAMPLES LS_OBJ_SAMPLES
 
+/* rows a sampled table holds beside its sample: the two methods' orders, the identity */
+#define EXPLORE_EXTRA_MAX (COST_NMETHODS + 1)
+
 typedef struct {
     int order_stage;        /* expert-order stage on/off */
     int wm_stage;           /* weight-matching stage on/off */
@@ -95,6 +98,12 @@ typedef struct {
      * pane lists it under the table then) */
     double method_bar[COST_NMETHODS];
     int method_in_rows[COST_NMETHODS];
+    /* a sample lacking the methods' orders or the identity (the skip-order
+     * with weight matching on, else the naive): each one whose barrier is
+     * known is a row all the same, evaluated beside the sample - rows[ndone ..
+     * ndone + nextra), their orders at ids norders_held + q. Not in ndone nor
+     * in the sample's statistics. */
+    long nextra;
     int failed;               /* the last request ended in an error (status says) */
     int rank[COST_NMETHODS];  /* by cost_method, from the complete rows */
     /* tie class size and AUC tie-break rank (rank.h); 0 unknown */

@@ -98,6 +98,7 @@ struct explore_worker {
     ls_key rows_key;          /* the key pub.rows belong to */
     unsigned long run_serial; /* counts the landscapes started (and saved tables shown) */
     unsigned long orders_run; /* the run_serial pub.orders came from */
+    double extra_bar[EXPLORE_EXTRA_MAX]; /* the published extra rows' barriers (pub_extra_rows) */
     /* complete tables kept per weight-matching stage, so toggling w back
        costs nothing (40320 rows are 3.5 MB) */
     struct {
@@ -292,9 +293,53 @@ static void pub_estimate(explore_snapshot *p, int m) {
     p->rank_est[m] = ph > 0 ? 1.0 + ph * p->orders_in_set : 1.0;
 }
 
+static void pub_ranks_of(explore_worker *g);
+static void pub_extra_rows(explore_worker *g);
+
+/* the ranks, then the extra rows (they need the methods' barriers). mu held. */
+static void pub_ranks(explore_worker *g) {
+    pub_ranks_of(g);
+    pub_extra_rows(g);
+}
+
+/* The extra rows (explore_snapshot.nextra): each method's order the sample
+ * lacks, then the identity, with its barrier where known; written after the
+ * sample's rows (they move as rows come in), the epochs bumped when they
+ * change. mu held. */
+static void pub_extra_rows(explore_worker *g) {
+    explore_snapshot *p = &g->pub;
+    int n = g->n, id[LS_MAX_N], cnt = 0;
+    ls_row ex[EXPLORE_EXTRA_MAX];
+    const int *ord[EXPLORE_EXTRA_MAX];
+    for (int i = 0; i < n; i++) id[i] = i;
+    const ls_curve *ic = p->req.wm_stage ? (p->have_skip ? &p->skip_order : NULL) : (p->have_naive ? &p->naive : NULL);
+    for (int q = 0; q < EXPLORE_EXTRA_MAX && !p->exhaustive && p->orders && p->ndone > 0; q++) {
+        int meth = q < COST_NMETHODS; // each method's order, then the identity
+        const int *o = meth ? p->method_order[q] : id;
+        double b = meth ? (p->method_in_rows[q] ? NAN : p->method_bar[q]) : ic ? ic->barrier : NAN;
+        int dup = ls_rows_find(p->rows, p->ndone, p->orders, n, o) >= 0;
+        for (int k = 0; k < cnt; k++) dup |= !memcmp(ord[k], o, sizeof(int) * (size_t)n);
+        if (isnan(b) || dup) continue;
+        ord[cnt] = o;
+        ex[cnt] = (ls_row){.barrier = b, .acc_barrier = NAN, .auc = meth ? NAN : ic->auc, .bar_lo = NAN,
+                           .bar_hi = NAN, .id = p->norders_held + cnt};
+        cnt++;
+    }
+    int same = cnt == p->nextra;
+    for (int k = 0; k < cnt && same; k++)
+        same = ls_order_is(p->orders, n, p->norders_held + k, ord[k]) && g->extra_bar[k] == ex[k].barrier;
+    for (int k = 0; k < cnt; k++) {
+        for (int i = 0; i < n; i++) p->orders[(size_t)(p->norders_held + k) * n + i] = (uint8_t)ord[k][i];
+        p->rows[p->ndone + k] = ex[k];
+        g->extra_bar[k] = ex[k].barrier;
+    }
+    p->nextra = cnt;
+    if (!same) p->rows_epoch++, p->orders_epoch++;
+}
+
 /* Ranks and L-hat of both methods: the landscape's early ones (on_ranks), or
  * from complete rows. mu held. */
-static void pub_ranks(explore_worker *g) {
+static void pub_ranks_of(explore_worker *g) {
     explore_snapshot *p = &g->pub;
     for (int m = 0; m < COST_NMETHODS; m++) {
         p->rank[m] = p->tied[m] = p->rank_auc[m] = 0;
@@ -578,7 +623,7 @@ static void publish_orders(explore_worker *g, const uint8_t *orders, long norder
     explore_snapshot *p = &g->pub;
     if (!orders || (p->orders && p->norders_held == norders && g->orders_run == g->run_serial)) return;
     size_t bytes = (size_t)norders * g->n;
-    p->orders = ms_realloc(p->orders, bytes + 1);
+    p->orders = ms_realloc(p->orders, bytes + (size_t)EXPLORE_EXTRA_MAX * g->n + 1); // and the extra rows'
     memcpy(p->orders, orders, bytes);
     p->norders_held = norders;
     p->orders_epoch++;
@@ -601,13 +646,14 @@ static void publish_rows(explore_worker *g, const landscape *L, long done, long 
         return;
     }
     publish_orders(g, L->orders, L->norders);
-    if (total > p->rows_cap) {
-        p->rows = ms_realloc(p->rows, (size_t)total * sizeof(ls_row));
-        p->rows_cap = total;
+    if (total + EXPLORE_EXTRA_MAX > p->rows_cap) {
+        p->rows_cap = total + EXPLORE_EXTRA_MAX;
+        p->rows = ms_realloc(p->rows, (size_t)p->rows_cap * sizeof(ls_row));
     }
     if (done > p->ndone) memcpy(p->rows + p->ndone, L->rows + p->ndone, (size_t)(done - p->ndone) * sizeof(ls_row));
     p->ndone = done;
     p->norders = total;
+    pub_extra_rows(g); // after the sample's rows, which moved on
     p->progress = total > 0 ? (double)done / total : 0;
     if (done > 0) p->phase[0] = 0;
     if (p->ranks_early && p->rank[p->req.method] > 0)
@@ -684,7 +730,7 @@ static long orders_expected(explore_worker *g, const ls_opts *o) {
 
 /* Empty the published table (a new landscape, or a cancelled one). mu held. */
 static void rows_reset(explore_worker *g, long norders) {
-    g->pub.ndone = 0;
+    g->pub.ndone = g->pub.nextra = 0;
     g->pub.norders = norders;
     g->pub.have_landscape = 0;
     g->pub.ci_units = 0;
@@ -712,9 +758,9 @@ static int ls_publish_saved(explore_worker *g, ls_key k) {
     if (!g->saved[wm].rows || !ls_key_equal(g->saved[wm].key, k)) return 0;
     explore_snapshot *p = &g->pub;
     long cnt = g->saved[wm].n;
-    if (cnt > p->rows_cap) {
-        p->rows = ms_realloc(p->rows, (size_t)cnt * sizeof(ls_row));
-        p->rows_cap = cnt;
+    if (cnt + EXPLORE_EXTRA_MAX > p->rows_cap) {
+        p->rows_cap = cnt + EXPLORE_EXTRA_MAX;
+        p->rows = ms_realloc(p->rows, (size_t)p->rows_cap * sizeof(ls_row));
     }
     memcpy(p->rows, g->saved[wm].rows, (size_t)cnt * sizeof(ls_row));
     g->run_serial++;
@@ -752,7 +798,7 @@ static void ls_redirect(explore_worker *g, ls_key k) {
         g->rows_key = k;
         p->have_landscape = 0;
         p->ci_units = 0;
-        p->ndone = 0;
+        p->ndone = p->nextra = 0;
         p->rows_epoch++;
         p->phase_detail[0] = 0;
         p->phase[0] = 0;
@@ -868,9 +914,9 @@ static void *ls_worker(void *arg) {
             ls_save(g, wm, k, &L);
         } else if (rc == 0) {
             /* the final rows are sorted by barrier: publish them all anew */
-            if (L.norders > p->rows_cap) {
-                p->rows = ms_realloc(p->rows, (size_t)L.norders * sizeof(ls_row));
-                p->rows_cap = L.norders;
+            if (L.norders + EXPLORE_EXTRA_MAX > p->rows_cap) {
+                p->rows_cap = L.norders + EXPLORE_EXTRA_MAX;
+                p->rows = ms_realloc(p->rows, (size_t)p->rows_cap * sizeof(ls_row));
             }
             publish_orders(g, L.orders, L.norders);
             memcpy(p->rows, L.rows, (size_t)L.norders * sizeof(ls_row));
@@ -1302,8 +1348,8 @@ int explore_poll(explore_worker *g, explore_snapshot *v) {
         free(v->orders);
         v->orders = NULL;
         if (p->orders) {
-            v->orders = ms_malloc((size_t)p->norders_held * p->n + 1);
-            memcpy(v->orders, p->orders, (size_t)p->norders_held * p->n);
+            v->orders = ms_malloc((size_t)(p->norders_held + p->nextra) * p->n + 1);
+            memcpy(v->orders, p->orders, (size_t)(p->norders_held + p->nextra) * p->n);
         }
     }
     v->diag = keep.diag;
@@ -1333,18 +1379,19 @@ int explore_poll(explore_worker *g, explore_snapshot *v) {
     copy_curve_if(p->have_selected, &v->selected, &p->selected);
     /* rows: only the new ones when the same epoch just grew */
     long from = keep.rows_epoch == p->rows_epoch && keep.ndone <= p->ndone ? keep.ndone : 0;
-    long need = p->norders > p->ndone ? p->norders : p->ndone;
+    long need = (p->norders > p->ndone ? p->norders : p->ndone) + EXPLORE_EXTRA_MAX;
     if (need > v->rows_cap) {
         v->rows = ms_realloc(v->rows, (size_t)need * sizeof(ls_row));
         v->rows_cap = need;
     }
     if (p->ndone > from) memcpy(v->rows + from, p->rows + from, (size_t)(p->ndone - from) * sizeof(ls_row));
+    if (p->nextra > 0) memcpy(v->rows + p->ndone, p->rows + p->ndone, (size_t)p->nextra * sizeof(ls_row));
     pthread_mutex_unlock(&g->mu);
     return 1;
 }
 
 void explore_row_order(const explore_snapshot *v, const ls_row *r, int *p) {
-    if (v->orders && r->id >= 0 && r->id < v->norders_held) {
+    if (v->orders && r->id >= 0 && r->id < v->norders_held + v->nextra) {
         ls_order_get(v->orders, v->n, r->id, p);
         return;
     }
@@ -1352,7 +1399,7 @@ void explore_row_order(const explore_snapshot *v, const ls_row *r, int *p) {
 }
 
 int explore_row_is(const explore_snapshot *v, const ls_row *r, const int *p) {
-    return v->orders && r->id >= 0 && r->id < v->norders_held && ls_order_is(v->orders, v->n, r->id, p);
+    return v->orders && r->id >= 0 && r->id < v->norders_held + v->nextra && ls_order_is(v->orders, v->n, r->id, p);
 }
 
 void explore_snapshot_free(explore_snapshot *v) {

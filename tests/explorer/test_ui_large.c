@@ -665,10 +665,56 @@ static void test_keys_large(void) {
     free_big(&v);
 }
 
+/* A sample without the expert method's order: that order is a row all the
+ * same (explore_snapshot.nextra), ranked and marked with the sample's rows,
+ * the best when lowest, and the line under the table says how it was found. */
+static void test_beside_sample(void) {
+    int n = NBIG;
+    long nrows = 200;
+    explore_snapshot v;
+    big_view(&v, n, nrows);
+    v.nsampled = nrows;
+    v.orders = realloc(v.orders, (size_t)(nrows + 1) * n);
+    v.rows = realloc(v.rows, (size_t)(nrows + 1) * sizeof(ls_row));
+    long k = ls_rows_find(v.rows, nrows, v.orders, n, v.method_order[COST_EXPERT]);
+    CHECK(k < 0, "the sample lacks the expert method's order");
+    set_row_order(&v, nrows, v.method_order[COST_EXPERT]);
+    v.rows[nrows].barrier = 0.005; /* below every sampled row (>= 0.01) */
+    v.rows[nrows].acc_barrier = v.rows[nrows].auc = v.rows[nrows].bar_lo = v.rows[nrows].bar_hi = NAN;
+    v.nextra = 1;
+    orders_state s;
+    orders_init(&s);
+    orders_update(&s, &v);
+    CHECK(s.nidx == nrows + 1 && s.best_row == nrows && s.rank[nrows] == 1,
+          "the order beside the sample is a row, ranked first: %ld rows, best %ld", s.nidx, s.best_row);
+    grid g;
+    grid_init(&g, 160, 24, 1);
+    ui_rect r = {0, 0, 160, 24};
+    orders_render(&g, &r, &s, &v);
+    CHECK(row_has(&g, 3, "* E") && row_has(&g, 3, "0.0050"), "its row first, marked best * and E");
+    CHECK(grid_find(&g, "beside the sample (rows, not drawn into it): E expert", NULL) > 3 &&
+              grid_find(&g, "best found 0.0050 (the expert method)", NULL) > 3,
+          "the line under the table: beside the sample, the best found and how");
+    v.rows[nrows].barrier = 0.5; /* now above the sample's best */
+    v.rows_epoch++;
+    orders_update(&s, &v);
+    grid_clear(&g);
+    orders_render(&g, &r, &s, &v);
+    CHECK(s.best_row != nrows && grid_find(&g, "best found 0.0100 (sampled)", NULL) > 3,
+          "a sampled order the best: said so");
+    v.nextra = 0;
+    orders_update(&s, &v);
+    CHECK(s.nidx == nrows, "no rows beside the sample: the sample's alone");
+    orders_free(&s);
+    grid_free(&g);
+    free_big(&v);
+}
+
 int main(void) {
     test_scroll();
     test_zoom();
     test_sampled();
+    test_beside_sample();
     test_sampled_256();
     test_swaps_256();
     test_abbrev();
