@@ -552,8 +552,8 @@ static void sample_line(const explore_snapshot *v, const sample_rank *sr, int w,
 }
 
 /* What an extra row is (explore_snapshot.nextra): the methods whose order it
- * is ("E expert", "GE both methods"), else the identity; how: "the expert
- * method", "both methods", "the identity" */
+ * is ("E expert", "GE 2 methods"), else the identity; how: "the expert
+ * method", "2 methods", "the identity" */
 static void extra_names(const explore_snapshot *v, const ls_row *row, char *mark, size_t mcap, char *how,
                         size_t hcap) {
     int ro[LS_MAX_N], n = v->n, cnt = 0;
