@@ -16,6 +16,7 @@
 #include "landscape/bootstrap.h"
 #include "landscape/rank.h"
 #include "model/symmetry.h"
+#include "network/net_budget.h"
 #include "network/net_landscape.h"
 #include "plot/plot_write.h"
 #include "plot/scatter_png.h"
@@ -517,6 +518,8 @@ static int landscape_network(subject *S, double t_load, ls_opts *lo, const ls_sc
     ms_err err;
     if (ls_check_orders(&n->A.moe[n->block].cfg, lo, pa, &err)) // before the other blocks' alignment
         return cli_error("%s", err.msg);
+    // the proxy's block inputs are made after the landscape: refuse them before it
+    if (proxy && net_inputs_mem_check(&n->A, &n->E, n->block, &err)) return cli_error("%s", err.msg);
     align_opts other;
     align_opts_default(&other);
     other.center = lo->center, other.wm_stage = lo->wm;

@@ -17,6 +17,7 @@
 #include "analysis/study.h"
 #include "io/model_io.h"
 #include "plot/study_png.h"
+#include "network/net_budget.h"
 #include "network/net_landscape.h"
 
 #define USAGE                                                                                    \
@@ -363,6 +364,10 @@ static int ns_proxy(void *ctx, int i, int j, landscape *L, ms_err *err) {
 
 static int run_study_net(const st_pool *P, subject *nets, const char *e_path, ls_opts *lo,
                          const char *const *outs, int show, int interp, int proxy) {
+    ms_err err;
+    // the proxy's block inputs are made after each pair's landscape: refuse them before
+    if (proxy && net_inputs_mem_check(&nets[0].net.A, &nets[0].net.E, nets[0].net.block, &err))
+        return cli_error("%s", err.msg);
     net_study ns = {.nets = nets, .lo = lo, .interp = interp, .proxy = proxy};
     align_opts_default(&ns.other);
     ns.other.center = lo->center, ns.other.wm_stage = lo->wm;
@@ -371,7 +376,6 @@ static int run_study_net(const st_pool *P, subject *nets, const char *e_path, ls
     moe_model *M = ms_calloc((size_t)P->np, sizeof(moe_model)); // each one's chosen block
     for (int i = 0; i < P->np; i++) M[i] = *nets[i].a;
     study S;
-    ms_err err;
     lo->part = cli_partition; // moescope-mpi: each pair's evaluations split over its processes
     int here = cli_reports_here(), rc = 0, bar = cli_progress_wanted(show);
     study_progress(lo, P->np, bar, 1);

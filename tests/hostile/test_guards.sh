@@ -348,7 +348,7 @@ MOESCOPE_MAX_MEMORY=10M expect_rc "a network landscape's copies of the blocks ov
 # about 4 MiB, would be refused with its own message)
 "$PYTHON" "$TESTS_DIR/lib/gen_gpt2.py" "$D/inp" --d 8 --layers 2 --moe all --n 64 --h 4 --N 64 --T 512 \
     --positions 512 >/dev/null
-for cmd in diagnose landscape; do
+for cmd in diagnose landscape study; do
     MOESCOPE_MAX_MEMORY=16M expect_rc "$cmd: a block's inputs of 32768 tokens over 16M" 1 \
         "inp/seed1 on .*: MoE block 0's inputs, 32768 tokens of d = 8, for its layer computed alone \(n = 64 experts\): needs .*over the memory limit of 16\.0 MiB" \
         "$MOESCOPE" $cmd "$D/inp/seed1" "$D/inp/seed2" --eval "$D/inp/eval.safetensors" --points 3
