@@ -53,6 +53,10 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 # (tmp files, tmux servers and ports of their own; deadlines, no sleeps).
 JOBS=${TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 [[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "TEST_JOBS must be a positive number, not '$JOBS'"; exit 2; }
+# With a program per CPU, a BLAS thread pool in each (numpy's oracles, moescope's
+# default) only oversubscribes the cores, and OpenBLAS's idle threads spin. One
+# BLAS thread by default; moescope's threaded paths still ask for theirs (--threads).
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 declare -A running=()   # pid -> "name log result"
 
 # cpu_seconds FILE: user + system seconds of the children line `times` wrote to FILE
