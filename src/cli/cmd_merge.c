@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "align/align.h"
+#include "core/ms_text.h"
+#include "io/checkpoint.h"
 #include "cli/cli.h"
 #include "model/evaluator.h"
 #include "landscape/landscape.h"
@@ -34,7 +36,8 @@ static void help(void) {
            "      --no-order    skip the expert-order step (identity order)\n"
            "      --no-wm       skip weight matching\n"
            "      --order LIST  use this expert order (e.g. 2,0,3,1) instead of solving\n"
-           "  -l, --layer L     layer prefix (default moe)\n"
+           "  -l, --layer L     layer prefix (default moe); all: every MoE layer (a network's\n"
+           "                    MoE blocks), each aligned and merged on its own, in one output\n"
            "  -e, --eval E      also print the loss and accuracy on E of A, B, the soup and\n"
            "                    the naive soup ((1-alpha) A + alpha B, B not aligned)\n"
            "      --alpha-sweep K  with --eval: loss and accuracy of both soups at K values\n"
@@ -169,6 +172,102 @@ static int merge_evaluate(const moe_model *A, const moe_model *B, const moe_mode
     return rc ? 1 : 0;
 }
 
+/* M = (1 - alpha) A + alpha B' (M may be A itself), a shared frozen head kept as its
+ * bytes, checked for overflow, the merge recorded in the metadata: 0, else 1 after the
+ * message */
+static int soup_make(moe_model *M, const moe_model *A, const moe_model *Bp, double alpha, const char *alpha_str,
+                     const char *pa, const char *pb) {
+    int same_head = moe_heads_equal(A, Bp);
+    if (!same_head)
+        fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them "
+                        "too (the setting assumes a frozen, shared head)\n", pa, pb);
+    // M starts as A (architecture, A's metadata), then takes the interpolation
+    if (M != A) moe_clone(M, A);
+    moe_interpolate(M, A, Bp, alpha);
+    if (same_head && M->cfg.has_head) {
+        // a frozen head shared by A and B stays its bytes ((1-a) x + a x may round off x)
+        const moe_config *c = &M->cfg;
+        memcpy(M->head_w, Bp->head_w, (size_t)c->C * (size_t)c->d * sizeof(float)); // (C, d)
+        memcpy(M->head_b, Bp->head_b, (size_t)c->C * sizeof(float));                // (C)
+        if (c->has_norm) {
+            memcpy(M->norm_w, Bp->norm_w, (size_t)c->d * sizeof(float)); // (d)
+            memcpy(M->norm_b, Bp->norm_b, (size_t)c->d * sizeof(float)); // (d)
+        }
+    }
+    // (1 - alpha) A + alpha B' of values near the limits can overflow: blame the merge
+    char label[80], *path = M->path;
+    ms_err err;
+    snprintf(label, sizeof label, "the merge (1 - %g) A + %g B'", alpha, alpha);
+    M->path = label;
+    int bad = moe_range_check(M, NULL, &err);
+    M->path = path;
+    if (bad) return cli_error("%s", err.msg);
+    moe_meta_set(M, "moescope.merge.a", pa);
+    moe_meta_set(M, "moescope.merge.b", pb);
+    moe_meta_set(M, "moescope.merge.alpha", alpha_str);
+    for (int i = 0; i < Bp->nmeta; i++) // how B was aligned
+        if (!strncmp(Bp->meta[i].key, "moescope.align.", 15)) moe_meta_set(M, Bp->meta[i].key, Bp->meta[i].value);
+    return 0;
+}
+
+/* --layer all: each MoE layer's soup in turn, written over the chain that starts at A */
+typedef struct {
+    const cli_align_args *a;
+    double alpha;
+    const char *alpha_str;
+} merge_all;
+
+static int merge_step(void *ctx, int i, const char *layer, const char *src, const char *dst) {
+    const merge_all *m = ctx;
+    const cli_align_args *a = m->a;
+    moe_model A, B;
+    ms_err err;
+    (void)i;
+    if (moe_load(&A, a->pa, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
+    if (moe_load(&B, a->pb, layer, cli_overrides(), &err)) {
+        moe_free(&A);
+        return cli_error("%s", err.msg);
+    }
+    align_result res;
+    int rc = moe_check_compatible(&A, &B, &err) || align_models_inplace(&A, &B, &a->ao, &res, &err)
+                 ? cli_error("%s", err.msg)
+                 : 0;
+    if (!rc) {
+        rc = soup_make(&A, &A, &B, m->alpha, m->alpha_str, a->pa, a->pb) || cli_save_checkpoint(&A, src, dst);
+        if (!rc) {
+            char *el = ms_escaped(layer); // a prefix from the file
+            printf("layer %s: ", el);
+            free(el);
+            cli_print_order(a, &res, A.cfg.n);
+        }
+        align_result_free(&res);
+    }
+    moe_free(&A);
+    moe_free(&B);
+    return rc ? 1 : 0;
+}
+
+static int merge_every_layer(cli_align_args *a, int argc, char **argv, double alpha, const char *alpha_str) {
+    if (argc - optind != 2)
+        return cli_usage_error(USAGE, "merge: expected two checkpoints, got %d", argc - optind);
+    if (!a->out_path) return cli_usage_error(USAGE, "merge: -o OUT is required");
+    if (a->order_str) return cli_usage_error(USAGE, "merge: --order names one layer's order, not --layer all's");
+    if (a->e_path)
+        return cli_usage_error(USAGE, "merge: --eval evaluates one layer's soup: name the layer with --layer");
+    a->pa = argv[optind];
+    a->pb = argv[optind + 1];
+    const char *inputs[2] = {a->pa, a->pb};
+    const out_spec outs[1] = {{a->out_path, "-o", ckpt_output_is_dir(a->pa, a->out_path) ? OUT_DIR : OUT_FILE}};
+    int orc = cli_check_outputs("merge", USAGE, outs, 1, inputs, 2);
+    if (orc) return orc;
+    merge_all ctx = {a, alpha, alpha_str};
+    int rc = cli_each_layer(a->pa, a->pa, a->out_path, merge_step, &ctx);
+    if (!rc)
+        printf("weight matching %s\nwrote %s = (1 - %g) A + %g B' in every MoE layer\n", a->ao.wm_stage ? "on" : "off",
+               a->out_path, alpha, alpha);
+    return rc;
+}
+
 int cmd_merge(int argc, char **argv) {
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'}, {"alpha", required_argument, 0, 'a'},
@@ -222,6 +321,7 @@ int cmd_merge(int argc, char **argv) {
     if (sweep && !e_path) return cli_usage_error(USAGE, "merge: --alpha-sweep needs --eval E");
     a.out_like_a = 1;
     a.e_path = e_path;
+    if (cli_layer_is_all(a.layer)) return merge_every_layer(&a, argc, argv, alpha, alpha_str);
     int rc = cli_align_inputs(&a, argc, argv, "merge", USAGE);
     if (rc) return rc;
     const char *pa = a.pa, *pb = a.pb;
@@ -240,41 +340,10 @@ int cmd_merge(int argc, char **argv) {
         rc = cli_error("%s", err.msg);
         goto done;
     }
-    int same_head = moe_heads_equal(A, &a.B);
-    if (!same_head)
-        fprintf(stderr, "moescope: warning: the heads of %s and %s differ; interpolating them "
-                        "too (the setting assumes a frozen, shared head)\n", pa, pb);
-    // M starts as A (architecture, A's metadata), then takes the interpolation
-    if (!inplace) moe_clone(M, A);
-    moe_interpolate(M, A, Bp, alpha);
-    if (same_head && M->cfg.has_head) {
-        // a frozen head shared by A and B stays its bytes ((1-a) x + a x may round off x)
-        const moe_config *c = &M->cfg;
-        memcpy(M->head_w, Bp->head_w, (size_t)c->C * (size_t)c->d * sizeof(float)); // (C, d)
-        memcpy(M->head_b, Bp->head_b, (size_t)c->C * sizeof(float));                // (C)
-        if (c->has_norm) {
-            memcpy(M->norm_w, Bp->norm_w, (size_t)c->d * sizeof(float)); // (d)
-            memcpy(M->norm_b, Bp->norm_b, (size_t)c->d * sizeof(float)); // (d)
-        }
+    if (soup_make(M, A, Bp, alpha, alpha_str, pa, pb)) {
+        rc = 1;
+        goto freeall;
     }
-    {
-        // (1 - alpha) A + alpha B' of values near the limits can overflow: blame the merge
-        char label[80], *path = M->path;
-        snprintf(label, sizeof label, "the merge (1 - %g) A + %g B'", alpha, alpha);
-        M->path = label;
-        int bad = moe_range_check(M, NULL, &err);
-        M->path = path;
-        if (bad) {
-            rc = cli_error("%s", err.msg);
-            goto freeall;
-        }
-    }
-    moe_meta_set(M, "moescope.merge.a", pa);
-    moe_meta_set(M, "moescope.merge.b", pb);
-    moe_meta_set(M, "moescope.merge.alpha", alpha_str);
-    for (int i = 0; i < Bp->nmeta; i++) // how B was aligned
-        if (!strncmp(Bp->meta[i].key, "moescope.align.", 15))
-            moe_meta_set(M, Bp->meta[i].key, Bp->meta[i].value);
     if (cli_save_checkpoint(M, pa, a.out_path)) {
         rc = 1;
     } else {

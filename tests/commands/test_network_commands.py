@@ -10,6 +10,7 @@ and eval.safetensors beside seed folders whose backbone shard links to it, and a
     the network's loss; a pair with another backbone refused, and with
     --interpolate-backbone a flag;
   - `merge --eval` on a network: the soup's network loss is what `eval` gives the written soup;
+    `merge --layer all`: each block as its own merge writes it, every other tensor A's;
   - `lesson --print` on a network: its barriers are the network's (as `curve` gives them);
   - the orders: n = 8 is sampled (500 orders by default; `--samples N`: N, in landscape
     and study alike; `--exhaustive`: all 40320 are not asked here), n = 4 exhaustive;
@@ -143,6 +144,22 @@ def test_merge():
     m = re.search(r"soup \(1 - 0.5\) A \+ 0.5 B'\s+loss ([0-9.]+)", r.stdout)
     check(e.returncode == 0 and m and abs(float(m.group(1)) - json.load(open(p("soup.json")))["loss"]) < 1e-6,
           "the soup's network loss is the written checkpoint's: %s" % (m and m.group(1)))
+    # --layer all: every MoE block merged as a merge of that block alone writes it, the rest A's
+    r = run("merge", a, b, "-o", p("soup_all"), "--layer", "all")
+    check(r.returncode == 0 and r.stdout.count("layer transformer.h.") == 2 and "in every MoE layer" in r.stdout,
+          "merge --layer all: both blocks: %s %s" % (r.stdout, r.stderr.strip()))
+    if r.returncode:
+        return
+    every, ta = gen_gpt2.read_folder(p("soup_all"))[1], gen_gpt2.read_folder(a)[1]
+    for L in ("transformer.h.0.mlp", "transformer.h.2.mlp"):
+        r = run("merge", a, b, "-o", p("soup_" + L), "--layer", L)
+        one = gen_gpt2.read_folder(p("soup_" + L))[1] if r.returncode == 0 else {}
+        keys = [k for k in one if k.startswith(L + ".")]
+        check(keys and all((every[k] == one[k]).all() for k in keys), "merge --layer all: %s as its own merge" % L)
+    rest = [k for k in ta if not k.startswith(("transformer.h.0.mlp.", "transformer.h.2.mlp."))]
+    check(rest and all((every[k] == ta[k]).all() for k in rest), "merge --layer all: every other tensor A's")
+    r = run("merge", a, b, "-o", p("soup_all2"), "--layer", "all", "--eval", ev)
+    check(r.returncode == 2 and "--eval evaluates one layer's soup" in r.stderr, "merge --layer all --eval: %s" % r.stderr)
 
 
 def test_usage():

@@ -64,6 +64,10 @@ if command -v script >/dev/null; then
         "$WORK/tty7.log" >/dev/null 2>&1
     check "tty: align --layer all wrote its output" test -d "$WORK/tty_all"
     check "tty: align --layer all: the phases of layer 3/3" grep -aEq "layer 3/3: weight matching  [0-9]/4 experts" "$WORK/tty7.log"
+    MOESCOPE_PROGRESS=1 script -qec "'$MOESCOPE' merge '$S/gpt/every4/seed1' '$S/gpt/every4/seed2' --layer all -o '$WORK/tty_mall'" \
+        "$WORK/tty10.log" >/dev/null 2>&1
+    check "tty: merge --layer all wrote its output" test -d "$WORK/tty_mall"
+    check "tty: merge --layer all: the phases of layer 3/3" grep -aEq "layer 3/3: weight matching  [0-9]/4 experts" "$WORK/tty10.log"
 else
     fail "script(1) is needed for the terminal checks"
 fi
