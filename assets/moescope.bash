@@ -21,8 +21,8 @@ _moescope_options() { # _moescope_options CMD: the options of CMD ("" the explor
         "") echo "--eval --layer --points --ascii --png-live --theme --out-dir --interpolate-backbone --help --version" ;;
         info) echo "--layer --json" ;;
         eval) echo "--eval --layer --json --dump-outputs --repeat --threads" ;;
-        cost) echo "--method --no-center --layer --json -m -l -h" ;;
-        align) echo "--output --method --no-center --no-order --no-wm --order --layer -o -m -l -h" ;;
+        cost) echo "--method --no-center --eval --layer --json -m -e -l -h" ;;
+        align) echo "--output --method --eval --no-center --no-order --no-wm --order --layer -o -m -e -l -h" ;;
         merge) echo "--output --alpha --method --no-center --no-order --no-wm --order --layer --eval --alpha-sweep
                      -o -a -m -l -e -h" ;;
         curve) echo "--eval --order --points --method --no-center --no-wm --png --csv --size --font-scale --layer
@@ -51,7 +51,7 @@ _moescope_options() { # _moescope_options CMD: the options of CMD ("" the explor
 # commands: curve's -o is --order, align's is --output)
 _moescope_value() { # _moescope_value CMD OPTION: file, dir, png, json, csv, tex, theme, a word list, none or ""
     case "$1:$2" in
-        *:--method | cost:-m | align:-m | merge:-m | curve:-m | diagnose:-m) echo "words gate expert" ;;
+        *:--method | cost:-m | align:-m | merge:-m | curve:-m | diagnose:-m) echo "words gate expert activation router" ;;
         *:--router) echo "words dense topk" ;;
         *:--act) echo "words relu gelu silu_glu" ;;
         *:--schedule) echo "words constant cosine" ;;

@@ -7,7 +7,7 @@ const key_binding key_table[] = {
     {'o', ACT_TOGGLE_ORDER, "o", "expert-order stage on/off"},
     {'w', ACT_TOGGLE_WM, "w", "weight-matching stage on/off"},
     {'c', ACT_TOGGLE_CENTER, "c", "gate centring on/off"},
-    {'m', ACT_TOGGLE_METHOD, "m", "cost method gate/expert"},
+    {'m', ACT_TOGGLE_METHOD, "m", "cost method: gate, expert, activation, router"},
     {'a', ACT_TOGGLE_METRIC, "a", "plot loss / accuracy"},
     {K_ENTER, ACT_PLOT_SELECTED, "Enter", "plot the selected order"},
     {'/', ACT_FILTER, "/", "filter orders by prefix (e.g. 2 0), Esc clears"},

@@ -442,6 +442,20 @@ static int ci_line(const orders_state *s, const explore_snapshot *v, char *buf, 
     return 1;
 }
 
+/* The two method marks of a row whose order is ro: G and E in their own places
+ * (the data-free costs), a data-driven method's (A, R) in a place left free. */
+static void method_marks(const explore_snapshot *v, const int *ro, char *mk) {
+    for (int pass = 0; pass < 2 && v->have_methods; pass++)
+        for (int m = 0; m < COST_NMETHODS; m++) {
+            int fixed = cost_methods[m].needs == COST_NEEDS_NOTHING;
+            if (fixed != !pass || !v->method_have[m] || memcmp(ro, v->method_order[m], sizeof(int) * (size_t)v->n))
+                continue;
+            if (fixed) mk[m] = cost_methods[m].mark; // the data-free rows come first
+            else if (mk[0] == ' ') mk[0] = cost_methods[m].mark;
+            else if (mk[1] == ' ') mk[1] = cost_methods[m].mark;
+        }
+}
+
 /* One row of the table: marks, rank, order (abbreviated for large n), values. */
 static void table_row(grid *g, const ui_rect *r, const orders_state *s, const explore_snapshot *v, const table_geom *T,
                       long pos, int y) {
@@ -456,14 +470,13 @@ static void table_row(grid *g, const ui_rect *r, const orders_state *s, const ex
     row_order(v, row, ro);
     int is_id = 1;
     for (int k = 0; k < n; k++) is_id &= ro[k] == k;
-    enum { MK_ID = 1 + COST_NMETHODS, MK_SEL, MK_W }; // best, each method, identity, selected
+    enum { MK_ID = 3, MK_SEL, MK_W }; // best, two method marks, identity, selected
     char marks[MK_W + 1];
     memset(marks, ' ', MK_W);
     marks[MK_W] = 0;
     if (ri == s->best_row) marks[0] = '*';
     else if (orders_undistinguished(v, ri, s->best_row)) marks[0] = '~';
-    for (int m = 0; m < COST_NMETHODS; m++)
-        if (v->have_methods && !memcmp(ro, v->method_order[m], sizeof(int) * (size_t)n)) marks[1 + m] = cost_methods[m].mark;
+    method_marks(v, ro, marks + 1);
     if (is_id) marks[MK_ID] = 'I';
     if (v->have_selected && !memcmp(ro, v->selected.order, sizeof(int) * (size_t)n)) marks[MK_SEL] = '>';
     /* a pin of this order: under the table's weight-matching setting first */

@@ -78,7 +78,7 @@ static void draw_points(grid *g, const scatter_geom *G, const explore_snapshot *
     if (v->have_selected) put_mark(g, G, x, y, find_order(v, v->selected.order), '>');
     if (v->have_methods) {
         for (int m = 0; m < COST_NMETHODS; m++)
-            put_mark(g, G, x, y, find_order(v, v->method_order[m]), cost_methods[m].mark);
+            if (v->method_have[m]) put_mark(g, G, x, y, find_order(v, v->method_order[m]), cost_methods[m].mark);
     }
 }
 

@@ -34,6 +34,8 @@ typedef struct {
     const int *order;   /* if not NULL, use this order (n) instead of solving */
     int any_order;      /* accept an order that splits a group-limited router's groups
                            (the result then computes another function; curve --order) */
+    const float *X;     /* (N, d) an evaluation set's inputs at the layer, NULL: none; the */
+    int N, d;           /* data-driven methods read them (cost_data.h) */
 } align_opts;
 
 void align_opts_default(align_opts *o); /* order on, wm on, expert, centred */

@@ -8,7 +8,8 @@
 #include "align/cost_method.h"
 #include "model/model.h"
 
-/* C (n,n): C[i*n+j] = cost of putting B's expert j in A's slot i.
+/* C (n,n): C[i*n+j] = cost of putting B's expert j in A's slot i, for a method
+ * that needs no evaluation set (cost_matrix_in for any).
  * gate: sqrt(|Wbar^A_i - Wbar^B_j|^2 + (bbar^A_i - bbar^B_j)^2), centred over
  * experts when center != 0. expert: Gram-matrix distance (permutation
  * invariant). Gram products use OpenBLAS. */
@@ -50,6 +51,9 @@ int cost_expert_offered(const moe_config *c, int na, int nb, int streamed, char 
 double cost_expert_bytes(const moe_config *c, int na, int nb);
 /* -1 with a message naming both files when A's and B's experts cannot be compared. */
 int cost_check_shapes(const moe_model *A, const moe_model *B, ms_err *err);
+/* Method m's cost matrix C (n,n) from in: any row of cost_methods[]; a method
+ * that needs an evaluation set fails without in->X, saying so. */
+int cost_matrix_in(cost_method m, const cost_input *in, double *C, ms_err *err);
 /* The rows of cost_methods[] (cost_method.h): the gate and expert costs above. */
 int cost_gate(const cost_input *in, double *C, ms_err *err);
 int cost_expert(const cost_input *in, double *C, ms_err *err);

@@ -12,7 +12,7 @@
 #include "model/model.h"
 
 /* the rows of cost_methods[], in the order every report lists them */
-typedef enum { COST_GATE = 0, COST_EXPERT = 1, COST_NMETHODS } cost_method;
+typedef enum { COST_GATE = 0, COST_EXPERT = 1, COST_ACTIVATION = 2, COST_ROUTER = 3, COST_NMETHODS } cost_method;
 
 /* what a method needs besides the two checkpoints */
 typedef enum { COST_NEEDS_NOTHING = 0, COST_NEEDS_EVALSET = 1 } cost_needs;
@@ -25,6 +25,8 @@ typedef struct {
     const expert_source *sa, *sb;     /* NULL or no read: the models' own experts */
     int center;                       /* gate: centre the rows over the experts */
     const struct cost_tuning *tuning; /* expert: NULL, the defaults */
+    const float *X;                   /* (N, d) the evaluation set's inputs at the block, */
+    int N, d;                         /* for the data-driven methods; NULL: none */
 } cost_input;
 
 typedef struct {
@@ -37,6 +39,10 @@ typedef struct {
     /* NULL: offered at every size; else 1 when na x nb experts of c (streamed:
      * read from the files) are within reach, 0 and why (a sentence) */
     int (*offered)(const moe_config *c, int na, int nb, int streamed, char *why, size_t cap);
+    /* NULL: hidden units matched by weight matching (weight_matching.h); else
+     * by this on the evaluation set's inputs X (N, d) */
+    int (*match_hidden)(const moe_expert *a, const moe_expert *b, const moe_config *c, const float *X, int N,
+                        int *P, double *S, ms_err *err);
 } cost_method_info;
 
 extern const cost_method_info cost_methods[COST_NMETHODS];
@@ -47,6 +53,8 @@ int cost_method_parse(const char *s, cost_method *m);
 /* 1 when method m is offered for na x nb experts of c (else why, as above) */
 int cost_method_offered(cost_method m, const moe_config *c, int na, int nb, int streamed, char *why,
                         size_t cap);
+/* 1 when method m can run: it needs nothing, or an evaluation set is there */
+int cost_method_available(cost_method m, int have_set);
 /* the names for a usage message: "gate or expert" */
 const char *cost_method_choices(void);
 

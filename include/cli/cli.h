@@ -186,8 +186,10 @@ typedef struct {
     int *order;         /* --order parsed (n), NULL without it; ao.order points here */
     int stream_ok;      /* set before cli_align_inputs: A and B may be streamed (align) */
     int out_like_a;     /* set before cli_align_inputs: -o is written in A's layout (merge), else B's */
-    const char *e_path; /* set before cli_align_inputs: an evaluation set -o must not touch */
+    const char *e_path; /* set before cli_align_inputs: an evaluation set -o must not touch;
+                           a layer's is loaded (E) for the data-driven methods (ao.X) */
     expert_source sa, sb; /* their routed experts when streamed (cli_load_models_stream) */
+    evalset E;
 } cli_align_args;
 
 /* Nothing given: align_opts_default, no paths. */

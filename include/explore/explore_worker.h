@@ -53,6 +53,7 @@ typedef struct {
     double cost_total;
     /* the orders both methods choose (gate with req.center), for the marks */
     int have_methods;
+    int method_have[COST_NMETHODS]; /* the method could run (a data-driven one needs the set) */
     int method_order[COST_NMETHODS][LS_MAX_N];
     /* curves: valid when have_* is set */
     int have_naive, have_skip, have_current, have_selected;

@@ -74,6 +74,10 @@ typedef struct ls_objective {
     const char *unit;      /* what they are: "sequences", "images" */
     const double *seq_a, *seq_b; /* (nseq) the end points' per-unit losses */
     const char *what;      /* what the loss is, e.g. "network loss, MoE block 0" */
+    /* the layer's inputs on the evaluation set, (ninputs, d) (A's, at the block):
+     * what the data-driven matching methods (cost_data.h) read; NULL: none */
+    const float *inputs;
+    int ninputs;
 } ls_objective;
 
 /* The progress phase a command begins to show its curves' points (one per inner

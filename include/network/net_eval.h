@@ -79,6 +79,7 @@ typedef struct {
     float *logits;               /* (N T, V) when not NULL; a ViT's (N, V), the CLS tokens' */
     float *const *block_inputs;  /* (nmoe) when not NULL: MoE block i's inputs (N T, d) into
                                     block_inputs[i] (after an edit), where that is not NULL */
+    long block_rows;             /* > 0: only the first block_rows rows of those inputs */
     const net_edit *edit;        /* NULL: none */
     double *seq_loss;            /* (N) when not NULL: each sequence's (image's) summed loss */
 } net_run;

@@ -20,6 +20,8 @@ void align_opts_default(align_opts *o) {
     o->center = 1;
     o->order = NULL;
     o->any_order = 0;
+    o->X = NULL;
+    o->N = o->d = 0;
 }
 
 void align_result_free(align_result *r) {
@@ -263,11 +265,24 @@ static void gate_reorder(moe_model *B, const int *pi) {
     free(w);
 }
 
+/* The hidden permutation P (h) of b onto a: the method's own matching where it
+ * has one and the evaluation set is there (activation: by the units' activations
+ * on it), else weight matching. S is the (h,h) workspace. */
+static int match_pair(const moe_expert *a, const moe_expert *b, const moe_config *c, const align_opts *o, int *P,
+                      double *S, ms_err *err) {
+    const cost_method_info *mi = &cost_methods[o->method];
+    if (mi->match_hidden && o->X)
+        return mi->match_hidden(a, b, c, o->X, o->N, P, S, err);
+    return wm_match_into(a, b, c, P, NULL, S, err);
+}
+
 /* Weight-match slot i of ex (already in order) against ref[i] and permute it in
- * place, or record the identity when wm is off. S is the (h,h) workspace. */
+ * place, or record the identity when the weight-matching stage is off. S is the
+ * (h,h) workspace. */
 static int match_experts(const moe_expert *ref, moe_expert *ex, int count, const int *order,
-                         int *perms, int wm, const moe_config *c, double *S, const char *what,
+                         int *perms, const align_opts *o, const moe_config *c, double *S, const char *what,
                          ms_err *err) {
+    int wm = o->wm_stage;
     int h = c->h, big = c->d > h ? c->d : h;
     float *tmp = ms_malloc((size_t)big * sizeof(float));
     char *seen = ms_malloc((size_t)h);
@@ -282,7 +297,7 @@ static int match_experts(const moe_expert *ref, moe_expert *ex, int count, const
             identity(P, h);
             continue;
         }
-        if (wm_match_into(&ref[i], &ex[i], c, P, NULL, S, err))
+        if (match_pair(&ref[i], &ex[i], c, o, P, S, err))
             rc = ms_prefix(err, "%s slot %d (B's expert %d)", what, i, order[i]);
         else
             expert_permute_hidden(&ex[i], c, P, tmp, seen);
@@ -326,7 +341,8 @@ static int align_orders(const moe_model *A, const moe_model *B, const expert_sou
         memcpy(res->order, o->order, (size_t)n * sizeof(int));
     } else if (o->order_stage) {
         double *C = ms_malloc((size_t)n * n * sizeof(double)); // (n,n)
-        int rc = cost_matrix_src(A, sa, B, sb, o->method, o->center, C, err);
+        cost_input in = {.A = A, .B = B, .sa = sa, .sb = sb, .center = o->center, .X = o->X, .N = o->N, .d = o->d};
+        int rc = cost_matrix_in(o->method, &in, C, err);
         if (!rc) rc = align_order(c, C, res->order, &res->cost_total, err);
         free(C);
         if (rc) return -1;
@@ -415,7 +431,7 @@ static int align_finish(const moe_model *A, moe_model *B, const align_opts *o, d
     moe_config sc = moe_shared_config(&A->cfg);
     int s = A->cfg.s;
     if (!rc && s > 0)
-        rc = match_experts(A->shared, B->shared, s, res->shared_order, res->shared_perm, o->wm_stage, &sc, S,
+        rc = match_experts(A->shared, B->shared, s, res->shared_order, res->shared_perm, o, &sc, S,
                            "shared expert", err);
     if (o->wm_stage) progress_end();
     free(S);
@@ -440,7 +456,7 @@ int align_models_inplace(const moe_model *A, moe_model *B, const align_opts *o,
     gate_reorder(B, res->order);
     if (s > 0) experts_reorder(B->shared, s, res->shared_order, moe_expert_size(&sc));
     double *S = wm_begin(o, c);
-    int rc = match_experts(A->experts, B->experts, n, res->order, res->hidden_perm, o->wm_stage, c,
+    int rc = match_experts(A->experts, B->experts, n, res->order, res->hidden_perm, o, c,
                            S, "expert", err);
     if (!rc && o->wm_stage) {
         res->expert_diff = res->expert_scale = 0;
@@ -479,7 +495,7 @@ int align_models_stream(const moe_model *A, const expert_source *sa, moe_model *
         const moe_expert *pb = sb && sb->read ? &eb : &B->experts[res->order[i]];
         if (pa == &ea) rc = sa->read(sa->ctx, i, EXPERT_ALL, &ea, err);
         if (!rc && pb == &eb) rc = sb->read(sb->ctx, res->order[i], EXPERT_ALL, &eb, err);
-        if (!rc && wm_match_into(pa, pb, c, P, NULL, S, err))
+        if (!rc && match_pair(pa, pb, c, o, P, S, err))
             rc = ms_prefix(err, "expert slot %d (B's expert %d)", i, res->order[i]);
         else if (!rc) // both experts are in memory only now: compare them here
             note_diff(res, pa, pb, c, P);
@@ -520,7 +536,7 @@ int align_shared(const moe_model *A, const moe_model *B, const align_opts *o, mo
     rc = shared_order(A, B, o, ord, err);
     for (int j = 0; j < s && !rc; j++) moe_expert_copy(&out[j], &B->shared[ord[j]], &sc);
     double *S = !rc && o->wm_stage ? ms_malloc((size_t)sc.h * sc.h * sizeof(double)) : NULL;
-    if (!rc) rc = match_experts(A->shared, out, s, ord, perm, o->wm_stage, &sc, S, "shared expert", err);
+    if (!rc) rc = match_experts(A->shared, out, s, ord, perm, o, &sc, S, "shared expert", err);
     free(S);
     free(ord);
     return rc;

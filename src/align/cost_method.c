@@ -4,11 +4,15 @@
 #include <string.h>
 
 #include "align/cost_method.h"
+#include "align/cost_data.h"
 #include "align/cost_matrix.h"
 
 const cost_method_info cost_methods[COST_NMETHODS] = {
-    [COST_GATE] = {"gate", "Gate", 'G', COST_NEEDS_NOTHING, 1, cost_gate, NULL},
-    [COST_EXPERT] = {"expert", "Expert", 'E', COST_NEEDS_NOTHING, 0, cost_expert, cost_expert_offered},
+    [COST_GATE] = {"gate", "Gate", 'G', COST_NEEDS_NOTHING, 1, cost_gate, NULL, NULL},
+    [COST_EXPERT] = {"expert", "Expert", 'E', COST_NEEDS_NOTHING, 0, cost_expert, cost_expert_offered, NULL},
+    [COST_ACTIVATION] = {"activation", "Act.", 'A', COST_NEEDS_EVALSET, 0, cost_activation, NULL,
+                         cost_activation_hidden},
+    [COST_ROUTER] = {"router", "Router", 'R', COST_NEEDS_EVALSET, 1, cost_router, NULL, NULL},
 };
 
 const char *cost_method_name(cost_method m) {
@@ -28,6 +32,10 @@ int cost_method_offered(cost_method m, const moe_config *c, int na, int nb, int 
                         size_t cap) {
     if (!cost_methods[m].offered) return 1;
     return cost_methods[m].offered(c, na, nb, streamed, why, cap);
+}
+
+int cost_method_available(cost_method m, int have_set) {
+    return cost_methods[m].needs == COST_NEEDS_NOTHING || have_set;
 }
 
 const char *cost_method_choices(void) {
@@ -57,7 +65,14 @@ int cost_matrix_src(const moe_model *A, const expert_source *sa, const moe_model
 int cost_matrix_tuned(const moe_model *A, const expert_source *sa, const moe_model *B,
                       const expert_source *sb, cost_method method, int center,
                       const cost_tuning *tuning, double *C, ms_err *err) {
-    if (cost_check_shapes(A, B, err)) return -1;
     cost_input in = {.A = A, .B = B, .sa = sa, .sb = sb, .center = center, .tuning = tuning};
-    return cost_methods[method].cost(&in, C, err);
+    return cost_matrix_in(method, &in, C, err);
+}
+
+int cost_matrix_in(cost_method m, const cost_input *in, double *C, ms_err *err) {
+    if (cost_check_shapes(in->A, in->B, err)) return -1;
+    if (in->X && in->N > 0 && in->d != in->A->cfg.d)
+        return ms_fail(err, "the evaluation set's inputs have %d columns, the layer's width is %d", in->d,
+                       in->A->cfg.d);
+    return cost_methods[m].cost(in, C, err);
 }

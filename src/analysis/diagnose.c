@@ -807,16 +807,20 @@ static void pair_heads(const moe_model *A, const moe_model *B, diag_report *r, d
 
 }
 
-/* Each method's assignment, its second-best and the margin between them. */
-static int pair_margins(const moe_model *A, const moe_model *B, const diag_opts *o, diag_report *r,
-                        dg_list *out, ms_err *err) {
+/* Each method's assignment, its second-best and the margin between them (the
+ * data-driven methods on E's inputs; without E their orders stay NULL). */
+static int pair_margins(const moe_model *A, const moe_model *B, const evalset *E, const diag_opts *o,
+                        diag_report *r, dg_list *out, ms_err *err) {
     int n = A->cfg.n;
     double *C = ms_malloc((size_t)n * n * sizeof(double)); // (n,n)
+    cost_input in = {.A = A, .B = B, .center = o->center, .X = E ? E->inputs : NULL, .N = E ? E->N : 0,
+                     .d = E ? E->d : 0};
     for (int m = 0; m < COST_NMETHODS; m++) {
+        r->total[m] = r->second[m] = r->margin[m] = r->margin_rel[m] = r->cost_mean[m] = NAN;
+        if (!cost_method_available((cost_method)m, E != NULL)) continue;
         r->order[m] = ms_malloc((size_t)n * sizeof(int));
         r->second_order[m] = ms_malloc((size_t)n * sizeof(int));
-        r->total[m] = r->second[m] = r->margin[m] = r->margin_rel[m] = NAN;
-        if (cost_matrix(A, B, (cost_method)m, o->center, C, err) ||
+        if (cost_matrix_in((cost_method)m, &in, C, err) ||
             align_order(&A->cfg, C, r->order[m], &r->total[m], err)) {
             free(C);
             return ms_prefix(err, "%s cost", cost_method_name((cost_method)m));
@@ -874,6 +878,56 @@ static void pair_methods(diag_report *r, dg_list *out) {
                "the gate and expert costs disagree: gate %s, expert %s (%d slot%s differ: "
                "%s)",
                og, oe, nd, nd == 1 ? "" : "s", slots);
+}
+
+/* the methods whose order ranks first on L (ties at tau: rank.h), "gate, router" */
+static int best_methods(const landscape *L, char *buf, size_t cap) {
+    int k = 0;
+    size_t len = 0;
+    buf[0] = 0;
+    for (int m = 0; m < COST_NMETHODS; m++)
+        if (L->rank[m] == 1 && len < cap)
+            len += (size_t)snprintf(buf + len, cap - len, "%s%s", k++ ? ", " : "", cost_method_name((cost_method)m));
+    return k;
+}
+
+/* What it says when the data-free costs disagree, from which methods find the best
+ * order: activation matches experts by what they compute on the data, expert by
+ * their weights, gate and router by how tokens are routed to them. */
+static const char *methods_reading(const landscape *L) {
+    int g = L->rank[COST_GATE] == 1, e = L->rank[COST_EXPERT] == 1;
+    int a = L->rank[COST_ACTIVATION] == 1, ro = L->rank[COST_ROUTER] == 1;
+    if (!e && a)
+        return "the experts' outputs on the data match one to one where their weights look unlike: the "
+               "expert cost is fooled";
+    if (!e && !a && (g || ro))
+        return "no one-to-one match of the experts' outputs finds it, the routing does: the seeds split "
+               "the function among their experts differently";
+    if (e && !g && !ro)
+        return "the experts' weights correspond where the gate rows do not";
+    return "";
+}
+
+/* Which of all the methods finds the best order (the landscape ranks each one's),
+ * said when the data-free costs disagree, with what that says about A and B. */
+static void pair_methods_ranked(const diag_report *r, const landscape *L, dg_list *out) {
+    char list[600], best[160];
+    size_t len = 0;
+    for (int m = 0; m < COST_NMETHODS && len < sizeof list; m++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s rank %d (barrier %.4g)", m ? ", " : "",
+                                cost_method_name((cost_method)m), L->rank[m], L->methods[m].barrier);
+    int k = best_methods(L, best, sizeof best);
+    dg_add(out, DG_INFO, "methods_ranked", "A,B", (double)k, "each method's order among the %ld%s orders: %s",
+           L->norders, L->exhaustive ? "" : " sampled", list);
+    if (r->methods_agree) return;
+    const char *why = methods_reading(L);
+    if (k == 0)
+        dg_add(out, DG_WARN, "best_method", "A,B", 0, "the gate and expert costs disagree and no method's order "
+               "is the best (best barrier %.4g): every method misses it", L->best_barrier);
+    else
+        dg_add(out, DG_INFO, "best_method", "A,B", (double)k, "the gate and expert costs disagree; the best "
+               "order is found by %s (--method %.*s)%s%s", best, (int)strcspn(best, ","), best,
+               why[0] ? ": " : "", why);
 }
 
 /* Residuals as large as the experts themselves in most slots: weight
@@ -999,14 +1053,10 @@ static void other_method_advice(const moe_config *c, const diag_opts *o, const d
                                 dg_list *out) {
     if (r->rank_other < 1 || r->rank_other >= r->rank) return;
     const char *other = cost_method_name(o->method == COST_GATE ? COST_EXPERT : COST_GATE);
+    // why the costs part is said by best_method, from what the data-driven methods find
     dg_add(out, DG_WARN, "better_method", "A,B", (double)r->rank_other,
-           "the %s cost's order ranks %ld of %ld (barrier %.4g against %.4g): align with --method %s%s",
-           other, r->rank_other, r->norders, r->barrier_other, r->barrier_chosen, other,
-           c->router == ROUTER_DENSE
-               ? ". Under dense routing every expert is weighted on every token, so two seeds can "
-                 "split the function among their experts differently: the experts' weights need "
-                 "not match one to one while the gate still says which expert plays which role"
-               : "");
+           "the %s cost's order ranks %ld of %ld (barrier %.4g against %.4g): align with --method %s",
+           other, r->rank_other, r->norders, r->barrier_other, r->barrier_chosen, other);
 }
 
 /* Is the chosen order the best (from the landscape, when there is one)? */
@@ -1083,7 +1133,9 @@ int diag_pair(const moe_model *A, const moe_model *B, const evalset *E, const di
     if (diag_checkpoint(B, E, "B", &r->b, out, err)) return -1;
 
     pair_heads(A, B, r, out);
-    if (pair_margins(A, B, o, r, out, err)) return -1;
+    if (!cost_method_available(o->method, E != NULL))
+        return ms_fail(err, "the %s method needs an evaluation set", cost_method_name(o->method));
+    if (pair_margins(A, B, E, o, r, out, err)) return -1;
     pair_methods(r, out);
 
     // landscape: is the chosen order the best?
@@ -1104,6 +1156,7 @@ int diag_pair(const moe_model *A, const moe_model *B, const evalset *E, const di
         own_used = 1;
     }
     if (L) pair_from_landscape(r, L, o->method);
+    if (L) pair_methods_ranked(r, L, out);
 
     int rc = pair_slots(A, B, o, r, out, err);
     if (!rc) {
@@ -1231,6 +1284,10 @@ int diag_write_json(const diag_report *r, const char *a_path, const char *b_path
     cJSON_AddBoolToObject(p, "heads_equal", r->heads_equal);
     cJSON *ms = cJSON_AddObjectToObject(p, "methods");
     for (int m = 0; m < COST_NMETHODS; m++) {
+        if (!r->order[m]) { // a data-driven method without an evaluation set
+            cJSON_AddNullToObject(ms, cost_method_name((cost_method)m));
+            continue;
+        }
         cJSON *o = cJSON_AddObjectToObject(ms, cost_method_name((cost_method)m));
         cJSON_AddItemToObject(o, "order", json_iarr(r->order[m], n));
         cJSON_AddItemToObject(o, "total", json_num(r->total[m]));

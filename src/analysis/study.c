@@ -27,7 +27,9 @@ static const st_field FIELDS[] = {
     F("naive.barrier", naive.barrier),      F("naive.acc_barrier", naive.acc_barrier),
     F("naive.loss_auc", naive.loss_auc),    F("skip_order.barrier", skip.barrier),
     F("skip_order.acc_barrier", skip.acc_barrier), F("skip_order.loss_auc", skip.loss_auc),
+    // one per row of cost_methods[] (cost_method.h)
     METHOD_FIELDS(0, "gate"),               METHOD_FIELDS(1, "expert"),
+    METHOD_FIELDS(2, "activation"),         METHOD_FIELDS(3, "router"),
     F("best.barrier", best),                F("worst.barrier", worst),
     F("identity_rank", identity_rank),      F("orders_ranked", nranked),
     F("zero_tied", zero_tied),              F("zero_tied_percent", zero_pct),

@@ -83,9 +83,21 @@ static const struct {
     {"methods.gate.spearman", "rho g", "$\\rho$ g", 2},
     {"methods.expert.spearman", "rho e", "$\\rho$ e", 2},
     {"identity_rank", "id rank", "Id.", 1},
+    // the data-driven methods (cost_data.h): the third text table
+    {"methods.activation.barrier", "act", "Act.", 4},
+    {"methods.activation.rank", "rank a", "Rk.\\ a", 1},
+    {"methods.activation.tied", "tied a", "Ties a", 0},
+    {"methods.activation.l_hat", "L-hat a", "$\\hat{L}$ a", 1},
+    {"methods.activation.spearman", "rho a", "$\\rho$ a", 2},
+    {"methods.router.barrier", "router", "Router", 4},
+    {"methods.router.rank", "rank r", "Rk.\\ r", 1},
+    {"methods.router.tied", "tied r", "Ties r", 0},
+    {"methods.router.l_hat", "L-hat r", "$\\hat{L}$ r", 1},
+    {"methods.router.spearman", "rho r", "$\\rho$ r", 2},
 };
 #define NCOLS (int)(sizeof COLS / sizeof COLS[0])
 #define STUDY_BARRIER_COLS 5 /* naive .. best: the first text table */
+#define STUDY_DATA_COLS 10   /* the data-driven methods': the last text table */
 
 static double field_value(const st_pair *p, const char *path) {
     int nf;
@@ -183,7 +195,9 @@ static void print_intervals(const study *S, FILE *f, int lw) {
         fprintf(f, "%-*s", lw, shown);
         const st_curve *c[4] = {&p->naive, &p->skip, &p->m[0].c, &p->m[1].c};
         for (int i = 0; i < 4; i++) ci_cell(f, c[i]->bar_lo, c[i]->bar_hi, "[%.4f, %.4f]", 16);
-        for (int m = 0; m < COST_NMETHODS; m++) ci_cell(f, p->m[m].rank_lo, p->m[m].rank_hi, "[%.0f, %.0f]", m ? 0 : 8);
+        for (int m = 0; m < COST_NMETHODS; m++) // the data-free methods' (the JSON has every one's)
+            if (cost_methods[m].needs == COST_NEEDS_NOTHING)
+                ci_cell(f, p->m[m].rank_lo, p->m[m].rank_hi, "[%.0f, %.0f]", m ? 0 : 8);
         fputc('\n', f);
     }
 }
@@ -249,7 +263,10 @@ void study_print(const study *S, FILE *f) {
     // within 120 columns (one table of every column was 150 wide)
     study_table(S, f, lw, 0, STUDY_BARRIER_COLS);
     fprintf(f, "\nranks (of the gate and expert orders), L-hat, rho, the identity's rank:\n");
-    study_table(S, f, lw, STUDY_BARRIER_COLS, NCOLS);
+    study_table(S, f, lw, STUDY_BARRIER_COLS, NCOLS - STUDY_DATA_COLS);
+    fprintf(f, "\nthe data-driven methods (on the evaluation set's inputs at the block): activation "
+               "matching, router logits:\n");
+    study_table(S, f, lw, NCOLS - STUDY_DATA_COLS, NCOLS);
     if (p0) print_intervals(S, f, lw);
     static const char *acc[4] = {"naive.acc_barrier", "skip_order.acc_barrier",
                                  "methods.gate.acc_barrier", "methods.expert.acc_barrier"};

@@ -25,6 +25,8 @@
 #include "io/model_io.h"
 #include "io/provenance.h"
 #include "model/symmetry.h"
+#include "io/evalset.h"
+#include "network/net_evalset.h"
 
 /* OpenBLAS (pthreads build) starts its worker threads when it is loaded and
  * each spins (sched_yield) for about 2^28 cycles before it sleeps: a command
@@ -524,6 +526,22 @@ int cli_align_option(cli_align_args *a, int ch, const char *arg, const char *cmd
     }
 }
 
+/* A layer's evaluation set, when given, for the data-driven methods (a network's
+ * set holds token ids, not the layer's inputs); one of them without it: a usage error */
+static int align_match_set(cli_align_args *a, const char *cmd, const char *usage) {
+    ms_err err;
+    if (a->e_path && !net_evalset_is(a->e_path)) {
+        if (evalset_load(&a->E, a->e_path, &err) || evalset_check_layer(&a->E, &a->A, &err))
+            return cli_error("%s", err.msg);
+        a->ao.X = a->E.inputs, a->ao.N = a->E.N, a->ao.d = a->E.d;
+    }
+    if (!a->ao.X && a->ao.order_stage && !a->ao.order && !a->order_str &&
+        cost_methods[a->ao.method].needs == COST_NEEDS_EVALSET)
+        return cli_usage_error(usage, "%s: --method %s needs a layer's evaluation set (--eval E)", cmd,
+                               cost_method_name(a->ao.method));
+    return 0;
+}
+
 int cli_align_inputs(cli_align_args *a, int argc, char **argv, const char *cmd,
                      const char *usage) {
     if (argc - optind != 2)
@@ -540,6 +558,10 @@ int cli_align_inputs(cli_align_args *a, int argc, char **argv, const char *cmd,
     int rc = a->stream_ok ? cli_load_models_stream(a->pa, a->pb, a->layer, &a->A, &a->B, &a->sa, &a->sb)
                           : cli_load_models(a->pa, a->pb, a->layer, &a->A, &a->B);
     if (rc) return rc;
+    if ((rc = align_match_set(a, cmd, usage))) {
+        cli_align_args_free(a);
+        return rc;
+    }
     if (a->order_str) {
         // checked against A's n, so only after loading
         int n = a->A.cfg.n;
@@ -563,6 +585,8 @@ void cli_align_args_free(cli_align_args *a) {
     moe_free(&a->B);
     moe_source_close(&a->sa);
     moe_source_close(&a->sb);
+    evalset_free(&a->E);
+    a->ao.X = NULL;
 }
 
 void cli_print_order(const cli_align_args *a, const align_result *res, int n) {

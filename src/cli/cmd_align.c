@@ -12,8 +12,8 @@
 #include "model/symmetry.h"
 
 static const char *USAGE =
-    "moescope align A.safetensors B.safetensors -o OUT [--method gate|expert] [--no-center] "
-    "[--no-order] [--no-wm] [--order 2,0,3,1] [--layer L]";
+    "moescope align A.safetensors B.safetensors -o OUT [--method gate|expert|activation|router] "
+    "[--eval E] [--no-center] [--no-order] [--no-wm] [--order 2,0,3,1] [--layer L]";
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -25,8 +25,11 @@ static void help(void) {
            "its own dtype, and B's metadata is kept.\n\n"
            "options:\n"
            "  -o, --output OUT  the aligned checkpoint (must not be A or B)\n"
-           "  -m, --method M    gate | expert: the cost for the expert order (default expert)\n"
-           "      --no-center   do not centre the gate rows (gate method)\n"
+           "  -m, --method M    the cost for the expert order (default expert; cost --help):\n"
+           "                    gate, expert, or with --eval activation (hidden units matched\n"
+           "                    by their activations on E too) or router\n"
+           "  -e, --eval E      a layer's evaluation set: the inputs the last two read\n"
+           "      --no-center   do not centre the gate rows (gate and router methods)\n"
            "      --no-order    skip the expert-order step (identity order)\n"
            "      --no-wm       skip weight matching (identity hidden permutations)\n"
            "      --order LIST  use this expert order (e.g. 2,0,3,1) instead of solving\n"
@@ -121,17 +124,21 @@ int cmd_align(int argc, char **argv) {
         {"no-center", no_argument, 0, 'C'},    {"no-order", no_argument, 0, 'O'},
         {"no-wm", no_argument, 0, 'W'},        {"order", required_argument, 0, 'r'},
         {"layer", required_argument, 0, 'l'},  {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"eval", required_argument, 0, 'e'},   {0, 0, 0, 0}};
     cli_align_args a;
     cli_align_args_init(&a);
     a.stream_ok = 1; // a layer too large to hold twice is read expert by expert
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "o:m:l:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "o:m:l:e:h", opts, NULL)) != -1) {
         if (ch == 'h') {
             help();
             return 0;
+        }
+        if (ch == 'e') {
+            a.e_path = optarg;
+            continue;
         }
         int r = cli_align_option(&a, ch, optarg, "align", USAGE);
         if (r > 0) return r;

@@ -14,31 +14,37 @@
 #include "io/atomic_file.h"
 #include "cli/cli.h"
 #include "io/json_file.h"
+#include "align/cost_data.h"
 #include "align/lap.h"
 #include "io/model_io.h"
 #include "io/provenance.h"
 #include "model/symmetry.h"
 
 static const char *USAGE =
-    "moescope cost A.safetensors B.safetensors [--method gate|expert] [--no-center] "
-    "[--layer L] [--json F]";
+    "moescope cost A.safetensors B.safetensors [--method gate|expert|activation|router] [--no-center] "
+    "[--eval E] [--layer L] [--json F]";
 
 static void help(void) {
     printf("usage: %s\n\n"
            "Expert cost matrix between the experts of A (rows A0..) and of B (columns B0..)\n"
            "and the expert order pi minimising sum_i C[i][pi(i)]: slot i of the aligned B\n"
-           "holds B's expert pi(i). Both methods are computed and reported:\n"
-           "  gate    distance between (centred) gate rows\n"
-           "  expert  distance between hidden-permutation-invariant Gram matrices (default)\n"
+           "holds B's expert pi(i). Every method is computed and reported; the last two\n"
+           "need an evaluation set (--eval) and read its inputs (at most %d rows):\n"
+           "  gate        distance between (centred) gate rows\n"
+           "  expert      distance between hidden-permutation-invariant Gram matrices (default)\n"
+           "  activation  1 - correlation of the experts' outputs on the set (Git Re-Basin's\n"
+           "              activation matching; align also matches hidden units by theirs)\n"
+           "  router      1 - correlation of the gate logits over the set's tokens (MC-SMoE)\n"
            "The margin is the total of the second-best order minus the best; for a\n"
            "group-limited router both are among the group-preserving orders.\n\n"
            "options:\n"
-           "  -m, --method M    gate | expert: the matrix printed and written (default expert)\n"
-           "      --no-center   do not centre the gate rows over the experts (gate method)\n"
+           "  -m, --method M    the matrix printed and written (default expert)\n"
+           "      --no-center   do not centre the gate rows (or logits) over the experts\n"
+           "  -e, --eval E      evaluation set (inputs at the layer) for activation, router\n"
            "  -l, --layer L     layer prefix (default moe)\n"
            "      --json F      write {method, centered, matrix, order, total, margin, ...}\n"
            "  -h, --help        this help\n",
-           USAGE);
+           USAGE, COST_DATA_ROWS);
 }
 
 typedef struct {
@@ -49,14 +55,13 @@ typedef struct {
     double second; // total of the best order that differs
 } method_result;
 
-static int solve_method(const moe_model *A, const expert_source *sa, const moe_model *B,
-                        const expert_source *sb, cost_method m, int center, method_result *r,
-                        ms_err *err) {
+static int solve_method(const cost_input *in, cost_method m, method_result *r, ms_err *err) {
+    const moe_model *A = in->A;
     int n = A->cfg.n;
     r->C = ms_malloc((size_t)n * n * sizeof(double));
     r->order = ms_malloc((size_t)n * sizeof(int));
     r->has_second = 0;
-    if (cost_matrix_src(A, sa, B, sb, m, center, r->C, err)) return -1;
+    if (cost_matrix_in(m, in, r->C, err)) return -1;
     if (align_order(&A->cfg, r->C, r->order, &r->total, err)) return -1;
     if (n >= 2) {
         int *other = ms_malloc((size_t)n * sizeof(int));
@@ -93,10 +98,10 @@ static void method_label(cost_method m, int center, const moe_config *c, char *b
                  center ? "centred" : moe_gate_centring_valid(c) ? "no centre" : "sigmoid");
 }
 
-/* 1 when every method picked the same order */
-static int orders_agree(const method_result *res, int n) {
+/* 1 when every method computed picked the same order */
+static int orders_agree(const method_result *res, const int *offered, int n) {
     for (int m = 1; m < COST_NMETHODS; m++)
-        if (memcmp(res[0].order, res[m].order, (size_t)n * sizeof(int))) return 0;
+        if (offered[m] && memcmp(res[0].order, res[m].order, (size_t)n * sizeof(int))) return 0;
     return 1;
 }
 
@@ -189,14 +194,15 @@ int cmd_cost(int argc, char **argv) {
     static const struct option opts[] = {
         {"method", required_argument, 0, 'm'}, {"no-center", no_argument, 0, 'C'},
         {"layer", required_argument, 0, 'l'},  {"json", required_argument, 0, 'j'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+        {"eval", required_argument, 0, 'e'},   {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     cost_method method = COST_EXPERT;
     int center = 1;
-    const char *layer = NULL, *json = NULL;
+    const char *layer = NULL, *json = NULL, *e_path = NULL;
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "m:l:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "m:l:e:h", opts, NULL)) != -1) {
         switch (ch) {
         case 'm':
             if (cost_method_parse(optarg, &method))
@@ -206,6 +212,7 @@ int cmd_cost(int argc, char **argv) {
         case 'C': center = 0; break;
         case 'l': layer = optarg; break;
         case 'j': json = optarg; break;
+        case 'e': e_path = optarg; break;
         case 'h': help(); return 0;
         default:
             return cli_option_error(USAGE, "cost", ch, argc, argv);
@@ -216,13 +223,22 @@ int cmd_cost(int argc, char **argv) {
     const char *pa = argv[optind], *pb = argv[optind + 1];
 
     ms_err err;
-    const char *inputs[2] = {pa, pb};
+    const char *inputs[3] = {pa, pb, e_path};
     const out_spec outs[1] = {{json, "--json", OUT_FILE}};
-    int orc = cli_check_outputs("cost", USAGE, outs, 1, inputs, 2);
+    int orc = cli_check_outputs("cost", USAGE, outs, 1, inputs, 3);
     if (orc) return orc;
+    if (!e_path && cost_methods[method].needs == COST_NEEDS_EVALSET)
+        return cli_usage_error(USAGE, "cost: --method %s needs an evaluation set (--eval E)",
+                               cost_method_name(method));
+    evalset E;
+    memset(&E, 0, sizeof E);
+    if (e_path && evalset_load(&E, e_path, &err)) return cli_error("%s", err.msg);
     moe_model A, B;
     expert_source sa, sb; // a layer too large to hold twice: its experts read one at a time
-    if (cli_load_models_stream(pa, pb, layer, &A, &B, &sa, &sb)) return 1;
+    if (cli_load_models_stream(pa, pb, layer, &A, &B, &sa, &sb)) {
+        evalset_free(&E);
+        return 1;
+    }
     note_same_checkpoint(pa, pb);
     int rc = 0;
     method_result res[COST_NMETHODS];
@@ -234,23 +250,30 @@ int cmd_cost(int argc, char **argv) {
     for (int m = 0; m < COST_NMETHODS; m++) {
         offered[m] = cost_method_offered((cost_method)m, &A.cfg, A.cfg.n, B.cfg.n, sa.read || sb.read,
                                          why[m], sizeof why[m]);
+        if (!cost_method_available((cost_method)m, e_path != NULL)) {
+            snprintf(why[m], sizeof why[m], "needs an evaluation set (--eval E)");
+            offered[m] = 0;
+            continue; // not asked for: agreement is among the others
+        }
         all = all && offered[m];
     }
     if (!offered[method]) {
         fprintf(stderr, "moescope: note: %s; showing the gate cost\n", why[method]);
         method = COST_GATE;
     }
-    if (moe_check_compatible(&A, &B, &err)) {
+    if (moe_check_compatible(&A, &B, &err) || (e_path && evalset_check_layer(&E, &A, &err))) {
         rc = cli_error("%s", err.msg);
         goto done;
     }
+    cost_input in = {.A = &A, .B = &B, .sa = &sa, .sb = &sb, .center = center, .X = E.inputs, .N = E.N,
+                     .d = E.d};
     for (int m = 0; m < COST_NMETHODS; m++)
-        if (offered[m] && solve_method(&A, &sa, &B, &sb, (cost_method)m, center, &res[m], &err)) {
+        if (offered[m] && solve_method(&in, (cost_method)m, &res[m], &err)) {
             rc = cli_error("%s", err.msg);
             goto done;
         }
     int n = A.cfg.n;
-    int agree = all ? orders_agree(res, n) : -1;
+    int agree = all ? orders_agree(res, offered, n) : -1;
     const method_result *r = &res[method];
     // centring is a no-op where there is no translation symmetry (sigmoid scores)
     if (!moe_gate_centring_valid(&A.cfg)) center = 0;
@@ -276,19 +299,24 @@ int cmd_cost(int argc, char **argv) {
         printf("\n");
     }
     printf("\n");
+    char later[160] = "";
     for (int m = 0; m < COST_NMETHODS; m++) {
         char label[64];
         method_label((cost_method)m, center, &A.cfg, label, sizeof label);
-        if (offered[m]) print_order_line(label, &res[m], n, method == (cost_method)m);
+        if (!cost_method_available((cost_method)m, e_path != NULL)) // said once, below
+            snprintf(later + strlen(later), sizeof later - strlen(later), "%s%s", later[0] ? ", " : "", label);
+        else if (offered[m]) print_order_line(label, &res[m], n, method == (cost_method)m);
         else printf("%-16s not offered: %s\n", label, why[m]);
     }
     if (all) printf("methods agree:   %s\n", agree ? "yes" : "no");
+    if (later[0]) printf("(with an evaluation set, --eval E, also: %s)\n", later);
     if (A.cfg.s > 0) printf("(%d shared experts are ordered separately by align)\n", A.cfg.s);
 
     if (json && write_json(json, &A, &B, method, center, res, agree, &err))
         rc = cli_error("%s", err.msg);
 done:
     for (int m = 0; m < COST_NMETHODS; m++) method_free(&res[m]);
+    evalset_free(&E);
     moe_free(&A);
     moe_free(&B);
     moe_source_close(&sa);

@@ -21,7 +21,7 @@
 
 static const char *USAGE =
     "moescope curve A.safetensors B.safetensors [--eval E] [--order 2,0,3,1]... [--points 25] "
-    "[--method gate|expert] [--no-center] [--no-wm] [--png F] [--csv F] [--layer L] [--size WxH] [--font-scale K] "
+    "[--method gate|expert|activation|router] [--no-center] [--no-wm] [--png F] [--csv F] [--layer L] [--size WxH] [--font-scale K] "
     "[--interpolate-backbone] [--adaptive] [--json F]";
 
 #define MAX_ORDERS 8
@@ -39,7 +39,8 @@ static void help(void) {
            "  -e, --eval E      evaluation set (default: eval.safetensors beside A)\n"
            "  -o, --order LIST  also plot this expert order (repeatable, up to %d)\n"
            "  -T, --points T    interpolation points, 3..100000 (default 25)\n"
-           "  -m, --method M    gate | expert: the chosen alignment's cost (default expert)\n"
+           "  -m, --method M    the chosen alignment's cost (default expert): gate, expert, or\n"
+           "                    activation, router (on E's inputs; cost --help)\n"
            "      --no-center   no gate centring (gate method)\n"
            "      --no-wm       no weight matching in the chosen alignment and the orders\n"
            "  -p, --png F       plot the loss curves (with the chord) as PNG\n"
@@ -82,6 +83,9 @@ static int curves_compute(const moe_model *A, const moe_model *B, const evalset 
         align_opts_default(&ao);
         ao.center = center;
         ao.method = method;
+        // the data-driven methods' tokens: the layer's set, or the block's inputs the network keeps
+        if (obj) ao.X = obj->inputs, ao.N = obj->ninputs, ao.d = A->cfg.d;
+        else if (E) ao.X = E->inputs, ao.N = E->N, ao.d = E->d;
         if (k == 0) {
             ao.order_stage = 0, ao.wm_stage = 0;
             snprintf(names[k], sizeof names[k], "naive");

@@ -12,7 +12,7 @@
 #include "network/net_landscape.h"
 
 static const char *USAGE =
-    "moescope diagnose A.safetensors B.safetensors [--eval E] [--json F] [--method gate|expert] "
+    "moescope diagnose A.safetensors B.safetensors [--eval E] [--json F] [--method gate|expert|activation|router] "
     "[--no-center] [--landscape|--no-landscape] [--points T] [--layer L] [--interpolate-backbone] [--no-eval]";
 
 static void help(void) {
@@ -34,7 +34,8 @@ static void help(void) {
            "                      eval.safetensors beside A)\n"
            "      --no-eval       none: only what the weights say\n"
            "      --json F        write the findings and every number as JSON\n"
-           "  -m, --method M      gate | expert: the chosen alignment (default expert)\n"
+           "  -m, --method M      the chosen alignment (default expert): gate, expert, or\n"
+           "                      with E activation, router (cost --help)\n"
            "      --no-center     no gate centring for the gate cost\n"
            "      --landscape     rank the chosen order among all orders (default when n! <= 5040)\n"
            "      --no-landscape  skip the landscape\n"

@@ -18,7 +18,7 @@
 #define MERGE_MAX_ALPHA 100.0
 
 static const char *USAGE =
-    "moescope merge A.safetensors B.safetensors -o OUT [--alpha 0.5] [--method gate|expert] "
+    "moescope merge A.safetensors B.safetensors -o OUT [--alpha 0.5] [--method gate|expert|activation|router] "
     "[--no-center] [--no-order] [--no-wm] [--order 2,0,3,1] [--layer L] [--eval E [--alpha-sweep K]]";
 
 static void help(void) {
@@ -31,7 +31,8 @@ static void help(void) {
            "options:\n"
            "  -o, --output OUT  the merged checkpoint (must not be A or B)\n"
            "  -a, --alpha A     weight of B (default 0.5; 0 gives A, 1 gives aligned B)\n"
-           "  -m, --method M    gate | expert: the cost for the expert order (default expert)\n"
+           "  -m, --method M    the cost for the expert order (default expert): gate, expert,\n"
+           "                    or with a layer's --eval E activation, router (cost --help)\n"
            "      --no-center   do not centre the gate rows (gate method)\n"
            "      --no-order    skip the expert-order step (identity order)\n"
            "      --no-wm       skip weight matching\n"

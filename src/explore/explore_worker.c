@@ -546,15 +546,25 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     pub_bump(g);
     pthread_mutex_unlock(&g->mu);
 
-    // 1. both cost matrices (n, n) and their assignments
-    int order[COST_NMETHODS][LS_MAX_N];
+    // 1. every method's cost matrix (n, n) and assignment; the data-driven ones on the
+    // evaluation set's inputs (a network's block inputs once prepared), else identity
+    int order[COST_NMETHODS][LS_MAX_N], have[COST_NMETHODS];
     double total[COST_NMETHODS];
+    pthread_mutex_lock(&g->mu);
+    const evalset *E = g->E;
+    pthread_mutex_unlock(&g->mu);
+    cost_input in = {.A = g->A, .B = g->B, .center = q->center, .X = E ? E->inputs : NULL, .N = E ? E->N : 0,
+                     .d = E ? E->d : 0};
     for (int m = 0; m < COST_NMETHODS; m++) {
         if (g->cancel_front) return ms_fail(err, "cancelled");
+        have[m] = cost_method_available((cost_method)m, E != NULL);
+        for (int i = 0; i < n; i++) order[m][i] = i;
+        total[m] = NAN;
+        if (!have[m]) continue;
         char what[32];
         snprintf(what, sizeof what, "%s cost", cost_method_name((cost_method)m));
         front_phase(g, what);
-        if (cost_matrix(g->A, g->B, (cost_method)m, q->center, g->cost[m], err)) return -1;
+        if (cost_matrix_in((cost_method)m, &in, g->cost[m], err)) return -1;
         front_phase(g, "assignment");
         if (align_order(&g->A->cfg, g->cost[m], order[m], &total[m], err)) return ms_prefix(err, "%s cost", cost_method_name((cost_method)m));
     }
@@ -566,6 +576,7 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     memcpy(g->pub.cost_order, order[q->method], sizeof g->pub.cost_order);
     g->pub.cost_total = total[q->method];
     memcpy(g->pub.method_order, order, sizeof order);
+    memcpy(g->pub.method_have, have, sizeof have);
     g->pub.have_methods = 1;
     memcpy(g->pub.current_order, cur, sizeof cur);
     pub_ranks(g);

@@ -466,9 +466,11 @@ static int ls_named_alignments(lsx *x, ls_named *nm, ms_err *err) {
     const ls_opts *o = x->pb.o;
     landscape *L = x->rs.L;
     int rc = 0;
+    // the data-driven methods read the evaluation set's inputs (a layer's are the block's)
+    cost_input in = {.A = A, .B = B, .center = o->center, .X = x->pb.E->inputs, .N = x->pb.E->N, .d = x->pb.E->d};
     for (int m = 0; m < COST_NMETHODS && !rc; m++) {
         L->cost[m] = ms_malloc((size_t)c->n * c->n * sizeof(double));
-        rc = cost_matrix(A, B, (cost_method)m, o->center, L->cost[m], err);
+        rc = cost_matrix_in((cost_method)m, &in, L->cost[m], err);
         if (!rc)
             rc = align_order(c, L->cost[m], nm->curve[NM_METHOD + m]->order, &L->cost_total[m], err);
     }

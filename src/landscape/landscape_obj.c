@@ -226,9 +226,12 @@ static int ox_alignments(ox *x, ms_err *err) {
     const moe_config *c = x->c;
     landscape *L = x->L;
     int rc = 0;
+    // the data-driven methods read the block's inputs the objective keeps
+    cost_input in = {.A = x->A, .B = x->B, .center = x->o->center, .X = x->obj->inputs,
+                     .N = x->obj->ninputs, .d = c->d};
     for (int m = 0; m < COST_NMETHODS && !rc; m++) {
         L->cost[m] = ms_malloc((size_t)c->n * c->n * sizeof(double));
-        rc = cost_matrix(x->A, x->B, (cost_method)m, x->o->center, L->cost[m], err);
+        rc = cost_matrix_in((cost_method)m, &in, L->cost[m], err);
         if (!rc) rc = align_order(c, L->cost[m], L->methods[m].order, &L->cost_total[m], err);
     }
     for (int i = 0; i < c->n; i++) L->naive.order[i] = L->skip_order.order[i] = i;

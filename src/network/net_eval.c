@@ -248,8 +248,10 @@ static int item_tail(net_job *j, int slot, int it, float *h, int ns, net_ws *w, 
         float *g = moe && j->lmean ? G : NULL;
         net_mlp_input(m, L, h, M, w);
         if (moe && r->edit) r->edit->fn(r->edit->ctx, mi, w->x, have_prev ? prev : NULL, M, r0);
-        if (moe && r->block_inputs && r->block_inputs[mi])
-            memcpy(r->block_inputs[mi] + r0 * d, w->x, (size_t)M * d * sizeof(float));
+        if (moe && r->block_inputs && r->block_inputs[mi]) {
+            long keep = r->block_rows > 0 ? r->block_rows - (long)r0 : M; // rows wanted from r0 on
+            if (keep > 0) memcpy(r->block_inputs[mi] + r0 * d, w->x, (size_t)(keep < M ? keep : M) * d * sizeof(float));
+        }
         if (moe && r->edit) {
             memcpy(prev, w->x, (size_t)M * d * sizeof(float));
             have_prev = 1;

@@ -11,6 +11,7 @@
 
 #include "core/mem_budget.h"
 #include "core/progress.h"
+#include "align/cost_data.h"
 #include "network/net_budget.h"
 
 /* The other blocks interpolated at (t, var), and the block pointers one
@@ -41,6 +42,7 @@ struct net_objective {
     int ready;             /* net_objective_prepare finished */
     ls_objective view;
     double *seq_ab;        /* (2, N) the end points' per-sequence losses */
+    float *inputs;         /* (ninputs, d) the chosen block's first inputs, A's (view.inputs) */
     char what[128];
     double align_s, prefix_s, ends_s;
 };
@@ -163,7 +165,15 @@ static int align_variants(net_objective *no, ms_err *err) {
 static int end_points(net_objective *no, ms_err *err) {
     net_eval_result ra, rb;
     int N = no->E->N;
-    net_run run_a = {.seq_loss = no->seq_ab}, run_b = {.seq_loss = no->seq_ab + N};
+    // A's evaluation keeps the chosen block's first inputs: the data-driven matching
+    // methods' tokens (cost_data.h)
+    long rows = (long)N * net_tokens(no->A, no->E);
+    if (rows > COST_DATA_ROWS) rows = COST_DATA_ROWS;
+    float *in[NET_MAX_LAYERS] = {0};
+    if (!no->inputs) no->inputs = ms_malloc((size_t)rows * no->A->cfg.d * sizeof(float));
+    in[no->o.chosen] = no->inputs;
+    net_run run_a = {.seq_loss = no->seq_ab, .block_inputs = in, .block_rows = rows},
+            run_b = {.seq_loss = no->seq_ab + N};
     progress_inner(NET_PREP_A, 0, 0);
     if (net_evaluate(no->A, no->E, no->o.interp_backbone ? NULL : &no->prefix, &run_a, &no->o.par, &ra, err))
         return -1;
@@ -173,6 +183,7 @@ static int end_points(net_objective *no, ms_err *err) {
     seq_means(no->seq_ab, N, ra.positions);
     seq_means(no->seq_ab + N, N, rb.positions);
     no->view.seq_a = no->seq_ab, no->view.seq_b = no->seq_ab + N;
+    no->view.inputs = no->inputs, no->view.ninputs = (int)rows;
     no->view.loss_a = ra.loss, no->view.acc_a = ra.accuracy;
     no->view.loss_b = rb.loss, no->view.acc_b = rb.accuracy;
     return 0;
@@ -283,5 +294,6 @@ void net_objective_free(net_objective *no) {
     net_prefix_free(&no->prefix);
     if (no->o.interp_backbone) net_free(&no->M);
     free(no->seq_ab);
+    free(no->inputs);
     free(no);
 }

@@ -314,7 +314,7 @@ def completion_checks(commands):
     check(all(c in lines[0].split() for c in commands) and "sample-checkpoints" in lines[0].split(),
           "completion: every command, and the folders (%s)" % lines[0][:200])
     check(lines[1].split() == ["landscape", "lap"], "completion: la -> landscape lap (%s)" % lines[1])
-    check(lines[2].split() == ["gate", "expert"], "completion: --method gate expert (%s)" % lines[2])
+    check(lines[2].split() == ["gate", "expert", "activation", "router"], "completion: --method's four methods (%s)" % lines[2])
     check("sample-checkpoints/dense4" in lines[3].split() and "sample-checkpoints/digits.csv.gz" not in lines[3],
           "completion: align -o a checkpoint's folder (%s)" % lines[3][:200])
     mpi = set(lines[4].split())

@@ -35,7 +35,7 @@ done
 
 # usage errors: exit 2
 expect_rc "cost one file" 2 "expected two checkpoints" "$MOESCOPE" cost "$A"
-expect_rc "cost bad method" 2 "gate or expert" "$MOESCOPE" cost "$A" "$B" --method foo
+expect_rc "cost bad method" 2 "expert, activation or router" "$MOESCOPE" cost "$A" "$B" --method foo
 expect_rc "cost unknown option" 2 "usage" "$MOESCOPE" cost "$A" "$B" --bogus
 expect_rc "cost missing argument" 2 "usage" "$MOESCOPE" cost "$A" "$B" --json
 expect_rc "align without -o" 2 "-o OUT is required" "$MOESCOPE" align "$A" "$B"

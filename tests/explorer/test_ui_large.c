@@ -61,6 +61,7 @@ static void big_view(explore_snapshot *v, int n, long nrows) {
     for (int i = 0; i < n; i++) v->cost_order[i] = (7 * i + 3) % n;
     v->cost_total = 1;
     v->have_methods = 1;
+    v->method_have[COST_GATE] = v->method_have[COST_EXPERT] = 1;
     memcpy(v->method_order[COST_EXPERT], v->cost_order, sizeof v->cost_order);
     for (int i = 0; i < n; i++) v->method_order[COST_GATE][i] = i;
     int id[LS_MAX_N];

@@ -254,7 +254,7 @@ def assignment_cost(matrix, order):
 
 def cost_matrix_for(ctx, path):
     """The stored cost matrix of the method a path's order belongs to, or None."""
-    meth = next((p for p in path if p in ("gate", "expert")), None)
+    meth = next((p for p in path if p in ("gate", "expert", "activation", "router")), None)
     if not meth or not ctx.land:
         return None
     return ctx.land.get("methods", {}).get(meth, {}).get("cost_matrix")

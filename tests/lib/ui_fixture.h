@@ -77,6 +77,7 @@ UIFX_FN void fake_view(explore_snapshot *v, int n) {
     for (int i = 0; i < n; i++) v->cost_order[i] = (i + 1) % n;
     v->cost_total = 4.5;
     v->have_methods = 1;
+    v->method_have[COST_GATE] = v->method_have[COST_EXPERT] = 1; /* no evaluation set's inputs */
     for (int i = 0; i < n; i++) {
         v->method_order[COST_GATE][i] = (i + 1) % n;
         v->method_order[COST_EXPERT][i] = n - 1 - i;
