@@ -349,11 +349,13 @@ static int overlay_scroll(ui_action act, int h, int *scroll) {
 }
 
 /* The method after m in the table (cost_method.h) that can run: a data-driven one
- * once the worker has an evaluation set's inputs (v says), else the next data-free one. */
-static cost_method app_next_method(cost_method m, const explore_snapshot *v) {
+ * when the worker has an evaluation set's inputs (v says, once it has the costs;
+ * before, whether a set fits the layer), else the next data-free one. */
+static cost_method app_next_method(const app_state *a, cost_method m, const explore_snapshot *v) {
+    int set = a->info.N > 0 && !a->info.no_eval[0];
     for (int k = 1; k <= COST_NMETHODS; k++) {
         cost_method c = (cost_method)((m + k) % COST_NMETHODS);
-        int have = v && v->have_methods ? v->method_have[c] : cost_methods[c].needs == COST_NEEDS_NOTHING;
+        int have = v && v->have_methods ? v->method_have[c] : cost_method_available(c, set);
         if (have) return c;
     }
     return m;
@@ -402,7 +404,7 @@ int app_key(app_state *a, int key, const explore_snapshot *v) {
         else app_message(a, 0, "gate centring %s", a->req.center ? "on" : "off");
         return FX_SUBMIT;
     case ACT_TOGGLE_METHOD:
-        a->req.method = app_next_method(a->req.method, v);
+        a->req.method = app_next_method(a, a->req.method, v);
         app_message(a, 0, "cost method %s", cost_method_name(a->req.method));
         return FX_SUBMIT;
     case ACT_TOGGLE_METRIC:

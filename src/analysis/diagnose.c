@@ -922,7 +922,7 @@ static void pair_methods_ranked(const diag_report *r, const landscape *L, dg_lis
     if (r->methods_agree) return;
     const char *why = methods_reading(L);
     if (k == 0)
-        dg_add(out, DG_WARN, "best_method", "A,B", 0, "the gate and expert costs disagree and no method's order "
+        dg_add(out, DG_INFO, "best_method", "A,B", 0, "the gate and expert costs disagree and no method's order "
                "is the best (best barrier %.4g): every method misses it", L->best_barrier);
     else
         dg_add(out, DG_INFO, "best_method", "A,B", (double)k, "the gate and expert costs disagree; the best "

@@ -120,6 +120,8 @@ check "stages back on" wait_for "order:ON w wm:ON"
 tm send-keys -t t c
 check "c: footer centre:OFF" wait_for "centre:OFF"
 tm send-keys -t t m
+check "m: the next method, activation (the set is there)" wait_for "cost:activation"
+tm send-keys -t t m m
 check "m: footer cost:gate" wait_for "cost:gate"
 check "m: matrix title names the method and centring" wait_for "cost: gate  gate centring off"
 tm send-keys -t t m c
@@ -397,7 +399,7 @@ if [ -f "$D8/seed1.safetensors" ]; then
     if screen | grep -qF "preparing the 64 expert pairs"; then pass; else
         # the phase may already be over on a fast machine: then the gauge
         screen | grep -qE "expert orders [1-9][0-9]*/40320" && pass || fail "n=8: spinner or gauge"; fi
-    tm send-keys -t t m
+    tm send-keys -t t m m m
     check "n=8: m answered while the landscape computes" wait_re "(cost: )?gate +centring o[nf]+ +total"
     # a click (press and release) on wm:ON starts a new landscape, and the
     # screen keeps following it without a key (it froze until the next key)

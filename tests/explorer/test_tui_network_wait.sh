@@ -123,7 +123,7 @@ touch "$GATE"
 explore_many
 check "128 experts again: the curves come" wait_re "current barrier=[0-9.]+"
 rm -f "$GATE"
-tm send-keys -t t m
+tm send-keys -t t m m m # expert -> activation -> router -> gate (expert -> gate -> expert -> gate without a set)
 check "m: the gate cost, B re-aligned by it" wait_for "m cost:gate"
 check "m: the re-aligned landscape's evaluation in flight" wait_re "computing landscape .*rows [0-9]+/1024"
 check_quit_restored "a re-alignment's evaluation in flight"
