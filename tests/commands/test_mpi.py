@@ -52,6 +52,9 @@ def mpi_env(leaks):
     # containers often forbid the cross-process memory copy OpenMPI's shared-memory
     # transport tries first; plain copies work everywhere
     e["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"
+    # a rank waiting for the others yields its core (the suite runs a test per CPU)
+    # instead of spinning on it
+    e["OMPI_MCA_mpi_yield_when_idle"] = "1"
     return e
 
 
