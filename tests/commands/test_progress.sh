@@ -76,18 +76,24 @@ MOESCOPE_PROGRESS=1 "$MOESCOPE" align "$MA" "$MB" -o "$WORK/file_out" >/dev/null
 check "file: align ran" test -d "$WORK/file_out"
 check "file: no progress line" bash -c "! grep -aq \$'\\r' '$WORK/file.err' && ! grep -q 'ETA' '$WORK/file.err'"
 
-# cancel_at NAME SIGNAL STALL CMD...: start CMD held at the phase STALL, wait (with a
-# generous deadline) until it is there, send SIGNAL; prints the exit status
+# cancel_at SIGNAL STALL CMD...: start CMD held at the phase STALL, wait (with a
+# generous deadline) until it says it is held there, send SIGNAL; prints the exit
+# status. Not the temporary's appearance: a sharded output's directory exists from
+# the first shard on, and a signal before the stall would leave it held for good.
+# A process still running 120 s after the signal is killed (status 999).
 cancel_at() {
     local sig=$1 stall=$2; shift 2
+    rm -f "$WORK/c.err" # not the last case's line: the command's redirection may come late
     MOESCOPE_TEST_STALL=$stall "$@" >"$WORK/c.out" 2>"$WORK/c.err" &
     local pid=$! i
-    for ((i = 0; i < 1200; i++)); do # up to 120 s: the temporary exists once writing began
-        if compgen -G "$WORK/cancel/.*tmp*" >/dev/null || compgen -G "$WORK/cancel/*.tmp-*" >/dev/null; then break; fi
+    for ((i = 0; i < 1200; i++)); do # up to 120 s
+        grep -q "test stall: phase" "$WORK/c.err" 2>/dev/null && break
         kill -0 $pid 2>/dev/null || break
         sleep 0.1
     done
     kill -"$sig" $pid 2>/dev/null
+    for ((i = 0; i < 1200; i++)); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+    if kill -0 $pid 2>/dev/null; then kill -9 $pid; wait $pid; echo 999; return; fi
     wait $pid
     echo $?
 }
