@@ -377,9 +377,11 @@ def test_network(tmp):
     lines = [x for x in r.stderr.splitlines() if " over 2 ranks" in x]
     check(lines and all(x.startswith("moescope-mpi rank 0 of 2: ") for x in lines),
           "network study P=2: progress lines from rank 0 only: %s" % r.stderr[-600:])
-    # 24 orders and 4 named curves at 2 interior points
-    check(any("study pair 1/1 56/56 (100%)" in x for x in lines),
-          "network study P=2: every rank's evaluations counted: %s" % lines)
+    # 24 orders and the named curves (naive, skip-order, each method's order) at 2
+    # interior points
+    total = 2 * (24 + 2 + len(got["pairs"][0]["methods"]))
+    check(any("study pair 1/1 %d/%d (100%%)" % (total, total) in x for x in lines),
+          "network study P=2: every rank's %d evaluations counted: %s" % (total, lines))
 
 
 def main():
