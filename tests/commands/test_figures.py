@@ -180,7 +180,7 @@ def main():
     r = run("landscape", A, B, "--eval", E, "--png", big, "--font-scale", "9", "-q")
     check(r.returncode == 2 and "--font-scale" in r.stderr, "--font-scale 9 refused: %s" % r.stderr)
 
-    # the two-panel figures (scatter, study): SVG for a .svg name, the same series as the PNG
+    # the figures of panels (scatter, study): SVG for a .svg name, the same series as the PNG
     for what, args in (("scatter", ["landscape", A, B, "--eval", E, "-q", "--scatter-png"]),
                        ("study", ["study", A, B, os.path.join(D4, "seed3.safetensors"), "--eval", E,
                                   "--png"])):
@@ -194,7 +194,9 @@ def main():
         check(root.tag == SVG + "svg" and (root.get("width"), root.get("height")) == (str(w), str(h)),
               "%s: the SVG is an <svg> of the PNG's size %dx%d" % (what, w, h))
         panels = [g for g in root.iter(SVG + "g") if g.get("class") == "panel"]
-        check(len(panels) == 2, "%s: two panels in the SVG (%d)" % (what, len(panels)))
+        # scatter: a panel per matching method (gate, expert, activation, router); study: 2
+        want = {"scatter": 4, "study": 2}[what]
+        check(len(panels) == want, "%s: %d panels in the SVG (%d)" % (what, want, len(panels)))
         labels = [l for l, _ in series if l]
         check(labels == text.get("Legend", "").split("\n"),
               "%s: SVG series %r equal the PNG legend %r" % (what, labels, text.get("Legend")))

@@ -3,7 +3,7 @@ beside A's and B's (the soup's equal `eval` of the written file, A's and B's
 equal `eval` of the inputs), and `merge --alpha-sweep K` shows the naive and
 aligned soups over alpha: the end points are A and B, and the barriers equal
 the landscape's naive and expert-order barriers at K points. Also
-`landscape --scatter-png`: a PNG with both cost panels."""
+`landscape --scatter-png`: a PNG with a panel per matching method."""
 import json
 import os
 import re
@@ -71,7 +71,7 @@ def main():
         if ok:
             data = open(png, "rb").read()
             w, h = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
-            check(data[:8] == b"\x89PNG\r\n\x1a\n" and (w, h) == (960, 960), "scatter PNG 960 x 960 (%d x %d)" % (w, h))
+            check(data[:8] == b"\x89PNG\r\n\x1a\n" and (w, h) == (960, 1920), "scatter PNG 960 x 1920, a panel per method (%d x %d)" % (w, h))
     return testutil.summary("test_merge_eval")
 
 
