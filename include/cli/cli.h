@@ -209,6 +209,12 @@ void cli_align_args_free(cli_align_args *a);
 /* Print "order 2 0 3 1   cost total ... (method[, centred])" (or why the order
  * was not solved) for an alignment made with a's options. */
 void cli_print_order(const cli_align_args *a, const align_result *res, int n);
+/* --layer all, one step: A's layer `layer` and B's (read from b_path) loaded and
+ * checked, B aligned to A with a's options, keep(ctx, &A, &B, &res) writes the
+ * step's output, then "layer L: order ..." is printed. 0, or 1 after the message. */
+typedef int (*cli_layer_keep)(void *ctx, moe_model *A, moe_model *B, const align_result *res);
+int cli_align_layer(const cli_align_args *a, const char *layer, const char *b_path, cli_layer_keep keep,
+                    void *ctx);
 
 /* ---- what a command works on: a layer pair or a network pair (analysis/subject.h) ---- */
 /* subject_load with the command line's overrides (--family, ..., --ignore-capture-layer):

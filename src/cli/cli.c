@@ -589,6 +589,34 @@ void cli_align_args_free(cli_align_args *a) {
     a->ao.X = NULL;
 }
 
+int cli_align_layer(const cli_align_args *a, const char *layer, const char *b_path, cli_layer_keep keep,
+                    void *ctx) {
+    moe_model A, B;
+    ms_err err;
+    if (moe_load(&A, a->pa, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
+    if (moe_load(&B, b_path, layer, cli_overrides(), &err)) {
+        moe_free(&A);
+        return cli_error("%s", err.msg);
+    }
+    align_result res;
+    int rc = moe_check_compatible(&A, &B, &err) || align_models_inplace(&A, &B, &a->ao, &res, &err)
+                 ? cli_error("%s", err.msg)
+                 : 0;
+    if (!rc) {
+        rc = keep(ctx, &A, &B, &res) ? 1 : 0;
+        if (!rc) {
+            char *el = ms_escaped(layer); // a prefix from the file
+            printf("layer %s: ", el);
+            free(el);
+            cli_print_order(a, &res, A.cfg.n);
+        }
+        align_result_free(&res);
+    }
+    moe_free(&A);
+    moe_free(&B);
+    return rc;
+}
+
 void cli_print_order(const cli_align_args *a, const align_result *res, int n) {
     const align_opts *ao = &a->ao;
     char *os = moe_order_string(res->order, n);

@@ -70,35 +70,21 @@ static void explain_result(const moe_model *A, const moe_model *Bp, const align_
 /* --layer all: each layer of B (from the previous step's output) aligned to A's */
 typedef struct {
     const cli_align_args *a;
+    const char *src, *dst; /* the step's checkpoint chain: read B from src, write dst */
 } align_all;
 
+/* moved experts keep their dtypes, as a one-layer align's do (family_save_moved) */
+static int align_keep(void *ctx, moe_model *A, moe_model *B, const align_result *res) {
+    const align_all *c = ctx;
+    (void)A;
+    return cli_save_moved(B, res->order, res->shared_order, c->src, c->dst);
+}
+
 static int align_step(void *ctx, int i, const char *layer, const char *src, const char *dst) {
-    const cli_align_args *a = ((const align_all *)ctx)->a;
-    moe_model A, B;
-    ms_err err;
-    if (moe_load(&A, a->pa, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
-    if (moe_load(&B, src, layer, cli_overrides(), &err)) {
-        moe_free(&A);
-        return cli_error("%s", err.msg);
-    }
-    align_result res;
-    int rc = moe_check_compatible(&A, &B, &err) || align_models_inplace(&A, &B, &a->ao, &res, &err)
-                 ? cli_error("%s", err.msg)
-                 : 0;
-    if (!rc) {
-        // moved experts keep their dtypes, as a one-layer align's do (family_save_moved)
-        rc = cli_save_moved(&B, res.order, res.shared_order, src, dst);
-        if (!rc) {
-            char *el = ms_escaped(layer); // a prefix from the file
-            printf("layer %s: ", el);
-            free(el);
-            cli_print_order(a, &res, A.cfg.n);
-        }
-        align_result_free(&res);
-    }
-    moe_free(&A);
-    moe_free(&B);
-    return rc;
+    align_all *c = ctx;
+    (void)i;
+    c->src = src, c->dst = dst;
+    return cli_align_layer(c->a, layer, src, align_keep, c);
 }
 
 static int align_every_layer(cli_align_args *a, int argc, char **argv) {
@@ -112,7 +98,7 @@ static int align_every_layer(cli_align_args *a, int argc, char **argv) {
     const out_spec outs[1] = {{a->out_path, "-o", ckpt_output_is_dir(a->pb, a->out_path) ? OUT_DIR : OUT_FILE}};
     int orc = cli_check_outputs("align", USAGE, outs, 1, inputs, 2);
     if (orc) return orc;
-    align_all ctx = {a};
+    align_all ctx = {a, NULL, NULL};
     int rc = cli_each_layer(a->pa, a->pb, a->out_path, align_step, &ctx);
     if (!rc) printf("weight matching %s\nwrote %s\n", a->ao.wm_stage ? "on" : "off", a->out_path);
     return rc;

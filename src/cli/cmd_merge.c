@@ -216,36 +216,20 @@ typedef struct {
     const cli_align_args *a;
     double alpha;
     const char *alpha_str;
+    const char *src, *dst; /* the step's checkpoint chain: read from src, write dst */
 } merge_all;
 
-static int merge_step(void *ctx, int i, const char *layer, const char *src, const char *dst) {
+static int merge_keep(void *ctx, moe_model *A, moe_model *B, const align_result *res) {
     const merge_all *m = ctx;
-    const cli_align_args *a = m->a;
-    moe_model A, B;
-    ms_err err;
+    (void)res;
+    return soup_make(A, A, B, m->alpha, m->alpha_str, m->a->pa, m->a->pb) || cli_save_checkpoint(A, m->src, m->dst);
+}
+
+static int merge_step(void *ctx, int i, const char *layer, const char *src, const char *dst) {
+    merge_all *m = ctx;
     (void)i;
-    if (moe_load(&A, a->pa, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
-    if (moe_load(&B, a->pb, layer, cli_overrides(), &err)) {
-        moe_free(&A);
-        return cli_error("%s", err.msg);
-    }
-    align_result res;
-    int rc = moe_check_compatible(&A, &B, &err) || align_models_inplace(&A, &B, &a->ao, &res, &err)
-                 ? cli_error("%s", err.msg)
-                 : 0;
-    if (!rc) {
-        rc = soup_make(&A, &A, &B, m->alpha, m->alpha_str, a->pa, a->pb) || cli_save_checkpoint(&A, src, dst);
-        if (!rc) {
-            char *el = ms_escaped(layer); // a prefix from the file
-            printf("layer %s: ", el);
-            free(el);
-            cli_print_order(a, &res, A.cfg.n);
-        }
-        align_result_free(&res);
-    }
-    moe_free(&A);
-    moe_free(&B);
-    return rc ? 1 : 0;
+    m->src = src, m->dst = dst;
+    return cli_align_layer(m->a, layer, m->a->pb, merge_keep, m);
 }
 
 static int merge_every_layer(cli_align_args *a, int argc, char **argv, double alpha, const char *alpha_str) {
@@ -261,7 +245,7 @@ static int merge_every_layer(cli_align_args *a, int argc, char **argv, double al
     const out_spec outs[1] = {{a->out_path, "-o", ckpt_output_is_dir(a->pa, a->out_path) ? OUT_DIR : OUT_FILE}};
     int orc = cli_check_outputs("merge", USAGE, outs, 1, inputs, 2);
     if (orc) return orc;
-    merge_all ctx = {a, alpha, alpha_str};
+    merge_all ctx = {a, alpha, alpha_str, NULL, NULL};
     int rc = cli_each_layer(a->pa, a->pa, a->out_path, merge_step, &ctx);
     if (!rc)
         printf("weight matching %s\nwrote %s = (1 - %g) A + %g B' in every MoE layer\n", a->ao.wm_stage ? "on" : "off",
