@@ -212,6 +212,11 @@ void cli_print_order(const cli_align_args *a, const align_result *res, int n);
 /* --layer all, one step: A's layer `layer` and B's (read from b_path) loaded and
  * checked, B aligned to A with a's options, keep(ctx, &A, &B, &res) writes the
  * step's output, then "layer L: order ..." is printed. 0, or 1 after the message. */
+/* --layer all's arguments: exactly two checkpoints (a->pa, a->pb set), -o OUT, no
+ * --order; OUT a folder when `like` (A or B) is one, naming neither input. 0, or the
+ * exit code after the message. */
+int cli_every_layer_args(cli_align_args *a, int argc, char **argv, const char *cmd, const char *usage,
+                         int like_b);
 typedef int (*cli_layer_keep)(void *ctx, moe_model *A, moe_model *B, const align_result *res);
 int cli_align_layer(const cli_align_args *a, const char *layer, const char *b_path, cli_layer_keep keep,
                     void *ctx);

@@ -589,6 +589,20 @@ void cli_align_args_free(cli_align_args *a) {
     a->ao.X = NULL;
 }
 
+int cli_every_layer_args(cli_align_args *a, int argc, char **argv, const char *cmd, const char *usage,
+                         int like_b) {
+    if (argc - optind != 2)
+        return cli_usage_error(usage, "%s: expected two checkpoints, got %d", cmd, argc - optind);
+    if (!a->out_path) return cli_usage_error(usage, "%s: -o OUT is required", cmd);
+    if (a->order_str) return cli_usage_error(usage, "%s: --order names one layer's order, not --layer all's", cmd);
+    a->pa = argv[optind];
+    a->pb = argv[optind + 1];
+    const char *inputs[2] = {a->pa, a->pb};
+    const out_spec outs[1] = {
+        {a->out_path, "-o", ckpt_output_is_dir(like_b ? a->pb : a->pa, a->out_path) ? OUT_DIR : OUT_FILE}};
+    return cli_check_outputs(cmd, usage, outs, 1, inputs, 2);
+}
+
 int cli_align_layer(const cli_align_args *a, const char *layer, const char *b_path, cli_layer_keep keep,
                     void *ctx) {
     moe_model A, B;

@@ -88,15 +88,7 @@ static int align_step(void *ctx, int i, const char *layer, const char *src, cons
 }
 
 static int align_every_layer(cli_align_args *a, int argc, char **argv) {
-    if (argc - optind != 2)
-        return cli_usage_error(USAGE, "align: expected two checkpoints, got %d", argc - optind);
-    if (!a->out_path) return cli_usage_error(USAGE, "align: -o OUT is required");
-    if (a->order_str) return cli_usage_error(USAGE, "align: --order names one layer's order, not --layer all's");
-    a->pa = argv[optind];
-    a->pb = argv[optind + 1];
-    const char *inputs[2] = {a->pa, a->pb};
-    const out_spec outs[1] = {{a->out_path, "-o", ckpt_output_is_dir(a->pb, a->out_path) ? OUT_DIR : OUT_FILE}};
-    int orc = cli_check_outputs("align", USAGE, outs, 1, inputs, 2);
+    int orc = cli_every_layer_args(a, argc, argv, "align", USAGE, 1); // the output is B's chain
     if (orc) return orc;
     align_all ctx = {a, NULL, NULL};
     int rc = cli_each_layer(a->pa, a->pb, a->out_path, align_step, &ctx);

@@ -233,18 +233,10 @@ static int merge_step(void *ctx, int i, const char *layer, const char *src, cons
 }
 
 static int merge_every_layer(cli_align_args *a, int argc, char **argv, double alpha, const char *alpha_str) {
-    if (argc - optind != 2)
-        return cli_usage_error(USAGE, "merge: expected two checkpoints, got %d", argc - optind);
-    if (!a->out_path) return cli_usage_error(USAGE, "merge: -o OUT is required");
-    if (a->order_str) return cli_usage_error(USAGE, "merge: --order names one layer's order, not --layer all's");
+    int orc = cli_every_layer_args(a, argc, argv, "merge", USAGE, 0); // the output is A's chain
+    if (orc) return orc;
     if (a->e_path)
         return cli_usage_error(USAGE, "merge: --eval evaluates one layer's soup: name the layer with --layer");
-    a->pa = argv[optind];
-    a->pb = argv[optind + 1];
-    const char *inputs[2] = {a->pa, a->pb};
-    const out_spec outs[1] = {{a->out_path, "-o", ckpt_output_is_dir(a->pa, a->out_path) ? OUT_DIR : OUT_FILE}};
-    int orc = cli_check_outputs("merge", USAGE, outs, 1, inputs, 2);
-    if (orc) return orc;
     merge_all ctx = {a, alpha, alpha_str, NULL, NULL};
     int rc = cli_each_layer(a->pa, a->pa, a->out_path, merge_step, &ctx);
     if (!rc)
