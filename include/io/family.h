@@ -110,9 +110,9 @@ const char *family_conv1d_hint(const char *name, int ndim, const int64_t *have, 
  * router from o (may be NULL) / config.json / defaults with cfg.origin saying which. */
 int family_load(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o, ms_err *err);
 /* family_load with the routed experts' weights left where c maps them, in their
- * dtype (moe_alloc_mapped: c must stay open while m is used): an evaluation's
- * layer, never changed. 1, nothing loaded, when a weight's layout is not kept row
- * by row (MXFP4, GPT-OSS's [in, out]): family_load then. */
+ * dtype, MXFP4's blocks and scales too (moe_alloc_mapped: c must stay open while m
+ * is used): an evaluation's layer, never changed. 1, nothing loaded, when a
+ * weight's layout is not kept row by row (GPT-OSS's BF16 [in, out]): family_load then. */
 int family_load_mapped(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o, ms_err *err);
 /* L's configuration (dimensions from the tensor headers, router as family_load
  * would set it) without reading any data; a native layer gives only its family. */

@@ -113,12 +113,12 @@ int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *
  * messages. */
 int net_load_ckpt(net_model *m, ckpt *c, const char *path, const family_overrides *o, ms_err *err);
 /* net_load with the MoE blocks' routed expert weights left in the checkpoint's
- * mapping, in their stored dtype (F32, F16, BF16), converted a panel at a time
+ * mapping, in their stored dtype (F32, F16, BF16, MXFP4), converted a panel at a time
  * inside the products (core/wpanel.h): the resident memory of an evaluation is
  * the file's pages plus the backbone's floats, not a float32 copy of every expert.
  * For a network that is only evaluated (its MoE blocks are never changed, copied
- * out or saved). A block whose weights are not stored row by row (MXFP4, an [in,
- * out] layout) is read into floats as net_load reads it. */
+ * out or saved). A block whose weights are not stored row by row (GPT-OSS's BF16
+ * [in, out] layout) is read into floats as net_load reads it. */
 int net_load_mapped(net_model *m, const char *path, const family_overrides *o, ms_err *err);
 /* The same without the backbone's values (mem and the backbone's pointers
  * NULL, nparams counted; every shape, the MoE blocks and the unused tensors

@@ -9,7 +9,7 @@
 
 #include "core/ms_alloc.h"
 
-size_t wp_dtype_size(wp_dtype dt) { return dt == WP_F32 ? 4 : 2; }
+size_t wp_dtype_size(wp_dtype dt) { return dt == WP_F32 ? 4 : dt == WP_MXFP4 ? 0 : 2; }
 
 /* every binary16's float32, made once: a table look-up per element */
 static float f16_table[65536];
@@ -34,44 +34,122 @@ static void f16_init(void) {
     for (uint32_t h = 0; h < 65536; h++) f16_table[h] = half_to_float((uint16_t)h);
 }
 
-/* n values of row src (dtype dt) into dst as float32 */
-static void row_f32(const void *src, wp_dtype dt, size_t n, float *dst) {
-    switch (dt) {
-    case WP_F32: memcpy(dst, src, n * sizeof(float)); return;
+/* FP4 (E2M1) codes 0..15: sign bit 3 */
+static const float fp4_values[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                     -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+/* MXFP4 element e of W: its code times 2^(scale - 127), as the codec decodes it */
+static float mx_at(wref W, size_t e) {
+    const uint8_t *q = W.p;
+    return fp4_values[(q[e >> 1] >> ((e & 1) * 4)) & 15] * ldexpf(1.0f, (int)W.sc[e >> 5] - 127);
+}
+
+/* n values of stored row r from column c0 on into dst as float32 */
+static void run_f32(wref W, size_t r, size_t c0, size_t n, float *dst) {
+    size_t e0 = r * W.ld + c0;
+    switch (W.dt) {
+    case WP_F32: memcpy(dst, (const float *)W.p + e0, n * sizeof(float)); return;
     case WP_BF16: { // bfloat16 is a float32's top half
-        const uint16_t *s = src;
+        const uint16_t *s = (const uint16_t *)W.p + e0;
         uint32_t *d = (uint32_t *)(void *)dst;
         for (size_t i = 0; i < n; i++) d[i] = (uint32_t)s[i] << 16;
         return;
     }
     case WP_F16: {
-        const uint16_t *s = src;
+        const uint16_t *s = (const uint16_t *)W.p + e0;
         pthread_once(&f16_once, f16_init);
         for (size_t i = 0; i < n; i++) dst[i] = f16_table[s[i]];
+        return;
+    }
+    case WP_MXFP4: { // a block's scale once per 32 values
+        const uint8_t *q = W.p;
+        for (size_t i = 0; i < n;) {
+            size_t e = e0 + i, run = 32 - (e & 31);
+            if (run > n - i) run = n - i;
+            float s = ldexpf(1.0f, (int)W.sc[e >> 5] - 127);
+            for (size_t j = 0; j < run; j++, e++) dst[i + j] = fp4_values[(q[e >> 1] >> ((e & 1) * 4)) & 15] * s;
+            i += run;
+        }
         return;
     }
     }
 }
 
-static const void *row_at(wref W, size_t r) {
-    return (const char *)W.p + r * W.ld * wp_dtype_size(W.dt);
+/* element c of stored row r */
+static float at_f32(wref W, size_t r, size_t c) {
+    size_t e = r * W.ld + c;
+    switch (W.dt) {
+    case WP_F32: return ((const float *)W.p)[e];
+    case WP_BF16: {
+        uint32_t b = (uint32_t)((const uint16_t *)W.p)[e] << 16;
+        float f;
+        memcpy(&f, &b, 4);
+        return f;
+    }
+    case WP_F16: pthread_once(&f16_once, f16_init); return f16_table[((const uint16_t *)W.p)[e]];
+    case WP_MXFP4: return mx_at(W, e);
+    }
+    return 0.0f;
+}
+
+/* n values of view W's row r (its rows, cols) from column c0 on into dst */
+static void view_f32(wref W, size_t r, size_t c0, size_t n, float *dst) {
+    size_t sr = W.rows ? (size_t)W.rows[r] : r;
+    if (!W.cols) {
+        run_f32(W, sr, c0, n, dst);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) dst[i] = at_f32(W, sr, (size_t)W.cols[c0 + i]);
+}
+
+/* columns a mix forms at once (its second source's values on the stack) */
+#define MIX_COLS 256
+
+/* n values of W's row r from column c0 on: a view's, or a mix's ta a + tb b */
+static void chunk_f32(wref W, size_t r, size_t c0, size_t n, float *dst) {
+    view_f32(W, r, c0, n, dst);
+    if (!W.b) return;
+    float tmp[MIX_COLS];
+    for (size_t o = 0; o < n; o += MIX_COLS) {
+        size_t k = n - o < MIX_COLS ? n - o : MIX_COLS;
+        view_f32(*W.b, r, c0 + o, k, tmp);
+        float ta = W.ta, tb = W.tb, *d = dst + o;
+        for (size_t i = 0; i < k; i++) d[i] = ta * d[i] + tb * tmp[i]; // moe_interpolate's rounding
+    }
 }
 
 void wp_rows_f32(wref W, size_t K, size_t r0, size_t nr, float *dst) {
-    for (size_t r = 0; r < nr; r++) row_f32(row_at(W, r0 + r), W.dt, K, dst + r * K);
+    for (size_t r = 0; r < nr; r++) chunk_f32(W, r0 + r, 0, K, dst + r * K);
 }
 
 wref wp_offset(wref W, size_t elems) {
+    if (W.dt == WP_MXFP4) {
+        W.p = (const uint8_t *)W.p + elems / 2;
+        W.sc += elems / 32;
+        return W;
+    }
     W.p = (const char *)W.p + elems * wp_dtype_size(W.dt);
     return W;
 }
+
+wref wp_view(wref W, const int *rows, const int *cols) {
+    W.rows = rows, W.cols = cols;
+    return W;
+}
+
+wref wp_mix(wref a, const wref *b, float ta, float tb) {
+    a.b = b, a.ta = ta, a.tb = tb;
+    return a;
+}
+
+int wp_is_plain_f32(wref W) { return W.dt == WP_F32 && !W.rows && !W.cols && !W.b; }
 
 /* each thread's panel: converted rows of W, WP_PANEL_FLOATS at most */
 static _Thread_local float t_panel[WP_PANEL_FLOATS];
 
 void wp_gemm_nt(int M, int N, int K, const float *X, int ldx, wref W, float beta, float *Y, int ldy) {
     if (M <= 0 || N <= 0) return;
-    if (W.dt == WP_F32) {
+    if (wp_is_plain_f32(W)) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, X, ldx, W.p, (int)W.ld, beta, Y, ldy);
         return;
     }
@@ -99,8 +177,32 @@ void wp_gemm_nt_ref(int M, int N, int K, const float *X, int ldx, wref W, float 
 }
 
 int wp_finite(wref W, size_t N, size_t K, size_t *at) {
+    if (W.dt == WP_MXFP4 && !W.rows && !W.cols && !W.b) { // only a scale past 2^125 can overflow (6 x 2^126 does)
+        for (size_t r = 0; r < N; r++)
+            for (size_t c0 = 0; c0 < K; c0 += 32) // a block at a time (ld and K multiples of 32)
+                for (size_t c = c0; W.sc[(r * W.ld + c0) >> 5] >= 253 && c < c0 + 32 && c < K; c++)
+                    if (!isfinite(mx_at(W, r * W.ld + c))) {
+                        *at = r * K + c;
+                        return 1;
+                    }
+        return 0;
+    }
+    if (W.dt == WP_MXFP4 || W.rows || W.cols || W.b) { // the values themselves, a chunk at a time
+        float v[MIX_COLS];
+        for (size_t r = 0; r < N; r++)
+            for (size_t c0 = 0; c0 < K; c0 += MIX_COLS) {
+                size_t k = K - c0 < MIX_COLS ? K - c0 : MIX_COLS;
+                chunk_f32(W, r, c0, k, v);
+                for (size_t c = 0; c < k; c++)
+                    if (!isfinite(v[c])) {
+                        *at = r * K + c0 + c;
+                        return 1;
+                    }
+            }
+        return 0;
+    }
     for (size_t r = 0; r < N; r++) {
-        const void *row = row_at(W, r);
+        const void *row = (const char *)W.p + r * W.ld * wp_dtype_size(W.dt);
         for (size_t c = 0; c < K; c++) {
             uint16_t h;
             int bad;

@@ -940,13 +940,14 @@ static int wp_dtype_of(const st_tensor *t) {
 
 /* Can a mapped layer use b where the file keeps it: rows of a routed weight stored
  * as they are multiplied (per expert, stacked, gate | up halves or interleaved rows),
- * in F32, F16 or BF16, aligned to its element? (MXFP4 and the [in, out] layouts:
- * no.) */
+ * in F32, F16 or BF16, aligned to its element, or MXFP4's blocks and scales?
+ * (The [in, out] layouts: no.) */
 static int mappable(ckpt *c, const binding *b) {
     const st_file *f;
     const st_tensor *t;
     ms_err e;
-    if (b->mx || b->trans || b->kind == K_STACK_T || b->kind == K_IL_T || ckpt_tensor(c, b->name, &f, &t, &e))
+    if (b->mx) return b->kind == K_IL_ROWS || b->kind == K_STACK; // blocks of 32 along the rows
+    if (b->trans || b->kind == K_STACK_T || b->kind == K_IL_T || ckpt_tensor(c, b->name, &f, &t, &e))
         return 0;
     int dt = wp_dtype_of(t);
     return dt >= 0 && (uintptr_t)(f->data + t->begin) % wp_dtype_size((wp_dtype)dt) == 0;
@@ -958,11 +959,23 @@ static wref *wpart(moe_expert *x, int part) { return part == P_FC1W ? &x->w1 : p
 /* b's rows, where the file keeps them, as the routed experts' w1, w2, w3 (its
  * values checked finite as a read checks them) */
 static int map_binding(ckpt *c, const binding *b, moe_model *m, ms_err *err) {
-    const st_file *f;
-    const st_tensor *t;
-    if (ckpt_tensor(c, b->name, &f, &t, err) || st_check_finite(f, t, err)) return -1;
-    int64_t h = m->cfg.h, d = m->cfg.d;
-    wref base = {f->data + t->begin, (wp_dtype)wp_dtype_of(t), (size_t)b->shape[b->ndim - 1]};
+    const st_file *f, *fs;
+    const st_tensor *t, *ts;
+    int64_t h = m->cfg.h, d = m->cfg.d, in = b->shape[b->ndim - 1];
+    wref base;
+    if (b->mx) { // blocks [.., out, in/32, 16] and scales [.., out, in/32]: element e's nibble, e / 32's scale
+        size_t at;
+        if (mx_pair(c, b, &f, &t, &fs, &ts, err)) return -1;
+        st_mark_read(f, t); // read where they lie, a panel at a time
+        st_mark_read(fs, ts);
+        base = (wref){.p = f->data + t->begin, .dt = WP_MXFP4, .ld = (size_t)in, .sc = fs->data + ts->begin};
+        if (wp_finite(base, (size_t)(b->numel / in), (size_t)in, &at))
+            return ms_fail(err, "%s: tensor '%s_scales': a scale makes values overflow float32 (element %zu)",
+                           c->arg, b->name, at);
+    } else {
+        if (ckpt_tensor(c, b->name, &f, &t, err) || st_check_finite(f, t, err)) return -1;
+        base = (wref){.p = f->data + t->begin, .dt = (wp_dtype)wp_dtype_of(t), .ld = (size_t)in};
+    }
     switch (b->kind) {
     case K_EXP: *wpart(&m->experts[b->e], b->part) = base; break;
     case K_STACK: // [n, rows, cols]
@@ -1019,7 +1032,7 @@ static int load_layer(moe_model *m, ckpt *c, const family_layer *L, const family
         if (b->kind == K_GATE_B) cfg.has_gate_bias = 1;
         if (b->kind == K_EXP && (b->part == P_FC1B || b->part == P_FC2B)) cfg.has_expert_bias = 1;
         if ((shell && b->mx) || (mode == LOAD_MAPPED && routed_weight(b) && !mappable(c, b))) {
-            free(l.b); // MXFP4 experts are decoded whole, a transposed layout too: the caller loads the layer
+            free(l.b); // a stream's MXFP4 experts are decoded whole, a mapped transposed layout too: the caller loads the layer
             return 1;
         }
     }

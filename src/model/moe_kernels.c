@@ -41,7 +41,7 @@ void moe_hidden_act(const moe_expert *e, const moe_config *c, float *H, const fl
 
 /* an expert's weight: its floats (cols wide), or where a mapped layer keeps it */
 static wref weight_of(const float *w, wref mapped, int cols) {
-    return w ? (wref){w, WP_F32, (size_t)cols} : mapped;
+    return w ? (wref){.p = w, .dt = WP_F32, .ld = (size_t)cols} : mapped;
 }
 
 void moe_expert_forward(const moe_expert *e, const moe_config *c, const float *X, int m, float *H,

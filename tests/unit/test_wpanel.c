@@ -7,7 +7,13 @@
  *     one panel;
  *   - both against a product in double of the values the bits stand for,
  *     decoded here from the formats' definitions;
- *   - the finite check finds an inf or NaN where it is. */
+ *   - the finite check finds an inf or NaN where it is;
+ *   - MXFP4 (blocks and scales) decoded from the format's definition (E2M1 codes,
+ *     2^(scale - 127)), a row-offset view into the blocks too;
+ *   - views (rows and columns read in another order) and mixes ta A + tb P(B) of
+ *     two sources in any dtypes: every panel's values bit for bit the float32
+ *     ta * a + tb * b this file forms itself (moe_interpolate's rounding), and the
+ *     products within 1e-6 of the double product of those values. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +101,123 @@ static void one_case(rng_t *r, wp_dtype dt, int M, int N, int K, int ld, float b
     free(bytes), free(X), free(Y0), free(Y1), free(want), free(mag);
 }
 
+/* an FP4 (E2M1) code's value from the format: sign, 2 exponent bits (bias 1), 1 mantissa bit */
+static double fp4_value(int q) {
+    int e = (q >> 1) & 3, m = q & 1;
+    double v = e ? ldexp(1.0 + 0.5 * m, e - 1) : 0.5 * m;
+    return q & 8 ? -v : v;
+}
+
+/* a stored matrix of N rows ld apart in dt, random values; *sc its MXFP4 scales */
+static void *random_stored(rng_t *r, wp_dtype dt, int N, int ld, uint8_t **sc) {
+    size_t nw = (size_t)N * ld;
+    *sc = NULL;
+    if (dt == WP_MXFP4) {
+        uint8_t *q = malloc(nw / 2);
+        *sc = malloc(nw / 32);
+        for (size_t i = 0; i < nw / 2; i++) q[i] = (uint8_t)rng_below(r, 256);
+        for (size_t i = 0; i < nw / 32; i++) (*sc)[i] = (uint8_t)(122 + rng_below(r, 8));
+        return q;
+    }
+    unsigned char *bytes = malloc(nw * wp_dtype_size(dt));
+    for (size_t i = 0; i < nw; i++) {
+        float v = (float)(0.5 * rng_normal(r));
+        if (dt == WP_F32) memcpy(bytes + i * 4, &v, 4);
+        else {
+            uint16_t h = dt == WP_BF16 ? to_bf16(v) : to_f16(v);
+            memcpy(bytes + i * 2, &h, 2);
+        }
+    }
+    return bytes;
+}
+
+/* element (r, c) of a stored matrix, decoded here */
+static double stored_at(const void *p, const uint8_t *sc, wp_dtype dt, int ld, size_t r, size_t c) {
+    size_t e = r * (size_t)ld + c;
+    if (dt != WP_MXFP4) return value_of(p, dt, e);
+    int q = (((const uint8_t *)p)[e / 2] >> (4 * (e & 1))) & 15;
+    return fp4_value(q) * ldexp(1.0, sc[e / 32] - 127);
+}
+
+static const char *dt_name(wp_dtype dt) {
+    return dt == WP_F32 ? "F32" : dt == WP_F16 ? "F16" : dt == WP_BF16 ? "BF16" : "MXFP4";
+}
+
+/* W = ta A + tb B' (B' = B's rows in order rows, columns in order cols; either may
+ * be NULL), A and B in dtypes da, db: the panels' values against this file's own
+ * float32 mix, the panel and whole products against the double product */
+static void mix_case(rng_t *r, wp_dtype da, wp_dtype db, int M, int N, int K, int perm_rows, int perm_cols,
+                     double t) {
+    int ld = K + 32; // rows apart, MXFP4's blocks whole
+    uint8_t *sa, *sb;
+    void *pa = random_stored(r, da, N, ld, &sa), *pb = random_stored(r, db, N, ld, &sb);
+    int *rows = perm_rows ? malloc((size_t)N * sizeof(int)) : NULL, *cols = perm_cols ? malloc((size_t)K * sizeof(int)) : NULL;
+    if (rows) rng_permutation(r, rows, N);
+    if (cols) rng_permutation(r, cols, K);
+    float ta = (float)(1.0 - t), tb = (float)t;
+    wref A = {.p = pa, .dt = da, .ld = (size_t)ld, .sc = sa}, B = {.p = pb, .dt = db, .ld = (size_t)ld, .sc = sb};
+    B = wp_view(B, rows, cols);
+    wref W = t < 0 ? B : wp_mix(A, &B, ta, tb); // t < 0: the view alone
+    // the matrix in float32 as moe_interpolate forms it, from the decoded values
+    float *w = malloc((size_t)N * K * sizeof(float)), *got = malloc((size_t)N * K * sizeof(float));
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < K; c++) {
+            float b = (float)stored_at(pb, sb, db, ld, rows ? (size_t)rows[i] : (size_t)i, cols ? (size_t)cols[c] : (size_t)c);
+            float a = (float)stored_at(pa, sa, da, ld, (size_t)i, (size_t)c);
+            w[(size_t)i * K + c] = t < 0 ? b : ta * a + tb * b;
+        }
+    wp_rows_f32(W, (size_t)K, 0, (size_t)N, got);
+    size_t same = 0;
+    for (size_t i = 0; i < (size_t)N * K; i++) same += !memcmp(&w[i], &got[i], 4);
+    CHECK(same == (size_t)N * K, "%s + %s mix t %g%s%s %dx%d: every value bit for bit (%zu of %zu)", dt_name(da),
+          dt_name(db), t, rows ? ", rows permuted" : "", cols ? ", columns permuted" : "", N, K, same, (size_t)N * K);
+    float *X = malloc((size_t)M * K * sizeof(float)), *Y0 = malloc((size_t)M * N * sizeof(float));
+    float *Y1 = malloc((size_t)M * N * sizeof(float));
+    for (size_t i = 0; i < (size_t)M * K; i++) X[i] = (float)rng_normal(r);
+    wp_gemm_nt(M, N, K, X, K, W, 0.0f, Y0, N);
+    wp_gemm_nt_ref(M, N, K, X, K, W, 0.0f, Y1, N);
+    double worst = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double a = 0, m = 0;
+            for (int k = 0; k < K; k++) {
+                double x = (double)X[(size_t)i * K + k] * w[(size_t)j * K + k];
+                a += x, m += fabs(x);
+            }
+            size_t o = (size_t)i * N + j;
+            worst = fmax(worst, fmax(fabs(Y0[o] - a), fabs(Y1[o] - a)) / (m > 0 ? m : 1));
+        }
+    CHECK(worst < 1e-6, "%s + %s mix %dx%dx%d: panels and whole within 1e-6 of sum |x w| (%.3g)", dt_name(da),
+          dt_name(db), M, N, K, worst);
+    free(pa), free(pb), free(sa), free(sb), free(rows), free(cols), free(w), free(got), free(X), free(Y0), free(Y1);
+}
+
+/* an MXFP4 view from a row on (wp_offset) reads the blocks and scales of that row;
+ * rows ld apart skip the others (GPT-OSS's gate | up rows interleaved) */
+static void test_mxfp4_offset(rng_t *r) {
+    int N = 6, K = 64;
+    uint8_t *sc;
+    void *q = random_stored(r, WP_MXFP4, N, K, &sc);
+    wref W = {.p = q, .dt = WP_MXFP4, .ld = (size_t)(2 * K), .sc = sc}; // every other row
+    wref U = wp_offset(W, (size_t)K);                                    // the rows between
+    float g[3 * 64], u[3 * 64];
+    wp_rows_f32(W, (size_t)K, 0, 3, g);
+    wp_rows_f32(U, (size_t)K, 0, 3, u);
+    int bad = 0;
+    for (int i = 0; i < 3; i++)
+        for (int c = 0; c < K; c++) {
+            bad += g[i * K + c] != (float)stored_at(q, sc, WP_MXFP4, K, (size_t)(2 * i), (size_t)c);
+            bad += u[i * K + c] != (float)stored_at(q, sc, WP_MXFP4, K, (size_t)(2 * i + 1), (size_t)c);
+        }
+    CHECK(bad == 0, "MXFP4 interleaved rows and their offset view decode as the format says (%d wrong)", bad);
+    size_t at = 99;
+    CHECK(wp_finite(W, 3, (size_t)K, &at) == 0, "MXFP4 with scales near 2^0 is finite");
+    sc[2 * 2 + 1] = 255; // row 1 (stored row 2), its second block: 2^128 overflows
+    CHECK(wp_finite(W, 3, (size_t)K, &at) == 1 && at == (size_t)K + 32, "MXFP4 overflowing scale found at %d (%zu)",
+          K + 32, at);
+    free(q), free(sc);
+}
+
 static void test_finite(void) {
     uint16_t b[12];
     for (int i = 0; i < 12; i++) b[i] = to_bf16((float)i);
@@ -117,5 +240,14 @@ int main(void) {
         one_case(&r, dts[t], 3, 9, 33000, 33000, 0.0f);  // a row wider than a panel
     }
     test_finite();
+    // views and mixes: every pair of dtypes once, permutations, t at its ends
+    wp_dtype all[4] = {WP_BF16, WP_F16, WP_F32, WP_MXFP4};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) mix_case(&r, all[i], all[j], 7, 40, 96, i & 1, j & 1, 0.3);
+    mix_case(&r, WP_MXFP4, WP_MXFP4, 5, 20, 64, 0, 0, -1);  // MXFP4 alone, through panels
+    mix_case(&r, WP_BF16, WP_BF16, 5, 20, 512, 1, 1, -1);   // a view alone
+    mix_case(&r, WP_BF16, WP_BF16, 9, 300, 512, 1, 1, 0.0); // several panels; t = 0 and 1
+    mix_case(&r, WP_BF16, WP_F16, 9, 30, 33000, 1, 1, 1.0); // a row wider than a panel
+    test_mxfp4_offset(&r);
     return test_summary("test_wpanel");
 }
