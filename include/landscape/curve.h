@@ -87,6 +87,10 @@ typedef struct ls_objective {
 /* The curve from A to Bp, where Bp is B already aligned (any order/WM). */
 int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int T,
                   ls_curve *out, ms_err *err);
+/* ... its per-sample losses without the barrier's interval (bar_lo, bar_hi
+ * NaN-free zeros): for callers that resample many curves together */
+int curve_compute_units(const moe_model *A, const moe_model *Bp, const evalset *E, int T,
+                        ls_curve *out, ms_err *err);
 /* The same on an objective: L(t) = obj->eval of (1-t) A + t Bp under variant;
  * the end points are the objective's. cancel (may be NULL) is polled between
  * the evaluations: non-zero stops with "cancelled". */

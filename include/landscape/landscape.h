@@ -236,11 +236,13 @@ typedef struct landscape {
 int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
                       const ls_opts *o, landscape *L, ms_err *err);
 void landscape_free(landscape *L);
-/* A layer's landscape (not an objective's): its four named curves computed again
- * the plain way (curve_compute: 4 T layer evaluations) for their per-sample
- * losses and barrier intervals (bootstrap.h); the orders' rows and the ranks get
- * none (the fused kernel keeps no per-sample losses). wm: the landscape's. */
-int ls_named_intervals(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
+/* A layer's landscape (not an objective's), complete: its named curves computed
+ * again the plain way (curve_compute: T layer evaluations each) for their
+ * per-sample losses and barrier intervals (bootstrap.h), and, up to 720 orders,
+ * every order's too, for the rows' barrier intervals and each method's rank
+ * interval (the fused kernel sums over the samples; beyond, boot_why says why
+ * the rows have none). wm: the landscape's. */
+int ls_layer_intervals(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
                        ms_err *err);
 
 /* JSON (the documented keys exactly) and CSV reports, written atomically. */

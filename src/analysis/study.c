@@ -192,7 +192,7 @@ static int study_pairs(const moe_model *models, const char *const *paths, int np
             }
             int bad = landscape_compute(&models[i], &models[j], E, &po, &L, err);
             if (!bad && !so && (!o->part || !o->part->rank)) // the named curves' intervals
-                bad = ls_named_intervals(&models[i], &models[j], E, o->wm, &L, err);
+                bad = ls_layer_intervals(&models[i], &models[j], E, o->wm, &L, err);
             if (!bad && so && so->proxy) bad = so->proxy(so->ctx, i, j, &L, err);
             // L.objective is the objective's own string: kept before done() frees it
             if (!bad && L.objective) snprintf(S->objective, sizeof S->objective, "%s", L.objective);

@@ -99,6 +99,13 @@ void ls_loss_logits(const evalset *E, int r0, const float *logits, int N, int C,
 
 int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int T,
                   ls_curve *out, ms_err *err) {
+    if (curve_compute_units(A, Bp, E, T, out, err)) return -1;
+    ls_curve_interval(out);
+    return 0;
+}
+
+int curve_compute_units(const moe_model *A, const moe_model *Bp, const evalset *E, int T,
+                        ls_curve *out, ms_err *err) {
     memset(out, 0, sizeof *out);
     if (T < 2) return ms_fail(err, "curve: need at least 2 interpolation points, got %d", T);
     if (moe_check_compatible(A, Bp, err)) return -1;
@@ -167,7 +174,6 @@ int curve_compute(const moe_model *A, const moe_model *Bp, const evalset *E, int
         if (m > 0 && m < T - 1 && progress_is(CURVE_PHASE)) progress_add(1);
     }
     ls_curve_stats(out);
-    ls_curve_interval(out);
     free(Z);
     free(ZA);
     free(ZB);

@@ -1,11 +1,13 @@
 /* landscape_boot.c - a landscape's error bars: every order's barrier and each
  * method's rank in each bootstrap resample of the evaluation set's units
- * (bootstrap.h), from the per-unit losses kept at every point (nothing is
- * evaluated again). A method's rank in a resample is its rank among the
+ * (bootstrap.h), from the per-unit losses at every point: an objective's keeps
+ * them as it goes; a layer's fused kernel sums over the samples, so a layer's
+ * orders are evaluated again the plain way (curve.c), when they are few. A method's rank in a resample is its rank among the
  * table's orders there, as landscape.rank: 1 + #{orders with a barrier below
  * the method's - tau}. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "align/align.h"
 #include "landscape/bootstrap.h"
@@ -65,8 +67,9 @@ int ls_boot_landscape(landscape *L, const double *seq, int S, const char *unit, 
     return rc;
 }
 
-int ls_order_units(const moe_model *A, const moe_model *B, const evalset *E, const int *order, int wm,
-                       ls_curve *c, ms_err *err) {
+/* c's per-sample losses (no interval): B aligned by order (NULL: identity) and wm */
+static int order_units_raw(const moe_model *A, const moe_model *B, const evalset *E, const int *order, int wm,
+                           ls_curve *c, ms_err *err) {
     align_opts ao;
     align_opts_default(&ao);
     ao.order_stage = order != NULL, ao.order = order, ao.wm_stage = wm, ao.any_order = 1;
@@ -74,23 +77,65 @@ int ls_order_units(const moe_model *A, const moe_model *B, const evalset *E, con
     align_result res;
     if (align_models(A, B, &ao, &Bp, &res, err)) return -1;
     ls_curve pc;
-    int rc = curve_compute(A, &Bp, E, c->T, &pc, err);
+    int rc = curve_compute_units(A, &Bp, E, c->T, &pc, err);
     moe_free(&Bp);
     align_result_free(&res);
     if (rc) return -1;
     free(c->seq);
     c->seq = pc.seq, c->nseq = pc.nseq, pc.seq = NULL;
     ls_curve_free(&pc);
+    return 0;
+}
+
+int ls_order_units(const moe_model *A, const moe_model *B, const evalset *E, const int *order, int wm,
+                   ls_curve *c, ms_err *err) {
+    if (order_units_raw(A, B, E, order, wm, c, err)) return -1;
     ls_curve_interval(c);
     return 0;
 }
 
-int ls_named_intervals(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
+/* every order's per-sample losses (norders, T, S) by order id, evaluated again
+ * the plain way (the fused kernel sums over the samples), then the intervals */
+static int layer_orders(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
+                        ms_err *err) {
+    int T = L->T, S = L->naive.nseq, n = L->n;
+    if (L->ndone < L->norders || S < 1) return 0;
+    if (L->norders > LS_BOOT_LAYER_ORDERS) {
+        L->boot_why = "more than " LS_BOOT_LAYER_ORDERS_S " orders: a layer's orders are evaluated again one by "
+                      "one for their per-sample losses, up to " LS_BOOT_LAYER_ORDERS_S " (--screen K keeps fewer)";
+        return 0;
+    }
+    if ((double)L->norders * T * S * sizeof(double) > LS_BOOT_MAX_MB * 1048576.0) {
+        L->boot_why = "every order's per-unit losses would take more than " LS_BOOT_MAX_MB_S " MB";
+        return 0;
+    }
+    double *seq = ms_malloc((size_t)L->norders * T * S * sizeof(double));
+    int rc = 0;
+    for (long k = 0; k < L->norders && !rc; k++) {
+        int p[LS_MAX_N];
+        ls_order_get(L->orders, n, k, p);
+        ls_curve c;
+        memset(&c, 0, sizeof c);
+        c.n = n, c.T = T;
+        rc = order_units_raw(A, B, E, p, wm, &c, err);
+        if (!rc && c.nseq != S) rc = ms_fail(err, "the per-sample losses of order %ld: %d samples, not %d", k,
+                                             c.nseq, S);
+        if (!rc) memcpy(seq + (size_t)k * T * S, c.seq, (size_t)T * S * sizeof(double));
+        ls_curve_free(&c);
+    }
+    if (!rc) rc = ls_boot_landscape(L, seq, S, "samples", NULL, err);
+    if (rc) free(seq);
+    else L->unit_loss = seq;
+    return rc;
+}
+
+int ls_layer_intervals(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
                        ms_err *err) {
     if (L->naive.seq || L->objective) return 0;
     int rc = ls_order_units(A, B, E, NULL, 0, &L->naive, err);
     if (!rc) rc = ls_order_units(A, B, E, NULL, 1, &L->skip_order, err);
     for (int m = 0; m < COST_NMETHODS && !rc; m++) rc = ls_order_units(A, B, E, L->methods[m].order, wm, &L->methods[m], err);
-    if (!rc) L->nseq = L->naive.nseq, L->boot_unit = "samples";
-    return rc;
+    if (rc) return rc;
+    L->nseq = L->naive.nseq, L->boot_unit = "samples";
+    return layer_orders(A, B, E, wm, L, err);
 }

@@ -9,8 +9,13 @@ evaluation set's units) against numpy (bootstrap_oracle.py replays the resamplin
   - an evaluation set of one sequence repeated: every interval has width ~0;
   - `curve --json` on a layer (sample-checkpoints/dense4): per-sample losses average to
     the loss, barrier_ci95 is the replay's, and the text prints the intervals;
-  - `study` of three dense4 seeds: each pair's named intervals are curve's, and the
-    barriers' mean +- std over the pairs are numpy's.
+  - a layer's landscape (dense4, 24 orders): every order's per-sample losses average
+    to its table loss's barrier, every order's barrier_ci95 and each method's
+    rank_ci95 are the numpy replay's and hold their estimates, the text gives the
+    rank intervals; each sample four times over: the same barriers, intervals half as wide;
+  - `study` of three dense4 seeds: each pair's named intervals are curve's, each
+    method's rank interval is the pair's landscape's, and the barriers' mean +- std
+    over the pairs are numpy's.
 """
 import json
 import os
@@ -21,6 +26,7 @@ import numpy as np
 
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
 import bootstrap_oracle as bo  # noqa: E402
+import oracle  # noqa: E402
 import gen_gpt2  # noqa: E402
 import gpt2_ref  # noqa: E402
 import testutil  # noqa: E402
@@ -132,6 +138,75 @@ def test_layer_curve():
               "%s: the text prints the interval" % name)
 
 
+DENSE4 = os.path.join(testutil.ROOT, "sample-checkpoints", "dense4")
+
+
+def layer_landscape(ev, tag):
+    js = os.path.join(TMP, "layer_%s.json" % tag)
+    r = run("landscape", os.path.join(DENSE4, "seed1.safetensors"), os.path.join(DENSE4, "seed2.safetensors"),
+            "--eval", ev, "--points", T, "--json", js, binary=testutil.MOESCOPE_REL)
+    check(r.returncode == 0, "layer landscape (%s) runs: %s" % (tag, r.stderr.strip()))
+    return (json.load(open(js)), r.stdout) if r.returncode == 0 else (None, "")
+
+
+def order_widths(J):
+    return np.array([o["barrier_ci95"][1] - o["barrier_ci95"][0] for o in J["orders"]])
+
+
+def test_layer_landscape():
+    """a layer's orders and ranks get intervals as a network's do, from every
+    order's per-sample losses (evaluated again the plain way)"""
+    J, out = layer_landscape(os.path.join(DENSE4, "eval.safetensors"), "all")
+    if not J:
+        return
+    b = J["bootstrap"]
+    S = b.get("count")
+    check(b.get("units") == "samples" and b.get("unit_loss_per_order") and S == 360,
+          "the layer's resampling is described, per-order losses kept: %s" % b)
+    C = bo.counts(S)
+    rows = J["orders"]
+    check(len(rows) == 24 and all("barrier_ci95" in o and "unit_loss" in o for o in rows),
+          "every order of the 24 has its interval and per-sample losses")
+    bars, bad = {}, []
+    for o in rows:
+        U = np.array(o["unit_loss"])
+        # the plain evaluator's per-sample losses give the fused kernel's barrier (float32 sums)
+        mean = U.mean(1)
+        t = np.linspace(0, 1, T)
+        est = (mean - ((1 - t) * mean[0] + t * mean[-1])).max()
+        if abs(est - o["barrier"]) > 1e-4 * max(1.0, abs(o["barrier"])):
+            bad.append(("estimate", o["order"], est, o["barrier"]))
+        bars[tuple(o["order"])] = bo.barriers(U, C)
+        lo, hi = bo.interval(bars[tuple(o["order"])], o["barrier"])
+        if not (close(o["barrier_ci95"][0], lo) and close(o["barrier_ci95"][1], hi)):
+            bad.append(("interval", o["order"], o["barrier_ci95"], (lo, hi)))
+        if not o["barrier_ci95"][0] <= o["barrier"] <= o["barrier_ci95"][1]:
+            bad.append(("holds", o["order"]))
+    check(not bad, "every order: its losses give its barrier, its interval is numpy's and holds it: %s" % bad[:3])
+    allb = np.array(list(bars.values()))
+    for m in J["methods"]:
+        M = J["methods"][m]
+        mb = bo.barriers(M["unit_loss"], C)
+        ranks = 1 + (allb < (mb - J["tau"])[None]).sum(0)
+        lo, hi = bo.interval(ranks.astype(float), M["rank"])
+        check(M["rank_ci95"] == [lo, hi], "%s: rank_ci95 %s vs numpy [%g, %g]" % (m, M["rank_ci95"], lo, hi))
+        check(lo <= M["rank"] <= hi and 1 <= lo and hi <= 24, "%s: the rank interval holds the rank" % m)
+        check("rank %d [%.0f, %.0f] of 24 orders" % (M["rank"], lo, hi) in out, "%s: the text gives it" % m)
+    check(any(w > 0 for w in order_widths(J)), "the intervals have width")
+    # each sample four times: the same estimates, four times the rows, intervals about
+    # half as wide (1 / sqrt(N))
+    ev, meta = oracle.read_safetensors(os.path.join(DENSE4, "eval.safetensors"))
+    rep = os.path.join(TMP, "eval_x4.safetensors")
+    oracle.write_safetensors(rep, {k: np.concatenate([v] * 4) for k, v in ev.items()}, meta)
+    Q, _ = layer_landscape(rep, "x4")
+    if Q:
+        same = all(abs(a["barrier"] - b["barrier"]) <= 1e-4 * max(1.0, a["barrier"])
+                   for a, b in zip(J["orders"], Q["orders"]))
+        ratio = np.median(order_widths(Q) / np.maximum(order_widths(J), 1e-12))
+        check(Q["bootstrap"]["count"] == 4 * S and same and 0.35 < ratio < 0.65,
+              "four times the rows, the same barriers: intervals %.2f times as wide" % ratio)
+
+
 def test_layer_study():
     """a layer pool's study: each pair's named barriers with their intervals (those of
     `curve --json` for the pair), mean +- std over the pairs as numpy's"""
@@ -162,5 +237,6 @@ def test_layer_study():
     check("95% bootstrap intervals over the evaluation set's" in r.stdout, "the per-pair intervals are printed")
 
 
-sys.exit(testutil.run_tests("test_bootstrap", [test_network, test_identical_units, test_layer_curve, test_layer_study],
+sys.exit(testutil.run_tests("test_bootstrap", [test_network, test_identical_units, test_layer_curve,
+                                               test_layer_landscape, test_layer_study],
                             TMP))
