@@ -33,6 +33,7 @@
 #include "network/net_landscape.h"
 #include "analysis/ms_limits.h"
 #include "core/env.h"
+#include "core/progress.h"
 #include "io/model_io.h"
 #include "io/provenance.h"
 #include "terminal.h"
@@ -54,6 +55,20 @@ static void restore_terminal(void) {
 }
 
 static void on_signal(int sig) { got_signal = sig; }
+
+/* MOESCOPE_TIMING (progress.h): the start's and the quit's latencies, from
+ * tui_main's start and from the quit key (the benchmarks' sense of both) */
+static double t_start = -1, t_quit = -1;
+
+static double thread_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void quit_timing(const char *what) {
+    if (t_quit >= 0) timing_add(what, timing_now() - t_quit);
+}
 
 /* ---- curses output ---- */
 
@@ -223,7 +238,9 @@ static int parse_args(int argc, char **argv, tui_args *a) {
 }
 
 typedef struct {
-    moe_model *A, *B; /* heap: a replaced worker borrows the old pair while it stops (layer_load.h) */
+    /* heap: a replaced worker borrows the old pair while it stops (layer_load.h); a
+       network's point at its shown block in net (its own, never copied nor freed here) */
+    moe_model *A, *B;
     evalset E;
     /* the MoE layers of A's checkpoint (prefixes, block indices) and the shown one */
     char **layers;
@@ -245,6 +262,7 @@ typedef struct {
 static void inputs_free(tui_inputs *in) {
     net_objective_free(in->obj);
     in->obj = NULL;
+    if (in->net) in->A = in->B = NULL; // the network's own blocks: freed with it
     if (in->subj) subject_free(in->subj);
     free(in->subj);
     in->subj = NULL;
@@ -316,16 +334,17 @@ static void eval_fits(const tui_inputs *in, int i, const char *e_path, char *why
 
 /* A network's MoE block k (an index into moe_layers): the objective of its
  * network loss, not yet prepared (the worker computes its frozen prefix and end
- * points, explore_start_net: the screen does not wait for them), and copies of
- * A's and B's block as the worker's layers. 0, or -1 with err set (nothing
- * replaced). */
-static int net_block_setup(tui_inputs *in, int k, net_objective **obj, moe_model *A, moe_model *B, ms_err *err) {
+ * points, explore_start_net: the screen does not wait for them), and A's and
+ * B's block as the worker's layers (the network's own: the worker only reads
+ * them, and a copy of hundreds of MiB would delay the first screen). 0, or -1
+ * with err set (nothing replaced). */
+static int net_block_setup(tui_inputs *in, int k, net_objective **obj, moe_model **A, moe_model **B, ms_err *err) {
     subject_net *n = in->net;
     net_obj_opts o = {.chosen = k, .interp_backbone = n->interp_backbone, .values_later = 1};
     align_opts_default(&o.other);
     if (net_objective_create(&n->A, &n->B, &n->E, &o, obj, err)) return -1;
-    moe_clone(A, &n->A.moe[k]);
-    moe_clone(B, &n->B.moe[k]);
+    *A = &n->A.moe[k];
+    *B = &n->B.moe[k];
     return 0;
 }
 
@@ -375,7 +394,10 @@ static int load_inputs(const tui_args *a, tui_inputs *in) {
     }
     if (in->subj->kind == SUBJECT_NETWORK) {
         in->net = &in->subj->net;
-        if (net_block_setup(in, in->net->block, &in->obj, in->A, in->B, &err)) {
+        free(in->A);
+        free(in->B);
+        in->A = in->B = NULL;
+        if (net_block_setup(in, in->net->block, &in->obj, &in->A, &in->B, &err)) {
             rc = cli_error("%s", err.msg);
             inputs_free(in);
             return rc;
@@ -667,20 +689,14 @@ static int switch_network(tui_ctx *c, app_state *app, int k) {
     for (int i = 0; i < in->net->A.cfg.nmoe; i++)
         if (!strcmp(in->net->A.moe[i].layer, in->layers[k])) b = i;
     net_objective *obj = NULL;
-    moe_model *A = ms_calloc(1, sizeof *A), *B = ms_calloc(1, sizeof *B);
+    moe_model *A, *B;
     ms_err err;
-    if (b < 0 || net_block_setup(in, b, &obj, A, B, &err)) {
+    if (b < 0 || net_block_setup(in, b, &obj, &A, &B, &err)) {
         app_message(app, 1, "block %s: %s", in->layers[k], b < 0 ? "not an MoE block of the network" : err.msg);
-        free(A);
-        free(B);
         return -1;
     }
     explore_stop(c->g);
     net_objective_free(in->obj);
-    moe_free(in->A);
-    moe_free(in->B);
-    free(in->A);
-    free(in->B);
     in->A = A, in->B = B, in->obj = obj, in->net->block = b;
     c->g = net_worker_start(in, &err);
     if (!c->g) snprintf(c->fatal, sizeof c->fatal, "%.255s", err.msg);
@@ -881,6 +897,11 @@ static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
         if (dirty) {
             screen_draw(scr, app, &v);
             dirty = 0;
+            if (t_start >= 0) { // the first screen: its latency, and the CPU the UI thread spent
+                timing_add("explorer first screen", timing_now() - t_start);
+                timing_add("explorer first screen, UI thread CPU", thread_cpu_s());
+                t_start = -1;
+            }
             if (bench_fp && key_t >= 0) {
                 fprintf(bench_fp, "%.3f\n", now_ms() - key_t);
                 fflush(bench_fp);
@@ -916,7 +937,7 @@ static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
         if (fx & FX_DIAG) explore_request_diag(g, app->req.method, app->req.center);
         if (fx & FX_LAYER) layer_request(ctx, app);
         if (fx & FX_GEOMETRY) geometry_start(ctx, app, &v);
-        if (fx & FX_QUIT) quit = 1;
+        if (fx & FX_QUIT) quit = 1, t_quit = timing_now();
         live_png(ctx, app, &v); /* a toggle of the metric changes the figure at once */
     }
     if (bench_fp) fclose(bench_fp);
@@ -971,6 +992,7 @@ static void app_setup(app_state *app, const tui_args *a, const tui_inputs *in) {
 
 /* parse -> load -> worker -> screen -> loop, and one teardown for every exit. */
 int tui_main(int argc, char **argv) {
+    t_start = timing_now();
     tui_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0) return rc;
@@ -1013,6 +1035,11 @@ int tui_main(int argc, char **argv) {
             layer_switch_init(&ctx.sw, a.pa, a.pb);
             ctx.sw.fo = cli_overrides();
             run_loop(&app, &scr, &ctx);
+            // the terminal first: the threads below stop within a panel of rows, the memory after
+            explore_cancel(ctx.g);
+            screen_end(&scr);
+            have_screen = 0;
+            quit_timing("explorer q: terminal restored");
             layer_switch_free(&ctx.sw); /* a load under way is cancelled and joined */
             explore_geometry_stop(ctx.geo);
             g = ctx.g;
@@ -1021,8 +1048,10 @@ int tui_main(int argc, char **argv) {
     }
     if (have_screen) screen_end(&scr);
     explore_stop(g);
+    quit_timing("explorer q: workers stopped");
     if (have_app) app_free(&app);
     inputs_free(&in);
+    quit_timing("explorer q: memory freed");
     if (!rc && got_signal) {
         fprintf(stderr, "moescope: interrupted\n");
         return 128 + got_signal;

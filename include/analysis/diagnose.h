@@ -162,6 +162,9 @@ typedef struct {
     cost_method method;     /* the chosen one */
     double *slot_resid;     // (n) WM residual of slot i: A's expert i vs B's expert order[i]
     double *slot_rel;       // (n) relative to the RMS of the two experts' |theta|
+    int slot_gram;          /* h > DG_WM_MAX_H: slot_resid is the pair's expert (Gram) cost
+                               instead, slot_rel relative to that cost's mean over all pairs */
+    double *cost_expert;    // (n, n) the expert cost of A's against B's experts, when computed
     int worst_slot;
     int have_landscape;     /* the three below are valid */
     long rank, norders;

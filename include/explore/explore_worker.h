@@ -186,7 +186,6 @@ explore_worker *explore_start_net(const moe_model *A, const moe_model *B, net_ob
                                   net_model *net_b, int same, const net_evalset *set, int block, ms_err *err);
 /* the preparation's steps: the backbones' reading ("load seed1 backbone") and
  * check before net_objective_prepare's (NET_PREP_*), and its last after them */
-#define EXPLORE_PREP_CHECK "checking the magnitudes"
 #define EXPLORE_PREP_INPUTS "the block's own inputs"
 void explore_submit(explore_worker *g, const explore_request *r);
 /* Ask for the diagnostics of (method, center). Never blocks: a result
@@ -203,6 +202,9 @@ void explore_export(explore_worker *g, const explore_request *q, const char *pat
 /* Copy the latest results into v if v->generation differs (returns 1), else 0. */
 int explore_poll(explore_worker *g, explore_snapshot *v);
 void explore_snapshot_free(explore_snapshot *v);
+/* Every thread told to stop (each at its next check, within a panel of rows);
+ * returns at once. explore_stop still joins and frees. */
+void explore_cancel(explore_worker *g);
 void explore_stop(explore_worker *g); /* cancels, joins, frees */
 /* Row r's order (from v->orders) as ints into p (v->n); the identity when the
  * orders are not there (never for a published row). */

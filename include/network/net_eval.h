@@ -54,6 +54,9 @@ typedef struct {
     int threads;          /* workers (0: one per CPU, at most 8) */
     atomic_int *cancel;   /* polled between items, blocks and row panels; non-zero: stop, return -1
                              "cancelled". NULL: the calling thread's (progress_cancel_flag) */
+    int checked;          /* the caller ran net_evalset_check on (E, m) (or on two networks m lies
+                             between): the magnitudes are not bounded again (a pass over the
+                             whole network per evaluation), the shapes still are */
 } net_par;
 
 int net_prefix_compute(const net_model *m, const net_evalset *E, const net_par *par, net_prefix *p,

@@ -50,6 +50,7 @@ int net_objective_new(const net_model *A, const net_model *B, const net_evalset 
 int net_objective_create(const net_model *A, const net_model *B, const net_evalset *E,
                          const net_obj_opts *o, net_objective **out, ms_err *err);
 int net_objective_prepare(net_objective *no, ms_err *err);
+#define NET_PREP_CHECK "checking the magnitudes"
 #define NET_PREP_ALIGN "aligning the other MoE blocks"
 #define NET_PREP_PREFIX "frozen prefix"
 #define NET_PREP_A "end point A"

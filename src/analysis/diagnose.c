@@ -755,6 +755,7 @@ void diag_report_free(diag_report *r) {
     }
     free(r->slot_resid);
     free(r->slot_rel);
+    free(r->cost_expert);
     free(r->best_order);
     dg_list_free(&r->findings);
     memset(r, 0, sizeof *r);
@@ -828,6 +829,10 @@ static int pair_margins(const moe_model *A, const moe_model *B, const evalset *E
         double mean = 0;
         for (int q = 0; q < n * n; q++) mean += C[q] / ((double)n * n);
         r->cost_mean[m] = mean;
+        if (m == COST_EXPERT) { // the slots' measure when weight matching is too slow (pair_slots)
+            r->cost_expert = ms_malloc((size_t)n * n * sizeof(double));
+            memcpy(r->cost_expert, C, (size_t)n * n * sizeof(double));
+        }
         char ord[200];
         moe_order_format(ord, sizeof ord, r->order[m], n);
         const char *mname = cost_method_name((cost_method)m);
@@ -951,31 +956,47 @@ static void pair_unrelated(const diag_report *r, int n, const char *mname, dg_li
     double med = n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
     free(tmp);
     if (med < DG_REL_UNRELATED) return;
+    char how[200]; // the slots' measure (pair_slots): 1x means as far apart as any two experts
+    if (r->slot_gram)
+        snprintf(how, sizeof how, "the median slot of the %s order has %.2gx the mean expert (Gram) cost of "
+                 "all pairs", mname, med);
+    else
+        snprintf(how, sizeof how, "after weight matching the median slot of the %s order is still %.2gx the "
+                 "experts' own norm", mname, med);
     if (!r->have_landscape) {
         dg_add(out, DG_WARN, "experts_unrelated", "A,B", med,
-               "the experts do not correspond as weights: after weight matching the median slot of "
-               "the %s order is still %.2gx the experts' own norm (a scrambled copy gives 0), so no "
+               "the experts do not correspond as weights: %s (a scrambled copy gives 0), so no "
                "expert order makes B's experts A's; whether the order still changes the barrier, "
                "the landscape says (diagnose --landscape)",
-               mname, med);
+               how);
         return;
     }
     double lo = r->barrier_best, hi = r->barrier_worst, spread = hi - lo;
     const char *sampled = r->exhaustive ? "" : " sampled";
     if (spread <= DG_SPREAD_LOW * hi || spread <= 0)
         dg_add(out, DG_WARN, "experts_unrelated", "A,B", med,
-               "the experts do not correspond: after weight matching the median slot of the %s order "
-               "is still %.2gx the experts' own norm (a scrambled copy gives 0), and the order can "
+               "the experts do not correspond: %s (a scrambled copy gives 0), and the order can "
                "hardly change the barrier: the %ld%s orders' barriers run from %.4g to %.4g (a spread "
                "of %.3g%% of the worst)",
-               mname, med, r->norders, sampled, lo, hi, hi > 0 ? 100 * spread / hi : 0.0);
+               how, r->norders, sampled, lo, hi, hi > 0 ? 100 * spread / hi : 0.0);
     else
         dg_add(out, DG_INFO, "experts_unrelated", "A,B", med,
-               "the experts differ as weights (after weight matching the median slot of the %s order "
-               "is still %.2gx the experts' own norm; a scrambled copy gives 0), yet the order "
+               "the experts differ as weights (%s; a scrambled copy gives 0), yet the order "
                "matters: the %ld%s orders' barriers run from %.4g (best) to %.4g (worst), the chosen "
                "order's is %.4g",
-               mname, med, r->norders, sampled, lo, hi, r->barrier_chosen);
+               how, r->norders, sampled, lo, hi, r->barrier_chosen);
+}
+
+/* Slot i's expert cost (a Gram distance, free of the hidden order), relative to its
+ * mean over all pairs: for h > DG_WM_MAX_H, where n assignments of size h take
+ * seconds (corresponding experts give ~0, unrelated ones ~1, as the residuals). */
+static void slots_gram(diag_report *r, const int *ord) {
+    int n = r->n;
+    double mean = r->cost_mean[COST_EXPERT];
+    for (int i = 0; i < n; i++) {
+        r->slot_resid[i] = r->cost_expert[(size_t)i * n + ord[i]];
+        r->slot_rel[i] = mean > 0 ? r->slot_resid[i] / mean : 0;
+    }
 }
 
 /* Per-slot weight-matching residuals of the chosen order, and the worst slot. */
@@ -986,10 +1007,12 @@ static int pair_slots(const moe_model *A, const moe_model *B, const diag_opts *o
     const int *ord = r->order[o->method];
     r->slot_resid = ms_malloc((size_t)n * sizeof(double));
     r->slot_rel = ms_malloc((size_t)n * sizeof(double));
-    int *P = ms_malloc((size_t)c->h * sizeof(int));
-    double *S = ms_malloc((size_t)c->h * c->h * sizeof(double)); // (h,h)
+    r->slot_gram = c->h > DG_WM_MAX_H && r->cost_expert;
+    if (r->slot_gram) slots_gram(r, ord);
+    int *P = ms_malloc((size_t)(r->slot_gram ? 1 : c->h) * sizeof(int));
+    double *S = r->slot_gram ? NULL : ms_malloc((size_t)c->h * c->h * sizeof(double)); // (h,h)
     int rc = 0;
-    for (int i = 0; i < n && !rc; i++) {
+    for (int i = 0; i < n && !rc && !r->slot_gram; i++) {
         const moe_expert *ea = &A->experts[i], *eb = &B->experts[ord[i]];
         if (progress_cancelled()) { // a listener's cancel: the explorer stopping
             rc = ms_fail(err, "cancelled");
@@ -1030,18 +1053,24 @@ static int pair_slots(const moe_model *A, const moe_model *B, const diag_opts *o
     for (int i = 0; i < n && used + 10 < sizeof list; i++)
         used += (size_t)snprintf(list + used, sizeof list - used, " %.3g", r->slot_rel[i]);
     const char *mname = cost_method_name(o->method);
-    dg_add(out, DG_INFO, "slot_residuals", "A,B", r->slot_rel[worst],
-           "weight-matching residual of each slot of the %s order (relative to the "
-           "experts' norm):%s",
-           mname, list);
+    if (r->slot_gram)
+        dg_add(out, DG_INFO, "slot_residuals", "A,B", r->slot_rel[worst],
+               "expert (Gram) cost of each slot of the %s order, relative to its mean over all pairs "
+               "(h = %d: weight matching each slot would take seconds):%s",
+               mname, c->h, list);
+    else
+        dg_add(out, DG_INFO, "slot_residuals", "A,B", r->slot_rel[worst],
+               "weight-matching residual of each slot of the %s order (relative to the "
+               "experts' norm):%s",
+               mname, list);
     int stands_out = n > 2 && r->slot_rel[worst] > 3 * med && r->slot_rel[worst] > 0.05;
     char vs[64];
     if (med > 0) snprintf(vs, sizeof vs, "%.2gx the median of the other slots", r->slot_rel[worst] / med);
     else snprintf(vs, sizeof vs, "the other slots match exactly");
     dg_add(out, stands_out ? DG_WARN : DG_INFO, "worst_slot", "A,B", r->slot_resid[worst],
-           "the worst-matched slot is %d (A's expert %d with B's expert %d): residual %.3g "
-           "after weight matching (%.3g relative, %s)%s",
-           worst, worst, ord[worst], r->slot_resid[worst], r->slot_rel[worst], vs,
+           "the worst-matched slot is %d (A's expert %d with B's expert %d): %s %.3g (%.3g relative, %s)%s",
+           worst, worst, ord[worst], r->slot_gram ? "expert (Gram) cost" : "residual after weight matching",
+           r->slot_resid[worst], r->slot_rel[worst], vs,
            stands_out ? ": this pair probably does not correspond" : "");
     pair_unrelated(r, n, mname, out);
     return 0;
@@ -1301,6 +1330,7 @@ int diag_write_json(const diag_report *r, const char *a_path, const char *b_path
     cJSON_AddStringToObject(p, "method", cost_method_name(r->method));
     cJSON_AddItemToObject(p, "slot_residual", json_darr(r->slot_resid, n));
     cJSON_AddItemToObject(p, "slot_residual_rel", json_darr(r->slot_rel, n));
+    cJSON_AddStringToObject(p, "slot_metric", r->slot_gram ? "gram" : "weight-matched");
     cJSON_AddNumberToObject(p, "worst_slot", r->worst_slot);
     if (r->have_landscape) {
         cJSON *l = cJSON_AddObjectToObject(p, "landscape");

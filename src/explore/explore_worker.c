@@ -1167,9 +1167,7 @@ static int prep_backbones(explore_worker *g, ms_err *err) {
     if (net_load_backbone(nets[0], err)) return -1; // its phase: "load seed1 backbone"
     // B's backbone equal to A's (the samples' shared shard): A's values serve both
     if (g->prep_same && !net_has_backbone(nets[1])) net_share_backbone(nets[1], nets[0]);
-    if (net_load_backbone(nets[1], err)) return -1;
-    progress_inner(EXPLORE_PREP_CHECK, 0, 0);
-    if (net_evalset_check(g->prep_set, nets[0], err) || net_evalset_check(g->prep_set, nets[1], err)) return -1;
+    if (net_load_backbone(nets[1], err)) return -1; // their magnitudes: net_objective_prepare's first step
     pthread_mutex_lock(&g->mu);
     g->pub.net_values = 1;
     pub_bump(g);
@@ -1187,7 +1185,7 @@ static void *prep_worker(void *arg) {
     int rc = prep_backbones(g, &err);
     if (!rc) rc = net_objective_prepare(g->prep_no, &err);
     if (!rc) {
-        net_par par = {0}; // the cancel: this thread's (cancel_prep)
+        net_par par = {.checked = 1}; // the cancel: this thread's (cancel_prep); prepare checked A
         progress_inner(EXPLORE_PREP_INPUTS, 0, 0);
         rc = net_block_inputs(g->prep_net, g->prep_set, g->prep_block, &par, &X, &err);
     }
@@ -1426,7 +1424,7 @@ void explore_snapshot_free(explore_snapshot *v) {
     memset(v, 0, sizeof *v);
 }
 
-void explore_stop(explore_worker *g) {
+void explore_cancel(explore_worker *g) {
     if (!g) return;
     pthread_mutex_lock(&g->mu);
     g->stop = 1;
@@ -1434,10 +1432,15 @@ void explore_stop(explore_worker *g) {
     g->cancel_ls = 1;
     g->cancel_diag = 1;
     g->cancel_prep = 1;
-    pthread_cond_signal(&g->cv_front);
+    pthread_cond_broadcast(&g->cv_front);
     pthread_cond_signal(&g->cv_ls);
     pthread_cond_signal(&g->cv_diag);
     pthread_mutex_unlock(&g->mu);
+}
+
+void explore_stop(explore_worker *g) {
+    if (!g) return;
+    explore_cancel(g);
     if (g->started_front) pthread_join(g->th_front, NULL);
     if (g->started_ls) pthread_join(g->th_ls, NULL);
     if (g->started_diag) pthread_join(g->th_diag, NULL);

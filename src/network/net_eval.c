@@ -409,10 +409,15 @@ static void job_stages(net_job *j, int prefix_only, int from_prefix) {
     j->nunits = (long)j->E->N * j->T * j->stages;
 }
 
+/* E for m: whole (net_evalset_check), or its shapes when the caller bounded the magnitudes */
+static int evalset_checked(const net_evalset *E, const net_model *m, const net_par *par, ms_err *err) {
+    return par && par->checked ? net_evalset_check_shape(E, m, err) : net_evalset_check(E, m, err);
+}
+
 int net_prefix_compute(const net_model *m, const net_evalset *E, const net_par *par, net_prefix *p,
                        ms_err *err) {
     memset(p, 0, sizeof *p);
-    if (net_evalset_check(E, m, err)) return -1;
+    if (evalset_checked(E, m, par, err)) return -1;
     net_job j;
     job_init(&j, m, E);
     p->L0 = j.L0;
@@ -434,7 +439,7 @@ void net_prefix_free(net_prefix *p) {
 int net_evaluate(const net_model *m, const net_evalset *E, const net_prefix *p, const net_run *r,
                  const net_par *par, net_eval_result *out, ms_err *err) {
     memset(out, 0, sizeof *out);
-    if (net_evalset_check(E, m, err)) return -1;
+    if (evalset_checked(E, m, par, err)) return -1;
     net_job j;
     job_init(&j, m, E);
     const moe_model **own = ms_malloc((size_t)(m->cfg.nmoe ? m->cfg.nmoe : 1) * sizeof(moe_model *));

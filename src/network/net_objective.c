@@ -32,7 +32,7 @@ struct net_objective {
     net_obj_opts o;
     int nmoe;
     net_prefix prefix;     /* the frozen blocks' output (A's backbone, or M's at M_t) */
-    moe_model *alt;        /* (3, nmoe) B's blocks aligned per variant (the chosen one unused) */
+    moe_model *alt;        /* (3, nmoe) B's blocks aligned per variant (the chosen one's empty, unused) */
     obj_slot slot[OBJ_SLOTS];
     pthread_mutex_t mu;    /* the slots' busy flags */
     pthread_cond_t cv;
@@ -150,10 +150,7 @@ static int align_variants(net_objective *no, ms_err *err) {
             }
             align_result res;
             moe_model *dst = &no->alt[v * no->nmoe + i];
-            if (i == no->o.chosen) { // the landscape aligns it; a plain copy keeps the slot valid
-                moe_clone(dst, &no->B->moe[i]);
-                continue;
-            }
+            if (i == no->o.chosen) continue; // the landscape aligns it: its slot stays empty, never read
             if (align_models(&no->A->moe[i], &no->B->moe[i], &ao, dst, &res, err))
                 return ms_prefix(err, "aligning MoE block %d", no->A->cfg.moe_layers[i]);
             align_result_free(&res);
@@ -244,6 +241,13 @@ int net_objective_prepare(net_objective *no, ms_err *err) {
         return ms_fail(err, "the backbones' values are not read yet");
     if (no->o.interp_backbone && !no->M.mem) net_clone(&no->M, no->A);
     double t0 = now_secs();
+    // the magnitudes once, A's and B's: every network evaluated lies between them (the
+    // other blocks and an interpolated backbone are convex combinations of theirs)
+    progress_inner(NET_PREP_CHECK, 0, 0);
+    if (!no->o.par.checked) {
+        if (net_evalset_check(no->E, no->A, err) || net_evalset_check(no->E, no->B, err)) return -1;
+        no->o.par.checked = 1;
+    }
     progress_inner(NET_PREP_ALIGN, 0, 0);
     int rc = align_variants(no, err);
     no->align_s = now_secs() - t0, t0 = now_secs();
