@@ -76,7 +76,34 @@ void moe_expert_forward(const moe_expert *e, const moe_config *c, const float *X
  * other g is 0. Sums in double. */
 void moe_sparsemixer(const float *s, int n, float eps, float *g);
 
-/* S (m, n) = X W^T + b, the gate logits of X (m, d) under m's gate. */
+/* W (n, d), b (n): m's gate as the routing reads it. Under softmax scores a
+ * common translation of every gate row and of the bias changes no logit
+ * difference, so neither the top-k choice nor the softmax weights: the routing
+ * reads the gate centred over the experts, W_i - mean_m W_m and b_i - mean_m b_m
+ * (the means in double), the translation removed before any dot product. A
+ * checkpoint carrying a large translation (scramble --translate-scale 20) then
+ * routes as the untranslated one up to the rounding of its stored weights,
+ * instead of losing in its float32 logits the digits that separate two
+ * near-tied experts. Sigmoid scores and sparsemixer (which masks by |s|) have
+ * no translation symmetry (moe_gate_centring_valid): the gate as it is. Every
+ * path that routes reads its logits from this gate: moe_gate_logits, the
+ * evaluator and its plain reference, the landscape's precompute. */
+void moe_gate_routing(const moe_model *m, float *W, float *b);
+
+/* moe_interpolate for evaluation: out = (1-t) a + t b, but its gate mixed from
+ * a's and b's gates as the routing reads them (moe_gate_routing), so a
+ * translation either carries never enters the float32 mix (where it would
+ * round away the same digits). The same function at t as moe_interpolate's;
+ * the curves and landscapes evaluate this one. Files written (merge) keep
+ * moe_interpolate's plain mix. */
+void moe_interpolate_routed(moe_model *out, const moe_model *a, const moe_model *b, double t);
+
+/* S (m, n) = X W^T + b for X (m, d), W (n, d), b (n) from moe_gate_routing. */
+void moe_gate_logits_with(const float *W, const float *b, int n, int d, const float *X, int B, float *S);
+
+/* S (m, n), the gate logits of X (m, d) under m's gate as the routing reads
+ * it (moe_gate_routing, made on each call: callers with many calls on one
+ * model make it once and use moe_gate_logits_with). */
 void moe_gate_logits(const moe_model *m, const float *X, int B, float *S);
 
 /* sel (k) = the indices of the k largest of s (n), largest first, ties to the

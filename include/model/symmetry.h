@@ -28,7 +28,13 @@ typedef struct {
 } moe_symmetry;
 
 void moe_symmetry_group(const moe_config *c, moe_symmetry *g);
-/* Is the gate cost's centring meaningful (translation symmetry)? */
+/* Is a common translation of the gate rows a symmetry? Softmax scores: yes,
+ * whatever follows them (dense; top-k of the logits or of the probabilities,
+ * renormalised or not, group-limited, routed scale: Mixtral, Qwen, OLMoE,
+ * DeepSeek-V2, Switch, Granite, JetMoE, GPT-OSS, native). Sigmoid scores
+ * (DeepSeek-V3) and PhiMoE's sparsemixer (masks by |s|): no. The one decision
+ * behind the gate cost's centring, scramble's translation and the routing's
+ * centred gate (moe_gate_routing). */
 int moe_gate_centring_valid(const moe_config *c);
 /* The number of groups when the group limit can change the routing, else 0
  * (no groups, all groups kept, or groups ranked by their maxima with

@@ -10,6 +10,7 @@
 #include "landscape/bootstrap.h"
 #include "landscape/curve.h"
 #include "model/evaluator.h"
+#include "model/moe_kernels.h"
 
 /* per-unit losses kept up to this many values (T * units); past it no interval */
 #define SEQ_MAX_VALUES (64L << 20)
@@ -143,7 +144,7 @@ int curve_compute_units(const moe_model *A, const moe_model *Bp, const evalset *
     }
     for (int m = 0; m < T; m++) {
         double t = ls_t(m, T);
-        moe_interpolate(&M, A, Bp, t);
+        moe_interpolate_routed(&M, A, Bp, t);
         moe_forward(&M, E->inputs, N, Z, NULL);
         if (kind == LS_LAYER) {
             double ss = 0.0;
@@ -210,7 +211,7 @@ int curve_compute_obj(const moe_model *A, const moe_model *Bp, const ls_objectiv
             rc = ms_fail(err, "cancelled");
             break;
         }
-        moe_interpolate(&M, A, Bp, t);
+        moe_interpolate_routed(&M, A, Bp, t);
         rc = obj->eval(obj->ctx, &M, t, variant, &out->loss[m], &acc,
                        out->seq ? out->seq + (size_t)m * S : NULL, err);
         if (out->acc) out->acc[m] = acc;
@@ -230,7 +231,7 @@ int curve_compute_obj(const moe_model *A, const moe_model *Bp, const ls_objectiv
 static int gap_at(const moe_model *A, const moe_model *Bp, const ls_objective *obj, int variant,
                   const ls_curve *c, double t, moe_model *M, double *gap, ms_err *err) {
     double loss, acc;
-    moe_interpolate(M, A, Bp, t);
+    moe_interpolate_routed(M, A, Bp, t);
     if (obj->eval(obj->ctx, M, t, variant, &loss, &acc, NULL, err)) return -1;
     *gap = loss - ((1.0 - t) * c->loss[0] + t * c->loss[c->T - 1]);
     return 0;

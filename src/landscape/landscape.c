@@ -419,6 +419,13 @@ static void ls_problem_init(lsx *x, const moe_model *A, const moe_model *B, cons
     ls_problem *pb = &x->pb;
     const moe_config *c = &A->cfg;
     pb->A = A, pb->B = B, pb->E = E, pb->cfg = c, pb->o = o;
+    // the gate rows every (slot, B row) pair interpolates: each model's centred
+    // once (moe_gate_routing), so a translation B carries never enters the mix
+    for (int q = 0; q < 2; q++) {
+        pb->rw[q] = ms_malloc(((size_t)c->n * c->d + c->n) * sizeof(float));
+        pb->rb[q] = pb->rw[q] + (size_t)c->n * c->d;
+        moe_gate_routing(q ? B : A, pb->rw[q], pb->rb[q]);
+    }
     pb->n = c->n, pb->d = c->d, pb->h = c->h, pb->N = E->N, pb->T = o->T;
     pb->C = c->has_head ? c->C : 0;
     pb->nn = c->n * c->n;
@@ -789,7 +796,7 @@ static void ls_release(lsx *x, ls_named *nm) {
     if (x->ck.F3) big_free(x->ck.F3, x->pl.F_floats * sizeof(float));
     ls_endpoint_free(&x->pb.own[0]);
     ls_endpoint_free(&x->pb.own[1]);
-    void *pbuf[] = {x->pb.perm, x->pb.pj, x->pb.DBn, x->pb.lablanes, x->pb.tglanes, x->pb.shmem,
+    void *pbuf[] = {x->pb.rw[0], x->pb.rw[1], x->pb.perm, x->pb.pj, x->pb.DBn, x->pb.lablanes, x->pb.tglanes, x->pb.shmem,
                     x->pb.shx, x->rs.bar, x->rs.accb, x->rs.auc, x->rs.done,
                     x->rs.prog, x->rs.acc_l, x->rs.acc_ok, x->rs.lb, x->rs.ab, nm->ls, nm->ok};
     for (size_t i = 0; i < sizeof pbuf / sizeof pbuf[0]; i++) free(pbuf[i]);

@@ -75,6 +75,7 @@ typedef struct {
 /* The problem: inputs and what is derived from them once. */
 typedef struct {
     const moe_model *A, *B;
+    float *rw[2], *rb[2]; // (n, d), (n) A's and B's gates as the routing reads them (moe_gate_routing)
     const evalset *E;
     const moe_config *cfg;
     const ls_opts *o;

@@ -30,6 +30,7 @@
 #include "io/provenance.h"
 #include "landscape/rank.h"
 #include "landscape_int.h"
+#include "model/moe_kernels.h"
 #include "model/symmetry.h"
 
 #define OBJ_BLOCK 8
@@ -93,7 +94,7 @@ static int ox_eval(ox *x, const int *order, int other_diag, int sh, int variant,
                    double *acc, double *seq, ms_err *err) {
     double t = ls_t(m, x->T);
     ox_aligned(x, order, other_diag, sh);
-    moe_interpolate(&x->M, x->A, &x->Bp, t);
+    moe_interpolate_routed(&x->M, x->A, &x->Bp, t);
     return x->obj->eval(x->obj->ctx, &x->M, t, variant, loss, acc, seq, err);
 }
 

@@ -288,9 +288,9 @@ static void pre_item(lsx *x, int tid, long item) {
     // gate scores of every (slot i, B row j): S (N, nn) = X (N, d) Wt^T + bt, Wt is (nn, d)
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++) {
-            vlerp(w->Wt + (size_t)(i * n + j) * d, x->pb.A->gate_w + (size_t)i * d,
-                  x->pb.B->gate_w + (size_t)j * d, (size_t)d, t);
-            w->bt[i * n + j] = ta * x->pb.A->gate_b[i] + tb * x->pb.B->gate_b[j];
+            vlerp(w->Wt + (size_t)(i * n + j) * d, x->pb.rw[0] + (size_t)i * d,
+                  x->pb.rw[1] + (size_t)j * d, (size_t)d, t);
+            w->bt[i * n + j] = ta * x->pb.rb[0][i] + tb * x->pb.rb[1][j];
         }
     float *S = w->Sx; // (N, nn)
     for (int r = 0; r < N; r += LS_PANEL) {

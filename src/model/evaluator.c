@@ -166,6 +166,8 @@ void moe_route(const moe_config *c, const float *scores, int B, float *g) {
 }
 
 typedef struct {
+    float *Wr; // (n, d) the gate as the routing reads it (moe_gate_routing), once per call
+    float *br; // (n)
     float *S;  // (B, n) gate scores
     float *G;  // (B, n) gate weights
     float *H;  // (B, h) hidden
@@ -176,9 +178,13 @@ typedef struct {
     int *rows; // (B) indices of the gathered rows
 } workspace;
 
-static void ws_alloc(workspace *w, const moe_config *c, int B) {
+static void ws_alloc(workspace *w, const moe_model *m, int B) {
+    const moe_config *c = &m->cfg;
     size_t b = (size_t)B, n = (size_t)c->n, d = (size_t)c->d;
     size_t h = (size_t)(c->hs > c->h ? c->hs : c->h); // routed and shared experts share H
+    w->Wr = ms_malloc((n * d + n) * sizeof(float));
+    w->br = w->Wr + n * d;
+    moe_gate_routing(m, w->Wr, w->br);
     w->S = ms_malloc(b * n * sizeof(float));
     w->G = ms_malloc(b * n * sizeof(float));
     w->H = ms_malloc(b * h * sizeof(float));
@@ -190,6 +196,7 @@ static void ws_alloc(workspace *w, const moe_config *c, int B) {
 }
 
 static void ws_free(workspace *w) {
+    free(w->Wr);
     free(w->S);
     free(w->G);
     free(w->H);
@@ -233,7 +240,7 @@ static void layer_chunk_until(const moe_model *m, const float *X, int B, workspa
                               atomic_int *stop) {
     const moe_config *c = &m->cfg;
     int n = c->n, d = c->d;
-    moe_gate_logits(m, X, B, w->S); // S (B, n)
+    moe_gate_logits_with(w->Wr, w->br, n, d, X, B, w->S); // S (B, n)
     moe_route_full(c, m->corr_b, w->S, B, w->G);
     memset(D, 0, (size_t)B * d * sizeof(float));
     shared_chunk(m, X, B, w, D);
@@ -280,7 +287,7 @@ void moe_forward_until(const moe_model *m, const float *X, int B, float *Z, floa
     const moe_config *c = &m->cfg;
     int n = c->n, d = c->d;
     workspace w;
-    ws_alloc(&w, c, B < MOE_CHUNK ? (B > 0 ? B : 1) : MOE_CHUNK);
+    ws_alloc(&w, m, B < MOE_CHUNK ? (B > 0 ? B : 1) : MOE_CHUNK);
     for (int b0 = 0; b0 < B; b0 += MOE_CHUNK) {
         int bs = B - b0 < MOE_CHUNK ? B - b0 : MOE_CHUNK;
         forward_chunk(m, X + (size_t)b0 * d, bs, Z + (size_t)b0 * d, G ? G + (size_t)b0 * n : NULL,
@@ -334,11 +341,13 @@ void moe_forward_ref(const moe_model *m, const float *X, int B, float *Z, float 
     float *hbuf = ms_malloc((size_t)(c->hs > c->h ? c->hs : c->h) * sizeof(float));
     float *y = ms_malloc((size_t)d * sizeof(float));
     double *acc = ms_malloc((size_t)d * sizeof(double));
+    float *Wr = ms_malloc(((size_t)n * d + n) * sizeof(float)), *br = Wr + (size_t)n * d; // (n, d), (n)
+    moe_gate_routing(m, Wr, br); // the gate the fast path routes by
     for (int b = 0; b < B; b++) {
         const float *x = X + (size_t)b * d;
         for (int i = 0; i < n; i++) {
-            double a = m->gate_b[i];
-            for (int j = 0; j < d; j++) a += (double)m->gate_w[(size_t)i * d + j] * x[j];
+            double a = br[i];
+            for (int j = 0; j < d; j++) a += (double)Wr[(size_t)i * d + j] * x[j];
             s[i] = (float)a;
         }
         moe_route_full(c, m->corr_b, s, 1, g);
@@ -362,6 +371,7 @@ void moe_forward_ref(const moe_model *m, const float *X, int B, float *Z, float 
     free(hbuf);
     free(y);
     free(acc);
+    free(Wr);
 }
 
 void moe_head(const moe_model *m, const float *Z, int B, float *logits) {
@@ -463,7 +473,7 @@ static void *ev_worker(void *arg) {
     int n = c->n, d = c->d, C = c->C;
     int cap = j->N < EV_ITEM ? (j->N > 0 ? j->N : 1) : EV_ITEM;
     workspace w;
-    ws_alloc(&w, c, cap);
+    ws_alloc(&w, j->m, cap);
     float *Z = j->L ? ms_malloc((size_t)cap * d * sizeof(float)) : NULL; /* (cap, d) */
     for (;;) {
         long b0 = __atomic_fetch_add(&j->next, EV_ITEM, __ATOMIC_RELAXED);

@@ -3,8 +3,11 @@
 
 #include <cblas.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "core/ms_alloc.h"
 #include "core/vrows.h"
+#include "model/symmetry.h"
 
 /* The element loops of a layer run in core/vrows.h's vector forms, the widest
  * the CPU runs (AVX-512 and AVX2 give the same bits): the bias add, relu and
@@ -89,13 +92,53 @@ void moe_sparsemixer(const float *s, int n, float eps, float *g) {
     if (i2 >= 0) g[i2] = sparsemixer_weight(s, n, eps, i2, i1);
 }
 
+void moe_gate_routing(const moe_model *m, float *W, float *b) {
+    int n = m->cfg.n, d = m->cfg.d;
+    memcpy(W, m->gate_w, (size_t)n * d * sizeof(float));
+    memcpy(b, m->gate_b, (size_t)n * sizeof(float));
+    if (!moe_gate_centring_valid(&m->cfg)) return; // sigmoid, sparsemixer: no such symmetry
+    // mu (d + 1): the mean over experts of the rows and (last) of the bias, in double
+    double *mu = ms_calloc((size_t)d + 1, sizeof(double));
+    for (int i = 0; i < n; i++) {
+        const float *w = m->gate_w + (size_t)i * d; // (d)
+        for (int j = 0; j < d; j++) mu[j] += w[j];
+        mu[d] += m->gate_b[i];
+    }
+    for (int i = 0; i < n; i++) {
+        const float *w = m->gate_w + (size_t)i * d;
+        float *o = W + (size_t)i * d;
+        for (int j = 0; j < d; j++) o[j] = (float)((double)w[j] - mu[j] / n);
+        b[i] = (float)((double)m->gate_b[i] - mu[d] / n);
+    }
+    free(mu);
+}
+
+void moe_interpolate_routed(moe_model *out, const moe_model *a, const moe_model *b, double t) {
+    moe_interpolate(out, a, b, t);
+    int n = a->cfg.n, d = a->cfg.d;
+    size_t nd = (size_t)n * d;
+    float *ga = ms_malloc(2 * (nd + n) * sizeof(float)), *gb = ga + nd + n; // (n, d) + (n) each
+    moe_gate_routing(a, ga, ga + nd);
+    moe_gate_routing(b, gb, gb + nd);
+    float ta = (float)(1.0 - t), tb = (float)t; // as moe_interpolate rounds
+    for (size_t q = 0; q < nd; q++) out->gate_w[q] = ta * ga[q] + tb * gb[q];
+    for (int i = 0; i < n; i++) out->gate_b[i] = ta * ga[nd + i] + tb * gb[nd + i];
+    free(ga);
+}
+
+void moe_gate_logits_with(const float *W, const float *b, int n, int d, const float *X, int B, float *S) {
+    // S (B, n) = X (B, d) W^T + b, W is (n, d)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, n, d, 1.0f, X, d, W, d, 0.0f, S, n);
+    for (int r = 0; r < B; r++)
+        for (int i = 0; i < n; i++) S[(size_t)r * n + i] += b[i];
+}
+
 void moe_gate_logits(const moe_model *m, const float *X, int B, float *S) {
     int n = m->cfg.n, d = m->cfg.d;
-    // S (B, n) = X (B, d) W^T + b, W is (n, d)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, n, d, 1.0f, X, d, m->gate_w, d, 0.0f, S,
-                n);
-    for (int r = 0; r < B; r++)
-        for (int i = 0; i < n; i++) S[(size_t)r * n + i] += m->gate_b[i];
+    float *W = ms_malloc(((size_t)n * d + n) * sizeof(float)), *b = W + (size_t)n * d; // (n, d), (n)
+    moe_gate_routing(m, W, b);
+    moe_gate_logits_with(W, b, n, d, X, B, S);
+    free(W);
 }
 
 void moe_topk(const float *s, int n, int k, int *sel) {

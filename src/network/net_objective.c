@@ -13,6 +13,7 @@
 #include "core/progress.h"
 #include "align/cost_data.h"
 #include "network/net_budget.h"
+#include "model/moe_kernels.h"
 
 /* The other blocks interpolated at (t, var), and the block pointers one
  * evaluation reads: a slot per concurrent caller (the explorer evaluates
@@ -64,7 +65,7 @@ static void slot_blocks(net_objective *no, obj_slot *s, const moe_model *chosen_
     }
     if (s->var != variant || s->t != t) {
         for (int i = 0; i < no->nmoe; i++)
-            if (i != no->o.chosen) moe_interpolate(&s->mix[i], &no->A->moe[i], &no->alt[variant * no->nmoe + i], t);
+            if (i != no->o.chosen) moe_interpolate_routed(&s->mix[i], &no->A->moe[i], &no->alt[variant * no->nmoe + i], t);
         s->t = t, s->var = variant;
     }
     for (int i = 0; i < no->nmoe; i++) s->blocks[i] = i == no->o.chosen ? chosen_layer : &s->mix[i];

@@ -10,6 +10,7 @@
 
 #include "model/evaluator.h"
 #include "model/model.h"
+#include "model/moe_kernels.h"
 #include "core/rng.h"
 #include "io/evalset.h"
 #include "io/model_io.h"
@@ -561,6 +562,60 @@ static void test_eval_split(void) {
     }
 }
 
+/* Claim C3 in float32: a softmax router reads its gate centred over the
+ * experts, so a translation of every gate row and bias, 20x their size,
+ * changes no bit of the routing nor of the output. The gates are on a grid of
+ * 2^-8 and the translation on one of 1/4, so the translated weights are stored
+ * exactly (what remains otherwise is their rounding, no more); the inputs are
+ * random floats, so raw-gate logits would round differently (and did: G moved
+ * by ~1e-6). Also through moe_interpolate_routed (the curves' and landscapes'
+ * mix), and a sigmoid router keeps its gate as it is (no such symmetry). */
+static void test_translation_exact(void) {
+    static const int vs[] = {0, 3, 4}; // dense relu, top-1 relu, top-2 gelu
+    for (int q = 0; q < 3; q++) {
+        const variant *V = &VARIANTS[vs[q]];
+        moe_model m, p, o, M1, M2;
+        make_model(&m, V->n, V->d, V->h, V->router, V->k, V->act, V->s, V->C, V->norm, V->residual, 31 + q);
+        make_model(&o, V->n, V->d, V->h, V->router, V->k, V->act, V->s, V->C, V->norm, V->residual, 41 + q);
+        for (size_t i = 0; i < (size_t)V->n * V->d + V->n; i++) // gate_w then gate_b, as carved
+            m.gate_w[i] = roundf(m.gate_w[i] * 256.0f) / 256.0f;
+        moe_clone(&p, &m);
+        float *cW = ms_malloc((size_t)V->d * sizeof(float));
+        for (int j = 0; j < V->d; j++) cW[j] = 0.25f * (float)(20 * ((j % 7) - 3) + 1);
+        moe_translate_gate(&p, cW, 12.5f);
+        int B = 96;
+        float *X = random_inputs(B, V->d, 5 + q);
+        size_t zl = (size_t)B * V->d, gl = (size_t)B * V->n;
+        float *Z0 = ms_malloc(zl * sizeof(float)), *Z1 = ms_malloc(zl * sizeof(float));
+        float *G0 = ms_malloc(gl * sizeof(float)), *G1 = ms_malloc(gl * sizeof(float));
+        moe_forward(&m, X, B, Z0, G0);
+        moe_forward(&p, X, B, Z1, G1);
+        CHECK(!memcmp(G0, G1, gl * sizeof(float)) && !memcmp(Z0, Z1, zl * sizeof(float)),
+              "%s: a 20x gate translation leaves every gate weight and output bit (max |dG| %g)", V->name,
+              max_abs_diff(G0, G1, gl));
+        moe_forward_ref(&m, X, B, Z0, G0);
+        moe_forward_ref(&p, X, B, Z1, G1);
+        CHECK(!memcmp(G0, G1, gl * sizeof(float)), "%s: the reference routes alike (max |dG| %g)", V->name,
+              max_abs_diff(G0, G1, gl));
+        moe_clone(&M1, &o);
+        moe_clone(&M2, &o);
+        moe_interpolate_routed(&M1, &o, &m, 0.5);
+        moe_interpolate_routed(&M2, &o, &p, 0.5);
+        moe_forward(&M1, X, B, Z0, G0);
+        moe_forward(&M2, X, B, Z1, G1);
+        CHECK(!memcmp(G0, G1, gl * sizeof(float)), "%s: the midpoint with a translated B routes alike (max |dG| %g)",
+              V->name, max_abs_diff(G0, G1, gl));
+        m.cfg.score = SCORE_SIGMOID; // no translation symmetry: the gate as stored
+        float *W = ms_malloc(((size_t)V->n * V->d + V->n) * sizeof(float));
+        moe_gate_routing(&m, W, W + (size_t)V->n * V->d);
+        CHECK(!memcmp(W, m.gate_w, (size_t)V->n * V->d * sizeof(float)) &&
+                  !memcmp(W + (size_t)V->n * V->d, m.gate_b, (size_t)V->n * sizeof(float)),
+              "%s: a sigmoid router reads its gate uncentred", V->name);
+        free(W); free(cW); free(X); free(Z0); free(Z1); free(G0); free(G1);
+        moe_free(&m); moe_free(&p); moe_free(&o); moe_free(&M1); moe_free(&M2);
+    }
+}
+
 int main(void) {
     test_route();
     test_route_rules();
@@ -568,6 +623,7 @@ int main(void) {
     test_eval_split();
     test_forward_vs_ref();
     test_symmetries();
+    test_translation_exact();
     test_save_load();
     return test_summary("test_evaluator");
 }
