@@ -144,10 +144,12 @@ int cost_activation(const cost_input *in, double *C, ms_err *err) {
     return rc;
 }
 
-/* S (N, n): m's gate logits on X, centred over the experts when centre */
+/* S (N, n): m's gate logits on X, centred over the experts when centre. From
+ * the gate as stored (not moe_gate_logits' routing gate, already centred), so
+ * --no-center shows what the translation does to the cost. */
 static void router_logits(const moe_model *m, const float *X, int N, int centre, float *S) {
     int n = m->cfg.n;
-    moe_gate_logits(m, X, N, S);
+    moe_gate_logits_with(m->gate_w, m->gate_b, n, m->cfg.d, X, N, S);
     for (int r = 0; centre && r < N; r++) {
         float *s = S + (size_t)r * n;
         double mean = 0;
