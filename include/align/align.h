@@ -73,6 +73,14 @@ int align_models_stream(const moe_model *A, const expert_source *sa, moe_model *
                         ms_err *err);
 int align_stream_slot(const moe_config *c, const expert_source *sb, const align_result *res,
                       int e, moe_expert *dst, ms_err *err);
+/* align_models for mapped layers (moe_is_mapped: A's and B's routed weights where
+ * their checkpoints keep them): the costs and weight matching read one expert at a
+ * time (align_models_stream), and out's routed experts are views of B's mapped
+ * weights (slot i: expert order[i], hidden units in res's permutation; wp_view),
+ * no copy of them: B and res must outlive out's use. The same function, the same
+ * values a panel at a time, as align_models' out. */
+int align_models_mapped(const moe_model *A, const moe_model *B, const align_opts *o, moe_model *out,
+                        align_result *res, ms_err *err);
 /* Only B's shared experts, aligned as align_models aligns them under o (ordered by
  * the expert cost when the order stage runs, weight-matched when wm_stage), into
  * out (c->s experts the caller carved with moe_shared_config): bit for bit

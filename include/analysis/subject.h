@@ -38,6 +38,10 @@ typedef struct {
     int ignore_capture;         /* a layer's set captured at another layer is taken anyway */
     int mapped;                 /* one network only evaluated: its MoE blocks' weights stay
                                    mapped in their dtype (net_load_mapped) */
+    int mapped_pair;            /* a network pair whose other MoE blocks are only interpolated and
+                                   evaluated (the network objective): A's and B's mapped in their
+                                   dtype (aligned as views, mixed per panel), the chosen block in
+                                   floats, one copy of an equal backbone */
     int values_later;           /* a network's backbones without their values (net_load_ckpt_later):
                                    the caller reads and checks them later (the explorer, off its
                                    screen); every shape, the MoE blocks and the set checked now */

@@ -198,8 +198,14 @@ int moe_check_compatible(const moe_model *a, const moe_model *b, ms_err *err);
 /* Are the heads (norm + linear) of A and B identical? 1 yes, 0 no. */
 int moe_heads_equal(const moe_model *a, const moe_model *b);
 
-/* out = (1-t) a + t b on every parameter (out must be allocated like a). */
+/* out = (1-t) a + t b on every parameter (out must be allocated like a). Mapped
+ * layers (a and b both, out a clone of a): the floats interpolated, the routed
+ * weights made mixes of a's and b's (wp_mix: formed per panel inside the
+ * products, the same values), b kept alive and unchanged while out is used. */
 void moe_interpolate(moe_model *out, const moe_model *a, const moe_model *b, double t);
+/* A deep copy with every weight in floats (a mapped layer's routed weights decoded,
+ * its views and mixes formed): what moe_clone gives a layer already in floats. */
+void moe_clone_floats(moe_model *dst, const moe_model *src);
 
 const char *moe_router_name(moe_router r);
 const char *moe_act_name(moe_act a);

@@ -132,6 +132,9 @@ int net_load_ckpt_later(net_model *m, ckpt *c, const char *path, const family_ov
  * (m as it was). */
 int net_load_backbone(net_model *m, ms_err *err);
 #define NET_BACKBONE_MIB "backbone MiB"
+/* MoE block i (an index into moe_layers) of a mapped network read into floats (its
+ * routed weights decoded from the mapping): a block a command changes or copies. */
+void net_block_floats(net_model *m, int i);
 /* Are m's backbone values in (read, or shared)? */
 int net_has_backbone(const net_model *m);
 /* b's backbone pointers into a's values (b loaded without them, a with them, both of

@@ -11,6 +11,10 @@
  *   LS_VAR_NAIVE identity order, no weight matching   (the naive curve)
  *   LS_VAR_SKIP  identity order, weight matching      (the skip-order curve)
  * so naive, skip-order and the full alignment move every MoE block together.
+ * Blocks whose routed weights stay mapped in A's and B's files (net_load_mapped):
+ * B's aligned as views of its file (align_models_mapped), the interpolation a mix
+ * formed a panel at a time inside each product (moe_interpolate, wpanel.h), so
+ * the other blocks cost their shells' floats, not float32 copies of the layers.
  *
  * The blocks before the first MoE block are computed once (net_prefix). With
  * interp_backbone the backbones may differ and are interpolated too, θ(t) =

@@ -2,6 +2,7 @@
 #include "analysis/subject.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/ms_limits.h"
@@ -135,22 +136,45 @@ static int check_backbones(subject_net *n, const subject_spec *sp, ms_err *err) 
 
 /* A from f's checkpoint and E from f's set when they opened (else opened again,
  * for the message that says why they do not) */
+/* A pair loaded mapped: a block mapped in one and not the other (two layouts of a
+ * family) read into floats in both; B's backbone, when equal to A's, A's values */
+static void pair_mapped_tidy(subject_net *n) {
+    for (int i = 0; i < n->A.cfg.nmoe; i++)
+        if (moe_is_mapped(&n->A.moe[i]) != moe_is_mapped(&n->B.moe[i])) {
+            net_block_floats(&n->A, i);
+            net_block_floats(&n->B, i);
+        }
+    if (n->backbone_diff[0] || n->interp_backbone) return;
+    free(n->B.mem); // one copy of the shared backbone
+    n->B.mem = NULL;
+    net_share_backbone(&n->B, &n->A);
+}
+
 static int load_network(subject *s, const subject_spec *sp, subject_files *f, ms_err *err) {
     subject_net *n = &s->net;
     n->interp_backbone = sp->interp_backbone;
     int later = sp->values_later;
-    if (sp->mapped && !sp->pb && f->has_a && net_is_network(&f->a)) {
+    int network = f->has_a && net_is_network(&f->a);
+    int pair = sp->mapped_pair && sp->pb && network && !later; // both mapped, the chosen block in floats
+    if (((sp->mapped && !sp->pb) || pair) && network) {
         if (net_load_mapped(&n->A, sp->pa, sp->ov, err)) return -1;
     } else if (f->has_a ? load_net_ckpt(&f->a, sp->pa, &n->A, sp->ov, later, err)
                         : load_net_one(sp->pa, &n->A, sp->ov, later, err)) {
         return -1;
     }
-    if (sp->pb && (load_net_one(sp->pb, &n->B, sp->ov, later, err) || check_backbones(n, sp, err))) return -1;
+    if (sp->pb && ((pair ? net_load_mapped(&n->B, sp->pb, sp->ov, err) : load_net_one(sp->pb, &n->B, sp->ov, later, err)) ||
+                   check_backbones(n, sp, err)))
+        return -1;
+    if (pair) pair_mapped_tidy(n);
     if (sp->e_path && (f->has_e ? net_evalset_load_file(&n->E, &f->e, err) : net_evalset_load(&n->E, sp->e_path, err)))
         return -1;
     if (sp->e_path && (later ? net_evalset_check_shape : net_evalset_check)(&n->E, &n->A, err)) return -1;
     if (!n->A.cfg.nmoe && !sp->pb && !sp->layer) return 0; // a network without MoE block: eval alone
     if (net_pick_block(&n->A, sp->layer, &n->block, err)) return -1;
+    if (pair) { // the chosen block is aligned and interpolated by the caller, in floats
+        net_block_floats(&n->A, n->block);
+        net_block_floats(&n->B, n->block);
+    }
     s->a = &n->A.moe[n->block];
     s->b = sp->pb ? &n->B.moe[n->block] : NULL;
     // the chosen block's derived allocations (its inputs are the network's: made later)

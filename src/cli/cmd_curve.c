@@ -330,7 +330,7 @@ int cmd_curve(int argc, char **argv) {
     // a network (E holds input_ids or pixel_values): the curves of its chosen MoE block on the network's loss
     subject S;
     subject_spec sp = {.pa = pa, .pb = pb, .e_path = e_path, .layer = layer, .interp_backbone = interp,
-                       .uses = MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG};
+                       .uses = MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG, .mapped_pair = 1};
     if ((orc = cli_subject_load(&S, &sp, "curve", USAGE))) return orc;
     net_objective *no = NULL;
     if (adaptive && S.kind != SUBJECT_NETWORK) {

@@ -350,4 +350,44 @@ void moe_interpolate(moe_model *out, const moe_model *a, const moe_model *b, dou
     float ta = (float)(1.0 - t), tb = (float)t;
     size_t np = a->nparams;
     for (size_t i = 0; i < np; i++) out->mem[i] = ta * a->mem[i] + tb * b->mem[i];
+    // mapped routed weights: mixed a panel at a time inside the products (wpanel.h),
+    // the same values as the floats' pass above, never a copy of the layer
+    for (int e = 0; moe_is_mapped(a) && e < a->cfg.n; e++) {
+        const moe_expert *x = &a->experts[e], *y = &b->experts[e];
+        moe_expert *o = &out->experts[e];
+        o->w1 = wp_mix(x->w1, &y->w1, ta, tb);
+        o->w2 = wp_mix(x->w2, &y->w2, ta, tb);
+        o->w3 = x->w3.p ? wp_mix(x->w3, &y->w3, ta, tb) : x->w3;
+    }
+}
+
+void moe_clone_floats(moe_model *dst, const moe_model *src) {
+    if (!moe_is_mapped(src)) {
+        moe_clone(dst, src);
+        return;
+    }
+    moe_alloc(dst, &src->cfg);
+    const moe_config *c = &src->cfg;
+    size_t h = (size_t)c->h, d = (size_t)c->d, glu = moe_act_glu(c->act);
+    for (int e = 0; e < c->n; e++) { // the routed experts: their weights decoded, their biases copied
+        const moe_expert *x = &src->experts[e];
+        moe_expert *y = &dst->experts[e];
+        wp_rows_f32(x->w1, d, 0, h, y->fc1_w);
+        wp_rows_f32(x->w2, h, 0, d, y->fc2_w);
+        memcpy(y->fc1_b, x->fc1_b, h * sizeof(float));
+        memcpy(y->fc2_b, x->fc2_b, d * sizeof(float));
+        if (glu) {
+            wp_rows_f32(x->w3, d, 0, h, y->fc3_w);
+            memcpy(y->fc3_b, x->fc3_b, h * sizeof(float));
+        }
+    }
+    // the rest (gate, shared experts, ...) one run in both layouts: before and after the experts
+    moe_layout l;
+    moe_layout_of(c, &l);
+    size_t head = l.gate + l.corr, tail = l.total - head - l.experts;
+    memcpy(dst->mem, src->mem, head * sizeof(float));
+    memcpy(dst->mem + head + l.experts, src->mem + src->nparams - tail, tail * sizeof(float));
+    dst->path = src->path ? ms_strdup(src->path) : NULL;
+    dst->layer = src->layer ? ms_strdup(src->layer) : NULL;
+    moe_meta_copy(dst, src);
 }

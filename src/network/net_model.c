@@ -428,6 +428,14 @@ int net_load_mapped(net_model *m, const char *path, const family_overrides *o, m
 
 int net_has_backbone(const net_model *m) { return m->mem || m->shared; }
 
+void net_block_floats(net_model *m, int i) {
+    if (!moe_is_mapped(&m->moe[i])) return;
+    moe_model f;
+    moe_clone_floats(&f, &m->moe[i]);
+    moe_free(&m->moe[i]);
+    m->moe[i] = f;
+}
+
 void net_share_backbone(net_model *b, const net_model *a) {
     net_model va = *a; // the list notes where a's pointers are: they are read, never written
     tensor_list la = {0}, lb = {0};

@@ -33,7 +33,9 @@ struct net_objective {
     net_obj_opts o;
     int nmoe;
     net_prefix prefix;     /* the frozen blocks' output (A's backbone, or M's at M_t) */
-    moe_model *alt;        /* (3, nmoe) B's blocks aligned per variant (the chosen one's empty, unused) */
+    moe_model *alt;        /* (3, nmoe) B's blocks aligned per variant (the chosen one's empty, unused);
+                              mapped blocks: views of B's weights (align_models_mapped) */
+    align_result *alt_res; /* (3, nmoe) the mapped views' permutations (kept while alt is) */
     obj_slot slot[OBJ_SLOTS];
     pthread_mutex_t mu;    /* the slots' busy flags */
     pthread_cond_t cv;
@@ -151,10 +153,15 @@ static int align_variants(net_objective *no, ms_err *err) {
             }
             align_result res;
             moe_model *dst = &no->alt[v * no->nmoe + i];
+            const moe_model *a = &no->A->moe[i], *b = &no->B->moe[i];
             if (i == no->o.chosen) continue; // the landscape aligns it: its slot stays empty, never read
-            if (align_models(&no->A->moe[i], &no->B->moe[i], &ao, dst, &res, err))
+            // mapped blocks stay where their files keep them: B's aligned as views, each
+            // evaluation's interpolation formed per panel (moe_interpolate)
+            int mapped = moe_is_mapped(a) && moe_is_mapped(b);
+            if ((mapped ? align_models_mapped : align_models)(a, b, &ao, dst, &res, err))
                 return ms_prefix(err, "aligning MoE block %d", no->A->cfg.moe_layers[i]);
-            align_result_free(&res);
+            if (mapped) no->alt_res[v * no->nmoe + i] = res;
+            else align_result_free(&res);
         }
     return 0;
 }
@@ -215,6 +222,7 @@ int net_objective_create(const net_model *A, const net_model *B, const net_evals
     net_objective *no = ms_calloc(1, sizeof *no);
     no->A = A, no->B = B, no->E = E, no->o = *o, no->nmoe = A->cfg.nmoe;
     no->alt = ms_calloc((size_t)3 * no->nmoe, sizeof(moe_model));
+    no->alt_res = ms_calloc((size_t)3 * no->nmoe, sizeof(align_result));
     no->M_t = NAN;
     pthread_mutex_init(&no->mu, NULL);
     pthread_cond_init(&no->cv, NULL);
@@ -258,8 +266,12 @@ int net_objective_prepare(net_objective *no, ms_err *err) {
     if (!rc) rc = end_points(no, err);
     no->ends_s = now_secs() - t0;
     if (rc) {
-        for (int i = 0; i < 3 * no->nmoe; i++) moe_free(&no->alt[i]);
+        for (int i = 0; i < 3 * no->nmoe; i++) {
+            moe_free(&no->alt[i]);
+            align_result_free(&no->alt_res[i]);
+        }
         memset(no->alt, 0, (size_t)3 * no->nmoe * sizeof(moe_model));
+        memset(no->alt_res, 0, (size_t)3 * no->nmoe * sizeof(align_result));
         net_prefix_free(&no->prefix);
         return -1;
     }
@@ -286,7 +298,11 @@ void net_objective_times(const net_objective *no, double *align_s, double *prefi
 
 void net_objective_free(net_objective *no) {
     if (!no) return;
-    for (int i = 0; no->alt && i < 3 * no->nmoe; i++) moe_free(&no->alt[i]);
+    for (int i = 0; no->alt && i < 3 * no->nmoe; i++) {
+        moe_free(&no->alt[i]);
+        align_result_free(&no->alt_res[i]);
+    }
+    free(no->alt_res);
     for (int k = 0; k < OBJ_SLOTS; k++) {
         for (int i = 0; no->slot[k].mix && i < no->nmoe; i++) moe_free(&no->slot[k].mix[i]);
         free(no->slot[k].mix);

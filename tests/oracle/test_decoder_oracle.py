@@ -12,7 +12,8 @@ modelling code) on tiny random models of tests/lib/gen_decoders.py.
     loss within 1e-5 relative of the oracle's (BF16 files 1e-3), accuracy within one
     position, `--dump-outputs` logits within as much of the largest, F32 single-file and BF16 sharded; `scramble --layer all` computes the same
     loss and `align --layer all` puts it back; `landscape` of the scrambled pair finds a
-    barrier ~0; rope_scaling kinds computed as the oracle does or refused by name
+    barrier ~0; a BF16 (and MXFP4) pair's curve, its MoE blocks mixed from the mapped
+    files a panel at a time, equals the oracle's interpolated network; rope_scaling kinds computed as the oracle does or refused by name
     (DeepSeek: linear and yarn computed); an unknown model_type, a missing tensor, an unknown rope_scaling kind,
     heads that do not divide, T > max_position_embeddings and token ids >= vocab_size
     refused naming the file and key;
@@ -356,6 +357,34 @@ def test_refusals():
         refused("%s: a token id >= vocab_size" % fam, base, bad, os.path.basename(bad), "vocab_size")
 
 
+def test_mapped_mix():
+    """A pair's curve with the MoE blocks mixed from their mapped files a panel at a
+    time (BF16; GPT-OSS's MXFP4 blocks and scales): the naive curve's middle point is
+    the oracle's loss of 0.5 A + 0.5 B on every tensor, the aligned curve's barrier ~0
+    (B a scramble of A), through every MoE block but the chosen one as mixes."""
+    for fam, kw in (("qwen3_moe", {}), ("gpt_oss", {"mxfp4": True})):
+        tag = "mix_%s%s" % (fam, "_mx" if kw else "")
+        a = gen(fam, tag, dtype="BF16", **kw)
+        b = gen(fam, tag + "_scr", dtype="BF16", scramble=True, **kw)
+        ev = os.path.join(a, "eval.safetensors")
+        out = p(tag + "_curve.json")
+        r = run("curve", a, b, "--eval", ev, "--points", 3, "--json", out)
+        check(r.returncode == 0, "%s: curve of a mapped pair: %s" % (tag, r.stderr.strip()[-400:]))
+        if r.returncode:
+            continue
+        cv = json.load(open(out))["curves"]
+        c, ta = decoder_ref.load(a)
+        tb = decoder_ref.load(b)[1]
+        ids = decoder_ref.read_tensors(ev)["input_ids"].astype(np.int64)
+        mid = {k: 0.5 * ta[k] + 0.5 * tb[k] for k in ta}
+        want = decoder_ref.loss_accuracy(decoder_ref.forward(c, mid, ids), ids)[0]
+        got = cv["naive"]["loss"][1]
+        check(abs(got - want) <= 1e-5 * want, "%s: the naive midpoint, MoE blocks mixed per panel: loss %.9g vs "
+              "the oracle's %.9g" % (tag, got, want))
+        check(cv["expert"]["barrier"] < 1e-4, "%s: aligned per panel, the scramble's barrier ~0 (%g)"
+              % (tag, cv["expert"]["barrier"]))
+
+
 def test_not_covered():
     """Families moescope does not evaluate yet: refused by name, never run as another."""
     for fam in gen_decoders.FAMILIES:
@@ -374,4 +403,4 @@ if __name__ == "__main__":
     sys.exit(testutil.run_tests("test_decoder_oracle",
                                 [test_oracle_scramble, test_oracle_causal, test_oracle_equal_experts, test_oracle_routing,
                                  test_oracle_refusals, test_covered, test_threads, test_covered_rope,
-                                 test_phimoe_long_rope, test_refusals, test_not_covered], TMP))
+                                 test_phimoe_long_rope, test_refusals, test_mapped_mix, test_not_covered], TMP))
