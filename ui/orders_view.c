@@ -582,6 +582,12 @@ static void extra_names(const explore_snapshot *v, const ls_row *row, char *mark
     else snprintf(mark, mcap, "%s %d methods", marks, cnt), snprintf(how, hcap, "%d methods", cnt);
 }
 
+void orders_row_found(const explore_snapshot *v, long k, char *how, size_t cap) {
+    char mark[64];
+    if (k < v->ndone) snprintf(how, cap, "sampled");
+    else extra_names(v, &v->rows[k], mark, sizeof mark, how, cap);
+}
+
 /* A sample need not hold the methods' orders nor the identity (the
  * skip-order with weight matching on, the naive order without): those it
  * lacks are rows all the same, evaluated beside it (rows ndone..). The line

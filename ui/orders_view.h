@@ -64,6 +64,10 @@ int orders_width(int n, int has_acc);
 double orders_total_log10(int n, int groups);
 /* Are the rows a sample of the orders (fewer than all of them)? */
 int orders_sampled(const explore_snapshot *v);
+/* How row k (an index into v->rows) was found, for exports: "sampled" (the
+ * sample's, or every order's when exhaustive), else the extra row's "the
+ * expert method", "2 methods", "the identity" (explore_snapshot.nextra) */
+void orders_row_found(const explore_snapshot *v, long k, char *how, size_t cap);
 /* 1 when row ri (an index into v->rows) is not distinguished from row best_row:
  * the table carries bootstrap intervals (v->ci_units > 0) and theirs overlap;
  * the table marks it '~' beside the best's '*' */

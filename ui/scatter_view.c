@@ -9,6 +9,7 @@
 #include "axis.h"
 #include "align/cost_matrix.h"
 #include "landscape/rank.h"
+#include "orders_view.h"
 
 /* braille dot bit for (dx 0..1, dy 0..3) inside a cell */
 static const uint8_t dot_bit[4][2] = {{0x01, 0x08}, {0x02, 0x10}, {0x04, 0x20}, {0x40, 0x80}};
@@ -37,8 +38,9 @@ static void padded_range(const double *vals, long n, double *lo, double *hi) {
     *hi += pad;
 }
 
+/* among every row: the sample's and those beside it (explore_snapshot.nextra) */
 static long find_order(const explore_snapshot *v, const int *order) {
-    return ls_rows_find(v->rows, v->ndone, v->orders, v->n, order);
+    return ls_rows_find(v->rows, v->ndone + v->nextra, v->orders, v->n, order);
 }
 
 /* A mark's letter at its point; a cell another mark took passes it to the right. */
@@ -86,7 +88,8 @@ void scatter_render(grid *g, const ui_rect *r, const explore_snapshot *v, long b
     if (r->w < 20 || r->h < 6) return;
     grid_fill(g, r->x, r->y, r->w, 1, ' ', ROLE_PANE_TITLE);
     const char *m = v ? cost_method_name(v->req.method) : "expert";
-    long nr = v && v->cost ? v->ndone : 0;
+    // every row is a point, those beside a sample too (the methods' orders); rho is the sample's
+    long nr = v && v->cost ? v->ndone + v->nextra : 0, ns = v && v->cost ? v->ndone : 0;
     if (nr < 2) {
         grid_printf(g, r->x + 1, r->y, r->w - 1, ROLE_PANE_TITLE, "scatter: %s cost against barrier (v: curves)", m);
         grid_text(g, r->x + 1, r->y + 2, r->w - 1, ROLE_DIM, "waiting for the landscape's orders...");
@@ -98,12 +101,15 @@ void scatter_render(grid *g, const ui_rect *r, const explore_snapshot *v, long b
         x[k] = v->orders ? ls_order_cost(v->cost, v->orders, v->n, v->rows[k].id) : NAN;
         y[k] = v->rows[k].barrier;
     }
-    char title[160];
-    double rho = rank_spearman(x, y, nr);
-    snprintf(title, sizeof title, "scatter: %s cost against barrier, %s%ld orders, Spearman rho %.3f (v: curves)", m,
-             v->have_landscape ? "" : "so far ", nr, rho);
+    char title[200];
+    double rho = rank_spearman(x, y, ns);
+    char cnt[96];
+    if (orders_sampled(v) && v->nextra > 0) snprintf(cnt, sizeof cnt, "%ld sampled orders + %ld beside", ns, v->nextra);
+    else snprintf(cnt, sizeof cnt, "%s%ld orders", orders_sampled(v) ? "sampled " : "", ns);
+    snprintf(title, sizeof title, "scatter: %s cost against barrier, %s%s, Spearman rho %.3f (v: curves)", m,
+             v->have_landscape ? "" : "so far ", cnt, rho);
     if ((int)strlen(title) > r->w - 1)
-        snprintf(title, sizeof title, "scatter: %s cost vs barrier, %ld orders, rho %.3f (v: curves)", m, nr, rho);
+        snprintf(title, sizeof title, "scatter: %s cost vs barrier, %s, rho %.3f (v: curves)", m, cnt, rho);
     if ((int)strlen(title) > r->w - 1) snprintf(title, sizeof title, "%s cost vs barrier  rho %.3f (v)", m, rho);
     grid_text(g, r->x + 1, r->y, r->w - 1, ROLE_PANE_TITLE, title);
     /* y labels | axis | plot; below: the x axis with its ends, the marks' key */

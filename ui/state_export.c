@@ -12,6 +12,7 @@
 #include "io/json_file.h"
 #include "orders_view.h"
 #include "io/provenance.h"
+#include "landscape/landscape_orders.h"
 #include "landscape/rank.h"
 #include "model/symmetry.h"
 
@@ -56,6 +57,11 @@ static cJSON *jrows(const explore_snapshot *v, const orders_state *o) {
         cJSON_AddItemToObject(e, "acc_barrier", jnum(r->acc_barrier));
         cJSON_AddItemToObject(e, "loss_auc", jnum(r->auc));
         cJSON_AddItemToObject(e, "cost", v->cost ? jnum(cost_of_order(v->cost, ro, v->n)) : cJSON_CreateNull());
+        if (orders_sampled(v)) { // a row of the sample, or evaluated beside it, and which
+            char how[64];
+            orders_row_found(v, ri, how, sizeof how);
+            cJSON_AddStringToObject(e, "found", how);
+        }
         cJSON_AddItemToArray(a, e);
     }
     return a;
@@ -106,6 +112,11 @@ static cJSON *state_json(const explore_snapshot *v, const pin_set *pins, const o
     cJSON_AddBoolToObject(ls, "exhaustive", v->exhaustive);
     cJSON_AddNumberToObject(ls, "norders", (double)v->norders);
     cJSON_AddNumberToObject(ls, "ndone", (double)v->ndone);
+    if (orders_sampled(v)) { // the sample's size and the rows evaluated beside it
+        cJSON_AddNumberToObject(ls, "nsampled", (double)v->nsampled);
+        cJSON_AddItemToObject(ls, "orders_in_set", jnum(v->orders_in_set));
+        cJSON_AddNumberToObject(ls, "beside_sample", (double)v->nextra);
+    }
     for (int m = 0; m < COST_NMETHODS; m++) {
         cJSON *mo = cJSON_AddObjectToObject(ls, cost_method_name((cost_method)m));
         if (v->have_methods) cJSON_AddItemToObject(mo, "order", jorder(v->method_order[m], n));
@@ -120,14 +131,26 @@ static cJSON *state_json(const explore_snapshot *v, const pin_set *pins, const o
 
 /* The table as landscape --csv writes it (ls_csv_row): the same columns, by
  * barrier, with the same ranks, ties and tie classes (rank.h's tolerance);
- * each order's cost is in the JSON state. */
+ * each order's cost is in the JSON state. A sampled table says so in a
+ * comment line and adds a column "found": "sampled", or how a row beside the
+ * sample came ("the expert method", "the identity"), ranked with the sample. */
 static int state_csv(const explore_snapshot *v, const orders_state *o, const char *path, ms_err *err) {
     atomic_file af;
     if (af_open(&af, path, err)) return -1;
     char *prov = prov_text("# ");
     fputs(prov, af.fp);
     free(prov);
-    ls_csv_header(af.fp, 0);
+    int sampled = orders_sampled(v);
+    if (sampled) {
+        char all[48];
+        ls_count_format(all, sizeof all, v->orders_in_set_log10);
+        fprintf(af.fp, "# orders: a uniform sample of %ld of %s, and %ld evaluated beside it (the methods' "
+                       "orders, the identity: column found), ranked with it\n",
+                v->nsampled, all, v->nextra);
+        fputs("rank,order,barrier,acc_barrier,loss_auc,tied,tie_class,found\n", af.fp);
+    } else {
+        ls_csv_header(af.fp, 0);
+    }
     long nr = o->nidx > 0 ? o->nidx : 1;
     double *sb = ms_malloc((size_t)nr * sizeof(double));
     long *rk = ms_malloc((size_t)nr * 3 * sizeof(long)); // (3, nidx): rank, tied, class
@@ -137,7 +160,9 @@ static int state_csv(const explore_snapshot *v, const orders_state *o, const cha
     for (long i = 0; i < o->nidx; i++) {
         int ro[LS_MAX_N];
         explore_row_order(v, &v->rows[o->idx[i]], ro);
-        ls_csv_row(af.fp, rk[i], ro, v->n, &v->rows[o->idx[i]], rk[nr + i], rk[2 * nr + i], NULL);
+        char how[64];
+        if (sampled) orders_row_found(v, o->idx[i], how, sizeof how);
+        ls_csv_row(af.fp, rk[i], ro, v->n, &v->rows[o->idx[i]], rk[nr + i], rk[2 * nr + i], NULL, sampled ? how : NULL);
     }
     free(sb);
     free(rk);

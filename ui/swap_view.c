@@ -20,13 +20,14 @@ int swap_deltas(const explore_snapshot *v, double *delta) {
     if (!v->rows || !v->orders) return -1;
     const int *cur = v->current_order;
     long base_k = -1;
-    for (long k = 0; k < v->ndone && base_k < 0; k++)
+    long nr = v->ndone + v->nextra; /* a sample's rows and those beside it (the methods' orders) */
+    for (long k = 0; k < nr && base_k < 0; k++)
         if (ls_order_is(v->orders, n, v->rows[k].id, cur)) base_k = k;
     if (base_k < 0) return -1;
     double base = v->rows[base_k].barrier;
     if (isnan(base)) return -1;
     uint8_t *seen = ms_calloc((size_t)n * (size_t)n, 1); // (n, n): the swap's first row is in
-    for (long k = 0; k < v->ndone; k++) {
+    for (long k = 0; k < nr; k++) {
         const uint8_t *o = v->orders + (size_t)v->rows[k].id * (size_t)n;
         int d[3], nd = 0;
         for (int s = 0; s < n && nd < 3; s++)

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "landscape/landscape.h"
+#include "landscape/landscape_screen.h"
 
 /* one pair; every number is a double so the summary can walk them by offset */
 typedef struct {
@@ -55,6 +56,15 @@ typedef struct {
     double proxy_spearman, proxy_rank;
     int nseq;              /* the units the intervals resample (0: no intervals) */
     const char *unit;      /* what they are (static) */
+    /* a screened pair (study --screen K, landscape_screen.h): the numbers above
+     * are the survivors' landscape (ranks among the survivors); the subset's */
+    int scr_units, scr_of_units; /* the subset's units of the set's */
+    double scr_orders;     /* orders screened on the subset */
+    double scr_full;       /* survivors: evaluated on the whole set */
+    double scr_with_ci, scr_undist, scr_undist_out; /* orders with a subset interval; of them
+                            * not distinguished from the subset's best; of those, screened out */
+    double scr_rank[COST_NMETHODS]; /* each method's order's rank on the subset among every
+                            * order (1 + the orders with a lower subset barrier) */
 } st_pair;
 
 /* A summary field: its JSON path ("methods.expert.rank") and where it lives. */
@@ -87,14 +97,18 @@ typedef struct {
     int nleft;
     const char *const *left, *const *left_why;
     char objective[160];   /* what the loss is when not the layer's own ("" then) */
+    int screen_keep;       /* > 0: every pair screened (study --screen K): its scr_* */
+    const char *scr_unit;  /* the subset's units ("samples", "sequences") */
 } study;
 
 /* The pairs measured on an objective (a network's loss) instead of the layers'
  * own: make(ctx, i, j, &obj) before pair (i, j)'s landscape (the objective
- * holds its end points), done(ctx) after it; proxy(ctx, i, j, L) (may be NULL)
+ * holds its end points; make_sub the screening's subset), done(ctx) after it; proxy(ctx, i, j, L) (may be NULL)
  * fills L's proxy fields from the finished landscape. */
 typedef struct {
     int (*make)(void *ctx, int i, int j, const ls_objective **obj, ms_err *err);
+    /* the same on the screening's subset (study --screen), freed by done too */
+    int (*make_sub)(void *ctx, int i, int j, const ls_objective **obj, ms_err *err);
     void (*done)(void *ctx);
     int (*proxy)(void *ctx, int i, int j, landscape *L, ms_err *err);
     void *ctx;
@@ -108,13 +122,16 @@ void study_pair_from(st_pair *p, const landscape *L, int ia, int ib);
 
 /* Every pair of models[0..npool) on E with the landscape options o; progress
  * (may be NULL) after each pair. Each model is evaluated on E once and its
- * evaluation lent to the landscapes of its npool - 1 pairs. */
+ * evaluation lent to the landscapes of its npool - 1 pairs. scr (NULL or keep
+ * 0: none): every pair screened (landscape_screen), the subset of E its own. */
 int study_run(const moe_model *models, const char *const *paths, int npool, const evalset *E,
-              const ls_opts *o, void (*progress)(int done, int total), study *S, ms_err *err);
-/* The same on objectives (E is not read): every pair's landscape on so->make's. */
+              const ls_opts *o, const ls_screen_opts *scr, void (*progress)(int done, int total), study *S,
+              ms_err *err);
+/* The same on objectives (E is not read): every pair's landscape on so->make's
+ * (screened: on so->make_sub's first). */
 int study_run_obj(const moe_model *models, const char *const *paths, int npool,
-                  const study_objective *so, const ls_opts *o, void (*progress)(int done, int total),
-                  study *S, ms_err *err);
+                  const study_objective *so, const ls_opts *o, const ls_screen_opts *scr,
+                  void (*progress)(int done, int total), study *S, ms_err *err);
 void study_free(study *S);
 
 /* Ratios of the mean barriers over the pairs: naive/gate, naive/expert,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "align/cost_matrix.h"
+#include "landscape/landscape_orders.h"
 #include "landscape/rank.h"
 
 #define F(path, member) {path, offsetof(st_pair, member)}
@@ -160,16 +161,69 @@ static void study_summarise(study *S) {
     free(v);
 }
 
+/* what the pairs' landscapes are computed on */
+typedef struct {
+    const evalset *E, *Es;          /* the set, and the screening's subset (layers) */
+    const study_objective *so;      /* NULL: the layers' own loss on E */
+    const ls_screen_opts *scr;      /* NULL: no screening */
+} st_on;
+
+/* the screened pair's subset numbers (the survivors' landscape is R->full) */
+static void pair_screen_from(st_pair *p, const ls_screen *R) {
+    p->scr_units = R->units, p->scr_of_units = R->total_units;
+    p->scr_orders = (double)R->sub.norders, p->scr_full = (double)R->full.norders;
+    p->scr_with_ci = (double)R->with_ci;
+    p->scr_undist = (double)R->undistinguished, p->scr_undist_out = (double)R->undistinguished_out;
+    for (int m = 0; m < COST_NMETHODS; m++) { // the method's order on the whole set, ranked on the subset
+        p->scr_rank[m] = NAN;
+        for (long i = 0; i < R->nrows; i++)
+            if (ls_order_is(R->rows[i].order, R->sub.n, 0, R->full.methods[m].order)) p->scr_rank[m] = (double)R->rows[i].sub_rank;
+    }
+    // the survivors are no uniform sample: nothing is extrapolated from them
+    p->norders = R->sub.exhaustive ? (double)R->sub.norders : R->sub.n_fact;
+    p->norders_log10 = R->sub.exhaustive ? log10((double)R->sub.norders) : R->sub.n_fact_log10;
+    for (int m = 0; m < COST_NMETHODS; m++) p->m[m].rank_est = p->m[m].pct_lo = p->m[m].pct_hi = NAN;
+    p->zero_lo = p->zero_hi = p->zero_est = NAN;
+}
+
+/* Pair (i, j) with po's objective or end points set: its landscape (a layer's
+ * with its intervals), or screened, every order on the subset and the
+ * survivors into R (R->full the pair's landscape); *Lp: the one to report.
+ * Nothing to free when it fails. */
+static int pair_landscape(const moe_model *a, const moe_model *b, const st_on *on, int i, int j,
+                          const ls_opts *po, landscape *L, ls_screen *R, landscape **Lp, ms_err *err) {
+    const ls_opts *o = po;
+    int reports = !o->part || !o->part->rank, rc;
+    *Lp = L;
+    if (!on->scr) {
+        rc = landscape_compute(a, b, on->E, po, L, err);
+        if (!rc && !on->so && reports) rc = ls_layer_intervals(a, b, on->E, o->wm, L, err);
+        if (rc) landscape_free(L); // a failed landscape_compute left L empty
+        return rc;
+    }
+    ls_opts sub = *po;
+    sub.end_a = sub.end_b = NULL; // the subset's own end points
+    if (on->so && on->so->make_sub(on->so->ctx, i, j, &sub.objective, err)) return -1;
+    if (landscape_screen(a, b, on->Es, on->E, &sub, po, on->scr, R, err)) return -1; // R freed
+    R->sub.objective = NULL; // the subset objective's string: freed with it
+    rc = on->so ? 0 : ls_layer_intervals(a, b, on->E, o->wm, &R->full, err);
+    if (rc) ls_screen_free(R);
+    *Lp = &R->full;
+    return rc;
+}
+
 /* every pair (i < j): its landscape on E (the end points lent), or on so's
- * objective for the pair */
-static int study_pairs(const moe_model *models, const char *const *paths, int npool, const evalset *E,
-                       const study_objective *so, const ls_opts *o,
-                       void (*progress)(int done, int total), study *S, ms_err *err) {
+ * objective for the pair; screened with on->scr */
+static int study_pairs(const moe_model *models, const char *const *paths, int npool, const st_on *on,
+                       const ls_opts *o, void (*progress)(int done, int total), study *S, ms_err *err) {
+    const study_objective *so = on->so;
+    const evalset *E = on->E;
     memset(S, 0, sizeof *S);
     S->npool = npool;
     S->paths = paths;
     S->T = o->T;
     S->kind = so ? LS_CLASSIFY : npool ? (int)ls_kind_of(&models[0], E) : 0;
+    S->screen_keep = on->scr ? on->scr->keep : 0;
     int total = npool * (npool - 1) / 2, rc = 0;
     S->pairs = ms_calloc((size_t)(total > 0 ? total : 1), sizeof(st_pair));
     // each checkpoint's end-point evaluation once, lent to all its pairs (an
@@ -181,7 +235,8 @@ static int study_pairs(const moe_model *models, const char *const *paths, int np
     ls_opts po = *o;
     for (int i = 0; i < npool && !rc; i++)
         for (int j = i + 1; j < npool && !rc; j++) {
-            landscape L;
+            landscape L, *Lp;
+            ls_screen R;
             if (so) {
                 if (so->make(so->ctx, i, j, &po.objective, err)) {
                     rc = ms_prefix(err, "pair %s, %s", paths[i], paths[j]);
@@ -190,23 +245,25 @@ static int study_pairs(const moe_model *models, const char *const *paths, int np
             } else {
                 po.end_a = &ends[i], po.end_b = &ends[j];
             }
-            int bad = landscape_compute(&models[i], &models[j], E, &po, &L, err);
-            if (!bad && !so && (!o->part || !o->part->rank)) // the named curves' intervals
-                bad = ls_layer_intervals(&models[i], &models[j], E, o->wm, &L, err);
-            if (!bad && so && so->proxy) bad = so->proxy(so->ctx, i, j, &L, err);
+            int bad = pair_landscape(&models[i], &models[j], on, i, j, &po, &L, &R, &Lp, err);
+            if (!bad && so && so->proxy && !on->scr) bad = so->proxy(so->ctx, i, j, Lp, err);
             // L.objective is the objective's own string: kept before done() frees it
-            if (!bad && L.objective) snprintf(S->objective, sizeof S->objective, "%s", L.objective);
-            L.objective = NULL;
+            if (!bad && Lp->objective) snprintf(S->objective, sizeof S->objective, "%s", Lp->objective);
+            if (!bad) Lp->objective = NULL;
             if (so) so->done(so->ctx);
             if (bad) {
-                landscape_free(&L); // a failed landscape_compute left L empty
                 ms_prefix(err, "pair %s, %s", paths[i], paths[j]);
                 rc = -1;
                 break;
             }
             // split over processes, only rank 0 holds the table
-            if (!o->part || !o->part->rank) study_pair_from(&S->pairs[S->npairs++], &L, i, j);
-            landscape_free(&L);
+            if (!o->part || !o->part->rank) {
+                st_pair *p = &S->pairs[S->npairs++];
+                study_pair_from(p, Lp, i, j);
+                if (on->scr) pair_screen_from(p, &R), S->scr_unit = R.unit;
+            }
+            if (on->scr) ls_screen_free(&R);
+            else landscape_free(&L);
             if (progress) progress(S->npairs, total);
         }
     for (int i = 0; i < npool; i++) ls_endpoint_free(&ends[i]);
@@ -220,14 +277,22 @@ static int study_pairs(const moe_model *models, const char *const *paths, int np
 }
 
 int study_run(const moe_model *models, const char *const *paths, int npool, const evalset *E,
-              const ls_opts *o, void (*progress)(int done, int total), study *S, ms_err *err) {
-    return study_pairs(models, paths, npool, E, NULL, o, progress, S, err);
+              const ls_opts *o, const ls_screen_opts *scr, void (*progress)(int done, int total), study *S,
+              ms_err *err) {
+    st_on on = {.E = E, .scr = scr && scr->keep > 0 ? scr : NULL};
+    evalset Es;
+    memset(&Es, 0, sizeof Es);
+    if (on.scr) evalset_subset(E, ls_screen_units(E->N, scr), &Es), on.Es = &Es;
+    int rc = study_pairs(models, paths, npool, &on, o, progress, S, err);
+    if (on.scr) evalset_free(&Es);
+    return rc;
 }
 
 int study_run_obj(const moe_model *models, const char *const *paths, int npool,
-                  const study_objective *so, const ls_opts *o, void (*progress)(int done, int total),
-                  study *S, ms_err *err) {
-    return study_pairs(models, paths, npool, NULL, so, o, progress, S, err);
+                  const study_objective *so, const ls_opts *o, const ls_screen_opts *scr,
+                  void (*progress)(int done, int total), study *S, ms_err *err) {
+    st_on on = {.so = so, .scr = scr && scr->keep > 0 ? scr : NULL};
+    return study_pairs(models, paths, npool, &on, o, progress, S, err);
 }
 
 void study_free(study *S) {

@@ -169,36 +169,111 @@ static void ci_cell(FILE *f, double lo, double hi, const char *fmt, int w) {
     fprintf(f, " %-*s", w, buf);
 }
 
+/* A column of the intervals: a curve's barrier interval (naive, skip-order, then
+ * each row of cost_methods[]) or a method's rank interval, one per method too. */
+typedef struct {
+    int curve; /* -2 naive, -1 skip-order, m >= 0 method m's */
+    int rank;  /* 1: method curve's rank interval */
+} iv_col;
+
+#define IV_MAX (2 + 2 * COST_NMETHODS)
+
+static int iv_cols(iv_col *c) {
+    int k = 0;
+    c[k++] = (iv_col){-2, 0};
+    c[k++] = (iv_col){-1, 0};
+    for (int m = 0; m < COST_NMETHODS; m++) c[k++] = (iv_col){m, 0};
+    for (int m = 0; m < COST_NMETHODS; m++) c[k++] = (iv_col){m, 1};
+    return k;
+}
+
+static void iv_get(const st_pair *p, iv_col c, double *lo, double *hi) {
+    if (c.rank) {
+        *lo = p->m[c.curve].rank_lo, *hi = p->m[c.curve].rank_hi;
+        return;
+    }
+    const st_curve *cv = c.curve == -2 ? &p->naive : c.curve == -1 ? &p->skip : &p->m[c.curve].c;
+    *lo = cv->bar_lo, *hi = cv->bar_hi;
+}
+
+/* its JSON path without the key: "naive", "skip_order", "methods.gate" */
+static void iv_path(iv_col c, char *buf, size_t cap) {
+    if (c.curve < 0) snprintf(buf, cap, "%s", c.curve == -2 ? "naive" : "skip_order");
+    else snprintf(buf, cap, "methods.%s", cost_methods[c.curve].name);
+}
+
+/* its heading in the text table */
+static void iv_head(iv_col c, char *buf, size_t cap) {
+    if (c.rank) snprintf(buf, cap, "rank %s", cost_methods[c.curve].name);
+    else if (c.curve < 0) snprintf(buf, cap, "%s", c.curve == -2 ? "naive" : "skip");
+    else snprintf(buf, cap, "%s", cost_methods[c.curve].name);
+}
+
+/* some pair has the interval (a method without the set, or a layer's ranks past
+ * 720 orders, have none) */
+static int iv_any(const study *S, iv_col c) {
+    for (int k = 0; k < S->npairs; k++) {
+        double lo, hi;
+        iv_get(&S->pairs[k], c, &lo, &hi);
+        if (isfinite(lo)) return 1;
+    }
+    return 0;
+}
+
 /* The barriers as the paper prints them, mean +- std over the pairs, then each
- * pair's 95% bootstrap intervals (barriers, and ranks where every order's
- * per-unit losses were kept) */
+ * pair's 95% bootstrap intervals: every named curve's barrier and every
+ * method's rank, in as many tables of at most 120 columns as they need */
 static void print_intervals(const study *S, FILE *f, int lw) {
-    static const char *bars[5] = {"naive.barrier", "skip_order.barrier", "methods.gate.barrier",
-                                  "methods.expert.barrier", "best.barrier"};
-    fputs("\nbarriers, mean +- std over the pairs:\n ", f); // its own row: within 120 columns
-    for (int i = 0; i < 5; i++) {
-        fprintf(f, " %s ", COLS[i].head);
-        mean_pm(f, stat_of(S, bars[i]), 4);
-        fputs(i < 4 ? "," : "\n", f);
+    static const char *bars[3][2] = {{"naive", "naive.barrier"}, {"skip", "skip_order.barrier"},
+                                     {"best", "best.barrier"}};
+    fputs("\nbarriers, mean +- std over the pairs:\n ", f); // rows of their own: within 120 columns
+    for (int i = 0; i < 3; i++) {
+        fprintf(f, " %s ", bars[i][0]);
+        mean_pm(f, stat_of(S, bars[i][1]), 4);
+        fputs(i < 2 ? "," : "\n ", f);
+    }
+    for (int m = 0; m < COST_NMETHODS; m++) { // every method of cost_methods[]
+        char path[64];
+        snprintf(path, sizeof path, "methods.%s.barrier", cost_methods[m].name);
+        fprintf(f, " %s ", cost_methods[m].name);
+        mean_pm(f, stat_of(S, path), 4);
+        fputs(m + 1 < COST_NMETHODS ? "," : "\n", f);
     }
     const st_pair *p0 = &S->pairs[0];
     if (!p0->nseq) return;
     fprintf(f, "95%% bootstrap intervals over the evaluation set's %d %s (%d resamples), per pair:\n",
             p0->nseq, p0->unit, LS_BOOT_RESAMPLES);
-    fprintf(f, "%-*s %-16s %-16s %-16s %-16s %-8s %s\n", lw, "pair", "naive", "skip", "gate", "expert",
-            "rank g", "rank e");
-    char lab[1100], shown[4400];
-    for (int k = 0; k < S->npairs; k++) {
-        const st_pair *p = &S->pairs[k];
-        pair_label(S, p, lab, sizeof lab);
-        ms_escape(shown, sizeof shown, lab);
-        fprintf(f, "%-*s", lw, shown);
-        const st_curve *c[4] = {&p->naive, &p->skip, &p->m[0].c, &p->m[1].c};
-        for (int i = 0; i < 4; i++) ci_cell(f, c[i]->bar_lo, c[i]->bar_hi, "[%.4f, %.4f]", 16);
-        for (int m = 0; m < COST_NMETHODS; m++) // the data-free methods' (the JSON has every one's)
-            if (cost_methods[m].needs == COST_NEEDS_NOTHING)
-                ci_cell(f, p->m[m].rank_lo, p->m[m].rank_hi, "[%.0f, %.0f]", m ? 0 : 8);
+    iv_col all[IV_MAX], c[IV_MAX];
+    int na = iv_cols(all), nc = 0;
+    for (int i = 0; i < na; i++)
+        if (iv_any(S, all[i])) c[nc++] = all[i];
+    char lab[1100], shown[4400], head[48];
+    for (int c0 = 0; c0 < nc;) {
+        int c1 = c0, used = lw, w[IV_MAX];
+        for (; c1 < nc; c1++) {
+            iv_head(c[c1], head, sizeof head);
+            w[c1] = c[c1].rank ? (int)strlen(head) > 9 ? (int)strlen(head) : 9 : 16;
+            if (c1 > c0 && used + 1 + w[c1] > 120) break;
+            used += 1 + w[c1];
+        }
+        fprintf(f, "%-*s", lw, "pair");
+        for (int i = c0; i < c1; i++) {
+            iv_head(c[i], head, sizeof head);
+            fprintf(f, " %-*s", i + 1 < c1 ? w[i] : 0, head);
+        }
         fputc('\n', f);
+        for (int k = 0; k < S->npairs; k++) {
+            pair_label(S, &S->pairs[k], lab, sizeof lab);
+            ms_escape(shown, sizeof shown, lab);
+            fprintf(f, "%-*s", lw, shown);
+            for (int i = c0; i < c1; i++) {
+                double lo, hi;
+                iv_get(&S->pairs[k], c[i], &lo, &hi);
+                ci_cell(f, lo, hi, c[i].rank ? "[%.0f, %.0f]" : "[%.4f, %.4f]", i + 1 < c1 ? w[i] : 0);
+            }
+            fputc('\n', f);
+        }
+        c0 = c1;
     }
 }
 
@@ -236,18 +311,53 @@ static void study_table(const study *S, FILE *f, int lw, int c0, int c1) {
     }
 }
 
+/* A screened study (--screen K): per pair the survivors evaluated on the whole
+ * set, each method's rank on the subset among every order, and the orders the
+ * subset's intervals cannot tell from its best, of them screened out */
+static void print_screening(const study *S, FILE *f, int lw) {
+    const st_pair *p0 = &S->pairs[0];
+    fprintf(f, "\nscreening, per pair: the survivors, each method's rank on the subset among all %.0f orders, "
+               "and the orders\nthe subset's intervals cannot tell from its best, of them screened out:\n",
+            p0->scr_orders);
+    int w[COST_NMETHODS];
+    fprintf(f, "%-*s %9s", lw, "pair", "survivors");
+    for (int m = 0; m < COST_NMETHODS; m++) {
+        char head[48];
+        snprintf(head, sizeof head, "sub %s", cost_methods[m].name);
+        w[m] = (int)strlen(head) > 8 ? (int)strlen(head) : 8;
+        fprintf(f, " %*s", w[m], head);
+    }
+    fputs("  not told from its best (out)\n", f);
+    char lab[1100], shown[4400];
+    for (int k = 0; k < S->npairs; k++) {
+        const st_pair *p = &S->pairs[k];
+        pair_label(S, p, lab, sizeof lab);
+        ms_escape(shown, sizeof shown, lab);
+        fprintf(f, "%-*s %9.0f", lw, shown, p->scr_full);
+        for (int m = 0; m < COST_NMETHODS; m++) fputc(' ', f), cell(f, p->scr_rank[m], "%*.0f", w[m]);
+        fprintf(f, "  %.0f of %.0f (%.0f)\n", p->scr_undist, p->scr_with_ci, p->scr_undist_out);
+    }
+}
+
 void study_print(const study *S, FILE *f) {
     const st_pair *p0 = S->npairs ? &S->pairs[0] : NULL;
     fprintf(f, "study: %d checkpoints, %d pairs", S->npool, S->npairs);
     char cnt[48];
     if (p0) {
         set_text(cnt, sizeof cnt, p0);
-        if (p0->exhaustive) fprintf(f, ", n = %d, all %s orders per pair", p0->n, cnt);
+        if (S->screen_keep) fprintf(f, ", n = %d, %.0f orders screened per pair", p0->n, p0->scr_orders);
+        else if (p0->exhaustive) fprintf(f, ", n = %d, all %s orders per pair", p0->n, cnt);
         else fprintf(f, ", n = %d, %.0f sampled of %s orders per pair", p0->n, p0->nranked, cnt);
         fprintf(f, ", %d points", S->T);
     }
     fprintf(f, "\nloss barriers; ranks with ties within tau; rho: Spearman of assignment cost vs barrier\n");
-    if (p0 && !p0->exhaustive)
+    if (p0 && S->screen_keep)
+        fprintf(f, "screened (--screen %d): every order on %d of the %d %s, then the best %d there, every "
+                   "method's order and the\nskip-order on all of them; ranks, tied, L-hat, rho and id rank are "
+                   "among those survivors (the subset's ranks at the end)\n",
+                S->screen_keep, p0->scr_units, p0->scr_of_units, S->scr_unit ? S->scr_unit : "units",
+                S->screen_keep);
+    else if (p0 && !p0->exhaustive)
         fprintf(f, "ranks, tied and id rank are among the %.0f sampled orders (tied counts the chosen "
                    "order too); the JSON and CSV add each rank_estimate among all of them\n",
                 p0->nranked);
@@ -268,6 +378,7 @@ void study_print(const study *S, FILE *f) {
                "matching, router logits:\n");
     study_table(S, f, lw, NCOLS - STUDY_DATA_COLS, NCOLS);
     if (p0) print_intervals(S, f, lw);
+    if (p0 && S->screen_keep) print_screening(S, f, lw);
     static const char *acc[4] = {"naive.acc_barrier", "skip_order.acc_barrier",
                                  "methods.gate.acc_barrier", "methods.expert.acc_barrier"};
     fprintf(f, "\naccuracy barriers (mean +- std):");
@@ -298,7 +409,7 @@ void study_print(const study *S, FILE *f) {
     study_ratios(S, r);
     fprintf(f, "ratios of mean barriers: naive/gate %.1f, naive/expert %.1f, skip/gate %.1f, skip/expert %.1f\n",
             r[0], r[1], r[2], r[3]);
-    if (p0) print_zero_tied(S, f);
+    if (p0 && !S->screen_keep) print_zero_tied(S, f); // survivors are no sample of the orders
     if (S->objective[0]) {
         fprintf(f, "objective: %s\n", S->objective);
         const st_stat *rho = stat_of(S, "proxy.spearman"), *rk = stat_of(S, "proxy.best_network_rank");
@@ -410,6 +521,21 @@ static cJSON *pair_json(const study *S, const st_pair *p) {
         cJSON_AddItemToObject(o, "zero_tied_percent_ci95", ci);
     }
     cJSON_AddItemToObject(o, "tau", jnum(p->tau));
+    if (S->screen_keep) { // landscape --screen's keys, and each method's rank on the subset
+        cJSON *sc = cJSON_AddObjectToObject(o, "screening");
+        cJSON_AddNumberToObject(sc, "units", p->scr_units);
+        cJSON_AddNumberToObject(sc, "of_units", p->scr_of_units);
+        cJSON_AddStringToObject(sc, "unit", S->scr_unit ? S->scr_unit : "samples");
+        cJSON_AddNumberToObject(sc, "keep", S->screen_keep);
+        cJSON_AddNumberToObject(sc, "orders_screened", p->scr_orders);
+        cJSON_AddNumberToObject(sc, "evaluated_fully", p->scr_full);
+        cJSON_AddNumberToObject(sc, "with_subset_interval", p->scr_with_ci);
+        cJSON_AddNumberToObject(sc, "undistinguished_from_best", p->scr_undist);
+        cJSON_AddNumberToObject(sc, "undistinguished_screened_out", p->scr_undist_out);
+        cJSON *sr = cJSON_AddObjectToObject(sc, "subset_rank");
+        for (int m = 0; m < COST_NMETHODS; m++)
+            cJSON_AddItemToObject(sr, cost_method_name((cost_method)m), jnum(p->scr_rank[m]));
+    }
     return o;
 }
 
@@ -491,11 +617,27 @@ int study_write_csv(const study *S, const char *path, ms_err *err) {
     size_t len = 0;
     FILE *f = report_open(&buf, &len, "# ");
     if (!f) return ms_fail(err, "%s: out of memory formatting the CSV", path);
-    // one row per pair, then the mean and the sample std over the pairs
-    // the zero-tied share's 95% interval (sampled; else the share itself) closes each pair row
+    // one row per pair, then the mean and the sample std over the pairs; the
+    // zero-tied share's 95% interval (sampled; else the share itself), then each
+    // bootstrap interval close each pair row (empty in the mean and std rows)
     fputs("row,a,b", f);
     for (int k = 0; k < nf; k++) fprintf(f, ",%s", fs[k].path);
-    fputs(",zero_tied_percent_lo,zero_tied_percent_hi\n", f);
+    fputs(",zero_tied_percent_lo,zero_tied_percent_hi", f);
+    // then each 95% bootstrap interval of the pair (nan: none), every curve's and method's
+    iv_col iv[IV_MAX];
+    int niv = iv_cols(iv);
+    char ip[64];
+    for (int i = 0; i < niv; i++) {
+        iv_path(iv[i], ip, sizeof ip);
+        const char *key = iv[i].rank ? "rank_ci95" : "barrier_ci95";
+        fprintf(f, ",%s.%s_lo,%s.%s_hi", ip, key, ip, key);
+    }
+    if (S->screen_keep) { // a screened study: the subset's numbers too (JSON's "screening")
+        fputs(",screening.evaluated_fully,screening.undistinguished_from_best,"
+              "screening.undistinguished_screened_out", f);
+        for (int m = 0; m < COST_NMETHODS; m++) fprintf(f, ",screening.subset_rank.%s", cost_methods[m].name);
+    }
+    fputc('\n', f);
     for (int k = 0; k < S->npairs; k++) {
         const st_pair *p = &S->pairs[k];
         fputs("pair,", f);
@@ -510,6 +652,17 @@ int study_write_csv(const study *S, const char *path, ms_err *err) {
         csv_num(f, p->zero_lo);
         fputc(',', f);
         csv_num(f, p->zero_hi);
+        for (int i = 0; i < niv; i++) {
+            double lo, hi;
+            iv_get(p, iv[i], &lo, &hi);
+            fputc(',', f);
+            csv_num(f, lo);
+            fputc(',', f);
+            csv_num(f, hi);
+        }
+        const double sv[3] = {p->scr_full, p->scr_undist, p->scr_undist_out};
+        for (int i = 0; S->screen_keep && i < 3 + COST_NMETHODS; i++)
+            fputc(',', f), csv_num(f, i < 3 ? sv[i] : p->scr_rank[i - 3]);
         fputc('\n', f);
     }
     for (int row = 0; row < 2; row++) {
@@ -518,7 +671,10 @@ int study_write_csv(const study *S, const char *path, ms_err *err) {
             fputc(',', f);
             csv_num(f, row == 0 ? S->summary[c].mean : S->summary[c].std);
         }
-        fputs(",,\n", f);
+        fputs(",,", f); // the intervals are per pair
+        for (int i = 0; i < niv; i++) fputs(",,", f);
+        for (int i = 0; S->screen_keep && i < 3 + COST_NMETHODS; i++) fputc(',', f);
+        fputc('\n', f);
     }
     return finish_memstream(f, &buf, &len, path, "CSV", err);
 }
@@ -577,8 +733,60 @@ static void tex_table(FILE *f, const study *S, const int *cols, int nc, const ch
     fputs("\\bottomrule\n\\end{tabular}\n\\end{table}\n", f);
 }
 
+/* A method's columns of COLS ("methods.<name>."): n of them into cols */
+static int method_cols(cost_method m, int *cols) {
+    char pre[48];
+    snprintf(pre, sizeof pre, "methods.%s.", cost_methods[m].name);
+    int n = 0;
+    for (int c = 0; c < NCOLS; c++)
+        if (!strncmp(COLS[c].path, pre, strlen(pre))) cols[n++] = c;
+    return n;
+}
+
+/* "[lo, hi]" as a LaTeX cell, "--" without one */
+static void tex_ci(FILE *f, double lo, double hi, int dec) {
+    fputs(" & ", f);
+    if (isfinite(lo) && isfinite(hi)) fprintf(f, "[%.*f, %.*f]", dec, lo, dec, hi);
+    else fputs("--", f);
+}
+
+/* Each pair's 95% bootstrap intervals, a row per alignment (naive, skip-order,
+ * each method of cost_methods[]): barrier and its interval, rank and its
+ * interval; narrow (six columns) so it fits a paper column too. */
+static void tex_intervals(FILE *f, const study *S) {
+    const st_pair *p0 = &S->pairs[0];
+    fputs("\\begin{table}[t]\n\\centering\n\\small\n\\setlength{\\tabcolsep}{3pt}\n", f);
+    fprintf(f, "\\caption{Each pair's barriers and ranks with their 95\\%% bootstrap intervals over the "
+               "evaluation set's %d %s (%d resamples, percentile).}\n",
+            p0->nseq, p0->unit, LS_BOOT_RESAMPLES);
+    fputs("\\begin{tabular}{llrcrc}\n\\toprule\nPair & Alignment & Barrier & 95\\% CI & Rk. & 95\\% CI \\\\\n"
+          "\\midrule\n", f);
+    for (int k = 0; k < S->npairs; k++) {
+        const st_pair *p = &S->pairs[k];
+        char a[512], b[512];
+        pool_name(S, p->ia, a, sizeof a);
+        pool_name(S, p->ib, b, sizeof b);
+        if (k) fputs("\\addlinespace\n", f);
+        for (int r = -2; r < COST_NMETHODS; r++) {
+            const st_curve *c = r == -2 ? &p->naive : r == -1 ? &p->skip : &p->m[r].c;
+            if (r >= 0 && !isfinite(c->barrier)) continue; // a method that could not run
+            if (r == -2) tex_escape(f, a), fputs("--", f), tex_escape(f, b);
+            fprintf(f, " & %s & ", r == -2 ? "Naive" : r == -1 ? "Skip" : cost_methods[r].title);
+            tex_num(f, c->barrier, 4);
+            tex_ci(f, c->bar_lo, c->bar_hi, 4);
+            fputs(" & ", f);
+            if (r >= 0) tex_num(f, p->m[r].rank, 0);
+            if (r >= 0) tex_ci(f, p->m[r].rank_lo, p->m[r].rank_hi, 0);
+            else fputs(" & ", f);
+            fputs(" \\\\\n", f);
+        }
+    }
+    fputs("\\bottomrule\n\\end{tabular}\n\\end{table}\n", f);
+}
+
 /* Two tables narrow enough for one column of a two-column paper: the
- * barriers with the ranks, then the finer numbers. */
+ * barriers with the ranks, then the finer numbers; a table for each
+ * data-driven method that ran; each pair's intervals. */
 int study_write_latex(const study *S, const char *path, ms_err *err) {
     static const int first[] = {0, 1, 2, 3, 4, 5, 7}, second[] = {6, 8, 9, 10, 11, 12, 13};
     char *buf = NULL;
@@ -586,14 +794,30 @@ int study_write_latex(const study *S, const char *path, ms_err *err) {
     FILE *f = report_open(&buf, &len, "% ");
     if (!f) return ms_fail(err, "%s: out of memory formatting the LaTeX table", path);
     fputs("% needs \\usepackage{booktabs}; each table fits one column of a two-column paper\n", f);
-    char cap[320];
+    char cap[480];
     snprintf(cap, sizeof cap, "Loss barriers of the naive, skip-order and aligned interpolations and of the best "
              "order, and the rank (Rk.) of each method's order, over %d pairs of %d checkpoints; g: gate cost, "
              "e: expert cost.", S->npairs, S->npool);
+    if (S->screen_keep && S->npairs) // ranks among a screening's survivors
+        snprintf(cap + strlen(cap), sizeof cap - strlen(cap), " Screened: ranks among the best %d orders on "
+                 "%d of the %d %s and every method's order.", S->screen_keep, S->pairs[0].scr_units,
+                 S->pairs[0].scr_of_units, S->scr_unit ? S->scr_unit : "units");
     tex_table(f, S, first, (int)(sizeof first / sizeof first[0]), cap);
     snprintf(cap, sizeof cap, "The orders tied with each method's (Ties), $\\hat{L}$, the cost--barrier rank "
              "correlation $\\rho$ and the identity order's rank (Id.), over the same %d pairs; g: gate cost, "
              "e: expert cost.", S->npairs);
     tex_table(f, S, second, (int)(sizeof second / sizeof second[0]), cap);
+    for (int m = 0; m < COST_NMETHODS; m++) {
+        char bpath[64];
+        snprintf(bpath, sizeof bpath, "methods.%s.barrier", cost_methods[m].name);
+        const st_stat *st = stat_of(S, bpath);
+        if (cost_methods[m].needs == COST_NEEDS_NOTHING || !st || !st->n) continue;
+        int cols[NCOLS], nc = method_cols((cost_method)m, cols);
+        snprintf(cap, sizeof cap, "The %s method (on the evaluation set's inputs at the block): its barrier, "
+                 "rank, ties, $\\hat{L}$ and cost--barrier $\\rho$, over the same %d pairs.",
+                 cost_methods[m].name, S->npairs);
+        tex_table(f, S, cols, nc, cap);
+    }
+    if (S->npairs && S->pairs[0].nseq) tex_intervals(f, S);
     return finish_memstream(f, &buf, &len, path, "LaTeX table", err);
 }

@@ -23,7 +23,7 @@
 #define USAGE                                                                                    \
     "moescope study CKPT1 CKPT2 [CKPT3 ...] | DIR [--eval E] [--points 25] [--json F] [--csv F] " \
     "[--latex F] [--png F] [--samples N] [--seed S] [--exhaustive] [--threads K] [--layer L] [--no-wm] [-q] " \
-    "[--no-center] [--interpolate-backbone] [--no-proxy]"
+    "[--no-center] [--interpolate-backbone] [--no-proxy] [--screen K] [--screen-units M]"
 #define ST_MAX_POOL 64
 
 static void help(void) {
@@ -43,8 +43,9 @@ static void help(void) {
            "list what was left out. Without --eval, DIR/eval.safetensors is used (for\n"
            "checkpoints named one by one, eval.safetensors beside the first). For\n"
            "n >= 10 each landscape is sampled (--samples) and ranks carry a 95%% interval.\n"
-           "Each pair's named barriers carry a 95%% bootstrap interval over the evaluation\n"
-           "set's samples (a network's sequences or images; ranks too on networks).\n"
+           "Each pair's barriers and ranks carry a 95%% bootstrap interval over the\n"
+           "evaluation set's samples (a network's sequences or images; a layer's ranks up\n"
+           "to 720 orders), in the text, JSON, CSV and LaTeX reports.\n"
            "A pool of networks (GPT-2, ViT or Hugging Face decoder folders such as\n"
            "Qwen3-MoE's, with MoE blocks sharing their frozen backbone, E holding\n"
            "input_ids, or pixel_values and labels): every pair's landscape of one MoE\n"
@@ -69,6 +70,14 @@ static void help(void) {
            "      --no-center   no gate centring for the gate cost\n"
            "      --interpolate-backbone  networks: interpolate what the seeds do not share\n"
            "      --no-proxy    networks: no layer-only proxy\n"
+           "      --screen K    screening, per pair: every order on a subset of the\n"
+           "                    evaluation set, then the best K on it, every method's order\n"
+           "                    and the skip-order on the whole set; the pair's ranks are\n"
+           "                    among those survivors, beside each method's rank on the\n"
+           "                    subset and the orders its bootstrap intervals cannot tell\n"
+           "                    from its best (and how many of those were screened out)\n"
+           "      --screen-units M  the subset: M of the set's samples, sequences or images,\n"
+           "                    spread evenly (default: a quarter, at least 2)\n"
            "      --layer L     layer prefix (default moe)\n"
            "  -q, --quiet       no table on stdout, no progress line\n"
            "  -h, --help        this text\n",
@@ -309,7 +318,7 @@ static int study_finish(int failed, study *S, int here, const st_pool *P, const 
 }
 
 static int run_study(const st_pool *P, const subject *S, const char *e_path, ls_opts *lo,
-                     const char *const *outs, int show) {
+                     const ls_screen_opts *scr, const char *const *outs, int show) {
     char *const *paths = P->paths;
     int np = P->np;
     ms_err err;
@@ -320,7 +329,7 @@ static int run_study(const st_pool *P, const subject *S, const char *e_path, ls_
     int here = cli_reports_here(); // rank 0 of moescope-mpi alone reports
     int bar = cli_progress_wanted(show); // moescope-mpi: lines (cli_progress)
     study_progress(lo, np, bar, 0);
-    int failed = study_run(M, (const char *const *)paths, np, &S[0].E, lo, bar ? on_pair : NULL, &Sd, &err);
+    int failed = study_run(M, (const char *const *)paths, np, &S[0].E, lo, scr, bar ? on_pair : NULL, &Sd, &err);
     int rc = study_finish(failed, &Sd, here, P, e_path, outs, show, &err);
     free(M);
     return rc;
@@ -333,23 +342,36 @@ typedef struct {
     const ls_opts *lo;
     align_opts other;
     int interp, proxy;
-    net_objective *cur;
+    net_objective *cur, *cur_sub;
+    const net_evalset *sub; /* the screening's subset (study --screen), NULL without */
     evalset *inputs;        /* (np) checkpoint i's block inputs for the proxy, made on first use */
 } net_study;
 
-static int ns_make(void *ctx, int i, int j, const ls_objective **obj, ms_err *err) {
-    net_study *s = ctx;
+/* pair (i, j)'s objective on E (the whole set, or the screening's subset) into *no */
+static int ns_objective(net_study *s, int i, int j, const net_evalset *E, net_objective **no,
+                        const ls_objective **obj, ms_err *err) {
     net_obj_opts o = {.chosen = s->nets[0].net.block, .other = s->other, .interp_backbone = s->interp,
                       .par = {.threads = s->lo->nthreads}};
-    if (net_objective_new(&s->nets[i].net.A, &s->nets[j].net.A, &s->nets[0].net.E, &o, &s->cur, err)) return -1;
-    *obj = net_objective_view(s->cur);
+    if (net_objective_new(&s->nets[i].net.A, &s->nets[j].net.A, E, &o, no, err)) return -1;
+    *obj = net_objective_view(*no);
     return 0;
+}
+
+static int ns_make(void *ctx, int i, int j, const ls_objective **obj, ms_err *err) {
+    net_study *s = ctx;
+    return ns_objective(s, i, j, &s->nets[0].net.E, &s->cur, obj, err);
+}
+
+static int ns_make_sub(void *ctx, int i, int j, const ls_objective **obj, ms_err *err) {
+    net_study *s = ctx;
+    return ns_objective(s, i, j, s->sub, &s->cur_sub, obj, err);
 }
 
 static void ns_done(void *ctx) {
     net_study *s = ctx;
     net_objective_free(s->cur);
-    s->cur = NULL;
+    net_objective_free(s->cur_sub);
+    s->cur = s->cur_sub = NULL;
 }
 
 static int ns_proxy(void *ctx, int i, int j, landscape *L, ms_err *err) {
@@ -363,7 +385,7 @@ static int ns_proxy(void *ctx, int i, int j, landscape *L, ms_err *err) {
 }
 
 static int run_study_net(const st_pool *P, subject *nets, const char *e_path, ls_opts *lo,
-                         const char *const *outs, int show, int interp, int proxy) {
+                         const ls_screen_opts *scr, const char *const *outs, int show, int interp, int proxy) {
     ms_err err;
     // the proxy's block inputs are made after each pair's landscape: refuse them before
     if (proxy && net_inputs_mem_check(&nets[0].net.A, &nets[0].net.E, nets[0].net.block, &err))
@@ -372,15 +394,22 @@ static int run_study_net(const st_pool *P, subject *nets, const char *e_path, ls
     align_opts_default(&ns.other);
     ns.other.center = lo->center, ns.other.wm_stage = lo->wm;
     ns.inputs = ms_calloc((size_t)P->np, sizeof(evalset));
-    study_objective so = {ns_make, ns_done, proxy ? ns_proxy : NULL, &ns};
+    net_evalset Es;
+    memset(&Es, 0, sizeof Es);
+    if (scr->keep) {
+        net_evalset_subset(&nets[0].net.E, ls_screen_units(nets[0].net.E.N, scr), &Es);
+        ns.sub = &Es;
+    }
+    study_objective so = {ns_make, ns_make_sub, ns_done, proxy ? ns_proxy : NULL, &ns};
     moe_model *M = ms_calloc((size_t)P->np, sizeof(moe_model)); // each one's chosen block
     for (int i = 0; i < P->np; i++) M[i] = *nets[i].a;
     study S;
     lo->part = cli_partition; // moescope-mpi: each pair's evaluations split over its processes
     int here = cli_reports_here(), rc = 0, bar = cli_progress_wanted(show);
     study_progress(lo, P->np, bar, 1);
-    int failed = study_run_obj(M, (const char *const *)P->paths, P->np, &so, lo, bar ? on_pair : NULL, &S, &err);
+    int failed = study_run_obj(M, (const char *const *)P->paths, P->np, &so, lo, scr, bar ? on_pair : NULL, &S, &err);
     rc = study_finish(failed, &S, here, P, e_path, outs, show, &err);
+    if (scr->keep) net_evalset_free(&Es);
     for (int i = 0; i < P->np; i++) evalset_free(&ns.inputs[i]);
     free(ns.inputs);
     free(M);
@@ -395,9 +424,10 @@ int cmd_study(int argc, char **argv) {
         {"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
         {"no-center", no_argument, 0, 'C'},   CLI_LANDSCAPE_OPTIONS,
         CLI_NETWORK_OPTIONS,                  CLI_FIGURE_OPTIONS,
-        {0, 0, 0, 0}};
+        CLI_SCREEN_OPTIONS,                   {0, 0, 0, 0}};
     ls_opts lo;
     ls_opts_default(&lo);
+    ls_screen_opts scr = {0, 0};
     const char *e_path = NULL, *layer = NULL, *outs[4] = {NULL, NULL, NULL, NULL};
     int show = 1, ch, interp = 0, proxy = 1, orders_given = 0;
     optind = 1;
@@ -419,12 +449,16 @@ int cmd_study(int argc, char **argv) {
             orders_given |= cli_orders_given(ch);
             int r = cli_landscape_option(&lo, ch, optarg, "study", USAGE);
             if (r < 0) r = cli_figure_option(ch, optarg, "study", USAGE);
+            if (r < 0) r = cli_screen_option(&scr, ch, optarg, "study", USAGE);
             if (r > 0) return r;
             if (r < 0) return cli_option_error(USAGE, "study", ch, argc, argv);
         }
         }
     }
     if (optind >= argc) return cli_usage_error(USAGE, "study: no checkpoints given");
+    if (scr.units && !scr.keep) return cli_usage_error(USAGE, "study: --screen-units needs --screen K");
+    if (scr.keep && cli_partition)
+        return cli_usage_error(USAGE, "study: --screen runs in one process, not under moescope-mpi");
     st_pool P;
     memset(&P, 0, sizeof P);
     int rc = 0;
@@ -457,9 +491,9 @@ int cmd_study(int argc, char **argv) {
     }
     if (!rc && S[0].kind == SUBJECT_NETWORK) {
         cli_net_landscape_defaults(&lo, orders_given);
-        rc = run_study_net(&P, S, e_path, &lo, outs, show, interp, proxy);
+        rc = run_study_net(&P, S, e_path, &lo, &scr, outs, show, interp, proxy);
     } else if (!rc) {
-        rc = run_study(&P, S, e_path, &lo, outs, show);
+        rc = run_study(&P, S, e_path, &lo, &scr, outs, show);
     }
     for (int i = 0; S && i < P.np && S[i].pa; i++) subject_free(&S[i]);
     free(S);

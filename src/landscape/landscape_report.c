@@ -295,7 +295,7 @@ void ls_csv_header(FILE *f, int has_proxy) {
 }
 
 void ls_csv_row(FILE *f, long rank, const int *order, int n, const ls_row *r, long tied, long cls,
-                const double *proxy) {
+                const double *proxy, const char *last) {
     char ord[LS_MAX_N * 4 + 1];
     moe_order_format(ord, sizeof ord, order, n);
     fprintf(f, "%ld,%s,", rank, ord);
@@ -306,6 +306,7 @@ void ls_csv_row(FILE *f, long rank, const int *order, int n, const ls_row *r, lo
     csv_num(f, r->auc);
     fprintf(f, ",%ld,%ld", tied, cls);
     if (proxy) fputc(',', f), csv_num(f, *proxy);
+    if (last) fprintf(f, ",%s", last);
     fputc('\n', f);
 }
 
@@ -329,7 +330,7 @@ int landscape_write_csv(const landscape *L, const char *path, ms_err *err) {
         const ls_row *r = &L->rows[k];
         int p[LS_MAX_N];
         ls_order_get(L->orders, L->n, r->id, p);
-        ls_csv_row(f, rk[k], p, L->n, r, rk[nr + k], rk[2 * nr + k], L->has_proxy ? &L->proxy_barrier[r->id] : NULL);
+        ls_csv_row(f, rk[k], p, L->n, r, rk[nr + k], rk[2 * nr + k], L->has_proxy ? &L->proxy_barrier[r->id] : NULL, NULL);
     }
     free(rk);
     fclose(f);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "align/align.h"
+#include "align/cost_matrix.h"
 #include "core/ms_alloc.h"
 #include "landscape_int.h"
 
@@ -24,16 +26,37 @@ static void survivor_add(uint8_t *given, long *cnt, int n, const int *p) {
     (*cnt)++;
 }
 
-/* the survivors: the best keep on the subset, every method's order, the identity */
-static uint8_t *survivors(const landscape *sub, int keep, long *cnt) {
+/* The orders the data-driven methods pick on the whole set: they read its
+ * inputs, so the subset's may differ; have[m] 0 for the others (data-free:
+ * the subset's are the same) and where there are no inputs. */
+static int whole_set_orders(const moe_model *A, const moe_model *B, const evalset *E, const ls_opts *full_o,
+                            int (*ord)[LS_MAX_N], int *have, ms_err *err) {
+    const ls_objective *obj = full_o->objective;
+    cost_input in = {.A = A, .B = B, .center = full_o->center, .X = obj ? obj->inputs : E->inputs,
+                     .N = obj ? obj->ninputs : E->N, .d = A->cfg.d};
+    double *C = ms_malloc((size_t)A->cfg.n * A->cfg.n * sizeof(double)), total;
+    int rc = 0;
+    for (int m = 0; m < COST_NMETHODS && !rc; m++) {
+        have[m] = cost_methods[m].needs == COST_NEEDS_EVALSET && in.X && in.N > 0;
+        if (have[m]) rc = cost_matrix_in((cost_method)m, &in, C, err) || align_order(&A->cfg, C, ord[m], &total, err);
+    }
+    free(C);
+    return rc ? -1 : 0;
+}
+
+/* the survivors: the best keep on the subset, every method's order (on the
+ * subset, and on the whole set where have[m]), the identity */
+static uint8_t *survivors(const landscape *sub, int keep, int (*whole)[LS_MAX_N], const int *have, long *cnt) {
     int n = sub->n, p[LS_MAX_N];
-    uint8_t *given = ms_malloc(((size_t)keep + COST_NMETHODS + 1) * n);
+    uint8_t *given = ms_malloc(((size_t)keep + 2 * COST_NMETHODS + 1) * n);
     *cnt = 0;
     for (long r = 0; r < keep && r < sub->norders; r++) {
         ls_order_get(sub->orders, n, sub->rows[r].id, p);
         survivor_add(given, cnt, n, p);
     }
     for (int m = 0; m < COST_NMETHODS; m++) survivor_add(given, cnt, n, sub->methods[m].order);
+    for (int m = 0; m < COST_NMETHODS; m++)
+        if (have[m]) survivor_add(given, cnt, n, whole[m]);
     for (int i = 0; i < n; i++) p[i] = i;
     survivor_add(given, cnt, n, p);
     return given;
@@ -162,9 +185,11 @@ int landscape_screen(const moe_model *A, const moe_model *B, const evalset *E_su
     S->keep = so->keep;
     if (sub_o->part || full_o->part)
         return ms_fail(err, "screening runs in one process (not split over moescope-mpi's)");
+    int whole[COST_NMETHODS][LS_MAX_N], have[COST_NMETHODS];
+    if (whole_set_orders(A, B, E, full_o, whole, have, err)) return -1;
     if (landscape_compute(A, B, E_sub, sub_o, &S->sub, err)) return -1;
     long ng;
-    uint8_t *given = survivors(&S->sub, so->keep, &ng);
+    uint8_t *given = survivors(&S->sub, so->keep, whole, have, &ng);
     ls_opts fo = *full_o;
     fo.given = given, fo.ngiven = ng;
     int rc = landscape_compute(A, B, E, &fo, &S->full, err);

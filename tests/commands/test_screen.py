@@ -4,15 +4,21 @@ evaluation set, the survivors again on the whole set.
 On the bundled samples teacher4 (a layer, 24 orders) and gpt/topk4 (a network, 24
 orders of MoE block 0):
   - every order evaluated on the whole set has exactly the barrier a plain landscape
-    gives it (the same evaluations); the survivors are the best K on the subset, both
-    methods' orders and the identity (skip-order), and the true best (the plain run's)
-    is among them;
+    gives it (the same evaluations); the survivors are the best K on the subset, every
+    method's order (a data-driven one's as it picks on the whole set) and the identity
+    (skip-order), and the true best (the plain run's) is among them;
   - the subset is rows floor(u N / m): every order's subset barrier equals a plain
     landscape's on that subset written by numpy (the layer);
   - brute force: K >= the orders evaluates every order, and the table is the plain one;
   - the counts the JSON states (undistinguished from the subset's best, of them screened
     out) are those of its own rows' intervals; the CSV has every order once;
   - --screen-units without --screen, and --screen 0, are usage errors.
+
+`study --screen K` on three dense4 seeds: each pair is `landscape --screen K`'s (the
+same survivors, methods' orders, barriers, ranks and counts), each method's barrier is
+the plain study's exactly and its rank interval holds its rank, every method's order is
+evaluated fully, each method's subset rank is its order's rank on the subset, the CSV's
+screening columns are the JSON's, and the text says it all within 120 columns.
 """
 import csv
 import json
@@ -58,9 +64,11 @@ def check_screen(name, j, plain, keep, norders, n):
     rows = sc["orders"]
     sub = sorted((r for r in rows), key=lambda r: r["subset_barrier"])
     want = {tuple(r["order"]) for r in sub[:keep]}
-    want |= {tuple(j["methods"][m]["order"]) for m in ("gate", "expert")} | {tuple(range(n))}
-    check(set(full) == want, "%s: the survivors are the best %d on the subset, the methods' and the identity: %s"
-          % (name, keep, sorted(full)))
+    want |= {tuple(j["methods"][m]["order"]) for m in j["methods"]} | {tuple(range(n))}
+    # besides: the data-driven methods' orders on the subset (they read its inputs)
+    check(want <= set(full) and len(set(full) - want) <= 2,
+          "%s: the survivors are the best %d on the subset, every method's order (on the whole set) and the "
+          "identity: %s" % (name, keep, sorted(full)))
     best = min(plain, key=plain.get)
     check(best in full, "%s: the true best %s is among the survivors" % (name, best))
     check(len(rows) == norders and len({tuple(r["order"]) for r in rows}) == norders,
@@ -136,7 +144,61 @@ def test_usage():
         check(r.returncode == 2 and why in r.stderr, "%s: usage error naming it: %d %s" % (extra, r.returncode, r.stderr))
 
 
+def test_study():
+    d = os.path.join(SAMPLES, "dense4")
+    seeds = [os.path.join(d, "seed%d.safetensors" % i) for i in (1, 2, 3)]
+    ev = os.path.join(d, "eval.safetensors")
+    base = (*seeds, "--eval", ev, "--points", 5)
+    js, cs, pj = p("study.json"), p("study.csv"), p("study_plain.json")
+    r = run("study", *base, "--screen", 3, "--json", js, "--csv", cs, binary=testutil.MOESCOPE_REL)
+    rp = run("study", *base, "-q", "--json", pj, binary=testutil.MOESCOPE_REL)
+    check(r.returncode == 0 and rp.returncode == 0, "study --screen 3 runs: %s" % r.stderr.strip()[-300:])
+    if r.returncode or rp.returncode:
+        return
+    S, P = json.load(open(js)), json.load(open(pj))
+    methods = list(S["pairs"][0]["methods"])
+    check(len(methods) == 4 and len(S["pairs"]) == 3, "three pairs, four methods: %s" % methods)
+    for k, (pr, plain) in enumerate(zip(S["pairs"], P["pairs"])):
+        tag = "pair %d" % k
+        j, _ = landscape("study_pair%d" % k, (pr["a"], pr["b"], "--eval", ev, "--points", 5, "--screen", 3),
+                         binary=testutil.MOESCOPE_REL)
+        if not j:
+            continue
+        sc, lsc = pr["screening"], j["screening"]
+        check(all(sc[key] == lsc[key] for key in ("units", "of_units", "unit", "keep", "evaluated_fully",
+                                                  "with_subset_interval", "undistinguished_from_best",
+                                                  "undistinguished_screened_out")),
+              "%s: the counts are landscape --screen's: %s" % (tag, sc))
+        full = barriers(j)
+        for m in methods:
+            M, L = pr["methods"][m], j["methods"][m]
+            check(M["order"] == L["order"] and M["barrier"] == L["barrier"] and M["rank"] == L["rank"],
+                  "%s %s: order, barrier and rank as landscape --screen's" % (tag, m))
+            check(M["barrier"] == plain["methods"][m]["barrier"], "%s %s: the barrier is the plain study's exactly"
+                  % (tag, m))
+            check(tuple(M["order"]) in full and M["rank"] <= sc["evaluated_fully"],
+                  "%s %s: its order is evaluated fully, ranked among the survivors" % (tag, m))
+            lo, hi = M["rank_ci95"]
+            check(lo <= M["rank"] <= hi <= sc["evaluated_fully"], "%s %s: its rank interval %s holds it" % (tag, m, [lo, hi]))
+            sub = {tuple(o["order"]): o["subset_barrier"] for o in lsc["orders"]}
+            below = sum(b < sub[tuple(M["order"])] - j["tau"] for b in sub.values())
+            check(1 <= sc["subset_rank"][m] <= 24 and abs(sc["subset_rank"][m] - (1 + below)) <= 1,
+                  "%s %s: subset rank %s, its order's on the subset %d" % (tag, m, sc["subset_rank"][m], 1 + below))
+    rows = [x for x in csv.DictReader(line for line in open(cs) if not line.startswith("#"))]
+    check([x["row"] for x in rows] == ["pair"] * 3 + ["mean", "std"] and all(
+        float(x["screening.evaluated_fully"]) == pr["screening"]["evaluated_fully"]
+        and all(float(x["screening.subset_rank." + m]) == pr["screening"]["subset_rank"][m] for m in methods)
+        for x, pr in zip(rows, S["pairs"])), "the CSV's screening columns are the JSON's")
+    check("screening, per pair" in r.stdout and "screened (--screen 3)" in r.stdout,
+          "the text says the pairs were screened")
+    wide = [ln for ln in r.stdout.splitlines() if len(ln) > 120]
+    check(not wide, "study --screen: lines within 120 columns: %s" % wide[:2])
+    r = run("study", *seeds, "--eval", ev, "--screen-units", 8)
+    check(r.returncode == 2 and "--screen-units needs --screen" in r.stderr, "study: --screen-units alone is a usage error")
+
+
 test_usage()
+test_study()
 test_layer()
 test_network()
 sys.exit(testutil.summary("test_screen"))

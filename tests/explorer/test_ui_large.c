@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "app.h"
 #include "heatmap_view.h"
@@ -17,6 +18,8 @@
 #include "layout.h"
 #include "orders_view.h"
 #include "landscape/rank.h"
+#include "scatter_view.h"
+#include "state_export.h"
 #include "swap_view.h"
 #include "model/symmetry.h"
 #include "order_abbrev.h"
@@ -696,6 +699,45 @@ static void test_beside_sample(void) {
     CHECK(grid_find(&g, "beside the sample (rows, not drawn into it): E expert", NULL) > 3 &&
               grid_find(&g, "best found 0.0050 (the expert method)", NULL) > 3,
           "the line under the table: beside the sample, the best found and how");
+    /* the scatter: every row a point, the one beside the sample too (its mark found), the
+     * best row beside the sample inside the points drawn (ASan: no read past them) */
+    grid_clear(&g);
+    scatter_render(&g, &r, &v, s.best_row);
+    CHECK(grid_find(&g, "200 sampled orders + 1 beside", NULL) == 0, "the scatter's title counts both");
+    /* the swaps of the current order (the expert method's, beside the sample) */
+    double *d = malloc((size_t)n * n * sizeof(double));
+    memcpy(v.current_order, v.method_order[COST_EXPERT], sizeof v.current_order);
+    CHECK(swap_deltas(&v, d) == 0, "the swaps: the current order's row is the one beside the sample");
+    free(d);
+    /* the exported table: said to be a sample, each row with how it was found */
+    char dir[] = "/tmp/moescope-beside-XXXXXX", csv[64];
+    CHECK(mkdtemp(dir) != NULL, "temp dir");
+    snprintf(csv, sizeof csv, "%s/t.csv", dir);
+    ms_err err;
+    v.orders_in_set_log10 = orders_total_log10(n, 0);
+    v.orders_in_set = pow(10.0, v.orders_in_set_log10);
+    CHECK(state_write(&v, NULL, "a.safetensors", "b.safetensors", csv, &err) == 0, "state_write: %s", err.msg);
+    FILE *fp = fopen(csv, "r");
+    char line[4096];
+    int said = 0, header = 0, rows = 0, first_beside = 0, sampled = 0;
+    while (fp && fgets(line, sizeof line, fp)) {
+        if (!strncmp(line, "# orders: a uniform sample of 200 of about 10^", 46) && strstr(line, "and 1 evaluated beside it"))
+            said = 1;
+        if (line[0] == '#') continue;
+        if (!header) {
+            header = !strcmp(line, "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class,found\n");
+            continue;
+        }
+        rows++;
+        if (rows == 1) first_beside = !strncmp(line, "1,", 2) && strstr(line, ",the expert method\n") != NULL;
+        sampled += strstr(line, ",sampled\n") != NULL;
+    }
+    if (fp) fclose(fp);
+    remove(csv);
+    rmdir(dir);
+    CHECK(said && header, "the CSV says it is a sample, with a column found");
+    CHECK(rows == nrows + 1 && sampled == nrows && first_beside,
+          "the CSV: the 200 sampled rows and, first, the expert method's beside them (%d rows, %d sampled)", rows, sampled);
     v.rows[nrows].barrier = 0.5; /* now above the sample's best */
     v.rows_epoch++;
     orders_update(&s, &v);

@@ -189,6 +189,11 @@ def check_summary(S):
     check(not bad, "summary mean/std/n agree with numpy (ddof=1) except %s" % bad)
 
 
+METHODS = ("gate", "expert", "activation", "router")
+CURVES = [("naive", lambda p: p["naive"]), ("skip_order", lambda p: p["skip_order"])] + \
+    [("methods." + m, (lambda m: lambda p: p["methods"][m])(m)) for m in METHODS]
+
+
 def check_csv(paths, S):
     lines = [l for l in open(paths["csv"]) if not l.startswith("#")]
     R = list(csv.DictReader(lines))
@@ -199,6 +204,24 @@ def check_csv(paths, S):
               "CSV: first pair's expert barrier equals the JSON's")
         m = S["summary"]["naive.barrier"]["mean"]
         check(abs(float(R[6]["naive.barrier"]) - m) <= 1e-8 * abs(m), "CSV: mean row")
+    # each pair's bootstrap intervals: every curve's barrier and every method's rank
+    bad = []
+    for row, p in zip(R, S["pairs"]):
+        for path, get in CURVES:
+            want = get(p)["barrier_ci95"]
+            got = [float(row[path + ".barrier_ci95_" + e]) for e in ("lo", "hi")]
+            if not (all(abs(g - w) <= 1e-8 * max(1.0, abs(w)) for g, w in zip(got, want))
+                    and got[0] <= get(p)["barrier"] <= got[1]):
+                bad.append((path, got, want))
+        for m in METHODS:
+            want = p["methods"][m]["rank_ci95"]
+            got = [float(row["methods.%s.rank_ci95_%s" % (m, e)]) for e in ("lo", "hi")]
+            if (not all(abs(g - w) <= 1e-8 * abs(w) for g, w in zip(got, want))
+                    or not got[0] <= p["methods"][m]["rank"] <= got[1]):
+                bad.append((m, got, want))
+    check(len(R) == 8 and not bad, "CSV: each pair's intervals are the JSON's and hold their estimates: %s" % bad[:3])
+    check(len(R) == 8 and all(R[k]["methods.router.rank_ci95_lo"] == "" for k in (6, 7)),
+          "CSV: the intervals are per pair (empty in the mean and std rows)")
 
 
 def tex_visible(cell):
@@ -207,37 +230,64 @@ def tex_visible(cell):
     return re.sub(r"[{}$^\\]", "", cell).strip()
 
 
-def check_latex(paths):
-    """two booktabs tables, each narrow enough for one column of a two-column
-    paper (at most 8 columns, rows of at most 56 printed characters besides
-    the column gaps; the 14-column table of before was 150), together every
-    column once: header, 6 pairs, mean and std rows"""
+def tex_rows(tex, spec):
+    body = tex[spec.end():tex.index("\\end{tabular}", spec.end())]
+    return body, [l for l in body.splitlines() if l.rstrip().endswith("\\\\")]
+
+
+def check_latex(paths, S):
+    """booktabs tables, each narrow enough for one column of a two-column paper
+    (at most 8 columns, rows of at most 56 printed characters besides the column
+    gaps; the 14-column table of before was 150): two of every column once
+    (header, 6 pairs, mean and std rows), one per data-driven method, and each
+    pair's intervals"""
     tex = open(paths["tex"]).read()
     specs = list(re.finditer(r"\\begin\{tabular\}\{([lrc]+)\}", tex))
-    check(len(specs) == 2, "LaTeX: two tabulars (%d)" % len(specs))
+    check(len(specs) == 5, "LaTeX: five tabulars, the two of before, activation, router, intervals (%d)" % len(specs))
     heads = []
     for spec in specs:
         ncol = len(spec.group(1))
         check(ncol <= 8, "LaTeX: %d columns fit a paper column" % ncol)
-        body = tex[spec.end():tex.index("\\end{tabular}", spec.end())]
-        rows = [l for l in body.splitlines() if l.rstrip().endswith("\\\\")]
-        check(len(rows) == 1 + 6 + 2, "LaTeX: header, 6 pairs, mean and std rows (%d rows)" % len(rows))
+        body, rows = tex_rows(tex, spec)
         counts = {l.count("&") + 1 - l.count("\\&") for l in rows}
         check(counts == {ncol}, "LaTeX: every row has %d cells (%s)" % (ncol, counts))
         # a column is as wide as its widest cell
         cells = [[tex_visible(c) for c in l.rstrip()[:-2].split("&")] for l in rows]
         width = sum(max(len(r[c]) for r in cells) for c in range(ncol))
         check(width <= 56, "LaTeX: %d printed characters a row fit a paper column" % width)
+        check(body.index("\\toprule") < body.index("\\midrule") < body.index("\\bottomrule"),
+              "LaTeX: rules in order")
+        if spec is specs[-1]:
+            continue
+        check(len(rows) == 1 + 6 + 2, "LaTeX: header, 6 pairs, mean and std rows (%d rows)" % len(rows))
         check(body.count("\\toprule") == 1 and body.count("\\midrule") == 2 and body.count("\\bottomrule") == 1,
               "LaTeX: booktabs rules toprule, 2 midrule, bottomrule")
-        check(body.index("\\toprule") < body.index("\\midrule") < body.rindex("\\midrule") < body.index("\\bottomrule"),
-              "LaTeX: rules in order")
+        check(body.index("\\midrule") < body.rindex("\\midrule") < body.index("\\bottomrule"), "LaTeX: midrules")
         check(rows[-2].startswith("Mean") and rows[-1].startswith("Std"), "LaTeX: mean and std rows last")
         check(all(re.match(r"^seed[0-9]--seed[0-9] ", r) for r in rows[1:7]), "LaTeX: pairs named seedI--seedJ")
         heads += [tex_visible(c) for c in rows[0].rstrip()[:-2].split("&")][1:]
-    check(len(heads) == len(set(heads)) == 14, "LaTeX: the 14 columns, each once: %r" % heads)
+    check(len(heads) == len(set(heads)) == 24, "LaTeX: the 24 columns, each once: %r" % heads)
     check("\\hline" not in tex, "LaTeX: booktabs, no \\hline")
-
+    # the intervals: a row per pair and alignment, each interval the JSON's to 4 decimals
+    if len(specs) == 5:
+        _, rows = tex_rows(tex, specs[-1])
+        cells = [[c.strip() for c in l.rstrip()[:-2].split("&")] for l in rows[1:]]
+        check(len(cells) == 6 * 6, "LaTeX intervals: 6 alignments of 6 pairs (%d rows)" % len(cells))
+        names = ["Naive", "Skip", "Gate", "Expert", "Act.", "Router"]  # cost_methods[]'s titles
+        bad = []
+        for k, p in enumerate(S["pairs"]):
+            for i, (path, get) in enumerate(CURVES):
+                c = cells[6 * k + i] if 6 * k + i < len(cells) else [""] * 6
+                lo, hi = get(p)["barrier_ci95"]
+                want = [names[i], "%.4f" % get(p)["barrier"], "[%.4f, %.4f]" % (lo, hi)]
+                if i >= 2:
+                    rk = get(p)["rank_ci95"]
+                    want += ["%d" % get(p)["rank"], "[%.0f, %.0f]" % tuple(rk)]
+                else:
+                    want += ["", ""]
+                if c[1:] != want or (i == 0) != c[0].startswith("seed"):
+                    bad.append((c, want))
+        check(not bad, "LaTeX intervals: each cell the JSON's: %s" % bad[:2])
 
 def png_pixels(path):
     """(width, height, rows of RGB bytes) of an 8-bit RGB PNG."""
@@ -403,7 +453,7 @@ def main():
             check_once(S)
             check_summary(S)
             check_csv(paths, S)
-            check_latex(paths)
+            check_latex(paths, S)
             check_png(paths)
         test_sampled(tmp)
         test_sampled_zero_share(tmp)
