@@ -86,5 +86,8 @@ void progress_install_cancel(void);
  * when the table is full or the path too long (then nothing is removed). */
 int cancel_register(const char *path, int is_dir);
 void cancel_unregister(int slot);
+/* A fatal signal's ending (async-signal-safe): remove every registered path, end
+ * the progress line, write parts[0..nparts) to stderr, _exit(status). */
+void cancel_exit_now(const char *const *parts, int nparts, int status);
 
 #endif

@@ -350,17 +350,22 @@ static void remove_dir_at(int at, const char *dir, int depth) {
 
 static void remove_dir_now(const char *dir) { remove_dir_at(AT_FDCWD, dir, 1); }
 
-static void on_cancel(int sig) {
+void cancel_exit_now(const char *const *parts, int nparts, int status) {
     for (int pass = 0; pass < 2; pass++) // files first: some live in a registered directory
         for (int i = 0; i < NSLOTS; i++) {
             int s = atomic_load(&slots[i].state);
             if (pass == 0 && s == SLOT_FILE) unlink(slots[i].path);
             if (pass == 1 && s == SLOT_DIR) remove_dir_now(slots[i].path);
         }
-    static const char msg[] = "moescope: interrupted; unfinished outputs removed\n";
-    if (line_shown && write(STDERR_FILENO, "\r\033[K", 4) < 0) _exit(128 + sig);
-    if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) _exit(128 + sig);
-    _exit(128 + sig);
+    if (line_shown && write(STDERR_FILENO, "\r\033[K", 4) < 0) _exit(status);
+    for (int i = 0; i < nparts; i++)
+        if (write(STDERR_FILENO, parts[i], strlen(parts[i])) < 0) break;
+    _exit(status);
+}
+
+static void on_cancel(int sig) {
+    static const char *const msg[] = {"moescope: interrupted; unfinished outputs removed\n"};
+    cancel_exit_now(msg, 1, 128 + sig);
 }
 
 void progress_install_cancel(void) {

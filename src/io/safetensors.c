@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +118,10 @@ static int cmp_keyref(const void *a, const void *b) {
     return strcmp(**(char **const *)a, **(char **const *)b);
 }
 
+static void maps_remove(const void *base);
+
 static void free_contents(st_file *f) {
+    if (f->map) maps_remove(f->map); // before its tensors' names go
     free(f->read_marks);
     free(f->by_name);
     free(f->by_key);
@@ -145,10 +149,62 @@ static void free_contents(st_file *f) {
  * without the handler. */
 static __thread sigjmp_buf *bus_jmp;
 
+/* The live mappings, for a SIGBUS outside any guard: a weight used in place by a
+ * product (core/wpanel.h) is read by many threads, too often to guard each read.
+ * A fault inside one of them ends the command as a guard would report it (named
+ * file, status 1, unfinished outputs removed) instead of a bare "Bus error". */
+enum { MAPS = 256, MAP_PATH = 1024 };
+static struct {
+    atomic_int used;
+    const st_tensor *tensors; /* the file's, to name the faulting byte's */
+    int ntensors;
+    const char *data, *base;
+    size_t size;
+    char path[MAP_PATH];
+    char size_text[24];
+} maps[MAPS];
+
+/* the name of f's tensor holding byte a, "" if none (a linear scan: signal-safe) */
+static const char *tensor_at(int m, const char *a) {
+    for (int i = 0; i < maps[m].ntensors; i++) {
+        const st_tensor *t = &maps[m].tensors[i];
+        if (a >= maps[m].data + t->begin && a < maps[m].data + t->end) return t->name;
+    }
+    return "";
+}
+
+static void maps_add(const st_file *f) {
+    for (int i = 0; i < MAPS; i++) {
+        int expect = 0;
+        if (!atomic_compare_exchange_strong(&maps[i].used, &expect, 2)) continue;
+        maps[i].tensors = f->tensors, maps[i].ntensors = f->ntensors, maps[i].data = (const char *)f->data;
+        maps[i].base = (const char *)f->map, maps[i].size = f->size;
+        snprintf(maps[i].path, MAP_PATH, "%s", f->path);
+        snprintf(maps[i].size_text, sizeof maps[i].size_text, "%zu", f->size);
+        atomic_store(&maps[i].used, 1); // published complete
+        return;
+    }
+}
+
+static void maps_remove(const void *base) {
+    for (int i = 0; i < MAPS; i++)
+        if (atomic_load(&maps[i].used) == 1 && maps[i].base == base) atomic_store(&maps[i].used, 0);
+}
+
 static void on_sigbus(int sig, siginfo_t *si, void *uc) {
-    (void)si, (void)uc;
+    (void)uc;
     if (bus_jmp) siglongjmp(*bus_jmp, 1);
-    signal(sig, SIG_DFL); // the access faults again on return, now fatally
+    const char *a = si ? (const char *)si->si_addr : NULL;
+    for (int i = 0; a && i < MAPS; i++)
+        if (atomic_load(&maps[i].used) == 1 && a >= maps[i].base && a < maps[i].base + maps[i].size) {
+            const char *t = tensor_at(i, a);
+            const char *msg[] = {"moescope: ", maps[i].path, *t ? ": tensor '" : "", t, *t ? "'" : "",
+                                 ": the file changed while being read (", maps[i].size_text,
+                                 " bytes when opened: truncated or rewritten by another program); "
+                                 "unfinished outputs removed\n"};
+            cancel_exit_now(msg, 8, 1);
+        }
+    signal(sig, SIG_DFL); // not ours: the access faults again on return, now fatally
 }
 
 static void bus_install(void) {
@@ -545,6 +601,7 @@ int st_open(st_file *f, const char *path, ms_err *err) {
         free_contents(f);
         return -1;
     }
+    maps_add(f);
     return 0;
 }
 

@@ -11,7 +11,8 @@
 #  (4) an input truncated while it is read (held at a phase by MOESCOPE_TEST_STALL, cut,
 #      then resumed with SIGUSR1: no timing) is reported with the file and the tensor,
 #      exit 1, no crash (SIGBUS), no temporary left, never blamed on the output (a
-#      network's backbone compared with B's too);
+#      network's backbone compared with B's too; a decoder family's shard cut before the
+#      command, and while its evaluation reads the experts in place from the mapping);
 #  (6) a report's provenance hashes the shards that were opened, never the others (a FIFO
 #      or a link to /dev/zero among them), and only regular files, bounded;
 #  (7) messages that say what is wrong: -o a symlink to an empty directory, a missing shard
@@ -272,6 +273,40 @@ else
     [ $rc -eq 1 ] && pass || fail "network landscape, B cut while the backbones are compared: exit $rc, expected 1"
     grep -Eq "nb/model\.safetensors: tensor 'transformer\.[a-z0-9_.]+': the file changed while being read \(9360 bytes when opened, 0 now" "$D/st.err" \
         && pass || { fail "network landscape, B cut: message"; sed 's/^/    /' "$D/st.err" | tail -3; }
+fi
+
+# a decoder family's shard cut short: refused at open by every command, naming the shard
+# and the tensor that runs past its end (align links an untouched shard only whole); and
+# cut while the evaluation reads its experts in place from the mapping (no guard per read):
+# the shard and the tensor named, exit 1, never a SIGBUS
+FC=$D/famcut
+rm -rf "$FC"; mkdir -p "$FC/out"
+$PYTHON "$TESTS_DIR/lib/gen_decoders.py" --family qwen3_moe --out "$FC/a" --shards 2 --dtype bf16 >/dev/null
+cp -r "$FC/a" "$FC/cut"
+SH2=model-00002-of-00002.safetensors
+truncate -s $(($(stat -c %s "$FC/a/$SH2") - 4000)) "$FC/cut/$SH2"
+FE=$FC/a/eval.safetensors
+CUT="cut/$SH2: truncated: data section is [0-9]+ bytes, tensor 'model\.layers\.[0-9]+\.[a-z_.]+weight' ends at [0-9]+"
+for args in "eval CUT --eval $FE" "landscape A CUT --eval $FE --json OUT/l.json" "curve A CUT --eval $FE --csv OUT/c.csv" \
+    "diagnose A CUT --eval $FE" "geometry CUT --eval $FE" "study A CUT --eval $FE" "align A CUT --layer all -o OUT/al" \
+    "align A CUT --layer 0 -o OUT/al0" "scramble CUT -o OUT/s" "cost A CUT --layer 2" "info CUT --layer 2"; do
+    a=${args//CUT/$FC/cut}; a=${a//A /$FC/a }; a=${a//OUT/$FC/out}
+    # shellcheck disable=SC2086
+    expect_fail "cut shard: ${args%% *}" "$CUT" "$MOESCOPE" $a
+done
+[ -z "$(ls -A "$FC/out")" ] && pass || fail "cut shard: outputs left: $(ls -A "$FC/out")"
+rm -rf "$FC/live"; cp -r "$FC/a" "$FC/live"
+if ! run_stalled "evaluation rows" "$MOESCOPE" eval "$FC/live" --eval "$FE" --json "$FC/out/e.json"; then
+    fail "family eval: never reached 'evaluation rows'"; sed 's/^/    /' "$D/st.err" | tail -3
+else
+    truncate -s 0 "$FC/live/model-00001-of-00002.safetensors" "$FC/live/$SH2"
+    kill -USR1 $STALLED
+    wait $STALLED
+    rc=$?
+    [ $rc -eq 1 ] && pass || fail "family eval, shards cut while evaluated: exit $rc, expected 1"
+    grep -Eq "live/model-0000[12]-of-00002\.safetensors: tensor 'model\.layers\.[0-9]+\.[a-z0-9_.]+': the file changed while being read \([0-9]+ bytes when opened" "$D/st.err" \
+        && pass || { fail "family eval, shards cut: message"; sed 's/^/    /' "$D/st.err" | tail -3; }
+    [ -z "$(ls -A "$FC/out")" ] && pass || fail "family eval, shards cut: left $(ls -A "$FC/out")"
 fi
 
 # ------------------------------------------------- (5) bounded writes
