@@ -26,7 +26,8 @@
 #include "core/ms_error.h"
 
 /* row_to_col (nr): column of each row, or -1. total: sum of chosen costs.
- * maximize != 0 maximises instead of minimising. */
+ * maximize != 0 maximises instead of minimising. The calling thread's cancel
+ * (progress.h) stops it between rows: -1 "cancelled". */
 int lap_solve(const double *cost, int nr, int nc, int maximize, int *row_to_col,
               double *total, ms_err *err);
 

@@ -51,7 +51,8 @@ typedef struct {
     double *rl; // (head_rows) each logit row's loss
     char *rh;   // (head_rows) each logit row's top-1 hit
     atomic_int *stop; /* an evaluation's cancel (net_eval.c): an MoE block stops between its
-                         experts, its output then discarded; NULL: never */
+                         experts, a dense MLP between its two products, their output then
+                         discarded; NULL: never */
 } net_ws;
 
 void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T);

@@ -53,17 +53,30 @@ static void similarity_rows(const moe_expert *a, const moe_expert *b, const moe_
     }
 }
 
-/* S, in panels of WM_PANEL rows with a cancel check between them (the calling
- * thread's, progress.h: the explorer's q within a panel at h = 3072); -1 when
- * cancelled (S then incomplete). */
+/* S's panels: WM_PANEL rows, or on a thread that can be cancelled (progress.h:
+ * the explorer's q) as few rows as make about WM_PANEL_FLOPS, at least
+ * WM_PANEL_MIN: a 512-row panel at h = 3072, d = 768 is 5 GFLOP, a tenth of a
+ * second. Rows split the product, never d: S is the same either way. */
 #define WM_PANEL 512
+#define WM_PANEL_MIN 64
+#define WM_PANEL_FLOPS 1e9
+static int panel_rows(const moe_config *c) {
+    if (!progress_cancel_flag()) return WM_PANEL;
+    double per_row = 2.0 * (moe_act_glu(c->act) ? 3 : 2) * c->h * (double)c->d;
+    int rows = WM_PANEL;
+    while (rows > WM_PANEL_MIN && rows * per_row > WM_PANEL_FLOPS) rows /= 2;
+    return rows;
+}
+
+/* S, in panels with a cancel check between them (the calling thread's,
+ * progress.h); -1 when cancelled (S then incomplete). */
 static int similarity(const moe_expert *a, const moe_expert *b, const moe_config *c, double *S) {
-    int h = c->h;
+    int h = c->h, P = panel_rows(c);
     // Sf (h,h) floats in the first half of S's h*h doubles: no second buffer
     float *Sf = (float *)(void *)S;
-    for (int r0 = 0; r0 < h; r0 += WM_PANEL) {
+    for (int r0 = 0; r0 < h; r0 += P) {
         if (r0 && progress_cancelled()) return -1;
-        similarity_rows(a, b, c, r0, h - r0 < WM_PANEL ? h - r0 : WM_PANEL, Sf);
+        similarity_rows(a, b, c, r0, h - r0 < P ? h - r0 : P, Sf);
     }
     widen_in_place(S, (size_t)h * h);
     return 0;

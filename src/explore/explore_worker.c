@@ -581,6 +581,7 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     memcpy(g->pub.current_order, cur, sizeof cur);
     pub_ranks(g);
     pub_bump(g);
+    pthread_cond_signal(&g->cv_diag); // the diagnostics waited for these
     pthread_mutex_unlock(&g->mu);
     if (!g->E && !g->obj) return 0; /* data-free (no evaluation set): costs and assignments only */
     if (prep_wait(g, err)) return -1;
@@ -1045,6 +1046,12 @@ static void *diag_worker(void *arg) {
             export_step(g);
             continue;
         }
+        if (!g->pub.have_methods && (g->front_busy || g->has_pending)) {
+            // the front's cost matrices first (the first screen's; the same products as the
+            // findings' on a core of their own)
+            pthread_cond_wait(&g->cv_diag, &g->mu);
+            continue;
+        }
         int m = g->diag_want_m, c = g->diag_want_c;
         g->diag_want = 0;
         if (g->diag_have[m][c]) {
@@ -1215,6 +1222,7 @@ static void *front_worker(void *arg) {
         pthread_mutex_lock(&g->mu);
         g->front_busy = 0;
         g->pub.front_phase[0] = 0;
+        pthread_cond_signal(&g->cv_diag); // a failed or cancelled request: the diagnostics go on
         if (rc == 0 && (g->E || g->obj) && !g->has_pending) {
             /* the landscape for this request's key, unless it is there or coming; not
                for a request a newer one superseded while it ran (its cheap part can end

@@ -270,10 +270,15 @@ void net_mlp_input(const net_model *m, int L, const float *h, int M, net_ws *w) 
     norm_forward(m, h, M, b->ln2_w, b->ln2_b, w->x);
 }
 
+/* w's evaluation cancelled: a dense MLP stops between its two products (half a
+ * panel's work; h is left half done, the evaluation discarded) */
+static int stopped(const net_ws *w) { return w->stop && atomic_load(w->stop); }
+
 /* h += down(silu(gate x) up x) of a decoder's dense block, x = w->x (M, d) */
 static void glu_forward(const net_model *m, const net_block *b, float *h, int M, net_ws *w) {
     int d = m->cfg.d, ff = m->cfg.ff;
     tf_dense_forward(w->x, M, d, 2 * ff, b->fc_w, TF_LINEAR, NULL, 0, w->y); // (M, 2ff): gate | up
+    if (stopped(w)) return;
     for (int r = 0; r < M; r++) { // row r's silu(gate) up into (M, ff), packed in place
         const float *g = w->y + (size_t)r * 2 * ff, *u = g + ff;
         float *out = w->y + (size_t)r * ff;
@@ -302,6 +307,7 @@ void net_mlp_apply(const net_model *m, int L, const moe_model *moe, float *h, in
     int ff = m->cfg.ff;
     tf_layout lay = layout_of(m);
     tf_dense_forward(w->x, M, d, ff, b->fc_w, lay, b->fc_b, 0, w->y); // (M, ff)
+    if (stopped(w)) return;
     tf_act_forward(w->y, (size_t)M * ff, m->cfg.act);
     tf_dense_forward(w->y, M, ff, d, b->fcp_w, lay, b->fcp_b, 1, h);
 }
