@@ -351,7 +351,9 @@ static int net_block_setup(tui_inputs *in, int k, net_objective **obj, moe_model
 /* The worker of the shown network block. */
 static explore_worker *net_worker_start(tui_inputs *in, ms_err *err) {
     subject_net *n = in->net; // equal backbones (not interpolated): one copy of their values
-    int same = !n->interp_backbone && !n->backbone_diff[0];
+    // not compared yet (values_later): the worker compares them, unless an earlier one did
+    // (B's pointers into A's values: net_share_backbone)
+    int same = n->interp_backbone ? 0 : n->backbone_later && !net_has_backbone(&n->B) ? EXPLORE_SAME_COMPARE : 1;
     return explore_start_net(in->A, in->B, in->obj, &n->A, &n->B, same, &n->E, n->block, err);
 }
 

@@ -44,7 +44,9 @@ typedef struct {
                                    floats, one copy of an equal backbone */
     int values_later;           /* a network's backbones without their values (net_load_ckpt_later):
                                    the caller reads and checks them later (the explorer, off its
-                                   screen); every shape, the MoE blocks and the set checked now */
+                                   screen); every shape, the MoE blocks and the set checked now;
+                                   two frozen backbones in other files compared later too
+                                   (subject_net.backbone_later) */
 } subject_spec;
 
 /* A network pair: A and B whole, the token or image set, the chosen block. */
@@ -54,7 +56,14 @@ typedef struct {
     int block;               /* the chosen MoE block: an index into cfg.moe_layers */
     int interp_backbone;     /* --interpolate-backbone */
     char backbone_diff[512]; /* how the backbones differ, "" when equal */
+    int backbone_later;      /* values_later: the backbones' bytes not compared yet (the caller
+                                does, subject_backbones_check: hundreds of MiB to read) */
 } subject_net;
+
+/* Do the networks pa and pb share their frozen backbone (net_backbone_diff)? 0 yes;
+ * 1 no but interp allows it (how they differ in what); -1 with err: no (the refusal,
+ * naming the first tensor that differs), or the files could not be read. */
+int subject_backbones_check(const char *pa, const char *pb, int interp, char *what, size_t cap, ms_err *err);
 
 typedef struct {
     subject_kind kind;

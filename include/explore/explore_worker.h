@@ -174,14 +174,17 @@ explore_worker *explore_start_obj(const moe_model *A, const moe_model *B, const 
  * layers, no the objective of its loss as net_objective_create left it (the
  * worker prepares it: the frozen prefix and the end points), net and net_b the
  * networks A and B (their backbones' values read by the worker when they are
- * not in, net_load_backbone, and checked on set; same: their backbones are
- * equal, B's then A's values, net_share_backbone) and set their evaluation set,
+ * not in, net_load_backbone, and checked on set; same: 1 their backbones are
+ * equal, B's then A's values, net_share_backbone; 0 each its own;
+ * EXPLORE_SAME_COMPARE compared first, on the worker, as subject_backbones_check:
+ * equal, shared; different, the preparation fails with its refusal) and set their evaluation set,
  * for the block's own inputs (the diagnostics'; data-free until they are in).
  * All borrowed, outliving the worker; nothing else touches net and net_b until
  * explore_stop. The costs, assignments and data-free diagnostics come at once;
  * the curves and the landscape once the preparation is done (snapshot.prep
  * says how far it is, net_values when the backbones are in); explore_stop
  * cancels it within one tensor, block or panel of rows. */
+#define EXPLORE_SAME_COMPARE (-1)
 explore_worker *explore_start_net(const moe_model *A, const moe_model *B, net_objective *no, net_model *net,
                                   net_model *net_b, int same, const net_evalset *set, int block, ms_err *err);
 /* the preparation's steps: the backbones' reading ("load seed1 backbone") and

@@ -886,7 +886,7 @@ static int lapjv_run(const double *c, double sg, int n, int m, int cand_min, int
     // augment never frees a row, so the free list can be walked as is
     int rc = 0;
     for (int f = 0; f < s.nfree && !rc; f++) {
-        if (f % LAP_CANCEL_ROWS == LAP_CANCEL_ROWS - 1 && progress_cancelled()) rc = -1;
+        if (f % LAP_CANCEL_ROWS == 0 && progress_cancelled()) rc = -1;
         else lapjv_augment(&s, s.freerows[f]);
     }
     free(s.colsol);

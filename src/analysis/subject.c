@@ -121,17 +121,29 @@ static int load_net_one(const char *path, net_model *m, const family_overrides *
     return rc;
 }
 
-/* A and B one architecture whose frozen backbones are equal, unless they may differ */
-static int check_backbones(subject_net *n, const subject_spec *sp, ms_err *err) {
-    if (net_check_compatible(&n->A, &n->B, err)) return -1;
-    int d = net_backbone_diff(sp->pa, sp->pb, n->backbone_diff, sizeof n->backbone_diff, err);
+int subject_backbones_check(const char *pa, const char *pb, int interp, char *what, size_t cap, ms_err *err) {
+    int d = net_backbone_diff(pa, pb, what, cap, err);
     if (d < 0) return -1;
-    if (d > 0 && !sp->interp_backbone)
+    if (d > 0 && !interp)
         return ms_fail(err, "%s and %s do not share their frozen backbone: %s (every tensor outside "
                             "the MoE blocks must be equal; --interpolate-backbone interpolates them too)",
-                       sp->pa, sp->pb, n->backbone_diff);
-    if (d == 0) n->backbone_diff[0] = 0;
-    return 0;
+                       pa, pb, what);
+    if (d == 0) what[0] = 0;
+    return d;
+}
+
+/* A and B one architecture whose frozen backbones are equal, unless they may differ;
+ * their bytes compared now, or by the caller that reads them later (values_later:
+ * interpolated ones need no comparison) */
+static int check_backbones(subject_net *n, const subject_spec *sp, ms_err *err) {
+    if (net_check_compatible(&n->A, &n->B, err)) return -1;
+    if (sp->values_later) {
+        n->backbone_later = !sp->interp_backbone;
+        return 0;
+    }
+    int d = subject_backbones_check(sp->pa, sp->pb, sp->interp_backbone, n->backbone_diff,
+                                    sizeof n->backbone_diff, err);
+    return d < 0 ? -1 : 0;
 }
 
 /* A from f's checkpoint and E from f's set when they opened (else opened again,

@@ -22,7 +22,8 @@ static const struct {
     [ENV_PROGRESS] = {"MOESCOPE_PROGRESS",
                       "the progress line on stderr: 0 off, 1 at once (default: on a terminal, after a "
                       "quarter of a second)"},
-    [ENV_TIMING] = {"MOESCOPE_TIMING", "1: the seconds of every phase on stderr at exit (landscape: its split, as -v)"},
+    [ENV_TIMING] = {"MOESCOPE_TIMING", "1: the seconds of every phase on stderr at exit (landscape: its split, as -v; "
+                                       "the explorer: its first screen, the UI thread's CPU to it, and q's steps)"},
     [ENV_LS_DEBUG] = {"MOESCOPE_LS_DEBUG", "set: the landscape's phase times on stderr as they end"},
     [ENV_MPI_STATS] = {"MOESCOPE_MPI_STATS",
                        "set: each moescope-mpi process prints the bytes it sent, its seconds in MPI "

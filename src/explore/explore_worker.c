@@ -37,6 +37,7 @@
 #include "io/checkpoint.h"
 #include "io/outputs.h"
 #include "align/lap.h"
+#include "analysis/subject.h"
 #include "core/progress.h"
 #include "io/model_io.h"
 #include "landscape/rank.h"
@@ -1171,6 +1172,11 @@ static void prep_finish(explore_worker *g, int rc, evalset *X, const ms_err *err
  * tensor or a block. The curves and the routing geometry wait for them. */
 static int prep_backbones(explore_worker *g, ms_err *err) {
     net_model *nets[2] = {g->prep_net, g->prep_net_b};
+    if (g->prep_same == EXPLORE_SAME_COMPARE) { // two files: equal bytes, or the refusal (subject.h)
+        char what[512];
+        if (subject_backbones_check(nets[0]->path, nets[1]->path, 0, what, sizeof what, err)) return -1;
+        g->prep_same = 1;
+    }
     if (net_load_backbone(nets[0], err)) return -1; // its phase: "load seed1 backbone"
     // B's backbone equal to A's (the samples' shared shard): A's values serve both
     if (g->prep_same && !net_has_backbone(nets[1])) net_share_backbone(nets[1], nets[0]);

@@ -690,6 +690,10 @@ static int same_bytes(const st_file *fa, const st_tensor *ta, const st_file *fb,
     snprintf(what, sizeof what, "tensor '%.200s'", ta->name);
     cmp_job j = {.same = 1};
     for (size_t off = 0; off < len && j.same; off += CHUNK) {
+        if (progress_cancelled()) { // a listener's cancel: the explorer compares them on its worker
+            free(buf);
+            return ms_fail(err, "cancelled");
+        }
         j.n = len - off < CHUNK ? len - off : CHUNK;
         j.a = fa->data + ta->begin + off;
         j.b = buf;

@@ -249,11 +249,16 @@ def explorer_run(a, b, e, sock, quit_when):
     """One explorer in tmux on the pair: seconds from its start to the first screen (its
     title and the cost matrix's pane drawn), to the cost matrix with its assignment, and
     from q (sent once quit_when(screen) holds, or after 120 s) to the process's end; the
-    status line when q was sent."""
+    status line when q was sent; and the explorer's own account (MOESCOPE_TIMING, its
+    stderr: the UI thread's CPU seconds to the first screen, which the machine's load
+    does not stretch, and q's steps)."""
     done = os.path.join(os.path.dirname(e), "explorer.done")
-    if os.path.exists(done):
-        os.remove(done)
-    cmd = "LANG=C.UTF-8 '%s' '%s' '%s' --eval '%s'; echo $? > '%s'; sleep 600" % (MOESCOPE, a, b, e, done)
+    timing = os.path.join(os.path.dirname(e), "explorer.timing")
+    for f in (done, timing):
+        if os.path.exists(f):
+            os.remove(f)
+    cmd = "LANG=C.UTF-8 MOESCOPE_TIMING=1 '%s' '%s' '%s' --eval '%s' 2> '%s'; echo $? > '%s'; sleep 600" % (
+        MOESCOPE, a, b, e, timing, done)
     first = matrix = quit_s = None
     status = ""
     try:
@@ -280,7 +285,9 @@ def explorer_run(a, b, e, sock, quit_when):
             time.sleep(0.002)
     finally:
         tmux(sock, "kill-server")
-    return first, matrix, quit_s, status
+    own = dict(re.findall(r"^timing: (explorer [^\n]*?) ([0-9.]+)$", open(timing).read() if os.path.exists(timing)
+                          else "", re.M))
+    return first, matrix, quit_s, status, {k: float(v) for k, v in own.items()}
 
 
 def explorer_at_size(a, b, e):
@@ -298,12 +305,19 @@ def explorer_at_size(a, b, e):
     firsts, quits = [], []
     for k, (what, when) in enumerate(moments):
         # each run its own tmux server: one shutting down cannot swallow the next session
-        first, matrix, quit_s, status = explorer_run(a, b, e, "%s-%d" % (sock, k), when)
+        first, matrix, quit_s, status, own = explorer_run(a, b, e, "%s-%d" % (sock, k), when)
         fs = "%.2f s" % first if first is not None else "none in 120 s"
         ms = "%.2f s" % matrix if matrix is not None else "not yet"
         qs = "%.0f ms" % (1e3 * quit_s) if quit_s is not None else "not in 300 s"
         print("  explorer in tmux, q %s: first screen after %s (the cost matrix's assignment %s); q ended "
-              "the process after %s (status line then: %s)" % (what, fs, ms, qs, status[:110]))
+              "the process after %s (status line then: %s)" % (what, fs, ms, qs, status[:110] or "q sent at 120 s"))
+        if own:
+            print("    its own account: first screen %.2f s after its start, the UI thread's CPU to it %.2f s; "
+                  "after q the terminal restored at %.0f ms, the workers stopped at %.0f ms, memory freed at %.0f ms"
+                  % tuple(own.get(key, float("nan")) * f for key, f in (
+                      ("explorer first screen", 1), ("explorer first screen, UI thread CPU", 1),
+                      ("explorer q: terminal restored", 1e3), ("explorer q: workers stopped", 1e3),
+                      ("explorer q: memory freed", 1e3))))
         if first is not None:
             firsts.append(first)
         quits.append(quit_s if quit_s is not None else float("inf"))

@@ -85,6 +85,40 @@ check "NaN in the backbone: q ends the process" wait_for "EXIT_SHOWN"
 check "NaN in the backbone: exit status 0" grep -q "EXIT=0" "$WORK/exit"
 check "NaN in the backbone: the terminal's settings restored" cmp -s "$WORK/stty0" "$WORK/stty1"
 
+# --- backbones in two files: compared by the worker after the first screen ---
+# copies of the pool with seed2's backbone shard a file of its own (not the link to
+# seed1's): equal bytes, then one value changed
+for kind in same other; do
+    cp -R "$P" "$WORK/two_$kind"
+    "$PYTHON" - "$WORK/two_$kind" "$TESTS_DIR" "$kind" <<'PY'
+import os, sys
+sys.path[:0] = [sys.argv[2] + "/lib", sys.argv[2] + "/oracle"]
+import oracle
+d, kind = sys.argv[1], sys.argv[3]
+shard = os.path.join(d, "seed2", "model-00001-of-00002.safetensors")
+assert os.path.islink(shard), "the pool's backbone shard is a link"
+t = oracle.read_safetensors(os.path.join(d, "backbone.safetensors"))[0]
+if kind == "other":
+    t["transformer.h.1.attn.c_proj.weight"][3, 5] += 0.25
+os.remove(shard)
+oracle.write_safetensors(shard, t)
+PY
+done
+explore_two() {
+    rm -f "$WORK/exit"
+    tui_session 200 40 "cd '$WORK' && '$MOESCOPE' '$WORK/two_$1/seed1' '$WORK/two_$1/seed2' --eval '$E' --points 5; echo EXIT=\$? > '$WORK/exit'; echo EXIT_SHOWN; sleep 600"
+}
+explore_two same
+check "two equal backbone files: the cost matrix and its assignment" wait_re "^A7 .*[0-9]\*"
+check "two equal backbone files: compared, then the curves come" wait_re "current barrier=[0-9.]+"
+check_quit
+explore_two other
+check "two backbone files that differ: the cost matrix and its assignment" wait_re "^A7 .*[0-9]\*"
+check "two backbone files that differ: the refusal on the status line, naming the tensor" \
+    wait_re "do not share their frozen backbone: tensor 'transformer\.h\.1\.attn\.c_proj\.weight'"
+check "two backbone files that differ: no curve" _lacks "barrier="
+check_quit
+
 # --- many experts: q with a block switch or a re-alignment in flight ---
 M=$WORK/many
 "$PYTHON" - "$M" "$TESTS_DIR" <<'PY'

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "align/lap.h"
+#include "core/progress.h"
 #include "lap_reference.h"
 #include "core/rng.h"
 #include "testlib.h"
@@ -439,6 +440,39 @@ static void test_lists_change_nothing(void) {
     CHECK(bad == 0, "%d of %d matrices: candidate lists changed the assignment", bad, cases);
 }
 
+static void no_listener(void *ctx, const char *phase, double done, double total) {
+    (void)ctx, (void)phase, (void)done, (void)total;
+}
+
+/* The calling thread's cancel (progress.h) stops the solver between rows: set,
+ * -1 "cancelled" and no column given; clear again, the same matrix solved. */
+static void test_cancel(void) {
+    enum { N = 1024 };
+    rng_t r;
+    rng_seed(&r, 11);
+    double *c = malloc(sizeof(double) * N * N);
+    int *a = malloc(sizeof(int) * N);
+    fill(&r, c, N * N, 1);
+    atomic_int stop = 1;
+    double t;
+    ms_err e;
+    progress_listen(no_listener, NULL, &stop);
+    int rc = lap_solve(c, N, N, 0, a, &t, &e);
+    CHECK(rc == -1 && !strcmp(e.msg, "cancelled"), "cancelled: rc %d (%s)", rc, rc ? e.msg : "");
+    int none = 1;
+    for (int i = 0; i < N; i++) none &= a[i] == -1;
+    CHECK(none, "cancelled: no row assigned");
+    atomic_store(&stop, 0);
+    rc = lap_solve(c, N, N, 0, a, &t, &e);
+    char used[N] = {0};
+    int perm = rc == 0;
+    for (int i = 0; i < N && perm; i++) perm = a[i] >= 0 && a[i] < N && !used[a[i]]++;
+    CHECK(perm, "the cancel cleared: every row its own column (rc %d)", rc);
+    progress_listen(NULL, NULL, NULL);
+    free(c);
+    free(a);
+}
+
 int main(void) {
     test_tie_rule(NULL);
     const lap_opts lists = {2}; /* the same tie rule with candidate lists on every size */
@@ -449,5 +483,6 @@ int main(void) {
     test_random_small();
     test_larger_vs_hungarian();
     test_second_best();
+    test_cancel();
     return test_summary("test_lap");
 }
