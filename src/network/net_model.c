@@ -232,10 +232,20 @@ static int find_tensor(ckpt *c, const net_tensor *nt, const st_file **fp, const 
     return 0;
 }
 
+/* A tensor's values in pieces of READ_PIECE floats, the calling thread's cancel
+ * (progress.h) polled between them: GPT-2's wte alone is 150 MiB, the explorer's q
+ * should not wait for it. */
+#define READ_PIECE ((int64_t)4 << 20)
 static int read_tensor(ckpt *c, const net_tensor *nt, float *dst, ms_err *err) {
     const st_file *f;
     const st_tensor *t;
-    return find_tensor(c, nt, &f, &t, err) || st_read_f32(f, t, dst, err) ? -1 : 0;
+    if (find_tensor(c, nt, &f, &t, err)) return -1;
+    for (int64_t i = 0; i < t->numel || i == 0; i += READ_PIECE) {
+        if (i && progress_cancelled()) return ms_fail(err, "cancelled");
+        int64_t k = t->numel - i < READ_PIECE ? t->numel - i : READ_PIECE;
+        if (st_read_f32_range(f, t, i, k, dst + i, err)) return -1;
+    }
+    return 0;
 }
 
 /* A ViT's classes when config.json does not say them: classifier.weight's rows. */
