@@ -73,6 +73,7 @@ struct explore_worker {
     int started_front, started_ls, started_diag;
     pthread_mutex_t mu;
     pthread_cond_t cv_front, cv_ls, cv_diag;
+    pthread_cond_t cv_costs;  /* the front's cost matrices published, or its request ended */
     /* under mu */
     int stop;
     explore_snapshot pub;          /* what snapshots copy */
@@ -583,6 +584,7 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     pub_ranks(g);
     pub_bump(g);
     pthread_cond_signal(&g->cv_diag); // the diagnostics waited for these
+    pthread_cond_broadcast(&g->cv_costs);
     pthread_mutex_unlock(&g->mu);
     if (!g->E && !g->obj) return 0; /* data-free (no evaluation set): costs and assignments only */
     if (prep_wait(g, err)) return -1;
@@ -1188,8 +1190,25 @@ static int prep_backbones(explore_worker *g, ms_err *err) {
     return 0;
 }
 
+/* The front's cost matrices first, for at most PREP_HEAD_START seconds: on a
+ * loaded machine they share the cores with the backbones' reading, and the first
+ * screen's matrix is worth more than a second of a preparation that takes minutes
+ * (an expert cost that takes longer, or a request not yet made, still gets its
+ * preparation after that). */
+#define PREP_HEAD_START 2.0
+static void prep_head_start(explore_worker *g) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)PREP_HEAD_START;
+    pthread_mutex_lock(&g->mu);
+    while (!g->pub.have_methods && !g->front_failed && !g->stop && !g->cancel_prep)
+        if (pthread_cond_timedwait(&g->cv_costs, &g->mu, &until)) break;
+    pthread_mutex_unlock(&g->mu);
+}
+
 static void *prep_worker(void *arg) {
     explore_worker *g = arg;
+    prep_head_start(g);
     progress_listen(prep_listener, g, &g->cancel_prep);
     ms_err err;
     err.msg[0] = 0;
@@ -1229,6 +1248,7 @@ static void *front_worker(void *arg) {
         g->front_busy = 0;
         g->pub.front_phase[0] = 0;
         pthread_cond_signal(&g->cv_diag); // a failed or cancelled request: the diagnostics go on
+        pthread_cond_broadcast(&g->cv_costs);
         if (rc == 0 && (g->E || g->obj) && !g->has_pending) {
             /* the landscape for this request's key, unless it is there or coming; not
                for a request a newer one superseded while it ran (its cheap part can end
@@ -1287,6 +1307,7 @@ static explore_worker *worker_new(const moe_model *A, const moe_model *B, const 
     pthread_cond_init(&g->cv_front, NULL);
     pthread_cond_init(&g->cv_ls, NULL);
     pthread_cond_init(&g->cv_diag, NULL);
+    pthread_cond_init(&g->cv_costs, NULL);
     return g;
 }
 
@@ -1449,6 +1470,7 @@ void explore_cancel(explore_worker *g) {
     pthread_cond_broadcast(&g->cv_front);
     pthread_cond_signal(&g->cv_ls);
     pthread_cond_signal(&g->cv_diag);
+    pthread_cond_broadcast(&g->cv_costs);
     pthread_mutex_unlock(&g->mu);
 }
 
@@ -1474,5 +1496,6 @@ void explore_stop(explore_worker *g) {
     pthread_cond_destroy(&g->cv_front);
     pthread_cond_destroy(&g->cv_ls);
     pthread_cond_destroy(&g->cv_diag);
+    pthread_cond_destroy(&g->cv_costs);
     free(g);
 }
