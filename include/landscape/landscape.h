@@ -241,9 +241,14 @@ void landscape_free(landscape *L);
  * per-sample losses and barrier intervals (bootstrap.h), and, up to 720 orders,
  * every order's too, for the rows' barrier intervals and each method's rank
  * interval (the fused kernel sums over the samples; beyond, boot_why says why
- * the rows have none). wm: the landscape's. */
+ * the rows have none). wm: the landscape's; cancel (may be NULL) is polled
+ * between the orders: non-zero stops with "cancelled". */
+/* a layer's orders evaluated again for their per-sample losses (ls_layer_intervals):
+ * up to 6! of them, a few seconds on the samples (a curve is ~5 ms on dense4) */
+#define LS_BOOT_LAYER_ORDERS 720
+#define LS_BOOT_LAYER_ORDERS_S "720"
 int ls_layer_intervals(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
-                       ms_err *err);
+                       atomic_int *cancel, ms_err *err);
 
 /* JSON (the documented keys exactly) and CSV reports, written atomically. */
 int landscape_write_json(const landscape *L, const char *a_path, const char *b_path,

@@ -197,7 +197,7 @@ static int pair_landscape(const moe_model *a, const moe_model *b, const st_on *o
     *Lp = L;
     if (!on->scr) {
         rc = landscape_compute(a, b, on->E, po, L, err);
-        if (!rc && !on->so && reports) rc = ls_layer_intervals(a, b, on->E, o->wm, L, err);
+        if (!rc && !on->so && reports) rc = ls_layer_intervals(a, b, on->E, o->wm, L, o->cancel, err);
         if (rc) landscape_free(L); // a failed landscape_compute left L empty
         return rc;
     }
@@ -206,7 +206,7 @@ static int pair_landscape(const moe_model *a, const moe_model *b, const st_on *o
     if (on->so && on->so->make_sub(on->so->ctx, i, j, &sub.objective, err)) return -1;
     if (landscape_screen(a, b, on->Es, on->E, &sub, po, on->scr, R, err)) return -1; // R freed
     R->sub.objective = NULL; // the subset objective's string: freed with it
-    rc = on->so ? 0 : ls_layer_intervals(a, b, on->E, o->wm, &R->full, err);
+    rc = on->so ? 0 : ls_layer_intervals(a, b, on->E, o->wm, &R->full, o->cancel, err);
     if (rc) ls_screen_free(R);
     *Lp = &R->full;
     return rc;

@@ -468,7 +468,7 @@ static int screen_layer(subject *Sj, const ls_opts *lo, const ls_screen_opts *so
     ms_err err;
     int rc = landscape_screen(Sj->a, Sj->b, &Es, &Sj->E, &sub, lo, so, &R, &err);
     cli_progress_end();
-    if (!rc && ls_layer_intervals(Sj->a, Sj->b, &Sj->E, lo->wm, &R.full, &err)) rc = -1;
+    if (!rc && ls_layer_intervals(Sj->a, Sj->b, &Sj->E, lo->wm, &R.full, NULL, &err)) rc = -1;
     if (rc) rc = cli_error("%s", err.msg);
     if (!rc) {
         print_screen(&R, &Sj->a->cfg, lo);
@@ -682,7 +682,7 @@ int cmd_landscape(int argc, char **argv) {
     cli_progress_end();
     L.secs_load = t_load;
     if (!cli_reports_here()) goto done; // rank 0 of moescope-mpi alone reports
-    if (ls_layer_intervals(A, B, E, lo.wm, &L, &err)) {
+    if (ls_layer_intervals(A, B, E, lo.wm, &L, NULL, &err)) {
         rc = cli_error("%s", err.msg);
         goto done;
     }

@@ -840,6 +840,37 @@ static void ls_redirect(explore_worker *g, ls_key k) {
     }
 }
 
+/* A layer's complete table of key k, just published: its error bars as the
+ * landscape command's (ls_layer_intervals: the orders evaluated again for their
+ * per-sample losses), published when done unless another table took its place;
+ * kept with the table either way. A newer request cancels it as it cancels a
+ * landscape (it runs as one). mu held, released while it computes. */
+static void layer_error_bars(explore_worker *g, ls_key k, landscape *L) {
+    explore_snapshot *p = &g->pub;
+    unsigned long epoch = p->rows_epoch;
+    g->ls_running = 1;
+    snprintf(g->ls_status, sizeof g->ls_status, "error bars: %ld orders again, per sample", L->norders);
+    pub_status(g);
+    pub_bump(g);
+    pthread_mutex_unlock(&g->mu);
+    ms_err err;
+    int rc = ls_layer_intervals(g->A, g->B, g->E, k.wm, L, &g->cancel_ls, &err);
+    pthread_mutex_lock(&g->mu);
+    g->ls_running = 0;
+    int hidden = g->ls_hidden;
+    g->ls_hidden = 0;
+    if (!rc && L->boot_resamples && !g->cancel_ls) {
+        if (!hidden && p->rows_epoch == epoch) { // still the table shown: the same rows, with intervals
+            memcpy(p->rows, L->rows, (size_t)L->norders * sizeof(ls_row));
+            p->ci_units = L->nseq;
+            p->rows_epoch++;
+        }
+        ls_save(g, k.wm, k, L);
+    }
+    pub_status(g);
+    pub_bump(g);
+}
+
 static void *ls_worker(void *arg) {
     explore_worker *g = arg;
     progress_listen(ls_listener, g, &g->cancel_ls); /* its named alignments: cancellable */
@@ -956,6 +987,7 @@ static void *ls_worker(void *arg) {
         }
         pub_status(g);
         pub_bump(g);
+        if (rc == 0 && !hidden && !g->obj && g->E && L.norders <= LS_BOOT_LAYER_ORDERS) layer_error_bars(g, k, &L);
         landscape_free(&L);
     }
     pthread_mutex_unlock(&g->mu);

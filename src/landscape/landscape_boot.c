@@ -97,7 +97,7 @@ int ls_order_units(const moe_model *A, const moe_model *B, const evalset *E, con
 /* every order's per-sample losses (norders, T, S) by order id, evaluated again
  * the plain way (the fused kernel sums over the samples), then the intervals */
 static int layer_orders(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
-                        ms_err *err) {
+                        atomic_int *cancel, ms_err *err) {
     int T = L->T, S = L->naive.nseq, n = L->n;
     if (L->ndone < L->norders || S < 1) return 0;
     if (L->norders > LS_BOOT_LAYER_ORDERS) {
@@ -114,6 +114,10 @@ static int layer_orders(const moe_model *A, const moe_model *B, const evalset *E
     for (long k = 0; k < L->norders && !rc; k++) {
         int p[LS_MAX_N];
         ls_order_get(L->orders, n, k, p);
+        if (cancel && atomic_load(cancel)) {
+            rc = ms_fail(err, "cancelled");
+            break;
+        }
         ls_curve c;
         memset(&c, 0, sizeof c);
         c.n = n, c.T = T;
@@ -123,19 +127,19 @@ static int layer_orders(const moe_model *A, const moe_model *B, const evalset *E
         if (!rc) memcpy(seq + (size_t)k * T * S, c.seq, (size_t)T * S * sizeof(double));
         ls_curve_free(&c);
     }
-    if (!rc) rc = ls_boot_landscape(L, seq, S, "samples", NULL, err);
+    if (!rc) rc = ls_boot_landscape(L, seq, S, "samples", cancel, err);
     if (rc) free(seq);
     else L->unit_loss = seq;
     return rc;
 }
 
 int ls_layer_intervals(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
-                       ms_err *err) {
+                       atomic_int *cancel, ms_err *err) {
     if (L->naive.seq || L->objective) return 0;
     int rc = ls_order_units(A, B, E, NULL, 0, &L->naive, err);
     if (!rc) rc = ls_order_units(A, B, E, NULL, 1, &L->skip_order, err);
     for (int m = 0; m < COST_NMETHODS && !rc; m++) rc = ls_order_units(A, B, E, L->methods[m].order, wm, &L->methods[m], err);
     if (rc) return rc;
     L->nseq = L->naive.nseq, L->boot_unit = "samples";
-    return layer_orders(A, B, E, wm, L, err);
+    return layer_orders(A, B, E, wm, L, cancel, err);
 }

@@ -338,10 +338,6 @@ void ls_sort_rows(landscape *L);
  * -1 only when cancelled */
 #define LS_BOOT_MAX_MB 256
 #define LS_BOOT_MAX_MB_S "256"
-/* a layer's orders evaluated again for their per-sample losses (landscape_boot.c):
- * up to 6! of them, a few seconds on the samples (a curve is ~5 ms on dense4) */
-#define LS_BOOT_LAYER_ORDERS 720
-#define LS_BOOT_LAYER_ORDERS_S "720"
 int ls_boot_landscape(landscape *L, const double *seq, int S, const char *unit, atomic_int *cancel,
                       ms_err *err);
 /* landscape_boot.c: c (its T set) again the plain way (curve.c) for its per-sample

@@ -91,6 +91,8 @@ check "title: folder and name" wait_re "A $(basename "$S")/seed1(\.safetensors)?
 check "matrix labels" bash -c "$(declare -f screen tm); SOCK=$SOCK; screen | grep -q 'A3 ' && screen | grep -q 'B3'"
 check "24 orders" wait_for "expert orders 24/24"
 check "landscape done" wait_for "done:"
+# a layer's table has its error bars too: the orders the set cannot tell from the best
+check "error bars: rows marked ~" wait_re "│~[ A-Z]{3}"
 # the diagnostics' flags reach the status line without d
 check "flags counted beside the footer" wait_re "[0-9]+ flags?: d"
 check "curves legend" wait_for "current barrier="
@@ -137,7 +139,7 @@ sel=$(screen | grep -oE "plotting order [0-9 ]+" | head -1 | sed 's/plotting ord
 check "selected order plotted, legend with its barrier ($sel)" wait_re "order $sel( barrier=| \(barrier |  ?)[0-9]+\.[0-9]+"
 # the plotted row keeps its mark when the cursor moves on
 tm send-keys -t t j j
-check "the plotted row is marked (>)" wait_re "│[ *GEI]{4}> +[0-9]+=? +$sel "
+check "the plotted row is marked (>)" wait_re "│[ *~GEI]{4}> +[0-9]+=? +$sel "
 
 # pin the plotted order, plot another: both curves stay, each with its digit in the legend
 tm send-keys -t t P

@@ -27,8 +27,8 @@ check "all 24 orders" wait_for "expert orders 24/24"
 check "curves legend" wait_re "current barrier=[0-9]"
 # the table's rows: "   <rank>[=] o o o o   <barrier> ..." at the right of the screen
 # ("=" marks a rank shared by orders tied within tau)
-screen | grep -oE '│[ *A-Z]*[0-9]+=? ([0-9] ){3}[0-9] +[0-9]+\.[0-9]{4}' |
-    sed -E 's/^│[ *A-Z]*[0-9]+=? //; s/ +/ /g' | sort >"$WORK/tui.txt"
+screen | grep -oE '│[ *~A-Z]*[0-9]+=? ([0-9] ){3}[0-9] +[0-9]+\.[0-9]{4}' |
+    sed -E 's/^│[ *~A-Z]*[0-9]+=? //; s/ +/ /g' | sort >"$WORK/tui.txt"
 echo "current $(screen | grep -oE 'current barrier=[0-9.]+' | head -1 | cut -d= -f2)" >>"$WORK/tui.txt"
 rows=$(grep -c -v '^current' "$WORK/tui.txt")
 check "the table shows at least 20 orders ($rows)" test "$rows" -ge 20
