@@ -72,6 +72,8 @@ typedef struct {
     evalset E;          /* a layer's inputs, zeroed without an evaluation set */
     subject_net net;    /* a network pair */
     const moe_model *a, *b; /* the layer worked on: &A and &B, or the networks' chosen block (b NULL without pb) */
+    int layer_from_capture; /* a layer pair without --layer: the set's capture.layer chose it */
+    int nlayers;            /* a layer pair without --layer: A's MoE layers (the first taken unless captured) */
 } subject;
 
 /* The kind of run: a network when the evaluation set holds input_ids or

@@ -26,8 +26,10 @@
  *   (the dense MLPs' width), max_position_embeddings P, vocab_size V, rms_norm_eps,
  *   hidden_act ("silu"), rope_theta (or rope_parameters.rope_theta), rope_scaling
  *   (net_rope.h: default, dynamic, linear, llama3, yarn; any other kind refused by name),
- *   partial_rotary_factor (1), attention_bias, sliding_window (with
- *   use_sliding_window where the family has it), tie_word_embeddings (false);
+ *   partial_rotary_factor (1), attention_bias, sliding_window (Mixtral, PhiMoE: every
+ *   block when set; Qwen only with use_sliding_window: Qwen3-MoE every block, Qwen2-MoE
+ *   the blocks layer_types names, else the even blocks below max_window_layers (28)),
+ *   tie_word_embeddings (false);
  *   OLMoE's clip_qkv; Qwen's mlp_only_layers and decoder_sparse_step; Granite's
  *   embedding_multiplier, residual_multiplier, attention_multiplier, logits_scaling.
  *   deepseek_v2, deepseek_v3: the heads' shape from q_lora_rank (null: q_proj),
@@ -159,6 +161,8 @@ const char *net_arch_sparse_rule(const net_arch_desc *A);
 int net_arch_find(const char *model_type);
 /* "gpt2, vit, mixtral, ..." for messages */
 const char *net_arch_names(void);
+/* Why a MoE family moescope opens layer by layer is no network here ("" if none said). */
+const char *net_arch_layer_only_why(const char *model_type);
 /* Is c a network checkpoint: config.json whose model_type is a row of the table,
  * with the row's probe tensor (transformer.wte.weight, model.embed_tokens.weight,
  * ...)? (A bare MoE layer file is not.) */

@@ -7,6 +7,7 @@
 
 #include "analysis/ms_limits.h"
 #include "io/checkpoint.h"
+#include "io/family.h"
 #include "io/model_io.h"
 #include "io/provenance.h"
 #include "io/safetensors.h"
@@ -72,9 +73,37 @@ static int layer_set_on_network(const subject *s, const subject_spec *sp, ms_err
                    s->A.cfg.d);
 }
 
+/* Without --layer: the layer of A the set was captured at (its capture.layer, a prefix
+ * or a block number) when A has it, into pick; s->nlayers counts A's MoE layers. A
+ * capture.layer A lacks is left to evalset_check_layer to say. */
+static void layer_default(subject *s, const subject_spec *sp, char *pick, size_t cap) {
+    family_layer *ls = NULL;
+    int n = 0;
+    ms_err ignored;
+    pick[0] = 0;
+    if (sp->layer || moe_find_layers(sp->pa, sp->ov ? sp->ov->family : -1, &ls, &n, &ignored)) return;
+    s->nlayers = n;
+    st_file f;
+    if (n > 1 && sp->e_path && !sp->ignore_capture && !st_open(&f, sp->e_path, NULL)) {
+        const char *cl = st_meta(&f, "capture.layer");
+        for (int i = 0; cl && i < n && !pick[0]; i++) {
+            char blk[32];
+            snprintf(blk, sizeof blk, "%d", ls[i].block);
+            if (!strcmp(cl, ls[i].prefix) || (ls[i].block >= 0 && !strcmp(cl, blk)))
+                snprintf(pick, cap, "%s", ls[i].prefix);
+        }
+        st_close(&f);
+    }
+    family_layers_free(ls, n);
+    s->layer_from_capture = pick[0] != 0;
+}
+
 static int load_layer(subject *s, const subject_spec *sp, ms_err *err) {
-    if (moe_load(&s->A, sp->pa, sp->layer, sp->ov, err)) return -1;
-    if (sp->pb && moe_load(&s->B, sp->pb, sp->layer, sp->ov, err)) return -1;
+    char pick[512];
+    layer_default(s, sp, pick, sizeof pick);
+    const char *layer = pick[0] ? pick : sp->layer;
+    if (moe_load(&s->A, sp->pa, layer, sp->ov, err)) return -1;
+    if (sp->pb && moe_load(&s->B, sp->pb, layer, sp->ov, err)) return -1;
     if (sp->pb && moe_check_compatible(&s->A, &s->B, err)) return -1;
     if (sp->e_path && evalset_load(&s->E, sp->e_path, err)) return -1;
     if (sp->e_path && layer_set_on_network(s, sp, err)) return -1;
@@ -103,8 +132,11 @@ static int load_net_ckpt(ckpt *c, const char *path, net_model *m, const family_o
                           "'%s' is missing",
                      path, mt, net_arch_of((net_arch)a)->probe);
     else {
-        char said[320] = "";
-        if (mt) snprintf(said, sizeof said, "; %.200s's key 'model_type' is \"%.64s\"", c->config_path, mt);
+        char said[640] = "";
+        const char *why = net_arch_layer_only_why(mt);
+        if (mt)
+            snprintf(said, sizeof said, "; %.200s's key 'model_type' is \"%.64s\"%s%s%s", c->config_path, mt,
+                     *why ? ": " : "", why, *why ? " (its MoE layers still open one at a time, as layers)" : "");
         rc = ms_fail(err, "%s: not a network checkpoint: a network's evaluation set (input_ids or "
                           "pixel_values) needs config.json with a model_type moescope computes as a "
                           "network (%s)%s",

@@ -22,6 +22,17 @@ int cli_subject_load(subject *s, subject_spec *sp, const char *cmd, const char *
         return 1;
     }
     cli_note_router_defaults(s->a, s->b);
+    if (s->kind == SUBJECT_LAYER && !sp->layer && sp->e_path && cli_reports_here() &&
+        (s->layer_from_capture || s->nlayers > 1)) { // which layer a captured set is evaluated at
+        char *l = ms_escaped(s->a->layer ? s->a->layer : "moe"); // it names a tensor prefix of the file
+        if (s->layer_from_capture)
+            fprintf(stderr, "moescope: note: layer %s, the one the evaluation set was captured at (its "
+                            "capture.layer metadata)\n", l);
+        else
+            fprintf(stderr, "moescope: note: %d MoE layers; this is the first, %s (--layer L for another)\n",
+                    s->nlayers, l);
+        free(l);
+    }
     if (s->kind == SUBJECT_NETWORK && s->net.backbone_diff[0] && cli_reports_here()) {
         char *why = ms_escaped(s->net.backbone_diff); // it names a tensor of the file
         fprintf(stderr, "moescope: note: the backbones differ (%s): interpolating them too, as every "

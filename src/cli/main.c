@@ -71,7 +71,8 @@ static void usage(FILE *fp) {
             "and the router overrides --top-k K, --norm-topk-prob 0|1, --routed-scaling F,\n"
             "--n-group G, --topk-group T (else config.json, else the family's defaults).\n"
             "An evaluation set whose capture.layer metadata names another layer than the one\n"
-            "evaluated is refused; --ignore-capture-layer evaluates on it anyway.\n\n"
+            "evaluated is refused; --ignore-capture-layer evaluates on it anyway. Without --layer,\n"
+            "the layer it names is taken (else the first MoE layer; either is said on stderr).\n\n"
             "commands:\n",
             ms_version(), family_names_list());
     for (size_t i = 0; i < NCOMMANDS; i++)

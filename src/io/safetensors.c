@@ -673,6 +673,11 @@ float st_bf16_to_float(uint16_t h) {
 }
 
 static int not_float(const st_file *f, const st_tensor *t, const char *want, ms_err *err) {
+    if (t->dtype == ST_OTHER && !strncmp(t->dtype_name, "F8_", 3)) // DeepSeek-V3's FP8 release
+        return ms_fail(err, "%s: tensor '%.200s' is %s: FP8-quantized weights (their block scales in "
+                            "'%.200s_scale_inv'), which moescope does not dequantize (it reads %s); convert the "
+                            "checkpoint to BF16 first (DeepSeek's inference/fp8_cast_bf16.py)",
+                       f->path, t->name, t->dtype_name, t->name, want);
     if (t->dtype == ST_OTHER)
         return ms_fail(err, "%s: tensor '%.200s': unsupported dtype %s (moescope reads %s)",
                        f->path, t->name, t->dtype_name, want);

@@ -84,6 +84,22 @@ const char *net_arch_names(void) {
     return buf;
 }
 
+/* The families whose MoE layers open one at a time but whose forward is not computed */
+static const struct {
+    const char *model_type, *why;
+} LAYER_ONLY[] = {
+    {"jetmoe", "JetMoE's attention is itself a mixture of experts (each token's query and output projections "
+               "are its top-k of num_local_experts attention experts, self_attention.experts), which this "
+               "forward does not compute"},
+    {"switch_transformers", "Switch Transformers is an encoder-decoder, not a causal language model"},
+};
+
+const char *net_arch_layer_only_why(const char *model_type) {
+    for (size_t i = 0; model_type && i < sizeof LAYER_ONLY / sizeof LAYER_ONLY[0]; i++)
+        if (!strcmp(model_type, LAYER_ONLY[i].model_type)) return LAYER_ONLY[i].why;
+    return "";
+}
+
 /* the architecture config.json names (and whose probe tensor c has), -1 if none */
 int net_ckpt_arch(const ckpt *c) {
     int a = net_arch_find(ckpt_config_str(c, "model_type"));
@@ -239,44 +255,96 @@ static int mla_attn_read(const cfg_obj *top, const net_arch_desc *A, net_config 
     return 0;
 }
 
-/* GPT-OSS's windows: layer_types' "sliding_attention" blocks get sliding_window */
-static int layer_types_read(const cfg_obj *top, net_config *nc, ms_err *err) {
-    long w;
-    if (cfg_int(top, "sliding_window", 1, 1L << 30, 128, &w, err) < 0) return -1;
-    nc->window = (int)w;
+/* config.json's layer_types, if it lists them: blocks "sliding_attention" get window
+ * (sliding[L] = 1), "full_attention" none. Returns 1 if listed, 0 if not, -1 on error. */
+static int layer_types_list(const cfg_obj *top, net_config *nc, int *sliding, ms_err *err) {
     const cJSON *lt = cJSON_GetObjectItemCaseSensitive(top->obj, "layer_types");
-    if (lt && !cJSON_IsNull(lt) && (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != nc->nlayer))
+    if (!lt || cJSON_IsNull(lt)) return 0;
+    if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != nc->nlayer)
         return ms_fail(err, "%s: key 'layer_types' should list the %d blocks' attention", top->file, nc->nlayer);
     for (int L = 0; L < nc->nlayer; L++) {
-        const cJSON *t = lt && cJSON_IsArray(lt) ? cJSON_GetArrayItem(lt, L) : NULL;
-        const char *kind = t ? cJSON_GetStringValue(t) : (L % 2 ? "full_attention" : "sliding_attention");
+        const char *kind = cJSON_GetStringValue(cJSON_GetArrayItem(lt, L));
         if (!kind || (strcmp(kind, "sliding_attention") && strcmp(kind, "full_attention")))
             return ms_fail(err, "%s: key 'layer_types[%d]' is not \"sliding_attention\" or \"full_attention\"",
                            top->file, L);
-        nc->layer_window[L] = strcmp(kind, "sliding_attention") ? 0 : nc->window;
+        sliding[L] = !strcmp(kind, "sliding_attention");
+    }
+    return 1;
+}
+
+/* GPT-OSS's windows: layer_types' "sliding_attention" blocks get sliding_window
+ * (unlisted: alternating, sliding first) */
+static int gpt_oss_windows(const cfg_obj *top, net_config *nc, ms_err *err) {
+    long w;
+    int sliding[NET_MAX_LAYERS];
+    if (cfg_int(top, "sliding_window", 1, 1L << 30, 128, &w, err) < 0) return -1;
+    nc->window = (int)w;
+    int listed = layer_types_list(top, nc, sliding, err);
+    if (listed < 0) return -1;
+    for (int L = 0; L < nc->nlayer; L++) nc->layer_window[L] = (listed ? sliding[L] : L % 2 == 0) ? nc->window : 0;
+    return 0;
+}
+
+/* Qwen's windows, only with use_sliding_window (as transformers' configs set them):
+ * Qwen3-MoE windows every block (Mixtral's mask); Qwen2-MoE the blocks layer_types
+ * names, or when it is absent block L iff L is even and L < max_window_layers */
+static int qwen_windows(const cfg_obj *top, const net_arch_desc *A, net_config *nc, ms_err *err) {
+    long w, maxw;
+    int use, sliding[NET_MAX_LAYERS];
+    if (cfg_bool(top, "use_sliding_window", 0, &use, err) < 0) return -1;
+    int listed = A->family == FAM_QWEN2_MOE ? layer_types_list(top, nc, sliding, err) : 0;
+    if (listed < 0) return -1;
+    if (!use) {
+        for (int L = 0; listed && L < nc->nlayer; L++)
+            if (sliding[L])
+                return ms_fail(err, "%s: key 'layer_types[%d]' is \"sliding_attention\" but 'use_sliding_window' is "
+                                    "false (transformers then sets the window to 0: no key visible)",
+                               top->file, L);
+        return 0;
+    }
+    const cJSON *sw = cJSON_GetObjectItemCaseSensitive(top->obj, "sliding_window");
+    if (sw && cJSON_IsNull(sw)) {
+        if (A->family == FAM_QWEN3_MOE) return 0; // no window: Mixtral's causal mask
+        return ms_fail(err, "%s: key 'sliding_window' is null but 'use_sliding_window' is true", top->file);
+    }
+    if (cfg_int(top, "sliding_window", 1, 1L << 30, 4096, &w, err) < 0 ||
+        cfg_int(top, "max_window_layers", 0, 1L << 30, 28, &maxw, err) < 0)
+        return -1;
+    nc->window = (int)w;
+    for (int L = 0; L < nc->nlayer; L++) {
+        int on = A->family == FAM_QWEN3_MOE ? 1 : listed ? sliding[L] : (L + 1) % 2 && L < maxw;
+        nc->layer_window[L] = on ? nc->window : 0;
     }
     return 0;
 }
 
-/* the sliding window: Mixtral's sliding_window when set; GPT-OSS's per layer_types;
- * Qwen's only with use_sliding_window (not implemented: its per-layer windows) */
+/* the sliding window: Mixtral's and PhiMoE's sliding_window when set; GPT-OSS's and
+ * Qwen's per block */
 static int decoder_window_read(const cfg_obj *top, const net_arch_desc *A, net_config *nc, ms_err *err) {
     long w;
-    int use;
-    if (A->sinks) return layer_types_read(top, nc, err);
-    if (A->sparse == NET_SPARSE_STEP) {
-        if (cfg_bool(top, "use_sliding_window", 0, &use, err) < 0) return -1;
-        if (use)
-            return ms_fail(err, "%s: key 'use_sliding_window' = true: Qwen's per-layer sliding windows are "
-                                "not implemented",
-                           top->file);
-        return 0;
-    }
+    if (A->sinks) return gpt_oss_windows(top, nc, err);
+    if (A->sparse == NET_SPARSE_STEP) return qwen_windows(top, A, nc, err);
     if (A->family != FAM_MIXTRAL && A->family != FAM_PHIMOE) return 0;
     if (cfg_int(top, "sliding_window", 1, 1L << 30, 0, &w, err) < 0) return -1;
     nc->window = (int)w;
     for (int L = 0; L < nc->nlayer; L++) nc->layer_window[L] = nc->window;
     return 0;
+}
+
+/* quantization_config: GPT-OSS's MXFP4 experts are decoded (family_io.c); any other
+ * method (DeepSeek-V3's fp8 with weight_scale_inv blocks, GPTQ, AWQ, ...) is refused */
+static int quant_read(const cfg_obj *top, const net_arch_desc *A, ms_err *err) {
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(top->obj, "quantization_config");
+    if (!q || cJSON_IsNull(q)) return 0;
+    const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(q, "quant_method"));
+    if (m && A->sinks && !strcmp(m, "mxfp4")) return 0;
+    return ms_fail(err, "%s: key 'quantization_config' (quant_method \"%.40s\"): moescope reads weights stored as "
+                        "F32, F16 or BF16 (and GPT-OSS's MXFP4 experts); it does not dequantize %s weights - "
+                        "convert the checkpoint to BF16 first%s",
+                   top->file, m ? m : "(absent)", m ? m : "these",
+                   m && !strcmp(m, "fp8") ? " (DeepSeek's inference/fp8_cast_bf16.py applies the "
+                                            "weight_scale_inv blocks)"
+                                          : "");
 }
 
 static int decoder_read(const cfg_obj *top, const net_arch_desc *A, net_config *nc, ms_err *err) {
@@ -286,7 +354,7 @@ static int decoder_read(const cfg_obj *top, const net_arch_desc *A, net_config *
     static const long hi[5] = {1 << 16, NET_MAX_LAYERS, 1 << 12, 1 << 24, 1 << 24};
     long v[5];
     int act;
-    if (required_ints(top, keys, hi, 5, v, err)) return -1;
+    if (quant_read(top, A, err) || required_ints(top, keys, hi, 5, v, err)) return -1;
     nc->d = (int)v[0], nc->nlayer = (int)v[1], nc->nhead = (int)v[2];
     nc->npos = (int)v[3], nc->vocab = (int)v[4];
     if (cfg_num(top, "rms_norm_eps", 1e-30, 1.0, 1e-6, &nc->eps, err) < 0 ||

@@ -8,8 +8,12 @@ reader and used as an inputs-only evaluation set by `moescope eval` on the
 Mixtral-layout sample. --layers: moe_layers finds the MoE layers of a stand-in
 tree (dense ones left out), write_layers writes inputs.L for each and refuses
 layers that captured different numbers of tokens, and `moescope geometry` on the
-one-layer Mixtral sample says there is nothing to compare."""
+one-layer Mixtral sample says there is nothing to compare. A decoder of several MoE
+layers with a layer's captured set: the layer its capture.layer names, else the first
+(both said on stderr), --layer as given."""
 import os
+import re
+import shutil
 import sys
 import tempfile
 from types import SimpleNamespace as NS
@@ -21,6 +25,7 @@ sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d
 sys.path.insert(0, os.path.join(HERE, "..", "..", "sample-checkpoints"))
 import capture_inputs as ci  # noqa: E402
 import family_fixtures as ff  # noqa: E402
+import gen_decoders  # noqa: E402
 import testutil  # noqa: E402
 from testutil import check, run  # noqa: E402
 
@@ -121,10 +126,44 @@ def main():
     r = run("geometry", os.path.join(SAMPLE, "seed1"), "--eval", multi)
     check(r.returncode == 1 and "the only MoE layer" in r.stderr and "two or more" in r.stderr,
           "geometry on a one-layer model: %s" % r.stderr.strip())
-    for f in os.listdir(tmp):
-        os.remove(os.path.join(tmp, f))
-    os.rmdir(tmp)
+    decoder_captures(tmp, rng)
+    shutil.rmtree(tmp)
     return testutil.summary("test_capture")
+
+
+def decoder_captures(tmp, rng):
+    """A decoder of several MoE layers (Qwen3-MoE at blocks 0 and 2) with a layer's
+    captured set: without --layer, the layer its capture.layer names (as
+    capture_inputs.py --layer writes it), said on stderr; with none, the first, and
+    the note says how many there are; --layer still chooses."""
+    ck = os.path.join(tmp, "qwen3")
+    gen_decoders.generate("qwen3_moe", ck)
+    d = gen_decoders.D
+    X = rng.standard_normal((24, d)).astype(np.float32)
+    plain, at2 = os.path.join(tmp, "plain.safetensors"), os.path.join(tmp, "at2.safetensors")
+    ci.write_inputs(plain, X)
+    ci.write_inputs(at2, X, {"capture.layer": "2"})
+    losses = {}
+    for name, ev, extra in (("first", plain, ()), ("captured", at2, ()), ("--layer 2", plain, ("--layer", "2")),
+                            ("--layer 0", plain, ("--layer", "0"))):
+        r = run("eval", ck, "--eval", ev, *extra)
+        check(r.returncode == 0, "decoder, %s: eval on a captured set: %s" % (name, r.stderr.strip()))
+        m = re.search(r"layer (model\.layers\.\d\.mlp)\)", r.stdout)
+        losses[name] = (m.group(1) if m else None, re.search(r"loss +([0-9.]+)", r.stdout).group(1)
+                        if r.returncode == 0 else None)
+        if name == "first":
+            check("2 MoE layers; this is the first, model.layers.0.mlp" in r.stderr,
+                  "decoder: the note names the first of 2 layers: %s" % r.stderr.strip())
+        if name == "captured":
+            check("layer model.layers.2.mlp, the one the evaluation set was captured at" in r.stderr,
+                  "decoder: the note names the captured layer: %s" % r.stderr.strip())
+    check(losses["first"] == losses["--layer 0"] and losses["first"][0] == "model.layers.0.mlp",
+          "decoder without --layer: the first MoE layer: %s" % losses)
+    check(losses["captured"] == losses["--layer 2"] and losses["captured"][0] == "model.layers.2.mlp"
+          and losses["captured"][1] != losses["first"][1], "decoder: the capture's layer 2: %s" % losses)
+    r = run("eval", ck, "--eval", at2, "--layer", "0")
+    check(r.returncode == 1 and "capture.layer" in r.stderr, "decoder: --layer 0 on a capture of layer 2 "
+          "is refused: %s" % r.stderr.strip())
 
 
 if __name__ == "__main__":

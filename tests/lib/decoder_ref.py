@@ -23,6 +23,8 @@ The details each family's code fixes (and this follows):
     (then clip_qkv); Qwen2-MoE q/k/v biases; GPT-OSS biases everywhere, a sink logit
     per head joining each row's softmax, and sliding layers (layer_types) where query i
     sees keys i - window < j <= i; Mixtral a window on every layer when sliding_window;
+    Qwen only with use_sliding_window: Qwen3-MoE every layer, Qwen2-MoE the layers
+    layer_types names (absent: even layers below max_window_layers, its config's rule);
   - the MoE blocks are tests/oracle/family_ref.py's (routers, shared experts and gates);
     dense layers by Qwen's mlp_only_layers/decoder_sparse_step and DeepSeek's
     first_k_dense_replace;
@@ -250,9 +252,18 @@ def window_of(c, i):
         types = c.get("layer_types") or ["sliding_attention" if (j + 1) % 2 else "full_attention"
                                          for j in range(c["num_hidden_layers"])]
         return c["sliding_window"] if types[i] == "sliding_attention" else None
-    if fam in ("qwen2_moe", "qwen3_moe") and c.get("use_sliding_window"):
-        raise ValueError("%s with use_sliding_window is not modelled" % fam)
-    if fam in ("mixtral", "qwen3_moe", "phimoe"):
+    if fam == "qwen3_moe":  # Qwen3MoeConfig: sliding_window if use_sliding_window else None
+        return c.get("sliding_window", 4096) if c.get("use_sliding_window") else None
+    if fam == "qwen2_moe":  # Qwen2MoeConfig.__post_init__, then the layer's layer_types entry
+        use = c.get("use_sliding_window", False)
+        types = c.get("layer_types") or ["sliding_attention" if (j + 1) % 2 and j < c.get("max_window_layers", 28)
+                                         and use else "full_attention" for j in range(c["num_hidden_layers"])]
+        if types[i] != "sliding_attention":
+            return None
+        if not use:
+            raise ValueError("layer_types names a sliding layer but use_sliding_window is false (window 0)")
+        return c.get("sliding_window", 4096)
+    if fam in ("mixtral", "phimoe"):
         return c.get("sliding_window")
     return None
 

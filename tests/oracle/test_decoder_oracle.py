@@ -295,6 +295,60 @@ def test_phimoe_long_rope():
     compare("phimoe longrope, long factors", ck, os.path.join(ck, "eval.safetensors"), "F32", logits=True)
 
 
+def test_qwen_sliding():
+    """Qwen's use_sliding_window (T = 12, window 4): Qwen3-MoE windows every layer,
+    Qwen2-MoE the even layers below max_window_layers, or those layer_types lists; each
+    against the oracle, and differing from the full attention's loss; layer_types naming
+    a sliding layer without use_sliding_window is refused naming the key."""
+    cases = (("qwen3_moe", {}), ("qwen2_moe", {"max_window_layers": 1}),
+             ("qwen2_moe", {"layer_types": ["full_attention", "sliding_attention", "sliding_attention"]}))
+    for i, (fam, extra) in enumerate(cases):
+        full = gen(fam, "%s_F32" % fam)
+        ev = os.path.join(full, "eval.safetensors")
+        ck = gen(fam, "sliding_%s_%d" % (fam, i))
+        edit_config(ck, use_sliding_window=True, sliding_window=4, **extra)
+        name = "%s use_sliding_window %s" % (fam, extra or "")
+        j, j0 = compare(name, ck, ev, "F32", logits=True), eval_json(full, ev)
+        if j and j0:
+            check(abs(j["loss"] - j0["loss"]) > 1e-4, "%s: the window changes the loss (%.9g vs full %.9g)"
+                  % (name, j["loss"], j0["loss"]))
+    ck = gen("qwen2_moe", "sliding_unused")
+    edit_config(ck, use_sliding_window=False, layer_types=["sliding_attention", "full_attention", "full_attention"])
+    refused("qwen2_moe: a sliding layer_types entry without use_sliding_window", ck,
+            os.path.join(ck, "eval.safetensors"), "config.json", "layer_types[0]", "use_sliding_window")
+
+
+def test_fp8_refused():
+    """DeepSeek-V3's FP8 release (quantization_config fp8, F8_E4M3 weights with
+    weight_scale_inv blocks of 128 x 128) is refused, not misread: by config.json's key,
+    and without it by the shard and the tensor, for a network and a layer alike."""
+    ck = p("fp8_deepseek_v3")
+    if not os.path.exists(ck):
+        gen_decoders.generate("deepseek_v3", ck)
+    path = os.path.join(ck, "model.safetensors")
+    raw, meta = ff.read_safetensors(path)
+    out = []
+    for k, (dt, sh, b) in raw.items():
+        if k.startswith("model.layers.1.mlp.experts.") and k.endswith("_proj.weight"):
+            out.append((k, "F8_E4M3", sh, bytes(int(np.prod(sh)))))
+            blocks = [-(-sh[0] // 128), -(-sh[1] // 128)]
+            out.append((k + "_scale_inv", "F32", blocks, np.ones(blocks, np.float32).tobytes()))
+        else:
+            out.append((k, dt, sh, b))
+    ff.write_safetensors(path, out, meta)
+    ev = os.path.join(ck, "eval.safetensors")
+    edit_config(ck, quantization_config={"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+                                         "weight_block_size": [128, 128]})
+    refused("deepseek_v3 FP8: by config.json", ck, ev, "config.json", "quantization_config", "fp8")
+    edit_config(ck, quantization_config=None)
+    t = "model.layers.1.mlp.experts.0.gate_proj.weight"
+    refused("deepseek_v3 FP8 without quantization_config", ck, ev, "model.safetensors", t, "F8_E4M3",
+            t + "_scale_inv")
+    r = run("info", ck, "--layer", 1)
+    check(r.returncode == 1 and all(n in r.stderr for n in ("model.safetensors", "F8_E4M3", "_scale_inv")),
+          "deepseek_v3 FP8: info --layer 1 refuses naming the file and the tensor: %s" % r.stderr.strip())
+
+
 def check_aligned_back(name, a, back):
     """align undid the scramble: every expert tensor of every MoE layer is A's again
     (the gate rows may differ by the common translation the alignment leaves)."""
@@ -392,6 +446,17 @@ def test_not_covered():
             continue
         ck = gen(fam, "%s_F32" % fam)
         refused("%s (not a network family yet)" % fam, ck, os.path.join(ck, "eval.safetensors"), fam)
+    # JetMoE: its layers open, but its mixture-of-attention-heads forward is not computed
+    ck = p("jetmoe_net")
+    if not os.path.exists(ck):
+        W, cfg = ff.random_layer("jetmoe", np.random.default_rng(4))
+        ff.write_checkpoint(ck, "jetmoe", W, dict(cfg, model_type="jetmoe", architectures=["JetMoEForCausalLM"],
+                                                  vocab_size=gen_decoders.V, num_hidden_layers=2), shards=2)
+        gen_decoders.write_eval(os.path.join(ck, "eval.safetensors"), np.zeros((2, 8), np.int64))
+    refused("jetmoe with input_ids, said why", ck, os.path.join(ck, "eval.safetensors"), "config.json",
+            "'model_type' is \"jetmoe\"", "attention is itself a mixture of experts")
+    r = run("info", ck)
+    check(r.returncode == 0 and "jetmoe" in r.stdout, "jetmoe: its MoE layer opens as a layer: %s" % r.stderr.strip())
     ck = gen("mixtral", "unknown_type")
     edit_config(ck, model_type="llama4_moe_x")
     refused("an unknown model_type", ck, os.path.join(ck, "eval.safetensors"), "config.json", "llama4_moe_x")
@@ -403,4 +468,5 @@ if __name__ == "__main__":
     sys.exit(testutil.run_tests("test_decoder_oracle",
                                 [test_oracle_scramble, test_oracle_causal, test_oracle_equal_experts, test_oracle_routing,
                                  test_oracle_refusals, test_covered, test_threads, test_covered_rope,
-                                 test_phimoe_long_rope, test_refusals, test_mapped_mix, test_not_covered], TMP))
+                                 test_phimoe_long_rope, test_qwen_sliding, test_fp8_refused, test_refusals,
+                                 test_mapped_mix, test_not_covered], TMP))
