@@ -7,6 +7,9 @@
 #   - l lists the MoE blocks, Enter on block 2 switches to it: the title names block
 #     2, its table is block 2's landscape;
 #   - q quits with status 0;
+#   - a Qwen3-MoE decoder pair with MoE at blocks 0 and 2 (tests/lib/gen_decoders.py, B
+#     another seed's MoE blocks on A's backbone): the title names the family and block
+#     0's layer; l, Enter switches to block 2, the title then names its layer;
 #   - the committed Qwen3-MoE pool (sample-checkpoints/qwen3moe) opens out of the box:
 #     its title names the family, the MoE layer and the network loss, and its table
 #     is the network landscape `landscape` computes.
@@ -51,5 +54,32 @@ check "qwen3moe: the title names the family" wait_for "qwen3_moe n=4 d=64"
 check "qwen3moe: and the MoE layer" wait_for "layer model.layers.1.mlp"
 check "qwen3moe: the loss is the network's, block 1" wait_for "network loss, MoE block 1"
 check_network_table "$WORK/l1.json" "qwen3moe block 1"
+check_quit
+
+# a decoder family of two MoE blocks: the title names the family and the layer; l switches
+QD=$WORK/qdec
+"$PYTHON" - "$QD" "$TESTS_DIR" <<'PY'
+import os, sys
+sys.path[:0] = [sys.argv[2] + "/lib", sys.argv[2] + "/oracle"]
+import family_fixtures as ff, gen_decoders
+out = sys.argv[1]
+gen_decoders.generate("qwen3_moe", out + "/a", dtype="BF16", shards=2)
+gen_decoders.generate("qwen3_moe", out + "/o", dtype="BF16", shards=2, seed=2)
+os.makedirs(out + "/b")
+for f in os.listdir(out + "/a"):
+    src = os.path.join(out, "a", f)
+    if not f.startswith("model-"):
+        open(os.path.join(out, "b", f), "wb").write(open(src, "rb").read())
+        continue
+    ra, meta = ff.read_safetensors(src)
+    ro = ff.read_safetensors(os.path.join(out, "o", f))[0]
+    moe = lambda k: ".mlp.experts." in k or ".mlp.gate." in k
+    ff.write_safetensors(os.path.join(out, "b", f), [(k,) + (ro[k] if moe(k) else ra[k]) for k in ra], meta)
+PY
+tui_explore 130 40 "$QD/a" "$QD/b" "$QD/a/eval.safetensors"
+check "qwen3_moe decoder: the title names the family" wait_for "qwen3_moe n=4 d=32"
+check "qwen3_moe decoder: and block 0's layer" wait_for "layer model.layers.0.mlp"
+check_block_switch "model.layers.2.mlp" "network loss, MoE block 2"
+check "qwen3_moe decoder: the title names block 2's layer" wait_for "layer model.layers.2.mlp"
 check_quit
 summary

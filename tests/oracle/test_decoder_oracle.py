@@ -23,6 +23,7 @@ modelling code) on tiny random models of tests/lib/gen_decoders.py.
 import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 
@@ -349,6 +350,121 @@ def test_fp8_refused():
           "deepseek_v3 FP8: info --layer 1 refuses naming the file and the tensor: %s" % r.stderr.strip())
 
 
+def moe_of_other_seed(a, other, out):
+    """A copy of folder a whose MoE blocks' tensors (experts and router) are folder
+    other's: two fine-tunes of one backbone, shard for shard."""
+    if os.path.exists(out):
+        return out
+    shutil.copytree(a, out)
+    for sh in sorted(f for f in os.listdir(a) if f.startswith("model") and f.endswith(".safetensors")):
+        ra, meta = ff.read_safetensors(os.path.join(a, sh))
+        ro = ff.read_safetensors(os.path.join(other, sh))[0]
+        moe = lambda k: ".mlp.experts." in k or ".mlp.gate." in k  # noqa: E731
+        ff.write_safetensors(os.path.join(out, sh), [(k,) + (ro[k] if moe(k) else ra[k]) for k in ra], meta)
+    return out
+
+
+def raw_tensors(folder):
+    """{name: (dtype, shape, bytes, shard)} over a folder's shards"""
+    out = {}
+    for sh in sorted(f for f in os.listdir(folder) if f.startswith("model") and f.endswith(".safetensors")):
+        for k, (dt, shape, b) in ff.read_safetensors(os.path.join(folder, sh))[0].items():
+            out[k] = (dt, shape, b, sh)
+    return out
+
+
+def check_layout_kept(name, src, out, moe_src=None):
+    """out has src's shards and every tensor's dtype and shard; every tensor outside the
+    MoE blocks is src's byte for byte (moe_src: the MoE tensors' own source, their
+    dtype)."""
+    ts, to = raw_tensors(src), raw_tensors(out)
+    check(set(ts) == set(to), "%s: the same tensor names as %s" % (name, src))
+    moe = lambda k: ".mlp.experts." in k or ".mlp.gate." in k  # noqa: E731
+    same = [k for k in ts if k in to and not moe(k)]
+    check(same and all(ts[k] == to[k] for k in same), "%s: every non-MoE tensor byte-identical (%d)"
+          % (name, len(same)))
+    check(all(to[k][0] == ts[k][0] and to[k][3] == ts[k][3] for k in ts if k in to),
+          "%s: every tensor keeps its dtype and its shard" % name)
+
+
+def test_family_commands():
+    """Every command on a decoder family's network of two MoE blocks (Qwen3-MoE, BF16,
+    two shards; B: another seed's MoE blocks on A's backbone): info names the family
+    and the blocks; cost and a landscape of block 2 (--samples: all 24 are fewer); curve's end points are
+    eval's losses of A and B; diagnose; merge and align --layer all keep the input's
+    shards and dtypes, every tensor outside the MoE blocks byte-identical; geometry
+    takes the blocks' router inputs from its own forward (the same numbers as on a
+    capture of the numpy forward's inputs) and its transport's unreplaced loss is the
+    oracle's on the held-out sequence."""
+    a = gen("qwen3_moe", "cmd_a", dtype="BF16", shards=2)
+    b = moe_of_other_seed(a, gen("qwen3_moe", "cmd_other", dtype="BF16", shards=2, seed=2), p("cmd_b"))
+    ev = os.path.join(a, "eval.safetensors")
+    r = run("info", a)
+    check(r.returncode == 0 and "network     qwen3_moe" in r.stdout and "MoE at 0, 2" in r.stdout,
+          "info on a decoder network: %s" % (r.stdout[:300] + r.stderr))
+    r = run("cost", a, b, "--layer", 2, "--json", p("cmd_cost.json"))
+    check(r.returncode == 0, "cost --layer 2: %s" % r.stderr.strip())
+    r = run("landscape", a, b, "--eval", ev, "--layer", 2, "--samples", 5, "--points", 3, "-q",
+            "--json", p("cmd_ls.json"))
+    check(r.returncode == 0, "a sampled landscape of block 2: %s" % r.stderr.strip())
+    if r.returncode == 0:
+        j = json.load(open(p("cmd_ls.json")))
+        check("block 2" in j.get("objective", "") and j.get("norders") in (5, 24),
+              "landscape: block 2's objective, its orders: %s %s" % (j.get("objective"), j.get("norders")))
+    la, lb = eval_json(a, ev), eval_json(b, ev)
+    r = run("curve", a, b, "--eval", ev, "--points", 3, "--json", p("cmd_curve.json"))
+    check(r.returncode == 0, "curve: %s" % r.stderr.strip())
+    if r.returncode == 0 and la and lb:
+        naive = json.load(open(p("cmd_curve.json")))["curves"]["naive"]["loss"]
+        check(abs(naive[0] - la["loss"]) < 1e-9 and abs(naive[-1] - lb["loss"]) < 1e-9,
+              "curve's end points are eval's losses: %s vs %s, %s" % (naive, la["loss"], lb["loss"]))
+    r = run("diagnose", a, b, "--eval", ev, "--points", 3, "--json", p("cmd_diag.json"))
+    check(r.returncode == 0, "diagnose: %s" % r.stderr.strip())
+    for cmd in ("merge", "align"):
+        out = p("cmd_" + cmd)
+        r = run(cmd, a, b, "--layer", "all", "-o", out)
+        check(r.returncode == 0, "%s --layer all: %s" % (cmd, r.stderr.strip()))
+        if r.returncode == 0:
+            check_layout_kept(cmd + " --layer all", a if cmd == "merge" else b, out)
+    geometry_from_own_forward(a, ev)
+
+
+def geometry_from_own_forward(a, ev):
+    c, t = decoder_ref.load(a)
+    ids = decoder_ref.read_tensors(ev)["input_ids"]
+    got = {}
+
+    def hook(c_, t_, P, X):
+        got[P] = X.astype(np.float32)
+        return family_ref.forward(c_["model_type"], decoder_ref.block_tensors(t_, P), c_, P, X)
+    decoder_ref.forward(c, t, ids, moe=hook)
+    cap = p("cmd_capture.safetensors")
+    blocks = sorted(got, key=lambda P: int(P.split(".")[2]))
+    ff.write_safetensors(cap, [("inputs.%s" % P.split(".")[2], "F32", list(got[P].shape), got[P].tobytes())
+                               for P in blocks], {"capture.layers": ",".join(P.split(".")[2] for P in blocks)})
+    js = []
+    for tag, e in (("network", ev), ("capture", cap)):
+        out = p("cmd_geo_%s.json" % tag)
+        r = run("geometry", a, "--eval", e, "--json", out, "--train-frac", "0.75")
+        check(r.returncode == 0, "geometry (%s): %s" % (tag, r.stderr.strip()))
+        js.append(json.load(open(out)) if r.returncode == 0 else None)
+    if None in js:
+        return
+    net, capj = js
+    check(net["run"]["mode"] == "network" and len(net["layers"]) == 2, "geometry: the network's two blocks")
+    for key in ("variance_control", "variance_pca"):
+        x = [L[key] for L in net["layers"]]
+        y = [L[key] for L in capj["layers"]]
+        check(np.allclose(x, y, rtol=1e-4, atol=1e-6), "geometry %s: own forward %s vs the oracle's inputs %s"
+              % (key, x, y))
+    tr = net.get("transport") or {}
+    held = ids[tr.get("train_sequences", len(ids)):]
+    if len(held):
+        ref = decoder_ref.loss_accuracy(decoder_ref.forward(c, t, held), held)[0]
+        check(abs(tr["loss"] - ref) <= 1e-4 * ref and "canonical" in tr,
+              "geometry's transport: its loss %.9g vs the oracle's %.9g on the held-out sequences" % (tr["loss"], ref))
+
+
 def check_aligned_back(name, a, back):
     """align undid the scramble: every expert tensor of every MoE layer is A's again
     (the gate rows may differ by the common translation the alignment leaves)."""
@@ -468,5 +584,5 @@ if __name__ == "__main__":
     sys.exit(testutil.run_tests("test_decoder_oracle",
                                 [test_oracle_scramble, test_oracle_causal, test_oracle_equal_experts, test_oracle_routing,
                                  test_oracle_refusals, test_covered, test_threads, test_covered_rope,
-                                 test_phimoe_long_rope, test_qwen_sliding, test_fp8_refused, test_refusals,
-                                 test_mapped_mix, test_not_covered], TMP))
+                                 test_phimoe_long_rope, test_qwen_sliding, test_fp8_refused, test_family_commands,
+                                 test_refusals, test_mapped_mix, test_not_covered], TMP))
