@@ -19,6 +19,7 @@
 #      of unrelated tensors, a 248-character -o (legal) written;
 #  (8) an evaluation set whose capture.layer names another layer is refused by eval,
 #      landscape, curve, merge --eval, diagnose and study (--ignore-capture-layer allows it);
+#      without --layer the layer it names is taken, and said;
 #  (9) an expert of B stored in F32 that the alignment moves into a slot where B holds BF16
 #      keeps its dtype (bytes exact: the output computes B's function); a merge that
 #      rounds its averages into BF16 says so; scramble's shared experts keep theirs;
@@ -749,8 +750,12 @@ sys.path[:0] = [os.path.join(os.environ["TESTS_DIR"], "oracle")]
 import numpy as np, oracle
 oracle.write_safetensors(sys.argv[1], {"inputs": np.random.default_rng(2).standard_normal((40, 16))}, {"capture.layer": "2"})
 EOF
-expect_fail "network eval on block 2's capture" "cap_l2\.safetensors: captured at layer 2 .*'transformer\.h\.0\.mlp' \(block 0\)" \
-    "$MOESCOPE" eval "$GP/seed1" --eval "$D/cap_l2.safetensors"
+expect_fail "network eval --layer 0 on block 2's capture" "cap_l2\.safetensors: captured at layer 2 .*'transformer\.h\.0\.mlp' \(block 0\)" \
+    "$MOESCOPE" eval "$GP/seed1" --layer 0 --eval "$D/cap_l2.safetensors"
+# without --layer: the layer the capture names, said
+"$MOESCOPE" eval "$GP/seed1" --eval "$D/cap_l2.safetensors" >"$D/cap.out" 2>"$D/cap.err" \
+    && grep -q "layer transformer.h.2.mlp" "$D/cap.out" && grep -q "the one the evaluation set was captured at" "$D/cap.err" \
+    && pass || fail "network eval on block 2's capture without --layer: block 2, said ($(cat "$D/cap.err"))"
 check "network eval --layer transformer.h.2.mlp on it" \
     "$MOESCOPE" eval "$GP/seed1" --layer transformer.h.2.mlp --eval "$D/cap_l2.safetensors"
 
