@@ -146,6 +146,8 @@ typedef struct {
     void (*progress)(void *ctx, long done, long total);
     void (*phase)(void *ctx, const char *what, long done, long total);
     void *ctx;
+    const double *cost_expert; /* (n, n) the expert cost of A's experts against B's when the
+                                * caller has it (the explorer's front): not computed again */
 } diag_opts;
 
 void diag_opts_default(diag_opts *o);

@@ -264,6 +264,12 @@ static int block_rows(const moe_config *c, int nx, const cost_tuning *t) {
     return rb < 1 ? 1 : rb > c->d ? c->d : rb;
 }
 
+/* The pool's two sides are one set of experts held in memory (a checkpoint against
+ * itself: the diagnostics' distances): the second side's terms are the first's. */
+static int pool_self(const pool *P) {
+    return P->ea == P->eb && P->na == P->nb && !streamed(P, 0) && !streamed(P, P->na);
+}
+
 /* d side: dist2 (na, nb) += the distances of every term. */
 static void dside_dist2(pool *P, const moe_config *c, double *dist2) {
     int d = c->d, nx = P->na + P->nb, rb = block_rows(c, nx, P->t);
@@ -277,8 +283,13 @@ static void dside_dist2(pool *P, const moe_config *c, double *dist2) {
             static const unsigned need[4] = {EXPERT_W1, EXPERT_W2, EXPERT_W3, EXPERT_W1 | EXPERT_W3};
             int x = 0;
             for (; x < nx && !progress_cancelled(); x++) { // the explorer's q: between experts
-                term_block(pool_get(P, x, need[t]), c, t, r0, m, c0, F);
                 double *v = V + (size_t)x * L;
+                if (x >= P->na && pool_self(P)) { // the same expert's block, formed already
+                    memcpy(v, V + (size_t)(x - P->na) * L, L * sizeof(double));
+                    norm[x] += sumsq(v, L);
+                    continue;
+                }
+                term_block(pool_get(P, x, need[t]), c, t, r0, m, c0, F);
                 for (int i = 0; i < m; i++)
                     for (int j = 0; j < w; j++) {
                         int r = r0 + i, col = c0 + j;

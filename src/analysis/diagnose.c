@@ -821,7 +821,9 @@ static int pair_margins(const moe_model *A, const moe_model *B, const evalset *E
         if (!cost_method_available((cost_method)m, E != NULL)) continue;
         r->order[m] = ms_malloc((size_t)n * sizeof(int));
         r->second_order[m] = ms_malloc((size_t)n * sizeof(int));
-        if (cost_matrix_in((cost_method)m, &in, C, err) ||
+        int known = m == COST_EXPERT && o->cost_expert; // the caller's, the same numbers
+        if (known) memcpy(C, o->cost_expert, (size_t)n * n * sizeof(double));
+        if ((!known && cost_matrix_in((cost_method)m, &in, C, err)) ||
             align_order(&A->cfg, C, r->order[m], &r->total[m], err)) {
             free(C);
             return ms_prefix(err, "%s cost", cost_method_name((cost_method)m));

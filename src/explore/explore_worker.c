@@ -115,6 +115,7 @@ struct explore_worker {
     int cache_T;
     unsigned long stamp;
     double *cost[COST_NMETHODS]; /* (n, n) each */
+    double *cost_expert;         /* (n, n) the expert cost once the front has it (mu; NULL before) */
     /* landscape thread only */
     landscape *cur_L;         /* the landscape being computed (for the callbacks) */
     double last_pub;
@@ -580,6 +581,10 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     memcpy(g->pub.method_order, order, sizeof order);
     memcpy(g->pub.method_have, have, sizeof have);
     g->pub.have_methods = 1;
+    if (have[COST_EXPERT] && !g->cost_expert) { // the diagnostics' too (weights only: one for every request)
+        g->cost_expert = ms_malloc(sizeof(double) * (size_t)(n * n));
+        memcpy(g->cost_expert, g->cost[COST_EXPERT], sizeof(double) * (size_t)(n * n));
+    }
     memcpy(g->pub.current_order, cur, sizeof cur);
     pub_ranks(g);
     pub_bump(g);
@@ -1094,9 +1099,15 @@ static void *diag_worker(void *arg) {
             continue;
         }
         const evalset *E = g->E; // a network's block inputs arrive later (prep thread)
+        double *ce = NULL; // the front's expert cost, when it has it
+        if (g->cost_expert) {
+            ce = ms_malloc(sizeof(double) * (size_t)(g->n * g->n));
+            memcpy(ce, g->cost_expert, sizeof(double) * (size_t)(g->n * g->n));
+        }
         pthread_mutex_unlock(&g->mu);
         diag_opts o;
         diag_opts_default(&o);
+        o.cost_expert = ce;
         o.method = (cost_method)m;
         o.center = c;
         /* the landscape thread computes the landscape; here only when it is instant */
@@ -1110,6 +1121,7 @@ static void *diag_worker(void *arg) {
         progress_listen(diag_listener, g, &g->cancel_diag);
         int rc = diag_findings(g->A, g->B, E, &o, &l, &err);
         progress_listen(NULL, NULL, NULL);
+        free(ce);
         pthread_mutex_lock(&g->mu);
         if (E != g->E) { // data-free findings of a set that came in meanwhile: asked again (prep_finish)
             dg_list_free(&l);
@@ -1520,6 +1532,7 @@ void explore_stop(explore_worker *g) {
         if (g->cache[i].used) ls_curve_free(&g->cache[i].c);
     explore_snapshot_free(&g->pub);
     for (int m = 0; m < COST_NMETHODS; m++) free(g->cost[m]);
+    free(g->cost_expert);
     free(g->saved[0].rows);
     free(g->saved[1].rows);
     free(g->saved[0].orders);

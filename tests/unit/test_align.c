@@ -173,6 +173,14 @@ static void test_cost_reference(void) {
                 if (i == j) diag = fmax(diag, C[i * n + j]);
                 else off = fmin(off, C[i * n + j]);
         CHECK(diag < 1e-4 * off, "self expert cost diagonal %g vs off-diagonal %g", diag, off);
+        // against itself each expert's terms are formed once: the numbers of a copy, bit for bit
+        moe_model A2;
+        moe_clone(&A2, &A);
+        double *C2 = malloc(sizeof(double) * n * n);
+        CHECK(cost_matrix(&A, &A2, COST_EXPERT, 1, C2, &e) == 0 && !memcmp(C, C2, sizeof(double) * n * n),
+              "self expert cost spec %d: the same numbers as against a copy", t);
+        free(C2);
+        moe_free(&A2);
         if (sp->s > 0) {
             int s = sp->s;
             CHECK(cost_matrix_shared(&A, &B, C, &e) == 0, "shared cost");
