@@ -147,7 +147,7 @@ static int state_csv(const explore_snapshot *v, const orders_state *o, const cha
         fprintf(af.fp, "# orders: a uniform sample of %ld of %s, and %ld evaluated beside it (the methods' "
                        "orders, the identity: column found), ranked with it\n",
                 v->nsampled, all, v->nextra);
-        fputs("rank,order,barrier,acc_barrier,loss_auc,tied,tie_class,found\n", af.fp);
+        fputs("rank,order,barrier,acc_barrier,loss_auc,tied,tie_class,barrier_ci95_lo,barrier_ci95_hi,found\n", af.fp);
     } else {
         ls_csv_header(af.fp, 0);
     }
@@ -162,7 +162,8 @@ static int state_csv(const explore_snapshot *v, const orders_state *o, const cha
         explore_row_order(v, &v->rows[o->idx[i]], ro);
         char how[64];
         if (sampled) orders_row_found(v, o->idx[i], how, sizeof how);
-        ls_csv_row(af.fp, rk[i], ro, v->n, &v->rows[o->idx[i]], rk[nr + i], rk[2 * nr + i], NULL, sampled ? how : NULL);
+        ls_csv_row(af.fp, rk[i], ro, v->n, &v->rows[o->idx[i]], rk[nr + i], rk[2 * nr + i], NULL,
+                   v->ci_units > 0 && o->idx[i] < v->ndone, sampled ? how : NULL);
     }
     free(sb);
     free(rk);

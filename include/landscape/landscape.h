@@ -270,11 +270,12 @@ struct cJSON *ls_json_curve(const ls_curve *c, int n, int units);
  * and the explorer's saved table (x) too: rank, order ("2 0 3 1"), barrier,
  * acc_barrier, loss_auc (%.9g, "nan"), tied, tie_class (the class of barriers
  * within tau, from 0 in barrier order), and proxy_barrier when proxy is not
- * NULL (has_proxy); then the field last when not NULL (the explorer's "found"
- * of a sampled table). */
+ * NULL (has_proxy); barrier_ci95_lo, barrier_ci95_hi: the barrier's 95%
+ * bootstrap interval when ci (the rows carry one), else "nan"; then the field
+ * last when not NULL (the explorer's "found" of a sampled table). */
 void ls_csv_header(FILE *f, int has_proxy);
 void ls_csv_row(FILE *f, long rank, const int *order, int n, const ls_row *r, long tied, long cls,
-                const double *proxy, const char *last);
+                const double *proxy, int ci, const char *last);
 /* Curves side by side: columns t, then <name>_loss (and <name>_acc when the
  * curve has accuracy) for each of the nc curves; written atomically. */
 int curves_write_csv(const ls_curve *curves, const char *const *names, int nc, const char *path,

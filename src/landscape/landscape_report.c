@@ -289,13 +289,14 @@ int ls_screen_write_csv(const ls_screen *S, const char *path, ms_err *err) {
 
 
 void ls_csv_header(FILE *f, int has_proxy) {
-    fputs(has_proxy ? "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class,proxy_barrier\n"
-                    : "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class\n",
+    fputs(has_proxy ? "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class,proxy_barrier"
+                    : "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class",
           f);
+    fputs(",barrier_ci95_lo,barrier_ci95_hi\n", f);
 }
 
 void ls_csv_row(FILE *f, long rank, const int *order, int n, const ls_row *r, long tied, long cls,
-                const double *proxy, const char *last) {
+                const double *proxy, int ci, const char *last) {
     char ord[LS_MAX_N * 4 + 1];
     moe_order_format(ord, sizeof ord, order, n);
     fprintf(f, "%ld,%s,", rank, ord);
@@ -306,6 +307,10 @@ void ls_csv_row(FILE *f, long rank, const int *order, int n, const ls_row *r, lo
     csv_num(f, r->auc);
     fprintf(f, ",%ld,%ld", tied, cls);
     if (proxy) fputc(',', f), csv_num(f, *proxy);
+    fputc(',', f);
+    csv_num(f, ci ? r->bar_lo : NAN);
+    fputc(',', f);
+    csv_num(f, ci ? r->bar_hi : NAN);
     if (last) fprintf(f, ",%s", last);
     fputc('\n', f);
 }
@@ -330,7 +335,8 @@ int landscape_write_csv(const landscape *L, const char *path, ms_err *err) {
         const ls_row *r = &L->rows[k];
         int p[LS_MAX_N];
         ls_order_get(L->orders, L->n, r->id, p);
-        ls_csv_row(f, rk[k], p, L->n, r, rk[nr + k], rk[2 * nr + k], L->has_proxy ? &L->proxy_barrier[r->id] : NULL, NULL);
+        ls_csv_row(f, rk[k], p, L->n, r, rk[nr + k], rk[2 * nr + k], L->has_proxy ? &L->proxy_barrier[r->id] : NULL,
+                   L->boot_resamples > 0, NULL);
     }
     free(rk);
     fclose(f);

@@ -725,7 +725,8 @@ static void test_beside_sample(void) {
             said = 1;
         if (line[0] == '#') continue;
         if (!header) {
-            header = !strcmp(line, "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class,found\n");
+            header = !strcmp(line, "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class,barrier_ci95_lo,"
+                                   "barrier_ci95_hi,found\n");
             continue;
         }
         rows++;

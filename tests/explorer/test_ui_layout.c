@@ -1463,7 +1463,8 @@ static void test_state_export(void) {
     while (fp && fgets(line, sizeof line, fp)) {
         if (line[0] == '#') continue;
         /* landscape --csv's columns (test_tui_newcomer compares the two files) */
-        if (!header) header = !strcmp(line, "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class\n");
+        if (!header)
+            header = !strcmp(line, "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class,barrier_ci95_lo,barrier_ci95_hi\n");
         else lines++;
     }
     if (fp) fclose(fp);

@@ -144,7 +144,7 @@ DENSE4 = os.path.join(testutil.ROOT, "sample-checkpoints", "dense4")
 def layer_landscape(ev, tag):
     js = os.path.join(TMP, "layer_%s.json" % tag)
     r = run("landscape", os.path.join(DENSE4, "seed1.safetensors"), os.path.join(DENSE4, "seed2.safetensors"),
-            "--eval", ev, "--points", T, "--json", js, binary=testutil.MOESCOPE_REL)
+            "--eval", ev, "--points", T, "--json", js, "--csv", js + ".csv", binary=testutil.MOESCOPE_REL)
     check(r.returncode == 0, "layer landscape (%s) runs: %s" % (tag, r.stderr.strip()))
     return (json.load(open(js)), r.stdout) if r.returncode == 0 else (None, "")
 
@@ -193,6 +193,13 @@ def test_layer_landscape():
         check(lo <= M["rank"] <= hi and 1 <= lo and hi <= 24, "%s: the rank interval holds the rank" % m)
         check("rank %d [%.0f, %.0f] of 24 orders" % (M["rank"], lo, hi) in out, "%s: the text gives it" % m)
     check(any(w > 0 for w in order_widths(J)), "the intervals have width")
+    # the CSV: each order's interval in two columns, the JSON's
+    import csv
+    R = list(csv.DictReader(x for x in open(os.path.join(TMP, "layer_all.json.csv")) if not x.startswith("#")))
+    ci = {tuple(o["order"]): o["barrier_ci95"] for o in rows}
+    check(len(R) == 24 and all(close(float(x["barrier_ci95_" + e]), ci[tuple(int(v) for v in x["order"].split())][k], 1e-8)
+                               for x in R for k, e in enumerate(("lo", "hi"))),
+          "the CSV's barrier_ci95_lo, _hi are the JSON's")
     # each sample four times: the same estimates, four times the rows, intervals about
     # half as wide (1 / sqrt(N))
     ev, meta = oracle.read_safetensors(os.path.join(DENSE4, "eval.safetensors"))

@@ -336,7 +336,8 @@ def test_cli(tmp):
     check(r.returncode == 0, "landscape --csv")
     if r.returncode == 0:
         lines = [l for l in open(csv).read().splitlines() if not l.startswith("#")]
-        check(lines[0] == "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class" and len(lines) == 7,
+        check(lines[0] == "rank,order,barrier,acc_barrier,loss_auc,tied,tie_class,barrier_ci95_lo,barrier_ci95_hi"
+              and len(lines) == 7,
               "landscape CSV: header + 6 orders")
         for name in ("naive", "skip-order", "gate", "expert", "best", "worst"):
             check(any(l.startswith(name) for l in r.stdout.splitlines()), "summary table has %s" % name)
