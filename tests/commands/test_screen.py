@@ -14,7 +14,7 @@ orders of MoE block 0):
     out) are those of its own rows' intervals; the CSV has every order once;
   - --screen-units without --screen, and --screen 0, are usage errors.
 
-`study --screen K` on three dense4 seeds: each pair is `landscape --screen K`'s (the
+`study --screen K` on gpt/topk4's pair is its `landscape --screen K`; on three dense4 seeds: each pair is `landscape --screen K`'s (the
 same survivors, methods' orders, barriers, ranks and counts), each method's barrier is
 the plain study's exactly and its rank interval holds its rank, every method's order is
 evaluated fully, each method's subset rank is its order's rank on the subset, the CSV's
@@ -134,6 +134,17 @@ def test_network():
     check(sc["units"] == 8 and sc["of_units"] == 64 and sc["unit"] == "sequences",
           "the subset: 8 of the 64 sequences: %s" % {k: sc[k] for k in ("units", "of_units", "unit")})
     check(sc["with_subset_interval"] == 24, "a network's subset: every order has its interval")
+    # study --screen on the same pair: the pair is landscape --screen's
+    sj = p("net_study.json")
+    r = run("study", base[0], base[1], "--points", 3, "--no-proxy", "--screen", 2, "--screen-units", 8, "-q",
+            "--json", sj, binary=testutil.MOESCOPE_REL)
+    check(r.returncode == 0, "network study --screen: %s" % r.stderr.strip()[-300:])
+    if r.returncode == 0:
+        pr = json.load(open(sj))["pairs"][0]
+        check(all(pr["methods"][m][k] == j["methods"][m][k] for m in j["methods"] for k in ("order", "barrier", "rank"))
+              and all(pr["screening"][k] == sc[k] for k in ("units", "of_units", "unit", "evaluated_fully",
+                                                            "undistinguished_from_best", "undistinguished_screened_out")),
+              "network study --screen: the pair is landscape --screen's (methods, counts): %s" % pr["screening"])
 
 
 def test_usage():
