@@ -227,6 +227,13 @@ int cli_align_layer(const cli_align_args *a, const char *layer, const char *b_pa
  * error, 2; 1 otherwise, with a hint when a layer's checkpoint is an evaluation set).
  * A note on stderr says when the networks' backbones differ and are interpolated. */
 int cli_subject_load(subject *s, subject_spec *sp, const char *cmd, const char *usage);
+/* The inputs of A's layer from the evaluation set e_path, for the data-driven
+ * methods: a layer's set ('inputs', checked against A), or a network's (token ids,
+ * images) run through network pa up to the MoE block `layer` names (NULL: the
+ * first), whose own inputs under A they are, as the landscape reads them. 0, or
+ * -1 with err set and E empty. */
+int cli_layer_inputs(const char *pa, const char *e_path, const char *layer, const moe_model *A, evalset *E,
+                     ms_err *err);
 /* The warning for a layer read without routing metadata (moe_router_defaulted):
  * evaluated as dense, and how to say top-k; once for a file given twice. */
 void cli_note_router_defaults(const moe_model *a, const moe_model *b);

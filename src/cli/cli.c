@@ -526,19 +526,20 @@ int cli_align_option(cli_align_args *a, int ch, const char *arg, const char *cmd
     }
 }
 
-/* A layer's evaluation set, when given, for the data-driven methods (a network's
- * set holds token ids, not the layer's inputs); one of them without it: a usage error */
+/* The evaluation set's inputs at the layer, when given, for the data-driven methods
+ * (cli_layer_inputs: a network's set read at the block, only when the method reads it,
+ * since that is a forward pass); one of them without it: a usage error */
 static int align_match_set(cli_align_args *a, const char *cmd, const char *usage) {
     ms_err err;
-    if (a->e_path && !net_evalset_is(a->e_path)) {
-        if (evalset_load(&a->E, a->e_path, &err) || evalset_check_layer(&a->E, &a->A, &err))
-            return cli_error("%s", err.msg);
+    const cost_method_info *mi = &cost_methods[a->ao.method];
+    int reads = mi->needs == COST_NEEDS_EVALSET || mi->match_hidden;
+    if (a->e_path && (reads || !net_evalset_is(a->e_path))) {
+        if (cli_layer_inputs(a->pa, a->e_path, a->layer, &a->A, &a->E, &err)) return cli_error("%s", err.msg);
         a->ao.X = a->E.inputs, a->ao.N = a->E.N, a->ao.d = a->E.d;
     }
-    if (!a->ao.X && a->ao.order_stage && !a->ao.order && !a->order_str &&
-        cost_methods[a->ao.method].needs == COST_NEEDS_EVALSET)
-        return cli_usage_error(usage, "%s: --method %s needs a layer's evaluation set (--eval E)", cmd,
-                               cost_method_name(a->ao.method));
+    if (!a->ao.X && a->ao.order_stage && !a->ao.order && !a->order_str && mi->needs == COST_NEEDS_EVALSET)
+        return cli_usage_error(usage, "%s: --method %s needs an evaluation set (--eval E): a layer's "
+                               "inputs, or a network's tokens or images", cmd, cost_method_name(a->ao.method));
     return 0;
 }
 
@@ -597,10 +598,13 @@ int cli_every_layer_args(cli_align_args *a, int argc, char **argv, const char *c
     if (a->order_str) return cli_usage_error(usage, "%s: --order names one layer's order, not --layer all's", cmd);
     a->pa = argv[optind];
     a->pb = argv[optind + 1];
-    const char *inputs[2] = {a->pa, a->pb};
+    if (!a->e_path && a->ao.order_stage && cost_methods[a->ao.method].needs == COST_NEEDS_EVALSET)
+        return cli_usage_error(usage, "%s: --method %s needs an evaluation set (--eval E)", cmd,
+                               cost_method_name(a->ao.method));
+    const char *inputs[3] = {a->pa, a->pb, a->e_path};
     const out_spec outs[1] = {
         {a->out_path, "-o", ckpt_output_is_dir(like_b ? a->pb : a->pa, a->out_path) ? OUT_DIR : OUT_FILE}};
-    return cli_check_outputs(cmd, usage, outs, 1, inputs, 2);
+    return cli_check_outputs(cmd, usage, outs, 1, inputs, a->e_path ? 3 : 2);
 }
 
 int cli_align_layer(const cli_align_args *a, const char *layer, const char *b_path, cli_layer_keep keep,
@@ -612,10 +616,19 @@ int cli_align_layer(const cli_align_args *a, const char *layer, const char *b_pa
         moe_free(&A);
         return cli_error("%s", err.msg);
     }
+    // a data-driven method reads this layer's own inputs (a network's: its block's)
+    align_opts ao = a->ao;
+    evalset E;
+    memset(&E, 0, sizeof E);
+    const cost_method_info *mi = &cost_methods[ao.method];
+    int reads = a->e_path && (mi->needs == COST_NEEDS_EVALSET || mi->match_hidden);
     align_result res;
-    int rc = moe_check_compatible(&A, &B, &err) || align_models_inplace(&A, &B, &a->ao, &res, &err)
-                 ? cli_error("%s", err.msg)
-                 : 0;
+    int rc = moe_check_compatible(&A, &B, &err);
+    if (!rc && reads) rc = cli_layer_inputs(a->pa, a->e_path, layer, &A, &E, &err);
+    ao.X = E.inputs, ao.N = E.N, ao.d = E.d;
+    if (!rc) rc = align_models_inplace(&A, &B, &ao, &res, &err);
+    if (rc) rc = cli_error("%s", err.msg);
+    evalset_free(&E);
     if (!rc) {
         rc = keep(ctx, &A, &B, &res) ? 1 : 0;
         if (!rc) {

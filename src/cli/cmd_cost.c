@@ -40,7 +40,8 @@ static void help(void) {
            "options:\n"
            "  -m, --method M    the matrix printed and written (default expert)\n"
            "      --no-center   do not centre the gate rows (or logits) over the experts\n"
-           "  -e, --eval E      evaluation set (inputs at the layer) for activation, router\n"
+           "  -e, --eval E      evaluation set for activation, router: a layer's inputs, or a\n"
+           "                    network's tokens or images, read at the block's inputs under A\n"
            "  -l, --layer L     layer prefix (default moe)\n"
            "      --json F      write {method, centered, matrix, order, total, margin, ...}\n"
            "  -h, --help        this help\n",
@@ -232,12 +233,16 @@ int cmd_cost(int argc, char **argv) {
                                cost_method_name(method));
     evalset E;
     memset(&E, 0, sizeof E);
-    if (e_path && evalset_load(&E, e_path, &err)) return cli_error("%s", err.msg);
     moe_model A, B;
     expert_source sa, sb; // a layer too large to hold twice: its experts read one at a time
-    if (cli_load_models_stream(pa, pb, layer, &A, &B, &sa, &sb)) {
-        evalset_free(&E);
-        return 1;
+    if (cli_load_models_stream(pa, pb, layer, &A, &B, &sa, &sb)) return 1;
+    // the layer's inputs: a layer's set, or a network's run up to the block
+    if (e_path && cli_layer_inputs(pa, e_path, layer, &A, &E, &err)) {
+        moe_free(&A);
+        moe_free(&B);
+        moe_source_close(&sa);
+        moe_source_close(&sb);
+        return cli_error("%s", err.msg);
     }
     note_same_checkpoint(pa, pb);
     int rc = 0;
@@ -261,7 +266,7 @@ int cmd_cost(int argc, char **argv) {
         fprintf(stderr, "moescope: note: %s; showing the gate cost\n", why[method]);
         method = COST_GATE;
     }
-    if (moe_check_compatible(&A, &B, &err) || (e_path && evalset_check_layer(&E, &A, &err))) {
+    if (moe_check_compatible(&A, &B, &err)) {
         rc = cli_error("%s", err.msg);
         goto done;
     }

@@ -32,7 +32,7 @@ static void help(void) {
            "  -o, --output OUT  the merged checkpoint (must not be A or B)\n"
            "  -a, --alpha A     weight of B (default 0.5; 0 gives A, 1 gives aligned B)\n"
            "  -m, --method M    the cost for the expert order (default expert): gate, expert,\n"
-           "                    or with a layer's --eval E activation, router (cost --help)\n"
+           "                    or with --eval E activation, router (cost --help)\n"
            "      --no-center   do not centre the gate rows (gate method)\n"
            "      --no-order    skip the expert-order step (identity order)\n"
            "      --no-wm       skip weight matching\n"

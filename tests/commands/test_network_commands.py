@@ -11,6 +11,9 @@ and eval.safetensors beside seed folders whose backbone shard links to it, and a
     --interpolate-backbone a flag;
   - `merge --eval` on a network: the soup's network loss is what `eval` gives the written soup;
     `merge --layer all`: each block as its own merge writes it, every other tensor A's;
+  - `cost --eval` / `align --eval` with the network's token set: the data-driven methods
+    read the block's inputs under A (the same matrix and aligned block as a layer set of
+    numpy's block inputs gives), `--layer all` each block's own;
   - `lesson --print` on a network: its barriers are the network's (as `curve` gives them);
   - the orders: n = 8 is sampled (500 orders by default; `--samples N`: N, in landscape
     and study alike; `--exhaustive`: all 40320 are not asked here), n = 4 exhaustive;
@@ -162,6 +165,38 @@ def test_merge():
     check(r.returncode == 2 and "--eval evaluates one layer's soup" in r.stderr, "merge --layer all --eval: %s" % r.stderr)
 
 
+def test_methods_on_network():
+    """cost / align --eval with a network's token set: the data-driven methods read the
+    block's own inputs under A, as they read a layer's set holding those inputs (numpy's)"""
+    import numpy as np
+    import gpt2_ref
+    a, b, ev = p("pool", "seed1"), p("pool", "seed2"), p("pool", "eval.safetensors")
+    X = []
+    gpt2_ref.logits(gpt2_ref.load(a), gpt2_ref.read_safetensors(ev)[0]["input_ids"],
+                    hook=lambda i, x: X.append(x) or x)
+    lay = p("block2_inputs.safetensors")  # block 2 is the second MoE block
+    oracle.write_safetensors(lay, {"inputs": X[1].astype(np.float32)}, {})
+    L = "transformer.h.2.mlp"
+    got = {}
+    for tag, e in (("network", ev), ("layer", lay)):
+        r = run("cost", a, b, "--layer", L, "--eval", e, "--method", "activation", "--json", p("c_%s.json" % tag))
+        check(r.returncode == 0 and "router" in r.stdout, "cost --eval (%s set): %s" % (tag, r.stderr.strip()))
+        got[tag] = json.load(open(p("c_%s.json" % tag)))["matrix"] if r.returncode == 0 else None
+        r = run("align", a, b, "-o", p("al_" + tag), "--layer", L, "--eval", e, "--method", "activation")
+        check(r.returncode == 0, "align --method activation --eval (%s set): %s" % (tag, r.stderr.strip()))
+    if got["network"] and got["layer"]:
+        d = np.abs(np.array(got["network"]) - np.array(got["layer"])).max()
+        check(d < 1e-4, "cost --eval on the network's tokens reads the block's inputs (max diff %.3g)" % d)
+    if os.path.isdir(p("al_network")) and os.path.isdir(p("al_layer")):
+        ta, tb = gen_gpt2.read_folder(p("al_network"))[1], gen_gpt2.read_folder(p("al_layer"))[1]
+        check(all((ta[k] == tb[k]).all() for k in ta if k.startswith(L)), "align: the same aligned block either way")
+    r = run("align", a, b, "-o", p("al_all"), "--layer", "all", "--eval", ev, "--method", "router")
+    check(r.returncode == 0 and r.stdout.count("(router, centred)") == 2, "align --layer all --method router "
+          "--eval on a network: each block's own inputs: %s %s" % (r.stdout, r.stderr.strip()))
+    r = run("align", a, b, "-o", p("al_none"), "--method", "activation")
+    check(r.returncode == 2 and "needs an evaluation set" in r.stderr, "without --eval: %s" % r.stderr.strip())
+
+
 def test_usage():
     import gen_ckpt
     lay = p("layer.safetensors")
@@ -207,6 +242,7 @@ def main():
         test_diagnose()
         test_lesson()
         test_merge()
+        test_methods_on_network()
         test_usage()
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
