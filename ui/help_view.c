@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "keys.h"
+#include "orders_view.h"
 #include "pins.h"
 #include "model/symmetry.h"
 
@@ -92,9 +93,12 @@ static void help_rows_all(help_rows *h, const ui_rect *r, const moe_config *c, i
     }
     if ((y = help_next(h)) >= 0)
         grid_text(g, x, y, r->w - 4, ROLE_NORMAL, "mouse: click a row to plot it, click a footer item, wheel scrolls");
-    if ((y = help_next(h)) >= 0)
-        grid_printf(g, x, y, r->w - 4, ROLE_DIM, "marks: * best  G gate  E expert  I identity  > plotted  1-%d pinned (P)",
-                    PINS_MAX);
+    if ((y = help_next(h)) >= 0) {
+        char pn[32], lg[200];
+        snprintf(pn, sizeof pn, "1-%d pinned (P)", PINS_MAX);
+        orders_marks_legend(lg, sizeof lg, r->w - 4 - 7, "  ", pn);
+        grid_printf(g, x, y, r->w - 4, ROLE_DIM, "marks: %s", lg);
+    }
     if (c) symmetry_rows(h, x, r->w - 4, c);
 }
 

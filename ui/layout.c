@@ -15,8 +15,8 @@ int layout_orders_width(int n) {
     /* 64 or 256 experts do not fit a column: the table abbreviates them
        (order_abbrev.h) to about ten entries, the heat map keeping the width */
     if (ow > 30) ow = 30;
-    /* marks(5) rank(5) order barrier(8) acc.bar(8) auc(8), single spaces */
-    return 5 + 1 + 5 + 1 + ow + 1 + 8 + 1 + 8 + 1 + 8;
+    /* marks rank(5) order barrier(8) acc.bar(8) auc(8), single spaces */
+    return ORDERS_MARKS + 1 + 5 + 1 + ow + 1 + 8 + 1 + 8 + 1 + 8;
 }
 
 int rect_contains(const ui_rect *r, int x, int y) {

@@ -8,8 +8,13 @@
 #ifndef MS_UI_LAYOUT_H
 #define MS_UI_LAYOUT_H
 
+#include "align/cost_method.h"
+
 #define UI_MIN_W 80
 #define UI_MIN_H 24
+/* The orders table's mark columns: best, one per matching method (cost_methods[],
+ * its mark: G E A R), identity, plotted. */
+#define ORDERS_MARKS (1 + COST_NMETHODS + 2)
 
 typedef struct {
     int x, y, w, h;

@@ -215,15 +215,16 @@ static orders_cols orders_geom(int n, int w, int has_acc) {
     orders_cols c;
     memset(&c, 0, sizeof c);
     c.nv = has_acc ? 3 : 2;
-    c.x_rank = 6;             /* marks (5) and a space */
+    c.x_rank = ORDERS_MARKS + 1; /* marks and a space */
     c.x_order = c.x_rank + 6; /* rank (5: "40320", "  12=") and a space */
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 4 + (n <= 10); k++) { // k = 4 (n <= 10): k = 3 one column narrower
         c.compact = k >= 2 && n <= 10;
-        c.vw = k % 2 ? 7 : 8;
+        c.vw = k % 2 || k == 4 ? 7 : 8;
+        if (k == 4) c.x_rank--, c.x_order--; // no space after the marks (a rank of 5 digits abuts them)
         c.ow = c.compact ? n : layout_order_chars(n);
         if (c.ow < 5) c.ow = 5;
         c.x_val = c.x_order + c.ow + 1;
-        if (c.x_val + c.nv * c.vw + c.nv - 1 <= w || (k == 3 && n <= 10)) return c;
+        if (c.x_val + c.nv * c.vw + c.nv - 1 <= w || (k == 4 && n <= 10)) return c;
     }
     c.abbrev = 1;
     c.compact = 0;
@@ -232,6 +233,29 @@ static orders_cols orders_geom(int n, int w, int has_acc) {
     if (c.ow < 5) c.ow = 5;
     c.x_val = c.x_order + c.ow + 1;
     return c;
+}
+
+void orders_marks_legend(char *buf, size_t cap, int w, const char *sep, const char *tail) {
+    const char *sp = sep[1] ? " " : ""; // the help's "* best", "> plotted"
+    for (int form = 0; form < 3; form++) {
+        char b[256];
+        int len = snprintf(b, sizeof b, "*%sbest", sp);
+        if (form == 2) {
+            len += snprintf(b + len, sizeof b - (size_t)len, "%s", sep);
+            for (int m = 0; m < COST_NMETHODS; m++) b[len++] = cost_methods[m].mark; // COST_NMETHODS < 200
+            len += snprintf(b + len, sizeof b - (size_t)len, " methods");
+        }
+        for (int m = 0; form < 2 && m < COST_NMETHODS; m++) { // the middle form: "activation" as "act"
+            const char *nm = cost_methods[m].name;
+            len += snprintf(b + len, sizeof b - (size_t)len, "%s%c %.*s", sep, cost_methods[m].mark,
+                            form && strlen(nm) > 6 ? 3 : (int)strlen(nm), nm);
+        }
+        len += snprintf(b + len, sizeof b - (size_t)len, form ? "%sI id%s>%splot" : "%sI identity%s>%splotted", sep,
+                        sep, sp);
+        if (tail) snprintf(b + len, sizeof b - (size_t)len, "%s%s", sep, tail);
+        snprintf(buf, cap, "%s", b);
+        if ((int)strlen(b) <= w) return;
+    }
 }
 
 int orders_width(int n, int has_acc) {
@@ -317,11 +341,10 @@ int orders_sample_rank(const explore_snapshot *v, sample_rank *o) {
  * many orders. */
 static void orders_heading(grid *g, const ui_rect *r, orders_state *s, const explore_snapshot *v) {
     long total = v ? v->norders : 0, done = v ? v->ndone : 0;
-    char legend[80] = "*best G gate E expert I identity >plotted", t[160], all[48] = "", pn[16] = "";
+    char legend[160], t[160], all[48] = "", pn[24] = "";
     int np = s->pins ? s->pins->n : 0; /* the pins' digits: shorter words for the rest where needed */
-    if (np) snprintf(pn, sizeof pn, np == 1 ? "1" : "1-%d", np);
-    if (np) snprintf(legend, sizeof legend, "*best G gate E expert I identity >plotted %s pinned", pn);
-    if (np && (int)strlen(legend) > r->w - 1) snprintf(legend, sizeof legend, "*best G gate E expert I id >plot %s pinned", pn);
+    if (np) snprintf(pn, sizeof pn, np == 1 ? "1 pinned" : "1-%d pinned", np);
+    orders_marks_legend(legend, sizeof legend, r->w - 1, " ", np ? pn : NULL);
     int sampled = orders_sampled(v);
     if (sampled) count_words(orders_total_log10(v->n, v->groups), all, sizeof all);
     int tl = 0;
@@ -442,18 +465,13 @@ static int ci_line(const orders_state *s, const explore_snapshot *v, char *buf, 
     return 1;
 }
 
-/* The two method marks of a row whose order is ro: G and E in their own places
- * (the data-free costs), a data-driven method's (A, R) in a place left free. */
+/* The method marks of a row whose order is ro: a column per row of
+ * cost_methods[] (G E A R), each method's mark in its own column when its order
+ * is ro, so a row chosen by several methods shows them all. */
 static void method_marks(const explore_snapshot *v, const int *ro, char *mk) {
-    for (int pass = 0; pass < 2 && v->have_methods; pass++)
-        for (int m = 0; m < COST_NMETHODS; m++) {
-            int fixed = cost_methods[m].needs == COST_NEEDS_NOTHING;
-            if (fixed != !pass || !v->method_have[m] || memcmp(ro, v->method_order[m], sizeof(int) * (size_t)v->n))
-                continue;
-            if (fixed) mk[m] = cost_methods[m].mark; // the data-free rows come first
-            else if (mk[0] == ' ') mk[0] = cost_methods[m].mark;
-            else if (mk[1] == ' ') mk[1] = cost_methods[m].mark;
-        }
+    for (int m = 0; m < COST_NMETHODS && v->have_methods; m++)
+        if (v->method_have[m] && !memcmp(ro, v->method_order[m], sizeof(int) * (size_t)v->n))
+            mk[m] = cost_methods[m].mark;
 }
 
 /* One row of the table: marks, rank, order (abbreviated for large n), values. */
@@ -470,7 +488,7 @@ static void table_row(grid *g, const ui_rect *r, const orders_state *s, const ex
     row_order(v, row, ro);
     int is_id = 1;
     for (int k = 0; k < n; k++) is_id &= ro[k] == k;
-    enum { MK_ID = 3, MK_SEL, MK_W }; // best, two method marks, identity, selected
+    enum { MK_ID = 1 + COST_NMETHODS, MK_SEL, MK_W }; // best, a mark per method, identity, selected
     char marks[MK_W + 1];
     memset(marks, ' ', MK_W);
     marks[MK_W] = 0;
@@ -484,7 +502,7 @@ static void table_row(grid *g, const ui_rect *r, const orders_state *s, const ex
     if (pi < 0 && s->pins) pi = pins_find(s->pins, ro, n, !v->req.wm_stage);
     if (pi >= 0) marks[MK_SEL] = pins_glyph(pi);
     grid_text(g, r->x, y, MK_W, cur ? ROLE_CURSOR : ROLE_MARK, marks);
-    if (pi >= 0 && !cur) grid_role(g, r->x + 4, y, 1, ROLE_CURVE_PIN(pi));
+    if (pi >= 0 && !cur) grid_role(g, r->x + MK_SEL, y, 1, ROLE_CURVE_PIN(pi));
     char ord[LS_MAX_N * 4 + 8];
     if (C->compact) { /* digits without spaces, as the filter accepts them (n <= 10) */
         for (int k = 0; k < n; k++) ord[k] = (char)('0' + ro[k]);

@@ -1,6 +1,7 @@
 /* orders_view.h - the expert orders pane: every order with rank, order,
- * barrier, accuracy barrier and AUC; marks for best (*), gate-chosen (G),
- * expert-chosen (E), identity (I), plotted (>) and pinned (the pin's digit,
+ * barrier, accuracy barrier and AUC; marks for best (*), a column per matching
+ * method (cost_methods[]: G gate, E expert, A activation, R router), identity (I),
+ * plotted (>) and pinned (the pin's digit,
  * as on its curve, in the pinned curves' colour; it takes the plotted mark's
  * place, the pinned curve being the one plotted); a rank followed by '=' when other orders
  * tie with it (within tau, rank.h), so tied rows read as a group; a progress gauge; scrolling, sorting by
@@ -58,6 +59,12 @@ int order_matches(const int *order, int n, const char *filter);
 const char *orders_sort_name(int sort);
 /* Width of a table row with every column (layout.c sizes the pane by it). */
 int orders_width(int n, int has_acc);
+/* The marks' legend from cost_methods[], the longest of three wordings within
+ * w characters (the shortest whatever w): "*best G gate E expert A activation
+ * R router I identity >plotted", "... A act R router I id >plot", "*best GEAR
+ * methods I id >plot"; sep between entries ("  " in the help, else " "),
+ * tail appended ("1-2 pinned", may be NULL). */
+void orders_marks_legend(char *buf, size_t cap, int w, const char *sep, const char *tail);
 
 /* log10 of the number of orders a landscape ranges over: n!, or (m!)^g g!
  * for a group-limited router's g groups of m (groups > 1). */

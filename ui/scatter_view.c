@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "axis.h"
+#include "orders_view.h"
 #include "align/cost_matrix.h"
 #include "landscape/rank.h"
 #include "orders_view.h"
@@ -137,10 +138,16 @@ void scatter_render(grid *g, const ui_rect *r, const explore_snapshot *v, long b
     }
     /* the key, shorter where it would be cut */
     const char *dot = g->utf8 ? "\u28FF " : ". ";
-    char key[160];
-    snprintf(key, sizeof key, "%s%s cost sum_i C[i][pi(i)]  *best G gate E expert I id >plotted", dot, m);
-    if ((int)strlen(key) - (g->utf8 ? 2 : 0) > r->w - 1)
-        snprintf(key, sizeof key, "%sorders  *best G gate E expert I id >plotted", dot);
+    char key[300], lg[200];
+    int kw = r->w - 1 + (g->utf8 ? 2 : 0); // the dot's bytes beyond its one column
+    int head = snprintf(key, sizeof key, "%s%s cost sum_i C[i][pi(i)]  ", dot, m);
+    orders_marks_legend(lg, sizeof lg, kw - head, " ", NULL);
+    snprintf(key + head, sizeof key - (size_t)head, "%s", lg);
+    if ((int)strlen(key) - (g->utf8 ? 2 : 0) > r->w - 1) {
+        head = snprintf(key, sizeof key, "%sorders  ", dot);
+        orders_marks_legend(lg, sizeof lg, kw - head, " ", NULL);
+        snprintf(key + head, sizeof key - (size_t)head, "%s", lg);
+    }
     if ((int)strlen(key) - (g->utf8 ? 2 : 0) > r->w - 1) snprintf(key, sizeof key, "%sorders; marks as in the table", dot);
     grid_text(g, r->x + 1, ay + 2, r->w - 1, ROLE_DIM, key);
     draw_points(g, &G, v, x, y, nr, best_row);

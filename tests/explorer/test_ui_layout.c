@@ -691,7 +691,7 @@ static void test_spinner(void) {
     /* the marks' legend does not fit beside the count at n = 8: it takes the
        second row and the gauge goes beside the count */
     CHECK(grid_find(&f.g, "expert orders 4000/40320 [", NULL) == 2 && grid_find(&f.g, "  10%", NULL) == 2 &&
-              grid_find(&f.g, "*best G gate E expert I identity >plotted", NULL) == 3,
+              grid_find(&f.g, "*best G gate E expert A act R router I id >plot", NULL) == 3,
           "gauge after the first rows");
     fix_free(&f);
 }
@@ -985,6 +985,34 @@ static void test_export_name(void) {
     CHECK(!strcmp(out, "seed1-seed2.landscape-nowm-uncentred.png"), "landscape name %s", out);
 }
 
+/* A mark column per matching method (cost_methods[]): a row chosen by several
+ * methods shows each one's mark in its own column, at 80x24 as on a wide screen;
+ * the legend names the methods from the table. */
+static void test_method_mark_columns(void) {
+    for (int w = 80; w <= 160; w += 80) {
+        ui_fix f;
+        fix_init(&f, 4, w, 24, 1);
+        for (int m = 0; m < COST_NMETHODS; m++) f.v.method_have[m] = 1;
+        memcpy(f.v.method_order[COST_ACTIVATION], f.v.method_order[COST_EXPERT], sizeof f.v.method_order[0]);
+        memcpy(f.v.method_order[COST_ROUTER], f.v.method_order[COST_GATE], sizeof f.v.method_order[0]);
+        app_render(&f.a, &f.v, &f.g);
+        const ui_rect *o = &f.a.layout.orders;
+        int ge = 0, ear = 0, other = 0;
+        for (int y = o->y + 3; y < o->y + o->h; y++) {
+            char mk[COST_NMETHODS + 1];
+            for (int m = 0; m < COST_NMETHODS; m++) mk[m] = (char)f.g.cells[y * f.g.w + o->x + 1 + m].cp;
+            mk[COST_NMETHODS] = 0;
+            if (!strcmp(mk, "G  R")) ge++;
+            else if (!strcmp(mk, " EA ")) ear++;
+            else if (strcspn(mk, "GEAR") < COST_NMETHODS) other++;
+        }
+        CHECK(ge == 1 && ear == 1 && other == 0, "%d cols: G and R on one row, E and A on another, each in its "
+              "method's column (%d %d %d)", w, ge, ear, other);
+        CHECK(grid_find(&f.g, w < 100 ? "GEAR methods" : "A act", NULL) >= 0, "%d cols: the legend names the four methods", w);
+        fix_free(&f);
+    }
+}
+
 /* At the advertised minimum, 80x24, nothing is cut: the matrix total, every
  * legend entry with its barrier (an order plotted too), the marks' legend,
  * every column of the orders table for n = 4 and n = 8 (colour, monochrome,
@@ -1008,7 +1036,7 @@ static void test_80x24_nothing_cut(void) {
             CHECK(count_rows_with(&f.g, &f.a.layout.curves, "skip-order 0.3000") == 1, "n=%d %s: skip barrier", n, m);
             CHECK(count_rows_with(&f.g, &f.a.layout.curves, " 0.2000") == 1, "n=%d %s: the plotted order's barrier", n, m);
             CHECK(count_rows_with(&f.g, &f.a.layout.curves, "chord") == 1, "n=%d %s: chord in the legend", n, m);
-            CHECK(count_rows_with(&f.g, &f.a.layout.orders, "I identity") == 1, "n=%d %s: identity mark named", n, m);
+            CHECK(count_rows_with(&f.g, &f.a.layout.orders, "I id") == 1, "n=%d %s: identity mark named", n, m);
             CHECK(count_rows_with(&f.g, &f.a.layout.orders, "acc.bar     AUC") == 1 ||
                       count_rows_with(&f.g, &f.a.layout.orders, "acc.bar  AUC") == 1 ||
                       count_rows_with(&f.g, &f.a.layout.orders, "acc.bar      AUC") == 1,
@@ -1345,8 +1373,8 @@ static void test_pins_table(void) {
             app_render(&f.a, &f.v, &f.g);
             dump(&f.g);
             const ui_rect *o = &f.a.layout.orders;
-            const grid_cell *c = &f.g.cells[(o->y + 3 + p) * f.g.w + o->x + 4];
-            const grid_cell *other = &f.g.cells[(o->y + 3 + 1 - p) * f.g.w + o->x + 4];
+            const grid_cell *c = &f.g.cells[(o->y + 3 + p) * f.g.w + o->x + ORDERS_MARKS - 1];
+            const grid_cell *other = &f.g.cells[(o->y + 3 + 1 - p) * f.g.w + o->x + ORDERS_MARKS - 1];
             CHECK(c->cp == (uint32_t)('1' + q), "%s: pin %d's digit in its row's mark column (got '%c')",
                   pass ? "ASCII" : "colour", q + 1, (int)c->cp);
             CHECK(pass || c->role == ROLE_CURVE_PIN(q), "colour: the digit has its pin's role (%d)", c->role);
@@ -1362,7 +1390,7 @@ static void test_pins_table(void) {
     app_render(&f.a, &f.v, &f.g);
     int p = !memcmp(row_ord(&f.v, f.a.orders.idx[0]), o2, sizeof o2) ? 0 : 1;
     const ui_rect *o = &f.a.layout.orders;
-    CHECK(f.g.cells[(o->y + 3 + p) * f.g.w + o->x + 4].cp == '>', "U: the plotted mark again");
+    CHECK(f.g.cells[(o->y + 3 + p) * f.g.w + o->x + ORDERS_MARKS - 1].cp == '>', "U: the plotted mark again");
     free(keep.loss);
     free(keep.acc);
     fix_free(&f);
@@ -1567,6 +1595,7 @@ int main(void) {
     test_export_name();
     test_curves_rows();
     test_80x24_nothing_cut();
+    test_method_mark_columns();
     test_scatter();
     test_wide();
     test_accuracy_range();
