@@ -27,10 +27,10 @@ _moescope_options() { # _moescope_options CMD: the options of CMD ("" the explor
                      -o -a -m -l -e -h" ;;
         curve) echo "--eval --order --points --method --no-center --no-wm --png --csv --size --font-scale --layer
                      --interpolate-backbone --adaptive --json -e -o -T -m -p -c -j -l -h" ;;
-        landscape) echo "--eval --points --json --csv --png --log-rank --curves-png --scatter-png --layer --no-wm
+        landscape) echo "--eval --points --json --csv --png --log-rank --curves-png --scatter-png --layer --method --no-wm
                          --no-center --all-orders --samples --seed --exhaustive --threads --interpolate-backbone
                          --no-proxy --screen --screen-units --size --font-scale --quiet --verbose
-                         -e -T -j -c -p -l -q -v -h" ;;
+                         -e -T -j -c -p -l -m -q -v -h" ;;
         scramble) echo "--output --seed --translate --translate-scale --layer -o" ;;
         train) echo "--data --pretrain --head --make-teacher --output --n --h --router --k --shared --act
                      --no-residual --no-bias --epochs --lr --schedule --aux --batch --seed --embed-dim --embed-seed
@@ -51,7 +51,7 @@ _moescope_options() { # _moescope_options CMD: the options of CMD ("" the explor
 # commands: curve's -o is --order, align's is --output)
 _moescope_value() { # _moescope_value CMD OPTION: file, dir, png, json, csv, tex, theme, a word list, none or ""
     case "$1:$2" in
-        *:--method | cost:-m | align:-m | merge:-m | curve:-m | diagnose:-m) echo "words gate expert activation router" ;;
+        *:--method | cost:-m | align:-m | merge:-m | curve:-m | landscape:-m | diagnose:-m) echo "words gate expert activation router" ;;
         *:--router) echo "words dense topk" ;;
         *:--act) echo "words relu gelu silu_glu" ;;
         *:--schedule) echo "words constant cosine" ;;

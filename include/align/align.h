@@ -40,6 +40,16 @@ typedef struct {
 
 void align_opts_default(align_opts *o); /* order on, wm on, expert, centred */
 
+/* The hidden permutation P (h) of b onto a as method m matches hidden units:
+ * its own matching where it has one and X (N, d) is there (activation: the
+ * units' activations correlated on X, Git Re-Basin), else weight matching. The
+ * one rule for align, curve, merge and the landscape's pairs. S: an (h, h)
+ * workspace of doubles, or NULL (allocated here). */
+int align_match_hidden(const moe_expert *a, const moe_expert *b, const moe_config *c, cost_method m,
+                       const float *X, int N, int *P, double *S, ms_err *err);
+/* Does method m read the evaluation set's inputs (its cost, or its hidden matching)? */
+int align_method_reads_set(cost_method m);
+
 typedef struct {
     int *order;         /* (n) chosen expert order pi */
     double cost_total;  /* assignment total (0 when order given/identity) */

@@ -88,6 +88,11 @@ typedef struct {
     int T;               /* points, default 25, LS_POINTS_MIN..LS_POINTS_MAX */
     int wm;              /* weight matching inside each order (default 1) */
     int center;          /* gate centring for the gate method (default 1) */
+    /* every pair's hidden units matched as this method matches them
+     * (align_match_hidden: activation by their activations on the evaluation
+     * set's inputs, the others by weight matching; default COST_EXPERT), as
+     * align --method does; a network's other MoE blocks are aligned by it too */
+    cost_method hidden;
     long nsample;        /* n > exhaustive_max: orders to sample (default 20000) */
     int all_orders;      /* group-limited routers: every order of S_n, not only the
                             group-preserving ones (the default; see landscape.groups) */

@@ -265,15 +265,25 @@ static void gate_reorder(moe_model *B, const int *pi) {
     free(w);
 }
 
-/* The hidden permutation P (h) of b onto a: the method's own matching where it
- * has one and the evaluation set is there (activation: by the units' activations
- * on it), else weight matching. S is the (h,h) workspace. */
+int align_match_hidden(const moe_expert *a, const moe_expert *b, const moe_config *c, cost_method m,
+                       const float *X, int N, int *P, double *S, ms_err *err) {
+    const cost_method_info *mi = &cost_methods[m];
+    double *own = S ? NULL : ms_malloc((size_t)c->h * c->h * sizeof(double)); // (h, h)
+    int rc = mi->match_hidden && X ? mi->match_hidden(a, b, c, X, N, P, S ? S : own, err)
+                                   : wm_match_into(a, b, c, P, NULL, S ? S : own, err);
+    free(own);
+    return rc;
+}
+
+int align_method_reads_set(cost_method m) {
+    return cost_methods[m].needs == COST_NEEDS_EVALSET || cost_methods[m].match_hidden;
+}
+
+/* The hidden permutation P (h) of b onto a under o (align_match_hidden). S is the
+ * (h,h) workspace. */
 static int match_pair(const moe_expert *a, const moe_expert *b, const moe_config *c, const align_opts *o, int *P,
                       double *S, ms_err *err) {
-    const cost_method_info *mi = &cost_methods[o->method];
-    if (mi->match_hidden && o->X)
-        return mi->match_hidden(a, b, c, o->X, o->N, P, S, err);
-    return wm_match_into(a, b, c, P, NULL, S, err);
+    return align_match_hidden(a, b, c, o->method, o->X, o->N, P, S, err);
 }
 
 /* Weight-match slot i of ex (already in order) against ref[i] and permute it in

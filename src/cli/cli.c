@@ -27,6 +27,7 @@
 #include "model/symmetry.h"
 #include "io/evalset.h"
 #include "network/net_evalset.h"
+#include "network/net_landscape.h"
 
 /* OpenBLAS (pthreads build) starts its worker threads when it is loaded and
  * each spins (sched_yield) for about 2^28 cycles before it sleeps: a command
@@ -526,14 +527,33 @@ int cli_align_option(cli_align_args *a, int ch, const char *arg, const char *cmd
     }
 }
 
+int cli_layer_inputs(const char *pa, const char *e_path, const char *layer, const moe_model *A, evalset *E,
+                     ms_err *err) {
+    memset(E, 0, sizeof *E);
+    if (!net_evalset_is(e_path)) {
+        if (evalset_load(E, e_path, err)) return -1;
+        if (!evalset_check_layer(E, A, err)) return 0;
+        evalset_free(E);
+        return -1;
+    }
+    // a network's tokens or images: the block's own inputs, network A run up to it
+    subject S;
+    subject_spec sp = {.kind = SUBJECT_NETWORK, .pa = pa, .e_path = e_path, .layer = layer,
+                       .uses = MS_USE_EVAL, .ov = cli_overrides()};
+    if (subject_load(&S, &sp, err)) return -1;
+    net_par par = {0};
+    int rc = net_block_inputs(&S.net.A, &S.net.E, S.net.block, &par, E, err);
+    subject_free(&S);
+    return rc;
+}
+
 /* The evaluation set's inputs at the layer, when given, for the data-driven methods
  * (cli_layer_inputs: a network's set read at the block, only when the method reads it,
  * since that is a forward pass); one of them without it: a usage error */
 static int align_match_set(cli_align_args *a, const char *cmd, const char *usage) {
     ms_err err;
     const cost_method_info *mi = &cost_methods[a->ao.method];
-    int reads = mi->needs == COST_NEEDS_EVALSET || mi->match_hidden;
-    if (a->e_path && (reads || !net_evalset_is(a->e_path))) {
+    if (a->e_path && (align_method_reads_set(a->ao.method) || !net_evalset_is(a->e_path))) {
         if (cli_layer_inputs(a->pa, a->e_path, a->layer, &a->A, &a->E, &err)) return cli_error("%s", err.msg);
         a->ao.X = a->E.inputs, a->ao.N = a->E.N, a->ao.d = a->E.d;
     }
@@ -620,8 +640,7 @@ int cli_align_layer(const cli_align_args *a, const char *layer, const char *b_pa
     align_opts ao = a->ao;
     evalset E;
     memset(&E, 0, sizeof E);
-    const cost_method_info *mi = &cost_methods[ao.method];
-    int reads = a->e_path && (mi->needs == COST_NEEDS_EVALSET || mi->match_hidden);
+    int reads = a->e_path && align_method_reads_set(ao.method);
     align_result res;
     int rc = moe_check_compatible(&A, &B, &err);
     if (!rc && reads) rc = cli_layer_inputs(a->pa, a->e_path, layer, &A, &E, &err);

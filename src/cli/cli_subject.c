@@ -8,8 +8,6 @@
 
 #include "cli/cli.h"
 #include "core/ms_text.h"
-#include "network/net_evalset.h"
-#include "network/net_landscape.h"
 
 int cli_subject_load(subject *s, subject_spec *sp, const char *cmd, const char *usage) {
     sp->ov = cli_overrides();
@@ -43,26 +41,6 @@ int cli_subject_load(subject *s, subject_spec *sp, const char *cmd, const char *
         free(why);
     }
     return 0;
-}
-
-int cli_layer_inputs(const char *pa, const char *e_path, const char *layer, const moe_model *A, evalset *E,
-                     ms_err *err) {
-    memset(E, 0, sizeof *E);
-    if (!net_evalset_is(e_path)) {
-        if (evalset_load(E, e_path, err)) return -1;
-        if (!evalset_check_layer(E, A, err)) return 0;
-        evalset_free(E);
-        return -1;
-    }
-    // a network's tokens or images: the block's own inputs, network A run up to it
-    subject S;
-    subject_spec sp = {.kind = SUBJECT_NETWORK, .pa = pa, .e_path = e_path, .layer = layer,
-                       .uses = MS_USE_EVAL, .ov = cli_overrides()};
-    if (subject_load(&S, &sp, err)) return -1;
-    net_par par = {0};
-    int rc = net_block_inputs(&S.net.A, &S.net.E, S.net.block, &par, E, err);
-    subject_free(&S);
-    return rc;
 }
 
 int cli_subject_objective(subject *s, const align_opts *other, int threads, atomic_int *cancel,

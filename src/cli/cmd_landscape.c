@@ -23,7 +23,8 @@
 
 static const char *USAGE =
     "moescope landscape A.safetensors B.safetensors [--eval E] [--points 25] [--json F] [--csv F] "
-    "[--png F] [--curves-png F] [--scatter-png F] [--layer L] [--no-wm] [--no-center] [--all-orders] [--samples N] "
+    "[--png F] [--curves-png F] [--scatter-png F] [--layer L] [--method M] [--no-wm] [--no-center] [--all-orders] "
+    "[--samples N] "
     "[--seed S] [--exhaustive] [--threads K] [--size WxH] [--font-scale K] [--log-rank] "
     "[--interpolate-backbone] [--no-proxy] [--screen K] [--screen-units M]";
 
@@ -49,6 +50,10 @@ static void help(void) {
            "      --scatter-png F every order's assignment cost sum_i C[i][pi(i)] against its\n"
            "                     barrier, one panel per cost, chosen orders marked\n"
            "  -l, --layer L      layer prefix (default moe)\n"
+           "  -m, --method M     match every pair's hidden units as align --method M does:\n"
+           "                     activation by their activations on E (Git Re-Basin), the\n"
+           "                     others (gate, expert, router; default expert) by weight\n"
+           "                     matching; a network's other MoE blocks aligned by M\n"
            "      --no-wm        no weight matching inside the orders (Step 1 only)\n"
            "      --no-center    no gate centring for the gate cost\n"
            "      --all-orders   group-limited routers: every order of the n! (those that\n"
@@ -74,8 +79,8 @@ static void help(void) {
            "MoE, E holding input_ids, or pixel_values and labels): the orders of one MoE\n"
            "block (--layer: its index; default the first) are ranked on the network's\n"
            "held-out loss (next-token or class cross-entropy), the other MoE blocks\n"
-           "interpolated at the same t, each aligned by the expert cost (naive and\n"
-           "skip-order move every block together). Every tensor outside the MoE blocks must\n"
+           "interpolated at the same t, each aligned by the expert cost (--method M: by\n"
+           "M; naive and skip-order move every block together). Every tensor outside the MoE blocks must\n"
            "be equal in A and B.\n"
            "Exhaustive up to %d experts (each order is whole network evaluations), else %d\n"
            "sampled orders (--samples N: N of them; --exhaustive: every order). Beside it, each\n"
@@ -521,7 +526,7 @@ static int landscape_network(subject *S, double t_load, ls_opts *lo, const ls_sc
     if (proxy && net_inputs_mem_check(&n->A, &n->E, n->block, &err)) return cli_error("%s", err.msg);
     align_opts other;
     align_opts_default(&other);
-    other.center = lo->center, other.wm_stage = lo->wm;
+    other.center = lo->center, other.wm_stage = lo->wm, other.method = lo->hidden;
     net_objective *no;
     if (cli_subject_objective(S, &other, lo->nthreads, NULL, &no)) return 1;
     if (so->keep) {
@@ -582,7 +587,7 @@ int cmd_landscape(int argc, char **argv) {
         {"log-rank", no_argument, 0, 'R'},    {"layer", required_argument, 0, 'l'},
         {"no-center", no_argument, 0, 'C'},   {"all-orders", no_argument, 0, 'G'},
         {"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
-        CLI_LANDSCAPE_OPTIONS,                CLI_NETWORK_OPTIONS,
+        {"method", required_argument, 0, 'm'}, CLI_LANDSCAPE_OPTIONS,                CLI_NETWORK_OPTIONS,
         CLI_SCREEN_OPTIONS,
         {"verbose", no_argument, 0, 'v'},
         CLI_FIGURE_OPTIONS,                   {0, 0, 0, 0}};
@@ -598,7 +603,7 @@ int cmd_landscape(int argc, char **argv) {
     const char *tm = env_get(ENV_TIMING);
     split_wanted = tm && strcmp(tm, "0");
     optind = 1, opterr = 0;
-    while ((ch = getopt_long(argc, argv, "e:T:j:c:p:l:qvh", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "e:T:j:c:p:l:m:qvh", opts, NULL)) != -1) {
         switch (ch) {
         case 'e': e_path = optarg; break;
         case 'j': json = optarg; break;
@@ -609,6 +614,11 @@ int cmd_landscape(int argc, char **argv) {
         case 'R': log_rank = 1; break;
         case 'l': layer = optarg; break;
         case 'C': lo.center = 0; break;
+        case 'm':
+            if (cost_method_parse(optarg, &lo.hidden))
+                return cli_usage_error(USAGE, "landscape: --method must be %s, not '%s'", cost_method_choices(),
+                                       optarg);
+            break;
         case 'q': show = 0, progress_silence(); break; // the library's phases too
         case 'v': split_wanted = 1; break;
         case 'I': interp = 1; break;

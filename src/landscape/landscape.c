@@ -493,6 +493,7 @@ static int ls_named_alignments(lsx *x, ls_named *nm, ms_err *err) {
         for (int v = 0; v < SH_COUNT && !rc; v++) {
             align_opts ao;
             align_opts_default(&ao);
+            ao.method = o->hidden, ao.X = x->pb.E->inputs, ao.N = x->pb.E->N, ao.d = x->pb.E->d; // its matching
             ao.order_stage = stage[v][0];
             ao.wm_stage = stage[v][1] < 0 ? o->wm : stage[v][1];
             for (int j = 0; j < c->s; j++) {
@@ -543,8 +544,9 @@ static void ls_orders_init(lsx *x) {
     rs->prog = ms_calloc((size_t)rs->norders, sizeof(int));
 }
 
-/* Weight matching once per (slot i, B's expert j), and the diagonal with the
- * other setting for naive / skip_order. */
+/* Hidden-unit matching once per (slot i, B's expert j) as o->hidden matches
+ * (align_match_hidden: weight matching, or activations on the set's inputs),
+ * and the diagonal with the other setting for naive / skip_order. */
 static int ls_match_pairs(lsx *x, ms_err *err) {
     ls_problem *pb = &x->pb;
     int n = pb->n, h = pb->h, wm_main = pb->o->wm;
@@ -562,8 +564,9 @@ static int ls_match_pairs(lsx *x, ms_err *err) {
         if (p < lo || p >= hi) continue;
         if (!wm) {
             for (int u = 0; u < h; u++) P[u] = u;
-        } else if (wm_match(&pb->A->experts[i], &pb->B->experts[j], pb->cfg, P, NULL, err)) {
-            return ms_prefix(err, "weight matching slot %d with B's expert %d", i, j);
+        } else if (align_match_hidden(&pb->A->experts[i], &pb->B->experts[j], pb->cfg, pb->o->hidden,
+                                      pb->E->inputs, pb->E->N, P, NULL, err)) {
+            return ms_prefix(err, "matching the hidden units of slot %d with B's expert %d", i, j);
         }
         ls_phase(x, "weight-matching pairs", p + 1, pb->npairs);
         if (wm) ls_debug(x, "pair weight-matched", p);

@@ -244,6 +244,7 @@ static int ox_alignments(ox *x, ms_err *err) {
     for (int v = 0; v < SH_COUNT && !rc && c->s > 0; v++) {
         align_opts ao;
         align_opts_default(&ao);
+        ao.method = x->o->hidden, ao.X = x->obj->inputs, ao.N = x->obj->ninputs, ao.d = c->d; // its matching
         ao.order_stage = stage[v][0];
         ao.wm_stage = stage[v][1] < 0 ? x->o->wm : stage[v][1];
         for (int j = 0; j < c->s; j++)
@@ -253,7 +254,8 @@ static int ox_alignments(ox *x, ms_err *err) {
     return rc;
 }
 
-/* weight matching once per (slot i, B's expert j) with o->wm, and the diagonal
+/* hidden-unit matching (o->hidden's, align_match_hidden) once per (slot i, B's
+ * expert j) with o->wm, and the diagonal
  * with the other setting: pair p's hidden order at perm + p h (perm_other
  * follows perm); split over processes, each matches its share and all get all */
 static int ox_pairs(ox *x, ms_err *err) {
@@ -268,8 +270,9 @@ static int ox_pairs(ox *x, ms_err *err) {
         int *P = x->perm + (size_t)p * h;
         if (!(p < n * n ? wm : !wm)) {
             for (int u = 0; u < h; u++) P[u] = u;
-        } else if (wm_match(&x->A->experts[i], &x->B->experts[j], x->c, P, NULL, err)) {
-            return ms_prefix(err, "weight matching slot %d with B's expert %d", i, j);
+        } else if (align_match_hidden(&x->A->experts[i], &x->B->experts[j], x->c, x->o->hidden, x->obj->inputs,
+                                      x->obj->ninputs, P, NULL, err)) {
+            return ms_prefix(err, "matching the hidden units of slot %d with B's expert %d", i, j);
         }
         ox_phase(x, "weight-matching pairs", p + 1 - lo, hi - lo);
         if (ox_cancelled(x)) return ms_fail(err, "cancelled");

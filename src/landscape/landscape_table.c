@@ -17,6 +17,7 @@ void ls_opts_default(ls_opts *o) {
     o->T = 25;
     o->wm = 1;
     o->center = 1;
+    o->hidden = COST_EXPERT;
     o->nsample = 20000;
     o->exhaustive_max = LS_EXHAUSTIVE_MAX;
     o->seed = 1;

@@ -46,6 +46,7 @@ struct net_objective {
     ls_objective view;
     double *seq_ab;        /* (2, N) the end points' per-sequence losses */
     float *inputs;         /* (ninputs, d) the chosen block's first inputs, A's (view.inputs) */
+    float *other_inputs;   /* (nmoe, ninputs, d) every block's, when o.other's method reads them */
     char what[128];
     double align_s, prefix_s, ends_s;
 };
@@ -151,6 +152,9 @@ static int align_variants(net_objective *no, ms_err *err) {
                 ao.order = NULL;
                 ao.wm_stage = v == LS_VAR_SKIP;
             }
+            if (no->other_inputs) // a data-driven method: block i's own first inputs under A
+                ao.X = no->other_inputs + (size_t)i * no->view.ninputs * no->A->cfg.d, ao.N = no->view.ninputs,
+                ao.d = no->A->cfg.d;
             align_result res;
             moe_model *dst = &no->alt[v * no->nmoe + i];
             const moe_model *a = &no->A->moe[i], *b = &no->B->moe[i];
@@ -177,6 +181,12 @@ static int end_points(net_objective *no, ms_err *err) {
     float *in[NET_MAX_LAYERS] = {0};
     if (!no->inputs) no->inputs = ms_malloc((size_t)rows * no->A->cfg.d * sizeof(float));
     in[no->o.chosen] = no->inputs;
+    if (align_method_reads_set(no->o.other.method)) { // the other blocks' too, for their alignment
+        size_t one = (size_t)rows * no->A->cfg.d;
+        if (!no->other_inputs) no->other_inputs = ms_malloc((size_t)no->nmoe * one * sizeof(float));
+        for (int i = 0; i < no->nmoe; i++)
+            if (i != no->o.chosen) in[i] = no->other_inputs + (size_t)i * one;
+    }
     net_run run_a = {.seq_loss = no->seq_ab, .block_inputs = in, .block_rows = rows},
             run_b = {.seq_loss = no->seq_ab + N};
     progress_inner(NET_PREP_A, 0, 0);
@@ -257,14 +267,22 @@ int net_objective_prepare(net_objective *no, ms_err *err) {
         if (net_evalset_check(no->E, no->A, err) || net_evalset_check(no->E, no->B, err)) return -1;
         no->o.par.checked = 1;
     }
+    // a data-driven method aligns the other blocks on their inputs, which A's end point
+    // evaluation captures: then they are aligned after it
+    int late = align_method_reads_set(no->o.other.method);
     progress_inner(NET_PREP_ALIGN, 0, 0);
-    int rc = align_variants(no, err);
+    int rc = late ? 0 : align_variants(no, err);
     no->align_s = now_secs() - t0, t0 = now_secs();
     progress_inner(NET_PREP_PREFIX, 0, 0);
     if (!rc && !no->o.interp_backbone) rc = net_prefix_compute(no->A, no->E, &no->o.par, &no->prefix, err);
     no->prefix_s = now_secs() - t0, t0 = now_secs();
     if (!rc) rc = end_points(no, err);
-    no->ends_s = now_secs() - t0;
+    no->ends_s = now_secs() - t0, t0 = now_secs();
+    if (!rc && late) {
+        progress_inner(NET_PREP_ALIGN, 0, 0);
+        rc = align_variants(no, err);
+        no->align_s += now_secs() - t0;
+    }
     if (rc) {
         for (int i = 0; i < 3 * no->nmoe; i++) {
             moe_free(&no->alt[i]);
@@ -316,5 +334,6 @@ void net_objective_free(net_objective *no) {
     if (no->o.interp_backbone) net_free(&no->M);
     free(no->seq_ab);
     free(no->inputs);
+    free(no->other_inputs);
     free(no);
 }

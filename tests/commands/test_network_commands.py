@@ -13,7 +13,9 @@ and eval.safetensors beside seed folders whose backbone shard links to it, and a
     `merge --layer all`: each block as its own merge writes it, every other tensor A's;
   - `cost --eval` / `align --eval` with the network's token set: the data-driven methods
     read the block's inputs under A (the same matrix and aligned block as a layer set of
-    numpy's block inputs gives), `--layer all` each block's own;
+    numpy's block inputs gives), `--layer all` each block's own; `landscape --method
+    activation` (pairs matched by their activations, the other block aligned by
+    activation on its own inputs) agrees with `curve --method activation`;
   - `lesson --print` on a network: its barriers are the network's (as `curve` gives them);
   - the orders: n = 8 is sampled (500 orders by default; `--samples N`: N, in landscape
     and study alike; `--exhaustive`: all 40320 are not asked here), n = 4 exhaustive;
@@ -195,6 +197,20 @@ def test_methods_on_network():
           "--eval on a network: each block's own inputs: %s %s" % (r.stdout, r.stderr.strip()))
     r = run("align", a, b, "-o", p("al_none"), "--method", "activation")
     check(r.returncode == 2 and "needs an evaluation set" in r.stderr, "without --eval: %s" % r.stderr.strip())
+    # landscape and curve --method activation: the chosen block's pairs matched by their
+    # activations, the other block aligned by activation on its own inputs (curve refused
+    # it before: the other block had no inputs); the two agree
+    r = run("landscape", a, b, "--eval", ev, "--layer", 2, "--method", "activation", "--points", T, "--no-proxy",
+            "-q", "--json", p("lm.json"))
+    c = run("curve", a, b, "--eval", ev, "--layer", 2, "--method", "activation", "--points", T, "--json",
+            p("cm.json"))
+    check(r.returncode == 0 and c.returncode == 0, "landscape, curve --method activation on a network: %s %s"
+          % (r.stderr.strip(), c.stderr.strip()))
+    if r.returncode == 0 and c.returncode == 0:
+        J, C = json.load(open(p("lm.json"))), json.load(open(p("cm.json")))["curves"]
+        for name, lb in (("activation", J["methods"]["activation"]["barrier"]), ("skip_order", J["skip_order"]["barrier"])):
+            check(abs(lb - C[name]["barrier"]) < 1e-6, "network --method activation: %s barrier %.8g, curve's %.8g"
+                  % (name, lb, C[name]["barrier"]))
 
 
 def test_usage():

@@ -10,6 +10,10 @@ router) against a numpy oracle written from their definitions (cost_data.c):
 * align --method activation: the order, and each slot's hidden units matched by
   the correlation of their activations on the set (scipy's assignment as the
   independent solver): the aligned B parameter for parameter;
+* landscape --method activation matches every pair's hidden units as align --method
+  activation does: the activation order's barrier is the oracle's curve of the
+  oracle's activation-aligned B, and `curve --method activation`'s; the default
+  (weight matching) keeps the activation order's row where the table has it;
 * property: a scrambled copy of A (translated gate too) aligns back to A with each
   new method, and its curve's barrier is ~0.
 """
@@ -193,9 +197,45 @@ def test_scramble(tmp):
                       % (method, translate, bar))
 
 
+def test_landscape_method(tmp, ci, cfg):
+    """landscape --method M: the hidden units of every pair matched as align --method M"""
+    a, b, ev = (os.path.join(tmp, "%s%d.st" % (x, ci)) for x in "abe")  # test_config's
+    A, B = oracle.load_layer(a), oracle.load_layer(b)
+    E = oracle.load_evalset(ev)
+    X = E["inputs"].astype(np.float64)
+    tag, T = "config %d landscape" % ci, 5
+    got = {}
+    for method in ("expert", "activation"):
+        js = os.path.join(tmp, "lm.json")
+        p = run("landscape", a, b, "--eval", ev, "--points", T, "--method", method, "-q", "--json", js)
+        check(p.returncode == 0, "%s --method %s" % (tag, method))
+        if p.returncode == 0:
+            with open(js) as f:
+                got[method] = json.load(f)
+        js = os.path.join(tmp, "cm.json")
+        p = run("curve", a, b, "--eval", ev, "--points", T, "--method", method, "--json", js)
+        if p.returncode == 0 and method in got:
+            with open(js) as f:
+                cv = json.load(f)["curves"]
+            for name, key in ((method, None), ("skip_order", "skip_order")):
+                lb = got[method]["methods"][method]["barrier"] if key is None else got[method][key]["barrier"]
+                check(abs(lb - cv[name]["barrier"]) < 1e-6, "%s --method %s: %s barrier %.8g, curve's %.8g"
+                      % (tag, method, name, lb, cv[name]["barrier"]))
+    if "activation" in got:
+        order, ref = oracle_align_activation(A, B, X)
+        want = oracle.curve(A, ref, E, T=T)["barrier"]
+        lb = got["activation"]["methods"]["activation"]
+        check(lb["order"] == order and abs(lb["barrier"] - want) < 1e-4 * max(1.0, abs(want)),
+              "%s: activation order %s barrier %.8g, the oracle's %s %.8g" % (tag, lb["order"], lb["barrier"],
+                                                                             order, want))
+        row = [r for r in got["activation"]["orders"] if r["order"] == lb["order"]]
+        check(row and abs(row[0]["barrier"] - lb["barrier"]) < 1e-9, "%s: its row in the table is its curve" % tag)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="ms_methods_")
     tests = [lambda ci=ci, cfg=cfg: test_config(tmp, ci, cfg) for ci, cfg in enumerate(CONFIGS)]
+    tests += [lambda ci=ci, cfg=cfg: test_landscape_method(tmp, ci, cfg) for ci, cfg in enumerate(CONFIGS[:2])]
     tests.append(lambda: test_scramble(tmp))
     return testutil.run_tests("test_methods_data", tests, tmp)
 
