@@ -45,20 +45,30 @@
 
 #define CURVE_CACHE 32
 
-/* What a landscape table depends on: the weight-matching stage and the
- * points (gate centring and the method only change which rows are marked). */
+/* What a landscape table depends on: the weight-matching stage, the points,
+ * and how every pair's hidden units are matched: by the method's own matching
+ * where it has one (activation, align_match_hidden), else weight matching, as
+ * the current curve's alignment matches them (gate centring and the other
+ * methods only change which rows are marked). */
 typedef struct {
     int wm; /* 0 or 1 */
     int T;
+    cost_method hidden; /* ls_opts.hidden: COST_EXPERT for weight matching */
 } ls_key;
 
-static ls_key key_of(const explore_request *q) { return (ls_key){q->wm_stage ? 1 : 0, q->T}; }
-static int ls_key_equal(ls_key a, ls_key b) { return a.wm == b.wm && a.T == b.T; }
+static ls_key key_of(const explore_request *q) {
+    return (ls_key){q->wm_stage ? 1 : 0, q->T, cost_methods[q->method].match_hidden ? q->method : COST_EXPERT};
+}
+static int ls_key_equal(ls_key a, ls_key b) { return a.wm == b.wm && a.T == b.T && a.hidden == b.hidden; }
+/* the kept tables' slot of key k: per weight-matching stage and hidden matching */
+#define LS_SLOTS 4
+static int ls_slot(ls_key k) { return k.wm + 2 * (k.hidden != COST_EXPERT); }
 
 typedef struct {
     int used;
     unsigned long stamp;      /* for eviction: least recently used goes */
     int wm, var;              /* var: the objective's variant (LS_VAR_*) */
+    cost_method hidden;       /* how the hidden units were matched (ls_key.hidden) */
     int order[LS_MAX_N];
     ls_curve c;
 } cached_curve;
@@ -101,7 +111,7 @@ struct explore_worker {
     unsigned long run_serial; /* counts the landscapes started (and saved tables shown) */
     unsigned long orders_run; /* the run_serial pub.orders came from */
     double extra_bar[EXPLORE_EXTRA_MAX]; /* the published extra rows' barriers (pub_extra_rows) */
-    /* complete tables kept per weight-matching stage, so toggling w back
+    /* complete tables kept per (weight-matching stage, hidden matching): toggling w or m back
        costs nothing (40320 rows are 3.5 MB) */
     struct {
         ls_row *rows;         /* NULL until one is complete */
@@ -109,7 +119,7 @@ struct explore_worker {
         long n;
         ls_key key;
         int exhaustive, ci_units;
-    } saved[2];
+    } saved[LS_SLOTS];
     /* front thread only */
     cached_curve cache[CURVE_CACHE];
     int cache_T;
@@ -127,13 +137,13 @@ struct explore_worker {
     double early_lhat[COST_NMETHODS];
     double early_pct[COST_NMETHODS][4]; /* pct, pct_lo, pct_hi, rank_est */
     /* each finished landscape's own method curves (a sample need not hold the
-       method orders among its rows), per weight-matching stage (mu) */
+       method orders among its rows), per kept table slot (mu) */
     struct fin_curves {
         int valid;
         ls_key key;
         int order[COST_NMETHODS][LS_MAX_N];
         double bar[COST_NMETHODS], auc[COST_NMETHODS];
-    } fin[2];
+    } fin[LS_SLOTS];
     /* diagnostics (mu): the newest ask, and the results per [method][center] */
     int diag_want, diag_want_m, diag_want_c;
     int diag_have[COST_NMETHODS][2], diag_fail[COST_NMETHODS][2];
@@ -266,7 +276,7 @@ static int method_barrier(explore_worker *g, int m, double *b, double *auc) {
         *b = p->rows[k].barrier, *auc = p->rows[k].auc;
         return 1;
     }
-    const struct fin_curves *f = &g->fin[g->rows_key.wm];
+    const struct fin_curves *f = &g->fin[ls_slot(g->rows_key)];
     for (int q = 0; q < COST_NMETHODS; q++)
         if (f->valid && ls_key_equal(f->key, g->rows_key) && !memcmp(f->order[q], o, sizeof(int) * (size_t)g->n)) {
             *b = f->bar[q], *auc = f->auc[q];
@@ -400,7 +410,11 @@ static void pub_ranks_of(explore_worker *g) {
 
 /* ---- the cheap parts: costs and curves ---- */
 
-static cached_curve *curve_get(explore_worker *g, const int *order, int wm, int var, int T, ms_err *err) {
+/* The curve of order (weight matching wm, the hidden units matched as method
+ * hidden matches them: the table's rule, ls_key) on the layer's set or the
+ * network's objective (variant var), from the cache when there. */
+static cached_curve *curve_get(explore_worker *g, const int *order, int wm, int var, cost_method hidden, int T,
+                               ms_err *err) {
     int n = g->n;
     if (g->cache_T != T) {
         for (int i = 0; i < CURVE_CACHE; i++) {
@@ -412,7 +426,8 @@ static cached_curve *curve_get(explore_worker *g, const int *order, int wm, int 
     cached_curve *slot = NULL;
     for (int i = 0; i < CURVE_CACHE; i++) {
         cached_curve *c = &g->cache[i];
-        if (c->used && c->wm == wm && c->var == var && !memcmp(c->order, order, sizeof(int) * (size_t)n)) {
+        if (c->used && c->wm == wm && c->var == var && c->hidden == hidden &&
+            !memcmp(c->order, order, sizeof(int) * (size_t)n)) {
             c->stamp = ++g->stamp;
             return c;
         }
@@ -425,6 +440,8 @@ static cached_curve *curve_get(explore_worker *g, const int *order, int wm, int 
     ao.wm_stage = wm;
     ao.order = order;
     ao.any_order = 1; /* an order that splits a router's groups: a curve to another function */
+    ao.method = hidden; // the inputs the landscape's pairs are matched on
+    ao.X = g->obj ? g->obj->inputs : g->E->inputs, ao.N = g->obj ? g->obj->ninputs : g->E->N, ao.d = g->A->cfg.d;
     moe_model Bp;
     align_result res;
     memset(&res, 0, sizeof res);
@@ -441,6 +458,7 @@ static cached_curve *curve_get(explore_worker *g, const int *order, int wm, int 
     slot->used = 1;
     slot->wm = wm;
     slot->var = var;
+    slot->hidden = hidden;
     memcpy(slot->order, order, sizeof slot->order);
     slot->c = cv;
     slot->stamp = ++g->stamp;
@@ -614,7 +632,7 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
         snprintf(g->front_what, sizeof g->front_what, "curve %s", want[k].name);
         front_status(g, "%s", g->front_what);
         front_phase(g, g->front_what);
-        cached_curve *c = curve_get(g, want[k].order, want[k].wm, want[k].var, T, err);
+        cached_curve *c = curve_get(g, want[k].order, want[k].wm, want[k].var, key_of(q).hidden, T, err);
         if (!c) return ms_prefix(err, "%s curve", want[k].name);
         pthread_mutex_lock(&g->mu);
         if (g->cancel_front) { // superseded as it finished: kept in the cache, not drawn
@@ -761,7 +779,8 @@ static void rows_reset(explore_worker *g, long norders) {
 }
 
 /* Keep a complete table for key k (wm stage). mu held. */
-static void ls_save(explore_worker *g, int wm, ls_key k, const landscape *L) {
+static void ls_save(explore_worker *g, ls_key k, const landscape *L) {
+    int wm = ls_slot(k);
     g->saved[wm].rows = ms_realloc(g->saved[wm].rows, (size_t)L->norders * sizeof(ls_row));
     memcpy(g->saved[wm].rows, L->rows, (size_t)L->norders * sizeof(ls_row));
     g->saved[wm].orders = ms_realloc(g->saved[wm].orders, (size_t)L->norders * g->n + 1);
@@ -774,7 +793,7 @@ static void ls_save(explore_worker *g, int wm, ls_key k, const landscape *L) {
 
 /* Publish the kept table of key k if there is one (1), else 0. mu held. */
 static int ls_publish_saved(explore_worker *g, ls_key k) {
-    int wm = k.wm;
+    int wm = ls_slot(k);
     if (!g->saved[wm].rows || !ls_key_equal(g->saved[wm].key, k)) return 0;
     explore_snapshot *p = &g->pub;
     long cnt = g->saved[wm].n;
@@ -926,6 +945,7 @@ static void *ls_worker(void *arg) {
 
         o.T = k.T;
         o.wm = wm;
+        o.hidden = k.hidden;
         o.center = center;
         o.cancel = &g->cancel_ls;
         o.progress = on_progress;
@@ -951,7 +971,7 @@ static void *ls_worker(void *arg) {
             p->phase_detail[0] = 0;
         }
         if (rc == 0) { /* its own method curves, for a sample that lacks their rows */
-            struct fin_curves *f = &g->fin[wm];
+            struct fin_curves *f = &g->fin[ls_slot(k)];
             f->valid = 1;
             f->key = k;
             for (int m = 0; m < COST_NMETHODS; m++) {
@@ -962,7 +982,7 @@ static void *ls_worker(void *arg) {
         }
         if (rc == 0 && hidden) {
             /* finished in the background: kept for when w comes back */
-            ls_save(g, wm, k, &L);
+            ls_save(g, k, &L);
         } else if (rc == 0) {
             /* the final rows are sorted by barrier: publish them all anew */
             if (L.norders + EXPLORE_EXTRA_MAX > p->rows_cap) {
@@ -979,7 +999,7 @@ static void *ls_worker(void *arg) {
             p->progress = 1;
             g->have_ls = 1;
             g->done = k;
-            ls_save(g, wm, k, &L);
+            ls_save(g, k, &L);
             pub_ranks(g);
         } else if (hidden) {
             /* cancelled in the background: the shown table is another key's */
@@ -1533,10 +1553,10 @@ void explore_stop(explore_worker *g) {
     explore_snapshot_free(&g->pub);
     for (int m = 0; m < COST_NMETHODS; m++) free(g->cost[m]);
     free(g->cost_expert);
-    free(g->saved[0].rows);
-    free(g->saved[1].rows);
-    free(g->saved[0].orders);
-    free(g->saved[1].orders);
+    for (int i = 0; i < LS_SLOTS; i++) {
+        free(g->saved[i].rows);
+        free(g->saved[i].orders);
+    }
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv_front);
     pthread_cond_destroy(&g->cv_ls);

@@ -139,7 +139,7 @@ sel=$(screen | grep -oE "plotting order [0-9 ]+" | head -1 | sed 's/plotting ord
 check "selected order plotted, legend with its barrier ($sel)" wait_re "order $sel( barrier=| \(barrier |  ?)[0-9]+\.[0-9]+"
 # the plotted row keeps its mark when the cursor moves on
 tm send-keys -t t j j
-check "the plotted row is marked (>)" wait_re "│[ *~GEI]{4}> +[0-9]+=? +$sel "
+check "the plotted row is marked (>)" wait_re "│[ *~GEARI]{6}> +[0-9]+=? +$sel "
 
 # pin the plotted order, plot another: both curves stay, each with its digit in the legend
 tm send-keys -t t P

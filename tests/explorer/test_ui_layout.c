@@ -738,6 +738,60 @@ static void eng_models(moe_model *A, moe_model *B, evalset *E, int n, int d, int
         }                                                                                      \
     } while (0)
 
+/* The row of the current order's barrier in the table shown (NAN: none). */
+static double row_barrier_of(const explore_snapshot *v, const int *order) {
+    for (long k = 0; k < v->ndone; k++)
+        if (!memcmp(row_ord(v, k), order, sizeof(int) * (size_t)v->n)) return v->rows[k].barrier;
+    return NAN;
+}
+
+/* The activation method matches hidden units by their activations (align
+ * --method activation): the table then matches every pair so too, its row of
+ * the current order being the current curve; under weight matching (the expert
+ * method's table) that order's row is another number on this pair. */
+static void test_worker_activation(void) {
+    moe_model A, B;
+    evalset E;
+    eng_models(&A, &B, &E, 4, 8, 16, 3);
+    rng_t r;
+    rng_seed(&r, 7); /* B further from A: the two matchings differ */
+    for (size_t i = 0; i < (size_t)(B.norm_w - B.mem); i++) B.mem[i] += (float)(0.5 * rng_normal(&r));
+    ms_err err;
+    explore_worker *g = explore_start(&A, &B, &E, &err);
+    CHECK(g != NULL, "worker starts");
+    if (!g) return;
+    explore_snapshot v;
+    memset(&v, 0, sizeof v);
+    explore_request q;
+    memset(&q, 0, sizeof q);
+    q.order_stage = q.wm_stage = q.center = 1;
+    q.T = 9;
+    double cur = NAN, tab[2][24], diff = 0;
+    int ord[4] = {0}, all[24][4], na = 0;
+    for (int a = 0; a < 4; a++) // the 24 orders, to look each up in both tables
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 4; c++)
+                if (a != b && a != c && b != c) all[na][0] = a, all[na][1] = b, all[na][2] = c, all[na++][3] = 6 - a - b - c;
+    for (int pass = 0; pass < 2; pass++) {
+        q.method = pass ? COST_EXPERT : COST_ACTIVATION;
+        explore_submit(g, &q);
+        ENG_WAIT(g, &v, !v.busy && v.req.method == q.method && v.have_current && v.have_landscape && v.ndone == 24);
+        if (!pass) memcpy(ord, v.current_order, sizeof ord), cur = v.current.barrier;
+        for (int k = 0; k < 24; k++) tab[pass][k] = row_barrier_of(&v, all[k]);
+    }
+    double row = NAN;
+    for (int k = 0; k < 24; k++) {
+        if (!memcmp(all[k], ord, sizeof ord)) row = tab[0][k];
+        if (fabs(tab[0][k] - tab[1][k]) > diff) diff = fabs(tab[0][k] - tab[1][k]);
+    }
+    CHECK(fabs(row - cur) <= 1e-6 * (1 + fabs(cur)), "activation method: its current barrier %g = its row %g", cur, row);
+    CHECK(diff > 1e-4, "the activation table is not weight matching's (largest difference %g)", diff);
+    explore_stop(g);
+    evalset_free(&E);
+    moe_free(&A);
+    moe_free(&B);
+}
+
 static void test_worker(void) {
     moe_model A, B;
     evalset E;
@@ -1591,6 +1645,7 @@ int main(void) {
     test_diag_scroll();
     test_diag_view();
     test_worker();
+    test_worker_activation();
     test_png_live_key();
     test_export_name();
     test_curves_rows();
