@@ -787,6 +787,7 @@ static void test_worker_activation(void) {
     CHECK(fabs(row - cur) <= 1e-6 * (1 + fabs(cur)), "activation method: its current barrier %g = its row %g", cur, row);
     CHECK(diff > 1e-4, "the activation table is not weight matching's (largest difference %g)", diff);
     explore_stop(g);
+    explore_snapshot_free(&v);
     evalset_free(&E);
     moe_free(&A);
     moe_free(&B);
