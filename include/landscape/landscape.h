@@ -190,6 +190,7 @@ typedef struct landscape {
     uint8_t *orders;            /* (norders, n) every order, set before the first row:
                                  * row r's is orders + r.id * n (ls_order_get) */
     int exhaustive;             /* 0: sampled estimate */
+    cost_method hidden;         /* how every pair's hidden units were matched (ls_opts.hidden) */
     double pct_lo[COST_NMETHODS], pct_hi[COST_NMETHODS]; /* sampled: 95% CI of each method's rank percentile */
     int best, worst;            /* row indices (in the sorted rows) */
     /* In progress callbacks rows[0..done) are final (in the

@@ -889,7 +889,7 @@ static void layer_error_bars(explore_worker *g, ls_key k, landscape *L) {
             p->ci_units = L->nseq;
             p->rows_epoch++;
         }
-        ls_save(g, k.wm, k, L);
+        ls_save(g, k, L);
     }
     pub_status(g);
     pub_bump(g);

@@ -450,6 +450,7 @@ static void ls_problem_init(lsx *x, const moe_model *A, const moe_model *B, cons
     pthread_cond_init(&x->pool.cv, NULL);
     L->n = pb->n;
     L->T = pb->T;
+    L->hidden = o->hidden;
     L->kind = pb->kind;
     L->t = ms_malloc((size_t)pb->T * sizeof(double));
     for (int m = 0; m < pb->T; m++) L->t[m] = ls_t(m, pb->T);

@@ -67,12 +67,14 @@ int ls_boot_landscape(landscape *L, const double *seq, int S, const char *unit, 
     return rc;
 }
 
-/* c's per-sample losses (no interval): B aligned by order (NULL: identity) and wm */
+/* c's per-sample losses (no interval): B aligned by order (NULL: identity) and wm, the
+ * hidden units matched as method hidden matches them on E's inputs (the landscape's pairs) */
 static int order_units_raw(const moe_model *A, const moe_model *B, const evalset *E, const int *order, int wm,
-                           ls_curve *c, ms_err *err) {
+                           cost_method hidden, ls_curve *c, ms_err *err) {
     align_opts ao;
     align_opts_default(&ao);
     ao.order_stage = order != NULL, ao.order = order, ao.wm_stage = wm, ao.any_order = 1;
+    ao.method = hidden, ao.X = E->inputs, ao.N = E->N, ao.d = E->d;
     moe_model Bp;
     align_result res;
     if (align_models(A, B, &ao, &Bp, &res, err)) return -1;
@@ -88,8 +90,8 @@ static int order_units_raw(const moe_model *A, const moe_model *B, const evalset
 }
 
 int ls_order_units(const moe_model *A, const moe_model *B, const evalset *E, const int *order, int wm,
-                   ls_curve *c, ms_err *err) {
-    if (order_units_raw(A, B, E, order, wm, c, err)) return -1;
+                   cost_method hidden, ls_curve *c, ms_err *err) {
+    if (order_units_raw(A, B, E, order, wm, hidden, c, err)) return -1;
     ls_curve_interval(c);
     return 0;
 }
@@ -121,7 +123,7 @@ static int layer_orders(const moe_model *A, const moe_model *B, const evalset *E
         ls_curve c;
         memset(&c, 0, sizeof c);
         c.n = n, c.T = T;
-        rc = order_units_raw(A, B, E, p, wm, &c, err);
+        rc = order_units_raw(A, B, E, p, wm, L->hidden, &c, err);
         if (!rc && c.nseq != S) rc = ms_fail(err, "the per-sample losses of order %ld: %d samples, not %d", k,
                                              c.nseq, S);
         if (!rc) memcpy(seq + (size_t)k * T * S, c.seq, (size_t)T * S * sizeof(double));
@@ -136,9 +138,10 @@ static int layer_orders(const moe_model *A, const moe_model *B, const evalset *E
 int ls_layer_intervals(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
                        atomic_int *cancel, ms_err *err) {
     if (L->naive.seq || L->objective) return 0;
-    int rc = ls_order_units(A, B, E, NULL, 0, &L->naive, err);
-    if (!rc) rc = ls_order_units(A, B, E, NULL, 1, &L->skip_order, err);
-    for (int m = 0; m < COST_NMETHODS && !rc; m++) rc = ls_order_units(A, B, E, L->methods[m].order, wm, &L->methods[m], err);
+    int rc = ls_order_units(A, B, E, NULL, 0, L->hidden, &L->naive, err);
+    if (!rc) rc = ls_order_units(A, B, E, NULL, 1, L->hidden, &L->skip_order, err);
+    for (int m = 0; m < COST_NMETHODS && !rc; m++)
+        rc = ls_order_units(A, B, E, L->methods[m].order, wm, L->hidden, &L->methods[m], err);
     if (rc) return rc;
     L->nseq = L->naive.nseq, L->boot_unit = "samples";
     return layer_orders(A, B, E, wm, L, cancel, err);

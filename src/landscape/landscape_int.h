@@ -342,9 +342,9 @@ int ls_boot_landscape(landscape *L, const double *seq, int S, const char *unit, 
                       ms_err *err);
 /* landscape_boot.c: c (its T set) again the plain way (curve.c) for its per-sample
  * losses and barrier interval: B aligned by order (NULL: identity) and weight
- * matching wm, on a layer's E */
+ * matching wm, the hidden units matched as method hidden matches them, on a layer's E */
 int ls_order_units(const moe_model *A, const moe_model *B, const evalset *E, const int *order, int wm,
-                   ls_curve *c, ms_err *err);
+                   cost_method hidden, ls_curve *c, ms_err *err);
 /* landscape_obj.c: landscape_compute on o->objective */
 int ls_obj_compute(const moe_model *A, const moe_model *B, const ls_opts *o, landscape *L,
                    ms_err *err);

@@ -321,7 +321,7 @@ static int ox_setup(ox *x, const moe_model *A, const moe_model *B, const ls_opts
     L->acc_a = x->obj->acc_a, L->acc_b = x->obj->acc_b;
     L->t = ms_malloc((size_t)x->T * sizeof(double));
     for (int m = 0; m < x->T; m++) L->t[m] = ls_t(m, x->T);
-    L->exhaustive = x->exhaustive, L->norders = x->norders;
+    L->exhaustive = x->exhaustive, L->norders = x->norders, L->hidden = x->o->hidden;
     L->groups = x->groups, L->group_size = x->groups ? x->n / x->groups : x->n;
     L->n_fact = x->groups ? ls_wreath_count(x->groups, x->n / x->groups) : ls_factorial(x->n);
     L->n_fact_log10 = x->groups ? ls_wreath_log10(x->groups, x->n / x->groups) : ls_factorial_log10(x->n);

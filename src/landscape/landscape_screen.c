@@ -154,7 +154,7 @@ static int layer_intervals(ls_screen *S, const moe_model *A, const moe_model *B,
         memset(&c, 0, sizeof c);
         c.n = n, c.T = S->sub.T;
         c.barrier = w->sub_bar; // the interval is widened to hold the table's barrier
-        int rc = ls_order_units(A, B, E_sub, p, o->wm, &c, err);
+        int rc = ls_order_units(A, B, E_sub, p, o->wm, o->hidden, &c, err);
         if (!rc) w->sub_lo = c.bar_lo, w->sub_hi = c.bar_hi;
         ls_curve_free(&c);
         if (rc) return -1;
