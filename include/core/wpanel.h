@@ -64,6 +64,8 @@ int wp_is_plain_f32(wref W);
 void wp_gemm_nt(int M, int N, int K, const float *X, int ldx, wref W, float beta, float *Y, int ldy);
 /* The same, W converted whole first (the reference; allocates N K floats). */
 void wp_gemm_nt_ref(int M, int N, int K, const float *X, int ldx, wref W, float beta, float *Y, int ldy);
+/* Do stored matrices a and b (N, K) (not views nor mixes) hold the same bytes in one dtype? 1 yes */
+int wp_same(wref a, wref b, size_t N, size_t K);
 /* Is every one of W's (N, K) values finite? 0 yes; else 1 and *at (r K + c) the first that is not
  * (MXFP4: a scale that makes its values overflow float32). */
 int wp_finite(wref W, size_t N, size_t K, size_t *at);

@@ -203,6 +203,9 @@ int moe_heads_equal(const moe_model *a, const moe_model *b);
  * weights made mixes of a's and b's (wp_mix: formed per panel inside the
  * products, the same values), b kept alive and unchanged while out is used. */
 void moe_interpolate(moe_model *out, const moe_model *a, const moe_model *b, double t);
+/* Do a and b hold the same values, bit for bit (their floats, and a mapped layer's
+ * routed weights' stored bytes)? 1 yes. */
+int moe_same(const moe_model *a, const moe_model *b);
 /* A deep copy with every weight in floats (a mapped layer's routed weights decoded,
  * its views and mixes formed): what moe_clone gives a layer already in floats. */
 void moe_clone_floats(moe_model *dst, const moe_model *src);

@@ -44,9 +44,10 @@
 #define NET_EVAL_ROWS "evaluation rows"
 
 /* The residual stream entering MoE block moe_layers[0]'s MLP (after its
- * attention), (N T, d); with no MoE block, the stream after the last block. */
+ * attention), (N T, d); with no MoE block, the stream after the last block
+ * (net_prefix_compute_to: block L0's). */
 typedef struct {
-    int L0;   /* the first MoE block, or NL */
+    int L0;   /* the first MoE block (or a later block), or NL */
     float *h; // (N T, d)
 } net_prefix;
 
@@ -61,6 +62,12 @@ typedef struct {
 
 int net_prefix_compute(const net_model *m, const net_evalset *E, const net_par *par, net_prefix *p,
                        ms_err *err);
+/* The same up to block L0 (>= the first MoE block; its attention done), the MoE
+ * blocks before it m's own: the frozen part of two networks equal below L0. An
+ * evaluation from it starts at L0 (the MoE blocks before it are not run again:
+ * their loads, inputs and edits are not seen). */
+int net_prefix_compute_to(const net_model *m, const net_evalset *E, const net_par *par, int L0, net_prefix *p,
+                          ms_err *err);
 void net_prefix_free(net_prefix *p);
 
 /* A change to the MoE blocks' inputs as the evaluation runs: before MoE block

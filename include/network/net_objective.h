@@ -16,7 +16,8 @@
  * formed a panel at a time inside each product (moe_interpolate, wpanel.h), so
  * the other blocks cost their shells' floats, not float32 copies of the layers.
  *
- * The blocks before the first MoE block are computed once (net_prefix). With
+ * The blocks before the first MoE block that differs between A and B (or the
+ * chosen one, if it comes first) are computed once (net_prefix_compute_to). With
  * interp_backbone the backbones may differ and are interpolated too, θ(t) =
  * (1-t) θ_A + t θ_B on every tensor: the prefix is then recomputed whenever t
  * changes (the landscape keeps t fixed over blocks of orders), and every report
@@ -56,7 +57,7 @@ int net_objective_create(const net_model *A, const net_model *B, const net_evals
 int net_objective_prepare(net_objective *no, ms_err *err);
 #define NET_PREP_CHECK "checking the magnitudes"
 #define NET_PREP_ALIGN "aligning the other MoE blocks"
-#define NET_PREP_PREFIX "frozen prefix"
+#define NET_PREP_PREFIX "frozen prefix" /* followed by " up to block L" and why it ends there */
 #define NET_PREP_A "end point A"
 #define NET_PREP_B "end point B"
 const ls_objective *net_objective_view(const net_objective *no);

@@ -176,6 +176,21 @@ void wp_gemm_nt_ref(int M, int N, int K, const float *X, int ldx, wref W, float 
     free(w);
 }
 
+int wp_same(wref a, wref b, size_t N, size_t K) {
+    if (a.dt != b.dt || a.rows || a.cols || a.b || b.rows || b.cols || b.b) return 0;
+    if (a.dt == WP_MXFP4) { // a row's blocks (K / 2 bytes) and scales (K / 32)
+        for (size_t r = 0; r < N; r++)
+            if (memcmp((const uint8_t *)a.p + r * a.ld / 2, (const uint8_t *)b.p + r * b.ld / 2, K / 2) ||
+                memcmp(a.sc + r * a.ld / 32, b.sc + r * b.ld / 32, K / 32))
+                return 0;
+        return 1;
+    }
+    size_t es = wp_dtype_size(a.dt);
+    for (size_t r = 0; r < N; r++)
+        if (memcmp((const char *)a.p + r * a.ld * es, (const char *)b.p + r * b.ld * es, K * es)) return 0;
+    return 1;
+}
+
 int wp_finite(wref W, size_t N, size_t K, size_t *at) {
     if (W.dt == WP_MXFP4 && !W.rows && !W.cols && !W.b) { // only a scale past 2^125 can overflow (6 x 2^126 does)
         for (size_t r = 0; r < N; r++)

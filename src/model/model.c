@@ -361,6 +361,20 @@ void moe_interpolate(moe_model *out, const moe_model *a, const moe_model *b, dou
     }
 }
 
+int moe_same(const moe_model *a, const moe_model *b) {
+    if (moe_check_compatible(a, b, NULL) || a->nparams != b->nparams || moe_is_mapped(a) != moe_is_mapped(b) ||
+        memcmp(a->mem, b->mem, a->nparams * sizeof(float)))
+        return 0;
+    size_t h = (size_t)a->cfg.h, d = (size_t)a->cfg.d;
+    for (int e = 0; moe_is_mapped(a) && e < a->cfg.n; e++) {
+        const moe_expert *x = &a->experts[e], *y = &b->experts[e];
+        if (!wp_same(x->w1, y->w1, h, d) || !wp_same(x->w2, y->w2, d, h) ||
+            (x->w3.p && !wp_same(x->w3, y->w3, h, d)))
+            return 0;
+    }
+    return 1;
+}
+
 void moe_clone_floats(moe_model *dst, const moe_model *src) {
     if (!moe_is_mapped(src)) {
         moe_clone(dst, src);

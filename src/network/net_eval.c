@@ -287,7 +287,8 @@ static void run_item(net_job *j, int slot, int it, float *h, net_ws *w, float *G
             if (job_cancelled(j)) return;
             if (attn_pieces(j, slot, L, h, ns, w)) return;
             net_mlp_input(m, L, h, (int)M, w);
-            if (mlp_panels(j, slot, L, NULL, h, (int)M, w, NULL)) return;
+            int mi = m->cfg.moe_of[L]; // a prefix past MoE blocks runs m's own (net_prefix_compute_to)
+            if (mlp_panels(j, slot, L, mi >= 0 ? &m->moe[mi] : NULL, h, (int)M, w, NULL)) return;
             job_advance(j, (long)M);
         }
         if (j->L0 < m->cfg.nlayer && attn_pieces(j, slot, j->L0, h, ns, w)) return;
@@ -416,10 +417,16 @@ static int evalset_checked(const net_evalset *E, const net_model *m, const net_p
 
 int net_prefix_compute(const net_model *m, const net_evalset *E, const net_par *par, net_prefix *p,
                        ms_err *err) {
+    return net_prefix_compute_to(m, E, par, m->cfg.nmoe ? m->cfg.moe_layers[0] : m->cfg.nlayer, p, err);
+}
+
+int net_prefix_compute_to(const net_model *m, const net_evalset *E, const net_par *par, int L0, net_prefix *p,
+                          ms_err *err) {
     memset(p, 0, sizeof *p);
     if (evalset_checked(E, m, par, err)) return -1;
     net_job j;
     job_init(&j, m, E);
+    if (L0 >= j.L0 && L0 <= m->cfg.nlayer) j.L0 = L0;
     p->L0 = j.L0;
     p->h = ms_malloc((size_t)E->N * j.T * m->cfg.d * sizeof(float));
     j.prefix_out = p->h;
@@ -447,6 +454,7 @@ int net_evaluate(const net_model *m, const net_evalset *E, const net_prefix *p, 
     net_run rr = r ? *r : (net_run){0};
     j.r = &rr;
     j.p = p;
+    if (p) j.L0 = p->L0; // the blocks from where the prefix ends
     j.moe = own;
     j.nmoe = m->cfg.nmoe;
     for (int i = 0; i < j.nmoe; i++) j.nmax = own[i]->cfg.n > j.nmax ? own[i]->cfg.n : j.nmax;

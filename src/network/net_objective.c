@@ -48,6 +48,7 @@ struct net_objective {
     float *inputs;         /* (ninputs, d) the chosen block's first inputs, A's (view.inputs) */
     float *other_inputs;   /* (nmoe, ninputs, d) every block's, when o.other's method reads them */
     char what[128];
+    char prefix_what[128]; /* the prefix's phase: NET_PREP_PREFIX and the blocks it runs */
     double align_s, prefix_s, ends_s;
 };
 
@@ -253,6 +254,17 @@ int net_objective_create(const net_model *A, const net_model *B, const net_evals
     return 0;
 }
 
+/* Where the frozen prefix ends: at the first MoE block whose A and B differ (bytes
+ * of the floats and of the mapped weights), or the chosen one if that comes first.
+ * Two fine-tunes of one base may share their first blocks whole: at every t those
+ * are A's ((1-t) a + t a = a, to rounding), so they run once per evaluation set. */
+static int prefix_end(const net_objective *no) {
+    const net_config *c = &no->A->cfg;
+    for (int i = 0; i < no->nmoe; i++)
+        if (i == no->o.chosen || !moe_same(&no->A->moe[i], &no->B->moe[i])) return c->moe_layers[i];
+    return c->moe_layers[no->o.chosen];
+}
+
 /* each step named to the thread's listener (progress_inner; the explorer shows it with the rows) */
 int net_objective_prepare(net_objective *no, ms_err *err) {
     if (no->ready) return 0;
@@ -273,8 +285,11 @@ int net_objective_prepare(net_objective *no, ms_err *err) {
     progress_inner(NET_PREP_ALIGN, 0, 0);
     int rc = late ? 0 : align_variants(no, err);
     no->align_s = now_secs() - t0, t0 = now_secs();
-    progress_inner(NET_PREP_PREFIX, 0, 0);
-    if (!rc && !no->o.interp_backbone) rc = net_prefix_compute(no->A, no->E, &no->o.par, &no->prefix, err);
+    int L0 = no->o.interp_backbone ? no->A->cfg.moe_layers[0] : prefix_end(no);
+    snprintf(no->prefix_what, sizeof no->prefix_what, "%s up to block %d%s", NET_PREP_PREFIX, L0,
+             L0 > no->A->cfg.moe_layers[0] ? " (A and B equal below it)" : "");
+    progress_inner(no->prefix_what, 0, 0);
+    if (!rc && !no->o.interp_backbone) rc = net_prefix_compute_to(no->A, no->E, &no->o.par, L0, &no->prefix, err);
     no->prefix_s = now_secs() - t0, t0 = now_secs();
     if (!rc) rc = end_points(no, err);
     no->ends_s = now_secs() - t0, t0 = now_secs();

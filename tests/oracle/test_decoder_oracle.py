@@ -527,18 +527,40 @@ def test_refusals():
         refused("%s: a token id >= vocab_size" % fam, base, bad, os.path.basename(bad), "vocab_size")
 
 
+def equal_below_last(a, s):
+    """A folder holding A's tensors but for its last block's MLP, which is S's."""
+    out = s + "_last"
+    if not os.path.exists(out):
+        os.makedirs(out)
+        last = "model.layers.%d.mlp." % (json.load(open(os.path.join(a, "config.json")))["num_hidden_layers"] - 1)
+        ra, meta = ff.read_safetensors(os.path.join(a, "model.safetensors"))
+        rs = ff.read_safetensors(os.path.join(s, "model.safetensors"))[0]
+        ff.write_safetensors(os.path.join(out, "model.safetensors"),
+                             [(k,) + tuple(rs[k] if k.startswith(last) else v) for k, v in ra.items()], meta)
+        shutil.copy(os.path.join(a, "config.json"), out)
+    return out
+
+
 def test_mapped_mix():
     """A pair's curve with the MoE blocks mixed from their mapped files a panel at a
     time (BF16; GPT-OSS's MXFP4 blocks and scales): the naive curve's middle point is
     the oracle's loss of 0.5 A + 0.5 B on every tensor, the aligned curve's barrier ~0
-    (B a scramble of A), through every MoE block but the chosen one as mixes."""
-    for fam, kw in (("qwen3_moe", {}), ("gpt_oss", {"mxfp4": True})):
+    (B a scramble of A), through every MoE block but the chosen one as mixes; B equal
+    to A below its last block, that block chosen: the frozen prefix runs through the
+    MoE blocks before it, the same loss."""
+    cases = [("qwen3_moe", {}, None), ("gpt_oss", {"mxfp4": True}, None), ("qwen3_moe", {}, "last")]
+    for fam, kw, which in cases:
         tag = "mix_%s%s" % (fam, "_mx" if kw else "")
         a = gen(fam, tag, dtype="BF16", **kw)
         b = gen(fam, tag + "_scr", dtype="BF16", scramble=True, **kw)
+        layer = []
+        if which:
+            b = equal_below_last(a, b)
+            tag += "_last"
+            layer = ["--layer", json.load(open(os.path.join(a, "config.json")))["num_hidden_layers"] - 1]
         ev = os.path.join(a, "eval.safetensors")
         out = p(tag + "_curve.json")
-        r = run("curve", a, b, "--eval", ev, "--points", 3, "--json", out)
+        r = run("curve", a, b, "--eval", ev, "--points", 3, "--json", out, *layer)
         check(r.returncode == 0, "%s: curve of a mapped pair: %s" % (tag, r.stderr.strip()[-400:]))
         if r.returncode:
             continue
