@@ -42,6 +42,8 @@ typedef struct {
                                    evaluated (the network objective): A's and B's mapped in their
                                    dtype (aligned as views, mixed per panel), the chosen block in
                                    floats, one copy of an equal backbone */
+    int chosen_mapped;          /* with mapped_pair: the chosen block stays mapped too (the caller
+                                   aligns it with align_models_mapped and interpolates it per panel) */
     int values_later;           /* a network's backbones without their values (net_load_ckpt_later):
                                    the caller reads and checks them later (the explorer, off its
                                    screen); every shape, the MoE blocks and the set checked now;

@@ -215,7 +215,7 @@ static int load_network(subject *s, const subject_spec *sp, subject_files *f, ms
     if (sp->e_path && (later ? net_evalset_check_shape : net_evalset_check)(&n->E, &n->A, err)) return -1;
     if (!n->A.cfg.nmoe && !sp->pb && !sp->layer) return 0; // a network without MoE block: eval alone
     if (net_pick_block(&n->A, sp->layer, &n->block, err)) return -1;
-    if (pair) { // the chosen block is aligned and interpolated by the caller, in floats
+    if (pair && !sp->chosen_mapped) { // the chosen block is aligned and interpolated by the caller, in floats
         net_block_floats(&n->A, n->block);
         net_block_floats(&n->B, n->block);
     }

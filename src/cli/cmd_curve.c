@@ -107,7 +107,10 @@ static int curves_compute(const moe_model *A, const moe_model *B, const evalset 
         }
         moe_model Bp;
         align_result res;
-        if (align_models(A, B, &ao, &Bp, &res, err)) {
+        // a network pair's mapped block: B aligned as views of its file, each point's
+        // interpolation a mix formed per panel (no float copy of the layer)
+        int mapped = moe_is_mapped(A) && moe_is_mapped(B);
+        if ((mapped ? align_models_mapped : align_models)(A, B, &ao, &Bp, &res, err)) {
             for (int i = 0; i < ncurves; i++) ls_curve_free(&curves[i]);
             return -1;
         }
@@ -330,7 +333,8 @@ int cmd_curve(int argc, char **argv) {
     // a network (E holds input_ids or pixel_values): the curves of its chosen MoE block on the network's loss
     subject S;
     subject_spec sp = {.pa = pa, .pb = pb, .e_path = e_path, .layer = layer, .interp_backbone = interp,
-                       .uses = MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG, .mapped_pair = 1};
+                       .uses = MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG, .mapped_pair = 1,
+                       .chosen_mapped = 1};
     if ((orc = cli_subject_load(&S, &sp, "curve", USAGE))) return orc;
     net_objective *no = NULL;
     if (adaptive && S.kind != SUBJECT_NETWORK) {
