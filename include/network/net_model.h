@@ -120,6 +120,9 @@ int net_load_ckpt(net_model *m, ckpt *c, const char *path, const family_override
  * out or saved). A block whose weights are not stored row by row (GPT-OSS's BF16
  * [in, out] layout) is read into floats as net_load reads it. */
 int net_load_mapped(net_model *m, const char *path, const family_overrides *o, ms_err *err);
+/* The same without the backbone's values (net_load_backbone, or net_share_backbone
+ * with a network whose backbone is equal: one copy of it, never two at once). */
+int net_load_mapped_later(net_model *m, const char *path, const family_overrides *o, ms_err *err);
 /* The same without the backbone's values (mem and the backbone's pointers
  * NULL, nparams counted; every shape, the MoE blocks and the unused tensors
  * checked): a caller that shows something first (the explorer) reads them later,

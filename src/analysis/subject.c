@@ -181,17 +181,17 @@ static int check_backbones(subject_net *n, const subject_spec *sp, ms_err *err) 
 /* A from f's checkpoint and E from f's set when they opened (else opened again,
  * for the message that says why they do not) */
 /* A pair loaded mapped: a block mapped in one and not the other (two layouts of a
- * family) read into floats in both; B's backbone, when equal to A's, A's values */
-static void pair_mapped_tidy(subject_net *n) {
+ * family) read into floats in both; B's backbone (loaded without its values) A's
+ * values when equal (one copy, never two at once), else read now */
+static int pair_mapped_tidy(subject_net *n, ms_err *err) {
     for (int i = 0; i < n->A.cfg.nmoe; i++)
         if (moe_is_mapped(&n->A.moe[i]) != moe_is_mapped(&n->B.moe[i])) {
             net_block_floats(&n->A, i);
             net_block_floats(&n->B, i);
         }
-    if (n->backbone_diff[0] || n->interp_backbone) return;
-    free(n->B.mem); // one copy of the shared backbone
-    n->B.mem = NULL;
+    if (n->backbone_diff[0]) return net_load_backbone(&n->B, err);
     net_share_backbone(&n->B, &n->A);
+    return 0;
 }
 
 static int load_network(subject *s, const subject_spec *sp, subject_files *f, ms_err *err) {
@@ -206,10 +206,10 @@ static int load_network(subject *s, const subject_spec *sp, subject_files *f, ms
                         : load_net_one(sp->pa, &n->A, sp->ov, later, err)) {
         return -1;
     }
-    if (sp->pb && ((pair ? net_load_mapped(&n->B, sp->pb, sp->ov, err) : load_net_one(sp->pb, &n->B, sp->ov, later, err)) ||
+    if (sp->pb && ((pair ? net_load_mapped_later(&n->B, sp->pb, sp->ov, err) : load_net_one(sp->pb, &n->B, sp->ov, later, err)) ||
                    check_backbones(n, sp, err)))
         return -1;
-    if (pair) pair_mapped_tidy(n);
+    if (pair && pair_mapped_tidy(n, err)) return -1;
     if (sp->e_path && (f->has_e ? net_evalset_load_file(&n->E, &f->e, err) : net_evalset_load(&n->E, sp->e_path, err)))
         return -1;
     if (sp->e_path && (later ? net_evalset_check_shape : net_evalset_check)(&n->E, &n->A, err)) return -1;

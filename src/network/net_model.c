@@ -424,16 +424,25 @@ int net_load_ckpt_later(net_model *m, ckpt *c, const char *path, const family_ov
     return load_ckpt(m, c, path, o, 0, 0, err);
 }
 
-int net_load_mapped(net_model *m, const char *path, const family_overrides *o, ms_err *err) {
+/* net_load_mapped, the backbone's values read (values) or left for later */
+static int load_mapped(net_model *m, const char *path, const family_overrides *o, int values, ms_err *err) {
     ckpt *c = ms_calloc(1, sizeof *c);
     memset(m, 0, sizeof *m);
-    if (ckpt_open(c, path, err) || load_ckpt(m, c, path, o, 1, 1, err)) {
+    if (ckpt_open(c, path, err) || load_ckpt(m, c, path, o, 1, values, err)) {
         if (c->arg) ckpt_close(c);
         free(c);
         return -1;
     }
     m->map = c; // the MoE blocks' weights are its pages
     return 0;
+}
+
+int net_load_mapped(net_model *m, const char *path, const family_overrides *o, ms_err *err) {
+    return load_mapped(m, path, o, 1, err);
+}
+
+int net_load_mapped_later(net_model *m, const char *path, const family_overrides *o, ms_err *err) {
+    return load_mapped(m, path, o, 0, err);
 }
 
 int net_has_backbone(const net_model *m) { return m->mem || m->shared; }
