@@ -178,22 +178,27 @@ static int check_backbones(subject_net *n, const subject_spec *sp, ms_err *err) 
     return d < 0 ? -1 : 0;
 }
 
-/* A from f's checkpoint and E from f's set when they opened (else opened again,
- * for the message that says why they do not) */
-/* A pair loaded mapped: a block mapped in one and not the other (two layouts of a
- * family) read into floats in both; B's backbone (loaded without its values) A's
- * values when equal (one copy, never two at once), else read now */
-static int pair_mapped_tidy(subject_net *n, ms_err *err) {
+/* B of a pair loaded mapped, without its backbone's values: A's when the files hold
+ * the same (one copy in floats, never two at once), else B's own read; then the
+ * checks of every pair (check_backbones); a block mapped in one and not the other
+ * (two layouts of a family) read into floats in both */
+static int load_pair_b(subject_net *n, const subject_spec *sp, ms_err *err) {
+    if (net_load_mapped_later(&n->B, sp->pb, sp->ov, err)) return -1;
+    int d = net_backbone_diff(sp->pa, sp->pb, n->backbone_diff, sizeof n->backbone_diff, err);
+    if (d < 0) return -1;
+    if (d == 0) net_share_backbone(&n->B, &n->A);
+    else if (net_load_backbone(&n->B, err)) return -1;
+    if (check_backbones(n, sp, err)) return -1;
     for (int i = 0; i < n->A.cfg.nmoe; i++)
         if (moe_is_mapped(&n->A.moe[i]) != moe_is_mapped(&n->B.moe[i])) {
             net_block_floats(&n->A, i);
             net_block_floats(&n->B, i);
         }
-    if (n->backbone_diff[0]) return net_load_backbone(&n->B, err);
-    net_share_backbone(&n->B, &n->A);
     return 0;
 }
 
+/* A from f's checkpoint and E from f's set when they opened (else opened again,
+ * for the message that says why they do not) */
 static int load_network(subject *s, const subject_spec *sp, subject_files *f, ms_err *err) {
     subject_net *n = &s->net;
     n->interp_backbone = sp->interp_backbone;
@@ -206,10 +211,9 @@ static int load_network(subject *s, const subject_spec *sp, subject_files *f, ms
                         : load_net_one(sp->pa, &n->A, sp->ov, later, err)) {
         return -1;
     }
-    if (sp->pb && ((pair ? net_load_mapped_later(&n->B, sp->pb, sp->ov, err) : load_net_one(sp->pb, &n->B, sp->ov, later, err)) ||
-                   check_backbones(n, sp, err)))
+    if (sp->pb && (pair ? load_pair_b(n, sp, err) : (load_net_one(sp->pb, &n->B, sp->ov, later, err) ||
+                                                    check_backbones(n, sp, err))))
         return -1;
-    if (pair && pair_mapped_tidy(n, err)) return -1;
     if (sp->e_path && (f->has_e ? net_evalset_load_file(&n->E, &f->e, err) : net_evalset_load(&n->E, sp->e_path, err)))
         return -1;
     if (sp->e_path && (later ? net_evalset_check_shape : net_evalset_check)(&n->E, &n->A, err)) return -1;
