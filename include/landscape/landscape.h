@@ -139,6 +139,11 @@ typedef struct {
      * is then theirs alone, ranked as a sample (not exhaustive). */
     const uint8_t *given;
     long ngiven;
+
+    /* keep every order's per-sample losses from the sweep (landscape.order_units)
+     * when they fit the error bars' bound (256 MB; default 0): ls_layer_intervals takes
+     * them instead of evaluating every order again */
+    int keep_units;
 } ls_opts;
 
 void ls_opts_default(ls_opts *o);
@@ -232,6 +237,11 @@ typedef struct landscape {
     const char *boot_unit, *boot_why;
     double rank_lo[COST_NMETHODS], rank_hi[COST_NMETHODS];
     double *unit_loss;             // (norders, T, nseq) by order id: each unit's loss at each point
+    /* (norders, T, N) by order id: the sweep's per-sample losses (ls_opts.keep_units),
+     * NaN at t = 0 and, unless order_units_end, at t = 1 (A's and B's there);
+     * ls_layer_intervals takes them into unit_loss */
+    double *order_units;
+    int order_units_end;
 } landscape;
 
 /* the JSON holds every row's per-unit losses ("unit_loss") up to this many values */

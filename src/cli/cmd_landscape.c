@@ -683,6 +683,7 @@ int cmd_landscape(int argc, char **argv) {
         return rc;
     }
     lo.part = cli_partition; // moescope-mpi: split over its processes
+    lo.keep_units = 1;       // the error bars (ls_layer_intervals) from the sweep itself
     landscape L;
     if (landscape_compute(A, B, E, &lo, &L, &err)) {
         cli_progress_end();

@@ -332,6 +332,7 @@ static void ws_alloc(const lsx *x, ls_ws *w) {
     w->pair = ms_malloc(LS_BLOCK * sizeof *w->pair);
     w->lp = ms_malloc(LS_BLOCK * sizeof *w->lp);
     w->lc = ms_malloc(LS_BLOCK * sizeof *w->lc);
+    w->psbuf = x->rs.units ? ms_malloc(LS_BLOCK * sizeof *w->psbuf) : NULL;
 }
 
 static void ws_free(ls_ws *w) {
@@ -351,6 +352,7 @@ static void ws_free(ls_ws *w) {
     free(w->pair);
     free(w->lp);
     free(w->lc);
+    free(w->psbuf);
 }
 
 /* The plan's buffers: labels/targets in lanes, the chunk's arrays, the
@@ -359,6 +361,14 @@ static void ls_alloc(lsx *x, ls_named *nm) {
     const ls_plan *pl = &x->pl;
     ls_problem *pb = &x->pb;
     size_t Np = (size_t)pl->nb * LS_L;
+    // every order's per-sample losses (ls_opts.keep_units), when they fit; the
+    // end points' rows are the caller's (every order's are A's and B's, but
+    // for B's ties: then the end chunk writes each order's own)
+    size_t nu = (size_t)x->rs.norders * pb->T * pb->N;
+    if (pb->o->keep_units && !pb->o->part && (double)nu * sizeof(double) <= LS_BOOT_MAX_MB * 1048576.0) {
+        x->rs.units = ms_malloc(nu * sizeof(double));
+        for (size_t i = 0; i < nu; i++) x->rs.units[i] = NAN;
+    }
     if (pb->kind == LS_CLASSIFY) {
         pb->lablanes = lane_alloc(Np * sizeof(int32_t));
         for (size_t r = 0; r < Np; r++)
@@ -802,7 +812,7 @@ static void ls_release(lsx *x, ls_named *nm) {
     ls_endpoint_free(&x->pb.own[1]);
     void *pbuf[] = {x->pb.rw[0], x->pb.rw[1], x->pb.perm, x->pb.pj, x->pb.DBn, x->pb.lablanes, x->pb.tglanes, x->pb.shmem,
                     x->pb.shx, x->rs.bar, x->rs.accb, x->rs.auc, x->rs.done,
-                    x->rs.prog, x->rs.acc_l, x->rs.acc_ok, x->rs.lb, x->rs.ab, nm->ls, nm->ok};
+                    x->rs.prog, x->rs.acc_l, x->rs.acc_ok, x->rs.lb, x->rs.ab, x->rs.units, nm->ls, nm->ok};
     for (size_t i = 0; i < sizeof pbuf / sizeof pbuf[0]; i++) free(pbuf[i]);
 }
 
@@ -869,6 +879,10 @@ int landscape_compute_tuned(const moe_model *A, const moe_model *B, const evalse
     if (!rc) {
         ls_debug(&x, "all orders", x.rs.norders);
         rc = ls_fill_sort(&x, err);
+    }
+    if (!rc && x.rs.units) { // the caller's (ls_layer_intervals)
+        L->order_units = x.rs.units, L->order_units_end = x.rs.lb != NULL;
+        x.rs.units = NULL;
     }
     ls_release(&x, &nm);
     blas_single_leave();

@@ -1,8 +1,9 @@
 /* landscape_boot.c - a landscape's error bars: every order's barrier and each
  * method's rank in each bootstrap resample of the evaluation set's units
  * (bootstrap.h), from the per-unit losses at every point: an objective's keeps
- * them as it goes; a layer's fused kernel sums over the samples, so a layer's
- * orders are evaluated again the plain way (curve.c), when they are few. A method's rank in a resample is its rank among the
+ * them as it goes; a layer's fused kernel keeps them when asked
+ * (ls_opts.keep_units), else a layer's orders are evaluated again the plain
+ * way (curve.c), when they are few. A method's rank in a resample is its rank among the
  * table's orders there, as landscape.rank: 1 + #{orders with a barrier below
  * the method's - tau}. */
 #include <math.h>
@@ -96,20 +97,50 @@ int ls_order_units(const moe_model *A, const moe_model *B, const evalset *E, con
     return 0;
 }
 
-/* every order's per-sample losses (norders, T, S) by order id, evaluated again
- * the plain way (the fused kernel sums over the samples), then the intervals */
-static int layer_orders(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
-                        atomic_int *cancel, ms_err *err) {
+/* the named curves' orders' rows (their per-sample losses, as the sweep
+ * takes their rows from the curves): the methods', and with wm, skip-order's
+ * (the identity order) */
+static void named_rows(const landscape *L, int wm, double *seq) {
+    const int n = L->n, T = L->T, S = L->naive.nseq;
+    const ls_curve *cv[COST_NMETHODS + 1];
+    int nc = 0;
+    for (int m = 0; m < COST_NMETHODS; m++) cv[nc++] = &L->methods[m];
+    if (wm) cv[nc++] = &L->skip_order;
+    for (long k = 0; k < L->norders; k++) {
+        int p[LS_MAX_N];
+        ls_order_get(L->orders, n, k, p);
+        for (int a = 0; a < nc; a++)
+            if (cv[a]->seq && !memcmp(p, cv[a]->order, (size_t)n * sizeof(int))) {
+                memcpy(seq + (size_t)k * T * S, cv[a]->seq, (size_t)T * S * sizeof(double));
+                break;
+            }
+    }
+}
+
+/* every order's per-sample losses (norders, T, S) by order id: the sweep's
+ * (landscape.order_units) with the end points' rows, A's and B's, from the
+ * naive curve's (the same models at t = 0 and 1), and the named curves'
+ * orders' from those curves; else evaluated again the plain way, up to
+ * LS_BOOT_LAYER_ORDERS; then the intervals */
+static double *layer_units(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
+                           atomic_int *cancel, ms_err *err) {
     int T = L->T, S = L->naive.nseq, n = L->n;
-    if (L->ndone < L->norders || S < 1) return 0;
+    if (L->order_units) {
+        double *seq = L->order_units;
+        L->order_units = NULL;
+        for (long k = 0; k < L->norders; k++) {
+            double *o = seq + (size_t)k * T * S;
+            memcpy(o, L->naive.seq, (size_t)S * sizeof(double));
+            if (!L->order_units_end)
+                memcpy(o + (size_t)(T - 1) * S, L->naive.seq + (size_t)(T - 1) * S, (size_t)S * sizeof(double));
+        }
+        named_rows(L, wm, seq);
+        return seq;
+    }
     if (L->norders > LS_BOOT_LAYER_ORDERS) {
         L->boot_why = "more than " LS_BOOT_LAYER_ORDERS_S " orders: a layer's orders are evaluated again one by "
                       "one for their per-sample losses, up to " LS_BOOT_LAYER_ORDERS_S " (--screen K keeps fewer)";
-        return 0;
-    }
-    if ((double)L->norders * T * S * sizeof(double) > LS_BOOT_MAX_MB * 1048576.0) {
-        L->boot_why = "every order's per-unit losses would take more than " LS_BOOT_MAX_MB_S " MB";
-        return 0;
+        return NULL;
     }
     double *seq = ms_malloc((size_t)L->norders * T * S * sizeof(double));
     int rc = 0;
@@ -129,7 +160,22 @@ static int layer_orders(const moe_model *A, const moe_model *B, const evalset *E
         if (!rc) memcpy(seq + (size_t)k * T * S, c.seq, (size_t)T * S * sizeof(double));
         ls_curve_free(&c);
     }
-    if (!rc) rc = ls_boot_landscape(L, seq, S, "samples", cancel, err);
+    if (rc) free(seq);
+    return rc ? NULL : seq;
+}
+
+static int layer_orders(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
+                        atomic_int *cancel, ms_err *err) {
+    int T = L->T, S = L->naive.nseq;
+    if (L->ndone < L->norders || S < 1) return 0;
+    if ((double)L->norders * T * S * sizeof(double) > LS_BOOT_MAX_MB * 1048576.0) {
+        L->boot_why = "every order's per-unit losses would take more than " LS_BOOT_MAX_MB_S " MB";
+        return 0;
+    }
+    L->boot_why = NULL;
+    double *seq = layer_units(A, B, E, wm, L, cancel, err);
+    if (!seq) return L->boot_why ? 0 : -1; // too many orders to evaluate again, or an error
+    int rc = ls_boot_landscape(L, seq, S, "samples", cancel, err);
     if (rc) free(seq);
     else L->unit_loss = seq;
     return rc;

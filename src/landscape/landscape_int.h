@@ -70,6 +70,10 @@ typedef struct {
     float *lev;    // kernel's prefix path: partial sums, loss sums (NULL: unused)
     int (*ord)[LS_MAX_N], (*pair)[LS_MAX_N]; // (LS_BLOCK) a block's orders and their pairs
     int (*lp)[LS_MAX_N], (*lc)[LS_MAX_N];    // (LS_BLOCK) those active at one t
+    /* kernel: where each order of a call puts its per-sample losses at the
+     * call's t, indexed by sample (ls_results.units); NULL: not kept */
+    double **ps;
+    double **psbuf; // (LS_BLOCK) ps's storage
 } ls_ws;
 
 /* The problem: inputs and what is derived from them once. */
@@ -181,6 +185,9 @@ typedef struct {
      * (ties go to the smaller slot), so L(1) depends on the order; NULL
      * otherwise (every order's L(1) is B's loss) */
     double *lb, *ab;
+    /* (norders, T, N) every order's per-sample losses at the points the sweep
+     * evaluates (ls_opts.keep_units), NULL: not kept */
+    double *units;
     long filled;            /* rows written (under the pool's mu) */
     long k0, k1;            /* the orders this process sweeps (all unless o->part) */
     int failed;             /* an exchange with the other processes failed: perr */

@@ -73,6 +73,23 @@ static const _Alignas(64) int32_t ls_lane_iota[LS_L] = {0, 1, 2, 3, 4, 5, 6, 7, 
  * order, whatever the form: classification: the sum of (max - logit_y) and
  * one log of the product of the softmax sums (each in [1, C], so the product
  * of 16 cannot overflow); regression: the squared errors; layer: |z|^2. */
+/* The per-sample losses of a sample block (block gb, nv valid lanes) into ps
+ * (indexed by sample) from the loss terms the sums fold: classification:
+ * dl + log se (dl in bits when bits: the prefix path's base-2 logits);
+ * regression: dl / C; layer: dl / d (curve.c's per-sample values). Only when
+ * kept: the sums above do not read them. */
+static void unit_loss(const lsx *x, int gb, int l0, int nv, const float *dl, const float *se, int bits,
+                      double *ps) {
+    double *o = ps + (size_t)gb * LS_L;
+    if (x->pb.kind == LS_CLASSIFY) {
+        const double u = bits ? 0.69314718055994530942 : 1.0;
+        for (int l = l0; l < nv; l++) o[l] = (double)dl[l - l0] * u + log((double)se[l - l0]);
+    } else {
+        const double r = 1.0 / (x->pb.kind == LS_LAYER ? x->pb.d : x->pb.C);
+        for (int l = l0; l < nv; l++) o[l] = (double)dl[l - l0] * r;
+    }
+}
+
 static void block_loss(const lsx *x, int nv, const float *dl, const float *se, const int32_t *good,
                        double *lsum, long *ok) {
     double ls = 0.0;
@@ -374,10 +391,13 @@ void ls_eval_orders_t(const lsx *x, ls_ws *w, int m, const int (*pair)[LS_MAX_N]
     // the prefix path's workspace holds LS_BLOCK orders' sums: more come in
     // turns (an order's value does not depend on which orders share its call)
     ls_orders_fn *run = pfx_topk(x) ? f->selected : f->prefix;
+    double **ps = w->ps;
     for (int j0 = 0; j0 < m; j0 += LS_BLOCK) {
         int mj = m - j0 < LS_BLOCK ? m - j0 : LS_BLOCK;
+        w->ps = ps ? ps + j0 : NULL;
         run(x, w, mj, pair + j0, col + j0, v, tc, lsum + j0, ok + j0);
     }
+    w->ps = ps;
 }
 
 /* one order (the named curves): the same kernel with m = 1, adding the held

@@ -470,6 +470,7 @@ LK_FORM static void LK(orders)(const lsx *x, ls_ws *w, int m, const int (*pair)[
                                dl + off, se + off, good + off);
             }
             block_loss(x, nv, dl, se, good, &lsum[j], &ok[j]);
+            if (w->ps) unit_loss(x, gb, 0, nv, dl, se, 0, w->ps[j]);
         }
     }
 }
@@ -697,7 +698,7 @@ LKI void LK(leaf_gram)(const lsx *x, const VF *lt, VF e0, VF e1, int a, int b, c
  * comes in bits (fold_acc multiplies by ln 2). hl: the orders' phase 1, HS
  * apart; lg (PFX_FIN, C). */
 LKI void LK(finish)(const lsx *x, const VF *hl, int HS, const int no, const float *cp, int gb,
-                          int off, int renorm, VI valid, VF *lg, pfx_acc *acc) {
+                          int off, int renorm, VI valid, VF *lg, pfx_acc *acc, double *const *ps) {
     const int C = x->pb.C, Cp = x->pl.Cp, classify = x->pb.kind == LS_CLASSIFY;
     const float unit = classify ? 1.44269504088896341f : 1.0f; // log2 e: base-2 logits
     VF sc[PFX_FIN], dl[PFX_FIN], se[PFX_FIN];
@@ -744,6 +745,12 @@ LKI void LK(finish)(const lsx *x, const VF *hl, int HS, const int no, const floa
                 dl[o] += e * e;
             }
     }
+    if (ps) { // the valid lanes' per-sample losses (a piece: lanes off.. of the block)
+        const int nv = x->pb.N - gb * LS_L - off < LK_VL ? x->pb.N - gb * LS_L - off : LK_VL;
+        for (int o = 0; o < no; o++)
+            unit_loss(x, gb, off, off + nv, (const float *)&dl[o], (const float *)&se[o], classify,
+                      ps[o]);
+    }
     for (int o = 0; o < no; o++) {
         LK(add_d)(acc[o].dl + off, (VF)(valid & (VI)dl[o]));
         if (classify) {
@@ -756,18 +763,20 @@ LKI void LK(finish)(const lsx *x, const VF *hl, int HS, const int no, const floa
 /* At the end of a batch (PFX_BATCH orders, or the last order m - 1; the caller
  * tests it), after order j's phase 1: the batch's phase 2, PFX_FIN orders at a
  * time (the rest one by one); hls: the batch's phase 1, HS apart; acc: every
- * order's sums. A macro, not a function: inlined through one more function,
+ * order's sums; ps: where each order's per-sample losses go (NULL: not
+ * kept). A macro, not a function: inlined through one more function,
  * GCC fused the logits' products into their adds in one form and not the
  * other (AVX-512 and AVX2 then differed in the last bits) */
-#define BATCH_FINISH(x, hls, HS, j, cp, gb, off, fold, valid, lg, acc)                                       \
+#define BATCH_FINISH(x, hls, HS, j, cp, gb, off, fold, valid, lg, acc, ps)                                 \
     do {                                                                                                  \
         const int j0_ = (j) - (j) % PFX_BATCH;                                                            \
         int u_ = j0_;                                                                                     \
         for (; u_ + PFX_FIN - 1 <= (j); u_ += PFX_FIN)                                                    \
             LK(finish)(x, (hls) + (size_t)(u_ - j0_) * (HS), HS, PFX_FIN, cp, gb, off, fold, valid, lg,  \
-                       &(acc)[u_]);                                                                       \
+                       &(acc)[u_], (ps) ? (ps) + u_ : NULL);                                              \
         for (; u_ <= (j); u_++)                                                                           \
-            LK(finish)(x, (hls) + (size_t)(u_ - j0_) * (HS), HS, 1, cp, gb, off, fold, valid, lg, &(acc)[u_]); \
+            LK(finish)(x, (hls) + (size_t)(u_ - j0_) * (HS), HS, 1, cp, gb, off, fold, valid, lg,        \
+                       &(acc)[u_], (ps) ? (ps) + u_ : NULL);                                              \
     } while (0)
 
 /* the folded head's shift c' (Cp) for finish: in base 2 for classification
@@ -856,7 +865,7 @@ LK_FORM static void LK(prefix)(const lsx *x, ls_ws *w, int m, const int (*pair)[
                     LK(leaf)(x, lev + (size_t)top * W, e0, e1, Yb + op[i0] * ystride, Yb + op[i1] * ystride,
                              HYb + op[i0] * hstride, HYb + op[i1] * hstride, dv, hdv, two, rd, hl);
                 if (j % PFX_BATCH == PFX_BATCH - 1 || j == m - 1) // the end of a batch
-                    BATCH_FINISH(x, hls, HS, j, cp, gb, off, fold, valid, lg, pw.acc);
+                    BATCH_FINISH(x, hls, HS, j, cp, gb, off, fold, valid, lg, pw.acc, w->ps);
             }
         }
         if (fold) fold_acc(x, pw.acc, m, lsum, ok);
@@ -953,7 +962,7 @@ LK_FORM static void LK(selected)(const lsx *x, ls_ws *w, int m, const int (*pair
                 }
                 hl[Cp] = wv;
                 if (j % PFX_BATCH == PFX_BATCH - 1 || j == m - 1) // the end of a batch
-                    BATCH_FINISH(x, hls, HS, j, cp, gb, off, fold, valid, lg, pw.acc);
+                    BATCH_FINISH(x, hls, HS, j, cp, gb, off, fold, valid, lg, pw.acc, w->ps);
             }
         }
         if (fold) fold_acc(x, pw.acc, m, lsum, ok);

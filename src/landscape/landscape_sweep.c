@@ -427,7 +427,13 @@ static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, dou
             lsum[u] = x->pl.nsc > 1 ? x->rs.acc_l[k] : 0.0;
             okc[u] = x->pl.nsc > 1 ? x->rs.acc_ok[k] : 0;
         }
+        if (x->rs.units) { // each order's per-sample losses at this t, by sample
+            for (int u = 0; u < m; u++)
+                w->psbuf[u] = x->rs.units + ((size_t)ks[idx[u]] * x->pb.T + x->ck.tidx[tc]) * x->pb.N;
+            w->ps = w->psbuf;
+        }
         ls_eval_orders_t(x, w, m, op, oc, SH_MAIN, tc, lsum, okc);
+        w->ps = NULL;
         if (!x->ck.sc_last) { // more samples to come: the values are not complete
             for (int u = 0; u < m; u++) {
                 long k = ks[idx[u]];

@@ -142,5 +142,6 @@ void landscape_free(landscape *L) {
     free(L->orders);
     free(L->proxy_barrier);
     free(L->unit_loss);
+    free(L->order_units);
     memset(L, 0, sizeof *L);
 }
