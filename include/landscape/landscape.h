@@ -254,10 +254,10 @@ int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
 void landscape_free(landscape *L);
 /* A layer's landscape (not an objective's), complete: its named curves computed
  * again the plain way (curve_compute: T layer evaluations each) for their
- * per-sample losses and barrier intervals (bootstrap.h), and, up to 720 orders,
- * every order's too, for the rows' barrier intervals and each method's rank
- * interval (the fused kernel sums over the samples; beyond, boot_why says why
- * the rows have none). wm: the landscape's; cancel (may be NULL) is polled
+ * per-sample losses and barrier intervals (bootstrap.h), and every order's
+ * too, for the rows' barrier intervals and each method's rank interval: those
+ * the sweep kept (L->order_units, ls_opts.keep_units), else evaluated again up
+ * to 720 orders (beyond, boot_why says why the rows have none). wm: the landscape's; cancel (may be NULL) is polled
  * between the orders: non-zero stops with "cancelled". */
 /* a layer's orders evaluated again for their per-sample losses (ls_layer_intervals):
  * up to 6! of them, a few seconds on the samples (a curve is ~5 ms on dense4) */
