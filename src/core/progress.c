@@ -144,8 +144,11 @@ void progress_inner(const char *what, double done, double total) {
     if (!TL.fn) { // the line, when its phase is this count (a command's network evaluation)
         pthread_mutex_lock(&P.mu);
         if (P.phase[0] && !strcmp(P.phase, what)) {
+            // drawn at once when the total becomes known or the count completes:
+            // a quick evaluation would otherwise show only its begin's "0 rows"
+            int force = (P.total <= 0 && total > 0) || (total > 0 && done >= total);
             P.done = done, P.total = total;
-            maybe_draw_locked(0);
+            maybe_draw_locked(force);
         }
         pthread_mutex_unlock(&P.mu);
         return;
