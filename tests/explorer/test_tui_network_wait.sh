@@ -47,7 +47,7 @@ cpu_load_start
 rm -f "$GATE"
 explore_gated 160 40
 check "the cost matrix and its assignment while the prefix computes" wait_re "^A7 .*[0-9]\*"
-check "the frozen prefix's rows on the screen" wait_re "preparing the network: frozen prefix: rows [0-9]+/1024"
+check "the frozen prefix's rows on the screen" wait_re "preparing the network: frozen prefix[^:]*: rows [0-9]+/1024"
 check "the curves wait for it (no curve yet)" _lacks "barrier="
 check_quit
 
@@ -151,7 +151,7 @@ rm -f "$GATE"
 tm send-keys -t t l
 check "128 experts: l lists the blocks" wait_for "transformer.h.1.mlp"
 tm send-keys -t t j Enter
-check "128 experts: block 1's prefix in flight" wait_re "frozen prefix: rows [0-9]+/1024"
+check "128 experts: block 1's prefix in flight" wait_re "frozen prefix[^:]*: rows [0-9]+/1024"
 check_quit_restored "a block switch in flight"
 touch "$GATE"
 explore_many
