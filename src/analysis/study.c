@@ -196,7 +196,9 @@ static int pair_landscape(const moe_model *a, const moe_model *b, const st_on *o
     int reports = !o->part || !o->part->rank, rc;
     *Lp = L;
     if (!on->scr) {
-        rc = landscape_compute(a, b, on->E, po, L, err);
+        ls_opts lo = *po;
+        lo.keep_units = !on->so && reports; // the intervals from the sweep's per-sample losses
+        rc = landscape_compute(a, b, on->E, &lo, L, err);
         if (!rc && !on->so && reports) rc = ls_layer_intervals(a, b, on->E, o->wm, L, o->cancel, err);
         if (rc) landscape_free(L); // a failed landscape_compute left L empty
         return rc;
