@@ -50,7 +50,7 @@ POOLS = {
 # trained on the LM loss alone in the base GPT's frozen backbone; its own seed range
 # (5000 + 100 s + L), so no seed shares an initialisation or batch order with another pool
 POOL_RECIPE = {"every4": dict(st_steps=4000),
-               "paper4": dict(student="lm", lm_steps=600, batch=16, lm_lr=3e-3, seed_base=5000)}
+               "paper4": dict(student="lm", lm_steps=1200, batch=16, lm_lr=3e-3, seed_base=5000)}
 BASE_POOL = "topk4"  # its teacher is the base GPT whose backbone the others share
 SEEDS = [1, 2, 3, 4]
 RECIPE = dict(
