@@ -699,6 +699,17 @@ static int switch_network(tui_ctx *c, app_state *app, int k) {
     }
     explore_stop(c->g);
     net_objective_free(in->obj);
+    /* the block leaves its mapping for floats (the worker aligns and copies it): nothing
+       may read it meanwhile, so a routing geometry in flight stops and starts again */
+    if (moe_is_mapped(A) || moe_is_mapped(B)) {
+        if (c->geo && !c->geo_done) {
+            explore_geometry_stop(c->geo);
+            c->geo = NULL;
+            c->geo_waiting = 1; // started again once the new worker has the backbones in
+        }
+        net_block_floats(&in->net->A, b);
+        net_block_floats(&in->net->B, b);
+    }
     in->A = A, in->B = B, in->obj = obj, in->net->block = b;
     c->g = net_worker_start(in, &err);
     if (!c->g) snprintf(c->fatal, sizeof c->fatal, "%.255s", err.msg);
@@ -709,9 +720,7 @@ static void switch_to(tui_ctx *c, app_state *app, explore_snapshot *v, int k, mo
     tui_inputs *in = c->in;
     const char *name = in->layers[k];
     char why[200];
-    if (in->net) { // the loader read the block's layers; the network needs its objective too
-        moe_free(A2);
-        moe_free(B2);
+    if (in->net) { // the network's own blocks: nothing read (layer_request)
         if (switch_network(c, app, k)) return;
         in->current = k;
         explore_snapshot_free(v);
@@ -757,11 +766,16 @@ static void switch_to(tui_ctx *c, app_state *app, explore_snapshot *v, int k, mo
 /* l, Enter: load A and B at the layer under the list's cursor off the UI
  * thread (layer_load.h); the old layer stays on the screen, and answers keys,
  * until the new one is loaded and checked (layer_poll swaps it in). */
-static void layer_request(tui_ctx *c, app_state *app) {
+static void layer_request(tui_ctx *c, app_state *app, explore_snapshot *v) {
     tui_inputs *in = c->in;
     int k = app->layers.cursor, was = app->layers.loading;
     if (k < 0 || k >= in->nlayers) return;
     const char *name = in->layers[k];
+    if (in->net) { // a network's blocks are its own, in memory: no loader
+        if (k == in->current) app_message(app, 0, "block %s is the one shown", name);
+        else switch_to(c, app, v, k, NULL, NULL);
+        return;
+    }
     switch (layer_switch_request(&c->sw, name, k, in->current)) {
     case LS_STARTED: app_message(app, 0, "loading layer %s (l, Enter on the shown layer: cancel)", name); break;
     case LS_REPLACED:
@@ -937,7 +951,7 @@ static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
             explore_export(g, &app->req, path);
         }
         if (fx & FX_DIAG) explore_request_diag(g, app->req.method, app->req.center);
-        if (fx & FX_LAYER) layer_request(ctx, app);
+        if (fx & FX_LAYER) layer_request(ctx, app, &v);
         if (fx & FX_GEOMETRY) geometry_start(ctx, app, &v);
         if (fx & FX_QUIT) quit = 1, t_quit = timing_now();
         live_png(ctx, app, &v); /* a toggle of the metric changes the figure at once */
