@@ -242,6 +242,7 @@ typedef struct landscape {
      * ls_layer_intervals takes them into unit_loss */
     double *order_units;
     int order_units_end;
+    int units_split; /* split over processes: the sweep's per-sample losses were not gathered */
 } landscape;
 
 /* the JSON holds every row's per-unit losses ("unit_loss") up to this many values */

@@ -880,6 +880,7 @@ int landscape_compute_tuned(const moe_model *A, const moe_model *B, const evalse
         ls_debug(&x, "all orders", x.rs.norders);
         rc = ls_fill_sort(&x, err);
     }
+    if (!rc) L->units_split = o->keep_units && o->part;
     if (!rc && x.rs.units) { // the caller's (ls_layer_intervals)
         L->order_units = x.rs.units, L->order_units_end = x.rs.lb != NULL;
         x.rs.units = NULL;

@@ -168,6 +168,10 @@ static int layer_orders(const moe_model *A, const moe_model *B, const evalset *E
                         atomic_int *cancel, ms_err *err) {
     int T = L->T, S = L->naive.nseq;
     if (L->ndone < L->norders || S < 1) return 0;
+    if (L->units_split) { // as a split network landscape: the named curves' intervals, no order's
+        L->boot_why = "split over processes (moescope-mpi): the per-sample losses are not gathered";
+        return 0;
+    }
     if ((double)L->norders * T * S * sizeof(double) > LS_BOOT_MAX_MB * 1048576.0) {
         L->boot_why = "every order's per-unit losses would take more than " LS_BOOT_MAX_MB_S " MB";
         return 0;
