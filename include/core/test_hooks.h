@@ -17,6 +17,9 @@ typedef enum {
     HOOK_EVAL_GATE,
     /* a rank: that moescope-mpi process kills itself at its second exchange */
     HOOK_MPI_KILL,
+    /* set: a network's MoE blocks read into floats whole, never mapped (the
+     * reference the mapped paths are compared with) */
+    HOOK_FLOATS,
     HOOK_COUNT
 } test_hook;
 

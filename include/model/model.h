@@ -188,6 +188,15 @@ typedef struct {
     int (*read)(void *ctx, int e, unsigned parts, moe_expert *dst, ms_err *err);
     void *ctx;
 } expert_source;
+/* A mapped layer's routed expert e (its weights decoded, views and mixes formed, its
+ * biases copied) into dst, carved by moe_expert_carve; an expert_source's read. */
+int moe_mapped_read(void *ctx, int e, unsigned parts, moe_expert *dst, ms_err *err);
+/* m's experts read one at a time when m is mapped ({moe_mapped_read, m}), else
+ * {NULL, NULL}: the layer's own floats */
+expert_source moe_mapped_source(const moe_model *m);
+/* Routed expert e of m as floats: m's own when in floats, else decoded into buf
+ * (moe_expert_size floats, carved into *tmp): what code that reads fc*_w takes */
+const moe_expert *moe_expert_floats(const moe_model *m, int e, moe_expert *tmp, float *buf);
 void moe_free(moe_model *m);
 /* Deep copy (parameters, metadata, path, layer). */
 void moe_clone(moe_model *dst, const moe_model *src);

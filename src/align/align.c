@@ -536,33 +536,12 @@ int align_stream_slot(const moe_config *c, const expert_source *sb, const align_
     return 0;
 }
 
-/* a mapped layer's expert e decoded into dst's floats (an expert_source's read) */
-static int mapped_read(void *ctx, int e, unsigned parts, moe_expert *dst, ms_err *err) {
-    (void)err;
-    const moe_model *m = ctx;
-    const moe_expert *x = &m->experts[e];
-    size_t h = (size_t)m->cfg.h, d = (size_t)m->cfg.d;
-    if (parts & EXPERT_W1) {
-        wp_rows_f32(x->w1, d, 0, h, dst->fc1_w);
-        memcpy(dst->fc1_b, x->fc1_b, h * sizeof(float));
-    }
-    if (parts & EXPERT_W2) {
-        wp_rows_f32(x->w2, h, 0, d, dst->fc2_w);
-        memcpy(dst->fc2_b, x->fc2_b, d * sizeof(float));
-    }
-    if ((parts & EXPERT_W3) && moe_act_glu(m->cfg.act)) {
-        wp_rows_f32(x->w3, d, 0, h, dst->fc3_w);
-        memcpy(dst->fc3_b, x->fc3_b, h * sizeof(float));
-    }
-    return 0;
-}
-
 int align_models_mapped(const moe_model *A, const moe_model *B, const align_opts *o, moe_model *out,
                         align_result *res, ms_err *err) {
     memset(out, 0, sizeof *out);
     memset(res, 0, sizeof *res);
     if (!moe_is_mapped(A) || !moe_is_mapped(B)) return ms_fail(err, "align_models_mapped: a layer not mapped");
-    expert_source sa = {mapped_read, (void *)A}, sb = {mapped_read, (void *)B};
+    expert_source sa = moe_mapped_source(A), sb = moe_mapped_source(B);
     moe_clone(out, B); // the floats (gate, shared experts) aligned in it by the stream
     if (align_models_stream(A, &sa, out, &sb, o, res, err)) {
         moe_free(out);

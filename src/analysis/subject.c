@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analysis/ms_limits.h"
+#include "core/test_hooks.h"
 #include "io/checkpoint.h"
 #include "io/family.h"
 #include "io/model_io.h"
@@ -203,7 +204,7 @@ static int load_network(subject *s, const subject_spec *sp, subject_files *f, ms
     subject_net *n = &s->net;
     n->interp_backbone = sp->interp_backbone;
     int later = sp->values_later;
-    int network = f->has_a && net_is_network(&f->a);
+    int network = f->has_a && net_is_network(&f->a) && !test_hook_get(HOOK_FLOATS);
     int pair = sp->mapped_pair && sp->pb && network && !later; // both mapped, the chosen block in floats
     if (((sp->mapped && !sp->pb) || pair) && network) {
         if (net_load_mapped(&n->A, sp->pa, sp->ov, err)) return -1;

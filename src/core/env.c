@@ -63,6 +63,7 @@ static const char *const hooks[HOOK_COUNT] = {
     [HOOK_LOAD_GATE] = "MOESCOPE_TEST_LOAD_GATE",
     [HOOK_EVAL_GATE] = "MOESCOPE_TEST_EVAL_GATE",
     [HOOK_MPI_KILL] = "MOESCOPE_MPI_TEST_KILL",
+    [HOOK_FLOATS] = "MOESCOPE_TEST_FLOATS",
 };
 
 static const char *values[ENV_COUNT], *hook_values[HOOK_COUNT];

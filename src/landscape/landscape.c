@@ -312,6 +312,8 @@ static void ws_alloc(const lsx *x, ls_ws *w) {
     size_t N = x->pl.rows_held, d = (size_t)x->pb.d, n = (size_t)x->pb.n;
     size_t C = (size_t)(x->pb.C > 0 ? x->pb.C : 1);
     w->E = ms_malloc(x->pb.esize * sizeof(float));
+    int mapped = moe_is_mapped(x->pb.A) || moe_is_mapped(x->pb.B);
+    w->EM = mapped ? ms_malloc(2 * x->pb.esize * sizeof(float)) : NULL;
     size_t hm = (size_t)x->pb.hmax; // routed and shared experts share H
     w->H = ms_malloc(N * hm * sizeof(float));
     w->H3 = moe_act_glu(x->pb.cfg->act) ? ms_malloc(N * hm * sizeof(float)) : NULL;
@@ -337,6 +339,7 @@ static void ws_alloc(const lsx *x, ls_ws *w) {
 
 static void ws_free(ls_ws *w) {
     free(w->E);
+    free(w->EM);
     free(w->H);
     free(w->H3);
     free(w->Ye);
@@ -485,7 +488,10 @@ static int ls_named_alignments(lsx *x, ls_named *nm, ms_err *err) {
     landscape *L = x->rs.L;
     int rc = 0;
     // the data-driven methods read the evaluation set's inputs (a layer's are the block's)
-    cost_input in = {.A = A, .B = B, .center = o->center, .X = x->pb.E->inputs, .N = x->pb.E->N, .d = x->pb.E->d};
+    // (a mapped layer's experts read one at a time from its files)
+    expert_source sa = moe_mapped_source(A), sb = moe_mapped_source(B);
+    cost_input in = {.A = A, .B = B, .sa = &sa, .sb = &sb, .center = o->center, .X = x->pb.E->inputs,
+                     .N = x->pb.E->N, .d = x->pb.E->d};
     for (int m = 0; m < COST_NMETHODS && !rc; m++) {
         L->cost[m] = ms_malloc((size_t)c->n * c->n * sizeof(double));
         rc = cost_matrix_in((cost_method)m, &in, L->cost[m], err);
@@ -567,7 +573,13 @@ static int ls_match_pairs(lsx *x, ms_err *err) {
     long lo = 0, hi = pb->npairs; // split over processes: this one's pairs
     if (part) ls_share(pb->npairs, part->rank, part->size, &lo, &hi);
     ls_phase(x, "weight-matching pairs", 0, pb->npairs);
-    for (int p = 0; p < pb->npairs; p++) {
+    // a mapped layer's pair decoded into two experts' floats (A's slot i kept while i is)
+    size_t es = moe_expert_size(pb->cfg);
+    float *buf = moe_is_mapped(pb->A) || moe_is_mapped(pb->B) ? ms_malloc(2 * es * sizeof(float)) : NULL;
+    moe_expert ta, tb;
+    const moe_expert *ea = NULL;
+    int ia = -1, rc = 0;
+    for (int p = 0; p < pb->npairs && !rc; p++) {
         int i = p < pb->nn ? p / n : p - pb->nn, j = p < pb->nn ? p % n : i;
         int wm = p < pb->nn ? wm_main : !wm_main;
         int *P = pb->perm + (size_t)p * h; // (h)
@@ -575,14 +587,19 @@ static int ls_match_pairs(lsx *x, ms_err *err) {
         if (p < lo || p >= hi) continue;
         if (!wm) {
             for (int u = 0; u < h; u++) P[u] = u;
-        } else if (align_match_hidden(&pb->A->experts[i], &pb->B->experts[j], pb->cfg, pb->o->hidden,
-                                      pb->E->inputs, pb->E->N, P, NULL, err)) {
-            return ms_prefix(err, "matching the hidden units of slot %d with B's expert %d", i, j);
+        } else {
+            if (i != ia) ea = moe_expert_floats(pb->A, i, &ta, buf), ia = i;
+            const moe_expert *eb = moe_expert_floats(pb->B, j, &tb, buf ? buf + es : NULL);
+            if (align_match_hidden(ea, eb, pb->cfg, pb->o->hidden, pb->E->inputs, pb->E->N, P, NULL, err))
+                rc = ms_prefix(err, "matching the hidden units of slot %d with B's expert %d", i, j);
         }
+        if (rc) break;
         ls_phase(x, "weight-matching pairs", p + 1, pb->npairs);
         if (wm) ls_debug(x, "pair weight-matched", p);
-        if (ls_cancelled(x)) return ms_fail(err, "cancelled");
+        if (ls_cancelled(x)) rc = ms_fail(err, "cancelled");
     }
+    free(buf);
+    if (rc) return rc;
     if (part) return part->allgather(part, pb->perm, pb->npairs, (size_t)h * sizeof(int), err);
     return 0;
 }

@@ -57,6 +57,7 @@ enum { NM_NAIVE = 0, NM_SKIP = 1, NM_METHOD = 2, NM_COUNT = NM_METHOD + COST_NME
 /* per-thread workspace */
 typedef struct {
     float *E;      // (esize) one interpolated expert
+    float *EM;     // (2, esize) a mapped layer's pair decoded into floats (precompute), else NULL
     float *H;      // (Nc, h) hidden
     float *H3;     // (Nc, h) GLU linear branch
     float *Ye;     // (Nc, d) one expert's output

@@ -76,14 +76,27 @@ static void ox_aligned(ox *x, const int *order, int other_diag, int sh) {
     const moe_model *B = x->B;
     moe_model *Bp = &x->Bp;
     int n = c->n, d = c->d;
+    int mapped = moe_is_mapped(B), glu = moe_act_glu(c->act);
     for (int i = 0; i < n; i++) {
         int j = order[i];
         memcpy(Bp->gate_w + (size_t)i * d, B->gate_w + (size_t)j * d, (size_t)d * sizeof(float));
         Bp->gate_b[i] = B->gate_b[j];
         if (B->corr_b) Bp->corr_b[i] = B->corr_b[j];
-        moe_expert_copy(&Bp->experts[i], &B->experts[j], c);
         const int *P = other_diag ? x->perm_other + (size_t)i * x->h : x->perm + ((size_t)i * n + j) * x->h;
-        moe_expert_permute_hidden(&Bp->experts[i], c, P);
+        if (!mapped) {
+            moe_expert_copy(&Bp->experts[i], &B->experts[j], c);
+            moe_expert_permute_hidden(&Bp->experts[i], c, P);
+            continue;
+        }
+        // a mapped block: slot i a view of B's expert j in its file (align_models_mapped's)
+        const moe_expert *xj = &B->experts[j];
+        moe_expert *y = &Bp->experts[i];
+        for (int u = 0; u < x->h; u++) y->fc1_b[u] = xj->fc1_b[P[u]];
+        for (int u = 0; u < x->h && glu; u++) y->fc3_b[u] = xj->fc3_b[P[u]];
+        memcpy(y->fc2_b, xj->fc2_b, (size_t)d * sizeof(float));
+        y->w1 = wp_view(xj->w1, P, NULL); // W1, W3 (h, d): rows; W2 (d, h): columns
+        y->w3 = glu ? wp_view(xj->w3, P, NULL) : xj->w3;
+        y->w2 = wp_view(xj->w2, NULL, P);
     }
     moe_config sc = moe_shared_config(c);
     for (int q = 0; q < c->s; q++) moe_expert_copy(&Bp->shared[q], &x->shx[(size_t)sh * c->s + q], &sc);
@@ -228,7 +241,9 @@ static int ox_alignments(ox *x, ms_err *err) {
     landscape *L = x->L;
     int rc = 0;
     // the data-driven methods read the block's inputs the objective keeps
-    cost_input in = {.A = x->A, .B = x->B, .center = x->o->center, .X = x->obj->inputs,
+    // (a mapped block's experts read one at a time from its files)
+    expert_source sa = moe_mapped_source(x->A), sb = moe_mapped_source(x->B);
+    cost_input in = {.A = x->A, .B = x->B, .sa = &sa, .sb = &sb, .center = x->o->center, .X = x->obj->inputs,
                      .N = x->obj->ninputs, .d = c->d};
     for (int m = 0; m < COST_NMETHODS && !rc; m++) {
         L->cost[m] = ms_malloc((size_t)c->n * c->n * sizeof(double));
@@ -265,18 +280,28 @@ static int ox_pairs(ox *x, ms_err *err) {
     x->perm = ms_malloc((size_t)np * h * sizeof(int));
     x->perm_other = x->perm + (size_t)n * n * h;
     if (part && part->size > 1) ls_share(np, part->rank, part->size, &lo, &hi);
-    for (long p = lo; p < hi; p++) {
+    // a mapped block's pair decoded into two experts' floats (A's slot i kept while i is)
+    size_t es = moe_expert_size(x->c);
+    float *buf = moe_is_mapped(x->A) || moe_is_mapped(x->B) ? ms_malloc(2 * es * sizeof(float)) : NULL;
+    moe_expert ta, tb;
+    const moe_expert *ea = NULL;
+    int ia = -1, rc = 0;
+    for (long p = lo; p < hi && !rc; p++) {
         int i = p < n * n ? (int)p / n : (int)p - n * n, j = p < n * n ? (int)p % n : i;
         int *P = x->perm + (size_t)p * h;
         if (!(p < n * n ? wm : !wm)) {
             for (int u = 0; u < h; u++) P[u] = u;
-        } else if (align_match_hidden(&x->A->experts[i], &x->B->experts[j], x->c, x->o->hidden, x->obj->inputs,
-                                      x->obj->ninputs, P, NULL, err)) {
-            return ms_prefix(err, "matching the hidden units of slot %d with B's expert %d", i, j);
+        } else {
+            if (i != ia) ea = moe_expert_floats(x->A, i, &ta, buf), ia = i;
+            const moe_expert *eb = moe_expert_floats(x->B, j, &tb, buf ? buf + es : NULL);
+            if (align_match_hidden(ea, eb, x->c, x->o->hidden, x->obj->inputs, x->obj->ninputs, P, NULL, err))
+                rc = ms_prefix(err, "matching the hidden units of slot %d with B's expert %d", i, j);
         }
         ox_phase(x, "weight-matching pairs", p + 1 - lo, hi - lo);
-        if (ox_cancelled(x)) return ms_fail(err, "cancelled");
+        if (!rc && ox_cancelled(x)) rc = ms_fail(err, "cancelled");
     }
+    free(buf);
+    if (rc) return rc;
     if (part && part->size > 1) return part->allgather(part, x->perm, np, (size_t)h * sizeof(int), err);
     return 0;
 }

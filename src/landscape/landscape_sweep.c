@@ -131,6 +131,11 @@ int ls_first_applies(const lsx *x) {
     return (long)x->pb.h * x->pb.d >= LS_FIRST_MIN;
 }
 
+/* an expert's weight: its floats (cols wide), or where a mapped layer keeps it */
+static wref expert_weight(const float *w, wref mapped, int cols) {
+    return w ? (wref){.p = w, .dt = WP_F32, .ld = (size_t)cols} : mapped;
+}
+
 /* F, F3 rows of item e (< n: A's slot e; else B's expert e - n) for the chunk's samples */
 static void first_item(lsx *x, long item) {
     int n = x->pb.n, d = x->pb.d, h = x->pb.h, r0 = x->ck.b0 * LS_L;
@@ -138,12 +143,10 @@ static void first_item(lsx *x, long item) {
     const float *X = x->pb.E->inputs + (size_t)r0 * d; // (N, d)
     const moe_expert *e = item < n ? &x->pb.A->experts[item] : &x->pb.B->experts[item - n];
     size_t off = (size_t)item * x->pl.Nc * h;
-    // F (N, h) = X (N, d) W1^T, W1 is (h, d); F3 likewise with W3
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, h, d, 1.0f, X, d, e->fc1_w, d, 0.0f,
-                x->ck.F + off, h);
-    if (x->ck.F3)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, h, d, 1.0f, X, d, e->fc3_w, d, 0.0f,
-                    x->ck.F3 + off, h);
+    // F (N, h) = X (N, d) W1^T, W1 is (h, d); F3 likewise with W3 (a mapped layer's
+    // converted a panel at a time: the same dot products)
+    wp_gemm_nt(N, h, d, X, d, expert_weight(e->fc1_w, e->w1, d), 0.0f, x->ck.F + off, h);
+    if (x->ck.F3) wp_gemm_nt(N, h, d, X, d, expert_weight(e->fc3_w, e->w3, d), 0.0f, x->ck.F3 + off, h);
 }
 
 /* Y (N, d) of pair p at t: H = (1-t) F_A + t F_B[:, P] per panel, then the
@@ -271,10 +274,14 @@ static void pre_item(lsx *x, int tid, long item) {
         int tc = (int)(item / x->pb.npairs), p = (int)(item % x->pb.npairs);
         double t = ls_t(x->ck.tidx[tc], x->pb.T);
         int i = p < x->pb.nn ? p / n : p - x->pb.nn;
-        moe_expert e;
+        moe_expert e, ta, tb;
         moe_expert_carve(&e, c, w->E);
         const int *P = x->pb.perm + (size_t)p * x->pb.h, first = x->pl.first_once;
-        expert_lerp_perm(&e, &x->pb.A->experts[i], &x->pb.B->experts[x->pb.pj[p]], P, c, t, !first);
+        // a mapped layer's pair decoded first (its first layers, when once, are F's already)
+        size_t es = moe_expert_size(c);
+        const moe_expert *ea = moe_expert_floats(x->pb.A, i, &ta, w->EM);
+        const moe_expert *eb = moe_expert_floats(x->pb.B, x->pb.pj[p], &tb, w->EM ? w->EM + es : NULL);
+        expert_lerp_perm(&e, ea, eb, P, c, t, !first);
         if (first)
             pair_first_layers(x, w, &e, i, x->pb.pj[p], P, t, N, w->Ye);
         else

@@ -375,6 +375,37 @@ int moe_same(const moe_model *a, const moe_model *b) {
     return 1;
 }
 
+int moe_mapped_read(void *ctx, int e, unsigned parts, moe_expert *dst, ms_err *err) {
+    (void)err;
+    const moe_model *m = ctx;
+    const moe_expert *x = &m->experts[e];
+    size_t h = (size_t)m->cfg.h, d = (size_t)m->cfg.d;
+    if (parts & EXPERT_W1) {
+        wp_rows_f32(x->w1, d, 0, h, dst->fc1_w);
+        memcpy(dst->fc1_b, x->fc1_b, h * sizeof(float));
+    }
+    if (parts & EXPERT_W2) {
+        wp_rows_f32(x->w2, h, 0, d, dst->fc2_w);
+        memcpy(dst->fc2_b, x->fc2_b, d * sizeof(float));
+    }
+    if ((parts & EXPERT_W3) && moe_act_glu(m->cfg.act)) {
+        wp_rows_f32(x->w3, d, 0, h, dst->fc3_w);
+        memcpy(dst->fc3_b, x->fc3_b, h * sizeof(float));
+    }
+    return 0;
+}
+
+expert_source moe_mapped_source(const moe_model *m) {
+    return moe_is_mapped(m) ? (expert_source){moe_mapped_read, (void *)m} : (expert_source){NULL, NULL};
+}
+
+const moe_expert *moe_expert_floats(const moe_model *m, int e, moe_expert *tmp, float *buf) {
+    if (!moe_is_mapped(m)) return &m->experts[e];
+    moe_expert_carve(tmp, &m->cfg, buf);
+    moe_mapped_read((void *)m, e, EXPERT_ALL, tmp, NULL);
+    return tmp;
+}
+
 void moe_clone_floats(moe_model *dst, const moe_model *src) {
     if (!moe_is_mapped(src)) {
         moe_clone(dst, src);

@@ -13,7 +13,8 @@ modelling code) on tiny random models of tests/lib/gen_decoders.py.
     position, `--dump-outputs` logits within as much of the largest, F32 single-file and BF16 sharded; `scramble --layer all` computes the same
     loss and `align --layer all` puts it back; `landscape` of the scrambled pair finds a
     barrier ~0; a BF16 (and MXFP4) pair's curve, its MoE blocks mixed from the mapped
-    files a panel at a time, equals the oracle's interpolated network; rope_scaling kinds computed as the oracle does or refused by name
+    files a panel at a time, equals the oracle's interpolated network; its landscape,
+    the chosen block mapped too, equals the float path's (MOESCOPE_TEST_FLOATS); rope_scaling kinds computed as the oracle does or refused by name
     (DeepSeek: linear and yarn computed); an unknown model_type, a missing tensor, an unknown rope_scaling kind,
     heads that do not divide, T > max_position_embeddings and token ids >= vocab_size
     refused naming the file and key;
@@ -577,6 +578,57 @@ def test_mapped_mix():
               % (tag, cv["expert"]["barrier"]))
 
 
+def json_numbers_equal(x, y, rtol):
+    """The worst relative difference of two reports' numbers, their timings and
+    provenance aside; None when their shapes or words differ."""
+    if isinstance(x, dict):
+        if set(x) != set(y):
+            return None
+        ws = [json_numbers_equal(x[k], y[k], rtol) for k in x if k not in ("provenance", "seconds")]
+        return None if None in ws else max(ws, default=0.0)
+    if isinstance(x, list):
+        if len(x) != len(y):
+            return None
+        ws = [json_numbers_equal(u, v, rtol) for u, v in zip(x, y)]
+        return None if None in ws else max(ws, default=0.0)
+    if isinstance(x, float) or isinstance(y, float):
+        if x is None or y is None:
+            return None if x != y else 0.0
+        if math.isnan(x) or math.isnan(y):
+            return 0.0 if math.isnan(x) and math.isnan(y) else None
+        return abs(x - y) / max(abs(x), 1e-12)
+    return 0.0 if x == y else None
+
+
+def test_mapped_landscape():
+    """A landscape whose chosen block is mapped too (each order's B a view of its file,
+    its interpolation a mix formed per panel, the layer-only proxy's pairs decoded one at
+    a time) equals the float path's (MOESCOPE_TEST_FLOATS: every MoE block read into
+    floats): BF16 over two shards, GPT-OSS's MXFP4 experts; and with --method activation
+    and --screen."""
+    cases = [("qwen3_moe", {}, []), ("gpt_oss", {"mxfp4": True}, []),
+             ("qwen3_moe", {}, ["--method", "activation", "--screen", 3])]
+    for fam, kw, extra in cases:
+        tag = "mix_%s%s" % (fam, "_mx" if kw else "")
+        a = gen(fam, tag, dtype="BF16", **kw)
+        b = gen(fam, tag + "_scr", dtype="BF16", scramble=True, **kw)
+        ev = os.path.join(a, "eval.safetensors")
+        js = []
+        for floats in (False, True):
+            out = p("%s_ls_%s%s.json" % (tag, "floats" if floats else "mapped", len(extra)))
+            r = run("landscape", a, b, "--eval", ev, "--samples", 6, "--points", 5, "-q", "--json", out, *extra,
+                    env={"MOESCOPE_TEST_FLOATS": "1"} if floats else None)
+            check(r.returncode == 0, "%s %s: landscape (%s): %s" % (tag, extra, "floats" if floats else "mapped",
+                                                                    r.stderr.strip()[-400:]))
+            js.append(json.load(open(out)) if r.returncode == 0 else None)
+        if None in js:
+            continue
+        w = json_numbers_equal(js[0], js[1], 1e-6)
+        check(w is not None and w <= 1e-6 and ("--screen" in extra or js[0].get("proxy")),
+              "%s %s: the mapped landscape (proxy included) is the float path's: worst relative difference %s"
+              % (tag, extra, w))
+
+
 def test_not_covered():
     """Families moescope does not evaluate yet: refused by name, never run as another."""
     for fam in gen_decoders.FAMILIES:
@@ -607,4 +659,4 @@ if __name__ == "__main__":
                                 [test_oracle_scramble, test_oracle_causal, test_oracle_equal_experts, test_oracle_routing,
                                  test_oracle_refusals, test_covered, test_threads, test_covered_rope,
                                  test_phimoe_long_rope, test_qwen_sliding, test_fp8_refused, test_family_commands,
-                                 test_refusals, test_mapped_mix, test_not_covered], TMP))
+                                 test_refusals, test_mapped_mix, test_mapped_landscape, test_not_covered], TMP))
