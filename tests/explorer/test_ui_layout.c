@@ -745,6 +745,18 @@ static double row_barrier_of(const explore_snapshot *v, const int *order) {
     return NAN;
 }
 
+/* a worker on A, B, E; v and q zeroed, q asking for every stage at T = 9 */
+static explore_worker *worker_begin(moe_model *A, moe_model *B, evalset *E, explore_snapshot *v, explore_request *q) {
+    ms_err err;
+    explore_worker *g = explore_start(A, B, E, &err);
+    CHECK(g != NULL, "worker starts (%s)", g ? "" : err.msg);
+    memset(v, 0, sizeof *v);
+    memset(q, 0, sizeof *q);
+    q->order_stage = q->wm_stage = q->center = 1;
+    q->T = 9;
+    return g;
+}
+
 /* The activation method matches hidden units by their activations (align
  * --method activation): the table then matches every pair so too, its row of
  * the current order being the current curve; under weight matching (the expert
@@ -756,16 +768,10 @@ static void test_worker_activation(void) {
     rng_t r;
     rng_seed(&r, 7); /* B further from A: the two matchings differ */
     for (size_t i = 0; i < (size_t)(B.norm_w - B.mem); i++) B.mem[i] += (float)(0.5 * rng_normal(&r));
-    ms_err err;
-    explore_worker *g = explore_start(&A, &B, &E, &err);
-    CHECK(g != NULL, "worker starts");
-    if (!g) return;
     explore_snapshot v;
-    memset(&v, 0, sizeof v);
     explore_request q;
-    memset(&q, 0, sizeof q);
-    q.order_stage = q.wm_stage = q.center = 1;
-    q.T = 9;
+    explore_worker *g = worker_begin(&A, &B, &E, &v, &q);
+    if (!g) return;
     double cur = NAN, tab[2][24], diff = 0;
     int ord[4] = {0}, all[24][4], na = 0;
     for (int a = 0; a < 4; a++) // the 24 orders, to look each up in both tables
@@ -797,17 +803,11 @@ static void test_worker(void) {
     moe_model A, B;
     evalset E;
     eng_models(&A, &B, &E, 4, 8, 8, 3);
-    ms_err err;
-    explore_worker *g = explore_start(&A, &B, &E, &err);
-    CHECK(g != NULL, "worker starts");
-    if (!g) return;
     explore_snapshot v;
-    memset(&v, 0, sizeof v);
     explore_request q;
-    memset(&q, 0, sizeof q);
-    q.order_stage = q.wm_stage = q.center = 1;
+    explore_worker *g = worker_begin(&A, &B, &E, &v, &q);
+    if (!g) return;
     q.method = COST_EXPERT;
-    q.T = 9;
     explore_submit(g, &q);
     ENG_WAIT(g, &v, !v.busy && v.have_landscape && v.have_current);
     CHECK(!v.busy && v.have_landscape && v.ndone == 24 && v.norders == 24, "landscape of 24 orders (%ld)", v.ndone);

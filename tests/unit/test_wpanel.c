@@ -58,9 +58,18 @@ static double value_of(const void *p, wp_dtype dt, size_t i) {
     return h & 0x8000u ? -v : v;
 }
 
-static void one_case(rng_t *r, wp_dtype dt, int M, int N, int K, int ld, float beta) {
-    size_t es = wp_dtype_size(dt), nw = (size_t)N * ld;
-    unsigned char *bytes = malloc(nw * es);
+/* a stored matrix of N rows ld apart in dt, random values; *sc its MXFP4 scales */
+static void *random_stored(rng_t *r, wp_dtype dt, int N, int ld, uint8_t **sc) {
+    size_t nw = (size_t)N * ld;
+    *sc = NULL;
+    if (dt == WP_MXFP4) {
+        uint8_t *q = malloc(nw / 2);
+        *sc = malloc(nw / 32);
+        for (size_t i = 0; i < nw / 2; i++) q[i] = (uint8_t)rng_below(r, 256);
+        for (size_t i = 0; i < nw / 32; i++) (*sc)[i] = (uint8_t)(122 + rng_below(r, 8));
+        return q;
+    }
+    unsigned char *bytes = malloc(nw * wp_dtype_size(dt));
     for (size_t i = 0; i < nw; i++) {
         float v = (float)(0.5 * rng_normal(r));
         if (dt == WP_F32) memcpy(bytes + i * 4, &v, 4);
@@ -69,6 +78,12 @@ static void one_case(rng_t *r, wp_dtype dt, int M, int N, int K, int ld, float b
             memcpy(bytes + i * 2, &h, 2);
         }
     }
+    return bytes;
+}
+
+static void one_case(rng_t *r, wp_dtype dt, int M, int N, int K, int ld, float beta) {
+    uint8_t *sc;
+    unsigned char *bytes = random_stored(r, dt, N, ld, &sc);
     wref W = {bytes, dt, (size_t)ld};
     float *X = malloc((size_t)M * K * sizeof(float)), *Y0 = malloc((size_t)M * N * sizeof(float));
     float *Y1 = malloc((size_t)M * N * sizeof(float));
@@ -106,29 +121,6 @@ static double fp4_value(int q) {
     int e = (q >> 1) & 3, m = q & 1;
     double v = e ? ldexp(1.0 + 0.5 * m, e - 1) : 0.5 * m;
     return q & 8 ? -v : v;
-}
-
-/* a stored matrix of N rows ld apart in dt, random values; *sc its MXFP4 scales */
-static void *random_stored(rng_t *r, wp_dtype dt, int N, int ld, uint8_t **sc) {
-    size_t nw = (size_t)N * ld;
-    *sc = NULL;
-    if (dt == WP_MXFP4) {
-        uint8_t *q = malloc(nw / 2);
-        *sc = malloc(nw / 32);
-        for (size_t i = 0; i < nw / 2; i++) q[i] = (uint8_t)rng_below(r, 256);
-        for (size_t i = 0; i < nw / 32; i++) (*sc)[i] = (uint8_t)(122 + rng_below(r, 8));
-        return q;
-    }
-    unsigned char *bytes = malloc(nw * wp_dtype_size(dt));
-    for (size_t i = 0; i < nw; i++) {
-        float v = (float)(0.5 * rng_normal(r));
-        if (dt == WP_F32) memcpy(bytes + i * 4, &v, 4);
-        else {
-            uint16_t h = dt == WP_BF16 ? to_bf16(v) : to_f16(v);
-            memcpy(bytes + i * 2, &h, 2);
-        }
-    }
-    return bytes;
 }
 
 /* element (r, c) of a stored matrix, decoded here */
