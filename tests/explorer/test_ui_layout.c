@@ -883,6 +883,7 @@ static void test_worker(void) {
         dopt.center = 1;
         dopt.landscape = 1; /* n = 4: the worker computes it too */
         dg_list want;
+        ms_err err;
         memset(&want, 0, sizeof want);
         CHECK(diag_findings(&A, &B, &E, &dopt, &want, &err) == 0, "diag_findings: %s", err.msg);
         int same = want.n == v.diag.n;
