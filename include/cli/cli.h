@@ -117,6 +117,13 @@ void cli_hint_swapped(const char *cmd, const char *a, const char *b, const char 
  * cli_subject_load loads a layer pair without an evaluation set. 0 on success;
  * on failure the message is printed, nothing is left to free and 1 returned. */
 int cli_load_models(const char *pa, const char *pb, const char *layer, moe_model *A, moe_model *B);
+/* A's and B's layers with their routed weights left mapped in their dtype
+ * (moe_load_mapped), checked as cli_load_models checks them: 0 and the mappings in
+ * *ma, *mb (moe_map_close after moe_free); 1 when they are not mapped so (moescope's
+ * own files, a layout transposed in its file, MOESCOPE_STREAM set, any problem, which
+ * cli_load_models then says): nothing loaded. */
+int cli_load_models_mapped(const char *pa, const char *pb, const char *layer, moe_model *A, moe_model *B,
+                           ckpt **ma, ckpt **mb);
 /* The same for cost and align, without an evaluation set: a pair of layers
  * whose float32 copies would take more than a quarter of the machine's memory
  * (ms_mem_machine) is opened expert by expert (moe_load_stream: sa and sb read
@@ -189,6 +196,7 @@ typedef struct {
     const char *e_path; /* set before cli_align_inputs: an evaluation set -o must not touch;
                            a layer's is loaded (E) for the data-driven methods (ao.X) */
     expert_source sa, sb; /* their routed experts when streamed (cli_load_models_stream) */
+    ckpt *ma, *mb;      /* their routed weights' mappings (cli_load_models_mapped), NULL: not mapped */
     evalset E;
 } cli_align_args;
 

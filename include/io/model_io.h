@@ -24,6 +24,14 @@ int moe_load(moe_model *m, const char *path, const char *layer, const family_ove
 int moe_load_stream(moe_model *m, const char *path, const char *layer, const family_overrides *o,
                     expert_source *src, ms_err *err);
 void moe_source_close(expert_source *src);
+/* moe_load with a family layout's routed weights left where the checkpoint's mapping
+ * keeps them, in their dtype (moe_alloc_mapped; core/wpanel.h): 0 and *map the open
+ * checkpoint, closed with moe_map_close after moe_free(m); 1 when the layer is not
+ * mapped so (moescope's own single files, a layout transposed in its file): nothing
+ * loaded, moe_load it; -1 with err. */
+int moe_load_mapped(moe_model *m, const char *path, const char *layer, const family_overrides *o, ckpt **map,
+                    ms_err *err);
+void moe_map_close(ckpt *map);
 /* Write as F32 safetensors, atomically, with the moescope.* metadata and the
  * rest of m->meta. A real family's layer is written in the format of the
  * checkpoint m->path instead (family_save). */

@@ -229,6 +229,29 @@ static int stream_wanted(const moe_model *A, const moe_model *B) {
     return layers > ms_mem_machine() / 4;
 }
 
+int cli_load_models_mapped(const char *pa, const char *pb, const char *layer, moe_model *A, moe_model *B,
+                           ckpt **ma, ckpt **mb) {
+    ms_err err;
+    *ma = *mb = NULL;
+    if (env_get(ENV_STREAM)) return 1; // streamed, or held whole: as it says
+    if (moe_load_mapped(A, pa, layer, cli_overrides(), ma, &err)) return 1;
+    int rc = moe_load_mapped(B, pb, layer, cli_overrides(), mb, &err);
+    if (!rc && (moe_check_compatible(A, B, &err) || ms_limits_check(A, B, NULL, MS_USE_WM | MS_USE_COST, &err)))
+        rc = 1;
+    if (rc) { // the loads that hold them say what is wrong
+        moe_free(A);
+        moe_free(B);
+        moe_map_close(*ma);
+        moe_map_close(*mb);
+        *ma = *mb = NULL;
+        return 1;
+    }
+    prov_add_input(pa);
+    prov_add_input(pb);
+    cli_note_router_defaults(A, B);
+    return 0;
+}
+
 int cli_load_models_stream(const char *pa, const char *pb, const char *layer, moe_model *A,
                            moe_model *B, expert_source *sa, expert_source *sb) {
     prov_add_input(pa);
@@ -326,15 +349,33 @@ int cli_save_checkpoint(const moe_model *m, const char *src_path, const char *ou
     return cli_save_moved(m, NULL, NULL, src_path, out_path);
 }
 
+/* a mapped layer's slot e decoded (its views and mixes formed): family_experts' slot */
+typedef struct {
+    const moe_model *m;
+    float *mem;
+    moe_expert x;
+} mapped_slots;
+
+static const moe_expert *mapped_slot(void *ctx, int e, ms_err *err) {
+    mapped_slots *r = ctx;
+    (void)err;
+    return moe_expert_floats(r->m, e, &r->x, r->mem);
+}
+
 int cli_save_moved(const moe_model *m, const int *order, const int *shared_order,
                    const char *src_path, const char *out_path) {
     ms_err err;
     int dropped = 0;
     if (src_path && strcmp(moe_family(&m->cfg), "native")) {
-        // a real family: written back in its own names, dtypes and layout
+        // a real family: written back in its own names, dtypes and layout (a mapped
+        // layer's routed experts decoded one slot at a time)
         char *note = NULL;
-        if (family_save_moved(m, NULL, order, shared_order, src_path, out_path, &note, &err))
-            return cli_error("%s", err.msg);
+        mapped_slots r = {m, NULL, {0}};
+        family_experts ex = {mapped_slot, &r};
+        if (moe_is_mapped(m)) r.mem = ms_malloc(moe_expert_size(&m->cfg) * sizeof(float));
+        int rc = family_save_moved(m, r.mem ? &ex : NULL, order, shared_order, src_path, out_path, &note, &err);
+        free(r.mem);
+        if (rc) return cli_error("%s", err.msg);
         if (note) print_note(out_path, note);
         free(note);
         return 0;
@@ -539,7 +580,7 @@ int cli_layer_inputs(const char *pa, const char *e_path, const char *layer, cons
     // a network's tokens or images: the block's own inputs, network A run up to it
     subject S;
     subject_spec sp = {.kind = SUBJECT_NETWORK, .pa = pa, .e_path = e_path, .layer = layer,
-                       .uses = MS_USE_EVAL, .ov = cli_overrides()};
+                       .uses = MS_USE_EVAL, .ov = cli_overrides(), .mapped = 1}; // only evaluated
     if (subject_load(&S, &sp, err)) return -1;
     net_par par = {0};
     int rc = net_block_inputs(&S.net.A, &S.net.E, S.net.block, &par, E, err);
@@ -576,7 +617,19 @@ int cli_align_inputs(cli_align_args *a, int argc, char **argv, const char *cmd,
     const out_spec outs[1] = {{a->out_path, "-o", ckpt_output_is_dir(like, a->out_path) ? OUT_DIR : OUT_FILE}};
     int orc = cli_check_outputs(cmd, usage, outs, 1, inputs, a->e_path ? 3 : 2);
     if (orc) return orc;
-    int rc = a->stream_ok ? cli_load_models_stream(a->pa, a->pb, a->layer, &a->A, &a->B, &a->sa, &a->sb)
+    // a family layout's routed weights stay mapped in their dtype where they can, unless
+    // align streams them (two layers too large to scan whole: each expert's pages released)
+    int rc = cli_load_models_mapped(a->pa, a->pb, a->layer, &a->A, &a->B, &a->ma, &a->mb);
+    if (!rc && a->stream_ok && stream_wanted(&a->A, &a->B)) {
+        moe_free(&a->A);
+        moe_free(&a->B);
+        moe_map_close(a->ma);
+        moe_map_close(a->mb);
+        a->ma = a->mb = NULL;
+        rc = 1;
+    }
+    if (rc)
+        rc = a->stream_ok ? cli_load_models_stream(a->pa, a->pb, a->layer, &a->A, &a->B, &a->sa, &a->sb)
                           : cli_load_models(a->pa, a->pb, a->layer, &a->A, &a->B);
     if (rc) return rc;
     if ((rc = align_match_set(a, cmd, usage))) {
@@ -606,6 +659,9 @@ void cli_align_args_free(cli_align_args *a) {
     moe_free(&a->B);
     moe_source_close(&a->sa);
     moe_source_close(&a->sb);
+    moe_map_close(a->ma);
+    moe_map_close(a->mb);
+    a->ma = a->mb = NULL;
     evalset_free(&a->E);
     a->ao.X = NULL;
 }
@@ -629,13 +685,16 @@ int cli_every_layer_args(cli_align_args *a, int argc, char **argv, const char *c
 
 int cli_align_layer(const cli_align_args *a, const char *layer, const char *b_path, cli_layer_keep keep,
                     void *ctx) {
-    moe_model A, B;
+    moe_model A, B, Bp;
     ms_err err;
-    if (moe_load(&A, a->pa, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
-    if (moe_load(&B, b_path, layer, cli_overrides(), &err)) {
+    ckpt *ma, *mb; // a family layout's routed weights mapped where they can be: B aligned as views
+    int mapped = !cli_load_models_mapped(a->pa, b_path, layer, &A, &B, &ma, &mb);
+    if (!mapped && moe_load(&A, a->pa, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
+    if (!mapped && moe_load(&B, b_path, layer, cli_overrides(), &err)) {
         moe_free(&A);
         return cli_error("%s", err.msg);
     }
+    memset(&Bp, 0, sizeof Bp);
     // a data-driven method reads this layer's own inputs (a network's: its block's)
     align_opts ao = a->ao;
     evalset E;
@@ -645,11 +704,11 @@ int cli_align_layer(const cli_align_args *a, const char *layer, const char *b_pa
     int rc = moe_check_compatible(&A, &B, &err);
     if (!rc && reads) rc = cli_layer_inputs(a->pa, a->e_path, layer, &A, &E, &err);
     ao.X = E.inputs, ao.N = E.N, ao.d = E.d;
-    if (!rc) rc = align_models_inplace(&A, &B, &ao, &res, &err);
+    if (!rc) rc = mapped ? align_models_mapped(&A, &B, &ao, &Bp, &res, &err) : align_models_inplace(&A, &B, &ao, &res, &err);
     if (rc) rc = cli_error("%s", err.msg);
     evalset_free(&E);
     if (!rc) {
-        rc = keep(ctx, &A, &B, &res) ? 1 : 0;
+        rc = keep(ctx, &A, mapped ? &Bp : &B, &res) ? 1 : 0;
         if (!rc) {
             char *el = ms_escaped(layer); // a prefix from the file
             printf("layer %s: ", el);
@@ -658,8 +717,11 @@ int cli_align_layer(const cli_align_args *a, const char *layer, const char *b_pa
         }
         align_result_free(&res);
     }
+    moe_free(&Bp); // (its views were of B's mapping: freed first)
     moe_free(&A);
     moe_free(&B);
+    moe_map_close(mapped ? ma : NULL);
+    moe_map_close(mapped ? mb : NULL);
     return rc;
 }
 

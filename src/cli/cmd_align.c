@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "align/align.h"
 #include "cli/cli.h"
@@ -133,15 +134,19 @@ int cmd_align(int argc, char **argv) {
     align_result res;
     // B is aligned where it lies (a real layer is gigabytes: no second copy); its metadata
     // (a scramble record) stays, for the closing explanation. Streamed layers: only the
-    // permutations are found here, and B's experts are moved as the output is written
+    // permutations are found here, and B's experts are moved as the output is written.
+    // Mapped layers: B aligned as views of its file, each slot decoded as it is written
     int streamed = a.sa.read || a.sb.read;
-    if (streamed ? align_models_stream(A, &a.sa, &a.B, &a.sb, ao, &res, &err)
-                 : align_models_inplace(A, &a.B, ao, &res, &err)) {
+    moe_model Bv, *Bp = a.ma ? &Bv : &a.B;
+    memset(&Bv, 0, sizeof Bv);
+    if (a.ma ? align_models_mapped(A, &a.B, ao, &Bv, &res, &err)
+             : streamed ? align_models_stream(A, &a.sa, &a.B, &a.sb, ao, &res, &err)
+                        : align_models_inplace(A, &a.B, ao, &res, &err)) {
         rc = cli_error("%s", err.msg);
         goto done;
     }
     if (a.sb.read ? cli_save_aligned_stream(&a.B, &a.sb, &res, a.pb, a.out_path)
-                  : cli_save_moved(&a.B, res.order, res.shared_order, a.pb, a.out_path)) {
+                  : cli_save_moved(Bp, res.order, res.shared_order, a.pb, a.out_path)) {
         rc = 1;
     } else {
         cli_print_order(&a, &res, A->cfg.n);
@@ -151,9 +156,10 @@ int cmd_align(int argc, char **argv) {
             free(so);
         }
         printf("weight matching %s\n", ao->wm_stage ? "on" : "off");
-        explain_result(A, &a.B, &res);
+        explain_result(A, Bp, &res);
         printf("wrote %s\n", a.out_path);
     }
+    moe_free(&Bv);
     align_result_free(&res);
 done:
     cli_align_args_free(&a);

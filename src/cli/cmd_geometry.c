@@ -100,7 +100,8 @@ static cJSON *run_json(const geo_args *a, const char *mode) {
 
 static int geometry_of_network(const geo_args *a) {
     subject S;
-    subject_spec sp = {.kind = SUBJECT_NETWORK, .pa = a->ckpt, .e_path = a->eval};
+    // only evaluated (router inputs, the transport's forwards): the MoE blocks stay mapped
+    subject_spec sp = {.kind = SUBJECT_NETWORK, .pa = a->ckpt, .e_path = a->eval, .mapped = 1};
     int rc = cli_subject_load(&S, &sp, "geometry", USAGE);
     if (rc) return rc;
     const subject_net *n = &S.net;

@@ -110,7 +110,10 @@ static int net_line(const char *name, const net_model *net, int b, const moe_mod
 static int merge_evaluate_net(const moe_model *A, const moe_model *B, const moe_model *Bp, const moe_model *M,
                               const moe_model *N, double alpha, const char *e_path, int sweep) {
     subject S;
-    subject_spec sp = {.kind = SUBJECT_NETWORK, .pa = A->path, .pb = B->path, .e_path = e_path, .layer = A->layer};
+    // the networks' MoE blocks stay mapped (the other blocks interpolated per panel; the
+    // souped block is the caller's)
+    subject_spec sp = {.kind = SUBJECT_NETWORK, .pa = A->path, .pb = B->path, .e_path = e_path, .layer = A->layer,
+                       .mapped_pair = 1, .chosen_mapped = 1};
     if (cli_subject_load(&S, &sp, "merge", "")) return 1;
     const subject_net *n = &S.net;
     char lab[64];
@@ -308,12 +311,15 @@ int cmd_merge(int argc, char **argv) {
     memset(&M_own, 0, sizeof M_own);
     // without --eval nothing needs the unaligned B or A again: B is aligned where it
     // lies and A becomes the soup (a real layer is gigabytes: no extra copies)
-    int inplace = !e_path;
+    // (mapped layers: B' views of B's file and the soup mixes of A's and B's, formed a
+    // slot at a time as the output is written: no copy is large)
+    int inplace = !e_path && !a.ma;
     moe_model *Bp = inplace ? &a.B : &Bp_own, *M = inplace ? A : &M_own;
     ms_err err;
     align_result res;
-    if (inplace ? align_models_inplace(A, &a.B, ao, &res, &err)
-                : align_models(A, &a.B, ao, Bp, &res, &err)) {
+    if (a.ma ? align_models_mapped(A, &a.B, ao, Bp, &res, &err)
+             : inplace ? align_models_inplace(A, &a.B, ao, &res, &err)
+                       : align_models(A, &a.B, ao, Bp, &res, &err)) {
         rc = cli_error("%s", err.msg);
         goto done;
     }

@@ -291,13 +291,21 @@ static int study_report(study *S, const st_pool *P, const char *e_path, const ch
  * one frozen backbone unless --interpolate-backbone) */
 static int load_pool(const st_pool *P, subject *S0, const char *layer, int interp, subject *S) {
     S[0] = *S0;
+    int net = S0->kind == SUBJECT_NETWORK;
     for (int i = 1; i < P->np; i++) {
-        int net = S0->kind == SUBJECT_NETWORK;
         subject_spec sp = {.kind = S0->kind, .pa = P->paths[i], .pb = net ? P->paths[0] : NULL, .layer = layer,
-                           .interp_backbone = interp};
+                           .interp_backbone = interp, .mapped_pair = 1, .chosen_mapped = 1};
         int rc = cli_subject_load(&S[i], &sp, "study", USAGE);
         if (rc) return rc; // the caller frees those before
         if (net) net_free(&S[i].net.B), S[i].b = NULL; // the first, for the checks only
+    }
+    // every MoE block stays mapped, unless one checkpoint's cannot be (another layout of
+    // the family): then that block in floats in all, as a pair's (the pairs mix them)
+    for (int b = 0; net && b < S[0].net.A.cfg.nmoe; b++) {
+        int mixed = 0;
+        for (int i = 1; i < P->np; i++)
+            mixed |= moe_is_mapped(&S[i].net.A.moe[b]) != moe_is_mapped(&S[0].net.A.moe[b]);
+        for (int i = 0; i < P->np && mixed; i++) net_block_floats(&S[i].net.A, b);
     }
     return 0;
 }
@@ -483,7 +491,9 @@ int cmd_study(int argc, char **argv) {
         rc = cli_check_outputs("study", USAGE, op, 4, ins, nin);
     }
     subject S0, *S = NULL;
-    subject_spec sp = {.pa = P.np ? P.paths[0] : NULL, .e_path = e_path, .layer = layer, .interp_backbone = interp};
+    // a network's MoE blocks stay mapped (the pool's too: load_pool)
+    subject_spec sp = {.pa = P.np ? P.paths[0] : NULL, .e_path = e_path, .layer = layer, .interp_backbone = interp,
+                       .mapped = 1};
     if (!rc) rc = cli_subject_load(&S0, &sp, "study", USAGE);
     if (!rc) {
         S = ms_calloc((size_t)P.np, sizeof(subject));

@@ -15,8 +15,9 @@ static const struct {
                         "1024), as 512M; anything else is refused at the start (exit 2)"},
     [ENV_STREAM] = {"MOESCOPE_STREAM",
                     "cost and align: 1 reads any family layout's routed experts one at a time from the "
-                    "files, 0 never (default: when the two layers would take more than a quarter of "
-                    "the memory limit)"},
+                    "files, 0 never: align and merge then hold both layers in float32 (default: "
+                    "streamed when the two layers would take more than a quarter of the memory limit, "
+                    "else align and merge leave them mapped in their dtype)"},
     [ENV_LS_MEM_MB] = {"MOESCOPE_LS_MEM_MB",
                        "landscape: the megabytes of pair outputs held at once (default 1024)"},
     [ENV_PROGRESS] = {"MOESCOPE_PROGRESS",

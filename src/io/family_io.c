@@ -1301,6 +1301,33 @@ static int gen_encoded(void *ctx, void *buf, ms_err *err) {
     return rc;
 }
 
+/* the binding's model values into vals (numel), as float32: from m, or a routed
+ * expert's tensor from the slots ex gives (each slot's slice through a view, as
+ * gen_encoded reads them) */
+static int gather_values(const binding *b, const moe_model *m, const family_experts *ex, float *vals, ms_err *err) {
+    if (!ex || !routed(b)) {
+        for (int64_t j = 0; j < b->numel; j++) vals[j] = *elem(b, m, j);
+        return 0;
+    }
+    moe_model view = *m;
+    view.experts = ms_calloc((size_t)m->cfg.n, sizeof(moe_expert));
+    int e0 = b->kind == K_EXP ? b->e : 0, e1 = b->kind == K_EXP ? b->e + 1 : (int)b->shape[0], rc = 0;
+    int64_t per = b->kind == K_EXP ? b->numel : b->numel / b->shape[0];
+    for (int e = e0; e < e1 && !rc; e++) {
+        const moe_expert *x = ex->slot(ex->ctx, e, err);
+        if (!x) {
+            rc = -1;
+            break;
+        }
+        view.experts[e] = *x;
+        int64_t first = b->kind == K_EXP ? 0 : (int64_t)e * per;
+        for (int64_t j = first; j < first + per; j++) vals[j] = *elem(b, &view, j);
+        memset(&view.experts[e], 0, sizeof(moe_expert));
+    }
+    free(view.experts);
+    return rc;
+}
+
 static int encode_mx(ckpt *c, const binding *b, const float *vals, enc_set *s, ms_err *err) {
     uint8_t *sb, *ss; // the source's blocks and scales, copied out of the mapping
     if (mx_copy(c, b, &sb, &ss, err)) return -1;
@@ -1368,8 +1395,8 @@ static int encode_layer(const moe_model *m, const family_experts *ex, const int 
         if (b->optional && ckpt_find(c, b->name) < 0) continue;
         if (b->mx) {
             float *vals = ms_malloc((size_t)b->numel * sizeof(float));
-            for (int64_t j = 0; j < b->numel; j++) vals[j] = *elem(b, m, j);
-            rc = encode_mx(c, b, vals, s, err);
+            rc = gather_values(b, m, ex, vals, err);
+            if (!rc) rc = encode_mx(c, b, vals, s, err);
             free(vals);
             continue;
         }

@@ -629,6 +629,41 @@ done:
     return rc;
 }
 
+int moe_load_mapped(moe_model *m, const char *path, const char *layer, const family_overrides *o, ckpt **map,
+                    ms_err *err) {
+    memset(m, 0, sizeof *m);
+    *map = NULL;
+    ckpt *c = ms_calloc(1, sizeof *c);
+    if (ckpt_open(c, path, err)) {
+        free(c);
+        return -1;
+    }
+    int force = o ? o->family : -1, nl = 0, which = 0, rc = 1;
+    family_layer *ls = NULL;
+    ms_err ferr;
+    // moescope's own names and anything the family loader does not read: moe_load's
+    if (!family_find_layers(c, force, &ls, &nl, &ferr)) {
+        int any_native = 0;
+        for (int i = 0; i < nl; i++) any_native |= ls[i].family == FAM_NATIVE;
+        if (!any_native && !family_pick(c, ls, nl, layer, &which, &ferr))
+            rc = family_load_mapped(m, c, &ls[which], o, err);
+        family_layers_free(ls, nl);
+    }
+    if (rc) {
+        ckpt_close(c);
+        free(c);
+        return rc < 0 ? -1 : 1;
+    }
+    *map = c; // the routed weights are its pages
+    return 0;
+}
+
+void moe_map_close(ckpt *map) {
+    if (!map) return;
+    ckpt_close(map);
+    free(map);
+}
+
 /* ---- saving ---- */
 
 typedef struct {

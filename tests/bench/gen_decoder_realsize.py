@@ -5,10 +5,13 @@ of 64 with 8 key/value heads, 32 experts of 512, top-8, vocab 49155, tied head,
 Granite's multipliers), BF16 in transformers' layout, one shard per 4 layers plus
 the index; and an evaluation set of input_ids [N, T].
 
-  gen_decoder_realsize.py OUT [--layers 24] [--N 4] [--T 512] [--seed 1]
+  gen_decoder_realsize.py OUT [--layers 24] [--N 4] [--T 512] [--seed 1] [--moe-seed S]
 
 Weights are drawn N(0, 1/fan_in) in float32 a tensor at a time and rounded to
-BF16 (round to nearest even), so the script holds one tensor, never the model."""
+BF16 (round to nearest even), so the script holds one tensor, never the model.
+--moe-seed S: the MoE blocks' tensors (router and experts) drawn from seed S instead,
+every other tensor and the evaluation set as --seed makes them (B of a pair of
+fine-tunes of one backbone: `landscape A B` needs no --interpolate-backbone)."""
 import argparse
 import json
 import os
@@ -51,8 +54,9 @@ def bf16_bytes(x):
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16).tobytes()
 
 
-def write_shard(path, specs, rng):
-    """specs: (name, shape, fan_in); the header first (sizes known), then each tensor"""
+def write_shard(path, specs, rng, moe_rng=None):
+    """specs: (name, shape, fan_in); the header first (sizes known), then each tensor;
+    moe_rng: the MoE blocks' tensors from it (rng drawn as without it)"""
     header, off = {}, 0
     for name, shape, _ in specs:
         size = 2 * int(np.prod(shape))
@@ -67,6 +71,8 @@ def write_shard(path, specs, rng):
                 x = np.ones(shape, np.float32)
             else:
                 x = rng.standard_normal(shape, dtype=np.float32) / np.float32(np.sqrt(fan))
+                if moe_rng is not None and ".block_sparse_moe." in name:
+                    x = moe_rng.standard_normal(shape, dtype=np.float32) / np.float32(np.sqrt(fan))
             f.write(bf16_bytes(x))
     os.replace(path + ".tmp", path)
 
@@ -78,9 +84,11 @@ def main():
     ap.add_argument("--N", type=int, default=4)
     ap.add_argument("--T", type=int, default=512)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--moe-seed", type=int, default=None)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     rng = np.random.default_rng(a.seed)
+    moe_rng = None if a.moe_seed is None else np.random.default_rng(a.moe_seed)
     d, V = SHAPE["d"], SHAPE["vocab"]
     groups = [list(range(i, min(i + 4, a.layers))) for i in range(0, a.layers, 4)]
     shards = [[("model.embed_tokens.weight", (V, d), d)]]
@@ -90,7 +98,7 @@ def main():
     wmap, total = {}, 0
     for j, specs in enumerate(shards):
         fn = "model-%05d-of-%05d.safetensors" % (j + 1, len(shards))
-        write_shard(os.path.join(a.out, fn), specs, rng)
+        write_shard(os.path.join(a.out, fn), specs, rng, moe_rng)
         for name, shape, _ in specs:
             wmap[name] = fn
             total += 2 * int(np.prod(shape))

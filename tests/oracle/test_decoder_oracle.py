@@ -14,7 +14,8 @@ modelling code) on tiny random models of tests/lib/gen_decoders.py.
     loss and `align --layer all` puts it back; `landscape` of the scrambled pair finds a
     barrier ~0; a BF16 (and MXFP4) pair's curve, its MoE blocks mixed from the mapped
     files a panel at a time, equals the oracle's interpolated network; its landscape,
-    the chosen block mapped too, equals the float path's (MOESCOPE_TEST_FLOATS); rope_scaling kinds computed as the oracle does or refused by name
+    the chosen block mapped too, equals the float path's (MOESCOPE_TEST_FLOATS), and so
+    do align's, merge's, study's and geometry's outputs and reports; rope_scaling kinds computed as the oracle does or refused by name
     (DeepSeek: linear and yarn computed); an unknown model_type, a missing tensor, an unknown rope_scaling kind,
     heads that do not divide, T > max_position_embeddings and token ids >= vocab_size
     refused naming the file and key;
@@ -24,6 +25,7 @@ modelling code) on tiny random models of tests/lib/gen_decoders.py.
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -629,6 +631,56 @@ def test_mapped_landscape():
               % (tag, extra, w))
 
 
+def same_folders(x, y):
+    """Do two checkpoint folders hold the same files, byte for byte?"""
+    fx, fy = sorted(os.listdir(x)), sorted(os.listdir(y))
+    return fx == fy and all(open(os.path.join(x, f), "rb").read() == open(os.path.join(y, f), "rb").read()
+                            for f in fx)
+
+
+def test_mapped_commands():
+    """align, merge, study and geometry with the MoE blocks mapped (each aligned B a view
+    of its file, a soup a mix, every output slot decoded as it is written) give what the
+    float path gives (MOESCOPE_STREAM=0 and MOESCOPE_TEST_FLOATS: every block read into
+    floats): the same output files byte for byte, the same reports (BF16, two shards;
+    B another seed's MoE blocks on A's backbone; GPT-OSS's MXFP4 experts)."""
+    a = gen("qwen3_moe", "cmd_a", dtype="BF16", shards=2)
+    b = moe_of_other_seed(a, gen("qwen3_moe", "cmd_other", dtype="BF16", shards=2, seed=2), p("cmd_b"))
+    ev = os.path.join(a, "eval.safetensors")
+    ga = gen("gpt_oss", "mix_gpt_oss_mx", dtype="BF16", mxfp4=True)
+    gb = gen("gpt_oss", "mix_gpt_oss_mx_scr", dtype="BF16", scramble=True, mxfp4=True)
+    floats = {"MOESCOPE_STREAM": "0", "MOESCOPE_TEST_FLOATS": "1"}
+    cases = [("align", a, b, ["--layer", 2, "--eval", ev, "--method", "activation"]),
+             ("merge", a, b, ["--layer", 2, "--eval", ev, "--alpha-sweep", 3]),
+             ("merge", a, b, ["--layer", "all"]),
+             ("align", ga, gb, ["--layer", "all"]),
+             ("merge", ga, gb, ["--layer", 1, "--eval", os.path.join(ga, "eval.safetensors")])]
+    for k, (cmd, x, y, extra) in enumerate(cases):
+        outs, texts = [], []
+        for env in (None, floats):
+            out = p("mapped_cmd_%d_%s" % (k, "floats" if env else "mapped"))
+            r = run(cmd, x, y, "-o", out, *extra, env=env)
+            check(r.returncode == 0, "%s %s (%s): %s" % (cmd, extra, "floats" if env else "mapped", r.stderr.strip()))
+            outs.append(out)
+            texts.append(re.sub(r"layers-\w+", "layers-", (r.stdout + r.stderr).replace(out, "OUT")
+                                .replace(os.path.basename(out), "OUT")))  # --layer all's steps' folders
+        if all(os.path.isdir(o) for o in outs):
+            check(same_folders(*outs) and texts[0] == texts[1],
+                  "%s %s: mapped, the float path's output byte for byte and its report" % (cmd, extra))
+    for cmd, args in (("study", [a, b, "--eval", ev, "--samples", 4, "--points", 3]),
+                      ("geometry", [a, "--eval", ev, "--train-frac", 0.75])):
+        js = []
+        for env in (None, {"MOESCOPE_TEST_FLOATS": "1"}):
+            out = p("mapped_%s_%s.json" % (cmd, "floats" if env else "mapped"))
+            r = run(cmd, *args, "-q", "--json", out, env=env) if cmd == "study" else run(cmd, *args, "--json", out,
+                                                                                             env=env)
+            check(r.returncode == 0, "%s (%s): %s" % (cmd, "floats" if env else "mapped", r.stderr.strip()))
+            js.append(json.load(open(out)) if r.returncode == 0 else None)
+        if None not in js:
+            w = json_numbers_equal(js[0], js[1], 0)
+            check(w == 0.0, "%s: mapped, the float path's report (worst relative difference %s)" % (cmd, w))
+
+
 def test_not_covered():
     """Families moescope does not evaluate yet: refused by name, never run as another."""
     for fam in gen_decoders.FAMILIES:
@@ -659,4 +711,5 @@ if __name__ == "__main__":
                                 [test_oracle_scramble, test_oracle_causal, test_oracle_equal_experts, test_oracle_routing,
                                  test_oracle_refusals, test_covered, test_threads, test_covered_rope,
                                  test_phimoe_long_rope, test_qwen_sliding, test_fp8_refused, test_family_commands,
-                                 test_refusals, test_mapped_mix, test_mapped_landscape, test_not_covered], TMP))
+                                 test_refusals, test_mapped_mix, test_mapped_landscape, test_mapped_commands,
+                                 test_not_covered], TMP))
