@@ -21,6 +21,7 @@
  * stopped thread pool (cli_blas_quiet), whose threads then spin. */
 #ifndef MS_BLAS_THREADS_H
 #define MS_BLAS_THREADS_H
+#include <stdatomic.h>
 
 void blas_single_enter(void);
 void blas_single_leave(void);
@@ -30,5 +31,17 @@ void blas_wide_leave(void);
 void blas_threads_default(int k);
 /* the count in force (tests) */
 int blas_threads_now(void);
+
+/* fn(ctx, i, slot) for every i in [0, count), on up to k threads (the calling one
+ * among them, slot 0..k-1 says which: per-thread buffers), each taking the next i,
+ * inside a single section: every product runs whole on the thread that asks, so
+ * no BLAS threads spin waiting for each other (what a busy machine punishes) and
+ * each item computes the same bits on whichever thread. Items must be independent.
+ * Once *cancel (NULL: never) is nonzero no item starts. k: blas_par_threads. */
+typedef void (*blas_par_fn)(void *ctx, int i, int slot);
+void blas_par_for(int count, int k, blas_par_fn fn, void *ctx, const atomic_int *cancel);
+/* the threads for count items: the BLAS count in force (at most BLAS_PAR_MAX) */
+#define BLAS_PAR_MAX 8
+int blas_par_threads(int count);
 
 #endif

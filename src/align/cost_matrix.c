@@ -270,36 +270,61 @@ static int pool_self(const pool *P) {
     return P->ea == P->eb && P->na == P->nb && !streamed(P, 0) && !streamed(P, P->na);
 }
 
-/* d side: dist2 (na, nb) += the distances of every term. */
+/* One block of a d-side term for every expert: V's row x (the weighted block) and
+ * norm[x] for expert x. */
+typedef struct {
+    pool *P;
+    const moe_config *c;
+    int t, r0, m, c0, w;
+    double *V, *norm;
+    float **F;   /* (threads) one expert's block (rb, d) each */
+} dside_job;
+
+static void dside_expert(void *ctx, int x, int slot) {
+    const dside_job *J = ctx;
+    static const unsigned need[4] = {EXPERT_W1, EXPERT_W2, EXPERT_W3, EXPERT_W1 | EXPERT_W3};
+    int t = J->t, r0 = J->r0, m = J->m, c0 = J->c0, w = J->w;
+    size_t L = (size_t)m * w;
+    double *v = J->V + (size_t)x * L;
+    float *F = J->F[slot];
+    term_block(pool_get(J->P, x, need[t]), J->c, t, r0, m, c0, F);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < w; j++) {
+            int r = r0 + i, col = c0 + j;
+            double wt = !term_sym(t) || col > r ? M_SQRT2 : col == r ? 1.0 : 0.0;
+            v[(size_t)i * w + j] = wt * F[(size_t)i * w + j];
+        }
+    J->norm[x] += sumsq(v, L);
+}
+
+/* d side: dist2 (na, nb) += the distances of every term. Held experts are formed
+ * on blas_par_for's threads, one expert a thread (the same products, the same
+ * bits, as one after another); streamed ones share the pool's one buffer: in turn. */
 static void dside_dist2(pool *P, const moe_config *c, double *dist2) {
     int d = c->d, nx = P->na + P->nb, rb = block_rows(c, nx, P->t);
+    int self = pool_self(P), formed = self ? P->na : nx; // experts whose blocks are formed
+    int nt = streamed(P, 0) || streamed(P, nx - 1) ? 1 : blas_par_threads(formed);
     double *V = ms_malloc((size_t)nx * rb * d * sizeof(double)); // (nx, rb*d) one block of terms
-    float *F = ms_malloc((size_t)rb * d * sizeof(float));         // (rb, d) one expert's block
+    float *F[BLAS_PAR_MAX];
+    for (int k = 0; k < nt; k++) F[k] = ms_malloc((size_t)rb * d * sizeof(float)); // (rb, d) one expert's block
     double *norm = ms_calloc((size_t)nx, sizeof(double));
+    const atomic_int *cancel = progress_cancel_flag(); // the explorer's q: between experts
+    if (nt > 1) blas_single_enter(); // every product below runs whole on one thread
     for (int t = 0; t < term_count(c) && !progress_cancelled(); t++)
         for (int r0 = 0; r0 < d && !progress_cancelled(); r0 += rb) {
             int m = d - r0 < rb ? d - r0 : rb, c0 = term_sym(t) ? r0 : 0, w = d - c0;
             size_t L = (size_t)m * w;
-            static const unsigned need[4] = {EXPERT_W1, EXPERT_W2, EXPERT_W3, EXPERT_W1 | EXPERT_W3};
-            int x = 0;
-            for (; x < nx && !progress_cancelled(); x++) { // the explorer's q: between experts
+            dside_job J = {P, c, t, r0, m, c0, w, V, norm, F};
+            if (nt > 1) blas_par_for(formed, nt, dside_expert, &J, cancel);
+            else
+                for (int x = 0; x < formed && !progress_cancelled(); x++) dside_expert(&J, x, 0);
+            if (progress_cancelled()) break; // the caller discards dist2
+            for (int x = formed; x < nx; x++) { // the same expert's block, formed already
                 double *v = V + (size_t)x * L;
-                if (x >= P->na && pool_self(P)) { // the same expert's block, formed already
-                    memcpy(v, V + (size_t)(x - P->na) * L, L * sizeof(double));
-                    norm[x] += sumsq(v, L);
-                    continue;
-                }
-                term_block(pool_get(P, x, need[t]), c, t, r0, m, c0, F);
-                for (int i = 0; i < m; i++)
-                    for (int j = 0; j < w; j++) {
-                        int r = r0 + i, col = c0 + j;
-                        double wt = !term_sym(t) || col > r ? M_SQRT2 : col == r ? 1.0 : 0.0;
-                        v[(size_t)i * w + j] = wt * F[(size_t)i * w + j];
-                    }
+                memcpy(v, V + (size_t)(x - P->na) * L, L * sizeof(double));
                 norm[x] += sumsq(v, L);
-                progress_add(2.0 * c->h * (double)L / 1e9);
             }
-            if (x < nx) break; // cancelled: the caller discards dist2
+            progress_add(2.0 * c->h * (double)L / 1e9 * formed);
             // dist2 (na, nb) -= 2 Va (na, L) Vb^T (L, nb): a skinny product whose threads
             // would only wait for each other (badly so on a busy machine): one thread
             blas_single_enter();
@@ -307,10 +332,11 @@ static void dside_dist2(pool *P, const moe_config *c, double *dist2) {
                         V + (size_t)P->na * L, (int)L, 1.0, dist2, P->nb);
             blas_single_leave();
         }
+    if (nt > 1) blas_single_leave();
     for (int i = 0; i < P->na; i++)
         for (int j = 0; j < P->nb; j++) dist2[(size_t)i * P->nb + j] += norm[i] + norm[P->na + j];
     free(V);
-    free(F);
+    for (int k = 0; k < nt; k++) free(F[k]);
     free(norm);
 }
 

@@ -12,6 +12,7 @@
 
 #include "align/weight_matching.h"
 #include "align/lap.h"
+#include "core/blas_threads.h"
 #include "core/progress.h"
 
 /* Widen h*h floats stored at the start of S into h*h doubles in place,
@@ -68,15 +69,41 @@ static int panel_rows(const moe_config *c) {
     return rows;
 }
 
+/* Panels of S for blas_par_for: panel i is rows [i P, i P + P). */
+typedef struct {
+    const moe_expert *a, *b;
+    const moe_config *c;
+    int P;
+    float *Sf;
+} wm_job;
+
+static void similarity_panel(void *ctx, int i, int slot) {
+    const wm_job *J = ctx;
+    int r0 = i * J->P, h = J->c->h;
+    (void)slot;
+    similarity_rows(J->a, J->b, J->c, r0, h - r0 < J->P ? h - r0 : J->P, J->Sf);
+}
+
 /* S, in panels with a cancel check between them (the calling thread's,
- * progress.h); -1 when cancelled (S then incomplete). */
+ * progress.h); -1 when cancelled (S then incomplete). The panels run on threads
+ * of their own (blas_par_for: each a whole product on one thread, none waiting on
+ * BLAS's threads), and they are the same panels on any number of threads: some
+ * BLAS kernels (OpenBLAS's Haswell ones) round a product split by rows otherwise
+ * than whole, so S's bits depend on the panels but never on the threads. */
 static int similarity(const moe_expert *a, const moe_expert *b, const moe_config *c, double *S) {
-    int h = c->h, P = panel_rows(c);
+    int h = c->h, P = panel_rows(c), panels = (h + P - 1) / P;
     // Sf (h,h) floats in the first half of S's h*h doubles: no second buffer
     float *Sf = (float *)(void *)S;
-    for (int r0 = 0; r0 < h; r0 += P) {
-        if (r0 && progress_cancelled()) return -1;
-        similarity_rows(a, b, c, r0, h - r0 < P ? h - r0 : P, Sf);
+    int nt = blas_par_threads(panels);
+    if (nt > 1) {
+        wm_job J = {a, b, c, P, Sf};
+        blas_par_for(panels, nt, similarity_panel, &J, progress_cancel_flag());
+        if (progress_cancelled()) return -1;
+    } else {
+        for (int r0 = 0; r0 < h; r0 += P) {
+            if (r0 && progress_cancelled()) return -1;
+            similarity_rows(a, b, c, r0, h - r0 < P ? h - r0 : P, Sf);
+        }
     }
     widen_in_place(S, (size_t)h * h);
     return 0;

@@ -89,3 +89,52 @@ int blas_threads_now(void) {
     pthread_mutex_unlock(&B.mu);
     return k;
 }
+
+int blas_par_threads(int count) {
+    int k = blas_threads_now();
+    if (k > BLAS_PAR_MAX) k = BLAS_PAR_MAX;
+    if (k > count) k = count;
+    return k < 1 ? 1 : k;
+}
+
+typedef struct {
+    blas_par_fn fn;
+    void *ctx;
+    const atomic_int *cancel;
+    int count;
+    atomic_int next;
+} par_job;
+
+typedef struct {
+    par_job *j;
+    int slot;
+} par_thread;
+
+static void *par_worker(void *arg) {
+    par_thread *me = arg;
+    par_job *j = me->j;
+    blas_single_enter();
+    for (;;) {
+        if (j->cancel && atomic_load(j->cancel)) break;
+        int i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->count) break;
+        j->fn(j->ctx, i, me->slot);
+    }
+    blas_single_leave();
+    return NULL;
+}
+
+void blas_par_for(int count, int k, blas_par_fn fn, void *ctx, const atomic_int *cancel) {
+    par_job j = {.fn = fn, .ctx = ctx, .cancel = cancel, .count = count};
+    atomic_init(&j.next, 0);
+    k = k < 1 ? 1 : k > BLAS_PAR_MAX ? BLAS_PAR_MAX : k;
+    if (k > count) k = count;
+    pthread_t th[BLAS_PAR_MAX];
+    par_thread me[BLAS_PAR_MAX];
+    int started = 0;
+    for (int t = 0; t < k; t++) me[t] = (par_thread){&j, t};
+    for (int t = 1; t < k; t++) // a thread that fails to start leaves its items to the others
+        if (pthread_create(&th[started], NULL, par_worker, &me[t]) == 0) started++;
+    par_worker(&me[0]);
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+}

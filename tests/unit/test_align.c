@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "align/align.h"
+#include "core/blas_threads.h"
 #include "model/evaluator.h"
 #include "core/rng.h"
 #include "model/symmetry.h"
@@ -508,7 +509,34 @@ static void test_incompatible(void) {
     CHECK(!strcmp(cost_method_name(COST_GATE), "gate"), "name");
 }
 
+/* The expert cost and weight matching's S on a layer large enough that their
+ * products run on threads of their own (blas_par_for): the same bits at 1 and 2
+ * BLAS threads, also with kernels whose products round by how they are split
+ * (the second run's Haswell). */
+static void test_threads_same_bits(void) {
+    spec sp = {4, 256, 1024, 2, 0, 0, ROUTER_TOPK, ACT_SILU_GLU, 1, 1}; // S in 2 panels
+    moe_model A, B;
+    make_model(&A, &sp, 41);
+    make_model(&B, &sp, 42);
+    int n = sp.n, h = sp.h;
+    double *C[2], *S[2];
+    ms_err e;
+    for (int k = 0; k < 2; k++) {
+        blas_threads_default(k + 1);
+        C[k] = malloc(sizeof(double) * n * n);
+        S[k] = malloc(sizeof(double) * h * h);
+        CHECK(cost_matrix(&A, &B, COST_EXPERT, 1, C[k], &e) == 0, "expert cost at %d threads: %s", k + 1, e.msg);
+        wm_similarity(&A.experts[1], &B.experts[3], &A.cfg, S[k]);
+    }
+    blas_threads_default(1);
+    CHECK(!memcmp(C[0], C[1], sizeof(double) * n * n), "expert cost: other bits at 2 threads than at 1");
+    CHECK(!memcmp(S[0], S[1], sizeof(double) * h * h), "wm similarity: other bits at 2 threads than at 1");
+    for (int k = 0; k < 2; k++) free(C[k]), free(S[k]);
+    moe_free(&A), moe_free(&B);
+}
+
 int main(void) {
+    test_threads_same_bits();
     test_cost_reference();
     test_gate_translation();
     test_wm_similarity();

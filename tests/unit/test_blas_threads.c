@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/blas_threads.h"
 #include "testlib.h"
@@ -122,9 +123,51 @@ static void test_churn(void) {
           openblas_get_num_threads());
 }
 
+/* blas_par_for: every item once, on slots below k, BLAS at 1 thread inside, the
+ * count back after; a cancel set before the start runs nothing */
+typedef struct {
+    atomic_int runs[64];
+    atomic_int bad_slot, bad_count;
+    int k;
+} par_seen;
+
+static void par_item(void *ctx, int i, int slot) {
+    par_seen *s = ctx;
+    atomic_fetch_add(&s->runs[i], 1);
+    if (slot < 0 || slot >= s->k) atomic_fetch_add(&s->bad_slot, 1);
+    if (openblas_get_num_threads() != 1) atomic_fetch_add(&s->bad_count, 1);
+}
+
+static void test_par_for(void) {
+    blas_threads_default(3);
+    CHECK(blas_par_threads(64) == 3 && blas_par_threads(2) == 2 && blas_par_threads(0) == 1,
+          "threads for 64, 2, 0 items: %d %d %d", blas_par_threads(64), blas_par_threads(2), blas_par_threads(0));
+    for (int k = 1; k <= 4; k++) {
+        static par_seen s;
+        memset(&s, 0, sizeof s);
+        s.k = k;
+        blas_par_for(64, k, par_item, &s, NULL);
+        int once = 1;
+        for (int i = 0; i < 64; i++) once &= atomic_load(&s.runs[i]) == 1;
+        CHECK(once, "k %d: every item exactly once", k);
+        CHECK(!atomic_load(&s.bad_slot) && !atomic_load(&s.bad_count), "k %d: slots %d, BLAS counts %d wrong", k,
+              atomic_load(&s.bad_slot), atomic_load(&s.bad_count));
+        CHECK(openblas_get_num_threads() == 3, "k %d: the count back to 3: %d", k, openblas_get_num_threads());
+    }
+    static par_seen s;
+    memset(&s, 0, sizeof s);
+    s.k = 2;
+    atomic_int stop = 1;
+    blas_par_for(64, 2, par_item, &s, &stop);
+    int none = 1;
+    for (int i = 0; i < 64; i++) none &= atomic_load(&s.runs[i]) == 0;
+    CHECK(none, "cancelled before the start: no item runs");
+}
+
 int main(void) {
     test_one_thread();
     test_two_threads();
     test_churn();
+    test_par_for();
     return test_summary("test_blas_threads");
 }
