@@ -38,6 +38,9 @@ void ls_curve_free(ls_curve *c);
 void ls_curve_copy(ls_curve *dst, const ls_curve *src);
 /* Fill barrier, acc_barrier and auc from loss/acc (the formulas in the header above). */
 void ls_curve_stats(ls_curve *c);
+/* a curve's per-unit losses are kept up to this many values (T * units); past it no interval */
+#define LS_SEQ_MAX_VALUES (64L << 20)
+
 /* bar_lo, bar_hi from seq (bootstrap.h), widened to hold the barrier itself (a
  * maximum's resamples lean one way); NaN without seq */
 void ls_curve_interval(ls_curve *c);

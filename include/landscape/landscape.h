@@ -54,6 +54,7 @@ enum { LS_POINTS_MIN = 3, LS_POINTS_MAX = 100000 };
 typedef struct {
     double loss, acc;
     float *D;            /* (N, d) layer mode only, else NULL */
+    double *seq;         /* (N) each sample's loss (the named curves' error bars), NULL in layer mode */
 } ls_endpoint;
 
 /* Evaluate m on E as the landscape's end points (an error when E does not fit
@@ -81,6 +82,11 @@ typedef struct ls_partition {
     /* rows done over all processes, from this process's count (rank 0: the sum of the
      * latest counts heard from the others and its own; others: -1, nothing to show) */
     long (*rows_done)(const struct ls_partition *p, long local);
+    /* items [lo, lo + nlocal) of total, item_bytes each, at buf: this process's; rank 0
+     * receives every process's into buf[0..total) (its own already at buf + lo), the
+     * others send theirs (the per-sample losses of the error bars) */
+    int (*gather)(const struct ls_partition *p, void *buf, long lo, long nlocal, long total,
+                  size_t item_bytes, ms_err *err);
     void *ctx;
 } ls_partition;
 
@@ -142,7 +148,8 @@ typedef struct {
 
     /* keep every order's per-sample losses from the sweep (landscape.order_units)
      * when they fit the error bars' bound (256 MB; default 0): ls_layer_intervals takes
-     * them instead of evaluating every order again */
+     * them instead of evaluating every order again. Split over processes (part),
+     * every process keeps its share and rank 0 gathers them. */
     int keep_units;
 } ls_opts;
 
@@ -242,7 +249,6 @@ typedef struct landscape {
      * ls_layer_intervals takes them into unit_loss */
     double *order_units;
     int order_units_end;
-    int units_split; /* split over processes: the sweep's per-sample losses were not gathered */
 } landscape;
 
 /* the JSON holds every row's per-unit losses ("unit_loss") up to this many values */
@@ -253,13 +259,14 @@ typedef struct landscape {
 int landscape_compute(const moe_model *A, const moe_model *B, const evalset *E,
                       const ls_opts *o, landscape *L, ms_err *err);
 void landscape_free(landscape *L);
-/* A layer's landscape (not an objective's), complete: its named curves computed
- * again the plain way (curve_compute: T layer evaluations each) for their
- * per-sample losses and barrier intervals (bootstrap.h), and every order's
- * too, for the rows' barrier intervals and each method's rank interval: those
- * the sweep kept (L->order_units, ls_opts.keep_units), else evaluated again up
- * to 720 orders (beyond, boot_why says why the rows have none). wm: the landscape's; cancel (may be NULL) is polled
- * between the orders: non-zero stops with "cancelled". */
+/* A layer's landscape (not an objective's), complete: its named curves'
+ * per-sample losses and barrier intervals (bootstrap.h), as the kernel kept
+ * them (ls_opts.keep_units), else computed again the plain way (curve_compute:
+ * T layer evaluations each), and every order's too, for the rows' barrier
+ * intervals and each method's rank interval: those the sweep kept
+ * (L->order_units, ls_opts.keep_units), else evaluated again up to 720 orders
+ * (beyond, boot_why says why the rows have none). wm: the landscape's; cancel
+ * (may be NULL) is polled between the orders: non-zero stops with "cancelled". */
 /* a layer's orders evaluated again for their per-sample losses (ls_layer_intervals):
  * up to 6! of them, a few seconds on the samples (a curve is ~5 ms on dense4) */
 #define LS_BOOT_LAYER_ORDERS 720

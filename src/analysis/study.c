@@ -197,7 +197,7 @@ static int pair_landscape(const moe_model *a, const moe_model *b, const st_on *o
     *Lp = L;
     if (!on->scr) {
         ls_opts lo = *po;
-        lo.keep_units = !on->so && reports; // the intervals from the sweep's per-sample losses
+        lo.keep_units = !on->so; // the intervals from the sweep's per-sample losses (gathered on rank 0)
         rc = landscape_compute(a, b, on->E, &lo, L, err);
         if (!rc && !on->so && reports) rc = ls_layer_intervals(a, b, on->E, o->wm, L, o->cancel, err);
         if (rc) landscape_free(L); // a failed landscape_compute left L empty

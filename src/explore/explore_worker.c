@@ -865,15 +865,17 @@ static void ls_redirect(explore_worker *g, ls_key k) {
 }
 
 /* A layer's complete table of key k, just published: its error bars as the
- * landscape command's (ls_layer_intervals: the orders evaluated again for their
- * per-sample losses), published when done unless another table took its place;
+ * landscape command's (ls_layer_intervals: from the per-sample losses the
+ * kernel kept, else the orders evaluated again, up to LS_BOOT_LAYER_ORDERS),
+ * published when done unless another table took its place;
  * kept with the table either way. A newer request cancels it as it cancels a
  * landscape (it runs as one). mu held, released while it computes. */
 static void layer_error_bars(explore_worker *g, ls_key k, landscape *L) {
     explore_snapshot *p = &g->pub;
     unsigned long epoch = p->rows_epoch;
     g->ls_running = 1;
-    snprintf(g->ls_status, sizeof g->ls_status, "error bars: %ld orders again, per sample", L->norders);
+    if (L->order_units) snprintf(g->ls_status, sizeof g->ls_status, "error bars: %ld orders resampled", L->norders);
+    else snprintf(g->ls_status, sizeof g->ls_status, "error bars: %ld orders again, per sample", L->norders);
     pub_status(g);
     pub_bump(g);
     pthread_mutex_unlock(&g->mu);
@@ -948,6 +950,7 @@ static void *ls_worker(void *arg) {
         o.hidden = k.hidden;
         o.center = center;
         o.cancel = &g->cancel_ls;
+        o.keep_units = !g->obj; // a layer's error bars from the sweep itself (layer_error_bars)
         o.progress = on_progress;
         o.on_ranks = on_ranks;
         o.phase = on_phase;
@@ -1012,7 +1015,8 @@ static void *ls_worker(void *arg) {
         }
         pub_status(g);
         pub_bump(g);
-        if (rc == 0 && !hidden && !g->obj && g->E && L.norders <= LS_BOOT_LAYER_ORDERS) layer_error_bars(g, k, &L);
+        if (rc == 0 && !hidden && !g->obj && g->E && (L.order_units || L.norders <= LS_BOOT_LAYER_ORDERS))
+            layer_error_bars(g, k, &L);
         landscape_free(&L);
     }
     pthread_mutex_unlock(&g->mu);

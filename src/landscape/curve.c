@@ -12,8 +12,6 @@
 #include "model/evaluator.h"
 #include "model/moe_kernels.h"
 
-/* per-unit losses kept up to this many values (T * units); past it no interval */
-#define SEQ_MAX_VALUES (64L << 20)
 
 double ls_t(int m, int T) { return T > 1 ? (double)m / (double)(T - 1) : 0.0; }
 
@@ -124,7 +122,7 @@ int curve_compute_units(const moe_model *A, const moe_model *Bp, const evalset *
     for (int i = 0; i < c->n && i < LS_MAX_N; i++) out->order[i] = i;
     out->loss = ms_malloc((size_t)T * sizeof(double));
     out->acc = kind == LS_CLASSIFY ? ms_malloc((size_t)T * sizeof(double)) : NULL;
-    if ((long)T * N <= SEQ_MAX_VALUES) {
+    if ((long)T * N <= LS_SEQ_MAX_VALUES) {
         out->nseq = N;
         out->seq = ms_malloc((size_t)T * N * sizeof(double));
     }
@@ -196,7 +194,7 @@ int curve_compute_obj(const moe_model *A, const moe_model *Bp, const ls_objectiv
     out->loss[0] = obj->loss_a, out->loss[T - 1] = obj->loss_b;
     if (out->acc) out->acc[0] = obj->acc_a, out->acc[T - 1] = obj->acc_b;
     int S = obj->nseq;
-    if (S > 0 && obj->seq_a && (long)T * S <= SEQ_MAX_VALUES) {
+    if (S > 0 && obj->seq_a && (long)T * S <= LS_SEQ_MAX_VALUES) {
         out->nseq = S;
         out->seq = ms_malloc((size_t)T * S * sizeof(double));
         memcpy(out->seq, obj->seq_a, (size_t)S * sizeof(double));

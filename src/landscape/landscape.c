@@ -63,6 +63,9 @@ typedef struct {
     int pair[NM_COUNT][LS_MAX_N], col[NM_COUNT][LS_MAX_N], sh[NM_COUNT];
     double *ls; // (NM_COUNT, cap_t)
     long *ok;   // (NM_COUNT, cap_t)
+    /* (NM_COUNT, T, N) their per-sample losses as the kernel computes them
+     * (ls_opts.keep_units, on the process that reports), NULL: not kept */
+    double *units;
 } ls_named;
 
 /* The pair outputs Y are tens of MB written once: with 4 KiB pages the page
@@ -134,6 +137,13 @@ int ls_endpoint_eval(const moe_model *m, const evalset *E, ls_endpoint *e, ms_er
     ls_loss_logits(E, 0, lg, N, C, &ls, &ok);
     e->loss = kind == LS_CLASSIFY ? ls / N : ls / ((double)N * C);
     if (kind == LS_CLASSIFY) e->acc = (double)ok / N;
+    e->seq = ms_malloc((size_t)(N ? N : 1) * sizeof(double));
+    for (int i = 0; i < N; i++) { // each sample's own loss, as curve_compute_units
+        double li = 0.0;
+        long oki = 0;
+        ls_loss_logits(E, i, lg + (size_t)i * C, 1, C, &li, &oki);
+        e->seq[i] = kind == LS_CLASSIFY ? li : li / C;
+    }
     free(Z);
     free(lg);
     return 0;
@@ -141,7 +151,9 @@ int ls_endpoint_eval(const moe_model *m, const evalset *E, ls_endpoint *e, ms_er
 
 void ls_endpoint_free(ls_endpoint *e) {
     free(e->D);
+    free(e->seq);
     e->D = NULL;
+    e->seq = NULL;
 }
 
 /* (N, d): B's layer output without its routed experts, [sig(v.x)] sum_j
@@ -366,10 +378,15 @@ static void ls_alloc(lsx *x, ls_named *nm) {
     size_t Np = (size_t)pl->nb * LS_L;
     // every order's per-sample losses (ls_opts.keep_units), when they fit; the
     // end points' rows are the caller's (every order's are A's and B's, but
-    // for B's ties: then the end chunk writes each order's own)
+    // for B's ties: then the end chunk writes each order's own). Split over
+    // processes, each keeps its own orders' and rank 0 gathers them all.
     size_t nu = (size_t)x->rs.norders * pb->T * pb->N;
-    if (pb->o->keep_units && !pb->o->part && (double)nu * sizeof(double) <= LS_BOOT_MAX_MB * 1048576.0) {
-        x->rs.units = ms_malloc(nu * sizeof(double));
+    if (pb->o->keep_units && (double)nu * sizeof(double) <= LS_BOOT_MAX_MB * 1048576.0) {
+        if (pb->o->part && pb->o->part->rank) {
+            x->rs.units_k0 = x->rs.k0;
+            nu = (size_t)(x->rs.k1 - x->rs.k0) * pb->T * pb->N;
+        }
+        x->rs.units = ms_malloc((nu ? nu : 1) * sizeof(double));
         for (size_t i = 0; i < nu; i++) x->rs.units[i] = NAN;
     }
     if (pb->kind == LS_CLASSIFY) {
@@ -411,6 +428,9 @@ static void ls_alloc(lsx *x, ls_named *nm) {
     for (int i = 0; i < x->pool.nthreads; i++) ws_alloc(x, &x->pool.ws[i]);
     nm->ls = ms_calloc((size_t)NM_COUNT * pl->cap_t, sizeof(double)); // (NM_COUNT, cap_t)
     nm->ok = ms_calloc((size_t)NM_COUNT * pl->cap_t, sizeof(long));   // (NM_COUNT, cap_t)
+    // the named curves' per-sample losses (their error bars), as the plain curve keeps them
+    if (pb->o->keep_units && !(pb->o->part && pb->o->part->rank) && (long)pb->T * pb->N <= LS_SEQ_MAX_VALUES)
+        nm->units = ms_calloc((size_t)NM_COUNT * pb->T * pb->N, sizeof(double));
 }
 
 /* ---------------- the steps ---------------- */
@@ -693,8 +713,11 @@ static int ls_chunk_run(lsx *x, ls_named *nm, int ch, int last, ms_err *err) {
             for (int tc = 0; tc < ck->ntc; tc++) {
                 if (ls_cancelled(x)) return ms_fail(err, "cancelled");
                 size_t q = (size_t)a * pl->cap_t + tc;
+                double *ps[1] = {nm->units ? nm->units + ((size_t)a * x->pb.T + ck->tidx[tc]) * x->pb.N : NULL};
+                x->pool.ws[0].ps = nm->units ? ps : NULL;
                 ls_eval_order_t(x, &x->pool.ws[0], nm->pair[a], nm->col[a], nm->sh[a], tc,
                                 &nm->ls[q], &nm->ok[q]);
+                x->pool.ws[0].ps = NULL;
             }
         if (last) continue;
         ls_job oj = {.x = x, .nitems = nblocks, .grain = 1, .kind = 1, .bmax = INFINITY,
@@ -715,6 +738,30 @@ static int ls_chunk_run(lsx *x, ls_named *nm, int ch, int last, ms_err *err) {
     return 0;
 }
 
+/* The named curves' per-sample losses (nm->units) into their curves, the end
+ * points' from A's and B's evaluations (a layer's chord: 0 at both ends) but
+ * for B's ties, where the end chunk computed t = 1; then their intervals */
+static void ls_named_units(lsx *x, ls_named *nm) {
+    if (!nm->units) return;
+    const ls_problem *pb = &x->pb;
+    const ls_endpoint *ea = pb->o->end_a ? pb->o->end_a : &pb->own[0];
+    const ls_endpoint *eb = pb->o->end_b ? pb->o->end_b : &pb->own[1];
+    size_t N = (size_t)pb->N, T = (size_t)pb->T;
+    for (int a = 0; a < NM_COUNT; a++) {
+        ls_curve *cv = nm->curve[a];
+        double *seq = nm->units + (size_t)a * T * N;
+        for (size_t s = 0; s < N; s++) {
+            seq[s] = ea->seq ? ea->seq[s] : 0.0;
+            if (!x->rs.lb) seq[(T - 1) * N + s] = eb->seq ? eb->seq[s] : 0.0;
+        }
+        free(cv->seq);
+        cv->seq = ms_malloc(T * N * sizeof(double));
+        memcpy(cv->seq, seq, T * N * sizeof(double));
+        cv->nseq = (int)N;
+        ls_curve_interval(cv);
+    }
+}
+
 /* The last chunk: the named curves are complete and the chosen orders' rows
  * are their curves (same arithmetic, bit for bit). Branch and bound: only
  * orders whose lower bound is below a chosen barrier (+ tau: the chosen
@@ -725,6 +772,7 @@ static int ls_ranks_then_rest(lsx *x, ls_named *nm, ms_err *err) {
     landscape *L = x->rs.L;
     ls_results *rs = &x->rs;
     for (int a = 0; a < NM_COUNT; a++) ls_curve_stats(nm->curve[a]);
+    ls_named_units(x, nm);
     for (int a = NM_SKIP; a < NM_COUNT; a++) {
         if (a == NM_SKIP && !x->pb.o->wm) continue;
         long k = order_index(x, nm->curve[a]->order);
@@ -791,6 +839,11 @@ static int ls_fill_sort(lsx *x, ms_err *err) {
         if (part->gather_rows(part, L->rows, x->rs.filled, x->rs.norders, x->pb.o->progress,
                               x->pb.o->ctx, err))
             return -1;
+        // the per-sample losses likewise (every process kept them, or none)
+        size_t ub = (size_t)x->pb.T * x->pb.N * sizeof(double);
+        if (x->rs.units && part->gather(part, x->rs.units, x->rs.k0, x->rs.k1 - x->rs.k0, x->rs.norders, ub,
+                                        err))
+            return -1;
         L->ndone = x->rs.filled;
         if (part->rank) return 0;
         x->rs.filled = x->rs.norders;
@@ -829,7 +882,7 @@ static void ls_release(lsx *x, ls_named *nm) {
     ls_endpoint_free(&x->pb.own[1]);
     void *pbuf[] = {x->pb.rw[0], x->pb.rw[1], x->pb.perm, x->pb.pj, x->pb.DBn, x->pb.lablanes, x->pb.tglanes, x->pb.shmem,
                     x->pb.shx, x->rs.bar, x->rs.accb, x->rs.auc, x->rs.done,
-                    x->rs.prog, x->rs.acc_l, x->rs.acc_ok, x->rs.lb, x->rs.ab, x->rs.units, nm->ls, nm->ok};
+                    x->rs.prog, x->rs.acc_l, x->rs.acc_ok, x->rs.lb, x->rs.ab, x->rs.units, nm->ls, nm->ok, nm->units};
     for (size_t i = 0; i < sizeof pbuf / sizeof pbuf[0]; i++) free(pbuf[i]);
 }
 
@@ -897,8 +950,7 @@ int landscape_compute_tuned(const moe_model *A, const moe_model *B, const evalse
         ls_debug(&x, "all orders", x.rs.norders);
         rc = ls_fill_sort(&x, err);
     }
-    if (!rc) L->units_split = o->keep_units && o->part;
-    if (!rc && x.rs.units) { // the caller's (ls_layer_intervals)
+    if (!rc && x.rs.units && !(o->part && o->part->rank)) { // the caller's (ls_layer_intervals)
         L->order_units = x.rs.units, L->order_units_end = x.rs.lb != NULL;
         x.rs.units = NULL;
     }

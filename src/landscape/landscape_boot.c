@@ -97,24 +97,42 @@ int ls_order_units(const moe_model *A, const moe_model *B, const evalset *E, con
     return 0;
 }
 
-/* the named curves' orders' rows (their per-sample losses, as the sweep
- * takes their rows from the curves): the methods', and with wm, skip-order's
- * (the identity order) */
+/* the named curve whose order is p and whose values are the sweep's row of p
+ * (the sweep takes those rows from the curves): a method's, and with wm,
+ * skip-order's (the identity order); NULL when none */
+static const ls_curve *named_row(const landscape *L, int wm, const int *p) {
+    for (int m = 0; m < COST_NMETHODS; m++)
+        if (L->methods[m].seq && !memcmp(p, L->methods[m].order, (size_t)L->n * sizeof(int))) return &L->methods[m];
+    if (wm && L->skip_order.seq && !memcmp(p, L->skip_order.order, (size_t)L->n * sizeof(int))) return &L->skip_order;
+    return NULL;
+}
+
+/* the named curves' orders' rows (their per-sample losses) */
 static void named_rows(const landscape *L, int wm, double *seq) {
     const int n = L->n, T = L->T, S = L->naive.nseq;
-    const ls_curve *cv[COST_NMETHODS + 1];
-    int nc = 0;
-    for (int m = 0; m < COST_NMETHODS; m++) cv[nc++] = &L->methods[m];
-    if (wm) cv[nc++] = &L->skip_order;
     for (long k = 0; k < L->norders; k++) {
         int p[LS_MAX_N];
         ls_order_get(L->orders, n, k, p);
-        for (int a = 0; a < nc; a++)
-            if (cv[a]->seq && !memcmp(p, cv[a]->order, (size_t)n * sizeof(int))) {
-                memcpy(seq + (size_t)k * T * S, cv[a]->seq, (size_t)T * S * sizeof(double));
-                break;
-            }
+        const ls_curve *c = named_row(L, wm, p);
+        if (c) memcpy(seq + (size_t)k * T * S, c->seq, (size_t)T * S * sizeof(double));
     }
+}
+
+int ls_kept_units(const landscape *L, int wm, long id, double *seq) {
+    const int T = L->T, S = L->naive.nseq;
+    if (!L->order_units || !L->naive.seq || S < 1 || id < 0 || id >= L->norders) return -1;
+    int p[LS_MAX_N];
+    ls_order_get(L->orders, L->n, id, p);
+    const ls_curve *c = named_row(L, wm, p);
+    if (c) {
+        memcpy(seq, c->seq, (size_t)T * S * sizeof(double));
+        return 0;
+    }
+    memcpy(seq, L->order_units + (size_t)id * T * S, (size_t)T * S * sizeof(double));
+    memcpy(seq, L->naive.seq, (size_t)S * sizeof(double)); // A's, every order's
+    if (!L->order_units_end) // B's, every order's
+        memcpy(seq + (size_t)(T - 1) * S, L->naive.seq + (size_t)(T - 1) * S, (size_t)S * sizeof(double));
+    return 0;
 }
 
 /* every order's per-sample losses (norders, T, S) by order id: the sweep's
@@ -168,10 +186,6 @@ static int layer_orders(const moe_model *A, const moe_model *B, const evalset *E
                         atomic_int *cancel, ms_err *err) {
     int T = L->T, S = L->naive.nseq;
     if (L->ndone < L->norders || S < 1) return 0;
-    if (L->units_split) { // as a split network landscape: the named curves' intervals, no order's
-        L->boot_why = "split over processes (moescope-mpi): the per-sample losses are not gathered";
-        return 0;
-    }
     if ((double)L->norders * T * S * sizeof(double) > LS_BOOT_MAX_MB * 1048576.0) {
         L->boot_why = "every order's per-unit losses would take more than " LS_BOOT_MAX_MB_S " MB";
         return 0;
@@ -187,12 +201,16 @@ static int layer_orders(const moe_model *A, const moe_model *B, const evalset *E
 
 int ls_layer_intervals(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
                        atomic_int *cancel, ms_err *err) {
-    if (L->naive.seq || L->objective) return 0;
-    int rc = ls_order_units(A, B, E, NULL, 0, L->hidden, &L->naive, err);
-    if (!rc) rc = ls_order_units(A, B, E, NULL, 1, L->hidden, &L->skip_order, err);
-    for (int m = 0; m < COST_NMETHODS && !rc; m++)
-        rc = ls_order_units(A, B, E, L->methods[m].order, wm, L->hidden, &L->methods[m], err);
-    if (rc) return rc;
+    if (L->objective || L->unit_loss) return 0; // an objective's keeps its own; done already
+    int rc = 0;
+    // the named curves' per-sample losses: the kernel's (ls_opts.keep_units), else the plain way
+    if (!L->naive.seq) {
+        rc = ls_order_units(A, B, E, NULL, 0, L->hidden, &L->naive, err);
+        if (!rc) rc = ls_order_units(A, B, E, NULL, 1, L->hidden, &L->skip_order, err);
+        for (int m = 0; m < COST_NMETHODS && !rc; m++)
+            rc = ls_order_units(A, B, E, L->methods[m].order, wm, L->hidden, &L->methods[m], err);
+        if (rc) return rc;
+    }
     L->nseq = L->naive.nseq, L->boot_unit = "samples";
     return layer_orders(A, B, E, wm, L, cancel, err);
 }

@@ -187,8 +187,10 @@ typedef struct {
      * otherwise (every order's L(1) is B's loss) */
     double *lb, *ab;
     /* (norders, T, N) every order's per-sample losses at the points the sweep
-     * evaluates (ls_opts.keep_units), NULL: not kept */
+     * evaluates (ls_opts.keep_units), NULL: not kept; split over processes, a
+     * process other than rank 0 holds its own orders' alone, from order units_k0 */
     double *units;
+    long units_k0;
     long filled;            /* rows written (under the pool's mu) */
     long k0, k1;            /* the orders this process sweeps (all unless o->part) */
     int failed;             /* an exchange with the other processes failed: perr */
@@ -353,6 +355,10 @@ int ls_boot_landscape(landscape *L, const double *seq, int S, const char *unit, 
  * matching wm, the hidden units matched as method hidden matches them, on a layer's E */
 int ls_order_units(const moe_model *A, const moe_model *B, const evalset *E, const int *order, int wm,
                    cost_method hidden, ls_curve *c, ms_err *err);
+/* landscape_boot.c: order id's per-sample losses (T, S) into seq from those L
+ * kept (L->order_units, the named curves' seq for the end points and the rows
+ * the sweep takes from the curves); -1 when not kept. wm: the landscape's. */
+int ls_kept_units(const landscape *L, int wm, long id, double *seq);
 /* landscape_obj.c: landscape_compute on o->objective */
 int ls_obj_compute(const moe_model *A, const moe_model *B, const ls_opts *o, landscape *L,
                    ms_err *err);

@@ -196,13 +196,14 @@ static void ox_named_init(ox *x, ls_curve **cv, int *same) {
 
 /* named curve a (of ox_named_init) at point m: naive and skip-order move every
  * MoE layer together (their own variants), the methods' orders are rows of the
- * table */
-static int ox_named_eval(ox *x, ls_curve *const *cv, int a, int m, double *loss, double *acc, ms_err *err) {
+ * table; seq (S): its per-unit losses, may be NULL */
+static int ox_named_eval(ox *x, ls_curve *const *cv, int a, int m, double *loss, double *acc, double *seq,
+                         ms_err *err) {
     int wm = x->o->wm;
     int other = a == NM_NAIVE ? wm : a == NM_SKIP ? !wm : 0;
     int sh = a == NM_NAIVE ? SH_NAIVE : a == NM_SKIP ? SH_SKIP : SH_MAIN;
     int var = a == NM_NAIVE ? LS_VAR_NAIVE : a == NM_SKIP ? LS_VAR_SKIP : LS_VAR_MAIN;
-    return ox_eval(x, cv[a]->order, other, sh, var, m, loss, acc, x->seq ? cv[a]->seq + (size_t)m * x->S : NULL, err);
+    return ox_eval(x, cv[a]->order, other, sh, var, m, loss, acc, seq, err);
 }
 
 /* named curve a's value at point m; a method's order another chose first: that curve */
@@ -226,7 +227,8 @@ static int ox_named(ox *x, ms_err *err) {
             int m = x->pts[q];
             double loss = NAN, acc = NAN;
             if (ox_cancelled(x)) return ms_fail(err, "cancelled");
-            if (same[a] < 0 && ox_named_eval(x, cv, a, m, &loss, &acc, err)) return -1;
+            double *seq = x->seq ? cv[a]->seq + (size_t)m * x->S : NULL;
+            if (same[a] < 0 && ox_named_eval(x, cv, a, m, &loss, &acc, seq, err)) return -1;
             ox_named_set(cv, same, a, m, loss, acc);
             ox_phase(x, "named curves", (long)q * NM_COUNT + a + 1, (long)NM_COUNT * x->npts);
         }
@@ -307,15 +309,12 @@ static int ox_pairs(ox *x, ms_err *err) {
 }
 
 /* every order's per-unit losses, the end points' filled in, when the objective
- * gives them and they fit LS_BOOT_MAX_MB; else L->boot_why says why not */
+ * gives them and they fit LS_BOOT_MAX_MB (x->S set; split over processes, rank 0
+ * alone holds them); else L->boot_why says why not */
 static void ox_seq_alloc(ox *x) {
     int S = x->obj->nseq, T = x->T;
     if (S < 1 || !x->obj->seq_a) {
         x->L->boot_why = "the objective gives no per-unit losses";
-        return;
-    }
-    if (x->o->part && x->o->part->size > 1) { // each process's values travel as rows: their per-unit losses stay there
-        x->L->boot_why = "split over processes (moescope-mpi): the per-unit losses are not gathered";
         return;
     }
     if ((double)x->norders * T * S * sizeof(double) > LS_BOOT_MAX_MB * 1048576.0) {
@@ -323,6 +322,8 @@ static void ox_seq_alloc(ox *x) {
         return;
     }
     x->S = S;
+    // split over processes, the others send their values' per-unit losses to rank 0 (ox_split)
+    if (x->o->part && x->o->part->size > 1 && x->o->part->rank) return;
     x->seq = ms_malloc((size_t)x->norders * T * S * sizeof(double));
     for (long k = 0; k < x->norders; k++) {
         memcpy(ox_seq(x, k, 0), x->obj->seq_a, (size_t)S * sizeof(double));
@@ -450,34 +451,41 @@ static int ox_orders(ox *x, ms_err *err) {
  * in pts order, as the single process does: the same table, bit for bit. The
  * progress is the items done over all processes (rank 0's line). */
 
-/* item i's loss and accuracy; NaN for the items whose value is another's: a
+/* item i's loss, accuracy and per-unit losses seq (S; may be NULL); NaN for the items whose value is another's: a
  * method's curve when an earlier one chose its order, the methods' orders' rows
  * (their curves' values: ox_method_rows), mk[COST_NMETHODS] */
 static int ox_item(ox *x, ls_curve *const *cv, const int *same, const long *mk, long i, double *loss,
-                   double *acc, ms_err *err) {
+                   double *acc, double *seq, ms_err *err) {
     long W = NM_COUNT + x->norders, r = i % W;
     int m = x->pts[i / W], p[LS_MAX_N];
     *loss = *acc = NAN;
-    if (r < NM_COUNT) return same[r] >= 0 ? 0 : ox_named_eval(x, cv, (int)r, m, loss, acc, err);
+    if (r < NM_COUNT) return same[r] >= 0 ? 0 : ox_named_eval(x, cv, (int)r, m, loss, acc, seq, err);
     for (int k = 0; k < COST_NMETHODS; k++)
         if (r - NM_COUNT == mk[k]) return 0;
     ls_order_get(x->L->orders, x->n, r - NM_COUNT, p);
-    return ox_eval(x, p, 0, SH_MAIN, LS_VAR_MAIN, m, loss, acc, NULL, err);
+    return ox_eval(x, p, 0, SH_MAIN, LS_VAR_MAIN, m, loss, acc, seq, err);
 }
 
-/* rank 0: the gathered values into the named curves and the orders' rows */
-static void ox_split_fold(ox *x, ls_curve *const *cv, const int *same, const ls_row *v) {
+/* rank 0: the gathered values (and per-unit losses us, (total, S), when kept)
+ * into the named curves and the orders' rows */
+static void ox_split_fold(ox *x, ls_curve *const *cv, const int *same, const ls_row *v, const double *us) {
     long W = NM_COUNT + x->norders;
+    size_t S = (size_t)x->S;
     for (int q = 0; q < x->npts; q++)
         for (int a = 0; a < NM_COUNT; a++) {
-            const ls_row *r = &v[q * W + a];
+            long i = q * W + a;
+            const ls_row *r = &v[i];
+            if (us && same[a] < 0)
+                memcpy(cv[a]->seq + (size_t)x->pts[q] * S, us + (size_t)i * S, S * sizeof(double));
             ox_named_set(cv, same, a, x->pts[q], r->barrier, r->acc_barrier);
         }
-    for (int a = 0; a < NM_COUNT; a++) ls_curve_stats(cv[a]);
+    for (int a = 0; a < NM_COUNT; a++) ls_curve_stats(cv[a]), ls_curve_interval(cv[a]);
     for (long k = 0; k < x->norders; k++)
         for (int q = 0; q < x->npts; q++) {
-            const ls_row *r = &v[q * W + NM_COUNT + k];
+            long i = q * W + NM_COUNT + k;
+            const ls_row *r = &v[i];
             ox_fold(x, k, x->pts[q], r->barrier, r->acc_barrier);
+            if (us) memcpy(ox_seq(x, k, x->pts[q]), us + (size_t)i * S, S * sizeof(double));
         }
     const ls_opts *o = x->o;
     ls_opts quiet = *o;
@@ -498,19 +506,26 @@ static int ox_split(ox *x, ms_err *err) {
     for (int m = 0; m < COST_NMETHODS; m++)
         mk[m] = ls_order_index(x->L, x->exhaustive, x->groups, x->norders, x->L->methods[m].order);
     ls_share(total, part->rank, part->size, &lo, &hi);
-    ls_row *v = ms_calloc((size_t)(part->rank ? hi - lo : total) + 1, sizeof(ls_row));
+    size_t held = (size_t)(part->rank ? hi - lo : total);
+    ls_row *v = ms_calloc(held + 1, sizeof(ls_row));
+    // every value's per-unit losses (the error bars), each process its own, rank 0 all
+    double *us = x->S ? ms_malloc((held * x->S + 1) * sizeof(double)) : NULL;
+    for (size_t q = 0; us && q < held * x->S; q++) us[q] = NAN; // the values that are another's stay NaN
     for (long i = lo; i < hi && !rc; i++) {
         ls_row *r = &v[i - lo];
+        double *seq = us ? us + (size_t)(i - (part->rank ? lo : 0)) * x->S : NULL;
         if (ox_cancelled(x)) rc = ms_fail(err, "cancelled");
-        if (!rc) rc = ox_item(x, cv, same, mk, i, &r->barrier, &r->acc_barrier, err);
+        if (!rc) rc = ox_item(x, cv, same, mk, i, &r->barrier, &r->acc_barrier, seq, err);
         r->id = i;
         long all = part->rows_done(part, i + 1 - lo);
         if (all >= 0 && x->o->progress) x->o->progress(x->o->ctx, all, total);
     }
     // a failed process stops the job (moescope-mpi aborts): no gather to wait for
     if (!rc) rc = part->gather_rows(part, v, hi - lo, total, x->o->progress, x->o->ctx, err);
-    if (!rc && part->rank == 0) ox_split_fold(x, cv, same, v);
+    if (!rc && us) rc = part->gather(part, us, lo, hi - lo, total, (size_t)x->S * sizeof(double), err);
+    if (!rc && part->rank == 0) ox_split_fold(x, cv, same, v, us);
     free(v);
+    free(us);
     return rc;
 }
 

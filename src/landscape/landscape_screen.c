@@ -139,22 +139,35 @@ static void build_rows(ls_screen *S, const uint8_t *given, long ng, int wm) {
     qsort(S->rows, (size_t)S->nrows, sizeof(ls_screen_row), row_cmp);
 }
 
-/* a layer's subset intervals, the plain way: the survivors and the next keep
- * orders on the subset */
+/* a layer's subset intervals: the survivors and the next keep orders on the
+ * subset, from the per-sample losses the subset's sweep kept (ls_kept_units),
+ * else evaluated again the plain way */
 static int layer_intervals(ls_screen *S, const moe_model *A, const moe_model *B, const evalset *E_sub,
                            const ls_opts *o, ms_err *err) {
+    const landscape *sub = &S->sub;
+    int n = sub->n, N = sub->naive.nseq;
     long extra = 0;
     for (long i = 0; i < S->nrows; i++) {
         ls_screen_row *w = &S->rows[i];
         if (!isnan(w->sub_lo) || (w->full_id < 0 && extra++ >= S->keep)) continue;
         if (o->cancel && atomic_load(o->cancel)) return ms_fail(err, "cancelled");
-        int p[LS_MAX_N], n = S->sub.n;
+        int p[LS_MAX_N];
         for (int k = 0; k < n; k++) p[k] = w->order[k];
         ls_curve c;
         memset(&c, 0, sizeof c);
-        c.n = n, c.T = S->sub.T;
+        c.n = n, c.T = sub->T;
         c.barrier = w->sub_bar; // the interval is widened to hold the table's barrier
-        int rc = ls_order_units(A, B, E_sub, p, o->wm, o->hidden, &c, err);
+        // a subset row's order: its id among the subset's orders
+        long id = w->order >= sub->orders && w->order < sub->orders + (size_t)sub->norders * n
+                      ? (long)((w->order - sub->orders) / n) : -1;
+        int rc = 0;
+        if (id >= 0 && sub->order_units) {
+            c.seq = ms_malloc((size_t)c.T * N * sizeof(double));
+            c.nseq = N;
+            if (ls_kept_units(sub, o->wm, id, c.seq)) free(c.seq), c.seq = NULL, c.nseq = 0;
+            else ls_curve_interval(&c);
+        }
+        if (!c.seq) rc = ls_order_units(A, B, E_sub, p, o->wm, o->hidden, &c, err);
         if (!rc) w->sub_lo = c.bar_lo, w->sub_hi = c.bar_hi;
         ls_curve_free(&c);
         if (rc) return -1;
@@ -187,15 +200,22 @@ int landscape_screen(const moe_model *A, const moe_model *B, const evalset *E_su
         return ms_fail(err, "screening runs in one process (not split over moescope-mpi's)");
     int whole[COST_NMETHODS][LS_MAX_N], have[COST_NMETHODS];
     if (whole_set_orders(A, B, E, full_o, whole, have, err)) return -1;
-    if (landscape_compute(A, B, E_sub, sub_o, &S->sub, err)) return -1;
+    // a layer's subset keeps its orders' per-sample losses (the subset intervals,
+    // layer_intervals) and the survivors theirs (ls_layer_intervals), when they fit
+    ls_opts so2 = *sub_o;
+    so2.keep_units = !sub_o->objective;
+    if (landscape_compute(A, B, E_sub, &so2, &S->sub, err)) return -1;
     long ng;
     uint8_t *given = survivors(&S->sub, so->keep, whole, have, &ng);
     ls_opts fo = *full_o;
     fo.given = given, fo.ngiven = ng;
+    fo.keep_units = !full_o->objective;
     int rc = landscape_compute(A, B, E, &fo, &S->full, err);
     if (!rc) {
         build_rows(S, given, ng, sub_o->wm);
         if (!sub_o->objective) rc = layer_intervals(S, A, B, E_sub, sub_o, err);
+        free(S->sub.order_units); // read: up to LS_BOOT_MAX_MB
+        S->sub.order_units = NULL;
     }
     free(given);
     if (rc) {

@@ -436,7 +436,7 @@ static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, dou
         }
         if (x->rs.units) { // each order's per-sample losses at this t, by sample
             for (int u = 0; u < m; u++)
-                w->psbuf[u] = x->rs.units + ((size_t)ks[idx[u]] * x->pb.T + x->ck.tidx[tc]) * x->pb.N;
+                w->psbuf[u] = x->rs.units + ((size_t)(ks[idx[u]] - x->rs.units_k0) * x->pb.T + x->ck.tidx[tc]) * x->pb.N;
             w->ps = w->psbuf;
         }
         ls_eval_orders_t(x, w, m, op, oc, SH_MAIN, tc, lsum, okc);

@@ -4,6 +4,8 @@
  *                every process: MPI_Allgatherv in place, one item = one pair
  *                (counts stay small integers however large the items);
  *   gather_rows  the finished rows to rank 0: MPI_Gatherv in place;
+ *   gather       the per-sample losses of this process's items (the error bars)
+ *                to rank 0 likewise;
  *   rows_done    progress: the other processes send their row counts to rank 0
  *                (a small non-blocking message at most every 0.2 s), rank 0
  *                adds them to its own, so its bar covers every process.
@@ -40,7 +42,7 @@ typedef struct {
     int exchanges;      // allgather calls so far (the test hook below)
     /* MOESCOPE_MPI_STATS: what this rank sent (its share of each exchange times the
      * P - 1 ranks that need it) and the time it spent in the exchanges, waits included */
-    long long sent_pairs, sent_rows;
+    long long sent_pairs, sent_rows, sent_units;
     double t_mpi;
 } lsm_state;
 
@@ -193,6 +195,49 @@ static int lsm_gather_rows(const ls_partition *p, ls_row *rows, long nlocal, lon
     return rc ? -1 : 0;
 }
 
+/* rank 0 learns each process's [lo, lo + n) and checks they tile [0, total) in rank
+ * order; then MPI_Gatherv into buf in place. One item is one order's (or one value's)
+ * per-sample losses: counts stay small integers. */
+static int lsm_gather(const ls_partition *p, void *buf, long lo, long nlocal, long total, size_t item_bytes,
+                      ms_err *err) {
+    lsm_state *st = p->ctx;
+    double t0 = now_s();
+    if (item_bytes > INT_MAX || total > INT_MAX)
+        return ms_fail(err, "MPI gather of %ld items of %zu bytes: beyond MPI's int counts", total, item_bytes);
+    int *cnt = ms_malloc(2 * (size_t)st->size * sizeof(int)), *dsp = cnt + st->size;
+    long mine[2] = {lo, nlocal}, *all = ms_malloc(2 * (size_t)st->size * sizeof(long));
+    MPI_Gather(mine, 2, MPI_LONG, all, 2, MPI_LONG, 0, st->comm);
+    int rc = 0;
+    if (st->rank == 0) {
+        long next = 0;
+        for (int r = 0; r < st->size && !rc; r++) {
+            if (all[2 * r] != next || all[2 * r + 1] < 0)
+                rc = ms_fail(err, "MPI: rank %d's per-sample losses start at item %ld, not %ld", r, all[2 * r], next);
+            dsp[r] = (int)all[2 * r], cnt[r] = (int)all[2 * r + 1];
+            next += all[2 * r + 1];
+        }
+        if (!rc && next != total) rc = ms_fail(err, "MPI: the ranks hold %ld of %ld items' per-sample losses", next, total);
+    }
+    MPI_Bcast(&rc, 1, MPI_INT, 0, st->comm); // all go on to the gather, or none
+    if (!rc) {
+        MPI_Datatype item;
+        MPI_Type_contiguous((int)item_bytes, MPI_BYTE, &item);
+        MPI_Type_commit(&item);
+        int mr = st->rank == 0
+                     ? MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, cnt, dsp, item, 0, st->comm)
+                     : MPI_Gatherv(buf, (int)nlocal, item, NULL, NULL, NULL, item, 0, st->comm);
+        MPI_Type_free(&item);
+        if (st->rank) st->sent_units += (long long)nlocal * (long long)item_bytes;
+        if (mr != MPI_SUCCESS) rc = lsm_mpi_fail(mr, "MPI_Gatherv of the per-sample losses", err);
+    } else if (st->rank) {
+        ms_fail(err, "MPI: rank 0 found per-sample losses missing");
+    }
+    free(cnt);
+    free(all);
+    st->t_mpi += now_s() - t0;
+    return rc ? -1 : 0;
+}
+
 void landscape_mpi_init(ls_partition *p, MPI_Comm comm) {
     lsm_state *st = ms_calloc(1, sizeof *st);
     st->comm = comm;
@@ -207,6 +252,7 @@ void landscape_mpi_init(ls_partition *p, MPI_Comm comm) {
     p->allgather = lsm_allgather;
     p->gather_rows = lsm_gather_rows;
     p->rows_done = lsm_rows_done;
+    p->gather = lsm_gather;
     p->ctx = st;
 }
 
@@ -219,9 +265,11 @@ void landscape_mpi_free(ls_partition *p) {
         getrusage(RUSAGE_SELF, &ru);
         double cpu = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
                      (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
-        fprintf(stderr, "moescope-mpi rank %d of %d: sent %lld bytes (pair results %lld, rows %lld); "
+        fprintf(stderr, "moescope-mpi rank %d of %d: sent %lld bytes (pair results %lld, rows %lld, "
+                        "per-sample losses %lld); "
                         "%.3f s in MPI exchanges; cpu %.3f s\n",
-                st->rank, st->size, st->sent_pairs + st->sent_rows, st->sent_pairs, st->sent_rows,
+                st->rank, st->size, st->sent_pairs + st->sent_rows + st->sent_units, st->sent_pairs, st->sent_rows,
+                st->sent_units,
                 st->t_mpi, cpu);
     }
     free(st->heard);

@@ -1,6 +1,7 @@
 """tests/commands/test_mpi.py - moescope-mpi (the landscape and the study split over MPI
 processes) against the plain binary: the JSON equals the single-process run's
-key for key (provenance aside, whose "ranks" is P) on every sample set (P = 1,
+key for key (provenance aside, whose "ranks" is P; the error bars included: rank 0
+gathers every order's per-sample losses) on every sample set (P = 1,
 2, 3 on dense4 under the sanitizers, 2 and 3 on dense8, the uneven 3 on the others,
 these on the release builds; the 8-expert and teacher sets on their first 100
 evaluation samples) and on two real-family routers (group-limited, gated shared experts), with
@@ -109,12 +110,9 @@ def same_as_plain(tag, plain_json, tmp, Ps, args, env=None, leaks=False, rel=Fal
         if not ok:
             continue
         got, gprov = report(out)
-        # a split run keeps no order's per-sample losses, so no order's interval (it says why)
-        d = first_diff(without_error_bars(ref), without_error_bars(got))
+        # the error bars too: rank 0 gathers every order's per-sample losses
+        d = first_diff(ref, got)
         check(d is None, "%s P=%d: JSON differs from the plain run at %s" % (tag, P, d))
-        b = got.get("bootstrap") or {}
-        check("processes" in b.get("orders_and_ranks", b.get("none", "")),
-              "%s P=%d: no order intervals, said why: %s" % (tag, P, b))
         check(gprov.get("ranks") == P, "%s P=%d: provenance ranks %r" % (tag, P, gprov.get("ranks")))
         os.unlink(out)
 
@@ -230,13 +228,7 @@ def train_n9(tmp):
 
 
 def text_without_timing(s):
-    """the report's lines less the clock's and the error bars' (a split run has no order's)"""
-    out, bars = [], False
-    for line in s.splitlines():
-        bars = line.startswith("error bars:") or (bars and line.startswith("  "))
-        if not bars and not line.startswith("ranks known after"):
-            out.append(line)
-    return out
+    return [line for line in s.splitlines() if not line.startswith("ranks known after")]
 
 
 def test_n9(tmp):
@@ -317,12 +309,11 @@ def test_study(tmp):
         if r.returncode:
             continue
         got, prov = report(out)
-        # each pair's landscape is split over the ranks: no order's interval (as a split landscape)
-        d = first_diff(without_error_bars(ref), without_error_bars(got))
+        d = first_diff(ref, got)  # the error bars included
         check(d is None, "study P=%d: JSON differs at %s" % (P, d))
         check(prov.get("ranks") == P, "study P=%d: provenance ranks %r" % (P, prov.get("ranks")))
         body = [open(f).read().splitlines() for f in (pcsv, csv)]
-        body = [without_interval_columns([x for x in b if not x.startswith("#")]) for b in body]
+        body = [[x for x in b if not x.startswith("#")] for b in body]
         check(body[0] == body[1] and len(body[0]) > 6, "study P=%d: CSV rows differ" % P)
 
 
@@ -335,32 +326,11 @@ def untimed(d):
     return d
 
 
-ERROR_BARS = ("bootstrap", "barrier_ci95", "rank_ci95", "unit_loss")
-
-
-def without_error_bars(d):
-    """d less the error bars: a split landscape gathers each value, not its per-unit
-    losses, so it has none (and its "bootstrap" says why)"""
-    if isinstance(d, dict):
-        return {k: without_error_bars(v) for k, v in d.items() if k not in ERROR_BARS}
-    if isinstance(d, list):
-        return [without_error_bars(v) for v in d]
-    return d
-
-
-def without_interval_columns(lines):
-    """a study CSV's lines less the bootstrap intervals' columns (*_ci95_lo, *_ci95_hi):
-    a split network study has none"""
-    if not lines:
-        return lines
-    keep = [k for k, h in enumerate(lines[0].split(",")) if "_ci95_" not in h]
-    return [",".join(x.split(",")[k] for k in keep) for x in lines]
-
-
 def test_network(tmp):
     """A network's landscape and study split over 2 ranks, every (point, order) evaluation
     an item of its own: the same JSON (and CSV) as the plain binary's, the layer-only
-    proxy included (the error bars aside: a split run has none and says why); the progress from rank 0 alone, over every rank's evaluations."""
+    proxy and the error bars included (rank 0 gathers every value's per-sequence
+    losses); the progress from rank 0 alone, over every rank's evaluations."""
     a, b = pair_of("gpt/topk4")
     e = os.path.join(tmp, "gpt_eval.safetensors")
     head_eval(os.path.join(SC, "gpt", "topk4", "eval.safetensors"), e, 4)
@@ -373,9 +343,8 @@ def test_network(tmp):
     if r.returncode or r2.returncode:
         return
     ref, got = (untimed(report(f)[0]) for f in (plain, out))
-    check("processes" in got.get("bootstrap", {}).get("none", ""), "network landscape P=2: no error bars, "
-          "said why: %s" % got.get("bootstrap"))
-    ref, got = without_error_bars(ref), without_error_bars(got)
+    check("none" not in got.get("bootstrap", {"none": "missing"}), "network landscape P=2: error bars: %s"
+          % got.get("bootstrap"))
     d = first_diff(ref, got)
     check(d is None and "proxy" in got, "network landscape P=2: JSON differs from the plain run at %s" % d)
     plain, pcsv = os.path.join(tmp, "netstudy_plain.json"), os.path.join(tmp, "netstudy_plain.csv")
@@ -389,12 +358,11 @@ def test_network(tmp):
     check(r.returncode == 0, "network study P=2: %s" % r.stderr[-400:])
     if r.returncode:
         return
-    ref, got = (without_error_bars(untimed(report(f)[0])) for f in (plain, out))
+    ref, got = (untimed(report(f)[0]) for f in (plain, out))
     d = first_diff(ref, got)
-    check(d is None, "network study P=2: JSON differs at %s (the error bars aside)" % d)
-    body = [without_interval_columns([x for x in open(f).read().splitlines() if not x.startswith("#")])
-            for f in (pcsv, csv)]
-    check(body[0] == body[1] and len(body[0]) > 1, "network study P=2: CSV rows differ (the intervals aside)")
+    check(d is None, "network study P=2: JSON differs at %s (the error bars included)" % d)
+    body = [[x for x in open(f).read().splitlines() if not x.startswith("#")] for f in (pcsv, csv)]
+    check(body[0] == body[1] and len(body[0]) > 1, "network study P=2: CSV rows differ (the intervals included)")
     lines = [x for x in r.stderr.splitlines() if " over 2 ranks" in x]
     check(lines and all(x.startswith("moescope-mpi rank 0 of 2: ") for x in lines),
           "network study P=2: progress lines from rank 0 only: %s" % r.stderr[-600:])

@@ -155,7 +155,7 @@ def order_widths(J):
 
 def test_layer_landscape():
     """a layer's orders and ranks get intervals as a network's do, from every
-    order's per-sample losses (evaluated again the plain way)"""
+    order's per-sample losses (the fused kernel keeps them)"""
     J, out = layer_landscape(os.path.join(DENSE4, "eval.safetensors"), "all")
     if not J:
         return
@@ -216,7 +216,8 @@ def test_layer_landscape():
 
 def test_layer_study():
     """a layer pool's study: each pair's named barriers with their intervals (those of
-    `curve --json` for the pair), mean +- std over the pairs as numpy's"""
+    `curve --json` for the pair, to float32 rounding: the study's come from the fused
+    kernel), mean +- std over the pairs as numpy's"""
     d = os.path.join(testutil.ROOT, "sample-checkpoints", "dense4")
     seeds = [os.path.join(d, "seed%d.safetensors" % i) for i in (1, 2, 3)]
     js = os.path.join(TMP, "study.json")
@@ -230,9 +231,11 @@ def test_layer_study():
     run("curve", seeds[0], seeds[1], "--points", 7, "--json", cj)
     C = json.load(open(cj))["curves"]
     P = J["pairs"][0]
+    # the study's from the landscape's fused kernel, curve's the plain evaluation: float32 apart
     for name, key in (("naive", "naive"), ("skip_order", "skip_order")):
-        check(P[key]["barrier_ci95"] == C[name]["barrier_ci95"], "pair 1-2 %s: the study's interval %s is curve's %s"
-              % (name, P[key]["barrier_ci95"], C[name]["barrier_ci95"]))
+        check(all(close(a, b, 1e-6) for a, b in zip(P[key]["barrier_ci95"], C[name]["barrier_ci95"])),
+              "pair 1-2 %s: the study's interval %s is curve's %s" % (name, P[key]["barrier_ci95"],
+                                                                     C[name]["barrier_ci95"]))
     for p in J["pairs"]:
         for key in ("naive", "skip_order"):
             lo, hi = p[key]["barrier_ci95"]

@@ -3,7 +3,9 @@
  * (align_models(order = pi) + curve_compute_units): in every path (per-order,
  * prefix, selected) and vector form, classification, regression and layer
  * mode, in sample chunks, on the sample checkpoints; keeping them changes no
- * sum, and they do not depend on the thread count. */
+ * sum, and they do not depend on the thread count. The named curves' (naive,
+ * skip-order, each method's order: the kernel evaluates them beside the sweep)
+ * likewise, and their barrier intervals against the plain path's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +98,34 @@ static int named(const landscape *L, const int *p, int wm) {
     return wm && !memcmp(p, L->skip_order.order, (size_t)L->n * sizeof(int));
 }
 
+/* the largest relative difference between two (T, N) per-sample losses; INFINITY when
+ * either is missing or one is NaN where the other is not */
+static double units_diff(const double *x, const double *r, size_t cnt) {
+    if (!x || !r) return INFINITY;
+    double worst = 0.0;
+    for (size_t i = 0; i < cnt; i++)
+        worst = isnan(x[i]) != isnan(r[i]) ? INFINITY : isnan(x[i]) ? worst : fmax(worst, fabs(x[i] - r[i]) / fmax(1.0, fabs(r[i])));
+    return worst;
+}
+
+/* The named curves' per-sample losses the landscape kept (keep_units, no
+ * ls_layer_intervals) against the plain path's at every point, ends included */
+static void named_units(const char *what, const moe_model *A, const moe_model *B, const evalset *E,
+                        const landscape *L, int wm) {
+    const ls_curve *cv[2 + COST_NMETHODS] = {&L->naive, &L->skip_order};
+    int cwm[2 + COST_NMETHODS] = {0, 1};
+    for (int m = 0; m < COST_NMETHODS; m++) cv[2 + m] = &L->methods[m], cwm[2 + m] = wm;
+    double worst = 0.0;
+    for (int a = 0; a < 2 + COST_NMETHODS; a++) {
+        double *ref = plain_units(A, B, E, cv[a]->order, cwm[a], L->T);
+        double w = cv[a]->nseq == E->N ? units_diff(cv[a]->seq, ref, (size_t)L->T * E->N) : INFINITY;
+        worst = fmax(worst, w);
+        free(ref);
+    }
+    CHECK(worst <= 1e-5, "%s: the named curves' kept per-sample losses vs the plain path's, largest "
+          "relative difference %.3g", what, worst);
+}
+
 /* The kept losses of a few orders (ids 0, 1, the middle, the last; the
  * named curves' excepted) against the plain path's at every interior t (and
  * t = 1 when the sweep has it) */
@@ -143,6 +173,8 @@ static void units_case(const char *what, const moe_model *A, const moe_model *B,
     CHECK(checked > 0 && bad_nan == 0 && worst <= 1e-5,
           "%s: %d orders vs the plain path, %d values missing, largest relative difference %.3g", what, checked,
           bad_nan, worst);
+    CHECK(!L0.naive.seq, "%s: no named curve's per-sample losses unless asked", what);
+    named_units(what, A, B, E, &L1, o.wm);
 out:
     if (!r0) landscape_free(&L0);
     if (!r1) landscape_free(&L1);
@@ -228,6 +260,18 @@ static void intervals_case(const char *what, const moe_model *A, const moe_model
                 }
         CHECK(worst <= 1e-5 && wbar <= 1e-5,
               "%s: per-sample losses within %.3g relative, barrier intervals within %.3g", what, worst, wbar);
+        // the named curves: the kernel's per-sample losses and intervals, the plain path's
+        const ls_curve *ck[2 + COST_NMETHODS] = {&Lk.naive, &Lk.skip_order}, *cp[2 + COST_NMETHODS] = {&Lp.naive, &Lp.skip_order};
+        for (int m = 0; m < COST_NMETHODS; m++) ck[2 + m] = &Lk.methods[m], cp[2 + m] = &Lp.methods[m];
+        double wn = 0.0, wni = 0.0;
+        for (int a = 0; a < 2 + COST_NMETHODS; a++) {
+            wn = fmax(wn, units_diff(ck[a]->seq, cp[a]->seq, (size_t)Lk.T * E->N));
+            wni = isnan(ck[a]->bar_lo) || isnan(ck[a]->bar_hi)
+                      ? INFINITY
+                      : fmax(wni, fmax(fabs(ck[a]->bar_lo - cp[a]->bar_lo), fabs(ck[a]->bar_hi - cp[a]->bar_hi)));
+        }
+        CHECK(wn <= 1e-5 && wni <= 1e-5, "%s: the named curves' per-sample losses within %.3g relative, "
+              "barrier intervals within %.3g of the plain path's", what, wn, wni);
         int off = 0;
         for (int m = 0; m < COST_NMETHODS; m++)
             off += fabs(Lk.rank_lo[m] - Lp.rank_lo[m]) > 1 || fabs(Lk.rank_hi[m] - Lp.rank_hi[m]) > 1;
