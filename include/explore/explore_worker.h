@@ -14,12 +14,8 @@
 #include "model/model.h"
 #include "network/net_objective.h"
 
-/* Orders the explorer samples when the landscape is not exhaustive (n > 9):
- * fewer than the command's 20000, so that at n = 64 the table comes in tens of
- * seconds; its percentile's 95 % interval is then at most about +-2.2 points
- * wide (Wilson, p = 1/2), and a rank-1 order's is [0, 0.19 %]. */
-#define EXPLORE_SAMPLES 2000
-/* ... and on a network's loss (n > LS_OBJ_EXHAUSTIVE_MAX), where each order is
+/* Orders the explorer samples when the landscape is not exhaustive: a layer's
+ * LS_SAMPLES (n > 9, the commands' default too), and on a network's loss (n > LS_OBJ_EXHAUSTIVE_MAX), where each order is
  * whole network evaluations: the landscape command's LS_OBJ_SAMPLES (one
  * default, said in the table's title) */
 #define EXPLORE_OBJ_SAMPLES LS_OBJ_SAMPLES

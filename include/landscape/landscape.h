@@ -24,6 +24,11 @@
  * every order only up to this many experts (720 orders), above it a sample */
 #define LS_OBJ_EXHAUSTIVE_MAX 6
 #define LS_OBJ_SAMPLES 500
+/* A layer's orders sampled above LS_EXHAUSTIVE_MAX experts, by the commands
+ * (landscape, study: --samples N) and the explorer alike: at n = 64 the table
+ * comes in tens of seconds, and a rank percentile's 95% Wilson interval is at
+ * most about +-2.2 points wide (p = 1/2), a rank-1 order's [0, 0.19%]. */
+#define LS_SAMPLES 2000
 
 /* One order's results. Its experts are not in the row (n up to 256 would make
  * every row 1 KB; an 11-expert table has 39.9M rows): id indexes the
@@ -99,7 +104,7 @@ typedef struct {
      * set's inputs, the others by weight matching; default COST_EXPERT), as
      * align --method does; a network's other MoE blocks are aligned by it too */
     cost_method hidden;
-    long nsample;        /* n > exhaustive_max: orders to sample (default 20000) */
+    long nsample;        /* n > exhaustive_max: orders to sample (default LS_SAMPLES) */
     int all_orders;      /* group-limited routers: every order of S_n, not only the
                             group-preserving ones (the default; see landscape.groups) */
     int exhaustive_max;  /* every order when n <= this (default LS_EXHAUSTIVE_MAX); tests

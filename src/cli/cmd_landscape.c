@@ -60,7 +60,7 @@ static void help(void) {
            "                     split a group change B's function: each order's curve\n"
            "                     ends at its own L(1), or without a head its chord at its\n"
            "                     own output)\n"
-           "      --samples N    orders sampled when n > %d (default 20000)\n"
+           "      --samples N    orders sampled when n > %d (default %d, as the explorer)\n"
            "      --seed S       seed for the sampling (default 1)\n"
            "      --exhaustive   every order also for n = 10, 11 (3628800, 39916800 orders)\n"
            "      --threads K    worker threads, 1..8 (default: the online CPUs, at most 8)\n"
@@ -96,7 +96,7 @@ static void help(void) {
            "  -v, --verbose      where the time went (load, each step, in wall and CPU\n"
            "                     time) on stderr; MOESCOPE_TIMING=1 too\n"
            "  -h, --help         this help\n",
-           USAGE, LS_EXHAUSTIVE_MAX, LS_EXHAUSTIVE_MAX, LS_OBJ_EXHAUSTIVE_MAX, LS_OBJ_SAMPLES);
+           USAGE, LS_EXHAUSTIVE_MAX, LS_EXHAUSTIVE_MAX, LS_SAMPLES, LS_OBJ_EXHAUSTIVE_MAX, LS_OBJ_SAMPLES);
 }
 
 /* what the orders of a group-limited router's landscape are */

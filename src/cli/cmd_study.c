@@ -62,7 +62,7 @@ static void help(void) {
            "      --latex F     a booktabs table (\\usepackage{booktabs})\n"
            "  -p, --png F       per-pair barrier bars over a rank-percentile strip (SVG for\n"
            "                    F.svg; --size WxH and --font-scale K as for landscape)\n"
-           "      --samples N   n >= 10: orders sampled per pair (default 20000)\n"
+           "      --samples N   n >= 10: orders sampled per pair (default %d, as the explorer)\n"
            "      --seed S      sampling seed\n"
            "      --exhaustive  every order also for n = 10, 11 (3628800, 39916800 orders)\n"
            "      --threads K   worker threads (default: all CPUs, at most 8)\n"
@@ -81,7 +81,7 @@ static void help(void) {
            "      --layer L     layer prefix (default moe)\n"
            "  -q, --quiet       no table on stdout, no progress line\n"
            "  -h, --help        this text\n",
-           LS_OBJ_EXHAUSTIVE_MAX, LS_OBJ_SAMPLES);
+           LS_OBJ_EXHAUSTIVE_MAX, LS_OBJ_SAMPLES, LS_SAMPLES);
 }
 
 static int same_file(const char *a, const char *b) {

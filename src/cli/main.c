@@ -59,7 +59,9 @@ static void usage(FILE *fp) {
             "  --theme FILE      colours (a theme file); NO_COLOR=1 turns colour off\n"
             "  --out-dir DIR     where p, e and x write (made when missing; else asked at the first)\n"
             "  --interpolate-backbone  networks: A and B may differ outside the MoE blocks\n"
-            "                    (interpolated too)\n\n"
+            "                    (interpolated too)\n"
+            "Above %d experts its orders table is a sample of %d orders (a network's above %d\n"
+            "experts, of %d), the landscape and study commands' defaults too.\n\n"
             "A checkpoint is a .safetensors file, a sharded checkpoint's\n"
             "model.safetensors.index.json, or a directory holding either (config.json read).\n"
             "A network (moescope's GPT-2 or ViT folder whose feed-forward blocks are MoE, with an\n"
@@ -74,7 +76,7 @@ static void usage(FILE *fp) {
             "evaluated is refused; --ignore-capture-layer evaluates on it anyway. Without --layer,\n"
             "the layer it names is taken (else the first MoE layer; either is said on stderr).\n\n"
             "commands:\n",
-            ms_version(), family_names_list());
+            ms_version(), LS_EXHAUSTIVE_MAX, LS_SAMPLES, LS_OBJ_EXHAUSTIVE_MAX, LS_OBJ_SAMPLES, family_names_list());
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(fp, "  %-10s %s\n", commands[i].name, commands[i].summary);
 }

@@ -927,7 +927,7 @@ static void *ls_worker(void *arg) {
         g->have_ls = 0;
         ls_opts o;
         ls_opts_default(&o);
-        o.nsample = EXPLORE_SAMPLES;
+        o.nsample = LS_SAMPLES; // the commands' default (said in the table's title)
         if (g->obj) { // whole network evaluations per (order, t)
             o.objective = g->obj;
             o.exhaustive_max = LS_OBJ_EXHAUSTIVE_MAX;

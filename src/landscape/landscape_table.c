@@ -18,14 +18,14 @@ void ls_opts_default(ls_opts *o) {
     o->wm = 1;
     o->center = 1;
     o->hidden = COST_EXPERT;
-    o->nsample = 20000;
+    o->nsample = LS_SAMPLES;
     o->exhaustive_max = LS_EXHAUSTIVE_MAX;
     o->seed = 1;
 }
 
 long ls_orders_planned(const moe_config *c, const ls_opts *o, int *exhaustive, int *groups) {
     int emax = o->exhaustive_max > 0 ? o->exhaustive_max : LS_EXHAUSTIVE_MAX;
-    long nsample = o->nsample > 0 ? o->nsample : 20000;
+    long nsample = o->nsample > 0 ? o->nsample : LS_SAMPLES;
     int G = o->all_orders ? 0 : moe_groups_active(c);
     double total = G > 1 ? ls_wreath_count(G, c->n / G) : ls_factorial(c->n);
     if (groups) *groups = G > 1 ? G : 0;
