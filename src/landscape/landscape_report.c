@@ -120,6 +120,8 @@ int landscape_write_json_with(const landscape *L, const char *a_path, const char
         cJSON_AddNumberToObject(root, "groups", L->groups);
         cJSON_AddNumberToObject(root, "group_size", L->group_size);
     }
+    // how every pair's hidden units were matched (align_match_hidden, --method's)
+    cJSON_AddStringToObject(root, "hidden_matching", cost_method_name(L->hidden));
     cJSON *ep = cJSON_CreateObject();
     cJSON_AddItemToObject(ep, "loss_a", jnum(L->loss_a));
     cJSON_AddItemToObject(ep, "loss_b", jnum(L->loss_b));
