@@ -15,6 +15,9 @@ typedef enum {
     /* a file: every part of a network evaluation but its first waits until it
      * exists (or the evaluation is cancelled) */
     HOOK_EVAL_GATE,
+    /* a number: the flops of a network evaluation's products between two cancel
+     * checks (net_forward.c; small, so that a small test network splits them) */
+    HOOK_SLICE_FLOPS,
     /* a rank: that moescope-mpi process kills itself at its second exchange */
     HOOK_MPI_KILL,
     /* set: a network's MoE blocks read into floats whole, never mapped (the

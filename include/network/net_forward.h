@@ -51,8 +51,10 @@ typedef struct {
     double *rl; // (head_rows) each logit row's loss
     char *rh;   // (head_rows) each logit row's top-1 hit
     atomic_int *stop; /* an evaluation's cancel (net_eval.c): an MoE block stops between its
-                         experts, a dense MLP between its two products, their output then
-                         discarded; NULL: never */
+                         experts, the other products (q | k | v, the output projection, a
+                         dense MLP's two, the head's columns) between slices of a few
+                         milliseconds, the same bits as whole; their output then discarded;
+                         NULL: never, nothing sliced */
 } net_ws;
 
 void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T);

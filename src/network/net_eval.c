@@ -86,14 +86,21 @@ static void test_gate(net_job *j, long it) {
     while (access(gate, F_OK) != 0 && !job_cancelled(j)) nanosleep(&ts, NULL);
 }
 
+/* a piece's view of the item's workspace with the job's cancel: its products stop
+ * between slices (net_forward.c) */
+static net_ws cancellable(const net_job *j, const net_ws *w) {
+    net_ws v = *w;
+    v.stop = j->cancel;
+    return v;
+}
+
 /* MLP panel p: h += mlp(w->x) over its rows, w's row buffers viewed from the
  * panel's first row (moe_forward's own chunks are as wide: the same sums) */
 static void mlp_piece(net_job *j, const panel_task *t, int p, int slot) {
     (void)slot;
     int d = j->m->cfg.d, n = t->moe ? t->moe->cfg.n : 0;
     int r = p * NET_PANEL_ROWS, rows = t->M - r < NET_PANEL_ROWS ? t->M - r : NET_PANEL_ROWS;
-    net_ws v = *t->w;
-    v.stop = j->cancel; // a cancel stops the panel between two experts: q within ~1/n of a panel
+    net_ws v = cancellable(j, t->w); // a cancel stops the panel between two experts or slices
     // each panel its own rows of every buffer: y's are 2 ff wide for a gated MLP
     v.x += (size_t)r * d, v.o += (size_t)r * d, v.y += (size_t)r * net_ws_y_width(&j->m->cfg);
     net_mlp_apply(j->m, t->L, t->moe, t->h + (size_t)r * d, rows, &v, t->G ? t->G + (size_t)r * n : NULL);
@@ -104,7 +111,8 @@ static int panel_rows(int M, int p) { return M - p * NET_PANEL_ROWS < NET_PANEL_
 
 static void attn_in_piece(net_job *j, const panel_task *t, int p, int slot) {
     (void)slot;
-    net_attn_in(j->m, t->L, t->h, p * NET_PANEL_ROWS, panel_rows(t->M, p), t->T, t->w);
+    net_ws v = cancellable(j, t->w);
+    net_attn_in(j->m, t->L, t->h, p * NET_PANEL_ROWS, panel_rows(t->M, p), t->T, &v);
 }
 
 /* piece p: sequence p / nh's head p % nh, in the running thread's workspace */
@@ -116,12 +124,14 @@ static void attn_head_piece(net_job *j, const panel_task *t, int p, int slot) {
 
 static void attn_out_piece(net_job *j, const panel_task *t, int p, int slot) {
     (void)slot;
-    net_attn_out(j->m, t->L, t->h, p * NET_PANEL_ROWS, panel_rows(t->M, p), t->w);
+    net_ws v = cancellable(j, t->w);
+    net_attn_out(j->m, t->L, t->h, p * NET_PANEL_ROWS, panel_rows(t->M, p), &v);
 }
 
 static void head_cols_piece(net_job *j, const panel_task *t, int p, int slot) {
     (void)slot;
-    net_head_cols(j->m, t->rows, p, t->w, t->lg);
+    net_ws v = cancellable(j, t->w);
+    net_head_cols(j->m, t->rows, p, &v, t->lg);
 }
 
 #define LOSS_ROWS 16 /* logit rows per piece of the loss */

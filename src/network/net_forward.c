@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/test_hooks.h"
 #include "core/vrows.h"
 #include "model/evaluator.h"
 #include "model/moe_kernels.h"
@@ -130,6 +131,37 @@ static void residual_add(float *h, const float *Y, int M, int d, double mult) {
     }
 }
 
+/* w's evaluation cancelled: a product stops between two slices of its rows (or
+ * the head's columns), a dense MLP between its two products; what it leaves half
+ * done is discarded with the evaluation */
+static int stopped(const net_ws *w) { return w->stop && atomic_load(w->stop); }
+
+/* The rows (or columns) of a slice between two cancel checks: about NET_SLICE_FLOPS
+ * of work (a few milliseconds), at least 16; all n at once when nothing cancels.
+ * A slice splits the rows or columns of a product, never its inner dimension:
+ * every output is the same dot product, the same bits, either way. */
+#define NET_SLICE_FLOPS 2.5e8
+static int slice_of(const net_ws *w, int n, double flops_each) {
+    if (!w->stop) return n > 0 ? n : 1;
+    const char *hook = test_hook_get(HOOK_SLICE_FLOPS);
+    double budget = hook ? atof(hook) : NET_SLICE_FLOPS;
+    double k = budget / (flops_each > 1 ? flops_each : 1);
+    return k < 16 ? 16 : k >= n ? (n > 0 ? n : 1) : (int)k;
+}
+
+/* tf_dense_forward of X (M, in) into Y (M, out) in slices of rows, the cancel
+ * checked between them. 1: stopped (Y incomplete). */
+static int dense_slices(const float *X, int M, int in, int out, const float *W, tf_layout lay, const float *bias,
+                        int accumulate, float *Y, const net_ws *w) {
+    int R = slice_of(w, M, 2.0 * in * out);
+    for (int r = 0; r < M; r += R) {
+        if (r && stopped(w)) return 1;
+        tf_dense_forward(X + (size_t)r * in, M - r < R ? M - r : R, in, out, W, lay, bias, accumulate,
+                         Y + (size_t)r * out);
+    }
+    return stopped(w);
+}
+
 /* pt (P, K) = image img (C, H, H)'s patches, row-major over the image, each
  * [C, p, p] as the projection's weight is */
 static void vit_patches(const net_config *c, const float *img, float *pt) {
@@ -236,11 +268,11 @@ void net_attn_in(const net_model *m, int L, const float *h, int r0, int M, int T
     switch (arch(m)->attn) {
     case NET_ATTN_MLA: mla_qkv(m, b, x, M, r0, T, w->mla + (size_t)r0 * mla_width(c), w->cs, qkv); return;
     case NET_ATTN_ROPE: // grouped-query, rotary
-        tf_dense_forward(x, M, d, ld, b->attn_w, TF_LINEAR, b->attn_b, 0, qkv); // (M, (nh + 2 nkv) hd)
+        if (dense_slices(x, M, d, ld, b->attn_w, TF_LINEAR, b->attn_b, 0, qkv, w)) return; // (M, (nh + 2 nkv) hd)
         qk_prepare(m, b, qkv, M, T);
         if (w->cs) tf_rope_forward(qkv, M, r0, ld, T, c->nhead + c->nkv, c->hd, c->rot, w->cs, 0);
         return;
-    case NET_ATTN_MHA: tf_dense_forward(x, M, d, 3 * d, b->attn_w, layout_of(m), b->attn_b, 0, qkv); return;
+    case NET_ATTN_MHA: dense_slices(x, M, d, 3 * d, b->attn_w, layout_of(m), b->attn_b, 0, qkv, w); return;
     }
 }
 
@@ -258,11 +290,11 @@ void net_attn_out(const net_model *m, int L, float *h, int r0, int M, const net_
     int d = c->d, q = heads_width(c);
     float *o = w->o + (size_t)r0 * q, *hr = h + (size_t)r0 * d, *x = w->x + (size_t)r0 * d;
     if (c->res_mult == 1.0) { // the projection's product added straight into the stream
-        tf_dense_forward(o, M, q, d, b->proj_w, layout_of(m), b->proj_b, 1, hr);
+        dense_slices(o, M, q, d, b->proj_w, layout_of(m), b->proj_b, 1, hr, w);
         return;
     }
-    tf_dense_forward(o, M, q, d, b->proj_w, layout_of(m), b->proj_b, 0, x); // x Granite's residual_multiplier
-    residual_add(hr, x, M, d, c->res_mult);
+    // x Granite's residual_multiplier
+    if (!dense_slices(o, M, q, d, b->proj_w, layout_of(m), b->proj_b, 0, x, w)) residual_add(hr, x, M, d, c->res_mult);
 }
 
 void net_mlp_input(const net_model *m, int L, const float *h, int M, net_ws *w) {
@@ -270,26 +302,21 @@ void net_mlp_input(const net_model *m, int L, const float *h, int M, net_ws *w) 
     norm_forward(m, h, M, b->ln2_w, b->ln2_b, w->x);
 }
 
-/* w's evaluation cancelled: a dense MLP stops between its two products (half a
- * panel's work; h is left half done, the evaluation discarded) */
-static int stopped(const net_ws *w) { return w->stop && atomic_load(w->stop); }
 
 /* h += down(silu(gate x) up x) of a decoder's dense block, x = w->x (M, d) */
 static void glu_forward(const net_model *m, const net_block *b, float *h, int M, net_ws *w) {
     int d = m->cfg.d, ff = m->cfg.ff;
-    tf_dense_forward(w->x, M, d, 2 * ff, b->fc_w, TF_LINEAR, NULL, 0, w->y); // (M, 2ff): gate | up
-    if (stopped(w)) return;
+    if (dense_slices(w->x, M, d, 2 * ff, b->fc_w, TF_LINEAR, NULL, 0, w->y, w)) return; // (M, 2ff): gate | up
     for (int r = 0; r < M; r++) { // row r's silu(gate) up into (M, ff), packed in place
         const float *g = w->y + (size_t)r * 2 * ff, *u = g + ff;
         float *out = w->y + (size_t)r * ff;
         for (int j = 0; j < ff; j++) out[j] = moe_act_scalar(ACT_SILU_GLU, g[j]) * u[j];
     }
     if (m->cfg.res_mult == 1.0) {
-        tf_dense_forward(w->y, M, ff, d, b->fcp_w, TF_LINEAR, NULL, 1, h);
+        dense_slices(w->y, M, ff, d, b->fcp_w, TF_LINEAR, NULL, 1, h, w);
         return;
     }
-    tf_dense_forward(w->y, M, ff, d, b->fcp_w, TF_LINEAR, NULL, 0, w->o);
-    residual_add(h, w->o, M, d, m->cfg.res_mult);
+    if (!dense_slices(w->y, M, ff, d, b->fcp_w, TF_LINEAR, NULL, 0, w->o, w)) residual_add(h, w->o, M, d, m->cfg.res_mult);
 }
 
 void net_mlp_apply(const net_model *m, int L, const moe_model *moe, float *h, int M, net_ws *w, float *G) {
@@ -306,10 +333,9 @@ void net_mlp_apply(const net_model *m, int L, const moe_model *moe, float *h, in
     }
     int ff = m->cfg.ff;
     tf_layout lay = layout_of(m);
-    tf_dense_forward(w->x, M, d, ff, b->fc_w, lay, b->fc_b, 0, w->y); // (M, ff)
-    if (stopped(w)) return;
+    if (dense_slices(w->x, M, d, ff, b->fc_w, lay, b->fc_b, 0, w->y, w)) return; // (M, ff)
     tf_act_forward(w->y, (size_t)M * ff, m->cfg.act);
-    tf_dense_forward(w->y, M, ff, d, b->fcp_w, lay, b->fcp_b, 1, h);
+    dense_slices(w->y, M, ff, d, b->fcp_w, lay, b->fcp_b, 1, h, w);
 }
 
 void net_mlp_forward(const net_model *m, int L, const moe_model *moe, float *h, int M, net_ws *w,
@@ -342,9 +368,15 @@ int net_head_slices(int V) { return (V + NET_HEAD_COLS - 1) / NET_HEAD_COLS; }
 
 void net_head_cols(const net_model *m, int rows, int sl, const net_ws *w, float *lg) {
     int d = m->cfg.d, V = m->cfg.vocab, c0 = sl * NET_HEAD_COLS, nc = V - c0 < NET_HEAD_COLS ? V - c0 : NET_HEAD_COLS;
-    // lg[:, c0..c0 + nc) (rows, nc; rows V apart) = x (rows, d) lm_head[c0..c0 + nc)^T, lm_head (V, d)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, nc, d, 1.0f, w->x, d, m->lm_w + (size_t)c0 * d, d,
-                0.0f, lg + c0, V);
+    // lg[:, c0..c0 + nc) (rows, nc; rows V apart) = x (rows, d) lm_head[c0..c0 + nc)^T, lm_head (V, d),
+    // in slices of columns with the cancel checked between them
+    int K = slice_of(w, nc, 2.0 * rows * d);
+    for (int k = 0; k < nc; k += K) {
+        if (k && stopped(w)) return;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, nc - k < K ? nc - k : K, d, 1.0f, w->x, d,
+                    m->lm_w + (size_t)(c0 + k) * d, d, 0.0f, lg + c0 + k, V);
+    }
+    if (stopped(w)) return;
     for (int r = 0; r < rows; r++) {
         float *row = lg + (size_t)r * V + c0;
         if (m->lm_b) moe_row_add(row, m->lm_b + c0, nc);

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/env.h"
 #include "core/progress.h"
 #include "core/rng.h"
 #include "io/safetensors.h"
@@ -417,6 +418,25 @@ static void long_case(const net_model *m, const variant *v, int N, int T) {
               !memcmp(res[0].load_mean, res[2].load_mean, (size_t)res[0].nmoe * res[0].n * sizeof(double)),
           "V=%d, N=%d x T=%d: the same loss, logits and loads bit for bit on 1, 2, 3 threads (%.17g %.17g %.17g)",
           v->V, N, E.T, res[0].loss, res[1].loss, res[2].loss);
+    // a cancel that never comes: every product in slices between its checks (a budget of
+    // 20 kflop splits even this small network's), the same bits as whole
+    setenv("MOESCOPE_TEST_SLICE_FLOPS", "20000", 1);
+    env_refresh();
+    atomic_int never = 0;
+    float *sl = malloc(nl * sizeof(float));
+    for (int t = 0; t < 3; t += 2) {
+        net_run run = {.logits = sl, .want_load = 1};
+        net_par par = {.threads = t + 1, .cancel = &never};
+        net_eval_result rs;
+        CHECK(net_evaluate(m, &E, NULL, &run, &par, &rs, &err) == 0, "N=%d: evaluate in slices: %s", N, err.msg);
+        CHECK(rs.loss == res[0].loss && !memcmp(sl, lg[0], nl * sizeof(float)),
+              "V=%d, N=%d x T=%d, %d threads: the products in cancellable slices give the same bits (%.17g %.17g)",
+              v->V, N, E.T, t + 1, rs.loss, res[0].loss);
+        net_eval_result_free(&rs);
+    }
+    free(sl);
+    unsetenv("MOESCOPE_TEST_SLICE_FLOPS");
+    env_refresh();
     atomic_int stop = 1;
     net_par pc = {.threads = 3, .cancel = &stop};
     net_eval_result rc;
