@@ -57,10 +57,11 @@ static void similarity_rows(const moe_expert *a, const moe_expert *b, const moe_
 /* S's panels: WM_PANEL rows, or on a thread that can be cancelled (progress.h:
  * the explorer's q) as few rows as make about WM_PANEL_FLOPS, at least
  * WM_PANEL_MIN: a 512-row panel at h = 3072, d = 768 is 5 GFLOP, a tenth of a
- * second. Rows split the product, never d: S is the same either way. */
+ * second (several on a loaded machine). Rows split the product, never d: S is
+ * the same either way. */
 #define WM_PANEL 512
-#define WM_PANEL_MIN 64
-#define WM_PANEL_FLOPS 1e9
+#define WM_PANEL_MIN 16
+#define WM_PANEL_FLOPS 2.5e8
 static int panel_rows(const moe_config *c) {
     if (!progress_cancel_flag()) return WM_PANEL;
     double per_row = 2.0 * (moe_act_glu(c->act) ? 3 : 2) * c->h * (double)c->d;
