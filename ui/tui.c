@@ -58,11 +58,18 @@ static void on_signal(int sig) { got_signal = sig; }
 
 /* MOESCOPE_TIMING (progress.h): the start's and the quit's latencies, from
  * tui_main's start and from the quit key (the benchmarks' sense of both) */
-static double t_start = -1, t_quit = -1;
+static double t_start = -1, t_quit = -1, t_matrix = -1; /* t_matrix: the start, until the cost matrix
+                                                             with its assignment is drawn */
 
 static double thread_cpu_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double process_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -335,9 +342,9 @@ static void eval_fits(const tui_inputs *in, int i, const char *e_path, char *why
 /* A network's MoE block k (an index into moe_layers): the objective of its
  * network loss, not yet prepared (the worker computes its frozen prefix and end
  * points, explore_start_net: the screen does not wait for them), and A's and
- * B's block as the worker's layers (the network's own: the worker only reads
- * them, and a copy of hundreds of MiB would delay the first screen). 0, or -1
- * with err set (nothing replaced). */
+ * B's block as the worker's layers (the network's own, not read yet: the worker
+ * reads their weights, the screen shows their shape at once). 0, or -1 with err
+ * set (nothing replaced). */
 static int net_block_setup(tui_inputs *in, int k, net_objective **obj, moe_model **A, moe_model **B, ms_err *err) {
     subject_net *n = in->net;
     net_obj_opts o = {.chosen = k, .interp_backbone = n->interp_backbone, .values_later = 1};
@@ -388,7 +395,8 @@ static int load_inputs(const tui_args *a, tui_inputs *in) {
                        .e_path = a->e_path, .layer = a->layer, .interp_backbone = a->interp_backbone,
                        .uses = MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG,
                        .ignore_capture = 1,  // a set of another layer: that layer without curves
-                       .values_later = 1};   // a network's backbones: read by the worker, the screen first
+                       .values_later = 1,    // a network's backbones: read by the worker, the screen first
+                       .blocks_later = 1};   // and its MoE blocks' weights (the shown one's first)
     in->subj = ms_calloc(1, sizeof(subject));
     if ((rc = cli_subject_load(in->subj, &sp, "", TUI_USAGE))) {
         inputs_free(in);
@@ -413,7 +421,8 @@ static int load_inputs(const tui_args *a, tui_inputs *in) {
     if (A->cfg.n > LS_MAX_N)
         rc = cli_error("%s: %d experts; the explorer handles at most %d (use 'moescope landscape')", a->pa, A->cfg.n,
                        LS_MAX_N);
-    if (!rc && in->net && ms_limits_check(A, in->B, NULL, MS_USE_WM | MS_USE_COST | MS_USE_DIAG, &err))
+    // a network's block values: checked by the worker once it has read them
+    if (!rc && in->net && ms_limits_memory(A, in->B, NULL, MS_USE_WM | MS_USE_COST | MS_USE_DIAG, &err))
         rc = cli_error("%s", err.msg);
     if (!rc && a->png_live && outputs_check_one(a->png_live, "--png-live", OUT_FILE, ins, 3, &err))
         rc = cli_error("%s", err.msg); // the default evaluation set, known only now
@@ -693,23 +702,21 @@ static int switch_network(tui_ctx *c, app_state *app, int k) {
     net_objective *obj = NULL;
     moe_model *A, *B;
     ms_err err;
-    if (b < 0 || net_block_setup(in, b, &obj, &A, &B, &err)) {
-        app_message(app, 1, "block %s: %s", in->layers[k], b < 0 ? "not an MoE block of the network" : err.msg);
+    if (b < 0) {
+        app_message(app, 1, "block %s: not an MoE block of the network", in->layers[k]);
         return -1;
     }
+    // the old worker first: its preparation may be reading the other blocks' weights in place
     explore_stop(c->g);
-    net_objective_free(in->obj);
-    /* the block leaves its mapping for floats (the worker aligns and copies it): nothing
-       may read it meanwhile, so a routing geometry in flight stops and starts again */
-    if (moe_is_mapped(A) || moe_is_mapped(B)) {
-        if (c->geo && !c->geo_done) {
-            explore_geometry_stop(c->geo);
-            c->geo = NULL;
-            c->geo_waiting = 1; // started again once the new worker has the backbones in
-        }
-        net_block_floats(&in->net->A, b);
-        net_block_floats(&in->net->B, b);
+    c->g = NULL;
+    if (net_block_setup(in, b, &obj, &A, &B, &err)) { // the shown block kept, its worker started again
+        app_message(app, 1, "block %s: %s", in->layers[k], err.msg);
+        c->g = net_worker_start(in, &err);
+        if (!c->g) snprintf(c->fatal, sizeof c->fatal, "%.255s", err.msg);
+        return -1;
     }
+    net_objective_free(in->obj);
+    // nothing read here: the new worker reads the block (a mapped one into floats of its own)
     in->A = A, in->B = B, in->obj = obj, in->net->block = b;
     c->g = net_worker_start(in, &err);
     if (!c->g) snprintf(c->fatal, sizeof c->fatal, "%.255s", err.msg);
@@ -918,6 +925,12 @@ static void run_loop(app_state *app, tui_screen *scr, tui_ctx *ctx) {
                 timing_add("explorer first screen, UI thread CPU", thread_cpu_s());
                 t_start = -1;
             }
+            if (t_matrix >= 0 && v.have_methods) {
+                timing_add("explorer cost matrix and assignment", timing_now() - t_matrix);
+                // every thread's CPU to it (the block's read, the expert cost): what a load does not stretch
+                timing_add("explorer cost matrix and assignment, process CPU", process_cpu_s());
+                t_matrix = -1;
+            }
             if (bench_fp && key_t >= 0) {
                 fprintf(bench_fp, "%.3f\n", now_ms() - key_t);
                 fflush(bench_fp);
@@ -1008,7 +1021,7 @@ static void app_setup(app_state *app, const tui_args *a, const tui_inputs *in) {
 
 /* parse -> load -> worker -> screen -> loop, and one teardown for every exit. */
 int tui_main(int argc, char **argv) {
-    t_start = timing_now();
+    t_start = t_matrix = timing_now();
     tui_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0) return rc;

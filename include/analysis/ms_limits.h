@@ -41,5 +41,9 @@ enum {
  * the budget. -1 with a message naming the file, the shape and the bytes. */
 int ms_limits_check(const moe_model *A, const moe_model *B, const evalset *E, unsigned uses,
                     ms_err *err);
+/* The same without the values' range check (moe_range_check): for layers whose
+ * routed weights are not read yet (a network's blocks the explorer reads off its
+ * screen's thread, net_load_lazy), checked once they are. */
+int ms_limits_memory(const moe_model *A, const moe_model *B, const evalset *E, unsigned uses, ms_err *err);
 
 #endif

@@ -49,6 +49,10 @@ typedef struct {
                                    screen); every shape, the MoE blocks and the set checked now;
                                    two frozen backbones in other files compared later too
                                    (subject_net.backbone_later) */
+    int blocks_later;           /* with values_later, a network pair: no MoE block read either
+                                   (net_load_lazy: mapped, or a shell), nor their values checked;
+                                   the caller fills them (net_block_fill) and checks them off its
+                                   screen's thread */
 } subject_spec;
 
 /* A network pair: A and B whole, the token or image set, the chosen block. */

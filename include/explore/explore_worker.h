@@ -167,7 +167,10 @@ explore_worker *explore_start(const moe_model *A, const moe_model *B, const eval
 explore_worker *explore_start_obj(const moe_model *A, const moe_model *B, const evalset *E,
                                   const ls_objective *obj, ms_err *err);
 /* A network's MoE block without waiting for the network: A and B the block's
- * layers, no the objective of its loss as net_objective_create left it (the
+ * layers (the networks' own, their routed weights perhaps not read yet: a shell
+ * of net_load_lazy is filled in place by the worker, its config and name left as
+ * they are, a mapped block is read into floats of the worker's own; their values
+ * checked then: the front's first step, before the costs), no the objective of its loss as net_objective_create left it (the
  * worker prepares it: the frozen prefix and the end points), net and net_b the
  * networks A and B (their backbones' values read by the worker when they are
  * not in, net_load_backbone, and checked on set; same: 1 their backbones are
@@ -186,6 +189,7 @@ explore_worker *explore_start_net(const moe_model *A, const moe_model *B, net_ob
 /* the preparation's steps: the backbones' reading ("load seed1 backbone") and
  * check before net_objective_prepare's (NET_PREP_*), and its last after them */
 #define EXPLORE_PREP_INPUTS "the block's own inputs"
+#define EXPLORE_PREP_BLOCKS "reading the other MoE blocks" /* before the backbones: net_load_lazy's shells */
 void explore_submit(explore_worker *g, const explore_request *r);
 /* Ask for the diagnostics of (method, center). Never blocks: a result
  * computed before is published at once, otherwise the diagnostics thread

@@ -101,6 +101,7 @@ typedef struct {
     moe_model *moe;      /* (cfg.nmoe) the MoE blocks */
     ckpt *map;           /* net_load_mapped: the open checkpoint whose pages are the MoE
                             blocks' routed weights (NULL: every weight is in floats) */
+    family_overrides ov; /* how the MoE blocks were read (net_block_fill reads them again) */
 } net_model;
 
 /* Load a network checkpoint (a folder, its index or a single file with
@@ -123,6 +124,20 @@ int net_load_mapped(net_model *m, const char *path, const family_overrides *o, m
 /* The same without the backbone's values (net_load_backbone, or net_share_backbone
  * with a network whose backbone is equal: one copy of it, never two at once). */
 int net_load_mapped_later(net_model *m, const char *path, const family_overrides *o, ms_err *err);
+/* net_load_mapped_later without reading any MoE block either: a block whose routed
+ * weights cannot stay mapped (GPT-2's Conv1D [in, out] layout) is a shell, its
+ * configuration, router and biases read, its routed weights not (net_block_pending):
+ * a caller that shows a screen first (the explorer) reads them off its thread
+ * (net_block_fill). Nothing read checks the values: net_block_fill's caller does. */
+int net_load_lazy(net_model *m, const char *path, const family_overrides *o, ms_err *err);
+/* Are MoE block i's routed weights not read yet (a shell of net_load_lazy)? */
+int net_block_pending(const net_model *m, int i);
+/* MoE block i's routed weights into floats in place: a shell's read from m's file as
+ * net_load reads them, a mapped block's decoded; a block in floats is left as it is.
+ * Its config, path and layer (what another thread may read meanwhile: the explorer's
+ * screen) stay; the rest of the block is replaced. 0, or -1 with err (the block as
+ * it was). */
+int net_block_fill(net_model *m, int i, ms_err *err);
 /* The same without the backbone's values (mem and the backbone's pointers
  * NULL, nparams counted; every shape, the MoE blocks and the unused tensors
  * checked): a caller that shows something first (the explorer) reads them later,

@@ -73,6 +73,10 @@ static void eval_needs(need *w, const moe_model *m, const evalset *E, unsigned u
 int ms_limits_check(const moe_model *A, const moe_model *B, const evalset *E, unsigned uses,
                     ms_err *err) {
     if (moe_range_check(A, E, err) || (B && moe_range_check(B, E, err))) return -1;
+    return ms_limits_memory(A, B, E, uses, err);
+}
+
+int ms_limits_memory(const moe_model *A, const moe_model *B, const evalset *E, unsigned uses, ms_err *err) {
     need w = {0, ""};
     model_needs(&w, A, uses);
     if (B) model_needs(&w, B, uses);

@@ -206,14 +206,19 @@ static int load_network(subject *s, const subject_spec *sp, subject_files *f, ms
     int later = sp->values_later;
     int network = f->has_a && net_is_network(&f->a) && !test_hook_get(HOOK_FLOATS);
     int pair = sp->mapped_pair && sp->pb && network && !later; // both mapped, the chosen block in floats
-    if (((sp->mapped && !sp->pb) || pair) && network) {
+    int lazy = sp->blocks_later && later && sp->pb && network;  // nothing of the blocks read (the explorer)
+    if (lazy) {
+        if (net_load_lazy(&n->A, sp->pa, sp->ov, err)) return -1;
+    } else if (((sp->mapped && !sp->pb) || pair) && network) {
         if (net_load_mapped(&n->A, sp->pa, sp->ov, err)) return -1;
     } else if (f->has_a ? load_net_ckpt(&f->a, sp->pa, &n->A, sp->ov, later, err)
                         : load_net_one(sp->pa, &n->A, sp->ov, later, err)) {
         return -1;
     }
-    if (sp->pb && (pair ? load_pair_b(n, sp, err) : (load_net_one(sp->pb, &n->B, sp->ov, later, err) ||
-                                                    check_backbones(n, sp, err))))
+    if (lazy && (net_load_lazy(&n->B, sp->pb, sp->ov, err) || check_backbones(n, sp, err))) return -1;
+    if (sp->pb && !lazy &&
+        (pair ? load_pair_b(n, sp, err)
+              : (load_net_one(sp->pb, &n->B, sp->ov, later, err) || check_backbones(n, sp, err))))
         return -1;
     if (sp->e_path && (f->has_e ? net_evalset_load_file(&n->E, &f->e, err) : net_evalset_load(&n->E, sp->e_path, err)))
         return -1;
@@ -228,7 +233,7 @@ static int load_network(subject *s, const subject_spec *sp, subject_files *f, ms
     s->b = sp->pb ? &n->B.moe[n->block] : NULL;
     // the chosen block's derived allocations (its inputs are the network's: made later)
     unsigned uses = sp->uses & ~(unsigned)(MS_USE_EVAL | MS_USE_DIAG);
-    return ms_limits_check(s->a, s->b, NULL, uses, err);
+    return (lazy ? ms_limits_memory : ms_limits_check)(s->a, s->b, NULL, uses, err);
 }
 
 int subject_load(subject *s, const subject_spec *sp, ms_err *err) {

@@ -161,6 +161,11 @@ struct explore_worker {
     atomic_int cancel_prep;   /* explore_stop only: a toggle never restarts the preparation */
     char prep_err[256];
     evalset own_E;            /* the block's own inputs, g->E once they are in */
+    /* the shown block in floats (block_ready, the front's first step): until then A and B
+       may be shells or mapped, and nothing reads their weights; block_state under mu */
+    int block_state;
+    char block_err[256];
+    moe_model own_a, own_b;   /* a mapped block's floats, then g->A and g->B */
     char prep_step[64];       /* prep thread only: its current step, and when it began */
     double prep_t0;
     char front_what[48];      /* front thread only: the curve in flight, and its evaluation's start */
@@ -180,6 +185,7 @@ double explore_clock(void) {
 static double now_s(void) { return explore_clock(); }
 
 enum { PREP_NONE = 0, PREP_RUNNING, PREP_READY, PREP_FAILED };
+enum { BLOCK_READY = 0, BLOCK_PENDING, BLOCK_FAILED };
 
 /* "rows 512/8192, 0:42 left" of an evaluation begun at t0 (rows the evaluator
  * reported, NET_EVAL_ROWS); "MiB 120/340, 0:02 left" of a backbone's values */
@@ -554,9 +560,87 @@ static int prep_wait(explore_worker *g, ms_err *err) {
     return st == PREP_READY || st == PREP_NONE ? 0 : st == PREP_FAILED ? -1 : ms_fail(err, "cancelled");
 }
 
+/* A network's shown block in floats, A's and B's into use[]: a shell (net_load_lazy)
+ * read in place, a mapped block decoded into own[]; their values then checked as a
+ * loaded layer's. 0; 1 cancelled (done again for the next request); -1 with err. */
+typedef struct {
+    explore_worker *g;
+    int side; /* 0 A, 1 B */
+    const moe_model *use;
+    int rc;
+    ms_err err;
+} block_job;
+
+/* one side's block in floats (a shell filled, a mapped block copied), its values checked */
+static void *block_side(void *arg) {
+    block_job *j = arg;
+    explore_worker *g = j->g;
+    net_model *net = j->side ? g->prep_net_b : g->prep_net;
+    moe_model *own = j->side ? &g->own_b : &g->own_a;
+    j->rc = net_block_pending(net, g->prep_block) ? net_block_fill(net, g->prep_block, &j->err) : 0;
+    j->use = &net->moe[g->prep_block];
+    if (!j->rc && moe_is_mapped(j->use)) {
+        if (!own->experts) moe_clone_floats(own, j->use);
+        j->use = own;
+    }
+    if (!j->rc) j->rc = moe_range_check(j->use, NULL, &j->err);
+    return NULL;
+}
+
+static int block_read_both(explore_worker *g, const moe_model **use, ms_err *err) {
+    if (progress_cancelled()) return 1;
+    // A's and B's at once: each is read whole (not cancelled), and two threads get
+    // twice one's share of a loaded machine
+    block_job jb[2] = {{.g = g, .side = 0}, {.g = g, .side = 1}};
+    pthread_t th;
+    int two = pthread_create(&th, NULL, block_side, &jb[1]) == 0;
+    block_side(&jb[0]);
+    if (two) pthread_join(th, NULL);
+    else block_side(&jb[1]);
+    for (int s = 0; s < 2; s++) {
+        if (jb[s].rc) return ms_fail(err, "%s", jb[s].err.msg);
+        use[s] = jb[s].use;
+    }
+    return 0;
+}
+
+/* The front's first step on a network: the shown block in floats (block_read_both),
+ * then g->A and g->B, told to the threads that wait for it (the preparation, the
+ * diagnostics, the export). 0 ready, else -1 with err. */
+static int block_ready(explore_worker *g, ms_err *err) {
+    pthread_mutex_lock(&g->mu);
+    int st = g->block_state;
+    pthread_mutex_unlock(&g->mu);
+    if (st == BLOCK_READY) return 0;
+    if (st == BLOCK_FAILED) return ms_fail(err, "%s", g->block_err);
+    double t0 = now_s();
+    front_phase(g, "reading the block"); // the status line says it (the preparation's first step)
+    const moe_model *use[2] = {NULL, NULL};
+    int rc = block_read_both(g, use, err);
+    pthread_mutex_lock(&g->mu);
+    if (rc == 0) {
+        g->A = use[0], g->B = use[1];
+        g->block_state = BLOCK_READY;
+        if (g->prep_state == PREP_RUNNING) snprintf(g->pub.prep, sizeof g->pub.prep, "starting");
+        pub_status(g);
+        pub_bump(g);
+    } else if (rc < 0) {
+        g->block_state = BLOCK_FAILED;
+        snprintf(g->block_err, sizeof g->block_err, "MoE block %d: %.200s",
+                 g->prep_net->cfg.moe_layers[g->prep_block], err->msg);
+    }
+    pthread_cond_broadcast(&g->cv_costs);
+    pthread_cond_broadcast(&g->cv_diag);
+    pthread_mutex_unlock(&g->mu);
+    if (rc == 0) timing_add("explorer block read", now_s() - t0);
+    if (rc > 0) return ms_fail(err, "cancelled");
+    return rc ? ms_fail(err, "%s", g->block_err) : 0;
+}
+
 /* Costs, assignments and curves of q; -1 on error (err) or cancel. */
 static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     int n = g->n, T = q->T;
+    if (block_ready(g, err)) return -1;
     pthread_mutex_lock(&g->mu);
     g->pub.req = *q;
     g->pub.have_current = 0;
@@ -1086,7 +1170,8 @@ static void export_step(explore_worker *g) {
     ms_err err;
     err.msg[0] = 0;
     path[0] = 0;
-    int rc = export_run(g, E, &q, want, path, sizeof path, &err);
+    int rc = g->block_state == BLOCK_FAILED ? ms_fail(&err, "%s", g->block_err)
+                                            : export_run(g, E, &q, want, path, sizeof path, &err);
     pthread_mutex_lock(&g->mu);
     explore_snapshot *p = &g->pub;
     p->export_state = rc ? EXPLORE_EXPORT_FAILED : EXPLORE_EXPORT_DONE;
@@ -1106,6 +1191,10 @@ static void *diag_worker(void *arg) {
     for (;;) {
         while (!g->diag_want && !g->export_want && !g->stop) pthread_cond_wait(&g->cv_diag, &g->mu);
         if (g->stop) break;
+        if (g->block_state == BLOCK_PENDING) { // the front reads the block's weights first
+            pthread_cond_wait(&g->cv_diag, &g->mu);
+            continue;
+        }
         if (g->export_want) {
             export_step(g);
             continue;
@@ -1119,6 +1208,12 @@ static void *diag_worker(void *arg) {
         int m = g->diag_want_m, c = g->diag_want_c;
         g->diag_want = 0;
         if (g->diag_have[m][c]) {
+            diag_publish(g, m, c);
+            continue;
+        }
+        if (g->block_state == BLOCK_FAILED) { // no weights to find anything in: the reason
+            g->diag_fail[m][c] = g->diag_have[m][c] = 1;
+            snprintf(g->diag_err[m][c], sizeof g->diag_err[m][c], "%s", g->block_err);
             diag_publish(g, m, c);
             continue;
         }
@@ -1274,15 +1369,46 @@ static void prep_head_start(explore_worker *g) {
     pthread_mutex_unlock(&g->mu);
 }
 
+/* The shown block read by the front (its first step: the preparation's objective
+ * evaluates it), then the other MoE blocks' weights that net_load_lazy left: a shell
+ * read in place, a block mapped in one network and not the other (two layouts)
+ * decoded in both (aligned in floats); cancelled between blocks. */
+static int prep_blocks(explore_worker *g, ms_err *err) {
+    pthread_mutex_lock(&g->mu);
+    while (g->block_state == BLOCK_PENDING && !g->stop && !g->cancel_prep) pthread_cond_wait(&g->cv_costs, &g->mu);
+    int st = g->block_state;
+    pthread_mutex_unlock(&g->mu);
+    if (st == BLOCK_FAILED) return ms_fail(err, "%s", g->block_err);
+    if (st == BLOCK_PENDING) return ms_fail(err, "cancelled");
+    net_model *nets[2] = {g->prep_net, g->prep_net_b};
+    for (int i = 0; i < nets[0]->cfg.nmoe; i++) {
+        if (i == g->prep_block) continue;
+        for (int s = 0; s < 2; s++) {
+            if (progress_cancelled()) return ms_fail(err, "cancelled");
+            if (!net_block_pending(nets[s], i)) continue;
+            progress_inner(EXPLORE_PREP_BLOCKS, 0, 0);
+            if (net_block_fill(nets[s], i, err)) return -1;
+        }
+        if (moe_is_mapped(&nets[0]->moe[i]) != moe_is_mapped(&nets[1]->moe[i]) &&
+            (net_block_fill(nets[0], i, err) || net_block_fill(nets[1], i, err)))
+            return -1;
+    }
+    return 0;
+}
+
 static void *prep_worker(void *arg) {
     explore_worker *g = arg;
+    pthread_mutex_lock(&g->mu); // the shown block first: the front's, then its cost matrices' head start
+    while (g->block_state == BLOCK_PENDING && !g->stop && !g->cancel_prep) pthread_cond_wait(&g->cv_costs, &g->mu);
+    pthread_mutex_unlock(&g->mu);
     prep_head_start(g);
     progress_listen(prep_listener, g, &g->cancel_prep);
     ms_err err;
     err.msg[0] = 0;
     evalset X;
     memset(&X, 0, sizeof X);
-    int rc = prep_backbones(g, &err);
+    int rc = prep_blocks(g, &err);
+    if (!rc) rc = prep_backbones(g, &err);
     if (!rc) rc = net_objective_prepare(g->prep_no, &err);
     if (!rc) {
         net_par par = {.checked = 1}; // the cancel: this thread's (cancel_prep); prepare checked A
@@ -1410,7 +1536,8 @@ explore_worker *explore_start_net(const moe_model *A, const moe_model *B, net_ob
     g->prep_set = set;
     g->prep_block = block;
     g->prep_state = PREP_RUNNING;
-    snprintf(g->pub.prep, sizeof g->pub.prep, "starting");
+    g->block_state = BLOCK_PENDING; // the front's first step
+    snprintf(g->pub.prep, sizeof g->pub.prep, "reading MoE block %d's experts", net->cfg.moe_layers[block]);
     snprintf(g->pub.phase, sizeof g->pub.phase, "preparing the network");
     g->pub.phase_since = now_s();
     pub_status(g);
@@ -1550,6 +1677,8 @@ void explore_stop(explore_worker *g) {
     if (g->started_diag) pthread_join(g->th_diag, NULL);
     if (g->started_prep) pthread_join(g->th_prep, NULL);
     if (g->E == &g->own_E) evalset_free(&g->own_E);
+    moe_free(&g->own_a);
+    moe_free(&g->own_b);
     for (int m = 0; m < COST_NMETHODS; m++)
         for (int c = 0; c < 2; c++) dg_list_free(&g->diag_res[m][c]);
     for (int i = 0; i < CURVE_CACHE; i++)

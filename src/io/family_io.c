@@ -1051,7 +1051,12 @@ static int load_layer(moe_model *m, ckpt *c, const family_layer *L, const family
     for (int i = 0; i < l.n && !rc; i++) {
         const binding *b = &l.b[i];
         if (b->optional && ckpt_find(c, b->name) < 0) continue;
-        if (shell && routed(b)) continue;
+        if (shell && routed(b)) { // read later (a stream, or the shell's caller): not unused
+            const st_file *f;
+            const st_tensor *t;
+            if (!ckpt_tensor(c, b->name, &f, &t, NULL)) st_mark_read(f, t);
+            continue;
+        }
         rc = mode == LOAD_MAPPED && routed_weight(b) ? map_binding(c, b, m, err) : load_binding(c, b, m, err);
     }
     progress_end();
@@ -1068,6 +1073,10 @@ int family_load(moe_model *m, ckpt *c, const family_layer *L, const family_overr
 
 int family_load_mapped(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o, ms_err *err) {
     return load_layer(m, c, L, o, LOAD_MAPPED, NULL, NULL, err);
+}
+
+int family_load_shell(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o, ms_err *err) {
+    return load_layer(m, c, L, o, LOAD_SHELL, NULL, NULL, err);
 }
 
 /* ---- a layer read expert by expert ---- */

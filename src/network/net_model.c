@@ -235,7 +235,7 @@ static int find_tensor(ckpt *c, const net_tensor *nt, const st_file **fp, const 
 /* A tensor's values in pieces of READ_PIECE floats, the calling thread's cancel
  * (progress.h) polled between them: GPT-2's wte alone is 150 MiB, the explorer's q
  * should not wait for it. */
-#define READ_PIECE ((int64_t)4 << 20)
+#define READ_PIECE ((int64_t)1 << 20)
 static int read_tensor(ckpt *c, const net_tensor *nt, float *dst, ms_err *err) {
     const st_file *f;
     const st_tensor *t;
@@ -299,6 +299,10 @@ static int check_blocks(const ckpt *c, const net_config *nc, ms_err *err) {
     return 0;
 }
 
+/* how load_moe_blocks holds the routed weights: in floats, mapped (else floats),
+ * mapped (else a shell, read by net_block_fill) */
+enum { NET_BLOCKS_FLOATS, NET_BLOCKS_MAPPED, NET_BLOCKS_LATER };
+
 /* the MoE blocks through the gpt2 or vit family, each checked against config.json */
 static int load_moe_blocks(net_model *m, ckpt *c, const family_overrides *o, int mapped, ms_err *err) {
     const net_arch_desc *A = net_arch_of(m->cfg.arch);
@@ -328,6 +332,7 @@ static int load_moe_blocks(net_model *m, ckpt *c, const family_overrides *o, int
             break;
         }
         rc = mapped ? family_load_mapped(&m->moe[i], c, &ls[which], o, err) : 1; // 1: not mappable
+        if (rc == 1 && mapped == NET_BLOCKS_LATER) rc = family_load_shell(&m->moe[i], c, &ls[which], o, err);
         if (rc == 1) rc = family_load(&m->moe[i], c, &ls[which], o, err);
         if (!rc && m->moe[i].cfg.d != m->cfg.d)
             rc = ms_fail(err, "%s: tensor '%s.gate.weight' has width %d, but %s = %d", c->arg, pre,
@@ -409,6 +414,8 @@ static int load_ckpt(net_model *m, ckpt *c, const char *path, const family_overr
     }
     m->nparams = tl_floats(&l);
     free(l.t);
+    family_overrides none = FAMILY_OVERRIDES_NONE;
+    m->ov = o ? *o : none;
     if (!rc && values) rc = read_backbone(m, c, err);
     if (!rc) rc = load_moe_blocks(m, c, o, mapped, err);
     if (!rc) rc = net_check_unused(c, &m->cfg, err);
@@ -424,11 +431,13 @@ int net_load_ckpt_later(net_model *m, ckpt *c, const char *path, const family_ov
     return load_ckpt(m, c, path, o, 0, 0, err);
 }
 
-/* net_load_mapped, the backbone's values read (values) or left for later */
+/* net_load_mapped, the backbone's values read (values) or left for later (0; -1: the
+ * blocks that cannot be mapped left too, NET_BLOCKS_LATER) */
 static int load_mapped(net_model *m, const char *path, const family_overrides *o, int values, ms_err *err) {
     ckpt *c = ms_calloc(1, sizeof *c);
     memset(m, 0, sizeof *m);
-    if (ckpt_open(c, path, err) || load_ckpt(m, c, path, o, 1, values, err)) {
+    int blocks = values < 0 ? NET_BLOCKS_LATER : NET_BLOCKS_MAPPED;
+    if (ckpt_open(c, path, err) || load_ckpt(m, c, path, o, blocks, values > 0, err)) {
         if (c->arg) ckpt_close(c);
         free(c);
         return -1;
@@ -443,6 +452,66 @@ int net_load_mapped(net_model *m, const char *path, const family_overrides *o, m
 
 int net_load_mapped_later(net_model *m, const char *path, const family_overrides *o, ms_err *err) {
     return load_mapped(m, path, o, 0, err);
+}
+
+int net_load_lazy(net_model *m, const char *path, const family_overrides *o, ms_err *err) {
+    return load_mapped(m, path, o, -1, err);
+}
+
+int net_block_pending(const net_model *m, int i) {
+    const moe_model *b = &m->moe[i];
+    return b->cfg.n > 0 && b->experts && !b->experts[0].fc1_w && !b->experts[0].w1.p;
+}
+
+/* src's storage (its floats, experts, views) into dst, dst's own config, path, layer
+ * and metadata kept; src's strings freed, src emptied */
+static void block_take(moe_model *dst, moe_model *src) {
+    free(dst->mem);
+    free(dst->experts);
+    free(dst->shared);
+    dst->gate_w = src->gate_w, dst->gate_b = src->gate_b, dst->corr_b = src->corr_b;
+    dst->experts = src->experts, dst->shared = src->shared, dst->shared_gate_w = src->shared_gate_w;
+    dst->out_b = src->out_b, dst->norm_w = src->norm_w, dst->norm_b = src->norm_b;
+    dst->head_w = src->head_w, dst->head_b = src->head_b;
+    dst->mem = src->mem, dst->nparams = src->nparams;
+    src->mem = NULL, src->experts = src->shared = NULL;
+    moe_free(src);
+}
+
+/* the shell block i's layer read from m's files as net_load reads it, into f */
+static int block_read(const net_model *m, int i, moe_model *f, ms_err *err) {
+    const moe_model *b = &m->moe[i];
+    ckpt c;
+    if (ckpt_open(&c, m->path, err)) return -1;
+    family_layer *ls = NULL;
+    int nl = 0, which = -1, rc;
+    rc = family_find_layers(&c, net_arch_of(m->cfg.arch)->family, &ls, &nl, err);
+    for (int j = 0; !rc && j < nl; j++)
+        if (!strcmp(ls[j].prefix, b->layer)) which = j;
+    if (!rc && which < 0) rc = ms_fail(err, "%s: its MoE layer '%s' is gone", m->path, b->layer);
+    if (!rc) rc = family_load(f, &c, &ls[which], &m->ov, err);
+    // the file may have changed since its header was read: the shape the screen shows
+    if (!rc && (f->cfg.n != b->cfg.n || f->cfg.d != b->cfg.d || f->cfg.h != b->cfg.h || f->cfg.s != b->cfg.s ||
+                f->cfg.act != b->cfg.act)) {
+        moe_free(f);
+        rc = ms_fail(err, "%s: MoE layer '%s' changed while it was read", m->path, b->layer);
+    }
+    family_layers_free(ls, nl);
+    ckpt_close(&c);
+    return rc;
+}
+
+int net_block_fill(net_model *m, int i, ms_err *err) {
+    moe_model *b = &m->moe[i], f;
+    if (net_block_pending(m, i)) {
+        if (block_read(m, i, &f, err)) return -1;
+    } else if (moe_is_mapped(b)) {
+        moe_clone_floats(&f, b);
+    } else {
+        return 0;
+    }
+    block_take(b, &f);
+    return 0;
 }
 
 int net_has_backbone(const net_model *m) { return m->mem || m->shared; }

@@ -507,8 +507,25 @@ static void test_later(const char *dir) {
                same_at(&a, x->fcp_b, &b, y->fcp_b);
     }
     CHECK(same, "%s: the same floats at the same places as net_load's", dir);
-    net_free(&a);
     net_free(&b);
+    // net_load_lazy: no MoE block's weights read (mapped, or a shell), each filled in place
+    // with net_load's floats, its config and name the ones the shell had
+    rc = net_load_lazy(&b, dir, NULL, &err);
+    CHECK(rc == 0, "%s: loaded lazily: %s", dir, rc ? err.msg : "");
+    for (int i = 0; !rc && i < a.cfg.nmoe; i++) {
+        const char *layer = b.moe[i].layer;
+        CHECK(net_block_pending(&b, i) || moe_is_mapped(&b.moe[i]), "%s: block %d not read", dir, i);
+        CHECK(net_block_fill(&b, i, &err) == 0, "%s: block %d filled: %s", dir, i, err.msg);
+        CHECK(!net_block_pending(&b, i) && !moe_is_mapped(&b.moe[i]) && b.moe[i].layer == layer &&
+                  b.moe[i].nparams == a.moe[i].nparams && b.moe[i].cfg.n == a.moe[i].cfg.n && b.moe[i].cfg.h == a.moe[i].cfg.h && b.moe[i].cfg.k == a.moe[i].cfg.k &&
+                  b.moe[i].cfg.has_expert_bias == a.moe[i].cfg.has_expert_bias &&
+                  !memcmp(b.moe[i].mem, a.moe[i].mem, a.moe[i].nparams * sizeof(float)),
+              "%s: block %d in floats, net_load's bit for bit, its name kept", dir, i);
+        CHECK(net_block_fill(&b, i, &err) == 0 && b.moe[i].layer == layer, "%s: block %d: filling again leaves it",
+              dir, i);
+    }
+    if (!rc) net_free(&b);
+    net_free(&a);
 }
 
 int main(void) {
