@@ -4,6 +4,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,26 +138,79 @@ static void residual_add(float *h, const float *Y, int M, int d, double mult) {
 static int stopped(const net_ws *w) { return w->stop && atomic_load(w->stop); }
 
 /* The rows (or columns) of a slice between two cancel checks: about NET_SLICE_FLOPS
- * of work (a few milliseconds), at least 16; all n at once when nothing cancels.
- * A slice splits the rows or columns of a product, never its inner dimension:
- * every output is the same dot product, the same bits, either way. */
-#define NET_SLICE_FLOPS 2.5e8
+ * of work (a few milliseconds), a multiple of 16; all n at once when nothing cancels. */
+#define NET_SLICE_FLOPS 5e8
 static int slice_of(const net_ws *w, int n, double flops_each) {
     if (!w->stop) return n > 0 ? n : 1;
     const char *hook = test_hook_get(HOOK_SLICE_FLOPS);
     double budget = hook ? atof(hook) : NET_SLICE_FLOPS;
     double k = budget / (flops_each > 1 ? flops_each : 1);
-    return k < 16 ? 16 : k >= n ? (n > 0 ? n : 1) : (int)k;
+    return k >= n ? (n > 0 ? n : 1) : k < 32 ? 16 : 16 * (int)(k / 16);
 }
 
-/* tf_dense_forward of X (M, in) into Y (M, out) in slices of rows, the cancel
- * checked between them. 1: stopped (Y incomplete). */
+/* A product C (M, N; rows ldc apart) = A (M, K) op(B) (op(B) = B^T for tb: B (N, K);
+ * else B (K, N)) in slices of R rows (cols: of R columns) */
+typedef struct {
+    int M, N, K, tb, R, cols;
+} split_shape;
+
+static void gemm_split(const split_shape *z, const float *A, const float *B, float *C, int ldc, int from, int to) {
+    int step = z->cols ? z->N : z->M;
+    for (int s = from; s < to && s < step; s += z->R) {
+        int k = step - s < z->R ? step - s : z->R;
+        if (z->cols)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, z->M, k, z->K, 1.0f, A, z->K, B + (size_t)s * z->K,
+                        z->K, 0.0f, C + s, ldc);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, z->tb ? CblasTrans : CblasNoTrans, k, z->N, z->K, 1.0f,
+                        A + (size_t)s * z->K, z->K, B, z->tb ? z->K : z->N, 0.0f, C + (size_t)s * ldc, ldc);
+    }
+}
+
+/* Does this BLAS give a product of shape z the same bits in slices as whole? Most
+ * kernels do (a slice changes which outputs are computed together, not their sums);
+ * some do not (OpenBLAS's Haswell ones round a product split by rows otherwise, at
+ * these sizes): each shape is tried once, on its first call's own operands, and
+ * sliced only where the bits agree, so a cancellable evaluation is the plain one's
+ * bit for bit on every kernel. */
+#define SPLIT_SHAPES 64
+static split_shape split_seen[SPLIT_SHAPES];
+static int split_ok[SPLIT_SHAPES], split_n;
+static pthread_mutex_t split_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int split_same(const split_shape *z, const float *A, const float *B) {
+    pthread_mutex_lock(&split_mu);
+    for (int i = 0; i < split_n; i++)
+        if (!memcmp(&split_seen[i], z, sizeof *z)) {
+            int ok = split_ok[i];
+            pthread_mutex_unlock(&split_mu);
+            return ok;
+        }
+    pthread_mutex_unlock(&split_mu);
+    size_t n = (size_t)z->M * z->N;
+    float *whole = ms_malloc(n * sizeof(float)), *parts = ms_malloc(n * sizeof(float));
+    split_shape one = *z;
+    one.R = z->cols ? z->N : z->M;
+    gemm_split(&one, A, B, whole, z->N, 0, one.R);
+    gemm_split(z, A, B, parts, z->N, 0, one.R);
+    int ok = !memcmp(whole, parts, n * sizeof(float));
+    free(whole);
+    free(parts);
+    pthread_mutex_lock(&split_mu);
+    if (split_n < SPLIT_SHAPES) split_seen[split_n] = *z, split_ok[split_n++] = ok;
+    pthread_mutex_unlock(&split_mu);
+    return ok;
+}
+
+/* tf_dense_forward of X (M, in) into Y (M, out) in slices of rows where that gives
+ * the same bits, the cancel checked between them. 1: stopped (Y incomplete). */
 static int dense_slices(const float *X, int M, int in, int out, const float *W, tf_layout lay, const float *bias,
                         int accumulate, float *Y, const net_ws *w) {
-    int R = slice_of(w, M, 2.0 * in * out);
-    for (int r = 0; r < M; r += R) {
+    split_shape z = {M, out, in, lay == TF_LINEAR, slice_of(w, M, 2.0 * in * out), 0};
+    if (z.R < M && !split_same(&z, X, W)) z.R = M;
+    for (int r = 0; r < M; r += z.R) {
         if (r && stopped(w)) return 1;
-        tf_dense_forward(X + (size_t)r * in, M - r < R ? M - r : R, in, out, W, lay, bias, accumulate,
+        tf_dense_forward(X + (size_t)r * in, M - r < z.R ? M - r : z.R, in, out, W, lay, bias, accumulate,
                          Y + (size_t)r * out);
     }
     return stopped(w);
@@ -370,11 +424,11 @@ void net_head_cols(const net_model *m, int rows, int sl, const net_ws *w, float 
     int d = m->cfg.d, V = m->cfg.vocab, c0 = sl * NET_HEAD_COLS, nc = V - c0 < NET_HEAD_COLS ? V - c0 : NET_HEAD_COLS;
     // lg[:, c0..c0 + nc) (rows, nc; rows V apart) = x (rows, d) lm_head[c0..c0 + nc)^T, lm_head (V, d),
     // in slices of columns with the cancel checked between them
-    int K = slice_of(w, nc, 2.0 * rows * d);
-    for (int k = 0; k < nc; k += K) {
+    split_shape z = {rows, nc, d, 1, slice_of(w, nc, 2.0 * rows * d), 1};
+    if (z.R < nc && !split_same(&z, w->x, m->lm_w + (size_t)c0 * d)) z.R = nc;
+    for (int k = 0; k < nc; k += z.R) {
         if (k && stopped(w)) return;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, nc - k < K ? nc - k : K, d, 1.0f, w->x, d,
-                    m->lm_w + (size_t)(c0 + k) * d, d, 0.0f, lg + c0 + k, V);
+        gemm_split(&z, w->x, m->lm_w + (size_t)c0 * d, lg + c0, V, k, k + 1);
     }
     if (stopped(w)) return;
     for (int r = 0; r < rows; r++) {
