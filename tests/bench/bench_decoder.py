@@ -16,15 +16,29 @@ shown beside the BF16 weights' size (what a mapping of the shards holds: eval ke
 experts there, converted a panel at a time inside the products).
 Targets: moescope's time <= PyTorch's and <= 2x the floor.
 
+Then a landscape of one middle block (12) on the network's loss, B the same model with
+its MoE blocks drawn from another seed (gen_decoder_realsize.py --moe-seed 2: A's
+backbone, so no --interpolate-backbone): 2 sampled orders at 3 points on 2 x 128 tokens,
+the layer-only proxy included. Every MoE block of A and B stays in the mapped shards (the
+chosen block's orders as views of B's file, the interpolations mixed per panel), so the
+peak resident memory beyond the two checkpoints' files is the backbone read once as
+float32 (0.35 GiB), the proxy's pair outputs (at most MOESCOPE_LS_MEM_MB, 1024 MiB, over
+the 32 x 32 pairs) and the activations. Target: beyond the files <= 1 GiB + the proxy's
+pair outputs (the activations of the 1024 pairs' experts on the tokens).
+
   BENCH_DECODER_THREADS=2   threads for both (default: the online CPUs, at most 8)
-  BENCH_DECODER_LAYERS=24   fewer blocks for a quick look (the shape otherwise kept)"""
+  BENCH_DECODER_LAYERS=24   fewer blocks for a quick look (the shape otherwise kept)
+  BENCH_DECODER_LANDSCAPE=0 no landscape (it writes B, another 2.5 GiB)"""
 import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
+
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE]
@@ -65,6 +79,52 @@ def run_moescope(ck, ev, threads):
     return float(m.group(1)), float(m.group(2)), rss, loss
 
 
+def write_eval(path, ids):
+    """an evaluation set of input_ids (N, T)"""
+    hb = json.dumps({"input_ids": {"dtype": "I64", "shape": list(ids.shape), "data_offsets": [0, ids.nbytes]}}).encode()
+    hb += b" " * (-len(hb) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hb)) + hb + ids.tobytes())
+
+
+def read_ids(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        h = json.loads(f.read(n))
+        return np.frombuffer(f.read(), np.int64).reshape(h["input_ids"]["shape"])
+
+
+def files_size(ck):
+    return sum(os.path.getsize(os.path.join(ck, f)) for f in os.listdir(ck) if f.startswith("model-"))
+
+
+def run_landscape(ck, layers, tmp, keep, threads):
+    """(wall s, CPU s, peak RSS KiB, files of A and B in bytes, the proxy's pair outputs in
+    bytes) of a 2-order landscape of block 12 on 2 x 128 tokens"""
+    ckb = (keep.rstrip("/") + "_moe2") if keep else os.path.join(tmp, "granite_moe2")
+    if not os.path.exists(os.path.join(ckb, "config.json")):
+        subprocess.run([PYTHON, os.path.join(HERE, "gen_decoder_realsize.py"), ckb, "--layers", str(layers),
+                        "--moe-seed", "2"], check=True)
+    ev = os.path.join(tmp, "ls_eval.safetensors")
+    ids = np.ascontiguousarray(read_ids(os.path.join(ck, "eval.safetensors"))[:2, :128])
+    write_eval(ev, ids)
+    block = min(12, layers - 1)
+    r = subprocess.run(["/usr/bin/time", "-v", MOESCOPE, "landscape", ck, ckb, "--eval", ev, "--layer", str(block),
+                        "--samples", "2", "--points", "3", "--threads", str(threads), "-q"],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit("moescope landscape failed: " + r.stderr[-2000:])
+    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", r.stderr).group(1))
+    wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", r.stderr).group(1)
+    secs = sum(float(x) * 60 ** i for i, x in enumerate(reversed(wall.split(":"))))
+    cpu = float(re.search(r"User time \(seconds\): (\S+)", r.stderr).group(1)) + \
+        float(re.search(r"System time \(seconds\): (\S+)", r.stderr).group(1))
+    c = json.load(open(os.path.join(ck, "config.json")))
+    n, d, tokens = c["num_local_experts"], c["hidden_size"], ids.size
+    pairs = min(float(n * n + n) * tokens * d * 4, 1024.0 * 2**20)  # the proxy's budget, MOESCOPE_LS_MEM_MB
+    return secs, cpu, rss, files_size(ck) + files_size(ckb), pairs
+
+
 def main():
     threads = int(os.environ.get("BENCH_DECODER_THREADS", min(os.cpu_count() or 1, 8)))
     layers = int(os.environ.get("BENCH_DECODER_LAYERS", gen.SHAPE["layers"]))
@@ -103,6 +163,13 @@ def main():
         except OSError as e:
             print("  PyTorch peer not run: %s" % e)
         kern = benchlib.kernel_text()
+        ls = None
+        if os.environ.get("BENCH_DECODER_LANDSCAPE", "1") != "0":
+            ls = run_landscape(ck, layers, tmp, keep, threads)
+            print("  moescope landscape (block %d, 2 orders, 3 points, 256 tokens, proxy): %.1f s wall, %.1f s CPU, "
+                  "peak RSS %.2f GiB (A's and B's files %.2f GiB, mapped; beyond them %.2f GiB; the proxy's pair "
+                  "outputs %.2f GiB)" % (min(12, layers - 1), ls[0], ls[1], ls[2] / 2**20, ls[3] / 2**30,
+                                         ls[2] / 2**20 - ls[3] / 2**30, ls[4] / 2**30))
         benchlib.result("decoder eval, Granite-1B-shaped, %d tokens" % tokens, "%.2f s" % ms,
                         "2 x active params x tokens at the SGEMM rate %.2f s" % floor, "%.2fx" % (ms / floor),
                         "<= 2x", ms / floor <= 2.0, kern)
@@ -113,6 +180,11 @@ def main():
                         "the BF16 weights %.2f GiB + 1 GiB" % (weights / 2**30),
                         "%.2fx" % (rss / 2**20 / (weights / 2**30 + 1)), "<= 1x",
                         rss / 2**20 <= weights / 2**30 + 1, kern)
+        if ls:
+            beyond = ls[2] / 2**20 - ls[3] / 2**30
+            benchlib.result("decoder landscape memory, Granite-1B-shaped", "%.2f GiB beyond the files" % beyond,
+                            "1 GiB + the proxy's pair outputs %.2f GiB" % (ls[4] / 2**30),
+                            "%.2fx" % (beyond / (1 + ls[4] / 2**30)), "<= 1x", beyond <= 1 + ls[4] / 2**30, kern)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
