@@ -14,6 +14,7 @@
 
 #include "align/align.h"
 #include "align/lap.h"
+#include "align/weight_matching.h"
 #include "core/rng.h"
 
 static double now(void) {

@@ -14,7 +14,7 @@ static int fuzz_fd = -1;
 static char fuzz_path[64];
 
 /* The path of a file holding exactly data[0..size). */
-static const char *fuzz_file(const uint8_t *data, size_t size) {
+static inline const char *fuzz_file(const uint8_t *data, size_t size) {
     if (fuzz_fd < 0) {
         fuzz_fd = memfd_create("fuzz.safetensors", MFD_CLOEXEC);
         if (fuzz_fd < 0) {

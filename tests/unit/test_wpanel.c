@@ -84,7 +84,7 @@ static void *random_stored(rng_t *r, wp_dtype dt, int N, int ld, uint8_t **sc) {
 static void one_case(rng_t *r, wp_dtype dt, int M, int N, int K, int ld, float beta) {
     uint8_t *sc;
     unsigned char *bytes = random_stored(r, dt, N, ld, &sc);
-    wref W = {bytes, dt, (size_t)ld};
+    wref W = {.p = bytes, .dt = dt, .ld = (size_t)ld};
     float *X = malloc((size_t)M * K * sizeof(float)), *Y0 = malloc((size_t)M * N * sizeof(float));
     float *Y1 = malloc((size_t)M * N * sizeof(float));
     for (size_t i = 0; i < (size_t)M * K; i++) X[i] = (float)rng_normal(r);
@@ -214,12 +214,12 @@ static void test_finite(void) {
     uint16_t b[12];
     for (int i = 0; i < 12; i++) b[i] = to_bf16((float)i);
     size_t at = 99;
-    CHECK(wp_finite((wref){b, WP_BF16, 4}, 3, 4, &at) == 0, "finite bfloat16 values pass");
+    CHECK(wp_finite((wref){.p = b, .dt = WP_BF16, .ld = 4}, 3, 4, &at) == 0, "finite bfloat16 values pass");
     b[6] = 0x7f80; // +inf
-    CHECK(wp_finite((wref){b, WP_BF16, 4}, 3, 4, &at) == 1 && at == 6, "bfloat16 inf found at 6 (%zu)", at);
+    CHECK(wp_finite((wref){.p = b, .dt = WP_BF16, .ld = 4}, 3, 4, &at) == 1 && at == 6, "bfloat16 inf found at 6 (%zu)", at);
     uint16_t h[6] = {0x3c00, 0x3c00, 0x3c00, 0x7e00, 0, 0}; // f16 NaN at 3
-    CHECK(wp_finite((wref){h, WP_F16, 3}, 2, 3, &at) == 1 && at == 3, "float16 NaN found at 3 (%zu)", at);
-    CHECK(wp_finite((wref){h, WP_F16, 3}, 1, 3, &at) == 0, "rows before it pass");
+    CHECK(wp_finite((wref){.p = h, .dt = WP_F16, .ld = 3}, 2, 3, &at) == 1 && at == 3, "float16 NaN found at 3 (%zu)", at);
+    CHECK(wp_finite((wref){.p = h, .dt = WP_F16, .ld = 3}, 1, 3, &at) == 0, "rows before it pass");
 }
 
 int main(void) {
