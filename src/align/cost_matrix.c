@@ -255,13 +255,26 @@ static int small_len(const moe_config *c) { return is_glu(c) ? 4 * c->d + 3 : c-
  * block of another height, which some BLAS kernels compute by another path):
  * 8 blocks or more keep its flops within 1/8 of the triangle's; fewer, larger
  * GEMMs otherwise (each call costs a thread hand-off). */
-static int block_rows(const moe_config *c, int nx, const cost_tuning *t) {
+static double block_cap(const moe_config *c, int nx, const cost_tuning *t) {
     double input = 4.0 * nx * (double)moe_expert_size(c), cap = t->block_bytes;
     if (t->side == 0 && cap > input / 8) cap = input / 8 > 4e6 ? input / 8 : 4e6;
+    return cap;
+}
+
+static int block_rows(const moe_config *c, int nx, const cost_tuning *t) {
+    double cap = block_cap(c, nx, t);
     int rb = (int)(cap / (8.0 * nx * c->d + 4.0 * c->d)), most = (c->d + 7) / 8;
     if (most < 64) most = 64;
     if (rb > most) rb = most;
     return rb < 1 ? 1 : rb > c->d ? c->d : rb;
+}
+
+/* Blocks of block_rows rows held at once when experts are read from their files
+ * (dside_dist2_read): as many as the same cap holds. */
+static int group_blocks(const moe_config *c, int nx, const cost_tuning *t) {
+    int rb = block_rows(c, nx, t), nblk = (c->d + rb - 1) / rb;
+    int G = (int)(block_cap(c, nx, t) / (8.0 * nx * rb * c->d));
+    return G < 1 ? 1 : G > nblk ? nblk : G;
 }
 
 /* The pool's two sides are one set of experts held in memory (a checkpoint against
@@ -280,27 +293,141 @@ typedef struct {
     float **F;   /* (threads) one expert's block (rb, d) each */
 } dside_job;
 
-static void dside_expert(void *ctx, int x, int slot) {
-    const dside_job *J = ctx;
-    static const unsigned need[4] = {EXPERT_W1, EXPERT_W2, EXPERT_W3, EXPERT_W1 | EXPERT_W3};
-    int t = J->t, r0 = J->r0, m = J->m, c0 = J->c0, w = J->w;
-    size_t L = (size_t)m * w;
-    double *v = J->V + (size_t)x * L;
-    float *F = J->F[slot];
-    term_block(pool_get(J->P, x, need[t]), J->c, t, r0, m, c0, F);
+/* v (m, w) = rows [r0, r0+m), columns [c0, d) of term t's block F, weighted; returns |v|^2 */
+static double weigh_block(int t, int r0, int m, int c0, int w, const float *F, double *v) {
     for (int i = 0; i < m; i++)
         for (int j = 0; j < w; j++) {
             int r = r0 + i, col = c0 + j;
             double wt = !term_sym(t) || col > r ? M_SQRT2 : col == r ? 1.0 : 0.0;
             v[(size_t)i * w + j] = wt * F[(size_t)i * w + j];
         }
-    J->norm[x] += sumsq(v, L);
+    return sumsq(v, (size_t)m * w);
+}
+
+static const unsigned term_need[4] = {EXPERT_W1, EXPERT_W2, EXPERT_W3, EXPERT_W1 | EXPERT_W3};
+
+static void dside_expert(void *ctx, int x, int slot) {
+    const dside_job *J = ctx;
+    int t = J->t, r0 = J->r0, m = J->m, c0 = J->c0, w = J->w;
+    double *v = J->V + (size_t)x * m * w;
+    float *F = J->F[slot];
+    term_block(pool_get(J->P, x, term_need[t]), J->c, t, r0, m, c0, F);
+    J->norm[x] += weigh_block(t, r0, m, c0, w, F, v);
+}
+
+/* ---- d side of experts read from their files (streamed, or a mapped layer's
+ * decoded): each expert's parts read once per group of blocks, not once per block.
+ * A group is as many blocks as fit the budget (cost_tuning.block_bytes) for every
+ * expert at once; block b of the group is an (nx, L_b) matrix of V, and the
+ * products, the weights, the norms' sums and the distances' GEMMs come in the
+ * same order as block by block: the same bits. A mapped layer's reads are pure,
+ * so its experts are read and formed on blas_par_for's threads, one expert a
+ * thread, each into its own buffer. */
+typedef struct {
+    pool *P;
+    const moe_config *c;
+    int t, b0, b1, rb;  /* term, blocks [b0, b1) of rb rows */
+    double *V, *norm;
+    float **F, **buf;   /* (threads) a block (rb, d), an expert's floats */
+    ms_err *errs;       /* (threads) */
+    atomic_int failed;
+} dgroup_job;
+
+static int block_width(const moe_config *c, int t, int r0) { return term_sym(t) ? c->d - r0 : c->d; }
+
+static void dgroup_expert(void *ctx, int x, int slot) {
+    dgroup_job *J = ctx;
+    pool *P = J->P;
+    const moe_config *c = J->c;
+    int t = J->t, nx = P->na + P->nb;
+    const moe_expert *e;
+    moe_expert cur;
+    if (streamed(P, x)) {
+        const expert_source *src = x < P->na ? P->sa : P->sb;
+        moe_expert_carve(&cur, c, J->buf[slot]);
+        if (src->read(src->ctx, x < P->na ? x : x - P->na, term_need[t], &cur, &J->errs[slot])) {
+            atomic_store(&J->failed, slot + 1);
+            return;
+        }
+        for (int q = 0; q < 3; q++) // only this item writes expert x's hashes
+            if ((term_need[t] >> q & 1) && !P->hash[3 * x + q]) P->hash[3 * x + q] = part_hash(&cur, c, q);
+        e = &cur;
+    } else {
+        e = x < P->na ? &P->ea[x] : &P->eb[x - P->na];
+    }
+    size_t off = 0;
+    for (int b = J->b0; b < J->b1; b++) {
+        int r0 = b * J->rb, m = c->d - r0 < J->rb ? c->d - r0 : J->rb, c0 = term_sym(t) ? r0 : 0;
+        int w = block_width(c, t, r0);
+        size_t L = (size_t)m * w;
+        term_block(e, c, t, r0, m, c0, J->F[slot]);
+        J->norm[x] += weigh_block(t, r0, m, c0, w, J->F[slot], J->V + off + (size_t)x * L);
+        off += (size_t)nx * L;
+    }
+}
+
+static int pool_par_reads(const pool *P) {
+    return (!P->sa || !P->sa->read || P->sa->read == moe_mapped_read) &&
+           (!P->sb || !P->sb->read || P->sb->read == moe_mapped_read);
+}
+
+static void dside_dist2_read(pool *P, const moe_config *c, double *dist2) {
+    int d = c->d, nx = P->na + P->nb, rb = block_rows(c, nx, P->t), nblk = (d + rb - 1) / rb;
+    int G = group_blocks(c, nx, P->t);
+    int nt = pool_par_reads(P) ? blas_par_threads(nx) : 1;
+    double *V = ms_malloc((size_t)G * nx * rb * d * sizeof(double)); // G blocks of (nx, rb*d)
+    float *F[BLAS_PAR_MAX], *buf[BLAS_PAR_MAX];
+    ms_err errs[BLAS_PAR_MAX];
+    for (int k = 0; k < nt; k++) {
+        F[k] = ms_malloc((size_t)rb * d * sizeof(float));                 // (rb, d)
+        buf[k] = ms_malloc(moe_expert_size(c) * sizeof(float));           // one expert
+    }
+    double *norm = ms_calloc((size_t)nx, sizeof(double));
+    const atomic_int *cancel = progress_cancel_flag();
+    if (nt > 1) blas_single_enter(); // every product below runs whole on one thread
+    for (int t = 0; t < term_count(c) && !progress_cancelled() && !P->failed; t++)
+        for (int b0 = 0; b0 < nblk && !progress_cancelled() && !P->failed; b0 += G) {
+            dgroup_job J = {.P = P, .c = c, .t = t, .b0 = b0, .b1 = b0 + G < nblk ? b0 + G : nblk, .rb = rb,
+                            .V = V, .norm = norm, .F = F, .buf = buf, .errs = errs};
+            atomic_init(&J.failed, 0);
+            if (nt > 1) blas_par_for(nx, nt, dgroup_expert, &J, cancel);
+            else
+                for (int x = 0; x < nx && !progress_cancelled() && !atomic_load(&J.failed); x++) dgroup_expert(&J, x, 0);
+            int f = atomic_load(&J.failed);
+            if (f) {
+                *P->err = errs[f - 1];
+                P->failed = 1;
+            }
+            if (f || progress_cancelled()) break; // the caller discards dist2
+            size_t off = 0;
+            for (int b = J.b0; b < J.b1; b++) {
+                int r0 = b * rb, m = d - r0 < rb ? d - r0 : rb;
+                size_t L = (size_t)m * block_width(c, t, r0);
+                progress_add(2.0 * c->h * (double)L / 1e9 * nx);
+                // dist2 (na, nb) -= 2 Va (na, L) Vb^T (L, nb), one thread (as dside_dist2)
+                blas_single_enter();
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, P->na, P->nb, (int)L, -2.0, V + off, (int)L,
+                            V + off + (size_t)P->na * L, (int)L, 1.0, dist2, P->nb);
+                blas_single_leave();
+                off += (size_t)nx * L;
+            }
+        }
+    if (nt > 1) blas_single_leave();
+    for (int i = 0; i < P->na; i++)
+        for (int j = 0; j < P->nb; j++) dist2[(size_t)i * P->nb + j] += norm[i] + norm[P->na + j];
+    free(V);
+    for (int k = 0; k < nt; k++) free(F[k]), free(buf[k]);
+    free(norm);
 }
 
 /* d side: dist2 (na, nb) += the distances of every term. Held experts are formed
  * on blas_par_for's threads, one expert a thread (the same products, the same
  * bits, as one after another); streamed ones share the pool's one buffer: in turn. */
 static void dside_dist2(pool *P, const moe_config *c, double *dist2) {
+    if (streamed(P, 0) || streamed(P, P->na + P->nb - 1)) {
+        dside_dist2_read(P, c, dist2);
+        return;
+    }
     int d = c->d, nx = P->na + P->nb, rb = block_rows(c, nx, P->t);
     int self = pool_self(P), formed = self ? P->na : nx; // experts whose blocks are formed
     int nt = streamed(P, 0) || streamed(P, nx - 1) ? 1 : blas_par_threads(formed);
@@ -427,7 +554,7 @@ static double expert_flops(const moe_config *c, int na, int nb, const cost_tunin
 
 /* Seconds the expert cost would take: its flops at 100 GFLOP/s and, for streamed
  * experts, the floats decoded at 2 GB/s (the d side reads the parts a term needs,
- * 5/12 of an expert on average, once per block of Gram rows; the h side reads B's
+ * 5/12 of an expert on average, once per group of blocks of Gram rows; the h side reads B's
  * expert once per pair). */
 double cost_expert_flops(const moe_config *c, int na, int nb) {
     cost_tuning t = tuning_of(NULL);
@@ -441,8 +568,8 @@ static double expert_seconds(const moe_config *c, int na, int nb, int streamed,
     if (streamed && pick_hside(c, na, nb, t)) {
         reads = ((double)na * nb + na + nb) * es;
     } else if (streamed) {
-        int rb = block_rows(c, na + nb, t);
-        *passes = term_count(c) * (double)((c->d + rb - 1) / rb);
+        int rb = block_rows(c, na + nb, t), G = group_blocks(c, na + nb, t), nblk = (c->d + rb - 1) / rb;
+        *passes = term_count(c) * (double)((nblk + G - 1) / G);
         reads = *passes * (na + nb) * es * 5.0 / 12.0;
     }
     return expert_flops(c, na, nb, t) / 1e11 + reads / 2e9;
@@ -478,14 +605,14 @@ double cost_expert_bytes(const moe_config *c, int na, int nb) {
     double nx = na + nb, d = c->d, h = c->h;
     if (pick_hside(c, na, nb, &t))
         return 8.0 * (2 * (3 * h * d + 2 * h + d) + (h + 1) * (h + 1) + nx);
-    double rb = block_rows(c, na + nb, &t);
-    return 8.0 * nx * rb * d + 4.0 * rb * d + 8.0 * (nx * small_len(c) + nx);
+    double rb = block_rows(c, na + nb, &t), G = group_blocks(c, na + nb, &t);
+    return 8.0 * nx * rb * d * G + 4.0 * rb * d + 8.0 * (nx * small_len(c) + nx);
 }
 
 /* C (na, nb) expert cost between the experts ea[0..na) and eb[0..nb), or those
  * of the sources sa / sb where they read (streamed: the same numbers, bit for
  * bit, with one expert in memory at a time; the d side reads each expert once
- * per block of Gram rows and term). */
+ * per group of blocks of Gram rows and term). */
 static int expert_cost(const moe_expert *ea, int na, const moe_expert *eb, int nb,
                        const expert_source *sa, const expert_source *sb, const moe_config *c,
                        const cost_tuning *t, double *C, ms_err *err) {
