@@ -19,6 +19,7 @@
 
 #include "align/align.h"
 #include "align/cost_matrix.h"
+#include "core/blas_threads.h"
 #include "analysis/ms_limits.h"
 #include "core/env.h"
 #include "core/rng.h"
@@ -313,7 +314,56 @@ static void test_expert_cost_offered(void) {
     CHECK(f > 2e14 && f < 4e14, "DeepSeek-V3-sized expert cost %.3g flops on the d side", f);
 }
 
+/* m's experts as a mapped layer's: weights as float32 views of m's own (wref),
+ * fc*_w NULL; *ex is the experts array to free */
+static moe_model mapped_view(const moe_model *m, moe_expert **ex) {
+    moe_model v = *m;
+    const moe_config *c = &m->cfg;
+    *ex = calloc((size_t)c->n, sizeof(moe_expert));
+    for (int e = 0; e < c->n; e++) {
+        moe_expert *x = &(*ex)[e];
+        const moe_expert *y = &m->experts[e];
+        *x = *y;
+        x->w1 = (wref){.p = y->fc1_w, .dt = WP_F32, .ld = (size_t)c->d};
+        x->w2 = (wref){.p = y->fc2_w, .dt = WP_F32, .ld = (size_t)c->h};
+        x->w3 = (wref){.p = y->fc3_w, .dt = WP_F32, .ld = (size_t)c->d};
+        x->fc1_w = x->fc2_w = x->fc3_w = NULL;
+    }
+    v.experts = *ex;
+    return v;
+}
+
+/* A mapped layer's expert cost (its experts read and formed on threads of their
+ * own, in groups of blocks) equals the held one bit for bit at 1 and 2 threads,
+ * with one block a group and every block in one. */
+static void test_mapped_cost_threads(void) {
+    int n = 4, d = 96, h = 160;
+    moe_model A, B;
+    random_model(&A, n, d, h, ACT_SILU_GLU, 77);
+    random_model(&B, n, d, h, ACT_SILU_GLU, 78);
+    moe_expert *ea, *eb;
+    moe_model Am = mapped_view(&A, &ea), Bm = mapped_view(&B, &eb);
+    CHECK(moe_is_mapped(&Am) && moe_is_mapped(&Bm), "the views are mapped layers");
+    expert_source sa = moe_mapped_source(&Am), sb = moe_mapped_source(&Bm);
+    double C0[16], C1[16];
+    ms_err err;
+    const double bytes[2] = {1.0, 0}; // one block of one row a group; the default
+    for (int v = 0; v < 2; v++) {
+        cost_tuning t = {1, bytes[v]};
+        CHECK(cost_matrix_tuned(&A, NULL, &B, NULL, COST_EXPERT, 1, &t, C0, &err) == 0, "held: %s", err.msg);
+        for (int k = 1; k <= 2; k++) {
+            blas_threads_default(k);
+            CHECK(cost_matrix_tuned(&Am, &sa, &Bm, &sb, COST_EXPERT, 1, &t, C1, &err) == 0, "mapped: %s", err.msg);
+            CHECK(!memcmp(C0, C1, sizeof C0), "variant %d, %d threads: mapped cost == held", v, k);
+        }
+        blas_threads_default(1);
+    }
+    free(ea), free(eb);
+    moe_free(&A), moe_free(&B);
+}
+
 int main(void) {
+    test_mapped_cost_threads();
     test_cost_sides();
     test_align_inplace();
     test_streamed_equal();
