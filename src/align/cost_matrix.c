@@ -341,7 +341,7 @@ static void dgroup_expert(void *ctx, int x, int slot) {
     const moe_config *c = J->c;
     int t = J->t, nx = P->na + P->nb;
     const moe_expert *e;
-    moe_expert cur;
+    moe_expert cur = {0}; // no weight views: a reader checks the floats it was given
     if (streamed(P, x)) {
         const expert_source *src = x < P->na ? P->sa : P->sb;
         moe_expert_carve(&cur, c, J->buf[slot]);
