@@ -59,8 +59,20 @@
 
 #include <stddef.h>
 
+#include "core/wpanel.h"
 #include "io/family.h"
 #include "network/net_config.h"
+
+/* A decoder's weight matrix (rows, cols) as its products read it: the stored
+ * tensors one under another (q | k | v, gate | up), each a wref of its rows in
+ * the file's pages (its dtype, a mapped network) or in the backbone's floats,
+ * or a mix of two networks' (net_backbone_interpolate). */
+#define NET_MAT_PARTS 3
+typedef struct {
+    wref part[NET_MAT_PARTS];
+    int rows[NET_MAT_PARTS];
+    int n; /* parts; 0: none */
+} net_mat;
 
 typedef struct {
     float *ln1_w, *ln1_b; // (d) each
@@ -80,6 +92,9 @@ typedef struct {
     float *fc_b;          // (ff)
     float *fcp_w;         // (ff, d) GPT-2, (d, ff) ViT
     float *fcp_b;         // (d)
+    /* a decoder's matrices as its forward reads them (mapped or in floats):
+       q|k|v (DeepSeek: q_proj or q_b_proj), o, gate|up, down, q_a, kv_a, kv_b */
+    net_mat wqkv, wo, wfc, wfcp, wqa, wkva, wkvb;
 } net_block;
 
 typedef struct {
@@ -94,14 +109,18 @@ typedef struct {
     float *lnf_w, *lnf_b; // (d) each: ln_f, vit.layernorm
     float *lm_w;         // (V, d): wte when tied; a ViT's classifier.weight
     float *lm_b;         // (V), NULL without lm_head.bias; a ViT's classifier.bias
-    float *mem;          /* the one allocation of the backbone */
+    net_mat wemb, whead; /* a decoder's embed_tokens and head (the embedding's when tied) */
+    float *mem;          /* the one allocation of the backbone (a mapped decoder's: the
+                            norms, biases and sinks, and a matrix that could not be mapped) */
     int shared;          /* the backbone's pointers are another network's values (net_share_backbone):
                             mem NULL, nothing of them to free */
-    size_t nparams;      /* floats in mem */
+    size_t nparams;      /* the backbone's parameters */
+    size_t nmem;         /* floats in mem (nparams unless matrices are mapped) */
     moe_model *moe;      /* (cfg.nmoe) the MoE blocks */
     ckpt *map;           /* net_load_mapped: the open checkpoint whose pages are the MoE
                             blocks' routed weights (NULL: every weight is in floats) */
     family_overrides ov; /* how the MoE blocks were read (net_block_fill reads them again) */
+    int mapped_bb;       /* a decoder's matrices are map's pages too (net_mat) */
 } net_model;
 
 /* Load a network checkpoint (a folder, its index or a single file with
@@ -115,8 +134,10 @@ int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *
 int net_load_ckpt(net_model *m, ckpt *c, const char *path, const family_overrides *o, ms_err *err);
 /* net_load with the MoE blocks' routed expert weights left in the checkpoint's
  * mapping, in their stored dtype (F32, F16, BF16, MXFP4), converted a panel at a time
- * inside the products (core/wpanel.h): the resident memory of an evaluation is
- * the file's pages plus the backbone's floats, not a float32 copy of every expert.
+ * inside the products (core/wpanel.h), and a decoder's backbone matrices (embedding,
+ * attention, dense MLPs, head) likewise (net_mat): the resident memory of an
+ * evaluation is the file's pages plus the norms' and biases' floats, not a float32
+ * copy of the weights.
  * For a network that is only evaluated (its MoE blocks are never changed, copied
  * out or saved). A block whose weights are not stored row by row (GPT-OSS's BF16
  * [in, out] layout) is read into floats as net_load reads it. */
@@ -163,11 +184,27 @@ void net_free(net_model *m);
 /* The backbone tensor (its name in the file) holding the float p of m's allocation, and
  * p's element in it; -1 when p is not in the backbone. */
 int net_tensor_at(const net_model *m, const float *p, char *name, size_t cap, size_t *at);
+/* Rows of W (its parts' together). */
+int net_mat_rows(const net_mat *W);
+/* Row r of W, its first K values, into dst (K) as float32. */
+void net_mat_row(const net_mat *W, int r, int K, float *dst);
+/* Y (M, rows of W; rows ldy apart) = X (M, K; rows ldx apart) W^T (+ beta Y): a
+ * product per part (parts in floats that follow one another: one product). */
+void net_mat_gemm(const net_mat *W, int M, int K, const float *X, int ldx, float beta, float *Y, int ldy);
+/* Rows r0 .. of part 0 of W as a wref (a mix: both sources moved; *bstore holds the
+ * second's and must live as long as the result). */
+wref net_mat_slice(const net_mat *W, int r0, wref *bstore);
+/* The tensor (its name in the file) holding part `part` of m's matrix W; -1: none. */
+int net_mat_name(const net_model *m, const net_mat *W, int part, char *name, size_t cap);
+/* Is p in m's backbone floats? */
+int net_in_mem(const net_model *m, const void *p);
 /* Parameter counts: the backbone's, and every MoE block's (gate, experts, shared). */
 size_t net_backbone_params(const net_model *m);
 size_t net_moe_params(const moe_model *b);
 
-/* out = (1-t) a + t b on the backbone (out loaded like a, e.g. net_clone). */
+/* out = (1-t) a + t b on the backbone (out loaded like a, e.g. net_clone): a decoder's
+ * matrices as mixes of a's and b's (formed a panel at a time inside the products;
+ * a and b must outlive out's use of them), every other value in floats. */
 void net_backbone_interpolate(net_model *out, const net_model *a, const net_model *b, double t);
 /* Deep copy of the backbone and the MoE blocks. */
 void net_clone(net_model *dst, const net_model *src);

@@ -216,6 +216,21 @@ static int dense_slices(const float *X, int M, int in, int out, const float *W, 
     return stopped(w);
 }
 
+/* Y (M, n) += bias (n) per row; NULL: none */
+static void add_bias(float *Y, int M, int n, const float *bias) {
+    for (int r = 0; bias && r < M; r++) moe_row_add(Y + (size_t)r * n, bias, n);
+}
+
+/* Y (M, out) (+)= X (M, in) W^T + bias: a decoder's matrix (mapped or in floats), or
+ * GPT-2's and a ViT's floats as their layout keeps them (dense_slices). 1: stopped. */
+static int proj_forward(const net_model *m, const float *X, int M, int in, int out, const net_mat *W,
+                        const float *Wf, const float *bias, int accumulate, float *Y, const net_ws *w) {
+    if (arch(m)->embed != NET_EMBED_TOKENS) return dense_slices(X, M, in, out, Wf, layout_of(m), bias, accumulate, Y, w);
+    net_mat_gemm(W, M, in, X, in, accumulate ? 1.0f : 0.0f, Y, out);
+    add_bias(Y, M, out, bias);
+    return stopped(w);
+}
+
 /* pt (P, K) = image img (C, H, H)'s patches, row-major over the image, each
  * [C, p, p] as the projection's weight is */
 static void vit_patches(const net_config *c, const float *img, float *pt) {
@@ -241,7 +256,9 @@ void net_embed(const net_model *m, const net_evalset *E, int s0, int ns, float *
             memcpy(hs, m->cls, (size_t)d * sizeof(float));
         } else {
             const int32_t *ids = E->ids + (size_t)(s0 + s) * T;
-            for (int p = 0; p < T; p++) memcpy(hs + (size_t)p * d, m->wte + (size_t)ids[p] * d, (size_t)d * sizeof(float));
+            for (int p = 0; p < T; p++) // a decoder's rows converted as they are looked up
+                if (arch(m)->embed == NET_EMBED_TOKENS) net_mat_row(&m->wemb, ids[p], d, hs + (size_t)p * d);
+                else memcpy(hs + (size_t)p * d, m->wte + (size_t)ids[p] * d, (size_t)d * sizeof(float));
         }
         if (arch(m)->embed == NET_EMBED_TOKENS) { // no learned positions: the rotary embedding's
             if (c->emb_mult != 1.0)
@@ -251,6 +268,7 @@ void net_embed(const net_model *m, const net_evalset *E, int s0, int ns, float *
         for (int p = 0; p < T; p++) moe_row_add(hs + (size_t)p * d, m->wpe + (size_t)p * d, d);
     }
 }
+
 
 /* a decoder's q and k after the projection: the q/k norms, OLMoE's clip, the rotation */
 static void qk_prepare(const net_model *m, const net_block *b, float *qkv, int M, int T) {
@@ -288,16 +306,16 @@ static void mla_qkv(const net_model *m, const net_block *b, const float *x, int 
     int kvw = nh * (c->nope + c->vd), qw = q_width(c), ld = qkv_width(c);
     float *ta = mla, *lat = ta + (size_t)M * ql, *kv = lat + (size_t)M * la, *q = kv + (size_t)M * kvw;
     if (ql) {
-        tf_dense_forward(x, M, d, ql, b->qa_w, TF_LINEAR, NULL, 0, ta);
+        net_mat_gemm(&b->wqa, M, d, x, d, 0.0f, ta, ql);
         tf_rmsnorm_forward(ta, M, ql, ql, b->qa_n, 1e-6, ta);
-        tf_dense_forward(ta, M, ql, qw, b->attn_w, TF_LINEAR, NULL, 0, q);
+        net_mat_gemm(&b->wqkv, M, ql, ta, ql, 0.0f, q, qw);
     } else {
-        tf_dense_forward(x, M, d, qw, b->attn_w, TF_LINEAR, NULL, 0, q);
+        net_mat_gemm(&b->wqkv, M, d, x, d, 0.0f, q, qw);
     }
-    tf_dense_forward(x, M, d, la, b->kva_w, TF_LINEAR, NULL, 0, lat);
+    net_mat_gemm(&b->wkva, M, d, x, d, 0.0f, lat, la);
     tf_rmsnorm_forward(lat, M, kl, la, b->kva_n, 1e-6, lat);
     // kv (M, nh (nope + vd)) = c (M, kv_lora; rows la apart) kv_b^T
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, kvw, kl, 1.0f, lat, la, b->kvb_w, kl, 0.0f, kv, kvw);
+    net_mat_gemm(&b->wkvb, M, kl, lat, la, 0.0f, kv, kvw);
     tf_rope_forward(q + c->nope, M, p0, qw, T, nh, hd, c->rot, cs, c->interleave);
     tf_rope_forward(lat + kl, M, p0, la, T, 1, c->rot, c->rot, cs, c->interleave);
     size_t fl = sizeof(float);
@@ -322,7 +340,8 @@ void net_attn_in(const net_model *m, int L, const float *h, int r0, int M, int T
     switch (arch(m)->attn) {
     case NET_ATTN_MLA: mla_qkv(m, b, x, M, r0, T, w->mla + (size_t)r0 * mla_width(c), w->cs, qkv); return;
     case NET_ATTN_ROPE: // grouped-query, rotary
-        if (dense_slices(x, M, d, ld, b->attn_w, TF_LINEAR, b->attn_b, 0, qkv, w)) return; // (M, (nh + 2 nkv) hd)
+        net_mat_gemm(&b->wqkv, M, d, x, d, 0.0f, qkv, ld); // (M, (nh + 2 nkv) hd)
+        add_bias(qkv, M, ld, b->attn_b);
         qk_prepare(m, b, qkv, M, T);
         if (w->cs) tf_rope_forward(qkv, M, r0, ld, T, c->nhead + c->nkv, c->hd, c->rot, w->cs, 0);
         return;
@@ -344,11 +363,11 @@ void net_attn_out(const net_model *m, int L, float *h, int r0, int M, const net_
     int d = c->d, q = heads_width(c);
     float *o = w->o + (size_t)r0 * q, *hr = h + (size_t)r0 * d, *x = w->x + (size_t)r0 * d;
     if (c->res_mult == 1.0) { // the projection's product added straight into the stream
-        dense_slices(o, M, q, d, b->proj_w, layout_of(m), b->proj_b, 1, hr, w);
+        proj_forward(m, o, M, q, d, &b->wo, b->proj_w, b->proj_b, 1, hr, w);
         return;
     }
     // x Granite's residual_multiplier
-    if (!dense_slices(o, M, q, d, b->proj_w, layout_of(m), b->proj_b, 0, x, w)) residual_add(hr, x, M, d, c->res_mult);
+    if (!proj_forward(m, o, M, q, d, &b->wo, b->proj_w, b->proj_b, 0, x, w)) residual_add(hr, x, M, d, c->res_mult);
 }
 
 void net_mlp_input(const net_model *m, int L, const float *h, int M, net_ws *w) {
@@ -360,17 +379,19 @@ void net_mlp_input(const net_model *m, int L, const float *h, int M, net_ws *w) 
 /* h += down(silu(gate x) up x) of a decoder's dense block, x = w->x (M, d) */
 static void glu_forward(const net_model *m, const net_block *b, float *h, int M, net_ws *w) {
     int d = m->cfg.d, ff = m->cfg.ff;
-    if (dense_slices(w->x, M, d, 2 * ff, b->fc_w, TF_LINEAR, NULL, 0, w->y, w)) return; // (M, 2ff): gate | up
+    net_mat_gemm(&b->wfc, M, d, w->x, d, 0.0f, w->y, 2 * ff); // (M, 2ff): gate | up
+    if (stopped(w)) return;
     for (int r = 0; r < M; r++) { // row r's silu(gate) up into (M, ff), packed in place
         const float *g = w->y + (size_t)r * 2 * ff, *u = g + ff;
         float *out = w->y + (size_t)r * ff;
         for (int j = 0; j < ff; j++) out[j] = moe_act_scalar(ACT_SILU_GLU, g[j]) * u[j];
     }
     if (m->cfg.res_mult == 1.0) {
-        dense_slices(w->y, M, ff, d, b->fcp_w, TF_LINEAR, NULL, 1, h, w);
+        net_mat_gemm(&b->wfcp, M, ff, w->y, ff, 1.0f, h, d);
         return;
     }
-    if (!dense_slices(w->y, M, ff, d, b->fcp_w, TF_LINEAR, NULL, 0, w->o, w)) residual_add(h, w->o, M, d, m->cfg.res_mult);
+    net_mat_gemm(&b->wfcp, M, ff, w->y, ff, 0.0f, w->o, d);
+    if (!stopped(w)) residual_add(h, w->o, M, d, m->cfg.res_mult);
 }
 
 void net_mlp_apply(const net_model *m, int L, const moe_model *moe, float *h, int M, net_ws *w, float *G) {
@@ -422,13 +443,17 @@ int net_head_slices(int V) { return (V + NET_HEAD_COLS - 1) / NET_HEAD_COLS; }
 
 void net_head_cols(const net_model *m, int rows, int sl, const net_ws *w, float *lg) {
     int d = m->cfg.d, V = m->cfg.vocab, c0 = sl * NET_HEAD_COLS, nc = V - c0 < NET_HEAD_COLS ? V - c0 : NET_HEAD_COLS;
-    // lg[:, c0..c0 + nc) (rows, nc; rows V apart) = x (rows, d) lm_head[c0..c0 + nc)^T, lm_head (V, d),
-    // in slices of columns with the cancel checked between them
-    split_shape z = {rows, nc, d, 1, slice_of(w, nc, 2.0 * rows * d), 1};
-    if (z.R < nc && !split_same(&z, w->x, m->lm_w + (size_t)c0 * d)) z.R = nc;
-    for (int k = 0; k < nc; k += z.R) {
-        if (k && stopped(w)) return;
-        gemm_split(&z, w->x, m->lm_w + (size_t)c0 * d, lg + c0, V, k, k + 1);
+    // lg[:, c0..c0 + nc) (rows, nc; rows V apart) = x (rows, d) lm_head[c0..c0 + nc)^T, lm_head (V, d)
+    if (arch(m)->embed == NET_EMBED_TOKENS) { // a decoder's head: mapped, or a mix, panel by panel
+        wref bs, W = net_mat_slice(&m->whead, c0, &bs);
+        wp_gemm_nt(rows, nc, d, w->x, d, W, 0.0f, lg + c0, V);
+    } else { // in slices of columns with the cancel checked between them
+        split_shape z = {rows, nc, d, 1, slice_of(w, nc, 2.0 * rows * d), 1};
+        if (z.R < nc && !split_same(&z, w->x, m->lm_w + (size_t)c0 * d)) z.R = nc;
+        for (int k = 0; k < nc; k += z.R) {
+            if (k && stopped(w)) return;
+            gemm_split(&z, w->x, m->lm_w + (size_t)c0 * d, lg + c0, V, k, k + 1);
+        }
     }
     if (stopped(w)) return;
     for (int r = 0; r < rows; r++) {
@@ -470,6 +495,18 @@ static void dense_ref(const float *x, int in, int out, const float *W, tf_layout
             a += (double)x[r] * (lay == TF_LINEAR ? W[(size_t)c * in + r] : W[(size_t)r * out + c]);
         y[c] = (float)a;
     }
+}
+
+/* y (out) = x (in) W^T + b of a decoder's matrix W (out, in), in double */
+static void mat_ref(const float *x, int in, int out, const net_mat *W, const float *b, float *y) {
+    float *row = ms_malloc((size_t)(in > 0 ? in : 1) * sizeof(float));
+    for (int c = 0; c < out; c++) {
+        net_mat_row(W, c, in, row);
+        double a = b ? b[c] : 0.0;
+        for (int r = 0; r < in; r++) a += (double)x[r] * row[r];
+        y[c] = (float)a;
+    }
+    free(row);
 }
 
 /* h (T, d) of one image: the CLS token, then each patch (py, px) projected
@@ -537,15 +574,15 @@ static void mla_ref(const net_model *m, const net_block *b, const float *x, int 
     int d = c->d, ql = c->q_lora, kl = c->kv_lora, la = kl + c->rot, qw = q_width(c), kw = c->nope + c->vd;
     float *t = ms_malloc((size_t)(ql + la + c->nhead * kw + 1) * sizeof(float)), *lat = t + ql, *kv = lat + la;
     if (ql) {
-        dense_ref(x, d, ql, b->qa_w, TF_LINEAR, NULL, t);
+        mat_ref(x, d, ql, &b->wqa, NULL, t);
         rms_ref(t, ql, b->qa_n, 1e-6, t);
-        dense_ref(t, ql, qw, b->attn_w, TF_LINEAR, NULL, row);
+        mat_ref(t, ql, qw, &b->wqkv, NULL, row);
     } else {
-        dense_ref(x, d, qw, b->attn_w, TF_LINEAR, NULL, row);
+        mat_ref(x, d, qw, &b->wqkv, NULL, row);
     }
-    dense_ref(x, d, la, b->kva_w, TF_LINEAR, NULL, lat);
+    mat_ref(x, d, la, &b->wkva, NULL, lat);
     rms_ref(lat, kl, b->kva_n, 1e-6, lat);
-    dense_ref(lat, kl, c->nhead * kw, b->kvb_w, TF_LINEAR, NULL, kv);
+    mat_ref(lat, kl, c->nhead * kw, &b->wkvb, NULL, kv);
     rotate_ref(c, lat + kl, p);
     for (int j = 0; j < c->nhead; j++) {
         float *qh = row + (size_t)j * c->hd, *k = row + qw + (size_t)j * c->hd;
@@ -597,15 +634,20 @@ static void attn_ref(const net_model *m, int L, float *h, int T, float *x, float
             mla_ref(m, b, x, p, qkv + (size_t)p * ld);
             continue;
         }
-        dense_ref(x, d, ld, b->attn_w, lay, b->attn_b, qkv + (size_t)p * ld);
-        if (arch(m)->attn == NET_ATTN_ROPE) qk_ref(m, b, qkv + (size_t)p * ld, p);
+        if (arch(m)->attn == NET_ATTN_ROPE) {
+            mat_ref(x, d, ld, &b->wqkv, b->attn_b, qkv + (size_t)p * ld);
+            qk_ref(m, b, qkv + (size_t)p * ld, p);
+        } else {
+            dense_ref(x, d, ld, b->attn_w, lay, b->attn_b, qkv + (size_t)p * ld);
+        }
     }
     double *wt = ms_malloc((size_t)T * sizeof(double));
     for (int p = 0; p < T; p++)
         for (int j = 0; j < c->nhead; j++) head_ref(m, L, qkv, T, p, j, wt, o + (size_t)p * q + (size_t)j * c->vd);
     free(wt);
     for (int p = 0; p < T; p++) {
-        dense_ref(o + (size_t)p * q, q, d, b->proj_w, lay, b->proj_b, x);
+        if (arch(m)->embed == NET_EMBED_TOKENS) mat_ref(o + (size_t)p * q, q, d, &b->wo, b->proj_b, x);
+        else dense_ref(o + (size_t)p * q, q, d, b->proj_w, lay, b->proj_b, x);
         for (int j = 0; j < d; j++) h[(size_t)p * d + j] += (float)(c->res_mult * x[j]);
     }
 }
@@ -616,9 +658,9 @@ static void dense_mlp_ref(const net_model *m, const net_block *b, const float *x
     int d = c->d, ff = c->ff;
     tf_layout lay = layout_of(m);
     if (arch(m)->mlp == NET_MLP_GLU) {
-        dense_ref(x, d, 2 * ff, b->fc_w, TF_LINEAR, NULL, u);
+        mat_ref(x, d, 2 * ff, &b->wfc, NULL, u);
         for (int q = 0; q < ff; q++) u[q] = moe_act_scalar(ACT_SILU_GLU, u[q]) * u[ff + q];
-        dense_ref(u, ff, d, b->fcp_w, TF_LINEAR, NULL, y);
+        mat_ref(u, ff, d, &b->wfcp, NULL, y);
         return;
     }
     dense_ref(x, d, ff, b->fc_w, lay, b->fc_b, u);
@@ -649,12 +691,15 @@ static void embed_ref(const net_model *m, const net_evalset *E, int s, int T, fl
         vit_embed_ref(m, E->pixels + (size_t)s * c->chans * c->image * c->image, h);
         return;
     }
-    for (int p = 0; p < T; p++)
-        for (int j = 0; j < d; j++) {
-            float e = m->wte[(size_t)E->ids[(size_t)s * T + p] * d + j];
-            h[(size_t)p * d + j] = arch(m)->embed == NET_EMBED_TOKENS ? (float)(e * c->emb_mult)
-                                                                       : e + m->wpe[(size_t)p * d + j];
+    for (int p = 0; p < T; p++) {
+        int id = E->ids[(size_t)s * T + p];
+        if (arch(m)->embed == NET_EMBED_TOKENS) {
+            net_mat_row(&m->wemb, id, d, h + (size_t)p * d);
+            for (int j = 0; j < d; j++) h[(size_t)p * d + j] = (float)(h[(size_t)p * d + j] * c->emb_mult);
+        } else {
+            for (int j = 0; j < d; j++) h[(size_t)p * d + j] = m->wte[(size_t)id * d + j] + m->wpe[(size_t)p * d + j];
         }
+    }
 }
 
 void net_logits_ref(const net_model *m0, const moe_model *const *moe, const net_evalset *E, float *logits) {
@@ -678,7 +723,8 @@ void net_logits_ref(const net_model *m0, const moe_model *const *moe, const net_
         for (int p = 0; p < per; p++) { // every position, or a ViT's CLS token
             float *lr = logits + ((size_t)s * per + p) * V;
             norm_ref(m, h + (size_t)p * d, d, m->lnf_w, m->lnf_b, x);
-            dense_ref(x, d, V, m->lm_w, TF_LINEAR, m->lm_b, lr);
+            if (arch(m)->embed == NET_EMBED_TOKENS) mat_ref(x, d, V, &m->whead, m->lm_b, lr);
+            else dense_ref(x, d, V, m->lm_w, TF_LINEAR, m->lm_b, lr);
             for (int v = 0; v < V; v++) lr[v] = (float)(lr[v] / c->logit_div);
         }
     }

@@ -19,6 +19,7 @@ typedef struct {
     int ndim;
     int64_t shape[4];
     float **dst;
+    net_mat *mat; /* a decoder's matrix: the tensor is its next part */
 } net_tensor;
 
 typedef struct {
@@ -44,7 +45,18 @@ static void tl_add(tensor_list *l, const char *name, int ndim, int64_t a, int64_
     t->ndim = ndim;
     t->shape[0] = a, t->shape[1] = b, t->shape[2] = c, t->shape[3] = e;
     t->dst = dst;
+    t->mat = NULL;
 }
+
+/* which part of its matrix tensor i is */
+static int tl_part(const tensor_list *l, int i) {
+    int k = 0;
+    for (int j = 0; j < i; j++) k += l->t[j].mat == l->t[i].mat;
+    return k;
+}
+
+/* the tensor added back-th from the end (1: the last) is a part of matrix w */
+static void tl_mat(tensor_list *l, int back, net_mat *w) { l->t[l->n - back].mat = w; }
 
 static size_t tl_floats(const tensor_list *l) {
     size_t s = 0;
@@ -141,9 +153,18 @@ static void mla_block_tensors(const net_config *c, net_block *b, int L, tensor_l
                          {"self_attn.kv_a_layernorm.weight", 1, kvl, 0, &b->kva_n},
                          {"self_attn.kv_b_proj.weight", 2, nh * (c->nope + c->vd), kvl, &b->kvb_w},
                          {"self_attn.o_proj.weight", 2, d, nh * c->vd, &b->proj_w}};
-    if (ql) add_block(l, fmt, L, q_lora, 3);
-    else add_block(l, fmt, L, q_plain, 1);
+    if (ql) {
+        add_block(l, fmt, L, q_lora, 3);
+        tl_mat(l, 3, &b->wqa);
+        tl_mat(l, 1, &b->wqkv);
+    } else {
+        add_block(l, fmt, L, q_plain, 1);
+        tl_mat(l, 1, &b->wqkv);
+    }
     add_block(l, fmt, L, kv, 4);
+    tl_mat(l, 4, &b->wkva);
+    tl_mat(l, 2, &b->wkvb);
+    tl_mat(l, 1, &b->wo);
 }
 
 /* Every backbone tensor of a decoder m: q, k and v side by side (one Linear
@@ -154,6 +175,7 @@ static void decoder_tensors(net_model *m, tensor_list *l) {
     int64_t d = c->d, V = c->vocab, ff = c->ff, q = (int64_t)c->nhead * c->hd, kv = (int64_t)c->nkv * c->hd;
     int head = A->qk_norm == NET_QKN_HEAD;
     tl_add(l, "model.embed_tokens.weight", 2, V, d, 0, 0, &m->wte);
+    tl_mat(l, 1, &m->wemb);
     for (int L = 0; L < c->nlayer; L++) {
         net_block *b = &m->blocks[L];
         block_tensor qkv[] = {
@@ -177,18 +199,29 @@ static void decoder_tensors(net_model *m, tensor_list *l) {
             mla_block_tensors(c, b, L, l);
             add_block(l, fmt, L, bt, 2); // the norms
         } else {
-            add_block(l, fmt, L, qkv, c->qkv_bias ? 6 : 3);
-            add_block(l, fmt, L, bt, c->o_bias ? 4 : 3);
+            int nq = c->qkv_bias ? 6 : 3, no = c->o_bias ? 4 : 3;
+            add_block(l, fmt, L, qkv, nq);
+            for (int k = 0; k < 3; k++) tl_mat(l, nq - k, &b->wqkv); // q, k, v
+            add_block(l, fmt, L, bt, no);
+            tl_mat(l, no - 2, &b->wo);
         }
         if (A->norm == NET_NORM_LAYER) add_block(l, fmt, L, lnb, 2); // PhiMoE's LayerNorms
         if (A->qk_norm != NET_QKN_NONE) add_block(l, fmt, L, qk, 2);
         block_tensor sk[] = {{"self_attn.sinks", 1, c->nhead, 0, &b->sinks}};
         if (A->sinks) add_block(l, fmt, L, sk, 1);
-        if (c->moe_of[L] < 0) add_block(l, fmt, L, mlp, 3);
+        if (c->moe_of[L] < 0) {
+            add_block(l, fmt, L, mlp, 3);
+            tl_mat(l, 3, &b->wfc); // gate, up
+            tl_mat(l, 2, &b->wfc);
+            tl_mat(l, 1, &b->wfcp);
+        }
     }
     tl_add(l, "model.norm.weight", 1, d, 0, 0, 0, &m->lnf_w);
     if (A->norm == NET_NORM_LAYER) tl_add(l, "model.norm.bias", 1, d, 0, 0, 0, &m->lnf_b);
-    if (!c->tied) tl_add(l, "lm_head.weight", 2, V, d, 0, 0, &m->lm_w);
+    if (!c->tied) {
+        tl_add(l, "lm_head.weight", 2, V, d, 0, 0, &m->lm_w);
+        tl_mat(l, 1, &m->whead);
+    }
     if (c->lm_bias) tl_add(l, "lm_head.bias", 1, V, 0, 0, 0, &m->lm_b);
 }
 
@@ -351,44 +384,88 @@ int net_load(net_model *m, const char *path, const family_overrides *o, ms_err *
     return rc;
 }
 
+/* t's dtype as a matrix read where the file keeps it, -1 if it cannot be (another
+ * dtype, or not aligned to its element) */
+static int mat_dtype(const st_file *f, const st_tensor *t) {
+    int dt = t->dtype == ST_F32 ? WP_F32 : t->dtype == ST_F16 ? WP_F16 : t->dtype == ST_BF16 ? WP_BF16 : -1;
+    return dt >= 0 && (uintptr_t)(f->data + t->begin) % wp_dtype_size((wp_dtype)dt) == 0 ? dt : -1;
+}
+
+/* the next part of W: rows of a matrix cols wide at p */
+static void mat_add(net_mat *W, wref p, int rows) {
+    W->part[W->n] = p;
+    W->rows[W->n++] = rows;
+}
+
+/* every pointer and matrix the list l sets, cleared */
+static void tl_clear(tensor_list *l) {
+    for (int i = 0; i < l->n; i++) {
+        if (l->t[i].dst) *l->t[i].dst = NULL;
+        if (l->t[i].mat) memset(l->t[i].mat, 0, sizeof(net_mat));
+    }
+}
+
 /* The backbone's values from c into one allocation carved into m's pointers,
  * every shape checked again (the file may have changed since its header was
- * read); the cancel of the calling thread (progress.h) is polled between
- * tensors. On failure m's backbone pointers are NULL again. */
+ * read); a mapped decoder's matrices (m->mapped_bb) left where c keeps them, in
+ * their dtype, checked finite; the cancel of the calling thread (progress.h) is
+ * polled between tensors. On failure m's backbone pointers are NULL again. */
 static int read_backbone(net_model *m, ckpt *c, ms_err *err) {
     tensor_list l = {0};
     arch_tensors(m, ckpt_find(c, "lm_head.bias") >= 0, &l);
     int rc = 0;
+    char *mapped = ms_calloc((size_t)(l.n ? l.n : 1), 1); // the list's tensors left in c's pages
+    size_t nmem = 0;
     for (int i = 0; i < l.n && !rc; i++) {
         const st_file *f;
         const st_tensor *t;
         rc = find_tensor(c, &l.t[i], &f, &t, err);
+        if (!rc) mapped[i] = m->mapped_bb && l.t[i].mat && mat_dtype(f, t) >= 0;
+        if (!rc && !mapped[i]) nmem += (size_t)tl_numel(&l.t[i]);
     }
     if (!rc && tl_floats(&l) != m->nparams) rc = ms_fail(err, "%s: its tensors changed while it was read", c->arg);
-    float *mem = rc ? NULL : ms_malloc(m->nparams * sizeof(float)), *p = mem;
+    float *mem = rc ? NULL : ms_malloc((nmem ? nmem : 1) * sizeof(float)), *p = mem;
     double mib = (double)m->nparams * 4 / 1048576.0, done = 0;
     char phase[96]; // a large network's backbone is gigabytes: its own phase on the line
     const char *slash = strrchr(m->path, '/');
     snprintf(phase, sizeof phase, "load %.60s backbone", slash && slash[1] ? slash + 1 : m->path);
     if (!rc) progress_begin(phase, mib, "MiB");
+    if (!rc) tl_clear(&l);
     for (int i = 0; i < l.n && !rc; i++) {
-        if (l.t[i].dst) *l.t[i].dst = p;
+        net_tensor *nt = &l.t[i];
+        int rows = (int)nt->shape[0];
         if (progress_cancelled()) rc = ms_fail(err, "cancelled");
-        else rc = read_tensor(c, &l.t[i], p, err);
-        p += tl_numel(&l.t[i]);
-        done += (double)tl_numel(&l.t[i]) * sizeof(float) / 1048576.0;
-        progress_add((double)tl_numel(&l.t[i]) * sizeof(float) / 1048576.0);
+        else if (mapped[i]) { // a matrix read a panel at a time inside the products
+            const st_file *f;
+            const st_tensor *t;
+            rc = find_tensor(c, nt, &f, &t, err) || st_check_finite(f, t, err) ? -1 : 0;
+            if (!rc) {
+                st_mark_read(f, t);
+                mat_add(nt->mat, (wref){.p = f->data + t->begin, .dt = (wp_dtype)mat_dtype(f, t),
+                                        .ld = (size_t)nt->shape[1]}, rows);
+            }
+        } else {
+            if (nt->dst) *nt->dst = p;
+            rc = read_tensor(c, nt, p, err);
+            if (nt->mat) mat_add(nt->mat, (wref){.p = p, .dt = WP_F32, .ld = (size_t)nt->shape[1]}, rows);
+            p += tl_numel(nt);
+        }
+        done += (double)tl_numel(nt) * sizeof(float) / 1048576.0;
+        progress_add((double)tl_numel(nt) * sizeof(float) / 1048576.0);
         progress_inner(NET_BACKBONE_MIB, done, mib); // a listener's (the explorer's) count
     }
     if (mem) progress_end();
     if (rc) { // the pointers the list set: none stays pointing into the freed values
-        for (int i = 0; i < l.n; i++)
-            if (l.t[i].dst) *l.t[i].dst = NULL;
+        tl_clear(&l);
         free(mem);
         mem = NULL;
+        nmem = 0;
     }
     m->mem = mem;
+    m->nmem = nmem;
     if (m->cfg.tied && m->wte) m->lm_w = m->wte;
+    if (m->cfg.tied) m->whead = m->wemb;
+    free(mapped);
     free(l.t);
     return rc;
 }
@@ -399,6 +476,8 @@ static int load_ckpt(net_model *m, ckpt *c, const char *path, const family_overr
                      ms_err *err) {
     memset(m, 0, sizeof *m);
     int rc = net_config_read(c, &m->cfg, err);
+    // a decoder's matrices as the file keeps them (GPT-2's Conv1D and a ViT stay in floats)
+    m->mapped_bb = !rc && mapped && net_arch_of(m->cfg.arch)->embed == NET_EMBED_TOKENS;
     if (!rc) rc = check_blocks(c, &m->cfg, err);
     if (!rc) rc = vit_classes_from_head(c, &m->cfg, err);
     if (rc) return -1;
@@ -529,9 +608,12 @@ void net_share_backbone(net_model *b, const net_model *a) {
     tensor_list la = {0}, lb = {0};
     arch_tensors(&va, a->lm_b != NULL, &la);
     arch_tensors(b, a->lm_b != NULL, &lb);
-    for (int i = 0; i < la.n && i < lb.n; i++)
+    for (int i = 0; i < la.n && i < lb.n; i++) {
         if (lb.t[i].dst) *lb.t[i].dst = *la.t[i].dst;
+        if (lb.t[i].mat) *lb.t[i].mat = *la.t[i].mat;
+    }
     if (b->cfg.tied && b->wte) b->lm_w = b->wte;
+    b->whead = a->whead;
     b->shared = 1;
     free(la.t);
     free(lb.t);
@@ -539,6 +621,7 @@ void net_share_backbone(net_model *b, const net_model *a) {
 
 int net_load_backbone(net_model *m, ms_err *err) {
     if (net_has_backbone(m)) return 0;
+    if (m->mapped_bb && m->map) return read_backbone(m, m->map, err); // its pages are the matrices
     ckpt c;
     if (ckpt_open(&c, m->path, err)) return -1;
     int rc = read_backbone(m, &c, err);
@@ -547,7 +630,7 @@ int net_load_backbone(net_model *m, ms_err *err) {
 }
 
 int net_tensor_at(const net_model *m, const float *p, char *name, size_t cap, size_t *at) {
-    if (!m->mem || p < m->mem || p >= m->mem + m->nparams) return -1;
+    if (!m->mem || p < m->mem || p >= m->mem + m->nmem) return -1;
     net_model v = *m; // the list only notes where each tensor would go: nothing is written
     tensor_list l = {0};
     arch_tensors(&v, m->lm_b != NULL, &l);
@@ -555,6 +638,7 @@ int net_tensor_at(const net_model *m, const float *p, char *name, size_t cap, si
     int rc = -1;
     for (int i = 0; i < l.n && rc; i++) { // the list is the allocation's order
         size_t k = (size_t)tl_numel(&l.t[i]);
+        if (l.t[i].mat && !net_in_mem(m, l.t[i].mat->part[tl_part(&l, i)].p)) continue; // mapped: no floats
         if (off < start + k) {
             snprintf(name, cap, "%s", l.t[i].name);
             *at = off - start;
@@ -591,11 +675,17 @@ static float *rebase(const net_model *src, const net_model *dst, const float *p)
     return p ? dst->mem + (p - src->mem) : NULL;
 }
 
+/* W's parts in src's floats moved to dst's (a mapped part stays where it is) */
+static void mat_rebase(const net_model *src, const net_model *dst, net_mat *W) {
+    for (int i = 0; i < W->n; i++)
+        if (net_in_mem(src, W->part[i].p)) W->part[i].p = rebase(src, dst, W->part[i].p);
+}
+
 void net_clone(net_model *dst, const net_model *src) {
     *dst = *src;
     dst->path = src->path ? ms_strdup(src->path) : NULL;
-    dst->mem = ms_malloc(src->nparams * sizeof(float));
-    memcpy(dst->mem, src->mem, src->nparams * sizeof(float));
+    dst->mem = ms_malloc((src->nmem ? src->nmem : 1) * sizeof(float));
+    memcpy(dst->mem, src->mem, src->nmem * sizeof(float));
     dst->wte = rebase(src, dst, src->wte);
     dst->wpe = rebase(src, dst, src->wpe);
     dst->patch_w = rebase(src, dst, src->patch_w);
@@ -618,15 +708,115 @@ void net_clone(net_model *dst, const net_model *src) {
                         &b->qn_w,  &b->kn_w,   &b->qa_w,   &b->qa_n,   &b->kva_w, &b->kva_n,
                         &b->kvb_w, &b->sinks};
         for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) *dp[i] = rebase(src, dst, *sp[i]);
+        net_mat *mats[] = {&b->wqkv, &b->wo, &b->wfc, &b->wfcp, &b->wqa, &b->wkva, &b->wkvb};
+        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) mat_rebase(src, dst, mats[i]);
     }
+    mat_rebase(src, dst, &dst->wemb);
+    mat_rebase(src, dst, &dst->whead);
     dst->moe = ms_calloc((size_t)(src->cfg.nmoe ? src->cfg.nmoe : 1), sizeof(moe_model));
     for (int i = 0; i < src->cfg.nmoe; i++) moe_clone(&dst->moe[i], &src->moe[i]);
     dst->map = NULL; // src's mapping, which src owns: the clone must not outlive it
 }
 
+/* the floats of the list's tensors that are not a decoder's matrices: where each is
+ * (at[i]; NULL for a matrix), a tensor without dst following the one before */
+static void tl_floats_at(const tensor_list *l, float **at) {
+    for (int i = 0; i < l->n; i++)
+        at[i] = l->t[i].mat ? NULL
+                : l->t[i].dst ? *l->t[i].dst
+                : i > 0 && at[i - 1] ? at[i - 1] + tl_numel(&l->t[i - 1])
+                                     : NULL;
+}
+
 void net_backbone_interpolate(net_model *out, const net_model *a, const net_model *b, double t) {
     float ta = (float)(1.0 - t), tb = (float)t; // as moe_interpolate rounds
-    for (size_t q = 0; q < a->nparams; q++) out->mem[q] = ta * a->mem[q] + tb * b->mem[q];
+    if (net_arch_of(a->cfg.arch)->embed != NET_EMBED_TOKENS) {
+        for (size_t q = 0; q < a->nmem; q++) out->mem[q] = ta * a->mem[q] + tb * b->mem[q];
+        return;
+    }
+    // a decoder: its matrices as mixes of a's and b's parts, formed inside the products;
+    // the norms, biases and sinks in floats
+    // the lists note where a's and b's values are (their own addresses: b's parts are
+    // what the mixes point to): read, never written
+    tensor_list lo = {0}, la = {0}, lb = {0};
+    arch_tensors(out, a->lm_b != NULL, &lo);
+    arch_tensors((net_model *)a, a->lm_b != NULL, &la);
+    arch_tensors((net_model *)b, a->lm_b != NULL, &lb);
+    float **at = ms_malloc((size_t)(3 * lo.n + 1) * sizeof(float *)), **aa = at + lo.n, **ab = aa + lo.n;
+    tl_floats_at(&lo, at);
+    tl_floats_at(&la, aa);
+    tl_floats_at(&lb, ab);
+    for (int i = 0; i < lo.n; i++) {
+        if (lo.t[i].mat) {
+            int k = tl_part(&lo, i);
+            lo.t[i].mat->part[k] = wp_mix(la.t[i].mat->part[k], &lb.t[i].mat->part[k], ta, tb);
+            continue;
+        }
+        for (int64_t q = 0; at[i] && q < tl_numel(&lo.t[i]); q++) at[i][q] = ta * aa[i][q] + tb * ab[i][q];
+    }
+    if (out->cfg.tied) out->whead = out->wemb;
+    free(at);
+    free(lo.t);
+    free(la.t);
+    free(lb.t);
+}
+
+int net_in_mem(const net_model *m, const void *p) {
+    const float *f = p;
+    return m->mem && f >= m->mem && f < m->mem + m->nmem;
+}
+
+int net_mat_rows(const net_mat *W) {
+    int r = 0;
+    for (int i = 0; i < W->n; i++) r += W->rows[i];
+    return r;
+}
+
+void net_mat_row(const net_mat *W, int r, int K, float *dst) {
+    int i = 0;
+    for (; i < W->n - 1 && r >= W->rows[i]; i++) r -= W->rows[i];
+    wp_rows_f32(W->part[i], (size_t)K, (size_t)r, 1, dst);
+}
+
+void net_mat_gemm(const net_mat *W, int M, int K, const float *X, int ldx, float beta, float *Y, int ldy) {
+    int off = 0;
+    for (int i = 0; i < W->n;) {
+        const wref *P = &W->part[i];
+        int rows = W->rows[i], j = i + 1;
+        // float32 parts one under another (a float network's q | k | v): one product, as before
+        while (j < W->n && wp_is_plain_f32(*P) && wp_is_plain_f32(W->part[j]) && W->part[j].ld == P->ld &&
+               (const float *)P->p + (size_t)rows * P->ld == W->part[j].p)
+            rows += W->rows[j++];
+        wp_gemm_nt(M, rows, K, X, ldx, *P, beta, Y + off, ldy);
+        off += rows;
+        i = j;
+    }
+}
+
+wref net_mat_slice(const net_mat *W, int r0, wref *bstore) {
+    wref a = W->part[0];
+    const wref *b = a.b;
+    a.b = NULL;
+    a = wp_offset(a, (size_t)r0 * a.ld);
+    if (b) {
+        *bstore = wp_offset(*b, (size_t)r0 * b->ld);
+        a.b = bstore;
+    }
+    return a;
+}
+
+int net_mat_name(const net_model *m, const net_mat *W, int part, char *name, size_t cap) {
+    tensor_list l = {0}; // the list notes m's own addresses: nothing is written
+    arch_tensors((net_model *)m, m->lm_b != NULL, &l);
+    if (m->cfg.tied && W == &m->whead) W = &m->wemb;
+    int rc = -1;
+    for (int i = 0; i < l.n && rc; i++)
+        if (l.t[i].mat == W && tl_part(&l, i) == part) {
+            snprintf(name, cap, "%s", l.t[i].name);
+            rc = 0;
+        }
+    free(l.t);
+    return rc;
 }
 
 /* L of a name "<block>L..." (block: the layout's "transformer.h.%d." or

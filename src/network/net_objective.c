@@ -209,7 +209,7 @@ static int end_points(net_objective *no, ms_err *err) {
  * (alt), A's other blocks interpolated per slot, the interpolated network (M) */
 static int copies_fit(const net_model *A, const net_model *B, const net_evalset *E, const net_obj_opts *o,
                       ms_err *err) {
-    double a = 0, b = 0, all = (double)A->nparams;
+    double a = 0, b = 0, all = (double)A->nmem;
     for (int i = 0; i < A->cfg.nmoe; i++) {
         b += (double)B->moe[i].nparams, all += (double)A->moe[i].nparams;
         if (i != o->chosen) a += (double)A->moe[i].nparams;

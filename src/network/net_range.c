@@ -10,7 +10,8 @@
 #include "model/value_range.h"
 
 /* where the float to blame is: the backbone, an MoE block, the set's pixel_values */
-typedef enum { AT_BACKBONE, AT_MOE, AT_MAPPED, AT_PIXELS } nr_source; /* AT_MAPPED: a mapped expert's weight */
+/* AT_MAPPED: a mapped expert's weight; AT_MAT: a decoder's matrix where its file keeps it */
+typedef enum { AT_BACKBONE, AT_MOE, AT_MAPPED, AT_MAT, AT_PIXELS } nr_source;
 
 /* The walk: the largest |value| met so far (the one to blame) and where it is. */
 typedef struct {
@@ -21,6 +22,8 @@ typedef struct {
     nr_source src;
     const moe_model *moe; /* AT_MOE, AT_MAPPED: its block */
     range_max mapped;     /* AT_MAPPED: the expert, part and element (value_range.h) */
+    const net_mat *mat;   /* AT_MAT: the matrix and its part */
+    int part;
 } nr_walk;
 
 /* max |p[0..k)| (p NULL: 0), its float blamed when it is the largest yet */
@@ -34,6 +37,37 @@ static double take_in(nr_walk *w, const float *p, size_t k, nr_source src, const
 }
 
 static double take(nr_walk *w, const float *p, size_t k) { return take_in(w, p, k, AT_BACKBONE, NULL); }
+
+/* max |W| of a decoder's matrix W (cols wide): a part in the backbone's floats as
+ * take, a mapped one converted a row at a time (blamed by its tensor) */
+static double take_mat(nr_walk *w, const net_mat *W, size_t cols) {
+    double v = 0;
+    float *row = NULL;
+    for (int i = 0; i < W->n; i++) {
+        const wref *P = &W->part[i];
+        size_t rows = (size_t)W->rows[i];
+        if (wp_is_plain_f32(*P) && P->ld == cols && net_in_mem(w->m, P->p)) {
+            v = fmax(v, take(w, P->p, rows * cols));
+            continue;
+        }
+        if (!row) row = ms_malloc((cols ? cols : 1) * sizeof(float));
+        for (size_t r = 0; r < rows; r++) {
+            wp_rows_f32(*P, cols, r, 1, row);
+            for (size_t c = 0; c < cols; c++)
+                if (fabs(row[c]) > v) {
+                    v = fabs(row[c]);
+                    if (v > w->top) w->top = v, w->src = AT_MAT, w->mat = W, w->part = i;
+                }
+        }
+    }
+    free(row);
+    return v;
+}
+
+/* a matrix of the network: a decoder's W, else the floats p (k of them) */
+static double take_w(nr_walk *w, const net_mat *W, const float *p, size_t k, size_t cols) {
+    return W->n ? take_mat(w, W, cols) : take(w, p, k);
+}
 
 /* the file of a checkpoint argument holding tensor name (path itself if none) */
 static void shard_of(const char *path, const char *name, char *file, size_t cap) {
@@ -56,7 +90,8 @@ static void blame(const nr_walk *w, char *out, size_t cap) {
     else if (w->src == AT_MAPPED && !family_value_name(w->moe, w->mapped.shared, w->mapped.e, w->mapped.part,
                                                        w->mapped.at, out, cap, &el))
         return;
-    else if (w->src == AT_BACKBONE && !net_tensor_at(w->m, w->at, name, sizeof name, &at)) {
+    else if ((w->src == AT_BACKBONE && !net_tensor_at(w->m, w->at, name, sizeof name, &at)) ||
+             (w->src == AT_MAT && !net_mat_name(w->m, w->mat, w->part, name, sizeof name))) {
         shard_of(w->m->path, name, file, sizeof file);
         snprintf(out, cap, "%s: tensor '%s'", file, name);
     }
@@ -92,7 +127,7 @@ static int embeddings(nr_walk *w, double *x, ms_err *err) {
     size_t d = (size_t)c->d;
     switch (net_arch_of(c->arch)->embed) {
     case NET_EMBED_LEARNED: *x = take(w, m->wte, (size_t)c->vocab * d) + take(w, m->wpe, (size_t)c->npos * d); break;
-    case NET_EMBED_TOKENS: *x = fabs(c->emb_mult) * take(w, m->wte, (size_t)c->vocab * d); break;
+    case NET_EMBED_TOKENS: *x = fabs(c->emb_mult) * take_mat(w, &m->wemb, d); break;
     case NET_EMBED_PATCHES: {
         size_t K = (size_t)c->chans * c->patch * c->patch;
         double px = E && E->pixels ? take_in(w, E->pixels, (size_t)E->N * E->C * E->H * E->W, AT_PIXELS, NULL) : 1.0;
@@ -126,7 +161,8 @@ static int attn_qkv(nr_walk *w, const net_block *b, int L, double z, double *v, 
     size_t d = (size_t)c->d, rows = (size_t)(c->nhead + 2 * c->nkv) * c->hd;
     const net_arch_desc *A = net_arch_of(c->arch);
     int head = A->qk_norm == NET_QKN_HEAD;
-    double qkv = (double)d * z * take(w, b->attn_w, rows * d) + take(w, b->attn_b, b->attn_b ? rows : 0);
+    double qkv = (double)d * z * take_w(w, &b->wqkv, b->attn_w, rows * d, d) +
+                 take(w, b->attn_b, b->attn_b ? rows : 0);
     if (c->clip_qkv > 0) qkv = fmin(qkv, c->clip_qkv);
     if (over(w, qkv, "attention's queries, keys and values", L, err)) return -1;
     size_t qw = head ? (size_t)c->hd : (size_t)c->nhead * c->hd, kw = head ? (size_t)c->hd : (size_t)c->nkv * c->hd;
@@ -139,18 +175,17 @@ static int attn_qkv(nr_walk *w, const net_block *b, int L, double z, double *v, 
  * compressed kv and its norm, kv_b's keys and values, the rotated key */
 static int attn_mla(nr_walk *w, const net_block *b, int L, double z, double *v, ms_err *err) {
     const net_config *c = &w->m->cfg;
-    size_t d = (size_t)c->d, ql = (size_t)c->q_lora, kvl = (size_t)c->kv_lora, qrows = (size_t)c->nhead * c->hd;
+    size_t d = (size_t)c->d, ql = (size_t)c->q_lora, kvl = (size_t)c->kv_lora;
     double qin = z, qd = (double)d;
-    if (b->qa_w) {
-        double a = qd * z * take(w, b->qa_w, ql * d);
+    if (ql) {
+        double a = qd * z * take_mat(w, &b->wqa, d);
         if (over(w, a, "attention's compressed queries", L, err)) return -1;
         qin = norm_bound(w, b->qa_n, NULL, ql), qd = (double)ql;
     }
-    double q = qd * qin * take(w, b->attn_w, qrows * (b->qa_w ? ql : d));
-    double ckv = (double)d * z * take(w, b->kva_w, (kvl + (size_t)c->rot) * d);
+    double q = qd * qin * take_mat(w, &b->wqkv, ql ? ql : d);
+    double ckv = (double)d * z * take_mat(w, &b->wkva, d);
     if (over(w, fmax(q, ckv), "attention's queries and compressed keys and values", L, err)) return -1;
-    double kv = (double)kvl * norm_bound(w, b->kva_n, NULL, kvl) *
-                take(w, b->kvb_w, (size_t)c->nhead * (c->nope + c->vd) * kvl);
+    double kv = (double)kvl * norm_bound(w, b->kva_n, NULL, kvl) * take_mat(w, &b->wkvb, kvl);
     if (over(w, kv, "attention's keys and values", L, err)) return -1;
     double rot = sqrt(2.0) * fmax(c->rope_af, 1.0);
     *v = kv;
@@ -165,7 +200,7 @@ static int attention(nr_walk *w, const net_block *b, int L, double *x, ms_err *e
     int rc = net_arch_of(c->arch)->attn == NET_ATTN_MLA ? attn_mla(w, b, L, z, &v, err)
                                                         : attn_qkv(w, b, L, z, &v, err);
     if (rc) return -1;
-    *x += fabs(c->res_mult) * ((double)in * v * take(w, b->proj_w, d * in) + take(w, b->proj_b, d));
+    *x += fabs(c->res_mult) * ((double)in * v * take_w(w, &b->wo, b->proj_w, d * in, in) + take(w, b->proj_b, d));
     return over(w, *x, "residual stream after the attention", L, err);
 }
 
@@ -201,10 +236,11 @@ static int mlp(nr_walk *w, int L, double *x, ms_err *err) {
         if (moe_block(w, &m->moe[c->moe_of[L]], z, L, &out, err)) return -1;
     } else {
         // GLU: gate|up side by side, silu(g) u at most |g| |u|
-        double hid = (double)d * z * take(w, b->fc_w, (glu ? 2 : 1) * ff * d) + take(w, b->fc_b, b->fc_b ? ff : 0);
+        double hid = (double)d * z * take_w(w, &b->wfc, b->fc_w, (glu ? 2 : 1) * ff * d, d) +
+                     take(w, b->fc_b, b->fc_b ? ff : 0);
         if (glu) hid *= hid;
         if (over(w, hid, "MLP's hidden units", L, err)) return -1;
-        out = (double)ff * hid * take(w, b->fcp_w, d * ff) + take(w, b->fcp_b, b->fcp_b ? d : 0);
+        out = (double)ff * hid * take_w(w, &b->wfcp, b->fcp_w, d * ff, ff) + take(w, b->fcp_b, b->fcp_b ? d : 0);
     }
     *x += fabs(c->res_mult) * out;
     return over(w, *x, "residual stream after the MLP", L, err);
@@ -220,7 +256,7 @@ int net_range_check(const net_model *m, const net_evalset *E, ms_err *err) {
         if (attention(&w, &m->blocks[L], L, &x, err) || mlp(&w, L, &x, err)) return -1;
     }
     double z = norm_bound(&w, m->lnf_w, m->lnf_b, (size_t)c->d);
-    double logit = (double)c->d * z * take(&w, m->lm_w, (size_t)c->vocab * c->d) +
+    double logit = (double)c->d * z * take_w(&w, &m->whead, m->lm_w, (size_t)c->vocab * c->d, (size_t)c->d) +
                    take(&w, m->lm_b, m->lm_b ? (size_t)c->vocab : 0);
     return over(&w, logit / c->logit_div, "logits", -1, err);
 }

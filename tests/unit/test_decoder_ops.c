@@ -160,9 +160,9 @@ static void put(sink *s, const char *fmt, int L, int e, int nd, int64_t a, int64
     st_writer_add_raw(s->w, nm, "BF16", nd, sh, h, n * 2);
 }
 
-static int write_decoder(const char *dir, int bf16) {
+static int write_decoder_seed(const char *dir, int bf16, uint64_t seed) {
     sink s = {.w = st_writer_new(), .bf16 = bf16};
-    rng_seed(&s.r, 4);
+    rng_seed(&s.r, seed);
     put(&s, "model.embed_tokens.weight", 0, 0, 2, V, D, 1.0, 0);
     for (int L = 0; L < NL; L++) {
         put(&s, "model.layers.%d.input_layernorm.weight", L, 0, 1, D, 0, 0.1, 1);
@@ -208,6 +208,8 @@ static int write_decoder(const char *dir, int bf16) {
     fclose(f);
     return rc;
 }
+
+static int write_decoder(const char *dir, int bf16) { return write_decoder_seed(dir, bf16, 4); }
 
 static void test_decoder(const char *tmp) {
     char dir[300];
@@ -273,6 +275,13 @@ static void test_mapped(const char *tmp) {
           "net_load_mapped keeps the experts mapped, net_load in floats");
     CHECK(m.moe[0].nparams < f.moe[0].nparams, "the mapped layer holds fewer floats (%zu < %zu)", m.moe[0].nparams,
           f.moe[0].nparams);
+    const net_block *b0 = &m.blocks[0];
+    CHECK(m.mapped_bb && b0->wqkv.n == 3 && b0->wqkv.part[0].dt == WP_BF16 && b0->wo.part[0].dt == WP_BF16 &&
+              b0->wfc.n == 2 && b0->wfcp.part[0].dt == WP_BF16 && m.wemb.part[0].dt == WP_BF16 &&
+              m.whead.part[0].dt == WP_BF16 && !b0->attn_w && f.blocks[0].wqkv.part[0].dt == WP_F32,
+          "the backbone's matrices stay mapped in BF16 (net_load's in floats)");
+    CHECK(m.nmem < f.nmem / 20 && m.nparams == f.nparams && f.nmem == f.nparams,
+          "the mapped backbone holds its norms' floats alone (%zu of %zu)", m.nmem, m.nparams);
     net_evalset E = {.path = "test", .N = 3, .T = 29};
     size_t rows = (size_t)E.N * E.T;
     E.ids = malloc(rows * sizeof(int32_t));
@@ -288,13 +297,72 @@ static void test_mapped(const char *tmp) {
     double worst = 0, big = 1e-30;
     for (size_t q = 0; q < rows * V; q++) worst = fmax(worst, fabs(la[q] - lb[q])), big = fmax(big, fabs(la[q]));
     CHECK(worst / big < 1e-6 && fabs(a.loss - b.loss) < 1e-6 * a.loss,
-          "mapped BF16 experts: logits within 1e-6 of the whole conversion's (%.3g), loss %.9g vs %.9g", worst / big,
+          "mapped BF16 weights: logits within 1e-6 of the whole conversion's (%.3g), loss %.9g vs %.9g", worst / big,
           b.loss, a.loss);
+    const moe_model *fb[2] = {&f.moe[0], &f.moe[1]}; // the plain forward reads experts in floats
+    net_logits_ref(&m, fb, &E, lb);
+    worst = 0;
+    for (size_t q = 0; q < rows * V; q++) worst = fmax(worst, fabs(la[q] - lb[q]));
+    CHECK(worst / big < 1e-5, "the plain forward of the mapped backbone: within 1e-5 (%.3g)", worst / big);
     net_eval_result_free(&a);
     net_eval_result_free(&b);
     free(la), free(lb), free(E.ids);
     net_free(&f);
     net_free(&m);
+}
+
+/* Two BF16 decoders whose backbones differ, interpolated at t: the mapped matrices
+ * mixed a panel at a time (net_backbone_interpolate) against every float of the
+ * backbone interpolated (the floats' network, its matrices in its own floats) */
+static void test_interp(const char *tmp) {
+    char da[300], db[300];
+    snprintf(da, sizeof da, "%s/qwen3_bf16", tmp); // test_mapped's
+    snprintf(db, sizeof db, "%s/qwen3_bf16_b", tmp);
+    if (mkdir(db, 0755) || write_decoder_seed(db, 1, 9)) {
+        CHECK(0, "write the second BF16 decoder into %s", db);
+        return;
+    }
+    net_model fa, fb, ma, mb, F, M;
+    ms_err err;
+    if (net_load(&fa, da, NULL, &err) || net_load(&fb, db, NULL, &err) || net_load_mapped(&ma, da, NULL, &err) ||
+        net_load_mapped(&mb, db, NULL, &err)) {
+        CHECK(0, "load: %s", err.msg);
+        return;
+    }
+    double t = 0.3;
+    float ta = (float)(1.0 - t), tb = (float)t;
+    net_clone(&F, &fa); // every float, the matrices' too, as the floats' path formed them
+    for (size_t q = 0; q < F.nmem; q++) F.mem[q] = ta * fa.mem[q] + tb * fb.mem[q];
+    net_clone(&M, &ma);
+    net_backbone_interpolate(&M, &ma, &mb, t);
+    CHECK(M.blocks[0].wqkv.part[0].b == &mb.blocks[0].wqkv.part[0] && M.whead.part[0].b == &mb.whead.part[0],
+          "the interpolated matrices are mixes of A's and B's mapped ones");
+    net_evalset E = {.path = "test", .N = 2, .T = 23};
+    size_t rows = (size_t)E.N * E.T;
+    E.ids = malloc(rows * sizeof(int32_t));
+    rng_t r;
+    rng_seed(&r, 7);
+    for (size_t q = 0; q < rows; q++) E.ids[q] = (int32_t)rng_below(&r, V);
+    float *la = malloc(rows * V * sizeof(float)), *lb = malloc(rows * V * sizeof(float));
+    net_run ra = {.logits = la}, rb = {.logits = lb};
+    net_par p2 = {.threads = 2};
+    net_eval_result a, b;
+    CHECK(net_evaluate(&F, &E, NULL, &ra, &p2, &a, &err) == 0, "evaluate: %s", err.msg);
+    CHECK(net_evaluate(&M, &E, NULL, &rb, &p2, &b, &err) == 0, "evaluate mixed: %s", err.msg);
+    double worst = 0, big = 1e-30;
+    for (size_t q = 0; q < rows * V; q++) worst = fmax(worst, fabs(la[q] - lb[q])), big = fmax(big, fabs(la[q]));
+    CHECK(worst / big < 1e-6 && fabs(a.loss - b.loss) < 1e-6 * a.loss,
+          "interpolated backbone mixed per panel: logits within 1e-6 of the floats' (%.3g), loss %.9g vs %.9g",
+          worst / big, b.loss, a.loss);
+    net_eval_result_free(&a);
+    net_eval_result_free(&b);
+    free(la), free(lb), free(E.ids);
+    net_free(&F);
+    net_free(&M);
+    net_free(&fa);
+    net_free(&fb);
+    net_free(&ma);
+    net_free(&mb);
 }
 
 int main(void) {
@@ -305,6 +373,7 @@ int main(void) {
     test_gqa();
     test_decoder(tmp);
     test_mapped(tmp);
+    test_interp(tmp);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd)) return 1;
