@@ -189,7 +189,7 @@ int net_mat_rows(const net_mat *W);
 /* Row r of W, its first K values, into dst (K) as float32. */
 void net_mat_row(const net_mat *W, int r, int K, float *dst);
 /* Y (M, rows of W; rows ldy apart) = X (M, K; rows ldx apart) W^T (+ beta Y): a
- * product per part (parts in floats that follow one another: one product). */
+ * product per part, whether in floats or mapped (the same calls on the same values). */
 void net_mat_gemm(const net_mat *W, int M, int K, const float *X, int ldx, float beta, float *Y, int ldy);
 /* Rows r0 .. of part 0 of W as a wref (a mix: both sources moved; *bstore holds the
  * second's and must live as long as the result). */

@@ -779,18 +779,9 @@ void net_mat_row(const net_mat *W, int r, int K, float *dst) {
 }
 
 void net_mat_gemm(const net_mat *W, int M, int K, const float *X, int ldx, float beta, float *Y, int ldy) {
-    int off = 0;
-    for (int i = 0; i < W->n;) {
-        const wref *P = &W->part[i];
-        int rows = W->rows[i], j = i + 1;
-        // float32 parts one under another (a float network's q | k | v): one product, as before
-        while (j < W->n && wp_is_plain_f32(*P) && wp_is_plain_f32(W->part[j]) && W->part[j].ld == P->ld &&
-               (const float *)P->p + (size_t)rows * P->ld == W->part[j].p)
-            rows += W->rows[j++];
-        wp_gemm_nt(M, rows, K, X, ldx, *P, beta, Y + off, ldy);
-        off += rows;
-        i = j;
-    }
+    // a product per part, in floats or mapped alike: the same products of the same values
+    for (int i = 0, off = 0; i < W->n; off += W->rows[i++])
+        wp_gemm_nt(M, W->rows[i], K, X, ldx, W->part[i], beta, Y + off, ldy);
 }
 
 wref net_mat_slice(const net_mat *W, int r0, wref *bstore) {
