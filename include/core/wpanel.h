@@ -3,7 +3,7 @@
  * A weight matrix W (N, K), row-major with rows ld elements apart, stays where
  * it is (a checkpoint's mapped bytes: float32, float16 or bfloat16) and is never
  * copied whole into float32: wp_gemm_nt converts WP_PANEL_FLOATS at a time
- * (a panel of whole rows, 128 KiB) into a per-thread buffer and multiplies that
+ * (a panel of whole rows, 512 KiB) into a per-thread buffer and multiplies that
  * panel with OpenBLAS. Each output element is still one dot product over all K
  * in the BLAS's own order, so the panels change which columns are computed
  * together, not the sums (wp_gemm_nt_ref, the plain form: convert W whole, one
@@ -32,7 +32,12 @@ typedef enum { WP_F32 = 0, WP_F16, WP_BF16, WP_MXFP4 } wp_dtype;
  * (b itself a view, not a mix): the interpolation (1 - t) A + t P(B) of two
  * checkpoints' weights, formed a panel at a time inside the product, never whole
  * (ta, tb rounded to float as moe_interpolate rounds them, so the values are
- * moe_interpolate's bit for bit). */
+ * moe_interpolate's bit for bit).
+ *
+ * tr: W is stored transposed, [K, N] as torch's x @ W layouts keep it (GPT-OSS's
+ * BF16 experts): element (r, c) at c * ld + r * rs (rs 0: 1; 2 reads every other
+ * stored column, GPT-OSS's interleaved gate | up). The products then convert
+ * panels of whole stored rows' runs (a panel (K, rows) multiplied untransposed). */
 typedef struct wref {
     const void *p;
     wp_dtype dt;
@@ -41,10 +46,12 @@ typedef struct wref {
     const int *rows, *cols; /* NULL: as stored */
     const struct wref *b;   /* NULL: not a mix */
     float ta, tb;
+    int tr;                 /* stored [K, N] (see above) */
+    size_t rs;              /* tr: the stored columns between two rows (0: 1) */
 } wref;
 
 /* floats of a thread's panel buffer (what the memory limit counts per thread) */
-#define WP_PANEL_FLOATS (32 * 1024)
+#define WP_PANEL_FLOATS (128 * 1024)
 
 /* the element size of dt in bytes (WP_MXFP4: 0, half a byte and its scale's share) */
 size_t wp_dtype_size(wp_dtype dt);
@@ -56,7 +63,7 @@ wref wp_offset(wref W, size_t elems);
 wref wp_view(wref W, const int *rows, const int *cols);
 /* ta a + tb b (a and b views, b must outlive the result's use) */
 wref wp_mix(wref a, const wref *b, float ta, float tb);
-/* Is W stored as it is multiplied (float32, no view, no mix: sgemm reads it)? */
+/* Is W stored as it is multiplied (float32 [N, K], no view, no mix: sgemm reads it)? */
 int wp_is_plain_f32(wref W);
 /* Y (M, N; rows ldy apart) = X (M, K; rows ldx apart) W^T (+ beta Y), W (N, K):
  * a plain float32 W straight through sgemm, any other (a dtype, a view, a mix)

@@ -32,7 +32,7 @@
  * this tall (moe_forward's chunks), with a cancel check between pieces, as
  * between blocks and the head's slices:
  * a cancel stops an evaluation of long sequences within one panel's work. */
-#define NET_PANEL_ROWS 256
+#define NET_PANEL_ROWS 512
 /* What an evaluation tells the calling thread's progress listener
  * (progress_inner): NET_EVAL_ROWS, the rows of the evaluation set done (a
  * fraction while a row is between blocks) of all of them. Only the caller's

@@ -938,17 +938,17 @@ static int wp_dtype_of(const st_tensor *t) {
     return t->dtype == ST_F32 ? WP_F32 : t->dtype == ST_F16 ? WP_F16 : t->dtype == ST_BF16 ? WP_BF16 : -1;
 }
 
-/* Can a mapped layer use b where the file keeps it: rows of a routed weight stored
- * as they are multiplied (per expert, stacked, gate | up halves or interleaved rows),
- * in F32, F16 or BF16, aligned to its element, or MXFP4's blocks and scales?
- * (The [in, out] layouts: no.) */
+/* Can a mapped layer use b where the file keeps it: a routed weight stored as rows
+ * (per expert, stacked, gate | up halves or interleaved rows) or as GPT-OSS's [in,
+ * out] (stacked, gate | up interleaved columns: read transposed), in F32, F16 or
+ * BF16, aligned to its element, or MXFP4's blocks and scales? (A Conv1D expert's
+ * [in, out]: no.) */
 static int mappable(ckpt *c, const binding *b) {
     const st_file *f;
     const st_tensor *t;
     ms_err e;
     if (b->mx) return b->kind == K_IL_ROWS || b->kind == K_STACK; // blocks of 32 along the rows
-    if (b->trans || b->kind == K_STACK_T || b->kind == K_IL_T || ckpt_tensor(c, b->name, &f, &t, &e))
-        return 0;
+    if (b->trans || ckpt_tensor(c, b->name, &f, &t, &e)) return 0;
     int dt = wp_dtype_of(t);
     return dt >= 0 && (uintptr_t)(f->data + t->begin) % wp_dtype_size((wp_dtype)dt) == 0;
 }
@@ -986,6 +986,20 @@ static int map_binding(ckpt *c, const binding *b, moe_model *m, ms_err *err) {
         for (int e = 0; e < m->cfg.n; e++) {
             m->experts[e].w1 = wp_offset(base, (size_t)(e * 2 * h * d));
             m->experts[e].w3 = wp_offset(base, (size_t)(e * 2 * h * d + h * d));
+        }
+        break;
+    case K_STACK_T: // [n, h, d]: expert e's down_proj (d, h) transposed, element (r, c) at c d + r
+        for (int e = 0; e < m->cfg.n; e++) {
+            m->experts[e].w2 = wp_offset(base, (size_t)(e * h * d));
+            m->experts[e].w2.tr = 1;
+        }
+        break;
+    case K_IL_T: // [n, d, 2h]: gate row j is stored column 2j, up row j column 2j + 1
+        for (int e = 0; e < m->cfg.n; e++) {
+            m->experts[e].w1 = wp_offset(base, (size_t)(e * 2 * h * d));
+            m->experts[e].w3 = wp_offset(base, (size_t)(e * 2 * h * d + 1));
+            m->experts[e].w1.tr = m->experts[e].w3.tr = 1;
+            m->experts[e].w1.rs = m->experts[e].w3.rs = 2;
         }
         break;
     default: // K_IL_ROWS [n, 2h, d]: rows 2j gate, 2j + 1 up: every other row, 2d apart

@@ -13,7 +13,12 @@
  *   - views (rows and columns read in another order) and mixes ta A + tb P(B) of
  *     two sources in any dtypes: every panel's values bit for bit the float32
  *     ta * a + tb * b this file forms itself (moe_interpolate's rounding), and the
- *     products within 1e-6 of the double product of those values. */
+ *     products within 1e-6 of the double product of those values;
+ *   - a transposed layout (tr: stored [K, N], GPT-OSS's BF16 experts; every other
+ *     stored column with rs 2, its offset view the columns between): its values
+ *     bit for bit those of the stored columns, the products within 1e-6 of the
+ *     double product, as a view (rows, columns permuted) and in a mix with a
+ *     matrix stored as rows (either source transposed); wp_same, wp_finite. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,14 +227,70 @@ static void test_finite(void) {
     CHECK(wp_finite((wref){.p = h, .dt = WP_F16, .ld = 3}, 1, 3, &at) == 0, "rows before it pass");
 }
 
+/* W (N, K) stored transposed in dt: S [K, ld] with W[r][c] = S[c][r rs + off];
+ * perm: rows and columns read permuted; other: mixed with a random row-stored B
+ * (other 2: B the transposed one, A row-stored) */
+static void trans_case(rng_t *r, wp_dtype dt, int M, int N, int K, int rs, int off, int perm, int other) {
+    int ld = N * rs + 3;
+    uint8_t *sc, *sb;
+    void *S = random_stored(r, dt, K, ld, &sc), *pb = random_stored(r, WP_BF16, N, K, &sb);
+    wref T = {.p = S, .dt = dt, .ld = (size_t)ld, .tr = 1, .rs = (size_t)rs};
+    T = wp_offset(T, (size_t)off);
+    int *rows = perm ? malloc((size_t)N * sizeof(int)) : NULL, *cols = perm ? malloc((size_t)K * sizeof(int)) : NULL;
+    if (perm) rng_permutation(r, rows, N), rng_permutation(r, cols, K);
+    wref V = wp_view(T, rows, cols), B = {.p = pb, .dt = WP_BF16, .ld = (size_t)K};
+    float ta = 0.6f, tb = 0.4f;
+    wref W = other == 1 ? wp_mix(V, &B, ta, tb) : other == 2 ? wp_mix(B, &V, ta, tb) : V;
+    float *w = malloc((size_t)N * K * sizeof(float)), *got = malloc((size_t)N * K * sizeof(float));
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < K; c++) {
+            size_t sr = rows ? (size_t)rows[i] : (size_t)i, scl = cols ? (size_t)cols[c] : (size_t)c;
+            float t = (float)stored_at(S, sc, dt, ld, scl, sr * rs + off), b = (float)value_of(pb, WP_BF16, (size_t)i * K + c);
+            w[(size_t)i * K + c] = other == 1 ? ta * t + tb * b : other == 2 ? ta * b + tb * t : t;
+        }
+    wp_rows_f32(W, (size_t)K, 0, (size_t)N, got);
+    size_t same = 0;
+    for (size_t i = 0; i < (size_t)N * K; i++) same += !memcmp(&w[i], &got[i], 4);
+    const char *how = other == 1 ? ", mixed with rows" : other == 2 ? ", the mix's second" : "";
+    CHECK(same == (size_t)N * K, "%s transposed rs %d off %d%s%s %dx%d: every value bit for bit (%zu of %zu)", dt_name(dt),
+          rs, off, perm ? ", permuted" : "", how, N, K, same, (size_t)N * K);
+    float *X = malloc((size_t)M * K * sizeof(float)), *Y0 = malloc((size_t)M * N * sizeof(float));
+    float *Y1 = malloc((size_t)M * N * sizeof(float));
+    for (size_t i = 0; i < (size_t)M * K; i++) X[i] = (float)rng_normal(r);
+    wp_gemm_nt(M, N, K, X, K, W, 0.0f, Y0, N);
+    wp_gemm_nt_ref(M, N, K, X, K, W, 0.0f, Y1, N);
+    double worst = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double a = 0, m = 0;
+            for (int k = 0; k < K; k++) {
+                double x = (double)X[(size_t)i * K + k] * w[(size_t)j * K + k];
+                a += x, m += fabs(x);
+            }
+            size_t o = (size_t)i * N + j;
+            worst = fmax(worst, fmax(fabs(Y0[o] - a), fabs(Y1[o] - a)) / (m > 0 ? m : 1));
+        }
+    CHECK(worst < 1e-6, "%s transposed%s%s %dx%dx%d: panels and whole within 1e-6 of sum |x w| (%.3g)", dt_name(dt),
+          perm ? ", permuted" : "", how, M, N, K, worst);
+    if (!perm && !other) {
+        size_t at = 99;
+        CHECK(wp_same(T, T, (size_t)N, (size_t)K) == 1 && wp_finite(T, (size_t)N, (size_t)K, &at) == 0,
+              "%s transposed: the same as itself, finite", dt_name(dt));
+        wref U = T;
+        U.tr = 0;
+        CHECK(!wp_same(T, U, (size_t)N, (size_t)K), "a transposed layout is not its rows' layout");
+    }
+    free(S), free(sc), free(pb), free(sb), free(rows), free(cols), free(w), free(got), free(X), free(Y0), free(Y1);
+}
+
 int main(void) {
     rng_t r;
     rng_seed(&r, 7);
     wp_dtype dts[3] = {WP_BF16, WP_F16, WP_F32};
     for (int t = 0; t < 3; t++) {
-        one_case(&r, dts[t], 37, 300, 256, 256, 0.0f);   // 128-row panels, a tail of 44
-        one_case(&r, dts[t], 5, 70, 1000, 1010, 1.0f);   // 32-row panels, rows apart, accumulating
-        one_case(&r, dts[t], 3, 9, 33000, 33000, 0.0f);  // a row wider than a panel
+        one_case(&r, dts[t], 37, 1100, 256, 256, 0.0f);  // 512-row panels, a tail of 76
+        one_case(&r, dts[t], 5, 300, 1000, 1010, 1.0f);  // 131-row panels, rows apart, accumulating
+        one_case(&r, dts[t], 3, 9, WP_PANEL_FLOATS + 1000, WP_PANEL_FLOATS + 1000, 0.0f); // a row wider than a panel
     }
     test_finite();
     // views and mixes: every pair of dtypes once, permutations, t at its ends
@@ -239,7 +300,14 @@ int main(void) {
     mix_case(&r, WP_MXFP4, WP_MXFP4, 5, 20, 64, 0, 0, -1);  // MXFP4 alone, through panels
     mix_case(&r, WP_BF16, WP_BF16, 5, 20, 512, 1, 1, -1);   // a view alone
     mix_case(&r, WP_BF16, WP_BF16, 9, 300, 512, 1, 1, 0.0); // several panels; t = 0 and 1
-    mix_case(&r, WP_BF16, WP_F16, 9, 30, 33000, 1, 1, 1.0); // a row wider than a panel
+    mix_case(&r, WP_BF16, WP_F16, 9, 30, WP_PANEL_FLOATS + 1000, 1, 1, 1.0); // a row wider than a panel
     test_mxfp4_offset(&r);
+    // transposed layouts: GPT-OSS's down_proj (rs 1), gate | up interleaved (rs 2, offset 1: up)
+    for (int t = 0; t < 3; t++) trans_case(&r, dts[t], 7, 300, 96, 1, 0, 0, 0);
+    trans_case(&r, WP_BF16, 9, 300, 1000, 2, 0, 0, 0); // 131-row panels
+    trans_case(&r, WP_BF16, 5, 30, 64, 2, 1, 0, 0);
+    trans_case(&r, WP_BF16, 5, 30, 64, 2, 1, 1, 0);   // a view of it
+    trans_case(&r, WP_BF16, 5, 30, 64, 1, 0, 1, 1);   // mixed: A transposed, B rows
+    trans_case(&r, WP_F16, 5, 300, 128, 2, 1, 0, 2);  // mixed: A rows, B transposed
     return test_summary("test_wpanel");
 }
