@@ -147,6 +147,8 @@ void app_switched(app_state *a, const char *layer, const moe_config *cfg, int cu
     a->layers.current = a->layers.cursor = current;
     app_set_loading(a, -1, 0, NULL);
     if (no_eval[0]) app_message(a, 1, "%s", no_eval);
+    else if (a->info.objective[0]) /* a network's block: nothing read again, the worker starts anew */
+        app_message(a, 0, "MoE block %s: its costs, curves and landscape start again", layer);
     else app_message(a, 0, "layer %s: A and B reloaded, the landscape restarts", layer);
 }
 

@@ -14,16 +14,7 @@ source "$(dirname "$0")/../lib/lib.sh"
 need_tool tmux
 source "$TESTS_DIR/explorer/tui_lib.sh"
 P=$WORK/pool
-"$PYTHON" - "$P" "$TESTS_DIR" <<'PY'
-import sys
-sys.path[:0] = [sys.argv[2] + "/lib", sys.argv[2] + "/oracle"]
-import gen_gpt2
-cfg = gen_gpt2.config(moe_layers=[0, 2])
-back = gen_gpt2.backbone(cfg, 9)
-m1 = gen_gpt2.moe_blocks(cfg, 1)
-m2 = gen_gpt2.perturbed_copy(cfg, m1, 2)[0]
-gen_gpt2.write_pool(sys.argv[1], cfg, back, {"seed1": m1, "seed2": m2}, gen_gpt2.eval_ids(cfg, 3, 64, 10))
-PY
+gpt2_pair "$P" "moe_layers=[0, 2]" "gen_gpt2.eval_ids(cfg, 3, 64, 10)"
 A=$P/seed1; B=$P/seed2; E=$P/eval.safetensors
 GATE=$WORK/gate
 

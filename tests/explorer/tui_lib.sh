@@ -104,6 +104,23 @@ check_network_table() {
     check "$what: the expert choice's rank" wait_re "expert order rank $(ls_rank "$j") of 24"
 }
 
+# gpt2_pair DIR CONFIG IDS: a GPT-2 folder pair DIR/seed1, DIR/seed2 (tests/lib/gen_gpt2.py:
+# one backbone, B's MoE blocks a perturbed copy of A's) and DIR/eval.safetensors;
+# CONFIG is gen_gpt2.config's arguments ("moe_layers=[0, 2], n=8"), IDS a Python
+# expression for the set's ids over cfg, back and m1 ("gen_gpt2.eval_ids(cfg, 3, 64, 10)")
+gpt2_pair() {
+    "$PYTHON" - "$1" "$TESTS_DIR" "$2" "$3" <<'PY'
+import sys
+sys.path[:0] = [sys.argv[2] + "/lib", sys.argv[2] + "/oracle"]
+import gen_gpt2
+cfg = eval("gen_gpt2.config(%s)" % sys.argv[3])
+back = gen_gpt2.backbone(cfg, 9)
+m1 = gen_gpt2.moe_blocks(cfg, 1)
+m2 = gen_gpt2.perturbed_copy(cfg, m1, 2)[0]
+gen_gpt2.write_pool(sys.argv[1], cfg, back, {"seed1": m1, "seed2": m2}, eval(sys.argv[4]))
+PY
+}
+
 # network_landscapes A B E L...: each MoE block L's landscape (9 points) into $WORK/lL.json
 network_landscapes() {
     local a=$1 b=$2 e=$3 L
