@@ -122,6 +122,9 @@ int cli_load_models(const char *pa, const char *pb, const char *layer, moe_model
  * *ma, *mb (moe_map_close after moe_free); 1 when they are not mapped so (moescope's
  * own files, a layout transposed in its file, MOESCOPE_STREAM set, any problem, which
  * cli_load_models then says): nothing loaded. */
+/* One layer loaded as cli_load_models_mapped loads a pair (m, *map: moe_map_close after
+ * moe_free); 1 when not mapped so (nothing loaded: moe_load then says what is wrong). */
+int cli_load_mapped(const char *path, const char *layer, moe_model *m, ckpt **map);
 int cli_load_models_mapped(const char *pa, const char *pb, const char *layer, moe_model *A, moe_model *B,
                            ckpt **ma, ckpt **mb);
 /* The same for cost and align, without an evaluation set: a pair of layers

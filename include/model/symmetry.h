@@ -78,6 +78,11 @@ void moe_scramble(moe_model *m, uint64_t seed, double translate, int *order_out)
  * the source's shared expert shared_out[j]; NULL: not wanted). */
 void moe_scramble_orders(moe_model *m, uint64_t seed, double translate, int *order_out,
                          int *shared_out);
+/* The same for m mapped too (moe_load_mapped): its routed experts become views of
+ * the mapping, reading the hidden permutations from hidden (n h ints, which must
+ * outlive m's use); m in floats: hidden may be NULL. Same draws, same values. */
+void moe_scramble_mapped(moe_model *m, uint64_t seed, double translate, int *order_out, int *shared_out,
+                         int *hidden);
 
 /* A fingerprint of m's parameters (FNV-1a over the float bits of the layer
  * and head as loaded): moe_scramble records the source's as

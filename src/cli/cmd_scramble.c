@@ -56,10 +56,15 @@ static int scramble_one(const char *in, const char *out, const char *layer, unsi
                         double translate, int report) {
     ms_err err;
     moe_model m;
-    if (moe_load(&m, in, layer, cli_overrides(), &err)) return cli_error("%s", err.msg);
+    // a family layout's routed weights stay mapped in their dtype: the experts moved as
+    // views of the file, each output slot decoded as it is written (cli_save_moved)
+    ckpt *map = NULL;
+    if (cli_load_mapped(in, layer, &m, &map) && moe_load(&m, in, layer, cli_overrides(), &err))
+        return cli_error("%s", err.msg);
     int *pi = ms_malloc((size_t)m.cfg.n * sizeof(int));
     int *sp = ms_malloc((size_t)(m.cfg.s ? m.cfg.s : 1) * sizeof(int));
-    moe_scramble_orders(&m, (uint64_t)seed, translate, pi, sp);
+    int *hidden = map ? ms_malloc((size_t)m.cfg.n * m.cfg.h * sizeof(int)) : NULL; // the views' orders
+    moe_scramble_mapped(&m, (uint64_t)seed, translate, pi, sp, hidden);
     int rc = 0;
     char *el = ms_escaped(m.layer), *ein = ms_escaped(in); // text from the file, for the terminal
     // the shared experts move too: each keeps its own dtype where it lands
@@ -88,6 +93,8 @@ static int scramble_one(const char *in, const char *out, const char *layer, unsi
     free(pi);
     free(sp);
     moe_free(&m);
+    free(hidden);
+    moe_map_close(map);
     return rc;
 }
 

@@ -32,11 +32,9 @@ static void stash_free(expert_stash *st) {
     free(st->e);
 }
 
-void moe_permute_experts(moe_model *m, const int *pi) {
-    const moe_config *c = &m->cfg;
-    int n = c->n, d = c->d;
-    expert_stash st;
-    stash_make(&st, m->experts, n, c);
+/* the gate rows and biases (and selection biases): row i <- row pi[i] */
+static void gate_permute(moe_model *m, const int *pi) {
+    int n = m->cfg.n, d = m->cfg.d;
     float *gw = ms_malloc((size_t)n * d * sizeof(float)); // (n, d)
     float *gb = ms_malloc((size_t)n * sizeof(float));     // (n)
     float *gc = ms_malloc((size_t)n * sizeof(float));     // (n) selection bias
@@ -44,8 +42,6 @@ void moe_permute_experts(moe_model *m, const int *pi) {
     memcpy(gb, m->gate_b, (size_t)n * sizeof(float));
     if (m->corr_b) memcpy(gc, m->corr_b, (size_t)n * sizeof(float));
     for (int i = 0; i < n; i++) {
-        // slot i <- expert pi[i] together with its gate row (and selection bias)
-        moe_expert_copy(&m->experts[i], &st.e[pi[i]], c);
         memcpy(m->gate_w + (size_t)i * d, gw + (size_t)pi[i] * d, (size_t)d * sizeof(float));
         m->gate_b[i] = gb[pi[i]];
         if (m->corr_b) m->corr_b[i] = gc[pi[i]];
@@ -53,6 +49,15 @@ void moe_permute_experts(moe_model *m, const int *pi) {
     free(gc);
     free(gw);
     free(gb);
+}
+
+void moe_permute_experts(moe_model *m, const int *pi) {
+    const moe_config *c = &m->cfg;
+    expert_stash st;
+    stash_make(&st, m->experts, c->n, c);
+    // slot i <- expert pi[i] together with its gate row (and selection bias)
+    for (int i = 0; i < c->n; i++) moe_expert_copy(&m->experts[i], &st.e[pi[i]], c);
+    gate_permute(m, pi);
     stash_free(&st);
 }
 
@@ -122,14 +127,34 @@ char *moe_order_string(const int *p, int n) {
     return s;
 }
 
-uint64_t moe_fingerprint(const moe_model *m) {
-    uint64_t hsh = 1469598103934665603ULL;
-    const unsigned char *p = (const unsigned char *)m->mem;
-    for (size_t i = 0; i < m->nparams * sizeof(float); i++) {
-        hsh ^= p[i];
+static uint64_t fnv_bytes(uint64_t hsh, const void *p, size_t nbytes) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < nbytes; i++) {
+        hsh ^= b[i];
         hsh *= 1099511628211ULL;
     }
     return hsh;
+}
+
+uint64_t moe_fingerprint(const moe_model *m) {
+    uint64_t hsh = 1469598103934665603ULL;
+    if (!moe_is_mapped(m)) return fnv_bytes(hsh, m->mem, m->nparams * sizeof(float));
+    // a mapped layer: the same bytes as its floats would hold (moe_alloc's layout), each
+    // routed expert decoded in turn, so a record matches whichever way A was read
+    const moe_config *c = &m->cfg;
+    moe_layout l;
+    moe_layout_of(c, &l);
+    size_t before = l.gate + l.corr, es = moe_expert_size(c);
+    size_t biases = (size_t)c->n * ((moe_act_glu(c->act) ? 2 : 1) * (size_t)c->h + (size_t)c->d);
+    float *buf = ms_malloc(es * sizeof(float));
+    hsh = fnv_bytes(hsh, m->mem, before * sizeof(float));
+    for (int e = 0; e < c->n; e++) {
+        moe_expert tmp;
+        moe_expert_floats(m, e, &tmp, buf); // carved in buf in moe_alloc's order
+        hsh = fnv_bytes(hsh, buf, es * sizeof(float));
+    }
+    free(buf);
+    return fnv_bytes(hsh, m->mem + before + biases, (m->nparams - before - biases) * sizeof(float));
 }
 
 /* Step 1 of moe_scramble: pi (n) uniform in S_n, or in the wreath product
@@ -155,8 +180,40 @@ void moe_scramble(moe_model *m, uint64_t seed, double translate, int *order_out)
     moe_scramble_orders(m, seed, translate, order_out, NULL);
 }
 
+/* A mapped layer's routed experts moved (slot i <- expert pi[i], its hidden units by
+ * hidden + i h) as views of the same mapping: the biases copied, the weights read
+ * in the new order where they lie. */
+static void permute_mapped(moe_model *m, const int *pi, const int *hidden) {
+    const moe_config *c = &m->cfg;
+    int n = c->n, h = c->h, d = c->d, glu = moe_act_glu(c->act);
+    size_t per = (size_t)(glu ? 2 : 1) * h + d; // an expert's biases (carve_biases: contiguous)
+    moe_expert *old = ms_malloc((size_t)n * sizeof(moe_expert));
+    float *ob = ms_malloc((size_t)n * per * sizeof(float));
+    memcpy(old, m->experts, (size_t)n * sizeof(moe_expert));
+    memcpy(ob, m->experts[0].fc1_b, (size_t)n * per * sizeof(float));
+    for (int i = 0; i < n; i++) {
+        const moe_expert *x = &old[pi[i]];
+        const float *b1 = ob + (size_t)pi[i] * per, *b2 = b1 + h, *b3 = b2 + d;
+        moe_expert *y = &m->experts[i];
+        const int *P = hidden + (size_t)i * h;
+        for (int u = 0; u < h; u++) y->fc1_b[u] = b1[P[u]];
+        for (int u = 0; u < h && glu; u++) y->fc3_b[u] = b3[P[u]];
+        memcpy(y->fc2_b, b2, (size_t)d * sizeof(float));
+        y->w1 = wp_view(x->w1, P, NULL); // W1, W3 (h, d): rows; W2 (d, h): columns
+        y->w3 = glu ? wp_view(x->w3, P, NULL) : x->w3;
+        y->w2 = wp_view(x->w2, NULL, P);
+    }
+    free(old);
+    free(ob);
+}
+
 void moe_scramble_orders(moe_model *m, uint64_t seed, double translate, int *order_out,
                          int *shared_out) {
+    moe_scramble_mapped(m, seed, translate, order_out, shared_out, NULL);
+}
+
+void moe_scramble_mapped(moe_model *m, uint64_t seed, double translate, int *order_out, int *shared_out,
+                         int *hidden) {
     const moe_config *c = &m->cfg;
     moe_config sc = moe_shared_config(c);
     int n = c->n, d = c->d, h = c->h, s = c->s;
@@ -168,12 +225,18 @@ void moe_scramble_orders(moe_model *m, uint64_t seed, double translate, int *ord
     int *P = ms_malloc((size_t)(sc.h > h ? sc.h : h) * sizeof(int));
     // 1. expert order (applied: slot i <- expert pi[i])
     scramble_order(c, &r, pi);
-    moe_permute_experts(m, pi);
+    int mapped = moe_is_mapped(m);
+    if (!mapped) {
+        moe_permute_experts(m, pi);
+    } else { // the gate rows (and selection biases) here, the experts as views below
+        gate_permute(m, pi);
+    }
     // 2. a hidden permutation inside every expert
     for (int i = 0; i < n; i++) {
-        rng_permutation(&r, P, h);
-        moe_expert_permute_hidden(&m->experts[i], c, P);
+        rng_permutation(&r, mapped ? hidden + (size_t)i * h : P, h);
+        if (!mapped) moe_expert_permute_hidden(&m->experts[i], c, P);
     }
+    if (mapped) permute_mapped(m, pi, hidden);
     // 3. shared experts: their order, then hidden permutations
     char *shared_str = NULL;
     if (s > 0) {

@@ -639,7 +639,7 @@ def same_folders(x, y):
 
 
 def test_mapped_commands():
-    """align, merge, study and geometry with the MoE blocks mapped (each aligned B a view
+    """align, merge, scramble, study and geometry with the MoE blocks mapped (each aligned B a view
     of its file, a soup a mix, every output slot decoded as it is written) give what the
     float path gives (MOESCOPE_STREAM=0 and MOESCOPE_TEST_FLOATS: every block read into
     floats): the same output files byte for byte, the same reports (BF16, two shards;
@@ -650,21 +650,25 @@ def test_mapped_commands():
     ga = gen("gpt_oss", "mix_gpt_oss_mx", dtype="BF16", mxfp4=True)
     gb = gen("gpt_oss", "mix_gpt_oss_mx_scr", dtype="BF16", scramble=True, mxfp4=True)
     floats = {"MOESCOPE_STREAM": "0", "MOESCOPE_TEST_FLOATS": "1"}
-    cases = [("align", a, b, ["--layer", 2, "--eval", ev, "--method", "activation"]),
-             ("merge", a, b, ["--layer", 2, "--eval", ev, "--alpha-sweep", 3]),
-             ("merge", a, b, ["--layer", "all"]),
-             ("align", ga, gb, ["--layer", "all"]),
-             ("merge", ga, gb, ["--layer", 1, "--eval", os.path.join(ga, "eval.safetensors")])]
-    for k, (cmd, x, y, extra) in enumerate(cases):
+    ds = gen("deepseek_v3", "cmd_ds", dtype="BF16", shards=2)  # shared experts, selection biases
+    cases = [("align", [a, b], ["--layer", 2, "--eval", ev, "--method", "activation"]),
+             ("merge", [a, b], ["--layer", 2, "--eval", ev, "--alpha-sweep", 3]),
+             ("merge", [a, b], ["--layer", "all"]),
+             ("align", [ga, gb], ["--layer", "all"]),
+             ("merge", [ga, gb], ["--layer", 1, "--eval", os.path.join(ga, "eval.safetensors")]),
+             ("scramble", [a], ["--layer", "all", "--translate"]),
+             ("scramble", [ga], ["--layer", 1, "--seed", 7]),
+             ("scramble", [ds], ["--layer", "all", "--translate"])]
+    for k, (cmd, ins, extra) in enumerate(cases):
         outs, texts = [], []
         for env in (None, floats):
             out = p("mapped_cmd_%d_%s" % (k, "floats" if env else "mapped"))
-            r = run(cmd, x, y, "-o", out, *extra, env=env)
+            r = run(cmd, *ins, "-o", out, *extra, env=env)
             check(r.returncode == 0, "%s %s (%s): %s" % (cmd, extra, "floats" if env else "mapped", r.stderr.strip()))
             outs.append(out)
             texts.append(re.sub(r"layers-\w+", "layers-", (r.stdout + r.stderr).replace(out, "OUT")
                                 .replace(os.path.basename(out), "OUT")))  # --layer all's steps' folders
-        if all(os.path.isdir(o) for o in outs):
+        if all(os.path.isdir(o) for o in outs):  # (a scramble too: its views decoded as written)
             check(same_folders(*outs) and texts[0] == texts[1],
                   "%s %s: mapped, the float path's output byte for byte and its report" % (cmd, extra))
     for cmd, args in (("study", [a, b, "--eval", ev, "--samples", 4, "--points", 3]),
