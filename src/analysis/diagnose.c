@@ -168,6 +168,21 @@ static void expert_outputs(const moe_expert *e, const moe_config *c, const float
     moe_expert_forward(e, c, X, N, H, H3, O);
 }
 
+/* Two experts' floats (a mapped layer's decoded one at a time: moe_expert_floats) */
+typedef struct {
+    float *mem;
+    moe_expert x[2];
+} dg_pair_buf;
+
+static void pbuf_init(dg_pair_buf *b, const moe_config *c) {
+    b->mem = ms_malloc(2 * moe_expert_size(c) * sizeof(float));
+}
+
+/* m's expert e in floats, in slot k (0, 1) of b when m is mapped */
+static const moe_expert *pbuf_get(dg_pair_buf *b, const moe_model *m, int e, int k) {
+    return moe_expert_floats(m, e, &b->x[k], b->mem + (size_t)k * moe_expert_size(&m->cfg));
+}
+
 static void routing_load(const moe_model *m, const evalset *E, double *load_mean,
                          double *load_frac) {
     const moe_config *c = &m->cfg;
@@ -262,8 +277,10 @@ static int ckpt_expert_distances(const moe_model *m, diag_ckpt *s, ms_err *err) 
     const moe_config *c = &m->cfg;
     int n = c->n, h = c->h;
     s->expert_dist = ms_calloc((size_t)n * n, sizeof(double));
+    dg_pair_buf pb;
+    pbuf_init(&pb, c);
     double sq = 0;
-    for (int i = 0; i < n; i++) sq += expert_sqnorm(&m->experts[i], c);
+    for (int i = 0; i < n; i++) sq += expert_sqnorm(pbuf_get(&pb, m, i, 0), c);
     s->expert_rms = sqrt(sq / n);
     s->expert_min = INFINITY;
     s->expert_pair[0] = s->expert_pair[1] = -1;
@@ -272,7 +289,9 @@ static int ckpt_expert_distances(const moe_model *m, diag_ckpt *s, ms_err *err) 
         // invariant Gram distance of the expert cost instead, relative to its mean
         // off-diagonal value
         s->expert_gram = 1;
-        if (cost_matrix(m, m, COST_EXPERT, 1, s->expert_dist, err))
+        free(pb.mem);
+        expert_source src = moe_mapped_source(m); // a mapped layer's experts read one at a time
+        if (cost_matrix_src(m, &src, m, &src, COST_EXPERT, 1, s->expert_dist, err))
             return ms_prefix(err, "expert distances");
         double mean = 0;
         for (int i = 0; i < n; i++)
@@ -291,14 +310,15 @@ static int ckpt_expert_distances(const moe_model *m, diag_ckpt *s, ms_err *err) 
     int *P = ms_malloc((size_t)h * sizeof(int));
     double *S = ms_malloc((size_t)h * h * sizeof(double)); // (h,h)
     int rc = 0;
-    for (int i = 0; i < n && !rc; i++)
+    for (int i = 0; i < n && !rc; i++) {
+        const moe_expert *ei = pbuf_get(&pb, m, i, 0);
         for (int j = i + 1; j < n; j++) {
             double dist;
             if (progress_cancelled()) { // a listener's cancel (progress.h): the explorer stopping
                 rc = ms_fail(err, "cancelled");
                 break;
             }
-            if (expert_wm_dist(&m->experts[i], &m->experts[j], c, P, S, &dist, err)) {
+            if (expert_wm_dist(ei, pbuf_get(&pb, m, j, 1), c, P, S, &dist, err)) {
                 rc = ms_prefix(err, "experts %d and %d", i, j);
                 break;
             }
@@ -308,8 +328,10 @@ static int ckpt_expert_distances(const moe_model *m, diag_ckpt *s, ms_err *err) 
                 s->expert_pair[0] = i, s->expert_pair[1] = j;
             }
         }
+    }
     free(P);
     free(S);
+    free(pb.mem);
     s->expert_min_rel = s->expert_rms > 0 ? s->expert_min / s->expert_rms : 0;
     return rc;
 }
@@ -325,8 +347,11 @@ static void ckpt_output_distances(const moe_model *m, const evalset *E, diag_ckp
     float *O = ms_malloc((size_t)n * N * d * sizeof(float)); // (n, N, d)
     float *H = ms_malloc((size_t)N * h * sizeof(float));     // (N, h)
     float *H3 = moe_act_glu(c->act) ? ms_malloc((size_t)N * h * sizeof(float)) : NULL;
+    dg_pair_buf pb;
+    pbuf_init(&pb, c);
     for (int i = 0; i < n; i++)
-        expert_outputs(&m->experts[i], c, E->inputs, N, O + (size_t)i * N * d, H, H3);
+        expert_outputs(pbuf_get(&pb, m, i, 0), c, E->inputs, N, O + (size_t)i * N * d, H, H3);
+    free(pb.mem);
     size_t Nd = (size_t)N * d;
     double sq = 0;
     for (size_t q = 0; q < (size_t)n * Nd; q++) sq += (double)O[q] * O[q];
@@ -814,7 +839,8 @@ static int pair_margins(const moe_model *A, const moe_model *B, const evalset *E
                         diag_report *r, dg_list *out, ms_err *err) {
     int n = A->cfg.n;
     double *C = ms_malloc((size_t)n * n * sizeof(double)); // (n,n)
-    cost_input in = {.A = A, .B = B, .center = o->center, .X = E ? E->inputs : NULL, .N = E ? E->N : 0,
+    expert_source sa = moe_mapped_source(A), sb = moe_mapped_source(B); // mapped: read one at a time
+    cost_input in = {.A = A, .B = B, .sa = &sa, .sb = &sb, .center = o->center, .X = E ? E->inputs : NULL, .N = E ? E->N : 0,
                      .d = E ? E->d : 0};
     for (int m = 0; m < COST_NMETHODS; m++) {
         r->total[m] = r->second[m] = r->margin[m] = r->margin_rel[m] = r->cost_mean[m] = NAN;
@@ -1014,8 +1040,10 @@ static int pair_slots(const moe_model *A, const moe_model *B, const diag_opts *o
     int *P = ms_malloc((size_t)(r->slot_gram ? 1 : c->h) * sizeof(int));
     double *S = r->slot_gram ? NULL : ms_malloc((size_t)c->h * c->h * sizeof(double)); // (h,h)
     int rc = 0;
+    dg_pair_buf pb;
+    pbuf_init(&pb, c);
     for (int i = 0; i < n && !rc && !r->slot_gram; i++) {
-        const moe_expert *ea = &A->experts[i], *eb = &B->experts[ord[i]];
+        const moe_expert *ea = pbuf_get(&pb, A, i, 0), *eb = pbuf_get(&pb, B, ord[i], 1);
         if (progress_cancelled()) { // a listener's cancel: the explorer stopping
             rc = ms_fail(err, "cancelled");
             break;
@@ -1027,6 +1055,7 @@ static int pair_slots(const moe_model *A, const moe_model *B, const diag_opts *o
         double sc = sqrt(0.5 * (expert_sqnorm(ea, c) + expert_sqnorm(eb, c)));
         r->slot_rel[i] = sc > 0 ? r->slot_resid[i] / sc : 0;
     }
+    free(pb.mem);
     free(P);
     free(S);
     if (rc) return -1;

@@ -15,7 +15,7 @@ modelling code) on tiny random models of tests/lib/gen_decoders.py.
     barrier ~0; a BF16 (and MXFP4) pair's curve, its MoE blocks mixed from the mapped
     files a panel at a time, equals the oracle's interpolated network; its landscape,
     the chosen block mapped too, equals the float path's (MOESCOPE_TEST_FLOATS), and so
-    do align's, merge's, study's and geometry's outputs and reports; rope_scaling kinds computed as the oracle does or refused by name
+    do align's, merge's, scramble's, diagnose's, study's and geometry's outputs and reports; rope_scaling kinds computed as the oracle does or refused by name
     (DeepSeek: linear and yarn computed); an unknown model_type, a missing tensor, an unknown rope_scaling kind,
     heads that do not divide, T > max_position_embeddings and token ids >= vocab_size
     refused naming the file and key;
@@ -639,7 +639,7 @@ def same_folders(x, y):
 
 
 def test_mapped_commands():
-    """align, merge, scramble, study and geometry with the MoE blocks mapped (each aligned B a view
+    """align, merge, scramble, diagnose, study and geometry with the MoE blocks mapped (each aligned B a view
     of its file, a soup a mix, every output slot decoded as it is written) give what the
     float path gives (MOESCOPE_STREAM=0 and MOESCOPE_TEST_FLOATS: every block read into
     floats): the same output files byte for byte, the same reports (BF16, two shards;
@@ -671,6 +671,19 @@ def test_mapped_commands():
         if all(os.path.isdir(o) for o in outs):  # (a scramble too: its views decoded as written)
             check(same_folders(*outs) and texts[0] == texts[1],
                   "%s %s: mapped, the float path's output byte for byte and its report" % (cmd, extra))
+    # diagnose: the chosen block's experts decoded one or two at a time, its landscape's
+    # orders views of B's file (an order of another seed's experts; a scramble of A)
+    for x, y, extra in ((a, b, ["--layer", 2, "--method", "activation"]), (ga, gb, ["--landscape"])):
+        texts = []
+        for env in (None, floats):
+            out = p("mapped_diagnose_%s.json" % ("floats" if env else "mapped"))
+            r = run("diagnose", x, y, "--eval", os.path.join(x, "eval.safetensors"), "--points", 3, "--json", out,
+                    *extra, env=env)
+            check(r.returncode == 0, "diagnose %s (%s): %s" % (extra, "floats" if env else "mapped",
+                                                               r.stderr.strip()))
+            texts.append(r.stdout + r.stderr + open(out).read().replace(out, "OUT") if r.returncode == 0 else None)
+        check(texts[0] is not None and texts[0] == texts[1],
+              "diagnose %s: mapped, the float path's report and JSON" % extra)
     for cmd, args in (("study", [a, b, "--eval", ev, "--samples", 4, "--points", 3]),
                       ("geometry", [a, "--eval", ev, "--train-frac", 0.75])):
         js = []
