@@ -143,6 +143,30 @@ static const char *dt_name(wp_dtype dt) {
 /* W = ta A + tb B' (B' = B's rows in order rows, columns in order cols; either may
  * be NULL), A and B in dtypes da, db: the panels' values against this file's own
  * float32 mix, the panel and whole products against the double product */
+/* X W^T for random X (M, K) through the panels and through the whole-matrix
+ * reference, against the double product with w (N, K), the values W holds: the
+ * worst error of either, relative to sum |x w| */
+static double gemm_worst(rng_t *r, int M, int N, int K, wref W, const float *w) {
+    float *X = malloc((size_t)M * K * sizeof(float)), *Y0 = malloc((size_t)M * N * sizeof(float));
+    float *Y1 = malloc((size_t)M * N * sizeof(float));
+    for (size_t i = 0; i < (size_t)M * K; i++) X[i] = (float)rng_normal(r);
+    wp_gemm_nt(M, N, K, X, K, W, 0.0f, Y0, N);
+    wp_gemm_nt_ref(M, N, K, X, K, W, 0.0f, Y1, N);
+    double worst = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double a = 0, m = 0;
+            for (int k = 0; k < K; k++) {
+                double x = (double)X[(size_t)i * K + k] * w[(size_t)j * K + k];
+                a += x, m += fabs(x);
+            }
+            size_t o = (size_t)i * N + j;
+            worst = fmax(worst, fmax(fabs(Y0[o] - a), fabs(Y1[o] - a)) / (m > 0 ? m : 1));
+        }
+    free(X), free(Y0), free(Y1);
+    return worst;
+}
+
 static void mix_case(rng_t *r, wp_dtype da, wp_dtype db, int M, int N, int K, int perm_rows, int perm_cols,
                      double t) {
     int ld = K + 32; // rows apart, MXFP4's blocks whole
@@ -168,25 +192,10 @@ static void mix_case(rng_t *r, wp_dtype da, wp_dtype db, int M, int N, int K, in
     for (size_t i = 0; i < (size_t)N * K; i++) same += !memcmp(&w[i], &got[i], 4);
     CHECK(same == (size_t)N * K, "%s + %s mix t %g%s%s %dx%d: every value bit for bit (%zu of %zu)", dt_name(da),
           dt_name(db), t, rows ? ", rows permuted" : "", cols ? ", columns permuted" : "", N, K, same, (size_t)N * K);
-    float *X = malloc((size_t)M * K * sizeof(float)), *Y0 = malloc((size_t)M * N * sizeof(float));
-    float *Y1 = malloc((size_t)M * N * sizeof(float));
-    for (size_t i = 0; i < (size_t)M * K; i++) X[i] = (float)rng_normal(r);
-    wp_gemm_nt(M, N, K, X, K, W, 0.0f, Y0, N);
-    wp_gemm_nt_ref(M, N, K, X, K, W, 0.0f, Y1, N);
-    double worst = 0;
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            double a = 0, m = 0;
-            for (int k = 0; k < K; k++) {
-                double x = (double)X[(size_t)i * K + k] * w[(size_t)j * K + k];
-                a += x, m += fabs(x);
-            }
-            size_t o = (size_t)i * N + j;
-            worst = fmax(worst, fmax(fabs(Y0[o] - a), fabs(Y1[o] - a)) / (m > 0 ? m : 1));
-        }
+    double worst = gemm_worst(r, M, N, K, W, w);
     CHECK(worst < 1e-6, "%s + %s mix %dx%dx%d: panels and whole within 1e-6 of sum |x w| (%.3g)", dt_name(da),
           dt_name(db), M, N, K, worst);
-    free(pa), free(pb), free(sa), free(sb), free(rows), free(cols), free(w), free(got), free(X), free(Y0), free(Y1);
+    free(pa), free(pb), free(sa), free(sb), free(rows), free(cols), free(w), free(got);
 }
 
 /* an MXFP4 view from a row on (wp_offset) reads the blocks and scales of that row;
@@ -254,22 +263,7 @@ static void trans_case(rng_t *r, wp_dtype dt, int M, int N, int K, int rs, int o
     const char *how = other == 1 ? ", mixed with rows" : other == 2 ? ", the mix's second" : "";
     CHECK(same == (size_t)N * K, "%s transposed rs %d off %d%s%s %dx%d: every value bit for bit (%zu of %zu)", dt_name(dt),
           rs, off, perm ? ", permuted" : "", how, N, K, same, (size_t)N * K);
-    float *X = malloc((size_t)M * K * sizeof(float)), *Y0 = malloc((size_t)M * N * sizeof(float));
-    float *Y1 = malloc((size_t)M * N * sizeof(float));
-    for (size_t i = 0; i < (size_t)M * K; i++) X[i] = (float)rng_normal(r);
-    wp_gemm_nt(M, N, K, X, K, W, 0.0f, Y0, N);
-    wp_gemm_nt_ref(M, N, K, X, K, W, 0.0f, Y1, N);
-    double worst = 0;
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            double a = 0, m = 0;
-            for (int k = 0; k < K; k++) {
-                double x = (double)X[(size_t)i * K + k] * w[(size_t)j * K + k];
-                a += x, m += fabs(x);
-            }
-            size_t o = (size_t)i * N + j;
-            worst = fmax(worst, fmax(fabs(Y0[o] - a), fabs(Y1[o] - a)) / (m > 0 ? m : 1));
-        }
+    double worst = gemm_worst(r, M, N, K, W, w);
     CHECK(worst < 1e-6, "%s transposed%s%s %dx%dx%d: panels and whole within 1e-6 of sum |x w| (%.3g)", dt_name(dt),
           perm ? ", permuted" : "", how, M, N, K, worst);
     if (!perm && !other) {
@@ -280,7 +274,7 @@ static void trans_case(rng_t *r, wp_dtype dt, int M, int N, int K, int rs, int o
         U.tr = 0;
         CHECK(!wp_same(T, U, (size_t)N, (size_t)K), "a transposed layout is not its rows' layout");
     }
-    free(S), free(sc), free(pb), free(sb), free(rows), free(cols), free(w), free(got), free(X), free(Y0), free(Y1);
+    free(S), free(sc), free(pb), free(sb), free(rows), free(cols), free(w), free(got);
 }
 
 int main(void) {
