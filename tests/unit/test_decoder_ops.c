@@ -256,6 +256,17 @@ static void test_decoder(const char *tmp) {
     net_free(&m);
 }
 
+/* an evaluation set of N sequences of T random token ids below V */
+static net_evalset random_set(int N, int T, uint64_t seed) {
+    net_evalset E = {.path = "test", .N = N, .T = T};
+    size_t rows = (size_t)N * T;
+    E.ids = malloc(rows * sizeof(int32_t));
+    rng_t r;
+    rng_seed(&r, seed);
+    for (size_t q = 0; q < rows; q++) E.ids[q] = (int32_t)rng_below(&r, V);
+    return E;
+}
+
 /* The same decoder in BF16: its experts evaluated where the file maps them, panel by
  * panel (net_load_mapped), against the weights converted whole (net_load) */
 static void test_mapped(const char *tmp) {
@@ -282,12 +293,8 @@ static void test_mapped(const char *tmp) {
           "the backbone's matrices stay mapped in BF16 (net_load's in floats)");
     CHECK(m.nmem < f.nmem / 20 && m.nparams == f.nparams && f.nmem == f.nparams,
           "the mapped backbone holds its norms' floats alone (%zu of %zu)", m.nmem, m.nparams);
-    net_evalset E = {.path = "test", .N = 3, .T = 29};
+    net_evalset E = random_set(3, 29, 6);
     size_t rows = (size_t)E.N * E.T;
-    E.ids = malloc(rows * sizeof(int32_t));
-    rng_t r;
-    rng_seed(&r, 6);
-    for (size_t q = 0; q < rows; q++) E.ids[q] = (int32_t)rng_below(&r, V);
     float *la = malloc(rows * V * sizeof(float)), *lb = malloc(rows * V * sizeof(float));
     net_run ra = {.logits = la}, rb = {.logits = lb};
     net_par p2 = {.threads = 2};
@@ -337,12 +344,8 @@ static void test_interp(const char *tmp) {
     net_backbone_interpolate(&M, &ma, &mb, t);
     CHECK(M.blocks[0].wqkv.part[0].b == &mb.blocks[0].wqkv.part[0] && M.whead.part[0].b == &mb.whead.part[0],
           "the interpolated matrices are mixes of A's and B's mapped ones");
-    net_evalset E = {.path = "test", .N = 2, .T = 23};
+    net_evalset E = random_set(2, 23, 7);
     size_t rows = (size_t)E.N * E.T;
-    E.ids = malloc(rows * sizeof(int32_t));
-    rng_t r;
-    rng_seed(&r, 7);
-    for (size_t q = 0; q < rows; q++) E.ids[q] = (int32_t)rng_below(&r, V);
     float *la = malloc(rows * V * sizeof(float)), *lb = malloc(rows * V * sizeof(float));
     net_run ra = {.logits = la}, rb = {.logits = lb};
     net_par p2 = {.threads = 2};
