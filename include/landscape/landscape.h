@@ -247,6 +247,7 @@ typedef struct landscape {
      * says why). */
     int nseq, boot_resamples;
     const char *boot_unit, *boot_why;
+    int nthreads;                  /* the threads it was computed on; its error bars use as many */
     double rank_lo[COST_NMETHODS], rank_hi[COST_NMETHODS];
     double *unit_loss;             // (norders, T, nseq) by order id: each unit's loss at each point
     /* (norders, T, N) by order id: the sweep's per-sample losses (ls_opts.keep_units),

@@ -71,6 +71,11 @@ typedef struct {
 /* The pair outputs Y are tens of MB written once: with 4 KiB pages the page
  * faults cost more than the GEMMs that fill them (notably in VMs), so they
  * live in an anonymous mapping with transparent huge pages requested. */
+int ls_threads(const ls_opts *o) {
+    long nt = o->nthreads > 0 ? o->nthreads : sysconf(_SC_NPROCESSORS_ONLN);
+    return nt < 1 ? 1 : nt > LS_MAX_THREADS ? LS_MAX_THREADS : (int)nt;
+}
+
 static void *big_alloc(size_t bytes) {
     size_t len = (bytes + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -475,9 +480,7 @@ static void ls_problem_init(lsx *x, const moe_model *A, const moe_model *B, cons
                   (c->scale != 0.0f && c->scale != 1.0f);
     x->rs.L = L;
     x->rs.t0 = ls_now();
-    x->pool.nthreads = o->nthreads > 0 ? o->nthreads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (x->pool.nthreads < 1) x->pool.nthreads = 1;
-    if (x->pool.nthreads > LS_MAX_THREADS) x->pool.nthreads = LS_MAX_THREADS;
+    x->pool.nthreads = L->nthreads = ls_threads(o);
     prov_set_run(x->pool.nthreads, pb->T); // reports say how they were made
     pthread_mutex_init(&x->pool.mu, NULL);
     pthread_cond_init(&x->pool.cv, NULL);

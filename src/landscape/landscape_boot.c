@@ -11,59 +11,122 @@
 #include <string.h>
 
 #include "align/align.h"
+#include "core/blas_threads.h"
 #include "landscape/bootstrap.h"
 #include "landscape_int.h"
 
-/* vals (norders, R): order k's barrier in resample r; rk (COST_NMETHODS, R): the methods' ranks */
-static int boot_resample(const landscape *L, const ls_boot *b, const double *seq, int r, double *vals,
-                         double *rk, double *means) {
-    int T = L->T, S = b->S, R = b->R;
-    for (long k = 0; k < L->norders; k++) {
-        ls_boot_means(b, seq + (size_t)k * T * S, T, r, means);
-        vals[(size_t)k * R + r] = ls_boot_barrier_of(means, T);
+/* The orders go in chunks of up to BOOT_CHUNK to blas_par_for's threads; each
+ * order's barriers in every resample are used at once (its interval, and whether
+ * it is below each method's in that resample) and forgotten, so memory stays
+ * (threads, chunk, T, resample block) whatever the number of orders. A row equal
+ * to order 0's (the end points A and B, the same for every order of a layer)
+ * takes order 0's means, computed once, when those fit in one block. */
+#define BOOT_CHUNK 16
+
+typedef struct {
+    const landscape *L;
+    const ls_boot *b;
+    int rb, ck;          // resamples per block, orders per chunk
+    const double *seq;   // (norders, T, S) by order id
+    const double *base;  // (T, R): order 0's rows' means; NULL: no row shared
+    const double *bm;    // (COST_NMETHODS, R): each method's barrier - tau, per resample
+    double *scratch;     // (slots, ck T rb + ck R): the block's means, the chunk's barriers
+    const double **ptr;  // (slots, 2 ck T): rows to average, every point's means
+    long *below;         // (slots, COST_NMETHODS, R): orders below each method's barrier
+    double *lo, *hi;     // (norders) by order id
+} boot_job;
+
+static size_t boot_slot_doubles(const boot_job *J) {
+    return (size_t)J->ck * J->L->T * J->rb + (size_t)J->ck * J->b->R;
+}
+
+static void boot_chunk(void *ctx, int c, int slot) {
+    boot_job *J = ctx;
+    const landscape *L = J->L;
+    const int T = L->T, S = J->b->S, R = J->b->R, ck = J->ck;
+    const long k0 = (long)c * ck, k1 = k0 + ck < L->norders ? k0 + ck : L->norders;
+    double *means = J->scratch + (size_t)slot * boot_slot_doubles(J), *vals = means + (size_t)ck * T * J->rb;
+    const double **x = J->ptr + (size_t)slot * 2 * ck * T, **mp = x + (size_t)ck * T;
+    long *below = J->below + (size_t)slot * COST_NMETHODS * R;
+    for (int r0 = 0; r0 < R; r0 += J->rb) {
+        const int r1 = r0 + J->rb < R ? r0 + J->rb : R, n = r1 - r0;
+        int nx = 0;
+        for (long k = k0; k < k1; k++)
+            for (int m = 0; m < T; m++) {
+                const double *row = J->seq + ((size_t)k * T + m) * S;
+                if (J->base && !memcmp(row, J->seq + (size_t)m * S, (size_t)S * sizeof(double)))
+                    mp[(k - k0) * T + m] = J->base + (size_t)m * R;
+                else mp[(k - k0) * T + m] = means + (size_t)nx * n, x[nx++] = row;
+            }
+        ls_boot_means(J->b, x, nx, r0, r1, means);
+        for (long k = k0; k < k1; k++) ls_boot_barriers(mp + (k - k0) * T, T, n, vals + (k - k0) * R + r0);
     }
-    for (int m = 0; m < COST_NMETHODS; m++) {
-        ls_boot_means(b, L->methods[m].seq, T, r, means);
-        double bm = ls_boot_barrier_of(means, T) - L->tau;
-        long below = 0;
-        for (long k = 0; k < L->norders; k++) below += vals[(size_t)k * R + r] < bm;
-        rk[(size_t)m * R + r] = 1.0 + (double)below;
+    for (long k = k0; k < k1; k++) {
+        double *v = vals + (k - k0) * R;
+        for (int m = 0; m < COST_NMETHODS; m++)
+            for (int r = 0; r < R; r++) below[(size_t)m * R + r] += v[r] < J->bm[(size_t)m * R + r];
+        ls_boot_interval(v, R, LS_BOOT_LEVEL, &J->lo[k], &J->hi[k]);
     }
-    return 0;
 }
 
 int ls_boot_landscape(landscape *L, const double *seq, int S, const char *unit, atomic_int *cancel,
                       ms_err *err) {
     for (int m = 0; m < COST_NMETHODS; m++)
         if (!L->methods[m].seq) return 0;
-    int R = LS_BOOT_RESAMPLES, T = L->T;
+    const int R = LS_BOOT_RESAMPLES, T = L->T;
     ls_boot b;
     ls_boot_init(&b, S, R, LS_BOOT_SEED);
-    double *vals = ms_malloc((size_t)L->norders * R * sizeof(double));
-    double *rk = ms_malloc((size_t)COST_NMETHODS * R * sizeof(double)), *means = ms_malloc((size_t)T * sizeof(double));
-    int rc = 0;
-    for (int r = 0; r < R && !rc; r++) {
-        if (cancel && atomic_load(cancel)) rc = ms_fail(err, "cancelled");
-        else boot_resample(L, &b, seq, r, vals, rk, means);
+    boot_job J = {.L = L, .b = &b, .seq = seq, .rb = ls_boot_block(&b, T)};
+    double fit = LS_BOOT_BLOCK_MB * 1048576.0 / ((double)T * J.rb * sizeof(double));
+    J.ck = fit >= BOOT_CHUNK ? BOOT_CHUNK : fit >= 1 ? (int)fit : 1;
+    const int chunks = (int)((L->norders + J.ck - 1) / J.ck), nt = L->nthreads < 1 ? 1 : L->nthreads < chunks ? L->nthreads : chunks;
+    double *base = NULL, *bm = ms_malloc((size_t)COST_NMETHODS * R * sizeof(double));
+    if (J.rb == R) { // order 0's rows' means: (T, R) in one block
+        const double **x = ms_malloc((size_t)T * sizeof *x);
+        for (int m = 0; m < T; m++) x[m] = seq + (size_t)m * S;
+        base = ms_malloc((size_t)T * R * sizeof(double));
+        ls_boot_means(&b, x, T, 0, R, base);
+        free(x);
     }
+    for (int m = 0; m < COST_NMETHODS; m++) {
+        ls_boot_curve_barriers(&b, L->methods[m].seq, T, bm + (size_t)m * R);
+        for (int r = 0; r < R; r++) bm[(size_t)m * R + r] -= L->tau;
+    }
+    J.base = base, J.bm = bm;
+    J.lo = ms_malloc((size_t)L->norders * sizeof(double)), J.hi = ms_malloc((size_t)L->norders * sizeof(double));
+    J.scratch = ms_malloc((size_t)nt * boot_slot_doubles(&J) * sizeof(double));
+    J.ptr = ms_malloc((size_t)nt * 2 * J.ck * T * sizeof *J.ptr);
+    J.below = ms_calloc((size_t)nt * COST_NMETHODS * R, sizeof(long));
+    blas_par_for(chunks, nt, boot_chunk, &J, cancel);
+    int rc = cancel && atomic_load(cancel) ? ms_fail(err, "cancelled") : 0;
     if (!rc) {
         for (long i = 0; i < L->norders; i++) {
             ls_row *w = &L->rows[i];
-            double lo, hi;
-            ls_boot_interval(vals + (size_t)w->id * R, R, LS_BOOT_LEVEL, &lo, &hi);
-            w->bar_lo = isnan(lo) ? lo : fmin(lo, w->barrier);
-            w->bar_hi = isnan(hi) ? hi : fmax(hi, w->barrier);
+            double l = J.lo[w->id], h = J.hi[w->id];
+            w->bar_lo = isnan(l) ? l : fmin(l, w->barrier);
+            w->bar_hi = isnan(h) ? h : fmax(h, w->barrier);
         }
+        double *rk = ms_malloc((size_t)R * sizeof(double));
         for (int m = 0; m < COST_NMETHODS; m++) {
-            ls_boot_interval(rk + (size_t)m * R, R, LS_BOOT_LEVEL, &L->rank_lo[m], &L->rank_hi[m]);
+            for (int r = 0; r < R; r++) {
+                long below = 0;
+                for (int t = 0; t < nt; t++) below += J.below[((size_t)t * COST_NMETHODS + m) * R + r];
+                rk[r] = 1.0 + (double)below;
+            }
+            ls_boot_interval(rk, R, LS_BOOT_LEVEL, &L->rank_lo[m], &L->rank_hi[m]);
             L->rank_lo[m] = fmin(L->rank_lo[m], L->rank[m]);
             L->rank_hi[m] = fmax(L->rank_hi[m], L->rank[m]);
         }
+        free(rk);
         L->nseq = S, L->boot_resamples = R, L->boot_unit = unit;
     }
-    free(vals);
-    free(rk);
-    free(means);
+    free(base);
+    free(bm);
+    free(J.lo);
+    free(J.hi);
+    free(J.scratch);
+    free(J.ptr);
+    free(J.below);
     ls_boot_free(&b);
     return rc;
 }

@@ -53,6 +53,8 @@ enum { NM_NAIVE = 0, NM_SKIP = 1, NM_METHOD = 2, NM_COUNT = NM_METHOD + COST_NME
 #define LS_BLOCK 720
 
 #define LS_MAX_THREADS 8 /* workers: more than 8 did not pay on the targets measured */
+/* o->nthreads, 0: the online CPUs; 1 .. LS_MAX_THREADS */
+int ls_threads(const ls_opts *o);
 
 /* per-thread workspace */
 typedef struct {

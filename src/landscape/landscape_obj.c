@@ -372,8 +372,8 @@ static int ox_setup(ox *x, const moe_model *A, const moe_model *B, const ls_opts
     ox_seq_alloc(x);
     moe_clone(&x->Bp, B);
     moe_clone(&x->M, A);
-    long nt = o->nthreads > 0 ? o->nthreads : sysconf(_SC_NPROCESSORS_ONLN);
-    prov_set_run((int)(nt < 1 ? 1 : nt > 8 ? 8 : nt), x->T);
+    x->L->nthreads = ls_threads(o);
+    prov_set_run(x->L->nthreads, x->T);
     return 0;
 }
 
