@@ -64,6 +64,8 @@ typedef struct {
     char backbone_diff[512]; /* how the backbones differ, "" when equal */
     int backbone_later;      /* values_later: the backbones' bytes not compared yet (the caller
                                 does, subject_backbones_check: hundreds of MiB to read) */
+    int ends_later;          /* its objectives leave the end points to the landscape
+                                (net_obj_opts.ends_later: moescope-mpi's split landscapes) */
 } subject_net;
 
 /* Do the networks pa and pb share their frozen backbone (net_backbone_diff)? 0 yes;

@@ -81,6 +81,11 @@ typedef struct ls_objective {
      * what the data-driven matching methods (cost_data.h) read; NULL: none */
     const float *inputs;
     int ninputs;
+    /* NULL: loss_a .. seq_b above are set. Else the end points are still to be
+     * evaluated (NaN, seq_a and seq_b NULL): end(ctx, 0 or 1, ...) evaluates A's or
+     * B's as above, so that a landscape split over processes gives them to two of
+     * its processes instead of every process evaluating both (net_obj_opts.ends_later) */
+    int (*end)(void *ctx, int b, double *loss, double *acc, double *seq, ms_err *err);
 } ls_objective;
 
 /* The progress phase a command begins to show its curves' points (one per inner

@@ -39,6 +39,11 @@ typedef struct {
     int values_later;      /* A's and B's backbones are read after create (net_load_backbone) and
                               checked then by the caller (net_evalset_check): create checks
                               their shapes alone; prepare needs them in */
+    int ends_later;        /* prepare leaves A's and B's evaluations to the landscape (the view's
+                              end hook: a landscape split over processes evaluates each on one of
+                              them) when nothing before it needs them: the chosen block's inputs
+                              are then the frozen prefix's (it ends at that block), and neither
+                              interp_backbone nor a data-driven method for the other blocks */
 } net_obj_opts;
 
 /* A, B and E are borrowed and must outlive the objective. Computes the prefix,

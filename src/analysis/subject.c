@@ -283,7 +283,8 @@ int subject_net_objective(const subject_net *n, int block, const align_opts *oth
 
 int subject_net_objective_on(const subject_net *n, const net_evalset *E, int block, const align_opts *other,
                              const net_par *par, net_objective **out, ms_err *err) {
-    net_obj_opts o = {.chosen = block, .other = *other, .interp_backbone = n->interp_backbone, .par = *par};
+    net_obj_opts o = {.chosen = block, .other = *other, .interp_backbone = n->interp_backbone, .par = *par,
+                      .ends_later = n->ends_later};
     o.other.order = NULL; // --order names the chosen block's order, never the others'
     return net_objective_new(&n->A, &n->B, E, &o, out, err);
 }

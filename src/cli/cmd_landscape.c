@@ -529,6 +529,8 @@ static int landscape_network(subject *S, double t_load, ls_opts *lo, const ls_sc
     align_opts_default(&other);
     other.center = lo->center, other.wm_stage = lo->wm, other.method = lo->hidden;
     net_objective *no;
+    // moescope-mpi: A's and B's evaluations each on one process (the landscape's), not on all
+    n->ends_later = cli_partition && cli_partition->size > 1;
     if (cli_subject_objective(S, &other, lo->nthreads, NULL, &no)) return 1;
     if (so->keep) {
         int src = screen_network(S, lo, so, no, &other, outs, log_rank);

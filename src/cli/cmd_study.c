@@ -359,7 +359,9 @@ typedef struct {
 static int ns_objective(net_study *s, int i, int j, const net_evalset *E, net_objective **no,
                         const ls_objective **obj, ms_err *err) {
     net_obj_opts o = {.chosen = s->nets[0].net.block, .other = s->other, .interp_backbone = s->interp,
-                      .par = {.threads = s->lo->nthreads}};
+                      .par = {.threads = s->lo->nthreads},
+                      // moescope-mpi: A's and B's evaluations each on one process, not on all
+                      .ends_later = cli_partition && cli_partition->size > 1};
     if (net_objective_new(&s->nets[i].net.A, &s->nets[j].net.A, E, &o, no, err)) return -1;
     *obj = net_objective_view(*no);
     return 0;

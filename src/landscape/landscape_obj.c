@@ -38,7 +38,9 @@
 typedef struct {
     const moe_model *A, *B;
     const moe_config *c;
-    const ls_objective *obj;
+    const ls_objective *obj; // &ob
+    ls_objective ob;         // the objective's view, its end points filled in when it left them (end)
+    double *ends_seq;        // (2, S) those end points' per-unit losses
     const ls_opts *o;
     landscape *L;
     int n, h, T, exhaustive, groups;
@@ -168,6 +170,19 @@ static int ox_sweep(ox *x, const long *ks, long cnt, double bmax, const char *wh
     return 0;
 }
 
+/* the named curves' values at the end points (the objective's) */
+static void ox_named_ends(ox *x, ls_curve *const *cv) {
+    const ls_objective *ob = x->obj;
+    for (int a = 0; a < NM_COUNT; a++) {
+        cv[a]->loss[0] = ob->loss_a, cv[a]->loss[x->T - 1] = ob->loss_b;
+        if (cv[a]->acc) cv[a]->acc[0] = ob->acc_a, cv[a]->acc[x->T - 1] = ob->acc_b;
+        if (cv[a]->seq && ob->seq_a) {
+            memcpy(cv[a]->seq, ob->seq_a, (size_t)x->S * sizeof(double));
+            memcpy(cv[a]->seq + (size_t)(x->T - 1) * x->S, ob->seq_b, (size_t)x->S * sizeof(double));
+        }
+    }
+}
+
 /* the named curves, naive, skip-order and each method's order, their ends set;
  * same[a]: an earlier method's curve with a's order (then one curve), else -1 */
 static void ox_named_init(ox *x, ls_curve **cv, int *same) {
@@ -183,15 +198,12 @@ static void ox_named_init(ox *x, ls_curve **cv, int *same) {
         cv[a]->T = x->T;
         cv[a]->loss = ms_malloc((size_t)x->T * sizeof(double));
         cv[a]->acc = ob->kind == LS_CLASSIFY ? ms_malloc((size_t)x->T * sizeof(double)) : NULL;
-        cv[a]->loss[0] = ob->loss_a, cv[a]->loss[x->T - 1] = ob->loss_b;
-        if (cv[a]->acc) cv[a]->acc[0] = ob->acc_a, cv[a]->acc[x->T - 1] = ob->acc_b;
         if (x->seq) {
             cv[a]->nseq = x->S;
             cv[a]->seq = ms_malloc((size_t)x->T * x->S * sizeof(double));
-            memcpy(cv[a]->seq, ob->seq_a, (size_t)x->S * sizeof(double));
-            memcpy(cv[a]->seq + (size_t)(x->T - 1) * x->S, ob->seq_b, (size_t)x->S * sizeof(double));
         }
     }
+    ox_named_ends(x, cv);
 }
 
 /* named curve a (of ox_named_init) at point m: naive and skip-order move every
@@ -313,7 +325,7 @@ static int ox_pairs(ox *x, ms_err *err) {
  * alone holds them); else L->boot_why says why not */
 static void ox_seq_alloc(ox *x) {
     int S = x->obj->nseq, T = x->T;
-    if (S < 1 || !x->obj->seq_a) {
+    if (S < 1 || (!x->obj->seq_a && !x->obj->end)) {
         x->L->boot_why = "the objective gives no per-unit losses";
         return;
     }
@@ -325,10 +337,33 @@ static void ox_seq_alloc(ox *x) {
     // split over processes, the others send their values' per-unit losses to rank 0 (ox_split)
     if (x->o->part && x->o->part->size > 1 && x->o->part->rank) return;
     x->seq = ms_malloc((size_t)x->norders * T * S * sizeof(double));
-    for (long k = 0; k < x->norders; k++) {
-        memcpy(ox_seq(x, k, 0), x->obj->seq_a, (size_t)S * sizeof(double));
-        memcpy(ox_seq(x, k, T - 1), x->obj->seq_b, (size_t)S * sizeof(double));
+}
+
+/* the end points known (the objective's, or evaluated here: ox_ends): into the
+ * landscape and every order's per-unit losses */
+static void ox_ends_set(ox *x) {
+    const ls_objective *ob = x->obj;
+    landscape *L = x->L;
+    L->loss_a = ob->loss_a, L->loss_b = ob->loss_b;
+    L->acc_a = ob->acc_a, L->acc_b = ob->acc_b;
+    for (long k = 0; x->seq && k < x->norders; k++) {
+        memcpy(ox_seq(x, k, 0), ob->seq_a, (size_t)x->S * sizeof(double));
+        memcpy(ox_seq(x, k, x->T - 1), ob->seq_b, (size_t)x->S * sizeof(double));
     }
+}
+
+/* an objective that left its end points (end) evaluated here, in one process */
+static int ox_ends(ox *x, ms_err *err) {
+    ls_objective *ob = &x->ob;
+    size_t S = ob->nseq > 0 ? (size_t)ob->nseq : 0;
+    x->ends_seq = ms_calloc(2 * S + 1, sizeof(double));
+    if (ob->end(ob->ctx, 0, &ob->loss_a, &ob->acc_a, S ? x->ends_seq : NULL, err) ||
+        ob->end(ob->ctx, 1, &ob->loss_b, &ob->acc_b, S ? x->ends_seq + S : NULL, err))
+        return -1;
+    if (S) ob->seq_a = x->ends_seq, ob->seq_b = x->ends_seq + S;
+    ob->end = NULL;
+    ox_ends_set(x);
+    return 0;
 }
 
 static int ox_setup(ox *x, const moe_model *A, const moe_model *B, const ls_opts *o, landscape *L,
@@ -339,7 +374,8 @@ static int ox_setup(ox *x, const moe_model *A, const moe_model *B, const ls_opts
                        A->cfg.n, LS_MAX_N);
     if (o->T < 3) return ms_fail(err, "landscape: need at least 3 interpolation points, got %d", o->T);
     if (ls_check_orders(&A->cfg, o, A->path, err)) return -1;
-    x->A = A, x->B = B, x->c = &A->cfg, x->obj = o->objective, x->o = o, x->L = L;
+    x->ob = *o->objective;
+    x->A = A, x->B = B, x->c = &A->cfg, x->obj = &x->ob, x->o = o, x->L = L;
     x->n = A->cfg.n, x->h = A->cfg.h, x->T = o->T;
     x->norders = ls_orders_planned(x->c, o, &x->exhaustive, &x->groups);
     L->n = x->n, L->T = x->T, L->kind = x->obj->kind, L->objective = x->obj->what;
@@ -370,6 +406,7 @@ static int ox_setup(ox *x, const moe_model *A, const moe_model *B, const ls_opts
             if (m >= 1 && m <= x->T - 2) x->pts[x->npts++] = m;
         }
     ox_seq_alloc(x);
+    if (!x->ob.end) ox_ends_set(x);
     moe_clone(&x->Bp, B);
     moe_clone(&x->M, A);
     x->L->nthreads = ls_threads(o);
@@ -390,6 +427,7 @@ static void ox_free(ox *x) {
     free(x->prog);
     free(x->pts);
     free(x->seq);
+    free(x->ends_seq);
 }
 
 /* a chosen order's row is its curve (the same evaluations) */
@@ -442,38 +480,95 @@ static int ox_orders(ox *x, ms_err *err) {
 }
 
 /* ---- split over processes (ls_opts.part) ----
- * Every value is an item: interior point pts[q] of a named curve or an order,
- * item q W + r with W = NM_COUNT + norders (r < NM_COUNT: named curve r, else
- * order r - NM_COUNT),
- * t-major so that a process's share spans few points. Each process evaluates
- * its share (ls_share) and rank 0 gathers the values (as rows: id the item,
- * barrier its loss, acc_barrier its accuracy), then folds every order's points
- * in pts order, as the single process does: the same table, bit for bit. The
- * progress is the items done over all processes (rank 0's line). */
+ * Every value is an item: first the end points when the objective left them
+ * (E0 = 2 items, A's and B's evaluations: ox_ends), then interior point pts[q]
+ * of a named curve or an order, item E0 + q W + r with W = NM_COUNT + norders
+ * (r < NM_COUNT: named curve r, else order r - NM_COUNT), t-major so that a
+ * process's share spans few points. The items whose value is another's cost
+ * nothing (ox_item_cost); the others one evaluation each, and the processes
+ * take contiguous runs of items holding equal shares of the evaluations
+ * (ox_split_share: P ranks, C evaluations, at most ceil(C / P) each). Rank 0
+ * gathers the values (as rows: id the item, barrier its loss, acc_barrier its
+ * accuracy), then folds every order's points in pts order, as the single
+ * process does: the same table, bit for bit. The progress is the items done
+ * over all processes (rank 0's line). */
 
-/* item i's loss, accuracy and per-unit losses seq (S; may be NULL); NaN for the items whose value is another's: a
- * method's curve when an earlier one chose its order, the methods' orders' rows
- * (their curves' values: ox_method_rows), mk[COST_NMETHODS] */
-static int ox_item(ox *x, ls_curve *const *cv, const int *same, const long *mk, long i, double *loss,
-                   double *acc, double *seq, ms_err *err) {
-    long W = NM_COUNT + x->norders, r = i % W;
-    int m = x->pts[i / W], p[LS_MAX_N];
-    *loss = *acc = NAN;
-    if (r < NM_COUNT) return same[r] >= 0 ? 0 : ox_named_eval(x, cv, (int)r, m, loss, acc, seq, err);
+/* the items before the grid's: the end points when the objective left them */
+static long ox_ends_items(const ox *x) { return x->ob.end ? 2 : 0; }
+
+/* 0 for item i whose value is another's: a method's curve when an earlier one
+ * chose its order, the methods' orders' rows (their curves' values:
+ * ox_method_rows), mk[COST_NMETHODS]; else 1, one evaluation */
+static int ox_item_cost(const ox *x, const int *same, const long *mk, long i) {
+    long E0 = ox_ends_items(x);
+    if (i < E0) return 1;
+    long r = (i - E0) % (NM_COUNT + x->norders);
+    if (r < NM_COUNT) return same[r] < 0;
     for (int k = 0; k < COST_NMETHODS; k++)
         if (r - NM_COUNT == mk[k]) return 0;
+    return 1;
+}
+
+/* rank's items [lo, hi) of total: the run whose evaluations are its ls_share of
+ * them all (an item with no evaluation goes with the next one that has one;
+ * those after the last, to the last rank); *evals: all the evaluations */
+static void ox_split_share(const ox *x, const int *same, const long *mk, long total, int rank, int size,
+                           long *lo, long *hi, long *evals) {
+    long C = 0;
+    for (long i = 0; i < total; i++) C += ox_item_cost(x, same, mk, i);
+    long clo, chi, c = 0;
+    ls_share(C, rank, size, &clo, &chi);
+    *lo = *hi = total;
+    for (long i = 0; i < total; i++) { // c: the evaluations before item i
+        if (c >= clo && *lo == total) *lo = i;
+        if (c >= chi && *hi == total) *hi = i;
+        c += ox_item_cost(x, same, mk, i);
+    }
+    if (rank == size - 1) *hi = total;
+    if (*lo > *hi) *lo = *hi;
+    *evals = C;
+}
+
+/* item i's loss, accuracy and per-unit losses seq (S; may be NULL); NaN for the items
+ * of no cost (ox_item_cost) */
+static int ox_item(ox *x, ls_curve *const *cv, const int *same, const long *mk, long i, double *loss,
+                   double *acc, double *seq, ms_err *err) {
+    long E0 = ox_ends_items(x), W = NM_COUNT + x->norders, r = (i - E0) % W;
+    *loss = *acc = NAN;
+    if (i < E0) return x->ob.end(x->ob.ctx, (int)i, loss, acc, seq, err);
+    if (!ox_item_cost(x, same, mk, i)) return 0;
+    int m = x->pts[(i - E0) / W], p[LS_MAX_N];
+    if (r < NM_COUNT) return ox_named_eval(x, cv, (int)r, m, loss, acc, seq, err);
     ls_order_get(x->L->orders, x->n, r - NM_COUNT, p);
     return ox_eval(x, p, 0, SH_MAIN, LS_VAR_MAIN, m, loss, acc, seq, err);
+}
+
+/* rank 0: the gathered end points (when the objective left them: items 0 and 1)
+ * into the objective's view, the landscape and the curves' ends */
+static void ox_split_ends(ox *x, ls_curve *const *cv, const ls_row *v, const double *us) {
+    if (!x->ob.end) return;
+    size_t S = (size_t)x->S;
+    ls_objective *ob = &x->ob;
+    ob->loss_a = v[0].barrier, ob->acc_a = v[0].acc_barrier;
+    ob->loss_b = v[1].barrier, ob->acc_b = v[1].acc_barrier;
+    if (us) {
+        x->ends_seq = ms_malloc(2 * S * sizeof(double));
+        memcpy(x->ends_seq, us, 2 * S * sizeof(double));
+        ob->seq_a = x->ends_seq, ob->seq_b = x->ends_seq + S;
+    }
+    ox_ends_set(x);
+    ox_named_ends(x, cv);
 }
 
 /* rank 0: the gathered values (and per-unit losses us, (total, S), when kept)
  * into the named curves and the orders' rows */
 static void ox_split_fold(ox *x, ls_curve *const *cv, const int *same, const ls_row *v, const double *us) {
-    long W = NM_COUNT + x->norders;
+    long W = NM_COUNT + x->norders, E0 = ox_ends_items(x);
     size_t S = (size_t)x->S;
+    ox_split_ends(x, cv, v, us);
     for (int q = 0; q < x->npts; q++)
         for (int a = 0; a < NM_COUNT; a++) {
-            long i = q * W + a;
+            long i = E0 + q * W + a;
             const ls_row *r = &v[i];
             if (us && same[a] < 0)
                 memcpy(cv[a]->seq + (size_t)x->pts[q] * S, us + (size_t)i * S, S * sizeof(double));
@@ -482,7 +577,7 @@ static void ox_split_fold(ox *x, ls_curve *const *cv, const int *same, const ls_
     for (int a = 0; a < NM_COUNT; a++) ls_curve_stats(cv[a]), ls_curve_interval(cv[a]);
     for (long k = 0; k < x->norders; k++)
         for (int q = 0; q < x->npts; q++) {
-            long i = q * W + NM_COUNT + k;
+            long i = E0 + q * W + NM_COUNT + k;
             const ls_row *r = &v[i];
             ox_fold(x, k, x->pts[q], r->barrier, r->acc_barrier);
             if (us) memcpy(ox_seq(x, k, x->pts[q]), us + (size_t)i * S, S * sizeof(double));
@@ -502,10 +597,10 @@ static int ox_split(ox *x, ms_err *err) {
     ls_curve *cv[NM_COUNT];
     int same[NM_COUNT], rc = 0;
     ox_named_init(x, cv, same);
-    long total = (NM_COUNT + x->norders) * x->npts, lo, hi, mk[COST_NMETHODS];
+    long total = ox_ends_items(x) + (NM_COUNT + x->norders) * x->npts, lo, hi, evals, mk[COST_NMETHODS];
     for (int m = 0; m < COST_NMETHODS; m++)
         mk[m] = ls_order_index(x->L, x->exhaustive, x->groups, x->norders, x->L->methods[m].order);
-    ls_share(total, part->rank, part->size, &lo, &hi);
+    ox_split_share(x, same, mk, total, part->rank, part->size, &lo, &hi, &evals);
     size_t held = (size_t)(part->rank ? hi - lo : total);
     ls_row *v = ms_calloc(held + 1, sizeof(ls_row));
     // every value's per-unit losses (the error bars), each process its own, rank 0 all
@@ -540,8 +635,13 @@ int ls_obj_compute(const moe_model *A, const moe_model *B, const ls_opts *o, lan
     double t1 = ls_now(), c1 = ls_cpu_now();
     if (!rc) rc = ox_pairs(&x, err);
     st[LS_STEP_WM] = ls_now() - t1, ct[LS_STEP_WM] = ls_cpu_now() - c1;
-    t1 = ls_now(), c1 = ls_cpu_now();
     int remote = o->part && o->part->size > 1; // split over processes
+    if (!rc && !remote && x.ob.end) { // split, they are two of the items (ox_split)
+        t1 = ls_now(), c1 = ls_cpu_now();
+        rc = ox_ends(&x, err);
+        st[LS_STEP_ENDS] = ls_now() - t1, ct[LS_STEP_ENDS] = ls_cpu_now() - c1;
+    }
+    t1 = ls_now(), c1 = ls_cpu_now();
     if (!rc) rc = remote ? ox_split(&x, err) : ox_orders(&x, err);
     if (remote && o->part->rank) { // only rank 0 holds the table
         ox_free(&x);

@@ -40,7 +40,8 @@ static void usage(FILE *fp) {
             "Each process computes a share of the pairs' weight matching and outputs\n"
             "(exchanged with MPI_Allgatherv) and of the expert orders (gathered on rank 0,\n"
             "which alone prints and writes the reports); on networks, a share of the\n"
-            "(point, order) evaluations; threads (--threads) work inside each process.\n"
+            "(point, order) evaluations and of the two end points; threads (--threads)\n"
+            "work inside each process.\n"
             "The reports equal the single-process ones; their provenance records\n"
             "\"ranks\": P. Rank 0 prints the progress, with the time left.\n",
             ms_version());

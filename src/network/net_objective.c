@@ -13,6 +13,7 @@
 #include "core/progress.h"
 #include "align/cost_data.h"
 #include "network/net_budget.h"
+#include "network/net_forward.h"
 #include "model/moe_kernels.h"
 
 /* The other blocks interpolated at (t, var), and the block pointers one
@@ -205,6 +206,32 @@ static int end_points(net_objective *no, ms_err *err) {
     return 0;
 }
 
+/* the chosen block's first inputs without A's evaluation: the prefix ends at that
+ * block (its attention done), so they are its norm of the prefix's rows, as A's
+ * evaluation would compute (and capture) them row by row */
+static void inputs_from_prefix(net_objective *no) {
+    long rows = (long)no->E->N * net_tokens(no->A, no->E);
+    if (rows > COST_DATA_ROWS) rows = COST_DATA_ROWS;
+    if (!no->inputs) no->inputs = ms_malloc((size_t)rows * no->A->cfg.d * sizeof(float));
+    net_ws w = {.x = no->inputs};
+    net_mlp_input(no->A, no->prefix.L0, no->prefix.h, (int)rows, &w);
+    no->view.inputs = no->inputs, no->view.ninputs = (int)rows;
+}
+
+/* the view's end hook (ends_later): A's (b = 0) or B's evaluation as end_points makes it */
+static int obj_end(void *ctx, int b, double *loss, double *acc, double *seq, ms_err *err) {
+    net_objective *no = ctx;
+    if (!no->ready) return ms_fail(err, "%s: the network is not prepared (net_objective_prepare)", no->A->path);
+    net_run r = {.seq_loss = seq};
+    net_eval_result res;
+    progress_inner(b ? NET_PREP_B : NET_PREP_A, 0, 0);
+    if (net_evaluate(b ? no->B : no->A, no->E, &no->prefix, &r, &no->o.par, &res, err)) return -1;
+    seq_means(seq, no->E->N, res.positions);
+    *loss = res.loss, *acc = res.accuracy;
+    net_eval_result_free(&res);
+    return 0;
+}
+
 /* the copies the objective keeps beside an evaluation: B's blocks aligned per variant
  * (alt), A's other blocks interpolated per slot, the interpolated network (M) */
 static int copies_fit(const net_model *A, const net_model *B, const net_evalset *E, const net_obj_opts *o,
@@ -291,7 +318,14 @@ int net_objective_prepare(net_objective *no, ms_err *err) {
     progress_inner(no->prefix_what, 0, 0);
     if (!rc && !no->o.interp_backbone) rc = net_prefix_compute_to(no->A, no->E, &no->o.par, L0, &no->prefix, err);
     no->prefix_s = now_secs() - t0, t0 = now_secs();
-    if (!rc) rc = end_points(no, err);
+    // ends_later: the landscape evaluates the end points (a split one, each on one process)
+    int later = no->o.ends_later && !no->o.interp_backbone && !late && L0 == no->A->cfg.moe_layers[no->o.chosen];
+    if (!rc && later) {
+        inputs_from_prefix(no);
+        no->view.end = obj_end;
+    } else if (!rc) {
+        rc = end_points(no, err);
+    }
     no->ends_s = now_secs() - t0, t0 = now_secs();
     if (!rc && late) {
         progress_inner(NET_PREP_ALIGN, 0, 0);

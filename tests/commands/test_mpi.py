@@ -367,10 +367,30 @@ def test_network(tmp):
     check(lines and all(x.startswith("moescope-mpi rank 0 of 2: ") for x in lines),
           "network study P=2: progress lines from rank 0 only: %s" % r.stderr[-600:])
     # 24 orders and the named curves (naive, skip-order, each method's order) at 2
-    # interior points
-    total = 2 * (24 + 2 + len(got["pairs"][0]["methods"]))
+    # interior points, and the two end points (each on one rank)
+    total = 2 * (24 + 2 + len(got["pairs"][0]["methods"])) + 2
     check(any("study pair 1/1 %d/%d (100%%)" % (total, total) in x for x in lines),
           "network study P=2: every rank's %d evaluations counted: %s" % (total, lines))
+
+
+def test_network_ranks(tmp):
+    """A 2-expert network (two MoE blocks) whose landscape at 3 points is 6 evaluations,
+    the two end points among them: on 8 ranks two get none, and the report is the plain
+    one still; with block 1 chosen the frozen prefix ends at block 0 (A and B differ
+    there), so every rank evaluates the end points itself (the chosen block's inputs
+    come from A's evaluation), and with --method activation (the other blocks aligned
+    on their inputs) likewise."""
+    import gen_gpt2
+    cfg = gen_gpt2.config(layers=3, moe_layers=[0, 1], n=2, k=1)
+    pool = os.path.join(tmp, "net2")
+    back = gen_gpt2.backbone(cfg, 1)
+    gen_gpt2.write_pool(pool, cfg, back, {"seed%d" % s: gen_gpt2.moe_blocks(cfg, s) for s in (1, 2)},
+                        gen_gpt2.eval_ids(cfg, 3, 4, 12))
+    a, b, e = (os.path.join(pool, x) for x in ("seed1", "seed2", "eval.safetensors"))
+    landscape_case("2 experts, 8 ranks", tmp, a, b, e, ["--points", "3", "--no-proxy"], (8,))
+    landscape_case("2 experts, block 1", tmp, a, b, e, ["--points", "3", "--no-proxy", "--layer", "1"], (3,))
+    landscape_case("2 experts, --method activation", tmp, a, b, e,
+                   ["--points", "3", "--no-proxy", "--method", "activation"], (2,))
 
 
 def main():
@@ -388,7 +408,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="moescope_mpi_")
     try:
         for t in (test_sample_sets, test_families, test_progress, test_chunked, test_n9,
-                  test_killed_rank, test_errors, test_study, test_network):
+                  test_killed_rank, test_errors, test_study, test_network, test_network_ranks):
             t(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
