@@ -114,6 +114,11 @@ int family_load(moe_model *m, ckpt *c, const family_layer *L, const family_overr
  * is used): an evaluation's layer, never changed. 1, nothing loaded, when a
  * weight's layout is not kept row by row (GPT-OSS's BF16 [in, out]): family_load then. */
 int family_load_mapped(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o, ms_err *err);
+/* family_load_mapped with the shared experts' weights mapped too (moe_alloc_mapped_shared)
+ * when the file keeps them row by row (else in floats, as family_load_mapped): a
+ * network's MoE block. */
+int family_load_mapped_shared(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o,
+                              ms_err *err);
 /* family_load without the routed experts' weights (moe_alloc_shell, their biases
  * not read either): what a later family_load of L fills. 1, nothing loaded, for
  * MXFP4 experts (family_load then). */

@@ -175,8 +175,15 @@ void moe_alloc_shell(moe_model *m, const moe_config *cfg);
  * whose routed weights stay in the checkpoint's mapping (moe_expert's w1, w2, w3), only
  * evaluated (moe_forward), never changed, copied or saved. */
 void moe_alloc_mapped(moe_model *m, const moe_config *cfg);
+/* moe_alloc_mapped with the shared experts' weights mapped too (only their biases in
+ * the allocation; moe_expert's w1, w2, w3): a network's MoE block, only evaluated,
+ * aligned as views and mixed (moe_interpolate); moe_shared_to_floats before anything
+ * that reads or changes the shared experts' floats. */
+void moe_alloc_mapped_shared(moe_model *m, const moe_config *cfg);
 /* Are m's routed experts' weights mapped? */
 int moe_is_mapped(const moe_model *m);
+/* Are m's shared experts' weights mapped (moe_alloc_mapped_shared)? */
+int moe_shared_mapped(const moe_model *m);
 
 /* Routed experts read on demand: read(ctx, e, parts, dst) fills the parts of dst
  * (carved by the caller with moe_expert_carve) that parts names (EXPERT_W1: fc1
@@ -197,6 +204,9 @@ expert_source moe_mapped_source(const moe_model *m);
 /* Routed expert e of m as floats: m's own when in floats, else decoded into buf
  * (moe_expert_size floats, carved into *tmp): what code that reads fc*_w takes */
 const moe_expert *moe_expert_floats(const moe_model *m, int e, moe_expert *tmp, float *buf);
+/* Shared expert j of m as floats: m's own, or decoded into buf (moe_expert_size of
+ * moe_shared_config floats, carved into *tmp) when mapped */
+const moe_expert *moe_shared_floats(const moe_model *m, int j, moe_expert *tmp, float *buf);
 void moe_free(moe_model *m);
 /* Deep copy (parameters, metadata, path, layer). */
 void moe_clone(moe_model *dst, const moe_model *src);
@@ -209,15 +219,21 @@ int moe_heads_equal(const moe_model *a, const moe_model *b);
 
 /* out = (1-t) a + t b on every parameter (out must be allocated like a). Mapped
  * layers (a and b both, out a clone of a): the floats interpolated, the routed
- * weights made mixes of a's and b's (wp_mix: formed per panel inside the
+ * (and mapped shared) weights made mixes of a's and b's (wp_mix: formed per panel inside the
  * products, the same values), b kept alive and unchanged while out is used. */
 void moe_interpolate(moe_model *out, const moe_model *a, const moe_model *b, double t);
 /* Do a and b hold the same values, bit for bit (their floats, and a mapped layer's
- * routed weights' stored bytes)? 1 yes. */
+ * routed and shared weights' stored bytes)? 1 yes. */
 int moe_same(const moe_model *a, const moe_model *b);
-/* A deep copy with every weight in floats (a mapped layer's routed weights decoded,
+/* A deep copy with every weight in floats (a mapped layer's routed and shared weights decoded,
  * its views and mixes formed): what moe_clone gives a layer already in floats. */
 void moe_clone_floats(moe_model *dst, const moe_model *src);
+/* A deep copy with the shared experts in floats (decoded when mapped), the routed ones
+ * as src holds them (the same mapping) */
+void moe_clone_shared_floats(moe_model *dst, const moe_model *src);
+/* m's mapped shared experts decoded into floats in place (one layer's worth): what
+ * code that reads or changes their fc*_w takes */
+void moe_shared_to_floats(moe_model *m);
 
 const char *moe_router_name(moe_router r);
 const char *moe_act_name(moe_act a);

@@ -433,23 +433,56 @@ static double *wm_begin(const align_opts *o, const moe_config *c) {
     return ms_malloc(hmax * hmax * sizeof(double)); // (h,h)
 }
 
+/* match_experts for mapped shared experts (B's not moved: align_models_mapped makes
+ * slot j a view of B's shared expert shared_order[j] with shared_perm's hidden order):
+ * each pair decoded in turn, matched, its difference noted */
+static int match_shared_mapped(const moe_model *A, const moe_model *B, const align_opts *o, double *S,
+                               align_result *res, ms_err *err) {
+    moe_config sc = moe_shared_config(&A->cfg);
+    int h = sc.h, rc = 0;
+    size_t es = moe_expert_size(&sc);
+    float *mem = o->wm_stage ? ms_malloc(2 * es * sizeof(float)) : NULL;
+    for (int j = 0; j < A->cfg.s && !rc; j++) {
+        int *P = res->shared_perm + (size_t)j * h;
+        if (progress_cancelled()) {
+            rc = ms_fail(err, "cancelled");
+            break;
+        }
+        if (!o->wm_stage) {
+            identity(P, h);
+            continue;
+        }
+        moe_expert ta, tb;
+        const moe_expert *a = moe_shared_floats(A, j, &ta, mem);
+        const moe_expert *b = moe_shared_floats(B, res->shared_order[j], &tb, mem + es);
+        if (match_pair(a, b, &sc, o, P, S, err))
+            rc = ms_prefix(err, "shared expert slot %d (B's expert %d)", j, res->shared_order[j]);
+        else
+            note_diff(res, a, b, &sc, P);
+        progress_add(1);
+    }
+    free(mem);
+    return rc;
+}
+
 /* Both paths' end, rc what the routed experts' step gave: the shared experts
  * (already in their slots) weight-matched where they lie, their differences
  * noted, the record written into B's metadata; on failure res holds nothing. */
 static int align_finish(const moe_model *A, moe_model *B, const align_opts *o, double *S, int rc,
                         align_result *res, ms_err *err) {
     moe_config sc = moe_shared_config(&A->cfg);
-    int s = A->cfg.s;
+    int s = A->cfg.s, sh = moe_shared_mapped(B);
     if (!rc && s > 0)
-        rc = match_experts(A->shared, B->shared, s, res->shared_order, res->shared_perm, o, &sc, S,
-                           "shared expert", err);
+        rc = sh ? match_shared_mapped(A, B, o, S, res, err)
+                : match_experts(A->shared, B->shared, s, res->shared_order, res->shared_perm, o, &sc, S,
+                                "shared expert", err);
     if (o->wm_stage) progress_end();
     free(S);
     if (rc) {
         align_result_free(res);
         return -1;
     }
-    if (o->wm_stage) note_shared(res, A, B);
+    if (o->wm_stage && !sh) note_shared(res, A, B);
     record_meta(B, A, o, res);
     return 0;
 }
@@ -483,8 +516,9 @@ int align_models_stream(const moe_model *A, const expert_source *sa, moe_model *
     moe_config sc = moe_shared_config(c);
     int n = c->n, h = c->h, s = c->s;
     // B's gate rows and shared experts in memory, as align_models_inplace aligns them
+    // (mapped shared experts: made views by align_models_mapped)
     gate_reorder(B, res->order);
-    if (s > 0) experts_reorder(B->shared, s, res->shared_order, moe_expert_size(&sc));
+    if (s > 0 && !moe_shared_mapped(B)) experts_reorder(B->shared, s, res->shared_order, moe_expert_size(&sc));
     // the routed experts: one slot at a time, A's expert and B's chosen one read,
     // matched, and only the hidden permutation kept (align_stream_slot applies it)
     size_t es = moe_expert_size(c);
@@ -536,30 +570,35 @@ int align_stream_slot(const moe_config *c, const expert_source *sb, const align_
     return 0;
 }
 
+/* y: mapped expert x (config c) with its hidden units in order P (slot u is x's P[u]),
+ * its weights views of x's, its biases moved */
+static void expert_view(moe_expert *y, const moe_expert *x, const int *P, const moe_config *c) {
+    int h = c->h, glu = moe_act_glu(c->act);
+    for (int u = 0; u < h; u++) y->fc1_b[u] = x->fc1_b[P[u]];
+    for (int u = 0; u < h && glu; u++) y->fc3_b[u] = x->fc3_b[P[u]];
+    memcpy(y->fc2_b, x->fc2_b, (size_t)c->d * sizeof(float));
+    y->w1 = wp_view(x->w1, P, NULL); // W1, W3 (h, d): rows; W2 (d, h): columns
+    y->w3 = glu ? wp_view(x->w3, P, NULL) : x->w3;
+    y->w2 = wp_view(x->w2, NULL, P);
+}
+
 int align_models_mapped(const moe_model *A, const moe_model *B, const align_opts *o, moe_model *out,
                         align_result *res, ms_err *err) {
     memset(out, 0, sizeof *out);
     memset(res, 0, sizeof *res);
     if (!moe_is_mapped(A) || !moe_is_mapped(B)) return ms_fail(err, "align_models_mapped: a layer not mapped");
     expert_source sa = moe_mapped_source(A), sb = moe_mapped_source(B);
-    moe_clone(out, B); // the floats (gate, shared experts) aligned in it by the stream
+    moe_clone(out, B); // the floats (gate, shared experts unless mapped) aligned in it by the stream
     if (align_models_stream(A, &sa, out, &sb, o, res, err)) {
         moe_free(out);
         return -1;
     }
     const moe_config *c = &B->cfg;
-    int h = c->h, d = c->d, glu = moe_act_glu(c->act);
-    for (int i = 0; i < c->n; i++) { // slot i: B's expert order[i], its hidden units moved by P
-        const moe_expert *x = &B->experts[res->order[i]];
-        moe_expert *y = &out->experts[i];
-        const int *P = res->hidden_perm + (size_t)i * h;
-        for (int u = 0; u < h; u++) y->fc1_b[u] = x->fc1_b[P[u]];
-        for (int u = 0; u < h && glu; u++) y->fc3_b[u] = x->fc3_b[P[u]];
-        memcpy(y->fc2_b, x->fc2_b, (size_t)d * sizeof(float));
-        y->w1 = wp_view(x->w1, P, NULL); // W1, W3 (h, d): rows; W2 (d, h): columns
-        y->w3 = glu ? wp_view(x->w3, P, NULL) : x->w3;
-        y->w2 = wp_view(x->w2, NULL, P);
-    }
+    for (int i = 0; i < c->n; i++) // slot i: B's expert order[i], its hidden units moved by P
+        expert_view(&out->experts[i], &B->experts[res->order[i]], res->hidden_perm + (size_t)i * c->h, c);
+    moe_config sc = moe_shared_config(c);
+    for (int j = 0; moe_shared_mapped(B) && j < c->s; j++) // slot j: B's shared_order[j] by shared_perm
+        expert_view(&out->shared[j], &B->shared[res->shared_order[j]], res->shared_perm + (size_t)j * sc.h, &sc);
     return 0;
 }
 

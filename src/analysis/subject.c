@@ -194,6 +194,9 @@ static int load_pair_b(subject_net *n, const subject_spec *sp, ms_err *err) {
         if (moe_is_mapped(&n->A.moe[i]) != moe_is_mapped(&n->B.moe[i])) {
             net_block_floats(&n->A, i);
             net_block_floats(&n->B, i);
+        } else if (moe_shared_mapped(&n->A.moe[i]) != moe_shared_mapped(&n->B.moe[i])) {
+            moe_shared_to_floats(&n->A.moe[i]);
+            moe_shared_to_floats(&n->B.moe[i]);
         }
     return 0;
 }
@@ -228,6 +231,9 @@ static int load_network(subject *s, const subject_spec *sp, subject_files *f, ms
     if (pair && !sp->chosen_mapped) { // the chosen block is aligned and interpolated by the caller, in floats
         net_block_floats(&n->A, n->block);
         net_block_floats(&n->B, n->block);
+    } else if (pair) { // its routed experts stay mapped; its shared ones (one layer's) are read as floats
+        moe_shared_to_floats(&n->A.moe[n->block]);
+        moe_shared_to_floats(&n->B.moe[n->block]);
     }
     s->a = &n->A.moe[n->block];
     s->b = sp->pb ? &n->B.moe[n->block] : NULL;

@@ -304,7 +304,8 @@ static int load_pool(const st_pool *P, subject *S0, const char *layer, int inter
     for (int b = 0; net && b < S[0].net.A.cfg.nmoe; b++) {
         int mixed = 0;
         for (int i = 1; i < P->np; i++)
-            mixed |= moe_is_mapped(&S[i].net.A.moe[b]) != moe_is_mapped(&S[0].net.A.moe[b]);
+            mixed |= moe_is_mapped(&S[i].net.A.moe[b]) != moe_is_mapped(&S[0].net.A.moe[b]) ||
+                     moe_shared_mapped(&S[i].net.A.moe[b]) != moe_shared_mapped(&S[0].net.A.moe[b]);
         for (int i = 0; i < P->np && mixed; i++) net_block_floats(&S[i].net.A, b);
     }
     return 0;

@@ -1389,7 +1389,8 @@ static int prep_blocks(explore_worker *g, ms_err *err) {
             progress_inner(EXPLORE_PREP_BLOCKS, 0, 0);
             if (net_block_fill(nets[s], i, err)) return -1;
         }
-        if (moe_is_mapped(&nets[0]->moe[i]) != moe_is_mapped(&nets[1]->moe[i]) &&
+        const moe_model *a = &nets[0]->moe[i], *b = &nets[1]->moe[i];
+        if ((moe_is_mapped(a) != moe_is_mapped(b) || moe_shared_mapped(a) != moe_shared_mapped(b)) &&
             (net_block_fill(nets[0], i, err) || net_block_fill(nets[1], i, err)))
             return -1;
     }

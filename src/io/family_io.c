@@ -933,6 +933,11 @@ static int routed_weight(const binding *b) {
     return routed(b) && b->kind != K_IL_BIAS && b->part != P_FC1B && b->part != P_FC2B && b->part != P_FC3B;
 }
 
+/* Is b a shared expert's weight matrix (not a bias)? */
+static int shared_weight(const binding *b) {
+    return b->kind == K_SHARED && b->part != P_FC1B && b->part != P_FC2B && b->part != P_FC3B;
+}
+
 /* t's dtype as a mapped weight's, -1 if it has none */
 static int wp_dtype_of(const st_tensor *t) {
     return t->dtype == ST_F32 ? WP_F32 : t->dtype == ST_F16 ? WP_F16 : t->dtype == ST_BF16 ? WP_BF16 : -1;
@@ -978,6 +983,7 @@ static int map_binding(ckpt *c, const binding *b, moe_model *m, ms_err *err) {
     }
     switch (b->kind) {
     case K_EXP: *wpart(&m->experts[b->e], b->part) = base; break;
+    case K_SHARED: *wpart(&m->shared[b->e], b->part) = base; break;
     case K_STACK: // [n, rows, cols]
         for (int e = 0; e < m->cfg.n; e++)
             *wpart(&m->experts[e], b->part) = wp_offset(base, (size_t)(e * (b->numel / b->shape[0])));
@@ -1015,12 +1021,13 @@ static int map_binding(ckpt *c, const binding *b, moe_model *m, ms_err *err) {
 }
 
 /* the ways load_layer holds the routed experts: read into floats; left to a stream
- * (family_stream); their weights mapped where the file keeps them (map_binding) */
-enum { LOAD_ALL, LOAD_SHELL, LOAD_MAPPED };
+ * (family_stream); their weights mapped where the file keeps them (map_binding); and
+ * the shared experts' weights mapped too (when all of them can be) */
+enum { LOAD_ALL, LOAD_SHELL, LOAD_MAPPED, LOAD_MAPPED_SHARED };
 
 static int load_layer(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o,
                       int mode, blist *keep, dims *zout, ms_err *err) {
-    int shell = mode == LOAD_SHELL;
+    int shell = mode == LOAD_SHELL, mapped = mode == LOAD_MAPPED || mode == LOAD_MAPPED_SHARED;
     memset(m, 0, sizeof *m);
     dims z;
     int mx;
@@ -1045,12 +1052,16 @@ static int load_layer(moe_model *m, ckpt *c, const family_layer *L, const family
         }
         if (b->kind == K_GATE_B) cfg.has_gate_bias = 1;
         if (b->kind == K_EXP && (b->part == P_FC1B || b->part == P_FC2B)) cfg.has_expert_bias = 1;
-        if ((shell && b->mx) || (mode == LOAD_MAPPED && routed_weight(b) && !mappable(c, b))) {
+        if ((shell && b->mx) || (mapped && routed_weight(b) && !mappable(c, b))) {
             free(l.b); // a stream's MXFP4 experts are decoded whole, a mapped transposed layout too: the caller loads the layer
             return 1;
         }
+        // one shared expert (the families' only kind) or they stay floats: aligning more
+        // orders them by a cost read from floats
+        if (mode == LOAD_MAPPED_SHARED && shared_weight(b) && (cfg.s != 1 || !mappable(c, b))) mode = LOAD_MAPPED;
     }
     if (shell) moe_alloc_shell(m, &cfg);
+    else if (mode == LOAD_MAPPED_SHARED) moe_alloc_mapped_shared(m, &cfg);
     else if (mode == LOAD_MAPPED) moe_alloc_mapped(m, &cfg);
     else moe_alloc(m, &cfg);
     m->path = ms_strdup(c->arg);
@@ -1071,7 +1082,8 @@ static int load_layer(moe_model *m, ckpt *c, const family_layer *L, const family
             if (!ckpt_tensor(c, b->name, &f, &t, NULL)) st_mark_read(f, t);
             continue;
         }
-        rc = mode == LOAD_MAPPED && routed_weight(b) ? map_binding(c, b, m, err) : load_binding(c, b, m, err);
+        int map = mapped && (routed_weight(b) || (mode == LOAD_MAPPED_SHARED && shared_weight(b)));
+        rc = map ? map_binding(c, b, m, err) : load_binding(c, b, m, err);
     }
     progress_end();
     if (keep && !rc) *keep = l;
@@ -1087,6 +1099,11 @@ int family_load(moe_model *m, ckpt *c, const family_layer *L, const family_overr
 
 int family_load_mapped(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o, ms_err *err) {
     return load_layer(m, c, L, o, LOAD_MAPPED, NULL, NULL, err);
+}
+
+int family_load_mapped_shared(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o,
+                              ms_err *err) {
+    return load_layer(m, c, L, o, LOAD_MAPPED_SHARED, NULL, NULL, err);
 }
 
 int family_load_shell(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o, ms_err *err) {
@@ -1688,8 +1705,17 @@ int family_save_moved(const moe_model *m, const family_experts *ex, const int *o
                       const int *shared_order, const char *src, const char *out, char **note,
                       ms_err *err) {
     if (note) *note = NULL;
+    moe_model f; // mapped shared experts read from floats here (one layer's worth)
+    int sh = moe_shared_mapped(m);
+    if (sh) {
+        moe_clone_shared_floats(&f, m);
+        m = &f;
+    }
     ckpt c;
-    if (ckpt_open(&c, src, err)) return -1;
+    if (ckpt_open(&c, src, err)) {
+        if (sh) moe_free(&f);
+        return -1;
+    }
     enc_set s;
     memset(&s, 0, sizeof s);
     s.rnd = ms_calloc(1, sizeof(rounding));
@@ -1712,6 +1738,7 @@ int family_save_moved(const moe_model *m, const family_experts *ex, const int *o
     free(enc_of);
     enc_free(&s);
     ckpt_close(&c);
+    if (sh) moe_free(&f);
     return rc;
 }
 

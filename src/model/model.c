@@ -136,12 +136,16 @@ void moe_layout_of(const moe_config *c, moe_layout *l) {
 
 /* how alloc_layer holds the routed experts: floats, none, their biases alone */
 enum { ROUTED_ALL, ROUTED_NONE, ROUTED_BIASES };
-static void alloc_layer(moe_model *m, const moe_config *cfg, int routed);
+static void alloc_layer(moe_model *m, const moe_config *cfg, int routed, int shared_mapped);
 
-void moe_alloc(moe_model *m, const moe_config *cfg) { alloc_layer(m, cfg, ROUTED_ALL); }
-void moe_alloc_shell(moe_model *m, const moe_config *cfg) { alloc_layer(m, cfg, ROUTED_NONE); }
-void moe_alloc_mapped(moe_model *m, const moe_config *cfg) { alloc_layer(m, cfg, ROUTED_BIASES); }
+void moe_alloc(moe_model *m, const moe_config *cfg) { alloc_layer(m, cfg, ROUTED_ALL, 0); }
+void moe_alloc_shell(moe_model *m, const moe_config *cfg) { alloc_layer(m, cfg, ROUTED_NONE, 0); }
+void moe_alloc_mapped(moe_model *m, const moe_config *cfg) { alloc_layer(m, cfg, ROUTED_BIASES, 0); }
+void moe_alloc_mapped_shared(moe_model *m, const moe_config *cfg) { alloc_layer(m, cfg, ROUTED_BIASES, 1); }
 int moe_is_mapped(const moe_model *m) { return m->cfg.n > 0 && m->experts && !m->experts[0].fc1_w && m->experts[0].w1.p; }
+int moe_shared_mapped(const moe_model *m) {
+    return m->cfg.s > 0 && m->shared && !m->shared[0].fc1_w && m->shared[0].w1.p;
+}
 
 /* an expert's biases fc1 (h), fc2 (d), [fc3 (h)] carved from p: the weights stay mapped */
 static float *carve_biases(moe_expert *e, const moe_config *c, float *p) {
@@ -154,8 +158,14 @@ static float *carve_biases(moe_expert *e, const moe_config *c, float *p) {
     return p;
 }
 
-/* routed: ROUTED_ALL, ROUTED_NONE (experts[e] all NULL), ROUTED_BIASES (their biases) */
-static void alloc_layer(moe_model *m, const moe_config *cfg, int routed) {
+/* the floats of count experts' biases of config c */
+static size_t biases_of(const moe_config *c, size_t count) {
+    return count * ((moe_act_glu(c->act) ? 2 : 1) * (size_t)c->h + (size_t)c->d);
+}
+
+/* routed: ROUTED_ALL, ROUTED_NONE (experts[e] all NULL), ROUTED_BIASES (their biases);
+ * shared_mapped: the shared experts' biases alone (their weights mapped) */
+static void alloc_layer(moe_model *m, const moe_config *cfg, int routed, int shared_mapped) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     moe_config *c = &m->cfg;
@@ -168,8 +178,8 @@ static void alloc_layer(moe_model *m, const moe_config *cfg, int routed) {
     //         | [out bias (d)] | norm (d)+(d) | head (C,d)+(C)
     moe_layout l;
     moe_layout_of(c, &l);
-    size_t biases = n * ((moe_act_glu(c->act) ? 2 : 1) * (size_t)c->h + d);
-    size_t total = l.total - (routed == ROUTED_ALL ? 0 : l.experts) + (routed == ROUTED_BIASES ? biases : 0);
+    size_t total = l.total - (routed == ROUTED_ALL ? 0 : l.experts) + (routed == ROUTED_BIASES ? biases_of(c, n) : 0);
+    if (shared_mapped) total += biases_of(&sc, (size_t)c->s) - l.shared;
     m->nparams = total;
     m->mem = ms_calloc(total ? total : 1, sizeof(float));
     float *p = m->mem;
@@ -182,7 +192,8 @@ static void alloc_layer(moe_model *m, const moe_config *cfg, int routed) {
     for (size_t i = 0; i < n && routed == ROUTED_ALL; i++) p = moe_expert_carve(&m->experts[i], c, p);
     for (size_t i = 0; i < n && routed == ROUTED_BIASES; i++) p = carve_biases(&m->experts[i], c, p);
     m->shared = ms_calloc(c->s ? (size_t)c->s : 1, sizeof(moe_expert));
-    for (int j = 0; j < c->s; j++) p = moe_expert_carve(&m->shared[j], &sc, p);
+    for (int j = 0; j < c->s; j++)
+        p = shared_mapped ? carve_biases(&m->shared[j], &sc, p) : moe_expert_carve(&m->shared[j], &sc, p);
     if (c->shared_gated) {
         m->shared_gate_w = p; p += d;
     }
@@ -215,14 +226,18 @@ void moe_free(moe_model *m) {
 }
 
 void moe_clone(moe_model *dst, const moe_model *src) {
-    int mapped = moe_is_mapped(src);
-    if (mapped) moe_alloc_mapped(dst, &src->cfg);
-    else moe_alloc(dst, &src->cfg);
+    int mapped = moe_is_mapped(src), sh = moe_shared_mapped(src);
+    alloc_layer(dst, &src->cfg, mapped ? ROUTED_BIASES : ROUTED_ALL, sh);
     memcpy(dst->mem, src->mem, src->nparams * sizeof(float));
     for (int e = 0; mapped && e < src->cfg.n; e++) { // the same mapping (its owner outlives both)
         dst->experts[e].w1 = src->experts[e].w1;
         dst->experts[e].w2 = src->experts[e].w2;
         dst->experts[e].w3 = src->experts[e].w3;
+    }
+    for (int j = 0; sh && j < src->cfg.s; j++) {
+        dst->shared[j].w1 = src->shared[j].w1;
+        dst->shared[j].w2 = src->shared[j].w2;
+        dst->shared[j].w3 = src->shared[j].w3;
     }
     dst->path = src->path ? ms_strdup(src->path) : NULL;
     dst->layer = src->layer ? ms_strdup(src->layer) : NULL;
@@ -345,6 +360,13 @@ int moe_heads_equal(const moe_model *a, const moe_model *b) {
     return 1;
 }
 
+/* o's mapped weights the mixes ta x + tb y (y outlives o's use) */
+static void mix_expert(moe_expert *o, const moe_expert *x, const moe_expert *y, float ta, float tb) {
+    o->w1 = wp_mix(x->w1, &y->w1, ta, tb);
+    o->w2 = wp_mix(x->w2, &y->w2, ta, tb);
+    o->w3 = x->w3.p ? wp_mix(x->w3, &y->w3, ta, tb) : x->w3;
+}
+
 void moe_interpolate(moe_model *out, const moe_model *a, const moe_model *b, double t) {
     // the three share one layout, so interpolation is one pass over mem
     float ta = (float)(1.0 - t), tb = (float)t;
@@ -352,34 +374,32 @@ void moe_interpolate(moe_model *out, const moe_model *a, const moe_model *b, dou
     for (size_t i = 0; i < np; i++) out->mem[i] = ta * a->mem[i] + tb * b->mem[i];
     // mapped routed weights: mixed a panel at a time inside the products (wpanel.h),
     // the same values as the floats' pass above, never a copy of the layer
-    for (int e = 0; moe_is_mapped(a) && e < a->cfg.n; e++) {
-        const moe_expert *x = &a->experts[e], *y = &b->experts[e];
-        moe_expert *o = &out->experts[e];
-        o->w1 = wp_mix(x->w1, &y->w1, ta, tb);
-        o->w2 = wp_mix(x->w2, &y->w2, ta, tb);
-        o->w3 = x->w3.p ? wp_mix(x->w3, &y->w3, ta, tb) : x->w3;
-    }
+    for (int e = 0; moe_is_mapped(a) && e < a->cfg.n; e++) mix_expert(&out->experts[e], &a->experts[e], &b->experts[e], ta, tb);
+    for (int j = 0; moe_shared_mapped(a) && j < a->cfg.s; j++)
+        mix_expert(&out->shared[j], &a->shared[j], &b->shared[j], ta, tb);
+}
+
+/* Do x and y, mapped experts of config c, hold the same stored bytes? */
+static int same_expert(const moe_expert *x, const moe_expert *y, const moe_config *c) {
+    size_t h = (size_t)c->h, d = (size_t)c->d;
+    return wp_same(x->w1, y->w1, h, d) && wp_same(x->w2, y->w2, d, h) && (!x->w3.p || wp_same(x->w3, y->w3, h, d));
 }
 
 int moe_same(const moe_model *a, const moe_model *b) {
     if (moe_check_compatible(a, b, NULL) || a->nparams != b->nparams || moe_is_mapped(a) != moe_is_mapped(b) ||
-        memcmp(a->mem, b->mem, a->nparams * sizeof(float)))
+        moe_shared_mapped(a) != moe_shared_mapped(b) || memcmp(a->mem, b->mem, a->nparams * sizeof(float)))
         return 0;
-    size_t h = (size_t)a->cfg.h, d = (size_t)a->cfg.d;
-    for (int e = 0; moe_is_mapped(a) && e < a->cfg.n; e++) {
-        const moe_expert *x = &a->experts[e], *y = &b->experts[e];
-        if (!wp_same(x->w1, y->w1, h, d) || !wp_same(x->w2, y->w2, d, h) ||
-            (x->w3.p && !wp_same(x->w3, y->w3, h, d)))
-            return 0;
-    }
+    moe_config sc = moe_shared_config(&a->cfg);
+    for (int e = 0; moe_is_mapped(a) && e < a->cfg.n; e++)
+        if (!same_expert(&a->experts[e], &b->experts[e], &a->cfg)) return 0;
+    for (int j = 0; moe_shared_mapped(a) && j < a->cfg.s; j++)
+        if (!same_expert(&a->shared[j], &b->shared[j], &sc)) return 0;
     return 1;
 }
 
-int moe_mapped_read(void *ctx, int e, unsigned parts, moe_expert *dst, ms_err *err) {
-    (void)err;
-    const moe_model *m = ctx;
-    const moe_expert *x = &m->experts[e];
-    size_t h = (size_t)m->cfg.h, d = (size_t)m->cfg.d;
+/* mapped expert x of config c (its weights decoded, its biases copied) into dst's parts */
+static void expert_decode(const moe_expert *x, const moe_config *c, unsigned parts, moe_expert *dst) {
+    size_t h = (size_t)c->h, d = (size_t)c->d;
     if (parts & EXPERT_W1) {
         wp_rows_f32(x->w1, d, 0, h, dst->fc1_w);
         memcpy(dst->fc1_b, x->fc1_b, h * sizeof(float));
@@ -388,10 +408,16 @@ int moe_mapped_read(void *ctx, int e, unsigned parts, moe_expert *dst, ms_err *e
         wp_rows_f32(x->w2, h, 0, d, dst->fc2_w);
         memcpy(dst->fc2_b, x->fc2_b, d * sizeof(float));
     }
-    if ((parts & EXPERT_W3) && moe_act_glu(m->cfg.act)) {
+    if ((parts & EXPERT_W3) && moe_act_glu(c->act)) {
         wp_rows_f32(x->w3, d, 0, h, dst->fc3_w);
         memcpy(dst->fc3_b, x->fc3_b, h * sizeof(float));
     }
+}
+
+int moe_mapped_read(void *ctx, int e, unsigned parts, moe_expert *dst, ms_err *err) {
+    (void)err;
+    const moe_model *m = ctx;
+    expert_decode(&m->experts[e], &m->cfg, parts, dst);
     return 0;
 }
 
@@ -406,33 +432,69 @@ const moe_expert *moe_expert_floats(const moe_model *m, int e, moe_expert *tmp, 
     return tmp;
 }
 
+const moe_expert *moe_shared_floats(const moe_model *m, int j, moe_expert *tmp, float *buf) {
+    if (!moe_shared_mapped(m)) return &m->shared[j];
+    moe_config sc = moe_shared_config(&m->cfg);
+    moe_expert_carve(tmp, &sc, buf);
+    expert_decode(&m->shared[j], &sc, EXPERT_ALL, tmp);
+    return tmp;
+}
+
+/* dst, allocated with routed experts in floats (or mapped: routed_mapped) and shared
+ * experts in floats, from src: its floats copied around the experts, its mapped
+ * experts decoded (src's own mapping kept where dst maps too) */
+static void copy_decoding(moe_model *dst, const moe_model *src, int routed_mapped) {
+    const moe_config *c = &src->cfg;
+    moe_config sc = moe_shared_config(c);
+    int rm = moe_is_mapped(src), sm = moe_shared_mapped(src);
+    moe_layout l;
+    moe_layout_of(c, &l);
+    size_t head = l.gate + l.corr, tail = l.shared_gate + l.out_bias + l.norm + l.head;
+    size_t routed = rm ? biases_of(c, (size_t)c->n) : l.experts;
+    memcpy(dst->mem, src->mem, head * sizeof(float));
+    if (routed_mapped) { // the same mapping, the biases copied
+        memcpy(dst->mem + head, src->mem + head, routed * sizeof(float));
+        for (int e = 0; e < c->n; e++) {
+            dst->experts[e].w1 = src->experts[e].w1;
+            dst->experts[e].w2 = src->experts[e].w2;
+            dst->experts[e].w3 = src->experts[e].w3;
+        }
+    } else if (rm) {
+        for (int e = 0; e < c->n; e++) expert_decode(&src->experts[e], c, EXPERT_ALL, &dst->experts[e]);
+    } else {
+        memcpy(dst->mem + head, src->mem + head, routed * sizeof(float));
+    }
+    for (int j = 0; j < c->s; j++)
+        if (sm) expert_decode(&src->shared[j], &sc, EXPERT_ALL, &dst->shared[j]);
+        else moe_expert_copy(&dst->shared[j], &src->shared[j], &sc);
+    memcpy(dst->mem + dst->nparams - tail, src->mem + src->nparams - tail, tail * sizeof(float));
+    dst->path = src->path ? ms_strdup(src->path) : NULL;
+    dst->layer = src->layer ? ms_strdup(src->layer) : NULL;
+    moe_meta_copy(dst, src);
+}
+
 void moe_clone_floats(moe_model *dst, const moe_model *src) {
-    if (!moe_is_mapped(src)) {
+    if (!moe_is_mapped(src) && !moe_shared_mapped(src)) {
         moe_clone(dst, src);
         return;
     }
     moe_alloc(dst, &src->cfg);
-    const moe_config *c = &src->cfg;
-    size_t h = (size_t)c->h, d = (size_t)c->d, glu = moe_act_glu(c->act);
-    for (int e = 0; e < c->n; e++) { // the routed experts: their weights decoded, their biases copied
-        const moe_expert *x = &src->experts[e];
-        moe_expert *y = &dst->experts[e];
-        wp_rows_f32(x->w1, d, 0, h, y->fc1_w);
-        wp_rows_f32(x->w2, h, 0, d, y->fc2_w);
-        memcpy(y->fc1_b, x->fc1_b, h * sizeof(float));
-        memcpy(y->fc2_b, x->fc2_b, d * sizeof(float));
-        if (glu) {
-            wp_rows_f32(x->w3, d, 0, h, y->fc3_w);
-            memcpy(y->fc3_b, x->fc3_b, h * sizeof(float));
-        }
+    copy_decoding(dst, src, 0);
+}
+
+void moe_clone_shared_floats(moe_model *dst, const moe_model *src) {
+    if (!moe_shared_mapped(src)) {
+        moe_clone(dst, src);
+        return;
     }
-    // the rest (gate, shared experts, ...) one run in both layouts: before and after the experts
-    moe_layout l;
-    moe_layout_of(c, &l);
-    size_t head = l.gate + l.corr, tail = l.total - head - l.experts;
-    memcpy(dst->mem, src->mem, head * sizeof(float));
-    memcpy(dst->mem + head + l.experts, src->mem + src->nparams - tail, tail * sizeof(float));
-    dst->path = src->path ? ms_strdup(src->path) : NULL;
-    dst->layer = src->layer ? ms_strdup(src->layer) : NULL;
-    moe_meta_copy(dst, src);
+    alloc_layer(dst, &src->cfg, moe_is_mapped(src) ? ROUTED_BIASES : ROUTED_ALL, 0);
+    copy_decoding(dst, src, moe_is_mapped(src));
+}
+
+void moe_shared_to_floats(moe_model *m) {
+    if (!moe_shared_mapped(m)) return;
+    moe_model f;
+    moe_clone_shared_floats(&f, m);
+    moe_free(m);
+    *m = f;
 }

@@ -138,23 +138,35 @@ static uint64_t fnv_bytes(uint64_t hsh, const void *p, size_t nbytes) {
 
 uint64_t moe_fingerprint(const moe_model *m) {
     uint64_t hsh = 1469598103934665603ULL;
-    if (!moe_is_mapped(m)) return fnv_bytes(hsh, m->mem, m->nparams * sizeof(float));
+    int rm = moe_is_mapped(m), sm = moe_shared_mapped(m);
+    if (!rm && !sm) return fnv_bytes(hsh, m->mem, m->nparams * sizeof(float));
     // a mapped layer: the same bytes as its floats would hold (moe_alloc's layout), each
-    // routed expert decoded in turn, so a record matches whichever way A was read
+    // mapped expert decoded in turn, so a record matches whichever way A was read
     const moe_config *c = &m->cfg;
+    moe_config sc = moe_shared_config(c);
     moe_layout l;
     moe_layout_of(c, &l);
-    size_t before = l.gate + l.corr, es = moe_expert_size(c);
-    size_t biases = (size_t)c->n * ((moe_act_glu(c->act) ? 2 : 1) * (size_t)c->h + (size_t)c->d);
-    float *buf = ms_malloc(es * sizeof(float));
+    size_t before = l.gate + l.corr, es = moe_expert_size(c), ss = moe_expert_size(&sc);
+    size_t glu = moe_act_glu(c->act) ? 2 : 1;
+    size_t routed = rm ? (size_t)c->n * (glu * (size_t)c->h + (size_t)c->d) : l.experts;
+    size_t shared = sm ? (size_t)c->s * (glu * (size_t)sc.h + (size_t)c->d) : l.shared;
+    float *buf = ms_malloc((es > ss ? es : ss) * sizeof(float));
     hsh = fnv_bytes(hsh, m->mem, before * sizeof(float));
-    for (int e = 0; e < c->n; e++) {
+    for (int e = 0; e < c->n && rm; e++) {
         moe_expert tmp;
         moe_expert_floats(m, e, &tmp, buf); // carved in buf in moe_alloc's order
         hsh = fnv_bytes(hsh, buf, es * sizeof(float));
     }
+    if (!rm) hsh = fnv_bytes(hsh, m->mem + before, routed * sizeof(float));
+    for (int j = 0; j < c->s && sm; j++) {
+        moe_expert tmp;
+        moe_shared_floats(m, j, &tmp, buf);
+        hsh = fnv_bytes(hsh, buf, ss * sizeof(float));
+    }
+    if (!sm) hsh = fnv_bytes(hsh, m->mem + before + routed, shared * sizeof(float));
     free(buf);
-    return fnv_bytes(hsh, m->mem + before + biases, (m->nparams - before - biases) * sizeof(float));
+    size_t done = before + routed + shared;
+    return fnv_bytes(hsh, m->mem + done, (m->nparams - done) * sizeof(float));
 }
 
 /* Step 1 of moe_scramble: pi (n) uniform in S_n, or in the wreath product

@@ -364,7 +364,7 @@ static int load_moe_blocks(net_model *m, ckpt *c, const family_overrides *o, int
                          c->arg, L, pre, m->cfg.arch == NET_VIT ? "fc1" : "c_fc");
             break;
         }
-        rc = mapped ? family_load_mapped(&m->moe[i], c, &ls[which], o, err) : 1; // 1: not mappable
+        rc = mapped ? family_load_mapped_shared(&m->moe[i], c, &ls[which], o, err) : 1; // 1: not mappable
         if (rc == 1 && mapped == NET_BLOCKS_LATER) rc = family_load_shell(&m->moe[i], c, &ls[which], o, err);
         if (rc == 1) rc = family_load(&m->moe[i], c, &ls[which], o, err);
         if (!rc && m->moe[i].cfg.d != m->cfg.d)

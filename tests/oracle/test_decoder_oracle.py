@@ -607,9 +607,11 @@ def test_mapped_landscape():
     its interpolation a mix formed per panel, the layer-only proxy's pairs decoded one at
     a time) equals the float path's (MOESCOPE_TEST_FLOATS: every MoE block read into
     floats): BF16 over two shards, GPT-OSS's MXFP4 experts; and with --method activation
-    and --screen."""
+    and --screen; Qwen2-MoE's gated and DeepSeek's shared experts mapped in the other
+    blocks (aligned as views, mixed per panel)."""
     cases = [("qwen3_moe", {}, []), ("gpt_oss", {"mxfp4": True}, []),
-             ("qwen3_moe", {}, ["--method", "activation", "--screen", 3])]
+             ("qwen3_moe", {}, ["--method", "activation", "--screen", 3]),
+             ("qwen2_moe", {}, []), ("deepseek_v3", {}, [])]  # mapped shared experts (gated; not)
     for fam, kw, extra in cases:
         tag = "mix_%s%s" % (fam, "_mx" if kw else "")
         a = gen(fam, tag, dtype="BF16", **kw)
@@ -651,6 +653,9 @@ def test_mapped_commands():
     gb = gen("gpt_oss", "mix_gpt_oss_mx_scr", dtype="BF16", scramble=True, mxfp4=True)
     floats = {"MOESCOPE_STREAM": "0", "MOESCOPE_TEST_FLOATS": "1"}
     ds = gen("deepseek_v3", "cmd_ds", dtype="BF16", shards=2)  # shared experts, selection biases
+    dsb = gen("deepseek_v3", "cmd_ds_scr", dtype="BF16", shards=2, scramble=True)
+    qa = gen("qwen2_moe", "mix_qwen2_moe", dtype="BF16")  # a gated shared expert
+    qb = gen("qwen2_moe", "mix_qwen2_moe_scr", dtype="BF16", scramble=True)
     cases = [("align", [a, b], ["--layer", 2, "--eval", ev, "--method", "activation"]),
              ("merge", [a, b], ["--layer", 2, "--eval", ev, "--alpha-sweep", 3]),
              ("merge", [a, b], ["--layer", "all"]),
@@ -658,7 +663,10 @@ def test_mapped_commands():
              ("merge", [ga, gb], ["--layer", 1, "--eval", os.path.join(ga, "eval.safetensors")]),
              ("scramble", [a], ["--layer", "all", "--translate"]),
              ("scramble", [ga], ["--layer", 1, "--seed", 7]),
-             ("scramble", [ds], ["--layer", "all", "--translate"])]
+             ("scramble", [ds], ["--layer", "all", "--translate"]),
+             ("merge", [qa, qb], ["--layer", 2, "--eval", os.path.join(qa, "eval.safetensors")]),
+             ("merge", [qa, qb], ["--layer", "all"]),
+             ("align", [ds, dsb], ["--layer", "all"])]
     for k, (cmd, ins, extra) in enumerate(cases):
         outs, texts = [], []
         for env in (None, floats):
@@ -673,7 +681,8 @@ def test_mapped_commands():
                   "%s %s: mapped, the float path's output byte for byte and its report" % (cmd, extra))
     # diagnose: the chosen block's experts decoded one or two at a time, its landscape's
     # orders views of B's file (an order of another seed's experts; a scramble of A)
-    for x, y, extra in ((a, b, ["--layer", 2, "--method", "activation"]), (ga, gb, ["--landscape"])):
+    for x, y, extra in ((a, b, ["--layer", 2, "--method", "activation"]), (ga, gb, ["--landscape"]),
+                        (qa, qb, ["--layer", 2])):
         texts, js = [], []
         for env in (None, floats):
             out = p("mapped_diagnose_%s.json" % ("floats" if env else "mapped"))
@@ -687,7 +696,9 @@ def test_mapped_commands():
         check(texts[0] is not None and texts[0] == texts[1] and w == 0.0,
               "diagnose %s: mapped, the float path's report and JSON (worst relative difference %s)" % (extra, w))
     for cmd, args in (("study", [a, b, "--eval", ev, "--samples", 4, "--points", 3]),
-                      ("geometry", [a, "--eval", ev, "--train-frac", 0.75])):
+                      ("geometry", [a, "--eval", ev, "--train-frac", 0.75]),
+                      ("study", [qa, qb, "--eval", os.path.join(qa, "eval.safetensors"), "--samples", 4, "--points", 3]),
+                      ("geometry", [ds, "--eval", os.path.join(ds, "eval.safetensors"), "--train-frac", 0.75])):
         js = []
         for env in (None, {"MOESCOPE_TEST_FLOATS": "1"}):
             out = p("mapped_%s_%s.json" % (cmd, "floats" if env else "mapped"))
