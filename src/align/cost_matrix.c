@@ -213,19 +213,31 @@ static int pool_equal(pool *p, int i, int j) {
 static int term_count(const moe_config *c) { return is_glu(c) ? 4 : 2; }
 static int term_sym(int t) { return t != 3; }
 
-/* Rows [r0, r0+rb) of term t of expert e, columns [c0, d): F (rb, d - c0). */
-static void term_block(const moe_expert *e, const moe_config *c, int t, int r0, int rb, int c0,
-                       float *F) {
+/* Rows [r0, r0+m) of term t of expert e, columns [c0, d): F (m, w = d - c0). A
+ * symmetric term (c0 = r0) is formed on and above the diagonal only: its square
+ * (m, m) by one SYRK (the triangle's flops, at the GEMM's rate), the rest by a
+ * GEMM; F's entries below the diagonal are left as they were (weigh_block skips
+ * them). */
+static void term_block(const moe_expert *e, const moe_config *c, int t, int r0, int m, int c0, float *F) {
     int d = c->d, h = c->h, w = d - c0;
-    if (t == 1) { // W2 (d,h): rows R of W2 times rows [c0, d) of W2, transposed
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rb, w, h, 1.0f, e->fc2_w + (size_t)r0 * h,
-                    h, e->fc2_w + (size_t)c0 * h, h, 0.0f, F, w);
-        cblas_sger(CblasRowMajor, rb, w, 1.0f, e->fc2_b + r0, 1, e->fc2_b + c0, 1, F, w);
+    if (t == 3) { // W1^T W3: whole rows
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, w, h, 1.0f, e->fc1_w + r0, d, e->fc3_w + c0, d,
+                    0.0f, F, w);
         return;
     }
-    const float *X = t == 2 ? e->fc3_w : e->fc1_w, *Y = t == 0 ? e->fc1_w : e->fc3_w; // (h,d)
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rb, w, h, 1.0f, X + r0, d, Y + c0, d, 0.0f,
-                F, w);
+    if (t == 1) { // W2 (d,h): rows [r0, r0+m) of W2 times rows [r0, d) of W2, transposed, + b2 b2^T
+        const float *R = e->fc2_w + (size_t)r0 * h; // (m, h)
+        cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, m, h, 1.0f, R, h, 0.0f, F, w);
+        if (w > m)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, w - m, h, 1.0f, R, h, R + (size_t)m * h, h,
+                        0.0f, F + m, w);
+        const float *b = e->fc2_b + r0;
+        for (int i = 0; i < m; i++) cblas_saxpy(w - i, b[i], b + i, 1, F + (size_t)i * w + i, 1);
+        return;
+    }
+    const float *X = (t == 2 ? e->fc3_w : e->fc1_w) + r0; // (h, d): columns [r0, d)
+    cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, m, h, 1.0f, X, d, 0.0f, F, w);
+    if (w > m) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, w - m, h, 1.0f, X, d, X + m, d, 0.0f, F + m, w);
 }
 
 /* The vectors and scalars of G1 (everything but its d x d terms), weighted. */
@@ -248,32 +260,44 @@ static void small_terms(const moe_expert *e, const moe_config *c, double *v, flo
 
 static int small_len(const moe_config *c) { return is_glu(c) ? 4 * c->d + 3 : c->d + 1; }
 
-/* Rows of a d x d term formed at once for nx experts. The block fits
- * t->block_bytes, and at most an eighth of the inputs' own size (a small layer
- * gets a small block). A symmetric term is formed on its upper block triangle
- * (whole rows of blocks; an entry's float32 sum may still round differently in a
- * block of another height, which some BLAS kernels compute by another path):
- * 8 blocks or more keep its flops within 1/8 of the triangle's; fewer, larger
- * GEMMs otherwise (each call costs a thread hand-off). */
+/* Entries of rows [r0, r0+m) of term t a block holds: a symmetric term's on and
+ * above the diagonal (row r0+i from column r0+i on), the others' whole rows. */
+static size_t block_len(const moe_config *c, int t, int r0, int m) {
+    size_t w = (size_t)(c->d - r0), k = (size_t)m;
+    return term_sym(t) ? k * w - k * (k - 1) / 2 : k * (size_t)c->d;
+}
+
+/* The largest first block of any term (the one V is sized for), m rows. */
+static size_t first_len(const moe_config *c, int m) { return block_len(c, is_glu(c) ? 3 : 0, 0, m); }
+
+/* Rows of a d x d term formed at once for nx experts: their blocks (in double)
+ * and one expert's in float32 fit t->block_bytes, and at most a quarter of the
+ * inputs' own size (a small layer gets a small block; a GPT-2-sized one, h = 4d,
+ * its whole triangles: one SYRK an expert). The diagonal's squares are SYRKs, so
+ * the flops are the triangle's whatever the height; fewer, taller blocks run at
+ * a better rate (a short GEMM re-packs its wide operand for every call). */
 static double block_cap(const moe_config *c, int nx, const cost_tuning *t) {
     double input = 4.0 * nx * (double)moe_expert_size(c), cap = t->block_bytes;
-    if (t->side == 0 && cap > input / 8) cap = input / 8 > 4e6 ? input / 8 : 4e6;
+    if (t->side == 0 && cap > input / 4) cap = input / 4 > 4e6 ? input / 4 : 4e6;
     return cap;
 }
 
 static int block_rows(const moe_config *c, int nx, const cost_tuning *t) {
     double cap = block_cap(c, nx, t);
-    int rb = (int)(cap / (8.0 * nx * c->d + 4.0 * c->d)), most = (c->d + 7) / 8;
-    if (most < 64) most = 64;
-    if (rb > most) rb = most;
-    return rb < 1 ? 1 : rb > c->d ? c->d : rb;
+    int lo = 1, hi = c->d; // the largest m whose block fits (1 when none does)
+    while (lo < hi) {
+        int m = lo + (hi - lo + 1) / 2;
+        if (8.0 * nx * (double)first_len(c, m) + 4.0 * m * c->d <= cap) lo = m;
+        else hi = m - 1;
+    }
+    return lo;
 }
 
 /* Blocks of block_rows rows held at once when experts are read from their files
- * (dside_dist2_read): as many as the same cap holds. */
+ * (dside_dist2_read): as many of the first (largest) as the same cap holds. */
 static int group_blocks(const moe_config *c, int nx, const cost_tuning *t) {
     int rb = block_rows(c, nx, t), nblk = (c->d + rb - 1) / rb;
-    int G = (int)(block_cap(c, nx, t) / (8.0 * nx * rb * c->d));
+    int G = (int)(block_cap(c, nx, t) / (8.0 * nx * (double)first_len(c, rb)));
     return G < 1 ? 1 : G > nblk ? nblk : G;
 }
 
@@ -289,30 +313,34 @@ typedef struct {
     pool *P;
     const moe_config *c;
     int t, r0, m, c0, w;
+    size_t L;    /* block_len */
     double *V, *norm;
     float **F;   /* (threads) one expert's block (rb, d) each */
 } dside_job;
 
-/* v (m, w) = rows [r0, r0+m), columns [c0, d) of term t's block F, weighted; returns |v|^2 */
-static double weigh_block(int t, int r0, int m, int c0, int w, const float *F, double *v) {
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < w; j++) {
-            int r = r0 + i, col = c0 + j;
-            double wt = !term_sym(t) || col > r ? M_SQRT2 : col == r ? 1.0 : 0.0;
-            v[(size_t)i * w + j] = wt * F[(size_t)i * w + j];
-        }
-    return sumsq(v, (size_t)m * w);
+/* v (block_len) = term t's block F (m, w) weighted, a symmetric term's entries on
+ * and above the diagonal only (1 on it, sqrt 2 above: an entry that stands for
+ * two); returns |v|^2 */
+static double weigh_block(int t, int m, int w, const float *F, double *v) {
+    size_t k = 0;
+    for (int i = 0; i < m; i++) {
+        const float *f = F + (size_t)i * w;
+        int j = 0;
+        if (term_sym(t)) v[k++] = f[i], j = i + 1;
+        for (; j < w; j++) v[k++] = M_SQRT2 * f[j];
+    }
+    return sumsq(v, k);
 }
 
 static const unsigned term_need[4] = {EXPERT_W1, EXPERT_W2, EXPERT_W3, EXPERT_W1 | EXPERT_W3};
 
 static void dside_expert(void *ctx, int x, int slot) {
     const dside_job *J = ctx;
-    int t = J->t, r0 = J->r0, m = J->m, c0 = J->c0, w = J->w;
-    double *v = J->V + (size_t)x * m * w;
+    int t = J->t, m = J->m, w = J->w;
+    double *v = J->V + (size_t)x * J->L;
     float *F = J->F[slot];
-    term_block(pool_get(J->P, x, term_need[t]), J->c, t, r0, m, c0, F);
-    J->norm[x] += weigh_block(t, r0, m, c0, w, F, v);
+    term_block(pool_get(J->P, x, term_need[t]), J->c, t, J->r0, m, J->c0, F);
+    J->norm[x] += weigh_block(t, m, w, F, v);
 }
 
 /* ---- d side of experts read from their files (streamed, or a mapped layer's
@@ -359,9 +387,9 @@ static void dgroup_expert(void *ctx, int x, int slot) {
     for (int b = J->b0; b < J->b1; b++) {
         int r0 = b * J->rb, m = c->d - r0 < J->rb ? c->d - r0 : J->rb, c0 = term_sym(t) ? r0 : 0;
         int w = block_width(c, t, r0);
-        size_t L = (size_t)m * w;
+        size_t L = block_len(c, t, r0, m);
         term_block(e, c, t, r0, m, c0, J->F[slot]);
-        J->norm[x] += weigh_block(t, r0, m, c0, w, J->F[slot], J->V + off + (size_t)x * L);
+        J->norm[x] += weigh_block(t, m, w, J->F[slot], J->V + off + (size_t)x * L);
         off += (size_t)nx * L;
     }
 }
@@ -375,7 +403,7 @@ static void dside_dist2_read(pool *P, const moe_config *c, double *dist2) {
     int d = c->d, nx = P->na + P->nb, rb = block_rows(c, nx, P->t), nblk = (d + rb - 1) / rb;
     int G = group_blocks(c, nx, P->t);
     int nt = pool_par_reads(P) ? blas_par_threads(nx) : 1;
-    double *V = ms_malloc((size_t)G * nx * rb * d * sizeof(double)); // G blocks of (nx, rb*d)
+    double *V = ms_malloc((size_t)G * nx * first_len(c, rb) * sizeof(double)); // G blocks of (nx, L)
     float *F[BLAS_PAR_MAX], *buf[BLAS_PAR_MAX];
     ms_err errs[BLAS_PAR_MAX];
     for (int k = 0; k < nt; k++) {
@@ -402,7 +430,7 @@ static void dside_dist2_read(pool *P, const moe_config *c, double *dist2) {
             size_t off = 0;
             for (int b = J.b0; b < J.b1; b++) {
                 int r0 = b * rb, m = d - r0 < rb ? d - r0 : rb;
-                size_t L = (size_t)m * block_width(c, t, r0);
+                size_t L = block_len(c, t, r0, m);
                 progress_add(2.0 * c->h * (double)L / 1e9 * nx);
                 // dist2 (na, nb) -= 2 Va (na, L) Vb^T (L, nb), one thread (as dside_dist2)
                 blas_single_enter();
@@ -431,7 +459,7 @@ static void dside_dist2(pool *P, const moe_config *c, double *dist2) {
     int d = c->d, nx = P->na + P->nb, rb = block_rows(c, nx, P->t);
     int self = pool_self(P), formed = self ? P->na : nx; // experts whose blocks are formed
     int nt = streamed(P, 0) || streamed(P, nx - 1) ? 1 : blas_par_threads(formed);
-    double *V = ms_malloc((size_t)nx * rb * d * sizeof(double)); // (nx, rb*d) one block of terms
+    double *V = ms_malloc((size_t)nx * first_len(c, rb) * sizeof(double)); // (nx, L) one block of terms
     float *F[BLAS_PAR_MAX];
     for (int k = 0; k < nt; k++) F[k] = ms_malloc((size_t)rb * d * sizeof(float)); // (rb, d) one expert's block
     double *norm = ms_calloc((size_t)nx, sizeof(double));
@@ -440,8 +468,8 @@ static void dside_dist2(pool *P, const moe_config *c, double *dist2) {
     for (int t = 0; t < term_count(c) && !progress_cancelled(); t++)
         for (int r0 = 0; r0 < d && !progress_cancelled(); r0 += rb) {
             int m = d - r0 < rb ? d - r0 : rb, c0 = term_sym(t) ? r0 : 0, w = d - c0;
-            size_t L = (size_t)m * w;
-            dside_job J = {P, c, t, r0, m, c0, w, V, norm, F};
+            size_t L = block_len(c, t, r0, m);
+            dside_job J = {P, c, t, r0, m, c0, w, L, V, norm, F};
             if (nt > 1) blas_par_for(formed, nt, dside_expert, &J, cancel);
             else
                 for (int x = 0; x < formed && !progress_cancelled(); x++) dside_expert(&J, x, 0);
@@ -605,8 +633,9 @@ double cost_expert_bytes(const moe_config *c, int na, int nb) {
     double nx = na + nb, d = c->d, h = c->h;
     if (pick_hside(c, na, nb, &t))
         return 8.0 * (2 * (3 * h * d + 2 * h + d) + (h + 1) * (h + 1) + nx);
-    double rb = block_rows(c, na + nb, &t), G = group_blocks(c, na + nb, &t);
-    return 8.0 * nx * rb * d * G + 4.0 * rb * d + 8.0 * (nx * small_len(c) + nx);
+    int rb = block_rows(c, na + nb, &t);
+    double G = group_blocks(c, na + nb, &t);
+    return 8.0 * nx * (double)first_len(c, rb) * G + 4.0 * rb * d + 8.0 * (nx * small_len(c) + nx);
 }
 
 /* C (na, nb) expert cost between the experts ea[0..na) and eb[0..nb), or those
