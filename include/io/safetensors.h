@@ -46,6 +46,7 @@ typedef struct {
     int *by_name;  /* ntensors indices into tensors */
     int *by_key;   /* nmeta indices into meta_keys */
     unsigned char *read_marks; /* ntensors: 1 once a reader took the tensor's values */
+    int map_slot;  /* its entry in the table of live mappings (safetensors.c), + 1; 0: none */
 } st_file;
 
 /* Open and validate. On failure f is left closed (nothing to free). The JSON

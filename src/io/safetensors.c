@@ -118,10 +118,10 @@ static int cmp_keyref(const void *a, const void *b) {
     return strcmp(**(char **const *)a, **(char **const *)b);
 }
 
-static void maps_remove(const void *base);
+static void maps_remove(st_file *f);
 
 static void free_contents(st_file *f) {
-    if (f->map) maps_remove(f->map); // before its tensors' names go
+    maps_remove(f); // before its tensors' names go
     free(f->read_marks);
     free(f->by_name);
     free(f->by_key);
@@ -152,9 +152,13 @@ static __thread sigjmp_buf *bus_jmp;
 /* The live mappings, for a SIGBUS outside any guard: a weight used in place by a
  * product (core/wpanel.h) is read by many threads, too often to guard each read.
  * A fault inside one of them ends the command as a guard would report it (named
- * file, status 1, unfinished outputs removed) instead of a bare "Bus error". */
-enum { MAPS = 256, MAP_PATH = 1024 };
-static struct {
+ * file, status 1, unfinished outputs removed) instead of a bare "Bus error".
+ * Chunks of MAP_CHUNK entries, allocated as files open and never moved or freed,
+ * so the handler reads them while others are added: a network of thousands of
+ * shards, A's and B's, is covered whole (the system's own limit on mappings,
+ * vm.max_map_count, comes first). */
+enum { MAP_CHUNK = 256, MAP_CHUNKS = 1024, MAP_PATH = 1024 };
+typedef struct {
     atomic_int used;
     const st_tensor *tensors; /* the file's, to name the faulting byte's */
     int ntensors;
@@ -162,48 +166,82 @@ static struct {
     size_t size;
     char path[MAP_PATH];
     char size_text[24];
-} maps[MAPS];
+} map_entry;
+static map_entry *_Atomic map_chunks[MAP_CHUNKS];
+static atomic_int maps_high; /* entries ever handed out: the handler looks below it */
+static pthread_mutex_t maps_mu = PTHREAD_MUTEX_INITIALIZER;
+static int *maps_free, maps_nfree, maps_capfree; /* entries handed back, under maps_mu */
 
-/* the name of f's tensor holding byte a, "" if none (a linear scan: signal-safe) */
-static const char *tensor_at(int m, const char *a) {
-    for (int i = 0; i < maps[m].ntensors; i++) {
-        const st_tensor *t = &maps[m].tensors[i];
-        if (a >= maps[m].data + t->begin && a < maps[m].data + t->end) return t->name;
+static map_entry *map_at(int i) {
+    map_entry *c = atomic_load(&map_chunks[i / MAP_CHUNK]);
+    return c ? &c[i % MAP_CHUNK] : NULL;
+}
+
+/* the name of entry x's tensor holding byte a, "" if none (a linear scan: signal-safe) */
+static const char *tensor_at(const map_entry *x, const char *a) {
+    for (int i = 0; i < x->ntensors; i++) {
+        const st_tensor *t = &x->tensors[i];
+        if (a >= x->data + t->begin && a < x->data + t->end) return t->name;
     }
     return "";
 }
 
-static void maps_add(const st_file *f) {
-    for (int i = 0; i < MAPS; i++) {
-        int expect = 0;
-        if (!atomic_compare_exchange_strong(&maps[i].used, &expect, 2)) continue;
-        maps[i].tensors = f->tensors, maps[i].ntensors = f->ntensors, maps[i].data = (const char *)f->data;
-        maps[i].base = (const char *)f->map, maps[i].size = f->size;
-        snprintf(maps[i].path, MAP_PATH, "%s", f->path);
-        snprintf(maps[i].size_text, sizeof maps[i].size_text, "%zu", f->size);
-        atomic_store(&maps[i].used, 1); // published complete
-        return;
+/* f into the table (f->map_slot); -1 when MAP_CHUNKS * MAP_CHUNK files are mapped */
+static int maps_add(st_file *f) {
+    pthread_mutex_lock(&maps_mu);
+    int i = maps_nfree ? maps_free[--maps_nfree] : atomic_load(&maps_high);
+    if (i >= MAP_CHUNKS * MAP_CHUNK) {
+        pthread_mutex_unlock(&maps_mu);
+        return -1;
     }
+    if (!atomic_load(&map_chunks[i / MAP_CHUNK])) atomic_store(&map_chunks[i / MAP_CHUNK], ms_calloc(MAP_CHUNK, sizeof(map_entry)));
+    map_entry *x = map_at(i);
+    x->tensors = f->tensors, x->ntensors = f->ntensors, x->data = (const char *)f->data;
+    x->base = (const char *)f->map, x->size = f->size;
+    snprintf(x->path, MAP_PATH, "%s", f->path);
+    snprintf(x->size_text, sizeof x->size_text, "%zu", f->size);
+    atomic_store(&x->used, 1); // published complete
+    if (i == atomic_load(&maps_high)) atomic_store(&maps_high, i + 1);
+    pthread_mutex_unlock(&maps_mu);
+    f->map_slot = i + 1;
+    return 0;
 }
 
-static void maps_remove(const void *base) {
-    for (int i = 0; i < MAPS; i++)
-        if (atomic_load(&maps[i].used) == 1 && maps[i].base == base) atomic_store(&maps[i].used, 0);
+static void maps_remove(st_file *f) {
+    if (!f->map_slot) return;
+    int i = f->map_slot - 1;
+    f->map_slot = 0;
+    pthread_mutex_lock(&maps_mu);
+    map_entry *x = map_at(i);
+    if (atomic_load(&x->used) != 1 || x->base != (const char *)f->map) { // a copy of f closed before
+        pthread_mutex_unlock(&maps_mu);
+        return;
+    }
+    atomic_store(&x->used, 0);
+    if (maps_nfree == maps_capfree) {
+        maps_capfree = maps_capfree ? 2 * maps_capfree : 256;
+        maps_free = ms_realloc(maps_free, (size_t)maps_capfree * sizeof(int));
+    }
+    maps_free[maps_nfree++] = i;
+    pthread_mutex_unlock(&maps_mu);
 }
 
 static void on_sigbus(int sig, siginfo_t *si, void *uc) {
     (void)uc;
     if (bus_jmp) siglongjmp(*bus_jmp, 1);
     const char *a = si ? (const char *)si->si_addr : NULL;
-    for (int i = 0; a && i < MAPS; i++)
-        if (atomic_load(&maps[i].used) == 1 && a >= maps[i].base && a < maps[i].base + maps[i].size) {
-            const char *t = tensor_at(i, a);
-            const char *msg[] = {"moescope: ", maps[i].path, *t ? ": tensor '" : "", t, *t ? "'" : "",
-                                 ": the file changed while being read (", maps[i].size_text,
+    int high = atomic_load(&maps_high);
+    for (int i = 0; a && i < high; i++) {
+        const map_entry *x = map_at(i);
+        if (x && atomic_load(&x->used) == 1 && a >= x->base && a < x->base + x->size) {
+            const char *t = tensor_at(x, a);
+            const char *msg[] = {"moescope: ", x->path, *t ? ": tensor '" : "", t, *t ? "'" : "",
+                                 ": the file changed while being read (", x->size_text,
                                  " bytes when opened: truncated or rewritten by another program); "
                                  "unfinished outputs removed\n"};
             cancel_exit_now(msg, 8, 1);
         }
+    }
     signal(sig, SIG_DFL); // not ours: the access faults again on return, now fatally
 }
 
@@ -531,6 +569,9 @@ int st_open(st_file *f, const char *path, ms_err *err) {
     void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
     close(fd);
+    if (map == MAP_FAILED && e == ENOMEM) // most often the system's count of mappings
+        return ms_fail(err, "%s: cannot mmap: %s (with %d files mapped: the system's limit on mappings, "
+                            "vm.max_map_count, may be reached)", path, strerror(e), atomic_load(&maps_high));
     if (map == MAP_FAILED) return ms_fail(err, "%s: cannot mmap: %s", path, strerror(e));
     f->path = ms_strdup(path);
     f->map = map;
@@ -601,7 +642,11 @@ int st_open(st_file *f, const char *path, ms_err *err) {
         free_contents(f);
         return -1;
     }
-    maps_add(f);
+    if (maps_add(f)) {
+        ms_fail(err, "%s: more than %d files mapped at once, moescope's limit", path, MAP_CHUNKS * MAP_CHUNK);
+        free_contents(f);
+        return -1;
+    }
     return 0;
 }
 
