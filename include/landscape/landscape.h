@@ -151,10 +151,13 @@ typedef struct {
     const uint8_t *given;
     long ngiven;
 
-    /* keep every order's per-sample losses from the sweep (landscape.order_units)
-     * when they fit the error bars' bound (256 MB; default 0): ls_layer_intervals takes
-     * them instead of evaluating every order again. Split over processes (part),
-     * every process keeps its share and rank 0 gathers them. */
+    /* the error bars from the sweep's per-sample losses (default 0): every order's
+     * kept (landscape.order_units) when they are at most LS_JSON_UNITS_MAX values,
+     * for ls_layer_intervals, which then takes them instead of evaluating every
+     * order again; beyond, each order's resampled as soon as its row is done and
+     * dropped, the intervals complete when landscape_compute returns (one
+     * process, every sample at once: else kept while they fit 256 MB). Split
+     * over processes (part), every process keeps its share and rank 0 gathers them. */
     int keep_units;
 } ls_opts;
 
@@ -239,8 +242,8 @@ typedef struct landscape {
     double proxy_spearman;
     long proxy_best_id, proxy_best_rank;
     double proxy_secs;             /* its wall time */
-    /* Error bars (bootstrap.h), when every order's per-unit losses were kept (an
-     * objective's landscape, e.g. a network's): boot_resamples resamples of the
+    /* Error bars (bootstrap.h), from every order's per-unit losses (an objective's
+     * landscape, e.g. a network's; a layer's with ls_opts.keep_units): boot_resamples resamples of the
      * nseq units (boot_unit: "sequences", "images"); each row's barrier interval
      * (ls_row.bar_lo, bar_hi); each method's rank interval (its rank among the
      * table's rows in each resample, as rank). boot_resamples 0: none (boot_why
@@ -249,7 +252,8 @@ typedef struct landscape {
     const char *boot_unit, *boot_why;
     int nthreads;                  /* the threads it was computed on; its error bars use as many */
     double rank_lo[COST_NMETHODS], rank_hi[COST_NMETHODS];
-    double *unit_loss;             // (norders, T, nseq) by order id: each unit's loss at each point
+    double *unit_loss;             // (norders, T, nseq) by order id: each unit's loss at each point;
+                                   // NULL when they were resampled as they came (not kept)
     /* (norders, T, N) by order id: the sweep's per-sample losses (ls_opts.keep_units),
      * NaN at t = 0 and, unless order_units_end, at t = 1 (A's and B's there);
      * ls_layer_intervals takes them into unit_loss */
@@ -271,7 +275,8 @@ void landscape_free(landscape *L);
  * T layer evaluations each), and every order's too, for the rows' barrier
  * intervals and each method's rank interval: those the sweep kept
  * (L->order_units, ls_opts.keep_units), else evaluated again up to 720 orders
- * (beyond, boot_why says why the rows have none). wm: the landscape's; cancel
+ * (beyond, boot_why says why the rows have none); nothing to do when the sweep
+ * resampled them as they came (L->boot_resamples set). wm: the landscape's; cancel
  * (may be NULL) is polled between the orders: non-zero stops with "cancelled". */
 /* a layer's orders evaluated again for their per-sample losses (ls_layer_intervals):
  * up to 6! of them, a few seconds on the samples (a curve is ~5 ms on dense4) */

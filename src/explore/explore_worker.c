@@ -1099,7 +1099,8 @@ static void *ls_worker(void *arg) {
         }
         pub_status(g);
         pub_bump(g);
-        if (rc == 0 && !hidden && !g->obj && g->E && (L.order_units || L.norders <= LS_BOOT_LAYER_ORDERS))
+        if (rc == 0 && !hidden && !g->obj && g->E && !L.boot_resamples &&
+            (L.order_units || L.norders <= LS_BOOT_LAYER_ORDERS))
             layer_error_bars(g, k, &L);
         landscape_free(&L);
     }

@@ -351,7 +351,9 @@ static void ws_alloc(const lsx *x, ls_ws *w) {
     w->pair = ms_malloc(LS_BLOCK * sizeof *w->pair);
     w->lp = ms_malloc(LS_BLOCK * sizeof *w->lp);
     w->lc = ms_malloc(LS_BLOCK * sizeof *w->lc);
-    w->psbuf = x->rs.units ? ms_malloc(LS_BLOCK * sizeof *w->psbuf) : NULL;
+    w->psbuf = x->rs.units || x->rs.upos ? ms_malloc(LS_BLOCK * sizeof *w->psbuf) : NULL;
+    if (x->rs.upos && x->rs.nbl)
+        w->ublk = ms_malloc((size_t)LS_BLOCK * x->rs.nbl * x->pb.N * sizeof(double));
 }
 
 static void ws_free(ls_ws *w) {
@@ -373,6 +375,77 @@ static void ws_free(ls_ws *w) {
     free(w->lp);
     free(w->lc);
     free(w->psbuf);
+    free(w->ublk);
+}
+
+int ls_boot_table = -1;
+
+/* The streamed error bars' plan (ls_results.boot): which points the chunks
+ * before the last evaluate (held for every order: ustore) and which the last
+ * (held per block: ublk), as ls_points runs them; 0 when the held points take
+ * more than LS_BOOT_MAX_MB. */
+static int stream_plan(lsx *x) {
+    ls_results *rs = &x->rs;
+    int T = x->pb.T, nint = T - 2, cap = x->pl.cap_t;
+    int mid = (T - 1) / 2 > 0 ? (T - 1) / 2 : 1;
+    int nrest = nint - 1, nchunks = 1 + (nrest + cap - 1) / cap;
+    rs->upos = ms_malloc((size_t)2 * T * sizeof(int));
+    rs->bpos = rs->upos + T;
+    for (int m = 0; m < T; m++) rs->upos[m] = rs->bpos[m] = -1;
+    rs->une = rs->nbl = 0;
+    // the points of the last chunk: the middle alone (one chunk), else the rest's last
+    if (nchunks == 1) rs->bpos[mid] = rs->nbl++;
+    for (int dist = 1, q = 0; dist < T; dist++)
+        for (int sg = -1; sg <= 1; sg += 2) {
+            int m = mid + sg * dist;
+            if (m < 1 || m > T - 2) continue;
+            if (nchunks > 1 && q++ >= (nchunks - 2) * cap) rs->bpos[m] = rs->nbl++;
+        }
+    for (int m = 1; m < T; m++)
+        if (rs->bpos[m] < 0 && (m < T - 1 || rs->lb)) rs->upos[m] = rs->une++;
+    if ((double)rs->norders * rs->une * x->pb.N * sizeof(double) > LS_BOOT_MAX_MB * 1048576.0) {
+        free(rs->upos);
+        rs->upos = rs->bpos = NULL;
+        return 0;
+    }
+    rs->ustore = ms_malloc(((size_t)rs->norders * rs->une * x->pb.N + 1) * sizeof(double));
+    rs->reboot = ms_calloc((size_t)rs->norders, 1);
+    return 1;
+}
+
+/* ls_opts.keep_units: every order's per-sample losses as a table (x->rs.units,
+ * for ls_layer_intervals and the JSON's per-order losses) when they are few, or
+ * the stream does not apply and they fit LS_BOOT_MAX_MB; else streamed into the
+ * error bars (stream_plan) when it applies; else none, L->boot_why says why */
+static void units_plan(lsx *x) {
+    const ls_problem *pb = &x->pb;
+    const ls_partition *part = pb->o->part;
+    double nu = (double)x->rs.norders * pb->T * pb->N;
+    int fits = nu * sizeof(double) <= LS_BOOT_MAX_MB * 1048576.0;
+    const char *why = part ? "split over processes, every order's per-sample losses would take more than "
+                             LS_BOOT_MAX_MB_S " MB"
+                      : x->pl.nsc > 1 ? "the samples swept in chunks (the memory budget), every order's "
+                                        "per-sample losses would take more than " LS_BOOT_MAX_MB_S " MB"
+                      : (long)pb->T * pb->N > LS_SEQ_MAX_VALUES ? "more per-sample losses per curve than kept"
+                      : nu > (double)LS_BOOT_MAX_VALUES ? "more than " LS_BOOT_MAX_VALUES_S " per-sample losses "
+                                                           "(orders x points x samples) to resample"
+                                                         : NULL;
+    if (!pb->o->keep_units) return;
+    int table = ls_boot_table == 0 || (ls_boot_table < 0 && nu <= (double)LS_JSON_UNITS_MAX);
+    if (!why && !table && stream_plan(x)) return;
+    if (!why && !fits) why = "the points swept in chunks (the memory budget), the orders' per-sample losses "
+                             "held would take more than " LS_BOOT_MAX_MB_S " MB";
+    if (!fits) {
+        x->rs.L->boot_why = why;
+        return;
+    }
+    size_t n = (size_t)nu;
+    if (part && part->rank) {
+        x->rs.units_k0 = x->rs.k0;
+        n = (size_t)(x->rs.k1 - x->rs.k0) * pb->T * pb->N;
+    }
+    x->rs.units = ms_malloc((n ? n : 1) * sizeof(double));
+    for (size_t i = 0; i < n; i++) x->rs.units[i] = NAN;
 }
 
 /* The plan's buffers: labels/targets in lanes, the chunk's arrays, the
@@ -381,19 +454,11 @@ static void ls_alloc(lsx *x, ls_named *nm) {
     const ls_plan *pl = &x->pl;
     ls_problem *pb = &x->pb;
     size_t Np = (size_t)pl->nb * LS_L;
-    // every order's per-sample losses (ls_opts.keep_units), when they fit; the
-    // end points' rows are the caller's (every order's are A's and B's, but
-    // for B's ties: then the end chunk writes each order's own). Split over
-    // processes, each keeps its own orders' and rank 0 gathers them all.
-    size_t nu = (size_t)x->rs.norders * pb->T * pb->N;
-    if (pb->o->keep_units && (double)nu * sizeof(double) <= LS_BOOT_MAX_MB * 1048576.0) {
-        if (pb->o->part && pb->o->part->rank) {
-            x->rs.units_k0 = x->rs.k0;
-            nu = (size_t)(x->rs.k1 - x->rs.k0) * pb->T * pb->N;
-        }
-        x->rs.units = ms_malloc((nu ? nu : 1) * sizeof(double));
-        for (size_t i = 0; i < nu; i++) x->rs.units[i] = NAN;
-    }
+    // every order's per-sample losses (ls_opts.keep_units): a table or streamed
+    // (units_plan). A table's end points' rows are the caller's (every order's
+    // are A's and B's, but for B's ties: then the end chunk writes each order's
+    // own). Split over processes, each keeps its own orders' and rank 0 gathers them all.
+    units_plan(x);
     if (pb->kind == LS_CLASSIFY) {
         pb->lablanes = lane_alloc(Np * sizeof(int32_t));
         for (size_t r = 0; r < Np; r++)
@@ -723,7 +788,7 @@ static int ls_chunk_run(lsx *x, ls_named *nm, int ch, int last, ms_err *err) {
                 x->pool.ws[0].ps = NULL;
             }
         if (last) continue;
-        ls_job oj = {.x = x, .nitems = nblocks, .grain = 1, .kind = 1, .bmax = INFINITY,
+        ls_job oj = {.x = x, .nitems = nblocks, .grain = 1, .kind = 1, .bmax = INFINITY, .units = 1,
                      .what = ch < 0    ? "end point (ties in B's routing)"
                              : ch == 0 ? "middle point"
                                        : "orders on a chunk of points",
@@ -765,6 +830,21 @@ static void ls_named_units(lsx *x, ls_named *nm) {
     }
 }
 
+/* The streamed error bars' accumulator, once the named curves are complete
+ * (their per-sample losses, the methods' barriers in every resample) */
+static void stream_start(lsx *x) {
+    ls_results *rs = &x->rs;
+    if (!rs->upos) return;
+    const landscape *L = rs->L;
+    int T = x->pb.T, N = x->pb.N;
+    const double **ref = ms_calloc((size_t)T, sizeof *ref);
+    rs->uend[0] = ref[0] = L->naive.seq; // A's, every order's
+    rs->uend[1] = L->naive.seq + (size_t)(T - 1) * N;
+    if (!rs->lb) ref[T - 1] = rs->uend[1]; // B's, every order's
+    rs->boot = ls_boot_acc_new(L, N, ref, x->pool.nthreads);
+    free(ref);
+}
+
 /* The last chunk: the named curves are complete and the chosen orders' rows
  * are their curves (same arithmetic, bit for bit). Branch and bound: only
  * orders whose lower bound is below a chosen barrier (+ tau: the chosen
@@ -776,6 +856,7 @@ static int ls_ranks_then_rest(lsx *x, ls_named *nm, ms_err *err) {
     ls_results *rs = &x->rs;
     for (int a = 0; a < NM_COUNT; a++) ls_curve_stats(nm->curve[a]);
     ls_named_units(x, nm);
+    stream_start(x);
     for (int a = NM_SKIP; a < NM_COUNT; a++) {
         if (a == NM_SKIP && !x->pb.o->wm) continue;
         long k = order_index(x, nm->curve[a]->order);
@@ -786,6 +867,12 @@ static int ls_ranks_then_rest(lsx *x, ls_named *nm, ms_err *err) {
         rs->prog[k] = x->ck.ntc;
         rs->done[k] = 1;
         ls_emit_row(x, k);
+        if (rs->boot) { // its losses are a named curve's (as ls_layer_intervals takes them)
+            const ls_curve *c = ls_named_row(L, x->pb.o->wm, nm->curve[a]->order);
+            const double **r = ls_boot_acc_rows(rs->boot, 0);
+            for (int m = 0; m < x->pb.T; m++) r[m] = c->seq + (size_t)m * x->pb.N;
+            ls_boot_acc_feed(rs->boot, 0, k, r);
+        }
     }
     ls_report_progress(x);
     double bmax = ls_methods_bound(L);
@@ -793,9 +880,21 @@ static int ls_ranks_then_rest(lsx *x, ls_named *nm, ms_err *err) {
     long *cand = ms_malloc((size_t)rs->norders * sizeof(long));
     for (long k = rs->k0; k < rs->k1; k++)
         if (!rs->done[k] && rs->bar[k] < bmax) cand[ncand++] = k;
+    // streamed: the candidates keep no losses here; each is evaluated again in the
+    // last sweep, from its state before this one (its row, when out, is kept)
+    double *snap = rs->boot ? ms_malloc((size_t)(3 * ncand + 1) * sizeof(double)) : NULL;
+    for (long i = 0; snap && i < ncand; i++)
+        snap[3 * i] = rs->bar[cand[i]], snap[3 * i + 1] = rs->accb[cand[i]], snap[3 * i + 2] = rs->auc[cand[i]];
     ls_job cj = {.x = x, .nitems = (ncand + LS_BLOCK - 1) / LS_BLOCK, .grain = 1, .kind = 1,
                  .list = cand, .nlist = ncand, .finish = 1, .bmax = bmax};
     int rc = ls_sweep(x, &cj);
+    for (long i = 0; snap && i < ncand; i++) {
+        long k = cand[i];
+        if (rs->done[k]) rs->reboot[k] = 1;
+        else rs->bar[k] = snap[3 * i], rs->accb[k] = snap[3 * i + 1], rs->auc[k] = snap[3 * i + 2];
+        rs->prog[k] = 0;
+    }
+    free(snap);
     free(cand);
     if (rc) return ls_stop_error(x, err);
     // split over processes, the early ranks would see only this process's orders
@@ -805,7 +904,7 @@ static int ls_ranks_then_rest(lsx *x, ls_named *nm, ms_err *err) {
     ls_report_progress(x);
     if (x->pb.o->on_ranks && !x->pb.o->part) x->pb.o->on_ranks(x->pb.o->ctx, L);
     ls_job rj = {.x = x, .nitems = (rs->k1 - rs->k0 + LS_BLOCK - 1) / LS_BLOCK, .grain = 1,
-                 .kind = 1, .finish = 1, .bmax = INFINITY};
+                 .kind = 1, .finish = 1, .bmax = INFINITY, .units = 1};
     if (ls_sweep(x, &rj)) return ls_stop_error(x, err);
     return 0;
 }
@@ -887,6 +986,10 @@ static void ls_release(lsx *x, ls_named *nm) {
                     x->pb.shx, x->rs.bar, x->rs.accb, x->rs.auc, x->rs.done,
                     x->rs.prog, x->rs.acc_l, x->rs.acc_ok, x->rs.lb, x->rs.ab, x->rs.units, nm->ls, nm->ok, nm->units};
     for (size_t i = 0; i < sizeof pbuf / sizeof pbuf[0]; i++) free(pbuf[i]);
+    ls_boot_acc_free(x->rs.boot);
+    free(x->rs.ustore);
+    free(x->rs.upos); // bpos with it
+    free(x->rs.reboot);
 }
 
 /* The driver: plan the work, match the pairs, the end points, the named
@@ -953,6 +1056,7 @@ int landscape_compute_tuned(const moe_model *A, const moe_model *B, const evalse
         ls_debug(&x, "all orders", x.rs.norders);
         rc = ls_fill_sort(&x, err);
     }
+    if (!rc && x.rs.boot) ls_boot_acc_finish(x.rs.boot, L, "samples");
     if (!rc && x.rs.units && !(o->part && o->part->rank)) { // the caller's (ls_layer_intervals)
         L->order_units = x.rs.units, L->order_units_end = x.rs.lb != NULL;
         x.rs.units = NULL;

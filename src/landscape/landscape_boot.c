@@ -13,59 +13,131 @@
 #include "align/align.h"
 #include "core/blas_threads.h"
 #include "landscape/bootstrap.h"
+#include "landscape/rank.h"
 #include "landscape_int.h"
 
-/* The orders go in chunks of up to BOOT_CHUNK to blas_par_for's threads; each
- * order's barriers in every resample are used at once (its interval, and whether
- * it is below each method's in that resample) and forgotten, so memory stays
- * (threads, chunk, T, resample block) whatever the number of orders. A row equal
- * to order 0's (the end points A and B, the same for every order of a layer)
- * takes order 0's means, computed once, when those fit in one block. */
+/* The orders' error bars as their per-unit losses come (ls_boot_acc): each
+ * order's barriers in every resample are used at once (its interval, and
+ * whether it is below each method's in that resample) and forgotten, so memory
+ * stays (slots, T, resample block) whatever the number of orders. A row equal
+ * to a reference row (the end points A and B, the same for every order of a
+ * layer) takes that row's means, computed once, when those fit in one block. */
+struct ls_boot_acc {
+    ls_boot b;
+    int T, rb, nslots;
+    long norders;
+    const double **ref;  // (T) the reference rows, NULL where none
+    double *base;        // (T, R) their means; NULL: none cached
+    double *bm;          // (COST_NMETHODS, R): each method's barrier - tau, per resample
+    double *scratch;     // (nslots, T rb + R): one order's means, its barriers
+    const double **ptr;  // (nslots, 3 T): rows to average, every point's means, the caller's rows
+    long *below;         // (nslots, COST_NMETHODS, R): orders below each method's barrier
+    double *lo, *hi;     // (norders) by order id
+};
+
+ls_boot_acc *ls_boot_acc_new(const landscape *L, int S, const double *const *ref, int nslots) {
+    const int R = LS_BOOT_RESAMPLES, T = L->T;
+    ls_boot_acc *a = ms_calloc(1, sizeof *a);
+    ls_boot_init(&a->b, S, R, LS_BOOT_SEED);
+    a->T = T, a->rb = ls_boot_block(&a->b, T), a->nslots = nslots < 1 ? 1 : nslots, a->norders = L->norders;
+    a->ref = ms_calloc((size_t)T, sizeof *a->ref);
+    if (a->rb == R && ref) { // the reference rows' means: (T, R) in one block
+        a->base = ms_malloc((size_t)T * R * sizeof(double));
+        for (int m = 0; m < T; m++)
+            if (ref[m]) a->ref[m] = ref[m], ls_boot_means(&a->b, &ref[m], 1, 0, R, a->base + (size_t)m * R);
+    }
+    // every method's barrier in every resample, less the ranks' tolerance (ls_ranks' tau)
+    a->bm = ms_malloc((size_t)COST_NMETHODS * R * sizeof(double));
+    const double tau = rank_tau(L->naive.barrier);
+    for (int m = 0; m < COST_NMETHODS; m++) {
+        ls_boot_curve_barriers(&a->b, L->methods[m].seq, T, a->bm + (size_t)m * R);
+        for (int r = 0; r < R; r++) a->bm[(size_t)m * R + r] -= tau;
+    }
+    a->scratch = ms_malloc((size_t)a->nslots * ((size_t)T * a->rb + R) * sizeof(double));
+    a->ptr = ms_malloc((size_t)a->nslots * 3 * T * sizeof *a->ptr);
+    a->below = ms_calloc((size_t)a->nslots * COST_NMETHODS * R, sizeof(long));
+    a->lo = ms_malloc((size_t)(a->norders ? a->norders : 1) * sizeof(double));
+    a->hi = ms_malloc((size_t)(a->norders ? a->norders : 1) * sizeof(double));
+    return a;
+}
+
+const double **ls_boot_acc_rows(ls_boot_acc *a, int slot) { return a->ptr + ((size_t)slot * 3 + 2) * a->T; }
+
+void ls_boot_acc_feed(ls_boot_acc *a, int slot, long id, const double *const *rows) {
+    const int T = a->T, S = a->b.S, R = a->b.R;
+    double *means = a->scratch + (size_t)slot * ((size_t)T * a->rb + R), *vals = means + (size_t)T * a->rb;
+    const double **x = a->ptr + (size_t)slot * 3 * T, **mp = x + T;
+    long *below = a->below + (size_t)slot * COST_NMETHODS * R;
+    for (int r0 = 0; r0 < R; r0 += a->rb) {
+        const int r1 = r0 + a->rb < R ? r0 + a->rb : R, n = r1 - r0;
+        int nx = 0;
+        for (int m = 0; m < T; m++) {
+            const double *row = rows[m], *rf = a->ref[m];
+            if (a->base && rf && (row == rf || !memcmp(row, rf, (size_t)S * sizeof(double))))
+                mp[m] = a->base + (size_t)m * R;
+            else mp[m] = means + (size_t)nx * n, x[nx++] = row;
+        }
+        ls_boot_means(&a->b, x, nx, r0, r1, means);
+        ls_boot_barriers(mp, T, n, vals + r0);
+    }
+    for (int m = 0; m < COST_NMETHODS; m++)
+        for (int r = 0; r < R; r++) below[(size_t)m * R + r] += vals[r] < a->bm[(size_t)m * R + r];
+    ls_boot_interval(vals, R, LS_BOOT_LEVEL, &a->lo[id], &a->hi[id]);
+}
+
+void ls_boot_acc_finish(const ls_boot_acc *a, landscape *L, const char *unit) {
+    const int R = a->b.R;
+    for (long i = 0; i < L->norders; i++) {
+        ls_row *w = &L->rows[i];
+        double l = a->lo[w->id], h = a->hi[w->id];
+        w->bar_lo = isnan(l) ? l : fmin(l, w->barrier);
+        w->bar_hi = isnan(h) ? h : fmax(h, w->barrier);
+    }
+    double *rk = ms_malloc((size_t)R * sizeof(double));
+    for (int m = 0; m < COST_NMETHODS; m++) {
+        for (int r = 0; r < R; r++) {
+            long below = 0;
+            for (int t = 0; t < a->nslots; t++) below += a->below[((size_t)t * COST_NMETHODS + m) * R + r];
+            rk[r] = 1.0 + (double)below;
+        }
+        ls_boot_interval(rk, R, LS_BOOT_LEVEL, &L->rank_lo[m], &L->rank_hi[m]);
+        L->rank_lo[m] = fmin(L->rank_lo[m], L->rank[m]);
+        L->rank_hi[m] = fmax(L->rank_hi[m], L->rank[m]);
+    }
+    free(rk);
+    L->nseq = a->b.S, L->boot_resamples = R, L->boot_unit = unit, L->boot_why = NULL;
+}
+
+void ls_boot_acc_free(ls_boot_acc *a) {
+    if (!a) return;
+    ls_boot_free(&a->b);
+    free(a->ref);
+    free(a->base);
+    free(a->bm);
+    free(a->scratch);
+    free(a->ptr);
+    free(a->below);
+    free(a->lo);
+    free(a->hi);
+    free(a);
+}
+
+/* ls_boot_landscape's work: the orders in chunks of BOOT_CHUNK to blas_par_for's threads */
 #define BOOT_CHUNK 16
 
 typedef struct {
-    const landscape *L;
-    const ls_boot *b;
-    int rb, ck;          // resamples per block, orders per chunk
-    const double *seq;   // (norders, T, S) by order id
-    const double *base;  // (T, R): order 0's rows' means; NULL: no row shared
-    const double *bm;    // (COST_NMETHODS, R): each method's barrier - tau, per resample
-    double *scratch;     // (slots, ck T rb + ck R): the block's means, the chunk's barriers
-    const double **ptr;  // (slots, 2 ck T): rows to average, every point's means
-    long *below;         // (slots, COST_NMETHODS, R): orders below each method's barrier
-    double *lo, *hi;     // (norders) by order id
+    ls_boot_acc *a;
+    const double *seq; // (norders, T, S) by order id
+    long norders;
 } boot_job;
-
-static size_t boot_slot_doubles(const boot_job *J) {
-    return (size_t)J->ck * J->L->T * J->rb + (size_t)J->ck * J->b->R;
-}
 
 static void boot_chunk(void *ctx, int c, int slot) {
     boot_job *J = ctx;
-    const landscape *L = J->L;
-    const int T = L->T, S = J->b->S, R = J->b->R, ck = J->ck;
-    const long k0 = (long)c * ck, k1 = k0 + ck < L->norders ? k0 + ck : L->norders;
-    double *means = J->scratch + (size_t)slot * boot_slot_doubles(J), *vals = means + (size_t)ck * T * J->rb;
-    const double **x = J->ptr + (size_t)slot * 2 * ck * T, **mp = x + (size_t)ck * T;
-    long *below = J->below + (size_t)slot * COST_NMETHODS * R;
-    for (int r0 = 0; r0 < R; r0 += J->rb) {
-        const int r1 = r0 + J->rb < R ? r0 + J->rb : R, n = r1 - r0;
-        int nx = 0;
-        for (long k = k0; k < k1; k++)
-            for (int m = 0; m < T; m++) {
-                const double *row = J->seq + ((size_t)k * T + m) * S;
-                if (J->base && !memcmp(row, J->seq + (size_t)m * S, (size_t)S * sizeof(double)))
-                    mp[(k - k0) * T + m] = J->base + (size_t)m * R;
-                else mp[(k - k0) * T + m] = means + (size_t)nx * n, x[nx++] = row;
-            }
-        ls_boot_means(J->b, x, nx, r0, r1, means);
-        for (long k = k0; k < k1; k++) ls_boot_barriers(mp + (k - k0) * T, T, n, vals + (k - k0) * R + r0);
-    }
-    for (long k = k0; k < k1; k++) {
-        double *v = vals + (k - k0) * R;
-        for (int m = 0; m < COST_NMETHODS; m++)
-            for (int r = 0; r < R; r++) below[(size_t)m * R + r] += v[r] < J->bm[(size_t)m * R + r];
-        ls_boot_interval(v, R, LS_BOOT_LEVEL, &J->lo[k], &J->hi[k]);
+    const int T = J->a->T, S = J->a->b.S;
+    const double **r = ls_boot_acc_rows(J->a, slot);
+    for (long k = (long)c * BOOT_CHUNK; k < (long)(c + 1) * BOOT_CHUNK && k < J->norders; k++) {
+        for (int m = 0; m < T; m++) r[m] = J->seq + ((size_t)k * T + m) * S;
+        ls_boot_acc_feed(J->a, slot, k, r);
     }
 }
 
@@ -73,61 +145,17 @@ int ls_boot_landscape(landscape *L, const double *seq, int S, const char *unit, 
                       ms_err *err) {
     for (int m = 0; m < COST_NMETHODS; m++)
         if (!L->methods[m].seq) return 0;
-    const int R = LS_BOOT_RESAMPLES, T = L->T;
-    ls_boot b;
-    ls_boot_init(&b, S, R, LS_BOOT_SEED);
-    boot_job J = {.L = L, .b = &b, .seq = seq, .rb = ls_boot_block(&b, T)};
-    double fit = LS_BOOT_BLOCK_MB * 1048576.0 / ((double)T * J.rb * sizeof(double));
-    J.ck = fit >= BOOT_CHUNK ? BOOT_CHUNK : fit >= 1 ? (int)fit : 1;
-    const int chunks = (int)((L->norders + J.ck - 1) / J.ck), nt = L->nthreads < 1 ? 1 : L->nthreads < chunks ? L->nthreads : chunks;
-    double *base = NULL, *bm = ms_malloc((size_t)COST_NMETHODS * R * sizeof(double));
-    if (J.rb == R) { // order 0's rows' means: (T, R) in one block
-        const double **x = ms_malloc((size_t)T * sizeof *x);
-        for (int m = 0; m < T; m++) x[m] = seq + (size_t)m * S;
-        base = ms_malloc((size_t)T * R * sizeof(double));
-        ls_boot_means(&b, x, T, 0, R, base);
-        free(x);
-    }
-    for (int m = 0; m < COST_NMETHODS; m++) {
-        ls_boot_curve_barriers(&b, L->methods[m].seq, T, bm + (size_t)m * R);
-        for (int r = 0; r < R; r++) bm[(size_t)m * R + r] -= L->tau;
-    }
-    J.base = base, J.bm = bm;
-    J.lo = ms_malloc((size_t)L->norders * sizeof(double)), J.hi = ms_malloc((size_t)L->norders * sizeof(double));
-    J.scratch = ms_malloc((size_t)nt * boot_slot_doubles(&J) * sizeof(double));
-    J.ptr = ms_malloc((size_t)nt * 2 * J.ck * T * sizeof *J.ptr);
-    J.below = ms_calloc((size_t)nt * COST_NMETHODS * R, sizeof(long));
+    const int T = L->T;
+    const int chunks = (int)((L->norders + BOOT_CHUNK - 1) / BOOT_CHUNK);
+    const int nt = L->nthreads < 1 ? 1 : L->nthreads < chunks ? L->nthreads : chunks;
+    const double **ref = ms_malloc((size_t)T * sizeof *ref); // order 0's rows
+    for (int m = 0; m < T; m++) ref[m] = seq + (size_t)m * S;
+    boot_job J = {.a = ls_boot_acc_new(L, S, ref, nt), .seq = seq, .norders = L->norders};
+    free(ref);
     blas_par_for(chunks, nt, boot_chunk, &J, cancel);
     int rc = cancel && atomic_load(cancel) ? ms_fail(err, "cancelled") : 0;
-    if (!rc) {
-        for (long i = 0; i < L->norders; i++) {
-            ls_row *w = &L->rows[i];
-            double l = J.lo[w->id], h = J.hi[w->id];
-            w->bar_lo = isnan(l) ? l : fmin(l, w->barrier);
-            w->bar_hi = isnan(h) ? h : fmax(h, w->barrier);
-        }
-        double *rk = ms_malloc((size_t)R * sizeof(double));
-        for (int m = 0; m < COST_NMETHODS; m++) {
-            for (int r = 0; r < R; r++) {
-                long below = 0;
-                for (int t = 0; t < nt; t++) below += J.below[((size_t)t * COST_NMETHODS + m) * R + r];
-                rk[r] = 1.0 + (double)below;
-            }
-            ls_boot_interval(rk, R, LS_BOOT_LEVEL, &L->rank_lo[m], &L->rank_hi[m]);
-            L->rank_lo[m] = fmin(L->rank_lo[m], L->rank[m]);
-            L->rank_hi[m] = fmax(L->rank_hi[m], L->rank[m]);
-        }
-        free(rk);
-        L->nseq = S, L->boot_resamples = R, L->boot_unit = unit;
-    }
-    free(base);
-    free(bm);
-    free(J.lo);
-    free(J.hi);
-    free(J.scratch);
-    free(J.ptr);
-    free(J.below);
-    ls_boot_free(&b);
+    if (!rc) ls_boot_acc_finish(J.a, L, unit);
+    ls_boot_acc_free(J.a);
     return rc;
 }
 
@@ -163,7 +191,7 @@ int ls_order_units(const moe_model *A, const moe_model *B, const evalset *E, con
 /* the named curve whose order is p and whose values are the sweep's row of p
  * (the sweep takes those rows from the curves): a method's, and with wm,
  * skip-order's (the identity order); NULL when none */
-static const ls_curve *named_row(const landscape *L, int wm, const int *p) {
+const ls_curve *ls_named_row(const landscape *L, int wm, const int *p) {
     for (int m = 0; m < COST_NMETHODS; m++)
         if (L->methods[m].seq && !memcmp(p, L->methods[m].order, (size_t)L->n * sizeof(int))) return &L->methods[m];
     if (wm && L->skip_order.seq && !memcmp(p, L->skip_order.order, (size_t)L->n * sizeof(int))) return &L->skip_order;
@@ -176,7 +204,7 @@ static void named_rows(const landscape *L, int wm, double *seq) {
     for (long k = 0; k < L->norders; k++) {
         int p[LS_MAX_N];
         ls_order_get(L->orders, n, k, p);
-        const ls_curve *c = named_row(L, wm, p);
+        const ls_curve *c = ls_named_row(L, wm, p);
         if (c) memcpy(seq + (size_t)k * T * S, c->seq, (size_t)T * S * sizeof(double));
     }
 }
@@ -186,7 +214,7 @@ int ls_kept_units(const landscape *L, int wm, long id, double *seq) {
     if (!L->order_units || !L->naive.seq || S < 1 || id < 0 || id >= L->norders) return -1;
     int p[LS_MAX_N];
     ls_order_get(L->orders, L->n, id, p);
-    const ls_curve *c = named_row(L, wm, p);
+    const ls_curve *c = ls_named_row(L, wm, p);
     if (c) {
         memcpy(seq, c->seq, (size_t)T * S * sizeof(double));
         return 0;
@@ -250,7 +278,7 @@ static int layer_orders(const moe_model *A, const moe_model *B, const evalset *E
     int T = L->T, S = L->naive.nseq;
     if (L->ndone < L->norders || S < 1) return 0;
     if ((double)L->norders * T * S * sizeof(double) > LS_BOOT_MAX_MB * 1048576.0) {
-        L->boot_why = "every order's per-unit losses would take more than " LS_BOOT_MAX_MB_S " MB";
+        if (!L->boot_why) L->boot_why = "every order's per-unit losses would take more than " LS_BOOT_MAX_MB_S " MB";
         return 0;
     }
     L->boot_why = NULL;
@@ -264,7 +292,7 @@ static int layer_orders(const moe_model *A, const moe_model *B, const evalset *E
 
 int ls_layer_intervals(const moe_model *A, const moe_model *B, const evalset *E, int wm, landscape *L,
                        atomic_int *cancel, ms_err *err) {
-    if (L->objective || L->unit_loss) return 0; // an objective's keeps its own; done already
+    if (L->objective || L->unit_loss || L->boot_resamples) return 0; // an objective's keeps its own; done already
     int rc = 0;
     // the named curves' per-sample losses: the kernel's (ls_opts.keep_units), else the plain way
     if (!L->naive.seq) {

@@ -77,6 +77,9 @@ typedef struct {
      * call's t, indexed by sample (ls_results.units); NULL: not kept */
     double **ps;
     double **psbuf; // (LS_BLOCK) ps's storage
+    /* streamed error bars (ls_results.boot): the block's per-sample losses at
+     * the last chunk's points, (LS_BLOCK, ls_results.nbl, N); NULL otherwise */
+    double *ublk;
 } ls_ws;
 
 /* The problem: inputs and what is derived from them once. */
@@ -193,6 +196,19 @@ typedef struct {
      * process other than rank 0 holds its own orders' alone, from order units_k0 */
     double *units;
     long units_k0;
+    /* streamed error bars (ls_opts.keep_units, no table kept): each order's
+     * per-sample losses go to boot as soon as its last point is done, then are
+     * dropped. The points of the chunks before the last (the middle; t = 1 with
+     * B's ties) are held for every order in ustore, the last chunk's in the
+     * worker's block (ls_ws.ublk), t = 0 and 1 are A's and B's (uend). An
+     * order finished in the ranks phase (which keeps no losses) is evaluated
+     * again in the last sweep for them alone (reboot). NULL: not streamed */
+    struct ls_boot_acc *boot;
+    double *ustore;         // (norders, une, N)
+    int *upos, *bpos;       // (T) each point's place in ustore, in ublk; -1: not there
+    int une, nbl;
+    const double *uend[2];  // (N) each: the rows at t = 0 and t = 1 (no ties)
+    unsigned char *reboot;  // (norders)
     long filled;            /* rows written (under the pool's mu) */
     long k0, k1;            /* the orders this process sweeps (all unless o->part) */
     int failed;             /* an exchange with the other processes failed: perr */
@@ -241,6 +257,7 @@ typedef struct {
     long nlist;
     double bmax;         /* kind 1: stop an order once its barrier reaches this */
     int finish;          /* kind 1: emit rows (the last chunk) */
+    int units;           /* kind 1: the streamed error bars' losses kept (ls_results.boot) */
     int running;
     long ndone;          /* items finished (atomic) */
     const char *what;    /* phase name for o->phase, NULL: none */
@@ -345,6 +362,13 @@ void ls_ranks(landscape *L, long filled, int exhaustive, long norders);
 double ls_methods_bound(const landscape *L);
 /* L's rows sorted by barrier (NaN last, then by order), best and worst set, ndone = norders */
 void ls_sort_rows(landscape *L);
+/* The error bars of a layer's landscape kept as a table (ls_opts.keep_units):
+ * -1 auto (when its per-sample losses are few enough for the JSON, or the
+ * stream does not apply), 0 always, 1 never (stream wherever it applies: tests) */
+extern int ls_boot_table;
+/* landscape_boot.c: the named curve whose values are the row of order p in a
+ * layer's sweep (a method's, else with wm skip-order's), NULL when none */
+const ls_curve *ls_named_row(const landscape *L, int wm, const int *p);
 /* landscape_boot.c: the error bars (L->bar_lo .. rank_hi, bootstrap.h) from every
  * order's per-unit losses seq (norders, T, S) by order id, once ls_ranks is done;
  * -1 only when cancelled */
@@ -352,6 +376,25 @@ void ls_sort_rows(landscape *L);
 #define LS_BOOT_MAX_MB_S "256"
 int ls_boot_landscape(landscape *L, const double *seq, int S, const char *unit, atomic_int *cancel,
                       ms_err *err);
+/* landscape_boot.c: the same error bars fed one order at a time, as soon as its
+ * per-unit losses exist, so that no (norders, T, S) table is needed. new: once
+ * the methods' curves (their seq, S units) and the naive barrier are final;
+ * ref (T, may be NULL): rows many orders share (a layer's end points), NULL
+ * where none; nslots: the threads that feed. feed: order id's rows (T
+ * pointers to S losses each; ls_boot_acc_rows gives slot's array to fill),
+ * from one thread per slot at a time. finish: once every order was fed and
+ * ls_ranks is done, the rows' intervals and the methods' rank intervals. The
+ * results are ls_boot_landscape's on the same losses, bit for bit. */
+typedef struct ls_boot_acc ls_boot_acc;
+ls_boot_acc *ls_boot_acc_new(const landscape *L, int S, const double *const *ref, int nslots);
+const double **ls_boot_acc_rows(ls_boot_acc *a, int slot);
+void ls_boot_acc_feed(ls_boot_acc *a, int slot, long id, const double *const *rows);
+void ls_boot_acc_finish(const ls_boot_acc *a, landscape *L, const char *unit);
+void ls_boot_acc_free(ls_boot_acc *a);
+/* streamed error bars (landscape.c): at most this many per-unit losses resampled
+ * (orders x points x units, each under every resample: about 5 10^11 products) */
+#define LS_BOOT_MAX_VALUES (1L << 29)
+#define LS_BOOT_MAX_VALUES_S "536870912"
 /* landscape_boot.c: c (its T set) again the plain way (curve.c) for its per-sample
  * losses and barrier interval: B aligned by order (NULL: identity) and weight
  * matching wm, the hidden units matched as method hidden matches them, on a layer's E */

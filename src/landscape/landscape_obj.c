@@ -56,6 +56,11 @@ typedef struct {
     int *pts, npts;           // interior points: the middle first, then the nearest to it
     int S;                    // the objective's units kept per value (0: none)
     double *seq;              // (norders, T, S) every order's per-unit losses, for the error bars
+    /* or streamed into the error bars as each order's row comes out (no table):
+     * the middle's for every order, the other points' of the orders begun */
+    ls_boot_acc *boot;
+    double *umid;             // (norders, S) at the middle point pts[0]
+    double **ubuf;            // (norders) (T, S) the other points', NULL until begun
     long filled;
     double last_phase;
 } ox;
@@ -115,7 +120,12 @@ static int ox_eval(ox *x, const int *order, int other_diag, int sh, int variant,
 
 /* where order k's per-unit losses at point m go (NULL when not kept) */
 static double *ox_seq(const ox *x, long k, int m) {
-    return x->seq ? x->seq + ((size_t)k * x->T + m) * x->S : NULL;
+    if (x->seq) return x->seq + ((size_t)k * x->T + m) * x->S;
+    if (!x->umid) return NULL;
+    if (m == x->pts[0]) return x->umid + (size_t)k * x->S;
+    if (m == 0 || m == x->T - 1) return (double *)(m ? x->obj->seq_b : x->obj->seq_a);
+    if (!x->ubuf[k]) x->ubuf[k] = ms_malloc((size_t)x->T * x->S * sizeof(double));
+    return x->ubuf[k] + (size_t)m * x->S;
 }
 
 /* fold one value of order k into its running statistics (as ls_curve_stats) */
@@ -131,6 +141,17 @@ static void ox_fold(ox *x, long k, int m, double loss, double acc) {
         if (isnan(ea) || isnan(x->accb[k])) x->accb[k] = NAN;
         else if (ea > x->accb[k]) x->accb[k] = ea;
     }
+}
+
+/* streamed: order k's losses to the error bars, from its curve's seq (T, S)
+ * when not NULL (a method's), and dropped */
+static void ox_feed(ox *x, long k, const double *seq) {
+    if (!x->boot) return;
+    const double **r = ls_boot_acc_rows(x->boot, 0);
+    for (int m = 0; m < x->T; m++) r[m] = seq ? seq + (size_t)m * x->S : ox_seq(x, k, m);
+    ls_boot_acc_feed(x->boot, 0, k, r);
+    free(x->ubuf[k]);
+    x->ubuf[k] = NULL;
 }
 
 static void ox_emit(ox *x, long k) {
@@ -164,7 +185,7 @@ static int ox_sweep(ox *x, const long *ks, long cnt, double bmax, const char *wh
                 x->prog[k]++;
             }
         for (long j = b0; j < b1; j++)
-            if (!x->done[ks[j]] && x->prog[ks[j]] == x->npts) ox_emit(x, ks[j]);
+            if (!x->done[ks[j]] && x->prog[ks[j]] == x->npts) ox_emit(x, ks[j]), ox_feed(x, ks[j], NULL);
         if (what) ox_phase(x, what, b1, cnt);
     }
     return 0;
@@ -198,7 +219,7 @@ static void ox_named_init(ox *x, ls_curve **cv, int *same) {
         cv[a]->T = x->T;
         cv[a]->loss = ms_malloc((size_t)x->T * sizeof(double));
         cv[a]->acc = ob->kind == LS_CLASSIFY ? ms_malloc((size_t)x->T * sizeof(double)) : NULL;
-        if (x->seq) {
+        if (x->seq || x->umid) {
             cv[a]->nseq = x->S;
             cv[a]->seq = ms_malloc((size_t)x->T * x->S * sizeof(double));
         }
@@ -239,7 +260,7 @@ static int ox_named(ox *x, ms_err *err) {
             int m = x->pts[q];
             double loss = NAN, acc = NAN;
             if (ox_cancelled(x)) return ms_fail(err, "cancelled");
-            double *seq = x->seq ? cv[a]->seq + (size_t)m * x->S : NULL;
+            double *seq = cv[a]->seq ? cv[a]->seq + (size_t)m * x->S : NULL;
             if (same[a] < 0 && ox_named_eval(x, cv, a, m, &loss, &acc, seq, err)) return -1;
             ox_named_set(cv, same, a, m, loss, acc);
             ox_phase(x, "named curves", (long)q * NM_COUNT + a + 1, (long)NM_COUNT * x->npts);
@@ -329,13 +350,28 @@ static void ox_seq_alloc(ox *x) {
         x->L->boot_why = "the objective gives no per-unit losses";
         return;
     }
-    if ((double)x->norders * T * S * sizeof(double) > LS_BOOT_MAX_MB * 1048576.0) {
-        x->L->boot_why = "every order's per-unit losses would take more than " LS_BOOT_MAX_MB_S " MB";
+    double nu = (double)x->norders * T * S;
+    int split = x->o->part && x->o->part->size > 1;
+    int table = ls_boot_table == 0 || (ls_boot_table < 0 && nu <= (double)LS_JSON_UNITS_MAX);
+    if (!split && !table && nu <= (double)LS_BOOT_MAX_VALUES &&
+        (double)x->norders * S * sizeof(double) <= LS_BOOT_MAX_MB * 1048576.0) { // streamed (ox_feed)
+        x->S = S;
+        x->umid = ms_malloc((size_t)x->norders * S * sizeof(double));
+        x->ubuf = ms_calloc((size_t)x->norders, sizeof *x->ubuf);
+        return;
+    }
+    if (nu * sizeof(double) > LS_BOOT_MAX_MB * 1048576.0) {
+        x->L->boot_why = split ? "split over processes, every order's per-unit losses would take more than "
+                                 LS_BOOT_MAX_MB_S " MB"
+                         : nu > (double)LS_BOOT_MAX_VALUES ? "more than " LS_BOOT_MAX_VALUES_S " per-unit losses "
+                                                              "(orders x points x units) to resample"
+                                                            : "the orders' per-unit losses at the middle point would "
+                                                              "take more than " LS_BOOT_MAX_MB_S " MB";
         return;
     }
     x->S = S;
     // split over processes, the others send their values' per-unit losses to rank 0 (ox_split)
-    if (x->o->part && x->o->part->size > 1 && x->o->part->rank) return;
+    if (split && x->o->part->rank) return;
     x->seq = ms_malloc((size_t)x->norders * T * S * sizeof(double));
 }
 
@@ -428,6 +464,10 @@ static void ox_free(ox *x) {
     free(x->pts);
     free(x->seq);
     free(x->ends_seq);
+    ls_boot_acc_free(x->boot);
+    free(x->umid);
+    for (long k = 0; x->ubuf && k < x->norders; k++) free(x->ubuf[k]);
+    free(x->ubuf);
 }
 
 /* a chosen order's row is its curve (the same evaluations) */
@@ -442,6 +482,7 @@ static void ox_method_rows(ox *x) {
         x->prog[k] = x->npts;
         if (x->seq) memcpy(ox_seq(x, k, 0), L->methods[m].seq, (size_t)x->T * x->S * sizeof(double));
         ox_emit(x, k);
+        ox_feed(x, k, L->methods[m].seq);
     }
 }
 
@@ -461,6 +502,12 @@ static int ox_orders(ox *x, ms_err *err) {
         ox_phase(x, "middle point", k + 1, x->norders);
     }
     if (!rc) rc = ox_named(x, err);
+    if (!rc && x->umid) { // the methods' barriers in every resample: the stream can start
+        const double **ref = ms_calloc((size_t)x->T, sizeof *ref);
+        ref[0] = x->obj->seq_a, ref[x->T - 1] = x->obj->seq_b;
+        x->boot = ls_boot_acc_new(L, x->S, ref, 1);
+        free(ref);
+    }
     if (!rc) {
         ox_method_rows(x);
         double bmax = ls_methods_bound(L);
@@ -656,6 +703,7 @@ int ls_obj_compute(const moe_model *A, const moe_model *B, const ls_opts *o, lan
     if (!rc) {
         ls_ranks(L, x.filled, x.exhaustive, x.norders);
         if (x.seq) rc = ls_boot_landscape(L, x.seq, x.S, x.obj->unit, o->cancel, err);
+        if (x.boot) ls_boot_acc_finish(x.boot, L, x.obj->unit);
         if (!rc && x.seq) L->unit_loss = x.seq, x.seq = NULL; // the JSON's
     }
     if (!rc) {

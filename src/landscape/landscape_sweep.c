@@ -388,20 +388,43 @@ void ls_emit_row(lsx *x, long k) {
     pthread_mutex_unlock(&x->pool.mu);
 }
 
+/* where order k (the block's j-th) puts or finds its per-sample losses at
+ * point m when they are streamed (ls_results.boot) */
+static double *stream_row(const lsx *x, const ls_ws *w, long k, int j, int m) {
+    const ls_results *rs = &x->rs;
+    size_t N = (size_t)x->pb.N;
+    if (rs->upos[m] >= 0) return rs->ustore + ((size_t)k * rs->une + rs->upos[m]) * N;
+    if (rs->bpos[m] >= 0) return w->ublk + ((size_t)j * rs->nbl + rs->bpos[m]) * N;
+    return (double *)rs->uend[m ? 1 : 0];
+}
+
+/* order k's (the block's j-th) losses at every point to the error bars */
+static void stream_feed(lsx *x, ls_ws *w, long k, int j) {
+    int slot = (int)(w - x->pool.ws), T = x->pb.T;
+    const double **r = ls_boot_acc_rows(x->rs.boot, slot);
+    for (int m = 0; m < T; m++) r[m] = stream_row(x, w, k, j, m);
+    ls_boot_acc_feed(x->rs.boot, slot, k, r);
+}
+
 /* A block of orders, t-major, all active orders of the block at one t in one
  * kernel call (which walks the sample blocks once for all of them). Orders continue from where they stopped (x->rs.prog); with
  * a finite bmax (the ranks phase) an order stops as soon as its barrier
  * reaches bmax, since it can no longer rank above a chosen order. */
-static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, double bmax) {
+static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, double bmax, int units) {
     int n = x->pb.n;
     // (LS_BLOCK, LS_MAX_N) each, in the workspace (n = 256 would be 512 KiB of stack)
     int (*ord)[LS_MAX_N] = w->ord, (*pair)[LS_MAX_N] = w->pair;
     int (*lp)[LS_MAX_N] = w->lp, (*lc)[LS_MAX_N] = w->lc;
     char active[LS_BLOCK];
     int t0 = x->ck.ntc;
+    // streamed error bars: the losses kept (units), and an order done already
+    // run again for its losses alone (reboot)
+    units = units && x->rs.upos;
+    const unsigned char *again = units && x->rs.boot ? x->rs.reboot : NULL;
     for (int j = 0; j < cnt; j++) {
         long k = ks[j];
-        active[j] = !x->rs.done[k] && x->rs.prog[k] < x->ck.ntc && !(x->rs.bar[k] >= bmax);
+        active[j] = (!x->rs.done[k] || (again && again[k])) && x->rs.prog[k] < x->ck.ntc &&
+                    !(x->rs.bar[k] >= bmax);
         if (!active[j]) continue;
         ls_order_of(x, k, ord[j]);
         for (int i = 0; i < n; i++) pair[j][i] = i * n + ord[j][i];
@@ -438,6 +461,9 @@ static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, dou
             for (int u = 0; u < m; u++)
                 w->psbuf[u] = x->rs.units + ((size_t)(ks[idx[u]] - x->rs.units_k0) * x->pb.T + x->ck.tidx[tc]) * x->pb.N;
             w->ps = w->psbuf;
+        } else if (units) {
+            for (int u = 0; u < m; u++) w->psbuf[u] = stream_row(x, w, ks[idx[u]], idx[u], x->ck.tidx[tc]);
+            w->ps = w->psbuf;
         }
         ls_eval_orders_t(x, w, m, op, oc, SH_MAIN, tc, lsum, okc);
         w->ps = NULL;
@@ -454,18 +480,26 @@ static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, dou
             long k = ks[j];
             double loss, acc;
             ls_order_value(x, lsum[u], okc[u], &loss, &acc);
+            x->rs.prog[k] = tc + 1;
+            if (again && again[k]) continue; // its row is out already
             if (x->ck.end_chunk) x->rs.lb[k] = loss, x->rs.ab[k] = acc;
             else fold_one(x, k, tc, loss, acc);
-            x->rs.prog[k] = tc + 1;
             if (!(x->rs.bar[k] < bmax)) active[j] = 0;
         }
     }
     if (!finish || !x->ck.sc_last) return;
     for (int j = 0; j < cnt; j++) {
         long k = ks[j];
-        if (x->rs.done[k] || x->rs.prog[k] != x->ck.ntc) continue;
+        if (x->rs.prog[k] != x->ck.ntc) continue;
+        if (again && again[k]) {
+            if (!ls_cancelled(x)) stream_feed(x, w, k, j);
+            x->rs.reboot[k] = 0;
+            continue;
+        }
+        if (x->rs.done[k]) continue;
         x->rs.done[k] = 1;
         ls_emit_row(x, k);
+        if (units && x->rs.boot && !ls_cancelled(x)) stream_feed(x, w, k, j);
     }
 }
 
@@ -495,7 +529,7 @@ static void *ls_worker(void *arg) {
                 long total = job->list ? job->nlist : x->rs.k1, cnt = 0;
                 for (long k = k0; k < k0 + LS_BLOCK && k < total; k++)
                     ks[cnt++] = job->list ? job->list[k] : k;
-                run_block(x, &x->pool.ws[a->tid], ks, (int)cnt, job->finish, job->bmax);
+                run_block(x, &x->pool.ws[a->tid], ks, (int)cnt, job->finish, job->bmax, job->units);
             }
             __atomic_fetch_add(&job->ndone, 1, __ATOMIC_RELAXED);
         }

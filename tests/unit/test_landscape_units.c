@@ -181,6 +181,48 @@ out:
     if (!r2) landscape_free(&L2);
 }
 
+/* landscape.c: 0 every order's per-sample losses kept as a table, 1 streamed into the error bars */
+extern int ls_boot_table;
+
+/* The error bars streamed as each order's losses come (no table) against those
+ * from the table (ls_layer_intervals): the same rows, intervals and rank
+ * intervals, bit for bit; T = 3 (the middle is the last chunk), a memory
+ * budget that splits the points (the chunks before the last held), threads */
+static void stream_case(const char *what, const moe_model *A, const moe_model *B, const evalset *E, int T,
+                        double mem_mb, int nthreads, int prefix) {
+    ls_opts o;
+    ls_opts_default(&o);
+    o.T = T, o.mem_mb = mem_mb, o.nthreads = nthreads, o.keep_units = 1;
+    ls_tuning tn = {.prefix = prefix};
+    landscape Lt, Ls;
+    ms_err err;
+    ls_boot_table = 0;
+    int rt = landscape_compute_tuned(A, B, E, &o, &tn, &Lt, &err);
+    if (!rt) rt = ls_layer_intervals(A, B, E, o.wm, &Lt, NULL, &err);
+    ls_boot_table = 1;
+    int rs = landscape_compute_tuned(A, B, E, &o, &tn, &Ls, &err);
+    int kept = !rs && (Ls.order_units != NULL || Ls.unit_loss != NULL);
+    if (!rs) rs = ls_layer_intervals(A, B, E, o.wm, &Ls, NULL, &err);
+    ls_boot_table = -1;
+    CHECK(!rt && !rs, "%s: runs (%s)", what, rt || rs ? err.msg : "");
+    if (rt || rs) goto out;
+    CHECK(Lt.boot_resamples > 0 && Ls.boot_resamples > 0 && !kept && !Ls.unit_loss && Ls.nseq == E->N,
+          "%s: error bars both ways, the streamed without a table", what);
+    CHECK(same_rows(&Lt, &Ls), "%s: the same rows", what);
+    long bad = 0;
+    for (long k = 0; k < Lt.norders && Lt.norders == Ls.norders; k++)
+        bad += memcmp(&Lt.rows[k].bar_lo, &Ls.rows[k].bar_lo, sizeof(double)) != 0 ||
+               memcmp(&Lt.rows[k].bar_hi, &Ls.rows[k].bar_hi, sizeof(double)) != 0;
+    int rk = 0;
+    for (int m = 0; m < COST_NMETHODS; m++) rk += Lt.rank_lo[m] != Ls.rank_lo[m] || Lt.rank_hi[m] != Ls.rank_hi[m];
+    CHECK(bad == 0 && rk == 0, "%s: %ld of %ld barrier intervals and %d rank intervals differ from the table's",
+          what, bad, Lt.norders, rk);
+out:
+    ls_boot_table = -1;
+    if (!rt) landscape_free(&Lt);
+    if (!rs) landscape_free(&Ls);
+}
+
 /* every vector form the CPU runs, the per-order path and (where it applies) the prefix path */
 static void forms(const char *what, const moe_model *A, const moe_model *B, const evalset *E, int T) {
     char buf[160];
@@ -203,10 +245,13 @@ static void synthetic(void) {
     forms("regression, n = 5", &A, &B, &R, 5);
     A.cfg.router = B.cfg.router = ROUTER_TOPK; // the selected form: a softmax top-2 of 5
     forms("top-2 of 5", &A, &B, &E, 5);
+    stream_case("top-2 of 5, streamed", &A, &B, &E, 5, 0.0, 2, 1);
+    stream_case("regression, top-2 of 5, streamed", &A, &B, &R, 5, 0.0, 2, -1);
     moe_free(&A);
     moe_free(&B);
     make_models(&A, &B, 4, 8, 0, 5, 0);
     units_case("layer mode, n = 4", &A, &B, &Z, 5, 0.0, 0, MS_SIMD_AUTO);
+    stream_case("layer mode, n = 4, streamed", &A, &B, &Z, 5, 0.0, 2, 0);
     moe_free(&A);
     moe_free(&B);
     // in sample chunks (a tiny memory budget: one panel of 128 samples at a time)
@@ -299,6 +344,14 @@ static void samples(const char *dir) {
         snprintf(buf, sizeof buf, "%s, prefix path", dir);
         units_case(buf, &A, &B, &E, 7, 0.0, 1, MS_SIMD_AUTO);
         intervals_case(dir, &A, &B, &E);
+        snprintf(buf, sizeof buf, "%s, streamed", dir);
+        stream_case(buf, &A, &B, &E, 25, 0.0, 2, 0);
+        snprintf(buf, sizeof buf, "%s, streamed, prefix path, 1 thread", dir);
+        stream_case(buf, &A, &B, &E, 9, 0.0, 1, 1);
+        snprintf(buf, sizeof buf, "%s, streamed, T = 3", dir);
+        stream_case(buf, &A, &B, &E, 3, 0.0, 2, 0);
+        snprintf(buf, sizeof buf, "%s, streamed, points in chunks", dir);
+        stream_case(buf, &A, &B, &E, 7, 2.5, 2, 0);
         evalset_free(&E);
     }
     if (!ra) moe_free(&A);
