@@ -49,6 +49,9 @@ typedef struct {
                                    screen); every shape, the MoE blocks and the set checked now;
                                    two frozen backbones in other files compared later too
                                    (subject_net.backbone_later) */
+    int layer_mapped;           /* a family layout's layer pair: the routed experts' weights stay
+                                   mapped in their dtype (moe_load_mapped), decoded one or two at
+                                   a time by the caller; a native layer in floats */
     int blocks_later;           /* with values_later, a network pair: no MoE block read either
                                    (net_load_lazy: mapped, or a shell), nor their values checked;
                                    the caller fills them (net_block_fill) and checks them off its
@@ -77,6 +80,7 @@ typedef struct {
     subject_kind kind;
     const char *pa, *pb, *e_path;
     moe_model A, B;     /* a layer pair (B zeroed without pb) */
+    ckpt *map_a, *map_b; /* layer_mapped: the files A's and B's routed weights are the pages of */
     evalset E;          /* a layer's inputs, zeroed without an evaluation set */
     subject_net net;    /* a network pair */
     const moe_model *a, *b; /* the layer worked on: &A and &B, or the networks' chosen block (b NULL without pb) */

@@ -99,12 +99,29 @@ static void layer_default(subject *s, const subject_spec *sp, char *pick, size_t
     s->layer_from_capture = pick[0] != 0;
 }
 
+/* the layer at path into m: mapped (*map its files) when sp says so and the layout
+ * allows, else in floats */
+static int load_one_layer(moe_model *m, const char *path, const char *layer, const subject_spec *sp, ckpt **map,
+                          ms_err *err) {
+    if (sp->layer_mapped && !test_hook_get(HOOK_FLOATS)) {
+        int rc = moe_load_mapped(m, path, layer, sp->ov, map, err);
+        if (rc <= 0) return rc; // 1: not a family layout that maps (moe_load says why not, or loads it)
+    }
+    return moe_load(m, path, layer, sp->ov, err);
+}
+
 static int load_layer(subject *s, const subject_spec *sp, ms_err *err) {
     char pick[512];
     layer_default(s, sp, pick, sizeof pick);
     const char *layer = pick[0] ? pick : sp->layer;
-    if (moe_load(&s->A, sp->pa, layer, sp->ov, err)) return -1;
-    if (sp->pb && moe_load(&s->B, sp->pb, layer, sp->ov, err)) return -1;
+    if (load_one_layer(&s->A, sp->pa, layer, sp, &s->map_a, err)) return -1;
+    if (sp->pb && load_one_layer(&s->B, sp->pb, layer, sp, &s->map_b, err)) return -1;
+    if (sp->pb && moe_is_mapped(&s->A) != moe_is_mapped(&s->B)) { // two layouts: both in floats
+        moe_model f;
+        moe_clone_floats(&f, moe_is_mapped(&s->A) ? &s->A : &s->B);
+        moe_free(moe_is_mapped(&s->A) ? &s->A : &s->B);
+        *(moe_is_mapped(&s->A) ? &s->A : &s->B) = f;
+    }
     if (sp->pb && moe_check_compatible(&s->A, &s->B, err)) return -1;
     if (sp->e_path && evalset_load(&s->E, sp->e_path, err)) return -1;
     if (sp->e_path && layer_set_on_network(s, sp, err)) return -1;
@@ -273,6 +290,8 @@ int subject_load(subject *s, const subject_spec *sp, ms_err *err) {
 void subject_free(subject *s) {
     moe_free(&s->A);
     moe_free(&s->B);
+    moe_map_close(s->map_a);
+    moe_map_close(s->map_b);
     evalset_free(&s->E);
     net_free(&s->net.A);
     net_free(&s->net.B);

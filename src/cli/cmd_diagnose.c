@@ -201,10 +201,11 @@ int cmd_diagnose(int argc, char **argv) {
     o.progress = cli_progress_rows, o.phase = cli_progress_step;
     subject S;
     // a network's MoE blocks stay mapped in their dtype, the chosen one too (its experts
-    // decoded one or two at a time, its landscape's orders views and mixes of the files)
+    // decoded one or two at a time, its landscape's orders views and mixes of the files);
+    // so does a family layout's layer
     subject_spec sp = {.pa = pa, .pb = pb, .e_path = eval, .layer = layer, .interp_backbone = interp,
                        .uses = MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG, .mapped_pair = 1,
-                       .chosen_mapped = 1};
+                       .chosen_mapped = 1, .layer_mapped = 1};
     if ((orc = cli_subject_load(&S, &sp, "diagnose", USAGE))) return orc;
     int rc = 0;
     if (S.kind == SUBJECT_NETWORK) {

@@ -12,7 +12,7 @@ relative; so must a copy scrambled by a random element of the router's group
 DeepSeek's group-limited routers, swapping two experts of different groups changes
 the output. The experts packed as transformers >= 5 holds them compute the same. PhiMoE (whose
 fixtures are Mixtral's tensors with its sparsemixer router) refuses a --top-k other
-than 2.
+than 2. diagnose of a layer pair with its experts mapped gives the float path's report.
 """
 import json
 import os
@@ -158,6 +158,26 @@ def packed(fam, seed):
     close(dump(a, e, fam + "_packed"), want, tag + ": eval vs family_ref (per-expert names)")
 
 
+def mapped_diagnose():
+    """diagnose of a layer pair in a family's layout reads the routed experts where the
+    files map them (decoded one or two at a time): the float path's report and JSON
+    (MOESCOPE_TEST_FLOATS), F32 and BF16 shards, shared experts, MXFP4."""
+    for tag in ("mixtral/F32", "qwen2_moe/BF16/sharded", "deepseek_v3/BF16/sharded", "gpt_oss/MXFP4/sharded"):
+        d = os.path.join(TMP, tag.replace("/", "_"))
+        a, b = [os.path.join(d, x if "sharded" in tag else x + ".safetensors") for x in ("a", "b")]
+        texts, js = [], []
+        for env in (None, {"MOESCOPE_TEST_FLOATS": "1"}):
+            out = os.path.join(d, "diag_%s.json" % ("floats" if env else "mapped"))
+            r = run("diagnose", a, b, "--eval", os.path.join(d, "eval.safetensors"), "--json", out, env=env)
+            check(r.returncode == 0, "%s: diagnose (%s): %s" % (tag, "floats" if env else "mapped", r.stderr.strip()))
+            texts.append(r.stdout + r.stderr)
+            j = json.load(open(out)) if r.returncode == 0 else {}
+            j.pop("provenance", None)
+            js.append(j)
+        check(texts[0] == texts[1] and js[0] == js[1] and js[0],
+              "%s: diagnose of the layer mapped gives the float path's report and JSON" % tag)
+
+
 def main():
     try:
         seed = 300
@@ -170,6 +190,7 @@ def main():
         for fam in ff.PACKABLE:
             seed += 1
             packed(fam, seed)
+        mapped_diagnose()
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
     return testutil.summary("test_family_eval")
