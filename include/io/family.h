@@ -119,6 +119,10 @@ int family_load_mapped(moe_model *m, ckpt *c, const family_layer *L, const famil
  * network's MoE block. */
 int family_load_mapped_shared(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o,
                               ms_err *err);
+/* family_load_mapped with a Conv1D expert's [in, out] weights mapped too (wref.tr):
+ * a view for products that read either layout (the expert cost's Grams), nothing
+ * else; 1 as family_load_mapped otherwise. */
+int family_load_view(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o, ms_err *err);
 /* family_load without the routed experts' weights (moe_alloc_shell, their biases
  * not read either): what a later family_load of L fills. 1, nothing loaded, for
  * MXFP4 experts (family_load then). */

@@ -159,6 +159,12 @@ int net_block_pending(const net_model *m, int i);
  * screen) stay; the rest of the block is replaced. 0, or -1 with err (the block as
  * it was). */
 int net_block_fill(net_model *m, int i, ms_err *err);
+/* Shell block i's routed weights where m's open checkpoint keeps them, into view
+ * (family_load_view: either layout, read by nothing but products that take both,
+ * the expert cost's; moe_free it, m's mapping outlives it), its values checked
+ * finite, not ranged: 0; 1 when there is no such view (not a shell, a dtype or
+ * layout that is not mapped); -1 with err. The block stays a shell. */
+int net_block_view(const net_model *m, int i, moe_model *view, ms_err *err);
 /* The same without the backbone's values (mem and the backbone's pointers
  * NULL, nparams counted; every shape, the MoE blocks and the unused tensors
  * checked): a caller that shows something first (the explorer) reads them later,

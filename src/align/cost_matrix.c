@@ -138,6 +138,7 @@ typedef struct {
     int cur_x;                    /* the expert in buf, -1: none */
     unsigned cur_parts;           /* its parts read (EXPERT_W1 ...) */
     uint64_t *hash;               /* (na+nb, 3) of each streamed expert's parts, 0: not yet */
+    int views;                    /* streamed experts read where their mapped layers keep them (pool_views) */
     int failed;                   /* a read failed: err says why */
     ms_err *err;
     const cost_tuning *t;         /* the side and block size (defaults filled in) */
@@ -146,6 +147,23 @@ typedef struct {
 static int streamed(const pool *p, int x) {
     const expert_source *s = x < p->na ? p->sa : p->sb;
     return s && s->read;
+}
+
+/* Weight matrix q (0 fc1, 1 fc2, 2 fc3) of expert e as the products read it: its
+ * floats, else where a mapped layer keeps it in float32 (*tr: stored transposed,
+ * GPT-2's Conv1D; pool_views checked it is whole and contiguous) */
+static const float *wmat(const moe_expert *e, int q, int *tr) {
+    const float *f = q == 0 ? e->fc1_w : q == 1 ? e->fc2_w : e->fc3_w;
+    const wref *w = q == 0 ? &e->w1 : q == 1 ? &e->w2 : &e->w3;
+    *tr = f ? 0 : w->tr;
+    return f ? f : (const float *)w->p;
+}
+
+/* Can the products read weight w (rows, cols) where it lies: float32, a plain
+ * matrix stored as it is or transposed, rows (or columns) one after another? */
+static int view_ok(const wref *w, size_t rows, size_t cols) {
+    if (!w->p || w->dt != WP_F32 || w->rows || w->cols || w->b) return 0;
+    return w->tr ? w->rs <= 1 && w->ld == rows : w->ld == cols;
 }
 
 /* a hash of some floats (never 0), to find the candidates for exactly equal experts */
@@ -161,12 +179,15 @@ static uint64_t floats_hash(uint64_t hsh, const float *x, size_t k) {
     return hsh;
 }
 
+/* (as stored: the views of one pool share their layout, pool_views) */
 static uint64_t part_hash(const moe_expert *e, const moe_config *c, int part) {
     size_t hd = (size_t)c->h * c->d, h = (size_t)c->h, d = (size_t)c->d;
     uint64_t hsh = 1469598103934665603ULL;
-    if (part == 0) hsh = floats_hash(floats_hash(hsh, e->fc1_w, hd), e->fc1_b, h);
-    if (part == 1) hsh = floats_hash(floats_hash(hsh, e->fc2_w, hd), e->fc2_b, d);
-    if (part == 2 && e->fc3_w) hsh = floats_hash(floats_hash(hsh, e->fc3_w, hd), e->fc3_b, h);
+    int tr;
+    const float *W = wmat(e, part, &tr);
+    if (part == 0) hsh = floats_hash(floats_hash(hsh, W, hd), e->fc1_b, h);
+    if (part == 1) hsh = floats_hash(floats_hash(hsh, W, hd), e->fc2_b, d);
+    if (part == 2 && W) hsh = floats_hash(floats_hash(hsh, W, hd), e->fc3_b, h);
     return hsh ? hsh : 1;
 }
 
@@ -192,6 +213,39 @@ static const moe_expert *pool_get(pool *p, int x, unsigned parts) {
 
 static const moe_expert *pool_at(pool *p, int x) { return pool_get(p, x, EXPERT_ALL); }
 
+/* streamed expert x of a pool of views: its mapped layer's own (weights where they lie) */
+static const moe_expert *pool_view(const pool *p, int x) {
+    const expert_source *s = x < p->na ? p->sa : p->sb;
+    return &((const moe_model *)s->ctx)->experts[x < p->na ? x : x - p->na];
+}
+
+/* Expert x with the parts named for the products: a view where the pool has them
+ * (no hashes: pool_equal compares views where they lie), else pool_get */
+static const moe_expert *pool_parts(pool *p, int x, unsigned parts) {
+    return streamed(p, x) && p->views ? pool_view(p, x) : pool_get(p, x, parts);
+}
+
+/* 1 when every streamed expert is a mapped layer's (moe_mapped_read) whose weights
+ * the products can read where they lie (view_ok), all in one layout: no expert is
+ * copied, and the views' bytes compare as their floats do */
+static int pool_views(const pool *p) {
+    int tr[3] = {-1, -1, -1}, any = 0;
+    size_t h = (size_t)p->c->h, d = (size_t)p->c->d;
+    for (int x = 0; x < p->na + p->nb; x++) {
+        if (!streamed(p, x)) continue;
+        const expert_source *s = x < p->na ? p->sa : p->sb;
+        if (s->read != moe_mapped_read) return 0;
+        const moe_expert *e = pool_view(p, x);
+        const wref *w[3] = {&e->w1, &e->w2, &e->w3};
+        for (int q = 0; q < (is_glu(p->c) ? 3 : 2); q++) {
+            if (!view_ok(w[q], q == 1 ? d : h, q == 1 ? h : d) || (tr[q] >= 0 && tr[q] != w[q]->tr)) return 0;
+            tr[q] = w[q]->tr;
+        }
+        any = 1;
+    }
+    return any;
+}
+
 /* Are experts a_i and b_j bit for bit equal (a streamed pair: their parts'
  * hashes, then their floats)? */
 static int pool_equal(pool *p, int i, int j) {
@@ -201,6 +255,16 @@ static int pool_equal(pool *p, int i, int j) {
     for (int q = 0; q < 3; q++) {
         uint64_t ha = streamed(p, i) ? p->hash[3 * i + q] : 0, hb = streamed(p, x) ? p->hash[3 * x + q] : 0;
         if (ha && hb && ha != hb) return 0;
+    }
+    if (p->views && streamed(p, i) && streamed(p, x)) { // one layout: their stored floats
+        const moe_expert *a = pool_view(p, i), *b = pool_view(p, x);
+        size_t hd = (size_t)p->c->h * p->c->d, h = (size_t)p->c->h, d = (size_t)p->c->d;
+        for (int q = 0; q < (is_glu(p->c) ? 3 : 2); q++) {
+            int ta, tb;
+            if (memcmp(wmat(a, q, &ta), wmat(b, q, &tb), hd * sizeof(float))) return 0;
+        }
+        return !memcmp(a->fc1_b, b->fc1_b, h * sizeof(float)) && !memcmp(a->fc2_b, b->fc2_b, d * sizeof(float)) &&
+               (!is_glu(p->c) || !memcmp(a->fc3_b, b->fc3_b, h * sizeof(float)));
     }
     float *keep = ms_malloc(per * sizeof(float));
     memcpy(keep, pool_at(p, i)->fc1_w, per * sizeof(float));
@@ -213,41 +277,57 @@ static int pool_equal(pool *p, int i, int j) {
 static int term_count(const moe_config *c) { return is_glu(c) ? 4 : 2; }
 static int term_sym(int t) { return t != 3; }
 
-/* Rows [r0, r0+m) of term t of expert e, columns [c0, d): F (m, w = d - c0). A
- * symmetric term (c0 = r0) is formed on and above the diagonal only: its square
- * (m, m) by one SYRK (the triangle's flops, at the GEMM's rate), the rest by a
- * GEMM; F's entries below the diagonal are left as they were (weigh_block skips
+/* Rows [r0, r0+m) of X^T X, columns [r0, d), into F (m, w = d - r0), X (h, d) stored
+ * as it is (xt 0) or transposed (xt 1, (d, h)): on and above the diagonal only, its
+ * square (m, m) by one SYRK (the triangle's flops, at the GEMM's rate), the rest by
+ * a GEMM; F's entries below the diagonal are left as they were (weigh_block skips
  * them). */
-static void term_block(const moe_expert *e, const moe_config *c, int t, int r0, int m, int c0, float *F) {
-    int d = c->d, h = c->h, w = d - c0;
-    if (t == 3) { // W1^T W3: whole rows
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, w, h, 1.0f, e->fc1_w + r0, d, e->fc3_w + c0, d,
-                    0.0f, F, w);
-        return;
-    }
-    if (t == 1) { // W2 (d,h): rows [r0, r0+m) of W2 times rows [r0, d) of W2, transposed, + b2 b2^T
-        const float *R = e->fc2_w + (size_t)r0 * h; // (m, h)
+static void gram_rows(const float *X, int xt, int h, int d, int r0, int m, float *F) {
+    int w = d - r0;
+    if (xt) {
+        const float *R = X + (size_t)r0 * h; // rows [r0, d) of the stored (d, h)
         cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, m, h, 1.0f, R, h, 0.0f, F, w);
         if (w > m)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, w - m, h, 1.0f, R, h, R + (size_t)m * h, h,
-                        0.0f, F + m, w);
-        const float *b = e->fc2_b + r0;
-        for (int i = 0; i < m; i++) cblas_saxpy(w - i, b[i], b + i, 1, F + (size_t)i * w + i, 1);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, w - m, h, 1.0f, R, h, R + (size_t)m * h, h, 0.0f,
+                        F + m, w);
         return;
     }
-    const float *X = (t == 2 ? e->fc3_w : e->fc1_w) + r0; // (h, d): columns [r0, d)
-    cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, m, h, 1.0f, X, d, 0.0f, F, w);
-    if (w > m) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, w - m, h, 1.0f, X, d, X + m, d, 0.0f, F + m, w);
+    cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, m, h, 1.0f, X + r0, d, 0.0f, F, w);
+    if (w > m)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, w - m, h, 1.0f, X + r0, d, X + r0 + m, d, 0.0f, F + m, w);
+}
+
+/* Rows [r0, r0+m) of term t of expert e, columns [c0, d): F (m, w = d - c0); a
+ * symmetric term (c0 = r0) on and above its diagonal (gram_rows). The weights
+ * are read where they lie, in either layout (wmat). */
+static void term_block(const moe_expert *e, const moe_config *c, int t, int r0, int m, int c0, float *F) {
+    int d = c->d, h = c->h, w = d - c0, tx, ty;
+    if (t == 3) { // W1^T W3 (h,d)^T (h,d): whole rows; a transposed one's columns are its stored rows
+        const float *X = wmat(e, 0, &tx), *Y = wmat(e, 2, &ty);
+        cblas_sgemm(CblasRowMajor, tx ? CblasNoTrans : CblasTrans, ty ? CblasTrans : CblasNoTrans, m, w, h, 1.0f,
+                    tx ? X + (size_t)r0 * h : X + r0, tx ? h : d, ty ? Y + (size_t)c0 * h : Y + c0, ty ? h : d, 0.0f,
+                    F, w);
+        return;
+    }
+    const float *X = wmat(e, t == 1 ? 1 : t == 2 ? 2 : 0, &tx);
+    if (t != 1) {
+        gram_rows(X, tx, h, d, r0, m, F);
+        return;
+    }
+    gram_rows(X, !tx, h, d, r0, m, F); // W2 W2^T = X^T X with X = W2^T (h, d): stored transposed when W2 is not
+    const float *b = e->fc2_b + r0;    // + b2 b2^T
+    for (int i = 0; i < m; i++) cblas_saxpy(w - i, b[i], b + i, 1, F + (size_t)i * w + i, 1);
 }
 
 /* The vectors and scalars of G1 (everything but its d x d terms), weighted. */
 static void small_terms(const moe_expert *e, const moe_config *c, double *v, float *tmp) {
     int d = c->d, h = c->h, glu = is_glu(c);
-    const float *W[2] = {e->fc1_w, e->fc3_w}, *b[2] = {e->fc1_b, e->fc3_b};
-    int np = glu ? 2 : 1, k = 0;
+    int np = glu ? 2 : 1, k = 0, tr[2] = {0, 0};
+    const float *W[2] = {wmat(e, 0, &tr[0]), glu ? wmat(e, 2, &tr[1]) : NULL}, *b[2] = {e->fc1_b, e->fc3_b};
     for (int p = 0; p < np; p++)
         for (int q = 0; q < np; q++) { // W_p^T b_q (d), stands for two entries of G1
-            cblas_sgemv(CblasRowMajor, CblasTrans, h, d, 1.0f, W[p], d, b[q], 1, 0.0f, tmp, 1);
+            if (tr[p]) cblas_sgemv(CblasRowMajor, CblasNoTrans, d, h, 1.0f, W[p], h, b[q], 1, 0.0f, tmp, 1);
+            else cblas_sgemv(CblasRowMajor, CblasTrans, h, d, 1.0f, W[p], d, b[q], 1, 0.0f, tmp, 1);
             for (int j = 0; j < d; j++) v[k++] = M_SQRT2 * tmp[j];
         }
     for (int p = 0; p < np; p++)
@@ -339,7 +419,7 @@ static void dside_expert(void *ctx, int x, int slot) {
     int t = J->t, m = J->m, w = J->w;
     double *v = J->V + (size_t)x * J->L;
     float *F = J->F[slot];
-    term_block(pool_get(J->P, x, term_need[t]), J->c, t, J->r0, m, J->c0, F);
+    term_block(pool_parts(J->P, x, term_need[t]), J->c, t, J->r0, m, J->c0, F);
     J->norm[x] += weigh_block(t, m, w, F, v);
 }
 
@@ -370,7 +450,9 @@ static void dgroup_expert(void *ctx, int x, int slot) {
     int t = J->t, nx = P->na + P->nb;
     const moe_expert *e;
     moe_expert cur = {0}; // no weight views: a reader checks the floats it was given
-    if (streamed(P, x)) {
+    if (streamed(P, x) && P->views) {
+        e = pool_parts(P, x, term_need[t]);
+    } else if (streamed(P, x)) {
         const expert_source *src = x < P->na ? P->sa : P->sb;
         moe_expert_carve(&cur, c, J->buf[slot]);
         if (src->read(src->ctx, x < P->na ? x : x - P->na, term_need[t], &cur, &J->errs[slot])) {
@@ -649,6 +731,7 @@ static int expert_cost(const moe_expert *ea, int na, const moe_expert *eb, int n
               .err = err, .t = t};
     P.hash = ms_calloc((size_t)(na + nb) * 3, sizeof(uint64_t));
     int hside = pick_hside(c, na, nb, t);
+    P.views = !hside && pool_views(&P);
     double gemm = (na + nb) * (is_glu(c) ? 5.0 : 2.0) * c->h * (double)c->d * c->d; // sgemm flops
     progress_begin("expert cost", (hside ? hside_flops(c, na, nb) / 2 : gemm) / 1e9, "GFlop");
     if (hside) {
@@ -662,7 +745,7 @@ static int expert_cost(const moe_expert *ea, int na, const moe_expert *eb, int n
         float *tmp = ms_malloc((size_t)c->d * sizeof(float));
         blas_single_enter(); // matrix-vector products: memory-bound, one thread
         for (int x = 0; x < na + nb; x++)
-            small_terms(pool_get(&P, x, EXPERT_W1 | EXPERT_W3), c, v + (size_t)x * S, tmp);
+            small_terms(pool_parts(&P, x, EXPERT_W1 | EXPERT_W3), c, v + (size_t)x * S, tmp);
         blas_single_leave();
         for (int i = 0; i < na; i++)
             for (int j = 0; j < nb; j++) {

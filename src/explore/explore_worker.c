@@ -166,6 +166,11 @@ struct explore_worker {
     int block_state;
     char block_err[256];
     moe_model own_a, own_b;   /* a mapped block's floats, then g->A and g->B */
+    /* front only: the pending block's weights where the files keep them (block_views),
+       for its data-free costs before the floats; views_tried: 1 once looked for */
+    moe_model view_a, view_b;
+    const moe_model *va, *vb;
+    int views_tried;
     char prep_step[64];       /* prep thread only: its current step, and when it began */
     double prep_t0;
     char front_what[48];      /* front thread only: the curve in flight, and its evaluation's start */
@@ -566,6 +571,7 @@ static int prep_wait(explore_worker *g, ms_err *err) {
 typedef struct {
     explore_worker *g;
     int side; /* 0 A, 1 B */
+    atomic_int *cancel; /* the front's, for a thread of its own (NULL: the front's thread) */
     const moe_model *use;
     int rc;
     ms_err err;
@@ -575,6 +581,7 @@ typedef struct {
 static void *block_side(void *arg) {
     block_job *j = arg;
     explore_worker *g = j->g;
+    if (j->cancel) progress_listen(NULL, NULL, j->cancel); // read between tensors (family_load)
     net_model *net = j->side ? g->prep_net_b : g->prep_net;
     moe_model *own = j->side ? &g->own_b : &g->own_a;
     j->rc = net_block_pending(net, g->prep_block) ? net_block_fill(net, g->prep_block, &j->err) : 0;
@@ -589,19 +596,29 @@ static void *block_side(void *arg) {
 
 static int block_read_both(explore_worker *g, const moe_model **use, ms_err *err) {
     if (progress_cancelled()) return 1;
-    // A's and B's at once: each is read whole (not cancelled), and two threads get
-    // twice one's share of a loaded machine
-    block_job jb[2] = {{.g = g, .side = 0}, {.g = g, .side = 1}};
+    // A's and B's at once (two threads get twice one's share of a loaded machine), each
+    // polling the front's cancel between tensors: the read follows the matrix on the
+    // screen, where q must not wait for it
+    block_job jb[2] = {{.g = g, .side = 0}, {.g = g, .side = 1, .cancel = progress_cancel_flag()}};
     pthread_t th;
     int two = pthread_create(&th, NULL, block_side, &jb[1]) == 0;
     block_side(&jb[0]);
     if (two) pthread_join(th, NULL);
-    else block_side(&jb[1]);
+    else jb[1].cancel = NULL, block_side(&jb[1]);
+    // q or a newer request: a side read stays read, the other is read by the next request
+    if (progress_cancelled()) return 1;
     for (int s = 0; s < 2; s++) {
         if (jb[s].rc) return ms_fail(err, "%s", jb[s].err.msg);
         use[s] = jb[s].use;
     }
     return 0;
+}
+
+/* the views of block_views dropped (the floats are in, or the worker ends) */
+static void views_free(explore_worker *g) {
+    if (g->va == &g->view_a) moe_free(&g->view_a);
+    if (g->vb == &g->view_b) moe_free(&g->view_b);
+    g->va = g->vb = NULL;
 }
 
 /* The front's first step on a network: the shown block in floats (block_read_both),
@@ -633,14 +650,44 @@ static int block_ready(explore_worker *g, ms_err *err) {
     pthread_cond_broadcast(&g->cv_diag);
     pthread_mutex_unlock(&g->mu);
     if (rc == 0) timing_add("explorer block read", now_s() - t0);
+    if (rc == 0) views_free(g);
     if (rc > 0) return ms_fail(err, "cancelled");
     return rc ? ms_fail(err, "%s", g->block_err) : 0;
+}
+
+/* The pending block's routed weights where the files keep them, for the data-free
+ * costs while the floats are not read (the matrix on the screen first: its Grams
+ * read the pages, no copy): a shell's mapped in either layout (net_block_view), a
+ * mapped block as it is. 0 with g->va and g->vb; 1 when there are none (the floats
+ * first, block_ready, which says why a block cannot be read). */
+static int block_views(explore_worker *g) {
+    pthread_mutex_lock(&g->mu);
+    int pending = g->block_state == BLOCK_PENDING;
+    pthread_mutex_unlock(&g->mu);
+    if (!pending || !g->prep_net) return 1;
+    if (g->va || g->views_tried) return g->va ? 0 : 1;
+    g->views_tried = 1;
+    net_model *nets[2] = {g->prep_net, g->prep_net_b};
+    moe_model *own[2] = {&g->view_a, &g->view_b};
+    const moe_model *v[2] = {NULL, NULL};
+    for (int s = 0; s < 2; s++) {
+        const moe_model *b = &nets[s]->moe[g->prep_block];
+        ms_err e;
+        if (moe_is_mapped(b)) v[s] = b;
+        else if (net_block_view(nets[s], g->prep_block, own[s], &e) == 0) v[s] = own[s];
+    }
+    g->va = v[0], g->vb = v[1];
+    if (v[0] && v[1]) return 0;
+    views_free(g);
+    return 1;
 }
 
 /* Costs, assignments and curves of q; -1 on error (err) or cancel. */
 static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     int n = g->n, T = q->T;
-    if (block_ready(g, err)) return -1;
+    // a network's shown block: its data-free costs from the views, the floats after
+    int early = block_views(g) == 0;
+    if (!early && block_ready(g, err)) return -1;
     pthread_mutex_lock(&g->mu);
     g->pub.req = *q;
     g->pub.have_current = 0;
@@ -660,16 +707,28 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     pthread_mutex_unlock(&g->mu);
     cost_input in = {.A = g->A, .B = g->B, .center = q->center, .X = E ? E->inputs : NULL, .N = E ? E->N : 0,
                      .d = E ? E->d : 0};
+    expert_source sv[2];
+    if (early) {
+        sv[0] = moe_mapped_source(g->va), sv[1] = moe_mapped_source(g->vb);
+        in.A = g->va, in.B = g->vb, in.sa = &sv[0], in.sb = &sv[1];
+    }
     for (int m = 0; m < COST_NMETHODS; m++) {
         if (g->cancel_front) return ms_fail(err, "cancelled");
         have[m] = cost_method_available((cost_method)m, E != NULL);
+        if (have[m] && early && cost_methods[m].needs == COST_NEEDS_EVALSET) { // the data's: in floats
+            if (block_ready(g, err)) return -1;
+            early = 0, in.A = g->A, in.B = g->B, in.sa = in.sb = NULL;
+        }
         for (int i = 0; i < n; i++) order[m][i] = i;
         total[m] = NAN;
         if (!have[m]) continue;
         char what[32];
         snprintf(what, sizeof what, "%s cost", cost_method_name((cost_method)m));
         front_phase(g, what);
-        if (cost_matrix_in((cost_method)m, &in, g->cost[m], err)) return -1;
+        if (m == COST_EXPERT && g->cost_expert) // the weights' own: the same for every request
+            memcpy(g->cost[m], g->cost_expert, sizeof(double) * (size_t)(n * n));
+        else if (cost_matrix_in((cost_method)m, &in, g->cost[m], err))
+            return -1;
         front_phase(g, "assignment");
         if (align_order(&g->A->cfg, g->cost[m], order[m], &total[m], err)) return ms_prefix(err, "%s cost", cost_method_name((cost_method)m));
     }
@@ -693,6 +752,7 @@ static int run_cheap(explore_worker *g, const explore_request *q, ms_err *err) {
     pthread_cond_signal(&g->cv_diag); // the diagnostics waited for these
     pthread_cond_broadcast(&g->cv_costs);
     pthread_mutex_unlock(&g->mu);
+    if (early && block_ready(g, err)) return -1; // the floats, the matrix on the screen
     if (!g->E && !g->obj) return 0; /* data-free (no evaluation set): costs and assignments only */
     if (prep_wait(g, err)) return -1;
 
@@ -1681,6 +1741,7 @@ void explore_stop(explore_worker *g) {
     if (g->E == &g->own_E) evalset_free(&g->own_E);
     moe_free(&g->own_a);
     moe_free(&g->own_b);
+    views_free(g);
     for (int m = 0; m < COST_NMETHODS; m++)
         for (int c = 0; c < 2; c++) dg_list_free(&g->diag_res[m][c]);
     for (int i = 0; i < CURVE_CACHE; i++)

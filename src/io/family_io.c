@@ -947,13 +947,13 @@ static int wp_dtype_of(const st_tensor *t) {
  * (per expert, stacked, gate | up halves or interleaved rows) or as GPT-OSS's [in,
  * out] (stacked, gate | up interleaved columns: read transposed), in F32, F16 or
  * BF16, aligned to its element, or MXFP4's blocks and scales? (A Conv1D expert's
- * [in, out]: no.) */
-static int mappable(ckpt *c, const binding *b) {
+ * [in, out]: only for a view, tr: read by products that take either layout.) */
+static int mappable(ckpt *c, const binding *b, int tr) {
     const st_file *f;
     const st_tensor *t;
     ms_err e;
     if (b->mx) return b->kind == K_IL_ROWS || b->kind == K_STACK; // blocks of 32 along the rows
-    if (b->trans || ckpt_tensor(c, b->name, &f, &t, &e)) return 0;
+    if ((b->trans && !tr) || ckpt_tensor(c, b->name, &f, &t, &e)) return 0;
     int dt = wp_dtype_of(t);
     return dt >= 0 && (uintptr_t)(f->data + t->begin) % wp_dtype_size((wp_dtype)dt) == 0;
 }
@@ -979,7 +979,8 @@ static int map_binding(ckpt *c, const binding *b, moe_model *m, ms_err *err) {
                            c->arg, b->name, at);
     } else {
         if (ckpt_tensor(c, b->name, &f, &t, err) || st_check_finite(f, t, err)) return -1;
-        base = (wref){.p = f->data + t->begin, .dt = (wp_dtype)wp_dtype_of(t), .ld = (size_t)in};
+        // a Conv1D expert's [in, out] (a view's): element (r, c) of the logical weight at c in + r
+        base = (wref){.p = f->data + t->begin, .dt = (wp_dtype)wp_dtype_of(t), .ld = (size_t)in, .tr = b->trans};
     }
     switch (b->kind) {
     case K_EXP: *wpart(&m->experts[b->e], b->part) = base; break;
@@ -1022,12 +1023,14 @@ static int map_binding(ckpt *c, const binding *b, moe_model *m, ms_err *err) {
 
 /* the ways load_layer holds the routed experts: read into floats; left to a stream
  * (family_stream); their weights mapped where the file keeps them (map_binding); and
- * the shared experts' weights mapped too (when all of them can be) */
-enum { LOAD_ALL, LOAD_SHELL, LOAD_MAPPED, LOAD_MAPPED_SHARED };
+ * the shared experts' weights mapped too (when all of them can be); the routed
+ * weights mapped in either layout (a view, family_load_view) */
+enum { LOAD_ALL, LOAD_SHELL, LOAD_MAPPED, LOAD_MAPPED_SHARED, LOAD_VIEW };
 
 static int load_layer(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o,
                       int mode, blist *keep, dims *zout, ms_err *err) {
-    int shell = mode == LOAD_SHELL, mapped = mode == LOAD_MAPPED || mode == LOAD_MAPPED_SHARED;
+    int shell = mode == LOAD_SHELL, view = mode == LOAD_VIEW;
+    int mapped = mode == LOAD_MAPPED || mode == LOAD_MAPPED_SHARED || view;
     memset(m, 0, sizeof *m);
     dims z;
     int mx;
@@ -1052,17 +1055,17 @@ static int load_layer(moe_model *m, ckpt *c, const family_layer *L, const family
         }
         if (b->kind == K_GATE_B) cfg.has_gate_bias = 1;
         if (b->kind == K_EXP && (b->part == P_FC1B || b->part == P_FC2B)) cfg.has_expert_bias = 1;
-        if ((shell && b->mx) || (mapped && routed_weight(b) && !mappable(c, b))) {
+        if ((shell && b->mx) || (mapped && routed_weight(b) && !mappable(c, b, view))) {
             free(l.b); // a stream's MXFP4 experts are decoded whole, a mapped transposed layout too: the caller loads the layer
             return 1;
         }
         // one shared expert (the families' only kind) or they stay floats: aligning more
         // orders them by a cost read from floats
-        if (mode == LOAD_MAPPED_SHARED && shared_weight(b) && (cfg.s != 1 || !mappable(c, b))) mode = LOAD_MAPPED;
+        if (mode == LOAD_MAPPED_SHARED && shared_weight(b) && (cfg.s != 1 || !mappable(c, b, 0))) mode = LOAD_MAPPED;
     }
     if (shell) moe_alloc_shell(m, &cfg);
     else if (mode == LOAD_MAPPED_SHARED) moe_alloc_mapped_shared(m, &cfg);
-    else if (mode == LOAD_MAPPED) moe_alloc_mapped(m, &cfg);
+    else if (mode == LOAD_MAPPED || view) moe_alloc_mapped(m, &cfg);
     else moe_alloc(m, &cfg);
     m->path = ms_strdup(c->arg);
     m->layer = ms_strdup(L->prefix);
@@ -1081,6 +1084,10 @@ static int load_layer(moe_model *m, ckpt *c, const family_layer *L, const family
             const st_tensor *t;
             if (!ckpt_tensor(c, b->name, &f, &t, NULL)) st_mark_read(f, t);
             continue;
+        }
+        if (progress_cancelled()) { // a listener's cancel (the explorer's q): between tensors
+            rc = ms_fail(err, "cancelled");
+            break;
         }
         int map = mapped && (routed_weight(b) || (mode == LOAD_MAPPED_SHARED && shared_weight(b)));
         rc = map ? map_binding(c, b, m, err) : load_binding(c, b, m, err);
@@ -1104,6 +1111,10 @@ int family_load_mapped(moe_model *m, ckpt *c, const family_layer *L, const famil
 int family_load_mapped_shared(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o,
                               ms_err *err) {
     return load_layer(m, c, L, o, LOAD_MAPPED_SHARED, NULL, NULL, err);
+}
+
+int family_load_view(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o, ms_err *err) {
+    return load_layer(m, c, L, o, LOAD_VIEW, NULL, NULL, err);
 }
 
 int family_load_shell(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o, ms_err *err) {

@@ -580,6 +580,24 @@ static int block_read(const net_model *m, int i, moe_model *f, ms_err *err) {
     return rc;
 }
 
+int net_block_view(const net_model *m, int i, moe_model *view, ms_err *err) {
+    const moe_model *b = &m->moe[i];
+    if (!m->map || !net_block_pending(m, i)) return 1;
+    family_layer *ls = NULL;
+    int nl = 0, which = -1;
+    if (family_find_layers(m->map, net_arch_of(m->cfg.arch)->family, &ls, &nl, err)) return -1;
+    for (int j = 0; j < nl; j++)
+        if (!strcmp(ls[j].prefix, b->layer)) which = j;
+    int rc = which < 0 ? 1 : family_load_view(view, m->map, &ls[which], &m->ov, err);
+    if (!rc && (view->cfg.n != b->cfg.n || view->cfg.d != b->cfg.d || view->cfg.h != b->cfg.h ||
+                view->cfg.s != b->cfg.s || view->cfg.act != b->cfg.act)) { // not the block the screen shows
+        moe_free(view);
+        rc = 1;
+    }
+    family_layers_free(ls, nl);
+    return rc;
+}
+
 int net_block_fill(net_model *m, int i, ms_err *err) {
     moe_model *b = &m->moe[i], f;
     if (net_block_pending(m, i)) {

@@ -362,8 +362,78 @@ static void test_mapped_cost_threads(void) {
     moe_free(&A), moe_free(&B);
 }
 
+/* m's experts as a Conv1D layer's mapped views: each weight stored transposed
+ * ([in, out], wref.tr) in *store, the biases m's own; *ex the experts array */
+static moe_model conv1d_view(const moe_model *m, moe_expert **ex, float **store) {
+    moe_model v = *m;
+    const moe_config *c = &m->cfg;
+    size_t h = (size_t)c->h, d = (size_t)c->d, hd = h * d;
+    int glu = moe_act_glu(c->act);
+    *ex = calloc((size_t)c->n, sizeof(moe_expert));
+    *store = malloc(sizeof(float) * hd * 3 * (size_t)c->n);
+    for (int e = 0; e < c->n; e++) {
+        moe_expert *x = &(*ex)[e];
+        const moe_expert *y = &m->experts[e];
+        float *t1 = *store + 3 * hd * (size_t)e, *t2 = t1 + hd, *t3 = t2 + hd;
+        for (size_t u = 0; u < h; u++)
+            for (size_t k = 0; k < d; k++) {
+                t1[k * h + u] = y->fc1_w[u * d + k]; // W1 (h, d) stored (d, h)
+                t2[u * d + k] = y->fc2_w[k * h + u]; // W2 (d, h) stored (h, d)
+                if (glu) t3[k * h + u] = y->fc3_w[u * d + k];
+            }
+        *x = *y;
+        x->w1 = (wref){.p = t1, .dt = WP_F32, .ld = h, .tr = 1};
+        x->w2 = (wref){.p = t2, .dt = WP_F32, .ld = d, .tr = 1};
+        x->w3 = glu ? (wref){.p = t3, .dt = WP_F32, .ld = h, .tr = 1} : (wref){0};
+        x->fc1_w = x->fc2_w = x->fc3_w = NULL;
+    }
+    v.experts = *ex;
+    return v;
+}
+
+/* The expert cost read where a Conv1D layer's mapped weights lie (transposed, no
+ * copy: the explorer's first screen) equals the held one (the Grams' products in
+ * the other layout: float32 rounding at most), at 1 and 2 threads, in one block and
+ * in blocks of a row; equal experts cost exactly 0 there too. */
+static void test_conv1d_view_cost(void) {
+    const struct {
+        int n, d, h;
+        moe_act act;
+    } S[] = {{4, 24, 40, ACT_RELU}, {3, 17, 9, ACT_SILU_GLU}};
+    for (size_t k = 0; k < sizeof S / sizeof S[0]; k++) {
+        int n = S[k].n;
+        moe_model A, B;
+        random_model(&A, n, S[k].d, S[k].h, S[k].act, 90 + k);
+        random_model(&B, n, S[k].d, S[k].h, S[k].act, 95 + k);
+        moe_expert *ea, *eb;
+        float *ta, *tb;
+        moe_model Av = conv1d_view(&A, &ea, &ta), Bv = conv1d_view(&B, &eb, &tb);
+        expert_source sa = moe_mapped_source(&Av), sb = moe_mapped_source(&Bv);
+        double *C0 = malloc(sizeof(double) * n * n), *C1 = malloc(sizeof(double) * n * n);
+        ms_err err;
+        const double bytes[2] = {1.0, 0};
+        for (int v = 0; v < 2; v++) {
+            cost_tuning t = {1, bytes[v]};
+            CHECK(cost_matrix_tuned(&A, NULL, &B, NULL, COST_EXPERT, 1, &t, C0, &err) == 0, "held: %s", err.msg);
+            double scale = max_abs(C0, n * n);
+            for (int th = 1; th <= 2; th++) {
+                blas_threads_default(th);
+                CHECK(cost_matrix_tuned(&Av, &sa, &Bv, &sb, COST_EXPERT, 1, &t, C1, &err) == 0, "view: %s", err.msg);
+                CHECK(max_diff(C0, C1, n * n) <= 1e-6 * scale, "spec %zu variant %d, %d threads: view cost %g off",
+                      k, v, th, max_diff(C0, C1, n * n) / scale);
+            }
+            blas_threads_default(1);
+            CHECK(cost_matrix_tuned(&Av, &sa, &Av, &sa, COST_EXPERT, 1, &t, C1, &err) == 0, "self: %s", err.msg);
+            for (int i = 0; i < n; i++) CHECK(C1[i * n + i] == 0.0, "spec %zu: view C[%d][%d] = %g", k, i, i, C1[i * n + i]);
+        }
+        free(C0), free(C1), free(ea), free(eb), free(ta), free(tb);
+        moe_free(&A), moe_free(&B);
+    }
+}
+
 int main(void) {
     test_mapped_cost_threads();
+    test_conv1d_view_cost();
     test_cost_sides();
     test_align_inplace();
     test_streamed_equal();
