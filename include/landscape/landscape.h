@@ -92,6 +92,8 @@ typedef struct ls_partition {
      * others send theirs (the per-sample losses of the error bars) */
     int (*gather)(const struct ls_partition *p, void *buf, long lo, long nlocal, long total,
                   size_t item_bytes, ms_err *err);
+    long *evals;     /* NULL, or where an objective's split landscape adds the evaluations
+                        this process made (moescope-mpi's MOESCOPE_MPI_STATS) */
     void *ctx;
 } ls_partition;
 

@@ -28,7 +28,7 @@ static const struct {
     [ENV_LS_DEBUG] = {"MOESCOPE_LS_DEBUG", "set: the landscape's phase times on stderr as they end"},
     [ENV_MPI_STATS] = {"MOESCOPE_MPI_STATS",
                        "set: each moescope-mpi process prints the bytes it sent, its seconds in MPI "
-                       "exchanges and its CPU time"},
+                       "exchanges, the network evaluations it made and its CPU time"},
     [ENV_ASSETS] = {"MOESCOPE_ASSETS",
                     "the folder holding fonts/ for figures, looked at first (then beside the binary "
                     "and the install prefix)"},

@@ -658,6 +658,7 @@ static int ox_split(ox *x, ms_err *err) {
         double *seq = us ? us + (size_t)(i - (part->rank ? lo : 0)) * x->S : NULL;
         if (ox_cancelled(x)) rc = ms_fail(err, "cancelled");
         if (!rc) rc = ox_item(x, cv, same, mk, i, &r->barrier, &r->acc_barrier, seq, err);
+        if (!rc && part->evals) *part->evals += ox_item_cost(x, same, mk, i);
         r->id = i;
         long all = part->rows_done(part, i + 1 - lo);
         if (all >= 0 && x->o->progress) x->o->progress(x->o->ctx, all, total);

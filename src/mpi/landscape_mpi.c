@@ -11,8 +11,8 @@
  *                adds them to its own, so its bar covers every process.
  * The hooks run on the thread that called landscape_compute (MPI_THREAD_FUNNELED).
  *
- * MOESCOPE_MPI_STATS=1: each rank prints the bytes it sent and its time in the
- * exchanges at the end (tests/bench/bench_mpi.py).
+ * MOESCOPE_MPI_STATS=1: each rank prints the bytes it sent, its time in the
+ * exchanges and a network's evaluations it made at the end (tests/bench/bench_mpi.py).
  *
  * The progress messages end with a final one per process, sent just before
  * the gather, so rank 0 has drained every message of this landscape before the
@@ -44,6 +44,7 @@ typedef struct {
      * P - 1 ranks that need it) and the time it spent in the exchanges, waits included */
     long long sent_pairs, sent_rows, sent_units;
     double t_mpi;
+    long evals;         // a network's evaluations this rank made (ls_partition.evals)
 } lsm_state;
 
 static double now_s(void) {
@@ -253,6 +254,7 @@ void landscape_mpi_init(ls_partition *p, MPI_Comm comm) {
     p->gather_rows = lsm_gather_rows;
     p->rows_done = lsm_rows_done;
     p->gather = lsm_gather;
+    p->evals = &st->evals;
     p->ctx = st;
 }
 
@@ -267,10 +269,10 @@ void landscape_mpi_free(ls_partition *p) {
                      (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
         fprintf(stderr, "moescope-mpi rank %d of %d: sent %lld bytes (pair results %lld, rows %lld, "
                         "per-sample losses %lld); "
-                        "%.3f s in MPI exchanges; cpu %.3f s\n",
+                        "%.3f s in MPI exchanges; %ld network evaluations; cpu %.3f s\n",
                 st->rank, st->size, st->sent_pairs + st->sent_rows + st->sent_units, st->sent_pairs, st->sent_rows,
                 st->sent_units,
-                st->t_mpi, cpu);
+                st->t_mpi, st->evals, cpu);
     }
     free(st->heard);
     free(st->final);

@@ -21,7 +21,18 @@ each with P = 1 and P = 2 ranks of one thread (best of two runs each):
   4. an exhaustive n = 10 landscape (3628800 orders) on dense8's dimensions
      (d = h = 32, 10 classes, N = 360; random layers, the cost does not depend
      on the weights), 3 points, on 2 ranks; projected to 64 ranks with case 1's
-     serial fraction, and to 25 points by the interior points (23 instead of 1).
+     serial fraction, and to 25 points by the interior points (23 instead of 1);
+  5. the paper's size: a GPT-2-small pair (bench_network.py's, BENCH_PAPER_DIR reused or
+     written; BENCH_PAPER=0 leaves this out) on the first sequence of its set (1 x 1024
+     tokens), 3 points: 28 evaluations (both end points, 24 orders and the naive and
+     skip-order curves at t = 0.5), at P = 2 and 4 ranks of one thread (one run each).
+     Each rank prints the evaluations it made (MOESCOPE_MPI_STATS) and the JSON rank 0's
+     CPU per step: the two runs' rank 0 give the CPU s per evaluation r, per pair's
+     weight matching w and what a rank spends besides, o (loading, the frozen prefix,
+     the cost matrices), the exchanges left out; they project the 25-point landscape
+     (600 evaluations, 20 pairs) at 64 ranks: T1 = 600 r + 20 w + o, T64 = 10 r + w + o
+     (a rank evaluates at most ceil(600 / 64) and matches at most one pair), efficiency
+     T1 / (64 T64); at 8 x 1024 tokens r is 8 times as long, o at most 8 times.
 Prints times and ratios; no targets (MPI is for clusters; this machine has 2 cores)."""
 import os
 import re
@@ -40,8 +51,9 @@ SC = os.path.join(ROOT, "sample-checkpoints")
 NET = 5e9  # bytes/s each rank can send on a cluster's interconnect (assumed)
 
 
-def mpirun(P, args):
-    """(wall s, [bytes sent per rank], [cpu s per rank], [s in exchanges per rank]) or None."""
+def mpirun(P, args, evals=False):
+    """(wall s, [bytes sent per rank], [cpu s per rank], [s in exchanges per rank]) or None;
+    evals: and [network evaluations per rank] (in rank order, as the others)."""
     cmd = ["mpirun", "--oversubscribe", "-np", str(P)]
     if os.getuid() == 0:
         cmd.append("--allow-run-as-root")
@@ -55,6 +67,12 @@ def mpirun(P, args):
     sent = [int(m) for m in re.findall(r"sent (\d+) bytes", r.stderr)]
     cpu = [float(m) for m in re.findall(r"cpu ([0-9.]+) s", r.stderr)]
     xch = [float(m) for m in re.findall(r"([0-9.]+) s in MPI", r.stderr)]
+    if evals:
+        by = dict((int(a), (float(c), float(x), int(v))) for a, x, v, c in re.findall(
+            r"rank (\d+) of \d+: .*?([0-9.]+) s in MPI exchanges; (\d+) network evaluations; cpu ([0-9.]+) s",
+            r.stderr))
+        rs = sorted(by)
+        return dt, sent, [by[k][0] for k in rs], [by[k][1] for k in rs], [by[k][2] for k in rs]
     return dt, sent, cpu, xch
 
 
@@ -115,6 +133,49 @@ def write_pair(tmp, tag, n, d, h, N):
     return paths + [e]
 
 
+def paper_size():
+    """case 5: r, w and o of a GPT-2-small landscape from P = 2 and P = 4, the 64-rank projection"""
+    import json
+    import bench_network
+    import oracle
+    runs = {}
+    with tempfile.TemporaryDirectory(prefix="bench_mpi_paper_") as tmp:
+        a, b, e, made = bench_network.paper_pair(tmp)
+        t, meta = oracle.read_safetensors(e)
+        e1 = os.path.join(tmp, "eval1.safetensors")
+        oracle.write_safetensors(e1, {k: v[:1] for k, v in t.items()}, meta)
+        l0 = load()
+        for P in (2, 4):
+            js = os.path.join(tmp, "p%d.json" % P)
+            r = mpirun(P, ["landscape", a, b, "--eval", e1, "--points", "3", "-q", "--no-proxy", "--threads", "1",
+                           "--json", js], evals=True)
+            if r is None:
+                return
+            with open(js) as f:  # rank 0's CPU per step
+                runs[P] = r + (json.load(f)["provenance"]["cpu_seconds"],)
+    print("the paper's size: GPT-2 small (%s), 1 x 1024 tokens, 3 points, 28 evaluations (load average "
+          "%.1f .. %.1f):" % (made, l0, load()))
+    fit = []  # rank 0's (evaluations, CPU s less the exchanges and the weight matching), (pairs, its CPU s)
+    for P, (t, _, cpu, xch, ev, steps) in sorted(runs.items()):
+        print("  P=%d: %.1f s wall; cpu %s s (%s s of it in the exchanges); evaluations %s; rank 0's weight "
+              "matching %.1f CPU s" % (P, t, " + ".join("%.1f" % c for c in cpu),
+                                       " + ".join("%.1f" % x for x in xch), " + ".join(str(v) for v in ev),
+                                       steps["weight_matching"]))
+        pairs0 = -(-20 // P)  # ls_share of the 4 x 4 + 4 pairs: rank 0 the larger share
+        fit.append((ev[0], cpu[0] - xch[0] - steps["weight_matching"], pairs0, steps["weight_matching"]))
+    (e2, c2, p2, w2), (e4, c4, p4, w4) = fit
+    r = (c2 - c4) / (e2 - e4)
+    o = c4 - r * e4
+    w = (w2 + w4) / (p2 + p4)
+    print("  rank 0's CPU = o + r (its evaluations) + w (its pairs): r = %.2f CPU s per evaluation, w = %.2f "
+          "CPU s per pair's weight matching, o = %.2f CPU s" % (r, w, o))
+    for tag, rr, oo in (("1 x 1024 tokens", r, o), ("8 x 1024 tokens (r x 8, o x 8 at most)", 8 * r, 8 * o)):
+        # 64 ranks: at most ceil(600 / 64) = 10 evaluations and ceil(20 / 64) = 1 pair each
+        T1, T64 = 600 * rr + 20 * w + oo, 10 * rr + w + oo
+        print("  25 points, 600 evaluations, %s: one rank %.0f CPU s, each of 64 ranks %.1f s: efficiency %.3f"
+              % (tag, T1, T64, T1 / (64 * T64)))
+
+
 def main():
     if not MPI or not os.path.exists(MPI):
         print("bench_mpi: moescope-mpi not built (no MPI installed)")
@@ -145,6 +206,8 @@ def main():
               % (t2, " + ".join("%.1f" % c for c in cpu), max(sent) / 1e6 if sent else 0))
         print("  projected on 64 ranks (case 1's serial fraction): %.1f s at 3 points, %.0f s at 25 "
               "points (23 interior points instead of 1)" % (t64, t64 * 23))
+    if os.environ.get("BENCH_PAPER", "1") != "0":
+        paper_size()
     return 0
 
 
