@@ -71,11 +71,6 @@ typedef struct {
 /* The pair outputs Y are tens of MB written once: with 4 KiB pages the page
  * faults cost more than the GEMMs that fill them (notably in VMs), so they
  * live in an anonymous mapping with transparent huge pages requested. */
-int ls_threads(const ls_opts *o) {
-    long nt = o->nthreads > 0 ? o->nthreads : sysconf(_SC_NPROCESSORS_ONLN);
-    return nt < 1 ? 1 : nt > LS_MAX_THREADS ? LS_MAX_THREADS : (int)nt;
-}
-
 static void *big_alloc(size_t bytes) {
     size_t len = (bytes + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

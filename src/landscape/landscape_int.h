@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "core/simd.h"
 #include "landscape/landscape.h"
@@ -53,8 +54,12 @@ enum { NM_NAIVE = 0, NM_SKIP = 1, NM_METHOD = 2, NM_COUNT = NM_METHOD + COST_NME
 #define LS_BLOCK 720
 
 #define LS_MAX_THREADS 8 /* workers: more than 8 did not pay on the targets measured */
-/* o->nthreads, 0: the online CPUs; 1 .. LS_MAX_THREADS */
-int ls_threads(const ls_opts *o);
+/* o->nthreads, 0: the online CPUs; 1 .. LS_MAX_THREADS (inline: the layer sweep
+ * and the objective's both ask, and neither file may need the other for it) */
+static inline int ls_threads(const ls_opts *o) {
+    long nt = o->nthreads > 0 ? o->nthreads : sysconf(_SC_NPROCESSORS_ONLN);
+    return nt < 1 ? 1 : nt > LS_MAX_THREADS ? LS_MAX_THREADS : (int)nt;
+}
 
 /* per-thread workspace */
 typedef struct {
