@@ -373,8 +373,6 @@ static void ws_free(ls_ws *w) {
     free(w->ublk);
 }
 
-int ls_boot_table = -1;
-
 /* The streamed error bars' plan (ls_results.boot): which points the chunks
  * before the last evaluate (held for every order: ustore) and which the last
  * (held per block: ublk), as ls_points runs them; 0 when the held points take
@@ -426,7 +424,7 @@ static void units_plan(lsx *x) {
                                                            "(orders x points x samples) to resample"
                                                          : NULL;
     if (!pb->o->keep_units) return;
-    int table = ls_boot_table == 0 || (ls_boot_table < 0 && nu <= (double)LS_JSON_UNITS_MAX);
+    int table = ls_boot_as_table(nu);
     if (!why && !table && stream_plan(x)) return;
     if (!why && !fits) why = "the points swept in chunks (the memory budget), the orders' per-sample losses "
                              "held would take more than " LS_BOOT_MAX_MB_S " MB";

@@ -16,6 +16,12 @@
 #include "landscape/rank.h"
 #include "landscape_int.h"
 
+int ls_boot_table = -1;
+
+int ls_boot_as_table(double nu) {
+    return ls_boot_table == 0 || (ls_boot_table < 0 && nu <= (double)LS_JSON_UNITS_MAX);
+}
+
 /* The orders' error bars as their per-unit losses come (ls_boot_acc): each
  * order's barriers in every resample are used at once (its interval, and
  * whether it is below each method's in that resample) and forgotten, so memory

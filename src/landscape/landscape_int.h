@@ -371,6 +371,9 @@ void ls_sort_rows(landscape *L);
  * -1 auto (when its per-sample losses are few enough for the JSON, or the
  * stream does not apply), 0 always, 1 never (stream wherever it applies: tests) */
 extern int ls_boot_table;
+/* landscape_boot.c: whether nu per-unit losses (orders x points x units) are kept
+ * as a table (ls_boot_table's rule) rather than streamed */
+int ls_boot_as_table(double nu);
 /* landscape_boot.c: the named curve whose values are the row of order p in a
  * layer's sweep (a method's, else with wm skip-order's), NULL when none */
 const ls_curve *ls_named_row(const landscape *L, int wm, const int *p);

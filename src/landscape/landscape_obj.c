@@ -352,7 +352,7 @@ static void ox_seq_alloc(ox *x) {
     }
     double nu = (double)x->norders * T * S;
     int split = x->o->part && x->o->part->size > 1;
-    int table = ls_boot_table == 0 || (ls_boot_table < 0 && nu <= (double)LS_JSON_UNITS_MAX);
+    int table = ls_boot_as_table(nu);
     if (!split && !table && nu <= (double)LS_BOOT_MAX_VALUES &&
         (double)x->norders * S * sizeof(double) <= LS_BOOT_MAX_MB * 1048576.0) { // streamed (ox_feed)
         x->S = S;
