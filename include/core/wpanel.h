@@ -4,10 +4,12 @@
  * it is (a checkpoint's mapped bytes: float32, float16 or bfloat16) and is never
  * copied whole into float32: wp_gemm_nt converts WP_PANEL_FLOATS at a time
  * (a panel of whole rows, 512 KiB) into a per-thread buffer and multiplies that
- * panel with OpenBLAS. Each output element is still one dot product over all K
- * in the BLAS's own order, so the panels change which columns are computed
- * together, not the sums (wp_gemm_nt_ref, the plain form: convert W whole, one
- * sgemm; tests/unit/test_wpanel.c holds them together).
+ * panel with OpenBLAS. Each output element is still one dot product over all K,
+ * but OpenBLAS picks its blocking by the product's width, so a panel's sums may
+ * round otherwise than the whole matrix's: equal to float rounding (a BF16
+ * decoder's loss to about 1e-8 relative), bit for bit only where one panel holds
+ * all of W (wp_gemm_nt_ref, the plain form: convert W whole, one sgemm;
+ * tests/unit/test_wpanel.c holds them together).
  *
  * Dimension legend: M rows of X, K the shared width, N rows of W (outputs). */
 #ifndef MS_WPANEL_H
