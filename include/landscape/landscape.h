@@ -154,13 +154,17 @@ typedef struct {
     long ngiven;
 
     /* the error bars from the sweep's per-sample losses (default 0): every order's
-     * kept (landscape.order_units) when they are at most LS_JSON_UNITS_MAX values,
-     * for ls_layer_intervals, which then takes them instead of evaluating every
-     * order again; beyond, each order's resampled as soon as its row is done and
-     * dropped, the intervals complete when landscape_compute returns (one
-     * process, every sample at once: else kept while they fit 256 MB). Split
-     * over processes (part), every process keeps its share and rank 0 gathers them. */
+     * kept (landscape.order_units) while they fit 256 MB, for ls_layer_intervals,
+     * which then takes them instead of evaluating every order again. Split over
+     * processes (part), every process keeps its share and rank 0 gathers them. */
     int keep_units;
+    /* with keep_units, beyond LS_JSON_UNITS_MAX values: each order's resampled
+     * as soon as its row is done and dropped instead, up to 2^29 of them, the
+     * intervals complete when landscape_compute returns (one process, every
+     * sample at once). The resampling then costs orders x points x samples x
+     * 1000 products, far more than the sweep (dense8: minutes, not seconds):
+     * the landscape command asks for it (default 0) */
+    int stream_units;
 } ls_opts;
 
 void ls_opts_default(ls_opts *o);

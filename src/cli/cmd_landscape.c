@@ -75,7 +75,8 @@ static void help(void) {
            "\nError bars: each named curve's barrier with its 95%% bootstrap interval over\n"
            "the evaluation set's samples (a network's sequences or images), every order's\n"
            "(JSON barrier_ci95) and each method's rank interval (up to 2^29 per-sample\n"
-           "losses, orders x points x units: each order's resampled as its row is done).\n"
+           "losses, orders x points x units: each order's resampled as its row is done;\n"
+           "dense8's 40320 orders take minutes of resampling where the sweep takes seconds).\n"
            "\nA network (a GPT-2, ViT or Hugging Face decoder whose feed-forward block(s) are\n"
            "MoE, E holding input_ids, or pixel_values and labels): the orders of one MoE\n"
            "block (--layer: its index; default the first) are ranked on the network's\n"
@@ -688,6 +689,7 @@ int cmd_landscape(int argc, char **argv) {
     }
     lo.part = cli_partition; // moescope-mpi: split over its processes
     lo.keep_units = 1;       // the error bars (ls_layer_intervals) from the sweep itself
+    lo.stream_units = 1;     // ... beyond a table, resampled as the rows come
     landscape L;
     if (landscape_compute(A, B, E, &lo, &L, &err)) {
         cli_progress_end();

@@ -1128,7 +1128,15 @@ static void *ls_worker(void *arg) {
             }
         }
         if (rc == 0 && hidden) {
-            /* finished in the background: kept for when w comes back */
+            /* finished in the background: kept for when w comes back, with its
+               error bars (streamed with its rows, else from the losses the sweep
+               kept: a small table's, so this is short; a request waits for it) */
+            if (!g->obj && g->E && L.order_units && !L.boot_resamples) {
+                pthread_mutex_unlock(&g->mu);
+                ms_err eb;
+                if (ls_layer_intervals(g->A, g->B, g->E, k.wm, &L, &g->cancel_ls, &eb)) L.boot_resamples = 0;
+                pthread_mutex_lock(&g->mu);
+            }
             ls_save(g, k, &L);
         } else if (rc == 0) {
             /* the final rows are sorted by barrier: publish them all anew */

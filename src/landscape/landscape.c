@@ -415,7 +415,10 @@ static void units_plan(lsx *x) {
     const ls_partition *part = pb->o->part;
     double nu = (double)x->rs.norders * pb->T * pb->N;
     int fits = nu * sizeof(double) <= LS_BOOT_MAX_MB * 1048576.0;
-    const char *why = part ? "split over processes, every order's per-sample losses would take more than "
+    const char *why = !pb->o->stream_units && ls_boot_table != 1
+                          ? "every order's per-sample losses would take more than " LS_BOOT_MAX_MB_S " MB (the "
+                            "landscape command resamples them as they come)"
+                      : part ? "split over processes, every order's per-sample losses would take more than "
                              LS_BOOT_MAX_MB_S " MB"
                       : x->pl.nsc > 1 ? "the samples swept in chunks (the memory budget), every order's "
                                         "per-sample losses would take more than " LS_BOOT_MAX_MB_S " MB"
@@ -424,7 +427,7 @@ static void units_plan(lsx *x) {
                                                            "(orders x points x samples) to resample"
                                                          : NULL;
     if (!pb->o->keep_units) return;
-    int table = ls_boot_as_table(nu);
+    int table = ls_boot_as_table(nu) || (ls_boot_table < 0 && !pb->o->stream_units);
     if (!why && !table && stream_plan(x)) return;
     if (!why && !fits) why = "the points swept in chunks (the memory budget), the orders' per-sample losses "
                              "held would take more than " LS_BOOT_MAX_MB_S " MB";

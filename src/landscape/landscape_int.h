@@ -368,8 +368,8 @@ double ls_methods_bound(const landscape *L);
 /* L's rows sorted by barrier (NaN last, then by order), best and worst set, ndone = norders */
 void ls_sort_rows(landscape *L);
 /* The error bars of a layer's landscape kept as a table (ls_opts.keep_units):
- * -1 auto (when its per-sample losses are few enough for the JSON, or the
- * stream does not apply), 0 always, 1 never (stream wherever it applies: tests) */
+ * -1 auto (unless ls_opts.stream_units and they are more than the JSON writes,
+ * or the stream does not apply), 0 always, 1 never (stream wherever it applies: tests) */
 extern int ls_boot_table;
 /* landscape_boot.c: whether nu per-unit losses (orders x points x units) are kept
  * as a table (ls_boot_table's rule) rather than streamed */
