@@ -330,7 +330,8 @@ def test_network(tmp):
     """A network's landscape and study split over 2 ranks, every (point, order) evaluation
     an item of its own: the same JSON (and CSV) as the plain binary's, the layer-only
     proxy and the error bars included (rank 0 gathers every value's per-sequence
-    losses); the progress from rank 0 alone, over every rank's evaluations."""
+    losses); the progress from rank 0 alone, over every rank's evaluations; a study of
+    three networks (three pairs) over 3 ranks likewise."""
     a, b = pair_of("gpt/topk4")
     e = os.path.join(tmp, "gpt_eval.safetensors")
     head_eval(os.path.join(SC, "gpt", "topk4", "eval.safetensors"), e, 4)
@@ -371,6 +372,23 @@ def test_network(tmp):
     total = 2 * (24 + 2 + len(got["pairs"][0]["methods"])) + 2
     check(any("study pair 1/1 %d/%d (100%%)" % (total, total) in x for x in lines),
           "network study P=2: every rank's %d evaluations counted: %s" % (total, lines))
+    # three checkpoints, three pairs one after another, each split unevenly over 3 ranks
+    # (each pair's end points evaluated once, on the ranks whose shares hold them)
+    c = os.path.join(os.path.dirname(a), "seed3")
+    args = ["study", a, b, c, "--eval", e, "--points", "4", "-q"]
+    plain, pcsv = os.path.join(tmp, "netstudy3_plain.json"), os.path.join(tmp, "netstudy3_plain.csv")
+    out, csv = os.path.join(tmp, "netstudy3.json"), os.path.join(tmp, "netstudy3.csv")
+    r = run(*(args + ["--json", plain, "--csv", pcsv]))
+    r3 = mpirun(3, *(args + ["--threads", "1", "--json", out, "--csv", csv]))
+    check(r.returncode == 0 and r3.returncode == 0, "network study of 3: plain %s; P=3 %s"
+          % (r.stderr[-300:], r3.stderr[-300:]))
+    if r.returncode or r3.returncode:
+        return
+    ref, got = (untimed(report(f)[0]) for f in (plain, out))
+    d = first_diff(ref, got)
+    check(d is None and len(got["pairs"]) == 3, "network study of 3 P=3: JSON differs at %s" % d)
+    body = [[x for x in open(f).read().splitlines() if not x.startswith("#")] for f in (pcsv, csv)]
+    check(body[0] == body[1] and len(body[0]) > 3, "network study of 3 P=3: CSV rows differ")
 
 
 def test_network_ranks(tmp):
