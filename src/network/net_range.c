@@ -212,11 +212,15 @@ static int moe_block(nr_walk *w, const moe_model *moe, double z, int L, double *
     double gram;
     take_in(w, moe->mem, moe->nparams, AT_MOE, moe);
     range_held(&r, moe, NULL);
-    // a mapped layer's routed weights are not in its floats: blamed by expert and part
-    const range_max *routed[2] = {&r.W1, &r.W2};
-    for (int i = 0; i < 2 && moe_is_mapped(moe); i++)
-        if (routed[i]->expert && !routed[i]->shared && routed[i]->v > w->top)
-            w->top = routed[i]->v, w->src = AT_MAPPED, w->moe = moe, w->mapped = *routed[i];
+    // a mapped layer's routed (and shared) weights are not in its floats: blamed by
+    // expert and part
+    const range_max *held[4] = {&r.W1, &r.W2, &r.SW1, &r.SW2};
+    for (int i = 0; i < 4; i++) {
+        int sh = i >= 2;
+        if ((sh ? moe_shared_mapped(moe) : moe_is_mapped(moe)) && held[i]->expert && held[i]->shared == sh &&
+            held[i]->v > w->top)
+            w->top = held[i]->v, w->src = AT_MAPPED, w->moe = moe, w->mapped = *held[i];
+    }
     r.X.v = fmax(z, 1.0);
     double act = range_bounds(&r, moe, mix, &gram);
     return over(w, act, "MoE layer's arithmetic", L, err) ||
