@@ -119,7 +119,7 @@ int family_load_mapped(moe_model *m, ckpt *c, const family_layer *L, const famil
  * network's MoE block. */
 int family_load_mapped_shared(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o,
                               ms_err *err);
-/* family_load_mapped with a Conv1D expert's [in, out] weights mapped too (wref.tr):
+/* family_load_mapped with a Conv1D expert's [in, out] F32 weights mapped too (wref.tr):
  * a view for products that read either layout (the expert cost's Grams), nothing
  * else; 1 as family_load_mapped otherwise. */
 int family_load_view(moe_model *m, ckpt *c, const family_layer *L, const family_overrides *o, ms_err *err);

@@ -294,7 +294,8 @@ static void gram_rows(const float *X, int xt, int h, int d, int r0, int m, float
     }
     cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, m, h, 1.0f, X + r0, d, 0.0f, F, w);
     if (w > m)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, w - m, h, 1.0f, X + r0, d, X + r0 + m, d, 0.0f, F + m, w);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, w - m, h, 1.0f, X + r0, d, X + r0 + m, d, 0.0f,
+                    F + m, w);
 }
 
 /* Rows [r0, r0+m) of term t of expert e, columns [c0, d): F (m, w = d - c0); a

@@ -947,7 +947,7 @@ static int wp_dtype_of(const st_tensor *t) {
  * (per expert, stacked, gate | up halves or interleaved rows) or as GPT-OSS's [in,
  * out] (stacked, gate | up interleaved columns: read transposed), in F32, F16 or
  * BF16, aligned to its element, or MXFP4's blocks and scales? (A Conv1D expert's
- * [in, out]: only for a view, tr: read by products that take either layout.) */
+ * [in, out]: only in F32 for a view, tr: read by products that take either layout.) */
 static int mappable(ckpt *c, const binding *b, int tr) {
     const st_file *f;
     const st_tensor *t;
@@ -955,6 +955,7 @@ static int mappable(ckpt *c, const binding *b, int tr) {
     if (b->mx) return b->kind == K_IL_ROWS || b->kind == K_STACK; // blocks of 32 along the rows
     if ((b->trans && !tr) || ckpt_tensor(c, b->name, &f, &t, &e)) return 0;
     int dt = wp_dtype_of(t);
+    if (b->trans && dt != WP_F32) return 0; // a view's other dtypes would be decoded a column at a time
     return dt >= 0 && (uintptr_t)(f->data + t->begin) % wp_dtype_size((wp_dtype)dt) == 0;
 }
 

@@ -314,8 +314,8 @@ def explorer_at_size(a, b, e):
               "the process after %s (status line then: %s)" % (what, fs, ms, qs, status[:110] or "q sent at 120 s"))
         if own:
             print("    its own account: first screen %.2f s after its start, the UI thread's CPU to it %.2f s; "
-                  "the MoE block's experts read by the worker in %.2f s, the cost matrix with its assignment drawn "
-                  "at %.2f s (the process's CPU to it %.2f s); after q the terminal restored at %.0f ms, the "
+                  "the MoE block's experts read into floats by the worker (after the matrix, whose expert cost reads the "
+                  "files' pages) in %.2f s, the cost matrix with its assignment drawn at %.2f s (the process's CPU to it %.2f s); after q the terminal restored at %.0f ms, the "
                   "workers stopped at %.0f ms, memory freed at %.0f ms"
                   % tuple(own.get(key, float("nan")) * f for key, f in (
                       ("explorer first screen", 1), ("explorer first screen, UI thread CPU", 1),
