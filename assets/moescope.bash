@@ -29,7 +29,7 @@ _moescope_options() { # _moescope_options CMD: the options of CMD ("" the explor
                      --interpolate-backbone --adaptive --json -e -o -T -m -p -c -j -l -h" ;;
         landscape) echo "--eval --points --json --csv --png --log-rank --curves-png --scatter-png --layer --method --no-wm
                          --no-center --all-orders --samples --seed --exhaustive --threads --interpolate-backbone
-                         --no-proxy --screen --screen-units --size --font-scale --quiet --verbose
+                         --no-proxy --screen --screen-units --all-error-bars --size --font-scale --quiet --verbose
                          -e -T -j -c -p -l -m -q -v -h" ;;
         scramble) echo "--output --seed --translate --translate-scale --layer -o" ;;
         train) echo "--data --pretrain --head --make-teacher --output --n --h --router --k --shared --act

@@ -121,6 +121,8 @@ typedef struct {
      * of L are final, usually long before every row is done. May be NULL. */
     void (*on_ranks)(void *ctx, const struct landscape *L);
     int nthreads;        /* worker threads; 0 = the online CPUs; at most 8 either way */
+    int all_error_bars;  /* every order's error bars up to 2^29 per-unit losses (orders x
+                            points x units; minutes of resampling), not only up to 2^25 */
     double mem_mb;       /* budget for the per-point buffers in MB (0: 1024); over it the
                           * points, then the samples, are processed in chunks */
     /* what the landscape is doing before rows come out, for a gauge:

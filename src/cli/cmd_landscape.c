@@ -26,7 +26,7 @@ static const char *USAGE =
     "[--png F] [--curves-png F] [--scatter-png F] [--layer L] [--method M] [--no-wm] [--no-center] [--all-orders] "
     "[--samples N] "
     "[--seed S] [--exhaustive] [--threads K] [--size WxH] [--font-scale K] [--log-rank] "
-    "[--interpolate-backbone] [--no-proxy] [--screen K] [--screen-units M]";
+    "[--interpolate-backbone] [--no-proxy] [--screen K] [--screen-units M] [--all-error-bars]";
 
 static void help(void) {
     printf("usage: %s\n\n"
@@ -74,9 +74,11 @@ static void help(void) {
            "                     spread evenly (default: a quarter, at least 2)\n"
            "\nError bars: each named curve's barrier with its 95%% bootstrap interval over\n"
            "the evaluation set's samples (a network's sequences or images), every order's\n"
-           "(JSON barrier_ci95) and each method's rank interval (up to 2^29 per-sample\n"
-           "losses, orders x points x units: each order's resampled as its row is done;\n"
-           "dense8's 40320 orders take minutes of resampling where the sweep takes seconds).\n"
+           "(JSON barrier_ci95) and each method's rank interval, each order's resampled as\n"
+           "its row is done, 1000 products per loss: up to 2^25 per-sample losses (orders x\n"
+           "points x units; about 10 CPU s), beyond that none unless\n"
+           "      --all-error-bars  up to 2^29 (dense8's 40320 orders x 25 points x 360\n"
+           "                     samples: about 2 CPU-minutes more)\n"
            "\nA network (a GPT-2, ViT or Hugging Face decoder whose feed-forward block(s) are\n"
            "MoE, E holding input_ids, or pixel_values and labels): the orders of one MoE\n"
            "block (--layer: its index; default the first) are ranked on the network's\n"
@@ -589,6 +591,7 @@ int cmd_landscape(int argc, char **argv) {
         {"csv", required_argument, 0, 'c'},   {"png", required_argument, 0, 'p'},
         {"curves-png", required_argument, 0, 'P'}, {"scatter-png", required_argument, 0, 'X'},
         {"log-rank", no_argument, 0, 'R'},    {"layer", required_argument, 0, 'l'},
+        {"all-error-bars", no_argument, 0, 'B'},
         {"no-center", no_argument, 0, 'C'},   {"all-orders", no_argument, 0, 'G'},
         {"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
         {"method", required_argument, 0, 'm'}, CLI_LANDSCAPE_OPTIONS,                CLI_NETWORK_OPTIONS,
@@ -616,6 +619,7 @@ int cmd_landscape(int argc, char **argv) {
         case 'P': cpng = optarg; break;
         case 'X': spng = optarg; break;
         case 'R': log_rank = 1; break;
+        case 'B': lo.all_error_bars = 1; break;
         case 'l': layer = optarg; break;
         case 'C': lo.center = 0; break;
         case 'm':

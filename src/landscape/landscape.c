@@ -423,8 +423,7 @@ static void units_plan(lsx *x) {
                       : x->pl.nsc > 1 ? "the samples swept in chunks (the memory budget), every order's "
                                         "per-sample losses would take more than " LS_BOOT_MAX_MB_S " MB"
                       : (long)pb->T * pb->N > LS_SEQ_MAX_VALUES ? "more per-sample losses per curve than kept"
-                      : nu > (double)LS_BOOT_MAX_VALUES ? "more than " LS_BOOT_MAX_VALUES_S " per-sample losses "
-                                                           "(orders x points x samples) to resample"
+                      : nu > ls_boot_max_values(pb->o) ? ls_boot_too_many(pb->o)
                                                          : NULL;
     if (!pb->o->keep_units) return;
     int table = ls_boot_as_table(nu) || (ls_boot_table < 0 && !pb->o->stream_units);

@@ -399,10 +399,21 @@ const double **ls_boot_acc_rows(ls_boot_acc *a, int slot);
 void ls_boot_acc_feed(ls_boot_acc *a, int slot, long id, const double *const *rows);
 void ls_boot_acc_finish(const ls_boot_acc *a, landscape *L, const char *unit);
 void ls_boot_acc_free(ls_boot_acc *a);
-/* streamed error bars (landscape.c): at most this many per-unit losses resampled
- * (orders x points x units, each under every resample: about 5 10^11 products) */
+/* the orders' error bars: at most this many per-unit losses resampled (orders x
+ * points x units, each under every resample: 1000 products), by default 2^25
+ * (about 10 CPU s), with ls_opts.all_error_bars 2^29 (minutes) */
 #define LS_BOOT_MAX_VALUES (1L << 29)
-#define LS_BOOT_MAX_VALUES_S "536870912"
+#define LS_BOOT_AUTO_VALUES (1L << 25)
+#define LS_BOOT_AUTO_VALUES_S "33554432"
+static inline double ls_boot_max_values(const ls_opts *o) {
+    return o->all_error_bars ? (double)LS_BOOT_MAX_VALUES : (double)LS_BOOT_AUTO_VALUES;
+}
+/* why the orders have no error bars when there are more than that */
+static inline const char *ls_boot_too_many(const ls_opts *o) {
+    return o->all_error_bars ? "more than 536870912 per-unit losses (orders x points x units) to resample"
+                             : "more than " LS_BOOT_AUTO_VALUES_S " per-unit losses (orders x points x units) to "
+                               "resample in seconds (--all-error-bars: every order's, 1000 products each)";
+}
 /* landscape_boot.c: c (its T set) again the plain way (curve.c) for its per-sample
  * losses and barrier interval: B aligned by order (NULL: identity) and weight
  * matching wm, the hidden units matched as method hidden matches them, on a layer's E */

@@ -353,7 +353,7 @@ static void ox_seq_alloc(ox *x) {
     double nu = (double)x->norders * T * S;
     int split = x->o->part && x->o->part->size > 1;
     int table = ls_boot_as_table(nu);
-    if (!split && !table && nu <= (double)LS_BOOT_MAX_VALUES &&
+    if (!split && !table && nu <= ls_boot_max_values(x->o) &&
         (double)x->norders * S * sizeof(double) <= LS_BOOT_MAX_MB * 1048576.0) { // streamed (ox_feed)
         x->S = S;
         x->umid = ms_malloc((size_t)x->norders * S * sizeof(double));
@@ -363,8 +363,7 @@ static void ox_seq_alloc(ox *x) {
     if (nu * sizeof(double) > LS_BOOT_MAX_MB * 1048576.0) {
         x->L->boot_why = split ? "split over processes, every order's per-unit losses would take more than "
                                  LS_BOOT_MAX_MB_S " MB"
-                         : nu > (double)LS_BOOT_MAX_VALUES ? "more than " LS_BOOT_MAX_VALUES_S " per-unit losses "
-                                                              "(orders x points x units) to resample"
+                         : nu > ls_boot_max_values(x->o) ? ls_boot_too_many(x->o)
                                                             : "the orders' per-unit losses at the middle point would "
                                                               "take more than " LS_BOOT_MAX_MB_S " MB";
         return;

@@ -247,6 +247,35 @@ def test_layer_study():
     check("95% bootstrap intervals over the evaluation set's" in r.stdout, "the per-pair intervals are printed")
 
 
+def test_work_bound():
+    """past 2^25 per-sample losses (9! orders x 6 points x 16 samples) the orders get no
+    intervals by default (seconds, not minutes), the named curves keep theirs, and the
+    text says why and names --all-error-bars; at 3 points (half of it) every order has one"""
+    t, ev = os.path.join(TMP, "teacher9.safetensors"), os.path.join(TMP, "eval9.safetensors")
+    rel = testutil.MOESCOPE_REL
+    r = run("train", "--make-teacher", "-o", t, "--embed-dim", "4", "--classes", "4", "--n", "9", "--h", "4",
+            "--samples", "80", "--seed", "3", "--quiet", binary=rel)
+    ab = []
+    for s in (1, 2):
+        p = os.path.join(TMP, "student9_%d.safetensors" % s)
+        r2 = run("train", "--head", t, "-o", p, "--seed", s, "--n", "9", "--h", "4", "--epochs", "20", "--quiet",
+                 "--eval-out", ev, binary=rel)
+        ab.append(p)
+        r = r if r.returncode else r2
+    check(r.returncode == 0, "n = 9 pair trained: %s" % r.stderr.strip()[-300:])
+    if r.returncode:
+        return
+    for T, over in ((6, True), (3, False)):
+        r = run("landscape", ab[0], ab[1], "--eval", ev, "--points", T, "--exhaustive", "-q", binary=rel)
+        check(r.returncode == 0, "%d points: runs: %s" % (T, r.stderr.strip()[-300:]))
+        no = "no rank intervals: more than 33554432 per-unit losses" in r.stdout
+        check(no == over and ("--all-error-bars" in r.stdout) == over,
+              "%d points: %s" % (T, "the text says why, naming --all-error-bars" if over else "rank intervals"))
+        check((" of 362880 orders" in r.stdout) != over,
+              "%d points: the methods' rank intervals among 362880 orders %s" % (T, "absent" if over else "given"))
+        check("naive       barrier" in r.stdout, "%d points: the named curves keep their intervals" % T)
+
+
 sys.exit(testutil.run_tests("test_bootstrap", [test_network, test_identical_units, test_layer_curve,
-                                               test_layer_landscape, test_layer_study],
+                                               test_layer_landscape, test_layer_study, test_work_bound],
                             TMP))
