@@ -73,42 +73,57 @@ static int64_t trans_at(const binding *b, int64_t i) {
     return b->trans ? (i % b->shape[1]) * b->shape[0] + i / b->shape[1] : i;
 }
 
-/* The model float that element i (row-major in the binding's logical shape) is. */
-static float *elem(const binding *b, const moe_model *m, int64_t i) {
+/* Where element i (row-major in the binding's logical shape) is in the model: *off
+ * floats into the array returned, NULL where the model holds no floats there (a
+ * mapped or shell layer's weights): only offsets computed, no address formed. */
+static float *elem_base(const binding *b, const moe_model *m, int64_t i, int64_t *off) {
     const int64_t h = m->cfg.h, d = m->cfg.d;
     switch (b->kind) {
-    case K_GATE_W: return m->gate_w + i;
-    case K_GATE_B: return m->gate_b + i;
-    case K_EXP: return part_ptr(&m->experts[b->e], b->part) + trans_at(b, i);
-    case K_SHARED: return part_ptr(&m->shared[b->e], b->part) + trans_at(b, i);
+    case K_GATE_W: *off = i; return m->gate_w;
+    case K_GATE_B: *off = i; return m->gate_b;
+    case K_EXP: *off = trans_at(b, i); return part_ptr(&m->experts[b->e], b->part);
+    case K_SHARED: *off = trans_at(b, i); return part_ptr(&m->shared[b->e], b->part);
     case K_STACK: {
         int64_t per = b->numel / b->shape[0];
-        return part_ptr(&m->experts[i / per], b->part) + i % per;
+        *off = i % per;
+        return part_ptr(&m->experts[i / per], b->part);
     }
     case K_STACK_T: { // [n,h,d] -> fc2 [d,h]
         int64_t e = i / (h * d), j = (i / d) % h, k = i % d;
-        return m->experts[e].fc2_w + k * h + j;
+        *off = k * h + j;
+        return m->experts[e].fc2_w;
     }
     case K_HALVES: {
         int64_t e = i / (2 * h * d), r = (i / d) % (2 * h), c = i % d;
-        return r < h ? m->experts[e].fc1_w + r * d + c : m->experts[e].fc3_w + (r - h) * d + c;
+        *off = (r < h ? r : r - h) * d + c;
+        return r < h ? m->experts[e].fc1_w : m->experts[e].fc3_w;
     }
     case K_IL_T: { // [n,d,2h]
         int64_t e = i / (2 * h * d), r = (i / (2 * h)) % d, c = i % (2 * h);
-        return (c & 1 ? m->experts[e].fc3_w : m->experts[e].fc1_w) + (c / 2) * d + r;
+        *off = (c / 2) * d + r;
+        return c & 1 ? m->experts[e].fc3_w : m->experts[e].fc1_w;
     }
     case K_IL_ROWS: {
         int64_t e = i / (2 * h * d), r = (i / d) % (2 * h), c = i % d;
-        return (r & 1 ? m->experts[e].fc3_w : m->experts[e].fc1_w) + (r / 2) * d + c;
+        *off = (r / 2) * d + c;
+        return r & 1 ? m->experts[e].fc3_w : m->experts[e].fc1_w;
     }
     case K_IL_BIAS: {
         int64_t e = i / (2 * h), c = i % (2 * h);
-        return (c & 1 ? m->experts[e].fc3_b : m->experts[e].fc1_b) + c / 2;
+        *off = c / 2;
+        return c & 1 ? m->experts[e].fc3_b : m->experts[e].fc1_b;
     }
-    case K_CORR: return m->corr_b + i;
-    case K_SH_GATE: return m->shared_gate_w + i;
-    default: return m->out_b + i;
+    case K_CORR: *off = i; return m->corr_b;
+    case K_SH_GATE: *off = i; return m->shared_gate_w;
+    default: *off = i; return m->out_b;
     }
+}
+
+/* The model float that element i is (the model holds it: elem_base not NULL). */
+static float *elem(const binding *b, const moe_model *m, int64_t i) {
+    int64_t off;
+    float *base = elem_base(b, m, i, &off);
+    return base + off;
 }
 
 static const char *base_name(const char *p);
@@ -904,13 +919,16 @@ int family_tensor_at(const moe_model *m, const float *p, char *out, size_t cap, 
         char tn[720];
         snprintf(tn, sizeof tn, "%s%s", b->name, b->mx ? "_blocks" : "");
         int t = ckpt_find(&c, tn);
-        for (int64_t k = 0; t >= 0 && k < b->numel && rc; k++)
-            if (elem(b, m, k) == p) {
+        // a mapped weight (base NULL) holds none of m's floats: no address formed for it
+        for (int64_t k = 0, off; t >= 0 && k < b->numel && rc; k++) {
+            const float *base = elem_base(b, m, k, &off);
+            if (base && base + off == p) {
                 snprintf(out, cap, "%s: tensor '%s'%s", c.shard_paths[c.shard_of[t]], tn,
                          b->mx ? " (MXFP4, decoded with its _scales)" : "");
                 *where = (long long)k;
                 rc = 0;
             }
+        }
     }
     free(l.b);
     ckpt_close(&c);

@@ -101,14 +101,17 @@ for fam, src, ev in nets:
             print("%s: 1e30 in %s: exit %d, %s" % (fam, name, r.returncode, err[:300]))
 PY
 )
-# the same under the sanitizers: a q_proj, an expert, embed_tokens
+# the same under the sanitizers: a q_proj, an expert, embed_tokens, and floats of a
+# mapped block found past its mapped weights' tensors (the shared expert's gate, a bias)
 "$PYTHON" - "$D" <<'PY'
 import json, os, shutil, struct, sys
 D = sys.argv[1]
-for fam, name in (("mixtral", "model.layers.0.self_attn.q_proj.weight"),
-                  ("qwen2_moe", "model.layers.0.mlp.experts.1.up_proj.weight"),
-                  ("deepseek_v3", "model.embed_tokens.weight")):
-    src, x = "%s/ov_%s" % (D, fam), "%s/ovs_%s" % (D, fam)
+for fam, name, tag in (("mixtral", "model.layers.0.self_attn.q_proj.weight", ""),
+                       ("qwen2_moe", "model.layers.0.mlp.experts.1.up_proj.weight", ""),
+                       ("deepseek_v3", "model.embed_tokens.weight", ""),
+                       ("qwen2_moe", "model.layers.0.mlp.shared_expert_gate.weight", "_g"),
+                       ("gpt_oss", "model.layers.0.mlp.experts.down_proj_bias", "")):
+    src, x = "%s/ov_%s" % (D, fam), "%s/ovs_%s%s" % (D, fam, tag)
     raw = open(src + "/model.safetensors", "rb").read()
     n = struct.unpack("<Q", raw[:8])[0]
     b, e = json.loads(raw[8:8 + n])[name]["data_offsets"]
@@ -118,13 +121,15 @@ for fam, name in (("mixtral", "model.layers.0.self_attn.q_proj.weight"),
     shutil.copy(src + "/config.json", x)
     open(x + "/model.safetensors", "wb").write(buf)
 PY
-for c in mixtral:model.layers.0.self_attn.q_proj.weight:"attention's queries, keys and values in block 0" \
-         qwen2_moe:model.layers.0.mlp.experts.1.up_proj.weight:"MoE layer's arithmetic in block 0" \
-         deepseek_v3:model.embed_tokens.weight:embeddings; do
-    IFS=: read -r f t what <<<"$c"
+for c in mixtral::model.layers.0.self_attn.q_proj.weight:"attention's queries, keys and values in block 0" \
+         qwen2_moe::model.layers.0.mlp.experts.1.up_proj.weight:"MoE layer's arithmetic in block 0" \
+         deepseek_v3::model.embed_tokens.weight:embeddings \
+         qwen2_moe:_g:model.layers.0.mlp.shared_expert_gate.weight:"MoE layer's arithmetic in block 0" \
+         gpt_oss::model.layers.0.mlp.experts.down_proj_bias:"MoE layer's arithmetic in block 0"; do
+    IFS=: read -r f g t what <<<"$c"
     expect_rc "1e30 in $f's $t refused" 1 \
-        "ovs_$f/model\.safetensors: tensor '$t' holds values up to 1e\+30: the network's $what would reach" \
-        "$MOESCOPE" eval "$D/ovs_$f" --eval "$D/ov_$f/eval.safetensors"
+        "ovs_$f$g/model\.safetensors: tensor '$t' holds values up to 1e\+30: the network's $what would reach" \
+        "$MOESCOPE" eval "$D/ovs_$f$g" --eval "$D/ov_$f/eval.safetensors"
 done
 
 # ------------------------------------------------- (6) MOESCOPE_MAX_MEMORY
