@@ -5,8 +5,10 @@ gathers every order's per-sample losses) on every sample set (P = 1,
 2, 3 on dense4 under the sanitizers, 2 and 3 on dense8, the uneven 3 on the others,
 these on the release builds; the 8-expert and teacher sets on their first 100
 evaluation samples) and on two real-family routers (group-limited, gated shared experts), with
-the points and the samples in chunks (a small memory budget), on a sampled n = 9 landscape, and an exhaustive n = 9 one
-(--exhaustive; its text report, as the JSON would list 3.6 M orders); the study
+the points and the samples in chunks (a small memory budget), on an n = 9 landscape (its
+JSON) and an exhaustive n = 9 one (--exhaustive; its text report, as the JSON would list
+363 k orders), on sampled n = 10 landscapes (2000 of the 10! orders, the JSON and the CSV,
+the rank percentiles' intervals included: a layer's and a network's); the study
 likewise; a rank killed mid-run (SIGKILL, the test hook MOESCOPE_MPI_TEST_KILL)
 ends the job with an error naming the rank and no report; an error on the ranks
 names them and stops the job; rank 0's progress lines count every rank's rows.
@@ -99,32 +101,48 @@ def first_diff(a, b, path=""):
     return None if a == b else "%s: %r vs %r" % (path, a, b)
 
 
-def same_as_plain(tag, plain_json, tmp, Ps, args, env=None, leaks=False, rel=False):
+def csv_rows(path):
+    """A CSV's rows without its provenance comments."""
+    with open(path) as f:
+        return [x for x in f.read().splitlines() if not x.startswith("#")]
+
+
+def same_as_plain(tag, plain_json, tmp, Ps, args, env=None, leaks=False, rel=False, plain_csv=None):
     ref, prov = report(plain_json)
     check(prov.get("ranks") == 1, "%s: the plain binary's provenance has ranks 1" % tag)
     for P in Ps:
         out = os.path.join(tmp, "mpi%d.json" % P)
-        r = mpirun(P, *(args + ["--json", out]), env=env, leaks=leaks, binary=MPI_REL if rel else None)
+        csv = os.path.join(tmp, "mpi%d.csv" % P)
+        more = ["--csv", csv] if plain_csv else []
+        r = mpirun(P, *(args + ["--json", out] + more), env=env, leaks=leaks, binary=MPI_REL if rel else None)
         ok = r.returncode == 0 and os.path.exists(out)
         check(ok, "%s P=%d: exit %d: %s" % (tag, P, r.returncode, r.stderr[-600:]))
         if not ok:
             continue
         got, gprov = report(out)
         # the error bars too: rank 0 gathers every order's per-sample losses
-        d = first_diff(ref, got)
+        d = first_diff(untimed(ref), untimed(got))
         check(d is None, "%s P=%d: JSON differs from the plain run at %s" % (tag, P, d))
         check(gprov.get("ranks") == P, "%s P=%d: provenance ranks %r" % (tag, P, gprov.get("ranks")))
         os.unlink(out)
+        if plain_csv:
+            rows = csv_rows(plain_csv)
+            check(csv_rows(csv) == rows and len(rows) > 1, "%s P=%d: CSV rows differ from the plain run's" % (tag, P))
+            os.unlink(csv)
 
 
-def landscape_case(tag, tmp, a, b, e, extra, Ps, env=None, leaks=False, rel=False):
-    """rel: both runs on the release builds (a case about the numbers alone)"""
+def landscape_case(tag, tmp, a, b, e, extra, Ps, env=None, leaks=False, rel=False, csv=False):
+    """rel: both runs on the release builds (a case about the numbers alone); csv: the
+    CSV's rows compared too. The plain run's JSON (its path)."""
     plain = os.path.join(tmp, "plain.json")
+    pcsv = os.path.join(tmp, "plain.csv") if csv else None
     args = ["landscape", a, b, "--eval", e, "-q"] + extra
-    r = run(*(args + ["--json", plain]), env=env, binary=PLAIN_REL if rel else None)
+    r = run(*(args + ["--json", plain] + (["--csv", pcsv] if csv else [])), env=env,
+            binary=PLAIN_REL if rel else None)
     check(r.returncode == 0, "%s: plain run: %s" % (tag, r.stderr[-400:]))
     if r.returncode == 0:
-        same_as_plain(tag, plain, tmp, Ps, args + ["--threads", "1"], env=env, leaks=leaks, rel=rel)
+        same_as_plain(tag, plain, tmp, Ps, args + ["--threads", "1"], env=env, leaks=leaks, rel=rel, plain_csv=pcsv)
+    return plain
 
 
 def head_eval(src, dst, N):
@@ -210,17 +228,18 @@ def test_chunked(tmp):
                        env={"MOESCOPE_LS_MEM_MB": mb}, leaks=True)
 
 
-def train_n9(tmp):
-    """A teacher with 9 experts (d = h = 4) and two students: N = 16 test samples."""
-    t = os.path.join(tmp, "teacher10.safetensors")
-    ev = os.path.join(tmp, "eval10.safetensors")
-    r = run("train", "--make-teacher", "-o", t, "--embed-dim", "4", "--classes", "4", "--n", "9",
-            "--h", "4", "--samples", "80", "--seed", "3", "--quiet")
-    check(r.returncode == 0, "train the n = 9 teacher: %s" % r.stderr[-300:])
+def train_pair(tmp, n=9, samples=80):
+    """A teacher with n experts (d = h = 4) and two students: samples / 5 test samples
+    (N = 16 by default)."""
+    t = os.path.join(tmp, "teacher%d.safetensors" % n)
+    ev = os.path.join(tmp, "eval%d.safetensors" % n)
+    r = run("train", "--make-teacher", "-o", t, "--embed-dim", "4", "--classes", "4", "--n", n,
+            "--h", "4", "--samples", samples, "--seed", "3", "--quiet")
+    check(r.returncode == 0, "train the n = %d teacher: %s" % (n, r.stderr[-300:]))
     out = []
     for s in (1, 2):
-        p = os.path.join(tmp, "student10_%d.safetensors" % s)
-        r = run("train", "--head", t, "-o", p, "--seed", s, "--n", "9", "--h", "4", "--epochs",
+        p = os.path.join(tmp, "student%d_%d.safetensors" % (n, s))
+        r = run("train", "--head", t, "-o", p, "--seed", s, "--n", n, "--h", "4", "--epochs",
                 "20", "--quiet", "--eval-out", ev)
         check(r.returncode == 0, "train student %d: %s" % (s, r.stderr[-300:]))
         out.append(p)
@@ -232,7 +251,7 @@ def text_without_timing(s):
 
 
 def test_n9(tmp):
-    a, b, e = train_n9(tmp)
+    a, b, e = train_pair(tmp)
     if not os.path.exists(e):
         return
     # every one of the 9! orders (n = 9 is exhaustive), on the release builds: the whole
@@ -250,6 +269,42 @@ def test_n9(tmp):
           "exhaustive n = 9: P=2's report differs from the plain one:\n%s\n---\n%s"
           % (r.stdout, plain.stdout))
     check("/362880" in plain.stdout, "exhaustive n = 9: ranks among 362880 orders")
+
+
+def sampled_checks(tag, plain, nsampled):
+    """The plain report of a sampled landscape: not exhaustive, every order's and each
+    method's error bars, the rank percentile's interval (what the split must equal)."""
+    d, _ = report(plain)
+    check(d.get("exhaustive") is False and d.get("nsampled") == nsampled and d.get("norders") == nsampled,
+          "%s: a sample of %d orders: %r" % (tag, nsampled, {k: d.get(k) for k in ("exhaustive", "nsampled", "norders")}))
+    ms = list(d.get("methods", {}).values())
+    check(ms and all(len(m.get("rank_percentile_ci95") or []) == 2 and len(m.get("rank_ci95") or []) == 2
+                     for m in ms), "%s: each method's rank percentile and rank intervals" % tag)
+    check(all(len(o.get("barrier_ci95") or []) == 2 for o in d.get("orders", [])),
+          "%s: every sampled order's error bars" % tag)
+
+
+def test_sampled(tmp):
+    """n = 10: 2000 of the 10! orders sampled (seed 1), ranked with a confidence interval
+    on the rank percentile. The whole JSON and the CSV as the plain run's at 2 and 3
+    ranks, on the release builds: 2000 orders x 7 points x 80 samples are more
+    per-sample losses than the plain landscape keeps as a table (it resamples each
+    order's as its row is done), while rank 0 gathers them all; the error bars are
+    the same. A network whose MoE blocks have 10 experts (40 orders sampled) likewise,
+    under the sanitizers."""
+    a, b, e = train_pair(tmp, n=10, samples=400)
+    if os.path.exists(e):
+        plain = landscape_case("sampled n = 10", tmp, a, b, e, ["--points", "7"], (2, 3), rel=True, csv=True)
+        sampled_checks("sampled n = 10", plain, 2000)
+    import gen_gpt2
+    cfg = gen_gpt2.config(layers=2, moe_layers=[0, 1], n=10, k=2, h=4)
+    pool = os.path.join(tmp, "net10")
+    gen_gpt2.write_pool(pool, cfg, gen_gpt2.backbone(cfg, 1),
+                        {"seed%d" % s: gen_gpt2.moe_blocks(cfg, s) for s in (1, 2)}, gen_gpt2.eval_ids(cfg, 3, 6, 12))
+    a, b, e = (os.path.join(pool, x) for x in ("seed1", "seed2", "eval.safetensors"))
+    plain = landscape_case("network, sampled n = 10", tmp, a, b, e, ["--points", "3", "--samples", "40"], (3,),
+                           csv=True)
+    sampled_checks("network, sampled n = 10", plain, 40)
 
 
 def test_killed_rank(tmp):
@@ -427,7 +482,7 @@ def main():
         return testutil.summary("test_mpi")
     tmp = tempfile.mkdtemp(prefix="moescope_mpi_")
     try:
-        for t in (test_sample_sets, test_families, test_progress, test_chunked, test_n9,
+        for t in (test_sample_sets, test_families, test_progress, test_chunked, test_n9, test_sampled,
                   test_killed_rank, test_errors, test_study, test_network, test_network_ranks):
             t(tmp)
     finally:
