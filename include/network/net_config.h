@@ -37,6 +37,11 @@
  *   rope_interleave (V3; V2 always pairs adjacent dims); first_k_dense_replace.
  *   gpt_oss: layer_types ("sliding_attention" | "full_attention" per block; default
  *   alternating, sliding first), sliding_window (128), attention_bias (true).
+ *   jetmoe: hidden_size, num_hidden_layers, num_key_value_heads nkv (16), kv_channels
+ *   (the head width, 128), num_local_experts (8) and num_experts_per_tok k (2) of the
+ *   attention experts too, num_attention_heads (nkv k when absent; another value
+ *   refused), activation_function ("silu"), rms_norm_eps (1e-6: the final norm's; the
+ *   blocks' two norms use RMSNorm's own 1e-6), tie_word_embeddings (true), rope_theta.
  *   The MoE blocks' router keys (num_experts_per_tok, norm_topk_prob, ...) are
  *   read by the family (family_io.c).
  *
@@ -67,6 +72,7 @@ typedef enum {
     NET_DEEPSEEK_V3,
     NET_GPT_OSS,
     NET_PHIMOE,
+    NET_JETMOE,
     NET_ARCH_COUNT
 } net_arch;
 
@@ -75,9 +81,11 @@ typedef enum { NET_NORM_LAYER, NET_NORM_RMS } net_norm;             /* LayerNorm
 typedef enum { NET_EMBED_LEARNED, NET_EMBED_PATCHES, NET_EMBED_TOKENS } net_embed_kind;
 /* learned positions added to wte (GPT-2); a ViT's patches and CLS; token embeddings
  * alone (decoders: the positions enter as rotary embeddings) */
-typedef enum { NET_ATTN_MHA, NET_ATTN_ROPE, NET_ATTN_MLA } net_attn_kind;
+typedef enum { NET_ATTN_MHA, NET_ATTN_ROPE, NET_ATTN_MLA, NET_ATTN_MOA } net_attn_kind;
 /* MHA: q|k|v of d each, learned positions; ROPE: grouped-query q|k|v with rotary
- * embeddings and the row's q/k norms; MLA: DeepSeek's multi-head latent attention */
+ * embeddings and the row's q/k norms; MLA: DeepSeek's multi-head latent attention;
+ * MOA: JetMoE's mixture of attention experts (each token's queries and output
+ * projection are its top-k experts', k, v one kv_proj shared by all) */
 typedef enum { NET_MLP_ACT, NET_MLP_GLU } net_mlp_kind;   /* c_proj(act(c_fc x)); down(silu(gate x) up x) */
 typedef enum { NET_TARGET_NEXT, NET_TARGET_CLASS } net_target; /* next token; the CLS token's class */
 typedef enum { NET_QKN_NONE, NET_QKN_HEAD, NET_QKN_WHOLE } net_qk_norm; /* per head; the whole projection */
@@ -121,6 +129,8 @@ typedef struct {
     int vocab;           /* the head's outputs: GPT-2's vocab_size V, a ViT's classes */
     int ff;              /* the dense MLPs' width: n_inner / intermediate_size, default 4d */
     double eps;          /* layer_norm_epsilon / layer_norm_eps / rms_norm_eps */
+    double block_eps;    /* the blocks' norms' eps: eps, JetMoE's 1e-6 (its blocks' RMSNorms
+                            take no eps from config.json) */
     moe_act act;         /* the dense MLPs' activation */
     int tied;            /* tie_word_embeddings */
     int image, patch, chans; /* ViT: image_size, patch_size, num_channels */
@@ -128,6 +138,8 @@ typedef struct {
     int qkv_bias;        /* ViT: query/key/value have biases; decoders: q, k, v do */
     /* decoders (NET_ATTN_ROPE): */
     int nkv, hd;         /* key/value heads (nhead % nkv == 0), the head width (of q and k) */
+    int kv_tiled;        /* query head j reads kv head j % nkv (JetMoE's repeat), not j / (nh / nkv) */
+    int moa_n, moa_k;    /* JetMoE: attention experts and each token's top-k of them (nh = nkv moa_k) */
     int vd;              /* the width of a head's v (DeepSeek's v_head_dim; hd otherwise) */
     int q_lora, kv_lora, nope; /* DeepSeek's q_lora_rank (0: q_proj), kv_lora_rank, qk_nope_head_dim */
     int interleave;      /* rotary pairs 2i, 2i + 1 (DeepSeek) instead of i, i + rot/2 */

@@ -11,7 +11,8 @@
  * A decoder (net_model.h) embeds h = embed_tokens[ids] (x Granite's
  * embedding_multiplier); its blocks' norms are RMSNorms, its attention the
  * grouped-query one with rotary embeddings (q/k norms, biases, a window as its
- * config says), its dense MLP down(silu(gate x) up x), both branches x Granite's
+ * config says; JetMoE's queries and output projection each token's top-k attention
+ * experts', its kv heads tiled), its dense MLP down(silu(gate x) up x), both branches x Granite's
  * residual_multiplier; logits = norm(h) lm_head^T (/ Granite's logits_scaling),
  * the loss GPT-2's.
  *   GPT-2: logits = ln_f(h) lm_head^T (+ lm_head.bias)            (M, V)
@@ -45,6 +46,7 @@ typedef struct {
     float *y;   // (cap, ff) the dense MLP's hidden units; (cap, 2ff) a gated MLP's
     float *cs;  // (T, rot) a decoder's rotary table (tf_rope_table); NULL otherwise
     float *mla; // (cap, mla width) DeepSeek's latent attention's intermediates; NULL otherwise
+    float *moa; // (cap, moa width) JetMoE's attention experts: each row's routing, gathered rows; NULL otherwise
     float *pt;  // (P, K) a ViT's image as patches; NULL for GPT-2
     int head_rows; /* net_head_rows(V) */
     float *lg;  // (head_rows, V)

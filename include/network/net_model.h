@@ -43,6 +43,11 @@
  *   an MoE block: the family's layer at model.layers.L.<block_sparse_moe | mlp>
  *   GPT-OSS's self_attn.sinks [nh]
  *   model.norm.weight [d]; lm_head.weight [V,d] unless tied
+ *   JetMoE's attention instead (hq = nkv hd, na its num_local_experts):
+ *     self_attention.kv_proj.weight [2 hq, d] (k | v rows),
+ *     self_attention.experts.router.layer.weight [na, d], experts.input_linear.weight
+ *     [na, hq, d] (each expert's queries), experts.output_linear.weight [na, d, hq],
+ *     experts.bias [d]
  *   DeepSeek's attention instead: self_attn.q_proj [nh hd, d] or q_a_proj [q_lora, d],
  *     q_a_layernorm [q_lora], q_b_proj [nh hd, q_lora]; kv_a_proj_with_mqa
  *     [kv_lora + rope, d], kv_a_layernorm [kv_lora], kv_b_proj [nh (nope + vd), kv_lora],
@@ -87,14 +92,19 @@ typedef struct {
     float *kva_w, *kva_n; // kv_a_proj_with_mqa (kv_lora + rope, d), kv_a_layernorm (kv_lora)
     float *kvb_w;         // kv_b_proj (nh (nope + vd), kv_lora)
     float *sinks;         // (nh) GPT-OSS's sink logits; NULL otherwise
+    float *mr_w, *mq_w;   // JetMoE: the attention experts' router (na, d) and queries (na hq, d);
+                          // its kv_proj is attn_w (2 hq, d), output_linear proj_w (na d, hq),
+                          // experts.bias proj_b
     float *fc_w;          // (d, ff) GPT-2, (ff, d) ViT, (2ff, d) a decoder's gate|up: a dense
                           // block's MLP; NULL for an MoE block
     float *fc_b;          // (ff)
     float *fcp_w;         // (ff, d) GPT-2, (d, ff) ViT
     float *fcp_b;         // (d)
     /* a decoder's matrices as its forward reads them (mapped or in floats):
-       q|k|v (DeepSeek: q_proj or q_b_proj), o, gate|up, down, q_a, kv_a, kv_b */
-    net_mat wqkv, wo, wfc, wfcp, wqa, wkva, wkvb;
+       q|k|v (DeepSeek: q_proj or q_b_proj; JetMoE: k|v), o (JetMoE: the experts' output
+       projections one under another), gate|up, down, q_a, kv_a, kv_b, JetMoE's router and
+       experts' queries */
+    net_mat wqkv, wo, wfc, wfcp, wqa, wkva, wkvb, wmr, wmq;
 } net_block;
 
 typedef struct {

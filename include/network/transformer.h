@@ -30,7 +30,8 @@ void tf_dense_forward(const float *X, int M, int in, int out, const float *W, tf
 /* X (len) <- act(X) elementwise (moe_act_scalar: gelu, gelu_new, relu). */
 void tf_act_forward(float *X, size_t len, moe_act act);
 /* The shape of a grouped-query attention: nh query heads, nkv key/value heads
- * (kv head g serves query heads g rep .. g rep + rep - 1, rep = nh / nkv), hd the
+ * (kv head g serves query heads g rep .. g rep + rep - 1, rep = nh / nkv; tiled:
+ * query head j reads kv head j % nkv, JetMoE's repeat), hd the
  * head width of q and k, vd of v (DeepSeek's v_head_dim; 0: hd); scores scaled by
  * scale; causal: token i sees tokens <= i, and with a window > 0 only those j with
  * i - window < j. A row of QKV holds q (nh hd) | k (nkv hd) | v (nkv vd). */
@@ -40,7 +41,11 @@ typedef struct {
     int causal, window;
     int vd;
     const float *sinks; /* (nh) a sink logit per head joining each row's softmax (GPT-OSS); NULL: none */
+    int tiled;
 } tf_attn_shape;
+
+/* the kv head query head j of a reads */
+int tf_kv_head(const tf_attn_shape *a, int j);
 
 /* O (T, nh vd) = every head's softmax(q k^T scale) v, of one sequence's QKV (T,
  * (nh + nkv) hd + nkv vd). S is a (T, T) workspace. */

@@ -140,6 +140,10 @@ static void info_decoder(const net_config *c) {
            c->qkv_bias ? ", q/k/v biases" : "", c->window ? ", sliding window" : "", c->ff,
            c->tied ? "tied to embed_tokens" : "lm_head.weight",
            c->res_mult != 1.0 || c->emb_mult != 1.0 || c->logit_div != 1.0 ? " (Granite's multipliers)" : "");
+    if (A->attn == NET_ATTN_MOA)
+        printf("            attention a mixture of %d experts (each token's top %d: its queries, %d heads\n"
+               "            each, and output projection), kv heads tiled; the blocks' RMSNorms eps %g\n",
+               c->moa_n, c->moa_k, c->nkv, c->block_eps);
 }
 
 /* A Hugging Face decoder's network from its config.json alone (its weights are

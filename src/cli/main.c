@@ -68,7 +68,7 @@ static void usage(FILE *fp) {
             "evaluation set of input_ids, or of pixel_values and labels) is measured on its\n"
             "own loss (next-token or class cross-entropy) by every command and the TUI; so is\n"
             "a Hugging Face MoE decoder (mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe,\n"
-            "deepseek_v2, deepseek_v3, gpt_oss, phimoe) given with input_ids.\n"
+            "deepseek_v2, deepseek_v3, gpt_oss, phimoe, jetmoe) given with input_ids.\n"
             "Every command also takes --family NAME (%s)\n"
             "and the router overrides --top-k K, --norm-topk-prob 0|1, --routed-scaling F,\n"
             "--n-group G, --topk-group T (else config.json, else the family's defaults).\n"

@@ -56,6 +56,12 @@ static const net_arch_desc ARCHS[NET_ARCH_COUNT] = {
                     "intermediate_size", "rms_norm_eps", "hidden_act", "max_position_embeddings", "lm_head.weight",
                     NET_NORM_LAYER, NET_EMBED_TOKENS, NET_ATTN_ROPE, NET_MLP_GLU, NET_TARGET_NEXT,
                     DECODER_ROW(NET_QKN_NONE, NET_SPARSE_ALL, 0, 0)},
+    // its attention a mixture of experts too (self_attention.experts), every block MoE
+    [NET_JETMOE] = {"jetmoe", "model.embed_tokens.weight", "model.layers.%d.", "mlp", "router.layer.weight",
+                    "mlp.gate_proj.weight", FAM_JETMOE, "hidden_size", "num_hidden_layers",
+                    "num_attention_heads", "intermediate_size", "rms_norm_eps", "activation_function",
+                    "max_position_embeddings", "lm_head.weight", NET_NORM_RMS, NET_EMBED_TOKENS, NET_ATTN_MOA,
+                    NET_MLP_GLU, NET_TARGET_NEXT, DECODER_ROW(NET_QKN_NONE, NET_SPARSE_ALL, 0, 0)},
 };
 
 const net_arch_desc *net_arch_of(net_arch a) { return &ARCHS[a]; }
@@ -88,9 +94,6 @@ const char *net_arch_names(void) {
 static const struct {
     const char *model_type, *why;
 } LAYER_ONLY[] = {
-    {"jetmoe", "JetMoE's attention is itself a mixture of experts (each token's query and output projections "
-               "are its top-k of num_local_experts attention experts, self_attention.experts), which this "
-               "forward does not compute"},
     {"switch_transformers", "Switch Transformers is an encoder-decoder, not a causal language model"},
 };
 
@@ -369,6 +372,45 @@ static int decoder_read(const cfg_obj *top, const net_arch_desc *A, net_config *
     return 0;
 }
 
+/* JetMoE (configuration_jetmoe.py): its attention experts are num_local_experts
+ * too, each token's top num_experts_per_tok of them; their queries are the heads,
+ * num_key_value_heads per expert, kv_channels wide: num_attention_heads is derived */
+static int jetmoe_read(const cfg_obj *top, const net_arch_desc *A, net_config *nc, ms_err *err) {
+    static const char *const acts[] = {"silu"};
+    static const char *const keys[4] = {"hidden_size", "num_hidden_layers", "max_position_embeddings",
+                                        "vocab_size"};
+    static const long hi[4] = {1 << 16, NET_MAX_LAYERS, 1 << 24, 1 << 24};
+    long v[4], nkv, hd, n, k, nh;
+    int act;
+    if (quant_read(top, A, err) || required_ints(top, keys, hi, 4, v, err)) return -1;
+    nc->d = (int)v[0], nc->nlayer = (int)v[1], nc->npos = (int)v[2], nc->vocab = (int)v[3];
+    if (cfg_int(top, "num_key_value_heads", 1, 1 << 12, 16, &nkv, err) < 0 ||
+        cfg_int(top, "kv_channels", 1, 1 << 12, 128, &hd, err) < 0 ||
+        cfg_int(top, "num_local_experts", 1, 1 << 16, 8, &n, err) < 0 ||
+        cfg_int(top, "num_experts_per_tok", 1, n, 2, &k, err) < 0 ||
+        cfg_num(top, "rms_norm_eps", 1e-30, 1.0, 1e-6, &nc->eps, err) < 0 ||
+        cfg_choice(top, "activation_function", acts, 1, 0, &act, err) < 0 ||
+        cfg_bool(top, "tie_word_embeddings", 1, &nc->tied, err) < 0)
+        return -1;
+    if (nkv * k > 1 << 12)
+        return ms_fail(err, "%s: keys 'num_key_value_heads' x 'num_experts_per_tok' = %ld x %ld heads: too many",
+                       top->file, nkv, k);
+    if (cfg_int(top, "num_attention_heads", 1, 1 << 12, nkv * k, &nh, err) < 0) return -1;
+    if (nh != nkv * k)
+        return ms_fail(err, "%s: key 'num_attention_heads' = %ld is not num_key_value_heads x num_experts_per_tok "
+                            "= %ld x %ld (JetMoE's heads are each token's top-k attention experts' queries)",
+                       top->file, nh, nkv, k);
+    if (hd % 2)
+        return ms_fail(err, "%s: key 'kv_channels' = %ld is odd: the rotation turns pairs", top->file, hd);
+    nc->nhead = (int)nh, nc->nkv = (int)nkv, nc->hd = nc->vd = nc->rot = (int)hd;
+    nc->moa_n = (int)n, nc->moa_k = (int)k;
+    nc->kv_tiled = 1;     // key_states.repeat(1, top_k, 1, 1): slot s's head j reads kv head j
+    nc->block_eps = 1e-6; // JetMoeRMSNorm(hidden_size): the default eps, not config's
+    nc->act = ACT_SILU_GLU;
+    nc->attn_scale = 1.0 / sqrt((double)hd);
+    return net_rope_read(top, nc, err);
+}
+
 /* the MoE blocks: moescope's "moe.layers", every block, or Qwen's rule (block L
  * is sparse iff L is not in mlp_only_layers and (L + 1) % decoder_sparse_step == 0) */
 static int moe_layers_read(const cfg_obj *top, const net_arch_desc *A, net_config *nc, ms_err *err) {
@@ -401,7 +443,8 @@ static int arch_read(const cfg_obj *top, const net_arch_desc *A, net_config *nc,
     switch (A->embed) {
     case NET_EMBED_LEARNED: return gpt2_read(top, nc, err);
     case NET_EMBED_PATCHES: return vit_read(top, nc, err);
-    case NET_EMBED_TOKENS: return decoder_read(top, A, nc, err);
+    case NET_EMBED_TOKENS: // JetMoE's keys are its own (configuration_jetmoe.py)
+        return A->attn == NET_ATTN_MOA ? jetmoe_read(top, A, nc, err) : decoder_read(top, A, nc, err);
     }
     return -1;
 }
@@ -422,6 +465,7 @@ int net_config_read(const ckpt *c, net_config *nc, ms_err *err) {
     nc->arch = (net_arch)a;
     const net_arch_desc *A = net_arch_of(nc->arch);
     if (arch_read(&top, A, nc, err) < 0) return -1;
+    if (nc->block_eps == 0) nc->block_eps = nc->eps;
     if (A->attn == NET_ATTN_MHA && nc->d % nc->nhead)
         return ms_fail(err, "%s: %s = %d is not a multiple of %s = %d", c->config_path, A->k_d, nc->d,
                        A->k_heads, nc->nhead);

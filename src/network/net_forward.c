@@ -44,6 +44,12 @@ static size_t mla_width(const net_config *c) {
     return (size_t)c->q_lora + c->kv_lora + c->rot + (size_t)c->nhead * (c->nope + c->vd) + (size_t)q_width(c);
 }
 
+/* JetMoE's attention experts' per-row workspace: the router's logits (na), the
+ * row's top-k gates and experts (k each), then two rows of max(d, hq) (an expert's
+ * gathered inputs and outputs) */
+static int moa_wide(const net_config *c) { return c->d > c->nkv * c->hd ? c->d : c->nkv * c->hd; }
+static size_t moa_width(const net_config *c) { return (size_t)c->moa_n + 2 * c->moa_k + 2 * (size_t)moa_wide(c); }
+
 size_t net_ws_y_width(const net_config *c) {
     return (size_t)c->ff * (net_arch_of(c->arch)->mlp == NET_MLP_GLU ? 2 : 1);
 }
@@ -51,7 +57,7 @@ size_t net_ws_y_width(const net_config *c) {
 /* the floats of each of a workspace's buffers (net_ws), decided once: net_ws_alloc
  * allocates them, net_ws_floats counts them for the memory limit */
 typedef struct {
-    size_t x, qkv, o, y, pt, mla, cs, lg, rows; /* rows: the head's rows (rl, rh) */
+    size_t x, qkv, o, y, pt, mla, moa, cs, lg, rows; /* rows: the head's rows (rl, rh) */
 } ws_sizes;
 
 static void ws_sizes_of(const net_config *c, int cap, int T, ws_sizes *z) {
@@ -63,6 +69,7 @@ static void ws_sizes_of(const net_config *c, int cap, int T, ws_sizes *z) {
     z->y = M * net_ws_y_width(c);
     z->pt = A->embed == NET_EMBED_PATCHES ? (size_t)c->npatch * patch_values(c) : 0;
     z->mla = A->attn == NET_ATTN_MLA ? M * mla_width(c) : 0;
+    z->moa = A->attn == NET_ATTN_MOA ? M * moa_width(c) : 0;
     z->cs = A->attn != NET_ATTN_MHA && c->rot > 0 ? (size_t)T * c->rot : 0;
     z->rows = (size_t)net_head_rows(c->vocab);
     z->lg = z->rows * c->vocab;
@@ -71,7 +78,7 @@ static void ws_sizes_of(const net_config *c, int cap, int T, ws_sizes *z) {
 double net_ws_floats(const net_config *c, int cap, int T) {
     ws_sizes z;
     ws_sizes_of(c, cap, T, &z);
-    return (double)z.x + z.qkv + z.o + z.y + z.pt + z.mla + z.cs + z.lg + 2.25 * z.rows; // rl, rh
+    return (double)z.x + z.qkv + z.o + z.y + z.pt + z.mla + z.moa + z.cs + z.lg + 2.25 * z.rows; // rl, rh
 }
 
 static float *buf_or_null(size_t n) { return n ? ms_malloc(n * sizeof(float)) : NULL; }
@@ -88,6 +95,7 @@ void net_ws_alloc(net_ws *w, const net_config *c, int cap, int T) {
     w->y = buf_or_null(z.y);
     w->pt = buf_or_null(z.pt);
     w->mla = buf_or_null(z.mla);
+    w->moa = buf_or_null(z.moa);
     w->cs = buf_or_null(z.cs);
     if (w->cs) {
         const double *inv;
@@ -109,17 +117,20 @@ void net_ws_free(net_ws *w) {
     free(w->pt);
     free(w->cs);
     free(w->mla);
+    free(w->moa);
     free(w->lg);
     free(w->rl);
     free(w->rh);
 }
 
-/* Y (M, d) = the architecture's norm of X (M, d): LayerNorm (w, b) or RMSNorm (w) */
-static void norm_forward(const net_model *m, const float *X, int M, const float *w, const float *b, float *Y) {
+/* Y (M, d) = the architecture's norm of X (M, d): LayerNorm (w, b) or RMSNorm (w),
+ * with eps (a block's block_eps, the final norm's eps) */
+static void norm_forward(const net_model *m, const float *X, int M, const float *w, const float *b, double eps,
+                         float *Y) {
     int d = m->cfg.d;
     switch (arch(m)->norm) {
-    case NET_NORM_LAYER: tf_layernorm_forward(X, M, d, w, b, m->cfg.eps, Y); break;
-    case NET_NORM_RMS: tf_rmsnorm_forward(X, M, d, d, w, m->cfg.eps, Y); break;
+    case NET_NORM_LAYER: tf_layernorm_forward(X, M, d, w, b, eps, Y); break;
+    case NET_NORM_RMS: tf_rmsnorm_forward(X, M, d, d, w, eps, Y); break;
     }
 }
 
@@ -331,12 +342,110 @@ static void mla_qkv(const net_model *m, const net_block *b, const float *x, int 
     }
 }
 
+/* part 0 of W from row r0 on, rows of it, as a matrix of its own (an expert's rows
+ * of JetMoE's packed attention experts; *bs: a mix's second source, kept by the caller) */
+static net_mat mat_rows(const net_mat *W, int r0, int rows, wref *bs) {
+    net_mat E = {.n = 1};
+    E.part[0] = net_mat_slice(W, r0, bs);
+    E.rows[0] = rows;
+    return E;
+}
+
+/* a row's attention experts from its router logits lg (na): the top k (ties to
+ * the smaller index), gates the softmax over their logits (JetMoeTopKGating) */
+static void moa_route(const float *lg, int na, int k, int *sel, float *gate) {
+    moe_topk(lg, na, k, sel);
+    double se = 0.0;
+    for (int s = 0; s < k; s++) se += exp((double)lg[sel[s]] - lg[sel[0]]);
+    for (int s = 0; s < k; s++) gate[s] = (float)(exp((double)lg[sel[s]] - lg[sel[0]]) / se);
+}
+
+/* JetMoE's rows gathered per attention expert: the products of expert e see only
+ * the rows that chose it. Row r's workspace (moa, mw floats each): logits (na) |
+ * gates (k) | experts (k, as floats) | gathered inputs | the expert's outputs. */
+#define MOA_GATE(c, row) ((row) + (c)->moa_n)
+#define MOA_SEL(c, row) ((row) + (c)->moa_n + (c)->moa_k)
+#define MOA_IN(c, row) ((row) + (c)->moa_n + 2 * (c)->moa_k)
+#define MOA_OUT(c, row) (MOA_IN(c, row) + moa_wide(c))
+
+/* the (row, slot) pairs of the M rows that chose expert e, in row order, into at
+ * (r k + s each); their count */
+static int moa_chosen(const net_config *c, const float *moa, int M, int e, int *at) {
+    int n = 0;
+    size_t mw = moa_width(c);
+    for (int r = 0; r < M; r++)
+        for (int s = 0; s < c->moa_k; s++)
+            if ((int)MOA_SEL(c, moa + r * mw)[s] == e) at[n++] = r * c->moa_k + s;
+    return n;
+}
+
+/* JetMoE's q | k | v of rows (M of them, x their norm; qkv and moa from their first
+ * row): k | v = kv_proj x; each row's top-k attention experts; slot s's queries (nkv
+ * heads) = input_linear[expert s] x (JetMoeMoA.map). 1: stopped between experts. */
+static int moa_qkv(const net_model *m, const net_block *b, const float *x, int M, float *qkv, float *moa,
+                   const net_ws *w) {
+    const net_config *c = &m->cfg;
+    int d = c->d, k = c->moa_k, hq = c->nkv * c->hd, ld = qkv_width(c);
+    size_t mw = moa_width(c);
+    net_mat_gemm(&b->wqkv, M, d, x, d, 0.0f, qkv + q_width(c), ld); // k | v (M, 2 hq)
+    net_mat_gemm(&b->wmr, M, d, x, d, 0.0f, moa, (int)mw);           // the router's logits (M, na)
+    int *at = ms_malloc((size_t)(M * k + k) * sizeof(int)), *sel = at + (size_t)M * k;
+    for (int r = 0; r < M; r++) {
+        float *row = moa + r * mw;
+        moa_route(row, c->moa_n, k, sel, MOA_GATE(c, row));
+        for (int s = 0; s < k; s++) MOA_SEL(c, row)[s] = (float)sel[s];
+    }
+    for (int e = 0; e < c->moa_n && !stopped(w); e++) {
+        int n = moa_chosen(c, moa, M, e, at);
+        if (!n) continue;
+        for (int i = 0; i < n; i++)
+            memcpy(MOA_IN(c, moa + i * mw), x + (size_t)(at[i] / k) * d, (size_t)d * sizeof(float));
+        wref bs;
+        net_mat E = mat_rows(&b->wmq, e * hq, hq, &bs);
+        net_mat_gemm(&E, n, d, MOA_IN(c, moa), (int)mw, 0.0f, MOA_OUT(c, moa), (int)mw); // (n, hq)
+        for (int i = 0; i < n; i++) // slot s's queries: heads s nkv .. (s + 1) nkv - 1
+            memcpy(qkv + (size_t)(at[i] / k) * ld + (size_t)(at[i] % k) * hq, MOA_OUT(c, moa + i * mw),
+                   (size_t)hq * sizeof(float));
+    }
+    free(at);
+    return stopped(w);
+}
+
+/* JetMoE's attention output of rows (M of them; o, moa from their first row) into y
+ * (M, d): each slot's heads through its expert's output_linear, times its gate,
+ * summed, plus experts.bias (JetMoeMoA.reduce). 1: stopped between experts. */
+static int moa_out(const net_model *m, const net_block *b, const float *o, int M, float *moa, float *y,
+                   const net_ws *w) {
+    const net_config *c = &m->cfg;
+    int d = c->d, k = c->moa_k, hq = c->nkv * c->hd, ow = heads_width(c);
+    size_t mw = moa_width(c);
+    int *at = ms_malloc((size_t)(M * k + 1) * sizeof(int));
+    memset(y, 0, (size_t)M * d * sizeof(float));
+    for (int e = 0; e < c->moa_n && !stopped(w); e++) {
+        int n = moa_chosen(c, moa, M, e, at);
+        if (!n) continue;
+        for (int i = 0; i < n; i++)
+            memcpy(MOA_IN(c, moa + i * mw), o + (size_t)(at[i] / k) * ow + (size_t)(at[i] % k) * hq,
+                   (size_t)hq * sizeof(float));
+        wref bs;
+        net_mat E = mat_rows(&b->wo, e * d, d, &bs);
+        net_mat_gemm(&E, n, hq, MOA_IN(c, moa), (int)mw, 0.0f, MOA_OUT(c, moa), (int)mw); // (n, d)
+        for (int i = 0; i < n; i++) {
+            int r = at[i] / k;
+            moe_row_axpy(y + (size_t)r * d, MOA_GATE(c, moa + r * mw)[at[i] % k], MOA_OUT(c, moa + i * mw), d);
+        }
+    }
+    free(at);
+    add_bias(y, M, d, b->proj_b);
+    return stopped(w);
+}
+
 void net_attn_in(const net_model *m, int L, const float *h, int r0, int M, int T, const net_ws *w) {
     const net_config *c = &m->cfg;
     const net_block *b = &m->blocks[L];
     int d = c->d, ld = qkv_width(c);
     float *x = w->x + (size_t)r0 * d, *qkv = w->qkv + (size_t)r0 * ld;
-    norm_forward(m, h + (size_t)r0 * d, M, b->ln1_w, b->ln1_b, x);
+    norm_forward(m, h + (size_t)r0 * d, M, b->ln1_w, b->ln1_b, c->block_eps, x);
     switch (arch(m)->attn) {
     case NET_ATTN_MLA: mla_qkv(m, b, x, M, r0, T, w->mla + (size_t)r0 * mla_width(c), w->cs, qkv); return;
     case NET_ATTN_ROPE: // grouped-query, rotary
@@ -344,6 +453,10 @@ void net_attn_in(const net_model *m, int L, const float *h, int r0, int M, int T
         add_bias(qkv, M, ld, b->attn_b);
         qk_prepare(m, b, qkv, M, T);
         if (w->cs) tf_rope_forward(qkv, M, r0, ld, T, c->nhead + c->nkv, c->hd, c->rot, w->cs, 0);
+        return;
+    case NET_ATTN_MOA: // JetMoE: the queries from each row's attention experts
+        if (!moa_qkv(m, b, x, M, qkv, w->moa + (size_t)r0 * moa_width(c), w) && w->cs)
+            tf_rope_forward(qkv, M, r0, ld, T, c->nhead + c->nkv, c->hd, c->rot, w->cs, 0);
         return;
     case NET_ATTN_MHA: dense_slices(x, M, d, 3 * d, b->attn_w, layout_of(m), b->attn_b, 0, qkv, w); return;
     }
@@ -353,7 +466,7 @@ void net_attn_head(const net_model *m, int L, int s, int j, int T, const net_ws 
     const net_config *c = &m->cfg;
     int causal = arch(m)->target == NET_TARGET_NEXT;
     tf_attn_shape a = {c->nhead, c->nkv, c->hd, (float)c->attn_scale, causal, c->layer_window[L], c->vd,
-                       m->blocks[L].sinks};
+                       m->blocks[L].sinks, c->kv_tiled};
     tf_attention_head(w->qkv + (size_t)s * T * qkv_width(c), T, &a, j, S, w->o + (size_t)s * T * heads_width(c));
 }
 
@@ -362,6 +475,10 @@ void net_attn_out(const net_model *m, int L, float *h, int r0, int M, const net_
     const net_block *b = &m->blocks[L];
     int d = c->d, q = heads_width(c);
     float *o = w->o + (size_t)r0 * q, *hr = h + (size_t)r0 * d, *x = w->x + (size_t)r0 * d;
+    if (arch(m)->attn == NET_ATTN_MOA) { // JetMoE: through each slot's expert
+        if (!moa_out(m, b, o, M, w->moa + (size_t)r0 * moa_width(c), x, w)) residual_add(hr, x, M, d, c->res_mult);
+        return;
+    }
     if (c->res_mult == 1.0) { // the projection's product added straight into the stream
         proj_forward(m, o, M, q, d, &b->wo, b->proj_w, b->proj_b, 1, hr, w);
         return;
@@ -372,7 +489,7 @@ void net_attn_out(const net_model *m, int L, float *h, int r0, int M, const net_
 
 void net_mlp_input(const net_model *m, int L, const float *h, int M, net_ws *w) {
     const net_block *b = &m->blocks[L];
-    norm_forward(m, h, M, b->ln2_w, b->ln2_b, w->x);
+    norm_forward(m, h, M, b->ln2_w, b->ln2_b, m->cfg.block_eps, w->x);
 }
 
 
@@ -436,7 +553,7 @@ static int head_target(const net_model *m, const net_evalset *E, int s0, int T, 
 void net_head_norm(const net_model *m, const float *h, int T, int r0, int rows, const net_ws *w) {
     int d = m->cfg.d, step = T / rows_per_seq(m, T); // a ViT's rows: every T-th, the CLS
     for (int r = 0; r < rows; r++)
-        norm_forward(m, h + (size_t)(r0 + r) * step * d, 1, m->lnf_w, m->lnf_b, w->x + (size_t)r * d);
+        norm_forward(m, h + (size_t)(r0 + r) * step * d, 1, m->lnf_w, m->lnf_b, m->cfg.eps, w->x + (size_t)r * d);
 }
 
 int net_head_slices(int V) { return (V + NET_HEAD_COLS - 1) / NET_HEAD_COLS; }
@@ -536,10 +653,10 @@ static void rms_ref(const float *x, int n, const float *w, double eps, float *y)
     for (int j = 0; j < n; j++) y[j] = (float)(w[j] * (x[j] / sqrt(ss / n + eps)));
 }
 
-/* y (d) = the architecture's norm of x (d), in double */
-static void norm_ref(const net_model *m, const float *x, int d, const float *w, const float *b, float *y) {
-    if (arch(m)->norm == NET_NORM_LAYER) ln_ref(x, d, w, b, m->cfg.eps, y);
-    else rms_ref(x, d, w, m->cfg.eps, y);
+/* y (d) = the architecture's norm of x (d) with eps, in double */
+static void norm_ref(const net_model *m, const float *x, int d, const float *w, const float *b, double eps, float *y) {
+    if (arch(m)->norm == NET_NORM_LAYER) ln_ref(x, d, w, b, eps, y);
+    else rms_ref(x, d, w, eps, y);
 }
 
 /* x (rot) turned for position p: pair i is (i, i + rot/2), or (2i, 2i + 1) interleaved */
@@ -558,11 +675,11 @@ static void qk_ref(const net_model *m, const net_block *b, float *row, int p) {
     const net_config *c = &m->cfg;
     int hd = c->hd, q = q_width(c), kv = c->nkv * hd, nq = arch(m)->qk_norm;
     if (nq == NET_QKN_WHOLE) {
-        norm_ref(m, row, q, b->qn_w, NULL, row);
-        norm_ref(m, row + q, kv, b->kn_w, NULL, row + q);
+        norm_ref(m, row, q, b->qn_w, NULL, c->eps, row);
+        norm_ref(m, row + q, kv, b->kn_w, NULL, c->eps, row + q);
     }
     for (int j = 0; nq == NET_QKN_HEAD && j < c->nhead + c->nkv; j++)
-        norm_ref(m, row + (size_t)j * hd, hd, j < c->nhead ? b->qn_w : b->kn_w, NULL, row + (size_t)j * hd);
+        norm_ref(m, row + (size_t)j * hd, hd, j < c->nhead ? b->qn_w : b->kn_w, NULL, c->eps, row + (size_t)j * hd);
     for (int i = 0; c->clip_qkv > 0 && i < qkv_width(c); i++)
         row[i] = (float)fmin(fmax(row[i], -c->clip_qkv), c->clip_qkv);
     for (int j = 0; j < c->nhead + c->nkv; j++) rotate_ref(c, row + (size_t)j * hd, p);
@@ -599,7 +716,8 @@ static void head_ref(const net_model *m, int L, const float *qkv, int T, int p, 
     const net_config *c = &m->cfg;
     const float *sink = m->blocks[L].sinks;
     int window = c->layer_window[L];
-    int hd = c->hd, ld = qkv_width(c), q = q_width(c), g = j / (c->nhead / c->nkv);
+    tf_attn_shape sh = {c->nhead, c->nkv, c->hd, 0, 0, 0, 0, NULL, c->kv_tiled};
+    int hd = c->hd, ld = qkv_width(c), q = q_width(c), g = tf_kv_head(&sh, j);
     int causal = arch(m)->target == NET_TARGET_NEXT, last = causal ? p : T - 1;
     int first = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
     const float *qr = qkv + (size_t)p * ld + (size_t)j * hd;
@@ -622,16 +740,62 @@ static void head_ref(const net_model *m, int L, const float *qkv, int T, int p, 
     }
 }
 
+/* one token's q|k|v (row) of a JetMoE block from x (d): k | v, its top-k attention
+ * experts (sel, gate: k each) and their queries, unrotated */
+static void moa_ref(const net_model *m, const net_block *b, const float *x, float *row, int *sel, float *gate) {
+    const net_config *c = &m->cfg;
+    int d = c->d, hq = c->nkv * c->hd;
+    float *lg = ms_malloc((size_t)c->moa_n * sizeof(float));
+    mat_ref(x, d, 2 * hq, &b->wqkv, NULL, row + q_width(c));
+    mat_ref(x, d, c->moa_n, &b->wmr, NULL, lg);
+    moa_route(lg, c->moa_n, c->moa_k, sel, gate);
+    for (int s = 0; s < c->moa_k; s++) {
+        wref bs;
+        net_mat E = mat_rows(&b->wmq, sel[s] * hq, hq, &bs);
+        mat_ref(x, d, hq, &E, NULL, row + (size_t)s * hq);
+    }
+    free(lg);
+}
+
+/* y (d) = one token's JetMoE attention output from its heads' o (k hq): slot s
+ * through its expert's output_linear times its gate, summed in the experts' order,
+ * plus experts.bias */
+static void moa_out_ref(const net_model *m, const net_block *b, const float *o, const int *sel, const float *gate,
+                        float *y) {
+    const net_config *c = &m->cfg;
+    int d = c->d, k = c->moa_k, hq = c->nkv * c->hd;
+    double *acc = ms_calloc((size_t)d, sizeof(double));
+    float *t = ms_malloc((size_t)d * sizeof(float));
+    for (int e = 0; e < c->moa_n; e++)
+        for (int s = 0; s < k; s++) {
+            if (sel[s] != e) continue;
+            wref bs;
+            net_mat E = mat_rows(&b->wo, e * d, d, &bs);
+            mat_ref(o + (size_t)s * hq, hq, d, &E, NULL, t);
+            for (int j = 0; j < d; j++) acc[j] += (double)gate[s] * t[j];
+        }
+    for (int j = 0; j < d; j++) y[j] = (float)(acc[j] + b->proj_b[j]);
+    free(acc);
+    free(t);
+}
+
 /* h (T, d) of one sequence += attention of block L (causal: token p sees 0..p) */
 static void attn_ref(const net_model *m, int L, float *h, int T, float *x, float *qkv, float *o) {
     const net_config *c = &m->cfg;
     const net_block *b = &m->blocks[L];
-    int d = c->d, ld = qkv_width(c), q = heads_width(c);
+    int d = c->d, ld = qkv_width(c), q = heads_width(c), moa = arch(m)->attn == NET_ATTN_MOA, k = c->moa_k;
     tf_layout lay = layout_of(m);
+    int *sel = moa ? ms_malloc((size_t)T * k * sizeof(int)) : NULL;
+    float *gate = moa ? ms_malloc((size_t)T * k * sizeof(float)) : NULL;
     for (int p = 0; p < T; p++) {
-        norm_ref(m, h + (size_t)p * d, d, b->ln1_w, b->ln1_b, x);
+        norm_ref(m, h + (size_t)p * d, d, b->ln1_w, b->ln1_b, c->block_eps, x);
         if (arch(m)->attn == NET_ATTN_MLA) {
             mla_ref(m, b, x, p, qkv + (size_t)p * ld);
+            continue;
+        }
+        if (moa) {
+            moa_ref(m, b, x, qkv + (size_t)p * ld, sel + (size_t)p * k, gate + (size_t)p * k);
+            qk_ref(m, b, qkv + (size_t)p * ld, p);
             continue;
         }
         if (arch(m)->attn == NET_ATTN_ROPE) {
@@ -646,10 +810,13 @@ static void attn_ref(const net_model *m, int L, float *h, int T, float *x, float
         for (int j = 0; j < c->nhead; j++) head_ref(m, L, qkv, T, p, j, wt, o + (size_t)p * q + (size_t)j * c->vd);
     free(wt);
     for (int p = 0; p < T; p++) {
-        if (arch(m)->embed == NET_EMBED_TOKENS) mat_ref(o + (size_t)p * q, q, d, &b->wo, b->proj_b, x);
+        if (moa) moa_out_ref(m, b, o + (size_t)p * q, sel + (size_t)p * k, gate + (size_t)p * k, x);
+        else if (arch(m)->embed == NET_EMBED_TOKENS) mat_ref(o + (size_t)p * q, q, d, &b->wo, b->proj_b, x);
         else dense_ref(o + (size_t)p * q, q, d, b->proj_w, lay, b->proj_b, x);
         for (int j = 0; j < d; j++) h[(size_t)p * d + j] += (float)(c->res_mult * x[j]);
     }
+    free(sel);
+    free(gate);
 }
 
 /* y (d) = a dense block's MLP of x (d); u (2ff) a workspace */
@@ -676,7 +843,7 @@ static void mlp_ref(const net_model *m, const moe_model *const *moe, int L, floa
     int d = c->d, mi = c->moe_of[L];
     for (int p = 0; p < T; p++) {
         float *hr = h + (size_t)p * d;
-        norm_ref(m, hr, d, b->ln2_w, b->ln2_b, x);
+        norm_ref(m, hr, d, b->ln2_w, b->ln2_b, c->block_eps, x);
         if (mi >= 0) moe_forward_ref(moe ? moe[mi] : &m->moe[mi], x, 1, y, NULL);
         else dense_mlp_ref(m, b, x, u, y);
         for (int j = 0; j < d; j++) hr[j] += (float)(c->res_mult * y[j]);
@@ -722,7 +889,7 @@ void net_logits_ref(const net_model *m0, const moe_model *const *moe, const net_
         }
         for (int p = 0; p < per; p++) { // every position, or a ViT's CLS token
             float *lr = logits + ((size_t)s * per + p) * V;
-            norm_ref(m, h + (size_t)p * d, d, m->lnf_w, m->lnf_b, x);
+            norm_ref(m, h + (size_t)p * d, d, m->lnf_w, m->lnf_b, c->eps, x);
             if (arch(m)->embed == NET_EMBED_TOKENS) mat_ref(x, d, V, &m->whead, m->lm_b, lr);
             else dense_ref(x, d, V, m->lm_w, TF_LINEAR, m->lm_b, lr);
             for (int v = 0; v < V; v++) lr[v] = (float)(lr[v] / c->logit_div);

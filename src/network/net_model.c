@@ -167,6 +167,28 @@ static void mla_block_tensors(const net_config *c, net_block *b, int L, tensor_l
     tl_mat(l, 1, &b->wo);
 }
 
+/* a JetMoE block's attention: k|v, and the attention experts' router, queries and
+ * output projections (each a matrix of the experts' rows one under another) */
+static void moa_block_tensors(const net_config *c, net_block *b, int L, tensor_list *l) {
+    const char *fmt = net_arch_of(c->arch)->block;
+    int64_t d = c->d, na = c->moa_n, hq = (int64_t)c->nkv * c->hd;
+    block_tensor t[] = {{"self_attention.kv_proj.weight", 2, 2 * hq, d, &b->attn_w},
+                        {"self_attention.experts.router.layer.weight", 2, na, d, &b->mr_w}};
+    block_tensor bias[] = {{"self_attention.experts.bias", 1, d, 0, &b->proj_b}};
+    char pre[64], nm[128];
+    snprintf(pre, sizeof pre, fmt, L);
+    add_block(l, fmt, L, t, 2);
+    snprintf(nm, sizeof nm, "%sself_attention.experts.input_linear.weight", pre);
+    tl_add(l, nm, 3, na, hq, d, 0, &b->mq_w);
+    snprintf(nm, sizeof nm, "%sself_attention.experts.output_linear.weight", pre);
+    tl_add(l, nm, 3, na, d, hq, 0, &b->proj_w);
+    add_block(l, fmt, L, bias, 1);
+    tl_mat(l, 5, &b->wqkv);
+    tl_mat(l, 4, &b->wmr);
+    tl_mat(l, 3, &b->wmq);
+    tl_mat(l, 2, &b->wo);
+}
+
 /* Every backbone tensor of a decoder m: q, k and v side by side (one Linear
  * weight of (nh + 2 nkv) hd rows), a dense MLP's gate and up likewise. */
 static void decoder_tensors(net_model *m, tensor_list *l) {
@@ -197,6 +219,9 @@ static void decoder_tensors(net_model *m, tensor_list *l) {
         const char *fmt = A->block;
         if (A->attn == NET_ATTN_MLA) {
             mla_block_tensors(c, b, L, l);
+            add_block(l, fmt, L, bt, 2); // the norms
+        } else if (A->attn == NET_ATTN_MOA) {
+            moa_block_tensors(c, b, L, l);
             add_block(l, fmt, L, bt, 2); // the norms
         } else {
             int nq = c->qkv_bias ? 6 : 3, no = c->o_bias ? 4 : 3;
@@ -433,7 +458,9 @@ static int read_backbone(net_model *m, ckpt *c, ms_err *err) {
     if (!rc) tl_clear(&l);
     for (int i = 0; i < l.n && !rc; i++) {
         net_tensor *nt = &l.t[i];
-        int rows = (int)nt->shape[0];
+        // a matrix's rows: every dimension but its last (JetMoE's experts one under another)
+        int64_t cols = nt->shape[nt->ndim - 1];
+        int rows = (int)(tl_numel(nt) / (cols ? cols : 1));
         if (progress_cancelled()) rc = ms_fail(err, "cancelled");
         else if (mapped[i]) { // a matrix read a panel at a time inside the products
             const st_file *f;
@@ -442,12 +469,12 @@ static int read_backbone(net_model *m, ckpt *c, ms_err *err) {
             if (!rc) {
                 st_mark_read(f, t);
                 mat_add(nt->mat, (wref){.p = f->data + t->begin, .dt = (wp_dtype)mat_dtype(f, t),
-                                        .ld = (size_t)nt->shape[1]}, rows);
+                                        .ld = (size_t)cols}, rows);
             }
         } else {
             if (nt->dst) *nt->dst = p;
             rc = read_tensor(c, nt, p, err);
-            if (nt->mat) mat_add(nt->mat, (wref){.p = p, .dt = WP_F32, .ld = (size_t)nt->shape[1]}, rows);
+            if (nt->mat) mat_add(nt->mat, (wref){.p = p, .dt = WP_F32, .ld = (size_t)cols}, rows);
             p += tl_numel(nt);
         }
         done += (double)tl_numel(nt) * sizeof(float) / 1048576.0;
@@ -720,13 +747,13 @@ void net_clone(net_model *dst, const net_model *src) {
         float *const *sp[] = {&s->ln1_w, &s->ln1_b, &s->attn_w, &s->attn_b, &s->proj_w, &s->proj_b,
                               &s->ln2_w, &s->ln2_b, &s->fc_w,   &s->fc_b,   &s->fcp_w,  &s->fcp_b,
                               &s->qn_w,  &s->kn_w,   &s->qa_w,   &s->qa_n,   &s->kva_w, &s->kva_n,
-                              &s->kvb_w, &s->sinks};
+                              &s->kvb_w, &s->sinks, &s->mr_w, &s->mq_w};
         float **dp[] = {&b->ln1_w, &b->ln1_b, &b->attn_w, &b->attn_b, &b->proj_w, &b->proj_b,
                         &b->ln2_w, &b->ln2_b, &b->fc_w,   &b->fc_b,   &b->fcp_w,  &b->fcp_b,
                         &b->qn_w,  &b->kn_w,   &b->qa_w,   &b->qa_n,   &b->kva_w, &b->kva_n,
-                        &b->kvb_w, &b->sinks};
+                        &b->kvb_w, &b->sinks, &b->mr_w, &b->mq_w};
         for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) *dp[i] = rebase(src, dst, *sp[i]);
-        net_mat *mats[] = {&b->wqkv, &b->wo, &b->wfc, &b->wfcp, &b->wqa, &b->wkva, &b->wkvb};
+        net_mat *mats[] = {&b->wqkv, &b->wo, &b->wfc, &b->wfcp, &b->wqa, &b->wkva, &b->wkvb, &b->wmr, &b->wmq};
         for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) mat_rebase(src, dst, mats[i]);
     }
     mat_rebase(src, dst, &dst->wemb);
@@ -903,6 +930,7 @@ int net_check_compatible(const net_model *a, const net_model *b, ms_err *err) {
                        : x->tied != y->tied     ? "tie_word_embeddings"
                        : x->qkv_bias != y->qkv_bias ? "qkv_bias"
                        : x->nkv != y->nkv           ? "num_key_value_heads"
+                       : x->moa_n != y->moa_n       ? "num_local_experts (the attention's experts)"
                        : x->hd != y->hd             ? "head_dim"
                        : x->o_bias != y->o_bias     ? "attention_bias"
                        : x->rot != y->rot           ? "partial_rotary_factor"

@@ -193,13 +193,29 @@ static int attn_mla(nr_walk *w, const net_block *b, int L, double z, double *v, 
     return scores(w, b, L, q * rot, fmax(kv, ckv * rot), err);
 }
 
-/* attention from the first norm, its output projection added to the stream *x */
+/* JetMoE's attention: the experts' router logits, k | v, each expert's queries */
+static int attn_moa(nr_walk *w, const net_block *b, int L, double z, double *v, ms_err *err) {
+    const net_config *c = &w->m->cfg;
+    double d = (double)c->d, kv = d * z * take_mat(w, &b->wqkv, (size_t)c->d);
+    double q = d * z * take_mat(w, &b->wmq, (size_t)c->d), lg = d * z * take_mat(w, &b->wmr, (size_t)c->d);
+    if (over(w, lg, "attention experts' router logits", L, err) ||
+        over(w, fmax(q, kv), "attention's queries, keys and values", L, err))
+        return -1;
+    double rot = sqrt(2.0) * fmax(c->rope_af, 1.0);
+    *v = kv;
+    return scores(w, b, L, q * rot, kv * rot, err);
+}
+
+/* attention from the first norm, its output projection added to the stream *x
+ * (JetMoE's: each slot's expert's, gated, the gates summing to 1: one hq wide) */
 static int attention(nr_walk *w, const net_block *b, int L, double *x, ms_err *err) {
     const net_config *c = &w->m->cfg;
-    size_t d = (size_t)c->d, in = (size_t)c->nhead * c->vd;
+    const net_arch_desc *A = net_arch_of(c->arch);
+    size_t d = (size_t)c->d, in = A->attn == NET_ATTN_MOA ? (size_t)c->nkv * c->hd : (size_t)c->nhead * c->vd;
     double z = norm_bound(w, b->ln1_w, b->ln1_b, d), v;
-    int rc = net_arch_of(c->arch)->attn == NET_ATTN_MLA ? attn_mla(w, b, L, z, &v, err)
-                                                        : attn_qkv(w, b, L, z, &v, err);
+    int rc = A->attn == NET_ATTN_MLA   ? attn_mla(w, b, L, z, &v, err)
+             : A->attn == NET_ATTN_MOA ? attn_moa(w, b, L, z, &v, err)
+                                       : attn_qkv(w, b, L, z, &v, err);
     if (rc) return -1;
     *x += fabs(c->res_mult) * ((double)in * v * take_w(w, &b->wo, b->proj_w, d * in, in) + take(w, b->proj_b, d));
     return over(w, *x, "residual stream after the attention", L, err);

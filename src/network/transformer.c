@@ -58,11 +58,13 @@ static void softmax_sink(float *s, int n, float z) {
     for (int i = 0; i < n; i++) s[i] *= inv;
 }
 
+int tf_kv_head(const tf_attn_shape *a, int j) { return a->tiled ? j % a->nkv : j / (a->nh / a->nkv); }
+
 void tf_attention_head(const float *QKV, int T, const tf_attn_shape *a, int j, float *S, float *O) {
-    int dh = a->hd, vd = a->vd ? a->vd : dh, rep = a->nh / a->nkv, qw = a->nh * dh;
+    int dh = a->hd, vd = a->vd ? a->vd : dh, qw = a->nh * dh, g = tf_kv_head(a, j);
     int ld = qw + a->nkv * (dh + vd), ow = a->nh * vd;
-    const float *q = QKV + (size_t)j * dh, *k = QKV + qw + (size_t)(j / rep) * dh;
-    const float *v = QKV + qw + (size_t)a->nkv * dh + (size_t)(j / rep) * vd;
+    const float *q = QKV + (size_t)j * dh, *k = QKV + qw + (size_t)g * dh;
+    const float *v = QKV + qw + (size_t)a->nkv * dh + (size_t)g * vd;
     for (int r0 = 0; r0 < T; r0 += ATT_BLOCK) {
         int r1 = r0 + ATT_BLOCK < T ? r0 + ATT_BLOCK : T, rows = r1 - r0, cols = a->causal ? r1 : T;
         // S (rows, cols) = scale q[r0..r1) k[0..cols)^T, q and k (., dh) at stride ld
@@ -88,7 +90,7 @@ void tf_attention_gqa(const float *QKV, int T, const tf_attn_shape *a, float *S,
 }
 
 void tf_attention_forward(const float *QKV, int T, int d, int nh, int causal, float *S, float *O) {
-    tf_attn_shape a = {nh, nh, d / nh, (float)(1.0 / sqrt((double)(d / nh))), causal, 0, 0, NULL};
+    tf_attn_shape a = {nh, nh, d / nh, (float)(1.0 / sqrt((double)(d / nh))), causal, 0, 0, NULL, 0};
     tf_attention_gqa(QKV, T, &a, S, O);
 }
 

@@ -58,7 +58,7 @@ expect_rc() {
 "$PYTHON" "$TESTS_DIR/lib/gen_gpt2.py" "$D/ov_gpt2" --n 4 --k 2 --d 8 --layers 2 --h 4 --N 2 --T 4 --single >/dev/null
 "$PYTHON" "$TESTS_DIR/lib/gen_vit.py" "$D/ov_vit" --N 4 --single >/dev/null
 # the decoders of the architecture table (src/network/net_config.c), one each
-DECODERS="mixtral qwen2_moe qwen3_moe olmoe granitemoe deepseek_v2 deepseek_v3 gpt_oss"
+DECODERS="mixtral qwen2_moe qwen3_moe olmoe granitemoe deepseek_v2 deepseek_v3 gpt_oss jetmoe"
 # each tensor kind (block and expert numbers aside) with its last float set to 1e30, on
 # the release build: this part is about the bound, the sanitizers run the three below
 while IFS= read -r line; do

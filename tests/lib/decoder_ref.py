@@ -29,7 +29,14 @@ The details each family's code fixes (and this follows):
     dense layers by Qwen's mlp_only_layers/decoder_sparse_step and DeepSeek's
     first_k_dense_replace;
   - Granite: embeddings x embedding_multiplier, both branches x residual_multiplier,
-    logits / logits_scaling; a tied head is the embedding.
+    logits / logits_scaling; a tied head is the embedding;
+  - JetMoE (modeling_jetmoe.py): the blocks' RMSNorms eps 1e-6 (JetMoeRMSNorm's default),
+    the final norm's rms_norm_eps; attention = JetMoeMoA: top num_experts_per_tok of the
+    router's logits, softmax over them; slot s's queries (num_key_value_heads heads of
+    kv_channels) from its expert's input_linear; k | v = kv_proj chunked; rotary on q,
+    k; k, v repeated by tiling (key_states.repeat(1, top_k, 1, 1): query head s*nkv + j
+    reads kv head j); scale kv_channels^-0.5; each slot through its expert's
+    output_linear times its gate, summed, plus experts.bias; tied head by default.
 """
 import argparse
 import json
@@ -45,7 +52,7 @@ import family_fixtures as ff  # noqa: E402
 import family_ref  # noqa: E402
 
 FAMILIES = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "deepseek_v2",
-            "deepseek_v3", "gpt_oss", "phimoe"]
+            "deepseek_v3", "gpt_oss", "phimoe", "jetmoe"]
 
 
 # ---------------------------------------------------------------- files
@@ -93,8 +100,11 @@ def rms_norm(x, w, eps):
 
 
 def norm(c, t, name, x):
-    """The decoder's norms: RMSNorm, PhiMoE's LayerNorm with bias (eps rms_norm_eps)."""
+    """The decoder's norms: RMSNorm, PhiMoE's LayerNorm with bias (eps rms_norm_eps;
+    JetMoE's block norms JetMoeRMSNorm(hidden_size): eps 1e-6)."""
     eps = c["rms_norm_eps"]
+    if c["model_type"] == "jetmoe" and name != "model.norm":
+        eps = 1e-6
     if c["model_type"] != "phimoe":
         return rms_norm(x, t[name + ".weight"], eps)
     mu = x.mean(-1, keepdims=True)
@@ -274,6 +284,8 @@ def self_attention(c, t, P, x, i):
     N, T, d = x.shape
     if fam.startswith("deepseek"):
         return mla(c, t, P, x)
+    if fam == "jetmoe":
+        return moa(c, t, P, x)
     nh, kvh = c["num_attention_heads"], c.get("num_key_value_heads") or c["num_attention_heads"]
     if d % nh and not c.get("head_dim"):
         raise ValueError("hidden_size %d not a multiple of num_attention_heads %d" % (d, nh))
@@ -295,6 +307,31 @@ def self_attention(c, t, P, x, i):
     scale = c["attention_multiplier"] if fam == "granitemoe" else hd ** -0.5
     o = attend(q, k, v, scale, window_of(c, i), t.get(P + "sinks"))
     return linear(t, P + "o_proj", o)
+
+
+def moa(c, t, P, x):
+    """JetMoE's attention (P = model.layers.i.self_attention.): JetMoeAttention with
+    JetMoeMoA's map and reduce."""
+    N, T, d = x.shape
+    nkv, hd = c.get("num_key_value_heads", 16), c.get("kv_channels", 128)
+    k, n = c.get("num_experts_per_tok", 2), c.get("num_local_experts", 8)
+    nh, hq = nkv * k, nkv * hd
+    if c.get("num_attention_heads", nh) != nh:
+        raise ValueError("config.json: num_attention_heads %d is not num_key_value_heads %d x num_experts_per_tok %d"
+                         % (c["num_attention_heads"], nkv, k))
+    X = x.reshape(N * T, d)
+    idx, w = family_ref._logits_topk_softmax(X @ t[P + "experts.router.layer.weight"].T, k)
+    Win, Wout = t[P + "experts.input_linear.weight"], t[P + "experts.output_linear.weight"]
+    q = np.stack([np.einsum("rd,rhd->rh", X, Win[idx[:, s]]) for s in range(k)], 1)  # [NT, k, hq]
+    kv = X @ t[P + "kv_proj.weight"].T
+    q = heads(q.reshape(N, T, k * hq), nh, hd)  # head s*nkv + j: slot s's j-th
+    kk, v = heads(kv[:, :hq].reshape(N, T, hq), nkv, hd), heads(kv[:, hq:].reshape(N, T, hq), nkv, hd)
+    cs = cos_sin(c, hd, T)
+    q, kk = rope(q, cs), rope(kk, cs)
+    kk, v = np.tile(kk, (1, k, 1, 1)), np.tile(v, (1, k, 1, 1))  # repeat, not repeat_interleave
+    o = attend(q, kk, v, hd ** -0.5).reshape(N * T, k, hq)
+    out = sum(w[:, s, None] * np.einsum("rh,rdh->rd", o[:, s], Wout[idx[:, s]]) for s in range(k))
+    return (out + t[P + "experts.bias"]).reshape(N, T, d)
 
 
 def mla(c, t, P, x):
@@ -386,12 +423,14 @@ def forward(c, t, ids, moe=None):
     rm = c["residual_multiplier"] if gran else 1.0
     for i in range(c["num_hidden_layers"]):
         P = "model.layers.%d." % i
-        h = h + rm * self_attention(c, t, P + "self_attn.", norm(c, t, P + "input_layernorm", h), i)
+        att = P + ("self_attention." if fam == "jetmoe" else "self_attn.")
+        h = h + rm * self_attention(c, t, att, norm(c, t, P + "input_layernorm", h), i)
         h = h + rm * ffn(c, t, i, norm(c, t, P + "post_attention_layernorm", h), moe)
     h = norm(c, t, "model.norm", h)
-    W = E if c.get("tie_word_embeddings", False) else t["lm_head.weight"]
+    tied = c.get("tie_word_embeddings", fam == "jetmoe")  # JetMoeConfig's default: true
+    W = E if tied else t["lm_head.weight"]
     logits = h @ W.T
-    if t.get("lm_head.bias") is not None and not c.get("tie_word_embeddings", False):
+    if t.get("lm_head.bias") is not None and not tied:
         logits = logits + t["lm_head.bias"]
     return logits / c["logits_scaling"] if gran else logits
 

@@ -34,10 +34,10 @@ ARCH = {"mixtral": "MixtralForCausalLM", "qwen2_moe": "Qwen2MoeForCausalLM",
         "qwen3_moe": "Qwen3MoeForCausalLM", "olmoe": "OlmoeForCausalLM",
         "granitemoe": "GraniteMoeForCausalLM", "deepseek_v2": "DeepseekV2ForCausalLM",
         "deepseek_v3": "DeepseekV3ForCausalLM", "gpt_oss": "GptOssForCausalLM",
-        "phimoe": "PhimoeForCausalLM"}
+        "phimoe": "PhimoeForCausalLM", "jetmoe": "JetMoeForCausalLM"}
 # the rope_scaling kind a family's configs ship when none is asked for
 DEFAULT_ROPE = {"deepseek_v3": "yarn", "gpt_oss": "yarn", "phimoe": "longrope"}
-SOFTMAX_ROUTED = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "deepseek_v2", "gpt_oss"}
+SOFTMAX_ROUTED = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "deepseek_v2", "gpt_oss", "jetmoe"}
 D, H, KV, HD, V, L = 32, 4, 2, 8, 64, 3
 
 
@@ -108,8 +108,13 @@ def config(fam, rope):
         c.update(intermediate_size=24, num_local_experts=4, num_experts_per_tok=2, sliding_window=8,
                  router_jitter_noise=0.3, input_jitter_noise=0.0, attention_bias=True, lm_head_bias=True,
                  rms_norm_eps=1e-5, original_max_position_embeddings=16)
+    elif fam == "jetmoe":  # configuration_jetmoe.py's keys: heads = kv heads x top-k, kv_channels wide
+        del c["hidden_act"]
+        c.update(kv_channels=6, num_attention_heads=KV * 2, intermediate_size=16, num_local_experts=4,
+                 num_experts_per_tok=2, activation_function="silu", tie_word_embeddings=True,
+                 rms_norm_eps=0.05, aux_loss_coef=0.01)  # the final norm's eps (the blocks': 1e-6)
     rope = DEFAULT_ROPE.get(fam) if rope is None else rope
-    hd = c.get("qk_rope_head_dim") or c.get("head_dim") or D // H
+    hd = c.get("qk_rope_head_dim") or c.get("head_dim") or c.get("kv_channels") or D // H
     c["rope_scaling"] = rope_scaling(rope, c["max_position_embeddings"], hd)
     if fam == "phimoe" and rope == "longrope":  # as Phi-3.5-MoE ships it
         c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0, 1.1, 1.3, 1.6],
@@ -149,6 +154,14 @@ class Maker:
 
 def attention(m, c, P):
     fam = c["model_type"]
+    if fam == "jetmoe":  # k | v, and the mixture of attention experts (queries, output projections)
+        hq, n = KV * c["kv_channels"], c["num_local_experts"]
+        m.lin(P + "kv_proj", 2 * hq, D, 2.0)
+        m.lin(P + "experts.router.layer", n, D, 3.0)
+        m.vec(P + "experts.input_linear.weight", (n, hq, D), 2.0 / np.sqrt(D))
+        m.vec(P + "experts.output_linear.weight", (n, D, hq), 1.0 / np.sqrt(hq))
+        m.vec(P + "experts.bias", (D,), 0.3)
+        return
     if fam.startswith("deepseek"):
         qk = c["qk_nope_head_dim"] + c["qk_rope_head_dim"]
         if c["q_lora_rank"]:
@@ -208,6 +221,8 @@ def moe_layer(m, c):
             W["w1"], W["w3"], W["w2"] = gu[:, 0::2].copy(), gu[:, 1::2].copy(), ff.mx_decode(*W["_dn_mx"])
     if fam == "deepseek_v3":
         W["corr"] = (m.rng.standard_normal(n) * 0.1).astype(np.float32)
+    if fam == "jetmoe":
+        W["out_b"] = m.rnd(m.rng.standard_normal(D) * 0.3)
     if hs:
         W["s1"], W["s3"], W["s2"] = r(hs, D, g=1.5), r(hs, D, g=1.5), r(D, hs, g=1.5)
     if fam == "qwen2_moe":
@@ -248,7 +263,7 @@ def build(fam, seed, dtype, rope=None, scramble=False, mx=False):
         P = "model.layers.%d." % i
         m.norm(P + "input_layernorm", D, fam == "phimoe")
         m.norm(P + "post_attention_layernorm", D, fam == "phimoe")
-        attention(m, c, P + "self_attn.")
+        attention(m, c, P + ("self_attention." if fam == "jetmoe" else "self_attn."))
         if decoder_ref.is_moe(c, i):
             moe[i] = moe_layer(m, c)
             if scramble:

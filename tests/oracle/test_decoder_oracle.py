@@ -20,7 +20,8 @@ modelling code) on tiny random models of tests/lib/gen_decoders.py.
     heads that do not divide, T > max_position_embeddings and token ids >= vocab_size
     refused naming the file and key;
   - every other family is refused by eval with exit status 1 naming its model_type (so
-    this test changes when a family lands: add it to COVERED).
+    this test changes when a family lands: add it to COVERED); Switch Transformers (an
+    encoder-decoder) is refused with input_ids, saying why, and its layer still opens.
 """
 import json
 import math
@@ -43,7 +44,7 @@ from testutil import check, run  # noqa: E402
 TMP = tempfile.mkdtemp(prefix="moescope_decoders_")
 # the families moescope evaluates as networks (grows as they land)
 COVERED = ["mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss",
-           "phimoe"]
+           "phimoe", "jetmoe"]
 # (dtype, shards, generator options) per covered family: F32 in one file, BF16 over two
 # shards; GPT-OSS also with MXFP4 experts
 VARIANTS = [("F32", 1, {}), ("BF16", 2, {})]
@@ -230,17 +231,19 @@ def test_threads():
     """One evaluation on 1, 2 and 3 threads (five sequences of 64 tokens: one item of
     two row panels, so the threads share its attention panels, heads and head slices):
     the same loss bit for bit, and the oracle's; DeepSeek-V2's latent attention (its
-    intermediates per row panel, rotated from the panel's positions)."""
-    ck = gen("deepseek_v2", "threads_deepseek_v2", N=5, T=64)
-    ev = os.path.join(ck, "eval.safetensors")
-    loss = decoder_ref.evaluate(ck, ev)[0]
-    got = [eval_json(ck, ev, "--threads", str(t)) for t in (1, 2, 3)]
-    if None in got:
-        return
-    bits = [j["loss"].hex() for j in got]
-    check(len(set(bits)) == 1, "deepseek_v2, 5 x 64 tokens: the same loss bits on 1, 2, 3 threads: %s" % bits)
-    check(abs(got[0]["loss"] - loss) <= 1e-5 * loss, "deepseek_v2 threaded: loss %.9g vs the oracle's %.9g"
-          % (got[0]["loss"], loss))
+    intermediates per row panel, rotated from the panel's positions), JetMoE's attention
+    experts (each row panel's rows gathered per expert)."""
+    for fam in ("deepseek_v2", "jetmoe"):
+        ck = gen(fam, "threads_" + fam, N=5, T=64)
+        ev = os.path.join(ck, "eval.safetensors")
+        loss = decoder_ref.evaluate(ck, ev)[0]
+        got = [eval_json(ck, ev, "--threads", str(t)) for t in (1, 2, 3)]
+        if None in got:
+            continue
+        bits = [j["loss"].hex() for j in got]
+        check(len(set(bits)) == 1, "%s, 5 x 64 tokens: the same loss bits on 1, 2, 3 threads: %s" % (fam, bits))
+        check(abs(got[0]["loss"] - loss) <= 1e-5 * loss, "%s threaded: loss %.9g vs the oracle's %.9g"
+              % (fam, got[0]["loss"], loss))
 
 
 def check_scramble(name, ck, ev, dt, landscape):
@@ -510,7 +513,8 @@ def test_refusals():
         edit_config(ck, model_type=fam + "_nine")
         refused("%s: unknown model_type" % fam, ck, ev, "config.json", "model_type", fam + "_nine")
         ck = fresh("tensor")
-        name = "model.layers.1.self_attn.%s.weight" % ("kv_b_proj" if fam.startswith("deepseek") else "k_proj")
+        name = ("model.layers.1.self_attention.kv_proj.weight" if fam == "jetmoe" else
+                "model.layers.1.self_attn.%s.weight" % ("kv_b_proj" if fam.startswith("deepseek") else "k_proj"))
         rewrite_without(ck, name)
         refused("%s: missing tensor" % fam, ck, ev, ck, name)
         ck = fresh("rope")
@@ -718,17 +722,18 @@ def test_not_covered():
             continue
         ck = gen(fam, "%s_F32" % fam)
         refused("%s (not a network family yet)" % fam, ck, os.path.join(ck, "eval.safetensors"), fam)
-    # JetMoE: its layers open, but its mixture-of-attention-heads forward is not computed
-    ck = p("jetmoe_net")
+    # Switch Transformers: its layers open, but an encoder-decoder is no causal language model
+    ck = p("switch_net")
     if not os.path.exists(ck):
-        W, cfg = ff.random_layer("jetmoe", np.random.default_rng(4))
-        ff.write_checkpoint(ck, "jetmoe", W, dict(cfg, model_type="jetmoe", architectures=["JetMoEForCausalLM"],
-                                                  vocab_size=gen_decoders.V, num_hidden_layers=2), shards=2)
+        W, cfg = ff.random_layer("switch", np.random.default_rng(4))
+        ff.write_checkpoint(ck, "switch", W, dict(cfg, model_type="switch_transformers",
+                                                  architectures=["SwitchTransformersForConditionalGeneration"],
+                                                  vocab_size=gen_decoders.V), shards=2)
         gen_decoders.write_eval(os.path.join(ck, "eval.safetensors"), np.zeros((2, 8), np.int64))
-    refused("jetmoe with input_ids, said why", ck, os.path.join(ck, "eval.safetensors"), "config.json",
-            "'model_type' is \"jetmoe\"", "attention is itself a mixture of experts")
+    refused("switch_transformers with input_ids, said why", ck, os.path.join(ck, "eval.safetensors"),
+            "config.json", "'model_type' is \"switch_transformers\"", "encoder-decoder")
     r = run("info", ck)
-    check(r.returncode == 0 and "jetmoe" in r.stdout, "jetmoe: its MoE layer opens as a layer: %s" % r.stderr.strip())
+    check(r.returncode == 0 and "switch" in r.stdout, "switch: its MoE layer opens as a layer: %s" % r.stderr.strip())
     ck = gen("mixtral", "unknown_type")
     edit_config(ck, model_type="llama4_moe_x")
     refused("an unknown model_type", ck, os.path.join(ck, "eval.safetensors"), "config.json", "llama4_moe_x")

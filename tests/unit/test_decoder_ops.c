@@ -111,7 +111,7 @@ static void test_gqa(void) {
     float sinks[6] = {0.5f, -1.0f, 2.0f, 0.0f, 1.5f, -0.3f};
     for (int variant = 0; variant < 3; variant++) { // full; a window; a window and sinks
         int window = variant ? 7 : 0;
-        tf_attn_shape a = {6, 2, 5, 0.37f, 1, window, 0, variant == 2 ? sinks : NULL};
+        tf_attn_shape a = {6, 2, 5, 0.37f, 1, window, 0, variant == 2 ? sinks : NULL, 0};
         int q = a.nh * a.hd, ld = q + 2 * a.nkv * a.hd;
         float *QKV = rnd(&r, (size_t)T * ld, 1.0, 0), *S = malloc((size_t)T * T * sizeof(float));
         float *O = malloc((size_t)T * q * sizeof(float));
@@ -125,6 +125,11 @@ static void test_gqa(void) {
         worst = 0;
         for (int i = 0; i < T * q; i++) worst = fmax(worst, fabs(O[i] - R[i]));
         CHECK(worst > 1e-2, "tiled kv heads differ from interleaved ones (%.3g)", worst);
+        a.tiled = 1; // JetMoE's: query head j reads kv head j % nkv
+        tf_attention_gqa(QKV, T, &a, S, O);
+        worst = 0;
+        for (int i = 0; i < T * q; i++) worst = fmax(worst, fabs(O[i] - R[i]));
+        CHECK(worst < 1e-5, "tiled kv heads, window %d: max error %.3g", window, worst);
         free(QKV), free(S), free(O), free(R);
     }
 }
