@@ -40,8 +40,8 @@ _moescope_options() { # _moescope_options CMD: the options of CMD ("" the explor
                         --interpolate-backbone -e -m -l -h" ;;
         lesson) echo "--eval --dir --step --print --help" ;;
         study) echo "--eval --points --json --csv --latex --png --samples --seed --exhaustive --threads --no-wm
-                     --no-center --interpolate-backbone --no-proxy --screen --screen-units --layer --quiet --size --font-scale
-                     -e -T -j -c -p -q -h" ;;
+                     --no-center --interpolate-backbone --no-proxy --screen --screen-units --all-error-bars --layer --quiet --size
+                     --font-scale -e -T -j -c -p -q -h" ;;
         geometry) echo "--eval --json --csv --angles-png --r2-png --train-frac --seed --no-transport --threads --size
                         --font-scale -e -t -h" ;;
     esac

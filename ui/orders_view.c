@@ -455,8 +455,13 @@ int orders_undistinguished(const explore_snapshot *v, long ri, long best_row) {
     return a->bar_lo <= b->bar_hi && b->bar_lo <= a->bar_hi;
 }
 
-/* the legend of the ~ mark with its count (0: no intervals) */
+/* the legend of the ~ mark with its count (1); a complete table without
+ * intervals: why, when the landscape said (2: to be wrapped); 0: neither */
 static int ci_line(const orders_state *s, const explore_snapshot *v, char *buf, size_t cap) {
+    if (v && v->ci_units <= 0 && v->ci_why && v->have_landscape) {
+        snprintf(buf, cap, "no error bars (~): %s", v->ci_why);
+        return 2;
+    }
     if (!v || v->ci_units <= 0 || s->best_row < 0) return 0;
     long cnt = 0;
     for (long k = 0; k < v->ndone; k++) cnt += orders_undistinguished(v, k, s->best_row);
@@ -632,6 +637,27 @@ static int best_line(const explore_snapshot *v, char *buf, size_t cap) {
     return 1;
 }
 
+/* line[at], longer than w, wrapped at spaces over at most max lines of the 8
+ * (the rest clipped): the lines it takes */
+static int wrap_line(char line[8][256], int at, int max, int w) {
+    char all[256];
+    snprintf(all, sizeof all, "%s", line[at]);
+    const char *p = all;
+    int k = 0;
+    while (*p && k < max && at + k < 8 && w > 12) {
+        int take = (int)strlen(p);
+        if (take > w) {
+            take = w;
+            while (take > 0 && p[take] != ' ') take--;
+            if (!take) take = w;
+        }
+        snprintf(line[at + k++], 256, "%.*s", take, p);
+        p += take;
+        while (*p == ' ') p++;
+    }
+    return k ? k : 1;
+}
+
 /* The lines under the table: for a sample, the chosen order's estimated
  * percentile with its 95% interval (and a grouped router's order set); for
  * abbreviated orders, the selected row's whole order, wrapped. Returns the
@@ -648,7 +674,8 @@ static int table_details(grid *g, const ui_rect *r, const orders_state *s, const
         snprintf(line[nl++], sizeof line[0], "sampled: a rank estimate needs the order stage (o)");
     if (outside_line(v, line[nl], sizeof line[0])) nl++;
     if (best_line(v, line[nl], sizeof line[0])) nl++;
-    if (ci_line(s, v, line[nl], sizeof line[0])) nl++;
+    int ci = ci_line(s, v, line[nl], sizeof line[0]);
+    if (ci) nl += ci == 2 ? wrap_line(line, nl, 3, w) : 1; // the why wrapped, the legend as it was
     if (v->groups > 1 && v->n % v->groups == 0) {
         char all[48];
         count_words(orders_total_log10(v->n, v->groups), all, sizeof all);

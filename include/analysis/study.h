@@ -56,6 +56,7 @@ typedef struct {
     double proxy_spearman, proxy_rank;
     int nseq;              /* the units the intervals resample (0: no intervals) */
     const char *unit;      /* what they are (static) */
+    const char *boot_why;  /* no rank intervals: why (static; the landscape's boot_why), else NULL */
     /* a screened pair (study --screen K, landscape_screen.h): the numbers above
      * are the survivors' landscape (ranks among the survivors); the subset's */
     int scr_units, scr_of_units; /* the subset's units of the set's */

@@ -72,6 +72,9 @@ typedef struct {
      * interval (ls_row.bar_lo, bar_hi) over this many units of the evaluation
      * set (a network's landscape; bootstrap.h); 0: none */
     int ci_units;
+    /* ci_units 0 on a complete layer table: why its orders have no intervals
+       (static; the landscape's boot_why), NULL when not said */
+    const char *ci_why;
     int exhaustive;           /* 0: the rows are a sample of the orders */
     int groups;               /* > 1: the orders are a group-limited router's group-preserving ones */
     /* the orders the table ranks over: orders_in_set of them (n!, or (m!)^g g!

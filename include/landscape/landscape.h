@@ -161,11 +161,12 @@ typedef struct {
      * processes (part), every process keeps its share and rank 0 gathers them. */
     int keep_units;
     /* with keep_units, beyond LS_JSON_UNITS_MAX values: each order's resampled
-     * as soon as its row is done and dropped instead, up to 2^29 of them, the
-     * intervals complete when landscape_compute returns (one process, every
-     * sample at once). The resampling then costs orders x points x samples x
-     * 1000 products, far more than the sweep (dense8: minutes, not seconds):
-     * the landscape command asks for it (default 0) */
+     * as soon as its row is done and dropped instead, up to 2^25 of them (2^29
+     * with all_error_bars), the intervals complete when landscape_compute
+     * returns (one process, every sample at once). The resampling costs orders
+     * x points x samples x 1000 products, as the table's would: the landscape
+     * command, study and the explorer ask for it (default 0: a table while it
+     * fits 256 MB, as screening's subset keeps for its survivors) */
     int stream_units;
 } ls_opts;
 

@@ -125,6 +125,7 @@ void study_pair_from(st_pair *p, const landscape *L, int ia, int ib) {
     }
     p->nseq = L->methods[0].seq ? L->methods[0].nseq : 0;
     p->unit = L->boot_unit ? L->boot_unit : "samples";
+    p->boot_why = L->boot_resamples ? NULL : L->boot_why ? L->boot_why : "no per-unit losses of the orders";
     const ls_row *b = &L->rows[L->best], *w = &L->rows[L->worst];
     p->best = b->barrier;
     p->worst = w->barrier;
@@ -198,6 +199,7 @@ static int pair_landscape(const moe_model *a, const moe_model *b, const st_on *o
     if (!on->scr) {
         ls_opts lo = *po;
         lo.keep_units = !on->so; // the intervals from the sweep's per-sample losses (gathered on rank 0)
+        lo.stream_units = 1;     // ... beyond a small table resampled as the rows come, as landscape's
         rc = landscape_compute(a, b, on->E, &lo, L, err);
         if (!rc && !on->so && reports) rc = ls_layer_intervals(a, b, on->E, o->wm, L, o->cancel, err);
         if (rc) landscape_free(L); // a failed landscape_compute left L empty

@@ -220,6 +220,15 @@ static int iv_any(const study *S, iv_col c) {
     return 0;
 }
 
+/* the first pair without rank intervals (its landscape's orders had none), -1: none */
+static int first_without_ranks(const study *S, int *count) {
+    int k0 = -1;
+    *count = 0;
+    for (int k = 0; k < S->npairs; k++)
+        if (S->pairs[k].nseq && S->pairs[k].boot_why) *count += 1, k0 = k0 < 0 ? k : k0;
+    return k0;
+}
+
 /* The barriers as the paper prints them, mean +- std over the pairs, then each
  * pair's 95% bootstrap intervals: every named curve's barrier and every
  * method's rank, in as many tables of at most 120 columns as they need */
@@ -275,6 +284,10 @@ static void print_intervals(const study *S, FILE *f, int lw) {
         }
         c0 = c1;
     }
+    int cnt, k0 = first_without_ranks(S, &cnt);
+    if (k0 >= 0)
+        fprintf(f, "  (no rank intervals for %d of %d pair%s: %s)\n", cnt, S->npairs, S->npairs == 1 ? "" : "s",
+                S->pairs[k0].boot_why);
 }
 
 /* columns [c0, c1) of the text table: a row per pair, then mean and std */
@@ -553,10 +566,13 @@ int study_write_json(const study *S, const char *e_path, const char *path, ms_er
         cJSON_AddNumberToObject(root, "n", S->pairs[0].n);
         cJSON_AddBoolToObject(root, "exhaustive", S->pairs[0].exhaustive);
     }
-    if (S->npairs) // the intervals' resampling, or why there are none
-        cJSON_AddItemToObject(root, "bootstrap",
-                              ls_json_bootstrap(S->pairs[0].nseq, S->pairs[0].nseq ? LS_BOOT_RESAMPLES : 0,
-                                                S->pairs[0].unit, "no per-unit losses kept"));
+    if (S->npairs) { // the intervals' resampling, or why there are none (the orders' and ranks', as landscape's)
+        cJSON *boot = ls_json_bootstrap(S->pairs[0].nseq, S->pairs[0].nseq ? LS_BOOT_RESAMPLES : 0,
+                                        S->pairs[0].unit, "no per-unit losses kept");
+        int cnt, k0 = first_without_ranks(S, &cnt);
+        if (k0 >= 0) cJSON_AddStringToObject(boot, "orders_and_ranks", S->pairs[k0].boot_why);
+        cJSON_AddItemToObject(root, "bootstrap", boot);
+    }
     cJSON *pairs = cJSON_AddArrayToObject(root, "pairs");
     for (int k = 0; k < S->npairs; k++) cJSON_AddItemToArray(pairs, pair_json(S, &S->pairs[k]));
     cJSON *sum = cJSON_AddObjectToObject(root, "summary");

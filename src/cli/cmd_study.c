@@ -23,7 +23,7 @@
 #define USAGE                                                                                    \
     "moescope study CKPT1 CKPT2 [CKPT3 ...] | DIR [--eval E] [--points 25] [--json F] [--csv F] " \
     "[--latex F] [--png F] [--samples N] [--seed S] [--exhaustive] [--threads K] [--layer L] [--no-wm] [-q] " \
-    "[--no-center] [--interpolate-backbone] [--no-proxy] [--screen K] [--screen-units M]"
+    "[--no-center] [--interpolate-backbone] [--no-proxy] [--screen K] [--screen-units M] [--all-error-bars]"
 #define ST_MAX_POOL 64
 
 static void help(void) {
@@ -44,8 +44,9 @@ static void help(void) {
            "checkpoints named one by one, eval.safetensors beside the first). For\n"
            "n >= 10 each landscape is sampled (--samples) and ranks carry a 95%% interval.\n"
            "Each pair's barriers and ranks carry a 95%% bootstrap interval over the\n"
-           "evaluation set's samples (a network's sequences or images; a layer's ranks up\n"
-           "to 720 orders), in the text, JSON, CSV and LaTeX reports.\n"
+           "evaluation set's samples (a network's sequences or images), in the text, JSON,\n"
+           "CSV and LaTeX reports; the ranks', as landscape's, up to 2^25 per-unit losses\n"
+           "(orders x points x units, each order's resampled as its row is done).\n"
            "A pool of networks (GPT-2, ViT or Hugging Face decoder folders such as\n"
            "Qwen3-MoE's, with MoE blocks sharing their frozen backbone, E holding\n"
            "input_ids, or pixel_values and labels): every pair's landscape of one MoE\n"
@@ -78,6 +79,9 @@ static void help(void) {
            "                    from its best (and how many of those were screened out)\n"
            "      --screen-units M  the subset: M of the set's samples, sequences or images,\n"
            "                    spread evenly (default: a quarter, at least 2)\n"
+           "      --all-error-bars  the ranks' intervals up to 2^29 per-unit losses per pair\n"
+           "                    (dense8's 40320 orders x 25 points x 360 samples: about 2\n"
+           "                    CPU-minutes of resampling a pair)\n"
            "      --layer L     layer prefix (default moe)\n"
            "  -q, --quiet       no table on stdout, no progress line\n"
            "  -h, --help        this text\n",
@@ -433,7 +437,8 @@ int cmd_study(int argc, char **argv) {
         {"csv", required_argument, 0, 'c'},   {"latex", required_argument, 0, 'L'},
         {"png", required_argument, 0, 'p'},   {"layer", required_argument, 0, 'l'},
         {"quiet", no_argument, 0, 'q'},       {"help", no_argument, 0, 'h'},
-        {"no-center", no_argument, 0, 'C'},   CLI_LANDSCAPE_OPTIONS,
+        {"no-center", no_argument, 0, 'C'},   {"all-error-bars", no_argument, 0, 'B'},
+        CLI_LANDSCAPE_OPTIONS,
         CLI_NETWORK_OPTIONS,                  CLI_FIGURE_OPTIONS,
         CLI_SCREEN_OPTIONS,                   {0, 0, 0, 0}};
     ls_opts lo;
@@ -455,6 +460,7 @@ int cmd_study(int argc, char **argv) {
         case 'I': interp = 1; break;
         case 'N': proxy = 0; break;
         case 'C': lo.center = 0; break;
+        case 'B': lo.all_error_bars = 1; break;
         case 'h': help(); return 0;
         default: {
             orders_given |= cli_orders_given(ch);

@@ -119,6 +119,7 @@ struct explore_worker {
         long n;
         ls_key key;
         int exhaustive, ci_units;
+        const char *ci_why;
     } saved[LS_SLOTS];
     /* front thread only */
     cached_curve cache[CURVE_CACHE];
@@ -916,6 +917,7 @@ static void rows_reset(explore_worker *g, long norders) {
     g->pub.norders = norders;
     g->pub.have_landscape = 0;
     g->pub.ci_units = 0;
+    g->pub.ci_why = NULL;
     g->pub.progress = 0;
     g->pub.rows_epoch++;
     g->have_early = 0;
@@ -933,6 +935,7 @@ static void ls_save(explore_worker *g, ls_key k, const landscape *L) {
     g->saved[wm].key = k;
     g->saved[wm].exhaustive = L->exhaustive;
     g->saved[wm].ci_units = L->boot_resamples ? L->nseq : 0;
+    g->saved[wm].ci_why = L->boot_resamples ? NULL : L->boot_why;
 }
 
 /* Publish the kept table of key k if there is one (1), else 0. mu held. */
@@ -953,6 +956,7 @@ static int ls_publish_saved(explore_worker *g, ls_key k) {
     p->have_landscape = 1;
     p->exhaustive = g->saved[wm].exhaustive;
     p->ci_units = g->saved[wm].ci_units;
+    p->ci_why = g->saved[wm].ci_why;
     p->progress = 1;
     p->phase[0] = 0;
     p->phase_detail[0] = 0;
@@ -981,6 +985,7 @@ static void ls_redirect(explore_worker *g, ls_key k) {
         g->rows_key = k;
         p->have_landscape = 0;
         p->ci_units = 0;
+        p->ci_why = NULL;
         p->ndone = p->nextra = 0;
         p->rows_epoch++;
         p->phase_detail[0] = 0;
@@ -998,6 +1003,7 @@ static void ls_redirect(explore_worker *g, ls_key k) {
         p->ndone = 0;
         p->have_landscape = 0;
         p->ci_units = 0;
+        p->ci_why = NULL;
         p->progress = 0;
         p->rows_epoch++;
         snprintf(p->phase, sizeof p->phase, "queued: the wm %s landscape finishes first", g->run.wm ? "on" : "off");
@@ -1033,8 +1039,12 @@ static void layer_error_bars(explore_worker *g, ls_key k, landscape *L) {
         if (!hidden && p->rows_epoch == epoch) { // still the table shown: the same rows, with intervals
             memcpy(p->rows, L->rows, (size_t)L->norders * sizeof(ls_row));
             p->ci_units = L->nseq;
+            p->ci_why = NULL;
             p->rows_epoch++;
         }
+        ls_save(g, k, L);
+    } else if (!rc && !g->cancel_ls && L->boot_why) { // none: why, with the table
+        if (!hidden && p->rows_epoch == epoch) p->ci_why = L->boot_why;
         ls_save(g, k, L);
     }
     pub_status(g);
@@ -1095,6 +1105,7 @@ static void *ls_worker(void *arg) {
         o.center = center;
         o.cancel = &g->cancel_ls;
         o.keep_units = !g->obj; // a layer's error bars from the sweep itself (layer_error_bars)
+        o.stream_units = 1;     // beyond a small table each order's resampled as its row is done
         o.progress = on_progress;
         o.on_ranks = on_ranks;
         o.phase = on_phase;
@@ -1151,6 +1162,7 @@ static void *ls_worker(void *arg) {
             p->have_landscape = 1;
             p->exhaustive = L.exhaustive;
             p->ci_units = L.boot_resamples ? L.nseq : 0;
+            p->ci_why = L.boot_resamples ? NULL : L.boot_why;
             p->progress = 1;
             g->have_ls = 1;
             g->done = k;

@@ -416,8 +416,7 @@ static void units_plan(lsx *x) {
     double nu = (double)x->rs.norders * pb->T * pb->N;
     int fits = nu * sizeof(double) <= LS_BOOT_MAX_MB * 1048576.0;
     const char *why = !pb->o->stream_units && ls_boot_table != 1
-                          ? "every order's per-sample losses would take more than " LS_BOOT_MAX_MB_S " MB (the "
-                            "landscape command resamples them as they come)"
+                          ? "every order's per-sample losses would take more than " LS_BOOT_MAX_MB_S " MB"
                       : part ? "split over processes, every order's per-sample losses would take more than "
                              LS_BOOT_MAX_MB_S " MB"
                       : x->pl.nsc > 1 ? "the samples swept in chunks (the memory budget), every order's "

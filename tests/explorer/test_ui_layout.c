@@ -1483,6 +1483,21 @@ static void test_ci_marks(void) {
         CHECK((grid_find(&f.g, "~ not distinguished from the best *: 1 order ", NULL) >= 0) == !pass,
               "%s: the legend %s", pass ? "no intervals" : "intervals", pass ? "is absent" : "counts one order");
     }
+    /* a complete table the landscape gave no intervals says why, in the legend's place */
+    f.v.ci_units = 0;
+    f.v.ci_why = "more than 33554432 per-unit losses (orders x points x units) to resample";
+    for (int done = 1; done >= 0; done--) {
+        f.v.have_landscape = done;
+        app_render(&f.a, &f.v, &f.g);
+        dump(&f.g);
+        const ui_rect *o = &f.a.layout.orders;
+        CHECK((grid_find(&f.g, "no error bars (~): more than 33554432", NULL) >= 0) == done &&
+                  (grid_find(&f.g, "(orders x points x units) to resample", NULL) >= 0) == done &&
+                  f.g.cells[(o->y + 4) * f.g.w + o->x].cp != '~',
+              "no intervals, %s: the line says why %s, no row marked", done ? "complete" : "incomplete",
+              done ? "under the table, wrapped" : "only once complete");
+    }
+    f.v.ci_why = NULL;
     fix_free(&f);
 }
 

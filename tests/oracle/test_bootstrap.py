@@ -276,6 +276,77 @@ def test_work_bound():
         check("naive       barrier" in r.stdout, "%d points: the named curves keep their intervals" % T)
 
 
+def peak_rss_mb(*args):
+    """(the completed process, its peak resident memory in MB): a python of its own,
+    whose only child it is, reads it"""
+    import subprocess
+    code = ("import resource, subprocess, sys\n"
+            "r = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+            "sys.stdout.write(r.stdout); sys.stderr.write(r.stderr)\n"
+            "sys.stderr.write('\\nPEAK_KB %d\\n' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+            "sys.exit(r.returncode)")
+    r = subprocess.run([sys.executable, "-c", code] + [str(a) for a in args], capture_output=True, text=True)
+    kb = [int(x.split()[1]) for x in r.stderr.splitlines() if x.startswith("PEAK_KB ")]
+    return r, (kb[-1] / 1024.0 if kb else float("inf"))
+
+
+def test_study_stream():
+    """study streams each order's losses into its error bars as landscape does: dense8's
+    40320 orders at 3 points on 200 of its samples (24 M losses, a 194 MB table before)
+    give each method's rank interval, landscape's, the named curves' intervals the numpy
+    replay's of curve's per-sample losses, in less memory than the table; on all 360
+    samples (43.5 M, past 2^25) the text and the JSON say why there are none, and
+    --all-error-bars gives them"""
+    d8 = os.path.join(testutil.ROOT, "sample-checkpoints", "dense8")
+    a, b = (os.path.join(d8, "seed%d.safetensors" % s) for s in (1, 2))
+    ev, meta = oracle.read_safetensors(os.path.join(d8, "eval.safetensors"))
+    e200 = os.path.join(TMP, "dense8_200.safetensors")
+    oracle.write_safetensors(e200, {k: v[:200] for k, v in ev.items()}, meta)
+    rel = testutil.MOESCOPE_REL
+    js, lj, cj = (os.path.join(TMP, f) for f in ("st8.json", "ls8.json", "cv8.json"))
+    r, peak = peak_rss_mb(rel, "study", a, b, "--eval", e200, "--points", 3, "--json", js, "-q")
+    check(r.returncode == 0, "study on 200 samples runs: %s" % r.stderr.strip()[-300:])
+    r2 = run("landscape", a, b, "--eval", e200, "--points", 3, "--json", lj, "-q", binary=rel)
+    r3 = run("curve", a, b, "--eval", e200, "--points", 3, "--json", cj, binary=rel)
+    check(r2.returncode == 0 and r3.returncode == 0, "landscape and curve run: %s" % (r2.stderr + r3.stderr)[-300:])
+    if r.returncode or r2.returncode or r3.returncode:
+        return
+    table_mb = 40320 * 3 * 200 * 8 / 1048576.0
+    check(peak < table_mb, "study's peak memory %.0f MB, below the %.0f MB table it held before" % (peak, table_mb))
+    J, L, Cv = json.load(open(js)), json.load(open(lj)), json.load(open(cj))["curves"]
+    check(J["bootstrap"].get("count") == 200 and "orders_and_ranks" not in J["bootstrap"],
+          "the study's intervals over the 200 samples: %s" % J["bootstrap"])
+    P = J["pairs"][0]
+    for m in L["methods"]:
+        got, want = P["methods"][m].get("rank_ci95"), L["methods"][m].get("rank_ci95")
+        check(got is not None and got == want, "%s: the study's rank_ci95 %s is landscape's %s" % (m, got, want))
+    C = bo.counts(200)
+    for name, key in (("naive", "naive"), ("skip_order", "skip_order")):
+        lo, hi = bo.interval(bo.barriers(np.array(Cv[name]["unit_loss"]), C), Cv[name]["barrier"])
+        got = P[key]["barrier_ci95"]
+        check(close(got[0], lo, 1e-6) and close(got[1], hi, 1e-6),
+              "%s: the study's interval %s is numpy's [%.9g, %.9g] from curve's losses" % (name, got, lo, hi))
+    # all 360 samples: past the bound by default, every rank interval with --all-error-bars
+    for extra in ((), ("--all-error-bars",)):
+        r = run("study", a, b, "--points", 3, "--json", js, *extra, binary=rel)
+        check(r.returncode == 0, "%s: runs: %s" % (extra, r.stderr.strip()[-300:]))
+        if r.returncode:
+            continue
+        J = json.load(open(js))
+        why = J["bootstrap"].get("orders_and_ranks", "")
+        ranks = [J["pairs"][0]["methods"][m].get("rank_ci95") for m in J["pairs"][0]["methods"]]
+        if extra:
+            check(not why and all(x and x[0] <= p["rank"] <= x[1] for x, p in
+                                  zip(ranks, J["pairs"][0]["methods"].values())),
+                  "--all-error-bars: every method's rank interval, holding its rank: %s" % ranks)
+        else:
+            check("more than 33554432 per-unit losses" in why and "--all-error-bars" in why and
+                  not any(ranks), "past 2^25: no rank intervals, the JSON says why: %r" % why)
+            check("(no rank intervals for 1 of 1 pair: more than 33554432 per-unit losses" in r.stdout,
+                  "past 2^25: the text says why")
+
+
 sys.exit(testutil.run_tests("test_bootstrap", [test_network, test_identical_units, test_layer_curve,
-                                               test_layer_landscape, test_layer_study, test_work_bound],
+                                               test_layer_landscape, test_layer_study, test_work_bound,
+                                               test_study_stream],
                             TMP))
