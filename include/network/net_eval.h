@@ -92,6 +92,10 @@ typedef struct {
     long block_rows;             /* > 0: only the first block_rows rows of those inputs */
     const net_edit *edit;        /* NULL: none */
     double *seq_loss;            /* (N) when not NULL: each sequence's (image's) summed loss */
+    int inputs_only;             /* stop once the last MoE block with a block_inputs pointer has
+                                    its inputs (the rows of block_rows alone when it is > 0): no
+                                    block after it, no head, loss and accuracy NaN. The inputs are
+                                    the whole evaluation's, bit for bit (the same items' steps) */
 } net_run;
 
 typedef struct {

@@ -41,9 +41,9 @@ typedef struct {
                               their shapes alone; prepare needs them in */
     int ends_later;        /* prepare leaves A's and B's evaluations to the landscape (the view's
                               end hook: a landscape split over processes evaluates each on one of
-                              them) when nothing before it needs them: the chosen block's inputs
-                              are then the frozen prefix's (it ends at that block), and neither
-                              interp_backbone nor a data-driven method for the other blocks */
+                              them); it runs A only as far as the MoE blocks' inputs it needs (the
+                              chosen block's, the other blocks' for a data-driven method), the
+                              same numbers as A's evaluation keeps */
 } net_obj_opts;
 
 /* A, B and E are borrowed and must outlive the objective. Computes the prefix,
@@ -65,6 +65,7 @@ int net_objective_prepare(net_objective *no, ms_err *err);
 #define NET_PREP_PREFIX "frozen prefix" /* followed by " up to block L" and why it ends there */
 #define NET_PREP_A "end point A"
 #define NET_PREP_B "end point B"
+#define NET_PREP_INPUTS "MoE blocks' inputs under A" /* ends_later */
 const ls_objective *net_objective_view(const net_objective *no);
 void net_objective_free(net_objective *no);
 /* seconds spent building it, for the time split: the other blocks' alignments,

@@ -1,6 +1,7 @@
 /* net_eval.c - the network's evaluation set and threaded evaluation (net_eval.h). */
 #include "network/net_eval.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ typedef struct {
     const net_run *r;      /* NULL: the prefix only (into prefix_out) */
     float *prefix_out;     /* (N T, d) the prefix job's output */
     int T;                 /* tokens per sequence (net_tokens) */
+    int stop_L;            /* r->inputs_only: the block whose inputs are the last wanted, else -1 */
     int L0, spi, items;    /* first MoE block, sequences per item, items */
     const moe_model *const *moe;
     int nmoe, nmax;
@@ -262,6 +264,7 @@ static int item_tail(net_job *j, int slot, int it, float *h, int ns, net_ws *w, 
             long keep = r->block_rows > 0 ? r->block_rows - (long)r0 : M; // rows wanted from r0 on
             if (keep > 0) memcpy(r->block_inputs[mi] + r0 * d, w->x, (size_t)(keep < M ? keep : M) * d * sizeof(float));
         }
+        if (L == j->stop_L) return 0; // inputs_only: the last inputs wanted are in
         if (moe && r->edit) {
             memcpy(prev, w->x, (size_t)M * d * sizeof(float));
             have_prev = 1;
@@ -289,6 +292,10 @@ static void run_item(net_job *j, int slot, int it, float *h, net_ws *w, float *G
     int T = j->T, d = m->cfg.d, N = j->E->N;
     int s0 = it * j->spi, ns = N - s0 < j->spi ? N - s0 : j->spi;
     size_t r0 = (size_t)s0 * T, M = (size_t)ns * T;
+    if (j->stop_L >= 0 && j->r->block_rows > 0 && (long)r0 >= j->r->block_rows) { // inputs_only: no row wanted
+        job_advance(j, (long)M * j->stages);
+        return;
+    }
     if (j->p) {
         memcpy(h, j->p->h + r0 * d, M * d * sizeof(float));
     } else {
@@ -309,6 +316,10 @@ static void run_item(net_job *j, int slot, int it, float *h, net_ws *w, float *G
         return;
     }
     if (item_tail(j, slot, it, h, ns, w, G, prev) || job_cancelled(j)) return;
+    if (j->stop_L >= 0) { // inputs_only: no head
+        job_advance(j, (long)M);
+        return;
+    }
     j->loss[it] = 0.0;
     j->ok[it] = 0;
     size_t lrow = (size_t)s0 * net_logit_rows(m, T); // the item's first row of logits
@@ -411,11 +422,12 @@ static void job_init(net_job *j, const net_model *m, const net_evalset *E) {
     j->T = net_tokens(m, E);
     j->spi = NET_ITEM_TOKENS / j->T > 1 ? NET_ITEM_TOKENS / j->T : 1;
     j->items = (E->N + j->spi - 1) / j->spi;
+    j->stop_L = -1;
 }
 
 /* the stages each row goes through: the blocks to run (and the head), or the prefix's */
 static void job_stages(net_job *j, int prefix_only, int from_prefix) {
-    int nl = j->m->cfg.nlayer;
+    int nl = j->stop_L >= 0 ? j->stop_L : j->m->cfg.nlayer; // inputs_only: up to that block, no head
     j->stages = prefix_only ? j->L0 + 1 : (from_prefix ? 0 : j->L0) + (nl - j->L0) + 1;
     j->nunits = (long)j->E->N * j->T * j->stages;
 }
@@ -468,6 +480,12 @@ int net_evaluate(const net_model *m, const net_evalset *E, const net_prefix *p, 
     j.moe = own;
     j.nmoe = m->cfg.nmoe;
     for (int i = 0; i < j.nmoe; i++) j.nmax = own[i]->cfg.n > j.nmax ? own[i]->cfg.n : j.nmax;
+    for (int L = 0; rr.inputs_only && rr.block_inputs && L < m->cfg.nlayer; L++) // the last block wanted
+        if (m->cfg.moe_of[L] >= 0 && rr.block_inputs[m->cfg.moe_of[L]] && L >= j.L0) j.stop_L = L;
+    if (rr.inputs_only && j.stop_L < 0) {
+        free(own);
+        return ms_fail(err, "%s: an evaluation for MoE blocks' inputs names none from block %d on", m->path, j.L0);
+    }
     job_stages(&j, 0, p != NULL);
     j.loss = ms_calloc((size_t)j.items, sizeof(double));
     j.ok = ms_calloc((size_t)j.items, sizeof(long));
@@ -481,8 +499,8 @@ int net_evaluate(const net_model *m, const net_evalset *E, const net_prefix *p, 
         long ok = 0;
         for (int it = 0; it < j.items; it++) ls += j.loss[it], ok += j.ok[it];
         out->positions = net_positions(m, E);
-        out->loss = ls / (double)out->positions;
-        out->accuracy = (double)ok / (double)out->positions;
+        out->loss = j.stop_L >= 0 ? NAN : ls / (double)out->positions;
+        out->accuracy = j.stop_L >= 0 ? NAN : (double)ok / (double)out->positions;
         if (j.lmean) {
             double tok = (double)E->N * j.T;
             out->nmoe = j.nmoe, out->n = j.nmax;

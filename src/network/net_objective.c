@@ -13,7 +13,6 @@
 #include "core/progress.h"
 #include "align/cost_data.h"
 #include "network/net_budget.h"
-#include "network/net_forward.h"
 #include "model/moe_kernels.h"
 
 /* The other blocks interpolated at (t, var), and the block pointers one
@@ -172,23 +171,32 @@ static int align_variants(net_objective *no, ms_err *err) {
     return 0;
 }
 
-/* the end points: A and B each with their own blocks (and backbone) */
-static int end_points(net_objective *no, ms_err *err) {
-    net_eval_result ra, rb;
-    int N = no->E->N;
-    // A's evaluation keeps the chosen block's first inputs: the data-driven matching
-    // methods' tokens (cost_data.h)
-    long rows = (long)N * net_tokens(no->A, no->E);
+/* where A's evaluation keeps MoE blocks' first inputs (rows of them): the chosen
+ * block's, the data-driven matching methods' tokens (cost_data.h), and the other
+ * blocks' too when their alignment reads them */
+static long inputs_wanted(net_objective *no, float **in) {
+    long rows = (long)no->E->N * net_tokens(no->A, no->E);
     if (rows > COST_DATA_ROWS) rows = COST_DATA_ROWS;
-    float *in[NET_MAX_LAYERS] = {0};
     if (!no->inputs) no->inputs = ms_malloc((size_t)rows * no->A->cfg.d * sizeof(float));
     in[no->o.chosen] = no->inputs;
     if (align_method_reads_set(no->o.other.method)) { // the other blocks' too, for their alignment
         size_t one = (size_t)rows * no->A->cfg.d;
-        if (!no->other_inputs) no->other_inputs = ms_malloc((size_t)no->nmoe * one * sizeof(float));
+        // zeros where no evaluation writes: the blocks inside the frozen prefix (A's and B's
+        // equal; the evaluations start after them), the same in every process
+        if (!no->other_inputs) no->other_inputs = ms_calloc((size_t)no->nmoe * one, sizeof(float));
         for (int i = 0; i < no->nmoe; i++)
             if (i != no->o.chosen) in[i] = no->other_inputs + (size_t)i * one;
     }
+    no->view.inputs = no->inputs, no->view.ninputs = (int)rows;
+    return rows;
+}
+
+/* the end points: A and B each with their own blocks (and backbone) */
+static int end_points(net_objective *no, ms_err *err) {
+    net_eval_result ra, rb;
+    int N = no->E->N;
+    float *in[NET_MAX_LAYERS] = {0};
+    long rows = inputs_wanted(no, in);
     net_run run_a = {.seq_loss = no->seq_ab, .block_inputs = in, .block_rows = rows},
             run_b = {.seq_loss = no->seq_ab + N};
     progress_inner(NET_PREP_A, 0, 0);
@@ -200,22 +208,23 @@ static int end_points(net_objective *no, ms_err *err) {
     seq_means(no->seq_ab, N, ra.positions);
     seq_means(no->seq_ab + N, N, rb.positions);
     no->view.seq_a = no->seq_ab, no->view.seq_b = no->seq_ab + N;
-    no->view.inputs = no->inputs, no->view.ninputs = (int)rows;
     no->view.loss_a = ra.loss, no->view.acc_a = ra.accuracy;
     no->view.loss_b = rb.loss, no->view.acc_b = rb.accuracy;
     return 0;
 }
 
-/* the chosen block's first inputs without A's evaluation: the prefix ends at that
- * block (its attention done), so they are its norm of the prefix's rows, as A's
- * evaluation would compute (and capture) them row by row */
-static void inputs_from_prefix(net_objective *no) {
-    long rows = (long)no->E->N * net_tokens(no->A, no->E);
-    if (rows > COST_DATA_ROWS) rows = COST_DATA_ROWS;
-    if (!no->inputs) no->inputs = ms_malloc((size_t)rows * no->A->cfg.d * sizeof(float));
-    net_ws w = {.x = no->inputs};
-    net_mlp_input(no->A, no->prefix.L0, no->prefix.h, (int)rows, &w);
-    no->view.inputs = no->inputs, no->view.ninputs = (int)rows;
+/* ends_later: the MoE blocks' inputs A's evaluation would keep (inputs_wanted), by
+ * running A's items only as far as the last block wanted and only those holding the
+ * rows kept (net_run.inputs_only: the same steps, the same numbers) */
+static int inputs_only(net_objective *no, ms_err *err) {
+    float *in[NET_MAX_LAYERS] = {0};
+    net_run r = {.block_inputs = in, .block_rows = inputs_wanted(no, in), .inputs_only = 1};
+    net_eval_result res;
+    progress_inner(NET_PREP_INPUTS, 0, 0);
+    if (net_evaluate(no->A, no->E, no->o.interp_backbone ? NULL : &no->prefix, &r, &no->o.par, &res, err))
+        return -1;
+    net_eval_result_free(&res);
+    return 0;
 }
 
 /* the view's end hook (ends_later): A's (b = 0) or B's evaluation as end_points makes it */
@@ -225,7 +234,9 @@ static int obj_end(void *ctx, int b, double *loss, double *acc, double *seq, ms_
     net_run r = {.seq_loss = seq};
     net_eval_result res;
     progress_inner(b ? NET_PREP_B : NET_PREP_A, 0, 0);
-    if (net_evaluate(b ? no->B : no->A, no->E, &no->prefix, &r, &no->o.par, &res, err)) return -1;
+    if (net_evaluate(b ? no->B : no->A, no->E, no->o.interp_backbone ? NULL : &no->prefix, &r, &no->o.par, &res,
+                     err))
+        return -1;
     seq_means(seq, no->E->N, res.positions);
     *loss = res.loss, *acc = res.accuracy;
     net_eval_result_free(&res);
@@ -318,10 +329,10 @@ int net_objective_prepare(net_objective *no, ms_err *err) {
     progress_inner(no->prefix_what, 0, 0);
     if (!rc && !no->o.interp_backbone) rc = net_prefix_compute_to(no->A, no->E, &no->o.par, L0, &no->prefix, err);
     no->prefix_s = now_secs() - t0, t0 = now_secs();
-    // ends_later: the landscape evaluates the end points (a split one, each on one process)
-    int later = no->o.ends_later && !no->o.interp_backbone && !late && L0 == no->A->cfg.moe_layers[no->o.chosen];
-    if (!rc && later) {
-        inputs_from_prefix(no);
+    // ends_later: the landscape evaluates the end points (a split one, each on one process);
+    // what comes before it needs only A's blocks' inputs
+    if (!rc && no->o.ends_later) {
+        rc = inputs_only(no, err);
         no->view.end = obj_end;
     } else if (!rc) {
         rc = end_points(no, err);

@@ -101,6 +101,16 @@ def first_diff(a, b, path=""):
     return None if a == b else "%s: %r vs %r" % (path, a, b)
 
 
+MPI_STDERR = {}  # P: the stderr of same_as_plain's last run on P ranks
+
+
+def evaluations(stderr, P):
+    """Each rank's network evaluations (MOESCOPE_MPI_STATS's line), rank by rank."""
+    got = {int(m.group(1)): int(m.group(2)) for m in
+           re.finditer(r"moescope-mpi rank (\d+) of \d+: sent .*?; (\d+) network evaluations", stderr)}
+    return [got.get(r) for r in range(P)]
+
+
 def csv_rows(path):
     """A CSV's rows without its provenance comments."""
     with open(path) as f:
@@ -115,6 +125,7 @@ def same_as_plain(tag, plain_json, tmp, Ps, args, env=None, leaks=False, rel=Fal
         csv = os.path.join(tmp, "mpi%d.csv" % P)
         more = ["--csv", csv] if plain_csv else []
         r = mpirun(P, *(args + ["--json", out] + more), env=env, leaks=leaks, binary=MPI_REL if rel else None)
+        MPI_STDERR[P] = r.stderr
         ok = r.returncode == 0 and os.path.exists(out)
         check(ok, "%s P=%d: exit %d: %s" % (tag, P, r.returncode, r.stderr[-600:]))
         if not ok:
@@ -449,23 +460,39 @@ def test_network(tmp):
 
 
 def test_network_ranks(tmp):
-    """A 2-expert network (two MoE blocks) whose landscape at 3 points is 6 evaluations,
-    the two end points among them: on 8 ranks two get none, and the report is the plain
-    one still; with block 1 chosen the frozen prefix ends at block 0 (A and B differ
-    there), so every rank evaluates the end points itself (the chosen block's inputs
-    come from A's evaluation), and with --method activation (the other blocks aligned
-    on their inputs) likewise."""
+    """A 2-expert network (two MoE blocks) whose landscape at 3 points is 6 evaluations:
+    the two end points, the naive and skip-order curves and the 2 orders (the methods'
+    orders among them, rows and curves at once). On 8 ranks two get none, and the
+    report is the plain one still. The end points are two of the items, each evaluated
+    by one rank (MOESCOPE_MPI_STATS: the ranks' evaluations add up to 6, at most
+    ceil(6 / P) each) whatever comes before the split needs of A: with block 1 chosen
+    the frozen prefix ends at block 0 (A and B differ there), so the chosen block's
+    inputs come from A's blocks run that far; with --method activation or router
+    every block's inputs (the other blocks are aligned on theirs); with
+    --interpolate-backbone there is no prefix (on the release builds, where cloning
+    the backbone for it once read a block's matrices uninitialised)."""
     import gen_gpt2
     cfg = gen_gpt2.config(layers=3, moe_layers=[0, 1], n=2, k=1)
     pool = os.path.join(tmp, "net2")
     back = gen_gpt2.backbone(cfg, 1)
-    gen_gpt2.write_pool(pool, cfg, back, {"seed%d" % s: gen_gpt2.moe_blocks(cfg, s) for s in (1, 2)},
-                        gen_gpt2.eval_ids(cfg, 3, 4, 12))
+    ids = gen_gpt2.eval_ids(cfg, 3, 4, 12)
+    gen_gpt2.write_pool(pool, cfg, back, {"seed%d" % s: gen_gpt2.moe_blocks(cfg, s) for s in (1, 2)}, ids)
     a, b, e = (os.path.join(pool, x) for x in ("seed1", "seed2", "eval.safetensors"))
-    landscape_case("2 experts, 8 ranks", tmp, a, b, e, ["--points", "3", "--no-proxy"], (8,))
-    landscape_case("2 experts, block 1", tmp, a, b, e, ["--points", "3", "--no-proxy", "--layer", "1"], (3,))
-    landscape_case("2 experts, --method activation", tmp, a, b, e,
-                   ["--points", "3", "--no-proxy", "--method", "activation"], (2,))
+    other = os.path.join(tmp, "net2_backbone2")  # B on another backbone
+    gen_gpt2.write_pool(other, cfg, gen_gpt2.backbone(cfg, 2), {"seed2": gen_gpt2.moe_blocks(cfg, 2)}, ids)
+    stats = {"MOESCOPE_MPI_STATS": "1"}
+    for tag, bb, extra, P, rel in (("2 experts, 8 ranks", b, [], 8, False),
+                                   ("2 experts, block 1", b, ["--layer", "1"], 3, False),
+                                   ("2 experts, --method activation", b, ["--method", "activation"], 2, False),
+                                   ("2 experts, block 1, --method router", b, ["--layer", "1", "--method", "router"], 3,
+                                    False),
+                                   ("2 experts, --interpolate-backbone", os.path.join(other, "seed2"),
+                                    ["--interpolate-backbone"], 3, True)):
+        MPI_STDERR.pop(P, None)
+        landscape_case(tag, tmp, a, bb, e, ["--points", "3", "--no-proxy"] + extra, (P,), env=stats, rel=rel)
+        ev = evaluations(MPI_STDERR.get(P, ""), P)
+        check(None not in ev and sum(ev) == 6 and max(ev) <= -(-6 // P),
+              "%s: the 6 evaluations, the end points among them, made once over %d ranks: %s" % (tag, P, ev))
 
 
 def main():
