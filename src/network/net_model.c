@@ -740,7 +740,10 @@ void net_clone(net_model *dst, const net_model *src) {
     dst->lnf_b = rebase(src, dst, src->lnf_b);
     dst->lm_w = rebase(src, dst, src->lm_w);
     dst->lm_b = rebase(src, dst, src->lm_b);
+    // the blocks as src's (a decoder's matrices too: their mapped parts stay), then
+    // every pointer into src's floats moved to dst's
     dst->blocks = ms_malloc((size_t)src->cfg.nlayer * sizeof(net_block));
+    memcpy(dst->blocks, src->blocks, (size_t)src->cfg.nlayer * sizeof(net_block));
     for (int L = 0; L < src->cfg.nlayer; L++) {
         const net_block *s = &src->blocks[L];
         net_block *b = &dst->blocks[L];

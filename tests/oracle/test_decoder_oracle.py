@@ -554,8 +554,9 @@ def test_mapped_mix():
     the oracle's loss of 0.5 A + 0.5 B on every tensor, the aligned curve's barrier ~0
     (B a scramble of A), through every MoE block but the chosen one as mixes; B equal
     to A below its last block, that block chosen: the frozen prefix runs through the
-    MoE blocks before it, the same loss."""
-    cases = [("qwen3_moe", {}, None), ("gpt_oss", {"mxfp4": True}, None), ("qwen3_moe", {}, "last")]
+    MoE blocks before it, the same loss; JetMoE (its attention experts mapped too)."""
+    cases = [("qwen3_moe", {}, None), ("gpt_oss", {"mxfp4": True}, None), ("qwen3_moe", {}, "last"),
+             ("jetmoe", {}, None)]
     for fam, kw, which in cases:
         tag = "mix_%s%s" % (fam, "_mx" if kw else "")
         a = gen(fam, tag, dtype="BF16", **kw)
@@ -582,6 +583,43 @@ def test_mapped_mix():
               "the oracle's %.9g" % (tag, got, want))
         check(cv["expert"]["barrier"] < 1e-4, "%s: aligned per panel, the scramble's barrier ~0 (%g)"
               % (tag, cv["expert"]["barrier"]))
+
+
+def test_jetmoe_backbone():
+    """JetMoE's attention experts are the backbone, not an MoE block: B with another
+    self_attention.experts.input_linear is refused naming it; with
+    --interpolate-backbone (BF16, two shards: the packed experts mixed a panel at a
+    time) the naive curve's midpoint is the oracle's network of 0.5 A + 0.5 B."""
+    a = gen("jetmoe", "jet_bb_a", dtype="BF16", shards=2)
+    b = p("jet_bb_b")
+    name = "model.layers.1.self_attention.experts.input_linear.weight"
+    if not os.path.exists(b):
+        shutil.copytree(a, b)
+        for sh in sorted(f for f in os.listdir(b) if f.startswith("model-")):
+            raw, meta = ff.read_safetensors(os.path.join(b, sh))
+            if name in raw:
+                dt, shape, x = raw[name]
+                w = ff.to_float(dt, shape, x) * -0.5  # exact in BF16
+                raw[name] = (dt, shape, ff.encode(w, dt))
+                ff.write_safetensors(os.path.join(b, sh), [(k,) + tuple(v) for k, v in raw.items()], meta)
+    ev = os.path.join(a, "eval.safetensors")
+    r = run("curve", a, b, "--eval", ev, "--points", 3)
+    check(r.returncode == 1 and name in r.stderr, "jetmoe: another attention expert refused naming %s: %s"
+          % (name, r.stderr.strip()[-300:]))
+    c, ta = decoder_ref.load(a)
+    tb = decoder_ref.load(b)[1]
+    ids = decoder_ref.read_tensors(ev)["input_ids"].astype(np.int64)
+    want = decoder_ref.loss_accuracy(decoder_ref.forward(c, {k: 0.5 * ta[k] + 0.5 * tb[k] for k in ta}, ids), ids)[0]
+    for how, env in (("mapped", None), ("floats", {"MOESCOPE_TEST_FLOATS": "1"})):  # (a clone of the backbone)
+        out = p("jet_bb_curve_%s.json" % how)
+        r = run("curve", a, b, "--eval", ev, "--points", 3, "--interpolate-backbone", "--json", out, env=env)
+        check(r.returncode == 0, "jetmoe --interpolate-backbone (%s): %s" % (how, r.stderr.strip()[-300:]))
+        if r.returncode:
+            continue
+        cv = json.load(open(out))["curves"]
+        got = [cv[m]["loss"][1] for m in ("naive", "expert")]
+        check(all(abs(g - want) <= 1e-5 * want for g in got), "jetmoe (%s): the midpoints with the attention "
+              "experts mixed (naive, aligned: B's MoE blocks are A's): loss %s vs the oracle's %.9g" % (how, got, want))
 
 
 def json_numbers_equal(x, y, rtol):
@@ -746,5 +784,6 @@ if __name__ == "__main__":
                                 [test_oracle_scramble, test_oracle_causal, test_oracle_equal_experts, test_oracle_routing,
                                  test_oracle_refusals, test_covered, test_threads, test_covered_rope,
                                  test_phimoe_long_rope, test_qwen_sliding, test_fp8_refused, test_family_commands,
-                                 test_refusals, test_mapped_mix, test_mapped_landscape, test_mapped_commands,
+                                 test_refusals, test_mapped_mix, test_jetmoe_backbone, test_mapped_landscape,
+                                 test_mapped_commands,
                                  test_not_covered], TMP))
