@@ -18,7 +18,8 @@ _moescope_common="--family --top-k --norm-topk-prob --routed-scaling --n-group -
 
 _moescope_options() { # _moescope_options CMD: the options of CMD ("" the explorer)
     case $1 in
-        "") echo "--eval --layer --points --ascii --png-live --theme --out-dir --interpolate-backbone --help --version" ;;
+        "") echo "--eval --layer --points --ascii --png-live --theme --out-dir --interpolate-backbone --all-error-bars
+                  --help --version" ;;
         info) echo "--layer --json" ;;
         eval) echo "--eval --layer --json --dump-outputs --repeat --threads" ;;
         cost) echo "--method --no-center --eval --layer --json -m -e -l -h" ;;

@@ -42,7 +42,7 @@
 
 static const char *TUI_USAGE =
     "moescope A.safetensors B.safetensors [--eval E] [--layer L] [--points T] [--ascii] [--png-live FILE] "
-    "[--theme FILE] [--out-dir DIR] [--interpolate-backbone]";
+    "[--theme FILE] [--out-dir DIR] [--interpolate-backbone] [--all-error-bars]";
 
 static volatile sig_atomic_t got_signal;
 static int screen_open;
@@ -189,7 +189,7 @@ static int translate_key(int ch) {
 typedef struct {
     const char *pa, *pb, *e_path, *layer, *png_live, *theme_path;
     const char *out_dir;        /* --out-dir: where p, e and x write (else asked at the first) */
-    int T, ascii, interp_backbone;
+    int T, ascii, interp_backbone, all_error_bars;
     char e_guess[4096];
 } tui_args;
 
@@ -200,7 +200,7 @@ static int parse_args(int argc, char **argv, tui_args *a) {
         {"points", required_argument, 0, 'T'}, {"ascii", no_argument, 0, 'a'},
         {"png-live", required_argument, 0, 'P'}, {"theme", required_argument, 0, 't'},
         {"interpolate-backbone", no_argument, 0, 'I'}, {"help", no_argument, 0, 'h'},
-        {"out-dir", required_argument, 0, 'O'}, {0, 0, 0, 0}};
+        {"out-dir", required_argument, 0, 'O'}, {"all-error-bars", no_argument, 0, 'B'}, {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
     a->T = 25;
     optind = 1;
@@ -218,6 +218,7 @@ static int parse_args(int argc, char **argv, tui_args *a) {
         case 'O': a->out_dir = optarg; break;
         case 't': a->theme_path = optarg; break;
         case 'I': a->interp_backbone = 1; break;
+        case 'B': a->all_error_bars = 1; break;
         case 'h':
             printf("usage: %s\n\nThe interactive explorer. Keys: ? on the screen (l: the checkpoint's MoE layers;\n"
                    "Tab, z, Z: move in and zoom out of the cost matrix). An evaluation set is used only at its\n"
@@ -231,7 +232,11 @@ static int parse_args(int argc, char **argv, tui_args *a) {
                    "pixel_values and labels): the\n"
                    "curves and the landscape are the network's loss; l switches the MoE block; the other\n"
                    "blocks are interpolated at the same t (aligned by the expert cost);\n"
-                   "--interpolate-backbone lets A and B differ outside the MoE blocks.\n", TUI_USAGE);
+                   "--interpolate-backbone lets A and B differ outside the MoE blocks.\n"
+                   "The orders carry error bars (~: not distinguished from the best) up to 2^25\n"
+                   "per-unit losses (orders x points x units), as landscape's; --all-error-bars\n"
+                   "goes to 2^29 (dense8 at 25 points: minutes of resampling before the table is done).\n",
+                   TUI_USAGE);
             return 0;
         default: return cli_option_error(TUI_USAGE, "moescope", ch, argc, argv);
         }
@@ -712,6 +717,7 @@ static int switch_network(tui_ctx *c, app_state *app, int k) {
     if (net_block_setup(in, b, &obj, &A, &B, &err)) { // the shown block kept, its worker started again
         app_message(app, 1, "block %s: %s", in->layers[k], err.msg);
         c->g = net_worker_start(in, &err);
+        explore_set_all_error_bars(c->g, c->args->all_error_bars);
         if (!c->g) snprintf(c->fatal, sizeof c->fatal, "%.255s", err.msg);
         return -1;
     }
@@ -719,6 +725,7 @@ static int switch_network(tui_ctx *c, app_state *app, int k) {
     // nothing read here: the new worker reads the block (a mapped one into floats of its own)
     in->A = A, in->B = B, in->obj = obj, in->net->block = b;
     c->g = net_worker_start(in, &err);
+    explore_set_all_error_bars(c->g, c->args->all_error_bars);
     if (!c->g) snprintf(c->fatal, sizeof c->fatal, "%.255s", err.msg);
     return c->g ? 0 : -1;
 }
@@ -758,6 +765,7 @@ static void switch_to(tui_ctx *c, app_state *app, explore_snapshot *v, int k, mo
     memset(v, 0, sizeof *v);
     ms_err err;
     c->g = explore_start(in->A, in->B, why[0] ? NULL : &in->E, &err);
+    explore_set_all_error_bars(c->g, c->args->all_error_bars);
     if (!c->g) { /* not after the loader's checks; the loop ends and tui_main says why */
         snprintf(c->fatal, sizeof c->fatal, "%.255s", err.msg);
         return;
@@ -1036,6 +1044,7 @@ int tui_main(int argc, char **argv) {
     char why[256];
     eval_fits(&in, in.current, a.e_path, why, sizeof why);
     explore_worker *g = in.net ? net_worker_start(&in, &err) : explore_start(in.A, in.B, why[0] ? NULL : &in.E, &err);
+    explore_set_all_error_bars(g, a.all_error_bars);
     app_state app;
     tui_screen scr;
     int have_app = 0, have_screen = 0;

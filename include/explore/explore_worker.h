@@ -194,6 +194,10 @@ explore_worker *explore_start_net(const moe_model *A, const moe_model *B, net_ob
 #define EXPLORE_PREP_INPUTS "the block's own inputs"
 #define EXPLORE_PREP_BLOCKS "reading the other MoE blocks" /* before the backbones: net_load_lazy's shells */
 void explore_submit(explore_worker *g, const explore_request *r);
+/* on: a layer's orders get their error bars up to 2^29 per-unit losses (orders
+ * x points x units, as landscape --all-error-bars: minutes of resampling on
+ * dense8 at 25 points), not only up to 2^25; for the landscapes started after */
+void explore_set_all_error_bars(explore_worker *g, int on);
 /* Ask for the diagnostics of (method, center). Never blocks: a result
  * computed before is published at once, otherwise the diagnostics thread
  * computes it (diag_state COMPUTING until then); the newest ask wins. */

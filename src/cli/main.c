@@ -60,6 +60,8 @@ static void usage(FILE *fp) {
             "  --out-dir DIR     where p, e and x write (made when missing; else asked at the first)\n"
             "  --interpolate-backbone  networks: A and B may differ outside the MoE blocks\n"
             "                    (interpolated too)\n"
+            "  --all-error-bars  the orders' error bars (~) up to 2^29 per-unit losses, not\n"
+            "                    only 2^25 (orders x points x units; minutes on dense8)\n"
             "Above %d experts its orders table is a sample of %d orders (a network's above %d\n"
             "experts, of %d), the landscape and study commands' defaults too.\n\n"
             "A checkpoint is a .safetensors file, a sharded checkpoint's\n"

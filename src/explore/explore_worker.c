@@ -94,6 +94,7 @@ struct explore_worker {
     char front_status[256];
     /* landscape: the key wanted, the key running, the key done */
     int ls_want, want_center;
+    int all_error_bars;       /* ls_opts.all_error_bars for the landscapes (mu) */
     ls_key want;
     int ls_running;
     ls_key run;
@@ -1082,6 +1083,7 @@ static void *ls_worker(void *arg) {
         ls_opts o;
         ls_opts_default(&o);
         o.nsample = LS_SAMPLES; // the commands' default (said in the table's title)
+        o.all_error_bars = g->all_error_bars;
         if (g->obj) { // whole network evaluations per (order, t)
             o.objective = g->obj;
             o.exhaustive_max = LS_OBJ_EXHAUSTIVE_MAX;
@@ -1734,6 +1736,13 @@ void explore_snapshot_free(explore_snapshot *v) {
     ls_curve_free(&v->selected);
     dg_list_free(&v->diag);
     memset(v, 0, sizeof *v);
+}
+
+void explore_set_all_error_bars(explore_worker *g, int on) {
+    if (!g) return;
+    pthread_mutex_lock(&g->mu);
+    g->all_error_bars = on;
+    pthread_mutex_unlock(&g->mu);
 }
 
 void explore_cancel(explore_worker *g) {

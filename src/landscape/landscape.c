@@ -429,7 +429,7 @@ static void units_plan(lsx *x) {
     if (!why && !table && stream_plan(x)) return;
     if (!why && !fits) why = "the points swept in chunks (the memory budget), the orders' per-sample losses "
                              "held would take more than " LS_BOOT_MAX_MB_S " MB";
-    if (!fits) {
+    if (!fits || nu > ls_boot_max_values(pb->o)) { // nor a table past the resampling's bound
         x->rs.L->boot_why = why;
         return;
     }

@@ -17,6 +17,7 @@
 #include "landscape_int.h"
 
 int ls_boot_table = -1;
+long ls_boot_auto_values = LS_BOOT_AUTO_VALUES;
 
 int ls_boot_as_table(double nu) {
     return ls_boot_table == 0 || (ls_boot_table < 0 && nu <= (double)LS_JSON_UNITS_MAX);
@@ -287,6 +288,7 @@ static int layer_orders(const moe_model *A, const moe_model *B, const evalset *E
         if (!L->boot_why) L->boot_why = "every order's per-unit losses would take more than " LS_BOOT_MAX_MB_S " MB";
         return 0;
     }
+    if (!L->order_units && L->boot_why && L->norders > LS_BOOT_LAYER_ORDERS) return 0; // the sweep's reason stands
     L->boot_why = NULL;
     double *seq = layer_units(A, B, E, wm, L, cancel, err);
     if (!seq) return L->boot_why ? 0 : -1; // too many orders to evaluate again, or an error

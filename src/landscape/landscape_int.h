@@ -405,8 +405,11 @@ void ls_boot_acc_free(ls_boot_acc *a);
 #define LS_BOOT_MAX_VALUES (1L << 29)
 #define LS_BOOT_AUTO_VALUES (1L << 25)
 #define LS_BOOT_AUTO_VALUES_S "33554432"
+/* the default bound, LS_BOOT_AUTO_VALUES (landscape_boot.c): tests lower it to
+ * reach both sides of it on small inputs (the messages keep naming 2^25) */
+extern long ls_boot_auto_values;
 static inline double ls_boot_max_values(const ls_opts *o) {
-    return o->all_error_bars ? (double)LS_BOOT_MAX_VALUES : (double)LS_BOOT_AUTO_VALUES;
+    return o->all_error_bars ? (double)LS_BOOT_MAX_VALUES : (double)ls_boot_auto_values;
 }
 /* why the orders have no error bars when there are more than that */
 static inline const char *ls_boot_too_many(const ls_opts *o) {

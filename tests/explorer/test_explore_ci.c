@@ -6,7 +6,10 @@
  * those of the table kept whole and resampled once complete (ls_boot_table 0,
  * ls_layer_intervals: how the explorer gave them before). On all 360 samples
  * (43.5 M losses: past the landscape command's 2^25 of resampling) the table
- * has none and says why, as the landscape command does. */
+ * has none and says why, as the landscape command does; so has the 12 samples'
+ * with the bound lowered below them (ls_boot_auto_values), unless
+ * explore_set_all_error_bars (--all-error-bars) raises it, and then the same
+ * intervals again. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +22,10 @@
 #include "landscape/landscape.h"
 #include "testlib.h"
 
-/* landscape_boot.c: 0 every order's per-sample losses kept as a table */
+/* landscape_boot.c: 0 every order's per-sample losses kept as a table; the
+ * default bound on the losses resampled (2^25), lowered below */
 extern int ls_boot_table;
+extern long ls_boot_auto_values;
 
 /* Poll until cond holds for the snapshot (a hang guard, not a timing test). */
 #define WAIT(g, v, cond)                                                                       \
@@ -33,12 +38,14 @@ extern int ls_boot_table;
         }                                                                                      \
     } while (0)
 
-/* the worker's complete table of (A, B) on E at T = 3, expert cost, weight matching */
-static int worker_table(const moe_model *A, const moe_model *B, const evalset *E, explore_snapshot *v) {
+/* the worker's complete table of (A, B) on E at T = 3, expert cost, weight
+ * matching; all: explore_set_all_error_bars */
+static int worker_table(const moe_model *A, const moe_model *B, const evalset *E, int all, explore_snapshot *v) {
     ms_err err;
     explore_worker *g = explore_start(A, B, E, &err);
     CHECK(g != NULL, "the worker opens dense8 (%s)", g ? "" : err.msg);
     if (!g) return -1;
+    explore_set_all_error_bars(g, all);
     explore_request q;
     memset(&q, 0, sizeof q);
     q.order_stage = q.wm_stage = q.center = 1;
@@ -53,11 +60,12 @@ static int worker_table(const moe_model *A, const moe_model *B, const evalset *E
     return v->have_landscape ? 0 : -1;
 }
 
-/* 12 samples: every row's interval, those of the table resampled whole */
-static void within(const moe_model *A, const moe_model *B, const evalset *E12) {
+/* 12 samples: every row's interval, those of the table resampled whole; all:
+ * past a bound lowered below them, with explore_set_all_error_bars */
+static void within(const moe_model *A, const moe_model *B, const evalset *E12, int all) {
     explore_snapshot v;
     memset(&v, 0, sizeof v);
-    if (worker_table(A, B, E12, &v)) {
+    if (worker_table(A, B, E12, all, &v)) {
         explore_snapshot_free(&v);
         return;
     }
@@ -65,7 +73,7 @@ static void within(const moe_model *A, const moe_model *B, const evalset *E12) {
           v.ci_why ? v.ci_why : "");
     ls_opts o;
     ls_opts_default(&o);
-    o.T = 3, o.wm = 1, o.center = 1, o.hidden = COST_EXPERT, o.keep_units = 1;
+    o.T = 3, o.wm = 1, o.center = 1, o.hidden = COST_EXPERT, o.keep_units = 1, o.all_error_bars = all;
     landscape L;
     ms_err err;
     ls_boot_table = 0; // the table, resampled once complete
@@ -107,10 +115,24 @@ static void within(const moe_model *A, const moe_model *B, const evalset *E12) {
 static void past(const moe_model *A, const moe_model *B, const evalset *E) {
     explore_snapshot v;
     memset(&v, 0, sizeof v);
-    if (!worker_table(A, B, E, &v))
+    if (!worker_table(A, B, E, 0, &v))
         CHECK(v.ci_units == 0 && v.ci_why && strstr(v.ci_why, "more than 33554432 per-unit losses"),
               "no intervals past 2^25 losses to resample, and why (%d; %s)", v.ci_units, v.ci_why ? v.ci_why : "");
     explore_snapshot_free(&v);
+}
+
+/* the bound lowered to 2^20 (below the 12 samples' 1.45 M losses): no
+ * intervals, and why, unless explore_set_all_error_bars */
+static void lowered(const moe_model *A, const moe_model *B, const evalset *E12) {
+    ls_boot_auto_values = 1L << 20;
+    explore_snapshot v;
+    memset(&v, 0, sizeof v);
+    if (!worker_table(A, B, E12, 0, &v))
+        CHECK(v.ci_units == 0 && v.ci_why && strstr(v.ci_why, "--all-error-bars"),
+              "past a lowered bound: no intervals, and why (%d; %s)", v.ci_units, v.ci_why ? v.ci_why : "");
+    explore_snapshot_free(&v);
+    within(A, B, E12, 1);
+    ls_boot_auto_values = 1L << 25;
 }
 
 int main(void) {
@@ -123,7 +145,8 @@ int main(void) {
     CHECK(!ra && !rb && !re, "dense8 loads (%s)", ra || rb || re ? err.msg : "");
     if (!re) {
         evalset_subset(&E, 12, &E12);
-        within(&A, &B, &E12);
+        within(&A, &B, &E12, 0);
+        lowered(&A, &B, &E12);
         past(&A, &B, &E);
         evalset_free(&E12);
         evalset_free(&E);
