@@ -15,6 +15,7 @@
 #define MS_MOE_KERNELS_H
 
 #include <math.h>
+#include <stdatomic.h>
 
 #include "model/model.h"
 
@@ -67,6 +68,14 @@ void moe_expert_finish(const moe_expert *e, const moe_config *c, float *H, const
  * experts). */
 void moe_expert_forward(const moe_expert *e, const moe_config *c, const float *X, int m, float *H,
                         float *H3, float *Y);
+
+/* moe_expert_forward in chunks of MOE_EXPERT_ROWS rows (moe_forward's), stop (NULL:
+ * never) polled between them: the same products whether a caller can stop it or
+ * not, so the same bits. H and H3 need only min(m, MOE_EXPERT_ROWS) rows. 1:
+ * stopped, Y incomplete. */
+#define MOE_EXPERT_ROWS 256
+int moe_expert_forward_until(const moe_expert *e, const moe_config *c, const float *X, int m, float *H,
+                             float *H3, float *Y, const atomic_int *stop);
 
 /* g (n) = PhiMoE's sparsemixer at evaluation (transformers' sparsemixer, not
  * training) for the logits s (n), n >= 2: i1 = argmax s (ties to the smaller

@@ -101,12 +101,15 @@ static const moe_expert *expert_at(const moe_model *m, const expert_source *src,
     return buf;
 }
 
-/* Y (n, N, d): each expert's outputs on X (N, d), each column centred */
+/* Y (n, N, d): each expert's outputs on X (N, d), each column centred; by chunks
+ * of rows, the calling thread's cancel (progress.h: the explorer's quit) polled
+ * between them */
 static int expert_outputs(const moe_model *m, const expert_source *src, const float *X, int N, float *Y,
                           ms_err *err) {
     const moe_config *c = &m->cfg;
     int d = c->d, h = c->h;
-    float *H = ms_malloc((size_t)N * h * 2 * sizeof(float)), *H3 = H + (size_t)N * h;
+    size_t hr = (size_t)(N < MOE_EXPERT_ROWS ? N : MOE_EXPERT_ROWS) * h;
+    float *H = ms_malloc(hr * 2 * sizeof(float)), *H3 = H + hr; // (rows, h) a chunk's
     float *mem = ms_malloc(moe_expert_size(c) * sizeof(float));
     moe_expert buf;
     moe_expert_carve(&buf, c, mem);
@@ -114,7 +117,9 @@ static int expert_outputs(const moe_model *m, const expert_source *src, const fl
     for (int e = 0; e < c->n && !rc; e++) {
         const moe_expert *x = expert_at(m, src, e, &buf, err);
         if (!x) rc = -1;
-        else moe_expert_forward(x, c, X, N, H, moe_act_glu(c->act) ? H3 : NULL, Y + (size_t)e * N * d);
+        else if (moe_expert_forward_until(x, c, X, N, H, moe_act_glu(c->act) ? H3 : NULL, Y + (size_t)e * N * d,
+                                          progress_cancel_flag()))
+            rc = ms_fail(err, "cancelled");
         if (!rc) centre_columns(Y + (size_t)e * N * d, N, d);
     }
     free(H);

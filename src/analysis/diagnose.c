@@ -163,9 +163,11 @@ static int expert_wm_dist(const moe_expert *a, const moe_expert *b, const moe_co
 /* ---- expert outputs and routing on the evaluation inputs ---- */
 
 /* O (N,d) = E(X) for X (N,d); H, H3 are (N,h) workspaces. */
-static void expert_outputs(const moe_expert *e, const moe_config *c, const float *X, int N,
-                           float *O, float *H, float *H3) {
-    moe_expert_forward(e, c, X, N, H, H3, O);
+static int expert_outputs(const moe_expert *e, const moe_config *c, const float *X, int N,
+                          float *O, float *H, float *H3) {
+    // by chunks of rows, the explorer's quit polled between them (an expert of GPT-2
+    // small's width on 2048 rows is 0.2 s)
+    return moe_expert_forward_until(e, c, X, N, H, H3, O, progress_cancel_flag());
 }
 
 /* Two experts' floats (a mapped layer's decoded one at a time: moe_expert_floats) */
@@ -336,7 +338,8 @@ static int ckpt_expert_distances(const moe_model *m, diag_ckpt *s, ms_err *err) 
     return rc;
 }
 
-static void ckpt_output_distances(const moe_model *m, const evalset *E, diag_ckpt *s) {
+/* -1 when cancelled (progress_cancelled) between chunks of rows */
+static int ckpt_output_distances(const moe_model *m, const evalset *E, diag_ckpt *s) {
     const moe_config *c = &m->cfg;
     int n = c->n, d = c->d, h = c->h;
     int N = E->N < DG_OUTPUT_SAMPLES ? E->N : DG_OUTPUT_SAMPLES;
@@ -345,13 +348,26 @@ static void ckpt_output_distances(const moe_model *m, const evalset *E, diag_ckp
     s->has_outputs = 1;
     s->nsamples = N;
     float *O = ms_malloc((size_t)n * N * d * sizeof(float)); // (n, N, d)
-    float *H = ms_malloc((size_t)N * h * sizeof(float));     // (N, h)
-    float *H3 = moe_act_glu(c->act) ? ms_malloc((size_t)N * h * sizeof(float)) : NULL;
+    size_t hr = (size_t)(N < MOE_EXPERT_ROWS ? N : MOE_EXPERT_ROWS) * h;
+    float *H = ms_malloc(hr * sizeof(float)); // (rows, h) a chunk's
+    float *H3 = moe_act_glu(c->act) ? ms_malloc(hr * sizeof(float)) : NULL;
     dg_pair_buf pb;
     pbuf_init(&pb, c);
-    for (int i = 0; i < n; i++)
-        expert_outputs(pbuf_get(&pb, m, i, 0), c, E->inputs, N, O + (size_t)i * N * d, H, H3);
+    // a phase of its own: the explorer's listener sees it, its cancel polled between chunks
+    progress_begin("diagnose: expert outputs", n, "experts");
+    int stopped = 0;
+    for (int i = 0; i < n && !stopped; i++) {
+        stopped = expert_outputs(pbuf_get(&pb, m, i, 0), c, E->inputs, N, O + (size_t)i * N * d, H, H3);
+        progress_add(1);
+    }
+    progress_end();
     free(pb.mem);
+    free(H);
+    free(H3);
+    if (stopped) {
+        free(O);
+        return -1;
+    }
     size_t Nd = (size_t)N * d;
     double sq = 0;
     for (size_t q = 0; q < (size_t)n * Nd; q++) sq += (double)O[q] * O[q];
@@ -373,8 +389,7 @@ static void ckpt_output_distances(const moe_model *m, const evalset *E, diag_ckp
         }
     s->output_min_rel = s->output_rms > 0 ? s->output_min / s->output_rms : 0;
     free(O);
-    free(H);
-    free(H3);
+    return 0;
 }
 
 /* Gate rows r_i = [W_i | b_i] (n, d+1) and the two "distinct" statistics. */
@@ -690,7 +705,7 @@ int diag_checkpoint(const moe_model *m, const evalset *E, const char *who, diag_
     }
     // 2. expert outputs on the evaluation inputs (collapsed experts)
     if (E && n >= 2) {
-        ckpt_output_distances(m, E, s);
+        if (ckpt_output_distances(m, E, s)) return ms_fail(err, "cancelled");
         int i = s->output_pair[0], j = s->output_pair[1];
         if (s->output_min_rel < DG_REL_TINY)
             dg_add(out, DG_WARN, "outputs_distinct", W, s->output_min,

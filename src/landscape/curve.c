@@ -200,6 +200,11 @@ int curve_compute_obj(const moe_model *A, const moe_model *Bp, const ls_objectiv
         memcpy(out->seq, obj->seq_a, (size_t)S * sizeof(double));
         memcpy(out->seq + (size_t)(T - 1) * S, obj->seq_b, (size_t)S * sizeof(double));
     }
+    // a cancel that came during B's alignment: not a copy of the block (tens of ms) first
+    if (cancel && atomic_load(cancel)) {
+        ls_curve_free(out);
+        return ms_fail(err, "cancelled");
+    }
     moe_model M;
     moe_clone(&M, A);
     int rc = 0;

@@ -57,6 +57,17 @@ void moe_expert_forward(const moe_expert *e, const moe_config *c, const float *X
     moe_expert_finish(e, c, H, H3, m, Y);
 }
 
+int moe_expert_forward_until(const moe_expert *e, const moe_config *c, const float *X, int m, float *H,
+                             float *H3, float *Y, const atomic_int *stop) {
+    int d = c->d;
+    for (int r0 = 0; r0 < m; r0 += MOE_EXPERT_ROWS) {
+        if (stop && atomic_load(stop)) return 1;
+        int rows = m - r0 < MOE_EXPERT_ROWS ? m - r0 : MOE_EXPERT_ROWS;
+        moe_expert_forward(e, c, X + (size_t)r0 * d, rows, H, H3, Y + (size_t)r0 * d);
+    }
+    return 0;
+}
+
 void moe_expert_finish(const moe_expert *e, const moe_config *c, float *H, const float *H3, int m, float *Y) {
     int d = c->d, h = c->h;
     moe_hidden_act(e, c, H, H3, m);

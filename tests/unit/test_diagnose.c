@@ -492,8 +492,56 @@ static void test_cancel_gate_sweep(void) {
     moe_free(&m);
 }
 
+/* ... and the expert outputs on the evaluation inputs (a GPT-2-small expert on 2048
+ * rows is 0.2 s): a cancel as their phase begins stops them within a chunk of rows,
+ * before the gate (whose own checks would stop it too) */
+static void on_outputs(void *ctx, const char *phase, double done, double total) {
+    (void)done, (void)total;
+    atomic_int *flags = ctx; // [0] the cancel, [1] the gate's sweep seen
+    if (strstr(phase, "expert outputs")) atomic_store(&flags[0], 1);
+    if (strstr(phase, "gate differences")) atomic_store(&flags[1], 1);
+}
+
+static void test_cancel_outputs(void) {
+    moe_model m;
+    make_model(&m, 4, 8, 6, ROUTER_TOPK, 2, ACT_RELU, 43);
+    evalset E;
+    make_eval(&E, 600, 8, 44); // 3 chunks of rows (MOE_EXPERT_ROWS)
+    atomic_int flags[2] = {0, 0};
+    progress_listen(on_outputs, flags, &flags[0]);
+    dg_list l = {0};
+    diag_ckpt s;
+    ms_err err = {{0}};
+    int rc = diag_checkpoint(&m, &E, "A", &s, &l, &err);
+    progress_listen(NULL, NULL, NULL);
+    CHECK(atomic_load(&flags[0]) == 1, "the expert outputs reported no phase (no cancel reaches them)");
+    CHECK(rc == -1 && strstr(err.msg, "cancelled") && !s.output_dist && !atomic_load(&flags[1]),
+          "cancelled in the expert outputs: rc %d '%s', distances %s, the gate reached %d", rc, err.msg,
+          s.output_dist ? "made" : "none", atomic_load(&flags[1]));
+    dg_list_free(&l);
+    diag_ckpt_free(&s);
+    // uncancelled, the same findings as without a listener: its chunks are the same
+    dg_list l1 = {0}, l2 = {0};
+    diag_ckpt s1, s2;
+    atomic_int never = 0;
+    progress_listen(NULL, NULL, &never);
+    CHECK(diag_checkpoint(&m, &E, "A", &s1, &l1, &err) == 0, "with a listener: %s", err.msg);
+    progress_listen(NULL, NULL, NULL);
+    CHECK(diag_checkpoint(&m, &E, "A", &s2, &l2, &err) == 0, "without: %s", err.msg);
+    CHECK(s1.output_dist && s2.output_dist && !memcmp(s1.output_dist, s2.output_dist, 16 * sizeof(double)) &&
+              s1.output_rms == s2.output_rms,
+          "the output distances differ with a listener");
+    dg_list_free(&l1);
+    dg_list_free(&l2);
+    diag_ckpt_free(&s1);
+    diag_ckpt_free(&s2);
+    evalset_free(&E);
+    moe_free(&m);
+}
+
 int main(void) {
     test_cancel_gate_sweep();
+    test_cancel_outputs();
     test_healthy();
     test_identical_experts();
     test_equal_gate_rows();
