@@ -406,6 +406,23 @@ static int stream_plan(lsx *x) {
     return 1;
 }
 
+/* why the orders' per-sample losses are not streamed into the error bars (units_plan
+ * may still keep them as a table), NULL when nothing stops the stream */
+static const char *units_why(const lsx *x, double nu) {
+    const ls_problem *pb = &x->pb;
+    if (!pb->o->stream_units && ls_boot_table != 1)
+        return "every order's per-sample losses would take more than " LS_BOOT_MAX_MB_S " MB";
+    if (pb->o->part)
+        return "split over processes, every order's per-sample losses would take more than " LS_BOOT_MAX_MB_S
+               " MB";
+    if (x->pl.nsc > 1)
+        return "the samples swept in chunks (the memory budget), every order's per-sample losses would take "
+               "more than " LS_BOOT_MAX_MB_S " MB";
+    if ((long)pb->T * pb->N > LS_SEQ_MAX_VALUES) return "more per-sample losses per curve than kept";
+    if (nu > ls_boot_max_values(pb->o)) return ls_boot_too_many(pb->o);
+    return NULL;
+}
+
 /* ls_opts.keep_units: every order's per-sample losses as a table (x->rs.units,
  * for ls_layer_intervals and the JSON's per-order losses) when they are few, or
  * the stream does not apply and they fit LS_BOOT_MAX_MB; else streamed into the
@@ -415,15 +432,7 @@ static void units_plan(lsx *x) {
     const ls_partition *part = pb->o->part;
     double nu = (double)x->rs.norders * pb->T * pb->N;
     int fits = nu * sizeof(double) <= LS_BOOT_MAX_MB * 1048576.0;
-    const char *why = !pb->o->stream_units && ls_boot_table != 1
-                          ? "every order's per-sample losses would take more than " LS_BOOT_MAX_MB_S " MB"
-                      : part ? "split over processes, every order's per-sample losses would take more than "
-                             LS_BOOT_MAX_MB_S " MB"
-                      : x->pl.nsc > 1 ? "the samples swept in chunks (the memory budget), every order's "
-                                        "per-sample losses would take more than " LS_BOOT_MAX_MB_S " MB"
-                      : (long)pb->T * pb->N > LS_SEQ_MAX_VALUES ? "more per-sample losses per curve than kept"
-                      : nu > ls_boot_max_values(pb->o) ? ls_boot_too_many(pb->o)
-                                                         : NULL;
+    const char *why = units_why(x, nu);
     if (!pb->o->keep_units) return;
     int table = ls_boot_as_table(nu) || (ls_boot_table < 0 && !pb->o->stream_units);
     if (!why && !table && stream_plan(x)) return;
