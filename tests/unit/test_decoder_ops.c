@@ -12,7 +12,10 @@
  *     head_dim != d / heads, 2 key/value heads) written here: logits within 1e-5
  *     of net_logits_ref, the same bits from the cached prefix and on 3 threads;
  *   - the same decoder in BF16 with its experts left in the file's mapping
- *     (net_load_mapped): the logits of the whole float32 conversion (net_load). */
+ *     (net_load_mapped): the logits of the whole float32 conversion (net_load);
+ *   - a JetMoE decoder (attention experts, tiled kv heads, its two eps): the fast
+ *     path against net_logits_ref, the same bits from the prefix on 3 threads, BF16
+ *     mapped against the whole conversion. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,11 +149,13 @@ typedef struct {
     int bf16; /* the tensors as BF16 (rounded to nearest even) */
 } sink;
 
-static void put(sink *s, const char *fmt, int L, int e, int nd, int64_t a, int64_t b, double sc, double mean) {
+/* a tensor of shape {a, b, c} (its first nd) named fmt of L, e, random values */
+static void put3(sink *s, const char *fmt, int L, int e, int nd, int64_t a, int64_t b, int64_t c, double sc,
+                 double mean) {
     char nm[128];
     snprintf(nm, sizeof nm, fmt, L, e);
-    int64_t sh[2] = {a, b};
-    size_t n = (size_t)a * (nd > 1 ? b : 1);
+    int64_t sh[3] = {a, b, c};
+    size_t n = (size_t)a * (nd > 1 ? b : 1) * (nd > 2 ? c : 1);
     float *v = s->keep[s->nk++] = rnd(&s->r, n, sc, mean);
     if (!s->bf16) {
         st_writer_add_f32(s->w, nm, nd, sh, v);
@@ -163,6 +168,10 @@ static void put(sink *s, const char *fmt, int L, int e, int nd, int64_t a, int64
         h[q] = (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
     }
     st_writer_add_raw(s->w, nm, "BF16", nd, sh, h, n * 2);
+}
+
+static void put(sink *s, const char *fmt, int L, int e, int nd, int64_t a, int64_t b, double sc, double mean) {
+    put3(s, fmt, L, e, nd, a, b, 0, sc, mean);
 }
 
 static int write_decoder_seed(const char *dir, int bf16, uint64_t seed) {
@@ -373,6 +382,118 @@ static void test_interp(const char *tmp) {
     net_free(&mb);
 }
 
+/* ---- a JetMoE decoder: its attention a mixture of experts ---- */
+
+enum { JA = 4, JHQ = NKV * HD }; /* attention experts; a slot's query width (kv_channels = HD) */
+
+/* its tensors (every block MoE, the head tied) and config.json, rms_norm_eps 0.05 (the
+ * final norm's; the blocks' own 1e-6) */
+static int write_jetmoe(const char *dir, int bf16) {
+    sink s = {.w = st_writer_new(), .bf16 = bf16};
+    rng_seed(&s.r, 11);
+    put(&s, "model.embed_tokens.weight", 0, 0, 2, V, D, 1.0, 0);
+    for (int L = 0; L < NL; L++) {
+        put(&s, "model.layers.%d.input_layernorm.weight", L, 0, 1, D, 0, 0.1, 1);
+        put(&s, "model.layers.%d.post_attention_layernorm.weight", L, 0, 1, D, 0, 0.1, 1);
+        put(&s, "model.layers.%d.self_attention.kv_proj.weight", L, 0, 2, 2 * JHQ, D, 0.5, 0);
+        put(&s, "model.layers.%d.self_attention.experts.router.layer.weight", L, 0, 2, JA, D, 0.8, 0);
+        put3(&s, "model.layers.%d.self_attention.experts.input_linear.weight", L, 0, 3, JA, JHQ, D, 0.5, 0);
+        put3(&s, "model.layers.%d.self_attention.experts.output_linear.weight", L, 0, 3, JA, D, JHQ, 0.5, 0);
+        put(&s, "model.layers.%d.self_attention.experts.bias", L, 0, 1, D, 0, 0.2, 0);
+        put(&s, "model.layers.%d.mlp.router.layer.weight", L, 0, 2, NE, D, 0.7, 0);
+        put3(&s, "model.layers.%d.mlp.input_linear.weight", L, 0, 3, NE, 2 * H, D, 0.4, 0);
+        put3(&s, "model.layers.%d.mlp.output_linear.weight", L, 0, 3, NE, D, H, 0.4, 0);
+        put(&s, "model.layers.%d.mlp.bias", L, 0, 1, D, 0, 0.2, 0);
+    }
+    put(&s, "model.norm.weight", 0, 0, 1, D, 0, 0.1, 1);
+    char path[600];
+    ms_err err;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    int rc = st_writer_write(s.w, path, &err);
+    CHECK(rc == 0, "write %s: %s", path, err.msg);
+    st_writer_free(s.w);
+    for (int i = 0; i < s.nk; i++) free(s.keep[i]);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fprintf(f, "{\"model_type\": \"jetmoe\", \"hidden_size\": %d, \"num_hidden_layers\": %d, "
+               "\"num_key_value_heads\": %d, \"kv_channels\": %d, \"num_local_experts\": %d, "
+               "\"num_experts_per_tok\": 2, \"intermediate_size\": %d, \"vocab_size\": %d, "
+               "\"max_position_embeddings\": 64, \"rope_theta\": 1000.0, \"rms_norm_eps\": 0.05}\n",
+            D, NL, NKV, HD, JA, H, V);
+    fclose(f);
+    return rc;
+}
+
+/* max |x - y| / max |y| over n */
+static double rel_worst(const float *x, const float *y, size_t n) {
+    double worst = 0, big = 1e-30;
+    for (size_t q = 0; q < n; q++) worst = fmax(worst, fabs(x[q] - y[q])), big = fmax(big, fabs(y[q]));
+    return worst / big;
+}
+
+/* JetMoE's fast path (each row panel's tokens gathered per attention expert, the kv
+ * heads tiled) against its plain forward, the same bits from the prefix on 3
+ * threads; in BF16 its matrices (the packed experts too) left mapped against the
+ * whole conversion */
+static void test_jetmoe(const char *tmp) {
+    char dir[300], dbf[300];
+    snprintf(dir, sizeof dir, "%s/jetmoe", tmp);
+    snprintf(dbf, sizeof dbf, "%s/jetmoe_bf16", tmp);
+    if (mkdir(dir, 0755) || write_jetmoe(dir, 0) || mkdir(dbf, 0755) || write_jetmoe(dbf, 1)) {
+        CHECK(0, "write the JetMoE decoders into %s", tmp);
+        return;
+    }
+    net_model m, f, mm;
+    ms_err err;
+    if (net_load(&m, dir, NULL, &err) || net_load(&f, dbf, NULL, &err) || net_load_mapped(&mm, dbf, NULL, &err)) {
+        CHECK(0, "load: %s", err.msg);
+        return;
+    }
+    CHECK(m.cfg.nhead == 2 * NKV && m.cfg.kv_tiled && m.cfg.moa_n == JA && m.cfg.block_eps == 1e-6 &&
+              m.cfg.eps == 0.05 && m.cfg.tied && m.cfg.nmoe == NL,
+          "JetMoE's shape: heads = kv heads x top-k, tiled, block eps 1e-6, tied head");
+    CHECK(mm.blocks[1].wmq.part[0].dt == WP_BF16 && mm.blocks[1].wmq.rows[0] == JA * JHQ &&
+              mm.blocks[1].wo.rows[0] == JA * D && mm.blocks[1].wo.part[0].ld == JHQ,
+          "the packed attention experts mapped in BF16, their experts' rows one under another");
+    net_evalset E = random_set(4, 37, 8);
+    size_t rows = (size_t)E.N * E.T, nl = rows * V;
+    float *ref = malloc(nl * sizeof(float)), *lg = malloc(nl * sizeof(float)), *lg2 = malloc(nl * sizeof(float));
+    net_logits_ref(&m, NULL, &E, ref);
+    net_run run = {.logits = lg};
+    net_par p1 = {.threads = 1}, p3 = {.threads = 3};
+    net_eval_result a, b;
+    CHECK(net_evaluate(&m, &E, NULL, &run, &p1, &a, &err) == 0, "evaluate: %s", err.msg);
+    CHECK(rel_worst(lg, ref, nl) < 1e-5, "JetMoE logits within 1e-5 of the plain forward (%.3g)",
+          rel_worst(lg, ref, nl));
+    net_prefix pre;
+    CHECK(net_prefix_compute(&m, &E, &p3, &pre, &err) == 0, "prefix: %s", err.msg);
+    run.logits = lg2;
+    CHECK(net_evaluate(&m, &E, &pre, &run, &p3, &b, &err) == 0, "evaluate: %s", err.msg);
+    CHECK(a.loss == b.loss && !memcmp(lg, lg2, nl * sizeof(float)), "JetMoE: the same bits from the prefix on 3 "
+          "threads (%.17g %.17g)", a.loss, b.loss);
+    net_eval_result_free(&a);
+    net_eval_result_free(&b);
+    net_prefix_free(&pre);
+    run.logits = lg;
+    CHECK(net_evaluate(&f, &E, NULL, &run, &p3, &a, &err) == 0, "evaluate BF16: %s", err.msg);
+    run.logits = lg2;
+    CHECK(net_evaluate(&mm, &E, NULL, &run, &p3, &b, &err) == 0, "evaluate mapped: %s", err.msg);
+    CHECK(rel_worst(lg2, lg, nl) < 1e-6, "JetMoE mapped BF16: logits within 1e-6 of the whole conversion's (%.3g)",
+          rel_worst(lg2, lg, nl));
+    const moe_model *fm[NL];
+    for (int i = 0; i < NL; i++) fm[i] = &f.moe[i]; // the plain forward reads experts in floats
+    net_logits_ref(&mm, fm, &E, ref);
+    CHECK(rel_worst(ref, lg, nl) < 1e-5, "the plain forward of the mapped JetMoE: within 1e-5 (%.3g)",
+          rel_worst(ref, lg, nl));
+    net_eval_result_free(&a);
+    net_eval_result_free(&b);
+    free(ref), free(lg), free(lg2), free(E.ids);
+    net_free(&m);
+    net_free(&f);
+    net_free(&mm);
+}
+
 int main(void) {
     char tmp[] = "/tmp/test_decoder_ops.XXXXXX";
     if (!mkdtemp(tmp)) return 1;
@@ -382,6 +503,7 @@ int main(void) {
     test_decoder(tmp);
     test_mapped(tmp);
     test_interp(tmp);
+    test_jetmoe(tmp);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     if (system(cmd)) return 1;
