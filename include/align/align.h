@@ -94,8 +94,11 @@ int align_models_mapped(const moe_model *A, const moe_model *B, const align_opts
 /* Only B's shared experts, aligned as align_models aligns them under o (ordered by
  * the expert cost when the order stage runs, weight-matched when wm_stage), into
  * out (c->s experts the caller carved with moe_shared_config): bit for bit
- * align_models' out->shared, without copying the routed experts. */
-int align_shared(const moe_model *A, const moe_model *B, const align_opts *o, moe_expert *out,
+ * align_models' out->shared, without copying the routed experts. B's shared experts
+ * mapped (at most one, or no order stage): out carved for their biases alone
+ * (moe_expert_carve_biases), each a view of B's file in the hidden order kept in
+ * views (s, hs); B and views must outlive out's use (NULL views: B's in floats). */
+int align_shared(const moe_model *A, const moe_model *B, const align_opts *o, moe_expert *out, int *views,
                  ms_err *err);
 
 #endif

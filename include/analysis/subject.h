@@ -44,6 +44,9 @@ typedef struct {
                                    floats, one copy of an equal backbone */
     int chosen_mapped;          /* with mapped_pair: the chosen block stays mapped too (the caller
                                    aligns it with align_models_mapped and interpolates it per panel) */
+    int chosen_shared_mapped;   /* with chosen_mapped (or layer_mapped): its shared expert too (one;
+                                   the caller aligns it with align_shared and decodes its mixes),
+                                   else read as floats */
     int values_later;           /* a network's backbones without their values (net_load_ckpt_later):
                                    the caller reads and checks them later (the explorer, off its
                                    screen); every shape, the MoE blocks and the set checked now;

@@ -31,6 +31,10 @@ void moe_source_close(expert_source *src);
  * loaded, moe_load it; -1 with err. */
 int moe_load_mapped(moe_model *m, const char *path, const char *layer, const family_overrides *o, ckpt **map,
                     ms_err *err);
+/* moe_load_mapped with the shared experts' weights mapped too where the file keeps
+ * them row by row (moe_alloc_mapped_shared), else in floats */
+int moe_load_mapped_shared(moe_model *m, const char *path, const char *layer, const family_overrides *o,
+                           ckpt **map, ms_err *err);
 void moe_map_close(ckpt *map);
 /* Write as F32 safetensors, atomically, with the moescope.* metadata and the
  * rest of m->meta. A real family's layer is written in the format of the

@@ -162,7 +162,14 @@ void moe_layout_of(const moe_config *c, moe_layout *l);
 /* Point e's tensors into p (moe_expert_size(c) floats, in the order above);
  * fc3_* are NULL unless silu_glu. Returns the pointer just past the expert. */
 float *moe_expert_carve(moe_expert *e, const moe_config *c, float *p);
-/* Copy expert src into dst (both carved for the same config). */
+/* floats of one expert's biases alone: fc1 (h), fc2 (d), [fc3 (h)] */
+size_t moe_expert_bias_size(const moe_config *c);
+/* Point e's biases into p (moe_expert_bias_size(c) floats), its weights NULL: a mapped
+ * expert, its w1, w2, w3 set by the caller. Returns the pointer just past them. */
+float *moe_expert_carve_biases(moe_expert *e, const moe_config *c, float *p);
+/* Copy expert src into dst (both carved for the same config); a mapped src into dst
+ * carved for its biases (moe_expert_carve_biases): they, and its w1, w2, w3 (the same
+ * mapping, views or mixes). */
 void moe_expert_copy(moe_expert *dst, const moe_expert *src, const moe_config *c);
 
 /* Allocate a zeroed model for cfg (pointers carved, meta empty). */
@@ -234,6 +241,11 @@ void moe_clone_shared_floats(moe_model *dst, const moe_model *src);
 /* m's mapped shared experts decoded into floats in place (one layer's worth): what
  * code that reads or changes their fc*_w takes */
 void moe_shared_to_floats(moe_model *m);
+/* m's shared experts' mapped weights (views, mixes: moe_interpolate's) decoded into buf
+ * (s experts of moe_shared_config, moe_expert_size floats each) and read from there by
+ * the products, as a float layer's whole (their w1, w2, w3 kept: m is mixed again the
+ * same way, then decoded again; m's allocation keeps their biases) */
+void moe_shared_decode(moe_model *m, float *buf);
 
 const char *moe_router_name(moe_router r);
 const char *moe_act_name(moe_act a);

@@ -602,17 +602,54 @@ int align_models_mapped(const moe_model *A, const moe_model *B, const align_opts
     return 0;
 }
 
-int align_shared(const moe_model *A, const moe_model *B, const align_opts *o, moe_expert *out,
+/* align_shared's step 2 for B's mapped shared experts: slot j (B's ord[j]) matched
+ * against A's from both decoded in turn, then made a view of B's file in its hidden
+ * order perm, or B's as it lies without weight matching (match_experts' messages) */
+static int shared_views(const moe_model *A, const moe_model *B, const align_opts *o, const int *ord, int *perm,
+                        double *S, moe_expert *out, ms_err *err) {
+    moe_config sc = moe_shared_config(&A->cfg);
+    int h = sc.h, rc = 0;
+    size_t es = moe_expert_size(&sc);
+    float *mem = o->wm_stage ? ms_malloc(2 * es * sizeof(float)) : NULL;
+    for (int j = 0; j < A->cfg.s && !rc; j++) {
+        int *P = perm + (size_t)j * h;
+        if (progress_cancelled()) {
+            rc = ms_fail(err, "cancelled");
+            break;
+        }
+        if (!o->wm_stage) { // B's expert as it lies: its own mapping, no view
+            identity(P, h);
+            moe_expert_copy(&out[j], &B->shared[ord[j]], &sc);
+            continue;
+        }
+        moe_expert ta, tb;
+        const moe_expert *a = moe_shared_floats(A, j, &ta, mem);
+        const moe_expert *b = moe_shared_floats(B, ord[j], &tb, mem + es);
+        if (match_pair(a, b, &sc, o, P, S, err))
+            rc = ms_prefix(err, "shared expert slot %d (B's expert %d)", j, ord[j]);
+        else
+            expert_view(&out[j], &B->shared[ord[j]], P, &sc);
+        progress_add(1);
+    }
+    free(mem);
+    return rc;
+}
+
+int align_shared(const moe_model *A, const moe_model *B, const align_opts *o, moe_expert *out, int *views,
                  ms_err *err) {
     const moe_config *c = &A->cfg;
     moe_config sc = moe_shared_config(c);
-    int s = c->s, rc = 0;
+    int s = c->s, rc = 0, mapped = moe_shared_mapped(B);
     if (s <= 0) return 0;
-    int *ord = ms_malloc((size_t)s * (1 + (size_t)sc.h) * sizeof(int)), *perm = ord + s;
+    if (mapped && (!views || (s > 1 && (o->order || o->order_stage)))) // their cost reads floats
+        return ms_fail(err, "align_shared: %d mapped shared experts, %s", s, views ? "to order" : "no views");
+    int *ord = ms_malloc((size_t)s * (1 + (size_t)sc.h) * sizeof(int)), *perm = mapped ? views : ord + s;
     rc = shared_order(A, B, o, ord, err);
-    for (int j = 0; j < s && !rc; j++) moe_expert_copy(&out[j], &B->shared[ord[j]], &sc);
+    for (int j = 0; j < s && !rc && !mapped; j++) moe_expert_copy(&out[j], &B->shared[ord[j]], &sc);
     double *S = !rc && o->wm_stage ? ms_malloc((size_t)sc.h * sc.h * sizeof(double)) : NULL;
-    if (!rc) rc = match_experts(A->shared, out, s, ord, perm, o, &sc, S, "shared expert", err);
+    if (!rc)
+        rc = mapped ? shared_views(A, B, o, ord, perm, S, out, err)
+                    : match_experts(A->shared, out, s, ord, perm, o, &sc, S, "shared expert", err);
     free(S);
     free(ord);
     return rc;

@@ -104,7 +104,8 @@ static void layer_default(subject *s, const subject_spec *sp, char *pick, size_t
 static int load_one_layer(moe_model *m, const char *path, const char *layer, const subject_spec *sp, ckpt **map,
                           ms_err *err) {
     if (sp->layer_mapped && !test_hook_get(HOOK_FLOATS)) {
-        int rc = moe_load_mapped(m, path, layer, sp->ov, map, err);
+        int rc = (sp->chosen_shared_mapped ? moe_load_mapped_shared : moe_load_mapped)(m, path, layer, sp->ov, map,
+                                                                                         err);
         if (rc <= 0) return rc; // 1: not a family layout that maps (moe_load says why not, or loads it)
     }
     return moe_load(m, path, layer, sp->ov, err);
@@ -121,6 +122,12 @@ static int load_layer(subject *s, const subject_spec *sp, ms_err *err) {
         moe_clone_floats(&f, moe_is_mapped(&s->A) ? &s->A : &s->B);
         moe_free(moe_is_mapped(&s->A) ? &s->A : &s->B);
         *(moe_is_mapped(&s->A) ? &s->A : &s->B) = f;
+    }
+    // shared experts mapped in one and not the other, or more than one of them: both in floats
+    int sa = moe_shared_mapped(&s->A), sb = sp->pb ? moe_shared_mapped(&s->B) : sa;
+    if ((sa || sb) && (sa != sb || s->A.cfg.s > 1)) {
+        moe_shared_to_floats(&s->A);
+        if (sp->pb) moe_shared_to_floats(&s->B);
     }
     if (sp->pb && moe_check_compatible(&s->A, &s->B, err)) return -1;
     if (sp->e_path && evalset_load(&s->E, sp->e_path, err)) return -1;
@@ -248,7 +255,8 @@ static int load_network(subject *s, const subject_spec *sp, subject_files *f, ms
     if (pair && !sp->chosen_mapped) { // the chosen block is aligned and interpolated by the caller, in floats
         net_block_floats(&n->A, n->block);
         net_block_floats(&n->B, n->block);
-    } else if (pair) { // its routed experts stay mapped; its shared ones (one layer's) are read as floats
+    } else if (pair && !(sp->chosen_shared_mapped && n->A.moe[n->block].cfg.s <= 1)) {
+        // its routed experts stay mapped; its shared ones (one layer's) are read as floats
         moe_shared_to_floats(&n->A.moe[n->block]);
         moe_shared_to_floats(&n->B.moe[n->block]);
     }

@@ -205,7 +205,7 @@ int cmd_diagnose(int argc, char **argv) {
     // so does a family layout's layer
     subject_spec sp = {.pa = pa, .pb = pb, .e_path = eval, .layer = layer, .interp_backbone = interp,
                        .uses = MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG, .mapped_pair = 1,
-                       .chosen_mapped = 1, .layer_mapped = 1};
+                       .chosen_mapped = 1, .chosen_shared_mapped = 1, .layer_mapped = 1};
     if ((orc = cli_subject_load(&S, &sp, "diagnose", USAGE))) return orc;
     int rc = 0;
     if (S.kind == SUBJECT_NETWORK) {

@@ -667,7 +667,7 @@ int cmd_landscape(int argc, char **argv) {
     subject S;
     subject_spec sp = {.pa = pa, .pb = pb, .e_path = e_path, .layer = layer, .interp_backbone = interp,
                        .uses = MS_USE_WM | MS_USE_COST | MS_USE_EVAL | MS_USE_DIAG, .mapped_pair = 1,
-                       .chosen_mapped = 1};
+                       .chosen_mapped = 1, .chosen_shared_mapped = 1};
     double t_load = timing_now();
     if ((orc = cli_subject_load(&S, &sp, "landscape", USAGE))) return orc;
     t_load = timing_now() - t_load;

@@ -629,8 +629,9 @@ done:
     return rc;
 }
 
-int moe_load_mapped(moe_model *m, const char *path, const char *layer, const family_overrides *o, ckpt **map,
-                    ms_err *err) {
+/* moe_load_mapped, the shared experts mapped too when shared (family_load_mapped_shared) */
+static int load_mapped(moe_model *m, const char *path, const char *layer, const family_overrides *o, ckpt **map,
+                       int shared, ms_err *err) {
     memset(m, 0, sizeof *m);
     *map = NULL;
     ckpt *c = ms_calloc(1, sizeof *c);
@@ -646,7 +647,7 @@ int moe_load_mapped(moe_model *m, const char *path, const char *layer, const fam
         int any_native = 0;
         for (int i = 0; i < nl; i++) any_native |= ls[i].family == FAM_NATIVE;
         if (!any_native && !family_pick(c, ls, nl, layer, &which, &ferr))
-            rc = family_load_mapped(m, c, &ls[which], o, err);
+            rc = (shared ? family_load_mapped_shared : family_load_mapped)(m, c, &ls[which], o, err);
         family_layers_free(ls, nl);
     }
     if (rc) {
@@ -656,6 +657,16 @@ int moe_load_mapped(moe_model *m, const char *path, const char *layer, const fam
     }
     *map = c; // the routed weights are its pages
     return 0;
+}
+
+int moe_load_mapped(moe_model *m, const char *path, const char *layer, const family_overrides *o, ckpt **map,
+                    ms_err *err) {
+    return load_mapped(m, path, layer, o, map, 0, err);
+}
+
+int moe_load_mapped_shared(moe_model *m, const char *path, const char *layer, const family_overrides *o,
+                           ckpt **map, ms_err *err) {
+    return load_mapped(m, path, layer, o, map, 1, err);
 }
 
 void moe_map_close(ckpt *map) {

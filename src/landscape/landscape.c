@@ -596,8 +596,12 @@ static int ls_named_alignments(lsx *x, ls_named *nm, ms_err *err) {
         static const int stage[SH_COUNT][2] = {{1, -1}, {0, 0}, {0, 1}}; // order, wm (-1: o->wm)
         ls_problem *pb = &x->pb;
         moe_config sc = moe_shared_config(c); // width hs
-        pb->shmem = ms_malloc((size_t)SH_COUNT * c->s * pb->esize * sizeof(float));
+        // B's mapped shared experts: views of its file (align_shared), their biases here
+        int mapped = moe_shared_mapped(B);
+        size_t ss = mapped ? moe_expert_bias_size(&sc) : moe_expert_size(&sc);
+        pb->shmem = ms_malloc((size_t)SH_COUNT * c->s * ss * sizeof(float));
         pb->shx = ms_malloc((size_t)SH_COUNT * c->s * sizeof(moe_expert));
+        pb->shperm = mapped ? ms_malloc((size_t)SH_COUNT * c->s * sc.h * sizeof(int)) : NULL;
         for (int v = 0; v < SH_COUNT && !rc; v++) {
             align_opts ao;
             align_opts_default(&ao);
@@ -606,10 +610,12 @@ static int ls_named_alignments(lsx *x, ls_named *nm, ms_err *err) {
             ao.wm_stage = stage[v][1] < 0 ? o->wm : stage[v][1];
             for (int j = 0; j < c->s; j++) {
                 int q = v * c->s + j;
-                moe_expert_carve(&pb->shx[q], &sc, pb->shmem + (size_t)q * pb->esize);
+                if (mapped) moe_expert_carve_biases(&pb->shx[q], &sc, pb->shmem + (size_t)q * ss);
+                else moe_expert_carve(&pb->shx[q], &sc, pb->shmem + (size_t)q * ss);
             }
             pb->shB[v] = pb->shx + (size_t)v * c->s;
-            rc = align_shared(A, B, &ao, pb->shx + (size_t)v * c->s, err);
+            int *views = mapped ? pb->shperm + (size_t)v * c->s * sc.h : NULL;
+            rc = align_shared(A, B, &ao, pb->shx + (size_t)v * c->s, views, err);
         }
     }
     return rc;
@@ -986,7 +992,7 @@ static void ls_release(lsx *x, ls_named *nm) {
     ls_endpoint_free(&x->pb.own[0]);
     ls_endpoint_free(&x->pb.own[1]);
     void *pbuf[] = {x->pb.rw[0], x->pb.rw[1], x->pb.perm, x->pb.pj, x->pb.DBn, x->pb.lablanes, x->pb.tglanes, x->pb.shmem,
-                    x->pb.shx, x->rs.bar, x->rs.accb, x->rs.auc, x->rs.done,
+                    x->pb.shperm, x->pb.shx, x->rs.bar, x->rs.accb, x->rs.auc, x->rs.done,
                     x->rs.prog, x->rs.acc_l, x->rs.acc_ok, x->rs.lb, x->rs.ab, x->rs.units, nm->ls, nm->ok, nm->units};
     for (size_t i = 0; i < sizeof pbuf / sizeof pbuf[0]; i++) free(pbuf[i]);
     ls_boot_acc_free(x->rs.boot);

@@ -104,8 +104,9 @@ typedef struct {
     int hmax;                 /* the larger of h and the shared width hs */
     /* shared experts of B per variant (aligned as each named alignment does) */
     const moe_expert *shB[SH_COUNT];
-    float *shmem;      // (SH_COUNT, s, esize) their parameters
+    float *shmem;      // (SH_COUNT, s, esize) their parameters (mapped: their biases)
     moe_expert *shx;   // (SH_COUNT, s)
+    int *shperm;       // (SH_COUNT, s, hs) mapped: the hidden orders of their views, else NULL
     /* pairs: p < nn is (i = p/n, j = p%n) with the landscape's WM setting;
      * p = nn + i is (i, i) with the other setting (for naive / skip_order).
      * Only the hidden permutations are kept, not permuted copies of B's

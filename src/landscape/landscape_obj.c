@@ -49,6 +49,8 @@ typedef struct {
     int *perm_other;  // (n, h) pair (i, i) with the other setting (naive or skip-order), after perm
     float *shmem;     // (SH_COUNT, s, esize) B's shared experts as each variant aligns them
     moe_expert *shx;  // (SH_COUNT, s)
+    int *shperm;      // (SH_COUNT, s, hs) B's mapped shared experts: their views' hidden orders
+    float *shf;       // (s, esize) ... the interpolated layer's decoded (moe_shared_decode), else NULL
     moe_model Bp, M;  // B aligned with one order; the interpolated layer
     double *bar, *accb, *auc; // (norders) running barrier, accuracy barrier, AUC
     unsigned char *done;      // (norders)
@@ -106,7 +108,8 @@ static void ox_aligned(ox *x, const int *order, int other_diag, int sh) {
         y->w2 = wp_view(xj->w2, NULL, P);
     }
     moe_config sc = moe_shared_config(c);
-    for (int q = 0; q < c->s; q++) moe_expert_copy(&Bp->shared[q], &x->shx[(size_t)sh * c->s + q], &sc);
+    for (int q = 0; q < c->s; q++) // mapped: B' as B (a clone), the variant's views in its slots
+        moe_expert_copy(&Bp->shared[q], &x->shx[(size_t)sh * c->s + q], &sc);
 }
 
 /* L(t) and Acc(t) of order (n) at point m; seq (S): its per-unit losses, may be NULL */
@@ -115,6 +118,7 @@ static int ox_eval(ox *x, const int *order, int other_diag, int sh, int variant,
     double t = ls_t(m, x->T);
     ox_aligned(x, order, other_diag, sh);
     moe_interpolate_routed(&x->M, x->A, &x->Bp, t);
+    if (x->shf) moe_shared_decode(&x->M, x->shf); // the float path's products, bit for bit
     return x->obj->eval(x->obj->ctx, &x->M, t, variant, loss, acc, seq, err);
 }
 
@@ -287,9 +291,13 @@ static int ox_alignments(ox *x, ms_err *err) {
     }
     for (int i = 0; i < c->n; i++) L->naive.order[i] = L->skip_order.order[i] = i;
     moe_config sc = moe_shared_config(c);
-    size_t es = moe_expert_size(&sc);
+    // B's mapped shared experts: each variant's views of its file, their biases alone here
+    int mapped = moe_shared_mapped(x->B);
+    size_t es = mapped ? moe_expert_bias_size(&sc) : moe_expert_size(&sc);
     x->shmem = ms_malloc((size_t)SH_COUNT * (c->s ? c->s : 1) * es * sizeof(float));
     x->shx = ms_calloc((size_t)SH_COUNT * (c->s ? c->s : 1), sizeof(moe_expert));
+    x->shperm = mapped ? ms_malloc((size_t)SH_COUNT * c->s * sc.h * sizeof(int)) : NULL;
+    x->shf = mapped ? ms_malloc((size_t)c->s * moe_expert_size(&sc) * sizeof(float)) : NULL;
     static const int stage[SH_COUNT][2] = {{1, -1}, {0, 0}, {0, 1}}; // order, wm (-1: o->wm)
     for (int v = 0; v < SH_COUNT && !rc && c->s > 0; v++) {
         align_opts ao;
@@ -297,9 +305,14 @@ static int ox_alignments(ox *x, ms_err *err) {
         ao.method = x->o->hidden, ao.X = x->obj->inputs, ao.N = x->obj->ninputs, ao.d = c->d; // its matching
         ao.order_stage = stage[v][0];
         ao.wm_stage = stage[v][1] < 0 ? x->o->wm : stage[v][1];
-        for (int j = 0; j < c->s; j++)
-            moe_expert_carve(&x->shx[v * c->s + j], &sc, x->shmem + ((size_t)v * c->s + j) * es);
-        rc = align_shared(x->A, x->B, &ao, x->shx + (size_t)v * c->s, err);
+        for (int j = 0; j < c->s; j++) {
+            moe_expert *e = &x->shx[v * c->s + j];
+            float *p = x->shmem + ((size_t)v * c->s + j) * es;
+            if (mapped) moe_expert_carve_biases(e, &sc, p);
+            else moe_expert_carve(e, &sc, p);
+        }
+        int *views = mapped ? x->shperm + (size_t)v * c->s * sc.h : NULL;
+        rc = align_shared(x->A, x->B, &ao, x->shx + (size_t)v * c->s, views, err);
     }
     return rc;
 }
@@ -453,6 +466,8 @@ static void ox_free(ox *x) {
     free(x->perm); // perm_other with it
     free(x->shmem);
     free(x->shx);
+    free(x->shperm);
+    free(x->shf);
     moe_free(&x->Bp);
     moe_free(&x->M);
     free(x->bar);

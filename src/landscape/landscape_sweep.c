@@ -191,6 +191,30 @@ static void shared_gates(const float *v, const float *X, int N, int d, float *ou
     }
 }
 
+/* e = (1-t) a + t b, shared experts of config c, in floats carved from mem (esize):
+ * with either mapped, its weights the mix of a and b's formed a panel at a time (the
+ * same values: moe_interpolate's), so the products are the float path's */
+static void shared_at(moe_expert *e, const moe_expert *a, const moe_expert *b, const moe_config *c, double t,
+                      float *mem) {
+    moe_expert_carve(e, c, mem);
+    if (a->fc1_w && b->fc1_w) {
+        expert_lerp(e, a, b, c, t);
+        return;
+    }
+    size_t h = (size_t)c->h, d = (size_t)c->d;
+    float ta = (float)(1.0 - t), tb = (float)t;
+    vlerp(e->fc1_b, a->fc1_b, b->fc1_b, h, t);
+    vlerp(e->fc2_b, a->fc2_b, b->fc2_b, d, t);
+    wref b1 = expert_weight(b->fc1_w, b->w1, (int)d), b2 = expert_weight(b->fc2_w, b->w2, (int)h);
+    wp_rows_f32(wp_mix(expert_weight(a->fc1_w, a->w1, (int)d), &b1, ta, tb), d, 0, h, e->fc1_w);
+    wp_rows_f32(wp_mix(expert_weight(a->fc2_w, a->w2, (int)h), &b2, ta, tb), h, 0, d, e->fc2_w);
+    if (moe_act_glu(c->act)) {
+        vlerp(e->fc3_b, a->fc3_b, b->fc3_b, h, t);
+        wref b3 = expert_weight(b->fc3_w, b->w3, (int)d);
+        wp_rows_f32(wp_mix(expert_weight(a->fc3_w, a->w3, (int)d), &b3, ta, tb), d, 0, h, e->fc3_w);
+    }
+}
+
 /* The order-independent part of the layer at t, per shared variant v:
  * sig(v_t . x) sum_j E^sh_j(x) (the gate only for a gated shared expert) + o_t
  * (an output bias), plus the residual (head) or minus the chord (layer); the
@@ -217,8 +241,7 @@ static void pre_base(lsx *x, ls_ws *w, int tc, double t, const float *X, int N, 
         memset(bs, 0, (size_t)N * d * sizeof(float));
         for (int j = 0; j < c->s; j++) {
             moe_expert e;
-            moe_expert_carve(&e, &sc, w->E);
-            expert_lerp(&e, &x->pb.A->shared[j], &x->pb.shB[v][j], &sc, t);
+            shared_at(&e, &x->pb.A->shared[j], &x->pb.shB[v][j], &sc, t, w->E);
             expert_apply_panels(&e, &sc, X, N, w, w->Ye);
             if (sg) {
                 for (int r = 0; r < N; r++)

@@ -86,6 +86,20 @@ size_t moe_expert_size(const moe_config *c) {
     return sz;
 }
 
+size_t moe_expert_bias_size(const moe_config *c) {
+    return (moe_act_glu(c->act) ? 2 : 1) * (size_t)c->h + (size_t)c->d;
+}
+
+float *moe_expert_carve_biases(moe_expert *e, const moe_config *c, float *p) {
+    memset(e, 0, sizeof *e);
+    e->fc1_b = p; p += c->h;
+    e->fc2_b = p; p += c->d;
+    if (moe_act_glu(c->act)) {
+        e->fc3_b = p; p += c->h;
+    }
+    return p;
+}
+
 float *moe_expert_carve(moe_expert *e, const moe_config *c, float *p) {
     size_t h = (size_t)c->h, d = (size_t)c->d;
     e->fc1_w = p; p += h * d;
@@ -104,6 +118,13 @@ float *moe_expert_carve(moe_expert *e, const moe_config *c, float *p) {
 
 void moe_expert_copy(moe_expert *dst, const moe_expert *src, const moe_config *c) {
     size_t h = (size_t)c->h, d = (size_t)c->d;
+    if (!src->fc1_w) { // mapped: the biases, and the same mapping (views, mixes) for the weights
+        memcpy(dst->fc1_b, src->fc1_b, h * sizeof(float));
+        memcpy(dst->fc2_b, src->fc2_b, d * sizeof(float));
+        if (moe_act_glu(c->act)) memcpy(dst->fc3_b, src->fc3_b, h * sizeof(float));
+        dst->w1 = src->w1, dst->w2 = src->w2, dst->w3 = src->w3;
+        return;
+    }
     memcpy(dst->fc1_w, src->fc1_w, h * d * sizeof(float));
     memcpy(dst->fc1_b, src->fc1_b, h * sizeof(float));
     memcpy(dst->fc2_w, src->fc2_w, d * h * sizeof(float));
@@ -147,21 +168,8 @@ int moe_shared_mapped(const moe_model *m) {
     return m->cfg.s > 0 && m->shared && !m->shared[0].fc1_w && m->shared[0].w1.p;
 }
 
-/* an expert's biases fc1 (h), fc2 (d), [fc3 (h)] carved from p: the weights stay mapped */
-static float *carve_biases(moe_expert *e, const moe_config *c, float *p) {
-    memset(e, 0, sizeof *e);
-    e->fc1_b = p; p += c->h;
-    e->fc2_b = p; p += c->d;
-    if (moe_act_glu(c->act)) {
-        e->fc3_b = p; p += c->h;
-    }
-    return p;
-}
-
 /* the floats of count experts' biases of config c */
-static size_t biases_of(const moe_config *c, size_t count) {
-    return count * ((moe_act_glu(c->act) ? 2 : 1) * (size_t)c->h + (size_t)c->d);
-}
+static size_t biases_of(const moe_config *c, size_t count) { return count * moe_expert_bias_size(c); }
 
 /* routed: ROUTED_ALL, ROUTED_NONE (experts[e] all NULL), ROUTED_BIASES (their biases);
  * shared_mapped: the shared experts' biases alone (their weights mapped) */
@@ -190,10 +198,11 @@ static void alloc_layer(moe_model *m, const moe_config *cfg, int routed, int sha
     }
     m->experts = ms_calloc(n ? n : 1, sizeof(moe_expert));
     for (size_t i = 0; i < n && routed == ROUTED_ALL; i++) p = moe_expert_carve(&m->experts[i], c, p);
-    for (size_t i = 0; i < n && routed == ROUTED_BIASES; i++) p = carve_biases(&m->experts[i], c, p);
+    for (size_t i = 0; i < n && routed == ROUTED_BIASES; i++) p = moe_expert_carve_biases(&m->experts[i], c, p);
     m->shared = ms_calloc(c->s ? (size_t)c->s : 1, sizeof(moe_expert));
     for (int j = 0; j < c->s; j++)
-        p = shared_mapped ? carve_biases(&m->shared[j], &sc, p) : moe_expert_carve(&m->shared[j], &sc, p);
+        p = shared_mapped ? moe_expert_carve_biases(&m->shared[j], &sc, p)
+                          : moe_expert_carve(&m->shared[j], &sc, p);
     if (c->shared_gated) {
         m->shared_gate_w = p; p += d;
     }
@@ -489,6 +498,17 @@ void moe_clone_shared_floats(moe_model *dst, const moe_model *src) {
     }
     alloc_layer(dst, &src->cfg, moe_is_mapped(src) ? ROUTED_BIASES : ROUTED_ALL, 0);
     copy_decoding(dst, src, moe_is_mapped(src));
+}
+
+void moe_shared_decode(moe_model *m, float *buf) {
+    moe_config sc = moe_shared_config(&m->cfg);
+    size_t es = moe_expert_size(&sc);
+    for (int j = 0; j < m->cfg.s; j++) {
+        moe_expert *x = &m->shared[j], f;
+        moe_expert_carve(&f, &sc, buf + (size_t)j * es);
+        expert_decode(x, &sc, EXPERT_ALL, &f);
+        x->fc1_w = f.fc1_w, x->fc2_w = f.fc2_w, x->fc3_w = f.fc3_w;
+    }
 }
 
 void moe_shared_to_floats(moe_model *m) {

@@ -649,8 +649,8 @@ def test_mapped_landscape():
     its interpolation a mix formed per panel, the layer-only proxy's pairs decoded one at
     a time) equals the float path's (MOESCOPE_TEST_FLOATS: every MoE block read into
     floats): BF16 over two shards, GPT-OSS's MXFP4 experts; and with --method activation
-    and --screen; Qwen2-MoE's gated and DeepSeek's shared experts mapped in the other
-    blocks (aligned as views, mixed per panel)."""
+    and --screen; Qwen2-MoE's gated and DeepSeek's shared experts mapped in every block,
+    the chosen one's too (aligned as views; mixed per panel, the chosen one's decoded)."""
     cases = [("qwen3_moe", {}, []), ("gpt_oss", {"mxfp4": True}, []),
              ("qwen3_moe", {}, ["--method", "activation", "--screen", 3]),
              ("qwen2_moe", {}, []), ("deepseek_v3", {}, [])]  # mapped shared experts (gated; not)
@@ -722,9 +722,10 @@ def test_mapped_commands():
             check(same_folders(*outs) and texts[0] == texts[1],
                   "%s %s: mapped, the float path's output byte for byte and its report" % (cmd, extra))
     # diagnose: the chosen block's experts decoded one or two at a time, its landscape's
-    # orders views of B's file (an order of another seed's experts; a scramble of A)
+    # orders views of B's file (an order of another seed's experts; a scramble of A), a
+    # shared expert's too (Qwen2-MoE's gated one, DeepSeek's)
     for x, y, extra in ((a, b, ["--layer", 2, "--method", "activation"]), (ga, gb, ["--landscape"]),
-                        (qa, qb, ["--layer", 2])):
+                        (qa, qb, ["--layer", 2]), (ds, dsb, ["--layer", 1])):
         texts, js = [], []
         for env in (None, floats):
             out = p("mapped_diagnose_%s.json" % ("floats" if env else "mapped"))
