@@ -3,7 +3,9 @@
 weights, tests/bench/gen_decoder_realsize.py: written at bench time, deleted after
 unless BENCH_DECODER_DIR names where to keep it) on N x T = 4 x 512 = 2048 tokens,
 beside PyTorch's CPU forward of the same checkpoint (tests/bench/peer_granitemoe_torch.py,
-float32, the same tokens, the same threads; one forward each: at 1.75 TFLOP a warm-up
+float32, the same tokens, the same cores: both started by benchlib.run_on_cores, pinned to
+the first THREADS CPUs with their BLAS/OpenMP pools that size, PyTorch with one inter-op
+thread; one forward each: at 1.75 TFLOP a warm-up
 would double the bench), and against the arithmetic floor:
 
   floor = 2 x (the active parameters per token) x tokens / the SGEMM rate, in CPU seconds
@@ -60,8 +62,8 @@ def active_params(c):
 def run_moescope(ck, ev, threads):
     """(s per evaluation, its CPU s, peak RSS KiB, loss): eval --repeat 1 times the
     evaluation alone (the load not counted, as the peer's is not)"""
-    r = subprocess.run(["/usr/bin/time", "-v", MOESCOPE, "eval", ck, "--eval", ev, "--threads", str(threads),
-                        "--repeat", "1"], capture_output=True, text=True)
+    r = benchlib.run_on_cores(["/usr/bin/time", "-v", MOESCOPE, "eval", ck, "--eval", ev, "--threads", str(threads),
+                               "--repeat", "1"], threads, capture_output=True, text=True)
     if r.returncode:
         raise SystemExit("moescope eval failed: " + r.stderr[-2000:])
     m = re.search(r"([0-9.]+) s per run, [0-9]+ tokens/s \(CPU ([0-9.]+) s per run\)", r.stderr)
@@ -142,13 +144,14 @@ def main():
                                                     rss / 2**20 - weights / 2**30, mloss))
         peer = peer_cpu = None
         try:
-            r = subprocess.run([PYTHON, os.path.join(HERE, "peer_granitemoe_torch.py"), ck, ev, str(threads), "1"],
-                               capture_output=True, text=True)
+            r = benchlib.run_on_cores([PYTHON, os.path.join(HERE, "peer_granitemoe_torch.py"), ck, ev, str(threads),
+                                       "1"], threads, capture_output=True, text=True)
             m = re.search(r"PEER_DECODER_SECONDS (\S+) CPU (\S+) LOSS (\S+)", r.stdout)
             if m:
                 peer, peer_cpu = float(m.group(1)), float(m.group(2))
-                print("  PyTorch CPU forward (float32): %.2f s wall, %.2f s CPU, loss %.6f"
-                      % (peer, float(m.group(2)), float(m.group(3))))
+                print("  PyTorch CPU forward (float32): %.2f s wall, %.2f s CPU, loss %.6f; both %s; %s"
+                      % (peer, float(m.group(2)), float(m.group(3)), benchlib.pinned_text(threads),
+                         benchlib.peer_threads(r.stdout)))
             else:
                 print("  PyTorch peer failed: " + r.stderr[-500:])
         except OSError as e:

@@ -3,7 +3,13 @@
 1. Throughput (tokens/s, higher is better): `moescope eval` of a GPT-2-layout network
    with MoE blocks against PyTorch's CPU forward of the same network
    (tests/bench/peer_gpt2_torch.py: float32, inference mode, routed tokens gathered per
-   expert), in one run, with the same thread count (--threads K, torch.set_num_threads(K)).
+   expert), in one run, on the same K cores: each process started by
+   benchlib.run_on_cores, pinned to the first K CPUs (sched_setaffinity) with its BLAS and
+   OpenMP pools K threads (OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS set
+   before torch loads); moescope with --threads K, PyTorch with K intra-op threads and one
+   inter-op thread (benchlib.torch_threads; its line of the table says what it got).
+   Without the pinning PyTorch "on 1 thread" used 4.3 CPU s in 2.5 s wall (its inter-op
+   and oneDNN pools), a wall-clock race of 1 core against more.
    moescope: `eval --repeat 3`, whole evaluations (the frozen prefix included), best of 3
    processes; the peer: best of 5 forwards after a warm-up. Both wall clock and the
    process's CPU time per evaluation are shown: on a machine shared with others the
@@ -21,7 +27,7 @@
    tied head) with block 0 a 4-expert top-2 MoE of width 3072, random weights in the
    samples' layout (tests/lib/gen_gpt2.py, written to a temporary folder: about 0.5 GB,
    3 minutes), 8 x 1024 tokens: one `eval` beside PyTorch's forward (one run each, the
-   same threads: every CPU, at most 8), its CPU time against the floor (its arithmetic,
+   same cores as in 1: every CPU, at most 8), its CPU time against the floor (its arithmetic,
    2.26 TFLOP, at benchlib.gemm_rate: the one-core SGEMM rate measured in this run; the
    floor of every benchmark), targets >= 1.5x PyTorch's CPU time and <= 1.5x the floor;
    a `curve` of 3 orders (naive, skip-order, the expert method's) at 3 points; the
@@ -70,8 +76,8 @@ def make_pool(out, small):
 def c_rate(ck, ev, threads, tokens, reps=3):
     best, cpu, loss = float("inf"), float("inf"), None
     for _ in range(reps):
-        r = subprocess.run([MOESCOPE, "eval", ck, "--eval", ev, "--repeat", "3", "--threads", str(threads)],
-                           capture_output=True, text=True)
+        r = benchlib.run_on_cores([MOESCOPE, "eval", ck, "--eval", ev, "--repeat", "3", "--threads", str(threads)],
+                                  threads, capture_output=True, text=True)
         if r.returncode:
             raise SystemExit("moescope eval failed: " + r.stderr)
         m = re.search(r"([0-9.]+) s per run, [0-9]+ tokens/s \(CPU ([0-9.]+) s per run\)", r.stderr)
@@ -81,12 +87,12 @@ def c_rate(ck, ev, threads, tokens, reps=3):
 
 
 def torch_rate(ck, ev, threads, tokens):
-    r = subprocess.run([PYTHON, os.path.join(HERE, "peer_gpt2_torch.py"), ck, ev, str(threads), "5"],
-                       capture_output=True, text=True)
+    r = benchlib.run_on_cores([PYTHON, os.path.join(HERE, "peer_gpt2_torch.py"), ck, ev, str(threads), "5"], threads,
+                              capture_output=True, text=True)
     if r.returncode:
         raise SystemExit("peer_gpt2_torch.py failed: " + r.stderr)
     m = re.search(r"PEER_NET_SECONDS (\S+) CPU (\S+) LOSS (\S+)", r.stdout)
-    return tokens / float(m.group(1)), float(m.group(2)), float(m.group(3))
+    return tokens / float(m.group(1)), float(m.group(2)), float(m.group(3)), benchlib.peer_threads(r.stdout)
 
 
 def throughput(tmp):
@@ -113,9 +119,10 @@ def throughput(tmp):
         tokens = ids.shape[0] * ids.shape[1]
         for threads in (1, 2):
             cr, ccpu, cl = c_rate(ck, ev, threads, tokens)
-            tr, tcpu, tl = torch_rate(ck, ev, threads, tokens)
-            print("%-26s %-7d %10.0f %10.0f %6.2fx %9.1f %9.1f %6.2fx   %.6f %.6f" %
-                  (name, threads, cr, tr, cr / tr, 1e3 * ccpu, 1e3 * tcpu, tcpu / ccpu, cl, tl))
+            tr, tcpu, tl, tth = torch_rate(ck, ev, threads, tokens)
+            print("%-26s %-7d %10.0f %10.0f %6.2fx %9.1f %9.1f %6.2fx   %.6f %.6f   (%s; %s)" %
+                  (name, threads, cr, tr, cr / tr, 1e3 * ccpu, 1e3 * tcpu, tcpu / ccpu, cl, tl,
+                   benchlib.pinned_text(threads), tth))
             benchlib.result("network %s, %d thread%s" % (name, threads, "s" if threads > 1 else ""),
                             "%.0f tokens/s (%.0f CPU ms)" % (cr, 1e3 * ccpu),
                             "PyTorch CPU forward %.0f tokens/s (%.0f CPU ms)" % (tr, 1e3 * tcpu),
@@ -202,23 +209,23 @@ def paper_size(tmp):
           "block 0 a 4-expert top-2 MoE of width 3072, random weights, 8 x 1024 tokens (%s); "
           "%d threads; load average %.1f" % (made, threads, os.getloadavg()[0]))
     print("  floor: %s" % benchlib.floor_text(fl))
-    r = subprocess.run([MOESCOPE, "eval", a, "--eval", e, "--threads", str(threads), "--repeat", "1"], capture_output=True,
-                       text=True)
+    r = benchlib.run_on_cores([MOESCOPE, "eval", a, "--eval", e, "--threads", str(threads), "--repeat", "1"], threads,
+                              capture_output=True, text=True)
     m = re.search(r"([0-9.]+) s per run, [0-9]+ tokens/s \(CPU ([0-9.]+) s per run\)", r.stderr)
     if r.returncode or not m:
         raise SystemExit("moescope eval failed: " + r.stderr)
     wall, cpu = float(m.group(1)), float(m.group(2))
     loss = float(re.search(r"^loss\s+(\S+)", r.stdout, re.M).group(1))
-    pr = subprocess.run([PYTHON, os.path.join(HERE, "peer_gpt2_torch.py"), a, e, str(threads), "1"],
-                        capture_output=True, text=True)
+    pr = benchlib.run_on_cores([PYTHON, os.path.join(HERE, "peer_gpt2_torch.py"), a, e, str(threads), "1"], threads,
+                               capture_output=True, text=True)
     pm = re.search(r"PEER_NET_SECONDS (\S+) CPU (\S+) LOSS (\S+)", pr.stdout)
     kern = "%s; PyTorch %s" % (benchlib.kernel_text(), torch_kernels())
     floor = benchlib.gemm_floor(fl)
     print("  moescope eval: %.1f s wall, %.1f CPU s (%.2fx the floor), loss %.8f" % (wall, cpu, cpu / floor, loss))
     if pm:
         pw, pc, pl = float(pm.group(1)), float(pm.group(2)), float(pm.group(3))
-        print("  PyTorch forward: %.1f s wall, %.1f CPU s, loss %.8f: moescope %.2fx faster (CPU %.2fx)"
-              % (pw, pc, pl, pw / wall, pc / cpu))
+        print("  PyTorch forward: %.1f s wall, %.1f CPU s, loss %.8f: moescope %.2fx faster (CPU %.2fx); both %s; %s"
+              % (pw, pc, pl, pw / wall, pc / cpu, benchlib.pinned_text(threads), benchlib.peer_threads(pr.stdout)))
         benchlib.result("GPT-2 small, 8 x 1024 tokens, %d threads, vs PyTorch" % threads,
                         "%.1f s (%.1f CPU s)" % (wall, cpu), "PyTorch CPU forward %.1f s (%.1f CPU s)" % (pw, pc),
                         "%.2fx faster (CPU %.2fx)" % (pw / wall, pc / cpu), ">= 1.5x", pc / cpu >= 1.5, kern)
@@ -242,6 +249,11 @@ def paper_size(tmp):
     explorer_at_size(a, b, e)
 
 
+# how long a run waits for its moment: the curve's comes after both end points' evaluations
+# (about 30 s idle; minutes on a machine shared with other work)
+WAIT_S = 600
+
+
 def tmux(sock, *args):
     return subprocess.run(["tmux", "-L", sock] + list(args), capture_output=True, text=True)
 
@@ -249,7 +261,7 @@ def tmux(sock, *args):
 def explorer_run(a, b, e, sock, quit_when):
     """One explorer in tmux on the pair: seconds from its start to the first screen (its
     title and the cost matrix's pane drawn), to the cost matrix with its assignment, and
-    from q (sent once quit_when(screen) holds, or after 120 s) to the process's end; the
+    from q (sent once quit_when(screen) holds, or after WAIT_S) to the process's end; the
     status line when q was sent; and the explorer's own account (MOESCOPE_TIMING, its
     stderr: the UI thread's CPU seconds to the first screen, which the machine's load
     does not stretch, and q's steps)."""
@@ -265,7 +277,7 @@ def explorer_run(a, b, e, sock, quit_when):
     try:
         t0 = time.time()
         tmux(sock, "new-session", "-d", "-s", "b", "-x", "160", "-y", "45", cmd)
-        while time.time() - t0 < 120:
+        while time.time() - t0 < WAIT_S:
             scr = tmux(sock, "capture-pane", "-p", "-t", "b").stdout
             now = time.time() - t0
             if first is None and "moescope  A " in scr and "q quit" in scr:
@@ -295,7 +307,7 @@ def explorer_at_size(a, b, e):
     """The explorer on the pair in tmux: seconds from its start to the first screen, then
     q (to the process's end, the terminal restored) at three moments of the worker's
     preparation: while it reads the backbones, in the first end point's evaluation,
-    and in a curve's or the landscape's evaluation (when one begins within 120 s)."""
+    and in a curve's or the landscape's evaluation (when one begins within WAIT_S)."""
     if not shutil.which("tmux"):
         print("  explorer: skipped (needs tmux)")
         return
@@ -307,11 +319,11 @@ def explorer_at_size(a, b, e):
     for k, (what, when) in enumerate(moments):
         # each run its own tmux server: one shutting down cannot swallow the next session
         first, matrix, quit_s, status, own = explorer_run(a, b, e, "%s-%d" % (sock, k), when)
-        fs = "%.2f s" % first if first is not None else "none in 120 s"
+        fs = "%.2f s" % first if first is not None else "none in %d s" % WAIT_S
         ms = "%.2f s" % matrix if matrix is not None else "not yet"
         qs = "%.0f ms" % (1e3 * quit_s) if quit_s is not None else "not in 300 s"
         print("  explorer in tmux, q %s: first screen after %s (the cost matrix with its assignment %s); q ended "
-              "the process after %s (status line then: %s)" % (what, fs, ms, qs, status[:110] or "q sent at 120 s"))
+              "the process after %s (status line then: %s)" % (what, fs, ms, qs, status[:110] or "q sent at %d s" % WAIT_S))
         if own:
             print("    its own account: first screen %.2f s after its start, the UI thread's CPU to it %.2f s; "
                   "the MoE block's experts read into floats by the worker (after the matrix, whose expert cost reads the "
@@ -332,7 +344,7 @@ def explorer_at_size(a, b, e):
     fmax = max(firsts) if firsts else None
     qmax = max(quits) if quits else float("inf")
     benchlib.result("explorer at GPT-2 small, first screen", "%.2f s (worst of %d starts)" % (fmax, len(firsts))
-                    if fmax is not None else "none in 120 s", "none: a latency target", "-", "< 1 s",
+                    if fmax is not None else "none in %d s" % WAIT_S, "none: a latency target", "-", "< 1 s",
                     fmax is not None and fmax < 1, kern)
     mmax = max(matrices) if matrices else None
     benchlib.result("explorer at GPT-2 small, cost matrix with its assignment", "%.2f s (worst of the %d starts "

@@ -68,6 +68,55 @@ def numpy_blas(env=None):
     return m.group(1) if m else "?"
 
 
+# the environment variables that size a process's BLAS and OpenMP pools (PyTorch's
+# intra-op pool is OpenMP's; oneDNN and MKL follow it), read when the library loads
+POOL_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def cores(threads):
+    """the first `threads` CPUs this process may run on (all of them when it may run
+    on fewer)"""
+    cpus = sorted(os.sched_getaffinity(0))
+    return cpus[:max(1, min(threads, len(cpus)))]
+
+
+def run_on_cores(cmd, threads, env=None, **kw):
+    """subprocess.run(cmd) held to `threads` cores, moescope and every peer alike, so
+    that "the same threads" is the same cores: its pools that size (POOL_VARS in its
+    environment, set before numpy or torch is imported) and the process pinned to
+    cores(threads) before it starts (sched_setaffinity in the child: every thread it
+    makes, PyTorch's inter-op pool and oneDNN's included, stays on those CPUs). A
+    peer's own count (torch.set_num_threads) is its business; this bounds what it can
+    use, its CPU time included."""
+    e = dict(os.environ if env is None else env)
+    for k in POOL_VARS:
+        e[k] = str(threads)
+    cpus = cores(threads)
+    return subprocess.run(cmd, env=e, preexec_fn=lambda: os.sched_setaffinity(0, cpus), **kw)
+
+
+def torch_threads(torch, threads):
+    """A PyTorch peer on `threads` threads, as run_on_cores holds it: its intra-op pool
+    that size and one inter-op thread (set before any parallel work); its line
+    "PEER_THREADS intra I interop J cpus C" says what it got."""
+    torch.set_num_interop_threads(1)
+    torch.set_num_threads(threads)
+    print("PEER_THREADS intra %d interop %d cpus %d" % (torch.get_num_threads(), torch.get_num_interop_threads(),
+                                                       len(os.sched_getaffinity(0))))
+
+
+def peer_threads(out):
+    """a peer's PEER_THREADS line as text ('?' when it printed none)"""
+    m = re.search(r"PEER_THREADS intra (\d+) interop (\d+) cpus (\d+)", out)
+    return "PyTorch %s intra-op + %s inter-op threads on %s CPU%s" % (
+        m.group(1), m.group(2), m.group(3), "" if m.group(3) == "1" else "s") if m else "PyTorch threads ?"
+
+
+def pinned_text(threads):
+    """how run_on_cores held a run, for the report"""
+    return "pinned to CPU %s, %s=%d" % (",".join(map(str, cores(threads))), "/".join(POOL_VARS), threads)
+
+
 def load():
     return "load %.1f" % os.getloadavg()[0]
 

@@ -7,8 +7,9 @@ scaled_dot_product_attention when this PyTorch has it (else the masked softmax),
 MoE block's router by top-k and softmax, every expert applied to the tokens routed to it
 (index_select / index_add_), shared experts to all.
 
-usage: peer_gpt2_torch.py CKPT EVAL THREADS REPS
-prints  PEER_NET_SECONDS <best seconds per evaluation> CPU <its CPU seconds> LOSS <loss>
+usage: peer_gpt2_torch.py CKPT EVAL THREADS REPS (run by benchlib.run_on_cores: THREADS
+cores, its pools that size; here THREADS intra-op threads, one inter-op)
+prints  PEER_THREADS (benchlib.torch_threads) and PEER_NET_SECONDS <best seconds per evaluation> CPU <its CPU seconds> LOSS <loss>
 Needs python3-torch (a benchmark peer only: neither moescope nor its tests need it)."""
 import math
 import os
@@ -18,7 +19,9 @@ import time
 import torch
 import torch.nn.functional as F
 
-sys.path[:0] = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d) for d in ("lib", "oracle")]
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE] + [os.path.join(HERE, "..", d) for d in ("lib", "oracle")]
+import benchlib  # noqa: E402
 import gpt2_ref  # noqa: E402
 
 
@@ -97,7 +100,7 @@ def forward_loss(cfg, P, ids):
 
 def main():
     ck, ev, threads, reps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    torch.set_num_threads(threads)
+    benchlib.torch_threads(torch, threads)  # before any parallel work
     cfg, P = build(gpt2_ref.load(ck))
     ids = torch.from_numpy(gpt2_ref.read_safetensors(ev)[0]["input_ids"].astype("int64"))
     best, cpu, loss = float("inf"), float("inf"), None

@@ -5,7 +5,9 @@ float32 (CPUs without BF16 arithmetic compute in float32 either way), routed
 tokens gathered per expert as transformers' GraniteMoeParallelExperts does.
 
   peer_granitemoe_torch.py CKPT_DIR EVAL THREADS REPS
-prints "PEER_DECODER_SECONDS best CPU cpu LOSS loss" (the loss: mean next-token
+(run by benchlib.run_on_cores: THREADS cores, its pools that size; here THREADS
+intra-op threads, one inter-op) prints PEER_THREADS (benchlib.torch_threads) and
+"PEER_DECODER_SECONDS best CPU cpu LOSS loss" (the loss: mean next-token
 cross-entropy, as moescope eval reports it)."""
 import json
 import os
@@ -16,6 +18,9 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
 
 
 def read_safetensors(path):
@@ -97,7 +102,7 @@ def forward(c, t, ids):
 
 def main():
     folder, ev, threads, reps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    torch.set_num_threads(threads)
+    benchlib.torch_threads(torch, threads)  # before any parallel work
     c, t = load(folder)
     ids = read_safetensors(ev)["input_ids"]
     best, cpu, loss = float("inf"), float("inf"), None
