@@ -401,7 +401,9 @@ static int stream_plan(lsx *x) {
         rs->upos = rs->bpos = NULL;
         return 0;
     }
-    rs->ustore = ms_malloc(((size_t)rs->norders * rs->une * x->pb.N + 1) * sizeof(double));
+    // (the same test as one process's, so a split one streams where it does; each process
+    // holds its own orders')
+    rs->ustore = ms_malloc(((size_t)(rs->k1 - rs->k0) * rs->une * x->pb.N + 1) * sizeof(double));
     rs->reboot = ms_calloc((size_t)rs->norders, 1);
     return 1;
 }
@@ -412,9 +414,6 @@ static const char *units_why(const lsx *x, double nu) {
     const ls_problem *pb = &x->pb;
     if (!pb->o->stream_units && ls_boot_table != 1)
         return "every order's per-sample losses would take more than " LS_BOOT_MAX_MB_S " MB";
-    if (pb->o->part)
-        return "split over processes, every order's per-sample losses would take more than " LS_BOOT_MAX_MB_S
-               " MB";
     if (x->pl.nsc > 1)
         return "the samples swept in chunks (the memory budget), every order's per-sample losses would take "
                "more than " LS_BOOT_MAX_MB_S " MB";
@@ -460,7 +459,8 @@ static void ls_alloc(lsx *x, ls_named *nm) {
     // every order's per-sample losses (ls_opts.keep_units): a table or streamed
     // (units_plan). A table's end points' rows are the caller's (every order's
     // are A's and B's, but for B's ties: then the end chunk writes each order's
-    // own). Split over processes, each keeps its own orders' and rank 0 gathers them all.
+    // own). Split over processes, each keeps its own orders' and rank 0 gathers them all
+    // (a table), or each streams its own (ls_boot_acc_gather).
     units_plan(x);
     if (pb->kind == LS_CLASSIFY) {
         pb->lablanes = lane_alloc(Np * sizeof(int32_t));
@@ -501,8 +501,11 @@ static void ls_alloc(lsx *x, ls_named *nm) {
     for (int i = 0; i < x->pool.nthreads; i++) ws_alloc(x, &x->pool.ws[i]);
     nm->ls = ms_calloc((size_t)NM_COUNT * pl->cap_t, sizeof(double)); // (NM_COUNT, cap_t)
     nm->ok = ms_calloc((size_t)NM_COUNT * pl->cap_t, sizeof(long));   // (NM_COUNT, cap_t)
-    // the named curves' per-sample losses (their error bars), as the plain curve keeps them
-    if (pb->o->keep_units && !(pb->o->part && pb->o->part->rank) && (long)pb->T * pb->N <= LS_SEQ_MAX_VALUES)
+    // the named curves' per-sample losses (their error bars), as the plain curve keeps them;
+    // split over processes, rank 0's, or every process's when each streams its orders'
+    // (their barriers in every resample are what an order's are compared to)
+    if (pb->o->keep_units && (!(pb->o->part && pb->o->part->rank) || x->rs.upos) &&
+        (long)pb->T * pb->N <= LS_SEQ_MAX_VALUES)
         nm->units = ms_calloc((size_t)NM_COUNT * pb->T * pb->N, sizeof(double));
 }
 
@@ -950,11 +953,13 @@ static int ls_fill_sort(lsx *x, ms_err *err) {
         if (part->gather_rows(part, L->rows, x->rs.filled, x->rs.norders, x->pb.o->progress,
                               x->pb.o->ctx, err))
             return -1;
-        // the per-sample losses likewise (every process kept them, or none)
+        // the per-sample losses likewise (every process kept them, or none); streamed,
+        // only what each process's orders gave the error bars
         size_t ub = (size_t)x->pb.T * x->pb.N * sizeof(double);
         if (x->rs.units && part->gather(part, x->rs.units, x->rs.k0, x->rs.k1 - x->rs.k0, x->rs.norders, ub,
                                         err))
             return -1;
+        if (x->rs.boot && ls_boot_acc_gather(x->rs.boot, part, x->rs.k0, x->rs.k1, err)) return -1;
         L->ndone = x->rs.filled;
         if (part->rank) return 0;
         x->rs.filled = x->rs.norders;
@@ -1065,7 +1070,7 @@ int landscape_compute_tuned(const moe_model *A, const moe_model *B, const evalse
         ls_debug(&x, "all orders", x.rs.norders);
         rc = ls_fill_sort(&x, err);
     }
-    if (!rc && x.rs.boot) ls_boot_acc_finish(x.rs.boot, L, "samples");
+    if (!rc && x.rs.boot && !(o->part && o->part->rank)) ls_boot_acc_finish(x.rs.boot, L, "samples");
     if (!rc && x.rs.units && !(o->part && o->part->rank)) { // the caller's (ls_layer_intervals)
         L->order_units = x.rs.units, L->order_units_end = x.rs.lb != NULL;
         x.rs.units = NULL;

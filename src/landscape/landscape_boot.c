@@ -115,6 +115,23 @@ void ls_boot_acc_finish(const ls_boot_acc *a, landscape *L, const char *unit) {
     L->nseq = a->b.S, L->boot_resamples = R, L->boot_unit = unit, L->boot_why = NULL;
 }
 
+int ls_boot_acc_gather(ls_boot_acc *a, const ls_partition *part, long k0, long k1, ms_err *err) {
+    const size_t nb = (size_t)COST_NMETHODS * a->b.R;
+    for (int t = 1; t < a->nslots; t++) // this process's slots into slot 0
+        for (size_t q = 0; q < nb; q++) a->below[q] += a->below[(size_t)t * nb + q], a->below[(size_t)t * nb + q] = 0;
+    // one item per process: its counts (rank 0's in place, first)
+    long *all = part->rank ? a->below : ms_malloc((size_t)part->size * nb * sizeof(long));
+    if (!part->rank) memcpy(all, a->below, nb * sizeof(long));
+    int rc = part->gather(part, a->lo + k0, k0, k1 - k0, a->norders, sizeof(double), err) ||
+             part->gather(part, a->hi + k0, k0, k1 - k0, a->norders, sizeof(double), err) ||
+             part->gather(part, all, part->rank, 1, part->size, nb * sizeof(long), err);
+    if (!rc && !part->rank)
+        for (int r = 1; r < part->size; r++)
+            for (size_t q = 0; q < nb; q++) a->below[q] += all[(size_t)r * nb + q];
+    if (!part->rank) free(all);
+    return rc ? -1 : 0;
+}
+
 void ls_boot_acc_free(ls_boot_acc *a) {
     if (!a) return;
     ls_boot_free(&a->b);

@@ -208,9 +208,11 @@ typedef struct {
      * B's ties) are held for every order in ustore, the last chunk's in the
      * worker's block (ls_ws.ublk), t = 0 and 1 are A's and B's (uend). An
      * order finished in the ranks phase (which keeps no losses) is evaluated
-     * again in the last sweep for them alone (reboot). NULL: not streamed */
+     * again in the last sweep for them alone (reboot). Split over processes,
+     * each feeds its own orders and rank 0 gathers what they gave
+     * (ls_boot_acc_gather), not their losses. NULL: not streamed */
     struct ls_boot_acc *boot;
-    double *ustore;         // (norders, une, N)
+    double *ustore;         // (k1 - k0, une, N) this process's orders
     int *upos, *bpos;       // (T) each point's place in ustore, in ublk; -1: not there
     int une, nbl;
     const double *uend[2];  // (N) each: the rows at t = 0 and t = 1 (no ties)
@@ -400,6 +402,10 @@ const double **ls_boot_acc_rows(ls_boot_acc *a, int slot);
 void ls_boot_acc_feed(ls_boot_acc *a, int slot, long id, const double *const *rows);
 void ls_boot_acc_finish(const ls_boot_acc *a, landscape *L, const char *unit);
 void ls_boot_acc_free(ls_boot_acc *a);
+/* split over processes, each fed its orders [k0, k1): rank 0 gathers every order's
+ * interval and the sums of the others' counts (integers: exact in any order), so
+ * that its finish is one process's, bit for bit; -1 when an exchange fails */
+int ls_boot_acc_gather(ls_boot_acc *a, const ls_partition *part, long k0, long k1, ms_err *err);
 /* the orders' error bars: at most this many per-unit losses resampled (orders x
  * points x units, each under every resample: 1000 products), by default 2^25
  * (about 10 CPU s), with ls_opts.all_error_bars 2^29 (minutes) */

@@ -416,7 +416,7 @@ void ls_emit_row(lsx *x, long k) {
 static double *stream_row(const lsx *x, const ls_ws *w, long k, int j, int m) {
     const ls_results *rs = &x->rs;
     size_t N = (size_t)x->pb.N;
-    if (rs->upos[m] >= 0) return rs->ustore + ((size_t)k * rs->une + rs->upos[m]) * N;
+    if (rs->upos[m] >= 0) return rs->ustore + ((size_t)(k - rs->k0) * rs->une + rs->upos[m]) * N;
     if (rs->bpos[m] >= 0) return w->ublk + ((size_t)j * rs->nbl + rs->bpos[m]) * N;
     return (double *)rs->uend[m ? 1 : 0];
 }

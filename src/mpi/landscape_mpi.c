@@ -4,7 +4,9 @@
  *                every process: MPI_Allgatherv in place, one item = one pair
  *                (counts stay small integers however large the items);
  *   gather_rows  the finished rows to rank 0: MPI_Gatherv in place;
- *   gather       the per-sample losses of this process's items (the error bars)
+ *   gather       the per-sample losses of this process's items (the error bars),
+ *                or what its orders gave the streamed error bars (their intervals,
+ *                the counts below each method),
  *                to rank 0 likewise;
  *   rows_done    progress: the other processes send their row counts to rank 0
  *                (a small non-blocking message at most every 0.2 s), rank 0

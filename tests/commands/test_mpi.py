@@ -1,7 +1,8 @@
 """tests/commands/test_mpi.py - moescope-mpi (the landscape and the study split over MPI
 processes) against the plain binary: the JSON equals the single-process run's
 key for key (provenance aside, whose "ranks" is P; the error bars included: rank 0
-gathers every order's per-sample losses) on every sample set (P = 1,
+gathers every order's per-sample losses, or where they are streamed what each rank's
+orders gave the error bars) on every sample set (P = 1,
 2, 3 on dense4 under the sanitizers, 2 and 3 on dense8, the uneven 3 on the others,
 these on the release builds; the 8-expert and teacher sets on their first 100
 evaluation samples) and on two real-family routers (group-limited, gated shared experts), with
@@ -131,7 +132,7 @@ def same_as_plain(tag, plain_json, tmp, Ps, args, env=None, leaks=False, rel=Fal
         if not ok:
             continue
         got, gprov = report(out)
-        # the error bars too: rank 0 gathers every order's per-sample losses
+        # the error bars too: rank 0 gathers every order's per-sample losses (or intervals)
         d = first_diff(untimed(ref), untimed(got))
         check(d is None, "%s P=%d: JSON differs from the plain run at %s" % (tag, P, d))
         check(gprov.get("ranks") == P, "%s P=%d: provenance ranks %r" % (tag, P, gprov.get("ranks")))
@@ -266,9 +267,15 @@ def test_n9(tmp):
     if not os.path.exists(e):
         return
     # every one of the 9! orders (n = 9 is exhaustive), on the release builds: the whole
-    # JSON, error bars included (one process resamples each order as its row comes; under
-    # moescope-mpi rank 0 gathers the ranks' losses as a table), the same at 3 ranks
-    landscape_case("n = 9, JSON", tmp, a, b, e, ["--points", "3"], (3,), rel=True)
+    # JSON, error bars included, the same at 3 ranks. One process resamples each order's
+    # losses as its row comes, and so does each rank for its orders: rank 0 gathers each
+    # order's interval (16 bytes) and each rank's counts below the methods (4 x 1000
+    # longs), not the 3 x 16 losses of each order (MOESCOPE_MPI_STATS: the bytes sent)
+    MPI_STDERR.pop(3, None)
+    landscape_case("n = 9, JSON", tmp, a, b, e, ["--points", "3"], (3,), rel=True, env={"MOESCOPE_MPI_STATS": "1"})
+    sent = [int(x) for x in re.findall(r"per-sample losses (\d+)\)", MPI_STDERR.get(3, ""))]
+    check(len(sent) == 3 and sum(sent) <= 16 * 362880 + 2 * 4 * 1000 * 8,
+          "n = 9 at 3 ranks: the error bars' bytes sent %s (the losses: %d)" % (sent, 8 * 3 * 16 * 362880))
     # exhaustive: 362880 orders, on the release binaries
     args = ["landscape", a, b, "--eval", e, "--points", "3", "--exhaustive", "-q"]
     plain = subprocess.run([PLAIN_REL] + [str(x) for x in args], capture_output=True, text=True)
@@ -300,8 +307,8 @@ def test_sampled(tmp):
     on the rank percentile. The whole JSON and the CSV as the plain run's at 2 and 3
     ranks, on the release builds: 2000 orders x 7 points x 80 samples are more
     per-sample losses than the plain landscape keeps as a table (it resamples each
-    order's as its row is done), while rank 0 gathers them all; the error bars are
-    the same. A network whose MoE blocks have 10 experts (40 orders sampled) likewise,
+    order's as its row is done, and so does each rank for its orders); the error bars
+    are the same. A network whose MoE blocks have 10 experts (40 orders sampled) likewise,
     under the sanitizers."""
     a, b, e = train_pair(tmp, n=10, samples=400)
     if os.path.exists(e):
