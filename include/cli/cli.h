@@ -117,8 +117,9 @@ void cli_hint_swapped(const char *cmd, const char *a, const char *b, const char 
  * cli_subject_load loads a layer pair without an evaluation set. 0 on success;
  * on failure the message is printed, nothing is left to free and 1 returned. */
 int cli_load_models(const char *pa, const char *pb, const char *layer, moe_model *A, moe_model *B);
-/* A's and B's layers with their routed weights left mapped in their dtype
- * (moe_load_mapped), checked as cli_load_models checks them: 0 and the mappings in
+/* A's and B's layers with their routed weights left mapped in their dtype, and their
+ * shared expert (one, mapped in both: moe_load_mapped_shared; else in floats),
+ * checked as cli_load_models checks them: 0 and the mappings in
  * *ma, *mb (moe_map_close after moe_free); 1 when they are not mapped so (moescope's
  * own files, a layout transposed in its file, MOESCOPE_STREAM set, any problem, which
  * cli_load_models then says): nothing loaded. */

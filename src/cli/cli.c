@@ -242,8 +242,13 @@ int cli_load_models_mapped(const char *pa, const char *pb, const char *layer, mo
     ms_err err;
     *ma = *mb = NULL;
     if (env_get(ENV_STREAM)) return 1; // streamed, or held whole: as it says
-    if (moe_load_mapped(A, pa, layer, cli_overrides(), ma, &err)) return 1;
-    int rc = moe_load_mapped(B, pb, layer, cli_overrides(), mb, &err);
+    // their shared expert mapped too (one of them, in both: aligned as a view, written decoded)
+    if (moe_load_mapped_shared(A, pa, layer, cli_overrides(), ma, &err)) return 1;
+    int rc = moe_load_mapped_shared(B, pb, layer, cli_overrides(), mb, &err);
+    if (!rc && (moe_shared_mapped(A) != moe_shared_mapped(B) || A->cfg.s > 1)) {
+        moe_shared_to_floats(A);
+        moe_shared_to_floats(B);
+    }
     if (!rc && (moe_check_compatible(A, B, &err) || ms_limits_check(A, B, NULL, MS_USE_WM | MS_USE_COST, &err)))
         rc = 1;
     if (rc) { // the loads that hold them say what is wrong

@@ -304,6 +304,10 @@ int cmd_merge(int argc, char **argv) {
     if (cli_layer_is_all(a.layer)) return merge_every_layer(&a, argc, argv, alpha, alpha_str);
     int rc = cli_align_inputs(&a, argc, argv, "merge", USAGE);
     if (rc) return rc;
+    if (e_path) { // evaluated: the shared experts' products as the float path's (sgemm on the whole)
+        moe_shared_to_floats(&a.A);
+        moe_shared_to_floats(&a.B);
+    }
     const char *pa = a.pa, *pb = a.pb;
     const align_opts *ao = &a.ao;
     moe_model *A = &a.A, Bp_own, M_own;
