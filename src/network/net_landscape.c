@@ -18,7 +18,7 @@ int net_block_inputs(const net_model *A, const net_evalset *E, int block, const 
     out->inputs = ms_malloc(rows * A->cfg.d * sizeof(float)); // (N T, d)
     float *in[NET_MAX_LAYERS] = {0};
     in[block] = out->inputs;
-    net_run r = {.block_inputs = in};
+    net_run r = {.block_inputs = in, .inputs_only = 1}; // no block after it, no head: the same inputs
     net_eval_result res;
     if (net_evaluate(A, E, NULL, &r, par, &res, err)) {
         evalset_free(out);

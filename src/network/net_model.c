@@ -747,7 +747,6 @@ void net_clone(net_model *dst, const net_model *src) {
     for (int L = 0; L < src->cfg.nlayer; L++) {
         const net_block *s = &src->blocks[L];
         net_block *b = &dst->blocks[L];
-        *b = *s; // its matrices' parts and counts, rebased below
         float *const *sp[] = {&s->ln1_w, &s->ln1_b, &s->attn_w, &s->attn_b, &s->proj_w, &s->proj_b,
                               &s->ln2_w, &s->ln2_b, &s->fc_w,   &s->fc_b,   &s->fcp_w,  &s->fcp_b,
                               &s->qn_w,  &s->kn_w,   &s->qa_w,   &s->qa_n,   &s->kva_w, &s->kva_n,
