@@ -69,11 +69,13 @@ void moe_expert_finish(const moe_expert *e, const moe_config *c, float *H, const
 void moe_expert_forward(const moe_expert *e, const moe_config *c, const float *X, int m, float *H,
                         float *H3, float *Y);
 
-/* moe_expert_forward in chunks of MOE_EXPERT_ROWS rows (moe_forward's), stop (NULL:
- * never) polled between them: the same products whether a caller can stop it or
- * not, so the same bits. H and H3 need only min(m, MOE_EXPERT_ROWS) rows. 1:
- * stopped, Y incomplete. */
-#define MOE_EXPERT_ROWS 256
+/* moe_expert_forward in chunks of MOE_EXPERT_ROWS rows, stop (NULL: never) polled
+ * between them: the same products whether a caller can stop it or not, so the same
+ * bits. H and H3 need only min(m, MOE_EXPERT_ROWS) rows. 1: stopped, Y incomplete.
+ * 128 rows: a GPT-2-small expert's chunk is 16 ms of one core (256: 29 ms, which a
+ * loaded machine stretched past the explorer's 100 ms for q), 8-15% more CPU than
+ * one product of 2048 rows (the weights packed per chunk). */
+#define MOE_EXPERT_ROWS 128
 int moe_expert_forward_until(const moe_expert *e, const moe_config *c, const float *X, int m, float *H,
                              float *H3, float *Y, const atomic_int *stop);
 

@@ -506,7 +506,7 @@ static void test_cancel_outputs(void) {
     moe_model m;
     make_model(&m, 4, 8, 6, ROUTER_TOPK, 2, ACT_RELU, 43);
     evalset E;
-    make_eval(&E, 600, 8, 44); // 3 chunks of rows (MOE_EXPERT_ROWS)
+    make_eval(&E, 600, 8, 44); // several chunks of MOE_EXPERT_ROWS rows
     atomic_int flags[2] = {0, 0};
     progress_listen(on_outputs, flags, &flags[0]);
     dg_list l = {0};
