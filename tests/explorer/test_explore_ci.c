@@ -27,16 +27,7 @@
 extern int ls_boot_table;
 extern long ls_boot_auto_values;
 
-/* Poll until cond holds for the snapshot (a hang guard, not a timing test). */
-#define WAIT(g, v, cond)                                                                       \
-    do {                                                                                       \
-        for (long it_ = 0; it_ < 3000000; it_++) {                                             \
-            explore_poll((g), (v));                                                            \
-            if (cond) break;                                                                   \
-            struct timespec ts_ = {0, 1000000};                                                \
-            nanosleep(&ts_, NULL);                                                             \
-        }                                                                                      \
-    } while (0)
+#define WAIT(g, v, cond) EXPLORE_WAIT(g, v, 3000000, cond)
 
 /* the worker's complete table of (A, B) on E at T = 3, expert cost, weight
  * matching; all: explore_set_all_error_bars */

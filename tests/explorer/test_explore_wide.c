@@ -52,16 +52,7 @@ static void wide_models(moe_model *A, moe_model *B, evalset *E, int deepseek, in
     fill(E->inputs, (size_t)E->N * c.d, &r, 1.0);
 }
 
-/* Poll until cond holds for the snapshot (a hang guard, not a timing test). */
-#define WAIT(g, v, cond)                                                                       \
-    do {                                                                                       \
-        for (int it_ = 0; it_ < 600000; it_++) {                                               \
-            explore_poll((g), (v));                                                            \
-            if (cond) break;                                                                   \
-            struct timespec ts_ = {0, 1000000};                                                \
-            nanosleep(&ts_, NULL);                                                             \
-        }                                                                                      \
-    } while (0)
+#define WAIT(g, v, cond) EXPLORE_WAIT(g, v, 600000, cond)
 
 static int is_perm(const int *p, int n) {
     char seen[LS_MAX_N] = {0};

@@ -727,16 +727,7 @@ static void eng_models(moe_model *A, moe_model *B, evalset *E, int n, int d, int
     for (int i = 0; i < E->N; i++) E->labels[i] = (int32_t)rng_below(&r, (uint64_t)C);
 }
 
-/* Poll until cond holds for the snapshot (a hang guard, not a timing test). */
-#define ENG_WAIT(g, v, cond)                                                                   \
-    do {                                                                                       \
-        for (int it_ = 0; it_ < 60000; it_++) {                                                \
-            explore_poll((g), (v));                                                         \
-            if (cond) break;                                                                   \
-            struct timespec ts_ = {0, 1000000};                                                \
-            nanosleep(&ts_, NULL);                                                             \
-        }                                                                                      \
-    } while (0)
+#define ENG_WAIT(g, v, cond) EXPLORE_WAIT(g, v, 60000, cond)
 
 /* The row of the current order's barrier in the table shown (NAN: none). */
 static double row_barrier_of(const explore_snapshot *v, const int *order) {

@@ -34,4 +34,16 @@ static inline int test_summary(const char *name) {
     return tl_failed ? 1 : 0;
 }
 
+/* Poll the explorer's worker until cond holds for the snapshot v, at most iters
+ * polls 1 ms apart (a hang guard, not a timing test; needs explore_worker.h, time.h). */
+#define EXPLORE_WAIT(g, v, iters, cond)                                                        \
+    do {                                                                                       \
+        for (long it_ = 0; it_ < (iters); it_++) {                                             \
+            explore_poll((g), (v));                                                            \
+            if (cond) break;                                                                   \
+            struct timespec ts_ = {0, 1000000};                                                \
+            nanosleep(&ts_, NULL);                                                             \
+        }                                                                                      \
+    } while (0)
+
 #endif
