@@ -637,11 +637,11 @@ static int best_line(const explore_snapshot *v, char *buf, size_t cap) {
     return 1;
 }
 
-/* line[at], longer than w, wrapped at spaces over at most max lines of the 8
- * (the rest clipped): the lines it takes */
-static int wrap_line(char line[8][256], int at, int max, int w) {
-    char all[256];
-    snprintf(all, sizeof all, "%s", line[at]);
+/* text wrapped at spaces into line[at..], at most max lines and none past the
+ * 8th (the rest clipped; text may be line[at] itself): the lines written */
+static int wrap_into(char line[8][256], int at, int max, int w, const char *text) {
+    char all[LS_MAX_N * 4 + 16];
+    snprintf(all, sizeof all, "%s", text);
     const char *p = all;
     int k = 0;
     while (*p && k < max && at + k < 8 && w > 12) {
@@ -655,7 +655,7 @@ static int wrap_line(char line[8][256], int at, int max, int w) {
         p += take;
         while (*p == ' ') p++;
     }
-    return k ? k : 1;
+    return k;
 }
 
 /* The lines under the table: for a sample, the chosen order's estimated
@@ -675,7 +675,11 @@ static int table_details(grid *g, const ui_rect *r, const orders_state *s, const
     if (outside_line(v, line[nl], sizeof line[0])) nl++;
     if (best_line(v, line[nl], sizeof line[0])) nl++;
     int ci = ci_line(s, v, line[nl], sizeof line[0]);
-    if (ci) nl += ci == 2 ? wrap_line(line, nl, 3, w) : 1; // the why wrapped, the legend as it was
+    if (ci == 1) nl++;
+    if (ci == 2) { // the why wrapped over up to 3 lines (kept whole, clipped, if too narrow)
+        int k = wrap_into(line, nl, 3, w, line[nl]);
+        nl += k ? k : 1;
+    }
     if (v->groups > 1 && v->n % v->groups == 0) {
         char all[48];
         count_words(orders_total_log10(v->n, v->groups), all, sizeof all);
@@ -690,18 +694,7 @@ static int table_details(grid *g, const ui_rect *r, const orders_state *s, const
         row_order(v, sel, ro);
         int len = snprintf(full, 16, "order ");
         moe_order_format(full + len, sizeof full - (size_t)len, ro, v->n);
-        const char *p = full;
-        while (*p && nl < 8) {
-            int take = (int)strlen(p);
-            if (take > w) {
-                take = w;
-                while (take > 0 && p[take] != ' ') take--;
-                if (!take) take = w;
-            }
-            snprintf(line[nl++], sizeof line[0], "%.*s", take, p);
-            p += take;
-            while (*p == ' ') p++;
-        }
+        nl += wrap_into(line, nl, 8 - nl, w, full);
     }
     if (nl > room) { /* the order goes on past the last row: say so */
         nl = room;
