@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "analysis/ms_limits.h"
 #include "core/test_hooks.h"
@@ -45,12 +43,8 @@ static void on_progress(void *ctx, const char *phase, double done, double total)
 }
 
 /* MOESCOPE_TEST_LOAD_GATE (layer_load.h): wait for the file or a cancel */
-static void test_gate(layer_load *l) {
-    const char *gate = test_hook_get(HOOK_LOAD_GATE);
-    if (!gate) return;
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    while (access(gate, F_OK) != 0 && !atomic_load(&l->cancel)) nanosleep(&ts, NULL);
-}
+static int gate_stop(void *l) { return atomic_load(&((layer_load *)l)->cancel); }
+static void test_gate(layer_load *l) { test_hook_hold(HOOK_LOAD_GATE, gate_stop, l); }
 
 static void *load_main(void *arg) {
     layer_load *l = arg;

@@ -15,6 +15,9 @@ typedef enum {
     /* a file: every part of a network evaluation but its first waits until it
      * exists (or the evaluation is cancelled) */
     HOOK_EVAL_GATE,
+    /* a file: every block of a layer landscape's orders but the first waits
+     * until it exists (or the landscape is cancelled) */
+    HOOK_LS_GATE,
     /* a number: the flops of a network evaluation's products between two cancel
      * checks (net_forward.c; small, so that a small test network splits them) */
     HOOK_SLICE_FLOPS,
@@ -28,6 +31,9 @@ typedef enum {
 
 /* h's value, NULL when unset or empty */
 const char *test_hook_get(test_hook h);
+/* a gate hook (HOOK_*_GATE): wait until h's file exists, or stop(ctx) says
+ * the work was cancelled; at once when h is unset */
+void test_hook_hold(test_hook h, int (*stop)(void *ctx), void *ctx);
 /* its variable's name */
 const char *test_hook_name(test_hook h);
 

@@ -5,6 +5,8 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 static const struct {
     const char *name, *what;
@@ -63,6 +65,7 @@ static const char *const hooks[HOOK_COUNT] = {
     [HOOK_STALL] = "MOESCOPE_TEST_STALL",
     [HOOK_LOAD_GATE] = "MOESCOPE_TEST_LOAD_GATE",
     [HOOK_EVAL_GATE] = "MOESCOPE_TEST_EVAL_GATE",
+    [HOOK_LS_GATE] = "MOESCOPE_TEST_LS_GATE",
     [HOOK_SLICE_FLOPS] = "MOESCOPE_TEST_SLICE_FLOPS",
     [HOOK_MPI_KILL] = "MOESCOPE_MPI_TEST_KILL",
     [HOOK_FLOATS] = "MOESCOPE_TEST_FLOATS",
@@ -89,6 +92,13 @@ const char *env_get(env_var v) {
 const char *test_hook_get(test_hook h) {
     pthread_once(&once, env_refresh);
     return h >= 0 && h < HOOK_COUNT ? hook_values[h] : NULL;
+}
+
+void test_hook_hold(test_hook h, int (*stop)(void *ctx), void *ctx) {
+    const char *gate = test_hook_get(h);
+    if (!gate) return;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    while (access(gate, F_OK) != 0 && !stop(ctx)) nanosleep(&ts, NULL);
 }
 
 const char *test_hook_name(test_hook h) { return h >= 0 && h < HOOK_COUNT ? hooks[h] : "?"; }

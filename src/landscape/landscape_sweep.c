@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "core/blas_threads.h"
+#include "core/test_hooks.h"
 #include "landscape_int.h"
 #include "model/moe_kernels.h"
 
@@ -528,6 +529,13 @@ static void run_block(lsx *x, ls_ws *w, const long *ks, int cnt, int finish, dou
 
 /* ---------------- the pool ---------------- */
 
+/* MOESCOPE_TEST_LS_GATE (test_hooks.h): every block of orders but a job's
+ * first waits for the file, or the cancel, so a test sees the landscape busy */
+static int gate_stop(void *x) { return ls_cancelled(x); }
+static void test_gate(lsx *x, long it) {
+    if (it > 0) test_hook_hold(HOOK_LS_GATE, gate_stop, x);
+}
+
 static void *ls_worker(void *arg) {
     ls_arg *a = arg;
     ls_job *job = a->job;
@@ -547,6 +555,7 @@ static void *ls_worker(void *arg) {
                 pre_item(x, a->tid, it < job->pre_count ? job->pre_first + it
                                                         : npi + it - job->pre_count);
             } else {
+                test_gate(x, it);
                 // item = a block of orders: of the list, or of this process's [k0, k1)
                 long ks[LS_BLOCK], k0 = job->list ? it * LS_BLOCK : x->rs.k0 + it * LS_BLOCK;
                 long total = job->list ? job->nlist : x->rs.k1, cnt = 0;

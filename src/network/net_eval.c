@@ -5,7 +5,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/blas_threads.h"
@@ -81,11 +80,9 @@ static void job_advance(net_job *j, long k) {
 
 /* MOESCOPE_TEST_EVAL_GATE (net_eval.h): every item but the first waits for the
  * file, or the cancel */
+static int gate_stop(void *j) { return job_cancelled(j); }
 static void test_gate(net_job *j, long it) {
-    const char *gate = test_hook_get(HOOK_EVAL_GATE);
-    if (!gate || it == 0) return;
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    while (access(gate, F_OK) != 0 && !job_cancelled(j)) nanosleep(&ts, NULL);
+    if (it > 0) test_hook_hold(HOOK_EVAL_GATE, gate_stop, j);
 }
 
 /* a piece's view of the item's workspace with the job's cancel: its products stop
