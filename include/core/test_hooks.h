@@ -26,6 +26,12 @@ typedef enum {
     /* set: a network's MoE blocks read into floats whole, never mapped (the
      * reference the mapped paths are compared with) */
     HOOK_FLOATS,
+    /* a number: the per-unit losses a landscape resamples for its error bars
+     * without --all-error-bars (2^25), lowered so small sets reach past it */
+    HOOK_BOOT_BOUND,
+    /* set: a layer landscape's error bars streamed as each order's losses come
+     * wherever the stream applies, however few (never a table) */
+    HOOK_BOOT_STREAM,
     HOOK_COUNT
 } test_hook;
 

@@ -69,6 +69,8 @@ static const char *const hooks[HOOK_COUNT] = {
     [HOOK_SLICE_FLOPS] = "MOESCOPE_TEST_SLICE_FLOPS",
     [HOOK_MPI_KILL] = "MOESCOPE_MPI_TEST_KILL",
     [HOOK_FLOATS] = "MOESCOPE_TEST_FLOATS",
+    [HOOK_BOOT_BOUND] = "MOESCOPE_TEST_BOOT_BOUND",
+    [HOOK_BOOT_STREAM] = "MOESCOPE_TEST_BOOT_STREAM",
 };
 
 static const char *values[ENV_COUNT], *hook_values[HOOK_COUNT];

@@ -412,7 +412,7 @@ static int stream_plan(lsx *x) {
  * may still keep them as a table), NULL when nothing stops the stream */
 static const char *units_why(const lsx *x, double nu) {
     const ls_problem *pb = &x->pb;
-    if (!pb->o->stream_units && ls_boot_table != 1)
+    if (!ls_boot_streams(pb->o))
         return "every order's per-sample losses would take more than " LS_BOOT_MAX_MB_S " MB";
     if (x->pl.nsc > 1)
         return "the samples swept in chunks (the memory budget), every order's per-sample losses would take "
@@ -433,7 +433,7 @@ static void units_plan(lsx *x) {
     int fits = nu * sizeof(double) <= LS_BOOT_MAX_MB * 1048576.0;
     const char *why = units_why(x, nu);
     if (!pb->o->keep_units) return;
-    int table = ls_boot_as_table(nu) || (ls_boot_table < 0 && !pb->o->stream_units);
+    int table = ls_boot_as_table(nu) || !ls_boot_streams(pb->o);
     if (!why && !table && stream_plan(x)) return;
     if (!why && !fits) why = "the points swept in chunks (the memory budget), the orders' per-sample losses "
                              "held would take more than " LS_BOOT_MAX_MB_S " MB";

@@ -12,15 +12,21 @@
 
 #include "align/align.h"
 #include "core/blas_threads.h"
+#include "core/test_hooks.h"
 #include "landscape/bootstrap.h"
 #include "landscape/rank.h"
 #include "landscape_int.h"
 
-int ls_boot_table = -1;
-long ls_boot_auto_values = LS_BOOT_AUTO_VALUES;
+double ls_boot_max_values(const ls_opts *o) {
+    if (o->all_error_bars) return (double)LS_BOOT_MAX_VALUES;
+    const char *t = test_hook_get(HOOK_BOOT_BOUND);
+    return t ? strtod(t, NULL) : (double)LS_BOOT_AUTO_VALUES;
+}
+
+int ls_boot_streams(const ls_opts *o) { return o->stream_units || test_hook_get(HOOK_BOOT_STREAM); }
 
 int ls_boot_as_table(double nu) {
-    return ls_boot_table == 0 || (ls_boot_table < 0 && nu <= (double)LS_JSON_UNITS_MAX);
+    return !test_hook_get(HOOK_BOOT_STREAM) && nu <= (double)LS_JSON_UNITS_MAX;
 }
 
 /* The orders' error bars as their per-unit losses come (ls_boot_acc): each

@@ -370,12 +370,13 @@ void ls_ranks(landscape *L, long filled, int exhaustive, long norders);
 double ls_methods_bound(const landscape *L);
 /* L's rows sorted by barrier (NaN last, then by order), best and worst set, ndone = norders */
 void ls_sort_rows(landscape *L);
-/* The error bars of a layer's landscape kept as a table (ls_opts.keep_units):
- * -1 auto (unless ls_opts.stream_units and they are more than the JSON writes,
- * or the stream does not apply), 0 always, 1 never (stream wherever it applies: tests) */
-extern int ls_boot_table;
-/* landscape_boot.c: whether nu per-unit losses (orders x points x units) are kept
- * as a table (ls_boot_table's rule) rather than streamed */
+/* landscape_boot.c: whether the orders' per-unit losses may be streamed into
+ * their error bars: ls_opts.stream_units, or a test's MOESCOPE_TEST_BOOT_STREAM
+ * (streamed wherever the stream applies, however few) */
+int ls_boot_streams(const ls_opts *o);
+/* landscape_boot.c: whether nu per-unit losses (orders x points x units) are
+ * few enough to keep as a table (ls_opts.keep_units) even when they could be
+ * streamed: no more than the JSON writes */
 int ls_boot_as_table(double nu);
 /* landscape_boot.c: the named curve whose values are the row of order p in a
  * layer's sweep (a method's, else with wm skip-order's), NULL when none */
@@ -412,12 +413,10 @@ int ls_boot_acc_gather(ls_boot_acc *a, const ls_partition *part, long k0, long k
 #define LS_BOOT_MAX_VALUES (1L << 29)
 #define LS_BOOT_AUTO_VALUES (1L << 25)
 #define LS_BOOT_AUTO_VALUES_S "33554432"
-/* the default bound, LS_BOOT_AUTO_VALUES (landscape_boot.c): tests lower it to
- * reach both sides of it on small inputs (the messages keep naming 2^25) */
-extern long ls_boot_auto_values;
-static inline double ls_boot_max_values(const ls_opts *o) {
-    return o->all_error_bars ? (double)LS_BOOT_MAX_VALUES : (double)ls_boot_auto_values;
-}
+/* the bound in force: LS_BOOT_AUTO_VALUES unless a test lowers it to reach both
+ * sides of it on small inputs (MOESCOPE_TEST_BOOT_BOUND; the messages keep
+ * naming 2^25) */
+double ls_boot_max_values(const ls_opts *o);
 /* why the orders have no error bars when there are more than that */
 static inline const char *ls_boot_too_many(const ls_opts *o) {
     return o->all_error_bars ? "more than 536870912 per-unit losses (orders x points x units) to resample"

@@ -3,11 +3,11 @@
  * orders) at 3 points on 12 of its samples (1.45 M losses: more than a small
  * table, so each order's are resampled as its row is done) the worker's
  * complete table carries every row's interval over the 12 samples, bit for bit
- * those of the table kept whole and resampled once complete (ls_boot_table 0,
- * ls_layer_intervals: how the explorer gave them before). On all 360 samples
+ * those of the table kept whole and resampled once complete (a landscape not
+ * streamed, ls_layer_intervals: how the explorer gave them before). On all 360 samples
  * (43.5 M losses: past the landscape command's 2^25 of resampling) the table
  * has none and says why, as the landscape command does; so has the 12 samples'
- * with the bound lowered below them (ls_boot_auto_values), unless
+ * with the bound lowered below them (MOESCOPE_TEST_BOOT_BOUND), unless
  * explore_set_all_error_bars (--all-error-bars) raises it, and then the same
  * intervals again. */
 #include <math.h>
@@ -16,16 +16,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/env.h"
 #include "explore/explore_worker.h"
 #include "io/evalset.h"
 #include "io/model_io.h"
 #include "landscape/landscape.h"
 #include "testlib.h"
-
-/* landscape_boot.c: 0 every order's per-sample losses kept as a table; the
- * default bound on the losses resampled (2^25), lowered below */
-extern int ls_boot_table;
-extern long ls_boot_auto_values;
 
 #define WAIT(g, v, cond) EXPLORE_WAIT(g, v, 3000000, cond)
 
@@ -67,9 +63,7 @@ static void within(const moe_model *A, const moe_model *B, const evalset *E12, i
     o.T = 3, o.wm = 1, o.center = 1, o.hidden = COST_EXPERT, o.keep_units = 1, o.all_error_bars = all;
     landscape L;
     ms_err err;
-    ls_boot_table = 0; // the table, resampled once complete
-    int rc = landscape_compute(A, B, E12, &o, &L, &err);
-    ls_boot_table = -1;
+    int rc = landscape_compute(A, B, E12, &o, &L, &err); // not streamed: the table, resampled once complete
     if (!rc) rc = ls_layer_intervals(A, B, E12, o.wm, &L, NULL, &err);
     CHECK(!rc && L.boot_resamples > 0 && L.norders == v.ndone, "the reference table's intervals (%s)",
           rc ? err.msg : "");
@@ -115,7 +109,8 @@ static void past(const moe_model *A, const moe_model *B, const evalset *E) {
 /* the bound lowered to 2^20 (below the 12 samples' 1.45 M losses): no
  * intervals, and why, unless explore_set_all_error_bars */
 static void lowered(const moe_model *A, const moe_model *B, const evalset *E12) {
-    ls_boot_auto_values = 1L << 20;
+    setenv("MOESCOPE_TEST_BOOT_BOUND", "1048576", 1);
+    env_refresh();
     explore_snapshot v;
     memset(&v, 0, sizeof v);
     if (!worker_table(A, B, E12, 0, &v))
@@ -123,7 +118,8 @@ static void lowered(const moe_model *A, const moe_model *B, const evalset *E12) 
               "past a lowered bound: no intervals, and why (%d; %s)", v.ci_units, v.ci_why ? v.ci_why : "");
     explore_snapshot_free(&v);
     within(A, B, E12, 1);
-    ls_boot_auto_values = 1L << 25;
+    unsetenv("MOESCOPE_TEST_BOOT_BOUND");
+    env_refresh();
 }
 
 int main(void) {

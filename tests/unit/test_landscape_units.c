@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "align/align.h"
+#include "core/env.h"
 #include "core/rng.h"
 #include "io/evalset.h"
 #include "io/model_io.h"
@@ -181,9 +182,6 @@ out:
     if (!r2) landscape_free(&L2);
 }
 
-/* landscape.c: 0 every order's per-sample losses kept as a table, 1 streamed into the error bars */
-extern int ls_boot_table;
-
 /* The error bars streamed as each order's losses come (no table) against those
  * from the table (ls_layer_intervals): the same rows, intervals and rank
  * intervals, bit for bit; T = 3 (the middle is the last chunk), a memory
@@ -196,14 +194,15 @@ static void stream_case(const char *what, const moe_model *A, const moe_model *B
     ls_tuning tn = {.prefix = prefix};
     landscape Lt, Ls;
     ms_err err;
-    ls_boot_table = 0;
     int rt = landscape_compute_tuned(A, B, E, &o, &tn, &Lt, &err);
     if (!rt) rt = ls_layer_intervals(A, B, E, o.wm, &Lt, NULL, &err);
-    ls_boot_table = 1;
+    setenv("MOESCOPE_TEST_BOOT_STREAM", "1", 1); // streamed, however few
+    env_refresh();
     int rs = landscape_compute_tuned(A, B, E, &o, &tn, &Ls, &err);
     int kept = !rs && (Ls.order_units != NULL || Ls.unit_loss != NULL);
     if (!rs) rs = ls_layer_intervals(A, B, E, o.wm, &Ls, NULL, &err);
-    ls_boot_table = -1;
+    unsetenv("MOESCOPE_TEST_BOOT_STREAM");
+    env_refresh();
     CHECK(!rt && !rs, "%s: runs (%s)", what, rt || rs ? err.msg : "");
     if (rt || rs) goto out;
     CHECK(Lt.boot_resamples > 0 && Ls.boot_resamples > 0 && !kept && !Ls.unit_loss && Ls.nseq == E->N,
@@ -218,7 +217,6 @@ static void stream_case(const char *what, const moe_model *A, const moe_model *B
     CHECK(bad == 0 && rk == 0, "%s: %ld of %ld barrier intervals and %d rank intervals differ from the table's",
           what, bad, Lt.norders, rk);
 out:
-    ls_boot_table = -1;
     if (!rt) landscape_free(&Lt);
     if (!rs) landscape_free(&Ls);
 }
