@@ -14,6 +14,8 @@ int json_file_write(cJSON *root, const char *path, ms_err *err);
 cJSON *json_number(double v);
 /* An array of n of them (empty when v is NULL). */
 cJSON *json_numbers(const double *v, int n);
+/* [lo, hi], each a number or null: an interval */
+cJSON *json_pair(double lo, double hi);
 
 /* root printed (formatted or not) with a final newline, as valid UTF-8 (cJSON
  * passes bytes through: a file name that is not UTF-8 would make the JSON

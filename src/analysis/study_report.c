@@ -456,21 +456,6 @@ void study_ratios(const study *S, double r[4]) {
 
 /* ---- JSON ---- */
 
-static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
-
-static cJSON *jorder(const int *p, int n) {
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(p[i]));
-    return a;
-}
-
-static cJSON *jpair(double lo, double hi) {
-    cJSON *a = cJSON_CreateArray();
-    cJSON_AddItemToArray(a, jnum(lo));
-    cJSON_AddItemToArray(a, jnum(hi));
-    return a;
-}
-
 /* obj["a"]["b"]...["z"] = item for the dotted path "a.b...z", creating objects */
 static void json_put(cJSON *obj, const char *path, cJSON *item) {
     char key[96];
@@ -493,47 +478,41 @@ static cJSON *pair_json(const study *S, const st_pair *p) {
     cJSON_AddStringToObject(o, "b", S->paths[p->ib]);
     int id[LS_MAX_N];
     for (int i = 0; i < n; i++) id[i] = i;
-    json_put(o, "naive.order", jorder(id, n));
-    json_put(o, "skip_order.order", jorder(id, n));
+    json_put(o, "naive.order", cJSON_CreateIntArray(id, n));
+    json_put(o, "skip_order.order", cJSON_CreateIntArray(id, n));
     for (int m = 0; m < COST_NMETHODS; m++) {
         const char *mn = cost_method_name((cost_method)m);
         char path[64];
         snprintf(path, sizeof path, "methods.%s.order", mn);
-        json_put(o, path, jorder(p->m[m].order, n));
+        json_put(o, path, cJSON_CreateIntArray(p->m[m].order, n));
         if (!p->exhaustive) {
-            cJSON *ci = cJSON_CreateArray();
-            cJSON_AddItemToArray(ci, jnum(p->m[m].pct_lo));
-            cJSON_AddItemToArray(ci, jnum(p->m[m].pct_hi));
             snprintf(path, sizeof path, "methods.%s.rank_percentile_ci95", mn);
-            json_put(o, path, ci);
+            json_put(o, path, json_pair(p->m[m].pct_lo, p->m[m].pct_hi));
         }
     }
     if (p->nseq) {
-        json_put(o, "naive.barrier_ci95", jpair(p->naive.bar_lo, p->naive.bar_hi));
-        json_put(o, "skip_order.barrier_ci95", jpair(p->skip.bar_lo, p->skip.bar_hi));
+        json_put(o, "naive.barrier_ci95", json_pair(p->naive.bar_lo, p->naive.bar_hi));
+        json_put(o, "skip_order.barrier_ci95", json_pair(p->skip.bar_lo, p->skip.bar_hi));
         for (int m = 0; m < COST_NMETHODS; m++) {
             char path[64];
             snprintf(path, sizeof path, "methods.%s.barrier_ci95", cost_method_name((cost_method)m));
-            json_put(o, path, jpair(p->m[m].c.bar_lo, p->m[m].c.bar_hi));
+            json_put(o, path, json_pair(p->m[m].c.bar_lo, p->m[m].c.bar_hi));
         }
         for (int m = 0; m < COST_NMETHODS; m++)
             if (isfinite(p->m[m].rank_lo)) {
                 char path[64];
                 snprintf(path, sizeof path, "methods.%s.rank_ci95", cost_method_name((cost_method)m));
-                json_put(o, path, jpair(p->m[m].rank_lo, p->m[m].rank_hi));
+                json_put(o, path, json_pair(p->m[m].rank_lo, p->m[m].rank_hi));
             }
     }
-    json_put(o, "best.order", jorder(p->best_order, n));
-    json_put(o, "worst.order", jorder(p->worst_order, n));
-    for (int f = 0; f < nf; f++) json_put(o, fs[f].path, jnum(st_get(p, &fs[f])));
-    cJSON_AddItemToObject(o, "orders_in_set", jnum(p->norders)); // null past a double
+    json_put(o, "best.order", cJSON_CreateIntArray(p->best_order, n));
+    json_put(o, "worst.order", cJSON_CreateIntArray(p->worst_order, n));
+    for (int f = 0; f < nf; f++) json_put(o, fs[f].path, json_number(st_get(p, &fs[f])));
+    cJSON_AddItemToObject(o, "orders_in_set", json_number(p->norders)); // null past a double
     if (!p->exhaustive) {
-        cJSON *ci = cJSON_CreateArray();
-        cJSON_AddItemToArray(ci, jnum(p->zero_lo));
-        cJSON_AddItemToArray(ci, jnum(p->zero_hi));
-        cJSON_AddItemToObject(o, "zero_tied_percent_ci95", ci);
+        cJSON_AddItemToObject(o, "zero_tied_percent_ci95", json_pair(p->zero_lo, p->zero_hi));
     }
-    cJSON_AddItemToObject(o, "tau", jnum(p->tau));
+    cJSON_AddItemToObject(o, "tau", json_number(p->tau));
     if (S->screen_keep) { // landscape --screen's keys, and each method's rank on the subset
         cJSON *sc = cJSON_AddObjectToObject(o, "screening");
         cJSON_AddNumberToObject(sc, "units", p->scr_units);
@@ -547,7 +526,7 @@ static cJSON *pair_json(const study *S, const st_pair *p) {
         cJSON_AddNumberToObject(sc, "undistinguished_screened_out", p->scr_undist_out);
         cJSON *sr = cJSON_AddObjectToObject(sc, "subset_rank");
         for (int m = 0; m < COST_NMETHODS; m++)
-            cJSON_AddItemToObject(sr, cost_method_name((cost_method)m), jnum(p->scr_rank[m]));
+            cJSON_AddItemToObject(sr, cost_method_name((cost_method)m), json_number(p->scr_rank[m]));
     }
     return o;
 }
@@ -578,15 +557,15 @@ int study_write_json(const study *S, const char *e_path, const char *path, ms_er
     cJSON *sum = cJSON_AddObjectToObject(root, "summary");
     for (int f = 0; f < nf; f++) {
         cJSON *s = cJSON_AddObjectToObject(sum, fs[f].path);
-        cJSON_AddItemToObject(s, "mean", jnum(S->summary[f].mean));
-        cJSON_AddItemToObject(s, "std", jnum(S->summary[f].std));
+        cJSON_AddItemToObject(s, "mean", json_number(S->summary[f].mean));
+        cJSON_AddItemToObject(s, "std", json_number(S->summary[f].std));
         cJSON_AddNumberToObject(s, "n", S->summary[f].n);
     }
     double r[4];
     study_ratios(S, r);
     cJSON *rat = cJSON_AddObjectToObject(root, "ratios");
     static const char *rn[4] = {"naive/gate", "naive/expert", "skip_order/gate", "skip_order/expert"};
-    for (int i = 0; i < 4; i++) cJSON_AddItemToObject(rat, rn[i], jnum(r[i]));
+    for (int i = 0; i < 4; i++) cJSON_AddItemToObject(rat, rn[i], json_number(r[i]));
     cJSON *lo = cJSON_AddArrayToObject(root, "left_out");
     for (int i = 0; i < S->nleft; i++) {
         cJSON *o = cJSON_CreateObject();

@@ -445,15 +445,16 @@ static void print_screen_confidence(const ls_screen *S, int layer) {
                S->keep);
 }
 
-/* the reports of a screening: the survivors' landscape with a "screening"
- * object (every order), the CSV of every order, the figures of the survivors */
-static int screen_reports(const ls_screen *S, const char *const outs[5], const char *pa, const char *pb,
-                          const char *e_path, const char *layer, int log_rank) {
+/* the reports asked for (outs: --json, --csv, --png, --curves-png,
+ * --scatter-png) of L; of a screening S (L its survivors' landscape), the JSON
+ * gains a "screening" object and the CSV lists every order screened */
+static int write_reports(const landscape *L, const ls_screen *S, const char *const outs[5], const char *pa,
+                         const char *pb, const char *e_path, const char *layer, int log_rank) {
     ms_err err;
-    const landscape *L = &S->full;
-    if (outs[0] && landscape_write_json_with(L, pa, pb, e_path, layer, ls_screen_json(S), outs[0], &err))
+    if (outs[0] && landscape_write_json_with(L, pa, pb, e_path, layer, S ? ls_screen_json(S) : NULL, outs[0], &err))
         return cli_error("%s", err.msg);
-    if (outs[1] && ls_screen_write_csv(S, outs[1], &err)) return cli_error("%s", err.msg);
+    if (outs[1] && (S ? ls_screen_write_csv(S, outs[1], &err) : landscape_write_csv(L, outs[1], &err)))
+        return cli_error("%s", err.msg);
     if (outs[2] && write_landscape_png(L, pa, pb, log_rank, outs[2], &err)) return cli_error("%s", err.msg);
     if (outs[3] && write_curves_png(L, pa, pb, outs[3], &err)) return cli_error("%s", err.msg);
     if (outs[4] && landscape_write_scatter_png(L, cli_figure_size(), outs[4], &err)) return cli_error("%s", err.msg);
@@ -481,7 +482,7 @@ static int screen_layer(subject *Sj, const ls_opts *lo, const ls_screen_opts *so
     if (rc) rc = cli_error("%s", err.msg);
     if (!rc) {
         print_screen(&R, &Sj->a->cfg, lo);
-        rc = screen_reports(&R, outs, Sj->pa, Sj->pb, Sj->e_path, layer ? layer : "moe", log_rank);
+        rc = write_reports(&R.full, &R, outs, Sj->pa, Sj->pb, Sj->e_path, layer ? layer : "moe", log_rank);
     }
     ls_screen_free(&R); // zeroed when it failed
     evalset_free(&Es);
@@ -508,7 +509,7 @@ static int screen_network(subject *Sj, ls_opts *lo, const ls_screen_opts *so, ne
         if (!rc) {
             print_screen(&R, &Sj->a->cfg, lo);
             print_network(&R.full, Sj->net.A.cfg.nmoe);
-            rc = screen_reports(&R, outs, Sj->pa, Sj->pb, Sj->e_path, Sj->a->layer, log_rank);
+            rc = write_reports(&R.full, &R, outs, Sj->pa, Sj->pb, Sj->e_path, Sj->a->layer, log_rank);
             ls_screen_free(&R);
         }
         net_objective_free(part);
@@ -520,7 +521,6 @@ static int screen_network(subject *Sj, ls_opts *lo, const ls_screen_opts *so, ne
 /* `landscape` on networks: every order of one MoE block on the network's loss */
 static int landscape_network(subject *S, double t_load, ls_opts *lo, const ls_screen_opts *so, int proxy,
                              const char *const outs[5], int show, int log_rank) {
-    const char *json = outs[0], *csv = outs[1], *png = outs[2], *cpng = outs[3], *spng = outs[4];
     const char *pa = S->pa, *pb = S->pb, *e_path = S->e_path;
     subject_net *n = &S->net;
     ms_err err;
@@ -573,11 +573,7 @@ static int landscape_network(subject *S, double t_load, ls_opts *lo, const ls_sc
     print_network(&L, n->A.cfg.nmoe);
     printf("\nranks known after %.3f s, all orders after %.3f s\n", L.secs_ranks, L.secs_total);
     if (split_wanted) print_split(&L);
-    if (json && landscape_write_json(&L, pa, pb, e_path, A->layer, json, &err)) rc = cli_error("%s", err.msg);
-    if (!rc && csv && landscape_write_csv(&L, csv, &err)) rc = cli_error("%s", err.msg);
-    if (!rc && png && write_landscape_png(&L, pa, pb, log_rank, png, &err)) rc = cli_error("%s", err.msg);
-    if (!rc && cpng && write_curves_png(&L, pa, pb, cpng, &err)) rc = cli_error("%s", err.msg);
-    if (!rc && spng && landscape_write_scatter_png(&L, cli_figure_size(), spng, &err)) rc = cli_error("%s", err.msg);
+    rc = write_reports(&L, NULL, outs, pa, pb, e_path, A->layer, log_rank);
 done:
     landscape_free(&L);
 out:
@@ -721,12 +717,7 @@ int cmd_landscape(int argc, char **argv) {
     printf("\nranks known after %.3f s, all orders after %.3f s\n", L.secs_ranks, L.secs_total);
     if (split_wanted) print_split(&L);
 
-    if (json && landscape_write_json(&L, pa, pb, e_path, layer ? layer : "moe", json, &err))
-        rc = cli_error("%s", err.msg);
-    if (!rc && csv && landscape_write_csv(&L, csv, &err)) rc = cli_error("%s", err.msg);
-    if (!rc && png && write_landscape_png(&L, pa, pb, log_rank, png, &err)) rc = cli_error("%s", err.msg);
-    if (!rc && cpng && write_curves_png(&L, pa, pb, cpng, &err)) rc = cli_error("%s", err.msg);
-    if (!rc && spng && landscape_write_scatter_png(&L, cli_figure_size(), spng, &err)) rc = cli_error("%s", err.msg);
+    rc = write_reports(&L, NULL, outs, pa, pb, e_path, layer ? layer : "moe", log_rank);
 done:
     landscape_free(&L);
 out:

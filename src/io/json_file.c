@@ -60,3 +60,8 @@ cJSON *json_numbers(const double *v, int n) {
     for (int i = 0; v && i < n; i++) cJSON_AddItemToArray(a, json_number(v[i]));
     return a;
 }
+
+cJSON *json_pair(double lo, double hi) {
+    const double v[2] = {lo, hi};
+    return json_numbers(v, 2);
+}

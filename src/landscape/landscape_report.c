@@ -17,14 +17,6 @@
 #include "landscape/rank.h"
 #include "model/symmetry.h"
 
-static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
-
-static cJSON *jorder(const int *p, int n) {
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(p[i]));
-    return a;
-}
-
 /* order id of orders (norders, n) */
 static cJSON *jorder8(const uint8_t *orders, int n, long id) {
     cJSON *a = cJSON_CreateArray();
@@ -32,19 +24,8 @@ static cJSON *jorder8(const uint8_t *orders, int n, long id) {
     return a;
 }
 
-static cJSON *jarr(const double *v, int cnt) {
-    if (!v) return cJSON_CreateNull();
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < cnt; i++) cJSON_AddItemToArray(a, jnum(v[i]));
-    return a;
-}
-
-static cJSON *jpair(double lo, double hi) {
-    cJSON *a = cJSON_CreateArray();
-    cJSON_AddItemToArray(a, jnum(lo));
-    cJSON_AddItemToArray(a, jnum(hi));
-    return a;
-}
+/* v's cnt numbers, null when there are none */
+static cJSON *jarr(const double *v, int cnt) { return v ? json_numbers(v, cnt) : cJSON_CreateNull(); }
 
 cJSON *ls_json_bootstrap(int nseq, int resamples, const char *unit, const char *why) {
     cJSON *b = cJSON_CreateObject();
@@ -70,11 +51,11 @@ static cJSON *junits(const double *seq, int T, int S) {
 
 cJSON *ls_json_curve(const ls_curve *c, int n, int units) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddItemToObject(o, "order", jorder(c->order, n));
-    cJSON_AddItemToObject(o, "barrier", jnum(c->barrier));
-    if (c->seq) cJSON_AddItemToObject(o, "barrier_ci95", jpair(c->bar_lo, c->bar_hi));
-    cJSON_AddItemToObject(o, "acc_barrier", jnum(c->acc_barrier));
-    cJSON_AddItemToObject(o, "loss_auc", jnum(c->auc));
+    cJSON_AddItemToObject(o, "order", cJSON_CreateIntArray(c->order, n));
+    cJSON_AddItemToObject(o, "barrier", json_number(c->barrier));
+    if (c->seq) cJSON_AddItemToObject(o, "barrier_ci95", json_pair(c->bar_lo, c->bar_hi));
+    cJSON_AddItemToObject(o, "acc_barrier", json_number(c->acc_barrier));
+    cJSON_AddItemToObject(o, "loss_auc", json_number(c->auc));
     cJSON_AddItemToObject(o, "loss", jarr(c->loss, c->T));
     cJSON_AddItemToObject(o, "acc", jarr(c->acc, c->T));
     if (units && c->seq) cJSON_AddItemToObject(o, "unit_loss", junits(c->seq, c->T, c->nseq));
@@ -114,8 +95,8 @@ int landscape_write_json_with(const landscape *L, const char *a_path, const char
     if (!L->exhaustive) cJSON_AddNumberToObject(root, "nsampled", (double)L->norders);
     // the set ranked over: all n! orders, or a group-limited router's group-preserving ones
     cJSON_AddStringToObject(root, "order_set", L->groups ? "group" : "all");
-    cJSON_AddItemToObject(root, "orders_in_set", jnum(L->n_fact)); // null past a double
-    cJSON_AddItemToObject(root, "orders_in_set_log10", jnum(L->n_fact_log10));
+    cJSON_AddItemToObject(root, "orders_in_set", json_number(L->n_fact)); // null past a double
+    cJSON_AddItemToObject(root, "orders_in_set_log10", json_number(L->n_fact_log10));
     if (L->groups) {
         cJSON_AddNumberToObject(root, "groups", L->groups);
         cJSON_AddNumberToObject(root, "group_size", L->group_size);
@@ -123,37 +104,37 @@ int landscape_write_json_with(const landscape *L, const char *a_path, const char
     // how every pair's hidden units were matched (align_match_hidden, --method's)
     cJSON_AddStringToObject(root, "hidden_matching", cost_method_name(L->hidden));
     cJSON *ep = cJSON_CreateObject();
-    cJSON_AddItemToObject(ep, "loss_a", jnum(L->loss_a));
-    cJSON_AddItemToObject(ep, "loss_b", jnum(L->loss_b));
-    cJSON_AddItemToObject(ep, "acc_a", jnum(L->acc_a));
-    cJSON_AddItemToObject(ep, "acc_b", jnum(L->acc_b));
+    cJSON_AddItemToObject(ep, "loss_a", json_number(L->loss_a));
+    cJSON_AddItemToObject(ep, "loss_b", json_number(L->loss_b));
+    cJSON_AddItemToObject(ep, "acc_a", json_number(L->acc_a));
+    cJSON_AddItemToObject(ep, "acc_b", json_number(L->acc_b));
     cJSON_AddItemToObject(root, "endpoints", ep);
     cJSON_AddItemToObject(root, "naive", ls_json_curve(&L->naive, n, 1));
     cJSON_AddItemToObject(root, "skip_order", ls_json_curve(&L->skip_order, n, 1));
     cJSON *methods = cJSON_CreateObject();
     for (int m = 0; m < COST_NMETHODS; m++) {
         cJSON *o = ls_json_curve(&L->methods[m], n, 1);
-        cJSON_AddItemToObject(o, "cost", jnum(L->cost_total[m]));
+        cJSON_AddItemToObject(o, "cost", json_number(L->cost_total[m]));
         cJSON_AddNumberToObject(o, "rank", L->rank[m]);
         cJSON_AddNumberToObject(o, "tied", L->tied[m]);
         cJSON_AddNumberToObject(o, "rank_auc", L->rank_auc[m]);
-        cJSON_AddItemToObject(o, "l_hat", jnum(L->l_hat[m]));
-        cJSON_AddItemToObject(o, "l_hat_median", jnum(L->l_hat_median[m]));
+        cJSON_AddItemToObject(o, "l_hat", json_number(L->l_hat[m]));
+        cJSON_AddItemToObject(o, "l_hat_median", json_number(L->l_hat_median[m]));
         if (L->cost[m]) {
             cJSON *cm = cJSON_CreateArray();
             for (int i = 0; i < n; i++) cJSON_AddItemToArray(cm, jarr(L->cost[m] + (size_t)i * n, n));
             cJSON_AddItemToObject(o, "cost_matrix", cm);
         }
         if (!L->exhaustive) {
-            cJSON_AddItemToObject(o, "rank_estimate", jnum(L->rank_est[m]));
+            cJSON_AddItemToObject(o, "rank_estimate", json_number(L->rank_est[m]));
             cJSON *ci = cJSON_CreateArray();
-            cJSON_AddItemToArray(ci, jnum(L->pct_lo[m]));
-            cJSON_AddItemToArray(ci, jnum(L->pct_hi[m]));
+            cJSON_AddItemToArray(ci, json_number(L->pct_lo[m]));
+            cJSON_AddItemToArray(ci, json_number(L->pct_hi[m]));
             cJSON_AddItemToObject(o, "rank_percentile_ci95", ci);
         }
         if (L->boot_resamples) {
-            cJSON_AddItemToObject(o, "barrier_ci95", jpair(L->methods[m].bar_lo, L->methods[m].bar_hi));
-            cJSON_AddItemToObject(o, "rank_ci95", jpair(L->rank_lo[m], L->rank_hi[m]));
+            cJSON_AddItemToObject(o, "barrier_ci95", json_pair(L->methods[m].bar_lo, L->methods[m].bar_hi));
+            cJSON_AddItemToObject(o, "rank_ci95", json_pair(L->rank_lo[m], L->rank_hi[m]));
         }
         cJSON_AddItemToObject(methods, cost_method_name((cost_method)m), o);
     }
@@ -165,14 +146,14 @@ int landscape_write_json_with(const landscape *L, const char *a_path, const char
     if (L->boot_resamples) cJSON_AddBoolToObject(boot, "unit_loss_per_order", units);
     else if (L->nseq) cJSON_AddStringToObject(boot, "orders_and_ranks", why); // the named curves alone
     cJSON_AddItemToObject(root, "bootstrap", boot);
-    cJSON_AddItemToObject(root, "tau", jnum(L->tau));
-    cJSON_AddItemToObject(root, "median_barrier", jnum(L->median_barrier));
+    cJSON_AddItemToObject(root, "tau", json_number(L->tau));
+    cJSON_AddItemToObject(root, "median_barrier", json_number(L->median_barrier));
     cJSON *best = cJSON_CreateObject(), *worst = cJSON_CreateObject();
     if (L->best >= 0 && L->norders > 0) {
         cJSON_AddItemToObject(best, "order", jorder8(L->orders, n, L->rows[L->best].id));
-        cJSON_AddItemToObject(best, "barrier", jnum(L->rows[L->best].barrier));
+        cJSON_AddItemToObject(best, "barrier", json_number(L->rows[L->best].barrier));
         cJSON_AddItemToObject(worst, "order", jorder8(L->orders, n, L->rows[L->worst].id));
-        cJSON_AddItemToObject(worst, "barrier", jnum(L->rows[L->worst].barrier));
+        cJSON_AddItemToObject(worst, "barrier", json_number(L->rows[L->worst].barrier));
     }
     cJSON_AddItemToObject(root, "best", best);
     cJSON_AddItemToObject(root, "worst", worst);
@@ -181,12 +162,12 @@ int landscape_write_json_with(const landscape *L, const char *a_path, const char
         const ls_row *r = &L->rows[k];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddItemToObject(o, "order", jorder8(L->orders, n, r->id));
-        cJSON_AddItemToObject(o, "barrier", jnum(r->barrier));
-        if (L->boot_resamples) cJSON_AddItemToObject(o, "barrier_ci95", jpair(r->bar_lo, r->bar_hi));
+        cJSON_AddItemToObject(o, "barrier", json_number(r->barrier));
+        if (L->boot_resamples) cJSON_AddItemToObject(o, "barrier_ci95", json_pair(r->bar_lo, r->bar_hi));
         if (units) cJSON_AddItemToObject(o, "unit_loss", junits(L->unit_loss + (size_t)r->id * L->T * L->nseq, L->T, L->nseq));
-        cJSON_AddItemToObject(o, "acc_barrier", jnum(r->acc_barrier));
-        cJSON_AddItemToObject(o, "loss_auc", jnum(r->auc));
-        if (L->has_proxy) cJSON_AddItemToObject(o, "proxy_barrier", jnum(L->proxy_barrier[r->id]));
+        cJSON_AddItemToObject(o, "acc_barrier", json_number(r->acc_barrier));
+        cJSON_AddItemToObject(o, "loss_auc", json_number(r->auc));
+        if (L->has_proxy) cJSON_AddItemToObject(o, "proxy_barrier", json_number(L->proxy_barrier[r->id]));
         cJSON_AddItemToArray(orders, o);
     }
     cJSON_AddItemToObject(root, "orders", orders);
@@ -194,9 +175,9 @@ int landscape_write_json_with(const landscape *L, const char *a_path, const char
     if (L->has_proxy) { // the layer-only barrier at the block's own inputs, beside the network's
         cJSON *px = cJSON_CreateObject();
         cJSON_AddStringToObject(px, "what", "layer-only barrier at the block's own inputs");
-        cJSON_AddItemToObject(px, "spearman", jnum(L->proxy_spearman));
+        cJSON_AddItemToObject(px, "spearman", json_number(L->proxy_spearman));
         cJSON_AddItemToObject(px, "best_order", jorder8(L->orders, n, L->proxy_best_id));
-        cJSON_AddItemToObject(px, "best_proxy_barrier", jnum(L->proxy_barrier[L->proxy_best_id]));
+        cJSON_AddItemToObject(px, "best_proxy_barrier", json_number(L->proxy_barrier[L->proxy_best_id]));
         cJSON_AddNumberToObject(px, "best_network_rank", (double)L->proxy_best_rank);
         cJSON_AddNumberToObject(px, "seconds", L->proxy_secs);
         cJSON_AddItemToObject(root, "proxy", px);
@@ -250,11 +231,11 @@ cJSON *ls_screen_json(const ls_screen *S) {
         cJSON *r = cJSON_CreateObject();
         cJSON_AddItemToObject(r, "order", jorder8(w->order, S->sub.n, 0));
         cJSON_AddStringToObject(r, "evaluated", w->full_id >= 0 ? "whole set" : "subset");
-        cJSON_AddItemToObject(r, "subset_barrier", jnum(w->sub_bar));
-        cJSON_AddItemToObject(r, "subset_ci95", isnan(w->sub_lo) ? cJSON_CreateNull() : jpair(w->sub_lo, w->sub_hi));
+        cJSON_AddItemToObject(r, "subset_barrier", json_number(w->sub_bar));
+        cJSON_AddItemToObject(r, "subset_ci95", isnan(w->sub_lo) ? cJSON_CreateNull() : json_pair(w->sub_lo, w->sub_hi));
         cJSON_AddNumberToObject(r, "subset_rank", (double)w->sub_rank);
-        cJSON_AddItemToObject(r, "barrier", jnum(w->bar));
-        if (w->full_id >= 0 && S->full.boot_resamples) cJSON_AddItemToObject(r, "barrier_ci95", jpair(w->bar_lo, w->bar_hi));
+        cJSON_AddItemToObject(r, "barrier", json_number(w->bar));
+        if (w->full_id >= 0 && S->full.boot_resamples) cJSON_AddItemToObject(r, "barrier_ci95", json_pair(w->bar_lo, w->bar_hi));
         if (w->undistinguished >= 0) cJSON_AddBoolToObject(r, "undistinguished_from_best", w->undistinguished);
         cJSON_AddItemToArray(rows, r);
     }
