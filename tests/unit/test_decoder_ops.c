@@ -174,6 +174,24 @@ static void put(sink *s, const char *fmt, int L, int e, int nd, int64_t a, int64
     put3(s, fmt, L, e, nd, a, b, 0, sc, mean);
 }
 
+/* s's tensors to dir/model.safetensors and config (a JSON object) to
+ * dir/config.json; s freed. 0, or -1 (a failed write is a failed check) */
+static int sink_finish(sink *s, const char *dir, const char *config) {
+    char path[600];
+    ms_err err;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    int rc = st_writer_write(s->w, path, &err);
+    CHECK(rc == 0, "write %s: %s", path, err.msg);
+    st_writer_free(s->w);
+    for (int i = 0; i < s->nk; i++) free(s->keep[i]);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fprintf(f, "%s\n", config);
+    fclose(f);
+    return rc;
+}
+
 static int write_decoder_seed(const char *dir, int bf16, uint64_t seed) {
     sink s = {.w = st_writer_new(), .bf16 = bf16};
     rng_seed(&s.r, seed);
@@ -202,25 +220,16 @@ static int write_decoder_seed(const char *dir, int bf16, uint64_t seed) {
     }
     put(&s, "model.norm.weight", 0, 0, 1, D, 0, 0.1, 1);
     put(&s, "lm_head.weight", 0, 0, 2, V, D, 0.5, 0);
-    char path[600];
-    ms_err err;
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = st_writer_write(s.w, path, &err);
-    CHECK(rc == 0, "write %s: %s", path, err.msg);
-    st_writer_free(s.w);
-    for (int i = 0; i < s.nk; i++) free(s.keep[i]);
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fprintf(f, "{\"model_type\": \"qwen3_moe\", \"hidden_size\": %d, \"num_hidden_layers\": %d, "
-               "\"num_attention_heads\": %d, \"num_key_value_heads\": %d, \"head_dim\": %d, "
-               "\"intermediate_size\": %d, \"moe_intermediate_size\": %d, \"num_experts\": %d, "
-               "\"num_experts_per_tok\": 2, \"norm_topk_prob\": true, \"vocab_size\": %d, "
-               "\"max_position_embeddings\": 64, \"rope_theta\": 1000.0, \"rms_norm_eps\": 1e-6, "
-               "\"mlp_only_layers\": [0]}\n",
-            D, NL, NH, NKV, HD, FF, H, NE, V);
-    fclose(f);
-    return rc;
+    char config[1024];
+    snprintf(config, sizeof config,
+             "{\"model_type\": \"qwen3_moe\", \"hidden_size\": %d, \"num_hidden_layers\": %d, "
+             "\"num_attention_heads\": %d, \"num_key_value_heads\": %d, \"head_dim\": %d, "
+             "\"intermediate_size\": %d, \"moe_intermediate_size\": %d, \"num_experts\": %d, "
+             "\"num_experts_per_tok\": 2, \"norm_topk_prob\": true, \"vocab_size\": %d, "
+             "\"max_position_embeddings\": 64, \"rope_theta\": 1000.0, \"rms_norm_eps\": 1e-6, "
+             "\"mlp_only_layers\": [0]}",
+             D, NL, NH, NKV, HD, FF, H, NE, V);
+    return sink_finish(&s, dir, config);
 }
 
 static int write_decoder(const char *dir, int bf16) { return write_decoder_seed(dir, bf16, 4); }
@@ -406,23 +415,14 @@ static int write_jetmoe(const char *dir, int bf16) {
         put(&s, "model.layers.%d.mlp.bias", L, 0, 1, D, 0, 0.2, 0);
     }
     put(&s, "model.norm.weight", 0, 0, 1, D, 0, 0.1, 1);
-    char path[600];
-    ms_err err;
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    int rc = st_writer_write(s.w, path, &err);
-    CHECK(rc == 0, "write %s: %s", path, err.msg);
-    st_writer_free(s.w);
-    for (int i = 0; i < s.nk; i++) free(s.keep[i]);
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fprintf(f, "{\"model_type\": \"jetmoe\", \"hidden_size\": %d, \"num_hidden_layers\": %d, "
-               "\"num_key_value_heads\": %d, \"kv_channels\": %d, \"num_local_experts\": %d, "
-               "\"num_experts_per_tok\": 2, \"intermediate_size\": %d, \"vocab_size\": %d, "
-               "\"max_position_embeddings\": 64, \"rope_theta\": 1000.0, \"rms_norm_eps\": 0.05}\n",
-            D, NL, NKV, HD, JA, H, V);
-    fclose(f);
-    return rc;
+    char config[1024];
+    snprintf(config, sizeof config,
+             "{\"model_type\": \"jetmoe\", \"hidden_size\": %d, \"num_hidden_layers\": %d, "
+             "\"num_key_value_heads\": %d, \"kv_channels\": %d, \"num_local_experts\": %d, "
+             "\"num_experts_per_tok\": 2, \"intermediate_size\": %d, \"vocab_size\": %d, "
+             "\"max_position_embeddings\": 64, \"rope_theta\": 1000.0, \"rms_norm_eps\": 0.05}",
+             D, NL, NKV, HD, JA, H, V);
+    return sink_finish(&s, dir, config);
 }
 
 /* max |x - y| / max |y| over n */
